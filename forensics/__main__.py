@@ -1,0 +1,5 @@
+"""Allow `python -m forensics`."""
+
+from forensics.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""Typed form of manifest.json, the index of a bundle.
+
+Every rank (host, pid, global rank) and every collector run (status, timing, error,
+files written) is named here, so an analysis can tell evidence that says "nothing
+happened" from evidence that is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT = "hang-forensics-bundle"
+VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+class Status:
+    """Outcome of one collector run. Plain strings so the JSON stays readable."""
+
+    OK = "ok"  #: evidence gathered
+    FAILED = "failed"  #: the tool ran and failed; see error
+    TIMEOUT = "timeout"  #: the tool was killed at its time limit
+    UNAVAILABLE = "unavailable"  #: the tool is not installed
+    DENIED = "denied"  #: not permitted (ptrace, file mode)
+    GONE = "gone"  #: the target process no longer exists
+    SKIPPED = "skipped"  #: not asked for, or nothing to collect
+
+    ALL = (OK, FAILED, TIMEOUT, UNAVAILABLE, DENIED, GONE, SKIPPED)
+
+
+@dataclass
+class CollectorRecord:
+    """One collector's run against one rank or one host."""
+
+    name: str
+    status: str
+    seconds: float = 0.0
+    error: str | None = None
+    files: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RankRecord:
+    """One process of a distributed job on one host, with what was collected from it."""
+
+    host: str
+    pid: int
+    dir: str
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    local_world_size: int | None = None
+    group_rank: int | None = None
+    job_id: str | None = None
+    cmdline: list[str] = field(default_factory=list)
+    state_before: str | None = None
+    state_after: str | None = None
+    collectors: list[CollectorRecord] = field(default_factory=list)
+
+    def collector(self, name: str) -> CollectorRecord | None:
+        """The record of collector `name`, or None if it did not run."""
+        return next((c for c in self.collectors if c.name == name), None)
+
+    @property
+    def label(self) -> str:
+        """Short human name: 'rank 5 (hostA pid 4242)'."""
+        who = f"rank {self.rank}" if self.rank is not None else "unranked process"
+        return f"{who} ({self.host} pid {self.pid})"
+
+
+@dataclass
+class HostRecord:
+    """One host that was asked for evidence, and how that went."""
+
+    host: str
+    status: str = Status.OK
+    seconds: float = 0.0
+    error: str | None = None
+    dir: str | None = None
+    collectors: list[CollectorRecord] = field(default_factory=list)
+
+
+@dataclass
+class MissingRank:
+    """A rank the job should have but for which no process was found: itself evidence."""
+
+    rank: int
+    reason: str
+    host: str | None = None
+    job_id: str | None = None
+
+
+@dataclass
+class Artifact:
+    """A job-level file that belongs to no single rank (launcher record, RAS answer, ...)."""
+
+    kind: str
+    path: str
+    host: str | None = None
+    rank: int | None = None
+
+
+@dataclass
+class Manifest:
+    """The whole index. `format` and `version` guard readers against foreign files."""
+
+    created: str
+    tool_version: str
+    format: str = FORMAT
+    version: int = VERSION
+    command: list[str] = field(default_factory=list)
+    hosts: list[HostRecord] = field(default_factory=list)
+    ranks: list[RankRecord] = field(default_factory=list)
+    missing: list[MissingRank] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for json.dump."""
+        return dataclasses.asdict(self)
+
+    @property
+    def complete(self) -> bool:
+        """True when every collector that ran succeeded or was skipped, and every host answered."""
+        fine = (Status.OK, Status.SKIPPED)
+        hosts_ok = all(h.status == Status.OK for h in self.hosts)
+        ranks_ok = all(c.status in fine for r in self.ranks for c in r.collectors)
+        host_collectors_ok = all(c.status in fine for h in self.hosts for c in h.collectors)
+        return hosts_ok and ranks_ok and host_collectors_ok
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass `cls` from a dict, naming the place of any bad or missing field."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in names}
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    absent = [n for n in required if n not in kwargs]
+    if absent:
+        raise ValueError(f"{where}: missing field(s) {', '.join(absent)}")
+    return cls(**kwargs)
+
+
+def manifest_from_dict(data: Any) -> Manifest:
+    """Validate and convert parsed manifest JSON. Raises ValueError with the faulty place."""
+    if not isinstance(data, dict):
+        raise ValueError("manifest: expected a JSON object")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"manifest: format is {data.get('format')!r}, expected {FORMAT!r}")
+    version = data.get("version")
+    if not isinstance(version, int) or version > VERSION or version < 1:
+        raise ValueError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
+    man = _build(Manifest, data, "manifest")
+    man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
+    man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]
+    man.missing = [_build(MissingRank, m, f"missing[{i}]") for i, m in enumerate(data.get("missing", []))]
+    man.artifacts = [_build(Artifact, a, f"artifacts[{i}]") for i, a in enumerate(data.get("artifacts", []))]
+    return man
+
+
+def _collectors(items: Any, where: str) -> list[CollectorRecord]:
+    if not isinstance(items, list):
+        raise ValueError(f"{where}.collectors: expected a list")
+    return [_build(CollectorRecord, c, f"{where}.collectors[{i}]") for i, c in enumerate(items)]
+
+
+def _rank(data: Any, where: str) -> RankRecord:
+    rec = _build(RankRecord, data, where)
+    rec.collectors = _collectors(data.get("collectors", []), where)
+    return rec
+
+
+def _host(data: Any, where: str) -> HostRecord:
+    rec = _build(HostRecord, data, where)
+    rec.collectors = _collectors(data.get("collectors", []), where)
+    return rec

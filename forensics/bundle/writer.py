@@ -1,0 +1,92 @@
+"""Writes a bundle directory: per-rank folders, job-level artifacts, then manifest.json.
+
+The manifest is written atomically (temp file + rename) and can be rewritten as
+collection goes on, so a bundle cut short still names what it holds.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from forensics import __version__
+from forensics.bundle.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe form of a host name or label (no slashes, no dot-dot)."""
+    cleaned = _UNSAFE.sub("_", text).strip("._") or "unnamed"
+    return cleaned[:120]
+
+
+def now_iso() -> str:
+    """UTC timestamp with microseconds, as used throughout the manifest."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+class BundleWriter:
+    """Lays out one bundle directory and keeps its manifest."""
+
+    def __init__(self, root: Path, command: list[str] | None = None) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.manifest = Manifest(
+            created=now_iso(), tool_version=__version__, command=list(command or sys.argv)
+        )
+
+    def rank_dir(self, host: str, rank: int | None, pid: int) -> str:
+        """Relative folder for one rank's evidence, created on disk."""
+        label = f"rank{rank}" if rank is not None else "rank_unknown"
+        rel = f"hosts/{safe_name(host)}/{label}-pid{pid}"
+        (self.root / rel).mkdir(parents=True, exist_ok=True)
+        return rel
+
+    def host_dir(self, host: str) -> str:
+        """Relative folder for host-level evidence, created on disk."""
+        rel = f"hosts/{safe_name(host)}"
+        (self.root / rel).mkdir(parents=True, exist_ok=True)
+        return rel
+
+    def write_json(self, rel: str, data: Any) -> str:
+        """Write `data` as JSON at a path relative to the bundle root; returns `rel`."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        return rel
+
+    def write_text(self, rel: str, text: str) -> str:
+        """Write text at a path relative to the bundle root; returns `rel`."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return rel
+
+    def add_rank(self, record: RankRecord) -> None:
+        self.manifest.ranks.append(record)
+
+    def add_host(self, record: HostRecord) -> None:
+        self.manifest.hosts.append(record)
+
+    def add_missing(self, missing: MissingRank) -> None:
+        self.manifest.missing.append(missing)
+
+    def add_artifact(self, artifact: Artifact) -> None:
+        self.manifest.artifacts.append(artifact)
+
+    def note(self, text: str) -> None:
+        self.manifest.notes.append(text)
+
+    def save(self) -> Path:
+        """Write manifest.json atomically; safe to call many times."""
+        path = self.root / MANIFEST_NAME
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.manifest.to_dict(), indent=1, default=str) + "\n")
+        os.replace(tmp, path)
+        return path

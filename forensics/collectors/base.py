@@ -1,0 +1,89 @@
+"""The collector interface: one small class per kind of evidence.
+
+A rank collector gathers one kind of evidence from one process; a host collector
+gathers one kind from the host as a whole. Collectors never interpret what they
+gather (that is the parsers' job): they copy or record it, and say how it went
+in a CollectorRecord. They must not raise for expected failures.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from forensics.bundle.manifest import CollectorRecord, Status
+
+
+@dataclass
+class CollectOptions:
+    """What the user asked of a collection."""
+
+    timeout: float = 20.0  #: seconds per collector per target
+    native: bool = False  #: py-spy --native (slower, shows C++ frames of Python threads)
+    gdb: bool = False  #: GDB backtraces of all threads (opt-in: pauses the target seconds)
+    log_tail_bytes: int = 8 * 1024 * 1024  #: copy at most this much of each log, from its end
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class RankTarget:
+    """One rank process to collect from, and where its evidence goes."""
+
+    pid: int
+    host: str
+    rank: int | None
+    environ: dict[str, str]
+    bundle_root: Path
+    rel_dir: str  #: folder of this rank, relative to bundle_root
+
+    def out(self, name: str) -> tuple[Path, str]:
+        """(absolute path, bundle-relative path) of a file in this rank's folder."""
+        rel = f"{self.rel_dir}/{name}"
+        return self.bundle_root / rel, rel
+
+
+@dataclass
+class HostTarget:
+    """The host being collected, and its folder in the bundle."""
+
+    host: str
+    bundle_root: Path
+    rel_dir: str
+
+    def out(self, name: str) -> tuple[Path, str]:
+        rel = f"{self.rel_dir}/{name}"
+        return self.bundle_root / rel, rel
+
+
+class RankCollector(Protocol):
+    """Gathers one kind of evidence from one rank process."""
+
+    name: str
+    uses_ptrace: bool  #: ptrace tools must not run at once on one PID
+
+    def enabled(self, options: CollectOptions) -> bool: ...
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord: ...
+
+
+class HostCollector(Protocol):
+    """Gathers one kind of evidence from the host."""
+
+    name: str
+
+    def enabled(self, options: CollectOptions) -> bool: ...
+
+    def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord: ...
+
+
+def timed(name: str, body: Callable[[], CollectorRecord]) -> CollectorRecord:
+    """Run a collector body, fill in its time, and turn a surprise exception into a record."""
+    start = time.monotonic()
+    try:
+        record = body()
+    except Exception as err:  # noqa: BLE001 - a collector bug must not lose other evidence
+        record = CollectorRecord(name=name, status=Status.FAILED, error=f"{type(err).__name__}: {err}")
+    record.seconds = round(time.monotonic() - start, 4)
+    return record
