@@ -1,0 +1,97 @@
+"""Types shared by every reader and by the correlation: stacks, suspects, verdicts.
+
+Readers turn artifacts into these; the correlation and the verdict only see these,
+never raw files, so a new artifact kind plugs in by writing one reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame, Python or native. `file`/`line` may be unknown for native frames."""
+
+    function: str
+    file: str | None = None
+    line: int | None = None
+    native: bool = False
+    library: str | None = None
+
+    @property
+    def label(self) -> str:
+        """'func (file:line)', the key frames are merged on."""
+        where = ""
+        if self.file:
+            where = f" ({self.file}:{self.line})" if self.line else f" ({self.file})"
+        elif self.library:
+            where = f" [{self.library.rsplit('/', 1)[-1]}]"
+        return f"{self.function}{where}"
+
+
+@dataclass
+class ThreadStack:
+    """The stack of one thread, innermost frame first (as py-spy and gdb print them)."""
+
+    thread_id: int
+    name: str | None = None
+    frames: list[Frame] = field(default_factory=list)
+    active: bool | None = None
+    owns_gil: bool | None = None
+    is_main: bool = False
+    source: str = ""  #: which tool produced it: 'py-spy', 'gdb', ...
+
+
+@dataclass
+class Suspect:
+    """A rank the evidence points at, why, and how sure we are (0..1)."""
+
+    rank: int | None
+    host: str | None
+    pid: int | None
+    reason_class: str  #: short machine-readable kind: 'stopped', 'outside-collective', 'missing', ...
+    reason: str  #: one human sentence
+    confidence: float
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        who = f"rank {self.rank}" if self.rank is not None else "a process"
+        where = ", ".join(x for x in (self.host, f"pid {self.pid}" if self.pid else None) if x)
+        return f"{who} ({where})" if where else who
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "host": self.host,
+            "pid": self.pid,
+            "reason_class": self.reason_class,
+            "reason": self.reason,
+            "confidence": round(self.confidence, 3),
+            "evidence": list(self.evidence),
+        }
+
+
+@dataclass
+class Verdict:
+    """The answer: suspects (most likely first), a one-line summary, and what is missing."""
+
+    suspects: list[Suspect] = field(default_factory=list)
+    summary: str = ""
+    missing_evidence: list[str] = field(default_factory=list)
+    sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
+
+    @property
+    def culprit(self) -> Suspect | None:
+        return self.suspects[0] if self.suspects else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "culprit": self.culprit.to_dict() if self.culprit else None,
+            "suspects": [s.to_dict() for s in self.suspects],
+            "missing_evidence": list(self.missing_evidence),
+            "sections": self.sections,
+        }
