@@ -95,3 +95,23 @@ class Verdict:
             "missing_evidence": list(self.missing_evidence),
             "sections": self.sections,
         }
+
+
+@dataclass(frozen=True)
+class WaitEdge:
+    """'waiter waits on peer' inside one communicator, from any source (recorder, logs, RAS).
+
+    Ranks here are communicator ranks; the correlation maps them to global ranks
+    and hosts with the communicator's init lines or the bundle manifest.
+    """
+
+    comm_id: str  #: commId/hash as hex string, or a PG name when that is all we know
+    waiter: int  #: communicator rank that waits
+    peer: int  #: communicator rank it waits on
+    source: str  #: 'recorder', 'nccl-log', 'ras', 'c10d', ...
+    op: str | None = None  #: e.g. 'AllReduce seq 11'
+    channel: int | None = None
+    state: str | None = None  #: e.g. 'RecvWait', 'SendPeerWait'
+    waiter_pid: int | None = None
+    waiter_host: str | None = None
+    detail: str = ""
