@@ -59,7 +59,7 @@ class Suspect:
     @property
     def label(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "a process"
-        where = ", ".join(x for x in (self.host, f"pid {self.pid}" if self.pid else None) if x)
+        where = " ".join(x for x in (self.host, f"pid {self.pid}" if self.pid else None) if x)
         return f"{who} ({where})" if where else who
 
     def to_dict(self) -> dict[str, Any]:

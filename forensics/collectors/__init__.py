@@ -1,0 +1,34 @@
+"""Every collector, in the order they run against a rank.
+
+Rank collectors run per rank, ranks in parallel. Within one rank the ptrace tools
+(py-spy, gdb) run one after another: two tracers on one PID fail.
+"""
+
+from __future__ import annotations
+
+from forensics.collectors.base import HostCollector, RankCollector
+from forensics.collectors.environment import EnvironmentCollector
+from forensics.collectors.flight_recorder import FlightRecorderCollector
+from forensics.collectors.gdb import GdbCollector
+from forensics.collectors.nccl_logs import NcclLogCollector
+from forensics.collectors.process_state import ProcessStateCollector
+from forensics.collectors.pyspy import PySpyCollector
+from forensics.collectors.stdio import StdioCollector
+
+
+def rank_collectors() -> list[RankCollector]:
+    """Fresh instances, cheapest first; process state first so 'before' is truly before."""
+    return [
+        ProcessStateCollector(),
+        EnvironmentCollector(),
+        StdioCollector(),
+        NcclLogCollector(),
+        FlightRecorderCollector(),
+        PySpyCollector(),
+        GdbCollector(),
+    ]
+
+
+def host_collectors() -> list[HostCollector]:
+    """Collectors run once per host (none in the foundation; host evidence adds them)."""
+    return []

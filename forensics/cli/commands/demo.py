@@ -1,0 +1,54 @@
+"""`forensics demo`: a real hang on this machine, diagnosed end to end. No GPU needed."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+from forensics.collectors.base import CollectOptions
+from forensics.demo.run import run_demo
+from forensics.exitcodes import ExitCode
+from forensics.report.text import render_verdict
+
+NAME = "demo"
+HELP = "hang a real torch.distributed (gloo) job on this machine and diagnose it"
+DESCRIPTION = """Start a real torch.distributed job on gloo (CPU, --ranks processes), make one rank
+misbehave, wait until the job hangs, collect every rank, analyze, print the verdict,
+and stop the job.
+
+faults:
+  sleep  the culprit blocks in its data loader before an all_reduce (default)
+  stop   the culprit is stopped with SIGSTOP before an all_reduce
+  crash  the culprit exits (code 17) while the others build a new process group
+
+exit code 0 when the verdict names the injected culprit, 4 when it does not.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ranks", type=int, default=4, choices=range(2, 9), metavar="N", help="number of ranks, 2-8 (default 4)")
+    parser.add_argument("--fault", choices=["sleep", "stop", "crash"], default="sleep", help="what the culprit does (default sleep)")
+    parser.add_argument("--culprit", type=int, default=None, help="rank that misbehaves (default: the last but one)")
+    parser.add_argument("-o", "--out", type=Path, help="bundle folder (default ./forensics-demo-TIME)")
+    parser.add_argument("--gdb", action="store_true", help="also take GDB backtraces of every rank (slower)")
+    parser.add_argument("--native", action="store_true", help="py-spy --native")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    culprit = args.culprit if args.culprit is not None else max(0, args.ranks - 2)
+    out = args.out or Path(f"forensics-demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    options = CollectOptions(native=args.native, gdb=args.gdb)
+    outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=args.quiet)
+    if args.json:
+        data = outcome.verdict.to_dict()
+        data.update(bundle=str(out), injected={"fault": args.fault, "culprit": culprit}, correct=outcome.correct)
+        print(json.dumps(data, indent=1))
+    else:
+        print(render_verdict(outcome.verdict))
+        print(f"\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}")
+        print(f"bundle: {out}   (forensics analyze {out})")
+    return int(ExitCode.OK if outcome.correct else ExitCode.INCONCLUSIVE)

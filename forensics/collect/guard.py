@@ -1,0 +1,86 @@
+"""Keeps a target's run state as it was around a ptrace tool.
+
+A ptrace tool that dies or misbehaves can leave its target stopped (seen with gdb
+under SIGTERM), and a stopped target ends a training job as surely as a crash.
+The guard reads the state letter before, and afterwards resumes a target that was
+running but is now stopped; a target that was stopped before stays stopped (that
+state is evidence, and the user may have stopped it on purpose).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+from forensics.discover import procfs
+
+STOPPED = ("T", "t")
+
+
+@dataclass
+class GuardOutcome:
+    before: str | None
+    after: str | None
+    action: str | None = None  #: 'resumed' or 're-stopped' when the guard had to act
+
+
+class StateGuard:
+    """Context manager: `with StateGuard(pid) as g: run_tool(...)`; then read g.outcome."""
+
+    def __init__(self, pid: int, settle: float = 0.05) -> None:
+        self.pid = pid
+        self.settle = settle
+        self.outcome = GuardOutcome(before=None, after=None)
+
+    def __enter__(self) -> "StateGuard":
+        self.outcome.before = _state(self.pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.outcome.after = self.restore()
+
+    def restore(self) -> str | None:
+        """Put the target back in its earlier run state; returns the final state letter."""
+        before = self.outcome.before
+        after = _state(self.pid)
+        if before is None or after is None:
+            return after
+        if before not in STOPPED and after in STOPPED:
+            # A traced stop ('t') ends when the tracer is gone; give it a moment first.
+            time.sleep(self.settle)
+            after = _state(self.pid)
+            if after in STOPPED:
+                _signal(self.pid, signal.SIGCONT)
+                self.outcome.action = "resumed"
+                after = _wait_state(self.pid, lambda s: s not in STOPPED)
+        elif before == "T" and after is not None and after not in STOPPED:
+            _signal(self.pid, signal.SIGSTOP)
+            self.outcome.action = "re-stopped"
+            after = _wait_state(self.pid, lambda s: s in STOPPED)
+        return after
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return procfs.read_state(pid)
+    except (procfs.ProcessGone, OSError, IndexError):
+        return None
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_state(pid: int, ok, tries: int = 20) -> str | None:
+    state = _state(pid)
+    for _ in range(tries):
+        if state is None or ok(state):
+            break
+        time.sleep(0.01)
+        state = _state(pid)
+    return state

@@ -1,0 +1,30 @@
+"""Progress lines on stderr for long collections; silent when asked to be."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+
+class Progress:
+    """Thread-safe 'done N of M' reporter. Writes to stderr so stdout stays machine-readable."""
+
+    def __init__(self, total: int, what: str, quiet: bool = False) -> None:
+        self.total = total
+        self.what = what
+        self.quiet = quiet
+        self.done = 0
+        self.start = time.monotonic()
+        self._lock = threading.Lock()
+
+    def step(self, line: str) -> None:
+        with self._lock:
+            self.done += 1
+            if not self.quiet:
+                elapsed = time.monotonic() - self.start
+                print(f"[{self.done}/{self.total} {self.what}, {elapsed:5.1f}s] {line}", file=sys.stderr, flush=True)
+
+    def say(self, line: str) -> None:
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,142 @@
+"""Native backtraces of every thread through GDB's machine interface (pygdbmi).
+
+GDB sees what py-spy cannot: the gloo/NCCL worker threads and the C++ frames of a
+collective. It pauses the target for seconds, so it is opt-in. Every command carries
+a token and we read until that token's result (pygdbmi's plain read matches by
+timing). GDB runs in its own session and is only ever ended with SIGKILL, which
+detaches the target cleanly; the state guard resumes a target left stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collect.guard import StateGuard
+from forensics.collect.tool import find_tool
+from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.discover import procfs
+
+GDB_ARGS = [
+    "--interpreter=mi3",
+    "-nx",
+    "-q",
+    "-iex", "set debuginfod enabled off",
+    "-iex", "set pagination off",
+    "-iex", "set confirm off",
+    "-iex", "set print thread-events off",
+]
+
+
+class GdbError(Exception):
+    """A GDB command answered ^error, or time ran out."""
+
+
+class GdbSession:
+    """One GDB process driven by tokened MI commands with an overall deadline."""
+
+    def __init__(self, exe: str, deadline: float) -> None:
+        from pygdbmi.IoManager import IoManager
+
+        self.deadline = deadline
+        self.proc = subprocess.Popen(
+            [exe, *GDB_ARGS],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.io = IoManager(self.proc.stdin, self.proc.stdout, self.proc.stderr)
+        self.token = 100
+        self.console: list[str] = []
+
+    def command(self, mi: str) -> dict[str, Any]:
+        """Send one MI command; return its result payload, raising GdbError on ^error/timeout."""
+        self.token += 1
+        token = self.token
+        self.io.write(f"{token}{mi}", read_response=False)
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise GdbError(f"time limit reached during {mi.split()[0]}")
+            for msg in self.io.get_gdb_response(timeout_sec=min(left, 0.5), raise_error_on_timeout=False):
+                if msg.get("type") == "console" and msg.get("payload"):
+                    self.console.append(str(msg["payload"]))
+                if msg.get("type") == "result" and msg.get("token") == token:
+                    if msg.get("message") == "error":
+                        raise GdbError(str((msg.get("payload") or {}).get("msg", "error")))
+                    return msg.get("payload") or {}
+
+    def kill(self) -> None:
+        """SIGKILL only (see module doc)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+class GdbCollector:
+    name = "gdb"
+    uses_ptrace = True
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return options.gdb
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
+        exe = find_tool("gdb")
+        if exe is None:
+            return CollectorRecord(self.name, Status.UNAVAILABLE, error="gdb is not installed (apt-get install gdb)")
+        if not procfs.pid_exists(target.pid):
+            return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
+        timeout = float(options.extra.get("gdb_timeout", max(options.timeout, 60.0)))
+        with StateGuard(target.pid) as guard:
+            data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout)
+        details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after}
+        if guard.outcome.action:
+            details["guard"] = guard.outcome.action
+        files = []
+        if data.get("threads"):
+            path, rel = target.out("gdb.json")
+            path.write_text(json.dumps(data, indent=1) + "\n")
+            files.append(rel)
+        return CollectorRecord(self.name, status, error=error, files=files, details=details)
+
+    def _backtraces(self, exe: str, pid: int, deadline: float) -> tuple[dict, str, str | None]:
+        session = GdbSession(exe, deadline)
+        data: dict[str, Any] = {"pid": pid, "threads": [], "stacks": {}}
+        try:
+            session.command(f"-target-attach {pid}")
+            threads = session.command("-thread-info").get("threads", [])
+            data["threads"] = threads
+            for thread in threads:
+                tid = thread.get("id")
+                frames = session.command(f"-stack-list-frames --thread {tid}").get("stack", [])
+                data["stacks"][str(tid)] = frames
+            session.command("-target-detach")
+            status, error = Status.OK, None
+        except GdbError as err:
+            status, error = _classify(str(err), pid), f"gdb: {err}"
+        except (OSError, ValueError) as err:
+            status, error = Status.FAILED, f"gdb: {err}"
+        finally:
+            session.kill()
+        data["console"] = session.console[-50:]
+        if status == Status.TIMEOUT and data["threads"]:
+            error = f"{error} (partial: {len(data['stacks'])} of {len(data['threads'])} threads)"
+        return data, status, error
+
+
+def _classify(message: str, pid: int) -> str:
+    if "time limit" in message:
+        return Status.TIMEOUT
+    if "not permitted" in message.lower():
+        return Status.DENIED
+    if not procfs.pid_exists(pid) or "No such process" in message:
+        return Status.GONE
+    return Status.FAILED

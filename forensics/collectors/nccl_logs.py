@@ -1,0 +1,50 @@
+"""NCCL's debug log of a rank, from NCCL_DEBUG_FILE with %h and %p expanded as NCCL does."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.files import copy_tail, process_path
+
+
+def expand_debug_file(pattern: str, pid: int, host: str | None = None) -> str:
+    """Expand NCCL_DEBUG_FILE's %h (host, cut at the first dot) and %p (pid); %% is a percent."""
+    host = (host or socket.gethostname()).split(".", 1)[0]
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "%" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append({"h": host, "p": str(pid), "%": "%"}.get(nxt, ch + nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class NcclLogCollector:
+    name = "nccl_log"
+    uses_ptrace = False
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return True
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
+        pattern = target.environ.get("NCCL_DEBUG_FILE")
+        if not pattern:
+            level = target.environ.get("NCCL_DEBUG")
+            why = "NCCL_DEBUG_FILE not set" + (f" (NCCL_DEBUG={level}: lines go to stdout)" if level else "")
+            return CollectorRecord(self.name, Status.SKIPPED, error=why)
+        src = process_path(target.pid, expand_debug_file(pattern, target.pid))
+        if not src.is_file():
+            return CollectorRecord(self.name, Status.FAILED, error=f"{src}: not found", details={"path": str(src)})
+        path, rel = target.out(f"nccl/{Path(src).name}")
+        try:
+            _, cut = copy_tail(src, path, options.log_tail_bytes)
+        except PermissionError as err:
+            return CollectorRecord(self.name, Status.DENIED, error=str(err))
+        return CollectorRecord(self.name, Status.OK, files=[rel], details={"path": str(src), "truncated": cut})

@@ -1,0 +1,28 @@
+"""Process state from /proc: state letter, wait channels, threads, start time."""
+
+from __future__ import annotations
+
+import json
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.discover import procfs
+
+
+class ProcessStateCollector:
+    """Snapshot of /proc for one rank; cheap, so it always runs (first and last)."""
+
+    name = "process_state"
+    uses_ptrace = False
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return True
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
+        try:
+            state = procfs.read_proc_state(target.pid)
+        except procfs.ProcessGone:
+            return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
+        path, rel = target.out("proc.json")
+        path.write_text(json.dumps(state.to_dict(), indent=1) + "\n")
+        return CollectorRecord(self.name, Status.OK, files=[rel], details={"state": state.state})

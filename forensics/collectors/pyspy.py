@@ -1,0 +1,89 @@
+"""Python stacks of every thread of a rank, as py-spy's JSON.
+
+A stopped or already-traced process cannot be suspended by py-spy, so for those
+the non-blocking mode is used directly (it reads memory without pausing); if a
+blocking dump fails to suspend, it is retried non-blocking.
+"""
+
+from __future__ import annotations
+
+import json
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collect.guard import STOPPED, StateGuard
+from forensics.collect.tool import ToolResult, run_tool
+from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.discover import procfs
+
+DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
+GONE_MARKS = ("No such process", "Failed to open process", "os error 3")
+SUSPEND_MARKS = ("Failed to suspend", "unexpected waitpid", "Failed to get stack traces")
+
+
+class PySpyCollector:
+    name = "py-spy"
+    uses_ptrace = True
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return True
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
+        try:
+            proc = procfs.read_proc_state(target.pid)
+        except procfs.ProcessGone:
+            return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
+        nonblocking = proc.state in STOPPED or bool(proc.tracer_pid)
+        details: dict = {"nonblocking": nonblocking, "native": options.native}
+        with StateGuard(target.pid) as guard:
+            result = self._dump(target.pid, options, nonblocking)
+            if not result.ok and not nonblocking and _has(result, SUSPEND_MARKS):
+                details["retried_nonblocking"] = True
+                details["nonblocking"] = True
+                result = self._dump(target.pid, options, True)
+        details.update(state_before=guard.outcome.before, state_after=guard.outcome.after)
+        if guard.outcome.action:
+            details["guard"] = guard.outcome.action
+        return self._record(target, result, details)
+
+    def _dump(self, pid: int, options: CollectOptions, nonblocking: bool) -> ToolResult:
+        argv = ["py-spy", "dump", "--pid", str(pid), "--json"]
+        if options.native:
+            argv.append("--native")
+        if nonblocking:
+            argv.append("--nonblocking")
+        return run_tool(argv, timeout=options.timeout)
+
+    def _record(self, target: RankTarget, result: ToolResult, details: dict) -> CollectorRecord:
+        details["argv"] = result.argv
+        if result.missing:
+            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
+        if result.timed_out:
+            return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
+        if result.ok and _is_json(result.stdout):
+            path, rel = target.out("pyspy.json")
+            path.write_text(result.stdout)
+            return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
+        message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
+        error = " / ".join(message) or f"py-spy exited with {result.returncode}"
+        if _has(result, DENIED_MARKS):
+            status, error = Status.DENIED, f"ptrace not permitted: {error} (run as root or grant CAP_SYS_PTRACE)"
+        elif not procfs.pid_exists(target.pid) or _has(result, GONE_MARKS):
+            status = Status.GONE
+        else:
+            status = Status.FAILED
+        path, rel = target.out("pyspy.err.txt")
+        path.write_text(result.stderr + result.stdout)
+        return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
+
+
+def _has(result: ToolResult, marks: tuple[str, ...]) -> bool:
+    text = result.stderr + result.stdout
+    return any(m in text for m in marks)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

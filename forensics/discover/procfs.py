@@ -1,0 +1,197 @@
+"""Reads what Linux says about a process under /proc, without touching the process.
+
+The state letter matters as evidence in itself: 'T' (stopped) explains a hang and
+also tells the stack tools not to try suspending it; 'D' points at the kernel; 'Z'
+means the process has exited and awaits its parent.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROC = Path("/proc")
+
+STATE_NAMES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "uninterruptible (disk/kernel wait)",
+    "T": "stopped (by signal)",
+    "t": "stopped (by a tracer)",
+    "Z": "zombie (exited, not reaped)",
+    "X": "dead",
+    "I": "idle",
+}
+
+
+class ProcessGone(Exception):
+    """The process no longer exists (or never did)."""
+
+
+@dataclass
+class ThreadState:
+    tid: int
+    name: str
+    state: str
+    wchan: str | None = None
+
+
+@dataclass
+class ProcState:
+    """A snapshot of one process as /proc describes it."""
+
+    pid: int
+    state: str
+    comm: str
+    ppid: int
+    start_ticks: int
+    uid: int | None = None
+    tracer_pid: int | None = None
+    cap_eff: str | None = None
+    vm_rss_kb: int | None = None
+    wchan: str | None = None
+    threads: list[ThreadState] = field(default_factory=list)
+    kernel_stack: str | None = None
+    boot_time: float | None = None
+    clock_ticks: int = 100
+
+    @property
+    def stopped(self) -> bool:
+        return self.state in ("T", "t")
+
+    @property
+    def start_time(self) -> float | None:
+        """Start time as a Unix timestamp, when the boot time is known."""
+        if self.boot_time is None:
+            return None
+        return self.boot_time + self.start_ticks / self.clock_ticks
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state_name"] = STATE_NAMES.get(self.state, self.state)
+        data["start_time"] = self.start_time
+        return data
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError as err:
+        raise ProcessGone(str(path)) from err
+    except ProcessLookupError as err:
+        raise ProcessGone(str(path)) from err
+
+
+def _read_optional(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
+def parse_stat(text: str) -> tuple[str, str, int, int]:
+    """(comm, state, ppid, starttime ticks) from /proc/PID/stat; comm may hold spaces and ')'."""
+    left, right = text.find("("), text.rfind(")")
+    comm = text[left + 1 : right]
+    rest = text[right + 2 :].split()
+    return comm, rest[0], int(rest[1]), int(rest[19])
+
+
+def read_state(pid: int) -> str:
+    """Only the state letter: the cheapest check, done before and after every ptrace tool."""
+    return parse_stat(_read(PROC / str(pid) / "stat"))[1]
+
+
+def _status_fields(pid: int) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in _read(PROC / str(pid) / "status").splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _boot_time() -> float | None:
+    text = _read_optional(PROC / "stat") or ""
+    for line in text.splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    return None
+
+
+def read_threads(pid: int) -> list[ThreadState]:
+    """Every thread's name, state and wait channel; threads that vanish meanwhile are skipped."""
+    threads = []
+    task = PROC / str(pid) / "task"
+    try:
+        tids = sorted(int(t) for t in os.listdir(task))
+    except FileNotFoundError as err:
+        raise ProcessGone(str(task)) from err
+    for tid in tids:
+        stat = _read_optional(task / str(tid) / "stat")
+        if not stat:
+            continue
+        comm, state, _, _ = parse_stat(stat)
+        wchan = _read_optional(task / str(tid) / "wchan")
+        threads.append(ThreadState(tid=tid, name=comm, state=state, wchan=(wchan or None) if wchan != "0" else None))
+    return threads
+
+
+def read_proc_state(pid: int) -> ProcState:
+    """Full snapshot of a process. Raises ProcessGone if it does not exist."""
+    comm, state, ppid, start = parse_stat(_read(PROC / str(pid) / "stat"))
+    status = _status_fields(pid)
+    wchan = _read_optional(PROC / str(pid) / "wchan")
+    rss = status.get("VmRSS", "").split()
+    return ProcState(
+        pid=pid,
+        state=state,
+        comm=comm,
+        ppid=ppid,
+        start_ticks=start,
+        uid=int(status["Uid"].split()[1]) if "Uid" in status else None,
+        tracer_pid=int(status["TracerPid"]) if "TracerPid" in status else None,
+        cap_eff=status.get("CapEff"),
+        vm_rss_kb=int(rss[0]) if rss else None,
+        wchan=wchan if wchan and wchan != "0" else None,
+        threads=read_threads(pid),
+        kernel_stack=_read_optional(PROC / str(pid) / "stack"),
+        boot_time=_boot_time(),
+        clock_ticks=os.sysconf("SC_CLK_TCK"),
+    )
+
+
+def read_environ(pid: int) -> dict[str, str]:
+    """The environment the process started with. Raises ProcessGone or PermissionError."""
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except FileNotFoundError as err:
+        raise ProcessGone(str(pid)) from err
+    env = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env
+
+
+def read_cmdline(pid: int) -> list[str]:
+    raw = _read_optional(PROC / str(pid) / "cmdline") or ""
+    return [a for a in raw.split("\0") if a]
+
+
+def fd_target(pid: int, fd: int) -> str | None:
+    """Where a file descriptor points ('/path/file', 'pipe:[123]', ...), or None."""
+    try:
+        return os.readlink(PROC / str(pid) / "fd" / str(fd))
+    except OSError:
+        return None
+
+
+def pid_exists(pid: int) -> bool:
+    return (PROC / str(pid)).is_dir()
+
+
+def all_pids() -> list[int]:
+    return sorted(int(p) for p in os.listdir(PROC) if p.isdigit())

@@ -1,0 +1,81 @@
+"""What a thread is doing, judged from its frames: in a collective, waiting on the GPU, or elsewhere.
+
+Collectives are asynchronous on NCCL, so a waiting rank often sits in
+torch.cuda.synchronize or Work.wait rather than in all_reduce; both count as
+waiting. Anything else is 'elsewhere', described by its innermost user frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parsers.model import Frame, ThreadStack
+
+COLLECTIVES = {
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
+    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast", "broadcast_object_list",
+    "reduce", "gather", "scatter", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv",
+    "batch_isend_irecv", "new_group", "new_subgroups", "init_process_group", "destroy_process_group",
+    "wait", "_store_based_barrier", "all_reduce_coalesced", "all_gather_coalesced",
+}
+NATIVE_WAIT_MARKS = ("c10d::", "gloo::", "ncclGroupEnd", "ncclAllReduce", "ProcessGroupNCCL", "ProcessGroupGloo")
+GPU_SYNC_MARKS = ("cuCtxSynchronize", "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
+LIBRARY_PATHS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen", "torch/", "threading.py")
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Equivalence class of a thread's state: kind is 'collective', 'gpu-sync', 'elsewhere' or 'unknown'."""
+
+    kind: str
+    op: str | None = None
+    where: str | None = None  #: innermost user frame label
+
+    @property
+    def waiting(self) -> bool:
+        return self.kind in ("collective", "gpu-sync")
+
+    @property
+    def text(self) -> str:
+        if self.kind == "collective":
+            return f"wait in {self.op}"
+        if self.kind == "gpu-sync":
+            return f"wait on the GPU ({self.op})"
+        if self.kind == "elsewhere":
+            return f"run outside any collective at {self.where}"
+        return "show no stack"
+
+
+def is_library(frame: Frame) -> bool:
+    """Frames of torch, site-packages and the standard library (not the user's code)."""
+    if frame.native:
+        return True
+    path = frame.file or ""
+    return any(mark in path for mark in LIBRARY_PATHS) or path.startswith("<")
+
+
+def user_frame(stack: ThreadStack) -> Frame | None:
+    """Innermost frame of the user's own code."""
+    return next((f for f in stack.frames if not is_library(f)), None)
+
+
+def classify(stack: ThreadStack | None) -> Activity:
+    if stack is None or not stack.frames:
+        return Activity("unknown")
+    user = user_frame(stack)
+    where = user.label if user else stack.frames[0].label
+    for frame in stack.frames:  # innermost first
+        path = frame.file or ""
+        if not frame.native and "torch/distributed" in path and frame.function in COLLECTIVES:
+            return Activity("collective", frame.function, where)
+        if not frame.native and "torch/cuda" in path and frame.function == "synchronize":
+            return Activity("gpu-sync", "torch.cuda.synchronize", where)
+        if frame.native and any(m in frame.function for m in GPU_SYNC_MARKS):
+            return Activity("gpu-sync", frame.function, where)
+        if frame.native and any(m in frame.function for m in NATIVE_WAIT_MARKS):
+            return Activity("collective", _short_native(frame.function), where)
+    return Activity("elsewhere", None, where)
+
+
+def _short_native(name: str) -> str:
+    return name.split("(", 1)[0][-80:]

@@ -1,0 +1,146 @@
+"""Names suspect ranks from process state, stacks and absence, with evidence and confidence.
+
+The rules, strongest first: a stopped process cannot take part in anything; a rank
+with no process has crashed or exited; a rank stuck in the kernel (state D) is not
+in user code; a rank outside every collective while its peers wait in one is the
+one they wait for; a rank waiting in a different collective than its peers
+mismatches. Ranks that merely wait are victims, named in the summary.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from parsers.evidence import BundleEvidence, RankEvidence
+from parsers.model import Suspect, Verdict
+from parsers.ranges import fold
+from parsers.readers.launcher import RankExit
+from parsers.stacks.classify import Activity
+from parsers.stacks.tree import build_tree, render_tree
+
+CONFIDENCE = {
+    "stopped": 0.95,
+    "missing": 0.9,
+    "exited": 0.9,
+    "kernel-wait": 0.7,
+    "outside-collective": 0.8,
+    "exited-first": 0.75,
+    "mismatch": 0.6,
+}
+
+
+def stack_verdict(ev: BundleEvidence) -> Verdict:
+    """The verdict from stacks, process state and absence (logs are correlated elsewhere)."""
+    activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
+    waiting = {rank: act for rank, act in activities.items() if act.waiting}
+    common = _common_wait(waiting)
+    suspects: list[Suspect] = []
+    for r in ev.ranks:
+        suspect = _judge_rank(r, activities.get(r.rank), waiting, common)
+        if suspect:
+            suspects.append(suspect)
+    suspects += _missing_suspects(ev)
+    suspects.sort(key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
+    verdict = Verdict(suspects=suspects)
+    verdict.summary = _summary(suspects, waiting, common)
+    verdict.missing_evidence = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
+    verdict.missing_evidence += ev.problems
+    verdict.sections["classes"] = _classes(activities)
+    stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}
+    tree = build_tree(stacks)
+    verdict.sections["stack_tree"] = tree.to_dict()
+    verdict.sections["stack_tree_text"] = render_tree(tree)
+    return verdict
+
+
+def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
+    if not waiting:
+        return None
+    return Counter(waiting.values()).most_common(1)[0][0]
+
+
+def _where(r: RankEvidence) -> str:
+    act = r.activity
+    return act.where or "an unknown place (no stack)"
+
+
+def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
+    state = r.state
+    rec = r.record
+    base = dict(rank=rec.rank, host=rec.host, pid=rec.pid)
+    evidence = [f"process state {state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan") else "")]
+    if r.main_stack:
+        evidence.append(f"{r.main_stack.source}: main thread at {_where(r)}")
+    others = {k: v for k, v in waiting.items() if k != rec.rank}
+    if others and common:
+        evidence.append(f"ranks {fold(others)} {common.text}")
+    if state in ("T", "t"):
+        reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
+        return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=evidence)
+    if state in ("Z", "X") or (rec.state_before is None and r.proc is None):
+        return Suspect(**base, reason_class="exited", reason="has exited (zombie or gone) while the job runs on", confidence=CONFIDENCE["exited"], evidence=evidence)
+    if state == "D":
+        reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
+        return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=evidence)
+    if act is None or not others:
+        return None
+    if act.kind == "elsewhere":
+        reason = f"is in no collective: its main thread runs {act.where}"
+        return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=evidence)
+    if act.waiting and common and act != common and act.op != common.op:
+        reason = f"waits in {act.op} while its peers wait in {common.op}"
+        return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=evidence)
+    return None
+
+
+def _missing_suspects(ev: BundleEvidence) -> list[Suspect]:
+    exits = {e.rank: e for e in ev.exits}
+    suspects = []
+    for miss in ev.missing:
+        evidence = [miss.reason]
+        exit_rec = exits.get(miss.rank)
+        reason = "has no process: it crashed or exited"
+        if exit_rec and exit_rec.returncode is not None:
+            reason = f"has no process: it {exit_rec.how}"
+            evidence.append(f"launcher: pid {exit_rec.pid} {exit_rec.how}")
+        suspects.append(
+            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class="missing", reason=reason, confidence=CONFIDENCE["missing"], evidence=evidence)
+        )
+    known = {m.rank for m in ev.missing} | {r.rank for r in ev.ranks}
+    first = _first_failure([e for e in ev.exits if e.rank not in known])
+    if first:
+        later = sorted(e.rank for e in ev.exits if e.exited_at and e is not first)
+        suspects.append(
+            Suspect(
+                rank=first.rank, host=first.host, pid=first.pid, reason_class="exited-first",
+                reason=f"was the first rank to die: it {first.how}",
+                confidence=CONFIDENCE["exited-first"],
+                evidence=[f"launcher: ranks {fold(later)} died after it"] if later else [],
+            )
+        )
+    return suspects
+
+
+def _first_failure(exits: list[RankExit]) -> RankExit | None:
+    failed = [e for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
+    return min(failed, key=lambda e: e.exited_at) if failed else None
+
+
+def _summary(suspects: list[Suspect], waiting: dict[int, Activity], common: Activity | None) -> str:
+    if not suspects:
+        if waiting and common:
+            return f"no culprit named: ranks {fold(waiting)} {common.text}, and no rank stands out"
+        return "no culprit named: no rank waits in a collective and none is stopped or missing"
+    head = suspects[0]
+    text = f"{head.label} {head.reason}"
+    victims = {k: v for k, v in waiting.items() if k != head.rank}
+    if victims and common:
+        text += f"; ranks {fold(victims)} {common.text}"
+    return text
+
+
+def _classes(activities: dict[int, Activity]) -> list[dict]:
+    groups: dict[Activity, list[int]] = {}
+    for rank, act in activities.items():
+        groups.setdefault(act, []).append(rank)
+    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)} for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
