@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics import __version__
+from forensics.errors import ForensicsError
 from forensics.bundle.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -36,7 +37,13 @@ class BundleWriter:
 
     def __init__(self, root: Path, command: list[str] | None = None) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as err:
+            raise ForensicsError(f"cannot write the bundle at {self.root}: {err.strerror or err}") from err
         self.manifest = Manifest(
             created=now_iso(), tool_version=__version__, command=list(command or sys.argv)
         )

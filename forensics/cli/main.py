@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     except ForensicsError as err:
         print(f"forensics {args.command}: error: {err}", file=sys.stderr)
         return int(err.code)
+    except PermissionError as err:
+        print(f"forensics {args.command}: error: permission denied: {err.filename or err}", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
         print(f"forensics {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -32,8 +32,17 @@ class ToolResult:
         return self.returncode == 0 and not self.timed_out and not self.missing
 
 
+def tool_override_var(name: str) -> str:
+    """Environment variable that points a tool elsewhere: py-spy -> FORENSICS_PY_SPY."""
+    return "FORENSICS_" + name.upper().replace("-", "_")
+
+
 def find_tool(name: str) -> str | None:
-    """Path of `name`, looking beside the running Python too (a venv's bin is often not on PATH)."""
+    """Path of `name`: FORENSICS_<NAME> if set, else PATH, else beside the running Python
+    (a venv's bin is often not on PATH). An override that is not executable means 'missing'."""
+    override = os.environ.get(tool_override_var(name))
+    if override:
+        return override if os.access(override, os.X_OK) else None
     found = shutil.which(name)
     if found:
         return found

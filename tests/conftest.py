@@ -1,0 +1,62 @@
+"""Shared fixtures: real hung gloo jobs that are always stopped, whatever the test does."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def _state(pid: int) -> str | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2]
+
+
+@pytest.fixture
+def proc_state() -> Callable[[int], str | None]:
+    """State letter of a pid from /proc, or None when it is gone."""
+    return _state
+
+
+@pytest.fixture
+def hung_job(tmp_path: Path) -> Iterator[Callable]:
+    """Factory: hung_job(fault, ranks=4, culprit=2) starts a real gloo job and waits for its hang.
+
+    Every job started here is stopped at teardown (SIGCONT + SIGKILL), pass or fail.
+    """
+    pytest.importorskip("torch")
+    from forensics.demo.launcher import start_job, stop_job, wait_for_hang
+
+    jobs = []
+
+    def make(fault: str, ranks: int = 4, culprit: int = 2):
+        job = start_job(tmp_path / f"job{len(jobs)}", ranks, fault, culprit)
+        jobs.append(job)
+        wait_for_hang(job, timeout=120)
+        return job
+
+    yield make
+    for job in jobs:
+        stop_job(job)
+
+
+@pytest.fixture
+def forensics_cli() -> list[str]:
+    """argv prefix that runs this checkout's CLI with the test's Python."""
+    return [sys.executable, "-m", "forensics"]
+
+
+@pytest.fixture
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env

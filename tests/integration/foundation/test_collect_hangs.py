@@ -1,0 +1,90 @@
+"""Real hung gloo jobs, collected with the real py-spy and gdb, analyzed end to end.
+
+After every collection each target must be in the run state it had before.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forensics.bundle.manifest import Artifact, Status
+from forensics.bundle.reader import open_bundle
+from forensics.bundle.writer import BundleWriter
+from forensics.collect.local import collect_local
+from forensics.collectors.base import CollectOptions
+from forensics.demo.launcher import write_record
+from parsers.analyze import analyze_bundle
+
+pytestmark = pytest.mark.integration
+
+
+def _collect(job, out, options=None, with_launcher=False):
+    writer = BundleWriter(out)
+    if with_launcher:
+        write_record(job, out / "launcher.json")
+        writer.add_artifact(Artifact(kind="launcher", path="launcher.json"))
+    result = collect_local(out, options or CollectOptions(), pids=job.alive_pids(), quiet=True, writer=writer)
+    verdict, _ = analyze_bundle(open_bundle(out))
+    return result, verdict
+
+
+def test_sleeper_is_named_and_nothing_left_stopped(hung_job, tmp_path, proc_state):
+    job = hung_job("sleep", ranks=4, culprit=2)
+    before = {pid: proc_state(pid) for pid in job.pids}
+    result, verdict = _collect(job, tmp_path / "b")
+    assert result.complete
+    culprit = verdict.culprit
+    assert (culprit.rank, culprit.pid, culprit.reason_class) == (2, job.pids[2], "outside-collective")
+    assert "slow_data_loader" in culprit.reason
+    assert "ranks 0-1,3 wait in all_reduce" in verdict.summary
+    after = {pid: proc_state(pid) for pid in job.pids}
+    assert all(s not in ("T", "t") for s in after.values()), (before, after)
+    assert [r.state_before for r in result.writer.manifest.ranks] == [before[p] for p in job.pids]
+
+
+def test_stopped_rank_is_named_and_stays_stopped(hung_job, tmp_path, proc_state):
+    job = hung_job("stop", ranks=4, culprit=1)
+    assert proc_state(job.pids[1]) == "T"
+    result, verdict = _collect(job, tmp_path / "b")
+    culprit = verdict.culprit
+    assert (culprit.rank, culprit.reason_class) == (1, "stopped")
+    rec = result.writer.manifest.ranks[1]
+    spy = rec.collector("py-spy")
+    assert spy.status == Status.OK and spy.details["nonblocking"] is True
+    # the stopped rank stays stopped (it is evidence); the others keep running
+    assert proc_state(job.pids[1]) == "T"
+    assert all(proc_state(p) not in ("T", "t") for i, p in enumerate(job.pids) if i != 1)
+
+
+def test_crashed_rank_is_missing_and_named(hung_job, tmp_path):
+    job = hung_job("crash", ranks=4, culprit=3)
+    result, verdict = _collect(job, tmp_path / "b", with_launcher=True)
+    assert [m.rank for m in result.writer.manifest.missing] == [3]
+    culprit = verdict.culprit
+    assert (culprit.rank, culprit.reason_class) == (3, "missing")
+    assert "exited with code 17" in culprit.reason
+    assert "wait in new_group" in verdict.summary
+
+
+def test_gdb_backtraces_show_gloo_threads_and_detach(hung_job, tmp_path, proc_state):
+    job = hung_job("sleep", ranks=2, culprit=1)
+    result, verdict = _collect(job, tmp_path / "b", CollectOptions(gdb=True))
+    for rec in result.writer.manifest.ranks:
+        gdb = rec.collector("gdb")
+        assert gdb.status == Status.OK, gdb.error
+        assert rec.state_after not in ("T", "t")
+        data = json.loads((tmp_path / "b" / gdb.files[0]).read_text())
+        assert "pt_gloo_runloop" in {t.get("name") for t in data["threads"]}
+    assert all(proc_state(p) not in ("T", "t") for p in job.pids)
+    assert verdict.culprit.rank == 1
+
+
+def test_gdb_cut_short_leaves_target_running(hung_job, tmp_path, proc_state):
+    job = hung_job("sleep", ranks=2, culprit=1)
+    result, _ = _collect(job, tmp_path / "b", CollectOptions(gdb=True, extra={"gdb_timeout": 0.3}))
+    statuses = {rec.collector("gdb").status for rec in result.writer.manifest.ranks}
+    assert statuses == {Status.TIMEOUT}
+    assert not result.complete
+    assert all(proc_state(p) not in ("T", "t") for p in job.pids)

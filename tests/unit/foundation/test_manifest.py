@@ -1,0 +1,107 @@
+"""The bundle format: round trip, validation of foreign and damaged manifests."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+import pytest
+
+from forensics.bundle.archive import make_archive
+from forensics.bundle.manifest import CollectorRecord, RankRecord, Status
+from forensics.bundle.reader import open_bundle
+from forensics.bundle.writer import BundleWriter, safe_name
+from forensics.errors import ForensicsError
+
+
+def _bundle(tmp_path):
+    writer = BundleWriter(tmp_path / "b", command=["forensics", "collect"])
+    rel = writer.rank_dir("hostA", 3, 4242)
+    writer.write_text(f"{rel}/proc.json", "{}")
+    writer.add_rank(RankRecord(host="hostA", pid=4242, dir=rel, rank=3, collectors=[CollectorRecord("process_state", Status.OK, 0.01, files=[f"{rel}/proc.json"])]))
+    writer.save()
+    return writer
+
+
+def test_round_trip(tmp_path):
+    writer = _bundle(tmp_path)
+    bundle = open_bundle(writer.root)
+    rank = bundle.manifest.ranks[0]
+    assert (rank.host, rank.pid, rank.rank) == ("hostA", 4242, 3)
+    assert rank.collector("process_state").status == Status.OK
+    assert bundle.rank_files(rank, "process_state")[0].name == "proc.json"
+    assert bundle.manifest.complete
+
+
+def test_archive_round_trip(tmp_path):
+    writer = _bundle(tmp_path)
+    archive = make_archive(writer.root)
+    assert open_bundle(archive).manifest.ranks[0].pid == 4242
+
+
+def test_not_a_bundle(tmp_path):
+    with pytest.raises(ForensicsError, match="not a bundle"):
+        open_bundle(tmp_path)
+    (tmp_path / "x.txt").write_text("hello")
+    with pytest.raises(ForensicsError, match="not a bundle"):
+        open_bundle(tmp_path / "x.txt")
+    with pytest.raises(ForensicsError, match="no such file"):
+        open_bundle(tmp_path / "absent")
+
+
+def test_corrupted_manifest(tmp_path):
+    writer = _bundle(tmp_path)
+    path = writer.root / "manifest.json"
+    path.write_text(path.read_text()[:50])
+    with pytest.raises(ForensicsError, match="corrupted manifest"):
+        open_bundle(writer.root)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(format="something-else"), "format"),
+        (lambda d: d.update(version=99), "version 99"),
+        (lambda d: d["ranks"][0].pop("pid"), r"ranks\[0\]: missing field\(s\) pid"),
+        (lambda d: d["ranks"][0].update(collectors="x"), "collectors: expected a list"),
+    ],
+)
+def test_invalid_manifest_names_the_fault(tmp_path, change, message):
+    writer = _bundle(tmp_path)
+    path = writer.root / "manifest.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ForensicsError, match=message):
+        open_bundle(writer.root)
+
+
+def test_paths_outside_bundle_refused(tmp_path):
+    bundle = open_bundle(_bundle(tmp_path).root)
+    with pytest.raises(ForensicsError, match="outside"):
+        bundle.path("../../etc/passwd")
+
+
+def test_archive_with_escaping_member_is_not_extracted_outside(tmp_path):
+    writer = _bundle(tmp_path)
+    evil = tmp_path / "evil.tar"
+    with tarfile.open(evil, "w") as tar:
+        tar.add(writer.root / "manifest.json", arcname="manifest.json")
+        tar.add(writer.root / "manifest.json", arcname="../escaped.json")
+    bundle = open_bundle(evil)
+    assert not (bundle.root.parent / "escaped.json").exists()
+
+
+def test_damaged_archive(tmp_path):
+    writer = _bundle(tmp_path)
+    archive = make_archive(writer.root)
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ForensicsError):
+        open_bundle(archive)
+
+
+def test_safe_name():
+    assert safe_name("../../etc") == "etc"
+    assert safe_name("node-01.cluster") == "node-01.cluster"
+    assert "/" not in safe_name("a/b")
