@@ -39,10 +39,11 @@ def collect_local(
     pids: list[int] | None = None,
     quiet: bool = False,
     writer: BundleWriter | None = None,
+    job: str | None = None,
 ) -> CollectResult:
-    """Discover ranks (or take `pids`), collect them all, write the bundle at `out`."""
+    """Discover ranks (or take `pids`; only job `job` if given), collect them all, write the bundle at `out`."""
     host = host_name()
-    ranks, problems = discover(pids, host=host)
+    ranks, problems = discover(pids, host=host, job=job)
     if not ranks:
         detail = "; ".join(problems) if problems else "no process with RANK and WORLD_SIZE in its environment"
         raise ForensicsError(f"no ranks to collect on {host}: {detail} (use --pid to name processes)")

@@ -78,9 +78,7 @@ class ProcState:
 def _read(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
-    except FileNotFoundError as err:
-        raise ProcessGone(str(path)) from err
-    except ProcessLookupError as err:
+    except (FileNotFoundError, ProcessLookupError) as err:
         raise ProcessGone(str(path)) from err
 
 
@@ -166,7 +164,7 @@ def read_environ(pid: int) -> dict[str, str]:
     """The environment the process started with. Raises ProcessGone or PermissionError."""
     try:
         raw = (PROC / str(pid) / "environ").read_bytes()
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ProcessLookupError) as err:
         raise ProcessGone(str(pid)) from err
     env = {}
     for item in raw.split(b"\0"):

@@ -86,11 +86,12 @@ def rank_process(pid: int, env: dict[str, str], host: str) -> RankProcess:
     )
 
 
-def discover(pids: list[int] | None = None, host: str | None = None) -> tuple[list[RankProcess], list[str]]:
+def discover(pids: list[int] | None = None, host: str | None = None, job: str | None = None) -> tuple[list[RankProcess], list[str]]:
     """Ranks on this host: the given pids, or every process whose environment marks a rank.
 
     Returns (ranks, problems): problems are human lines about pids that could not be read.
     Explicit pids are kept even without rank variables (the user asked for them).
+    `job` keeps only ranks of that job id (see job_id_of), for hosts that run several jobs.
     """
     host = host or host_name()
     explicit = pids is not None
@@ -109,7 +110,9 @@ def discover(pids: list[int] | None = None, host: str | None = None) -> tuple[li
                 found[pid] = RankProcess(pid, host, None, None, None, None, None, None)
             continue
         if explicit or is_rank_env(env):
-            found[pid] = rank_process(pid, env, host)
+            proc = rank_process(pid, env, host)
+            if job is None or proc.job_id == job:
+                found[pid] = proc
     return _drop_children(found), problems
 
 

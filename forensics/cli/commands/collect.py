@@ -34,6 +34,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", action="append", default=[], metavar="PID", help="collect this process (repeat, or comma list); default: discover ranks")
+    parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
     parser.add_argument("-o", "--out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
     parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz")
     parser.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames of Python threads (slower, ~0.5 s per rank)")
@@ -66,7 +67,7 @@ def default_out() -> Path:
 def run(args: argparse.Namespace) -> int:
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
     out = args.out or default_out()
-    result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet)
+    result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet, job=args.job)
     manifest = result.writer.manifest
     archive = make_archive(out) if args.tar else None
     summary = summarize(out, archive, result.problems, manifest)

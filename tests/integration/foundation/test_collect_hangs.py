@@ -88,3 +88,34 @@ def test_gdb_cut_short_leaves_target_running(hung_job, tmp_path, proc_state):
     assert statuses == {Status.TIMEOUT}
     assert not result.complete
     assert all(proc_state(p) not in ("T", "t") for p in job.pids)
+
+
+
+def test_discovery_finds_the_job_and_drops_loader_children(hung_job, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from forensics.discover.ranks import discover, job_id_of
+    from forensics.discover.procfs import read_environ
+
+    job = hung_job("sleep", ranks=3, culprit=1)
+    job_id = job_id_of(read_environ(job.pids[0]))
+    ranks, _ = discover(job=job_id)
+    assert sorted(r.pid for r in ranks) == sorted(job.pids)
+    assert sorted(r.rank for r in ranks) == [0, 1, 2]
+
+    # a rank that starts a data-loader-like child: the child inherits RANK but is not a rank
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", TORCHELASTIC_RUN_ID=f"loader-test-{os.getpid()}")
+    code = "import subprocess,sys; c=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); print(c.pid, flush=True); c.wait()"
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        child_pid = int(parent.stdout.readline())
+        ranks, _ = discover(job=env["TORCHELASTIC_RUN_ID"])
+        assert [r.pid for r in ranks] == [parent.pid], (child_pid, ranks)
+        result = collect_local(tmp_path / "b", CollectOptions(), quiet=True, job=env["TORCHELASTIC_RUN_ID"])
+        assert [r.pid for r in result.writer.manifest.ranks] == [parent.pid]
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(parent.pid)])
+        parent.kill()
+        parent.wait()
