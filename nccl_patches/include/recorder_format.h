@@ -150,7 +150,9 @@ struct recorder_proxy {               /* 256 bytes */
   uint64_t last_progress_ns;          /*  72 */
   uint64_t stop_ns;                   /*  80 */
   uint64_t trans_bytes;               /*  88 latest transSize reported with a step state */
-  char func[24];                      /*  96 parent's func, if known */
+  char func[16];                      /*  96 parent's func, if known */
+  int32_t rank;                       /* 112 rank that posted the op (descriptor rank; PXN may differ) */
+  uint32_t reserved;                  /* 116 */
   uint64_t writer_private;            /* 120 writer's own use (an address): readers ignore it */
   struct recorder_step steps[RECORDER_STEP_SLOTS]; /* 128 .. 256 */
 };

@@ -83,7 +83,7 @@ static ncclResult_t finalize(void* context) {
 /* ----------------------------------------------------------- startEvent */
 
 /* The descriptor fields every version shares; `u` points at the union (offset 24). */
-static void start_common(struct rec_comm* c, void** handle, uint64_t type, void* parent, const char* u) {
+static void start_common(struct rec_comm* c, void** handle, uint64_t type, void* parent, int rank, const char* u) {
   *handle = NULL;
   switch (type) {
     case HF_PROFILE_COLL: {
@@ -104,7 +104,7 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       /* A PXN op may carry a parent from another process: only trust our own. */
       struct recorder_coll* pr = (d->pid == g_pid && parent && rec_is_coll(c, parent)) ? parent : NULL;
       struct recorder_proxy* p =
-          rec_proxy_begin(c, pr, d->pid, d->peer, d->channelId, d->isSend, d->nSteps, d->chunkSize);
+          rec_proxy_begin(c, pr, rank, d->pid, d->peer, d->channelId, d->isSend, d->nSteps, d->chunkSize);
       *handle = p ? tag(p, TAG_PROXY) : NULL;
       return;
     }
@@ -143,7 +143,7 @@ static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDesc
     if (handle) *handle = NULL;
     return ncclSuccess;
   }
-  start_common(context, handle, d->type, d->parentObj, (const char*)&d->coll);
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
   return ncclSuccess;
 }
 
@@ -152,7 +152,7 @@ static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDesc
     if (handle) *handle = NULL;
     return ncclSuccess;
   }
-  start_common(context, handle, d->type, d->parentObj, (const char*)&d->coll);
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
   return ncclSuccess;
 }
 
@@ -161,7 +161,7 @@ static ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDesc
     if (handle) *handle = NULL;
     return ncclSuccess;
   }
-  start_common(context, handle, d->type, d->parentObj, (const char*)&d->coll);
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
   return ncclSuccess;
 }
 

@@ -381,8 +381,8 @@ void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect
   if (done) maybe_complete(c, r, now);
 }
 
-struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int pid, int peer,
-                                       int channel, int is_send, int n_steps, int chunk_size) {
+struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
+                                       int peer, int channel, int is_send, int n_steps, int chunk_size) {
   uint64_t op_index = __atomic_fetch_add(&c->hdr->proxy_next, 1, __ATOMIC_ACQ_REL);
   struct recorder_proxy* p = NULL;
   for (uint32_t probe = 0; probe < 16; probe++) {
@@ -402,6 +402,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   seq_begin(&p->gen);
   p->op_index = op_index;
   p->pid = pid;
+  p->rank = rank;
   p->peer = peer;
   p->channel = (uint8_t)channel;
   p->is_send = (uint8_t)(is_send != 0);
@@ -428,7 +429,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
     uint64_t idx = REC_ATOMIC_LOAD(&parent->index);
     p->coll_index = idx;
     p->coll_seq = parent->seq;
-    memcpy(p->func, parent->func, sizeof p->func);
+    copy_str(p->func, sizeof p->func, parent->func);
     rec_coll_child(c, parent, idx, 0, 0);
   } else {
     p->coll_index = UINT64_MAX;

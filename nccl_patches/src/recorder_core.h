@@ -72,8 +72,8 @@ static inline struct rec_comm* rec_coll_owner(const struct recorder_coll* r) {
 void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done);
 
 /* Proxy ops: a slot pool probed lock-free; NULL when every probed slot is busy. */
-struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int pid, int peer,
-                                       int channel, int is_send, int n_steps, int chunk_size);
+struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
+                                       int peer, int channel, int is_send, int n_steps, int chunk_size);
 void rec_proxy_end(struct recorder_proxy* p);
 int rec_is_proxy(const struct rec_comm* c, const void* p);
 
