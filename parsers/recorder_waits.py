@@ -131,7 +131,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
         rp = ranks.setdefault(r, RankProgress(rank=r))
         rp.has_state, rp.pid, rp.host, rp.global_rank = True, st.pid, st.hostid or st.host, st.env_rank
         rp.heartbeat_age_s = max(0.0, (ref - st.heartbeat_ns) / 1e9)
-        limit = frozen_after_s if frozen_after_s is not None else max(2.0, 10 * st.heartbeat_ms / 1000)
+        limit = frozen_after_s if frozen_after_s is not None else max(0.5, 10 * st.heartbeat_ms / 1000)
         rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > limit
         if stuck:
             same = [c for c in st.colls if c.func == stuck[0]]

@@ -1,0 +1,108 @@
+"""Four harness 'ranks' hang in one all-reduce; one is SIGSTOPped. Read them live, name it.
+
+Ring: rank r sends to r+1 and receives from r-1. The culprit (rank 2) entered the
+collective and then stopped: its peers' ops wait on it (rank 3 RecvWait on 2,
+rank 1 SendPeerWait on 2). Op counts alone cannot tell: every rank entered seq 10.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from forensics.bundle.manifest import Status
+from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.recorder import RecorderCollector
+from nccl_patches.harness import start_hanging_rank
+from parsers.readers.recorder import read_recorder_dir, read_recorder_file
+from parsers.recorder_waits import analyse, stalled_ranks, wait_edges
+
+RECV_WAIT, SEND_PEER_WAIT, SEND_GPU_WAIT = 10, 20, 8
+# per rank: recv steps done, send steps done, recv state, send state
+PLAN = {0: (6, 16, RECV_WAIT, 0), 1: (16, 4, 0, SEND_PEER_WAIT), 2: (3, 3, RECV_WAIT, SEND_GPU_WAIT),
+        3: (3, 16, RECV_WAIT, 0)}
+
+pytestmark = pytest.mark.integration
+
+
+def _state_letter(pid: int) -> str:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rfind(")") + 2]
+
+
+@pytest.fixture
+def hung_job(plugin, harness, state_dir, ranks):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_HEARTBEAT_MS": "50"}
+    for r, (rs, ss, rst, sst) in PLAN.items():
+        ranks.append(start_hanging_rank(harness, plugin, 5, r, 4, 10, rs, ss, rst, sst, env))
+    ranks[2].stop()
+    time.sleep(1.0)  # > 10 heartbeats of 50 ms: the stopped rank's beat is stale, the others' fresh
+    return ranks
+
+
+def test_reads_a_stopped_rank_without_waking_it(hung_job, state_dir):
+    culprit = hung_job[2]
+    assert _state_letter(culprit.pid) == "T"
+    (path,) = state_dir.glob(f"nccl-recorder.*.{culprit.pid}.0.bin")
+    st = read_recorder_file(path)
+    assert _state_letter(culprit.pid) == "T"  # reading did not signal or resume it
+    assert st.pid == culprit.pid and st.rank == 2 and st.env_rank == 2
+    assert st.heartbeat_age_s() > 0.5
+    last = st.colls[-1]
+    assert (last.func, last.seq, last.state) == ("AllReduce", 10, "in-flight")
+    ops = {op.direction: op for op in st.in_flight_ops}
+    assert ops["recv"].peer == 1 and ops["recv"].last_state == "RecvWait" and ops["recv"].steps_done == 3
+    assert ops["send"].peer == 3 and ops["send"].last_state == "SendGPUWait"
+    assert ops["recv"].n_steps == 16 and ops["recv"].coll_seq == 10
+
+
+def test_wait_edges_and_the_named_culprit(hung_job, state_dir):
+    states, problems = read_recorder_dir(state_dir)
+    assert problems == [] and len(states) == 4
+    edges = {(e.waiter, e.peer, e.state) for e in wait_edges(states)}
+    assert (3, 2, "RecvWait") in edges and (1, 2, "SendPeerWait") in edges and (0, 3, "RecvWait") in edges
+    assert all(e.source == "recorder" and e.op == "AllReduce seq 10" for e in wait_edges(states))
+    (stall,) = analyse(states)
+    assert stall.op == "AllReduce seq 10"
+    assert all(rp.entered for rp in stall.ranks.values())  # op counts alone see nothing wrong
+    top = stalled_ranks(states)[0]
+    assert (top.rank, top.pid, top.reason_class) == (2, hung_job[2].pid, "entered-then-frozen")
+    assert "stopped progressing" in top.reason
+
+
+def test_signal_writes_a_text_snapshot(hung_job, state_dir):
+    live = hung_job[3]
+    os.kill(live.pid, signal.SIGUSR2)
+    txt = next(state_dir.glob(f"nccl-recorder.*.{live.pid}.0.bin")).with_suffix(".txt")
+    deadline = time.monotonic() + 10
+    while not txt.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    text = txt.read_text()
+    assert "reason signal" in text
+    assert "channel 0 peer 2 recv state RecvWait step 3 done 3/16" in text
+    assert live.proc.poll() is None  # the signal did not kill it
+
+
+def test_collector_copies_state_into_the_bundle(hung_job, state_dir, tmp_path):
+    culprit = hung_job[2]
+    bundle = tmp_path / "bundle"
+    target = RankTarget(pid=culprit.pid, host="h", rank=2, environ={"FORENSICS_RECORDER_DIR": str(state_dir),
+                        "NCCL_PROFILER_PLUGIN": "x.so"}, bundle_root=bundle, rel_dir="ranks/2")
+    rec = RecorderCollector().collect(target, CollectOptions())
+    assert rec.status == Status.OK and rec.files == [f"ranks/2/nccl_recorder/{p.name}" for p in
+                                                     sorted(state_dir.glob(f"*.{culprit.pid}.*"))]
+    copied = bundle / rec.files[0]
+    st = read_recorder_file(copied, observed_ns=rec.details["copied_ns"][rec.files[0]])
+    assert st.pid == culprit.pid and st.heartbeat_age_s() > 0.5
+    assert _state_letter(culprit.pid) == "T"
+
+
+def test_collector_skips_a_rank_without_recorder(state_dir, tmp_path):
+    target = RankTarget(pid=os.getpid(), host="h", rank=0, environ={"FORENSICS_RECORDER_DIR": str(state_dir)},
+                        bundle_root=tmp_path, rel_dir="ranks/0")
+    rec = RecorderCollector().collect(target, CollectOptions())
+    assert rec.status == Status.SKIPPED and "NCCL_PROFILER_PLUGIN is not set" in rec.error
