@@ -121,12 +121,19 @@ static void on_signal(int sig, siginfo_t* info, void* uctx) {
   }
 }
 
-static void at_exit(void) { snapshot_all("exit"); }
+static pid_t g_owner_pid;
+
+/* Only the process that opened the files writes exit snapshots: a forked child
+ * (a DataLoader worker, say) shares the mappings but must not overwrite them. */
+static void at_exit(void) {
+  if (getpid() == g_owner_pid) snapshot_all("exit");
+}
 
 /* Called with g_registry_lock held, once per process. */
 static void start_background(void) {
   if (g_thread_started) return;
   g_thread_started = 1;
+  g_owner_pid = getpid();
   const struct rec_config* cfg = rec_config();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
