@@ -164,6 +164,8 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
     where = f"communicator {comm}" + (f", {op}" if op else "")
     entered_progress = [rp.last_progress_ns for rp in ranks.values() if rp.entered and rp.last_progress_ns]
     first_stall = min(entered_progress) if entered_progress else None
+    any_edges = any(rp.waits_on for rp in ranks.values())
+    others_entered = any(rp.entered for rp in ranks.values())
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
         ev = [f"ranks {waiters} wait on it ({where})"] if waiters else []
@@ -181,6 +183,10 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
         elif rp.has_state and op and not rp.entered and waiters:
             found.append(_suspect(rp, who, "outside-collective", 0.85,
                                   f"never entered {op} (latest: {rp.latest}) while its peers wait on it", ev))
+        elif rp.has_state and op and not rp.entered and not any_edges and others_entered:
+            # No proxy detail (LD_PRELOAD shim, or no network ops): op counts are the evidence.
+            found.append(_suspect(rp, who, "outside-collective", 0.8,
+                                  f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
         elif not rp.has_state and waiters:
             found.append(_suspect(rp, who, "no-recorder-state", 0.7,
                                   f"no recorder state, and ranks {waiters} wait on it in {where}", ev))
