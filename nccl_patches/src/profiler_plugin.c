@@ -114,7 +114,7 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       if (!rec_is_proxy(c, p)) return;
       int step = ((const struct hf_descr_proxy_step*)u)->step;
       struct recorder_step* s = &p->steps[(unsigned)step % RECORDER_STEP_SLOTS];
-      uint64_t now = rec_now_ns();
+      uint64_t now = rec_event_ns();
       REC_ATOMIC_STORE(&s->done, 0);
       REC_ATOMIC_STORE(&s->state, 0);
       REC_ATOMIC_STORE(&s->step, step);
@@ -192,7 +192,7 @@ static ncclResult_t stop_event(void* handle) {
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = rec_now_ns();
+      uint64_t now = rec_event_ns();
       REC_ATOMIC_STORE(&s->done, 1);
       REC_ATOMIC_STORE(&s->ts_ns, now);
       REC_ATOMIC_ADD(&op->steps_done, 1);
@@ -213,7 +213,7 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = rec_now_ns();
+      uint64_t now = rec_event_ns();
       REC_ATOMIC_STORE(&s->state, (uint8_t)state);
       REC_ATOMIC_STORE(&s->ts_ns, now);
       REC_ATOMIC_STORE(&op->last_state, (uint8_t)state);
@@ -226,7 +226,7 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
       struct recorder_proxy* op = p;
       if (state == HF_STATE_PROXY_OP_IN_PROGRESS) {
         REC_ATOMIC_STORE(&op->in_progress, 1);
-        REC_ATOMIC_STORE(&op->last_progress_ns, rec_now_ns());
+        REC_ATOMIC_STORE(&op->last_progress_ns, rec_event_ns());
       }
       return ncclSuccess;
     }

@@ -66,6 +66,14 @@ uint64_t rec_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Event times: a hang is seconds long, so the kernel's tick (1-4 ms) is precision
+ * enough, and the coarse clock costs a few ns instead of tens. */
+uint64_t rec_event_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void copy_str(char* dst, size_t n, const char* src) {
   if (src == NULL) src = "";
   size_t i = 0;
@@ -307,7 +315,7 @@ static inline void seq_end(uint32_t* gen) {
 struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t seq, const char* func, uint64_t count,
                                      const char* dtype, int root_or_peer, uint8_t n_channels, uint8_t n_warps,
                                      const char* algo, const char* proto) {
-  uint64_t now = rec_now_ns();
+  uint64_t now = rec_event_ns();
   uint64_t index = __atomic_fetch_add(&c->hdr->coll_next, 1, __ATOMIC_ACQ_REL);
   struct recorder_coll* r = &c->ring[index % c->ring_len];
   seq_begin(&r->gen);
@@ -372,7 +380,7 @@ static void maybe_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t
 }
 
 void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r) {
-  uint64_t now = rec_now_ns();
+  uint64_t now = rec_event_ns();
   REC_ATOMIC_STORE(&r->enqueued_ns, now);
   REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
   maybe_complete(c, r, now);
@@ -380,7 +388,7 @@ void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r) {
 
 void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done) {
   if (REC_ATOMIC_LOAD(&r->index) != expect_index) return; /* the ring moved on: the slot is another op now */
-  uint64_t now = rec_now_ns();
+  uint64_t now = rec_event_ns();
   if (kernel) REC_ATOMIC_ADD(done ? &r->kch_done : &r->kch_started, 1);
   else REC_ATOMIC_ADD(done ? &r->proxy_done : &r->proxy_started, 1);
   REC_ATOMIC_STORE(&r->last_progress_ns, now);
@@ -405,7 +413,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
     REC_ATOMIC_ADD(&c->hdr->dropped_proxy, 1);
     return NULL;
   }
-  uint64_t now = rec_now_ns();
+  uint64_t now = rec_event_ns();
   seq_begin(&p->gen);
   p->op_index = op_index;
   p->pid = pid;
@@ -450,7 +458,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
 
 void rec_proxy_end(struct recorder_proxy* p) {
   struct rec_comm* c = (struct rec_comm*)(uintptr_t)p->writer_private;
-  uint64_t now = rec_now_ns();
+  uint64_t now = rec_event_ns();
   REC_ATOMIC_STORE(&p->stop_ns, now);
   REC_ATOMIC_STORE(&p->last_progress_ns, now);
   REC_ATOMIC_STORE(&p->state, RECORDER_PROXY_DONE);

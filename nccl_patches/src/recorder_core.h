@@ -44,6 +44,7 @@ struct rec_comm {
 
 const struct rec_config* rec_config(void);
 uint64_t rec_now_ns(void);
+uint64_t rec_event_ns(void); /* coarse (1-4 ms), cheap: for per-event stamps */
 
 /* Creates and maps the state file of one communicator; registers it with the
  * heartbeat thread (started on first use). Returns NULL and fills err on failure. */
