@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,12 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char* fil
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
+}
+
+static void own_handler(int sig) {
+  (void)sig;
+  static const char msg[] = "harness own SIGUSR2 handler ran\n";
+  if (write(2, msg, sizeof msg - 1) < 0) return;
 }
 
 /* One descriptor type big enough for every version; filled per version below. */
@@ -251,6 +258,7 @@ static int run(int ncomms, int ncolls, int nch, int nsteps) {
 static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps, int recv_state, int send_state,
                 uint64_t comm_id) {
   int mask = 0;
+  if (getenv("HARNESS_OWN_SIGUSR2")) signal(SIGUSR2, own_handler); /* the app's handler, installed first */
   void* ctx = init(comm_id, "hang_pg", nranks, nranks, rank, &mask);
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   const int nsteps = 16;
@@ -271,6 +279,17 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
   (void)start(ctx, HF_PROFILE_KERNEL_CH, coll, rank, fill_kch, &ch);
   proxy_op(ctx, coll, rank, 0, next, 1, nsteps, send_steps, send_state);
   proxy_op(ctx, coll, rank, 0, prev, 0, nsteps, recv_steps, recv_state);
+  /* extra ops left open on more channels: fills the proxy slot pool */
+  int extra = getenv("HARNESS_EXTRA_OPEN_OPS") ? atoi(getenv("HARNESS_EXTRA_OPEN_OPS")) : 0;
+  for (int i = 0; i < extra; i++) proxy_op(ctx, coll, rank, 1 + i % 31, next, 1, nsteps, 0, HF_STATE_STEP_SEND_GPU_WAIT);
+  if (getenv("HARNESS_PXN")) {
+    /* an op posted by another process of the node (PXN): its parent is that process's pointer */
+    struct op_arg oa = {getpid() + 100000, 2, next, nsteps, 1};
+    void* op = start(ctx, HF_PROFILE_PROXY_OP, (void*)0xdeadbeef0, rank, fill_op, &oa);
+    int s0 = 0;
+    void* st = start(ctx, HF_PROFILE_PROXY_STEP, op, rank, fill_step, &s0);
+    state(st, HF_STATE_STEP_SEND_WAIT, 0);
+  }
   printf("READY\n");
   fflush(stdout);
   for (;;) pause();

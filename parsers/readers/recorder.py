@@ -430,3 +430,20 @@ def read_recorder_dir(directory: str | os.PathLike[str]) -> tuple[list[RecorderS
         except RecorderFormatError as err:
             problems.append(str(err))
     return states, problems
+
+
+def read_collected(
+    bundle_root: str | os.PathLike[str], files: list[str], copied_ns: dict[str, int] | None = None
+) -> tuple[list[RecorderState], list[str]]:
+    """States from a bundle: the `.bin` files a collector record lists (paths relative
+    to the bundle), each stamped with its copy time when the record has it
+    (`details["copied_ns"]`), so heartbeat ages are measured at collection time."""
+    states, problems = [], []
+    for rel in files:
+        if not rel.endswith(".bin"):
+            continue
+        try:
+            states.append(read_recorder_file(Path(bundle_root) / rel, observed_ns=(copied_ns or {}).get(rel)))
+        except RecorderFormatError as err:
+            problems.append(str(err))
+    return states, problems

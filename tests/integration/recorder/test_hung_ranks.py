@@ -106,3 +106,37 @@ def test_collector_skips_a_rank_without_recorder(state_dir, tmp_path):
                         bundle_root=tmp_path, rel_dir="ranks/0")
     rec = RecorderCollector().collect(target, CollectOptions())
     assert rec.status == Status.SKIPPED and "NCCL_PROFILER_PLUGIN is not set" in rec.error
+
+
+def test_full_proxy_pool_drops_new_ops_and_keeps_in_flight_ones(plugin, harness, state_dir, ranks):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_PROXY_SLOTS": "16",
+           "HARNESS_EXTRA_OPEN_OPS": "20", "HARNESS_PXN": "1"}
+    ranks.append(start_hanging_rank(harness, plugin, 5, 0, 2, 2, 1, 1, RECV_WAIT, SEND_PEER_WAIT, env))
+    (st,), _ = read_recorder_dir(state_dir)
+    # 2 x 2 finished ops freed their slots; then 2 + 20 + 1 ops stay open: 16 fit, the rest are counted
+    assert len(st.in_flight_ops) == 16
+    assert st.dropped_proxy == 2 + 20 + 1 - 16
+    assert st.proxy_next == 4 + 23
+
+
+def test_pxn_op_from_another_process_is_kept_without_its_parent(plugin, harness, state_dir, ranks):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_PXN": "1"}
+    r = start_hanging_rank(harness, plugin, 5, 0, 2, 1, 1, 1, RECV_WAIT, SEND_PEER_WAIT, env)
+    ranks.append(r)
+    (st,), _ = read_recorder_dir(state_dir)
+    pxn = [op for op in st.in_flight_ops if op.pid != r.pid]
+    assert len(pxn) == 1 and pxn[0].coll_index is None and pxn[0].func == "" and pxn[0].last_state == "SendWait"
+
+
+def test_snapshot_signal_chains_to_the_applications_handler(plugin, harness, state_dir, ranks):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_OWN_SIGUSR2": "1"}
+    r = start_hanging_rank(harness, plugin, 5, 0, 2, 1, 1, 1, RECV_WAIT, SEND_PEER_WAIT, env)
+    ranks.append(r)
+    os.kill(r.pid, signal.SIGUSR2)
+    txt = next(state_dir.glob("*.bin")).with_suffix(".txt")
+    deadline = time.monotonic() + 10
+    while not txt.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "reason signal" in txt.read_text()
+    r.kill()
+    assert "harness own SIGUSR2 handler ran" in r.proc.stderr.read()
