@@ -294,8 +294,14 @@ void rec_comm_close(struct rec_comm* c) {
   int busy = has_in_flight(c);
   if (cfg->snapshot_on_finalize || busy) rec_snapshot(c, busy ? "finalize (ops still in flight)" : "finalize");
   msync(c->hdr, c->size, MS_ASYNC);
+  if (busy) {
+    /* Ops still open (an abort mid-hang): NCCL may yet stop their handles, which
+     * point into this mapping, so it stays mapped (and the .bin stays on disk). */
+    c->finalized = 1;
+    return;
+  }
   munmap(c->hdr, c->size);
-  if (!cfg->keep && !busy) unlink(c->path);
+  if (!cfg->keep) unlink(c->path);
   free(c);
 }
 
@@ -371,10 +377,10 @@ static void maybe_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t
   uint32_t ps = REC_ATOMIC_LOAD(&r->proxy_started), pd = REC_ATOMIC_LOAD(&r->proxy_done);
   uint32_t ks = REC_ATOMIC_LOAD(&r->kch_started), kd = REC_ATOMIC_LOAD(&r->kch_done);
   if (pd != ps || kd != ks) return;
-  if (c->kch_enabled) {
-    if (kd < r->n_channels) return;
-  } else if (ps == 0) {
-    return;
+  if (r->kind == RECORDER_KIND_P2P || !c->kch_enabled) {
+    if (ps == 0 && ks == 0) return; /* nothing started yet: not done, just not begun */
+  } else if (kd < r->n_channels) {
+    return; /* a collective runs on n_channels channels: wait for each kernel channel */
   }
   rec_coll_complete(c, r, now);
 }

@@ -277,8 +277,8 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
   stop(coll);
   int ch = 0;
   (void)start(ctx, HF_PROFILE_KERNEL_CH, coll, rank, fill_kch, &ch);
-  proxy_op(ctx, coll, rank, 0, next, 1, nsteps, send_steps, send_state);
-  proxy_op(ctx, coll, rank, 0, prev, 0, nsteps, recv_steps, recv_state);
+  void* hung_send = proxy_op(ctx, coll, rank, 0, next, 1, nsteps, send_steps, send_state);
+  void* hung_recv = proxy_op(ctx, coll, rank, 0, prev, 0, nsteps, recv_steps, recv_state);
   /* extra ops left open on more channels: fills the proxy slot pool */
   int extra = getenv("HARNESS_EXTRA_OPEN_OPS") ? atoi(getenv("HARNESS_EXTRA_OPEN_OPS")) : 0;
   for (int i = 0; i < extra; i++) proxy_op(ctx, coll, rank, 1 + i % 31, next, 1, nsteps, 0, HF_STATE_STEP_SEND_GPU_WAIT);
@@ -289,6 +289,12 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
     int s0 = 0;
     void* st = start(ctx, HF_PROFILE_PROXY_STEP, op, rank, fill_step, &s0);
     state(st, HF_STATE_STEP_SEND_WAIT, 0);
+  }
+  if (getenv("HARNESS_ABORT")) {
+    /* like ncclCommAbort mid-hang: finalize, then NCCL may still stop open handles */
+    finalize(ctx);
+    if (hung_send) stop(hung_send);
+    if (hung_recv) stop(hung_recv);
   }
   printf("READY\n");
   fflush(stdout);

@@ -140,3 +140,14 @@ def test_snapshot_signal_chains_to_the_applications_handler(plugin, harness, sta
     assert "reason signal" in txt.read_text()
     r.kill()
     assert "harness own SIGUSR2 handler ran" in r.proc.stderr.read()
+
+
+def test_finalize_mid_hang_keeps_state_and_tolerates_late_stops(plugin, harness, state_dir, ranks):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_ABORT": "1"}
+    r = start_hanging_rank(harness, plugin, 5, 0, 2, 1, 2, 2, RECV_WAIT, SEND_PEER_WAIT, env)
+    ranks.append(r)
+    assert r.proc.poll() is None  # late stopEvent calls after finalize did not crash it
+    (path,) = state_dir.glob("*.bin")
+    st = read_recorder_file(path)
+    assert st.comm_state == "finalized" and st.colls[-1].state == "in-flight"
+    assert "reason finalize (ops still in flight)" in path.with_suffix(".txt").read_text()
