@@ -7,6 +7,8 @@
  * exactly: the offsets that matter are pinned with _Static_assert below.
  *
  *   interface   first NCCL    init signature
+ *   v2          2.24          (ctx, mask): the comm's identity comes with its first Coll/P2p
+ *   v3          2.26          as v2; adds kernel channel events
  *   v4          2.27          (ctx, mask, name, commHash, nNodes, nranks, rank, log)
  *   v5          2.28          (ctx, commId, mask, name, nNodes, nranks, rank, log)
  *   v6          2.29/2.30     as v5; descriptor adds copy-engine events
@@ -14,7 +16,9 @@
  * The descriptor head (type, parentObj, rank) is followed by a union that is
  * 8-byte aligned, so the union starts at offset 24 in every version; the members
  * we read (coll, p2p, proxyOp, proxyStep, kernelCh) have the same layout in v4,
- * v5 and v6 (v5/v6 only append parentGroup to coll and p2p).
+ * v5 and v6 (v5/v6 only append parentGroup to coll and p2p). v2/v3 coll and p2p
+ * start with the communicator's name and hash and differ after; proxyOp and
+ * proxyStep are as in v4.
  */
 #ifndef HF_NCCL_PROFILER_ABI_H
 #define HF_NCCL_PROFILER_ABI_H
@@ -299,6 +303,108 @@ typedef struct {
                                    ncclProfilerEventStateArgs_v6_t* eStateArgs);
   ncclResult_t (*finalize)(void* context);
 } ncclProfiler_v6_t;
+
+/* v2 (NCCL 2.24, 2.25) and v3 (2.26): no comm identity at init; coll/p2p carry it. */
+struct hf_descr_coll_v2 {
+  const char* name;
+  uint64_t commHash;
+  uint64_t seqNumber;
+  const char* func;
+  void const* sendBuff;
+  void* recvBuff;
+  size_t count;
+  int root;
+  const char* datatype;
+  size_t trafficBytes;
+  uint8_t nMaxChannels;
+  uint8_t nWarps;
+  const char* algo;
+  const char* proto;
+};
+
+struct hf_descr_coll_v3 {
+  const char* name;
+  uint64_t commHash;
+  uint64_t seqNumber;
+  const char* func;
+  void const* sendBuff;
+  void* recvBuff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t nMaxChannels;
+  uint8_t nWarps;
+  const char* algo;
+  const char* proto;
+};
+
+struct hf_descr_p2p_v2 {
+  const char* name;
+  uint64_t commHash;
+  const char* func;
+  void* buff;
+  const char* datatype;
+  size_t count;
+  int peer;
+};
+
+typedef struct {
+  uint8_t type;
+  void* parentObj;
+  int rank;
+  union {
+    struct hf_descr_coll_v2 coll;
+    struct hf_descr_p2p_v2 p2p;
+    struct hf_descr_proxy_op proxyOp;
+    struct hf_descr_proxy_step proxyStep;
+  };
+} ncclProfilerEventDescr_v2_t;
+
+typedef struct {
+  uint8_t type;
+  void* parentObj;
+  int rank;
+  union {
+    struct hf_descr_coll_v3 coll;
+    struct hf_descr_p2p_v2 p2p;
+    struct hf_descr_proxy_op proxyOp;
+    struct hf_descr_proxy_step proxyStep;
+    struct { uint8_t channelId; } kernelCh;
+    struct hf_descr_net_plugin netPlugin;
+  };
+} ncclProfilerEventDescr_v3_t;
+
+typedef union {
+  struct { size_t transSize; int steps; } proxyOp;
+  struct { int appendedProxyOps; } proxyCtrl;
+} ncclProfilerEventStateArgs_v2_t;
+typedef ncclProfilerEventStateArgs_v2_t ncclProfilerEventStateArgs_v3_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** context, int* eActivationMask);
+  ncclResult_t (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v2_t* eDescr);
+  ncclResult_t (*stopEvent)(void* eHandle);
+  ncclResult_t (*recordEventState)(void* eHandle, ncclProfilerEventState_t eState,
+                                   ncclProfilerEventStateArgs_v2_t* eStateArgs);
+  ncclResult_t (*finalize)(void* context);
+} ncclProfiler_v2_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** context, int* eActivationMask);
+  ncclResult_t (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v3_t* eDescr);
+  ncclResult_t (*stopEvent)(void* eHandle);
+  ncclResult_t (*recordEventState)(void* eHandle, ncclProfilerEventState_t eState,
+                                   ncclProfilerEventStateArgs_v3_t* eStateArgs);
+  ncclResult_t (*finalize)(void* context);
+} ncclProfiler_v3_t;
+
+_Static_assert(offsetof(ncclProfilerEventDescr_v2_t, coll) == 24, "v2 union");
+_Static_assert(offsetof(ncclProfilerEventDescr_v3_t, coll) == 24, "v3 union");
+_Static_assert(offsetof(struct hf_descr_coll_v2, nMaxChannels) == 80, "v2 coll nMaxChannels");
+_Static_assert(offsetof(struct hf_descr_coll_v3, nMaxChannels) == 72, "v3 coll nMaxChannels");
+_Static_assert(offsetof(struct hf_descr_p2p_v2, peer) == 48, "v2 p2p peer");
 
 /* The offsets the plugin relies on (x86-64 / aarch64 LP64). */
 _Static_assert(offsetof(ncclProfilerEventDescr_v4_t, parentObj) == 8, "v4 parentObj");

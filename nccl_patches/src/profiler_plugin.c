@@ -1,5 +1,5 @@
 /*
- * profiler_plugin.c - NCCL profiler plugin entry points (interfaces v4, v5, v6)
+ * profiler_plugin.c - NCCL profiler plugin entry points (interfaces v2 to v6)
  * that keep the in-flight state of every communicator in a shared-memory file.
  *
  * Handles returned to NCCL are pointers into the mapped file, tagged in their
@@ -43,6 +43,7 @@ static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, con
   const struct rec_config* cfg = rec_config();
   g_pid = getpid();
   int m = cfg->mask >= 0 ? cfg->mask : DEFAULT_MASK;
+  if (abi < 3) m &= ~HF_PROFILE_KERNEL_CH; /* v2 has no kernel channel events */
   char err[640] = {0};
   struct rec_comm* c = rec_comm_open(RECORDER_WRITER_PROFILER, abi, comm_id, name, nnodes, nranks, rank, (uint32_t)m,
                                      err, sizeof err);
@@ -51,6 +52,7 @@ static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, con
     *context = NULL;
     return ncclSystemError; /* NCCL then runs on without the plugin */
   }
+  if (abi < 4) c->kch_enabled = 0; /* v2/v3 give nMaxChannels, not the channels used */
   *mask = m;
   *context = c;
   if (logfn)
@@ -58,6 +60,14 @@ static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, con
           "hang-forensics recorder (profiler v%u): comm 0x%llx rank %d/%d nNodes %d mask 0x%x state file %s", abi,
           (unsigned long long)comm_id, rank, nranks, nnodes, m, c->path);
   return ncclSuccess;
+}
+
+static ncclResult_t init_v2(void** context, int* mask) {
+  return common_init(context, 0, mask, "", -1, -1, -1, NULL, 2);
+}
+
+static ncclResult_t init_v3(void** context, int* mask) {
+  return common_init(context, 0, mask, "", -1, -1, -1, NULL, 3);
 }
 
 static ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
@@ -136,6 +146,55 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       *handle = tag(g_other_event, TAG_OTHER);
       return;
   }
+}
+
+/* v2/v3: Coll and P2p differ from v4 (identity first); the rest is shared. */
+static ncclResult_t start_v23(struct rec_comm* c, void** handle, uint8_t type, void* parent, int rank,
+                              const char* u, int v3) {
+  if (type == HF_PROFILE_COLL) {
+    uint64_t hash, seq;
+    const char *name, *func, *dtype, *algo, *proto;
+    size_t count;
+    int root;
+    uint8_t nwarps;
+    if (v3) {
+      const struct hf_descr_coll_v3* d = (const struct hf_descr_coll_v3*)u;
+      hash = d->commHash, name = d->name, seq = d->seqNumber, func = d->func, count = d->count, root = d->root;
+      dtype = d->datatype, nwarps = d->nWarps, algo = d->algo, proto = d->proto;
+    } else {
+      const struct hf_descr_coll_v2* d = (const struct hf_descr_coll_v2*)u;
+      hash = d->commHash, name = d->name, seq = d->seqNumber, func = d->func, count = d->count, root = d->root;
+      dtype = d->datatype, nwarps = d->nWarps, algo = d->algo, proto = d->proto;
+    }
+    rec_comm_identify(c, hash, name, rank);
+    *handle = rec_coll_begin(c, RECORDER_KIND_COLL, seq, func, count, dtype, root, 0, nwarps, algo, proto);
+    return ncclSuccess;
+  }
+  if (type == HF_PROFILE_P2P) {
+    const struct hf_descr_p2p_v2* d = (const struct hf_descr_p2p_v2*)u;
+    rec_comm_identify(c, d->commHash, d->name, rank);
+    uint64_t seq = __atomic_fetch_add(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
+    *handle = rec_coll_begin(c, RECORDER_KIND_P2P, seq, d->func, d->count, d->datatype, d->peer, 0, 0, "", "");
+    return ncclSuccess;
+  }
+  start_common(c, handle, type, parent, rank, u);
+  return ncclSuccess;
+}
+
+static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 0);
+}
+
+static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 1);
 }
 
 static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
@@ -235,6 +294,11 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
   }
 }
 
+/* v2/v3 state args begin with transSize too (proxyOp.transSize). */
+static ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
+  return record_state(h, s, a);
+}
+
 static ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
   return record_state(h, s, a);
 }
@@ -244,6 +308,10 @@ static ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerE
 
 /* ------------------------------------------------------------- exports */
 
+__attribute__((visibility("default"))) const ncclProfiler_v2_t ncclProfiler_v2 = {
+    "hang-forensics-recorder", init_v2, start_v2, stop_event, record_v2, finalize};
+__attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfiler_v3 = {
+    "hang-forensics-recorder", init_v3, start_v3, stop_event, record_v2, finalize};
 __attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4 = {
     "hang-forensics-recorder", init_v4, start_v4, stop_event, record_v4, finalize};
 __attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5 = {

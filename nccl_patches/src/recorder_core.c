@@ -357,6 +357,13 @@ int rec_is_coll(const struct rec_comm* c, const void* p) {
   return ((size_t)(q - b) % sizeof(struct recorder_coll)) == 0;
 }
 
+void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, int rank) {
+  if (REC_ATOMIC_LOAD(&c->hdr->comm_id) != 0 || comm_id == 0) return;
+  copy_str(c->hdr->comm_name, sizeof c->hdr->comm_name, name);
+  c->hdr->rank = rank;
+  REC_ATOMIC_STORE(&c->hdr->comm_id, comm_id);
+}
+
 int rec_is_proxy(const struct rec_comm* c, const void* p) {
   const char* b = (const char*)c->proxy;
   const char* q = (const char*)p;

@@ -36,7 +36,7 @@ struct rec_comm {
   uint32_t ring_len;
   uint32_t proxy_slots;
   size_t size;
-  int kch_enabled;       /* KernelCh events are on: completion waits for them */
+  int kch_enabled;       /* KernelCh events are on and nChannels is exact: completion waits for each */
   int finalized;
   char path[512];
   char txt_path[512];
@@ -67,6 +67,8 @@ void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r);
 void rec_coll_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t when_ns);
 /* True when `p` points at the start of a ring slot of this communicator. */
 int rec_is_coll(const struct rec_comm* c, const void* p);
+/* Interfaces v2/v3 name the communicator only in Coll/P2p events: fill it in late. */
+void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, int rank);
 static inline struct rec_comm* rec_coll_owner(const struct recorder_coll* r) {
   return (struct rec_comm*)(uintptr_t)r->writer_private;
 }

@@ -26,6 +26,8 @@
 #include "nccl_profiler_abi.h"
 
 static int g_version;
+static const ncclProfiler_v2_t* g_v2;
+static const ncclProfiler_v3_t* g_v3;
 static const ncclProfiler_v4_t* g_v4;
 static const ncclProfiler_v5_t* g_v5;
 static const ncclProfiler_v6_t* g_v6;
@@ -48,9 +50,64 @@ static void own_handler(int sig) {
   if (write(2, msg, sizeof msg - 1) < 0) return;
 }
 
+/* v2/v3 carry the communicator's name and hash in every Coll/P2p: remember them per context. */
+static struct { void* ctx; uint64_t id; char name[32]; } g_ident[64];
+static int g_nident;
+
+static void remember(void* ctx, uint64_t id, const char* name) {
+  int i = __atomic_fetch_add(&g_nident, 1, __ATOMIC_SEQ_CST);
+  g_ident[i].ctx = ctx;
+  g_ident[i].id = id;
+  snprintf(g_ident[i].name, sizeof g_ident[i].name, "%s", name);
+}
+
+static int ident_of(void* ctx) {
+  for (int i = 0; i < g_nident; i++)
+    if (g_ident[i].ctx == ctx) return i;
+  return 0;
+}
+
+/* v2/v3: fill the v5 layout, then translate Coll/P2p; other unions are laid out alike. */
+static void* start_old(void* ctx, uint64_t type, void* parent, int rank, void (*fill)(void* u, void* arg), void* arg) {
+  ncclProfilerEventDescr_v5_t d5;
+  memset(&d5, 0, sizeof d5);
+  fill(&d5.coll, arg);
+  int who = ident_of(ctx);
+  void* h = NULL;
+  ncclProfilerEventDescr_v3_t d3;
+  ncclProfilerEventDescr_v2_t d2;
+  memset(&d3, 0, sizeof d3);
+  memset(&d2, 0, sizeof d2);
+  d3.type = d2.type = (uint8_t)type;
+  d3.parentObj = d2.parentObj = parent;
+  d3.rank = d2.rank = rank;
+  if (type == HF_PROFILE_COLL) {
+    struct hf_descr_coll_v3 c = {g_ident[who].name, g_ident[who].id, d5.coll.seqNumber, d5.coll.func,
+                                 NULL, NULL, d5.coll.count, d5.coll.root, d5.coll.datatype, 32, d5.coll.nWarps,
+                                 d5.coll.algo, d5.coll.proto};
+    d3.coll = c;
+    struct hf_descr_coll_v2 c2 = {g_ident[who].name, g_ident[who].id, d5.coll.seqNumber, d5.coll.func, NULL, NULL,
+                                  d5.coll.count, d5.coll.root, d5.coll.datatype, 0, 32, d5.coll.nWarps, d5.coll.algo,
+                                  d5.coll.proto};
+    d2.coll = c2;
+  } else if (type == HF_PROFILE_P2P) {
+    struct hf_descr_p2p_v2 p = {g_ident[who].name, g_ident[who].id, d5.p2p.func, NULL, d5.p2p.datatype,
+                                d5.p2p.count, d5.p2p.peer};
+    d3.p2p = p;
+    d2.p2p = p;
+  } else {
+    memcpy(&d3.coll, &d5.coll, sizeof(struct hf_descr_proxy_op)); /* the largest of proxyOp/Step, kernelCh */
+    memcpy(&d2.coll, &d5.coll, sizeof(struct hf_descr_proxy_op));
+  }
+  if (g_version == 3) g_v3->startEvent(ctx, &h, &d3);
+  else g_v2->startEvent(ctx, &h, &d2);
+  return h;
+}
+
 /* One descriptor type big enough for every version; filled per version below. */
 static void* start(void* ctx, uint64_t type, void* parent, int rank, void (*fill)(void* u, void* arg), void* arg) {
   void* h = NULL;
+  if (g_version <= 3) return start_old(ctx, type, parent, rank, fill, arg);
   if (g_version == 4) {
     ncclProfilerEventDescr_v4_t d;
     memset(&d, 0, sizeof d);
@@ -80,7 +137,9 @@ static void* start(void* ctx, uint64_t type, void* parent, int rank, void (*fill
 }
 
 static void stop(void* h) {
-  if (g_version == 4) g_v4->stopEvent(h);
+  if (g_version == 2) g_v2->stopEvent(h);
+  else if (g_version == 3) g_v3->stopEvent(h);
+  else if (g_version == 4) g_v4->stopEvent(h);
   else if (g_version == 5) g_v5->stopEvent(h);
   else g_v6->stopEvent(h);
 }
@@ -89,7 +148,9 @@ static void state(void* h, int s, size_t trans) {
   ncclProfilerEventStateArgs_v5_t a;
   memset(&a, 0, sizeof a);
   a.proxyStep.transSize = trans;
-  if (g_version == 4) g_v4->recordEventState(h, (ncclProfilerEventState_t)s, (ncclProfilerEventStateArgs_v4_t*)&a);
+  if (g_version == 2) g_v2->recordEventState(h, (ncclProfilerEventState_t)s, (ncclProfilerEventStateArgs_v2_t*)&a);
+  else if (g_version == 3) g_v3->recordEventState(h, (ncclProfilerEventState_t)s, (ncclProfilerEventStateArgs_v3_t*)&a);
+  else if (g_version == 4) g_v4->recordEventState(h, (ncclProfilerEventState_t)s, (ncclProfilerEventStateArgs_v4_t*)&a);
   else if (g_version == 5) g_v5->recordEventState(h, (ncclProfilerEventState_t)s, &a);
   else g_v6->recordEventState(h, (ncclProfilerEventState_t)s, &a);
 }
@@ -97,18 +158,23 @@ static void state(void* h, int s, size_t trans) {
 static void* init(uint64_t id, const char* name, int nnodes, int nranks, int rank, int* mask) {
   void* ctx = NULL;
   ncclResult_t rc;
-  if (g_version == 4) rc = g_v4->init(&ctx, mask, name, id, nnodes, nranks, rank, logger);
+  if (g_version == 2) rc = g_v2->init(&ctx, mask);
+  else if (g_version == 3) rc = g_v3->init(&ctx, mask);
+  else if (g_version == 4) rc = g_v4->init(&ctx, mask, name, id, nnodes, nranks, rank, logger);
   else if (g_version == 5) rc = g_v5->init(&ctx, id, mask, name, nnodes, nranks, rank, logger);
   else rc = g_v6->init(&ctx, id, mask, name, nnodes, nranks, rank, logger);
   if (rc != ncclSuccess) {
     fprintf(stderr, "init failed: %d\n", rc);
     exit(3);
   }
+  remember(ctx, id, name);
   return ctx;
 }
 
 static void finalize(void* ctx) {
-  if (g_version == 4) g_v4->finalize(ctx);
+  if (g_version == 2) g_v2->finalize(ctx);
+  else if (g_version == 3) g_v3->finalize(ctx);
+  else if (g_version == 4) g_v4->finalize(ctx);
   else if (g_version == 5) g_v5->finalize(ctx);
   else g_v6->finalize(ctx);
 }
@@ -320,6 +386,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no %s\n", sym);
     return 2;
   }
+  g_v2 = p;
+  g_v3 = p;
   g_v4 = p;
   g_v5 = p;
   g_v6 = p;

@@ -14,7 +14,7 @@ from forensics.exitcodes import ExitCode
 
 NAME = "nccl-plugin"
 HELP = "build/locate the NCCL in-flight recorder plugin, print its env, or read its state files"
-DESCRIPTION = """The recorder is an NCCL profiler plugin (NCCL >= 2.23; interfaces v4-v6 for 2.27-2.30)
+DESCRIPTION = """The recorder is an NCCL profiler plugin (interfaces v2-v6: NCCL 2.24-2.30)
 that keeps each communicator's in-flight operations in a file under /dev/shm,
 readable while the job hangs. Actions:
   path    print the plugin's path (builds it with gcc if needed)
