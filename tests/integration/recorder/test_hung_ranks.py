@@ -151,3 +151,17 @@ def test_finalize_mid_hang_keeps_state_and_tolerates_late_stops(plugin, harness,
     st = read_recorder_file(path)
     assert st.comm_state == "finalized" and st.colls[-1].state == "in-flight"
     assert "reason finalize (ops still in flight)" in path.with_suffix(".txt").read_text()
+
+
+def test_cli_read_names_the_stopped_rank(hung_job, state_dir):
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-m", "forensics", "nccl-plugin", "read", str(state_dir)],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert out.returncode == 0, out.stderr
+    assert "stuck op AllReduce seq 10" in out.stdout
+    assert "rank 3 -> rank 2 ch 0 RecvWait" in out.stdout
+    first = next(line for line in out.stdout.splitlines() if line.strip().startswith("suspect"))
+    assert f"pid {hung_job[2].pid}" in first and "entered-then-frozen" in first
