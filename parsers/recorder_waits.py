@@ -34,7 +34,7 @@ def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
     return max(seen) if seen else 0
 
 
-def _op_label(state: RecorderState, op: ProxyOpRecord) -> str | None:
+def _op_label(op: ProxyOpRecord) -> str | None:
     if op.func:
         return f"{op.func} seq {op.coll_seq}" if op.coll_seq is not None else op.func
     return None
@@ -57,7 +57,7 @@ def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[W
                     waiter=op.rank,
                     peer=op.peer,
                     source="recorder",
-                    op=_op_label(st, op),
+                    op=_op_label(op),
                     channel=op.channel,
                     state=op.last_state,
                     waiter_pid=st.pid,
