@@ -165,3 +165,35 @@ def test_cli_read_names_the_stopped_rank(hung_job, state_dir):
     assert "rank 3 -> rank 2 ch 0 RecvWait" in out.stdout
     first = next(line for line in out.stdout.splitlines() if line.strip().startswith("suspect"))
     assert f"pid {hung_job[2].pid}" in first and "entered-then-frozen" in first
+
+
+def test_reading_while_the_writer_runs_never_yields_torn_records(plugin, harness, state_dir):
+    """The seqlock at work: read the files over and over while 2 comms write 200000 ops each."""
+    import subprocess
+
+    from parsers.readers.recorder import RecorderFormatError
+
+    env = {**os.environ, "FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1"}
+    proc = subprocess.Popen([str(harness), str(plugin), "5", "run", "2", "200000", "2", "2"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    reads = checked = 0
+    try:
+        while proc.poll() is None or reads == 0:
+            for path in state_dir.glob("*.bin"):
+                try:
+                    st = read_recorder_file(path)
+                except RecorderFormatError as err:
+                    assert "not written yet" in str(err)  # caught between create and header
+                    continue
+                reads += 1
+                for c in st.colls:
+                    if c.consistent:
+                        checked += 1
+                        assert (c.func, c.count) in {("AllReduce", 1 << 20), ("Send", 1024)}
+                        assert c.kind == ("p2p" if c.func == "Send" else "coll")
+                for op in st.proxy_ops:
+                    assert op.consistent is False or op.n_steps == 2
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert reads > 3 and checked > 0
