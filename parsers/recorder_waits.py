@@ -127,12 +127,12 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
     stuck = _stuck_op(states)
     ranks = {r: RankProgress(rank=r) for r in range(nranks)}
     by_rank = {s.rank: s for s in states}
+    beat_ref = _heartbeat_reference(states, ref, frozen_after_s)
     for r, st in by_rank.items():
         rp = ranks.setdefault(r, RankProgress(rank=r))
         rp.has_state, rp.pid, rp.host, rp.global_rank = True, st.pid, st.hostid or st.host, st.env_rank
-        rp.heartbeat_age_s = max(0.0, (ref - st.heartbeat_ns) / 1e9)
-        limit = frozen_after_s if frozen_after_s is not None else max(0.5, 10 * st.heartbeat_ms / 1000)
-        rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > limit
+        rp.heartbeat_age_s = max(0.0, (beat_ref - st.heartbeat_ns) / 1e9)
+        rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > _frozen_limit(st, frozen_after_s)
         if stuck:
             same = [c for c in st.colls if c.func == stuck[0]]
             if same:
@@ -156,6 +156,21 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             ranks[e.peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref))
+
+
+def _frozen_limit(st: RecorderState, frozen_after_s: float | None) -> float:
+    """Seconds without a heartbeat after which the process counts as not running."""
+    return frozen_after_s if frozen_after_s is not None else max(0.5, 10 * st.heartbeat_ms / 1000)
+
+
+def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: float | None) -> int:
+    """Time heartbeats are judged against. When every process has stopped beating
+    (all gone or stopped before collection), 'frozen' says nothing at `ref`; judge
+    them against the newest beat instead, so the one that stopped first stands out."""
+    active = [s for s in states if s.comm_state == "active"]
+    if active and all((ref - s.heartbeat_ns) / 1e9 > _frozen_limit(s, frozen_after_s) for s in active):
+        return max(s.heartbeat_ns for s in active)
+    return ref
 
 
 def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int) -> list[Suspect]:

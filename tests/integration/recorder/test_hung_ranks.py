@@ -72,6 +72,10 @@ def test_wait_edges_and_the_named_culprit(hung_job, state_dir):
     top = stalled_ranks(states)[0]
     assert (top.rank, top.pid, top.reason_class) == (2, hung_job[2].pid, "entered-then-frozen")
     assert "stopped progressing" in top.reason
+    # judged a minute later (every beat stale, e.g. a post-mortem bundle): still the one that stopped first
+    later = stalled_ranks(states, now_ns=time.time_ns() + 60 * 10**9)
+    assert later[0].pid == hung_job[2].pid
+    assert [s.reason_class for s in later].count("entered-then-frozen") == 1
 
 
 def test_signal_writes_a_text_snapshot(hung_job, state_dir):
