@@ -447,3 +447,17 @@ def read_collected(
         except RecorderFormatError as err:
             problems.append(str(err))
     return states, problems
+
+
+def read_bundle_ranks(bundle_root: str | os.PathLike[str], ranks: Any) -> tuple[list[RecorderState], list[str]]:
+    """States of every rank of a bundle manifest (objects with `.collector(name)`, as
+    forensics.bundle.manifest.RankRecord), from what the `nccl_recorder` collector copied."""
+    states, problems = [], []
+    for rank in ranks:
+        rec = rank.collector("nccl_recorder")
+        if rec is None or not rec.files:
+            continue
+        got, bad = read_collected(bundle_root, rec.files, (rec.details or {}).get("copied_ns"))
+        states += got
+        problems += bad
+    return states, problems

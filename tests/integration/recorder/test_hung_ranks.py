@@ -201,3 +201,21 @@ def test_reading_while_the_writer_runs_never_yields_torn_records(plugin, harness
         proc.kill()
         proc.wait(timeout=10)
     assert reads > 3 and checked > 0
+
+
+def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_path):
+    from forensics.bundle.manifest import RankRecord
+    from parsers.readers.recorder import read_bundle_ranks
+
+    bundle = tmp_path / "bundle"
+    records = []
+    for r in hung_job:
+        target = RankTarget(pid=r.pid, host="h", rank=r.rank, environ={"FORENSICS_RECORDER_DIR": str(state_dir)},
+                            bundle_root=bundle, rel_dir=f"ranks/{r.rank}")
+        rr = RankRecord(host="h", pid=r.pid, dir=f"ranks/{r.rank}", rank=r.rank)
+        rr.collectors.append(RecorderCollector().collect(target, CollectOptions()))
+        records.append(rr)
+    states, problems = read_bundle_ranks(bundle, records)
+    assert problems == [] and sorted(s.rank for s in states) == [0, 1, 2, 3]
+    assert all(s.observed_ns for s in states)
+    assert stalled_ranks(states)[0].pid == hung_job[2].pid
