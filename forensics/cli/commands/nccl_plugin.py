@@ -1,0 +1,97 @@
+"""`forensics nccl-plugin`: build, locate and enable the NCCL in-flight recorder; read its files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from forensics import nccl_plugin
+from forensics.errors import ForensicsError
+from forensics.exitcodes import ExitCode
+
+NAME = "nccl-plugin"
+HELP = "build/locate the NCCL in-flight recorder plugin, print its env, or read its state files"
+DESCRIPTION = """The recorder is an NCCL profiler plugin (interfaces v2-v6: NCCL 2.24-2.30)
+that keeps each communicator's in-flight operations in a file under /dev/shm,
+readable while the job hangs. Actions:
+  path    print the plugin's path (builds it with gcc if needed)
+  build   (re)build the plugin (and --preload: the LD_PRELOAD shim for NCCL < 2.23)
+  env     print the export lines a rank needs (eval "$(forensics nccl-plugin env)")
+  read    decode state files or folders of them; --json for data, default: text + analysis
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["path", "build", "env", "read"])
+    parser.add_argument("files", nargs="*", help="read: state files (.bin) or folders holding them")
+    parser.add_argument("--dir", help="env: where ranks write state files (default /dev/shm)")
+    parser.add_argument("--cc", help="build: C compiler (default $CC or gcc)")
+    parser.add_argument("--force", action="store_true", help="build: rebuild even if up to date")
+    parser.add_argument("--preload", action="store_true", help="build/path: the LD_PRELOAD shim instead")
+    parser.add_argument("--json", action="store_true", help="read: print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    name = nccl_plugin.PRELOAD_NAME if args.preload else nccl_plugin.PLUGIN_NAME
+    if args.action == "build":
+        print(nccl_plugin.build(name, cc=args.cc, force=args.force))
+    elif args.action == "path":
+        print(nccl_plugin.build(name, cc=args.cc) if args.preload else nccl_plugin.plugin_path())
+    elif args.action == "env":
+        for key, value in nccl_plugin.plugin_env(args.dir).items():
+            print(f"export {key}={shlex.quote(value)}")
+    else:
+        return _read(args.files, args.json)
+    return ExitCode.OK
+
+
+def _read(targets: list[str], as_json: bool) -> int:
+    from parsers.readers.recorder import RecorderFormatError, read_recorder_file
+    from parsers.recorder_waits import analyse
+
+    if not targets:
+        raise ForensicsError("read: name state files or folders")
+    paths: list[Path] = []
+    for t in targets:
+        p = Path(t)
+        paths.extend(sorted(p.rglob("nccl-recorder.*.bin")) if p.is_dir() else [p])
+    states, problems = [], []
+    for p in paths:
+        try:
+            states.append(read_recorder_file(p))
+        except RecorderFormatError as err:
+            problems.append(str(err))
+    stalls = analyse(states) if states else []
+    if as_json:
+        out = {
+            "states": [s.to_dict() for s in states],
+            "problems": problems,
+            "stalls": [
+                {"comm_id": s.comm_id, "op": s.op, "edges": [e.__dict__ for e in s.edges],
+                 "suspects": [x.to_dict() for x in s.suspects]}
+                for s in stalls
+            ],
+        }
+        json.dump(out, sys.stdout, indent=1)
+        print()
+    else:
+        for s in states:
+            print(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
+                  f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
+            for op in s.in_flight_ops:
+                print(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
+                      f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
+        for stall in stalls:
+            print(f"comm {stall.comm_id}: stuck op {stall.op}")
+            for e in stall.edges:
+                print(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
+            for x in stall.suspects:
+                print(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
+        for p in problems:
+            print(f"problem: {p}", file=sys.stderr)
+    if problems and not states:
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK

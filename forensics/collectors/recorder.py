@@ -1,0 +1,88 @@
+"""NCCL recorder state files of a rank (nccl_patches/), copied into the bundle.
+
+The recorder writes `<dir>/nccl-recorder.<host>.<pid>.<n>.bin` (one per
+communicator, n counting from 0 in each process) plus, after a signal or at exit,
+a text snapshot with the same stem and `.txt`. `<dir>` is FORENSICS_RECORDER_DIR
+from the rank's environment, default /dev/shm. Reading these files never signals
+the rank, so this works on hung and stopped processes alike.
+
+This collector only copies bytes and notes when it copied them (the reader
+measures heartbeat age against that time). It never interprets the files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collectors.base import CollectOptions, RankTarget
+
+DIR_KEY = "FORENSICS_RECORDER_DIR"
+DEFAULT_DIR = "/dev/shm"
+PREFIX = "nccl-recorder."
+
+
+def recorder_dir(pid: int, environ: dict[str, str]) -> Path:
+    """The directory the rank writes to, as this process can reach it.
+
+    A rank in a container sees its own /dev/shm: /proc/<pid>/root reaches it when
+    we may look there; otherwise the path is taken as it is.
+    """
+    configured = environ.get(DIR_KEY) or DEFAULT_DIR
+    via_root = Path(f"/proc/{pid}/root") / configured.lstrip("/")
+    try:
+        if via_root.is_dir():
+            return via_root
+    except OSError:
+        pass
+    return Path(configured)
+
+
+def state_files(directory: Path, pid: int) -> list[Path]:
+    """Files of process `pid`: `nccl-recorder.<host>.<pid>.<n>.bin|.txt` (the writer cuts host at its first dot)."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return []
+    found = []
+    for path in entries:
+        parts = path.name.split(".")
+        # nccl-recorder . host . pid . n . ext
+        if len(parts) == 5 and path.name.startswith(PREFIX) and parts[2] == str(pid) and parts[4] in ("bin", "txt"):
+            found.append(path)
+    return sorted(found)
+
+
+class RecorderCollector:
+    """Copies the recorder's state files and text snapshots of one rank."""
+
+    name = "nccl_recorder"
+    uses_ptrace = False
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return True
+
+    def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
+        directory = recorder_dir(target.pid, target.environ)
+        found = state_files(directory, target.pid)
+        plugin = target.environ.get("NCCL_PROFILER_PLUGIN")
+        if not found:
+            why = f"no recorder state files for pid {target.pid} in {directory}"
+            if not plugin:
+                why += " (NCCL_PROFILER_PLUGIN is not set in the rank's environment)"
+            return CollectorRecord(self.name, Status.SKIPPED, error=why, details={"dir": str(directory)})
+        files, copied = [], {}
+        for src in found:
+            path, rel = target.out(f"nccl_recorder/{src.name}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copyfile(src, path)
+            except FileNotFoundError:
+                continue  # finalized and removed between listing and copying
+            copied[rel] = time.time_ns()
+            files.append(rel)
+        status = Status.OK if files else Status.GONE
+        details = {"dir": str(directory), "copied_ns": copied, "profiler_plugin": plugin}
+        return CollectorRecord(self.name, status, files=files, details=details)

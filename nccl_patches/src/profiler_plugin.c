@@ -1,0 +1,320 @@
+/*
+ * profiler_plugin.c - NCCL profiler plugin entry points (interfaces v2 to v6)
+ * that keep the in-flight state of every communicator in a shared-memory file.
+ *
+ * Handles returned to NCCL are pointers into the mapped file, tagged in their
+ * low 3 bits with the kind of event (records are at least 16-byte aligned):
+ *   0 collective / p2p record          1 kernel channel of that record
+ *   2 proxy op record                  3 step slot inside a proxy op record
+ *   4 an event we accept but do not record (group, API events)
+ * so stopEvent/recordEventState need no lookup, lock or allocation.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nccl_profiler_abi.h"
+#include "recorder_core.h"
+
+#define TAG_COLL 0u
+#define TAG_KERNEL 1u
+#define TAG_PROXY 2u
+#define TAG_STEP 3u
+#define TAG_OTHER 4u
+#define TAG_MASK 7u
+
+#define DEFAULT_MASK \
+  (HF_PROFILE_GROUP | HF_PROFILE_COLL | HF_PROFILE_P2P | HF_PROFILE_PROXY_OP | HF_PROFILE_PROXY_STEP | \
+   HF_PROFILE_KERNEL_CH)
+
+static _Alignas(64) char g_other_event[64];
+static pid_t g_pid;
+
+static inline void* tag(void* p, unsigned t) { return (void*)((uintptr_t)p | t); }
+static inline unsigned tag_of(void* h) { return (unsigned)((uintptr_t)h & TAG_MASK); }
+static inline void* untag(void* h) { return (void*)((uintptr_t)h & ~(uintptr_t)TAG_MASK); }
+
+/* ------------------------------------------------------------------ init */
+
+static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+                                int rank, ncclDebugLogger_t logfn, uint32_t abi) {
+  const struct rec_config* cfg = rec_config();
+  g_pid = getpid();
+  int m = cfg->mask >= 0 ? cfg->mask : DEFAULT_MASK;
+  if (abi < 3) m &= ~HF_PROFILE_KERNEL_CH; /* v2 has no kernel channel events */
+  char err[640] = {0};
+  struct rec_comm* c = rec_comm_open(RECORDER_WRITER_PROFILER, abi, comm_id, name, nnodes, nranks, rank, (uint32_t)m,
+                                     err, sizeof err);
+  if (c == NULL) {
+    if (logfn) logfn(NCCL_LOG_WARN, NCCL_LOGFLAG_INIT, __FILE__, __LINE__, "hang-forensics recorder disabled: %s", err);
+    *context = NULL;
+    return ncclSystemError; /* NCCL then runs on without the plugin */
+  }
+  if (abi < 4) c->kch_enabled = 0; /* v2/v3 give nMaxChannels, not the channels used */
+  *mask = m;
+  *context = c;
+  if (logfn)
+    logfn(NCCL_LOG_INFO, NCCL_LOGFLAG_INIT, __FILE__, __LINE__,
+          "hang-forensics recorder (profiler v%u): comm 0x%llx rank %d/%d nNodes %d mask 0x%x state file %s", abi,
+          (unsigned long long)comm_id, rank, nranks, nnodes, m, c->path);
+  return ncclSuccess;
+}
+
+static ncclResult_t init_v2(void** context, int* mask) {
+  return common_init(context, 0, mask, "", -1, -1, -1, NULL, 2);
+}
+
+static ncclResult_t init_v3(void** context, int* mask) {
+  return common_init(context, 0, mask, "", -1, -1, -1, NULL, 3);
+}
+
+static ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
+                            int rank, ncclDebugLogger_t logfn) {
+  return common_init(context, hash, mask, name, nnodes, nranks, rank, logfn, 4);
+}
+
+static ncclResult_t init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+                            int rank, ncclDebugLogger_t logfn) {
+  return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 5);
+}
+
+static ncclResult_t init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+                            int rank, ncclDebugLogger_t logfn) {
+  return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 6);
+}
+
+static ncclResult_t finalize(void* context) {
+  rec_comm_close((struct rec_comm*)context);
+  return ncclSuccess;
+}
+
+/* ----------------------------------------------------------- startEvent */
+
+/* The descriptor fields every version shares; `u` points at the union (offset 24). */
+static void start_common(struct rec_comm* c, void** handle, uint64_t type, void* parent, int rank, const char* u) {
+  *handle = NULL;
+  switch (type) {
+    case HF_PROFILE_COLL: {
+      const struct hf_descr_coll_v4* d = (const struct hf_descr_coll_v4*)u;
+      *handle = rec_coll_begin(c, RECORDER_KIND_COLL, d->seqNumber, d->func, d->count, d->datatype, d->root,
+                               d->nChannels, d->nWarps, d->algo, d->proto);
+      return;
+    }
+    case HF_PROFILE_P2P: {
+      const struct hf_descr_p2p_v4* d = (const struct hf_descr_p2p_v4*)u;
+      uint64_t seq = __atomic_fetch_add(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
+      *handle = rec_coll_begin(c, RECORDER_KIND_P2P, seq, d->func, d->count, d->datatype, d->peer, d->nChannels, 0,
+                               "", "");
+      return;
+    }
+    case HF_PROFILE_PROXY_OP: {
+      const struct hf_descr_proxy_op* d = (const struct hf_descr_proxy_op*)u;
+      /* A PXN op may carry a parent from another process: only trust our own. */
+      struct recorder_coll* pr = (d->pid == g_pid && parent && rec_is_coll(c, parent)) ? parent : NULL;
+      struct recorder_proxy* p =
+          rec_proxy_begin(c, pr, rank, d->pid, d->peer, d->channelId, d->isSend, d->nSteps, d->chunkSize);
+      *handle = p ? tag(p, TAG_PROXY) : NULL;
+      return;
+    }
+    case HF_PROFILE_PROXY_STEP: {
+      if (parent == NULL || tag_of(parent) != TAG_PROXY) return;
+      struct recorder_proxy* p = untag(parent);
+      if (!rec_is_proxy(c, p)) return;
+      int step = ((const struct hf_descr_proxy_step*)u)->step;
+      struct recorder_step* s = &p->steps[(unsigned)step % RECORDER_STEP_SLOTS];
+      uint64_t now = rec_event_ns();
+      REC_ATOMIC_STORE(&s->done, 0);
+      REC_ATOMIC_STORE(&s->state, 0);
+      REC_ATOMIC_STORE(&s->step, step);
+      REC_ATOMIC_STORE(&s->ts_ns, now);
+      REC_ATOMIC_ADD(&p->steps_started, 1);
+      REC_ATOMIC_STORE(&p->last_progress_ns, now);
+      *handle = tag(s, TAG_STEP);
+      return;
+    }
+    case HF_PROFILE_KERNEL_CH: {
+      if (parent == NULL || !rec_is_coll(c, parent)) return;
+      struct recorder_coll* r = parent;
+      rec_coll_child(c, r, REC_ATOMIC_LOAD(&r->index), 1, 0);
+      *handle = tag(r, TAG_KERNEL);
+      return;
+    }
+    case HF_PROFILE_GROUP:
+    default:
+      *handle = tag(g_other_event, TAG_OTHER);
+      return;
+  }
+}
+
+/* v2/v3: Coll and P2p differ from v4 (identity first); the rest is shared. */
+static ncclResult_t start_v23(struct rec_comm* c, void** handle, uint8_t type, void* parent, int rank,
+                              const char* u, int v3) {
+  if (type == HF_PROFILE_COLL) {
+    uint64_t hash, seq;
+    const char *name, *func, *dtype, *algo, *proto;
+    size_t count;
+    int root;
+    uint8_t nwarps;
+    if (v3) {
+      const struct hf_descr_coll_v3* d = (const struct hf_descr_coll_v3*)u;
+      hash = d->commHash, name = d->name, seq = d->seqNumber, func = d->func, count = d->count, root = d->root;
+      dtype = d->datatype, nwarps = d->nWarps, algo = d->algo, proto = d->proto;
+    } else {
+      const struct hf_descr_coll_v2* d = (const struct hf_descr_coll_v2*)u;
+      hash = d->commHash, name = d->name, seq = d->seqNumber, func = d->func, count = d->count, root = d->root;
+      dtype = d->datatype, nwarps = d->nWarps, algo = d->algo, proto = d->proto;
+    }
+    rec_comm_identify(c, hash, name, rank);
+    *handle = rec_coll_begin(c, RECORDER_KIND_COLL, seq, func, count, dtype, root, 0, nwarps, algo, proto);
+    return ncclSuccess;
+  }
+  if (type == HF_PROFILE_P2P) {
+    const struct hf_descr_p2p_v2* d = (const struct hf_descr_p2p_v2*)u;
+    rec_comm_identify(c, d->commHash, d->name, rank);
+    uint64_t seq = __atomic_fetch_add(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
+    *handle = rec_coll_begin(c, RECORDER_KIND_P2P, seq, d->func, d->count, d->datatype, d->peer, 0, 0, "", "");
+    return ncclSuccess;
+  }
+  start_common(c, handle, type, parent, rank, u);
+  return ncclSuccess;
+}
+
+static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 0);
+}
+
+static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 1);
+}
+
+static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
+  return ncclSuccess;
+}
+
+static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
+  return ncclSuccess;
+}
+
+static ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
+  if (context == NULL || d == NULL) {
+    if (handle) *handle = NULL;
+    return ncclSuccess;
+  }
+  start_common(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll);
+  return ncclSuccess;
+}
+
+/* ------------------------------------------------------------ stopEvent */
+
+static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
+  return (struct recorder_proxy*)((char*)s - offsetof(struct recorder_proxy, steps) -
+                                  (size_t)s->slot * sizeof(struct recorder_step));
+}
+
+static ncclResult_t stop_event(void* handle) {
+  if (handle == NULL) return ncclSuccess;
+  void* p = untag(handle);
+  switch (tag_of(handle)) {
+    case TAG_COLL: {
+      struct recorder_coll* r = p;
+      rec_coll_enqueued(rec_coll_owner(r), r);
+      return ncclSuccess;
+    }
+    case TAG_KERNEL: {
+      struct recorder_coll* r = p;
+      rec_coll_child(rec_coll_owner(r), r, REC_ATOMIC_LOAD(&r->index), 1, 1);
+      return ncclSuccess;
+    }
+    case TAG_PROXY:
+      rec_proxy_end(p);
+      return ncclSuccess;
+    case TAG_STEP: {
+      struct recorder_step* s = p;
+      struct recorder_proxy* op = step_owner(s);
+      uint64_t now = rec_event_ns();
+      REC_ATOMIC_STORE(&s->done, 1);
+      REC_ATOMIC_STORE(&s->ts_ns, now);
+      REC_ATOMIC_ADD(&op->steps_done, 1);
+      REC_ATOMIC_STORE(&op->last_progress_ns, now);
+      return ncclSuccess;
+    }
+    default:
+      return ncclSuccess;
+  }
+}
+
+/* ----------------------------------------------------- recordEventState */
+
+static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, const void* args) {
+  if (handle == NULL) return ncclSuccess;
+  void* p = untag(handle);
+  switch (tag_of(handle)) {
+    case TAG_STEP: {
+      struct recorder_step* s = p;
+      struct recorder_proxy* op = step_owner(s);
+      uint64_t now = rec_event_ns();
+      REC_ATOMIC_STORE(&s->state, (uint8_t)state);
+      REC_ATOMIC_STORE(&s->ts_ns, now);
+      REC_ATOMIC_STORE(&op->last_state, (uint8_t)state);
+      REC_ATOMIC_STORE(&op->last_step, s->step);
+      REC_ATOMIC_STORE(&op->last_progress_ns, now);
+      if (args) REC_ATOMIC_STORE(&op->trans_bytes, (uint64_t)((const ncclProfilerEventStateArgs_v5_t*)args)->proxyStep.transSize);
+      return ncclSuccess;
+    }
+    case TAG_PROXY: {
+      struct recorder_proxy* op = p;
+      if (state == HF_STATE_PROXY_OP_IN_PROGRESS) {
+        REC_ATOMIC_STORE(&op->in_progress, 1);
+        REC_ATOMIC_STORE(&op->last_progress_ns, rec_event_ns());
+      }
+      return ncclSuccess;
+    }
+    default:
+      return ncclSuccess; /* KernelChStop is followed by stopEvent, which counts it */
+  }
+}
+
+/* v2/v3 state args begin with transSize too (proxyOp.transSize). */
+static ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
+  return record_state(h, s, a);
+}
+
+static ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
+  return record_state(h, s, a);
+}
+static ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
+  return record_state(h, s, a);
+}
+
+/* ------------------------------------------------------------- exports */
+
+__attribute__((visibility("default"))) const ncclProfiler_v2_t ncclProfiler_v2 = {
+    "hang-forensics-recorder", init_v2, start_v2, stop_event, record_v2, finalize};
+__attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfiler_v3 = {
+    "hang-forensics-recorder", init_v3, start_v3, stop_event, record_v2, finalize};
+__attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4 = {
+    "hang-forensics-recorder", init_v4, start_v4, stop_event, record_v4, finalize};
+__attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5 = {
+    "hang-forensics-recorder", init_v5, start_v5, stop_event, record_v5, finalize};
+__attribute__((visibility("default"))) const ncclProfiler_v6_t ncclProfiler_v6 = {
+    "hang-forensics-recorder", init_v6, start_v6, stop_event, record_v5, finalize};

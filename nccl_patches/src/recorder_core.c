@@ -1,0 +1,544 @@
+/*
+ * recorder_core.c - state files in shared memory, their records, the heartbeat
+ * thread and the text snapshots. See recorder_format.h for the layout and
+ * README.md for the environment variables.
+ */
+#define _GNU_SOURCE
+#include "recorder_core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REC_MAX_COMMS 4096
+#define REC_WRITER_NAME "hang-forensics recorder 1"
+
+static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+static struct rec_config g_config;
+
+static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rec_comm* g_comms[REC_MAX_COMMS]; /* guarded by g_registry_lock */
+static int g_ncomms;
+static uint32_t g_next_index;                  /* n in file names, per process */
+static int g_thread_started;
+static volatile sig_atomic_t g_snapshot_requested;
+static struct sigaction g_prev_action;
+
+/* ---------------------------------------------------------------- config */
+
+static long env_long(const char* name, long dflt, long lo, long hi) {
+  const char* s = getenv(name);
+  if (s == NULL || *s == '\0') return dflt;
+  char* end = NULL;
+  long v = strtol(s, &end, 0);
+  if (end == s || v < lo || v > hi) return dflt;
+  return v;
+}
+
+static void load_config(void) {
+  const char* dir = getenv("FORENSICS_RECORDER_DIR");
+  snprintf(g_config.dir, sizeof g_config.dir, "%s", (dir && *dir) ? dir : "/dev/shm");
+  g_config.ring_len = (uint32_t)env_long("FORENSICS_RECORDER_RING", 256, 8, 65536);
+  g_config.proxy_slots = (uint32_t)env_long("FORENSICS_RECORDER_PROXY_SLOTS", 1024, 16, 1 << 20);
+  g_config.signal = (int)env_long("FORENSICS_RECORDER_SIGNAL", SIGUSR2, 0, 64);
+  g_config.heartbeat_ms = (uint32_t)env_long("FORENSICS_RECORDER_HEARTBEAT_MS", 200, 10, 60000);
+  g_config.keep = (int)env_long("FORENSICS_RECORDER_KEEP", 0, 0, 1);
+  g_config.mask = (int)env_long("FORENSICS_RECORDER_MASK", -1, 0, 0x7fffffff);
+  g_config.snapshot_on_finalize = (int)env_long("FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE", 1, 0, 1);
+}
+
+const struct rec_config* rec_config(void) {
+  pthread_once(&g_config_once, load_config);
+  return &g_config;
+}
+
+uint64_t rec_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Event times: a hang is seconds long, so the kernel's tick (1-4 ms) is precision
+ * enough, and the coarse clock costs a few ns instead of tens. */
+uint64_t rec_event_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void copy_str(char* dst, size_t n, const char* src) {
+  if (src == NULL) src = "";
+  size_t i = 0;
+  for (; i + 1 < n && src[i]; i++) dst[i] = src[i];
+  for (; i < n; i++) dst[i] = '\0';
+}
+
+/* ------------------------------------------------------ heartbeat thread */
+
+static void snapshot_all(const char* reason) {
+  pthread_mutex_lock(&g_registry_lock);
+  for (int i = 0; i < g_ncomms; i++) rec_snapshot(g_comms[i], reason);
+  pthread_mutex_unlock(&g_registry_lock);
+}
+
+/* Beats every heartbeat_ms so a reader can tell a live process (fresh beat) from a
+ * frozen one (SIGSTOP, stuck in the kernel): the beat stops with the process.
+ * Also writes the snapshots a signal asked for, outside the signal handler. */
+static void* heartbeat_main(void* arg) {
+  (void)arg;
+  const struct rec_config* cfg = rec_config();
+  uint32_t tick_ms = cfg->heartbeat_ms < 100 ? cfg->heartbeat_ms : 100;
+  uint32_t since_beat = cfg->heartbeat_ms;
+  for (;;) {
+    if (since_beat >= cfg->heartbeat_ms) {
+      uint64_t now = rec_now_ns();
+      pthread_mutex_lock(&g_registry_lock);
+      for (int i = 0; i < g_ncomms; i++) {
+        REC_ATOMIC_STORE(&g_comms[i]->hdr->heartbeat_ns, now);
+        REC_ATOMIC_ADD(&g_comms[i]->hdr->heartbeat_count, 1);
+      }
+      pthread_mutex_unlock(&g_registry_lock);
+      since_beat = 0;
+    }
+    if (g_snapshot_requested) {
+      g_snapshot_requested = 0;
+      snapshot_all("signal");
+    }
+    struct timespec ts = {0, (long)tick_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    since_beat += tick_ms;
+  }
+  return NULL;
+}
+
+static void on_signal(int sig, siginfo_t* info, void* uctx) {
+  g_snapshot_requested = 1; /* the heartbeat thread writes it: only async-signal-safe work here */
+  if (g_prev_action.sa_flags & SA_SIGINFO) {
+    if (g_prev_action.sa_sigaction) g_prev_action.sa_sigaction(sig, info, uctx);
+  } else if (g_prev_action.sa_handler != SIG_DFL && g_prev_action.sa_handler != SIG_IGN &&
+             g_prev_action.sa_handler != NULL) {
+    g_prev_action.sa_handler(sig);
+  }
+}
+
+static pid_t g_owner_pid;
+
+/* Only the process that opened the files writes exit snapshots: a forked child
+ * (a DataLoader worker, say) shares the mappings but must not overwrite them. */
+static void at_exit(void) {
+  if (getpid() == g_owner_pid) snapshot_all("exit");
+}
+
+/* Called with g_registry_lock held, once per process. */
+static void start_background(void) {
+  if (g_thread_started) return;
+  g_thread_started = 1;
+  g_owner_pid = getpid();
+  const struct rec_config* cfg = rec_config();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t tid;
+  /* Block every signal in the new thread so signals keep going where they went. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&tid, &attr, heartbeat_main, NULL) == 0) pthread_setname_np(tid, "nccl-recorder");
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (cfg->signal > 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(cfg->signal, &sa, &g_prev_action);
+  }
+  atexit(at_exit);
+}
+
+/* ----------------------------------------------------------- state file */
+
+static void short_hostname(char* out, size_t n) {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) snprintf(buf, sizeof buf, "unknown");
+  char* dot = strchr(buf, '.');
+  if (dot) *dot = '\0';
+  for (char* p = buf; *p; p++)
+    if (*p == '/' || *p == ' ') *p = '_';
+  copy_str(out, n, buf);
+}
+
+struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
+                               int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen) {
+  const struct rec_config* cfg = rec_config();
+  struct rec_comm* c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  char host[64];
+  short_hostname(host, sizeof host);
+  uint32_t index = __atomic_fetch_add(&g_next_index, 1, __ATOMIC_RELAXED);
+  int pid = (int)getpid();
+  snprintf(c->path, sizeof c->path, "%s/nccl-recorder.%s.%d.%u.bin", cfg->dir, host, pid, index);
+  snprintf(c->txt_path, sizeof c->txt_path, "%s/nccl-recorder.%s.%d.%u.txt", cfg->dir, host, pid, index);
+  c->ring_len = cfg->ring_len;
+  c->proxy_slots = cfg->proxy_slots;
+  size_t ring_off = RECORDER_HEADER_SIZE;
+  size_t proxy_off = ring_off + (size_t)c->ring_len * sizeof(struct recorder_coll);
+  c->size = proxy_off + (size_t)c->proxy_slots * sizeof(struct recorder_proxy);
+
+  int fd = open(c->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot create %s: %s", c->path, strerror(errno));
+    free(c);
+    return NULL;
+  }
+  /* Reserve the pages now: a full /dev/shm must fail here, not as SIGBUS later. */
+  int rc = posix_fallocate(fd, 0, (off_t)c->size);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot reserve %zu bytes for %s: %s", c->size, c->path, strerror(rc));
+    close(fd);
+    unlink(c->path);
+    free(c);
+    return NULL;
+  }
+  void* base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    snprintf(err, errlen, "cannot map %s: %s", c->path, strerror(errno));
+    unlink(c->path);
+    free(c);
+    return NULL;
+  }
+  memset(base, 0, c->size); /* touch every page: no page faults on the hot path */
+  c->hdr = (struct recorder_header*)base;
+  c->ring = (struct recorder_coll*)((char*)base + ring_off);
+  c->proxy = (struct recorder_proxy*)((char*)base + proxy_off);
+  c->kch_enabled = (mask & 0x40) != 0;
+
+  struct recorder_header* h = c->hdr;
+  h->format_version = RECORDER_FORMAT_VERSION;
+  h->header_size = RECORDER_HEADER_SIZE;
+  h->file_size = c->size;
+  h->coll_rec_size = sizeof(struct recorder_coll);
+  h->coll_ring_len = c->ring_len;
+  h->proxy_rec_size = sizeof(struct recorder_proxy);
+  h->proxy_slots = c->proxy_slots;
+  h->coll_ring_offset = (uint32_t)ring_off;
+  h->proxy_offset = (uint32_t)proxy_off;
+  h->writer_kind = writer_kind;
+  h->abi_version = abi_version;
+  h->pid = pid;
+  h->comm_id = comm_id;
+  h->rank = rank;
+  h->nranks = nranks;
+  h->nnodes = nnodes;
+  h->env_rank = (int32_t)env_long("RANK", -1, 0, 1 << 30);
+  h->start_ns = rec_now_ns();
+  h->heartbeat_ns = h->start_ns;
+  h->last_event_ns = h->start_ns;
+  h->event_mask = mask;
+  h->heartbeat_ms = cfg->heartbeat_ms;
+  copy_str(h->host, sizeof h->host, host);
+  copy_str(h->hostid, sizeof h->hostid, getenv("NCCL_HOSTID"));
+  copy_str(h->comm_name, sizeof h->comm_name, name);
+  copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
+  h->comm_index = index;
+  h->comm_state = RECORDER_COMM_ACTIVE;
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
+
+  pthread_mutex_lock(&g_registry_lock);
+  if (g_ncomms < REC_MAX_COMMS) g_comms[g_ncomms++] = c;
+  start_background();
+  pthread_mutex_unlock(&g_registry_lock);
+  return c;
+}
+
+static int has_in_flight(const struct rec_comm* c) {
+  for (uint32_t i = 0; i < c->proxy_slots; i++)
+    if (REC_ATOMIC_LOAD(&c->proxy[i].state) == RECORDER_PROXY_ACTIVE) return 1;
+  uint64_t n = REC_ATOMIC_LOAD(&c->hdr->coll_next);
+  uint64_t first = n > c->ring_len ? n - c->ring_len : 0;
+  for (uint64_t k = first; k < n; k++) {
+    const struct recorder_coll* r = &c->ring[k % c->ring_len];
+    if (r->index == k && r->kind != RECORDER_KIND_EMPTY && REC_ATOMIC_LOAD(&r->complete_ns) == 0) return 1;
+  }
+  return 0;
+}
+
+void rec_comm_close(struct rec_comm* c) {
+  if (c == NULL) return;
+  const struct rec_config* cfg = rec_config();
+  pthread_mutex_lock(&g_registry_lock);
+  for (int i = 0; i < g_ncomms; i++) {
+    if (g_comms[i] == c) {
+      g_comms[i] = g_comms[--g_ncomms];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_registry_lock);
+  c->hdr->finalize_ns = rec_now_ns();
+  REC_ATOMIC_STORE(&c->hdr->comm_state, RECORDER_COMM_FINALIZED);
+  int busy = has_in_flight(c);
+  if (cfg->snapshot_on_finalize || busy) rec_snapshot(c, busy ? "finalize (ops still in flight)" : "finalize");
+  msync(c->hdr, c->size, MS_ASYNC);
+  if (busy) {
+    /* Ops still open (an abort mid-hang): NCCL may yet stop their handles, which
+     * point into this mapping, so it stays mapped (and the .bin stays on disk). */
+    c->finalized = 1;
+    return;
+  }
+  munmap(c->hdr, c->size);
+  if (!cfg->keep) unlink(c->path);
+  free(c);
+}
+
+/* ------------------------------------------------------------- records */
+
+static inline void seq_begin(uint32_t* gen) {
+  uint32_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+  __atomic_store_n(gen, g | 1u, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void seq_end(uint32_t* gen) {
+  uint32_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+  __atomic_store_n(gen, (g | 1u) + 1u, __ATOMIC_RELEASE);
+}
+
+struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t seq, const char* func, uint64_t count,
+                                     const char* dtype, int root_or_peer, uint8_t n_channels, uint8_t n_warps,
+                                     const char* algo, const char* proto) {
+  uint64_t now = rec_event_ns();
+  uint64_t index = __atomic_fetch_add(&c->hdr->coll_next, 1, __ATOMIC_ACQ_REL);
+  struct recorder_coll* r = &c->ring[index % c->ring_len];
+  seq_begin(&r->gen);
+  r->kind = kind;
+  r->n_channels = n_channels;
+  r->n_warps = n_warps;
+  REC_ATOMIC_STORE(&r->index, index);
+  r->seq = seq;
+  r->count = count;
+  r->root_or_peer = root_or_peer;
+  REC_ATOMIC_STORE(&r->proxy_started, 0);
+  REC_ATOMIC_STORE(&r->proxy_done, 0);
+  REC_ATOMIC_STORE(&r->kch_started, 0);
+  REC_ATOMIC_STORE(&r->kch_done, 0);
+  r->start_ns = now;
+  REC_ATOMIC_STORE(&r->enqueued_ns, 0);
+  REC_ATOMIC_STORE(&r->last_progress_ns, now);
+  REC_ATOMIC_STORE(&r->complete_ns, 0);
+  copy_str(r->func, sizeof r->func, func);
+  copy_str(r->dtype, sizeof r->dtype, dtype);
+  copy_str(r->algo, sizeof r->algo, algo);
+  copy_str(r->proto, sizeof r->proto, proto);
+  r->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop handlers */
+  seq_end(&r->gen);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
+  return r;
+}
+
+int rec_is_coll(const struct rec_comm* c, const void* p) {
+  const char* b = (const char*)c->ring;
+  const char* q = (const char*)p;
+  if (q < b || q >= b + (size_t)c->ring_len * sizeof(struct recorder_coll)) return 0;
+  return ((size_t)(q - b) % sizeof(struct recorder_coll)) == 0;
+}
+
+void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, int rank) {
+  if (REC_ATOMIC_LOAD(&c->hdr->comm_id) != 0 || comm_id == 0) return;
+  copy_str(c->hdr->comm_name, sizeof c->hdr->comm_name, name);
+  c->hdr->rank = rank;
+  REC_ATOMIC_STORE(&c->hdr->comm_id, comm_id);
+}
+
+int rec_is_proxy(const struct rec_comm* c, const void* p) {
+  const char* b = (const char*)c->proxy;
+  const char* q = (const char*)p;
+  if (q < b || q >= b + (size_t)c->proxy_slots * sizeof(struct recorder_proxy)) return 0;
+  return ((size_t)(q - b) % sizeof(struct recorder_proxy)) == 0;
+}
+
+void rec_coll_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t when_ns) {
+  uint64_t zero = 0;
+  __atomic_compare_exchange_n(&r->complete_ns, &zero, when_ns, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, when_ns);
+}
+
+/* Completion is inferred: the op was enqueued, every proxy op it started has
+ * stopped, and (when KernelCh events are on) every channel's kernel has stopped. */
+static void maybe_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t now) {
+  if (REC_ATOMIC_LOAD(&r->complete_ns) != 0 || REC_ATOMIC_LOAD(&r->enqueued_ns) == 0) return;
+  uint32_t ps = REC_ATOMIC_LOAD(&r->proxy_started), pd = REC_ATOMIC_LOAD(&r->proxy_done);
+  uint32_t ks = REC_ATOMIC_LOAD(&r->kch_started), kd = REC_ATOMIC_LOAD(&r->kch_done);
+  if (pd != ps || kd != ks) return;
+  if (r->kind == RECORDER_KIND_P2P || !c->kch_enabled) {
+    if (ps == 0 && ks == 0) return; /* nothing started yet: not done, just not begun */
+  } else if (kd < r->n_channels) {
+    return; /* a collective runs on n_channels channels: wait for each kernel channel */
+  }
+  rec_coll_complete(c, r, now);
+}
+
+void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r) {
+  uint64_t now = rec_event_ns();
+  REC_ATOMIC_STORE(&r->enqueued_ns, now);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
+  maybe_complete(c, r, now);
+}
+
+void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done) {
+  if (REC_ATOMIC_LOAD(&r->index) != expect_index) return; /* the ring moved on: the slot is another op now */
+  uint64_t now = rec_event_ns();
+  if (kernel) REC_ATOMIC_ADD(done ? &r->kch_done : &r->kch_started, 1);
+  else REC_ATOMIC_ADD(done ? &r->proxy_done : &r->proxy_started, 1);
+  REC_ATOMIC_STORE(&r->last_progress_ns, now);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
+  if (done) maybe_complete(c, r, now);
+}
+
+struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
+                                       int peer, int channel, int is_send, int n_steps, int chunk_size) {
+  uint64_t op_index = __atomic_fetch_add(&c->hdr->proxy_next, 1, __ATOMIC_ACQ_REL);
+  struct recorder_proxy* p = NULL;
+  for (uint32_t probe = 0; probe < 16; probe++) {
+    struct recorder_proxy* q = &c->proxy[(op_index + probe) % c->proxy_slots];
+    uint32_t st = REC_ATOMIC_LOAD(&q->state);
+    if (st == RECORDER_PROXY_ACTIVE) continue; /* still in flight: never overwrite it */
+    if (__atomic_compare_exchange_n(&q->state, &st, RECORDER_PROXY_ACTIVE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      p = q;
+      break;
+    }
+  }
+  if (p == NULL) {
+    REC_ATOMIC_ADD(&c->hdr->dropped_proxy, 1);
+    return NULL;
+  }
+  uint64_t now = rec_event_ns();
+  seq_begin(&p->gen);
+  p->op_index = op_index;
+  p->pid = pid;
+  p->rank = rank;
+  p->peer = peer;
+  p->channel = (uint8_t)channel;
+  p->is_send = (uint8_t)(is_send != 0);
+  p->last_state = 0;
+  p->in_progress = 0;
+  p->n_steps = n_steps;
+  p->chunk_size = chunk_size;
+  p->steps_started = 0;
+  p->steps_done = 0;
+  p->last_step = -1;
+  p->start_ns = now;
+  p->last_progress_ns = now;
+  p->stop_ns = 0;
+  p->trans_bytes = 0;
+  p->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop/record handlers */
+  for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
+    p->steps[i].step = -1;
+    p->steps[i].state = 0;
+    p->steps[i].done = 0;
+    p->steps[i].slot = (uint8_t)i;
+    p->steps[i].ts_ns = 0;
+  }
+  if (parent != NULL) {
+    uint64_t idx = REC_ATOMIC_LOAD(&parent->index);
+    p->coll_index = idx;
+    p->coll_seq = parent->seq;
+    copy_str(p->func, sizeof p->func, parent->func);
+    rec_coll_child(c, parent, idx, 0, 0);
+  } else {
+    p->coll_index = UINT64_MAX;
+    p->coll_seq = UINT64_MAX;
+    memset(p->func, 0, sizeof p->func);
+  }
+  seq_end(&p->gen);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
+  return p;
+}
+
+void rec_proxy_end(struct recorder_proxy* p) {
+  struct rec_comm* c = (struct rec_comm*)(uintptr_t)p->writer_private;
+  uint64_t now = rec_event_ns();
+  REC_ATOMIC_STORE(&p->stop_ns, now);
+  REC_ATOMIC_STORE(&p->last_progress_ns, now);
+  REC_ATOMIC_STORE(&p->state, RECORDER_PROXY_DONE);
+  if (p->coll_index != UINT64_MAX)
+    rec_coll_child(c, &c->ring[p->coll_index % c->ring_len], p->coll_index, 0, 1);
+  REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
+}
+
+/* -------------------------------------------------------------- snapshot */
+
+static const char* step_state_name(int s) {
+  switch (s) {
+    case 0: return "Started";
+    case 8: return "SendGPUWait";
+    case 9: return "SendWait";
+    case 10: return "RecvWait";
+    case 11: return "RecvFlushWait";
+    case 12: return "RecvGPUWait";
+    case 20: return "SendPeerWait";
+    default: return "Unknown";
+  }
+}
+
+static double ms_ago(uint64_t now, uint64_t t) { return t == 0 ? -1.0 : (double)((int64_t)(now - t)) / 1e6; }
+
+int rec_snapshot(struct rec_comm* c, const char* reason) {
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp", c->txt_path);
+  FILE* f = fopen(tmp, "w");
+  if (f == NULL) return -1;
+  const struct recorder_header* h = c->hdr;
+  uint64_t now = rec_now_ns();
+  fprintf(f, "# hang-forensics NCCL recorder snapshot (format %u)\n", h->format_version);
+  fprintf(f, "reason %s\ntime_ns %llu\npid %d host %s hostid %s env_rank %d\n", reason, (unsigned long long)now,
+          h->pid, h->host, h->hostid, h->env_rank);
+  fprintf(f, "comm 0x%016llx name \"%s\" rank %d nranks %d nnodes %d state %s\n", (unsigned long long)h->comm_id,
+          h->comm_name, h->rank, h->nranks, h->nnodes, h->comm_state == RECORDER_COMM_FINALIZED ? "finalized" : "active");
+  fprintf(f, "heartbeat %.1f ms ago, last event %.1f ms ago, records %llu, proxy ops %llu, dropped %llu\n",
+          ms_ago(now, h->heartbeat_ns), ms_ago(now, h->last_event_ns), (unsigned long long)h->coll_next,
+          (unsigned long long)h->proxy_next, (unsigned long long)h->dropped_proxy);
+  uint64_t n = REC_ATOMIC_LOAD(&h->coll_next);
+  uint64_t first = n > 16 ? n - 16 : 0;
+  if (n > c->ring_len && first < n - c->ring_len) first = n - c->ring_len;
+  fprintf(f, "## recent operations (oldest first)\n");
+  for (uint64_t k = first; k < n; k++) {
+    const struct recorder_coll* r = &c->ring[k % c->ring_len];
+    if (r->index != k) continue;
+    const char* st = r->complete_ns ? "complete" : (r->enqueued_ns ? "in-flight" : "enqueuing");
+    fprintf(f,
+            "op %llu %s %s seq %llu count %llu dtype %s algo %s proto %s nch %u peer/root %d %s "
+            "proxy %u/%u kernel %u/%u started %.1f ms ago last progress %.1f ms ago\n",
+            (unsigned long long)k, r->kind == RECORDER_KIND_P2P ? "p2p" : "coll", r->func,
+            (unsigned long long)r->seq, (unsigned long long)r->count, r->dtype, r->algo, r->proto, r->n_channels,
+            r->root_or_peer, st, r->proxy_done, r->proxy_started, r->kch_done, r->kch_started, ms_ago(now, r->start_ns),
+            ms_ago(now, r->last_progress_ns));
+  }
+  fprintf(f, "## proxy ops in flight\n");
+  for (uint32_t i = 0; i < c->proxy_slots; i++) {
+    const struct recorder_proxy* p = &c->proxy[i];
+    if (p->state != RECORDER_PROXY_ACTIVE) continue;
+    fprintf(f,
+            "proxy %llu %s seq %lld channel %u peer %d %s state %s step %d done %d/%d pid %d last progress %.1f ms ago\n",
+            (unsigned long long)p->op_index, p->func[0] ? p->func : "?",
+            p->coll_seq == UINT64_MAX ? -1LL : (long long)p->coll_seq, p->channel, p->peer, p->is_send ? "send" : "recv",
+            step_state_name(p->last_state), p->last_step, p->steps_done, p->n_steps, p->pid,
+            ms_ago(now, p->last_progress_ns));
+  }
+  fclose(f);
+  return rename(tmp, c->txt_path);
+}

@@ -1,0 +1,83 @@
+/*
+ * recorder_core.h - the state file and its records, shared by the profiler plugin
+ * and the LD_PRELOAD shim so both write the very same format.
+ *
+ * Hot-path rules: after rec_comm_open() nothing here allocates, locks or blocks.
+ * Records live inside the mmap'ed file; handles given to NCCL point into it.
+ */
+#ifndef HF_RECORDER_CORE_H
+#define HF_RECORDER_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recorder_format.h"
+
+#define REC_ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define REC_ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define REC_ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
+
+struct rec_config {
+  char dir[256];
+  uint32_t ring_len;
+  uint32_t proxy_slots;
+  int signal;          /* 0: no snapshot signal */
+  uint32_t heartbeat_ms;
+  int keep;            /* keep the .bin after a clean finalize */
+  int mask;            /* -1: writer's default */
+  int snapshot_on_finalize;
+};
+
+/* One communicator's mapping. Private memory; the file holds the shared part. */
+struct rec_comm {
+  struct recorder_header* hdr;
+  struct recorder_coll* ring;
+  struct recorder_proxy* proxy;
+  uint32_t ring_len;
+  uint32_t proxy_slots;
+  size_t size;
+  int kch_enabled;       /* KernelCh events are on and nChannels is exact: completion waits for each */
+  int finalized;
+  char path[512];
+  char txt_path[512];
+};
+
+const struct rec_config* rec_config(void);
+uint64_t rec_now_ns(void);
+uint64_t rec_event_ns(void); /* coarse (1-4 ms), cheap: for per-event stamps */
+
+/* Creates and maps the state file of one communicator; registers it with the
+ * heartbeat thread (started on first use). Returns NULL and fills err on failure. */
+struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
+                               int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen);
+
+/* Marks the communicator finalized, writes a text snapshot when asked to (or when
+ * something was still in flight), unmaps; removes the .bin after a clean run unless
+ * FORENSICS_RECORDER_KEEP=1. */
+void rec_comm_close(struct rec_comm* c);
+
+/* Writes <file>.txt, a human-readable view of the state. Not for the hot path. */
+int rec_snapshot(struct rec_comm* c, const char* reason);
+
+/* Collective / p2p records (ring, oldest overwritten). */
+struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t seq, const char* func, uint64_t count,
+                                     const char* dtype, int root_or_peer, uint8_t n_channels, uint8_t n_warps,
+                                     const char* algo, const char* proto);
+void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r);
+void rec_coll_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t when_ns);
+/* True when `p` points at the start of a ring slot of this communicator. */
+int rec_is_coll(const struct rec_comm* c, const void* p);
+/* Interfaces v2/v3 name the communicator only in Coll/P2p events: fill it in late. */
+void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, int rank);
+static inline struct rec_comm* rec_coll_owner(const struct recorder_coll* r) {
+  return (struct rec_comm*)(uintptr_t)r->writer_private;
+}
+void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done);
+
+/* Proxy ops: a slot pool probed lock-free; NULL when every probed slot is busy. */
+struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
+                                       int peer, int channel, int is_send, int n_steps, int chunk_size);
+void rec_proxy_end(struct recorder_proxy* p);
+int rec_is_proxy(const struct rec_comm* c, const void* p);
+
+#endif

@@ -1,0 +1,258 @@
+"""Turn decoded recorder states of several ranks into wait-for edges and a stall finding.
+
+Op counts say who has not *entered* a collective. The recorder also shows who
+entered it and then stopped moving: its proxy ops sit on a step, its heartbeat may
+have stopped (the process is frozen), and its peers' receives wait on it. This
+module draws those facts as `WaitEdge`s ("rank A waits on peer B on channel c of
+communicator X") and names, per communicator, the rank the others wait on.
+
+Times: a state read live carries `observed_ns` (when it was read); states from a
+bundle carry their copy time when the collector recorded it. The reference "now"
+defaults to the newest heartbeat seen, which is close to collection time because
+live ranks keep beating.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from parsers.model import Suspect, WaitEdge
+from parsers.readers.recorder import ProxyOpRecord, RecorderState
+
+#: Step states in which a proxy op waits on its peer (data, buffer space or the network).
+PEER_WAITS = {"RecvWait": "waits for data from", "SendPeerWait": "waits for buffer space at", "SendWait": "waits for the network to deliver to"}
+#: Step states in which a proxy op waits on its own GPU or a local flush.
+LOCAL_WAITS = {"SendGPUWait", "RecvGPUWait", "RecvFlushWait"}
+
+
+def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
+    """The time ages are measured against: `now_ns`, else the newest heartbeat or observation."""
+    if now_ns is not None:
+        return now_ns
+    seen = [s.heartbeat_ns for s in states] + [s.observed_ns for s in states if s.observed_ns]
+    return max(seen) if seen else 0
+
+
+def _op_label(op: ProxyOpRecord) -> str | None:
+    if op.func:
+        return f"{op.func} seq {op.coll_seq}" if op.coll_seq is not None else op.func
+    return None
+
+
+def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[WaitEdge]:
+    """One edge per in-flight proxy op that waits on its peer, from every state."""
+    ref = reference_ns(states, now_ns)
+    edges = []
+    for st in states:
+        if st.comm_state != "active":
+            continue
+        for op in st.in_flight_ops:
+            if op.last_state not in PEER_WAITS or op.peer == op.rank:
+                continue
+            idle = max(0.0, (ref - op.last_progress_ns) / 1e9) if ref else 0.0
+            edges.append(
+                WaitEdge(
+                    comm_id=st.comm_hex,
+                    waiter=op.rank,
+                    peer=op.peer,
+                    source="recorder",
+                    op=_op_label(op),
+                    channel=op.channel,
+                    state=op.last_state,
+                    waiter_pid=st.pid,
+                    waiter_host=st.hostid or st.host,
+                    detail=(
+                        f"{op.direction} step {op.last_step} ({op.steps_done}/{op.n_steps} steps done), "
+                        f"{PEER_WAITS[op.last_state]} rank {op.peer}, no progress for {idle:.1f} s"
+                    ),
+                )
+            )
+    return edges
+
+
+@dataclass
+class RankProgress:
+    """What one rank of a communicator was doing in the stuck operation."""
+
+    rank: int
+    pid: int | None = None
+    host: str | None = None
+    global_rank: int | None = None
+    has_state: bool = False
+    entered: bool = False  #: has a record of the stuck operation
+    complete: bool = False  #: ... and it completed here
+    frozen: bool = False  #: heartbeat stopped: the process is not running (SIGSTOP, D state)
+    heartbeat_age_s: float | None = None
+    last_progress_ns: int | None = None
+    waits_on: list[int] = field(default_factory=list)  #: peers it waits on
+    waited_on_by: list[int] = field(default_factory=list)
+    local_wait: str | None = None  #: waits on its own GPU / flush
+    latest: str | None = None  #: latest op of the same function it recorded
+
+
+@dataclass
+class CommStall:
+    """The stuck operation of one communicator and what each rank did in it."""
+
+    comm_id: str
+    op: str | None  #: e.g. 'AllReduce seq 11'
+    nranks: int
+    ranks: dict[int, RankProgress]
+    edges: list[WaitEdge]
+    suspects: list[Suspect]
+
+
+def _stuck_op(states: list[RecorderState]) -> tuple[str, int] | None:
+    """(func, seq) of the oldest operation some rank has not completed."""
+    pending = [(c.start_ns, c.func, c.seq) for st in states for c in st.colls if c.kind == "coll" and c.state != "complete"]
+    if not pending:
+        pending = [(c.start_ns, c.func, c.seq) for st in states for c in st.colls if c.state != "complete"]
+    if not pending:
+        return None
+    # the lowest seq of the most common pending function: what the ranks disagree on first
+    counts: dict[str, int] = defaultdict(int)
+    for _, func, _seq in pending:
+        counts[func] += 1
+    func = max(counts, key=lambda f: counts[f])
+    return func, min(seq for _, f, seq in pending if f == func)
+
+
+def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_after_s: float | None = None) -> CommStall:
+    """Find who the ranks of ONE communicator wait on (all states share comm_id)."""
+    ref = reference_ns(states, now_ns)
+    nranks = max(s.nranks for s in states)
+    comm = states[0].comm_hex
+    edges = wait_edges(states, ref)
+    stuck = _stuck_op(states)
+    ranks = {r: RankProgress(rank=r) for r in range(nranks)}
+    by_rank = {s.rank: s for s in states}
+    beat_ref = _heartbeat_reference(states, ref, frozen_after_s)
+    for r, st in by_rank.items():
+        rp = ranks.setdefault(r, RankProgress(rank=r))
+        rp.has_state, rp.pid, rp.host, rp.global_rank = True, st.pid, st.hostid or st.host, st.env_rank
+        rp.heartbeat_age_s = max(0.0, (beat_ref - st.heartbeat_ns) / 1e9)
+        rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > _frozen_limit(st, frozen_after_s)
+        if stuck:
+            same = [c for c in st.colls if c.func == stuck[0]]
+            if same:
+                rp.latest = same[-1].label
+            mine = [c for c in same if c.seq == stuck[1]]
+            rp.entered = bool(mine)
+            rp.complete = bool(mine) and mine[-1].state == "complete"
+            if mine:
+                rp.last_progress_ns = mine[-1].last_progress_ns
+        ops = st.in_flight_ops
+        if ops:
+            rp.last_progress_ns = max(o.last_progress_ns for o in ops)
+            local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
+            rp.local_wait = local[0] if local else None
+    for e in edges:
+        if e.peer not in ranks:
+            ranks[e.peer] = RankProgress(rank=e.peer)
+        if e.peer not in ranks[e.waiter].waits_on:
+            ranks[e.waiter].waits_on.append(e.peer)
+        if e.waiter not in ranks[e.peer].waited_on_by:
+            ranks[e.peer].waited_on_by.append(e.waiter)
+    op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
+    return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref))
+
+
+def _frozen_limit(st: RecorderState, frozen_after_s: float | None) -> float:
+    """Seconds without a heartbeat after which the process counts as not running."""
+    return frozen_after_s if frozen_after_s is not None else max(0.5, 10 * st.heartbeat_ms / 1000)
+
+
+def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: float | None) -> int:
+    """Time heartbeats are judged against. When every process has stopped beating
+    (all gone or stopped before collection), 'frozen' says nothing at `ref`; judge
+    them against the newest beat instead, so the one that stopped first stands out."""
+    active = [s for s in states if s.comm_state == "active"]
+    if active and all((ref - s.heartbeat_ns) / 1e9 > _frozen_limit(s, frozen_after_s) for s in active):
+        return max(s.heartbeat_ns for s in active)
+    return ref
+
+
+def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int) -> list[Suspect]:
+    """Rank the ranks the others wait on, strongest evidence first."""
+    found: list[Suspect] = []
+    where = f"communicator {comm}" + (f", {op}" if op else "")
+    entered_progress = [rp.last_progress_ns for rp in ranks.values() if rp.entered and rp.last_progress_ns]
+    first_stall = min(entered_progress) if entered_progress else None
+    any_edges = any(rp.waits_on for rp in ranks.values())
+    others_entered = any(rp.entered for rp in ranks.values())
+    for rp in ranks.values():
+        waiters = sorted(rp.waited_on_by)
+        ev = [f"ranks {waiters} wait on it ({where})"] if waiters else []
+        if rp.has_state and rp.heartbeat_age_s is not None:
+            ev.append(f"recorder heartbeat {rp.heartbeat_age_s:.1f} s old")
+        who = rp.global_rank if rp.global_rank is not None else None
+        if rp.has_state and rp.frozen and rp.entered and not rp.complete:
+            found.append(_suspect(rp, who, "entered-then-frozen", 0.95,
+                                  f"entered {op} and stopped progressing: its process no longer runs "
+                                  f"(recorder heartbeat {rp.heartbeat_age_s:.1f} s old)", ev))
+        elif rp.has_state and rp.frozen:
+            found.append(_suspect(rp, who, "frozen", 0.9,
+                                  f"its process no longer runs (recorder heartbeat {rp.heartbeat_age_s:.1f} s old); "
+                                  f"latest op {rp.latest}", ev))
+        elif rp.has_state and op and not rp.entered and waiters:
+            found.append(_suspect(rp, who, "outside-collective", 0.85,
+                                  f"never entered {op} (latest: {rp.latest}) while its peers wait on it", ev))
+        elif rp.has_state and op and not rp.entered and not any_edges and others_entered:
+            # No proxy detail (LD_PRELOAD shim, or no network ops): op counts are the evidence.
+            found.append(_suspect(rp, who, "outside-collective", 0.8,
+                                  f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
+        elif not rp.has_state and waiters:
+            found.append(_suspect(rp, who, "no-recorder-state", 0.7,
+                                  f"no recorder state, and ranks {waiters} wait on it in {where}", ev))
+        elif rp.has_state and rp.entered and not rp.complete and waiters and not rp.waits_on:
+            found.append(_suspect(rp, who, "stalled-in-collective", 0.75,
+                                  f"entered {op}, waits on no peer ({rp.local_wait or 'no step in flight'}), "
+                                  f"and its peers wait on it", ev))
+    if not found:
+        # No frozen, absent or idle rank: the weakest hint is who stopped moving first.
+        for rp in ranks.values():
+            if (rp.has_state and rp.entered and not rp.complete and rp.waited_on_by and first_stall is not None
+                    and rp.last_progress_ns == first_stall):
+                idle = (ref - first_stall) / 1e9
+                ev = [f"ranks {sorted(rp.waited_on_by)} wait on it ({where})"]
+                found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
+                                      f"entered {op} and was the first to stop progressing ({idle:.1f} s ago)", ev))
+    found.sort(key=lambda s: -s.confidence)
+    return found
+
+
+def _suspect(rp: RankProgress, global_rank: int | None, kind: str, conf: float, reason: str, ev: list[str]) -> Suspect:
+    label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
+    return Suspect(
+        rank=global_rank if global_rank is not None else rp.rank,
+        host=rp.host,
+        pid=rp.pid,
+        reason_class=kind,
+        reason=f"{label} {reason}",
+        confidence=conf,
+        evidence=ev,
+    )
+
+
+def analyse(states: list[RecorderState], now_ns: int | None = None) -> list[CommStall]:
+    """Group states by communicator and analyse each one that has something in flight."""
+    groups: dict[int, list[RecorderState]] = defaultdict(list)
+    for st in states:
+        groups[st.comm_id].append(st)
+    ref = reference_ns(states, now_ns)
+    out = []
+    for comm_states in groups.values():
+        # one state per rank: keep the newest if a rank appears twice
+        latest: dict[int, RecorderState] = {}
+        for st in comm_states:
+            if st.rank not in latest or st.start_ns > latest[st.rank].start_ns:
+                latest[st.rank] = st
+        out.append(analyse_comm(list(latest.values()), ref))
+    return out
+
+
+def stalled_ranks(states: list[RecorderState], now_ns: int | None = None) -> list[Suspect]:
+    """Every suspect of every communicator, strongest first: 'who entered but stopped'."""
+    suspects = [s for stall in analyse(states, now_ns) for s in stall.suspects]
+    return sorted(suspects, key=lambda s: -s.confidence)
