@@ -45,6 +45,7 @@ class Tables:
     has_completion: dict[str, bool] = field(default_factory=dict)
     signatures: dict[tuple[str, int], dict[int, list]] = field(default_factory=lambda: defaultdict(dict))
     comm_source: dict[str, str] = field(default_factory=dict)  #: comm -> the artifact kind that describes it
+    last_comm: dict[int, str] = field(default_factory=dict)  #: rank -> comm of its latest recorded op
     missing_lines: list[dict] = field(default_factory=list)
     mismatches: list[dict] = field(default_factory=list)
 
@@ -83,6 +84,7 @@ def _op(t: Tables, ids: Identities, ev: OpEvent, kind: str) -> None:
         return
     comm = ev.comm
     rp = t.progress[comm].setdefault(g, RankProgress())
+    t.last_comm[g] = comm
     done = ev.seq if ev.state == "completed" else None
     rp.merge(ev.seq, done, ev.source)
     if done is not None:

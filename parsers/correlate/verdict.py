@@ -25,7 +25,7 @@ EVIDENCE_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json")
 
 @dataclass
 class _Acc:
-    rank: int
+    rank: int | None
     reason_class: str = ""
     reason: str = ""
     confidence: float = 0.0
@@ -49,19 +49,19 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         return acc.setdefault(rank, _Acc(rank))
 
     _mismatch(t, get)
-    _roots(t, g, roots, ids, get)
+    _roots(t, g, roots, ids, get, get)
     for cycle in cycles:
         for r in cycle:
             if isinstance(r, int):
                 get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.5,
                              [f"wait cycle through ranks {cycle}"])
-    _absent(ids, get, bool(acc))
+    _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
     if not acc:
         _errors_only(errors, ids, get)
     out = []
-    for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank)):
-        info = ids.ranks.get(a.rank)
+    for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
+        info = ids.ranks.get(a.rank) if a.rank is not None else None
         out.append(Suspect(rank=a.rank, host=info.host if info else None, pid=info.pid if info else None,
                            reason_class=a.reason_class, reason=a.reason, confidence=min(a.confidence, 0.99),
                            evidence=a.evidence[:20]))
@@ -81,10 +81,21 @@ def _mismatch(t: Tables, get) -> None:
                           f"({m['n_majority']} ranks)"])
 
 
-def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get) -> None:
+def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
+    waiters = sorted(u for u in g.predecessors(root) if isinstance(u, int))
+    comm = root.split(":", 1)[1]
+    get(None).offer("no-dump", f"{len(waiters)} rank(s) wait in {comm} on a rank that left no evidence at all "
+                    f"(its number is unknown: no artifact states the group size)", 0.35,
+                    [f"ranks {waiters[:16]} wait in {comm}; all ranks with evidence reached that operation"])
+
+
+def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unknown=None) -> None:
     total = max(1, g.number_of_nodes() - 1)
     peer_kinds = _peer_kinds(ids)
     for root in roots:
+        if isinstance(root, str) and root.startswith("unknown:"):
+            _unknown_root(g, root, get_unknown or get)
+            continue
         if not isinstance(root, int):
             continue
         direct, all_waiters = waiters_of(g, root)

@@ -76,7 +76,7 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         for r, p in known.items():
             if with_completion and p.completed is not None:
                 if p.enqueued <= p.completed:
-                    if r not in failed or p.enqueued < top:
+                    if r not in failed or p.enqueued < top or t.last_comm.get(r, comm) != comm:
                         continue
                     at = p.enqueued
                 else:
@@ -94,6 +94,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             for peer in silent[:MAX_PEERS_PER_WAITER]:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no {source} evidence",
                          source, at, kind="silent")
+            if not behind and not silent and not size:
+                # Everyone we know reached `at`, and nothing says how big the group is: the rank it
+                # waits on may be one that left no evidence at all. A weak, explicit unknown.
+                add_edge(g, r, f"unknown:{comm}", comm, f"waits at position {at} in {comm}; every rank with "
+                         f"evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
 def proxy_edges(g: nx.DiGraph, arts: ArtifactSet, ids: Identities, unmapped: list[str]) -> None:

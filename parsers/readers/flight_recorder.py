@@ -104,10 +104,11 @@ def parse(data: dict, origin: Origin) -> Parsed:
         comm_rank = ranks.index(origin.rank) if ranks and origin.rank in ranks else None
         out.events.append(CommMember(comm=key, comm_rank=comm_rank, nranks=len(ranks) if ranks else None,
                                      origin=origin, pg_name=desc or name, global_ranks=ranks, source="fr"))
+    status_names = status_to_names(data)
     for name, st in (data.get("pg_status") or {}).items():
         if not isinstance(st, dict):
             continue
-        key = keys.get(str(name), (f"pg:{name}", None, None))[0]
+        key = keys.get(status_names.get(str(name), str(name)), (f"pg:{name}", None, None))[0]
         out.events.append(Progress(comm=key, origin=origin,
                                    last_enqueued=_int(st.get("last_enqueued_collective")),
                                    last_started=_int(st.get("last_started_collective")),
@@ -141,6 +142,30 @@ def parse(data: dict, origin: Origin) -> Parsed:
 _VAGUE_DESC = {"", "undefined", "None"}
 
 
+def _num(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() else (1 << 60, name)
+
+
+def status_to_names(data: dict) -> dict[str, str]:
+    """pg_status key -> pg name of the entries.
+
+    Seen on torch 2.13 (gloo): pg_status is keyed by a per-process counter of the
+    groups this process belongs to ('0','1','2'), while entries carry the global
+    group name ('0','2','3'). When both list the same number of groups, they pair
+    up in creation order; otherwise the keys are taken as names.
+    """
+    status = sorted((str(k) for k in (data.get("pg_status") or {})), key=_num)
+    names = set()
+    for entry in data.get("entries") or []:
+        pg = entry.get("process_group") if isinstance(entry, dict) else None
+        if isinstance(pg, (list, tuple)) and pg:
+            names.add(str(pg[0]))
+    ordered = sorted(names, key=_num)
+    if len(ordered) == len(status) and ordered != status:
+        return dict(zip(status, ordered))
+    return {k: k for k in status}
+
+
 def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]:
     """pg name -> (comm key comparable across ranks, global ranks, description).
 
@@ -161,7 +186,7 @@ def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]
             ranks, desc = names.get(str(pg[0]), (None, None))
             if not desc or desc in _VAGUE_DESC:
                 names[str(pg[0])] = (ranks, str(pg[1]))
-    for name in data.get("pg_status") or {}:
+    for name in status_to_names(data).values():
         names.setdefault(str(name), (None, None))
     out = {}
     for name, (ranks, desc) in names.items():

@@ -27,7 +27,7 @@ _RECORD = re.compile(
 )
 _INIT = re.compile(
     r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)"
-    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>\w+))?(?P<rest>.*?)- Init (?P<phase>START|COMPLETE)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>\w+))?(?P<rest>.*?)- ?Init(?: (?P<phase>START|COMPLETE))?"
 )
 _COMMID = re.compile(r"commId (0x[0-9a-f]+)")
 _PARENT = re.compile(r"parent (0x[0-9a-f]+) (?:splitCount|childCount) (-?\d+) color (-?\d+)")
@@ -68,6 +68,7 @@ class _State:
         self.ptr_rank: dict[tuple[int, str], int] = {}
         self.last_ptr: dict[tuple[int, int], str] = {}  #: (pid, tid) -> comm ptr of the last init there
         self.members: dict[tuple[int, str], CommMember] = {}
+        self.hosts: set[str] = set()  #: host names seen at clean record starts
 
     def comm_of(self, pid: int, ptr: str) -> str:
         return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
@@ -93,18 +94,35 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
                     continue
             out.unknown_lines += 1
             continue
+        cuts = [_clean_start(st, text, m) for m in starts]
         for i, m in enumerate(starts):
-            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-            _record(out, st, m, text[m.end():end].strip(), pre.host, file, lineno)
+            end = cuts[i + 1] if i + 1 < len(starts) else len(text)
+            _record(out, st, m, text[m.end():end].strip(), pre.host, file, lineno, cuts[i])
     _finish(out, st)
     return out
 
 
+def _clean_start(st: _State, text: str, m: re.Match) -> int:
+    """Where a record really starts. Glued records ('... Init STARTvm:495:495 [0] NCCL') make the
+    host match swallow the end of the previous record; a known host name as suffix fixes that."""
+    start = m.start("host") if m.group("ts") is None else m.start()
+    host = m.group("host")
+    if host not in st.hosts:
+        for known in sorted(st.hosts, key=len, reverse=True):
+            if host.endswith(known):
+                return start + len(host) - len(known)
+    if m.start() == 0 or text[m.start() - 1].isspace():
+        st.hosts.add(host)
+    return m.start()
+
+
 def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | None, file: str | None,
-            lineno: int) -> None:
+            lineno: int, start: int | None = None) -> None:
     """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
     pid, tid = int(m.group("pid")), int(m.group("tid"))
     host = m.group("host").split(".")[0]
+    if start is not None and m.group("ts") is None and start > m.start("host"):
+        host = m.group("host")[start - m.start("host"):].split(".")[0]
     origin = Origin(host=host, pid=pid, file=file, line=lineno)
     out.facts.setdefault("hosts", set()).add(host)
     out.facts.setdefault("pids", set()).add(pid)

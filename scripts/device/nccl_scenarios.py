@@ -224,27 +224,36 @@ def worker(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- RAS
 
 
+def _line(sock: socket.socket) -> bytes:
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def ras_query(port: int, command: str, json_format: bool = False, timeout: float = 10.0) -> str:
-    """Ask the local NCCL RAS server; the text protocol is documented in field notes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+    """Ask the local NCCL RAS server (same exchange as forensics.ras_client, kept here to stay self-contained)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout + 5) as sock:
         sock.sendall(b"CLIENT PROTOCOL 2\n")
-        reply = b""
-        while b"\n" not in reply:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            reply += chunk
+        greeting = _line(sock)
+        sock.sendall(f"TIMEOUT {int(timeout)}\n".encode())
+        ok = _line(sock)
         if json_format:
             sock.sendall(b"SET FORMAT json\n")
-        sock.sendall(f"TIMEOUT {int(timeout)}\n".encode())
+            ok += _line(sock)
         sock.sendall(command.encode() + b"\n")
-        chunks = [reply]
+        chunks = []
         while True:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
+    if b"OK" not in ok:
+        chunks.insert(0, b"# unexpected reply to settings: " + ok)
+    return (greeting + b"".join(chunks)).decode(errors="replace")
 
 
 # --------------------------------------------------------------------------- driver
