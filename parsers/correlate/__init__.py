@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.artifacts import ArtifactSet
+from parsers.artifacts import ArtifactSet, pause_gc
 from parsers.correlate import identity, tables, verdict, waitgraph
 from parsers.events import ErrorEvent, RasFinding
 from parsers.model import Suspect, WaitEdge
@@ -43,6 +43,11 @@ class LogAnalysis:
 
 def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = ()) -> LogAnalysis:
     """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects."""
+    with pause_gc():
+        return _correlate(artifacts, extra_edges)
+
+
+def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge]) -> LogAnalysis:
     ids = identity.build(artifacts)
     t = tables.build(artifacts, ids)
     providers: dict[str, set[int]] = {}

@@ -56,10 +56,12 @@ def build(arts: ArtifactSet, ids: Identities) -> Tables:
     for art in arts.artifacts:
         if not art.parsed:
             continue
+        kind = art.kind
         for ev in art.parsed.events:
-            if isinstance(ev, OpEvent):
-                _op(t, ids, ev, art.kind)
-            elif isinstance(ev, Progress):
+            cls = type(ev)
+            if cls is OpEvent:
+                _op(t, ids, ev, kind)
+            elif cls is Progress:
                 g = ids.resolve(ev.origin)
                 if g is None:
                     g = ids.global_of(ev.comm, ev.comm_rank)
@@ -75,24 +77,39 @@ def build(arts: ArtifactSet, ids: Identities) -> Tables:
 
 
 def _op(t: Tables, ids: Identities, ev: OpEvent, kind: str) -> None:
-    g = ids.resolve(ev.origin)
+    o = ev.origin
+    g = o.rank
     if g is None:
-        g = ids.global_of(ev.comm, ev.comm_rank)
-    if g is None:
-        return
+        g = ids.resolve(o)
+        if g is None:
+            g = ids.global_of(ev.comm, ev.comm_rank)
+            if g is None:
+                return
     if ev.seq_kind == "p2p-seq":
         return
     comm = ev.comm
-    rp = t.progress[comm].setdefault(g, RankProgress())
+    per_comm = t.progress[comm]
+    rp = per_comm.get(g)
+    if rp is None:
+        rp = per_comm[g] = RankProgress()
+        ids.comm_members.setdefault(comm, set()).add(g)
+        if comm not in t.comm_source:
+            t.comm_source[comm] = kind
     t.last_comm[g] = comm
-    done = ev.seq if ev.state == "completed" else None
-    rp.merge(ev.seq, done, ev.source)
-    if done is not None:
+    seq = ev.seq
+    if rp.enqueued is None or seq > rp.enqueued:
+        rp.enqueued = seq
+    rp.sources.add(ev.source)
+    if ev.state == "completed":
+        rp.merge(None, seq, ev.source)
         t.has_completion[comm] = True
-    t.comm_source.setdefault(comm, kind)
-    ids.comm_members.setdefault(comm, set()).add(g)
     if ev.op not in P2P_OPS:
-        t.signatures[(comm, ev.seq)].setdefault(g, []).append((ev.op, ev.count, ev.dtype))
+        sig = t.signatures[(comm, seq)]
+        calls = sig.get(g)
+        if calls is None:
+            sig[g] = [(ev.op, ev.count, ev.dtype)]
+        else:
+            calls.append((ev.op, ev.count, ev.dtype))
 
 
 def compress(ranks) -> str:
@@ -140,7 +157,8 @@ def find_mismatches(t: Tables) -> list[dict]:
     for (comm, seq), per_rank in t.signatures.items():
         if len(per_rank) < 2:
             continue
-        sigs = {g: tuple(sorted(set(map(str, calls)))) for g, calls in per_rank.items()}
+        sigs = {g: (calls[0],) if len(calls) == 1 else tuple(sorted(set(calls), key=repr))
+                for g, calls in per_rank.items()}
         counts = Counter(sigs.values())
         if len(counts) < 2:
             continue
@@ -154,4 +172,9 @@ def find_mismatches(t: Tables) -> list[dict]:
 
 
 def _label(sig: tuple) -> str:
-    return "; ".join(sig)
+    """(('allgather', 1048576, 'float32'),) -> 'allgather(count=1048576, float32)'."""
+    parts = []
+    for op, count, dtype in sig:
+        args = ", ".join(x for x in (f"count={count}" if count is not None else "", dtype or "") if x)
+        parts.append(f"{op}({args})")
+    return "; ".join(parts)

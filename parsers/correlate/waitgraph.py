@@ -103,11 +103,13 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
 
 def proxy_edges(g: nx.DiGraph, arts: ArtifactSet, ids: Identities, unmapped: list[str]) -> None:
     """Edges from NCCL proxy dumps, through the process's world communicator."""
+    world_of = {a.rank: a.parsed.facts["world_comm"] for a in arts.artifacts
+                if a.parsed and a.rank is not None and a.parsed.facts.get("world_comm")}
     for art in arts.artifacts:
         if not art.parsed or not art.parsed.facts.get("proxy_ops"):
             continue
         waiter = art.rank
-        comm = art.parsed.facts.get("world_comm")
+        comm = art.parsed.facts.get("world_comm") or world_of.get(waiter)
         if waiter is None:
             unmapped.append(f"{art.path}: proxy dump from an unknown rank")
             continue

@@ -84,8 +84,17 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
             if raw.strip():
                 out.unknown_lines += 1
             continue
-        text, pre = strip_prefix(raw)
-        starts = list(_RECORD.finditer(text))
+        first = _RECORD.match(raw)
+        if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
+            text, host_hint = raw.rstrip("\r\n"), None
+        else:
+            text, pre = strip_prefix(raw)
+            host_hint = pre.host
+            first = _RECORD.match(text)
+        if first is not None and text.find(" NCCL ", first.end()) < 0:
+            starts = [first]
+        else:  # glued records or a record starting mid-line: find every start
+            starts = list(_RECORD.finditer(text))
         if not starts:
             if "NCCL version" in text:
                 m = _VERSION.search(text)
@@ -94,10 +103,10 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
                     continue
             out.unknown_lines += 1
             continue
-        cuts = [_clean_start(st, text, m) for m in starts]
+        cuts = [_clean_start(st, text, m) for m in starts] if len(starts) > 1 else [_clean_start(st, text, starts[0])]
         for i, m in enumerate(starts):
             end = cuts[i + 1] if i + 1 < len(starts) else len(text)
-            _record(out, st, m, text[m.end():end].strip(), pre.host, file, lineno, cuts[i])
+            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i])
     _finish(out, st)
     return out
 
@@ -107,10 +116,10 @@ def _clean_start(st: _State, text: str, m: re.Match) -> int:
     host match swallow the end of the previous record; a known host name as suffix fixes that."""
     start = m.start("host") if m.group("ts") is None else m.start()
     host = m.group("host")
-    if host not in st.hosts:
-        for known in sorted(st.hosts, key=len, reverse=True):
-            if host.endswith(known):
-                return start + len(host) - len(known)
+    if host not in st.hosts and st.hosts:
+        for k in range(1, len(host)):  # longest known host that is a suffix: O(len) set lookups
+            if host[k:] in st.hosts:
+                return start + k
     if m.start() == 0 or text[m.start() - 1].isspace():
         st.hosts.add(host)
     return m.start()

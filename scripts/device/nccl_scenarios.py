@@ -90,12 +90,18 @@ def become_host(name: str) -> str:
     return socket.gethostname().split(".")[0]
 
 
-def fr_dump(out: Path, rank: int, tag: str) -> None:
-    """Write this rank's Flight Recorder buffer as pickle and JSON (whichever API exists)."""
+def fr_dump(out: Path, rank: int, tag: str, nccl: bool = False) -> None:
+    """Write this rank's Flight Recorder buffer as pickle and JSON (whichever API exists).
+
+    NCCL process groups record into the NCCL trace (`_dump_nccl_trace*`), gloo ones into
+    the generic recorder (`_dump_fr_trace*`): ask the backend's own first.
+    """
     import torch
 
     c10d = torch._C._distributed_c10d
-    for api, suffix in (("_dump_fr_trace", ""), ("_dump_nccl_trace", "")):
+    pickles = ("_dump_nccl_trace", "_dump_fr_trace") if nccl else ("_dump_fr_trace", "_dump_nccl_trace")
+    jsons = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if nccl else ("_dump_fr_trace_json", "_dump_nccl_trace_json")
+    for api, suffix in ((a, "") for a in pickles):
         fn = getattr(c10d, api, None)
         if fn is None:
             continue
@@ -104,7 +110,7 @@ def fr_dump(out: Path, rank: int, tag: str) -> None:
             break
         except Exception as err:  # noqa: BLE001 - evidence gathering must not kill the rank
             print(f"[scenario] rank {rank}: {api} failed: {err}", flush=True)
-    for api in ("_dump_fr_trace_json", "_dump_nccl_trace_json"):
+    for api in jsons:
         fn = getattr(c10d, api, None)
         if fn is None:
             continue
@@ -116,14 +122,14 @@ def fr_dump(out: Path, rank: int, tag: str) -> None:
             print(f"[scenario] rank {rank}: {api} failed: {err}", flush=True)
 
 
-def start_dump_watcher(out: Path, rank: int) -> None:
+def start_dump_watcher(out: Path, rank: int, nccl: bool) -> None:
     """Dump FR when the driver creates `dump.trigger`: a hung main thread cannot do it."""
     import threading
 
     def watch() -> None:
         while not (out / "dump.trigger").exists():
             time.sleep(0.2)
-        fr_dump(out / host_name(rank), rank, "live")
+        fr_dump(out / host_name(rank), rank, "live", nccl)
 
     threading.Thread(target=watch, name="fr-dump-watcher", daemon=True).start()
 
@@ -204,7 +210,7 @@ def worker(args: argparse.Namespace) -> int:
         if rank in members:
             dist.all_reduce(small, group=g)
             sync()
-    start_dump_watcher(out, rank)
+    start_dump_watcher(out, rank, nccl)
     (out / f"ready.{rank}").write_text(str(os.getpid()))
     print(f"[scenario] rank {rank} pid {os.getpid()} host {socket.gethostname()} warm", flush=True)
 
@@ -214,7 +220,7 @@ def worker(args: argparse.Namespace) -> int:
         # A failed collective ends this rank: keep its Flight Recorder first, as
         # TORCH_NCCL_DUMP_ON_TIMEOUT does for NCCL (gloo has no such dump).
         if not list((out / host_name(rank)).glob("fr_live_rank_*")):
-            fr_dump(out / host_name(rank), rank, "error")
+            fr_dump(out / host_name(rank), rank, "error", nccl)
         raise
     print(f"[scenario] rank {rank} finished the scenario (unexpected for a hang)", flush=True)
     dist.destroy_process_group()
@@ -400,7 +406,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--stream-s", type=float, default=2.0, help="stream time before SIGSTOP/SIGKILL")
     p.add_argument("--settle-s", type=float, default=None, help="wait for the hang to form before dumps")
     p.add_argument("--scenario-s", type=float, default=None, help="hard end of a scenario after warm-up")
-    p.add_argument("--warm-timeout", type=float, default=120.0)
+    p.add_argument("--warm-timeout", type=float, default=90.0)
+    p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
     p.add_argument("--big-numel", type=int, default=None)
     # worker-only
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -411,7 +418,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.world = args.world or (8 if nccl else 4)
     args.pg_timeout = args.pg_timeout or (30 if nccl else 15)
     args.settle_s = args.settle_s if args.settle_s is not None else (8.0 if nccl else 5.0)
-    args.scenario_s = args.scenario_s or (args.pg_timeout + args.dump_wait_ms / 1000 + 25)
+    args.scenario_s = args.scenario_s or (args.pg_timeout + args.dump_wait_ms / 1000 + 15)
     args.big_numel = args.big_numel or (64 * 1024 * 1024 if nccl else 256 * 1024)
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     bad = [s for s in wanted if s not in SCENARIOS]
@@ -428,7 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         return worker(args)
     summary = {}
+    start = time.monotonic()
     for i, scenario in enumerate(args.wanted):
+        if time.monotonic() - start + 20 + args.scenario_s > args.total_s:
+            summary[scenario] = {"skipped": f"would pass the {args.total_s:.0f} s budget"}
+            print(f"== {scenario}: skipped (time budget)", flush=True)
+            continue
         print(f"== {scenario} ({args.backend}, {args.world} ranks)", flush=True)
         truth = run_scenario(args, scenario, i)
         summary[scenario] = {k: truth[k] for k in ("culprit_rank", "seconds", "exit_codes", "notes")}
