@@ -1,0 +1,48 @@
+"""`forensics ras`: ask a hung NCCL job's RAS service who lags, right now."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from forensics.errors import ForensicsError
+from forensics.exitcodes import ExitCode
+from forensics.ras_client import DEFAULT_ADDR, RasError, query
+
+NAME = "ras"
+HELP = "query NCCL RAS (2.24+) of a running job: which ranks lag or are missing"
+DESCRIPTION = """Query the NCCL RAS service of a running job over its text protocol
+(no ncclras binary needed) and print its report. With --json, the report is asked
+for in JSON (NCCL 2.28.7+) and printed with our parsed findings.
+
+RAS ranks are communicator ranks; `forensics analyze` maps them to global ranks."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--addr", default=DEFAULT_ADDR, help=f"host:port of the RAS service (default {DEFAULT_ADDR})")
+    parser.add_argument("--json", action="store_true", help="ask for JSON and print parsed findings as JSON")
+    parser.add_argument("--verbose", action="store_true", help="VERBOSE STATUS (lists more ranks)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each read (default 10)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        answer = query(args.addr, verbose=args.verbose, json_format=args.json, timeout=args.timeout)
+    except RasError as err:
+        raise ForensicsError(str(err), ExitCode.BAD_INPUT) from None
+    if not args.json:
+        sys.stdout.write(answer.text)
+        return int(ExitCode.OK)
+    from parsers.readers import ras
+
+    parsed = ras.parse_json_text(answer.text)
+    try:
+        report = json.loads(answer.text[answer.text.find("{"):])
+    except ValueError:
+        report = answer.text
+    out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "report": report,
+           "findings": [vars(f) for f in parsed.events], "problems": parsed.problems}
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return int(ExitCode.OK)

@@ -1,0 +1,121 @@
+"""Correlate every artifact of a job into one verdict: who broke the pattern, and why.
+
+Pipeline: identities (global rank/host/pid) -> tables (progress per communicator,
+missing-line table, mismatches) -> wait-for graph (networkx; roots and sink cycles)
+-> suspects with evidence and confidence. Public entry point: `correlate()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import networkx as nx
+
+from parsers.artifacts import ArtifactSet, pause_gc
+from parsers.correlate import identity, tables, verdict, waitgraph
+from parsers.events import ErrorEvent, RasFinding
+from parsers.model import Suspect, WaitEdge
+
+__all__ = ["LogAnalysis", "correlate"]
+
+MAX_LISTED = 200
+#: errors that mean "this rank was waiting in a collective when it failed"
+WAIT_ERRORS = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
+               "nccl-timeout", "ib-completion"}  #: rows kept in JSON sections for huge jobs
+
+
+@dataclass
+class LogAnalysis:
+    """What the correlation found. `sections` is JSON-able; `graph` is the wait-for graph."""
+
+    suspects: list[Suspect] = field(default_factory=list)
+    sections: dict[str, Any] = field(default_factory=dict)
+    graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+
+    @property
+    def culprit(self) -> Suspect | None:
+        return self.suspects[0] if self.suspects else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
+
+
+def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = ()) -> LogAnalysis:
+    """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects."""
+    with pause_gc():
+        return _correlate(artifacts, extra_edges)
+
+
+def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge]) -> LogAnalysis:
+    ids = identity.build(artifacts)
+    t = tables.build(artifacts, ids)
+    providers: dict[str, set[int]] = {}
+    for r, info in ids.ranks.items():
+        for kind in info.kinds:
+            providers.setdefault(kind, set()).add(r)
+    tables.missing_line_table(t, ids)
+    tables.find_mismatches(t)
+    ras_findings, errors = _collect(artifacts, ids)
+    failed = {r for r, e in errors if r is not None and e.kind in WAIT_ERRORS}
+    g = nx.DiGraph()
+    unmapped: list[str] = []
+    waitgraph.progress_edges(g, t, ids, providers, failed)
+    waitgraph.proxy_edges(g, artifacts, ids, unmapped)
+    waitgraph.extra_edges(g, extra_edges, ids, unmapped)
+    roots, cycles = waitgraph.roots_and_cycles(g)
+    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors)
+    sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
+    return LogAnalysis(suspects=suspects, sections=sections, graph=g)
+
+
+def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFinding], list]:
+    ras_findings: list[RasFinding] = []
+    errors: list[tuple[int | None, ErrorEvent]] = []
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        for ev in art.parsed.events:
+            if isinstance(ev, RasFinding):
+                ras_findings.append(ev)
+            elif isinstance(ev, ErrorEvent):
+                errors.append((ids.resolve(ev.origin), ev))
+    return ras_findings, errors
+
+
+def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) -> dict[str, Any]:
+    edges = []
+    for u, v, data in list(g.edges(data=True))[:MAX_LISTED]:
+        edges.append({"waiter": u, "waits_on": v, "comm": data.get("comm"), "source": data.get("source"),
+                      "reason": data.get("reason")})
+    error_kinds: dict[str, list[int]] = {}
+    for r, e in errors:
+        if r is not None:
+            error_kinds.setdefault(e.kind, []).append(r)
+    return {
+        "missing_lines": t.missing_lines[:MAX_LISTED],
+        "mismatches": t.mismatches[:MAX_LISTED],
+        "graph": {"nodes": g.number_of_nodes(), "edges": g.number_of_edges(), "roots": roots[:MAX_LISTED],
+                  "cycles": cycles[:20], "edge_sample": edges, "unmapped_edges": unmapped[:MAX_LISTED]},
+        "ranks": {
+            "world_size": ids.world_size,
+            "seen": len(ids.ranks),
+            "hosts": {str(r): i.host for r, i in list(sorted(ids.ranks.items()))[:MAX_LISTED]},
+            "no_evidence": tables.compress(r for r in range(ids.world_size or 0) if r not in ids.ranks),
+            "unranked_files": ids.unranked[:MAX_LISTED],
+        },
+        "errors": {k: tables.compress(v) for k, v in error_kinds.items()},
+        "ras": [{"comm": f.comm, "kind": f.kind, "comm_rank": f.comm_rank, "pid": f.pid, "host": f.host,
+                 "text": f.text} for f in ras_findings[:MAX_LISTED]],
+        "unknown_lines": {str(a.path): a.unknown_lines for a in arts.artifacts if a.unknown_lines},
+        "files": {"read": len(arts.artifacts), "by_kind": _by_kind(arts),
+                  "problems": [f"{a.path}: {a.error}" for a in arts.artifacts if a.error][:MAX_LISTED],
+                  "skipped": [f"{p}: {why}" for p, why in arts.skipped][:MAX_LISTED]},
+    }
+
+
+def _by_kind(arts: ArtifactSet) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for a in arts.artifacts:
+        out[a.kind] = out.get(a.kind, 0) + 1
+    return out

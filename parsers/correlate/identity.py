@@ -1,0 +1,115 @@
+"""Who is who: global rank, host and pid of every process the evidence mentions.
+
+Why: each source names processes differently (NCCL: host:pid and comm rank; c10d:
+`[rankN]`; FR: the dumping rank; RAS: comm rank, pid and node IP). Verdicts must be
+in global ranks and hosts, so everything is first mapped onto one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parsers.artifacts import ArtifactSet
+from parsers.events import CommMember, Origin
+
+
+@dataclass
+class RankInfo:
+    """What is known about one global rank, and which kinds of evidence it left."""
+
+    rank: int
+    host: str | None = None
+    pids: set[int] = field(default_factory=set)
+    kinds: set[str] = field(default_factory=set)  #: artifact kinds it left: fr-dump, nccl-log, rank-log, ...
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int | None:
+        return min(self.pids) if len(self.pids) == 1 else (min(self.pids) if self.pids else None)
+
+
+@dataclass
+class Identities:
+    """Rank table plus the lookups the correlation needs."""
+
+    ranks: dict[int, RankInfo] = field(default_factory=dict)
+    by_pid: dict[int, int] = field(default_factory=dict)
+    by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
+    comm_ranks: dict[str, dict[int, int]] = field(default_factory=dict)  #: comm -> comm rank -> global rank
+    comm_size: dict[str, int] = field(default_factory=dict)
+    comm_members: dict[str, set[int]] = field(default_factory=dict)  #: comm -> global ranks known in it
+    world_size: int | None = None
+    unranked: list[str] = field(default_factory=list)  #: files whose process has no known global rank
+
+    def info(self, rank: int) -> RankInfo:
+        found = self.ranks.get(rank)
+        if found is None:
+            found = self.ranks[rank] = RankInfo(rank)
+        return found
+
+    def resolve(self, origin: Origin | None) -> int | None:
+        """Global rank of an event's origin, via its rank, else its (host, pid), else its pid."""
+        if origin is None:
+            return None
+        if origin.rank is not None:
+            return origin.rank
+        if origin.pid is not None:
+            if origin.host and (origin.host, origin.pid) in self.by_host_pid:
+                return self.by_host_pid[(origin.host, origin.pid)]
+            return self.by_pid.get(origin.pid)
+        return None
+
+    def global_of(self, comm: str, comm_rank: int | None) -> int | None:
+        if comm_rank is None:
+            return None
+        return self.comm_ranks.get(comm, {}).get(comm_rank)
+
+
+def build(arts: ArtifactSet) -> Identities:
+    """Fill the rank table from every artifact's facts and every CommMember event."""
+    ids = Identities(world_size=arts.world_size)
+    for art in arts.artifacts:
+        rank = art.rank
+        if rank is None:
+            ids.unranked.append(str(art.path))
+            continue
+        info = ids.info(rank)
+        info.kinds.add(art.kind)
+        info.files.append(str(art.path))
+        if art.host and not info.host:
+            info.host = art.host
+        pids = (art.parsed.facts.get("pids") if art.parsed else None) or ([art.pid] if art.pid else [])
+        for pid in pids:
+            info.pids.add(int(pid))
+            ids.by_pid.setdefault(int(pid), rank)
+            if info.host:
+                ids.by_host_pid[(info.host, int(pid))] = rank
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        for ev in art.parsed.events:
+            if isinstance(ev, CommMember):
+                _member(ids, ev)
+        size = art.parsed.facts.get("world_size")
+        if size:
+            ids.world_size = max(ids.world_size or 0, int(size))
+    if ids.ranks:
+        ids.world_size = max(ids.world_size or 0, max(ids.ranks) + 1)
+    return ids
+
+
+def _member(ids: Identities, ev: CommMember) -> None:
+    grank = ids.resolve(ev.origin)
+    if ev.nranks:
+        ids.comm_size[ev.comm] = max(ids.comm_size.get(ev.comm, 0), ev.nranks)
+    members = ids.comm_members.setdefault(ev.comm, set())
+    if ev.global_ranks:
+        table = ids.comm_ranks.setdefault(ev.comm, {})
+        for i, g in enumerate(ev.global_ranks):
+            table.setdefault(i, g)
+        members.update(ev.global_ranks)
+        ids.comm_size[ev.comm] = max(ids.comm_size.get(ev.comm, 0), len(ev.global_ranks))
+    if grank is not None:
+        members.add(grank)
+        if ev.comm_rank is not None:
+            ids.comm_ranks.setdefault(ev.comm, {}).setdefault(ev.comm_rank, grank)

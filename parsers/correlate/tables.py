@@ -1,0 +1,180 @@
+"""Per-communicator progress, the missing-line table, and mismatch detection.
+
+Why: "find the host that did not print the line every other host printed" is the
+core of hang hunting. Per communicator we keep each rank's furthest operation
+(from NCCL op lines, FR entries and counters, c10d watchdog lines), list which
+ranks logged the last positions and which did not, and compare what each rank
+called at the same position (type, size, dtype) to catch mismatched collectives.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from parsers.artifacts import ArtifactSet
+from parsers.correlate.identity import Identities
+from parsers.events import OpEvent, Progress
+
+P2P_OPS = {"send", "recv", "sendrecv"}
+
+
+@dataclass
+class RankProgress:
+    """How far one rank got in one communicator. None = not known from this evidence."""
+
+    enqueued: int | None = None
+    completed: int | None = None
+    sources: set[str] = field(default_factory=set)
+
+    def merge(self, enq: int | None, done: int | None, source: str) -> None:
+        if enq is not None and (self.enqueued is None or enq > self.enqueued):
+            self.enqueued = enq
+        if done is not None and done >= 0 and (self.completed is None or done > self.completed):
+            self.completed = done
+        elif done is not None and self.completed is None:
+            self.completed = done
+        self.sources.add(source)
+
+
+@dataclass
+class Tables:
+    """Progress per comm and rank, op signatures per position, and what came of comparing them."""
+
+    progress: dict[str, dict[int, RankProgress]] = field(default_factory=lambda: defaultdict(dict))
+    has_completion: dict[str, bool] = field(default_factory=dict)
+    signatures: dict[tuple[str, int], dict[int, list]] = field(default_factory=lambda: defaultdict(dict))
+    comm_source: dict[str, str] = field(default_factory=dict)  #: comm -> the artifact kind that describes it
+    last_comm: dict[int, str] = field(default_factory=dict)  #: rank -> comm of its latest recorded op
+    missing_lines: list[dict] = field(default_factory=list)
+    mismatches: list[dict] = field(default_factory=list)
+
+
+def build(arts: ArtifactSet, ids: Identities) -> Tables:
+    """Collect progress and op signatures from every artifact, in global ranks."""
+    t = Tables()
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        kind = art.kind
+        for ev in art.parsed.events:
+            cls = type(ev)
+            if cls is OpEvent:
+                _op(t, ids, ev, kind)
+            elif cls is Progress:
+                g = ids.resolve(ev.origin)
+                if g is None:
+                    g = ids.global_of(ev.comm, ev.comm_rank)
+                if g is None:
+                    continue
+                t.progress[ev.comm].setdefault(g, RankProgress()).merge(ev.last_enqueued, ev.last_completed,
+                                                                       ev.source)
+                if ev.last_completed is not None:
+                    t.has_completion[ev.comm] = True
+                t.comm_source.setdefault(ev.comm, art.kind)
+                ids.comm_members.setdefault(ev.comm, set()).add(g)
+    return t
+
+
+def _op(t: Tables, ids: Identities, ev: OpEvent, kind: str) -> None:
+    o = ev.origin
+    g = o.rank
+    if g is None:
+        g = ids.resolve(o)
+        if g is None:
+            g = ids.global_of(ev.comm, ev.comm_rank)
+            if g is None:
+                return
+    if ev.seq_kind == "p2p-seq":
+        return
+    comm = ev.comm
+    per_comm = t.progress[comm]
+    rp = per_comm.get(g)
+    if rp is None:
+        rp = per_comm[g] = RankProgress()
+        ids.comm_members.setdefault(comm, set()).add(g)
+        if comm not in t.comm_source:
+            t.comm_source[comm] = kind
+    t.last_comm[g] = comm
+    seq = ev.seq
+    if rp.enqueued is None or seq > rp.enqueued:
+        rp.enqueued = seq
+    rp.sources.add(ev.source)
+    if ev.state == "completed":
+        rp.merge(None, seq, ev.source)
+        t.has_completion[comm] = True
+    if ev.op not in P2P_OPS:
+        sig = t.signatures[(comm, seq)]
+        calls = sig.get(g)
+        if calls is None:
+            sig[g] = [(ev.op, ev.count, ev.dtype)]
+        else:
+            calls.append((ev.op, ev.count, ev.dtype))
+
+
+def compress(ranks) -> str:
+    """[0,1,2,5,7,8] -> '0-2,5,7-8': readable for 100k ranks."""
+    vals = sorted(set(ranks))
+    if not vals:
+        return ""
+    parts, start, prev = [], vals[0], vals[0]
+    for v in vals[1:]:
+        if v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = v
+    parts.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(parts)
+
+
+def missing_line_table(t: Tables, ids: Identities, rows_per_comm: int = 3) -> list[dict]:
+    """For each comm, the last positions and which ranks did / did not log them."""
+    rows = []
+    for comm, per_rank in t.progress.items():
+        members = ids.comm_members.get(comm, set(per_rank))
+        values = {g: p.enqueued for g, p in per_rank.items() if p.enqueued is not None}
+        if not values:
+            continue
+        top = max(values.values())
+        low = min(values.values())
+        silent = sorted(m for m in members if m not in values)
+        start = max(low + 1, top - rows_per_comm + 1)
+        if low == top and not silent:
+            continue
+        for seq in range(start, top + 1):
+            logged = [g for g, v in values.items() if v >= seq]
+            missing = [g for g, v in values.items() if v < seq] + silent
+            rows.append({"comm": comm, "seq": seq, "source": t.comm_source.get(comm), "logged": compress(logged),
+                         "n_logged": len(logged), "missing": compress(missing), "n_missing": len(missing)})
+    t.missing_lines = rows
+    return rows
+
+
+def find_mismatches(t: Tables) -> list[dict]:
+    """Positions where ranks called different things; the minority is the suspect."""
+    found = []
+    for (comm, seq), per_rank in t.signatures.items():
+        if len(per_rank) < 2:
+            continue
+        sigs = {g: (calls[0],) if len(calls) == 1 else tuple(sorted(set(calls), key=repr))
+                for g, calls in per_rank.items()}
+        counts = Counter(sigs.values())
+        if len(counts) < 2:
+            continue
+        (major, n_major), *others = counts.most_common()
+        for sig, n in others:
+            ranks = sorted(g for g, s in sigs.items() if s == sig)
+            found.append({"comm": comm, "seq": seq, "ranks": ranks, "called": _label(sig), "n": n,
+                          "majority_called": _label(major), "n_majority": n_major, "tie": n == n_major})
+    t.mismatches = found
+    return found
+
+
+def _label(sig: tuple) -> str:
+    """(('allgather', 1048576, 'float32'),) -> 'allgather(count=1048576, float32)'."""
+    parts = []
+    for op, count, dtype in sig:
+        args = ", ".join(x for x in (f"count={count}" if count is not None else "", dtype or "") if x)
+        parts.append(f"{op}({args})")
+    return "; ".join(parts)

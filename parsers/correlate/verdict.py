@@ -1,0 +1,164 @@
+"""Turn tables and the wait-for graph into ranked suspects, each with evidence and confidence.
+
+Why separate: the graph says *where* waiting ends, the tables say *what differs*;
+the verdict weighs them. A mismatched collective is the most specific finding; a
+root of the wait-for graph that everybody ends up waiting on comes next; absence
+(a rank with no log, dump or process) is evidence too, and RAS findings confirm.
+Confidence is a plain 0..1 score from these rules, not a probability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from parsers.correlate.identity import Identities
+from parsers.correlate.tables import Tables
+from parsers.correlate.waitgraph import waiters_of
+from parsers.events import ErrorEvent, RasFinding
+from parsers.model import Suspect
+
+#: artifact kinds that say "this rank was alive and reporting"
+EVIDENCE_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json")
+
+
+@dataclass
+class _Acc:
+    rank: int | None
+    reason_class: str = ""
+    reason: str = ""
+    confidence: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+
+    def offer(self, reason_class: str, reason: str, confidence: float, evidence: list[str]) -> None:
+        if confidence > self.confidence:
+            self.reason_class, self.reason, self.confidence = reason_class, reason, confidence
+        self.evidence.extend(e for e in evidence if e not in self.evidence)
+
+
+def _peer_kinds(ids: Identities) -> set[str]:
+    return {k for info in ids.ranks.values() for k in info.kinds if k in EVIDENCE_KINDS}
+
+
+def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
+                   ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]]) -> list[Suspect]:
+    acc: dict[int, _Acc] = {}
+
+    def get(rank: int) -> _Acc:
+        return acc.setdefault(rank, _Acc(rank))
+
+    _mismatch(t, get)
+    _roots(t, g, roots, ids, get, get)
+    for cycle in cycles:
+        for r in cycle:
+            if isinstance(r, int):
+                get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.5,
+                             [f"wait cycle through ranks {cycle}"])
+    _absent(ids, get, any(k is not None for k in acc))
+    _ras(ras_findings, ids, acc, get)
+    if not acc:
+        _errors_only(errors, ids, get)
+    out = []
+    for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
+        info = ids.ranks.get(a.rank) if a.rank is not None else None
+        out.append(Suspect(rank=a.rank, host=info.host if info else None, pid=info.pid if info else None,
+                           reason_class=a.reason_class, reason=a.reason, confidence=min(a.confidence, 0.99),
+                           evidence=a.evidence[:20]))
+    return out
+
+
+def _mismatch(t: Tables, get) -> None:
+    for m in t.mismatches:
+        if m["tie"] and m["n"] > 1:
+            continue
+        share = m["n_majority"] / max(1, m["n_majority"] + m["n"])
+        for r in m["ranks"]:
+            conf = 0.6 + 0.35 * share if not m["tie"] else 0.45
+            get(r).offer("mismatch", f"rank {r} called {m['called']} at position {m['seq']} of {m['comm']} where "
+                         f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
+                         [f"{m['comm']} position {m['seq']}: {m['called']} vs {m['majority_called']} "
+                          f"({m['n_majority']} ranks)"])
+
+
+def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
+    waiters = sorted(u for u in g.predecessors(root) if isinstance(u, int))
+    comm = root.split(":", 1)[1]
+    get(None).offer("no-dump", f"{len(waiters)} rank(s) wait in {comm} on a rank that left no evidence at all "
+                    f"(its number is unknown: no artifact states the group size)", 0.35,
+                    [f"ranks {waiters[:16]} wait in {comm}; all ranks with evidence reached that operation"])
+
+
+def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unknown=None) -> None:
+    total = max(1, g.number_of_nodes() - 1)
+    peer_kinds = _peer_kinds(ids)
+    for root in roots:
+        if isinstance(root, str) and root.startswith("unknown:"):
+            _unknown_root(g, root, get_unknown or get)
+            continue
+        if not isinstance(root, int):
+            continue
+        direct, all_waiters = waiters_of(g, root)
+        info = ids.ranks.get(root)
+        own = {k for k in (info.kinds if info else ()) if k in EVIDENCE_KINDS}
+        edges = [g[u][root] for u in g.predecessors(root)]
+        comms = sorted({e["comm"] for e in edges})
+        sample = edges[0]["reason"] if edges else ""
+        evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comms[:4])}", sample]
+        conf = 0.55 + 0.4 * (all_waiters / total)
+        silent_only = bool(edges) and all(e.get("kind") == "silent" for e in edges)
+        if not own or silent_only:
+            missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
+            cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
+        elif all_waiters > direct or len(comms) > 1:
+            cls, why = "wait-root", f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it through {len(comms)} communicator(s)"
+        else:
+            cls, why = "missing-line", f"rank {root} never logged the operation the others wait in ({sample})"
+            missing_absent = [k for k in peer_kinds if k not in own]
+            if missing_absent:
+                evidence.append(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them")
+        get(root).offer(cls, why, conf, evidence)
+
+
+def _absent(ids: Identities, get, have_suspects: bool) -> None:
+    """Ranks of the job with no artifact at all: suspects in their own right."""
+    if not ids.world_size:
+        return
+    for r in range(ids.world_size):
+        if r not in ids.ranks:
+            get(r).offer("no-dump", f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
+                         [f"no artifact names global rank {r} (world size {ids.world_size})"])
+
+
+def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
+    for f in findings:
+        if f.kind not in ("behind", "missing", "dead"):
+            continue
+        rank = None
+        if f.pid is not None:
+            rank = ids.by_pid.get(f.pid)
+        if rank is None:
+            continue
+        text = f"NCCL RAS: {f.text}"
+        if rank in acc:
+            a = acc[rank]
+            a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), [text])
+        else:
+            cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[f.kind]
+            get(rank).offer(cls, f"NCCL RAS reports rank {rank} {f.kind}", 0.5, [text])
+
+
+def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get) -> None:
+    """No structure to go on: a rank that stayed silent while others failed, else the first error."""
+    erred = {r for r, _ in errors if r is not None}
+    logged = {r for r, info in ids.ranks.items() if "rank-log" in info.kinds or "nccl-log" in info.kinds}
+    silent = sorted(logged - erred)
+    if erred and silent and len(silent) < len(erred):
+        for r in silent:
+            get(r).offer("silent", f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
+                         0.45, [f"{len(erred)} ranks logged errors; rank {r} none"])
+        return
+    timed = sorted((e.timestamp, r) for r, e in errors if e.timestamp and r is not None)
+    if timed:
+        ts, r = timed[0]
+        get(r).offer("error-first", f"rank {r} logged the first error ({ts})", 0.3, [f"first error at {ts}"])

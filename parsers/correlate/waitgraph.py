@@ -1,0 +1,169 @@
+"""The wait-for graph: rank -> the ranks it waits on, across communicators.
+
+Why: in a hang most ranks are victims waiting on someone; following "waits on"
+edges through every communicator leads to the root (or to a cycle). Edges come
+from progress (a rank with an outstanding op at position s waits on members that
+never reached s, or that left no evidence at all), from the NCCL proxy dump (a
+proxy receiving from / sending to peer P), and from any extra WaitEdge a caller
+passes (e.g. the NCCL recorder plugin). Roots and sink cycles are the suspects.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from parsers.artifacts import ArtifactSet
+from parsers.correlate.identity import Identities
+from parsers.correlate.tables import RankProgress, Tables
+from parsers.model import WaitEdge
+from parsers.readers.proxy_dump import ProxyOp
+
+#: at most this many "waits on" edges per waiter and comm: enough to find roots, bounded for 100k ranks
+MAX_PEERS_PER_WAITER = 16
+
+
+@dataclass
+class GraphResult:
+    graph: nx.DiGraph
+    roots: list[int] = field(default_factory=list)
+    cycles: list[list[int]] = field(default_factory=list)
+    unmapped_edges: list[str] = field(default_factory=list)
+
+
+def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, seq: int | None = None,
+             kind: str = "behind") -> None:
+    """kind: 'behind' (peer's own evidence shows it lagging), 'silent' (peer left none), 'direct' (a tool saw it)."""
+    if waiter == peer:
+        return
+    if g.has_edge(waiter, peer):
+        g[waiter][peer].setdefault("also", []).append(comm)
+        return
+    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind)
+
+
+def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[str, set[int]],
+                   failed: set[int] = frozenset()) -> None:
+    """Edges from per-comm progress: waiters -> members behind them or silent.
+
+    `failed`: ranks whose logs show a collective timing out or losing a peer. Gloo
+    counts a failed collective as completed, so for them the last enqueued op is
+    the one they were waiting in even when the counters say it completed.
+    """
+    for comm, per_rank in t.progress.items():
+        members = set(ids.comm_members.get(comm, ()))
+        if comm == "pg:0" and ids.world_size:
+            members |= set(range(ids.world_size))  # the default group holds every rank
+        size = ids.comm_size.get(comm)
+        table = ids.comm_ranks.get(comm)
+        if size and table and len(table) == size:
+            members |= set(table.values())
+        known = {r: p for r, p in per_rank.items() if p.enqueued is not None}
+        if not known:
+            continue
+        source = t.comm_source.get(comm, "")
+        joined = set((ids.comm_ranks.get(comm) or {}).values())
+        for m in members - set(known):
+            if m in joined and m in providers.get(source, set()):
+                known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
+        silent = sorted(m for m in members if m not in known and m not in providers.get(source, set()))
+        order = sorted(known, key=lambda r: known[r].enqueued)
+        levels = [known[r].enqueued for r in order]
+        with_completion = t.has_completion.get(comm, False)
+        top = levels[-1]
+        for r, p in known.items():
+            if with_completion and p.completed is not None:
+                if p.enqueued <= p.completed:
+                    if r not in failed or p.enqueued < top or t.last_comm.get(r, comm) != comm:
+                        continue
+                    at = p.enqueued
+                else:
+                    at = p.completed + 1
+            elif with_completion:
+                continue
+            else:
+                if p.enqueued < top:
+                    continue
+                at = top
+            behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
+            for peer in behind:
+                add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "
+                         f"{known[peer].enqueued}", source, at)
+            for peer in silent[:MAX_PEERS_PER_WAITER]:
+                add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no {source} evidence",
+                         source, at, kind="silent")
+            if not behind and not silent and not size:
+                # Everyone we know reached `at`, and nothing says how big the group is: the rank it
+                # waits on may be one that left no evidence at all. A weak, explicit unknown.
+                add_edge(g, r, f"unknown:{comm}", comm, f"waits at position {at} in {comm}; every rank with "
+                         f"evidence reached it, the group size is not known", source, at, kind="unknown")
+
+
+def proxy_edges(g: nx.DiGraph, arts: ArtifactSet, ids: Identities, unmapped: list[str]) -> None:
+    """Edges from NCCL proxy dumps, through the process's world communicator."""
+    world_of = {a.rank: a.parsed.facts["world_comm"] for a in arts.artifacts
+                if a.parsed and a.rank is not None and a.parsed.facts.get("world_comm")}
+    for art in arts.artifacts:
+        if not art.parsed or not art.parsed.facts.get("proxy_ops"):
+            continue
+        waiter = art.rank
+        comm = art.parsed.facts.get("world_comm") or world_of.get(waiter)
+        if waiter is None:
+            unmapped.append(f"{art.path}: proxy dump from an unknown rank")
+            continue
+        for op in art.parsed.facts["proxy_ops"]:
+            if not isinstance(op, ProxyOp):
+                continue
+            for peer in op.waits_on():
+                gpeer = ids.global_of(comm, peer) if comm else None
+                if gpeer is None:
+                    unmapped.append(f"{art.path}: proxy op {op.op_count} peer {peer} (no comm map)")
+                    continue
+                add_edge(g, waiter, gpeer, comm or "?", f"proxy op {op.op_count} ({op.kind}) exchanging with rank {gpeer}",
+                         "proxy-dump", op.op_count, kind="direct")
+
+
+def extra_edges(g: nx.DiGraph, edges, ids: Identities, unmapped: list[str]) -> None:
+    """Caller-supplied WaitEdges (recorder plugin, RAS...), mapped from comm ranks to global ranks."""
+    for e in edges or ():
+        if not isinstance(e, WaitEdge):
+            continue
+        waiter = ids.global_of(e.comm_id, e.waiter)
+        if waiter is None and e.waiter_pid is not None:
+            waiter = ids.by_host_pid.get((e.waiter_host, e.waiter_pid)) if e.waiter_host else None
+            waiter = waiter if waiter is not None else ids.by_pid.get(e.waiter_pid)
+        peer = ids.global_of(e.comm_id, e.peer)
+        if peer is None and e.comm_id not in ids.comm_ranks:
+            # an unknown comm: assume comm ranks are global ranks only if the comm is the whole world
+            peer = e.peer if ids.world_size and e.peer < ids.world_size and waiter is not None else None
+        if waiter is None or peer is None:
+            unmapped.append(f"{e.source}: {e.comm_id} rank {e.waiter} -> {e.peer}")
+            continue
+        add_edge(g, waiter, peer, e.comm_id, f"{e.source}: {e.op or 'op'} {e.state or ''} {e.detail}".strip(),
+                 e.source, kind="direct")
+
+
+def roots_and_cycles(g: nx.DiGraph) -> tuple[list, list[list]]:
+    """Nodes nobody-waits-further-from (sinks with waiters) and sink cycles."""
+    roots, cycles = [], []
+    if g.number_of_nodes() == 0:
+        return roots, cycles
+    cond = nx.condensation(g)
+    for comp in cond.nodes:
+        if cond.out_degree(comp) != 0:
+            continue
+        members = list(cond.nodes[comp]["members"])
+        if len(members) == 1:
+            node = members[0]
+            if g.in_degree(node) > 0:
+                roots.append(node)
+        else:
+            cycles.append(sorted(members, key=str))
+    return roots, cycles
+
+
+def waiters_of(g: nx.DiGraph, node) -> tuple[int, int]:
+    """(direct waiters, all ranks that wait on it through any chain)."""
+    return g.in_degree(node), len(nx.ancestors(g, node))

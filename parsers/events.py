@@ -1,0 +1,163 @@
+"""The one event model every reader produces, whatever the source.
+
+NCCL logs, c10d messages, Flight Recorder dumps, RAS reports and proxy dumps all
+describe the same few things: who is in which communicator (CommMember), which
+operations a rank enqueued or finished (OpEvent), how far it got (Progress), what
+went wrong (ErrorEvent), and who talks to whom (TopoEdge). Putting them in one form
+is what lets the correlation compare a rank's NCCL log with another rank's FR dump.
+
+Identity: `comm` is a communicator key: the NCCL commId/hash as '0x...' hex when
+known, else 'pg:<name or id>' for a PyTorch process group. Ranks inside events are
+communicator ranks (`comm_rank`); the process's global rank, host and pid, when the
+artifact knows them, ride along and let the correlation map one to the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Normalised collective names, so 'AllReduce', 'ALLREDUCE', 'gloo:all_reduce',
+#: 'nccl:all_reduce' and 'allreduce_coalesced' compare equal where they mean the same.
+_OP_ALIASES = {
+    "allreduce": "allreduce",
+    "allreducecoalesced": "allreduce",
+    "allgather": "allgather",
+    "allgatherintotensor": "allgather",
+    "allgatherbase": "allgather",
+    "allgathercoalesced": "allgather",
+    "reducescatter": "reducescatter",
+    "reducescattertensor": "reducescatter",
+    "reducescatterbase": "reducescatter",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "barrier": "barrier",
+    "alltoall": "alltoall",
+    "alltoallbase": "alltoall",
+    "send": "send",
+    "recv": "recv",
+    "gather": "gather",
+    "scatter": "scatter",
+    "sendrecv": "sendrecv",
+}
+
+
+def normalise_op(name: str | None) -> str | None:
+    """'gloo:all_reduce' / 'AllReduce' / 'ALLREDUCE' -> 'allreduce'; unknown names stay lower-case."""
+    if not name:
+        return None
+    base = name.rsplit(":", 1)[-1].lower().replace("_", "").replace(" ", "")
+    return _OP_ALIASES.get(base, base)
+
+
+@dataclass
+class Origin:
+    """Which process an event came from, as far as its artifact can tell."""
+
+    host: str | None = None
+    pid: int | None = None
+    rank: int | None = None  #: global rank
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class CommMember:
+    """A rank joined a communicator (NCCL init line, FR pg_config, RAS comm list)."""
+
+    comm: str
+    comm_rank: int | None
+    nranks: int | None
+    origin: Origin
+    comm_ptr: str | None = None  #: NCCL's `comm 0x...` pointer: op lines name it, not the commId
+    pg_name: str | None = None
+    global_ranks: list[int] | None = None  #: the group's members as global ranks (FR pg_config)
+    parent: str | None = None  #: split communicators: the parent commId when logged
+    source: str = ""
+
+
+@dataclass
+class OpEvent:
+    """One collective or p2p operation seen at one rank."""
+
+    comm: str
+    comm_rank: int | None
+    op: str  #: normalised, see normalise_op
+    seq: int  #: position in the communicator's stream (opCount, collective_seq_id, SeqNum)
+    origin: Origin
+    seq_kind: str = "seq"  #: 'opCount' (NCCL, per launch) or 'seq' (PyTorch collective seq)
+    state: str = "enqueued"  #: enqueued | started | completed | timed-out | in-flight
+    count: int | None = None  #: elements
+    dtype: str | None = None
+    sizes: str | None = None  #: FR input sizes as text, for mismatch messages
+    peer: int | None = None  #: p2p / root
+    source: str = ""
+
+
+@dataclass
+class Progress:
+    """How far a rank got in one communicator / process group: the c10d and FR counters."""
+
+    comm: str
+    origin: Origin
+    last_enqueued: int | None = None
+    last_started: int | None = None
+    last_completed: int | None = None
+    comm_rank: int | None = None
+    source: str = ""
+
+
+@dataclass
+class ErrorEvent:
+    """Something went wrong, as the artifact says it. `kind` is a short class name."""
+
+    kind: str  #: watchdog-timeout, failure-detected, connection-closed, ib-completion, gloo-timeout, nccl-warn, ...
+    message: str
+    origin: Origin
+    comm: str | None = None
+    seq: int | None = None
+    op: str | None = None
+    peer_addr: str | None = None  #: 'host<port>' / '[ip]:port' the error names
+    timestamp: str | None = None
+    source: str = ""
+
+
+@dataclass
+class TopoEdge:
+    """Who exchanges data with whom in a communicator: ring, tree or channel connection."""
+
+    comm: str
+    src: int  #: comm rank that sends
+    dst: int  #: comm rank that receives
+    kind: str  #: ring | tree | channel
+    origin: Origin | None = None
+    channel: int | None = None
+
+
+@dataclass
+class RasFinding:
+    """One RAS verdict line about one communicator rank (lags, missing, dead)."""
+
+    comm: str
+    kind: str  #: 'behind' | 'missing' | 'dead' | 'status' | 'not-launched'
+    comm_rank: int | None
+    pid: int | None
+    host: str | None
+    op_count: int | None = None
+    op: str | None = None
+    text: str = ""
+
+
+Event = CommMember | OpEvent | Progress | ErrorEvent | TopoEdge | RasFinding
+
+
+@dataclass
+class Parsed:
+    """What one reader got from one artifact: events plus honest counts of what it skipped."""
+
+    kind: str
+    events: list = field(default_factory=list)
+    lines: int = 0
+    unknown_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    stacks: list = field(default_factory=list)  #: parsers.model.ThreadStack from stack dumps
+    facts: dict = field(default_factory=dict)  #: identity learned from content: host, pid, rank

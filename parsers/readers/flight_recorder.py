@@ -1,0 +1,215 @@
+"""PyTorch Flight Recorder dumps (pickle or JSON), read without trusting them.
+
+Why: a dump holds each process group's counters (last enqueued / started /
+completed collective) and the recent collectives with their sequence ids, names,
+sizes and dtypes: enough to see who is behind and who called a different op.
+
+Safety: dumps are pickles of plain data. They are loaded with an Unpickler whose
+find_class refuses every global, so a hostile file cannot run code: plain dicts,
+lists, tuples, str, bytes, numbers, bools and None need no globals at all.
+
+Format facts (torch 2.10-2.13, seen here): top-level keys `version`, `pg_config`
+({name: {name, desc, ranks: '[0, 1]'}}, empty names on gloo), `pg_status`
+({pg name: {last_enqueued_collective, last_started_collective,
+last_completed_collective}}, values int in pickles, str in JSON), `entries` (each
+with `process_group` (name, desc), `collective_seq_id`, `p2p_seq_id`, `is_p2p`,
+`profiling_name` like 'nccl:all_reduce', `input_sizes`, `input_dtypes`, `state`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from typing import Any
+
+from parsers.events import CommMember, OpEvent, Origin, Parsed, Progress, normalise_op
+
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class UnsafePickle(ValueError):
+    """The pickle asked for a class or function: refused."""
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """Builds only built-in containers and scalars; any global lookup is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle API
+        raise UnsafePickle(f"refused to load {module}.{name}: a Flight Recorder dump holds plain data only")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickle("refused a persistent id in a Flight Recorder dump")
+
+
+def load_bytes(data: bytes) -> dict:
+    """Decode a dump (pickle or JSON) into a dict. Raises ValueError with a clear reason."""
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"dump too large ({len(data)} bytes)")
+    stripped = data.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        try:
+            obj = json.loads(stripped.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"not valid JSON: {err}") from None
+    else:
+        try:
+            obj = _PlainDataUnpickler(io.BytesIO(data)).load()
+        except UnsafePickle:
+            raise
+        except Exception as err:  # noqa: BLE001 - any decoding failure is bad input
+            raise ValueError(f"not a readable pickle: {type(err).__name__}: {err}") from None
+    if not isinstance(obj, dict) or "entries" not in obj and "pg_status" not in obj:
+        raise ValueError("not a Flight Recorder dump (no 'entries' or 'pg_status')")
+    return obj
+
+
+def looks_like(head: bytes) -> bool:
+    """Pickle protocol 2+ header with FR keys, or JSON with them."""
+    if head[:1] == b"\x80":
+        return b"entries" in head or b"pg_status" in head or b"pg_config" in head
+    start = head.lstrip()[:1]
+    return start == b"{" and (b'"pg_status"' in head or b'"entries"' in head and b'"profiling_name"' in head)
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ranks(text: Any) -> list[int] | None:
+    if isinstance(text, list):
+        return [int(x) for x in text]
+    if isinstance(text, str) and text.strip().startswith("["):
+        body = text.strip()[1:-1]
+        vals = [x.strip() for x in body.split(",") if x.strip()]
+        try:
+            return [int(x) for x in vals] or None
+        except ValueError:
+            return None
+    return None
+
+
+def parse(data: dict, origin: Origin) -> Parsed:
+    """Events from a decoded dump. `origin.rank` (from the file) is the dumping global rank."""
+    out = Parsed(kind="fr-dump")
+    out.facts["fr_version"] = str(data.get("version"))
+    if "rank" in data and _int(data.get("rank")) is not None:
+        out.facts["rank"] = _int(data["rank"])
+        origin.rank = origin.rank if origin.rank is not None else out.facts["rank"]
+    keys = comm_keys(data)
+    for name, (key, ranks, desc) in keys.items():
+        comm_rank = ranks.index(origin.rank) if ranks and origin.rank in ranks else None
+        out.events.append(CommMember(comm=key, comm_rank=comm_rank, nranks=len(ranks) if ranks else None,
+                                     origin=origin, pg_name=desc or name, global_ranks=ranks, source="fr"))
+    status_names = status_to_names(data)
+    for name, st in (data.get("pg_status") or {}).items():
+        if not isinstance(st, dict):
+            continue
+        key = keys.get(status_names.get(str(name), str(name)), (f"pg:{name}", None, None))[0]
+        out.events.append(Progress(comm=key, origin=origin,
+                                   last_enqueued=_int(st.get("last_enqueued_collective")),
+                                   last_started=_int(st.get("last_started_collective")),
+                                   last_completed=_int(st.get("last_completed_collective")), source="fr"))
+    for i, entry in enumerate(data.get("entries") or []):
+        if not isinstance(entry, dict):
+            out.unknown_lines += 1
+            continue
+        pg = entry.get("process_group")
+        pg_name = str(pg[0]) if isinstance(pg, (list, tuple)) and pg else str(entry.get("pg_id", "?"))
+        key = keys.get(pg_name, (f"pg:{pg_name}", None, None))[0]
+        is_p2p = bool(entry.get("is_p2p"))
+        seq = _int(entry.get("p2p_seq_id" if is_p2p else "collective_seq_id"))
+        if seq is None:
+            out.unknown_lines += 1
+            continue
+        sizes = entry.get("input_sizes")
+        dtypes = entry.get("input_dtypes")
+        numel = _numel(sizes)
+        state = str(entry.get("state") or "scheduled")
+        out.events.append(OpEvent(
+            comm=key, comm_rank=None, op=normalise_op(str(entry.get("profiling_name") or "?")) or "?",
+            seq=seq, origin=Origin(origin.host, origin.pid, origin.rank, origin.file, i),
+            seq_kind="p2p-seq" if is_p2p else "seq", state={"scheduled": "enqueued"}.get(state, state),
+            count=numel, dtype=",".join(map(str, dtypes)) if isinstance(dtypes, list) else None,
+            sizes=str(sizes) if sizes is not None else None, source="fr"))
+    out.lines = len(data.get("entries") or [])
+    return out
+
+
+_VAGUE_DESC = {"", "undefined", "None"}
+
+
+def _num(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() else (1 << 60, name)
+
+
+def status_to_names(data: dict) -> dict[str, str]:
+    """pg_status key -> pg name of the entries.
+
+    Seen on torch 2.13 (gloo): pg_status is keyed by a per-process counter of the
+    groups this process belongs to ('0','1','2'), while entries carry the global
+    group name ('0','2','3'). When both list the same number of groups, they pair
+    up in creation order; otherwise the keys are taken as names.
+    """
+    status = sorted((str(k) for k in (data.get("pg_status") or {})), key=_num)
+    names = set()
+    for entry in data.get("entries") or []:
+        pg = entry.get("process_group") if isinstance(entry, dict) else None
+        if isinstance(pg, (list, tuple)) and pg:
+            names.add(str(pg[0]))
+    ordered = sorted(names, key=_num)
+    if len(ordered) == len(status) and ordered != status:
+        return dict(zip(status, ordered))
+    return {k: k for k in status}
+
+
+def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]:
+    """pg name -> (comm key comparable across ranks, global ranks, description).
+
+    PG names of subgroups are counters local to each member process (seen on torch
+    2.13), so they cannot be compared across dumps. In order of trust: the default
+    group is 'pg:0'; a group with a ranks list is keyed by its ranks; one with a
+    user description (group_desc, e.g. 'mesh_tp') by that; otherwise by its name.
+    """
+    names: dict[str, tuple[list[int] | None, str | None]] = {}
+    for key, cfg in (data.get("pg_config") or {}).items():
+        if isinstance(cfg, dict):
+            name = str(cfg.get("name") or key)
+            if name:
+                names[name] = (_ranks(cfg.get("ranks")), str(cfg.get("desc") or "") or None)
+    for entry in data.get("entries") or []:
+        pg = entry.get("process_group") if isinstance(entry, dict) else None
+        if isinstance(pg, (list, tuple)) and len(pg) >= 2:
+            ranks, desc = names.get(str(pg[0]), (None, None))
+            if not desc or desc in _VAGUE_DESC:
+                names[str(pg[0])] = (ranks, str(pg[1]))
+    for name in status_to_names(data).values():
+        names.setdefault(str(name), (None, None))
+    out = {}
+    for name, (ranks, desc) in names.items():
+        if name == "0" or desc == "default_pg":
+            out[name] = ("pg:0", ranks, "default_pg")
+        elif ranks:
+            out[name] = ("pg:ranks=" + ",".join(map(str, ranks)), ranks, desc)
+        elif desc and desc not in _VAGUE_DESC:
+            out[name] = (f"pg:{desc}", None, desc)
+        else:
+            out[name] = (f"pg:{name}", None, desc)
+    return out
+
+
+def _numel(sizes: Any) -> int | None:
+    if not isinstance(sizes, list):
+        return None
+    total = 0
+    for shape in sizes:
+        if not isinstance(shape, list):
+            return None
+        n = 1
+        for d in shape:
+            n *= int(d) if isinstance(d, (int, float)) else 1
+        total += n
+    return total

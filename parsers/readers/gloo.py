@@ -1,0 +1,40 @@
+"""Gloo errors as they reach a rank's stderr (usually inside a Python RuntimeError).
+
+Why: on gloo the only words a waiting rank leaves are its timeout (`Timed out waiting
+15000ms for recv operation to complete`) or, when a peer died, `Connection closed by
+peer [127.0.0.1]:7064` / `Read error [..]:port: Connection reset by peer`. A timeout
+says "I was waiting"; a closed connection says "someone I talk to is gone".
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.events import ErrorEvent, Origin
+
+_TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) operation to complete")
+_CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
+_RESET = re.compile(r"(?:Read|Write) error \[(?P<addr>[^\]]+)\]:(?P<port>\d+): Connection reset by peer")
+_OTHER = re.compile(r"gloo/transport/\S+:\d+\] (?P<msg>.*)")
+
+
+def match_line(text: str, origin: Origin) -> list:
+    """Events in one prefix-stripped line; [] if no gloo error is in it."""
+    if "gloo" not in text and "Timed out waiting" not in text and "by peer" not in text:
+        return []
+    m = _TIMEOUT.search(text)
+    if m:
+        return [ErrorEvent(kind="gloo-timeout", message=text.strip(), origin=origin, op=m.group("what"),
+                           source="gloo")]
+    m = _CLOSED.search(text)
+    if m:
+        return [ErrorEvent(kind="connection-closed", message=text.strip(), origin=origin,
+                           peer_addr=f"{m.group('addr')}:{m.group('port')}", source="gloo")]
+    m = _RESET.search(text)
+    if m:
+        return [ErrorEvent(kind="connection-reset", message=text.strip(), origin=origin,
+                           peer_addr=f"{m.group('addr')}:{m.group('port')}", source="gloo")]
+    m = _OTHER.search(text)
+    if m:
+        return [ErrorEvent(kind="gloo-error", message=text.strip(), origin=origin, source="gloo")]
+    return []

@@ -1,0 +1,291 @@
+"""NCCL debug logs (NCCL_DEBUG=INFO/WARN), 2.18 to 2.28+, wrapped or not.
+
+Why these lines: init lines tie a process (host:pid) to a communicator rank and
+commId; COLL lines (`AllReduce: opCount a ... comm 0x..`) are the per-rank op stream
+whose missing entries name a culprit; Ring/Tree/Channel lines give the neighbours a
+rank waits on; WARN lines say what broke and which peer address was involved.
+
+Format facts (field notes): prefix `host:pid:tid [dev] NCCL INFO `; WARN adds
+`file:line ` (2.30+: `file:line (function) `) before `NCCL WARN`; 2.26+ may put
+`[YYYY-mm-dd HH:MM:SS] ` first. opCount is hex and counts kernel launches per comm.
+Records may be glued together or start mid-line: every record start is searched for.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parsers.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.prefix import strip_prefix
+
+_RECORD = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] )?"
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>[^\]]*)\] "
+    r"(?:(?P<src>[\w./-]+:\d+)(?: \((?P<fn>[^)]*)\))? )?"
+    r"NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
+)
+_INIT = re.compile(
+    r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>\w+))?(?P<rest>.*?)- ?Init(?: (?P<phase>START|COMPLETE))?"
+)
+_COMMID = re.compile(r"commId (0x[0-9a-f]+)")
+_PARENT = re.compile(r"parent (0x[0-9a-f]+) (?:splitCount|childCount) (-?\d+) color (-?\d+)")
+_NRANKS = re.compile(r"^comm (?P<ptr>0x[0-9a-f]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)")
+_COLL = re.compile(
+    r"^(?P<op>[A-Za-z]+): opCount (?P<oc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count (?P<count>\d+) "
+    r"datatype (?P<dt>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<ptr>0x[0-9a-f]+)"
+    r"(?: \[nranks=(?P<nranks>\d+)\])?"
+)
+_RING = re.compile(r"^Ring (?P<ch>\d+) : (?P<prev>-?\d+) -> (?P<me>\d+) -> (?P<next>-?\d+)")
+_TREE = re.compile(r"^Tree (?P<ch>\d+) : (?P<up>-?\d+) -> (?P<me>\d+) -> (?P<down>[-\d/]+)")
+_TREES_OLD = re.compile(r"Trees((?: \[\d+\] [-\d/]+->\d+->-?\d+)+)")
+_TREE_OLD_ONE = re.compile(r"\[(?P<ch>\d+)\] (?P<down>[-\d/]+)->(?P<me>\d+)->(?P<up>-?\d+)")
+_RING_LIST = re.compile(r"^Channel (?P<ch>\d+)/(?P<n>\d+) :(?P<ranks>(?:\s+\d+)+)\s*$")
+_CONN = re.compile(
+    r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<a>\d+)\[[^\]]*\] -> (?P<b>\d+)\[[^\]]*\] (?:\[(?P<dir>send|receive)\] )?via (?P<via>\S+)"
+)
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
+_CLOSED = re.compile(r"Connection closed by (?:remote peer|localRank) ?(?P<peer>\S+)?")
+_IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>\d+)|error (?P<err>\d+))")
+_TRAIL = re.compile(r"^[\w./-]+:\d+ -> \d+")
+
+#: ncclDataType_t numbers -> names (stable since NCCL 2.x).
+DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16", 7: "float32",
+          8: "float64", 9: "bfloat16", 10: "float8e4m3", 11: "float8e5m2"}
+
+
+def looks_like(text: str) -> bool:
+    """True when `text` (a file's start) holds NCCL debug records."""
+    return _RECORD.search(text) is not None
+
+
+class _State:
+    """Per-file context: NCCL prints the comm pointer on op lines and the commId only at init."""
+
+    def __init__(self) -> None:
+        self.ptr_to_comm: dict[tuple[int, str], str] = {}
+        self.ptr_rank: dict[tuple[int, str], int] = {}
+        self.last_ptr: dict[tuple[int, int], str] = {}  #: (pid, tid) -> comm ptr of the last init there
+        self.members: dict[tuple[int, str], CommMember] = {}
+        self.hosts: set[str] = set()  #: host names seen at clean record starts
+
+    def comm_of(self, pid: int, ptr: str) -> str:
+        return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
+
+
+def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
+    """Read NCCL records from lines (any wrapper around them is stripped first)."""
+    out = Parsed(kind="nccl-log")
+    st = _State()
+    for lineno, raw in enumerate(lines, 1):
+        out.lines += 1
+        if "NCCL" not in raw:
+            if raw.strip():
+                out.unknown_lines += 1
+            continue
+        first = _RECORD.match(raw)
+        if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
+            text, host_hint = raw.rstrip("\r\n"), None
+        else:
+            text, pre = strip_prefix(raw)
+            host_hint = pre.host
+            first = _RECORD.match(text)
+        if first is not None and text.find(" NCCL ", first.end()) < 0:
+            starts = [first]
+        else:  # glued records or a record starting mid-line: find every start
+            starts = list(_RECORD.finditer(text))
+        if not starts:
+            if "NCCL version" in text:
+                m = _VERSION.search(text)
+                if m:
+                    out.facts["nccl_version"] = m.group("v")
+                    continue
+            out.unknown_lines += 1
+            continue
+        cuts = [_clean_start(st, text, m) for m in starts] if len(starts) > 1 else [_clean_start(st, text, starts[0])]
+        for i, m in enumerate(starts):
+            end = cuts[i + 1] if i + 1 < len(starts) else len(text)
+            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i])
+    _finish(out, st)
+    return out
+
+
+def _clean_start(st: _State, text: str, m: re.Match) -> int:
+    """Where a record really starts. Glued records ('... Init STARTvm:495:495 [0] NCCL') make the
+    host match swallow the end of the previous record; a known host name as suffix fixes that."""
+    start = m.start("host") if m.group("ts") is None else m.start()
+    host = m.group("host")
+    if host not in st.hosts and st.hosts:
+        for k in range(1, len(host)):  # longest known host that is a suffix: O(len) set lookups
+            if host[k:] in st.hosts:
+                return start + k
+    if m.start() == 0 or text[m.start() - 1].isspace():
+        st.hosts.add(host)
+    return m.start()
+
+
+def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | None, file: str | None,
+            lineno: int, start: int | None = None) -> None:
+    """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
+    pid, tid = int(m.group("pid")), int(m.group("tid"))
+    host = m.group("host").split(".")[0]
+    if start is not None and m.group("ts") is None and start > m.start("host"):
+        host = m.group("host")[start - m.start("host"):].split(".")[0]
+    origin = Origin(host=host, pid=pid, file=file, line=lineno)
+    out.facts.setdefault("hosts", set()).add(host)
+    out.facts.setdefault("pids", set()).add(pid)
+    level = m.group("lvl")
+    if level == "WARN":
+        _warn(out, msg, origin, m.group("ts"))
+        return
+    if msg.startswith(("AllReduce:", "AllGather:", "ReduceScatter:", "Broadcast:", "Reduce:", "Send:", "Recv:",
+                       "AllToAll:", "SendRecv:", "Gather:", "Scatter:")) or ": opCount " in msg[:40]:
+        c = _COLL.match(msg)
+        if c:
+            ptr = c.group("ptr")
+            op = normalise_op(c.group("op")) or c.group("op")
+            peer = int(c.group("root")) if op in ("send", "recv", "broadcast", "reduce") else None
+            out.events.append(OpEvent(
+                comm=st.comm_of(pid, ptr), comm_rank=st.ptr_rank.get((pid, ptr)), op=op,
+                seq=int(c.group("oc"), 16), origin=origin, seq_kind="opCount", state="enqueued",
+                count=int(c.group("count")), dtype=DTYPES.get(int(c.group("dt")), c.group("dt")), peer=peer,
+                source="nccl-log"))
+            return
+    if "Init " in msg and " nranks " in msg:
+        c = _INIT.search(msg)
+        if c:
+            _init(out, st, c, msg, origin, tid)
+            return
+    c = _NRANKS.match(msg)
+    if c:
+        st.last_ptr[(pid, tid)] = c.group("ptr")
+        st.ptr_rank.setdefault((pid, c.group("ptr")), int(c.group("rank")))
+        return
+    if msg.startswith("Ring "):
+        c = _RING.match(msg)
+        if c:
+            _edges(out, st, pid, tid, origin, "ring", int(c.group("ch")),
+                   [(int(c.group("prev")), int(c.group("me"))), (int(c.group("me")), int(c.group("next")))])
+            return
+    if msg.startswith("Tree "):
+        c = _TREE.match(msg)
+        if c:
+            me, up = int(c.group("me")), int(c.group("up"))
+            pairs = [(me, up)] + [(int(d), me) for d in c.group("down").split("/")]
+            _edges(out, st, pid, tid, origin, "tree", int(c.group("ch")), pairs)
+            return
+    if "Trees" in msg:
+        c = _TREES_OLD.search(msg)
+        if c:
+            for t in _TREE_OLD_ONE.finditer(c.group(1)):
+                me, up = int(t.group("me")), int(t.group("up"))
+                pairs = [(me, up)] + [(int(d), me) for d in t.group("down").split("/")]
+                _edges(out, st, pid, tid, origin, "tree", int(t.group("ch")), pairs)
+            return
+    if msg.startswith("Channel "):
+        c = _CONN.match(msg)
+        if c:
+            a, b = int(c.group("a")), int(c.group("b"))
+            _edges(out, st, pid, tid, origin, "channel", int(c.group("ch")), [(a, b)])
+            return
+        c = _RING_LIST.match(msg)
+        if c:
+            ranks = [int(x) for x in c.group("ranks").split()]
+            pairs = list(zip(ranks, ranks[1:] + ranks[:1])) if len(ranks) > 1 else []
+            _edges(out, st, pid, tid, origin, "ring", int(c.group("ch")), pairs)
+            return
+    if msg.startswith("NCCL version") or "NCCL version" in msg[:20]:
+        c = _VERSION.search(msg)
+        if c:
+            out.facts["nccl_version"] = c.group("v")
+        return
+    if _TRAIL.match(msg):
+        out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
+        return
+    if "Abort COMPLETE" in msg or "Destroy COMPLETE" in msg:
+        out.facts.setdefault("finished_comms", []).append(msg)
+        return
+    out.facts["other_records"] = out.facts.get("other_records", 0) + 1
+
+
+def _init(out: Parsed, st: _State, c: re.Match, msg: str, origin: Origin, tid: int) -> None:
+    pid, ptr = origin.pid, c.group("ptr")
+    rest = c.group("rest") or ""
+    cid = _COMMID.search(rest)
+    parent = _PARENT.search(rest)
+    key = (pid, ptr)
+    if cid:
+        comm = cid.group(1)
+    elif parent:  # split communicator: same parent, split count and color -> same comm on every rank
+        comm = f"{st.comm_of(pid, parent.group(1))}/split{parent.group(2)}c{parent.group(3)}"
+    else:
+        comm = st.ptr_to_comm.get(key, f"ptr:{pid}:{ptr}")
+    st.ptr_to_comm[key] = comm
+    st.ptr_rank[key] = int(c.group("rank"))
+    st.last_ptr[(pid, tid)] = ptr
+    if key in st.members:
+        if cid:  # a later line with the real commId wins over a derived key
+            st.members[key].comm = comm
+        else:
+            st.ptr_to_comm[key] = st.members[key].comm
+        return
+    member = CommMember(comm=comm, comm_rank=int(c.group("rank")), nranks=int(c.group("nranks")), origin=origin,
+                        comm_ptr=ptr, parent=st.comm_of(pid, parent.group(1)) if parent else None, source="nccl-log")
+    st.members[key] = member
+    out.events.append(member)
+
+
+def _edges(out: Parsed, st: _State, pid: int, tid: int, origin: Origin, kind: str, channel: int,
+           pairs: list[tuple[int, int]]) -> None:
+    ptr = st.last_ptr.get((pid, tid))
+    if ptr is None:  # topology printed on another thread than init: take the pid's latest comm
+        ptr = next((p for (q, _), p in reversed(list(st.last_ptr.items())) if q == pid), None)
+    comm = st.comm_of(pid, ptr) if ptr else f"pid:{pid}"
+    for a, b in pairs:
+        if a >= 0 and b >= 0 and a != b:
+            out.events.append(TopoEdge(comm=comm, src=a, dst=b, kind=kind, origin=origin, channel=channel))
+
+
+def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
+    m = _IB.search(msg)
+    if m:
+        out.events.append(ErrorEvent(kind="ib-completion", message=msg, origin=origin, peer_addr=m.group("peer"),
+                                     timestamp=ts, source="nccl-log"))
+        return
+    m = _CLOSED.search(msg)
+    if m:
+        out.events.append(ErrorEvent(kind="connection-closed", message=msg, origin=origin, peer_addr=m.group("peer"),
+                                     timestamp=ts, source="nccl-log"))
+        return
+    kind = "nccl-timeout" if "timeout" in msg.lower() or "timed out" in msg.lower() else "nccl-warn"
+    out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
+
+
+def _finish(out: Parsed, st: _State) -> None:
+    """Resolve comm pointers seen before their init line, and name the process's global rank.
+
+    PyTorch initialises the default (world) group first, so the process's global rank
+    is its rank in the first largest communicator it joined.
+    """
+    for ev in out.events:
+        if isinstance(ev, (OpEvent, TopoEdge)) and ev.comm.startswith("ptr:"):
+            _, pid, ptr = ev.comm.split(":", 2)
+            key = (int(pid), ptr)
+            if key in st.ptr_to_comm:
+                ev.comm = st.ptr_to_comm[key]
+                if isinstance(ev, OpEvent) and ev.comm_rank is None:
+                    ev.comm_rank = st.ptr_rank.get(key)
+    members = [e for e in out.events if isinstance(e, CommMember)]
+    if members:
+        biggest = max(m.nranks or 0 for m in members)
+        world = next(m for m in members if (m.nranks or 0) == biggest)
+        out.facts["rank"] = world.comm_rank
+        out.facts["world_size"] = biggest
+        out.facts["world_comm"] = world.comm
+    for key in ("hosts", "pids"):
+        if key in out.facts:
+            vals = sorted(out.facts[key])
+            out.facts[key] = vals
+            if len(vals) == 1:
+                out.facts[key[:-1]] = vals[0]

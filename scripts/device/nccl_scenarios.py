@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""Run real hang scenarios and keep every artifact they leave, with the known truth.
+
+Why: the parsers and the correlation must be tested on what NCCL and PyTorch really
+print when a job hangs, and on nothing typed from memory. Each scenario starts a
+real job (N ranks as N fake hosts on one machine), breaks one known rank in one
+known way, waits until the hang has formed, asks for every kind of evidence
+(Flight Recorder dumps, proxy dumps, NCCL RAS text and JSON), lets the watchdog
+fire, kills what is left, and writes `truth.json` beside the artifacts.
+
+Self-contained on purpose (stdlib + torch only) so it can be copied to a GPU host.
+
+    python nccl_scenarios.py --out-dir OUT                      # NCCL, 8 ranks, all scenarios
+    python nccl_scenarios.py --backend gloo --world 4 --out-dir OUT --scenarios sleep,kill
+    python nccl_scenarios.py --extra-env NCCL_PROFILER_PLUGIN=/path/lib.so ...
+
+Scenarios: sleep (a rank sleeps before collective 11), sigstop (a rank is SIGSTOPped
+in a stream of large all_reduces), kill (a rank is SIGKILLed in that stream),
+mismatch (a rank calls all_gather where the others call all_reduce), chain (a wait
+chain through three process groups whose root is a sleeping rank).
+
+Layout: OUT/<scenario>/<host>/{rank<r>.stdout,rank<r>.stderr,nccl.<host>.<pid>.log,fr_*}
+and OUT/<scenario>/{ras_*,truth.json}.
+
+Every rank runs in its own UTS namespace with hostname nodeXX when the kernel lets
+it (root), so host names in NCCL logs differ per fake host as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCENARIOS = ("sleep", "sigstop", "kill", "mismatch", "chain")
+WARM_OPS = 10
+CLONE_NEWUTS = 0x04000000
+
+
+# --------------------------------------------------------------------------- truth
+
+
+def culprit_of(scenario: str, world: int) -> int:
+    """The rank each scenario breaks: never 0 (rank 0 is often blamed by accident)."""
+    if scenario == "chain":
+        return 3
+    return {"sleep": world - 3, "sigstop": world // 2 - 1 or 1, "kill": world - 1, "mismatch": 1}[scenario]
+
+
+EXPECTED = {
+    "sleep": ["missing-line", "wait-root", "behind"],
+    "sigstop": ["stopped", "no-dump", "missing-line", "wait-root", "behind"],
+    "kill": ["no-dump", "gone", "missing-line", "wait-root", "error-first"],
+    "mismatch": ["mismatch"],
+    "chain": ["wait-root", "missing-line", "behind"],
+}
+
+FAULTS = {
+    "sleep": "sleeps in Python before collective {n}",
+    "sigstop": "SIGSTOPped in a stream of large all_reduces",
+    "kill": "SIGKILLed in a stream of large all_reduces",
+    "mismatch": "calls all_gather where every other rank calls all_reduce (collective {n})",
+    "chain": "sleeps before its op in PG C; rank 2 waits on it in PG C, rank 1 on rank 2 in PG B, rank 0 on rank 1 in PG A",
+}
+
+
+def host_name(rank: int) -> str:
+    return f"node{rank:02d}"
+
+
+# --------------------------------------------------------------------------- worker
+
+
+def become_host(name: str) -> str:
+    """Enter a new UTS namespace named `name`; keep the real hostname if not allowed."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWUTS) == 0:
+            socket.sethostname(name)
+    except (OSError, AttributeError):
+        pass
+    return socket.gethostname().split(".")[0]
+
+
+def fr_dump(out: Path, rank: int, tag: str, nccl: bool = False) -> None:
+    """Write this rank's Flight Recorder buffer as pickle and JSON (whichever API exists).
+
+    NCCL process groups record into the NCCL trace (`_dump_nccl_trace*`), gloo ones into
+    the generic recorder (`_dump_fr_trace*`): ask the backend's own first.
+    """
+    import torch
+
+    c10d = torch._C._distributed_c10d
+    pickles = ("_dump_nccl_trace", "_dump_fr_trace") if nccl else ("_dump_fr_trace", "_dump_nccl_trace")
+    jsons = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if nccl else ("_dump_fr_trace_json", "_dump_nccl_trace_json")
+    for api, suffix in ((a, "") for a in pickles):
+        fn = getattr(c10d, api, None)
+        if fn is None:
+            continue
+        try:
+            (out / f"fr_{tag}_rank_{rank}{suffix}").write_bytes(fn())
+            break
+        except Exception as err:  # noqa: BLE001 - evidence gathering must not kill the rank
+            print(f"[scenario] rank {rank}: {api} failed: {err}", flush=True)
+    for api in jsons:
+        fn = getattr(c10d, api, None)
+        if fn is None:
+            continue
+        try:
+            data = fn()
+            (out / f"fr_{tag}_rank_{rank}.json").write_bytes(data if isinstance(data, bytes) else data.encode())
+            break
+        except Exception as err:  # noqa: BLE001
+            print(f"[scenario] rank {rank}: {api} failed: {err}", flush=True)
+
+
+def start_dump_watcher(out: Path, rank: int, nccl: bool) -> None:
+    """Dump FR when the driver creates `dump.trigger`: a hung main thread cannot do it."""
+    import threading
+
+    def watch() -> None:
+        while not (out / "dump.trigger").exists():
+            time.sleep(0.2)
+        fr_dump(out / host_name(rank), rank, "live", nccl)
+
+    threading.Thread(target=watch, name="fr-dump-watcher", daemon=True).start()
+
+
+def run_fault(args, rank, world, culprit, dist, torch, dev, groups, small, sync) -> None:
+    """The scenario proper, after warm-up: break `culprit` or wait on it."""
+    if args.scenario == "sleep":
+        if rank == culprit:
+            time.sleep(args.hang_s)
+        dist.all_reduce(small)
+        sync()
+    elif args.scenario in ("sigstop", "kill"):
+        big = torch.ones(args.big_numel, device=dev)
+        for _ in range(100000):
+            dist.all_reduce(big)
+    elif args.scenario == "mismatch":
+        if rank == culprit:
+            outs = [torch.empty_like(small) for _ in range(world)]
+            dist.all_gather(outs, small)
+        else:
+            dist.all_reduce(small)
+        sync()
+    elif args.scenario == "chain":
+        a, b, c = groups
+        if rank == 3:
+            time.sleep(args.hang_s)
+            dist.all_reduce(small, group=c)
+            sync()
+        if rank == 2:
+            dist.all_reduce(small, group=c)
+            sync()
+            dist.all_reduce(small, group=b)
+            sync()
+        if rank == 1:
+            dist.all_reduce(small, group=b)
+            sync()
+            dist.all_reduce(small, group=a)
+            sync()
+        if rank == 0:
+            dist.all_reduce(small, group=a)
+            sync()
+        dist.all_reduce(small)  # every rank ends in the world group
+        sync()
+
+
+def worker(args: argparse.Namespace) -> int:
+    """One rank: warm up, then break (or wait) the way the scenario says."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    out = Path(args.dir)
+    become_host(host_name(rank))
+    import torch
+    import torch.distributed as dist
+
+    nccl = args.backend == "nccl"
+    timeout = datetime.timedelta(seconds=args.pg_timeout)
+    if nccl:
+        dev = torch.device("cuda:0")
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev, timeout=timeout)
+    else:
+        dev = torch.device("cpu")
+        dist.init_process_group("gloo", timeout=timeout)
+
+    def sync() -> None:
+        if nccl:
+            torch.cuda.synchronize()
+
+    culprit = culprit_of(args.scenario, world)
+    groups = []
+    if args.scenario == "chain":
+        groups = [dist.new_group(r, timeout=timeout, group_desc=d)
+                  for r, d in (([0, 1], "pg_A"), ([1, 2], "pg_B"), ([2, 3], "pg_C"))]
+    small = torch.ones(1024 * 1024, device=dev)
+    for _ in range(WARM_OPS):
+        dist.all_reduce(small)
+        sync()
+    for g, members in zip(groups, ([0, 1], [1, 2], [2, 3])):
+        if rank in members:
+            dist.all_reduce(small, group=g)
+            sync()
+    start_dump_watcher(out, rank, nccl)
+    (out / f"ready.{rank}").write_text(str(os.getpid()))
+    print(f"[scenario] rank {rank} pid {os.getpid()} host {socket.gethostname()} warm", flush=True)
+
+    try:
+        run_fault(args, rank, world, culprit, dist, torch, dev, groups, small, sync)
+    except Exception:
+        # A failed collective ends this rank: keep its Flight Recorder first, as
+        # TORCH_NCCL_DUMP_ON_TIMEOUT does for NCCL (gloo has no such dump).
+        if not list((out / host_name(rank)).glob("fr_live_rank_*")):
+            fr_dump(out / host_name(rank), rank, "error", nccl)
+        raise
+    print(f"[scenario] rank {rank} finished the scenario (unexpected for a hang)", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+# --------------------------------------------------------------------------- RAS
+
+
+def _line(sock: socket.socket) -> bytes:
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def ras_query(port: int, command: str, json_format: bool = False, timeout: float = 10.0) -> str:
+    """Ask the local NCCL RAS server (same exchange as forensics.ras_client, kept here to stay self-contained)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout + 5) as sock:
+        sock.sendall(b"CLIENT PROTOCOL 2\n")
+        greeting = _line(sock)
+        sock.sendall(f"TIMEOUT {int(timeout)}\n".encode())
+        ok = _line(sock)
+        if json_format:
+            sock.sendall(b"SET FORMAT json\n")
+            ok += _line(sock)
+        sock.sendall(command.encode() + b"\n")
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    if b"OK" not in ok:
+        chunks.insert(0, b"# unexpected reply to settings: " + ok)
+    return (greeting + b"".join(chunks)).decode(errors="replace")
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def rank_env(args: argparse.Namespace, rank: int, sdir: Path, port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE=str(args.world), LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+        TORCH_FR_BUFFER_SIZE="2000", TORCH_FR_DUMP_TEMP_FILE=str(sdir / host_name(rank) / "fr_trace_rank_"),
+    )
+    if args.backend == "nccl":
+        env.update(
+            NCCL_HOSTID=host_name(rank), NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1", NCCL_NVLS_ENABLE="0",
+            NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,COLL,NET,PROXY,RAS",
+            NCCL_DEBUG_FILE=str(sdir / host_name(rank) / "nccl.%h.%p.log"),
+            NCCL_PROXY_DUMP_SIGNAL="10", TORCH_NCCL_DUMP_ON_TIMEOUT="1",
+            TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=str(args.dump_wait_ms), TORCH_NCCL_ASYNC_ERROR_HANDLING="1",
+            TORCH_NCCL_ENABLE_MONITORING="1", TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=str(args.pg_timeout + 20),
+        )
+    for kv in args.extra_env:
+        key, _, value = kv.partition("=")
+        env[key] = value
+    return env
+
+
+def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
+    """Run one scenario to its end and write its artifacts and truth.json."""
+    sdir = Path(args.out_dir) / scenario
+    sdir.mkdir(parents=True, exist_ok=True)
+    for old in sorted(sdir.rglob("*"), reverse=True):
+        old.unlink() if old.is_file() else old.rmdir()
+    port = args.port_base + index
+    culprit = culprit_of(scenario, args.world)
+    procs: list[subprocess.Popen] = []
+    files = []
+    t0 = time.monotonic()
+    notes: list[str] = []
+    for rank in range(args.world):
+        hdir = sdir / host_name(rank)  # logs gathered per host, as users keep them
+        hdir.mkdir(exist_ok=True)
+        so, se = open(hdir / f"rank{rank}.stdout", "wb"), open(hdir / f"rank{rank}.stderr", "wb")
+        files += [so, se]
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--scenario", scenario, "--dir", str(sdir),
+               "--backend", args.backend, "--pg-timeout", str(args.pg_timeout), "--hang-s", str(args.hang_s),
+               "--big-numel", str(args.big_numel)]
+        procs.append(subprocess.Popen(cmd, env=rank_env(args, rank, sdir, port), stdout=so, stderr=se,
+                                      stdin=subprocess.DEVNULL, start_new_session=True))
+    pids = {r: p.pid for r, p in enumerate(procs)}
+    try:
+        deadline = t0 + args.warm_timeout
+        while not all((sdir / f"ready.{r}").exists() for r in range(args.world)):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise RuntimeError("ranks did not all get warm (see rank*.stderr)")
+            time.sleep(0.2)
+        t_ready = time.monotonic()
+        notes.append(f"warm after {t_ready - t0:.1f} s")
+        if scenario in ("sigstop", "kill"):
+            time.sleep(args.stream_s)
+            os.kill(pids[culprit], signal.SIGSTOP if scenario == "sigstop" else signal.SIGKILL)
+            notes.append(f"{'SIGSTOP' if scenario == 'sigstop' else 'SIGKILL'} to rank {culprit} pid {pids[culprit]} at +{time.monotonic() - t_ready:.1f} s")
+        time.sleep(args.settle_s)
+        (sdir / "dump.trigger").write_text("now")
+        notes.append(f"FR dump trigger at +{time.monotonic() - t_ready:.1f} s")
+        if args.backend == "nccl":
+            time.sleep(1.0)
+            for r, p in enumerate(procs):
+                if p.poll() is None and not (scenario == "sigstop" and r == culprit):
+                    try:
+                        os.kill(p.pid, signal.SIGUSR1)
+                    except ProcessLookupError:
+                        pass
+            notes.append("SIGUSR1 (NCCL_PROXY_DUMP_SIGNAL) to live ranks")
+            for name, command, js in (("ras_status.txt", "STATUS", False), ("ras_verbose.txt", "VERBOSE STATUS", False),
+                                      ("ras_status.json", "STATUS", True)):
+                try:
+                    (sdir / name).write_text(ras_query(args.ras_port, command, js))
+                except OSError as err:
+                    notes.append(f"RAS {command} {'json' if js else 'text'} failed: {err}")
+        end = t_ready + args.scenario_s
+        while time.monotonic() < end and any(p.poll() is None for r, p in enumerate(procs)
+                                             if not (scenario == "sigstop" and r == culprit)):
+            time.sleep(0.5)
+    except Exception as err:  # noqa: BLE001 - one failed scenario must not stop the others
+        notes.append(f"scenario error: {type(err).__name__}: {err}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGCONT)
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for p in procs:
+            p.wait()
+        for f in files:
+            f.close()
+    for r in range(args.world):
+        (sdir / f"ready.{r}").unlink(missing_ok=True)
+    (sdir / "dump.trigger").unlink(missing_ok=True)
+    truth = {
+        "scenario": scenario,
+        "backend": args.backend,
+        "world_size": args.world,
+        "culprit_rank": culprit,
+        "culprit_host": host_name(culprit),
+        "culprit_pid": pids[culprit],
+        "fault": FAULTS[scenario].format(n=WARM_OPS + 1),
+        "expected_reason_classes": EXPECTED[scenario],
+        "hosts": {str(r): host_name(r) for r in range(args.world)},
+        "pids": {str(r): pids[r] for r in range(args.world)},
+        "exit_codes": {str(r): p.returncode for r, p in enumerate(procs)},
+        "seconds": round(time.monotonic() - t0, 1),
+        "notes": notes,
+        "torch_version": _torch_version(),
+    }
+    (sdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+    return truth
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+
+        nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None
+        return f"{torch.__version__} nccl {nccl}" if nccl else torch.__version__
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out-dir", default=os.environ.get("OUT_DIR", "scenario-out"))
+    p.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma list of " + ",".join(SCENARIOS))
+    p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
+    p.add_argument("--world", type=int, default=None, help="ranks (default 8 for nccl, 4 for gloo)")
+    p.add_argument("--extra-env", action="append", default=[], metavar="K=V")
+    p.add_argument("--port-base", type=int, default=29610)
+    p.add_argument("--ras-port", type=int, default=28028)
+    p.add_argument("--pg-timeout", type=int, default=None, help="process-group timeout, s (nccl 30, gloo 15)")
+    p.add_argument("--dump-wait-ms", type=int, default=5000)
+    p.add_argument("--hang-s", type=float, default=600.0, help="how long a sleeping culprit sleeps")
+    p.add_argument("--stream-s", type=float, default=2.0, help="stream time before SIGSTOP/SIGKILL")
+    p.add_argument("--settle-s", type=float, default=None, help="wait for the hang to form before dumps")
+    p.add_argument("--scenario-s", type=float, default=None, help="hard end of a scenario after warm-up")
+    p.add_argument("--warm-timeout", type=float, default=90.0)
+    p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
+    p.add_argument("--big-numel", type=int, default=None)
+    # worker-only
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--scenario", help=argparse.SUPPRESS)
+    p.add_argument("--dir", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    nccl = args.backend == "nccl"
+    args.world = args.world or (8 if nccl else 4)
+    args.pg_timeout = args.pg_timeout or (30 if nccl else 15)
+    args.settle_s = args.settle_s if args.settle_s is not None else (8.0 if nccl else 5.0)
+    args.scenario_s = args.scenario_s or (args.pg_timeout + args.dump_wait_ms / 1000 + 15)
+    args.big_numel = args.big_numel or (64 * 1024 * 1024 if nccl else 256 * 1024)
+    wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    bad = [s for s in wanted if s not in SCENARIOS]
+    if bad:
+        p.error(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    if "chain" in wanted and args.world < 4:
+        p.error("chain needs at least 4 ranks")
+    args.wanted = wanted
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return worker(args)
+    summary = {}
+    start = time.monotonic()
+    for i, scenario in enumerate(args.wanted):
+        if time.monotonic() - start + 20 + args.scenario_s > args.total_s:
+            summary[scenario] = {"skipped": f"would pass the {args.total_s:.0f} s budget"}
+            print(f"== {scenario}: skipped (time budget)", flush=True)
+            continue
+        print(f"== {scenario} ({args.backend}, {args.world} ranks)", flush=True)
+        truth = run_scenario(args, scenario, i)
+        summary[scenario] = {k: truth[k] for k in ("culprit_rank", "seconds", "exit_codes", "notes")}
+        print(json.dumps(summary[scenario]), flush=True)
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(args.out_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""c10d and gloo lines: field-notes lines (real, torch/NCCL on the device) and the real gloo fixtures."""
+
+from pathlib import Path
+
+from parsers.events import ErrorEvent, Origin, Progress
+from parsers.readers import c10d, rank_log
+
+GLOO = Path(__file__).parents[2] / "fixtures" / "gloo"
+
+WATCHDOG = ("[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+            "Timeout(ms)=45000) ran for 45092 milliseconds before timing out.")
+FAILURE = ("[PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 11 PG status: "
+           "last enqueued work: 11, last completed work: 10")
+CULPRIT = "Last enqueued NCCL work: 10, last completed NCCL work: 10"
+
+
+def test_watchdog_timeout_line():
+    out = rank_log.parse_lines([WATCHDOG + "\n"])
+    err = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert (err.kind, err.seq, err.op, err.comm, err.origin.rank) == ("watchdog-timeout", 11, "allreduce", "pg:0", 0)
+    assert err.timestamp == "1129 07:18:19.556497288"
+    prog = next(e for e in out.events if isinstance(e, Progress))
+    assert (prog.last_enqueued, prog.last_completed) == (11, 10)
+
+
+def test_failure_detected_and_culprit_counters():
+    events = c10d.match_line(FAILURE, Origin())
+    assert {type(e).__name__ for e in events} == {"ErrorEvent", "Progress"}
+    prog = next(e for e in events if isinstance(e, Progress))
+    assert (prog.comm, prog.last_enqueued, prog.last_completed, prog.comm_rank) == ("pg:0", 11, 10, 0)
+    prog = c10d.match_line(CULPRIT, Origin())[0]
+    assert (prog.last_enqueued, prog.last_completed) == (10, 10)
+
+
+def test_pg_tag_forms():
+    for tag, key in (("[PG 1 Rank 0]", "pg:1"), ("[PG 0 (default_pg) Rank 7]", "pg:0"),
+                     ("[PG ID 11 PG GUID 119 Rank 1]", "pg:119"), ("[PG ID 4 PG GUID 20(mesh_tp) Rank 1]", "pg:mesh_tp")):
+        events = c10d.match_line(f"{tag}  {FAILURE.split(']  ', 1)[1]}", Origin())
+        assert events[0].comm == key, tag
+
+
+def test_real_gloo_errors_from_fixtures():
+    kinds = {}
+    for path in sorted(GLOO.glob("*/node0*/rank*.stderr")):
+        out = rank_log.parse_lines(path.read_text().splitlines(True), str(path))
+        for e in out.events:
+            kinds.setdefault(e.kind, set()).add(path.parent.parent.name)
+        assert out.unknown_lines <= 5, (path, out.unknown_lines)
+        if "[rank" in path.read_text():
+            assert out.facts["rank"] == int(path.stem[4:])
+    assert "gloo-timeout" in kinds and "connection-closed" in kinds
+    assert "connection-reset" in kinds  # kill: a peer's read fails with reset

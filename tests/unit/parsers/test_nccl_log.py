@@ -1,0 +1,65 @@
+"""NCCL log reader on real lines (field notes: measured on NCCL 2.28.9 and seen in public logs)."""
+
+from pathlib import Path
+
+from parsers.events import CommMember, ErrorEvent, OpEvent, TopoEdge
+from parsers.readers import nccl_log
+
+FIX = Path(__file__).parents[2] / "fixtures" / "nccl" / "field-notes" / "lines.log"
+
+
+def parse(lines):
+    return nccl_log.parse_lines(lines, "t.log")
+
+
+def test_field_notes_lines():
+    out = parse(FIX.read_text().splitlines())
+    assert out.unknown_lines == 0
+    member = next(e for e in out.events if isinstance(e, CommMember))
+    assert (member.comm, member.comm_rank, member.nranks) == ("0xa7869d7d53387980", 2, 4)
+    op = next(e for e in out.events if isinstance(e, OpEvent))
+    assert (op.op, op.seq, op.count, op.dtype, op.comm, op.comm_rank) == (
+        "allreduce", 10, 1048576, "float32", "0xa7869d7d53387980", 2)
+    edges = {(e.kind, e.src, e.dst) for e in out.events if isinstance(e, TopoEdge)}
+    assert ("ring", 1, 2) in edges and ("ring", 2, 3) in edges and ("tree", 2, 0) in edges
+    warn = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert warn.kind == "connection-closed" and warn.peer_addr == "localhost<33187>"
+    assert warn.timestamp == "2026-11-29 07:25:41"
+    assert out.facts["rank"] == 2 and out.facts["host"] == "vm" and out.facts["pid"] == 495
+
+
+def test_old_formats():
+    lines = [
+        "h1:10:10 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 busId 1000 commId 0xdeadbeef - Init COMPLETE",
+        "h1:10:10 [0] NCCL INFO Channel 00/02 :    0   1   2   3",
+        "h1:10:10 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->2",
+        "h1:10:20 [0] NCCL INFO Channel 00/0 : 1[0] -> 2[0] [send] via NET/IB/0",
+        "h1:10:30 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.5<12345> with status=12 opcode=0 len=0 vendor err 129 (Send)",
+    ]
+    out = parse(lines)
+    assert out.unknown_lines == 0
+    edges = {(e.kind, e.src, e.dst) for e in out.events if isinstance(e, TopoEdge)}
+    assert ("ring", 3, 0) in edges and ("tree", 1, 0) in edges and ("channel", 1, 2) in edges
+    err = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert err.kind == "ib-completion" and err.peer_addr == "10.0.0.5<12345>"
+
+
+def test_glued_and_broken_lines_resynchronise():
+    a = "vm:495:495 [0] NCCL INFO ncclCommInitRankConfig comm 0x2be77720 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 60 commId 0xa7869d7d53387980 - Init START"
+    b = "vm:495:495 [0] NCCL INFO AllReduce: opCount b sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0x2be77720 [nranks=4] stream (nil)"
+    out = parse(["garbage before " + a + b, "Ty", "terminate called after throwing an instance of 'c10::Error'"])
+    ops = [e for e in out.events if isinstance(e, OpEvent)]
+    assert len(ops) == 1 and ops[0].seq == 11 and ops[0].comm == "0xa7869d7d53387980"
+    assert out.unknown_lines == 2
+
+
+def test_split_comm_keyed_by_parent_and_color():
+    lines = [
+        "n0:1:1 [0] NCCL INFO ncclCommInitRankConfig comm 0xa rank 1 nranks 8 cudaDev 0 nvmlDev 0 busId 1 commId 0x77 - Init START",
+        "n0:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1 parent 0xa splitCount 1 color 5 key 1- Init START",
+        "n0:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0xb [nranks=2] stream (nil)",
+    ]
+    out = parse(lines)
+    op = next(e for e in out.events if isinstance(e, OpEvent))
+    assert op.comm == "0x77/split1c5" and op.comm_rank == 0
+    assert out.facts["rank"] == 1 and out.facts["world_size"] == 8

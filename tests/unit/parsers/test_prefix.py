@@ -1,0 +1,46 @@
+"""Launcher/log-shipper wrappers are stripped and what they say is kept (formats from field notes)."""
+
+from parsers.prefix import strip_prefix
+
+NCCL = "vm:495:495 [0] NCCL INFO Ring 00 : 1 -> 2 -> 3"
+
+
+def test_open_mpi_prefix_gives_rank():
+    text, info = strip_prefix(f"Fri Aug 11 12:31:45 2023[1,5]<stdout>:{NCCL}")
+    assert text == NCCL and info.rank == 5
+
+
+def test_slurm_label_gives_rank():
+    text, info = strip_prefix(f"11: {NCCL}")
+    assert text == NCCL and info.rank == 11
+
+
+def test_ray_prefix_with_ansi_gives_pid_and_ip():
+    text, info = strip_prefix(f"\x1b[36m(RayTrainWorker pid=4242, ip=10.0.0.5)\x1b[0m {NCCL}")
+    assert text == NCCL and info.pid == 4242 and info.host == "10.0.0.5"
+
+
+def test_shipper_host_prefix():
+    text, info = strip_prefix(f"gpu-node-17.cluster [stderr] {NCCL}")
+    assert text == NCCL and info.host == "gpu-node-17"
+
+
+def test_torch_rank_prefix_is_global_rank():
+    line = "[rank3]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog caught"
+    text, info = strip_prefix(line)
+    assert info.rank == 3 and text.startswith("[E1129")
+
+
+def test_nested_wrappers_and_nccl_timestamp_kept():
+    warn = "[2026-11-29 07:25:41] vm:981:1178 [0] misc/socket.cc:72 NCCL WARN socketProgress: x"
+    text, info = strip_prefix(f"7: {warn}")
+    assert text == warn and info.rank == 7
+
+
+def test_python_logging_timestamp_stripped():
+    text, info = strip_prefix(f"2024-05-02 10:11:12,345 - {NCCL}")
+    assert text == NCCL and info.timestamp.startswith("2024-05-02")
+
+
+def test_plain_line_untouched():
+    assert strip_prefix(NCCL)[0] == NCCL
