@@ -1,0 +1,149 @@
+"""Start a bisection from what failed runs already said, and from single-host checks.
+
+Verdicts: `forensics analyze --json` output ({"culprit": {"host": ...}, "suspects":
+[{"host": ..., "confidence": ...}]}), or a bundle folder (its analysis.json, else the
+host names in its manifest.json). Every host a failed run implicated gains prior odds;
+hosts implicated by more than one run are tested alone in the first round.
+
+Host checks: any callable host -> 'healthy' | 'suspect' | 'exclude' | None (the host
+evidence collectors plug in here), or a command template run per host whose exit
+status says the same (0 healthy, 1 suspect, 2 exclude, anything else: no opinion).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+HostCheck = Callable[[str], "str | None"]
+VERDICTS = ("healthy", "suspect", "exclude")
+
+
+@dataclass
+class Implication:
+    """What the failed runs said about hosts."""
+
+    counts: Counter = field(default_factory=Counter)  #: runs that implicated each host
+    weight: dict[str, float] = field(default_factory=dict)  #: summed confidence per host
+    sources: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  #: inputs that said nothing, and why
+
+
+def _hosts_of_verdict(data: Any) -> dict[str, float]:
+    """host -> confidence from one analyze --json verdict (culprit counts as confidence 1)."""
+    found: dict[str, float] = {}
+    if not isinstance(data, dict):
+        return found
+    culprit = data.get("culprit")
+    if isinstance(culprit, dict) and isinstance(culprit.get("host"), str):
+        found[culprit["host"]] = max(found.get(culprit["host"], 0.0), float(culprit.get("confidence", 1.0) or 1.0))
+    for s in data.get("suspects") or []:
+        if isinstance(s, dict) and isinstance(s.get("host"), str):
+            try:
+                c = float(s.get("confidence", 0.5))
+            except (TypeError, ValueError):
+                c = 0.5
+            found[s["host"]] = max(found.get(s["host"], 0.0), min(max(c, 0.0), 1.0))
+    return found
+
+
+def _hosts_of_manifest(data: Any) -> dict[str, float]:
+    """Hosts named by a bundle manifest: weak evidence (they took part in a failed run)."""
+    found: dict[str, float] = {}
+    if not isinstance(data, dict):
+        return found
+    for key in ("hosts", "ranks", "missing"):
+        for item in data.get(key) or []:
+            if isinstance(item, dict) and isinstance(item.get("host"), str):
+                found[item["host"]] = 0.1
+    return found
+
+
+def _read_json(path: Path) -> Any:
+    """Parse JSON text (never pickle)."""
+    return json.loads(path.read_text())
+
+
+def read_one(path: Path) -> tuple[dict[str, float], str | None]:
+    """Hosts implicated by one verdict file or bundle folder, or a reason it said nothing."""
+    try:
+        if path.is_dir():
+            if (path / "analysis.json").is_file():
+                return _hosts_of_verdict(_read_json(path / "analysis.json")), None
+            if (path / "manifest.json").is_file():
+                return _hosts_of_manifest(_read_json(path / "manifest.json")), None
+            return {}, f"{path}: neither analysis.json nor manifest.json inside"
+        data = _read_json(path)
+        hosts = _hosts_of_verdict(data) or _hosts_of_manifest(data)
+        return hosts, None if hosts else f"{path}: names no host"
+    except (OSError, ValueError) as err:
+        return {}, f"{path}: unreadable ({err})"
+
+
+def read_bundles(paths: Iterable[str | Path]) -> Implication:
+    """Tally hosts over all failed runs; bad inputs are listed, never fatal."""
+    imp = Implication()
+    for p in paths:
+        path = Path(p)
+        hosts, problem = read_one(path)
+        if problem:
+            imp.problems.append(problem)
+            continue
+        imp.sources.append(str(path))
+        for h, c in hosts.items():
+            imp.counts[h] += 1
+            imp.weight[h] = imp.weight.get(h, 0.0) + c
+    return imp
+
+
+def prior_llr(imp: Implication, known: Iterable[str]) -> dict[str, float]:
+    """Log prior-odds boost per host: x(1 + 4*confidence) for each run that implicated it.
+
+    A culprit named by one run thus counts about 5 to 1, twice about 25 to 1: strong
+    enough to test it first, weak enough that the group jobs still decide.
+    """
+    known = set(known)
+    out = {}
+    for h, count in imp.counts.items():
+        if h in known:
+            out[h] = count * math.log(1 + 4 * imp.weight[h] / count)
+    return out
+
+
+def repeat_suspects(imp: Implication, known: Iterable[str]) -> list[str]:
+    """Hosts implicated by more than one failed run, most implicated first."""
+    known = set(known)
+    return [h for h, c in imp.counts.most_common() if c > 1 and h in known]
+
+
+def command_check(template: str, argv_for: Callable[[list[str], str], list[str]], timeout: float) -> HostCheck:
+    """A HostCheck that runs `template` ({host} substituted per argument) through a launcher."""
+    from forensics.bisect.launchers import check_host, split_template
+
+    base = split_template(template)
+
+    def check(host: str) -> str | None:
+        argv = argv_for([a.replace("{host}", check_host(host)) for a in base], host)
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=timeout, start_new_session=True)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return {0: "healthy", 1: "suspect", 2: "exclude"}.get(done.returncode)
+
+    return check
+
+
+def run_checks(hosts: Iterable[str], check: HostCheck) -> dict[str, str]:
+    """host -> verdict for every host the check had an opinion on."""
+    out = {}
+    for h in hosts:
+        v = check(h)
+        if v in VERDICTS:
+            out[h] = v
+    return out

@@ -1,0 +1,173 @@
+"""Run a bisection for real: each round's group jobs at once, through a launcher.
+
+Jobs start in their own session; one that outlives its time limit is a hang: its
+whole process group gets SIGTERM, then SIGKILL after a short grace (srun and ssh
+need the TERM to tear down remote steps; the local test processes die either way).
+The state file is rewritten after every start and every finish, so killing the
+runner at any point loses at most the jobs that were running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from forensics.bisect import state as state_io
+from forensics.bisect.engine import FINISHED, Bisection
+from forensics.bisect.launchers import JobSpec, expand
+
+KILL_GRACE = 3.0
+POLL = 0.2
+
+
+@dataclass
+class Running:
+    """A started job and its bookkeeping."""
+
+    group: dict[str, Any]
+    proc: subprocess.Popen
+    started: float
+    log: Any
+
+
+@dataclass
+class Runner:
+    """Drives a Bisection with real jobs; see module doc."""
+
+    bis: Bisection
+    state_path: Path
+    launcher: Any
+    template: str
+    timeout: float
+    port_base: int = 29500
+    port_span: int = 100
+    log_dir: Path | None = None
+    progress: TextIO | None = sys.stderr
+    stop_after_round: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def save(self) -> None:
+        state_io.save(self.bis.state, self.state_path)
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            print(f"[bisect] {text}", file=self.progress, flush=True)
+
+    def run(self) -> str:
+        """Run rounds until decided; 'done', 'exhausted' (design gave up) or 'stopped'."""
+        while True:
+            rnd = self.bis.open_round()
+            if rnd is None:
+                if self.stop_after_round is not None and len(self.bis.rounds) >= self.stop_after_round:
+                    self.say(f"stopping after round {len(self.bis.rounds)} as asked; resume with the same --state")
+                    return "stopped"
+                if self.bis.finished():
+                    return "done"
+                rnd = self.bis.plan_next()
+                if rnd is None:
+                    return "exhausted"
+                self.save()
+                sizes = sorted({len(g["hosts"]) for g in rnd["groups"]})
+                self.say(f"round {rnd['index'] + 1} ({rnd['kind']}): {len(rnd['groups'])} job(s) of "
+                         f"{'/'.join(map(str, sizes))} host(s)")
+            self.run_round(rnd)
+            dec = self.bis.decision()
+            self.say(f"after round {rnd['index'] + 1}: {len(dec.bad)} bad, {len(dec.good)} cleared, "
+                     f"{len(dec.undecided)} undecided")
+
+    def run_round(self, rnd: dict[str, Any]) -> None:
+        """Run every unfinished job of `rnd`, at most max_parallel at once."""
+        pending = [g for g in rnd["groups"] if g["status"] not in FINISHED]
+        limit = self.bis.settings.max_parallel or len(pending) or 1
+        running: list[Running] = []
+        try:
+            while pending or running:
+                while pending and len(running) < limit:
+                    running.append(self.start(rnd, pending.pop(0)))
+                    self.save()
+                time.sleep(POLL)
+                for job in list(running):
+                    status = self.check(job)
+                    if status is not None:
+                        running.remove(job)
+                        self.finish(rnd, job, status)
+        except BaseException:
+            for job in running:
+                self.kill(job)
+                job.group["status"] = "pending"
+            self.save()
+            raise
+
+    def start(self, rnd: dict[str, Any], group: dict[str, Any]) -> Running:
+        """Launch one group job in a new session, output to its log file."""
+        state = self.bis.state
+        port = self.port_base + state["jobs_started"] % max(1, self.port_span)
+        state["jobs_started"] += 1
+        gnum = int(group["id"].split("g")[-1])
+        spec = JobSpec(group["hosts"], port, rnd["index"] + 1, gnum, self.timeout)
+        argv = self.launcher.argv(expand(self.template, spec), spec)
+        log_path = None
+        log: Any = subprocess.DEVNULL
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log_path = self.log_dir / f"{group['id']}.log"
+            log = open(log_path, "w")
+        env = {**os.environ, **self.extra_env, **spec.env()}
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=env)
+        except OSError as err:
+            if log is not subprocess.DEVNULL:
+                log.close()
+            from forensics.errors import ForensicsError
+
+            raise ForensicsError(f"cannot start {argv[0]!r}: {err.strerror or err}") from err
+        group.update(status="running", log=str(log_path) if log_path else None, argv=argv)
+        return Running(group, proc, time.monotonic(), log)
+
+    def check(self, job: Running) -> str | None:
+        """'pass'/'fail' when the job ended, 'hang' when it ran out of time, else None."""
+        rc = job.proc.poll()
+        if rc is not None:
+            return "pass" if rc == 0 else "fail"
+        if time.monotonic() - job.started > self.timeout:
+            self.kill(job)
+            return "hang"
+        return None
+
+    def kill(self, job: Running) -> None:
+        """TERM the job's process group, then KILL it after a short grace."""
+        for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(job.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                job.proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:  # stragglers that ignored TERM but outlived their leader
+            os.killpg(job.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, rnd: dict[str, Any], job: Running, status: str) -> None:
+        """Record a job's outcome, persist, and report progress."""
+        seconds = time.monotonic() - job.started
+        if job.log is not subprocess.DEVNULL:
+            job.log.close()
+        self.bis.record(job.group, status, job.proc.returncode, seconds, job.group.get("log"))
+        self.save()
+        done = [g for g in rnd["groups"] if g["status"] in FINISHED]
+        failed = sum(g["status"] == "fail" for g in done)
+        hung = sum(g["status"] == "hang" for g in done)
+        self.say(f"round {rnd['index'] + 1}: {job.group['id']} {status} in {seconds:.1f}s "
+                 f"({len(job.group['hosts'])} hosts); {len(done)}/{len(rnd['groups'])} done, "
+                 f"{failed} failed, {hung} hung")

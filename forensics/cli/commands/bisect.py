@@ -1,0 +1,277 @@
+"""`forensics bisect`: find bad machines by running a short test job on groups of hosts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from forensics.bisect import designs, from_bundles, report, simulate
+from forensics.bisect import state as state_io
+from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
+from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
+from forensics.bisect.runner import Runner
+from forensics.errors import ForensicsError
+from forensics.exitcodes import ExitCode
+
+NAME = "bisect"
+HELP = "pinpoint bad machines by running real test jobs on groups of hosts"
+DESCRIPTION = """Split the hosts into groups, run your test job on every group at once, and
+intersect the failures, round after round, until every host is convicted or cleared
+to --confidence. Tolerates flaky tests, hangs and several bad hosts at once.
+
+The --test template is split like a shell command once; in each argument {hosts}
+becomes the group's comma-separated hosts, {nnodes} their number, {port} a free
+port for the group, {round}/{group} the job's place, {first} its first host.
+
+examples:
+  forensics bisect --hosts 'node[001-048]' --launcher slurm --test 'python check.py --nodes {nnodes}'
+  forensics bisect --hostfile hosts.txt --launcher ssh --test 'nccl-check --hosts {hosts}' --state bisect.json
+  forensics bisect --hosts 'node[001-512]' --simulate --sim-bad 2 --sim-flake 0.05
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    who = p.add_argument_group("hosts")
+    who.add_argument("--hosts", help="host set, ClusterShell syntax: 'node[001-048],gpu7'")
+    who.add_argument("--hostfile", help="file with one host (or host set) per line; # comments")
+    who.add_argument("--slurm", action="store_true",
+                     help="hosts from $SLURM_JOB_NODELIST and run jobs with srun (implies --launcher slurm)")
+    who.add_argument("--good-hosts", help="hosts known good, used only to pad groups to a valid size")
+    who.add_argument("--topology", help="file of 'host label' lines (switch, rail) for --topology-mode")
+    who.add_argument("--topology-mode", choices=("together", "apart"), help="keep each label in one job, or spread it")
+
+    job = p.add_argument_group("test job")
+    job.add_argument("--test", help="test command template, e.g. 'torchrun ... --hosts {hosts} {nnodes}'")
+    job.add_argument("--launcher", choices=("local", "ssh", "slurm"), default="local")
+    job.add_argument("--timeout", type=float, default=300.0, help="seconds before a job counts as hung (default 300)")
+    job.add_argument("--max-parallel", type=int, help="most jobs at once (default: a whole round)")
+    job.add_argument("--min-group", type=int, default=1, help="smallest valid job, in hosts")
+    job.add_argument("--group-multiple", type=int, default=1, help="job sizes must be a multiple of this")
+    job.add_argument("--max-group", type=int, help="largest valid job, in hosts")
+    job.add_argument("--port-base", type=int, default=29500, help="first {port} value (default 29500)")
+    job.add_argument("--port-span", type=int, default=100, help="{port} cycles through this many ports")
+    job.add_argument("--ssh-option", action="append", default=[], help="extra ssh argument (repeatable)")
+    job.add_argument("--srun-arg", action="append", default=[], help="extra srun argument (repeatable)")
+
+    how = p.add_argument_group("design and decoding")
+    how.add_argument("--design", choices=sorted(designs.DESIGNS), default="grid",
+                     help="grid: r x c, c x r, then isolate suspects (default); grid3: always a co-prime "
+                          "residue 3rd round; adaptive: binary splitting, one job a round; hand: two grid "
+                          "rounds, intersection, no re-tests")
+    how.add_argument("--rows", type=int, help="grid rows (default: near sqrt of the hosts)")
+    how.add_argument("--cols", type=int, help="grid columns")
+    how.add_argument("--parallel", type=int, default=1, help="adaptive: jobs per round")
+    how.add_argument("--confidence", type=float, default=0.99,
+                     help="convict at P(bad) >= this; clear so that all cleared hosts together are bad "
+                          "with probability < 1 - this (default 0.99)")
+    how.add_argument("--flake-rate", type=float, default=0.02, help="P(a job of good hosts fails or hangs)")
+    how.add_argument("--miss-rate", type=float, default=0.01, help="P(a job with a bad host passes anyway)")
+    how.add_argument("--expected-bad", type=float, default=1.0, help="bad hosts expected before testing (prior)")
+    how.add_argument("--max-rounds", type=int, help="round budget (default 12; adaptive more)")
+
+    run = p.add_argument_group("state, evidence, output")
+    run.add_argument("--state", help="state file: written after every job; if it exists, the bisection resumes")
+    run.add_argument("--stop-after-round", type=int, help="stop once this many rounds are done (resume later)")
+    run.add_argument("--from-bundles", nargs="+", metavar="PATH",
+                     help="verdict JSON files or bundle folders of failed runs: implicated hosts go first")
+    run.add_argument("--host-check", metavar="CMD",
+                     help="single-host check run per host before any group job ({host}); exit 0 healthy, "
+                          "1 suspect, 2 exclude")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.add_argument("--quiet", action="store_true", help="no live progress on stderr")
+
+    sim = p.add_argument_group("simulation (no jobs run)")
+    sim.add_argument("--simulate", action="store_true", help="play the design against a model cluster")
+    sim.add_argument("--sim-bad", type=int, default=1, help="bad hosts in the model")
+    sim.add_argument("--sim-flake", type=float, default=0.0, help="model: P(good job fails)")
+    sim.add_argument("--sim-hang", type=float, default=0.0, help="model: P(good job hangs)")
+    sim.add_argument("--sim-hosts", type=int, help="model size when no --hosts is given")
+    sim.add_argument("--trials", type=int, default=50)
+
+
+def _hosts(args: argparse.Namespace) -> list[str]:
+    """The candidate hosts from --hosts, --hostfile or --slurm, in order, no duplicates."""
+    hosts: list[str] = []
+    try:
+        if args.hosts:
+            hosts += expand_hosts(args.hosts)
+        if args.hostfile:
+            try:
+                lines = Path(args.hostfile).read_text().splitlines()
+            except OSError as err:
+                raise ForensicsError(f"cannot read --hostfile {args.hostfile}: {err.strerror}") from err
+            for line in lines:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    hosts += expand_hosts(line.split()[0])
+        if args.slurm:
+            nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+            if not nodelist:
+                raise ForensicsError("--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation)")
+            hosts += expand_hosts(nodelist)
+    except LaunchError as err:
+        raise ForensicsError(str(err)) from err
+    seen: set[str] = set()
+    dup = [h for h in hosts if h in seen or seen.add(h)]
+    if dup:
+        raise ForensicsError(f"host(s) listed twice: {', '.join(dup[:5])}")
+    return hosts
+
+
+def _settings(args: argparse.Namespace, n: int) -> Settings:
+    if not 0.5 < args.confidence < 1:
+        raise ForensicsError("--confidence must be between 0.5 and 1")
+    for name in ("flake_rate", "miss_rate"):
+        if not 0 <= getattr(args, name) < 0.5:
+            raise ForensicsError(f"--{name.replace('_', '-')} must be in [0, 0.5)")
+    max_rounds = args.max_rounds or simulate.default_max_rounds(args.design, n)
+    return Settings(design=args.design, rows=args.rows, cols=args.cols, parallel=args.parallel,
+                    confidence=args.confidence, max_rounds=max_rounds, flake=args.flake_rate,
+                    miss=args.miss_rate, prior=min(0.5, args.expected_bad / max(n, 1)),
+                    min_size=args.min_group, multiple=args.group_multiple, max_size=args.max_group,
+                    max_parallel=args.max_parallel)
+
+
+def _topology(args: argparse.Namespace) -> dict[str, str] | None:
+    if not args.topology:
+        if args.topology_mode:
+            raise ForensicsError("--topology-mode needs --topology FILE")
+        return None
+    labels = {}
+    try:
+        for line in Path(args.topology).read_text().splitlines():
+            parts = line.split("#", 1)[0].split()
+            if len(parts) >= 2:
+                labels[parts[0]] = parts[1]
+    except OSError as err:
+        raise ForensicsError(f"cannot read --topology {args.topology}: {err.strerror}") from err
+    return labels
+
+
+def _fresh_state(args: argparse.Namespace, launcher) -> dict:
+    hosts = _hosts(args)
+    if not hosts:
+        raise ForensicsError("no hosts: give --hosts, --hostfile or --slurm")
+    if not args.test:
+        raise ForensicsError("no --test command given")
+    try:
+        split_template(args.test)
+        good = expand_hosts(args.good_hosts) if args.good_hosts else []
+    except LaunchError as err:
+        raise ForensicsError(str(err)) from err
+    if set(good) & set(hosts):
+        raise ForensicsError("--good-hosts overlaps the hosts under test")
+    try:
+        units = designs.units_for_topology(hosts, _topology(args), args.topology_mode)
+    except designs.DesignError as err:
+        raise ForensicsError(str(err)) from err
+    settings = _settings(args, len(units))
+    unary: dict[str, float] = {}
+    first_round = None
+    notes = []
+    if args.from_bundles:
+        imp = from_bundles.read_bundles(args.from_bundles)
+        notes += imp.problems
+        unary.update(from_bundles.prior_llr(imp, hosts))
+        repeat = from_bundles.repeat_suspects(imp, hosts)
+        names = [u.name for u in units]
+        idx = sorted({next(i for i, u in enumerate(units) if h in u.hosts) for h in repeat})
+        if idx:
+            first_round = [[i] for i in idx]
+            notes.append("tested alone first (implicated by several runs): " + ", ".join(names[i] for i in idx))
+    excluded: dict[str, str] = {}
+    if args.host_check:
+        check = from_bundles.command_check(args.host_check, lambda argv, host: _check_argv(launcher, argv, host),
+                                           args.timeout)
+        verdicts = from_bundles.run_checks(hosts, check)
+        for h, v in verdicts.items():
+            if v == "exclude":
+                excluded[h] = "host check"
+            else:
+                unary[h] = unary.get(h, 0.0) + float(CHECK_LLR[v])
+        notes.append(f"host checks: {len(verdicts)} answered, {len(excluded)} excluded")
+    cfg = Bisection.new_config(units, settings, test=args.test, launcher=args.launcher, timeout=args.timeout,
+                               good_hosts=good, unary_llr=unary, excluded=excluded,
+                               first_round=first_round, notes=notes,
+                               port_base=args.port_base, port_span=args.port_span,
+                               ssh_options=args.ssh_option, srun_args=args.srun_arg)
+    return state_io.new_state(cfg)
+
+
+def _check_argv(launcher, argv: list[str], host: str) -> list[str]:
+    """Host checks run on the host itself for ssh/slurm, here for local."""
+    from forensics.bisect.launchers import JobSpec
+
+    return launcher.argv(argv, JobSpec([check_host(host)], 0, 0, 0, 60))
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    n = len(_hosts(args)) if (args.hosts or args.hostfile) else (args.sim_hosts or 48)
+    if not 0 <= args.sim_bad <= n:
+        raise ForensicsError("--sim-bad must be between 0 and the number of hosts")
+    model = simulate.ClusterModel(n, args.sim_bad, flake=args.sim_flake, hang=args.sim_hang)
+    rows = []
+    for name in ([args.design] if args.design != "grid" else ["hand", "grid", "grid3", "adaptive"]):
+        s = simulate.simulate(name, model, trials=args.trials, confidence=args.confidence,
+                              min_size=args.min_group, multiple=args.group_multiple,
+                              max_parallel=args.max_parallel, parallel=args.parallel)
+        rows.append(s)
+    bound = simulate.information_bound(n, args.sim_bad) if args.sim_bad else 0.0
+    if args.json:
+        print(json.dumps({"n": n, "k": args.sim_bad, "flake": args.sim_flake, "hang": args.sim_hang,
+                          "info_bound_bits": bound,
+                          "designs": [{k: v for k, v in s.__dict__.items() if k != "results"} for s in rows]}, indent=1))
+        return int(ExitCode.OK)
+    print(f"{n} hosts, {args.sim_bad} bad, flake {args.sim_flake}, hang {args.sim_hang}, "
+          f"{args.trials} trials; information bound {bound:.1f} bits")
+    print(f"{'design':<9} {'rounds':>7} {'max':>4} {'jobs':>8} {'host-jobs':>10} {'exact':>6} {'false-excl':>10} {'missed':>7}")
+    for s in rows:
+        print(f"{s.design:<9} {s.rounds:7.2f} {s.max_rounds:4d} {s.jobs:8.1f} {s.machine_time:10.0f} "
+              f"{s.exact_rate:6.2f} {s.false_exclusions:10.2f} {s.missed:7.2f}")
+    return int(ExitCode.OK)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.simulate:
+        return _simulate(args)
+    if args.slurm:
+        args.launcher = "slurm"
+    state_path = Path(args.state) if args.state else None
+    if state_path and state_path.exists():
+        try:
+            state = state_io.load(state_path)
+        except state_io.StateError as err:
+            raise ForensicsError(str(err)) from err
+        cfg = state["config"]
+        if not args.quiet:
+            print(f"[bisect] resuming from {state_path}: {len(state['rounds'])} round(s) on record", file=sys.stderr)
+    else:
+        launcher = make_launcher(args.launcher, args.ssh_option, args.srun_arg)
+        try:
+            state = _fresh_state(args, launcher)
+        except designs.DesignError as err:
+            raise ForensicsError(str(err)) from err
+        cfg = state["config"]
+        for note in cfg.get("notes", []):
+            if not args.quiet:
+                print(f"[bisect] {note}", file=sys.stderr)
+    if state_path is None:
+        state_path = Path(f"bisect-state-{os.getpid()}.json")
+    bis = Bisection(state)
+    launcher = make_launcher(cfg["launcher"], cfg.get("ssh_options", []), cfg.get("srun_args", []))
+    runner = Runner(bis, state_path, launcher, cfg["test"], float(cfg["timeout"]),
+                    port_base=int(cfg.get("port_base", 29500)), port_span=int(cfg.get("port_span", 100)),
+                    log_dir=state_path.with_name(state_path.name + ".logs"),
+                    progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
+    runner.save()
+    try:
+        outcome = runner.run()
+    except (designs.DesignError, LaunchError) as err:
+        raise ForensicsError(str(err)) from err
+    rep = report.build(bis, outcome)
+    rep["state_file"] = str(state_path)
+    print(json.dumps(rep, indent=1) if args.json else report.render(rep))
+    return int(ExitCode.OK if outcome == "done" and not rep["undecided"] else ExitCode.INCONCLUSIVE)

@@ -1,0 +1,96 @@
+"""Evidence from failed runs and host checks; the simulator and its CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from forensics.bisect import from_bundles, simulate
+from forensics.cli.main import main
+
+
+def test_verdicts_and_bundles_are_tallied_and_garbage_is_reported(tmp_path):
+    (tmp_path / "v1.json").write_text(json.dumps({"culprit": {"host": "n3", "rank": 5},
+                                                  "suspects": [{"host": "n3", "confidence": 0.9},
+                                                               {"host": "n7", "confidence": 0.3}]}))
+    b1 = tmp_path / "bundle1"
+    b1.mkdir()
+    (b1 / "analysis.json").write_text(json.dumps({"culprit": {"host": "n3"}, "suspects": []}))
+    b2 = tmp_path / "bundle2"
+    b2.mkdir()
+    (b2 / "manifest.json").write_text(json.dumps({"format": "hang-forensics-bundle", "hosts": [{"host": "n9"}]}))
+    (tmp_path / "junk.json").write_text("not json")
+    imp = from_bundles.read_bundles([tmp_path / "v1.json", b1, b2, tmp_path / "junk.json", tmp_path / "nope"])
+    assert imp.counts == {"n3": 2, "n7": 1, "n9": 1}
+    assert len(imp.problems) == 2
+    assert from_bundles.repeat_suspects(imp, ["n3", "n7", "n9"]) == ["n3"]
+    llr = from_bundles.prior_llr(imp, ["n3", "n7"])
+    assert llr["n3"] > llr["n7"] > 0 and "n9" not in llr
+
+
+def test_command_host_check_maps_exit_codes():
+    script = "case $0 in bad*) exit 2;; sus*) exit 1;; odd*) exit 7;; esac; exit 0"
+    check = from_bundles.command_check(f"sh -c '{script}' {{host}}", lambda argv, host: argv, timeout=10)
+    got = from_bundles.run_checks(["bad1", "sus1", "ok1", "odd1"], check)
+    assert got == {"bad1": "exclude", "sus1": "suspect", "ok1": "healthy"}
+
+
+def test_simulator_is_reproducible_and_beats_the_hand_method_on_two_bad():
+    model = simulate.ClusterModel(48, 2)
+    a = simulate.simulate("grid", model, trials=10, seed=1)
+    b = simulate.simulate("grid", model, trials=10, seed=1)
+    assert [r.truth for r in a.results] == [r.truth for r in b.results]
+    hand = simulate.simulate("hand", model, trials=10, seed=1)
+    assert a.exact_rate == 1.0 and a.false_exclusions == 0
+    assert hand.exact_rate < 1.0 and hand.rounds == 2
+
+
+def test_simulated_one_bad_no_flake_takes_two_rounds_like_the_hand_method():
+    s = simulate.simulate("grid", simulate.ClusterModel(48, 1), trials=10)
+    assert s.rounds == 2 and s.exact_rate == 1.0
+
+
+def test_information_bound():
+    assert simulate.information_bound(48, 1) == __import__("math").log2(48)
+
+
+def test_cli_simulate_json(capsys):
+    rc = main(["bisect", "--hosts", "n[01-24]", "--simulate", "--sim-bad", "2", "--trials", "3", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {d["design"] for d in out["designs"]} == {"hand", "grid", "grid3", "adaptive"}
+
+
+def test_cli_bad_input_exits_2(capsys, tmp_path):
+    assert main(["bisect", "--test", "true {hosts}"]) == 2
+    assert main(["bisect", "--hosts", "a;b", "--test", "true"]) == 2
+    assert main(["bisect", "--hosts", "n[1-4]"]) == 2
+    bad = tmp_path / "s.json"
+    bad.write_text("{}")
+    assert main(["bisect", "--state", str(bad)]) == 2
+    assert "not a bisect state" in capsys.readouterr().err
+
+
+def test_cli_help_mentions_placeholders():
+    out = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--help"],
+                         capture_output=True, text=True).stdout
+    assert "{hosts}" in out and "--from-bundles" in out and "--simulate" in out
+
+
+def test_cli_with_shell_test_bundles_and_host_checks(tmp_path, capsys):
+    """A real run with a fast shell test: fails whenever n05 or n11 is in the group."""
+    test = "sh -c 'case \",$0,\" in *,n05,*|*,n11,*) exit 1;; esac; exit 0' {hosts}"
+    (tmp_path / "v.json").write_text(json.dumps({"culprit": {"host": "n11"}, "suspects": []}))
+    (tmp_path / "w.json").write_text(json.dumps({"culprit": {"host": "n11"}, "suspects": [{"host": "n02"}]}))
+    check = "sh -c 'test $0 = n07 && exit 2; exit 0' {host}"
+    rc = main(["bisect", "--hosts", "n[01-16]", "--test", test, "--state", str(tmp_path / "s.json"),
+               "--from-bundles", str(tmp_path / "v.json"), str(tmp_path / "w.json"),
+               "--host-check", check, "--flake-rate", "0.001", "--json", "--quiet", "--timeout", "20"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert {e["unit"] for e in rep["bad"]} == {"n05", "n07", "n11"}
+    assert [e for e in rep["bad"] if e["unit"] == "n07"][0]["excluded_by"] == ["host check"]
+    first = rep["jobs_detail"][0]
+    assert first["round"] == 1 and first["hosts"][0] == "n11"  # implicated twice: tested alone first
+    assert all("n07" not in j["hosts"] for j in rep["jobs_detail"])  # excluded: never spent a job on
