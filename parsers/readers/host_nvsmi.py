@@ -132,7 +132,7 @@ def parse_text(text: str) -> dict[str, Facts]:
             continue
         path = [name for _, name in stack]
         name = _text_fact(path + [key])
-        value = _value(m.group("value"))
+        value = m.group("value").strip() if name in _IDENTITY.values() else _value(m.group("value"))
         if name and value is not None:
             current[name] = value
     if not gpus and not seen_header:
@@ -196,7 +196,7 @@ def _walk(node: ET.Element, path: list[str], facts: Facts) -> None:
             _walk(child, sub, facts)
             continue
         name = _xml_fact(sub)
-        value = _value(child.text or "")
+        value = (child.text or "").strip() if name in _IDENTITY.values() else _value(child.text or "")
         if name and value is not None:
             facts[name] = value
 
