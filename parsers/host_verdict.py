@@ -271,13 +271,23 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[Any]) -> list[S
         on_host = [r for r in ranks if r.host == report.host]
         for rank in on_host:
             subject = f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
-            mine = [g for g in report.groups if g.first.subject == subject and g.entry.severity in ("error", "critical")]
+            mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g)]
             host_wide = [g for g in report.reasons if not g.first.subject.startswith(("rank ", "pid "))]
             best = _worst(mine + host_wide)
             if best is None:
                 continue
             suspects.append(_suspect(rank, report, best, own=best in mine))
     return suspects
+
+
+def _blames_rank(group: FindingGroup) -> bool:
+    """A rank's own log line blames that rank only if it is a cause, not a victim's symptom.
+
+    Watchdog timeouts and closed connections are what every waiting rank prints
+    (action restart, no host effect); a CUDA OOM or an ECC error is the rank's own.
+    """
+    entry = group.entry
+    return entry.severity in ("error", "critical") and (entry.action == "fix-code" or entry.host != "none")
 
 
 def _worst(groups: list[FindingGroup]) -> FindingGroup | None:
