@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
-from parsers.model import Suspect
+from parsers.model import Suspect, Verdict
 from parsers.readers import host_ib, host_kernel, host_nvml, host_nvsmi, host_system
 
 HEALTHY, SUSPECT, EXCLUDE, UNKNOWN = "healthy", "suspect", "exclude", "unknown"
@@ -67,6 +67,7 @@ class HostReport:
     groups: list[FindingGroup] = field(default_factory=list)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    not_applicable: list[str] = field(default_factory=list)  #: collectors skipped: no such hardware, optional module absent
     collected: list[str] = field(default_factory=list)
 
     @property
@@ -98,6 +99,7 @@ class HostReport:
             "other_findings": [g.to_dict() for g in self.groups if g.entry.host == "none"],
             "evidence_collected": list(self.collected),
             "evidence_missing": list(self.missing),
+            "not_applicable": list(self.not_applicable),
             "facts": self.facts,
         }
 
@@ -201,8 +203,10 @@ def host_report(bundle: Any, host_record: Any, kb: KnowledgeBase, rank_findings:
         if record.status == "ok" or record.files:
             report.collected.append(record.name)
             reader.run(record)
-        if record.status != "ok":
+        if record.status not in ("ok", "skipped"):
             report.missing.append(f"{record.name}: {record.status}" + (f" ({record.error})" if record.error else ""))
+        elif record.status == "skipped":
+            report.not_applicable.append(f"{record.name}: {record.error or 'skipped'}")
     report.facts["collectors"] = collectors
     findings = list(reader.findings)
     for subject, facts in report.facts.items():
@@ -336,3 +340,27 @@ def exit_status(reports: Iterable[HostReport]) -> str:
         if status in statuses:
             return status
     return HEALTHY
+
+
+def fold_into_verdict(verdict: Verdict, bundle: Any, kb: KnowledgeBase) -> Verdict:
+    """Add host evidence to a verdict from the stacks: suspects, a 'hosts' section, the action.
+
+    The one call `forensics analyze` needs. Host suspects merge into the existing
+    ranking (a rank on a host with an uncorrectable ECC error goes first); the
+    summary gains the recommended action when a host or known error is the culprit.
+    """
+    reports = host_reports(bundle, kb)
+    extra = host_suspects(reports, bundle.manifest.ranks)
+    verdict.suspects = merge_suspects(verdict.suspects, extra)
+    verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    for report in reports:
+        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
+    culprit = verdict.culprit
+    if culprit is not None and culprit.reason_class in ("host-fault", "known-error"):
+        action = next((e[len("recommended action: "):] for e in culprit.evidence if e.startswith("recommended action: ")), None)
+        lead = f"{culprit.label} {culprit.reason}"
+        verdict.summary = lead + (f". Recommended action: {action}." if action else ".") + (f" {verdict.summary}" if verdict.summary else "")
+    excluded = [r.host for r in reports if r.status == EXCLUDE]
+    if excluded:
+        verdict.sections["exclude_hosts"] = excluded
+    return verdict

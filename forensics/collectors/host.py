@@ -1,7 +1,9 @@
 """The host collectors `forensics collect` runs once per host, cheapest first.
 
 Each is optional and bounded: a missing tool, file or permission gives a record
-with status 'unavailable' or 'denied', never an exception.
+with status 'unavailable' or 'denied', never an exception. Hardware the host does not
+have (no NVIDIA driver, no RDMA adapter) or the optional pynvml gives 'skipped' with the
+reason, so a CPU-only or NVLink-only host still counts as completely collected.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ class InfinibandCollector:
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         if not self.root.is_dir():
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error=f"{self.root} does not exist (no RDMA adapter or driver)")
+            return CollectorRecord(self.name, Status.SKIPPED, error=f"{self.root} does not exist (no RDMA adapter or driver): nothing to collect")
         devices: dict[str, dict] = {}
         for dev in sorted(self.root.iterdir()):
             ports: dict[str, dict] = {}
@@ -46,6 +46,6 @@ class InfinibandCollector:
                 "ports": ports,
             }
         if not devices:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error=f"{self.root} is empty")
+            return CollectorRecord(self.name, Status.SKIPPED, error=f"{self.root} is empty: nothing to collect")
         rel = save_json(target, "infiniband.json", {"devices": devices})
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"devices": len(devices)})

@@ -35,7 +35,7 @@ class NvidiaSmiCollector:
         for filename, argv in COMMANDS:
             res = run_tool(argv, timeout=min(options.timeout, 30))
             if res.missing:
-                return CollectorRecord(self.name, Status.UNAVAILABLE, error="nvidia-smi is not installed (no NVIDIA driver on this host?)")
+                return CollectorRecord(self.name, Status.SKIPPED, error="nvidia-smi is not installed: no NVIDIA driver on this host, nothing to collect")
             first = first or res
             runs[" ".join(argv)] = {"returncode": res.returncode, "seconds": round(res.seconds, 3), "timed_out": res.timed_out, "stderr": res.stderr[-2000:]}
             if res.stdout or res.stderr:

@@ -39,7 +39,7 @@ class NvmlCollector:
         if res.timed_out:
             return CollectorRecord(self.name, Status.TIMEOUT, error=f"NVML queries did not finish in {res.seconds:.0f} s (GPU or driver hung?)")
         if MISSING_MARK in res.stdout:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error="pynvml is not installed (pip install nvidia-ml-py)")
+            return CollectorRecord(self.name, Status.SKIPPED, error="pynvml is not installed (optional: pip install nvidia-ml-py); nvidia-smi gives the same counters")
         try:
             data = json.loads(res.stdout)
         except json.JSONDecodeError:

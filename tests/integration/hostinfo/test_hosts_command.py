@@ -137,3 +137,17 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     merged = merge_suspects([stopped, waiting_mismatch], suspects)
     assert [s.rank for s in merged] == [1, 3, 2]
     assert any("mismatch" in e for e in merged[0].evidence)
+
+
+def test_fold_into_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):
+    from parsers.host_verdict import fold_into_verdict
+    from parsers.model import Verdict
+
+    stopped = Suspect(rank=3, host="here", pid=104, reason_class="stopped", reason="is stopped", confidence=0.95)
+    verdict = Verdict(suspects=[stopped], summary="rank 3 is stopped.")
+    fold_into_verdict(verdict, open_bundle(faulty_bundle), knowledge.load(use_env=False))
+    assert verdict.culprit.rank == 1 and verdict.culprit.reason_class == "host-fault"
+    assert "Recommended action:" in verdict.summary and verdict.summary.endswith("rank 3 is stopped.")
+    assert verdict.sections["exclude_hosts"] == ["gpu-node-7"]
+    assert {h["host"] for h in verdict.sections["hosts"]} == {"here", "gpu-node-7"}
+    assert [s.rank for s in verdict.suspects][:2] == [1, 3]
