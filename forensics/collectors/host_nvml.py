@@ -44,6 +44,8 @@ class NvmlCollector:
             data = json.loads(res.stdout)
         except json.JSONDecodeError:
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML query failed: {(res.stderr.strip() or res.stdout.strip())[-500:]}")
+        if data.get("absent"):
+            return CollectorRecord(self.name, Status.SKIPPED, error=f"{data['error']}: no NVIDIA driver on this host, nothing to collect")
         rel = save_text(target, "nvml.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
         if data.get("error"):
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML: {data['error']}", files=[rel])
@@ -99,7 +101,9 @@ def dump() -> dict[str, Any]:
     try:
         nv.nvmlInit()
     except Exception as err:  # noqa: BLE001
-        return {"error": f"nvmlInit: {type(err).__name__}: {err}", "gpus": []}
+        # No libnvidia-ml or no driver loaded: this host has no NVIDIA GPU to ask about.
+        absent = type(err).__name__ in ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
+        return {"error": f"nvmlInit: {type(err).__name__}: {err}", "absent": absent, "gpus": []}
     try:
         driver = _call({}, "driver", nv.nvmlSystemGetDriverVersion)
         count = nv.nvmlDeviceGetCount()

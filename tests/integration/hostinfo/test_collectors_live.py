@@ -174,3 +174,18 @@ def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     ooms = [g for g in reports[0].groups if g.entry.id == "oom-killer-cgroup" and g.last.groups.get("pid") == str(proc.pid)]
     assert ooms, "the OOM kill of our process is in the collected kernel log"
     assert reports[0].status == "healthy"  # a cgroup OOM is the job's fault, not the host's
+
+
+def test_nvml_child_without_pynvml_or_driver_is_skipped_with_the_reason(target):
+    """Runs the real child process: here either pynvml is absent or it finds no driver library."""
+    from forensics.collectors.host_nvml import NvmlCollector
+
+    record = NvmlCollector().collect(target, CollectOptions(timeout=30))
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        assert record.status == Status.SKIPPED and "pynvml is not installed" in record.error
+        return
+    if Path("/dev/nvidiactl").exists():
+        pytest.skip("a real NVIDIA driver is present: see scripts/device/host_snapshot.sh")
+    assert record.status == Status.SKIPPED and "NVMLError_LibraryNotFound" in record.error
