@@ -1,0 +1,93 @@
+"""`forensics hosts BUNDLE`: which hosts are healthy, suspect or to exclude, and why.
+
+Meant for people and for automated restart jobs alike: --json prints one object
+with a per-host status, reasons and action, plus ready-made host lists; the exit
+code says whether any host needs attention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from forensics.bundle.reader import open_bundle
+from forensics.errors import ForensicsError
+from forensics.exitcodes import ExitCode
+from parsers import knowledge
+from parsers.host_verdict import EXCLUDE, HEALTHY, STATUSES, SUSPECT, UNKNOWN, HostReport, exit_status, host_reports
+
+NAME = "hosts"
+HELP = "list hosts as healthy / suspect / exclude, with reasons and the action to take"
+DESCRIPTION = """List every host of a bundle as healthy, suspect or exclude, with the evidence
+behind it (kernel log, nvidia-smi/NVML, InfiniBand, cpufreq, disk, memory, and the
+ranks' own logs) matched against the known-failure knowledge base.
+
+exit codes of this command:
+  0  every host is healthy
+  2  bad input (not a bundle, unreadable manifest, broken knowledge-base file)
+  3  no host is suspect or excluded, but some host has no usable evidence (unknown)
+  4  at least one host is suspect or to be excluded
+"""
+
+_CODES = {HEALTHY: ExitCode.OK, UNKNOWN: ExitCode.PARTIAL, SUSPECT: ExitCode.INCONCLUSIVE, EXCLUDE: ExitCode.INCONCLUSIVE}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bundle", help="bundle folder or archive written by 'forensics collect'")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for restart jobs) instead of a table")
+    parser.add_argument("--kb", action="append", default=[], metavar="PATH", help="extra knowledge-base file or folder (repeatable; also $FORENSICS_KB)")
+    parser.add_argument("--facts", action="store_true", help="with --json: include every decoded host value")
+
+
+def run(args: argparse.Namespace) -> int:
+    bundle = open_bundle(args.bundle)
+    try:
+        kb = knowledge.load(extra=args.kb)
+    except knowledge.KnowledgeError as err:
+        raise ForensicsError(f"knowledge base: {err}") from err
+    reports = host_reports(bundle, kb)
+    if not reports:
+        raise ForensicsError(f"{args.bundle}: the bundle names no hosts")
+    overall = exit_status(reports)
+    code = _CODES[overall]
+    if args.json:
+        print(json.dumps(_json(reports, overall, int(code), args.facts), indent=1, default=str))
+    else:
+        _print_table(reports, sys.stdout)
+    return int(code)
+
+
+def _json(reports: list[HostReport], overall: str, code: int, facts: bool) -> dict:
+    hosts = []
+    for report in reports:
+        data = report.to_dict()
+        if not facts:
+            data.pop("facts", None)
+        hosts.append(data)
+    lists = {status: [r.host for r in reports if r.status == status] for status in STATUSES}
+    return {
+        "overall": overall,
+        "exit_code": code,
+        "hosts": hosts,
+        **{status: names for status, names in lists.items()},
+        "exclude_list": ",".join(lists[EXCLUDE]),
+    }
+
+
+def _print_table(reports: list[HostReport], out) -> None:
+    width = max(len(r.host) for r in reports)
+    for report in reports:
+        action = report.action or "-"
+        print(f"{report.host:<{width}}  {report.status:<8}  {action}", file=out)
+        for group in report.reasons:
+            print(f"{'':<{width}}    - {group.describe()}", file=out)
+            print(f"{'':<{width}}      {group.first.evidence[:160]}", file=out)
+        others = [g for g in report.groups if g.entry.host == "none"]
+        if others:
+            print(f"{'':<{width}}    also seen (no effect on the host): " + ", ".join(f"{g.entry.id}" + (f" x{g.count}" if g.count > 1 else "") for g in others), file=out)
+        for note in report.missing:
+            print(f"{'':<{width}}    missing: {note}", file=out)
+    excluded = [r.host for r in reports if r.status == EXCLUDE]
+    if excluded:
+        print(f"\nexclude: {','.join(excluded)}", file=out)

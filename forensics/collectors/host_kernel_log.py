@@ -1,0 +1,107 @@
+"""Copies the kernel log: where Xid, ECC, PCIe, OOM, hung-task and MCE messages land.
+
+Tried in order, first that works wins: `dmesg -T` (ring buffer, wall-clock times),
+`journalctl -k` (persistent journal: survives ring-buffer wrap), a non-blocking
+read of /dev/kmsg. Reading the kernel log needs CAP_SYSLOG where
+kernel.dmesg_restrict=1 (the default on many distributions): when every source
+refuses, the record says 'denied' and how to get access.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+from forensics.bundle.manifest import CollectorRecord, Status
+from forensics.collect.tool import run_tool
+from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.host_common import read_small, save_text, tail
+
+DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing messages from other users")
+KMSG = "/dev/kmsg"
+#: /dev/kmsg records are at most ~8 KiB; read in chunks of that.
+KMSG_RECORD = 8192
+
+
+class KernelLogCollector:
+    """The host's kernel messages, copied raw into kernel.log."""
+
+    name = "kernel_log"
+
+    def enabled(self, options: CollectOptions) -> bool:
+        return True
+
+    def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
+        attempts: list[str] = []
+        denied = False
+        for label, fetch in (("dmesg -T", self._dmesg), ("journalctl -k", self._journal), (KMSG, self._kmsg)):
+            text, problem, was_denied = fetch(options)
+            if text:
+                return self._save(target, options, label, text, attempts)
+            attempts.append(f"{label}: {problem}")
+            denied = denied or was_denied
+        status = Status.DENIED if denied else Status.UNAVAILABLE
+        hint = " (kernel.dmesg_restrict=1 needs root or CAP_SYSLOG)" if denied else ""
+        return CollectorRecord(self.name, status, error="kernel log not readable" + hint + ": " + "; ".join(attempts), details={"attempts": attempts})
+
+    def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str, attempts: list[str]) -> CollectorRecord:
+        kept, cut = tail(text, options.log_tail_bytes)
+        rel = save_text(target, "kernel.log", kept)
+        uptime = read_small("/proc/uptime")
+        details = {
+            "source": label,
+            "truncated": cut,
+            "lines": kept.count("\n"),
+            "collected_at_epoch": round(time.time(), 3),
+            "uptime_s": float(uptime.split()[0]) if uptime else None,
+            "attempts": attempts,
+        }
+        return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
+
+    @staticmethod
+    def _dmesg(options: CollectOptions) -> tuple[str, str, bool]:
+        res = run_tool(["dmesg", "-T"], timeout=min(options.timeout, 15))
+        if res.ok and res.stdout.strip():
+            return res.stdout, "", False
+        problem = "not installed" if res.missing else ("timed out" if res.timed_out else (res.stderr.strip() or f"exit {res.returncode}, no output"))
+        return "", problem, any(h in res.stderr for h in DENIED_HINTS)
+
+    @staticmethod
+    def _journal(options: CollectOptions) -> tuple[str, str, bool]:
+        res = run_tool(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"], timeout=min(options.timeout, 15))
+        lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("-- ")]
+        if res.ok and lines:
+            return res.stdout, "", False
+        problem = "not installed" if res.missing else ("timed out" if res.timed_out else (res.stderr.strip() or "no entries"))
+        return "", problem, any(h in res.stderr for h in DENIED_HINTS)
+
+    @staticmethod
+    def _kmsg(options: CollectOptions) -> tuple[str, str, bool]:
+        """Read every record now in /dev/kmsg without blocking (EAGAIN ends the buffer)."""
+        try:
+            fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as err:
+            return "", err.strerror or str(err), err.errno in (errno.EPERM, errno.EACCES)
+        records: list[str] = []
+        deadline = time.monotonic() + min(options.timeout, 10)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    chunk = os.read(fd, KMSG_RECORD)
+                except BlockingIOError:
+                    break
+                except OSError as err:
+                    if err.errno == errno.EPIPE:  # a record was overwritten while we read: go on
+                        continue
+                    if err.errno in (errno.EPERM, errno.EACCES):
+                        return "", err.strerror or str(err), True
+                    break
+                if not chunk:
+                    break
+                records.append(chunk.decode("utf-8", "replace").rstrip("\n"))
+        finally:
+            os.close(fd)
+        if not records:
+            return "", "empty", False
+        return "\n".join(records) + "\n", "", False

@@ -1,0 +1,1 @@
+"""Data only: the known-failure knowledge base (*.toml), read by parsers.knowledge."""

@@ -1,0 +1,101 @@
+"""Decodes the small host files: cpufreq.json, df output, memory.json (meminfo, PSI).
+
+Facts: subject 'cpu' -> cpu.governor.<name> (how many CPUs run it), cpu.count,
+cpu.freq.cur_to_max_min (lowest current/max ratio); subject 'disk <mount>' ->
+disk.used_pct, disk.inodes_used_pct, disk.fstype; subject 'memory' ->
+memory.available_pct, memory.total_kb, psi.<cpu|memory|io>.<some|full>.avg10/avg60,
+vmstat.oom_kill.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+Facts = dict[str, Any]
+
+
+class HostDataError(ValueError):
+    """A host file is not in the format its collector writes."""
+
+
+def parse_cpufreq_json(text: str) -> Facts:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise HostDataError(f"cpufreq.json is not JSON: {err}") from err
+    per_cpu = data.get("cpufreq") or {}
+    facts: Facts = {"cpu.count": len(per_cpu) or len(data.get("cpuinfo_mhz") or [])}
+    governors = Counter(v.get("scaling_governor") for v in per_cpu.values() if v.get("scaling_governor"))
+    for name, count in governors.items():
+        facts[f"cpu.governor.{name}"] = count
+    ratios = []
+    for values in per_cpu.values():
+        cur, top = _num(values.get("scaling_cur_freq")), _num(values.get("cpuinfo_max_freq"))
+        if cur and top:
+            ratios.append(cur / top)
+    if ratios:
+        facts["cpu.freq.cur_to_max_min"] = round(min(ratios), 3)
+    mhz = [_num(x) for x in data.get("cpuinfo_mhz") or []]
+    mhz = [x for x in mhz if x]
+    if mhz:
+        facts["cpu.mhz.min"] = min(mhz)
+        facts["cpu.mhz.max"] = max(mhz)
+    return facts
+
+
+def _num(text: Any) -> float | None:
+    try:
+        return float(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_df(text: str, inodes: bool = False) -> dict[str, Facts]:
+    """Facts per 'disk <mount>' from `df -PT` (or `df -PTi` with inodes=True)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("Filesystem"):
+        raise HostDataError("not df -P output (no 'Filesystem' header)")
+    out: dict[str, Facts] = {}
+    key = "disk.inodes_used_pct" if inodes else "disk.used_pct"
+    for line in lines[1:]:
+        parts = line.split()
+        if len(parts) < 7:
+            continue
+        fstype, capacity, mount = parts[1], parts[5], " ".join(parts[6:])
+        facts = out.setdefault(f"disk {mount}", {"disk.fstype": fstype})
+        if capacity.endswith("%") and capacity[:-1].isdigit():
+            facts[key] = int(capacity[:-1])
+    return out
+
+
+_PSI = re.compile(r"^(some|full)\s+avg10=([\d.]+)\s+avg60=([\d.]+)")
+
+
+def parse_memory_json(text: str) -> Facts:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise HostDataError(f"memory.json is not JSON: {err}") from err
+    facts: Facts = {}
+    meminfo = {}
+    for line in (data.get("meminfo") or "").splitlines():
+        name, _, rest = line.partition(":")
+        value = rest.split()
+        if value and value[0].isdigit():
+            meminfo[name.strip()] = int(value[0])
+    if meminfo.get("MemTotal") and "MemAvailable" in meminfo:
+        facts["memory.total_kb"] = meminfo["MemTotal"]
+        facts["memory.available_pct"] = round(100.0 * meminfo["MemAvailable"] / meminfo["MemTotal"], 2)
+    for resource in ("cpu", "memory", "io"):
+        for line in (data.get(f"pressure/{resource}") or "").splitlines():
+            m = _PSI.match(line)
+            if m:
+                facts[f"psi.{resource}.{m.group(1)}.avg10"] = float(m.group(2))
+                facts[f"psi.{resource}.{m.group(1)}.avg60"] = float(m.group(3))
+    for line in (data.get("vmstat") or "").splitlines():
+        if line.startswith("oom_kill "):
+            facts["vmstat.oom_kill"] = int(line.split()[1])
+    return facts
