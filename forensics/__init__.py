@@ -7,4 +7,4 @@ artifacts and correlating them into a verdict.
 
 __version__ = "0.1.0"
 
-from forensics.trigger.arm import arm, disarm  # noqa: E402,F401 - the public entry points
+from forensics.trigger.watch import arm, disarm  # noqa: E402,F401 - the public entry points
