@@ -6,3 +6,5 @@ artifacts and correlating them into a verdict.
 """
 
 __version__ = "0.1.0"
+
+from forensics.trigger.watch import arm, disarm  # noqa: E402,F401 - the public entry points

@@ -14,6 +14,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
+from forensics.fleet.cli import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
 
 NAME = "collect"
 HELP = "gather stacks, state, logs and dumps of every rank on this host into a bundle"
@@ -29,7 +30,8 @@ examples:
   forensics collect                       # every rank on this host
   forensics collect --pid 4242 --gdb      # one process, with native backtraces
   forensics collect -o /tmp/b --tar       # also write /tmp/b.tar.gz
-"""
+
+""" + FLEET_EPILOG
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gdb-timeout", type=float, default=60.0, metavar="S", help="time limit for gdb per rank (default 60)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    add_fleet_arguments(parser)
 
 
 def parse_pids(values: list[str]) -> list[int] | None:
@@ -65,6 +68,8 @@ def default_out() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    if wants_fleet(args):
+        return run_fleet(args, args.out or default_out())
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
     out = args.out or default_out()
     result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet, job=args.job)

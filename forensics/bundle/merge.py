@@ -1,0 +1,128 @@
+"""Merges per-host bundles into one job bundle, and records the hosts that gave none.
+
+Each host's bundle is re-rooted under hosts/<host>/ (the name the fleet reached it by),
+so two hosts that call themselves the same (containers, tests on one machine) cannot
+clash. Every path in the manifest is rewritten the same way. A rank one host lists as
+missing but another host collected is not missing. Ranks of the job that no answering
+host had are listed as missing, with the reason saying whether a host was silent.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from forensics.bundle.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, Status
+from forensics.bundle.reader import open_bundle
+from forensics.bundle.writer import BundleWriter, safe_name
+
+#: host statuses that mean "we do not know what ran there" (see forensics.fleet.outcome)
+SILENT = ("unreachable", "timeout", "failed")
+
+
+@dataclass
+class HostPart:
+    """One host's contribution: the bundle folder it sent, or why there is none."""
+
+    host: str
+    bundle: Path | None = None
+    status: str = Status.OK
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = None) -> Manifest:
+    """Write the job bundle at `out` from `parts`; returns its manifest (also saved)."""
+    writer = BundleWriter(out, command=command)
+    for part in parts:
+        if part.bundle is None:
+            writer.add_host(HostRecord(host=part.host, status=part.status, seconds=part.seconds, error=part.error))
+            continue
+        _merge_one(writer, part)
+    _settle_missing(writer.manifest, parts)
+    writer.save()
+    return writer.manifest
+
+
+def _rebase(rel: str, host_root: str) -> str:
+    """Map a path of a host bundle into the job bundle: hosts/<any>/x -> hosts/<host>/x, y -> hosts/<host>/_bundle/y."""
+    parts = Path(rel).parts
+    if len(parts) >= 2 and parts[0] == "hosts":
+        return "/".join((host_root, *parts[2:]))
+    return "/".join((host_root, "_bundle", *parts))
+
+
+def _merge_one(writer: BundleWriter, part: HostPart) -> None:
+    source = open_bundle(part.bundle)
+    man = source.manifest
+    root = f"hosts/{safe_name(part.host)}"
+    _copy_tree(source.root, writer.root, root)
+    rebase = lambda rel: _rebase(rel, root)  # noqa: E731 - one-line mapping used below
+    names = {h.host for h in man.hosts} | {r.host for r in man.ranks}
+    for other in sorted(n for n in names if n != part.host):
+        writer.note(f"{part.host}: the host calls itself {other!r}; its evidence is filed under {part.host}")
+    host_records = man.hosts or [HostRecord(host=part.host)]
+    for rec in host_records:
+        rec.host = part.host
+        rec.dir = rebase(rec.dir) if rec.dir else root
+        rec.status = part.status
+        rec.error = part.error
+        rec.seconds = part.seconds or rec.seconds
+        for col in rec.collectors:
+            col.files = [rebase(f) for f in col.files]
+        writer.add_host(rec)
+    for rank in man.ranks:
+        rank.host = part.host
+        rank.dir = rebase(rank.dir)
+        for col in rank.collectors:
+            col.files = [rebase(f) for f in col.files]
+        writer.add_rank(rank)
+    for miss in man.missing:
+        miss.host = part.host
+        writer.add_missing(miss)
+    for art in man.artifacts:
+        writer.add_artifact(Artifact(kind=art.kind, path=rebase(art.path), host=part.host, rank=art.rank))
+    for note in man.notes:
+        writer.note(f"{part.host}: {note}")
+
+
+def _copy_tree(src: Path, dest_root: Path, rel_root: str) -> None:
+    """Copy every file of a host bundle to its rebased place (no links followed, manifest kept aside)."""
+    for path in sorted(src.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        rel = path.relative_to(src).as_posix()
+        target = dest_root / (f"{rel_root}/host-manifest.json" if rel == MANIFEST_NAME else _rebase(rel, rel_root))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
+    """Drop 'missing' ranks another host collected; add ranks of the job that no host had."""
+    present = {(r.job_id, r.rank) for r in man.ranks if r.rank is not None}
+    present_ranks = {rank for _, rank in present}
+    kept: dict[tuple[str | None, int], MissingRank] = {}
+    for miss in man.missing:
+        if (miss.job_id, miss.rank) in present or (miss.job_id is None and miss.rank in present_ranks):
+            continue
+        kept.setdefault((miss.job_id, miss.rank), miss)
+    silent = [p.host for p in parts if p.bundle is None and p.status in SILENT]
+    worlds: dict[str | None, int] = {}
+    for rank in man.ranks:
+        if rank.world_size:
+            worlds[rank.job_id] = max(worlds.get(rank.job_id, 0), rank.world_size)
+    for job_id, world in worlds.items():
+        for number in range(world):
+            if (job_id, number) in present or (job_id, number) in kept:
+                continue
+            reason = "no process found on any host that answered"
+            if silent:
+                reason += f"; not heard from: {', '.join(silent)}"
+            kept[(job_id, number)] = MissingRank(rank=number, reason=reason, host=None, job_id=job_id)
+    man.missing = sorted(kept.values(), key=lambda m: (m.job_id or "", m.rank))
+
+
+def silent_host_record(host: str, status: str, seconds: float, error: str) -> HostPart:
+    """A host that sent no bundle: 'unreachable', 'timeout' or 'failed', with the human reason."""
+    return HostPart(host=host, bundle=None, status=status, error=error, seconds=seconds)

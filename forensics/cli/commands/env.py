@@ -1,0 +1,58 @@
+"""`forensics env`: the environment that makes a hang diagnosable later, ready to paste into a job script."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+
+from forensics.exitcodes import ExitCode
+from forensics.trigger.envsetup import is_set, recommended_env
+
+NAME = "env"
+HELP = "print the recommended env (NCCL debug file, Flight Recorder, proxy dump signal, RAS)"
+DESCRIPTION = """Print the environment variables that make a later post-mortem possible, each with
+the reason. Set them in the job script before the launcher starts (NCCL reads them
+at init, PyTorch when the process group is created). forensics.arm() sets the ones
+not already set. Variables already set in this shell are shown as comments.
+
+examples:
+  forensics env --dir /shared/run42/forensics >> job.env
+  eval "$(forensics env --dir /scratch/logs)"
+  forensics env --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", default="$PWD/forensics-logs", help="folder for per-rank NCCL logs and Flight Recorder dumps (default $PWD/forensics-logs)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead of shell lines")
+    parser.add_argument("--all", action="store_true", help="also print variables already set here, as exports")
+
+
+def _value(value: str, dynamic_dir: bool) -> str:
+    """Shell-quote a value, but let a leading $PWD expand when the default folder is used."""
+    if dynamic_dir and value.startswith("$PWD/"):
+        return '"$PWD"/' + shlex.quote(value[len("$PWD/"):])
+    return shlex.quote(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    variables = recommended_env(args.dir)
+    if args.json:
+        rows = [{"name": v.name, "value": v.value, "why": v.why, "already_set": is_set(v, os.environ)} for v in variables]
+        print(json.dumps(rows, indent=1))
+        return int(ExitCode.OK)
+    dynamic = args.dir.startswith("$PWD")
+    print(f"# hang-forensics: recommended environment (per-rank files under {args.dir})")
+    if not dynamic:
+        print(f"mkdir -p {shlex.quote(args.dir)}")
+    else:
+        print(f'mkdir -p {_value(args.dir, True)}')
+    for var in variables:
+        line = f"export {var.name}={_value(var.value, dynamic)}"
+        if is_set(var, os.environ) and not args.all:
+            print(f"# already set: {var.name}={os.environ.get(var.name, '(older name)')}  -- {var.why}")
+            continue
+        print(f"{line}  # {var.why}")
+    return int(ExitCode.OK)

@@ -1,0 +1,159 @@
+"""The collector side of a fleet collection: runs on each host, answers on stdout.
+
+    python -m forensics.fleet.remote --tag T --deadline 20 [--match-env K=V] [--native] [--gdb]
+
+It collects this host's ranks into a private temp folder, streams the bundle as a
+framed base64 tar.gz (fleet.wire) and deletes the folder. It leaves nothing behind:
+a watchdog thread ends it at --deadline even if a tool hangs, and `--cleanup` (sent
+by the fleet to hosts that timed out) ends a collector of the same tag still running.
+
+--match-env KEY=VALUE keeps only ranks whose environment holds KEY=VALUE: on a shared
+node, the ranks of one job (SLURM_JOB_ID=1234, TORCHELASTIC_RUN_ID=...); in tests
+where several "hosts" are one machine, the ranks that belong to the simulated host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import signal
+import socket
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from forensics.collect.local import collect_local
+from forensics.collectors.base import CollectOptions
+from forensics.discover import procfs
+from forensics.discover.ranks import is_rank_env
+from forensics.errors import ForensicsError
+from forensics.fleet import wire
+
+PID_DIR = Path(tempfile.gettempdir())
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m forensics.fleet.remote", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tag", required=True, help="collection id (letters, digits, '-', '_')")
+    parser.add_argument("--deadline", type=float, default=20.0, help="hard limit for this whole host, seconds")
+    parser.add_argument("--timeout", type=float, default=10.0, help="limit per collector per rank, seconds")
+    parser.add_argument("--native", action="store_true")
+    parser.add_argument("--gdb", action="store_true")
+    parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
+    args = parser.parse_args(argv)
+    if not args.tag.replace("-", "").replace("_", "").isalnum():
+        parser.error(f"--tag {args.tag!r}: letters, digits, '-', '_' only")
+    return args
+
+
+def pid_file(tag: str) -> Path:
+    return PID_DIR / f"forensics-fleet-{tag}.pid"
+
+
+def matching_pids(match_env: list[str]) -> list[int]:
+    """Pids of the rank processes whose environment holds every KEY=VALUE (all ranks when none given).
+
+    Scans /proc itself, skipping any process whose environment cannot be read (kernel
+    threads answer ESRCH, other users' processes EACCES), so one odd pid never stops
+    the collection; collect_local then drops data-loader children of the same rank.
+    """
+    wanted = [item.partition("=")[::2] for item in match_env]
+    pids = []
+    for pid in procfs.all_pids():
+        try:
+            env = procfs.read_environ(pid)
+        except (procfs.ProcessGone, OSError):
+            continue
+        if is_rank_env(env) and all(env.get(k) == v for k, v in wanted):
+            pids.append(pid)
+    return pids
+
+
+def collect_archive(args: argparse.Namespace, work: Path) -> tuple[dict, bytes | None]:
+    """Collect into work/bundle; return (header, tar.gz bytes or None when no rank was found)."""
+    header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
+    options = CollectOptions(timeout=min(args.timeout, max(1.0, args.deadline * 0.6)), native=args.native, gdb=args.gdb,
+                             extra={"gdb_timeout": max(1.0, args.deadline * 0.6)})
+    pids = matching_pids(args.match_env)
+    if not pids:
+        wanted = f" with {' '.join(args.match_env)}" if args.match_env else ""
+        header.update(status="no-ranks", error=f"no rank process{wanted} (RANK and WORLD_SIZE in its environment)")
+        return header, None
+    bundle = work / "bundle"
+    try:
+        result = collect_local(bundle, options, pids=pids, quiet=True)
+    except ForensicsError as err:
+        header.update(status="no-ranks", error=str(err))
+        return header, None
+    header["ranks"] = len(result.writer.manifest.ranks)
+    header["problems"] = result.problems
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(bundle, arcname="bundle")
+    return header, buffer.getvalue()
+
+
+def _watchdog(deadline: float, work: Path, tag: str) -> None:
+    """At the deadline: remove what we wrote and exit at once, whatever is still running."""
+    time.sleep(deadline)
+    shutil.rmtree(work, ignore_errors=True)
+    pid_file(tag).unlink(missing_ok=True)
+    os._exit(3)
+
+
+def cleanup(tag: str) -> int:
+    """Kill the process group of a collector of `tag` (it leads its own session) and its files."""
+    path = pid_file(tag)
+    try:
+        pid = int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    try:
+        cmdline = procfs.read_cmdline(pid)
+    except Exception:  # gone or unreadable: nothing to end
+        cmdline = []
+    if any("forensics.fleet.remote" in part for part in cmdline) and "--tag" in cmdline and tag in cmdline:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    path.unlink(missing_ok=True)
+    for stale in PID_DIR.glob(f"forensics-fleet-{tag}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.cleanup:
+        return cleanup(args.tag)
+    try:
+        os.setsid()  # own process group, so --cleanup can end us and every tool we started
+    except OSError:
+        pass
+    work = Path(tempfile.mkdtemp(prefix=f"forensics-fleet-{args.tag}-"))
+    pid_file(args.tag).write_text(f"{os.getpid()}\n")
+    threading.Thread(target=_watchdog, args=(args.deadline, work, args.tag), daemon=True).start()
+    try:
+        try:
+            header, archive = collect_archive(args, work)
+        except Exception as err:  # report any failure as an answer: the fleet records it for this host
+            header, archive = {"host": socket.gethostname().split(".", 1)[0], "status": "failed", "error": f"{type(err).__name__}: {err}"}, None
+        out = sys.stdout
+        for line in wire.encode(header, archive):
+            out.write(line + "\n")
+        out.flush()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        pid_file(args.tag).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Runs one command on many hosts over ssh through ClusterShell, with bounded fan-out.
+
+ClusterShell keeps at most `fanout` ssh clients alive at once (a sliding window), and
+when a topology file (/etc/clustershell/topology.conf) names gateways it switches to
+tree mode by itself: the command then travels through the gateways, so thousands of
+hosts never hang off one process. Each host has its own time limit; a host that does
+not finish in time is cut off and reported, the others go on.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from typing import Callable
+
+from ClusterShell.Event import EventHandler
+from ClusterShell.NodeSet import NodeSet
+from ClusterShell.Task import task_self, task_terminate
+
+from forensics.fleet.outcome import HostRun
+
+OnDone = Callable[[HostRun], None]
+
+
+class _Collector(EventHandler):
+    """Keeps each host's output lines, start time and exit code as events arrive."""
+
+    def __init__(self, runs: dict[str, HostRun], on_done: OnDone | None) -> None:
+        self.runs = runs
+        self.on_done = on_done
+        self.started: dict[str, float] = {}
+
+    def ev_pickup(self, worker, node):
+        self.started[node] = time.monotonic()
+
+    def ev_read(self, worker, node, sname, msg):
+        text = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
+        run = self.runs[node]
+        (run.stderr if sname == "stderr" else run.stdout).append(text)
+
+    def ev_hup(self, worker, node, rc):
+        run = self.runs[node]
+        run.returncode = rc
+        run.seconds = round(time.monotonic() - self.started.get(node, time.monotonic()), 3)
+        if self.on_done:
+            self.on_done(run)
+
+    def ev_close(self, worker, timedout):
+        if not timedout:
+            return
+        now = time.monotonic()
+        for node in worker.iter_keys_timeout():
+            run = self.runs[str(node)]
+            run.timed_out = True
+            run.seconds = round(now - self.started.get(str(node), now), 3)
+            if self.on_done:
+                self.on_done(run)
+
+
+def run_ssh(
+    hosts: list[str],
+    command: Callable[[str], str],
+    ssh_argv_options: list[str],
+    fanout: int,
+    timeout: float,
+    on_done: OnDone | None = None,
+    ssh_path: str = "ssh",
+) -> dict[str, HostRun]:
+    """Run the shell string `command(host)` (already quoted) on every host; one HostRun per host.
+
+    One ClusterShell worker per host (the command may differ per host); the task's fanout
+    bounds how many run at once across all of them. Runs in a fresh Task on its own
+    thread, so callers (and tests) never share the thread-global default task.
+    """
+    runs = {h: HostRun(host=h) for h in hosts}
+    if not hosts:
+        return runs
+    handler = _Collector(runs, on_done)
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            task = task_self()  # this new thread's own task: no state shared with other callers
+            task.set_info("fanout", max(1, fanout))
+            task.set_info("ssh_path", shlex.quote(ssh_path))
+            task.set_info("ssh_options", " ".join(shlex.quote(o) for o in ssh_argv_options))
+            for host in hosts:
+                task.shell(command(host), nodes=NodeSet.fromlist([host]), handler=handler, timeout=timeout, stderr=True, stdin=False)
+            task.resume()
+            task_terminate()
+        except BaseException as err:  # surfaced below: a broken transport must not pass silently
+            errors.append(err)
+
+    thread = threading.Thread(target=body, name="forensics-fleet-ssh", daemon=True)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return runs

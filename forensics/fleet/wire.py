@@ -1,0 +1,75 @@
+"""The framing of a host's answer on the ssh/srun stdout: one header, the archive in base64, one trailer.
+
+Line-based on purpose: ClusterShell (and its tree-mode gateways) and srun --label hand
+output over line by line, and anything else a login prints (motd, warnings) is
+simply not a frame line and is ignored.
+
+    FORENSICS-FLEET 1 BEGIN {"host": ..., "status": ..., ...}
+    <base64 of the bundle .tar.gz, 76 characters a line>
+    FORENSICS-FLEET 1 END <sha256 of the archive>
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+MAGIC = "FORENSICS-FLEET"
+WIRE_VERSION = 1
+_BEGIN = f"{MAGIC} {WIRE_VERSION} BEGIN "
+_END = f"{MAGIC} {WIRE_VERSION} END "
+
+
+class WireError(ValueError):
+    """A host's answer is absent, cut short or damaged."""
+
+
+@dataclass
+class Answer:
+    """What one host sent back: its header and (when it collected anything) the archive bytes."""
+
+    header: dict[str, Any] = field(default_factory=dict)
+    archive: bytes | None = None
+
+
+def encode(header: dict[str, Any], archive: bytes | None) -> Iterator[str]:
+    """Lines (without newline) that carry `header` and `archive`."""
+    yield _BEGIN + json.dumps(header, sort_keys=True)
+    if archive is not None:
+        text = base64.b64encode(archive).decode("ascii")
+        for i in range(0, len(text), 76):
+            yield text[i : i + 76]
+    yield _END + (hashlib.sha256(archive).hexdigest() if archive is not None else "-")
+
+
+def decode(lines: Iterable[str]) -> Answer:
+    """The answer framed in `lines`; other lines are skipped. Raises WireError when incomplete or damaged."""
+    header: dict[str, Any] | None = None
+    chunks: list[str] = []
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if header is None:
+            if line.startswith(_BEGIN):
+                try:
+                    header = json.loads(line[len(_BEGIN) :])
+                except json.JSONDecodeError as err:
+                    raise WireError(f"damaged header ({err})") from err
+                if not isinstance(header, dict):
+                    raise WireError("damaged header (not an object)")
+            continue
+        if line.startswith(_END):
+            digest = line[len(_END) :].strip()
+            if digest == "-":
+                return Answer(header=header, archive=None)
+            try:
+                archive = base64.b64decode("".join(chunks), validate=True)
+            except ValueError as err:
+                raise WireError(f"damaged archive encoding ({err})") from err
+            if hashlib.sha256(archive).hexdigest() != digest:
+                raise WireError("archive checksum mismatch (output cut or mixed)")
+            return Answer(header=header, archive=archive)
+        chunks.append(line.strip())
+    raise WireError("no answer" if header is None else "answer cut short (no end line)")

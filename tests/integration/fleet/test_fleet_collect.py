@@ -1,0 +1,112 @@
+"""Fleet collection against a real sshd on loopback, with a real hung 4-rank gloo job on two "hosts".
+
+127.0.0.2 and .3 each run two ranks (rank 3 sleeps in its data loader: the culprit),
+127.0.0.4 has nothing listening (unreachable), 127.0.0.5 accepts the login but never
+answers (slow). The merged bundle must record both bad hosts and name rank 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HOSTS, SLOW, UNREACHABLE
+from fleet_simjob import REPO, start_sim_job, stop_job, wait_for_hang
+
+pytestmark = pytest.mark.integration
+JOB_PORT = 29911
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def _fleet_argv(sshd, out: Path, hosts: str, host_timeout: float = 6.0) -> list[str]:
+    argv = [sys.executable, "-m", "forensics", "collect", "--hosts", hosts, "--host-timeout", str(host_timeout),
+            "--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "-o", str(out), "--json", "--fanout", "4"]
+    for option in sshd.ssh_options:
+        argv += ["--ssh-option", option]
+    return argv
+
+
+def _remote_collectors_running() -> list[int]:
+    """Pids of any fleet collector still alive on this machine (every "host" is this machine)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"forensics.fleet.remote" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def fleet_job(tmp_path):
+    pytest.importorskip("torch")
+    job = start_sim_job(tmp_path / "job", HOSTS, ranks_per_host=2, culprit=3, port=JOB_PORT)
+    try:
+        wait_for_hang(job, timeout=120)
+        yield job
+    finally:
+        stop_job(job)
+
+
+def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_path):
+    out = tmp_path / "job-bundle"
+    hosts = f"127.0.0.[2-5]"
+    done = subprocess.run(_fleet_argv(sshd, out, hosts), capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 3, done.stderr  # PARTIAL: two hosts gave nothing
+    summary = json.loads(done.stdout)
+    assert summary["hosts"]["127.0.0.2"]["status"] == "ok"
+    assert summary["hosts"]["127.0.0.3"]["status"] == "ok"
+    assert summary["hosts"][UNREACHABLE]["status"] == "unreachable"
+    assert "Connection refused" in summary["hosts"][UNREACHABLE]["error"]
+    assert summary["hosts"][SLOW[0]]["status"] == "timeout"
+    assert summary["hosts"][SLOW[0]]["error"] == f"host {SLOW[0]} did not answer in 6 s"
+    assert summary["ranks"] == 4 and summary["missing_ranks"] == []
+    assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    by_rank = {r["rank"]: r for r in manifest["ranks"]}
+    assert {r: by_rank[r]["host"] for r in by_rank} == {0: "127.0.0.2", 1: "127.0.0.2", 2: "127.0.0.3", 3: "127.0.0.3"}
+    assert set(by_rank[3]) and by_rank[3]["pid"] == fleet_job.ranks[3].proc.pid
+    for rank in manifest["ranks"]:
+        assert rank["dir"].startswith(f"hosts/{rank['host']}/")
+        for col in rank["collectors"]:
+            for rel in col["files"]:
+                assert (out / rel).is_file(), rel
+
+    analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(out)], capture_output=True, text=True, env=_env(), timeout=120)
+    assert analyzed.returncode == 0, analyzed.stdout + analyzed.stderr
+    verdict = analyzed.stdout.splitlines()[0]
+    assert "rank 3 (127.0.0.3" in verdict
+
+    assert _remote_collectors_running() == []
+    assert not list(Path("/tmp").glob("forensics-fleet-*.pid"))
+    for job_rank in fleet_job.ranks:  # collection left every rank as it was: alive
+        assert job_rank.proc.poll() is None
+
+
+def test_hostile_values_never_reach_a_shell(sshd, tmp_path):
+    """A --match-env value full of shell syntax travels as data: nothing runs, nothing is created."""
+    marker = tmp_path / "pwned"
+    out = tmp_path / "b"
+    argv = _fleet_argv(sshd, out, HOSTS[0], host_timeout=8)
+    argv += ["--match-env", f"X=$(touch {marker});touch {marker}`touch {marker}`'\"%h"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert not marker.exists()
+    summary = json.loads(done.stdout)
+    assert summary["hosts"][HOSTS[0]]["status"] == "no-ranks"  # the value was compared literally, matched nothing
+
+    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts=-oProxyCommand=touch_x"], capture_output=True, text=True, env=_env())
+    assert bad.returncode == 2 and "not a valid host name" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts", HOSTS[0], "--ssh-option", "Port=22 -oProxyCommand=x"], capture_output=True, text=True, env=_env())
+    assert bad.returncode == 2 and "--ssh-option" in bad.stderr

@@ -1,0 +1,103 @@
+"""Host sets, safe command construction, the answer framing, and Slurm argv/demux."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from forensics.errors import ForensicsError
+from forensics.fleet import command as cmd
+from forensics.fleet import hosts, slurm, wire
+
+
+def test_nodeset_and_hostfile(tmp_path):
+    assert hosts.expand_nodeset("node[001-003]") == ["node001", "node002", "node003"]
+    path = tmp_path / "hosts"
+    path.write_text("# cluster\nnode01 slots=8\nnode[02-03]\n\nnode01\n")
+    assert hosts.unique(hosts.read_hostfile(path)) == ["node01", "node02", "node03"]
+    assert hosts.fold(["n1", "n2", "n3"]) == "n[1-3]"
+
+
+@pytest.mark.parametrize("bad", ["-oProxyCommand=x", "a b", "a;b", "u@h", "$(id)", "h`id`", "", "a/b"])
+def test_hostile_host_names_rejected(bad):
+    with pytest.raises(ForensicsError):
+        hosts.validate_host(bad)
+
+
+def test_hostfile_errors_name_the_line(tmp_path):
+    path = tmp_path / "hosts"
+    path.write_text("node1\nbad;host\n")
+    with pytest.raises(ForensicsError, match=r":2: "):
+        hosts.read_hostfile(path)
+    with pytest.raises(ForensicsError, match="No such file"):
+        hosts.read_hostfile(tmp_path / "absent")
+
+
+@pytest.mark.parametrize("bad", ["Port=22 -oProxyCommand=x", "-oProxyCommand=x", "ProxyCommand", "Port =22"])
+def test_ssh_options_must_be_single_key_value(bad):
+    with pytest.raises(ForensicsError):
+        cmd.check_ssh_option(bad)
+
+
+def test_ssh_options_put_user_first_and_keep_batch_mode():
+    opts = cmd.ssh_options(["Port=2222"], 7.4)
+    assert opts[:2] == ["-o", "Port=2222"]
+    assert "BatchMode=yes" in opts and "ConnectTimeout=7" in opts
+
+
+def test_remote_command_survives_a_real_shell_unchanged():
+    """Whatever the values, /bin/sh hands the remote program exactly the argv we built."""
+    hostile = "X=$(touch /tmp/nope);`id` 'q' \"d\" %h {host} \\ *"
+    spec = cmd.RemoteSpec(python="printf", tag="t1", match_env=[hostile, "H={host}"])
+    argv = cmd.for_host(cmd.remote_argv(spec), "node7")
+    line = cmd.shell_command(argv)
+    echoed = subprocess.run(["/bin/sh", "-c", line.replace("printf", "printf '%s\\n'", 1)], capture_output=True, text=True).stdout
+    assert echoed.splitlines() == argv[1:]
+    assert "H=node7" in argv and shlex.split(line) == argv
+
+
+def test_match_env_needs_a_name():
+    with pytest.raises(ForensicsError):
+        cmd.check_match_env("=x")
+    with pytest.raises(ForensicsError):
+        cmd.check_match_env("A-B=x")
+
+
+def test_wire_round_trip_and_damage():
+    data = bytes(range(256)) * 50
+    lines = ["motd noise", *wire.encode({"host": "h", "status": "ok"}, data), "trailing"]
+    answer = wire.decode(lines)
+    assert answer.archive == data and answer.header["host"] == "h"
+    assert wire.decode(list(wire.encode({"status": "no-ranks"}, None))).archive is None
+    with pytest.raises(wire.WireError, match="no answer"):
+        wire.decode(["nothing here"])
+    with pytest.raises(wire.WireError, match="cut short"):
+        wire.decode(lines[:4])
+    damaged = list(lines)
+    damaged[3] = damaged[3][:-4] + "AAAA"
+    with pytest.raises(wire.WireError):
+        wire.decode(damaged)
+
+
+def test_slurm_argv_and_job_id_checks():
+    argv = slurm.srun_argv("4242", ["node1", "node2"], ["python3", "-m", "forensics.fleet.remote"], 20)
+    assert argv[:3] == ["srun", "--overlap", "--jobid=4242"]
+    assert "--nodelist=node[1-2]" in argv and "--ntasks-per-node=1" in argv and "--label" in argv
+    assert argv[-3:] == ["python3", "-m", "forensics.fleet.remote"]
+    for bad in ["42; rm -rf /", "-1", "--uid=0", "abc"]:
+        with pytest.raises(ForensicsError):
+            slurm.check_job_id(bad)
+    assert slurm.check_job_id("4242_7") == "4242_7"
+
+
+def test_slurm_scontrol_and_label_demux():
+    text = "JobId=7 JobName=train UserId=root(0) JobState=RUNNING Reason=None NodeList=node[1-2] NumNodes=2"
+    assert slurm.parse_scontrol(text) == ("RUNNING", ["node1", "node2"])
+    assert slurm.parse_scontrol("JobId=7 JobState=PENDING NodeList=(null)") == ("PENDING", [])
+    out = [f"0: {line}" for line in wire.encode({"host": "node2"}, b"x")] + [f"1: {line}" for line in wire.encode({"host": "node1"}, b"yy")]
+    runs = slurm.runs_from_output(["node1", "node2", "node3"], out, [], 0, 1.0, timed_out=True)
+    assert wire.decode(runs["node1"].stdout).archive == b"yy"
+    assert wire.decode(runs["node2"].stdout).archive == b"x"
+    assert runs["node3"].timed_out and not runs["node1"].timed_out
