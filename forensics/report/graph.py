@@ -57,19 +57,31 @@ def collapse(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES) -> nx.DiGraph:
     """Quotient graph whose nodes are ClassNode keys (attr 'node': ClassNode, edge attr 'count')."""
     if graph.number_of_nodes() <= max_nodes:
         return _quotient(graph, {n: ("rank", n) for n in graph.nodes})
-    key = _class_keys(graph, with_targets=True)
+    key = _class_keys(graph, True, max_nodes)
     if len(set(key.values())) > max_nodes:
-        key = _class_keys(graph, with_targets=False)
+        key = _class_keys(graph, False, max_nodes)
     return _quotient(graph, key)
 
 
-def _class_keys(graph: nx.DiGraph, with_targets: bool) -> dict[Any, Hashable]:
+def keys_of_targets(graph: nx.DiGraph, node: Any, many: bool) -> set[Hashable]:
+    """What a rank waits on, as class keys: suspect ranks (or their kinds when there are many)."""
+    out: set[Hashable] = set()
+    for v in graph.successors(node):
+        d = graph.nodes[v]
+        if d.get("suspect"):
+            out.add(("suspects", d.get("reason_class")) if many and not d.get("culprit") else ("rank", v))
+    return out
+
+
+def _class_keys(graph: nx.DiGraph, with_targets: bool, max_nodes: int = MAX_RANK_NODES) -> dict[Any, Hashable]:
     keys: dict[Any, Hashable] = {}
+    suspects = [n for n, d in graph.nodes(data=True) if d.get("suspect")]
+    many = len(suspects) > max_nodes // 2  # then suspects, too, fold by kind (the culprit stays alone)
     for n, data in graph.nodes(data=True):
         if data.get("suspect"):
-            keys[n] = ("rank", n)
+            keys[n] = ("suspects", data.get("reason_class")) if many and not data.get("culprit") else ("rank", n)
             continue
-        targets = frozenset(v for v in graph.successors(n) if graph.nodes[v].get("suspect")) if with_targets else frozenset()
+        targets = frozenset(keys_of_targets(graph, n, many)) if with_targets else frozenset()
         keys[n] = ("class", node_label(data), data.get("state"), targets)
     return keys
 
@@ -99,21 +111,32 @@ def _quotient(graph: nx.DiGraph, key: dict[Any, Hashable]) -> nx.DiGraph:
 
 
 def layout(collapsed: nx.DiGraph) -> dict[Hashable, tuple[float, float]]:
-    """Suspects in the middle (culprit at the centre), everyone else on a ring around them."""
+    """Where each node goes.
+
+    One suspect: a star, the culprit in the middle and every waiter on a ring
+    around it. Several suspects: two rows, waiters on top and suspects below with
+    the culprit in the middle, so arrows run downwards and never cross a node.
+    """
     nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
-    inner = sorted((n for n in nodes if n.suspect), key=lambda n: (not n.culprit, n.ranks[0]))
+    inner = sorted((n for n in nodes if n.suspect), key=lambda n: n.ranks[0])
     outer = sorted((n for n in nodes if not n.suspect), key=lambda n: n.ranks[0])
     pos: dict[Hashable, tuple[float, float]] = {}
-    if len(inner) == 1:
-        pos[inner[0].key] = (0.0, 0.0)
-    else:
-        for i, n in enumerate(inner):
-            angle = math.pi / 2 + 2 * math.pi * i / max(1, len(inner))
-            pos[n.key] = (0.35 * math.cos(angle), 0.35 * math.sin(angle))
-    radius = 1.0 if inner else 0.8
-    for i, n in enumerate(outer):
-        angle = math.pi / 2 - 2 * math.pi * i / max(1, len(outer))
-        pos[n.key] = (radius * math.cos(angle), radius * math.sin(angle))
+    if len(inner) <= 1:
+        for n in inner:
+            pos[n.key] = (0.0, 0.0)
+        radius = 1.0 if inner else 0.8
+        for i, n in enumerate(outer):
+            angle = math.pi / 2 - 2 * math.pi * i / max(1, len(outer))
+            pos[n.key] = (radius * math.cos(angle), radius * math.sin(angle))
+        return pos
+    culprit = next((n for n in inner if n.culprit), None)
+    if culprit:  # culprit in the middle of the bottom row
+        rest = [n for n in inner if n is not culprit]
+        inner = rest[: len(rest) // 2] + [culprit] + rest[len(rest) // 2:]
+    for row, y in ((outer, 0.75), (inner, -0.55)):
+        for i, n in enumerate(row):
+            x = 0.0 if len(row) == 1 else -1.3 + 2.6 * i / (len(row) - 1)
+            pos[n.key] = (x, y)
     return pos
 
 
@@ -122,10 +145,10 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
     collapsed = collapse(graph, max_nodes)
     pos = layout(collapsed)
     low = min((xy[1] for xy in pos.values()), default=0.0) - 0.42  # room for the lowest caption
-    fig, ax = style.new_figure(9, 2.6 * (1.5 - low))
+    fig, ax = style.new_figure(9, 2.6 * (1.75 - low))
     ax.set_axis_off()
     ax.set_xlim(-1.55, 1.55)
-    ax.set_ylim(low, 1.45)
+    ax.set_ylim(low, 1.7)
     ax.set_aspect("equal")
     for u, v, data in collapsed.edges(data=True):
         _edge(ax, pos[u], pos[v], data.get("count", 1), collapsed.nodes[v]["node"].culprit, u == v)
@@ -137,8 +160,8 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
     source = graph.graph.get("source")
     if source:
         sub += f"; edges from the {source}"
-    style.text(ax, 0, 1.42, head, ha="center", va="top", fontsize=11, weight="bold")
-    style.text(ax, 0, 1.32, sub, ha="center", va="top", fontsize=9, color="#444444")
+    style.text(ax, 0, 1.68, head, ha="center", va="top", fontsize=11, weight="bold")
+    style.text(ax, 0, 1.58, sub, ha="center", va="top", fontsize=9, color="#444444")
     if not graph.number_of_nodes():
         style.text(ax, 0, 0, "no ranks in this bundle", ha="center", va="center", fontsize=12)
     return fig
@@ -146,7 +169,7 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
 
 def _node(ax, xy: tuple[float, float], node: ClassNode) -> None:
     color = style.CULPRIT if node.culprit else style.SUSPECT if node.suspect else style.WAITER
-    if not node.suspect and node.label in ("no process", "", "unknown"):
+    if not node.suspect and node.label in ("no process", "", "unknown", "show no stack"):
         color = style.OTHER
     size = 0.1 + 0.03 * math.log10(max(1, len(node.ranks)))
     from matplotlib.patches import Circle
@@ -157,8 +180,9 @@ def _node(ax, xy: tuple[float, float], node: ClassNode) -> None:
     caption = node.title + "\n" + style.clip(node.label, 34)
     if node.culprit:
         caption = "CULPRIT " + caption
-    below = xy[1] - size - 0.03
-    style.text(ax, xy[0], below, caption, ha="center", va="top", fontsize=8.5,
+    above = xy[1] > 0.6  # top row: caption above, out of the way of the arrows leaving downwards
+    at = xy[1] + size + 0.03 if above else xy[1] - size - 0.03
+    style.text(ax, xy[0], at, caption, ha="center", va="bottom" if above else "top", fontsize=8.5,
                color=style.CULPRIT if node.culprit else "#222222", weight="bold" if node.suspect else "normal", zorder=5,
                bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
 
