@@ -1,0 +1,71 @@
+"""At 4,096 ranks the pictures stay readable: a handful of nodes, lanes and boxes, the culprit alone."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from forensics.postmortem.session import PostMortem  # noqa: E402
+from forensics.postmortem.synthetic import synthetic_verdict  # noqa: E402
+from forensics.report.graph import collapse, draw_waitfor  # noqa: E402
+from forensics.report.stacktree import _all, boxes  # noqa: E402
+from forensics.report.style import to_svg  # noqa: E402
+from forensics.report.timeline import MAX_LANES, lanes  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def big() -> PostMortem:
+    return PostMortem(synthetic_verdict(4096, culprit=1234, stopped=3000, missing=4000, laggards=16), source="synthetic")
+
+
+def test_graph_collapses_to_few_nodes_with_suspects_alone(big: PostMortem):
+    graph = big.waitfor
+    assert graph.number_of_nodes() == 4096
+    collapsed = collapse(graph)
+    nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
+    assert len(nodes) <= 8
+    alone = {n.ranks[0] for n in nodes if len(n.ranks) == 1}
+    assert {1234, 3000, 4000} <= alone
+    assert sum(len(n.ranks) for n in nodes) == 4096  # every rank is in exactly one node
+    culprit = [n for n in nodes if n.culprit]
+    assert [n.ranks for n in culprit] == [[big.culprit.rank]]
+    waiting = max(nodes, key=lambda n: len(n.ranks))
+    assert len(waiting.ranks) == 4096 - 3 - 16 and waiting.label == "waits in all_reduce"
+
+
+def test_graph_picture_names_the_culprit_and_the_classes(big: PostMortem):
+    svg = to_svg(draw_waitfor(big.waitfor))
+    assert f"CULPRIT rank {big.culprit.rank}" in svg
+    assert "(4077)" in svg and "shown as 5 classes" in svg
+    assert svg.count("<text") < 80  # readable: not one label per rank
+
+
+def test_many_suspects_fold_by_kind_but_the_culprit_stays_alone():
+    verdict = synthetic_verdict(512, culprit=7, stopped=None, missing=None)
+    from parsers.model import Suspect
+
+    verdict.suspects += [Suspect(r, None, None, "mismatch", "waits elsewhere", 0.6) for r in range(100, 140)]
+    pm = PostMortem(verdict, source="synthetic")
+    collapsed = collapse(pm.waitfor)
+    nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
+    assert len(nodes) <= 6
+    assert any(n.culprit and n.ranks == [7] for n in nodes)
+    assert any(len(n.ranks) == 40 and n.suspect for n in nodes)
+
+
+def test_timeline_and_stack_tree_stay_small(big: PostMortem):
+    rows, columns, by_seq = lanes(big.timeline_entries)
+    assert len(rows) <= MAX_LANES and not by_seq
+    assert sum(len(r.ranks) for r in rows) == 4096
+    stations = dict(zip(columns, range(len(columns))))
+    # program order from the stacks: the laggards' broadcast (line 140) before the culprit (150) before all_reduce (160)
+    assert stations["broadcast in sync_params (train.py:120)"] < stations["load_batch (data.py:88)"] < stations["all_reduce in train_step (train.py:60)"]
+    assert len(_all(boxes(big.stack_tree))) <= 6
+
+
+def test_small_jobs_keep_one_node_per_rank():
+    pm = PostMortem(synthetic_verdict(8, culprit=5, stopped=None, missing=None), source="synthetic")
+    collapsed = collapse(pm.waitfor)
+    assert collapsed.number_of_nodes() == 8
+    assert collapsed.in_degree(("rank", 5)) == 7
