@@ -15,6 +15,7 @@ from typing import Callable
 from forensics.bundle.reader import is_bundle, open_bundle
 from forensics.errors import ForensicsError
 from forensics.postmortem.session import PostMortem
+from forensics.postmortem.waitfor import correlated_graph
 from parsers.analyze import analyze_bundle
 
 _LOOSE_LOADERS: list[Callable[[Path], PostMortem]] = []
@@ -48,4 +49,4 @@ def from_bundle(path: str | Path) -> PostMortem:
     """Open and analyse a bundle."""
     bundle = open_bundle(path)
     verdict, evidence = analyze_bundle(bundle)
-    return PostMortem(verdict, source=str(path), evidence=evidence)
+    return PostMortem(verdict, source=str(path), evidence=evidence, graph=correlated_graph(bundle, verdict))

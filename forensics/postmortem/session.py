@@ -30,8 +30,8 @@ class SVG:
     def _repr_svg_(self) -> str:
         return self.svg
 
-    def _repr_html_(self) -> str:
-        return f'<div class="forensics-figure" title="{html.escape(self.title)}">{self.svg}</div>'
+    def __repr__(self) -> str:
+        return f"<SVG picture: {self.title}>"
 
     def save(self, path: str | Path) -> Path:
         """Write the picture as an .svg file."""

@@ -21,6 +21,16 @@ import networkx as nx
 from parsers.model import Verdict
 
 
+def correlated_graph(bundle: Any, verdict: Verdict) -> nx.DiGraph | None:
+    """The wait-for graph from the log/recorder correlation, or None while there is none.
+
+    SWAP POINT: when parsers.correlate lands, return its LogAnalysis.graph for the
+    bundle here (nodes: global ranks). PostMortem then draws it instead of the
+    stand-in from `waitfor_from_verdict`, and marks the verdict's suspects on it.
+    """
+    return None
+
+
 def waitfor_from_verdict(verdict: Verdict) -> nx.DiGraph:
     """Stand-in wait-for graph: each waiting rank -> each suspect, weighted by confidence."""
     graph = nx.DiGraph()

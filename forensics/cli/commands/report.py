@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from forensics.postmortem import load
 
     pm = load(args.path)
-    out = args.out or (args.path / "report.html" if args.path.is_dir() else args.path.with_suffix(".html"))
+    out = args.out or default_output(args.path)
     try:
         written = pm.report(out)
     except OSError as err:
@@ -41,3 +41,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {written}")
     print(f"VERDICT: {pm.summary}")
     return int(ExitCode.OK if pm.culprit else ExitCode.INCONCLUSIVE)
+
+
+def default_output(bundle: Path) -> Path:
+    """BUNDLE/report.html for a folder, NAME.html beside a NAME.tar.gz archive."""
+    if bundle.is_dir():
+        return bundle / "report.html"
+    name = bundle.name
+    for suffix in (".tar.gz", ".tgz", ".tar"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return bundle.with_name(name + ".html")
