@@ -40,6 +40,7 @@ class TimelineEntry:
     suspect: bool = False
     culprit: bool = False
     reason_class: str | None = None  #: the verdict's kind of suspicion, for suspects
+    reason: str | None = None  #: the verdict's sentence, for suspects
     seq: int | None = None  #: last collective sequence number, from events when known
     last_event: str | None = None  #: that event, as text
     source: str = "stacks"
@@ -55,7 +56,7 @@ def timeline_from_verdict(verdict: Verdict) -> list[TimelineEntry]:
     suspects = {}
     for s in reversed(verdict.suspects):  # most likely last, so it wins
         if s.rank is not None:
-            suspects[s.rank] = s.reason_class
+            suspects[s.rank] = s
     culprit = verdict.culprit.rank if verdict.culprit else None
     stations: dict[str, list[str]] = {}
     entries = []
@@ -68,7 +69,9 @@ def timeline_from_verdict(verdict: Verdict) -> list[TimelineEntry]:
             TimelineEntry(
                 rank=rank, host=row.get("host"), state=row.get("state"), activity=row.get("activity") or "unknown",
                 op=row.get("op"), where=row.get("where"), station=station, order=0,
-                suspect=rank in suspects, culprit=rank == culprit, reason_class=suspects.get(rank),
+                suspect=rank in suspects, culprit=rank == culprit,
+                reason_class=suspects[rank].reason_class if rank in suspects else None,
+                reason=suspects[rank].reason if rank in suspects else None,
             )
         )
     order = order_stations(stations)

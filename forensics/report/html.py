@@ -49,10 +49,12 @@ def esc(value: Any) -> str:
 def verdict_html(verdict: Verdict) -> str:
     """Summary, culprit with evidence, other suspects, missing evidence."""
     c = verdict.culprit
-    parts = [f'<div class="verdict{"" if c else " none"}" id="verdict">',
-             f'<div class="summary">VERDICT: {esc(verdict.summary)}</div>']
+    # inline styles as well as classes: notebooks show this block without the report's stylesheet
+    box = "border-left:6px solid #d62728;background:#fdf1f1" if c else "border-left:6px solid #999;background:#f4f4f4"
+    parts = [f'<div class="verdict{"" if c else " none"}" id="verdict" style="{box};padding:12px 16px;margin:12px 0">',
+             f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(verdict.summary)}</div>']
     if c:
-        parts.append(f'<p>culprit: <span class="culprit" id="culprit">{esc(c.label)}</span> '
+        parts.append(f'<p>culprit: <span class="culprit" id="culprit" style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")

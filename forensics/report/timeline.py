@@ -75,11 +75,13 @@ def _detail(e: TimelineEntry) -> str:
     bits = []
     if e.culprit:
         bits.append("CULPRIT")
-    if e.reason_class:
+    if e.culprit and e.reason:
+        bits.append(style.clip(e.reason.split(";")[0].split(" and ")[0], 56))
+    elif e.reason_class:
         bits.append(e.reason_class)
-    if e.state and (e.state not in ("S", "R") or e.suspect):
+    if e.state and (e.state not in ("S", "R") or e.suspect) and f"state {e.state}" not in " ".join(bits):
         bits.append(f"state {e.state}")
-    if e.activity == "missing":
+    if e.activity == "missing" and not e.culprit:
         bits.append("no process")
     elif e.activity == "unknown":
         bits.append("no stack")

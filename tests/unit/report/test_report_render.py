@@ -92,3 +92,12 @@ def test_cli_bad_bundle_is_exit_2_and_writes_nothing(tmp_path: Path):
     assert run.returncode == 2, run.stderr
     assert "forensics report: error:" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists()
+
+
+def test_report_without_a_culprit_still_renders():
+    from parsers.model import Verdict
+
+    verdict = synthetic_verdict(8, culprit=5, stopped=None, missing=None)
+    empty = Verdict(suspects=[], summary="no culprit named", sections=verdict.sections)
+    html = build_report(PostMortem(empty, source="synthetic"))
+    assert "no culprit named" in html and 'id="waitfor-graph"' in html and "CULPRIT" not in html
