@@ -63,9 +63,9 @@ def test_chromium_renders_verdict_and_graph(report: Path, chromium: str, tmp_pat
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
     (artifacts_dir / "report-dom.html").write_text(html)
-    summary = re.search(r'id="verdict">\s*<div class="summary">(.*?)</div>', html, re.S)
+    summary = re.search(r'id="verdict"[^>]*>\s*<div class="summary"[^>]*>(.*?)</div>', html, re.S)
     assert summary and summary.group(1).startswith(f"VERDICT: rank {CULPRIT} "), summary
-    culprit = re.search(r'<span class="culprit" id="culprit">(.*?)</span>', html)
+    culprit = re.search(r'<span class="culprit" id="culprit"[^>]*>(.*?)</span>', html)
     assert culprit and culprit.group(1).startswith(f"rank {CULPRIT} ")
     graph = re.search(r'<div class="figure" id="waitfor-graph".*?</svg>', html, re.S)
     assert graph, "no wait-for graph in the rendered DOM"
