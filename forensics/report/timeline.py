@@ -75,7 +75,7 @@ def _detail(e: TimelineEntry) -> str:
     bits = []
     if e.culprit:
         bits.append("CULPRIT")
-    if e.culprit and e.reason:
+    if e.suspect and e.reason and e.activity in ("missing", "unknown"):  # no position: the reason says what happened
         bits.append(style.clip(e.reason.split(";")[0].split(" and ")[0], 56))
     elif e.reason_class:
         bits.append(e.reason_class)
