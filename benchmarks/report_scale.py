@@ -34,7 +34,7 @@ def steps(world: int) -> dict[str, float]:
     to_svg(draw_waitfor(graph))
     out["graph svg"] = time.perf_counter() - t
     t = time.perf_counter()
-    to_svg(draw_stack_tree(pm.stack_tree, {s.rank for s in pm.verdict.suspects}, pm.culprit.rank))
+    to_svg(draw_stack_tree(pm.merged_stack_tree, {s.rank for s in pm.verdict.suspects}, pm.culprit.rank))
     out["stack tree svg"] = time.perf_counter() - t
     t = time.perf_counter()
     to_svg(draw_timeline(pm.timeline_entries))

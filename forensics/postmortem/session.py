@@ -15,7 +15,7 @@ from typing import Any
 
 import networkx as nx
 
-from forensics.postmortem.timeline import TimelineEntry, add_events, timeline_from_verdict
+from forensics.postmortem.timeline import TimelineEntry, add_events, merged_tree, timeline_from_verdict
 from forensics.postmortem.waitfor import edges_table, mark_suspects, waitfor_from_verdict
 from parsers.model import Verdict
 
@@ -99,6 +99,11 @@ class PostMortem:
         """The merged main-thread stack tree: nested {'frame', 'ranks', 'children'}."""
         return self.verdict.sections.get("stack_tree") or {"frame": "<all>", "ranks": [], "children": []}
 
+    @functools.cached_property
+    def merged_stack_tree(self) -> dict[str, Any]:
+        """`stack_tree` with address-only native frames normalised ('?? [libc.so.6]'), so like ranks merge."""
+        return merged_tree(self.stack_tree)
+
     @property
     def stack_tree_text(self) -> str:
         return "\n".join(self.verdict.sections.get("stack_tree_text") or [])
@@ -137,11 +142,11 @@ class PostMortem:
 
         suspects = {s.rank for s in self.verdict.suspects if s.rank is not None}
         culprit = self.culprit.rank if self.culprit else None
-        return SVG(to_svg(draw_stack_tree(self.stack_tree, suspects, culprit, note=self._no_stack_note())), "merged stack tree")
+        return SVG(to_svg(draw_stack_tree(self.merged_stack_tree, suspects, culprit, note=self._no_stack_note())), "merged stack tree")
 
     def _no_stack_note(self) -> str | None:
         """'no stack: rank 2 (missing)' for ranks the tree cannot show."""
-        in_tree = set(self.stack_tree.get("ranks") or [])
+        in_tree = set(self.merged_stack_tree.get("ranks") or [])
         absent = [e for e in self.timeline_entries if e.rank not in in_tree]
         if not absent:
             return None

@@ -7,6 +7,7 @@ to check that pictures stay readable and fast at that size. Not evidence of anyt
 
 from __future__ import annotations
 
+from forensics.postmortem.timeline import tree_from_paths
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
 
@@ -53,22 +54,6 @@ def synthetic_verdict(world: int = 4096, culprit: int = 1234, stopped: int | Non
     waiting = [r["rank"] for r in rows if r["activity"] == "collective"]
     verdict = Verdict(suspects=suspects, summary=f"{suspects[0].label} {suspects[0].reason}; ranks {fold(waiting)} wait in all_reduce")
     verdict.sections["ranks"] = rows
-    verdict.sections["stack_tree"] = _tree(paths)
+    verdict.sections["stack_tree"] = tree_from_paths(paths)
     verdict.sections["stack_tree_text"] = []
     return verdict
-
-
-def _tree(paths: dict[int, list[str]]) -> dict:
-    root: dict = {"frame": "<all>", "ranks": [], "children": []}
-    index: dict[tuple, dict] = {(): root}
-    for rank, path in sorted(paths.items()):
-        root["ranks"].append(rank)
-        for depth in range(len(path)):
-            key = tuple(path[: depth + 1])
-            node = index.get(key)
-            if node is None:
-                node = {"frame": path[depth], "ranks": [], "children": []}
-                index[key[:-1]]["children"].append(node)
-                index[key] = node
-            node["ranks"].append(rank)
-    return root

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from parsers.model import Verdict
 
 _LABEL = re.compile(r"^(?P<func>.*) \((?P<file>.*):(?P<line>\d+)\)$")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+(?P<lib> \[[^\]]*\])?$")
 NOT_PLACED = "not placed"
 
 
@@ -91,13 +92,24 @@ def station_label(row: dict[str, Any]) -> str:
     return NOT_PLACED
 
 
+def normalise_frame(label: str) -> str:
+    """'0x7fa6ec44524a [libc.so.6]' -> '?? [libc.so.6]'.
+
+    A native frame without a symbol is only an address, and addresses differ from
+    process to process (ASLR): left as they are, they split ranks that stand in the
+    same place.
+    """
+    m = _ADDRESS.match(label)
+    return f"??{m['lib'] or ''}" if m else label
+
+
 def rank_paths(tree: dict[str, Any]) -> dict[int, list[str]]:
-    """rank -> frame labels outermost first, read back from a stack prefix tree (as a dict)."""
+    """rank -> frame labels outermost first (addresses normalised), read back from a stack prefix tree dict."""
     paths: dict[int, list[str]] = {}
 
     def walk(node: dict[str, Any], prefix: list[str]) -> None:
         for child in node.get("children") or []:
-            path = prefix + [str(child.get("frame"))]
+            path = prefix + [normalise_frame(str(child.get("frame")))]
             for rank in child.get("ranks") or []:
                 paths[int(rank)] = path
             walk(child, path)
@@ -148,3 +160,25 @@ def _short(where: str | None) -> str | None:
     if not m:
         return where
     return f"{m['func']} ({m['file'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{m['line']})"
+
+
+def tree_from_paths(paths: dict[int, list[str]]) -> dict[str, Any]:
+    """A stack prefix tree dict ({'frame', 'ranks', 'children'}) from rank -> frames outermost first."""
+    root: dict[str, Any] = {"frame": "<all>", "ranks": [], "children": []}
+    index: dict[tuple[str, ...], dict[str, Any]] = {(): root}
+    for rank, path in sorted(paths.items()):
+        root["ranks"].append(rank)
+        for depth in range(len(path)):
+            key = tuple(path[: depth + 1])
+            node = index.get(key)
+            if node is None:
+                node = {"frame": path[depth], "ranks": [], "children": []}
+                index[key[:-1]]["children"].append(node)
+                index[key] = node
+            node["ranks"].append(rank)
+    return root
+
+
+def merged_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    """The tree again, with address-only frames normalised so that like ranks merge."""
+    return tree_from_paths(rank_paths(tree))

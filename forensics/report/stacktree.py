@@ -9,6 +9,7 @@ only suspect ranks are red.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from forensics.report import style
 from parsers.ranges import fold
 
 MAX_FRAMES_PER_BOX = 8
+_PY_FRAME = re.compile(r"\(.+:\d+\)$")
 MAX_CHARS = 58
 CHAR_W = 0.075  #: inches per character at font size 8 (monospace)
 LINE_H = 0.17  #: inches per text line
@@ -35,10 +37,7 @@ class Box:
     @property
     def lines(self) -> list[str]:
         frames = [style.clip(style.shorten_path(f), MAX_CHARS) for f in self.frames]
-        if len(frames) > MAX_FRAMES_PER_BOX:
-            keep = MAX_FRAMES_PER_BOX - 2  # the outermost frame, a marker, the innermost frames
-            frames = frames[:1] + [f"… {len(frames) - 1 - keep} more frames …"] + frames[-keep:]
-        return [f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"] + frames
+        return [f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"] + elide(frames)
 
     @property
     def width(self) -> float:
@@ -47,6 +46,34 @@ class Box:
     @property
     def height(self) -> float:
         return len(self.lines) * LINE_H + 0.15
+
+
+def elide(frames: list[str], limit: int = MAX_FRAMES_PER_BOX) -> list[str]:
+    """At most `limit` frames, in order, with '… n frames …' where some were left out.
+
+    Kept first: the outermost and the two innermost frames, then Python frames (they
+    carry file:line, the user's code), then the innermost of the rest.
+    """
+    if len(frames) <= limit:
+        return frames
+    n = len(frames)
+    keep = {0, n - 1, n - 2}
+    python = [i for i in range(n) if _PY_FRAME.search(frames[i])]
+    for i in reversed(python):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+    for i in reversed(range(n)):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+    out, last = [], -1
+    for i in sorted(keep):
+        if i > last + 1:
+            out.append(f"… {i - last - 1} frame{'s' if i - last - 1 > 1 else ''} …")
+        out.append(frames[i])
+        last = i
+    return out
 
 
 def boxes(tree: dict[str, Any]) -> list[Box]:

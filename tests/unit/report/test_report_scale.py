@@ -69,3 +69,42 @@ def test_small_jobs_keep_one_node_per_rank():
     collapsed = collapse(pm.waitfor)
     assert collapsed.number_of_nodes() == 8
     assert collapsed.in_degree(("rank", 5)) == 7
+
+
+# --- real stacks: `forensics demo --native --ranks 5 --culprit 1` (py-spy --native), analyze --json ---
+
+def _real_native_verdict():
+    import json
+    from pathlib import Path
+
+    from parsers.model import Suspect, Verdict
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "report" / "native_demo_verdict.json").read_text())
+    suspects = [Suspect(**{k: s[k] for k in ("rank", "host", "pid", "reason_class", "reason", "confidence", "evidence")}) for s in data["suspects"]]
+    return Verdict(suspects=suspects, summary=data["summary"], sections=data["sections"])
+
+
+def test_unresolved_native_frames_merge_and_order_holds():
+    """py-spy --native names the outermost libc frame by its address, which differs per process (ASLR)."""
+    from forensics.postmortem.timeline import merged_tree
+
+    pm = PostMortem(_real_native_verdict(), source="native demo")
+    assert len(pm.stack_tree["children"]) == 5  # as analysed: one branch per rank
+    merged = merged_tree(pm.stack_tree)
+    assert [c["frame"] for c in merged["children"]] == ["?? [libc.so.6]"]
+    tops = boxes(merged)
+    assert len(tops) == 1 and [b.ranks for b in tops[0].children] == [[0, 2, 3, 4], [1]]
+    order = {e.rank: e.order for e in pm.timeline_entries}
+    assert order[1] < order[0] == order[2] == order[3] == order[4]  # main:68 (data loader) before main:79
+
+
+def test_boxes_keep_the_users_frames_when_cut():
+    from forensics.report.stacktree import MAX_FRAMES_PER_BOX
+
+    pm = PostMortem(_real_native_verdict(), source="native demo")
+    waiters = boxes(pm.merged_stack_tree)[0].children[0]
+    lines = waiters.lines
+    assert len(lines) <= MAX_FRAMES_PER_BOX + 3  # header, frames, at most two '…' markers
+    assert any("train_step (job.py:52)" in line for line in lines)
+    assert any("c10d::Work::wait" in line for line in lines)
+    assert any(line.startswith("… ") for line in lines)
