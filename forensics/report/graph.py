@@ -158,8 +158,10 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
     head = title or "wait-for graph: arrows point from a waiting rank to the rank it waits on"
     sub = f"{ranks} ranks" + (f", shown as {collapsed.number_of_nodes()} classes" if collapsed.number_of_nodes() < ranks else "")
     source = graph.graph.get("source")
-    if source:
-        sub += f"; edges from the {source}"
+    if source == "verdict":
+        sub += "; edges derived from the verdict (each waiting rank -> each suspect)"
+    elif source:
+        sub += f"; edges from {source}"
     style.text(ax, 0, 1.68, head, ha="center", va="top", fontsize=11, weight="bold")
     style.text(ax, 0, 1.58, sub, ha="center", va="top", fontsize=9, color="#444444")
     if not graph.number_of_nodes():

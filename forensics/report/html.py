@@ -19,6 +19,8 @@ from parsers.model import Verdict
 if TYPE_CHECKING:
     from forensics.postmortem.session import PostMortem
 
+BIG_JOB = 64  #: past this many ranks, tables list suspects first
+
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1250px;color:#222;padding:0 16px}
 h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
@@ -84,6 +86,11 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
+def suspects_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Culprit, then other suspects, then everyone else; by rank within each."""
+    return sorted(rows, key=lambda r: (not r.get("culprit"), not r.get("suspect"), r.get("rank") is None, r.get("rank") or 0))
+
+
 def figure_html(svg: str, figure_id: str, caption: str) -> str:
     return f'<div class="figure" id="{figure_id}" role="img" aria-label="{esc(caption)}">{svg}</div>'
 
@@ -95,13 +102,18 @@ def build_report(pm: "PostMortem") -> str:
     timeline_svg = pm.show_timeline().svg
     ranks = pm.rank_rows()
     timeline = [e.to_dict() for e in pm.timeline_entries]
+    note = ""
+    if len(ranks) > BIG_JOB:  # the suspects would drown: put them on top
+        ranks = suspects_first(ranks)
+        timeline = suspects_first(timeline)
+        note = f'<p class="meta">{len(ranks)} ranks: suspects first, then by rank.</p>'
     sections = [
         "<h2>Wait-for graph</h2>", figure_html(graph_svg, "waitfor-graph", "wait-for graph, culprit in red"),
         "<h2>Last operation reached</h2>", figure_html(timeline_svg, "timeline", "last operation reached per rank"),
         "<h2>Merged stacks</h2>", figure_html(tree_svg, "stack-tree", "merged stack tree with rank counts"),
-        "<h2>Ranks</h2>", table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "suspect", "reason_class", "problems"], "ranks-table"),
+        "<h2>Ranks</h2>", note, table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "suspect", "reason_class", "problems"], "ranks-table"),
         "<h2>Suspects</h2>", table_html([s.to_dict() for s in pm.verdict.suspects], ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
-        "<h2>Timeline</h2>", table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"], "timeline-table"),
+        "<h2>Timeline</h2>", note, table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"], "timeline-table"),
         "<h2>Ranks by what their main thread does</h2>", table_html(pm.verdict.sections.get("classes") or [], ["ranks", "count", "activity"], "classes-table"),
         "<h2>Merged stacks as text</h2>", f"<pre>{esc(pm.stack_tree_text)}</pre>",
     ]

@@ -81,7 +81,7 @@ def _detail(e: TimelineEntry) -> str:
         bits.append(e.reason_class)
     if e.state and (e.state not in ("S", "R") or e.suspect) and f"state {e.state}" not in " ".join(bits):
         bits.append(f"state {e.state}")
-    if e.activity == "missing" and not e.culprit:
+    if e.activity == "missing" and "no process" not in " ".join(bits):
         bits.append("no process")
     elif e.activity == "unknown":
         bits.append("no stack")

@@ -101,3 +101,10 @@ def test_report_without_a_culprit_still_renders():
     empty = Verdict(suspects=[], summary="no culprit named", sections=verdict.sections)
     html = build_report(PostMortem(empty, source="synthetic"))
     assert "no culprit named" in html and 'id="waitfor-graph"' in html and "CULPRIT" not in html
+
+
+def test_big_reports_list_suspects_first():
+    html = build_report(PostMortem(synthetic_verdict(256, culprit=200, stopped=None, missing=None), source="synthetic"))
+    table = html[html.index('id="ranks-table"'):]
+    first_row = table[table.index("<tbody>"):].split("</tr>")[0]
+    assert 'class="culprit"' in first_row and "<td>200</td>" in first_row
