@@ -1,10 +1,12 @@
 """Shared look of every picture, and the one place matplotlib is set up.
 
-Pictures are drawn with the Agg backend (no display, no GUI toolkit) and written
-as SVG with text kept as text, so the HTML report stays searchable and
-self-contained. Text from a bundle is untrusted and may hold '$', which
-matplotlib would read as maths: every label goes through `text()` here, which
-turns that parsing off.
+Figures are made without pyplot: no GUI toolkit, no global figure list, and no
+change to the backend of a notebook that plots with pyplot itself (PNG goes
+through matplotlib's Agg renderer, SVG through its SVG renderer). SVG keeps text
+as text, so the HTML report stays searchable and self-contained.
+
+Text from a bundle is untrusted and may hold '$', which matplotlib would read as
+maths: every label goes through `text()` here, which turns that parsing off.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ import re
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg", force=False)
-
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 CULPRIT = "#d62728"  #: red: the rank(s) the verdict names
 SUSPECT = "#ff9896"  #: light red: other suspects
