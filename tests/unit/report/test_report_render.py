@@ -108,3 +108,18 @@ def test_big_reports_list_suspects_first():
     table = html[html.index('id="ranks-table"'):]
     first_row = table[table.index("<tbody>"):].split("</tr>")[0]
     assert 'class="culprit"' in first_row and "<td>200</td>" in first_row
+
+
+def test_events_order_the_timeline_by_sequence_number():
+    """Once log/recorder events are known, each rank keeps its highest seq and the chart uses it."""
+    from forensics.report.timeline import lanes
+
+    events = [{"rank": r, "seq": s, "op": "allreduce", "state": "completed", "source": "nccl-log"}
+              for r in range(8) for s in range(1, 10 if r == 5 else 11)]
+    pm = PostMortem(synthetic_verdict(8, culprit=5, stopped=None, missing=None), source="synthetic", events=events)
+    seqs = {e.rank: e.seq for e in pm.timeline_entries}
+    assert seqs[5] == 9 and all(seqs[r] == 10 for r in range(8) if r != 5)
+    rows, columns, by_seq = lanes(pm.timeline_entries)
+    assert by_seq and columns == ["#9", "#10"]
+    assert [r.x for r in rows if r.culprit] == [0] and all(r.x == 1 for r in rows if not r.culprit)
+    assert "collective sequence number" in pm.show_timeline().svg
