@@ -224,3 +224,28 @@ def test_report_from_archive_lands_beside_it(demo_bundle: Path, tmp_path: Path):
     assert out.is_file() and f"report: {out}" in run.stdout
     text = out.read_text()
     assert 'id="culprit"' in text and "rank 2 " in text
+
+
+@pytest.mark.parametrize("fault", ["stop", "crash"])
+def test_report_of_other_real_faults(fault: str, tmp_path: Path):
+    """A stopped culprit and a crashed one (no process, no stack) are named and drawn too."""
+    pytest.importorskip("torch")
+    from forensics.collectors.base import CollectOptions
+    from forensics.demo.run import run_demo
+    from forensics.postmortem import load
+
+    bundle = tmp_path / "bundle"
+    outcome = run_demo(bundle, ranks=3, fault=fault, culprit=1, options=CollectOptions(), quiet=True)
+    assert outcome.correct, outcome.verdict.summary
+    pm = load(bundle)
+    entry = next(e for e in pm.timeline_entries if e.rank == 1)
+    others = [e for e in pm.timeline_entries if e.rank != 1]
+    assert entry.culprit and all(entry.order < e.order for e in others)  # the culprit stopped earliest
+    graph_svg = pm.show_graph().svg
+    assert "CULPRIT rank 1" in graph_svg
+    if fault == "crash":
+        assert entry.station == "not placed" and "no stack: rank 1 (missing)" in pm.show_stack_tree().svg
+    else:
+        assert entry.state == "T"
+    out = pm.report(tmp_path / "report.html")
+    assert 'id="culprit"' in out.read_text()
