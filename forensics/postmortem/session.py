@@ -1,6 +1,7 @@
 """PostMortem: one loaded bundle, with its verdict, tables and pictures, for notebooks.
 
-Everything is computed once on first use and kept. Tables come back as pandas
+The verdict is computed when the bundle is loaded; the wait-for graph, the
+timeline and the normalised stack tree on first use, then kept. Tables come back as pandas
 DataFrames when pandas is installed (lists of dicts otherwise); pictures come
 back as inline SVG objects that Jupyter shows, and the object itself renders as
 an HTML summary when it is the last expression of a cell.
@@ -17,7 +18,7 @@ import networkx as nx
 
 from forensics.postmortem.timeline import TimelineEntry, add_events, merged_tree, timeline_from_verdict
 from forensics.postmortem.waitfor import edges_table, mark_suspects, waitfor_from_verdict
-from parsers.model import Verdict
+from parsers.model import Suspect, Verdict
 
 
 class SVG:
@@ -43,7 +44,7 @@ class SVG:
         return self.svg
 
 
-def frame(rows: list[dict[str, Any]]) -> Any:
+def as_table(rows: list[dict[str, Any]]) -> Any:
     """A pandas DataFrame of `rows` when pandas is installed, else the rows themselves."""
     try:
         import pandas as pd
@@ -65,8 +66,8 @@ class PostMortem:
 
     # --- data -------------------------------------------------------------------------
     @property
-    def culprit(self):
-        """The most likely suspect (parsers.model.Suspect) or None."""
+    def culprit(self) -> Suspect | None:
+        """The most likely suspect, or None."""
         return self.verdict.culprit
 
     @property
@@ -76,7 +77,7 @@ class PostMortem:
     @property
     def ranks(self) -> Any:
         """One row per rank: host, pid, state, what its main thread does, suspect flags."""
-        return frame(self.rank_rows())
+        return as_table(self.rank_rows())
 
     def rank_rows(self) -> list[dict[str, Any]]:
         """`ranks` as a list of dicts (no pandas needed)."""
@@ -92,7 +93,7 @@ class PostMortem:
     @property
     def suspects(self) -> Any:
         """The suspects, most likely first, as a table."""
-        return frame([s.to_dict() for s in self.verdict.suspects])
+        return as_table([s.to_dict() for s in self.verdict.suspects])
 
     @property
     def stack_tree(self) -> dict[str, Any]:
@@ -116,7 +117,7 @@ class PostMortem:
 
     @property
     def waitfor_edges(self) -> Any:
-        return frame(edges_table(self.waitfor))
+        return as_table(edges_table(self.waitfor))
 
     @functools.cached_property
     def timeline_entries(self) -> list[TimelineEntry]:
@@ -125,7 +126,7 @@ class PostMortem:
     @property
     def timeline(self) -> Any:
         """Per rank: the last operation reached and its position in program order."""
-        return frame([e.to_dict() for e in self.timeline_entries])
+        return as_table([e.to_dict() for e in self.timeline_entries])
 
     # --- pictures ---------------------------------------------------------------------
     def show_graph(self, max_nodes: int | None = None) -> SVG:
