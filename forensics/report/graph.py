@@ -36,7 +36,7 @@ class ClassNode:
     def title(self) -> str:
         if len(self.ranks) == 1:
             return f"rank {self.ranks[0]}"
-        return f"ranks {fold(self.ranks)} ({len(self.ranks)})"
+        return f"ranks {style.clip(fold(self.ranks), 48)} ({len(self.ranks)})"
 
 
 def node_label(data: dict[str, Any]) -> str:

@@ -108,3 +108,22 @@ def test_boxes_keep_the_users_frames_when_cut():
     assert any("train_step (job.py:52)" in line for line in lines)
     assert any("c10d::Work::wait" in line for line in lines)
     assert any(line.startswith("… ") for line in lines)
+
+
+def test_scattered_classes_and_external_rings_stay_drawable():
+    """Every other rank waiting elsewhere folds to 2,048 ranges: the label is cut, not the picture."""
+    import networkx as nx
+
+    verdict = synthetic_verdict(4096, culprit=1, stopped=None, missing=None)
+    for row in verdict.sections["ranks"]:
+        if row["rank"] % 2 == 0:
+            row["op"] = "broadcast"
+    pm = PostMortem(verdict, source="synthetic")
+    svg = to_svg(draw_waitfor(pm.waitfor))
+    assert "CULPRIT rank 1" in svg and len(svg) < 200_000
+    ring = nx.DiGraph([(r, (r + 1) % 64) for r in range(64)])  # a wait-for cycle from some correlation
+    collapsed = collapse(ring)
+    assert collapsed.number_of_nodes() == 1
+    node = collapsed.nodes[next(iter(collapsed.nodes))]["node"]
+    assert len(node.ranks) == 64 and collapsed.number_of_edges() == 1  # one self-loop carrying 64 edges
+    assert "64 inside" in to_svg(draw_waitfor(ring))
