@@ -1,0 +1,200 @@
+"""PostMortem: one loaded bundle, with its verdict, tables and pictures, for notebooks.
+
+The verdict is computed when the bundle is loaded; the wait-for graph, the
+timeline and the normalised stack tree on first use, then kept. Tables come back as pandas
+DataFrames when pandas is installed (lists of dicts otherwise); pictures come
+back as inline SVG objects that Jupyter shows, and the object itself renders as
+an HTML summary when it is the last expression of a cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from forensics.postmortem.timeline import TimelineEntry, add_events, merged_tree, timeline_from_verdict
+from forensics.postmortem.waitfor import edges_table, mark_suspects, waitfor_from_verdict
+from parsers.model import Suspect, Verdict
+
+
+class SVG:
+    """An SVG picture that Jupyter renders inline and that can be saved to a file."""
+
+    def __init__(self, svg: str, title: str = "") -> None:
+        self.svg = svg
+        self.title = title
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        return f"<SVG picture: {self.title}>"
+
+    def save(self, path: str | Path) -> Path:
+        """Write the picture as an .svg file."""
+        path = Path(path)
+        path.write_text(self.svg)
+        return path
+
+    def __str__(self) -> str:
+        return self.svg
+
+
+def as_table(rows: list[dict[str, Any]]) -> Any:
+    """A pandas DataFrame of `rows` when pandas is installed, else the rows themselves."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    return pd.DataFrame(rows)
+
+
+class PostMortem:
+    """A bundle's verdict and evidence, ready to look at. Make one with `forensics.postmortem.load`."""
+
+    def __init__(self, verdict: Verdict, source: str, graph: nx.DiGraph | None = None,
+                 events: list[dict[str, Any]] | None = None, evidence: Any = None) -> None:
+        self.verdict = verdict
+        self.source = source  #: the path it was loaded from
+        self.evidence = evidence  #: parsers.evidence.BundleEvidence when loaded from a bundle
+        self._graph = graph
+        self._events = events or []
+
+    # --- data -------------------------------------------------------------------------
+    @property
+    def culprit(self) -> Suspect | None:
+        """The most likely suspect, or None."""
+        return self.verdict.culprit
+
+    @property
+    def summary(self) -> str:
+        return self.verdict.summary
+
+    @property
+    def ranks(self) -> Any:
+        """One row per rank: host, pid, state, what its main thread does, suspect flags."""
+        return as_table(self.rank_rows())
+
+    def rank_rows(self) -> list[dict[str, Any]]:
+        """`ranks` as a list of dicts (no pandas needed)."""
+        suspects = {s.rank: s for s in self.verdict.suspects if s.rank is not None}
+        culprit = self.culprit.rank if self.culprit else None
+        rows = []
+        for row in self.verdict.sections.get("ranks") or []:
+            s = suspects.get(row.get("rank"))
+            rows.append(dict(row, suspect=s is not None, culprit=row.get("rank") == culprit and culprit is not None,
+                             reason_class=s.reason_class if s else None, confidence=s.confidence if s else None))
+        return rows
+
+    @property
+    def suspects(self) -> Any:
+        """The suspects, most likely first, as a table."""
+        return as_table([s.to_dict() for s in self.verdict.suspects])
+
+    @property
+    def stack_tree(self) -> dict[str, Any]:
+        """The merged main-thread stack tree: nested {'frame', 'ranks', 'children'}."""
+        return self.verdict.sections.get("stack_tree") or {"frame": "<all>", "ranks": [], "children": []}
+
+    @functools.cached_property
+    def merged_stack_tree(self) -> dict[str, Any]:
+        """`stack_tree` with address-only native frames normalised ('?? [libc.so.6]'), so like ranks merge."""
+        return merged_tree(self.stack_tree)
+
+    @property
+    def stack_tree_text(self) -> str:
+        return "\n".join(self.verdict.sections.get("stack_tree_text") or [])
+
+    @functools.cached_property
+    def waitfor(self) -> nx.DiGraph:
+        """Wait-for graph (networkx.DiGraph, edge waiter -> waited-on), suspects marked on nodes."""
+        graph = self._graph.copy() if self._graph is not None else waitfor_from_verdict(self.verdict)
+        return mark_suspects(graph, self.verdict)
+
+    @property
+    def waitfor_edges(self) -> Any:
+        return as_table(edges_table(self.waitfor))
+
+    @functools.cached_property
+    def timeline_entries(self) -> list[TimelineEntry]:
+        return add_events(timeline_from_verdict(self.verdict), self._events)
+
+    @property
+    def timeline(self) -> Any:
+        """Per rank: the last operation reached and its position in program order."""
+        return as_table([e.to_dict() for e in self.timeline_entries])
+
+    # --- pictures ---------------------------------------------------------------------
+    def show_graph(self, max_nodes: int | None = None) -> SVG:
+        """The wait-for graph, culprit in red; large jobs collapse into classes of ranks."""
+        from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
+        from forensics.report.style import to_svg
+
+        return SVG(to_svg(draw_waitfor(self.waitfor, max_nodes or MAX_RANK_NODES)), "wait-for graph")
+
+    def show_stack_tree(self) -> SVG:
+        """The merged stack tree, one box per branch with its ranks."""
+        from forensics.report.stacktree import draw_stack_tree
+        from forensics.report.style import to_svg
+
+        suspects = {s.rank for s in self.verdict.suspects if s.rank is not None}
+        culprit = self.culprit.rank if self.culprit else None
+        return SVG(to_svg(draw_stack_tree(self.merged_stack_tree, suspects, culprit, note=self._no_stack_note())), "merged stack tree")
+
+    def _no_stack_note(self) -> str | None:
+        """'no stack: rank 2 (missing)' for ranks the tree cannot show."""
+        in_tree = set(self.merged_stack_tree.get("ranks") or [])
+        absent = [e for e in self.timeline_entries if e.rank not in in_tree]
+        if not absent:
+            return None
+        from parsers.ranges import fold
+
+        kinds: dict[str, list[int]] = {}
+        for e in absent:
+            kinds.setdefault(e.reason_class or e.activity, []).append(e.rank)
+        return "no stack: " + "; ".join(f"rank{'s' if len(r) > 1 else ''} {fold(r)} ({k})" for k, r in kinds.items())
+
+    def show_timeline(self, max_lanes: int | None = None) -> SVG:
+        """Lanes of ranks up to the last operation each reached."""
+        from forensics.report.style import to_svg
+        from forensics.report.timeline import MAX_LANES, draw_timeline
+
+        return SVG(to_svg(draw_timeline(self.timeline_entries, max_lanes or MAX_LANES)), "last operation reached")
+
+    def show_verdict(self) -> "HTML":
+        """The verdict as an HTML block (summary, culprit, evidence, missing evidence)."""
+        from forensics.report.html import verdict_html
+
+        return HTML(verdict_html(self.verdict))
+
+    def report(self, path: str | Path) -> Path:
+        """Write the self-contained HTML report (what `forensics report` writes)."""
+        from forensics.report.html import write_report
+
+        return write_report(self, Path(path))
+
+    def _repr_html_(self) -> str:
+        from forensics.report.html import verdict_html
+
+        return f"<div><p><code>{html.escape(self.source)}</code></p>{verdict_html(self.verdict)}</div>"
+
+    def __repr__(self) -> str:
+        return f"PostMortem({self.source!r}: {self.verdict.summary})"
+
+
+class HTML:
+    """A piece of HTML that Jupyter renders inline."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    def _repr_html_(self) -> str:
+        return self.body
+
+    def __str__(self) -> str:
+        return self.body
+

@@ -1,0 +1,183 @@
+"""Picture of the merged stack tree: one box per branch, rank counts on every branch.
+
+The prefix tree from parsers.stacks has one node per frame. Chains of frames that
+the same ranks share are folded into one box (outermost frame on top), so the
+picture has one box per place where ranks part ways, however deep the stacks and
+however many ranks: 4,096 ranks in two places give three boxes. Boxes that hold
+only suspect ranks are red.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.report import style
+from parsers.ranges import fold
+
+MAX_FRAMES_PER_BOX = 8
+_PY_FRAME = re.compile(r"\(.+:\d+\)$")
+MAX_CHARS = 58
+CHAR_W = 0.075  #: inches per character at font size 8 (monospace)
+LINE_H = 0.17  #: inches per text line
+
+
+@dataclass
+class Box:
+    """A run of frames shared by the same ranks, and the boxes below it."""
+
+    frames: list[str]
+    ranks: list[int]
+    children: list["Box"] = field(default_factory=list)
+    x: float = 0.0
+    y: float = 0.0
+    level: int = 0
+
+    @property
+    def lines(self) -> list[str]:
+        frames = [style.clip(style.shorten_path(f), MAX_CHARS) for f in self.frames]
+        return [f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"] + elide(frames)
+
+    @property
+    def width(self) -> float:
+        return max(len(s) for s in self.lines) * CHAR_W + 0.3
+
+    @property
+    def height(self) -> float:
+        return len(self.lines) * LINE_H + 0.15
+
+
+def elide(frames: list[str], limit: int = MAX_FRAMES_PER_BOX) -> list[str]:
+    """At most `limit` frames, in order, with '… n frames …' where some were left out.
+
+    Kept first: the outermost and the two innermost frames, then Python frames (they
+    carry file:line, the user's code), then the innermost of the rest.
+    """
+    if len(frames) <= limit:
+        return frames
+    n = len(frames)
+    keep = {0, n - 1, n - 2}
+    python = [i for i in range(n) if _PY_FRAME.search(frames[i])]
+    for i in reversed(python):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+    for i in reversed(range(n)):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+    out, last = [], -1
+    for i in sorted(keep):
+        if i > last + 1:
+            out.append(f"… {i - last - 1} frame{'s' if i - last - 1 > 1 else ''} …")
+        out.append(frames[i])
+        last = i
+    return out
+
+
+def boxes(tree: dict[str, Any]) -> list[Box]:
+    """Top-level boxes of a stack_tree dict (children of the '<all>' root)."""
+    return [_fold(child) for child in tree.get("children") or []]
+
+
+def _fold(node: dict[str, Any]) -> Box:
+    frames = [str(node.get("frame"))]
+    ranks = list(node.get("ranks") or [])
+    kids = node.get("children") or []
+    while len(kids) == 1 and list(kids[0].get("ranks") or []) == ranks:
+        frames.append(str(kids[0].get("frame")))
+        kids = kids[0].get("children") or []
+    return Box(frames=frames, ranks=ranks, children=[_fold(k) for k in kids])
+
+
+def _place(box: Box, left: float, level: int, gap: float) -> float:
+    """Tidy layout: leaves left to right, a parent centred over its children; returns span width."""
+    box.level = level
+    if not box.children:
+        box.x = left + box.width / 2
+        return box.width
+    span = 0.0
+    for child in box.children:
+        span += _place(child, left + span, level + 1, gap) + gap
+    span -= gap
+    if span < box.width:
+        shift = (box.width - span) / 2
+        for child in box.children:
+            _shift(child, shift)
+        span = box.width
+    box.x = left + span / 2
+    return span
+
+
+def _shift(box: Box, dx: float) -> None:
+    box.x += dx
+    for child in box.children:
+        _shift(child, dx)
+
+
+def _all(top: list[Box]) -> list[Box]:
+    out, todo = [], list(top)
+    while todo:
+        b = todo.pop()
+        out.append(b)
+        todo.extend(b.children)
+    return out
+
+
+def draw_stack_tree(tree: dict[str, Any], suspects: set[int] | None = None, culprit: int | None = None,
+                    title: str | None = None, note: str | None = None):
+    """Matplotlib figure of the folded stack tree (a stack_tree dict from the verdict).
+
+    `note` is printed under the title, e.g. which ranks have no stack at all.
+    """
+    suspects = suspects or set()
+    top = boxes(tree)
+    gap = 0.35
+    left = 0.0
+    for b in top:  # top-level boxes side by side
+        left += _place(b, left, 0, gap) + gap
+    total = left - gap if top else 0.0
+    every = _all(top)
+    levels = max((b.level for b in every), default=0) + 1
+    level_h = [max((b.height for b in every if b.level == lv), default=0) for lv in range(levels)]
+    vgap = 0.45
+    y = -0.15 if note else 0.0
+    level_y = []
+    for h in level_h:
+        level_y.append(y)
+        y -= h + vgap
+    for b in every:
+        b.y = level_y[b.level]
+    width = max(total, 7.0)
+    fig, ax = style.new_figure(width + 0.2, 0.7 - y, full=True)
+    ax.set_axis_off()
+    ax.set_xlim(-0.1, width + 0.1)
+    ax.set_ylim(y, 0.7)
+    from matplotlib.patches import FancyBboxPatch
+
+    for b in every:
+        for child in b.children:
+            ax.annotate("", xy=(child.x, child.y), xytext=(b.x, b.y - b.height),
+                        arrowprops=dict(arrowstyle="-|>", color=style.EDGE, lw=1.2, shrinkA=0, shrinkB=1))
+            mx, my = (b.x + child.x) / 2, (b.y - b.height + child.y) / 2
+            style.text(ax, mx, my, str(len(child.ranks)), ha="center", va="center", fontsize=8, color="#222222",
+                       bbox=dict(boxstyle="circle,pad=0.15", facecolor="#f2f2f2", edgecolor=style.EDGE, lw=0.6))
+        only_suspects = bool(b.ranks) and set(b.ranks) <= suspects
+        has_culprit = culprit in b.ranks
+        face = "#fde0e0" if only_suspects else "#eaf0f8"
+        edge = style.CULPRIT if only_suspects else style.WAITER
+        ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height), b.width, b.height,
+                                    boxstyle="round,pad=0,rounding_size=0.06", facecolor=face, edgecolor=edge,
+                                    lw=2.2 if only_suspects and has_culprit else 1.0))
+        for i, line in enumerate(b.lines):
+            style.text(ax, b.x - b.width / 2 + 0.12, b.y - 0.1 - i * LINE_H, line, ha="left", va="top",
+                       fontsize=8, fontfamily=style.MONO, weight="bold" if i == 0 else "normal",
+                       color=style.CULPRIT if (i == 0 and only_suspects) else "#222222")
+    style.text(ax, 0, 0.62, title or "merged main-thread stacks, outermost frame first; numbers are ranks per branch",
+               ha="left", va="top", fontsize=10, weight="bold")
+    if note:
+        style.text(ax, 0, 0.38, note, ha="left", va="top", fontsize=9, color=style.CULPRIT)
+    if not every:
+        style.text(ax, width / 2, -0.5, "no stacks in this bundle", ha="center", fontsize=11)
+    return fig
