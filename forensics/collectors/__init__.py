@@ -10,9 +10,12 @@ from forensics.collectors.base import HostCollector, RankCollector
 from forensics.collectors.environment import EnvironmentCollector
 from forensics.collectors.flight_recorder import FlightRecorderCollector
 from forensics.collectors.gdb import GdbCollector
+from forensics.collectors.host import host_collectors as _host_evidence_collectors
 from forensics.collectors.nccl_logs import NcclLogCollector
 from forensics.collectors.process_state import ProcessStateCollector
 from forensics.collectors.pyspy import PySpyCollector
+from forensics.collectors.ras import RasCollector
+from forensics.collectors.recorder import RecorderCollector
 from forensics.collectors.stdio import StdioCollector
 
 
@@ -24,11 +27,13 @@ def rank_collectors() -> list[RankCollector]:
         StdioCollector(),
         NcclLogCollector(),
         FlightRecorderCollector(),
+        RecorderCollector(),
         PySpyCollector(),
         GdbCollector(),
     ]
 
 
 def host_collectors() -> list[HostCollector]:
-    """Collectors run once per host (none in the foundation; host evidence adds them)."""
-    return []
+    """Collectors run once per host: NCCL RAS first (it answers only while the job lives),
+    then the host evidence (kernel log, GPUs, InfiniBand, CPU frequency, disk, memory)."""
+    return [RasCollector(), *_host_evidence_collectors()]
