@@ -340,6 +340,8 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
                     (sdir / name).write_text(ras_query(args.ras_port, command, js))
                 except OSError as err:
                     notes.append(f"RAS {command} {'json' if js else 'text'} failed: {err}")
+        if args.collect_cmd:
+            notes.append(run_collect(args.collect_cmd, procs, sdir))
         end = t_ready + args.scenario_s
         while time.monotonic() < end and any(p.poll() is None for r, p in enumerate(procs)
                                              if not (scenario == "sigstop" and r == culprit)):
@@ -381,6 +383,22 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
     return truth
 
 
+def run_collect(template: str, procs: list[subprocess.Popen], sdir: Path) -> str:
+    """Run the user's collector (e.g. forensics collect) against the live ranks; say how it went."""
+    import shlex
+
+    live = ",".join(str(p.pid) for p in procs if p.poll() is None)
+    argv = [a.replace("{pids}", live).replace("{dir}", str(sdir / "bundle")) for a in shlex.split(template)]
+    t = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"collect failed: {err}"
+    (sdir / "collect.stdout").write_text(done.stdout)
+    (sdir / "collect.stderr").write_text(done.stderr)
+    return f"collect exit {done.returncode} in {time.monotonic() - t:.1f} s"
+
+
 def _torch_version() -> str:
     try:
         import torch
@@ -409,6 +427,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warm-timeout", type=float, default=90.0)
     p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
     p.add_argument("--big-numel", type=int, default=None)
+    p.add_argument("--collect-cmd", default=None, metavar="CMD",
+                   help="run while the hang holds, after RAS: {pids} = comma list of live pids, {dir} = OUT/<scenario>/bundle")
     # worker-only
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--scenario", help=argparse.SUPPRESS)
