@@ -16,21 +16,26 @@ import time
 from datetime import timedelta
 
 
-def _init():
+def _init(backend: str = "nccl"):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("nccl", device_id=torch.device("cuda:0"), timeout=timedelta(seconds=600))
+    if backend == "nccl":
+        dist.init_process_group("nccl", device_id=torch.device("cuda:0"), timeout=timedelta(seconds=600))
+    else:  # CPU dry runs of the orchestration (no recorder files: gloo has no NCCL)
+        dist.init_process_group(backend, timeout=timedelta(seconds=600))
     return torch, dist
 
 
-def stream(numel: int) -> None:
-    torch, dist = _init()
-    x = torch.ones(numel, device="cuda:0")
+def stream(numel: int, backend: str = "nccl") -> None:
+    torch, dist = _init(backend)
+    gpu = backend == "nccl"
+    x = torch.ones(numel, device="cuda:0" if gpu else "cpu")
     i = 0
     while True:
         dist.all_reduce(x)
-        torch.cuda.synchronize()
+        if gpu:
+            torch.cuda.synchronize()
         i += 1
         if i % 5 == 0 or i < 5:
             print(f"iter {i}", flush=True)
@@ -75,9 +80,10 @@ def main() -> int:
     ap.add_argument("--numel", type=int, default=16 << 20)
     ap.add_argument("--sizes", default="")
     ap.add_argument("--budget", type=float, default=0.5, help="bench: seconds per size")
+    ap.add_argument("--backend", default="nccl", help="stream: gloo for a CPU dry run of the orchestration")
     args = ap.parse_args()
     if args.mode == "stream":
-        stream(args.numel)
+        stream(args.numel, args.backend)
     else:
         bench([int(s) for s in args.sizes.split(",")], args.budget)
     return 0
