@@ -41,7 +41,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(ranks: int, plugin: Path | None, sizes: list[int], budget: float, python: str) -> tuple[list[dict], dict]:
+def launch(ranks: int, plugin: Path | None, sizes: list[int], budget: float, python: str,
+           backend: str = "nccl") -> tuple[list[dict], dict]:
     """One job; returns (rank 0's results, facts about the plugin run)."""
     port = free_port()
     work = Path(tempfile.mkdtemp(prefix="hf-bench-"))
@@ -57,7 +58,8 @@ def launch(ranks: int, plugin: Path | None, sizes: list[int], budget: float, pyt
                        FORENSICS_RECORDER_KEEP="1")
         else:
             env.pop("NCCL_PROFILER_PLUGIN", None)
-        cmd = [python, str(WORKER), "bench", "--sizes", ",".join(map(str, sizes)), "--budget", str(budget)]
+        cmd = [python, str(WORKER), "bench", "--sizes", ",".join(map(str, sizes)), "--budget", str(budget),
+               "--backend", backend]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=600)[0] for p in procs]
     results = next((json.loads(ln[8:]) for ln in outs[0].splitlines() if ln.startswith("RESULTS ")), None)
@@ -98,6 +100,7 @@ def main() -> int:
     ap.add_argument("--plugin", type=Path, help="prebuilt plugin (default: build with gcc)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--json", type=Path, help="also write the table here")
+    ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run of the orchestration (no plugin involved)")
     args = ap.parse_args()
     plugin = (args.plugin or nccl_plugin.build()).resolve()
     sizes = [s for s in SIZES if s <= args.max_bytes]
@@ -107,7 +110,8 @@ def main() -> int:
     for i in range(args.rounds):
         order = ["base", "plugin"] if i % 2 == 0 else ["plugin", "base"]
         for mode in order:
-            res, f = launch(args.ranks, plugin if mode == "plugin" else None, sizes, args.budget, args.python)
+            res, f = launch(args.ranks, plugin if mode == "plugin" else None, sizes, args.budget, args.python,
+                            args.backend)
             runs[mode].append(res)
             if f:
                 facts.append(f)
@@ -121,6 +125,9 @@ def main() -> int:
     print(f"NCCL recorder overhead: {args.ranks} ranks on one GPU (NET/Socket via NCCL_HOSTID), "
           f"{args.rounds} rounds, {time.monotonic() - t0:.0f} s")
     print(f"plugin facts per launch: {facts}")
+    if args.backend == "nccl" and any(not f.get("loaded") for f in facts):
+        print("WARNING: the plugin's INFO line is missing from a plugin run's NCCL log: it may not have loaded, "
+              "so that run measured nothing", file=sys.stderr)
     print(f"{'size':>8} {'lat base us':>12} {'lat plug us':>12} {'busbw base':>11} {'busbw plug':>11} {'cost %':>7} goal")
     for r in rows:
         goal = 1.0 if r["bytes"] >= 1 << 20 else 3.0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
+from parsers import gpu_binding
 from parsers.model import Suspect, Verdict
 from parsers.readers import host_ib, host_kernel, host_nvml, host_nvsmi, host_system
 
@@ -260,28 +261,34 @@ def host_reports(bundle: Any, kb: KnowledgeBase) -> list[HostReport]:
     return sorted(reports, key=lambda r: r.host)
 
 
-def host_suspects(reports: Iterable[HostReport], ranks: Iterable[Any]) -> list[Suspect]:
+def host_suspects(reports: Iterable[HostReport], ranks: Iterable[Any], bundle: Any = None) -> list[Suspect]:
     """Suspects for `forensics analyze`: ranks on hosts with faults, and ranks whose own logs name a known error.
 
     A rank on a host with an uncorrectable ECC error or a GPU off the bus gets a
     confidence above the stack-based classes (a stopped process is 0.95): the
     hardware explains the hang, and the recommended action travels in the evidence.
     Findings in a rank's own log are pinned to that rank; host findings go to every
-    rank on the host (which GPU a rank used is not known here).
+    rank on the host, and, when `bundle` lets us tell which GPU each rank used
+    (parsers.gpu_binding), the rank on the GPU a finding names ranks first.
     """
     suspects = []
     ranks = list(ranks)
     for report in reports:
-        on_host = [r for r in ranks if r.host == report.host]
-        for rank in on_host:
+        order = gpu_binding.gpu_order(report.facts)
+        for rank in (r for r in ranks if r.host == report.host):
             subject = f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
             mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g)]
             host_wide = [g for g in report.reasons if not g.first.subject.startswith(("rank ", "pid "))]
-            best = _worst(mine + host_wide)
+            my_bus = gpu_binding.rank_bus(bundle, rank, order) if bundle is not None and order else None
+            best = _worst(mine + host_wide, my_bus)
             if best is None:
                 continue
-            suspects.append(_suspect(rank, report, best, own=best in mine))
+            suspects.append(_suspect(rank, report, best, own=best in mine, my_bus=my_bus))
     return suspects
+
+
+def _named_bus(group: FindingGroup) -> gpu_binding.Bus | None:
+    return gpu_binding.bus_of(group.first.evidence) or gpu_binding.bus_of(group.first.subject)
 
 
 def _blames_rank(group: FindingGroup) -> bool:
@@ -294,13 +301,23 @@ def _blames_rank(group: FindingGroup) -> bool:
     return entry.severity in ("error", "critical") and (entry.action == "fix-code" or entry.host != "none")
 
 
-def _worst(groups: list[FindingGroup]) -> FindingGroup | None:
+def _worst(groups: list[FindingGroup], my_bus: gpu_binding.Bus | None = None) -> FindingGroup | None:
+    """The finding that explains a rank best: worst severity, then one naming its own GPU."""
     if not groups:
         return None
-    return max(groups, key=lambda g: (SEVERITIES.index(g.entry.severity), g.entry.host == "exclude"))
+
+    def key(g: FindingGroup) -> tuple:
+        named = _named_bus(g)
+        return (SEVERITIES.index(g.entry.severity), my_bus is not None and named == my_bus, g.entry.host == "exclude")
+
+    return max(groups, key=key)
 
 
-def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool) -> Suspect:
+#: Confidence shift when the finding names the rank's own GPU, or another GPU of its host.
+SAME_GPU_BONUS, OTHER_GPU_PENALTY = 0.02, 0.1
+
+
+def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool, my_bus: gpu_binding.Bus | None = None) -> Suspect:
     entry = group.entry
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
@@ -308,13 +325,22 @@ def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool) -> S
     if not own:
         evidence.append(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""))
     confidence = HOST_CONFIDENCE[entry.severity]
+    named = _named_bus(group)
+    if not own and my_bus is not None and named is not None:
+        shown = "{:04x}:{:02x}:{:02x}".format(*named)
+        if named == my_bus:
+            confidence += SAME_GPU_BONUS
+            evidence.append(f"the finding names this rank's own GPU ({shown})")
+        else:
+            confidence -= OTHER_GPU_PENALTY
+            evidence.append(f"the finding names another GPU of the host ({shown}); this rank waits on it")
     return Suspect(
         rank=rank.rank,
         host=rank.host,
         pid=getattr(rank, "pid", None),
         reason_class="known-error" if own else "host-fault",
         reason=reason,
-        confidence=confidence,
+        confidence=min(confidence, 0.99),
         evidence=evidence,
     )
 
@@ -350,7 +376,7 @@ def fold_into_verdict(verdict: Verdict, bundle: Any, kb: KnowledgeBase) -> Verdi
     summary gains the recommended action when a host or known error is the culprit.
     """
     reports = host_reports(bundle, kb)
-    extra = host_suspects(reports, bundle.manifest.ranks)
+    extra = host_suspects(reports, bundle.manifest.ranks, bundle)
     verdict.suspects = merge_suspects(verdict.suspects, extra)
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
     for report in reports:

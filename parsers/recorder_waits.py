@@ -40,6 +40,16 @@ def _op_label(op: ProxyOpRecord) -> str | None:
     return None
 
 
+def comm_rank_table(states: list[RecorderState]) -> dict[str, dict[int, int]]:
+    """{comm id: {comm rank: global rank}} from the recorder files themselves (each
+    carries its communicator rank and the process's RANK), to map WaitEdge ranks."""
+    table: dict[str, dict[int, int]] = defaultdict(dict)
+    for st in states:
+        if st.env_rank is not None and st.rank >= 0:
+            table[st.comm_hex][st.rank] = st.env_rank
+    return dict(table)
+
+
 def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[WaitEdge]:
     """One edge per in-flight proxy op that waits on its peer, from every state."""
     ref = reference_ns(states, now_ns)
@@ -218,7 +228,9 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
                 ev = [f"ranks {sorted(rp.waited_on_by)} wait on it ({where})"]
                 found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s ago)", ev))
-    found.sort(key=lambda s: -s.confidence)
+    # equal confidence: the longer a process has been silent, the likelier it came first
+    age = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
+    found.sort(key=lambda s: (-s.confidence, -age.get(s.pid, 0.0)))
     return found
 
 
@@ -255,4 +267,4 @@ def analyse(states: list[RecorderState], now_ns: int | None = None) -> list[Comm
 def stalled_ranks(states: list[RecorderState], now_ns: int | None = None) -> list[Suspect]:
     """Every suspect of every communicator, strongest first: 'who entered but stopped'."""
     suspects = [s for stall in analyse(states, now_ns) for s in stall.suspects]
-    return sorted(suspects, key=lambda s: -s.confidence)
+    return sorted(suspects, key=lambda s: -s.confidence)  # stable: keeps each comm's own order

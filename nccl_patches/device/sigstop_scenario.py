@@ -76,6 +76,7 @@ def main() -> int:
     ap.add_argument("--plugin", type=Path, help="prebuilt plugin (default: build with gcc)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run of the orchestration (no recorder data)")
     args = ap.parse_args()
 
     plugin = (args.plugin or nccl_plugin.build()).resolve()
@@ -90,7 +91,8 @@ def main() -> int:
         for r in range(args.ranks):
             env = rank_env(r, args.ranks, port, plugin, state_dir, log_dir)
             with open(outs[r], "w") as fh:
-                procs.append(subprocess.Popen([args.python, str(WORKER), "stream", "--numel", str(args.numel)],
+                procs.append(subprocess.Popen([args.python, str(WORKER), "stream", "--numel", str(args.numel),
+                                               "--backend", args.backend],
                                               env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True))
         if not wait_for_iters(outs, args.warm_iters, 240):
             print("ranks did not warm up; outputs:", file=sys.stderr)
@@ -120,6 +122,9 @@ def main() -> int:
             shutil.copyfile(log, args.out / "logs" / log.name)
             loaded += [ln.strip() for ln in log.read_text(errors="replace").splitlines()
                        if "hang-forensics recorder" in ln or "NCCL version" in ln or "profiler plugin" in ln]
+        if not observed:
+            print(f"no recorder state files in {state_dir}: did NCCL load the plugin? "
+                  f"(NCCL logs copied to {args.out / 'logs'}; look for 'profiler plugin')", file=sys.stderr)
         states = [read_recorder_file(args.out / name, observed_ns=ns) for name, ns in observed.items()]
         stalls = analyse(states)
         suspects = sorted((s for st in stalls for s in st.suspects), key=lambda s: -s.confidence)

@@ -16,33 +16,41 @@ import time
 from datetime import timedelta
 
 
-def _init():
+def _init(backend: str = "nccl"):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("nccl", device_id=torch.device("cuda:0"), timeout=timedelta(seconds=600))
+    if backend == "nccl":
+        dist.init_process_group("nccl", device_id=torch.device("cuda:0"), timeout=timedelta(seconds=600))
+    else:  # CPU dry runs of the orchestration (no recorder files: gloo has no NCCL)
+        dist.init_process_group(backend, timeout=timedelta(seconds=600))
     return torch, dist
 
 
-def stream(numel: int) -> None:
-    torch, dist = _init()
-    x = torch.ones(numel, device="cuda:0")
+def stream(numel: int, backend: str = "nccl") -> None:
+    torch, dist = _init(backend)
+    gpu = backend == "nccl"
+    x = torch.ones(numel, device="cuda:0" if gpu else "cpu")
     i = 0
     while True:
         dist.all_reduce(x)
-        torch.cuda.synchronize()
+        if gpu:
+            torch.cuda.synchronize()
         i += 1
         if i % 5 == 0 or i < 5:
             print(f"iter {i}", flush=True)
 
 
-def bench(sizes: list[int], budget_s: float) -> None:
-    torch, dist = _init()
+def bench(sizes: list[int], budget_s: float, backend: str = "nccl") -> None:
+    torch, dist = _init(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
+    dev = "cuda:0" if backend == "nccl" else "cpu"
+    if backend != "nccl":  # CPU dry run: synchronising is a no-op
+        torch.cuda.synchronize = lambda *a, **k: None  # type: ignore[assignment]
     results = []
     for nbytes in sizes:
         numel = max(1, nbytes // 4)
-        x = torch.ones(numel, device="cuda:0")
+        x = torch.ones(numel, device=dev)
         for _ in range(3):  # warm-up, and settle algorithm/protocol choice
             dist.all_reduce(x)
         torch.cuda.synchronize()
@@ -51,7 +59,7 @@ def bench(sizes: list[int], budget_s: float) -> None:
         dist.all_reduce(x)
         torch.cuda.synchronize()
         one = time.perf_counter() - t0
-        iters = torch.tensor([max(5, min(1000, int(budget_s / max(one, 1e-6))))], device="cuda:0")
+        iters = torch.tensor([max(5, min(1000, int(budget_s / max(one, 1e-6))))], device=dev)
         dist.broadcast(iters, 0)
         n = int(iters.item())
         dist.barrier()
@@ -75,11 +83,12 @@ def main() -> int:
     ap.add_argument("--numel", type=int, default=16 << 20)
     ap.add_argument("--sizes", default="")
     ap.add_argument("--budget", type=float, default=0.5, help="bench: seconds per size")
+    ap.add_argument("--backend", default="nccl", help="gloo: a CPU dry run of the orchestration")
     args = ap.parse_args()
     if args.mode == "stream":
-        stream(args.numel)
+        stream(args.numel, args.backend)
     else:
-        bench([int(s) for s in args.sizes.split(",")], args.budget)
+        bench([int(s) for s in args.sizes.split(",")], args.budget, args.backend)
     return 0
 
 

@@ -194,9 +194,12 @@ static void start_once(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* DJB2a over the bytes as (signed) chars, the hash NCCL derives commHash from, so
+ * a shim file of a ncclCommInitRank communicator carries the same id the profiler
+ * plugin would. (NCCL's INFO lines print another hash of the id as `commId`.) */
 static uint64_t hash_bytes(uint64_t h, const void* p, size_t n) {
-  const unsigned char* b = p;
-  for (size_t i = 0; i < n; i++) h = ((h << 5) + h) ^ b[i];
+  const signed char* b = p;
+  for (size_t i = 0; i < n; i++) h = ((h << 5) + h) ^ (uint64_t)(int64_t)b[i];
   return h;
 }
 

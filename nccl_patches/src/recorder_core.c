@@ -198,7 +198,11 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   size_t proxy_off = ring_off + (size_t)c->ring_len * sizeof(struct recorder_coll);
   c->size = proxy_off + (size_t)c->proxy_slots * sizeof(struct recorder_proxy);
 
-  int fd = open(c->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* Built under a temporary name and renamed when whole: a reader listing the
+   * directory never meets a half-made file. */
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     snprintf(err, errlen, "cannot create %s: %s", c->path, strerror(errno));
     free(c);
@@ -209,7 +213,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   if (rc != 0) {
     snprintf(err, errlen, "cannot reserve %zu bytes for %s: %s", c->size, c->path, strerror(rc));
     close(fd);
-    unlink(c->path);
+    unlink(tmp);
     free(c);
     return NULL;
   }
@@ -217,7 +221,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   close(fd);
   if (base == MAP_FAILED) {
     snprintf(err, errlen, "cannot map %s: %s", c->path, strerror(errno));
-    unlink(c->path);
+    unlink(tmp);
     free(c);
     return NULL;
   }
@@ -258,6 +262,13 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
+  if (rename(tmp, c->path) != 0) {
+    snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, c->path, strerror(errno));
+    munmap(base, c->size);
+    unlink(tmp);
+    free(c);
+    return NULL;
+  }
 
   pthread_mutex_lock(&g_registry_lock);
   if (g_ncomms < REC_MAX_COMMS) g_comms[g_ncomms++] = c;
@@ -507,7 +518,7 @@ int rec_snapshot(struct rec_comm* c, const char* reason) {
   fprintf(f, "# hang-forensics NCCL recorder snapshot (format %u)\n", h->format_version);
   fprintf(f, "reason %s\ntime_ns %llu\npid %d host %s hostid %s env_rank %d\n", reason, (unsigned long long)now,
           h->pid, h->host, h->hostid, h->env_rank);
-  fprintf(f, "comm 0x%016llx name \"%s\" rank %d nranks %d nnodes %d state %s\n", (unsigned long long)h->comm_id,
+  fprintf(f, "comm 0x%llx name \"%s\" rank %d nranks %d nnodes %d state %s\n", (unsigned long long)h->comm_id,
           h->comm_name, h->rank, h->nranks, h->nnodes, h->comm_state == RECORDER_COMM_FINALIZED ? "finalized" : "active");
   fprintf(f, "heartbeat %.1f ms ago, last event %.1f ms ago, records %llu, proxy ops %llu, dropped %llu\n",
           ms_ago(now, h->heartbeat_ns), ms_ago(now, h->last_event_ns), (unsigned long long)h->coll_next,

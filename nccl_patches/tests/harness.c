@@ -314,6 +314,8 @@ static int run(int ncomms, int ncolls, int nch, int nsteps) {
   for (int i = 0; i < 2 * ncomms; i++) pthread_join(th[i], NULL);
   if (getenv("HARNESS_NO_FINALIZE") == NULL)
     for (int i = 0; i < ncomms; i++) finalize(runs[i].ctx);
+  free(th);
+  free(runs);
   printf("DONE\n");
   fflush(stdout);
   return 0;

@@ -1,7 +1,8 @@
 """Decodes the small host files: cpufreq.json, df output, memory.json (meminfo, PSI).
 
 Facts: subject 'cpu' -> cpu.governor.<name> (how many CPUs run it), cpu.count,
-cpu.freq.cur_to_max_min (lowest current/max ratio); subject 'disk <mount>' ->
+cpu.freq.cur_to_max_min (lowest current/max ratio), cpu.freq.cap_to_max_min (lowest
+scaling_max_freq/cpuinfo_max_freq: a frequency cap); subject 'disk <mount>' ->
 disk.used_pct, disk.inodes_used_pct, disk.fstype; subject 'memory' ->
 memory.available_pct, memory.total_kb, psi.<cpu|memory|io>.<some|full>.avg10/avg60,
 vmstat.oom_kill.
@@ -31,13 +32,14 @@ def parse_cpufreq_json(text: str) -> Facts:
     governors = Counter(v.get("scaling_governor") for v in per_cpu.values() if v.get("scaling_governor"))
     for name, count in governors.items():
         facts[f"cpu.governor.{name}"] = count
-    ratios = []
-    for values in per_cpu.values():
-        cur, top = _num(values.get("scaling_cur_freq")), _num(values.get("cpuinfo_max_freq"))
-        if cur and top:
-            ratios.append(cur / top)
-    if ratios:
-        facts["cpu.freq.cur_to_max_min"] = round(min(ratios), 3)
+    for name, numerator in (("cpu.freq.cur_to_max_min", "scaling_cur_freq"), ("cpu.freq.cap_to_max_min", "scaling_max_freq")):
+        ratios = []
+        for values in per_cpu.values():
+            part, top = _num(values.get(numerator)), _num(values.get("cpuinfo_max_freq"))
+            if part and top:
+                ratios.append(part / top)
+        if ratios:
+            facts[name] = round(min(ratios), 3)
     mhz = [_num(x) for x in data.get("cpuinfo_mhz") or []]
     mhz = [x for x in mhz if x]
     if mhz:

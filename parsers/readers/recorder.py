@@ -192,7 +192,11 @@ class RecorderState:
 
     @property
     def comm_hex(self) -> str:
-        return f"0x{self.comm_id:016x}"
+        """The communicator's id as hex, unpadded like NCCL prints ids. This is NCCL's
+        commHash (what profiler plugins receive); NCCL's INFO lines print a different
+        hash of the same unique id as `commId`, so join recorder and log data through
+        ranks (see parsers.recorder_waits.comm_rank_table), not through this string."""
+        return f"0x{self.comm_id:x}"
 
     @property
     def in_flight_ops(self) -> list[ProxyOpRecord]:

@@ -130,6 +130,8 @@ def test_infiniband_and_cpufreq_read_a_sysfs_shaped_tree(target, tmp_path):
     cpu = sysfs / "devices" / "system" / "cpu" / "cpu0" / "cpufreq"
     cpu.mkdir(parents=True)
     (cpu / "scaling_governor").write_text("powersave\n")
+    (cpu / "scaling_max_freq").write_text("1200000\n")
+    (cpu / "cpuinfo_max_freq").write_text("3600000\n")
     (sysfs / "devices" / "system" / "cpu" / "cpufreq").mkdir()  # not a cpuN folder: ignored
     ib = InfinibandCollector(sysfs=sysfs).collect(target, CollectOptions())
     freq = CpuFreqCollector(sysfs=sysfs, procfs=tmp_path / "noproc").collect(target, CollectOptions())
@@ -140,6 +142,15 @@ def test_infiniband_and_cpufreq_read_a_sysfs_shaped_tree(target, tmp_path):
     assert data["devices"]["mlx5_0"]["ports"]["1"]["counters"] == {"link_downed": "1"}
     assert json.loads((target.bundle_root / freq.files[0]).read_text())["cpufreq"]["cpu0"]["scaling_governor"] == "powersave"
     assert InfinibandCollector(sysfs=tmp_path / "none").collect(target, CollectOptions()).status == Status.SKIPPED
+    from parsers import knowledge
+    from parsers.readers.host_ib import parse_ib_json
+    from parsers.readers.host_system import parse_cpufreq_json
+
+    kb = knowledge.load(use_env=False)
+    cpu_facts = parse_cpufreq_json((target.bundle_root / freq.files[0]).read_text())
+    assert {f.entry.id for f in kb.match_facts("cpu", cpu_facts)} == {"cpu-governor-powersave", "cpu-frequency-capped"}
+    ib_facts = parse_ib_json((target.bundle_root / ib.files[0]).read_text())["ib mlx5_0/1"]
+    assert {f.entry.id for f in kb.match_facts("ib mlx5_0/1", ib_facts)} == {"ib-link-downed"}
 
 
 def _memory_cgroup() -> Path | None:

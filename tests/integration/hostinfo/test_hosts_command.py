@@ -151,3 +151,28 @@ def test_fold_into_verdict_puts_the_host_fault_first_with_its_action(faulty_bund
     assert verdict.sections["exclude_hosts"] == ["gpu-node-7"]
     assert {h["host"] for h in verdict.sections["hosts"]} == {"here", "gpu-node-7"}
     assert [s.rank for s in verdict.suspects][:2] == [1, 3]
+
+
+def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
+    """gpu-node-9: a real L4 nvidia-smi (GPU 0 = 0000:01:00) and a real 'GPU at 0000:01:00.0 has fallen off the bus'."""
+    writer = BundleWriter(tmp_path / "b")
+    kernel = tmp_path / "kernel.log"
+    kernel.write_text("[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.\n[   49.261465] NVRM: os_pci_init_handle: invalid context!\n")
+    host_from_files(writer, "gpu-node-9", {
+        "kernel_log": ("kernel.log", kernel),
+        "nvidia_smi": ("nvidia-smi-q.xml", FIXTURES / "nvsmi" / "l4-healthy.xml"),
+    })
+    on_gpu = rank_with_log(writer, "gpu-node-9", 4, 401, ["step 9"])
+    on_gpu.local_rank = 0
+    elsewhere = rank_with_log(writer, "gpu-node-9", 5, 402, ["step 9"])
+    elsewhere.local_rank = 0
+    env_rel = writer.write_json(f"{elsewhere.dir}/environ.json", {"CUDA_VISIBLE_DEVICES": "1", "LOCAL_RANK": "0"})
+    elsewhere.collectors.append(CollectorRecord("environment", "ok", files=[env_rel]))
+    writer.save()
+    bundle = open_bundle(writer.root)
+    suspects = host_suspects(host_reports(bundle, knowledge.load(use_env=False)), bundle.manifest.ranks, bundle)
+    by_rank = {s.rank: s for s in suspects}
+    assert by_rank[4].confidence > by_rank[5].confidence >= 0.85
+    assert "the finding names this rank's own GPU (0000:01:00)" in by_rank[4].evidence
+    # rank 5 runs on physical GPU 1, which this one-GPU nvidia-smi does not list: no claim either way
+    assert not any("GPU" in e and "names" in e for e in by_rank[5].evidence)
