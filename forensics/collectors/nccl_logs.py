@@ -26,6 +26,19 @@ def expand_debug_file(pattern: str, pid: int, host: str | None = None) -> str:
     return "".join(out)
 
 
+def find_debug_file(pattern: str, pid: int) -> Path | None:
+    """The rank's NCCL log. %h is the *rank's* host name, which differs from ours when the
+    rank runs in a container (its own UTS namespace): then match any host for this pid."""
+    exact = process_path(pid, expand_debug_file(pattern, pid))
+    if exact.is_file():
+        return exact
+    if "%h" not in pattern:
+        return None
+    wild = process_path(pid, expand_debug_file(pattern.replace("%h", "\0"), pid).replace("\0", "*"))
+    matches = sorted(wild.parent.glob(wild.name)) if wild.parent.is_dir() else []
+    return matches[0] if len(matches) == 1 else None
+
+
 class NcclLogCollector:
     name = "nccl_log"
     uses_ptrace = False
@@ -39,9 +52,10 @@ class NcclLogCollector:
             level = target.environ.get("NCCL_DEBUG")
             why = "NCCL_DEBUG_FILE not set" + (f" (NCCL_DEBUG={level}: lines go to stdout)" if level else "")
             return CollectorRecord(self.name, Status.SKIPPED, error=why)
-        src = process_path(target.pid, expand_debug_file(pattern, target.pid))
-        if not src.is_file():
-            return CollectorRecord(self.name, Status.FAILED, error=f"{src}: not found", details={"path": str(src)})
+        src = find_debug_file(pattern, target.pid)
+        if src is None:
+            tried = process_path(target.pid, expand_debug_file(pattern, target.pid))
+            return CollectorRecord(self.name, Status.FAILED, error=f"{tried}: not found", details={"path": str(tried)})
         path, rel = target.out(f"nccl/{Path(src).name}")
         try:
             _, cut = copy_tail(src, path, options.log_tail_bytes)

@@ -65,3 +65,16 @@ def test_job_id():
     assert job_id_of({"TORCHELASTIC_RUN_ID": "abc", "MASTER_ADDR": "x"}) == "abc"
     assert job_id_of({"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}) == "10.0.0.1:29500"
     assert job_id_of({}) is None
+
+
+def test_nccl_log_found_when_rank_has_its_own_hostname(tmp_path):
+    """A rank in a container writes nccl.<its hostname>.<pid>.log, not ours (seen on the device)."""
+    import os
+
+    from forensics.collectors.nccl_logs import find_debug_file
+
+    pid = os.getpid()
+    log = tmp_path / f"nccl.node03.{pid}.log"
+    log.write_text("x\n")
+    assert find_debug_file(str(tmp_path / "nccl.%h.%p.log"), pid) == log
+    assert find_debug_file(str(tmp_path / "nccl.%h.%p.other"), pid) is None
