@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
 from parsers import gpu_binding
+from parsers.suspects import merge_suspects
 from parsers.model import Suspect, Verdict
 from parsers.readers import host_ib, host_kernel, host_nvml, host_nvsmi, host_system
 
@@ -343,20 +344,6 @@ def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool, my_b
         confidence=min(confidence, 0.99),
         evidence=evidence,
     )
-
-
-def merge_suspects(existing: Iterable[Suspect], extra: Iterable[Suspect]) -> list[Suspect]:
-    """One suspect list, most likely first; a rank keeps its strongest entry, evidence of both."""
-    best: dict[tuple, Suspect] = {}
-    for s in list(existing) + list(extra):
-        key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
-        if key not in best:
-            best[key] = s
-            continue
-        keep, other = (s, best[key]) if s.confidence > best[key].confidence else (best[key], s)
-        keep.evidence = keep.evidence + [f"also: {other.reason_class}: {other.reason}"]
-        best[key] = keep
-    return sorted(best.values(), key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
 
 
 def exit_status(reports: Iterable[HostReport]) -> str:

@@ -42,7 +42,9 @@ def stack_verdict(ev: BundleEvidence) -> Verdict:
     suspects += _missing_suspects(ev)
     suspects.sort(key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
     verdict = Verdict(suspects=suspects)
-    verdict.summary = _summary(suspects, waiting, common)
+    if waiting and common:
+        verdict.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
+    verdict.summary = summarize(verdict)
     verdict.missing_evidence = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
     verdict.missing_evidence += ev.problems
     verdict.sections["classes"] = _classes(activities)
@@ -126,16 +128,19 @@ def _first_failure(exits: list[RankExit]) -> RankExit | None:
     return min(failed, key=lambda e: e.exited_at) if failed else None
 
 
-def _summary(suspects: list[Suspect], waiting: dict[int, Activity], common: Activity | None) -> str:
-    if not suspects:
-        if waiting and common:
-            return f"no culprit named: ranks {fold(waiting)} {common.text}, and no rank stands out"
+def summarize(verdict: Verdict) -> str:
+    """One line: the culprit and why, then what the other ranks do (from the 'waiting' section)."""
+    waiting = verdict.sections.get("waiting") or {}
+    ranks, activity = waiting.get("ranks", []), waiting.get("activity")
+    head = verdict.culprit
+    if head is None:
+        if ranks:
+            return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out"
         return "no culprit named: no rank waits in a collective and none is stopped or missing"
-    head = suspects[0]
     text = f"{head.label} {head.reason}"
-    victims = {k: v for k, v in waiting.items() if k != head.rank}
-    if victims and common:
-        text += f"; ranks {fold(victims)} {common.text}"
+    victims = [r for r in ranks if r != head.rank]
+    if victims and activity:
+        text += f"; ranks {fold(victims)} {activity}"
     return text
 
 

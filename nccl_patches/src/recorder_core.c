@@ -178,6 +178,21 @@ static void short_hostname(char* out, size_t n) {
   copy_str(out, n, buf);
 }
 
+/* Create the state directory and its parents when missing (like mkdir -p), so a
+ * configured FORENSICS_RECORDER_DIR that nobody made yet does not silently turn
+ * the recorder off. Sticky like /tmp: ranks of several users can share it. */
+static void ensure_dir(const char* dir) {
+  char path[512];
+  copy_str(path, sizeof path, dir);
+  for (char* p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 01777) != 0 && errno != EEXIST) return;
+    *p = '/';
+  }
+  if (mkdir(path, 01777) != 0 && errno != EEXIST) return;
+}
+
 struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
                                int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen) {
   const struct rec_config* cfg = rec_config();
@@ -202,6 +217,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
    * directory never meets a half-made file. */
   char tmp[600];
   snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
+  ensure_dir(cfg->dir);
   int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     snprintf(err, errlen, "cannot create %s: %s", c->path, strerror(errno));

@@ -85,7 +85,18 @@ def test_keep_leaves_the_finalized_state(plugin, harness, state_dir):
 
 
 def test_unwritable_dir_fails_init_cleanly(plugin, harness, tmp_path):
-    env = {"FORENSICS_RECORDER_DIR": str(tmp_path / "missing")}
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a directory cannot be made below a file, even by root
+    env = {"FORENSICS_RECORDER_DIR": str(blocker / "sub")}
     done = run_harness(harness, plugin, 5, ["run", "1", "1", "1", "1"], env)
     assert done.returncode == 3  # the harness exits 3 when init fails, as NCCL would disable the plugin
     assert "hang-forensics recorder disabled: cannot create" in done.stderr
+
+
+def test_missing_state_dir_is_created(plugin, harness, tmp_path):
+    """Seen on the device: a configured directory that did not exist yet turned the recorder off."""
+    target = tmp_path / "not" / "made" / "yet"
+    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"})
+    assert done.returncode == 0, done.stderr
+    states, problems = read_recorder_dir(target)
+    assert problems == [] and len(states) == 1
