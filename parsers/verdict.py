@@ -26,6 +26,7 @@ CONFIDENCE = {
     "outside-collective": 0.8,
     "exited-first": 0.75,
     "mismatch": 0.6,
+    "absent": 0.6,
 }
 
 
@@ -40,6 +41,7 @@ def stack_verdict(ev: BundleEvidence) -> Verdict:
         if suspect:
             suspects.append(suspect)
     suspects += _missing_suspects(ev)
+    suspects += _absent_suspects(ev)
     suspects.sort(key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
     verdict = Verdict(suspects=suspects)
     if waiting and common:
@@ -120,6 +122,34 @@ def _missing_suspects(ev: BundleEvidence) -> list[Suspect]:
                 evidence=[f"launcher: ranks {fold(later)} died after it"] if later else [],
             )
         )
+    return suspects
+
+
+def _absent_suspects(ev: BundleEvidence) -> list[Suspect]:
+    """Ranks below WORLD_SIZE found on no collected host, when only a few are absent.
+
+    A bundle of every host of a job that lacks rank 7 says rank 7 died or never
+    started. A bundle of one host of many lacks most ranks and says nothing, so
+    absence counts only when it is rare (at most one rank in sixteen, at least one).
+    """
+    suspects = []
+    named = {m.rank for m in ev.missing}
+    jobs: dict[str | None, list] = {}
+    for r in ev.ranks:
+        if r.rank is not None and r.record.world_size:
+            jobs.setdefault(r.record.job_id, []).append(r)
+    hosts = sorted({r.record.host for r in ev.ranks})
+    for job, ranks in jobs.items():
+        world = max(r.record.world_size for r in ranks)
+        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named)
+        if not absent or len(absent) > max(1, world // 16):
+            continue
+        for rank in absent:
+            reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
+            suspects.append(
+                Suspect(rank=rank, host=None, pid=None, reason_class="absent", reason=reason, confidence=CONFIDENCE["absent"],
+                        evidence=[f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}"])
+            )
     return suspects
 
 

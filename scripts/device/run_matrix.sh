@@ -19,12 +19,16 @@ SO=$(python3 -m forensics nccl-plugin path 2>>"$W/info.txt")
 [ -f "$SO" ] || SO=$PWD/nccl_patches/libnccl-profiler-forensics.so
 echo "plugin: $SO" >>"$W/info.txt"
 cat "$W/info.txt"
-if [ "$part" = A ]; then
+if [ "$part" = S ]; then  # scenarios only (the recorder run of part A already done)
+  timeout -k 5 400 python3 scripts/device/nccl_scenarios.py --out-dir "$W/nccl" --total-s 380 \
+    --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
+    --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
+elif [ "$part" = A ]; then
   timeout -k 5 150 python3 nccl_patches/device/sigstop_scenario.py --ranks 8 --victim 3 --plugin "$SO" --out "$W/recorder_sigstop8" >"$W/recorder_sigstop8.log" 2>&1
   echo "recorder sigstop: rc=$?"; tail -n 25 "$W/recorder_sigstop8.log"
   timeout -k 5 400 python3 scripts/device/nccl_scenarios.py --out-dir "$W/nccl" --total-s 380 \
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
-    --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
+    --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
 else
   timeout -k 5 300 python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds 2 --plugin "$SO" --json "$W/overhead.json" 2>&1 | tee "$W/overhead.txt" | tail -n 40
   HF_PROVOKE=1 timeout -k 5 90 bash scripts/device/host_snapshot.sh "$W/host" >"$W/host_snapshot.log" 2>&1
