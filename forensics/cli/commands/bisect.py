@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -234,6 +235,11 @@ def _simulate(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
+def _term_as_interrupt(signum, frame) -> None:
+    """SIGTERM stops the runner like Ctrl-C: running jobs are killed and marked to rerun."""
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     if args.simulate:
         return _simulate(args)
@@ -267,10 +273,13 @@ def run(args: argparse.Namespace) -> int:
                     log_dir=state_path.with_name(state_path.name + ".logs"),
                     progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
     runner.save()
+    previous = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
         outcome = runner.run()
     except (designs.DesignError, LaunchError) as err:
         raise ForensicsError(str(err)) from err
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     rep = report.build(bis, outcome)
     rep["state_file"] = str(state_path)
     print(json.dumps(rep, indent=1) if args.json else report.render(rep))
