@@ -85,7 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--quiet", action="store_true", help="no live progress on stderr")
 
     sim = p.add_argument_group("simulation (no jobs run)")
-    sim.add_argument("--simulate", action="store_true", help="play the design against a model cluster")
+    sim.add_argument("--simulate", action="store_true",
+                     help="play designs against a model cluster: all of them for the default --design, "
+                          "else the chosen one next to the hand method")
     sim.add_argument("--sim-bad", type=int, default=1, help="bad hosts in the model")
     sim.add_argument("--sim-flake", type=float, default=0.0, help="model: P(good job fails)")
     sim.add_argument("--sim-hang", type=float, default=0.0, help="model: P(good job hangs)")
@@ -215,7 +217,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise ForensicsError("--sim-bad must be between 0 and the number of hosts")
     model = simulate.ClusterModel(n, args.sim_bad, flake=args.sim_flake, hang=args.sim_hang)
     rows = []
-    for name in ([args.design] if args.design != "grid" else ["hand", "grid", "grid3", "adaptive"]):
+    chosen = ["hand", "grid", "grid3", "adaptive"] if args.design == "grid" else ["hand", args.design]
+    for name in dict.fromkeys(chosen):
         s = simulate.simulate(name, model, trials=args.trials, confidence=args.confidence,
                               min_size=args.min_group, multiple=args.group_multiple,
                               max_parallel=args.max_parallel, parallel=args.parallel)
