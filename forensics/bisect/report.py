@@ -29,7 +29,7 @@ def build(bis: Bisection, outcome: str = "done") -> dict[str, Any]:
         return {"unit": u.name, "hosts": list(u.hosts), "p_bad": round(float(q[i]), 6),
                 **({"excluded_by": why} if why else {})}
 
-    focus = sorted(set(dec.bad) | set(dec.undecided) | _failing_units(bis))
+    focus = sorted(set(dec.bad) | set(dec.undecided) | _suspects(bis))
     return {
         "outcome": outcome,
         "design": bis.settings.design,
@@ -52,8 +52,15 @@ def build(bis: Bisection, outcome: str = "done") -> dict[str, Any]:
     }
 
 
-def _failing_units(bis: Bisection) -> set[int]:
-    return {u for r in bis.rounds for g in r["groups"] if g["status"] in ("fail", "hang") for u in g["units"]}
+def _suspects(bis: Bisection) -> set[int]:
+    """Units that once looked guilty: failing in both of the first two rounds (the hand
+    method's verdict), or picked to run alone or in a pair (re-tested suspects)."""
+    failing = [{u for g in r["groups"] if g["status"] in ("fail", "hang") for u in g["units"]}
+               for r in bis.rounds[:2]]
+    hand = set.intersection(*failing) if len(failing) == 2 else set()
+    small = {u for r in bis.rounds for g in r["groups"] if len(g["units"]) <= 2 and g["status"] in FINISHED
+             for u in g["units"]}
+    return hand | small
 
 
 def _matrix(bis: Bisection, focus: list[int]) -> list[dict[str, Any]]:
@@ -104,5 +111,5 @@ def render(rep: dict[str, Any]) -> str:
                     cells.append(f"{c['job']}:{LETTER.get(c['status'], '?')}" + (f"({with_})" if with_ else "(alone)"))
             out.append(f"  {row['unit']:<14} " + "  ".join(cells))
         if rep["evidence_truncated"]:
-            out.append(f"  ... {rep['evidence_truncated']} more unit(s) in failing jobs (see --json)")
+            out.append(f"  ... {rep['evidence_truncated']} more suspect unit(s) (see --json)")
     return "\n".join(out)

@@ -61,6 +61,7 @@ class Runner:
 
     def run(self) -> str:
         """Run rounds until decided; 'done', 'exhausted' (design gave up) or 'stopped'."""
+        self.reap_orphans()
         while True:
             rnd = self.bis.open_round()
             if rnd is None:
@@ -80,6 +81,27 @@ class Runner:
             dec = self.bis.decision()
             self.say(f"after round {rnd['index'] + 1}: {len(dec.bad)} bad, {len(dec.good)} cleared, "
                      f"{len(dec.undecided)} undecided")
+
+    def reap_orphans(self) -> None:
+        """Kill jobs a previous, killed runner left behind (state 'running'), then rerun them.
+
+        A runner killed with SIGKILL cannot stop its jobs, and a hung one would hold its
+        hosts forever. The state keeps each job's process-group id and start time, so
+        only that very process group is killed, never a later process that reused the pid.
+        """
+        for rnd in self.bis.rounds:
+            for g in rnd["groups"]:
+                if g["status"] != "running":
+                    continue
+                pid, started = g.get("pid"), g.get("pid_start")
+                if pid and started is not None and _start_time(pid) == started:
+                    self.say(f"killing {g['id']} (pid {pid}) left running by an interrupted run")
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                g["status"] = "pending"
+        self.save()
 
     def run_round(self, rnd: dict[str, Any]) -> None:
         """Run every unfinished job of `rnd`, at most max_parallel at once."""
@@ -128,7 +150,8 @@ class Runner:
             from forensics.errors import ForensicsError
 
             raise ForensicsError(f"cannot start {argv[0]!r}: {err.strerror or err}") from err
-        group.update(status="running", log=str(log_path) if log_path else None, argv=argv)
+        group.update(status="running", log=str(log_path) if log_path else None, argv=argv,
+                     pid=proc.pid, pid_start=_start_time(proc.pid))
         return Running(group, proc, time.monotonic(), log)
 
     def check(self, job: Running) -> str | None:
@@ -171,3 +194,13 @@ class Runner:
         self.say(f"round {rnd['index'] + 1}: {job.group['id']} {status} in {seconds:.1f}s "
                  f"({len(job.group['hosts'])} hosts); {len(done)}/{len(rnd['groups'])} done, "
                  f"{failed} failed, {hung} hung")
+
+
+def _start_time(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return int(fields[19]) if len(fields) > 19 else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -84,7 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--quiet", action="store_true", help="no live progress on stderr")
 
     sim = p.add_argument_group("simulation (no jobs run)")
-    sim.add_argument("--simulate", action="store_true", help="play the design against a model cluster")
+    sim.add_argument("--simulate", action="store_true",
+                     help="play designs against a model cluster: all of them for the default --design, "
+                          "else the chosen one next to the hand method")
     sim.add_argument("--sim-bad", type=int, default=1, help="bad hosts in the model")
     sim.add_argument("--sim-flake", type=float, default=0.0, help="model: P(good job fails)")
     sim.add_argument("--sim-hang", type=float, default=0.0, help="model: P(good job hangs)")
@@ -214,7 +217,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise ForensicsError("--sim-bad must be between 0 and the number of hosts")
     model = simulate.ClusterModel(n, args.sim_bad, flake=args.sim_flake, hang=args.sim_hang)
     rows = []
-    for name in ([args.design] if args.design != "grid" else ["hand", "grid", "grid3", "adaptive"]):
+    chosen = ["hand", "grid", "grid3", "adaptive"] if args.design == "grid" else ["hand", args.design]
+    for name in dict.fromkeys(chosen):
         s = simulate.simulate(name, model, trials=args.trials, confidence=args.confidence,
                               min_size=args.min_group, multiple=args.group_multiple,
                               max_parallel=args.max_parallel, parallel=args.parallel)
@@ -232,6 +236,11 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"{s.design:<9} {s.rounds:7.2f} {s.max_rounds:4d} {s.jobs:8.1f} {s.machine_time:10.0f} "
               f"{s.exact_rate:6.2f} {s.false_exclusions:10.2f} {s.missed:7.2f}")
     return int(ExitCode.OK)
+
+
+def _term_as_interrupt(signum, frame) -> None:
+    """SIGTERM stops the runner like Ctrl-C: running jobs are killed and marked to rerun."""
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -267,10 +276,13 @@ def run(args: argparse.Namespace) -> int:
                     log_dir=state_path.with_name(state_path.name + ".logs"),
                     progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
     runner.save()
+    previous = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
         outcome = runner.run()
     except (designs.DesignError, LaunchError) as err:
         raise ForensicsError(str(err)) from err
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     rep = report.build(bis, outcome)
     rep["state_file"] = str(state_path)
     print(json.dumps(rep, indent=1) if args.json else report.render(rep))

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,43 @@ def test_resume_after_stopping_half_way(tmp_path):
     assert bad_hosts(rep) == {"h03"}
     state = json.loads((tmp_path / "state.json").read_text())
     assert [(g["id"], g["status"], g["seconds"]) for g in state["rounds"][0]["groups"]] == first
+
+
+def test_runner_killed_mid_round_resumes_and_reaps_its_hung_job(tmp_path):
+    """SIGKILL the runner while a hung job runs; the resumed run kills that job and finishes."""
+    bad_file = tmp_path / "bad.json"
+    bad_file.write_text(json.dumps({"hosts": {"h02": {"mode": "hang"}}}))
+    test = (f"{sys.executable} -m forensics.bisect.selftest_job --hosts {{hosts}} --port {{port}} "
+            f"--bad-file {bad_file} --gloo-timeout 4")
+    state_file = tmp_path / "state.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "forensics.cli.main", "bisect", "--hosts", "h[01-04]", "--test", test,
+            "--timeout", "300", "--port-base", "29860", "--port-span", "30", "--state", str(state_file),
+            "--flake-rate", "0.001", "--json"]
+    runner = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    hung_pid = None
+    for _ in range(300):  # wait until round 1's good job passed and the hung one is still running
+        time.sleep(0.2)
+        if state_file.exists():
+            rounds = json.loads(state_file.read_text())["rounds"]
+            groups = rounds[0]["groups"] if rounds else []
+            if any(g["status"] == "pass" for g in groups) and any(g["status"] == "running" for g in groups):
+                hung_pid = next(g["pid"] for g in groups if g["status"] == "running")
+                break
+    assert hung_pid, "round 1 never reached a passed + a running job"
+    runner.kill()
+    runner.communicate()
+    assert Path(f"/proc/{hung_pid}").exists()  # the hung job outlived its runner
+    # resume, now with a short time limit on the config's jobs
+    state = json.loads(state_file.read_text())
+    state["config"]["timeout"] = 15
+    state_file.write_text(json.dumps(state))
+    done = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--state", str(state_file),
+                           "--json"], capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "left running by an interrupted run" in done.stderr
+    assert bad_hosts(json.loads(done.stdout)) == {"h02"}
+    time.sleep(0.5)
+    assert not Path(f"/proc/{hung_pid}").exists() or \
+        Path(f"/proc/{hung_pid}/stat").read_text().split(") ")[1][0] == "Z"
+    assert not subprocess.run(["pgrep", "-f", str(bad_file)], capture_output=True, text=True).stdout.split()

@@ -94,3 +94,50 @@ def test_cli_with_shell_test_bundles_and_host_checks(tmp_path, capsys):
     first = rep["jobs_detail"][0]
     assert first["round"] == 1 and first["hosts"][0] == "n11"  # implicated twice: tested alone first
     assert all("n07" not in j["hosts"] for j in rep["jobs_detail"])  # excluded: never spent a job on
+
+
+def test_cli_topology_together_convicts_a_whole_switch(tmp_path, capsys):
+    topo = tmp_path / "topo.txt"
+    topo.write_text("".join(f"n{i:02d} sw{(i - 1) // 2}\n" for i in range(1, 9)))
+    test = "sh -c 'case \",$0,\" in *,n05,*) exit 1;; esac; exit 0' {hosts}"
+    rc = main(["bisect", "--hosts", "n[01-08]", "--test", test, "--topology", str(topo), "--topology-mode",
+               "together", "--state", str(tmp_path / "s.json"), "--flake-rate", "0.001", "--json", "--quiet"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [(e["unit"], e["hosts"]) for e in rep["bad"]] == [("sw2", ["n05", "n06"])]
+    for job in rep["jobs_detail"]:  # a switch is never split across jobs
+        for sw in range(4):
+            pair = {f"n{2 * sw + 1:02d}", f"n{2 * sw + 2:02d}"}
+            assert len(pair & set(job["hosts"])) in (0, 2)
+
+
+def test_cli_hosts_from_slurm_allocation_and_hostfile(tmp_path, monkeypatch, capsys):
+    from forensics.cli.commands import bisect as cmd
+
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[1-3]")
+    hf = tmp_path / "hosts"
+    hf.write_text("# rack 1\nnode7\nnode[1-2]  extra words\n")
+    args = cmd_args(["--slurm", "--hostfile", str(hf)])
+    assert cmd._hosts(args) == ["node7", "node1", "node2", "gpu1", "gpu2", "gpu3"]
+    hf.write_text("gpu1\n")
+    assert main(["bisect", "--slurm", "--hostfile", str(hf), "--test", "true"]) == 2
+    assert "listed twice" in capsys.readouterr().err
+
+
+def cmd_args(argv):
+    import argparse
+
+    from forensics.cli.commands import bisect as cmd
+
+    p = argparse.ArgumentParser()
+    cmd.add_arguments(p)
+    return p.parse_args(argv)
+
+
+def test_cli_hand_design_is_the_intersection(tmp_path, capsys):
+    test = "sh -c 'case \",$0,\" in *,n01,*|*,n06,*) exit 1;; esac; exit 0' {hosts}"
+    rc = main(["bisect", "--hosts", "n[01-08]", "--test", test, "--design", "hand",
+               "--state", str(tmp_path / "s.json"), "--json", "--quiet"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rep["rounds"] == 2
+    assert {e["unit"] for e in rep["bad"]} == {"n01", "n02", "n05", "n06"}  # two innocents convicted
