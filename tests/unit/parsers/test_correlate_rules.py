@@ -1,0 +1,74 @@
+"""Correlation rules on generated jobs in the real NCCL line format (the real reader parses them)."""
+
+from pathlib import Path
+
+from benchmarks.synthetic_job import COMM_ID, job, rank_lines
+from parsers.artifacts import Artifact, ArtifactSet, _apply_hints
+from parsers.correlate import correlate
+from parsers.model import WaitEdge
+from parsers.readers import nccl_log, ras
+
+
+def test_behind_rank_is_root_with_missing_line():
+    a = correlate(job(64, ops=11, culprit=17))
+    c = a.culprit
+    assert (c.rank, c.host, c.reason_class) == (17, "node00017", "missing-line")
+    row = [r for r in a.sections["missing_lines"] if r["seq"] == 10][0]
+    assert row["missing"] == "17" and row["n_logged"] == 63
+
+
+def test_mismatch_named_over_everything():
+    a = correlate(job(16, ops=11, culprit=5, fault="mismatch"))
+    assert (a.culprit.rank, a.culprit.reason_class) == (5, "mismatch")
+    assert "allgather" in a.culprit.reason and "allreduce" in a.culprit.reason
+
+
+def test_extra_wait_edges_from_a_recorder_form_the_chain():
+    arts = job(8, ops=11)  # nobody behind in the logs: the recorder alone knows who waits on whom
+    edges = [WaitEdge(COMM_ID, w, p, "recorder", op="AllReduce seq 11", state="RecvWait") for w, p in
+             [(0, 1), (1, 2), (2, 6), (3, 6), (4, 6), (5, 6), (7, 6)]]
+    a = correlate(arts, extra_edges=edges)
+    assert a.culprit.rank == 6 and a.culprit.reason_class == "wait-root"
+    assert a.graph[2][6]["source"] == "recorder"
+
+
+def test_wait_cycle_is_reported():
+    arts = job(4, ops=11)
+    edges = [WaitEdge(COMM_ID, 0, 1, "recorder"), WaitEdge(COMM_ID, 1, 0, "recorder"),
+             WaitEdge(COMM_ID, 2, 0, "recorder")]
+    a = correlate(arts, extra_edges=edges)
+    assert a.sections["graph"]["cycles"] == [[0, 1]]
+    assert {s.rank for s in a.suspects if s.reason_class == "wait-cycle"} == {0, 1}
+
+
+def test_unmappable_edges_are_listed_not_dropped_silently():
+    a = correlate(job(4, ops=11), extra_edges=[WaitEdge("0xfeed", 9, 10, "recorder")])
+    assert a.sections["graph"]["unmapped_edges"]
+
+
+def test_ras_finding_maps_by_pid_to_global_rank():
+    arts = job(8, ops=11, culprit=3)
+    report = ("#0-0 (00000000000000aa) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
+              "  7 ranks have launched up to operation 11\n"
+              "  Rank 3 has launched up to operation 10 -- GPU 0 managed by process 10003 on node 127.0.0.1\n")
+    arts.artifacts.append(Artifact(Path("ras.txt"), "ras-text", {}, ras.parse_text(report.splitlines(True))))
+    c = correlate(arts).culprit
+    assert c.rank == 3 and any("NCCL RAS" in e for e in c.evidence)
+
+
+def test_a_rank_with_no_log_at_all_is_named():
+    arts = job(8, ops=11)
+    arts.artifacts = [a for a in arts.artifacts if a.rank != 4]
+    for a in arts.artifacts:  # the world size is stated by every init line (nranks 8)
+        assert a.parsed.facts["world_size"] == 8
+    c = correlate(arts).culprit
+    assert (c.rank, c.reason_class) == (4, "no-dump")
+
+
+def test_wrapped_lines_keep_global_rank_and_host():
+    lines = [f"{r}: {ln}" for r in (2,) for ln in rank_lines(2, 4, 3, host="gpu-b7", pid=77)]
+    parsed = nccl_log.parse_lines(lines)
+    _apply_hints(parsed, {})
+    assert parsed.facts["rank"] == 2 and parsed.facts["host"] == "gpu-b7"
+    art = ArtifactSet(artifacts=[Artifact(Path("x"), "nccl-log", {}, parsed)])
+    assert correlate(art).sections["ranks"]["hosts"] == {"2": "gpu-b7"}
