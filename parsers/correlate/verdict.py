@@ -111,7 +111,10 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
             missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
         elif all_waiters > direct or len(comms) > 1:
-            cls, why = "wait-root", f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it through {len(comms)} communicator(s)"
+            chain = nx.ancestors(g, root) | {root}
+            via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
+            cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it "
+                                     f"through {len(via)} communicator(s) ({', '.join(via[:4])})")
         else:
             cls, why = "missing-line", f"rank {root} never logged the operation the others wait in ({sample})"
             missing_absent = [k for k in peer_kinds if k not in own]

@@ -391,6 +391,21 @@ def _torch_version() -> str:
         return "unknown"
 
 
+def plan(args: argparse.Namespace) -> dict:
+    """What a run would do, without starting anything (for checking on a machine without GPU)."""
+    base = set(os.environ)
+    out = {}
+    for i, scenario in enumerate(args.wanted):
+        sdir = Path(args.out_dir) / scenario
+        envs = [rank_env(args, r, sdir, args.port_base + i) for r in range(args.world)]
+        out[scenario] = {
+            "culprit_rank": culprit_of(scenario, args.world), "fault": FAULTS[scenario].format(n=WARM_OPS + 1),
+            "expected_reason_classes": EXPECTED[scenario], "dir": str(sdir),
+            "rank_env": [{k: v for k, v in e.items() if k not in base or k in ("RANK", "WORLD_SIZE")} for e in envs],
+        }
+    return out
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out-dir", default=os.environ.get("OUT_DIR", "scenario-out"))
@@ -408,6 +423,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenario-s", type=float, default=None, help="hard end of a scenario after warm-up")
     p.add_argument("--warm-timeout", type=float, default=90.0)
     p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (culprits, per-rank env) as JSON; run nothing")
     p.add_argument("--big-numel", type=int, default=None)
     # worker-only
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -434,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.dry_run:
+        print(json.dumps(plan(args), indent=2))
+        return 0
     summary = {}
     start = time.monotonic()
     for i, scenario in enumerate(args.wanted):

@@ -51,3 +51,16 @@ def test_real_gloo_errors_from_fixtures():
             assert out.facts["rank"] == int(path.stem[4:])
     assert "gloo-timeout" in kinds and "connection-closed" in kinds
     assert "connection-reset" in kinds  # kill: a peer's read fails with reset
+
+
+def test_older_pytorch_forms():
+    """Forms by era listed in field notes (public logs, PyTorch 1.x-2.3)."""
+    old = ("[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation timeout: "
+           "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800406 milliseconds before timing out.")
+    mid = ("[rank5]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=42, OpType=_ALLGATHER_BASE, NumelIn=8, NumelOut=64, Timeout(ms)=600000) ran for "
+           "600123 milliseconds before timing out.")
+    out = rank_log.parse_lines([old, mid])
+    errs = [e for e in out.events if isinstance(e, ErrorEvent)]
+    assert [(e.seq, e.op) for e in errs] == [(None, "allreduce"), (42, "allgather")]
+    assert errs[1].origin.rank == 5 and out.unknown_lines == 0
