@@ -84,9 +84,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             elif with_completion:
                 continue
             else:
-                if p.enqueued < top:
+                # No completion counters (NCCL op lines): a rank that launched op `at` waits on every
+                # member that never launched it; the furthest behind come first, so the lowest is the root.
+                if p.enqueued == levels[0]:
                     continue
-                at = top
+                at = p.enqueued
             behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "

@@ -72,3 +72,14 @@ def test_wrapped_lines_keep_global_rank_and_host():
     assert parsed.facts["rank"] == 2 and parsed.facts["host"] == "gpu-b7"
     art = ArtifactSet(artifacts=[Artifact(Path("x"), "nccl-log", {}, parsed)])
     assert correlate(art).sections["ranks"]["hosts"] == {"2": "gpu-b7"}
+
+
+def test_uneven_streams_without_completion_point_at_the_lowest():
+    """SIGSTOP mid-stream: ranks launched different numbers of ops; the one furthest behind is the root."""
+    arts = ArtifactSet()
+    for r, ops in enumerate([40, 41, 39, 12, 40, 42, 41, 40]):
+        parsed = nccl_log.parse_lines(rank_lines(r, 8, ops))
+        _apply_hints(parsed, {})
+        arts.artifacts.append(Artifact(Path(f"r{r}"), "nccl-log", {}, parsed))
+    a = correlate(arts)
+    assert a.sections["graph"]["roots"] == [3] and a.culprit.rank == 3
