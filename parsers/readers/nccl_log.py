@@ -86,10 +86,10 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
             continue
         first = _RECORD.match(raw)
         if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
-            text, host_hint = raw.rstrip("\r\n"), None
+            text, host_hint, rank_hint = raw.rstrip("\r\n"), None, None
         else:
             text, pre = strip_prefix(raw)
-            host_hint = pre.host
+            host_hint, rank_hint = pre.host, pre.rank
             first = _RECORD.match(text)
         if first is not None and text.find(" NCCL ", first.end()) < 0:
             starts = [first]
@@ -106,7 +106,7 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
         cuts = [_clean_start(st, text, m) for m in starts] if len(starts) > 1 else [_clean_start(st, text, starts[0])]
         for i, m in enumerate(starts):
             end = cuts[i + 1] if i + 1 < len(starts) else len(text)
-            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i])
+            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i], rank_hint)
     _finish(out, st)
     return out
 
@@ -126,13 +126,13 @@ def _clean_start(st: _State, text: str, m: re.Match) -> int:
 
 
 def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | None, file: str | None,
-            lineno: int, start: int | None = None) -> None:
+            lineno: int, start: int | None = None, wrap_rank: int | None = None) -> None:
     """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
     pid, tid = int(m.group("pid")), int(m.group("tid"))
     host = m.group("host").split(".")[0]
     if start is not None and m.group("ts") is None and start > m.start("host"):
         host = m.group("host")[start - m.start("host"):].split(".")[0]
-    origin = Origin(host=host, pid=pid, file=file, line=lineno)
+    origin = Origin(host=host, pid=pid, rank=wrap_rank, file=file, line=lineno)  # launcher rank = global rank
     out.facts.setdefault("hosts", set()).add(host)
     out.facts.setdefault("pids", set()).add(pid)
     level = m.group("lvl")
@@ -277,7 +277,9 @@ def _finish(out: Parsed, st: _State) -> None:
                 if isinstance(ev, OpEvent) and ev.comm_rank is None:
                     ev.comm_rank = st.ptr_rank.get(key)
     members = [e for e in out.events if isinstance(e, CommMember)]
-    if members:
+    if members and len({m.origin.pid for m in members}) > 1:  # several processes in one file: no single rank
+        out.facts["world_size"] = max(m.nranks or 0 for m in members)
+    elif members:
         biggest = max(m.nranks or 0 for m in members)
         world = next(m for m in members if (m.nranks or 0) == biggest)
         out.facts["rank"] = world.comm_rank

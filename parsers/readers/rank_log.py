@@ -62,8 +62,11 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
         out.unknown_lines += sub.unknown_lines
         for key, value in sub.facts.items():
             out.facts.setdefault(key, value)
-    if ranks:
-        out.facts["rank"] = max(ranks, key=ranks.get)
+    if len(ranks) == 1:
+        out.facts["rank"] = next(iter(ranks))
+    elif ranks:  # a launcher-merged log of several ranks: each line keeps its own rank
+        out.facts["ranks"] = sorted(ranks)
+        out.facts.pop("rank", None)
     out.facts["benign_lines"] = benign
     return out
 

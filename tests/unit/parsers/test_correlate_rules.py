@@ -83,3 +83,33 @@ def test_uneven_streams_without_completion_point_at_the_lowest():
         arts.artifacts.append(Artifact(Path(f"r{r}"), "nccl-log", {}, parsed))
     a = correlate(arts)
     assert a.sections["graph"]["roots"] == [3] and a.culprit.rank == 3
+
+
+def test_launcher_merged_log_of_many_ranks():
+    """One `srun --label` file for a whole job: ranks come from the labels and the world communicator."""
+    merged = []
+    for r in range(6):
+        merged += [f"{r}: {ln}" for ln in rank_lines(r, 6, 11 if r != 4 else 10, host="vm", pid=500 + r)]
+    parsed = nccl_log.parse_lines(merged, "job.out")
+    _apply_hints(parsed, {})
+    assert "rank" not in parsed.facts and parsed.facts["world_size"] == 6
+    a = correlate(ArtifactSet(artifacts=[Artifact(Path("job.out"), "nccl-log", {}, parsed)]))
+    assert (a.culprit.rank, a.culprit.host, a.culprit.pid, a.culprit.reason_class) == (4, "vm", 504, "missing-line")
+
+
+def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
+    """The real gloo 'kill' stderr of all ranks, merged with Slurm labels into one file."""
+    from parsers.artifacts import load_directory
+
+    src = Path(__file__).parents[2] / "fixtures" / "gloo" / "kill"
+    lines = []
+    for r in range(4):
+        lines += [f"{r}: {ln}" for ln in (src / f"node0{r}" / f"rank{r}.stderr").read_text().splitlines(True)]
+    (tmp_path / "slurm-77.out").write_text("".join(lines))
+    for r in range(3):
+        for f in (src / f"node0{r}").glob("fr_*"):
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    a = correlate(load_directory(tmp_path))
+    assert a.culprit.rank == 3 and a.culprit.reason_class == "no-dump"
+    errors = a.sections["errors"]
+    assert (errors["connection-closed"], errors["connection-reset"]) == ("0-1", "2")
