@@ -69,6 +69,8 @@ class _State:
         self.last_ptr: dict[tuple[int, int], str] = {}  #: (pid, tid) -> comm ptr of the last init there
         self.members: dict[tuple[int, str], CommMember] = {}
         self.hosts: set[str] = set()  #: host names seen at clean record starts
+        self.seen_hosts: set[str] = set()
+        self.seen_pids: set[int] = set()
 
     def comm_of(self, pid: int, ptr: str) -> str:
         return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
@@ -103,7 +105,10 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
                     continue
             out.unknown_lines += 1
             continue
-        cuts = [_clean_start(st, text, m) for m in starts] if len(starts) > 1 else [_clean_start(st, text, starts[0])]
+        if len(starts) == 1 and starts[0].start() == 0 and starts[0].group("host") in st.hosts:
+            cuts = [0]  # the common case, nothing to repair
+        else:
+            cuts = [_clean_start(st, text, m) for m in starts]
         for i, m in enumerate(starts):
             end = cuts[i + 1] if i + 1 < len(starts) else len(text)
             _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i], rank_hint)
@@ -132,9 +137,9 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
     host = m.group("host").split(".")[0]
     if start is not None and m.group("ts") is None and start > m.start("host"):
         host = m.group("host")[start - m.start("host"):].split(".")[0]
-    origin = Origin(host=host, pid=pid, rank=wrap_rank, file=file, line=lineno)  # launcher rank = global rank
-    out.facts.setdefault("hosts", set()).add(host)
-    out.facts.setdefault("pids", set()).add(pid)
+    origin = Origin(host, pid, wrap_rank, file, lineno)  # a launcher's rank label is the global rank
+    st.seen_hosts.add(host)
+    st.seen_pids.add(pid)
     level = m.group("lvl")
     if level == "WARN":
         _warn(out, msg, origin, m.group("ts"))
@@ -285,9 +290,9 @@ def _finish(out: Parsed, st: _State) -> None:
         out.facts["rank"] = world.comm_rank
         out.facts["world_size"] = biggest
         out.facts["world_comm"] = world.comm
-    for key in ("hosts", "pids"):
-        if key in out.facts:
-            vals = sorted(out.facts[key])
+    for key, seen in (("hosts", st.seen_hosts), ("pids", st.seen_pids)):
+        if seen:
+            vals = sorted(seen)
             out.facts[key] = vals
             if len(vals) == 1:
                 out.facts[key[:-1]] = vals[0]
