@@ -14,7 +14,7 @@ import networkx as nx
 
 from parsers.artifacts import ArtifactSet, pause_gc
 from parsers.correlate import identity, tables, verdict, waitgraph
-from parsers.events import ErrorEvent, RasFinding
+from parsers.events import ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 
 __all__ = ["LogAnalysis", "correlate"]
@@ -76,11 +76,28 @@ def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFindi
         if not art.parsed:
             continue
         for ev in art.parsed.events:
-            if isinstance(ev, RasFinding):
+            cls = type(ev)
+            if cls is RasFinding:
                 ras_findings.append(ev)
-            elif isinstance(ev, ErrorEvent):
+            elif cls is ErrorEvent:
                 errors.append((ids.resolve(ev.origin), ev))
     return ras_findings, errors
+
+
+def _topology(arts: ArtifactSet, ids: identity.Identities) -> dict[str, Any]:
+    """Per communicator: ring/tree/channel neighbour pairs seen, in global ranks where mappable."""
+    out: dict[str, dict[str, Any]] = {}
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        for ev in art.parsed.events:
+            if type(ev) is not TopoEdge:
+                continue
+            entry = out.setdefault(ev.comm, {"ring": set(), "tree": set(), "channel": set()})
+            a, b = ids.global_of(ev.comm, ev.src), ids.global_of(ev.comm, ev.dst)
+            entry[ev.kind].add((a if a is not None else f"c{ev.src}", b if b is not None else f"c{ev.dst}"))
+    return {comm: {k: len(v) for k, v in kinds.items()} | {"ring_sample": sorted(map(str, kinds["ring"]))[:16]}
+            for comm, kinds in list(out.items())[:MAX_LISTED]}
 
 
 def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) -> dict[str, Any]:
@@ -105,6 +122,7 @@ def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) ->
             "unranked_files": ids.unranked[:MAX_LISTED],
         },
         "errors": {k: tables.compress(v) for k, v in error_kinds.items()},
+        "topology": _topology(arts, ids),
         "ras": [{"comm": f.comm, "kind": f.kind, "comm_rank": f.comm_rank, "pid": f.pid, "host": f.host,
                  "text": f.text} for f in ras_findings[:MAX_LISTED]],
         "unknown_lines": {str(a.path): a.unknown_lines for a in arts.artifacts if a.unknown_lines},

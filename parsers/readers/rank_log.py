@@ -43,7 +43,7 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
         if proxy_dump.is_start(text):
             block = [text]
             continue
-        if " NCCL " in text or text.startswith("NCCL "):
+        if ("NCCL INFO" in text or "NCCL WARN" in text or "NCCL TRACE" in text) and nccl_log.looks_like(text):
             nccl_lines.append(raw)
             continue
         origin = Origin(host=pre.host, pid=pre.pid, rank=pre.rank, file=file, line=lineno)

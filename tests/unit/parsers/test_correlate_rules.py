@@ -113,3 +113,31 @@ def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
     assert a.culprit.rank == 3 and a.culprit.reason_class == "no-dump"
     errors = a.sections["errors"]
     assert (errors["connection-closed"], errors["connection-reset"]) == ("1-2", "0")  # as the real run logged
+
+
+def test_watchdog_lines_alone_name_the_rank_that_never_enqueued(tmp_path):
+    """Only rank stderr (field-notes watchdog lines): waiters say 11/10, the culprit's dump-signal line 10/10."""
+    from parsers.artifacts import load_directory
+
+    for r in range(4):
+        if r == 2:
+            body = (f"[rank{r}]:[E1129 07:18:20.000000001 ProcessGroupNCCL.cpp:1682] [PG ID 0 PG GUID 0(default_pg) "
+                    f"Rank {r}] Received a dump signal due to a collective timeout from rank 0 and we will try our "
+                    f"best to dump the debug info. Last enqueued NCCL work: 10, last completed NCCL work: 10.\n")
+        else:
+            body = (f"[rank{r}]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [PG ID 0 PG GUID 0(default_pg) "
+                    f"Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, "
+                    f"NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) ran for 45092 milliseconds before timing out.\n"
+                    f"[rank{r}]:[E1129 07:18:19.556600000 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
+                    f"Rank {r}]  failure detected by watchdog at work sequence id: 11 PG status: last enqueued work: 11, "
+                    f"last completed work: 10\n")
+        (tmp_path / f"job-{r}.err").write_text(body)
+    a = correlate(load_directory(tmp_path))
+    assert (a.culprit.rank, a.culprit.reason_class) == (2, "missing-line")
+    assert a.sections["errors"]["watchdog-timeout"] == "0-1,3"
+
+
+def test_topology_is_reported_in_global_ranks():
+    a = correlate(job(4, ops=3))
+    topo = a.sections["topology"][COMM_ID]
+    assert topo["ring"] == 4 and "(3, 0)" in topo["ring_sample"] and topo["tree"] > 0
