@@ -64,3 +64,12 @@ def test_older_pytorch_forms():
     errs = [e for e in out.events if isinstance(e, ErrorEvent)]
     assert [(e.seq, e.op) for e in errs] == [(None, "allreduce"), (42, "allgather")]
     assert errs[1].origin.rank == 5 and out.unknown_lines == 0
+
+
+def test_hard_wrapped_watchdog_line_is_rejoined():
+    """Public logs show hard wraps that split tokens (field notes: 'OpTy' / 'pe=')."""
+    cut = WATCHDOG.index("OpTy") + 4
+    out = rank_log.parse_lines([WATCHDOG[:cut] + "\n", WATCHDOG[cut:] + "\n"])
+    err = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert (err.kind, err.seq, err.op) == ("watchdog-timeout", 11, "allreduce")
+    assert out.unknown_lines == 0 and out.facts["rejoined_lines"] == 1
