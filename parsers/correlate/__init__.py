@@ -41,14 +41,25 @@ class LogAnalysis:
         return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
 
 
-def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = ()) -> LogAnalysis:
-    """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects."""
+def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = (),
+              comm_ranks: dict[str, dict[int, int]] | None = None) -> LogAnalysis:
+    """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects.
+
+    `comm_ranks` (optional): communicator -> {comm rank: global rank} known elsewhere
+    (e.g. the recorder's state files), used where the logs do not say it themselves.
+    """
     with pause_gc():
-        return _correlate(artifacts, extra_edges)
+        return _correlate(artifacts, extra_edges, comm_ranks or {})
 
 
-def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge]) -> LogAnalysis:
+def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge],
+               comm_ranks: dict[str, dict[int, int]]) -> LogAnalysis:
     ids = identity.build(artifacts)
+    for comm, table in comm_ranks.items():
+        known = ids.comm_ranks.setdefault(comm, {})
+        for cr, g in table.items():
+            known.setdefault(int(cr), int(g))
+            ids.comm_members.setdefault(comm, set()).add(int(g))
     t = tables.build(artifacts, ids)
     providers: dict[str, set[int]] = {}
     for r, info in ids.ranks.items():

@@ -110,7 +110,7 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         if not own or silent_only:
             missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
-        elif all_waiters > direct or len(comms) > 1:
+        elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}
             via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
             cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it "

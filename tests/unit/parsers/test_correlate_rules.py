@@ -141,3 +141,37 @@ def test_topology_is_reported_in_global_ranks():
     a = correlate(job(4, ops=3))
     topo = a.sections["topology"][COMM_ID]
     assert topo["ring"] == 4 and "(3, 0)" in topo["ring_sample"] and topo["tree"] > 0
+
+
+DEVICE = Path(__file__).parents[2] / "fixtures" / "nccl" / "device-sigstop8"
+
+
+def test_real_device_nccl_logs_parse_cleanly():
+    from parsers.artifacts import load_directory
+
+    arts = load_directory(DEVICE)
+    assert sorted(a.rank for a in arts.artifacts) == list(range(8))
+    assert {a.pid for a in arts.artifacts} == set(range(473, 481)) and sum(a.unknown_lines for a in arts.artifacts) == 0
+    a = correlate(arts)
+    assert a.suspects == [] and a.sections["topology"]["0xd88d0c787e2c3107"]["ring"] == 8
+
+
+def test_recorder_edges_map_through_the_real_logs_comm_table():
+    """WaitEdges as the recorder states them (comm ranks of commId 0xd88d0c787e2c3107) land on global ranks."""
+    from parsers.artifacts import load_directory
+
+    comm = "0xd88d0c787e2c3107"
+    edges = [WaitEdge(comm, w, 3, "recorder", op="AllReduce seq 57", state="RecvWait", waiter_pid=473 + w)
+             for w in (0, 1, 2, 4, 5, 6, 7)]
+    a = correlate(load_directory(DEVICE), extra_edges=edges)
+    c = a.culprit
+    assert (c.rank, c.host, c.pid, c.reason_class) == (3, "vm", 476, "wait-root")
+    assert "recorder" in " ".join(c.evidence)
+    assert a.graph.in_degree(3) == 7 and not a.sections["graph"]["unmapped_edges"]
+
+
+def test_caller_comm_table_maps_edges_of_an_unlogged_comm():
+    arts = job(4, ops=3)
+    edges = [WaitEdge("0xbeef", 0, 1, "recorder"), WaitEdge("0xbeef", 1, 0, "recorder")]
+    a = correlate(arts, extra_edges=edges, comm_ranks={"0xbeef": {0: 2, 1: 3}})
+    assert set(a.graph.edges) == {(2, 3), (3, 2)}
