@@ -16,7 +16,7 @@ import re
 
 from parsers.events import ErrorEvent, Origin, Progress, normalise_op
 
-_GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
+_GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
 _PG = re.compile(
     r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[\w:]+))?\s*(?:\((?P<name>[^)]*)\))?\s+)?Rank (?P<r>\d+)\]"
 )
@@ -31,7 +31,9 @@ _FAILURE = re.compile(
 )
 _LAST = re.compile(r"Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)")
 _HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.*(?:timed out|stuck)|watchdog got stuck")
-_DUMP_SIGNAL = re.compile(r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|Flight Recorder")
+_DUMP_SIGNAL = re.compile(
+    r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|Flight Recorder|dump debug info"
+)
 _TIMEOUT_EXC = re.compile(r"(?:DistBackendError|RuntimeError).*?(?:Timeout|timed out|timeout)", re.I)
 
 

@@ -47,7 +47,7 @@ _CONN = re.compile(
 )
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 _CLOSED = re.compile(r"Connection closed by (?:remote peer|localRank) ?(?P<peer>\S+)?")
-_IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>\d+)|error (?P<err>\d+))")
+_IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>[\w()]+)|error (?P<err>\d+))")
 _TRAIL = re.compile(r"^[\w./-]+:\d+ -> \d+")
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).

@@ -73,3 +73,15 @@ def test_hard_wrapped_watchdog_line_is_rejoined():
     err = next(e for e in out.events if isinstance(e, ErrorEvent))
     assert (err.kind, err.seq, err.op) == ("watchdog-timeout", 11, "allreduce")
     assert out.unknown_lines == 0 and out.facts["rejoined_lines"] == 1
+
+
+def test_public_log_lines():
+    lines = (Path(__file__).parents[2] / "fixtures" / "nccl" / "public-lines.log").read_text().splitlines(True)
+    out = rank_log.parse_lines(lines)
+    assert out.unknown_lines == 0
+    kinds = sorted((e.kind, e.origin.rank or -1) for e in out.events if isinstance(e, ErrorEvent))
+    assert kinds == [("dump-signal", 6), ("dump-signal", 6), ("heartbeat", 7), ("ib-completion", -1),
+                     ("watchdog-timeout", 2)]
+    ib = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "ib-completion")
+    assert ib.peer_addr == "10.153.235.13<40554>" and ib.timestamp == "2026-09-09 10:46:33"
+    assert "rank" not in out.facts and out.facts["ranks"] == [2, 6, 7]
