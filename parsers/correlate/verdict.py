@@ -94,7 +94,8 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
     peer_kinds = _peer_kinds(ids)
     for root in roots:
         if isinstance(root, str) and root.startswith("unknown:"):
-            _unknown_root(g, root, get_unknown or get)
+            if not any(m["comm"] == root.split(":", 1)[1] for m in t.mismatches):  # a mismatch explains the wait
+                _unknown_root(g, root, get_unknown or get)
             continue
         if not isinstance(root, int):
             continue

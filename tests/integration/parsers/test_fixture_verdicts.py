@@ -71,3 +71,8 @@ def test_text_rendering_names_culprit_first():
 
     text = render_text(correlate(load_directory(FIX / "gloo" / "chain")))
     assert text.startswith("CULPRIT: rank 3 (node03)") and "wait-for graph: 4 ranks" in text
+
+
+def test_mismatch_explains_the_wait_no_phantom_suspect():
+    analysis = correlate(load_directory(FIX / "gloo" / "mismatch"))
+    assert [s.rank for s in analysis.suspects] == [1]
