@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synthetic_job import job, write_log
-from parsers.artifacts import load_file
+from parsers.artifacts import load_file, pause_gc
 from parsers.correlate import correlate
 
 
@@ -31,7 +31,8 @@ def parse_throughput(lines_wanted: int) -> None:
         grep = subprocess.run(["grep", "-c", "NCCL INFO", str(path)], capture_output=True, text=True, check=False)
         t_grep = time.perf_counter() - t
         t = time.perf_counter()
-        art = load_file(path, {})
+        with pause_gc():
+            art = load_file(path, {})
         t_parse = time.perf_counter() - t
         events = len(art.parsed.events) if art.parsed else 0
         print(f"parse: {n} lines, {size_mb:.0f} MB, {events} events: forensics {t_parse:.2f} s "

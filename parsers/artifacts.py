@@ -24,13 +24,18 @@ from typing import Any, Iterable
 
 from parsers.events import Origin, Parsed
 from parsers.readers import flight_recorder, nccl_log, pyspy_text, ras, rank_log
-from parsers.sniff import HEAD_BYTES, sniff_bytes
+from parsers.sniff import HEAD_BYTES, KINDS, sniff_bytes
 
 MAX_TEXT_BYTES = 2 * 1024 * 1024 * 1024
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|r)[_.-]?(\d{1,6})(?:\D|$)", re.I)
 _GENERIC_DIRS = {"logs", "log", "nccl", "fr", "dumps", "stdout", "stderr", "out", "output", "artifacts", "tmp",
                  "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files"}
-_SKIP_NAMES = {"truth.json", "manifest.json", "summary.json", "README.md"}
+_SKIP_NAMES = {"truth.json", "summary.json"}  #: the scenario runner's own answer key, never evidence
+#: kind hints a caller may pass (bundle manifest wording) -> reader kind
+KIND_ALIASES = {"stdout": "rank-log", "stderr": "rank-log", "rank_log": "rank-log", "nccl_log": "nccl-log",
+                "nccl": "nccl-log", "fr": "fr-dump", "flight_recorder": "fr-dump", "fr_dump": "fr-dump",
+                "ras": "ras-text", "ras_text": "ras-text", "ras_json": "ras-json", "pyspy": "pyspy-json",
+                "py-spy": "pyspy-json", "pyspy_json": "pyspy-json", "pyspy_text": "pyspy-text"}
 
 
 @dataclass
@@ -152,7 +157,8 @@ def load_file(path: Path, hints: dict[str, Any]) -> Artifact:
             head = fh.read(HEAD_BYTES)
     except OSError as err:
         return Artifact(path, "unreadable", hints, error=f"cannot read: {err.strerror or err}")
-    kind = hints.get("kind") or sniff_bytes(head, complete=size <= len(head))
+    hinted = KIND_ALIASES.get(str(hints.get("kind")), hints.get("kind"))
+    kind = hinted if hinted in KINDS else sniff_bytes(head, complete=size <= len(head))
     art = Artifact(path, kind, hints)
     try:
         art.parsed = _read(path, kind, head, size, hints)

@@ -49,7 +49,7 @@ def normalise_op(name: str | None) -> str | None:
     return _OP_ALIASES.get(base, base)
 
 
-@dataclass
+@dataclass(slots=True)
 class Origin:
     """Which process an event came from, as far as its artifact can tell."""
 
@@ -60,7 +60,7 @@ class Origin:
     line: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class CommMember:
     """A rank joined a communicator (NCCL init line, FR pg_config, RAS comm list)."""
 
@@ -75,7 +75,7 @@ class CommMember:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class OpEvent:
     """One collective or p2p operation seen at one rank."""
 
@@ -93,7 +93,7 @@ class OpEvent:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Progress:
     """How far a rank got in one communicator / process group: the c10d and FR counters."""
 
@@ -106,7 +106,7 @@ class Progress:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class ErrorEvent:
     """Something went wrong, as the artifact says it. `kind` is a short class name."""
 
@@ -121,7 +121,7 @@ class ErrorEvent:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class TopoEdge:
     """Who exchanges data with whom in a communicator: ring, tree or channel connection."""
 
@@ -133,7 +133,7 @@ class TopoEdge:
     channel: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class RasFinding:
     """One RAS verdict line about one communicator rank (lags, missing, dead)."""
 

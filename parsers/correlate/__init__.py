@@ -14,7 +14,7 @@ import networkx as nx
 
 from parsers.artifacts import ArtifactSet, pause_gc
 from parsers.correlate import identity, tables, verdict, waitgraph
-from parsers.events import ErrorEvent, RasFinding
+from parsers.events import ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 
 __all__ = ["LogAnalysis", "correlate"]
@@ -41,14 +41,25 @@ class LogAnalysis:
         return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
 
 
-def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = ()) -> LogAnalysis:
-    """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects."""
+def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = (),
+              comm_ranks: dict[str, dict[int, int]] | None = None) -> LogAnalysis:
+    """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects.
+
+    `comm_ranks` (optional): communicator -> {comm rank: global rank} known elsewhere
+    (e.g. the recorder's state files), used where the logs do not say it themselves.
+    """
     with pause_gc():
-        return _correlate(artifacts, extra_edges)
+        return _correlate(artifacts, extra_edges, comm_ranks or {})
 
 
-def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge]) -> LogAnalysis:
+def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge],
+               comm_ranks: dict[str, dict[int, int]]) -> LogAnalysis:
     ids = identity.build(artifacts)
+    for comm, table in comm_ranks.items():
+        known = ids.comm_ranks.setdefault(comm, {})
+        for cr, g in table.items():
+            known.setdefault(int(cr), int(g))
+            ids.comm_members.setdefault(comm, set()).add(int(g))
     t = tables.build(artifacts, ids)
     providers: dict[str, set[int]] = {}
     for r, info in ids.ranks.items():
@@ -76,11 +87,28 @@ def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFindi
         if not art.parsed:
             continue
         for ev in art.parsed.events:
-            if isinstance(ev, RasFinding):
+            cls = type(ev)
+            if cls is RasFinding:
                 ras_findings.append(ev)
-            elif isinstance(ev, ErrorEvent):
+            elif cls is ErrorEvent:
                 errors.append((ids.resolve(ev.origin), ev))
     return ras_findings, errors
+
+
+def _topology(arts: ArtifactSet, ids: identity.Identities) -> dict[str, Any]:
+    """Per communicator: ring/tree/channel neighbour pairs seen, in global ranks where mappable."""
+    out: dict[str, dict[str, Any]] = {}
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        for ev in art.parsed.events:
+            if type(ev) is not TopoEdge:
+                continue
+            entry = out.setdefault(ev.comm, {"ring": set(), "tree": set(), "channel": set()})
+            a, b = ids.global_of(ev.comm, ev.src), ids.global_of(ev.comm, ev.dst)
+            entry[ev.kind].add((a if a is not None else f"c{ev.src}", b if b is not None else f"c{ev.dst}"))
+    return {comm: {k: len(v) for k, v in kinds.items()} | {"ring_sample": sorted(map(str, kinds["ring"]))[:16]}
+            for comm, kinds in list(out.items())[:MAX_LISTED]}
 
 
 def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) -> dict[str, Any]:
@@ -105,6 +133,7 @@ def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) ->
             "unranked_files": ids.unranked[:MAX_LISTED],
         },
         "errors": {k: tables.compress(v) for k, v in error_kinds.items()},
+        "topology": _topology(arts, ids),
         "ras": [{"comm": f.comm, "kind": f.kind, "comm_rank": f.comm_rank, "pid": f.pid, "host": f.host,
                  "text": f.text} for f in ras_findings[:MAX_LISTED]],
         "unknown_lines": {str(a.path): a.unknown_lines for a in arts.artifacts if a.unknown_lines},

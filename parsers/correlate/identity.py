@@ -71,7 +71,13 @@ def build(arts: ArtifactSet) -> Identities:
     for art in arts.artifacts:
         rank = art.rank
         if rank is None:
-            ids.unranked.append(str(art.path))
+            merged = art.parsed.facts.get("ranks") if art.parsed else None
+            for r in merged or ():  # a launcher-merged log: every labelled rank left lines in it
+                info = ids.info(int(r))
+                info.kinds.add(art.kind)
+                info.files.append(str(art.path))
+            if not merged:
+                ids.unranked.append(str(art.path))
             continue
         info = ids.info(rank)
         info.kinds.add(art.kind)
@@ -87,8 +93,14 @@ def build(arts: ArtifactSet) -> Identities:
     for art in arts.artifacts:
         if not art.parsed:
             continue
+        if art.parsed.facts.get("world_size"):
+            ids.world_size = max(ids.world_size or 0, int(art.parsed.facts["world_size"]))
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
         for ev in art.parsed.events:
-            if isinstance(ev, CommMember):
+            if type(ev) is CommMember:
+                _learn_process(ids, ev, art.kind, str(art.path))
                 _member(ids, ev)
         size = art.parsed.facts.get("world_size")
         if size:
@@ -96,6 +108,29 @@ def build(arts: ArtifactSet) -> Identities:
     if ids.ranks:
         ids.world_size = max(ids.world_size or 0, max(ids.ranks) + 1)
     return ids
+
+
+def _learn_process(ids: Identities, ev: CommMember, kind: str, path: str) -> None:
+    """A process's rank in a world-sized communicator is its global rank: learn host and pid from it.
+
+    Needed where one file holds many processes (a launcher-merged log), so no file-level rank exists.
+    """
+    o = ev.origin
+    if o.pid is None or ev.comm_rank is None or not ev.nranks or ev.nranks != ids.world_size:
+        return
+    rank = o.rank if o.rank is not None else ev.comm_rank
+    info = ids.info(rank)
+    info.kinds.add(kind)
+    if path not in info.files:
+        info.files.append(path)
+    if (o.host, o.pid) in ids.by_host_pid or (o.host is None and o.pid in ids.by_pid):
+        return
+    ids.by_pid.setdefault(o.pid, rank)
+    if o.host:
+        ids.by_host_pid[(o.host, o.pid)] = rank
+    info.pids.add(o.pid)
+    if o.host and not info.host:
+        info.host = o.host
 
 
 def _member(ids: Identities, ev: CommMember) -> None:

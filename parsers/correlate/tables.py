@@ -128,20 +128,33 @@ def compress(ranks) -> str:
     return ",".join(parts)
 
 
+def members_of(comm: str, ids: Identities) -> set[int]:
+    """Global ranks of a communicator: those seen in it, the whole world for the default group,
+    and a complete comm-rank table when the init lines or pg_config gave one."""
+    members = set(ids.comm_members.get(comm, ()))
+    if comm == "pg:0" and ids.world_size:
+        members |= set(range(ids.world_size))
+    size = ids.comm_size.get(comm)
+    table = ids.comm_ranks.get(comm)
+    if size and table and len(table) == size:
+        members |= set(table.values())
+    return members
+
+
 def missing_line_table(t: Tables, ids: Identities, rows_per_comm: int = 3) -> list[dict]:
     """For each comm, the last positions and which ranks did / did not log them."""
     rows = []
     for comm, per_rank in t.progress.items():
-        members = ids.comm_members.get(comm, set(per_rank))
+        members = members_of(comm, ids)
         values = {g: p.enqueued for g, p in per_rank.items() if p.enqueued is not None}
         if not values:
             continue
         top = max(values.values())
         low = min(values.values())
         silent = sorted(m for m in members if m not in values)
-        start = max(low + 1, top - rows_per_comm + 1)
         if low == top and not silent:
             continue
+        start = max(low + 1, top - rows_per_comm + 1) if low < top else top
         for seq in range(start, top + 1):
             logged = [g for g, v in values.items() if v >= seq]
             missing = [g for g, v in values.items() if v < seq] + silent

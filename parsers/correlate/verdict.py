@@ -94,7 +94,8 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
     peer_kinds = _peer_kinds(ids)
     for root in roots:
         if isinstance(root, str) and root.startswith("unknown:"):
-            _unknown_root(g, root, get_unknown or get)
+            if not any(m["comm"] == root.split(":", 1)[1] for m in t.mismatches):  # a mismatch explains the wait
+                _unknown_root(g, root, get_unknown or get)
             continue
         if not isinstance(root, int):
             continue
@@ -110,8 +111,11 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         if not own or silent_only:
             missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
-        elif all_waiters > direct or len(comms) > 1:
-            cls, why = "wait-root", f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it through {len(comms)} communicator(s)"
+        elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
+            chain = nx.ancestors(g, root) | {root}
+            via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
+            cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it "
+                                     f"through {len(via)} communicator(s) ({', '.join(via[:4])})")
         else:
             cls, why = "missing-line", f"rank {root} never logged the operation the others wait in ({sample})"
             missing_absent = [k for k in peer_kinds if k not in own]

@@ -17,7 +17,7 @@ import networkx as nx
 
 from parsers.artifacts import ArtifactSet
 from parsers.correlate.identity import Identities
-from parsers.correlate.tables import RankProgress, Tables
+from parsers.correlate.tables import RankProgress, Tables, members_of
 from parsers.model import WaitEdge
 from parsers.readers.proxy_dump import ProxyOp
 
@@ -53,13 +53,8 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
     the one they were waiting in even when the counters say it completed.
     """
     for comm, per_rank in t.progress.items():
-        members = set(ids.comm_members.get(comm, ()))
-        if comm == "pg:0" and ids.world_size:
-            members |= set(range(ids.world_size))  # the default group holds every rank
+        members = members_of(comm, ids)
         size = ids.comm_size.get(comm)
-        table = ids.comm_ranks.get(comm)
-        if size and table and len(table) == size:
-            members |= set(table.values())
         known = {r: p for r, p in per_rank.items() if p.enqueued is not None}
         if not known:
             continue
@@ -84,9 +79,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             elif with_completion:
                 continue
             else:
-                if p.enqueued < top:
+                # No completion counters (NCCL op lines): a rank that launched op `at` waits on every
+                # member that never launched it; the furthest behind come first, so the lowest is the root.
+                if p.enqueued == levels[0]:
                     continue
-                at = top
+                at = p.enqueued
             behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "

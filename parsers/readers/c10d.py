@@ -16,12 +16,12 @@ import re
 
 from parsers.events import ErrorEvent, Origin, Progress, normalise_op
 
-_GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
+_GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
 _PG = re.compile(
     r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[\w:]+))?\s*(?:\((?P<name>[^)]*)\))?\s+)?Rank (?P<r>\d+)\]"
 )
 _WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout: Work\w*\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+    r"Watchdog caught collective operation timeout: Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
     r"(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?.*?Timeout\(ms\)=(?P<tmo>\d+)\)"
     r"(?: ran for (?P<ran>\d+) milliseconds)?"
 )
@@ -31,7 +31,9 @@ _FAILURE = re.compile(
 )
 _LAST = re.compile(r"Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)")
 _HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.*(?:timed out|stuck)|watchdog got stuck")
-_DUMP_SIGNAL = re.compile(r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|Flight Recorder")
+_DUMP_SIGNAL = re.compile(
+    r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|Flight Recorder|dump debug info"
+)
 _TIMEOUT_EXC = re.compile(r"(?:DistBackendError|RuntimeError).*?(?:Timeout|timed out|timeout)", re.I)
 
 
@@ -61,10 +63,12 @@ def match_line(text: str, origin: Origin) -> list:
     events: list = []
     m = _WATCHDOG.search(text)
     if m:
+        seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
         events.append(ErrorEvent(kind="watchdog-timeout", message=text.strip(), origin=origin, comm=comm or "pg:0",
-                                 seq=int(m.group("seq")), op=normalise_op(m.group("op")), timestamp=ts, source="c10d"))
-        events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=int(m.group("seq")),
-                               last_completed=int(m.group("seq")) - 1, comm_rank=comm_rank, source="c10d"))
+                                 seq=seq, op=normalise_op(m.group("op")), timestamp=ts, source="c10d"))
+        if seq is not None:
+            events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=seq, last_completed=seq - 1,
+                                   comm_rank=comm_rank, source="c10d"))
         return events
     m = _FAILURE.search(text)
     if m:

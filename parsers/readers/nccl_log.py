@@ -47,7 +47,7 @@ _CONN = re.compile(
 )
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 _CLOSED = re.compile(r"Connection closed by (?:remote peer|localRank) ?(?P<peer>\S+)?")
-_IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>\d+)|error (?P<err>\d+))")
+_IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>[\w()]+)|error (?P<err>\d+))")
 _TRAIL = re.compile(r"^[\w./-]+:\d+ -> \d+")
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).
@@ -69,6 +69,8 @@ class _State:
         self.last_ptr: dict[tuple[int, int], str] = {}  #: (pid, tid) -> comm ptr of the last init there
         self.members: dict[tuple[int, str], CommMember] = {}
         self.hosts: set[str] = set()  #: host names seen at clean record starts
+        self.seen_hosts: set[str] = set()
+        self.seen_pids: set[int] = set()
 
     def comm_of(self, pid: int, ptr: str) -> str:
         return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
@@ -86,10 +88,10 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
             continue
         first = _RECORD.match(raw)
         if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
-            text, host_hint = raw.rstrip("\r\n"), None
+            text, host_hint, rank_hint = raw.rstrip("\r\n"), None, None
         else:
             text, pre = strip_prefix(raw)
-            host_hint = pre.host
+            host_hint, rank_hint = pre.host, pre.rank
             first = _RECORD.match(text)
         if first is not None and text.find(" NCCL ", first.end()) < 0:
             starts = [first]
@@ -103,10 +105,13 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
                     continue
             out.unknown_lines += 1
             continue
-        cuts = [_clean_start(st, text, m) for m in starts] if len(starts) > 1 else [_clean_start(st, text, starts[0])]
+        if len(starts) == 1 and starts[0].start() == 0 and starts[0].group("host") in st.hosts:
+            cuts = [0]  # the common case, nothing to repair
+        else:
+            cuts = [_clean_start(st, text, m) for m in starts]
         for i, m in enumerate(starts):
             end = cuts[i + 1] if i + 1 < len(starts) else len(text)
-            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i])
+            _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i], rank_hint)
     _finish(out, st)
     return out
 
@@ -126,15 +131,15 @@ def _clean_start(st: _State, text: str, m: re.Match) -> int:
 
 
 def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | None, file: str | None,
-            lineno: int, start: int | None = None) -> None:
+            lineno: int, start: int | None = None, wrap_rank: int | None = None) -> None:
     """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
     pid, tid = int(m.group("pid")), int(m.group("tid"))
     host = m.group("host").split(".")[0]
     if start is not None and m.group("ts") is None and start > m.start("host"):
         host = m.group("host")[start - m.start("host"):].split(".")[0]
-    origin = Origin(host=host, pid=pid, file=file, line=lineno)
-    out.facts.setdefault("hosts", set()).add(host)
-    out.facts.setdefault("pids", set()).add(pid)
+    origin = Origin(host, pid, wrap_rank, file, lineno)  # a launcher's rank label is the global rank
+    st.seen_hosts.add(host)
+    st.seen_pids.add(pid)
     level = m.group("lvl")
     if level == "WARN":
         _warn(out, msg, origin, m.group("ts"))
@@ -277,15 +282,17 @@ def _finish(out: Parsed, st: _State) -> None:
                 if isinstance(ev, OpEvent) and ev.comm_rank is None:
                     ev.comm_rank = st.ptr_rank.get(key)
     members = [e for e in out.events if isinstance(e, CommMember)]
-    if members:
+    if members and len({m.origin.pid for m in members}) > 1:  # several processes in one file: no single rank
+        out.facts["world_size"] = max(m.nranks or 0 for m in members)
+    elif members:
         biggest = max(m.nranks or 0 for m in members)
         world = next(m for m in members if (m.nranks or 0) == biggest)
         out.facts["rank"] = world.comm_rank
         out.facts["world_size"] = biggest
         out.facts["world_comm"] = world.comm
-    for key in ("hosts", "pids"):
-        if key in out.facts:
-            vals = sorted(out.facts[key])
+    for key, seen in (("hosts", st.seen_hosts), ("pids", st.seen_pids)):
+        if seen:
+            vals = sorted(seen)
             out.facts[key] = vals
             if len(vals) == 1:
                 out.facts[key[:-1]] = vals[0]

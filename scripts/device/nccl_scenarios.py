@@ -242,7 +242,7 @@ def _line(sock: socket.socket) -> bytes:
 
 def ras_query(port: int, command: str, json_format: bool = False, timeout: float = 10.0) -> str:
     """Ask the local NCCL RAS server (same exchange as forensics.ras_client, kept here to stay self-contained)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout + 5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout + 3) as sock:
         sock.sendall(b"CLIENT PROTOCOL 2\n")
         greeting = _line(sock)
         sock.sendall(f"TIMEOUT {int(timeout)}\n".encode())
@@ -326,20 +326,24 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
         (sdir / "dump.trigger").write_text("now")
         notes.append(f"FR dump trigger at +{time.monotonic() - t_ready:.1f} s")
         if args.backend == "nccl":
-            time.sleep(1.0)
+            # RAS first: it lives only as long as the processes, and the watchdog fires at pg_timeout.
+            for name, command, js in (("ras_status.txt", "STATUS", False), ("ras_verbose.txt", "VERBOSE STATUS", False),
+                                      ("ras_status.json", "STATUS", True)):
+                for attempt in (1, 2):
+                    t = time.monotonic()
+                    try:
+                        (sdir / name).write_text(ras_query(args.ras_port, command, js, timeout=args.ras_timeout))
+                        notes.append(f"RAS {command}{' json' if js else ''}: {time.monotonic() - t:.1f} s")
+                        break
+                    except OSError as err:
+                        notes.append(f"RAS {command}{' json' if js else ''} attempt {attempt} failed: {err}")
             for r, p in enumerate(procs):
                 if p.poll() is None and not (scenario == "sigstop" and r == culprit):
                     try:
                         os.kill(p.pid, signal.SIGUSR1)
                     except ProcessLookupError:
                         pass
-            notes.append("SIGUSR1 (NCCL_PROXY_DUMP_SIGNAL) to live ranks")
-            for name, command, js in (("ras_status.txt", "STATUS", False), ("ras_verbose.txt", "VERBOSE STATUS", False),
-                                      ("ras_status.json", "STATUS", True)):
-                try:
-                    (sdir / name).write_text(ras_query(args.ras_port, command, js))
-                except OSError as err:
-                    notes.append(f"RAS {command} {'json' if js else 'text'} failed: {err}")
+            notes.append(f"SIGUSR1 (NCCL_PROXY_DUMP_SIGNAL) to live ranks at +{time.monotonic() - t_ready:.1f} s")
         if args.collect_cmd:
             notes.append(run_collect(args.collect_cmd, procs, sdir))
         end = t_ready + args.scenario_s
@@ -409,6 +413,21 @@ def _torch_version() -> str:
         return "unknown"
 
 
+def plan(args: argparse.Namespace) -> dict:
+    """What a run would do, without starting anything (for checking on a machine without GPU)."""
+    base = set(os.environ)
+    out = {}
+    for i, scenario in enumerate(args.wanted):
+        sdir = Path(args.out_dir) / scenario
+        envs = [rank_env(args, r, sdir, args.port_base + i) for r in range(args.world)]
+        out[scenario] = {
+            "culprit_rank": culprit_of(scenario, args.world), "fault": FAULTS[scenario].format(n=WARM_OPS + 1),
+            "expected_reason_classes": EXPECTED[scenario], "dir": str(sdir),
+            "rank_env": [{k: v for k, v in e.items() if k not in base or k in ("RANK", "WORLD_SIZE")} for e in envs],
+        }
+    return out
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out-dir", default=os.environ.get("OUT_DIR", "scenario-out"))
@@ -418,6 +437,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--extra-env", action="append", default=[], metavar="K=V")
     p.add_argument("--port-base", type=int, default=29610)
     p.add_argument("--ras-port", type=int, default=28028)
+    p.add_argument("--ras-timeout", type=int, default=4, help="RAS TIMEOUT and per-read wait, s")
     p.add_argument("--pg-timeout", type=int, default=None, help="process-group timeout, s (nccl 30, gloo 15)")
     p.add_argument("--dump-wait-ms", type=int, default=5000)
     p.add_argument("--hang-s", type=float, default=600.0, help="how long a sleeping culprit sleeps")
@@ -426,6 +446,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenario-s", type=float, default=None, help="hard end of a scenario after warm-up")
     p.add_argument("--warm-timeout", type=float, default=90.0)
     p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (culprits, per-rank env) as JSON; run nothing")
     p.add_argument("--big-numel", type=int, default=None)
     p.add_argument("--collect-cmd", default=None, metavar="CMD",
                    help="run while the hang holds, after RAS: {pids} = comma list of live pids, {dir} = OUT/<scenario>/bundle")
@@ -437,9 +458,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     nccl = args.backend == "nccl"
     args.world = args.world or (8 if nccl else 4)
     args.pg_timeout = args.pg_timeout or (30 if nccl else 15)
-    args.settle_s = args.settle_s if args.settle_s is not None else (8.0 if nccl else 5.0)
+    args.settle_s = args.settle_s if args.settle_s is not None else (6.0 if nccl else 5.0)
     args.scenario_s = args.scenario_s or (args.pg_timeout + args.dump_wait_ms / 1000 + 15)
-    args.big_numel = args.big_numel or (64 * 1024 * 1024 if nccl else 256 * 1024)
+    args.big_numel = args.big_numel or (16 * 1024 * 1024 if nccl else 256 * 1024)
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     bad = [s for s in wanted if s not in SCENARIOS]
     if bad:
@@ -454,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
         return worker(args)
+    if args.dry_run:
+        print(json.dumps(plan(args), indent=2))
+        return 0
     summary = {}
     start = time.monotonic()
     for i, scenario in enumerate(args.wanted):

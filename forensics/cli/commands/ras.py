@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         report = answer.text
     out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "report": report,
-           "findings": [vars(f) for f in parsed.events], "problems": parsed.problems}
+           "findings": [dataclasses.asdict(f) for f in parsed.events], "problems": parsed.problems}
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return int(ExitCode.OK)

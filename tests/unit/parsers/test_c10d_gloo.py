@@ -51,3 +51,37 @@ def test_real_gloo_errors_from_fixtures():
             assert out.facts["rank"] == int(path.stem[4:])
     assert "gloo-timeout" in kinds and "connection-closed" in kinds
     assert "connection-reset" in kinds  # kill: a peer's read fails with reset
+
+
+def test_older_pytorch_forms():
+    """Forms by era listed in field notes (public logs, PyTorch 1.x-2.3)."""
+    old = ("[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation timeout: "
+           "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800406 milliseconds before timing out.")
+    mid = ("[rank5]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=42, OpType=_ALLGATHER_BASE, NumelIn=8, NumelOut=64, Timeout(ms)=600000) ran for "
+           "600123 milliseconds before timing out.")
+    out = rank_log.parse_lines([old, mid])
+    errs = [e for e in out.events if isinstance(e, ErrorEvent)]
+    assert [(e.seq, e.op) for e in errs] == [(None, "allreduce"), (42, "allgather")]
+    assert errs[1].origin.rank == 5 and out.unknown_lines == 0
+
+
+def test_hard_wrapped_watchdog_line_is_rejoined():
+    """Public logs show hard wraps that split tokens (field notes: 'OpTy' / 'pe=')."""
+    cut = WATCHDOG.index("OpTy") + 4
+    out = rank_log.parse_lines([WATCHDOG[:cut] + "\n", WATCHDOG[cut:] + "\n"])
+    err = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert (err.kind, err.seq, err.op) == ("watchdog-timeout", 11, "allreduce")
+    assert out.unknown_lines == 0 and out.facts["rejoined_lines"] == 1
+
+
+def test_public_log_lines():
+    lines = (Path(__file__).parents[2] / "fixtures" / "nccl" / "public-lines.log").read_text().splitlines(True)
+    out = rank_log.parse_lines(lines)
+    assert out.unknown_lines == 0
+    kinds = sorted((e.kind, e.origin.rank or -1) for e in out.events if isinstance(e, ErrorEvent))
+    assert kinds == [("dump-signal", 6), ("dump-signal", 6), ("heartbeat", 7), ("ib-completion", -1),
+                     ("watchdog-timeout", 2)]
+    ib = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "ib-completion")
+    assert ib.peer_addr == "10.153.235.13<40554>" and ib.timestamp == "2026-09-09 10:46:33"
+    assert "rank" not in out.facts and out.facts["ranks"] == [2, 6, 7]

@@ -63,3 +63,25 @@ def test_split_comm_keyed_by_parent_and_color():
     op = next(e for e in out.events if isinstance(e, OpEvent))
     assert op.comm == "0x77/split1c5" and op.comm_rank == 0
     assert out.facts["rank"] == 1 and out.facts["world_size"] == 8
+
+
+def test_wording_across_versions():
+    """Variants listed in field notes: 2.13 'Net :' closures, 2.30 '(function)' in WARN, error trails,
+    'NCCL version' with and without prefix, Abort COMPLETE, service-thread closures."""
+    lines = [
+        "NCCL version 2.18.3+cuda12.2",
+        "h1:10:10 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+        "h1:10:40 [0] include/socket.h:423 NCCL WARN Net : Connection closed by remote peer h2<36466>",
+        "[2026-11-29 07:25:41] h1:10:41 [0] misc/socket.cc:72 (socketProgress) NCCL WARN socketProgress: "
+        "Connection closed by remote peer h3<33187>",
+        "h1:10:42 [0] NCCL INFO transport/net.cc:1018 -> 6",
+        "h1:10:42 [0] NCCL INFO proxy.cc:874 -> 6 [Progress Thread]",
+        "h1:10:43 [0] misc/socket.cc:50 NCCL WARN [Service thread] Connection closed by localRank 3",
+        "h1:10:10 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 busId 1000 - Abort COMPLETE",
+    ]
+    out = parse(lines)
+    assert out.unknown_lines == 0 and out.facts["nccl_version"] == "2.28.9+cuda13.0"
+    closed = [e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "connection-closed"]
+    assert [e.peer_addr for e in closed] == ["h2<36466>", "h3<33187>", "3"]
+    assert closed[1].timestamp == "2026-11-29 07:25:41"
+    assert out.facts["error_trails"] == 2

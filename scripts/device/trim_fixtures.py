@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Trim captured scenario artifacts to a size fit for the repository, keeping what analysis reads.
+
+Why: NCCL INFO logs and Flight Recorder dumps of 8 ranks run to many megabytes; the
+tests need their beginning (init, topology) and their end (the last operations,
+warnings, watchdog lines). Text files keep their first HEAD and last TAIL lines with
+one marker line between; FR dumps (pickle or JSON) keep their last ENTRIES entries,
+re-written as plain data after a restricted load (nothing else is changed).
+truth.json records what was trimmed.
+
+    python scripts/device/trim_fixtures.py SRC_DIR DST_DIR [--head 400 --tail 1500 --entries 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from parsers.readers.flight_recorder import load_bytes  # noqa: E402
+from parsers.sniff import sniff_bytes  # noqa: E402
+
+
+def trim_text(src: Path, dst: Path, head: int, tail: int) -> str | None:
+    lines = src.read_text(errors="replace").splitlines(True)
+    if len(lines) <= head + tail:
+        shutil.copy(src, dst)
+        return None
+    cut = len(lines) - head - tail
+    dst.write_text("".join(lines[:head]) + f"[... {cut} lines trimmed for the test fixture ...]\n"
+                   + "".join(lines[-tail:]))
+    return f"{src.name}: kept first {head} and last {tail} of {len(lines)} lines"
+
+
+def trim_fr(src: Path, dst: Path, entries: int) -> str | None:
+    raw = src.read_bytes()
+    data = load_bytes(raw)
+    total = len(data.get("entries") or [])
+    if total <= entries:
+        shutil.copy(src, dst)
+        return None
+    data["entries"] = data["entries"][-entries:]
+    if raw.lstrip()[:1] == b"{":
+        dst.write_text(json.dumps(data))
+    else:
+        dst.write_bytes(pickle.dumps(data))
+    return f"{src.name}: kept last {entries} of {total} Flight Recorder entries"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("src", type=Path)
+    ap.add_argument("dst", type=Path)
+    ap.add_argument("--head", type=int, default=400)
+    ap.add_argument("--tail", type=int, default=1500)
+    ap.add_argument("--entries", type=int, default=60)
+    args = ap.parse_args()
+    for truth in sorted(args.src.glob("*/truth.json")):
+        sdir = truth.parent
+        notes = []
+        for f in sorted(p for p in sdir.rglob("*") if p.is_file()):
+            out = args.dst / sdir.name / f.relative_to(sdir)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if f.name == "truth.json":
+                continue
+            kind = sniff_bytes(f.read_bytes()[:65536], complete=f.stat().st_size <= 65536)
+            note = trim_fr(f, out, args.entries) if kind == "fr-dump" else trim_text(f, out, args.head, args.tail)
+            if note:
+                notes.append(note)
+        data = json.loads(truth.read_text())
+        data["trimmed"] = notes
+        (args.dst / sdir.name / "truth.json").write_text(json.dumps(data, indent=2) + "\n")
+        print(f"{sdir.name}: {len(notes)} file(s) trimmed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

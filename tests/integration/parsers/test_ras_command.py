@@ -1,0 +1,117 @@
+"""`forensics ras` and the RAS host collector against a TCP peer that speaks the RAS protocol.
+
+The peer follows NCCL's RAS client/server exchange (CLIENT PROTOCOL / SERVER PROTOCOL,
+OK to TIMEOUT and SET FORMAT, report until close); the report text is built from
+lines seen on the device (field notes). A real NCCL RAS is queried by
+scripts/device/nccl_scenarios.py on the GPU machine.
+"""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from forensics.bundle.manifest import Status
+from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.ras import RasCollector
+
+ROOT = Path(__file__).parents[3]
+REPORT = ("#0-0 (8b1f26a0c3e2d411) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
+          "  7 ranks have launched up to operation 11\n"
+          "  Rank 5 has launched up to operation 10 -- GPU 0 managed by process 436 on node 127.0.0.1\n")
+JSON = {"nccl_version": "2.28.9", "communicators": [{"hash": "0x8b1f", "size": 2, "ranks": [
+    {"rank": 0, "host": "127.0.0.1", "pid": 435, "collective_counts": {"AllReduce": 11}},
+    {"rank": 1, "host": "127.0.0.1", "pid": 436, "collective_counts": {"AllReduce": 10}},
+    {"rank": 2, "host": "127.0.0.1", "pid": 437, "collective_counts": {"AllReduce": 11}}], "missing_ranks": []}]}
+
+
+class RasPeer(threading.Thread):
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(4)
+        self.seen = []
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rwb") as f:
+                fmt = "text"
+                while True:
+                    line = f.readline().decode().strip()
+                    self.seen.append(line)
+                    if not line:
+                        break
+                    if line.startswith("CLIENT PROTOCOL"):
+                        f.write(b"SERVER PROTOCOL 2\n")
+                    elif line.startswith(("TIMEOUT", "SET FORMAT")):
+                        fmt = "json" if line.endswith("json") else fmt
+                        f.write(b"OK\n")
+                    elif line.endswith("STATUS"):
+                        f.write((json.dumps(JSON) if fmt == "json" else REPORT).encode())
+                        f.flush()
+                        break
+                    f.flush()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the thread
+        except OSError:
+            pass
+        self.sock.close()
+        self.join(5)
+
+
+@pytest.fixture()
+def peer():
+    p = RasPeer(29681)  # SO_REUSEADDR: the next test may bind it again at once
+    p.start()
+    yield p
+    p.close()
+
+
+def forensics(*args):
+    return subprocess.run([sys.executable, "-m", "forensics", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_nothing_listening_is_a_clear_error_exit_2():
+    res = forensics("ras", "--addr", "127.0.0.1:29682", "--timeout", "2")
+    assert res.returncode == 2
+    assert "nothing answers at 127.0.0.1:29682" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_text_and_json(peer):
+    res = forensics("ras", "--addr", "127.0.0.1:29681", "--verbose")
+    assert res.returncode == 0 and "Rank 5 has launched up to operation 10" in res.stdout
+    assert "VERBOSE STATUS" in peer.seen
+    res = forensics("ras", "--addr", "127.0.0.1:29681", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["findings"] == [{"comm": "ras:0x8b1f", "kind": "behind", "comm_rank": 1, "pid": 436,
+                                "host": "127.0.0.1", "op_count": 10, "op": "allreduce",
+                                "text": "AllReduce count 10, most ranks 11"}]
+    assert "SET FORMAT json" in peer.seen
+
+
+def test_collector_stores_raw_answers(peer, tmp_path):
+    target = HostTarget(host="h", bundle_root=tmp_path, rel_dir="hosts/h")
+    rec = RasCollector().collect(target, CollectOptions(timeout=5, extra={"ras_addr": "127.0.0.1:29681"}))
+    assert rec.status == Status.OK and sorted(rec.files) == [
+        "hosts/h/ras_status.json", "hosts/h/ras_status.txt", "hosts/h/ras_verbose.txt"]
+    assert "MISMATCH" in (tmp_path / "hosts/h/ras_status.txt").read_text()
+
+
+def test_collector_skips_when_no_ras(tmp_path):
+    target = HostTarget(host="h", bundle_root=tmp_path, rel_dir="hosts/h")
+    rec = RasCollector().collect(target, CollectOptions(timeout=2, extra={"ras_addr": "127.0.0.1:29683"}))
+    assert rec.status == Status.SKIPPED and "nothing answers" in rec.error and not rec.files
