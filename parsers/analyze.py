@@ -15,10 +15,18 @@ from parsers import knowledge
 from parsers.evidence import BundleEvidence, load_evidence
 from parsers.host_verdict import fold_into_verdict
 from parsers.model import Verdict
+from parsers.artifacts import load_files
+from parsers.correlate import correlate
+from parsers.model import WaitEdge
 from parsers.readers.recorder import read_bundle_ranks
-from parsers.recorder_waits import analyse, stalled_ranks, wait_edges
+from parsers.recorder_waits import analyse, comm_rank_table, stalled_ranks, wait_edges
 from parsers.suspects import merge_suspects
 from parsers.verdict import stack_verdict, summarize
+from parsers.waiters import demote_waiters, wait_graph
+
+#: Bundle collector -> artifact kind for the log correlation.
+LOG_COLLECTORS = {"stdio": "rank-log", "nccl_log": "nccl-log", "flight_recorder": None}
+HOST_LOG_FILES = {"ras_status.txt": "ras-text", "ras_verbose.txt": "ras-text", "ras_status.json": "ras-json"}
 
 HOST_LED = ("host-fault", "known-error")
 
@@ -27,8 +35,14 @@ def analyze_bundle(bundle: Bundle, kb: knowledge.KnowledgeBase | None = None) ->
     """The verdict for a bundle, and the evidence it rests on (for tables and pictures)."""
     evidence = load_evidence(bundle)
     verdict = stack_verdict(evidence)
-    _fold_recorder(verdict, bundle)
+    edges, comm_ranks = _fold_recorder(verdict, bundle)
+    global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer), f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
+    # Only the recorder's edges judge who waits: they name comm ranks that map surely to
+    # global ranks. The log graph's edges are kept in verdict.graph for pictures.
+    _fold_logs(verdict, bundle, edges, comm_ranks)
     fold_into_verdict(verdict, bundle, kb if kb is not None else knowledge.load())
+    activities = {r.rank: r.activity for r in evidence.ranks if r.rank is not None}
+    verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges))
     culprit = verdict.culprit
     if culprit is None or culprit.reason_class not in HOST_LED:
         verdict.summary = summarize(verdict)
@@ -36,12 +50,12 @@ def analyze_bundle(bundle: Bundle, kb: knowledge.KnowledgeBase | None = None) ->
     return verdict, evidence
 
 
-def _fold_recorder(verdict: Verdict, bundle: Bundle) -> None:
+def _fold_recorder(verdict: Verdict, bundle: Bundle) -> tuple[list[WaitEdge], dict[str, dict[int, int]]]:
     """Suspects and wait edges from NCCL recorder state files, where the bundle has them."""
     states, problems = read_bundle_ranks(bundle.root, bundle.manifest.ranks)
     verdict.missing_evidence += [f"recorder: {p}" for p in problems]
     if not states:
-        return
+        return [], {}
     edges = wait_edges(states)
     verdict.sections["recorder"] = {
         "state_files": len(states),
@@ -49,6 +63,29 @@ def _fold_recorder(verdict: Verdict, bundle: Bundle) -> None:
         "wait_edges": [e.__dict__ for e in edges],
     }
     verdict.suspects = merge_suspects(verdict.suspects, stalled_ranks(states))
+    return edges, comm_rank_table(states)
+
+
+def _fold_logs(verdict: Verdict, bundle: Bundle, edges: list[WaitEdge], comm_ranks: dict[str, dict[int, int]]) -> None:
+    """Correlate the ranks' logs, FR dumps and RAS answers into suspects and a wait-for graph."""
+    files = []
+    for rank in bundle.manifest.ranks:
+        hints = {"host": rank.host, "pid": rank.pid, "rank": rank.rank}
+        for collector, kind in LOG_COLLECTORS.items():
+            for path in bundle.rank_files(rank, collector):
+                files.append((path, dict(hints, kind=kind) if kind else dict(hints)))
+    for host in bundle.manifest.hosts:
+        for col in host.collectors:
+            for rel in col.files:
+                kind = HOST_LOG_FILES.get(rel.rsplit("/", 1)[-1])
+                if kind and bundle.path(rel).is_file():
+                    files.append((bundle.path(rel), {"host": host.host, "kind": kind}))
+    if not files:
+        return
+    analysis = correlate(load_files(files), extra_edges=edges, comm_ranks=comm_ranks)
+    verdict.sections["logs"] = analysis.sections
+    verdict.graph = analysis.graph
+    verdict.suspects = merge_suspects(verdict.suspects, analysis.suspects)
 
 
 def ranks_table(ev: BundleEvidence) -> list[dict[str, Any]]:

@@ -82,6 +82,7 @@ class Verdict:
     summary: str = ""
     missing_evidence: list[str] = field(default_factory=list)
     sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
+    graph: Any = None  #: networkx.DiGraph of global ranks (waiter -> waited on) from the log correlation, if any
 
     @property
     def culprit(self) -> Suspect | None:

@@ -125,6 +125,12 @@ def _missing_suspects(ev: BundleEvidence) -> list[Suspect]:
     return suspects
 
 
+def _reason_after_label(s: Suspect) -> str:
+    """The reason without a leading 'rank N' that would repeat the label."""
+    lead = f"rank {s.rank} "
+    return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
+
+
 def _absent_suspects(ev: BundleEvidence) -> list[Suspect]:
     """Ranks below WORLD_SIZE found on no collected host, when only a few are absent.
 
@@ -167,7 +173,7 @@ def summarize(verdict: Verdict) -> str:
         if ranks:
             return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out"
         return "no culprit named: no rank waits in a collective and none is stopped or missing"
-    text = f"{head.label} {head.reason}"
+    text = f"{head.label} {_reason_after_label(head)}"
     victims = [r for r in ranks if r != head.rank]
     if victims and activity:
         text += f"; ranks {fold(victims)} {activity}"

@@ -47,7 +47,7 @@ class PySpyCollector:
 
     def _dump(self, pid: int, options: CollectOptions, nonblocking: bool) -> ToolResult:
         argv = ["py-spy", "dump", "--pid", str(pid), "--json"]
-        if options.native:
+        if options.native and not nonblocking:  # py-spy refuses --native with --nonblocking
             argv.append("--native")
         if nonblocking:
             argv.append("--nonblocking")

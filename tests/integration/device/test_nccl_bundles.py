@@ -1,0 +1,49 @@
+"""`forensics analyze` on bundles collected live from real NCCL 2.28.9 hangs on an H200.
+
+Captured by scripts/device/run_matrix.sh (part S): 8 ranks as 8 hosts on one GPU,
+the NCCL recorder plugin loaded, `forensics collect --native` run while the hang
+held. Each scenario's truth.json names the rank that was broken and how.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from forensics.bundle.reader import open_bundle
+from parsers.analyze import analyze_bundle
+
+SCENARIOS = sorted(p.parent.parent.name for p in (FIXTURES / "nccl").glob("*/bundle/manifest.json"))
+
+
+def test_fixtures_present():
+    assert SCENARIOS == ["chain", "kill", "mismatch", "sigstop", "sleep"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_culprit_named_from_live_bundle(scenario):
+    root = FIXTURES / "nccl" / scenario
+    truth = json.loads((root / "truth.json").read_text())
+    verdict, _ = analyze_bundle(open_bundle(root / "bundle"))
+    culprit = verdict.culprit
+    assert culprit is not None, verdict.summary
+    assert culprit.rank == truth["culprit_rank"], (verdict.summary, [s.to_dict() for s in verdict.suspects[:3]])
+    assert f"rank {truth['culprit_rank']} " in verdict.summary
+
+
+def test_stopped_rank_is_named_by_process_state_and_recorder():
+    verdict, _ = analyze_bundle(open_bundle(FIXTURES / "nccl" / "sigstop" / "bundle"))
+    assert verdict.culprit.reason_class == "stopped"
+    assert verdict.sections["recorder"]["state_files"] == 8
+    assert any("entered" in e for e in verdict.culprit.evidence)  # the recorder agrees: it entered, then froze
+
+
+def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
+    verdict, _ = analyze_bundle(open_bundle(FIXTURES / "nccl" / "chain" / "bundle"))
+    by_rank = {s.rank: s for s in verdict.suspects}
+    assert verdict.culprit.rank == 3
+    for waiter in (1, 2):
+        assert by_rank[waiter].confidence < verdict.culprit.confidence
+        assert any(e.startswith("demoted: it waits itself") for e in by_rank[waiter].evidence)
