@@ -22,13 +22,28 @@ from parsers.model import Verdict
 
 
 def correlated_graph(bundle: Any, verdict: Verdict) -> nx.DiGraph | None:
-    """The wait-for graph from the log/recorder correlation, or None while there is none.
+    """The wait-for graph of the log correlation (global ranks), or None when it found no edge.
 
-    SWAP POINT: when parsers.correlate lands, return its LogAnalysis.graph for the
-    bundle here (nodes: global ranks). PostMortem then draws it instead of the
-    stand-in from `waitfor_from_verdict`, and marks the verdict's suspects on it.
+    `forensics analyze` keeps that graph on the verdict; only rank-to-rank edges are
+    drawn (edges to 'unknown' placeholders are dropped), nodes carry the ranks table's
+    facts, and the verdict's suspects are marked on it. With None, PostMortem draws
+    the stand-in from `waitfor_from_verdict`.
     """
-    return None
+    source = getattr(verdict, "graph", None)
+    if source is None:
+        return None
+    graph = nx.DiGraph()
+    for row in verdict.sections.get("ranks") or []:
+        if row.get("rank") is not None:
+            graph.add_node(int(row["rank"]), **_node_attrs(row))
+    for u, v, data in source.edges(data=True):
+        if isinstance(u, int) and isinstance(v, int) and u != v:
+            graph.add_edge(u, v, **data)
+    if graph.number_of_edges() == 0:
+        return None
+    mark_suspects(graph, verdict)
+    graph.graph["source"] = "logs"
+    return graph
 
 
 def waitfor_from_verdict(verdict: Verdict) -> nx.DiGraph:
