@@ -52,7 +52,8 @@ def culprit_of(scenario: str, world: int) -> int:
     """The rank each scenario breaks: never 0 (rank 0 is often blamed by accident)."""
     if scenario == "chain":
         return 3
-    return {"sleep": world - 3, "sigstop": world // 2 - 1 or 1, "kill": world - 1, "mismatch": 1}[scenario]
+    rank = {"sleep": world - 3, "sigstop": world // 2 - 1 or 1, "kill": world - 1, "mismatch": 1}[scenario]
+    return rank if 0 < rank < world else world - 1
 
 
 EXPECTED = {
@@ -179,14 +180,14 @@ def worker(args: argparse.Namespace) -> int:
     """One rank: warm up, then break (or wait) the way the scenario says."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     out = Path(args.dir)
-    become_host(host_name(rank))
+    become_host(os.environ.get("HF_HOST") or host_name(rank))
     import torch
     import torch.distributed as dist
 
     nccl = args.backend == "nccl"
     timeout = datetime.timedelta(seconds=args.pg_timeout)
     if nccl:
-        dev = torch.device("cuda:0")
+        dev = torch.device(f"cuda:{int(os.environ.get('HF_GPU', '0'))}")
         torch.cuda.set_device(dev)
         dist.init_process_group("nccl", device_id=dev, timeout=timeout)
     else:
@@ -274,16 +275,35 @@ def rank_env(args: argparse.Namespace, rank: int, sdir: Path, port: int) -> dict
     )
     if args.backend == "nccl":
         env.update(
-            NCCL_HOSTID=host_name(rank), NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1", NCCL_NVLS_ENABLE="0",
+            NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1", NCCL_NVLS_ENABLE="0",
             NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,COLL,NET,PROXY,RAS",
             NCCL_DEBUG_FILE=str(sdir / host_name(rank) / "nccl.%h.%p.log"),
             NCCL_PROXY_DUMP_SIGNAL="10", TORCH_NCCL_DUMP_ON_TIMEOUT="1",
             TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=str(args.dump_wait_ms), TORCH_NCCL_ASYNC_ERROR_HANDLING="1",
             TORCH_NCCL_ENABLE_MONITORING="1", TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=str(args.pg_timeout + 20),
         )
+    env.update(layout_env(args, rank))
     for kv in args.extra_env:
         key, _, value = kv.partition("=")
         env[key] = value
+    return env
+
+
+def logical_host(args: argparse.Namespace, rank: int) -> str:
+    """The host a rank belongs to. fake: one host per rank (NCCL's network transport between
+    ranks sharing one GPU); p2p: every rank on one host, one GPU each (P2P/NVLink);
+    mixed: the first --gpus ranks share host node00 on their own GPUs, the rest are fake hosts."""
+    if args.layout == "p2p":
+        return "node00"
+    if args.layout == "mixed":
+        return "node00" if rank < args.gpus else host_name(rank - args.gpus + 1)
+    return host_name(rank)
+
+
+def layout_env(args: argparse.Namespace, rank: int) -> dict[str, str]:
+    env = {"HF_HOST": logical_host(args, rank), "HF_GPU": str(rank % args.gpus)}
+    if args.backend == "nccl" and args.layout != "p2p":
+        env["NCCL_HOSTID"] = logical_host(args, rank)
     return env
 
 
@@ -372,11 +392,13 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
         "backend": args.backend,
         "world_size": args.world,
         "culprit_rank": culprit,
-        "culprit_host": host_name(culprit),
+        "culprit_host": logical_host(args, culprit),
+        "layout": args.layout,
+        "gpus": args.gpus,
         "culprit_pid": pids[culprit],
         "fault": FAULTS[scenario].format(n=WARM_OPS + 1),
         "expected_reason_classes": EXPECTED[scenario],
-        "hosts": {str(r): host_name(r) for r in range(args.world)},
+        "hosts": {str(r): logical_host(args, r) for r in range(args.world)},
         "pids": {str(r): pids[r] for r in range(args.world)},
         "exit_codes": {str(r): p.returncode for r, p in enumerate(procs)},
         "seconds": round(time.monotonic() - t0, 1),
@@ -448,6 +470,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
     p.add_argument("--dry-run", action="store_true", help="print the plan (culprits, per-rank env) as JSON; run nothing")
     p.add_argument("--big-numel", type=int, default=None)
+    p.add_argument("--layout", choices=("fake", "p2p", "mixed"), default="fake",
+                   help="fake: a host per rank on one GPU; p2p: one host, a GPU per rank; mixed: --gpus ranks on one host + fake hosts")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs to spread ranks over (rank %% gpus)")
     p.add_argument("--collect-cmd", default=None, metavar="CMD",
                    help="run while the hang holds, after RAS: {pids} = comma list of live pids, {dir} = OUT/<scenario>/bundle")
     # worker-only

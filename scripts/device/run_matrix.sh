@@ -4,6 +4,7 @@
 #   part A: recorder SIGSTOP scenario (8 ranks as 8 hosts) + the five NCCL hang scenarios,
 #           each collected live with 'forensics collect' (recorder loaded in every rank)
 #   part B: recorder overhead benchmark + real host outputs
+#   part S: the five scenarios only; part X (2 GPUs): p2p and mixed layouts, sleep/sigstop/kill
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
 set -u
 part=${1:-A}
@@ -19,7 +20,16 @@ SO=$(python3 -m forensics nccl-plugin path 2>>"$W/info.txt")
 [ -f "$SO" ] || SO=$PWD/nccl_patches/libnccl-profiler-forensics.so
 echo "plugin: $SO" >>"$W/info.txt"
 cat "$W/info.txt"
-if [ "$part" = S ]; then  # scenarios only (the recorder run of part A already done)
+if [ "$part" = X ]; then  # 2 GPUs: one rank per GPU (P2P/NVLink), then 2 GPUs as one host + fake hosts
+  nvidia-smi topo -m >"$W/topo.txt" 2>&1
+  for layout in p2p mixed; do
+    world=2; [ "$layout" = mixed ] && world=4
+    timeout -k 5 260 python3 scripts/device/nccl_scenarios.py --out-dir "$W/$layout" --total-s 240 --layout $layout --gpus 2 \
+      --world $world --scenarios sleep,sigstop,kill \
+      --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
+      --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/$layout.log" | tail -n 12
+  done
+elif [ "$part" = S ]; then  # scenarios only (the recorder run of part A already done)
   timeout -k 5 400 python3 scripts/device/nccl_scenarios.py --out-dir "$W/nccl" --total-s 380 \
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
     --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
