@@ -101,3 +101,30 @@ def test_slurm_scontrol_and_label_demux():
     assert wire.decode(runs["node1"].stdout).archive == b"yy"
     assert wire.decode(runs["node2"].stdout).archive == b"x"
     assert runs["node3"].timed_out and not runs["node1"].timed_out
+
+
+def test_remote_cleanup_ends_only_the_collector_of_its_tag(tmp_path):
+    """Real processes whose command lines look like collectors of two tags: only the named tag is ended."""
+    import sys
+    import time
+
+    from forensics.fleet import remote
+
+    def fake(tag: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "forensics.fleet.remote", "--tag", tag],
+                                start_new_session=True)
+
+    mine, other = fake("t-mine"), fake("t-other")
+    try:
+        deadline = time.monotonic() + 10
+        while not remote._same_tag(mine.pid, "t-mine") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (tmp_path / "x").mkdir()
+        assert remote.cleanup("t-mine") == 0
+        assert mine.wait(timeout=10) == -9
+        assert other.poll() is None
+    finally:
+        for proc in (mine, other):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
