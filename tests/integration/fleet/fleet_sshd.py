@@ -109,3 +109,25 @@ class LoopbackSshd:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, 9)  # sshd leads its own session: ends it and any session it forked
             self.proc.wait(timeout=10)
+
+
+# ---- the session fixture (imported by the test modules that need it; no conftest.py, so the
+# suite's own tests/conftest.py is never shadowed) ----
+import pytest  # noqa: E402
+
+SSH_PORT = 2201
+HOSTS = ["127.0.0.2", "127.0.0.3"]
+SLOW = ["127.0.0.5"]
+UNREACHABLE = "127.0.0.4"
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A loopback sshd for HOSTS (+ SLOW hosts that never answer in time); UNREACHABLE has no listener."""
+    reason = ensure_openssh()
+    if reason:
+        pytest.skip(reason)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=8)
+    server.start()
+    yield server
+    server.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, SLOW, UNREACHABLE
+from fleet_sshd import HOSTS, SLOW, UNREACHABLE, sshd  # noqa: F401 - sshd is a fixture
 from fleet_simjob import REPO, start_sim_job, stop_job, wait_for_hang
 
 pytestmark = pytest.mark.integration
