@@ -1,6 +1,6 @@
 """Wall time to collect N simulated hosts over loopback ssh, against a sequential ssh loop.
 
-One real sshd (throwaway keys) listens on N loopback addresses 127.0.1.1..; each address
+Real sshds (throwaway keys; 16 addresses each, sshd's limit) listen on N loopback addresses 127.0.0.10..; each address
 is a "host" running one rank-like process (a `sleep` with RANK/WORLD_SIZE and
 FORENSICS_SIM_HOST in its environment). For each N, in the same run:
   fleet       forensics.fleet.collect_fleet: ClusterShell, fan-out --fanout, merge
@@ -41,7 +41,7 @@ PORT = 2290
 
 
 def addresses(n: int) -> list[str]:
-    return [f"127.0.{1 + i // 250}.{1 + i % 250}" for i in range(n)]
+    return [f"127.0.0.{10 + i}" for i in range(n)]  # 127.0.0.10-137 for N=128
 
 
 def start_ranks(hosts: list[str]) -> list[subprocess.Popen]:
