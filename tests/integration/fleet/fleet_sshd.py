@@ -129,6 +129,7 @@ SSH_PORT = 2201
 HOSTS = ["127.0.0.2", "127.0.0.3"]
 SLOW = ["127.0.0.5"]
 UNREACHABLE = "127.0.0.4"
+SLOW_SECONDS = 20  #: longer than any --host-timeout the tests use
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +138,7 @@ def sshd(tmp_path_factory):
     reason = ensure_openssh()
     if reason:
         pytest.skip(reason)
-    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=8)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
     server.start()
     yield server
     server.stop()
