@@ -100,7 +100,11 @@ def test_hostile_values_never_reach_a_shell(sshd, tmp_path):
     """A --match-env value full of shell syntax travels as data: nothing runs, nothing is created."""
     marker = tmp_path / "pwned"
     out = tmp_path / "b"
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"# one host, Open MPI style\n{HOSTS[0]} slots=2\n")
     argv = _fleet_argv(sshd, out, HOSTS[0])
+    i = argv.index("--hosts")
+    argv[i : i + 2] = ["--hostfile", str(hostfile)]
     argv += ["--match-env", f"X=$(touch {marker});touch {marker}`touch {marker}`'\"%h"]
     done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
     assert not marker.exists()
