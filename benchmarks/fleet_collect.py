@@ -108,10 +108,12 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     every = addresses(max(sizes))
     root = Path(tempfile.mkdtemp(prefix="bench-sshd-"))
-    sshd = LoopbackSshd(root, PORT, every).start()
-    ranks = start_ranks(every)
+    sshd = LoopbackSshd(root, PORT, every)
+    ranks: list[subprocess.Popen] = []
     rows = []
     try:
+        sshd.start()
+        ranks = start_ranks(every)
         for n in sizes:
             hosts = every[:n]
             f_true = fleet_true(sshd, hosts, args.fanout)

@@ -139,6 +139,8 @@ def sshd(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
-    server.start()
-    yield server
-    server.stop()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
