@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 from forensics.errors import ForensicsError
@@ -68,6 +69,8 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         hosts = host_list(args)
         if not hosts:
             raise ForensicsError("no hosts given")
+        if shutil.which("ssh") is None:
+            raise ForensicsError("ssh not found on this machine (install openssh-client)")
         runner = ssh_runner(cmd.ssh_options(args.ssh_option, min(10.0, args.host_timeout)), args.fanout)
     out = args.out or default_out
     result = collect_fleet(hosts, out, spec, runner, args.host_timeout, quiet=args.quiet)

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,10 @@ from forensics.collect.progress import Progress
 from forensics.fleet import command as cmd
 from forensics.fleet import outcome, wire
 from forensics.fleet.outcome import HostRun
+from forensics.fleet.hosts import fold
 from forensics.fleet.transport import run_ssh
+
+TICK = 2.0  #: seconds between 'waiting on' lines
 
 Runner = Callable[[list[str], list[str], float, Callable[[HostRun], None]], dict[str, HostRun]]
 
@@ -126,11 +130,27 @@ def collect_fleet(
     progress = Progress(len(hosts), "hosts", quiet)
     progress.say(f"collecting {len(hosts)} host(s), up to {host_timeout:g} s each, into {out}")
 
+    pending = set(hosts)
+    finished = threading.Event()
+
     def on_done(run: HostRun) -> None:
+        pending.discard(run.host)
         state = "timed out" if run.timed_out else ("answered" if run.returncode == 0 else f"exit {run.returncode}")
         progress.step(f"{run.host}: {state} ({run.seconds:.1f} s)")
 
-    runs = runner(hosts, cmd.remote_argv(spec), host_timeout, on_done)
+    def ticker() -> None:
+        """Every few seconds, name the hosts still being waited on (the live part of the display)."""
+        while not finished.wait(TICK):
+            waiting = sorted(pending)
+            if waiting:
+                progress.say(f"... {time.monotonic() - start:5.1f}s: waiting on {len(waiting)} host(s): {fold(waiting)}")
+
+    if not quiet:
+        threading.Thread(target=ticker, daemon=True, name="forensics-fleet-progress").start()
+    try:
+        runs = runner(hosts, cmd.remote_argv(spec), host_timeout, on_done)
+    finally:
+        finished.set()
     work = Path(tempfile.mkdtemp(prefix="forensics-fleet-merge-"))
     try:
         parts = [judge(runs[h], host_timeout, work) for h in hosts]

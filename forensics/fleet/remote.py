@@ -107,23 +107,37 @@ def _watchdog(deadline: float, work: Path, tag: str) -> None:
     os._exit(3)
 
 
-def cleanup(tag: str) -> int:
-    """Kill the process group of a collector of `tag` (it leads its own session) and its files."""
-    path = pid_file(tag)
-    try:
-        pid = int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
+def _same_tag(pid: int, tag: str) -> bool:
+    """True when pid is a fleet collector started with exactly this --tag (never anything else)."""
     try:
         cmdline = procfs.read_cmdline(pid)
-    except Exception:  # gone or unreadable: nothing to end
-        cmdline = []
-    if any("forensics.fleet.remote" in part for part in cmdline) and "--tag" in cmdline and tag in cmdline:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    path.unlink(missing_ok=True)
+    except Exception:  # gone or unreadable: not ours to end
+        return False
+    if "forensics.fleet.remote" not in cmdline or "--cleanup" in cmdline:
+        return False
+    return any(a == "--tag" and b == tag for a, b in zip(cmdline, cmdline[1:]))
+
+
+def cleanup(tag: str) -> int:
+    """End the collector(s) of `tag` on this host (each leads its own process group) and remove their files.
+
+    Found by the pid file, and by /proc for a collector that had not written it yet;
+    only processes whose command line carries this exact tag are touched.
+    """
+    pids = set()
+    try:
+        pids.add(int(pid_file(tag).read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
+    pids.update(procfs.all_pids())
+    for pid in sorted(pids):
+        if pid != os.getpid() and _same_tag(pid, tag):
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+    pid_file(tag).unlink(missing_ok=True)
     for stale in PID_DIR.glob(f"forensics-fleet-{tag}-*"):
         shutil.rmtree(stale, ignore_errors=True)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -106,6 +107,8 @@ def srun_runner(job: str) -> Callable:
     """A fleet Runner that uses srun instead of ssh (the cleanup pass is a no-op: Slurm ends the step)."""
 
     def run(hosts: list[str], argv: list[str], timeout: float, on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
+        if shutil.which("srun") is None:
+            raise ForensicsError("--slurm-job: srun not found (is this a Slurm login node?)")
         if "--cleanup" in argv:
             return {h: HostRun(host=h, returncode=0) for h in hosts}
         full = srun_argv(job, hosts, argv, timeout)

@@ -83,6 +83,8 @@ def run_ssh(
         try:
             task = task_self()  # this new thread's own task: no state shared with other callers
             task.set_info("fanout", max(1, fanout))
+            task.set_default("stdout_msgtree", False)  # the handler keeps each host's lines: no second copy
+            task.set_default("stderr_msgtree", False)
             task.set_info("ssh_path", shlex.quote(ssh_path))
             task.set_info("ssh_options", " ".join(shlex.quote(o) for o in ssh_argv_options))
             for host in hosts:

@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-from forensics.fleet.hosts import fold
 
 
 def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str, env: dict[str, str], extra: list[str]) -> list[str]:
@@ -30,6 +29,8 @@ def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str
     elif env.get("SLURM_JOB_ID"):
         argv += ["--slurm-job", env["SLURM_JOB_ID"]]
     else:
+        from forensics.fleet.hosts import fold  # ClusterShell, only when a multi-host job fires
+
         argv += ["--hosts", fold(hosts)]
         for key in ("TORCHELASTIC_RUN_ID", "MASTER_PORT"):
             if env.get(key):

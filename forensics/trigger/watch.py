@@ -51,7 +51,7 @@ class Trigger:
         self.max_incidents = max_incidents
         self.gc = GcSchedule(gc_every) if gc_every else None
         self.store = store
-        self.host = host_name()
+        self.host = os.environ.get("FORENSICS_HOST") or host_name()  # the name other hosts reach this one by
         self.incidents: list[dict] = []
         self.step_times: list[tuple[int, float, float]] = []  # (step, seconds, end time)
         self.applied_env: list[str] = []
@@ -233,6 +233,10 @@ def arm(
     collect_args  extra `forensics collect` arguments (e.g. ["--ssh-option", "Port=2222"])
     gc            N: disable automatic garbage collection, collect every N steps on every rank
     set_env       set the recommended NCCL / Flight Recorder / RAS variables the user has not
+
+    Each rank publishes its host (FORENSICS_HOST, default the short host name) and pid in
+    the job's store; the leader collects those hosts (or just those pids when all ranks
+    share its host).
     """
     global _armed
     if _armed is not None:

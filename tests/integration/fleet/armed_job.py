@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def main() -> None:
     parser.add_argument("--stall-after", type=float, default=5.0)
     parser.add_argument("--slow-factor", type=float, default=5.0)
     args = parser.parse_args()
-    trigger = forensics.arm(stall_after=args.stall_after, pg_timeout=args.pg_timeout, out=args.out, slow_factor=args.slow_factor, min_slow=2.0, poll=0.2)
+    trigger = forensics.arm(stall_after=args.stall_after, pg_timeout=args.pg_timeout, out=args.out, slow_factor=args.slow_factor, min_slow=2.0, poll=0.2,
+                            collect_args=shlex.split(os.environ.get("FORENSICS_COLLECT_ARGS", "")))
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
     rank = dist.get_rank()
     progress = args.out / f"rank{rank}.progress"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
+MAX_LISTEN = 16  #: sshd refuses more listen sockets (MAX_LISTEN_SOCKS)
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -73,21 +74,28 @@ class LoopbackSshd:
         wrapper = self.root / "remote-python"
         wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} \"$@\"\n")
         wrapper.chmod(0o755)
-        lines = [
-            f"Port {self.port}",
-            *[f"ListenAddress {a}" for a in (*self.addresses, *self.slow)],
-            f"HostKey {self.root / 'host_key'}",
-            f"AuthorizedKeysFile {self.root / 'authorized_keys'}",
-            f"PidFile {self.root / 'sshd.pid'}",
-            "StrictModes no", "PermitRootLogin yes", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "UsePAM no", "MaxStartups 300:30:400", "MaxSessions 300",
-        ]
+        slow_lines = []
         for addr in self.slow:
-            lines += [f"Match LocalAddress {addr}", f"    ForceCommand sleep {self.slow_seconds:g}"]
-        (self.root / "sshd_config").write_text("\n".join(lines) + "\n")
+            slow_lines += [f"Match LocalAddress {addr}", f"    ForceCommand sleep {self.slow_seconds:g}"]
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        log = open(self.root / "sshd.log", "wb")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")], stdout=log, stderr=log, start_new_session=True)
+        every = [*self.addresses, *self.slow]
+        self.procs = []
+        for n, first in enumerate(range(0, len(every), MAX_LISTEN)):  # sshd listens on at most 16 sockets
+            lines = [
+                f"Port {self.port}",
+                *[f"ListenAddress {a}" for a in every[first : first + MAX_LISTEN]],
+                f"HostKey {self.root / 'host_key'}",
+                f"AuthorizedKeysFile {self.root / 'authorized_keys'}",
+                f"PidFile {self.root / f'sshd{n}.pid'}",
+                "StrictModes no", "PermitRootLogin yes", "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no", "UsePAM no", "MaxStartups 300:30:400", "MaxSessions 300",
+                *slow_lines,
+            ]
+            config = self.root / f"sshd{n}_config"
+            config.write_text("\n".join(lines) + "\n")
+            log = open(self.root / f"sshd{n}.log", "wb")
+            self.procs.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log, start_new_session=True))
+        self.proc = self.procs[0]
         self._wait_listening()
         return self
 
@@ -95,8 +103,9 @@ class LoopbackSshd:
         deadline = time.monotonic() + timeout
         pending = list(self.addresses)
         while pending and time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"sshd exited: {(self.root / 'sshd.log').read_text()[-800:]}")
+            for n, proc in enumerate(self.procs):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"sshd exited: {(self.root / f'sshd{n}.log').read_text()[-800:]}")
             try:
                 with socket.create_connection((pending[0], self.port), timeout=1):
                     pending.pop(0)
@@ -106,6 +115,32 @@ class LoopbackSshd:
             raise RuntimeError(f"sshd not listening on {pending} after {timeout} s")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, 9)  # sshd leads its own session: ends it and any session it forked
-            self.proc.wait(timeout=10)
+        for proc in getattr(self, "procs", []):
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)  # each sshd leads its own session: ends it and any session it forked
+            proc.wait(timeout=10)
+
+
+# ---- the session fixture (imported by the test modules that need it; no conftest.py, so the
+# suite's own tests/conftest.py is never shadowed) ----
+import pytest  # noqa: E402
+
+SSH_PORT = 2201
+HOSTS = ["127.0.0.2", "127.0.0.3"]
+SLOW = ["127.0.0.5"]
+UNREACHABLE = "127.0.0.4"
+SLOW_SECONDS = 20  #: longer than any --host-timeout the tests use
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A loopback sshd for HOSTS (+ SLOW hosts that never answer in time); UNREACHABLE has no listener."""
+    reason = ensure_openssh()
+    if reason:
+        pytest.skip(reason)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

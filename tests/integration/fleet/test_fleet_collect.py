@@ -15,18 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, SLOW, UNREACHABLE
+from fleet_sshd import HOSTS, SLOW, UNREACHABLE, sshd  # noqa: F401 - sshd is a fixture
 from fleet_simjob import REPO, start_sim_job, stop_job, wait_for_hang
 
 pytestmark = pytest.mark.integration
 JOB_PORT = 29911
+HOST_TIMEOUT = 12  # generous for a loaded 2-core CI box; the slow host sleeps longer (fleet_sshd.SLOW_SECONDS)
 
 
 def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(REPO))
 
 
-def _fleet_argv(sshd, out: Path, hosts: str, host_timeout: float = 6.0) -> list[str]:
+def _fleet_argv(sshd, out: Path, hosts: str, host_timeout: float = HOST_TIMEOUT) -> list[str]:
     argv = [sys.executable, "-m", "forensics", "collect", "--hosts", hosts, "--host-timeout", str(host_timeout),
             "--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "-o", str(out), "--json", "--fanout", "4"]
     for option in sshd.ssh_options:
@@ -61,7 +62,7 @@ def fleet_job(tmp_path):
 
 def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_path):
     out = tmp_path / "job-bundle"
-    hosts = f"127.0.0.[2-5]"
+    hosts = "127.0.0.[2-5]"
     done = subprocess.run(_fleet_argv(sshd, out, hosts), capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 3, done.stderr  # PARTIAL: two hosts gave nothing
     summary = json.loads(done.stdout)
@@ -70,7 +71,7 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
     assert summary["hosts"][UNREACHABLE]["status"] == "unreachable"
     assert "Connection refused" in summary["hosts"][UNREACHABLE]["error"]
     assert summary["hosts"][SLOW[0]]["status"] == "timeout"
-    assert summary["hosts"][SLOW[0]]["error"] == f"host {SLOW[0]} did not answer in 6 s"
+    assert summary["hosts"][SLOW[0]]["error"] == f"host {SLOW[0]} did not answer in {HOST_TIMEOUT} s"
     assert summary["ranks"] == 4 and summary["missing_ranks"] == []
     assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr
 
@@ -99,7 +100,11 @@ def test_hostile_values_never_reach_a_shell(sshd, tmp_path):
     """A --match-env value full of shell syntax travels as data: nothing runs, nothing is created."""
     marker = tmp_path / "pwned"
     out = tmp_path / "b"
-    argv = _fleet_argv(sshd, out, HOSTS[0], host_timeout=8)
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"# one host, Open MPI style\n{HOSTS[0]} slots=2\n")
+    argv = _fleet_argv(sshd, out, HOSTS[0])
+    i = argv.index("--hosts")
+    argv[i : i + 2] = ["--hostfile", str(hostfile)]
     argv += ["--match-env", f"X=$(touch {marker});touch {marker}`touch {marker}`'\"%h"]
     done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
     assert not marker.exists()
@@ -110,3 +115,51 @@ def test_hostile_values_never_reach_a_shell(sshd, tmp_path):
     assert bad.returncode == 2 and "not a valid host name" in bad.stderr
     bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts", HOSTS[0], "--ssh-option", "Port=22 -oProxyCommand=x"], capture_output=True, text=True, env=_env())
     assert bad.returncode == 2 and "--ssh-option" in bad.stderr
+
+
+def test_armed_job_on_two_hosts_collects_both_over_ssh(sshd, tmp_path):
+    """forensics.arm() in a 2-rank gloo job spread over two "hosts": the leader's collection goes over ssh to both."""
+    pytest.importorskip("torch")
+    import shlex
+    import signal
+    import time
+
+    from fleet_simjob import REPO as repo
+
+    out = tmp_path / "trigger"
+    out.mkdir()
+    collect_args = ["--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "--host-timeout", str(HOST_TIMEOUT)]
+    for option in sshd.ssh_options:
+        collect_args += ["--ssh-option", option]
+    procs = []
+    try:
+        for rank, host in enumerate(HOSTS):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
+            env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT="29912", PYTHONPATH=str(repo), OMP_NUM_THREADS="1", FORENSICS_HOST=host, FORENSICS_SIM_HOST=host,
+                       FORENSICS_COLLECT_ARGS=shlex.join(collect_args))
+            argv = [sys.executable, str(Path(__file__).resolve().parent / "armed_job.py"), "--fault", "stall", "--out", str(out),
+                    "--pg-timeout", "60", "--slow-factor", "1000"]
+            with open(out / f"rank{rank}.log", "wb") as log:
+                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + 60
+        record = summary = None
+        while time.monotonic() < deadline and summary is None:
+            for path in out.glob("incident-*.json"):
+                rec = json.loads(path.read_text())
+                done = Path(rec.get("bundle", "") + ".json")
+                if rec.get("leader") and done.exists() and done.read_text().strip().endswith("}"):
+                    record, summary = rec, json.loads(done.read_text())
+            time.sleep(0.3)
+        assert summary is not None, "\n".join((out / f"rank{r}.log").read_text()[-800:] for r in range(2))
+        assert all(p.poll() is None for p in procs)  # collected before the process group timeout
+        assert "--hosts" in record["argv"] and "127.0.0.[2-3]" in record["argv"]
+        assert {h: v["status"] for h, v in summary["hosts"].items()} == {"127.0.0.2": "ok", "127.0.0.3": "ok"}
+        assert summary["ranks"] == 2
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True, env=_env(), timeout=120)
+        assert "rank 1 (127.0.0.3" in analyzed.stdout.splitlines()[0], analyzed.stdout
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)

@@ -101,3 +101,62 @@ def test_slurm_scontrol_and_label_demux():
     assert wire.decode(runs["node1"].stdout).archive == b"yy"
     assert wire.decode(runs["node2"].stdout).archive == b"x"
     assert runs["node3"].timed_out and not runs["node1"].timed_out
+
+
+def test_remote_cleanup_ends_only_the_collector_of_its_tag(tmp_path):
+    """Real processes whose command lines look like collectors of two tags: only the named tag is ended."""
+    import sys
+    import time
+
+    from forensics.fleet import remote
+
+    def fake(tag: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "forensics.fleet.remote", "--tag", tag],
+                                start_new_session=True)
+
+    mine, other = fake("t-mine"), fake("t-other")
+    try:
+        deadline = time.monotonic() + 10
+        while not remote._same_tag(mine.pid, "t-mine") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (tmp_path / "x").mkdir()
+        assert remote.cleanup("t-mine") == 0
+        assert mine.wait(timeout=10) == -9
+        assert other.poll() is None
+    finally:
+        for proc in (mine, other):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def test_judge_names_each_way_a_host_can_fail(tmp_path):
+    import io
+    import tarfile
+
+    from forensics.bundle.writer import BundleWriter
+    from forensics.fleet.collect import judge
+    from forensics.fleet.outcome import HostRun
+
+    slow = judge(HostRun("n1", timed_out=True, seconds=20.0), 20, tmp_path)
+    assert (slow.status, slow.error) == ("timeout", "host n1 did not answer in 20 s")
+    refused = judge(HostRun("n2", stderr=["ssh: connect to host n2 port 22: Connection refused"], returncode=255), 20, tmp_path)
+    assert refused.status == "unreachable" and "Connection refused" in refused.error
+    cut = judge(HostRun("n3", stdout=list(wire.encode({"host": "n3"}, b"x" * 500))[:3], returncode=0), 20, tmp_path)
+    assert cut.status == "failed" and "cut short" in cut.error
+    empty = judge(HostRun("n4", stdout=list(wire.encode({"status": "no-ranks", "error": "no rank process"}, None)), returncode=0), 20, tmp_path)
+    assert empty.status == "no-ranks"
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w:gz") as tar:
+        info = tarfile.TarInfo("bundle/../../escape")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    bad = judge(HostRun("n5", stdout=list(wire.encode({"status": "ok"}, evil.getvalue())), returncode=0), 20, tmp_path)
+    assert bad.status == "failed" and "unsafe archive entry" in bad.error
+    assert not (tmp_path.parent / "escape").exists()
+    BundleWriter(tmp_path / "src" / "bundle").save()
+    good_tar = io.BytesIO()
+    with tarfile.open(fileobj=good_tar, mode="w:gz") as tar:
+        tar.add(tmp_path / "src" / "bundle", arcname="bundle")
+    good = judge(HostRun("n6", stdout=list(wire.encode({"status": "ok"}, good_tar.getvalue())), returncode=0), 20, tmp_path)
+    assert good.status == "ok" and (good.bundle / "manifest.json").is_file()
