@@ -29,6 +29,7 @@ LOG_COLLECTORS = {"stdio": "rank-log", "nccl_log": "nccl-log", "flight_recorder"
 HOST_LOG_FILES = {"ras_status.txt": "ras-text", "ras_verbose.txt": "ras-text", "ras_status.json": "ras-json"}
 
 HOST_LED = ("host-fault", "known-error")
+FROZEN_STATES = ("T", "t", "Z", "X", "D")
 
 
 def analyze_bundle(bundle: Bundle, kb: knowledge.KnowledgeBase | None = None) -> tuple[Verdict, BundleEvidence]:
@@ -42,7 +43,8 @@ def analyze_bundle(bundle: Bundle, kb: knowledge.KnowledgeBase | None = None) ->
     _fold_logs(verdict, bundle, edges, comm_ranks)
     fold_into_verdict(verdict, bundle, kb if kb is not None else knowledge.load())
     activities = {r.rank: r.activity for r in evidence.ranks if r.rank is not None}
-    verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges))
+    frozen = {r.rank for r in evidence.ranks if r.rank is not None and r.state in FROZEN_STATES}
+    verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
     culprit = verdict.culprit
     if culprit is None or culprit.reason_class not in HOST_LED:
         verdict.summary = summarize(verdict)

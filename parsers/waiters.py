@@ -34,10 +34,15 @@ def wait_graph(edges: Iterable[tuple[int, int, str]]) -> nx.DiGraph:
     return g
 
 
-def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], graph: nx.DiGraph) -> list[Suspect]:
-    """Lower the confidence of root claims about ranks that wait themselves; re-sort."""
+def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], graph: nx.DiGraph,
+                   frozen: set[int] = frozenset()) -> list[Suspect]:
+    """Lower the confidence of root claims about ranks that wait themselves; re-sort.
+
+    `frozen` ranks (stopped, zombie, in the kernel) are never demoted: a process that
+    cannot run is where a wait ends, whatever its last stack or proxy step says.
+    """
     for s in suspects:
-        if s.reason_class not in ROOT_CLAIMS or s.rank is None:
+        if s.reason_class not in ROOT_CLAIMS or s.rank is None or s.rank in frozen:
             continue
         why = _waits(s.rank, activities.get(s.rank), graph)
         if why:

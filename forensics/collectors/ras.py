@@ -25,7 +25,9 @@ class RasCollector:
 
     def _collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         addr = options.extra.get("ras_addr", DEFAULT_ADDR)
-        per_read = max(1.0, min(options.timeout, 15.0))
+        # RAS answers in under a second; a stopped rank can make one query hang (seen on
+        # the device: VERBOSE STATUS timed out), and the watchdog does not wait for us.
+        per_read = max(1.0, min(options.timeout, 5.0))
         record = CollectorRecord(name=self.name, status=Status.OK, details={"addr": addr})
         asks = (("ras_status.txt", False, False), ("ras_verbose.txt", True, False), ("ras_status.json", False, True))
         errors = []

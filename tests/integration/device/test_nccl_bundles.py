@@ -47,3 +47,21 @@ def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
     for waiter in (1, 2):
         assert by_rank[waiter].confidence < verdict.culprit.confidence
         assert any(e.startswith("demoted: it waits itself") for e in by_rank[waiter].evidence)
+
+
+X2 = sorted(f"{p.parent.parent.parent.name}/{p.parent.parent.name}" for p in (FIXTURES / "nccl_x2").glob("*/*/bundle/manifest.json"))
+
+
+def test_x2_fixtures_present():
+    """Issue 9: two H200s over NVLink (NV18), one rank per GPU (p2p) and 2 GPUs as one host + fake hosts (mixed)."""
+    assert X2 == [f"{layout}/{s}" for layout in ("mixed", "p2p") for s in ("kill", "sigstop", "sleep")]
+
+
+@pytest.mark.parametrize("case", X2)
+def test_x2_culprit_named(case):
+    root = FIXTURES / "nccl_x2" / case
+    truth = json.loads((root / "truth.json").read_text())
+    verdict, _ = analyze_bundle(open_bundle(root / "bundle"))
+    assert verdict.culprit is not None and verdict.culprit.rank == truth["culprit_rank"], verdict.summary
+    if case.endswith("sigstop"):
+        assert verdict.culprit.reason_class == "stopped"
