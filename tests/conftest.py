@@ -9,8 +9,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tests" / "fixtures"
+from hf_testpaths import FIXTURES, REPO  # noqa: F401 - re-exported for older imports
 
 
 def _state(pid: int) -> str | None:

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from hf_testpaths import FIXTURES
 from forensics.bundle.reader import open_bundle
 from parsers.analyze import analyze_bundle
 

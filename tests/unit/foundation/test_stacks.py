@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import FIXTURES
+from hf_testpaths import FIXTURES
 from parsers.readers.gdb import read_gdb_json
 from parsers.readers.pyspy import read_pyspy_json
 from parsers.stacks.classify import classify
