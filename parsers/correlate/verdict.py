@@ -48,8 +48,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     def get(rank: int) -> _Acc:
         return acc.setdefault(rank, _Acc(rank))
 
-    _mismatch(t, get)
     _roots(t, g, roots, ids, get, get)
+    _mismatch(t, get, roots)
     for cycle in cycles:
         for r in cycle:
             if isinstance(r, int):
@@ -68,17 +68,30 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     return out
 
 
-def _mismatch(t: Tables, get) -> None:
+def _mismatch(t: Tables, get, roots: list = ()) -> None:
+    """Minority callers of a collective. Runs after the graph rules on purpose.
+
+    Why: a rank that called something else also looks behind, or silent, to the
+    others' counters (seen, NCCL 2.28.9: the all_gather rank finished and exited 0,
+    leaving no Flight Recorder dump, so it was also a 'no-dump' root). The mismatch
+    is the cause, the rest its consequence: for a root of the wait graph it takes
+    over the reason, keeping the root's confidence when that is higher.
+    """
+    root_set = {r for r in roots if isinstance(r, int)}
     for m in t.mismatches:
         if m["tie"] and m["n"] > 1:
             continue
         share = m["n_majority"] / max(1, m["n_majority"] + m["n"])
         for r in m["ranks"]:
             conf = 0.6 + 0.35 * share if not m["tie"] else 0.45
-            get(r).offer("mismatch", f"rank {r} called {m['called']} at position {m['seq']} of {m['comm']} where "
-                         f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
-                         [f"{m['comm']} position {m['seq']}: {m['called']} vs {m['majority_called']} "
-                          f"({m['n_majority']} ranks)"])
+            acc = get(r)
+            if r in root_set and not m["tie"]:
+                conf = max(conf, acc.confidence)
+                acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
+            acc.offer("mismatch", f"rank {r} called {m['called']} at position {m['seq']} of {m['comm']} where "
+                      f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
+                      [f"{m['comm']} position {m['seq']}: {m['called']} vs {m['majority_called']} "
+                       f"({m['n_majority']} ranks)"])
 
 
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:

@@ -85,6 +85,17 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                     continue
                 at = p.enqueued
             behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
+            if not behind and not silent and source:
+                # Nobody is behind: every member reached `at` by some account (a watchdog line).
+                # A member that left none of the evidence kind every other member left (the
+                # Flight Recorder dump all responsive ranks write when the watchdog fires) did
+                # not answer: seen for a SIGSTOPped rank (NCCL 2.28.9, torch 2.11).
+                lacking = [m for m in members if m in known and m != r and m not in providers.get(source, set())]
+                if lacking and len(lacking) < len(members) / 2:
+                    for peer in lacking[:MAX_PEERS_PER_WAITER]:
+                        add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no "
+                                 f"{source} while the other members did", source, at, kind="silent")
+                    continue
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "
                          f"{known[peer].enqueued}", source, at)
