@@ -60,6 +60,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             continue
         source = t.comm_source.get(comm, "")
         joined = set((ids.comm_ranks.get(comm) or {}).values())
+        if comm == "pg:0" and ids.world_size:
+            # Every process is in the default group: a rank log with no line about it, where the
+            # other ranks' logs have one, is the missing line itself (seen: a SIGKILLed NCCL rank's
+            # stderr ends before the watchdog lines all seven others print).
+            joined |= set(range(ids.world_size))
         for m in members - set(known):
             if m in joined and m in providers.get(source, set()):
                 known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
