@@ -183,13 +183,41 @@ def _i(v: Any) -> int | None:
         return None
 
 
+#: a value ending one line and a key or object starting the next, with no comma between
+_MISSING_COMMA = re.compile(r'(?<=[0-9"el}\]])([ \t]*\r?\n\s*)(?=["{])')
+
+
+def repair_json(text: str) -> str:
+    """Insert the commas NCCL 2.28.9 leaves out of its RAS JSON.
+
+    Seen: every `missing_ranks` entry prints `"nvml_dev": 0` with no comma before
+    `"status": {...}`, so the report of a job with a missing rank (the very case it
+    is wanted for) is not valid JSON. Only line breaks between a complete value and
+    a following key or object get a comma; valid JSON is returned unchanged.
+    """
+    return _MISSING_COMMA.sub(r",\1", text)
+
+
 def parse_json_text(text: str) -> Parsed:
-    """RAS JSON may follow the protocol greeting: start at the first '{'."""
+    """RAS JSON may follow the protocol greeting: start at the first '{'. Known NCCL slips are repaired."""
     start = text.find("{")
-    try:
-        obj = json.loads(text[start:]) if start >= 0 else None
-    except json.JSONDecodeError as err:
+    if start < 0:
         out = Parsed(kind="ras-json")
-        out.problems.append(f"bad RAS JSON: {err}")
+        out.problems.append("no JSON object in the RAS answer")
         return out
-    return parse_json(obj)
+    body = text[start:]
+    try:
+        obj = json.loads(body)
+        repaired = False
+    except json.JSONDecodeError as err:
+        try:
+            obj = json.loads(repair_json(body))
+            repaired = True
+        except json.JSONDecodeError:
+            out = Parsed(kind="ras-json")
+            out.problems.append(f"bad RAS JSON: {err}")
+            return out
+    out = parse_json(obj)
+    if repaired:
+        out.facts["repaired"] = "added commas NCCL left out (NCCL 2.28.9 missing_ranks entries)"
+    return out

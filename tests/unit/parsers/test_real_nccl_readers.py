@@ -95,3 +95,15 @@ def test_trimming_keeps_the_op_lines_of_the_cut_middle(tmp_path):
     after = (tmp_path / "dst" / "chain" / "node01" / "nccl.node01.1222.log").read_text().splitlines()
     assert len(after) < len(before) / 5
     assert [ln for ln in before if " opCount " in ln] == [ln for ln in after if " opCount " in ln]
+
+
+def test_ras_json_missing_comma_of_nccl_2_28_9_is_repaired():
+    """NCCL 2.28.9 prints `"nvml_dev": 0` then `"status": {` with no comma in missing_ranks entries."""
+    text = (NCCL / "sigstop" / "ras_status.json").read_text()
+    assert '"nvml_dev": 0\n          "status": {' in text
+    out = ras.parse_json_text(text)
+    assert not out.problems and out.facts.get("repaired")
+    assert [(f.kind, f.comm_rank, f.pid) for f in out.events] == [("missing", 3, 686)]
+    valid = (NCCL / "chain" / "ras_status.json").read_text()
+    body = valid[valid.find("{"):]
+    assert ras.repair_json(body) == body and "repaired" not in ras.parse_json_text(valid).facts
