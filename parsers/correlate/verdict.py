@@ -88,10 +88,17 @@ def _mismatch(t: Tables, get, roots: list = ()) -> None:
             if r in root_set and not m["tie"]:
                 conf = max(conf, acc.confidence)
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
-            acc.offer("mismatch", f"rank {r} called {m['called']} at position {m['seq']} of {m['comm']} where "
+            where = _position(m["comm"], m["seq"])
+            acc.offer("mismatch", f"rank {r} called {m['called']} at {where} of {m['comm']} where "
                       f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
-                      [f"{m['comm']} position {m['seq']}: {m['called']} vs {m['majority_called']} "
+                      [f"{m['comm']} {where}: {m['called']} vs {m['majority_called']} "
                        f"({m['n_majority']} ranks)"])
+
+
+def _position(comm: str, seq: int) -> str:
+    """NCCL communicators (keyed by commId '0x...') count launches as NCCL prints them: hex opCount,
+    from 0; process groups count collectives from 1. Say which, so a reader can grep the log."""
+    return f"opCount {seq:x}" if comm.startswith("0x") else f"position {seq}"
 
 
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:

@@ -76,7 +76,9 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         for r, p in known.items():
             if with_completion and p.completed is not None:
                 if p.enqueued <= p.completed:
-                    if r not in failed or p.enqueued < top or t.last_comm.get(r, comm) != comm:
+                    # A rank that failed in its last op waited in it, even behind others (seen, gloo,
+                    # 3 ranks, one SIGKILLed: the other two failed at 645 and 646, both on the dead one).
+                    if r not in failed or t.last_comm.get(r, comm) != comm:
                         continue
                     at = p.enqueued
                 else:
