@@ -128,6 +128,8 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comms[:4])}", sample]
         conf = 0.55 + 0.4 * (all_waiters / total)
         silent_only = bool(edges) and all(e.get("kind") == "silent" for e in edges)
+        if edges and all(e.get("weak") for e in edges):
+            conf = min(conf, 0.7)  # absence alone, while its own lines show it kept up: a lead, not proof
         if not own or silent_only:
             missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
@@ -155,21 +157,28 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
 
 
 def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
+    """RAS confirms a suspect once, however many answers repeat it.
+
+    Why once: a collection holds the same RAS view up to three times (STATUS, VERBOSE
+    STATUS, JSON) and the text names a missing process twice (job and communicator
+    block); counting each would turn one observation into certainty.
+    """
+    by_rank: dict[int, list[RasFinding]] = {}
     for f in findings:
-        if f.kind not in ("behind", "missing", "dead"):
+        if f.kind not in ("behind", "missing", "dead") or f.pid is None:
             continue
-        rank = None
-        if f.pid is not None:
-            rank = ids.by_pid.get(f.pid)
-        if rank is None:
-            continue
-        text = f"NCCL RAS: {f.text}"
+        rank = ids.by_pid.get(f.pid)
+        if rank is not None:
+            by_rank.setdefault(rank, []).append(f)
+    for rank, found in sorted(by_rank.items()):
+        texts = list(dict.fromkeys(f"NCCL RAS: {f.text}" for f in found))
         if rank in acc:
             a = acc[rank]
-            a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), [text])
-        else:
-            cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[f.kind]
-            get(rank).offer(cls, f"NCCL RAS reports rank {rank} {f.kind}", 0.5, [text])
+            a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), texts)
+            continue
+        kind = next((k for k in ("dead", "missing", "behind") if any(f.kind == k for f in found)))
+        cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[kind]
+        get(rank).offer(cls, f"NCCL RAS reports rank {rank} {kind}", 0.5, texts)
 
 
 def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get) -> None:

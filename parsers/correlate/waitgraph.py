@@ -34,14 +34,19 @@ class GraphResult:
 
 
 def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, seq: int | None = None,
-             kind: str = "behind") -> None:
-    """kind: 'behind' (peer's own evidence shows it lagging), 'silent' (peer left none), 'direct' (a tool saw it)."""
+             kind: str = "behind", weak: bool = False) -> None:
+    """kind: 'behind' (peer's own evidence shows it lagging), 'silent' (peer left none), 'direct' (a tool saw it).
+
+    weak: the edge rests on absence alone while the peer's other evidence says it kept up.
+    """
     if waiter == peer:
         return
     if g.has_edge(waiter, peer):
         g[waiter][peer].setdefault("also", []).append(comm)
+        if not weak:
+            g[waiter][peer]["weak"] = False
         return
-    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind)
+    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind, weak=weak)
 
 
 def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[str, set[int]],
@@ -101,7 +106,7 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                 if lacking and len(lacking) < len(members) / 2:
                     for peer in lacking[:MAX_PEERS_PER_WAITER]:
                         add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no "
-                                 f"{source} while the other members did", source, at, kind="silent")
+                                 f"{source} while the other members did", source, at, kind="silent", weak=True)
                     continue
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "
