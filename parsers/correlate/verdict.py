@@ -42,7 +42,8 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
-                   ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]]) -> list[Suspect]:
+                   ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
+                   neighbours: dict[int, set[int]] | None = None) -> list[Suspect]:
     acc: dict[int, _Acc] = {}
 
     def get(rank: int) -> _Acc:
@@ -58,7 +59,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
     if not acc:
-        _errors_only(errors, ids, get)
+        _errors_only(errors, ids, get, neighbours or {})
     out = []
     for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
         info = ids.ranks.get(a.rank) if a.rank is not None else None
@@ -181,8 +182,33 @@ def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
         get(rank).offer(cls, f"NCCL RAS reports rank {rank} {kind}", 0.5, texts)
 
 
-def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get) -> None:
-    """No structure to go on: a rank that stayed silent while others failed, else the first error."""
+def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int, set[int]], get) -> bool:
+    """Ranks whose sockets were closed by a peer (ports alone never say which): if their ring
+    neighbours have exactly one rank in common, outside themselves, that rank went away.
+
+    Seen (NCCL 2.28.9, rank 7 of 8 SIGKILLed): only ranks 0 and 6 logged
+    'socketProgress: Connection closed by remote peer'; their ring neighbours are {7, 1} and
+    {5, 7}. Needs two or more reporters: one alone has two neighbours and cannot choose.
+    """
+    lost = sorted({r for r, e in errors if r is not None and e.kind == "connection-closed"})
+    if len(lost) < 2 or not all(neighbours.get(r) for r in lost):
+        return False
+    common = set.intersection(*(neighbours[r] for r in lost)) - set(lost)
+    if len(common) != 1:
+        return False
+    peer = common.pop()
+    get(peer).offer("lost-peer", f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
+                    f"connection ({', '.join(map(str, lost))})", 0.5,
+                    [f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}" for r in lost])
+    return True
+
+
+def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,
+                 neighbours: dict[int, set[int]] | None = None) -> None:
+    """No structure to go on: the one ring neighbour every rank that lost a connection shares,
+    else a rank that stayed silent while others failed, else the first error."""
+    if _lost_peer(errors, neighbours or {}, get):
+        return
     erred = {r for r, _ in errors if r is not None}
     logged = {r for r, info in ids.ranks.items() if "rank-log" in info.kinds or "nccl-log" in info.kinds}
     silent = sorted(logged - erred)
