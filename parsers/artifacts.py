@@ -107,7 +107,13 @@ def load_directory(path: Path | str) -> ArtifactSet:
     if not root.is_dir():
         raise ValueError(f"{root}: not a directory")
     files: list[tuple[Path, dict]] = []
+    bundles: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here != root and is_bundle(here):
+            bundles.append(here)  # its files carry the collector's identities, not the ranks': see is_bundle
+            dirnames[:] = []
+            continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith(".") or name in _SKIP_NAMES:
@@ -116,7 +122,27 @@ def load_directory(path: Path | str) -> ArtifactSet:
             files.append((p, path_hints(p, root)))
     out = load_files(files)
     out.root = root
+    out.skipped += [(str(b), "a forensics bundle inside the directory: analyse it on its own (forensics analyze)")
+                    for b in bundles]
     return out
+
+
+def is_bundle(folder: Path) -> bool:
+    """True when `folder` is a hang-forensics bundle (its manifest.json says so).
+
+    Why skip nested bundles: a bundle taken during the same hang holds copies of the
+    loose logs, filed under the collecting machine's host name (one 'vm' for eight
+    fake hosts) and paths of its own; read again here they would duplicate every
+    rank's evidence under a second identity. `forensics analyze` reads a bundle with
+    its manifest, which is the right tool for it.
+    """
+    manifest = folder / "manifest.json"
+    try:
+        with open(manifest, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return False
+    return sniff_bytes(head, complete=len(head) < HEAD_BYTES) == "bundle-manifest"
 
 
 def path_hints(path: Path, root: Path) -> dict[str, Any]:

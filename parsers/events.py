@@ -73,6 +73,7 @@ class CommMember:
     global_ranks: list[int] | None = None  #: the group's members as global ranks (FR pg_config)
     parent: str | None = None  #: split communicators: the parent commId when logged
     source: str = ""
+    aliases: list[str] | None = None  #: other keys this process's logs use for the comm ('pg:pg_C', 'pg:3')
 
 
 @dataclass(slots=True)
@@ -138,7 +139,7 @@ class RasFinding:
     """One RAS verdict line about one communicator rank (lags, missing, dead)."""
 
     comm: str
-    kind: str  #: 'behind' | 'missing' | 'dead' | 'status' | 'not-launched'
+    kind: str  #: 'behind' | 'ahead' | 'member' | 'missing' | 'dead' | 'status' | 'error' (reported an async error)
     comm_rank: int | None
     pid: int | None
     host: str | None

@@ -75,7 +75,7 @@ def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge],
     waitgraph.proxy_edges(g, artifacts, ids, unmapped)
     waitgraph.extra_edges(g, extra_edges, ids, unmapped)
     roots, cycles = waitgraph.roots_and_cycles(g)
-    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors)
+    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors, _ring_neighbours(artifacts, ids))
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
     return LogAnalysis(suspects=suspects, sections=sections, graph=g)
 
@@ -93,6 +93,26 @@ def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFindi
             elif cls is ErrorEvent:
                 errors.append((ids.resolve(ev.origin), ev))
     return ras_findings, errors
+
+
+def _ring_neighbours(arts: ArtifactSet, ids: identity.Identities) -> dict[int, set[int]]:
+    """Global rank -> the global ranks next to it on some ring (NCCL ring and channel-connection lines).
+
+    Why rings only: a large collective moves along the rings, so a rank that loses its
+    socket mid-collective lost a ring neighbour; tree links would widen the guess.
+    """
+    out: dict[int, set[int]] = {}
+    for art in arts.artifacts:
+        if not art.parsed:
+            continue
+        for ev in art.parsed.events:
+            if type(ev) is not TopoEdge or ev.kind not in ("ring", "channel"):
+                continue
+            a, b = ids.global_of(ev.comm, ev.src), ids.global_of(ev.comm, ev.dst)
+            if a is not None and b is not None and a != b:
+                out.setdefault(a, set()).add(b)
+                out.setdefault(b, set()).add(a)
+    return out
 
 
 def _topology(arts: ArtifactSet, ids: identity.Identities) -> dict[str, Any]:

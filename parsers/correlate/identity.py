@@ -40,6 +40,25 @@ class Identities:
     comm_members: dict[str, set[int]] = field(default_factory=dict)  #: comm -> global ranks known in it
     world_size: int | None = None
     unranked: list[str] = field(default_factory=list)  #: files whose process has no known global rank
+    aliases: dict[tuple[int, str], str] = field(default_factory=dict)  #: (global rank, alias) -> comm key
+    alias_keys: dict[str, set[str]] = field(default_factory=dict)  #: alias -> every comm key it stands for
+
+    def canonical(self, comm: str, rank: int | None) -> str:
+        """The key a comm goes by across sources, for an event of global rank `rank`.
+
+        Why: a c10d line names a group 'pg:pg_C' (its description) where the same
+        process's Flight Recorder dump keys it by its ranks. The rank's own dump decides;
+        without one (the culprit often has none) an alias standing for a single group
+        job-wide is taken; an ambiguous one ('mesh_tp' of many TP groups) stays as it is.
+        """
+        if rank is not None:
+            found = self.aliases.get((rank, comm))
+            if found is not None:
+                return found
+        keys = self.alias_keys.get(comm)
+        if keys is not None and len(keys) == 1:
+            return next(iter(keys))
+        return comm
 
     def info(self, rank: int) -> RankInfo:
         found = self.ranks.get(rank)
@@ -135,6 +154,10 @@ def _learn_process(ids: Identities, ev: CommMember, kind: str, path: str) -> Non
 
 def _member(ids: Identities, ev: CommMember) -> None:
     grank = ids.resolve(ev.origin)
+    for alias in ev.aliases or ():
+        ids.alias_keys.setdefault(alias, set()).add(ev.comm)
+        if grank is not None:
+            ids.aliases[(grank, alias)] = ev.comm
     if ev.nranks:
         ids.comm_size[ev.comm] = max(ids.comm_size.get(ev.comm, 0), ev.nranks)
     members = ids.comm_members.setdefault(ev.comm, set())

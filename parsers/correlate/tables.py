@@ -21,20 +21,33 @@ P2P_OPS = {"send", "recv", "sendrecv"}
 
 @dataclass
 class RankProgress:
-    """How far one rank got in one communicator. None = not known from this evidence."""
+    """How far one rank got in one communicator. None = not known from this evidence.
+
+    `completed` comes from counters (FR pg_status, c10d 'last completed work') when
+    any source has them, else from per-entry states. Why counters win: a real NCCL
+    dump (torch 2.11, a peer killed) held entry 1035 in state 'completed' while
+    1033-1034 were 'scheduled' and pg_status said last completed 12; entry states
+    are not in order, the counter is.
+    """
 
     enqueued: int | None = None
     completed: int | None = None
     sources: set[str] = field(default_factory=set)
+    counted: bool = False  #: `completed` is a counter's value
 
-    def merge(self, enq: int | None, done: int | None, source: str) -> None:
+    def merge(self, enq: int | None, done: int | None, source: str, counter: bool = True) -> None:
         if enq is not None and (self.enqueued is None or enq > self.enqueued):
             self.enqueued = enq
-        if done is not None and done >= 0 and (self.completed is None or done > self.completed):
-            self.completed = done
-        elif done is not None and self.completed is None:
-            self.completed = done
         self.sources.add(source)
+        if done is None or (self.counted and not counter):
+            return
+        if counter and not self.counted:
+            self.completed, self.counted = done, True  # a counter replaces entry-state guesses
+            return
+        if done >= 0 and (self.completed is None or done > self.completed):
+            self.completed = done
+        elif self.completed is None:
+            self.completed = done
 
 
 @dataclass
@@ -63,17 +76,33 @@ def build(arts: ArtifactSet, ids: Identities) -> Tables:
                 _op(t, ids, ev, kind)
             elif cls is Progress:
                 g = ids.resolve(ev.origin)
+                comm = ids.canonical(ev.comm, g)
                 if g is None:
-                    g = ids.global_of(ev.comm, ev.comm_rank)
+                    g = ids.global_of(comm, ev.comm_rank)
                 if g is None:
                     continue
-                t.progress[ev.comm].setdefault(g, RankProgress()).merge(ev.last_enqueued, ev.last_completed,
-                                                                       ev.source)
+                t.progress[comm].setdefault(g, RankProgress()).merge(ev.last_enqueued, ev.last_completed,
+                                                                    ev.source)
                 if ev.last_completed is not None:
-                    t.has_completion[ev.comm] = True
-                t.comm_source.setdefault(ev.comm, art.kind)
-                ids.comm_members.setdefault(ev.comm, set()).add(g)
+                    t.has_completion[comm] = True
+                _source(t, comm, art.kind)
+                ids.comm_members.setdefault(comm, set()).add(g)
     return t
+
+
+#: which artifact kind best describes a comm's progress: a per-rank dump beats per-rank logs
+_SOURCE_RANK = {"fr-dump": 0, "nccl-log": 1, "rank-log": 2}
+
+
+def _source(t: Tables, comm: str, kind: str) -> None:
+    """Remember the most telling kind of evidence for `comm`, whatever order files were read in.
+
+    Why: 'rank N left no <kind>' is judged against this kind; a rank whose stderr holds
+    no watchdog line has still left a rank log, so the log kind would hide it.
+    """
+    old = t.comm_source.get(comm)
+    if old is None or _SOURCE_RANK.get(kind, 9) < _SOURCE_RANK.get(old, 9):
+        t.comm_source[comm] = kind
 
 
 def _op(t: Tables, ids: Identities, ev: OpEvent, kind: str) -> None:
@@ -87,21 +116,20 @@ def _op(t: Tables, ids: Identities, ev: OpEvent, kind: str) -> None:
                 return
     if ev.seq_kind == "p2p-seq":
         return
-    comm = ev.comm
+    comm = ids.canonical(ev.comm, g) if ev.comm.startswith("pg:") else ev.comm
     per_comm = t.progress[comm]
     rp = per_comm.get(g)
     if rp is None:
         rp = per_comm[g] = RankProgress()
         ids.comm_members.setdefault(comm, set()).add(g)
-        if comm not in t.comm_source:
-            t.comm_source[comm] = kind
+    _source(t, comm, kind)
     t.last_comm[g] = comm
     seq = ev.seq
     if rp.enqueued is None or seq > rp.enqueued:
         rp.enqueued = seq
     rp.sources.add(ev.source)
     if ev.state == "completed":
-        rp.merge(None, seq, ev.source)
+        rp.merge(None, seq, ev.source, counter=False)
         t.has_completion[comm] = True
     if ev.op not in P2P_OPS:
         sig = t.signatures[(comm, seq)]

@@ -42,14 +42,15 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
-                   ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]]) -> list[Suspect]:
+                   ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
+                   neighbours: dict[int, set[int]] | None = None) -> list[Suspect]:
     acc: dict[int, _Acc] = {}
 
     def get(rank: int) -> _Acc:
         return acc.setdefault(rank, _Acc(rank))
 
-    _mismatch(t, get)
     _roots(t, g, roots, ids, get, get)
+    _mismatch(t, get, roots)
     for cycle in cycles:
         for r in cycle:
             if isinstance(r, int):
@@ -58,7 +59,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
     if not acc:
-        _errors_only(errors, ids, get)
+        _errors_only(errors, ids, get, neighbours or {})
     out = []
     for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
         info = ids.ranks.get(a.rank) if a.rank is not None else None
@@ -68,17 +69,37 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     return out
 
 
-def _mismatch(t: Tables, get) -> None:
+def _mismatch(t: Tables, get, roots: list = ()) -> None:
+    """Minority callers of a collective. Runs after the graph rules on purpose.
+
+    Why: a rank that called something else also looks behind, or silent, to the
+    others' counters (seen, NCCL 2.28.9: the all_gather rank finished and exited 0,
+    leaving no Flight Recorder dump, so it was also a 'no-dump' root). The mismatch
+    is the cause, the rest its consequence: for a root of the wait graph it takes
+    over the reason, keeping the root's confidence when that is higher.
+    """
+    root_set = {r for r in roots if isinstance(r, int)}
     for m in t.mismatches:
         if m["tie"] and m["n"] > 1:
             continue
         share = m["n_majority"] / max(1, m["n_majority"] + m["n"])
         for r in m["ranks"]:
             conf = 0.6 + 0.35 * share if not m["tie"] else 0.45
-            get(r).offer("mismatch", f"rank {r} called {m['called']} at position {m['seq']} of {m['comm']} where "
-                         f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
-                         [f"{m['comm']} position {m['seq']}: {m['called']} vs {m['majority_called']} "
-                          f"({m['n_majority']} ranks)"])
+            acc = get(r)
+            if r in root_set and not m["tie"]:
+                conf = max(conf, acc.confidence)
+                acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
+            where = _position(m["comm"], m["seq"])
+            acc.offer("mismatch", f"rank {r} called {m['called']} at {where} of {m['comm']} where "
+                      f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
+                      [f"{m['comm']} {where}: {m['called']} vs {m['majority_called']} "
+                       f"({m['n_majority']} ranks)"])
+
+
+def _position(comm: str, seq: int) -> str:
+    """NCCL communicators (keyed by commId '0x...') count launches as NCCL prints them: hex opCount,
+    from 0; process groups count collectives from 1. Say which, so a reader can grep the log."""
+    return f"opCount {seq:x}" if comm.startswith("0x") else f"position {seq}"
 
 
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
@@ -108,6 +129,8 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comms[:4])}", sample]
         conf = 0.55 + 0.4 * (all_waiters / total)
         silent_only = bool(edges) and all(e.get("kind") == "silent" for e in edges)
+        if edges and all(e.get("weak") for e in edges):
+            conf = min(conf, 0.7)  # absence alone, while its own lines show it kept up: a lead, not proof
         if not own or silent_only:
             missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
@@ -135,25 +158,57 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
 
 
 def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
+    """RAS confirms a suspect once, however many answers repeat it.
+
+    Why once: a collection holds the same RAS view up to three times (STATUS, VERBOSE
+    STATUS, JSON) and the text names a missing process twice (job and communicator
+    block); counting each would turn one observation into certainty.
+    """
+    by_rank: dict[int, list[RasFinding]] = {}
     for f in findings:
-        if f.kind not in ("behind", "missing", "dead"):
+        if f.kind not in ("behind", "missing", "dead") or f.pid is None:
             continue
-        rank = None
-        if f.pid is not None:
-            rank = ids.by_pid.get(f.pid)
-        if rank is None:
-            continue
-        text = f"NCCL RAS: {f.text}"
+        rank = ids.by_pid.get(f.pid)
+        if rank is not None:
+            by_rank.setdefault(rank, []).append(f)
+    for rank, found in sorted(by_rank.items()):
+        texts = list(dict.fromkeys(f"NCCL RAS: {f.text}" for f in found))
         if rank in acc:
             a = acc[rank]
-            a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), [text])
-        else:
-            cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[f.kind]
-            get(rank).offer(cls, f"NCCL RAS reports rank {rank} {f.kind}", 0.5, [text])
+            a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), texts)
+            continue
+        kind = next((k for k in ("dead", "missing", "behind") if any(f.kind == k for f in found)))
+        cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[kind]
+        get(rank).offer(cls, f"NCCL RAS reports rank {rank} {kind}", 0.5, texts)
 
 
-def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get) -> None:
-    """No structure to go on: a rank that stayed silent while others failed, else the first error."""
+def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int, set[int]], get) -> bool:
+    """Ranks whose sockets were closed by a peer (ports alone never say which): if their ring
+    neighbours have exactly one rank in common, outside themselves, that rank went away.
+
+    Seen (NCCL 2.28.9, rank 7 of 8 SIGKILLed): only ranks 0 and 6 logged
+    'socketProgress: Connection closed by remote peer'; their ring neighbours are {7, 1} and
+    {5, 7}. Needs two or more reporters: one alone has two neighbours and cannot choose.
+    """
+    lost = sorted({r for r, e in errors if r is not None and e.kind == "connection-closed"})
+    if len(lost) < 2 or not all(neighbours.get(r) for r in lost):
+        return False
+    common = set.intersection(*(neighbours[r] for r in lost)) - set(lost)
+    if len(common) != 1:
+        return False
+    peer = common.pop()
+    get(peer).offer("lost-peer", f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
+                    f"connection ({', '.join(map(str, lost))})", 0.5,
+                    [f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}" for r in lost])
+    return True
+
+
+def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,
+                 neighbours: dict[int, set[int]] | None = None) -> None:
+    """No structure to go on: the one ring neighbour every rank that lost a connection shares,
+    else a rank that stayed silent while others failed, else the first error."""
+    if _lost_peer(errors, neighbours or {}, get):
+        return
     erred = {r for r, _ in errors if r is not None}
     logged = {r for r, info in ids.ranks.items() if "rank-log" in info.kinds or "nccl-log" in info.kinds}
     silent = sorted(logged - erred)

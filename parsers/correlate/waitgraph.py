@@ -34,14 +34,19 @@ class GraphResult:
 
 
 def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, seq: int | None = None,
-             kind: str = "behind") -> None:
-    """kind: 'behind' (peer's own evidence shows it lagging), 'silent' (peer left none), 'direct' (a tool saw it)."""
+             kind: str = "behind", weak: bool = False) -> None:
+    """kind: 'behind' (peer's own evidence shows it lagging), 'silent' (peer left none), 'direct' (a tool saw it).
+
+    weak: the edge rests on absence alone while the peer's other evidence says it kept up.
+    """
     if waiter == peer:
         return
     if g.has_edge(waiter, peer):
         g[waiter][peer].setdefault("also", []).append(comm)
+        if not weak:
+            g[waiter][peer]["weak"] = False
         return
-    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind)
+    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind, weak=weak)
 
 
 def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[str, set[int]],
@@ -60,6 +65,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             continue
         source = t.comm_source.get(comm, "")
         joined = set((ids.comm_ranks.get(comm) or {}).values())
+        if comm == "pg:0" and ids.world_size:
+            # Every process is in the default group: a rank log with no line about it, where the
+            # other ranks' logs have one, is the missing line itself (seen: a SIGKILLed NCCL rank's
+            # stderr ends before the watchdog lines all seven others print).
+            joined |= set(range(ids.world_size))
         for m in members - set(known):
             if m in joined and m in providers.get(source, set()):
                 known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
@@ -71,7 +81,9 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         for r, p in known.items():
             if with_completion and p.completed is not None:
                 if p.enqueued <= p.completed:
-                    if r not in failed or p.enqueued < top or t.last_comm.get(r, comm) != comm:
+                    # A rank that failed in its last op waited in it, even behind others (seen, gloo,
+                    # 3 ranks, one SIGKILLed: the other two failed at 645 and 646, both on the dead one).
+                    if r not in failed or t.last_comm.get(r, comm) != comm:
                         continue
                     at = p.enqueued
                 else:
@@ -85,6 +97,17 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                     continue
                 at = p.enqueued
             behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
+            if not behind and not silent and source:
+                # Nobody is behind: every member reached `at` by some account (a watchdog line).
+                # A member that left none of the evidence kind every other member left (the
+                # Flight Recorder dump all responsive ranks write when the watchdog fires) did
+                # not answer: seen for a SIGSTOPped rank (NCCL 2.28.9, torch 2.11).
+                lacking = [m for m in members if m in known and m != r and m not in providers.get(source, set())]
+                if lacking and len(lacking) < len(members) / 2:
+                    for peer in lacking[:MAX_PEERS_PER_WAITER]:
+                        add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no "
+                                 f"{source} while the other members did", source, at, kind="silent", weak=True)
+                    continue
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} only reached "
                          f"{known[peer].enqueued}", source, at)

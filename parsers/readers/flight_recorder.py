@@ -103,7 +103,8 @@ def parse(data: dict, origin: Origin) -> Parsed:
     for name, (key, ranks, desc) in keys.items():
         comm_rank = ranks.index(origin.rank) if ranks and origin.rank in ranks else None
         out.events.append(CommMember(comm=key, comm_rank=comm_rank, nranks=len(ranks) if ranks else None,
-                                     origin=origin, pg_name=desc or name, global_ranks=ranks, source="fr"))
+                                     origin=origin, pg_name=desc or name, global_ranks=ranks, source="fr",
+                                     aliases=_aliases(name, desc, key)))
     status_names = status_to_names(data)
     for name, st in (data.get("pg_status") or {}).items():
         if not isinstance(st, dict):
@@ -146,15 +147,37 @@ def _num(name: str) -> tuple[int, str]:
     return (int(name), "") if name.isdigit() else (1 << 60, name)
 
 
+def _aliases(name: str, desc: str | None, key: str) -> list[str]:
+    """The other keys c10d log lines use for this group: `pg:<desc>` and `pg:<name>` (the PG GUID).
+
+    Why: a watchdog line says `[PG ID 2 PG GUID 3(pg_C) Rank 0]`, which the c10d reader
+    keys as 'pg:pg_C'; the dump of the same process keys that group by its ranks. The
+    correlation maps a rank's alias to its dump's key (descriptions repeat across
+    groups, e.g. every DeviceMesh TP group is 'mesh_tp', so only per process).
+    """
+    out = []
+    for alias in (f"pg:{desc}" if desc and desc not in _VAGUE_DESC else None, f"pg:{name}" if name else None):
+        if alias and alias != key and alias not in out:
+            out.append(alias)
+    return out
+
+
 def status_to_names(data: dict) -> dict[str, str]:
     """pg_status key -> pg name of the entries.
 
-    Seen on torch 2.13 (gloo): pg_status is keyed by a per-process counter of the
-    groups this process belongs to ('0','1','2'), while entries carry the global
-    group name ('0','2','3'). When both list the same number of groups, they pair
-    up in creation order; otherwise the keys are taken as names.
+    Seen on torch 2.13 (gloo) and 2.11 (NCCL): pg_status is keyed by a per-process
+    counter of the groups this process belongs to ('0','1','2'), while entries and
+    pg_config (NCCL; gloo leaves its names empty) carry the global group name ('0','2','3').
+    When both list the same number of groups, they pair up in creation order;
+    otherwise the keys are taken as names. pg_config counts even groups whose entries
+    fell out of the ring buffer (or a trimmed dump), so it is preferred.
     """
     status = sorted((str(k) for k in (data.get("pg_status") or {})), key=_num)
+    configured = {str(cfg.get("name") or key) for key, cfg in (data.get("pg_config") or {}).items()
+                  if isinstance(cfg, dict) and str(cfg.get("name") or key)}
+    if len(configured) == len(status):
+        ordered = sorted(configured, key=_num)
+        return dict(zip(status, ordered)) if ordered != status else {k: k for k in status}
     names = set()
     for entry in data.get("entries") or []:
         pg = entry.get("process_group") if isinstance(entry, dict) else None

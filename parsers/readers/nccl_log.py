@@ -222,8 +222,11 @@ def _init(out: Parsed, st: _State, c: re.Match, msg: str, origin: Origin, tid: i
     key = (pid, ptr)
     if cid:
         comm = cid.group(1)
-    elif parent:  # split communicator: same parent, split count and color -> same comm on every rank
-        comm = f"{st.comm_of(pid, parent.group(1))}/split{parent.group(2)}c{parent.group(3)}"
+    elif parent:
+        # Split communicator: same parent and color -> same comm on every member. Not splitCount:
+        # it counts the splits this process took part in (seen, NCCL 2.28.9: one group was
+        # splitCount 2 on one member and 1 on the other, whose process was in fewer groups).
+        comm = f"{st.comm_of(pid, parent.group(1))}/color{parent.group(3)}"
     else:
         comm = st.ptr_to_comm.get(key, f"ptr:{pid}:{ptr}")
     st.ptr_to_comm[key] = comm

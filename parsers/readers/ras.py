@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from typing import Any, Iterable
 
 from parsers.events import Parsed, RasFinding, normalise_op
@@ -44,12 +43,16 @@ def looks_like_json(obj: Any) -> bool:
 
 
 def parse_text(lines: Iterable[str]) -> Parsed:
-    """Findings from a text report. Lines that are not findings (tables, headers) are 'other'."""
+    """Findings from a text report. Lines that are not findings (tables, headers) are 'other'.
+
+    A communicator block's rank lines are judged when the block ends: a rank is
+    'behind' when some rank or group of the block launched more operations. Why not
+    line by line: small communicators list every rank on its own line, the leader
+    included (seen, NCCL 2.28.9, 2-rank groups: 'Rank 0 has launched up to operation 2',
+    'Rank 1 ... operation 1'), and only the whole block says which one lags.
+    """
     out = Parsed(kind="ras-text")
-    comm = None
-    section = None
-    op = None
-    majority: int | None = None
+    block: _Block | None = None
     top = None
     other = 0
     for raw in lines:
@@ -57,25 +60,26 @@ def parse_text(lines: Iterable[str]) -> Parsed:
         line = raw.rstrip("\n")
         m = _COMM.match(line)
         if m:
-            comm, section, op, majority, top = f"ras:0x{m.group('hash')}", m.group("what"), None, None, None
+            _flush(out, block)
+            block, top = _Block(f"ras:0x{m.group('hash')}", m.group("what")), None
             continue
         m = _TOP.match(line)
         if m:
-            top, comm = m.group("what"), None
+            _flush(out, block)
+            block, top = None, m.group("what")
             continue
         m = _DIFF.match(line)
-        if m and comm:
-            op, majority = normalise_op(m.group("op")), None
+        if m and block:
+            _flush(out, block)
+            block = _Block(block.comm, block.section, normalise_op(m.group("op")))
             continue
         m = _GROUP.match(line)
-        if m and comm:
-            value = int(m.group("oc")) if m.group("oc") else 0
-            if majority is None:
-                majority = value
+        if m and block:
+            block.counts.append(int(m.group("oc")) if m.group("oc") else 0)
             continue
         m = _RANK.match(line)
-        if m and comm:
-            out.events.append(_rank_finding(m, comm, section, op, majority, line.strip()))
+        if m and block:
+            block.ranks.append((m, line.strip()))
             continue
         m = _PROC.match(line)
         if m and top in ("INCOMPLETE", "DEAD"):
@@ -86,25 +90,48 @@ def parse_text(lines: Iterable[str]) -> Parsed:
             out.facts["protocol"] = line.split()[-1]
         elif line.strip():
             other += 1
+    _flush(out, block)
     out.facts["other_lines"] = other
     return out
 
 
-def _rank_finding(m: re.Match, comm: str, section: str | None, op: str | None, majority: int | None,
-                  text: str) -> RasFinding:
+class _Block:
+    """One communicator block of a text report (or one operation's part of it), until it ends."""
+
+    def __init__(self, comm: str, section: str, op: str | None = None) -> None:
+        self.comm, self.section, self.op = comm, section, op
+        self.counts: list[int] = []  #: 'N ranks have launched up to operation X' values
+        self.ranks: list[tuple[re.Match, str]] = []
+
+
+def _flush(out: Parsed, block: _Block | None) -> None:
+    if block is None:
+        return
+    counts = block.counts + [int(m.group("oc") or 0) for m, _ in block.ranks
+                             if m.group("oc") is not None or m.group("none")]
+    top = max(counts) if counts else None
+    for m, text in block.ranks:
+        out.events.append(_rank_finding(m, block, top, text))
+
+
+def _rank_finding(m: re.Match, block: _Block, top: int | None, text: str) -> RasFinding:
     pid = int(m.group("pid")) if m.group("pid") else None
     node = m.group("node")
     r = int(m.group("r"))
-    if section == "INCOMPLETE":
+    comm, op = block.comm, block.op
+    if block.section == "INCOMPLETE":
         return RasFinding(comm, "missing", r, pid, node, text=text)
     if m.group("oc") is not None or m.group("none"):
         value = int(m.group("oc") or 0)
-        kind = "behind" if majority is None or value < majority else "ahead"
+        kind = "behind" if top is not None and value < top else "ahead"
         return RasFinding(comm, kind, r, pid, node, op_count=value, op=op, text=text)
     if m.group("status"):
         return RasFinding(comm, "status", r, pid, node, text=text)
+    if block.section == "ERROR":  # a rank that reported an asynchronous error: a victim's view, not a lag
+        return RasFinding(comm, "error", r, pid, node, text=text)
     # a plain member line under a count group: the rank sits at that group's count
-    return RasFinding(comm, "member", r, pid, node, op_count=majority, op=op, text=text)
+    return RasFinding(comm, "member", r, pid, node, op_count=block.counts[0] if block.counts else None, op=op,
+                      text=text)
 
 
 def _comm_list(obj: dict) -> list | None:
@@ -129,13 +156,16 @@ def parse_json(obj: Any) -> Parsed:
         out.lines += len(ranks)
         ops = sorted({k for r in ranks for k in (r.get("collective_counts") or {})})
         for op in ops:
+            # Behind = below the highest count: the leaders wait on it. Not the most common count:
+            # 2-rank groups tie (seen, NCCL 2.28.9: counts 2 and 1), and so can 4 ranks against 4.
             counts = [int((r.get("collective_counts") or {}).get(op, 0)) for r in ranks]
-            common = Counter(counts).most_common(1)[0][0] if counts else 0
+            top = max(counts) if counts else 0
+            n_top = counts.count(top)
             for r, n in zip(ranks, counts):
-                if n != common:
-                    out.events.append(RasFinding(comm, "behind" if n < common else "ahead", _i(r.get("rank")),
-                                                 _i(r.get("pid")), r.get("host"), op_count=n, op=normalise_op(op),
-                                                 text=f"{op} count {n}, most ranks {common}"))
+                if n < top:
+                    out.events.append(RasFinding(comm, "behind", _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
+                                                 op_count=n, op=normalise_op(op),
+                                                 text=f"{op} count {n}, {n_top} rank(s) at {top}"))
         for r in c.get("missing_ranks") or []:
             if not isinstance(r, dict):
                 continue
@@ -153,13 +183,41 @@ def _i(v: Any) -> int | None:
         return None
 
 
+#: a value ending one line and a key or object starting the next, with no comma between
+_MISSING_COMMA = re.compile(r'(?<=[0-9"el}\]])([ \t]*\r?\n\s*)(?=["{])')
+
+
+def repair_json(text: str) -> str:
+    """Insert the commas NCCL 2.28.9 leaves out of its RAS JSON.
+
+    Seen: every `missing_ranks` entry prints `"nvml_dev": 0` with no comma before
+    `"status": {...}`, so the report of a job with a missing rank (the very case it
+    is wanted for) is not valid JSON. Only line breaks between a complete value and
+    a following key or object get a comma; valid JSON is returned unchanged.
+    """
+    return _MISSING_COMMA.sub(r",\1", text)
+
+
 def parse_json_text(text: str) -> Parsed:
-    """RAS JSON may follow the protocol greeting: start at the first '{'."""
+    """RAS JSON may follow the protocol greeting: start at the first '{'. Known NCCL slips are repaired."""
     start = text.find("{")
-    try:
-        obj = json.loads(text[start:]) if start >= 0 else None
-    except json.JSONDecodeError as err:
+    if start < 0:
         out = Parsed(kind="ras-json")
-        out.problems.append(f"bad RAS JSON: {err}")
+        out.problems.append("no JSON object in the RAS answer")
         return out
-    return parse_json(obj)
+    body = text[start:]
+    try:
+        obj = json.loads(body)
+        repaired = False
+    except json.JSONDecodeError as err:
+        try:
+            obj = json.loads(repair_json(body))
+            repaired = True
+        except json.JSONDecodeError:
+            out = Parsed(kind="ras-json")
+            out.problems.append(f"bad RAS JSON: {err}")
+            return out
+    out = parse_json(obj)
+    if repaired:
+        out.facts["repaired"] = "added commas NCCL left out (NCCL 2.28.9 missing_ranks entries)"
+    return out

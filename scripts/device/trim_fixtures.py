@@ -26,15 +26,26 @@ from parsers.readers.flight_recorder import load_bytes  # noqa: E402
 from parsers.sniff import sniff_bytes  # noqa: E402
 
 
+#: records the analysis reads, kept from the trimmed middle too: NCCL op and init lines, warnings,
+#: c10d watchdog lines. Dropping them made a rank look behind in a group it had long passed
+#: (chain scenario: a rank's warm-up ops in the world communicator fell into the cut).
+KEEP = (" opCount ", "Init START", "Init COMPLETE", "commId", "ncclCommSplit", "NCCL WARN", "ProcessGroupNCCL",
+        "ProcessGroupGloo")
+
+
 def trim_text(src: Path, dst: Path, head: int, tail: int) -> str | None:
     lines = src.read_text(errors="replace").splitlines(True)
     if len(lines) <= head + tail:
         shutil.copy(src, dst)
         return None
-    cut = len(lines) - head - tail
-    dst.write_text("".join(lines[:head]) + f"[... {cut} lines trimmed for the test fixture ...]\n"
+    middle = lines[head:len(lines) - tail]
+    kept = [ln for ln in middle if any(k in ln for k in KEEP)]
+    cut = len(middle) - len(kept)
+    marker = f"[... {cut} lines trimmed for the test fixture ...]\n"
+    dst.write_text("".join(lines[:head]) + (marker + "".join(kept) + (marker if kept else "") if cut else "".join(kept))
                    + "".join(lines[-tail:]))
-    return f"{src.name}: kept first {head} and last {tail} of {len(lines)} lines"
+    also = f", plus {len(kept)} op/init/warning line(s) between" if kept else ""
+    return f"{src.name}: kept first {head} and last {tail} of {len(lines)} lines{also}"
 
 
 def trim_fr(src: Path, dst: Path, entries: int) -> str | None:

@@ -13,7 +13,21 @@ from parsers.artifacts import load_directory
 from parsers.correlate import correlate
 
 FIX = Path(__file__).parents[2] / "fixtures"
-SCENARIOS = sorted(p.parent for p in FIX.glob("*/*/truth.json"))
+
+
+def _is_scenario(truth: Path) -> bool:
+    """A scenario run of scripts/device/nccl_scenarios.py: its truth names a culprit rank.
+
+    Other fixtures keep a truth.json of another shape (recorder/sigstop8 names a victim
+    for the recorder plugin's own tests) and are no job for the log correlation.
+    """
+    try:
+        return "culprit_rank" in json.loads(truth.read_text())
+    except ValueError:
+        return False
+
+
+SCENARIOS = sorted(p.parent for p in FIX.glob("*/*/truth.json") if _is_scenario(p))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{p.parent.name}-{p.name}" for p in SCENARIOS])
@@ -76,3 +90,41 @@ def test_text_rendering_names_culprit_first():
 def test_mismatch_explains_the_wait_no_phantom_suspect():
     analysis = correlate(load_directory(FIX / "gloo" / "mismatch"))
     assert [s.rank for s in analysis.suspects] == [1]
+
+
+def _subset(src: Path, dst: Path, keep) -> Path:
+    """Copy the loose files of a scenario that `keep(path)` accepts (never the bundle or the truth)."""
+    import shutil
+
+    for p in src.rglob("*"):
+        if p.is_file() and "bundle" not in p.relative_to(src).parts and p.name != "truth.json" and keep(p):
+            out = dst / p.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(p, out)
+    return dst
+
+
+def test_nccl_logs_alone_name_the_killed_rank_by_its_ring_neighbours(tmp_path):
+    """Only NCCL INFO logs of the kill scenario: every rank logged op 0x40a, so counts cannot tell;
+    ranks 0 and 6 logged 'Connection closed by remote peer', and rank 7 is their one shared ring neighbour."""
+    src = FIX / "nccl" / "kill"
+    analysis = correlate(load_directory(_subset(src, tmp_path, lambda p: p.name.startswith("nccl."))))
+    c = analysis.culprit
+    assert (c.rank, c.host, c.reason_class) == (7, "node07", "lost-peer") and c.confidence <= 0.5
+
+
+def test_each_source_alone_still_names_the_chain_root(tmp_path):
+    src = FIX / "nccl" / "chain"
+    for name, keep in {"fr": lambda p: p.name.startswith("fr_"), "nccl": lambda p: p.name.startswith("nccl."),
+                       "stderr": lambda p: p.name.endswith(".stderr")}.items():
+        c = correlate(load_directory(_subset(src, tmp_path / name, keep))).culprit
+        assert (c.rank, c.host) == (3, "node03"), name
+
+
+def test_absence_alone_is_a_lead_and_ras_confirms_it_once():
+    """SIGSTOPped rank 3 reached op 13 by its own (late) watchdog line and only failed to dump: the
+    verdict names it but stays modest, and three RAS answers of one view add one confirmation."""
+    c = correlate(load_directory(FIX / "nccl" / "sigstop")).culprit
+    assert (c.rank, c.reason_class) == (3, "no-dump") and 0.5 < c.confidence <= 0.8
+    ras_lines = [e for e in c.evidence if e.startswith("NCCL RAS")]
+    assert ras_lines and len(ras_lines) == len(set(ras_lines))

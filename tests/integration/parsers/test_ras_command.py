@@ -99,7 +99,7 @@ def test_text_and_json(peer):
     out = json.loads(res.stdout)
     assert out["findings"] == [{"comm": "ras:0x8b1f", "kind": "behind", "comm_rank": 1, "pid": 436,
                                 "host": "127.0.0.1", "op_count": 10, "op": "allreduce",
-                                "text": "AllReduce count 10, most ranks 11"}]
+                                "text": "AllReduce count 10, 2 rank(s) at 11"}]
     assert "SET FORMAT json" in peer.seen
 
 

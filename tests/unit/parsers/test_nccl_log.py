@@ -6,6 +6,7 @@ from parsers.events import CommMember, ErrorEvent, OpEvent, TopoEdge
 from parsers.readers import nccl_log
 
 FIX = Path(__file__).parents[2] / "fixtures" / "nccl" / "field-notes" / "lines.log"
+NCCL = Path(__file__).parents[2] / "fixtures" / "nccl"
 
 
 def parse(lines):
@@ -54,15 +55,21 @@ def test_glued_and_broken_lines_resynchronise():
 
 
 def test_split_comm_keyed_by_parent_and_color():
-    lines = [
-        "n0:1:1 [0] NCCL INFO ncclCommInitRankConfig comm 0xa rank 1 nranks 8 cudaDev 0 nvmlDev 0 busId 1 commId 0x77 - Init START",
-        "n0:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1 parent 0xa splitCount 1 color 5 key 1- Init START",
-        "n0:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0xb [nranks=2] stream (nil)",
-    ]
-    out = parse(lines)
-    op = next(e for e in out.events if isinstance(e, OpEvent))
-    assert op.comm == "0x77/split1c5" and op.comm_rank == 0
-    assert out.facts["rank"] == 1 and out.facts["world_size"] == 8
+    """Real lines (NCCL 2.28.9, chain scenario): pg_B is splitCount 2 on rank 1 but splitCount 1 on rank 2,
+    since rank 2 never took part in pg_A's split. Parent commId and color name the comm on both."""
+    keys = {}
+    for node in ("node01", "node02"):
+        log = next((NCCL / "chain" / node).glob("nccl.*.log"))
+        lines = [ln for ln in log.read_text().splitlines() if "ncclCommSplit" in ln or "commId" in ln
+                 or " opCount " in ln]
+        out = parse(lines)
+        keys[node] = {(m.nranks, m.comm_rank): m.comm for m in out.events if isinstance(m, CommMember)}
+        assert out.facts["world_size"] == 8
+    parent = "0xb256a2985bf845f8"
+    assert keys["node01"][(2, 0)] == keys["node02"][(2, 1)] == f"{parent}/color1604346045"  # pg_B
+    assert keys["node02"][(2, 0)] == f"{parent}/color1121016176"  # pg_C
+    split = "node01:1222:1222 [0] NCCL INFO ncclCommSplit comm 0x4cd025c0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 parent 0x452f3db0 splitCount 2 color 1604346045 key 0- Init START"
+    assert split in (NCCL / "chain" / "node01" / "nccl.node01.1222.log").read_text()
 
 
 def test_wording_across_versions():
