@@ -15,7 +15,7 @@ from parsers import knowledge
 from parsers.evidence import BundleEvidence, load_evidence
 from parsers.host_verdict import fold_into_verdict
 from parsers.model import Verdict
-from parsers.artifacts import load_files
+from parsers.artifacts import load_directory, load_files
 from parsers.correlate import correlate
 from parsers.model import WaitEdge
 from parsers.readers.recorder import read_bundle_ranks
@@ -110,3 +110,15 @@ def ranks_table(ev: BundleEvidence) -> list[dict[str, Any]]:
     for m in ev.missing:
         rows.append({"rank": m.rank, "host": m.host, "pid": None, "state": None, "activity": "missing", "op": None, "where": None, "problems": [m.reason]})
     return sorted(rows, key=lambda row: (row["rank"] is None, row["rank"] or 0))
+
+
+def analyze_directory(path) -> Verdict:
+    """The verdict for a folder of loose artifacts as users keep them (logs, dumps, RAS, py-spy
+    output under any names): only the log correlation applies, as no process was seen live."""
+    artifacts = load_directory(path)
+    analysis = correlate(artifacts)
+    verdict = Verdict(suspects=list(analysis.suspects), graph=analysis.graph)
+    verdict.sections["logs"] = analysis.sections
+    verdict.missing_evidence = [f"{name}: {why}" for name, why in artifacts.skipped]
+    verdict.summary = summarize(verdict)
+    return verdict

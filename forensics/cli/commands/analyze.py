@@ -6,14 +6,17 @@ import argparse
 import json
 from pathlib import Path
 
-from forensics.bundle.reader import open_bundle
+from forensics.bundle.reader import is_bundle, open_bundle
+from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_verdict
-from parsers.analyze import analyze_bundle
+from parsers.analyze import analyze_bundle, analyze_directory
 
 NAME = "analyze"
 HELP = "name the culprit rank and host of a hang from a bundle"
-DESCRIPTION = """Read a bundle (folder or .tar.gz written by 'forensics collect') and name the rank
+DESCRIPTION = """Read a bundle (folder or .tar.gz written by 'forensics collect'), or a plain folder of
+loose artifacts (NCCL logs, rank stdout/stderr, Flight Recorder dumps, RAS answers, py-spy
+dumps, under any names: each file is recognised by its content), and name the rank
 that the others wait for: a stopped process, a missing one, one outside every collective
 while its peers wait, one in a different collective. Main-thread stacks of all ranks are
 merged into a prefix tree so the odd rank out stands alone.
@@ -30,13 +33,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    bundle = open_bundle(args.path)
-    verdict, _ = analyze_bundle(bundle)
+    path = args.path
+    if is_bundle(path) or not path.is_dir():
+        bundle = open_bundle(path)
+        verdict, _ = analyze_bundle(bundle)
+        root = bundle.root
+    else:
+        verdict = analyze_directory(path)
+        root = path
+        if not verdict.sections["logs"].get("artifacts") and not verdict.suspects and not _has_files(path):
+            raise ForensicsError(f"{path}: neither a bundle nor a folder with logs or dumps")
     data = verdict.to_dict()
     if args.save:
-        (bundle.root / "analysis.json").write_text(json.dumps(data, indent=1) + "\n")
+        (root / "analysis.json").write_text(json.dumps(data, indent=1) + "\n")
     if args.json:
         print(json.dumps(data, indent=1))
     else:
         print(render_verdict(verdict, show_tree=not args.no_tree))
     return int(ExitCode.OK if verdict.culprit else ExitCode.INCONCLUSIVE)
+
+
+def _has_files(path: Path) -> bool:
+    return any(p.is_file() for p in path.rglob("*"))

@@ -65,3 +65,22 @@ def test_x2_culprit_named(case):
     assert verdict.culprit is not None and verdict.culprit.rank == truth["culprit_rank"], verdict.summary
     if case.endswith("sigstop"):
         assert verdict.culprit.reason_class == "stopped"
+
+
+def test_p2p_layout_really_used_nvlink_p2p():
+    """The p2p captures ran over NCCL's P2P transport (not sockets), as on a real 8-GPU node."""
+    logs = list((FIXTURES / "nccl_x2" / "p2p" / "sleep").glob("node00/nccl.*.log"))
+    assert logs and any("via P2P/" in line for line in logs[0].read_text().splitlines())
+
+
+@pytest.mark.parametrize("scenario", ["mismatch", "chain", "sleep"])
+def test_cli_analyzes_a_loose_folder(scenario, forensics_cli, cli_env):
+    """Users hand over folders of logs and dumps, not bundles: analyze reads them by content."""
+    import subprocess
+
+    root = FIXTURES / "nccl" / scenario
+    truth = json.loads((root / "truth.json").read_text())
+    done = subprocess.run([*forensics_cli, "analyze", str(root), "--json"], env=cli_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    culprit = json.loads(done.stdout)["culprit"]
+    assert (culprit["rank"], culprit["host"]) == (truth["culprit_rank"], truth["culprit_host"])
