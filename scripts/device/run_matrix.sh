@@ -20,7 +20,15 @@ SO=$(python3 -m forensics nccl-plugin path 2>>"$W/info.txt")
 [ -f "$SO" ] || SO=$PWD/nccl_patches/libnccl-profiler-forensics.so
 echo "plugin: $SO" >>"$W/info.txt"
 cat "$W/info.txt"
-if [ "$part" = X ]; then  # 2 GPUs: one rank per GPU (P2P/NVLink), then 2 GPUs as one host + fake hosts
+if [ "$part" = P ]; then  # the LD_PRELOAD shim (meant for NCCL < 2.23) on the real NCCL, no profiler plugin
+  SHIM=$(python3 -m forensics nccl-plugin path --preload 2>/dev/null || echo "$PWD/nccl_patches/libnccl-recorder-preload.so")
+  [ -f "$SHIM" ] || SHIM=$PWD/nccl_patches/libnccl-recorder-preload.so
+  echo "shim: $SHIM"
+  timeout -k 5 200 python3 scripts/device/nccl_scenarios.py --out-dir "$W/preload" --total-s 180 --world 4 --scenarios sleep,sigstop \
+    --extra-env LD_PRELOAD="$SHIM" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-preload \
+    --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15" 2>&1 | tee "$W/preload.log" | tail -n 12
+  ls -la /dev/shm/hf-preload | head
+elif [ "$part" = X ]; then  # 2 GPUs: one rank per GPU (P2P/NVLink), then 2 GPUs as one host + fake hosts
   nvidia-smi topo -m >"$W/topo.txt" 2>&1
   for layout in p2p mixed; do
     world=2; [ "$layout" = mixed ] && world=4
