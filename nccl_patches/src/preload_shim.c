@@ -97,10 +97,31 @@ static struct shim_comm* lookup(ncclComm_t c) {
 }
 
 /* ---- forwarding ---- */
+/* The real pnccl* function. RTLD_NEXT finds it when the application linked NCCL into
+ * the global scope. PyTorch does not: libnccl is a dependency of libtorch_cuda, which
+ * Python dlopens RTLD_LOCAL, so RTLD_NEXT finds nothing (seen on real NCCL 2.28.9: every
+ * rank died of a NULL call). Then ask the loader for the NCCL already in the process
+ * (RTLD_NOLOAD; FORENSICS_RECORDER_NCCL_LIB names another file). No NCCL at all is a
+ * misconfiguration we cannot recover from: say so and abort, rather than crash. */
+static void* real_symbol(const char* name) {
+  void* fn = dlsym(RTLD_NEXT, name);
+  if (fn != NULL) return fn;
+  const char* lib = getenv("FORENSICS_RECORDER_NCCL_LIB");
+  void* handle = dlopen(lib && *lib ? lib : "libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL && lib && *lib) handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (handle != NULL) fn = dlsym(handle, name);
+  if (fn == NULL) {
+    fprintf(stderr, "hang-forensics recorder shim: %s not found in this process's NCCL "
+                    "(set FORENSICS_RECORDER_NCCL_LIB to the libnccl.so.2 in use); aborting\n", name);
+    abort();
+  }
+  return fn;
+}
+
 #define REAL(name, ret, args)                                        \
   static ret(*real_##name) args;                                     \
   static ret(*get_##name(void)) args {                               \
-    if (real_##name == NULL) real_##name = dlsym(RTLD_NEXT, "p" #name); \
+    if (real_##name == NULL) real_##name = real_symbol("p" #name);   \
     return real_##name;                                              \
   }
 

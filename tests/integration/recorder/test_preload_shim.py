@@ -32,7 +32,12 @@ def built(tmp_path_factory) -> dict[str, Path]:
     (d / "libnccl.so").symlink_to("libnccl.so.2")
     run("gcc", "-shared", "-fPIC", str(TESTS / "fake_cuda.c"), "-o", str(d / "libfakecuda.so"))
     run("gcc", str(TESTS / "shim_app.c"), f"-L{d}", "-lnccl", f"-Wl,-rpath,{d}", "-o", str(d / "shim_app"))
-    return {"app": d / "shim_app", "cuda": d / "libfakecuda.so", "shim": nccl_plugin.build(nccl_plugin.PRELOAD_NAME)}
+    # the same application as a library that a loader dlopens RTLD_LOCAL, as Python loads torch
+    run("gcc", "-shared", "-fPIC", "-Dmain=app_main", str(TESTS / "shim_app.c"), f"-L{d}", "-lnccl",
+        f"-Wl,-rpath,{d}", "-o", str(d / "libshimapp.so"))
+    run("gcc", str(TESTS / "local_loader.c"), "-ldl", "-o", str(d / "local_loader"))
+    return {"app": d / "shim_app", "cuda": d / "libfakecuda.so", "shim": nccl_plugin.build(nccl_plugin.PRELOAD_NAME),
+            "loader": d / "local_loader", "applib": d / "libshimapp.so"}
 
 
 def _env(built, state_dir: Path, **extra: str) -> dict[str, str]:
@@ -82,3 +87,15 @@ def test_names_the_rank_that_never_entered(built, state_dir):
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+
+
+def test_nccl_loaded_rtld_local_like_torch(built, state_dir):
+    """Seen on the device with real NCCL 2.28.9: PyTorch keeps libnccl out of the global scope,
+    so dlsym(RTLD_NEXT) found no pnccl* and every rank crashed. The shim must find it anyway."""
+    env = _env(built, state_dir, FORENSICS_RECORDER_KEEP="1")
+    done = subprocess.run([str(built["loader"]), str(built["applib"]), "1", "4", "3", "exit"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "DONE" in done.stdout, (done.returncode, done.stderr)
+    states, problems = read_recorder_dir(state_dir)
+    assert problems == [] and states and states[0].writer == "preload-shim"
+    assert [c.label for c in states[0].colls[:3]] == [f"AllReduce seq {i}" for i in range(3)]
