@@ -55,7 +55,7 @@ def _ecc_fact(scope: str, path: list[str]) -> str | None:
         return f"ecc.{scope}.{_slug(leaf)}.correctable"
     if "double bit" in names or "double_bit" in names:
         return f"ecc.{scope}.{_slug(leaf)}.uncorrectable"
-    words = _slug(leaf).split("_")
+    words = _slug(leaf).replace("sec_ded", "secded").split("_")  # text 'SEC-DED', XML 'secded'
     for kind in ("uncorrectable", "correctable"):
         if kind in words:
             memory = "_".join(w for w in words if w != kind) or "total"
@@ -63,10 +63,15 @@ def _ecc_fact(scope: str, path: list[str]) -> str | None:
     return None
 
 
+#: Text labels whose slug differs from the XML tag and NVML name of the same reason
+#: (seen on driver 580: text 'Idle', 'Display Clock Setting'; XML/NVML '..._display_clocks_setting').
+_THROTTLE_ALIASES = {"idle": "gpu_idle", "display_clock_setting": "display_clocks_setting"}
+
+
 def _throttle_fact(leaf: str) -> str:
     name = _slug(leaf)
     name = re.sub(r"^clocks_(?:throttle|event)_reasons?_", "", name)
-    return "throttle." + {"idle": "gpu_idle"}.get(name, name)
+    return "throttle." + _THROTTLE_ALIASES.get(name, name)
 
 
 _TEXT_MAP = {
