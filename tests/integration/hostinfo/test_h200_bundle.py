@@ -1,0 +1,92 @@
+"""`forensics hosts` on the real bundle the host collectors wrote on an NVIDIA H200 (tests/fixtures/host/h200).
+
+The machine was healthy, so the verdict must be 'healthy' with no finding; the device's own
+`forensics hosts` answer (hosts.json, recorded there) must be reproduced here from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from forensics.bundle.reader import open_bundle
+from forensics.bundle.writer import BundleWriter
+from hostinfo_helpers import FIXTURES, REPO, host_from_files, rank_with_log
+from parsers import knowledge
+from parsers.host_verdict import host_reports
+
+pytestmark = pytest.mark.integration
+
+H200 = FIXTURES / "h200"
+VM = H200 / "bundle" / "hosts" / "vm"
+
+
+def hosts_cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("FORENSICS_KB", None)
+    return subprocess.run([sys.executable, "-m", "forensics", "hosts", *args], capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def h200_bundle(tmp_path_factory):
+    """A copy of the committed bundle, so nothing the command might write lands in the fixtures."""
+    root = tmp_path_factory.mktemp("h200") / "bundle"
+    shutil.copytree(H200 / "bundle", root)
+    return root
+
+
+def test_real_h200_bundle_is_healthy(h200_bundle):
+    out = hosts_cli(str(h200_bundle), "--json", "--facts")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["overall"], data["healthy"], data["exclude_list"]) == ("healthy", ["vm"], "")
+    host = data["hosts"][0]
+    assert host["status"] == "healthy" and host["reasons"] == [] and host["other_findings"] == []
+    assert host["evidence_collected"] == ["memory", "cpufreq", "disk", "kernel_log", "nvidia_smi", "nvml"]
+    assert host["evidence_missing"] == []
+    assert host["not_applicable"] == ["infiniband: /sys/class/infiniband is empty: nothing to collect"]
+
+
+def test_verdict_and_facts_match_what_the_device_printed(h200_bundle):
+    """The H200 ran `forensics hosts` on this bundle itself; the same files give the same answer here."""
+    device = json.loads((H200 / "hosts.json").read_text())
+    here = json.loads(hosts_cli(str(h200_bundle), "--json", "--facts").stdout)
+    assert here == device
+    gpu = here["hosts"][0]["facts"]["gpu 00000000:00:06.0"]
+    assert (gpu["name"], gpu["pcie.gen.current"], gpu["pcie.width.current"], gpu["ecc.volatile.dram.uncorrectable"]) == ("NVIDIA H200", 5, 16, 0)
+    # slowdown/shutdown come from NVML (absolute); nvidia-smi only printed them relative to T.Limit
+    assert (gpu["temperature.gpu"], gpu["temperature.gpu_slowdown"], gpu["temperature.gpu_shutdown"]) == (38, 89, 95)
+
+
+def test_text_only_nvidia_smi_gives_the_same_gpu_facts(tmp_path):
+    """Where `-q -x` failed and only `-q` text exists, the H200 gets the same GPU facts and verdict."""
+    writer = BundleWriter(tmp_path / "b")
+    host_from_files(writer, "vm", {
+        "kernel_log": ("kernel.log", VM / "kernel.log"),
+        "nvidia_smi": ("nvidia-smi-q.txt", VM / "nvidia-smi-q.txt"),
+        "nvml": ("nvml.json", VM / "nvml.json"),
+    })
+    writer.save()
+    report = host_reports(open_bundle(writer.root), knowledge.load(use_env=False))[0]
+    device = json.loads((H200 / "hosts.json").read_text())["hosts"][0]["facts"]["gpu 00000000:00:06.0"]
+    assert report.status == "healthy" and report.groups == []
+    assert report.facts["gpu 00000000:00:06.0"] == device
+
+
+def test_the_real_h200_oom_on_a_rank_blames_the_code_not_the_host(tmp_path):
+    """The provoked OOM message, as a rank's stderr on this host: a cuda-oom finding, host still healthy."""
+    oom = (H200 / "provoke.txt").read_text().splitlines()[0].split(": ", 1)[1]
+    writer = BundleWriter(tmp_path / "b")
+    host_from_files(writer, "vm", {"kernel_log": ("kernel.log", VM / "kernel.log"), "nvidia_smi": ("nvidia-smi-q.xml", VM / "nvidia-smi-q.xml")})
+    rank_with_log(writer, "vm", 0, 4242, ["step 3", oom])
+    writer.save()
+    out = hosts_cli(str(writer.root), "--json")
+    assert out.returncode == 0, out.stderr
+    host = json.loads(out.stdout)["hosts"][0]
+    assert host["status"] == "healthy" and host["reasons"] == []
+    assert [(f["id"], f["action"]) for f in host["other_findings"]] == [("cuda-oom", "fix-code")]
