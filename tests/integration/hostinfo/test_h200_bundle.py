@@ -56,8 +56,14 @@ def test_verdict_and_facts_match_what_the_device_printed(h200_bundle):
     """The H200 ran `forensics hosts` on this bundle itself; the same files give the same answer here."""
     device = json.loads((H200 / "hosts.json").read_text())
     here = json.loads(hosts_cli(str(h200_bundle), "--json", "--facts").stdout)
+    facts_here, facts_device = here["hosts"][0].pop("facts"), device["hosts"][0].pop("facts")
     assert here == device
-    gpu = here["hosts"][0]["facts"]["gpu 00000000:00:06.0"]
+    # every fact the device printed is reproduced; newer readers may add facts (temperature.tlimit_*)
+    assert set(facts_here) == set(facts_device)
+    for subject, facts in facts_device.items():
+        assert {k: facts_here[subject][k] for k in facts} == facts, subject
+    gpu = facts_here["gpu 00000000:00:06.0"]
+    assert (gpu["temperature.tlimit_margin"], gpu["temperature.tlimit_slowdown"]) == (49, -2)
     assert (gpu["name"], gpu["pcie.gen.current"], gpu["pcie.width.current"], gpu["ecc.volatile.dram.uncorrectable"]) == ("NVIDIA H200", 5, 16, 0)
     # slowdown/shutdown come from NVML (absolute); nvidia-smi only printed them relative to T.Limit
     assert (gpu["temperature.gpu"], gpu["temperature.gpu_slowdown"], gpu["temperature.gpu_shutdown"]) == (38, 89, 95)
@@ -75,7 +81,8 @@ def test_text_only_nvidia_smi_gives_the_same_gpu_facts(tmp_path):
     report = host_reports(open_bundle(writer.root), knowledge.load(use_env=False))[0]
     device = json.loads((H200 / "hosts.json").read_text())["hosts"][0]["facts"]["gpu 00000000:00:06.0"]
     assert report.status == "healthy" and report.groups == []
-    assert report.facts["gpu 00000000:00:06.0"] == device
+    gpu = report.facts["gpu 00000000:00:06.0"]
+    assert {k: gpu[k] for k in device} == device
 
 
 def test_the_real_h200_oom_on_a_rank_blames_the_code_not_the_host(tmp_path):

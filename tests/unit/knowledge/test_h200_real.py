@@ -60,6 +60,7 @@ def test_nvsmi_text_decodes_the_h200_fields(text_facts):
     assert (f["remapped_rows.correctable"], f["remapped_rows.uncorrectable"], f["remapped_rows.pending"], f["remapped_rows.failure"]) == (0, 0, False, False)
     assert (f["pcie.gen.current"], f["pcie.gen.max"], f["pcie.width.current"], f["pcie.width.max"]) == (5, 5, 16, 16)
     assert (f["temperature.gpu"], f["temperature.memory"]) == (38, 40)
+    assert (f["temperature.tlimit_margin"], f["temperature.tlimit_slowdown"], f["temperature.tlimit_shutdown"]) == (49, -2, -8)
     assert {k: f[f"throttle.{k}"] for k in THROTTLE} == dict.fromkeys(THROTTLE, False)
     # Hopper on driver 580 prints 'N/A' for retired pages (it remaps rows instead): left out, not guessed
     assert not [k for k in f if k.startswith("retired_pages.")]
@@ -84,6 +85,10 @@ def test_relative_t_limit_thresholds_are_not_read_as_slowdown_temperatures(text_
     for facts in (text_facts[BUS], xml_facts[BUS]):
         assert "temperature.gpu_slowdown" not in facts and "temperature.gpu_shutdown" not in facts
         assert kb.match_facts("gpu", facts) == []
+    # the relative form has its own entry: 49 C of margin is far from the -2 C slowdown offset
+    assert kb.get("gpu-tlimit-slowdown").match_facts(text_facts[BUS]) == []
+    hot = dict(text_facts[BUS], **{"temperature.tlimit_margin": -2})
+    assert [f.entry.id for f in kb.match_facts("gpu", hot)] == ["gpu-tlimit-slowdown"]
 
 
 def test_text_and_xml_agree_on_every_real_h200(kb):
