@@ -97,3 +97,12 @@ def test_the_real_h200_oom_on_a_rank_blames_the_code_not_the_host(tmp_path):
     host = json.loads(out.stdout)["hosts"][0]
     assert host["status"] == "healthy" and host["reasons"] == []
     assert [(f["id"], f["action"]) for f in host["other_findings"]] == [("cuda-oom", "fix-code")]
+
+
+def test_manifest_says_honestly_where_the_kernel_log_came_from():
+    """dmesg_restrict was 1 there, but the snapshot ran as root: `dmesg -T` worked at the first try."""
+    bundle = open_bundle(H200 / "bundle")
+    kernel = next(c for c in bundle.manifest.hosts[0].collectors if c.name == "kernel_log")
+    assert (kernel.status, kernel.details["source"], kernel.details["attempts"], kernel.details["truncated"]) == ("ok", "dmesg -T", [], False)
+    assert kernel.details["lines"] == 358  # as collected; the fixture keeps 335 (README: trimmed)
+
