@@ -106,3 +106,18 @@ def test_manifest_says_honestly_where_the_kernel_log_came_from():
     assert (kernel.status, kernel.details["source"], kernel.details["attempts"], kernel.details["truncated"]) == ("ok", "dmesg -T", [], False)
     assert kernel.details["lines"] == 358  # as collected; the fixture keeps 335 (README: trimmed)
 
+
+
+NCCL_BUNDLES = sorted((REPO / "tests" / "fixtures" / "nccl").glob("*/bundle/manifest.json")) + sorted((REPO / "tests" / "fixtures" / "nccl_x2").glob("*/*/bundle/manifest.json"))
+
+
+@pytest.mark.parametrize("manifest", NCCL_BUNDLES, ids=[str(p.parent.parent.relative_to(REPO / "tests" / "fixtures")) for p in NCCL_BUNDLES])
+def test_h200_hosts_of_the_nccl_hang_bundles_are_healthy(manifest):
+    """The hangs there were made by the job (sleep, SIGSTOP, kill), not by the H200s: no host reason."""
+    bundle = open_bundle(manifest.parent)
+    reports = [r for r in host_reports(bundle, knowledge.load(use_env=False)) if r.host == "vm"]
+    assert len(reports) == 1
+    report = reports[0]
+    assert report.status == "healthy" and report.reasons == [], [g.describe() for g in report.reasons]
+    gpus = [s for s in report.facts if s.startswith("gpu ")]
+    assert gpus and all(report.facts[s]["name"] == "NVIDIA H200" for s in gpus)
