@@ -180,3 +180,21 @@ def test_h200_system_files_decode():
     memory = host_system.parse_memory_json(_text(VM / "memory.json"))
     assert memory["memory.total_kb"] == 131981020 and memory["vmstat.oom_kill"] == 0
     assert memory["psi.cpu.some.avg10"] == 0.43
+
+
+PROVOKED = H200 / "provoked"  # filled from a rerun of HF_PROVOKE=1 scripts/device/host_snapshot.sh (README)
+
+
+@pytest.mark.skipif(not (PROVOKED / "kernel-dmesg-T-after.log").exists(), reason="no provoked H200 run recorded yet (see tests/fixtures/host/h200/README.md)")
+def test_provoked_illegal_access_leaves_an_xid_the_kb_names(kb):
+    """A real MMU fault on the H200: the lines it added to dmesg are Xid lines of an application fault."""
+    before = set(_text(PROVOKED / "kernel-dmesg-T.log").splitlines())
+    added = [ln for ln in host_kernel.read_kernel_log(_text(PROVOKED / "kernel-dmesg-T-after.log")) if ln.raw not in before]
+    xids = [ln for ln in added if "NVRM: Xid" in ln.message]
+    outputs = "".join(_text(p) for p in sorted(PROVOKED.glob("provoke*.txt")))
+    assert "ILLEGAL_ADDRESS" in outputs or "illegal memory access" in outputs
+    assert xids, [ln.raw for ln in added]
+    for ln in xids:
+        ids = [e.id for e, _ in kb.match_line(ln.message, "kernel")]
+        assert len(ids) == 1 and ids[0] in ("xid-13", "xid-31", "xid-43"), (ln.raw, ids)
+        assert kb.get(ids[0]).host == "none"  # the job's bug: the host stays in the pool
