@@ -5,6 +5,8 @@ and on what worked at collection time. The fact names are shared with NVML data
 (host_nvml.py) and are what the knowledge base's value entries test:
 ecc.<volatile|aggregate>.<memory>.<correctable|uncorrectable>, retired_pages.*,
 remapped_rows.*, throttle.*, temperature.*, pcie.gen.*, pcie.width.*.
+Temperature thresholds printed relative to T.Limit (newer drivers) get their own
+names (temperature.tlimit_*), never the absolute temperature.gpu_slowdown.
 Unsupported fields ('N/A', 'Not Supported') are left out, never guessed.
 """
 
@@ -55,7 +57,7 @@ def _ecc_fact(scope: str, path: list[str]) -> str | None:
         return f"ecc.{scope}.{_slug(leaf)}.correctable"
     if "double bit" in names or "double_bit" in names:
         return f"ecc.{scope}.{_slug(leaf)}.uncorrectable"
-    words = _slug(leaf).split("_")
+    words = _slug(leaf).replace("sec_ded", "secded").split("_")  # text 'SEC-DED', XML 'secded'
     for kind in ("uncorrectable", "correctable"):
         if kind in words:
             memory = "_".join(w for w in words if w != kind) or "total"
@@ -63,10 +65,15 @@ def _ecc_fact(scope: str, path: list[str]) -> str | None:
     return None
 
 
+#: Text labels whose slug differs from the XML tag and NVML name of the same reason
+#: (seen on driver 580: text 'Idle', 'Display Clock Setting'; XML/NVML '..._display_clocks_setting').
+_THROTTLE_ALIASES = {"idle": "gpu_idle", "display_clock_setting": "display_clocks_setting"}
+
+
 def _throttle_fact(leaf: str) -> str:
     name = _slug(leaf)
     name = re.sub(r"^clocks_(?:throttle|event)_reasons?_", "", name)
-    return "throttle." + {"idle": "gpu_idle"}.get(name, name)
+    return "throttle." + _THROTTLE_ALIASES.get(name, name)
 
 
 _TEXT_MAP = {
@@ -87,6 +94,11 @@ _TEXT_MAP = {
     ("temperature", "gpu slowdown temp"): "temperature.gpu_slowdown",
     ("temperature", "gpu shutdown temp"): "temperature.gpu_shutdown",
     ("temperature", "memory current temp"): "temperature.memory",
+    # Since driver ~550 (Hopper and later) the thresholds are printed relative to T.Limit, not as
+    # absolute degrees: 'GPU T.Limit Temp' is the live margin, the others are offsets from T.Limit.
+    ("temperature", "gpu t.limit temp"): "temperature.tlimit_margin",
+    ("temperature", "gpu slowdown t.limit temp"): "temperature.tlimit_slowdown",
+    ("temperature", "gpu shutdown t.limit temp"): "temperature.tlimit_shutdown",
 }
 _IDENTITY = {"product name": "name", "gpu uuid": "uuid", "serial number": "serial"}
 
@@ -158,6 +170,9 @@ _XML_MAP = {
     ("temperature", "gpu_temp_slow_threshold"): "temperature.gpu_slowdown",
     ("temperature", "gpu_temp_max_threshold"): "temperature.gpu_shutdown",
     ("temperature", "memory_temp"): "temperature.memory",
+    ("temperature", "gpu_temp_tlimit"): "temperature.tlimit_margin",
+    ("temperature", "gpu_temp_slow_tlimit_threshold"): "temperature.tlimit_slowdown",
+    ("temperature", "gpu_temp_max_tlimit_threshold"): "temperature.tlimit_shutdown",
     ("gpu", "product_name"): "name",
     ("gpu", "uuid"): "uuid",
     ("gpu", "serial"): "serial",

@@ -10,7 +10,7 @@
 # Writes OUTDIR/<name> plus <name>.rc and <name>.stderr for each command, meta.txt, and when the
 # repository imports, OUTDIR/bundle (the real host collectors) and OUTDIR/hosts.json
 # ('forensics hosts' on it). No installs, every command under a hard timeout: about 3 s on a
-# healthy host, under 30 s when nvidia-smi hangs; HF_PROVOKE=1 adds up to 25 s.
+# healthy host, under 30 s when nvidia-smi hangs; HF_PROVOKE=1 adds up to 45 s.
 set -u
 out=${1:?usage: host_snapshot.sh OUTDIR}
 mkdir -p "$out"
@@ -79,7 +79,18 @@ fi
 
 # Optional: real CUDA failure messages and the kernel lines they leave (child process only).
 if [ "${HF_PROVOKE:-0}" = "1" ]; then
-    timeout -k 2 25 "$PY" - >"$out/provoke.txt" 2>&1 <<'PYEOF'
+    # triton.jit reads its kernel's source with inspect: the kernel must live in a real .py file
+    # (from stdin it fails with "@jit functions should be defined in a Python file", seen on hf-B).
+    cat >"$out/provoke_kernel.py" <<'PYEOF'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bad(ptr):
+    tl.store(ptr + (1 << 40), 1.0)  # far outside any allocation: an MMU fault
+PYEOF
+    PYTHONPATH="$out${PYTHONPATH:+:$PYTHONPATH}" timeout -k 2 25 "$PY" - >"$out/provoke.txt" 2>&1 <<'PYEOF'
 import torch
 free, total = torch.cuda.mem_get_info()
 try:
@@ -87,20 +98,61 @@ try:
 except torch.OutOfMemoryError as err:
     print("CUDA-OOM:", f"{type(err).__module__}.{type(err).__name__}: {err}")
 try:
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def bad(ptr):
-        tl.store(ptr + (1 << 40), 1.0)  # far outside any allocation: an MMU fault
+    from provoke_kernel import bad
 
     x = torch.zeros(1, device="cuda")
     bad[(1,)](x)
     torch.cuda.synchronize()
+    print("ILLEGAL-ACCESS: no error raised")
 except Exception as err:  # the illegal address surfaces here
     print("ILLEGAL-ACCESS:", f"{type(err).__module__}.{type(err).__name__}: {err}")
 PYEOF
     echo $? >"$out/provoke.txt.rc"
+    # The same fault without triton or a C compiler: hand-written PTX launched through libcuda.
+    timeout -k 2 15 "$PY" - >"$out/provoke-ptx.txt" 2>&1 <<'PYEOF'
+import ctypes
+PTX = b"""
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry bad(.param .u64 bad_p)
+{
+    .reg .b64 %rd<3>;
+    .reg .b32 %r<2>;
+    ld.param.u64 %rd1, [bad_p];
+    add.u64 %rd2, %rd1, 1099511627776;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+cu = None
+def ck(rc, what):
+    if rc:
+        name = ctypes.c_char_p()
+        cu.cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"{what}: {name.value.decode() if name.value else rc} ({rc})")
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+    ck(cu.cuInit(0), "cuInit")
+    dev = ctypes.c_int()
+    ck(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+    ctx = ctypes.c_void_p()
+    ck(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    mod, fn, ptr = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint64()
+    ck(cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)), "cuModuleLoadData")
+    ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"bad"), "cuModuleGetFunction")
+    ck(cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(4)), "cuMemAlloc")
+    arg = ctypes.c_uint64(ptr.value)
+    params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
+    ck(cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, None, params, None), "cuLaunchKernel")
+    ck(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    print("ILLEGAL-ACCESS-PTX: no error raised")
+except Exception as err:
+    print("ILLEGAL-ACCESS-PTX:", f"{type(err).__name__}: {err}")
+PYEOF
+    echo $? >"$out/provoke-ptx.txt.rc"
     sleep 1
     run kernel-dmesg-T-after.log dmesg -T
 fi
