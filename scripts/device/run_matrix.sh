@@ -20,7 +20,11 @@ SO=$(python3 -m forensics nccl-plugin path 2>>"$W/info.txt")
 [ -f "$SO" ] || SO=$PWD/nccl_patches/libnccl-profiler-forensics.so
 echo "plugin: $SO" >>"$W/info.txt"
 cat "$W/info.txt"
-if [ "$part" = P ]; then  # the LD_PRELOAD shim (meant for NCCL < 2.23) on the real NCCL, no profiler plugin
+if [ "$part" = H ]; then  # host outputs again, with the provoked CUDA faults (Xid lines)
+  HF_PROVOKE=1 timeout -k 5 120 bash scripts/device/host_snapshot.sh "$W/host" >"$W/host_snapshot.log" 2>&1
+  echo "host snapshot rc=$?"; cat "$W/host/provoke.txt" "$W/host/provoke-ptx.txt" 2>/dev/null | tail -n 8
+  diff "$W/host/kernel-dmesg-T.log" "$W/host/kernel-dmesg-T-after.log" | tail -n 8
+elif [ "$part" = P ]; then  # the LD_PRELOAD shim (meant for NCCL < 2.23) on the real NCCL, no profiler plugin
   SHIM=$(python3 -m forensics nccl-plugin path --preload 2>/dev/null || echo "$PWD/nccl_patches/libnccl-recorder-preload.so")
   [ -f "$SHIM" ] || SHIM=$PWD/nccl_patches/libnccl-recorder-preload.so
   echo "shim: $SHIM"
