@@ -84,3 +84,20 @@ def test_cli_analyzes_a_loose_folder(scenario, forensics_cli, cli_env):
     assert done.returncode == 0, done.stderr
     culprit = json.loads(done.stdout)["culprit"]
     assert (culprit["rank"], culprit["host"]) == (truth["culprit_rank"], truth["culprit_host"])
+
+
+@pytest.mark.parametrize("scenario", ["sleep", "sigstop"])
+def test_preload_shim_on_real_nccl(scenario):
+    """Issue 4 item 6: the LD_PRELOAD shim (for NCCL without a profiler) loaded into real NCCL
+    2.28.9 under PyTorch on the H200, no plugin: every rank's ops land in the same state file."""
+    from parsers.readers.recorder import read_bundle_ranks
+
+    root = FIXTURES / "recorder" / "preload_nccl2289" / scenario
+    truth = json.loads((root / "truth.json").read_text())
+    bundle = open_bundle(root / "bundle")
+    states, problems = read_bundle_ranks(bundle.root, bundle.manifest.ranks)
+    assert problems == [] and len(states) == 4
+    assert {s.writer for s in states} == {"preload-shim"} and {s.abi_version for s in states} == {22809}
+    assert all(len(s.colls) >= 10 for s in states)
+    verdict, _ = analyze_bundle(bundle)
+    assert verdict.culprit.rank == truth["culprit_rank"]
