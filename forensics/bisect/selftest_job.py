@@ -11,7 +11,10 @@ hangs until its time limit); mode "fail": the rank exits with status 3 at start.
 makes it flaky: it misbehaves with that probability, drawn from the seed, the job's
 round/group (FORENSICS_BISECT_ROUND/GROUP) and the host name, so reruns differ but
 a test is reproducible. --flake P makes the whole job fail with probability P even
-when every host is good (a flaky test).
+when every host is good (a flaky test). --fork imports torch once and forks the ranks
+from it instead of starting a fresh interpreter per rank: the same gloo job at a
+fraction of the CPU (importing torch costs over a second of CPU per process), which is
+what lets a whole campaign run in a notebook on a small machine.
 
 Usage, as a bisect --test template:
     python -m forensics.bisect.selftest_job --hosts {hosts} --port {port} --bad-file bad.json
@@ -38,6 +41,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bad-file", help="JSON naming the hosts that misbehave")
     p.add_argument("--flake", type=float, default=0.0, help="probability that the job fails anyway")
     p.add_argument("--gloo-timeout", type=float, default=8.0, help="seconds a rank waits in gloo")
+    p.add_argument("--fork", action="store_true",
+                   help="import torch once and fork the ranks (cheaper than one interpreter per rank)")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -105,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             print("selftest: simulated flaky failure of the whole job", file=sys.stderr)
             return 5
     world = len(hosts) * args.procs_per_host
+    if args.fork:
+        return run_forked(args, world)
     base = [sys.executable, "-m", "forensics.bisect.selftest_job", "--hosts", args.hosts,
             "--port", str(args.port), "--procs-per-host", str(args.procs_per_host),
             "--gloo-timeout", str(args.gloo_timeout)]
@@ -112,6 +119,37 @@ def main(argv: list[str] | None = None) -> int:
         base += ["--bad-file", args.bad_file]
     procs = [subprocess.Popen(base + ["--worker", str(r)]) for r in range(world)]
     codes = [p.wait() for p in procs]
+    return 0 if all(c == 0 for c in codes) else 1
+
+
+def run_forked(args: argparse.Namespace, world: int) -> int:
+    """Fork one child per rank after importing torch once; fail if any rank fails.
+
+    The parent only imports torch (it runs no torch op and starts no thread pool), so
+    each child starts from a clean interpreter state and builds its own gloo group.
+    The children stay in the job's process group, so a runner that kills the group
+    on a hang kills them too.
+    """
+    import torch  # noqa: F401  (imported here once, inherited by every child)
+
+    pids = []
+    for rank in range(world):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                args.worker = rank
+                code = worker(args)
+            except BaseException as err:  # a child must never return into the parent's loop
+                print(f"selftest rank {rank}: {type(err).__name__}: {err}", file=sys.stderr)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        pids.append(pid)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
     return 0 if all(c == 0 for c in codes) else 1
 
 
