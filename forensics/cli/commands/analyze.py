@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = analyze_directory(path)
         root = path
         if not verdict.sections["logs"].get("artifacts") and not verdict.suspects and not _has_files(path):
-            raise ForensicsError(f"{path}: neither a bundle nor a folder with logs or dumps")
+            raise ForensicsError(f"{path}: not a bundle, and no logs or dumps in it")
     data = verdict.to_dict()
     if args.save:
         (root / "analysis.json").write_text(json.dumps(data, indent=1) + "\n")
