@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from forensics.discover.ranks import host_name
 
@@ -83,18 +84,36 @@ class DemoJob:
         }
 
 
-def start_job(run_dir: Path, world: int, fault: str, culprit: int, fault_step: int = 3, steps: int = 6, pg_timeout: float = 600.0) -> DemoJob:
-    """Start `world` ranks of the demo job on 127.0.0.1; their stdout/stderr go to files in run_dir."""
+def start_job(
+    run_dir: Path,
+    world: int,
+    fault: str,
+    culprit: int,
+    fault_step: int = 3,
+    steps: int = 6,
+    pg_timeout: float = 600.0,
+    ranks_per_host: int | None = None,
+    port: int | None = None,
+    rank_env: Callable[[int], dict[str, str]] | None = None,
+    run_id: str = "demo",
+) -> DemoJob:
+    """Start `world` ranks of the demo job on 127.0.0.1; their stdout/stderr go to files in run_dir.
+
+    With `ranks_per_host`, rank r is local rank r % ranks_per_host of group (host) r // ranks_per_host,
+    as torchrun numbers them across nodes; `rank_env(r)` adds variables per rank (e.g. a simulated host).
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     job = DemoJob(run_dir=run_dir, world=world, fault=fault, culprit=culprit, fault_step=fault_step)
-    port = free_port()
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_"))}
+    port = port or free_port()
+    per_host = ranks_per_host or world
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_", "GROUP_RANK"))}
     for rank in range(world):
         env = dict(
             base,
-            RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0",
-            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCHELASTIC_RUN_ID=f"demo-{port}",
-            PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+            RANK=str(rank), LOCAL_RANK=str(rank % per_host), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_host),
+            GROUP_RANK=str(rank // per_host), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+            TORCHELASTIC_RUN_ID=f"{run_id}-{port}", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+            **(rank_env(rank) if rank_env else {}),
         )
         argv = [sys.executable, "-m", JOB_MODULE, "--fault", fault, "--culprit", str(culprit), "--fault-step", str(fault_step),
                 "--steps", str(steps), "--progress-dir", str(run_dir), "--pg-timeout", str(pg_timeout)]
