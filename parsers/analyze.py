@@ -14,12 +14,11 @@ from forensics.bundle.reader import Bundle
 from parsers import knowledge
 from parsers.evidence import BundleEvidence, load_evidence
 from parsers.host_verdict import fold_into_verdict
-from parsers.model import Verdict
 from parsers.artifacts import load_directory, load_files
 from parsers.correlate import correlate
-from parsers.model import WaitEdge
+from parsers.model import Verdict, WaitEdge
 from parsers.readers.recorder import read_bundle_ranks
-from parsers.recorder_waits import analyse, comm_rank_table, stalled_ranks, wait_edges
+from parsers.recorder_waits import analyse, comm_rank_table, wait_edges
 from parsers.suspects import merge_suspects
 from parsers.verdict import stack_verdict, summarize
 from parsers.waiters import demote_waiters, wait_graph
@@ -28,7 +27,6 @@ from parsers.waiters import demote_waiters, wait_graph
 LOG_COLLECTORS = {"stdio": "rank-log", "nccl_log": "nccl-log", "flight_recorder": None}
 HOST_LOG_FILES = {"ras_status.txt": "ras-text", "ras_verbose.txt": "ras-text", "ras_status.json": "ras-json"}
 
-HOST_LED = ("host-fault", "known-error")
 FROZEN_STATES = ("T", "t", "Z", "X", "D")
 
 
@@ -43,11 +41,10 @@ def analyze_bundle(bundle: Bundle, kb: knowledge.KnowledgeBase | None = None) ->
     _fold_logs(verdict, bundle, edges, comm_ranks)
     fold_into_verdict(verdict, bundle, kb if kb is not None else knowledge.load())
     activities = {r.rank: r.activity for r in evidence.ranks if r.rank is not None}
+    # Defensive: merge already puts a frozen process's fact ahead of any root claim about it.
     frozen = {r.rank for r in evidence.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
-    culprit = verdict.culprit
-    if culprit is None or culprit.reason_class not in HOST_LED:
-        verdict.summary = summarize(verdict)
+    verdict.summary = summarize(verdict)  # last: whichever suspect leads after every source
     verdict.sections["ranks"] = ranks_table(evidence)
     return verdict, evidence
 
@@ -59,12 +56,13 @@ def _fold_recorder(verdict: Verdict, bundle: Bundle) -> tuple[list[WaitEdge], di
     if not states:
         return [], {}
     edges = wait_edges(states)
+    stalls = analyse(states)
     verdict.sections["recorder"] = {
         "state_files": len(states),
-        "stalls": [{"comm_id": st.comm_id, "op": st.op, "nranks": st.nranks, "edges": len(st.edges)} for st in analyse(states)],
+        "stalls": [{"comm_id": st.comm_id, "op": st.op, "nranks": st.nranks, "edges": len(st.edges)} for st in stalls],
         "wait_edges": [e.__dict__ for e in edges],
     }
-    verdict.suspects = merge_suspects(verdict.suspects, stalled_ranks(states))
+    verdict.suspects = merge_suspects(verdict.suspects, [s for st in stalls for s in st.suspects])
     return edges, comm_rank_table(states)
 
 

@@ -7,6 +7,7 @@ is missing evidence, not a reason to stop the analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from forensics.bundle.manifest import MissingRank, RankRecord, Status
@@ -36,7 +37,7 @@ class RankEvidence:
         """State letter before collection (the state the hang put it in)."""
         return self.record.state_before or (self.proc or {}).get("state")
 
-    @property
+    @cached_property
     def main_stack(self) -> ThreadStack | None:
         """Main thread: py-spy's (Python frames) when present, else gdb's."""
         for threads in (self.pyspy, self.gdb):
@@ -45,7 +46,7 @@ class RankEvidence:
                 return main
         return None
 
-    @property
+    @cached_property
     def activity(self) -> Activity:
         return classify(self.main_stack)
 

@@ -56,6 +56,10 @@ class Suspect:
     confidence: float
     evidence: list[str] = field(default_factory=list)
 
+    def sort_key(self) -> tuple[float, int]:
+        """Most likely first; among equals, the lower rank."""
+        return (-self.confidence, self.rank if self.rank is not None else 1 << 30)
+
     @property
     def label(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "a process"

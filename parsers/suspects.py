@@ -37,4 +37,4 @@ def merge_suspects(existing: Iterable[Suspect], extra: Iterable[Suspect]) -> lis
         if keep.pid is None:
             keep.pid = other.pid
         best[key] = keep
-    return sorted(best.values(), key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
+    return sorted(best.values(), key=Suspect.sort_key)

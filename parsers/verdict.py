@@ -42,7 +42,7 @@ def stack_verdict(ev: BundleEvidence) -> Verdict:
             suspects.append(suspect)
     suspects += _missing_suspects(ev)
     suspects += _absent_suspects(ev)
-    suspects.sort(key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
+    suspects.sort(key=Suspect.sort_key)
     verdict = Verdict(suspects=suspects)
     if waiting and common:
         verdict.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
@@ -91,7 +91,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
         return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=evidence)
-    if act.waiting and common and act != common and act.op != common.op:
+    if act.waiting and common and act.op != common.op:
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=evidence)
     return None
@@ -174,6 +174,9 @@ def summarize(verdict: Verdict) -> str:
             return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out"
         return "no culprit named: no rank waits in a collective and none is stopped or missing"
     text = f"{head.label} {_reason_after_label(head)}"
+    action = next((e.split(": ", 1)[1] for e in head.evidence if e.startswith("recommended action: ")), None)
+    if action:
+        text += f". Recommended action: {action}"
     victims = [r for r in ranks if r != head.rank]
     if victims and activity:
         text += f"; ranks {fold(victims)} {activity}"

@@ -48,7 +48,7 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
         if why:
             s.confidence = round(s.confidence * DEMOTE_FACTOR, 3)
             s.evidence = s.evidence + [f"demoted: it waits itself ({why}), so it is not where the wait ends"]
-    return sorted(suspects, key=lambda s: (-s.confidence, s.rank if s.rank is not None else 1 << 30))
+    return sorted(suspects, key=Suspect.sort_key)
 
 
 def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | None:

@@ -91,19 +91,13 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
         cmdline=proc.cmdline,
     )
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root, rel_dir=rel)
-    record.state_before = _state(proc.pid)
+    record.state_before = procfs.state_or_none(proc.pid)
     for collector in rank_collectors():
         if not collector.enabled(options):
             record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="not requested"))
             continue
         record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
-    record.state_after = _state(proc.pid)
+    record.state_after = procfs.state_or_none(proc.pid)
     progress.step(f"{record.label}: " + ", ".join(f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED))
     return record
 
-
-def _state(pid: int) -> str | None:
-    try:
-        return procfs.read_state(pid)
-    except (procfs.ProcessGone, OSError):
-        return None

@@ -75,13 +75,13 @@ def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None)
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
     return ToolResult(argv, proc.returncode, out, err, time.monotonic() - start, timed_out=timed_out)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the tool and anything it started; never a softer signal (see module doc)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -10,15 +10,13 @@ detaches the target cleanly; the state guard resumes a target left stopped.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 from typing import Any
 
 from forensics.bundle.manifest import CollectorRecord, Status
 from forensics.collect.guard import StateGuard
-from forensics.collect.tool import find_tool
+from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
 
@@ -74,10 +72,7 @@ class GdbSession:
 
     def kill(self) -> None:
         """SIGKILL only (see module doc)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(self.proc)
         self.proc.wait()
 
 
@@ -108,8 +103,13 @@ class GdbCollector:
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 
     def _backtraces(self, exe: str, pid: int, deadline: float) -> tuple[dict, str, str | None]:
-        session = GdbSession(exe, deadline)
         data: dict[str, Any] = {"pid": pid, "threads": [], "stacks": {}}
+        try:
+            session = GdbSession(exe, deadline)
+        except ImportError:
+            return data, Status.UNAVAILABLE, "pygdbmi is not installed (pip install pygdbmi)"
+        except OSError as err:
+            return data, Status.UNAVAILABLE, f"gdb could not start: {err}"
         try:
             session.command(f"-target-attach {pid}")
             threads = session.command("-thread-info").get("threads", [])

@@ -29,10 +29,9 @@ class PySpyCollector:
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         try:
-            proc = procfs.read_proc_state(target.pid)
-        except procfs.ProcessGone:
+            nonblocking = procfs.read_state(target.pid) in STOPPED or bool(procfs.tracer_pid(target.pid))
+        except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
-        nonblocking = proc.state in STOPPED or bool(proc.tracer_pid)
         details: dict = {"nonblocking": nonblocking, "native": options.native}
         with StateGuard(target.pid) as guard:
             result = self._dump(target.pid, options, nonblocking)

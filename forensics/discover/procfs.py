@@ -102,7 +102,29 @@ def read_state(pid: int) -> str:
     return parse_stat(_read(PROC / str(pid) / "stat"))[1]
 
 
-def _status_fields(pid: int) -> dict[str, str]:
+def state_or_none(pid: int) -> str | None:
+    """The state letter, or None when the process is gone or unreadable."""
+    try:
+        return read_state(pid)
+    except (ProcessGone, OSError, IndexError):
+        return None
+
+
+def tracer_pid(pid: int) -> int | None:
+    """Pid of the process tracing `pid` (0: none), from /proc/PID/status."""
+    value = status_fields(pid).get("TracerPid")
+    return int(value) if value and value.isdigit() else None
+
+
+def read_ppid(pid: int) -> int | None:
+    """Parent pid, or None when the process is gone."""
+    try:
+        return parse_stat(_read(PROC / str(pid) / "stat"))[2]
+    except (ProcessGone, OSError, IndexError):
+        return None
+
+
+def status_fields(pid: int) -> dict[str, str]:
     fields: dict[str, str] = {}
     for line in _read(PROC / str(pid) / "status").splitlines():
         key, _, value = line.partition(":")
@@ -139,7 +161,7 @@ def read_threads(pid: int) -> list[ThreadState]:
 def read_proc_state(pid: int) -> ProcState:
     """Full snapshot of a process. Raises ProcessGone if it does not exist."""
     comm, state, ppid, start = parse_stat(_read(PROC / str(pid) / "stat"))
-    status = _status_fields(pid)
+    status = status_fields(pid)
     wchan = _read_optional(PROC / str(pid) / "wchan")
     rss = status.get("VmRSS", "").split()
     return ProcState(

@@ -120,10 +120,7 @@ def _drop_children(found: dict[int, RankProcess]) -> list[RankProcess]:
     """Drop processes whose parent is the same rank of the same job (data loader workers)."""
     keep = []
     for proc in found.values():
-        try:
-            parent = procfs.parse_stat((procfs.PROC / str(proc.pid) / "stat").read_text())[2]
-        except (OSError, IndexError):
-            parent = None
+        parent = procfs.read_ppid(proc.pid)
         twin = found.get(parent) if parent else None
         if twin and twin.rank == proc.rank and twin.job_id == proc.job_id and proc.rank is not None:
             continue

@@ -10,6 +10,7 @@ from forensics.bundle.reader import is_bundle, open_bundle
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_verdict
+from parsers import knowledge
 from parsers.analyze import analyze_bundle, analyze_directory
 
 NAME = "analyze"
@@ -36,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
     path = args.path
     if is_bundle(path) or not path.is_dir():
         bundle = open_bundle(path)
-        verdict, _ = analyze_bundle(bundle)
+        try:
+            kb = knowledge.load()
+        except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
+            raise ForensicsError(f"knowledge base: {err}") from err
+        verdict, _ = analyze_bundle(bundle, kb)
         root = bundle.root
     else:
         verdict = analyze_directory(path)

@@ -68,14 +68,14 @@ def default_out() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    if wants_fleet(args):
-        return run_fleet(args, args.out or default_out())
-    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
     out = args.out or default_out()
+    if wants_fleet(args):
+        return run_fleet(args, out)
+    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
     result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet, job=args.job)
     manifest = result.writer.manifest
     archive = make_archive(out) if args.tar else None
-    summary = summarize(out, archive, result.problems, manifest)
+    summary = summarize(out, archive, result.problems, manifest, result.complete)
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     return int(ExitCode.OK if result.complete else ExitCode.PARTIAL)
 
 
-def summarize(out: Path, archive: Path | None, problems: list[str], manifest) -> dict:
+def summarize(out: Path, archive: Path | None, problems: list[str], manifest, complete: bool) -> dict:
     failures = [
         {"rank": r.rank, "host": r.host, "pid": r.pid, "collector": c.name, "status": c.status, "error": c.error}
         for r in manifest.ranks
@@ -97,7 +97,7 @@ def summarize(out: Path, archive: Path | None, problems: list[str], manifest) ->
         "missing_ranks": [m.rank for m in manifest.missing],
         "problems": problems,
         "failures": failures,
-        "complete": not problems and manifest.complete,
+        "complete": complete,
     }
 
 
