@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.synthetic_job import job, write_log
 from parsers.artifacts import load_file, pause_gc
-from parsers.correlate import correlate
+from parsers.judges.logs import correlate
 
 
 def parse_throughput(lines_wanted: int) -> None:

@@ -1,8 +1,8 @@
 """One entry point from a bundle to a verdict: load evidence, apply every rule, merge suspects.
 
-Sources, each independent: process state and stacks (parsers.verdict), the NCCL
-in-flight recorder (parsers.recorder_waits), host evidence and known errors
-(parsers.host_verdict). Each names suspects; they merge into one ranking, and the
+Sources, each independent: process state and stacks (parsers.judges.stacks), the NCCL
+in-flight recorder (parsers.judges.recorder), host evidence and known errors
+(parsers.judges.hosts). Each names suspects; they merge into one ranking, and the
 summary is written last, from whichever suspect leads.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 from forensics.bundle.reader import Bundle
 from parsers import knowledge
 from parsers.evidence import BundleEvidence, load_evidence
-from parsers.host_verdict import fold_into_verdict
+from parsers.judges.hosts import fold_into_verdict
 from parsers.artifacts import load_directory, load_files
-from parsers.correlate import correlate
+from parsers.judges.logs import correlate
 from parsers.model import Verdict, WaitEdge
 from parsers.readers.recorder import read_bundle_ranks
-from parsers.recorder_waits import analyse, comm_rank_table, wait_edges
+from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.suspects import merge_suspects
-from parsers.verdict import stack_verdict, summarize
+from parsers.judges.stacks import stack_verdict, summarize
 from parsers.waiters import demote_waiters, wait_graph
 
 #: Bundle collector -> artifact kind for the log correlation.

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from parsers.events import Origin, Parsed
+from parsers.model.events import Origin, Parsed
 from parsers.readers import flight_recorder, nccl_log, pyspy_text, ras, rank_log
 from parsers.sniff import HEAD_BYTES, KINDS, sniff_bytes
 

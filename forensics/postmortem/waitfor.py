@@ -1,6 +1,6 @@
 """The wait-for graph of ranks: an edge waiter -> waited-on, as a networkx DiGraph.
 
-The log/recorder correlation (`parsers.correlate`) builds this graph from what
+The log/recorder correlation (`parsers.judges.logs`) builds this graph from what
 ranks say about each other. Until that is available for a bundle, the graph is
 derived from the verdict alone by `waitfor_from_verdict`: every rank that waits
 in a collective waits on the suspects. That is the one function to swap once the

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from forensics import nccl_plugin  # noqa: E402
 from parsers.readers.recorder import read_recorder_file  # noqa: E402
-from parsers.recorder_waits import analyse  # noqa: E402
+from parsers.judges.recorder import analyse  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.events import ErrorEvent, Origin, Progress, normalise_op
+from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 
 _GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
 _PG = re.compile(

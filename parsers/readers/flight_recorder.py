@@ -23,7 +23,7 @@ import json
 import pickle
 from typing import Any
 
-from parsers.events import CommMember, OpEvent, Origin, Parsed, Progress, normalise_op
+from parsers.model.events import CommMember, OpEvent, Origin, Parsed, Progress, normalise_op
 
 MAX_BYTES = 512 * 1024 * 1024
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, Origin
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) operation to complete")
 _CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]+)\]:(?P<port>\d+)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from parsers.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
 from parsers.prefix import strip_prefix
 
 _RECORD = re.compile(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from parsers.events import Parsed
+from parsers.model.events import Parsed
 from parsers.model import Frame, ThreadStack
 
 _PROCESS = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*)$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parsers.events import Origin, Parsed
+from parsers.model.events import Origin, Parsed
 from parsers.prefix import strip_prefix
 from parsers.readers import c10d, gloo, nccl_log, proxy_dump
 

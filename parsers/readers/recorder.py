@@ -195,7 +195,7 @@ class RecorderState:
         """The communicator's id as hex, unpadded like NCCL prints ids. This is NCCL's
         commHash (what profiler plugins receive); NCCL's INFO lines print a different
         hash of the same unique id as `commId`, so join recorder and log data through
-        ranks (see parsers.recorder_waits.comm_rank_table), not through this string."""
+        ranks (see parsers.judges.recorder.comm_rank_table), not through this string."""
         return f"0x{self.comm_id:x}"
 
     @property

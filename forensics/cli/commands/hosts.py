@@ -15,7 +15,7 @@ from forensics.bundle.reader import open_bundle
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers import knowledge
-from parsers.host_verdict import EXCLUDE, HEALTHY, STATUSES, SUSPECT, UNKNOWN, HostReport, exit_status, host_reports
+from parsers.judges.hosts import EXCLUDE, HEALTHY, STATUSES, SUSPECT, UNKNOWN, HostReport, exit_status, host_reports
 
 NAME = "hosts"
 HELP = "list hosts as healthy / suspect / exclude, with reasons and the action to take"

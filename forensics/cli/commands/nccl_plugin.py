@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _read(targets: list[str], as_json: bool) -> int:
     from parsers.readers.recorder import RecorderFormatError, read_recorder_file
-    from parsers.recorder_waits import analyse
+    from parsers.judges.recorder import analyse
 
     if not targets:
         raise ForensicsError("read: name state files or folders")

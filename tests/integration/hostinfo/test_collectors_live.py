@@ -167,7 +167,7 @@ def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     from forensics.bundle.writer import BundleWriter
     from hostinfo_helpers import collect_here
     from parsers import knowledge
-    from parsers.host_verdict import host_reports
+    from parsers.judges.hosts import host_reports
 
     cgroup = _memory_cgroup() / f"hf_test_oom_{os.getpid()}"
     cgroup.mkdir()

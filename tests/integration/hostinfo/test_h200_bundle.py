@@ -18,7 +18,7 @@ from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, host_from_files, rank_with_log
 from parsers import knowledge
-from parsers.host_verdict import host_reports
+from parsers.judges.hosts import host_reports
 
 pytestmark = pytest.mark.integration
 

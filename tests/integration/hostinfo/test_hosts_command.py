@@ -14,7 +14,7 @@ from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, rank_with_log
 from parsers import knowledge
-from parsers.host_verdict import host_reports, host_suspects, merge_suspects
+from parsers.judges.hosts import host_reports, host_suspects, merge_suspects
 from parsers.model import Suspect
 
 pytestmark = pytest.mark.integration
@@ -140,7 +140,7 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
 
 
 def test_fold_into_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):
-    from parsers.host_verdict import fold_into_verdict
+    from parsers.judges.hosts import fold_into_verdict
     from parsers.model import Verdict
 
     stopped = Suspect(rank=3, host="here", pid=104, reason_class="stopped", reason="is stopped", confidence=0.95)

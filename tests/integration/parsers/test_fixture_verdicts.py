@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from parsers.artifacts import load_directory
-from parsers.correlate import correlate
+from parsers.judges.logs import correlate
 
 FIX = Path(__file__).parents[2] / "fixtures"
 
@@ -81,7 +81,7 @@ def test_absence_of_a_whole_rank_is_evidence(tmp_path):
 
 
 def test_text_rendering_names_culprit_first():
-    from parsers.correlate.render import render_text
+    from parsers.judges.logs.render import render_text
 
     text = render_text(correlate(load_directory(FIX / "gloo" / "chain")))
     assert text.startswith("CULPRIT: rank 3 (node03)") and "wait-for graph: 4 ranks" in text

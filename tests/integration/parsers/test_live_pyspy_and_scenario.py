@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from parsers.artifacts import load_directory
-from parsers.correlate import correlate
+from parsers.judges.logs import correlate
 from parsers.readers import pyspy_text
 
 ROOT = Path(__file__).parents[3]

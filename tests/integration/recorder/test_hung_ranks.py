@@ -19,7 +19,7 @@ from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.recorder import RecorderCollector
 from nccl_patches.harness import start_hanging_rank
 from parsers.readers.recorder import read_recorder_dir, read_recorder_file
-from parsers.recorder_waits import analyse, stalled_ranks, wait_edges
+from parsers.judges.recorder import analyse, stalled_ranks, wait_edges
 
 RECV_WAIT, SEND_PEER_WAIT, SEND_GPU_WAIT = 10, 20, 8
 # per rank: recv steps done, send steps done, recv state, send state
@@ -66,7 +66,7 @@ def test_wait_edges_and_the_named_culprit(hung_job, state_dir):
     edges = {(e.waiter, e.peer, e.state) for e in wait_edges(states)}
     assert (3, 2, "RecvWait") in edges and (1, 2, "SendPeerWait") in edges and (0, 3, "RecvWait") in edges
     assert all(e.source == "recorder" and e.op == "AllReduce seq 10" for e in wait_edges(states))
-    from parsers.recorder_waits import comm_rank_table
+    from parsers.judges.recorder import comm_rank_table
     assert comm_rank_table(states) == {"0xabcdef12345678": {0: 0, 1: 1, 2: 2, 3: 3}}
     (stall,) = analyse(states)
     assert stall.op == "AllReduce seq 10"

@@ -17,7 +17,7 @@ import pytest
 from forensics import nccl_plugin
 from nccl_patches.harness import HERE
 from parsers.readers.recorder import read_recorder_dir
-from parsers.recorder_waits import analyse, stalled_ranks
+from parsers.judges.recorder import analyse, stalled_ranks
 
 pytestmark = pytest.mark.integration
 TESTS = HERE / "tests"

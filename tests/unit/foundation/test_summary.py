@@ -6,7 +6,7 @@ import networkx as nx
 
 from parsers.model import Suspect, Verdict
 from parsers.stacks.classify import Activity
-from parsers.verdict import summarize
+from parsers.judges.stacks import summarize
 from parsers.waiters import demote_waiters
 
 

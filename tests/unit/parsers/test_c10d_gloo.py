@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from parsers.events import ErrorEvent, Origin, Progress
+from parsers.model.events import ErrorEvent, Origin, Progress
 from parsers.readers import c10d, rank_log
 
 GLOO = Path(__file__).parents[2] / "fixtures" / "gloo"

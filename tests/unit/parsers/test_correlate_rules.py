@@ -4,7 +4,7 @@ from pathlib import Path
 
 from benchmarks.synthetic_job import COMM_ID, job, rank_lines
 from parsers.artifacts import Artifact, ArtifactSet, _apply_hints
-from parsers.correlate import correlate
+from parsers.judges.logs import correlate
 from parsers.model import WaitEdge
 from parsers.readers import nccl_log, ras
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.events import OpEvent, Origin, Progress
+from parsers.model.events import OpEvent, Origin, Progress
 from parsers.readers import flight_recorder as fr
 
 GLOO = Path(__file__).parents[2] / "fixtures" / "gloo"

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from parsers.events import CommMember, ErrorEvent, OpEvent, TopoEdge
+from parsers.model.events import CommMember, ErrorEvent, OpEvent, TopoEdge
 from parsers.readers import nccl_log
 
 FIX = Path(__file__).parents[2] / "fixtures" / "nccl" / "field-notes" / "lines.log"

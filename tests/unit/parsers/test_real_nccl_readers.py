@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from parsers.artifacts import load_directory
-from parsers.correlate import identity, tables
-from parsers.events import CommMember, Progress
-from parsers.events import Origin
+from parsers.judges.logs import identity, tables
+from parsers.model.events import CommMember, Progress
+from parsers.model.events import Origin
 from parsers.readers import flight_recorder as fr
 from parsers.readers import ras
 

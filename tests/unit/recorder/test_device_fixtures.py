@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from parsers.readers.recorder import read_recorder_file
-from parsers.recorder_waits import analyse, stalled_ranks
+from parsers.judges.recorder import analyse, stalled_ranks
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "recorder"
 SCENARIOS = sorted(p for p in FIXTURES.glob("*") if (p / "truth.json").is_file()) if FIXTURES.is_dir() else []

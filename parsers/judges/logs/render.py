@@ -5,7 +5,7 @@ Why here: the correlation knows what its sections mean; the CLI should not have 
 
 from __future__ import annotations
 
-from parsers.correlate import LogAnalysis
+from parsers.judges.logs import LogAnalysis
 
 
 def render_text(analysis: LogAnalysis, max_suspects: int = 5, max_rows: int = 8) -> str:

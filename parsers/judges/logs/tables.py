@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from parsers.artifacts import ArtifactSet
-from parsers.correlate.identity import Identities
-from parsers.events import OpEvent, Progress
+from parsers.judges.logs.identity import Identities
+from parsers.model.events import OpEvent, Progress
 
 P2P_OPS = {"send", "recv", "sendrecv"}
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from parsers.correlate.identity import Identities
-from parsers.correlate.tables import Tables
-from parsers.correlate.waitgraph import waiters_of
-from parsers.events import ErrorEvent, RasFinding
+from parsers.judges.logs.identity import Identities
+from parsers.judges.logs.tables import Tables
+from parsers.judges.logs.waitgraph import waiters_of
+from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
 
 #: artifact kinds that say "this rank was alive and reporting"

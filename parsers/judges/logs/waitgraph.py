@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from parsers.artifacts import ArtifactSet
-from parsers.correlate.identity import Identities
-from parsers.correlate.tables import RankProgress, Tables, members_of
+from parsers.judges.logs.identity import Identities
+from parsers.judges.logs.tables import RankProgress, Tables, members_of
 from parsers.model import WaitEdge
 from parsers.readers.proxy_dump import ProxyOp
 

@@ -13,8 +13,8 @@ from typing import Any, Iterable
 import networkx as nx
 
 from parsers.artifacts import ArtifactSet, pause_gc
-from parsers.correlate import identity, tables, verdict, waitgraph
-from parsers.events import ErrorEvent, RasFinding, TopoEdge
+from parsers.judges.logs import identity, tables, verdict, waitgraph
+from parsers.model.events import ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 
 __all__ = ["LogAnalysis", "correlate"]

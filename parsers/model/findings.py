@@ -1,47 +1,13 @@
-"""Types shared by every reader and by the correlation: stacks, suspects, verdicts.
+"""What judges return: suspects, the verdict, and wait edges between ranks.
 
-Readers turn artifacts into these; the correlation and the verdict only see these,
-never raw files, so a new artifact kind plugs in by writing one reader.
+Judges turn the evidence model into these; presentation (text, JSON, HTML,
+notebook) reads only these.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One stack frame, Python or native. `file`/`line` may be unknown for native frames."""
-
-    function: str
-    file: str | None = None
-    line: int | None = None
-    native: bool = False
-    library: str | None = None
-
-    @property
-    def label(self) -> str:
-        """'func (file:line)', the key frames are merged on."""
-        where = ""
-        if self.file:
-            where = f" ({self.file}:{self.line})" if self.line else f" ({self.file})"
-        elif self.library:
-            where = f" [{self.library.rsplit('/', 1)[-1]}]"
-        return f"{self.function}{where}"
-
-
-@dataclass
-class ThreadStack:
-    """The stack of one thread, innermost frame first (as py-spy and gdb print them)."""
-
-    thread_id: int
-    name: str | None = None
-    frames: list[Frame] = field(default_factory=list)
-    active: bool | None = None
-    owns_gil: bool | None = None
-    is_main: bool = False
-    source: str = ""  #: which tool produced it: 'py-spy', 'gdb', ...
 
 
 @dataclass

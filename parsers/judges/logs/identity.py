@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parsers.artifacts import ArtifactSet
-from parsers.events import CommMember, Origin
+from parsers.model.events import CommMember, Origin
 
 
 @dataclass
