@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 from benchmarks.synthetic_job import job, write_log
-from parsers.artifacts import load_file, pause_gc
+from parsers.evidence import read_file
+from parsers.source import FileRef
+from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import correlate
 
 
@@ -32,7 +34,7 @@ def parse_throughput(lines_wanted: int) -> None:
         t_grep = time.perf_counter() - t
         t = time.perf_counter()
         with pause_gc():
-            art = load_file(path, {})
+            art = read_file(FileRef(path, path.name))
         t_parse = time.perf_counter() - t
         events = len(art.parsed.events) if art.parsed else 0
         print(f"parse: {n} lines, {size_mb:.0f} MB, {events} events: forensics {t_parse:.2f} s "

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.artifacts import Artifact, ArtifactSet, _apply_hints, pause_gc
+from parsers.evidence import Artifact, Evidence, _apply_hints
+from parsers.quiet_gc import pause_gc
 from parsers.readers import nccl_log
 
 COMM_ID = "0xa7869d7d53387980"
@@ -37,15 +38,15 @@ def rank_lines(rank: int, world: int, ops: int, host: str | None = None, pid: in
     return out
 
 
-def job(world: int, ops: int = 11, culprit: int | None = None, fault: str = "behind") -> ArtifactSet:
+def job(world: int, ops: int = 11, culprit: int | None = None, fault: str = "behind") -> Evidence:
     """A hung job: every rank logged `ops` collectives except the culprit (one fewer, or a different op)."""
-    arts = ArtifactSet()
+    arts = Evidence()
     with pause_gc():
         _fill(arts, world, ops, culprit, fault)
     return arts
 
 
-def _fill(arts: ArtifactSet, world: int, ops: int, culprit: int | None, fault: str) -> None:
+def _fill(arts: Evidence, world: int, ops: int, culprit: int | None, fault: str) -> None:
     for r in range(world):
         if r == culprit and fault == "behind":
             lines = rank_lines(r, world, ops - 1)

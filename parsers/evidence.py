@@ -1,32 +1,97 @@
-"""Loads what a bundle says about each rank into one RankEvidence per process.
+"""Read a source into the one evidence model: every file through the registry, grouped by process and host.
 
-A reader that fails on one file records the problem and moves on: a damaged file
-is missing evidence, not a reason to stop the analysis.
+Why here and not in each judge: a judge must not know whether a fact came from a
+bundle's manifest or from a loose file's content. This module reads each file once,
+takes identity from what the content says first (NCCL prefix host/pid, `[rankN]`,
+RANK in an environment, py-spy's pid), then from the manifest, then from the path,
+and says what the evidence covers (`Coverage`), so absence is judged honestly.
+A reader that fails on one file records the problem and the rest goes on.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from forensics.bundle.manifest import MissingRank, RankRecord, Status
-from forensics.bundle.reader import Bundle
-from parsers.model import ThreadStack
-from parsers.readers.gdb import read_gdb_json
-from parsers.readers.launcher import RankExit, read_launcher_json
-from parsers.readers.proc import read_proc_json
-from parsers.readers.pyspy import PySpyFormatError, read_pyspy_json
+from parsers import registry
+from parsers.model.events import Origin, Parsed, ProcessState
+from parsers.model.manifest import Manifest, MissingRank, RankRecord, Status
+from parsers.model.stacks import ThreadStack
+from parsers.quiet_gc import pause_gc
+from parsers.readers.pyspy import PySpyFormatError
+from parsers.readers.recorder import RecorderFormatError
+from parsers.source import FileRef, Hints, Source
 from parsers.stacks.classify import Activity, classify
+
+#: kinds that describe one process (grouped into RankEvidence by host and pid)
+PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json")
+#: kinds that say "this rank was alive and reporting" (what absence is measured against)
+REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state")
+#: recognised, not evidence, and not worth a 'skipped' line
+_QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
+_READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
+                TypeError, IndexError, OverflowError, MemoryError)
+
+
+@dataclass
+class Artifact:
+    """One file, what kind it is, what it contained, and who wrote it."""
+
+    path: Path
+    kind: str
+    hints: Hints = field(default_factory=Hints)
+    parsed: Parsed | None = None
+    error: str | None = None
+    rel: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.hints, dict):
+            self.hints = _hints(self.hints)
+
+    def _fact(self, key: str) -> Any:
+        if self.parsed and self.parsed.facts.get(key) is not None:
+            return self.parsed.facts[key]
+        return getattr(self.hints, key, None)
+
+    @property
+    def rank(self) -> int | None:
+        value = self._fact("rank")
+        return int(value) if value is not None else None
+
+    @property
+    def host(self) -> str | None:
+        return self._fact("host")
+
+    @property
+    def pid(self) -> int | None:
+        value = self._fact("pid")
+        return int(value) if value is not None else None
+
+    @property
+    def unknown_lines(self) -> int:
+        return self.parsed.unknown_lines if self.parsed else 0
+
+    @property
+    def cite(self) -> str:
+        """The path to name in a verdict: relative to the source."""
+        return self.rel or str(self.path)
 
 
 @dataclass
 class RankEvidence:
+    """One process of the job: identity (manifest record or content), /proc state, stacks, problems."""
+
     record: RankRecord
-    proc: dict[str, Any] | None = None
+    proc: ProcessState | None = None
     pyspy: list[ThreadStack] = field(default_factory=list)
     gdb: list[ThreadStack] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    files: list[Artifact] = field(default_factory=list)
+    from_manifest: bool = False  #: the record is the manifest's (a process seen live), not built from files
 
     @property
     def rank(self) -> int | None:
@@ -35,7 +100,7 @@ class RankEvidence:
     @property
     def state(self) -> str | None:
         """State letter before collection (the state the hang put it in)."""
-        return self.record.state_before or (self.proc or {}).get("state")
+        return self.record.state_before or (self.proc.state if self.proc else None)
 
     @cached_property
     def main_stack(self) -> ThreadStack | None:
@@ -52,44 +117,366 @@ class RankEvidence:
 
 
 @dataclass
-class BundleEvidence:
-    ranks: list[RankEvidence]
-    missing: list[MissingRank]
-    exits: list[RankExit]
-    problems: list[str]
+class HostEvidence:
+    """What one host's own files say: decoded facts, kernel lines, which collectors ran."""
+
+    host: str
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kernel_lines: list[tuple[str, int, str]] = field(default_factory=list)  #: (file, line, text)
+    collectors: dict[str, str] = field(default_factory=dict)  #: collector -> status (bundles)
+    missing: list[str] = field(default_factory=list)
+    not_applicable: list[str] = field(default_factory=list)
+    collected: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
 
 
-def load_evidence(bundle: Bundle) -> BundleEvidence:
-    ranks = [_load_rank(bundle, rec) for rec in bundle.manifest.ranks]
-    exits: list[RankExit] = []
-    problems: list[str] = []
-    for art in bundle.manifest.artifacts:
-        if art.kind == "launcher":
-            try:
-                exits.extend(read_launcher_json(bundle.path(art.path)))
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                problems.append(f"launcher record {art.path}: unreadable ({err})")
-    return BundleEvidence(ranks=ranks, missing=list(bundle.manifest.missing), exits=exits, problems=problems)
+@dataclass(frozen=True)
+class Coverage:
+    """Which ranks the evidence should and does cover, and why we believe it.
+
+    Absence is a claim only when `complete`: the manifest names the job's ranks, or a
+    stated world size (WORLD_SIZE, a world communicator's nranks, a manifest) is met
+    by files from all but a few ranks. A world size is never guessed from the highest
+    rank seen: an excerpt of one rank says nothing of the others.
+    """
+
+    world_size: int | None
+    world_source: str  #: where the world size was read ('' when unknown)
+    reporting: frozenset[int]  #: ranks with files of their own
+    from_manifest: bool
+
+    @property
+    def absent(self) -> list[int]:
+        if not self.world_size:
+            return []
+        return [r for r in range(self.world_size) if r not in self.reporting]
+
+    @property
+    def complete(self) -> bool:
+        """True when the evidence should hold every rank: absence then means something."""
+        if not self.world_size:
+            return False
+        if self.from_manifest:
+            return True
+        return len(self.absent) <= max(1, self.world_size // 16) and len(self.reporting) >= 2
+
+    def describe(self) -> str:
+        if not self.world_size:
+            return f"partial: files from {len(self.reporting)} rank(s); the job's size is not stated"
+        got = len(self.reporting)
+        if self.complete:
+            return f"{'complete' if not self.absent else 'near-complete'}: {got} of {self.world_size} ranks ({self.world_source})"
+        return f"partial: files from {got} of {self.world_size} ranks ({self.world_source})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"world_size": self.world_size, "world_source": self.world_source, "ranks_reporting": len(self.reporting),
+                "complete": self.complete, "absent_sample": self.absent[:64], "text": self.describe()}
 
 
-def _load_rank(bundle: Bundle, rec: RankRecord) -> RankEvidence:
-    ev = RankEvidence(record=rec)
-    for name, loader, attr in (
-        ("process_state", read_proc_json, "proc"),
-        ("py-spy", lambda p: read_pyspy_json(p, rec.pid), "pyspy"),
-        ("gdb", lambda p: read_gdb_json(p, rec.pid), "gdb"),
-    ):
-        col = rec.collector(name)
-        if col is None or col.status == Status.SKIPPED:
+@dataclass
+class Evidence:
+    """Everything read from one source: artifacts, processes, hosts, exits, recorder states."""
+
+    root: Path | None = None
+    form: str = "folder"
+    manifest: Manifest | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    ranks: list[RankEvidence] = field(default_factory=list)
+    hosts: dict[str, HostEvidence] = field(default_factory=dict)
+    missing: list[MissingRank] = field(default_factory=list)
+    exits: list = field(default_factory=list)
+    recorder: list = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    world_size: int | None = None  #: stated by the manifest (the log correlation learns more from content)
+
+    def of_kind(self, *kinds: str) -> list[Artifact]:
+        return [a for a in self.artifacts if a.kind in kinds]
+
+    @cached_property
+    def coverage(self) -> Coverage:
+        return _coverage(self)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], None] | None] | None = None) -> Artifact:
+    """Recognise and read one file; every failure is kept on the Artifact, never raised."""
+    art = Artifact(ref.path, "unreadable", ref.hints, rel=ref.rel)
+    try:
+        fd = os.open(ref.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as err:
+        art.error = f"cannot read: {err.strerror or err}"
+        return art
+    try:
+        st = os.fstat(fd)
+        import stat as _stat
+
+        if not _stat.S_ISREG(st.st_mode):
+            art.error = "not a regular file"
+            return art
+        head = os.read(fd, registry.HEAD_BYTES)
+    except OSError as err:
+        art.error = f"cannot read: {err.strerror or err}"
+        return art
+    finally:
+        os.close(fd)
+    kind = registry.recognise(ref.path.name, head, complete=st.st_size <= len(head))
+    art.kind = kind.name
+    if kind.read is None:
+        return art
+    origin = Origin(host=ref.hints.host, pid=ref.hints.pid, rank=ref.hints.rank, file=ref.rel or str(ref.path))
+    notes: list[tuple[int, str]] = []
+    look = line_filter(kind.text_stream) if (line_filter and kind.text_stream) else None
+
+    def keep(n: int, text: str) -> None:
+        if look(text) and len(notes) < 10_000:
+            notes.append((n, text.rstrip("\n")))
+
+    inp = registry.ReadInput(ref.path, head, st.st_size, origin, line_filter=keep if look else None,
+                             observed_ns=ref.hints.observed_ns)
+    try:
+        art.parsed = kind.read(inp)
+    except _READ_ERRORS as err:
+        art.error = f"{kind.name}: {type(err).__name__}: {str(err)[:300]}"
+        return art
+    art.parsed.notes.extend(notes)
+    _apply_hints(art.parsed, ref.hints)
+    return art
+
+
+def _hints(h: dict) -> Hints:
+    return Hints(host=h.get("host"), pid=h.get("pid"), rank=h.get("rank"))
+
+
+def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
+    """Events with no origin rank/host/pid take the file's (content first, then hints)."""
+    if isinstance(hints, dict):
+        hints = _hints(hints)
+    rank = parsed.facts.get("rank", hints.rank)
+    host = parsed.facts.get("host", hints.host)
+    pid = parsed.facts.get("pid", hints.pid)
+    for ev in parsed.events:
+        origin = getattr(ev, "origin", None)
+        if origin is None:
             continue
-        if col.status != Status.OK:
-            ev.problems.append(f"{name}: {col.status}" + (f" ({col.error})" if col.error else ""))
+        if origin.rank is None:
+            origin.rank = rank
+        if origin.host is None:
+            origin.host = host
+        if origin.pid is None:
+            origin.pid = pid
+
+
+def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None) -> list[Artifact]:
+    """Read many files; in threads when there are many (file reads release the GIL)."""
+    if len(refs) < 64 or workers == 1:
+        return [read_file(r, line_filter) for r in refs]
+    with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 2) * 2)) as pool:
+        return list(pool.map(lambda r: read_file(r, line_filter), refs, chunksize=64))
+
+
+def load(source: Source, line_filter=None) -> Evidence:
+    """The evidence of a source: every file read, processes and hosts grouped, coverage known."""
+    if line_filter is None:
+        from parsers import knowledge
+
+        line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
+    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
+    with pause_gc():
+        arts = read_files(source.files, line_filter)
+    for art in arts:
+        if art.kind in registry.NOT_EVIDENCE:
+            if art.kind not in _QUIET_KINDS:
+                ev.skipped.append((art.rel or str(art.path), f"not evidence this tool reads ({art.kind})"))
             continue
-        for path in bundle.rank_files(rec, name):
-            if not path.name.endswith(".json"):
+        if art.error and art.parsed is None:
+            ev.skipped.append((art.rel or str(art.path), art.error))
+            if art.kind == "unreadable":
                 continue
-            try:
-                setattr(ev, attr, loader(path))
-            except (OSError, ValueError, PySpyFormatError, KeyError, TypeError) as err:
-                ev.problems.append(f"{name}: {path.name} unreadable ({err})")
+        ev.artifacts.append(art)
+    if source.manifest is not None:
+        ev.world_size = _manifest_world(source.manifest)
+        ev.missing = list(source.manifest.missing)
+    _group_processes(ev)
+    _group_hosts(ev)
+    for art in ev.artifacts:
+        if art.parsed:
+            ev.exits.extend(art.parsed.exits)
+            ev.recorder.extend(art.parsed.recorder)
+            if art.kind == "recorder-state" and art.error:
+                ev.problems.append(f"recorder: {art.error}")
+        elif art.kind == "recorder-state" and art.error:
+            ev.problems.append(f"recorder: {art.error}")
+        elif art.kind == "launcher" and art.error:
+            ev.problems.append(f"launcher record {art.cite}: unreadable ({art.error})")
     return ev
+
+
+def _manifest_world(man: Manifest) -> int | None:
+    sizes = [r.world_size for r in man.ranks if isinstance(r.world_size, int) and 0 < r.world_size <= (1 << 24)]
+    return max(sizes) if sizes else None
+
+
+# ----------------------------------------------------------------------------- grouping
+
+
+def _group_processes(ev: Evidence) -> None:
+    """One RankEvidence per process: from the manifest's records, or from content (pid) in loose folders."""
+    if ev.manifest is not None:
+        by_key = {(r.host, r.pid): RankEvidence(record=r, from_manifest=True) for r in ev.manifest.ranks}
+        for rank in by_key.values():
+            rank.problems += _collector_problems(rank.record)
+        for art in ev.artifacts:
+            if art.kind in PROCESS_KINDS and art.hints.from_manifest and art.hints.pid is not None:
+                target = by_key.get((art.hints.host, art.hints.pid))
+                if target is not None:
+                    _attach(target, art)
+        ev.ranks = list(by_key.values())
+        return
+    groups: dict[tuple[str | None, int], list[Artifact]] = {}
+    for art in ev.artifacts:
+        if art.kind in PROCESS_KINDS and art.pid is not None:
+            groups.setdefault((art.hints.host, art.pid), []).append(art)
+    for (host, pid), arts in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        facts: dict[str, Any] = {}
+        for a in arts:
+            if a.parsed:
+                facts.update({k: v for k, v in a.parsed.facts.items() if v is not None})
+        rank = facts.get("rank")
+        if rank is None:
+            rank = next((a.hints.rank for a in arts if a.hints.rank is not None), None)
+        record = RankRecord(host=host or facts.get("env_host") or "?", pid=pid, dir="", rank=rank,
+                            local_rank=facts.get("local_rank"), world_size=facts.get("world_size"),
+                            job_id=facts.get("job_id"))
+        target = RankEvidence(record=record)
+        for a in arts:
+            _attach(target, a)
+        if target.proc is not None:
+            record.state_before = target.proc.state
+        ev.ranks.append(target)
+
+
+def _attach(rank: RankEvidence, art: Artifact) -> None:
+    rank.files.append(art)
+    if art.error:
+        rank.problems.append(f"{art.kind}: {art.cite} unreadable ({art.error})")
+    if not art.parsed:
+        return
+    if art.parsed.process is not None:
+        rank.proc = art.parsed.process
+    if art.kind == "gdb-json":
+        rank.gdb = list(art.parsed.stacks)
+    elif art.parsed.stacks:
+        rank.pyspy = list(art.parsed.stacks)
+
+
+def _collector_problems(rec: RankRecord) -> list[str]:
+    out = []
+    for col in rec.collectors:
+        if col.name in ("process_state", "py-spy", "gdb") and col.status not in (Status.OK, Status.SKIPPED):
+            out.append(f"{col.name}: {col.status}" + (f" ({col.error})" if col.error else ""))
+    return out
+
+
+def _group_hosts(ev: Evidence) -> None:
+    """One HostEvidence per host with host files (and per host in the manifest)."""
+    if ev.manifest is not None:
+        for rec in ev.manifest.hosts:
+            h = ev.hosts.setdefault(rec.host, HostEvidence(rec.host))
+            for col in rec.collectors:
+                h.collectors[col.name] = col.status
+                if col.status == Status.OK or col.files:
+                    h.collected.append(col.name)
+                if col.status not in (Status.OK, Status.SKIPPED):
+                    h.missing.append(f"{col.name}: {col.status}" + (f" ({col.error})" if col.error else ""))
+                elif col.status == Status.SKIPPED:
+                    h.not_applicable.append(f"{col.name}: {col.error or 'skipped'}")
+    for art in ev.artifacts:
+        kind = registry.kind(art.kind) if art.kind in registry.BY_NAME else None
+        if kind is None or kind.scope != registry.HOST or art.kind.startswith("ras-"):
+            continue
+        name = art.hints.host or "unknown-host"
+        h = ev.hosts.setdefault(name, HostEvidence(name))
+        h.kinds.add(art.kind)
+        if ev.manifest is None and kind.collector and kind.collector not in h.collected:
+            h.collected.append(kind.collector)
+        if art.error or not art.parsed:
+            h.missing.append(f"{kind.collector or art.kind}: {art.cite} could not be decoded: {art.error}")
+            continue
+        for subject, facts in art.parsed.host_facts.items():
+            target = h.facts.setdefault(subject, {})
+            for k, v in facts.items():
+                if art.kind == "nvml-json":
+                    target.setdefault(k, v)  # nvidia-smi's reading wins where both speak
+                else:
+                    target[k] = v
+        if art.kind == "kernel-log":
+            h.kernel_lines += [(art.cite, n, text) for n, text in art.parsed.notes]
+
+
+# ----------------------------------------------------------------------------- coverage
+
+
+def _coverage(ev: Evidence) -> Coverage:
+    reporting: set[int] = set()
+    for r in ev.ranks:
+        if r.rank is not None:
+            reporting.add(r.rank)
+    for art in ev.artifacts:
+        if art.kind in REPORTING_KINDS and art.parsed is not None:
+            if art.rank is not None:
+                reporting.add(art.rank)
+            for r in art.parsed.facts.get("ranks") or ():
+                reporting.add(int(r))
+    if ev.manifest is not None and ev.world_size:
+        return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True)
+    world, where = _stated_world(ev)
+    return Coverage(world, where, frozenset(reporting), False)
+
+
+def _stated_world(ev: Evidence) -> tuple[int | None, str]:
+    """A world size the files state: an environment's WORLD_SIZE, a world communicator's size."""
+    for r in ev.ranks:
+        if r.record.world_size:
+            return int(r.record.world_size), "WORLD_SIZE in a process environment"
+    best = 0
+    for art in ev.artifacts:
+        if art.parsed and art.parsed.facts.get("world_size"):
+            best = max(best, int(art.parsed.facts["world_size"]))
+    if best:
+        return best, "the world size stated in the files"
+    return None, ""
+
+
+# ----------------------------------------------------------------------------- entry points for callers with paths
+
+
+def load_path(path: Path | str, line_filter=None) -> Evidence:
+    """The evidence of a bundle, folder or archive (a temp folder for an archive is removed after reading)."""
+    from parsers.source import open_source
+
+    with open_source(path) as src:
+        return load(src, line_filter)
+
+
+def load_directory(path: Path | str) -> Evidence:
+    """The evidence of a folder of loose artifacts (no manifest hints even when it is a bundle)."""
+    from parsers.source import Source, _folder_files
+
+    root = Path(path)
+    if not root.is_dir():
+        raise ValueError(f"{root}: not a directory")
+    src = Source(root=root, given=root, form="folder")
+    _folder_files(src)
+    return load(src)
+
+
+def load_files(files, line_filter=None) -> Evidence:
+    """The evidence of (path, hints) pairs; hints: a dict with host, pid, rank (tests and benchmarks)."""
+    refs = []
+    for path, hints in files:
+        refs.append(FileRef(Path(path), str(path), _hints(dict(hints or {}))))
+    src = Source(root=Path("."), given=Path("."), form="folder", files=refs)
+    return load(src, line_filter)

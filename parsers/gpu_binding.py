@@ -46,22 +46,14 @@ def rank_device_index(local_rank: int | None, environ: dict[str, str] | None) ->
     return int(item) if item.isdigit() else None  # GPU-UUID or MIG names: not resolved here
 
 
-def rank_environ(bundle: Any, rank: Any) -> dict[str, str] | None:
-    """The rank's recorded environment (environment collector's JSON), or None."""
-    record = rank.collector("environment") if hasattr(rank, "collector") else None
-    for rel in (record.files if record else []):
-        try:
-            data = json.loads(Path(bundle.path(rel)).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            return {str(k): str(v) for k, v in data.items()}
-    return None
-
-
-def rank_bus(bundle: Any, rank: Any, order: list[Bus]) -> Bus | None:
-    """PCI address of the GPU a rank used, when it can be told."""
-    index = rank_device_index(getattr(rank, "local_rank", None), rank_environ(bundle, rank))
+def rank_bus(rank: Any, order: list[Bus]) -> Bus | None:
+    """PCI address of the GPU a rank (parsers.evidence.RankEvidence) used, when it can be told."""
+    visible = None
+    for art in getattr(rank, "files", ()):
+        if art.kind == "environment" and art.parsed:
+            visible = art.parsed.facts.get("cuda_visible_devices")
+    env = {"CUDA_VISIBLE_DEVICES": visible} if visible is not None else None
+    index = rank_device_index(rank.record.local_rank, env)
     if index is None or index >= len(order):
         return None
     return order[index]

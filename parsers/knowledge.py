@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -166,6 +166,23 @@ class KnowledgeBase:
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 findings.append(Finding(entry, subject, text.strip(), source, line_no, groups))
         return findings
+
+    def line_filter(self, stream: str) -> Callable[[str], bool] | None:
+        """A fast test 'could any line entry of `stream` (or of the kernel, for pasted host lines)
+        match this line?', for readers to keep just those lines while they read.
+
+        One alternation of every entry's pattern (named groups made plain), so a line costs
+        one regex search instead of one per entry; the entries decide afterwards.
+        """
+        patterns = [e.pattern.pattern for s in {stream, "kernel"} for e in self._lines.get(s, ()) if e.pattern is not None]
+        if not patterns:
+            return None
+        plain = [re.sub(r"\(\?P<\w+>", "(?:", p) for p in patterns]
+        try:
+            combined = re.compile("|".join(f"(?:{p})" for p in plain))
+        except re.error:
+            return lambda text: bool(self.match_line(text, stream) or self.match_line(text, "kernel"))
+        return lambda text: combined.search(text) is not None
 
     def match_facts(self, subject: str, facts: Mapping[str, Any], source: str = "") -> list[Finding]:
         """Findings of every value entry over the decoded facts of one subject."""

@@ -1,8 +1,8 @@
 """Start a bisection from what failed runs already said, and from single-host checks.
 
 Verdicts: `forensics analyze --json` output ({"culprit": {"host": ...}, "suspects":
-[{"host": ..., "confidence": ...}]}), or a bundle folder (its analysis.json, else the
-host names in its manifest.json). Every host a failed run implicated gains prior odds;
+[{"host": ..., "confidence": ...}]}), a bundle folder's saved analysis.json, or any
+bundle, loose folder or archive, analysed here with the one pipeline (parsers.analyze). Every host a failed run implicated gains prior odds;
 hosts implicated by more than one run are tested alone in the first round.
 
 Host checks: any callable host -> 'healthy' | 'suspect' | 'exclude' | None (the host
@@ -72,17 +72,44 @@ def _read_json(path: Path) -> Any:
 def read_one(path: Path) -> tuple[dict[str, float], str | None]:
     """Hosts implicated by one verdict file or bundle folder, or a reason it said nothing."""
     try:
-        if path.is_dir():
-            if (path / "analysis.json").is_file():
-                return _hosts_of_verdict(_read_json(path / "analysis.json")), None
-            if (path / "manifest.json").is_file():
-                return _hosts_of_manifest(_read_json(path / "manifest.json")), None
-            return {}, f"{path}: neither analysis.json nor manifest.json inside"
+        if path.is_dir() and (path / "analysis.json").is_file():
+            return _hosts_of_verdict(_read_json(path / "analysis.json")), None
+        if path.is_dir() or _is_archive(path):
+            return _hosts_of_source(path)
         data = _read_json(path)
         hosts = _hosts_of_verdict(data) or _hosts_of_manifest(data)
         return hosts, None if hosts else f"{path}: names no host"
     except (OSError, ValueError) as err:
         return {}, f"{path}: unreadable ({err})"
+
+
+def _is_archive(path: Path) -> bool:
+    import tarfile
+
+    try:
+        return path.is_file() and tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
+def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:
+    """Analyse a bundle, folder or archive; its verdict's hosts, else the hosts its manifest names."""
+    from parsers.analyze import analyze
+    from parsers.errors import InputError
+
+    try:
+        result = analyze(path)
+    except InputError as err:
+        manifest = path / "manifest.json"
+        if path.is_dir() and manifest.is_file():  # a damaged bundle still says which hosts took part
+            hosts = _hosts_of_manifest(_read_json(manifest))
+            if hosts:
+                return hosts, None
+        return {}, f"{path}: {err}"
+    hosts = _hosts_of_manifest(result.evidence.manifest.to_dict()) if result.evidence.manifest is not None else {}
+    for host, weight in _hosts_of_verdict(result.verdict.to_dict()).items():
+        hosts[host] = max(weight, hosts.get(host, 0.0))
+    return hosts, None if hosts else f"{path}: names no host"
 
 
 def read_bundles(paths: Iterable[str | Path]) -> Implication:

@@ -4,7 +4,7 @@ The format is documented in docs/architecture.md. `manifest` defines it, `writer
 fills it during collection, `reader` opens and validates it for analysis.
 """
 
-from forensics.bundle.manifest import (
+from parsers.model.manifest import (
     FORMAT,
     VERSION,
     CollectorRecord,

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.bundle.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, Status
+from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from forensics import __version__
 from forensics.errors import ForensicsError
-from forensics.bundle.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord
+from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
+from parsers.model.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.progress import Progress
 from forensics.collectors import host_collectors, rank_collectors

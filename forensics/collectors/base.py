@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 
 
 @dataclass

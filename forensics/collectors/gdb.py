@@ -14,7 +14,7 @@ import subprocess
 import time
 from typing import Any
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 

@@ -7,7 +7,7 @@ stuck NFS or Lustre mount.
 
 from __future__ import annotations
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text

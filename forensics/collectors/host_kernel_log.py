@@ -13,7 +13,7 @@ import errno
 import os
 import time
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_text, tail

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 

@@ -8,7 +8,7 @@ nvidia-smi is itself evidence against the host.
 
 from __future__ import annotations
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text

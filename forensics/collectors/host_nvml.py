@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
 

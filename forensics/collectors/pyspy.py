@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget

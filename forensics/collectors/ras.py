@@ -7,7 +7,7 @@ version has it) so `analyze` can read it later. Interpretation is the parsers' j
 
 from __future__ import annotations
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
 

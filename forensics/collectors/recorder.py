@@ -16,7 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 
 DIR_KEY = "FORENSICS_RECORDER_DIR"

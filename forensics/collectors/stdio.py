@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_tail
 from forensics.discover import procfs

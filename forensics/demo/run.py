@@ -8,15 +8,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.bundle.manifest import Artifact
-from forensics.bundle.reader import open_bundle
+from parsers.model.manifest import Artifact
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.demo.launcher import start_job, stop_job, wait_for_hang, write_record
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from parsers.analyze import analyze_bundle
+from parsers.analyze import analyze
 from parsers.model import Verdict
 
 
@@ -57,5 +56,5 @@ def run_demo(out: Path, ranks: int, fault: str, culprit: int, options: CollectOp
     finally:
         stop_job(job)
         say("demo: job stopped.")
-    verdict, _ = analyze_bundle(open_bundle(out))
+    verdict = analyze(out).verdict
     return DemoOutcome(bundle=out, verdict=verdict, culprit=culprit, fault=fault)

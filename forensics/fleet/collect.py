@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from forensics.bundle.manifest import Manifest
+from parsers.model.manifest import Manifest
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.collect.progress import Progress
 from forensics.fleet import command as cmd

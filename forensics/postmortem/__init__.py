@@ -13,7 +13,7 @@
 See docs/notebook-api.md.
 """
 
-from forensics.postmortem.loader import from_bundle, load, register_loose_loader
+from forensics.postmortem.loader import from_bundle, load
 from forensics.postmortem.session import PostMortem
 
-__all__ = ["PostMortem", "from_bundle", "load", "register_loose_loader"]
+__all__ = ["PostMortem", "from_bundle", "load"]

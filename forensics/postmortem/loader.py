@@ -1,52 +1,34 @@
-"""`load(path)`: a bundle folder or archive, or (through a hook) a folder of loose artifacts.
+"""`load(path)`: a bundle folder, a loose folder of logs and dumps, or an archive of either, analysed.
 
-Bundles are analysed here with parsers.analyze. A folder of loose artifacts (NCCL
-logs, Flight Recorder dumps, stderr files with no manifest) needs the log readers
-and their correlation: whichever module provides them registers a loader with
-`register_loose_loader`, and `load` hands such folders to it. Without one, the
-user gets a clear error rather than a guess.
+The analysis is parsers.analyze's one pipeline; this module only wraps the result
+for notebooks and turns bad input into a ForensicsError with what to do.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
-from forensics.bundle.reader import is_bundle, open_bundle
 from forensics.errors import ForensicsError
 from forensics.postmortem.session import PostMortem
 from forensics.postmortem.waitfor import correlated_graph
-from parsers.analyze import analyze_bundle
-
-_LOOSE_LOADERS: list[Callable[[Path], PostMortem]] = []
-
-
-def register_loose_loader(loader: Callable[[Path], PostMortem]) -> None:
-    """Add a loader for folders that are not bundles; it returns a PostMortem or raises ForensicsError."""
-    if loader not in _LOOSE_LOADERS:
-        _LOOSE_LOADERS.append(loader)
+from parsers.analyze import analyze
+from parsers.errors import InputError
 
 
 def load(path: str | Path) -> PostMortem:
-    """Load a bundle (folder or .tar.gz) and analyse it; raises ForensicsError on bad input."""
+    """Load and analyse a bundle, folder or archive; raises ForensicsError on bad input."""
     path = Path(path).expanduser()
-    if not path.exists():
-        raise ForensicsError(f"{path}: no such file or directory")
-    if is_bundle(path):
-        return from_bundle(path)
-    if path.is_dir() and _LOOSE_LOADERS:
-        errors = []
-        for loader in _LOOSE_LOADERS:
-            try:
-                return loader(path)
-            except ForensicsError as err:
-                errors.append(str(err))
-        raise ForensicsError(f"{path}: no loader could read this folder: " + "; ".join(errors))
-    raise ForensicsError(f"{path}: not a bundle (no manifest.json); make one with 'forensics collect' or 'forensics demo'")
+    try:
+        result = analyze(path)
+    except InputError as err:
+        raise ForensicsError(str(err)) from err
+    except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
+        raise ForensicsError(f"knowledge base: {err}") from err
+    if not result.evidence.artifacts and result.evidence.manifest is None:
+        raise ForensicsError(f"{path}: not a bundle, and no logs or dumps in it")
+    verdict = result.verdict
+    return PostMortem(verdict, source=str(path), evidence=result.evidence, graph=correlated_graph(verdict))
 
 
-def from_bundle(path: str | Path) -> PostMortem:
-    """Open and analyse a bundle."""
-    bundle = open_bundle(path)
-    verdict, evidence = analyze_bundle(bundle)
-    return PostMortem(verdict, source=str(path), evidence=evidence, graph=correlated_graph(bundle, verdict))
+#: the same call, by its older name
+from_bundle = load

@@ -60,7 +60,7 @@ class PostMortem:
                  events: list[dict[str, Any]] | None = None, evidence: Any = None) -> None:
         self.verdict = verdict
         self.source = source  #: the path it was loaded from
-        self.evidence = evidence  #: parsers.evidence.BundleEvidence when loaded from a bundle
+        self.evidence = evidence  #: parsers.evidence.Evidence it was judged on
         self._graph = graph
         self._events = events or []
 

@@ -21,7 +21,7 @@ import networkx as nx
 from parsers.model import Verdict
 
 
-def correlated_graph(bundle: Any, verdict: Verdict) -> nx.DiGraph | None:
+def correlated_graph(verdict: Verdict) -> nx.DiGraph | None:
     """The wait-for graph of the log correlation (global ranks), or None when it found no edge.
 
     `forensics analyze` keeps that graph on the verdict; only rank-to-rank edges are

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
 from parsers import gpu_binding
-from parsers.suspects import merge_suspects
-from parsers.model import Suspect, Verdict
-from parsers.readers import host_ib, host_kernel, host_nvml, host_nvsmi, host_system
+from parsers.evidence import Evidence, HostEvidence, RankEvidence
+from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
+from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.manifest import RankRecord
 
 HEALTHY, SUSPECT, EXCLUDE, UNKNOWN = "healthy", "suspect", "exclude", "unknown"
 STATUSES = (HEALTHY, SUSPECT, EXCLUDE, UNKNOWN)
 
-#: Rank collectors whose files are text logs worth matching (stdout/stderr, NCCL debug files).
-RANK_LOG_COLLECTORS = ("stdio", "nccl_log")
+#: Kinds of rank files that are text logs worth matching (stdout/stderr, NCCL debug files).
+RANK_LOG_KINDS = ("rank-log", "nccl-log")
 #: Suspect confidence by severity of the host finding behind it (see host_suspects).
 HOST_CONFIDENCE = {"critical": 0.96, "error": 0.85, "warning": 0.55, "info": 0.2}
 #: Findings this many or more on one (entry, subject) are shown once, with a count.
@@ -128,89 +128,19 @@ def _status(groups: list[FindingGroup], has_evidence: bool) -> str:
     return HEALTHY if has_evidence else UNKNOWN
 
 
-class _HostReader:
-    """Reads one host's collector files into facts and findings; bad files become 'missing' notes."""
-
-    def __init__(self, bundle: Any, kb: KnowledgeBase, report: HostReport) -> None:
-        self.bundle = bundle
-        self.kb = kb
-        self.report = report
-        self.findings: list[Finding] = []
-
-    def file(self, record: Any, name: str) -> tuple[str, str] | None:
-        """(bundle-relative path, text) of the collector's file called `name`, if present."""
-        for rel in record.files:
-            if Path(rel).name == name:
-                try:
-                    return rel, self.bundle.path(rel).read_text(encoding="utf-8", errors="replace")
-                except OSError as err:
-                    self.report.missing.append(f"{record.name}: cannot read {rel}: {err}")
-        return None
-
-    def merge(self, subjects: dict[str, dict[str, Any]], prefix: str, overwrite: bool = True) -> None:
-        for subject, facts in subjects.items():
-            name = f"{prefix} {subject}".strip() if prefix else subject
-            target = self.report.facts.setdefault(name, {})
-            for k, v in facts.items():
-                if overwrite or k not in target:
-                    target[k] = v
-
-    def decode(self, record: Any, filename: str, parse: Callable[[str], Any], use: Callable[[Any, str], None]) -> None:
-        got = self.file(record, filename)
-        if got is None:
-            return
-        rel, text = got
-        try:
-            use(parse(text), rel)
-        except ValueError as err:
-            self.report.missing.append(f"{record.name}: {rel} could not be decoded: {err}")
-
-    def kernel(self, record: Any) -> None:
-        got = self.file(record, "kernel.log")
-        if got:
-            rel, text = got
-            lines = host_kernel.read_kernel_log(text)
-            self.findings += self.kb.scan_lines(host_kernel.numbered_messages(lines), "kernel", rel, "kernel")
-
-    def run(self, record: Any) -> None:
-        name = record.name
-        if name == "kernel_log":
-            self.kernel(record)
-        elif name == "nvidia_smi":
-            before = len(self.report.missing)
-            self.decode(record, "nvidia-smi-q.xml", host_nvsmi.parse_xml, lambda d, rel: self.merge(d, "gpu"))
-            if not any(k.startswith("gpu ") for k in self.report.facts):
-                del self.report.missing[before:]
-                self.decode(record, "nvidia-smi-q.txt", host_nvsmi.parse_text, lambda d, rel: self.merge(d, "gpu"))
-        elif name == "nvml":
-            self.decode(record, "nvml.json", host_nvml.parse_nvml_json, lambda d, rel: self.merge(d, "gpu", overwrite=False))
-        elif name == "infiniband":
-            self.decode(record, "infiniband.json", host_ib.parse_ib_json, lambda d, rel: self.merge(d, ""))
-        elif name == "cpufreq":
-            self.decode(record, "cpufreq.json", host_system.parse_cpufreq_json, lambda d, rel: self.merge({"cpu": d}, ""))
-        elif name == "disk":
-            self.decode(record, "df.txt", host_system.parse_df, lambda d, rel: self.merge(d, ""))
-            self.decode(record, "df-inodes.txt", lambda t: host_system.parse_df(t, inodes=True), lambda d, rel: self.merge(d, ""))
-        elif name == "memory":
-            self.decode(record, "memory.json", host_system.parse_memory_json, lambda d, rel: self.merge({"memory": d}, ""))
-
-
-def host_report(bundle: Any, host_record: Any, kb: KnowledgeBase, rank_findings: Iterable[Finding] = ()) -> HostReport:
-    """The report of one manifest host record (plus findings from its ranks' logs)."""
-    report = HostReport(host=host_record.host)
-    reader = _HostReader(bundle, kb, report)
-    collectors = {}
-    for record in host_record.collectors:
-        collectors[f"collector.{record.name}.status"] = record.status
-        if record.status == "ok" or record.files:
-            report.collected.append(record.name)
-            reader.run(record)
-        if record.status not in ("ok", "skipped"):
-            report.missing.append(f"{record.name}: {record.status}" + (f" ({record.error})" if record.error else ""))
-        elif record.status == "skipped":
-            report.not_applicable.append(f"{record.name}: {record.error or 'skipped'}")
-    report.facts["collectors"] = collectors
-    findings = list(reader.findings)
+def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[Finding] = ()) -> HostReport:
+    """The report of one host: its facts and kernel lines matched against the knowledge base."""
+    report = HostReport(host=host.host, missing=list(host.missing), not_applicable=list(host.not_applicable),
+                        collected=list(host.collected))
+    report.facts = {subject: dict(facts) for subject, facts in host.facts.items()}
+    if host.collectors:
+        report.facts["collectors"] = {f"collector.{name}.status": status for name, status in host.collectors.items()}
+    findings: list[Finding] = []
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for rel, n, text in host.kernel_lines:
+        by_file.setdefault(rel, []).append((n, text))
+    for rel, lines in by_file.items():
+        findings += kb.scan_lines(lines, "kernel", rel, "kernel")
     for subject, facts in report.facts.items():
         findings += kb.match_facts(subject, facts, source=_fact_source(subject))
     findings += list(rank_findings)
@@ -224,68 +154,92 @@ def _fact_source(subject: str) -> str:
     return {"gpu": "nvidia-smi/NVML", "ib": "infiniband sysfs", "disk": "df", "cpu": "cpufreq", "memory": "meminfo/PSI", "collectors": "manifest"}.get(kind, "")
 
 
-def rank_log_findings(bundle: Any, kb: KnowledgeBase) -> dict[tuple[str, int | None, int], list[Finding]]:
-    """Knowledge-base findings in every rank's text logs, keyed by (host, rank, pid)."""
-    out: dict[tuple[str, int | None, int], list[Finding]] = {}
-    for rank in bundle.manifest.ranks:
-        subject = f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
-        found: list[Finding] = []
-        for record in rank.collectors:
-            if record.name not in RANK_LOG_COLLECTORS:
-                continue
-            for rel in record.files:
-                try:
-                    text = bundle.path(rel).read_text(encoding="utf-8", errors="replace")
-                except (OSError, ValueError):
-                    continue
-                found += kb.scan_lines(enumerate(text.splitlines(), start=1), subject, rel, "rank-log")
-        out[(rank.host, rank.rank, rank.pid)] = found
+def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | None, int | None], list[Finding]]:
+    """Knowledge-base findings in every rank's text logs, keyed by (host, rank, pid).
+
+    The lines were picked while the logs were read (the knowledge base's line filter),
+    so no log is read twice. A host line pasted into a job's output (an Xid, a GPU
+    lost) counts too: such lines are matched against the kernel entries as well.
+    """
+    out: dict[tuple[str, int | None, int | None], list[Finding]] = {}
+    for art in ev.artifacts:
+        if art.kind not in RANK_LOG_KINDS or not art.parsed or not art.parsed.notes:
+            continue
+        host = art.hints.host or art.host or "unknown-host"
+        rank = art.hints.rank if art.hints.from_manifest else art.rank
+        pid = art.hints.pid if art.hints.from_manifest else art.pid
+        subject = f"rank {rank}" if rank is not None else (f"pid {pid}" if pid is not None else "job log")
+        found = kb.scan_lines(art.parsed.notes, subject, art.cite, "rank-log")
+        seen = {(f.line_no, f.entry.id) for f in found}
+        found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
+        out.setdefault((host, rank, pid), []).extend(found)
     return out
 
 
-def host_reports(bundle: Any, kb: KnowledgeBase) -> list[HostReport]:
-    """One report per host named in the manifest (hosts record or ranks), sorted by host."""
-    per_rank = rank_log_findings(bundle, kb)
+def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
+    """One report per host with evidence (host files, manifest host records or rank logs), sorted by host."""
+    per_rank = rank_log_findings(ev, kb)
     by_host: dict[str, list[Finding]] = {}
     for (host, _rank, _pid), found in per_rank.items():
         by_host.setdefault(host, []).extend(found)
-    reports = []
-    seen = set()
-    for record in bundle.manifest.hosts:
-        reports.append(host_report(bundle, record, kb, by_host.get(record.host, [])))
-        seen.add(record.host)
-    for host in sorted(set(by_host) - seen):
+    reports = [host_report(h, kb, by_host.get(name, [])) for name, h in ev.hosts.items()]
+    for host in sorted(set(by_host) - set(ev.hosts)):
+        if not by_host[host] and ev.manifest is None:
+            continue
         report = HostReport(host=host, missing=["no host evidence was collected on this host"])
         report.groups = group_findings(by_host[host])
         report.status = _status(report.groups, False)
         reports.append(report)
+    if ev.manifest is not None:
+        named = {r.host for r in reports}
+        for rank in ev.ranks:
+            if rank.record.host not in named:
+                named.add(rank.record.host)
+                reports.append(HostReport(host=rank.record.host, missing=["no host evidence was collected on this host"],
+                                          status=UNKNOWN))
     return sorted(reports, key=lambda r: r.host)
 
 
-def host_suspects(reports: Iterable[HostReport], ranks: Iterable[Any], bundle: Any = None) -> list[Suspect]:
+def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) -> list[Suspect]:
     """Suspects for `forensics analyze`: ranks on hosts with faults, and ranks whose own logs name a known error.
 
     A rank on a host with an uncorrectable ECC error or a GPU off the bus gets a
     confidence above the stack-based classes (a stopped process is 0.95): the
     hardware explains the hang, and the recommended action travels in the evidence.
     Findings in a rank's own log are pinned to that rank; host findings go to every
-    rank on the host, and, when `bundle` lets us tell which GPU each rank used
+    rank on the host, and, when its environment tells which GPU each rank used
     (parsers.gpu_binding), the rank on the GPU a finding names ranks first.
     """
     suspects = []
     ranks = list(ranks)
     for report in reports:
         order = gpu_binding.gpu_order(report.facts)
-        for rank in (r for r in ranks if r.host == report.host):
-            subject = f"rank {rank.rank}" if rank.rank is not None else f"pid {rank.pid}"
+        for rank in (r for r in ranks if r.record.host == report.host):
+            rec = rank.record
+            subject = f"rank {rec.rank}" if rec.rank is not None else f"pid {rec.pid}"
             mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g)]
             host_wide = [g for g in report.reasons if not g.first.subject.startswith(("rank ", "pid "))]
-            my_bus = gpu_binding.rank_bus(bundle, rank, order) if bundle is not None and order else None
+            my_bus = gpu_binding.rank_bus(rank, order) if order else None
             best = _worst(mine + host_wide, my_bus)
             if best is None:
                 continue
-            suspects.append(_suspect(rank, report, best, own=best in mine, my_bus=my_bus))
+            suspects.append(_suspect(rec, report, best, own=best in mine, my_bus=my_bus))
     return suspects
+
+
+def log_only_suspects(reports: Iterable[HostReport]) -> list[Suspect]:
+    """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank."""
+    out = []
+    for report in reports:
+        for g in report.groups:
+            subject = g.first.subject
+            if subject.startswith("rank ") and subject[5:].isdigit() and _blames_rank(g):
+                rank = int(subject[5:])
+                rec = RankRecord(host=report.host, pid=0, dir="", rank=rank)
+                s = _suspect(rec, report, g, own=True)
+                s.pid = None
+                out.append(s)
+    return out
 
 
 def _named_bus(group: FindingGroup) -> gpu_binding.Bus | None:
@@ -318,7 +272,7 @@ def _worst(groups: list[FindingGroup], my_bus: gpu_binding.Bus | None = None) ->
 SAME_GPU_BONUS, OTHER_GPU_PENALTY = 0.02, 0.1
 
 
-def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool, my_bus: gpu_binding.Bus | None = None) -> Suspect:
+def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: bool, my_bus: gpu_binding.Bus | None = None) -> Suspect:
     entry = group.entry
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
@@ -338,8 +292,8 @@ def _suspect(rank: Any, report: HostReport, group: FindingGroup, own: bool, my_b
     return Suspect(
         rank=rank.rank,
         host=rank.host,
-        pid=getattr(rank, "pid", None),
-        reason_class="known-error" if own else "host-fault",
+        pid=rank.pid,
+        reason_class=ReasonClass.KNOWN_ERROR if own else ReasonClass.HOST_FAULT,
         reason=reason,
         confidence=min(confidence, 0.99),
         evidence=evidence,
@@ -355,25 +309,11 @@ def exit_status(reports: Iterable[HostReport]) -> str:
     return HEALTHY
 
 
-def fold_into_verdict(verdict: Verdict, bundle: Any, kb: KnowledgeBase) -> Verdict:
-    """Add host evidence to a verdict from the stacks: suspects, a 'hosts' section, the action.
-
-    The one call `forensics analyze` needs. Host suspects merge into the existing
-    ranking (a rank on a host with an uncorrectable ECC error goes first); the
-    summary gains the recommended action when a host or known error is the culprit.
-    """
-    reports = host_reports(bundle, kb)
-    extra = host_suspects(reports, bundle.manifest.ranks, bundle)
-    verdict.suspects = merge_suspects(verdict.suspects, extra)
-    verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    for report in reports:
-        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
-    culprit = verdict.culprit
-    if culprit is not None and culprit.reason_class in ("host-fault", "known-error"):
-        action = next((e[len("recommended action: "):] for e in culprit.evidence if e.startswith("recommended action: ")), None)
-        lead = f"{culprit.label} {culprit.reason}"
-        verdict.summary = lead + (f". Recommended action: {action}." if action else ".") + (f" {verdict.summary}" if verdict.summary else "")
-    excluded = [r.host for r in reports if r.status == EXCLUDE]
-    if excluded:
-        verdict.sections["exclude_hosts"] = excluded
-    return verdict
+def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list[Suspect]]:
+    """The host judge: a report per host, and the suspects those reports make (pure)."""
+    reports = host_reports(ev, kb)
+    suspects = host_suspects(reports, ev.ranks)
+    if ev.manifest is None:
+        named = {s.rank for s in suspects}
+        suspects += [s for s in log_only_suspects(reports) if s.rank not in named]
+    return reports, suspects

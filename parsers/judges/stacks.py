@@ -11,26 +11,17 @@ from __future__ import annotations
 
 from collections import Counter
 
-from parsers.evidence import BundleEvidence, RankEvidence
-from parsers.model import Suspect, Verdict
+from parsers.evidence import Evidence, RankEvidence
+from parsers.model.findings import ReasonClass, Suspect, Verdict
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.stacks.tree import build_tree, render_tree
 
-CONFIDENCE = {
-    "stopped": 0.95,
-    "missing": 0.9,
-    "exited": 0.9,
-    "kernel-wait": 0.7,
-    "outside-collective": 0.8,
-    "exited-first": 0.75,
-    "mismatch": 0.6,
-    "absent": 0.6,
-}
+CONFIDENCE = {rc.value: rc.default_confidence for rc in ReasonClass}
 
 
-def stack_verdict(ev: BundleEvidence) -> Verdict:
+def stack_verdict(ev: Evidence) -> Verdict:
     """The verdict from stacks, process state and absence (logs are correlated elsewhere)."""
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     waiting = {rank: act for rank, act in activities.items() if act.waiting}
@@ -46,7 +37,6 @@ def stack_verdict(ev: BundleEvidence) -> Verdict:
     verdict = Verdict(suspects=suspects)
     if waiting and common:
         verdict.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
-    verdict.summary = summarize(verdict)
     verdict.missing_evidence = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
     verdict.missing_evidence += ev.problems
     verdict.sections["classes"] = _classes(activities)
@@ -81,7 +71,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if state in ("T", "t"):
         reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
         return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=evidence)
-    if state in ("Z", "X") or (rec.state_before is None and r.proc is None):
+    if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
         return Suspect(**base, reason_class="exited", reason="has exited (zombie or gone) while the job runs on", confidence=CONFIDENCE["exited"], evidence=evidence)
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
@@ -97,7 +87,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     return None
 
 
-def _missing_suspects(ev: BundleEvidence) -> list[Suspect]:
+def _missing_suspects(ev: Evidence) -> list[Suspect]:
     exits = {e.rank: e for e in ev.exits}
     suspects = []
     for miss in ev.missing:
@@ -125,13 +115,7 @@ def _missing_suspects(ev: BundleEvidence) -> list[Suspect]:
     return suspects
 
 
-def _reason_after_label(s: Suspect) -> str:
-    """The reason without a leading 'rank N' that would repeat the label."""
-    lead = f"rank {s.rank} "
-    return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
-
-
-def _absent_suspects(ev: BundleEvidence) -> list[Suspect]:
+def _absent_suspects(ev: Evidence) -> list[Suspect]:
     """Ranks below WORLD_SIZE found on no collected host, when only a few are absent.
 
     A bundle of every host of a job that lacks rank 7 says rank 7 died or never
@@ -162,25 +146,6 @@ def _absent_suspects(ev: BundleEvidence) -> list[Suspect]:
 def _first_failure(exits: list[RankExit]) -> RankExit | None:
     failed = [e for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
     return min(failed, key=lambda e: e.exited_at) if failed else None
-
-
-def summarize(verdict: Verdict) -> str:
-    """One line: the culprit and why, then what the other ranks do (from the 'waiting' section)."""
-    waiting = verdict.sections.get("waiting") or {}
-    ranks, activity = waiting.get("ranks", []), waiting.get("activity")
-    head = verdict.culprit
-    if head is None:
-        if ranks:
-            return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out"
-        return "no culprit named: no rank waits in a collective and none is stopped or missing"
-    text = f"{head.label} {_reason_after_label(head)}"
-    action = next((e.split(": ", 1)[1] for e in head.evidence if e.startswith("recommended action: ")), None)
-    if action:
-        text += f". Recommended action: {action}"
-    victims = [r for r in ranks if r != head.rank]
-    if victims and activity:
-        text += f"; ranks {fold(victims)} {activity}"
-    return text
 
 
 def _classes(activities: dict[int, Activity]) -> list[dict]:

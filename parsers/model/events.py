@@ -151,14 +151,64 @@ class RasFinding:
 Event = CommMember | OpEvent | Progress | ErrorEvent | TopoEdge | RasFinding
 
 
+@dataclass(frozen=True)
+class ProcessState:
+    """A process as /proc showed it at collection: state letter, wait channel, threads.
+
+    `threads` holds (tid, name, state, wchan) tuples; `raw` keeps the file's other fields
+    for tables. Derived facts are properties so every judge reads them the same way.
+    """
+
+    pid: int
+    state: str
+    comm: str | None = None
+    ppid: int | None = None
+    uid: int | None = None
+    wchan: str | None = None
+    tracer_pid: int | None = None
+    vm_rss_kb: int | None = None
+    threads: tuple = ()
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def frozen(self) -> bool:
+        """Cannot run: stopped, traced-stopped, zombie, dead or in uninterruptible sleep."""
+        return self.state in ("T", "t", "Z", "X", "D")
+
+    @property
+    def stopped(self) -> bool:
+        return self.state in ("T", "t")
+
+    @property
+    def gone(self) -> bool:
+        return self.state in ("Z", "X")
+
+    def get(self, key: str, default=None):
+        """Dict-style access for the fields tables show (proc.json names)."""
+        return getattr(self, key, None) if key in _PROCESS_FIELDS else self.raw.get(key, default)
+
+
+_PROCESS_FIELDS = ("pid", "state", "comm", "ppid", "uid", "wchan", "tracer_pid", "vm_rss_kb")
+
+
 @dataclass
 class Parsed:
-    """What one reader got from one artifact: events plus honest counts of what it skipped."""
+    """What one reader got from one artifact: the evidence, plus honest counts of what it skipped.
+
+    Every reader fills the fields its source has and leaves the rest empty; the pipeline
+    groups them by process and host. Facts keep their source through `Origin.file/line`
+    (events) or the artifact they came from (the rest).
+    """
 
     kind: str
     events: list = field(default_factory=list)
     lines: int = 0
     unknown_lines: int = 0
     problems: list[str] = field(default_factory=list)
-    stacks: list = field(default_factory=list)  #: parsers.model.ThreadStack from stack dumps
-    facts: dict = field(default_factory=dict)  #: identity learned from content: host, pid, rank
+    stacks: list = field(default_factory=list)  #: parsers.model.stacks.ThreadStack from stack dumps
+    facts: dict = field(default_factory=dict)  #: identity learned from content: host, pid, rank, world_size, job_id
+    process: ProcessState | None = None  #: /proc state (process-state files)
+    host_facts: dict = field(default_factory=dict)  #: subject ('gpu 0000:3b:00.0', 'memory', ...) -> {fact: value}
+    exits: list = field(default_factory=list)  #: parsers.readers.launcher.RankExit from launcher records
+    recorder: list = field(default_factory=list)  #: parsers.readers.recorder.RecorderState
+    notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base

@@ -7,7 +7,71 @@ notebook) reads only these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
+
+
+class ReasonClass(str, Enum):
+    """Why a rank is a suspect. Each class knows whether it is an observed fact about the
+    process or host (stopped, gone, a host fault) or an inferred claim (the others wait on
+    it), and the confidence a judge gives it when nothing raises or lowers it.
+
+    Observed facts head a merged suspect: they say *why*, where claims only say *that*.
+    A str Enum, so JSON and comparisons with the plain names keep working.
+    """
+
+    def __new__(cls, value: str, observed: bool, confidence: float, text: str) -> "ReasonClass":
+        obj = str.__new__(cls, value)
+        obj._value_ = value
+        obj.observed = observed
+        obj.default_confidence = confidence
+        obj.text = text
+        return obj
+
+    STOPPED = ("stopped", True, 0.95, "the process is stopped (SIGSTOP or a debugger)")
+    MISSING = ("missing", True, 0.90, "the process the job needs does not exist")
+    EXITED = ("exited", True, 0.90, "the process has exited while the job runs on")
+    HOST_FAULT = ("host-fault", True, 0.85, "its host has a hardware or system fault")
+    KNOWN_ERROR = ("known-error", True, 0.85, "its own log names a known error")
+    KERNEL_WAIT = ("kernel-wait", True, 0.70, "stuck in the kernel (state D)")
+    FROZEN_IN_OP = ("entered-then-frozen", True, 0.95, "entered a collective and stopped progressing")
+    EXITED_FIRST = ("exited-first", True, 0.75, "the first rank to die")
+    OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
+    MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
+    WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
+    MISSING_LINE = ("missing-line", False, 0.70, "never logged the operation the others wait in")
+    NO_DUMP = ("no-dump", False, 0.60, "left no evidence where the others did")
+    ABSENT = ("absent", False, 0.60, "no process on any collected host")
+    STALLED = ("stalled-in-collective", False, 0.70, "its peers wait for data from it in a collective")
+    STALLED_FIRST = ("stalled-first", False, 0.60, "the first to stall")
+    WAIT_CYCLE = ("wait-cycle", False, 0.50, "in a wait cycle")
+    BEHIND = ("behind", False, 0.60, "behind the others in a communicator")
+    RAS_BEHIND = ("ras-behind", False, 0.50, "NCCL RAS reports it behind")
+    RAS_MISSING = ("ras-missing", False, 0.50, "NCCL RAS reports it missing")
+    RAS_DEAD = ("ras-dead", False, 0.50, "NCCL RAS reports it dead")
+    LOST_PEER = ("lost-peer", False, 0.50, "the one peer that the ranks which lost a connection share")
+    SILENT = ("silent", False, 0.45, "reported no error while others failed")
+    ERROR_FIRST = ("error-first", False, 0.30, "logged the first error")
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, name: "str | ReasonClass") -> "ReasonClass | None":
+        """The class called `name`, or None for a name no judge uses."""
+        try:
+            return cls(name)
+        except ValueError:
+            return None
+
+
+def is_observed(reason_class: "str | ReasonClass") -> bool:
+    """True for facts about the process or host itself (they lead a merged suspect)."""
+    rc = ReasonClass.of(reason_class)
+    return bool(rc and rc.observed)
 
 
 @dataclass
@@ -17,7 +81,7 @@ class Suspect:
     rank: int | None
     host: str | None
     pid: int | None
-    reason_class: str  #: short machine-readable kind: 'stopped', 'outside-collective', 'missing', ...
+    reason_class: str  #: a ReasonClass (a str): 'stopped', 'outside-collective', 'missing', ...
     reason: str  #: one human sentence
     confidence: float
     evidence: list[str] = field(default_factory=list)
@@ -37,7 +101,8 @@ class Suspect:
             "rank": self.rank,
             "host": self.host,
             "pid": self.pid,
-            "reason_class": self.reason_class,
+            "reason_class": str(self.reason_class),
+            "observed": is_observed(self.reason_class),
             "reason": self.reason,
             "confidence": round(self.confidence, 3),
             "evidence": list(self.evidence),

@@ -14,9 +14,13 @@ _LWP = re.compile(r"LWP (\d+)")
 
 def read_gdb_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
     """Threads with native frames; raises ValueError when the file is not the collector's JSON."""
-    data = json.loads(Path(path).read_text(errors="replace"))
-    if not isinstance(data, dict) or "threads" not in data:
-        raise ValueError(f"{path}: not a gdb collector file")
+    return parse_gdb_data(json.loads(Path(path).read_text(errors="replace")), pid)
+
+
+def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:
+    """Threads from the gdb collector's decoded JSON."""
+    if not isinstance(data, dict) or not isinstance(data.get("threads"), list):
+        raise ValueError("not a gdb collector file")
     pid = pid if pid is not None else data.get("pid")
     stacks = data.get("stacks", {})
     threads = []

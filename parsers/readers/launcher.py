@@ -35,9 +35,13 @@ class RankExit:
 
 
 def read_launcher_json(path: Path) -> list[RankExit]:
-    data = json.loads(Path(path).read_text(errors="replace"))
+    return parse_launcher_data(json.loads(Path(path).read_text(errors="replace")))
+
+
+def parse_launcher_data(data: object) -> list[RankExit]:
+    """Exits from a decoded launcher record; ValueError when it is not one."""
     if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
-        raise ValueError(f"{path}: not a launcher record")
+        raise ValueError("not a launcher record")
     return [
         RankExit(
             rank=int(r["rank"]),

@@ -434,34 +434,3 @@ def read_recorder_dir(directory: str | os.PathLike[str]) -> tuple[list[RecorderS
         except RecorderFormatError as err:
             problems.append(str(err))
     return states, problems
-
-
-def read_collected(
-    bundle_root: str | os.PathLike[str], files: list[str], copied_ns: dict[str, int] | None = None
-) -> tuple[list[RecorderState], list[str]]:
-    """States from a bundle: the `.bin` files a collector record lists (paths relative
-    to the bundle), each stamped with its copy time when the record has it
-    (`details["copied_ns"]`), so heartbeat ages are measured at collection time."""
-    states, problems = [], []
-    for rel in files:
-        if not rel.endswith(".bin"):
-            continue
-        try:
-            states.append(read_recorder_file(Path(bundle_root) / rel, observed_ns=(copied_ns or {}).get(rel)))
-        except RecorderFormatError as err:
-            problems.append(str(err))
-    return states, problems
-
-
-def read_bundle_ranks(bundle_root: str | os.PathLike[str], ranks: Any) -> tuple[list[RecorderState], list[str]]:
-    """States of every rank of a bundle manifest (objects with `.collector(name)`, as
-    forensics.bundle.manifest.RankRecord), from what the `nccl_recorder` collector copied."""
-    states, problems = [], []
-    for rank in ranks:
-        rec = rank.collector("nccl_recorder")
-        if rec is None or not rec.files:
-            continue
-        got, bad = read_collected(bundle_root, rec.files, (rec.details or {}).get("copied_ns"))
-        states += got
-        problems += bad
-    return states, problems

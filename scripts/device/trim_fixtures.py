@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from parsers.readers.flight_recorder import load_bytes  # noqa: E402
-from parsers.sniff import sniff_bytes  # noqa: E402
+from parsers.registry import recognise  # noqa: E402
 
 
 #: records the analysis reads, kept from the trimmed middle too: NCCL op and init lines, warnings,
@@ -79,7 +79,7 @@ def main() -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             if f.name == "truth.json":
                 continue
-            kind = sniff_bytes(f.read_bytes()[:65536], complete=f.stat().st_size <= 65536)
+            kind = recognise(f.name, f.read_bytes()[:65536], complete=f.stat().st_size <= 65536).name
             note = trim_fr(f, out, args.entries) if kind == "fr-dump" else trim_text(f, out, args.head, args.tail)
             if note:
                 notes.append(note)

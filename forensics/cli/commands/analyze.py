@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from forensics.bundle.reader import is_bundle, open_bundle
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_verdict
 from parsers import knowledge
-from parsers.analyze import analyze_bundle, analyze_directory
+from parsers.analyze import analyze
+from parsers.errors import InputError
 
 NAME = "analyze"
 HELP = "name the culprit rank and host of a hang from a bundle"
@@ -35,22 +35,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = args.path
-    if is_bundle(path) or not path.is_dir():
-        bundle = open_bundle(path)
-        try:
-            kb = knowledge.load()
-        except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
-            raise ForensicsError(f"knowledge base: {err}") from err
-        verdict, _ = analyze_bundle(bundle, kb)
-        root = bundle.root
-    else:
-        verdict = analyze_directory(path)
-        root = path
-        if not verdict.sections["logs"].get("artifacts") and not verdict.suspects and not _has_files(path):
-            raise ForensicsError(f"{path}: not a bundle, and no logs or dumps in it")
+    try:
+        kb = knowledge.load()
+    except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
+        raise ForensicsError(f"knowledge base: {err}") from err
+    try:
+        result = analyze(path, kb)
+    except InputError as err:
+        raise ForensicsError(str(err)) from err
+    verdict = result.verdict
+    if result.evidence.manifest is None and not result.evidence.artifacts:
+        what = "no logs or dumps in it" if not _has_files(path) else "no file in it that this tool reads"
+        raise ForensicsError(f"{path}: not a bundle, and {what}")
     data = verdict.to_dict()
     if args.save:
-        (root / "analysis.json").write_text(json.dumps(data, indent=1) + "\n")
+        if not path.is_dir():
+            raise ForensicsError(f"{path}: --save writes analysis.json into a folder; this is an archive")
+        (path / "analysis.json").write_text(json.dumps(data, indent=1) + "\n")
     if args.json:
         print(json.dumps(data, indent=1))
     else:
@@ -59,4 +60,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _has_files(path: Path) -> bool:
-    return any(p.is_file() for p in path.rglob("*"))
+    return not path.is_dir() or any(p.is_file() for p in path.rglob("*"))

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from forensics.bundle.archive import make_archive
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name

@@ -11,10 +11,11 @@ import argparse
 import json
 import sys
 
-from forensics.bundle.reader import open_bundle
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers import knowledge
+from parsers.errors import InputError
+from parsers.evidence import load_path
 from parsers.judges.hosts import EXCLUDE, HEALTHY, STATUSES, SUSPECT, UNKNOWN, HostReport, exit_status, host_reports
 
 NAME = "hosts"
@@ -34,21 +35,24 @@ _CODES = {HEALTHY: ExitCode.OK, UNKNOWN: ExitCode.PARTIAL, SUSPECT: ExitCode.INC
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("bundle", help="bundle folder or archive written by 'forensics collect'")
+    parser.add_argument("bundle", help="bundle folder or archive written by 'forensics collect', or a folder of logs")
     parser.add_argument("--json", action="store_true", help="print one JSON object (for restart jobs) instead of a table")
     parser.add_argument("--kb", action="append", default=[], metavar="PATH", help="extra knowledge-base file or folder (repeatable; also $FORENSICS_KB)")
     parser.add_argument("--facts", action="store_true", help="with --json: include every decoded host value")
 
 
 def run(args: argparse.Namespace) -> int:
-    bundle = open_bundle(args.bundle)
     try:
         kb = knowledge.load(extra=args.kb)
     except knowledge.KnowledgeError as err:
         raise ForensicsError(f"knowledge base: {err}") from err
-    reports = host_reports(bundle, kb)
+    try:
+        ev = load_path(args.bundle, kb.line_filter)
+    except InputError as err:
+        raise ForensicsError(str(err)) from err
+    reports = host_reports(ev, kb)
     if not reports:
-        raise ForensicsError(f"{args.bundle}: the bundle names no hosts")
+        raise ForensicsError(f"{args.bundle}: no host evidence and no host named in it")
     overall = exit_status(reports)
     code = _CODES[overall]
     if args.json:

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.artifacts import ArtifactSet, pause_gc
+from parsers.evidence import Evidence
+from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, tables, verdict, waitgraph
 from parsers.model.events import ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
@@ -41,7 +42,7 @@ class LogAnalysis:
         return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
 
 
-def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = (),
+def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),
               comm_ranks: dict[str, dict[int, int]] | None = None) -> LogAnalysis:
     """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects.
 
@@ -52,7 +53,7 @@ def correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge] = (),
         return _correlate(artifacts, extra_edges, comm_ranks or {})
 
 
-def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge],
+def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
                comm_ranks: dict[str, dict[int, int]]) -> LogAnalysis:
     ids = identity.build(artifacts)
     for comm, table in comm_ranks.items():
@@ -75,12 +76,13 @@ def _correlate(artifacts: ArtifactSet, extra_edges: Iterable[WaitEdge],
     waitgraph.proxy_edges(g, artifacts, ids, unmapped)
     waitgraph.extra_edges(g, extra_edges, ids, unmapped)
     roots, cycles = waitgraph.roots_and_cycles(g)
-    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors, _ring_neighbours(artifacts, ids))
+    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors, _ring_neighbours(artifacts, ids),
+                                      complete=artifacts.coverage.complete)
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
     return LogAnalysis(suspects=suspects, sections=sections, graph=g)
 
 
-def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFinding], list]:
+def _collect(arts: Evidence, ids: identity.Identities) -> tuple[list[RasFinding], list]:
     ras_findings: list[RasFinding] = []
     errors: list[tuple[int | None, ErrorEvent]] = []
     for art in arts.artifacts:
@@ -95,7 +97,7 @@ def _collect(arts: ArtifactSet, ids: identity.Identities) -> tuple[list[RasFindi
     return ras_findings, errors
 
 
-def _ring_neighbours(arts: ArtifactSet, ids: identity.Identities) -> dict[int, set[int]]:
+def _ring_neighbours(arts: Evidence, ids: identity.Identities) -> dict[int, set[int]]:
     """Global rank -> the global ranks next to it on some ring (NCCL ring and channel-connection lines).
 
     Why rings only: a large collective moves along the rings, so a rank that loses its
@@ -115,7 +117,7 @@ def _ring_neighbours(arts: ArtifactSet, ids: identity.Identities) -> dict[int, s
     return out
 
 
-def _topology(arts: ArtifactSet, ids: identity.Identities) -> dict[str, Any]:
+def _topology(arts: Evidence, ids: identity.Identities) -> dict[str, Any]:
     """Per communicator: ring/tree/channel neighbour pairs seen, in global ranks where mappable."""
     out: dict[str, dict[str, Any]] = {}
     for art in arts.artifacts:
@@ -163,7 +165,7 @@ def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) ->
     }
 
 
-def _by_kind(arts: ArtifactSet) -> dict[str, int]:
+def _by_kind(arts: Evidence) -> dict[str, int]:
     out: dict[str, int] = {}
     for a in arts.artifacts:
         out[a.kind] = out.get(a.kind, 0) + 1

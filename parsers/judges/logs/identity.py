@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parsers.artifacts import ArtifactSet
+from parsers.evidence import Evidence
 from parsers.model.events import CommMember, Origin
 
 
@@ -84,7 +84,11 @@ class Identities:
         return self.comm_ranks.get(comm, {}).get(comm_rank)
 
 
-def build(arts: ArtifactSet) -> Identities:
+#: the largest world size believed (a log saying 'nranks 4000000000' is not a job)
+MAX_WORLD = 1 << 20
+
+
+def build(arts: Evidence) -> Identities:
     """Fill the rank table from every artifact's facts and every CommMember event."""
     ids = Identities(world_size=arts.world_size)
     for art in arts.artifacts:
@@ -124,8 +128,8 @@ def build(arts: ArtifactSet) -> Identities:
         size = art.parsed.facts.get("world_size")
         if size:
             ids.world_size = max(ids.world_size or 0, int(size))
-    if ids.ranks:
-        ids.world_size = max(ids.world_size or 0, max(ids.ranks) + 1)
+    if ids.world_size and ids.world_size > MAX_WORLD:
+        ids.world_size = None  # hostile or broken input: never loop over a size taken from data
     return ids
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from parsers.artifacts import ArtifactSet
+from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
 from parsers.model.events import OpEvent, Progress
 
@@ -63,7 +63,7 @@ class Tables:
     mismatches: list[dict] = field(default_factory=list)
 
 
-def build(arts: ArtifactSet, ids: Identities) -> Tables:
+def build(arts: Evidence, ids: Identities) -> Tables:
     """Collect progress and op signatures from every artifact, in global ranks."""
     t = Tables()
     for art in arts.artifacts:
@@ -157,11 +157,14 @@ def compress(ranks) -> str:
 
 
 def members_of(comm: str, ids: Identities) -> set[int]:
-    """Global ranks of a communicator: those seen in it, the whole world for the default group,
-    and a complete comm-rank table when the init lines or pg_config gave one."""
+    """Global ranks of a communicator: those seen in it; for the default group every rank that
+    left files of its own (every process of a job is in it) and, where a size is stated, the
+    whole world; and a complete comm-rank table when the init lines or pg_config gave one."""
     members = set(ids.comm_members.get(comm, ()))
-    if comm == "pg:0" and ids.world_size:
-        members |= set(range(ids.world_size))
+    if comm == "pg:0":
+        members |= set(ids.ranks)
+        if ids.world_size:
+            members |= set(range(ids.world_size))
     size = ids.comm_size.get(comm)
     table = ids.comm_ranks.get(comm)
     if size and table and len(table) == size:

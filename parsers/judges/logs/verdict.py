@@ -43,7 +43,9 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours: dict[int, set[int]] | None = None) -> list[Suspect]:
+                   neighbours: dict[int, set[int]] | None = None, complete: bool = False) -> list[Suspect]:
+    """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
+    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right."""
     acc: dict[int, _Acc] = {}
 
     def get(rank: int) -> _Acc:
@@ -56,7 +58,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
             if isinstance(r, int):
                 get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.5,
                              [f"wait cycle through ranks {cycle}"])
-    _absent(ids, get, any(k is not None for k in acc))
+    if complete:
+        _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
     if not acc:
         _errors_only(errors, ids, get, neighbours or {})

@@ -11,11 +11,10 @@ passes (e.g. the NCCL recorder plugin). Roots and sink cycles are the suspects.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
 
 import networkx as nx
 
-from parsers.artifacts import ArtifactSet
+from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import RankProgress, Tables, members_of
 from parsers.model import WaitEdge
@@ -23,14 +22,6 @@ from parsers.readers.proxy_dump import ProxyOp
 
 #: at most this many "waits on" edges per waiter and comm: enough to find roots, bounded for 100k ranks
 MAX_PEERS_PER_WAITER = 16
-
-
-@dataclass
-class GraphResult:
-    graph: nx.DiGraph
-    roots: list[int] = field(default_factory=list)
-    cycles: list[list[int]] = field(default_factory=list)
-    unmapped_edges: list[str] = field(default_factory=list)
 
 
 def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, seq: int | None = None,
@@ -65,11 +56,11 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             continue
         source = t.comm_source.get(comm, "")
         joined = set((ids.comm_ranks.get(comm) or {}).values())
-        if comm == "pg:0" and ids.world_size:
+        if comm == "pg:0":
             # Every process is in the default group: a rank log with no line about it, where the
             # other ranks' logs have one, is the missing line itself (seen: a SIGKILLed NCCL rank's
             # stderr ends before the watchdog lines all seven others print).
-            joined |= set(range(ids.world_size))
+            joined |= set(ids.ranks) | set(range(ids.world_size or 0))
         for m in members - set(known):
             if m in joined and m in providers.get(source, set()):
                 known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
@@ -121,7 +112,7 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                          f"evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
-def proxy_edges(g: nx.DiGraph, arts: ArtifactSet, ids: Identities, unmapped: list[str]) -> None:
+def proxy_edges(g: nx.DiGraph, arts: Evidence, ids: Identities, unmapped: list[str]) -> None:
     """Edges from NCCL proxy dumps, through the process's world communicator."""
     world_of = {a.rank: a.parsed.facts["world_comm"] for a in arts.artifacts
                 if a.parsed and a.rank is not None and a.parsed.facts.get("world_comm")}

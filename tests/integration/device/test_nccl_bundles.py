@@ -12,8 +12,7 @@ import json
 import pytest
 
 from hf_testpaths import FIXTURES
-from forensics.bundle.reader import open_bundle
-from parsers.analyze import analyze_bundle
+from parsers.analyze import analyze
 
 SCENARIOS = sorted(p.parent.parent.name for p in (FIXTURES / "nccl").glob("*/bundle/manifest.json"))
 
@@ -26,7 +25,7 @@ def test_fixtures_present():
 def test_culprit_named_from_live_bundle(scenario):
     root = FIXTURES / "nccl" / scenario
     truth = json.loads((root / "truth.json").read_text())
-    verdict, _ = analyze_bundle(open_bundle(root / "bundle"))
+    verdict = analyze(root / "bundle").verdict
     culprit = verdict.culprit
     assert culprit is not None, verdict.summary
     assert culprit.rank == truth["culprit_rank"], (verdict.summary, [s.to_dict() for s in verdict.suspects[:3]])
@@ -34,14 +33,14 @@ def test_culprit_named_from_live_bundle(scenario):
 
 
 def test_stopped_rank_is_named_by_process_state_and_recorder():
-    verdict, _ = analyze_bundle(open_bundle(FIXTURES / "nccl" / "sigstop" / "bundle"))
+    verdict = analyze(FIXTURES / "nccl" / "sigstop" / "bundle").verdict
     assert verdict.culprit.reason_class == "stopped"
     assert verdict.sections["recorder"]["state_files"] == 8
     assert any("entered" in e for e in verdict.culprit.evidence)  # the recorder agrees: it entered, then froze
 
 
 def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
-    verdict, _ = analyze_bundle(open_bundle(FIXTURES / "nccl" / "chain" / "bundle"))
+    verdict = analyze(FIXTURES / "nccl" / "chain" / "bundle").verdict
     by_rank = {s.rank: s for s in verdict.suspects}
     assert verdict.culprit.rank == 3
     for waiter in (1, 2):
@@ -61,7 +60,7 @@ def test_x2_fixtures_present():
 def test_x2_culprit_named(case):
     root = FIXTURES / "nccl_x2" / case
     truth = json.loads((root / "truth.json").read_text())
-    verdict, _ = analyze_bundle(open_bundle(root / "bundle"))
+    verdict = analyze(root / "bundle").verdict
     assert verdict.culprit is not None and verdict.culprit.rank == truth["culprit_rank"], verdict.summary
     if case.endswith("sigstop"):
         assert verdict.culprit.reason_class == "stopped"
@@ -90,14 +89,11 @@ def test_cli_analyzes_a_loose_folder(scenario, forensics_cli, cli_env):
 def test_preload_shim_on_real_nccl(scenario):
     """Issue 4 item 6: the LD_PRELOAD shim (for NCCL without a profiler) loaded into real NCCL
     2.28.9 under PyTorch on the H200, no plugin: every rank's ops land in the same state file."""
-    from parsers.readers.recorder import read_bundle_ranks
-
     root = FIXTURES / "recorder" / "preload_nccl2289" / scenario
     truth = json.loads((root / "truth.json").read_text())
-    bundle = open_bundle(root / "bundle")
-    states, problems = read_bundle_ranks(bundle.root, bundle.manifest.ranks)
+    result = analyze(root / "bundle")
+    states, problems = result.evidence.recorder, [p for p in result.evidence.problems if "recorder" in p]
     assert problems == [] and len(states) == 4
     assert {s.writer for s in states} == {"preload-shim"} and {s.abi_version for s in states} == {22809}
     assert all(len(s.colls) >= 10 for s in states)
-    verdict, _ = analyze_bundle(bundle)
-    assert verdict.culprit.rank == truth["culprit_rank"]
+    assert result.verdict.culprit.rank == truth["culprit_rank"]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 

@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from forensics.bundle.manifest import Artifact, Status
+from parsers.model.manifest import Artifact, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.demo.launcher import write_record
-from parsers.analyze import analyze_bundle
+from parsers.analyze import analyze
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ def _collect(job, out, options=None, with_launcher=False):
         write_record(job, out / "launcher.json")
         writer.add_artifact(Artifact(kind="launcher", path="launcher.json"))
     result = collect_local(out, options or CollectOptions(), pids=job.alive_pids(), quiet=True, writer=writer)
-    verdict, _ = analyze_bundle(open_bundle(out))
+    verdict = analyze(out).verdict
     return result, verdict
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, HostRecord, RankRecord
+from parsers.model.manifest import CollectorRecord, HostRecord, RankRecord
 from forensics.bundle.writer import BundleWriter
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.collectors.host import host_collectors

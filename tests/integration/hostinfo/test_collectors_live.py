@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.collectors.host import HOST_COLLECTORS, host_collectors
 from forensics.collectors.host_cpufreq import CpuFreqCollector
@@ -164,6 +164,7 @@ def _memory_cgroup() -> Path | None:
 def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     """Provoke a real OOM kill in a 64 MiB cgroup, collect the kernel log, and find it by pid."""
     from forensics.bundle.reader import open_bundle
+    from parsers.evidence import load_path
     from forensics.bundle.writer import BundleWriter
     from hostinfo_helpers import collect_here
     from parsers import knowledge
@@ -181,7 +182,7 @@ def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     writer = BundleWriter(tmp_path / "bundle")
     collect_here(writer, "here")
     writer.save()
-    reports = host_reports(open_bundle(writer.root), knowledge.load(use_env=False))
+    reports = host_reports(load_path(writer.root), knowledge.load(use_env=False))
     ooms = [g for g in reports[0].groups if g.entry.id == "oom-killer-cgroup" and g.last.groups.get("pid") == str(proc.pid)]
     assert ooms, "the OOM kill of our process is in the collected kernel log"
     assert reports[0].status == "healthy"  # a cgroup OOM is the job's fault, not the host's

@@ -18,6 +18,7 @@ from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, host_from_files, rank_with_log
 from parsers import knowledge
+from parsers.evidence import load_path
 from parsers.judges.hosts import host_reports
 
 pytestmark = pytest.mark.integration
@@ -78,7 +79,7 @@ def test_text_only_nvidia_smi_gives_the_same_gpu_facts(tmp_path):
         "nvml": ("nvml.json", VM / "nvml.json"),
     })
     writer.save()
-    report = host_reports(open_bundle(writer.root), knowledge.load(use_env=False))[0]
+    report = host_reports(load_path(writer.root), knowledge.load(use_env=False))[0]
     device = json.loads((H200 / "hosts.json").read_text())["hosts"][0]["facts"]["gpu 00000000:00:06.0"]
     assert report.status == "healthy" and report.groups == []
     gpu = report.facts["gpu 00000000:00:06.0"]
@@ -114,8 +115,7 @@ NCCL_BUNDLES = sorted((REPO / "tests" / "fixtures" / "nccl").glob("*/bundle/mani
 @pytest.mark.parametrize("manifest", NCCL_BUNDLES, ids=[str(p.parent.parent.relative_to(REPO / "tests" / "fixtures")) for p in NCCL_BUNDLES])
 def test_h200_hosts_of_the_nccl_hang_bundles_are_healthy(manifest):
     """The hangs there were made by the job (sleep, SIGSTOP, kill), not by the H200s: no host reason."""
-    bundle = open_bundle(manifest.parent)
-    reports = [r for r in host_reports(bundle, knowledge.load(use_env=False)) if r.host == "vm"]
+    reports = [r for r in host_reports(load_path(manifest.parent), knowledge.load(use_env=False)) if r.host == "vm"]
     assert len(reports) == 1
     report = reports[0]
     assert report.status == "healthy" and report.reasons == [], [g.describe() for g in report.reasons]

@@ -9,12 +9,13 @@ import sys
 
 import pytest
 
-from forensics.bundle.manifest import CollectorRecord, HostRecord
-from forensics.bundle.reader import open_bundle
+from parsers.model.manifest import CollectorRecord, HostRecord
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, rank_with_log
 from parsers import knowledge
-from parsers.judges.hosts import host_reports, host_suspects, merge_suspects
+from parsers.evidence import load_path
+from parsers.judges.hosts import host_reports, host_suspects
+from parsers.merge import merge_suspects
 from parsers.model import Suspect
 
 pytestmark = pytest.mark.integration
@@ -120,9 +121,9 @@ def test_user_knowledge_base_changes_the_verdict(tmp_path, healthy_bundle):
 
 
 def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle):
-    bundle = open_bundle(faulty_bundle)
-    reports = host_reports(bundle, knowledge.load(use_env=False))
-    suspects = host_suspects(reports, bundle.manifest.ranks)
+    ev = load_path(faulty_bundle)
+    reports = host_reports(ev, knowledge.load(use_env=False))
+    suspects = host_suspects(reports, ev.ranks)
     by_rank = {s.rank: s for s in suspects}
     assert set(by_rank) == {1, 2}  # rank 0 only waited (watchdog timeout): not a suspect
     host_fault = by_rank[1]
@@ -139,18 +140,14 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     assert any("mismatch" in e for e in merged[0].evidence)
 
 
-def test_fold_into_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):
-    from parsers.judges.hosts import fold_into_verdict
-    from parsers.model import Verdict
+def test_the_merged_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):
+    from parsers.analyze import analyze
 
-    stopped = Suspect(rank=3, host="here", pid=104, reason_class="stopped", reason="is stopped", confidence=0.95)
-    verdict = Verdict(suspects=[stopped], summary="rank 3 is stopped.")
-    fold_into_verdict(verdict, open_bundle(faulty_bundle), knowledge.load(use_env=False))
+    verdict = analyze(faulty_bundle, knowledge.load(use_env=False)).verdict
     assert verdict.culprit.rank == 1 and verdict.culprit.reason_class == "host-fault"
-    assert "Recommended action:" in verdict.summary and verdict.summary.endswith("rank 3 is stopped.")
+    assert "Recommended action:" in verdict.summary
     assert verdict.sections["exclude_hosts"] == ["gpu-node-7"]
     assert {h["host"] for h in verdict.sections["hosts"]} == {"here", "gpu-node-7"}
-    assert [s.rank for s in verdict.suspects][:2] == [1, 3]
 
 
 def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
@@ -169,8 +166,8 @@ def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
     env_rel = writer.write_json(f"{elsewhere.dir}/environ.json", {"CUDA_VISIBLE_DEVICES": "1", "LOCAL_RANK": "0"})
     elsewhere.collectors.append(CollectorRecord("environment", "ok", files=[env_rel]))
     writer.save()
-    bundle = open_bundle(writer.root)
-    suspects = host_suspects(host_reports(bundle, knowledge.load(use_env=False)), bundle.manifest.ranks, bundle)
+    ev = load_path(writer.root)
+    suspects = host_suspects(host_reports(ev, knowledge.load(use_env=False)), ev.ranks)
     by_rank = {s.rank: s for s in suspects}
     assert by_rank[4].confidence > by_rank[5].confidence >= 0.85
     assert "the finding names this rank's own GPU (0000:01:00)" in by_rank[4].evidence

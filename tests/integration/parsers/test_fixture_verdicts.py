@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.artifacts import load_directory
+from parsers.evidence import load_directory
 from parsers.judges.logs import correlate
 
 FIX = Path(__file__).parents[2] / "fixtures"

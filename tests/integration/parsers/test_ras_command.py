@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.ras import RasCollector
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.recorder import RecorderCollector
 from nccl_patches.harness import start_hanging_rank
@@ -200,8 +200,9 @@ def test_reading_while_the_writer_runs_never_yields_torn_records(plugin, harness
 
 
 def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_path):
-    from forensics.bundle.manifest import RankRecord
-    from parsers.readers.recorder import read_bundle_ranks
+    from parsers.evidence import load
+    from parsers.model.manifest import Manifest, RankRecord
+    from parsers.source import Source, _bundle_files
 
     bundle = tmp_path / "bundle"
     records = []
@@ -211,7 +212,10 @@ def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_pat
         rr = RankRecord(host="h", pid=r.pid, dir=f"ranks/{r.rank}", rank=r.rank)
         rr.collectors.append(RecorderCollector().collect(target, CollectOptions()))
         records.append(rr)
-    states, problems = read_bundle_ranks(bundle, records)
+    src = Source(root=bundle, given=bundle, form="bundle", manifest=Manifest(created="now", tool_version="test", ranks=records))
+    _bundle_files(src, src.manifest)
+    ev = load(src)
+    states, problems = ev.recorder, ev.problems
     assert problems == [] and sorted(s.rank for s in states) == [0, 1, 2, 3]
     assert all(s.observed_ns for s in states)
     assert stalled_ranks(states)[0].pid == hung_job[2].pid

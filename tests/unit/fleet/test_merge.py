@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.bundle.manifest import Artifact, CollectorRecord, HostRecord, MissingRank, RankRecord, Status
+from parsers.model.manifest import Artifact, CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter

@@ -7,8 +7,10 @@ import tarfile
 
 import pytest
 
+from parsers.errors import InputError
+
 from forensics.bundle.archive import make_archive
-from forensics.bundle.manifest import CollectorRecord, RankRecord, Status
+from parsers.model.manifest import CollectorRecord, RankRecord, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from forensics.errors import ForensicsError
@@ -78,7 +80,7 @@ def test_invalid_manifest_names_the_fault(tmp_path, change, message):
 
 def test_paths_outside_bundle_refused(tmp_path):
     bundle = open_bundle(_bundle(tmp_path).root)
-    with pytest.raises(ForensicsError, match="outside"):
+    with pytest.raises(InputError, match="outside"):
         bundle.path("../../etc/passwd")
 
 

@@ -6,8 +6,8 @@ import networkx as nx
 
 from parsers.model import Suspect, Verdict
 from parsers.stacks.classify import Activity
-from parsers.judges.stacks import summarize
-from parsers.waiters import demote_waiters
+from parsers.merge import summarize
+from parsers.merge import demote_waiters
 
 
 def test_summary_follows_the_culprit_after_demotion():

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from benchmarks.synthetic_job import COMM_ID, job, rank_lines
-from parsers.artifacts import Artifact, ArtifactSet, _apply_hints
+from parsers.evidence import Artifact, Evidence, _apply_hints
 from parsers.judges.logs import correlate
 from parsers.model import WaitEdge
 from parsers.readers import nccl_log, ras
@@ -70,13 +70,13 @@ def test_wrapped_lines_keep_global_rank_and_host():
     parsed = nccl_log.parse_lines(lines)
     _apply_hints(parsed, {})
     assert parsed.facts["rank"] == 2 and parsed.facts["host"] == "gpu-b7"
-    art = ArtifactSet(artifacts=[Artifact(Path("x"), "nccl-log", {}, parsed)])
+    art = Evidence(artifacts=[Artifact(Path("x"), "nccl-log", {}, parsed)])
     assert correlate(art).sections["ranks"]["hosts"] == {"2": "gpu-b7"}
 
 
 def test_uneven_streams_without_completion_point_at_the_lowest():
     """SIGSTOP mid-stream: ranks launched different numbers of ops; the one furthest behind is the root."""
-    arts = ArtifactSet()
+    arts = Evidence()
     for r, ops in enumerate([40, 41, 39, 12, 40, 42, 41, 40]):
         parsed = nccl_log.parse_lines(rank_lines(r, 8, ops))
         _apply_hints(parsed, {})
@@ -93,13 +93,13 @@ def test_launcher_merged_log_of_many_ranks():
     parsed = nccl_log.parse_lines(merged, "job.out")
     _apply_hints(parsed, {})
     assert "rank" not in parsed.facts and parsed.facts["world_size"] == 6
-    a = correlate(ArtifactSet(artifacts=[Artifact(Path("job.out"), "nccl-log", {}, parsed)]))
+    a = correlate(Evidence(artifacts=[Artifact(Path("job.out"), "nccl-log", {}, parsed)]))
     assert (a.culprit.rank, a.culprit.host, a.culprit.pid, a.culprit.reason_class) == (4, "vm", 504, "missing-line")
 
 
 def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
     """The real gloo 'kill' stderr of all ranks, merged with Slurm labels into one file."""
-    from parsers.artifacts import load_directory
+    from parsers.evidence import load_directory
 
     src = Path(__file__).parents[2] / "fixtures" / "gloo" / "kill"
     lines = []
@@ -117,7 +117,7 @@ def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
 
 def test_watchdog_lines_alone_name_the_rank_that_never_enqueued(tmp_path):
     """Only rank stderr (field-notes watchdog lines): waiters say 11/10, the culprit's dump-signal line 10/10."""
-    from parsers.artifacts import load_directory
+    from parsers.evidence import load_directory
 
     for r in range(4):
         if r == 2:
@@ -147,7 +147,7 @@ DEVICE = Path(__file__).parents[2] / "fixtures" / "nccl" / "device-sigstop8"
 
 
 def test_real_device_nccl_logs_parse_cleanly():
-    from parsers.artifacts import load_directory
+    from parsers.evidence import load_directory
 
     arts = load_directory(DEVICE)
     assert sorted(a.rank for a in arts.artifacts) == list(range(8))
@@ -158,7 +158,7 @@ def test_real_device_nccl_logs_parse_cleanly():
 
 def test_recorder_edges_map_through_the_real_logs_comm_table():
     """WaitEdges as the recorder states them (comm ranks of commId 0xd88d0c787e2c3107) land on global ranks."""
-    from parsers.artifacts import load_directory
+    from parsers.evidence import load_directory
 
     comm = "0xd88d0c787e2c3107"
     edges = [WaitEdge(comm, w, 3, "recorder", op="AllReduce seq 57", state="RecvWait", waiter_pid=473 + w)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from parsers.artifacts import load_directory
+from parsers.evidence import load_directory
 from parsers.judges.logs import identity, tables
 from parsers.model.events import CommMember, Progress
 from parsers.model.events import Origin

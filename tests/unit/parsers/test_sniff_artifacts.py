@@ -3,8 +3,8 @@
 import shutil
 from pathlib import Path
 
-from parsers.artifacts import load_directory, load_files
-from parsers.sniff import sniff_bytes
+from parsers.evidence import load_directory, load_files
+from parsers.registry import recognise
 
 FIX = Path(__file__).parents[2] / "fixtures"
 
@@ -19,9 +19,9 @@ def test_kinds_by_content_under_meaningless_names(tmp_path):
     for i, (kind, src) in enumerate(sources.items()):
         dst = tmp_path / f"blob{i}.out"
         shutil.copy(src, dst)
-        assert sniff_bytes(dst.read_bytes(), complete=True) == kind, src
+        assert recognise(dst.name, dst.read_bytes(), complete=True).name == kind, src
     json_dump = FIX / "gloo/sleep/node00/fr_live_rank_0.json"
-    assert sniff_bytes(json_dump.read_bytes(), complete=True) == "fr-dump"
+    assert recognise(json_dump.name, json_dump.read_bytes(), complete=True).name == "fr-dump"
 
 
 def test_bad_files_are_reported_and_the_rest_loads(tmp_path):

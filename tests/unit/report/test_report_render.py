@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from forensics.errors import ForensicsError  # noqa: E402
-from forensics.postmortem import load, register_loose_loader  # noqa: E402
+from forensics.postmortem import load  # noqa: E402
 from forensics.postmortem.session import PostMortem  # noqa: E402
 from forensics.postmortem.synthetic import synthetic_verdict  # noqa: E402
 from forensics.report.html import build_report  # noqa: E402
@@ -63,22 +63,10 @@ def test_load_refuses_what_is_not_a_bundle(tmp_path: Path):
         load(bad)
 
 
-def test_loose_artifacts_go_through_a_registered_loader(tmp_path: Path):
-    folder = tmp_path / "loose"
-    folder.mkdir()
-    seen = []
-
-    def loader(path: Path) -> PostMortem:
-        seen.append(path)
-        return PostMortem(synthetic_verdict(8, culprit=5, stopped=None, missing=None), source=str(path))
-
-    register_loose_loader(loader)
-    try:
-        assert load(folder).culprit.rank == 5 and seen == [folder]
-    finally:
-        from forensics.postmortem import loader as mod
-
-        mod._LOOSE_LOADERS.remove(loader)
+def test_a_loose_folder_loads_through_the_one_pipeline():
+    """Issue 12 item 3: postmortem.load takes a folder of loose NCCL artifacts (no manifest), as analyze does."""
+    pm = load(ROOT / "tests" / "fixtures" / "nccl" / "sleep")
+    assert pm.culprit is not None and pm.culprit.rank == 5
 
 
 def test_cli_bad_bundle_is_exit_2_and_writes_nothing(tmp_path: Path):

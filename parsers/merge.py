@@ -1,0 +1,204 @@
+"""The merge stage: suspects of every judge into one ranking, then the summary, last.
+
+Why one place: each judge sees one kind of evidence and one communicator at a time.
+Here a rank keeps one entry with the evidence of all; a claim that others wait on a
+rank is demoted when that rank waits itself (a wait chain over several process
+groups); absence is kept only where the evidence should cover every rank; and the
+summary says what the evidence shows when no rank can be named.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import networkx as nx
+
+from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
+from parsers.ranges import fold
+from parsers.stacks.classify import Activity
+
+
+def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect]:
+    """(kept, other): a fact beats an inference; otherwise the higher confidence wins."""
+    a_fact, b_fact = _fact(a), _fact(b)
+    if a_fact != b_fact:
+        return (a, b) if a_fact else (b, a)
+    return (a, b) if a.confidence > b.confidence else (b, a)
+
+
+def merge_suspects(existing: Iterable[Suspect], extra: Iterable[Suspect]) -> list[Suspect]:
+    """One suspect list, most likely first; a rank keeps one entry with the evidence of both
+    and the higher confidence of the two."""
+    best: dict[tuple, Suspect] = {}
+    for s in list(existing) + list(extra):
+        key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
+        if key not in best:
+            best[key] = s
+            continue
+        keep, other = _headline(s, best[key])
+        keep.confidence = max(keep.confidence, other.confidence)
+        keep.evidence = keep.evidence + [f"also: {other.reason_class}: {other.reason}"]
+        if keep.host is None:
+            keep.host = other.host
+        if keep.pid is None:
+            keep.pid = other.pid
+        best[key] = keep
+    return sorted(best.values(), key=Suspect.sort_key)
+
+
+def _fact(s: Suspect) -> bool:
+    """Observed facts about the process or host lead, except a recorder freeze (kept as before: a claim)."""
+    return is_observed(s.reason_class) and s.reason_class not in ("entered-then-frozen", "exited-first")
+
+
+#: Claims that mean "the others wait for this rank" rather than a fact about its process.
+ROOT_CLAIMS = {
+    "outside-collective", "wait-root", "wait-cycle", "missing-line", "behind", "ras-behind", "silent",
+    "stalled-in-collective", "stalled-first",
+}
+DEMOTE_FACTOR = 0.5
+
+
+def wait_graph(edges: Iterable[tuple[int, int, str]]) -> nx.DiGraph:
+    """Global-rank graph: waiter -> rank it waits on, labelled with where (comm/op)."""
+    g = nx.DiGraph()
+    for waiter, peer, where in edges:
+        if waiter is not None and peer is not None and waiter != peer:
+            g.add_edge(int(waiter), int(peer), where=where)
+    return g
+
+
+def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], graph: nx.DiGraph,
+                   frozen: set[int] = frozenset()) -> list[Suspect]:
+    """Lower the confidence of root claims about ranks that wait themselves; re-sort.
+
+    `frozen` ranks (stopped, zombie, in the kernel) are never demoted: a process that
+    cannot run is where a wait ends, whatever its last stack or proxy step says.
+    """
+    for s in suspects:
+        if s.reason_class not in ROOT_CLAIMS or s.rank is None or s.rank in frozen:
+            continue
+        why = _waits(s.rank, activities.get(s.rank), graph)
+        if why:
+            s.confidence = round(s.confidence * DEMOTE_FACTOR, 3)
+            s.evidence = s.evidence + [f"demoted: it waits itself ({why}), so it is not where the wait ends"]
+    return sorted(suspects, key=Suspect.sort_key)
+
+
+def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | None:
+    if rank in graph and graph.out_degree(rank):
+        peer = next(iter(graph.successors(rank)))
+        return f"on rank {peer} in {graph.edges[rank, peer].get('where') or 'another communicator'}"
+    if activity is not None and activity.waiting:
+        return f"its main thread is blocked: {activity.text}"
+    return None
+
+
+#: states in which a process cannot run: where a wait ends, whatever its last stack says
+FROZEN_STATES = ("T", "t", "Z", "X", "D")
+#: claims that rest on a rank's absence alone
+ABSENCE_CLAIMS = {ReasonClass.NO_DUMP, ReasonClass.ABSENT, ReasonClass.SILENT}
+
+
+def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, hosts: list[Suspect],
+                  reports: list, global_edges: list[tuple[int, int, str]]) -> Verdict:
+    """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence)."""
+    verdict = stacks
+    verdict.suspects = merge_suspects(verdict.suspects, recorder)
+    if logs is not None:
+        verdict.sections["logs"] = logs.sections
+        verdict.graph = logs.graph
+        verdict.suspects = merge_suspects(verdict.suspects, logs.suspects)
+    verdict.suspects = merge_suspects(verdict.suspects, hosts)
+    verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    excluded = [r.host for r in reports if r.status == "exclude"]
+    if excluded:
+        verdict.sections["exclude_hosts"] = excluded
+    for report in reports:
+        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
+    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
+    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+    activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
+    frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
+    verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
+    coverage = ev.coverage
+    verdict.suspects = honest_absence(verdict.suspects, coverage)
+    verdict.sections["coverage"] = coverage.to_dict()
+    verdict.summary = summarize(verdict, ev)
+    return verdict
+
+
+def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
+    """Drop claims that rest on absence alone where the evidence does not cover the whole job.
+
+    An excerpt of one rank's log says nothing of the ranks it does not mention: a rank
+    there is 'silent' only because nobody copied its lines.
+    """
+    if coverage.complete:
+        return suspects
+    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS and s.rank not in coverage.reporting)]
+
+
+def _reason_after_label(s: Suspect) -> str:
+    """The reason without a leading 'rank N' that would repeat the label."""
+    lead = f"rank {s.rank} "
+    return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
+
+
+def summarize(verdict: Verdict, ev: Any = None) -> str:
+    """One line: the culprit and why, then what the other ranks do; or, with no culprit, what the evidence shows."""
+    waiting = verdict.sections.get("waiting") or {}
+    ranks, activity = waiting.get("ranks", []), waiting.get("activity")
+    head = verdict.culprit
+    if head is None:
+        shown = what_it_shows(ev) if ev is not None else ""
+        if ranks:
+            return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {shown}" if shown else "")
+        if shown:
+            return f"no culprit named: {shown}"
+        return "no culprit named: no rank waits in a collective and none is stopped or missing"
+    text = f"{head.label} {_reason_after_label(head)}"
+    action = next((e.split(": ", 1)[1] for e in head.evidence if e.startswith("recommended action: ")), None)
+    if action:
+        text += f". Recommended action: {action}"
+    victims = [r for r in ranks if r != head.rank]
+    if victims and activity:
+        text += f"; ranks {fold(victims)} {activity}"
+    return text
+
+
+def what_it_shows(ev: Any) -> str:
+    """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
+    from parsers.model.events import ErrorEvent
+
+    timeouts: dict[tuple[str | None, int | None], set[int]] = {}
+    first: tuple[str, str] | None = None
+    errors = 0
+    for art in ev.artifacts:
+        if not art.parsed:
+            continue
+        for e in art.parsed.events:
+            if type(e) is not ErrorEvent:
+                continue
+            errors += 1
+            rank = e.origin.rank
+            if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
+                timeouts.setdefault((e.op, e.seq), set()).add(rank)
+            if e.timestamp and (first is None or e.timestamp < first[0]):
+                first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
+    parts = []
+    for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
+        what = f"{(op or 'a collective').upper()}" + (f" SeqNum {seq}" if seq is not None else "")
+        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {what}")
+    cov = ev.coverage
+    if cov.world_size and not cov.complete and cov.absent:
+        parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"
+                     + (f" (e.g. rank {cov.absent[0]})" if cov.absent else ""))
+    elif not cov.world_size and cov.reporting:
+        parts.append(f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
+                     f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
+    if first is not None and errors > 1:
+        parts.append(f"first error: {first[1]} ({first[0]})")
+    if parts:
+        parts.append(f"coverage {cov.describe().split(':')[0]}")
+    return "; ".join(parts)

@@ -1,0 +1,375 @@
+"""The one reader registry: every kind of evidence file, how it is recognised, read, and written.
+
+Why one table: a bundle's manifest, a loose folder and an archive all reach the
+readers through here, and the collectors name their files with the names declared
+here, so recognition and collection cannot drift apart. A kind is recognised by its
+file name when a collector of ours wrote it (and the content agrees), otherwise by
+content alone, in the order of `KINDS`: names lie in users' folders, content does not.
+
+Reading is total: a reader returns a `Parsed` (events, stacks, process state, host
+facts, notes) or raises ValueError/OSError, which the pipeline records as a problem
+of that file; nothing here stops the analysis.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from parsers.model.events import Origin, Parsed
+from parsers.readers import (flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
+                             nccl_log, proc, pyspy, pyspy_text, rank_log, ras, recorder)
+
+HEAD_BYTES = 64 * 1024
+#: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
+MAX_TEXT_BYTES = 2 * 1024 * 1024 * 1024
+#: the largest JSON/XML file parsed whole
+MAX_DOC_BYTES = 256 * 1024 * 1024
+
+#: scopes: whose evidence a file is
+RANK, HOST, JOB = "rank", "host", "job"
+
+
+@dataclass(frozen=True)
+class ReadInput:
+    """What a reader gets: the file, its first bytes, its size, what is known of its origin."""
+
+    path: Path
+    head: bytes
+    size: int
+    origin: Origin
+    line_filter: Callable[[int, str], None] | None = None  #: sees every text line once (knowledge-base lines)
+    observed_ns: int | None = None  #: recorder files: when the collector copied them
+
+    def text(self) -> str:
+        if self.size > MAX_DOC_BYTES:
+            raise ValueError(f"file too large to parse whole ({self.size} bytes)")
+        return self.path.read_text(encoding="utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of evidence file."""
+
+    name: str
+    scope: str  #: RANK, HOST or JOB
+    what: str  #: one line for `--help`, docs and 'skipped' notes
+    read: Callable[[ReadInput], Parsed] | None  #: None: recognised but not evidence (skipped with a reason)
+    sniff: Callable[[bytes, bool], bool] | None = None  #: content test on the head (complete: head is the file)
+    names: tuple[str, ...] = ()  #: file names our collector writes (fnmatch patterns)
+    collector: str | None = None  #: the collector that writes it
+    text_stream: str | None = None  #: knowledge-base stream for its lines ('rank-log', 'kernel')
+    name_sniff: Callable[[bytes, bool], bool] | None = None  #: looser content test when our file name matches
+
+    def file_name(self, **fields: Any) -> str:
+        """The name a collector gives this kind's file (the first pattern, formatted)."""
+        return self.names[0].format(**fields)
+
+
+# ----------------------------------------------------------------------------- content tests
+
+
+def _json_head(head: bytes) -> str | None:
+    text = head.lstrip()[:HEAD_BYTES].decode("utf-8", errors="replace")
+    return text if text[:1] in "{[" else None
+
+
+def _json_has(*needles: str) -> Callable[[bytes, bool], bool]:
+    def test(head: bytes, complete: bool) -> bool:
+        text = _json_head(head)
+        return text is not None and all(n in text for n in needles)
+    return test
+
+
+def _text_has(*needles: str, within: int = 4096) -> Callable[[bytes, bool], bool]:
+    raw = [n.encode() for n in needles]
+
+    def test(head: bytes, complete: bool) -> bool:
+        part = head[:within]
+        return any(n in part for n in raw)
+    return test
+
+
+def _is_environment(head: bytes, complete: bool) -> bool:
+    """Our environ.json: one flat object of variable names (a PATH or RANK key among them)."""
+    text = _json_head(head)
+    return text is not None and text.startswith("{") and ('"PATH"' in text or '"RANK"' in text or '"WORLD_SIZE"' in text) \
+        and '"pg_status"' not in text and '"threads"' not in text
+
+
+_NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL (?:INFO|WARN|TRACE)")
+_KERNEL_LINE = re.compile(rb"^(?:<\d>)?\[\s*(?:\d+\.\d+|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
+_JOURNAL_LINE = re.compile(rb"^\w{3} [ \d]\d [\d:]{8} \S+ kernel: ", re.M)
+
+
+def _is_nccl_log(head: bytes, complete: bool) -> bool:
+    lines = [ln for ln in head[:HEAD_BYTES].splitlines()[:400] if ln.strip()]
+    return bool(lines) and sum(1 for ln in lines if _NCCL_REC.search(ln[:2048])) * 2 >= len(lines)
+
+
+def _is_kernel_log(head: bytes, complete: bool) -> bool:
+    lines = [ln for ln in head[:HEAD_BYTES].splitlines()[:400] if ln.strip()]
+    if not lines:
+        return False
+    hits = sum(1 for ln in lines if _KERNEL_LINE.match(ln) or _JOURNAL_LINE.match(ln))
+    return hits * 2 >= len(lines)
+
+
+def _is_json_object(head: bytes, complete: bool) -> bool:
+    text = _json_head(head)
+    return text is not None and text.startswith("{")
+
+
+def _is_nvsmi_text(head: bytes, complete: bool) -> bool:
+    """nvidia-smi -q text: its banner, or (a pasted copy) its 'Attached GPUs' and 'GPU 0000...' lines."""
+    part = head[:8192]
+    return b"==NVSMI LOG==" in part or (b"Attached GPUs" in part and re.search(rb"^GPU [0-9A-Fa-f]{4,8}:", part, re.M) is not None)
+
+
+def _is_ras_text(head: bytes, complete: bool) -> bool:
+    text = head[:HEAD_BYTES].decode("utf-8", errors="replace")
+    return "SERVER PROTOCOL" in text[:200] or ras.looks_like_text(text)
+
+
+def _is_ras_json(head: bytes, complete: bool) -> bool:
+    text = _json_head(head)
+    if text is None:
+        return False
+    if '"missing_ranks"' in text or '"collective_counts"' in text or ('"ranks"' in text and '"secondary_hash"' in text):
+        return True
+    if complete:
+        try:
+            return ras.looks_like_json(json.loads(ras.repair_json(text)))
+        except ValueError:
+            return False
+    return False
+
+
+def _is_pyspy_text(head: bytes, complete: bool) -> bool:
+    return pyspy_text.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace").lstrip())
+
+
+def _is_text(head: bytes, complete: bool) -> bool:
+    return b"\x00" not in head[:4096] and head[:1] != b"\x80"
+
+
+def _is_binary(head: bytes, complete: bool) -> bool:
+    return not _is_text(head, complete)
+
+
+def _is_empty(head: bytes, complete: bool) -> bool:
+    return complete and not head.strip()
+
+
+# ----------------------------------------------------------------------------- readers
+
+
+def read_text_lines(inp: ReadInput) -> Iterator[str]:
+    """Lines split on \\n only (a stray \\r from a progress bar must not split a record), each shown
+    to the line filter with its number. Files over MAX_TEXT_BYTES are refused."""
+    if inp.size > MAX_TEXT_BYTES:
+        raise ValueError(f"file too large to read ({inp.size} bytes)")
+    look = inp.line_filter
+    with open(inp.path, encoding="utf-8", errors="replace", newline="") as fh:
+        for n, line in enumerate(fh, start=1):
+            if look is not None:
+                look(n, line)
+            yield line
+
+
+def _fr_dump(inp: ReadInput) -> Parsed:
+    if inp.size > MAX_DOC_BYTES:
+        raise ValueError(f"Flight Recorder dump too large ({inp.size} bytes)")
+    return flight_recorder.parse(flight_recorder.load_bytes(inp.path.read_bytes()), inp.origin)
+
+
+def _nccl_log(inp: ReadInput) -> Parsed:
+    return nccl_log.parse_lines(read_text_lines(inp), str(inp.path))
+
+
+def _rank_log(inp: ReadInput) -> Parsed:
+    return rank_log.parse_lines(read_text_lines(inp), str(inp.path))
+
+
+def _ras_text(inp: ReadInput) -> Parsed:
+    return ras.parse_text(read_text_lines(inp))
+
+
+def _ras_json(inp: ReadInput) -> Parsed:
+    return ras.parse_json_text(inp.text())
+
+
+def _pyspy_text(inp: ReadInput) -> Parsed:
+    return pyspy_text.parse_lines(read_text_lines(inp))
+
+
+def _pyspy_json(inp: ReadInput) -> Parsed:
+    data = json.loads(inp.text())
+    out = Parsed(kind="pyspy-json")
+    out.stacks = pyspy.parse_pyspy_data(data, inp.origin.pid)
+    pid = data[0].get("pid") if isinstance(data, list) and data and isinstance(data[0], dict) else None
+    if isinstance(pid, int):
+        out.facts["pid"] = pid
+    return out
+
+
+def _gdb_json(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="gdb-json")
+    data = json.loads(inp.text())
+    out.stacks = gdb.parse_gdb_data(data, inp.origin.pid)
+    if isinstance(data, dict) and isinstance(data.get("pid"), int):
+        out.facts["pid"] = data["pid"]
+    return out
+
+
+def _process_state(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="process-state")
+    out.process = proc.parse_proc_data(json.loads(inp.text()))
+    out.facts["pid"] = out.process.pid
+    return out
+
+
+def _environment(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="environment")
+    data = json.loads(inp.text())
+    if not isinstance(data, dict):
+        raise ValueError("not an environment object")
+    out.facts.update(proc.identity_from_environ(data))
+    return out
+
+
+def _launcher(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="launcher")
+    out.exits = launcher.parse_launcher_data(json.loads(inp.text()))
+    return out
+
+
+def _recorder(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="recorder-state")
+    state = recorder.read_recorder_file(inp.path, observed_ns=inp.observed_ns)
+    out.recorder.append(state)
+    out.facts["pid"] = state.pid
+    if state.host:
+        out.facts["host"] = state.host
+    return out
+
+
+def _kernel_log(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="kernel-log")
+    lines = host_kernel.read_kernel_log(inp.text())
+    for n, text in host_kernel.numbered_messages(lines):
+        out.notes.append((n, text))
+    return out
+
+
+def _host_facts(kind: str, parse: Callable[[str], Any], wrap: str | None = None, prefix: str = "") -> Callable[[ReadInput], Parsed]:
+    """A host-facts reader: `parse(text)` gives {subject: facts} (or facts, wrapped under `wrap`)."""
+    def read(inp: ReadInput) -> Parsed:
+        out = Parsed(kind=kind)
+        got = parse(inp.text())
+        subjects = {wrap: got} if wrap else got
+        for subject, facts in subjects.items():
+            name = f"{prefix} {subject}".strip() if prefix else subject
+            out.host_facts.setdefault(name, {}).update(facts)
+        return out
+    return read
+
+
+# ----------------------------------------------------------------------------- the table
+
+KINDS: tuple[Kind, ...] = (
+    Kind("empty", JOB, "an empty file", None, sniff=_is_empty),
+    Kind("bundle-manifest", JOB, "a bundle's own manifest (read as hints, not evidence)", None,
+         sniff=_json_has('"hang-forensics-bundle"'), names=("manifest.json",)),
+    Kind("recorder-state", RANK, "NCCL in-flight recorder state file (nccl_patches)", _recorder,
+         sniff=lambda h, c: h.startswith(recorder.MAGIC), names=("nccl-recorder.*.bin",), collector="nccl_recorder"),
+    Kind("recorder-text", RANK, "the recorder's human-readable snapshot (the .bin is read)", None,
+         names=("nccl-recorder.*.txt",), collector="nccl_recorder"),
+    Kind("fr-dump", RANK, "PyTorch Flight Recorder dump (pickle or JSON)", _fr_dump,
+         sniff=lambda h, c: flight_recorder.looks_like(h) or _json_has('"pg_status"')(h, c)
+         or _json_has('"entries"', '"profiling_name"')(h, c),
+         names=("fr_*", "nccl_trace_rank_*"), collector="flight_recorder"),
+    Kind("binary", JOB, "a binary file no reader knows", None, sniff=_is_binary),
+    Kind("process-state", RANK, "process state from /proc (proc.json)", _process_state,
+         sniff=_json_has('"state"', '"pid"', '"threads"'), names=("proc.json",), collector="process_state"),
+    Kind("environment", RANK, "a process's environment, secrets redacted (environ.json)", _environment,
+         sniff=_is_environment, names=("environ.json",), collector="environment", name_sniff=_is_json_object),
+    Kind("gdb-json", RANK, "gdb backtraces of every thread (gdb.json)", _gdb_json,
+         sniff=_json_has('"threads"', '"stacks"'), names=("gdb.json",), collector="gdb"),
+    Kind("pyspy-json", RANK, "py-spy dump --json", _pyspy_json,
+         sniff=_json_has('"thread_id"', '"frames"'), names=("pyspy.json",), collector="py-spy"),
+    Kind("launcher", JOB, "a launcher record: per rank, pid and exit", _launcher,
+         sniff=_json_has('"ranks"', '"returncode"'), names=("launcher.json",)),
+    Kind("ras-json", HOST, "NCCL RAS answer, JSON", _ras_json, sniff=_is_ras_json,
+         names=("ras_status.json",), collector="ras"),
+    Kind("nvml-json", HOST, "NVML values of every GPU (nvml.json)", _host_facts("nvml-json", host_nvml.parse_nvml_json, prefix="gpu"),
+         sniff=_json_has('"gpus"', '"bus_id"'), names=("nvml.json",), collector="nvml"),
+    Kind("infiniband-json", HOST, "InfiniBand ports and counters (infiniband.json)", _host_facts("infiniband-json", host_ib.parse_ib_json),
+         sniff=_json_has('"devices"'), names=("infiniband.json",), collector="infiniband"),
+    Kind("cpufreq-json", HOST, "CPU frequencies (cpufreq.json)", _host_facts("cpufreq-json", host_system.parse_cpufreq_json, wrap="cpu"),
+         sniff=_json_has('"cpuinfo_mhz"'), names=("cpufreq.json",), collector="cpufreq"),
+    Kind("memory-json", HOST, "memory and pressure (memory.json)", _host_facts("memory-json", host_system.parse_memory_json, wrap="memory"),
+         sniff=_json_has('"meminfo"'), names=("memory.json",), collector="memory"),
+    Kind("nvidia-smi-xml", HOST, "nvidia-smi -q -x", _host_facts("nvidia-smi-xml", host_nvsmi.parse_xml, prefix="gpu"),
+         sniff=_text_has("<nvidia_smi_log"), names=("nvidia-smi-q.xml",), collector="nvidia_smi"),
+    Kind("nvidia-smi-text", HOST, "nvidia-smi -q", _host_facts("nvidia-smi-text", host_nvsmi.parse_text, prefix="gpu"),
+         sniff=_is_nvsmi_text, names=("nvidia-smi-q.txt",), collector="nvidia_smi", name_sniff=_is_text),
+    Kind("nvidia-smi-topo", HOST, "nvidia-smi topo -m (kept for people; no facts read)", None,
+         sniff=lambda h, c: h.lstrip().startswith(b"\x1b[4mGPU0") or b"Legend:" in h[:8192] and b"GPU0" in h[:512],
+         names=("nvidia-smi-topo.txt",), collector="nvidia_smi"),
+    Kind("df", HOST, "df -P -T (disk space)", _host_facts("df", host_system.parse_df),
+         sniff=lambda h, c: h.startswith(b"Filesystem") and b"Inodes" not in h[:200] and b"IUsed" not in h[:200],
+         names=("df.txt",), collector="disk"),
+    Kind("df-inodes", HOST, "df -P -T -i (inodes)", _host_facts("df-inodes", lambda t: host_system.parse_df(t, inodes=True)),
+         sniff=lambda h, c: h.startswith(b"Filesystem") and (b"Inodes" in h[:200] or b"IUsed" in h[:200]),
+         names=("df-inodes.txt",), collector="disk"),
+    Kind("kernel-log", HOST, "kernel messages (dmesg, journal)", _kernel_log, sniff=_is_kernel_log,
+         names=("kernel.log",), collector="kernel_log", text_stream="kernel"),
+    Kind("ras-text", HOST, "NCCL RAS answer, text", _ras_text, sniff=_is_ras_text,
+         names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
+    Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_is_pyspy_text),
+    Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
+    Kind("nccl-log", RANK, "NCCL debug log (NCCL_DEBUG=INFO)", _nccl_log, sniff=_is_nccl_log,
+         names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log"),
+    Kind("rank-log", RANK, "a rank's stdout/stderr or any other text log", _rank_log, sniff=_is_text,
+         names=("stdout.log", "stderr.log"), collector="stdio", text_stream="rank-log"),
+)
+
+BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
+#: kinds whose files are recognised but are not evidence
+NOT_EVIDENCE = frozenset(k.name for k in KINDS if k.read is None)
+
+
+def kind(name: str) -> Kind:
+    """The kind called `name` (KeyError for an unknown one: a programming error)."""
+    return BY_NAME[name]
+
+
+def for_collector(collector: str) -> list[Kind]:
+    """Kinds a collector writes: the names it must use."""
+    return [k for k in KINDS if k.collector == collector]
+
+
+def recognise(file_name: str, head: bytes, complete: bool) -> Kind:
+    """The kind of a file: our own file name when its content agrees, else content alone."""
+    for k in KINDS:
+        test = k.name_sniff or k.sniff
+        if k.names and _name_matches(k, file_name) and (test is None or test(head, complete)):
+            return k
+    for k in KINDS:
+        if k.sniff is not None and k.sniff(head, complete):
+            return k
+    return BY_NAME["binary"]
+
+
+def _name_matches(k: Kind, file_name: str) -> bool:
+    return any(fnmatch.fnmatchcase(file_name, pat) for pat in k.names if "/" not in pat)
+
+
+def describe() -> Iterable[tuple[str, str, str]]:
+    """(kind, scope, what) for docs and --help."""
+    return ((k.name, k.scope, k.what) for k in KINDS)
