@@ -37,8 +37,10 @@ def test_corpus_is_big_enough_and_sourced():
 
 
 @pytest.mark.parametrize("stem", CASES)
-def test_expected_records_are_yielded(stem):
+def test_expected_records_are_yielded(stem, request):
     meta, parsed = _case(stem)
+    if meta.get("reader_gap"):  # a gap outside the line readers, stated in the .json: must flip when fixed
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=meta["reader_gap"]))
     assert parsed, f"{stem}: nothing was read"
     lost = missing(meta["records"], records_of(parsed))
     assert not lost, f"{stem}: records not yielded: {lost}"
