@@ -13,15 +13,33 @@ import re
 from dataclasses import dataclass
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: colour codes whose ESC byte was lost on the way (Ray's `[36m(RayTrainWorker ...`)
+_ANSI_REMNANT = re.compile(r"(?<![\w\]])\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _OMPI = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
 _RAY = re.compile(r"^\((?P<who>[^()]*?)pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
-_SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?")
+#: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen)
+_PDSH = re.compile(r"^(?P<host>[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
 _SLURM = re.compile(r"^\s*(\d{1,6}): ")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
+#: `[rankN]:[E...` glued after a progress bar or other text on the same line
+_TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
+#: `[N] ` at the start: a launcher's rank label, or a log viewer's line number (the caller decides);
+#: not when NCCL's own `[dev] ` bracket follows directly (a record whose host:pid:tid was cut)
+_LABEL = re.compile(r"^\[(\d{1,7})\] (?!(?:[\w./-]+:\d+ )?NCCL )(?=\S)")
 _ISO_TS = re.compile(
-    r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - \w+ - |\s+)"
+    r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - [\w.]+ - |\s+)"
 )
+#: Python logging level words left after a timestamp ('... - name - ERROR - msg')
+_PY_LEVEL = re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s*(?:-|:|\|)\s+")
+#: vLLM / SGLang logger: `ERROR 08-03 13:35:33 [multiproc_executor.py:912] ` (minute-precision stamp)
+_VLLM = re.compile(
+    r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.]+:\d+\]\s?"
+)
+_QUOTE = re.compile(r"^(?:>\s?)+")
 _BORDER = re.compile(r"^[│|┃]\s+")
+_BORDER_END = re.compile(r"\s+[│|┃]\s*$")
 
 
 @dataclass
@@ -32,60 +50,119 @@ class LinePrefix:
     rank: int | None = None  #: global rank (launcher rank or PyTorch's [rankN])
     pid: int | None = None
     timestamp: str | None = None
+    label: int | None = None  #: a bare `[N] ` in front: a rank label or a line number (caller decides)
 
 
 def strip_prefix(line: str) -> tuple[str, LinePrefix]:
     """Remove every known wrapper from the front of `line`; return the payload and what they said.
 
     Wrappers nest (Ray around a timestamp around `[rank0]:`), so strip until none matches.
+    `[rankN]` names the global rank and wins over a launcher's label; a launcher's label
+    wins over nothing. Host and pid come from Ray, log shippers and pdsh labels.
     """
     info = LinePrefix()
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     text = line.rstrip("\r\n")
-    for _ in range(8):
+    if "m" in text and "[" in text:
+        text = _ANSI_REMNANT.sub("", text)
+    if "repeated" in text:
+        text = _RAY_REPEAT.sub("", text)
+    torch_rank: int | None = None
+    for _ in range(12):
         stripped = text.lstrip()
-        m = _OMPI.match(stripped)
-        if m:
+        step = _strip_one(stripped, info)
+        if step is None:
+            break
+        text, rank = step
+        if rank is not None:
+            torch_rank = rank
+    else:
+        stripped = text.lstrip()
+    m = _TORCH_RANK_GLUED.search(stripped)
+    if m and torch_rank is None:  # '... 158.06s/i[rank0]:[E ...': a progress bar glued in front
+        torch_rank = int(m.group(1))
+        stripped = stripped[m.end():]
+    if torch_rank is not None:
+        info.rank = torch_rank
+    if "│" in stripped or "┃" in stripped:
+        stripped = _BORDER_END.sub("", stripped)
+    return stripped, info
+
+
+def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
+    """Peel one wrapper off `text`: (rest, torch rank if it was `[rankN]:`), or None when none matches."""
+    m = _OMPI.match(text)
+    if m:
+        if info.rank is None:
             info.rank = int(m.group(2))
-            text = stripped[m.end():]
-            continue
-        m = _RAY.match(stripped)
-        if m:
-            info.pid = int(m.group("pid"))
-            if m.group("ip"):
-                info.host = m.group("ip")
-            text = stripped[m.end():]
-            continue
-        m = _TORCH_RANK.match(stripped)
-        if m:
+        return text[m.end():], None
+    m = _RAY.match(text)
+    if m:
+        info.pid = int(m.group("pid"))
+        if m.group("ip"):
+            info.host = m.group("ip")
+        return text[m.end():], None
+    m = _TORCH_RANK.match(text)
+    if m:
+        return text[m.end():], int(m.group(1))
+    m = _ISO_TS.match(text)
+    if m and not _is_nccl_ts(text):
+        info.timestamp = m.group(0).strip(" []-|")
+        return text[m.end():], None
+    m = _VLLM.match(text)
+    if m:
+        info.timestamp = info.timestamp or m.group("ts")
+        return text[m.end():], None
+    m = _PY_LEVEL.match(text)
+    if m and info.timestamp:
+        return text[m.end():], None
+    m = _SHIPPER.match(text)
+    if m:
+        info.host = m.group("host").split(".")[0]  # short name: what NCCL prints for the same host
+        return text[m.end():], None
+    m = _SLURM.match(text)
+    if m:
+        if info.rank is None:
             info.rank = int(m.group(1))
-            text = stripped[m.end():]
-            continue
-        m = _ISO_TS.match(stripped)
-        if m and not _is_nccl_ts(stripped):
-            info.timestamp = m.group(0).strip(" []-|")
-            text = stripped[m.end():]
-            continue
-        m = _SHIPPER.match(stripped)
-        if m:
-            info.host = m.group("host").split(".")[0]
-            text = stripped[m.end():]
-            continue
-        m = _SLURM.match(stripped)
-        if m:
-            if info.rank is None:
-                info.rank = int(m.group(1))
-            text = stripped[m.end():]
-            continue
-        m = _BORDER.match(stripped)
-        if m:
-            text = stripped[m.end():]
-            continue
-        return stripped, info
-    return text.lstrip(), info
+        return text[m.end():], None
+    m = _PDSH.match(text)
+    if m and info.host is None:
+        info.host = m.group("host")
+        return text[m.end():], None
+    m = _LABEL.match(text)
+    if m and info.label is None:
+        info.label = int(m.group(1))
+        return text[m.end():], None
+    m = _QUOTE.match(text)
+    if m:
+        return text[m.end():], None
+    m = _BORDER.match(text)
+    if m:
+        return text[m.end():], None
+    return None
 
 
 def _is_nccl_ts(text: str) -> bool:
     """NCCL 2.26+ puts `[%F %T] ` before its own prefix: leave it for the NCCL reader."""
     return text.startswith("[") and " NCCL " in text[:200]
+
+
+_LEADING_LABEL = re.compile(r"^\s*\[(\d{1,7})\] ")
+
+
+def labels_are_line_numbers(head: list[str]) -> bool:
+    """True when the `[N] ` in front of a file's lines counts lines (a log viewer's numbering,
+    `[80746] [rank0]:...`) rather than naming ranks (`[0] node0:13571:...`).
+
+    Decided per file from its first lines: line numbers rise by one from line to line.
+    """
+    labels = []
+    for raw in head[:200]:
+        m = _LEADING_LABEL.match(raw)
+        if m:
+            labels.append(int(m.group(1)))
+    if len(labels) < 3:
+        return False
+    steps = sum(1 for a, b in zip(labels, labels[1:]) if b == a + 1)
+    return steps >= 0.8 * (len(labels) - 1)

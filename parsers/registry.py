@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             nccl_log, proc, pyspy, pyspy_text, rank_log, ras, recorder)
+                             nccl_log, pasted_host, proc, pyspy, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -259,10 +259,22 @@ def _recorder(inp: ReadInput) -> Parsed:
 
 
 def _kernel_log(inp: ReadInput) -> Parsed:
+    """Kernel messages, kept numbered for the knowledge base, and the host errors among them as events
+    (Xid, GPU off the bus, PCIe AER), so a loose kernel log speaks in the same terms as pasted lines."""
     out = Parsed(kind="kernel-log")
     lines = host_kernel.read_kernel_log(inp.text())
+    window: list[str] = []  # an NVRM message the driver split over several lines
     for n, text in host_kernel.numbered_messages(lines):
         out.notes.append((n, text))
+        origin = Origin(host=inp.origin.host, file=inp.origin.file, line=n)
+        found = pasted_host.match_line(text, origin)
+        nvrm = text.startswith("NVRM:")
+        if not found and nvrm and window:
+            joined = " ".join(window + [text[5:].strip()])
+            found = pasted_host.match_line(joined, origin)
+        window = [] if found or not nvrm else (window + [text if not window else text[5:].strip()])[-3:]
+        out.events.extend(found)
+    out.lines = len(out.notes)
     return out
 
 

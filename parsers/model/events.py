@@ -58,6 +58,7 @@ class Origin:
     rank: int | None = None  #: global rank
     file: str | None = None
     line: int | None = None
+    device: int | None = None  #: CUDA device index (NCCL's `[d]` bracket): not a rank
 
 
 @dataclass(slots=True)
@@ -120,6 +121,9 @@ class ErrorEvent:
     peer_addr: str | None = None  #: 'host<port>' / '[ip]:port' the error names
     timestamp: str | None = None
     source: str = ""
+    #: what the line says beyond the common fields: exitcode, local_rank, joined/expected,
+    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...
+    data: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -212,3 +216,16 @@ class Parsed:
     exits: list = field(default_factory=list)  #: parsers.readers.launcher.RankExit from launcher records
     recorder: list = field(default_factory=list)  #: parsers.readers.recorder.RecorderState
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
+    #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
+    #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)
+    unread: list = field(default_factory=list)
+
+    def note_unread(self, lineno: int, text: str) -> None:
+        """Keep a recognisable line no reader understood (the first MAX_UNREAD of them)."""
+        self.unknown_lines += 1
+        self.facts["unread_lines"] = self.facts.get("unread_lines", 0) + 1
+        if len(self.unread) < MAX_UNREAD:
+            self.unread.append((lineno, text[:500]))
+
+
+MAX_UNREAD = 200

@@ -13,28 +13,52 @@ rank inside the group. Gloo errors are matched in parsers.readers.gloo.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 
-_GLOG = re.compile(r"^\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?P<src>[\w.]+:\d+)\] ")
-_PG = re.compile(
-    r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[\w:]+))?\s*(?:\((?P<name>[^)]*)\))?\s+)?Rank (?P<r>\d+)\]"
+#: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
+#: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
+_GLOG = re.compile(
+    r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?:\d+ )?(?P<src>[\w.]+:\d+)\] "
+    r"|^(?P<lvl2>[EWIF])(?P<md2>\d{4}) (?P<time2>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src2>[\w./]+:\d+)\] "
 )
+_PG = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*))?\s*(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
+)
+_PLAIN_RANK = re.compile(r"\[Rank (?P<r>\d+)\]")
+_WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?"
 _WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout: Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
-    r"(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?.*?Timeout\(ms\)=(?P<tmo>\d+)\)"
+    r"Watchdog caught collective operation timeout: " + _WORK + r".*?Timeout\(ms\)=(?P<tmo>\d+)\)"
     r"(?: ran for (?P<ran>\d+) milliseconds)?"
 )
+_ASYNC = re.compile(r"Collective " + _WORK + r".*?raised the following async exception: (?P<what>.*)")
 _FAILURE = re.compile(
     r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<enq>-?\d+),"
     r" last completed work: (?P<done>-?\d+)"
 )
-_LAST = re.compile(r"Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)")
+_DETECTED = re.compile(r"(?:detected by watchdog at work|Timeout at NCCL work): (?P<seq>-?\d+)")
+_LAST = re.compile(r"last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)", re.I)
 _HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.*(?:timed out|stuck)|watchdog got stuck")
-_DUMP_SIGNAL = re.compile(
-    r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|Flight Recorder|dump debug info"
+_TERMINATE = re.compile(r"Terminating the process after attempting to dump debug info")
+_DUMP = re.compile(
+    r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|[Ff]light ?[Rr]ecorder"
+    r"|dump debug info|dumps? to finish"
 )
-_TIMEOUT_EXC = re.compile(r"(?:DistBackendError|RuntimeError).*?(?:Timeout|timed out|timeout)", re.I)
+_PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
+_STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
+                    r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
+_NCCL_ERROR = re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)(?:, NCCL version (?P<v>[\w.+-]+))?\s*$")
+_TERMINATE_CALLED = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
+_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
+#: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.')
+_NCCL_CODE = re.compile(r"^(?P<code>nccl[A-Z]\w*Error): (?P<what>.*)")
+_FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
+_PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
+_MARKERS = ("ProcessGroup", "Rank ", "NCCL work", "eartbeat", "Watchdog", "DistStoreError", "NCCL error",
+            "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl")
+_LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
 
 def _pg_key(m: re.Match | None) -> tuple[str | None, int | None, str | None]:
@@ -50,48 +74,158 @@ def _pg_key(m: re.Match | None) -> tuple[str | None, int | None, str | None]:
     return (f"pg:{pg}" if pg is not None else None), int(m.group("r")), name
 
 
-def match_line(text: str, origin: Origin) -> list:
-    """Events in one prefix-stripped line; [] when it is no c10d message this reader knows."""
-    if "ProcessGroup" not in text and "Rank " not in text and "NCCL work" not in text and "eartbeat" not in text:
-        return []
-    glog = _GLOG.match(text)
-    ts = None
-    if glog and glog.group("time"):
-        ts = f"{glog.group('md') or ''} {glog.group('time')}".strip()
+def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None]:
+    """(origin with the global rank filled in, comm key, rank in the group) for one line.
+
+    `[rankN]:` (already in origin) names the global rank and wins. Without it, a plain
+    `[Rank N]` is taken as the global rank (torch before 2.2 printed only that, and it is
+    the default group's rank); a `[PG .. Rank r]` tag gives the group rank, which is the
+    global rank only for the default group.
+    """
     pgm = _PG.search(text)
-    comm, comm_rank, _ = _pg_key(pgm)
+    comm, group_rank, _ = _pg_key(pgm)
+    plain = None
+    for m in _PLAIN_RANK.finditer(text):
+        if pgm is None or not (pgm.start() <= m.start() < pgm.end()):
+            plain = int(m.group("r"))
+            break
+    if group_rank is None:
+        group_rank = plain
+    if origin.rank is None:
+        rank = plain if plain is not None else (group_rank if comm == "pg:0" else None)
+        if rank is not None:
+            origin = replace(origin, rank=rank)
+    return origin, comm, group_rank
+
+
+def _glog(text: str) -> tuple[str | None, str | None, str | None]:
+    """(level, timestamp, source file:line) of a glog header anywhere in the line."""
+    m = _GLOG.search(text)
+    if not m:
+        return None, None, None
+    if m.group("lvl"):
+        ts = f"{m.group('md') or ''} {m.group('time') or ''}".strip() or None
+        return m.group("lvl"), ts, m.group("src")
+    return m.group("lvl2"), f"{m.group('md2')} {m.group('time2')}", m.group("src2")
+
+
+def match_line(text: str, origin: Origin) -> list:
+    """Events in one prefix-stripped line; [] when it is no c10d message this reader knows.
+
+    One line can carry several facts (Ray's `Unhandled exception: T. what(): [..] Watchdog
+    caught ...` is an exception and a timeout), so matchers add to one list.
+    """
+    if not any(m in text for m in _MARKERS):
+        return []
+    lvl, ts, src = _glog(text)
+    origin, comm, group_rank = _identity(text, origin)
+    msg = text.strip()
     events: list = []
+
+    def err(kind: str, **kw) -> ErrorEvent:
+        data = {k: v for k, v in (kw.pop("data", None) or {}).items() if v is not None}
+        if group_rank is not None:
+            data.setdefault("group_rank", group_rank)
+        ev = ErrorEvent(kind=kind, message=msg, origin=origin, comm=kw.pop("comm", comm), timestamp=ts,
+                        source="c10d", data=data, **kw)
+        events.append(ev)
+        return ev
+
+    def progress(enq: int, done: int) -> None:
+        events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=enq, last_completed=done,
+                               comm_rank=group_rank, source="c10d"))
+
+    m = _TERMINATE_CALLED.search(text) or _RAY_UNHANDLED.search(text) or _PY_EXC.search(text)
+    if m:
+        err("python-exception", data={"type": demangle(m.group("type"))})
     m = _WATCHDOG.search(text)
     if m:
         seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
-        events.append(ErrorEvent(kind="watchdog-timeout", message=text.strip(), origin=origin, comm=comm or "pg:0",
-                                 seq=seq, op=normalise_op(m.group("op")), timestamp=ts, source="c10d"))
+        err("watchdog-timeout", comm=comm or "pg:0", seq=seq, op=normalise_op(m.group("op")),
+            data={"numel_in": _int(m.group("nin")), "numel_out": _int(m.group("nout")),
+                  "timeout_ms": _int(m.group("tmo")), "ran_ms": _int(m.group("ran"))})
         if seq is not None:
-            events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=seq, last_completed=seq - 1,
-                                   comm_rank=comm_rank, source="c10d"))
+            progress(seq, seq - 1)
+        return events
+    m = _ASYNC.search(text)
+    if m:
+        v = _NCCL_ERROR.search(m.group("what"))
+        err("nccl-error", comm=comm or "pg:0", seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+            data={"nccl_version": v.group("v") if v else None})
         return events
     m = _FAILURE.search(text)
     if m:
-        events.append(ErrorEvent(kind="failure-detected", message=text.strip(), origin=origin, comm=comm or "pg:0",
-                                 seq=int(m.group("seq")), timestamp=ts, source="c10d"))
-        events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=int(m.group("enq")),
-                               last_completed=int(m.group("done")), comm_rank=comm_rank, source="c10d"))
+        err("failure-detected", comm=comm or "pg:0", seq=int(m.group("seq")))
+        progress(int(m.group("enq")), int(m.group("done")))
         return events
     m = _LAST.search(text)
     if m:
-        events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=int(m.group("enq")),
-                               last_completed=int(m.group("done")), comm_rank=comm_rank, source="c10d"))
-        if _DUMP_SIGNAL.search(text):
-            events.append(ErrorEvent(kind="dump-signal", message=text.strip(), origin=origin, comm=comm,
-                                     timestamp=ts, source="c10d"))
+        d = _DETECTED.search(text)
+        if d:
+            err("failure-detected", comm=comm or "pg:0", seq=int(d.group("seq")))
+        progress(int(m.group("enq")), int(m.group("done")))
+        if _DUMP.search(text):
+            err("dump-signal")
         return events
     if _HEARTBEAT.search(text):
-        return [ErrorEvent(kind="heartbeat", message=text.strip(), origin=origin, comm=comm, timestamp=ts,
-                           source="c10d")]
-    if glog and glog.group("lvl") in "EF" and _DUMP_SIGNAL.search(text):
-        return [ErrorEvent(kind="dump-signal", message=text.strip(), origin=origin, comm=comm, timestamp=ts,
-                           source="c10d")]
-    if glog and glog.group("lvl") in "EF" and "ProcessGroup" in (glog.group("src") or ""):
-        return [ErrorEvent(kind="c10d-error", message=text.strip(), origin=origin, comm=comm, timestamp=ts,
-                           source="c10d")]
-    return []
+        p = _PENDING.search(text)
+        err("heartbeat", data={"pending_works": int(p.group("n")) if p else None})
+        return events
+    if _TERMINATE.search(text):
+        err("terminate")
+        return events
+    if _DUMP.search(text) and (lvl is not None or "ProcessGroupNCCL" in text):
+        err("dump-signal")
+        return events
+    m = _STORE.search(text)
+    if m:
+        err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
+                                   "seconds": _int(m.group("secs"))})
+        return events
+    m = _NCCL_ERROR.search(text)
+    if m and ("NCCL error in:" in text or text.startswith("NCCL error")):
+        err("nccl-error", data={"nccl_version": m.group("v"), "where": m.group("where")})
+        return events
+    m = _NCCL_CODE.match(text.strip())
+    if m:
+        err("nccl-error", data={"code": m.group("code")})
+        return events
+    m = _FRAME.search(text)
+    if m:
+        err("python-frame", data={"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line"))})
+        events[-1].message = m.group("fn")  # the record's text is the function name
+        return events
+    m = _PG_TIMEOUT.match(text.strip())
+    if m:
+        err("pg-timeout", data={"timeout_ms": int(m.group("ms"))})
+        return events
+    if events:
+        return events
+    if lvl is not None and src and ("ProcessGroup" in src or "TCPStore" in src or "NCCLUtils" in src):
+        err(_LEVEL_KIND[lvl])
+    elif "[c10d" in text:
+        err("c10d-info")
+    return events
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None else None
+
+
+def demangle(name: str) -> str:
+    """`N3c1016DistBackendErrorE` -> `c10::DistBackendError` (Itanium nested names, as Ray prints them);
+    other names are returned as they are."""
+    m = re.fullmatch(r"N((?:\d+\w+?)+)E", name)
+    if not m:
+        if name.startswith("St") and name[2:3].isdigit():  # St13runtime_error
+            return "std::" + re.sub(r"^\d+", "", name[2:])
+        return name
+    parts, rest = [], m.group(1)
+    while rest:
+        d = re.match(r"\d+", rest)
+        if not d:
+            return name
+        n = int(d.group(0))
+        parts.append(rest[d.end():d.end() + n])
+        rest = rest[d.end() + n:]
+    return "::".join(parts)

@@ -15,13 +15,19 @@ from parsers.model.events import ErrorEvent, Origin
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) operation to complete")
 _CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
 _RESET = re.compile(r"(?:Read|Write) error \[(?P<addr>[^\]]+)\]:(?P<port>\d+): Connection reset by peer")
+#: NCCL's own wording, as PyTorch repeats it under 'Last error:' (2.14: 'Net : Connection closed by remote peer h<port>')
+_NCCL_CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
 _OTHER = re.compile(r"gloo/transport/\S+:\d+\] (?P<msg>.*)")
 
 
 def match_line(text: str, origin: Origin) -> list:
     """Events in one prefix-stripped line; [] if no gloo error is in it."""
-    if "gloo" not in text and "Timed out waiting" not in text and "by peer" not in text:
+    if "gloo" not in text and "Timed out waiting" not in text and "by peer" not in text and "remote peer" not in text:
         return []
+    m = _NCCL_CLOSED.search(text)
+    if m:
+        return [ErrorEvent(kind="connection-closed", message=text.strip(), origin=origin, peer_addr=m.group("peer"),
+                           source="nccl-last-error")]
     m = _TIMEOUT.search(text)
     if m:
         return [ErrorEvent(kind="gloo-timeout", message=text.strip(), origin=origin, op=m.group("what"),

@@ -52,3 +52,122 @@ def parse_launcher_data(data: object) -> list[RankExit]:
         )
         for r in data["ranks"]
     ]
+
+
+# --- launcher lines in job output -------------------------------------------------------------
+# torchelastic, vLLM and Slurm print how each worker ended. Exit order matters (see above),
+# and the `ChildFailedError` block's "Root Cause (first observed failure)" is only the first
+# exit the agent noticed (field notes: usually a victim), so each entry keeps its role.
+
+import re as _re
+
+from parsers.model.events import ErrorEvent, Origin
+
+_ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
+_SIGNAL = _re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
+_VLLM_EXIT = _re.compile(r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)")
+_BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
+_ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
+_FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
+_RANK_FIELD = _re.compile(r"(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
+_EXIT_FIELD = _re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+_SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
+
+
+def match_line(text: str, origin: Origin) -> list:
+    """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
+    if "exit" not in text and "signal" not in text:
+        return []
+    m = _ELASTIC_EXIT.search(text)
+    if m:
+        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+                           data={"exitcode": int(m.group("code")), "local_rank": int(m.group("lr")),
+                                 "pid": int(m.group("pid"))})]
+    m = _VLLM_EXIT.search(text)
+    if m:
+        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+                           data={"exitcode": int(m.group("code")), "pid": int(m.group("pid")), "worker": m.group("who")})]
+    m = _SIGNAL.search(text)
+    if m:
+        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+                           data={"pid": int(m.group("pid")), "signal": m.group("sig")})]
+    return []
+
+
+def _with_pid(origin: Origin, m) -> Origin:
+    """The line names the worker's pid: that is the event's process, not the agent that printed it."""
+    return Origin(host=origin.host, pid=int(m.group("pid")), rank=None, file=origin.file, line=origin.line)
+
+
+class ElasticBlock:
+    """Reads torchelastic's `ChildFailedError` report line by line.
+
+    Layout (torch 1.9+): a `Failures:` section and a `Root Cause (first observed failure):`
+    section, each with `[global_rank]:` entries of `time/host/rank/exitcode/error_file/traceback`.
+    `feed` returns the finished entries' events and whether the line belonged to the block.
+    """
+
+    def __init__(self) -> None:
+        self.role: str | None = None
+        self.entry: dict | None = None
+        self.origin: Origin | None = None
+
+    def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
+        line = text.strip()
+        for marker, role in _BLOCK_ROLE:
+            if line.startswith(marker):
+                done = self._close()
+                self.role = role
+                return True, done
+        if self.role is None:
+            return False, []
+        m = _ENTRY.match(line)
+        if m:
+            done = self._close()
+            self.entry, self.origin = {"rank": int(m.group("rank"))}, origin
+            return True, done
+        m = _FIELD.match(line)
+        if m and self.entry is not None:
+            self._field(m.group("key"), m.group("value").strip())
+            return True, []
+        if line.startswith(("---", "===", "<NO_OTHER_FAILURES>")) or not line:
+            done = self._close()
+            if line.startswith("==="):
+                self.role = None
+            return True, done
+        done = self._close()
+        self.role = None
+        return False, done
+
+    def finish(self) -> list:
+        return self._close()
+
+    def _field(self, key: str, value: str) -> None:
+        entry = self.entry
+        if key == "rank":
+            m = _RANK_FIELD.match(value)
+            if m:
+                entry["rank"], entry["local_rank"] = int(m.group("rank")), int(m.group("lr"))
+        elif key == "exitcode":
+            m = _EXIT_FIELD.match(value)
+            if m:
+                entry["exitcode"], entry["pid"] = int(m.group("code")), int(m.group("pid"))
+        elif key == "host":
+            entry["fqdn"] = value
+            entry["host"] = value.split(".")[0]  # NCCL's short form, the join key with NCCL lines
+        elif key == "time":
+            entry["time"] = value
+        elif key == "traceback":
+            m = _SIGNAL_NAME.search(value)
+            if m:
+                entry["signal"] = m.group("name")
+
+    def _close(self) -> list:
+        entry, self.entry = self.entry, None
+        if entry is None or self.role is None:
+            return []
+        base = self.origin or Origin()
+        origin = Origin(host=entry.get("host"), pid=entry.get("pid"), rank=entry.get("rank"), file=base.file,
+                        line=base.line)
+        return [ErrorEvent(kind=self.role, message=f"torchelastic {self.role}: {entry}", origin=origin,
+                           timestamp=entry.get("time"), source="launcher", data=dict(entry))]

@@ -14,10 +14,12 @@ Records may be glued together or start mid-line: every record start is searched 
 from __future__ import annotations
 
 import re
+from itertools import chain, islice
 from typing import Iterable
 
 from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
-from parsers.prefix import strip_prefix
+from parsers.prefix import labels_are_line_numbers, strip_prefix
+from parsers.readers import pasted_host, textline
 
 _RECORD = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] )?"
@@ -49,6 +51,14 @@ _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 _CLOSED = re.compile(r"Connection closed by (?:remote peer|localRank) ?(?P<peer>\S+)?")
 _IB = re.compile(r"Got completion from peer (?P<peer>\S+) with (?:status=(?P<st>[\w()]+)|error (?P<err>\d+))")
 _TRAIL = re.compile(r"^[\w./-]+:\d+ -> \d+")
+#: a record whose `host:pid:tid` was cut off (by the user, or a wrapper): `[0] misc/socket.cc:71 NCCL WARN ...`,
+#: `NCCL INFO init.cc:1093 -> 1`. Read, but with no process identity.
+_ANON = re.compile(
+    r"^(?:\[(?P<dev>-?\d+)\] )?(?:(?P<src>[\w./-]+:\d+)(?: \((?P<fn>[^)]*)\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
+)
+_SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
+_ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d+).*- Abort COMPLETE")
+HEAD_LINES = 2000
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).
 DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16", 7: "float32",
@@ -58,6 +68,12 @@ DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64
 def looks_like(text: str) -> bool:
     """True when `text` (a file's start) holds NCCL debug records."""
     return _RECORD.search(text) is not None
+
+
+def looks_like_line(text: str) -> bool:
+    """True when one prefix-stripped line is an NCCL record, its version banner, or a record
+    whose host:pid:tid prefix was cut off."""
+    return _RECORD.search(text) is not None or _ANON.match(text) is not None or text.startswith("NCCL version")
 
 
 class _State:
@@ -77,33 +93,49 @@ class _State:
 
 
 def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
-    """Read NCCL records from lines (any wrapper around them is stripped first)."""
+    """Read NCCL records from lines (any wrapper around them is stripped first).
+
+    Lines that are no NCCL record (a PyTorch watchdog line in an NCCL_DEBUG file) are still
+    read by the other line readers: files are mixed in the wild.
+    """
+    it = iter(lines)
+    head = list(islice(it, HEAD_LINES))
+    return parse_numbered(enumerate(chain(head, it), 1), file, numbered=labels_are_line_numbers(head))
+
+
+def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, numbered: bool = False) -> Parsed:
+    """parse_lines for (line number, line) pairs: a caller that picked the NCCL lines out of a
+    bigger file keeps their real line numbers. `numbered`: a leading `[N] ` counts lines."""
     out = Parsed(kind="nccl-log")
     st = _State()
-    for lineno, raw in enumerate(lines, 1):
+    for lineno, raw in pairs:
         out.lines += 1
         if "NCCL" not in raw:
-            if raw.strip():
-                out.unknown_lines += 1
+            _other(out, raw, file, lineno, numbered)
             continue
         first = _RECORD.match(raw)
         if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
             text, host_hint, rank_hint = raw.rstrip("\r\n"), None, None
         else:
             text, pre = strip_prefix(raw)
-            host_hint, rank_hint = pre.host, pre.rank
+            host_hint = pre.host
+            rank_hint = pre.rank if pre.rank is not None else (None if numbered else pre.label)
             first = _RECORD.match(text)
         if first is not None and text.find(" NCCL ", first.end()) < 0:
             starts = [first]
         else:  # glued records or a record starting mid-line: find every start
             starts = list(_RECORD.finditer(text))
         if not starts:
-            if "NCCL version" in text:
+            if text.startswith("NCCL version"):
                 m = _VERSION.search(text)
                 if m:
                     out.facts["nccl_version"] = m.group("v")
                     continue
-            out.unknown_lines += 1
+            anon = _ANON.match(text)
+            if anon:
+                _anonymous(out, anon, text, host_hint, rank_hint, file, lineno)
+                continue
+            _other(out, raw, file, lineno, numbered)
             continue
         if len(starts) == 1 and starts[0].start() == 0 and starts[0].group("host") in st.hosts:
             cuts = [0]  # the common case, nothing to repair
@@ -114,6 +146,35 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
             _record(out, st, m, text[m.end():end].strip(), host_hint, file, lineno, cuts[i], rank_hint)
     _finish(out, st)
     return out
+
+
+def _other(out: Parsed, raw: str, file: str | None, lineno: int, numbered: bool) -> None:
+    """A line that is no NCCL record: the other line readers get it; what none knows is counted."""
+    text, pre = strip_prefix(raw)
+    if not text:
+        return
+    rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
+    events = textline.match_text(text, Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno))
+    if events:
+        out.events.extend(events)
+    elif textline.looks_known(text):
+        out.note_unread(lineno, text)
+    elif not textline.is_benign(text):
+        out.unknown_lines += 1
+
+
+def _anonymous(out: Parsed, m: re.Match, text: str, host: str | None, rank: int | None, file: str | None,
+               lineno: int) -> None:
+    """An NCCL record without host:pid:tid: WARNs and versions still count, the rest is a trail."""
+    dev = m.group("dev")
+    origin = Origin(host, None, rank, file, lineno, device=int(dev) if dev and dev.lstrip("-").isdigit() else None)
+    msg = text[m.end():].strip()
+    if m.group("lvl") == "WARN":
+        _warn(out, msg, origin, None)
+    elif _TRAIL.match(msg):
+        out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
+    else:
+        out.facts["other_records"] = out.facts.get("other_records", 0) + 1
 
 
 def _clean_start(st: _State, text: str, m: re.Match) -> int:
@@ -137,7 +198,9 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
     host = m.group("host").split(".")[0]
     if start is not None and m.group("ts") is None and start > m.start("host"):
         host = m.group("host")[start - m.start("host"):].split(".")[0]
-    origin = Origin(host, pid, wrap_rank, file, lineno)  # a launcher's rank label is the global rank
+    dev = m.group("dev")
+    device = int(dev) if dev.isdigit() else None  # NCCL's bracket is the CUDA device, never a rank
+    origin = Origin(host, pid, wrap_rank, file, lineno, device=device)  # a launcher's rank label is the global rank
     st.seen_hosts.add(host)
     st.seen_pids.add(pid)
     level = m.group("lvl")
@@ -210,6 +273,16 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
         return
     if "Abort COMPLETE" in msg or "Destroy COMPLETE" in msg:
         out.facts.setdefault("finished_comms", []).append(msg)
+        c = _ABORT.search(msg)
+        if c:
+            out.events.append(ErrorEvent(kind="nccl-abort", message=msg, origin=origin, source="nccl-log",
+                                         data={"comm_ptr": c.group("ptr"), "comm_rank": int(c.group("rank")),
+                                               "nranks": int(c.group("nranks"))}))
+        return
+    c = _SERVICE_CLOSED.search(msg)
+    if c:  # a local peer's proxy connection went away: that peer process ended or aborted
+        out.events.append(ErrorEvent(kind="peer-closed", message=msg, origin=origin, source="nccl-log",
+                                     data={"local_rank": int(c.group("lr"))}))
         return
     out.facts["other_records"] = out.facts.get("other_records", 0) + 1
 
@@ -256,6 +329,9 @@ def _edges(out: Parsed, st: _State, pid: int, tid: int, origin: Origin, kind: st
 
 
 def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
+    for ev in pasted_host.match_line(msg, origin):  # 'Cuda failure ...', driver/runtime mismatch: typed too
+        ev.source, ev.timestamp = "nccl-log", ts
+        out.events.append(ev)
     m = _IB.search(msg)
     if m:
         out.events.append(ErrorEvent(kind="ib-completion", message=msg, origin=origin, peer_addr=m.group("peer"),

@@ -1,61 +1,101 @@
 """A rank's stdout/stderr (or any text log): every line goes to the reader that knows it.
 
 Why one dispatcher: real rank logs mix NCCL records (NCCL_DEBUG without a file),
-c10d watchdog lines, gloo errors, proxy dumps, tracebacks and the user's own prints,
-all behind launcher prefixes. Each line is unwrapped once (parsers.prefix), then
-tried against each format; what nobody recognises is counted, never fatal.
+c10d watchdog lines, gloo errors, proxy dumps, launcher reports, pasted host evidence,
+tracebacks and the user's own prints, all behind launcher prefixes. Lines broken by
+hard wraps are re-joined first where it is safe (below), each line is unwrapped once
+(parsers.prefix), then tried against each format; what nobody recognises is counted,
+and what looks like a known format but was not understood is reported (Parsed.unread).
+
+Re-joining (field notes: wraps at 80/120 columns split tokens such as `OpTy`/`pe=`):
+- a file whose long lines share one length W was hard-wrapped at W: a W-long line
+  continues on the next line unless that line starts a record;
+- a file whose lines carry a launcher prefix (Slurm, Ray, Open MPI, a shipper, pdsh)
+  wrapped where a line has none;
+- Python tracebacks wrapped between `File` / `"path",` / `line N, in f`, and the
+  driver's multi-line NVRM messages;
+- a line that only yields an unspecific c10d error is tried together with the next.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import re
+from collections import Counter
+from itertools import chain, islice
+from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.prefix import strip_prefix
-from parsers.readers import c10d, gloo, nccl_log, proxy_dump
+from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, strip_prefix
+from parsers.readers import launcher, nccl_log, proxy_dump, textline
 
-_BENIGN = ("Traceback (most recent call last)", "File \"", "^^^", "~~~", "raise ", "return ", "work.wait()",
-           "sys.exit(", "frame #", "Exception raised from", "Warning:", "warnings.warn(")
+HEAD_LINES = 2000
+MIN_WRAP = 70
+MAX_JOIN = 64  #: physical lines one logical line may absorb (bounded work on hostile input)
+_LAUNCHER_PREFIXES = (_OMPI, _RAY, _SHIPPER, _SLURM, _PDSH)
+#: what a new record looks like at the start of a line (so it is never glued to the previous one)
+_RECORD_START = re.compile(
+    r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
+    r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
+    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ )"
+)
+_TB_FILE_END = re.compile(r"File\s*$")
+_TB_PATH_END = re.compile(r"\"[^\"]*\",\s*$")
+_TB_LINE = re.compile(r"^\s*line \d+, in ")
 
 
 def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
     """Events from a mixed text log. `facts` gets the global rank/host the prefixes reveal."""
     out = Parsed(kind="rank-log")
-    nccl_lines: list[str] = []
+    it = iter(lines)
+    head = list(islice(it, HEAD_LINES))
+    numbered = labels_are_line_numbers(head)
+    layout = _Layout(head)
+    nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
+    elastic = launcher.ElasticBlock()
     ranks: dict[int, int] = {}
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
-    for lineno, raw in enumerate(lines, 1):
-        out.lines += 1
+    after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
+    for lineno, raw in _logical_lines(chain(head, it), layout, out):
         text, pre = strip_prefix(raw)
-        if pre.rank is not None:
-            ranks[pre.rank] = ranks.get(pre.rank, 0) + 1
+        echo, after_frame = after_frame, text.startswith('File "')
+        rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
+        if rank is not None:
+            ranks[rank] = ranks.get(rank, 0) + 1
         if pre.host:
             out.facts.setdefault("host", pre.host)
         if block is not None:
             block.append(text)
             if proxy_dump.is_end(text):
-                _proxy(out, block, file, lineno)
+                _proxy(out, block)
                 block = None
+            continue
+        origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno)
+        taken, done = elastic.feed(text, origin)
+        out.events.extend(done)
+        if taken:
             continue
         if not text:
             continue
         if proxy_dump.is_start(text):
             block = [text]
             continue
-        if ("NCCL INFO" in text or "NCCL WARN" in text or "NCCL TRACE" in text) and nccl_log.looks_like(text):
-            nccl_lines.append(raw)
+        if "NCCL" in text and nccl_log.looks_like_line(text):
+            nccl_pairs.append((lineno, raw))
             continue
-        origin = Origin(host=pre.host, pid=pre.pid, rank=pre.rank, file=file, line=lineno)
-        events = c10d.match_line(text, origin) or gloo.match_line(text, origin)
+        events = textline.match_text(text, origin)
         if broken is not None and (not events or _generic(events)):
-            # a hard wrap split one record over two lines ('... OpTy' + 'pe=ALLREDUCE ...'): rejoin
             joined = broken[0] + text
-            rejoined = c10d.match_line(joined, broken[1]) or gloo.match_line(joined, broken[1])
+            rejoined = textline.match_text(joined, broken[1])
             if rejoined and not _generic(rejoined):
                 if broken[2]:  # drop the generic event the first half produced
                     del out.events[-len(broken[2]):]
+                elif broken[1].line in {ln for ln, _ in out.unread[-1:]}:
+                    out.unread.pop()
+                    out.facts["unread_lines"] -= 1
+                    out.unknown_lines -= 1
                 else:
                     out.unknown_lines -= 1
                 out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
@@ -67,17 +107,22 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
             out.events.extend(events)
             if _generic(events):
                 broken = (text, origin, events)
-        elif text.startswith(_BENIGN) or text.lstrip().startswith(_BENIGN):
+        elif textline.is_benign(text) or echo:
             benign += 1
+        elif textline.looks_known(text):
+            out.note_unread(lineno, text)
+            broken = (text, origin, [])
         else:
             out.unknown_lines += 1
             broken = (text, origin, [])
+    out.events.extend(elastic.finish())
     if block is not None:
-        _proxy(out, block, file, out.lines)
-    if nccl_lines:
-        sub = nccl_log.parse_lines(nccl_lines, file)
+        _proxy(out, block)
+    if nccl_pairs:
+        sub = nccl_log.parse_numbered(nccl_pairs, file, numbered=numbered)
         out.events.extend(sub.events)
         out.unknown_lines += sub.unknown_lines
+        out.unread.extend(sub.unread)
         for key, value in sub.facts.items():
             out.facts.setdefault(key, value)
     if len(ranks) == 1:
@@ -89,12 +134,68 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
     return out
 
 
+class _Layout:
+    """What the first lines say about how the file was broken: its wrap width, whether its
+    lines carry a launcher prefix."""
+
+    def __init__(self, head: list[str]) -> None:
+        lengths = [len(ln.rstrip("\r\n")) for ln in head if ln.strip()]
+        long = [n for n in lengths if n >= MIN_WRAP]
+        self.width: int | None = None
+        if long:
+            width, count = Counter(long).most_common(1)[0]
+            if count >= 3 and count >= 0.3 * len(long):
+                self.width = width
+        nonempty = [ln for ln in head if ln.strip()]
+        prefixed = sum(1 for ln in nonempty if any(p.match(ln.lstrip()) for p in _LAUNCHER_PREFIXES))
+        self.prefixed = len(nonempty) >= 3 and prefixed >= 0.6 * len(nonempty)
+
+    def continues(self, prev_segment: str, prev: str, nxt: str) -> str | None:
+        """The separator to join `nxt` onto the logical line `prev` with, or None to keep them apart."""
+        if not nxt.strip():
+            return None
+        if _TB_FILE_END.search(prev) and nxt.lstrip().startswith('"'):
+            return " "
+        if _TB_PATH_END.search(prev) and _TB_LINE.match(nxt):
+            return " "
+        if "NVRM:" in prev and nxt[:1].isspace() and nxt.lstrip().startswith("NVRM:"):
+            return " "
+        if _RECORD_START.match(nxt):
+            return None
+        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width:
+            return ""
+        if self.prefixed and not any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES):
+            return ""
+        return None
+
+
+def _logical_lines(lines: Iterable[str], layout: _Layout, out: Parsed) -> Iterator[tuple[int, str]]:
+    """(number of the first physical line, logical line) after re-joining hard wraps."""
+    pending: tuple[int, str, str, int] | None = None  #: (lineno, text so far, last physical segment, joins)
+    for lineno, raw in enumerate(lines, 1):
+        out.lines += 1
+        if pending is not None:
+            start, text, segment, joins = pending
+            sep = layout.continues(segment, text, raw) if joins < MAX_JOIN else None
+            if sep is not None:
+                piece = raw.rstrip("\r\n")
+                if sep:
+                    piece = piece.lstrip()
+                pending = (start, text + sep + piece, raw, joins + 1)
+                out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
+                continue
+            yield start, text
+        pending = (lineno, raw.rstrip("\r\n"), raw, 0)
+    if pending is not None:
+        yield pending[0], pending[1]
+
+
 def _generic(events: list) -> bool:
     """Only an unspecific c10d error: the line may be the first half of a wrapped record."""
     return all(getattr(e, "kind", "") == "c10d-error" for e in events)
 
 
-def _proxy(out: Parsed, block: list[str], file: str | None, lineno: int) -> None:
+def _proxy(out: Parsed, block: list[str]) -> None:
     ops, unknown = proxy_dump.parse_block(block)
     out.unknown_lines += unknown
     out.facts.setdefault("proxy_ops", []).extend(ops)

@@ -80,7 +80,7 @@ def test_public_log_lines():
     out = rank_log.parse_lines(lines)
     assert out.unknown_lines == 0
     kinds = sorted((e.kind, e.origin.rank or -1) for e in out.events if isinstance(e, ErrorEvent))
-    assert kinds == [("dump-signal", 6), ("dump-signal", 6), ("heartbeat", 7), ("ib-completion", -1),
+    assert kinds == [("dump-signal", 6), ("heartbeat", 7), ("ib-completion", -1), ("terminate", 6),
                      ("watchdog-timeout", 2)]
     ib = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "ib-completion")
     assert ib.peer_addr == "10.153.235.13<40554>" and ib.timestamp == "2026-09-09 10:46:33"

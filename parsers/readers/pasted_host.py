@@ -1,0 +1,74 @@
+"""Host evidence users paste into job output: kernel NVRM/Xid and AER lines, nvidia-smi and
+Slurm's NVML complaints, CUDA error strings.
+
+Why in the text readers: a thread rarely comes with a separate kernel log; the proof
+that a GPU fell off the bus is a dmesg line pasted under the training log, and the
+proof of a driver/runtime mismatch is one CUDA error string. Each becomes a typed
+ErrorEvent so the judge can weigh a host fault against a rank's silence. The dedicated
+host readers (host_kernel, host_nvsmi, ...) read whole collected files; this module
+only recognises single lines wherever they appear.
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.model.events import ErrorEvent, Origin
+from parsers.readers.host_kernel import split_prefix
+
+_XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+|'?<unknown>'?))?"
+                  r"(?:, name=(?P<name>[^,]+))?")
+_FELL = re.compile(r"(?:NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d).*)?fallen off the bus")
+_HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_LOST = re.compile(r"GPU is lost")
+_AER = re.compile(r"(?:pcieport|nvidia) (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d):\s+(?P<msg>.*)")
+_DRIVER = re.compile(r"CUDA driver version is insufficient for CUDA runtime version")
+_CUDA = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']+)'|CUDA error: (?P<what2>[^.(]+)|Cuda Error: (?P<what3>.+)")
+
+_MARKERS = ("NVRM", "fallen off", "device handle", "GPU is lost", "pcieport", "AER:", "CUDA", "Cuda")
+
+
+def match_line(text: str, origin: Origin) -> list:
+    """Typed host/CUDA error events in one prefix-stripped line; [] when it says none of these."""
+    if not any(m in text for m in _MARKERS):
+        return []
+    stamp, msg = split_prefix(text)
+    events: list = []
+
+    def add(kind: str, **data) -> None:
+        events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=stamp, source="host-text",
+                                 data={k: v for k, v in data.items() if v is not None}))
+
+    m = _XID.search(msg)
+    if m:
+        pid = m.group("pid")
+        add("xid", xid=int(m.group("xid")), pci=m.group("pci"),
+            pid=int(pid) if pid and pid.isdigit() else None, process=(m.group("name") or "").strip() or None)
+        if m.group("xid") == "79":
+            add("gpu-lost", pci=m.group("pci"))
+        return events
+    m = _FELL.search(msg)
+    if m:
+        add("gpu-lost", pci=m.group("pci"))
+        return events
+    m = _HANDLE.search(msg)
+    if m:
+        add("gpu-lost", pci=m.group("pci"), detail=msg[m.end():].strip(" :") or None)
+        return events
+    if _LOST.search(msg):
+        add("gpu-lost")
+        return events
+    if "NVRM:" in msg:  # any other driver message: recognised, kept for the host's record
+        add("nvrm", detail=msg[msg.index("NVRM:") + 5:].strip()[:300])
+        return events
+    m = _AER.search(msg)
+    if m:
+        add("pcie-error", pci=m.group("pci"))
+        return events
+    if _DRIVER.search(msg):
+        add("cuda-driver-mismatch")
+        return events
+    m = _CUDA.search(msg)
+    if m:
+        add("cuda-error", what=(m.group("what") or m.group("what2") or m.group("what3") or "").strip())
+    return events

@@ -1,0 +1,43 @@
+"""One prefix-stripped text line -> events, for every line format except NCCL's own records.
+
+Why a module of its own: rank logs and NCCL logs are both mixed files in the wild
+(PyTorch watchdog lines inside an NCCL_DEBUG file, NCCL records inside stdout), so
+both readers need the same per-line dispatch without importing each other.
+`looks_known` says whether an unmatched line still looks like one of these formats:
+such lines are reported (Parsed.unread), never dropped in silence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.model.events import Origin
+from parsers.readers import c10d, gloo, launcher, pasted_host
+
+#: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print
+_KNOWN = re.compile(
+    r"NCCL (?:INFO|WARN|TRACE)|ProcessGroup(?:NCCL|Gloo)|Watchdog caught|NCCL work|opCount|c10d::|\[c10d"
+    r"|torch\.distributed|Dist(?:Backend|Store|Network)Error|ChildFailedError|exitcode|local_rank"
+    r"|NVRM|Xid|nccl\w*Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error"
+)
+#: lines of those formats that carry nothing to read: stack frames, traceback lines, banners
+_BENIGN = re.compile(
+    r"^(?:frame #\d+|Exception raised from|Traceback \(most recent call last\)|File \"|\^+|~+|raise |return |"
+    r"work = |sys\.exit|\$ |C\+\+ CapturedTraceback|#\d+ |\S+\.so(?:\.\d+)*\(\+0x|/\S+\.so|Warning:|warnings\.warn)"
+)
+
+
+def match_text(text: str, origin: Origin) -> list:
+    """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence (first reader that knows it)."""
+    return (c10d.match_line(text, origin) or gloo.match_line(text, origin) or launcher.match_line(text, origin)
+            or pasted_host.match_line(text, origin))
+
+
+def looks_known(text: str) -> bool:
+    """True when an unmatched line still looks like a format this project reads (and is no stack frame)."""
+    return bool(_KNOWN.search(text)) and not _BENIGN.match(text.lstrip())
+
+
+def is_benign(text: str) -> bool:
+    """Stack frames and traceback lines: expected in these logs, nothing to read in them."""
+    return bool(_BENIGN.match(text.lstrip()))

@@ -1,0 +1,56 @@
+"""Identity comes from what each real line carries (issue 13, point 5), checked on corpus excerpts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parsers.model.events import ErrorEvent, OpEvent
+from tests.unit.realworld._load import load
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
+
+
+def _events(stem: str) -> list:
+    return [ev for parsed in load(CORPUS / f"{stem}.log") for ev in parsed.events]
+
+
+def test_log_viewer_line_numbers_are_not_ranks():
+    ranks = {ev.origin.rank for ev in _events("llamafactory-7396")}
+    assert ranks == {0, 3, 4}  # '[80746] [rank0]:...': the [N] counts lines
+
+
+def test_launcher_labels_are_ranks_when_they_do_not_count_lines():
+    edges = [ev for ev in _events("nccl-1232") if ev.origin.pid == 13572]
+    assert edges and {ev.origin.rank for ev in edges} == {2}  # '[2] node0:13572:13572 [1] ...'
+    assert {ev.origin.device for ev in edges} == {1}
+
+
+def test_nccl_bracket_is_a_device_not_a_rank():
+    ops = [ev for ev in _events("rccl-429") if isinstance(ev, OpEvent)]
+    assert {(ev.origin.pid, ev.origin.device, ev.origin.rank) for ev in ops} == {(45006, 0, None), (45012, 2, None)}
+
+
+def test_hard_wrap_at_a_fixed_width_is_rejoined():
+    """VLM-R1 #257: every line cut at 116 columns, tokens split ('ProcessGroupNCCL'' / 's watchdog')."""
+    parsed = load(CORPUS / "vlm-r1-257.log")[0]
+    kinds = [(ev.kind, ev.origin.rank) for ev in parsed.events if isinstance(ev, ErrorEvent)]
+    assert kinds == [("heartbeat", 6), ("dump-signal", 6), ("terminate", 6)]
+    assert "ProcessGroupNCCL's watchdog got stuck for 480 seconds" in parsed.events[0].message
+    assert parsed.unknown_lines == 0
+
+
+def test_plain_rank_tag_is_the_global_rank_without_a_prefix():
+    ranks = sorted(ev.origin.rank for ev in _events("ofa-271") if getattr(ev, "kind", "") == "watchdog-timeout")
+    assert ranks == [1, 2, 3, 6, 7]
+
+
+def test_group_rank_of_a_subgroup_is_not_taken_for_the_global_rank():
+    """Fuser #3055: `[PG ID 6 PG GUID  Rank 0]` with no [rankN] prefix names a rank in group 6 only."""
+    evs = [ev for ev in _events("fuser-3055") if getattr(ev, "kind", "") in ("heartbeat", "terminate")]
+    assert [(ev.origin.rank, ev.data["group_rank"], ev.comm) for ev in evs] == [
+        (None, 2, "pg:4"), (None, 0, "pg:6"), (None, 1, "pg:3")]
+
+
+def test_ray_prefix_gives_pid_and_host_and_torch_prefix_the_rank():
+    ev = next(ev for ev in _events("openrlhf-624") if getattr(ev, "kind", "") == "watchdog-timeout")
+    assert (ev.origin.rank, ev.origin.pid, ev.origin.host) == (0, 5823, "10.164.227.153")
