@@ -31,7 +31,7 @@ def run_scenario(name: str, out: Path) -> tuple[dict, object]:
     collect = f"{sys.executable} -m forensics collect --job {{job}} -o {{dir}} -q"
     cmd = [sys.executable, str(SCRIPT), "--backend", "gloo", "--world", "4", "--out-dir", str(out), "--scenarios", name,
            "--pg-timeout", "8", "--settle-s", "4", "--scenario-s", "14", "--hang-s", "60",
-           "--port-base", str(PORTS[name]), "--collect-cmd", collect]
+           "--port-base", str(PORTS[name]), "--linger-s", "10", "--collect-cmd", collect]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     sdir = out / name
@@ -93,9 +93,10 @@ def test_dataloader_worker_collected_as_child(tmp_path):
     assert kid.ppid == culprit.pid and kid.inherits_rank and kid.state == "S"
     spy = json.loads((bundle.root / kid.collectors[1].files[0]).read_text())
     names = [f["name"] for t in spy for f in t["frames"]]
-    assert "__getitem__" in names and "_worker_loop" in names
+    assert "ShardDataset.__getitem__" in names and "_worker_loop" in names
     rank_spy = json.loads((bundle.root / culprit.collector("py-spy").files[0]).read_text())
-    assert "_try_get_data" in [f["name"] for t in rank_spy for f in t["frames"]]
+    main = next(t for t in rank_spy if t.get("thread_name") == "MainThread")
+    assert "read_shards" in [f["name"] for f in main["frames"]]  # in the DataLoader loop (Queue.get once settled)
     assert all(not r.children for r in bundle.manifest.ranks if r.rank != culprit.rank)
 
 
