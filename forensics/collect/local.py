@@ -18,6 +18,7 @@ from forensics.bundle.writer import BundleWriter
 from forensics.collect.progress import Progress
 from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
+from forensics.collectors.children import collect_children
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
 from forensics.errors import ForensicsError
@@ -89,6 +90,9 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
         group_rank=proc.group_rank,
         job_id=proc.job_id,
         cmdline=proc.cmdline,
+        rank_source=proc.rank_source,
+        ppid=proc.ppid,
+        job_evidence=list(proc.job_evidence),
     )
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root, rel_dir=rel)
     record.state_before = procfs.state_or_none(proc.pid)
@@ -97,6 +101,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
             record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="not requested"))
             continue
         record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
+    record.children = collect_children(target, options)
     record.state_after = procfs.state_or_none(proc.pid)
     progress.step(f"{record.label}: " + ", ".join(f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED))
     return record

@@ -1,17 +1,15 @@
-"""The rank's stdout and stderr, when they go to files.
+"""The rank's output files: stdout/stderr, torchrun logs, Slurm output, torchelastic error file.
 
 That is where PyTorch's watchdog, gloo errors, tracebacks and (without
-NCCL_DEBUG_FILE) NCCL's own log lines end up. /proc/PID/fd/1 and /2 say where.
+NCCL_DEBUG_FILE) NCCL's own log lines end up. forensics.discover.outputs says where
+(and refuses what is not a regular file owned by the target); this copies bounded tails.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
-from forensics.collectors.files import copy_tail
-from forensics.discover import procfs
+from forensics.discover import outputs, procfs
 
 
 class StdioCollector:
@@ -24,21 +22,30 @@ class StdioCollector:
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         if not procfs.pid_exists(target.pid):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
-        files, seen, details = [], {}, {}
-        for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
-            where = procfs.fd_target(target.pid, fd)
-            details[name.split(".")[0]] = where
-            if not where or not where.startswith("/") or not Path(where).is_file():
-                continue
-            if where in seen:
-                details[f"{name.split('.')[0]}_same_as"] = seen[where]
-                continue
+        details: dict = {"stdout": procfs.fd_target(target.pid, 1), "stderr": procfs.fd_target(target.pid, 2)}
+        local_rank = _int(target.environ.get("LOCAL_RANK"))
+        uid = outputs.target_uid(target.pid)
+        files, found, taken = [], [], set()
+        for item in outputs.locate_outputs(target.pid, target.environ, local_rank):
+            name = outputs.bundle_name(item, taken)
             path, rel = target.out(name)
-            _, cut = copy_tail(Path(where), path, options.log_tail_bytes)
-            seen[where] = rel
+            copied = outputs.copy_output(item, path, options.log_tail_bytes, uid)
+            if copied is None:
+                continue
             files.append(rel)
-            if cut:
+            entry = {"kind": item.kind, "stream": item.stream, "path": item.path, "file": rel, "size": item.size}
+            if copied[1]:
+                entry["truncated_to_bytes"] = options.log_tail_bytes
                 details[f"{name}_truncated_to_bytes"] = options.log_tail_bytes
+            found.append(entry)
+        fd_paths = [e["path"] for e in found if e["kind"] == "fd"]
+        if details["stdout"] and details["stdout"] == details["stderr"] and fd_paths:
+            details["stderr_same_as"] = next(e["file"] for e in found if e["kind"] == "fd")
+        details["outputs"] = found
         if not files:
-            return CollectorRecord(self.name, Status.SKIPPED, error="stdout/stderr are not files (pipe or terminal)", details=details)
+            return CollectorRecord(self.name, Status.SKIPPED, error="no output file found (stdout/stderr are pipes or terminals; no torchrun log, Slurm output or error file)", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None

@@ -215,3 +215,24 @@ def pid_exists(pid: int) -> bool:
 
 def all_pids() -> list[int]:
     return sorted(int(p) for p in os.listdir(PROC) if p.isdigit())
+
+
+def children_of(pid: int, limit: int = 64) -> list[int]:
+    """Direct children of `pid`: from /proc/PID/task/*/children where the kernel has it
+    (CONFIG_PROC_CHILDREN), else by scanning every process's parent pid. At most `limit`."""
+    kids: set[int] = set()
+    task = PROC / str(pid) / "task"
+    have_file = False
+    try:
+        for tid in os.listdir(task)[:4096]:
+            text = _read_optional(task / tid / "children")
+            if text is not None:
+                have_file = True
+                kids.update(int(c) for c in text.split() if c.isdigit())
+    except OSError:
+        return []
+    if not have_file:
+        for other in all_pids():
+            if other != pid and read_ppid(other) == pid:
+                kids.add(other)
+    return sorted(kids)[:limit]

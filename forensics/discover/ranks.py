@@ -31,6 +31,9 @@ class RankProcess:
     job_id: str | None
     environ: dict[str, str] = field(default_factory=dict)
     cmdline: list[str] = field(default_factory=list)
+    rank_source: str | None = None  #: environ, py-spy-locals, ... (see forensics.discover.spawned)
+    ppid: int | None = None
+    job_evidence: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,10 +75,13 @@ def is_rank_env(env: dict[str, str]) -> bool:
 
 
 def rank_process(pid: int, env: dict[str, str], host: str) -> RankProcess:
+    rank = _int(env, *RANK_KEYS)
     return RankProcess(
         pid=pid,
         host=host,
-        rank=_int(env, *RANK_KEYS),
+        rank=rank,
+        rank_source="environ" if rank is not None else None,
+        ppid=procfs.read_ppid(pid),
         local_rank=_int(env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"),
         world_size=_int(env, *WORLD_KEYS),
         local_world_size=_int(env, "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"),
@@ -113,7 +119,18 @@ def discover(pids: list[int] | None = None, host: str | None = None, job: str | 
             proc = rank_process(pid, env, host)
             if job is None or proc.job_id == job:
                 found[pid] = proc
-    return _drop_children(found), problems
+    if not explicit:
+        from forensics.discover.spawned import find_spawned
+
+        for proc in find_spawned(host, exclude=set(found)):
+            if job is None or proc.job_id == job:
+                found[proc.pid] = proc
+    ranks = _drop_children(found)
+    if explicit:
+        from forensics.discover.spawned import recover_ranks
+
+        recover_ranks([p for p in ranks if p.rank is None])
+    return ranks, problems
 
 
 def _drop_children(found: dict[int, RankProcess]) -> list[RankProcess]:

@@ -43,6 +43,26 @@ class CollectorRecord:
 
 
 @dataclass
+class ChildRecord:
+    """A child process of a rank (a DataLoader worker, a helper it started), with what was collected.
+
+    Children that inherit RANK are not ranks; they are kept here, linked to their parent,
+    because a rank that waits on its worker is explained by the worker's own state.
+    """
+
+    pid: int
+    ppid: int
+    dir: str
+    comm: str | None = None
+    cmdline: list[str] = field(default_factory=list)
+    state: str | None = None  #: state letter when collected (R, S, D, T, Z)
+    wchan: str | None = None
+    inherits_rank: bool = False  #: its environment carries the parent's RANK (a forked worker)
+    depth: int = 1  #: 1 = child of the rank, 2 = grandchild
+    collectors: list[CollectorRecord] = field(default_factory=list)
+
+
+@dataclass
 class RankRecord:
     """One process of a distributed job on one host, with what was collected from it."""
 
@@ -59,6 +79,12 @@ class RankRecord:
     state_before: str | None = None
     state_after: str | None = None
     collectors: list[CollectorRecord] = field(default_factory=list)
+    #: where `rank` came from: environ (RANK & co.), py-spy-locals, nccl-log, output-prefix; None: unknown
+    rank_source: str | None = None
+    ppid: int | None = None
+    #: why this process was taken as one rank of its job when its environment names no rank
+    job_evidence: list[str] = field(default_factory=list)
+    children: list[ChildRecord] = field(default_factory=list)
 
     def collector(self, name: str) -> CollectorRecord | None:
         """The record of collector `name`, or None if it did not run."""
@@ -175,6 +201,14 @@ def _collectors(items: Any, where: str) -> list[CollectorRecord]:
 def _rank(data: Any, where: str) -> RankRecord:
     rec = _build(RankRecord, data, where)
     rec.collectors = _collectors(data.get("collectors", []), where)
+    kids = data.get("children", [])
+    if not isinstance(kids, list):
+        raise ValueError(f"{where}.children: expected a list")
+    rec.children = []
+    for i, kid in enumerate(kids):
+        child = _build(ChildRecord, kid, f"{where}.children[{i}]")
+        child.collectors = _collectors(kid.get("collectors", []), f"{where}.children[{i}]")
+        rec.children.append(child)
     return rec
 
 

@@ -115,6 +115,11 @@ def test_discovery_finds_the_job_and_drops_loader_children(hung_job, tmp_path):
         assert [r.pid for r in ranks] == [parent.pid], (child_pid, ranks)
         result = collect_local(tmp_path / "b", CollectOptions(), quiet=True, job=env["TORCHELASTIC_RUN_ID"])
         assert [r.pid for r in result.writer.manifest.ranks] == [parent.pid]
+        # ... but it is collected as the rank's child, with its state and stack
+        kids = result.writer.manifest.ranks[0].children
+        assert [(k.pid, k.ppid, k.inherits_rank) for k in kids] == [(child_pid, parent.pid, True)]
+        assert kids[0].state == "S" and {c.name: c.status for c in kids[0].collectors} == {
+            "process_state": Status.OK, "py-spy": Status.OK}
     finally:
         subprocess.run(["pkill", "-KILL", "-P", str(parent.pid)])
         parent.kill()
