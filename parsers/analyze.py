@@ -20,6 +20,7 @@ from typing import Any
 
 from parsers import knowledge
 from parsers.evidence import Evidence, load
+from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
@@ -59,6 +60,7 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     edges, comm_ranks, recorder_suspects, recorder_section = _judge_recorder(ev)
     logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks) if _has_log_evidence(ev) else None
     reports, host_suspects = judge_hosts(ev, kb)
+    host_suspects = host_suspects + judge_exceptions(ev)
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
     verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges)

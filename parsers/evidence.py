@@ -130,6 +130,10 @@ class HostEvidence:
     kinds: set[str] = field(default_factory=set)
 
 
+#: the world size read from the environment of a process collected live (as a manifest's is)
+LIVE_WORLD = "WORLD_SIZE in the environment of a process collected live"
+
+
 @dataclass(frozen=True)
 class Coverage:
     """Which ranks the evidence should and does cover, and why we believe it.
@@ -144,6 +148,7 @@ class Coverage:
     world_source: str  #: where the world size was read ('' when unknown)
     reporting: frozenset[int]  #: ranks with files of their own
     from_manifest: bool
+    hosts_cover_world: bool = False  #: live process files of hosts whose LOCAL_WORLD_SIZE adds up to the world
 
     @property
     def absent(self) -> list[int]:
@@ -156,9 +161,12 @@ class Coverage:
         """True when the evidence should hold every rank: absence then means something."""
         if not self.world_size:
             return False
-        if self.from_manifest:
+        if self.from_manifest or self.hosts_cover_world:
             return True
-        return len(self.absent) <= max(1, self.world_size // 16) and len(self.reporting) >= 2
+        few_absent = len(self.absent) <= max(1, self.world_size // 16)
+        if self.world_source == LIVE_WORLD:  # what a manifest's world size rests on: a live process's own env
+            return few_absent
+        return few_absent and len(self.reporting) >= 2
 
     def describe(self) -> str:
         if not self.world_size:
@@ -349,6 +357,7 @@ def _group_processes(ev: Evidence) -> None:
             rank = next((a.hints.rank for a in arts if a.hints.rank is not None), None)
         record = RankRecord(host=host or facts.get("env_host") or "?", pid=pid, dir="", rank=rank,
                             local_rank=facts.get("local_rank"), world_size=facts.get("world_size"),
+                            local_world_size=facts.get("local_world_size"),
                             job_id=facts.get("job_id"))
         target = RankEvidence(record=record)
         for a in arts:
@@ -433,11 +442,26 @@ def _coverage(ev: Evidence) -> Coverage:
     if ev.manifest is not None and ev.world_size:
         return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True)
     world, where = _stated_world(ev)
-    return Coverage(world, where, frozenset(reporting), False)
+    return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world))
+
+
+def _hosts_cover(ev: Evidence, world: int | None) -> bool:
+    """True when the folder holds a live collection (process-state files) of hosts that, by their own
+    processes' LOCAL_WORLD_SIZE, ran every rank of the job: a rank missing there was looked for and not found."""
+    if not world:
+        return False
+    per_host: dict[str, int] = {}
+    for r in ev.ranks:
+        if r.proc is not None and r.record.local_world_size:
+            per_host[r.record.host] = max(per_host.get(r.record.host, 0), int(r.record.local_world_size))
+    return sum(per_host.values()) >= world
 
 
 def _stated_world(ev: Evidence) -> tuple[int | None, str]:
     """A world size the files state: an environment's WORLD_SIZE, a world communicator's size."""
+    for r in ev.ranks:
+        if r.record.world_size and r.proc is not None:
+            return int(r.record.world_size), LIVE_WORLD
     for r in ev.ranks:
         if r.record.world_size:
             return int(r.record.world_size), "WORLD_SIZE in a process environment"

@@ -96,8 +96,8 @@ def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | Non
 
 #: states in which a process cannot run: where a wait ends, whatever its last stack says
 FROZEN_STATES = ("T", "t", "Z", "X", "D")
-#: claims that rest on a rank's absence alone
-ABSENCE_CLAIMS = {ReasonClass.NO_DUMP, ReasonClass.ABSENT, ReasonClass.SILENT}
+#: claims that rest on a rank's absence alone (a 'no-dump' root also rests on the ranks that wait on it)
+ABSENCE_CLAIMS = {ReasonClass.ABSENT, ReasonClass.SILENT}
 
 
 def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, hosts: list[Suspect],

@@ -16,12 +16,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.readers import (flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
+from parsers.readers import (exception, flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              nccl_log, pasted_host, proc, pyspy, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
@@ -191,8 +192,29 @@ def _nccl_log(inp: ReadInput) -> Parsed:
     return nccl_log.parse_lines(read_text_lines(inp), str(inp.path))
 
 
+#: the last lines of a rank log searched for its last Python exception (tracebacks end a log)
+EXCEPTION_TAIL_LINES = 4000
+
+
 def _rank_log(inp: ReadInput) -> Parsed:
-    return rank_log.parse_lines(read_text_lines(inp), str(inp.path))
+    """Events from a rank's output, and the Python exceptions at its end (how the rank ended)."""
+    tail: deque[str] = deque(maxlen=EXCEPTION_TAIL_LINES)
+    counted = [0]
+
+    def lines() -> Iterator[str]:
+        for line in read_text_lines(inp):
+            counted[0] += 1
+            tail.append(line)
+            yield line
+
+    out = rank_log.parse_lines(lines(), str(inp.path))
+    first = counted[0] - len(tail)
+    found = exception.read_lines(list(tail), inp.origin.file)
+    for exc in found.exceptions:
+        if exc.line is not None:
+            exc.line += first
+    out.exceptions = list(found.exceptions)
+    return out
 
 
 def _ras_text(inp: ReadInput) -> Parsed:

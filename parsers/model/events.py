@@ -216,6 +216,7 @@ class Parsed:
     exits: list = field(default_factory=list)  #: parsers.readers.launcher.RankExit from launcher records
     recorder: list = field(default_factory=list)  #: parsers.readers.recorder.RecorderState
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
+    exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
     #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
     #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)
     unread: list = field(default_factory=list)

@@ -36,6 +36,8 @@ class ReasonClass(str, Enum):
     KERNEL_WAIT = ("kernel-wait", True, 0.70, "stuck in the kernel (state D)")
     FROZEN_IN_OP = ("entered-then-frozen", True, 0.95, "entered a collective and stopped progressing")
     EXITED_FIRST = ("exited-first", True, 0.75, "the first rank to die")
+    RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
+    NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")

@@ -44,14 +44,16 @@ def identity_from_environ(env: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, names in (("rank", ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")),
                        ("world_size", ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")),
-                       ("local_rank", ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"))):
+                       ("local_rank", ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")),
+                       ("local_world_size", ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"))):
         for name in names:
             value = _small(env.get(name))
             if value is not None:
                 out[key] = value
                 break
-    if out.get("world_size") == 0:
-        del out["world_size"]
+    for key in ("world_size", "local_world_size"):
+        if out.get(key) == 0:
+            del out[key]
     addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
     if isinstance(addr, str) and isinstance(port, str) and len(addr) < 256 and port.isdigit():
         out["job_id"] = f"{addr}:{port}"

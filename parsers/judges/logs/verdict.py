@@ -156,7 +156,7 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
         return
     for r in range(ids.world_size):
         if r not in ids.ranks:
-            get(r).offer("no-dump", f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
+            get(r).offer("absent", f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
                          [f"no artifact names global rank {r} (world size {ids.world_size})"])
 
 
