@@ -53,8 +53,8 @@ sys.path.insert(0, str(HERE))
 
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
-HANG_CASES = ("gpusleep", "oom", "busy", "dataloader", "lateinit", "spawn")
-RUN_CASES = ("slow300", "slow30", "slow5", "slowhost", "healthy")
+HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy")  # run in this order
+RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5")
 WARM_OPS = 10
 CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
@@ -545,6 +545,7 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
     procs, files, pgids = start_ranks(args, case, sdir, port, fenv)
     pids: dict[int, int] = {}
     states: dict[str, dict[str, str]] = {}
+    interrupted: BaseException | None = None
     try:
         mark = "started" if case == "lateinit" else "ready"
         pids = wait_marks(sdir, mark, world, procs, args.warm_timeout)
@@ -574,8 +575,9 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         states["at_end"] = {str(r): proc_state(p) for r, p in pids.items()}
         notes.append(f"peers {'all ended' if not any(alive(p) for p in peers) else 'still alive'} at "
                      f"+{time.monotonic() - t_ready:.1f} s")
-    except Exception as err:  # noqa: BLE001 - one failed case must not stop the others
+    except BaseException as err:  # noqa: BLE001 - one failed case must not stop the others
         notes.append(f"case error: {type(err).__name__}: {err}")
+        interrupted = err if isinstance(err, (SystemExit, KeyboardInterrupt)) else None
     finally:
         exit_codes = finish_case(args, case, sdir, procs, files, pgids, notes)
     truth = {
@@ -587,9 +589,11 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         "pids": {str(r): p for r, p in pids.items()}, "launcher_pid": procs[0].pid if case == "spawn" else None,
         "proc_states": states, "exit_codes_by_launched_pid": exit_codes, "pg_timeout_s": args.pg_timeout,
         "recorder": bool(args.plugin), "env_source": args.env_source,
-        "seconds": round(time.monotonic() - t0, 1), "notes": notes, "torch_version": _torch_version(),
+        "seconds": round(time.monotonic() - t0, 1), "notes": notes, "torch_version": args.torch_version,
     }
     (sdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+    if interrupted is not None:  # the shell's timeout: truth written, ranks killed; now stop
+        raise interrupted
     return truth
 
 
@@ -636,6 +640,7 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
     t0 = time.monotonic()
     procs, files, pgids = start_ranks(args, case, sdir, args.port_base + index, fenv)
     pids: dict[int, int] = {}
+    interrupted: BaseException | None = None
     rounds = args.healthy_rounds if case == "healthy" else args.rounds
     try:
         pids = wait_marks(sdir, "ready", world, procs, args.warm_timeout)
@@ -650,8 +655,9 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
             collection_round(args, case, sdir, i, pids, notes)
             time.sleep(args.round_gap)
         notes.append(f"all ranks alive at the end: {all(alive(p) for p in pids.values())}")
-    except Exception as err:  # noqa: BLE001
+    except BaseException as err:  # noqa: BLE001
         notes.append(f"case error: {type(err).__name__}: {err}")
+        interrupted = err if isinstance(err, (SystemExit, KeyboardInterrupt)) else None
     finally:
         exit_codes = finish_case(args, case, sdir, procs, files, pgids, notes)
     slow = slow_ranks(case, world)
@@ -667,9 +673,11 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         "pids": {str(r): p for r, p in pids.items()}, "rounds": rounds,
         "exit_codes_by_launched_pid": exit_codes, "ended_by": "SIGKILL from the driver after collection",
         "step_stats": step_stats(sdir, world), "recorder": bool(args.plugin), "env_source": args.env_source,
-        "seconds": round(time.monotonic() - t0, 1), "notes": notes, "torch_version": _torch_version(),
+        "seconds": round(time.monotonic() - t0, 1), "notes": notes, "torch_version": args.torch_version,
     }
     (sdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+    if interrupted is not None:  # the shell's timeout: truth written, ranks killed; now stop
+        raise interrupted
     return truth
 
 
@@ -707,7 +715,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lead-s", type=float, default=3.0, help="running time before the first round")
     p.add_argument("--round-gap", type=float, default=1.0)
     p.add_argument("--round-est", type=float, default=7.0)
-    p.add_argument("--warm-est", type=float, default=18.0)
+    p.add_argument("--warm-est", type=float, default=14.0)
     p.add_argument("--warm-timeout", type=float, default=60.0)
     p.add_argument("--total-s", type=float, default=500.0, help="skip cases that would end past this budget")
     p.add_argument("--py-spy", default=None)
@@ -743,6 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fenv, args.env_source = forensics_env(Path(args.repo))
+    args.torch_version = _torch_version()  # imports torch here, once: never inside a case's cleanup
     if args.dry_run:
         plan = {c: {"estimate_s": estimate_s(args, c),
                     "rank_env": [{k: v for k, v in rank_env(args, c, r, out / c, 0, fenv).items()
