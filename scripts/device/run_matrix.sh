@@ -56,6 +56,8 @@ elif [ "$part" = R ]; then
   BUDGET=${HF_R_BUDGET:-535}
   cap() { local c=$1 l; l=$(( T0 + BUDGET - $(date +%s) - $2 )); [ "$l" -lt "$c" ] && c=$l; echo "$c"; }
   python3 -m forensics env >"$W/forensics_env.txt" 2>&1; python3 -m forensics nccl-plugin env >>"$W/forensics_env.txt" 2>&1
+  # the recorder stamps events with CLOCK_REALTIME_COARSE (id 5): its resolution bounds straggler timing from it
+  python3 -c 'import time; print("CLOCK_REALTIME_COARSE resolution s:", time.clock_getres(5))' >>"$W/info.txt" 2>&1
   if [ "$backend" = nccl ]; then common=(--backend nccl --plugin "$SO"); else common=(--backend gloo --plugin "" --world "${HF_R_WORLD:-4}"); fi
   common+=(--recorder-root /dev/shm/hf-R)
   mkdir -p "$W/R14" "$W/R15" "$W/R19"
