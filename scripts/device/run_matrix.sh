@@ -5,9 +5,16 @@
 #           each collected live with 'forensics collect' (recorder loaded in every rank)
 #   part B: recorder overhead benchmark + real host outputs
 #   part S: the five scenarios only; part X (2 GPUs): p2p and mixed layouts, sleep/sigstop/kill
+#   part R: issue 14 hang cases + issue 15 running stragglers (scripts/device/live_scenarios.py)
+#           + issue 19 overhead on one GPU, all inside HF_R_BUDGET seconds (default 535), packed
+#           by pack_out.py into $OUT/{R14,R15,R19}.tar.gz + summary.txt.
+#           `run_matrix.sh R --backend gloo` is its CPU dry run (no plugin, no RAS, 4 ranks).
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
 set -u
 part=${1:-A}
+backend=nccl
+[ "${2:-}" = --backend ] && backend=${3:-nccl}
+T0=$(date +%s)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
@@ -45,6 +52,39 @@ elif [ "$part" = S ]; then  # scenarios only (the recorder run of part A already
   timeout -k 5 400 python3 scripts/device/nccl_scenarios.py --out-dir "$W/nccl" --total-s 380 \
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
     --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
+elif [ "$part" = R ]; then
+  BUDGET=${HF_R_BUDGET:-535}
+  cap() { local c=$1 l; l=$(( T0 + BUDGET - $(date +%s) - $2 )); [ "$l" -lt "$c" ] && c=$l; echo "$c"; }
+  python3 -m forensics env >"$W/forensics_env.txt" 2>&1; python3 -m forensics nccl-plugin env >>"$W/forensics_env.txt" 2>&1
+  # the recorder stamps events with CLOCK_REALTIME_COARSE (id 5): its resolution bounds straggler timing from it
+  python3 -c 'import time; print("CLOCK_REALTIME_COARSE resolution s:", time.clock_getres(5))' >>"$W/info.txt" 2>&1
+  if [ "$backend" = nccl ]; then common=(--backend nccl --plugin "$SO"); else common=(--backend gloo --plugin "" --world "${HF_R_WORLD:-4}"); fi
+  common+=(--recorder-root /dev/shm/hf-R)
+  mkdir -p "$W/R14" "$W/R15" "$W/R19"
+  t=$(cap 280 170)  # leave R15 and the packing at least 170 s
+  echo "R14: ${t} s cap at +$(( $(date +%s) - T0 )) s"
+  [ "$t" -ge 60 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R14" "${common[@]}" \
+    --cases "${HF_R14:-gpusleep,oom,spawn,lateinit,dataloader,busy}" --total-s $((t - 8)) 2>&1 | tee "$W/R14/driver.log" | grep -v '^{' | tail -n 20
+  t=$(cap 220 30)
+  echo "R15: ${t} s cap at +$(( $(date +%s) - T0 )) s"
+  [ "$t" -ge 40 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R15" "${common[@]}" \
+    --cases "${HF_R15:-slow30,healthy,slow300,slowhost,slow5}" --total-s $((t - 8)) 2>&1 | tee "$W/R15/driver.log" | grep -v '^{' | tail -n 20
+  t=$(cap 90 15); rounds=1; [ "$t" -ge 75 ] && rounds=2
+  echo "R19: ${t} s cap, ${rounds} round(s) at +$(( $(date +%s) - T0 )) s"
+  if [ "$t" -ge 35 ]; then
+    timeout -k 5 "$t" python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
+      --plugin "$SO" --backend "$backend" --json "$W/R19/overhead.json" >"$W/R19/overhead.txt" 2>&1
+    echo "R19 rc=$?"; tail -n 16 "$W/R19/overhead.txt"
+  else echo "skipped: ${t} s left" >"$W/R19/skipped.txt"; fi
+  for f in "$W"/R14/pgids.txt "$W"/R15/pgids.txt; do  # whatever a killed driver left: by process group id
+    [ -f "$f" ] && while read -r g; do kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null; done <"$f"
+  done
+  rm -rf /dev/shm/hf-R
+  { echo "after R: +$(( $(date +%s) - T0 )) s"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv 2>&1; } >>"$W/info.txt"
+  timeout -k 5 60 python3 scripts/device/pack_out.py --out "$OUT" --head "$W/info.txt" --head "$W/forensics_env.txt" --head "$W/R19/overhead.txt" \
+    R14="$W/R14" R15="$W/R15" R19="$W/R19" | tail -n 60
+  echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "$OUT"
+  exit 0
 elif [ "$part" = A ]; then
   timeout -k 5 150 python3 nccl_patches/device/sigstop_scenario.py --ranks 8 --victim 3 --plugin "$SO" --out "$W/recorder_sigstop8" >"$W/recorder_sigstop8.log" 2>&1
   echo "recorder sigstop: rc=$?"; tail -n 25 "$W/recorder_sigstop8.log"
