@@ -21,6 +21,7 @@ from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, ti
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
 from forensics.errors import ForensicsError
+from parsers.redact import redact_argv
 
 
 @dataclass
@@ -88,7 +89,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
         local_world_size=proc.local_world_size,
         group_rank=proc.group_rank,
         job_id=proc.job_id,
-        cmdline=proc.cmdline,
+        cmdline=redact_argv(proc.cmdline),
     )
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root, rel_dir=rel)
     record.state_before = procfs.state_or_none(proc.pid)

@@ -6,11 +6,13 @@ NCCL_DEBUG_FILE) NCCL's own log lines end up. /proc/PID/fd/1 and /2 say where.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from forensics.bundle.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
-from forensics.collectors.files import copy_tail
+from forensics.collectors.files import copy_target_log
+from parsers.safeio import UnsafeFile
 from forensics.discover import procfs
 
 
@@ -28,17 +30,24 @@ class StdioCollector:
         for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
             where = procfs.fd_target(target.pid, fd)
             details[name.split(".")[0]] = where
-            if not where or not where.startswith("/") or not Path(where).is_file():
-                continue
+            if not where or not where.startswith("/") or not os.path.lexists(where):
+                continue  # a pipe, a terminal, a socket, or a file outside our mount namespace
             if where in seen:
                 details[f"{name.split('.')[0]}_same_as"] = seen[where]
                 continue
             path, rel = target.out(name)
-            _, cut = copy_tail(Path(where), path, options.log_tail_bytes)
+            try:
+                _, cut = copy_target_log(target.pid, Path(where), path, options.log_tail_bytes)
+            except OSError as err:  # UnsafeFile included: a FIFO, a device, a link, another owner
+                details[f"{name.split('.')[0]}_refused"] = str(err)
+                continue
             seen[where] = rel
             files.append(rel)
             if cut:
                 details[f"{name}_truncated_to_bytes"] = options.log_tail_bytes
+        refused = [v for k, v in details.items() if k.endswith("_refused")]
+        if not files and refused:
+            return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused), details=details)
         if not files:
             return CollectorRecord(self.name, Status.SKIPPED, error="stdout/stderr are not files (pipe or terminal)", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)
