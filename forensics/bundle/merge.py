@@ -24,7 +24,7 @@ from parsers.manifest_schema import MAX_WORLD
 SILENT = ("unreachable", "timeout", "failed")
 MAX_FILES_PER_HOST = 200_000  #: files copied from one host's bundle
 MAX_FILE_BYTES = 1 << 30  #: bytes of one file of a host bundle (collectors cap theirs far lower)
-MAX_ADDED_MISSING = 200_000  #: ranks the merge may add as missing, whatever world_size says
+MAX_ADDED_MISSING = 100_000  #: ranks the merge may add as missing, whatever world_size says
 
 
 @dataclass

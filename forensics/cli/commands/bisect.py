@@ -170,7 +170,10 @@ def _fresh_state(args: argparse.Namespace, launcher) -> dict:
     first_round = None
     notes = []
     if args.from_bundles:
-        imp = from_bundles.read_bundles(args.from_bundles)
+        try:
+            imp = from_bundles.read_bundles(args.from_bundles)
+        except from_bundles.BadVerdict as err:
+            raise ForensicsError(f"--from-bundles: {err}") from err
         notes += imp.problems
         unary.update(from_bundles.prior_llr(imp, hosts))
         repeat = from_bundles.repeat_suspects(imp, hosts)
