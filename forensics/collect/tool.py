@@ -79,7 +79,10 @@ def spawn(argv: list[str], target_pid: int | None = None, **popen: object) -> su
     if target_pid is not None:
         read_end = _lifeline()
         full = [sys.executable, "-I", "-S", str(SUPERVISOR), str(read_end), str(int(target_pid)), "--", *argv]
-        proc = subprocess.Popen(full, start_new_session=True, pass_fds=(read_end,), **popen)  # type: ignore[arg-type]
+        try:
+            proc = subprocess.Popen(full, start_new_session=True, pass_fds=(read_end,), **popen)  # type: ignore[arg-type]
+        except OSError:  # no usable Python for the supervisor: the tool still dies with us (PDEATHSIG)
+            proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_us, **popen)  # type: ignore[arg-type]
     else:
         proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_us, **popen)  # type: ignore[arg-type]
     with _LOCK:

@@ -32,8 +32,8 @@ GDB_ARGS = [
 ]
 
 
-GDB_BASE_S = 15.0  #: gdb start, attach and symbol loading on a loaded host
-GDB_PER_THREAD_S = 0.05  #: one -stack-list-frames per thread (0.1-0.2 s each measured on a 300-thread sleeper)
+GDB_BASE_S = 30.0  #: gdb start, attach and symbol loading (libtorch: 3-5 s alone, 11-13 s with 4 gdbs on 2 cores, more under load)
+GDB_PER_THREAD_S = 0.1  #: one -stack-list-frames per thread (0.1-0.2 s each measured on a 300-thread sleeper)
 MAX_FRAMES = 200  #: frames listed per thread (deep recursion must not eat the limit)
 
 

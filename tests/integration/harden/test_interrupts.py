@@ -124,8 +124,8 @@ def test_gdb_limit_holds_on_300_threads(tmp_path):
 
 
 def test_gdb_limit_scales_with_threads():
-    from forensics.collectors.gdb import GDB_BASE_S, gdb_limit
+    from forensics.collectors.gdb import GDB_BASE_S, GDB_PER_THREAD_S, gdb_limit
 
-    assert gdb_limit(60, 4) < gdb_limit(60, 300) <= 60
-    assert gdb_limit(60, 4) == pytest.approx(GDB_BASE_S + 0.2)
-    assert gdb_limit(5, 300) == 5
+    assert gdb_limit(90, 4) < gdb_limit(90, 300) <= 90
+    assert gdb_limit(90, 4) == pytest.approx(GDB_BASE_S + 4 * GDB_PER_THREAD_S)
+    assert gdb_limit(60, 300) == 60 and gdb_limit(5, 300) == 5
