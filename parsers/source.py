@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parsers import safeio
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 
@@ -104,14 +105,11 @@ class Source:
 
 
 def confine(root: Path, rel: str) -> Path:
-    """`root/rel` when it stays inside `root`; InputError otherwise."""
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
-        raise InputError(f"the manifest names a file outside the bundle: {rel!r}")
-    full = (root / rel).resolve()
-    base = root.resolve()
-    if full != base and base not in full.parents:
-        raise InputError(f"the manifest names a file outside the bundle: {rel!r}")
-    return full
+    """`root/rel` when it stays inside `root` (parsers.safeio.confine); InputError otherwise."""
+    try:
+        return safeio.confine(root, rel)
+    except safeio.UnsafeFile as err:
+        raise InputError(f"the manifest names a file outside the bundle: {rel!r} ({err})") from err
 
 
 def open_source(path: Path | str) -> Source:
@@ -266,15 +264,11 @@ def path_hints(path: Path, root: Path) -> Hints:
 
 
 def _extract(archive: Path, dest: Path) -> Path:
-    """Unpack a tar archive, refusing links, devices and paths that leave `dest`; the bundle or folder root."""
-    from parsers import archive as safe_archive  # ground-floor module with size and ratio caps
+    """Unpack a tar archive under parsers.archive's rules (types, names, sizes, ratio); the bundle or folder root."""
+    from parsers import archive as safe_archive
 
     try:
-        safe_archive.extract(archive, dest)
-    except (tarfile.TarError, OSError, EOFError, ValueError) as err:
-        raise InputError(f"{archive}: damaged or refused archive ({err})") from err
-    entries = [p for p in dest.iterdir()]
-    if len(entries) == 1 and entries[0].is_dir():
-        return entries[0]
-    return dest
-
+        safe_archive.extract_into(archive, dest)
+    except (safe_archive.ArchiveRefused, OSError) as err:
+        raise InputError(f"{archive}: archive refused: {err}") from err
+    return safe_archive.bundle_root(dest)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from parsers import safeio
+
 HostCheck = Callable[[str], "str | None"]
 VERDICTS = ("healthy", "suspect", "exclude")
 
@@ -34,21 +36,39 @@ class Implication:
     problems: list[str] = field(default_factory=list)  #: inputs that said nothing, and why
 
 
-def _hosts_of_verdict(data: Any) -> dict[str, float]:
-    """host -> confidence from one analyze --json verdict (culprit counts as confidence 1)."""
+class BadVerdict(ValueError):
+    """A verdict file that parses but says something impossible (a confidence of 1e400,
+    NaN, -1 or "high"): bad input, refused before any number reaches the decoder."""
+
+
+def _confidence(value: Any, default: float, where: str) -> float:
+    """A confidence in [0, 1]: absent/null means `default`; anything else non-finite, out of
+    range or not a JSON number is refused (a silent clamp once turned 1e400 into "no bad host")."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadVerdict(f"{where}: confidence {value!r} is not a number")
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise BadVerdict(f"{where}: confidence {value!r} is not between 0 and 1")
+    return float(value)
+
+
+def _hosts_of_verdict(data: Any, where: str = "verdict") -> dict[str, float]:
+    """host -> confidence from one analyze --json verdict (a culprit without one counts as 1)."""
     found: dict[str, float] = {}
     if not isinstance(data, dict):
         return found
     culprit = data.get("culprit")
     if isinstance(culprit, dict) and isinstance(culprit.get("host"), str):
-        found[culprit["host"]] = max(found.get(culprit["host"], 0.0), float(culprit.get("confidence", 1.0) or 1.0))
-    for s in data.get("suspects") or []:
+        c = _confidence(culprit.get("confidence"), 1.0, f"{where}: culprit")
+        found[culprit["host"]] = max(found.get(culprit["host"], 0.0), c)
+    suspects = data.get("suspects") or []
+    if not isinstance(suspects, list):
+        raise BadVerdict(f"{where}: suspects is not a list")
+    for i, s in enumerate(suspects):
         if isinstance(s, dict) and isinstance(s.get("host"), str):
-            try:
-                c = float(s.get("confidence", 0.5))
-            except (TypeError, ValueError):
-                c = 0.5
-            found[s["host"]] = max(found.get(s["host"], 0.0), min(max(c, 0.0), 1.0))
+            c = _confidence(s.get("confidence"), 0.5, f"{where}: suspects[{i}]")
+            found[s["host"]] = max(found.get(s["host"], 0.0), c)
     return found
 
 
@@ -64,21 +84,33 @@ def _hosts_of_manifest(data: Any) -> dict[str, float]:
     return found
 
 
+MAX_VERDICT_BYTES = 64 * 1024 * 1024
+
+
 def _read_json(path: Path) -> Any:
-    """Parse JSON text (never pickle)."""
-    return json.loads(path.read_text())
+    """Parse JSON text (never pickle), bounded in size; RecursionError (deep nesting) is bad JSON."""
+    with safeio.open_regular(path) as fh:  # a FIFO or device is refused, never waited on
+        raw, cut = safeio.read_bytes(fh, MAX_VERDICT_BYTES)
+    if cut:
+        raise ValueError(f"larger than {MAX_VERDICT_BYTES} bytes")
+    try:
+        return json.loads(raw)
+    except RecursionError as err:
+        raise ValueError("nested too deeply") from err
 
 
 def read_one(path: Path) -> tuple[dict[str, float], str | None]:
     """Hosts implicated by one verdict file or bundle folder, or a reason it said nothing."""
     try:
         if path.is_dir() and (path / "analysis.json").is_file():
-            return _hosts_of_verdict(_read_json(path / "analysis.json")), None
+            return _hosts_of_verdict(_read_json(path / "analysis.json"), str(path / "analysis.json")), None
         if path.is_dir() or _is_archive(path):
             return _hosts_of_source(path)
         data = _read_json(path)
-        hosts = _hosts_of_verdict(data) or _hosts_of_manifest(data)
+        hosts = _hosts_of_verdict(data, str(path)) or _hosts_of_manifest(data)
         return hosts, None if hosts else f"{path}: names no host"
+    except BadVerdict:
+        raise
     except (OSError, ValueError) as err:
         return {}, f"{path}: unreadable ({err})"
 
@@ -107,13 +139,14 @@ def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:
                 return hosts, None
         return {}, f"{path}: {err}"
     hosts = _hosts_of_manifest(result.evidence.manifest.to_dict()) if result.evidence.manifest is not None else {}
-    for host, weight in _hosts_of_verdict(result.verdict.to_dict()).items():
+    for host, weight in _hosts_of_verdict(result.verdict.to_dict(), str(path)).items():
         hosts[host] = max(weight, hosts.get(host, 0.0))
     return hosts, None if hosts else f"{path}: names no host"
 
 
 def read_bundles(paths: Iterable[str | Path]) -> Implication:
-    """Tally hosts over all failed runs; bad inputs are listed, never fatal."""
+    """Tally hosts over all failed runs. Unreadable inputs are listed as problems; a
+    verdict with an impossible confidence raises BadVerdict (the caller exits 2)."""
     imp = Implication()
     for p in paths:
         path = Path(p)

@@ -9,14 +9,11 @@ Host names are checked against a strict pattern, so '-oProxyCommand=...' cannot 
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ClusterShell.NodeSet import NodeSet
-
-HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:%@\[\]-]*$")
+from forensics import hostset
 PLACEHOLDERS = ("{hosts}", "{nnodes}", "{port}", "{round}", "{group}", "{first}", "{host}")
 
 
@@ -26,9 +23,10 @@ class LaunchError(ValueError):
 
 def check_host(host: str) -> str:
     """Return `host` if it is a plain host name; refuse anything an option parser could eat."""
-    if not HOST_RE.match(host):
-        raise LaunchError(f"refusing unsafe host name {host!r}")
-    return host
+    try:
+        return hostset.validate_host(host)
+    except hostset.HostSetError as err:
+        raise LaunchError(f"refusing unsafe host name {host!r}") from err
 
 
 @dataclass
@@ -117,7 +115,7 @@ class SlurmLauncher:
     name: str = "slurm"
 
     def argv(self, test_argv: list[str], spec: JobSpec) -> list[str]:
-        nodes = str(NodeSet.fromlist([check_host(h) for h in spec.hosts]))
+        nodes = hostset.fold([check_host(h) for h in spec.hosts])
         minutes = max(1, math.ceil(spec.timeout / 60))
         return ["srun", f"--nodelist={nodes}", f"--nodes={len(spec.hosts)}",
                 f"--time={minutes}", f"--job-name=bisect-r{spec.round}-g{spec.group}",
@@ -136,9 +134,8 @@ def make_launcher(kind: str, ssh_options: Sequence[str] = (), srun_args: Sequenc
 
 
 def expand_hosts(pattern: str) -> list[str]:
-    """'node[001-048],gpu7' -> host names, in order, duplicates refused."""
+    """'node[001-048],gpu7' -> host names through the one checked expander (forensics.hostset)."""
     try:
-        hosts = list(NodeSet(pattern))
-    except Exception as err:  # ClusterShell raises several parse error types
-        raise LaunchError(f"cannot parse host set {pattern!r}: {err}") from err
-    return [check_host(h) for h in hosts]
+        return hostset.expand(pattern)
+    except hostset.HostSetError as err:
+        raise LaunchError(str(err)) from err

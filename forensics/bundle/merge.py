@@ -9,16 +9,22 @@ host had are listed as missing, with the reason saying whether a host was silent
 
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
+from parsers import safeio
+from parsers.manifest_schema import MAX_WORLD
 
 #: host statuses that mean "we do not know what ran there" (see forensics.fleet.outcome)
 SILENT = ("unreachable", "timeout", "failed")
+MAX_FILES_PER_HOST = 200_000  #: files copied from one host's bundle
+MAX_FILE_BYTES = 1 << 30  #: bytes of one file of a host bundle (collectors cap theirs far lower)
+MAX_ADDED_MISSING = 100_000  #: ranks the merge may add as missing, whatever world_size says
 
 
 @dataclass
@@ -39,7 +45,12 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
         if part.bundle is None:
             writer.add_host(HostRecord(host=part.host, status=part.status, seconds=part.seconds, error=part.error))
             continue
-        _merge_one(writer, part)
+        try:
+            _merge_one(writer, part)
+        except Exception as err:  # noqa: BLE001 - one host's broken bundle must never lose the others
+            error = f"its bundle could not be merged: {err}"
+            writer.add_host(HostRecord(host=part.host, status="failed", seconds=part.seconds, error=error))
+            writer.note(f"{part.host}: {error}")
     _settle_missing(writer.manifest, parts)
     writer.save()
     return writer.manifest
@@ -54,6 +65,7 @@ def _rebase(rel: str, host_root: str) -> str:
 
 
 def _merge_one(writer: BundleWriter, part: HostPart) -> None:
+    """Add one host's bundle; raises (before touching the writer's manifest) when it is unreadable."""
     source = open_bundle(part.bundle)
     man = source.manifest
     root = f"hosts/{safe_name(part.host)}"
@@ -89,13 +101,14 @@ def _merge_one(writer: BundleWriter, part: HostPart) -> None:
 
 def _copy_tree(src: Path, dest_root: Path, rel_root: str) -> None:
     """Copy every file of a host bundle to its rebased place (no links followed, manifest kept aside)."""
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink() or not path.is_file():
-            continue
+    for path in safeio.walk_files(src, max_files=MAX_FILES_PER_HOST):
         rel = path.relative_to(src).as_posix()
         target = dest_root / (f"{rel_root}/host-manifest.json" if rel == MANIFEST_NAME else _rebase(rel, rel_root))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        try:
+            with safeio.open_regular(path, follow=False) as fh:
+                safeio.copy_bounded(fh, target, MAX_FILE_BYTES, tail=False, mode=stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & 0o640)
+        except OSError:
+            continue  # a FIFO, a link or a vanished file in a host bundle is not evidence
 
 
 def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
@@ -112,10 +125,16 @@ def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
     for rank in man.ranks:
         if rank.world_size:
             worlds[rank.job_id] = max(worlds.get(rank.job_id, 0), rank.world_size)
+    added = 0
     for job_id, world in worlds.items():
-        for number in range(world):
+        for number in range(min(world, MAX_WORLD)):
             if (job_id, number) in present or (job_id, number) in kept:
                 continue
+            added += 1
+            if added > MAX_ADDED_MISSING:
+                man.notes.append(f"job {job_id}: more than {MAX_ADDED_MISSING} ranks of {world} have no process; "
+                                 "only the first are listed as missing")
+                break
             reason = "no process found on any host that answered"
             if silent:
                 reason += f"; not heard from: {', '.join(silent)}"

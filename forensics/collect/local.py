@@ -9,12 +9,13 @@ rest goes on.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.writer import BundleWriter
+from forensics.collect import tool as tools
 from forensics.collect.progress import Progress
 from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
@@ -22,16 +23,23 @@ from forensics.collectors.children import collect_children
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
 from forensics.errors import ForensicsError
+from parsers.redact import redact_argv
+
+
+#: after an interrupt, how long the collection waits for running collectors (their
+#: tools are already killed) before it writes the manifest and returns
+GRACE_S = 0.6
 
 
 @dataclass
 class CollectResult:
     writer: BundleWriter
     problems: list[str]
+    interrupted: bool = False
 
     @property
     def complete(self) -> bool:
-        return not self.problems and self.writer.manifest.complete
+        return not self.problems and not self.interrupted and self.writer.manifest.complete
 
 
 def collect_local(
@@ -42,7 +50,14 @@ def collect_local(
     writer: BundleWriter | None = None,
     job: str | None = None,
 ) -> CollectResult:
-    """Discover ranks (or take `pids`; only job `job` if given), collect them all, write the bundle at `out`."""
+    """Discover ranks (or take `pids`; only job `job` if given), collect them all, write the bundle at `out`.
+
+    The manifest is written first (marked `interrupted`), then again each time a rank
+    is done, and last with `interrupted` cleared: a collection killed at any moment
+    (even with SIGKILL) leaves a manifest of what it gathered, saying it was cut short.
+    After forensics.collect.tool.interrupt() (collect's SIGINT/SIGTERM handler), no
+    collector starts, running tools are already dead, and this returns within GRACE_S.
+    """
     host = host_name()
     ranks, problems = discover(pids, host=host, job=job)
     if not ranks:
@@ -54,32 +69,53 @@ def collect_local(
     progress = Progress(len(ranks), f"ranks on {host}", quiet)
     progress.say(f"collecting {len(ranks)} rank(s) on {host} into {out}")
     host_record = HostRecord(host=host, dir=writer.host_dir(host))
-    start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=min(64, len(ranks) + 1)) as pool:
-        host_future = pool.submit(_collect_host, writer, host_record, options)
-        futures = [pool.submit(_collect_rank, writer, proc, options, progress) for proc in ranks]
-        records = [f.result() for f in futures]
-        host_future.result()
-    host_record.seconds = round(time.monotonic() - start, 3)
+    records = [_rank_record(writer, proc) for proc in ranks]
+    writer.manifest.interrupted = True  # until the end says otherwise
     writer.add_host(host_record)
     for record in records:
         writer.add_rank(record)
+    writer.save()
+    start = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=min(64, len(ranks) + 1))
+    pending = {pool.submit(_collect_host, writer, host_record, options)}
+    pending |= {pool.submit(_collect_rank, writer, proc, record, options, progress) for proc, record in zip(ranks, records)}
+    interrupted_at = None
+    while pending:
+        done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+        for future in done:
+            future.result()  # a bug in the collection loop itself surfaces here
+        if done:
+            writer.save()
+        if tools.INTERRUPTED.is_set():
+            interrupted_at = interrupted_at or time.monotonic()
+            if time.monotonic() - interrupted_at > GRACE_S:
+                break
+    pool.shutdown(wait=not pending, cancel_futures=True)
+    interrupted = tools.INTERRUPTED.is_set()
+    host_record.seconds = round(time.monotonic() - start, 3)
     for miss in expected_missing(ranks):
         writer.add_missing(MissingRank(rank=miss.rank, reason=miss.reason, host=host, job_id=miss.job_id))
+    if interrupted:
+        writer.note(f"collection interrupted after {host_record.seconds} s; "
+                    f"{len(pending)} collection task(s) still running were abandoned")
+    writer.manifest.interrupted = interrupted
     writer.save()
-    return CollectResult(writer=writer, problems=problems)
+    return CollectResult(writer=writer, problems=problems, interrupted=interrupted)
 
 
 def _collect_host(writer: BundleWriter, record: HostRecord, options: CollectOptions) -> None:
     target = HostTarget(host=record.host, bundle_root=writer.root, rel_dir=record.dir or "")
     for collector in host_collectors():
-        if collector.enabled(options):
+        if tools.INTERRUPTED.is_set():
+            record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="collection interrupted"))
+        elif collector.enabled(options):
             record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
 
 
-def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptions, progress: Progress) -> RankRecord:
+def _rank_record(writer: BundleWriter, proc: RankProcess) -> RankRecord:
+    """The manifest entry of one rank, before any collector ran (argv redacted)."""
     rel = writer.rank_dir(proc.host, proc.rank, proc.pid)
-    record = RankRecord(
+    return RankRecord(
         host=proc.host,
         pid=proc.pid,
         dir=rel,
@@ -89,14 +125,23 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
         local_world_size=proc.local_world_size,
         group_rank=proc.group_rank,
         job_id=proc.job_id,
-        cmdline=proc.cmdline,
+        cmdline=redact_argv(proc.cmdline),
         rank_source=proc.rank_source,
         ppid=proc.ppid,
         job_evidence=list(proc.job_evidence),
     )
-    target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root, rel_dir=rel)
+
+
+def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, options: CollectOptions,
+                  progress: Progress) -> RankRecord:
+    """Run every rank collector in order on one rank, filling `record` as they finish."""
+    target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root,
+                        rel_dir=record.dir)
     record.state_before = procfs.state_or_none(proc.pid)
     for collector in rank_collectors():
+        if tools.INTERRUPTED.is_set():
+            record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="collection interrupted"))
+            continue
         if not collector.enabled(options):
             record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="not requested"))
             continue

@@ -8,26 +8,16 @@ into a bundle that gets attached to tickets.
 from __future__ import annotations
 
 import json
-import re
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
-
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW|PASSWD|PWD$|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
-SECRET_VALUE = re.compile(r"(://[^/\s:@]+:)[^@\s]+@")  # user:password@ inside URLs
-REDACTED = "<redacted>"
+from parsers.redact import REDACTED, redact_env  # noqa: F401 - REDACTED re-exported
 
 
 def redact(env: dict[str, str]) -> dict[str, str]:
-    """Copy of env with secret-looking values replaced; URLs keep host but lose passwords."""
-    clean = {}
-    for key, value in env.items():
-        if SECRET_NAME.search(key) and key not in ("PWD", "OLDPWD"):
-            clean[key] = REDACTED
-        else:
-            clean[key] = SECRET_VALUE.sub(rf"\1{REDACTED}@", value)
-    return clean
+    """Copy of env with secrets hidden by the one rule set (parsers.redact)."""
+    return redact_env(env)
 
 
 class EnvironmentCollector:
@@ -48,4 +38,5 @@ class EnvironmentCollector:
                 return CollectorRecord(self.name, Status.DENIED, error=f"cannot read environment: {err}")
         path, rel = target.out("environ.json")
         path.write_text(json.dumps(redact(env), indent=1, sort_keys=True) + "\n")
+        path.chmod(0o600)
         return CollectorRecord(self.name, Status.OK, files=[rel])

@@ -1,7 +1,19 @@
-"""Copying files a rank writes (its stdout/stderr, NCCL logs, Flight Recorder dumps).
+"""Copying files a rank names (its stdout/stderr, NCCL logs, Flight Recorder dumps, recorder state).
 
-Logs can be huge, so only their last `max_bytes` are kept, which is where a hang's
-story is. Paths a process names are relative to its working directory.
+Collection runs as root, and the paths come from the target's own environment and
+file descriptors, so they are hostile: a process running as `nobody` could set
+NCCL_DEBUG_FILE=/etc/shadow, or plant a symlink at the world-writable default dump
+prefix /tmp/nccl_trace_rank_. So a file is copied only when
+
+- it is a regular file (a FIFO or device never blocks and never streams forever),
+- the last path component is not a symlink (O_NOFOLLOW),
+- the target's uid owns it (checked with fstat on the open descriptor), and
+- at most a cap of bytes is copied, into a fresh 0600 file in the bundle;
+- logs (text) go through the one redaction rule set (parsers.redact) on the way.
+
+Logs keep their last bytes (where a hang's story is); dumps and state files are
+copied whole or not at all (a cut pickle is useless). Paths a process names are
+relative to its working directory.
 """
 
 from __future__ import annotations
@@ -10,20 +22,10 @@ import os
 from pathlib import Path
 
 from forensics.discover import procfs
+from parsers import redact, safeio
+from parsers.safeio import UnsafeFile
 
-
-def copy_tail(src: Path, dest: Path, max_bytes: int) -> tuple[int, bool]:
-    """Copy the last max_bytes of src to dest; returns (bytes copied, whether cut)."""
-    size = src.stat().st_size
-    start = max(0, size - max_bytes)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(src, "rb") as fin, open(dest, "wb") as fout:
-        fin.seek(start)
-        copied = 0
-        while chunk := fin.read(1 << 20):
-            fout.write(chunk)
-            copied += len(chunk)
-    return copied, start > 0
+COPY_MODE = 0o600  #: copied target files may hold anything the target wrote: owner-only
 
 
 def process_path(pid: int, path: str) -> Path:
@@ -35,3 +37,75 @@ def process_path(pid: int, path: str) -> Path:
     except OSError:
         cwd = "."
     return Path(cwd) / path
+
+
+def target_uids(pid: int) -> frozenset[int] | None:
+    """The uids a process runs as (real, effective, saved, filesystem), or None if unreadable."""
+    try:
+        fields = procfs.status_fields(pid)
+    except (procfs.ProcessGone, OSError):
+        return None
+    try:
+        return frozenset(int(u) for u in fields.get("Uid", "").split())
+    except ValueError:
+        return None
+
+
+def copy_target_file(pid: int, src: Path, dest: Path, max_bytes: int, tail: bool = True) -> tuple[int, bool]:
+    """Copy at most max_bytes of a file that process `pid` named, if it may be copied.
+
+    Raises UnsafeFile (an OSError) when the file is refused: not regular, a link, or
+    owned by a uid the target does not run as; OSError when it cannot be opened.
+    Returns (bytes copied, whether cut).
+    """
+    owners = target_uids(pid)
+    if not owners:
+        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
+    with safeio.open_regular(src, follow=False, owners=owners) as fh:
+        return safeio.copy_bounded(fh, dest, max_bytes, tail=tail, mode=COPY_MODE)
+
+
+def copy_target_log(pid: int, src: Path, dest: Path, max_bytes: int) -> tuple[int, bool]:
+    """Copy the last max_bytes of a log a process named, with secrets redacted
+    (parsers.redact), under the same checks as copy_target_file.
+
+    Bytes that are not UTF-8 pass through unchanged (surrogateescape), so only the
+    redacted spans differ from the original. Returns (bytes written, whether cut).
+    """
+    owners = target_uids(pid)
+    if not owners:
+        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
+    with safeio.open_regular(src, follow=False, owners=owners) as fh:
+        data, cut = safeio.read_bytes(fh, max_bytes, tail=True)
+    text = redact.redact_text(data.decode("utf-8", "surrogateescape"))
+    out = text.encode("utf-8", "surrogateescape")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, COPY_MODE)
+    try:
+        os.fchmod(fd, COPY_MODE)
+        view = memoryview(out)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return len(out), cut
+
+
+def copy_whole_or_refuse(pid: int, src: Path, dest: Path, max_bytes: int) -> int:
+    """Copy a file that is only useful whole (a pickle, a binary state file).
+
+    Raises UnsafeFile with reason 'too large' when it is bigger than max_bytes.
+    """
+    owners = target_uids(pid)
+    if not owners:
+        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
+    with safeio.open_regular(src, follow=False, owners=owners) as fh:
+        size = safeio.file_size(fh)
+        if size > max_bytes:
+            raise UnsafeFile(src, "too large", f"{size} bytes, the cap is {max_bytes}")
+        written, _ = safeio.copy_bounded(fh, dest, max_bytes, tail=False, mode=COPY_MODE)
+        return written

@@ -7,23 +7,36 @@ pickles: they are copied, never loaded here (the parsers load them as plain data
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
-from forensics.collectors.files import copy_tail, process_path
+from forensics.collectors.files import copy_whole_or_refuse, process_path
+from parsers.safeio import UnsafeFile
 
 PREFIX_KEYS = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 DEFAULT_PREFIX = "/tmp/nccl_trace_rank_"
+MAX_DUMP_BYTES = 256 * 1024 * 1024  #: a dump larger than this is refused, not copied (a cut pickle is useless)
+MAX_CANDIDATES = 16  #: dump files per rank (a folder of thousands of look-alikes is not evidence)
+MAX_SCAN = 100_000  #: directory entries looked at (the prefix may be a huge shared /tmp)
 
 
 def dump_candidates(prefix: Path, rank: int) -> list[Path]:
     """Files named `<prefix><rank>` or `<prefix><rank>.<ext>` (not rank 1 matching rank 12)."""
     stem = prefix.name + str(rank)
     folder = prefix.parent
-    if not folder.is_dir():
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= MAX_SCAN or len(found) >= MAX_CANDIDATES:
+                    break
+                if entry.name == stem or entry.name.startswith(stem + "."):
+                    found.append(Path(entry.path))  # links and FIFOs too: the copy refuses them, and says so
+    except OSError:
         return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and (p.name == stem or p.name.startswith(stem + ".")))
+    return sorted(found)
 
 
 class FlightRecorderCollector:
@@ -44,9 +57,21 @@ class FlightRecorderCollector:
             if not configured:
                 why += " (TORCH_FR_DUMP_TEMP_FILE not set; default prefix tried)"
             return CollectorRecord(self.name, Status.SKIPPED, error=why)
-        files = []
+        files, refused = [], {}
+        cap = int(options.extra.get("max_dump_bytes", MAX_DUMP_BYTES))
         for src in found:
             path, rel = target.out(f"flight_recorder/{src.name}")
-            copy_tail(src, path, 1 << 40)
+            try:
+                copy_whole_or_refuse(target.pid, src, path, cap)
+            except FileNotFoundError:
+                continue  # removed between listing and copying
+            except OSError as err:  # UnsafeFile: a link, a FIFO, another owner, too large
+                refused[str(src)] = str(err)
+                continue
             files.append(rel)
-        return CollectorRecord(self.name, Status.OK, files=files, details={"prefix": str(prefix)})
+        details = {"prefix": str(prefix), **({"refused": refused} if refused else {})}
+        if not files and refused:
+            return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused.values()), details=details)
+        if not files:
+            return CollectorRecord(self.name, Status.GONE, error="dump files vanished while copying", details=details)
+        return CollectorRecord(self.name, Status.OK, files=files, details=details)

@@ -16,6 +16,7 @@ from typing import Any
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import StateGuard
+from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
@@ -31,6 +32,11 @@ GDB_ARGS = [
 ]
 
 
+GDB_BASE_S = 30.0  #: gdb start, attach and symbol loading (libtorch: 3-5 s alone, 11-13 s with 4 gdbs on 2 cores, more under load)
+GDB_PER_THREAD_S = 0.1  #: one -stack-list-frames per thread (0.1-0.2 s each measured on a 300-thread sleeper)
+MAX_FRAMES = 200  #: frames listed per thread (deep recursion must not eat the limit)
+
+
 class GdbError(Exception):
     """A GDB command answered ^error, or time ran out."""
 
@@ -38,17 +44,13 @@ class GdbError(Exception):
 class GdbSession:
     """One GDB process driven by tokened MI commands with an overall deadline."""
 
-    def __init__(self, exe: str, deadline: float) -> None:
+    def __init__(self, exe: str, deadline: float, target_pid: int) -> None:
         from pygdbmi.IoManager import IoManager
 
         self.deadline = deadline
-        self.proc = subprocess.Popen(
-            [exe, *GDB_ARGS],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        # under the supervisor: gdb dies with collect, and a target it left stopped is resumed
+        self.proc = tools.spawn([exe, *GDB_ARGS], target_pid=target_pid, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.io = IoManager(self.proc.stdin, self.proc.stdout, self.proc.stderr)
         self.token = 100
         self.console: list[str] = []
@@ -59,10 +61,14 @@ class GdbSession:
         token = self.token
         self.io.write(f"{token}{mi}", read_response=False)
         while True:
+            if tools.INTERRUPTED.is_set():
+                raise GdbError("interrupted")
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise GdbError(f"time limit reached during {mi.split()[0]}")
-            for msg in self.io.get_gdb_response(timeout_sec=min(left, 0.5), raise_error_on_timeout=False):
+            if self.proc.poll() is not None:
+                raise GdbError(f"gdb exited during {mi.split()[0]}")
+            for msg in self.io.get_gdb_response(timeout_sec=min(left, 0.2), raise_error_on_timeout=False):
                 if msg.get("type") == "console" and msg.get("payload"):
                     self.console.append(str(msg["payload"]))
                 if msg.get("type") == "result" and msg.get("token") == token:
@@ -74,6 +80,7 @@ class GdbSession:
         """SIGKILL only (see module doc)."""
         kill_group(self.proc)
         self.proc.wait()
+        tools.forget(self.proc)
 
 
 class GdbCollector:
@@ -89,10 +96,12 @@ class GdbCollector:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="gdb is not installed (apt-get install gdb)")
         if not procfs.pid_exists(target.pid):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
-        timeout = float(options.extra.get("gdb_timeout", max(options.timeout, 60.0)))
+        threads = _thread_count(target.pid)
+        timeout = gdb_limit(float(options.extra.get("gdb_timeout", max(options.timeout, 60.0))), threads)
         with StateGuard(target.pid) as guard:
             data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout)
-        details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after}
+        details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after,
+                   "limit_s": round(timeout, 2), "threads": threads}
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         files = []
@@ -105,7 +114,9 @@ class GdbCollector:
     def _backtraces(self, exe: str, pid: int, deadline: float) -> tuple[dict, str, str | None]:
         data: dict[str, Any] = {"pid": pid, "threads": [], "stacks": {}}
         try:
-            session = GdbSession(exe, deadline)
+            session = GdbSession(exe, deadline, pid)
+        except InterruptedError:
+            return data, Status.SKIPPED, "collection interrupted"
         except ImportError:
             return data, Status.UNAVAILABLE, "pygdbmi is not installed (pip install pygdbmi)"
         except OSError as err:
@@ -116,7 +127,7 @@ class GdbCollector:
             data["threads"] = threads
             for thread in threads:
                 tid = thread.get("id")
-                frames = session.command(f"-stack-list-frames --thread {tid}").get("stack", [])
+                frames = session.command(f"-stack-list-frames --thread {tid} 0 {MAX_FRAMES - 1}").get("stack", [])
                 data["stacks"][str(tid)] = frames
             session.command("-target-detach")
             status, error = Status.OK, None
@@ -126,13 +137,37 @@ class GdbCollector:
             status, error = Status.FAILED, f"gdb: {err}"
         finally:
             session.kill()
+        if status != Status.OK and tools.INTERRUPTED.is_set():
+            status, error = Status.SKIPPED, "gdb: interrupted (collection cut short)"
         data["console"] = session.console[-50:]
         if status == Status.TIMEOUT and data["threads"]:
             error = f"{error} (partial: {len(data['stacks'])} of {len(data['threads'])} threads)"
         return data, status, error
 
 
+def gdb_limit(user_limit: float, threads: int | None) -> float:
+    """How long gdb may hold a target: --gdb-timeout, or less for a target with few threads.
+
+    gdb stops the target from attach to detach, and that time grows with the thread
+    count (one stack listing per thread) on top of a fixed cost (reading libtorch's
+    symbols took 3-5 s here, 11-13 s with 4 gdbs on 2 cores). So the limit is
+    GDB_BASE_S + GDB_PER_THREAD_S x threads, never more than --gdb-timeout: a
+    4-thread rank is not held for a minute because the user allowed one.
+    """
+    scaled = GDB_BASE_S + GDB_PER_THREAD_S * (threads if threads and threads > 0 else 64)
+    return max(1.0, min(float(user_limit), scaled))
+
+
+def _thread_count(pid: int) -> int | None:
+    try:
+        return int(procfs.status_fields(pid).get("Threads", ""))
+    except (procfs.ProcessGone, OSError, ValueError):
+        return None
+
+
 def _classify(message: str, pid: int) -> str:
+    if message == "interrupted":
+        return Status.SKIPPED
     if "time limit" in message:
         return Status.TIMEOUT
     if "not permitted" in message.lower():

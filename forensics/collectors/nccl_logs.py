@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import socket
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
-from forensics.collectors.files import copy_tail, process_path
+from forensics.collectors.files import copy_target_log, process_path
+from parsers.safeio import UnsafeFile
 
 
 def expand_debug_file(pattern: str, pid: int, host: str | None = None) -> str:
@@ -30,12 +33,12 @@ def find_debug_file(pattern: str, pid: int) -> Path | None:
     """The rank's NCCL log. %h is the *rank's* host name, which differs from ours when the
     rank runs in a container (its own UTS namespace): then match any host for this pid."""
     exact = process_path(pid, expand_debug_file(pattern, pid))
-    if exact.is_file():
-        return exact
+    if os.path.lexists(exact):
+        return exact  # whatever it is: the copy decides (and says) whether it may be read
     if "%h" not in pattern:
         return None
     wild = process_path(pid, expand_debug_file(pattern.replace("%h", "\0"), pid).replace("\0", "*"))
-    matches = sorted(wild.parent.glob(wild.name)) if wild.parent.is_dir() else []
+    matches = sorted(itertools.islice(wild.parent.glob(wild.name), 2)) if wild.parent.is_dir() else []
     return matches[0] if len(matches) == 1 else None
 
 
@@ -58,7 +61,11 @@ class NcclLogCollector:
             return CollectorRecord(self.name, Status.FAILED, error=f"{tried}: not found", details={"path": str(tried)})
         path, rel = target.out(f"nccl/{Path(src).name}")
         try:
-            _, cut = copy_tail(src, path, options.log_tail_bytes)
+            _, cut = copy_target_log(target.pid, src, path, options.log_tail_bytes)
+        except UnsafeFile as err:
+            return CollectorRecord(self.name, Status.DENIED, error=f"not copied: {err}", details={"path": str(src)})
         except PermissionError as err:
             return CollectorRecord(self.name, Status.DENIED, error=str(err))
+        except FileNotFoundError as err:
+            return CollectorRecord(self.name, Status.FAILED, error=f"{src}: not found", details={"path": str(src)})
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"path": str(src), "truncated": cut})

@@ -50,10 +50,12 @@ class PySpyCollector:
             argv.append("--native")
         if nonblocking:
             argv.append("--nonblocking")
-        return run_tool(argv, timeout=options.timeout)
+        return run_tool(argv, timeout=options.timeout, target_pid=pid)
 
     def _record(self, target: RankTarget, result: ToolResult, details: dict) -> CollectorRecord:
         details["argv"] = result.argv
+        if result.interrupted:
+            return CollectorRecord(self.name, Status.SKIPPED, error="collection interrupted", details=details)
         if result.missing:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
         if result.timed_out:

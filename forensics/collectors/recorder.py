@@ -12,16 +12,20 @@ measures heartbeat age against that time). It never interprets the files.
 
 from __future__ import annotations
 
-import shutil
+import itertools
 import time
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.files import copy_whole_or_refuse
 
 DIR_KEY = "FORENSICS_RECORDER_DIR"
 DEFAULT_DIR = "/dev/shm"
 PREFIX = "nccl-recorder."
+MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is refused (a link to /dev/zero read 3.8 GB)
+MAX_FILES = 256  #: state files per process (one per communicator)
+MAX_SCAN = 100_000  #: directory entries looked at (/dev/shm may be crowded)
 
 
 def recorder_dir(pid: int, environ: dict[str, str]) -> Path:
@@ -43,11 +47,13 @@ def recorder_dir(pid: int, environ: dict[str, str]) -> Path:
 def state_files(directory: Path, pid: int) -> list[Path]:
     """Files of process `pid`: `nccl-recorder.<host>.<pid>.<n>.bin|.txt` (the writer cuts host at its first dot)."""
     try:
-        entries = list(directory.iterdir())
+        entries = list(itertools.islice(directory.iterdir(), MAX_SCAN))
     except OSError:
         return []
     found = []
     for path in entries:
+        if len(found) >= MAX_FILES:
+            break
         parts = path.name.split(".")
         # nccl-recorder . host . pid . n . ext
         if len(parts) == 5 and path.name.startswith(PREFIX) and parts[2] == str(pid) and parts[4] in ("bin", "txt"):
@@ -73,16 +79,21 @@ class RecorderCollector:
             if not plugin:
                 why += " (NCCL_PROFILER_PLUGIN is not set in the rank's environment)"
             return CollectorRecord(self.name, Status.SKIPPED, error=why, details={"dir": str(directory)})
-        files, copied = [], {}
+        files, copied, refused = [], {}, {}
         for src in found:
             path, rel = target.out(f"nccl_recorder/{src.name}")
-            path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                shutil.copyfile(src, path)
+                copy_whole_or_refuse(target.pid, src, path, MAX_STATE_BYTES)
             except FileNotFoundError:
                 continue  # finalized and removed between listing and copying
+            except OSError as err:  # a link, a FIFO or device, another owner, too large
+                refused[src.name] = str(err)
+                continue
             copied[rel] = time.time_ns()
             files.append(rel)
-        status = Status.OK if files else Status.GONE
+        status = Status.OK if files else (Status.DENIED if refused else Status.GONE)
         details = {"dir": str(directory), "copied_ns": copied, "profiler_plugin": plugin}
-        return CollectorRecord(self.name, status, files=files, details=details)
+        if refused:
+            details["refused"] = refused
+        error = ("not copied: " + "; ".join(refused.values())) if refused and not files else None
+        return CollectorRecord(self.name, status, error=error, files=files, details=details)

@@ -7,8 +7,11 @@ NCCL_DEBUG_FILE) NCCL's own log lines end up. forensics.discover.outputs says wh
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.files import copy_target_log
 from forensics.discover import outputs, procfs
 
 
@@ -24,13 +27,14 @@ class StdioCollector:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"stdout": procfs.fd_target(target.pid, 1), "stderr": procfs.fd_target(target.pid, 2)}
         local_rank = _int(target.environ.get("LOCAL_RANK"))
-        uid = outputs.target_uid(target.pid)
-        files, found, taken = [], [], set()
+        files, found, taken, refused = [], [], set(), []
         for item in outputs.locate_outputs(target.pid, target.environ, local_rank):
             name = outputs.bundle_name(item, taken)
             path, rel = target.out(name)
-            copied = outputs.copy_output(item, path, options.log_tail_bytes, uid)
-            if copied is None:
+            try:  # owner-checked, no links followed, bounded tail, secrets redacted (collectors.files)
+                copied = copy_target_log(target.pid, Path(item.path), path, options.log_tail_bytes)
+            except OSError as err:  # UnsafeFile included: a FIFO, a device, a link, another owner
+                refused.append(f"{item.path}: {err}")
                 continue
             files.append(rel)
             entry = {"kind": item.kind, "stream": item.stream, "path": item.path, "file": rel, "size": item.size}
@@ -42,6 +46,10 @@ class StdioCollector:
         if details["stdout"] and details["stdout"] == details["stderr"] and fd_paths:
             details["stderr_same_as"] = next(e["file"] for e in found if e["kind"] == "fd")
         details["outputs"] = found
+        if refused:
+            details["refused"] = refused
+        if not files and refused:
+            return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused), details=details)
         if not files:
             return CollectorRecord(self.name, Status.SKIPPED, error="no output file found (stdout/stderr are pipes or terminals; no torchrun log, Slurm output or error file)", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)

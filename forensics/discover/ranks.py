@@ -16,6 +16,14 @@ from forensics.discover import procfs
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 WORLD_KEYS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
+#: bounds on numbers read from a process's environment (any user can set them):
+#: the largest jobs run about 10^5 ranks; no host runs more than a few thousand.
+MAX_WORLD = 1 << 22
+MAX_LOCAL_WORLD = 4096
+MAX_GROUPS = MAX_WORLD
+#: ranks one job may be said to miss on one host (each becomes a manifest entry)
+MAX_EXPECTED_MISSING = MAX_LOCAL_WORLD
+
 
 @dataclass
 class RankProcess:
@@ -50,10 +58,18 @@ def host_name() -> str:
     return socket.gethostname().split(".", 1)[0]
 
 
-def _int(env: dict[str, str], *keys: str) -> int | None:
+def _int(env: dict[str, str], *keys: str, limit: int = MAX_WORLD) -> int | None:
+    """The first of `keys` that holds a number in [0, limit); anything else counts as absent.
+
+    The bound matters: LOCAL_WORLD_SIZE=3000000000 in any process's environment once
+    made collection build a 3-billion-element set and die without a manifest.
+    """
     for key in keys:
         value = env.get(key)
-        if value is not None and value.strip().lstrip("-").isdigit():
+        if value is None:
+            continue
+        value = value.strip()
+        if value.isascii() and value.isdigit() and len(value) <= 12 and int(value) < limit:
             return int(value)
     return None
 
@@ -83,9 +99,9 @@ def rank_process(pid: int, env: dict[str, str], host: str) -> RankProcess:
         rank_source="environ" if rank is not None else None,
         ppid=procfs.read_ppid(pid),
         local_rank=_int(env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"),
-        world_size=_int(env, *WORLD_KEYS),
-        local_world_size=_int(env, "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"),
-        group_rank=_int(env, "GROUP_RANK", "SLURM_NODEID"),
+        world_size=_int(env, *WORLD_KEYS, limit=MAX_WORLD + 1),
+        local_world_size=_int(env, "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", limit=MAX_LOCAL_WORLD + 1),
+        group_rank=_int(env, "GROUP_RANK", "SLURM_NODEID", limit=MAX_GROUPS),
         job_id=job_id_of(env),
         environ=env,
         cmdline=procfs.read_cmdline(pid),
@@ -161,10 +177,12 @@ def expected_missing(ranks: list[RankProcess]) -> list[ExpectedRank]:
         present = {p.rank for p in procs}
         sample = procs[0]
         lws, world, group = sample.local_world_size, sample.world_size, sample.group_rank
+        if (lws and lws > MAX_LOCAL_WORLD) or (world and world > MAX_WORLD):
+            continue  # numbers no real job has: claim nothing rather than thousands of phantoms
         if lws and group is not None:
             expected = set(range(group * lws, group * lws + lws))
             why = f"LOCAL_WORLD_SIZE={lws} and GROUP_RANK={group} place it on this host"
-        elif world and lws == world:
+        elif world and lws == world and world <= MAX_EXPECTED_MISSING:
             expected = set(range(world))
             why = f"WORLD_SIZE=LOCAL_WORLD_SIZE={world}: every rank runs on this host"
         else:

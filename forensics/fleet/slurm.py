@@ -16,12 +16,10 @@ import subprocess
 import time
 from typing import Callable
 
-from ClusterShell.NodeSet import NodeSet
-
 from forensics.errors import ForensicsError
 from forensics.fleet import wire
 from forensics.fleet.command import for_host
-from forensics.fleet.hosts import validate_host
+from forensics.fleet.hosts import expand_nodeset, fold
 from forensics.fleet.outcome import HostRun
 
 _JOB = re.compile(r"^[0-9]+(?:_[0-9]+)?(?:\+[0-9]+)?$")  # 1234, array 1234_7, het job 1234+0
@@ -45,7 +43,7 @@ def parse_scontrol(text: str) -> tuple[str, list[str]]:
     nodelist = fields.get("NodeList", "")
     if not nodelist or nodelist == "(null)":
         return state, []
-    return state, [validate_host(n) for n in NodeSet(nodelist)]
+    return state, expand_nodeset(nodelist)
 
 
 def slurm_hosts(job: str) -> list[str]:
@@ -66,7 +64,7 @@ def slurm_hosts(job: str) -> list[str]:
 
 def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float) -> list[str]:
     """srun argv: one task on each of `hosts` inside job `job`'s allocation, sharing its resources."""
-    nodes = str(NodeSet.fromlist([validate_host(h) for h in hosts]))
+    nodes = fold(hosts)
     return [
         "srun", "--overlap", f"--jobid={check_job_id(job)}",
         f"--nodelist={nodes}", f"--nodes={len(hosts)}", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",

@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from ClusterShell.Event import EventHandler
-from ClusterShell.NodeSet import NodeSet
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 from ClusterShell.Task import task_self, task_terminate
 
 from forensics.fleet.outcome import HostRun
@@ -88,7 +88,7 @@ def run_ssh(
             task.set_info("ssh_path", shlex.quote(ssh_path))
             task.set_info("ssh_options", " ".join(shlex.quote(o) for o in ssh_argv_options))
             for host in hosts:
-                task.shell(command(host), nodes=NodeSet.fromlist([host]), handler=handler, timeout=timeout, stderr=True, stdin=False)
+                task.shell(command(host), nodes=NodeSet.fromlist([host], resolver=RESOLVER_NOGROUP), handler=handler, timeout=timeout, stderr=True, stdin=False)
             task.resume()
             task_terminate()
         except BaseException as err:  # surfaced below: a broken transport must not pass silently

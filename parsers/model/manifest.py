@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.manifest_schema import check_manifest
+
 FORMAT = "hang-forensics-bundle"
 VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -143,6 +145,7 @@ class Manifest:
     missing: list[MissingRank] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False  #: collection was cut short (Ctrl-C, SIGTERM): what is here is what was gathered
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for json.dump."""
@@ -152,6 +155,8 @@ class Manifest:
     def complete(self) -> bool:
         """True when every collector that ran succeeded or was skipped, and every host answered."""
         fine = (Status.OK, Status.SKIPPED)
+        if self.interrupted:
+            return False
         hosts_ok = all(h.status == Status.OK for h in self.hosts)
         ranks_ok = all(c.status in fine for r in self.ranks for c in r.collectors)
         host_collectors_ok = all(c.status in fine for h in self.hosts for c in h.collectors)
@@ -184,6 +189,7 @@ def manifest_from_dict(data: Any) -> Manifest:
     version = data.get("version")
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise ValueError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
+    check_manifest(data)  # types and ranges of every field, before anything is built from them
     man = _build(Manifest, data, "manifest")
     man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
     man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]

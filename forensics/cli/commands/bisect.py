@@ -12,6 +12,7 @@ from pathlib import Path
 from forensics.bisect import designs, from_bundles, report, simulate
 from forensics.bisect import state as state_io
 from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
+from forensics.fleet.hosts import read_hostfile
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
 from forensics.errors import ForensicsError
@@ -102,14 +103,7 @@ def _hosts(args: argparse.Namespace) -> list[str]:
         if args.hosts:
             hosts += expand_hosts(args.hosts)
         if args.hostfile:
-            try:
-                lines = Path(args.hostfile).read_text().splitlines()
-            except OSError as err:
-                raise ForensicsError(f"cannot read --hostfile {args.hostfile}: {err.strerror}") from err
-            for line in lines:
-                line = line.split("#", 1)[0].strip()
-                if line:
-                    hosts += expand_hosts(line.split()[0])
+            hosts += read_hostfile(Path(args.hostfile))  # the same checked reader as collect --hostfile
         if args.slurm:
             nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
             if not nodelist:
@@ -176,7 +170,10 @@ def _fresh_state(args: argparse.Namespace, launcher) -> dict:
     first_round = None
     notes = []
     if args.from_bundles:
-        imp = from_bundles.read_bundles(args.from_bundles)
+        try:
+            imp = from_bundles.read_bundles(args.from_bundles)
+        except from_bundles.BadVerdict as err:
+            raise ForensicsError(f"--from-bundles: {err}") from err
         notes += imp.problems
         unary.update(from_bundles.prior_llr(imp, hosts))
         repeat = from_bundles.repeat_suspects(imp, hosts)

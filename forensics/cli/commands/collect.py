@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
+import signal
+import sys
 from pathlib import Path
 
 from forensics.bundle.archive import make_archive
 from parsers.model.manifest import Status
 from forensics.collect.local import collect_local
+from forensics.collect.tool import interrupt
 from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
@@ -71,16 +76,50 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or default_out()
     if wants_fleet(args):
         return run_fleet(args, out)
+    if not args.gdb_timeout > 0 or not args.timeout > 0:
+        raise ForensicsError("--timeout and --gdb-timeout must be positive numbers of seconds")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
-    result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet, job=args.job)
+    pids = parse_pids(args.pid)
+    with interrupt_handlers() as caught:
+        result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
     manifest = result.writer.manifest
-    archive = make_archive(out) if args.tar else None
+    archive = make_archive(out) if args.tar and not result.interrupted else None
     summary = summarize(out, archive, result.problems, manifest, result.complete)
+    summary["interrupted"] = result.interrupted
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
         print_summary(summary)
+    if result.interrupted:
+        code = 128 + (caught[0] if caught else signal.SIGINT)
+        print(f"forensics collect: interrupted; the bundle holds what was gathered ({out})", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # collector threads still running were abandoned: do not wait for them
     return int(ExitCode.OK if result.complete else ExitCode.PARTIAL)
+
+
+@contextlib.contextmanager
+def interrupt_handlers():
+    """While collecting, SIGINT and SIGTERM stop the collection instead of killing it.
+
+    The handler only kills the running tools (SIGKILL: the kernel then detaches their
+    tracees) and stops new ones; the collection loop writes the manifest, marked
+    interrupted, within about a second. A second signal is not needed and is ignored.
+    Yields a list that receives the signal number.
+    """
+    caught: list[int] = []
+
+    def handler(signum, frame) -> None:
+        caught.append(signum)
+        interrupt()
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 def summarize(out: Path, archive: Path | None, problems: list[str], manifest, complete: bool) -> dict:
