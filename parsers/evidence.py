@@ -82,6 +82,24 @@ class Artifact:
 
 
 @dataclass
+class ChildEvidence:
+    """A child process of a rank (a DataLoader worker, a helper): its state and main-thread stack."""
+
+    pid: int
+    comm: str | None = None
+    proc: ProcessState | None = None
+    stacks: list[ThreadStack] = field(default_factory=list)
+
+    @property
+    def main_stack(self) -> ThreadStack | None:
+        return next((t for t in self.stacks if t.is_main and t.frames), None)
+
+    @property
+    def activity(self) -> Activity:
+        return classify(self.main_stack)
+
+
+@dataclass
 class RankEvidence:
     """One process of the job: identity (manifest record or content), /proc state, stacks, problems."""
 
@@ -92,6 +110,7 @@ class RankEvidence:
     problems: list[str] = field(default_factory=list)
     files: list[Artifact] = field(default_factory=list)
     from_manifest: bool = False  #: the record is the manifest's (a process seen live), not built from files
+    children: list[ChildEvidence] = field(default_factory=list)
 
     @property
     def rank(self) -> int | None:
@@ -336,7 +355,18 @@ def _group_processes(ev: Evidence) -> None:
         by_key = {(r.host, r.pid): RankEvidence(record=r, from_manifest=True) for r in ev.manifest.ranks}
         for rank in by_key.values():
             rank.problems += _collector_problems(rank.record)
+        children: dict[tuple[str | None, int], ChildEvidence] = {}
         for art in ev.artifacts:
+            if art.kind in PROCESS_KINDS and art.hints.from_manifest and art.hints.parent_pid is not None:
+                parent = by_key.get((art.hints.host, art.hints.parent_pid))
+                if parent is not None and art.parsed:
+                    child = children.get((art.hints.host, art.hints.pid))
+                    if child is None:
+                        child = children[(art.hints.host, art.hints.pid)] = ChildEvidence(pid=art.hints.pid)
+                        parent.children.append(child)
+                    child.proc = art.parsed.process or child.proc
+                    child.stacks = list(art.parsed.stacks) or child.stacks
+                continue
             if art.kind in PROCESS_KINDS and art.hints.from_manifest and art.hints.pid is not None:
                 target = by_key.get((art.hints.host, art.hints.pid))
                 if target is not None:

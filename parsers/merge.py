@@ -132,11 +132,13 @@ def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
     """Drop claims that rest on absence alone where the evidence does not cover the whole job.
 
     An excerpt of one rank's log says nothing of the ranks it does not mention: a rank
-    there is 'silent' only because nobody copied its lines.
+    there is 'silent' only because nobody copied its lines, and 'the rank they wait on left
+    nothing' (no number known) says no more than that the others wait.
     """
     if coverage.complete:
         return suspects
-    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS and s.rank not in coverage.reporting)]
+    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS and s.rank not in coverage.reporting)
+            and not (s.rank is None and s.pid is None and s.reason_class == ReasonClass.NO_DUMP)]
 
 
 def _reason_after_label(s: Suspect) -> str:

@@ -46,6 +46,7 @@ class Hints:
     collector: str | None = None  #: the collector that wrote it (bundles)
     from_manifest: bool = False
     observed_ns: int | None = None  #: recorder files: copy time
+    parent_pid: int | None = None  #: a child's files (DataLoader worker...): the rank process it belongs to
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,11 @@ def _bundle_files(src: Source, man: Manifest) -> None:
                 ns = copied.get(rel) if isinstance(copied, dict) else None
                 add(rel, Hints(host=rank.host, pid=rank.pid, rank=rank.rank, collector=col.name, from_manifest=True,
                                observed_ns=ns if isinstance(ns, int) else None))
+        for child in getattr(rank, "children", None) or []:
+            for col in child.collectors:
+                for rel in col.files:
+                    add(rel, Hints(host=rank.host, pid=child.pid, collector=col.name, from_manifest=True,
+                                   parent_pid=rank.pid))
     for host in man.hosts:
         for col in host.collectors:
             for rel in col.files:

@@ -76,8 +76,18 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
         return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=evidence)
+    if state == "R":
+        evidence.append("busy on a CPU (state R) at collection")
+    loader = _data_wait(r)
+    if loader is not None:
+        reason, more = loader
+        conf = CONFIDENCE["data-wait"] if others else 0.5
+        return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=evidence + more)
     if act is None or not others:
         return None
+    if act.kind == "elsewhere" and common is not None and common.op in INIT_OPS:
+        reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {fold(others)} wait in {common.op}"
+        return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=evidence)
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
         return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=evidence)
@@ -85,6 +95,29 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=evidence)
     return None
+
+
+#: collectives of process-group set-up: a rank elsewhere while the others wait in one never joined
+INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init")
+#: frames that mean "the main thread waits for a DataLoader worker"
+_LOADER_FRAMES = ("_MultiProcessingDataLoaderIter", "torch/utils/data/dataloader.py")
+
+
+def _data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
+    """(reason, evidence) when the main thread waits for data from its DataLoader workers, with what they do."""
+    stack = r.main_stack
+    if stack is None or not any(any(m in f.label for m in _LOADER_FRAMES) for f in stack.frames[:12]):
+        return None
+    workers = [c for c in r.children if c.main_stack is not None]
+    if not workers:
+        return "waits for data from its DataLoader workers (no worker stack was collected)", []
+    w = workers[0]
+    what = w.activity.where or "an unknown place"
+    state = w.proc.state if w.proc else "?"
+    evidence = [f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}"
+                for c in workers[:4]]
+    return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
 def _missing_suspects(ev: Evidence) -> list[Suspect]:

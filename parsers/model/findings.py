@@ -39,6 +39,7 @@ class ReasonClass(str, Enum):
     RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
     NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
+    DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
     MISSING_LINE = ("missing-line", False, 0.70, "never logged the operation the others wait in")

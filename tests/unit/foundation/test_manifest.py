@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import tarfile
+from pathlib import Path
+import tempfile
 
 import pytest
 
@@ -90,8 +92,10 @@ def test_archive_with_escaping_member_is_not_extracted_outside(tmp_path):
     with tarfile.open(evil, "w") as tar:
         tar.add(writer.root / "manifest.json", arcname="manifest.json")
         tar.add(writer.root / "manifest.json", arcname="../escaped.json")
-    bundle = open_bundle(evil)
-    assert not (bundle.root.parent / "escaped.json").exists()
+    with pytest.raises(ForensicsError, match="leaves the archive"):
+        open_bundle(evil)  # refused whole: an archive that tries to escape is not evidence to trust
+    assert not list(Path(tempfile.gettempdir()).glob("forensics-src-*/escaped.json"))
+    assert not (Path(tempfile.gettempdir()) / "escaped.json").exists()
 
 
 def test_damaged_archive(tmp_path):
