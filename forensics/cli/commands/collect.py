@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
+import sys
 from pathlib import Path
+
+from loguru import logger
 
 from forensics.bundle.archive import make_archive
 from forensics.bundle.manifest import Status
+from forensics.cli.logs import is_terminal
+from forensics.cli.output import emit, json_text
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
@@ -31,19 +35,32 @@ examples:
   forensics collect --pid 4242 --gdb      # one process, with native backtraces
   forensics collect -o /tmp/b --tar       # also write /tmp/b.tar.gz
 
+Progress lines go to stderr when it is a terminal (or with -v); -q silences them.
+--json prints hang-forensics/collect/1 on stdout (compact; --pretty to indent).
+
 """ + FLEET_EPILOG
+
+EXIT_CODES = {
+    0: "the bundle was written with every collector's evidence (fleet: from every host)",
+    1: "internal error (a bug)",
+    2: "bad input: no ranks found, unknown --pid, bad host list or option",
+    3: "the bundle was written but some evidence is missing or late (manifest.json says which)",
+    6: "fleet only: no host answered, nothing was collected (not the same as a missing tool)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", action="append", default=[], metavar="PID", help="collect this process (repeat, or comma list); default: discover ranks")
     parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
-    parser.add_argument("-o", "--out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
     parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz")
     parser.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames of Python threads (slower, ~0.5 s per rank)")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
-    parser.add_argument("--gdb-timeout", type=float, default=60.0, metavar="S", help="time limit for gdb per rank (default 60)")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
+                        help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary (schema hang-forensics/collect/1) on stdout")
+    parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     add_fleet_arguments(parser)
 
@@ -69,18 +86,29 @@ def default_out() -> Path:
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out()
+    args.quiet = quiet_progress(args)
     if wants_fleet(args):
         return run_fleet(args, out)
-    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
+    gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
+    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": gdb_timeout})
+    logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     result = collect_local(out, options, pids=parse_pids(args.pid), quiet=args.quiet, job=args.job)
     manifest = result.writer.manifest
     archive = make_archive(out) if args.tar else None
     summary = summarize(out, archive, result.problems, manifest, result.complete)
+    code = ExitCode.OK if result.complete else ExitCode.PARTIAL
     if args.json:
-        print(json.dumps(summary, indent=1))
+        emit(json_text("collect", dict(summary, mode="local", exit_code=int(code)), args.pretty))
     else:
         print_summary(summary)
-    return int(ExitCode.OK if result.complete else ExitCode.PARTIAL)
+    return int(code)
+
+
+def quiet_progress(args: argparse.Namespace) -> bool:
+    """Progress lines only for a person watching: stderr a terminal, or -v; never with -q."""
+    if args.quiet:
+        return True
+    return not (is_terminal(sys.stderr) or getattr(args, "verbose", 0))
 
 
 def summarize(out: Path, archive: Path | None, problems: list[str], manifest, complete: bool) -> dict:
