@@ -63,7 +63,7 @@ def test_healthy_machine_exits_0(healthy_bundle):
 
 def test_faulty_host_is_excluded_with_reasons_and_action(faulty_bundle):
     out = hosts_cli(str(faulty_bundle), "--json")
-    assert out.returncode == 4, out.stderr
+    assert out.returncode == 5, out.stderr  # hosts to act on (command-specific)
     data = json.loads(out.stdout)
     assert data["exclude"] == ["gpu-node-7"] and data["exclude_list"] == "gpu-node-7"
     node = next(h for h in data["hosts"] if h["host"] == "gpu-node-7")
@@ -81,7 +81,7 @@ def test_faulty_host_is_excluded_with_reasons_and_action(faulty_bundle):
 
 def test_text_output_names_the_hosts_to_exclude(faulty_bundle):
     out = hosts_cli(str(faulty_bundle))
-    assert out.returncode == 4
+    assert out.returncode == 5
     assert "gpu-node-7  exclude   exclude-host-and-restart" in out.stdout
     assert out.stdout.rstrip().endswith("exclude: gpu-node-7")
 
