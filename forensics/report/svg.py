@@ -138,7 +138,7 @@ class Canvas:
         m = self.margin
         w, h = x1 - x0 + 2 * m, y1 - y0 + 2 * m
         markers = "".join(
-            f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+            f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
             f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill={quoteattr(c)}/></marker>'
             for c in sorted(_arrow_colours(self.items)))
         title = f"<title>{escape(self.title)}</title>" if self.title else ""
