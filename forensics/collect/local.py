@@ -91,6 +91,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, options: CollectOptio
         cmdline=proc.cmdline,
     )
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root, rel_dir=rel)
+    writer.in_progress.append(record)  # a snapshot (fleet deadline) shows the collectors finished so far
     record.state_before = procfs.state_or_none(proc.pid)
     for collector in rank_collectors():
         if not collector.enabled(options):

@@ -74,7 +74,14 @@ def host_result(part: HostPart) -> str:
     if part.bundle is not None and part.status != outcome.OK:
         text += " (partial evidence kept)"
     if part.error:
-        detail = part.error.replace(f"host {part.host} ", "").replace(f"host {part.host}: ", "").replace(part.host, "HOST")
+        detail = part.error
+        for prefix in (f"host {part.host}: ", f"host {part.host} "):
+            if detail.startswith(prefix):
+                detail = detail[len(prefix):]
+                break
+        detail = detail.replace(part.host, "HOST")
+        if detail.startswith(part.status + ": "):
+            detail = detail[len(part.status) + 2:]
         text += f": {detail}"
     return text
 
@@ -98,8 +105,14 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
     """Turn one host's raw run into a HostPart: its extracted bundle, or the reason there is none."""
     part = HostPart(host=run.host, seconds=run.seconds)
     if run.timed_out:
-        part.status, part.error = outcome.TIMEOUT, f"host {run.host} did not answer in {host_timeout:g} s"
-        return part
+        try:  # a late host may have sent its partial answer before the connection was cut
+            answer = wire.decode(run.stdout)
+        except wire.WireError:
+            part.status, part.error = outcome.TIMEOUT, f"host {run.host} did not answer in {host_timeout:g} s"
+            return part
+        if answer.header.get("status") != "partial":
+            answer.header.update(status="partial", error=f"its connection was still open at {host_timeout:g} s")
+        return _partial(part, answer, run, work)
     try:
         answer = wire.decode(run.stdout)
     except wire.WireError as err:
@@ -111,15 +124,7 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
         return part
     status = answer.header.get("status")
     if status == "partial":  # ran late: keep what it had, marked as such
-        part.status = outcome.TIMEOUT
-        part.error = f"host {run.host} answered late: {answer.header.get('error') or 'partial evidence'}"
-        if answer.archive is None:
-            return part
-        try:
-            part.bundle = extract(answer.archive, work / f"host-{len(list(work.iterdir()))}")
-        except (tarfile.TarError, OSError, ValueError) as err:
-            part.error += f"; its partial bundle was damaged ({err})"
-        return part
+        return _partial(part, answer, run, work)
     if answer.archive is None:
         part.status = outcome.EMPTY if status == "no-ranks" else outcome.FAILED
         part.error = f"host {run.host}: {answer.header.get('error') or 'sent no bundle'}"
@@ -128,6 +133,19 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
         part.bundle = extract(answer.archive, work / f"host-{len(list(work.iterdir()))}")
     except (tarfile.TarError, OSError, ValueError) as err:
         part.status, part.error = outcome.FAILED, f"host {run.host}: damaged bundle archive ({err})"
+    return part
+
+
+def _partial(part: HostPart, answer, run: HostRun, work: Path) -> HostPart:
+    """A host that ran late: its partial bundle kept, the host marked 'timeout' with why."""
+    part.status = outcome.TIMEOUT
+    part.error = f"host {run.host} answered late: {answer.header.get('error') or 'partial evidence'}"
+    if answer.archive is None:
+        return part
+    try:
+        part.bundle = extract(answer.archive, work / f"host-{len(list(work.iterdir()))}")
+    except (tarfile.TarError, OSError, ValueError) as err:
+        part.error += f"; its partial bundle was damaged ({err})"
     return part
 
 

@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.discover import procfs
@@ -81,7 +82,7 @@ def matching_pids(match_env: list[str]) -> list[int]:
     return pids
 
 
-def collect_archive(args: argparse.Namespace, work: Path) -> tuple[dict, bytes | None]:
+def collect_archive(args: argparse.Namespace, work: Path, answer: "Answer | None" = None) -> tuple[dict, bytes | None]:
     """Collect into work/bundle; return (header, tar.gz bytes or None when no rank was found)."""
     header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
     gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
@@ -93,8 +94,11 @@ def collect_archive(args: argparse.Namespace, work: Path) -> tuple[dict, bytes |
         header.update(status="no-ranks", error=f"no rank process{wanted} (RANK and WORLD_SIZE in its environment)")
         return header, None
     bundle = work / "bundle"
+    writer = BundleWriter(bundle, command=list(sys.argv))
+    if answer is not None:
+        answer.writer = writer
     try:
-        result = collect_local(bundle, options, pids=pids, quiet=True, job=args.job)
+        result = collect_local(bundle, options, pids=pids, quiet=True, job=args.job, writer=writer)
     except ForensicsError as err:
         header.update(status="no-ranks", error=str(err))
         return header, None
@@ -132,6 +136,7 @@ class Answer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.sent = False
+        self.writer: BundleWriter | None = None  #: the bundle being written, for a partial answer
 
     def send(self, header: dict, archive: bytes | None) -> bool:
         with self._lock:
@@ -147,7 +152,7 @@ class Answer:
 
 def late_margin(deadline: float) -> float:
     """Seconds before the deadline at which a late collection sends what it has."""
-    return min(2.0, deadline * 0.15)
+    return min(3.0, deadline * 0.3)
 
 
 def _watchdog(deadline: float, work: Path, tag: str, answer: Answer | None = None) -> None:
@@ -157,6 +162,8 @@ def _watchdog(deadline: float, work: Path, tag: str, answer: Answer | None = Non
     if answer is not None:
         try:
             bundle = work / "bundle"
+            if answer.writer is not None and not answer.sent:
+                answer.writer.snapshot(f"partial: collection cut at its {deadline:g} s deadline")
             archive = pack(bundle) if (bundle / "manifest.json").is_file() else None
             header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "partial",
                       "error": f"collection still running at its {deadline:g} s deadline: partial evidence"}
@@ -219,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=_watchdog, args=(args.deadline, work, args.tag, answer), daemon=True).start()
     try:
         try:
-            header, archive = collect_archive(args, work)
+            header, archive = collect_archive(args, work, answer)
         except Exception as err:  # report any failure as an answer: the fleet records it for this host
             header, archive = {"host": socket.gethostname().split(".", 1)[0], "status": "failed", "error": f"{type(err).__name__}: {err}"}, None
         answer.send(header, archive)
