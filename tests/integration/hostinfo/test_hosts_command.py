@@ -176,3 +176,13 @@ def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
     assert "the finding names this rank's own GPU (0000:01:00)" in by_rank[4].evidence
     # rank 5 runs on physical GPU 1, which this one-GPU nvidia-smi does not list: no claim either way
     assert not any("GPU" in e and "names" in e for e in by_rank[5].evidence)
+
+
+def test_hosts_json_validates_against_the_shipped_schema(faulty_bundle):
+    jsonschema = pytest.importorskip("jsonschema")
+    from forensics.schemas import load
+
+    out = hosts_cli(str(faulty_bundle), "--json")
+    data = json.loads(out.stdout)
+    assert data["schema"] == "hang-forensics/hosts/1" and data["exit_code"] == out.returncode == 5
+    jsonschema.validate(data, load("hosts"))
