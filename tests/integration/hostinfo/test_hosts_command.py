@@ -116,7 +116,7 @@ def test_user_knowledge_base_changes_the_verdict(tmp_path, healthy_bundle):
     has_oom = "Killed process" in kernel_log.read_text()
     out = hosts_cli(str(healthy_bundle), "--json", "--kb", str(site))
     data = json.loads(out.stdout)
-    assert (data["overall"], out.returncode) == (("suspect", 4) if has_oom else ("healthy", 0))
+    assert (data["overall"], out.returncode) == (("suspect", 5) if has_oom else ("healthy", 0))
 
 
 def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle):
