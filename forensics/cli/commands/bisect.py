@@ -13,7 +13,6 @@ from forensics.bisect import state as state_io
 from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
-from forensics.cli.logs import is_terminal
 from forensics.cli.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
@@ -95,7 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="single-host check run per host before any group job ({host}); exit 0 healthy, "
                           "1 suspect, 2 exclude")
     add_output_options(run, json_help="print the report as JSON (schema hang-forensics/bisect/1)")
-    run.add_argument("--quiet", action="store_true", help="no live progress on stderr (default: progress only on a terminal, or with -v)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr (they are a log of each job, kept in batch logs too)")
 
     sim = p.add_argument_group("simulation (no jobs run)")
     sim.add_argument("--simulate", action="store_true",
@@ -259,8 +258,6 @@ def _term_as_interrupt(signum, frame) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.quiet and not is_terminal(sys.stderr) and not args.verbose:
-        args.quiet = True  # live progress is for a person at a terminal; -v asks for it anyway
     if args.simulate:
         return _simulate(args)
     if args.slurm:
