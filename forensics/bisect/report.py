@@ -1,6 +1,6 @@
 """The final word of a bisection, as data (JSON) and as text for the on-call engineer.
 
-It names the bad hosts with their probability, the hosts it could not decide, the
+It names the bad hosts (and `exclude_list`, ready for `srun --exclude=`) with their probability, the hosts it could not decide, the
 evidence matrix (which job each suspect ran in, with whom, and how that went), and
 what the search cost: rounds, jobs and machine-time (host-seconds).
 """
@@ -41,11 +41,12 @@ def build(bis: Bisection, outcome: str = "done") -> dict[str, Any]:
         "cleared": len(dec.good),
         "hosts": sum(len(u.hosts) for u in units),
         "rounds": len(bis.rounds),
-        "jobs": len(jobs),
+        "job_count": len(jobs),
         "machine_seconds": round(machine, 1),
         "evidence": _matrix(bis, focus[:MATRIX_LIMIT]),
         "evidence_truncated": max(0, len(focus) - MATRIX_LIMIT),
-        "jobs_detail": [{"id": g["id"], "round": r["index"] + 1, "kind": r["kind"], "hosts": g["hosts"],
+        "exclude_list": ",".join(h for i in sorted(dec.bad, key=lambda i: -q[i]) for h in units[i].hosts),
+        "jobs": [{"id": g["id"], "round": r["index"] + 1, "kind": r["kind"], "hosts": g["hosts"],
                          "padding": g.get("padding", []), "status": g["status"], "rc": g.get("rc"),
                          "seconds": g.get("seconds"), "log": g.get("log")}
                         for r in bis.rounds for g in r["groups"]],
@@ -95,7 +96,9 @@ def render(rep: dict[str, Any]) -> str:
         out.append(f"Undecided ({len(rep['undecided'])}): "
                    + ", ".join(f"{e['unit']} P(bad)={e['p_bad']:.3f}" for e in rep["undecided"][:20]))
     out.append(f"Cleared {rep['cleared']} of {rep['hosts']} host(s). Design {rep['design']}: "
-               f"{rep['rounds']} round(s), {rep['jobs']} job(s), {rep['machine_seconds']:.0f} host-seconds.")
+               f"{rep['rounds']} round(s), {rep['job_count']} job(s), {rep['machine_seconds']:.0f} host-seconds.")
+    if rep["bad"]:
+        out.append(f"exclude: {rep['exclude_list']}")
     if rep["outcome"] != "done":
         out.append(f"Stopped early ({rep['outcome']}).")
     if rep["evidence"]:

@@ -7,10 +7,12 @@ collection goes on, so a bundle cut short still names what it holds.
 from __future__ import annotations
 
 import datetime as _dt
+import dataclasses
 import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ class BundleWriter:
         self.manifest = Manifest(
             created=now_iso(), tool_version=__version__, command=list(command or sys.argv)
         )
+        self.in_progress: list[RankRecord] = []  #: ranks being collected (collectors appended as each ends)
 
     def rank_dir(self, host: str, rank: int | None, pid: int) -> str:
         """Relative folder for one rank's evidence, created on disk."""
@@ -92,8 +95,19 @@ class BundleWriter:
 
     def save(self) -> Path:
         """Write manifest.json atomically; safe to call many times."""
+        return self._write(self.manifest)
+
+    def snapshot(self, note: str) -> Path:
+        """Write manifest.json as the collection stands, ranks still in progress included with the
+        collectors they finished: what a collection cut short at its deadline can still hand over."""
+        done = {id(r) for r in self.manifest.ranks}
+        ranks = list(self.manifest.ranks) + [r for r in list(self.in_progress) if id(r) not in done]
+        partial = dataclasses.replace(self.manifest, ranks=ranks, notes=[*self.manifest.notes, note])
+        return self._write(partial)
+
+    def _write(self, manifest: Manifest) -> Path:
         path = self.root / MANIFEST_NAME
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.manifest.to_dict(), indent=1, default=str) + "\n")
+        tmp = path.with_suffix(f".json.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(manifest.to_dict(), indent=1, default=str) + "\n")
         os.replace(tmp, path)
         return path

@@ -1,30 +1,36 @@
 """Entry point of the `forensics` command.
 
 Subcommands live one per module in `forensics.cli.commands`; each module defines
-NAME, HELP, add_arguments(parser) and run(args) -> int. They are discovered here,
-so adding a command never edits this file.
+NAME, HELP, add_arguments(parser), run(args) -> int and EXIT_CODES (code -> meaning,
+shown in its --help). They are discovered here, so adding a command never edits
+this file.
+
+What every command gets from here: -v/--verbose logging (loguru, on stderr), a
+temporary folder that is removed when the command ends, however it ends, and a
+quiet exit when stdout is closed early (`forensics hosts B | head -1`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import tempfile
 from types import ModuleType
 
 from forensics import __version__
-from forensics.errors import ForensicsError
-from forensics.exitcodes import ExitCode
 from forensics.cli import commands
+from forensics.cli.logs import setup_logging
+from forensics.errors import ForensicsError
+from forensics.exitcodes import SHARED, ExitCode, help_epilog
 
-EPILOG = """exit codes (all commands):
-  0  done; for analyze/demo: a culprit was named
-  1  internal error (a bug)
-  2  bad arguments or input (unknown PID, not a bundle, corrupt manifest, no ranks found)
-  3  bundle written, but some evidence is missing (see manifest.json)
-  4  analysis ran but named no culprit
-"""
+EPILOG = help_epilog("COMMAND", {int(k): v for k, v in SHARED.items()}).replace(
+    "exit codes of 'forensics COMMAND'", "exit codes shared by every command") + (
+    "  5   hosts, bisect: hosts to act on were found\n"
+    "  6   collect --hosts/--slurm-job: no host answered\n"
+    "each command's --help lists its own.\n")
 
 
 def _command_modules() -> list[ModuleType]:
@@ -39,6 +45,12 @@ def _command_modules() -> list[ModuleType]:
     return sorted(found, key=lambda m: m.NAME)
 
 
+def _verbose_option(parser: argparse.ArgumentParser, top: bool) -> None:
+    # SUPPRESS on the subcommand, so `forensics -v analyze` is not reset by the subparser's default
+    parser.add_argument("-v", "--verbose", action="count", default=0 if top else argparse.SUPPRESS,
+                        help="log what happens on stderr (-vv: debug)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one subparser per discovered command."""
     parser = argparse.ArgumentParser(
@@ -48,16 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hang-forensics {__version__}")
+    _verbose_option(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():
+        codes = getattr(module, "EXIT_CODES", None) or {int(k): v for k, v in SHARED.items()}
         cmd = sub.add_parser(
             module.NAME,
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
-            epilog=EPILOG,
+            epilog=help_epilog(module.NAME, codes),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(cmd)
+        _verbose_option(cmd, top=False)
         cmd.set_defaults(_run=module.run)
     return parser
 
@@ -69,8 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return int(ExitCode.BAD_INPUT)
+    setup_logging(args.verbose)
     try:
-        return int(args._run(args))
+        with _scoped_tempdir():
+            code = int(args._run(args))
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+            return code
+    except BrokenPipeError:
+        return _pipe_closed()
     except ForensicsError as err:
         print(f"forensics {args.command}: error: {err}", file=sys.stderr)
         return int(err.code)
@@ -80,6 +101,31 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"forensics {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+class _scoped_tempdir:
+    """Every temporary file or folder made through `tempfile` during the command lands in
+    one folder that is removed at the end (an unpacked archive, a fleet merge area...),
+    so no command leaves forensics-* folders behind in /tmp."""
+
+    def __enter__(self) -> None:
+        self._saved = tempfile.tempdir
+        self._dir = tempfile.TemporaryDirectory(prefix="forensics-run-")
+        tempfile.tempdir = self._dir.name
+
+    def __exit__(self, *exc: object) -> None:
+        tempfile.tempdir = self._saved
+        self._dir.cleanup()
+
+
+def _pipe_closed() -> int:
+    """The reader went away (`| head`): say nothing, and keep Python from complaining at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    return int(ExitCode.PIPE_CLOSED)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
+import sys
 from pathlib import Path
+
+from loguru import logger
+
+from forensics.cli.output import emit, emit_json
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
@@ -16,10 +20,13 @@ FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle
   forensics collect --hostfile hosts.txt --ssh-option Port=2222 --fanout 128
   forensics collect --slurm-job 4242          # srun --overlap inside the job's allocation
-Each host runs `python3 -m forensics.fleet.remote` (forensics must be installed there) and
-streams its bundle back; hosts that do not answer within --host-timeout are recorded
-as such in the merged bundle. ssh runs with BatchMode=yes and ConnectTimeout; see
-docs/commands/collect-fleet.md.
+  forensics collect --slurm-job 4242 --srun-arg=--container-image=IMG   # inside a pyxis container
+Each host runs `python3 -m forensics.fleet.remote` (forensics must be installed there:
+docs/deploy.md) and streams its bundle back. --timeout, --native, --gdb, --gdb-timeout
+and --job are passed on to every host. A host still collecting near --host-timeout sends
+what it has (kept, marked partial); hosts that do not answer are recorded as such. The
+summary folds hosts with the same result onto one line ('node[001-511]: ok').
+ssh runs with BatchMode=yes and ConnectTimeout; see docs/commands/collect-fleet.md.
 """
 
 
@@ -32,6 +39,8 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--host-timeout", type=float, default=20.0, metavar="S", help="time limit per host (default 20)")
     group.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE", help="extra ssh -o option, e.g. Port=2222 (repeatable)")
     group.add_argument("--remote-python", default="python3", metavar="PATH", help="python on the hosts that has forensics installed (default python3)")
+    group.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
+                       help="with --slurm-job: extra srun argument, e.g. --srun-arg=--container-image=IMG (repeatable)")
     group.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="on each host collect only ranks with this env value; '{host}' is replaced by the host name")
 
 
@@ -57,14 +66,15 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         raise ForensicsError("--pid names local processes; it cannot be combined with --hosts/--hostfile/--slurm-job")
     if args.fanout < 1 or args.host_timeout <= 0:
         raise ForensicsError("--fanout must be >= 1 and --host-timeout > 0")
-    spec = cmd.RemoteSpec(python=args.remote_python, tag=new_tag(), timeout=args.timeout, native=args.native, gdb=args.gdb,
-                          match_env=[cmd.check_match_env(m) for m in args.match_env])
+    spec = remote_spec(args, new_tag())
+    if args.srun_arg and not args.slurm_job:
+        raise ForensicsError("--srun-arg goes with --slurm-job (ssh hosts take --ssh-option)")
     if args.slurm_job:
         if args.hosts or args.hostfile:
             raise ForensicsError("--slurm-job finds its own hosts; do not combine it with --hosts/--hostfile")
         hosts = slurm_hosts(args.slurm_job)
         spec.match_env.append(f"SLURM_JOB_ID={args.slurm_job}")
-        runner = srun_runner(args.slurm_job)
+        runner = srun_runner(args.slurm_job, args.srun_arg)
     else:
         hosts = host_list(args)
         if not hosts:
@@ -73,6 +83,7 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
             raise ForensicsError("ssh not found on this machine (install openssh-client)")
         runner = ssh_runner(cmd.ssh_options(args.ssh_option, min(10.0, args.host_timeout)), args.fanout)
     out = args.out or default_out
+    logger.info("fleet: {} host(s), fan-out {}, {} s per host", len(hosts), args.fanout, args.host_timeout)
     result = collect_fleet(hosts, out, spec, runner, args.host_timeout, quiet=args.quiet)
     archive = None
     if args.tar:
@@ -80,12 +91,56 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
 
         archive = make_archive(out)
     summary = dict(result.summary(), archive=str(archive) if archive else None)
+    code = fleet_exit_code(result)
+    summary["exit_code"] = int(code)
     if args.json:
-        print(json.dumps(summary, indent=1))
+        emit_json("collect", dict(summary, mode="fleet"), args)
     else:
-        print(f"bundle: {out}" + (f"  (archive {archive})" if archive else ""))
-        for host, info in summary["hosts"].items():
-            print(f"{host}: {info['status']}" + (f"  ({info['error']})" if info["error"] else ""))
-        print(f"ranks collected: {summary['ranks']}; ranks missing: {summary['missing_ranks'] or 'none'}")
-        print(f"next: forensics analyze {out}")
-    return int(ExitCode.OK if result.complete else ExitCode.PARTIAL)
+        emit("\n".join(summary_lines(summary, out)), getattr(args, "output", None))
+    return int(code)
+
+
+def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:
+    """What every host's collector is asked to do: every per-rank option of `collect`, forwarded."""
+    if args.gdb and args.gdb_timeout is not None and args.gdb_timeout >= args.host_timeout:
+        print(f"forensics collect: warning: --gdb-timeout {args.gdb_timeout:g} is not below --host-timeout "
+              f"{args.host_timeout:g}: hosts will run out of time (raise --host-timeout)", file=sys.stderr)
+    return cmd.RemoteSpec(python=args.remote_python, tag=tag, timeout=args.timeout, native=args.native, gdb=args.gdb,
+                          gdb_timeout=args.gdb_timeout, job=args.job,
+                          match_env=[cmd.check_match_env(m) for m in args.match_env])
+
+
+def fleet_exit_code(result) -> ExitCode:
+    """0 every host answered in full; 3 some evidence missing or late; 6 no host sent any evidence."""
+    from forensics.fleet import outcome
+
+    if not result.answered and not any(p.status == outcome.EMPTY for p in result.parts):
+        return ExitCode.NO_HOST
+    return ExitCode.OK if result.complete else ExitCode.PARTIAL
+
+
+def summary_lines(summary: dict, out: Path) -> list[str]:
+    """Folded host lines (one per distinct result), then ranks, then what to do next."""
+    lines = [f"bundle: {out}" + (f"  (archive {summary['archive']})" if summary.get("archive") else "")]
+    for group in summary["host_groups"]:
+        lines.append(f"{group['hosts']} ({group['count']}): {group['result']}")
+    answered = summary["hosts_answered"]
+    if not answered:
+        lines.append(f"no host answered ({len(summary['hosts'])} asked): nothing was collected; ranks unknown")
+        return lines
+    missing = summary["missing_ranks"]
+    heard = f"from {answered} of {len(summary['hosts'])} host(s)"
+    if missing:
+        lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks missing: {fold_ranks(missing)}")
+    elif answered < len(summary["hosts"]):
+        lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks on the silent hosts: unknown")
+    else:
+        lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks missing: none")
+    lines.append(f"next: forensics analyze {out}")
+    return lines
+
+
+def fold_ranks(ranks: list[int]) -> str:
+    from parsers.ranges import fold
+
+    return fold(ranks)

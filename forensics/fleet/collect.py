@@ -46,15 +46,54 @@ class FleetResult:
     def complete(self) -> bool:
         return self.manifest.complete
 
+    @property
+    def answered(self) -> list[HostPart]:
+        """Hosts that sent evidence (complete or partial)."""
+        return [p for p in self.parts if p.bundle is not None]
+
     def summary(self) -> dict:
         return {
             "bundle": str(self.out),
             "seconds": self.seconds,
-            "hosts": {p.host: {"status": p.status, "error": p.error, "seconds": p.seconds} for p in self.parts},
+            "hosts": {p.host: {"status": p.status, "error": p.error, "seconds": p.seconds,
+                               "evidence": "partial" if p.bundle is not None and p.status != outcome.OK
+                               else "complete" if p.bundle is not None else "none"} for p in self.parts},
+            "host_groups": folded_hosts(self.parts),
+            "hosts_answered": len(self.answered),
             "ranks": len(self.manifest.ranks),
             "missing_ranks": [m.rank for m in self.manifest.missing],
             "complete": self.complete,
         }
+
+
+def host_result(part: HostPart) -> str:
+    """What happened on one host, as the line hosts are folded on: the status and the
+    error with the host's own name taken out, so that 500 'unreachable: Connection
+    refused' hosts share one line, as `clush -b` gathers identical outputs."""
+    text = part.status
+    if part.bundle is not None and part.status != outcome.OK:
+        text += " (partial evidence kept)"
+    if part.error:
+        detail = part.error
+        for prefix in (f"host {part.host}: ", f"host {part.host} "):
+            if detail.startswith(prefix):
+                detail = detail[len(prefix):]
+                break
+        detail = detail.replace(part.host, "HOST")
+        if detail.startswith(part.status + ": "):
+            detail = detail[len(part.status) + 2:]
+        text += f": {detail}"
+    return text
+
+
+def folded_hosts(parts: list[HostPart]) -> list[dict]:
+    """[{'hosts': 'node[001-511]', 'count': 511, 'result': 'ok'}, ...]: hosts with the same result
+    on one NodeSet line, most hosts first."""
+    groups: dict[str, list[str]] = {}
+    for part in parts:
+        groups.setdefault(host_result(part), []).append(part.host)
+    rows = [{"hosts": fold(names), "count": len(names), "result": result} for result, names in groups.items()]
+    return sorted(rows, key=lambda r: (-r["count"], r["result"]))
 
 
 def new_tag() -> str:
@@ -66,8 +105,14 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
     """Turn one host's raw run into a HostPart: its extracted bundle, or the reason there is none."""
     part = HostPart(host=run.host, seconds=run.seconds)
     if run.timed_out:
-        part.status, part.error = outcome.TIMEOUT, f"host {run.host} did not answer in {host_timeout:g} s"
-        return part
+        try:  # a late host may have sent its partial answer before the connection was cut
+            answer = wire.decode(run.stdout)
+        except wire.WireError:
+            part.status, part.error = outcome.TIMEOUT, f"host {run.host} did not answer in {host_timeout:g} s"
+            return part
+        if answer.header.get("status") != "partial":
+            answer.header.update(status="partial", error=f"its connection was still open at {host_timeout:g} s")
+        return _partial(part, answer, run, work)
     try:
         answer = wire.decode(run.stdout)
     except wire.WireError as err:
@@ -78,6 +123,8 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
             part.status, part.error = outcome.FAILED, f"host {run.host}: {err}; {detail}"
         return part
     status = answer.header.get("status")
+    if status == "partial":  # ran late: keep what it had, marked as such
+        return _partial(part, answer, run, work)
     if answer.archive is None:
         part.status = outcome.EMPTY if status == "no-ranks" else outcome.FAILED
         part.error = f"host {run.host}: {answer.header.get('error') or 'sent no bundle'}"
@@ -86,6 +133,19 @@ def judge(run: HostRun, host_timeout: float, work: Path) -> HostPart:
         part.bundle = extract(answer.archive, work / f"host-{len(list(work.iterdir()))}")
     except (tarfile.TarError, OSError, ValueError) as err:
         part.status, part.error = outcome.FAILED, f"host {run.host}: damaged bundle archive ({err})"
+    return part
+
+
+def _partial(part: HostPart, answer, run: HostRun, work: Path) -> HostPart:
+    """A host that ran late: its partial bundle kept, the host marked 'timeout' with why."""
+    part.status = outcome.TIMEOUT
+    part.error = f"host {run.host} answered late: {answer.header.get('error') or 'partial evidence'}"
+    if answer.archive is None:
+        return part
+    try:
+        part.bundle = extract(answer.archive, work / f"host-{len(list(work.iterdir()))}")
+    except (tarfile.TarError, OSError, ValueError) as err:
+        part.error += f"; its partial bundle was damaged ({err})"
     return part
 
 

@@ -42,6 +42,8 @@ class RemoteSpec:
     gdb: bool = False
     match_env: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    gdb_timeout: float | None = None  #: the user's --gdb-timeout; None: the collector picks from its deadline
+    job: str | None = None  #: the user's --job (only ranks of this job)
 
 
 def check_ssh_option(option: str) -> str:
@@ -85,6 +87,10 @@ def remote_argv(spec: RemoteSpec) -> list[str]:
         argv.append("--native")
     if spec.gdb:
         argv.append("--gdb")
+    if spec.gdb_timeout is not None:
+        argv += ["--gdb-timeout", f"{spec.gdb_timeout:g}"]
+    if spec.job:
+        argv += ["--job", spec.job]
     for item in spec.match_env:
         argv += ["--match-env", check_match_env(item)]
     return argv

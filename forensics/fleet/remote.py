@@ -7,6 +7,10 @@ framed base64 tar.gz (fleet.wire) and deletes the folder. It leaves nothing behi
 a watchdog thread ends it at --deadline even if a tool hangs, and `--cleanup` (sent
 by the fleet to hosts that timed out) ends a collector of the same tag still running.
 
+A collection that runs late is not thrown away: shortly before --deadline the
+watchdog sends what the bundle holds so far (its manifest is written as collection
+goes) with status "partial", and the fleet files it as this host's evidence, marked late.
+
 --match-env KEY=VALUE keeps only ranks whose environment holds KEY=VALUE: on a shared
 node, the ranks of one job (SLURM_JOB_ID=1234, TORCHELASTIC_RUN_ID=...); in tests
 where several "hosts" are one machine, the ranks that belong to the simulated host.
@@ -27,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.discover import procfs
@@ -44,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=10.0, help="limit per collector per rank, seconds")
     parser.add_argument("--native", action="store_true")
     parser.add_argument("--gdb", action="store_true")
+    parser.add_argument("--gdb-timeout", type=float, default=None, help="limit for gdb per rank (default 60%% of --deadline)")
+    parser.add_argument("--job", default=None, help="only ranks of this job (as collect --job)")
     parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
     args = parser.parse_args(argv)
@@ -75,33 +82,95 @@ def matching_pids(match_env: list[str]) -> list[int]:
     return pids
 
 
-def collect_archive(args: argparse.Namespace, work: Path) -> tuple[dict, bytes | None]:
+def collect_archive(args: argparse.Namespace, work: Path, answer: "Answer | None" = None) -> tuple[dict, bytes | None]:
     """Collect into work/bundle; return (header, tar.gz bytes or None when no rank was found)."""
     header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
+    gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
     options = CollectOptions(timeout=min(args.timeout, max(1.0, args.deadline * 0.6)), native=args.native, gdb=args.gdb,
-                             extra={"gdb_timeout": max(1.0, args.deadline * 0.6)})
+                             extra={"gdb_timeout": gdb_timeout})
     pids = matching_pids(args.match_env)
     if not pids:
         wanted = f" with {' '.join(args.match_env)}" if args.match_env else ""
         header.update(status="no-ranks", error=f"no rank process{wanted} (RANK and WORLD_SIZE in its environment)")
         return header, None
     bundle = work / "bundle"
+    writer = BundleWriter(bundle, command=list(sys.argv))
+    if answer is not None:
+        answer.writer = writer
     try:
-        result = collect_local(bundle, options, pids=pids, quiet=True)
+        result = collect_local(bundle, options, pids=pids, quiet=True, job=args.job, writer=writer)
     except ForensicsError as err:
         header.update(status="no-ranks", error=str(err))
         return header, None
     header["ranks"] = len(result.writer.manifest.ranks)
     header["problems"] = result.problems
+    return header, pack(bundle)
+
+
+def pack(bundle: Path) -> bytes:
+    """tar.gz of a bundle folder, file by file: a file still being written is taken as far as it
+    got, and one that vanished or shrank mid-read is left out (a late bundle is read while it grows)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(bundle, arcname="bundle")
-    return header, buffer.getvalue()
+        tar.add(bundle, arcname="bundle", recursive=False)
+        for path in sorted(bundle.rglob("*")):
+            arc = "bundle/" + path.relative_to(bundle).as_posix()
+            try:
+                if path.is_symlink():
+                    continue
+                if path.is_dir():
+                    tar.add(path, arcname=arc, recursive=False)
+                elif path.is_file():
+                    data = path.read_bytes()
+                    info = tar.gettarinfo(str(path), arcname=arc)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+            except OSError:
+                continue
+    return buffer.getvalue()
 
 
-def _watchdog(deadline: float, work: Path, tag: str) -> None:
-    """At the deadline: remove what we wrote and exit at once, whatever is still running."""
-    time.sleep(deadline)
+class Answer:
+    """Sends this host's one answer, from the collection or from the watchdog, whichever is first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.sent = False
+        self.writer: BundleWriter | None = None  #: the bundle being written, for a partial answer
+
+    def send(self, header: dict, archive: bytes | None) -> bool:
+        with self._lock:
+            if self.sent:
+                return False
+            out = sys.stdout
+            for line in wire.encode(header, archive):
+                out.write(line + "\n")
+            out.flush()
+            self.sent = True
+            return True
+
+
+def late_margin(deadline: float) -> float:
+    """Seconds before the deadline at which a late collection sends what it has."""
+    return min(3.0, deadline * 0.3)
+
+
+def _watchdog(deadline: float, work: Path, tag: str, answer: Answer | None = None) -> None:
+    """Shortly before the deadline: send the partial bundle; at the deadline: remove what we wrote and exit."""
+    start = time.monotonic()
+    time.sleep(max(0.0, deadline - late_margin(deadline)))
+    if answer is not None:
+        try:
+            bundle = work / "bundle"
+            if answer.writer is not None and not answer.sent:
+                answer.writer.snapshot(f"partial: collection cut at its {deadline:g} s deadline")
+            archive = pack(bundle) if (bundle / "manifest.json").is_file() else None
+            header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "partial",
+                      "error": f"collection still running at its {deadline:g} s deadline: partial evidence"}
+            answer.send(header, archive)
+        except Exception:  # the watchdog must reach the exit below whatever happens
+            pass
+    time.sleep(max(0.0, deadline - (time.monotonic() - start)))
     shutil.rmtree(work, ignore_errors=True)
     pid_file(tag).unlink(missing_ok=True)
     os._exit(3)
@@ -153,16 +222,14 @@ def main(argv: list[str] | None = None) -> int:
         pass
     work = Path(tempfile.mkdtemp(prefix=f"forensics-fleet-{args.tag}-"))
     pid_file(args.tag).write_text(f"{os.getpid()}\n")
-    threading.Thread(target=_watchdog, args=(args.deadline, work, args.tag), daemon=True).start()
+    answer = Answer()
+    threading.Thread(target=_watchdog, args=(args.deadline, work, args.tag, answer), daemon=True).start()
     try:
         try:
-            header, archive = collect_archive(args, work)
+            header, archive = collect_archive(args, work, answer)
         except Exception as err:  # report any failure as an answer: the fleet records it for this host
             header, archive = {"host": socket.gethostname().split(".", 1)[0], "status": "failed", "error": f"{type(err).__name__}: {err}"}, None
-        out = sys.stdout
-        for line in wire.encode(header, archive):
-            out.write(line + "\n")
-        out.flush()
+        answer.send(header, archive)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         pid_file(args.tag).unlink(missing_ok=True)

@@ -62,14 +62,33 @@ def slurm_hosts(job: str) -> list[str]:
     return nodes
 
 
-def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float) -> list[str]:
-    """srun argv: one task on each of `hosts` inside job `job`'s allocation, sharing its resources."""
+def check_srun_args(extra: list[str]) -> list[str]:
+    """--srun-arg values: srun options only ('--container-image=...', '-p', 'debug'), never the command.
+
+    They reach srun as argv entries (no shell); the first must be an option, so a value
+    can never take the place of the collector command that follows.
+    """
+    if extra and not extra[0].startswith("-"):
+        raise ForensicsError(f"--srun-arg {extra[0]!r}: expected an srun option such as --container-image=IMG")
+    for arg in extra:
+        if "\n" in arg or "\0" in arg:
+            raise ForensicsError(f"--srun-arg {arg!r}: control characters are not allowed")
+    return list(extra)
+
+
+def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float, extra: list[str] | None = None) -> list[str]:
+    """srun argv: one task on each of `hosts` inside job `job`'s allocation, sharing its resources.
+
+    `extra` (the user's --srun-arg values, e.g. pyxis' --container-image) go after ours,
+    so they can adjust the step (srun takes the last value of an option).
+    """
     nodes = fold(hosts)
     return [
         "srun", "--overlap", f"--jobid={check_job_id(job)}",
         f"--nodelist={nodes}", f"--nodes={len(hosts)}", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",
         "--label", "--kill-on-bad-exit=0", "--unbuffered", "--quiet",
         f"--time={max(1, int(timeout // 60) + 1)}",
+        *check_srun_args(extra or []),
         *for_host(remote, "slurm"),
     ]
 
@@ -101,7 +120,7 @@ def runs_from_output(hosts: list[str], stdout: list[str], stderr: list[str], ret
     return runs
 
 
-def srun_runner(job: str) -> Callable:
+def srun_runner(job: str, extra: list[str] | None = None) -> Callable:
     """A fleet Runner that uses srun instead of ssh (the cleanup pass is a no-op: Slurm ends the step)."""
 
     def run(hosts: list[str], argv: list[str], timeout: float, on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
@@ -109,7 +128,7 @@ def srun_runner(job: str) -> Callable:
             raise ForensicsError("--slurm-job: srun not found (is this a Slurm login node?)")
         if "--cleanup" in argv:
             return {h: HostRun(host=h, returncode=0) for h in hosts}
-        full = srun_argv(job, hosts, argv, timeout)
+        full = srun_argv(job, hosts, argv, timeout, extra)
         start = time.monotonic()
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
         timed_out = False

@@ -14,6 +14,8 @@ the sequence number instead of the stack order.
 
 from __future__ import annotations
 
+from parsers.stacks.labels import short_label
+
 import functools
 import re
 from dataclasses import asdict, dataclass
@@ -93,14 +95,9 @@ def station_label(row: dict[str, Any]) -> str:
 
 
 def normalise_frame(label: str) -> str:
-    """'0x7fa6ec44524a [libc.so.6]' -> '?? [libc.so.6]'.
-
-    A native frame without a symbol is only an address, and addresses differ from
-    process to process (ASLR): left as they are, they split ranks that stand in the
-    same place.
-    """
-    m = _ADDRESS.match(label)
-    return f"??{m['lib'] or ''}" if m else label
+    """The shared short form of a frame label (parsers.stacks.labels.short_label): addresses that
+    differ per process (ASLR) and C++ template arguments must not split ranks that stand in one place."""
+    return short_label(label)
 
 
 def rank_paths(tree: dict[str, Any]) -> dict[int, list[str]]:

@@ -5,6 +5,11 @@ keep a node each (they are the point of the picture), every other rank joins an
 equivalence class of ranks that do the same thing and wait on the same nodes,
 drawn as one node labelled with its folded rank range and count. Edges between
 classes carry how many rank-level edges they stand for.
+
+Layout is in rows, each node in a column as wide as its caption: waiting classes on
+top, suspects below with the culprit in the middle, so arrows run downwards and no
+caption can meet another. Edge counts are placed along their arrow only where they
+cover no other label (otherwise the count is in the arrow's tooltip and the caption).
 """
 
 from __future__ import annotations
@@ -16,9 +21,14 @@ from typing import Any, Hashable
 import networkx as nx
 
 from forensics.report import style
+from forensics.report.svg import Box, Canvas, text_box, text_width
 from parsers.ranges import fold
 
 MAX_RANK_NODES = 16  #: up to this many ranks, one node per rank
+PER_ROW = 6  #: nodes per row before a row wraps
+CAPTION = 10.5  #: px, caption font size
+ROW_GAP = 70.0  #: px between the bottom of one row's captions and the next row's nodes
+COL_GAP = 18.0
 
 
 @dataclass
@@ -110,50 +120,57 @@ def _quotient(graph: nx.DiGraph, key: dict[Any, Hashable]) -> nx.DiGraph:
     return out
 
 
-def layout(collapsed: nx.DiGraph) -> dict[Hashable, tuple[float, float]]:
-    """Where each node goes.
+def node_radius(node: ClassNode) -> float:
+    return 14 + 4 * math.log10(max(1, len(node.ranks)))
 
-    One suspect: a star, the culprit in the middle and every waiter on a ring
-    around it. Several suspects: two rows, waiters on top and suspects below with
-    the culprit in the middle, so arrows run downwards and never cross a node.
-    """
-    nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
+
+def caption_lines(node: ClassNode, loops: int = 0) -> list[str]:
+    """What is written under a node: who, what they do, and waits inside the class."""
+    lines = [("CULPRIT " if node.culprit else "") + node.title, style.clip(node.label, 34)]
+    if loops:
+        lines.append(f"↻ {loops} inside (waits within the class)")
+    return lines
+
+
+def _rows(nodes: list[ClassNode]) -> list[list[ClassNode]]:
+    """Waiting classes first (top), then suspects with the culprit in the middle of its row."""
     inner = sorted((n for n in nodes if n.suspect), key=lambda n: n.ranks[0])
     outer = sorted((n for n in nodes if not n.suspect), key=lambda n: n.ranks[0])
-    pos: dict[Hashable, tuple[float, float]] = {}
-    if len(inner) <= 1:
-        for n in inner:
-            pos[n.key] = (0.0, 0.0)
-        radius = 1.0 if inner else 0.8
-        for i, n in enumerate(outer):
-            angle = math.pi / 2 - 2 * math.pi * i / max(1, len(outer))
-            pos[n.key] = (radius * math.cos(angle), radius * math.sin(angle))
-        return pos
     culprit = next((n for n in inner if n.culprit), None)
-    if culprit:  # culprit in the middle of the bottom row
+    if culprit:
         rest = [n for n in inner if n is not culprit]
         inner = rest[: len(rest) // 2] + [culprit] + rest[len(rest) // 2:]
-    for row, y in ((outer, 0.75), (inner, -0.55)):
-        for i, n in enumerate(row):
-            x = 0.0 if len(row) == 1 else -1.3 + 2.6 * i / (len(row) - 1)
-            pos[n.key] = (x, y)
+    rows = [outer[i: i + PER_ROW] for i in range(0, len(outer), PER_ROW)]
+    rows += [inner[i: i + PER_ROW] for i in range(0, len(inner), PER_ROW)]
+    return [r for r in rows if r]
+
+
+def layout(collapsed: nx.DiGraph) -> dict[Hashable, tuple[float, float]]:
+    """Centre of each node, in px: rows of columns, each column as wide as its widest caption."""
+    nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
+    loops = {u: d.get("count", 1) for u, v, d in collapsed.edges(data=True) if u == v}
+    rows = _rows(nodes)
+    widths = {n.key: max(2 * node_radius(n), max(text_width(t, CAPTION) for t in caption_lines(n, loops.get(n.key, 0))))
+              for n in nodes}
+    spans = [sum(widths[n.key] for n in row) + COL_GAP * (len(row) - 1) for row in rows]
+    full = max(spans, default=0.0)
+    pos: dict[Hashable, tuple[float, float]] = {}
+    y = 0.0
+    for row, span in zip(rows, spans):
+        x = (full - span) / 2
+        r = max(node_radius(n) for n in row)
+        for n in row:
+            pos[n.key] = (x + widths[n.key] / 2, y + r)
+            x += widths[n.key] + COL_GAP
+        y += 2 * r + 3 * (CAPTION + 3) + ROW_GAP
     return pos
 
 
-def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str | None = None):
-    """Matplotlib figure of the (collapsed) wait-for graph."""
+def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str | None = None) -> Canvas:
+    """SVG picture of the (collapsed) wait-for graph."""
     collapsed = collapse(graph, max_nodes)
     pos = layout(collapsed)
-    low = min((xy[1] for xy in pos.values()), default=0.0) - 0.42  # room for the lowest caption
-    fig, ax = style.new_figure(9, 2.6 * (1.75 - low))
-    ax.set_axis_off()
-    ax.set_xlim(-1.55, 1.55)
-    ax.set_ylim(low, 1.7)
-    ax.set_aspect("equal")
-    for u, v, data in collapsed.edges(data=True):
-        _edge(ax, pos[u], pos[v], data.get("count", 1), collapsed.nodes[v]["node"].culprit, u == v)
-    for k in collapsed.nodes:
-        _node(ax, pos[k], collapsed.nodes[k]["node"])
+    canvas = Canvas(title="wait-for graph")
     ranks = graph.number_of_nodes()
     head = title or "wait-for graph: arrows point from a waiting rank to the rank it waits on"
     sub = f"{ranks} ranks" + (f", shown as {collapsed.number_of_nodes()} classes" if collapsed.number_of_nodes() < ranks else "")
@@ -162,45 +179,65 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
         sub += "; edges derived from the verdict (each waiting rank -> each suspect)"
     elif source:
         sub += f"; edges from {source}"
-    style.text(ax, 0, 1.68, head, ha="center", va="top", fontsize=11, weight="bold")
-    style.text(ax, 0, 1.58, sub, ha="center", va="top", fontsize=9, color="#444444")
-    if not graph.number_of_nodes():
-        style.text(ax, 0, 0, "no ranks in this bundle", ha="center", va="center", fontsize=12)
-    return fig
+    top = -62.0
+    canvas.text(0, top + 14, head, size=13, bold=True)
+    canvas.text(0, top + 32, sub, size=11, color="#444444")
+    loops = {u: d.get("count", 1) for u, v, d in collapsed.edges(data=True) if u == v}
+    nodes = {k: collapsed.nodes[k]["node"] for k in collapsed.nodes}
+    for k, n in nodes.items():  # captions first: they are what must stay readable
+        _caption(canvas, pos[k], n, loops.get(k, 0))
+    edges = [(u, v, data.get("count", 1)) for u, v, data in collapsed.edges(data=True) if u != v]
+    for u, v, count in edges:
+        _edge(canvas, pos[u], pos[v], nodes[u], nodes[v], count)
+    for k, n in nodes.items():
+        _node(canvas, pos[k], n)
+    for u, v, count in edges:  # last: a count goes only where it covers no caption and no node
+        _edge_count(canvas, pos[u], pos[v], count, [(pos[k], node_radius(n)) for k, n in nodes.items()])
+    if not ranks:
+        canvas.text(0, 10, "no ranks in this bundle", size=12)
+    return canvas
 
 
-def _node(ax, xy: tuple[float, float], node: ClassNode) -> None:
+def _node(canvas: Canvas, xy: tuple[float, float], node: ClassNode) -> None:
     color = style.CULPRIT if node.culprit else style.SUSPECT if node.suspect else style.WAITER
     if not node.suspect and node.label in ("no process", "", "unknown", "show no stack"):
         color = style.OTHER
-    size = 0.1 + 0.03 * math.log10(max(1, len(node.ranks)))
-    from matplotlib.patches import Circle
-
-    ax.add_patch(Circle(xy, size, facecolor=color, edgecolor="black" if node.culprit else "white", linewidth=2.5 if node.culprit else 1, zorder=3))
+    r = node_radius(node)
+    canvas.circle(xy[0], xy[1], r, color, stroke="black" if node.culprit else "white", width=2.5 if node.culprit else 1,
+                  tip=f"{node.title}: {node.label}", cls="node culprit" if node.culprit else "node")
     inside = str(node.ranks[0]) if len(node.ranks) == 1 else str(len(node.ranks))
-    style.text(ax, xy[0], xy[1], inside, ha="center", va="center", fontsize=11 if len(inside) < 4 else 8, color="white", weight="bold", zorder=4)
-    caption = node.title + "\n" + style.clip(node.label, 34)
-    if node.culprit:
-        caption = "CULPRIT " + caption
-    above = xy[1] > 0.6  # top row: caption above, out of the way of the arrows leaving downwards
-    at = xy[1] + size + 0.03 if above else xy[1] - size - 0.03
-    style.text(ax, xy[0], at, caption, ha="center", va="bottom" if above else "top", fontsize=8.5,
-               color=style.CULPRIT if node.culprit else "#222222", weight="bold" if node.suspect else "normal", zorder=5,
-               bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
+    size = 12.0 if len(inside) < 4 else 9.0
+    canvas.text(xy[0], xy[1] + size * 0.35, inside, size=size, anchor="middle", color="white", bold=True, group="node")
 
 
-def _edge(ax, a: tuple[float, float], b: tuple[float, float], count: int, to_culprit: bool, loop: bool) -> None:
-    if loop:
-        style.text(ax, a[0], a[1] + 0.17, f"↻ {count} inside", ha="center", fontsize=7, color=style.EDGE)
-        return
+def _caption(canvas: Canvas, xy: tuple[float, float], node: ClassNode, loops: int) -> None:
+    r = node_radius(node)
+    for i, line in enumerate(caption_lines(node, loops)):
+        canvas.text(xy[0], xy[1] + r + 4 + CAPTION + i * (CAPTION + 3), line, size=CAPTION, anchor="middle",
+                    color=style.CULPRIT if node.culprit else "#222222", bold=node.suspect and i == 0, group="caption",
+                    backdrop=True)
+
+
+def _edge(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], na: ClassNode, nb: ClassNode, count: int) -> None:
     width = 1.0 + 1.5 * math.log10(max(1, count))
-    ax.annotate(
-        "", xy=b, xytext=a,
-        arrowprops=dict(arrowstyle="-|>", color=style.CULPRIT if to_culprit else style.EDGE, lw=width, alpha=0.75,
-                        shrinkA=16, shrinkB=18, mutation_scale=14),
-        zorder=2,
-    )
-    if count > 1:
-        mid = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
-        style.text(ax, mid[0], mid[1], f"×{count}", fontsize=7.5, ha="center", va="center", color=style.EDGE, zorder=2,
-                   bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8))
+    ra, rb = node_radius(na), node_radius(nb)
+    if abs(a[1] - b[1]) < 1e-6:  # same row: leave from below the caption band, not through it
+        canvas.arrow_between(a, b, ra, rb, style.CULPRIT if nb.culprit else style.EDGE, width, 0.6)
+    else:
+        start = (a[0], a[1]) if b[1] < a[1] else (a[0], a[1] + ra + 3 * (CAPTION + 3))
+        canvas.arrow_between(start, b, ra if start == a else 2, rb, style.CULPRIT if nb.culprit else style.EDGE, width, 0.75)
+
+
+def _edge_count(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], count: int,
+                circles: list[tuple[tuple[float, float], float]]) -> None:
+    """'×N' at the first spot along the arrow that covers no label and no node."""
+    if count <= 1:
+        return
+    label = f"×{count}"
+    for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75):
+        x, y = a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
+        box = text_box(x, y, label, 9.5, "middle")
+        clear = all(not box.overlaps(Box(c[0] - r, c[1] - r, c[0] + r, c[1] + r), 2) for c, r in circles)
+        if clear and canvas.fits(box, pad=2):
+            canvas.text(x, y, label, size=9.5, anchor="middle", color=style.EDGE, group="edge", backdrop=True)
+            return

@@ -14,13 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.report import style
+from forensics.report.svg import CHAR_EM, Canvas
 from parsers.ranges import fold
+from parsers.stacks.labels import short_label
 
 MAX_FRAMES_PER_BOX = 8
 _PY_FRAME = re.compile(r"\(.+:\d+\)$")
 MAX_CHARS = 58
-CHAR_W = 0.075  #: inches per character at font size 8 (monospace)
-LINE_H = 0.17  #: inches per text line
+FONT = 11.0  #: px, monospaced
+CHAR_W = FONT * CHAR_EM  #: px per character
+LINE_H = 15.0  #: px per text line
+PAD = 8.0  #: px inside a box
+GAP = 24.0  #: px between sibling boxes
+VGAP = 40.0  #: px between levels (room for the rank count above each box)
 
 
 @dataclass
@@ -36,16 +42,16 @@ class Box:
 
     @property
     def lines(self) -> list[str]:
-        frames = [style.clip(style.shorten_path(f), MAX_CHARS) for f in self.frames]
+        frames = [style.clip(style.shorten_path(short_label(f)), MAX_CHARS) for f in self.frames]
         return [f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"] + elide(frames)
 
     @property
     def width(self) -> float:
-        return max(len(s) for s in self.lines) * CHAR_W + 0.3
+        return max(len(s) for s in self.lines) * CHAR_W + 2 * PAD
 
     @property
     def height(self) -> float:
-        return len(self.lines) * LINE_H + 0.15
+        return len(self.lines) * LINE_H + PAD
 
 
 def elide(frames: list[str], limit: int = MAX_FRAMES_PER_BOX) -> list[str]:
@@ -126,58 +132,55 @@ def _all(top: list[Box]) -> list[Box]:
 
 
 def draw_stack_tree(tree: dict[str, Any], suspects: set[int] | None = None, culprit: int | None = None,
-                    title: str | None = None, note: str | None = None):
-    """Matplotlib figure of the folded stack tree (a stack_tree dict from the verdict).
+                    title: str | None = None, note: str | None = None) -> Canvas:
+    """SVG picture of the folded stack tree (a stack_tree dict from the verdict).
 
+    Boxes are laid out tidy-tree style in pixels from their text, so no two boxes (and
+    no two labels) can meet; each box's rank count sits in the gap just above it.
     `note` is printed under the title, e.g. which ranks have no stack at all.
     """
     suspects = suspects or set()
+    canvas = Canvas(title="merged stack tree")
     top = boxes(tree)
-    gap = 0.35
     left = 0.0
     for b in top:  # top-level boxes side by side
-        left += _place(b, left, 0, gap) + gap
-    total = left - gap if top else 0.0
+        left += _place(b, left, 0, GAP) + GAP
     every = _all(top)
     levels = max((b.level for b in every), default=0) + 1
     level_h = [max((b.height for b in every if b.level == lv), default=0) for lv in range(levels)]
-    vgap = 0.45
-    y = -0.15 if note else 0.0
+    head = title or "merged main-thread stacks, outermost frame first; numbers are ranks per branch"
+    canvas.text(0, 14, head, size=13, bold=True)
+    y = 30.0
+    if note:
+        canvas.text(0, y + 4, note, size=11, color=style.CULPRIT)
+        y += 18
+    y += VGAP - 10
     level_y = []
     for h in level_h:
         level_y.append(y)
-        y -= h + vgap
+        y += h + VGAP
     for b in every:
         b.y = level_y[b.level]
-    width = max(total, 7.0)
-    fig, ax = style.new_figure(width + 0.2, 0.7 - y, full=True)
-    ax.set_axis_off()
-    ax.set_xlim(-0.1, width + 0.1)
-    ax.set_ylim(y, 0.7)
-    from matplotlib.patches import FancyBboxPatch
-
     for b in every:
         for child in b.children:
-            ax.annotate("", xy=(child.x, child.y), xytext=(b.x, b.y - b.height),
-                        arrowprops=dict(arrowstyle="-|>", color=style.EDGE, lw=1.2, shrinkA=0, shrinkB=1))
-            mx, my = (b.x + child.x) / 2, (b.y - b.height + child.y) / 2
-            style.text(ax, mx, my, str(len(child.ranks)), ha="center", va="center", fontsize=8, color="#222222",
-                       bbox=dict(boxstyle="circle,pad=0.15", facecolor="#f2f2f2", edgecolor=style.EDGE, lw=0.6))
-        only_suspects = bool(b.ranks) and set(b.ranks) <= suspects
-        has_culprit = culprit in b.ranks
-        face = "#fde0e0" if only_suspects else "#eaf0f8"
-        edge = style.CULPRIT if only_suspects else style.WAITER
-        ax.add_patch(FancyBboxPatch((b.x - b.width / 2, b.y - b.height), b.width, b.height,
-                                    boxstyle="round,pad=0,rounding_size=0.06", facecolor=face, edgecolor=edge,
-                                    lw=2.2 if only_suspects and has_culprit else 1.0))
-        for i, line in enumerate(b.lines):
-            style.text(ax, b.x - b.width / 2 + 0.12, b.y - 0.1 - i * LINE_H, line, ha="left", va="top",
-                       fontsize=8, fontfamily=style.MONO, weight="bold" if i == 0 else "normal",
-                       color=style.CULPRIT if (i == 0 and only_suspects) else "#222222")
-    style.text(ax, 0, 0.62, title or "merged main-thread stacks, outermost frame first; numbers are ranks per branch",
-               ha="left", va="top", fontsize=10, weight="bold")
-    if note:
-        style.text(ax, 0, 0.38, note, ha="left", va="top", fontsize=9, color=style.CULPRIT)
+            canvas.line(b.x, b.y + b.height, child.x, child.y - 4, style.EDGE, 1.2, arrow=True)
+    for b in every:
+        _draw_box(canvas, b, suspects, culprit)
     if not every:
-        style.text(ax, width / 2, -0.5, "no stacks in this bundle", ha="center", fontsize=11)
-    return fig
+        canvas.text(0, y + 10, "no stacks in this bundle", size=12)
+    return canvas
+
+
+def _draw_box(canvas: Canvas, b: Box, suspects: set[int], culprit: int | None) -> None:
+    only_suspects = bool(b.ranks) and set(b.ranks) <= suspects
+    has_culprit = culprit in b.ranks
+    face = "#fde0e0" if only_suspects else "#eaf0f8"
+    edge = style.CULPRIT if only_suspects else style.WAITER
+    x0 = b.x - b.width / 2
+    count = str(len(b.ranks))
+    canvas.text(b.x, b.y - 8, count, size=10, anchor="middle", color="#222222", bold=True, group="count")
+    canvas.rect(x0, b.y, b.width, b.height, fill=face, stroke=edge, width=2.2 if only_suspects and has_culprit else 1.0,
+                rx=5, tip=f"ranks {fold(b.ranks)}")
+    for i, line in enumerate(b.lines):
+        canvas.text(x0 + PAD, b.y + PAD / 2 + FONT + i * LINE_H, line, size=FONT, bold=i == 0, group="frame",
+                    color=style.CULPRIT if (i == 0 and only_suspects) else "#222222")

@@ -15,9 +15,13 @@ from typing import Sequence
 
 from forensics.postmortem.timeline import NOT_PLACED, TimelineEntry
 from forensics.report import style
+from forensics.report.svg import Canvas, text_width
 from parsers.ranges import fold
 
 MAX_LANES = 24
+FONT = 10.5  #: px
+ROW = 24.0  #: px per lane
+WRAP = 24  #: characters per line of a column name
 
 
 @dataclass
@@ -90,35 +94,41 @@ def _detail(e: TimelineEntry) -> str:
     return ", ".join(bits)
 
 
-def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, title: str | None = None):
-    """Matplotlib figure: lanes of ranks, bars to the last position each reached."""
+def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, title: str | None = None) -> Canvas:
+    """SVG picture: lanes of ranks, bars to the last position each reached.
+
+    Lane titles sit in a left column as wide as the longest; columns are as wide as
+    their wrapped names; each lane's detail is written right of its marker, on the
+    lane's own line, and the picture widens to hold it: no two labels can meet.
+    """
     rows, columns, by_seq = lanes(entries, max_lanes)
     ncols = max(1, len(columns))
-    fig, ax = style.new_figure(3.2 + 2.3 * ncols, 1.6 + 0.36 * max(1, len(rows)))
+    canvas = Canvas(title="last operation reached")
+    heads = [textwrap.wrap(style.clip(c, 90), WRAP) or [c] for c in columns] or [[""]]
+    col_w = max(110.0, max(text_width(line, FONT) for lines in heads for line in lines) + 16)
+    left = max((text_width(r.title, FONT) for r in rows), default=40.0) + 14
+    canvas.text(0, 14, title or "last operation reached per rank", size=13, bold=True)
+    top = 34.0
+    xs = [left + col_w * (i + 0.5) for i in range(ncols)]
+    bottom = top + ROW * max(1, len(rows))
+    for x in xs:
+        canvas.line(x, top - 6, x, bottom, "#dddddd", 1, dash="4,3")
+    canvas.line(left, bottom, left + col_w * ncols, bottom, "#888888", 1)
     for i, lane in enumerate(rows):
-        y = len(rows) - 1 - i
+        y = top + ROW * i + ROW / 2
         color = style.CULPRIT if lane.culprit else style.SUSPECT if lane.suspect else style.OTHER if lane.activity in ("missing", "unknown") else style.WAITER
-        ax.barh(y, lane.x + 0.45, left=-0.45, height=0.55, color=color, alpha=0.35 if not lane.suspect else 0.55)
-        ax.plot([lane.x], [y], marker="X" if lane.activity in ("missing",) else "o", markersize=11 if lane.culprit else 8,
-                color=color, markeredgecolor="black" if lane.culprit else "white", zorder=3)
+        canvas.rect(left + 4, y - 7, xs[lane.x] - left - 4, 14, fill=color, opacity=0.55 if lane.suspect else 0.35)
+        r = 7.0 if lane.culprit else 5.5
+        canvas.circle(xs[lane.x], y, r, color, stroke="black" if lane.culprit else "white", width=1.5,
+                      tip=f"{lane.title}: {lane.station}", cls="lane culprit" if lane.culprit else "lane")
+        canvas.text(left - 8, y + FONT * 0.35, lane.title, size=FONT, anchor="end", group="lane",
+                    color=style.CULPRIT if lane.culprit else "#222222", bold=lane.culprit)
         if lane.detail:
-            style.text(ax, lane.x + 0.1, y, lane.detail, va="center", fontsize=8, color="#333333")
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([r.title for r in reversed(rows)], fontsize=8.5)
-    for label, lane in zip(ax.get_yticklabels(), reversed(rows)):
-        if lane.culprit:
-            label.set_color(style.CULPRIT)
-            label.set_fontweight("bold")
-    ax.set_xticks(range(ncols))
-    ax.set_xticklabels(["\n".join(textwrap.wrap(style.clip(c, 90), 24)) or c for c in columns], fontsize=8)
-    for label in ax.get_xticklabels():
-        label.set_parse_math(False)  # station names come from the bundle and may hold '$'
-    ax.set_xlim(-0.5, ncols - 0.5 + (0.8 if any(r.detail for r in rows) else 0.1))
-    ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.grid(axis="x", color="#dddddd", linestyle="--")
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    ax.set_xlabel("collective sequence number" if by_seq else "last position reached (program order, from stacks)", fontsize=9)
-    ax.set_title(title or "last operation reached per rank", fontsize=11, weight="bold", loc="left")
-    return fig
+            canvas.text(xs[lane.x] + r + 6, y + FONT * 0.35, lane.detail, size=FONT - 0.5, color="#333333", group="detail")
+    for x, lines in zip(xs, heads):
+        for j, line in enumerate(lines):
+            canvas.text(x, bottom + 16 + j * (FONT + 3), line, size=FONT, anchor="middle", group="column")
+    depth = max(len(lines) for lines in heads)
+    axis = "collective sequence number" if by_seq else "last position reached (program order, from stacks)"
+    canvas.text(left + col_w * ncols / 2, bottom + 24 + depth * (FONT + 3), axis, size=11, anchor="middle", color="#444444")
+    return canvas

@@ -1,7 +1,10 @@
 """Merges per-rank stacks into a prefix tree, as LLNL's STAT does, for Python and native frames.
 
 Ranks that share a path from the outermost frame share a node, so 4,000 stacks fold
-into a handful of branches and the odd rank out stands alone.
+into a handful of branches and the odd rank out stands alone. Frames are merged on
+their short label (`parsers.stacks.labels`): load addresses and C++ template
+arguments differ between processes that are in the same place, and would otherwise
+give every rank a branch of its own.
 """
 
 from __future__ import annotations
@@ -11,20 +14,24 @@ from typing import Any
 
 from parsers.model import ThreadStack
 from parsers.ranges import fold
+from parsers.stacks.labels import short_label
+
+MAX_FULL = 400  #: characters of the first full label kept beside a shortened one (JSON stays small)
 
 
 @dataclass
 class StackNode:
-    label: str
+    label: str  #: the short label: the grouping key and what is shown
     ranks: set[int] = field(default_factory=set)
     children: dict[str, "StackNode"] = field(default_factory=dict)
+    full: str | None = None  #: the first rank's full label, when the short one differs
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "frame": self.label,
-            "ranks": sorted(self.ranks),
-            "children": [c.to_dict() for c in self.children.values()],
-        }
+        out: dict[str, Any] = {"frame": self.label, "ranks": sorted(self.ranks)}
+        if self.full:
+            out["full"] = self.full
+        out["children"] = [c.to_dict() for c in self.children.values()]
+        return out
 
 
 def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:
@@ -34,13 +41,24 @@ def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:
         node = root
         node.ranks.add(rank)
         for frame in reversed(stack.frames):
-            node = node.children.setdefault(frame.label, StackNode(frame.label))
-            node.ranks.add(rank)
+            raw = frame.label
+            key = short_label(raw)
+            child = node.children.get(key)
+            if child is None:
+                child = node.children[key] = StackNode(key)
+                if key != raw and not key.startswith("??"):
+                    child.full = raw[:MAX_FULL]
+            child.ranks.add(rank)
+            node = child
     return root
 
 
 def render_tree(root: StackNode, max_depth: int = 60) -> list[str]:
-    """Indented lines '[0-3] func (file:line)'; a single-child chain keeps its indentation."""
+    """Indented lines '[0-3] func (file:line)'; a single-child chain keeps its indentation.
+
+    A run of identical frames on one chain (recursion, or unresolved frames of one
+    library) prints once with '×n'.
+    """
     lines: list[str] = []
 
     def walk(node: StackNode, depth: int, indent: int) -> None:
@@ -48,8 +66,15 @@ def render_tree(root: StackNode, max_depth: int = 60) -> list[str]:
             return
         kids = list(node.children.values())
         for child in kids:
-            lines.append(f"{'  ' * indent}[{fold(child.ranks)}] {child.label}")
-            walk(child, depth + 1, indent + (1 if len(kids) > 1 or len(child.children) > 1 else 0))
+            repeat, last = 1, child
+            while (len(last.children) == 1 and len(kids) == 1 and repeat < max_depth):
+                nxt = next(iter(last.children.values()))
+                if nxt.label != child.label or nxt.ranks != child.ranks:
+                    break
+                repeat, last = repeat + 1, nxt
+            times = f" ×{repeat}" if repeat > 1 else ""
+            lines.append(f"{'  ' * indent}[{fold(child.ranks)}] {child.label}{times}")
+            walk(last, depth + repeat, indent + (1 if len(kids) > 1 or len(last.children) > 1 else 0))
 
     walk(root, 0, 0)
     return lines

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -15,6 +14,7 @@ from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
 from forensics.fleet.hosts import read_hostfile
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
+from forensics.cli.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 
@@ -32,7 +32,19 @@ examples:
   forensics bisect --hosts 'node[001-048]' --launcher slurm --test 'python check.py --nodes {nnodes}'
   forensics bisect --hostfile hosts.txt --launcher ssh --test 'nccl-check --hosts {hosts}' --state bisect.json
   forensics bisect --hosts 'node[001-512]' --simulate --sim-bad 2 --sim-flake 0.05
+
+--json prints hang-forensics/bisect/1: "bad" (hosts with P(bad)), "exclude_list"
+(comma-separated, for srun/sbatch --exclude=), "undecided", "job_count" and "jobs"
+(every job: hosts, status, rc, seconds, log).
 """
+
+EXIT_CODES = {
+    0: "every host decided, none bad",
+    1: "internal error (a bug)",
+    2: "bad input: no hosts, unsafe host name, bad state file, impossible group sizes",
+    3: "stopped with hosts still undecided (--max-rounds spent, --stop-after-round); bad hosts found so far are listed",
+    5: "bad hosts found, every host decided: exclude_list names them (command-specific)",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -82,8 +94,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--host-check", metavar="CMD",
                      help="single-host check run per host before any group job ({host}); exit 0 healthy, "
                           "1 suspect, 2 exclude")
-    run.add_argument("--json", action="store_true", help="print the report as JSON")
-    run.add_argument("--quiet", action="store_true", help="no live progress on stderr")
+    add_output_options(run, json_help="print the report as JSON (schema hang-forensics/bisect/1)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr (they are a log of each job, kept in batch logs too)")
 
     sim = p.add_argument_group("simulation (no jobs run)")
     sim.add_argument("--simulate", action="store_true",
@@ -222,16 +234,18 @@ def _simulate(args: argparse.Namespace) -> int:
         rows.append(s)
     bound = simulate.information_bound(n, args.sim_bad) if args.sim_bad else 0.0
     if args.json:
-        print(json.dumps({"n": n, "k": args.sim_bad, "flake": args.sim_flake, "hang": args.sim_hang,
-                          "info_bound_bits": bound,
-                          "designs": [{k: v for k, v in s.__dict__.items() if k != "results"} for s in rows]}, indent=1))
+        emit_json("bisect-simulation", {"n": n, "k": args.sim_bad, "flake": args.sim_flake, "hang": args.sim_hang,
+                                        "info_bound_bits": bound,
+                                        "designs": [{k: v for k, v in s.__dict__.items() if k != "results"} for s in rows]}, args)
         return int(ExitCode.OK)
-    print(f"{n} hosts, {args.sim_bad} bad, flake {args.sim_flake}, hang {args.sim_hang}, "
+    out = []
+    out.append(f"{n} hosts, {args.sim_bad} bad, flake {args.sim_flake}, hang {args.sim_hang}, "
           f"{args.trials} trials; information bound {bound:.1f} bits")
-    print(f"{'design':<9} {'rounds':>7} {'max':>4} {'jobs':>8} {'host-jobs':>10} {'exact':>6} {'false-excl':>10} {'missed':>7}")
+    out.append(f"{'design':<9} {'rounds':>7} {'max':>4} {'jobs':>8} {'host-jobs':>10} {'exact':>6} {'false-excl':>10} {'missed':>7}")
     for s in rows:
-        print(f"{s.design:<9} {s.rounds:7.2f} {s.max_rounds:4d} {s.jobs:8.1f} {s.machine_time:10.0f} "
+        out.append(f"{s.design:<9} {s.rounds:7.2f} {s.max_rounds:4d} {s.jobs:8.1f} {s.machine_time:10.0f} "
               f"{s.exact_rate:6.2f} {s.false_exclusions:10.2f} {s.missed:7.2f}")
+    emit("\n".join(out), args.output)
     return int(ExitCode.OK)
 
 
@@ -282,5 +296,15 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     rep = report.build(bis, outcome)
     rep["state_file"] = str(state_path)
-    print(json.dumps(rep, indent=1) if args.json else report.render(rep))
-    return int(ExitCode.OK if outcome == "done" and not rep["undecided"] else ExitCode.INCONCLUSIVE)
+    if args.json:
+        emit_json("bisect", rep, args)
+    else:
+        emit(report.render(rep), args.output)
+    return int(exit_code(outcome, rep))
+
+
+def exit_code(outcome: str, rep: dict) -> ExitCode:
+    """0 all cleared, 5 bad hosts found and everything decided, 3 stopped with hosts undecided."""
+    if outcome != "done" or rep["undecided"]:
+        return ExitCode.PARTIAL
+    return ExitCode.BAD_HOSTS if rep["bad"] else ExitCode.OK

@@ -11,8 +11,12 @@ import signal
 import sys
 from pathlib import Path
 
+from loguru import logger
+
 from forensics.bundle.archive import make_archive
 from parsers.model.manifest import Status
+from forensics.cli.logs import is_terminal
+from forensics.cli.output import emit, json_text
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
 from forensics.collectors.base import CollectOptions
@@ -36,19 +40,32 @@ examples:
   forensics collect --pid 4242 --gdb      # one process, with native backtraces
   forensics collect -o /tmp/b --tar       # also write /tmp/b.tar.gz
 
+Progress lines go to stderr when it is a terminal (or with -v); -q silences them.
+--json prints hang-forensics/collect/1 on stdout (compact; --pretty to indent).
+
 """ + FLEET_EPILOG
+
+EXIT_CODES = {
+    0: "the bundle was written with every collector's evidence (fleet: from every host)",
+    1: "internal error (a bug)",
+    2: "bad input: no ranks found, unknown --pid, bad host list or option",
+    3: "the bundle was written but some evidence is missing or late (manifest.json says which)",
+    6: "fleet only: no host answered, nothing was collected (not the same as a missing tool)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", action="append", default=[], metavar="PID", help="collect this process (repeat, or comma list); default: discover ranks")
     parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
-    parser.add_argument("-o", "--out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
     parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz")
     parser.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames of Python threads (slower, ~0.5 s per rank)")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
-    parser.add_argument("--gdb-timeout", type=float, default=60.0, metavar="S", help="time limit for gdb per rank (default 60)")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
+                        help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary (schema hang-forensics/collect/1) on stdout")
+    parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     add_fleet_arguments(parser)
 
@@ -74,11 +91,14 @@ def default_out() -> Path:
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out()
+    args.quiet = quiet_progress(args)
     if wants_fleet(args):
         return run_fleet(args, out)
-    if not args.gdb_timeout > 0 or not args.timeout > 0:
+    gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
+    if not gdb_timeout > 0 or not args.timeout > 0:
         raise ForensicsError("--timeout and --gdb-timeout must be positive numbers of seconds")
-    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": args.gdb_timeout})
+    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": gdb_timeout})
+    logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
     with interrupt_handlers() as caught:
         result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
@@ -86,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
     archive = make_archive(out) if args.tar and not result.interrupted else None
     summary = summarize(out, archive, result.problems, manifest, result.complete)
     summary["interrupted"] = result.interrupted
+    code = ExitCode.OK if result.complete else ExitCode.PARTIAL
     if args.json:
-        print(json.dumps(summary, indent=1))
+        emit(json_text("collect", dict(summary, mode="local", exit_code=int(code)), args.pretty))
     else:
         print_summary(summary)
     if result.interrupted:
@@ -96,7 +117,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # collector threads still running were abandoned: do not wait for them
-    return int(ExitCode.OK if result.complete else ExitCode.PARTIAL)
+    return int(code)
+
+
+def quiet_progress(args: argparse.Namespace) -> bool:
+    """Progress lines only for a person watching: stderr a terminal, or -v; never with -q."""
+    if args.quiet:
+        return True
+    return not (is_terminal(sys.stderr) or getattr(args, "verbose", 0))
 
 
 @contextlib.contextmanager

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
+import shutil
 from pathlib import Path
 
+from forensics.cli.commands.collect import quiet_progress
+from forensics.cli.output import emit, json_text
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
 from forensics.exitcodes import ExitCode
@@ -23,18 +25,27 @@ faults:
   stop   the culprit is stopped with SIGSTOP before an all_reduce
   crash  the culprit exits (code 17) while the others build a new process group
 
-exit code 0 when the verdict names the injected culprit, 4 when it does not.
+The job's own logs live in a temporary folder that is removed at the end; the bundle
+(-o) keeps copies of everything the verdict used.
 """
+
+EXIT_CODES = {
+    0: "the verdict named the injected culprit",
+    1: "internal error, or the demo job did not hang as planned",
+    2: "bad arguments (--culprit outside the job), torch not installed",
+    4: "the verdict did not name the injected culprit",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", type=int, default=4, choices=range(2, 9), metavar="N", help="number of ranks, 2-8 (default 4)")
     parser.add_argument("--fault", choices=["sleep", "stop", "crash"], default="sleep", help="what the culprit does (default sleep)")
     parser.add_argument("--culprit", type=int, default=None, help="rank that misbehaves (default: the last but one)")
-    parser.add_argument("-o", "--out", type=Path, help="bundle folder (default ./forensics-demo-TIME)")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default ./forensics-demo-TIME)")
     parser.add_argument("--gdb", action="store_true", help="also take GDB backtraces of every rank (slower)")
     parser.add_argument("--native", action="store_true", help="py-spy --native")
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON (schema hang-forensics/demo/1) on stdout")
+    parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -42,13 +53,13 @@ def run(args: argparse.Namespace) -> int:
     culprit = args.culprit if args.culprit is not None else max(0, args.ranks - 2)
     out = args.out or Path(f"forensics-demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
     options = CollectOptions(native=args.native, gdb=args.gdb)
-    outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=args.quiet)
+    outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=quiet_progress(args))
     if args.json:
         data = outcome.verdict.to_dict()
         data.update(bundle=str(out), injected={"fault": args.fault, "culprit": culprit}, correct=outcome.correct)
-        print(json.dumps(data, indent=1))
+        emit(json_text("demo", data, args.pretty))
     else:
-        print(render_verdict(outcome.verdict))
-        print(f"\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}")
-        print(f"bundle: {out}   (forensics analyze {out})")
+        text = render_verdict(outcome.verdict, width=shutil.get_terminal_size().columns)
+        emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}"
+             f"\nbundle: {out}   (forensics analyze {out})")
     return int(ExitCode.OK if outcome.correct else ExitCode.INCONCLUSIVE)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 
+from forensics.cli.output import add_output_options, emit, emit_json
 from forensics.exitcodes import ExitCode
 from forensics.trigger.envsetup import is_set, recommended_env
 
@@ -23,10 +23,12 @@ examples:
   forensics env --json
 """
 
+EXIT_CODES = {0: "printed", 1: "internal error (a bug)", 2: "bad arguments"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default="$PWD/forensics-logs", help="folder for per-rank NCCL logs and Flight Recorder dumps (default $PWD/forensics-logs)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list instead of shell lines")
+    add_output_options(parser, json_help="print the variables as JSON (schema hang-forensics/env/1) instead of shell lines")
     parser.add_argument("--all", action="store_true", help="also print variables already set here, as exports")
 
 
@@ -41,18 +43,16 @@ def run(args: argparse.Namespace) -> int:
     variables = recommended_env(args.dir)
     if args.json:
         rows = [{"name": v.name, "value": v.value, "why": v.why, "already_set": is_set(v, os.environ)} for v in variables]
-        print(json.dumps(rows, indent=1))
+        emit_json("env", {"dir": args.dir, "variables": rows}, args)
         return int(ExitCode.OK)
     dynamic = args.dir.startswith("$PWD")
-    print(f"# hang-forensics: recommended environment (per-rank files under {args.dir})")
-    if not dynamic:
-        print(f"mkdir -p {shlex.quote(args.dir)}")
-    else:
-        print(f'mkdir -p {_value(args.dir, True)}')
+    lines = [f"# hang-forensics: recommended environment (per-rank files under {args.dir})"]
+    lines.append(f"mkdir -p {_value(args.dir, True)}" if dynamic else f"mkdir -p {shlex.quote(args.dir)}")
     for var in variables:
         line = f"export {var.name}={_value(var.value, dynamic)}"
         if is_set(var, os.environ) and not args.all:
-            print(f"# already set: {var.name}={os.environ.get(var.name, '(older name)')}  -- {var.why}")
+            lines.append(f"# already set: {var.name}={os.environ.get(var.name, '(older name)')}  -- {var.why}")
             continue
-        print(f"{line}  # {var.why}")
+        lines.append(f"{line}  # {var.why}")
+    emit("\n".join(lines), args.output)
     return int(ExitCode.OK)

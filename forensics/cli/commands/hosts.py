@@ -8,9 +8,9 @@ code says whether any host needs attention.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from forensics.cli.output import add_output_options, emit_json, to_output
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers import knowledge
@@ -24,19 +24,24 @@ DESCRIPTION = """List every host of a bundle as healthy, suspect or exclude, wit
 behind it (kernel log, nvidia-smi/NVML, InfiniBand, cpufreq, disk, memory, and the
 ranks' own logs) matched against the known-failure knowledge base.
 
-exit codes of this command:
-  0  every host is healthy
-  2  bad input (not a bundle, unreadable manifest, broken knowledge-base file)
-  3  no host is suspect or excluded, but some host has no usable evidence (unknown)
-  4  at least one host is suspect or to be excluded
+A restart job branches on the exit code: 0 go on, 5 act on the hosts listed
+(the JSON's exclude_list / suspect lists), 3 look closer (a host had no usable evidence).
 """
 
-_CODES = {HEALTHY: ExitCode.OK, UNKNOWN: ExitCode.PARTIAL, SUSPECT: ExitCode.INCONCLUSIVE, EXCLUDE: ExitCode.INCONCLUSIVE}
+EXIT_CODES = {
+    0: "every host is healthy",
+    1: "internal error (a bug)",
+    2: "bad input: not a bundle, unreadable manifest, broken knowledge-base file, no hosts",
+    3: "no host is suspect or excluded, but some host has no usable evidence (unknown)",
+    5: "hosts to act on: at least one host is suspect or to be excluded (command-specific)",
+}
+
+_CODES = {HEALTHY: ExitCode.OK, UNKNOWN: ExitCode.PARTIAL, SUSPECT: ExitCode.BAD_HOSTS, EXCLUDE: ExitCode.BAD_HOSTS}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", help="bundle folder or archive written by 'forensics collect', or a folder of logs")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (for restart jobs) instead of a table")
+    add_output_options(parser, json_help="print one JSON object (schema hang-forensics/hosts/1) instead of a table")
     parser.add_argument("--kb", action="append", default=[], metavar="PATH", help="extra knowledge-base file or folder (repeatable; also $FORENSICS_KB)")
     parser.add_argument("--facts", action="store_true", help="with --json: include every decoded host value")
 
@@ -56,9 +61,10 @@ def run(args: argparse.Namespace) -> int:
     overall = exit_status(reports)
     code = _CODES[overall]
     if args.json:
-        print(json.dumps(_json(reports, overall, int(code), args.facts), indent=1, default=str))
+        emit_json("hosts", _json(reports, overall, int(code), args.facts), args)
     else:
-        _print_table(reports, sys.stdout)
+        with to_output(args.output):
+            _print_table(reports, sys.stdout)
     return int(code)
 
 

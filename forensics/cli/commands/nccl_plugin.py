@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
 
 from forensics import nccl_plugin
+from forensics.cli.output import add_output_options, emit_json, to_output
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 
@@ -23,6 +23,12 @@ readable while the job hangs. Actions:
   read    decode state files or folders of them; --json for data, default: text + analysis
 """
 
+EXIT_CODES = {
+    0: "done (read: at least one state file decoded)",
+    1: "internal error (a bug)",
+    2: "bad input: no files named, none decodable, no C compiler for build",
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["path", "build", "env", "read"])
@@ -31,10 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc", help="build: C compiler (default $CC or gcc)")
     parser.add_argument("--force", action="store_true", help="build: rebuild even if up to date")
     parser.add_argument("--preload", action="store_true", help="build/path: the LD_PRELOAD shim instead")
-    parser.add_argument("--json", action="store_true", help="read: print JSON")
+    add_output_options(parser, json_help="read: print JSON (schema hang-forensics/nccl-plugin-read/1)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "read":
+        return _read(args.files, args)
+    with to_output(args.output):
+        return _other(args)
+
+
+def _other(args: argparse.Namespace) -> int:
     name = nccl_plugin.PRELOAD_NAME if args.preload else nccl_plugin.PLUGIN_NAME
     if args.action == "build":
         print(nccl_plugin.build(name, cc=args.cc, force=args.force))
@@ -43,12 +56,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.action == "env":
         for key, value in nccl_plugin.plugin_env(args.dir).items():
             print(f"export {key}={shlex.quote(value)}")
-    else:
-        return _read(args.files, args.json)
     return ExitCode.OK
 
 
-def _read(targets: list[str], as_json: bool) -> int:
+def _read(targets: list[str], args: argparse.Namespace) -> int:
     from parsers.readers.recorder import RecorderFormatError, read_recorder_file
     from parsers.judges.recorder import analyse
 
@@ -65,7 +76,7 @@ def _read(targets: list[str], as_json: bool) -> int:
         except RecorderFormatError as err:
             problems.append(str(err))
     stalls = analyse(states) if states else []
-    if as_json:
+    if args.json:
         out = {
             "states": [s.to_dict() for s in states],
             "problems": problems,
@@ -75,23 +86,27 @@ def _read(targets: list[str], as_json: bool) -> int:
                 for s in stalls
             ],
         }
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        emit_json("nccl-plugin-read", out, args)
     else:
-        for s in states:
-            print(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
-                  f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
-            for op in s.in_flight_ops:
-                print(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
-                      f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
-        for stall in stalls:
-            print(f"comm {stall.comm_id}: stuck op {stall.op}")
-            for e in stall.edges:
-                print(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
-            for x in stall.suspects:
-                print(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
-        for p in problems:
-            print(f"problem: {p}", file=sys.stderr)
+        with to_output(args.output):
+            _print_read(states, stalls)
+    for p in problems:
+        print(f"problem: {p}", file=sys.stderr)
     if problems and not states:
         return ExitCode.BAD_INPUT
     return ExitCode.OK
+
+
+def _print_read(states: list, stalls: list) -> None:
+    for s in states:
+        print(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
+              f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
+        for op in s.in_flight_ops:
+            print(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
+                  f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
+    for stall in stalls:
+        print(f"comm {stall.comm_id}: stuck op {stall.op}")
+        for e in stall.edges:
+            print(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
+        for x in stall.suspects:
+            print(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 
+from forensics.cli.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
@@ -17,23 +17,30 @@ DESCRIPTION = """Query the NCCL RAS service of a running job over its text proto
 (no ncclras binary needed) and print its report. With --json, the report is asked
 for in JSON (NCCL 2.28.7+) and printed with our parsed findings.
 
-RAS ranks are communicator ranks; `forensics analyze` maps them to global ranks."""
+RAS ranks are communicator ranks; `forensics analyze` maps them to global ranks.
+--verbose-status asks RAS for VERBOSE STATUS (-v/--verbose is logging, as everywhere)."""
+
+EXIT_CODES = {
+    0: "RAS answered (its report is printed)",
+    1: "internal error (a bug)",
+    2: "bad input: no RAS service at --addr, a refused connection, a malformed answer",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--addr", default=DEFAULT_ADDR, help=f"host:port of the RAS service (default {DEFAULT_ADDR})")
-    parser.add_argument("--json", action="store_true", help="ask for JSON and print parsed findings as JSON")
-    parser.add_argument("--verbose", action="store_true", help="VERBOSE STATUS (lists more ranks)")
+    add_output_options(parser, json_help="ask for JSON and print parsed findings as JSON (schema hang-forensics/ras/1)")
+    parser.add_argument("--verbose-status", action="store_true", help="VERBOSE STATUS (lists more ranks)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each read (default 10)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        answer = query(args.addr, verbose=args.verbose, json_format=args.json, timeout=args.timeout)
+        answer = query(args.addr, verbose=args.verbose_status, json_format=args.json, timeout=args.timeout)
     except RasError as err:
         raise ForensicsError(str(err), ExitCode.BAD_INPUT) from None
     if not args.json:
-        sys.stdout.write(answer.text)
+        emit(answer.text, args.output)
         return int(ExitCode.OK)
     from parsers.readers import ras
 
@@ -48,6 +55,5 @@ def run(args: argparse.Namespace) -> int:
             report = answer.text
     out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "report": report,
            "findings": [dataclasses.asdict(f) for f in parsed.events], "problems": parsed.problems}
-    json.dump(out, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    emit_json("ras", out, args)
     return int(ExitCode.OK)

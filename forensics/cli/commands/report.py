@@ -10,26 +10,28 @@ from forensics.exitcodes import ExitCode
 
 NAME = "report"
 HELP = "write a self-contained HTML report (verdict, wait-for graph, stacks, timeline) of a bundle"
-DESCRIPTION = """Analyse a bundle (folder or .tar.gz) and write one HTML file that needs no network
-to view: the verdict, the wait-for graph with the culprit in red, the last operation each
-rank reached, the merged stack tree with rank counts per branch, and the rank tables.
-Pictures are inline SVG; large jobs are collapsed into classes of like ranks.
-
-exit code 0 when a culprit is named, 4 when none could be (the report is written either
-way), 2 when BUNDLE is not a valid bundle. Needs matplotlib (pip install 'hang-forensics[notebook]').
+DESCRIPTION = """Analyse a bundle (folder or .tar.gz), or a folder of loose artifacts (logs, dumps),
+and write one HTML file that needs no network to view: the verdict, the wait-for graph
+with the culprit in red, the last operation each rank reached, the merged stack tree with
+rank counts per branch, and the rank tables. Pictures are inline SVG drawn in pure Python
+(the base install is enough); large jobs are collapsed into classes of like ranks.
 """
+
+EXIT_CODES = {
+    0: "the report was written and names a culprit",
+    1: "internal error (a bug)",
+    2: "bad input: not a bundle, a damaged archive, an empty folder; or the report cannot be written",
+    4: "the report was written but names no culprit",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", type=Path, metavar="BUNDLE", help="bundle folder or archive")
-    parser.add_argument("-o", "--out", type=Path, default=None, help="HTML file to write (default: BUNDLE/report.html)")
+    parser.add_argument("path", type=Path, metavar="BUNDLE", help="bundle folder, loose folder of logs and dumps, or an archive of either")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, default=None,
+                        help="HTML file to write (default: BUNDLE/report.html; NAME.html beside an archive)")
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError as err:
-        raise ForensicsError("forensics report needs matplotlib: pip install 'hang-forensics[notebook]'", ExitCode.FAILURE) from err
     from forensics.postmortem import load
 
     pm = load(args.path)

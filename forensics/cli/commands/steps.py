@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
+
+from forensics.cli.output import add_output_options, emit, emit_json
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
@@ -32,12 +33,18 @@ examples:
   forensics steps times.txt --expected 0.84 --json
 """
 
+EXIT_CODES = {
+    0: "the series was read and classified (a pattern named, or 'looks healthy')",
+    1: "internal error (a bug)",
+    2: "bad input: unreadable or empty series, a bad --expected",
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("series", type=Path, nargs="+", help="step-time file(s); several files are read as consecutive runs")
     parser.add_argument("--expected", type=float, metavar="S", help="the step time the run should reach, seconds")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="leading steps to ignore (default 3)")
-    parser.add_argument("--json", action="store_true", help="print findings as JSON")
+    add_output_options(parser, json_help="print findings as JSON (schema hang-forensics/steps/1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,19 +62,22 @@ def run(args: argparse.Namespace) -> int:
         series.steps.extend(extra.steps)
     findings = classify(series, Settings(expected=args.expected, warmup=args.warmup))
     if args.json:
-        print(json.dumps({"steps": len(series.seconds), "restarts": series.restarts, "findings": [dataclasses.asdict(f) for f in findings]}, indent=1))
+        emit_json("steps", {"steps": len(series.seconds), "restarts": series.restarts,
+                            "findings": [dataclasses.asdict(f) for f in findings]}, args)
         return int(ExitCode.OK)
-    print(f"{len(series.seconds)} steps, {len(series.segments())} run(s)")
+    out: list[str] = []
+    out.append(f"{len(series.seconds)} steps, {len(series.segments())} run(s)")
     if not findings:
-        print("no known pattern: the step times look healthy" + ("" if args.expected else " (give --expected to compare with a target)"))
+        out.append("no known pattern: the step times look healthy" + ("" if args.expected else " (give --expected to compare with a target)"))
     for f in findings:
-        print(f"\n{f.kind}: {f.title}  [confidence {f.confidence:.2f}]")
+        out.append(f"\n{f.kind}: {f.title}  [confidence {f.confidence:.2f}]")
         for line in f.evidence:
-            print(f"  - {line}")
-        print("  likely causes:")
+            out.append(f"  - {line}")
+        out.append("  likely causes:")
         for line in f.causes:
-            print(f"    * {line}")
-        print("  next checks:")
+            out.append(f"    * {line}")
+        out.append("  next checks:")
         for line in f.next_checks:
-            print(f"    > {line}")
+            out.append(f"    > {line}")
+    emit("\n".join(out), args.output)
     return int(ExitCode.OK)

@@ -46,10 +46,10 @@ def bad_hosts(report: dict) -> set[str]:
 def test_one_hanging_host_is_found(tmp_path):
     rc, rep, err = bisect(tmp_path, "h[01-08]", {"hosts": {"h06": {"mode": "hang"}}}, 29700,
                           "--flake-rate", "0.001")
-    assert rc == 0, err
+    assert rc == 5, err  # bad hosts found
     assert bad_hosts(rep) == {"h06"}
     assert rep["undecided"] == []
-    assert any(j["status"] == "hang" for j in rep["jobs_detail"])
+    assert any(j["status"] == "hang" for j in rep["jobs"])
     assert "round 1 (rows)" in err  # live progress went to stderr
 
 
@@ -58,7 +58,7 @@ def test_two_failing_hosts_that_fool_the_hand_method(tmp_path):
     # method's intersection would also convict h02 and h05.
     rc, rep, err = bisect(tmp_path, "h[01-08]", {"hosts": {"h01": {"mode": "fail"}, "h06": {"mode": "fail"}}},
                           29740, "--flake-rate", "0.001", "--expected-bad", "2")
-    assert rc == 0, err
+    assert rc == 5, err  # bad hosts found
     assert bad_hosts(rep) == {"h01", "h06"}
     assert rep["rounds"] >= 3
 
@@ -68,7 +68,7 @@ def test_flaky_test_and_flaky_host(tmp_path):
     rc, rep, err = bisect(tmp_path, "h[01-06]", {"seed": 3, "hosts": {"h04": {"mode": "fail", "p": 0.9}}},
                           29780, "--flake-rate", "0.2", "--miss-rate", "0.1", "--confidence", "0.95",
                           job_flake=0.2)
-    assert rc == 0, err
+    assert rc == 5, err  # bad hosts found
     assert bad_hosts(rep) == {"h04"}
     assert rep["undecided"] == []
 
@@ -76,7 +76,7 @@ def test_flaky_test_and_flaky_host(tmp_path):
 def test_resume_after_stopping_half_way(tmp_path):
     bad = {"hosts": {"h03": {"mode": "fail"}}}
     rc, rep, err = bisect(tmp_path, "h[01-06]", bad, 29820, "--flake-rate", "0.001", "--stop-after-round", "1")
-    assert rc == 4  # not decided yet
+    assert rc == 3  # not decided yet: partial
     state = json.loads((tmp_path / "state.json").read_text())
     assert len(state["rounds"]) == 1
     first = [(g["id"], g["status"], g["seconds"]) for g in state["rounds"][0]["groups"]]
@@ -85,7 +85,7 @@ def test_resume_after_stopping_half_way(tmp_path):
     done = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--state",
                            str(tmp_path / "state.json"), "--json"], capture_output=True, text=True,
                           env=env, timeout=400, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr  # bad hosts found
     assert "resuming" in done.stderr
     rep = json.loads(done.stdout)
     assert bad_hosts(rep) == {"h03"}
@@ -124,7 +124,7 @@ def test_runner_killed_mid_round_resumes_and_reaps_its_hung_job(tmp_path):
     state_file.write_text(json.dumps(state))
     done = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--state", str(state_file),
                            "--json"], capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr  # bad hosts found
     assert "left running by an interrupted run" in done.stderr
     assert bad_hosts(json.loads(done.stdout)) == {"h02"}
     time.sleep(0.5)

@@ -135,7 +135,7 @@ def test_srun_launcher_finds_the_bad_node(slurm, tmp_path, capsys, monkeypatch):
     rc = main(["bisect", "--hosts", "b[1-4]", "--launcher", "slurm", "--test", test, "--timeout", "60",
                "--state", str(tmp_path / "s.json"), "--flake-rate", "0.001", "--json", "--quiet"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0, rep
+    assert rc == 5, rep  # bad hosts found
     assert [e["unit"] for e in rep["bad"]] == ["b3"]
     state = json.loads((tmp_path / "s.json").read_text())
     argvs = [g["argv"] for r in state["rounds"] for g in r["groups"]]

@@ -54,10 +54,10 @@ def test_ssh_launcher_runs_each_group_on_its_first_host(sshd, tmp_path, capsys):
                "--state", str(tmp_path / "s.json"), "--flake-rate", "0.001", "--timeout", "30",
                "--json", "--quiet"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0, rep
+    assert rc == 5, rep  # bad hosts found
     assert [e["unit"] for e in rep["bad"]] == ["127.0.0.5"]
     lines = where.read_text().splitlines()
-    assert len(lines) == rep["jobs"]
+    assert len(lines) == rep["job_count"]
     for line in lines:
         group, _client, _cport, server, port = line.split()
         assert server == group.split(",")[0] and port == str(PORT)

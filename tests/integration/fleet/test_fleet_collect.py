@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def fleet_job(tmp_path):
 def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_path):
     out = tmp_path / "job-bundle"
     hosts = "127.0.0.[2-5]"
-    done = subprocess.run(_fleet_argv(sshd, out, hosts), capture_output=True, text=True, env=_env(), timeout=120)
+    done = subprocess.run(_fleet_argv(sshd, out, hosts) + ["-v"], capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 3, done.stderr  # PARTIAL: two hosts gave nothing
     summary = json.loads(done.stdout)
     assert summary["hosts"]["127.0.0.2"]["status"] == "ok"
@@ -73,7 +74,9 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
     assert summary["hosts"][SLOW[0]]["status"] == "timeout"
     assert summary["hosts"][SLOW[0]]["error"] == f"host {SLOW[0]} did not answer in {HOST_TIMEOUT} s"
     assert summary["ranks"] == 4 and summary["missing_ranks"] == []
-    assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr
+    assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr (-v: not a terminal)
+    assert summary["schema"] == "hang-forensics/collect/1" and summary["mode"] == "fleet" and summary["hosts_answered"] == 2
+    assert {"hosts": "127.0.0.[2-3]", "count": 2, "result": "ok"} in summary["host_groups"]
 
     manifest = json.loads((out / "manifest.json").read_text())
     by_rank = {r["rank"]: r for r in manifest["ranks"]}
@@ -163,3 +166,46 @@ def test_armed_job_on_two_hosts_collects_both_over_ssh(sshd, tmp_path):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def test_no_host_answering_is_its_own_exit_code(sshd, tmp_path):
+    """Nothing listens on these: exit 6, not 3 (as for one missing py-spy), and no 'ranks missing: none'."""
+    silent = f"{UNREACHABLE},127.0.0.9"
+    argv = [a for a in _fleet_argv(sshd, tmp_path / "b", silent, host_timeout=6) if a != "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "ranks missing: none" not in done.stdout
+    assert "no host answered (2 asked)" in done.stdout
+    folded = [line for line in done.stdout.splitlines() if line.startswith("127.0.0.[4,9] (2): unreachable")]
+    assert folded, done.stdout  # both hosts, one line, as clush -b folds them
+    assert done.stderr == ""  # no progress lines when stderr is not a terminal
+
+
+def test_late_host_keeps_partial_evidence_and_gdb_timeout_is_forwarded(sshd, fleet_job, tmp_path):
+    """--gdb with a --gdb-timeout longer than the host's time: the hosts run late, and what they had
+    (proc state, py-spy stacks) comes back marked partial instead of being deleted."""
+    out = tmp_path / "late"
+    argv = _fleet_argv(sshd, out, "127.0.0.[2-3]", host_timeout=8) + ["--gdb", "--gdb-timeout", "40"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
+    assert "--gdb-timeout 40 is not below --host-timeout 8" in done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    for host in ("127.0.0.2", "127.0.0.3"):
+        info = summary["hosts"][host]
+        assert info["status"] == "timeout" and info["evidence"] == "partial", info
+        assert "answered late" in info["error"] and "partial evidence" in info["error"]
+    assert summary["ranks"] == 4
+    manifest = json.loads((out / "manifest.json").read_text())
+    cmdlines = [h.get("error") for h in manifest["hosts"]]
+    assert all("partial evidence" in (e or "") for e in cmdlines)
+    names = {c["name"]: c["status"] for r in manifest["ranks"] for c in r["collectors"]}
+    assert names.get("proc") == "ok" or "proc" not in names  # what ran before the deadline is kept
+    assert any((out / f).is_file() for r in manifest["ranks"] for c in r["collectors"] for f in c["files"])
+    time.sleep(2)
+    for job_rank in fleet_job.ranks:  # never left stopped, whatever gdb was doing at the deadline
+        state = Path(f"/proc/{job_rank.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state != "T" and job_rank.proc.poll() is None
+    deadline = time.monotonic() + 60
+    while _remote_collectors_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _remote_collectors_running() == []

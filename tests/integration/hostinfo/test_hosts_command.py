@@ -64,7 +64,7 @@ def test_healthy_machine_exits_0(healthy_bundle):
 
 def test_faulty_host_is_excluded_with_reasons_and_action(faulty_bundle):
     out = hosts_cli(str(faulty_bundle), "--json")
-    assert out.returncode == 4, out.stderr
+    assert out.returncode == 5, out.stderr  # hosts to act on (command-specific)
     data = json.loads(out.stdout)
     assert data["exclude"] == ["gpu-node-7"] and data["exclude_list"] == "gpu-node-7"
     node = next(h for h in data["hosts"] if h["host"] == "gpu-node-7")
@@ -82,7 +82,7 @@ def test_faulty_host_is_excluded_with_reasons_and_action(faulty_bundle):
 
 def test_text_output_names_the_hosts_to_exclude(faulty_bundle):
     out = hosts_cli(str(faulty_bundle))
-    assert out.returncode == 4
+    assert out.returncode == 5
     assert "gpu-node-7  exclude   exclude-host-and-restart" in out.stdout
     assert out.stdout.rstrip().endswith("exclude: gpu-node-7")
 
@@ -117,7 +117,7 @@ def test_user_knowledge_base_changes_the_verdict(tmp_path, healthy_bundle):
     has_oom = "Killed process" in kernel_log.read_text()
     out = hosts_cli(str(healthy_bundle), "--json", "--kb", str(site))
     data = json.loads(out.stdout)
-    assert (data["overall"], out.returncode) == (("suspect", 4) if has_oom else ("healthy", 0))
+    assert (data["overall"], out.returncode) == (("suspect", 5) if has_oom else ("healthy", 0))
 
 
 def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle):
@@ -173,3 +173,13 @@ def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
     assert "the finding names this rank's own GPU (0000:01:00)" in by_rank[4].evidence
     # rank 5 runs on physical GPU 1, which this one-GPU nvidia-smi does not list: no claim either way
     assert not any("GPU" in e and "names" in e for e in by_rank[5].evidence)
+
+
+def test_hosts_json_validates_against_the_shipped_schema(faulty_bundle):
+    jsonschema = pytest.importorskip("jsonschema")
+    from forensics.schemas import load
+
+    out = hosts_cli(str(faulty_bundle), "--json")
+    data = json.loads(out.stdout)
+    assert data["schema"] == "hang-forensics/hosts/1" and data["exit_code"] == out.returncode == 5
+    jsonschema.validate(data, load("hosts"))

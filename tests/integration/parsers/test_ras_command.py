@@ -89,13 +89,18 @@ def test_nothing_listening_is_a_clear_error_exit_2():
 
 
 def test_text_and_json(peer):
-    res = forensics("ras", "--addr", "127.0.0.1:29681", "--verbose")
+    res = forensics("ras", "--addr", "127.0.0.1:29681", "--verbose-status")
     assert res.returncode == 0 and "Missing communicator data from 1 rank" in res.stdout
     assert "Rank 3 -- GPU 0 managed by process 686" in res.stdout
     assert "VERBOSE STATUS" in peer.seen
     res = forensics("ras", "--addr", "127.0.0.1:29681", "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
+    jsonschema = pytest.importorskip("jsonschema")
+    from forensics.schemas import load
+
+    assert out["schema"] == "hang-forensics/ras/1"
+    jsonschema.validate(out, load("ras"))  # the real answer of the recorded RAS peer, against the shipped schema
     assert [(f["kind"], f["comm_rank"], f["pid"]) for f in out["findings"]] == [("missing", 3, 686)]
     assert isinstance(out["report"], dict) and out["report"]["nccl_version"] == "2.28.9"  # repaired, not raw text
     assert "SET FORMAT json" in peer.seen

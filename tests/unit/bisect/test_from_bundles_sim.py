@@ -88,12 +88,13 @@ def test_cli_with_shell_test_bundles_and_host_checks(tmp_path, capsys):
                "--from-bundles", str(tmp_path / "v.json"), str(tmp_path / "w.json"),
                "--host-check", check, "--flake-rate", "0.001", "--json", "--quiet", "--timeout", "20"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0
+    assert rc == 5  # bad hosts found
     assert {e["unit"] for e in rep["bad"]} == {"n05", "n07", "n11"}
+    assert set(rep["exclude_list"].split(",")) == {"n05", "n07", "n11"}
     assert [e for e in rep["bad"] if e["unit"] == "n07"][0]["excluded_by"] == ["host check"]
-    first = rep["jobs_detail"][0]
+    first = rep["jobs"][0]
     assert first["round"] == 1 and first["hosts"][0] == "n11"  # implicated twice: tested alone first
-    assert all("n07" not in j["hosts"] for j in rep["jobs_detail"])  # excluded: never spent a job on
+    assert all("n07" not in j["hosts"] for j in rep["jobs"])  # excluded: never spent a job on
 
 
 def test_cli_topology_together_convicts_a_whole_switch(tmp_path, capsys):
@@ -103,9 +104,10 @@ def test_cli_topology_together_convicts_a_whole_switch(tmp_path, capsys):
     rc = main(["bisect", "--hosts", "n[01-08]", "--test", test, "--topology", str(topo), "--topology-mode",
                "together", "--state", str(tmp_path / "s.json"), "--flake-rate", "0.001", "--json", "--quiet"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0
+    assert rc == 5
     assert [(e["unit"], e["hosts"]) for e in rep["bad"]] == [("sw2", ["n05", "n06"])]
-    for job in rep["jobs_detail"]:  # a switch is never split across jobs
+    assert rep["exclude_list"] == "n05,n06"
+    for job in rep["jobs"]:  # a switch is never split across jobs
         for sw in range(4):
             pair = {f"n{2 * sw + 1:02d}", f"n{2 * sw + 2:02d}"}
             assert len(pair & set(job["hosts"])) in (0, 2)
@@ -139,5 +141,5 @@ def test_cli_hand_design_is_the_intersection(tmp_path, capsys):
     rc = main(["bisect", "--hosts", "n[01-08]", "--test", test, "--design", "hand",
                "--state", str(tmp_path / "s.json"), "--json", "--quiet"])
     rep = json.loads(capsys.readouterr().out)
-    assert rc == 0 and rep["rounds"] == 2
+    assert rc == 5 and rep["rounds"] == 2
     assert {e["unit"] for e in rep["bad"]} == {"n01", "n02", "n05", "n06"}  # two innocents convicted

@@ -160,3 +160,41 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
         tar.add(tmp_path / "src" / "bundle", arcname="bundle")
     good = judge(HostRun("n6", stdout=list(wire.encode({"status": "ok"}, good_tar.getvalue())), returncode=0), 20, tmp_path)
     assert good.status == "ok" and (good.bundle / "manifest.json").is_file()
+
+
+# --- issue 17: forwarding, srun arguments, folded summary -----------------------------------
+
+def test_every_per_rank_option_reaches_the_remote_collector():
+    import argparse
+
+    from forensics.fleet.cli import remote_spec
+    from forensics.fleet.command import remote_argv
+    from forensics.fleet.remote import parse_args
+
+    args = argparse.Namespace(remote_python="python3", timeout=7.0, native=True, gdb=True, gdb_timeout=26.0, job="slurm-42",
+                              match_env=["K=V"], host_timeout=60.0)
+    argv = remote_argv(remote_spec(args, "t1"))
+    parsed = parse_args(argv[3:])  # what the host's `python3 -m forensics.fleet.remote` sees
+    assert (parsed.timeout, parsed.native, parsed.gdb, parsed.gdb_timeout, parsed.job) == (7.0, True, True, 26.0, "slurm-42")
+
+
+def test_srun_arguments_are_options_placed_before_the_collector():
+    from forensics.errors import ForensicsError
+    from forensics.fleet.slurm import srun_argv
+
+    argv = srun_argv("42", ["n1", "n2"], ["python3", "-m", "forensics.fleet.remote"], 20, ["--container-image=img.sqsh", "--container-mounts=/a:/a"])
+    assert argv.index("--container-image=img.sqsh") < argv.index("python3")
+    with pytest.raises(ForensicsError):
+        srun_argv("42", ["n1"], ["python3"], 20, ["touch", "/x"])  # a value, not an option: could become the command
+
+
+def test_host_summary_folds_like_clush():
+    from forensics.bundle.merge import HostPart
+    from forensics.fleet.collect import folded_hosts
+
+    parts = [HostPart(host=f"node{i:03d}") for i in range(1, 511)]
+    parts += [HostPart(host=h, status="unreachable", error=f"host {h} unreachable: ssh: connect to host {h} port 22: Connection refused")
+              for h in ("node511", "node512")]
+    rows = folded_hosts(parts)
+    assert rows == [{"hosts": "node[001-510]", "count": 510, "result": "ok"},
+                    {"hosts": "node[511-512]", "count": 2, "result": "unreachable: ssh: connect to host HOST port 22: Connection refused"}]

@@ -10,7 +10,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-pytest.importorskip("matplotlib")
+
 
 from forensics.errors import ForensicsError  # noqa: E402
 from forensics.postmortem import load  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("matplotlib")
+
 
 from forensics.postmortem.session import PostMortem  # noqa: E402
 from forensics.postmortem.synthetic import synthetic_verdict  # noqa: E402

@@ -1,0 +1,98 @@
+"""Where a command's output goes, and the envelope of every --json output.
+
+Every JSON document a command prints starts with "schema": "hang-forensics/<kind>/<version>";
+the JSON Schema of each kind ships in forensics/schemas/<kind>.json, so a script can
+check what it reads. JSON is compact unless --pretty is given: it is for programs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import ForensicsError
+
+SCHEMA_VERSION = 1
+KINDS = ("analyze", "collect", "demo", "env", "hosts", "bisect", "bisect-simulation", "steps", "ras", "nccl-plugin-read")
+
+
+def schema_id(kind: str) -> str:
+    """'hang-forensics/analyze/1'."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown JSON kind {kind!r}")
+    return f"hang-forensics/{kind}/{SCHEMA_VERSION}"
+
+
+def envelope(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its schema id first."""
+    return {"schema": schema_id(kind), **{k: v for k, v in data.items() if k != "schema"}}
+
+
+def json_text(kind: str, data: dict[str, Any], pretty: bool = False) -> str:
+    """The JSON document of one output: compact by default, indented with pretty=True."""
+    doc = envelope(kind, data)
+    if pretty:
+        return json.dumps(doc, indent=1, default=str, ensure_ascii=False)
+    return json.dumps(doc, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def add_output_options(parser: argparse.ArgumentParser, json_help: str | None = None) -> None:
+    """-o/--output FILE, and --json/--pretty when the command has a JSON form."""
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the output to FILE instead of stdout")
+    if json_help:
+        parser.add_argument("--json", action="store_true", help=json_help)
+        parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON (default compact)")
+
+
+def emit(text: str, output: Path | None = None) -> None:
+    """Print `text` (one trailing newline) on stdout, or write it to `output`."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise ForensicsError(f"{output}: cannot write ({err.strerror or err})") from err
+
+
+def emit_json(kind: str, data: dict[str, Any], args: argparse.Namespace) -> None:
+    """The JSON form of an output, where -o/--output and --pretty say."""
+    emit(json_text(kind, data, getattr(args, "pretty", False)), getattr(args, "output", None))
+
+
+class to_output:
+    """`with to_output(path):` everything printed to stdout inside goes to `path` instead
+    (written to a temporary name and renamed at the end, so a reader never sees half a file).
+    With path None or '-', stdout stays stdout."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = None if path is None or str(path) == "-" else Path(path)
+
+    def __enter__(self) -> None:
+        if self.path is None:
+            return
+        self._saved = sys.stdout
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        except OSError as err:
+            raise ForensicsError(f"{self.path}: cannot write ({err.strerror or err})") from err
+        self._tmp = tmp
+        sys.stdout = self._file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.path is None:
+            return
+        sys.stdout = self._saved
+        self._file.close()
+        if exc_type is None:
+            self._tmp.replace(self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
