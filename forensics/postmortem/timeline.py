@@ -24,7 +24,6 @@ from typing import Any, Iterable
 from parsers.model import Verdict
 
 _LABEL = re.compile(r"^(?P<func>.*) \((?P<file>.*):(?P<line>\d+)\)$")
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+(?P<lib> \[[^\]]*\])?$")
 NOT_PLACED = "not placed"
 
 
