@@ -16,6 +16,7 @@ resume them, and their stop is evidence (py-spy --nonblocking still reads them).
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
 import json
 import os
@@ -57,7 +58,15 @@ def stop_lock() -> str:
             fd, path = tempfile.mkstemp(prefix="forensics-stop-", suffix=".lock")
             os.close(fd)
             _LOCK["path"] = path
+            atexit.register(_remove, path)
         return _LOCK["path"]
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class NativeStackCollector:
