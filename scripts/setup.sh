@@ -11,6 +11,7 @@ say() { echo "setup: $*" >&2; }
 need_apt=()
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+[ -e /usr/lib/x86_64-linux-gnu/libdw.so.1 ] || command -v eu-stack >/dev/null 2>&1 || need_apt+=(elfutils)  # libdw: native stacks (forensics/collectors/libdw_stacks.py)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing ${need_apt[*]} with apt-get"

@@ -1,7 +1,9 @@
 """Every collector, in the order they run against a rank.
 
 Rank collectors run per rank, ranks in parallel. Within one rank the ptrace tools
-(py-spy, gdb) run one after another: two tracers on one PID fail.
+(py-spy, native-stack, gdb) run one after another: two tracers on one PID fail.
+With --native, native frames come from native-stack (libdw) when libdw is present,
+else from py-spy --native; gdb stays the opt-in deep tool.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from forensics.collectors.environment import EnvironmentCollector
 from forensics.collectors.flight_recorder import FlightRecorderCollector
 from forensics.collectors.gdb import GdbCollector
 from forensics.collectors.host import host_collectors as _host_evidence_collectors
+from forensics.collectors.native_stack import NativeStackCollector
 from forensics.collectors.nccl_logs import NcclLogCollector
 from forensics.collectors.process_state import ProcessStateCollector
 from forensics.collectors.pyspy import PySpyCollector
@@ -29,6 +32,7 @@ def rank_collectors() -> list[RankCollector]:
         FlightRecorderCollector(),
         RecorderCollector(),
         PySpyCollector(),
+        NativeStackCollector(),
         GdbCollector(),
     ]
 

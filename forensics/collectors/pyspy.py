@@ -13,6 +13,7 @@ from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.native_stack import native_tool
 from forensics.discover import procfs
 
 DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
@@ -46,7 +47,9 @@ class PySpyCollector:
 
     def _dump(self, pid: int, options: CollectOptions, nonblocking: bool) -> ToolResult:
         argv = ["py-spy", "dump", "--pid", str(pid), "--json"]
-        if options.native and not nonblocking:  # py-spy refuses --native with --nonblocking
+        # py-spy refuses --native with --nonblocking; with libdw present the native frames come from
+        # the native-stack collector (pause of ms, every thread) and py-spy stays Python-only (12 ms)
+        if options.native and not nonblocking and native_tool(options) == "py-spy":
             argv.append("--native")
         if nonblocking:
             argv.append("--nonblocking")

@@ -59,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
     parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
     parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz")
-    parser.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames of Python threads (slower, ~0.5 s per rank)")
+    parser.add_argument("--native", action="store_true", help="native frames of every thread (gloo/NCCL workers too) through libdw, pausing each rank for "
+                        "milliseconds; py-spy --native where libdw (elfutils) is missing")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
