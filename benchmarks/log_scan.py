@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from parsers.artifacts import pause_gc
-from parsers.correlate import correlate
+from parsers.quiet_gc import pause_gc
+from parsers.judges.logs import correlate
 from parsers.readers import logscan, nccl_log
-from parsers.scanload import scan_directory
+from parsers.evidence import load_path
 
 WORLD_COMM = "0xa7869d7d53387980"
 GOAL_RATIO = 0.25
@@ -169,7 +169,7 @@ def folder(ranks: int, file_mb: float, head_kb: int, tail_kb: int, workdir: Path
           f"(sparse middles, see module doc); generated in {t_gen:.0f} s")
     for label in ("cold (page cache dropped for these files)", "warm"):
         t = time.perf_counter()
-        arts = scan_directory(workdir, workers=workers)
+        arts = load_path(workdir, workers=workers, log_mode="head-tail")
         t_scan = time.perf_counter() - t
         t = time.perf_counter()
         result = correlate(arts)

@@ -11,7 +11,6 @@ A reader that fails on one file records the problem and the rest goes on.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,7 +27,7 @@ from parsers.source import FileRef, Hints, Source
 from parsers.stacks.classify import Activity, classify
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
-PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json")
+PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "native-stack")
 #: kinds that say "this rank was alive and reporting" (what absence is measured against)
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state")
 #: recognised, not evidence, and not worth a 'skipped' line
@@ -228,8 +227,18 @@ class Evidence:
 # ----------------------------------------------------------------------------- reading
 
 
-def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], None] | None] | None = None) -> Artifact:
-    """Recognise and read one file; every failure is kept on the Artifact, never raised."""
+#: logs larger than this are read by parsers.readers.logscan (a bytes-level pre-filter over the whole
+#: file: every error, progress and topology record, and the last operations of each communicator)
+SCAN_BYTES = 64 * 1024 * 1024
+LOG_KINDS = ("nccl-log", "rank-log")
+
+
+def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], None] | None] | None = None,
+              log_mode: str | None = None) -> Artifact:
+    """Recognise and read one file; every failure is kept on the Artifact, never raised.
+
+    `log_mode`: 'head-tail' or 'full' reads NCCL and rank logs with logscan whatever their size
+    (head-tail skips the middle: only for folders too big to scan, see benchmarks/log_scan.py)."""
     art = Artifact(ref.path, "unreadable", ref.hints, rel=ref.rel)
     try:
         fd = os.open(ref.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -264,7 +273,13 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     inp = registry.ReadInput(ref.path, head, st.st_size, origin, line_filter=keep if look else None,
                              observed_ns=ref.hints.observed_ns)
     try:
-        art.parsed = kind.read(inp)
+        mode = log_mode or ("full" if st.st_size > SCAN_BYTES else None)
+        if mode and kind.name in LOG_KINDS:
+            from parsers.readers import logscan
+
+            art.parsed = logscan.scan_file(ref.path, kind.name, mode=mode)
+        else:
+            art.parsed = kind.read(inp)
     except _READ_ERRORS as err:
         art.error = f"{kind.name}: {type(err).__name__}: {str(err)[:300]}"
         return art
@@ -296,15 +311,26 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
             origin.pid = pid
 
 
-def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None) -> list[Artifact]:
-    """Read many files; in threads when there are many (file reads release the GIL)."""
-    if len(refs) < 64 or workers == 1:
-        return [read_file(r, line_filter) for r in refs]
-    with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 2) * 2)) as pool:
-        return list(pool.map(lambda r: read_file(r, line_filter), refs, chunksize=64))
+def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None,
+               log_mode: str | None = None) -> list[Artifact]:
+    """Read many files. With `workers` > 1, in that many processes (the per-file work is CPU-bound
+    Python; results come back pickled from our own workers, never from the files)."""
+    if workers is None or workers <= 1 or len(refs) < 8:
+        return [read_file(r, line_filter, log_mode) for r in refs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_read_plain, refs, [log_mode] * len(refs), chunksize=16))
 
 
-def load(source: Source, line_filter=None) -> Evidence:
+def _read_plain(ref: FileRef, log_mode: str | None) -> Artifact:
+    """A worker process's read: the built-in knowledge base's line filter (filters do not pickle)."""
+    from parsers import knowledge
+
+    return read_file(ref, knowledge.load(use_env=False).line_filter, log_mode)
+
+
+def load(source: Source, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:
     """The evidence of a source: every file read, processes and hosts grouped, coverage known."""
     if line_filter is None:
         from parsers import knowledge
@@ -312,7 +338,7 @@ def load(source: Source, line_filter=None) -> Evidence:
         line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
     ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     with pause_gc():
-        arts = read_files(source.files, line_filter)
+        arts = read_files(source.files, line_filter, workers, log_mode)
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
             if art.kind not in _QUIET_KINDS:
@@ -405,8 +431,8 @@ def _attach(rank: RankEvidence, art: Artifact) -> None:
         return
     if art.parsed.process is not None:
         rank.proc = art.parsed.process
-    if art.kind == "gdb-json":
-        rank.gdb = list(art.parsed.stacks)
+    if art.kind in ("gdb-json", "native-stack"):
+        rank.gdb = list(art.parsed.stacks) or rank.gdb  # native frames of every thread
     elif art.parsed.stacks:
         rank.pyspy = list(art.parsed.stacks)
 
@@ -507,12 +533,12 @@ def _stated_world(ev: Evidence) -> tuple[int | None, str]:
 # ----------------------------------------------------------------------------- entry points for callers with paths
 
 
-def load_path(path: Path | str, line_filter=None) -> Evidence:
+def load_path(path: Path | str, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:
     """The evidence of a bundle, folder or archive (a temp folder for an archive is removed after reading)."""
     from parsers.source import open_source
 
     with open_source(path) as src:
-        return load(src, line_filter)
+        return load(src, line_filter, workers, log_mode)
 
 
 def load_directory(path: Path | str) -> Evidence:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             nccl_log, pasted_host, proc, pyspy, pyspy_text, rank_log, ras, recorder)
+                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -248,6 +248,12 @@ def _gdb_json(inp: ReadInput) -> Parsed:
     return out
 
 
+def _native_stack(inp: ReadInput) -> Parsed:
+    out = Parsed(kind="native-stack")
+    out.stacks = native_stack.parse_native(json.loads(inp.text()), inp.origin.pid)
+    return out
+
+
 def _process_state(inp: ReadInput) -> Parsed:
     out = Parsed(kind="process-state")
     out.process = proc.parse_proc_data(json.loads(inp.text()))
@@ -334,6 +340,9 @@ KINDS: tuple[Kind, ...] = (
          sniff=_is_environment, names=("environ.json",), collector="environment", name_sniff=_is_json_object),
     Kind("gdb-json", RANK, "gdb backtraces of every thread (gdb.json)", _gdb_json,
          sniff=_json_has('"threads"', '"stacks"'), names=("gdb.json",), collector="gdb"),
+    Kind("native-stack", RANK, "native stacks of every thread through libdw (native.json)", _native_stack,
+         sniff=_json_has('"tool": "libdw"', '"threads"'), names=("native.json",), collector="native-stack",
+         name_sniff=_is_json_object),
     Kind("pyspy-json", RANK, "py-spy dump --json", _pyspy_json,
          sniff=_json_has('"thread_id"', '"frames"'), names=("pyspy.json",), collector="py-spy"),
     Kind("launcher", JOB, "a launcher record: per rank, pid and exit", _launcher,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from parsers.events import OpEvent, Parsed
+from parsers.model.events import OpEvent, Parsed
 from parsers.readers import nccl_log, rank_log
 
 HEAD_BYTES = 256 * 1024
@@ -244,7 +244,7 @@ def _lines_of(mm: mmap.mmap, ranges: list[tuple[int, int]]) -> Iterable[str]:
 
 
 def _decode_lines(data: bytes) -> list[str]:
-    """Split on \\n only (as parsers.artifacts does: a stray \\r must not split a record)."""
+    """Split on \\n only (as the registry reads text: a stray \\r must not split a record)."""
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     if lines and lines[-1] == "":

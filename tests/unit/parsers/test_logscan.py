@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers.events import CommMember, ErrorEvent, OpEvent, TopoEdge
+from parsers.model.events import CommMember, ErrorEvent, OpEvent, TopoEdge
 from parsers.readers import logscan, nccl_log, rank_log
-from parsers.sniff import HEAD_BYTES, sniff_bytes
+from parsers.registry import HEAD_BYTES, recognise
 
 K = 4
 
@@ -30,7 +30,7 @@ def _logs() -> list[tuple[Path, str]]:
         for p in sorted(root.rglob("*")):
             if p.is_file():
                 head = p.read_bytes()[:HEAD_BYTES]
-                kind = sniff_bytes(head, complete=p.stat().st_size <= HEAD_BYTES)
+                kind = recognise(p.name, head, complete=p.stat().st_size <= HEAD_BYTES).name
                 if kind in ("nccl-log", "rank-log"):
                     out.append((p, kind))
     return out
@@ -97,15 +97,14 @@ def _scenario_dirs():
 
 @pytest.mark.parametrize("folder", _scenario_dirs(), ids=lambda d: f"{d.parent.name}/{d.name}")
 def test_folder_verdict_same_as_full_load(folder):
-    from parsers.artifacts import load_directory
-    from parsers.correlate import correlate
-    from parsers.scanload import scan_directory
+    from parsers.evidence import load_directory, load_path
+    from parsers.judges.logs import correlate
 
     want = correlate(load_directory(folder)).culprit
     truth = json.loads((folder / "truth.json").read_text())
     assert want is not None and want.rank == truth["culprit_rank"]
     for mode in ("head-tail", "full"):
-        got = correlate(scan_directory(folder, workers=2, mode=mode)).culprit
+        got = correlate(load_path(folder, workers=2, log_mode=mode)).culprit
         assert got is not None and (got.rank, got.reason_class) == (want.rank, want.reason_class), mode
 
 
