@@ -291,17 +291,16 @@ def _kernel_log(inp: ReadInput) -> Parsed:
     (Xid, GPU off the bus, PCIe AER), so a loose kernel log speaks in the same terms as pasted lines."""
     out = Parsed(kind="kernel-log")
     lines = host_kernel.read_kernel_log(inp.text())
-    window: list[str] = []  # an NVRM message the driver split over several lines
-    for n, text in host_kernel.numbered_messages(lines):
-        out.notes.append((n, text))
-        origin = Origin(host=inp.origin.host, file=inp.origin.file, line=n)
-        found = pasted_host.match_line(text, origin)
-        nvrm = text.startswith("NVRM:")
-        if not found and nvrm and window:
-            joined = " ".join(window + [text[5:].strip()])
-            found = pasted_host.match_line(joined, origin)
-        window = [] if found or not nvrm else (window + [text if not window else text[5:].strip()])[-3:]
-        out.events.extend(found)
+    joined: list[tuple[int, str]] = []  # messages with their unstamped continuation lines (the driver splits some)
+    for ln in lines:
+        out.notes.append((ln.line_no, ln.message))
+        if joined and ln.stamp is None and ln.raw[:1].isspace():
+            n, text = joined[-1]
+            joined[-1] = (n, f"{text} {ln.message[5:].strip() if ln.message.startswith('NVRM:') else ln.message}")
+        else:
+            joined.append((ln.line_no, ln.message))
+    for n, text in joined:
+        out.events.extend(pasted_host.match_line(text, Origin(host=inp.origin.host, file=inp.origin.file, line=n)))
     out.lines = len(out.notes)
     return out
 

@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from forensics.bundle.manifest import CollectorRecord, Status
+from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, RankTarget

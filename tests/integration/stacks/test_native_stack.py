@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from forensics.bundle.manifest import Status
+from parsers.model.manifest import Status
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.collectors.native_stack import libdw_available
