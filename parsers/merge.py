@@ -52,7 +52,7 @@ def _fact(s: Suspect) -> bool:
 
 
 #: Claims that mean "the others wait for this rank" rather than a fact about its process.
-ROOT_CLAIMS = {
+ROOT_CLAIMS = {  # a 'gpu-queued' rank waits in synchronize by nature: never demoted for it
     "outside-collective", "wait-root", "wait-cycle", "missing-line", "behind", "ras-behind", "silent",
     "stalled-in-collective", "stalled-first",
 }
@@ -123,9 +123,53 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
     coverage = ev.coverage
     verdict.suspects = honest_absence(verdict.suspects, coverage)
+    if verdict.suspects:
+        head = verdict.suspects[0]
+        own = culprit_state(ev, head)
+        if own:  # the stack judge's own state and frame lines say the same, less precisely
+            rest = [e for e in head.evidence if not e.startswith(("process state ", "py-spy: main thread at",
+                                                                  "gdb: main thread at"))]
+            head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = coverage.to_dict()
     verdict.summary = summarize(verdict, ev)
     return verdict
+
+
+def culprit_state(ev: Any, s: Suspect) -> list[str]:
+    """What the culprit itself is doing now, or how it ended, one fact a line with its source.
+
+    Why first: 'the others wait on rank 5' says where to look; 'rank 5 runs preprocess_shard
+    (train.py:44), state R' or 'it raised torch.OutOfMemoryError ...' says what to fix.
+    """
+    from parsers.judges.exceptions import last_exceptions
+
+    lines: list[str] = []
+    proc = next((r for r in ev.ranks if s.rank is not None and r.rank == s.rank
+                 and (s.pid is None or r.record.pid == s.pid)), None)
+    if proc is not None and proc.state:
+        wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
+        what = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
+                "t": "stopped by a tracer", "Z": "a zombie (exited, not reaped)"}.get(proc.state, "")
+        lines.append(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
+                     + " [/proc]")
+    if proc is not None and proc.main_stack is not None:
+        from parsers.judges.stacks import data_wait
+
+        act = proc.activity
+        src = proc.main_stack.source or "stack"
+        loader = data_wait(proc)
+        if loader is not None:
+            lines.append(f"main thread {loader[0]} [{src}]")
+        else:
+            lines.append(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]")
+    exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
+    if exit_rec is not None and exit_rec.returncode is not None:
+        lines.append(f"ended: {exit_rec.how} [launcher record]")
+    exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
+    if exc is not None:
+        e, art = exc
+        lines.append(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"))
+    return lines
 
 
 def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:

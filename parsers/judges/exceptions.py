@@ -60,7 +60,7 @@ def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     expected, came = exc.details["clients_expected"], exc.details["clients_joined"]
     if not 0 < expected <= (1 << 20) or came >= expected:
         return []
-    reported = {r for r, (e, _) in found.items() if e.category == "store-timeout"}
+    reported = {r for r, (e, _) in found.items() if e.category in SYMPTOMS}  # alive, and failing to set up
     known = set(ev.coverage.reporting) | {r.rank for r in ev.ranks if r.rank is not None}
     quiet = sorted(r for r in known - reported if r < expected)
     if not quiet or len(quiet) > expected - came:
@@ -70,7 +70,7 @@ def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     for rank in quiet:
         proc = procs.get(rank)
         evidence = [f"{art.cite}: {exc.type}: {exc.message[:160]}",
-                    f"ranks {fold(sorted(reported))} report the store timeout; rank {rank} reported none"]
+                    f"ranks {fold(sorted(reported))} failed waiting in the set-up; rank {rank} reported no error"]
         if proc is not None and proc.main_stack is not None:
             evidence.append(f"meanwhile its main thread is at {proc.activity.where}")
         out.append(Suspect(rank=rank, host=proc.record.host if proc else None, pid=proc.record.pid if proc else None,

@@ -99,6 +99,8 @@ class RankProgress:
     waited_on_by: list[int] = field(default_factory=list)
     local_wait: str | None = None  #: waits on its own GPU / flush
     latest: str | None = None  #: latest op of the same function it recorded
+    kernel_started: int | None = None  #: channels of the stuck op whose kernel started on this rank's GPU
+    enqueued_s: float | None = None  #: how long ago it enqueued the stuck op
 
 
 @dataclass
@@ -152,6 +154,9 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             rp.complete = bool(mine) and mine[-1].state == "complete"
             if mine:
                 rp.last_progress_ns = mine[-1].last_progress_ns
+                rp.kernel_started = mine[-1].kernel_started
+                if mine[-1].enqueued_ns:
+                    rp.enqueued_s = max(0.0, (ref - mine[-1].enqueued_ns) / 1e9)
         ops = st.in_flight_ops
         if ops:
             rp.last_progress_ns = max(o.last_progress_ns for o in ops)
@@ -215,6 +220,15 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
         elif not rp.has_state and waiters:
             found.append(_suspect(rp, who, "no-recorder-state", 0.7,
                                   f"no recorder state, and ranks {waiters} wait on it in {where}", ev))
+        elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0
+              and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
+            # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
+            # is busy with earlier work (a long kernel, a GPU-side loop). Its proxy waits on its own GPU.
+            ago = f" {rp.enqueued_s:.1f} s ago" if rp.enqueued_s is not None else ""
+            found.append(_suspect(rp, who, "gpu-queued", 0.85,
+                                  f"enqueued {op}{ago} but it never started on its GPU (no kernel channel "
+                                  f"started; proxy {rp.local_wait or 'idle'}), while its peers' kernels run: "
+                                  f"work queued ahead of it keeps the GPU stream busy", ev))
         elif rp.has_state and rp.entered and not rp.complete and waiters and not rp.waits_on:
             found.append(_suspect(rp, who, "stalled-in-collective", 0.75,
                                   f"entered {op}, waits on no peer ({rp.local_wait or 'no step in flight'}), "

@@ -78,14 +78,14 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=evidence)
     if state == "R":
         evidence.append("busy on a CPU (state R) at collection")
-    loader = _data_wait(r)
+    loader = data_wait(r)
     if loader is not None:
         reason, more = loader
         conf = CONFIDENCE["data-wait"] if others else 0.5
         return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=evidence + more)
     if act is None or not others:
         return None
-    if act.kind == "elsewhere" and common is not None and common.op in INIT_OPS:
+    if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
         reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {fold(others)} wait in {common.op}"
         return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=evidence)
     if act.kind == "elsewhere":
@@ -98,12 +98,13 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
 
 
 #: collectives of process-group set-up: a rank elsewhere while the others wait in one never joined
-INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init")
+INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init",
+            "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers", "_create_c10d_store")
 #: frames that mean "the main thread waits for a DataLoader worker"
 _LOADER_FRAMES = ("_MultiProcessingDataLoaderIter", "torch/utils/data/dataloader.py")
 
 
-def _data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
+def data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
     """(reason, evidence) when the main thread waits for data from its DataLoader workers, with what they do."""
     stack = r.main_stack
     if stack is None or not any(any(m in f.label for m in _LOADER_FRAMES) for f in stack.frames[:12]):

@@ -46,6 +46,7 @@ class ReasonClass(str, Enum):
     NO_DUMP = ("no-dump", False, 0.60, "left no evidence where the others did")
     ABSENT = ("absent", False, 0.60, "no process on any collected host")
     STALLED = ("stalled-in-collective", False, 0.70, "its peers wait for data from it in a collective")
+    GPU_QUEUED = ("gpu-queued", True, 0.85, "its collective was enqueued but never started on the GPU")
     STALLED_FIRST = ("stalled-first", False, 0.60, "the first to stall")
     WAIT_CYCLE = ("wait-cycle", False, 0.50, "in a wait cycle")
     BEHIND = ("behind", False, 0.60, "behind the others in a communicator")
