@@ -24,7 +24,9 @@ from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
+from parsers.judges.progress import judge_progress
 from parsers.judges.stacks import stack_verdict
+from parsers.judges.stragglers import judge_stragglers
 from parsers.merge import merge_verdict
 from parsers.model.findings import Verdict, WaitEdge
 from parsers.source import Source, open_source
@@ -61,9 +63,11 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks) if _has_log_evidence(ev) else None
     reports, host_suspects = judge_hosts(ev, kb)
     host_suspects = host_suspects + judge_exceptions(ev)
+    progress = judge_progress(ev.recorder)
+    slow = judge_stragglers(ev.recorder) if progress.decided and progress.running else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
-    verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges)
+    verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)
     if recorder_section:
         verdict.sections["recorder"] = recorder_section
     verdict.sections["ranks"] = ranks_table(ev)

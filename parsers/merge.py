@@ -96,13 +96,24 @@ def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | Non
 
 #: states in which a process cannot run: where a wait ends, whatever its last stack says
 FROZEN_STATES = ("T", "t", "Z", "X", "D")
+#: facts that stand whether or not the job still runs; every other class is a reading of one
+#: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
+STANDING_IN_A_RUNNING_JOB = {ReasonClass.HOST_FAULT, ReasonClass.KNOWN_ERROR, ReasonClass.STOPPED, ReasonClass.EXITED,
+                             ReasonClass.MISSING, ReasonClass.KERNEL_WAIT, ReasonClass.RAISED}
 #: claims that rest on a rank's absence alone (a 'no-dump' root also rests on the ranks that wait on it)
 ABSENCE_CLAIMS = {ReasonClass.ABSENT, ReasonClass.SILENT}
 
 
 def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, hosts: list[Suspect],
-                  reports: list, global_edges: list[tuple[int, int, str]]) -> Verdict:
-    """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence)."""
+                  reports: list, global_edges: list[tuple[int, int, str]], progress: Any = None,
+                  slow: Any = None) -> Verdict:
+    """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence).
+
+    `progress` (judges.progress) decides hang or progress first: in a job that still
+    completes collectives, no claim that 'the others wait on rank N' stands, whatever
+    one snapshot shows; observed facts (a host fault, a known error) still do, and the
+    stragglers (`slow`, judges.stragglers) are named instead.
+    """
     verdict = stacks
     verdict.suspects = merge_suspects(verdict.suspects, recorder)
     if logs is not None:
@@ -118,6 +129,17 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
     verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
     verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+    if progress is not None and progress.decided:
+        verdict.sections["progress"] = progress.to_dict()
+        if progress.running:
+            verdict.suspects = [s for s in verdict.suspects if s.reason_class in STANDING_IN_A_RUNNING_JOB]
+            verdict.sections.pop("waiting", None)
+            if slow is not None:
+                from parsers.judges.stragglers import straggler_suspects
+
+                verdict.sections["stragglers"] = slow.to_dict()
+                pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
+                verdict.suspects = merge_suspects(verdict.suspects, straggler_suspects(slow, pids))
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
@@ -132,6 +154,16 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = coverage.to_dict()
     verdict.summary = summarize(verdict, ev)
+    if progress is not None and progress.decided and progress.running:
+        slow_text = slow.describe() if slow is not None else ""
+        head = verdict.culprit
+        lead = progress.describe()
+        if head is not None and head.reason_class in ("straggler", "slow-host"):
+            verdict.summary = f"{lead}; {slow_text}"
+        elif head is None:
+            verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
+        else:
+            verdict.summary = f"{verdict.summary} ({lead})"
     return verdict
 
 

@@ -56,6 +56,8 @@ class ReasonClass(str, Enum):
     LOST_PEER = ("lost-peer", False, 0.50, "the one peer that the ranks which lost a connection share")
     SILENT = ("silent", False, 0.45, "reported no error while others failed")
     ERROR_FIRST = ("error-first", False, 0.30, "logged the first error")
+    STRAGGLER = ("straggler", False, 0.70, "a running job's collectives wait for it, op after op")
+    SLOW_HOST = ("slow-host", False, 0.70, "every rank of its host enters collectives last")
 
     def __str__(self) -> str:
         return self.value

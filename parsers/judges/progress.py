@@ -1,0 +1,67 @@
+"""Hang or progress, decided first and from time: is the job still completing collectives?
+
+Why first: a snapshot taken in the middle of a healthy collective looks exactly like a
+hang (some ranks wait, one has not arrived yet). Only time tells them apart. The NCCL
+recorder stamps every operation when it is entered, makes progress and completes, so
+the age of the newest completion or progress step on each rank, measured against the
+moment the state file was copied, says whether the job moves. A rank whose newest
+progress is older than HANG_AFTER_S has stopped; a job all of whose recorded ranks
+progressed more recently than that is running, whatever one snapshot shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: no progress for this long on a rank means it has stopped (a healthy step is well under it)
+HANG_AFTER_S = 2.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The decision and what it rests on."""
+
+    decided: bool  #: False: no time-stamped source (no recorder state): a snapshot cannot tell
+    running: bool
+    source: str
+    newest_age_s: dict[int, float] = field(default_factory=dict)  #: global rank -> age of its newest progress
+
+    @property
+    def stalled_ranks(self) -> list[int]:
+        return sorted(r for r, age in self.newest_age_s.items() if age > HANG_AFTER_S)
+
+    def describe(self) -> str:
+        if not self.decided:
+            return "no time-stamped evidence of progress (no recorder state): hang or progress cannot be told"
+        ages = sorted(self.newest_age_s.values())
+        if self.running:
+            return (f"no hang: every one of {len(ages)} ranks completed or advanced an operation within "
+                    f"{ages[-1]:.1f} s of collection ({self.source})")
+        return (f"hung: ranks {self.stalled_ranks[:16]} made no progress for over {HANG_AFTER_S:.0f} s "
+                f"({self.source})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decided": self.decided, "running": self.running, "source": self.source,
+                "stalled_ranks": self.stalled_ranks[:64], "text": self.describe()}
+
+
+def judge_progress(recorder_states: list) -> Progress:
+    """Running or stopped, from the recorder's per-operation times (parsers.readers.recorder.RecorderState)."""
+    ages: dict[int, float] = {}
+    for st in recorder_states:
+        ref = st.observed_ns or st.heartbeat_ns
+        newest = 0
+        for c in st.colls:
+            newest = max(newest, c.complete_ns or 0, c.last_progress_ns or 0)
+        for op in st.proxy_ops:
+            newest = max(newest, op.last_progress_ns or 0)
+        if not newest or not ref:
+            continue
+        rank = st.env_rank if st.env_rank is not None else st.rank
+        age = max(0.0, (ref - newest) / 1e9)
+        ages[rank] = min(age, ages.get(rank, age))  # a rank in several communicators: its freshest progress
+    if not ages:
+        return Progress(False, False, "")
+    running = all(age <= HANG_AFTER_S for age in ages.values())
+    return Progress(True, running, "NCCL recorder: newest completion or progress step per rank", ages)
