@@ -230,6 +230,10 @@ def summarize(verdict: Verdict, ev: Any = None) -> str:
     head = verdict.culprit
     if head is None:
         shown = what_it_shows(ev) if ev is not None else ""
+        lead = verdict.suspects[0] if verdict.suspects else None
+        if lead is not None:
+            shown = (f"{shown}; " if shown else "") + (f"weak lead only: {lead.label} {_reason_after_label(lead)} "
+                                                       f"(confidence {lead.confidence:.2f})")
         if ranks:
             return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {shown}" if shown else "")
         if shown:

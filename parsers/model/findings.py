@@ -80,6 +80,10 @@ def is_observed(reason_class: "str | ReasonClass") -> bool:
     return bool(rc and rc.observed)
 
 
+#: the least confidence at which a suspect is named as the culprit (below: a lead, listed only)
+CULPRIT_MIN_CONFIDENCE = 0.5
+
+
 @dataclass
 class Suspect:
     """A rank the evidence points at, why, and how sure we are (0..1)."""
@@ -127,7 +131,13 @@ class Verdict:
 
     @property
     def culprit(self) -> Suspect | None:
-        return self.suspects[0] if self.suspects else None
+        """The leading suspect, when its evidence is worth a name (CULPRIT_MIN_CONFIDENCE or more).
+
+        Why a floor: 'rank 4 logged the first error' at 0.3 is a lead, not a culprit; an
+        on-call engineer acting on it would drain the wrong machine. Leads stay in `suspects`.
+        """
+        head = self.suspects[0] if self.suspects else None
+        return head if head is not None and head.confidence >= CULPRIT_MIN_CONFIDENCE else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,7 @@ from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, tables, verdict, waitgraph
 from parsers.model.events import ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
+from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
 
 __all__ = ["LogAnalysis", "correlate"]
 
@@ -36,7 +37,8 @@ class LogAnalysis:
 
     @property
     def culprit(self) -> Suspect | None:
-        return self.suspects[0] if self.suspects else None
+        head = self.suspects[0] if self.suspects else None
+        return head if head is not None and head.confidence >= CULPRIT_MIN_CONFIDENCE else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
