@@ -54,6 +54,8 @@ class Artifact:
     def _fact(self, key: str) -> Any:
         if self.parsed and self.parsed.facts.get(key) is not None:
             return self.parsed.facts[key]
+        if key == "rank" and self.parsed and self.parsed.facts.get("ranks") and not self.hints.from_manifest:
+            return None  # the lines name their ranks: a number in the file name is no rank of its own
         return getattr(self.hints, key, None)
 
     @property

@@ -100,7 +100,8 @@ FROZEN_STATES = ("T", "t", "Z", "X", "D")
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {ReasonClass.HOST_FAULT, ReasonClass.KNOWN_ERROR, ReasonClass.STOPPED, ReasonClass.EXITED,
                              ReasonClass.MISSING, ReasonClass.KERNEL_WAIT, ReasonClass.RAISED}
-#: claims that rest on a rank's absence alone (a 'no-dump' root also rests on the ranks that wait on it)
+#: claims that rest on a rank's absence alone; 'no-dump' too when the rank left no file at all (the
+#: others wait at an op: in an excerpt, the ranks not copied cannot be told from ranks that never came)
 ABSENCE_CLAIMS = {ReasonClass.ABSENT, ReasonClass.SILENT}
 
 
@@ -122,6 +123,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         verdict.suspects = merge_suspects(verdict.suspects, logs.suspects)
     verdict.suspects = merge_suspects(verdict.suspects, hosts)
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    ev._host_reports = reports  # what the summary says of hosts when no rank can be named
     excluded = [r.host for r in reports if r.status == "exclude"]
     if excluded:
         verdict.sections["exclude_hosts"] = excluded
@@ -214,7 +216,7 @@ def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
     if coverage.complete:
         return suspects
     return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS and s.rank not in coverage.reporting)
-            and not (s.rank is None and s.pid is None and s.reason_class == ReasonClass.NO_DUMP)]
+            and not (s.reason_class == ReasonClass.NO_DUMP and s.rank not in coverage.reporting)]
 
 
 def _reason_after_label(s: Suspect) -> str:
@@ -281,6 +283,11 @@ def what_it_shows(ev: Any) -> str:
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[0]})")
+    for h in getattr(ev, "_host_reports", None) or []:
+        if h.status in ("exclude", "suspect") and h.reasons:
+            g = h.reasons[0]
+            parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
+                         if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
     if parts:
         parts.append(f"coverage {cov.describe().split(':')[0]}")
     return "; ".join(parts)

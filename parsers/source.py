@@ -28,7 +28,8 @@ from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 MAX_FILES = 2_000_000
 #: folders deeper than this are not walked (hostile archives nest thousands)
 MAX_DEPTH = 32
-_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|r)[_.-]?(\d{1,6})(?:\D|$)", re.I)
+#: 'rank3.log', 'rank_3', 'node1.rank-12.err', 'r3.log', 'log_r3'; not 'open-r1-620.log' (an issue number)
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[_.-]?(\d{1,6})(?:[_.-]|$)|(?:^|[_.])r(\d{1,6})(?:[_.]|$)", re.I)
 _PID_IN_NAME = re.compile(r"(?:^|[^a-z])pid[_.-]?(\d{1,9})(?:\D|$)", re.I)
 _GENERIC_DIRS = {"logs", "log", "nccl", "fr", "dumps", "stdout", "stderr", "out", "output", "artifacts", "tmp",
                  "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files", "nccl_recorder", "flight_recorder"}
@@ -255,14 +256,15 @@ def path_hints(path: Path, root: Path) -> Hints:
     rank = pid = host = None
     m = _RANK_IN_NAME.search(path.name)
     if m:
-        rank = int(m.group(1))
+        rank = int(m.group(1) or m.group(2))
     m = _PID_IN_NAME.search(path.name) or _PID_IN_NAME.search(path.parent.name)
     if m:
         pid = int(m.group(1))
     parent = path.parent
     while parent != root and (parent.name.lower() in _GENERIC_DIRS or _RANK_IN_NAME.search(parent.name)):
-        if rank is None and _RANK_IN_NAME.search(parent.name):
-            rank = int(_RANK_IN_NAME.search(parent.name).group(1))
+        found = _RANK_IN_NAME.search(parent.name)
+        if rank is None and found:
+            rank = int(found.group(1) or found.group(2))
         parent = parent.parent
     if parent != root:
         host = parent.name

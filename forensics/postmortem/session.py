@@ -107,7 +107,10 @@ class PostMortem:
 
     @property
     def stack_tree_text(self) -> str:
-        return "\n".join(self.verdict.sections.get("stack_tree_text") or [])
+        from parsers.stacks.tree import render_tree
+
+        tree = self.verdict.stack_tree
+        return "\n".join(render_tree(tree)) if tree is not None else ""
 
     @functools.cached_property
     def waitfor(self) -> nx.DiGraph:

@@ -55,5 +55,4 @@ def synthetic_verdict(world: int = 4096, culprit: int = 1234, stopped: int | Non
     verdict = Verdict(suspects=suspects, summary=f"{suspects[0].label} {suspects[0].reason}; ranks {fold(waiting)} wait in all_reduce")
     verdict.sections["ranks"] = rows
     verdict.sections["stack_tree"] = tree_from_paths(paths)
-    verdict.sections["stack_tree_text"] = []
     return verdict

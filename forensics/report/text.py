@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from parsers.stacks.tree import render_tree
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
 
@@ -26,9 +27,10 @@ def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None =
     if classes:
         lines.append("ranks by what their main thread does:")
         lines += [f"  [{c['ranks']}] {c['activity']}" for c in classes]
-    if show_tree and verdict.sections.get("stack_tree_text"):
+    tree_lines = render_tree(verdict.stack_tree) if show_tree and verdict.stack_tree is not None else []
+    if tree_lines:
         lines.append("merged main-thread stacks (outermost first, ranks per branch):")
-        lines += [f"  {line}" for line in verdict.sections["stack_tree_text"]]
+        lines += [f"  {line}" for line in tree_lines]
     if verdict.missing_evidence:
         lines.append("missing evidence:")
         lines += [f"  - {m}" for m in verdict.missing_evidence]

@@ -63,6 +63,9 @@ def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     reported = {r for r, (e, _) in found.items() if e.category in SYMPTOMS}  # alive, and failing to set up
     known = set(ev.coverage.reporting) | {r.rank for r in ev.ranks if r.rank is not None}
     quiet = sorted(r for r in known - reported if r < expected)
+    unaccounted = sorted(set(range(expected)) - known)
+    if not quiet and len(unaccounted) == expected - came:
+        quiet = unaccounted  # the store's own count: exactly these ranks are neither seen nor among the joined
     if not quiet or len(quiet) > expected - came:
         return []
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}

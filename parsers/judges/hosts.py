@@ -165,7 +165,7 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
     for art in ev.artifacts:
         if art.kind not in RANK_LOG_KINDS or not art.parsed or not art.parsed.notes:
             continue
-        host = art.hints.host or art.host or "unknown-host"
+        host = art.hints.host or art.host or _content_host(art) or "unknown-host"
         rank = art.hints.rank if art.hints.from_manifest else art.rank
         pid = art.hints.pid if art.hints.from_manifest else art.pid
         subject = f"rank {rank}" if rank is not None else (f"pid {pid}" if pid is not None else "job log")
@@ -174,6 +174,12 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
         out.setdefault((host, rank, pid), []).extend(found)
     return out
+
+
+def _content_host(art) -> str | None:
+    """The one host the lines of a loose file name (NCCL prefixes, launcher labels), if they name one."""
+    hosts = {e.origin.host for e in art.parsed.events if getattr(e, "origin", None) is not None and e.origin.host}
+    return hosts.pop() if len(hosts) == 1 else None
 
 
 def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:

@@ -16,7 +16,7 @@ from parsers.model.findings import ReasonClass, Suspect, Verdict
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
-from parsers.stacks.tree import build_tree, render_tree
+from parsers.stacks.tree import build_tree
 
 CONFIDENCE = {rc.value: rc.default_confidence for rc in ReasonClass}
 
@@ -43,7 +43,7 @@ def stack_verdict(ev: Evidence) -> Verdict:
     stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}
     tree = build_tree(stacks)
     verdict.sections["stack_tree"] = tree.to_dict()
-    verdict.sections["stack_tree_text"] = render_tree(tree)
+    verdict.stack_tree = tree
     return verdict
 
 

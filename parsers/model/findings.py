@@ -128,6 +128,7 @@ class Verdict:
     missing_evidence: list[str] = field(default_factory=list)
     sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
     graph: Any = None  #: networkx.DiGraph of global ranks (waiter -> waited on) from the log correlation, if any
+    stack_tree: Any = None  #: parsers.stacks.tree.Node of the main-thread stacks (sections["stack_tree"] is its JSON)
 
     @property
     def culprit(self) -> Suspect | None:

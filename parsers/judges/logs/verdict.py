@@ -53,11 +53,12 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
 
     _roots(t, g, roots, ids, get, get)
     _mismatch(t, get, roots)
-    for cycle in cycles:
-        for r in cycle:
-            if isinstance(r, int):
-                get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.5,
-                             [f"wait cycle through ranks {cycle}"])
+    if not acc:  # a cycle names nobody in particular: only a lead, and only when nothing better explains the wait
+        for cycle in cycles:
+            for r in cycle:
+                if isinstance(r, int):
+                    get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.45,
+                                 [f"wait cycle through ranks {cycle}"])
     if complete:
         _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
