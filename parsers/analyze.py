@@ -28,6 +28,7 @@ from parsers.judges.progress import judge_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.stragglers import judge_stragglers
 from parsers.merge import merge_verdict
+from parsers.quiet_gc import pause_gc
 from parsers.model.findings import Verdict, WaitEdge
 from parsers.source import Source, open_source
 
@@ -49,10 +50,11 @@ class Analysis:
 def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None) -> Analysis:
     """Analyse a bundle, a loose folder or an archive of either (InputError on anything else)."""
     kb = kb if kb is not None else knowledge.load()
-    if isinstance(path, Source):
-        return analyze_evidence(load(path, kb.line_filter), kb)
-    with open_source(path) as src:
-        return analyze_evidence(load(src, kb.line_filter), kb)
+    with pause_gc():  # millions of small acyclic objects at scale: the cyclic GC only costs time here
+        if isinstance(path, Source):
+            return analyze_evidence(load(path, kb.line_filter), kb)
+        with open_source(path) as src:
+            return analyze_evidence(load(src, kb.line_filter), kb)
 
 
 def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) -> Analysis:

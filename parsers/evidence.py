@@ -232,6 +232,8 @@ class Evidence:
 #: logs larger than this are read by parsers.readers.logscan (a bytes-level pre-filter over the whole
 #: file: every error, progress and topology record, and the last operations of each communicator)
 SCAN_BYTES = 64 * 1024 * 1024
+#: sources with this many files are read by worker processes (one per core, at most 8)
+PARALLEL_FILES = 4096
 LOG_KINDS = ("nccl-log", "rank-log")
 
 
@@ -260,7 +262,11 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
         return art
     finally:
         os.close(fd)
-    kind = registry.recognise(ref.path.name, head, complete=st.st_size <= len(head))
+    try:
+        kind = registry.recognise(ref.path.name, head, complete=st.st_size <= len(head))
+    except _READ_ERRORS as err:  # a content test met hostile bytes: the file is of no kind we read
+        art.kind, art.error = "binary", f"not recognised: {type(err).__name__}: {str(err)[:200]}"
+        return art
     art.kind = kind.name
     if kind.read is None:
         return art
@@ -269,6 +275,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     look = line_filter(kind.text_stream) if (line_filter and kind.text_stream) else None
 
     def keep(n: int, text: str) -> None:
+        if " NCCL INFO " in text:  # progress chatter: no known error is an INFO line
+            return
         if look(text) and len(notes) < 10_000:
             notes.append((n, text.rstrip("\n")))
 
@@ -322,14 +330,20 @@ def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_read_plain, refs, [log_mode] * len(refs), chunksize=16))
+        return list(pool.map(_read_plain, refs, [log_mode] * len(refs), chunksize=1024))
+
+
+_WORKER_FILTER: list = []
 
 
 def _read_plain(ref: FileRef, log_mode: str | None) -> Artifact:
-    """A worker process's read: the built-in knowledge base's line filter (filters do not pickle)."""
-    from parsers import knowledge
+    """A worker process's read: the built-in knowledge base's line filter (filters do not pickle),
+    loaded once per worker."""
+    if not _WORKER_FILTER:
+        from parsers import knowledge
 
-    return read_file(ref, knowledge.load(use_env=False).line_filter, log_mode)
+        _WORKER_FILTER.append(knowledge.load(use_env=False).line_filter)
+    return read_file(ref, _WORKER_FILTER[0], log_mode)
 
 
 def load(source: Source, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:
@@ -338,6 +352,8 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
         from parsers import knowledge
 
         line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
+    if workers is None and len(source.files) >= PARALLEL_FILES:
+        workers = min(8, os.cpu_count() or 1)
     ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     with pause_gc():
         arts = read_files(source.files, line_filter, workers, log_mode)

@@ -142,6 +142,7 @@ class KnowledgeBase:
         self.entries: list[Entry] = list(entries)
         self._lines = {s: [e for e in self.entries if e.kind == "line" and s in e.streams] for s in STREAMS}
         self._values = [e for e in self.entries if e.kind == "value"]
+        self._filters: dict[str, Callable[[str], bool] | None] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -174,7 +175,14 @@ class KnowledgeBase:
         One alternation of every entry's pattern (named groups made plain), so a line costs
         one regex search instead of one per entry; the entries decide afterwards.
         """
-        patterns = [e.pattern.pattern for s in {stream, "kernel"} for e in self._lines.get(s, ()) if e.pattern is not None]
+        cached = self._filters.get(stream, False)
+        if cached is not False:
+            return cached
+        self._filters[stream] = made = self._make_filter(stream)
+        return made
+
+    def _make_filter(self, stream: str) -> Callable[[str], bool] | None:
+        patterns = [e.pattern.pattern for s in sorted({stream, "kernel"}) for e in self._lines.get(s, ()) if e.pattern is not None]
         if not patterns:
             return None
         plain = [re.sub(r"\(\?P<\w+>", "(?:", p) for p in patterns]

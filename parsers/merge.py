@@ -147,6 +147,9 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
     coverage = ev.coverage
     verdict.suspects = honest_absence(verdict.suspects, coverage)
+    if verdict.culprit is not None and verdict.culprit.reason_class != ReasonClass.WAIT_CYCLE:
+        # the culprit explains the cycle its waiters form: they have no evidence of their own
+        verdict.suspects = [s for s in verdict.suspects if s.reason_class != ReasonClass.WAIT_CYCLE]
     if verdict.suspects:
         head = verdict.suspects[0]
         own = culprit_state(ev, head)
@@ -204,6 +207,36 @@ def culprit_state(ev: Any, s: Suspect) -> list[str]:
         e, art = exc
         lines.append(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"))
     return lines
+
+
+def process_op_disagreements(ev: Any) -> list[dict]:
+    """NCCL op lines of processes whose communicator is known only by its pointer (no init line, no rank):
+    where two or more processes logged different collectives at the same opCount.
+
+    Said, never judged: without the init lines nothing proves the processes share a
+    communicator (a tensor-parallel and a data-parallel group count their own opCounts).
+    """
+    from collections import Counter
+
+    from parsers.model.events import OpEvent
+
+    by_seq: dict[int, dict[tuple, str]] = {}
+    for art in ev.artifacts:
+        if not art.parsed:
+            continue
+        for e in art.parsed.events:
+            if type(e) is OpEvent and e.seq_kind == "opCount" and e.comm.startswith("ptr:"):
+                by_seq.setdefault(e.seq, {}).setdefault((e.origin.host, e.origin.pid, e.origin.device), e.op)
+    out = []
+    for seq, per in sorted(by_seq.items()):
+        ops = Counter(per.values())
+        if len(per) < 2 or len(ops) < 2:
+            continue
+        who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}"
+                        for (host, pid, dev), op in sorted(per.items(), key=lambda kv: str(kv[0]))[:6])
+        out.append({"op_count": seq, "ops": dict(ops), "text": f"processes disagree at opCount {seq:x}: {who} "
+                    f"(a collective mismatch if they share a communicator; these lines do not say)"})
+    return out
 
 
 def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
@@ -274,6 +307,7 @@ def what_it_shows(ev: Any) -> str:
     for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
         what = f"{(op or 'a collective').upper()}" + (f" SeqNum {seq}" if seq is not None else "")
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {what}")
+    parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
         parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"

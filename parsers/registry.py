@@ -145,7 +145,7 @@ def _is_ras_json(head: bytes, complete: bool) -> bool:
     if complete:
         try:
             return ras.looks_like_json(json.loads(ras.repair_json(text)))
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
     return False
 

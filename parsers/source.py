@@ -87,8 +87,35 @@ class Source:
         self.close()
 
     def path(self, rel: str) -> Path:
-        """A path a manifest names, confined to the source (absolute and '..' paths refused)."""
-        return confine(self.root, rel)
+        """A path a manifest names, confined to the source (absolute and '..' paths refused).
+
+        Folders are resolved once each (a bundle has a few files per rank folder): the check
+        that no link leads outside costs one realpath per folder, not per file.
+        """
+        if not isinstance(rel, str) or "/" not in rel or rel.startswith("/") or "\x00" in rel:
+            return confine(self.root, rel)
+        head, name = rel.rsplit("/", 1)
+        if name in ("", ".", "..") or "\\" in rel:
+            return confine(self.root, rel)
+        return self._folder(head) / name
+
+    def _folder(self, head: str) -> Path:
+        """A confined folder, built from its confined parent: one lstat per new folder (a link is resolved
+        and checked whole, as confine does)."""
+        cache = self.__dict__.setdefault("_dirs", {})
+        found = cache.get(head)
+        if found is not None:
+            return found
+        parent, _, last = head.rpartition("/")
+        if last in ("", ".", "..") or len(cache) > 4 * MAX_FILES:
+            found = confine(self.root, head)
+        else:
+            base = self._folder(parent) if parent else self.__dict__.setdefault("_root", self.root.resolve())
+            found = base / last
+            if os.path.islink(found):
+                found = confine(self.root, head)
+        cache[head] = found
+        return found
 
     def rank_files(self, rank: Any, collector: str) -> list[Path]:
         """Files that collector `collector` wrote for manifest rank `rank` and that exist."""

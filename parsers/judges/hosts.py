@@ -217,10 +217,14 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) 
     (parsers.gpu_binding), the rank on the GPU a finding names ranks first.
     """
     suspects = []
-    ranks = list(ranks)
+    by_host: dict[str, list[RankEvidence]] = {}
+    for r in ranks:
+        by_host.setdefault(r.record.host, []).append(r)
     for report in reports:
+        if not report.groups:
+            continue  # nothing found on this host: no suspect can come of it
         order = gpu_binding.gpu_order(report.facts)
-        for rank in (r for r in ranks if r.record.host == report.host):
+        for rank in by_host.get(report.host, ()):
             rec = rank.record
             subject = f"rank {rec.rank}" if rec.rank is not None else f"pid {rec.pid}"
             mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g)]

@@ -58,42 +58,63 @@ def _where(r: RankEvidence) -> str:
     return act.where or "an unknown place (no stack)"
 
 
+class _Evidence(list):
+    """A rank's evidence lines, built only when a suspect is made (folding the waiting ranks costs O(world))."""
+
+    def __init__(self, r: RankEvidence, waiting: dict[int, Activity], common: Activity | None) -> None:
+        super().__init__()
+        self.r, self.waiting, self.common = r, waiting, common
+        self.others = len(waiting) - (r.rank in waiting) > 0
+        self._filled = False
+
+    def others_text(self) -> str:
+        return fold(k for k in self.waiting if k != self.r.rank)
+
+    def fill(self) -> "_Evidence":
+        if not self._filled:
+            self._filled = True
+            r = self.r
+            head = [f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan") else "")]
+            if r.main_stack:
+                head.append(f"{r.main_stack.source}: main thread at {_where(r)}")
+            if self.others and self.common:
+                head.append(f"ranks {self.others_text()} {self.common.text}")
+            self[:0] = head
+        return self
+
+
 def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
     state = r.state
     rec = r.record
     base = dict(rank=rec.rank, host=rec.host, pid=rec.pid)
-    evidence = [f"process state {state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan") else "")]
-    if r.main_stack:
-        evidence.append(f"{r.main_stack.source}: main thread at {_where(r)}")
-    others = {k: v for k, v in waiting.items() if k != rec.rank}
-    if others and common:
-        evidence.append(f"ranks {fold(others)} {common.text}")
+    evidence = _Evidence(r, waiting, common)
+    others = evidence.others
     if state in ("T", "t"):
         reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
-        return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=evidence)
+        return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class="exited", reason="has exited (zombie or gone) while the job runs on", confidence=CONFIDENCE["exited"], evidence=evidence)
+        return Suspect(**base, reason_class="exited", reason="has exited (zombie or gone) while the job runs on", confidence=CONFIDENCE["exited"], evidence=list(evidence.fill()))
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
-        return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=evidence)
+        return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=list(evidence.fill()))
     if state == "R":
         evidence.append("busy on a CPU (state R) at collection")
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
         conf = CONFIDENCE["data-wait"] if others else 0.5
-        return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=evidence + more)
+        return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
     if act is None or not others:
         return None
     if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
-        reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {fold(others)} wait in {common.op}"
-        return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=evidence)
+        reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {evidence.others_text()} wait in {common.op}"
+        return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=list(evidence.fill()))
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
-        return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=evidence)
+        return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=list(evidence.fill()))
     if act.waiting and common and act.op != common.op:
         reason = f"waits in {act.op} while its peers wait in {common.op}"
-        return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=evidence)
+        return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=list(evidence.fill()))
     return None
 
 

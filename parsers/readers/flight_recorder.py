@@ -19,6 +19,7 @@ with `process_group` (name, desc), `collective_seq_id`, `p2p_seq_id`, `is_p2p`,
 from __future__ import annotations
 
 import io
+import pickletools
 import json
 import pickle
 from typing import Any
@@ -42,6 +43,32 @@ class _PlainDataUnpickler(pickle.Unpickler):
         raise UnsafePickle("refused a persistent id in a Flight Recorder dump")
 
 
+#: opcodes that store into or read from the unpickler's memo by index
+_MEMO_OPS = {"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"}
+
+
+def _check_opcodes(data: bytes) -> None:
+    """Refuse pickles whose opcodes would make the unpickler allocate far beyond the file's size.
+
+    Why: the C unpickler sizes its memo to the largest index it is told to store at; a
+    4 KB file with one 'LONG_BINPUT 308812145' made it allocate gigabytes (found by the
+    fuzz test). A real dump numbers its memo from 0, one slot per stored object, and
+    declares no frame larger than itself.
+    """
+    ops = 0
+    try:
+        for op, arg, _pos in pickletools.genops(data):
+            ops += 1
+            if op.name in _MEMO_OPS and isinstance(arg, int) and arg > ops:
+                raise ValueError(f"not a readable pickle: memo index {arg} after {ops} opcodes")
+            if op.name == "FRAME" and isinstance(arg, int) and arg > len(data):
+                raise ValueError(f"not a readable pickle: frame of {arg} bytes in {len(data)}")
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001 - genops' own complaint about a damaged stream
+        raise ValueError(f"not a readable pickle: {type(err).__name__}: {str(err)[:200]}") from None
+
+
 def load_bytes(data: bytes) -> dict:
     """Decode a dump (pickle or JSON) into a dict. Raises ValueError with a clear reason."""
     if len(data) > MAX_BYTES:
@@ -53,6 +80,7 @@ def load_bytes(data: bytes) -> dict:
         except json.JSONDecodeError as err:
             raise ValueError(f"not valid JSON: {err}") from None
     else:
+        _check_opcodes(data)
         try:
             obj = _PlainDataUnpickler(io.BytesIO(data)).load()
         except UnsafePickle:

@@ -23,8 +23,8 @@ from parsers.readers import pasted_host, textline
 
 _RECORD = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] )?"
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>[^\]]*)\] "
-    r"(?:(?P<src>[\w./-]+:\d+)(?: \((?P<fn>[^)]*)\))? )?"
+    r"(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>[^\]]{0,32})\] "
+    r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
 _INIT = re.compile(
@@ -73,7 +73,9 @@ def looks_like(text: str) -> bool:
 def looks_like_line(text: str) -> bool:
     """True when one prefix-stripped line is an NCCL record, its version banner, or a record
     whose host:pid:tid prefix was cut off."""
-    return _RECORD.search(text) is not None or _ANON.match(text) is not None or text.startswith("NCCL version")
+    if "NCCL" not in text:  # most lines: no regex at all (and no backtracking over a hostile 60 KB line)
+        return False
+    return _RECORD.search(text[:8192]) is not None or _ANON.match(text) is not None or text.startswith("NCCL version")
 
 
 class _State:

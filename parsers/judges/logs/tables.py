@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
-from parsers.model.events import OpEvent, Progress
+from parsers.model.events import ErrorEvent, normalise_op, OpEvent, Progress
 
 P2P_OPS = {"send", "recv", "sendrecv"}
 
@@ -87,7 +87,21 @@ def build(arts: Evidence, ids: Identities) -> Tables:
                     t.has_completion[comm] = True
                 _source(t, comm, art.kind)
                 ids.comm_members.setdefault(comm, set()).add(g)
+            elif cls is ErrorEvent and ev.kind == "watchdog-timeout" and ev.op and ev.seq is not None and ev.comm:
+                _timed_out_op(t, ids, ev)
     return t
+
+
+def _timed_out_op(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
+    """A watchdog line names the op a rank timed out in ('WorkNCCL(SeqNum=80078, OpType=BROADCAST'): its
+    signature at that position, where the rank's own dumps or op lines gave none (count unknown)."""
+    g = ids.resolve(ev.origin)
+    if g is None:
+        return
+    comm = ids.canonical(ev.comm, g)
+    sig = t.signatures[(comm, ev.seq)]
+    if g not in sig:
+        sig[g] = [(normalise_op(ev.op), None, None)]
 
 
 #: which artifact kind best describes a comm's progress: a per-rank dump beats per-rank logs
@@ -203,6 +217,8 @@ def find_mismatches(t: Tables) -> list[dict]:
             continue
         sigs = {g: (calls[0],) if len(calls) == 1 else tuple(sorted(set(calls), key=repr))
                 for g, calls in per_rank.items()}
+        if any(c[1] is None for calls in sigs.values() for c in calls):  # a watchdog line: compare op names only
+            sigs = {g: tuple(sorted({(c[0], None, None) for c in calls})) for g, calls in sigs.items()}
         counts = Counter(sigs.values())
         if len(counts) < 2:
             continue

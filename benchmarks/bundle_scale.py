@@ -1,0 +1,117 @@
+"""Benchmark: `forensics analyze` on a bundle of N ranks laid out as `forensics collect` writes it.
+
+Why: the one pipeline reads every file of a bundle through the registry; at 100k ranks
+that is 600k files. The goal (issue 12 item 7) is a 100k-rank bundle analysed in under
+60 s with peak RSS under 4 GB on this 2-core machine. Each rank gets what the collector
+writes for a hung rank: proc.json, environ.json, pyspy.json (main thread in all_reduce,
+one rank sleeping elsewhere), stdout/stderr tails, and its NCCL log (init, topology, 11
+all_reduces, the culprit one fewer). The analysis runs in a child process so its peak
+RSS is its own (ru_maxrss of the child).
+
+    PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.synthetic_job import rank_lines
+
+GOAL_S, GOAL_RSS_GB = 60.0, 4.0
+
+
+def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int = 11) -> int:
+    """A bundle as collect writes it; returns the number of files."""
+    manifest = {"created": "2026-12-01T00:00:00+00:00", "tool_version": "bench", "format": "hang-forensics-bundle",
+                "version": 1, "command": ["bench"], "hosts": [], "ranks": [], "missing": [], "artifacts": [], "notes": []}
+    files = 0
+    for r in range(ranks):
+        host = f"node{r // per_host:05d}"
+        pid = 10000 + r
+        rel = f"hosts/{host}/rank{r}-pid{pid}"
+        d = root / rel
+        (d / "nccl").mkdir(parents=True, exist_ok=True)
+        state = "S"
+        (d / "proc.json").write_text(json.dumps({"pid": pid, "state": state, "comm": "python3", "ppid": 1, "uid": 0,
+                                                 "wchan": "futex_wait_queue", "threads": [{"tid": pid, "name": "python3",
+                                                                                          "state": state, "wchan": "futex_wait_queue"}]}))
+        (d / "environ.json").write_text(json.dumps({"RANK": str(r), "WORLD_SIZE": str(ranks), "LOCAL_RANK": str(r % per_host),
+                                                    "LOCAL_WORLD_SIZE": str(per_host), "MASTER_ADDR": "node00000",
+                                                    "MASTER_PORT": "29500", "PATH": "/usr/bin"}))
+        frames = ([{"name": "slow_data_loader", "filename": "train.py", "line": 47}] if r == culprit else
+                  [{"name": "all_reduce", "filename": "torch/distributed/distributed_c10d.py", "line": 3252}])
+        frames.append({"name": "main", "filename": "train.py", "line": 80})
+        (d / "pyspy.json").write_text(json.dumps([{"pid": pid, "thread_id": pid, "os_thread_id": pid, "thread_name": "MainThread",
+                                                   "active": True, "owns_gil": True, "frames": frames}]))
+        (d / "stdout.log").write_text(f"[train] rank {r} step 10\n")
+        (d / "stderr.log").write_text("")
+        log = rank_lines(r, ranks, ops - 1 if r == culprit else ops, host=host, pid=pid)
+        (d / "nccl" / f"nccl.{host}.{pid}.log").write_text("".join(log))
+        files += 6
+        cols = [
+            {"name": "process_state", "status": "ok", "files": [f"{rel}/proc.json"]},
+            {"name": "environment", "status": "ok", "files": [f"{rel}/environ.json"]},
+            {"name": "stdio", "status": "ok", "files": [f"{rel}/stdout.log", f"{rel}/stderr.log"]},
+            {"name": "nccl_log", "status": "ok", "files": [f"{rel}/nccl/nccl.{host}.{pid}.log"]},
+            {"name": "py-spy", "status": "ok", "files": [f"{rel}/pyspy.json"]},
+        ]
+        manifest["ranks"].append({"host": host, "pid": pid, "dir": rel, "rank": r, "local_rank": r % per_host,
+                                  "world_size": ranks, "local_world_size": per_host, "job_id": "node00000:29500",
+                                  "state_before": state, "state_after": state, "collectors": cols})
+    for h in range((ranks + per_host - 1) // per_host):
+        manifest["hosts"].append({"host": f"node{h:05d}", "status": "ok", "collectors": []})
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return files + 1
+
+
+CHILD = """
+import json, resource, sys, time
+t = time.perf_counter()
+from parsers.analyze import analyze
+from parsers import knowledge
+v = analyze(sys.argv[1], knowledge.load(use_env=False)).verdict
+c = v.culprit
+print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None}))
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", type=int, default=100_000)
+    ap.add_argument("--ranks-per-host", type=int, default=8)
+    ap.add_argument("--keep", type=Path, help="write the bundle here and keep it")
+    args = ap.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
+    culprit = args.ranks // 3
+    try:
+        t = time.perf_counter()
+        n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
+        print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        out = subprocess.run([sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, env=env, check=False)
+        if out.returncode != 0:
+            print(out.stderr[-2000:])
+            return 1
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        rss_gb = res["rss_kb"] / 1024 / 1024
+        ok = res["culprit"] == culprit
+        print(f"analyze: {res['seconds']:.1f} s (goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB (goal < {GOAL_RSS_GB:.0f} GB), "
+              f"culprit rank {res['culprit']} [{res['reason']}] {'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}")
+        return 0 if ok else 1
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
