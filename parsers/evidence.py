@@ -166,9 +166,10 @@ class Coverage:
 
     world_size: int | None
     world_source: str  #: where the world size was read ('' when unknown)
-    reporting: frozenset[int]  #: ranks with files of their own
+    reporting: frozenset[int]  #: ranks with files of their own, or lines in a merged log
     from_manifest: bool
     hosts_cover_world: bool = False  #: live process files of hosts whose LOCAL_WORLD_SIZE adds up to the world
+    merged_only: bool = False  #: every rank's lines come from multi-rank logs (an excerpt may leave ranks out)
 
     @property
     def absent(self) -> list[int]:
@@ -184,6 +185,8 @@ class Coverage:
         if self.from_manifest or self.hosts_cover_world:
             return True
         few_absent = len(self.absent) <= max(1, self.world_size // 16)
+        if self.merged_only:  # lines pasted from a shared log: a rank not among them may just not have been copied
+            return False
         if self.world_source == LIVE_WORLD:  # what a manifest's world size rests on: a live process's own env
             return few_absent
         return few_absent and len(self.reporting) >= 2
@@ -504,19 +507,23 @@ def _group_hosts(ev: Evidence) -> None:
 
 def _coverage(ev: Evidence) -> Coverage:
     reporting: set[int] = set()
+    own: set[int] = set()
     for r in ev.ranks:
         if r.rank is not None:
             reporting.add(r.rank)
+            own.add(r.rank)
     for art in ev.artifacts:
         if art.kind in REPORTING_KINDS and art.parsed is not None:
             if art.rank is not None:
                 reporting.add(art.rank)
+                if len(art.parsed.facts.get("pids") or ()) <= 1:
+                    own.add(art.rank)
             for r in art.parsed.facts.get("ranks") or ():
                 reporting.add(int(r))
     if ev.manifest is not None and ev.world_size:
         return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True)
     world, where = _stated_world(ev)
-    return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world))
+    return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world), merged_only=bool(reporting) and not own)
 
 
 def _hosts_cover(ev: Evidence, world: int | None) -> bool:

@@ -40,6 +40,7 @@ class Identities:
     comm_members: dict[str, set[int]] = field(default_factory=dict)  #: comm -> global ranks known in it
     world_size: int | None = None
     unranked: list[str] = field(default_factory=list)  #: files whose process has no known global rank
+    own: set[int] = field(default_factory=set)  #: ranks with a file of their own (not only lines in a merged log)
     aliases: dict[tuple[int, str], str] = field(default_factory=dict)  #: (global rank, alias) -> comm key
     alias_keys: dict[str, set[str]] = field(default_factory=dict)  #: alias -> every comm key it stands for
 
@@ -105,6 +106,8 @@ def build(arts: Evidence) -> Identities:
         info = ids.info(rank)
         info.kinds.add(art.kind)
         info.files.append(str(art.path))
+        if not (art.parsed and len(art.parsed.facts.get("pids") or ()) > 1):
+            ids.own.add(rank)  # a file of several processes is a merged log, whatever rank its first init names
         if art.host and not info.host:
             info.host = art.host
         pids = (art.parsed.facts.get("pids") if art.parsed else None) or ([art.pid] if art.pid else [])

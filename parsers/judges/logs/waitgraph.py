@@ -62,7 +62,8 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             # stderr ends before the watchdog lines all seven others print).
             joined |= set(ids.ranks) | set(range(ids.world_size or 0))
         for m in members - set(known):
-            if m in joined and m in providers.get(source, set()):
+            # a rank whose lines sit in a merged log (an excerpt) may just not have been copied: own files only
+            if m in joined and m in providers.get(source, set()) and m in ids.own:
                 known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
         silent = sorted(m for m in members if m not in known and m not in providers.get(source, set()))
         order = sorted(known, key=lambda r: known[r].enqueued)

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Write docs/realworld.md: every real excerpt, what was recognised, the verdict, right or honest.
+
+    PYTHONPATH=. .venv/bin/python scripts/realworld_table.py > docs/realworld.md
+
+The rows come from tests/unit/realworld/verdicts.py, the same code the tests run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tests.unit.realworld.verdicts import GAPS, judge, stems
+
+
+def main() -> int:
+    rows = [judge(s) for s in stems()]
+    out = sys.stdout
+    known = [r for r in rows if r.known]
+    print("# Real-world excerpts: what `forensics analyze` makes of them", file=out)
+    print(file=out)
+    print(f"{len(rows)} excerpts that users posted in public issue threads, each alone in a folder "
+          "(`tests/fixtures/realworld/`, one `.json` per excerpt with its source, versions and what the "
+          "thread establishes). Records: the NCCL/PyTorch/launcher/host records a correct reader must yield "
+          "from the excerpt, and how many were. Outcome: *right* (the thread's culprit or host cause reached), "
+          "*honest* (the thread does not know; no culprit named), *gap* (a known miss, with why). "
+          "Regenerate with `scripts/realworld_table.py`; `tests/unit/realworld/` checks every row.", file=out)
+    print(file=out)
+    rec = sum(r.recognised for r in rows), sum(r.records for r in rows)
+    print(f"Totals: records {rec[0]} of {rec[1]}; threads that know the truth {len(known)}, of them right "
+          f"{sum(r.outcome == 'right' for r in known)}; the others honest "
+          f"{sum(r.outcome == 'honest' for r in rows if not r.known)} of {len(rows) - len(known)}, "
+          f"overclaims {sum(r.outcome == 'overclaim' for r in rows)}.", file=out)
+    print(file=out)
+    print("| excerpt | source | records | verdict | outcome |", file=out)
+    print("| --- | --- | --- | --- | --- |", file=out)
+    for r in rows:
+        summary = r.summary.replace("|", "/")
+        summary = summary if len(summary) <= 160 else summary[:157] + "..."
+        why = f" ({GAPS[r.stem]})" if r.stem in GAPS else ""
+        print(f"| {r.stem} | {r.url} | {r.recognised}/{r.records} | {summary} | {r.outcome}{why} |", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
