@@ -265,6 +265,9 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
         return art
     finally:
         os.close(fd)
+    if st.st_size == 0:
+        art.kind = "empty"  # an empty stdout/stderr: nothing to recognise or read
+        return art
     try:
         kind = registry.recognise(ref.path.name, head, complete=st.st_size <= len(head))
     except _READ_ERRORS as err:  # a content test met hostile bytes: the file is of no kind we read
@@ -362,7 +365,8 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
         arts = read_files(source.files, line_filter, workers, log_mode)
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
-            if art.kind not in _QUIET_KINDS:
+            # an empty output file a collector copied is no news; an empty file among a user's logs is said
+            if art.kind not in _QUIET_KINDS and not (art.kind == "empty" and art.hints.from_manifest):
                 ev.skipped.append((art.rel or str(art.path), f"not evidence this tool reads ({art.kind})"))
             continue
         if art.error and art.parsed is None:

@@ -43,11 +43,24 @@ _LISTS = {"collectors": (_COLLECTOR, MAX_COLLECTORS), "hosts": (_HOST, MAX_RECOR
           "missings": (_MISSING, MAX_RECORDS), "artifacts": (_ARTIFACT, MAX_RECORDS)}
 
 
-def _fail(where: str, what: str) -> None:
-    raise ValueError(f"{where}: {what}")
+def _place(where: Any) -> str:
+    """'manifest.ranks[3].collectors[0].files' from the (parent, step) chain built while checking.
+
+    Why a chain: a 100k-rank manifest has millions of fields; formatting each one's place
+    up front cost seconds, and a place is only ever shown for the one that fails.
+    """
+    steps = []
+    while isinstance(where, tuple):
+        where, step = where
+        steps.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+    return str(where) + "".join(reversed(steps))
 
 
-def _check_str(value: Any, where: str, optional: bool) -> None:
+def _fail(where: Any, what: str) -> None:
+    raise ValueError(f"{_place(where)}: {what}")
+
+
+def _check_str(value: Any, where: Any, optional: bool) -> None:
     if value is None and optional:
         return
     if not isinstance(value, str):
@@ -56,7 +69,7 @@ def _check_str(value: Any, where: str, optional: bool) -> None:
         _fail(where, f"string of {len(value)} characters (at most {MAX_STRING})")
 
 
-def _check_int(value: Any, where: str, spec: str) -> None:
+def _check_int(value: Any, where: Any, spec: str) -> None:
     kind, lo, hi = spec.split(":")
     if value is None and kind.endswith("?"):
         return
@@ -66,7 +79,7 @@ def _check_int(value: Any, where: str, spec: str) -> None:
         _fail(where, f"{value if abs(value) < 10**12 else 'a huge number'} is out of range {lo}..{hi}")
 
 
-def _check_list(value: Any, where: str, limit: int) -> list:
+def _check_list(value: Any, where: Any, limit: int) -> list:
     if not isinstance(value, list):
         _fail(where, f"expected a list, got {type(value).__name__}")
     if len(value) > limit:
@@ -74,7 +87,7 @@ def _check_list(value: Any, where: str, limit: int) -> list:
     return value
 
 
-def _check_value(value: Any, where: str, kind: str) -> None:
+def _check_value(value: Any, where: Any, kind: str) -> None:
     """Check one field value against its kind."""
     if kind in ("str", "str?"):
         _check_str(value, where, kind == "str?")
@@ -92,16 +105,16 @@ def _check_value(value: Any, where: str, kind: str) -> None:
     elif kind in ("strs", "argv", "notes"):
         limit = {"strs": MAX_FILES, "argv": MAX_ARGV, "notes": MAX_RECORDS}[kind]
         for i, item in enumerate(_check_list(value, where, limit)):
-            _check_str(item, f"{where}[{i}]", False)
+            _check_str(item, (where, i), False)
     elif kind in _LISTS:
         schema, limit = _LISTS[kind]
         for i, item in enumerate(_check_list(value, where, limit)):
-            check_record(item, schema, f"{where}[{i}]")
+            check_record(item, schema, (where, i))
     else:  # pragma: no cover - a schema typo
         raise AssertionError(kind)
 
 
-def check_record(data: Any, schema: dict[str, tuple[str, bool]], where: str) -> None:
+def check_record(data: Any, schema: dict[str, tuple[str, bool]], where: Any) -> None:
     """Check one object: it is a dict, required fields are there, every known field has its type and range."""
     if not isinstance(data, dict):
         _fail(where, f"expected an object, got {type(data).__name__}")
@@ -110,7 +123,7 @@ def check_record(data: Any, schema: dict[str, tuple[str, bool]], where: str) -> 
         _fail(where, f"missing field(s) {', '.join(absent)}")
     for name, (kind, _) in schema.items():
         if name in data:
-            _check_value(data[name], f"{where}.{name}" if where != "manifest" else f"manifest.{name}", kind)
+            _check_value(data[name], (where, name), kind)
 
 
 def check_manifest(data: Any) -> None:

@@ -398,9 +398,9 @@ def for_collector(collector: str) -> list[Kind]:
 
 def recognise(file_name: str, head: bytes, complete: bool) -> Kind:
     """The kind of a file: our own file name when its content agrees, else content alone."""
-    for k in KINDS:
+    for k in _named_kinds(file_name):
         test = k.name_sniff or k.sniff
-        if k.names and _name_matches(k, file_name) and (test is None or test(head, complete)):
+        if test is None or test(head, complete):
             return k
     for k in KINDS:
         if k.sniff is not None and k.sniff(head, complete):
@@ -408,8 +408,23 @@ def recognise(file_name: str, head: bytes, complete: bool) -> Kind:
     return BY_NAME["binary"]
 
 
-def _name_matches(k: Kind, file_name: str) -> bool:
-    return any(fnmatch.fnmatchcase(file_name, pat) for pat in k.names if "/" not in pat)
+#: exact collector file names -> kinds, and the wildcard patterns, for a quick look-up by name
+_EXACT: dict[str, list[Kind]] = {}
+_PATTERNS: list[tuple[str, Kind]] = []
+for _k in KINDS:
+    for _pat in _k.names:
+        if any(c in _pat for c in "*?["):
+            _PATTERNS.append((_pat, _k))
+        else:
+            _EXACT.setdefault(_pat, []).append(_k)
+
+
+def _named_kinds(file_name: str) -> list[Kind]:
+    """Kinds whose collector file names match `file_name`, in table order."""
+    found = list(_EXACT.get(file_name, ()))
+    found += [k for pat, k in _PATTERNS if fnmatch.fnmatchcase(file_name, pat) and k not in found]
+    order = {k.name: i for i, k in enumerate(KINDS)}
+    return sorted(found, key=lambda k: order[k.name]) if len(found) > 1 else found
 
 
 def describe() -> Iterable[tuple[str, str, str]]:

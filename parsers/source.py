@@ -37,7 +37,7 @@ _GENERIC_DIRS = {"logs", "log", "nccl", "fr", "dumps", "stdout", "stderr", "out"
 _SKIP_NAMES = {"truth.json", "summary.json", "analysis.json"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hints:
     """What is known of a file before reading it: from the manifest (strong) or its path (weak)."""
 
@@ -50,13 +50,13 @@ class Hints:
     parent_pid: int | None = None  #: a child's files (DataLoader worker...): the rank process it belongs to
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class FileRef:
     """One file to read: absolute path, the path to cite (relative to the source), hints."""
 
     path: Path
     rel: str
-    hints: Hints = Hints()
+    hints: Hints = field(default_factory=Hints)
 
 
 @dataclass
@@ -221,8 +221,7 @@ def _bundle_files(src: Source, man: Manifest) -> None:
         except InputError as err:
             src.skipped.append((rel, str(err)))
             return
-        if full.is_file():
-            src.files.append(FileRef(full, rel, hints))
+        src.files.append(FileRef(full, rel, hints))  # a file the manifest names but that is gone: the read says so
 
     for rank in man.ranks:
         for col in rank.collectors:
