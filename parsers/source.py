@@ -150,7 +150,7 @@ def open_source(path: Path | str) -> Source:
         return _open_folder(given, given, temp=None)
     if not given.is_file():
         raise InputError(f"{given}: not a regular file or folder")
-    if not _is_tar(given):
+    if not is_archive(given):
         raise InputError(f"{given}: not a bundle, folder or tar archive",
                          help="pass a folder written by 'forensics collect', a folder of logs, or a .tar.gz of either")
     temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
@@ -165,9 +165,10 @@ def open_source(path: Path | str) -> Source:
     return src
 
 
-def _is_tar(path: Path) -> bool:
+def is_archive(path: Path) -> bool:
+    """True for a regular file that tarfile can open (plain or compressed tar)."""
     try:
-        return tarfile.is_tarfile(path)
+        return Path(path).is_file() and tarfile.is_tarfile(path)
     except OSError:
         return False
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from parsers.source import is_archive
+
 from parsers import safeio
 
 HostCheck = Callable[[str], "str | None"]
@@ -104,7 +106,7 @@ def read_one(path: Path) -> tuple[dict[str, float], str | None]:
     try:
         if path.is_dir() and (path / "analysis.json").is_file():
             return _hosts_of_verdict(_read_json(path / "analysis.json"), str(path / "analysis.json")), None
-        if path.is_dir() or _is_archive(path):
+        if path.is_dir() or is_archive(path):
             return _hosts_of_source(path)
         data = _read_json(path)
         hosts = _hosts_of_verdict(data, str(path)) or _hosts_of_manifest(data)
@@ -113,15 +115,6 @@ def read_one(path: Path) -> tuple[dict[str, float], str | None]:
         raise
     except (OSError, ValueError) as err:
         return {}, f"{path}: unreadable ({err})"
-
-
-def _is_archive(path: Path) -> bool:
-    import tarfile
-
-    try:
-        return path.is_file() and tarfile.is_tarfile(path)
-    except OSError:
-        return False
 
 
 def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:

@@ -12,23 +12,7 @@ from pathlib import Path
 from forensics.errors import ForensicsError
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME
-from parsers.source import Source, is_manifest, open_source
-
-#: an opened bundle is a parsers.source.Source that has a manifest
-Bundle = Source
-
-
-def is_bundle(path: Path) -> bool:
-    """True when `path` is a bundle folder (a manifest.json of ours) or a tar archive."""
-    path = Path(path)
-    if path.is_dir():
-        return is_manifest(path / MANIFEST_NAME)
-    try:
-        import tarfile
-
-        return path.is_file() and tarfile.is_tarfile(path)
-    except OSError:
-        return False
+from parsers.source import Source, open_source
 
 
 def open_bundle(path: Path | str) -> Source:
