@@ -15,7 +15,7 @@ Archives arrive from tickets and chat: hostile. A 2.2 MB archive once expanded t
 - `extracted(path)` is a context manager: the temporary folder is removed on exit,
   whatever happened inside.
 
-Pure: imports nothing from `forensics`.
+Pure, and ground floor (nothing above parsers/).
 """
 
 from __future__ import annotations

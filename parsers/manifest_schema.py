@@ -4,7 +4,7 @@ A manifest is data from another machine (or an attacker): `world_size` of 10^12 
 made a loop over ranks die with MemoryError, a string where a list belongs made
 `for f in files` walk characters. `check_manifest(data)` checks every field of every
 record against this schema and raises ValueError naming the first bad place, so
-code after it may trust types and bounds. Pure: imports nothing from `forensics`
+code after it may trust types and bounds. Pure, and ground floor (nothing above parsers/)
 (the bundle reader can move here without dragging the writer along).
 """
 

@@ -18,7 +18,7 @@ one of them goes through these rules before it is written into a bundle:
   ids, Hugging Face, OpenAI-style `sk-`, JWTs, PEM private keys).
 
 Everything is linear-time regular expressions (no nested quantifiers), so a hostile
-60 KB line costs milliseconds. Pure: imports nothing from `forensics`.
+60 KB line costs milliseconds. Pure, and ground floor (nothing above parsers/).
 """
 
 from __future__ import annotations

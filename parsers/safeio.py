@@ -14,7 +14,7 @@ bundle. So here, and nowhere else, files are opened:
 `confine(root, rel)` turns a path named by a manifest into a path inside the bundle,
 refusing absolute paths, `..` and links that lead out.
 
-This module imports nothing from `forensics` (parsers/ is the ground floor).
+This module is ground floor: it depends on nothing above parsers/.
 """
 
 from __future__ import annotations
