@@ -26,7 +26,7 @@ from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.progress import judge_progress
 from parsers.judges.stacks import stack_verdict
-from parsers.judges.stragglers import judge_stragglers
+from parsers.judges.stragglers import judge_slowness
 from parsers.merge import merge_verdict
 from parsers.quiet_gc import pause_gc
 from parsers.model.findings import Verdict, WaitEdge
@@ -66,7 +66,7 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     reports, host_suspects = judge_hosts(ev, kb)
     host_suspects = host_suspects + judge_exceptions(ev)
     progress = judge_progress(ev.recorder)
-    slow = judge_stragglers(ev.recorder) if progress.decided and progress.running else None
+    slow = judge_slowness(ev) if progress.decided and progress.running else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
     verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)

@@ -199,6 +199,12 @@ def culprit_state(ev: Any, s: Suspect) -> list[str]:
             lines.append(f"main thread {loader[0]} [{src}]")
         else:
             lines.append(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]")
+    if s.reason_class == ReasonClass.GPU_QUEUED:
+        host = ev.hosts.get(proc.record.host if proc is not None else (s.host or ""))
+        utils = sorted({f["utilization.gpu"] for f in (host.facts.values() if host else ())
+                        if isinstance(f, dict) and isinstance(f.get("utilization.gpu"), (int, float))})
+        if utils:
+            lines.append(f"its host's GPU utilisation at collection: {', '.join(f'{u:g}%' for u in utils)} [nvidia-smi]")
     exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
     if exit_rec is not None and exit_rec.returncode is not None:
         lines.append(f"ended: {exit_rec.how} [launcher record]")

@@ -68,9 +68,12 @@ class Stragglers:
                 "text": self.describe()}
 
 
-def enter_times(recorder_states: list) -> dict[tuple[str, str, int], dict[int, int]]:
+EnterTimes = dict[tuple[str, str, int], dict[int, int]]
+
+
+def enter_times(recorder_states: list) -> EnterTimes:
     """(communicator, function, seq) -> {global rank: enter time ns}, from the recorder's collectives."""
-    out: dict[tuple[str, str, int], dict[int, int]] = {}
+    out: EnterTimes = {}
     for st in recorder_states:
         rank = st.env_rank if st.env_rank is not None else st.rank
         for c in st.colls:
@@ -79,15 +82,47 @@ def enter_times(recorder_states: list) -> dict[tuple[str, str, int], dict[int, i
     return out
 
 
+def fr_enter_times(artifacts: list) -> EnterTimes:
+    """The same from Flight Recorder dumps taken mid-run: each entry's time_created_ns per rank.
+
+    Why a second source: a job without the recorder still has the Flight Recorder; its
+    entries are stamped when the rank enqueues the collective (nanoseconds)."""
+    out: EnterTimes = {}
+    for art in artifacts:
+        if art.kind != "fr-dump" or not art.parsed:
+            continue
+        for e in art.parsed.events:
+            t = getattr(e, "time_ns", None)
+            if t and e.seq_kind == "seq" and e.origin.rank is not None:
+                out.setdefault((e.comm, e.op, e.seq), {})[e.origin.rank] = t
+    return out
+
+
 def judge_stragglers(recorder_states: list, resolution_ms: float = CLOCK_RESOLUTION_MS) -> Stragglers:
     """Who enters collectives last, from the recorder (see the module doc for the rules)."""
-    times = enter_times(recorder_states)
+    hosts = {(st.env_rank if st.env_rank is not None else st.rank): (st.host or st.hostid) for st in recorder_states}
+    return judge_enter_times(enter_times(recorder_states), hosts, resolution_ms)
+
+
+def judge_slowness(ev: Any) -> Stragglers:
+    """Stragglers of a running job (`ev`: parsers.evidence.Evidence): the recorder's enter times, else (or when
+    they cover too few operations) the Flight Recorder's, whose nanosecond stamps need no clock margin."""
+    found = judge_stragglers(ev.recorder)
+    if found.ops >= MIN_OPS:
+        return found
+    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
+    from_fr = judge_enter_times(fr_enter_times(ev.artifacts), hosts, resolution_ms=0.001)
+    return from_fr if from_fr.ops > found.ops else found
+
+
+def judge_enter_times(times: EnterTimes, hosts: dict[int, str], resolution_ms: float = CLOCK_RESOLUTION_MS) -> Stragglers:
+    """Who enters collectives last, from enter times of any source (the rules in the module doc)."""
     ranks_of_comm: dict[str, set[int]] = {}
     for (comm, _f, _s), per in times.items():
         ranks_of_comm.setdefault(comm, set()).update(per)
     full = [per for (comm, _f, _s), per in times.items() if len(per) >= 2 and set(per) == ranks_of_comm[comm]]
     out = Stragglers(ops=len(full))
-    out.hosts = {(st.env_rank if st.env_rank is not None else st.rank): (st.host or st.hostid) for st in recorder_states}
+    out.hosts = dict(hosts)
     if out.ops < MIN_OPS:
         return out
     late_ms: dict[int, list[float]] = {}

@@ -93,6 +93,7 @@ class OpEvent:
     sizes: str | None = None  #: FR input sizes as text, for mismatch messages
     peer: int | None = None  #: p2p / root
     source: str = ""
+    time_ns: int | None = None  #: when the rank enqueued it (Flight Recorder time_created_ns), if recorded
 
 
 @dataclass(slots=True)

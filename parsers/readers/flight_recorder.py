@@ -163,7 +163,8 @@ def parse(data: dict, origin: Origin) -> Parsed:
             seq=seq, origin=Origin(origin.host, origin.pid, origin.rank, origin.file, i),
             seq_kind="p2p-seq" if is_p2p else "seq", state={"scheduled": "enqueued"}.get(state, state),
             count=numel, dtype=",".join(map(str, dtypes)) if isinstance(dtypes, list) else None,
-            sizes=str(sizes) if sizes is not None else None, source="fr"))
+            sizes=str(sizes) if sizes is not None else None, source="fr",
+            time_ns=_int(entry.get("time_created_ns")) or None))
     out.lines = len(data.get("entries") or [])
     return out
 

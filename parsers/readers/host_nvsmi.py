@@ -77,6 +77,7 @@ def _throttle_fact(leaf: str) -> str:
 
 
 _TEXT_MAP = {
+    ("utilization", "gpu"): "utilization.gpu",
     ("ecc mode", "current"): "ecc.mode.current",
     ("retired pages", "single bit ecc"): "retired_pages.single_bit",
     ("retired pages", "double bit ecc"): "retired_pages.double_bit",
@@ -153,6 +154,7 @@ def parse_text(text: str) -> dict[str, Facts]:
 
 
 _XML_MAP = {
+    ("utilization", "gpu_util"): "utilization.gpu",
     ("ecc_mode", "current_ecc"): "ecc.mode.current",
     ("multiple_single_bit_retirement", "retired_count"): "retired_pages.single_bit",
     ("double_bit_retirement", "retired_count"): "retired_pages.double_bit",

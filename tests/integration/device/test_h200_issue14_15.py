@@ -63,6 +63,8 @@ def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):
     verdict = analyze(captures / "h200_issue14" / "gpusleep" / "live", KB).verdict
     c = verdict.culprit
     assert "never started on its GPU" in c.reason and c.confidence >= 0.85
+    assert "s ago" in c.reason  # how long the work ahead of it has held the stream
+    assert "its host's GPU utilisation at collection: 100% [nvidia-smi]" in c.evidence
     assert c.evidence[0].startswith("now: state")  # its own state first
     assert not any(e.startswith("demoted") for e in c.evidence)
 
