@@ -150,6 +150,8 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     if verdict.culprit is not None and verdict.culprit.reason_class != ReasonClass.WAIT_CYCLE:
         # the culprit explains the cycle its waiters form: they have no evidence of their own
         verdict.suspects = [s for s in verdict.suspects if s.reason_class != ReasonClass.WAIT_CYCLE]
+        head = verdict.suspects[0]
+        head.evidence = [e for e in head.evidence if not e.startswith("also: wait-cycle:")]
     if verdict.suspects:
         head = verdict.suspects[0]
         own = culprit_state(ev, head)
