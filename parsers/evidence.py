@@ -58,16 +58,17 @@ class Artifact:
             return None  # the lines name their ranks: a number in the file name is no rank of its own
         return getattr(self.hints, key, None)
 
-    @property
+    # Identity is read once, after the read: the judges ask for it millions of times at scale.
+    @cached_property
     def rank(self) -> int | None:
         value = self._fact("rank")
         return int(value) if value is not None else None
 
-    @property
+    @cached_property
     def host(self) -> str | None:
         return self._fact("host")
 
-    @property
+    @cached_property
     def pid(self) -> int | None:
         value = self._fact("pid")
         return int(value) if value is not None else None
@@ -336,20 +337,22 @@ def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_read_plain, refs, [log_mode] * len(refs), chunksize=1024))
+        done = pool.map(_read_plain, refs, [log_mode] * len(refs), chunksize=1024)
+        return [Artifact(ref.path, kind, ref.hints, parsed, error, ref.rel) for ref, (kind, parsed, error) in zip(refs, done)]
 
 
 _WORKER_FILTER: list = []
 
 
-def _read_plain(ref: FileRef, log_mode: str | None) -> Artifact:
+def _read_plain(ref: FileRef, log_mode: str | None) -> tuple:
     """A worker process's read: the built-in knowledge base's line filter (filters do not pickle),
-    loaded once per worker."""
+    loaded once per worker. Only what the read found travels back (the caller has the FileRef)."""
     if not _WORKER_FILTER:
         from parsers import knowledge
 
         _WORKER_FILTER.append(knowledge.load(use_env=False).line_filter)
-    return read_file(ref, _WORKER_FILTER[0], log_mode)
+    art = read_file(ref, _WORKER_FILTER[0], log_mode)
+    return art.kind, art.parsed, art.error
 
 
 def load(source: Source, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:

@@ -14,6 +14,7 @@ of that file; nothing here stops the analysis.
 from __future__ import annotations
 
 import fnmatch
+import io
 import json
 import re
 from collections import deque
@@ -46,9 +47,16 @@ class ReadInput:
     line_filter: Callable[[int, str], None] | None = None  #: sees every text line once (knowledge-base lines)
     observed_ns: int | None = None  #: recorder files: when the collector copied them
 
+    @property
+    def whole(self) -> bool:
+        """The head holds the whole file (most collector files): no second read needed."""
+        return self.size <= len(self.head)
+
     def text(self) -> str:
         if self.size > MAX_DOC_BYTES:
             raise ValueError(f"file too large to parse whole ({self.size} bytes)")
+        if self.whole:
+            return self.head.decode("utf-8", errors="replace")
         return self.path.read_text(encoding="utf-8", errors="replace")
 
 
@@ -170,12 +178,16 @@ def _is_empty(head: bytes, complete: bool) -> bool:
 
 
 def read_text_lines(inp: ReadInput) -> Iterator[str]:
-    """Lines split on \\n only (a stray \\r from a progress bar must not split a record), each shown
-    to the line filter with its number. Files over MAX_TEXT_BYTES are refused."""
+    """Lines as a file opened with newline='' gives them (endings kept), each shown to the line filter
+    with its number; a file the head holds whole is not read again. Files over MAX_TEXT_BYTES are refused."""
     if inp.size > MAX_TEXT_BYTES:
         raise ValueError(f"file too large to read ({inp.size} bytes)")
     look = inp.line_filter
-    with open(inp.path, encoding="utf-8", errors="replace", newline="") as fh:
+    if inp.whole:  # the head is the file: the same lines as the file read with newline=''
+        fh_ctx = io.StringIO(inp.head.decode("utf-8", errors="replace"), newline="")
+    else:
+        fh_ctx = open(inp.path, encoding="utf-8", errors="replace", newline="")
+    with fh_ctx as fh:
         for n, line in enumerate(fh, start=1):
             if look is not None:
                 look(n, line)
@@ -185,7 +197,8 @@ def read_text_lines(inp: ReadInput) -> Iterator[str]:
 def _fr_dump(inp: ReadInput) -> Parsed:
     if inp.size > MAX_DOC_BYTES:
         raise ValueError(f"Flight Recorder dump too large ({inp.size} bytes)")
-    return flight_recorder.parse(flight_recorder.load_bytes(inp.path.read_bytes()), inp.origin)
+    data = inp.head if inp.whole else inp.path.read_bytes()
+    return flight_recorder.parse(flight_recorder.load_bytes(data), inp.origin)
 
 
 def _nccl_log(inp: ReadInput) -> Parsed:
