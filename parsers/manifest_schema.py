@@ -69,13 +69,25 @@ def _check_str(value: Any, where: Any, optional: bool) -> None:
         _fail(where, f"string of {len(value)} characters (at most {MAX_STRING})")
 
 
+_INT_SPECS: dict[str, tuple[bool, int, int]] = {}
+
+
+def _int_spec(spec: str) -> tuple[bool, int, int]:
+    """'int?:0:4194304' -> (optional, 0, 4194304), parsed once per spec."""
+    got = _INT_SPECS.get(spec)
+    if got is None:
+        kind, lo, hi = spec.split(":")
+        got = _INT_SPECS[spec] = (kind.endswith("?"), int(lo), int(hi))
+    return got
+
+
 def _check_int(value: Any, where: Any, spec: str) -> None:
-    kind, lo, hi = spec.split(":")
-    if value is None and kind.endswith("?"):
+    optional, lo, hi = _int_spec(spec)
+    if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, int):
         _fail(where, f"expected an integer, got {type(value).__name__}")
-    if not int(lo) <= value <= int(hi):
+    if not lo <= value <= hi:
         _fail(where, f"{value if abs(value) < 10**12 else 'a huge number'} is out of range {lo}..{hi}")
 
 
