@@ -11,6 +11,7 @@ A reader that fails on one file records the problem and the rest goes on.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -255,9 +256,7 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
         return art
     try:
         st = os.fstat(fd)
-        import stat as _stat
-
-        if not _stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
             art.error = "not a regular file"
             return art
         head = os.read(fd, registry.HEAD_BYTES)

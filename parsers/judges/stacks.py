@@ -112,7 +112,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
         return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=list(evidence.fill()))
-    if act.waiting and common and act.op != common.op:
+    if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)):
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=list(evidence.fill()))
     return None
@@ -123,6 +123,11 @@ INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvo
             "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers", "_create_c10d_store")
 #: frames that mean "the main thread waits for a DataLoader worker"
 _LOADER_FRAMES = ("_MultiProcessingDataLoaderIter", "torch/utils/data/dataloader.py")
+
+
+def _in_setup(op: str | None) -> bool:
+    """The store master and its clients wait in different calls of one rendezvous: no mismatch."""
+    return any(m in (op or "") for m in INIT_OPS)
 
 
 def data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
