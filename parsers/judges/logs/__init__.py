@@ -78,8 +78,8 @@ def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
     waitgraph.proxy_edges(g, artifacts, ids, unmapped)
     waitgraph.extra_edges(g, extra_edges, ids, unmapped)
     roots, cycles = waitgraph.roots_and_cycles(g)
-    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors, _ring_neighbours(artifacts, ids),
-                                      complete=artifacts.coverage.complete)
+    suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors,
+                                      lambda: _ring_neighbours(artifacts, ids), complete=artifacts.coverage.complete)
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
     return LogAnalysis(suspects=suspects, sections=sections, graph=g)
 
@@ -120,19 +120,29 @@ def _ring_neighbours(arts: Evidence, ids: identity.Identities) -> dict[int, set[
 
 
 def _topology(arts: Evidence, ids: identity.Identities) -> dict[str, Any]:
-    """Per communicator: ring/tree/channel neighbour pairs seen, in global ranks where mappable."""
-    out: dict[str, dict[str, Any]] = {}
+    """Per communicator: how many ring/tree/channel neighbour pairs were seen, and a sample of ring pairs
+    in global ranks where mappable (pairs are counted in comm ranks: no mapping for 100k ranks' lines)."""
+    out: dict[str, dict[str, set]] = {}
     for art in arts.artifacts:
         if not art.parsed:
             continue
         for ev in art.parsed.events:
             if type(ev) is not TopoEdge:
                 continue
-            entry = out.setdefault(ev.comm, {"ring": set(), "tree": set(), "channel": set()})
-            a, b = ids.global_of(ev.comm, ev.src), ids.global_of(ev.comm, ev.dst)
-            entry[ev.kind].add((a if a is not None else f"c{ev.src}", b if b is not None else f"c{ev.dst}"))
-    return {comm: {k: len(v) for k, v in kinds.items()} | {"ring_sample": sorted(map(str, kinds["ring"]))[:16]}
-            for comm, kinds in list(out.items())[:MAX_LISTED]}
+            entry = out.get(ev.comm)
+            if entry is None:
+                if len(out) >= MAX_LISTED:
+                    continue
+                entry = out[ev.comm] = {"ring": set(), "tree": set(), "channel": set()}
+            entry[ev.kind].add((ev.src, ev.dst))
+    result = {}
+    for comm, kinds in out.items():
+        sample = []
+        for src, dst in sorted(kinds["ring"])[:16]:
+            a, b = ids.global_of(comm, src), ids.global_of(comm, dst)
+            sample.append(str((a if a is not None else f"c{src}", b if b is not None else f"c{dst}")))
+        result[comm] = {k: len(v) for k, v in kinds.items()} | {"ring_sample": sorted(sample)}
+    return result
 
 
 def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) -> dict[str, Any]:

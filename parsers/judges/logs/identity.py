@@ -94,18 +94,19 @@ def build(arts: Evidence) -> Identities:
     ids = Identities(world_size=arts.world_size)
     for art in arts.artifacts:
         rank = art.rank
+        path = art.cite
         if rank is None:
             merged = art.parsed.facts.get("ranks") if art.parsed else None
             for r in merged or ():  # a launcher-merged log: every labelled rank left lines in it
                 info = ids.info(int(r))
                 info.kinds.add(art.kind)
-                info.files.append(str(art.path))
+                info.files.append(path)
             if not merged:
-                ids.unranked.append(str(art.path))
+                ids.unranked.append(path)
             continue
         info = ids.info(rank)
         info.kinds.add(art.kind)
-        info.files.append(str(art.path))
+        info.files.append(path)
         if not (art.parsed and len(art.parsed.facts.get("pids") or ()) > 1):
             ids.own.add(rank)  # a file of several processes is a merged log, whatever rank its first init names
         if art.host and not info.host:
@@ -126,7 +127,7 @@ def build(arts: Evidence) -> Identities:
             continue
         for ev in art.parsed.events:
             if type(ev) is CommMember:
-                _learn_process(ids, ev, art.kind, str(art.path))
+                _learn_process(ids, ev, art.kind, art.cite)
                 _member(ids, ev)
         size = art.parsed.facts.get("world_size")
         if size:

@@ -43,9 +43,11 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours: dict[int, set[int]] | None = None, complete: bool = False) -> list[Suspect]:
+                   neighbours=None, complete: bool = False) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
-    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right."""
+    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right.
+    `neighbours`: ring neighbours per rank, or a callable that computes them (only the errors-only
+    rule needs them: at 100k ranks they cost a pass over every topology line)."""
     acc: dict[int, _Acc] = {}
 
     def get(rank: int) -> _Acc:
@@ -63,7 +65,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
     if not acc:
-        _errors_only(errors, ids, get, neighbours or {})
+        _errors_only(errors, ids, get, (neighbours() if callable(neighbours) else neighbours) or {})
     out = []
     for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
         info = ids.ranks.get(a.rank) if a.rank is not None else None
