@@ -143,3 +143,25 @@ def test_cli_hand_design_is_the_intersection(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rc == 5 and rep["rounds"] == 2
     assert {e["unit"] for e in rep["bad"]} == {"n01", "n02", "n05", "n06"}  # two innocents convicted
+
+
+def test_loose_folders_and_archives_are_read_through_the_one_pipeline(tmp_path):
+    """Issue 12 item 3: a folder of a real job's loose files (NCCL 2.28.9 sleep scenario, culprit rank 5 on
+    node05) and a tar archive of a real bundle implicate hosts like a saved verdict does."""
+    import tarfile
+    from pathlib import Path
+
+    fix = Path(__file__).resolve().parents[2] / "fixtures" / "nccl"
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for host in ("node00", "node05"):
+        (loose / host).mkdir()
+        for p in (fix / "sleep" / host).iterdir():
+            (loose / host / p.name).write_bytes(p.read_bytes())
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(fix / "sigstop" / "bundle", arcname="bundle")
+    hosts, problem = from_bundles.read_one(loose)
+    assert problem is None and "node05" in hosts
+    hosts, problem = from_bundles.read_one(archive)
+    assert problem is None and "vm" in hosts  # the bundle's host (8 fake hosts collected on one machine)
