@@ -75,6 +75,12 @@ class Artifact:
         return int(value) if value is not None else None
 
     @property
+    def merged(self) -> bool:
+        """Lines of several processes in one file (a launcher's or a user's paste): no rank's own file,
+        whatever rank its first init line names."""
+        return bool(self.parsed and len(self.parsed.facts.get("pids") or ()) > 1)
+
+    @property
     def unknown_lines(self) -> int:
         return self.parsed.unknown_lines if self.parsed else 0
 
@@ -522,7 +528,7 @@ def _coverage(ev: Evidence) -> Coverage:
         if art.kind in REPORTING_KINDS and art.parsed is not None:
             if art.rank is not None:
                 reporting.add(art.rank)
-                if len(art.parsed.facts.get("pids") or ()) <= 1:
+                if not art.merged:
                     own.add(art.rank)
             for r in art.parsed.facts.get("ranks") or ():
                 reporting.add(int(r))

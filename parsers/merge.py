@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from parsers.model.events import FROZEN_STATES
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.ranges import fold
 from parsers.stacks.classify import Activity
@@ -94,8 +95,6 @@ def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | Non
     return None
 
 
-#: states in which a process cannot run: where a wait ends, whatever its last stack says
-FROZEN_STATES = ("T", "t", "Z", "X", "D")
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {ReasonClass.HOST_FAULT, ReasonClass.KNOWN_ERROR, ReasonClass.STOPPED, ReasonClass.EXITED,
@@ -123,7 +122,6 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         verdict.suspects = merge_suspects(verdict.suspects, logs.suspects)
     verdict.suspects = merge_suspects(verdict.suspects, hosts)
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    ev._host_reports = reports  # what the summary says of hosts when no rank can be named
     excluded = [r.host for r in reports if r.status == "exclude"]
     if excluded:
         verdict.sections["exclude_hosts"] = excluded
@@ -160,7 +158,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
                                                                   "gdb: main thread at"))]
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = coverage.to_dict()
-    verdict.summary = summarize(verdict, ev)
+    verdict.summary = summarize(verdict, ev, reports)
     if progress is not None and progress.decided and progress.running:
         slow_text = slow.describe() if slow is not None else ""
         head = verdict.culprit
@@ -266,13 +264,13 @@ def _reason_after_label(s: Suspect) -> str:
     return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
 
 
-def summarize(verdict: Verdict, ev: Any = None) -> str:
+def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> str:
     """One line: the culprit and why, then what the other ranks do; or, with no culprit, what the evidence shows."""
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit
     if head is None:
-        shown = what_it_shows(ev) if ev is not None else ""
+        shown = what_it_shows(ev, reports or []) if ev is not None else ""
         lead = verdict.suspects[0] if verdict.suspects else None
         if lead is not None:
             shown = (f"{shown}; " if shown else "") + (f"weak lead only: {lead.label} {_reason_after_label(lead)} "
@@ -292,7 +290,7 @@ def summarize(verdict: Verdict, ev: Any = None) -> str:
     return text
 
 
-def what_it_shows(ev: Any) -> str:
+def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.model.events import ErrorEvent
 
@@ -325,7 +323,7 @@ def what_it_shows(ev: Any) -> str:
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[0]})")
-    for h in getattr(ev, "_host_reports", None) or []:
+    for h in reports or []:
         if h.status in ("exclude", "suspect") and h.reasons:
             g = h.reasons[0]
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"

@@ -156,6 +156,10 @@ class RasFinding:
 Event = CommMember | OpEvent | Progress | ErrorEvent | TopoEdge | RasFinding
 
 
+#: states in which a process cannot run: stopped, traced-stopped, zombie, dead, uninterruptible sleep
+FROZEN_STATES = ("T", "t", "Z", "X", "D")
+
+
 @dataclass(frozen=True)
 class ProcessState:
     """A process as /proc showed it at collection: state letter, wait channel, threads.
@@ -178,7 +182,7 @@ class ProcessState:
     @property
     def frozen(self) -> bool:
         """Cannot run: stopped, traced-stopped, zombie, dead or in uninterruptible sleep."""
-        return self.state in ("T", "t", "Z", "X", "D")
+        return self.state in FROZEN_STATES
 
     @property
     def stopped(self) -> bool:

@@ -107,8 +107,8 @@ def build(arts: Evidence) -> Identities:
         info = ids.info(rank)
         info.kinds.add(art.kind)
         info.files.append(path)
-        if not (art.parsed and len(art.parsed.facts.get("pids") or ()) > 1):
-            ids.own.add(rank)  # a file of several processes is a merged log, whatever rank its first init names
+        if not art.merged:
+            ids.own.add(rank)
         if art.host and not info.host:
             info.host = art.host
         pids = (art.parsed.facts.get("pids") if art.parsed else None) or ([art.pid] if art.pid else [])
