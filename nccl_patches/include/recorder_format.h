@@ -26,6 +26,10 @@
 #define RECORDER_MAGIC "HFNCREC\0"   /* 8 bytes, includes the NUL */
 #define RECORDER_FORMAT_VERSION 1u
 #define RECORDER_HEADER_SIZE 512u
+/* Header flags. PRECISE_OP_TIMES: a collective record's start_ns and complete_ns come from
+ * CLOCK_REALTIME (ns), not the coarse clock, so a rank's wait in each op (and who arrived
+ * last) is known at sub-millisecond precision. */
+#define RECORDER_FLAG_PRECISE_OP_TIMES 1u
 #define RECORDER_STEP_SLOTS 8         /* NCCL_STEPS: NCCL keeps at most 8 step handles per op */
 
 enum recorder_writer_kind {
@@ -89,7 +93,7 @@ struct recorder_header {              /* 512 bytes at offset 0 */
   char comm_name[128];                /* 288 */
   char writer[32];                    /* 416 writer name and version */
   uint32_t comm_index;                /* 448 n in the file name */
-  uint32_t flags;                     /* 452 reserved */
+  uint32_t flags;                     /* 452 RECORDER_FLAG_* */
   uint64_t p2p_next;                  /* 456 p2p ops ever started (their seq numbers) */
   uint8_t reserved[48];               /* 464 .. 512 */
 };

@@ -189,7 +189,7 @@ static void* poller_main(void* arg) {
           pushed = 1;
         }
         if (cu.event_query(s->events[slot]) == CUDA_SUCCESS && REC_ATOMIC_LOAD(&r->index) == k)
-          rec_coll_complete(rc, r, rec_event_ns());
+          rec_coll_complete(rc, r, rec_now_ns());
       }
       if (pushed) {
         CUcontext dummy;

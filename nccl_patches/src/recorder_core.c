@@ -275,6 +275,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   copy_str(h->comm_name, sizeof h->comm_name, name);
   copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
   h->comm_index = index;
+  h->flags = RECORDER_FLAG_PRECISE_OP_TIMES;
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
@@ -348,7 +349,9 @@ static inline void seq_end(uint32_t* gen) {
 struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t seq, const char* func, uint64_t count,
                                      const char* dtype, int root_or_peer, uint8_t n_channels, uint8_t n_warps,
                                      const char* algo, const char* proto) {
-  uint64_t now = rec_event_ns();
+  /* Enter and completion stamps tell a straggler by a few ms: the precise clock, once
+   * each per operation (tens of ns); per-step stamps stay on the coarse clock. */
+  uint64_t now = rec_now_ns();
   uint64_t index = __atomic_fetch_add(&c->hdr->coll_next, 1, __ATOMIC_ACQ_REL);
   struct recorder_coll* r = &c->ring[index % c->ring_len];
   seq_begin(&r->gen);
@@ -416,7 +419,8 @@ static void maybe_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t
   } else if (kd < r->n_channels) {
     return; /* a collective runs on n_channels channels: wait for each kernel channel */
   }
-  rec_coll_complete(c, r, now);
+  (void)now;
+  rec_coll_complete(c, r, rec_now_ns()); /* precise, once per op: wait = complete - start tells a straggler */
 }
 
 void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r) {

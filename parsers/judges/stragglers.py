@@ -1,20 +1,28 @@
-"""Slow, not hung: the rank (or host) that enters collectives last, how often and by how much.
+"""Slow, not hung: the rank (or host) that arrives last at collectives, how often and by how much.
 
-Why enter times: in a collective every rank waits for the last one to arrive, so a rank
-that is slow before the collective (a slow GPU, a slow data step, a throttled CPU)
-arrives last, op after op, while the others' waits grow. The NCCL recorder stamps each
-operation when the rank enters it (`start_ns`, per communicator and sequence number);
-comparing those stamps across ranks for the same operation gives each rank's lateness.
+Why: in a collective every rank waits for the last one to arrive, so a rank that is slow
+before the collective (a slow GPU, a slow data step, a throttled CPU) arrives last, op
+after op, while the others' waits grow. Two measures, by what the source stamps:
 
-Decision rules (docs/commands/analyze.md):
-- lateness of a rank in one op = its enter time - the median enter time of that op;
-- a rank is late when its median lateness exceeds the job's median by LATE_MS and by
-  three times the clock's resolution (the recorder's clock is coarse: 4 ms seen on the
-  H200 machine), so a few milliseconds of noise never name anyone;
-- all late ranks on one host that has two or more ranks: a slow host; one late rank: a
-  straggler; no late rank: no straggler (a job-wide slowdown shows as long steps, not here).
-Stamps from different hosts are only comparable when their clocks agree; NTP keeps them
-within about a millisecond, which is below the thresholds here.
+- wait (preferred): a rank's own wait in one op, complete - enter, both on its own clock.
+  All ranks of an op complete together, so the rank that arrived last waits least; its
+  lateness is the op's median wait minus its own. Clock offsets between hosts cancel, and so
+  do the steady few-ms offsets with which ranks notice the previous op's end (measured on the
+  H200 machine: healthy ranks' enter times differ steadily by up to 3 ms, their waits by
+  under 0.5 ms). Needs enter and completion stamps: the NCCL recorder.
+- enter: enter time - the op's median enter time. Any source with enter stamps: the
+  recorder, Flight Recorder `time_created_ns`, timestamped NCCL `COLL` log lines. Hosts'
+  clocks must agree (NTP: about 1 ms) and the floor is higher, for the offsets above.
+
+Decision rules (docs/commands/analyze.md): a rank is late when its median lateness exceeds
+the job's median by the measure's floor (WAIT_LATE_MS, ENTER_LATE_MS) and by one tick of the
+source's clock, and by NOISE_SE standard errors of the median given the job's own jitter
+(few ops, jittery steps: a higher bar). Why one tick is enough: a median over MIN_OPS or more ops reaches a full tick
+only when most ops differ by a tick, that is when the true lateness is at least half a tick;
+sub-tick noise leaves the median at 0 (every healthy rank on the H200, 4 ms ticks). So noise
+never names anyone; all late ranks on one host that has
+two or more ranks: a slow host; one late rank: a straggler; most ranks late: the job's pace
+(a job-wide slowdown shows as long steps, not here).
 """
 
 from __future__ import annotations
@@ -26,122 +34,215 @@ from typing import Any
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
 
-#: smallest lateness (ms) ever named, however fine the clock
-LATE_MS = 8.0
-#: the recorder's clock resolution when it cannot be told (CLOCK_REALTIME_COARSE, seen 4 ms)
+#: smallest lateness (ms) named from waits: healthy ranks' waits differed by under 0.5 ms on the H200
+WAIT_LATE_MS = 2.0
+#: smallest lateness (ms) named from enter times: healthy ranks' enters differed steadily by up to 3 ms
+ENTER_LATE_MS = 8.0
+#: the recorder's clock resolution when it used the coarse clock (CLOCK_REALTIME_COARSE, seen 4 ms)
 CLOCK_RESOLUTION_MS = 4.0
+#: resolution of nanosecond stamps (recorder with precise op times, Flight Recorder)
+FINE_RESOLUTION_MS = 0.001
 #: fewest common operations to judge on
 MIN_OPS = 8
+#: standard errors of a median lateness that noise is allowed before a rank is named
+NOISE_SE = 6.0
+
+#: (communicator, function, seq) -> {global rank: (enter ns, completion ns or None)}
+OpTimes = dict[tuple[str, str, int], dict[int, tuple[int, int | None]]]
+
+
+@dataclass(frozen=True)
+class TimedOps:
+    """One source's stamps of the same operations at several ranks."""
+
+    source: str  #: what stamped them, as the verdict cites it
+    times: OpTimes
+    resolution_ms: float  #: the clock's tick: a median lateness below one tick is noise
 
 
 @dataclass
 class Stragglers:
-    """What the enter times show."""
+    """What the stamps show."""
 
-    ops: int = 0  #: operations entered by every recorded rank of their communicator
+    ops: int = 0  #: operations stamped at every recorded rank of their communicator
     lateness_ms: dict[int, float] = field(default_factory=dict)  #: rank -> median lateness
-    last_share: dict[int, float] = field(default_factory=dict)  #: rank -> share of ops it entered last
+    last_share: dict[int, float] = field(default_factory=dict)  #: rank -> share of ops it arrived at last
     late: list[int] = field(default_factory=list)
     hosts: dict[int, str] = field(default_factory=dict)
     slow_host: str | None = None
     threshold_ms: float = 0.0
+    source: str = ""
+    measure: str = "enter"  #: 'wait' (own wait, complete - enter) or 'enter' (enter times across ranks)
 
     def describe(self) -> str:
         if self.ops < MIN_OPS:
-            return f"too few common operations ({self.ops}) to judge who enters last"
+            return f"too few common operations ({self.ops}) to judge who arrives last"
         if not self.late:
             spread = max(self.lateness_ms.values()) - min(self.lateness_ms.values()) if self.lateness_ms else 0.0
-            return (f"no straggler: over {self.ops} collectives no rank enters later than the others by more than "
-                    f"{self.threshold_ms:.0f} ms (spread of median lateness {spread:.0f} ms)")
+            return (f"no straggler: over {self.ops} collectives no rank arrives later than the others by "
+                    f"{self.threshold_ms:g} ms or more (spread of median lateness {spread:.1f} ms, {self.basis})")
         share = sum(self.last_share.get(r, 0.0) for r in self.late)
         lag = statistics.median(self.lateness_ms[r] for r in self.late)
         who = (f"host {self.slow_host} (ranks {fold(self.late)})" if self.slow_host
                else f"rank{'s' if len(self.late) > 1 else ''} {fold(self.late)}"
                + (f" ({self.hosts[self.late[0]]})" if len(self.late) == 1 and self.late[0] in self.hosts else ""))
-        return (f"{who} enter{'s' if len(self.late) == 1 or self.slow_host else ''} {share:.0%} of {self.ops} collectives "
-                f"last, median {lag:.0f} ms after the others")
+        verb = "arrives" if len(self.late) == 1 or self.slow_host else "arrive"
+        return (f"{who} {verb} last at {share:.0%} of {self.ops} collectives, median {_ms(lag)} after the others "
+                f"({self.basis})")
+
+    @property
+    def basis(self) -> str:
+        how = "own wait in each op" if self.measure == "wait" else "enter times"
+        return f"{self.source}, {how}" if self.source else how
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": self.ops, "late": self.late, "slow_host": self.slow_host, "threshold_ms": self.threshold_ms,
-                "lateness_ms": {str(k): round(v, 1) for k, v in sorted(self.lateness_ms.items())},
+                "source": self.source, "measure": self.measure,
+                "lateness_ms": {str(k): round(v, 2) for k, v in sorted(self.lateness_ms.items())},
                 "last_share": {str(k): round(v, 3) for k, v in sorted(self.last_share.items())},
                 "text": self.describe()}
 
 
-EnterTimes = dict[tuple[str, str, int], dict[int, int]]
+def _ms(value: float) -> str:
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
 
 
-def enter_times(recorder_states: list) -> EnterTimes:
-    """(communicator, function, seq) -> {global rank: enter time ns}, from the recorder's collectives."""
-    out: EnterTimes = {}
+def recorder_ops(recorder_states: list) -> TimedOps:
+    """The recorder's collectives: enter (`start_ns`) and inferred completion per rank."""
+    out: OpTimes = {}
+    precise = bool(recorder_states)
     for st in recorder_states:
+        precise = precise and st.precise_op_times
         rank = st.env_rank if st.env_rank is not None else st.rank
         for c in st.colls:
             if c.kind == "coll" and c.start_ns:
-                out.setdefault((st.comm_hex, c.func, c.seq), {})[rank] = c.start_ns
-    return out
+                out.setdefault((st.comm_hex, c.func, c.seq), {})[rank] = (c.start_ns, c.complete_ns or None)
+    return TimedOps("NCCL recorder", out, FINE_RESOLUTION_MS if precise else CLOCK_RESOLUTION_MS)
 
 
-def fr_enter_times(artifacts: list) -> EnterTimes:
-    """The same from Flight Recorder dumps taken mid-run: each entry's time_created_ns per rank.
+def fr_ops(artifacts: list) -> TimedOps:
+    """Flight Recorder dumps taken mid-run: each entry's `time_created_ns` per rank (enter only).
 
-    Why a second source: a job without the recorder still has the Flight Recorder; its
-    entries are stamped when the rank enqueues the collective (nanoseconds)."""
-    out: EnterTimes = {}
+    Why: a job without the recorder still has the Flight Recorder; its entries are stamped
+    when the rank enqueues the collective (nanoseconds). Its completion is only 'discovered'
+    by the watchdog's polling, too coarse for waits."""
+    out: OpTimes = {}
     for art in artifacts:
         if art.kind != "fr-dump" or not art.parsed:
             continue
         for e in art.parsed.events:
             t = getattr(e, "time_ns", None)
             if t and e.seq_kind == "seq" and e.origin.rank is not None:
-                out.setdefault((e.comm, e.op, e.seq), {})[e.origin.rank] = t
-    return out
+                out.setdefault((e.comm, e.op, e.seq), {})[e.origin.rank] = (t, None)
+    return TimedOps("Flight Recorder", out, FINE_RESOLUTION_MS)
 
 
-def judge_stragglers(recorder_states: list, resolution_ms: float = CLOCK_RESOLUTION_MS) -> Stragglers:
-    """Who enters collectives last, from the recorder (see the module doc for the rules)."""
-    hosts = {(st.env_rank if st.env_rank is not None else st.rank): (st.host or st.hostid) for st in recorder_states}
-    return judge_enter_times(enter_times(recorder_states), hosts, resolution_ms)
+def nccl_log_ops(artifacts: list) -> TimedOps:
+    """Timestamped NCCL `COLL` lines (NCCL_DEBUG_SUBSYS=COLL, NCCL_DEBUG_TIMESTAMP_LEVELS=INFO): the
+    line is written when the rank enqueues the op, keyed by communicator and opCount (enter only).
+
+    The stamp's precision is what NCCL_DEBUG_TIMESTAMP_FORMAT asked for; it is read from the
+    stamps themselves (whole seconds, milliseconds, or finer)."""
+    out: OpTimes = {}
+    stamps: list[int] = []
+    for art in artifacts:
+        if art.kind != "nccl-log" or not art.parsed or art.rank is None:
+            continue
+        for e in art.parsed.events:
+            t = getattr(e, "time_ns", None)
+            if t and getattr(e, "seq_kind", "") == "opCount" and not e.comm.startswith("ptr:"):
+                rank = e.origin.rank if e.origin.rank is not None else art.rank
+                out.setdefault((e.comm, e.op, e.seq), {})[rank] = (t, None)
+                stamps.append(t)
+    return TimedOps("NCCL COLL log", out, _resolution_ms(stamps))
+
+
+def _resolution_ms(stamps: list[int]) -> float:
+    """The finest unit every stamp is a whole multiple of: what the printed format keeps."""
+    for unit_ns in (1_000_000_000, 1_000_000, 1_000):
+        if stamps and all(t % unit_ns == 0 for t in stamps[:4096]):
+            return unit_ns / 1e6
+    return FINE_RESOLUTION_MS
 
 
 def judge_slowness(ev: Any) -> Stragglers:
-    """Stragglers of a running job (`ev`: parsers.evidence.Evidence): the recorder's enter times, else (or when
-    they cover too few operations) the Flight Recorder's, whose nanosecond stamps need no clock margin."""
-    found = judge_stragglers(ev.recorder)
-    if found.ops >= MIN_OPS:
-        return found
+    """Stragglers of a running job (`ev`: parsers.evidence.Evidence), from the source that stamps the
+    most common operations, the recorder first (it alone gives waits)."""
+    rec = judge_stragglers(ev.recorder)
+    if rec.ops >= MIN_OPS:
+        return rec
     hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
-    from_fr = judge_enter_times(fr_enter_times(ev.artifacts), hosts, resolution_ms=0.001)
-    return from_fr if from_fr.ops > found.ops else found
+    best = rec
+    for timed in (fr_ops(ev.artifacts), nccl_log_ops(ev.artifacts)):
+        found = judge_ops(timed, hosts)
+        if found.ops > best.ops:
+            best = found
+    return best
 
 
-def judge_enter_times(times: EnterTimes, hosts: dict[int, str], resolution_ms: float = CLOCK_RESOLUTION_MS) -> Stragglers:
-    """Who enters collectives last, from enter times of any source (the rules in the module doc)."""
+def judge_stragglers(recorder_states: list) -> Stragglers:
+    """Who arrives last, from the recorder (see the module doc for the rules)."""
+    hosts = {(st.env_rank if st.env_rank is not None else st.rank): (st.host or st.hostid) for st in recorder_states}
+    return judge_ops(recorder_ops(recorder_states), hosts)
+
+
+def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
+    """Who arrives last at collectives, from one source's stamps (the rules in the module doc)."""
     ranks_of_comm: dict[str, set[int]] = {}
-    for (comm, _f, _s), per in times.items():
+    for (comm, _f, _s), per in timed.times.items():
         ranks_of_comm.setdefault(comm, set()).update(per)
-    full = [per for (comm, _f, _s), per in times.items() if len(per) >= 2 and set(per) == ranks_of_comm[comm]]
-    out = Stragglers(ops=len(full))
-    out.hosts = dict(hosts)
+    full = [per for (comm, _f, _s), per in timed.times.items() if len(per) >= 2 and set(per) == ranks_of_comm[comm]]
+    waited = [per for per in full if all(done for _enter, done in per.values())]
+    measure = "wait" if len(waited) >= MIN_OPS else "enter"
+    ops = waited if measure == "wait" else full
+    out = Stragglers(ops=len(ops), hosts=dict(hosts), source=timed.source, measure=measure)
     if out.ops < MIN_OPS:
         return out
     late_ms: dict[int, list[float]] = {}
     last: dict[int, int] = {}
-    for per in full:
-        mid = statistics.median(per.values())
-        for r, t in per.items():
-            late_ms.setdefault(r, []).append((t - mid) / 1e6)
-        latest = max(per, key=lambda r: per[r])
+    for per in ops:
+        arrival = _arrival_ms(per, measure)
+        mid = statistics.median(arrival.values())
+        for r, t in arrival.items():
+            late_ms.setdefault(r, []).append(t - mid)
+        latest = max(arrival, key=lambda r: arrival[r])
         last[latest] = last.get(latest, 0) + 1
     out.lateness_ms = {r: statistics.median(v) for r, v in late_ms.items()}
-    out.last_share = {r: last.get(r, 0) / len(full) for r in late_ms}
+    out.last_share = {r: last.get(r, 0) / len(ops) for r in late_ms}
     base = statistics.median(out.lateness_ms.values())
-    out.threshold_ms = max(LATE_MS, 3 * resolution_ms)
+    floor = WAIT_LATE_MS if measure == "wait" else ENTER_LATE_MS
+    out.threshold_ms = max(floor, timed.resolution_ms, _noise_margin_ms(late_ms, timed.resolution_ms))
     out.late = sorted(r for r, v in out.lateness_ms.items() if v - base >= out.threshold_ms)
     if len(out.late) > len(out.lateness_ms) // 2:
         out.late = []  # most ranks 'late': that is the job's pace, not a straggler
     out.slow_host = _slow_host(out.late, out.hosts)
     return out
+
+
+def _noise_margin_ms(late_ms: dict[int, list[float]], tick_ms: float) -> float:
+    """NOISE_SE standard errors of a rank's median lateness: what jitter alone can reach.
+
+    Why: with few ops and a jittery job, the largest of several ranks' medians strays past
+    a fixed floor. The per-op spread is each rank's median absolute deviation (robust to the
+    straggler's own ops), pooled over ranks, plus the quantisation on a coarse clock: lateness is
+    the difference of two waits, each the difference of two stamps, so four uniform rounding errors
+    (variance 4 * tick^2/12); the median of n values has a standard error of ~1.25 sigma/sqrt(n)."""
+    mads = [statistics.median(abs(x - m) for x in v) for v in late_ms.values() if v
+            for m in (statistics.median(v),)]
+    if not mads:
+        return 0.0
+    n = min(len(v) for v in late_ms.values())
+    sigma = 1.4826 * statistics.median(mads)
+    quant = tick_ms * tick_ms / 3 if tick_ms > FINE_RESOLUTION_MS else 0.0
+    return NOISE_SE * 1.2533 * (sigma * sigma + quant) ** 0.5 / max(1, n) ** 0.5
+
+
+def _arrival_ms(per: dict[int, tuple[int, int | None]], measure: str) -> dict[int, float]:
+    """Each rank's arrival in one op, in ms on a common scale: minus its own wait, or its enter time."""
+    if measure == "wait":
+        return {r: -((done or enter) - enter) / 1e6 for r, (enter, done) in per.items()}
+    first = min(enter for enter, _ in per.values())
+    return {r: (enter - first) / 1e6 for r, (enter, _done) in per.items()}
 
 
 def _slow_host(late: list[int], hosts: dict[int, str]) -> str | None:
@@ -165,10 +266,10 @@ def straggler_suspects(result: Stragglers, pids: dict[int, int] | None = None) -
         cls = ReasonClass.SLOW_HOST if group else ReasonClass.STRAGGLER
         share_group = sum(result.last_share.get(x, 0.0) for x in result.late) if group else share
         conf = round(min(0.9, 0.4 + 0.5 * share_group), 3)
-        reason = (f"is on host {result.slow_host}, whose ranks {fold(result.late)} enter {share_group:.0%} of "
-                  f"collectives last" if group else f"enters {share:.0%} of {result.ops} collectives last")
-        reason += f", median {result.lateness_ms[r]:.0f} ms after the others"
+        reason = (f"is on host {result.slow_host}, whose ranks {fold(result.late)} arrive last at {share_group:.0%} "
+                  f"of {result.ops} collectives" if group else f"arrives last at {share:.0%} of {result.ops} collectives")
+        reason += f", median {_ms(result.lateness_ms[r])} after the others"
         out.append(Suspect(rank=r, host=result.hosts.get(r), pid=(pids or {}).get(r), reason_class=cls, reason=reason,
                            confidence=conf,
-                           evidence=[f"NCCL recorder enter times over {result.ops} collectives: {result.describe()}"]))
+                           evidence=[f"{result.basis} over {result.ops} collectives: {result.describe()}"]))
     return out

@@ -13,6 +13,7 @@ Records may be glued together or start mid-line: every record start is searched 
 
 from __future__ import annotations
 
+import calendar
 import re
 from itertools import chain, islice
 from typing import Iterable
@@ -22,7 +23,7 @@ from parsers.prefix import labels_are_line_numbers, strip_prefix
 from parsers.readers import pasted_host, textline
 
 _RECORD = re.compile(
-    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] )?"
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] )?"
     r"(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>[^\]]{0,32})\] "
     r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
@@ -179,6 +180,24 @@ def _anonymous(out: Parsed, m: re.Match, text: str, host: str | None, rank: int 
         out.facts["other_records"] = out.facts.get("other_records", 0) + 1
 
 
+def stamp_ns(ts: str | None) -> int | None:
+    """`2026-12-01 10:00:00.123456` (NCCL_DEBUG_TIMESTAMP_FORMAT `[%F %T.%6f] `) as ns, read as UTC.
+
+    Why UTC: NCCL prints local time without a zone; only differences between ranks are used
+    (who enters a collective last), and those hold when every host keeps the same zone."""
+    if not ts:
+        return None
+    try:
+        whole, _, frac = ts.replace(",", ".").partition(".")
+        day, clock = whole.split(" ")
+        y, mo, d = (int(x) for x in day.split("-"))
+        h, mi, sec = (int(x) for x in clock.split(":"))
+        secs = calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))
+    except ValueError:
+        return None
+    return secs * 1_000_000_000 + (int(frac.ljust(9, "0")[:9]) if frac else 0)
+
+
 def _clean_start(st: _State, text: str, m: re.Match) -> int:
     """Where a record really starts. Glued records ('... Init STARTvm:495:495 [0] NCCL') make the
     host match swallow the end of the previous record; a known host name as suffix fixes that."""
@@ -220,7 +239,7 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
                 comm=st.comm_of(pid, ptr), comm_rank=st.ptr_rank.get((pid, ptr)), op=op,
                 seq=int(c.group("oc"), 16), origin=origin, seq_kind="opCount", state="enqueued",
                 count=int(c.group("count")), dtype=DTYPES.get(int(c.group("dt")), c.group("dt")), peer=peer,
-                source="nccl-log"))
+                source="nccl-log", time_ns=stamp_ns(m.group("ts"))))
             return
     if "Init " in msg and " nranks " in msg:
         c = _INIT.search(msg)

@@ -47,6 +47,9 @@ STEP_STATES = {
     20: "SendPeerWait",
 }
 
+#: header flag: op start and completion stamps from CLOCK_REALTIME (RECORDER_FLAG_PRECISE_OP_TIMES)
+FLAG_PRECISE_OP_TIMES = 1
+
 # Header: see recorder_format.h for offsets. '<' = little-endian, no padding.
 _HEADER_FIELDS = (
     "magic format_version header_size file_size coll_rec_size coll_ring_len proxy_rec_size proxy_slots "
@@ -186,6 +189,7 @@ class RecorderState:
     comm_name: str
     writer_name: str
     comm_index: int
+    flags: int = 0  #: RECORDER_FLAG_* of recorder_format.h
     colls: list[CollRecord] = field(default_factory=list)  #: oldest first
     proxy_ops: list[ProxyOpRecord] = field(default_factory=list)  #: by op_index
     observed_ns: int | None = None  #: when the file was read (live) or copied (bundle), if known
@@ -197,6 +201,12 @@ class RecorderState:
         hash of the same unique id as `commId`, so join recorder and log data through
         ranks (see parsers.judges.recorder.comm_rank_table), not through this string."""
         return f"0x{self.comm_id:x}"
+
+    @property
+    def precise_op_times(self) -> bool:
+        """Whether `CollRecord.start_ns` and `complete_ns` come from the nanosecond clock; older
+        writers stamped them with the coarse one (1-4 ms ticks)."""
+        return bool(self.flags & FLAG_PRECISE_OP_TIMES)
 
     @property
     def in_flight_ops(self) -> list[ProxyOpRecord]:
@@ -261,6 +271,7 @@ def _check_header(buf: bytes | mmap.mmap, size: int, source: str) -> dict[str, A
         comm_name=_cstr(tail[2]),
         writer_name=_cstr(tail[3]),
         comm_index=tail[4],
+        flags=tail[5],
         p2p_next=tail[6],
     )
     return hdr
@@ -391,6 +402,7 @@ def decode_recorder(
         comm_name=hdr["comm_name"],
         writer_name=hdr["writer_name"],
         comm_index=hdr["comm_index"],
+        flags=hdr["flags"],
         colls=colls,
         proxy_ops=ops,
         observed_ns=observed_ns,
