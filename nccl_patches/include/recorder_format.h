@@ -26,7 +26,7 @@
 #define RECORDER_MAGIC "HFNCREC\0"   /* 8 bytes, includes the NUL */
 #define RECORDER_FORMAT_VERSION 1u
 #define RECORDER_HEADER_SIZE 512u
-/* Header flags. PRECISE_OP_TIMES: a collective record's start_ns and complete_ns come from
+/* Header flags. PRECISE_OP_TIMES: a collective record's start_ns, enqueued_ns and complete_ns come from
  * CLOCK_REALTIME (ns), not the coarse clock, so a rank's wait in each op (and who arrived
  * last) is known at sub-millisecond precision. */
 #define RECORDER_FLAG_PRECISE_OP_TIMES 1u

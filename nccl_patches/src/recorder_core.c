@@ -424,7 +424,7 @@ static void maybe_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t
 }
 
 void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r) {
-  uint64_t now = rec_event_ns();
+  uint64_t now = rec_now_ns(); /* once per op, like start and completion: the three stay ordered */
   REC_ATOMIC_STORE(&r->enqueued_ns, now);
   REC_ATOMIC_STORE(&c->hdr->last_event_ns, now);
   maybe_complete(c, r, now);

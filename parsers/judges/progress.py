@@ -47,10 +47,18 @@ class Progress:
 
 
 def judge_progress(recorder_states: list) -> Progress:
-    """Running or stopped, from the recorder's per-operation times (parsers.readers.recorder.RecorderState)."""
+    """Running or stopped, from the recorder's per-operation times (parsers.readers.recorder.RecorderState).
+
+    The reference moment is the collector's copy time. Files without one (a folder copied by
+    hand, or read where the job writes them) are dated by the newest heartbeat among them: the
+    heartbeat thread beats while its process lives, so it is the last moment the job was seen,
+    and a rank that beats without progressing is stalled against it."""
     ages: dict[int, float] = {}
+    beat = max((st.heartbeat_ns for st in recorder_states), default=0)
+    dated_by_beat = False
     for st in recorder_states:
-        ref = st.observed_ns or st.heartbeat_ns
+        ref = st.observed_ns if st.observed_is_copy else max(beat, 0) or st.observed_ns
+        dated_by_beat = dated_by_beat or not st.observed_is_copy
         newest = 0
         for c in st.colls:
             newest = max(newest, c.complete_ns or 0, c.last_progress_ns or 0)
@@ -64,4 +72,7 @@ def judge_progress(recorder_states: list) -> Progress:
     if not ages:
         return Progress(False, False, "")
     running = all(age <= HANG_AFTER_S for age in ages.values())
-    return Progress(True, running, "NCCL recorder: newest completion or progress step per rank", ages)
+    source = "NCCL recorder: newest completion or progress step per rank"
+    if dated_by_beat:
+        source += ", against the newest heartbeat (no copy time)"
+    return Progress(True, running, source, ages)

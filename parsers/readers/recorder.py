@@ -193,6 +193,7 @@ class RecorderState:
     colls: list[CollRecord] = field(default_factory=list)  #: oldest first
     proxy_ops: list[ProxyOpRecord] = field(default_factory=list)  #: by op_index
     observed_ns: int | None = None  #: when the file was read (live) or copied (bundle), if known
+    observed_is_copy: bool = False  #: observed_ns is a collector's copy time, not this read's
 
     @property
     def comm_hex(self) -> str:
@@ -350,9 +351,11 @@ def _decode_proxy(buf: bytes | mmap.mmap, off: int) -> ProxyOpRecord:
 
 
 def decode_recorder(
-    buf: bytes | mmap.mmap, source: str = "<data>", live: bool = False, observed_ns: int | None = None
+    buf: bytes | mmap.mmap, source: str = "<data>", live: bool = False, observed_ns: int | None = None,
+    copied: bool = False,
 ) -> RecorderState:
-    """Decode a whole state file held in `buf` (bytes, or a live read-only mmap)."""
+    """Decode a whole state file held in `buf` (bytes, or a live read-only mmap); `copied`: observed_ns
+    is when a collector copied the file (else when it was read)."""
     hdr = _check_header(buf, len(buf), source)
     colls: list[CollRecord] = []
     n, ring = hdr["coll_next"], hdr["coll_ring_len"]
@@ -406,6 +409,7 @@ def decode_recorder(
         colls=colls,
         proxy_ops=ops,
         observed_ns=observed_ns,
+        observed_is_copy=copied,
     )
 
 
@@ -423,7 +427,7 @@ def read_recorder_file(path: str | os.PathLike[str], observed_ns: int | None = N
                 _check_header(fh.read(), size, source)  # raises with the right message
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 when = observed_ns if observed_ns is not None else time.time_ns()
-                return decode_recorder(view, source, live=True, observed_ns=when)
+                return decode_recorder(view, source, live=True, observed_ns=when, copied=observed_ns is not None)
     except OSError as err:
         raise RecorderFormatError(f"{source}: cannot read recorder file: {err.strerror or err}") from err
 

@@ -104,3 +104,17 @@ def test_running_job_is_no_hang_and_the_straggler_is_named(captures: Path, case:
         assert slow["measure"] == "wait" and slow["source"] == "NCCL recorder"
     if case == "slowhost":
         assert "host node01 (ranks 2-3)" in verdict.summary
+
+
+@pytest.mark.parametrize("case", ["slow5", "healthy"])
+def test_running_job_from_the_files_it_leaves(captures: Path, case: str, tmp_path: Path):
+    """The recorder's state files and NCCL logs copied flat, no manifest (what a user copies off
+    the job's log folder while it runs): the heartbeat dates the copy, so it is still 'no hang',
+    and the straggler (or nobody) is the same as from the bundle."""
+    last = sorted(p for p in (captures / "h200_issue15" / case).iterdir() if p.name.startswith("round"))[-1]
+    for f in last.rglob("*"):
+        if f.suffix in (".bin", ".log") and ("nccl" in f.name):
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    verdict = analyze(tmp_path, KB).verdict
+    assert verdict.summary.startswith("no hang"), verdict.summary
+    assert verdict.sections["stragglers"]["late"] == ([6] if case == "slow5" else [])
