@@ -56,6 +56,7 @@ class ProcState:
     kernel_stack: str | None = None
     boot_time: float | None = None
     clock_ticks: int = 100
+    exit_status: int | None = None  #: wait status of a zombie (how it ended), see exit_status()
 
     @property
     def stopped(self) -> bool:
@@ -95,6 +96,17 @@ def parse_stat(text: str) -> tuple[str, str, int, int]:
     comm = text[left + 1 : right]
     rest = text[right + 2 :].split()
     return comm, rest[0], int(rest[1]), int(rest[19])
+
+
+def exit_status(pid: int) -> int | None:
+    """The wait status of an exited, unreaped process (/proc/PID/stat field 52, Linux 3.5+), else None."""
+    text = _read_optional(PROC / str(pid) / "stat")
+    if not text:
+        return None
+    rest = text[text.rfind(")") + 2 :].split()
+    if not rest or rest[0] not in ("Z", "X") or len(rest) < 50 or not rest[49].isdigit():
+        return None
+    return int(rest[49])
 
 
 def read_state(pid: int) -> str:
@@ -179,6 +191,7 @@ def read_proc_state(pid: int) -> ProcState:
         kernel_stack=_read_optional(PROC / str(pid) / "stack"),
         boot_time=_boot_time(),
         clock_ticks=os.sysconf("SC_CLK_TCK"),
+        exit_status=exit_status(pid) if state in ("Z", "X") else None,
     )
 
 

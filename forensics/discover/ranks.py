@@ -142,10 +142,16 @@ def discover(pids: list[int] | None = None, host: str | None = None, job: str | 
             if job is None or proc.job_id == job:
                 found[proc.pid] = proc
     ranks = _drop_children(found)
+    from forensics.discover.exited import find_exited, recover_exited_ranks
+
     if explicit:
         from forensics.discover.spawned import recover_ranks
 
-        recover_ranks([p for p in ranks if p.rank is None])
+        zombies = [p for p in ranks if p.rank is None and procfs.state_or_none(p.pid) == "Z"]
+        recover_ranks([p for p in ranks if p.rank is None and p not in zombies])
+        recover_exited_ranks(zombies, [p for p in ranks if p not in zombies])
+    else:
+        ranks += [p for p in find_exited(ranks, host) if job is None or p.job_id == job]
     return ranks, problems
 
 

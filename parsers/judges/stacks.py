@@ -10,8 +10,10 @@ mismatches. Ranks that merely wait are victims, named in the summary.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
+from parsers.model.events import describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -83,6 +85,20 @@ class _Evidence(list):
         return self
 
 
+def _exited_reason(r: RankEvidence) -> str:
+    """How it ended, from the wait status /proc keeps for a zombie, where the collector saw one."""
+    if r.state == "Z":
+        ended = r.proc.ended if r.proc is not None and r.proc.gone else describe_status(None)
+        return f"has exited ({ended}; a zombie: its parent has not reaped it) while the job runs on"
+    return "has exited (zombie or gone) while the job runs on"
+
+
+def _how_found(rec: Any) -> list[str]:
+    """Lines that say how an exited rank was found and its rank learned (it has no environment left)."""
+    lines = list(getattr(rec, "job_evidence", None) or [])[:3]
+    return [f"collector: {line}" for line in lines]
+
+
 def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
     state = r.state
     rec = r.record
@@ -93,7 +109,8 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
         return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class="exited", reason="has exited (zombie or gone) while the job runs on", confidence=CONFIDENCE["exited"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class="exited", reason=_exited_reason(r), confidence=CONFIDENCE["exited"],
+                       evidence=list(evidence.fill()) + _how_found(rec))
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
         return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=list(evidence.fill()))

@@ -14,6 +14,8 @@ artifact knows them, ride along and let the correlation map one to the other.
 
 from __future__ import annotations
 
+import signal
+
 from dataclasses import dataclass, field
 
 #: Normalised collective names, so 'AllReduce', 'ALLREDUCE', 'gloo:all_reduce',
@@ -160,6 +162,21 @@ Event = CommMember | OpEvent | Progress | ErrorEvent | TopoEdge | RasFinding
 FROZEN_STATES = ("T", "t", "Z", "X", "D")
 
 
+def describe_status(status: int | None) -> str:
+    """'exit code 1', 'killed by SIGKILL (9)', or 'exit status unknown', from a wait status
+    (what /proc/PID/stat keeps for a zombie, and what waitpid returns)."""
+    if status is None:
+        return "exit status unknown"
+    if status & 0x7F:
+        sig = status & 0x7F
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return f"killed by {name} ({sig})" + (", core dumped" if status & 0x80 else "")
+    return f"exit code {(status >> 8) & 0xFF}"
+
+
 @dataclass(frozen=True)
 class ProcessState:
     """A process as /proc showed it at collection: state letter, wait channel, threads.
@@ -178,6 +195,12 @@ class ProcessState:
     vm_rss_kb: int | None = None
     threads: tuple = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+    exit_status: int | None = None  #: wait status of an exited, unreaped process
+
+    @property
+    def ended(self) -> str | None:
+        """How an exited process ended ('exit code 1', 'killed by SIGKILL (9)'), if it has."""
+        return describe_status(self.exit_status) if self.gone else None
 
     @property
     def frozen(self) -> bool:

@@ -28,6 +28,7 @@ def parse_proc_data(data: Any) -> ProcessState:
         vm_rss_kb=_int(data.get("vm_rss_kb")),
         threads=tuple((_int(t.get("tid")), _str(t.get("name")), _str(t.get("state")), _str(t.get("wchan"))) for t in threads),
         raw=data,
+        exit_status=_int(data.get("exit_status")),
     )
 
 

@@ -556,7 +556,9 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         if case == "dataloader":
             kids = {str(r): children_of(p) for r, p in pids.items()}
             states["children"] = {r: ",".join(map(str, k)) for r, k in kids.items()}
-        live = [p for p in pids.values() if alive(p)]
+        # every rank's pid, as a user names the job's ranks: a rank that already died and is a
+        # zombie stays in the list (issue 14: it must be found with how it ended)
+        live = [p for p in pids.values() if alive(p) or proc_state(p) == "Z"]
         if case == "spawn":
             live = [procs[0].pid] + live
         notes.append(run_collect(args, live, sdir / "bundle", native=args.native))

@@ -1,0 +1,94 @@
+"""Ranks that have exited while their job runs on: zombies among the ranks' siblings.
+
+Why: a rank that dies (CUDA OOM, an uncaught exception) under a launcher that has not yet
+reaped it stays a zombie, and a zombie has no environment, no open files and no stacks:
+discovery by RANK never finds it and the verdict could only say "rank 7 left nothing". Its
+parent, its exit status and its rank can still be learned:
+- its parent is the one its sibling ranks share (the launcher); /proc/PID/stat keeps the
+  wait status (field 52) until it is reaped;
+- the rank from its own NCCL recorder file (`nccl-recorder.<host>.<pid>.<n>.bin` in the
+  siblings' FORENSICS_RECORDER_DIR, whose header holds RANK as the process saw it);
+- else by elimination, stated as such: the job's WORLD_SIZE ranks all run under that parent
+  here, exactly one rank has no live process and exactly one sibling is a zombie.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from forensics.discover import procfs
+from parsers.model.events import describe_status
+
+#: zombies looked at per parent (a launcher of thousands of dead children is not a rank's)
+MAX_ZOMBIES = 64
+
+
+def find_exited(ranks: list, host: str) -> list:
+    """Zombie children of the parents of `ranks` (RankProcess) that are not ranks already found."""
+    from forensics.discover.ranks import RankProcess
+
+    known = {p.pid for p in ranks}
+    by_parent: dict[int, list] = {}
+    for proc in ranks:
+        if proc.ppid and proc.ppid > 1:
+            by_parent.setdefault(proc.ppid, []).append(proc)
+    out = []
+    for ppid, siblings in sorted(by_parent.items()):
+        zombies = [k for k in procfs.children_of(ppid, limit=4096) if k not in known
+                   and procfs.state_or_none(k) == "Z"][:MAX_ZOMBIES]
+        ref = siblings[0]
+        for pid in zombies:
+            status = procfs.exit_status(pid)
+            out.append(RankProcess(
+                pid=pid, host=host, rank=None, local_rank=None, world_size=ref.world_size,
+                local_world_size=ref.local_world_size, group_rank=None, job_id=ref.job_id, environ={},
+                cmdline=[], rank_source=None, ppid=ppid,
+                job_evidence=[f"exited ({describe_status(status)}) and not reaped: a zombie child of "
+                              f"pid {ppid}, the parent of ranks {sorted(p.rank for p in siblings if p.rank is not None)[:16]}"]))
+    recover_exited_ranks(out, ranks)
+    return out
+
+
+def recover_exited_ranks(exited: list, ranks: list) -> None:
+    """Set .rank of exited processes from their recorder file, else by elimination (see module doc)."""
+    for proc in exited:
+        if proc.rank is None:
+            rank = _rank_from_recorder(proc.pid, [p for p in ranks if p.ppid == proc.ppid])
+            if rank is not None:
+                proc.rank, proc.rank_source = rank, "recorder-file"
+                proc.job_evidence.append(f"rank {rank}: RANK in its own NCCL recorder file's header")
+    for ppid in sorted({p.ppid for p in exited if p.rank is None}):
+        unknown = [p for p in exited if p.ppid == ppid and p.rank is None]
+        siblings = [p for p in ranks if p.ppid == ppid and p.rank is not None]
+        world = next((p.world_size for p in siblings if p.world_size), None)
+        if len(unknown) != 1 or not world or world > 4096:
+            continue
+        missing = set(range(world)) - {p.rank for p in siblings} - {p.rank for p in exited}
+        if len(missing) == 1:
+            proc = unknown[0]
+            proc.rank, proc.rank_source = missing.pop(), "elimination"
+            proc.job_evidence.append(f"rank {proc.rank} by elimination: WORLD_SIZE={world}, the other ranks run "
+                                     f"under the same parent (pid {ppid}) and this is its only exited child")
+
+
+def _rank_from_recorder(pid: int, siblings: list) -> int | None:
+    """RANK from the exited process's own recorder state file, in a directory its siblings name."""
+    from forensics.collectors.recorder import recorder_dir, state_files
+    from parsers.readers.recorder import RecorderFormatError, read_recorder_file
+
+    dirs: list[Path] = []
+    for sib in siblings[:8]:
+        d = recorder_dir(sib.pid, sib.environ)
+        if d not in dirs:
+            dirs.append(d)
+    for d in dirs:
+        for path in state_files(d, pid):
+            if path.suffix != ".bin":
+                continue
+            try:
+                st = read_recorder_file(path)
+            except (RecorderFormatError, OSError):
+                continue
+            if st.pid == pid and st.env_rank is not None:
+                return st.env_rank
+    return None
