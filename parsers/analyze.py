@@ -66,7 +66,7 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     reports, host_suspects = judge_hosts(ev, kb)
     host_suspects = host_suspects + judge_exceptions(ev)
     progress = judge_progress(ev.recorder)
-    slow = judge_slowness(ev) if progress.decided and progress.running else None
+    slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
     verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)

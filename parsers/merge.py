@@ -140,6 +140,10 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
                 verdict.sections["stragglers"] = slow.to_dict()
                 pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
                 verdict.suspects = merge_suspects(verdict.suspects, straggler_suspects(slow, pids))
+    elif slow is not None and slow.late:
+        # no time-stamped progress: a hang cannot be ruled out, so who arrives last is shown, not judged
+        verdict.sections["stragglers"] = {**slow.to_dict(), "judged": False,
+                                          "note": "hang or progress not decided from time: shown, not judged"}
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)

@@ -118,3 +118,26 @@ def test_running_job_from_the_files_it_leaves(captures: Path, case: str, tmp_pat
     verdict = analyze(tmp_path, KB).verdict
     assert verdict.summary.startswith("no hang"), verdict.summary
     assert verdict.sections["stragglers"]["late"] == ([6] if case == "slow5" else [])
+
+
+#: from timestamped NCCL COLL lines (enter times, µs stamps) alone; slow5's 5 ms shows as under 2 ms
+#: of enter lateness, below the 8 ms floor that steady per-rank offsets (up to 36 ms seen) demand
+FROM_COLL_LOG = {"slow300": [5], "slow30": [2], "slowhost": [2, 3], "healthy": [], "slow5": []}
+
+
+@pytest.mark.parametrize("case", sorted(FROM_COLL_LOG))
+def test_straggler_from_nccl_coll_log_stamps(captures: Path, case: str, tmp_path: Path):
+    """Without the recorder: the bundle less its recorder files. Hang or progress is then not decided
+    from time, so who arrives last is shown (section 'stragglers', judged False), never a culprit."""
+    last = sorted(p for p in (captures / "h200_issue15" / case).iterdir() if p.name.startswith("round"))[-1]
+    for f in last.rglob("*"):
+        if f.is_file() and f.suffix != ".bin":
+            dest = tmp_path / f.relative_to(last)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(f.read_bytes())
+    verdict = analyze(tmp_path, KB).verdict
+    slow = verdict.sections.get("stragglers", {"late": [], "judged": False})
+    assert slow["late"] == FROM_COLL_LOG[case] and slow["judged"] is False
+    if slow["late"]:
+        assert slow["source"] == "NCCL COLL log" and slow["measure"] == "enter"
+    assert verdict.culprit is None or str(verdict.culprit.reason_class) not in ("straggler", "slow-host")
