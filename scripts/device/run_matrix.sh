@@ -68,7 +68,7 @@ elif [ "$part" = R ]; then
   t=$(cap 220 30)
   echo "R15: ${t} s cap at +$(( $(date +%s) - T0 )) s"
   [ "$t" -ge 40 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R15" "${common[@]}" \
-    --cases "${HF_R15:-slow30,healthy,slow300,slowhost,slow5}" --total-s $((t - 8)) 2>&1 | tee "$W/R15/driver.log" | grep -v '^{' | tail -n 20
+    --cases "${HF_R15:-slow30,healthy,slow300,slowhost,slow5}" ${HF_R15_ROUNDS:+--rounds "$HF_R15_ROUNDS"} --total-s $((t - 8)) 2>&1 | tee "$W/R15/driver.log" | grep -v '^{' | tail -n 20
   t=$(cap 90 15); rounds=1; [ "$t" -ge 75 ] && rounds=2
   echo "R19: ${t} s cap, ${rounds} round(s) at +$(( $(date +%s) - T0 )) s"
   if [ "$t" -ge 35 ]; then
