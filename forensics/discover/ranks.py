@@ -123,7 +123,10 @@ def discover(pids: list[int] | None = None, host: str | None = None, job: str | 
         try:
             env = procfs.read_environ(pid)
         except procfs.ProcessGone:
-            if explicit:
+            if explicit and procfs.state_or_none(pid) == "Z":  # exited, not reaped: no environment left
+                found[pid] = RankProcess(pid, host, None, None, None, None, None, None, ppid=procfs.read_ppid(pid))
+                problems.append(f"pid {pid}: has exited and is a zombie (no environment left)")
+            elif explicit:
                 problems.append(f"pid {pid}: no such process")
             continue
         except PermissionError:

@@ -100,3 +100,12 @@ def test_live_verdict_says_how_the_dead_rank_ended(job, tmp_path: Path):
     assert culprit is not None and culprit.rank == 2 and culprit.pid == procs[2].pid
     assert str(culprit.reason_class) == "exited" and "exit code 1" in culprit.reason
     assert any("elimination" in e for e in culprit.evidence)
+
+
+def test_zombie_named_by_pid_keeps_its_place(job):
+    """`collect --pid` with every rank's pid, the dead one included: it is kept, and its rank learned."""
+    procs, _job_id = job
+    ranks, problems = discover(pids=[p.pid for p in procs])
+    dead = next(p for p in ranks if p.pid == procs[2].pid)
+    assert dead.rank == 2 and dead.rank_source == "elimination"
+    assert any("zombie" in line for line in problems)
