@@ -24,7 +24,7 @@ KB = knowledge.load(use_env=False)
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("h200")
-    for name in ("h200_issue14.tar.gz", "h200_issue15.tar.gz"):
+    for name in ("h200_issue14.tar.gz", "h200_issue15.tar.gz", "h200_issue15_ns.tar.gz"):
         extract_into(FIX / name, root)
     return root
 
@@ -141,3 +141,27 @@ def test_straggler_from_nccl_coll_log_stamps(captures: Path, case: str, tmp_path
     if slow["late"]:
         assert slow["source"] == "NCCL COLL log" and slow["measure"] == "enter"
     assert verdict.culprit is None or str(verdict.culprit.reason_class) not in ("straggler", "slow-host")
+
+
+@pytest.mark.parametrize("case", sorted(RUNNING))
+def test_straggler_by_how_much_with_the_ns_recorder(captures: Path, case: str):
+    """The recorder stamping op enter and completion with the ns clock (h200_issue15_ns: the second
+    H200 run, 3 rounds, 4 for healthy): every straggler named in every round with its lateness within
+    20% of what the driver injected (slow_by_ms_per_step), and healthy rounds name nobody."""
+    root = captures / "h200_issue15_ns" / case
+    truth = _truth(root)
+    rounds = sorted(p for p in root.iterdir() if p.name.startswith("round"))
+    assert len(rounds) >= 3
+    for r in rounds:
+        verdict = analyze(r, KB).verdict
+        assert verdict.summary.startswith("no hang"), verdict.summary
+        slow = verdict.sections["stragglers"]
+        assert slow["measure"] == "wait" and slow["threshold_ms"] == 2.0
+        assert slow["late"] == truth["slow_ranks"], slow
+        want = truth["slow_by_ms_per_step"]
+        got = [slow["lateness_ms"][str(rank)] for rank in truth["slow_ranks"]]
+        # a slow host's ranks also wait for each other, so each one's own deficit is a little smaller
+        assert got == [] or abs(max(got) - want) <= 0.2 * want, got
+        assert all(g >= 0.6 * want for g in got), got
+        if not truth["slow_ranks"]:
+            assert max(abs(v) for v in slow["lateness_ms"].values()) < 0.5  # healthy: noise well under the floor
