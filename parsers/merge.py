@@ -291,11 +291,12 @@ def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> 
 
 
 def _said(e: Any) -> str:
-    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary."""
+    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
+    (a launcher's line about a worker names that worker in its message, not in its origin)."""
     o = e.origin
     who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
            f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
-    who_text = " ".join(w for w in who if w)
+    who_text = "" if e.kind.startswith("launcher-") else " ".join(w for w in who if w)  # names the worker itself
     message = " ".join(e.message.split())
     return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
 
@@ -350,8 +351,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             g = h.reasons[0]
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
                          if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
-    if not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
-        parts.insert(0, "these lines report no error")
+    if not parts and not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
+        parts.append("these lines report no error")
     if parts:
         parts.append(f"coverage {cov.describe().split(':')[0]}")
     return "; ".join(parts)
