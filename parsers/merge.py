@@ -310,9 +310,11 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
+    trails = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
     for art in ev.artifacts:
         if not art.parsed:
             continue
+        trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
             if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
                 continue
@@ -351,6 +353,9 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             g = h.reasons[0]
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
                          if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
+    if trails and not errors:
+        parts.append(f"NCCL returned an error up its call chain ({trails} 'file:line -> code' lines) "
+                     "and printed no WARN in these lines")
     if not parts and not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
         parts.append("these lines report no error")
     if parts:
