@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES
+from parsers.model.events import FROZEN_STATES, INFO_KINDS
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.ranges import fold
 from parsers.stacks.classify import Activity
@@ -294,21 +294,40 @@ def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> 
     return text
 
 
+def _said(e: Any) -> str:
+    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
+    (a launcher's line about a worker names that worker in its message, not in its origin)."""
+    o = e.origin
+    who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
+           f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
+    who_text = "" if e.kind.startswith("launcher-") else " ".join(w for w in who if w)  # names the worker itself
+    message = " ".join(e.message.split())
+    return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+
+
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.model.events import ErrorEvent
 
     timeouts: dict[tuple[str | None, int | None], set[int]] = {}
     first: tuple[str, str] | None = None
+    earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
+    innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
+    trails = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
     for art in ev.artifacts:
         if not art.parsed:
             continue
+        trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent:
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
+                continue
+            rank = e.origin.rank
+            if e.kind == "python-frame":  # a frame is where an error happened, not one more error
+                innermost[e.origin.rank if rank is not None else e.origin.pid] = e
                 continue
             errors += 1
-            rank = e.origin.rank
+            earliest_line = earliest_line or e
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
                 timeouts.setdefault((e.op, e.seq), set()).add(rank)
             if e.timestamp and (first is None or e.timestamp < first[0]):
@@ -327,11 +346,22 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[0]})")
+    elif not timeouts and earliest_line is not None:
+        parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line)}")
+    for frame in list(innermost.values())[:3]:
+        o = frame.origin
+        who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")
+        parts.append(f"{who}'s traceback reaches {frame.message} (torch.distributed)")
     for h in reports or []:
         if h.status in ("exclude", "suspect") and h.reasons:
             g = h.reasons[0]
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
                          if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
+    if trails and not errors:
+        parts.append(f"NCCL returned an error up its call chain ({trails} 'file:line -> code' lines) "
+                     "and printed no WARN in these lines")
+    if not parts and not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
+        parts.append("these lines report no error")
     if parts:
         parts.append(f"coverage {cov.describe().split(':')[0]}")
     return "; ".join(parts)

@@ -148,6 +148,21 @@ def _is_nccl_ts(text: str) -> bool:
     return text.startswith("[") and " NCCL " in text[:200]
 
 
+#: an interactive shell's prompt before a command: `zeyer@cn-234 ~ % nvidia-smi`, `root@node1:~# dmesg`,
+#: `[user@gpu07 work]$ nvidia-smi` (user@host, an optional directory, then %, $ or #)
+_PROMPT = re.compile(r"^\[?[a-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::\S*|\s+\S+)?\]?\s?[%$#] +\S")
+
+
+def prompt_host(text: str) -> str | None:
+    """The host a pasted shell prompt names (short name), or None when `text` is not a prompt.
+
+    Why: users paste `nvidia-smi` and `dmesg` output under the command they typed; the prompt is
+    the only place that says which machine printed it, and it holds for the lines that follow.
+    """
+    m = _PROMPT.match(text)
+    return m.group("host").split(".")[0] if m else None
+
+
 _LEADING_LABEL = re.compile(r"^\s*\[(\d{1,7})\] ")
 
 

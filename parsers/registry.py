@@ -231,7 +231,19 @@ def _rank_log(inp: ReadInput) -> Parsed:
 
 
 def _ras_text(inp: ReadInput) -> Parsed:
-    return ras.parse_text(read_text_lines(inp))
+    """A RAS report, and whatever the file holds besides it: a report is often pasted above the
+    job's own lines (the watchdog timeout it was asked about), which go to the rank-log reader
+    with their own line numbers, so neither is dropped."""
+    others: dict[int, str] = {}
+    out = ras.parse_text(read_text_lines(inp), others)
+    if not others:
+        return out
+    rest = rank_log.parse_lines((others.get(n, "\n") for n in range(1, out.lines + 1)), str(inp.path))
+    out.events.extend(rest.events)
+    out.unread.extend(rest.unread)  # (unknown lines stay counted once, as the report's other_lines)
+    for key, value in rest.facts.items():
+        out.facts.setdefault(key, value)
+    return out
 
 
 def _ras_json(inp: ReadInput) -> Parsed:

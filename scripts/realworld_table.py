@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.unit.realworld.verdicts import GAPS, judge, stems
+from tests.unit.realworld.verdicts import BEYOND_EXCERPT, GAPS, judge, stems
 
 
 def main() -> int:
@@ -23,12 +23,14 @@ def main() -> int:
           "(`tests/fixtures/realworld/`, one `.json` per excerpt with its source, versions and what the "
           "thread establishes). Records: the NCCL/PyTorch/launcher/host records a correct reader must yield "
           "from the excerpt, and how many were. Outcome: *right* (the thread's culprit or host cause reached), "
-          "*honest* (the thread does not know; no culprit named), *gap* (a known miss, with why). "
+          "*honest* (the thread does not know, or knows from what the excerpt lacks, said why; no culprit named "
+          "and the summary says what the lines show), *gap* (a known miss, with why). "
           "Regenerate with `scripts/realworld_table.py`; `tests/unit/realworld/` checks every row.", file=out)
     print(file=out)
     rec = sum(r.recognised for r in rows), sum(r.records for r in rows)
     print(f"Totals: records {rec[0]} of {rec[1]}; threads that know the truth {len(known)}, of them right "
-          f"{sum(r.outcome == 'right' for r in known)}; the others honest "
+          f"{sum(r.outcome == 'right' for r in known)}, honest where the excerpt cannot reach the thread's truth "
+          f"{sum(r.outcome == 'honest' for r in known)}; the others honest "
           f"{sum(r.outcome == 'honest' for r in rows if not r.known)} of {len(rows) - len(known)}, "
           f"overclaims {sum(r.outcome == 'overclaim' for r in rows)}.", file=out)
     print(file=out)
@@ -37,7 +39,7 @@ def main() -> int:
     for r in rows:
         summary = r.summary.replace("|", "/")
         summary = summary if len(summary) <= 160 else summary[:157] + "..."
-        why = f" ({GAPS[r.stem]})" if r.stem in GAPS else ""
+        why = f" ({GAPS[r.stem]})" if r.stem in GAPS else (f" ({BEYOND_EXCERPT[r.stem][0]})" if r.stem in BEYOND_EXCERPT else "")
         print(f"| {r.stem} | {r.url} | {r.recognised}/{r.records} | {summary} | {r.outcome}{why} |", file=out)
     return 0
 

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.model.events import INFO_KINDS, ErrorEvent
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
+
+#: errors a rank prints while it waits on a peer that is gone (timeouts, closed or reset connections)
+WAITING = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
+           "nccl-timeout", "ib-completion"}
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print
 SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout"}
@@ -48,7 +53,64 @@ def judge_exceptions(ev: Any) -> list[Suspect]:
             reason=f"raised {exc.headline()}", confidence=ReasonClass.RAISED.default_confidence,
             evidence=[f"its own output ({cite}): {exc.headline()}"]))
     suspects += _never_joined(ev, found)
+    suspects += died_first(ev)
     return suspects
+
+
+def died_first(ev: Any) -> list[Suspect]:
+    """A worker its launcher saw die (non-zero exit) before any rank of the same output reported an error,
+    followed by other processes that time out or lose their peer: the first failure is the cause.
+
+    Why file order: a launcher's console is one stream, written as things happen, so the death
+    printed before the first timeout happened before it. A process that still prints after the
+    death is not the one that died (unless it has the same pid). A death after the first error
+    proves nothing (the watchdog aborts its own process, exit -6, once it times out), nor does a
+    death with no waiting process after it.
+    """
+    out = []
+    for art in ev.artifacts:
+        if art.kind != "rank-log" or not art.parsed:
+            continue
+        dead: ErrorEvent | None = None
+        for e in art.parsed.events:
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind in ("launcher-signal", "python-frame"):
+                continue
+            if dead is None:
+                if e.kind != "launcher-exit" or not e.data.get("exitcode") or _raised_before(art, e):
+                    break  # something else failed first: the death, if any, may be its consequence
+                dead = e
+                continue
+            if e.kind in WAITING and _another_process(dead, e):
+                out.append(_died_first_suspect(art, dead, e))
+                break
+    return out
+
+
+def _raised_before(art: Any, e: ErrorEvent) -> bool:
+    """An exception (Python or C++ `Exception raised from ...`) was read from the lines above `e`."""
+    line = e.origin.line
+    return line is None or any(x.line is None or x.line < line for x in art.parsed.exceptions)
+
+
+def _another_process(dead: ErrorEvent, e: ErrorEvent) -> bool:
+    pid = dead.data.get("pid") or dead.origin.pid
+    return not (pid is not None and e.origin.pid == pid)
+
+
+def _died_first_suspect(art: Any, dead: ErrorEvent, waiter: ErrorEvent) -> Suspect:
+    pid = dead.data.get("pid") or dead.origin.pid
+    local = dead.data.get("local_rank")
+    who = f"rank {waiter.origin.rank}" if waiter.origin.rank is not None else (
+        f"pid {waiter.origin.pid}" if waiter.origin.pid is not None else "a process")
+    what = f" in {waiter.op.upper()}" if waiter.op else ""
+    what += f" SeqNum {waiter.seq}" if waiter.seq is not None else ""
+    return Suspect(
+        rank=None, host=dead.origin.host, pid=pid, reason_class=ReasonClass.EXITED_FIRST,
+        reason=(f"died first (exit code {dead.data['exitcode']}" + (f", local rank {local}" if local is not None else "")
+                + f") before any rank reported an error; then {who} failed waiting ({waiter.kind}{what})"),
+        confidence=ReasonClass.EXITED_FIRST.default_confidence,
+        evidence=[f"{art.cite}:{dead.origin.line}: {dead.message[:200]}",
+                  f"{art.cite}:{waiter.origin.line}: {waiter.message[:200]}"])
 
 
 def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:

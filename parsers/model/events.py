@@ -129,6 +129,12 @@ class ErrorEvent:
     data: dict = field(default_factory=dict)
 
 
+#: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`
+#: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option): read and
+#: kept, never weighed as an error.
+INFO_KINDS = frozenset({"c10d-info", "pg-timeout"})
+
+
 @dataclass(slots=True)
 class TopoEdge:
     """Who exchanges data with whom in a communicator: ring, tree or channel connection."""

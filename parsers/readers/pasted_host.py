@@ -1,5 +1,6 @@
 """Host evidence users paste into job output: kernel NVRM/Xid and AER lines, nvidia-smi and
-Slurm's NVML complaints, CUDA error strings.
+Slurm's NVML complaints, CUDA error strings (and the nccl-tests harness's `Test NCCL failure`
+line, the one error such a run prints outside NCCL's own records).
 
 Why in the text readers: a thread rarely comes with a separate kernel log; the proof
 that a GPU fell off the bus is a dmesg line pasted under the training log, and the
@@ -24,8 +25,10 @@ _LOST = re.compile(r"GPU is lost")
 _AER = re.compile(r"(?:pcieport|nvidia) (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d):\s+(?P<msg>.*)")
 _DRIVER = re.compile(r"CUDA driver version is insufficient for CUDA runtime version")
 _CUDA = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']+)'|CUDA error: (?P<what2>[^.(]+)|Cuda Error: (?P<what3>.+)")
+#: the nccl-tests harness when an NCCL call returns an error: `Test NCCL failure all_reduce.cu:471 'internal error ...'`
+_TEST_NCCL = re.compile(r"Test NCCL failure (?P<where>[\w./-]+:\d+) '(?P<what>[^']+)'")
 
-_MARKERS = ("NVRM", "fallen off", "device handle", "GPU is lost", "pcieport", "AER:", "CUDA", "Cuda")
+_MARKERS = ("NVRM", "fallen off", "device handle", "GPU is lost", "pcieport", "AER:", "CUDA", "Cuda", "Test NCCL")
 
 
 def match_line(text: str, origin: Origin) -> list:
@@ -67,6 +70,10 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     if _DRIVER.search(msg):
         add("cuda-driver-mismatch")
+        return events
+    m = _TEST_NCCL.search(msg)
+    if m:
+        add("nccl-error", what=m.group("what").strip(), where=m.group("where"))
         return events
     m = _CUDA.search(msg)
     if m:

@@ -25,7 +25,7 @@ from itertools import chain, islice
 from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, strip_prefix
+from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, prompt_host, strip_prefix
 from parsers.readers import launcher, nccl_log, proxy_dump, textline
 
 HEAD_LINES = 2000
@@ -58,9 +58,17 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
     after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
+    shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
     for lineno, raw in _logical_lines(chain(head, it), layout, out):
         text, pre = strip_prefix(raw)
         echo, after_frame = after_frame, text.startswith('File "')
+        prompted = prompt_host(text) if "@" in text[:100] else None
+        if prompted:
+            shell_host = prompted
+            benign += 1
+            continue
+        if pre.host is None:
+            pre.host = shell_host
         rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
         if rank is not None:
             ranks[rank] = ranks.get(rank, 0) + 1

@@ -42,8 +42,14 @@ def looks_like_json(obj: Any) -> bool:
     return isinstance(obj, dict) and _comm_list(obj) is not None
 
 
-def parse_text(lines: Iterable[str]) -> Parsed:
-    """Findings from a text report. Lines that are not findings (tables, headers) are 'other'.
+#: most 'other' lines a text report hands back to its caller (a report pasted above a long log)
+MAX_OTHER_LINES = 200_000
+
+
+def parse_text(lines: Iterable[str], others: dict[int, str] | None = None) -> Parsed:
+    """Findings from a text report. Lines that are not findings (tables, headers) are 'other';
+    with `others`, each such line is kept there by its number, so the caller can hand the lines
+    a report does not explain (a job's log pasted under it) to the reader that does.
 
     A communicator block's rank lines are judged when the block ends: a rank is
     'behind' when some rank or group of the block launched more operations. Why not
@@ -90,6 +96,8 @@ def parse_text(lines: Iterable[str]) -> Parsed:
             out.facts["protocol"] = line.split()[-1]
         elif line.strip():
             other += 1
+            if others is not None and len(others) < MAX_OTHER_LINES:
+                others[out.lines] = raw
     _flush(out, block)
     out.facts["other_lines"] = other
     return out

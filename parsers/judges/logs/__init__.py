@@ -15,7 +15,7 @@ import networkx as nx
 from parsers.evidence import Evidence
 from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, tables, verdict, waitgraph
-from parsers.model.events import ErrorEvent, RasFinding, TopoEdge
+from parsers.model.events import INFO_KINDS, ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
 
@@ -94,7 +94,7 @@ def _collect(arts: Evidence, ids: identity.Identities) -> tuple[list[RasFinding]
             cls = type(ev)
             if cls is RasFinding:
                 ras_findings.append(ev)
-            elif cls is ErrorEvent:
+            elif cls is ErrorEvent and ev.kind not in INFO_KINDS:
                 errors.append((ids.resolve(ev.origin), ev))
     return ras_findings, errors
 

@@ -54,3 +54,10 @@ def test_group_rank_of_a_subgroup_is_not_taken_for_the_global_rank():
 def test_ray_prefix_gives_pid_and_host_and_torch_prefix_the_rank():
     ev = next(ev for ev in _events("openrlhf-624") if getattr(ev, "kind", "") == "watchdog-timeout")
     assert (ev.origin.rank, ev.origin.pid, ev.origin.host) == (0, 5823, "10.164.227.153")
+
+
+def test_shell_prompt_names_the_host_of_the_output_below_it():
+    """returnn #1486: `zeyer@cn-234 ~ % nvidia-smi`, then nvidia-smi's and dmesg's lines: all of cn-234."""
+    evs = _events("returnn-1486")
+    assert evs and {ev.origin.host for ev in evs} == {"cn-234"}
+    assert [ev.kind for ev in evs][:2] == ["gpu-lost", "pcie-error"]

@@ -23,19 +23,22 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS = {
-    "pytorch-88000": "the truth (rank 1 never calls the broadcast) is in the thread's code, not in the log lines",
-    "spark-vllm-335": "the DistStoreError traceback is cut by vLLM's worker prefix and word wraps: no exception read",
-    "horovod-3871": "the WSL2 topology failure has no knowledge-base entry",
-    "nccl-976": "the fabric-manager restart is told in prose; the log has no line that says it",
-    "fuser-3055": "a teardown hang: the lines show every rank's heartbeat monitor, no rank that stands out",
-    "nccl-1612": "a security scanner's connection is known from the thread; the WARN line names only a socket error",
-    "returnn-1486": "the GPU stopped answering: the log shows only a corrected PCIe AER, no lost-GPU line",
-    "vllm-6042-border": "the worker's death (exit -6) is told by vLLM's own message, not read as a launcher exit",
-    "rccl-429": "only two processes' op lines are shown, one each way: the summary names the disagreement at "
-                "opCount 28c, but who is the odd one needs the other ranks' lines (the maintainer had them)",
-}
+GAPS: dict[str, str] = {}
 
+#: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
+#: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
+BEYOND_EXCERPT = {
+    "pytorch-88000": ("the truth (rank 1 never calls the broadcast) is in the reporter's script; the lines show "
+                      "only both ranks starting their watchdog", ["no error"]),
+    "spark-vllm-335": ("the excerpt is the traceback of one worker (pid 213, no rank printed) in the rendezvous; "
+                       "'rank 1 never joins' is the thread's title", ["pid 213", "init_process_group"]),
+    "fuser-3055": ("the teardown and the NCCL 2.23.4 link come from the thread; the lines show stuck watchdogs "
+                   "in three subgroups, no rank that stands out", ["heartbeat", "watchdog stuck"]),
+    "nccl-1612": ("the security scanner is known from the reporter; the WARN line shows only that peer 10.10.1.3 "
+                  "closed a bootstrap socket", ["Connection closed by remote peer 10.10.1.3"]),
+    "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
+                 "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
+}
 
 @dataclass
 class Judged:
@@ -65,10 +68,13 @@ def judge(stem: str) -> Judged:
     truth = meta["truth"]
     culprit = f"rank {c.rank} [{c.reason_class}, {c.confidence:.2f}]" if c and c.rank is not None else \
         (f"{c.label} [{c.reason_class}, {c.confidence:.2f}]" if c else "none")
-    if not truth.get("known"):
-        outcome = "honest" if c is None else "overclaim"
+    if truth.get("known") and _right(truth, c, result.hosts):
+        outcome = "right"
+    elif not truth.get("known") or stem in BEYOND_EXCERPT:
+        shows = all(w in v.summary for w in BEYOND_EXCERPT.get(stem, ("", []))[1])
+        outcome = "overclaim" if c is not None else ("honest" if shows else "gap")
     else:
-        outcome = "right" if _right(truth, c, result.hosts) else "gap"
+        outcome = "gap"
     return Judged(stem, meta["source_url"], bool(truth.get("known")), len(expected), len(expected) - len(lost),
                   culprit, v.summary, outcome)
 
@@ -77,6 +83,8 @@ def _right(truth: dict, c, hosts) -> bool:
     """The thread's culprit rank (or host) named; or, for a host cause, that host judged suspect or exclude."""
     if truth.get("culprit_rank") is not None:
         return c is not None and c.rank == truth["culprit_rank"]
+    if truth.get("culprit_pid") is not None:  # a process whose rank no line prints
+        return c is not None and c.pid == truth["culprit_pid"]
     bad = [h for h in hosts if h.status in ("suspect", "exclude") and h.reasons]
     if truth.get("culprit_host"):
         return (c is not None and c.host == truth["culprit_host"]) or any(h.host == truth["culprit_host"] for h in bad)
@@ -89,7 +97,8 @@ def _right(truth: dict, c, hosts) -> bool:
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),
                 (("gpu was lost", "gpu is lost", "lost on"), {"gpu-lost-nvml", "xid-79", "gpu-fallen-off-bus"}),
-                (("driver",), {"cuda-driver-too-old"})]
+                (("driver",), {"cuda-driver-too-old"}),
+                (("fabricmanager", "fabric manager", "nvls"), {"nccl-nvls-cuda-failure"})]
 
 
 def stems() -> list[str]:

@@ -1,0 +1,44 @@
+"""Judges on real excerpts, checked directly (the verdict tests check only the outcome)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from parsers.evidence import load as load_evidence
+from parsers.judges.exceptions import died_first
+from parsers.model.events import ErrorEvent
+from parsers.model.findings import ReasonClass
+from parsers.source import open_source
+from tests.unit.realworld._load import load
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
+
+
+def _evidence(stem: str, tmp: str):
+    shutil.copy(CORPUS / f"{stem}.log", tmp)
+    with open_source(Path(tmp)) as src:
+        return load_evidence(src)
+
+
+def test_worker_death_before_the_first_timeout_is_the_first_failure():
+    """vLLM #6042: 'Worker VllmWorkerProcess pid 1159 died, exit code: -6', then rank 0 times out."""
+    with tempfile.TemporaryDirectory() as tmp:
+        found = died_first(_evidence("vllm-6042-border", tmp))
+    assert [(s.pid, s.rank, s.reason_class) for s in found] == [(1159, None, ReasonClass.EXITED_FIRST)]
+    assert "ALLREDUCE SeqNum 2" in found[0].reason
+
+
+def test_worker_death_after_an_exception_is_not_a_first_failure():
+    """vLLM #9839: the watchdog's C++ exception comes first; the worker's -6 is its consequence."""
+    with tempfile.TemporaryDirectory() as tmp:
+        assert died_first(_evidence("vllm-9839", tmp)) == []
+
+
+def test_lines_after_a_ras_report_are_read_as_the_job_log():
+    """NCCL #1730: a RAS report, then rank 118's watchdog timeout: both read from the one file."""
+    parsed = load(CORPUS / "nccl-1730.log")
+    assert [p.kind for p in parsed] == ["ras-text"]
+    errors = [(e.kind, e.origin.rank, e.seq, e.origin.line) for e in parsed[0].events if isinstance(e, ErrorEvent)]
+    assert errors == [("watchdog-timeout", 118, 2398459, 24), ("failure-detected", 118, 2398459, 25)]
