@@ -5,7 +5,8 @@ Starts a real N-rank gloo job with one sleeping rank, then, in the same run, for
 with the pause of every target measured from OUTSIDE by benchmarks/pause_sampler.py (a separate
 process reading each target's main-thread state letter; stopped 't'/'T' samples in a row = one
 pause). Tools: py-spy (Python only), py-spy --native, libdw (the native-stack collector, the
-default native source), pystack --native-all and eu-stack (loop only), gdb (opt-in deep tool).
+default native source: one serving helper for all ranks with a shared symbol cache; "per rank
+(before)" is the earlier one helper process per rank, no cache, as the baseline in the same run), pystack --native-all and eu-stack (loop only), gdb (opt-in deep tool).
 
 Goal (issue 18): N=8 ranks with native frames in under 1.5 s, each target paused under 200 ms.
 Usage: python benchmarks/collect_local.py [--ranks 8] [--repeat 3] [--no-gdb]
@@ -69,6 +70,8 @@ def main() -> int:
             ("py-spy (Python only)", CollectOptions(), lambda p: [pyspy, "dump", "--pid", str(p), "--json"], args.repeat),
             ("py-spy --native", CollectOptions(native=True, extra={"native_tool": "py-spy"}),
              lambda p: [pyspy, "dump", "--pid", str(p), "--json", "--native"], args.repeat),
+            ("libdw per rank (before)", CollectOptions(native=True, extra={"native_helper": "per-rank"}),
+             lambda p: [sys.executable, "-I", str(HELPER), "--no-cache", str(p)], args.repeat),
             ("libdw native (default)", CollectOptions(native=True),
              lambda p: [sys.executable, "-I", str(HELPER), str(p)], args.repeat),
         ]
@@ -105,7 +108,7 @@ def main() -> int:
         print(f"  {name:<24} [{who}] sweep {res['sweep_ms']:.2f} ms: "
               + " ".join(f"{pid}:{v['max_ms']:.0f}" for pid, v in res["targets"].items()))
     for name, ours, _ in rows:
-        if name.startswith("libdw") and ours:
+        if name.startswith("libdw native") and ours:
             wall = statistics.median(t for t, _ in ours)
             worst = max(max(_max_pauses(r)) for _, r in ours)
             ok = wall < GOAL_WALL_S and worst < GOAL_PAUSE_MS

@@ -20,6 +20,7 @@ from forensics.collect.progress import Progress
 from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
 from forensics.collectors.children import collect_children
+from forensics.collectors.native_stack import close_service
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
 from forensics.errors import ForensicsError
@@ -90,6 +91,7 @@ def collect_local(
             interrupted_at = interrupted_at or time.monotonic()
             if time.monotonic() - interrupted_at > GRACE_S:
                 break
+    close_service()  # the native-stack helper served this collection's ranks (its symbol cache ends with it)
     pool.shutdown(wait=not pending, cancel_futures=True)
     interrupted = tools.INTERRUPTED.is_set()
     host_record.seconds = round(time.monotonic() - start, 3)

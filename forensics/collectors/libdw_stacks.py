@@ -29,10 +29,16 @@ import json
 import os
 import sys
 import time
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
 from typing import Any
 
 MAX_THREADS = 4096
 MAX_FRAMES = 256
+MAX_MODULES = 8192
+MAX_WORKERS = 8
+MAX_REQUEST = 256  # bytes of one request line
 _CB_OK, _CB_ABORT = 0, 1
 
 _THREAD_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
@@ -70,6 +76,9 @@ def _load() -> ctypes.CDLL:
         "dwfl_module_eh_cfi": (vp, [vp, ctypes.POINTER(ctypes.c_uint64)]),
         "dwarf_cfi_addrframe": (i, [vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]),
         "dwfl_errno": (i, []), "dwfl_errmsg": (ctypes.c_char_p, [i]),
+        "dwfl_module_getelf": (vp, [vp, ctypes.POINTER(ctypes.c_uint64)]),
+        "dwfl_module_build_id": (i, [vp, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint64)]),
+        "dwfl_report_elf": (vp, [vp, ctypes.c_char_p, ctypes.c_char_p, i, ctypes.c_uint64, ctypes.c_bool]),
     }
     for fn, (res, args) in sig.items():
         f = getattr(lib, fn)
@@ -96,8 +105,27 @@ def _err(lib: ctypes.CDLL) -> str:
     return msg.decode(errors="replace") if msg else "libdw error"
 
 
-def _prewarm(lib: ctypes.CDLL, dwfl: ctypes.c_void_p) -> int:
-    """Open every module's ELF and CFI, and look up CFI at its start, middle and end, now.
+@dataclass(frozen=True)
+class Module:
+    """One mapped ELF of the target: where it lies, its load bias, and what file it is.
+
+    `key` names the file's content (build-id, device, inode, size, mtime): the same key
+    in two targets means the same symbols at the same file-relative addresses, which is
+    what lets one SymbolCache serve every rank of a host. None: not cacheable (no file
+    on disk, such as the vDSO, or it could not be stat'ed)."""
+
+    start: int
+    end: int
+    bias: int
+    name: str
+    mainfile: str | None
+    build_id: str | None
+    key: tuple | None
+
+
+def _prewarm(lib: ctypes.CDLL, dwfl: ctypes.c_void_p) -> list[Module]:
+    """Open every module's ELF and CFI, and look up CFI at its start, middle and end, now;
+    returns the module table (sorted by start) that names frames after the target runs.
 
     Why the lookups: libdw parses CFI lazily, and the first unwind through libtorch paid
     about 67 ms of CPU for it (measured here) while the target was stopped; after three
@@ -105,23 +133,46 @@ def _prewarm(lib: ctypes.CDLL, dwfl: ctypes.c_void_p) -> int:
     """
     libc = ctypes.CDLL(None)
     libc.free.argtypes = [ctypes.c_void_p]
-    count = [0]
+    modules: list[Module] = []
 
     def each(module, _userdata, _name, _start, _arg):
         bias = ctypes.c_uint64()
         cfi = lib.dwfl_module_eh_cfi(module, ctypes.byref(bias))
+        lo, hi = ctypes.c_uint64(), ctypes.c_uint64()
         if cfi:
-            lo, hi = ctypes.c_uint64(), ctypes.c_uint64()
             lib.dwfl_module_info(module, None, ctypes.byref(lo), ctypes.byref(hi), None, None, None, None)
             for addr in (lo.value, (lo.value + hi.value) // 2, hi.value - 1):
                 frame = ctypes.c_void_p()
                 if lib.dwarf_cfi_addrframe(cfi, addr - bias.value, ctypes.byref(frame)) == 0 and frame.value:
                     libc.free(frame)
-        count[0] += 1
+        if len(modules) < MAX_MODULES:
+            modules.append(_describe(lib, module))
         return _CB_OK
 
     lib.dwfl_getmodules(dwfl, _MODULE_CB(each), None, 0)
-    return count[0]
+    modules.sort(key=lambda m: m.start)
+    return modules
+
+
+def _describe(lib: ctypes.CDLL, module: ctypes.c_void_p) -> Module:
+    """The Module entry of one libdw module (its ELF is already open: nothing read from the target)."""
+    bias = ctypes.c_uint64()
+    lib.dwfl_module_getelf(module, ctypes.byref(bias))
+    lo, hi, mainfile = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_char_p()
+    name = lib.dwfl_module_info(module, None, ctypes.byref(lo), ctypes.byref(hi), None, None,
+                                ctypes.byref(mainfile), None)
+    bits, vaddr = ctypes.c_void_p(), ctypes.c_uint64()
+    size = lib.dwfl_module_build_id(module, ctypes.byref(bits), ctypes.byref(vaddr))
+    build_id = ctypes.string_at(bits.value, size).hex() if size > 0 and bits.value and size <= 64 else None
+    path = mainfile.value.decode(errors="surrogateescape") if mainfile.value else None
+    key = None
+    if path and path.startswith("/"):
+        try:
+            st = os.stat(path)
+            key = (build_id, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+    return Module(lo.value, hi.value, bias.value, name.decode(errors="replace") if name else "", path, build_id, key)
 
 
 def walk(lib: ctypes.CDLL, pid: int, dwfl: ctypes.c_void_p) -> tuple[list[dict], float, str | None]:
@@ -184,7 +235,8 @@ def _demangler():
 
 
 def symbolise(lib: ctypes.CDLL, pid: int, threads: list[dict]) -> None:
-    """Step 3, after detach: function and module names from the ELF files on disk."""
+    """Step 3 without a cache, after detach: a fresh Dwfl over the process's maps names every frame.
+    Kept as the reference the cache is tested against, and for a one-off helper run."""
     dwfl, keep = _new_dwfl(lib, pid)
     demangle = _demangler()
     cache: dict[int, dict] = {}
@@ -212,6 +264,111 @@ def _name(lib: ctypes.CDLL, dwfl: ctypes.c_void_p, pc: int, demangle) -> dict:
             "library": path.decode(errors="replace") if path else None}
 
 
+class SymbolCache:
+    """Function names by (file key, file-relative address), shared by every target of one collect.
+
+    Why: all ranks of a host map the same python binary and the same libtorch; libdw's
+    name lookup scans the whole symbol table (530k symbols in libtorch_cpu: 2-45 ms a
+    lookup, measured here), and the ranks stand in the same frames. So each file is
+    opened once (an offline Dwfl of that one ELF) and each address is named once. A
+    lock per file serialises libdw calls on its Dwfl (libdw handles are not thread-safe)
+    and makes a second thread wanting the same address wait for the first's answer.
+    """
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        self.lib = lib
+        self.demangle = _demangler()
+        self._files: dict[tuple, tuple[threading.Lock, Any]] = {}
+        self._names: dict[tuple, str | None] = {}
+        self._guard = threading.Lock()
+        self.lookups = 0
+
+    def function(self, module: Module, addr: int) -> str | None | bool:
+        """Name of the function at target address `addr` in `module`; False when this
+        module cannot be served from the cache (the caller names it the uncached way)."""
+        if module.key is None:
+            return False
+        with self._guard:
+            if module.key not in self._files:
+                if len(self._files) >= MAX_MODULES:
+                    return False
+                self._files[module.key] = (threading.Lock(), None)
+            lock, _ = self._files[module.key]
+        rel = addr - module.bias
+        with lock:
+            if (module.key, rel) in self._names:
+                return self._names[(module.key, rel)]
+            handle = self._open(module)
+            if handle is None:
+                return False
+            sym = self.lib.dwfl_module_addrname(handle[1], rel)
+            self.lookups += 1
+            name = self.demangle(sym.decode(errors="replace")) if sym else None
+            self._names[(module.key, rel)] = name
+            return name
+
+    def _open(self, module: Module):
+        """(dwfl, module) of the file alone at its link-time addresses, opened once; None if it cannot be
+        opened or is not the file the target mapped (its build-id differs). Called under the file's lock."""
+        lock, handle = self._files[module.key]
+        if handle is not None:
+            return handle or None
+        lib = self.lib
+        cbs = _Callbacks(ctypes.cast(lib.dwfl_build_id_find_elf, ctypes.c_void_p).value,
+                         ctypes.cast(lib.dwfl_standard_find_debuginfo, ctypes.c_void_p).value,
+                         ctypes.cast(lib.dwfl_offline_section_address, ctypes.c_void_p).value, None)
+        dwfl = lib.dwfl_begin(ctypes.byref(cbs))
+        found: tuple = ()
+        if dwfl:
+            mod = lib.dwfl_report_elf(dwfl, module.name.encode(errors="surrogateescape") or b"?",
+                                      module.mainfile.encode(errors="surrogateescape"), -1, 0, False)
+            lib.dwfl_report_end(dwfl, None, None)
+            if mod and _describe(lib, mod).build_id == module.build_id:
+                found = (dwfl, mod, cbs)
+            else:
+                lib.dwfl_end(dwfl)
+        self._files[module.key] = (lock, found)
+        return found or None
+
+    def close(self) -> None:
+        with self._guard:
+            for _, handle in self._files.values():
+                if handle:
+                    self.lib.dwfl_end(handle[0])
+            self._files.clear()
+
+
+def symbolise_cached(lib: ctypes.CDLL, pid: int, threads: list[dict], modules: list[Module],
+                     cache: SymbolCache) -> dict:
+    """Step 3 with the shared cache: frames named from `modules` (read before the stop) and the
+    cache; frames of modules the cache cannot serve fall back to `symbolise`'s way. Returns counts."""
+    starts = [m.start for m in modules]
+    missed: list[tuple[dict, int]] = []
+    served = 0
+    for th in threads:
+        frames = []
+        for pc, activation in th.pop("pcs"):
+            addr = pc if activation else pc - 1
+            i = bisect_right(starts, addr) - 1
+            module = modules[i] if i >= 0 and modules[i].start <= addr < modules[i].end else None
+            frame: dict = {"function": None, "library": None, "pc": f"0x{pc:x}"}
+            if module is not None:
+                name = cache.function(module, addr)
+                if name is False:
+                    missed.append((frame, (pc, activation)))
+                else:
+                    frame.update(function=name, library=module.name)
+                    served += 1
+            frames.append(frame)
+        th["frames"] = frames
+    if missed:  # the vDSO and the like: one Dwfl over this target's maps
+        rest = [{"pcs": [pair for _, pair in missed]}]
+        symbolise(lib, pid, rest)
+        for (frame, _), named in zip(missed, rest[0]["frames"]):
+            frame.update(function=named["function"], library=named["library"])
+    return {"from_cache": served, "uncached": len(missed)}
+
+
 def thread_names(pid: int, threads: list[dict]) -> None:
     for th in threads:
         try:
@@ -221,38 +378,100 @@ def thread_names(pid: int, threads: list[dict]) -> None:
             th["name"] = None
 
 
-def collect(pid: int, lock: str | None = None) -> dict:
+def collect(pid: int, lock: str | None = None, cache: SymbolCache | None = None,
+            lib: ctypes.CDLL | None = None) -> dict:
     """Everything for one pid, as the collector stores it (native.json).
 
     `lock`: a file whose exclusive flock is held only around the stop phase, so helpers
-    started together stop their targets one at a time (see native_stack.py)."""
-    lib = _load()
+    (and the threads of one serving helper) stop their targets one at a time (see
+    native_stack.py). `cache`: the SymbolCache shared by the targets of one collect;
+    without it every frame is named through a Dwfl of this target alone."""
+    lib = lib or _load()
     dwfl, keep = _new_dwfl(lib, pid)
-    _prewarm(lib, dwfl)
-    fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC) if lock else None
+    modules = _prewarm(lib, dwfl)
+    fd = None
     try:
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC) if lock else None
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        threads, pause, error = walk(lib, pid, dwfl)
+        threads, pause, error = walk(lib, pid, dwfl)  # ends dwfl: the target runs again
+        dwfl = None
     finally:
+        if dwfl is not None:  # never attached (the lock failed): nothing of the target is held
+            lib.dwfl_end(dwfl)
         if fd is not None:
             os.close(fd)  # releases the lock
         del keep
-    symbolise(lib, pid, threads)
+    counts = None
+    if cache is None:
+        symbolise(lib, pid, threads)
+    else:
+        counts = symbolise_cached(lib, pid, threads, modules, cache)
     thread_names(pid, threads)
-    return {"tool": "libdw", "pid": pid, "pause_ms": round(pause * 1e3, 2), "error": error, "threads": threads}
+    data = {"tool": "libdw", "pid": pid, "pause_ms": round(pause * 1e3, 2), "error": error, "threads": threads}
+    if counts is not None:
+        data["symbols"] = counts
+    return data
+
+
+def serve(lock: str | None, workers: int, stdin=None, stdout=None) -> int:
+    """Answer one JSON line per request line {"id": N, "pid": P} until stdin closes.
+
+    Why one process for every target of a collect: the targets share their files, so
+    the SymbolCache names each address once, and the interpreter and libdw load once.
+    Requests run in `workers` threads (the core count): prewarm and naming run in
+    parallel, the stop phase one target at a time (the lock). A short GIL switch
+    interval keeps a walk's frame callbacks from waiting behind other threads' Python.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    sys.setswitchinterval(0.0005)
+    lib = _load()
+    cache = SymbolCache(lib)
+    out_lock = threading.Lock()
+
+    def answer(req_id: int, pid: int) -> None:
+        try:
+            reply = collect(pid, lock, cache, lib)
+        except LibdwError as err:
+            reply = {"tool": "libdw", "pid": pid, "error": f"libdw: {err}", "threads": [], "unavailable": True}
+        except Exception as err:  # one target's failure must not end the others' answers
+            reply = {"tool": "libdw", "pid": pid, "error": f"{type(err).__name__}: {err}", "threads": []}
+        reply["id"] = req_id
+        line = json.dumps(reply) + "\n"
+        with out_lock:
+            stdout.write(line)
+            stdout.flush()
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for raw in iter(lambda: stdin.readline(MAX_REQUEST), ""):
+            try:
+                req = json.loads(raw)
+                req_id, pid = int(req["id"]), int(req["pid"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if pid > 0:
+                pool.submit(answer, req_id, pid)
+    cache.close()
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    lock = None
-    if len(argv) == 3 and argv[0] == "--lock":
+    lock, use_cache = None, True
+    if len(argv) >= 3 and argv[0] == "--lock":
         lock, argv = argv[1], argv[2:]
+    if argv == ["--serve"]:
+        return serve(lock, min(os.cpu_count() or 1, MAX_WORKERS))
+    if argv and argv[0] == "--no-cache":
+        use_cache, argv = False, argv[1:]
     if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: libdw_stacks.py [--lock FILE] PID", file=sys.stderr)
+        print("usage: libdw_stacks.py [--lock FILE] (--serve | [--no-cache] PID)", file=sys.stderr)
         return 64
     pid = int(argv[0])
     try:
-        data = collect(pid, lock)
+        lib = _load()
+        data = collect(pid, lock, SymbolCache(lib) if use_cache else None, lib)
     except LibdwError as err:
         print(f"libdw: {err}", file=sys.stderr)
         return 3

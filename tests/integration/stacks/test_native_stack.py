@@ -109,3 +109,53 @@ def test_reader_refuses_other_json(tmp_path):
     path.write_text(json.dumps({"threads": "no"}))
     with pytest.raises(ValueError):
         read_native_json(path)
+
+
+def _frames(data: dict) -> dict:
+    return {t["tid"]: [(f["function"], f["library"], f["pc"]) for f in t["frames"]] for t in data["threads"]}
+
+
+def test_serving_helper_with_shared_cache_names_frames_as_the_uncached_helper(hung_job, proc_state):
+    """One serving helper for all ranks (shared SymbolCache) against one uncached helper per rank:
+    the same frames, frames were named through the cache, and every target is afterwards
+    in the state it was in before."""
+    import subprocess
+    import sys
+
+    from forensics.collectors.native_stack import HELPER
+
+    job = hung_job("sleep", ranks=3, culprit=2)
+    pids = job.alive_pids()
+    before = {p: proc_state(p) for p in pids}
+    requests = "".join(json.dumps({"id": i, "pid": p}) + "\n" for i, p in enumerate(pids, 1))
+    served = subprocess.run([sys.executable, "-I", str(HELPER), "--serve"], input=requests, capture_output=True,
+                            text=True, timeout=120)
+    assert served.returncode == 0, served.stderr
+    replies = {json.loads(line)["pid"]: json.loads(line) for line in served.stdout.splitlines()}
+    assert set(replies) == set(pids)
+    for pid in pids:
+        alone = subprocess.run([sys.executable, "-I", str(HELPER), "--no-cache", str(pid)], capture_output=True,
+                               text=True, timeout=60)
+        assert alone.returncode == 0, alone.stderr
+        reference = json.loads(alone.stdout)
+        assert "symbols" not in reference  # the reference path does not touch the cache
+        cached = replies[pid]
+        assert cached["error"] is None and cached["symbols"]["from_cache"] > 0
+        # threads of a hung rank stand still: the frames must match exactly, names and libraries included
+        assert _frames(cached) == _frames(reference)
+    assert all(proc_state(p) == before[p] for p in pids)
+
+
+def test_collect_uses_one_helper_and_leaves_targets_as_they_were(hung_job, tmp_path, proc_state):
+    """Through collect: every rank served by the serving helper, the helper gone afterwards, no target stopped."""
+    job = hung_job("sleep", ranks=2, culprit=1)
+    pids = job.alive_pids()
+    result = collect_local(tmp_path / "b", CollectOptions(native=True), pids=pids, quiet=True)
+    for rec in result.writer.manifest.ranks:
+        col = rec.collector("native-stack")
+        assert col.status == Status.OK and col.details["helper"] == "serve"
+        assert col.details["state_before"] not in ("T", "t") and col.details["state_after"] not in ("T", "t")
+    from forensics.collectors import native_stack
+
+    assert native_stack._SERVICE._proc is None  # collect_local ended it
+    assert all(proc_state(p) not in ("T", "t") for p in pids)
