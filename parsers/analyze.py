@@ -24,7 +24,7 @@ from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
-from parsers.judges.progress import judge_progress
+from parsers.judges.progress import judge_progress, judge_ras_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.stragglers import judge_slowness
 from parsers.merge import merge_verdict
@@ -66,6 +66,8 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     reports, host_suspects = judge_hosts(ev, kb)
     host_suspects = host_suspects + judge_exceptions(ev)
     progress = judge_progress(ev.recorder)
+    if not progress.decided:
+        progress = judge_ras_progress(ev.artifacts)
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]

@@ -358,8 +358,11 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
                          if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
     if trails and not errors:
-        parts.append(f"NCCL returned an error up its call chain ({trails} 'file:line -> code' lines) "
-                     "and printed no WARN in these lines")
+        first_trail = next((a.parsed.facts["first_trail"] for a in ev.artifacts
+                            if a.parsed and a.parsed.facts.get("first_trail")), None)
+        parts.append(f"NCCL logged {trails} error return(s) ('file:line -> code'"
+                     + (f", first: {first_trail}" if first_trail else "")
+                     + ") and no WARN; at init such returns are often probes of a transport the host lacks")
     if not parts and not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
         parts.append("these lines report no error")
     if parts:

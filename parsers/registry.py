@@ -145,7 +145,9 @@ def _is_ras_text(head: bytes, complete: bool) -> bool:
 
 
 def _is_ras_json(head: bytes, complete: bool) -> bool:
-    text = _json_head(head)
+    # `ncclras` keeps its greeting ('SERVER PROTOCOL 2') before the JSON when the answer is saved raw
+    start = head.find(b"{", 0, 512)
+    text = _json_head(head[start:] if start > 0 and b"SERVER PROTOCOL" in head[:start] else head)
     if text is None:
         return False
     if '"missing_ranks"' in text or '"collective_counts"' in text or ('"ranks"' in text and '"secondary_hash"' in text):
@@ -372,7 +374,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("launcher", JOB, "a launcher record: per rank, pid and exit", _launcher,
          sniff=_json_has('"ranks"', '"returncode"'), names=("launcher.json",)),
     Kind("ras-json", HOST, "NCCL RAS answer, JSON", _ras_json, sniff=_is_ras_json,
-         names=("ras_status.json",), collector="ras"),
+         names=("ras_status.json", "ras_status_later.json"), collector="ras"),
     Kind("nvml-json", HOST, "NVML values of every GPU (nvml.json)", _host_facts("nvml-json", host_nvml.parse_nvml_json, prefix="gpu"),
          sniff=_json_has('"gpus"', '"bus_id"'), names=("nvml.json",), collector="nvml"),
     Kind("infiniband-json", HOST, "InfiniBand ports and counters (infiniband.json)", _host_facts("infiniband-json", host_ib.parse_ib_json),

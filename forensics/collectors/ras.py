@@ -7,13 +7,20 @@ version has it) so `analyze` can read it later. Interpretation is the parsers' j
 
 from __future__ import annotations
 
+import time
+
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
 
 
+#: seconds between the two JSON reads whose collective counts tell a running job (analyze: progress)
+LATER_READ_S = 1.0
+
+
 class RasCollector:
-    """Implements HostCollector. Options: extra['ras_addr'] (default localhost:28028)."""
+    """Implements HostCollector. Options: extra['ras_addr'] (default localhost:28028),
+    extra['ras_later_s'] (the second JSON read's delay; 0 skips it)."""
 
     name = "ras"
 
@@ -46,8 +53,27 @@ class RasCollector:
             path.write_text(answer.text)
             record.files.append(rel)
             record.details[filename] = {"seconds": round(answer.seconds, 3), "protocol": answer.server_protocol}
+        if "ras_status.json" in record.details:
+            self._later_read(target, addr, per_read, options, record, errors)
         if errors:
             record.error = "; ".join(errors)
             if not record.files:
                 record.status = Status.FAILED
         return record
+
+    def _later_read(self, target: HostTarget, addr: str, per_read: float, options: CollectOptions,
+                    record: CollectorRecord, errors: list[str]) -> None:
+        """The JSON answer again a moment later: counts that grew at every rank mean the job runs."""
+        delay = float(options.extra.get("ras_later_s", LATER_READ_S) or 0.0)
+        if delay <= 0:
+            return
+        time.sleep(min(delay, 5.0))
+        try:
+            answer = query(addr, verbose=False, json_format=True, timeout=per_read)
+        except RasError as err:
+            errors.append(f"ras_status_later.json: {err}")
+            return
+        path, rel = target.out("ras_status_later.json")
+        path.write_text(answer.text)
+        record.files.append(rel)
+        record.details["ras_status_later.json"] = {"seconds": round(answer.seconds, 3), "after_s": delay}

@@ -35,6 +35,8 @@ class Progress:
         if not self.decided:
             return "no time-stamped evidence of progress (no recorder state): hang or progress cannot be told"
         ages = sorted(self.newest_age_s.values())
+        if self.running and not ages:
+            return f"no hang: {self.source}"
         if self.running:
             return (f"no hang: every one of {len(ages)} ranks completed or advanced an operation within "
                     f"{ages[-1]:.1f} s of collection ({self.source})")
@@ -76,3 +78,31 @@ def judge_progress(recorder_states: list) -> Progress:
     if dated_by_beat:
         source += ", against the newest heartbeat (no copy time)"
     return Progress(True, running, source, ages)
+
+
+#: RAS answers compared for progress: the collector's first JSON read and its later one
+RAS_FIRST, RAS_LATER = "ras_status.json", "ras_status_later.json"
+
+
+def judge_ras_progress(artifacts: list) -> Progress:
+    """Running, from two NCCL RAS reads of one host a moment apart: every rank's collective count grew.
+
+    Why only 'running': counts that did not move in a second say nothing of a job whose steps
+    are longer, so a still count never makes a hang; a count that grew at every rank of every
+    communicator means no communicator is stuck, whatever a snapshot shows."""
+    reads: dict[str, dict[str, dict]] = {}
+    for art in artifacts:
+        name = art.path.name
+        if art.kind == "ras-json" and art.parsed and name in (RAS_FIRST, RAS_LATER):
+            counts = {(f.comm, f.comm_rank): f.op_count for f in art.parsed.events
+                      if getattr(f, "kind", "") == "count" and f.comm_rank is not None}
+            reads.setdefault(str(art.path.parent), {})[name] = counts  # one host's folder
+    pairs = [(r[RAS_FIRST], r[RAS_LATER]) for r in reads.values() if RAS_FIRST in r and RAS_LATER in r]
+    if not pairs or any(not first for first, _ in pairs):
+        return Progress(False, False, "")
+    moved = all(later.get(key, -1) > n for first, later in pairs for key, n in first.items())
+    if not moved:
+        return Progress(False, False, "")
+    ranks = sum(len(first) for first, _ in pairs)
+    return Progress(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew between "
+                                f"two reads")

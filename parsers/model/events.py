@@ -130,9 +130,10 @@ class ErrorEvent:
 
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`
-#: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option): read and
+#: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option, an NVRM driver
+#: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module"): read and
 #: kept, never weighed as an error.
-INFO_KINDS = frozenset({"c10d-info", "pg-timeout"})
+INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm"})
 
 
 @dataclass(slots=True)
@@ -153,6 +154,7 @@ class RasFinding:
 
     comm: str
     kind: str  #: 'behind' | 'ahead' | 'member' | 'missing' | 'dead' | 'status' | 'error' (reported an async error)
+    #: | 'count' (the rank's total collectives, every rank: two reads tell progress)
     comm_rank: int | None
     pid: int | None
     host: str | None

@@ -291,6 +291,7 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
         return
     if _TRAIL.match(msg):
         out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
+        out.facts.setdefault("first_trail", msg[:120])
         return
     if "Abort COMPLETE" in msg or "Destroy COMPLETE" in msg:
         out.facts.setdefault("finished_comms", []).append(msg)

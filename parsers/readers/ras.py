@@ -163,6 +163,10 @@ def parse_json(obj: Any) -> Parsed:
         ranks = [r for r in c.get("ranks") or [] if isinstance(r, dict)]
         out.lines += len(ranks)
         ops = sorted({k for r in ranks for k in (r.get("collective_counts") or {})})
+        for r in ranks:  # each rank's total: two reads of a running job differ (parsers.judges.progress)
+            total = sum(_i((r.get("collective_counts") or {}).get(op)) or 0 for op in ops)
+            out.events.append(RasFinding(comm, "count", _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
+                                         op_count=total, text=f"{total} collectives"))
         for op in ops:
             # Behind = below the highest count: the leaders wait on it. Not the most common count:
             # 2-rank groups tie (seen, NCCL 2.28.9: counts 2 and 1), and so can 4 ranks against 4.

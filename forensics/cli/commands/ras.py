@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             report = answer.text
     out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "report": report,
-           "findings": [dataclasses.asdict(f) for f in parsed.events], "problems": parsed.problems}
+           "findings": [dataclasses.asdict(f) for f in parsed.events if f.kind != "count"],
+           "counts": {str(f.comm_rank): f.op_count for f in parsed.events if f.kind == "count"}, "problems": parsed.problems}
     emit_json("ras", out, args)
     return int(ExitCode.OK)

@@ -169,7 +169,7 @@ def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) ->
         "errors": {k: tables.compress(v) for k, v in error_kinds.items()},
         "topology": _topology(arts, ids),
         "ras": [{"comm": f.comm, "kind": f.kind, "comm_rank": f.comm_rank, "pid": f.pid, "host": f.host,
-                 "text": f.text} for f in ras_findings[:MAX_LISTED]],
+                 "text": f.text} for f in [f for f in ras_findings if f.kind != "count"][:MAX_LISTED]],
         "unknown_lines": {str(a.path): a.unknown_lines for a in arts.artifacts if a.unknown_lines},
         "files": {"read": len(arts.artifacts), "by_kind": _by_kind(arts),
                   "problems": [f"{a.path}: {a.error}" for a in arts.artifacts if a.error][:MAX_LISTED],

@@ -150,7 +150,7 @@ def test_straggler_by_how_much_with_the_ns_recorder(captures: Path, case: str):
     20% of what the driver injected (slow_by_ms_per_step), and healthy rounds name nobody."""
     root = captures / "h200_issue15_ns" / case
     truth = _truth(root)
-    rounds = sorted(p for p in root.iterdir() if p.name.startswith("round"))
+    rounds = sorted(p for p in root.iterdir() if p.name.startswith("round") and p.is_dir() and "." not in p.name)
     assert len(rounds) >= 3
     for r in rounds:
         verdict = analyze(r, KB).verdict
@@ -165,3 +165,41 @@ def test_straggler_by_how_much_with_the_ns_recorder(captures: Path, case: str):
         assert all(g >= 0.6 * want for g in got), got
         if not truth["slow_ranks"]:
             assert max(abs(v) for v in slow["lateness_ms"].values()) < 0.5  # healthy: noise well under the floor
+
+
+@pytest.mark.parametrize("case", sorted(RUNNING))
+def test_two_ras_reads_tell_a_running_job_without_the_recorder(captures: Path, case: str, tmp_path: Path):
+    """No recorder files: the driver's two RAS JSON reads 1.5 s apart (as `collect` now makes them:
+    ras_status.json, then ras_status_later.json) show every rank's collective count growing, so the
+    job is 'no hang' and the straggler is judged from the NCCL COLL stamps (enter times)."""
+    r = captures / "h200_issue15_ns" / case / "round1"
+    for f in r.rglob("*"):
+        if f.is_file() and f.suffix != ".bin" and f.name != "manifest.json":  # a folder, as a user copies it
+            dest = tmp_path / f.relative_to(r)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(f.read_bytes())
+    ras = r.parent / "round1.ras"
+    host = tmp_path / "hosts" / "vm"
+    (host / "ras_status.json").write_bytes((ras / "ras_a.json").read_bytes())
+    (host / "ras_status_later.json").write_bytes((ras / "ras_b.json").read_bytes())
+    verdict = analyze(tmp_path, KB).verdict
+    assert verdict.summary.startswith("no hang"), verdict.summary
+    assert "NCCL RAS" in verdict.sections["progress"]["source"]
+    slow = verdict.sections["stragglers"]
+    assert slow["source"] == "NCCL COLL log" and slow["measure"] == "enter"
+    assert slow["late"] == FROM_COLL_LOG[case]
+
+
+def test_ras_reads_of_a_hung_job_decide_nothing(captures: Path, tmp_path: Path):
+    """The same pair of reads with the later one replaced by the first (counts that did not move): not
+    'running', and never 'hung' from RAS alone."""
+    from parsers.judges.progress import judge_ras_progress
+    from parsers.evidence import load
+    from parsers.source import open_source
+
+    ras = captures / "h200_issue15_ns" / "slow5" / "round1.ras"
+    (tmp_path / "ras_status.json").write_bytes((ras / "ras_a.json").read_bytes())
+    (tmp_path / "ras_status_later.json").write_bytes((ras / "ras_a.json").read_bytes())
+    with open_source(tmp_path) as src:
+        ev = load(src, KB.line_filter)
+    assert judge_ras_progress(ev.artifacts).decided is False

@@ -110,7 +110,8 @@ def test_collector_stores_raw_answers(peer, tmp_path):
     target = HostTarget(host="h", bundle_root=tmp_path, rel_dir="hosts/h")
     rec = RasCollector().collect(target, CollectOptions(timeout=5, extra={"ras_addr": "127.0.0.1:29681"}))
     assert rec.status == Status.OK and sorted(rec.files) == [
-        "hosts/h/ras_status.json", "hosts/h/ras_status.txt", "hosts/h/ras_verbose.txt"]
+        "hosts/h/ras_status.json", "hosts/h/ras_status.txt", "hosts/h/ras_status_later.json", "hosts/h/ras_verbose.txt"]
+    assert rec.details["ras_status_later.json"]["after_s"] == 1.0  # the second read that tells progress
     assert "Missing communicator data from 1 rank" in (tmp_path / "hosts/h/ras_status.txt").read_text()
     assert "missing_ranks" in (tmp_path / "hosts/h/ras_status.json").read_text()
 

@@ -41,7 +41,8 @@ def test_ras_json_findings():
                            "status": {"unresponsive": True, "considered_dead": False}}]}]}
     out = ras.parse_json_text("SERVER PROTOCOL 2\nOK\n" + json.dumps(doc, indent=2))
     found = {(f.kind, f.comm_rank, f.pid, f.op_count) for f in out.events}
-    assert found == {("behind", 2, 102, 10), ("missing", 3, 103, None)}
+    counts = {("count", r, 100 + r, n) for r, n in ((0, 11), (1, 11), (2, 10))}  # every rank's total
+    assert found == {("behind", 2, 102, 10), ("missing", 3, 103, None)} | counts
 
 
 def test_ras_bad_json_is_a_problem_not_a_crash():

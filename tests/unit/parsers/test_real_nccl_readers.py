@@ -103,7 +103,7 @@ def test_ras_json_missing_comma_of_nccl_2_28_9_is_repaired():
     assert '"nvml_dev": 0\n          "status": {' in text
     out = ras.parse_json_text(text)
     assert not out.problems and out.facts.get("repaired")
-    assert [(f.kind, f.comm_rank, f.pid) for f in out.events] == [("missing", 3, 686)]
+    assert [(f.kind, f.comm_rank, f.pid) for f in out.events if f.kind != "count"] == [("missing", 3, 686)]
     valid = (NCCL / "chain" / "ras_status.json").read_text()
     body = valid[valid.find("{"):]
     assert ras.repair_json(body) == body and "repaired" not in ras.parse_json_text(valid).facts
