@@ -6,6 +6,7 @@ well before that. Exactly one rank (the elected leader) starts the collection.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
