@@ -74,6 +74,7 @@ class Trigger:
         self._in_collectives = 0.0  #: this step's seconds inside collectives
         self._published_at = 0.0
         self._checked_at = 0.0
+        self._hosts: dict[int, str] = {}  #: rank -> host, as published (rank 0's straggler watch)
         self.applied_env: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -165,8 +166,9 @@ class Trigger:
         if self._count("straggler") >= self.max_straggler_incidents:
             return
         arrivals = straggler.read_arrivals(store, self.world)
-        members = election.read_members(store, self.world)
-        alarm = self.watch.observe(arrivals, {r: h for r, (h, _) in members.items()}, self.detector.step)
+        if len(self._hosts) < self.world:  # hosts do not change: read them until every rank has published
+            self._hosts = {r: h for r, (h, _) in election.read_members(store, self.world).items()}
+        alarm = self.watch.observe(arrivals, self._hosts, self.detector.step)
         if alarm is not None:
             self.fire(alarm)
 

@@ -10,6 +10,7 @@ Timing enters only as generous limits.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,6 +59,11 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
         assert top["label"].startswith("slow_data_step") and top["idle"] == top["count"]  # a sleep: off the CPU
         others = [activities[r]["waiting_share"] for r in range(RANKS) if r != CULPRIT]
         assert min(others) > activities[CULPRIT]["waiting_share"]  # the others wait for it
+
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", record["bundle"]], capture_output=True,
+                                  text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
+        rows = {row["rank"]: row for row in json.loads(analyzed.stdout)["sections"]["ranks"]}
+        assert "slow_data_step" in rows[CULPRIT]["samples"]["text"]  # analyze --json carries the activity line
 
         steps = compare_ranks(_series(out))
         assert steps.late == [CULPRIT] and steps.source == "first-collective enter times", steps.describe()
