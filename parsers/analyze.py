@@ -24,7 +24,8 @@ from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
-from parsers.judges.progress import judge_progress, judge_ras_progress
+from parsers.judges.activity import activity_facts
+from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.stragglers import judge_slowness
 from parsers.merge import merge_verdict
@@ -68,6 +69,8 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     progress = judge_progress(ev.recorder)
     if not progress.decided:
         progress = judge_ras_progress(ev.artifacts)
+    if not progress.decided:
+        progress = judge_sampled_progress(ev.ranks)
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
@@ -103,8 +106,11 @@ def ranks_table(ev: Evidence) -> list[dict[str, Any]]:
     rows = []
     for r in ev.ranks:
         act = r.activity
-        rows.append({"rank": r.rank, "host": r.record.host, "pid": r.record.pid, "state": r.state,
-                     "activity": act.kind, "op": act.op, "where": act.where, "problems": r.problems})
+        row = {"rank": r.rank, "host": r.record.host, "pid": r.record.pid, "state": r.state,
+               "activity": act.kind, "op": act.op, "where": act.where, "problems": r.problems}
+        if r.samples is not None:  # collect --samples: where the main thread spent its time, as shares
+            row["samples"] = activity_facts(r.samples, r.samples_file)
+        rows.append(row)
     for m in ev.missing:
         rows.append({"rank": m.rank, "host": m.host, "pid": None, "state": None, "activity": "missing", "op": None,
                      "where": None, "problems": [m.reason]})

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from parsers import registry
 from parsers.model.events import Origin, Parsed, ProcessState
 from parsers.model.manifest import Manifest, MissingRank, RankRecord, Status
+from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
 from parsers.quiet_gc import pause_gc
 from parsers.readers.pyspy import PySpyFormatError
@@ -28,9 +29,10 @@ from parsers.source import FileRef, Hints, Source
 from parsers.stacks.classify import Activity, classify
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
-PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "native-stack")
+PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "native-stack", "pyspy-samples")
 #: kinds that say "this rank was alive and reporting" (what absence is measured against)
-REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state")
+REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
+                   "pyspy-samples")
 #: recognised, not evidence, and not worth a 'skipped' line
 _QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
@@ -120,6 +122,8 @@ class RankEvidence:
     files: list[Artifact] = field(default_factory=list)
     from_manifest: bool = False  #: the record is the manifest's (a process seen live), not built from files
     children: list[ChildEvidence] = field(default_factory=list)
+    samples: StackSamples | None = None  #: stack samples over seconds (collect --samples)
+    samples_file: str | None = None  #: where they came from, to cite
 
     @property
     def rank(self) -> int | None:
@@ -464,6 +468,9 @@ def _attach(rank: RankEvidence, art: Artifact) -> None:
         return
     if art.parsed.process is not None:
         rank.proc = art.parsed.process
+    if art.parsed.samples is not None:
+        rank.samples, rank.samples_file = art.parsed.samples, art.cite
+        return
     if art.kind in ("gdb-json", "native-stack"):
         rank.gdb = list(art.parsed.stacks) or rank.gdb  # native frames of every thread
     elif art.parsed.stacks:

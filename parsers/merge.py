@@ -139,7 +139,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
 
                 verdict.sections["stragglers"] = slow.to_dict()
                 pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
-                verdict.suspects = merge_suspects(verdict.suspects, straggler_suspects(slow, pids))
+                verdict.suspects = merge_suspects(verdict.suspects, _with_activity(straggler_suspects(slow, pids), ev))
     elif slow is not None and slow.late:
         # no time-stamped progress: a hang cannot be ruled out, so who arrives last is shown, not judged
         verdict.sections["stragglers"] = {**slow.to_dict(), "judged": False,
@@ -303,6 +303,20 @@ def _said(e: Any) -> str:
     who_text = "" if e.kind.startswith("launcher-") else " ".join(w for w in who if w)  # names the worker itself
     message = " ".join(e.message.split())
     return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+
+
+def _with_activity(suspects: list[Suspect], ev: Any) -> list[Suspect]:
+    """A straggler's evidence says what it does between collectives, from its stack samples when collected
+    (`collect --samples`): the one fact that says *why* it is late."""
+    from parsers.judges.activity import describe_activity
+
+    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None and r.samples is not None}
+    for s in suspects:
+        r = by_rank.get(s.rank)
+        line = describe_activity(r.samples, r.samples_file) if r is not None else None
+        if line:
+            s.evidence.insert(0, line)
+    return suspects
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:

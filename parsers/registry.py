@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_text, rank_log, ras, recorder)
+                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -266,6 +266,15 @@ def _pyspy_json(inp: ReadInput) -> Parsed:
     return out
 
 
+def _pyspy_samples(inp: ReadInput) -> Parsed:
+    """N py-spy dumps of one process over seconds: shares of places and states, no single stack."""
+    out = Parsed(kind="pyspy-samples")
+    out.samples = pyspy_samples.parse_samples_data(json.loads(inp.text()), inp.origin.pid)
+    if out.samples.pid is not None:
+        out.facts["pid"] = out.samples.pid
+    return out
+
+
 def _gdb_json(inp: ReadInput) -> Parsed:
     out = Parsed(kind="gdb-json")
     data = json.loads(inp.text())
@@ -369,6 +378,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("native-stack", RANK, "native stacks of every thread through libdw (native.json)", _native_stack,
          sniff=_json_has('"tool": "libdw"', '"threads"'), names=("native.json",), collector="native-stack",
          name_sniff=_is_json_object),
+    Kind("pyspy-samples", RANK, "py-spy dumps of one process taken over seconds (pyspy-samples.json)", _pyspy_samples,
+         sniff=_json_has(f'"{pyspy_samples.FORMAT}"'), names=("pyspy-samples.json",), collector="py-spy-samples"),
     Kind("pyspy-json", RANK, "py-spy dump --json", _pyspy_json,
          sniff=_json_has('"thread_id"', '"frames"'), names=("pyspy.json",), collector="py-spy"),
     Kind("launcher", JOB, "a launcher record: per rank, pid and exit", _launcher,

@@ -17,6 +17,7 @@ from forensics.collectors.native_stack import NativeStackCollector
 from forensics.collectors.nccl_logs import NcclLogCollector
 from forensics.collectors.process_state import ProcessStateCollector
 from forensics.collectors.pyspy import PySpyCollector
+from forensics.collectors.pyspy_samples import PySpySamplesCollector
 from forensics.collectors.ras import RasCollector
 from forensics.collectors.recorder import RecorderCollector
 from forensics.collectors.stdio import StdioCollector
@@ -32,6 +33,7 @@ def rank_collectors() -> list[RankCollector]:
         FlightRecorderCollector(),
         RecorderCollector(),
         PySpyCollector(),
+        PySpySamplesCollector(),
         NativeStackCollector(),
         GdbCollector(),
     ]

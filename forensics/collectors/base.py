@@ -24,6 +24,8 @@ class CollectOptions:
     native: bool = False  #: py-spy --native (slower, shows C++ frames of Python threads)
     gdb: bool = False  #: GDB backtraces of all threads (opt-in: pauses the target seconds)
     log_tail_bytes: int = 8 * 1024 * 1024  #: copy at most this much of each log, from its end
+    samples: int = 0  #: py-spy stack samples per rank over a few seconds (0: none; collect --samples)
+    sample_interval: float = 0.1  #: mean seconds between two samples
     extra: dict = field(default_factory=dict)
 
 

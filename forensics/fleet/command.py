@@ -44,6 +44,8 @@ class RemoteSpec:
     env: dict[str, str] = field(default_factory=dict)
     gdb_timeout: float | None = None  #: the user's --gdb-timeout; None: the collector picks from its deadline
     job: str | None = None  #: the user's --job (only ranks of this job)
+    samples: int = 0  #: the user's --samples (py-spy stack samples per rank)
+    sample_interval: float = 0.1  #: the user's --sample-interval
 
 
 def check_ssh_option(option: str) -> str:
@@ -91,6 +93,8 @@ def remote_argv(spec: RemoteSpec) -> list[str]:
         argv += ["--gdb-timeout", f"{spec.gdb_timeout:g}"]
     if spec.job:
         argv += ["--job", spec.job]
+    if spec.samples:
+        argv += ["--samples", str(int(spec.samples)), "--sample-interval", f"{spec.sample_interval:g}"]
     for item in spec.match_env:
         argv += ["--match-env", check_match_env(item)]
     return argv

@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gdb", action="store_true")
     parser.add_argument("--gdb-timeout", type=float, default=None, help="limit for gdb per rank (default 60%% of --deadline)")
     parser.add_argument("--job", default=None, help="only ranks of this job (as collect --job)")
+    parser.add_argument("--samples", type=int, default=0, help="py-spy stack samples per rank (as collect --samples)")
+    parser.add_argument("--sample-interval", type=float, default=0.1, help="seconds between samples")
     parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
     args = parser.parse_args(argv)
@@ -87,6 +89,7 @@ def collect_archive(args: argparse.Namespace, work: Path, answer: "Answer | None
     header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
     gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
     options = CollectOptions(timeout=min(args.timeout, max(1.0, args.deadline * 0.6)), native=args.native, gdb=args.gdb,
+                             samples=max(0, args.samples), sample_interval=max(0.0, args.sample_interval),
                              extra={"gdb_timeout": gdb_timeout})
     pids = matching_pids(args.match_env)
     if not pids:

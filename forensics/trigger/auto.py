@@ -9,6 +9,7 @@ Settings (all optional):
   FORENSICS_STALL_AFTER   seconds without progress before collecting (default 60)
   FORENSICS_PG_TIMEOUT    the job's process group timeout, to keep the stall limit under it
   FORENSICS_SLOW_FACTOR   slow step = this many times the recent median (default 4)
+  FORENSICS_STRAGGLER_MS  straggler = one rank enters each step's first collective this many ms late (default 50; 0 off)
   FORENSICS_OUT           folder for stacks, step times and bundles (shared storage is best)
   FORENSICS_GC_EVERY      N: automatic GC off, gc.collect() every N steps
   FORENSICS_COLLECT_ARGS  extra `forensics collect` arguments, shell-quoted
@@ -44,6 +45,7 @@ def arm_from_env(env: dict[str, str] | None = None) -> Trigger | None:
         stall_after=_float("FORENSICS_STALL_AFTER"),
         pg_timeout=_float("FORENSICS_PG_TIMEOUT"),
         slow_factor=_float("FORENSICS_SLOW_FACTOR") or 4.0,
+        straggler_ms=50.0 if _float("FORENSICS_STRAGGLER_MS") is None else _float("FORENSICS_STRAGGLER_MS"),
         out=env.get("FORENSICS_OUT") or None,
         gc=int(gc_every) if gc_every else None,
         collect_args=shlex.split(env.get("FORENSICS_COLLECT_ARGS", "")),

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 @dataclass
 class Alarm:
-    """Why the trigger fires: kind 'stall' or 'slow-step', with a human sentence."""
+    """Why the trigger fires: kind 'stall', 'slow-step' or 'straggler', with a human sentence."""
 
     kind: str
     message: str
     step: int | None = None
     waited: float = 0.0
+    ranks: tuple[int, ...] = ()  #: the ranks it names (a straggler alarm names the late ones)
 
 
 class Detector:

@@ -106,3 +106,25 @@ def judge_ras_progress(artifacts: list) -> Progress:
     ranks = sum(len(first) for first, _ in pairs)
     return Progress(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew between "
                                 f"two reads")
+
+
+def judge_sampled_progress(ranks: list) -> Progress:
+    """Running, from stack samples over a few seconds (`collect --samples`): every rank was caught both
+    inside a collective (or waiting on the GPU) and outside one.
+
+    Why that and not 'the stack moved': a hung rank can move (a busy loop, a polling wait) but it
+    never both enters and leaves a collective; a rank stuck in one never leaves it. A job all of
+    whose ranks did both within the samples completes collectives. Still samples never make a hang."""
+    from parsers.model.samples import GPU_WAIT, IDLE, IN_COLLECTIVE, ON_CPU
+
+    sampled = [r for r in ranks if r.rank is not None and getattr(r, "samples", None) is not None]
+    if len(sampled) < 2 or len(sampled) != len([r for r in ranks if r.rank is not None]):
+        return Progress(False, False, "")
+    for r in sampled:
+        s = r.samples
+        inside = s.state_share(IN_COLLECTIVE) + s.state_share(GPU_WAIT)
+        outside = s.state_share(ON_CPU) + s.state_share(IDLE)
+        if s.taken < 5 or inside <= 0 or outside <= 0:
+            return Progress(False, False, "")
+    return Progress(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and outside a "
+                                "collective")

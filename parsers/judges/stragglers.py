@@ -186,6 +186,17 @@ def judge_stragglers(recorder_states: list) -> Stragglers:
     return judge_ops(recorder_ops(recorder_states), hosts)
 
 
+#: (communicator or series, function, seq) -> {rank: enter ns}: sources with enter stamps only
+EnterTimes = dict[tuple[str, str, int], dict[int, int]]
+
+
+def judge_enter_times(times: EnterTimes, hosts: dict[int, str], resolution_ms: float = FINE_RESOLUTION_MS,
+                      source: str = "") -> Stragglers:
+    """judge_ops for a source that stamps only when each rank arrives (arm()'s step series, tests)."""
+    ops = {key: {r: (t, None) for r, t in per.items()} for key, per in times.items()}
+    return judge_ops(TimedOps(source, ops, resolution_ms), hosts)
+
+
 def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     """Who arrives last at collectives, from one source's stamps (the rules in the module doc)."""
     ranks_of_comm: dict[str, set[int]] = {}

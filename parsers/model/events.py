@@ -17,6 +17,10 @@ from __future__ import annotations
 import signal
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from parsers.model.samples import StackSamples
 
 #: Normalised collective names, so 'AllReduce', 'ALLREDUCE', 'gloo:all_reduce',
 #: 'nccl:all_reduce' and 'allreduce_coalesced' compare equal where they mean the same.
@@ -253,6 +257,7 @@ class Parsed:
     recorder: list = field(default_factory=list)  #: parsers.readers.recorder.RecorderState
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
     exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
+    samples: StackSamples | None = None  #: parsers.model.samples.StackSamples (stack samples over seconds), else None
     #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
     #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)
     unread: list = field(default_factory=list)

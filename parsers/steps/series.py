@@ -27,6 +27,10 @@ class StepSeries:
     steps: list[int] = field(default_factory=list)
     restarts: list[int] = field(default_factory=list)  #: indexes into `seconds` where a new run starts
     source: str = ""
+    #: per step, seconds spent inside collectives (arm() since issue 15), None where not recorded
+    collective_seconds: list[float | None] = field(default_factory=list)
+    #: per step, unix time the rank entered the step's first collective (arm() since issue 15), None where not recorded
+    first_enter: list[float | None] = field(default_factory=list)
 
     def segments(self) -> list[tuple[int, int]]:
         """(start, end) index ranges of each run between restarts."""
@@ -70,6 +74,15 @@ def _positive(raw: str, where: str) -> float:
     return value
 
 
+def _optional(raw: str | None) -> float | None:
+    """A non-negative finite number, else None (an empty cell: that step had no collective)."""
+    try:
+        value = float((raw or "").strip())
+    except ValueError:
+        return None
+    return value if 0 <= value < float("inf") else None
+
+
 def _from_json(text: str, source: str) -> StepSeries:
     try:
         data = json.loads(text)
@@ -92,6 +105,8 @@ def _from_csv(text: str, source: str) -> StepSeries:
     original = (reader.fieldnames or [])[fields.index(column)]
     step_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() in ("step", "iteration", "iter")), None)
     end_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() in ("end_unix_time", "timestamp", "time_unix")), None)
+    coll_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "collective_seconds"), None)
+    enter_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "first_enter_unix"), None)
     series = StepSeries(seconds=[], source=source)
     last_step: int | None = None
     last_end: float | None = None
@@ -109,6 +124,8 @@ def _from_csv(text: str, source: str) -> StepSeries:
             series.restarts.append(len(series.seconds))
         series.seconds.append(value)
         series.steps.append(step)
+        series.collective_seconds.append(_optional(row.get(coll_col) if coll_col else None))
+        series.first_enter.append(_optional(row.get(enter_col) if enter_col else None))
         last_step, last_end = step, end
     if not series.seconds:
         raise SeriesError(f"{source}: no step times in column {original!r}")

@@ -32,7 +32,7 @@ DESCRIPTION = """Gather the evidence of every rank of the distributed jobs runni
 Ranks are found from RANK/WORLD_SIZE (and LOCAL_RANK, TORCHELASTIC_*) in each process's
 environment, or named with --pid. For each rank, in parallel: /proc state, environment
 (secrets redacted), stdout/stderr files, NCCL_DEBUG_FILE logs, Flight Recorder dumps,
-py-spy stacks, and with --gdb native backtraces of all threads. Every target is left in
+py-spy stacks (--samples N: N of them over a few seconds), and with --gdb native backtraces of all threads. Every target is left in
 the run state it had. The bundle's manifest.json records each collector's status.
 
 examples:
@@ -62,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--native", action="store_true", help="native frames of every thread (gloo/NCCL workers too) through libdw, pausing each rank for "
                         "milliseconds; py-spy --native where libdw (elfutils) is missing")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
+    parser.add_argument("--samples", type=int, default=0, metavar="N",
+                        help="also take N py-spy stack samples per rank over a few seconds (nonblocking: the rank never pauses; "
+                             "at most 200, and at most --timeout seconds): where a slow rank spends its time")
+    parser.add_argument("--sample-interval", type=float, default=0.1, metavar="S",
+                        help="mean seconds between two samples (default 0.1; shrunk so N samples fit in the time limit)")
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
                         help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
@@ -98,7 +103,10 @@ def run(args: argparse.Namespace) -> int:
     gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
     if not gdb_timeout > 0 or not args.timeout > 0:
         raise ForensicsError("--timeout and --gdb-timeout must be positive numbers of seconds")
-    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, extra={"gdb_timeout": gdb_timeout})
+    if args.samples < 0 or not args.sample_interval >= 0:
+        raise ForensicsError("--samples and --sample-interval must not be negative")
+    options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
+                             sample_interval=args.sample_interval, extra={"gdb_timeout": gdb_timeout})
     logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
     with interrupt_handlers() as caught:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,54 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from armed_launch import incidents as _incidents
+from armed_launch import start, stop as _stop, wait_for_bundle as _wait_for_bundle
 from fleet_simjob import REPO
 
 pytestmark = pytest.mark.integration
-HERE = Path(__file__).resolve().parent
 PG_TIMEOUT = 45.0
 
 
-def _start(tmp_path: Path, fault: str, port: int, *extra: str) -> tuple[list[subprocess.Popen], Path]:
-    out = tmp_path / "trigger"
-    out.mkdir()
-    procs = []
-    for rank in range(2):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
-        env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-        argv = [sys.executable, str(HERE / "armed_job.py"), "--fault", fault, "--out", str(out), "--pg-timeout", str(PG_TIMEOUT), *extra]
-        with open(out / f"rank{rank}.log", "wb") as log:
-            procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-    return procs, out
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-def _wait_for_bundle(out: Path, procs: list[subprocess.Popen], limit: float) -> tuple[dict, dict, float]:
-    """Wait for the leader's incident record and its collector's JSON summary; returns both and the time taken."""
-    start = time.monotonic()
-    while time.monotonic() - start < limit:
-        for incident in out.glob("incident-*.json"):
-            record = json.loads(incident.read_text())
-            if record.get("leader"):
-                summary_path = Path(record["bundle"] + ".json")
-                text = summary_path.read_text() if summary_path.exists() else ""
-                if text.strip().endswith("}"):
-                    return record, json.loads(text), time.monotonic() - start
-        if all(p.poll() is not None for p in procs):
-            break
-        time.sleep(0.2)
-    logs = "\n".join((out / f"rank{r}.log").read_text()[-1500:] for r in range(2))
-    raise AssertionError(f"no job-wide bundle within {limit} s; incidents: {[p.name for p in out.glob('incident-*')]}\n{logs}")
-
-
-def _incidents(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob("incident-*.json"))]
+def _start(tmp_path: Path, fault: str, port: int, *extra: str):
+    return start(tmp_path, fault, port, *extra, ranks=2, pg_timeout=PG_TIMEOUT)
 
 
 def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
@@ -83,7 +44,7 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True,
                                   env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         assert "rank 1" in analyzed.stdout.splitlines()[0], analyzed.stdout
-        assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time\n")
+        assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time,collective_seconds,first_enter_unix\n")
         env_set = (out / "logs").is_dir()
         assert env_set
     finally:
