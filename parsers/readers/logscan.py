@@ -19,6 +19,12 @@ op lines, and the per-line parser reads about 0.04-0.14 M lines/s here. A hang n
   every WARN); ops still come from the tail as above. This is the pre-filter: no
   Python code runs per op line.
 
+Disk reads are bounded too: in head-tail mode the file is mapped MADV_RANDOM (no read-around:
+this machine's disk reads ahead 8 MB, which made two touches read half a 24 MB log) and every
+range about to be searched is asked for first (MADV_WILLNEED), so the disk reads the head, the
+tail window and the steps of a backward search, nothing else (parsers.evidence also asks for
+the next files' heads and tails while one is parsed).
+
 The result is what the line readers (`nccl_log.parse_lines`, `rank_log.parse_lines`)
 produce for the lines picked, in file order, with op events thinned to the last
 `ops_per_comm` per (process, communicator). Line numbers of events after the head are
