@@ -192,12 +192,14 @@ def test_zero_fill_after_a_crash_is_no_line(tmp_path):
 def test_parallel_read_in_batches_equals_sequential(tmp_path):
     """More files than one worker batch: the pool's batches (and the read-ahead beside them) give the
     same artifacts, in the same order, as reading the files one by one."""
-    from parsers.evidence import READ_BATCH, read_files
+    from parsers.evidence import read_batch, read_files
     from parsers.source import FileRef, Hints
 
     sources = [p for p, kind in LOGS if kind == "nccl-log"][:8]
     refs = []
-    for i in range(READ_BATCH * 2 + 5):
+    n = 16 * 2 * 8 + 5  # more than 16 batches of 16 for 2 workers: the smallest batches, several per worker
+    assert read_batch(n, 2) == 16
+    for i in range(n):
         src = sources[i % len(sources)]
         dst = tmp_path / f"node{i:03d}" / src.name
         dst.parent.mkdir()
