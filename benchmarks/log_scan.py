@@ -14,7 +14,10 @@ Two measurements, each against a baseline of the same run (this machine is share
    window, so the backward search for its init runs), the middle is a hole. Head-tail
    mode never reads the middle, which the scan's own counters show (bytes read vs size).
    The culprit's log ends one all-reduce early. Files are fsync'ed and dropped from the
-   page cache (posix_fadvise DONTNEED, this benchmark's files only) before the cold run.
+   page cache (posix_fadvise DONTNEED, this benchmark's files only: no root needed, so file
+   system metadata and whatever the VM host caches stay warm) before the cold run; --reuse
+   takes the folder of an earlier --keep run and drops it the same way. CPU seconds of all
+   processes and disk reads (getrusage) are printed: on shared cores wall time says little.
    Goal (issue 18): 100 GB in under 60 s.
 
     PYTHONPATH=. python benchmarks/log_scan.py [--mb 1000] [--ranks 4096] [--file-mb 24.4] [--dir D] [--keep] [--reuse]
