@@ -14,16 +14,20 @@ Two measurements, each against a baseline of the same run (this machine is share
    window, so the backward search for its init runs), the middle is a hole. Head-tail
    mode never reads the middle, which the scan's own counters show (bytes read vs size).
    The culprit's log ends one all-reduce early. Files are fsync'ed and dropped from the
-   page cache (posix_fadvise DONTNEED, this benchmark's files only) before the cold run.
+   page cache (posix_fadvise DONTNEED, this benchmark's files only: no root needed, so file
+   system metadata and whatever the VM host caches stay warm) before the cold run; --reuse
+   takes the folder of an earlier --keep run and drops it the same way. CPU seconds of all
+   processes and disk reads (getrusage) are printed: on shared cores wall time says little.
    Goal (issue 18): 100 GB in under 60 s.
 
-    PYTHONPATH=. python benchmarks/log_scan.py [--mb 1000] [--ranks 4096] [--file-mb 24.4] [--dir D] [--keep]
+    PYTHONPATH=. python benchmarks/log_scan.py [--mb 1000] [--ranks 4096] [--file-mb 24.4] [--dir D] [--keep] [--reuse]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -154,23 +158,55 @@ def throughput(mb: float, workdir: Path) -> None:
     path.unlink()
 
 
-def folder(ranks: int, file_mb: float, head_kb: int, tail_kb: int, workdir: Path, workers: int) -> None:
+def _usage() -> tuple[float, float]:
+    """CPU seconds and bytes read from disk, this process and its finished children (the pool's workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, (me.ru_inblock + kids.ru_inblock) * 512.0)
+
+
+def drop_cache(files: list[Path]) -> int:
+    """Drop these files' pages from the page cache (clean pages: no root needed); returns how many
+    files it was done for. Why not drop_caches: that needs root and drops other users' caches too."""
+    n = 0
+    for f in files:
+        try:
+            fd = os.open(f, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            n += 1
+        finally:
+            os.close(fd)
+    return n
+
+
+def folder(ranks: int, file_mb: float, head_kb: int, tail_kb: int, workdir: Path, workers: int,
+           reuse: bool = False) -> None:
     size = int(file_mb * 1e6)
     culprit = ranks // 3
     t = time.perf_counter()
     real = 0
-    for r in range(ranks):
-        d = workdir / f"node{r:05d}"
-        d.mkdir(parents=True, exist_ok=True)
-        real += write_sparse(d / f"nccl.node{r:05d}.{10000 + r}.log", r, ranks, size, head_kb, tail_kb, r == culprit)
+    files = [workdir / f"node{r:05d}" / f"nccl.node{r:05d}.{10000 + r}.log" for r in range(ranks)]
+    reused = reuse and all(f.is_file() and f.stat().st_size == size for f in files)
+    for r, f in enumerate(files):
+        if reused:
+            real += f.stat().st_blocks * 512
+            continue
+        f.parent.mkdir(parents=True, exist_ok=True)
+        real += write_sparse(f, r, ranks, size, head_kb, tail_kb, r == culprit)
+    dropped = drop_cache(files)
     t_gen = time.perf_counter() - t
     apparent = ranks * size
     print(f"\nfolder: {ranks} ranks x {file_mb} MB = {apparent / 1e9:.1f} GB apparent, {real / 1e9:.2f} GB real "
-          f"(sparse middles, see module doc); generated in {t_gen:.0f} s")
+          f"(sparse middles, see module doc); {'reused (--reuse)' if reused else 'generated'} in {t_gen:.0f} s; "
+          f"page cache dropped for {dropped} of {len(files)} files (posix_fadvise DONTNEED, no root needed)")
     for label in ("cold (page cache dropped for these files)", "warm"):
+        before = _usage()
         t = time.perf_counter()
         arts = load_path(workdir, workers=workers, log_mode="head-tail")
         t_scan = time.perf_counter() - t
+        cpu, disk = (a - b for a, b in zip(_usage(), before))
         t = time.perf_counter()
         result = correlate(arts)
         t_corr = time.perf_counter() - t
@@ -184,6 +220,8 @@ def folder(ranks: int, file_mb: float, head_kb: int, tail_kb: int, workdir: Path
               f"{scaled:.1f} s per 100 GB): {'MET' if scaled < GOAL_FOLDER_S and ok else 'NOT MET'}; read "
               f"{read / 1e6:.0f} MB; culprit rank {c.rank if c else None} ({c.reason_class if c else '-'}) "
               f"{'correct' if ok else 'WRONG'}")
+        print(f"    CPU {cpu:.1f} s in all processes ({cpu / ranks * 1000:.1f} ms per file; wall/CPU says how much "
+              f"the shared cores and the disk cost); disk reads {disk / 1e9:.2f} GB (getrusage blocks in)")
 
 
 def main() -> int:
@@ -198,6 +236,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-folder", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="reuse the folder under --dir from an earlier --keep run")
     args = ap.parse_args()
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="bench-logscan-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +245,7 @@ def main() -> int:
         if not args.skip_throughput:
             throughput(args.mb, workdir)
         if not args.skip_folder:
-            folder(args.ranks, args.file_mb, args.head_kb, args.tail_kb, workdir / "job", args.workers)
+            folder(args.ranks, args.file_mb, args.head_kb, args.tail_kb, workdir / "job", args.workers, args.reuse)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -91,6 +91,36 @@ def file_size(fh: BinaryIO) -> int:
     return os.fstat(fh.fileno()).st_size
 
 
+def prefetch(path: str | os.PathLike, head: int, tail: int) -> bool:
+    """Ask the kernel to start reading a file's first `head` and last `tail` bytes, and return at once.
+
+    Why: a reader blocked on a cold disk for each file in turn leaves the disk idle while it
+    parses; asked ahead (posix_fadvise WILLNEED: no bytes come into this process), the reads
+    of the next files run while this one is parsed. Regular files only, never a link, never
+    blocking; False when the file was not prefetched (the read that follows says why)."""
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size <= head + tail:
+            os.posix_fadvise(fd, 0, st.st_size, os.POSIX_FADV_WILLNEED)
+        else:
+            os.posix_fadvise(fd, 0, head, os.POSIX_FADV_WILLNEED)
+            os.posix_fadvise(fd, st.st_size - tail, tail, os.POSIX_FADV_WILLNEED)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def read_bytes(fh: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES, tail: bool = False) -> tuple[bytes, bool]:
     """At most `max_bytes` of an open file: its head, or with tail=True its end.
 

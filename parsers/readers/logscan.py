@@ -19,6 +19,12 @@ op lines, and the per-line parser reads about 0.04-0.14 M lines/s here. A hang n
   every WARN); ops still come from the tail as above. This is the pre-filter: no
   Python code runs per op line.
 
+Disk reads are bounded too: in head-tail mode the file is mapped MADV_RANDOM (no read-around:
+this machine's disk reads ahead 8 MB, which made two touches read half a 24 MB log) and every
+range about to be searched is asked for first (MADV_WILLNEED), so the disk reads the head, the
+tail window and the steps of a backward search, nothing else (parsers.evidence also asks for
+the next files' heads and tails while one is parsed).
+
 The result is what the line readers (`nccl_log.parse_lines`, `rank_log.parse_lines`)
 produce for the lines picked, in file order, with op events thinned to the last
 `ops_per_comm` per (process, communicator). Line numbers of events after the head are
@@ -31,11 +37,12 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from parsers import safeio
 from parsers.model.events import OpEvent, Parsed
 from parsers.readers import nccl_log, rank_log
 
@@ -44,8 +51,11 @@ TAIL_BYTES = 256 * 1024
 MAX_BACK_BYTES = 64 * 1024 * 1024
 OPS_PER_COMM = 8
 MAX_LINES = 2_000_000  #: lines handed to a line reader from one file, whatever the mode
-MAX_BACK_SEARCHES = 256
-MAX_LINE_BYTES = 64 * 1024  #: a line longer than this is cut where the search stopped  #: init look-ups for unknown comm pointers per file
+MAX_BACK_SEARCHES = 256  #: init look-ups for unknown comm pointers per file
+LINE_SLACK = 4096  #: bytes asked for beyond a window: the line a window's edge cuts
+BACK_CHUNK = 256 * 1024  #: first step of a backward search for an init line (doubling)
+LAST_OPS_CHUNK = 16 * 1024  #: bytes per step of the backward walk for the last ops of each comm
+MAX_LINE_BYTES = 64 * 1024  #: a line longer than this is cut where the search stopped
 
 #: one op record: '<host>:<pid>:<tid> [dev] NCCL INFO AllReduce: opCount a ... comm 0x..'
 _OP = re.compile(rb":(\d+):\d+ \[[^\]\n]*\] NCCL INFO [A-Za-z]+: opCount [0-9a-f]+ [^\n]{0,200}? comm (0x[0-9a-f]+)")
@@ -65,6 +75,7 @@ class _Plan:
     head_end: int
     tail_start: int
     middle: list[tuple[int, int]]
+    searched: int = 0  #: bytes the backward searches for init lines went through
 
 
 def scan_file(path: Path | str, kind: str = "nccl-log", mode: str = "head-tail", head_bytes: int = HEAD_BYTES,
@@ -75,7 +86,7 @@ def scan_file(path: Path | str, kind: str = "nccl-log", mode: str = "head-tail",
     if mode not in ("head-tail", "full"):
         raise ValueError(f"unknown scan mode {mode!r}")
     path = str(path)
-    with open(path, "rb") as fh:
+    with safeio.open_regular(path, follow=False) as fh:  # a FIFO or link put there since the sniff: refused
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return reader([], path)
@@ -84,7 +95,33 @@ def scan_file(path: Path | str, kind: str = "nccl-log", mode: str = "head-tail",
             return _finish(reader(_decode_lines(data), path), ops_per_comm, {"mode": "whole", "bytes_read": size,
                                                                              "skipped_bytes": 0}, None)
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if mode == "full":
+                _advise(mm, "MADV_SEQUENTIAL", 0, size)
+            else:
+                _advise(mm, "MADV_RANDOM", 0, size)  # see _advise: no read-around of the middle
+                _advise(mm, "MADV_WILLNEED", 0, head_bytes + LINE_SLACK)
+                _advise(mm, "MADV_WILLNEED", size - tail_bytes - LINE_SLACK, size)
             return _scan(mm, size, path, reader, mode, head_bytes, tail_bytes, ops_per_comm, max_back_bytes)
+
+
+def _advise(mm: mmap.mmap, advice: str, start: int, end: int) -> None:
+    """madvise a byte range (page-aligned here), where the platform has it.
+
+    Why: a fault in a mapped file makes the kernel read around it, up to the device's
+    read-ahead (8 MB on this machine's disk), so touching a 24 MB log at both ends read half
+    of it. In head-tail mode the mapping is MADV_RANDOM (a fault reads its page only) and
+    each range the scan is about to search is asked for first with MADV_WILLNEED (one
+    read of exactly that range, issued before the search faults on it)."""
+    flag = getattr(mmap, advice, None)
+    if flag is None or not hasattr(mm, "madvise"):
+        return
+    start = max(0, start) & ~(mmap.PAGESIZE - 1)
+    end = min(len(mm), end)
+    if end > start:
+        try:
+            mm.madvise(flag, start, end - start)
+        except OSError:  # advice only: never a reason to fail a read
+            pass
 
 
 def _reader(kind: str) -> Reader:
@@ -106,31 +143,49 @@ def _scan(mm: mmap.mmap, size: int, path: str, reader: Reader, mode: str, head_b
     if mode == "full":
         middle = _prefilter(mm, head_end, size) if nccl else _not_op_lines(mm, head_end, size)
     known |= {p for a, b in middle for p in _INIT_PTR.findall(mm, a, b)}
-    tail_start = _tail_start(mm, size, head_end, known, tail_bytes, ops_per_comm, max_back_bytes)
-    known |= set(_INIT_PTR.findall(mm, tail_start, size))
+    tail = _tail_window(mm, size, head_end, known, tail_bytes, ops_per_comm, max_back_bytes)
+    tail_start = tail.start
+    known |= tail.born
     plan = _Plan(head_end, tail_start, middle)
-    _back_search(mm, plan, known, nccl)
+    _back_search(mm, plan, known, nccl, {ptr for _pid, ptr in tail.ops})
     if nccl and tail_start > head_end:
         # NCCL-only file, middle not covered: Python sees the records that are not op lines,
         # and of the op lines only the last `ops_per_comm` per (pid, comm) of the tail
         picked = [*_prefilter(mm, 0, head_end), *plan.middle, *_prefilter(mm, tail_start, size),
-                  *_last_ops(mm, tail_start, size, ops_per_comm)]
+                  *_last_ops(mm, tail_start, size, ops_per_comm, tail.ops)]
     else:
         picked = [(0, head_end), *plan.middle, (tail_start, size)]
     ranges = _merge(picked)
-    read = (head_end + size - tail_start + sum(b - a for a, b in _merge(plan.middle))) if mode != "full" else size
+    read = (head_end + size - tail_start + max(plan.searched, sum(b - a for a, b in _merge(plan.middle))))
+    read = read if mode != "full" else size
     info = {"mode": mode, "bytes_read": min(read, size), "parsed_bytes": sum(b - a for a, b in ranges),
             "skipped_bytes": max(0, size - read), "size": size}
     parsed = reader(_lines_of(mm, ranges), path)
     return _finish(parsed, ops_per_comm, info, mm[:head_end].count(b"\n"))
 
 
-def _last_ops(mm: mmap.mmap, start: int, end: int, keep: int) -> list[tuple[int, int]]:
-    """Line ranges of the last `keep` op records per (pid, comm pointer) between start and end."""
-    last: dict[tuple[bytes, bytes], deque] = defaultdict(lambda: deque(maxlen=keep))
-    for m in _OP.finditer(mm, start, end):
-        last[(m.group(1), m.group(2))].append(m.start())
-    return [(_line_start(mm, pos, start), _line_end(mm, pos + 1)) for q in last.values() for pos in q]
+def _last_ops(mm: mmap.mmap, start: int, end: int, keep: int, ops: Counter) -> list[tuple[int, int]]:
+    """Line ranges of the last `keep` op records per (pid, comm pointer) between start and end.
+
+    Why backwards in chunks: `ops` (counted at C speed by _tail_window) says how many records
+    each key has, so the walk from the end stops as soon as every key has its last `keep`; in an
+    interleaved tail that is the first chunk, where a forward pass makes a match object for
+    each of thousands of op lines. A chunk is scanned by the regex, never line by line in
+    Python, so a NUL fill or a hole at the end costs C time only."""
+    want = {key: min(keep, n) for key, n in ops.items()}
+    missing = sum(want.values())
+    out: list[tuple[int, int]] = []
+    hi = end
+    while missing and hi > start:
+        lo = max(start, _line_start(mm, hi - LAST_OPS_CHUNK, start))
+        for m in reversed(list(_OP.finditer(mm, lo, hi))):
+            key = (m.group(1), m.group(2))
+            if want.get(key, 0) > 0:
+                want[key] -= 1
+                missing -= 1
+                out.append((_line_start(mm, m.start(), lo), _line_end(mm, m.start() + 1)))
+        hi = lo
+    return out
 
 
 def _line_end(mm: mmap.mmap, pos: int) -> int:
@@ -147,42 +202,85 @@ def _line_start(mm: mmap.mmap, pos: int, floor: int = 0) -> int:
     binary blob must not send the search through the whole file); else pos itself, and the
     reader resynchronises on the next record."""
     lo = max(floor, pos - MAX_LINE_BYTES)
-    nl = mm.rfind(b"\n", lo, pos)
-    if nl >= 0:
-        return nl + 1
+    cut = _boundary(mm, lo, pos)
+    if cut >= 0:
+        return cut + 1
     return floor if lo == floor else pos
 
 
-def _tail_start(mm: mmap.mmap, size: int, head_end: int, known: set[bytes], tail_bytes: int, need: int,
-                max_back: int) -> int:
+def _boundary(mm: mmap.mmap, lo: int, pos: int) -> int:
+    """The last newline or NUL byte in [lo, pos), or -1. Why NUL too: a sparse hole or the zero
+    fill a file system leaves after a crash holds no record, and a 'line' of 64 KB of NULs in
+    front of the next record costs every line regex a 64 KB walk."""
+    nl = mm.rfind(b"\n", lo, pos)
+    return max(nl, mm.rfind(b"\x00", max(lo, nl), pos))
+
+
+@dataclass
+class _Tail:
+    """The tail window: where it starts, the op records in it, the comm pointers initialised in it."""
+
+    start: int
+    ops: Counter  #: (pid, comm pointer) -> op records in the window
+    born: set[bytes]
+
+
+def _tail_window(mm: mmap.mmap, size: int, head_end: int, known: set[bytes], tail_bytes: int, need: int,
+                 max_back: int) -> _Tail:
     """Grow the tail window backwards (doubling) until each comm has `need` ops in it, or its
-    init line is inside the window (a comm with fewer ops than that must not cost a full read)."""
+    init line is inside the window (a comm with fewer ops than that must not cost a full read).
+
+    Each growth scans only the bytes it adds (the window grows from line starts, and no record
+    crosses a line), and ops are counted by `findall` into a Counter: no Python per op line."""
     window = tail_bytes
+    ops: Counter = Counter()
+    born: set[bytes] = set()
+    scanned = size
     while True:
+        if window > tail_bytes:
+            _advise(mm, "MADV_WILLNEED", size - window - LINE_SLACK, scanned)
         start = max(head_end, _line_start(mm, size - window, head_end))
+        if start < scanned:
+            ops.update(_OP.findall(mm, start, scanned))
+            born.update(_INIT_PTR.findall(mm, start, scanned))  # no op of a comm comes before its init line
+            scanned = start
         if start <= head_end:
-            return head_end
-        counts: dict[bytes, int] = defaultdict(int)
-        for _pid, ptr in _OP.findall(mm, start, size):
-            counts[ptr] += 1
-        wanted = known | set(counts)
-        born = set(_INIT_PTR.findall(mm, start, size))  # no op of a comm comes before its init line
-        if all(counts.get(p, 0) >= need or p in born for p in wanted) or window >= max_back:
-            return start
+            return _Tail(head_end, ops, born)
+        counts: Counter = Counter()
+        for (_pid, ptr), n in ops.items():
+            counts[ptr] += n
+        if all(counts[p] >= need or p in born for p in known | set(counts)) or window >= max_back:
+            return _Tail(start, ops, born)
         window *= 2
 
 
-def _back_search(mm: mmap.mmap, plan: _Plan, known: set[bytes], nccl: bool) -> None:
+def _back_search(mm: mmap.mmap, plan: _Plan, known: set[bytes], nccl: bool, used: set[bytes]) -> None:
     """Comm pointers used in the tail but initialised nowhere read: find each init line, backwards."""
-    used = {ptr for _pid, ptr in _OP.findall(mm, plan.tail_start, len(mm))}
     for ptr in sorted(used - known)[:MAX_BACK_SEARCHES]:
-        pos = mm.rfind(b"comm " + ptr + b" rank ", plan.head_end, plan.tail_start)
+        pos, searched = _rfind_back(mm, b"comm " + ptr + b" rank ", plan.head_end, plan.tail_start)
+        plan.searched = max(plan.searched, searched)  # each search starts at the tail: the farthest one counts
         if pos < 0:
             continue
         # the init START line, topology and Init COMPLETE sit together: take the lines around it
+        _advise(mm, "MADV_WILLNEED", pos - 64 * 1024 - LINE_SLACK, pos + 64 * 1024 + LINE_SLACK)
         a = _line_start(mm, max(plan.head_end, pos - 64 * 1024), plan.head_end)
         b = min(plan.tail_start, _line_end(mm, pos + 64 * 1024))
         plan.middle.extend(_prefilter(mm, a, b) if nccl else [(a, b)])
+
+
+def _rfind_back(mm: mmap.mmap, needle: bytes, lo: int, hi: int) -> tuple[int, int]:
+    """(mm.rfind(needle, lo, hi), bytes searched), in steps backwards from hi that double from
+    BACK_CHUNK, each step's bytes asked for before it is searched: an init line just before the
+    tail costs one small read, one at the start of the file a few large ones, never 4 KB faults."""
+    step, top = BACK_CHUNK, hi
+    while hi > lo:
+        a = max(lo, hi - step)
+        _advise(mm, "MADV_WILLNEED", a, hi)
+        pos = mm.rfind(needle, a, min(top, hi + len(needle) - 1))  # a needle across the step's edge
+        if pos >= 0:
+            return pos, top - a
+        hi, step = a, step * 2
+    return -1, top - lo
 
 
 def _prefilter(mm: mmap.mmap, start: int, end: int) -> list[tuple[int, int]]:

@@ -164,3 +164,50 @@ def test_refuses_unknown_kind_and_mode(tmp_path):
         logscan.scan_file(p, "fr-dump")
     with pytest.raises(ValueError):
         logscan.scan_file(p, "nccl-log", mode="middle")
+
+
+def test_zero_fill_after_a_crash_is_no_line(tmp_path):
+    """A crash can leave zero-filled ranges in a log (the size was extended, the data never written).
+    The split comm's init sits right behind such a range, out of the tail window: the backward search
+    finds it, the last ops are found behind the NULs at the end, and a NUL run ends a line, so no
+    64 KB 'line' of NULs in front of the init reaches the line readers (they would walk it per regex)."""
+    head, ops, _ = _real_parts()
+    lines = head.splitlines(keepends=True)
+    split = b"".join(ln for ln in lines if b"ncclCommSplit" in ln)
+    assert split, "the chain fixture's rank 3 initialises a split communicator"
+    plain = b"".join(ln for ln in lines if b"ncclCommSplit" not in ln)
+    clean = tmp_path / "clean.log"
+    clean.write_bytes(plain + ops * 100 + split + ops * 200)
+    filled = tmp_path / "filled.log"
+    filled.write_bytes(plain + ops * 100 + b"\0" * 300_000 + split + ops * 200 + b"\0" * 50_000)
+    want = logscan.scan_file(clean, "nccl-log", head_bytes=8192, tail_bytes=8192, ops_per_comm=K)
+    got = logscan.scan_file(filled, "nccl-log", head_bytes=8192, tail_bytes=8192, ops_per_comm=K)
+    assert _last_ops(got) == _last_ops(want) and _last_ops(got)
+    members = _others(got, CommMember)
+    assert members == _others(want, CommMember) and any(m[6] and m[7] for m in members)  # the split's member, parent known
+    assert not (_others(got) - _others(want))
+    assert got.facts["scan"]["parsed_bytes"] < want.facts["scan"]["parsed_bytes"] + 4096
+
+
+def test_parallel_read_in_batches_equals_sequential(tmp_path):
+    """More files than one worker batch: the pool's batches (and the read-ahead beside them) give the
+    same artifacts, in the same order, as reading the files one by one."""
+    from parsers.evidence import read_batch, read_files
+    from parsers.source import FileRef, Hints
+
+    sources = [p for p, kind in LOGS if kind == "nccl-log"][:8]
+    refs = []
+    n = 16 * 2 * 8 + 5  # more than 16 batches of 16 for 2 workers: the smallest batches, several per worker
+    assert read_batch(n, 2) == 16
+    for i in range(n):
+        src = sources[i % len(sources)]
+        dst = tmp_path / f"node{i:03d}" / src.name
+        dst.parent.mkdir()
+        dst.write_bytes(src.read_bytes())
+        refs.append(FileRef(dst, str(dst.relative_to(tmp_path)), Hints()))
+    seq = read_files(refs, workers=1, log_mode="head-tail")
+    par = read_files(refs, workers=2, log_mode="head-tail")
+    assert [a.rel for a in par] == [r.rel for r in refs]
+    assert [(a.kind, a.error) for a in par] == [(a.kind, a.error) for a in seq]
+    assert [_others(a.parsed) + Counter(map(_key, a.parsed.events)) for a in par] == \
+        [_others(a.parsed) + Counter(map(_key, a.parsed.events)) for a in seq]
