@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 
 from parsers.quiet_gc import pause_gc
-from parsers.judges.logs import correlate
+from parsers import knowledge
+from parsers.analyze import analyze
 from parsers.readers import logscan, nccl_log
-from parsers.evidence import load_path
 
 WORLD_COMM = "0xa7869d7d53387980"
 GOAL_RATIO = 0.25
@@ -201,21 +201,18 @@ def folder(ranks: int, file_mb: float, head_kb: int, tail_kb: int, workdir: Path
     print(f"\nfolder: {ranks} ranks x {file_mb} MB = {apparent / 1e9:.1f} GB apparent, {real / 1e9:.2f} GB real "
           f"(sparse middles, see module doc); {'reused (--reuse)' if reused else 'generated'} in {t_gen:.0f} s; "
           f"page cache dropped for {dropped} of {len(files)} files (posix_fadvise DONTNEED, no root needed)")
+    kb = knowledge.load(use_env=False)
     for label in ("cold (page cache dropped for these files)", "warm"):
         before = _usage()
         t = time.perf_counter()
-        arts = load_path(workdir, workers=workers, log_mode="head-tail")
-        t_scan = time.perf_counter() - t
+        analysis = analyze(workdir, kb)  # the default pipeline, as `forensics analyze` runs it
+        total = time.perf_counter() - t
         cpu, disk = (a - b for a, b in zip(_usage(), before))
-        t = time.perf_counter()
-        result = correlate(arts)
-        t_corr = time.perf_counter() - t
-        c = result.culprit
-        read = sum(a.parsed.facts.get("scan", {}).get("bytes_read", 0) for a in arts.artifacts if a.parsed)
-        total = t_scan + t_corr
+        c = analysis.verdict.culprit
+        read = sum(a.parsed.facts.get("scan", {}).get("bytes_read", 0) for a in analysis.evidence.artifacts if a.parsed)
         ok = c is not None and c.rank == culprit
         scaled = total * GOAL_FOLDER_GB * 1e9 / apparent
-        print(f"  {label}: scan {t_scan:.1f} s ({workers} processes) + correlate {t_corr:.1f} s = {total:.1f} s for "
+        print(f"  {label}: forensics analyze (default: logs over 8 MiB read head and tail) {total:.1f} s for "
               f"{apparent / 1e9:.1f} GB (goal {GOAL_FOLDER_GB:.0f} GB < {GOAL_FOLDER_S:.0f} s; at this size "
               f"{scaled:.1f} s per 100 GB): {'MET' if scaled < GOAL_FOLDER_S and ok else 'NOT MET'}; read "
               f"{read / 1e6:.0f} MB; culprit rank {c.rank if c else None} ({c.reason_class if c else '-'}) "

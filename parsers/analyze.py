@@ -48,14 +48,18 @@ class Analysis:
         return self.verdict.culprit
 
 
-def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None) -> Analysis:
-    """Analyse a bundle, a loose folder or an archive of either (InputError on anything else)."""
+def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None,
+            log_mode: str | None = None) -> Analysis:
+    """Analyse a bundle, a loose folder or an archive of either (InputError on anything else).
+
+    `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
+    the verdict); 'full' scans every line of every big log."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc():  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
-            return analyze_evidence(load(path, kb.line_filter), kb)
+            return analyze_evidence(load(path, kb.line_filter, log_mode=log_mode), kb)
         with open_source(path) as src:
-            return analyze_evidence(load(src, kb.line_filter), kb)
+            return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb)
 
 
 def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) -> Analysis:

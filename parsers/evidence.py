@@ -247,6 +247,10 @@ class Evidence:
 #: logs larger than this are read by parsers.readers.logscan (a bytes-level pre-filter over the whole
 #: file: every error, progress and topology record, and the last operations of each communicator)
 SCAN_BYTES = 64 * 1024 * 1024
+#: logs larger than this are read head and tail only unless a log mode says otherwise: a hang needs
+#: each log's identity and init (head) and its last operations (tail); a 4,096-rank job's 100 GB of
+#: logs read whole took over an hour, head and tail 11-26 s (benchmarks/log_scan.py)
+HEAD_TAIL_BYTES = 8 * 1024 * 1024
 #: sources with this many files are read by worker processes (one per core, at most 8)
 PARALLEL_FILES = 4096
 LOG_KINDS = ("nccl-log", "rank-log")
@@ -256,8 +260,9 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
               log_mode: str | None = None) -> Artifact:
     """Recognise and read one file; every failure is kept on the Artifact, never raised.
 
-    `log_mode`: 'head-tail' or 'full' reads NCCL and rank logs with logscan whatever their size
-    (head-tail skips the middle: only for folders too big to scan, see benchmarks/log_scan.py)."""
+    `log_mode`: None reads NCCL and rank logs over HEAD_TAIL_BYTES head and tail only (logscan),
+    smaller ones line by line; 'full' scans every line of those big logs (logscan's bytes pre-filter);
+    'head-tail' uses logscan's head and tail for every log whatever its size (benchmarks/log_scan.py)."""
     art = Artifact(ref.path, "unreadable", ref.hints, rel=ref.rel)
     try:
         fd = os.open(ref.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -299,7 +304,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     inp = registry.ReadInput(ref.path, head, st.st_size, origin, line_filter=keep if look else None,
                              observed_ns=ref.hints.observed_ns)
     try:
-        mode = log_mode or ("full" if st.st_size > SCAN_BYTES else None)
+        big = st.st_size > HEAD_TAIL_BYTES
+        mode = ("full" if big else None) if log_mode == "full" else (log_mode or ("head-tail" if big else None))
         if mode and kind.name in LOG_KINDS:
             from parsers.readers import logscan
 
@@ -456,6 +462,11 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
             if art.kind == "unreadable":
                 continue
         ev.artifacts.append(art)
+    partial = [a for a in ev.artifacts if a.parsed and (a.parsed.facts.get("scan") or {}).get("mode") == "head-tail"]
+    if partial:
+        ev.problems.append(f"{len(partial)} log(s) larger than {HEAD_TAIL_BYTES >> 20} MiB read head and tail only "
+                           f"(identity, init, last operations; the middle unread), e.g. {partial[0].rel or partial[0].path}: "
+                           "`analyze --full-logs` reads every line")
     if source.manifest is not None:
         ev.world_size = _manifest_world(source.manifest)
         ev.missing = list(source.manifest.missing)

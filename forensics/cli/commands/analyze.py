@@ -43,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-tree", action="store_true", help="leave the merged stack tree out of the human output")
     parser.add_argument("--width", type=int, default=None, metavar="N",
                         help="cut human output lines to N characters (default: the terminal's width; 0: never)")
+    parser.add_argument("--full-logs", action="store_true",
+                        help="read every line of logs over 8 MiB (default: their head and tail, which a hang needs)")
     parser.add_argument("--save", action="store_true", help="also write analysis.json into the bundle folder")
 
 
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
         raise ForensicsError(f"knowledge base: {err}") from err
     try:
-        result = analyze(path, kb)
+        result = analyze(path, kb, log_mode="full" if getattr(args, "full_logs", False) else None)
     except InputError as err:
         raise ForensicsError(str(err)) from err
     verdict = result.verdict
