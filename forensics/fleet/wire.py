@@ -9,9 +9,10 @@ simply not a frame line and is ignored.
     FORENSICS-FLEET 1 END <sha256 of the archive>
 
 Long lines on purpose: ClusterShell hands each line to the event handler through
-several Python calls (measured: ~25 us a line), so a 24 KB host answer in 76-character
-lines cost ~320 events and 4,096 hosts 1.3 million; in 64 KiB lines it is one. The
-decoder joins lines of any length, so answers from older collectors still read.
+several Python calls (a signature check by inspect among them), so a 24 KB host answer
+in 76-character lines cost ~310 events. Measured with benchmarks/standin_ssh, 1,024 hosts:
+the orchestrator's CPU for the transport went from 7.0 s to 1.7 s (about 16 us a line)
+with 64 KiB lines. The decoder joins lines of any length, so older collectors still read.
 """
 
 from __future__ import annotations
