@@ -26,6 +26,7 @@ from parsers.model.manifest import Manifest
 from parsers.source import read_manifest_file
 from forensics.bundle.merge import HOST_MANIFEST, MAX_FILE_BYTES, MAX_FILES_PER_HOST, HostPart, host_root, merge_bundles, place_name
 from forensics.collect.progress import Progress
+from forensics.errors import ForensicsError
 from forensics.fleet import command as cmd
 from forensics.fleet import outcome, wire
 from forensics.fleet.outcome import MAX_ANSWER_CHARS, HostRun
@@ -212,6 +213,18 @@ def ssh_runner(ssh_options: list[str], fanout: int, ssh_path: str = "ssh", topol
     return run
 
 
+def prepare_out(out: Path) -> None:
+    """Create the job bundle folder that answers are filed into as they arrive; refuse one that already
+    holds host evidence (two collections must not mix, and a host's folder is written once)."""
+    hosts_dir = out / "hosts"
+    if hosts_dir.is_dir() and any(hosts_dir.iterdir()):
+        raise ForensicsError(f"{out} already holds host evidence ({hosts_dir}): pass a new -o folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ForensicsError(f"cannot write the bundle at {out}: {err.strerror or err}") from err
+
+
 def judge_safely(run: HostRun, host_timeout: float, out: Path) -> HostPart:
     """judge(), with any unforeseen error filed as this host's failure: one host never loses the others."""
     try:
@@ -269,7 +282,7 @@ def collect_fleet(
     progress = Progress(len(hosts), "hosts", quiet)
     progress.say(f"collecting {len(hosts)} host(s), up to {host_timeout:g} s each, into {out}")
 
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_out(out)
     pending = set(hosts)
     finished = threading.Event()
     judges = _Judges(host_timeout, out)

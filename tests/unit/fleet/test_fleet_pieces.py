@@ -277,3 +277,14 @@ def test_host_summary_folds_like_clush():
     rows = folded_hosts(parts)
     assert rows == [{"hosts": "node[001-510]", "count": 510, "result": "ok"},
                     {"hosts": "node[511-512]", "count": 2, "result": "unreachable: ssh: connect to host HOST port 22: Connection refused"}]
+
+
+def test_a_bundle_folder_that_already_holds_hosts_is_refused_before_any_host_is_asked(tmp_path):
+    """Answers are filed into the bundle as they arrive: an earlier collection's hosts/ must not be mixed in."""
+    from forensics.fleet.collect import collect_fleet
+
+    (tmp_path / "job" / "hosts" / "node1").mkdir(parents=True)
+    asked = []
+    with pytest.raises(ForensicsError, match="already holds host evidence"):
+        collect_fleet(["node1"], tmp_path / "job", cmd.RemoteSpec(), lambda *a: asked.append(a) or {}, host_timeout=5, quiet=True)
+    assert asked == []
