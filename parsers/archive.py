@@ -27,7 +27,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 MANIFEST_NAME = "manifest.json"
 
@@ -91,17 +91,32 @@ def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> N
         raise ArchiveRefused(f"member {member.name!r}: {err}") from err
 
 
+#: where a checked member goes under the destination (a relative name, checked again), or None to skip it
+Place = Callable[[tarfile.TarInfo], "str | None"]
+
+
 def extract_into(archive: Path, dest: Path, limits: Limits = Limits()) -> int:
     """Extract `archive` into the existing empty folder `dest` under `limits`; returns member count.
 
     Raises ArchiveRefused; what was extracted before the refusal stays in `dest`
     (extracted() removes it).
     """
-    archive = Path(archive)
-    compressed = max(1, archive.stat().st_size)
+    with open(archive, "rb") as raw:
+        return extract_stream(raw, os.fstat(raw.fileno()).st_size, dest, limits)
+
+
+def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = Limits(), place: Place | None = None) -> int:
+    """Extract the tar stream `raw` (`compressed` bytes long, for the ratio rule) into `dest`; returns member count.
+
+    Every rule above applies to each member header before its data is read. `place`
+    lets a caller file members straight into their final layout (the fleet puts a
+    host's archive under hosts/<host>/ of the job bundle), so nothing is copied twice;
+    the name it returns is checked by the same name rules before anything is written.
+    """
+    compressed = max(1, compressed)
     total = count = 0
     try:
-        with open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
+        with tarfile.open(fileobj=raw, mode="r|*") as tar:
             for member in tar:
                 count += 1
                 if count > limits.max_members:
@@ -113,6 +128,12 @@ def extract_into(archive: Path, dest: Path, limits: Limits = Limits()) -> int:
                 if total > limits.ratio_floor and total / compressed > limits.max_ratio:
                     raise ArchiveRefused(f"expands {total / compressed:.0f} times its size "
                                          f"(at most {limits.max_ratio:.0f}): a compression bomb?")
+                if place is not None:
+                    target = place(member)
+                    if target is None:
+                        continue
+                    _check_name(target, limits)
+                    member.name = target
                 _extract_one(tar, _tame(member), dest)
     except ArchiveRefused:
         raise

@@ -196,7 +196,11 @@ def is_manifest(path: Path) -> bool:
 
 def read_manifest(root: Path) -> Manifest:
     """The validated manifest of a bundle folder; InputError naming the fault otherwise."""
-    path = root / MANIFEST_NAME
+    return read_manifest_file(root / MANIFEST_NAME)
+
+
+def read_manifest_file(path: Path) -> Manifest:
+    """The validated manifest in file `path` (a bundle's manifest.json, or one filed under another name)."""
     try:
         if path.stat().st_size > 512 * 1024 * 1024:
             raise InputError(f"{path}: manifest too large")

@@ -10,6 +10,7 @@ host had are listed as missing, with the reason saying whether a host was silent
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +20,14 @@ from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
 from parsers.manifest_schema import MAX_WORLD
+from forensics.hostset import HostSetError, fold
 
 #: host statuses that mean "we do not know what ran there" (see forensics.fleet.outcome)
 SILENT = ("unreachable", "timeout", "failed")
 MAX_FILES_PER_HOST = 200_000  #: files copied from one host's bundle
 MAX_FILE_BYTES = 1 << 30  #: bytes of one file of a host bundle (collectors cap theirs far lower)
 MAX_ADDED_MISSING = 100_000  #: ranks the merge may add as missing, whatever world_size says
+HOST_MANIFEST = "host-manifest.json"  #: a host's own manifest, kept in its folder of the job bundle
 
 
 @dataclass
@@ -36,6 +39,9 @@ class HostPart:
     status: str = Status.OK
     error: str | None = None
     seconds: float = 0.0
+    #: set when the host's files were already filed under hosts/<host>/ of the job bundle (the fleet
+    #: extracts each archive there as it arrives, see place_archive): the merge then copies nothing
+    placed: Manifest | None = None
 
 
 def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = None) -> Manifest:
@@ -48,6 +54,8 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
         try:
             _merge_one(writer, part)
         except Exception as err:  # noqa: BLE001 - one host's broken bundle must never lose the others
+            if part.placed is not None:
+                shutil.rmtree(out / host_root(part.host), ignore_errors=True)
             error = f"its bundle could not be merged: {err}"
             writer.add_host(HostRecord(host=part.host, status="failed", seconds=part.seconds, error=error))
             writer.note(f"{part.host}: {error}")
@@ -64,12 +72,25 @@ def _rebase(rel: str, host_root: str) -> str:
     return "/".join((host_root, "_bundle", *parts))
 
 
+def host_root(host: str) -> str:
+    """The folder of one host's evidence in the job bundle."""
+    return f"hosts/{safe_name(host)}"
+
+
+def place_name(rel: str, root: str) -> str:
+    """Where file `rel` of a host bundle goes in the job bundle; its manifest is kept aside as host-manifest.json."""
+    return f"{root}/{HOST_MANIFEST}" if rel == MANIFEST_NAME else _rebase(rel, root)
+
+
 def _merge_one(writer: BundleWriter, part: HostPart) -> None:
     """Add one host's bundle; raises (before touching the writer's manifest) when it is unreadable."""
-    source = open_bundle(part.bundle)
-    man = source.manifest
-    root = f"hosts/{safe_name(part.host)}"
-    _copy_tree(source.root, writer.root, root)
+    root = host_root(part.host)
+    if part.placed is not None:
+        man = part.placed
+    else:
+        source = open_bundle(part.bundle)
+        man = source.manifest
+        _copy_tree(source.root, writer.root, root)
     rebase = lambda rel: _rebase(rel, root)  # noqa: E731 - one-line mapping used below
     names = {h.host for h in man.hosts} | {r.host for r in man.ranks}
     for other in sorted(n for n in names if n != part.host):
@@ -103,7 +124,7 @@ def _copy_tree(src: Path, dest_root: Path, rel_root: str) -> None:
     """Copy every file of a host bundle to its rebased place (no links followed, manifest kept aside)."""
     for path in safeio.walk_files(src, max_files=MAX_FILES_PER_HOST):
         rel = path.relative_to(src).as_posix()
-        target = dest_root / (f"{rel_root}/host-manifest.json" if rel == MANIFEST_NAME else _rebase(rel, rel_root))
+        target = dest_root / place_name(rel, rel_root)
         try:
             with safeio.open_regular(path, follow=False) as fh:
                 safeio.copy_bounded(fh, target, MAX_FILE_BYTES, tail=False, mode=stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & 0o640)
@@ -121,6 +142,7 @@ def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
             continue
         kept.setdefault((miss.job_id, miss.rank), miss)
     silent = [p.host for p in parts if p.bundle is None and p.status in SILENT]
+    heard_not = _folded(silent)  # once, folded: 2,000 silent hosts must not be spelled out in every reason
     worlds: dict[str | None, int] = {}
     for rank in man.ranks:
         if rank.world_size:
@@ -137,9 +159,18 @@ def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
                 break
             reason = "no process found on any host that answered"
             if silent:
-                reason += f"; not heard from: {', '.join(silent)}"
+                reason += f"; not heard from: {heard_not}"
             kept[(job_id, number)] = MissingRank(rank=number, reason=reason, host=None, job_id=job_id)
     man.missing = sorted(kept.values(), key=lambda m: (m.job_id or "", m.rank))
+
+
+def _folded(hosts: list[str]) -> str:
+    """'node[0001-2000]' for a host list; names NodeSet cannot fold are listed (at most 20, then a count)."""
+    try:
+        return fold(hosts)
+    except HostSetError:
+        shown = ", ".join(hosts[:20])
+        return shown + (f" and {len(hosts) - 20} more" if len(hosts) > 20 else "")
 
 
 def silent_host_record(host: str, status: str, seconds: float, error: str) -> HostPart:

@@ -35,7 +35,10 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hosts", action="append", default=[], metavar="NODESET", help="hosts in NodeSet syntax, e.g. 'node[001-512]' (repeatable)")
     group.add_argument("--hostfile", type=Path, help="file with one host (or NodeSet) per line; 'slots=' suffixes ignored")
     group.add_argument("--slurm-job", metavar="JOBID", help="collect every node of this Slurm job (srun --overlap --jobid)")
-    group.add_argument("--fanout", type=int, default=64, help="ssh connections at once (default 64)")
+    group.add_argument("--fanout", type=int, default=64, help="ssh connections at once (default 64; on each gateway in tree mode)")
+    group.add_argument("--topology", type=Path, metavar="FILE",
+                       help="ClusterShell topology.conf: reach the hosts through its gateways (tree mode; "
+                            "ClusterShell must be installed on the gateways)")
     group.add_argument("--host-timeout", type=float, default=20.0, metavar="S", help="time limit per host (default 20)")
     group.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE", help="extra ssh -o option, e.g. Port=2222 (repeatable)")
     group.add_argument("--remote-python", default="python3", metavar="PATH", help="python on the hosts that has forensics installed (default python3)")
@@ -67,6 +70,8 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     if args.fanout < 1 or args.host_timeout <= 0:
         raise ForensicsError("--fanout must be >= 1 and --host-timeout > 0")
     spec = remote_spec(args, new_tag())
+    if getattr(args, "topology", None) is not None and args.slurm_job:
+        raise ForensicsError("--topology routes ssh through gateways; it does not apply to --slurm-job")
     if args.srun_arg and not args.slurm_job:
         raise ForensicsError("--srun-arg goes with --slurm-job (ssh hosts take --ssh-option)")
     if args.slurm_job:
@@ -81,7 +86,10 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
             raise ForensicsError("no hosts given")
         if shutil.which("ssh") is None:
             raise ForensicsError("ssh not found on this machine (install openssh-client)")
-        runner = ssh_runner(cmd.ssh_options(args.ssh_option, min(10.0, args.host_timeout)), args.fanout)
+        if args.topology is not None and not args.topology.is_file():
+            raise ForensicsError(f"--topology {args.topology}: no such file")
+        runner = ssh_runner(cmd.ssh_options(args.ssh_option, min(10.0, args.host_timeout)), args.fanout,
+                            topology=args.topology)
     out = args.out or default_out
     logger.info("fleet: {} host(s), fan-out {}, {} s per host", len(hosts), args.fanout, args.host_timeout)
     result = collect_fleet(hosts, out, spec, runner, args.host_timeout, quiet=args.quiet)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from ClusterShell.Event import EventHandler
@@ -21,6 +22,8 @@ from ClusterShell.Task import task_self, task_terminate
 from forensics.fleet.outcome import HostRun
 
 OnDone = Callable[[HostRun], None]
+MAX_STDERR_LINES = 50  #: last stderr lines kept per host
+MAX_STDERR_LINE = 4096  #: characters kept of one stderr line
 
 
 class _Collector(EventHandler):
@@ -37,7 +40,12 @@ class _Collector(EventHandler):
     def ev_read(self, worker, node, sname, msg):
         text = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
         run = self.runs[node]
-        (run.stderr if sname == "stderr" else run.stdout).append(text)
+        if sname == "stderr":
+            run.stderr.append(text[:MAX_STDERR_LINE])
+            if len(run.stderr) > MAX_STDERR_LINES:  # only its tail is ever shown; a flood is not kept
+                del run.stderr[0]
+        else:
+            run.keep(text)
 
     def ev_hup(self, worker, node, rc):
         run = self.runs[node]
@@ -58,6 +66,14 @@ class _Collector(EventHandler):
                 self.on_done(run)
 
 
+def by_command(hosts: list[str], command: Callable[[str], str]) -> dict[str, list[str]]:
+    """Hosts grouped by the command each one runs, in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for host in hosts:
+        groups.setdefault(command(host), []).append(host)
+    return groups
+
+
 def run_ssh(
     hosts: list[str],
     command: Callable[[str], str],
@@ -66,12 +82,20 @@ def run_ssh(
     timeout: float,
     on_done: OnDone | None = None,
     ssh_path: str = "ssh",
+    topology: Path | None = None,
 ) -> dict[str, HostRun]:
     """Run the shell string `command(host)` (already quoted) on every host; one HostRun per host.
 
-    One ClusterShell worker per host (the command may differ per host); the task's fanout
-    bounds how many run at once across all of them. Runs in a fresh Task on its own
-    thread, so callers (and tests) never share the thread-global default task.
+    One ClusterShell worker per distinct command (usually one for the whole fleet: the
+    command differs per host only when it names {host}); the task's fanout bounds how
+    many ssh clients run at once across all of them. A worker per host would cost
+    ClusterShell a worker set-up and teardown each, thousands of times. Runs in a fresh
+    Task on its own thread, so callers (and tests) never share the thread-global default task.
+
+    `topology`: a ClusterShell topology.conf whose [routes] start at this machine's short
+    host name; the command then travels through its gateways (tree mode), each gateway
+    running ClusterShell's own gateway (`python -m ClusterShell.Gateway`, reached by ssh)
+    that starts the ssh clients to its share of the hosts.
     """
     runs = {h: HostRun(host=h) for h in hosts}
     if not hosts:
@@ -87,8 +111,10 @@ def run_ssh(
             task.set_default("stderr_msgtree", False)
             task.set_info("ssh_path", shlex.quote(ssh_path))
             task.set_info("ssh_options", " ".join(shlex.quote(o) for o in ssh_argv_options))
-            for host in hosts:
-                task.shell(command(host), nodes=NodeSet.fromlist([host], resolver=RESOLVER_NOGROUP), handler=handler, timeout=timeout, stderr=True, stdin=False)
+            if topology is not None:
+                task.load_topology(str(topology))
+            for text, group in by_command(hosts, command).items():
+                task.shell(text, nodes=NodeSet.fromlist(group, resolver=RESOLVER_NOGROUP), handler=handler, timeout=timeout, stderr=True, stdin=False)
             task.resume()
             task_terminate()
         except BaseException as err:  # surfaced below: a broken transport must not pass silently

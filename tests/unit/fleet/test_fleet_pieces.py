@@ -66,10 +66,17 @@ def test_match_env_needs_a_name():
 
 
 def test_wire_round_trip_and_damage():
-    data = bytes(range(256)) * 50
+    data = bytes(range(256)) * 600  # 200 KB of base64: several wire lines
     lines = ["motd noise", *wire.encode({"host": "h", "status": "ok"}, data), "trailing"]
+    assert len(lines) == 2 + 2 + 4 and max(len(line) for line in lines) == wire.LINE
     answer = wire.decode(lines)
     assert answer.archive == data and answer.header["host"] == "h"
+    import base64
+    import hashlib
+
+    text = base64.b64encode(data).decode()  # an older collector's 76-character lines still read
+    old = [lines[1], *(text[i:i + 76] for i in range(0, len(text), 76)), "FORENSICS-FLEET 1 END " + hashlib.sha256(data).hexdigest()]
+    assert wire.decode(old).archive == data
     assert wire.decode(list(wire.encode({"status": "no-ranks"}, None))).archive is None
     with pytest.raises(wire.WireError, match="no answer"):
         wire.decode(["nothing here"])
@@ -142,7 +149,7 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
     assert (slow.status, slow.error) == ("timeout", "host n1 did not answer in 20 s")
     refused = judge(HostRun("n2", stderr=["ssh: connect to host n2 port 22: Connection refused"], returncode=255), 20, tmp_path)
     assert refused.status == "unreachable" and "Connection refused" in refused.error
-    cut = judge(HostRun("n3", stdout=list(wire.encode({"host": "n3"}, b"x" * 500))[:3], returncode=0), 20, tmp_path)
+    cut = judge(HostRun("n3", stdout=list(wire.encode({"host": "n3"}, b"x" * 500))[:2], returncode=0), 20, tmp_path)
     assert cut.status == "failed" and "cut short" in cut.error
     empty = judge(HostRun("n4", stdout=list(wire.encode({"status": "no-ranks", "error": "no rank process"}, None)), returncode=0), 20, tmp_path)
     assert empty.status == "no-ranks"
@@ -152,14 +159,86 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
         info.size = 1
         tar.addfile(info, io.BytesIO(b"x"))
     bad = judge(HostRun("n5", stdout=list(wire.encode({"status": "ok"}, evil.getvalue())), returncode=0), 20, tmp_path)
-    assert bad.status == "failed" and "unsafe archive entry" in bad.error
-    assert not (tmp_path.parent / "escape").exists()
+    assert bad.status == "failed" and "leaves the archive" in bad.error
+    assert not (tmp_path.parent / "escape").exists() and not (tmp_path / "hosts" / "n5").exists()
     BundleWriter(tmp_path / "src" / "bundle").save()
     good_tar = io.BytesIO()
     with tarfile.open(fileobj=good_tar, mode="w:gz") as tar:
         tar.add(tmp_path / "src" / "bundle", arcname="bundle")
     good = judge(HostRun("n6", stdout=list(wire.encode({"status": "ok"}, good_tar.getvalue())), returncode=0), 20, tmp_path)
-    assert good.status == "ok" and (good.bundle / "manifest.json").is_file()
+    assert good.status == "ok" and good.placed is not None and (good.bundle / "host-manifest.json").is_file()
+    assert good.bundle == tmp_path / "hosts" / "n6"  # filed in place in the job bundle: no second copy
+
+
+def _hostile(add) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        add(tar)
+    return buffer.getvalue()
+
+
+def _member(name: str, data: bytes = b"x", **attrs):
+    import io
+    import tarfile
+
+    def add(tar):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        for key, value in attrs.items():
+            setattr(info, key, value)
+        tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+    return add
+
+
+@pytest.mark.parametrize("add, why", [
+    (_member("bundle/hosts/h/link", type=b"2", linkname="/etc/passwd", size=0), "links are not allowed"),
+    (_member("bundle/hosts/h/hard", type=b"1", linkname="bundle/manifest.json", size=0), "links are not allowed"),
+    (_member("elsewhere/x"), "outside the archive's 'bundle/' folder"),
+    (_member("/abs/x"), "absolute path"),
+    (_member("bundle/fifo", type=b"6", size=0), "special files"),
+])
+def test_hostile_host_archives_are_refused_and_leave_nothing(tmp_path, add, why):
+    """Every hostile archive shape is refused by the one set of archive rules, and the host's folder is gone."""
+    from forensics.fleet.collect import judge
+    from forensics.fleet.outcome import HostRun
+
+    part = judge(HostRun("h1", stdout=list(wire.encode({"status": "ok"}, _hostile(add))), returncode=0), 20, tmp_path)
+    assert part.status == "failed" and why in part.error and part.bundle is None
+    assert not (tmp_path / "hosts" / "h1").exists() and not list(tmp_path.parent.glob("passwd"))
+
+
+def test_archive_bomb_is_refused_at_its_header(tmp_path):
+    """A member whose header claims more than the per-host cap is refused before its data is read."""
+    import tarfile
+
+    from forensics.bundle.merge import MAX_FILE_BYTES
+    from forensics.fleet.collect import judge
+    from forensics.fleet.outcome import HostRun
+
+    def add(tar):
+        info = tarfile.TarInfo("bundle/hosts/h/huge.log")
+        info.size = MAX_FILE_BYTES + 1
+        tar.addfile(info)  # the header only: the claim alone must be enough to refuse
+
+    part = judge(HostRun("h1", stdout=list(wire.encode({"status": "ok"}, _hostile(add))), returncode=0), 20, tmp_path)
+    assert part.status == "failed" and f"at most {MAX_FILE_BYTES}" in part.error
+
+
+def test_an_answer_past_its_bound_is_refused(monkeypatch, tmp_path):
+    from forensics.fleet import outcome
+    from forensics.fleet.collect import judge
+
+    monkeypatch.setattr(outcome, "MAX_ANSWER_CHARS", 1000)
+    run = outcome.HostRun("h1", returncode=0)
+    for line in wire.encode({"status": "ok"}, b"y" * 5000):
+        run.keep(line)
+    assert run.dropped > 0 and run.kept <= 1000
+    part = judge(run, 20, tmp_path)
+    assert part.status == "failed" and "answer refused" in part.error and part.bundle is None
 
 
 # --- issue 17: forwarding, srun arguments, folded summary -----------------------------------
@@ -198,3 +277,14 @@ def test_host_summary_folds_like_clush():
     rows = folded_hosts(parts)
     assert rows == [{"hosts": "node[001-510]", "count": 510, "result": "ok"},
                     {"hosts": "node[511-512]", "count": 2, "result": "unreachable: ssh: connect to host HOST port 22: Connection refused"}]
+
+
+def test_a_bundle_folder_that_already_holds_hosts_is_refused_before_any_host_is_asked(tmp_path):
+    """Answers are filed into the bundle as they arrive: an earlier collection's hosts/ must not be mixed in."""
+    from forensics.fleet.collect import collect_fleet
+
+    (tmp_path / "job" / "hosts" / "node1").mkdir(parents=True)
+    asked = []
+    with pytest.raises(ForensicsError, match="already holds host evidence"):
+        collect_fleet(["node1"], tmp_path / "job", cmd.RemoteSpec(), lambda *a: asked.append(a) or {}, host_timeout=5, quiet=True)
+    assert asked == []
