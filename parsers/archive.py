@@ -10,8 +10,9 @@ Archives arrive from tickets and chat: hostile. A 2.2 MB archive once expanded t
 - caps on the member count, on each member's size, on the total size, and on the
   expansion ratio (total / archive size) once the total is past a floor, so small
   but very compressible bundles still open;
-- tarfile's `data` filter on top where Python has it (3.12, 3.11.4+), and modes
-  reduced to owner read/write (no setuid/setgid/sticky, no group/other bits);
+- files written here, not by tarfile: each created new (O_EXCL|O_NOFOLLOW) in folders
+  made by this extraction, owner read/write only (no setuid/setgid/sticky, no
+  group/other bits, no owner or times from the archive);
 - `extracted(path)` is a context manager: the temporary folder is removed on exit,
   whatever happened inside.
 
@@ -74,21 +75,55 @@ def _check_member(member: tarfile.TarInfo, limits: Limits) -> None:
         raise ArchiveRefused(f"member {member.name!r}: {member.size} bytes (at most {limits.max_member_bytes})")
 
 
-def _tame(member: tarfile.TarInfo) -> tarfile.TarInfo:
-    """Modes owner-only, no special bits; owner and times not taken from the archive."""
-    member.mode = 0o700 if member.isdir() else 0o600
-    member.uid = member.gid = os.getuid() if hasattr(os, "getuid") else 0
-    member.uname = member.gname = ""
-    member.pax_headers = {}
-    return member
+#: flags of every file written: a new file only (a name twice, or a planted link, is refused), never followed
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 20
 
 
-def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
-    kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, made: set[str]) -> None:
+    """Write one checked member under `dest` ourselves, owner-only modes, no owner or times from the archive.
+
+    Why not tarfile.extract: with its data filter it cost 0.5 ms a member (realpath of every
+    name, chown, chmod, utime), most of a fleet host's filing time. The same guarantees hold by
+    construction: names were checked (no absolute, no '..'), the archive holds no links, every
+    folder is made here (mode 0o700, never followed) and every file is created new with
+    O_EXCL|O_NOFOLLOW, so nothing can point a write outside `dest`."""
+    parts = PurePosixPath(member.name).parts
+    if member.isdir():
+        _make_dirs(dest, parts, made)
+        return
+    parent = _make_dirs(dest, parts[:-1], made)
     try:
-        tar.extract(member, dest, **kwargs)
-    except tarfile.FilterError as err:  # the data filter refused what our checks let through
-        raise ArchiveRefused(f"member {member.name!r}: {err}") from err
+        fd = os.open(parent / parts[-1], _CREATE, 0o600)
+    except FileExistsError as err:
+        raise ArchiveRefused(f"member {member.name!r}: the name twice in one archive") from err
+    src = tar.extractfile(member)
+    with os.fdopen(fd, "wb") as out:
+        left = member.size
+        while src is not None and left > 0:
+            chunk = src.read(min(_CHUNK, left))
+            if not chunk:
+                raise ArchiveRefused(f"member {member.name!r}: shorter than its header says")
+            out.write(chunk)
+            left -= len(chunk)
+
+
+def _make_dirs(dest: Path, parts: tuple[str, ...], made: set[str]) -> Path:
+    """dest/parts..., each folder made here (or already made by this extraction); a folder that
+    exists from elsewhere is entered only when it is a real folder, not a link."""
+    path = dest
+    for i, part in enumerate(parts):
+        path = path / part
+        key = "/".join(parts[: i + 1])
+        if key in made:
+            continue
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            if path.is_symlink() or not path.is_dir():
+                raise ArchiveRefused(f"folder {key!r}: exists and is not a folder made by this extraction")
+        made.add(key)
+    return path
 
 
 #: where a checked member goes under the destination (a relative name, checked again), or None to skip it
@@ -115,6 +150,7 @@ def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = 
     """
     compressed = max(1, compressed)
     total = count = 0
+    made: set[str] = set()
     try:
         with tarfile.open(fileobj=raw, mode="r|*") as tar:
             for member in tar:
@@ -134,7 +170,7 @@ def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = 
                         continue
                     _check_name(target, limits)
                     member.name = target
-                _extract_one(tar, _tame(member), dest)
+                _write_member(tar, member, dest, made)
     except ArchiveRefused:
         raise
     except (tarfile.TarError, EOFError, OSError, ValueError) as err:

@@ -19,6 +19,7 @@ from ClusterShell.Event import EventHandler
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 from ClusterShell.Task import task_self, task_terminate
 
+from forensics.fleet import spawn
 from forensics.fleet.outcome import HostRun
 
 OnDone = Callable[[HostRun], None]
@@ -100,6 +101,7 @@ def run_ssh(
     runs = {h: HostRun(host=h) for h in hosts}
     if not hosts:
         return runs
+    spawn.install()  # ssh clients by posix_spawn: a fork of a big orchestrator costs ms each
     handler = _Collector(runs, on_done)
     errors: list[BaseException] = []
 

@@ -132,3 +132,27 @@ def test_temp_folder_removed_when_the_caller_raises(tmp_path):
         with extracted(arc, tmp_parent=tmp_path):
             raise RuntimeError("reader failed")
     assert [p.name for p in tmp_path.iterdir()] == ["ok.tar.gz"]
+
+
+def test_a_name_twice_is_refused_and_cleaned(tmp_path):
+    """The second member of one name would overwrite the first (tar's rule): refused, nothing left."""
+    arc = _archive(tmp_path / "twice.tar.gz", lambda t: (_add(t, "b/x.log", b"first"), _add(t, "b/x.log", b"second")))
+    with pytest.raises(ArchiveRefused, match="the name twice"):
+        with extracted(arc, tmp_parent=tmp_path):
+            pass
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("forensics-bundle-")]
+
+
+def test_a_link_planted_in_the_destination_is_never_followed(tmp_path):
+    """extract_into a folder where something already put a link named like a member's folder: refused."""
+    from parsers.archive import extract_into
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "b").symlink_to(outside)
+    arc = _archive(tmp_path / "plain.tar.gz", lambda t: _add(t, "b/x.log", b"data"))
+    with pytest.raises(ArchiveRefused, match="not a folder made by this extraction"):
+        extract_into(arc, dest)
+    assert list(outside.iterdir()) == []
