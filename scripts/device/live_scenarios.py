@@ -393,9 +393,13 @@ def kill_groups(pgids: list[int]) -> list[str]:
     return left
 
 
-def run_collect(args, pids: list[int], out: Path, native: bool, timeout_s: int = 12, discover: bool = False) -> str:
-    """`forensics collect` as a user runs it: by pid, or (discover) with no --pid at all."""
+def run_collect(args, pids: list[int], out: Path, native: bool, timeout_s: int = 12, discover: bool = False,
+                samples: int = 0) -> str:
+    """`forensics collect` as a user runs it: by pid, or (discover) with no --pid at all; `samples`: py-spy
+    samples per rank over about a second (issue 15: what a straggler does between collectives)."""
     argv = [sys.executable, "-m", "forensics", "collect", "-o", str(out), "--json", "-q", "--timeout", str(timeout_s)]
+    if samples:
+        argv += ["--samples", str(samples), "--sample-interval", "0.1"]
     if not discover:
         argv[4:4] = ["--pid", ",".join(map(str, pids))]
     if native:
@@ -630,7 +634,7 @@ def collection_round(args, case: str, sdir: Path, i: int, pids: dict[int, int], 
     copy_recorder(recorder_dir(args, case), rdir / "rec_b")
     ras_pair(args, rdir, "b", notes)
     notes.append(f"round {i}: rec_a->rec_b {time.monotonic() - t:.2f} s; "
-                 + run_collect(args, list(pids.values()), rdir / "bundle", native=False, timeout_s=8))
+                 + run_collect(args, list(pids.values()), rdir / "bundle", native=False, timeout_s=8, samples=10))
 
 
 def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
