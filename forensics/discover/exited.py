@@ -50,7 +50,14 @@ def find_exited(ranks: list, host: str) -> list:
 
 
 def recover_exited_ranks(exited: list, ranks: list) -> None:
-    """Set .rank of exited processes from their recorder file, else by elimination (see module doc)."""
+    """Set .rank of exited processes from their recorder file, else by elimination (see module doc); an
+    exited process named by pid also takes its siblings' job and sizes (its own environment is gone)."""
+    for proc in exited:
+        sib = next((p for p in ranks if p.ppid == proc.ppid and p.rank is not None), None)
+        if sib is not None:
+            proc.job_id = proc.job_id or sib.job_id
+            proc.world_size = proc.world_size or sib.world_size
+            proc.local_world_size = proc.local_world_size or sib.local_world_size
     for proc in exited:
         if proc.rank is None:
             rank = _rank_from_recorder(proc.pid, [p for p in ranks if p.ppid == proc.ppid])

@@ -206,9 +206,11 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
         if r.rank is not None and r.record.world_size:
             jobs.setdefault(r.record.job_id, []).append(r)
     hosts = sorted({r.record.host for r in ev.ranks})
+    # a process whose job is unknown (a zombie named by pid: its environment is gone) still holds its rank
+    unplaced = {r.rank for r in ev.ranks if r.rank is not None and not r.record.job_id and not r.record.world_size}
     for job, ranks in jobs.items():
         world = max(r.record.world_size for r in ranks)
-        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named)
+        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named - unplaced)
         if not absent or len(absent) > max(1, world // 16):
             continue
         for rank in absent:

@@ -282,5 +282,5 @@ def straggler_suspects(result: Stragglers, pids: dict[int, int] | None = None) -
         reason += f", median {_ms(result.lateness_ms[r])} after the others"
         out.append(Suspect(rank=r, host=result.hosts.get(r), pid=(pids or {}).get(r), reason_class=cls, reason=reason,
                            confidence=conf,
-                           evidence=[f"{result.basis} over {result.ops} collectives: {result.describe()}"]))
+                           evidence=[result.describe()]))
     return out

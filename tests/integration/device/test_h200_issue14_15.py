@@ -24,7 +24,7 @@ KB = knowledge.load(use_env=False)
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("h200")
-    for name in ("h200_issue14.tar.gz", "h200_issue15.tar.gz", "h200_issue15_ns.tar.gz"):
+    for name in ("h200_issue14.tar.gz", "h200_issue15.tar.gz", "h200_issue15_ns.tar.gz", "h200_run3.tar.gz"):
         extract_into(FIX / name, root)
     return root
 
@@ -203,3 +203,26 @@ def test_ras_reads_of_a_hung_job_decide_nothing(captures: Path, tmp_path: Path):
     with open_source(tmp_path) as src:
         ev = load(src, KB.line_filter)
     assert judge_ras_progress(ev.artifacts).decided is False
+
+
+def test_oom_rank_already_a_zombie_is_named_live_with_how_it_ended(captures: Path):
+    """H200 run 3: rank 7 died of CUDA OOM before collection and is a zombie (its launcher had not reaped it);
+    `collect --pid` was given every rank's pid. The dead rank is kept, its rank read from its own recorder
+    file, and the live verdict says how it ended, first."""
+    root = captures / "h200_run3" / "oom"
+    truth = _truth(root)
+    assert truth["proc_states"]["before_collect"]["7"] == "Z"
+    c = analyze(root / "live", KB).verdict.culprit
+    assert c.rank == truth["culprit_rank"] and c.pid == truth["culprit_pid"]
+    assert str(c.reason_class) == "exited" and "exit code 1" in c.reason and c.confidence >= 0.9
+    assert c.evidence[0].startswith("now: state Z")
+    assert any("RANK in its own NCCL recorder file" in e for e in c.evidence)
+    assert not any(e.startswith("also: absent") for e in c.evidence)  # it has a process: a zombie one
+
+
+def test_slow_host_verdict_says_what_its_ranks_do_from_samples(captures: Path):
+    """H200 run 3, collected with --samples 10: the slow host's rank is seen in the work that makes it late."""
+    v = analyze(captures / "h200_run3" / "slowhost" / "round1", KB).verdict
+    assert v.summary.startswith("no hang") and str(v.culprit.reason_class) == "slow-host"
+    line = next(e for e in v.culprit.evidence if e.startswith("samples:"))
+    assert "augment_batch (live_scenarios.py:" in line and "pyspy-samples.json" in line

@@ -109,3 +109,4 @@ def test_zombie_named_by_pid_keeps_its_place(job):
     dead = next(p for p in ranks if p.pid == procs[2].pid)
     assert dead.rank == 2 and dead.rank_source == "elimination"
     assert any("zombie" in line for line in problems)
+    assert dead.job_id == next(p for p in ranks if p.pid == procs[0].pid).job_id and dead.world_size == 3
