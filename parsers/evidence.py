@@ -76,7 +76,7 @@ class Artifact:
         value = self._fact("pid")
         return int(value) if value is not None else None
 
-    @property
+    @cached_property
     def merged(self) -> bool:
         """Lines of several processes in one file (a launcher's or a user's paste): no rank's own file,
         whatever rank its first init line names."""

@@ -149,8 +149,12 @@ def nccl_log_ops(artifacts: list) -> TimedOps:
         if art.kind != "nccl-log" or not art.parsed or art.rank is None:
             continue
         for e in art.parsed.events:
-            t = getattr(e, "time_ns", None)
-            if t and getattr(e, "seq_kind", "") == "opCount" and not e.comm.startswith("ptr:"):
+            if getattr(e, "seq_kind", "") != "opCount":
+                continue
+            t = e.time_ns
+            if not t:
+                break  # NCCL stamps every line of a log or none (NCCL_DEBUG_TIMESTAMP_LEVELS): none here
+            if not e.comm.startswith("ptr:"):
                 rank = e.origin.rank if e.origin.rank is not None else art.rank
                 out.setdefault((e.comm, e.op, e.seq), {})[rank] = (t, None)
                 stamps.append(t)
