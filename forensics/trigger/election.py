@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 KEY_PREFIX = "forensics/trigger"
 
@@ -70,22 +70,31 @@ def publish_self(store: Any, rank: int, host: str, pid: int) -> None:
     store.set(f"{KEY_PREFIX}/who/{rank}", f"{host} {pid}")
 
 
-def read_members(store: Any, world: int, timeout: float = 5.0) -> dict[int, tuple[str, int]]:
-    """rank -> (host, pid) for the ranks that published themselves; never waits for a missing one."""
-    found: dict[int, tuple[str, int]] = {}
+def read_ranks(store: Any, world: int, key: Callable[[int], str], decode: Callable[[bytes], Any],
+               timeout: float = 5.0, name: str = "forensics-store-read") -> dict[int, Any]:
+    """rank -> decode(value) for the ranks whose key is in the store; never waits for a missing one,
+    and the whole read is bounded in time (a thread: a store call can block on a dead master)."""
+    found: dict[int, Any] = {}
 
     def body() -> None:
         for rank in range(world):
-            key = f"{KEY_PREFIX}/who/{rank}"
             try:
-                if not store.check([key]):
-                    continue
-                host, pid = store.get(key).decode().split()
-                found[rank] = (host, int(pid))
+                if store.check([key(rank)]):
+                    found[rank] = decode(store.get(key(rank)))
             except Exception:
                 continue
 
-    worker = threading.Thread(target=body, daemon=True, name="forensics-members")
+    worker = threading.Thread(target=body, daemon=True, name=name)
     worker.start()
     worker.join(timeout)
     return dict(found)
+
+
+def read_members(store: Any, world: int, timeout: float = 5.0) -> dict[int, tuple[str, int]]:
+    """rank -> (host, pid) for the ranks that published themselves; never waits for a missing one."""
+
+    def decode(raw: bytes) -> tuple[str, int]:
+        host, pid = raw.decode().split()
+        return host, int(pid)
+
+    return read_ranks(store, world, lambda rank: f"{KEY_PREFIX}/who/{rank}", decode, timeout, "forensics-members")

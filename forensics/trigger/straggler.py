@@ -18,12 +18,11 @@ Store traffic: one small set per rank per PUBLISH_EVERY_S, world gets per check.
 from __future__ import annotations
 
 import statistics
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from forensics.trigger.detector import Alarm
-from forensics.trigger.election import KEY_PREFIX
+from forensics.trigger.election import KEY_PREFIX, read_ranks
 from parsers.judges.stragglers import Stragglers, judge_enter_times
 from parsers.ranges import fold
 from parsers.steps.ranks import enter_times_by_step
@@ -57,21 +56,8 @@ def decode(raw: bytes | str) -> list[tuple[int, float]]:
 
 
 def read_arrivals(store: Any, world: int, timeout: float = 5.0) -> dict[int, list[tuple[int, float]]]:
-    """rank -> published arrivals, for the ranks that published; bounded in time (a thread, as election does)."""
-    found: dict[int, list[tuple[int, float]]] = {}
-
-    def body() -> None:
-        for rank in range(world):
-            try:
-                if store.check([key(rank)]):
-                    found[rank] = decode(store.get(key(rank)))
-            except Exception:
-                continue
-
-    worker = threading.Thread(target=body, daemon=True, name="forensics-arrivals")
-    worker.start()
-    worker.join(timeout)
-    return dict(found)
+    """rank -> published arrivals, for the ranks that published; bounded in time (election.read_ranks)."""
+    return read_ranks(store, world, key, decode, timeout, "forensics-arrivals")
 
 
 @dataclass

@@ -45,16 +45,8 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _state(pid: int) -> str | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2]
-
-
 @pytest.fixture
-def job(tmp_path: Path):
+def job(tmp_path: Path, proc_state):
     port = _port()
     procs = []
     for rank in range(3):
@@ -65,11 +57,11 @@ def job(tmp_path: Path):
         out.close()
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _state(procs[2].pid) != "Z":
+        while time.monotonic() < deadline and proc_state(procs[2].pid) != "Z":
             time.sleep(0.2)
-        assert _state(procs[2].pid) == "Z", (tmp_path / "rank2.log").read_text()[-2000:]
+        assert proc_state(procs[2].pid) == "Z", (tmp_path / "rank2.log").read_text()[-2000:]
         time.sleep(1.0)  # ranks 0 and 1 wait in the store by now
-        assert all(_state(p.pid) in ("S", "R") for p in procs[:2])
+        assert all(proc_state(p.pid) in ("S", "R") for p in procs[:2])
         yield procs, f"127.0.0.1:{port}"
     finally:
         for p in procs:
@@ -89,13 +81,13 @@ def test_zombie_rank_is_found_with_its_rank_and_exit_code(job):
     assert {by_pid[p.pid].rank for p in procs[:2]} == {0, 1}
 
 
-def test_live_verdict_says_how_the_dead_rank_ended(job, tmp_path: Path):
+def test_live_verdict_says_how_the_dead_rank_ended(job, tmp_path: Path, proc_state):
     procs, job_id = job
     out = tmp_path / "bundle"
     done = subprocess.run([sys.executable, "-m", "forensics", "collect", "--job", job_id, "-o", str(out), "-q"],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert out.is_dir(), done.stderr[-2000:]
-    assert all(_state(p.pid) in ("S", "R") for p in procs[:2])  # collection left the live ranks running
+    assert all(proc_state(p.pid) in ("S", "R") for p in procs[:2])  # collection left the live ranks running
     culprit = analyze(out, knowledge.load(use_env=False)).verdict.culprit
     assert culprit is not None and culprit.rank == 2 and culprit.pid == procs[2].pid
     assert str(culprit.reason_class) == "exited" and "exit code 1" in culprit.reason
