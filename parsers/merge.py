@@ -348,7 +348,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
     parts = []
     for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        what = f"{(op or 'a collective').upper()}" + (f" SeqNum {seq}" if seq is not None else "")
+        what = (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {what}")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     cov = ev.coverage

@@ -39,6 +39,7 @@ class RankTarget:
     environ: dict[str, str]
     bundle_root: Path
     rel_dir: str  #: folder of this rank, relative to bundle_root
+    outputs: tuple = ()  #: output files discovery found where /proc cannot say (an exited rank)
 
     def out(self, name: str) -> tuple[Path, str]:
         """(absolute path, bundle-relative path) of a file in this rank's folder."""

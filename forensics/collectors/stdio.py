@@ -28,7 +28,7 @@ class StdioCollector:
         details: dict = {"stdout": procfs.fd_target(target.pid, 1), "stderr": procfs.fd_target(target.pid, 2)}
         local_rank = _int(target.environ.get("LOCAL_RANK"))
         files, found, taken, refused = [], [], set(), []
-        for item in outputs.locate_outputs(target.pid, target.environ, local_rank):
+        for item in outputs.locate_outputs(target.pid, target.environ, local_rank) + list(target.outputs):
             name = outputs.bundle_name(item, taken)
             path, rel = target.out(name)
             try:  # owner-checked, no links followed, bounded tail, secrets redacted (collectors.files)

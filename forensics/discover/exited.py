@@ -10,17 +10,24 @@ parent, its exit status and its rank can still be learned:
   siblings' FORENSICS_RECORDER_DIR, whose header holds RANK as the process saw it);
 - else by elimination, stated as such: the job's WORLD_SIZE ranks all run under that parent
   here, exactly one rank has no live process and exactly one sibling is a zombie.
+Its output files (where its traceback is) are gone from /proc with its fds; a launcher that
+names them by rank (`node05/rank5.stderr`) is followed: a sibling's output path with the
+sibling's rank number replaced by the dead rank's, kept only when that file is the dead
+rank's own (owned by its uid, and holding lines PyTorch prefixed `[rankN]:` for it).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from forensics.discover import procfs
+from forensics.discover import outputs, procfs
 from parsers.model.events import describe_status
 
 #: zombies looked at per parent (a launcher of thousands of dead children is not a rank's)
 MAX_ZOMBIES = 64
+#: bytes of a candidate output file read to confirm it holds the dead rank's own lines
+CONFIRM_BYTES = 256 * 1024
 
 
 def find_exited(ranks: list, host: str) -> list:
@@ -76,6 +83,11 @@ def recover_exited_ranks(exited: list, ranks: list) -> None:
             proc.rank, proc.rank_source = missing.pop(), "elimination"
             proc.job_evidence.append(f"rank {proc.rank} by elimination: WORLD_SIZE={world}, the other ranks run "
                                      f"under the same parent (pid {ppid}) and this is its only exited child")
+    for proc in exited:
+        if proc.rank is not None and not proc.outputs:
+            proc.outputs = outputs_named_like_siblings(proc, [p for p in ranks if p.ppid == proc.ppid])
+            if proc.outputs:
+                proc.job_evidence.append(f"output found by its siblings' naming: {proc.outputs[0].path}")
 
 
 def _rank_from_recorder(pid: int, siblings: list) -> int | None:
@@ -99,3 +111,52 @@ def _rank_from_recorder(pid: int, siblings: list) -> int | None:
             if st.pid == pid and st.env_rank is not None:
                 return st.env_rank
     return None
+
+
+def outputs_named_like_siblings(proc, siblings: list) -> list:
+    """The dead rank's output files, named as its siblings' are but with its rank (see the module doc)."""
+    uid = outputs.target_uid(proc.pid)
+    if uid is None:
+        return []
+    for sib in siblings[:8]:
+        if sib.rank is None or sib.rank == proc.rank:
+            continue
+        found = []
+        for item in outputs.locate_outputs(sib.pid, sib.environ, sib.local_rank):
+            if item.kind != "fd":
+                continue
+            path = next((c for c in renumbered(item.path, sib.rank, proc.rank) if _holds_rank_lines(c, proc.rank, uid)),
+                        None)
+            if path:
+                found.append(outputs.OutputFile(kind="sibling-named", stream=item.stream, path=path, open_path=path))
+        if found:
+            return found
+    return []
+
+
+def renumbered(path: str, old: int, new: int) -> list[str]:
+    """`path` with the whole numbers equal to `old` (zero padding kept) made `new`: in its last one,
+    two, then three components (a launcher's names: `rank5.stderr`, `node05/rank5.stderr`), so a
+    number that only happens to match higher up (a temp folder's) stays; nearest first, no repeats."""
+    pattern = re.compile(rf"(?<![0-9])0*{old}(?![0-9])")
+    parts = path.split("/")
+    out: list[str] = []
+    for k in (1, 2, 3):
+        if k > len(parts):
+            break
+        tail = [pattern.sub(lambda m: str(new).zfill(len(m.group(0))), part) for part in parts[-k:]]
+        cand = "/".join(parts[:-k] + tail)
+        if cand != path and cand not in out:
+            out.append(cand)
+    return out
+
+
+def _holds_rank_lines(path: str, rank: int, uid: int) -> bool:
+    from parsers import safeio
+
+    try:
+        with safeio.open_regular(path, follow=False, owners={uid, 0}) as fh:
+            data, _cut = safeio.read_bytes(fh, CONFIRM_BYTES, tail=True)
+    except OSError:
+        return False
+    return f"[rank{rank}]:".encode() in data

@@ -32,7 +32,8 @@ _JOB_ID = re.compile(r"^\d{1,12}$")
 class OutputFile:
     """One place a rank's output was found.
 
-    kind: fd (the file behind fd 1/2), torchrun-log, error-file, slurm-output.
+    kind: fd (the file behind fd 1/2), torchrun-log, error-file, slurm-output, sibling-named (an
+    exited rank's file, named as its siblings' are: forensics.discover.exited).
     stream: stdout, stderr, error (error file) or combined (Slurm output, both streams).
     open_path: what to open; for fd outputs it is /proc/PID/fd/N, not the named path.
     """
@@ -250,6 +251,7 @@ def bundle_name(item: OutputFile, taken: set[str]) -> str:
         ("fd", "stdout"): "stdout.log", ("fd", "stderr"): "stderr.log",
         ("torchrun-log", "stdout"): "torchrun.stdout.log", ("torchrun-log", "stderr"): "torchrun.stderr.log",
         ("error-file", "error"): "torchelastic_error.json",
+        ("sibling-named", "stdout"): "stdout.log", ("sibling-named", "stderr"): "stderr.log",
     }.get((item.kind, item.stream), f"{item.kind}.log")
     name, n = base, 1
     while name in taken:

@@ -40,6 +40,8 @@ class RankProcess:
     environ: dict[str, str] = field(default_factory=dict)
     cmdline: list[str] = field(default_factory=list)
     rank_source: str | None = None  #: environ, py-spy-locals, ... (see forensics.discover.spawned)
+    #: output files found for it where /proc cannot say (an exited rank: forensics.discover.exited)
+    outputs: list = field(default_factory=list)
     ppid: int | None = None
     job_evidence: list[str] = field(default_factory=list)
 

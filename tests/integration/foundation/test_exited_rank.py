@@ -5,7 +5,8 @@ right after init and exits with 1; ranks 0 and 1 wait for its next step in the j
 environment, open files or stacks left, so discovery by RANK cannot see it. What must hold:
 discovery finds it as the zombie child of the ranks' parent, learns its rank by elimination
 (WORLD_SIZE=3, ranks 0 and 1 alive under the same parent) and its exit code from /proc, and
-the live verdict names it with how it ended, not "left no output".
+the live verdict names it with how it ended (exit code, and the exception from its own output
+file, found where its siblings' are), not "left no output".
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def test_live_verdict_says_how_the_dead_rank_ended(job, tmp_path: Path, proc_sta
     assert culprit is not None and culprit.rank == 2 and culprit.pid == procs[2].pid
     assert str(culprit.reason_class) == "exited" and "exit code 1" in culprit.reason
     assert any("elimination" in e for e in culprit.evidence)
+    # its own output, found by its siblings' naming (rank0.log -> rank2.log, holding [rank2]: lines)
+    assert any(e.startswith("last exception: RuntimeError: CUDA out of memory") for e in culprit.evidence), culprit.evidence
 
 
 def test_zombie_named_by_pid_keeps_its_place(job):
@@ -102,3 +105,12 @@ def test_zombie_named_by_pid_keeps_its_place(job):
     assert dead.rank == 2 and dead.rank_source == "elimination"
     assert any("zombie" in line for line in problems)
     assert dead.job_id == next(p for p in ranks if p.pid == procs[0].pid).job_id and dead.world_size == 3
+
+
+def test_sibling_naming_renumbers_only_the_launchers_names():
+    from forensics.discover.exited import renumbered
+
+    assert renumbered("/logs/job/node05/rank5.stderr", 5, 7) == ["/logs/job/node05/rank7.stderr",
+                                                                  "/logs/job/node07/rank7.stderr"]
+    assert renumbered("/tmp/run_0/rank0.log", 0, 2)[0] == "/tmp/run_0/rank2.log"  # the temp folder's 0 stays
+    assert renumbered("/logs/worker.log", 3, 4) == []
