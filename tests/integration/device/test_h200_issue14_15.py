@@ -217,6 +217,8 @@ def test_oom_rank_already_a_zombie_is_named_live_with_how_it_ended(captures: Pat
     assert str(c.reason_class) == "exited" and "exit code 1" in c.reason and c.confidence >= 0.9
     assert c.evidence[0].startswith("now: state Z")
     assert any("RANK in its own NCCL recorder file" in e for e in c.evidence)
+    assert c.evidence[1].startswith("last exception: torch.OutOfMemoryError: CUDA out of memory")  # its own stderr
+    assert any("output found by its siblings' naming" in e and e.endswith("node07/rank7.stderr") for e in c.evidence)
     assert not any(e.startswith("also: absent") for e in c.evidence)  # it has a process: a zombie one
 
 
