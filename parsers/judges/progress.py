@@ -76,7 +76,11 @@ def judge_progress(recorder_states: list) -> Progress:
     running = all(age <= HANG_AFTER_S for age in ages.values())
     source = "NCCL recorder: newest completion or progress step per rank"
     if dated_by_beat:
-        source += ", against the newest heartbeat (no copy time)"
+        read = max((st.observed_ns or 0 for st in recorder_states if not st.observed_is_copy), default=0)
+        lag = (read - beat) / 1e9 if read and beat else 0.0
+        source += ", against the newest heartbeat (no copy time"
+        source += (f"; that beat is {lag:.0f} s older than this read: these are copies, or the job no longer beats)"
+                   if lag > HANG_AFTER_S else ")")
     return Progress(True, running, source, ages)
 
 
