@@ -53,7 +53,9 @@ def find_exited(ranks: list, host: str) -> list:
                 job_evidence=[f"exited ({describe_status(status)}) and not reaped: a zombie child of "
                               f"pid {ppid}, the parent of ranks {sorted(p.rank for p in siblings if p.rank is not None)[:16]}"]))
     recover_exited_ranks(out, ranks)
-    return out
+    # a zombie whose rank nothing tells may be any child of the launcher (a helper, an old attempt):
+    # no evidence of a rank, so it is not reported as one
+    return [p for p in out if p.rank is not None]
 
 
 def recover_exited_ranks(exited: list, ranks: list) -> None:
