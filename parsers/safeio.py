@@ -100,25 +100,17 @@ def prefetch(path: str | os.PathLike, head: int, tail: int) -> bool:
     blocking; False when the file was not prefetched (the read that follows says why)."""
     if not hasattr(os, "posix_fadvise"):
         return False
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        if st.st_size <= head + tail:
-            os.posix_fadvise(fd, 0, st.st_size, os.POSIX_FADV_WILLNEED)
-        else:
-            os.posix_fadvise(fd, 0, head, os.POSIX_FADV_WILLNEED)
-            os.posix_fadvise(fd, st.st_size - tail, tail, os.POSIX_FADV_WILLNEED)
+        with open_regular(path, follow=False) as fh:
+            fd, size = fh.fileno(), file_size(fh)
+            if size <= head + tail:
+                os.posix_fadvise(fd, 0, size, os.POSIX_FADV_WILLNEED)
+            else:
+                os.posix_fadvise(fd, 0, head, os.POSIX_FADV_WILLNEED)
+                os.posix_fadvise(fd, size - tail, tail, os.POSIX_FADV_WILLNEED)
         return True
-    except OSError:
+    except OSError:  # UnsafeFile included: not a regular file, or a link
         return False
-    finally:
-        os.close(fd)
 
 
 def read_bytes(fh: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES, tail: bool = False) -> tuple[bytes, bool]:
