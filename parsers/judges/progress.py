@@ -59,7 +59,7 @@ def judge_progress(recorder_states: list) -> Progress:
     beat = max((st.heartbeat_ns for st in recorder_states), default=0)
     dated_by_beat = False
     for st in recorder_states:
-        ref = st.observed_ns if st.observed_is_copy else max(beat, 0) or st.observed_ns
+        ref = st.observed_ns if st.observed_is_copy else (beat or st.observed_ns)
         dated_by_beat = dated_by_beat or not st.observed_is_copy
         newest = 0
         for c in st.colls:
@@ -68,7 +68,7 @@ def judge_progress(recorder_states: list) -> Progress:
             newest = max(newest, op.last_progress_ns or 0)
         if not newest or not ref:
             continue
-        rank = st.env_rank if st.env_rank is not None else st.rank
+        rank = st.job_rank
         age = max(0.0, (ref - newest) / 1e9)
         ages[rank] = min(age, ages.get(rank, age))  # a rank in several communicators: its freshest progress
     if not ages:

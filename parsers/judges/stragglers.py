@@ -113,7 +113,7 @@ def recorder_ops(recorder_states: list) -> TimedOps:
     precise = bool(recorder_states)
     for st in recorder_states:
         precise = precise and st.precise_op_times
-        rank = st.env_rank if st.env_rank is not None else st.rank
+        rank = st.job_rank
         for c in st.colls:
             if c.kind == "coll" and c.start_ns:
                 out.setdefault((st.comm_hex, c.func, c.seq), {})[rank] = (c.start_ns, c.complete_ns or None)
@@ -186,7 +186,7 @@ def judge_slowness(ev: Any) -> Stragglers:
 
 def judge_stragglers(recorder_states: list) -> Stragglers:
     """Who arrives last, from the recorder (see the module doc for the rules)."""
-    hosts = {(st.env_rank if st.env_rank is not None else st.rank): (st.host or st.hostid) for st in recorder_states}
+    hosts = {st.job_rank: (st.host or st.hostid) for st in recorder_states}
     return judge_ops(recorder_ops(recorder_states), hosts)
 
 

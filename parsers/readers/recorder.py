@@ -204,6 +204,12 @@ class RecorderState:
         return f"0x{self.comm_id:x}"
 
     @property
+    def job_rank(self) -> int:
+        """The rank in the job: RANK as the process saw it, else its rank in this communicator
+        (they agree in the world communicator, the only one a RANK-less process can be placed by)."""
+        return self.env_rank if self.env_rank is not None else self.rank
+
+    @property
     def precise_op_times(self) -> bool:
         """Whether `CollRecord.start_ns` and `complete_ns` come from the nanosecond clock; older
         writers stamped them with the coarse one (1-4 ms ticks)."""
