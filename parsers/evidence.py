@@ -244,9 +244,6 @@ class Evidence:
 # ----------------------------------------------------------------------------- reading
 
 
-#: logs larger than this are read by parsers.readers.logscan (a bytes-level pre-filter over the whole
-#: file: every error, progress and topology record, and the last operations of each communicator)
-SCAN_BYTES = 64 * 1024 * 1024
 #: logs larger than this are read head and tail only unless a log mode says otherwise: a hang needs
 #: each log's identity and init (head) and its last operations (tail); a 4,096-rank job's 100 GB of
 #: logs read whole took over an hour, head and tail 11-26 s (benchmarks/log_scan.py)
