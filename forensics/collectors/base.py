@@ -81,6 +81,11 @@ class HostCollector(Protocol):
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord: ...
 
 
+def ptrace_denied(error: str) -> str:
+    """The message of a ptrace tool the kernel refused, with what lets it through."""
+    return f"ptrace not permitted: {error} (run as root or grant CAP_SYS_PTRACE)"
+
+
 def timed(name: str, body: Callable[[], CollectorRecord]) -> CollectorRecord:
     """Run a collector body, fill in its time, and turn a surprise exception into a record."""
     start = time.monotonic()

@@ -37,7 +37,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect import tool as tools
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
 from forensics.discover import procfs
 
 HELPER = Path(__file__).with_name("libdw_stacks.py")
@@ -236,7 +236,7 @@ class NativeStackCollector:
         error = " / ".join(text.splitlines()[:3])
         if "not permitted" in text.lower() or "permission" in text.lower():
             status = Status.DENIED
-            error = f"ptrace not permitted: {error} (run as root or grant CAP_SYS_PTRACE)"
+            error = ptrace_denied(error)
         elif not procfs.pid_exists(target.pid) or "No such process" in text:
             status = Status.GONE
         elif (data or {}).get("unavailable"):

@@ -12,7 +12,7 @@ import json
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
 from forensics.collectors.native_stack import native_tool
 from forensics.discover import procfs
 
@@ -70,7 +70,7 @@ class PySpyCollector:
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
         error = " / ".join(message) or f"py-spy exited with {result.returncode}"
         if _has(result, DENIED_MARKS):
-            status, error = Status.DENIED, f"ptrace not permitted: {error} (run as root or grant CAP_SYS_PTRACE)"
+            status, error = Status.DENIED, ptrace_denied(error)
         elif not procfs.pid_exists(target.pid) or _has(result, GONE_MARKS):
             status = Status.GONE
         else:

@@ -24,7 +24,8 @@ import time
 from forensics.collect import tool as tools
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
+from forensics.collectors.pyspy import DENIED_MARKS
 from forensics.discover import procfs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.readers.pyspy_samples import FORMAT, VERSION
@@ -69,8 +70,8 @@ class PySpySamplesCollector:
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         error = doc["failures"][0]["error"] if doc["failures"] else "no sample taken"
         status = Status.GONE if not procfs.pid_exists(target.pid) else Status.FAILED
-        if "Permission Denied" in error or "Operation not permitted" in error:
-            status, error = Status.DENIED, f"ptrace not permitted: {error} (run as root or grant CAP_SYS_PTRACE)"
+        if any(mark in error for mark in DENIED_MARKS):  # py-spy's own words, as its one-dump collector reads them
+            status, error = Status.DENIED, ptrace_denied(error)
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 
 
