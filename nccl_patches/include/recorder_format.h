@@ -30,6 +30,12 @@
  * CLOCK_REALTIME (ns), not the coarse clock, so a rank's wait in each op (and who arrived
  * last) is known at sub-millisecond precision. */
 #define RECORDER_FLAG_PRECISE_OP_TIMES 1u
+/* SEND_WAIT: a proxy record's send_wait_us holds the microseconds its steps spent in SendWait (the data
+ * handed to the network, its completion not yet seen), timed with CLOCK_REALTIME, and step ts_ns
+ * use that clock too. Only the network is in that state: a sender waiting for its GPU or for the
+ * peer's buffer is in SendGPUWait / SendPeerWait. So it tells a slow link (one sender's time on
+ * the wire) from a slow rank. The field was `reserved` (always 0) before: the layout is unchanged. */
+#define RECORDER_FLAG_SEND_WAIT 2u
 #define RECORDER_STEP_SLOTS 8         /* NCCL_STEPS: NCCL keeps at most 8 step handles per op */
 
 enum recorder_writer_kind {
@@ -156,7 +162,7 @@ struct recorder_proxy {               /* 256 bytes */
   uint64_t trans_bytes;               /*  88 latest transSize reported with a step state */
   char func[16];                      /*  96 parent's func, if known */
   int32_t rank;                       /* 112 rank that posted the op (descriptor rank; PXN may differ) */
-  uint32_t reserved;                  /* 116 */
+  uint32_t send_wait_us;              /* 116 steps' time in SendWait, us (RECORDER_FLAG_SEND_WAIT) */
   uint64_t writer_private;            /* 120 writer's own use (an address): readers ignore it */
   struct recorder_step steps[RECORDER_STEP_SLOTS]; /* 128 .. 256 */
 };

@@ -124,7 +124,7 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       if (!rec_is_proxy(c, p)) return;
       int step = ((const struct hf_descr_proxy_step*)u)->step;
       struct recorder_step* s = &p->steps[(unsigned)step % RECORDER_STEP_SLOTS];
-      uint64_t now = rec_event_ns();
+      uint64_t now = rec_now_ns(); /* precise: a step's time in SendWait is sub-ms (RECORDER_FLAG_SEND_WAIT) */
       REC_ATOMIC_STORE(&s->done, 0);
       REC_ATOMIC_STORE(&s->state, 0);
       REC_ATOMIC_STORE(&s->step, step);
@@ -231,6 +231,18 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
                                   (size_t)s->slot * sizeof(struct recorder_step));
 }
 
+/* A step leaving SendWait adds the time it spent there to its op's send_wait_us. Why only that
+ * state: in it the data is on the network and nothing else is awaited, so a slow link shows as
+ * one sender's long SendWait while its peers wait in SendGPUWait/RecvWait for the data it
+ * carries. One proxy thread writes an op's steps, so the add needs no atomic read-modify-write. */
+static inline void leave_state(struct recorder_proxy* op, struct recorder_step* s, uint64_t now) {
+  if (!op->is_send || REC_ATOMIC_LOAD(&s->state) != HF_STATE_STEP_SEND_WAIT) return;
+  uint64_t since = REC_ATOMIC_LOAD(&s->ts_ns);
+  if (since == 0 || now <= since) return;
+  uint64_t total = (uint64_t)REC_ATOMIC_LOAD(&op->send_wait_us) + (now - since) / 1000u;
+  REC_ATOMIC_STORE(&op->send_wait_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+}
+
 static ncclResult_t stop_event(void* handle) {
   if (handle == NULL) return ncclSuccess;
   void* p = untag(handle);
@@ -251,7 +263,8 @@ static ncclResult_t stop_event(void* handle) {
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = rec_event_ns();
+      uint64_t now = rec_now_ns();
+      leave_state(op, s, now);
       REC_ATOMIC_STORE(&s->done, 1);
       REC_ATOMIC_STORE(&s->ts_ns, now);
       REC_ATOMIC_ADD(&op->steps_done, 1);
@@ -272,7 +285,8 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = rec_event_ns();
+      uint64_t now = rec_now_ns();
+      leave_state(op, s, now);
       REC_ATOMIC_STORE(&s->state, (uint8_t)state);
       REC_ATOMIC_STORE(&s->ts_ns, now);
       REC_ATOMIC_STORE(&op->last_state, (uint8_t)state);

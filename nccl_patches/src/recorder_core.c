@@ -275,7 +275,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   copy_str(h->comm_name, sizeof h->comm_name, name);
   copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
   h->comm_index = index;
-  h->flags = RECORDER_FLAG_PRECISE_OP_TIMES;
+  h->flags = RECORDER_FLAG_PRECISE_OP_TIMES | RECORDER_FLAG_SEND_WAIT;
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
@@ -476,6 +476,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->last_progress_ns = now;
   p->stop_ns = 0;
   p->trans_bytes = 0;
+  p->send_wait_us = 0;
   p->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop/record handlers */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
     p->steps[i].step = -1;

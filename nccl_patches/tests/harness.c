@@ -6,6 +6,8 @@
  * tests/integration/recorder.
  *
  *   harness PLUGIN.so VERSION run   NCOMMS NCOLLS NCHANNELS NSTEPS
+ *     (env HARNESS_RANK: this process's rank in every comm; HARNESS_SEND_WAIT_US: each send step's
+ *     time in SendWait)
  *   harness PLUGIN.so VERSION hang  RANK NRANKS NDONE RECV_STEPS SEND_STEPS RECV_STATE SEND_STATE [COMMID]
  *
  * "run" finishes everything and finalizes; "hang" completes NDONE all-reduces,
@@ -220,6 +222,9 @@ static void fill_step(void* u, void* arg) { ((struct hf_descr_proxy_step*)u)->st
 static void fill_kch(void* u, void* arg) { ((struct hf_descr_kernel_ch*)u)->channelId = (uint8_t)*(int*)arg; }
 static void fill_none(void* u, void* arg) { (void)u; (void)arg; }
 
+/* HARNESS_SEND_WAIT_US: every send step stays this long in SendWait (recorder send_wait_us tests). */
+static long g_send_wait_us = 0;
+
 /* One proxy op with `nsteps` steps, of which the first `upto` complete; when
  * upto < nsteps the next step is left in `hang_state` and the op stays open. */
 static void* proxy_op(void* ctx, void* coll, int rank, int ch, int peer, int send, int nsteps, int upto, int hang_state) {
@@ -236,6 +241,7 @@ static void* proxy_op(void* ctx, void* coll, int rank, int ch, int peer, int sen
       state(st, HF_STATE_STEP_SEND_GPU_WAIT, 0);
       state(st, HF_STATE_STEP_SEND_PEER_WAIT, 0);
       state(st, HF_STATE_STEP_SEND_WAIT, 1 << 19);
+      if (g_send_wait_us > 0) usleep((useconds_t)g_send_wait_us); /* time on the 'wire' */
     } else {
       state(st, HF_STATE_STEP_RECV_WAIT, 0);
       state(st, HF_STATE_STEP_RECV_FLUSH_WAIT, 1 << 19);
@@ -304,8 +310,10 @@ static int run(int ncomms, int ncolls, int nch, int nsteps) {
     int mask = 0;
     char name[32];
     snprintf(name, sizeof name, "comm%d", i);
-    runs[i] = (struct comm_run){.rank = i % 4, .nranks = 4, .ncolls = ncolls, .nch = nch, .nsteps = nsteps};
-    runs[i].ctx = init(0x1000u + (uint64_t)i, name, 2, 4, i % 4, &mask);
+    /* HARNESS_RANK: every comm of this process has that rank, so 4 harness processes form 4-rank comms */
+    int rank = getenv("HARNESS_RANK") ? atoi(getenv("HARNESS_RANK")) % 4 : i % 4;
+    runs[i] = (struct comm_run){.rank = rank, .nranks = 4, .ncolls = ncolls, .nch = nch, .nsteps = nsteps};
+    runs[i].ctx = init(0x1000u + (uint64_t)i, name, 2, 4, rank, &mask);
   }
   for (int i = 0; i < ncomms; i++) {
     pthread_create(&th[2 * i], NULL, user_main, &runs[i]);
@@ -381,6 +389,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_version = atoi(argv[2]);
+  if (getenv("HARNESS_SEND_WAIT_US")) g_send_wait_us = atol(getenv("HARNESS_SEND_WAIT_US"));
   char sym[32];
   snprintf(sym, sizeof sym, "ncclProfiler_v%d", g_version);
   void* p = dlsym(lib, sym);

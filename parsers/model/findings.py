@@ -58,6 +58,7 @@ class ReasonClass(str, Enum):
     ERROR_FIRST = ("error-first", False, 0.30, "logged the first error")
     STRAGGLER = ("straggler", False, 0.70, "a running job's collectives wait for it, op after op")
     SLOW_HOST = ("slow-host", False, 0.70, "every rank of its host enters collectives last")
+    SLOW_LINK = ("slow-link", False, 0.60, "its data spends longer on the network than any other link's")
 
     def __str__(self) -> str:
         return self.value

@@ -49,6 +49,8 @@ STEP_STATES = {
 
 #: header flag: op start and completion stamps from CLOCK_REALTIME (RECORDER_FLAG_PRECISE_OP_TIMES)
 FLAG_PRECISE_OP_TIMES = 1
+#: header flag: proxy records carry send_wait_us, their steps' time in SendWait (RECORDER_FLAG_SEND_WAIT)
+FLAG_SEND_WAIT = 2
 
 # Header: see recorder_format.h for offsets. '<' = little-endian, no padding.
 _HEADER_FIELDS = (
@@ -148,6 +150,9 @@ class ProxyOpRecord:
     trans_bytes: int
     steps: list[StepRecord] = field(default_factory=list)
     consistent: bool = True
+    #: microseconds its steps spent in SendWait (data on the network), None where the writer does not
+    #: time it (header flag FLAG_SEND_WAIT absent) or for a receive
+    send_wait_us: int | None = None
 
     @property
     def active(self) -> bool:
@@ -321,7 +326,7 @@ def _decode_coll(buf: bytes | mmap.mmap, off: int) -> CollRecord:
     )
 
 
-def _decode_proxy(buf: bytes | mmap.mmap, off: int) -> ProxyOpRecord:
+def _decode_proxy(buf: bytes | mmap.mmap, off: int, send_wait: bool = False) -> ProxyOpRecord:
     v = _PROXY.unpack_from(buf, off)
     unknown = 0xFFFFFFFFFFFFFFFF
     steps = []
@@ -353,6 +358,7 @@ def _decode_proxy(buf: bytes | mmap.mmap, off: int) -> ProxyOpRecord:
         func=_cstr(v[20]),
         rank=v[21],
         steps=steps,
+        send_wait_us=v[22] if send_wait and v[8] else None,
     )
 
 
@@ -373,12 +379,13 @@ def decode_recorder(
         rec.consistent = ok
         colls.append(rec)
     ops: list[ProxyOpRecord] = []
+    send_wait = bool(hdr["flags"] & FLAG_SEND_WAIT)
     for i in range(hdr["proxy_slots"]):
         off = hdr["proxy_offset"] + i * PROXY_SIZE
         (status,) = struct.unpack_from("<I", buf, off + 4)
         if status == 0:
             continue
-        op, ok = _stable(buf, off, lambda o: _decode_proxy(buf, o), live)
+        op, ok = _stable(buf, off, lambda o: _decode_proxy(buf, o, send_wait), live)
         op.consistent = ok
         ops.append(op)
     ops.sort(key=lambda o: o.op_index)

@@ -23,6 +23,9 @@ Running cases (issue 15), collected mid-run in rounds while the job keeps steppi
                               (NCCL refuses two ranks of one GPU with one host id); both
                               ranks of one host are 30 ms slow
   healthy                     nobody is slow (false-alarm check), collected more rounds
+  slowlink                    a slow link: rank 3's socket sends are paced (slow_send.so, LD_PRELOAD,
+                              --slow-send-ns per byte); its GPU and CPU run at full speed
+  slownet                     every rank's sends paced alike: a job-wide network slowdown
 
 Layout: OUT/<case>/<host>/{rank<r>.stdout,rank<r>.stderr,nccl.*.log,fr_*}, OUT/<case>/bundle
 (live collect), OUT/<case>/round<i>/{rec_a,rec_b,ras_*,pyspy,bundle} (running cases),
@@ -54,13 +57,15 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy")  # run in this order
-RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5")
+RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet")
 WARM_OPS = 10
 CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
     "slow300": ((5,), 0.300), "slow30": ((2,), 0.030), "slow5": ((6,), 0.005),
-    "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0),
+    "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0), "slowlink": ((), 0.0), "slownet": ((), 0.0),
 }
+#: case -> ranks whose socket sends are paced by slow_send.so (a slow link out of them); "all": every rank
+SLOW_SENDS = {"slowlink": (3,), "slownet": "all"}
 STEP_COMPUTE_S = 0.020  # every rank's stand-in for forward/backward (CPU sleep: no GPU contention)
 FAULTS = {
     "gpusleep": "runs torch.cuda._sleep({cycles:.0e} cycles) on its stream right before all_reduce {n}: GPU-side wait",
@@ -80,6 +85,11 @@ def culprit_of(case: str, world: int) -> int:
 
 def slow_ranks(case: str, world: int) -> list[int]:
     return sorted({r if r < world else world - 1 for r in SLOW[case][0]})
+
+
+def slow_senders(case: str, world: int) -> list[int]:
+    which = SLOW_SENDS.get(case, ())
+    return list(range(world)) if which == "all" else sorted({r if r < world else world - 1 for r in which})
 
 
 def logical_host(case: str, rank: int) -> str:
@@ -341,10 +351,27 @@ def rank_env(args, case: str, rank: int, sdir: Path, port: int, fenv: dict[str, 
         subsys = env.get("NCCL_DEBUG_SUBSYS", "INIT,NET,RAS")
         env["NCCL_DEBUG_SUBSYS"] = subsys if "COLL" in subsys.split(",") else subsys + ",COLL"
         env.update(NCCL_DEBUG_TIMESTAMP_LEVELS="WARN,INFO", NCCL_DEBUG_TIMESTAMP_FORMAT="[%F %T.%6f] ")
+    if rank in slow_senders(case, args.world) and args.slow_send_so:
+        env.update(LD_PRELOAD=args.slow_send_so, HF_SLOW_SEND_NS_PER_BYTE=str(args.slow_send_ns))
     for kv in args.extra_env:
         key, _, value = kv.partition("=")
         env[key] = value
     return env
+
+
+def build_slow_send(out: Path) -> str:
+    """Compile slow_send.c (the slow-link injector) next to the results; '' when no compiler works."""
+    so = out / "slow_send.so"
+    try:
+        done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", str(HERE / "slow_send.c"), "-o", str(so), "-ldl"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        print(f"slow_send.c not built: {err}", flush=True)
+        return ""
+    if done.returncode != 0:
+        print(f"slow_send.c not built: {done.stderr[-400:]}", flush=True)
+        return ""
+    return str(so)
 
 
 def recorder_dir(args, case: str) -> Path:
@@ -667,11 +694,17 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
     finally:
         exit_codes = finish_case(args, case, sdir, procs, files, pgids, notes)
     slow = slow_ranks(case, world)
+    senders = slow_senders(case, world)
+    kind = "host" if case == "slowhost" else ("rank" if slow else "none")
+    if senders:
+        kind = "network" if len(senders) == world else "link"
     truth = {
         "case": case, "issue": 15, "backend": args.backend, "world_size": world, "hang": False,
         "slow_ranks": slow, "slow_by_ms_per_step": SLOW[case][1] * 1000,
         "slow_hosts": sorted({logical_host(case, r) for r in slow}),
-        "slow_kind": "host" if case == "slowhost" else ("none" if not slow else "rank"),
+        "slow_kind": kind,
+        "slow_senders": senders, "send_ns_per_byte": args.slow_send_ns if senders else 0,
+        "send_pacing": "slow_send.so (LD_PRELOAD): every socket send of >= 4 KiB sleeps ns-per-byte x bytes" if senders else None,
         "step_work_ms_every_rank": STEP_COMPUTE_S * 1000,
         "where_slow_rank_spends_it": "augment_batch (time.sleep) before all_reduce" if slow else None,
         "hosts": {str(r): logical_host(case, r) for r in range(world)},
@@ -725,6 +758,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warm-timeout", type=float, default=60.0)
     p.add_argument("--total-s", type=float, default=500.0, help="skip cases that would end past this budget")
     p.add_argument("--py-spy", default=None)
+    p.add_argument("--slow-send-ns", type=float, default=4.0, help="slowlink/slownet: ns of sleep per byte sent")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run nothing")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--spawn-main", action="store_true", help=argparse.SUPPRESS)
@@ -740,6 +774,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"unknown case(s) {bad}")
     args.repo = str(HERE.parents[1])
     args.env_source = ""
+    args.slow_send_so = ""
     return args
 
 
@@ -758,6 +793,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     fenv, args.env_source = forensics_env(Path(args.repo))
     args.torch_version = _torch_version()  # imports torch here, once: never inside a case's cleanup
+    if any(c in SLOW_SENDS for c in args.wanted):
+        args.slow_send_so = build_slow_send(out)
+        if not args.slow_send_so:
+            args.wanted = [c for c in args.wanted if c not in SLOW_SENDS]
     if args.dry_run:
         plan = {c: {"estimate_s": estimate_s(args, c),
                     "rank_env": [{k: v for k, v in rank_env(args, c, r, out / c, 0, fenv).items()

@@ -63,9 +63,9 @@ elif [ "$part" = R ]; then
   mkdir -p "$W/R14" "$W/R15" "$W/R19"
   t=$(cap 280 170)  # leave R15 and the packing at least 170 s
   echo "R14: ${t} s cap at +$(( $(date +%s) - T0 )) s"
-  [ "$t" -ge 60 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R14" "${common[@]}" \
+  [ "$t" -ge 60 ] && [ "${HF_R14:-}" != skip ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R14" "${common[@]}" \
     --cases "${HF_R14:-gpusleep,oom,spawn,lateinit,dataloader,busy}" --total-s $((t - 8)) 2>&1 | tee "$W/R14/driver.log" | grep -v '^{' | tail -n 20
-  t=$(cap 220 30)
+  t=$(cap "${HF_R15_CAP:-220}" 30)
   echo "R15: ${t} s cap at +$(( $(date +%s) - T0 )) s"
   [ "$t" -ge 40 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/R15" "${common[@]}" \
     --cases "${HF_R15:-slow30,healthy,slow300,slowhost,slow5}" ${HF_R15_ROUNDS:+--rounds "$HF_R15_ROUNDS"} --total-s $((t - 8)) 2>&1 | tee "$W/R15/driver.log" | grep -v '^{' | tail -n 20

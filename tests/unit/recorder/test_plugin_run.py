@@ -100,3 +100,19 @@ def test_missing_state_dir_is_created(plugin, harness, tmp_path):
     assert done.returncode == 0, done.stderr
     states, problems = read_recorder_dir(target)
     assert problems == [] and len(states) == 1
+
+
+def test_send_wait_is_timed_per_op(plugin, harness, state_dir):
+    """Each send step stays 2 ms in SendWait: the op's send_wait_us adds up its steps' time there
+    (the measure of a slow link), receives carry none, and the header says the field is valid."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "2000"}
+    done = run_harness(harness, plugin, 5, ["run", "1", "6", "1", "3"], env)
+    assert done.returncode == 0, done.stderr
+    (st,), problems = read_recorder_dir(state_dir)
+    assert problems == [] and st.flags & 2
+    sends = [op for op in st.proxy_ops if op.is_send]
+    recvs = [op for op in st.proxy_ops if not op.is_send]
+    assert sends and recvs
+    for op in sends:  # 3 steps x 2 ms, plus the scheduler's lateness in usleep
+        assert 3 * 2000 <= op.send_wait_us < 3 * 2000 + 60_000, op
+    assert all(op.send_wait_us is None for op in recvs)

@@ -1,0 +1,200 @@
+"""Slow, not hung, on the wire: the link (sender -> receiver) whose data takes longest on the network.
+
+Why a judge of its own: a slow link does not make any rank arrive late. Every rank enters
+each collective on time and the whole op slows, because a ring or tree is as fast as its
+slowest hop. Who arrives last (judges.stragglers) sees a job-wide slowdown. What differs is
+*where the time goes*: the recorder times, per proxy send op, how long its steps stayed in
+SendWait (`ProxyOpRecord.send_wait_us`): the data handed to the network, completion not yet
+seen. A sender waiting for its GPU or for its peer's buffer is in another state, so upstream
+slowness does not count; only the hop itself (its NIC, cable, switch port, or a receiver that
+does not drain its socket) does.
+
+Rules: per operation (communicator, seq), each link's send wait summed over channels, minus
+the op's median over links; a link is slow when its median excess over MIN_OPS or more ops
+reaches LINK_SLOW_MS and NOISE_SE standard errors of the job's own jitter (as for stragglers),
+and when at most half of the links are: most links slow alike is the network's pace, not one
+link. Slow links that all leave one rank, and are all of its links: that rank's sends (its
+NIC or host). All entering one rank: sends into it. Otherwise each slow link is named.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from parsers.judges.recorder import comm_rank_table
+from parsers.judges.stragglers import MIN_OPS, NOISE_SE
+from parsers.model.findings import ReasonClass, Suspect
+from parsers.ranges import fold
+from parsers.readers.recorder import RecorderState
+
+#: smallest excess (ms a op) named: healthy links' send waits differed by well under 1 ms on the H200
+LINK_SLOW_MS = 1.0
+
+#: (sender job rank, receiver job rank)
+Link = tuple[int, int]
+
+
+@dataclass
+class SlowLinks:
+    """What the recorder's send waits show."""
+
+    ops: int = 0  #: operations with send waits of three or more links
+    timed: bool = False  #: some recorder file times send waits (RECORDER_FLAG_SEND_WAIT)
+    wait_ms: dict[Link, float] = field(default_factory=dict)  #: link -> median send wait per op
+    excess_ms: dict[Link, float] = field(default_factory=dict)  #: link -> median excess over the op's median link
+    slowest_share: dict[Link, float] = field(default_factory=dict)  #: link -> share of ops where it was slowest
+    slow: list[Link] = field(default_factory=list)
+    threshold_ms: float = 0.0
+    hosts: dict[int, str] = field(default_factory=dict)
+    sender: int | None = None  #: every slow link leaves this rank and they are all its links
+    receiver: int | None = None  #: every slow link enters this rank and they are all its links
+
+    def describe(self) -> str:
+        if not self.timed:
+            return "no send-wait times (the recorder of this NCCL run predates them, or recorded no network send)"
+        if self.ops < MIN_OPS:
+            return f"too few operations timed on three or more links ({self.ops}) to judge a slow link"
+        if not self.slow:
+            typical = statistics.median(self.wait_ms.values())
+            return (f"no slow link: over {self.ops} collectives no link's data spends {self.threshold_ms:.1f} ms more on "
+                    f"the network than the others' (median {typical:.1f} ms an op on each of {len(self.wait_ms)} links)")
+        return f"{self.where()} (recorder send waits over {self.ops} collectives)"
+
+    def where(self) -> str:
+        """The slow part, in one phrase, with how much slower."""
+        lag = statistics.median(self.excess_ms[link] for link in self.slow)
+        typical = statistics.median(self.wait_ms.values())
+        more = f"{lag:.1f} ms more per op on the network than the median link ({typical:.1f} ms)"
+        if self.sender is not None:
+            peers = fold([dst for _src, dst in self.slow])
+            return f"sends out of {self.who(self.sender)} are slow: to rank{'s' if len(self.slow) > 1 else ''} {peers}, {more}"
+        if self.receiver is not None:
+            peers = fold([src for src, _dst in self.slow])
+            return f"sends into {self.who(self.receiver)} are slow: from rank{'s' if len(self.slow) > 1 else ''} {peers}, {more}"
+        links = ", ".join(f"{self.who(s)} -> {self.who(d)}" for s, d in self.slow)
+        return f"slow link{'s' if len(self.slow) > 1 else ''} {links}: {more}"
+
+    def who(self, rank: int) -> str:
+        return f"rank {rank} ({self.hosts[rank]})" if self.hosts.get(rank) else f"rank {rank}"
+
+    def to_dict(self) -> dict[str, Any]:
+        key = lambda link: f"{link[0]}->{link[1]}"  # noqa: E731 - one format for every table below
+        return {"ops": self.ops, "timed": self.timed, "slow": [key(x) for x in self.slow], "sender": self.sender,
+                "receiver": self.receiver, "threshold_ms": round(self.threshold_ms, 3),
+                "wait_ms": {key(k): round(v, 3) for k, v in sorted(self.wait_ms.items())},
+                "excess_ms": {key(k): round(v, 3) for k, v in sorted(self.excess_ms.items())},
+                "slowest_share": {key(k): round(v, 3) for k, v in sorted(self.slowest_share.items())},
+                "text": self.describe()}
+
+
+def send_waits(states: list[RecorderState]) -> tuple[dict[tuple[int, int], dict[Link, float]], bool]:
+    """(communicator, seq) -> {link: ms its sends spent in SendWait, summed over channels}, and
+    whether any file times send waits. Links are in job ranks (comm ranks mapped through the files)."""
+    table = comm_rank_table(states)
+    out: dict[tuple[int, int], dict[Link, float]] = {}
+    timed = False
+    for st in _newest_per_rank(states):
+        ranks = table.get(st.comm_hex, {})
+        me = ranks.get(st.rank, st.job_rank)
+        for op in st.proxy_ops:
+            if op.send_wait_us is None:
+                continue
+            timed = True
+            if op.status != "done" or op.coll_seq is None or op.pid != st.pid or op.peer == st.rank:
+                continue  # in flight, of no known op, posted for another process (PXN), or a self-loop
+            # no RANK in any file of this communicator (mp.spawn): its ranks are the job's, as job_rank says
+            peer = ranks.get(op.peer) if ranks else op.peer
+            if peer is None:
+                continue  # the peer's file is not here: its rank in the job is unknown
+            per = out.setdefault((st.comm_id, op.coll_seq), {})
+            per[(me, peer)] = per.get((me, peer), 0.0) + op.send_wait_us / 1000.0
+    return out, timed
+
+
+def judge_links(states: list[RecorderState]) -> SlowLinks:
+    """The slow link of a running job, from the recorder's send waits (rules in the module doc)."""
+    waits, timed = send_waits(states)
+    hosts = {st.job_rank: (st.host or st.hostid) for st in states}
+    out = SlowLinks(timed=timed, hosts=hosts)
+    ops = [per for per in waits.values() if len(per) >= 3]
+    out.ops = len(ops)
+    if out.ops < MIN_OPS:
+        return out
+    excess: dict[Link, list[float]] = {}
+    raw: dict[Link, list[float]] = {}
+    slowest: dict[Link, int] = {}
+    for per in ops:
+        mid = statistics.median(per.values())
+        for link, ms in per.items():
+            excess.setdefault(link, []).append(ms - mid)
+            raw.setdefault(link, []).append(ms)
+        top = max(per, key=lambda link: per[link])
+        slowest[top] = slowest.get(top, 0) + 1
+    counted = {link: v for link, v in excess.items() if len(v) >= MIN_OPS}
+    out.excess_ms = {link: statistics.median(v) for link, v in counted.items()}
+    out.wait_ms = {link: statistics.median(raw[link]) for link in counted}
+    out.slowest_share = {link: slowest.get(link, 0) / len(ops) for link in counted}
+    if not counted:
+        return out
+    out.threshold_ms = max(LINK_SLOW_MS, _noise_ms(counted))
+    out.slow = sorted(link for link, v in out.excess_ms.items() if v >= out.threshold_ms)
+    if len(out.slow) > len(counted) // 2:
+        out.slow = []  # most links slow alike: the network's pace, not one link
+    out.sender, out.receiver = _shared_end(out.slow, list(counted))
+    return out
+
+
+def _noise_ms(excess: dict[Link, list[float]]) -> float:
+    """NOISE_SE standard errors of a link's median excess, from the links' pooled median absolute deviation."""
+    mads = [statistics.median(abs(x - m) for x in v) for v in excess.values() for m in (statistics.median(v),)]
+    n = min(len(v) for v in excess.values())
+    sigma = 1.4826 * statistics.median(mads)
+    return NOISE_SE * 1.2533 * sigma / max(1, n) ** 0.5
+
+
+def _shared_end(slow: list[Link], links: list[Link]) -> tuple[int | None, int | None]:
+    """The rank every slow link leaves (or enters), when they are all of that rank's links and more than one."""
+    if len(slow) < 2:
+        return None, None
+    senders, receivers = {s for s, _ in slow}, {d for _, d in slow}
+    if len(senders) == 1:
+        src = senders.pop()
+        if sorted(x for x in links if x[0] == src) == slow:
+            return src, None
+    if len(receivers) == 1:
+        dst = receivers.pop()
+        if sorted(x for x in links if x[1] == dst) == slow:
+            return None, dst
+    return None, None
+
+
+def link_suspects(result: SlowLinks, pids: dict[int, int] | None = None) -> list[Suspect]:
+    """One suspect per slow part: the sending rank of a slow link (or of slow sends), the receiving
+    rank of slow sends into it; confidence from how often its link was the op's slowest."""
+    if not result.slow:
+        return []
+    if result.receiver is not None:
+        ranks = {result.receiver: result.slow}
+    else:
+        ranks = {}
+        for link in result.slow:
+            ranks.setdefault(link[0], []).append(link)
+    out = []
+    for rank, links in sorted(ranks.items()):
+        share = max(result.slowest_share.get(link, 0.0) for link in links)
+        out.append(Suspect(rank=rank, host=result.hosts.get(rank), pid=(pids or {}).get(rank),
+                           reason_class=ReasonClass.SLOW_LINK, reason=result.where(),
+                           confidence=round(min(0.85, 0.35 + 0.5 * share), 3), evidence=[result.describe()]))
+    return out
+
+
+def _newest_per_rank(states: list[RecorderState]) -> list[RecorderState]:
+    """One file per (communicator, rank): the one that saw the most proxy ops (copies read twice)."""
+    best: dict[tuple[int, int], RecorderState] = {}
+    for st in states:
+        key = (st.comm_id, st.rank)
+        if key not in best or st.proxy_next > best[key].proxy_next:
+            best[key] = st
+    return list(best.values())
