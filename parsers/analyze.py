@@ -27,7 +27,7 @@ from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
 from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress
 from parsers.judges.stacks import stack_verdict
-from parsers.judges.stragglers import judge_slowness
+from parsers.judges.slowness import judge_slowness
 from parsers.merge import merge_verdict
 from parsers.quiet_gc import pause_gc
 from parsers.model.findings import Verdict, WaitEdge

@@ -135,15 +135,13 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
             verdict.suspects = [s for s in verdict.suspects if s.reason_class in STANDING_IN_A_RUNNING_JOB]
             verdict.sections.pop("waiting", None)
             if slow is not None:
-                from parsers.judges.stragglers import straggler_suspects
-
-                verdict.sections["stragglers"] = slow.to_dict()
+                verdict.sections.update(slow.sections())
                 pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
-                verdict.suspects = merge_suspects(verdict.suspects, _with_activity(straggler_suspects(slow, pids), ev))
-    elif slow is not None and slow.late:
-        # no time-stamped progress: a hang cannot be ruled out, so who arrives last is shown, not judged
-        verdict.sections["stragglers"] = {**slow.to_dict(), "judged": False,
-                                          "note": "hang or progress not decided from time: shown, not judged"}
+                verdict.suspects = merge_suspects(verdict.suspects, _with_activity(slow.suspects(pids), ev))
+    elif slow is not None and slow.named:
+        # no time-stamped progress: a hang cannot be ruled out, so the slow parts are shown, not judged
+        note = {"judged": False, "note": "hang or progress not decided from time: shown, not judged"}
+        verdict.sections.update({name: {**body, **note} for name, body in slow.sections().items()})
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
@@ -167,7 +165,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         slow_text = slow.describe() if slow is not None else ""
         head = verdict.culprit
         lead = progress.describe()
-        if head is not None and head.reason_class in ("straggler", "slow-host"):
+        if head is not None and head.reason_class in ("straggler", "slow-host", "slow-link"):
             verdict.summary = f"{lead}; {slow_text}"
         elif head is None:
             verdict.summary = f"{lead}; {slow_text}" if slow_text else lead

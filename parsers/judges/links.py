@@ -9,10 +9,10 @@ seen. A sender waiting for its GPU or for its peer's buffer is in another state,
 slowness does not count; only the hop itself (its NIC, cable, switch port, or a receiver that
 does not drain its socket) does.
 
-Rules: per operation (communicator, seq), each link's send wait summed over channels, minus
+Rules: per collective (communicator, function, seq), each link's send wait summed over channels, minus
 the op's median over links; a link is slow when its median excess over MIN_OPS or more ops
-reaches LINK_SLOW_MS and NOISE_SE standard errors of the job's own jitter (as for stragglers),
-and when at most half of the links are: most links slow alike is the network's pace, not one
+reaches LINK_SLOW_MS, LINK_SLOW_SHARE of the median link's wait and NOISE_SE standard errors
+of the job's own jitter (as for stragglers), and when at most half of the links are: most links slow alike is the network's pace, not one
 link. Slow links that all leave one rank, and are all of its links: that rank's sends (its
 NIC or host). All entering one rank: sends into it. Otherwise each slow link is named.
 """
@@ -29,11 +29,16 @@ from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
 from parsers.readers.recorder import RecorderState
 
-#: smallest excess (ms a op) named: healthy links' send waits differed by well under 1 ms on the H200
+#: smallest excess (ms an op) named: healthy links' send waits differed by under 0.7 ms on the H200
 LINK_SLOW_MS = 1.0
+#: smallest excess as a share of the median link's wait: with every link slowed alike (25 ms an op
+#: on the H200), links still differed by up to 10%; a link a quarter slower than the rest stands out
+LINK_SLOW_SHARE = 0.25
 
 #: (sender job rank, receiver job rank)
 Link = tuple[int, int]
+#: functions whose seq is each rank's own count (judged by who waits on whom, not here)
+POINT_TO_POINT = ("Send", "Recv")
 
 
 @dataclass
@@ -89,8 +94,8 @@ class SlowLinks:
                 "text": self.describe()}
 
 
-def send_waits(states: list[RecorderState]) -> tuple[dict[tuple[int, int], dict[Link, float]], bool]:
-    """(communicator, seq) -> {link: ms its sends spent in SendWait, summed over channels}, and
+def send_waits(states: list[RecorderState]) -> tuple[dict[tuple[int, str, int], dict[Link, float]], bool]:
+    """(communicator, function, seq) -> {link: ms its sends spent in SendWait, summed over channels}, and
     whether any file times send waits. Links are in job ranks (comm ranks mapped through the files)."""
     table = comm_rank_table(states)
     out: dict[tuple[int, int], dict[Link, float]] = {}
@@ -104,11 +109,13 @@ def send_waits(states: list[RecorderState]) -> tuple[dict[tuple[int, int], dict[
             timed = True
             if op.status != "done" or op.coll_seq is None or op.pid != st.pid or op.peer == st.rank:
                 continue  # in flight, of no known op, posted for another process (PXN), or a self-loop
+            if op.func in POINT_TO_POINT:
+                continue  # a Send's seq counts that rank's own sends: not the same op at another rank
             # no RANK in any file of this communicator (mp.spawn): its ranks are the job's, as job_rank says
             peer = ranks.get(op.peer) if ranks else op.peer
             if peer is None:
                 continue  # the peer's file is not here: its rank in the job is unknown
-            per = out.setdefault((st.comm_id, op.coll_seq), {})
+            per = out.setdefault((st.comm_id, op.func, op.coll_seq), {})
             per[(me, peer)] = per.get((me, peer), 0.0) + op.send_wait_us / 1000.0
     return out, timed
 
@@ -138,7 +145,8 @@ def judge_links(states: list[RecorderState]) -> SlowLinks:
     out.slowest_share = {link: slowest.get(link, 0) / len(ops) for link in counted}
     if not counted:
         return out
-    out.threshold_ms = max(LINK_SLOW_MS, _noise_ms(counted))
+    typical = statistics.median(out.wait_ms.values())
+    out.threshold_ms = max(LINK_SLOW_MS, LINK_SLOW_SHARE * typical, _noise_ms(counted))
     out.slow = sorted(link for link, v in out.excess_ms.items() if v >= out.threshold_ms)
     if len(out.slow) > len(counted) // 2:
         out.slow = []  # most links slow alike: the network's pace, not one link

@@ -46,6 +46,10 @@ FINE_RESOLUTION_MS = 0.001
 MIN_OPS = 8
 #: standard errors of a median lateness that noise is allowed before a rank is named
 NOISE_SE = 6.0
+#: a rank late by at most this share of the latest rank's lateness is not named with it: once the
+#: straggler arrives, its ring neighbours finish at slightly different times (on the H200, rank 1 waited
+#: 2.0 ms less than the others next to rank 2's 28 ms), an echo of the one straggler, not a second one
+ECHO_SHARE = 0.25
 
 #: (communicator, function, seq) -> {global rank: (enter ns, completion ns or None)}
 OpTimes = dict[tuple[str, str, int], dict[int, tuple[int, int | None]]]
@@ -169,21 +173,6 @@ def _resolution_ms(stamps: list[int]) -> float:
     return FINE_RESOLUTION_MS
 
 
-def judge_slowness(ev: Any) -> Stragglers:
-    """Stragglers of a running job (`ev`: parsers.evidence.Evidence), from the source that stamps the
-    most common operations, the recorder first (it alone gives waits)."""
-    rec = judge_stragglers(ev.recorder)
-    if rec.ops >= MIN_OPS:
-        return rec
-    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
-    best = rec
-    for timed in (fr_ops(ev.artifacts), nccl_log_ops(ev.artifacts)):
-        found = judge_ops(timed, hosts)
-        if found.ops > best.ops:
-            best = found
-    return best
-
-
 def judge_stragglers(recorder_states: list) -> Stragglers:
     """Who arrives last, from the recorder (see the module doc for the rules)."""
     hosts = {st.job_rank: (st.host or st.hostid) for st in recorder_states}
@@ -228,6 +217,9 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     floor = WAIT_LATE_MS if measure == "wait" else ENTER_LATE_MS
     out.threshold_ms = max(floor, timed.resolution_ms, _noise_margin_ms(late_ms, timed.resolution_ms))
     out.late = sorted(r for r, v in out.lateness_ms.items() if v - base >= out.threshold_ms)
+    if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
+        top = max(out.lateness_ms[r] for r in out.late) - base
+        out.late = [r for r in out.late if out.lateness_ms[r] - base > ECHO_SHARE * top]
     if len(out.late) > len(out.lateness_ms) // 2:
         out.late = []  # most ranks 'late': that is the job's pace, not a straggler
     out.slow_host = _slow_host(out.late, out.hosts)

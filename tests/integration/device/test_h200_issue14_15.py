@@ -228,3 +228,39 @@ def test_slow_host_verdict_says_what_its_ranks_do_from_samples(captures: Path):
     assert v.summary.startswith("no hang") and str(v.culprit.reason_class) == "slow-host"
     line = next(e for e in v.culprit.evidence if e.startswith("samples:"))
     assert "augment_batch (live_scenarios.py:" in line and "pyspy-samples.json" in line
+
+
+@pytest.fixture(scope="module")
+def links_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("h200_links")
+    extract_into(FIX / "h200_links.tar.gz", root)
+    return root / "h200_links"
+
+
+#: Issue 15 item 4, the sixth H200 run (recorder send waits): case -> (slow links, late ranks)
+LINKS = {"slowlink": (["3->4"], []), "slownet": ([], []), "healthy": ([], []), "slow30": ([], [2])}
+
+
+@pytest.mark.parametrize("case", sorted(LINKS))
+def test_slow_link_told_from_straggler_and_job_wide_pace(links_run: Path, case: str):
+    """A slow link (one rank's sends paced) is named as the link, with every rank on time; every link
+    paced alike (a job-wide slowdown) names nothing; a straggler is a straggler and no link; healthy: nobody.
+    Both rounds of each case, from the live bundles alone."""
+    truth = _truth(links_run / case)
+    links, late = LINKS[case]
+    assert truth["slow_senders"] == ([3] if case == "slowlink" else list(range(8)) if case == "slownet" else [])
+    for r in ("round0", "round1"):
+        v = analyze(links_run / case / r, KB).verdict
+        assert v.summary.startswith("no hang"), v.summary
+        assert v.sections["links"]["slow"] == links and v.sections["links"]["timed"] is True
+        assert v.sections["stragglers"]["late"] == late, v.sections["stragglers"]
+        if links:
+            assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3 and v.culprit.host == "node03"
+            assert "slow link rank 3 (node03) -> rank 4 (node04)" in v.summary
+            excess = v.sections["links"]["excess_ms"]["3->4"]
+            assert 20 < excess < 40, excess  # the pacing: 4 ns a byte of each op's 1.75 MB a link, plus its syscalls
+        elif late:
+            assert str(v.culprit.reason_class) == "straggler" and v.culprit.rank in late
+        else:
+            assert v.culprit is None, v.summary
+            assert "every rank and link alike" in v.summary

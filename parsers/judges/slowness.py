@@ -1,0 +1,102 @@
+"""Slow, not hung: every slowness judge over one job's evidence, and the one answer they give.
+
+Why one place: a running job can be slow in three told-apart ways, each seen by its own
+judge, and the verdict must say which: a straggler rank or a slow host arrives last at the
+collectives (judges.stragglers: recorder waits, Flight Recorder or NCCL COLL enter times,
+else arm()'s step series through parsers.steps.ranks); a slow link carries its data slower
+than the other links while every rank arrives on time (judges.links: the recorder's send
+waits); neither, while the job is slow alike everywhere: a job-wide slowdown, whose pattern
+the step series classify (parsers.steps.classify). The merge (parsers.merge) reads only this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from parsers.judges.links import SlowLinks, judge_links, link_suspects
+from parsers.judges.stragglers import (MIN_OPS, Stragglers, fr_ops, judge_ops, judge_stragglers, nccl_log_ops,
+                                       straggler_suspects)
+from parsers.model.findings import Suspect
+from parsers.steps.ranks import RankSteps, compare_ranks
+
+
+@dataclass
+class Slowness:
+    """What the slowness judges found in one job."""
+
+    stragglers: Stragglers
+    links: SlowLinks
+    steps: RankSteps | None = None  #: arm()'s per-rank step series, where the evidence has them
+
+    @property
+    def late(self) -> list[int]:
+        """Ranks named late: by the collectives' stamps, else by the step series."""
+        if self.stragglers.ops >= MIN_OPS:
+            return list(self.stragglers.late)
+        return self.steps.late if self.steps is not None else []
+
+    @property
+    def named(self) -> bool:
+        """Whether any judge names a slow part (a rank, a host or a link)."""
+        return bool(self.late or self.links.slow)
+
+    def describe(self) -> str:
+        """One sentence: the slow part, or what the evidence shows when there is none."""
+        parts = []
+        if self.stragglers.ops >= MIN_OPS or self.steps is None or not self.steps.source:
+            parts.append(self.stragglers.describe())
+        else:
+            parts.append(self.steps.describe())
+        if self.links.slow:
+            parts = [p for p in parts if self.late] + [self.links.describe()]
+        elif self.links.timed and self.links.ops >= MIN_OPS and not self.late:
+            parts.append(self.links.describe())
+        if not self.named and self.stragglers.ops >= MIN_OPS and self.links.ops >= MIN_OPS:
+            parts.append("whatever slows this job slows every rank and link alike (a job-wide pace)")
+        return "; ".join(parts)
+
+    def suspects(self, pids: dict[int, int] | None = None) -> list[Suspect]:
+        """The named ranks and links as suspects (stragglers from the step series only without op stamps)."""
+        if self.stragglers.ops >= MIN_OPS or self.steps is None:
+            found = straggler_suspects(self.stragglers, pids)
+        else:
+            found = straggler_suspects(self.steps.found, pids)
+        return found + link_suspects(self.links, pids)
+
+    def sections(self) -> dict[str, Any]:
+        """The verdict's sections: 'stragglers' always, 'links' and 'steps' where their source exists."""
+        out: dict[str, Any] = {"stragglers": self.stragglers.to_dict()}
+        if self.links.timed:
+            out["links"] = self.links.to_dict()
+        if self.steps is not None:
+            out["steps"] = self.steps.to_dict()
+        return out
+
+
+def judge_slowness(ev: Any) -> Slowness:
+    """Every slowness judge over the evidence (`ev`: parsers.evidence.Evidence)."""
+    return Slowness(stragglers=_stragglers(ev), links=judge_links(ev.recorder), steps=_steps(ev))
+
+
+def _stragglers(ev: Any) -> Stragglers:
+    """From the source that stamps the most common operations, the recorder first (it alone gives waits)."""
+    rec = judge_stragglers(ev.recorder)
+    if rec.ops >= MIN_OPS:
+        return rec
+    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
+    best = rec
+    for timed in (fr_ops(ev.artifacts), nccl_log_ops(ev.artifacts)):
+        found = judge_ops(timed, hosts)
+        if found.ops > best.ops:
+            best = found
+    return best
+
+
+def _steps(ev: Any) -> RankSteps | None:
+    """arm()'s step series of two or more ranks, compared (parsers.steps.ranks), else None."""
+    series = getattr(ev, "step_series", None) or {}
+    if len(series) < 2:
+        return None
+    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
+    return compare_ranks(series, hosts)
