@@ -322,7 +322,12 @@ def _hints(h: dict) -> Hints:
 
 
 def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
-    """Events with no origin rank/host/pid take the file's (content first, then hints)."""
+    """Events with no origin rank/host/pid take the file's (content first, then hints).
+
+    A launcher line (torchelastic's `Sending process P closing signal`, `failed ... (pid: P)`)
+    is the agent speaking of a child it names by pid; the file's one rank is not that
+    child's rank (the agent signals every other rank too), so those keep their rank unknown.
+    """
     if isinstance(hints, dict):
         hints = _hints(hints)
     rank = parsed.facts.get("rank", hints.rank)
@@ -331,6 +336,10 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
     for ev in parsed.events:
         origin = getattr(ev, "origin", None)
         if origin is None:
+            continue
+        if getattr(ev, "source", None) == "launcher" and origin.pid is not None:
+            if origin.host is None:
+                origin.host = host
             continue
         if origin.rank is None:
             origin.rank = rank

@@ -322,6 +322,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     from parsers.model.events import ErrorEvent
 
     timeouts: dict[tuple[str | None, int | None], set[int]] = {}
+    #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
+    group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = {}
     first: tuple[str, str] | None = None
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
@@ -342,12 +344,19 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             earliest_line = earliest_line or e
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
                 timeouts.setdefault((e.op, e.seq), set()).add(rank)
+            elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and (e.data or {}).get("group_rank") is not None:
+                group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(e.data["group_rank"])
             if e.timestamp and (first is None or e.timestamp < first[0]):
                 first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
     parts = []
     for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
         what = (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {what}")
+    for (comm, op, seq), rs in sorted(group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
+        what = (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
+        group = comm.split(":", 1)[1] if comm.startswith("pg:") else comm
+        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
+                     f" timed out in {what}")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
@@ -358,7 +367,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[0]})")
-    elif not timeouts and earliest_line is not None:
+    elif not timeouts and not group_timeouts and earliest_line is not None:
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line)}")
     for frame in list(innermost.values())[:3]:
         o = frame.origin

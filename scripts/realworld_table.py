@@ -8,9 +8,11 @@ The rows come from tests/unit/realworld/verdicts.py, the same code the tests run
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 
-from tests.unit.realworld.verdicts import BEYOND_EXCERPT, GAPS, judge, stems
+from tests.unit.realworld.verdicts import BEYOND_EXCERPT, CORPUS, GAPS, judge, stems
 
 
 def main() -> int:
@@ -34,6 +36,8 @@ def main() -> int:
           f"{sum(r.outcome == 'honest' for r in rows if not r.known)} of {len(rows) - len(known)}, "
           f"overclaims {sum(r.outcome == 'overclaim' for r in rows)}.", file=out)
     print(file=out)
+    print(_versions(), file=out)
+    print(file=out)
     print("| excerpt | source | records | verdict | outcome |", file=out)
     print("| --- | --- | --- | --- | --- |", file=out)
     for r in rows:
@@ -42,6 +46,37 @@ def main() -> int:
         why = f" ({GAPS[r.stem]})" if r.stem in GAPS else (f" ({BEYOND_EXCERPT[r.stem][0]})" if r.stem in BEYOND_EXCERPT else "")
         print(f"| {r.stem} | {r.url} | {r.recognised}/{r.records} | {summary} | {r.outcome}{why} |", file=out)
     return 0
+
+
+def _key(version: str) -> tuple[int, ...]:
+    """'2.18.5+cuda12.2' -> (2, 18, 5): numeric parts only, so ranges sort by release."""
+    head = re.split(r"[^\d.]", version, maxsplit=1)[0]
+    return tuple(int(p) for p in head.split(".") if p.isdigit())
+
+
+def _versions() -> str:
+    """The NCCL and PyTorch versions the excerpts or their threads state (the .json fields), and the
+    format markers of the newest PyTorch code, which the lines carry whether or not a version is stated."""
+    stated: dict[str, list[str]] = {"nccl_version": [], "torch_version": []}
+    watchdog_class = []
+    for stem in stems():
+        meta = json.loads((CORPUS / f"{stem}.json").read_text(encoding="utf-8"))
+        for field, seen in stated.items():
+            if meta.get(field):
+                seen.append(meta[field])
+        if "ProcessGroupNCCL::Watchdog::" in (CORPUS / f"{stem}.log").read_text(encoding="utf-8", errors="replace"):
+            watchdog_class.append(stem)
+    parts = []
+    for field, name in (("nccl_version", "NCCL"), ("torch_version", "PyTorch")):
+        vs = sorted(stated[field], key=_key)
+        parts.append(f"{name} {vs[0]} to {vs[-1]} ({len(vs)} excerpts state one)" if vs else f"{name}: none stated")
+    return ("Versions stated in the excerpts or their threads: " + "; ".join(parts) + ". "
+            "Formats by era are wider than the stated versions: PyTorch 1.x `[Rank N]` lines without a PG tag, "
+            "2.2+ `[PG ..]` tags, 2.3+ `[rankN]:` prefixes; "
+            f"{len(watchdog_class)} excerpt{'' if len(watchdog_class) == 1 else 's'} "
+            f"({', '.join(watchdog_class) or 'none'}) carr{'ies' if len(watchdog_class) == 1 else 'y'} frames of c10d's "
+            "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames), "
+            "but no thread read here states torch 2.9.")
 
 
 if __name__ == "__main__":

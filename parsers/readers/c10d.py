@@ -80,7 +80,10 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
     `[rankN]:` (already in origin) names the global rank and wins. Without it, a plain
     `[Rank N]` is taken as the global rank (torch before 2.2 printed only that, and it is
     the default group's rank); a `[PG .. Rank r]` tag gives the group rank, which is the
-    global rank only for the default group.
+    global rank only for the default group. Where both are on one line (torch 2.2 and
+    later: `[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0] ... [Rank 0] Watchdog caught ...`),
+    the plain tag is the WorkNCCL's own prefix, the rank in that same group, so it names
+    the global rank only when the group is the default one.
     """
     pgm = _PG.search(text)
     comm, group_rank, _ = _pg_key(pgm)
@@ -92,7 +95,10 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
     if group_rank is None:
         group_rank = plain
     if origin.rank is None:
-        rank = plain if plain is not None else (group_rank if comm == "pg:0" else None)
+        if pgm is not None:  # a group tag says whose rank the plain tag is
+            rank = group_rank if comm == "pg:0" else None
+        else:
+            rank = plain
         if rank is not None:
             origin = replace(origin, rank=rank)
     return origin, comm, group_rank

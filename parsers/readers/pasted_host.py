@@ -24,7 +24,10 @@ _HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0
 _LOST = re.compile(r"GPU is lost")
 _AER = re.compile(r"(?:pcieport|nvidia) (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d):\s+(?P<msg>.*)")
 _DRIVER = re.compile(r"CUDA driver version is insufficient for CUDA runtime version")
-_CUDA = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']+)'|CUDA error: (?P<what2>[^.(]+)|Cuda Error: (?P<what3>.+)")
+#: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...` is the caching allocator's form of a
+#: CUDA error (cudaErrorMemoryAllocation); it names no `CUDA error:` but is one
+_CUDA = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']+)'|CUDA error: (?P<what2>[^.(]+)|Cuda Error: (?P<what3>.+)"
+                   r"|CUDA (?P<what4>out of memory)\.")
 #: the nccl-tests harness when an NCCL call returns an error: `Test NCCL failure all_reduce.cu:471 'internal error ...'`
 _TEST_NCCL = re.compile(r"Test NCCL failure (?P<where>[\w./-]+:\d+) '(?P<what>[^']+)'")
 
@@ -77,5 +80,5 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     m = _CUDA.search(msg)
     if m:
-        add("cuda-error", what=(m.group("what") or m.group("what2") or m.group("what3") or "").strip())
+        add("cuda-error", what=(m.group("what") or m.group("what2") or m.group("what3") or m.group("what4") or "").strip())
     return events

@@ -61,3 +61,24 @@ def test_shell_prompt_names_the_host_of_the_output_below_it():
     evs = _events("returnn-1486")
     assert evs and {ev.origin.host for ev in evs} == {"cn-234"}
     assert [ev.kind for ev in evs][:2] == ["gpu-lost", "pcie-error"]
+
+
+def test_work_rank_beside_a_subgroup_tag_is_the_group_rank():
+    """cache-dit #761: `what():  [PG ID 2 PG GUID 5(mesh_ulysses) Rank 0] ... [Rank 0] Watchdog caught ...`
+    (torch 2.2+): WorkNCCL's own `[Rank 0]` is the rank inside mesh_ulysses, as the PG tag says, not the global rank."""
+    evs = [ev for ev in _events("cache-dit-761-what") if getattr(ev, "kind", "") == "watchdog-timeout"]
+    assert [(ev.origin.rank, ev.data["group_rank"], ev.comm, ev.seq) for ev in evs] == [
+        (None, 0, "pg:mesh_ulysses", 472025)]
+    # beside the default group's tag the same `[Rank N]` is the global rank (verl #5750)
+    evs = [ev for ev in _events("verl-5750") if getattr(ev, "kind", "") == "watchdog-timeout"]
+    assert [(ev.origin.rank, ev.comm) for ev in evs] == [(0, "pg:0")]
+
+
+def test_agent_line_does_not_take_the_files_one_rank():
+    """ms-swift #6301: every rank line is rank 11's, but `Sending process 2521733 closing signal SIGTERM` is the
+    torchelastic agent speaking of another child; the pid is the child's and its rank is not known."""
+    evs = _events("ms-swift-6301")
+    sig = [ev for ev in evs if ev.kind == "launcher-signal"]
+    assert [(ev.origin.pid, ev.origin.rank) for ev in sig] == [(2521733, None)]
+    oom = [ev for ev in evs if ev.kind == "cuda-error"]
+    assert [(ev.origin.rank, ev.data["what"]) for ev in oom] == [(11, "out of memory")]

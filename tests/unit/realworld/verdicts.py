@@ -36,6 +36,14 @@ BEYOND_EXCERPT = {
                    "in three subgroups, no rank that stands out", ["heartbeat", "watchdog stuck"]),
     "nccl-1612": ("the security scanner is known from the reporter; the WARN line shows only that peer 10.10.1.3 "
                   "closed a bootstrap socket", ["Connection closed by remote peer 10.10.1.3"]),
+    "cache-dit-761": ("the code bug in cache-dit's Ulysses path is known from the pull request; the lines show rank 2 "
+                      "of mesh_ulysses timing out in the same all-to-all as the others", ["ALLTOALL SeqNum 472025"]),
+    "cache-dit-761-what": ("as cache-dit-761; this part names only the rank inside mesh_ulysses, no global rank",
+                           ["of group mesh_ulysses", "ALLTOALL SeqNum 472025"]),
+    "jade-hpc-194": ("node dgk713 is named only in the thread's title; the lines show the ECC error and put it on "
+                     "their (unnamed) host", ["uncorrectable ECC", "is exclude"]),
+    "vllm-3688": ("the NCCL 2.18.1 bug is known from the reporter's upgrade to 2.19.3; the lines show the CUDA "
+                  "failure under NCCL 2.18.1, no version comparison", ["NCCL error", "pid 4028887"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
