@@ -25,7 +25,7 @@ from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
-from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress
+from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress, judge_step_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.slowness import judge_slowness
 from parsers.merge import merge_verdict
@@ -75,6 +75,8 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
         progress = judge_ras_progress(ev.artifacts)
     if not progress.decided:
         progress = judge_sampled_progress(ev.ranks)
+    if not progress.decided:
+        progress = judge_step_progress(ev.step_series, ev.collected_unix)
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]

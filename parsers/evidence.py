@@ -232,9 +232,23 @@ class Evidence:
     recorder: list = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     world_size: int | None = None  #: stated by the manifest (the log correlation learns more from content)
+    #: rank -> forensics.arm()'s step series (parsers.steps.series.StepSeries), where the files carry them
+    step_series: dict = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Artifact]:
         return [a for a in self.artifacts if a.kind in kinds]
+
+    @property
+    def collected_unix(self) -> float | None:
+        """When the collection began (the manifest's `created`, unix seconds); None for loose files."""
+        import datetime as _dt
+
+        created = self.manifest.created if self.manifest is not None else None
+        try:
+            stamp = _dt.datetime.fromisoformat(str(created))
+        except ValueError:
+            return None
+        return stamp.timestamp() if stamp.tzinfo is not None else None
 
     @cached_property
     def coverage(self) -> Coverage:
@@ -482,6 +496,8 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
         if art.parsed:
             ev.exits.extend(art.parsed.exits)
             ev.recorder.extend(art.parsed.recorder)
+            if art.parsed.step_series is not None and art.rank is not None:
+                ev.step_series.setdefault(art.rank, art.parsed.step_series)
             if art.kind == "recorder-state" and art.error:
                 ev.problems.append(f"recorder: {art.error}")
         elif art.kind == "recorder-state" and art.error:

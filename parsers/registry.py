@@ -275,6 +275,18 @@ def _pyspy_samples(inp: ReadInput) -> Parsed:
     return out
 
 
+def _step_series(inp: ReadInput) -> Parsed:
+    """forensics.arm()'s per-step times of one rank: compared across ranks by the slowness judges."""
+    from parsers.steps.series import parse_series
+
+    out = Parsed(kind="step-series")
+    out.step_series = parse_series(inp.text(), inp.origin.file or str(inp.path))
+    out.lines = len(out.step_series.seconds)
+    if out.step_series.rank is not None:
+        out.facts["rank"] = out.step_series.rank  # its own column says whose series it is: above any name
+    return out
+
+
 def _gdb_json(inp: ReadInput) -> Parsed:
     out = Parsed(kind="gdb-json")
     data = json.loads(inp.text())
@@ -382,6 +394,9 @@ KINDS: tuple[Kind, ...] = (
          sniff=_json_has(f'"{pyspy_samples.FORMAT}"'), names=("pyspy-samples.json",), collector="py-spy-samples"),
     Kind("pyspy-json", RANK, "py-spy dump --json", _pyspy_json,
          sniff=_json_has('"thread_id"', '"frames"'), names=("pyspy.json",), collector="py-spy"),
+    Kind("step-series", JOB, "forensics.arm()'s step times of one rank (steps-rankN.csv)",
+         _step_series, sniff=lambda h, c: h.startswith(b"step,seconds,") and b"first_enter_unix" in h[:200],
+         names=("steps-rank*.csv",)),
     Kind("launcher", JOB, "a launcher record: per rank, pid and exit", _launcher,
          sniff=_json_has('"ranks"', '"returncode"'), names=("launcher.json",)),
     Kind("ras-json", HOST, "NCCL RAS answer, JSON", _ras_json, sniff=_is_ras_json,

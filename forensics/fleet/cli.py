@@ -9,6 +9,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from forensics.bundle.attach import attach_files
 from forensics.cli.output import emit, emit_json
 
 from forensics.errors import ForensicsError
@@ -93,12 +94,15 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     out = args.out or default_out
     logger.info("fleet: {} host(s), fan-out {}, {} s per host", len(hosts), args.fanout, args.host_timeout)
     result = collect_fleet(hosts, out, spec, runner, args.host_timeout, quiet=args.quiet)
+    attached = attach_files(out, args.attach) if getattr(args, "attach", None) and result.answered else []
     archive = None
     if args.tar:
         from forensics.bundle.archive import make_archive
 
         archive = make_archive(out)
     summary = dict(result.summary(), archive=str(archive) if archive else None)
+    if attached:
+        summary["attach_problems"] = attached
     code = fleet_exit_code(result)
     summary["exit_code"] = int(code)
     if args.json:

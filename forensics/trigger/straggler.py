@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 from forensics.trigger.detector import Alarm
@@ -33,31 +34,81 @@ PUBLISH_STEPS = 64
 PUBLISH_EVERY_S = 1.0
 #: the most bytes of one published value read back (hostile or corrupt values are cut)
 MAX_VALUE_BYTES = 64 * 1024
+#: the header of the trigger's step CSV (Trigger.write_steps, parsers.steps.series)
+STEPS_HEADER = "step,seconds,end_unix_time,collective_seconds,first_enter_unix,rank\n"
 
 
 def key(rank: int) -> str:
     return f"{KEY_PREFIX}/arrivals/{rank}"
 
 
-def encode(arrivals: Iterable[tuple[int, int]]) -> str:
-    """'step:ns step:ns ...' for the store (compact, no pickle, no JSON nesting)."""
-    return " ".join(f"{int(s)}:{int(t)}" for s, t in arrivals)
+#: one step as a rank publishes it: (step, first-collective enter, unix ns; step seconds; seconds inside collectives)
+Row = tuple[int, int, float | None, float | None]
+#: one step as read back: (step, first-collective enter, unix seconds; step seconds; seconds inside collectives)
+ReadRow = tuple[int, float, float | None, float | None]
+
+
+def encode(rows: Iterable[tuple]) -> str:
+    """'step:ns[:step_us:coll_us] ...' for the store (compact, no pickle, no JSON nesting). Rows of
+    (step, ns) only, or (step, ns, seconds, collective seconds) with seconds None when not known."""
+    parts = []
+    for row in rows:
+        step, ns = int(row[0]), int(row[1])
+        if len(row) >= 4 and row[2] is not None:
+            parts.append(f"{step}:{ns}:{round(row[2] * 1e6)}:{round((row[3] or 0.0) * 1e6)}")
+        else:
+            parts.append(f"{step}:{ns}")
+    return " ".join(parts)
+
+
+def decode_rows(raw: bytes | str) -> list[ReadRow]:
+    """Steps from a published value, times in seconds; malformed items are skipped, the value is cut."""
+    text = raw.decode("ascii", errors="replace") if isinstance(raw, bytes) else raw
+    out: list[ReadRow] = []
+    for item in text[:MAX_VALUE_BYTES].split()[: PUBLISH_STEPS * 4]:
+        fields = item.split(":")
+        if len(fields) not in (2, 4) or not all(f.isdigit() for f in fields):
+            continue
+        seconds = int(fields[2]) / 1e6 if len(fields) == 4 else None
+        inside = int(fields[3]) / 1e6 if len(fields) == 4 else None
+        out.append((int(fields[0]), int(fields[1]) / 1e9, seconds, inside))
+    return out
 
 
 def decode(raw: bytes | str) -> list[tuple[int, float]]:
-    """(step, unix seconds) pairs from a published value; malformed items are skipped."""
-    text = raw.decode("ascii", errors="replace") if isinstance(raw, bytes) else raw
-    out = []
-    for item in text[:MAX_VALUE_BYTES].split()[: PUBLISH_STEPS * 4]:
-        step, _, ns = item.partition(":")
-        if step.isdigit() and ns.isdigit():
-            out.append((int(step), int(ns) / 1e9))
-    return out
+    """(step, unix seconds) arrivals from a published value."""
+    return [(step, t) for step, t, _seconds, _inside in decode_rows(raw)]
+
+
+def read_rows(store: Any, world: int, timeout: float = 5.0) -> dict[int, list[ReadRow]]:
+    """rank -> published steps, for the ranks that published; bounded in time (election.read_ranks)."""
+    return read_ranks(store, world, key, decode_rows, timeout, "forensics-arrivals")
 
 
 def read_arrivals(store: Any, world: int, timeout: float = 5.0) -> dict[int, list[tuple[int, float]]]:
     """rank -> published arrivals, for the ranks that published; bounded in time (election.read_ranks)."""
-    return read_ranks(store, world, key, decode, timeout, "forensics-arrivals")
+    return arrivals_of(read_rows(store, world, timeout))
+
+
+def arrivals_of(rows: dict[int, list[ReadRow]]) -> dict[int, list[tuple[int, float]]]:
+    return {rank: [(step, t) for step, t, _s, _c in steps] for rank, steps in rows.items()}
+
+
+def write_series(folder: Path, rows: dict[int, list[ReadRow]]) -> list[Path]:
+    """Every rank's published steps as `steps-rank<r>.csv` (the trigger's own CSV format, the rank in
+    a column), attached to the straggler incident's bundle so that it carries the step series the
+    alarm was judged on: `forensics analyze` reads them with the rest (parsers.judges.slowness).
+    Steps without a duration are left out."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for rank, steps in sorted(rows.items()):
+        lines = [f"{step},{seconds:.6f},,{inside or 0.0:.6f},{t:.6f},{int(rank)}\n" for step, t, seconds, inside in steps
+                 if seconds is not None and seconds > 0]
+        if lines:
+            path = folder / f"steps-rank{int(rank)}.csv"
+            path.write_text(STEPS_HEADER + "".join(lines))
+            written.append(path)
+    return written
 
 
 @dataclass

@@ -69,7 +69,9 @@ class Trigger:
         self.straggler_every = straggler_every
         self.max_straggler_incidents = max_straggler_incidents
         self.samples = samples
-        self.arrivals: deque[tuple[int, int]] = deque(maxlen=straggler.PUBLISH_STEPS)  #: (step, first enter ns)
+        #: (step, first enter ns, step seconds, seconds inside collectives): what this rank publishes
+        self.arrivals: deque[tuple[int, int, float | None, float]] = deque(maxlen=straggler.PUBLISH_STEPS)
+        self._rows: dict[int, list] = {}  #: rank 0: every rank's steps as last read, for the incident's bundle
         self._first_enter: int | None = None  #: this step's first collective entry, wall clock ns
         self._in_collectives = 0.0  #: this step's seconds inside collectives
         self._published_at = 0.0
@@ -92,7 +94,7 @@ class Trigger:
             first, inside = self._first_enter, self._in_collectives
             self._first_enter, self._in_collectives = None, 0.0
             if first is not None:
-                self.arrivals.append((ended, first))
+                self.arrivals.append((ended, first, duration, inside))
             if duration is not None:
                 self.step_times.append((ended, duration, time.time(), inside, first / 1e9 if first else None))
         if self.gc:
@@ -165,7 +167,8 @@ class Trigger:
         self._checked_at = now
         if self._count("straggler") >= self.max_straggler_incidents:
             return
-        arrivals = straggler.read_arrivals(store, self.world)
+        self._rows = straggler.read_rows(store, self.world)
+        arrivals = straggler.arrivals_of(self._rows)
         if len(self._hosts) < self.world:  # hosts do not change: read them until every rank has published
             self._hosts = {r: h for r, (h, _) in election.read_members(store, self.world).items()}
         alarm = self.watch.observe(arrivals, self._hosts, self.detector.step)
@@ -201,6 +204,12 @@ class Trigger:
                 extra = list(self.collect_args)
                 if alarm.kind == "straggler" and self.samples and "--samples" not in extra:
                     extra += ["--samples", str(self.samples)]  # what the straggler does meanwhile: samples over seconds
+                if alarm.kind == "straggler" and self._rows and "--attach" not in extra:
+                    try:  # the step series the alarm was judged on, attached to the bundle for `forensics analyze`
+                        written = straggler.write_series(self.out / f"steps-{stamp}-{incident}", self._rows)
+                        extra += [arg for path in written for arg in ("--attach", str(path))]
+                    except OSError:
+                        pass
                 argv = launch.collection_argv(bundle, members, self.host, dict(os.environ), extra)
                 proc = launch.start_collection(argv, bundle)
                 record.update(bundle=str(bundle), collector_pid=proc.pid, argv=argv)
@@ -209,13 +218,15 @@ class Trigger:
 
     def write_steps(self) -> Path:
         """Step times as CSV for `forensics steps`: step, seconds, end_unix_time, collective_seconds (inside the
-        wrapped collectives), first_enter_unix (when the step's first collective was entered; empty: none)."""
+        wrapped collectives), first_enter_unix (when the step's first collective was entered; empty: none),
+        rank (so a reader knows whose series it is from the content, not the file name)."""
         path = self.out / f"steps-rank{self.rank}.csv"
         with self._lock:
             rows = list(self.step_times)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("step,seconds,end_unix_time,collective_seconds,first_enter_unix\n"
-                        + "".join(f"{s},{d:.6f},{t:.3f},{c:.6f},{'' if e is None else f'{e:.6f}'}\n" for s, d, t, c, e in rows))
+        me = self.rank
+        path.write_text(straggler.STEPS_HEADER + "".join(f"{s},{d:.6f},{t:.3f},{c:.6f},{'' if e is None else f'{e:.6f}'},{me}\n"
+                                                         for s, d, t, c, e in rows))
         return path
 
     # ---- hooks -----------------------------------------------------------------------

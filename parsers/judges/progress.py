@@ -132,3 +132,32 @@ def judge_sampled_progress(ranks: list) -> Progress:
             return Progress(False, False, "")
     return Progress(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and outside a "
                                 "collective")
+
+
+#: a rank whose newest step began this long before collection, or 3 of its median steps if longer, has stopped
+STEP_FRESH_S = 5.0
+
+
+def judge_step_progress(series: dict, collected_unix: float | None) -> Progress:
+    """Running, from forensics.arm()'s step series (parsers.steps.series.StepSeries per rank) and the
+    moment collection began: every rank entered a step's first collective within STEP_FRESH_S (or three
+    of its median steps) before it.
+
+    Why only 'running': the series were read from the job's store when the trigger fired, a moment
+    before the collection; a rank that stepped that recently was stepping. An old newest step is no
+    hang by itself (the trigger may have fired long after, or the series came from disarm())."""
+    import statistics
+
+    if collected_unix is None or len(series) < 2:
+        return Progress(False, False, "")
+    ages: dict[int, float] = {}
+    for rank, s in series.items():
+        starts = [t for t in s.first_enter if t is not None]
+        if not starts or not s.seconds:
+            return Progress(False, False, "")
+        age = max(0.0, collected_unix - max(starts))
+        if age > max(STEP_FRESH_S, 3 * statistics.median(s.seconds)):
+            return Progress(False, False, "")
+        ages[rank] = age
+    return Progress(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
+                    ages)

@@ -84,7 +84,7 @@ def _stragglers(ev: Any) -> Stragglers:
     rec = judge_stragglers(ev.recorder)
     if rec.ops >= MIN_OPS:
         return rec
-    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
+    hosts = _hosts(ev)
     best = rec
     for timed in (fr_ops(ev.artifacts), nccl_log_ops(ev.artifacts)):
         found = judge_ops(timed, hosts)
@@ -98,5 +98,9 @@ def _steps(ev: Any) -> RankSteps | None:
     series = getattr(ev, "step_series", None) or {}
     if len(series) < 2:
         return None
-    hosts = {a.rank: a.hints.host or a.host for a in ev.artifacts if a.rank is not None}
-    return compare_ranks(series, hosts)
+    return compare_ranks(series, _hosts(ev))
+
+
+def _hosts(ev: Any) -> dict[int, str]:
+    """rank -> host, from the artifacts that know both (a rank's host is named only where known)."""
+    return {a.rank: host for a in ev.artifacts if a.rank is not None for host in (a.hints.host or a.host,) if host}

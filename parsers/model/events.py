@@ -17,7 +17,7 @@ from __future__ import annotations
 import signal
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from parsers.model.samples import StackSamples
@@ -258,6 +258,7 @@ class Parsed:
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
     exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
     samples: StackSamples | None = None  #: parsers.model.samples.StackSamples (stack samples over seconds), else None
+    step_series: Any = None  #: parsers.steps.series.StepSeries (forensics.arm()'s per-step times of one rank), else None
     #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
     #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)
     unread: list = field(default_factory=list)

@@ -31,6 +31,7 @@ class StepSeries:
     collective_seconds: list[float | None] = field(default_factory=list)
     #: per step, unix time the rank entered the step's first collective (arm() since issue 15), None where not recorded
     first_enter: list[float | None] = field(default_factory=list)
+    rank: int | None = None  #: the rank whose series it is, when the file says so (arm()'s `rank` column)
 
     def segments(self) -> list[tuple[int, int]]:
         """(start, end) index ranges of each run between restarts."""
@@ -107,6 +108,8 @@ def _from_csv(text: str, source: str) -> StepSeries:
     end_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() in ("end_unix_time", "timestamp", "time_unix")), None)
     coll_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "collective_seconds"), None)
     enter_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "first_enter_unix"), None)
+    rank_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "rank"), None)
+    ranks: set[str] = set()
     series = StepSeries(seconds=[], source=source)
     last_step: int | None = None
     last_end: float | None = None
@@ -126,7 +129,11 @@ def _from_csv(text: str, source: str) -> StepSeries:
         series.steps.append(step)
         series.collective_seconds.append(_optional(row.get(coll_col) if coll_col else None))
         series.first_enter.append(_optional(row.get(enter_col) if enter_col else None))
+        if rank_col:
+            ranks.add((row.get(rank_col) or "").strip())
         last_step, last_end = step, end
     if not series.seconds:
         raise SeriesError(f"{source}: no step times in column {original!r}")
+    if len(ranks) == 1 and (only := ranks.pop()).isdigit() and len(only) <= 7:
+        series.rank = int(only)  # one rank in every row: whose series it is (rows that disagree: nobody's)
     return series

@@ -14,6 +14,7 @@ from pathlib import Path
 from loguru import logger
 
 from forensics.bundle.archive import make_archive
+from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
 from forensics.cli.output import emit, json_text
@@ -70,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
                         help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
+    parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE",
+                        help="also put FILE in the bundle (job/attached/, listed in the manifest; repeat): evidence "
+                             "only the caller holds, e.g. forensics.arm()'s step series or a training log")
     parser.add_argument("--json", action="store_true", help="print a JSON summary (schema hang-forensics/collect/1) on stdout")
     parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -111,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     pids = parse_pids(args.pid)
     with interrupt_handlers() as caught:
         result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
+    if args.attach and not result.interrupted:
+        result.problems.extend(attach_files(out, args.attach, host=host_name()))
     manifest = result.writer.manifest
     archive = make_archive(out) if args.tar and not result.interrupted else None
     summary = summarize(out, archive, result.problems, manifest, result.complete)

@@ -62,8 +62,15 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
 
         analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", record["bundle"]], capture_output=True,
                                   text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
-        rows = {row["rank"]: row for row in json.loads(analyzed.stdout)["sections"]["ranks"]}
+        report = json.loads(analyzed.stdout)
+        rows = {row["rank"]: row for row in report["sections"]["ranks"]}
         assert "slow_data_step" in rows[CULPRIT]["samples"]["text"]  # analyze --json carries the activity line
+        # the step series the alarm was judged on travel in the bundle (steps/steps-rank*.csv): analyze names
+        # the straggler from them, with no recorder, Flight Recorder or COLL stamps on gloo
+        attached = sorted(p.name for p in Path(record["bundle"], "job", "attached").iterdir())
+        assert attached == [f"steps-rank{r}.csv" for r in range(RANKS)], attached
+        assert report["sections"]["steps"]["late"] == [CULPRIT], report["sections"]["steps"]
+        assert report["culprit"]["rank"] == CULPRIT and report["culprit"]["reason_class"] == "straggler", report["summary"]
 
         steps = compare_ranks(_series(out))
         assert steps.late == [CULPRIT] and steps.source == "first-collective enter times", steps.describe()

@@ -62,3 +62,21 @@ def test_published_values_round_trip_and_junk_is_skipped():
     assert [st for st, _ in got] == [5, 6] and all(abs(t * 1e9 - ns) < 1e3 for (_, t), (_, ns) in zip(got, pairs))  # within 1 us
     assert decode(b"7:12 x:1 8:-3 9:abc \xff\xfe 10:20") == [(7, 12e-9), (10, 20e-9)]
     assert len(decode(" ".join(f"{i}:{i}" for i in range(100_000)))) <= PUBLISH_STEPS * 4
+
+
+def test_published_steps_carry_durations_and_become_the_bundles_step_series(tmp_path):
+    """Rows with the step's seconds and its time inside collectives round-trip through the store value
+    and are written as the trigger's CSV, which `forensics steps` and `analyze` read back."""
+    from forensics.trigger.straggler import arrivals_of, decode_rows, write_series
+
+    rows = [(5, 1_796_114_215_701_265_000, 0.125, 0.1), (6, 1_796_114_215_826_020_000, None, 0.0),
+            (7, 1_796_114_215_951_020_000, 0.124999, 0.05)]
+    got = decode_rows(encode(rows))
+    rounded = [(s, None if sec is None else round(sec, 6), None if c is None else round(c, 6)) for s, _t, sec, c in got]
+    assert rounded == [(5, 0.125, 0.1), (6, None, None), (7, 0.124999, 0.05)]  # no duration: published as step:ns
+    assert decode_rows(b"1:2:3 4:5:x:6 7:8:9:10") == [(7, 8e-9, 9e-6, 10e-6)]  # 3 fields or junk: skipped
+    assert arrivals_of({2: got})[2] == [(s, t) for s, t, _a, _b in got]
+    (path,) = write_series(tmp_path, {2: got, 3: [(1, 1.0, None, None)]})  # rank 3 has no duration: no file
+    series = read_series(path)
+    assert path.name == "steps-rank2.csv" and series.steps == [5, 7] and series.collective_seconds == [0.1, 0.05]
+    assert abs(series.first_enter[0] - 1_796_114_215.701265) < 1e-5

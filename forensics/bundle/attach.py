@@ -1,0 +1,71 @@
+"""Files the caller hands to `collect --attach`: copied into the bundle and listed in its manifest.
+
+Why: some evidence no collector can find on its own, but the caller holds it: forensics.arm()'s
+step series of every rank (rank 0 read them all from the job's store when it raised a straggler
+alarm), a training log kept on other storage. A bundle's reader reads the files its manifest
+lists, so an attached file is listed as a job-level artifact and then read like any other (the
+registry recognises it by content). Bounded and confined like every copy: regular files only,
+no links followed, at most MAX_FILES of MAX_BYTES each, names made safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from forensics.bundle.writer import safe_name
+from parsers.model.manifest import MANIFEST_NAME, Artifact, manifest_from_dict
+from parsers.safeio import UnsafeFile, copy_bounded, open_regular
+
+#: folder of attached files, inside the bundle
+ATTACHED = "job/attached"
+MAX_FILES = 256
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> list[str]:
+    """Copy `paths` into BUNDLE/job/attached and list them in its manifest; the problems, one line each.
+
+    A file that cannot be attached (missing, a link, not regular, over the bounds) is a problem
+    line, never an exception: the bundle already gathered stays as it is."""
+    problems: list[str] = []
+    if len(paths) > MAX_FILES:
+        problems.append(f"--attach: {len(paths)} files given, the first {MAX_FILES} attached")
+        paths = paths[:MAX_FILES]
+    added: list[Artifact] = []
+    used: set[str] = set()
+    for path in paths:
+        rel = f"{ATTACHED}/{_unique(safe_name(Path(path).name), used)}"
+        try:
+            with open_regular(path, follow=False) as fh:
+                _, cut = copy_bounded(fh, bundle / rel, MAX_BYTES, tail=True, mode=0o600)
+        except (UnsafeFile, OSError) as err:
+            problems.append(f"--attach {path}: not attached ({getattr(err, 'strerror', None) or err})")
+            continue
+        if cut:
+            problems.append(f"--attach {path}: larger than {MAX_BYTES >> 20} MiB, its last {MAX_BYTES >> 20} MiB attached")
+        added.append(Artifact(kind="attached", path=rel, host=host))
+    if added:
+        _list_in_manifest(bundle, added)
+    return problems
+
+
+def _unique(name: str, used: set[str]) -> str:
+    """`name`, or name-2, name-3...: two attached files with one base name both stay."""
+    out, n = name, 1
+    while out in used:
+        n += 1
+        out = f"{name}-{n}"
+    used.add(out)
+    return out
+
+
+def _list_in_manifest(bundle: Path, added: list[Artifact]) -> None:
+    """Append the artifacts to the bundle's manifest, written atomically as the writer does."""
+    path = bundle / MANIFEST_NAME
+    manifest = manifest_from_dict(json.loads(path.read_text()))
+    manifest.artifacts.extend(added)
+    tmp = path.with_suffix(".json.attach.tmp")
+    tmp.write_text(json.dumps(manifest.to_dict(), indent=1, default=str) + "\n")
+    os.replace(tmp, path)
