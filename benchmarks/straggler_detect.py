@@ -11,6 +11,12 @@ writers), and enter times (Flight Recorder ns stamps, NCCL COLL log µs stamps).
 share of trials that named the slow rank (detection), or any rank for 0 ms (false alarms;
 goal 0).
 
+Slow links (parsers.judges.links.judge_link_waits), a ring of 8 links: each link's send wait
+per op is the job's typical wait (3.3 ms healthy, 26 ms with every link slowed alike: both
+measured on the H200, tests/fixtures/device/h200_links) times a steady per-link offset of up
+to ±10% and a per-op jitter of 5%, plus the excess of the one slow link. Detection: only that
+link named; false alarms: any link named at 0 ms.
+
     PYTHONPATH=. python benchmarks/straggler_detect.py [--trials 50]
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import random
 
+from parsers.judges.links import judge_link_waits
 from parsers.judges.stragglers import CLOCK_RESOLUTION_MS, FINE_RESOLUTION_MS, TimedOps, judge_ops
 
 RANKS, SLOW = 8, 5
@@ -45,6 +52,15 @@ def trial(rng: random.Random, slow_ms: float, ops: int, waits: bool, tick: float
     return judge_ops(TimedOps("simulated", times, tick), {r: f"node{r:02d}" for r in range(RANKS)}).late
 
 
+def link_trial(rng: random.Random, typical_ms: float, excess_ms: float, ops: int) -> list[tuple[int, int]]:
+    links = [(r, (r + 1) % RANKS) for r in range(RANKS)]
+    steady = {link: rng.uniform(-0.1, 0.1) for link in links}
+    waits = {("0xc0ffee", "AllReduce", q): {link: typical_ms * (1 + steady[link]) + rng.gauss(0, 0.05 * typical_ms)
+                                            + (excess_ms if link == (SLOW, SLOW + 1) else 0.0) for link in links}
+             for q in range(ops)}
+    return judge_link_waits(waits, {r: f"node{r:02d}" for r in range(RANKS)}).slow
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=50)
@@ -63,6 +79,21 @@ def main() -> int:
                 for _ in range(args.trials):
                     late = trial(rng, slow, ops, waits, tick, args.jitter_ms)
                     hits += (bool(late) if slow == 0 else late == [SLOW])
+                cells.append(f"{hits / args.trials:>11.0%}")
+            print(f"  {ops:>3}" + "".join(cells))
+    print("goal: 0% false alarms at 0 ms; a slow link found when its excess is a quarter or more of the typical wait")
+    for typical in (3.3, 26.0):
+        print(f"slow link, typical link wait {typical:g} ms an op: detection of the slow link (false alarms at 0 ms), "
+              f"{args.trials} trials per cell")
+        sizes = (0, 0.5, 1, 2, 5, 10, 30)
+        print("  ops  " + "".join(f"{s:>8g} ms" for s in sizes))
+        for ops in (8, 16, 32, 64):
+            cells = []
+            for excess in sizes:
+                hits = 0
+                for _ in range(args.trials):
+                    slow = link_trial(rng, typical, excess, ops)
+                    hits += (bool(slow) if excess == 0 else slow == [(SLOW, SLOW + 1)])
                 cells.append(f"{hits / args.trials:>11.0%}")
             print(f"  {ops:>3}" + "".join(cells))
     return 0

@@ -37,6 +37,8 @@ LINK_SLOW_SHARE = 0.25
 
 #: (sender job rank, receiver job rank)
 Link = tuple[int, int]
+#: (communicator, function, seq) -> {link: ms its sends spent on the network in that op}
+LinkWaits = dict[tuple, dict[Link, float]]
 #: functions whose seq is each rank's own count (judged by who waits on whom, not here)
 POINT_TO_POINT = ("Send", "Recv")
 
@@ -94,11 +96,11 @@ class SlowLinks:
                 "text": self.describe()}
 
 
-def send_waits(states: list[RecorderState]) -> tuple[dict[tuple[int, str, int], dict[Link, float]], bool]:
+def send_waits(states: list[RecorderState]) -> tuple[LinkWaits, bool]:
     """(communicator, function, seq) -> {link: ms its sends spent in SendWait, summed over channels}, and
     whether any file times send waits. Links are in job ranks (comm ranks mapped through the files)."""
     table = comm_rank_table(states)
-    out: dict[tuple[int, int], dict[Link, float]] = {}
+    out: LinkWaits = {}
     timed = False
     for st in _newest_per_rank(states):
         ranks = table.get(st.comm_hex, {})
@@ -124,7 +126,12 @@ def judge_links(states: list[RecorderState]) -> SlowLinks:
     """The slow link of a running job, from the recorder's send waits (rules in the module doc)."""
     waits, timed = send_waits(states)
     hosts = {st.job_rank: (st.host or st.hostid) for st in states}
-    out = SlowLinks(timed=timed, hosts=hosts)
+    return judge_link_waits(waits, hosts, timed)
+
+
+def judge_link_waits(waits: LinkWaits, hosts: dict[int, str], timed: bool = True) -> SlowLinks:
+    """The rules of the module doc over one table of per-op link waits (the recorder's, or a benchmark's)."""
+    out = SlowLinks(timed=timed, hosts=dict(hosts))
     ops = [per for per in waits.values() if len(per) >= 3]
     out.ops = len(ops)
     if out.ops < MIN_OPS:
