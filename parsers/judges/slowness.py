@@ -53,7 +53,8 @@ class Slowness:
         elif self.links.timed and self.links.ops >= MIN_OPS and not self.late:
             parts.append(self.links.describe())
         if not self.named and self.stragglers.ops >= MIN_OPS and self.links.ops >= MIN_OPS:
-            parts.append("whatever slows this job slows every rank and link alike (a job-wide pace)")
+            parts.append("no rank, host or link stands out: the job runs at one pace everywhere (if it is slow, "
+                         "the cause is job-wide)")
         return "; ".join(parts)
 
     def suspects(self, pids: dict[int, int] | None = None) -> list[Suspect]:
