@@ -61,6 +61,18 @@ def link_trial(rng: random.Random, typical_ms: float, excess_ms: float, ops: int
     return judge_link_waits(waits, {r: f"node{r:02d}" for r in range(RANKS)}).slow
 
 
+def table(sizes: tuple, trials: int, run, want: list) -> None:
+    """One row per op count: the share of trials that named exactly `want` (at size 0: anything, a false alarm)."""
+    print("  ops  " + "".join(f"{s:>8g} ms" for s in sizes))
+    for ops in (8, 16, 32, 64):
+        cells = []
+        for size in sizes:
+            named = [run(size, ops) for _ in range(trials)]
+            hits = sum(bool(n) if size == 0 else n == want for n in named)
+            cells.append(f"{hits / trials:>11.0%}")
+        print(f"  {ops:>3}" + "".join(cells))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=50)
@@ -70,32 +82,14 @@ def main() -> int:
     print("goal: 0% false alarms at 0 ms in every cell; detection of 5 ms and more from the recorder")
     for label, waits, tick in SOURCES:
         print(f"{label}: detection of the slow rank (false alarms at 0 ms), {args.trials} trials per cell")
-        sizes = (0, 2, 5, 10, 15, 30, 300)
-        print("  ops  " + "".join(f"{s:>8} ms" for s in sizes))
-        for ops in (8, 16, 32, 64):
-            cells = []
-            for slow in sizes:
-                hits = 0
-                for _ in range(args.trials):
-                    late = trial(rng, slow, ops, waits, tick, args.jitter_ms)
-                    hits += (bool(late) if slow == 0 else late == [SLOW])
-                cells.append(f"{hits / args.trials:>11.0%}")
-            print(f"  {ops:>3}" + "".join(cells))
+        table((0, 2, 5, 10, 15, 30, 300), args.trials,
+              lambda slow, ops, w=waits, t=tick: trial(rng, slow, ops, w, t, args.jitter_ms), [SLOW])
     print("goal: 0% false alarms at 0 ms; a slow link found when its excess is a quarter or more of the typical wait")
     for typical in (3.3, 26.0):
         print(f"slow link, typical link wait {typical:g} ms an op: detection of the slow link (false alarms at 0 ms), "
               f"{args.trials} trials per cell")
-        sizes = (0, 0.5, 1, 2, 5, 10, 30)
-        print("  ops  " + "".join(f"{s:>8g} ms" for s in sizes))
-        for ops in (8, 16, 32, 64):
-            cells = []
-            for excess in sizes:
-                hits = 0
-                for _ in range(args.trials):
-                    slow = link_trial(rng, typical, excess, ops)
-                    hits += (bool(slow) if excess == 0 else slow == [(SLOW, SLOW + 1)])
-                cells.append(f"{hits / args.trials:>11.0%}")
-            print(f"  {ops:>3}" + "".join(cells))
+        table((0, 0.5, 1, 2, 5, 10, 30), args.trials,
+              lambda excess, ops, t=typical: link_trial(rng, t, excess, ops), [(SLOW, SLOW + 1)])
     return 0
 
 

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from forensics.bundle.writer import safe_name
+from forensics.bundle.writer import safe_name, unique_name
 from parsers.model.manifest import MANIFEST_NAME, Artifact, manifest_from_dict
 from parsers.safeio import UnsafeFile, copy_bounded, open_regular
 
@@ -36,7 +36,7 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
     added: list[Artifact] = []
     used: set[str] = set()
     for path in paths:
-        rel = f"{ATTACHED}/{_unique(safe_name(Path(path).name), used)}"
+        rel = f"{ATTACHED}/{unique_name(safe_name(Path(path).name), used)}"
         try:
             with open_regular(path, follow=False) as fh:
                 _, cut = copy_bounded(fh, bundle / rel, MAX_BYTES, tail=True, mode=0o600)
@@ -49,16 +49,6 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
     if added:
         _list_in_manifest(bundle, added)
     return problems
-
-
-def _unique(name: str, used: set[str]) -> str:
-    """`name`, or name-2, name-3...: two attached files with one base name both stay."""
-    out, n = name, 1
-    while out in used:
-        n += 1
-        out = f"{name}-{n}"
-    used.add(out)
-    return out
 
 
 def _list_in_manifest(bundle: Path, added: list[Artifact]) -> None:

@@ -29,6 +29,16 @@ def safe_name(text: str) -> str:
     return cleaned[:120]
 
 
+def unique_name(base: str, taken: set[str]) -> str:
+    """`base`, or 2.base, 3.base...: the first not in `taken` (which it joins). Two files of one name both stay."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{n}.{base}"
+    taken.add(name)
+    return name
+
+
 def now_iso() -> str:
     """UTC timestamp with microseconds, as used throughout the manifest."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")

@@ -22,6 +22,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from forensics.bundle.writer import unique_name
 from forensics.discover import procfs
 
 MAX_LOG_DIR_ENTRIES = 256  #: entries looked at per folder level of a torchrun --log-dir
@@ -253,12 +254,7 @@ def bundle_name(item: OutputFile, taken: set[str]) -> str:
         ("error-file", "error"): "torchelastic_error.json",
         ("sibling-named", "stdout"): "stdout.log", ("sibling-named", "stderr"): "stderr.log",
     }.get((item.kind, item.stream), f"{item.kind}.log")
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{n}.{base}"
-    taken.add(name)
-    return name
+    return unique_name(base, taken)
 
 
 def copy_output(item: OutputFile, dest: Path, max_bytes: int, uid: int | None) -> tuple[int, bool] | None:

@@ -42,6 +42,6 @@ def test_links_dirs_missing_and_oversized_files_are_problems(tmp_path, monkeypat
     assert len(problems) == 5, problems  # link, folder, missing: not attached; big twice: cut
     assert sum("not attached" in p for p in problems) == 3 and sum("last 0 MiB" in p or "larger" in p for p in problems) == 2
     attached = sorted(p.name for p in (root / "job" / "attached").iterdir())
-    assert attached == ["big.log", "big.log-2"]  # same base name: both kept
+    assert attached == ["2.big.log", "big.log"]  # same base name: both kept
     assert (root / "job" / "attached" / "big.log").read_bytes().endswith(b"TAIL\n")  # the tail is what is kept
     assert not any("root only" in p.read_text() for p in (root / "job" / "attached").iterdir())
