@@ -26,6 +26,9 @@ Running cases (issue 15), collected mid-run in rounds while the job keeps steppi
   slowlink                    a slow link: rank 3's socket sends are paced (slow_send.so, LD_PRELOAD,
                               --slow-send-ns per byte); its GPU and CPU run at full speed
   slownet                     every rank's sends paced alike: a job-wide network slowdown
+  slowtree                    slowlink with NCCL_ALGO=Tree: rank 3's sends go to up to three peers
+  armed                       rank 5 300 ms slow in a job armed with forensics.arm() (straggler
+                              trigger on): its own incident bundle, with the attached step series
 
 Layout: OUT/<case>/<host>/{rank<r>.stdout,rank<r>.stderr,nccl.*.log,fr_*}, OUT/<case>/bundle
 (live collect), OUT/<case>/round<i>/{rec_a,rec_b,ras_*,pyspy,bundle} (running cases),
@@ -57,15 +60,18 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy")  # run in this order
-RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet")
+RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed")
 WARM_OPS = 10
 CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
     "slow300": ((5,), 0.300), "slow30": ((2,), 0.030), "slow5": ((6,), 0.005),
     "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0), "slowlink": ((), 0.0), "slownet": ((), 0.0),
+    "slowtree": ((), 0.0), "armed": ((5,), 0.300),
 }
 #: case -> ranks whose socket sends are paced by slow_send.so (a slow link out of them); "all": every rank
-SLOW_SENDS = {"slowlink": (3,), "slownet": "all"}
+SLOW_SENDS = {"slowlink": (3,), "slownet": "all", "slowtree": (3,)}
+#: case -> extra environment of every rank
+CASE_ENV = {"slowtree": {"NCCL_ALGO": "Tree"}}  # a tree: rank 3 sends to up to three peers, not one
 STEP_COMPUTE_S = 0.020  # every rank's stand-in for forward/backward (CPU sleep: no GPU contention)
 FAULTS = {
     "gpusleep": "runs torch.cuda._sleep({cycles:.0e} cycles) on its stream right before all_reduce {n}: GPU-side wait",
@@ -259,6 +265,12 @@ def run_body(args: argparse.Namespace, rank: int, world: int) -> int:
     """Step until killed (or --max-s): compute, straggle if slow, all_reduce, sync; print each step."""
     out = Path(args.dir)
     nccl = args.backend == "nccl"
+    trigger = None
+    if args.case == "armed":  # forensics.arm() as a user arms a job: before init_process_group
+        import forensics
+
+        trigger = forensics.arm(out=str(out / "trigger"), pg_timeout=args.pg_timeout, stall_after=args.pg_timeout - 5,
+                                straggler_ms=50.0, samples=10, set_env=False)
     torch, dist, dev, sync = init_pg(args.backend, args.pg_timeout)
     buf = torch.ones(256 * 1024, device=dev)
     for _ in range(WARM_OPS):
@@ -283,6 +295,8 @@ def run_body(args: argparse.Namespace, rank: int, world: int) -> int:
         t_done = time.time()
         print(f"[step] rank={rank} step={step} start={t0:.6f} enter={t_enter:.6f} done={t_done:.6f} "
               f"step_ms={(t_done - t0) * 1e3:.3f} wait_ms={(t_done - t_enter) * 1e3:.3f}", flush=True)
+        if trigger is not None:
+            trigger.step()
         step += 1
     dist.destroy_process_group()
     return 0
@@ -351,6 +365,9 @@ def rank_env(args, case: str, rank: int, sdir: Path, port: int, fenv: dict[str, 
         subsys = env.get("NCCL_DEBUG_SUBSYS", "INIT,NET,RAS")
         env["NCCL_DEBUG_SUBSYS"] = subsys if "COLL" in subsys.split(",") else subsys + ",COLL"
         env.update(NCCL_DEBUG_TIMESTAMP_LEVELS="WARN,INFO", NCCL_DEBUG_TIMESTAMP_FORMAT="[%F %T.%6f] ")
+    env.update(CASE_ENV.get(case, {}))
+    if case == "armed":  # every rank really runs on this machine: the trigger's leader collects them by pid here
+        env["FORENSICS_HOST"] = socket.gethostname()
     if rank in slow_senders(case, args.world) and args.slow_send_so:
         env.update(LD_PRELOAD=args.slow_send_so, HF_SLOW_SEND_NS_PER_BYTE=str(args.slow_send_ns))
     for kv in args.extra_env:
@@ -687,6 +704,8 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
             notes.append(f"round {i} at +{time.monotonic() - t_ready:.1f} s")
             collection_round(args, case, sdir, i, pids, notes)
             time.sleep(args.round_gap)
+        if case == "armed":
+            notes.append(wait_for_trigger(sdir / "trigger", args.trigger_wait_s))
         notes.append(f"all ranks alive at the end: {all(alive(p) for p in pids.values())}")
     except BaseException as err:  # noqa: BLE001
         notes.append(f"case error: {type(err).__name__}: {err}")
@@ -720,11 +739,23 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
     return truth
 
 
+def wait_for_trigger(folder: Path, wait_s: float) -> str:
+    """armed: wait until forensics.arm()'s straggler incident's collection has written its JSON summary."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        done = [p for p in folder.glob("bundle-*-straggler.json") if p.stat().st_size > 0]
+        if done:
+            return f"armed: straggler incident collected ({done[0].name}) with {time.monotonic() - deadline + wait_s:.1f} s of waiting"
+        time.sleep(0.5)
+    return f"armed: no straggler incident collected within {wait_s:.0f} s: {sorted(p.name for p in folder.glob('*'))[:12]}"
+
+
 def estimate_s(args, case: str) -> float:
     if case in HANG_CASES:
         return args.warm_est + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s + 3
     rounds = args.healthy_rounds if case == "healthy" else args.rounds
-    return args.warm_est + args.lead_s + rounds * (args.round_est + args.round_gap) + 3
+    armed = args.trigger_wait_s if case == "armed" else 0.0
+    return args.warm_est + args.lead_s + rounds * (args.round_est + args.round_gap) + 3 + armed
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -759,6 +790,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--total-s", type=float, default=500.0, help="skip cases that would end past this budget")
     p.add_argument("--py-spy", default=None)
     p.add_argument("--slow-send-ns", type=float, default=4.0, help="slowlink/slownet: ns of sleep per byte sent")
+    p.add_argument("--trigger-wait-s", type=float, default=40.0, help="armed: the longest wait for arm()'s incident")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run nothing")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--spawn-main", action="store_true", help=argparse.SUPPRESS)

@@ -71,7 +71,7 @@ elif [ "$part" = R ]; then
     --cases "${HF_R15:-slow30,healthy,slow300,slowhost,slow5}" ${HF_R15_ROUNDS:+--rounds "$HF_R15_ROUNDS"} --total-s $((t - 8)) 2>&1 | tee "$W/R15/driver.log" | grep -v '^{' | tail -n 20
   t=$(cap 90 15); rounds=1; [ "$t" -ge 75 ] && rounds=2
   echo "R19: ${t} s cap, ${rounds} round(s) at +$(( $(date +%s) - T0 )) s"
-  if [ "$t" -ge 35 ]; then
+  if [ "$t" -ge 35 ] && [ "${HF_R19:-}" != skip ]; then
     timeout -k 5 "$t" python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
       --plugin "$SO" --backend "$backend" --json "$W/R19/overhead.json" >"$W/R19/overhead.txt" 2>&1
     echo "R19 rc=$?"; tail -n 16 "$W/R19/overhead.txt"
