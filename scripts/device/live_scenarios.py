@@ -368,6 +368,8 @@ def rank_env(args, case: str, rank: int, sdir: Path, port: int, fenv: dict[str, 
     env.update(CASE_ENV.get(case, {}))
     if case == "armed":  # every rank really runs on this machine: the trigger's leader collects them by pid here
         env["FORENSICS_HOST"] = socket.gethostname()
+        # the job imports forensics (arm) and its collector runs py-spy: the driver's paths, as a user's job has them
+        env.update(PYTHONPATH=os.environ.get("PYTHONPATH", args.repo), PATH=os.environ.get("PATH", "/usr/bin:/bin"))
     if rank in slow_senders(case, args.world) and args.slow_send_so:
         env.update(LD_PRELOAD=args.slow_send_so, HF_SLOW_SEND_NS_PER_BYTE=str(args.slow_send_ns))
     for kv in args.extra_env:
