@@ -19,6 +19,7 @@ NIC or host). All entering one rank: sends into it. Otherwise each slow link is 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +159,13 @@ def judge_link_waits(waits: LinkWaits, hosts: dict[int, str], timed: bool = True
     if len(out.slow) > len(counted) // 2:
         out.slow = []  # most links slow alike: the network's pace, not one link
     out.sender, out.receiver = _shared_end(out.slow, list(counted))
+    return out
+
+
+def without(result: SlowLinks, drop: set[Link]) -> SlowLinks:
+    """The same finding less some slow links (another judge explained them), its shared end recomputed."""
+    out = dataclasses.replace(result, slow=[link for link in result.slow if link not in drop])
+    out.sender, out.receiver = _shared_end(out.slow, list(out.excess_ms))
     return out
 
 

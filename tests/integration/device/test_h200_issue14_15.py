@@ -264,3 +264,40 @@ def test_slow_link_told_from_straggler_and_job_wide_pace(links_run: Path, case: 
         else:
             assert v.culprit is None, v.summary
             assert "the job runs at one pace everywhere" in v.summary
+
+
+@pytest.fixture(scope="module")
+def run7(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("h200_run7")
+    extract_into(FIX / "h200_run7.tar.gz", root)
+    return root / "h200_run7"
+
+
+def test_slow_sends_out_of_one_rank_under_a_tree(run7: Path):
+    """NCCL_ALGO=Tree: rank 3 sends to four peers; all four of its links slow, and only they: named as the
+    rank's sends, not as four separate links, with every rank on time."""
+    for r in ("round0", "round1"):
+        v = analyze(run7 / "slowtree" / r, KB).verdict
+        links = v.sections["links"]
+        assert links["slow"] == ["3->1", "3->2", "3->5", "3->7"] and links["sender"] == 3, links
+        assert v.sections["stragglers"]["late"] == []
+        assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3
+        assert "sends out of rank 3 (node03) are slow: to ranks 1-2,5,7" in v.summary
+
+
+def test_armed_job_straggler_incident_on_nccl(run7: Path):
+    """forensics.arm() in a real 8-rank NCCL job: rank 0's watch fired one straggler incident naming rank 5;
+    its leader's bundle carries every rank's published steps, and analyze names rank 5 from the recorder
+    and from the attached step series alike; the straggler's own link is its echo, not a slow link."""
+    incident = json.loads((run7 / "armed" / "incident.json").read_text())
+    assert incident["kind"] == "straggler" and incident["suspects"] == [5] and incident["leader"] is True
+    assert "--attach" in incident["argv"] and "--samples" in incident["argv"]
+    bundle = run7 / "armed" / "incident_bundle"
+    assert sorted(p.name for p in (bundle / "job" / "attached").iterdir()) == [f"steps-rank{r}.csv" for r in range(8)]
+    v = analyze(bundle, KB).verdict
+    assert v.summary.startswith("no hang"), v.summary
+    assert v.culprit.rank == 5 and str(v.culprit.reason_class) == "straggler"
+    assert v.sections["stragglers"]["late"] == [5] and v.sections["steps"]["late"] == [5]
+    assert abs(v.sections["stragglers"]["lateness_ms"]["5"] - 300) < 30
+    assert v.sections["links"]["slow"] == []
+    assert any(e.startswith("samples:") and "augment_batch" in e for e in v.culprit.evidence)
