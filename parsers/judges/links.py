@@ -9,12 +9,13 @@ seen. A sender waiting for its GPU or for its peer's buffer is in another state,
 slowness does not count; only the hop itself (its NIC, cable, switch port, or a receiver that
 does not drain its socket) does.
 
-Rules: per collective (communicator, function, seq), each link's send wait summed over channels, minus
-the op's median over links; a link is slow when its median excess over MIN_OPS or more ops
-reaches LINK_SLOW_MS, LINK_SLOW_SHARE of the median link's wait and NOISE_SE standard errors
-of the job's own jitter (as for stragglers), and when at most half of the links are: most links slow alike is the network's pace, not one
-link. Slow links that all leave one rank, and are all of its links: that rank's sends (its
-NIC or host). All entering one rank: sends into it. Otherwise each slow link is named.
+Rules: per collective (communicator, function, seq), each link's send wait summed over
+channels, minus the op's median over links; a link is slow when its median excess over
+MIN_OPS or more ops reaches LINK_SLOW_MS, LINK_SLOW_SHARE of the median link's wait and
+NOISE_SE standard errors of the job's own jitter (as for stragglers), and when at most half
+of the links are (most links slow alike is the network's pace, not one link). Slow links
+that all leave one rank, and are all of its links: that rank's sends (its NIC or host). All
+entering one rank: sends into it. Otherwise each slow link is named.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class SlowLinks:
     def describe(self) -> str:
         if not self.timed:
             return "no send-wait times (the recorder of this NCCL run predates them, or recorded no network send)"
-        if self.ops < MIN_OPS:
+        if self.ops < MIN_OPS or not self.wait_ms:
             return f"too few operations timed on three or more links ({self.ops}) to judge a slow link"
         if not self.slow:
             typical = statistics.median(self.wait_ms.values())
