@@ -56,8 +56,14 @@ def _assert_all_filed(result, hosts: list[str]) -> None:
     assert not list(Path("/tmp").glob("forensics-fleet-merge-*")), "no temporary second copy"
 
 
-@pytest.mark.parametrize("workers", [None, 2])  # None: as collect_fleet picks (a thread for 60 hosts); 2 filing processes
-def test_many_standin_hosts_all_arrive_in_the_bundle(tmp_path, answers, monkeypatch, workers):
+@pytest.mark.parametrize("workers, two_loops", [(None, False), (2, True)])  # None: as collect_fleet picks (a thread for 60 hosts)
+def test_many_standin_hosts_all_arrive_in_the_bundle(tmp_path, answers, monkeypatch, workers, two_loops):
+    """Filed on a thread with one event loop, and in two filing processes with two event loops (as at 4,096 hosts)."""
+    from forensics.fleet import transport
+
+    if two_loops:
+        monkeypatch.setattr(transport, "LOOPS_FROM_HOSTS", 16)
+    assert transport.event_loops(60, 8, None) == (2 if two_loops else 1)
     hosts = [f"node{i:03d}" for i in range(60)]
     result = _collect(tmp_path, answers, hosts, monkeypatch, workers=workers)
     _assert_all_filed(result, hosts)
