@@ -9,12 +9,14 @@ not finish in time is cut off and reported, the others go on.
 
 from __future__ import annotations
 
+import importlib
 import shlex
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
+from ClusterShell.Defaults import DEFAULTS
 from ClusterShell.Event import EventHandler
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 from ClusterShell.Task import task_self, task_terminate
@@ -90,6 +92,19 @@ def event_loops(hosts: int, fanout: int, topology: Path | None) -> int:
     return 2
 
 
+def _load_worker_modules() -> None:
+    """Import, here and once, the worker modules every new ClusterShell Task loads (its defaults' local and
+    distant workers: exec, ssh). ClusterShell imports them lazily and skips a module already in sys.modules,
+    so a Task made on a second thread could see the module the first thread was still importing; seen at
+    the first two-loop run of a process: "partially initialized module 'ClusterShell.Worker.Ssh' has no
+    attribute 'WORKER_CLASS'"."""
+    for name in (DEFAULTS.local_workername, DEFAULTS.distant_workername):
+        try:
+            importlib.import_module(f"ClusterShell.Worker.{name.capitalize()}")
+        except ImportError:
+            importlib.import_module(name)
+
+
 def run_ssh(
     hosts: list[str],
     command: Callable[[str], str],
@@ -119,6 +134,7 @@ def run_ssh(
     if not hosts:
         return runs
     spawn.install()  # ssh clients by posix_spawn: a fork of a big orchestrator costs ms each
+    _load_worker_modules()  # before any Task is made on a thread of ours
     handler = _Collector(runs, on_done)
     errors: list[BaseException] = []
     loops = event_loops(len(hosts), fanout, topology)
