@@ -30,6 +30,10 @@ from forensics.fleet.transport import run_ssh
 TICK = 2.0  #: seconds between 'waiting on' lines
 #: below this many hosts answers are filed on one thread: a worker process's start (~0.2 s) would not pay back
 WORKERS_FROM_HOSTS = 64
+#: below this many cores too: measured on 2 (benchmarks/fleet_fanout.py, 4,096 hosts), filing processes cost
+#: ~2.5 s more CPU (the hand-over, a second manifest check) and were no faster than the thread (17.7 and 18.4 s
+#: against 15.0 and 17.0 s), since every core is busy anyway
+WORKERS_FROM_CORES = 4
 
 Runner = Callable[[list[str], list[str], float, Callable[[HostRun], None]], dict[str, HostRun]]
 
@@ -131,11 +135,14 @@ def prepare_out(out: Path) -> None:
 
 
 def filing_workers(hosts: int) -> int:
-    """How many filing processes for a fleet of `hosts`: none for a few hosts, else one per core, up to 4
-    (measured on 2 cores, benchmarks/fleet_fanout.py: see benchmarks/README.md)."""
-    if hosts < WORKERS_FROM_HOSTS:
+    """How many filing processes for a fleet of `hosts`: none (one thread) for a few hosts or a
+    machine of few cores (see WORKERS_FROM_CORES), else one per core but one, up to 4: there
+    the processes use cores a thread could not, and the thread's ~600 hosts/s no longer bounds
+    a large fleet's filing (not measured here: this machine has 2 cores)."""
+    cores = os.cpu_count() or 1
+    if hosts < WORKERS_FROM_HOSTS or cores < WORKERS_FROM_CORES:
         return 0
-    return max(1, min(4, os.cpu_count() or 1))
+    return min(4, cores - 1)
 
 
 def collect_fleet(
