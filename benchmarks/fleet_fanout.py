@@ -207,11 +207,14 @@ def main() -> int:
                 rows.append(row)
                 met = "" if n != GOAL_HOSTS else (" MET" if row["seconds"] < GOAL_S and row["ok"] == n else " NOT MET")
                 ph = row["phases"]
+                used = row["filing_rss_mb"] > 0  # filing processes ran (else answers were filed on a thread of the orchestrator)
+                procs_rss = f" (+ filing processes' {row['filing_rss_mb']:.0f} MB each)" if used else " (filing on a thread)"
+                procs_cpu = f" (of it filing processes {row['filing_cpu_s']} s)" if used else ""
                 print(f"{n:5d} hosts, fanout {fanout:5d}, {mode}: {row['seconds']:6.2f} s (goal < {GOAL_S:.0f} s at {GOAL_HOSTS}; "
                       f"waves floor {row['floor_s']} s), {row['ok']}/{n} ok, {row['filed']} filed, {row['ranks']} ranks merged, "
-                      f"orchestrator peak RSS {row['peak_rss_mb']:.0f} MB (+ filing processes' {row['filing_rss_mb']:.0f} MB each){met}\n"
+                      f"orchestrator peak RSS {row['peak_rss_mb']:.0f} MB{procs_rss}{met}\n"
                       f"{'':13s}last answer {ph['answers']:.1f} s, all filed {ph['filed']:.1f} s, merged {ph['merged']:.1f} s; "
-                      f"CPU: orchestrator {row['cpu_s']} s (of it filing processes {row['filing_cpu_s']} s), stand-in{' and gateway' if gateways else ''} processes {row['standin_cpu_s']} s "
+                      f"CPU: orchestrator {row['cpu_s']} s{procs_cpu}, stand-in{' and gateway' if gateways else ''} processes {row['standin_cpu_s']} s "
                       f"(2 cores: {(row['cpu_s'] + row['standin_cpu_s']) / 2:.1f} s of wall at the least); load {row['load'][0]} -> {row['load'][1]}",
                       flush=True)
     finally:
