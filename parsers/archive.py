@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 MANIFEST_NAME = "manifest.json"
@@ -50,16 +50,24 @@ class ArchiveRefused(ValueError):
     """The archive is damaged, or breaks a rule above; the message says which member and why."""
 
 
-def _check_name(name: str, limits: Limits) -> None:
+def _name_parts(name: str) -> list[str]:
+    """The parts of a relative member name, as PurePosixPath(name).parts gives them ('' and '.' dropped,
+    '..' kept), without building a path object: filing a fleet host checks ~30 names."""
+    return [part for part in name.split("/") if part not in ("", ".")]
+
+
+def _check_name(name: str, limits: Limits) -> list[str]:
+    """Refuse a name that is empty, too long, absolute, leaves the archive or nests too deep; its parts."""
     if not name or len(name) > limits.max_name or "\0" in name:
         raise ArchiveRefused(f"member name {name[:80]!r}: empty or longer than {limits.max_name}")
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         raise ArchiveRefused(f"member {name[:80]!r}: absolute path")
-    parts = PurePosixPath(name).parts
+    parts = _name_parts(name)
     if ".." in parts:
         raise ArchiveRefused(f"member {name[:80]!r}: '..' leaves the archive")
     if len(parts) > limits.max_depth:
         raise ArchiveRefused(f"member {name[:80]!r}: nested deeper than {limits.max_depth}")
+    return parts
 
 
 def _check_member(member: tarfile.TarInfo, limits: Limits) -> None:
@@ -87,14 +95,17 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, mad
     name, chown, chmod, utime), most of a fleet host's filing time. The same guarantees hold by
     construction: names were checked (no absolute, no '..'), the archive holds no links, every
     folder is made here (mode 0o700, never followed) and every file is created new with
-    O_EXCL|O_NOFOLLOW, so nothing can point a write outside `dest`."""
-    parts = PurePosixPath(member.name).parts
+    O_EXCL|O_NOFOLLOW, so nothing can point a write outside `dest`. Paths are plain strings
+    here (no pathlib): a fleet of 4,096 hosts files ~50k members."""
+    parts = _name_parts(member.name)
     if member.isdir():
-        _make_dirs(dest, parts, made)
+        _make_dirs(str(dest), parts, made)
         return
-    parent = _make_dirs(dest, parts[:-1], made)
+    if not parts:  # a file named '.' or '/': nothing to create
+        raise ArchiveRefused(f"member {member.name!r}: a file without a name")
+    parent = _make_dirs(str(dest), parts[:-1], made)
     try:
-        fd = os.open(parent / parts[-1], _CREATE, 0o600)
+        fd = os.open(f"{parent}/{parts[-1]}", _CREATE, 0o600)
     except FileExistsError as err:
         raise ArchiveRefused(f"member {member.name!r}: the name twice in one archive") from err
     src = tar.extractfile(member)
@@ -108,19 +119,20 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, mad
             left -= len(chunk)
 
 
-def _make_dirs(dest: Path, parts: tuple[str, ...], made: set[str]) -> Path:
+def _make_dirs(dest: str, parts: list[str], made: set[str]) -> str:
     """dest/parts..., each folder made here (or already made by this extraction); a folder that
     exists from elsewhere is entered only when it is a real folder, not a link."""
     path = dest
-    for i, part in enumerate(parts):
-        path = path / part
-        key = "/".join(parts[: i + 1])
+    key = ""
+    for part in parts:
+        path = f"{path}/{part}"
+        key = f"{key}/{part}" if key else part
         if key in made:
             continue
         try:
             os.mkdir(path, 0o700)
         except FileExistsError:
-            if path.is_symlink() or not path.is_dir():
+            if os.path.islink(path) or not os.path.isdir(path):
                 raise ArchiveRefused(f"folder {key!r}: exists and is not a folder made by this extraction")
         made.add(key)
     return path

@@ -66,7 +66,7 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
 
 def _rebase(rel: str, host_root: str) -> str:
     """Map a path of a host bundle into the job bundle: hosts/<any>/x -> hosts/<host>/x, y -> hosts/<host>/_bundle/y."""
-    parts = Path(rel).parts
+    parts = [p for p in rel.split("/") if p not in ("", ".")]  # Path(rel).parts without its cost (49k names a 4,096-host merge)
     if len(parts) >= 2 and parts[0] == "hosts":
         return "/".join((host_root, *parts[2:]))
     return "/".join((host_root, "_bundle", *parts))

@@ -18,8 +18,9 @@ from typing import Any
 
 from forensics import __version__
 from forensics.errors import ForensicsError
-from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord
+from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
 
+INDENT_UP_TO = 1000  #: manifest.json is indented up to this many ranks and hosts (see _write)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -118,6 +119,9 @@ class BundleWriter:
     def _write(self, manifest: Manifest) -> Path:
         path = self.root / MANIFEST_NAME
         tmp = path.with_suffix(f".json.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(manifest.to_dict(), indent=1, default=str) + "\n")
+        # indented for people while small; one line when large: json writes indented JSON in pure Python, and
+        # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
+        indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
+        tmp.write_text(to_json(manifest, indent) + "\n")
         os.replace(tmp, path)
         return path

@@ -8,6 +8,7 @@ happened" from evidence that is missing.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,56 @@ from parsers.manifest_schema import check_manifest
 FORMAT = "hang-forensics-bundle"
 VERSION = 1
 MANIFEST_NAME = "manifest.json"
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}  #: per class: its dataclass fields, None when not a dataclass
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain data: dataclasses as dicts of their fields, lists, tuples and dicts rebuilt, the rest as is.
+
+    Why not dataclasses.asdict: it deep-copies every leaf and looks up the fields of every
+    instance; for the manifest of a 4,096-host job bundle (~940k values) that was ~2 s of the
+    merge on this machine, ~3x this (benchmarks/fleet_fanout.py). Leaves here are strings,
+    numbers, booleans and None, which need no copy."""
+    cls = type(value)
+    if cls in _LEAVES:
+        return value
+    if cls in _FIELD_NAMES:
+        names = _FIELD_NAMES[cls]
+    else:
+        names = _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(value))
+                                     if dataclasses.is_dataclass(value) and not isinstance(value, type) else None)
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def _fields_or_text(value: Any) -> Any:
+    """json's hook for what it cannot write itself: a dataclass as its fields by name, anything else as str."""
+    cls = type(value)
+    names = _FIELD_NAMES.get(cls)
+    if names is None and cls not in _FIELD_NAMES:
+        names = _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(value))
+                                     if dataclasses.is_dataclass(value) and not isinstance(value, type) else None)
+    if names is None:
+        return str(value)
+    return {name: getattr(value, name) for name in names}
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    """`value` (a Manifest, a record, plain data holding them) as JSON text, the same as
+    json.dumps(plain(value), default=str) but without building the plain copy first: with
+    indent=None json's C encoder walks the objects and asks _fields_or_text only for each
+    dataclass (for a 4,096-host manifest ~0.3 s here against ~1.5 s through plain())."""
+    return json.dumps(value, indent=indent, default=_fields_or_text)
 
 
 class Status:
@@ -148,8 +199,8 @@ class Manifest:
     interrupted: bool = False  #: collection was cut short (Ctrl-C, SIGTERM): what is here is what was gathered
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for json.dump."""
-        return dataclasses.asdict(self)
+        """Plain data for json.dump (what dataclasses.asdict gives, built without its deep copies)."""
+        return plain(self)
 
     @property
     def complete(self) -> bool:

@@ -31,7 +31,8 @@ def answers(tmp_path_factory) -> Path:
     return folder
 
 
-def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topology: Path | None = None, fanout: int = 8):
+def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topology: Path | None = None, fanout: int = 8,
+             workers: int | None = None):
     monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
     monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
     monkeypatch.setenv("CLUSTERSHELL_GW_PYTHON_EXECUTABLE", sys.executable)
@@ -39,7 +40,7 @@ def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topol
     monkeypatch.setenv("CLUSTERSHELL_GW_LOG_LEVEL", "DEBUG")
     spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=10)
     runner = ssh_runner([], fanout, ssh_path=str(STANDIN), topology=topology)
-    return collect_fleet(hosts, tmp_path / "job", spec, runner, host_timeout=60, quiet=True, cleanup=False)
+    return collect_fleet(hosts, tmp_path / "job", spec, runner, host_timeout=60, quiet=True, cleanup=False, workers=workers)
 
 
 def _assert_all_filed(result, hosts: list[str]) -> None:
@@ -55,14 +56,22 @@ def _assert_all_filed(result, hosts: list[str]) -> None:
     assert not list(Path("/tmp").glob("forensics-fleet-merge-*")), "no temporary second copy"
 
 
-def test_many_standin_hosts_all_arrive_in_the_bundle(tmp_path, answers, monkeypatch):
+@pytest.mark.parametrize("workers, two_loops", [(None, False), (2, True)])  # None: as collect_fleet picks (a thread for 60 hosts)
+def test_many_standin_hosts_all_arrive_in_the_bundle(tmp_path, answers, monkeypatch, workers, two_loops):
+    """Filed on a thread with one event loop, and in two filing processes with two event loops (as at 4,096 hosts)."""
+    from forensics.fleet import transport
+
+    if two_loops:
+        monkeypatch.setattr(transport, "LOOPS_FROM_HOSTS", 16)
+    assert transport.event_loops(60, 8, None) == (2 if two_loops else 1)
     hosts = [f"node{i:03d}" for i in range(60)]
-    result = _collect(tmp_path, answers, hosts, monkeypatch)
+    result = _collect(tmp_path, answers, hosts, monkeypatch, workers=workers)
     _assert_all_filed(result, hosts)
     assert set(result.phases) == {"answers", "filed", "merged"}
 
 
-def test_a_hostile_archive_among_many_is_refused_and_the_others_kept(tmp_path, answers, monkeypatch):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_hostile_archive_among_many_is_refused_and_the_others_kept(tmp_path, answers, monkeypatch, workers):
     import io
     import tarfile
 
@@ -75,7 +84,7 @@ def test_a_hostile_archive_among_many_is_refused_and_the_others_kept(tmp_path, a
     shutil.copytree(answers, folder)
     (folder / "node007").write_text("".join(line + "\n" for line in wire.encode({"status": "ok"}, buffer.getvalue())))
     hosts = [f"node{i:03d}" for i in range(20)]
-    result = _collect(tmp_path, folder, hosts, monkeypatch)
+    result = _collect(tmp_path, folder, hosts, monkeypatch, workers=workers)
     bad = [p for p in result.parts if p.status != "ok"]
     assert [(p.host, p.status) for p in bad] == [("node007", "failed")] and "links are not allowed" in bad[0].error
     assert not (result.out / "hosts" / "node007").exists()
