@@ -11,10 +11,9 @@ no links followed, at most MAX_FILES of MAX_BYTES each, names made safe.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from forensics.bundle.writer import safe_name, unique_name
+from forensics.bundle.writer import safe_name, unique_name, write_manifest
 from parsers.model.manifest import MANIFEST_NAME, Artifact, manifest_from_dict
 from parsers.safeio import UnsafeFile, copy_bounded, open_regular
 
@@ -52,10 +51,7 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
 
 
 def _list_in_manifest(bundle: Path, added: list[Artifact]) -> None:
-    """Append the artifacts to the bundle's manifest, written atomically as the writer does."""
-    path = bundle / MANIFEST_NAME
-    manifest = manifest_from_dict(json.loads(path.read_text()))
+    """Append the artifacts to the bundle's manifest, rewritten as the writer writes it."""
+    manifest = manifest_from_dict(json.loads((bundle / MANIFEST_NAME).read_text()))
     manifest.artifacts.extend(added)
-    tmp = path.with_suffix(".json.attach.tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=1, default=str) + "\n")
-    os.replace(tmp, path)
+    write_manifest(bundle, manifest)

@@ -117,11 +117,16 @@ class BundleWriter:
         return self._write(partial)
 
     def _write(self, manifest: Manifest) -> Path:
-        path = self.root / MANIFEST_NAME
-        tmp = path.with_suffix(f".json.{threading.get_ident()}.tmp")
-        # indented for people while small; one line when large: json writes indented JSON in pure Python, and
-        # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
-        indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
-        tmp.write_text(to_json(manifest, indent) + "\n")
-        os.replace(tmp, path)
-        return path
+        return write_manifest(self.root, manifest)
+
+
+def write_manifest(root: Path, manifest: Manifest) -> Path:
+    """ROOT/manifest.json, written atomically (temp file + rename): a reader never sees half of it."""
+    path = Path(root) / MANIFEST_NAME
+    tmp = path.with_suffix(f".json.{threading.get_ident()}.tmp")
+    # indented for people while small; one line when large: json writes indented JSON in pure Python, and
+    # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
+    indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
+    tmp.write_text(to_json(manifest, indent) + "\n")
+    os.replace(tmp, path)
+    return path
