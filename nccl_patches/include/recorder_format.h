@@ -31,8 +31,8 @@
  * last) is known at sub-millisecond precision. */
 #define RECORDER_FLAG_PRECISE_OP_TIMES 1u
 /* SEND_WAIT: a proxy record's send_wait_us holds the microseconds its steps spent in SendWait (the data
- * handed to the network, its completion not yet seen), timed with CLOCK_REALTIME, and step ts_ns
- * use that clock too. Only the network is in that state: a sender waiting for its GPU or for the
+ * handed to the network, its completion not yet seen), timed with CLOCK_REALTIME (a send step's ts_ns
+ * is on that clock when it entered or left SendWait, on the coarse clock otherwise). Only the network is in that state: a sender waiting for its GPU or for the
  * peer's buffer is in SendGPUWait / SendPeerWait. So it tells a slow link (one sender's time on
  * the wire) from a slow rank. The field was `reserved` (always 0) before: the layout is unchanged. */
 #define RECORDER_FLAG_SEND_WAIT 2u
