@@ -367,8 +367,9 @@ def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None
                log_mode: str | None = None) -> list[Artifact]:
     """Read many files. With `workers` > 1, in that many processes (the per-file work is CPU-bound
     Python; results come back pickled from our own workers, never from the files), in batches
-    small enough to keep the workers evenly busy; with a `log_mode`, this process meanwhile asks
-    the disk for the next files' heads and tails (`_ReadAhead`)."""
+    small enough to keep the workers evenly busy. No read-ahead of the next files: the reads are
+    CPU-bound here (benchmarks/log_scan.py: a cold 100 GB folder costs ~2 s of disk over 10 s of
+    CPU), and asking the kernel ahead (posix_fadvise WILLNEED) measured no gain, cold or warm."""
     if workers is None or workers <= 1 or len(refs) < 8:
         return [read_file(r, line_filter, log_mode) for r in refs]
     from concurrent.futures import ProcessPoolExecutor
@@ -376,18 +377,10 @@ def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None
     size = read_batch(len(refs), workers)
     batches = [refs[i:i + size] for i in range(0, len(refs), size)]
     out: list[Artifact] = []
-    # read-ahead serves the head-tail reads of big logs (log_mode); whole small files need no help,
-    # and at 100k files its syscalls would cost the workers CPU on a warm cache
-    ahead_files = max(READ_AHEAD_FILES, size * (workers + 1))  # past every batch in flight
-    with ProcessPoolExecutor(max_workers=workers) as pool, _ReadAhead(refs if log_mode else [], ahead_files) as ahead:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
         for batch, done in zip(batches, pool.map(_read_batch, batches, [log_mode] * len(batches))):
             out += [Artifact(ref.path, kind, ref.hints, parsed, error, ref.rel) for ref, (kind, parsed, error) in zip(batch, done)]
-            ahead.done(len(out))
     return out
-
-
-#: files asked for ahead of the last one read back (x ~0.5 MB of page cache each), at least
-READ_AHEAD_FILES = 256
 
 
 def read_batch(files: int, workers: int) -> int:
@@ -395,50 +388,6 @@ def read_batch(files: int, workers: int) -> int:
     Why: results come back per task (few messages, and per-task IPC is not free at 600k files),
     yet a worker that drew slow files must not leave the others idle for long."""
     return max(16, min(1024, files // (workers * 8) or 1))
-
-
-class _ReadAhead:
-    """A thread that asks the kernel for the heads and tails of the files the workers read next
-    (safeio.prefetch: no bytes come into this process), at most READ_AHEAD_FILES ahead of the
-    results already back (more when batches are bigger). Why: the workers read each file's head, then its tail, then maybe
-    further back, each read waiting on the disk in turn; asked ahead, those reads overlap."""
-
-    def __init__(self, refs: list[FileRef], ahead: int = READ_AHEAD_FILES) -> None:
-        import threading
-
-        self._refs = refs
-        self._ahead = ahead
-        self._done = 0
-        self._cv = threading.Condition()
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="read-ahead", daemon=True)
-
-    def __enter__(self) -> "_ReadAhead":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._cv:
-            self._stop = True
-            self._cv.notify_all()
-        self._thread.join()
-
-    def done(self, n: int) -> None:
-        with self._cv:
-            self._done = n
-            self._cv.notify_all()
-
-    def _run(self) -> None:
-        from parsers import safeio
-        from parsers.readers import logscan
-
-        for i, ref in enumerate(self._refs):
-            with self._cv:
-                while not self._stop and i >= self._done + self._ahead:
-                    self._cv.wait()
-                if self._stop:
-                    return
-            safeio.prefetch(ref.path, logscan.HEAD_BYTES + logscan.LINE_SLACK, logscan.TAIL_BYTES + logscan.LINE_SLACK)
 
 
 def _read_batch(refs: list[FileRef], log_mode: str | None) -> list[tuple]:

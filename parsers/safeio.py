@@ -91,28 +91,6 @@ def file_size(fh: BinaryIO) -> int:
     return os.fstat(fh.fileno()).st_size
 
 
-def prefetch(path: str | os.PathLike, head: int, tail: int) -> bool:
-    """Ask the kernel to start reading a file's first `head` and last `tail` bytes, and return at once.
-
-    Why: a reader blocked on a cold disk for each file in turn leaves the disk idle while it
-    parses; asked ahead (posix_fadvise WILLNEED: no bytes come into this process), the reads
-    of the next files run while this one is parsed. Regular files only, never a link, never
-    blocking; False when the file was not prefetched (the read that follows says why)."""
-    if not hasattr(os, "posix_fadvise"):
-        return False
-    try:
-        with open_regular(path, follow=False) as fh:
-            fd, size = fh.fileno(), file_size(fh)
-            if size <= head + tail:
-                os.posix_fadvise(fd, 0, size, os.POSIX_FADV_WILLNEED)
-            else:
-                os.posix_fadvise(fd, 0, head, os.POSIX_FADV_WILLNEED)
-                os.posix_fadvise(fd, size - tail, tail, os.POSIX_FADV_WILLNEED)
-        return True
-    except OSError:  # UnsafeFile included: not a regular file, or a link
-        return False
-
-
 def read_bytes(fh: BinaryIO, max_bytes: int = DEFAULT_MAX_BYTES, tail: bool = False) -> tuple[bytes, bool]:
     """At most `max_bytes` of an open file: its head, or with tail=True its end.
 

@@ -125,26 +125,3 @@ def test_safeio_imports_nothing_from_forensics():
     names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not any(n.startswith("forensics") for n in names)
-
-
-def test_prefetch_regular_files_only_never_blocks(tmp_path):
-    """prefetch (issue 18: read-ahead of the next logs' heads and tails) asks for regular files only:
-    a FIFO is not waited on, a link and a device are not followed."""
-    real = tmp_path / "nccl.log"
-    with open(real, "wb") as fh:
-        fh.write(b"head\n")
-        fh.seek(10 * 1024 * 1024)
-        fh.write(b"tail\n")
-    assert safeio.prefetch(real, 4096, 4096) is (hasattr(os, "posix_fadvise"))
-    small = tmp_path / "small.log"
-    small.write_bytes(b"x\n")
-    assert safeio.prefetch(small, 4096, 4096) is (hasattr(os, "posix_fadvise"))
-    fifo = tmp_path / "rank0.log"
-    os.mkfifo(fifo)
-    start = time.monotonic()
-    assert safeio.prefetch(fifo, 4096, 4096) is False
-    assert time.monotonic() - start < 0.5
-    (tmp_path / "link.log").symlink_to(real)
-    assert safeio.prefetch(tmp_path / "link.log", 4096, 4096) is False
-    assert safeio.prefetch("/dev/zero", 4096, 4096) is False
-    assert safeio.prefetch(tmp_path / "absent.log", 4096, 4096) is False

@@ -190,8 +190,8 @@ def test_zero_fill_after_a_crash_is_no_line(tmp_path):
 
 
 def test_parallel_read_in_batches_equals_sequential(tmp_path):
-    """More files than one worker batch: the pool's batches (and the read-ahead beside them) give the
-    same artifacts, in the same order, as reading the files one by one."""
+    """More files than one worker batch: the pool's batches give the same artifacts, in the same
+    order, as reading the files one by one."""
     from parsers.evidence import read_batch, read_files
     from parsers.source import FileRef, Hints
 
