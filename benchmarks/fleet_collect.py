@@ -132,7 +132,8 @@ def main() -> int:
             proc.wait()
         sshd.stop()
         shutil.rmtree(root, ignore_errors=True)
-    print("\n hosts | ssh true: fleet / seq (ratio) | collect: fleet / seq (ratio) | fleet s per host")
+    print("\ngoal: the fleet faster than the sequential ssh loop at every size (ratio above 1)")
+    print(" hosts | ssh true: fleet / seq (ratio) | collect: fleet / seq (ratio) | fleet s per host")
     for r in rows:
         seq = f"{r['collect_sequential_s']:.1f}s ({r['collect_ratio']}x)" if r["collect_sequential_s"] else "skipped"
         print(f" {r['hosts']:5d} | {r['ssh_true_fleet_s']:6.2f}s / {r['ssh_true_sequential_s']:6.2f}s ({r['ssh_true_ratio']}x) | "

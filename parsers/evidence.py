@@ -262,6 +262,12 @@ class Evidence:
 #: each log's identity and init (head) and its last operations (tail); a 4,096-rank job's 100 GB of
 #: logs read whole took over an hour, head and tail 11-26 s (benchmarks/log_scan.py)
 HEAD_TAIL_BYTES = 8 * 1024 * 1024
+#: logs larger than this (and up to HEAD_TAIL_BYTES) are scanned whole by logscan's bytes pre-filter:
+#: every record but op lines reaches Python, and the last ops of each communicator. Why: the per-line
+#: reader makes an event of every op line, 30-65 ms for a 0.5 MB COLL log here, so 4,096 such logs took
+#: 120-260 s of CPU (benchmarks/log_scan.py --file-mb 0.52); smaller logs (pasted excerpts) are read
+#: line by line, every line accounted for
+SCAN_BYTES = 256 * 1024
 #: sources with this many files are read by worker processes (one per core, at most 8)
 PARALLEL_FILES = 4096
 LOG_KINDS = ("nccl-log", "rank-log")
@@ -271,8 +277,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
               log_mode: str | None = None) -> Artifact:
     """Recognise and read one file; every failure is kept on the Artifact, never raised.
 
-    `log_mode`: None reads NCCL and rank logs over HEAD_TAIL_BYTES head and tail only (logscan),
-    smaller ones line by line; 'full' scans every line of those big logs (logscan's bytes pre-filter);
+    `log_mode`: None reads NCCL and rank logs over HEAD_TAIL_BYTES head and tail only (logscan), those
+    over SCAN_BYTES whole through logscan's pre-filter, smaller ones line by line; 'full' scans every line of those big logs (logscan's bytes pre-filter);
     'head-tail' uses logscan's head and tail for every log whatever its size (benchmarks/log_scan.py)."""
     art = Artifact(ref.path, "unreadable", ref.hints, rel=ref.rel)
     try:
@@ -317,6 +323,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     try:
         big = st.st_size > HEAD_TAIL_BYTES
         mode = ("full" if big else None) if log_mode == "full" else (log_mode or ("head-tail" if big else None))
+        if mode is None and log_mode is None and st.st_size > SCAN_BYTES:
+            mode = "full"
         if mode and kind.name in LOG_KINDS:
             from parsers.readers import logscan
 

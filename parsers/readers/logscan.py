@@ -49,7 +49,7 @@ from parsers.readers import nccl_log, rank_log
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_BACK_BYTES = 64 * 1024 * 1024
-OPS_PER_COMM = 8
+OPS_PER_COMM = 64  #: the last ops kept per (process, communicator): a hang needs a few, stragglers from COLL stamps dozens
 MAX_LINES = 2_000_000  #: lines handed to a line reader from one file, whatever the mode
 MAX_BACK_SEARCHES = 256  #: init look-ups for unknown comm pointers per file
 LINE_SLACK = 4096  #: bytes asked for beyond a window: the line a window's edge cuts
@@ -148,11 +148,15 @@ def _scan(mm: mmap.mmap, size: int, path: str, reader: Reader, mode: str, head_b
     known |= tail.born
     plan = _Plan(head_end, tail_start, middle)
     _back_search(mm, plan, known, nccl, {ptr for _pid, ptr in tail.ops})
-    if nccl and tail_start > head_end:
-        # NCCL-only file, middle not covered: Python sees the records that are not op lines,
-        # and of the op lines only the last `ops_per_comm` per (pid, comm) of the tail
+    if nccl:
+        # NCCL-only file: Python sees the records that are not op lines, and of the op lines only the
+        # last `ops_per_comm` per (pid, comm) of the tail; a tail window that reached the head makes
+        # the whole file the tail (a mid-size log: its op lines were most of its parse, 30 ms a 0.5 MB log)
+        ops, last_from = tail.ops, tail_start
+        if tail_start <= head_end:
+            ops, last_from = tail.ops + Counter(_OP.findall(mm, 0, head_end)), 0
         picked = [*_prefilter(mm, 0, head_end), *plan.middle, *_prefilter(mm, tail_start, size),
-                  *_last_ops(mm, tail_start, size, ops_per_comm, tail.ops)]
+                  *_last_ops(mm, last_from, size, ops_per_comm, ops)]
     else:
         picked = [(0, head_end), *plan.middle, (tail_start, size)]
     ranges = _merge(picked)
