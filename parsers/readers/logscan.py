@@ -49,7 +49,7 @@ from parsers.readers import nccl_log, rank_log
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_BACK_BYTES = 64 * 1024 * 1024
-OPS_PER_COMM = 64  #: the last ops kept per (process, communicator): a hang needs a few, stragglers from COLL stamps dozens
+OPS_PER_COMM = 32  #: the last ops kept per (process, communicator): a hang needs a few, stragglers from COLL stamps dozens
 MAX_LINES = 2_000_000  #: lines handed to a line reader from one file, whatever the mode
 MAX_BACK_SEARCHES = 256  #: init look-ups for unknown comm pointers per file
 LINE_SLACK = 4096  #: bytes asked for beyond a window: the line a window's edge cuts
