@@ -44,7 +44,7 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True,
                                   env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         assert "rank 1" in analyzed.stdout.splitlines()[0], analyzed.stdout
-        assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time,collective_seconds,first_enter_unix\n")
+        assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time,collective_seconds,first_enter_unix,rank\n")
         env_set = (out / "logs").is_dir()
         assert env_set
     finally:
