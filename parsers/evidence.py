@@ -278,7 +278,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     """Recognise and read one file; every failure is kept on the Artifact, never raised.
 
     `log_mode`: None reads NCCL and rank logs over HEAD_TAIL_BYTES head and tail only (logscan), those
-    over SCAN_BYTES whole through logscan's pre-filter, smaller ones line by line; 'full' scans every line of those big logs (logscan's bytes pre-filter);
+    over SCAN_BYTES whole through logscan's pre-filter, smaller ones line by line; 'full' scans every
+    line of the big ones too (logscan's bytes pre-filter);
     'head-tail' uses logscan's head and tail for every log whatever its size (benchmarks/log_scan.py)."""
     art = Artifact(ref.path, "unreadable", ref.hints, rel=ref.rel)
     try:

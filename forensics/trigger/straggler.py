@@ -48,7 +48,7 @@ Row = tuple[int, int, float | None, float | None]
 ReadRow = tuple[int, float, float | None, float | None]
 
 
-def encode(rows: Iterable[tuple]) -> str:
+def encode(rows: Iterable[Row | tuple[int, int]]) -> str:
     """'step:ns[:step_us:coll_us] ...' for the store (compact, no pickle, no JSON nesting). Rows of
     (step, ns) only, or (step, ns, seconds, collective seconds) with seconds None when not known."""
     parts = []
@@ -85,12 +85,8 @@ def read_rows(store: Any, world: int, timeout: float = 5.0) -> dict[int, list[Re
     return read_ranks(store, world, key, decode_rows, timeout, "forensics-arrivals")
 
 
-def read_arrivals(store: Any, world: int, timeout: float = 5.0) -> dict[int, list[tuple[int, float]]]:
-    """rank -> published arrivals, for the ranks that published; bounded in time (election.read_ranks)."""
-    return arrivals_of(read_rows(store, world, timeout))
-
-
 def arrivals_of(rows: dict[int, list[ReadRow]]) -> dict[int, list[tuple[int, float]]]:
+    """rank -> (step, unix seconds) arrivals: what the straggler rules judge."""
     return {rank: [(step, t) for step, t, _s, _c in steps] for rank, steps in rows.items()}
 
 

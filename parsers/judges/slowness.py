@@ -49,7 +49,7 @@ class Slowness:
         else:
             parts.append(self.steps.describe())
         if self.links.slow:
-            parts = [p for p in parts if self.late] + [self.links.describe()]
+            parts = (parts if self.late else []) + [self.links.describe()]  # 'no straggler' says nothing here
         elif self.links.timed and self.links.ops >= MIN_OPS and not self.late:
             parts.append(self.links.describe())
         if not self.named and self.stragglers.ops >= MIN_OPS and self.links.ops >= MIN_OPS:
