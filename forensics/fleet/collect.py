@@ -22,7 +22,7 @@ from forensics.collect.progress import Progress
 from forensics.errors import ForensicsError
 from forensics.fleet import command as cmd
 from forensics.fleet import outcome
-from forensics.fleet.filing import HOST_ARCHIVE_LIMITS, Filing, judge, judge_safely, place_archive  # noqa: F401 - judge, place_archive: this module's API too
+from forensics.fleet.filing import Filing, judge_safely
 from forensics.fleet.outcome import HostRun
 from forensics.fleet.hosts import fold
 from forensics.fleet.transport import run_ssh

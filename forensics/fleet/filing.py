@@ -84,11 +84,9 @@ def judge(run: HostRun, host_timeout: float, out: Path) -> HostPart:
         part.status = outcome.EMPTY if status == "no-ranks" else outcome.FAILED
         part.error = f"host {run.host}: {answer.header.get('error') or 'sent no bundle'}"
         return part
-    try:
-        part.placed = place_archive(answer.archive, out, run.host)
-        part.bundle = out / host_root(run.host)
-    except (ArchiveRefused, InputError, OSError) as err:
-        part.status, part.error = outcome.FAILED, f"host {run.host}: damaged bundle archive ({err})"
+    refused = _place(part, answer.archive, out)
+    if refused is not None:
+        part.status, part.error = outcome.FAILED, f"host {run.host}: damaged bundle archive ({refused})"
     return part
 
 
@@ -96,14 +94,20 @@ def _partial(part: HostPart, answer, run: HostRun, out: Path) -> HostPart:
     """A host that ran late: its partial bundle kept, the host marked 'timeout' with why."""
     part.status = outcome.TIMEOUT
     part.error = f"host {run.host} answered late: {answer.header.get('error') or 'partial evidence'}"
-    if answer.archive is None:
-        return part
-    try:
-        part.placed = place_archive(answer.archive, out, run.host)
-        part.bundle = out / host_root(run.host)
-    except (ArchiveRefused, InputError, OSError) as err:
-        part.error += f"; its partial bundle was damaged ({err})"
+    refused = _place(part, answer.archive, out) if answer.archive is not None else None
+    if refused is not None:
+        part.error += f"; its partial bundle was damaged ({refused})"
     return part
+
+
+def _place(part: HostPart, archive: bytes, out: Path) -> Exception | None:
+    """File `archive` as `part`'s host bundle (place_archive); the refusal, or None once it is in place."""
+    try:
+        part.placed = place_archive(archive, out, part.host)
+    except (ArchiveRefused, InputError, OSError) as err:
+        return err
+    part.bundle = out / host_root(part.host)
+    return None
 
 
 def place_archive(archive: bytes, out: Path, host: str) -> Manifest:
@@ -148,8 +152,13 @@ def judge_safely(run: HostRun, host_timeout: float, out: Path) -> HostPart:
     try:
         return judge(run, host_timeout, out)
     except Exception as err:  # noqa: BLE001 - recorded on the host, not swallowed
-        return HostPart(host=run.host, seconds=run.seconds, status=outcome.FAILED,
-                        error=f"host {run.host}: its answer could not be filed ({type(err).__name__}: {err})")
+        return unfiled(run, f"{type(err).__name__}: {err}")
+
+
+def unfiled(run: HostRun, why: str) -> HostPart:
+    """The part of a host whose answer could not be filed at all, and why."""
+    return HostPart(host=run.host, seconds=run.seconds, status=outcome.FAILED,
+                    error=f"host {run.host}: its answer could not be filed ({why})")
 
 
 # --- worker processes -------------------------------------------------------------------------
@@ -284,8 +293,7 @@ class Filing:
                 else:
                     worker, part = self._file_in(worker, run)
             except BaseException as err:  # noqa: BLE001 - a host's failure, never the run's
-                part = HostPart(host=run.host, seconds=run.seconds, status=outcome.FAILED,
-                                error=f"host {run.host}: its answer could not be filed ({type(err).__name__}: {err})")
+                part = unfiled(run, f"{type(err).__name__}: {err}")
             run.stdout = []
             future.set_result(part)
         if worker is not None:
@@ -312,8 +320,7 @@ class Filing:
                     worker = _Worker(self.out, self.host_timeout)
                 except OSError:
                     return None, judge_safely(run, self.host_timeout, self.out)  # no fresh worker: file it here
-        return worker, HostPart(host=run.host, seconds=run.seconds, status=outcome.FAILED,
-                                error=f"host {run.host}: its answer could not be filed (the filing process died twice: {why})")
+        return worker, unfiled(run, f"the filing process died twice: {why}")
 
     def finish(self) -> dict[str, HostPart]:
         """Every part judged so far (a failure is the host's status, never an exception)."""

@@ -142,7 +142,7 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
     import tarfile
 
     from forensics.bundle.writer import BundleWriter
-    from forensics.fleet.collect import judge
+    from forensics.fleet.filing import judge
     from forensics.fleet.outcome import HostRun
 
     slow = judge(HostRun("n1", timed_out=True, seconds=20.0), 20, tmp_path)
@@ -203,7 +203,7 @@ def _member(name: str, data: bytes = b"x", **attrs):
 ])
 def test_hostile_host_archives_are_refused_and_leave_nothing(tmp_path, add, why):
     """Every hostile archive shape is refused by the one set of archive rules, and the host's folder is gone."""
-    from forensics.fleet.collect import judge
+    from forensics.fleet.filing import judge
     from forensics.fleet.outcome import HostRun
 
     part = judge(HostRun("h1", stdout=list(wire.encode({"status": "ok"}, _hostile(add))), returncode=0), 20, tmp_path)
@@ -216,7 +216,7 @@ def test_archive_bomb_is_refused_at_its_header(tmp_path):
     import tarfile
 
     from forensics.bundle.merge import MAX_FILE_BYTES
-    from forensics.fleet.collect import judge
+    from forensics.fleet.filing import judge
     from forensics.fleet.outcome import HostRun
 
     def add(tar):
@@ -230,7 +230,7 @@ def test_archive_bomb_is_refused_at_its_header(tmp_path):
 
 def test_an_answer_past_its_bound_is_refused(monkeypatch, tmp_path):
     from forensics.fleet import outcome
-    from forensics.fleet.collect import judge
+    from forensics.fleet.filing import judge
 
     monkeypatch.setattr(outcome, "MAX_ANSWER_CHARS", 1000)
     run = outcome.HostRun("h1", returncode=0)
