@@ -50,7 +50,7 @@ class ArchiveRefused(ValueError):
     """The archive is damaged, or breaks a rule above; the message says which member and why."""
 
 
-def _name_parts(name: str) -> list[str]:
+def name_parts(name: str) -> list[str]:
     """The parts of a relative member name, as PurePosixPath(name).parts gives them ('' and '.' dropped,
     '..' kept), without building a path object: filing a fleet host checks ~30 names."""
     return [part for part in name.split("/") if part not in ("", ".")]
@@ -62,7 +62,7 @@ def _check_name(name: str, limits: Limits) -> list[str]:
         raise ArchiveRefused(f"member name {name[:80]!r}: empty or longer than {limits.max_name}")
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         raise ArchiveRefused(f"member {name[:80]!r}: absolute path")
-    parts = _name_parts(name)
+    parts = name_parts(name)
     if ".." in parts:
         raise ArchiveRefused(f"member {name[:80]!r}: '..' leaves the archive")
     if len(parts) > limits.max_depth:
@@ -97,7 +97,7 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, mad
     folder is made here (mode 0o700, never followed) and every file is created new with
     O_EXCL|O_NOFOLLOW, so nothing can point a write outside `dest`. Paths are plain strings
     here (no pathlib): a fleet of 4,096 hosts files ~50k members."""
-    parts = _name_parts(member.name)
+    parts = name_parts(member.name)
     if member.isdir():
         _make_dirs(str(dest), parts, made)
         return

@@ -19,6 +19,7 @@ from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
+from parsers.archive import name_parts
 from parsers.manifest_schema import MAX_WORLD
 from forensics.hostset import HostSetError, fold
 
@@ -66,7 +67,7 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
 
 def _rebase(rel: str, host_root: str) -> str:
     """Map a path of a host bundle into the job bundle: hosts/<any>/x -> hosts/<host>/x, y -> hosts/<host>/_bundle/y."""
-    parts = [p for p in rel.split("/") if p not in ("", ".")]  # Path(rel).parts without its cost (49k names a 4,096-host merge)
+    parts = name_parts(rel)  # Path(rel).parts without its cost (49k names a 4,096-host merge)
     if len(parts) >= 2 and parts[0] == "hosts":
         return "/".join((host_root, *parts[2:]))
     return "/".join((host_root, "_bundle", *parts))
