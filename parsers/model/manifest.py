@@ -23,6 +23,15 @@ _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}  #: per class: its datacla
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
+def _field_names(value: Any) -> tuple[str, ...] | None:
+    """The dataclass fields of `value`'s class, None when it is no dataclass instance; looked up once per class."""
+    cls = type(value)
+    if cls not in _FIELD_NAMES:
+        _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(value))
+                             if dataclasses.is_dataclass(value) and not isinstance(value, type) else None)
+    return _FIELD_NAMES[cls]
+
+
 def plain(value: Any) -> Any:
     """`value` as plain data: dataclasses as dicts of their fields, lists, tuples and dicts rebuilt, the rest as is.
 
@@ -30,14 +39,9 @@ def plain(value: Any) -> Any:
     instance; for the manifest of a 4,096-host job bundle (~940k values) that was ~2 s of the
     merge on this machine, ~3x this (benchmarks/fleet_fanout.py). Leaves here are strings,
     numbers, booleans and None, which need no copy."""
-    cls = type(value)
-    if cls in _LEAVES:
+    if type(value) in _LEAVES:
         return value
-    if cls in _FIELD_NAMES:
-        names = _FIELD_NAMES[cls]
-    else:
-        names = _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(value))
-                                     if dataclasses.is_dataclass(value) and not isinstance(value, type) else None)
+    names = _field_names(value)
     if names is not None:
         return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, list):
@@ -51,11 +55,7 @@ def plain(value: Any) -> Any:
 
 def _fields_or_text(value: Any) -> Any:
     """json's hook for what it cannot write itself: a dataclass as its fields by name, anything else as str."""
-    cls = type(value)
-    names = _FIELD_NAMES.get(cls)
-    if names is None and cls not in _FIELD_NAMES:
-        names = _FIELD_NAMES[cls] = (tuple(f.name for f in dataclasses.fields(value))
-                                     if dataclasses.is_dataclass(value) and not isinstance(value, type) else None)
+    names = _field_names(value)
     if names is None:
         return str(value)
     return {name: getattr(value, name) for name in names}
