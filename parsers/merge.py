@@ -174,6 +174,11 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     return verdict
 
 
+def _op_named(op: str | None, seq: int | None) -> str:
+    """'ALLREDUCE SeqNum 808', or 'a collective' when the line names no op."""
+    return (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
+
+
 def culprit_state(ev: Any, s: Suspect) -> list[str]:
     """What the culprit itself is doing now, or how it ended, one fact a line with its source.
 
@@ -350,13 +355,11 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
     parts = []
     for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        what = (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
-        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {what}")
+        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}")
     for (comm, op, seq), rs in sorted(group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        what = (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
         group = comm.split(":", 1)[1] if comm.startswith("pg:") else comm
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
-                     f" timed out in {what}")
+                     f" timed out in {_op_named(op, seq)}")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
