@@ -12,8 +12,8 @@ does not drain its socket) does.
 Rules: per collective (communicator, function, seq), each link's send wait summed over
 channels, minus the op's median over links; a link is slow when its median excess over
 MIN_OPS or more ops reaches LINK_SLOW_MS, LINK_SLOW_SHARE of the median link's wait and
-NOISE_SE standard errors of the job's own jitter (as for stragglers), and when at most half
-of the links are (most links slow alike is the network's pace, not one link). Slow links
+NOISE_SE standard errors of the job's own jitter (stragglers.noise_margin_ms), and when at
+most half of the links are (most links slow alike is the network's pace, not one link). Slow links
 that all leave one rank, and are all of its links: that rank's sends (its NIC or host). All
 entering one rank: sends into it. Otherwise each slow link is named.
 """
@@ -25,8 +25,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.judges.recorder import comm_rank_table
-from parsers.judges.stragglers import MIN_OPS, NOISE_SE
+from parsers.judges.recorder import comm_rank_table, recorder_hosts
+from parsers.judges.stragglers import FINE_RESOLUTION_MS, MIN_OPS, noise_margin_ms
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
 from parsers.readers.recorder import RecorderState
@@ -127,7 +127,7 @@ def send_waits(states: list[RecorderState]) -> tuple[LinkWaits, bool]:
 def judge_links(states: list[RecorderState]) -> SlowLinks:
     """The slow link of a running job, from the recorder's send waits (rules in the module doc)."""
     waits, timed = send_waits(states)
-    hosts = {st.job_rank: (st.host or st.hostid) for st in states}
+    hosts = recorder_hosts(states)
     return judge_link_waits(waits, hosts, timed)
 
 
@@ -155,7 +155,7 @@ def judge_link_waits(waits: LinkWaits, hosts: dict[int, str], timed: bool = True
     if not counted:
         return out
     typical = statistics.median(out.wait_ms.values())
-    out.threshold_ms = max(LINK_SLOW_MS, LINK_SLOW_SHARE * typical, _noise_ms(counted))
+    out.threshold_ms = max(LINK_SLOW_MS, LINK_SLOW_SHARE * typical, noise_margin_ms(counted, FINE_RESOLUTION_MS))
     out.slow = sorted(link for link, v in out.excess_ms.items() if v >= out.threshold_ms)
     if len(out.slow) > len(counted) // 2:
         out.slow = []  # most links slow alike: the network's pace, not one link
@@ -168,14 +168,6 @@ def without(result: SlowLinks, drop: set[Link]) -> SlowLinks:
     out = dataclasses.replace(result, slow=[link for link in result.slow if link not in drop])
     out.sender, out.receiver = _shared_end(out.slow, list(out.excess_ms))
     return out
-
-
-def _noise_ms(excess: dict[Link, list[float]]) -> float:
-    """NOISE_SE standard errors of a link's median excess, from the links' pooled median absolute deviation."""
-    mads = [statistics.median(abs(x - m) for x in v) for v in excess.values() for m in (statistics.median(v),)]
-    n = min(len(v) for v in excess.values())
-    sigma = 1.4826 * statistics.median(mads)
-    return NOISE_SE * 1.2533 * sigma / max(1, n) ** 0.5
 
 
 def _shared_end(slow: list[Link], links: list[Link]) -> tuple[int | None, int | None]:

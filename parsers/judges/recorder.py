@@ -50,6 +50,11 @@ def comm_rank_table(states: list[RecorderState]) -> dict[str, dict[int, int]]:
     return dict(table)
 
 
+def recorder_hosts(states: list[RecorderState]) -> dict[int, str]:
+    """job rank -> host, as the recorder files name it (the host name, else NCCL's host id)."""
+    return {st.job_rank: (st.host or st.hostid) for st in states}
+
+
 def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[WaitEdge]:
     """One edge per in-flight proxy op that waits on its peer, from every state."""
     ref = reference_ns(states, now_ns)

@@ -31,6 +31,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.judges.recorder import recorder_hosts
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
 
@@ -175,7 +176,7 @@ def _resolution_ms(stamps: list[int]) -> float:
 
 def judge_stragglers(recorder_states: list) -> Stragglers:
     """Who arrives last, from the recorder (see the module doc for the rules)."""
-    hosts = {st.job_rank: (st.host or st.hostid) for st in recorder_states}
+    hosts = recorder_hosts(recorder_states)
     return judge_ops(recorder_ops(recorder_states), hosts)
 
 
@@ -215,7 +216,7 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     out.last_share = {r: last.get(r, 0) / len(ops) for r in late_ms}
     base = statistics.median(out.lateness_ms.values())
     floor = WAIT_LATE_MS if measure == "wait" else ENTER_LATE_MS
-    out.threshold_ms = max(floor, timed.resolution_ms, _noise_margin_ms(late_ms, timed.resolution_ms))
+    out.threshold_ms = max(floor, timed.resolution_ms, noise_margin_ms(late_ms, timed.resolution_ms))
     out.late = sorted(r for r, v in out.lateness_ms.items() if v - base >= out.threshold_ms)
     if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
         top = max(out.lateness_ms[r] for r in out.late) - base
@@ -226,8 +227,9 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     return out
 
 
-def _noise_margin_ms(late_ms: dict[int, list[float]], tick_ms: float) -> float:
-    """NOISE_SE standard errors of a rank's median lateness: what jitter alone can reach.
+def noise_margin_ms(late_ms: dict, tick_ms: float) -> float:
+    """NOISE_SE standard errors of a median per-op excess (a rank's lateness here, a link's send wait in
+    judges.links), per key of `late_ms`: what jitter alone can reach.
 
     Why: with few ops and a jittery job, the largest of several ranks' medians strays past
     a fixed floor. The per-op spread is each rank's median absolute deviation (robust to the
