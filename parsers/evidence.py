@@ -322,10 +322,7 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     inp = registry.ReadInput(ref.path, head, st.st_size, origin, line_filter=keep if look else None,
                              observed_ns=ref.hints.observed_ns)
     try:
-        big = st.st_size > HEAD_TAIL_BYTES
-        mode = ("full" if big else None) if log_mode == "full" else (log_mode or ("head-tail" if big else None))
-        if mode is None and log_mode is None and st.st_size > SCAN_BYTES:
-            mode = "full"
+        mode = scan_mode(st.st_size, log_mode)
         if mode and kind.name in LOG_KINDS:
             from parsers.readers import logscan
 
@@ -338,6 +335,18 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     art.parsed.notes.extend(notes)
     _apply_hints(art.parsed, ref.hints)
     return art
+
+
+def scan_mode(size: int, log_mode: str | None) -> str | None:
+    """How a log of `size` bytes is read (read_file's `log_mode` rules): a logscan mode, or None for
+    the per-line reader."""
+    if log_mode == "full":  # every line: logscan's pre-filter for the big logs, the line reader for the rest
+        return "full" if size > HEAD_TAIL_BYTES else None
+    if log_mode:
+        return log_mode
+    if size > HEAD_TAIL_BYTES:
+        return "head-tail"
+    return "full" if size > SCAN_BYTES else None
 
 
 def _hints(h: dict) -> Hints:
