@@ -101,9 +101,16 @@ def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
     Lines that are no NCCL record (a PyTorch watchdog line in an NCCL_DEBUG file) are still
     read by the other line readers: files are mixed in the wild.
     """
-    it = iter(lines)
+    return parse_pairs(enumerate(lines, 1), file)
+
+
+def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Parsed:
+    """parse_lines for (line number, line) pairs picked out of a bigger file (logscan's full scan):
+    each record keeps its real line number; whether `[N] ` labels count lines is judged on the
+    first HEAD_LINES picked, as parse_lines judges it on the first lines."""
+    it = iter(pairs)
     head = list(islice(it, HEAD_LINES))
-    return parse_numbered(enumerate(chain(head, it), 1), file, numbered=labels_are_line_numbers(head))
+    return parse_numbered(chain(head, it), file, numbered=labels_are_line_numbers([t for _, t in head]))
 
 
 def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, numbered: bool = False) -> Parsed:

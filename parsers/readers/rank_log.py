@@ -46,11 +46,19 @@ _TB_LINE = re.compile(r"^\s*line \d+, in ")
 
 def parse_lines(lines: Iterable[str], file: str | None = None) -> Parsed:
     """Events from a mixed text log. `facts` gets the global rank/host the prefixes reveal."""
+    return parse_pairs(enumerate(lines, 1), file)
+
+
+def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Parsed:
+    """parse_lines for (line number, line) pairs picked out of a bigger file (logscan's full scan
+    leaves out runs of NCCL op lines): records keep their real line numbers, and a hard wrap is
+    re-joined only across lines that were neighbours in the file."""
     out = Parsed(kind="rank-log")
-    it = iter(lines)
+    it = iter(pairs)
     head = list(islice(it, HEAD_LINES))
-    numbered = labels_are_line_numbers(head)
-    layout = _Layout(head)
+    head_text = [t for _, t in head]
+    numbered = labels_are_line_numbers(head_text)
+    layout = _Layout(head_text)
     nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
     elastic = launcher.ElasticBlock()
@@ -177,23 +185,27 @@ class _Layout:
         return None
 
 
-def _logical_lines(lines: Iterable[str], layout: _Layout, out: Parsed) -> Iterator[tuple[int, str]]:
+def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parsed) -> Iterator[tuple[int, str]]:
     """(number of the first physical line, logical line) after re-joining hard wraps."""
     pending: tuple[int, str, str, int] | None = None  #: (lineno, text so far, last physical segment, joins)
-    for lineno, raw in enumerate(lines, 1):
+    last = 0  #: number of the previous physical line: a wrap continues only on the very next one
+    for lineno, raw in pairs:
         out.lines += 1
         if pending is not None:
             start, text, segment, joins = pending
-            sep = layout.continues(segment, text, raw) if joins < MAX_JOIN else None
+            near = lineno == last + 1
+            sep = layout.continues(segment, text, raw) if near and joins < MAX_JOIN else None
             if sep is not None:
                 piece = raw.rstrip("\r\n")
                 if sep:
                     piece = piece.lstrip()
                 pending = (start, text + sep + piece, raw, joins + 1)
                 out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
+                last = lineno
                 continue
             yield start, text
         pending = (lineno, raw.rstrip("\r\n"), raw, 0)
+        last = lineno
     if pending is not None:
         yield pending[0], pending[1]
 

@@ -70,6 +70,13 @@ def _others(parsed, cls=None) -> Counter:
     return Counter(_key(e) for e in parsed.events if not isinstance(e, OpEvent) and (cls is None or isinstance(e, cls)))
 
 
+def _lines(parsed, kept=None) -> Counter:
+    """(event, line number) of every event but the op events that `kept` (a scan) thinned away."""
+    keep = None if kept is None else {_key(e) for e in kept.events if isinstance(e, OpEvent)}
+    return Counter((_key(e), e.origin.line) for e in parsed.events
+                   if keep is None or not isinstance(e, OpEvent) or _key(e) in keep)
+
+
 def test_fixture_logs_exist():
     kinds = Counter(k for _, k in LOGS)
     assert kinds["nccl-log"] >= 30 and kinds["rank-log"] >= 30, kinds
@@ -82,6 +89,7 @@ def test_scan_equals_full_parse_on_real_logs(path, kind):
     scanned = logscan.scan_file(path, kind, mode="full", head_bytes=2048, tail_bytes=2048, ops_per_comm=K)
     assert _others(scanned) == _others(full)
     assert _last_ops(scanned) == _last_ops(full)
+    assert _lines(scanned) == _lines(full, kept=scanned)  # a full scan keeps every event's real line number
     ht = logscan.scan_file(path, kind, mode="head-tail", head_bytes=2048, tail_bytes=2048, ops_per_comm=K)
     assert _last_ops(ht) == _last_ops(full)
     assert _others(ht, CommMember) == _others(full, CommMember)  # every comm's identity, middle inits found
@@ -211,3 +219,23 @@ def test_parallel_read_in_batches_equals_sequential(tmp_path):
     assert [(a.kind, a.error) for a in par] == [(a.kind, a.error) for a in seq]
     assert [_others(a.parsed) + Counter(map(_key, a.parsed.events)) for a in par] == \
         [_others(a.parsed) + Counter(map(_key, a.parsed.events)) for a in seq]
+
+
+def test_mid_size_log_keeps_real_line_numbers(tmp_path):
+    """A log between SCAN_BYTES and HEAD_TAIL_BYTES (read whole through the pre-filter by default):
+    its errors and communicator inits after the head cite the line they are on, as the per-line
+    reader does, so a report's file:line opens the right place."""
+    from parsers.evidence import HEAD_TAIL_BYTES, SCAN_BYTES, load_files
+
+    path = _big_from_real(tmp_path, copies=300)
+    assert SCAN_BYTES < path.stat().st_size < HEAD_TAIL_BYTES
+    full = _full(path, "nccl-log")
+    art = load_files([(path, None)]).artifacts[0]
+    assert art.parsed.facts["scan"]["mode"] == "full"
+    def cited(parsed, ops: bool) -> Counter:  # (event type, line): the load adds the rank it learnt
+        return Counter((type(e).__name__, e.origin.line) for e in parsed.events if isinstance(e, OpEvent) == ops)
+
+    assert cited(art.parsed, ops=False) == cited(full, ops=False)
+    assert not cited(art.parsed, ops=True) - cited(full, ops=True)  # the ops kept, on their own lines
+    head_lines = path.read_bytes()[:logscan.HEAD_BYTES].count(b"\n")
+    assert max(line for (_t, line) in cited(art.parsed, ops=False)) > head_lines  # past the head too
