@@ -164,6 +164,12 @@ def one(n: int, fanout: int, latency: float, answer: Path, gateways: int = 0, st
             "phases": result.phases, "floor_s": round(-(-n // (fanout * max(1, gateways))) * latency, 1)}
 
 
+
+def _pythonpath() -> str:
+    """The repository first, then what the caller had (packages installed with --target, as on a
+    machine with no registry), so each run imports this checkout and finds its dependencies."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="512,4096")
@@ -198,7 +204,7 @@ def main() -> int:
                 done = subprocess.run([sys.executable, __file__, "--latency", str(args.latency),
                                        *(["--bundle-dir", args.bundle_dir] if args.bundle_dir else []),
                                        *(["--filing-workers", str(args.filing_workers)] if args.filing_workers is not None else []), "--one", str(n), str(fanout),
-                                       str(answer), str(gateways), str(standin)], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                                       str(answer), str(gateways), str(standin)], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=_pythonpath()))
                 if done.returncode != 0:
                     print(f"{n} hosts fanout {fanout} {mode}: failed: {done.stderr.strip()[-500:]}")
                     continue
