@@ -271,6 +271,18 @@ def _reason_after_label(s: Suspect) -> str:
     return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
 
 
+def _weak_leads(suspects: list[Suspect]) -> str:
+    """The best suspect below the naming bar; or, where others tie with it (same reason, same confidence),
+    all of them. Why: a tie has no odd one out, and naming one side alone (a 1-against-1 mismatch: rank 7
+    BROADCAST, rank 3 ALLREDUCE at one SeqNum) would read as a lead that the lines do not give."""
+    lead = suspects[0]
+    tied = [s for s in suspects if s.reason_class == lead.reason_class and abs(s.confidence - lead.confidence) < 1e-9]
+    if len(tied) == 1:
+        return f"weak lead only: {lead.label} {_reason_after_label(lead)} (confidence {lead.confidence:.2f})"
+    said = "; ".join(f"{s.label} {_reason_after_label(s)}" for s in tied[:4])
+    return f"tied weak leads, no odd one out: {said} (confidence {lead.confidence:.2f} each)"
+
+
 def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> str:
     """One line: the culprit and why, then what the other ranks do; or, with no culprit, what the evidence shows."""
     waiting = verdict.sections.get("waiting") or {}
@@ -280,8 +292,7 @@ def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> 
         shown = what_it_shows(ev, reports or []) if ev is not None else ""
         lead = verdict.suspects[0] if verdict.suspects else None
         if lead is not None:
-            shown = (f"{shown}; " if shown else "") + (f"weak lead only: {lead.label} {_reason_after_label(lead)} "
-                                                       f"(confidence {lead.confidence:.2f})")
+            shown = (f"{shown}; " if shown else "") + _weak_leads(verdict.suspects)
         if ranks:
             return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {shown}" if shown else "")
         if shown:

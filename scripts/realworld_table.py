@@ -75,8 +75,19 @@ def _versions() -> str:
             "2.2+ `[PG ..]` tags, 2.3+ `[rankN]:` prefixes; "
             f"{len(watchdog_class)} excerpt{'' if len(watchdog_class) == 1 else 's'} "
             f"({', '.join(watchdog_class) or 'none'}) carr{'ies' if len(watchdog_class) == 1 else 'y'} frames of c10d's "
-            "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames), "
-            "but no thread read here states torch 2.9.")
+            "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames). "
+            + _newest(stated["torch_version"]))
+
+
+def _newest(torch_versions: list[str]) -> str:
+    """Which stated torch versions are 2.8 or newer, and whether one is a 2.9 release: said from the .json
+    fields, so the sentence cannot outlive the corpus it describes."""
+    recent = sorted({v for v in torch_versions if _key(v)[:2] >= (2, 8)}, key=_key)
+    if not recent:
+        return "No thread read here states torch 2.8 or newer."
+    nine = [v for v in recent if _key(v)[:2] == (2, 9)]
+    return (f"Stated torch 2.8 or newer: {', '.join(recent)}; "
+            + (f"2.9 stated by {len(nine)}." if nine else "none states a 2.9 release."))
 
 
 if __name__ == "__main__":

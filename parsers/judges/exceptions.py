@@ -18,7 +18,7 @@ from parsers.ranges import fold
 
 #: errors a rank prints while it waits on a peer that is gone (timeouts, closed or reset connections)
 WAITING = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
-           "nccl-timeout", "ib-completion"}
+           "nccl-timeout", "ib-completion", "net-error"}
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print
 SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout"}

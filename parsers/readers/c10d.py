@@ -54,6 +54,10 @@ _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.')
 _NCCL_CODE = re.compile(r"^(?P<code>nccl[A-Z]\w*Error): (?P<what>.*)")
+#: a network plugin's failed request, as NCCL passes it up and PyTorch prints it under 'Last error:'
+#: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
+_NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
+                         r"(?: Error: (?P<err>-?\d+) \((?P<what>[^)]*)\))?")
 _FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
 _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
 _MARKERS = ("ProcessGroup", "Rank ", "NCCL work", "eartbeat", "Watchdog", "DistStoreError", "NCCL error",
@@ -195,6 +199,10 @@ def match_line(text: str, origin: Origin) -> list:
     m = _NCCL_CODE.match(text.strip())
     if m:
         err("nccl-error", data={"code": m.group("code")})
+        return events
+    m = _NET_PLUGIN.search(text)
+    if m:
+        err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
         return events
     m = _FRAME.search(text)
     if m:

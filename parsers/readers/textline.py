@@ -18,7 +18,7 @@ from parsers.readers import c10d, gloo, launcher, pasted_host
 _KNOWN = re.compile(
     r"NCCL (?:INFO|WARN|TRACE)|ProcessGroup(?:NCCL|Gloo)|Watchdog caught|NCCL work|opCount|c10d::|\[c10d"
     r"|torch\.distributed|Dist(?:Backend|Store|Network)Error|ChildFailedError|exitcode|local_rank"
-    r"|NVRM|Xid|nccl\w*Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error"
+    r"|NVRM|Xid|nccl\w*Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error|NET/OFI"
 )
 #: lines of those formats that carry nothing to read: stack frames, traceback lines, banners
 _BENIGN = re.compile(

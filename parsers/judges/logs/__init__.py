@@ -24,7 +24,7 @@ __all__ = ["LogAnalysis", "correlate"]
 MAX_LISTED = 200
 #: errors that mean "this rank was waiting in a collective when it failed"
 WAIT_ERRORS = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
-               "nccl-timeout", "ib-completion"}  #: rows kept in JSON sections for huge jobs
+               "nccl-timeout", "ib-completion", "net-error"}  #: rows kept in JSON sections for huge jobs
 
 
 @dataclass

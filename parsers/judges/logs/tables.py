@@ -210,7 +210,11 @@ def missing_line_table(t: Tables, ids: Identities, rows_per_comm: int = 3) -> li
 
 
 def find_mismatches(t: Tables) -> list[dict]:
-    """Positions where ranks called different things; the minority is the suspect."""
+    """Positions where ranks called different things; the minority is the suspect.
+
+    Where the largest groups tie (rank 7 BROADCAST against rank 3 ALLREDUCE at SeqNum 80078, seen in a
+    real excerpt of two ranks) there is no minority: every tied side is listed, so neither is named alone.
+    """
     found = []
     for (comm, seq), per_rank in t.signatures.items():
         if len(per_rank) < 2:
@@ -222,11 +226,17 @@ def find_mismatches(t: Tables) -> list[dict]:
         counts = Counter(sigs.values())
         if len(counts) < 2:
             continue
-        (major, n_major), *others = counts.most_common()
-        for sig, n in others:
+        ranked = counts.most_common()
+        major, n_major = ranked[0]
+        tied = [sig for sig, n in ranked if n == n_major]
+        for sig, n in ranked:
+            if sig == major and len(tied) == 1:
+                continue  # the one majority is the reference, not a side
+            # in a tie no side is the majority: each is compared with another tied side, and each is listed
+            other = major if sig != major else next(s for s in tied if s != sig)
             ranks = sorted(g for g, s in sigs.items() if s == sig)
             found.append({"comm": comm, "seq": seq, "ranks": ranks, "called": _label(sig), "n": n,
-                          "majority_called": _label(major), "n_majority": n_major, "tie": n == n_major})
+                          "majority_called": _label(other), "n_majority": n_major, "tie": n == n_major})
     t.mismatches = found
     return found
 

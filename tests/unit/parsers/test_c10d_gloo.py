@@ -85,3 +85,15 @@ def test_public_log_lines():
     ib = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "ib-completion")
     assert ib.peer_addr == "10.153.235.13<40554>" and ib.timestamp == "2026-09-09 10:46:33"
     assert "rank" not in out.facts and out.facts["ranks"] == [2, 6, 7]
+
+
+def test_network_plugin_error_under_last_error():
+    """NCCL #1928 (NCCL 2.28.8, aws-ofi-nccl): the plugin's failed request, as PyTorch prints it under
+    'Last error:' after ncclRemoteError; the real line, with its [rankN]: prefix."""
+    line = ("[rank3]: NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE). "
+            "Completed length: 0\n")
+    out = rank_log.parse_lines([line])
+    err = next(e for e in out.events if isinstance(e, ErrorEvent))
+    assert (err.kind, err.origin.rank, err.data["net"], err.data["rc"], err.data["error"]) == \
+        ("net-error", 3, "OFI", 113, "UNDELIVERABLE")
+    assert not out.unread

@@ -42,3 +42,23 @@ def test_lines_after_a_ras_report_are_read_as_the_job_log():
     assert [p.kind for p in parsed] == ["ras-text"]
     errors = [(e.kind, e.origin.rank, e.seq, e.origin.line) for e in parsed[0].events if isinstance(e, ErrorEvent)]
     assert errors == [("watchdog-timeout", 118, 2398459, 24), ("failure-detected", 118, 2398459, 25)]
+
+
+def test_watchdog_lines_at_one_seqnum_in_different_ops_are_a_tied_mismatch():
+    """NCCL #1409: rank 7 times out in BROADCAST, rank 3 in ALLREDUCE, both SeqNum 80078 of the default
+    group. The mismatch is found from the watchdog lines; one rank each way is a tie, so both sides are
+    listed below the naming bar and the summary names neither alone."""
+    from parsers import knowledge
+    from parsers.analyze import analyze
+    from parsers.judges.logs import correlate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ev = _evidence("nccl-1409", tmp)
+        found = correlate(ev)
+        result = analyze(Path(tmp), knowledge.load(use_env=False))
+    sides = sorted((s.rank, s.reason_class, round(s.confidence, 2)) for s in found.suspects)
+    assert sides == [(3, ReasonClass.MISMATCH, 0.45), (7, ReasonClass.MISMATCH, 0.45)]
+    assert result.verdict.culprit is None
+    summary = result.verdict.summary
+    assert "tied weak leads, no odd one out" in summary
+    assert "rank 3 called allreduce()" in summary and "rank 7 called broadcast()" in summary

@@ -44,6 +44,10 @@ BEYOND_EXCERPT = {
                      "their (unnamed) host", ["uncorrectable ECC", "is exclude"]),
     "vllm-3688": ("the NCCL 2.18.1 bug is known from the reporter's upgrade to 2.19.3; the lines show the CUDA "
                   "failure under NCCL 2.18.1, no version comparison", ["NCCL error", "pid 4028887"]),
+    "accelerate-3861": ("the extra wait_for_everyone() on the main process is in the reporter's code; the lines show "
+                        "only rank 2 timing out in a broadcast", ["BROADCAST SeqNum 22", "rank 2 only"]),
+    "accelerate-3861-dump": ("as accelerate-3861; this part shows rank 1 asking for a dump and rank 0 observing it, "
+                             "no op of rank 0", ["ranks 0-1 only", "dump-signal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
