@@ -54,9 +54,20 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in head.split(".") if p.isdigit())
 
 
+def _series(version: str) -> str:
+    """'2.14.3+cuda11.7' -> '2.14': the release series a format belongs to."""
+    return ".".join(str(p) for p in _key(version)[:2])
+
+
+#: the series issue 13 asks the corpus to cover (PyTorch 1.8 to 2.9, NCCL 2.7 to 2.28)
+_WANTED = {"torch_version": [f"1.{m}" for m in range(8, 14)] + [f"2.{m}" for m in range(10)],
+           "nccl_version": [f"2.{m}" for m in range(7, 29)]}
+
+
 def _versions() -> str:
-    """The NCCL and PyTorch versions the excerpts or their threads state (the .json fields), and the
-    format markers of the newest PyTorch code, which the lines carry whether or not a version is stated."""
+    """The NCCL and PyTorch series the excerpts or their threads state (the .json fields, how each was
+    established in `versions_from`), the wanted series none states, and the format markers of the newest
+    PyTorch code, which the lines carry whether or not a version is stated."""
     stated: dict[str, list[str]] = {"nccl_version": [], "torch_version": []}
     watchdog_class = []
     for stem in stems():
@@ -68,26 +79,19 @@ def _versions() -> str:
             watchdog_class.append(stem)
     parts = []
     for field, name in (("nccl_version", "NCCL"), ("torch_version", "PyTorch")):
-        vs = sorted(stated[field], key=_key)
-        parts.append(f"{name} {vs[0]} to {vs[-1]} ({len(vs)} excerpts state one)" if vs else f"{name}: none stated")
-    return ("Versions stated in the excerpts or their threads: " + "; ".join(parts) + ". "
+        counts: dict[str, int] = {}
+        for v in sorted(stated[field], key=_key):
+            counts[_series(v)] = counts.get(_series(v), 0) + 1
+        listed = ", ".join(f"{s} ({n})" for s, n in counts.items())
+        missing = [s for s in _WANTED[field] if s not in counts]
+        parts.append(f"{name} {listed or 'none'}; {len(stated[field])} excerpts state one"
+                     + (f"; no excerpt states {', '.join(missing)}" if missing else ""))
+    return ("Versions stated in the excerpts or their threads, by series (excerpts): " + ". ".join(parts) + ". "
             "Formats by era are wider than the stated versions: PyTorch 1.x `[Rank N]` lines without a PG tag, "
             "2.2+ `[PG ..]` tags, 2.3+ `[rankN]:` prefixes; "
             f"{len(watchdog_class)} excerpt{'' if len(watchdog_class) == 1 else 's'} "
             f"({', '.join(watchdog_class) or 'none'}) carr{'ies' if len(watchdog_class) == 1 else 'y'} frames of c10d's "
-            "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames). "
-            + _newest(stated["torch_version"]))
-
-
-def _newest(torch_versions: list[str]) -> str:
-    """Which stated torch versions are 2.8 or newer, and whether one is a 2.9 release: said from the .json
-    fields, so the sentence cannot outlive the corpus it describes."""
-    recent = sorted({v for v in torch_versions if _key(v)[:2] >= (2, 8)}, key=_key)
-    if not recent:
-        return "No thread read here states torch 2.8 or newer."
-    nine = [v for v in recent if _key(v)[:2] == (2, 9)]
-    return (f"Stated torch 2.8 or newer: {', '.join(recent)}; "
-            + (f"2.9 stated by {len(nine)}." if nine else "none states a 2.9 release."))
+            "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames).")
 
 
 if __name__ == "__main__":

@@ -375,6 +375,22 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
 
 
+def _labelled_ranks(out: Parsed) -> None:
+    """Name the global ranks the lines' prefixes carry (Open MPI `[1,N]<stdout>:`, Slurm `N: `, `[rankN]:`).
+
+    Why: an NCCL log merged by mpirun or srun carries each process's rank in its prefix, not in
+    NCCL's own records (whose bracket is a device); without this the file's ranks count as silent.
+    A comm rank already chosen for a one-process file stays; labels only add what it lacks.
+    """
+    labelled = sorted({e.origin.rank for e in out.events if getattr(e, "origin", None) is not None
+                       and e.origin.rank is not None})
+    if len(labelled) > 1:
+        out.facts["ranks"] = labelled
+        out.facts.pop("rank", None)
+    elif labelled:
+        out.facts.setdefault("rank", labelled[0])
+
+
 def _finish(out: Parsed, st: _State) -> None:
     """Resolve comm pointers seen before their init line, and name the process's global rank.
 
@@ -398,6 +414,7 @@ def _finish(out: Parsed, st: _State) -> None:
         out.facts["rank"] = world.comm_rank
         out.facts["world_size"] = biggest
         out.facts["world_comm"] = world.comm
+    _labelled_ranks(out)
     for key, seen in (("hosts", st.seen_hosts), ("pids", st.seen_pids)):
         if seen:
             vals = sorted(seen)

@@ -93,3 +93,22 @@ def test_wording_across_versions():
     assert [e.peer_addr for e in closed] == ["h2<36466>", "h3<33187>", "3"]
     assert closed[1].timestamp == "2026-11-29 07:25:41"
     assert out.facts["error_trails"] == 2
+
+
+def test_launcher_labels_name_the_files_ranks():
+    """Real lines (horovod/horovod#3658 and #3752): mpirun's `[1,N]<stdout>:` label is each line's global
+    rank, so a merged NCCL log reports those ranks, and a one-rank paste names its rank."""
+    merged = parse([
+        "[1,6]<stdout>:ip-172-31-12-129:1761:1772 [2] NCCL INFO comm 0x7f0a70329440 rank 6 nranks 8 cudaDev 2 busId 1d0 - Init COMPLETE",
+        "[1,3]<stdout>:ip-172-31-0-63:2123:2132 [3] NCCL INFO comm 0x7f30c0328050 rank 3 nranks 8 cudaDev 3 busId 1e0 - Init COMPLETE",
+        "[1,5]<stdout>:ip-172-31-12-129:1760:1771 [1] NCCL INFO Channel 01 : 5[1c0] -> 7[1e0] [send] via NET/Socket/0",
+    ])
+    assert merged.facts["ranks"] == [3, 5, 6] and "rank" not in merged.facts
+    assert merged.facts["world_size"] == 8
+    one = parse([
+        "[1,1]<stdout>:slave1:126624:126758 [1] misc/argcheck.cc:39 NCCL WARN Broadcast : invalid root 0 (root should be in the 0..-1 range)",
+        "[1,1]<stdout>:slave1:126624:126758 [1] NCCL INFO enqueue.cc:1450 -> 4",
+    ])
+    assert one.facts["rank"] == 1 and "ranks" not in one.facts
+    unlabelled = parse(["nvidia2020:27646:27646 [0] NCCL INFO Bootstrap : Using enp1s0f0:10.100.12.111<0>"])
+    assert "rank" not in unlabelled.facts and "ranks" not in unlabelled.facts  # the bracket is a device, not a rank
