@@ -37,6 +37,11 @@ _PY_LEVEL = re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s*(?:
 _VLLM = re.compile(
     r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.]+:\d+\]\s?"
 )
+#: an application logger's own rank label in capitals (SimpleTuner: `[RANK 4] 2026-05-19 10:10:29,604 [ERROR] `);
+#: never c10d's `[Rank N]`, which is part of the record
+_APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
+#: a bracketed level word after a timestamp (`[ERROR] `)
+_PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
 _BORDER = re.compile(r"^[│|┃]\s+")
 _BORDER_END = re.compile(r"\s+[│|┃]\s*$")
@@ -114,8 +119,13 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     if m:
         info.timestamp = info.timestamp or m.group("ts")
         return text[m.end():], None
-    m = _PY_LEVEL.match(text)
+    m = _PY_LEVEL.match(text) or _PY_LEVEL_BRACKET.match(text)
     if m and info.timestamp:
+        return text[m.end():], None
+    m = _APP_RANK.match(text)
+    if m:
+        if info.rank is None:
+            info.rank = int(m.group(1))
         return text[m.end():], None
     m = _SHIPPER.match(text)
     if m:

@@ -21,7 +21,7 @@ WAITING = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-c
            "nccl-timeout", "ib-completion", "net-error"}
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print
-SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout"}
+SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatch"}
 
 
 def last_exceptions(ev: Any) -> dict[int, tuple[Any, Any]]:

@@ -58,9 +58,21 @@ _NCCL_CODE = re.compile(r"^(?P<code>nccl[A-Z]\w*Error): (?P<what>.*)")
 #: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
 _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
                          r"(?: Error: (?P<err>-?\d+) \((?P<what>[^)]*)\))?")
+#: ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) checks every collective across ranks. Forms: torch 1.12
+#: 'CollectiveFingerPrint(OpType=ALLREDUCE, ...' (the other side sometimes only 'REDUCE.'), later with
+#: TensorShape/TensorDtypes, 2.x with 'SequenceNumber=18, ' first (barrier: 'SequenceNumber=1OpType=BARRIER')
+_FINGERPRINT = (r"CollectiveFingerPrint\((?:SequenceNumber=(?P<{p}seq>\d+),? ?)?OpType=(?P<{p}op>\w+)"
+                r"(?:, TensorShape=\[(?P<{p}shape>[\d, ]{{0,200}})\])?")
+_RUNNING = re.compile(r"Running collective: " + _FINGERPRINT.format(p=""))
+_WRAPPER_MISMATCH = re.compile(
+    r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d+) is running collective: (?:"
+    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]+)\b).*?, but Rank (?P<b>\d+) is running collective: (?:"
+    + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]+)\b)"
+)
+_ASPECTS = re.compile(r"Collectives differ in the following aspects: ?(?P<what>.{1,300})")
 _FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
 _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
-_MARKERS = ("ProcessGroup", "Rank ", "NCCL work", "eartbeat", "Watchdog", "DistStoreError", "NCCL error",
+_MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError", "NCCL error",
             "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl")
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
@@ -148,6 +160,15 @@ def match_line(text: str, origin: Origin) -> list:
     m = _TERMINATE_CALLED.search(text) or _RAY_UNHANDLED.search(text) or _PY_EXC.search(text)
     if m:
         err("python-exception", data={"type": demangle(m.group("type"))})
+    m = _WRAPPER_MISMATCH.search(text)
+    if m:
+        err("collective-mismatch", comm=comm or "pg:0", data=_wrapper_sides(m, text))
+        return events
+    m = _RUNNING.search(text)
+    if m:
+        err("c10d-fingerprint", comm=comm or "pg:0", seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+            data={"numel": _numel(m.group("shape"))})
+        return events
     m = _WATCHDOG.search(text)
     if m:
         seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
@@ -220,6 +241,30 @@ def match_line(text: str, origin: Origin) -> list:
     elif "[c10d" in text:
         err("c10d-info")
     return events
+
+
+def _wrapper_sides(m: re.Match, text: str) -> dict:
+    """What ProcessGroupWrapper's check says each side ran: the reporting rank (`Rank a`, the
+    process that raised) and the one it differs from (`Rank b`), each (op, seq, numel), plus
+    the aspects torch 2.x names ('Sequence number: 1vs 0')."""
+    sides = []
+    for p in ("a_", "b_"):
+        op = m.group(p + "op") or m.group(p + "bare")
+        sides.append({"rank": int(m.group(p[0])), "op": normalise_op(op) if op else None,
+                      "seq": _int(m.group(p + "seq")), "numel": _numel(m.group(p + "shape"))})
+    a = _ASPECTS.search(text)
+    return {"sides": sides, "aspects": " ".join(a.group("what").split()) if a else None}
+
+
+def _numel(shape: str | None) -> int | None:
+    """'20, 10' -> 200; '' (a scalar) -> 1; None when the fingerprint printed no shape."""
+    if shape is None:
+        return None
+    n = 1
+    for part in shape.split(","):
+        if part.strip():
+            n *= int(part)
+    return n
 
 
 def _int(value: str | None) -> int | None:

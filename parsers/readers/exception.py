@@ -172,6 +172,8 @@ def categorize(type_name: str, message: str) -> str:
         return "store-timeout"
     if short == "ChildFailedError":
         return "child-failed"
+    if "detected mismatch between collectives" in low:  # ProcessGroupWrapper's check: raised where it is seen
+        return "mismatch"
     if "nccl" in low or short in ("NCCLError", "DistBackendError") and "nccl" in low:
         return "nccl"
     if "gloo" in low or "connection closed by peer" in low or "connection reset by peer" in low:

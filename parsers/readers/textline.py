@@ -19,6 +19,7 @@ _KNOWN = re.compile(
     r"NCCL (?:INFO|WARN|TRACE)|ProcessGroup(?:NCCL|Gloo)|Watchdog caught|NCCL work|opCount|c10d::|\[c10d"
     r"|torch\.distributed|Dist(?:Backend|Store|Network)Error|ChildFailedError|exitcode|local_rank"
     r"|NVRM|Xid|nccl\w*Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error|NET/OFI"
+    r"|CollectiveFingerPrint|mismatch between collectives"
 )
 #: lines of those formats that carry nothing to read: stack frames, traceback lines, banners
 _BENIGN = re.compile(

@@ -89,7 +89,36 @@ def build(arts: Evidence, ids: Identities) -> Tables:
                 ids.comm_members.setdefault(comm, set()).add(g)
             elif cls is ErrorEvent and ev.kind == "watchdog-timeout" and ev.op and ev.seq is not None and ev.comm:
                 _timed_out_op(t, ids, ev)
+            elif cls is ErrorEvent and ev.kind in ("c10d-fingerprint", "collective-mismatch") and ev.comm:
+                _checked_ops(t, ids, ev)
     return t
+
+
+#: ProcessGroupWrapper numbers a group's collectives itself: its positions are kept apart from
+#: c10d's SeqNum and NCCL's opCount (same comm, this prefix), so the two numberings never meet
+WRAPPER = "wrapper:"
+
+
+def _checked_ops(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
+    """What ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) says ranks ran, as signatures at its
+    positions: 'Running collective: CollectiveFingerPrint(SequenceNumber=18, OpType=ALLREDUCE,
+    TensorShape=[])' is the line's own rank; a 'Detected mismatch ... Rank 1 is running ..., but Rank 2
+    is running ...' names both sides (group ranks). Sides printed without a SequenceNumber (torch 1.12)
+    have no position and are left to the error itself."""
+    g = ids.resolve(ev.origin)
+    comm = ids.canonical(ev.comm, g)
+    if ev.kind == "c10d-fingerprint":
+        sides = [(g, ev.op, ev.seq, ev.data.get("numel"))]
+    else:
+        sides = [(ids.global_of(comm, s["rank"]) if comm != "pg:0" else s["rank"], s["op"], s["seq"], s["numel"])
+                 for s in ev.data.get("sides", ())]
+    for rank, op, seq, numel in sides:
+        if rank is None or op is None or seq is None:
+            continue
+        sig = t.signatures[(WRAPPER + comm, seq)]
+        calls = sig.setdefault(rank, [])
+        if (op, numel, None) not in calls:
+            calls.append((op, numel, None))
 
 
 def _timed_out_op(t: Tables, ids: Identities, ev: ErrorEvent) -> None:

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from parsers.judges.logs.identity import Identities
-from parsers.judges.logs.tables import Tables
+from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
 
+#: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
+MAX_RANKS = 1 << 20
 #: artifact kinds that say "this rank was alive and reporting"
 EVIDENCE_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json")
 
@@ -61,6 +63,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
                 if isinstance(r, int):
                     get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.45,
                                  [f"wait cycle through ranks {cycle}"])
+    _wrapper_reports(errors, ids.world_size, get)
     if complete:
         _absent(ids, get, any(k is not None for k in acc))
     _ras(ras_findings, ids, acc, get)
@@ -104,8 +107,47 @@ def _mismatch(t: Tables, get, roots: list = ()) -> None:
 
 def _position(comm: str, seq: int) -> str:
     """NCCL communicators (keyed by commId '0x...') count launches as NCCL prints them: hex opCount,
-    from 0; process groups count collectives from 1. Say which, so a reader can grep the log."""
+    from 0; process groups count collectives from 1; ProcessGroupWrapper prints its own
+    SequenceNumber. Say which, so a reader can grep the log."""
+    if comm.startswith(WRAPPER):
+        return f"SequenceNumber {seq}"
     return f"opCount {seq:x}" if comm.startswith("0x") else f"position {seq}"
+
+
+def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | None, get) -> None:
+    """ProcessGroupWrapper's 'Detected mismatch between collectives on ranks. Rank a is running ...,
+    but Rank b is running ...' (TORCH_DISTRIBUTED_DEBUG=DETAIL), raised on rank a.
+
+    Why b is the one that differs: the check all-gathers every rank's fingerprint and raises at the
+    first rank, in rank order, whose fingerprint is not a's own (ProcessGroupWrapper.cpp), so ranks
+    0..b-1 and a all run what a runs. With b = 0 nothing is implied (a may be the odd one). Ranks
+    above b were not compared by that report, and differing is not causing, so b is a lead (0.45);
+    it is a suspect (0.6) only when the agreeing ranks are every rank of the stated world but b.
+    A report whose [rankN] prefix is not its 'Rank a' came from a subgroup (group ranks): skipped."""
+    agree: dict[int, set[int]] = {}
+    texts: dict[int, list[str]] = {}
+    for rank, ev in errors:
+        sides = ev.data.get("sides") if ev.kind == "collective-mismatch" else None
+        if not sides or len(sides) != 2:
+            continue
+        a, b = sides[0]["rank"], sides[1]["rank"]
+        if b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
+            continue
+        agree.setdefault(b, set()).update({*range(b), a})
+        texts.setdefault(b, []).append(f"rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}")
+    for b, ranks in sorted(agree.items()):
+        if b in {a for other, rs in agree.items() if other != b for a in rs}:
+            continue  # b is itself on an agreeing side elsewhere: the reports contradict each other
+        conf = 0.6 if world and len(ranks | {b}) >= world else 0.45
+        get(b).offer("mismatch", f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
+                     f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)", conf,
+                     [f"ProcessGroupWrapper: {t}" for t in texts[b][:5]]
+                     + [f"the check stops at the first rank that differs, so ranks 0-{b - 1} matched the reporter"])
+
+
+def _side(side: dict) -> str:
+    seq = f" SequenceNumber {side['seq']}" if side.get("seq") is not None else ""
+    return f"{side.get('op') or 'unknown op'}{seq}"
 
 
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:

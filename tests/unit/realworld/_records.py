@@ -39,6 +39,9 @@ def _event_records(ev) -> list[dict]:
         data = dict(getattr(ev, "data", None) or {})
         rec = {**base, **data, "kind": _ERROR_KIND.get(ev.kind, ev.kind), "op": ev.op, "seq": ev.seq,
                "peer": ev.peer_addr, "text": ev.message, "pg": _pg(ev.comm)}
+        if ev.kind == "collective-mismatch":  # both sides of ProcessGroupWrapper's check, flat
+            sides = data.get("sides") or []
+            rec.update(ranks=[x["rank"] for x in sides], ops=[x["op"] for x in sides], seqs=[x["seq"] for x in sides])
         recs = [rec]
         if ev.source == "nccl-log" and ev.kind in _NCCL_WARN_KINDS:
             recs.append({**rec, "kind": "nccl-warn"})

@@ -48,6 +48,8 @@ BEYOND_EXCERPT = {
                         "only rank 2 timing out in a broadcast", ["BROADCAST SeqNum 22", "rank 2 only"]),
     "accelerate-3861-dump": ("as accelerate-3861; this part shows rank 1 asking for a dump and rank 0 observing it, "
                              "no op of rank 0", ["ranks 0-1 only", "dump-signal"]),
+    "lightning-19106": ("the diverging log_dict keys are the reporter's code; the three lines show ranks 0, 2 and 3 "
+                        "starting the same ALLREDUCE and no error", ["no error"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
