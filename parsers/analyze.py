@@ -103,7 +103,7 @@ def _judge_recorder(ev: Evidence) -> tuple[list[WaitEdge], dict[str, dict[int, i
 
 
 def _has_log_evidence(ev: Evidence) -> bool:
-    return any(a.kind in ("nccl-log", "rank-log", "fr-dump", "ras-text", "ras-json", "pyspy-text", "pyspy-json")
+    return any(a.kind in ("nccl-log", "rank-log", "fr-report", "fr-dump", "ras-text", "ras-json", "pyspy-text", "pyspy-json")
                for a in ev.artifacts)
 
 

@@ -369,6 +369,8 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
         origin = getattr(ev, "origin", None)
         if origin is None:
             continue
+        if getattr(ev, "source", None) == "fr-report":  # the analyzer speaks for the job, not for the file's rank
+            continue
         if getattr(ev, "source", None) == "launcher" and origin.pid is not None:
             if origin.host is None:
                 origin.host = host

@@ -335,6 +335,7 @@ def _with_activity(suspects: list[Suspect], ev: Any) -> list[Suspect]:
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
+    from parsers.judges.logs import fr_report
     from parsers.model.events import ErrorEvent
 
     timeouts: dict[tuple[str | None, int | None], set[int]] = {}
@@ -350,7 +351,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             continue
         trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind == fr_report.KIND:  # said below, as such
                 continue
             rank = e.origin.rank
             if e.kind == "python-frame":  # a frame is where an error happened, not one more error
@@ -372,6 +373,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
                      f" timed out in {_op_named(op, seq)}")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
+    parts += fr_report.describe(e for art in ev.artifacts if art.parsed for e in art.parsed.events)
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
         parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"

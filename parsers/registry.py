@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.readers import (exception, flight_recorder, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
+from parsers.readers import (exception, flight_recorder, fr_report, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
@@ -232,6 +232,18 @@ def _rank_log(inp: ReadInput) -> Parsed:
     return out
 
 
+def _is_fr_report(head: bytes, complete: bool) -> bool:
+    return fr_report.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"))
+
+
+def _fr_report(inp: ReadInput) -> Parsed:
+    """The Flight Recorder analyzer's text report: read by the rank-log dispatch (which holds its block
+    reader), under a kind of its own because the analyzer speaks for the job, not for one rank."""
+    out = rank_log.parse_lines(read_text_lines(inp), str(inp.path))
+    out.kind = "fr-report"
+    return out
+
+
 def _ras_text(inp: ReadInput) -> Parsed:
     """A RAS report, and whatever the file holds besides it: a report is often pasted above the
     job's own lines (the watchdog timeout it was asked about), which go to the rank-log reader
@@ -428,6 +440,8 @@ KINDS: tuple[Kind, ...] = (
          names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
     Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_is_pyspy_text),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
+    Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
+         sniff=_is_fr_report),
     Kind("nccl-log", RANK, "NCCL debug log (NCCL_DEBUG=INFO)", _nccl_log, sniff=_is_nccl_log,
          names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log"),
     Kind("rank-log", RANK, "a rank's stdout/stderr or any other text log", _rank_log, sniff=_is_text,

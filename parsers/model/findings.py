@@ -41,6 +41,8 @@ class ReasonClass(str, Enum):
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
+    FR_MISSING = ("fr-missing", False, 0.60, "the Flight Recorder analyzer finds its dump lacks a collective the others scheduled")
+    FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the reference rank's")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
     MISSING_LINE = ("missing-line", False, 0.70, "never logged the operation the others wait in")
     NO_DUMP = ("no-dump", False, 0.60, "left no evidence where the others did")

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, prompt_host, strip_prefix
-from parsers.readers import launcher, nccl_log, proxy_dump, textline
+from parsers.readers import fr_report, launcher, nccl_log, proxy_dump, textline
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -62,6 +62,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
     elastic = launcher.ElasticBlock()
+    fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     ranks: dict[int, int] = {}
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
@@ -90,6 +91,10 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             continue
         origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno)
         taken, done = elastic.feed(text, origin)
+        out.events.extend(done)
+        if taken:
+            continue
+        taken, done = fr_block.feed(text, origin)
         out.events.extend(done)
         if taken:
             continue
@@ -132,6 +137,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             out.unknown_lines += 1
             broken = (text, origin, [])
     out.events.extend(elastic.finish())
+    out.events.extend(fr_block.finish())
     if block is not None:
         _proxy(out, block)
     if nccl_pairs:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from parsers.model.events import Origin
-from parsers.readers import c10d, gloo, launcher, pasted_host
+from parsers.readers import c10d, fr_report, gloo, launcher, pasted_host
 
 #: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print
 _KNOWN = re.compile(
@@ -36,7 +36,7 @@ def match_text(text: str, origin: Origin) -> list:
 
 def looks_known(text: str) -> bool:
     """True when an unmatched line still looks like a format this project reads (and is no stack frame)."""
-    return bool(_KNOWN.search(text)) and not _BENIGN.match(text.lstrip())
+    return bool(_KNOWN.search(text) or fr_report.KNOWN_WORDS.search(text)) and not _BENIGN.match(text.lstrip())
 
 
 def is_benign(text: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from parsers.judges.logs import fr_report
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
@@ -57,6 +58,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
 
     _roots(t, g, roots, ids, get, get)
     _mismatch(t, get, roots)
+    fr_report.offer_suspects(errors, get)  # the Flight Recorder analyzer's report, pasted or saved
     if not acc:  # a cycle names nobody in particular: only a lead, and only when nothing better explains the wait
         for cycle in cycles:
             for r in cycle:

@@ -1,0 +1,142 @@
+"""What the Flight Recorder analyzer's report supports, and no more.
+
+The analyzer (`fr_trace` / `torchfrtrace`) already matched every rank's dump; its findings
+arrive as `fr-analysis` events (parsers/readers/fr_report.py). Two of them can name ranks:
+
+- `missing ranks`: ranks whose dumps lack a collective the others scheduled. When they are a
+  strict minority of the group (and their dumps were read: the analyzer did not say it missed
+  them), the others wait for them: they are named (FR_MISSING, 0.6). A lone missing rank of a
+  two-rank group is named too, a little lower (0.55): no minority exists there, but the pair is
+  not symmetric, one rank recorded the collective and the other did not. A majority missing
+  says as much about the few that ran ahead as about the many: nobody is named.
+- `Culprit rank R; Error type: T`: R differs from the reference rank the analyzer compared
+  against (its own comment: when the reference rank is itself the odd one, most ranks get
+  listed). Only a small minority (at most MAX_CULPRIT_SHARE of the world, the list complete)
+  is named, as mismatch leads (FR_CULPRIT, 0.5). A state mismatch is never a lead: a rank that
+  'completed' where the reference is 'scheduled' got further than the reference, not stuck.
+
+Everything else is said in the summary (`describe`), never judged.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from parsers.model.events import ErrorEvent
+from parsers.model.findings import ReasonClass
+from parsers.ranges import fold
+
+KIND = "fr-analysis"
+MAX_CULPRIT_SHARE = 0.25  #: a 'Culprit rank' list longer than this share of the world is the reference's oddity
+PAIR_CONFIDENCE = 0.55  #: the lone missing rank of a two-rank group
+#: error types that say the listed rank called something else; a state mismatch says it got further
+_CALL_MISMATCHES = {"SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_TYPE_MISMATCH", "COLLECTIVE_DTYPE_MISMATCH",
+                    "COLLECTIVE_PG_MISMATCH", "COLLECTIVE_SEQ_MISMATCH"}
+
+
+def findings(events: Iterable[tuple[int | None, ErrorEvent]] | Iterable[ErrorEvent]) -> list[ErrorEvent]:
+    """The analyzer's findings among (rank, event) pairs or plain events."""
+    out = []
+    for item in events:
+        e = item[1] if isinstance(item, tuple) else item
+        if type(e) is ErrorEvent and e.kind == KIND and e.data.get("finding") in ("not-joined", "errors", "io-mismatch"):
+            out.append(e)
+    return out
+
+
+def _where(e: ErrorEvent) -> str:
+    group = e.data.get("pg_desc") or (e.comm or "").removeprefix("pg:") or "an unnamed group"
+    op = (e.op or "a collective").upper()
+    seq = f" collective sequence number {e.seq}" if e.seq is not None else ""
+    return f"{op}{seq} of group {group}"
+
+
+def _group_size(e: ErrorEvent) -> int | None:
+    d = e.data
+    return d.get("expected_count") or (len(d["expected_ranks"]) if d.get("expected_ranks") else None)
+
+
+def _named_missing(e: ErrorEvent) -> tuple[list[int], float] | None:
+    """The missing ranks the report supports naming, and at what confidence; None when it names nobody."""
+    d = e.data
+    missing = [r for r in d.get("missing_ranks") or [] if r not in set(d.get("no_dump_ranks") or [])]
+    size = _group_size(e)
+    if d.get("finding") != "not-joined" or not missing or not size or len(missing) >= size:
+        return None
+    if len(missing) * 2 < size:
+        return missing, ReasonClass.FR_MISSING.default_confidence
+    if len(missing) == 1 and size == 2:
+        return missing, PAIR_CONFIDENCE
+    return None
+
+
+def _named_culprits(e: ErrorEvent) -> list[dict] | None:
+    """The 'Culprit rank' entries the report supports naming (a small, complete minority of call mismatches)."""
+    d = e.data
+    world = d.get("world_size") or _group_size(e)
+    culprits = d.get("culprits") or []
+    if not culprits or not d.get("culprits_complete") or not world:
+        return None
+    if len({c["rank"] for c in culprits}) > MAX_CULPRIT_SHARE * world:
+        return None
+    calls = [c for c in culprits if c["error_type"] in _CALL_MISMATCHES]
+    return calls or None
+
+
+def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callable) -> None:
+    """Suspects from the analyzer's findings (see the module docstring); `get(rank)` gives the accumulator."""
+    for e in findings(errors):
+        where = _where(e)
+        cite = f"Flight Recorder analyzer: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin.file else "")
+        named = _named_missing(e)
+        if named is not None:
+            ranks, conf = named
+            size = _group_size(e)
+            for r in ranks:
+                get(r).offer(ReasonClass.FR_MISSING, f"rank {r} never recorded {where}, which the other "
+                             f"{size - len(ranks)} rank(s) of the group scheduled (the Flight Recorder analyzer's "
+                             f"missing ranks: {fold(ranks)} of {size})", conf, [cite])
+            continue
+        for c in _named_culprits(e) or ():
+            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, f"rank {c['rank']} differs in {where} from the rank the "
+                                 f"Flight Recorder analyzer compared against ({c['error_type']}; "
+                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)",
+                                 ReasonClass.FR_CULPRIT.default_confidence, [cite])
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank{'s' if len(set(ranks)) > 1 else ''} {fold(ranks)}"
+
+
+def describe(events: Iterable[ErrorEvent], limit: int = 3) -> list[str]:
+    """What the analyzer's findings show, one phrase each, for a summary that names no culprit."""
+    out = []
+    for e in findings(events)[:limit]:
+        d = e.data
+        where = _where(e)
+        size = _group_size(e)
+        of = f" of {size}" if size else ""
+        if d.get("finding") == "not-joined":
+            missing = d.get("missing_ranks") or []
+            text = f"the Flight Recorder analyzer finds {_ranks(missing)}{of} never recorded {where}" if missing \
+                else f"the Flight Recorder analyzer finds not all ranks joined {where}"
+            if missing and size and len(missing) * 2 >= size and not (len(missing) == 1 and size == 2):
+                text += " (not a minority: the ranks that did record it may be the ones that ran ahead)"
+            no_dump = d.get("no_dump_ranks")
+            if no_dump:
+                text += f"; it had no dump from ranks {fold(no_dump)}"
+        else:
+            culprits = d.get("culprits") or []
+            kinds = sorted({c["error_type"] for c in culprits})
+            if culprits:
+                text = (f"the Flight Recorder analyzer finds {_ranks([c['rank'] for c in culprits])}{of} differ in "
+                        f"{where} ({', '.join(kinds[:3])}) from the rank it compared against, which may itself be the "
+                        f"odd one" + ("" if d.get("culprits_complete") else "; the list may be cut"))
+                if "COLLECTIVE_STATE_MISMATCH" in kinds:
+                    text += " (a state mismatch: the listed rank's entry is in another state than the reference's)"
+            else:
+                text = f"the Flight Recorder analyzer reports errors in {where} (no 'Culprit rank' line was read)"
+        if d.get("state"):
+            text += f"; state {d['state']}"
+        out.append(text)
+    return out
