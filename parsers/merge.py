@@ -342,6 +342,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = {}
     first: tuple[str, str] | None = None
+    dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
@@ -359,6 +360,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 continue
             errors += 1
             earliest_line = earliest_line or e
+            if e.kind == "dump-signal" and (e.data or {}).get("from_rank") is not None and rank is not None:
+                dumped_for.setdefault(e.data["from_rank"], set()).add(rank)
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
                 timeouts.setdefault((e.op, e.seq), set()).add(rank)
             elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and (e.data or {}).get("group_rank") is not None:
@@ -372,6 +375,9 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
         group = comm.split(":", 1)[1] if comm.startswith("pg:") else comm
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
                      f" timed out in {_op_named(op, seq)}")
+    for origin_rank, asked in sorted(dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]:
+        parts.append(f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
+                     "collective timed out (its watchdog asks every rank to dump)")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     parts += fr_report.describe(e for art in ev.artifacts if art.parsed for e in art.parsed.events)
     cov = ev.coverage

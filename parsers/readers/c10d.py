@@ -45,6 +45,9 @@ _DUMP = re.compile(
     r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|[Ff]light ?[Rr]ecorder"
     r"|dump debug info|dumps? to finish"
 )
+#: whose timeout made a rank dump: 'due to a collective timeout from  rank 107' (another rank, a global
+#: rank: the dump request goes through the store), or 'from this local rank' (its own)
+_DUMP_FROM = re.compile(r"collective timeout from\s+rank (?P<r>\d{1,7})\b")
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
                     r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
@@ -196,7 +199,7 @@ def match_line(text: str, origin: Origin) -> list:
             err("failure-detected", comm=comm or "pg:0", seq=int(d.group("seq")))
         progress(int(m.group("enq")), int(m.group("done")))
         if _DUMP.search(text):
-            err("dump-signal")
+            err("dump-signal", data={"from_rank": _dump_from(text)})
         return events
     if _HEARTBEAT.search(text):
         p = _PENDING.search(text)
@@ -206,7 +209,7 @@ def match_line(text: str, origin: Origin) -> list:
         err("terminate")
         return events
     if _DUMP.search(text) and (lvl is not None or "ProcessGroupNCCL" in text):
-        err("dump-signal")
+        err("dump-signal", data={"from_rank": _dump_from(text)})
         return events
     m = _STORE.search(text)
     if m:
@@ -241,6 +244,12 @@ def match_line(text: str, origin: Origin) -> list:
     elif "[c10d" in text:
         err("c10d-info")
     return events
+
+
+def _dump_from(text: str) -> int | None:
+    """The rank whose collective timeout asked this rank to dump, when the line names another rank."""
+    m = _DUMP_FROM.search(text)
+    return int(m.group("r")) if m else None
 
 
 def _wrapper_sides(m: re.Match, text: str) -> dict:
