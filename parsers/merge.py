@@ -333,6 +333,17 @@ def _with_activity(suspects: list[Suspect], ev: Any) -> list[Suspect]:
     return suspects
 
 
+def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
+    """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
+    dump of one pid): the stack is evidence even when no line says which rank the process was."""
+    by_what: dict[str, list[int]] = {}
+    for r in ev.ranks:
+        if r.rank is None and r.main_stack is not None and r.record.pid is not None:
+            by_what.setdefault(r.activity.text, []).append(r.record.pid)
+    return [f"pid{'s' if len(pids) > 1 else ''} {fold(sorted(pids))} (no rank printed): its main-thread stack shows it {what}"
+            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+
+
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.judges.logs import fr_report
@@ -391,6 +402,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
         parts.append(f"first error: {first[1]} ({first[0]})")
     elif not timeouts and not group_timeouts and earliest_line is not None:
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line)}")
+    parts += _rankless_stacks(ev)
     for frame in list(innermost.values())[:3]:
         o = frame.origin
         who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")

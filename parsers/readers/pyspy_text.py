@@ -22,8 +22,17 @@ _FRAME = re.compile(r"^    (?P<func>\S.*?) \((?P<where>[^()]*)\)\s*$")
 _PY_WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
 
 
+#: C/C++/CUDA sources: py-spy --native names a native frame's source when the library has debug
+#: info ('ncclAllReduce (collectives.cc:49)'), which is still a native frame
+_NATIVE_SOURCES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp")
+
+
 def looks_like(text: str) -> bool:
-    return _PROCESS.search(text.split("\n", 1)[0]) is not None and "\nThread " in text
+    """A whole dump (`Process N:` first), or the part users paste: a `Thread` line, then a frame."""
+    first, _, rest = text.partition("\n")
+    if _PROCESS.search(first) is not None and "\nThread " in text:
+        return True
+    return _THREAD.match(first.rstrip()) is not None and _FRAME.match(rest.partition("\n")[0].rstrip()) is not None
 
 
 def parse_lines(lines: Iterable[str]) -> Parsed:
@@ -50,6 +59,8 @@ def parse_lines(lines: Iterable[str]) -> Parsed:
             current = ThreadStack(thread_id=tid, name=m.group("name"), active="active" in state,
                                   owns_gil="gil" in state, source="py-spy")
             current.is_main = current.name == "MainThread" or tid == out.facts.get("pid")
+            if current.name == "MainThread" and "pid" not in out.facts and not m.group("id").startswith("0x"):
+                out.facts["pid"] = tid  # no Process line pasted: a main thread's OS thread id is its process id
             out.stacks.append(current)
             continue
         m = _FRAME.match(line)
@@ -65,5 +76,6 @@ def parse_lines(lines: Iterable[str]) -> Parsed:
 def _frame(func: str, where: str) -> Frame:
     m = _PY_WHERE.match(where)
     if m and not where.endswith((".so", ".dll", ".dylib")):
-        return Frame(function=func, file=m.group("file"), line=int(m.group("line")))
+        native = m.group("file").endswith(_NATIVE_SOURCES)
+        return Frame(function=func, file=m.group("file"), line=int(m.group("line")), native=native)
     return Frame(function=func, native=True, library=where or None)

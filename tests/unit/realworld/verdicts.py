@@ -50,6 +50,8 @@ BEYOND_EXCERPT = {
                              "no op of rank 0", ["ranks 0-1 only", "dump-signal"]),
     "lightning-19106": ("the diverging log_dict keys are the reporter's code; the three lines show ranks 0, 2 and 3 "
                         "starting the same ALLREDUCE and no error", ["no error"]),
+    "tgi-2099": ("the NCCL regression is known from the PR and its link; the stack shows one process waiting inside "
+                 "ncclAllReduce", ["pid 1302975", "ncclGroupEndInternal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
