@@ -107,6 +107,21 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def _unnamed_only_group(data: dict, names: dict) -> None:
+    """Gloo's dumps leave pg_config's names empty ({'': {'name': '', 'ranks': '[0, 1, 2, 3]'}}, torch
+    2.13): with one group configured, that group is the default one the entries call '0', so its
+    ranks list is the default group's (the job's size). With several unnamed groups nothing is said."""
+    config = data.get("pg_config") or {}
+    if len(config) != 1:
+        return
+    key, cfg = next(iter(config.items()))
+    if not isinstance(cfg, dict) or str(cfg.get("name") or key):
+        return
+    ranks = _ranks(cfg.get("ranks"))
+    if ranks and "0" in names and names["0"][0] is None:
+        names["0"] = (ranks, names["0"][1])
+
+
 def _ranks(text: Any) -> list[int] | None:
     if isinstance(text, list):
         return [int(x) for x in text]
@@ -238,6 +253,7 @@ def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]
             ranks, desc = names.get(str(pg[0]), (None, None))
             if not desc or desc in _VAGUE_DESC:
                 names[str(pg[0])] = (ranks, str(pg[1]))
+    _unnamed_only_group(data, names)
     for name in status_to_names(data).values():
         names.setdefault(str(name), (None, None))
     out = {}

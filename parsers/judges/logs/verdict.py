@@ -57,7 +57,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         return acc.setdefault(rank, _Acc(rank))
 
     _roots(t, g, roots, ids, get, get)
-    _mismatch(t, get, roots)
+    _mismatch(t, get, roots, ids)
     fr_report.offer_suspects(errors, get)  # the Flight Recorder analyzer's report, pasted or saved
     if not acc:  # a cycle names nobody in particular: only a lead, and only when nothing better explains the wait
         for cycle in cycles:
@@ -80,7 +80,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     return out
 
 
-def _mismatch(t: Tables, get, roots: list = ()) -> None:
+def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -> None:
     """Minority callers of a collective. Runs after the graph rules on purpose.
 
     Why: a rank that called something else also looks behind, or silent, to the
@@ -94,17 +94,37 @@ def _mismatch(t: Tables, get, roots: list = ()) -> None:
         if m["tie"] and m["n"] > 1:
             continue
         share = m["n_majority"] / max(1, m["n_majority"] + m["n"])
+        unseen = _unseen(t, ids, m["comm"], m["seq"])
+        settled = unseen is not None and m["n_majority"] > m["n"] + unseen
         for r in m["ranks"]:
-            conf = 0.6 + 0.35 * share if not m["tie"] else 0.45
+            conf = 0.6 + 0.35 * share if not m["tie"] and settled else 0.45
             acc = get(r)
             if r in root_set and not m["tie"]:
                 conf = max(conf, acc.confidence)
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
             where = _position(m["comm"], m["seq"])
+            open_count = "" if settled or m["tie"] else (
+                f"; {'an unknown number of' if unseen is None else unseen} rank(s) not seen at that position "
+                "could still tip the count")
             acc.offer("mismatch", f"rank {r} called {m['called']} at {where} of {m['comm']} where "
-                      f"{m['n_majority']} rank(s) called {m['majority_called']}", conf,
+                      f"{m['n_majority']} rank(s) called {m['majority_called']}{open_count}", conf,
                       [f"{m['comm']} {where}: {m['called']} vs {m['majority_called']} "
                        f"({m['n_majority']} ranks)"])
+
+
+def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | None:
+    """Ranks of `comm` whose call at `seq` no file shows, or None when the comm's size is not known.
+
+    Why: a minority is only a minority if the unseen ranks cannot outnumber the majority. In a
+    pasted excerpt (pytorch/pytorch#20630: ranks 1-2 ALLREDUCE, rank 3 BROADCAST at SeqNum 4084 of
+    a 4-rank job, rank 0 silent) one unseen rank could make it two against two."""
+    if ids is None:
+        return None
+    base = comm.removeprefix(WRAPPER)
+    size = ids.comm_size.get(base) or (ids.world_size if base == "pg:0" else None)
+    if not size:
+        return None
+    return max(0, size - len(t.signatures.get((comm, seq), {})))
 
 
 def _position(comm: str, seq: int) -> str:

@@ -62,3 +62,34 @@ def test_watchdog_lines_at_one_seqnum_in_different_ops_are_a_tied_mismatch():
     summary = result.verdict.summary
     assert "tied weak leads, no odd one out" in summary
     assert "rank 3 called allreduce()" in summary and "rank 7 called broadcast()" in summary
+
+
+def test_a_minority_that_unseen_ranks_could_outnumber_is_only_a_lead():
+    """pytorch #20630: ranks 1-2 ALLREDUCE, rank 3 BROADCAST at SeqNum 4084, rank 0 silent and the
+    job's size unstated: rank 3 is a lead, not a culprit (rank 0 could make it two against two)."""
+    from parsers import knowledge
+    from parsers.analyze import analyze
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(CORPUS / "pytorch-20630.log", tmp)
+        v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
+    assert v.culprit is None
+    assert [(s.rank, str(s.reason_class), s.confidence) for s in v.suspects] == [(3, "mismatch", 0.45)]
+    assert "could still tip the count" in v.summary
+
+
+def test_gloo_dump_with_one_unnamed_group_gives_the_jobs_size():
+    """A gloo Flight Recorder dump (torch 2.13, our capture) names its one group '' with ranks [0, 1, 2, 3]:
+    that is the default group, so the job's size is known and a 3-against-1 mismatch is settled."""
+    from hf_testpaths import FIXTURES
+    from parsers.evidence import load_directory
+    from parsers.judges.logs import correlate
+    from parsers.model.events import CommMember
+
+    folder = FIXTURES / "gloo" / "mismatch"
+    ev = load_directory(folder)
+    sizes = {e.nranks for a in ev.artifacts if a.kind == "fr-dump" and a.parsed
+             for e in a.parsed.events if isinstance(e, CommMember) and e.comm == "pg:0"}
+    assert sizes == {4}
+    c = correlate(ev).culprit
+    assert c is not None and (c.rank, str(c.reason_class)) == (1, "mismatch") and c.confidence >= 0.6
