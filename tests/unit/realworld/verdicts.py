@@ -50,6 +50,9 @@ BEYOND_EXCERPT = {
                              "no op of rank 0", ["ranks 0-1 only", "dump-signal"]),
     "lightning-19106": ("the diverging log_dict keys are the reporter's code; the three lines show ranks 0, 2 and 3 "
                         "starting the same ALLREDUCE and no error", ["no error"]),
+    "vllm-3069": ("the incompatible NCCL build (2.19.3+cuda11.0 against CUDA 11.6) is in the reporter's prose and "
+                  "fix; the one WARN line states only the graph-capture requirement",
+                  ["NCCL cannot be captured in a graph"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
