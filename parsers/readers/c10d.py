@@ -51,7 +51,14 @@ _DUMP_FROM = re.compile(r"collective timeout from\s+rank (?P<r>\d{1,7})\b")
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
                     r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
-_NCCL_ERROR = re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)(?:, NCCL version (?P<v>[\w.+-]+))?\s*$")
+_NCCL_ERROR = re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)(?:, NCCL version (?P<v>[\w.+-]+))?"
+                         r"(?:, Traceback \(most recent call last\):)?\s*$")
+#: where a bare 'NCCL error: <what>' (no 'in: file:line') is the error itself and not prose: at the start of the
+#: line, as an exception's message ('RuntimeError: NCCL error: unhandled cuda error', vLLM's and SGLang's pynccl
+#: wrappers), or as vLLM's worker report ('Exception in worker VllmWorkerProcess while processing method
+#: init_device: NCCL error: ...')
+_NCCL_ERROR_AT = re.compile(r"^(?:NCCL error|(?:\w+\.)*\w*(?:Error|Exception): NCCL error"
+                            r"|Exception in worker \S+ while processing method \w+: NCCL error)")
 _TERMINATE_CALLED = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
@@ -217,7 +224,7 @@ def match_line(text: str, origin: Origin) -> list:
                                    "seconds": _int(m.group("secs"))})
         return events
     m = _NCCL_ERROR.search(text)
-    if m and ("NCCL error in:" in text or text.startswith("NCCL error")):
+    if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
         err("nccl-error", data={"nccl_version": m.group("v"), "where": m.group("where")})
         return events
     m = _NCCL_CODE.match(text.strip())

@@ -52,6 +52,9 @@ BEYOND_EXCERPT = {
                         "starting the same ALLREDUCE and no error", ["no error"]),
     "tgi-2099": ("the NCCL regression is known from the PR and its link; the stack shows one process waiting inside "
                  "ncclAllReduce", ["pid 1302975", "ncclGroupEndInternal"]),
+    "vllm-3069": ("the incompatible NCCL build (2.19.3+cuda11.0 against CUDA 11.6) is in the reporter's prose and "
+                  "fix; the one WARN line states only the graph-capture requirement",
+                  ["NCCL cannot be captured in a graph"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }

@@ -1,0 +1,40 @@
+"""'NCCL error: <what>' without PyTorch's 'in: file:line' part: the form of vLLM's and SGLang's pynccl
+wrappers, read as an NCCL error, not as prose.
+
+Real lines: vLLM #6732 (the worker's 'Exception in worker VllmWorkerProcess while processing method
+init_device: NCCL error: ...' in the corpus excerpt, and the '[rank0]: RuntimeError: NCCL error: ...' of
+its title), SGLang #4289's title ('RuntimeError: NCCL error: unhandled system error').
+"""
+
+from __future__ import annotations
+
+from hf_testpaths import FIXTURES
+from parsers.model.events import ErrorEvent, Origin
+from parsers.readers import c10d
+from parsers.readers.rank_log import parse_lines
+
+
+def _kinds(text: str) -> list[tuple[str, str]]:
+    return [(e.kind, e.message) for e in c10d.match_line(text, Origin()) if isinstance(e, ErrorEvent)]
+
+
+def test_exception_message_form_is_an_nccl_error():
+    for line in ("RuntimeError: NCCL error: unhandled system error",
+                 "[rank0]: RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"):
+        parsed = parse_lines([line + "\n"], "x")
+        errs = [e for e in parsed.events if isinstance(e, ErrorEvent)]
+        assert [e.kind for e in errs] == ["nccl-error"], line
+        assert not parsed.unread
+
+
+def test_vllm_worker_report_is_an_nccl_error_of_its_pid():
+    with open(FIXTURES / "realworld" / "vllm-6732.log", encoding="utf-8") as fh:
+        parsed = parse_lines(fh, "vllm-6732")
+    errs = [e for e in parsed.events if isinstance(e, ErrorEvent)]
+    assert [(e.kind, e.origin.pid) for e in errs] == [("nccl-error", 761)]
+    assert "unhandled cuda error" in errs[0].message
+    assert not parsed.unread
+
+
+def test_prose_mentioning_an_nccl_error_is_not_one():
+    assert _kinds("I also get an NCCL error: unhandled cuda error when I run it") == []
