@@ -29,7 +29,8 @@ from parsers.source import FileRef, Hints, Source
 from parsers.stacks.classify import Activity, classify
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
-PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "native-stack", "pyspy-samples")
+PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "gdb-text", "native-stack",
+                 "pyspy-samples")
 #: kinds that say "this rank was alive and reporting" (what absence is measured against)
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
                    "pyspy-samples")
@@ -543,7 +544,7 @@ def _attach(rank: RankEvidence, art: Artifact) -> None:
     if art.parsed.samples is not None:
         rank.samples, rank.samples_file = art.parsed.samples, art.cite
         return
-    if art.kind in ("gdb-json", "native-stack"):
+    if art.kind in ("gdb-json", "gdb-text", "native-stack"):
         rank.gdb = list(art.parsed.stacks) or rank.gdb  # native frames of every thread
     elif art.parsed.stacks:
         rank.pyspy = list(art.parsed.stacks)

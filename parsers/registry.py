@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.readers import (exception, flight_recorder, fr_report, gdb, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
+from parsers.readers import (exception, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
@@ -264,6 +264,14 @@ def _ras_json(inp: ReadInput) -> Parsed:
     return ras.parse_json_text(inp.text())
 
 
+def _gdb_text(inp: ReadInput) -> Parsed:
+    return gdb_text.parse_lines(read_text_lines(inp))
+
+
+def _is_gdb_text(head: bytes, complete: bool) -> bool:
+    return gdb_text.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"))
+
+
 def _pyspy_text(inp: ReadInput) -> Parsed:
     return pyspy_text.parse_lines(read_text_lines(inp))
 
@@ -439,6 +447,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("ras-text", HOST, "NCCL RAS answer, text", _ras_text, sniff=_is_ras_text,
          names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
     Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_is_pyspy_text),
+    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_is_gdb_text),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
          sniff=_is_fr_report),
