@@ -135,10 +135,11 @@ class ErrorEvent:
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`
 #: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option, a collective a
-#: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), an NVRM driver
+#: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), the watchdog's note that the Flight
+#: Recorder is off (fr-disabled), an NVRM driver
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module"): read and
 #: kept, never weighed as an error.
-INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint"})
+INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled"})
 
 
 @dataclass(slots=True)

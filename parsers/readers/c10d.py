@@ -48,6 +48,9 @@ _DUMP = re.compile(
 #: whose timeout made a rank dump: 'due to a collective timeout from  rank 107' (another rank, a global
 #: rank: the dump request goes through the store), or 'from this local rank' (its own)
 _DUMP_FROM = re.compile(r"collective timeout from\s+rank (?P<r>\d{1,7})\b")
+#: torch 2.5+: the watchdog found no Flight Recorder entry for the timed-out work (the recorder is off):
+#: a fact about the evidence, not a dump and not an error of the rank
+_FR_OFF = re.compile(r"Stack trace of the failed collective not found")
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
                     r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
@@ -214,6 +217,9 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     if _TERMINATE.search(text):
         err("terminate")
+        return events
+    if _FR_OFF.search(text):
+        err("fr-disabled")
         return events
     if _DUMP.search(text) and (lvl is not None or "ProcessGroupNCCL" in text):
         err("dump-signal", data={"from_rank": _dump_from(text)})
