@@ -74,18 +74,19 @@ _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. R
 #: ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) checks every collective across ranks. Forms: torch 1.12
 #: 'CollectiveFingerPrint(OpType=ALLREDUCE, ...' (the other side sometimes only 'REDUCE.'), later with
 #: TensorShape/TensorDtypes, 2.x with 'SequenceNumber=18, ' first (barrier: 'SequenceNumber=1OpType=BARRIER')
-_FINGERPRINT = (r"CollectiveFingerPrint\((?:SequenceNumber=(?P<{p}seq>\d+),? ?)?OpType=(?P<{p}op>\w+)"
+_FINGERPRINT = (r"CollectiveFingerPrint\((?:SequenceNumber=(?P<{p}seq>\d{{1,12}}),? ?)?OpType=(?P<{p}op>\w{{1,64}})"
                 r"(?:, TensorShape=\[(?P<{p}shape>[\d, ]{{0,200}})\])?")
 _RUNNING = re.compile(r"Running collective: " + _FINGERPRINT.format(p=""))
 _WRAPPER_MISMATCH = re.compile(
-    r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d+) is running collective: (?:"
-    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]+)\b).*?, but Rank (?P<b>\d+) is running collective: (?:"
-    + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]+)\b)"
+    r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d{1,9}) is running collective: (?:"
+    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).*?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
+    + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]{1,64})\b)"
 )
 _ASPECTS = re.compile(r"Collectives differ in the following aspects: ?(?P<what>.{1,300})")
 _FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
 _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
-_MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError", "NCCL error",
+_MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError",
+            "NCCL error",
             "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl")
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 

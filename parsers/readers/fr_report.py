@@ -34,11 +34,11 @@ MAX_FRAMES = 16  #: stack frames kept per finding
 MAX_SET_CHARS = 64 * 1024  #: a rank set longer than this is not parsed (hostile or absurd input)
 
 _HEADERS = (
-    (re.compile(r"^Not all ranks joining collective (?P<seq>\d+) at entry (?P<rec>\d+)\s*$"), "not-joined"),
-    (re.compile(r"^Not all ranks joining collective(?:,|:)? sequence number: (?P<seq>\d+)\s*$"), "not-joined"),
-    (re.compile(r"^Collective (?P<seq>\d+) at entry (?P<rec>\d+) errors?\s*$"), "errors"),
-    (re.compile(r"^Collective sequence number: (?P<seq>\d+) has errors\s*$"), "errors"),
-    (re.compile(r"^Input/output mismatch in the collective sequence number: (?P<seq>\d+)\s*$"), "io-mismatch"),
+    (re.compile(r"^Not all ranks joining collective (?P<seq>\d{1,12}) at entry (?P<rec>\d{1,12})\s*$"), "not-joined"),
+    (re.compile(r"^Not all ranks joining collective(?:,|:)? sequence number: (?P<seq>\d{1,12})\s*$"), "not-joined"),
+    (re.compile(r"^Collective (?P<seq>\d{1,12}) at entry (?P<rec>\d{1,12}) errors?\s*$"), "errors"),
+    (re.compile(r"^Collective sequence number: (?P<seq>\d{1,12}) has errors\s*$"), "errors"),
+    (re.compile(r"^Input/output mismatch in the collective sequence number: (?P<seq>\d{1,12})\s*$"), "io-mismatch"),
 )
 #: the oldest analyzer printed one line (a trailing size/state tail in some revisions)
 _ONE_LINE = re.compile(r"^Not all ranks joining collective for group (?P<group>\S+) collective (?P<op>\S+)\s+"
@@ -50,7 +50,7 @@ _FRAME = re.compile(r"^\S.{0,400} at \S{1,1000}:\d+\s*$")
 _MISSED_DUMPS = re.compile(r"We cannot decide what's wrong with this collective entry because we missed FR dumps "
                            r"from ranks \((?P<ranks>\{[^}]{0,65536}\}|set\(\))\)")
 _NO_ERRORS = "No errors found for this collective entry"
-_CULPRIT = re.compile(r"Culprit rank (?P<rank>\d+); Error type: (?P<type>[A-Z_]+)")
+_CULPRIT = re.compile(r"Culprit rank (?P<rank>\d{1,9}); Error type: (?P<type>[A-Z_]{1,64})")
 #: words only this report prints: a line with them that no pattern read is reported (textline.looks_known)
 KNOWN_WORDS = re.compile(r"Not all ranks joining collective|at entry \d+ errors?\b|[Cc]ollective sequence number|"
                          r"Culprit rank \d+; Error type|missed FR dumps|No errors found for this collective entry|"
@@ -70,7 +70,7 @@ def parse_ranks(text: str) -> list[int] | None:
     out: list[int] = []
     for part in body.split(",", MAX_RANKS)[:MAX_RANKS]:
         part = part.strip()
-        if not part.isdigit():
+        if not part.isdigit() or len(part) > 9:  # a rank of ten digits is no rank (and int() of a huge one fails)
             return None
         out.append(int(part))
     return sorted(set(out))
@@ -168,11 +168,11 @@ class FrReportBlock:
             name = key.replace(" ", "_")
             if ranks is not None:
                 cur[name] = ranks
-            elif key == "expected ranks" and value.isdigit():  # older output prints the count only
+            elif key == "expected ranks" and value.isdigit() and len(value) <= 9:  # older output: the count only
                 cur["expected_count"] = int(value)
-        elif key == "world size" and value.isdigit():
+        elif key == "world size" and value.isdigit() and len(value) <= 9:
             cur["world_size"] = int(value)
-        elif key == "internal record id" and value.isdigit():
+        elif key == "internal record id" and value.isdigit() and len(value) <= 12:
             cur["record_id"] = int(value)
         elif key == "collective state":
             cur["state"] = value

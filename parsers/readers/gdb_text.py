@@ -22,9 +22,10 @@ from parsers.model.events import Parsed
 
 MAX_THREADS = 4096
 MAX_FRAMES = 256
-_THREAD = re.compile(r"^Thread (?P<n>\d+) \(Thread (?P<addr>0x[0-9a-fA-F]+) \(LWP (?P<lwp>\d+)\)(?: \"(?P<name>[^\"]*)\")?\)\s*:\s*$")
-_FRAME = re.compile(r"^#(?P<i>\d+)\s+(?:0x[0-9a-fA-F]+ in )?(?P<rest>\S.*)$")
-_AT = re.compile(r" at (?P<file>[^\s:]+):(?P<line>\d+)\s*$")
+_THREAD = re.compile(r"^Thread (?P<n>\d{1,7}) \(Thread (?P<addr>0x[0-9a-fA-F]{1,16}) \(LWP (?P<lwp>\d{1,10})\)"
+                     r"(?: \"(?P<name>[^\"]{0,256})\")?\)\s*:\s*$")
+_FRAME = re.compile(r"^#(?P<i>\d{1,6})\s+(?:0x[0-9a-fA-F]{1,16} in )?(?P<rest>\S.*)$")
+_AT = re.compile(r" at (?P<file>[^\s:]+):(?P<line>\d{1,9})\s*$")
 _FROM = re.compile(r" from (?P<lib>\S+)\s*$")
 
 
