@@ -120,6 +120,9 @@ def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, nu
     st = _State()
     for lineno, raw in pairs:
         out.lines += 1
+        if textline.is_absurd(raw):
+            out.unknown_lines += 1
+            continue
         if "NCCL" not in raw:
             _other(out, raw, file, lineno, numbered)
             continue

@@ -69,6 +69,9 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
     shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
     for lineno, raw in _logical_lines(chain(head, it), layout, out):
+        if textline.is_absurd(raw):
+            out.unknown_lines += 1
+            continue
         text, pre = strip_prefix(raw)
         echo, after_frame = after_frame, text.startswith('File "')
         prompted = prompt_host(text) if "@" in text[:100] else None

@@ -42,3 +42,15 @@ def looks_known(text: str) -> bool:
 def is_benign(text: str) -> bool:
     """Stack frames and traceback lines: expected in these logs, nothing to read in them."""
     return bool(_BENIGN.match(text.lstrip()))
+
+
+#: a run of this many digits is no field of any record; int() refuses decimal strings over 4,300 digits,
+#: so one such run would fail the whole file's read (a hostile or garbled line)
+ABSURD_DIGITS = 4000
+_ABSURD = re.compile(r"\d{%d}" % ABSURD_DIGITS)
+
+
+def is_absurd(raw: str) -> bool:
+    """A line holding a number of thousands of digits: skipped (counted unknown), never parsed.
+    The length test first: no line shorter than the run can hold it, and almost every line is."""
+    return len(raw) > ABSURD_DIGITS and _ABSURD.search(raw) is not None

@@ -49,3 +49,18 @@ def test_each_reader_on_its_own(tmp_path):
     for block in (LINES[0:3], LINES[3:5], LINES[5:11], LINES[11:]):
         art = _read(tmp_path, block)
         assert art.error is None and art.parsed is not None, (block[0][:60], art.kind, art.error)
+
+
+def test_a_c10d_or_nccl_line_with_a_huge_number_is_skipped_and_the_rest_is_read(tmp_path):
+    """The line readers (rank log, NCCL log) skip such a line (counted unknown) and read the others."""
+    good = ("[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600002 "
+            "milliseconds before timing out.")
+    bad = [good.replace("SeqNum=5", f"SeqNum={HUGE}"),
+           f"h1:{HUGE}:1 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 "
+           "comm 0x55 [nranks=2] stream 0x1",
+           f"h1:12:12 [0] NCCL INFO comm 0x55d0 rank {HUGE} nranks 4 cudaDev 0 busId 1000 commId 0xdeadbeef - Init COMPLETE"]
+    art = _read(tmp_path, [*bad, good])
+    assert art.error is None
+    kinds = [(e.kind, e.seq) for e in art.parsed.events if getattr(e, "kind", None) == "watchdog-timeout"]
+    assert kinds == [("watchdog-timeout", 5)] and art.parsed.unknown_lines >= 3
