@@ -50,9 +50,17 @@ _FRAME = re.compile(r"^\S.{0,400} at \S{1,1000}:\d+\s*$")
 _MISSED_DUMPS = re.compile(r"We cannot decide what's wrong with this collective entry because we missed FR dumps "
                            r"from ranks \((?P<ranks>\{[^}]{0,65536}\}|set\(\))\)")
 _NO_ERRORS = "No errors found for this collective entry"
+#: the analyzer stops a group after its mismatch cap (`--mismatch_cap`, 10 by default)
+_GAVE_UP = re.compile(r"^Too many mismatches for process_group (?P<pg>\S{1,200}): (?P<desc>\S{0,200}) aborting\s*$")
 _CULPRIT = re.compile(r"Culprit rank (?P<rank>\d{1,9}); Error type: (?P<type>[A-Z_]{1,64})")
+#: how the report's own lines begin: a new record for the rank log's re-joining of hard wraps (a report's
+#: lines often share one length, which reads as a wrap width)
+LINE_START = (r"Not all ranks joining|Collective \d|Collective sequence number|Input/output mismatch|We cannot decide"
+              r"|No errors found|Too many mismatches|(?:internal record id|group info|collective|missing ranks"
+              r"|expected ranks|world size|collective state|error msg|input sizes|output sizes)\s*:")
 #: words only this report prints: a line with them that no pattern read is reported (textline.looks_known)
 KNOWN_WORDS = re.compile(r"Not all ranks joining collective|at entry \d+ errors?\b|[Cc]ollective sequence number|"
+                         r"Too many mismatches for process_group|"
                          r"Culprit rank \d+; Error type|missed FR dumps|No errors found for this collective entry|"
                          r"^\s*(?:internal record id|group info|missing ranks|expected ranks|collective state|error msg)\s*:")
 
@@ -104,6 +112,13 @@ def _group(value: str) -> tuple[str, str | None, str | None]:
     return f"pg:{pg}", pg, desc
 
 
+def _desc_key(desc: str) -> str | None:
+    """The comm key of a group named only by its description (the c10d reader's key for it)."""
+    if desc == "default_pg":
+        return "pg:0"
+    return f"pg:{desc}" if desc and desc != "undefined" else None
+
+
 class FrReportBlock:
     """Line-fed reader of analyzer findings. `feed` returns (the line belonged to a report,
     events of findings it closed); `finish` closes the last one."""
@@ -140,6 +155,12 @@ class FrReportBlock:
             return True, self._note(origin, "missed-dumps", line, parse_ranks(m.group("ranks")))
         if line.startswith(_NO_ERRORS):
             return True, self._note(origin, "no-errors", line, None)
+        m = _GAVE_UP.match(line)
+        if m:  # closes the finding above; the group named by its description, as the analyzer prints it
+            return True, self._close() + [ErrorEvent(kind="fr-analysis", message=line[:500], origin=origin,
+                                                     source="fr-report", comm=_desc_key(m.group("desc")),
+                                                     data={"finding": "gave-up", "analyzer": "flight-recorder",
+                                                           "pg_desc": m.group("desc") or None})]
         if self.cur is None:
             return False, []
         m = _FIELD.match(line)

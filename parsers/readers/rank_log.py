@@ -37,7 +37,7 @@ _RECORD_START = re.compile(
     r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
     r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
-    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ )"
+    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + fr_report.LINE_START + ")"
 )
 _TB_FILE_END = re.compile(r"File\s*$")
 _TB_PATH_END = re.compile(r"\"[^\"]*\",\s*$")
@@ -177,8 +177,8 @@ class _Layout:
 
     def continues(self, prev_segment: str, prev: str, nxt: str) -> str | None:
         """The separator to join `nxt` onto the logical line `prev` with, or None to keep them apart."""
-        if not nxt.strip():
-            return None
+        if not nxt.strip() or nxt.rstrip() == prev_segment.rstrip():
+            return None  # a repeated line is a new record (the same message again), never its own continuation
         if _TB_FILE_END.search(prev) and nxt.lstrip().startswith('"'):
             return " "
         if _TB_PATH_END.search(prev) and _TB_LINE.match(nxt):

@@ -8,7 +8,11 @@ arrive as `fr-analysis` events (parsers/readers/fr_report.py). Two of them can n
   them), the others wait for them: they are named (FR_MISSING, 0.6). A lone missing rank of a
   two-rank group is named too, a little lower (0.55): no minority exists there, but the pair is
   not symmetric, one rank recorded the collective and the other did not. A majority missing
-  says as much about the few that ran ahead as about the many: nobody is named.
+  says as much about the few that ran ahead as about the many: nobody is named. And a missing
+  rank that itself scheduled another group's collective that some rank never recorded waits
+  there: it is a link of a wait chain, not its end, and is not named (our NCCL 'chain' capture:
+  ranks 1 and 2 are missing from pg_A and pg_B because they wait in pg_B and pg_C; rank 3, which
+  waits nowhere, sleeps).
 - `Culprit rank R; Error type: T`: R differs from the reference rank the analyzer compared
   against (its own comment: when the reference rank is itself the odd one, most ranks get
   listed). Only a small minority (at most MAX_CULPRIT_SHARE of the world, the list complete)
@@ -32,6 +36,17 @@ PAIR_CONFIDENCE = 0.55  #: the lone missing rank of a two-rank group
 #: error types that say the listed rank called something else; a state mismatch says it got further
 _CALL_MISMATCHES = {"SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_TYPE_MISMATCH", "COLLECTIVE_DTYPE_MISMATCH",
                     "COLLECTIVE_PG_MISMATCH", "COLLECTIVE_SEQ_MISMATCH"}
+
+
+def undecided(events: Iterable[ErrorEvent]) -> dict[int, int]:
+    """rank -> how many collectives the analyzer could not decide because it had no dump of that rank
+    ('We cannot decide what's wrong with this collective entry because we missed FR dumps from ranks ({1})')."""
+    out: dict[int, int] = {}
+    for e in events:
+        if type(e) is ErrorEvent and e.kind == KIND:
+            for r in e.data.get("no_dump_ranks") or ():
+                out[r] = out.get(r, 0) + 1
+    return out
 
 
 def findings(events: Iterable[tuple[int | None, ErrorEvent]] | Iterable[ErrorEvent]) -> list[ErrorEvent]:
@@ -83,9 +98,26 @@ def _named_culprits(e: ErrorEvent) -> list[dict] | None:
     return calls or None
 
 
+def waiting_ranks(found: list[ErrorEvent]) -> set[int]:
+    """Ranks that scheduled a collective some other rank never recorded: each waits in that group.
+
+    Why: a rank missing from one group's collective may be missing because it waits in another
+    group's (our chain capture, NCCL 2.28.9: rank 1 is missing from pg_B because it waits in pg_C
+    on rank 3, the one that sleeps). Only a missing rank that waits nowhere ends the chain."""
+    out: set[int] = set()
+    for e in found:
+        d = e.data
+        missing = set(d.get("missing_ranks") or [])
+        if d.get("finding") == "not-joined" and missing and d.get("expected_ranks"):
+            out |= set(d["expected_ranks"]) - missing - set(d.get("no_dump_ranks") or [])
+    return out
+
+
 def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callable) -> None:
     """Suspects from the analyzer's findings (see the module docstring); `get(rank)` gives the accumulator."""
-    for e in findings(errors):
+    found = findings(errors)
+    waiting = waiting_ranks(found)
+    for e in found:
         where = _where(e)
         cite = f"Flight Recorder analyzer: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin.file else "")
         named = _named_missing(e)
@@ -93,9 +125,13 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
             ranks, conf = named
             size = _group_size(e)
             for r in ranks:
+                if r in waiting:  # missing here because it waits elsewhere: a link of the chain, not its end
+                    continue
+                chain = (f"; ranks {fold(sorted(waiting))} each wait for a rank that never recorded their "
+                         "collective") if waiting else ""
                 get(r).offer(ReasonClass.FR_MISSING, f"rank {r} never recorded {where}, which the other "
                              f"{size - len(ranks)} rank(s) of the group scheduled (the Flight Recorder analyzer's "
-                             f"missing ranks: {fold(ranks)} of {size})", conf, [cite])
+                             f"missing ranks: {fold(ranks)}, of a group of {size}){chain}", conf, [cite])
             continue
         for c in _named_culprits(e) or ():
             get(c["rank"]).offer(ReasonClass.FR_CULPRIT, f"rank {c['rank']} differs in {where} from the rank the "
@@ -110,6 +146,7 @@ def _ranks(ranks: list[int]) -> str:
 
 def describe(events: Iterable[ErrorEvent], limit: int = 3) -> list[str]:
     """What the analyzer's findings show, one phrase each, for a summary that names no culprit."""
+    events = list(events)
     out = []
     for e in findings(events)[:limit]:
         d = e.data
@@ -139,4 +176,10 @@ def describe(events: Iterable[ErrorEvent], limit: int = 3) -> list[str]:
         if d.get("state"):
             text += f"; state {d['state']}"
         out.append(text)
+    for r, n in sorted(undecided(events).items())[:limit]:
+        out.append(f"the Flight Recorder analyzer had no dump from rank {r} and could not decide {n} collective(s)")
+    for e in events:
+        if type(e) is ErrorEvent and e.kind == KIND and e.data.get("finding") == "gave-up":
+            out.append(f"it stopped checking group {e.data.get('pg_desc') or '?'} after too many mismatches")
+            break
     return out

@@ -110,3 +110,39 @@ def test_summary_says_what_the_report_shows():
     assert "ranks 3-7 of 8" in text and "31117" in text and "default_pg" in text and "not a minority" in text
     first_text, _ = judge.describe(_events("pytorch-151666"))
     assert "may itself be the odd one" in first_text and "rank 1 of 2" in first_text
+
+
+def _verdict(tmp_path, name: str):
+    import shutil
+
+    from hf_testpaths import FIXTURES
+    from parsers import knowledge
+    from parsers.analyze import analyze
+
+    shutil.copy(FIXTURES / "fr_trace" / f"{name}.txt", tmp_path)
+    return analyze(tmp_path, knowledge.load(use_env=False)).verdict
+
+
+def test_our_capture_the_missing_minority_rank_is_named(tmp_path):
+    """torch 2.13's analyzer on our NCCL 'sleep' dumps: rank 5 of 8 never recorded all_reduce 11 (truth: rank 5)."""
+    v = _verdict(tmp_path, "sleep")
+    assert (v.culprit.rank, str(v.culprit.reason_class)) == (5, "fr-missing")
+
+
+def test_our_capture_a_chain_ends_at_the_rank_that_waits_nowhere(tmp_path):
+    """'chain': ranks 1, 2 and 3 are each missing from a two-rank group (pg_A, pg_B, pg_C), but ranks 1 and 2
+    wait in pg_B and pg_C themselves; rank 3 waits nowhere (truth: rank 3 sleeps)."""
+    v = _verdict(tmp_path, "chain")
+    assert v.culprit is not None and v.culprit.rank == 3
+    assert [s.rank for s in v.suspects] == [3]
+
+
+def test_our_capture_without_the_culprits_dump_names_nobody_and_says_why(tmp_path):
+    """'mismatch' and 'sigstop': the culprit left no dump, and the analyzer says it cannot decide."""
+    for name, rank in (("mismatch", 1), ("sigstop", 3)):
+        folder = tmp_path / name
+        folder.mkdir()
+        v = _verdict(folder, name)
+        assert v.culprit is None
+        assert f"no dump from rank {rank} and could not decide 11 collective(s)" in v.summary
+        assert "stopped checking group default_pg" in v.summary
