@@ -22,9 +22,10 @@ def _is_scenario(truth: Path) -> bool:
     for the recorder plugin's own tests) and are no job for the log correlation.
     """
     try:
-        return "culprit_rank" in json.loads(truth.read_text())
+        data = json.loads(truth.read_text())
     except ValueError:
         return False
+    return "culprit_rank" in data and not data.get("lead_only")  # detail/mismatch: a lead, tested on its own
 
 
 #: scenario folders of loose files (gloo14/* hold a live bundle and post-mortem files apart:
