@@ -67,8 +67,7 @@ def test_chain_graph_follows_three_groups():
     assert analysis.sections["graph"]["roots"] == [3]
 
 
-def test_absence_of_a_whole_rank_is_evidence(tmp_path):
-    """Drop every file of the killed rank: it is still named, as a rank with no evidence at all."""
+def _without_rank3(tmp_path):
     import shutil
 
     src = FIX / "gloo" / "kill"
@@ -77,12 +76,15 @@ def test_absence_of_a_whole_rank_is_evidence(tmp_path):
             dst = tmp_path / p.relative_to(src)
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(p, dst)
-    analysis = correlate(load_directory(tmp_path))
-    # Nothing left states the world size, so the rank number cannot be known: say so, don't guess,
-    # and a claim that names no rank is a lead (confidence under 0.5), not a culprit.
-    lead = analysis.suspects[0]
-    assert analysis.culprit is None and lead.rank is None and lead.reason_class == "no-dump"
-    assert "no evidence" in lead.reason and lead.confidence < 0.5
+    return correlate(load_directory(tmp_path))
+
+
+def test_absence_of_a_whole_rank_is_evidence(tmp_path):
+    """Drop every file of the killed rank: the others' Flight Recorder dumps still list their one
+    group's ranks ([0, 1, 2, 3]), so rank 3 is known, and it is the rank with no dump they wait on."""
+    analysis = _without_rank3(tmp_path)
+    c = analysis.culprit
+    assert c is not None and (c.rank, str(c.reason_class)) == (3, "no-dump")
 
 
 def test_mismatch_explains_the_wait_no_phantom_suspect():
