@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.ranges import fold
 from parsers.stacks.classify import Activity
@@ -315,8 +315,17 @@ def _said(e: Any) -> str:
     who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
            f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
     who_text = "" if e.kind.startswith("launcher-") else " ".join(w for w in who if w)  # names the worker itself
+    data = e.data or {}
+    if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
+        # DeepSpeed's exit line is a whole command line first: say what it means
+        return f"launcher-exit: local_rank {data['local_rank']} {describe_status(_wait_status(data['exitcode']))}"
     message = " ".join(e.message.split())
     return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+
+
+def _wait_status(returncode: int) -> int:
+    """A launcher's return code (-11: killed by signal 11) as the wait status describe_status reads."""
+    return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
 
 
 def _with_activity(suspects: list[Suspect], ev: Any) -> list[Suspect]:
@@ -370,7 +379,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 innermost[e.origin.rank if rank is not None else e.origin.pid] = e
                 continue
             errors += 1
-            earliest_line = earliest_line or e
+            if earliest_line is None or (earliest_line.kind == "launcher-signal" and e.kind != "launcher-signal"):
+                earliest_line = e  # a launcher killing the others is the end of the story, not its first error
             if e.kind == "dump-signal" and (e.data or {}).get("from_rank") is not None and rank is not None:
                 dumped_for.setdefault(e.data["from_rank"], set()).add(rank)
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:

@@ -66,6 +66,12 @@ from parsers.model.events import ErrorEvent, Origin
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL = _re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
 _VLLM_EXIT = _re.compile(r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)")
+#: DeepSpeed's launcher (deepspeed/launcher/launch.py): '[launch.py:324:sigkill_handler] ['/usr/bin/python3', '-u',
+#: 'main.py', '--local_rank=1', ...] exits with return code = -11' and '... Killing subprocess 94984' (it kills
+#: the other workers when one ends)
+_DS_EXIT = _re.compile(r"sigkill_handler\] \[(?P<cmd>.{0,8000}?)\] exits with return code = (?P<code>-?\d{1,6})\b")
+_DS_KILL = _re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,10})\b")
+_DS_LOCAL_RANK = _re.compile(r"--local_rank=(?P<lr>\d{1,6})\b")
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
@@ -76,8 +82,19 @@ _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
 
 def match_line(text: str, origin: Origin) -> list:
     """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
-    if "exit" not in text and "signal" not in text:
+    if "exit" not in text and "signal" not in text and "Killing subprocess" not in text:
         return []
+    m = _DS_EXIT.search(text)
+    if m:
+        lr = _DS_LOCAL_RANK.search(m.group("cmd"))
+        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=Origin(host=origin.host, file=origin.file,
+                                                                                      line=origin.line),
+                           source="launcher", data={"exitcode": int(m.group("code")), "launcher": "deepspeed",
+                                                    "local_rank": int(lr.group("lr")) if lr else None})]
+    m = _DS_KILL.search(text)
+    if m:
+        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+                           data={"pid": int(m.group("pid")), "launcher": "deepspeed"})]
     m = _ELASTIC_EXIT.search(text)
     if m:
         return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",

@@ -93,3 +93,16 @@ def test_gloo_dump_with_one_unnamed_group_gives_the_jobs_size():
     assert sizes == {4}
     c = correlate(ev).culprit
     assert c is not None and (c.rank, str(c.reason_class)) == (1, "mismatch") and c.confidence >= 0.6
+
+
+def test_deepspeed_launcher_exit_is_said_in_its_own_terms():
+    """DeepSpeedExamples #626: the launcher kills two workers, then reports the one started with
+    --local_rank=1 ended with return code -11: the summary says SIGSEGV of local_rank 1, not 'Killing subprocess'."""
+    from parsers import knowledge
+    from parsers.analyze import analyze
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(CORPUS / "deepspeedex-626.log", tmp)
+        v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
+    assert v.culprit is None
+    assert "local_rank 1 killed by SIGSEGV (11)" in v.summary
