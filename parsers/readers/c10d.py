@@ -91,6 +91,15 @@ _MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eart
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
 
+def unnamed_group(rank: int) -> str:
+    """The key of a group a line does not name, for global rank `rank`.
+
+    Why: `[rank13]:[E..] [Rank 1] Watchdog caught ...` (no PG tag, prime-rl #3186) is the WorkNCCL of a
+    group where global rank 13 is rank 1: not the default group. Keyed per rank, so two ranks' lines of
+    unnamed groups are never compared as if they were one group (which would invent mismatches)."""
+    return f"pg:unnamed@{rank}"
+
+
 def _pg_key(m: re.Match | None) -> tuple[str | None, int | None, str | None]:
     """(comm key, rank in group, group name) from a PG tag; the key matches FR's pg names."""
     if m is None:
@@ -155,6 +164,8 @@ def match_line(text: str, origin: Origin) -> list:
         return []
     lvl, ts, src = _glog(text)
     origin, comm, group_rank = _identity(text, origin)
+    if comm is None and group_rank is not None and origin.rank is not None and group_rank != origin.rank:
+        comm = unnamed_group(origin.rank)
     msg = text.strip()
     events: list = []
 

@@ -33,3 +33,11 @@ def test_the_summary_says_whose_timeout_asked_for_the_dumps(tmp_path):
     shutil.copy(CORPUS / "nemo-rl-2140.log", tmp_path)
     summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
     assert "rank 31 dumped because rank 107's collective timed out" in summary
+
+
+def test_a_group_rank_other_than_the_global_rank_is_not_the_default_group():
+    """prime-rl #3186: '[rank13]:... [Rank 1] Watchdog caught ...' has no PG tag, but global rank 13 is rank 1
+    of its group: the line is a subgroup's, keyed apart per rank, never compared as the default group."""
+    with open(CORPUS / "prime-rl-3186.log", encoding="utf-8") as fh:
+        evs = [e for e in parse_lines(fh, "x").events if isinstance(e, ErrorEvent) and e.kind == "watchdog-timeout"]
+    assert [(e.origin.rank, e.comm, e.seq) for e in evs] == [(13, "pg:unnamed@13", 1438)]
