@@ -29,7 +29,7 @@ _TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
 #: not when NCCL's own `[dev] ` bracket follows directly (a record whose host:pid:tid was cut)
 _LABEL = re.compile(r"^\[(\d{1,7})\] (?!(?:[\w./-]+:\d+ )?NCCL )(?=\S)")
 _ISO_TS = re.compile(
-    r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - [\w.]+ - |\s+)"
+    r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - [\w.]+ - |\s+|$)"
 )
 #: Python logging level words left after a timestamp ('... - name - ERROR - msg')
 _PY_LEVEL = re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s*(?:-|:|\|)\s+")
