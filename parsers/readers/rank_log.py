@@ -39,6 +39,11 @@ _RECORD_START = re.compile(
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
     r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + fr_report.LINE_START + ")"
 )
+#: a record's own header a little way into a line, behind a wrapper no prefix pattern knows
+#: (VITA-Audio #34: '【2025-09-25 14:27:49】[rank2]:[E ProcessGroupNCCL.cpp:563] ...'): such a line is a
+#: record, not the continuation of a wrapped one, even when the lines share one length
+_HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}[ \d:.]*[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
+HEADER_WINDOW = 60
 _TB_FILE_END = re.compile(r"File\s*$")
 _TB_PATH_END = re.compile(r"\"[^\"]*\",\s*$")
 _TB_LINE = re.compile(r"^\s*line \d+, in ")
@@ -185,7 +190,7 @@ class _Layout:
             return " "
         if "NVRM:" in prev and nxt[:1].isspace() and nxt.lstrip().startswith("NVRM:"):
             return " "
-        if _RECORD_START.match(nxt):
+        if _RECORD_START.match(nxt) or _HEADER_NEAR_START.search(nxt[:HEADER_WINDOW]):
             return None
         if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width:
             return ""
