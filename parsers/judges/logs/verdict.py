@@ -164,7 +164,8 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
         get(b).offer("mismatch", f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
                      f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)", conf,
                      [f"ProcessGroupWrapper: {t}" for t in texts[b][:5]]
-                     + [f"the check stops at the first rank that differs, so ranks 0-{b - 1} matched the reporter"])
+                     + [f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} matched "
+                        "the reporter"])
 
 
 def _side(side: dict) -> str:
