@@ -76,13 +76,20 @@ def _named_missing(e: ErrorEvent) -> tuple[list[int], float] | None:
     d = e.data
     missing = [r for r in d.get("missing_ranks") or [] if r not in set(d.get("no_dump_ranks") or [])]
     size = _group_size(e)
-    if d.get("finding") != "not-joined" or not missing or not size or len(missing) >= size:
+    if d.get("finding") != "not-joined" or not missing:
         return None
-    if len(missing) * 2 < size:
-        return missing, ReasonClass.FR_MISSING.default_confidence
-    if len(missing) == 1 and size == 2:
-        return missing, PAIR_CONFIDENCE
-    return None
+    conf = _missing_confidence(len(missing), size)
+    return (missing, conf) if conf is not None else None
+
+
+def _missing_confidence(n_missing: int, size: int | None) -> float | None:
+    """How far `n_missing` ranks missing from a group of `size` support naming them: a strict minority,
+    or the lone missing rank of a pair; None otherwise (a majority says as much of those that ran ahead)."""
+    if not size or not 0 < n_missing < size:
+        return None
+    if n_missing * 2 < size:
+        return ReasonClass.FR_MISSING.default_confidence
+    return PAIR_CONFIDENCE if (n_missing, size) == (1, 2) else None
 
 
 def _named_culprits(e: ErrorEvent) -> list[dict] | None:
@@ -124,11 +131,11 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
         if named is not None:
             ranks, conf = named
             size = _group_size(e)
+            chain = (f"; ranks {fold(sorted(waiting))} each wait for a rank that never recorded their "
+                     "collective") if waiting else ""
             for r in ranks:
                 if r in waiting:  # missing here because it waits elsewhere: a link of the chain, not its end
                     continue
-                chain = (f"; ranks {fold(sorted(waiting))} each wait for a rank that never recorded their "
-                         "collective") if waiting else ""
                 get(r).offer(ReasonClass.FR_MISSING, f"rank {r} never recorded {where}, which the other "
                              f"{size - len(ranks)} rank(s) of the group scheduled (the Flight Recorder analyzer's "
                              f"missing ranks: {fold(ranks)}, of a group of {size}){chain}", conf, [cite])
@@ -157,7 +164,7 @@ def describe(events: Iterable[ErrorEvent], limit: int = 3) -> list[str]:
             missing = d.get("missing_ranks") or []
             text = f"the Flight Recorder analyzer finds {_ranks(missing)}{of} never recorded {where}" if missing \
                 else f"the Flight Recorder analyzer finds not all ranks joined {where}"
-            if missing and size and len(missing) * 2 >= size and not (len(missing) == 1 and size == 2):
+            if missing and size and _missing_confidence(len(missing), size) is None:
                 text += " (not a minority: the ranks that did record it may be the ones that ran ahead)"
             no_dump = d.get("no_dump_ranks")
             if no_dump:
