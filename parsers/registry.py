@@ -160,8 +160,12 @@ def _is_ras_json(head: bytes, complete: bool) -> bool:
     return False
 
 
-def _is_pyspy_text(head: bytes, complete: bool) -> bool:
-    return pyspy_text.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace").lstrip())
+def _text_looks(looks_like: Callable[[str], bool], lstrip: bool = False) -> Callable[[bytes, bool], bool]:
+    """A sniff for readers that judge decoded text (py-spy, gdb and Flight Recorder report text)."""
+    def test(head: bytes, complete: bool) -> bool:
+        text = head[:HEAD_BYTES].decode("utf-8", errors="replace")
+        return looks_like(text.lstrip() if lstrip else text)
+    return test
 
 
 def _is_text(head: bytes, complete: bool) -> bool:
@@ -232,10 +236,6 @@ def _rank_log(inp: ReadInput) -> Parsed:
     return out
 
 
-def _is_fr_report(head: bytes, complete: bool) -> bool:
-    return fr_report.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"))
-
-
 def _fr_report(inp: ReadInput) -> Parsed:
     """The Flight Recorder analyzer's text report: read by the rank-log dispatch (which holds its block
     reader), under a kind of its own because the analyzer speaks for the job, not for one rank."""
@@ -266,10 +266,6 @@ def _ras_json(inp: ReadInput) -> Parsed:
 
 def _gdb_text(inp: ReadInput) -> Parsed:
     return gdb_text.parse_lines(read_text_lines(inp))
-
-
-def _is_gdb_text(head: bytes, complete: bool) -> bool:
-    return gdb_text.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"))
 
 
 def _pyspy_text(inp: ReadInput) -> Parsed:
@@ -446,11 +442,11 @@ KINDS: tuple[Kind, ...] = (
          names=("kernel.log",), collector="kernel_log", text_stream="kernel"),
     Kind("ras-text", HOST, "NCCL RAS answer, text", _ras_text, sniff=_is_ras_text,
          names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
-    Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_is_pyspy_text),
-    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_is_gdb_text),
+    Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True)),
+    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like)),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
-         sniff=_is_fr_report),
+         sniff=_text_looks(fr_report.looks_like)),
     Kind("nccl-log", RANK, "NCCL debug log (NCCL_DEBUG=INFO)", _nccl_log, sniff=_is_nccl_log,
          names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log"),
     Kind("rank-log", RANK, "a rank's stdout/stderr or any other text log", _rank_log, sniff=_is_text,
