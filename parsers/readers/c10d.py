@@ -166,6 +166,7 @@ def match_line(text: str, origin: Origin) -> list:
     origin, comm, group_rank = _identity(text, origin)
     if comm is None and group_rank is not None and origin.rank is not None and group_rank != origin.rank:
         comm = unnamed_group(origin.rank)
+    group = comm or "pg:0"  #: where a record about a collective belongs: no PG tag is the default group
     msg = text.strip()
     events: list = []
 
@@ -179,7 +180,7 @@ def match_line(text: str, origin: Origin) -> list:
         return ev
 
     def progress(enq: int, done: int) -> None:
-        events.append(Progress(comm=comm or "pg:0", origin=origin, last_enqueued=enq, last_completed=done,
+        events.append(Progress(comm=group, origin=origin, last_enqueued=enq, last_completed=done,
                                comm_rank=group_rank, source="c10d"))
 
     m = _TERMINATE_CALLED.search(text) or _RAY_UNHANDLED.search(text) or _PY_EXC.search(text)
@@ -187,17 +188,17 @@ def match_line(text: str, origin: Origin) -> list:
         err("python-exception", data={"type": demangle(m.group("type"))})
     m = _WRAPPER_MISMATCH.search(text)
     if m:
-        err("collective-mismatch", comm=comm or "pg:0", data=_wrapper_sides(m, text))
+        err("collective-mismatch", comm=group, data=_wrapper_sides(m, text))
         return events
     m = _RUNNING.search(text)
     if m:
-        err("c10d-fingerprint", comm=comm or "pg:0", seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+        err("c10d-fingerprint", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"numel": _numel(m.group("shape"))})
         return events
     m = _WATCHDOG.search(text)
     if m:
         seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
-        err("watchdog-timeout", comm=comm or "pg:0", seq=seq, op=normalise_op(m.group("op")),
+        err("watchdog-timeout", comm=group, seq=seq, op=normalise_op(m.group("op")),
             data={"numel_in": _int(m.group("nin")), "numel_out": _int(m.group("nout")),
                   "timeout_ms": _int(m.group("tmo")), "ran_ms": _int(m.group("ran"))})
         if seq is not None:
@@ -206,19 +207,19 @@ def match_line(text: str, origin: Origin) -> list:
     m = _ASYNC.search(text)
     if m:
         v = _NCCL_ERROR.search(m.group("what"))
-        err("nccl-error", comm=comm or "pg:0", seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+        err("nccl-error", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"nccl_version": v.group("v") if v else None})
         return events
     m = _FAILURE.search(text)
     if m:
-        err("failure-detected", comm=comm or "pg:0", seq=int(m.group("seq")))
+        err("failure-detected", comm=group, seq=int(m.group("seq")))
         progress(int(m.group("enq")), int(m.group("done")))
         return events
     m = _LAST.search(text)
     if m:
         d = _DETECTED.search(text)
         if d:
-            err("failure-detected", comm=comm or "pg:0", seq=int(d.group("seq")))
+            err("failure-detected", comm=group, seq=int(d.group("seq")))
         progress(int(m.group("enq")), int(m.group("done")))
         if _DUMP.search(text):
             err("dump-signal", data={"from_rank": _dump_from(text)})
