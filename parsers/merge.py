@@ -363,6 +363,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = {}
     first: tuple[str, str] | None = None
     dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
+    analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
@@ -372,7 +373,10 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             continue
         trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind == fr_report.KIND:  # said below, as such
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
+                continue
+            if e.kind == fr_report.KIND:  # the analyzer's findings are said below, as such
+                analyzer.append(e)
                 continue
             rank = e.origin.rank
             if e.kind == "python-frame":  # a frame is where an error happened, not one more error
@@ -400,7 +404,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
         parts.append(f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
                      "collective timed out (its watchdog asks every rank to dump)")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
-    parts += fr_report.describe(e for art in ev.artifacts if art.parsed for e in art.parsed.events)
+    parts += fr_report.describe(analyzer)
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
         parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"
