@@ -100,17 +100,24 @@ def unnamed_group(rank: int) -> str:
     return f"pg:unnamed@{rank}"
 
 
+def group_key(pg: str | None, desc: str | None) -> str | None:
+    """The comm key of a process group from its id and description, as every reader of PyTorch's
+    own text names it (PG tags here, the Flight Recorder analyzer's `group info: 0:default_pg`):
+    the default group is 'pg:0', a described group goes by its description (FR's group name),
+    else by its id; None when the text gives neither."""
+    if pg == "0" or desc == "default_pg":
+        return "pg:0"
+    if desc and desc != "undefined":
+        return f"pg:{desc}"
+    return f"pg:{pg}" if pg is not None else None
+
+
 def _pg_key(m: re.Match | None) -> tuple[str | None, int | None, str | None]:
     """(comm key, rank in group, group name) from a PG tag; the key matches FR's pg names."""
     if m is None:
         return None, None, None
-    pg = m.group("guid") or m.group("pg")
     name = m.group("name")
-    if pg == "0" or name == "default_pg":
-        return "pg:0", int(m.group("r")), name
-    if name and name != "undefined":
-        return f"pg:{name}", int(m.group("r")), name  # same key as FR's group description
-    return (f"pg:{pg}" if pg is not None else None), int(m.group("r")), name
+    return group_key(m.group("guid") or m.group("pg"), name), int(m.group("r")), name
 
 
 def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None]:

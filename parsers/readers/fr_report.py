@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 
 from parsers.model.events import ErrorEvent, Origin, normalise_op
+from parsers.readers.c10d import group_key
 
 MAX_RANKS = 4096  #: ranks kept from one set or list (a report of a huge job stays small)
 MAX_FRAMES = 16  #: stack frames kept per finding
@@ -101,22 +102,11 @@ def parse_culprits(text: str) -> tuple[list[dict], bool]:
     return found, complete
 
 
-def _group(value: str) -> tuple[str, str | None, str | None]:
+def _group(value: str) -> tuple[str | None, str | None, str | None]:
     """'0:default_pg' -> (comm key, pg id, description); the key is the c10d reader's for the same group."""
     pg, _, desc = value.strip().partition(":")
     desc = desc or None
-    if pg == "0" or desc == "default_pg":
-        return "pg:0", pg, desc
-    if desc and desc != "undefined":
-        return f"pg:{desc}", pg, desc
-    return f"pg:{pg}", pg, desc
-
-
-def _desc_key(desc: str) -> str | None:
-    """The comm key of a group named only by its description (the c10d reader's key for it)."""
-    if desc == "default_pg":
-        return "pg:0"
-    return f"pg:{desc}" if desc and desc != "undefined" else None
+    return group_key(pg, desc), pg, desc
 
 
 class FrReportBlock:
@@ -158,7 +148,7 @@ class FrReportBlock:
         m = _GAVE_UP.match(line)
         if m:  # closes the finding above; the group named by its description, as the analyzer prints it
             return True, self._close() + [ErrorEvent(kind="fr-analysis", message=line[:500], origin=origin,
-                                                     source="fr-report", comm=_desc_key(m.group("desc")),
+                                                     source="fr-report", comm=group_key(None, m.group("desc") or None),
                                                      data={"finding": "gave-up", "analyzer": "flight-recorder",
                                                            "pg_desc": m.group("desc") or None})]
         if self.cur is None:
