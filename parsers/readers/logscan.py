@@ -71,7 +71,7 @@ _NOT_OP = re.compile(rb"NCCL (?:INFO (?![A-Za-z]+: opCount )|WARN|TRACE|ABORT|ve
 _INIT_PTR = re.compile(rb"comm (0x[0-9a-f]+) rank \d+ nranks \d+ cudaDev [^\n]{0,300}?Init")  #: init lines only (not nRanks, not Abort)
 _PTR_NAME = re.compile(r"^ptr:(\d+):(0x[0-9a-f]+)$")
 
-Reader = Callable[[Iterable[str], str | None], Parsed]
+Reader = Callable[[Iterable[tuple[int, str]], str | None], Parsed]  #: a line reader's parse_pairs
 
 
 @dataclass
@@ -98,8 +98,8 @@ def scan_file(path: Path | str, kind: str = "nccl-log", mode: str = "head-tail",
             return reader([], path)
         if size <= head_bytes + tail_bytes and mode != "full":
             data = fh.read(size)
-            return _finish(reader(_decode_lines(data), path), ops_per_comm, {"mode": "whole", "bytes_read": size,
-                                                                             "skipped_bytes": 0}, None)
+            info = {"mode": "whole", "bytes_read": size, "skipped_bytes": 0}
+            return _finish(reader(enumerate(_decode_lines(data), 1), path), ops_per_comm, info, None)
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mode == "full":
                 _advise(mm, "MADV_SEQUENTIAL", 0, size)
@@ -132,9 +132,9 @@ def _advise(mm: mmap.mmap, advice: str, start: int, end: int) -> None:
 
 def _reader(kind: str) -> Reader:
     if kind == "nccl-log":
-        return nccl_log.parse_lines
+        return nccl_log.parse_pairs
     if kind == "rank-log":
-        return rank_log.parse_lines
+        return rank_log.parse_pairs
     raise ValueError(f"logscan reads nccl-log and rank-log, not {kind!r}")
 
 
@@ -142,7 +142,7 @@ def _scan(mm: mmap.mmap, size: int, path: str, reader: Reader, mode: str, head_b
           ops_per_comm: int, max_back_bytes: int) -> Parsed:
     if mode not in ("head-tail", "full"):
         raise ValueError(f"unknown scan mode {mode!r}")
-    nccl = reader is nccl_log.parse_lines
+    nccl = reader is nccl_log.parse_pairs
     head_end = _line_end(mm, min(head_bytes, size))
     known = set(_INIT_PTR.findall(mm, 0, head_end))  # comm pointers initialised in the head
     middle: list[tuple[int, int]] = []
@@ -171,9 +171,9 @@ def _scan(mm: mmap.mmap, size: int, path: str, reader: Reader, mode: str, head_b
     info = {"mode": mode, "bytes_read": min(read, size), "parsed_bytes": sum(b - a for a, b in ranges),
             "skipped_bytes": max(0, size - read), "size": size}
     if mode == "full" and size <= NUMBERED_BYTES:  # one more C pass numbers the lines picked
-        parsed = _pairs_reader(nccl)(_numbered_lines(mm, ranges), path)
+        parsed = reader(_numbered_lines(mm, ranges), path)
         return _finish(parsed, ops_per_comm, info, None)
-    parsed = reader(_lines_of(mm, ranges), path)
+    parsed = reader(enumerate(_lines_of(mm, ranges), 1), path)
     return _finish(parsed, ops_per_comm, info, _newlines(mm, 0, head_end))
 
 
@@ -374,10 +374,6 @@ def _newlines(mm: mmap.mmap, start: int, end: int) -> int:
     for a in range(start, end, COUNT_CHUNK):
         n += mm[a:min(end, a + COUNT_CHUNK)].count(b"\n")
     return n
-
-
-def _pairs_reader(nccl: bool) -> Callable[[Iterable[tuple[int, str]], str | None], Parsed]:
-    return nccl_log.parse_pairs if nccl else rank_log.parse_pairs
 
 
 def _decode_lines(data: bytes) -> list[str]:
