@@ -14,6 +14,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,10 +31,10 @@ from parsers.stacks.classify import Activity, classify
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
 PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "gdb-text", "native-stack",
-                 "pyspy-samples")
+                 "pyspy-samples", "faulthandler-text")
 #: kinds that say "this rank was alive and reporting" (what absence is measured against)
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
-                   "pyspy-samples")
+                   "pyspy-samples", "faulthandler-text")
 #: recognised, not evidence, and not worth a 'skipped' line
 _QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
@@ -366,7 +367,7 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
     rank = parsed.facts.get("rank", hints.rank)
     host = parsed.facts.get("host", hints.host)
     pid = parsed.facts.get("pid", hints.pid)
-    for ev in parsed.events:
+    for ev in chain(parsed.events, parsed.stacks):  # a stack read inside a log has its origin too
         origin = getattr(ev, "origin", None)
         if origin is None:
             continue

@@ -16,7 +16,7 @@ import networkx as nx
 from parsers.model.events import FROZEN_STATES, INFO_KINDS, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.ranges import fold
-from parsers.stacks.classify import Activity
+from parsers.stacks.classify import Activity, classify
 
 
 def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect]:
@@ -353,6 +353,23 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
             for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
+def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
+    """What the main thread of each Python faulthandler dump found in a log was doing: a rank that
+    aborts (the watchdog's SIGABRT) or crashes prints one, the stack it died in. The dump is the rank's
+    its lines or its file name (evidence._apply_hints), else no rank's."""
+    attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
+    by_what: dict[str, list[str]] = {}
+    for art in ev.artifacts:
+        if not art.parsed or id(art) in attached:
+            continue
+        for st in art.parsed.stacks:
+            if st.is_main and st.origin is not None:
+                who = f"rank {st.origin.rank}" if st.origin.rank is not None else "no rank printed"
+                by_what.setdefault(classify(st).text, []).append(f"{who}, {art.cite}:{st.origin.line}")
+    return [f"faulthandler dump{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
+            f" the main thread {what}" for what, where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+
+
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.judges.logs import fr_report
@@ -417,6 +434,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     elif not timeouts and not group_timeouts and earliest_line is not None:
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line)}")
     parts += _rankless_stacks(ev)
+    parts += _logged_dumps(ev)
     for frame in list(innermost.values())[:3]:
         o = frame.origin
         who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")

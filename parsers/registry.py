@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.readers import (exception, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
+from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
 
 HEAD_BYTES = 64 * 1024
@@ -168,6 +168,11 @@ def _text_looks(looks_like: Callable[[str], bool], lstrip: bool = False) -> Call
     return test
 
 
+def _is_faulthandler_file(head: bytes, complete: bool) -> bool:
+    """faulthandler's sniff needs `complete`: a file of nothing but a dump is one process's stacks."""
+    return faulthandler.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"), complete)
+
+
 def _is_text(head: bytes, complete: bool) -> bool:
     return b"\x00" not in head[:4096] and head[:1] != b"\x80"
 
@@ -241,6 +246,15 @@ def _fr_report(inp: ReadInput) -> Parsed:
     reader), under a kind of its own because the analyzer speaks for the job, not for one rank."""
     out = rank_log.parse_lines(read_text_lines(inp), str(inp.path))
     out.kind = "fr-report"
+    return out
+
+
+def _faulthandler_text(inp: ReadInput) -> Parsed:
+    """A file that is a Python faulthandler dump (forensics.arm()'s stacks-*.txt, a rank's own
+    faulthandler file): read by the rank-log dispatch, which holds the dump reader, under a kind of
+    its own because the file is one process's stacks and attaches to that process."""
+    out = rank_log.parse_lines(read_text_lines(inp), str(inp.path))
+    out.kind = "faulthandler-text"
     return out
 
 
@@ -444,6 +458,8 @@ KINDS: tuple[Kind, ...] = (
          names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
     Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True)),
     Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like)),
+    Kind("faulthandler-text", RANK, "Python faulthandler dump (a fatal signal's, or forensics.arm()'s stacks-*.txt)",
+         _faulthandler_text, sniff=_is_faulthandler_file),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
          sniff=_text_looks(fr_report.looks_like)),

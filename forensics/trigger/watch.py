@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forensics.discover.ranks import host_name
+from parsers.readers.faulthandler import TRIGGER_HEADER
 from forensics.trigger import election, launch, straggler
 from forensics.trigger.detector import Alarm, Detector
 from forensics.trigger.envsetup import apply_env
@@ -185,7 +186,9 @@ class Trigger:
         self.out.mkdir(parents=True, exist_ok=True)
         stacks = self.out / f"stacks-{me}-{incident}.txt"
         with open(stacks, "w") as handle:
-            handle.write(f"# {alarm.kind}: {alarm.message}\n")
+            header = TRIGGER_HEADER.format(kind=alarm.kind, rank=self.rank, pid=os.getpid(), host=self.host,
+                                           message=" ".join(str(alarm.message).split())[:2000])
+            handle.write(header + "\n")  # whose stacks these are, in the file itself (parsers.readers.faulthandler)
             handle.flush()
             faulthandler.dump_traceback(handle, all_threads=True)
         self.write_steps()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from parsers.model.events import Origin
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -41,3 +43,6 @@ class ThreadStack:
     owns_gil: bool | None = None
     is_main: bool = False
     source: str = ""  #: which tool produced it: 'py-spy', 'gdb', ...
+    #: where a stack found inside a log was read (file, line of its thread header, the rank its lines
+    #: carry); None for a stack tool's own file, whose identity is the file's
+    origin: Origin | None = None

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, prompt_host, strip_prefix
-from parsers.readers import fr_report, launcher, nccl_log, proxy_dump, textline
+from parsers.readers import faulthandler, fr_report, launcher, nccl_log, proxy_dump, textline
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -68,6 +68,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     block: list[str] | None = None
     elastic = launcher.ElasticBlock()
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
+    dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     ranks: dict[int, int] = {}
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
@@ -106,7 +107,16 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         out.events.extend(done)
         if taken:
             continue
+        taken, done = dumps.feed(text, origin)
+        out.events.extend(done)
+        if taken:
+            continue
         if not text:
+            continue
+        if lineno <= HEAD_LINES and (armed := faulthandler.trigger_identity(text)):
+            for key in ("rank", "pid", "host"):
+                out.facts.setdefault(key, armed[key])
+            benign += 1
             continue
         if proxy_dump.is_start(text):
             block = [text]
@@ -146,6 +156,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             broken = (text, origin, [])
     out.events.extend(elastic.finish())
     out.events.extend(fr_block.finish())
+    dumps.finish()
+    out.stacks.extend(dumps.stacks)
     if block is not None:
         _proxy(out, block)
     if nccl_pairs:

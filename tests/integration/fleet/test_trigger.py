@@ -44,6 +44,17 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True,
                                   env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         assert "rank 1" in analyzed.stdout.splitlines()[0], analyzed.stdout
+        # the ranks' own faulthandler files alone (no bundle, no py-spy) are read as their stacks: the file
+        # says whose (rank, pid, host), and the main threads show rank 1 outside the all_reduce rank 0 waits in
+        dumps = tmp_path / "dumps-only"
+        dumps.mkdir()
+        for i in incidents:
+            (dumps / f"dump{i['rank']}.txt").write_text(Path(i["stacks"]).read_text())
+        by_dumps = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", str(dumps)], capture_output=True,
+                                  text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
+        verdict = json.loads(by_dumps.stdout)
+        assert verdict["culprit"] is not None and verdict["culprit"]["rank"] == 1, by_dumps.stdout[:2000]
+        assert {i["pid"] for i in incidents} <= {r["pid"] for r in verdict["sections"]["ranks"]}, by_dumps.stdout[:2000]
         assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time,collective_seconds,first_enter_unix,rank\n")
         env_set = (out / "logs").is_dir()
         assert env_set

@@ -1,0 +1,162 @@
+"""Python's faulthandler dump: every thread's Python stack, as the interpreter wrote it.
+
+Why read it: it is the stack evidence a job leaves without any tool. A rank killed by
+the watchdog's abort (SIGABRT) or a segfault prints it on stderr when faulthandler is
+on (`PYTHONFAULTHANDLER=1`, or a framework that enables it, as SGLang and vLLM do), and
+`forensics.arm()` writes one per stuck rank. Format (CPython 3.8-3.13 faulthandler.c):
+
+    Fatal Python error: Aborted                      <- only for a fatal signal
+    <blank>
+    Thread 0x00007f6f89fff6c0 (most recent call first):
+      File "/usr/lib/python3.12/threading.py", line 359 in wait
+    <blank>
+    Current thread 0x00007f8c94bcc300 (most recent call first):   <- the thread that faulted
+      File "<string>", line 1 in <module>
+    <blank>
+    Extension modules: numpy.core._multiarray_umath, ... (total: 112)
+
+`Stack (most recent call first):` heads a one-thread dump; `  <no Python frame>` and
+`  ...` (over 100 frames) can stand for frames. A frame says `line N in f`, where a
+traceback says `line N, in f`; a launcher's prefix may have eaten its indent. Frames are innermost first, as in
+py-spy. The dump names no thread, so the main thread is the one whose outermost frame
+is a module's top level (`<module>`): threads started by `threading` begin in
+`_bootstrap`. The dump names no pid or rank either; it has the rank its lines carry
+(a launcher prefix), or the one `forensics.arm()` writes above it (TRIGGER_HEADER),
+and no other: a dump on a stderr shared by several ranks is no rank's by position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from parsers.model.events import ErrorEvent, Origin
+from parsers.model.stacks import Frame, ThreadStack
+
+_FATAL = re.compile(r"^Fatal Python error: (?P<what>\S.{0,300})$")
+_THREAD = re.compile(r"^(?:Current thread|Thread) (?P<id>0x[0-9A-Fa-f]{1,16}) \(most recent call first\):$")
+_ONE_THREAD = "Stack (most recent call first):"
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,4096})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,1024})$')
+_PLACEHOLDERS = ("<no Python frame>", "...")
+_EXTENSIONS = "Extension modules:"
+MAX_THREADS = 4096  #: faulthandler itself stops at 100 threads; a bigger "dump" is no dump
+MAX_FRAMES = 1024  #: it stops at 100 frames a thread
+
+#: what forensics.arm() writes above its dump, so the file says whose stacks these are
+TRIGGER_HEADER = "# forensics.arm {kind} on rank {rank} (pid {pid}, host {host}): {message}"
+_TRIGGER = re.compile(r"^# forensics\.arm (?P<kind>[\w-]{1,32}) on rank (?P<rank>\d{1,7}) "
+                      r"\(pid (?P<pid>\d{1,10}), host (?P<host>[^\s()]{1,255})\): (?P<message>.{0,2000})$")
+
+KIND = "python-fatal"  #: the ErrorEvent of a `Fatal Python error:` line
+
+
+def trigger_identity(text: str) -> dict | None:
+    """rank, pid and host from forensics.arm()'s header line, else None."""
+    m = _TRIGGER.match(text.rstrip())
+    if m is None:
+        return None
+    return {"rank": int(m.group("rank")), "pid": int(m.group("pid")), "host": m.group("host"), "alarm": m.group("kind")}
+
+
+def looks_like(text: str, complete: bool) -> bool:
+    """A file that is one dump: forensics.arm()'s (its header first), or a whole file (`complete`)
+    of nothing but dump lines. A log that holds a dump among other lines stays a rank log, whose
+    reader reads the dump where it stands."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    if lines and _TRIGGER.match(lines[0]):
+        return len(lines) > 1 and _opens(lines[1])
+    if not complete or not lines or not (_FATAL.match(lines[0]) or _opens(lines[0])):
+        return False
+    return all(_FATAL.match(ln) or _opens(ln) or _FRAME.match(ln) or ln.strip() in _PLACEHOLDERS
+               or ln.startswith(_EXTENSIONS) for ln in lines)
+
+
+def _opens(line: str) -> bool:
+    """A thread's header."""
+    return _THREAD.match(line) is not None or line == _ONE_THREAD
+
+
+@dataclass
+class Dump:
+    """One process's dump: its threads, the fatal error above it, where it was read."""
+
+    origin: Origin
+    fatal: str | None = None
+    threads: list[ThreadStack] = field(default_factory=list)
+    ranks: set = field(default_factory=set)  #: the ranks its lines carried (None for a line with none)
+
+    @property
+    def rank(self) -> int | None:
+        """The rank every line of the dump carries, else None (never a guess from what surrounds it)."""
+        return next(iter(self.ranks)) if len(self.ranks) == 1 and None not in self.ranks else None
+
+    def settle(self) -> None:
+        """Mark the main thread: the one thread whose outermost frame is a module's top level."""
+        tops = [t for t in self.threads if t.frames and t.frames[-1].function == "<module>"]
+        if len(tops) == 1:
+            tops[0].is_main = True
+
+
+class DumpBlock:
+    """Line-fed reader of dumps inside a log. `feed` returns (the line belonged to a dump, its
+    events: the fatal error line's); `finish` closes the last one. The threads land in `stacks`,
+    each with `origin`: its header's line and the dump's rank."""
+
+    def __init__(self) -> None:
+        self.dump: Dump | None = None
+        self.thread: ThreadStack | None = None
+        self.stacks: list[ThreadStack] = []
+
+    def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
+        line = text.rstrip()
+        m = _FATAL.match(line)
+        if m:
+            self._close()
+            self.dump = Dump(origin=origin, fatal=m.group("what"), ranks={origin.rank})
+            return True, [ErrorEvent(kind=KIND, message=line[:500], origin=origin, source="faulthandler",
+                                            data={"error": m.group("what")[:200]})]
+        m = _THREAD.match(line)
+        if m or line == _ONE_THREAD:  # (_opens, with the match kept for the thread id)
+            if self.dump is None or len(self.dump.threads) >= MAX_THREADS:
+                self._close()
+                self.dump = Dump(origin=origin)
+            tid = int(m.group("id"), 16) if m else 0
+            self.thread = ThreadStack(thread_id=tid, source="faulthandler", origin=origin)
+            self.dump.threads.append(self.thread)
+            self.dump.ranks.add(origin.rank)
+            return True, []
+        if self.dump is None:
+            return False, []
+        if self.thread is not None:
+            m = _FRAME.match(line)
+            if m:
+                if len(self.thread.frames) < MAX_FRAMES:
+                    number = m.group("line")
+                    self.thread.frames.append(Frame(function=m.group("func"), file=m.group("file"),
+                                                    line=int(number) if number.isdigit() else None))
+                self.dump.ranks.add(origin.rank)
+                return True, []
+            if line.strip() in _PLACEHOLDERS:
+                return True, []
+        if not line:
+            return True, []  # the blank lines between threads
+        if line.startswith(_EXTENSIONS):
+            self._close()
+            return True, []
+        self._close()  # any other line ends the dump
+        return False, []
+
+    def finish(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        """File the open dump's threads, each with the dump's rank (what all its lines carry)."""
+        if self.dump is not None:
+            self.dump.settle()
+            rank = self.dump.rank
+            for thread in self.dump.threads:
+                o = thread.origin or self.dump.origin
+                thread.origin = Origin(host=o.host, pid=o.pid, rank=rank, file=o.file, line=o.line)
+                self.stacks.append(thread)
+        self.dump = None
+        self.thread = None

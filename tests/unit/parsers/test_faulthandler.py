@@ -1,0 +1,155 @@
+"""Python faulthandler dumps (parsers.readers.faulthandler), on real output.
+
+The captures are made here: a real Python process with a worker thread, its main thread
+stopped in a known function, killed with SIGABRT while PYTHONFAULTHANDLER is on, as the
+watchdog's abort kills a rank. The real-world form is sglang-20855 in the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from parsers.analyze import analyze
+from parsers.evidence import load_files
+from parsers.readers import faulthandler, rank_log
+
+_CHILD = textwrap.dedent("""
+    import sys, threading, time
+
+    def helper_waits(ev):
+        ev.wait()
+
+    def stuck_here():
+        print("ready", flush=True)
+        time.sleep(60)
+
+    ev = threading.Event()
+    threading.Thread(target=helper_waits, args=(ev,), name="helper", daemon=True).start()
+    stuck_here()
+""")
+
+
+def _no_core() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _aborted_dump(tmp_path: Path, prefix_env: dict | None = None) -> str:
+    """stderr of a real process aborted in stuck_here(): the interpreter's own dump."""
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", **(prefix_env or {}))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, preexec_fn=_no_core)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGABRT
+    return err
+
+
+def test_a_real_abort_dump_gives_every_thread_and_the_main_one(tmp_path):
+    err = _aborted_dump(tmp_path)
+    assert err.startswith("Fatal Python error: Aborted")
+    out = rank_log.parse_lines(err.splitlines(keepends=True), "stderr.log")
+    assert [e.kind for e in out.events] == [faulthandler.KIND]
+    assert out.events[0].data["error"] == "Aborted"
+    assert len(out.stacks) == 2 and out.unknown_lines == 0
+    main = [t for t in out.stacks if t.is_main]
+    assert len(main) == 1 and main[0].frames[0].function == "stuck_here"
+    assert main[0].frames[-1].function == "<module>" and main[0].frames[0].line is not None
+    helper = next(t for t in out.stacks if not t.is_main)
+    assert [f.function for f in helper.frames][-1] == "_bootstrap" and "helper_waits" in {f.function for f in helper.frames}
+    assert all(t.origin.rank is None for t in out.stacks)  # no line names a rank
+
+
+def test_a_dump_file_is_one_process_and_its_main_thread_is_judged(tmp_path):
+    """A file that is a dump alone (a rank's own faulthandler file) is a stack of a process: with a pid in
+    its name it joins that process, and the summary says where its main thread was."""
+    err = _aborted_dump(tmp_path)
+    folder = tmp_path / "loose"
+    folder.mkdir()
+    (folder / "faulthandler-rank3-pid4242.txt").write_text(err)
+    loaded = load_files([(folder / "faulthandler-rank3-pid4242.txt", {"rank": 3, "pid": 4242})])
+    art = loaded.artifacts[0]
+    assert art.kind == "faulthandler-text" and art.pid == 4242
+    result = analyze(folder)
+    rank = next(r for r in result.evidence.ranks if r.record.pid == 4242)
+    assert rank.rank == 3 and rank.main_stack is not None and rank.main_stack.frames[0].function == "stuck_here"
+
+
+def test_prefixed_dump_lines_give_the_rank_and_a_dump_in_a_shared_log_gives_none(tmp_path):
+    err = _aborted_dump(tmp_path)
+    prefixed = [f"[rank5]:{line}" for line in err.splitlines(keepends=True)]
+    out = rank_log.parse_lines(prefixed, "rank5.log")
+    assert {t.origin.rank for t in out.stacks} == {5}
+    # the same dump after another rank's line: unprefixed, so no rank of its own in the reader
+    mixed = ["[rank2]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 2] something\n"] + err.splitlines(keepends=True)
+    out = rank_log.parse_lines(mixed, "shared.log")
+    assert {t.origin.rank for t in out.stacks} == {None}
+
+
+def test_summary_names_the_dumps_main_thread_in_a_log(tmp_path):
+    err = _aborted_dump(tmp_path)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    lines = ["[rank1]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation"
+             " timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001"
+             " milliseconds before timing out.\n"] + err.splitlines(keepends=True)
+    (folder / "out.log").write_text("".join(lines))
+    summary = analyze(folder).verdict.summary
+    assert "faulthandler dump (rank 1, out.log:" in summary and "stuck_here" in summary
+
+
+def test_forensics_arm_header_gives_rank_pid_and_host():
+    header = faulthandler.TRIGGER_HEADER.format(kind="stall", rank=7, pid=123, host="node-3", message="no step for 12 s")
+    assert faulthandler.trigger_identity(header) == {"rank": 7, "pid": 123, "host": "node-3", "alarm": "stall"}
+    assert faulthandler.trigger_identity("# stall: no step") is None
+
+
+@pytest.mark.parametrize("line", [
+    '  File "/x.py", line 3, in f',  # a traceback's frame, not faulthandler's
+    "Thread 1 (active): \"MainThread\"",  # py-spy's header
+    "Fatal Python error:",  # nothing after it
+])
+def test_lines_of_other_formats_open_no_dump(line):
+    out = rank_log.parse_lines([line + "\n"], "x.log")
+    assert out.stacks == [] and not any(e.kind == faulthandler.KIND for e in out.events)
+
+
+def test_hostile_dump_is_bounded():
+    lines = ["Fatal Python error: Segmentation fault\n", "\n"]
+    for t in range(faulthandler.MAX_THREADS + 5):
+        lines.append(f"Thread 0x{t:016x} (most recent call first):\n")
+    lines += [f'  File "/a.py", line {i} in f\n' for i in range(faulthandler.MAX_FRAMES + 50)]
+    out = rank_log.parse_lines(lines, "x.log")
+    assert max(len(t.frames) for t in out.stacks) == faulthandler.MAX_FRAMES
+    assert len(out.stacks) == faulthandler.MAX_THREADS + 5  # a new dump opens past the cap; no dump holds more
+
+
+def test_a_log_that_holds_a_dump_among_other_lines_stays_a_rank_log(tmp_path):
+    """Only a file of nothing but a dump is one process's stacks file; a stderr that goes on after
+    the dump keeps every reader of a rank log (its c10d lines, the knowledge base), dump included."""
+    err = _aborted_dump(tmp_path)
+    path = tmp_path / "stderr.log"
+    path.write_text(err + "[rank0]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective"
+                    " operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000)"
+                    " ran for 1001 milliseconds before timing out.\n")
+    art = load_files([(path, {})]).artifacts[0]
+    assert art.kind == "rank-log"
+    assert any(t.is_main for t in art.parsed.stacks) and any(e.kind == "watchdog-timeout" for e in art.parsed.events)
+    alone = tmp_path / "dump.txt"
+    alone.write_text(err)
+    assert load_files([(alone, {})]).artifacts[0].kind == "faulthandler-text"
