@@ -156,8 +156,8 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         head = verdict.suspects[0]
         own = culprit_state(ev, head)
         if own:  # the stack judge's own state and frame lines say the same, less precisely
-            rest = [e for e in head.evidence if not e.startswith(("process state ", "py-spy: main thread at",
-                                                                  "gdb: main thread at"))]
+            rest = [e for e in head.evidence  # ('<stack tool>: main thread at ...', whichever tool)
+                    if not (e.startswith("process state ") or e.partition(": ")[2].startswith("main thread at "))]
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = coverage.to_dict()
     verdict.summary = summarize(verdict, ev, reports)
