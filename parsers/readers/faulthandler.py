@@ -36,11 +36,12 @@ from parsers.model.stacks import Frame, ThreadStack
 _FATAL = re.compile(r"^Fatal Python error: (?P<what>\S.{0,300})$")
 _THREAD = re.compile(r"^(?:Current thread|Thread) (?P<id>0x[0-9A-Fa-f]{1,16}) \(most recent call first\):$")
 _ONE_THREAD = "Stack (most recent call first):"
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,4096})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,1024})$')
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,1024})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,256})$')
 _PLACEHOLDERS = ("<no Python frame>", "...")
 _EXTENSIONS = "Extension modules:"
 MAX_THREADS = 4096  #: faulthandler itself stops at 100 threads; a bigger "dump" is no dump
 MAX_FRAMES = 1024  #: it stops at 100 frames a thread
+MAX_KEPT_FRAMES = 100_000  #: frames kept from one file (ten full dumps): the rest are read past, and counted
 
 #: what forensics.arm() writes above its dump, so the file says whose stacks these are
 TRIGGER_HEADER = "# forensics.arm {kind} on rank {rank} (pid {pid}, host {host}): {message}"
@@ -78,10 +79,9 @@ def _opens(line: str) -> bool:
 
 @dataclass
 class Dump:
-    """One process's dump: its threads, the fatal error above it, where it was read."""
+    """One process's dump: its threads, where it was read, the ranks its lines carried."""
 
     origin: Origin
-    fatal: str | None = None
     threads: list[ThreadStack] = field(default_factory=list)
     ranks: set = field(default_factory=set)  #: the ranks its lines carried (None for a line with none)
 
@@ -106,15 +106,17 @@ class DumpBlock:
         self.dump: Dump | None = None
         self.thread: ThreadStack | None = None
         self.stacks: list[ThreadStack] = []
+        self.kept = 0  #: frames kept so far (MAX_KEPT_FRAMES)
+        self.dropped = 0  #: frames read past once the file's cap was reached
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.rstrip()
         m = _FATAL.match(line)
         if m:
             self._close()
-            self.dump = Dump(origin=origin, fatal=m.group("what"), ranks={origin.rank})
+            self.dump = Dump(origin=origin, ranks={origin.rank})
             return True, [ErrorEvent(kind=KIND, message=line[:500], origin=origin, source="faulthandler",
-                                            data={"error": m.group("what")[:200]})]
+                                     data={"error": m.group("what")[:200]})]
         m = _THREAD.match(line)
         if m or line == _ONE_THREAD:  # (_opens, with the match kept for the thread id)
             if self.dump is None or len(self.dump.threads) >= MAX_THREADS:
@@ -130,7 +132,10 @@ class DumpBlock:
         if self.thread is not None:
             m = _FRAME.match(line)
             if m:
-                if len(self.thread.frames) < MAX_FRAMES:
+                if len(self.thread.frames) >= MAX_FRAMES or self.kept >= MAX_KEPT_FRAMES:
+                    self.dropped += 1
+                else:
+                    self.kept += 1
                     number = m.group("line")
                     self.thread.frames.append(Frame(function=m.group("func"), file=m.group("file"),
                                                     line=int(number) if number.isdigit() else None))

@@ -158,6 +158,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     out.events.extend(fr_block.finish())
     dumps.finish()
     out.stacks.extend(dumps.stacks)
+    if dumps.dropped:
+        out.problems.append(f"faulthandler dumps: {dumps.dropped} frames beyond the reader's bounds were not kept")
     if block is not None:
         _proxy(out, block)
     if nccl_pairs:

@@ -137,6 +137,19 @@ def test_hostile_dump_is_bounded():
     out = rank_log.parse_lines(lines, "x.log")
     assert max(len(t.frames) for t in out.stacks) == faulthandler.MAX_FRAMES
     assert len(out.stacks) == faulthandler.MAX_THREADS + 5  # a new dump opens past the cap; no dump holds more
+    assert out.problems and "50 frames" in out.problems[0]
+
+
+def test_frames_kept_from_one_file_are_bounded():
+    per = faulthandler.MAX_FRAMES
+    dumps = faulthandler.MAX_KEPT_FRAMES // per + 2
+    lines = []
+    for t in range(dumps):
+        lines.append(f"Thread 0x{t:016x} (most recent call first):\n")
+        lines += [f'  File "/a.py", line {i} in f\n' for i in range(per)]
+    out = rank_log.parse_lines(lines, "x.log")
+    assert sum(len(t.frames) for t in out.stacks) == faulthandler.MAX_KEPT_FRAMES
+    assert out.unknown_lines == 0 and "frames beyond" in out.problems[0]
 
 
 def test_a_log_that_holds_a_dump_among_other_lines_stays_a_rank_log(tmp_path):
