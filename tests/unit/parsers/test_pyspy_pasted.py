@@ -35,3 +35,34 @@ def test_the_summary_says_what_the_rankless_process_does(tmp_path):
     shutil.copy(PASTE, tmp_path)
     summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
     assert "pid 1302975 (no rank printed)" in summary and "ncclGroupEndInternal" in summary
+
+
+SGLANG_30453 = FIXTURES / "realworld" / "sglang-30453.log"
+
+
+def test_a_py_spy_dump_pasted_inside_a_log_is_read_with_its_pid():
+    """sglang #30453 (real): SGLang's crash diagnostics print `Pyspy dump for PID 163685 (...)` and
+    the dump below a rank's log; its threads are stacks of process 163685, next to the faulthandler
+    dump of the process that aborted, and the line after the dump is the log's again."""
+    from parsers.readers import rank_log
+
+    with open(SGLANG_30453, encoding="utf-8") as fh:
+        out = rank_log.parse_lines(fh, SGLANG_30453.name)
+    spy = [t for t in out.stacks if t.source == "py-spy"]
+    assert len(spy) == 13 and {t.origin.pid for t in spy} == {163685}
+    main = [t for t in spy if t.is_main]
+    assert len(main) == 1 and main[0].thread_id == 163685 and main[0].frames[0].function == "read"
+    assert main[0].frames[-2].function == "<module>" and main[0].frames[-1].native
+    assert [f.function for f in main[0].frames if not f.native][:2] == ["decorated", "_compute_mrope_positions"]
+    assert any(t.source == "faulthandler" and t.is_main for t in out.stacks)
+
+
+def test_a_py_spy_header_alone_in_a_log_is_no_stack():
+    from parsers.model.events import Origin
+    from parsers.readers import pyspy_text as pt
+
+    block = pt.DumpBlock()
+    assert block.feed('Thread 164569 (idle): "Thread-2"', Origin())
+    assert not block.feed("some other line", Origin())
+    block.finish()
+    assert block.stacks == []
