@@ -66,3 +66,10 @@ def test_a_py_spy_header_alone_in_a_log_is_no_stack():
     assert not block.feed("some other line", Origin())
     block.finish()
     assert block.stacks == []
+
+
+def test_the_summary_names_the_pasted_py_spy_dump_and_its_pid(tmp_path):
+    shutil.copy(SGLANG_30453, tmp_path)
+    summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
+    assert "py-spy dump (pid 163685, no rank printed, sglang-30453.log:" in summary
+    assert "faulthandler dump (no rank printed, sglang-30453.log:" in summary
