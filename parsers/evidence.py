@@ -361,6 +361,8 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
     A launcher line (torchelastic's `Sending process P closing signal`, `failed ... (pid: P)`)
     is the agent speaking of a child it names by pid; the file's one rank is not that
     child's rank (the agent signals every other rank too), so those keep their rank unknown.
+    So does a stack dump in the log that names a process other than the file's (SGLang pastes
+    py-spy dumps of its other workers).
     """
     if isinstance(hints, dict):
         hints = _hints(hints)
@@ -375,6 +377,10 @@ def _apply_hints(parsed: Parsed, hints: Hints | dict) -> None:
             continue
         if getattr(ev, "source", None) == "launcher" and origin.pid is not None:
             if origin.host is None:
+                origin.host = host
+            continue
+        if isinstance(ev, ThreadStack) and origin.pid is not None and origin.pid != pid:
+            if origin.host is None:  # a dump of another process (a py-spy dump's `Process N:`): not the file's rank
                 origin.host = host
             continue
         if origin.rank is None:

@@ -354,20 +354,24 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
 
 
 def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
-    """What the main thread of each Python faulthandler dump found in a log was doing: a rank that
-    aborts (the watchdog's SIGABRT) or crashes prints one, the stack it died in. The dump is the rank's
-    its lines or its file name (evidence._apply_hints), else no rank's."""
+    """What the main thread of each stack dump found in a log was doing: a rank that aborts (the
+    watchdog's SIGABRT) or crashes prints a faulthandler dump, the stack it died in; a framework's crash
+    diagnostics may paste a py-spy dump of another process (its `Process N:` line names the pid). The
+    dump is the rank's its lines or its file name (evidence._apply_hints), else no rank's."""
     attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
-    by_what: dict[str, list[str]] = {}
+    by_what: dict[tuple[str, str], list[str]] = {}
     for art in ev.artifacts:
         if not art.parsed or id(art) in attached:
             continue
         for st in art.parsed.stacks:
             if st.is_main and st.origin is not None:
-                who = f"rank {st.origin.rank}" if st.origin.rank is not None else "no rank printed"
-                by_what.setdefault(classify(st).text, []).append(f"{who}, {art.cite}:{st.origin.line}")
-    return [f"faulthandler dump{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
-            f" the main thread {what}" for what, where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+                o = st.origin
+                who = f"rank {o.rank}" if o.rank is not None else (
+                    f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed")
+                tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
+                by_what.setdefault((tool, classify(st).text), []).append(f"{who}, {art.cite}:{o.line}")
+    return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
+            f" the main thread {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:

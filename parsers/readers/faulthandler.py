@@ -17,8 +17,10 @@ on (`PYTHONFAULTHANDLER=1`, or a framework that enables it, as SGLang and vLLM d
 
 `Stack (most recent call first):` heads a one-thread dump; `  <no Python frame>` and
 `  ...` (over 100 frames) can stand for frames. A frame says `line N in f`, where a
-traceback says `line N, in f`; a launcher's prefix may have eaten its indent. Frames are innermost first, as in
-py-spy. The dump names no thread, so the main thread is the one whose outermost frame
+traceback says `line N, in f`; a launcher's prefix may have eaten its indent, and a paste
+may have lost the newline between two frames (sglang #30453: `line 63 in finalize  File
+"/usr/.../route.py", line 219 in finalize`), which is still two frames. Frames are innermost
+first, as in py-spy. The dump names no thread, so the main thread is the one whose outermost frame
 is a module's top level (`<module>`): threads started by `threading` begin in
 `_bootstrap`. The dump names no pid or rank either; it has the rank its lines carry
 (a launcher prefix), or the one `forensics.arm()` writes above it (TRIGGER_HEADER),
@@ -37,6 +39,8 @@ _FATAL = re.compile(r"^Fatal Python error: (?P<what>\S.{0,300})$")
 _THREAD = re.compile(r"^(?:Current thread|Thread) (?P<id>0x[0-9A-Fa-f]{1,16}) \(most recent call first\):$")
 _ONE_THREAD = "Stack (most recent call first):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,1024})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,256})$')
+_GLUED = re.compile(r'(?<=\S)\s+(?=File ")')  #: where a lost newline joined the next frame on
+MAX_GLUED = 16  #: frames one physical line may hold before it is no frame line at all
 _PLACEHOLDERS = ("<no Python frame>", "...")
 _EXTENSIONS = "Extension modules:"
 MAX_THREADS = 4096  #: faulthandler itself stops at 100 threads; a bigger "dump" is no dump
@@ -68,8 +72,22 @@ def looks_like(text: str, complete: bool) -> bool:
         return len(lines) > 1 and _opens(lines[1])
     if not complete or not lines or not (_FATAL.match(lines[0]) or _opens(lines[0])):
         return False
-    return all(_FATAL.match(ln) or _opens(ln) or _FRAME.match(ln) or ln.strip() in _PLACEHOLDERS
+    return all(_FATAL.match(ln) or _opens(ln) or frames_of(ln) or ln.strip() in _PLACEHOLDERS
                or ln.startswith(_EXTENSIONS) for ln in lines)
+
+
+def frames_of(line: str) -> list[re.Match]:
+    """The frame matches a line holds: one, or a few a paste glued together; [] for any other line."""
+    m = _FRAME.match(line)
+    if m:
+        return [m]
+    if line.count('File "', 0, 64 * 1024) < 2:
+        return []
+    parts = _GLUED.split(line, maxsplit=MAX_GLUED)
+    if len(parts) > MAX_GLUED:
+        return []
+    matches = [_FRAME.match(part) for part in parts]
+    return matches if all(matches) else []
 
 
 def _opens(line: str) -> bool:
@@ -130,11 +148,12 @@ class DumpBlock:
         if self.dump is None:
             return False, []
         if self.thread is not None:
-            m = _FRAME.match(line)
-            if m:
-                if len(self.thread.frames) >= MAX_FRAMES or self.kept >= MAX_KEPT_FRAMES:
-                    self.dropped += 1
-                else:
+            found = frames_of(line)
+            if found:
+                for m in found:
+                    if len(self.thread.frames) >= MAX_FRAMES or self.kept >= MAX_KEPT_FRAMES:
+                        self.dropped += 1
+                        continue
                     self.kept += 1
                     number = m.group("line")
                     self.thread.frames.append(Frame(function=m.group("func"), file=m.group("file"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from parsers.model.events import Parsed
+from parsers.model.events import Origin, Parsed
 from parsers.model import Frame, ThreadStack
 
 _PROCESS = re.compile(r"^Process (?P<pid>\d{1,10}): ?(?P<cmd>.*)$")
@@ -54,13 +54,9 @@ def parse_lines(lines: Iterable[str]) -> Parsed:
             continue
         m = _THREAD.match(line)
         if m:
-            state = m.group("state")
-            tid = int(m.group("id"), 16) if m.group("id").startswith("0x") else int(m.group("id"))
-            current = ThreadStack(thread_id=tid, name=m.group("name"), active="active" in state,
-                                  owns_gil="gil" in state, source="py-spy")
-            current.is_main = current.name == "MainThread" or tid == out.facts.get("pid")
+            current = _thread(m, out.facts.get("pid"))
             if current.name == "MainThread" and "pid" not in out.facts and not m.group("id").startswith("0x"):
-                out.facts["pid"] = tid  # no Process line pasted: a main thread's OS thread id is its process id
+                out.facts["pid"] = current.thread_id  # no Process line pasted: a main thread's OS thread id is its pid
             out.stacks.append(current)
             continue
         m = _FRAME.match(line)
@@ -71,6 +67,74 @@ def parse_lines(lines: Iterable[str]) -> Parsed:
             continue
         out.unknown_lines += 1
     return out
+
+
+def _thread(m: re.Match, pid: int | None) -> ThreadStack:
+    """A ThreadStack from a `Thread` header match; the main thread is `MainThread`, or the one whose id is the pid."""
+    state = m.group("state")
+    tid = int(m.group("id"), 16) if m.group("id").startswith("0x") else int(m.group("id"))
+    stack = ThreadStack(thread_id=tid, name=m.group("name"), active="active" in state,
+                        owns_gil="gil" in state, source="py-spy")
+    stack.is_main = stack.name == "MainThread" or tid == pid
+    return stack
+
+
+class DumpBlock:
+    """Line-fed reader of py-spy dumps pasted inside a log (SGLang's crash diagnostics print one per
+    child: `Pyspy dump for PID 163685 (...)`, then the dump). A dump opens at `Process N:` or at a
+    `Thread N (state): "name"` header, takes `Python v..`, blank lines and frames (the log reader has
+    stripped their indent), and ends at any other line. `feed` returns whether the line was the dump's;
+    threads with frames land in `stacks`, each with `origin`: its header's line and the Process line's pid."""
+
+    MAX_THREADS = 4096
+    MAX_FRAMES = 1024
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.open = False
+        self.thread: ThreadStack | None = None
+        self.stacks: list[ThreadStack] = []
+
+    def feed(self, text: str, origin: Origin) -> bool:
+        line = text.rstrip()
+        m = _PROCESS.match(line)
+        if m and " " not in m.group("pid"):
+            self._close()
+            self.pid, self.open = int(m.group("pid")), True
+            return True
+        m = _THREAD.match(line)
+        if m:
+            self._file()
+            if not self.open:
+                self.pid, self.open = None, True
+            self.thread = _thread(m, self.pid)
+            self.thread.origin = Origin(host=origin.host, pid=self.pid, rank=origin.rank, file=origin.file,
+                                        line=origin.line)
+            return True
+        if not self.open:
+            return False
+        if not line or (self.thread is None and line.startswith("Python v")):
+            return True
+        m = _FRAME.match("    " + line.lstrip())
+        if m and self.thread is not None:
+            if len(self.thread.frames) < self.MAX_FRAMES:
+                self.thread.frames.append(_frame(m.group("func"), m.group("where")))
+            return True
+        self._close()
+        return False
+
+    def finish(self) -> None:
+        self._close()
+
+    def _file(self) -> None:
+        """Keep the open thread if it has frames (a lone header is no stack)."""
+        if self.thread is not None and self.thread.frames and len(self.stacks) < self.MAX_THREADS:
+            self.stacks.append(self.thread)
+        self.thread = None
+
+    def _close(self) -> None:
+        self._file()
+        self.open, self.pid = False, None
 
 
 def _frame(func: str, where: str) -> Frame:

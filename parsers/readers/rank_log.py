@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
 from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, prompt_host, strip_prefix
-from parsers.readers import faulthandler, fr_report, launcher, nccl_log, proxy_dump, textline
+from parsers.readers import faulthandler, fr_report, launcher, nccl_log, proxy_dump, pyspy_text, textline
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -69,6 +69,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     elastic = launcher.ElasticBlock()
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
+    spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
     ranks: dict[int, int] = {}
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
@@ -109,7 +110,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             continue
         taken, done = dumps.feed(text, origin)
         out.events.extend(done)
-        if taken:
+        if taken or spy.feed(text, origin):
             continue
         if not text:
             continue
@@ -157,7 +158,9 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     out.events.extend(elastic.finish())
     out.events.extend(fr_block.finish())
     dumps.finish()
+    spy.finish()
     out.stacks.extend(dumps.stacks)
+    out.stacks.extend(spy.stacks)
     if dumps.dropped:
         out.problems.append(f"faulthandler dumps: {dumps.dropped} frames beyond the reader's bounds were not kept")
     if block is not None:

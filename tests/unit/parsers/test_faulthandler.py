@@ -166,3 +166,28 @@ def test_a_log_that_holds_a_dump_among_other_lines_stays_a_rank_log(tmp_path):
     alone = tmp_path / "dump.txt"
     alone.write_text(err)
     assert load_files([(alone, {})]).artifacts[0].kind == "faulthandler-text"
+
+
+SGLANG_30453 = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "sglang-30453.log"
+
+
+def test_a_frame_line_that_a_paste_glued_onto_the_next_is_two_frames():
+    """sglang #30453 (real): `... line 63 in finalize  File ".../route.py", line 219 in finalize` is one
+    physical line holding two frames; reading it as no frame ended the dump and lost the main thread."""
+    lines = SGLANG_30453.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Fatal Python error: Aborted"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith('  File "<string>", line 1 in <module>'))
+    out = rank_log.parse_lines(lines[start:end + 1], "sglang-30453.log")
+    main = [t for t in out.stacks if t.is_main]
+    assert len(out.stacks) == 12 and len(main) == 1
+    names = [f.function for f in main[0].frames]
+    assert len(names) == 16 and names[6:9] == ["finalize", "finalize", "wrapper"] and names[-1] == "<module>"
+    assert main[0].frames[7].file.endswith("repository_manager/route.py") and main[0].frames[7].line == 219
+    assert out.unknown_lines == 0
+
+
+def test_a_line_of_too_many_glued_frames_is_no_frame_line():
+    one = 'File "/a.py", line 1 in f'
+    assert len(faulthandler.frames_of("  " + "  ".join([one] * 3))) == 3
+    assert faulthandler.frames_of("  " + "  ".join([one] * (faulthandler.MAX_GLUED + 1))) == []
+    assert faulthandler.frames_of('  File "/a.py", line 1 in f and then some words') == []

@@ -35,3 +35,57 @@ def test_the_summary_says_what_the_rankless_process_does(tmp_path):
     shutil.copy(PASTE, tmp_path)
     summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
     assert "pid 1302975 (no rank printed)" in summary and "ncclGroupEndInternal" in summary
+
+
+SGLANG_30453 = FIXTURES / "realworld" / "sglang-30453.log"
+
+
+def test_a_py_spy_dump_pasted_inside_a_log_is_read_with_its_pid():
+    """sglang #30453 (real): SGLang's crash diagnostics print `Pyspy dump for PID 163685 (...)` and
+    the dump below a rank's log; its threads are stacks of process 163685, next to the faulthandler
+    dump of the process that aborted, and the line after the dump is the log's again."""
+    from parsers.readers import rank_log
+
+    with open(SGLANG_30453, encoding="utf-8") as fh:
+        out = rank_log.parse_lines(fh, SGLANG_30453.name)
+    spy = [t for t in out.stacks if t.source == "py-spy"]
+    assert len(spy) == 13 and {t.origin.pid for t in spy} == {163685}
+    main = [t for t in spy if t.is_main]
+    assert len(main) == 1 and main[0].thread_id == 163685 and main[0].frames[0].function == "read"
+    assert main[0].frames[-2].function == "<module>" and main[0].frames[-1].native
+    assert [f.function for f in main[0].frames if not f.native][:2] == ["decorated", "_compute_mrope_positions"]
+    assert any(t.source == "faulthandler" and t.is_main for t in out.stacks)
+
+
+def test_a_py_spy_header_alone_in_a_log_is_no_stack():
+    from parsers.model.events import Origin
+    from parsers.readers import pyspy_text as pt
+
+    block = pt.DumpBlock()
+    assert block.feed('Thread 164569 (idle): "Thread-2"', Origin())
+    assert not block.feed("some other line", Origin())
+    block.finish()
+    assert block.stacks == []
+
+
+def test_the_summary_names_the_pasted_py_spy_dump_and_its_pid(tmp_path):
+    shutil.copy(SGLANG_30453, tmp_path)
+    summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
+    assert "py-spy dump (pid 163685, no rank printed, sglang-30453.log:" in summary
+    assert "faulthandler dump (no rank printed, sglang-30453.log:" in summary
+
+
+def test_a_dump_of_another_process_does_not_take_the_files_rank(tmp_path):
+    """sglang #30453's py-spy dump of pid 163685 below one rank's lines: the file's one rank is the writer's,
+    not the dumped process's, so the stack keeps its rank unknown (as a launcher line naming a child does)."""
+    from parsers.evidence import load_files
+
+    lines = (FIXTURES / "realworld" / "sglang-30453.log").read_text().splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Process 163685:"))
+    path = tmp_path / "one-rank.log"
+    path.write_text("[rank4]:[E707 07:20:43.220330280 ProcessGroupNCCL.cpp:1693] [Rank 4] something failed\n"
+                    + "".join(lines[start:]))
+    art = load_files([(path, {})]).artifacts[0]
+    dumped = [t for t in art.parsed.stacks if t.origin is not None and t.origin.pid == 163685]
+    assert dumped and {t.origin.rank for t in dumped} == {None}
+    assert all(e.origin.rank == 4 for e in art.parsed.events)

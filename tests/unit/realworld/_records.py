@@ -27,8 +27,10 @@ def records_of(parsed_list: list) -> list[dict]:
     for parsed in parsed_list:
         for ev in parsed.events:
             out.extend(_event_records(ev))
-        for st in parsed.stacks:  # a pasted stack dump (py-spy): one record per thread
-            out.append({"kind": "stack", "pid": parsed.facts.get("pid"), "thread": st.thread_id, "main": st.is_main,
+        for st in parsed.stacks:  # a pasted stack dump (py-spy, faulthandler): one record per thread; a dump
+            # inside a log names its process on its own Process line (origin.pid)
+            pid = st.origin.pid if st.origin is not None and st.origin.pid is not None else parsed.facts.get("pid")
+            out.append({"kind": "stack", "pid": pid, "thread": st.thread_id, "main": st.is_main,
                         "frames": len(st.frames), "innermost": st.frames[0].function if st.frames else None,
                         "native_frames": sum(f.native for f in st.frames)})
         version = parsed.facts.get("nccl_version")
