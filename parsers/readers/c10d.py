@@ -65,8 +65,9 @@ _NCCL_ERROR_AT = re.compile(r"^(?:NCCL error|(?:\w+\.)*\w*(?:Error|Exception): N
 _TERMINATE_CALLED = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
-#: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.')
-_NCCL_CODE = re.compile(r"^(?P<code>nccl[A-Z]\w*Error): (?P<what>.*)")
+#: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
+#: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
+_NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
 #: a network plugin's failed request, as NCCL passes it up and PyTorch prints it under 'Last error:'
 #: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
 _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
@@ -192,7 +193,7 @@ def match_line(text: str, origin: Origin) -> list:
 
     m = _TERMINATE_CALLED.search(text) or _RAY_UNHANDLED.search(text) or _PY_EXC.search(text)
     if m:
-        err("python-exception", data={"type": demangle(m.group("type"))})
+        err("python-exception", data={"type": unglue(demangle(m.group("type")))})
     m = _WRAPPER_MISMATCH.search(text)
     if m:
         err("collective-mismatch", comm=group, data=_wrapper_sides(m, text))
@@ -215,7 +216,7 @@ def match_line(text: str, origin: Origin) -> list:
     if m:
         v = _NCCL_ERROR.search(m.group("what"))
         err("nccl-error", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
-            data={"nccl_version": v.group("v") if v else None})
+            data={"nccl_version": nccl_version(v.group("v")) if v else None})
         return events
     m = _FAILURE.search(text)
     if m:
@@ -251,7 +252,7 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     m = _NCCL_ERROR.search(text)
     if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
-        err("nccl-error", data={"nccl_version": m.group("v"), "where": m.group("where")})
+        err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
         return events
     m = _NCCL_CODE.match(text.strip())
     if m:
@@ -309,8 +310,40 @@ def _numel(shape: str | None) -> int | None:
     return n
 
 
+_MISDECODED = re.compile(r"(?P<a>2\d)\.(?P<b>\d)\.(?P<c>\d{1,2})")
+
+
+def nccl_version(printed: str | None) -> str | None:
+    """The NCCL version a PyTorch error line names, undoing old PyTorch's misreading of NCCL 2.9+.
+
+    Why: NCCL 2.9 changed its version code to major*10000+minor*100+patch, and PyTorch of that
+    time still split it as major*1000+minor*100+patch, so NCCL 2.9.9 was printed '20.9.9' and
+    2.10.3 '21.0.3' (seen in NVIDIA/nccl#520). No NCCL major is 20 or more: such a triple is
+    that code, read back the new way.
+    """
+    m = _MISDECODED.fullmatch(printed or "")
+    if not m:
+        return printed
+    code = int(m.group("a")) * 1000 + int(m.group("b")) * 100 + int(m.group("c"))
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+
+
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None else None
+
+
+def unglue(name: str) -> str:
+    """`torch.distributedtorch.distributed.DistBackendError` -> `torch.distributed.DistBackendError`.
+
+    Why: two processes writing the same traceback line to one terminal interleave it; the type then
+    starts with a piece of the other copy's module path (NVIDIA/nccl#1241, two ranks of one node).
+    A leading dotted prefix that the rest repeats, up to a dot, is that piece.
+    """
+    for i in range(1, len(name) // 2 + 1):
+        head, rest = name[:i], name[i:]
+        if rest.startswith(head) and rest[i:i + 1] == ".":
+            return rest
+    return name
 
 
 def demangle(name: str) -> str:

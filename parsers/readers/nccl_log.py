@@ -394,6 +394,29 @@ def _labelled_ranks(out: Parsed) -> None:
         out.facts.setdefault("rank", labelled[0])
 
 
+def _ranks_by_device(out: Parsed, world_members: list[CommMember]) -> bool:
+    """One process that holds different ranks of world-sized communicators on different devices drives
+    several GPUs (nccl-tests `-g N`, ncclCommInitAll): it holds one rank per device, so each record takes
+    the rank of its device (NCCL's bracket) and the file names no single rank. True when that is the case.
+    (Before 2.19 an init line has no commId, so each device's communicator is only known by its pointer:
+    the members are matched by size, not by comm.)
+
+    Why: taking the first init's rank for the whole file put rank 1's lines (device 1) on rank 0
+    and called rank 1 silent (nccl-tests #124, one process on two GPUs).
+    """
+    by_device: dict[int, int] = {}
+    for m in world_members:
+        if m.origin.device is not None:
+            by_device.setdefault(m.origin.device, m.comm_rank)
+    if len(set(by_device.values())) < 2:
+        return False
+    for ev in out.events:
+        origin = getattr(ev, "origin", None)
+        if origin is not None and origin.rank is None and origin.device in by_device:
+            origin.rank = by_device[origin.device]
+    return True
+
+
 def _finish(out: Parsed, st: _State) -> None:
     """Resolve comm pointers seen before their init line, and name the process's global rank.
 
@@ -414,9 +437,10 @@ def _finish(out: Parsed, st: _State) -> None:
     elif members:
         biggest = max(m.nranks or 0 for m in members)
         world = next(m for m in members if (m.nranks or 0) == biggest)
-        out.facts["rank"] = world.comm_rank
         out.facts["world_size"] = biggest
         out.facts["world_comm"] = world.comm
+        if not _ranks_by_device(out, [m for m in members if (m.nranks or 0) == biggest]):
+            out.facts["rank"] = world.comm_rank
     _labelled_ranks(out)
     for key, seen in (("hosts", st.seen_hosts), ("pids", st.seen_pids)):
         if seen:

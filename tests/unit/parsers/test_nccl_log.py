@@ -112,3 +112,21 @@ def test_launcher_labels_name_the_files_ranks():
     assert one.facts["rank"] == 1 and "ranks" not in one.facts
     unlabelled = parse(["nvidia2020:27646:27646 [0] NCCL INFO Bootstrap : Using enp1s0f0:10.100.12.111<0>"])
     assert "rank" not in unlabelled.facts and "ranks" not in unlabelled.facts  # the bracket is a device, not a rank
+
+
+def test_one_process_on_two_gpus_holds_a_rank_per_device():
+    """nccl-tests `-g 2` (NVIDIA/nccl-tests#124, NCCL 2.15.5): one pid inits rank 0 on device 0 and rank 1
+    on device 1 (no commId before 2.19); each record is its device's rank, the file names no single rank."""
+    out = parse((NCCL.parent / "realworld" / "nccl-tests-124.log").read_text().splitlines())
+    by_dev = {(e.origin.device, e.origin.rank) for e in out.events if isinstance(e, (CommMember, TopoEdge))}
+    assert by_dev == {(0, 0), (1, 1)}
+    assert "rank" not in out.facts and out.facts["ranks"] == [0, 1] and out.facts["world_size"] == 2
+    warn = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "nccl-warn")
+    assert warn.origin.rank == 0  # device 0's WARN
+
+
+def test_one_process_one_gpu_keeps_its_single_rank():
+    lines = ["vm:495:510 [0] NCCL INFO comm 0x1692c970 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE",
+             "vm:495:510 [0] NCCL INFO comm 0x2692c970 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE"]
+    out = parse(lines)
+    assert out.facts["rank"] == 2 and "ranks" not in out.facts

@@ -55,6 +55,8 @@ BEYOND_EXCERPT = {
     "vllm-3069": ("the incompatible NCCL build (2.19.3+cuda11.0 against CUDA 11.6) is in the reporter's prose and "
                   "fix; the one WARN line states only the graph-capture requirement",
                   ["NCCL cannot be captured in a graph"]),
+    "nccl-520": ("the aws-ofi-nccl plugin built without its -aws branch is the reporter's finding; the lines show "
+                 "only an internal error under NCCL 2.9.9 on one host", ["NCCL error", "compute-dy-p4d24xlarge-77"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
