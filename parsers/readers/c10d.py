@@ -341,7 +341,7 @@ def unglue(name: str) -> str:
     """
     for i in range(1, len(name) // 2 + 1):
         head, rest = name[:i], name[i:]
-        if rest.startswith(head) and rest[i:i + 1] == ".":
+        if "." in head and rest.startswith(head) and rest[i:i + 1] == ".":  # a torn piece is a module path
             return rest
     return name
 

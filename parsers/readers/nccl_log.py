@@ -404,6 +404,10 @@ def _ranks_by_device(out: Parsed, world_members: list[CommMember]) -> bool:
     Why: taking the first init's rank for the whole file put rank 1's lines (device 1) on rank 0
     and called rank 1 silent (nccl-tests #124, one process on two GPUs).
     """
+    procs = {(m.origin.host, m.origin.pid) for m in world_members}
+    if len(procs) != 1:  # members of several processes (a merged log): each process has its own rank
+        return False
+    proc = procs.pop()
     by_device: dict[int, int] = {}
     for m in world_members:
         if m.origin.device is not None:
@@ -412,7 +416,8 @@ def _ranks_by_device(out: Parsed, world_members: list[CommMember]) -> bool:
         return False
     for ev in out.events:
         origin = getattr(ev, "origin", None)
-        if origin is not None and origin.rank is None and origin.device in by_device:
+        if (origin is not None and origin.rank is None and origin.device in by_device
+                and (origin.host, origin.pid) == proc):
             origin.rank = by_device[origin.device]
     return True
 

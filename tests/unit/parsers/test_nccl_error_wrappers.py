@@ -63,3 +63,4 @@ def test_invalid_usage_code_and_interleaved_exception_type():
     assert {"kind": "python-exception", "type": "torch.distributed.DistBackendError"} in got
     assert c10d.unglue("torch.distributed.DistBackendError") == "torch.distributed.DistBackendError"
     assert c10d.unglue("c10::DistBackendError") == "c10::DistBackendError"
+    assert c10d.unglue("aa.DistError") == "aa.DistError"  # a repeated letter is no torn module path

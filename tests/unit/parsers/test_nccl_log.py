@@ -130,3 +130,16 @@ def test_one_process_one_gpu_keeps_its_single_rank():
              "vm:495:510 [0] NCCL INFO comm 0x2692c970 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE"]
     out = parse(lines)
     assert out.facts["rank"] == 2 and "ranks" not in out.facts
+
+
+def test_rank_by_device_is_only_for_the_process_that_holds_the_devices():
+    """Host a's one process inits ranks 0 and 1 on devices 0 and 1; a line of another process (host b,
+    device 0, whose init the log lacks) is not host a's device 0, so it takes no rank from it."""
+    lines = ["a:495:510 [0] NCCL INFO comm 0x1692c970 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE",
+             "a:495:510 [1] NCCL INFO comm 0x1692c980 rank 1 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE",
+             "b:777:790 [0] misc/socket.cc:50 NCCL WARN socket failed"]
+    out = parse(lines)
+    warn = next(e for e in out.events if isinstance(e, ErrorEvent) and e.kind == "nccl-warn")
+    assert warn.origin.host == "b" and warn.origin.rank is None
+    own = [e for e in out.events if isinstance(e, CommMember)]
+    assert {(e.origin.device, e.origin.rank) for e in own} == {(0, 0), (1, 1)}
