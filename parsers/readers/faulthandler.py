@@ -16,7 +16,11 @@ on (`PYTHONFAULTHANDLER=1`, or a framework that enables it, as SGLang and vLLM d
     Extension modules: numpy.core._multiarray_umath, ... (total: 112)
 
 `Stack (most recent call first):` heads a one-thread dump; `  <no Python frame>` and
-`  ...` (over 100 frames) can stand for frames. A frame says `line N in f`, where a
+`  ...` (over 100 frames) can stand for frames. CPython 3.14 adds the faulting thread's C
+stack after the threads (`Current thread's C stack trace (most recent call first):`, then
+`  Binary file "/usr/bin/python3", at _Py_DumpStack+0x42 [0x5b27f7d7147e]` lines, or
+`  <cannot get C stack on this system>`; docs.python.org/3.14/library/faulthandler.html):
+those lines are the dump's, read past (the crash site of one thread, no hang evidence). A frame says `line N in f`, where a
 traceback says `line N, in f`; a launcher's prefix may have eaten its indent, and a paste
 may have lost the newline between two frames (sglang #30453: `line 63 in finalize  File
 "/usr/.../route.py", line 219 in finalize`), which is still two frames. Frames are innermost
@@ -35,13 +39,15 @@ from dataclasses import dataclass, field
 from parsers.model.events import ErrorEvent, Origin
 from parsers.model.stacks import Frame, ThreadStack
 
-_FATAL = re.compile(r"^Fatal Python error: (?P<what>\S.{0,300})$")
+_FATAL = re.compile(r"^(?:Fatal Python error|Windows fatal exception): (?P<what>\S.{0,300})$")
 _THREAD = re.compile(r"^(?:Current thread|Thread) (?P<id>0x[0-9A-Fa-f]{1,16}) \(most recent call first\):$")
 _ONE_THREAD = "Stack (most recent call first):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,1024})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,256})$')
 _GLUED = re.compile(r'(?<=\S)\s+(?=File ")')  #: where a lost newline joined the next frame on
 MAX_GLUED = 16  #: frames one physical line may hold before it is no frame line at all
-_PLACEHOLDERS = ("<no Python frame>", "...")
+_PLACEHOLDERS = ("<no Python frame>", "...", "Garbage-collecting", "<Cannot show all threads while the GIL is disabled>")
+_C_TRACE = "Current thread's C stack trace (most recent call first):"
+_C_LINE = re.compile(r'^\s*(?:Binary file "[^"]{0,1024}", at \S{1,512} \[0x[0-9a-fA-F]{1,16}\]|<[^<>]{1,80}>)$')
 _EXTENSIONS = "Extension modules:"
 MAX_THREADS = 4096  #: faulthandler itself stops at 100 threads; a bigger "dump" is no dump
 MAX_FRAMES = 1024  #: it stops at 100 frames a thread
@@ -73,7 +79,7 @@ def looks_like(text: str, complete: bool) -> bool:
     if not complete or not lines or not (_FATAL.match(lines[0]) or _opens(lines[0])):
         return False
     return all(_FATAL.match(ln) or _opens(ln) or frames_of(ln) or ln.strip() in _PLACEHOLDERS
-               or ln.startswith(_EXTENSIONS) for ln in lines)
+               or ln.startswith(_EXTENSIONS) or ln == _C_TRACE or _C_LINE.match(ln) for ln in lines)
 
 
 def frames_of(line: str) -> list[re.Match]:
@@ -124,6 +130,7 @@ class DumpBlock:
         self.dump: Dump | None = None
         self.thread: ThreadStack | None = None
         self.stacks: list[ThreadStack] = []
+        self.in_c_trace = False  #: inside 3.14's C stack section of the open dump
         self.kept = 0  #: frames kept so far (MAX_KEPT_FRAMES)
         self.dropped = 0  #: frames read past once the file's cap was reached
 
@@ -147,6 +154,11 @@ class DumpBlock:
             return True, []
         if self.dump is None:
             return False, []
+        if line == _C_TRACE:
+            self.thread, self.in_c_trace = None, True
+            return True, []
+        if self.in_c_trace and _C_LINE.match(line):
+            return True, []
         if self.thread is not None:
             found = frames_of(line)
             if found:
@@ -184,3 +196,4 @@ class DumpBlock:
                 self.stacks.append(thread)
         self.dump = None
         self.thread = None
+        self.in_c_trace = False

@@ -191,3 +191,29 @@ def test_a_line_of_too_many_glued_frames_is_no_frame_line():
     assert len(faulthandler.frames_of("  " + "  ".join([one] * 3))) == 3
     assert faulthandler.frames_of("  " + "  ".join([one] * (faulthandler.MAX_GLUED + 1))) == []
     assert faulthandler.frames_of('  File "/a.py", line 1 in f and then some words') == []
+
+
+#: CPython 3.14's documented output of `python -X faulthandler` and `ctypes.string_at(0)`, as printed in
+#: https://docs.python.org/3.14/library/faulthandler.html (the C stack section is new in 3.14)
+_PY314 = """Fatal Python error: Segmentation fault
+
+Current thread 0x00007fb899f39700 (most recent call first):
+  File "/opt/python/Lib/ctypes/__init__.py", line 486 in string_at
+  File "<stdin>", line 1 in <module>
+
+Current thread's C stack trace (most recent call first):
+  Binary file "/opt/python/python", at _Py_DumpStack+0x42 [0x5b27f7d7147e]
+  Binary file "/opt/python/python", at +0x32dcbd [0x5b27f7d85cbd]
+  Binary file "/opt/python/python", at +0x32df8a [0x5b27f7d85f8a]
+  Binary file "/usr/lib/libc.so.6", at +0x3def0 [0x77b73226bef0]
+"""
+
+
+def test_python_314_c_stack_section_is_part_of_the_dump(tmp_path):
+    out = rank_log.parse_lines(_PY314.splitlines(keepends=True) + ["[rank3]: after the dump\n"], "x.log")
+    assert out.unknown_lines == 1  # only the line after the dump
+    assert [(t.is_main, [f.function for f in t.frames]) for t in out.stacks] == [(True, ["string_at", "<module>"])]
+    assert out.events[0].data["error"] == "Segmentation fault"
+    path = tmp_path / "dump.txt"
+    path.write_text(_PY314)
+    assert load_files([(path, {})]).artifacts[0].kind == "faulthandler-text"
