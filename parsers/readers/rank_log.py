@@ -63,6 +63,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     head = list(islice(it, HEAD_LINES))
     head_text = [t for _, t in head]
     numbered = labels_are_line_numbers(head_text)
+    pids = _pids_named(head_text)  #: a `[N] ` label that the file calls a pid elsewhere is that pid, not a rank
     layout = _Layout(head_text)
     nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
@@ -88,7 +89,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             continue
         if pre.host is None:
             pre.host = shell_host
-        rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
+        rank = pre.rank if pre.rank is not None else (None if numbered or pre.label in pids else pre.label)
         if rank is not None:
             ranks[rank] = ranks.get(rank, 0) + 1
         if pre.host:
@@ -239,6 +240,18 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         last = lineno
     if pending is not None:
         yield pending[0], pending[1]
+
+
+_PID_NAMED = re.compile(r"\bpid\s?[:=]\s?(\d{1,10})\b", re.IGNORECASE)
+
+
+def _pids_named(head: list[str]) -> set[int]:
+    """Process ids the first lines name as such (`PID:163686`, `[PID: 163686]`, Ray's `pid=1230`).
+
+    Why: some loggers label each line with the process id in the same `[N] ` form a launcher uses
+    for a rank (torch_npu: `[163686] [2026-07-07 07:20:43:938] torch.distributed: [ERROR] ...`, sglang
+    #30453, whose other lines say `(PID:163686, Device:1, ...)`); such a label is no rank."""
+    return {int(m.group(1)) for line in head for m in _PID_NAMED.finditer(line[:4096])}
 
 
 def _generic(events: list) -> bool:

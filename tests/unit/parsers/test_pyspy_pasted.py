@@ -72,7 +72,7 @@ def test_the_summary_names_the_pasted_py_spy_dump_and_its_pid(tmp_path):
     shutil.copy(SGLANG_30453, tmp_path)
     summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
     assert "py-spy dump (pid 163685, no rank printed, sglang-30453.log:" in summary
-    assert "faulthandler dump (no rank printed, sglang-30453.log:" in summary
+    assert "faulthandler dump (rank 1, sglang-30453.log:" in summary  # the file names rank 1 only (its [163686] is a pid)
 
 
 def test_a_dump_of_another_process_does_not_take_the_files_rank(tmp_path):

@@ -82,3 +82,11 @@ def test_agent_line_does_not_take_the_files_one_rank():
     assert [(ev.origin.pid, ev.origin.rank) for ev in sig] == [(2521733, None)]
     oom = [ev for ev in evs if ev.kind == "cuda-error"]
     assert [(ev.origin.rank, ev.data["what"]) for ev in oom] == [(11, "out of memory")]
+
+
+def test_a_label_the_file_calls_a_pid_is_not_a_rank():
+    """sglang #30453: torch_npu labels its lines '[163686] [2026-07-07 ...] torch.distributed: [ERROR]', and other
+    lines say '(PID:163686, Device:1, RankID:-1)': the label is that process's pid, and the file's one rank is 1."""
+    parsed = load(CORPUS / "sglang-30453.log")
+    assert all(p.facts.get("rank") == 1 and "ranks" not in p.facts for p in parsed if p.kind == "rank-log")
+    assert 163686 not in {ev.origin.rank for ev in _events("sglang-30453")}
