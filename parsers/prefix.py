@@ -23,6 +23,9 @@ _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?"
 _PDSH = re.compile(r"^(?P<host>[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
 _SLURM = re.compile(r"^\s*(\d{1,6}): ")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
+#: torchrun's label of a worker's output with --tee/--redirects: `[default3]:` (role 'default', local rank 3;
+#: NeMo: `[default0]:[rank0]: Traceback ...`); after _TORCH_RANK, so `[rank3]:` stays a global rank
+_TORCHRUN_LOCAL = re.compile(r"^\[[A-Za-z_][A-Za-z_-]{0,63}?(\d{1,6})\]:")
 #: `[rankN]:[E...` glued after a progress bar or other text on the same line
 _TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
 #: `[N] ` at the start: a launcher's rank label, or a log viewer's line number (the caller decides);
@@ -56,6 +59,7 @@ class LinePrefix:
     pid: int | None = None
     timestamp: str | None = None
     label: int | None = None  #: a bare `[N] ` in front: a rank label or a line number (caller decides)
+    local_rank: int | None = None  #: torchrun's `[<role><local rank>]:` (`--tee`): a local rank, never a global one
 
 
 def strip_prefix(line: str) -> tuple[str, LinePrefix]:
@@ -111,6 +115,11 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     m = _TORCH_RANK.match(text)
     if m:
         return text[m.end():], int(m.group(1))
+    m = _TORCHRUN_LOCAL.match(text)
+    if m:
+        if info.local_rank is None:
+            info.local_rank = int(m.group(1))
+        return text[m.end():], None
     m = _ISO_TS.match(text)
     if m and not _is_nccl_ts(text):
         info.timestamp = m.group(0).strip(" []-|")

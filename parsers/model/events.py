@@ -65,6 +65,9 @@ class Origin:
     file: str | None = None
     line: int | None = None
     device: int | None = None  #: CUDA device index (NCCL's `[d]` bracket): not a rank
+    #: rank among its host's workers (torchrun's `[default3]:` label): a process's identity on its host, not a
+    #: global rank until something in the file maps one to the other (torchelastic's failure table)
+    local_rank: int | None = None
 
 
 @dataclass(slots=True)

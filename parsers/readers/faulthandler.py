@@ -121,79 +121,103 @@ class Dump:
             tops[0].is_main = True
 
 
+class _Open:
+    """The dump one process is writing: its threads so far, the thread frames go to."""
+
+    def __init__(self, dump: Dump) -> None:
+        self.dump = dump
+        self.thread: ThreadStack | None = None
+        self.in_c_trace = False  #: inside 3.14's C stack section
+
+
+def stream(origin: Origin) -> tuple:
+    """Which process's output a line is, as far as its prefix tells (rank, local rank, pid, host): ranks
+    that abort together print their dumps together, and a launcher's labelled lines interleave them."""
+    return origin.rank, origin.local_rank, origin.pid, origin.host
+
+
 class DumpBlock:
     """Line-fed reader of dumps inside a log. `feed` returns (the line belonged to a dump, its
-    events: the fatal error line's); `finish` closes the last one. The threads land in `stacks`,
-    each with `origin`: its header's line and the dump's rank."""
+    events: the fatal error line's); `finish` closes the open ones. Each process's output (`stream`)
+    has its own open dump, so interleaved dumps of labelled ranks stay apart. The threads land in
+    `stacks`, each with `origin`: its header's line and the dump's rank."""
+
+    MAX_OPEN = 4096  #: dumps open at once (one per labelled process); more closes them all
 
     def __init__(self) -> None:
-        self.dump: Dump | None = None
-        self.thread: ThreadStack | None = None
+        self.open: dict[tuple, _Open] = {}
         self.stacks: list[ThreadStack] = []
-        self.in_c_trace = False  #: inside 3.14's C stack section of the open dump
         self.kept = 0  #: frames kept so far (MAX_KEPT_FRAMES)
         self.dropped = 0  #: frames read past once the file's cap was reached
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.rstrip()
+        key = stream(origin)
         m = _FATAL.match(line)
         if m:
-            self._close()
-            self.dump = Dump(origin=origin, ranks={origin.rank})
+            self._start(key, origin)
             return True, [ErrorEvent(kind=KIND, message=line[:500], origin=origin, source="faulthandler",
                                      data={"error": m.group("what")[:200]})]
         m = _THREAD.match(line)
         if m or line == _ONE_THREAD:  # (_opens, with the match kept for the thread id)
-            if self.dump is None or len(self.dump.threads) >= MAX_THREADS:
-                self._close()
-                self.dump = Dump(origin=origin)
-            tid = int(m.group("id"), 16) if m else 0
-            self.thread = ThreadStack(thread_id=tid, source="faulthandler", origin=origin)
-            self.dump.threads.append(self.thread)
-            self.dump.ranks.add(origin.rank)
+            cur = self.open.get(key)
+            if cur is None or len(cur.dump.threads) >= MAX_THREADS:
+                cur = self._start(key, origin)
+            cur.thread = ThreadStack(thread_id=int(m.group("id"), 16) if m else 0, source="faulthandler", origin=origin)
+            cur.in_c_trace = False
+            cur.dump.threads.append(cur.thread)
+            cur.dump.ranks.add(origin.rank)
             return True, []
-        if self.dump is None:
+        cur = self.open.get(key)
+        if cur is None:
             return False, []
         if line == _C_TRACE:
-            self.thread, self.in_c_trace = None, True
+            cur.thread, cur.in_c_trace = None, True
             return True, []
-        if self.in_c_trace and _C_LINE.match(line):
+        if cur.in_c_trace and _C_LINE.match(line):
             return True, []
-        if self.thread is not None:
+        if cur.thread is not None:
             found = frames_of(line)
             if found:
-                for m in found:
-                    if len(self.thread.frames) >= MAX_FRAMES or self.kept >= MAX_KEPT_FRAMES:
-                        self.dropped += 1
-                        continue
-                    self.kept += 1
-                    number = m.group("line")
-                    self.thread.frames.append(Frame(function=m.group("func"), file=m.group("file"),
-                                                    line=int(number) if number.isdigit() else None))
-                self.dump.ranks.add(origin.rank)
+                self._frames(cur, found)
+                cur.dump.ranks.add(origin.rank)
                 return True, []
             if line.strip() in _PLACEHOLDERS:
                 return True, []
         if not line:
             return True, []  # the blank lines between threads
-        if line.startswith(_EXTENSIONS):
-            self._close()
-            return True, []
-        self._close()  # any other line ends the dump
-        return False, []
+        self._close(key)  # the dump of this process ends: at its extension list, or at any other line
+        return line.startswith(_EXTENSIONS), []
 
     def finish(self) -> None:
-        self._close()
+        for key in list(self.open):
+            self._close(key)
 
-    def _close(self) -> None:
-        """File the open dump's threads, each with the dump's rank (what all its lines carry)."""
-        if self.dump is not None:
-            self.dump.settle()
-            rank = self.dump.rank
-            for thread in self.dump.threads:
-                o = thread.origin or self.dump.origin
-                thread.origin = Origin(host=o.host, pid=o.pid, rank=rank, file=o.file, line=o.line)
-                self.stacks.append(thread)
-        self.dump = None
-        self.thread = None
-        self.in_c_trace = False
+    def _start(self, key: tuple, origin: Origin) -> _Open:
+        self._close(key)
+        if len(self.open) >= self.MAX_OPEN:
+            self.finish()
+        cur = self.open[key] = _Open(Dump(origin=origin, ranks={origin.rank}))
+        return cur
+
+    def _frames(self, cur: _Open, found: list[re.Match]) -> None:
+        for m in found:
+            if len(cur.thread.frames) >= MAX_FRAMES or self.kept >= MAX_KEPT_FRAMES:
+                self.dropped += 1
+                continue
+            self.kept += 1
+            number = m.group("line")
+            cur.thread.frames.append(Frame(function=m.group("func"), file=m.group("file"),
+                                           line=int(number) if number.isdigit() else None))
+
+    def _close(self, key: tuple) -> None:
+        """File a dump's threads, each with the dump's rank (what all its lines carry)."""
+        cur = self.open.pop(key, None)
+        if cur is None:
+            return
+        cur.dump.settle()
+        rank = cur.dump.rank
+        for thread in cur.dump.threads:
+            o = thread.origin or cur.dump.origin
+            thread.origin = Origin(host=o.host, pid=o.pid, rank=rank, file=o.file, line=o.line, local_rank=o.local_rank)
+            self.stacks.append(thread)

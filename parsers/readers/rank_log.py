@@ -37,7 +37,8 @@ _RECORD_START = re.compile(
     r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
     r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
-    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + fr_report.LINE_START + ")"
+    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |\[[A-Za-z_][A-Za-z_-]{0,63}?\d{1,6}\]:"
+    r"|File \"|(?:Current thread|Thread) 0x|Fatal Python error: |" + fr_report.LINE_START + ")"
 )
 #: a record's own header a little way into a line, behind a wrapper no prefix pattern knows
 #: (VITA-Audio #34: '【2025-09-25 14:27:49】[rank2]:[E ProcessGroupNCCL.cpp:563] ...'): such a line is a
@@ -100,7 +101,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
                 _proxy(out, block)
                 block = None
             continue
-        origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno)
+        origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno, local_rank=pre.local_rank)
         taken, done = elastic.feed(text, origin)
         out.events.extend(done)
         if taken:
@@ -162,6 +163,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     spy.finish()
     out.stacks.extend(dumps.stacks)
     out.stacks.extend(spy.stacks)
+    for resolved in _local_ranks_resolved(out):
+        ranks[resolved] = ranks.get(resolved, 0) + 1
     if dumps.dropped:
         out.problems.append(f"faulthandler dumps: {dumps.dropped} frames beyond the reader's bounds were not kept")
     if block is not None:
@@ -240,6 +243,41 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         last = lineno
     if pending is not None:
         yield pending[0], pending[1]
+
+
+_AGENT_KINDS = ("child-failure", "root-cause", "launcher-exit")  #: torchelastic's reports of its workers
+
+
+def _local_ranks_resolved(out: Parsed) -> list[int]:
+    """Give lines labelled only with a local rank (torchrun's `[default3]:`) the global rank and pid that
+    torchelastic's own failure report in the same file gives that local rank; the ranks so given.
+
+    Why only from that report: a local rank is the worker's place on its host, and the agent's table
+    (`rank: 3 (local_rank: 3)`, `pid`) is the one line that ties it to a global rank. A local rank the
+    report maps to two ranks (agents of several hosts in one file) stays unmapped."""
+    rank_of: dict[int, set] = {}
+    pid_of: dict[int, set] = {}
+    for e in out.events:
+        data = getattr(e, "data", None) or {}
+        local = data.get("local_rank")
+        if getattr(e, "kind", "") in _AGENT_KINDS and isinstance(local, int):
+            if isinstance(data.get("rank"), int):
+                rank_of.setdefault(local, set()).add(data["rank"])
+            if isinstance(data.get("pid"), int):
+                pid_of.setdefault(local, set()).add(data["pid"])
+    if not rank_of and not pid_of:
+        return []
+    given = []
+    for item in chain(out.events, out.stacks):
+        o = getattr(item, "origin", None)
+        if o is None or o.local_rank is None or o.rank is not None:
+            continue
+        if len(rank_of.get(o.local_rank, ())) == 1:
+            o.rank = next(iter(rank_of[o.local_rank]))
+            given.append(o.rank)
+        if o.pid is None and len(pid_of.get(o.local_rank, ())) == 1:
+            o.pid = next(iter(pid_of[o.local_rank]))
+    return given
 
 
 _PID_NAMED = re.compile(r"\bpid\s?[:=]\s?(\d{1,10})\b", re.IGNORECASE)

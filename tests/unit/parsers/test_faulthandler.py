@@ -217,3 +217,86 @@ def test_python_314_c_stack_section_is_part_of_the_dump(tmp_path):
     path = tmp_path / "dump.txt"
     path.write_text(_PY314)
     assert load_files([(path, {})]).artifacts[0].kind == "faulthandler-text"
+
+
+_WORKER = textwrap.dedent("""
+    import os, signal, time
+
+    # the agent SIGTERMs the others once one worker dies: ignored here, so that every worker lives until
+    # the test's own SIGABRT reaches it (else which dumps exist would depend on the race)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def waits_in_step():
+        time.sleep(120)
+
+    def elsewhere():
+        time.sleep(120)
+
+    print("ready", os.environ["RANK"], os.getpid(), flush=True)
+    (elsewhere if os.environ["RANK"] == "1" else waits_in_step)()
+""")
+
+
+def _torchrun_aborted(tmp_path: Path, workers: int = 3) -> tuple[str, dict[int, int]]:
+    """Console of a real torchrun --tee run whose workers are aborted (SIGABRT, faulthandler on):
+    every line labelled `[default<local rank>]:`, then torchelastic's failure report. Returns it and
+    rank -> pid as the workers printed them."""
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([str(torchrun), "--nproc-per-node", str(workers), "--tee", "3", "--standalone",
+                             str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=_no_core, start_new_session=True)
+    lines: list[str] = []
+    pids: dict[int, int] = {}
+    try:
+        while len(pids) < workers:
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if "]:ready " in line:
+                _, rank, pid = line.split("]:", 1)[1].split()
+                pids[int(rank)] = int(pid)
+        for pid in pids.values():
+            os.kill(pid, signal.SIGABRT)
+        rest, _ = proc.communicate(timeout=60)
+        lines.append(rest)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return "".join(lines), pids
+
+
+def test_torchrun_labelled_dumps_take_rank_and_pid_from_torchelastics_report(tmp_path):
+    """`[default1]:` is a local rank; the agent's failure table ('rank: 1 (local_rank: 1)', pid) in the same
+    console ties it to the global rank, so each worker's dump is that rank's, with its pid."""
+    console, pids = _torchrun_aborted(tmp_path)
+    assert "[default1]:Fatal Python error: Aborted" in console and "local_rank: 1" in console
+    out = rank_log.parse_lines(console.splitlines(keepends=True), "console.log")
+    mains = {t.origin.rank: t for t in out.stacks if t.is_main}
+    assert set(mains) == set(pids)
+    assert {r: t.origin.pid for r, t in mains.items()} == pids
+    assert mains[1].frames[0].function == "elsewhere" and mains[0].frames[0].function == "waits_in_step"
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "console.log").write_text(console)
+    summary = analyze(folder).verdict.summary
+    both = summary.split("faulthandler dumps (", 1)[1].split(")", 1)[0]  # ranks 0 and 2 wait in the same place
+    assert "rank 0, console.log:" in both and "rank 2, console.log:" in both, summary
+    assert "faulthandler dump (rank 1, console.log:" in summary and "elsewhere" in summary, summary
+
+
+def test_interleaved_dumps_of_labelled_workers_stay_apart(tmp_path):
+    """All ranks abort at once, so a launcher may print their dumps' lines interleaved: each labelled
+    worker's lines build its own dump (the real console's lines, dealt out in turn)."""
+    console, pids = _torchrun_aborted(tmp_path)
+    lines = console.splitlines(keepends=True)
+    own = {r: [ln for ln in lines if ln.startswith(f"[default{r}]:")] for r in pids}
+    rest = [ln for ln in lines if not ln.startswith("[default")]
+    dealt = [ln for group in zip(*own.values()) for ln in group] + rest
+    assert len(dealt) == len(rest) + len(pids) * len(own[0])  # every worker printed as many lines
+    out = rank_log.parse_lines(dealt, "console.log")
+    mains = {t.origin.rank: [f.function for f in t.frames] for t in out.stacks if t.is_main}
+    assert mains == {0: ["waits_in_step", "<module>"], 1: ["elsewhere", "<module>"], 2: ["waits_in_step", "<module>"]}

@@ -44,3 +44,15 @@ def test_python_logging_timestamp_stripped():
 
 def test_plain_line_untouched():
     assert strip_prefix(NCCL)[0] == NCCL
+
+
+def test_torchrun_tee_label_is_a_local_rank_not_a_global_one():
+    """torchrun --tee labels each worker's line `[<role><local rank>]:` (captured here: `[default1]:ready 1 13648`);
+    with PyTorch's own `[rankN]:` behind it (NeMo's consoles: `[default0]:[rank0]: Traceback ...`) the global
+    rank is PyTorch's, and `[rank3]:` alone is never read as a role label."""
+    text, pre = strip_prefix("[default1]:ready 1 13648")
+    assert (text, pre.local_rank, pre.rank) == ("ready 1 13648", 1, None)
+    text, pre = strip_prefix("[default0]:[rank8]: Traceback (most recent call last):")
+    assert (text, pre.local_rank, pre.rank) == ("Traceback (most recent call last):", 0, 8)
+    text, pre = strip_prefix("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 3] x")
+    assert (pre.rank, pre.local_rank) == (3, None)
