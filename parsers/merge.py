@@ -366,8 +366,9 @@ def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
         for st in art.parsed.stacks:
             if st.is_main and st.origin is not None:
                 o = st.origin
-                who = f"rank {o.rank}" if o.rank is not None else (
-                    f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed")
+                who = (f"rank {o.rank}" if o.rank is not None else f"local rank {o.local_rank}, no global rank printed"
+                       if o.local_rank is not None else f"pid {o.pid}, no rank printed" if o.pid is not None
+                       else "no rank printed")
                 tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
                 by_what.setdefault((tool, classify(st).text), []).append(f"{who}, {art.cite}:{o.line}")
     return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"

@@ -300,3 +300,16 @@ def test_interleaved_dumps_of_labelled_workers_stay_apart(tmp_path):
     out = rank_log.parse_lines(dealt, "console.log")
     mains = {t.origin.rank: [f.function for f in t.frames] for t in out.stacks if t.is_main}
     assert mains == {0: ["waits_in_step", "<module>"], 1: ["elsewhere", "<module>"], 2: ["waits_in_step", "<module>"]}
+
+
+def test_a_local_rank_no_report_maps_is_said_as_such(tmp_path):
+    """Without torchelastic's failure table (the console cut before it), `[default1]:` stays a local rank."""
+    console, _ = _torchrun_aborted(tmp_path)
+    labelled = "".join(ln for ln in console.splitlines(keepends=True) if ln.startswith("[default"))
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    (folder / "console.log").write_text(labelled)
+    out = rank_log.parse_lines(labelled.splitlines(keepends=True), "console.log")
+    assert {t.origin.rank for t in out.stacks} == {None} and {t.origin.local_rank for t in out.stacks} == {0, 1, 2}
+    summary = analyze(folder).verdict.summary
+    assert "local rank 1, no global rank printed, console.log:" in summary, summary
