@@ -313,3 +313,18 @@ def test_a_local_rank_no_report_maps_is_said_as_such(tmp_path):
     assert {t.origin.rank for t in out.stacks} == {None} and {t.origin.local_rank for t in out.stacks} == {0, 1, 2}
     summary = analyze(folder).verdict.summary
     assert "local rank 1, no global rank printed, console.log:" in summary, summary
+
+
+def test_a_real_nccl_torchrun_console_maps_every_worker_and_names_the_rank_that_never_joined():
+    """tests/fixtures/nccl_tee/sleep: torchrun --tee on NCCL 2.28.9 (torch 2.11, Python 3.12), rank 2 stuck outside
+    collectives. Every worker line is `[default<L>]:`-labelled; torchelastic's table maps local to global ranks and
+    pids; ranks 1 and 3 abort with dumps of one thread with '<no Python frame>' (no main thread to name)."""
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_tee" / "sleep"
+    out = rank_log.parse_lines((folder / "console.log").read_text().splitlines(keepends=True), "console.log")
+    fatal = {(e.origin.rank, e.origin.pid) for e in out.events if getattr(e, "kind", "") == faulthandler.KIND}
+    assert fatal == {(1, 503), (3, 505)}
+    assert [(t.origin.rank, len(t.frames), t.is_main) for t in out.stacks] == [(1, 0, False), (3, 0, False)]
+    timeouts = {e.origin.rank for e in out.events if getattr(e, "kind", "") == "watchdog-timeout"}
+    assert timeouts == {0, 1, 3}
+    verdict = analyze(folder).verdict
+    assert verdict.culprit is not None and verdict.culprit.rank == 2 and verdict.culprit.confidence >= 0.9
