@@ -308,9 +308,14 @@ def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> 
     return text
 
 
-def _said(e: Any) -> str:
+def _said(e: Any, art: Any = None) -> str:
     """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
-    (a launcher's line about a worker names that worker in its message, not in its origin)."""
+    (a launcher's line about a worker names that worker in its message, not in its origin). mp.spawn's
+    '-- Process 1 terminated with the following error:' is said with the exception that worker raised,
+    read from the traceback below it (`art`'s exceptions)."""
+    raised = _spawn_raised(e, art)
+    if raised:
+        return raised
     o = e.origin
     who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
            f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
@@ -321,6 +326,17 @@ def _said(e: Any) -> str:
         return f"launcher-exit: local_rank {data['local_rank']} {describe_status(_wait_status(data['exitcode']))}"
     message = " ".join(e.message.split())
     return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+
+
+def _spawn_raised(e: Any, art: Any) -> str | None:
+    data = e.data or {}
+    if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
+        return None
+    exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
+                and x.local_rank == data.get("local_rank")), None)
+    if exc is None:
+        return None
+    return f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
 
 
 def _wait_status(returncode: int) -> int:
@@ -387,6 +403,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
     analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
+    earliest_art = None  #: the artifact it is in
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
     trails = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
@@ -406,7 +423,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 continue
             errors += 1
             if earliest_line is None or (earliest_line.kind == "launcher-signal" and e.kind != "launcher-signal"):
-                earliest_line = e  # a launcher killing the others is the end of the story, not its first error
+                earliest_line, earliest_art = e, art  # a launcher killing the others is the end of its story
             if e.kind == "dump-signal" and (e.data or {}).get("from_rank") is not None and rank is not None:
                 dumped_for.setdefault(e.data["from_rank"], set()).add(rank)
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
@@ -437,7 +454,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[0]})")
     elif not timeouts and not group_timeouts and earliest_line is not None:
-        parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line)}")
+        parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line, earliest_art)}")
     parts += _rankless_stacks(ev)
     parts += _logged_dumps(ev)
     for frame in list(innermost.values())[:3]:

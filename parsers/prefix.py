@@ -25,7 +25,7 @@ _SLURM = re.compile(r"^\s*(\d{1,6}): ")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
 #: torchrun's label of a worker's output with --tee/--redirects: `[default3]:` (role 'default', local rank 3;
 #: NeMo: `[default0]:[rank0]: Traceback ...`); after _TORCH_RANK, so `[rank3]:` stays a global rank
-_TORCHRUN_LOCAL = re.compile(r"^\[[A-Za-z_][A-Za-z_-]{0,63}?(\d{1,6})\]:")
+TORCHRUN_LABEL = re.compile(r"^\[(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local>\d{1,6})\]:")
 #: `[rankN]:[E...` glued after a progress bar or other text on the same line
 _TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
 #: `[N] ` at the start: a launcher's rank label, or a log viewer's line number (the caller decides);
@@ -115,10 +115,10 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     m = _TORCH_RANK.match(text)
     if m:
         return text[m.end():], int(m.group(1))
-    m = _TORCHRUN_LOCAL.match(text)
+    m = TORCHRUN_LABEL.match(text)
     if m:
         if info.local_rank is None:
-            info.local_rank = int(m.group(1))
+            info.local_rank = int(m.group("local"))
         return text[m.end():], None
     m = _ISO_TS.match(text)
     if m and not _is_nccl_ts(text):

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.prefix import strip_prefix
+from parsers.prefix import TORCHRUN_LABEL, strip_prefix
+from parsers.readers.launcher import SPAWN_RAISED
 
 MAX_LINES = 200_000  #: lines read from one output
 MAX_FRAMES = 64  #: frames kept per traceback (the innermost ones)
@@ -33,7 +34,6 @@ _CHAIN = {
 }
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]{1,4096})", line (?P<line>\d{1,9})(?:, in (?P<func>.{1,512}))?$')
 _EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,12}[A-Za-z_]\w*)(?::(?: (?P<msg>.*))?)?$")
-_TEE = re.compile(r"^\[(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local>\d{1,6})\]:")
 _KNOWN_BARE = re.compile(
     r"^(?:torch\.(?:distributed\.)?)?(?:OutOfMemoryError|DistStoreError|DistBackendError|DistNetworkError|"
     r"DistError|NCCLError|ChildFailedError)\b|^(?:[\w.]+\.)?(?:RuntimeError|TimeoutError|ValueError)\b"
@@ -220,6 +220,7 @@ class _Stream:
         self.msg_lines = 0
         self.last: PyException | None = None  #: the last exception of this stream, a chain may continue it
         self.pending_chain: str | None = None
+        self.spawn_index: int | None = None  #: mp.spawn named the worker whose traceback comes next
 
 
 def read_output(lines: Iterable[str], source: str | None = None) -> OutputErrors:
@@ -262,7 +263,7 @@ def _unwrap(raw: str) -> tuple[str, int | None, int | None]:
     """Payload of a line with its rank prefix removed, keeping indentation (frames need it)."""
     line = raw.rstrip("\r\n")
     local = None
-    m = _TEE.match(line)
+    m = TORCHRUN_LABEL.match(line)
     if m and m.group("role") != "rank":
         local = int(m.group("local"))
         line = line[m.end():]
@@ -286,6 +287,10 @@ def _feed(out: OutputErrors, st: _Stream, text: str, rank: int | None, local: in
     if stripped in _CHAIN:
         _close_message(st)
         st.pending_chain = _CHAIN[stripped]
+        return
+    m = SPAWN_RAISED.match(stripped) if not st.in_tb else None
+    if m:  # '-- Process 1 terminated with the following error:': the next traceback is worker 1's
+        st.spawn_index = int(m.group("idx"))
         return
     if st.in_tb:
         m = _FRAME.match(text)
@@ -332,6 +337,10 @@ def _start(out: OutputErrors, st: _Stream, m: re.Match, rank: int | None, local:
         if out.exceptions and out.exceptions[-1] is prev:
             out.exceptions.pop()
     st.pending_chain = None
+    if st.spawn_index is not None and form == "traceback":
+        exc.local_rank = exc.local_rank if exc.local_rank is not None else st.spawn_index
+        exc.details["launcher"] = "mp.spawn"
+        st.spawn_index = None
     st.current, st.msg_lines, st.last = exc, 0, exc
     out.exceptions.append(exc)
 

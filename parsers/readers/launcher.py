@@ -72,6 +72,15 @@ _VLLM_EXIT = _re.compile(r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code:
 _DS_EXIT = _re.compile(r"sigkill_handler\] \[(?P<cmd>.{0,8000}?)\] exits with return code = (?P<code>-?\d{1,6})\b")
 _DS_KILL = _re.compile(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,10})\b")
 _DS_LOCAL_RANK = _re.compile(r"--local_rank=(?P<lr>\d{1,6})\b")
+#: torch.multiprocessing.spawn (mp.spawn) in the parent's traceback, as torch 2.x words it (spawn.py, join()):
+#: 'ProcessExitedException: process 1 terminated with signal SIGSEGV' (or 'with exit code 1'), and
+#: '-- Process 1 terminated with the following error:' above the traceback it raised; the number is the
+#: process index mp.spawn passes to the worker (its local rank). It stops the others first:
+#: 'torch/multiprocessing/spawn.py:165] Terminating process 23184 via signal SIGTERM'.
+_SPAWN_EXIT = _re.compile(r"\bprocess (?P<idx>\d{1,6}) terminated with (?:signal (?P<sig>SIG[A-Z0-9]{1,12})"
+                          r"|exit code (?P<code>-?\d{1,6}))")
+SPAWN_RAISED = _re.compile(r"^-- Process (?P<idx>\d{1,6}) terminated with the following error:")
+_SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P<sig>SIG\w{1,12})")
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
@@ -82,8 +91,11 @@ _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
 
 def match_line(text: str, origin: Origin) -> list:
     """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
-    if "exit" not in text and "signal" not in text and "Killing subprocess" not in text:
+    if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
         return []
+    spawned = _spawn_line(text, origin)
+    if spawned:
+        return spawned
     m = _DS_EXIT.search(text)
     if m:
         lr = _DS_LOCAL_RANK.search(m.group("cmd"))
@@ -109,6 +121,38 @@ def match_line(text: str, origin: Origin) -> list:
         return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
                            data={"pid": int(m.group("pid")), "signal": m.group("sig")})]
     return []
+
+
+def _spawn_line(text: str, origin: Origin) -> list:
+    """mp.spawn's report of how a worker ended, or of the signal it sends the others; [] if none."""
+    m = _SPAWN_EXIT.search(text)
+    if m and ("ProcessExitedException" in text or text.lstrip().startswith("process ")):
+        code = int(m.group("code")) if m.group("code") is not None else _signal_code(m.group("sig"))
+        data = {"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "exitcode": code}
+        if m.group("sig"):
+            data["signal"] = m.group("sig")
+        return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+                           origin=Origin(host=origin.host, file=origin.file, line=origin.line))]
+    m = SPAWN_RAISED.match(text.strip())
+    if m:  # the traceback below is that worker's; its exit code is not printed
+        return [ErrorEvent(kind="launcher-exit", message=text.strip(), source="launcher",
+                           origin=Origin(host=origin.host, file=origin.file, line=origin.line),
+                           data={"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "raised": True})]
+    m = _SPAWN_TERM.search(text)
+    if m and "spawn" in text:
+        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+                           data={"pid": int(m.group("pid")), "signal": m.group("sig"), "launcher": "mp.spawn"})]
+    return []
+
+
+def _signal_code(name: str | None) -> int | None:
+    """'SIGSEGV' -> -11, a return code as subprocess and mp.spawn give it; None for a name this OS lacks."""
+    import signal as _signal
+
+    try:
+        return -int(_signal.Signals[name]) if name else None
+    except KeyError:
+        return None
 
 
 def _with_pid(origin: Origin, m) -> Origin:

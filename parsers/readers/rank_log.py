@@ -25,7 +25,8 @@ from itertools import chain, islice
 from typing import Iterable, Iterator
 
 from parsers.model.events import Origin, Parsed
-from parsers.prefix import _OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, labels_are_line_numbers, prompt_host, strip_prefix
+from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
+                            strip_prefix)
 from parsers.readers import faulthandler, fr_report, launcher, nccl_log, proxy_dump, pyspy_text, textline
 
 HEAD_LINES = 2000
@@ -37,8 +38,8 @@ _RECORD_START = re.compile(
     r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
     r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
-    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |\[[A-Za-z_][A-Za-z_-]{0,63}?\d{1,6}\]:"
-    r"|File \"|(?:Current thread|Thread) 0x|Fatal Python error: |" + fr_report.LINE_START + ")"
+    r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + TORCHRUN_LABEL.pattern.lstrip("^")
+    + r"|File \"|(?:Current thread|Thread) 0x|Fatal Python error: |" + fr_report.LINE_START + ")"
 )
 #: a record's own header a little way into a line, behind a wrapper no prefix pattern knows
 #: (VITA-Audio #34: '【2025-09-25 14:27:49】[rank2]:[E ProcessGroupNCCL.cpp:563] ...'): such a line is a
