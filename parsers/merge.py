@@ -391,6 +391,34 @@ def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
             f" the main thread {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
+def _call_sites(ev: Any, limit: int = 3) -> list[str]:
+    """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
+    c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
+    ranks whose waits come from different lines of code are the first thing to look at."""
+    from parsers.model import Frame
+    from parsers.readers.c10d import COLLECTIVE_STACK
+    from parsers.stacks.classify import is_library
+
+    by_site: dict[str, set[int]] = {}
+    for art in ev.artifacts:
+        for e in art.parsed.events if art.parsed else ():
+            if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None or not e.data.get("frames"):
+                continue
+            frames = [Frame(function=f, file=path, line=n) for f, path, n in e.data["frames"]]
+            user = next((f for f in frames if not is_library(f)), None)
+            site = (f"{frames[0].function} called from {user.label}" if user else
+                    f"{frames[0].function}, no frame of the user's code among the {len(frames)} shown"
+                    f" (outermost: {frames[-1].label})")
+            by_site.setdefault(site, set()).add(e.origin.rank)
+    if not by_site:
+        return []
+    sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
+    said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))}: {site}" for site, rs in sites[:limit])
+    if len(sites) == 1:
+        return [f"the timed-out collective's stack (Flight Recorder) of {said}"]
+    return [f"the timed-out collectives come from {len(sites)} different places in the code ({said})"]
+
+
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.judges.logs import fr_report
@@ -433,6 +461,10 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             if e.timestamp and (first is None or e.timestamp < first[0]):
                 first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
     parts = []
+    for (op, seq) in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
+        named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
+        if timeouts[(None, seq)] <= named:
+            del timeouts[(None, seq)]
     for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}")
     for (comm, op, seq), rs in sorted(group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
@@ -456,6 +488,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     elif not timeouts and not group_timeouts and earliest_line is not None:
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line, earliest_art)}")
     parts += _rankless_stacks(ev)
+    parts += _call_sites(ev)
     parts += _logged_dumps(ev)
     for frame in list(innermost.values())[:3]:
         o = frame.origin

@@ -51,6 +51,12 @@ _DUMP_FROM = re.compile(r"collective timeout from\s+rank (?P<r>\d{1,7})\b")
 #: torch 2.5+: the watchdog found no Flight Recorder entry for the timed-out work (the recorder is off):
 #: a fact about the evidence, not a dump and not an error of the rank
 _FR_OFF = re.compile(r"Stack trace of the failed collective not found")
+#: torch 2.5+ with the Flight Recorder on: the Python stack that enqueued the timed-out work, one frame a line
+#: below the heading, innermost first ('#2 train_step from /work/tee_worker.py:24'), then a blank line
+_FR_STACK = re.compile(r"Stack trace of the failed collective:\s*$")
+_FR_FRAME = re.compile(r"^#(?P<i>\d{1,4}) (?P<func>\S{1,256}) from (?P<file>\S.{0,1023}):(?P<line>\d{1,9})$")
+COLLECTIVE_STACK = "collective-stack"  #: the heading's event; its data["frames"] fill from the lines below
+MAX_STACK_FRAMES = 64
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
                     r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
@@ -242,6 +248,9 @@ def match_line(text: str, origin: Origin) -> list:
     if _FR_OFF.search(text):
         err("fr-disabled")
         return events
+    if _FR_STACK.search(text):
+        err(COLLECTIVE_STACK, data={"frames": []})
+        return events
     if _DUMP.search(text) and (lvl is not None or "ProcessGroupNCCL" in text):
         err("dump-signal", data={"from_rank": _dump_from(text)})
         return events
@@ -326,6 +335,12 @@ def nccl_version(printed: str | None) -> str | None:
         return printed
     code = int(m.group("a")) * 1000 + int(m.group("b")) * 100 + int(m.group("c"))
     return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+
+
+def collective_frame(text: str) -> tuple[str, str, int] | None:
+    """(function, file, line) of one line of a failed collective's stack ('#0 all_reduce from f.py:3068')."""
+    m = _FR_FRAME.match(text.strip())
+    return (m.group("func"), m.group("file"), int(m.group("line"))) if m else None
 
 
 def _int(value: str | None) -> int | None:

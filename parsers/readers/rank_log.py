@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 from parsers.model.events import Origin, Parsed
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
-from parsers.readers import faulthandler, fr_report, launcher, nccl_log, proxy_dump, pyspy_text, textline
+from parsers.readers import c10d, faulthandler, fr_report, launcher, nccl_log, proxy_dump, pyspy_text, textline
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -73,6 +73,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
+    #: per process's stream: the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
+    call_sites: dict[tuple, object] = {}
     ranks: dict[int, int] = {}
     benign = 0
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
@@ -115,6 +117,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         out.events.extend(done)
         if taken or spy.feed(text, origin):
             continue
+        if call_sites and _call_site_frame(call_sites, text, origin):
+            continue
         if not text:
             continue
         if lineno <= HEAD_LINES and (armed := faulthandler.trigger_identity(text)):
@@ -148,6 +152,9 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         broken = None
         if events:
             out.events.extend(events)
+            for e in events:
+                if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
+                    call_sites[_writer(origin)] = e
             if _generic(events):
                 broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
@@ -182,6 +189,9 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     elif ranks:  # a launcher-merged log of several ranks: each line keeps its own rank
         out.facts["ranks"] = sorted(ranks)
         out.facts.pop("rank", None)
+        # nor is it one process's: an NCCL line of one of them does not give the file its pid (which every
+        # line without one would then take: torchrun's own traceback became 'pid 504's' in nccl_tee/diverge)
+        out.facts.pop("pid", None)
     out.facts["benign_lines"] = benign
     return out
 
@@ -244,6 +254,28 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         last = lineno
     if pending is not None:
         yield pending[0], pending[1]
+
+
+def _writer(origin: Origin) -> tuple:
+    """Whose output a line is, by what a launcher's prefix says (local rank, pid, host). Not the rank:
+    c10d prints `[rankN]:` on the first line of a message only, not on the lines that continue it."""
+    return origin.local_rank, origin.pid, origin.host
+
+
+def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
+    """Add a line's frame to its stream's open failed-collective stack; a line of that stream that is
+    no frame closes it. True when the line was a frame."""
+    key = _writer(origin)
+    event = open_stacks.get(key)
+    if event is None:
+        return False
+    frame = c10d.collective_frame(text)
+    if frame is None:
+        del open_stacks[key]
+        return False
+    if len(event.data["frames"]) < c10d.MAX_STACK_FRAMES:
+        event.data["frames"].append(frame)
+    return True
 
 
 _AGENT_KINDS = ("child-failure", "root-cause", "launcher-exit")  #: torchelastic's reports of its workers

@@ -1,4 +1,6 @@
-"""One worker of a real torchrun --tee job on NCCL that hangs: rank CULPRIT never joins a collective.
+"""One worker of a real torchrun --tee job on NCCL that hangs. SCENARIO=sleep: rank CULPRIT never joins the
+4th collective; SCENARIO=diverge: rank CULPRIT calls a broadcast from another function where the others
+call an all_reduce (a code path that differs on one rank).
 
 Why: the console a user pastes after such a hang is torchrun's labelled output (`[default3]:`), c10d's
 watchdog lines, every aborting worker's faulthandler dump (PYTHONFAULTHANDLER=1) and torchelastic's
@@ -25,6 +27,11 @@ def train_step(t: torch.Tensor) -> None:
     torch.cuda.synchronize()
 
 
+def evaluate(t: torch.Tensor) -> None:
+    dist.broadcast(t, 0)
+    torch.cuda.synchronize()
+
+
 def main() -> None:
     rank = int(os.environ["RANK"])
     os.environ["NCCL_HOSTID"] = f"node{rank:02d}"
@@ -36,7 +43,10 @@ def main() -> None:
         train_step(t)
     print(f"rank {rank} pid {os.getpid()} warmed up", flush=True)
     if rank == int(os.environ.get("CULPRIT", "2")):
-        stuck_outside_collectives()
+        if os.environ.get("SCENARIO", "sleep") == "diverge":
+            evaluate(t)
+        else:
+            stuck_outside_collectives()
     train_step(t)
 
 

@@ -223,28 +223,39 @@ _WORKER = textwrap.dedent("""
     import os, signal, time
 
     # the agent SIGTERMs the others once one worker dies: ignored here, so that every worker lives until
-    # the test's own SIGABRT reaches it (else which dumps exist would depend on the race)
+    # it aborts itself (else which dumps exist would depend on that race)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+    # each worker aborts from inside the function it waits in, once the test says go: the dump then
+    # shows where the worker was, whatever the machine's load
+    def told():
+        return os.path.exists(os.environ["GO_FILE"])
+
     def waits_in_step():
-        time.sleep(120)
+        print("ready", os.environ["RANK"], os.getpid(), flush=True)
+        while not told():
+            time.sleep(0.02)
+        os.abort()
 
     def elsewhere():
-        time.sleep(120)
+        print("ready", os.environ["RANK"], os.getpid(), flush=True)
+        while not told():
+            time.sleep(0.02)
+        os.abort()
 
-    print("ready", os.environ["RANK"], os.getpid(), flush=True)
     (elsewhere if os.environ["RANK"] == "1" else waits_in_step)()
 """)
 
 
 def _torchrun_aborted(tmp_path: Path, workers: int = 3) -> tuple[str, dict[int, int]]:
-    """Console of a real torchrun --tee run whose workers are aborted (SIGABRT, faulthandler on):
+    """Console of a real torchrun --tee run whose workers abort (SIGABRT, faulthandler on):
     every line labelled `[default<local rank>]:`, then torchelastic's failure report. Returns it and
     rank -> pid as the workers printed them."""
     script = tmp_path / "worker.py"
     script.write_text(_WORKER)
     torchrun = Path(sys.executable).with_name("torchrun")
-    env = dict(os.environ, PYTHONFAULTHANDLER="1", OMP_NUM_THREADS="1")
+    go = tmp_path / "go"
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", OMP_NUM_THREADS="1", GO_FILE=str(go))
     proc = subprocess.Popen([str(torchrun), "--nproc-per-node", str(workers), "--tee", "3", "--standalone",
                              str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=_no_core, start_new_session=True)
@@ -258,8 +269,7 @@ def _torchrun_aborted(tmp_path: Path, workers: int = 3) -> tuple[str, dict[int, 
             if "]:ready " in line:
                 _, rank, pid = line.split("]:", 1)[1].split()
                 pids[int(rank)] = int(pid)
-        for pid in pids.values():
-            os.kill(pid, signal.SIGABRT)
+        go.write_text("go")  # every worker aborts itself (SIGABRT, as the watchdog's abort does)
         rest, _ = proc.communicate(timeout=60)
         lines.append(rest)
     finally:
@@ -276,9 +286,10 @@ def test_torchrun_labelled_dumps_take_rank_and_pid_from_torchelastics_report(tmp
     assert "[default1]:Fatal Python error: Aborted" in console and "local_rank: 1" in console
     out = rank_log.parse_lines(console.splitlines(keepends=True), "console.log")
     mains = {t.origin.rank: t for t in out.stacks if t.is_main}
-    assert set(mains) == set(pids)
-    assert {r: t.origin.pid for r, t in mains.items()} == pids
-    assert mains[1].frames[0].function == "elsewhere" and mains[0].frames[0].function == "waits_in_step"
+    assert set(mains) == set(pids), console
+    assert {r: t.origin.pid for r, t in mains.items()} == pids, console
+    assert [f.function for f in mains[1].frames] == ["elsewhere", "<module>"], console
+    assert [f.function for f in mains[0].frames] == ["waits_in_step", "<module>"], console
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "console.log").write_text(console)
@@ -328,3 +339,24 @@ def test_a_real_nccl_torchrun_console_maps_every_worker_and_names_the_rank_that_
     assert timeouts == {0, 1, 3}
     verdict = analyze(folder).verdict
     assert verdict.culprit is not None and verdict.culprit.rank == 2 and verdict.culprit.confidence >= 0.9
+
+
+def test_a_real_console_where_one_rank_runs_other_code_shows_both_call_sites():
+    """tests/fixtures/nccl_tee/diverge: rank 2 broadcasts from evaluate() where the others all_reduce from
+    train_step(). c10d's 'Stack trace of the failed collective:' lines (each rank's, rank 2's interleaved with
+    rank 1's) give every rank's call site; the job's size is not stated, so the mismatch is a lead."""
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_tee" / "diverge"
+    out = rank_log.parse_lines((folder / "console.log").read_text().splitlines(keepends=True), "console.log")
+    sites = {e.origin.rank: [f[0] for f in e.data["frames"]] for e in out.events
+             if getattr(e, "kind", "") == "collective-stack"}
+    assert sites == {0: ["all_reduce", "wrapper", "train_step", "main", "<module>"],
+                     1: ["all_reduce", "wrapper", "train_step", "main", "<module>"],
+                     2: ["broadcast", "wrapper", "evaluate", "main", "<module>"],
+                     3: ["all_reduce", "wrapper", "train_step", "main", "<module>"]}
+    verdict = analyze(folder).verdict
+    assert verdict.culprit is None or verdict.culprit.confidence < 0.5
+    lead = verdict.suspects[0]
+    assert (lead.rank, lead.reason_class) == (2, "mismatch") and lead.confidence < 0.5
+    assert "2 different places in the code" in verdict.summary and "evaluate (" in verdict.summary, verdict.summary
+    # torchrun's own traceback is no worker's: one worker's NCCL line does not make the console that worker's file
+    assert "a process's traceback reaches launch_agent" in verdict.summary, verdict.summary
