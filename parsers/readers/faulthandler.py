@@ -27,8 +27,10 @@ may have lost the newline between two frames (sglang #30453: `line 63 in finaliz
 first, as in py-spy. The dump names no thread, so the main thread is the one whose outermost frame
 is a module's top level (`<module>`): threads started by `threading` begin in
 `_bootstrap`. The dump names no pid or rank either; it has the rank its lines carry
-(a launcher prefix), or the one `forensics.arm()` writes above it (TRIGGER_HEADER),
-and no other: a dump on a stderr shared by several ranks is no rank's by position.
+(a launcher prefix), or the one `forensics.arm()` writes above it (TRIGGER_HEADER), and
+no neighbouring line's: a dump on a stderr shared by several ranks is no rank's by
+position. (Like every line without one, it takes its file's rank when the whole file
+is one rank's: parsers.evidence._apply_hints.)
 """
 
 from __future__ import annotations
