@@ -360,3 +360,12 @@ def test_a_real_console_where_one_rank_runs_other_code_shows_both_call_sites():
     assert "2 different places in the code" in verdict.summary and "evaluate (" in verdict.summary, verdict.summary
     # torchrun's own traceback is no worker's: one worker's NCCL line does not make the console that worker's file
     assert "a process's traceback reaches launch_agent" in verdict.summary, verdict.summary
+
+
+def test_with_the_flight_recorder_dumps_the_one_rank_that_ran_other_code_is_named():
+    """nccl_tee/diverge_fr: the same console with the four Flight Recorder dumps, whose group config gives the
+    job's four ranks: rank 2's BROADCAST against three ALLREDUCEs is a culprit, not a lead."""
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_tee" / "diverge_fr"
+    verdict = analyze(folder).verdict
+    assert verdict.culprit is not None and (verdict.culprit.rank, verdict.culprit.reason_class) == (2, "mismatch")
+    assert verdict.culprit.confidence >= 0.5
