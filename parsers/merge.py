@@ -372,8 +372,8 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
 def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
     """What the main thread of each stack dump found in a log was doing: a rank that aborts (the
     watchdog's SIGABRT) or crashes prints a faulthandler dump, the stack it died in; a framework's crash
-    diagnostics may paste a py-spy dump of another process (its `Process N:` line names the pid). The
-    dump is the rank's its lines or its file name (evidence._apply_hints), else no rank's."""
+    diagnostics may paste a py-spy dump of another process (its `Process N:` line names the pid). A
+    dump is the rank's that its lines or its file name give (evidence._apply_hints), else no rank's."""
     attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
     by_what: dict[tuple[str, str], list[str]] = {}
     for art in ev.artifacts:
@@ -381,14 +381,19 @@ def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
             continue
         for st in art.parsed.stacks:
             if st.is_main and st.origin is not None:
-                o = st.origin
-                who = (f"rank {o.rank}" if o.rank is not None else f"local rank {o.local_rank}, no global rank printed"
-                       if o.local_rank is not None else f"pid {o.pid}, no rank printed" if o.pid is not None
-                       else "no rank printed")
                 tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
-                by_what.setdefault((tool, classify(st).text), []).append(f"{who}, {art.cite}:{o.line}")
+                by_what.setdefault((tool, classify(st).text), []).append(f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
     return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
             f" the main thread {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+
+
+def _dump_owner(o: Any) -> str:
+    """Whose a dump is, as far as its origin tells: a rank, else a local rank or a pid, said as such."""
+    if o.rank is not None:
+        return f"rank {o.rank}"
+    if o.local_rank is not None:
+        return f"local rank {o.local_rank}, no global rank printed"
+    return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
 
 
 def _call_sites(ev: Any, limit: int = 3) -> list[str]:
@@ -461,7 +466,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             if e.timestamp and (first is None or e.timestamp < first[0]):
                 first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
     parts = []
-    for (op, seq) in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
+    for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
         named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
         if timeouts[(None, seq)] <= named:
             del timeouts[(None, seq)]
