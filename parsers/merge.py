@@ -15,6 +15,7 @@ import networkx as nx
 
 from parsers.model.events import FROZEN_STATES, INFO_KINDS, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
+from parsers import stamps
 from parsers.ranges import fold
 from parsers.stacks.classify import Activity, classify
 
@@ -432,7 +433,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     timeouts: dict[tuple[str | None, int | None], set[int]] = {}
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = {}
-    first: tuple[str, str] | None = None
+    first: tuple[tuple, str, str] | None = None  #: (stamps.key, what, the stamp as shown)
     dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
     analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
@@ -463,8 +464,9 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 timeouts.setdefault((e.op, e.seq), set()).add(rank)
             elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and (e.data or {}).get("group_rank") is not None:
                 group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(e.data["group_rank"])
-            if e.timestamp and (first is None or e.timestamp < first[0]):
-                first = (e.timestamp, f"{e.kind} at rank {rank}" if rank is not None else e.kind)
+            when = stamps.key(e.timestamp)
+            if when is not None and (first is None or when < first[0]):
+                first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
     parts = []
     for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
         named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
@@ -489,7 +491,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
         parts.append(f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
     if first is not None and errors > 1:
-        parts.append(f"first error: {first[1]} ({first[0]})")
+        parts.append(f"first error: {first[1]} ({first[2]})")
     elif not timeouts and not group_timeouts and earliest_line is not None:
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line, earliest_art)}")
     parts += _rankless_stacks(ev)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from parsers import stamps
 from parsers.judges.logs import fr_report
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
@@ -288,7 +289,9 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
             get(r).offer("silent", f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
                          0.45, [f"{len(erred)} ranks logged errors; rank {r} none"])
         return
-    timed = sorted((e.timestamp, r) for r, e in errors if e.timestamp and r is not None)
+    timed = sorted((stamps.key(e.timestamp), r, e.timestamp) for r, e in errors
+                   if r is not None and stamps.key(e.timestamp) is not None)
     if timed:
-        ts, r = timed[0]
+        _, r, printed = timed[0]
+        ts = stamps.shown(printed)
         get(r).offer("error-first", f"rank {r} logged the first error ({ts})", 0.3, [f"first error at {ts}"])
