@@ -160,17 +160,15 @@ def _is_ras_json(head: bytes, complete: bool) -> bool:
     return False
 
 
-def _text_looks(looks_like: Callable[[str], bool], lstrip: bool = False) -> Callable[[bytes, bool], bool]:
-    """A sniff for readers that judge decoded text (py-spy, gdb and Flight Recorder report text)."""
+def _text_looks(looks_like: Callable[..., bool], lstrip: bool = False, whole: bool = False) -> Callable[[bytes, bool], bool]:
+    """A sniff for readers that judge decoded text (py-spy, gdb, faulthandler and Flight Recorder report
+    text). `whole`: the reader's test also takes whether the head is the whole file (faulthandler's: a
+    file of nothing but a dump is one process's stacks)."""
     def test(head: bytes, complete: bool) -> bool:
         text = head[:HEAD_BYTES].decode("utf-8", errors="replace")
-        return looks_like(text.lstrip() if lstrip else text)
+        text = text.lstrip() if lstrip else text
+        return looks_like(text, complete) if whole else looks_like(text)
     return test
-
-
-def _is_faulthandler_file(head: bytes, complete: bool) -> bool:
-    """faulthandler's sniff needs `complete`: a file of nothing but a dump is one process's stacks."""
-    return faulthandler.looks_like(head[:HEAD_BYTES].decode("utf-8", errors="replace"), complete)
 
 
 def _is_text(head: bytes, complete: bool) -> bool:
@@ -459,7 +457,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True)),
     Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like)),
     Kind("faulthandler-text", RANK, "Python faulthandler dump (a fatal signal's, or forensics.arm()'s stacks-*.txt)",
-         _faulthandler_text, sniff=_is_faulthandler_file),
+         _faulthandler_text, sniff=_text_looks(faulthandler.looks_like, whole=True)),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
          sniff=_text_looks(fr_report.looks_like)),
