@@ -69,6 +69,12 @@ class Origin:
     #: global rank until something in the file maps one to the other (torchelastic's failure table)
     local_rank: int | None = None
 
+    @property
+    def writer(self) -> tuple:
+        """Whose output a line is, by what a launcher's prefix says (local rank, pid, host): the key that keeps
+        interleaved processes apart. Not the rank: c10d prints `[rankN]:` on a message's first line only."""
+        return self.local_rank, self.pid, self.host
+
 
 @dataclass(slots=True)
 class CommMember:

@@ -133,9 +133,9 @@ class _Open:
 
 
 def stream(origin: Origin) -> tuple:
-    """Which process's output a line is, as far as its prefix tells (rank, local rank, pid, host): ranks
-    that abort together print their dumps together, and a launcher's labelled lines interleave them."""
-    return origin.rank, origin.local_rank, origin.pid, origin.host
+    """Which process's output a dump line is: its writer (Origin.writer) and the rank its own prefix names,
+    since torchrun prefixes every line of a dump with `[rankN]:` and ranks that abort together interleave."""
+    return (origin.rank, *origin.writer)
 
 
 class DumpBlock:

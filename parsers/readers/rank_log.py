@@ -73,7 +73,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
-    #: per process's stream: the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
+    #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
     call_sites: dict[tuple, object] = {}
     ranks: dict[int, int] = {}
     benign = 0
@@ -154,7 +154,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             out.events.extend(events)
             for e in events:
                 if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
-                    call_sites[_writer(origin)] = e
+                    call_sites[origin.writer] = e
             if _generic(events):
                 broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
@@ -256,16 +256,10 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         yield pending[0], pending[1]
 
 
-def _writer(origin: Origin) -> tuple:
-    """Whose output a line is, by what a launcher's prefix says (local rank, pid, host). Not the rank:
-    c10d prints `[rankN]:` on the first line of a message only, not on the lines that continue it."""
-    return origin.local_rank, origin.pid, origin.host
-
-
 def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
     """Add a line's frame to its stream's open failed-collective stack; a line of that stream that is
     no frame closes it. True when the line was a frame."""
-    key = _writer(origin)
+    key = origin.writer
     event = open_stacks.get(key)
     if event is None:
         return False
