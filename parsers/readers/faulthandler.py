@@ -51,6 +51,7 @@ _PLACEHOLDERS = ("<no Python frame>", "...", "Garbage-collecting", "<Cannot show
 _C_TRACE = "Current thread's C stack trace (most recent call first):"
 _C_LINE = re.compile(r'^\s*(?:Binary file "[^"]{0,1024}", at \S{1,512} \[0x[0-9a-fA-F]{1,16}\]|<[^<>]{1,80}>)$')
 _EXTENSIONS = "Extension modules:"
+_OPENERS = ("Fatal Python error: ", "Windows fatal exception: ", "Thread 0x", "Current thread 0x", _ONE_THREAD)
 MAX_THREADS = 4096  #: faulthandler itself stops at 100 threads; a bigger "dump" is no dump
 MAX_FRAMES = 1024  #: it stops at 100 frames a thread
 MAX_KEPT_FRAMES = 100_000  #: frames kept from one file (ten full dumps): the rest are read past, and counted
@@ -153,6 +154,8 @@ class DumpBlock:
         self.dropped = 0  #: frames read past once the file's cap was reached
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
+        if not self.open and not text.startswith(_OPENERS):
+            return False, []  # the common case, a log line: no regex for it (this runs on every line of a log)
         line = text.rstrip()
         key = stream(origin)
         m = _FATAL.match(line)

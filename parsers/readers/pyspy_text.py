@@ -96,9 +96,11 @@ class DumpBlock:
         self.stacks: list[ThreadStack] = []
 
     def feed(self, text: str, origin: Origin) -> bool:
+        if not self.open and not text.startswith(("Process ", "Thread ")):
+            return False  # the common case, a log line: no regex for it (this runs on every line of a log)
         line = text.rstrip()
         m = _PROCESS.match(line)
-        if m and " " not in m.group("pid"):
+        if m:
             self._close()
             self.pid, self.open = int(m.group("pid")), True
             return True
