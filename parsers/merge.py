@@ -15,9 +15,11 @@ import networkx as nx
 
 from parsers.model.events import FROZEN_STATES, INFO_KINDS, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
+from parsers.model.stacks import Frame
 from parsers import stamps
 from parsers.ranges import fold
-from parsers.stacks.classify import Activity, classify
+from parsers.readers.c10d import COLLECTIVE_STACK
+from parsers.stacks.classify import Activity, classify, is_library
 
 
 def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect]:
@@ -401,10 +403,6 @@ def _call_sites(ev: Any, limit: int = 3) -> list[str]:
     """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
     c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
     ranks whose waits come from different lines of code are the first thing to look at."""
-    from parsers.model import Frame
-    from parsers.readers.c10d import COLLECTIVE_STACK
-    from parsers.stacks.classify import is_library
-
     by_site: dict[str, set[int]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():

@@ -289,8 +289,8 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
             get(r).offer("silent", f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
                          0.45, [f"{len(erred)} ranks logged errors; rank {r} none"])
         return
-    timed = sorted((stamps.key(e.timestamp), r, e.timestamp) for r, e in errors
-                   if r is not None and stamps.key(e.timestamp) is not None)
+    timed = sorted((when, r, e.timestamp) for r, e in errors
+                   if r is not None and (when := stamps.key(e.timestamp)) is not None)
     if timed:
         _, r, printed = timed[0]
         ts = stamps.shown(printed)
