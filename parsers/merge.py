@@ -339,7 +339,15 @@ def _spawn_raised(e: Any, art: Any) -> str | None:
                 and x.local_rank == data.get("local_rank")), None)
     if exc is None:
         return None
-    return f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
+    said = f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
+    if exc.category in _PEER_WORDS:  # mp.spawn names the first process it reaps, and a waiter can be reaped first
+        said += f" ({_PEER_WORDS[exc.category]}: mp.spawn named a witness, not the cause)"
+    return said
+
+
+#: exception categories whose wording says the raiser waited on a peer (parsers.readers.exception.categorize)
+_PEER_WORDS = {"gloo": "a gloo error a process raises when a peer it talks to is gone",
+               "timeout": "a timeout a process raises while it waits on a peer"}
 
 
 def _wait_status(returncode: int) -> int:
@@ -436,6 +444,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     earliest_art = None  #: the artifact it is in
+    spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
     innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
     errors = 0
     trails = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
@@ -456,6 +465,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             errors += 1
             if earliest_line is None or (earliest_line.kind == "launcher-signal" and e.kind != "launcher-signal"):
                 earliest_line, earliest_art = e, art  # a launcher killing the others is the end of its story
+            if spawn_exit is None and e.kind == "launcher-exit" and (e.data or {}).get("launcher") == "mp.spawn":
+                spawn_exit = (e, art)
             if e.kind == "dump-signal" and (e.data or {}).get("from_rank") is not None and rank is not None:
                 dumped_for.setdefault(e.data["from_rank"], set()).add(rank)
             if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
@@ -488,10 +499,14 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     elif not cov.world_size and cov.reporting:
         parts.append(f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
                      f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
+    said: ErrorEvent | None = None
     if first is not None and errors > 1:
         parts.append(f"first error: {first[1]} ({first[2]})")
     elif not timeouts and not group_timeouts and earliest_line is not None:
+        said = earliest_line
         parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line, earliest_art)}")
+    if spawn_exit is not None and spawn_exit[0] is not said:  # why the job ended, when the first error is another
+        parts.append(f"why the job ended: {_said(*spawn_exit)}")
     parts += _rankless_stacks(ev)
     parts += _call_sites(ev)
     parts += _logged_dumps(ev)

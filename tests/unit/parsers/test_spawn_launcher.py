@@ -77,3 +77,17 @@ def test_the_summary_says_which_process_failed_first(console, tmp_path):
     else:
         assert "Segmentation fault" in verdict.summary and "the main thread run outside any collective at worker" \
             in verdict.summary, verdict.summary
+
+
+@pytest.mark.parametrize("capture, named", [("race_process0.log", 0), ("race_process2.log", 2)])
+def test_a_waiter_that_mp_spawn_names_is_said_to_be_a_witness(capture, named, tmp_path):
+    """Captured here: a waiter's gloo 'Connection closed by peer' reaped before the process that raised
+    (tests/fixtures/spawn/README.md). mp.spawn's report is said, as a witness's, and nobody is blamed."""
+    src = Path(__file__).parents[2] / "fixtures" / "spawn" / capture
+    (tmp_path / "console.log").write_bytes(src.read_bytes())
+    verdict = analyze(tmp_path).verdict
+    assert verdict.culprit is None and not any(s.rank == named for s in verdict.suspects)
+    said = f"why the job ended: mp.spawn's process {named} raised RuntimeError: "
+    assert said in verdict.summary and "Connection closed by peer" in verdict.summary, verdict.summary
+    assert "mp.spawn named a witness, not the cause" in verdict.summary
+    assert "first error: python-fatal: Fatal Python error: Aborted" in verdict.summary
