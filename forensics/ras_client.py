@@ -16,6 +16,12 @@ from dataclasses import dataclass
 
 DEFAULT_ADDR = "localhost:28028"
 PROTOCOL = 2
+#: a protocol line (greeting, OK) is a few words; more is not a RAS server
+MAX_LINE = 4096
+#: a VERBOSE STATUS of a 4,000-rank job is a few MB; what passes this is kept and said cut
+MAX_REPORT = 64 << 20
+#: a report trickled slower than this is kept as far as it came (each read alone has `timeout`)
+MAX_REPORT_S = 120.0
 
 
 class RasError(Exception):
@@ -36,6 +42,7 @@ class RasAnswer:
     server_protocol: str
     text: str
     seconds: float
+    cut: str | None = None  #: why the report ends early (too large, too slow), when it does
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -55,8 +62,11 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 def _read_line(sock: socket.socket) -> str:
-    buf = b""
+    """One protocol line, a byte at a time (the report that follows must stay in the socket)."""
+    buf = bytearray()
     while not buf.endswith(b"\n"):
+        if len(buf) >= MAX_LINE:
+            raise RasError(f"the peer sent a line of over {MAX_LINE} bytes where RAS sends a few words: not RAS")
         chunk = sock.recv(1)
         if not chunk:
             break
@@ -65,8 +75,9 @@ def _read_line(sock: socket.socket) -> str:
 
 
 def query(addr: str = DEFAULT_ADDR, verbose: bool = False, json_format: bool = False, timeout: float = 10.0,
-          ras_timeout: int | None = None) -> RasAnswer:
-    """Ask one RAS server for its status report. Raises RasError; never hangs past `timeout` per read."""
+          ras_timeout: int | None = None, max_bytes: int = MAX_REPORT, max_seconds: float = MAX_REPORT_S) -> RasAnswer:
+    """Ask one RAS server for its status report. Raises RasError; never waits past `timeout` for one read,
+    nor reads past `max_bytes` or `max_seconds` in all: whatever answers at the address may be hostile."""
     host, port = parse_addr(addr)
     start = time.monotonic()
     try:
@@ -86,19 +97,36 @@ def query(addr: str = DEFAULT_ADDR, verbose: bool = False, json_format: bool = F
                 _set(sock, "SET FORMAT json")
             command = "VERBOSE STATUS" if verbose else "STATUS"
             sock.sendall(command.encode() + b"\n")
-            chunks = []
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            report, cut = _read_report(sock, max_bytes, start + max_seconds)
     except socket.timeout:
         raise RasError(f"RAS at {host}:{port} did not answer within {timeout:g} s") from None
     except ConnectionError as err:
         raise RasError(f"RAS at {host}:{port} dropped the connection: {err}") from None
     return RasAnswer(addr=f"{host}:{port}", command=command, fmt="json" if json_format else "text",
                      server_protocol=greeting.split()[-1] if greeting.split() else "?",
-                     text=b"".join(chunks).decode(errors="replace"), seconds=time.monotonic() - start)
+                     text=report.decode(errors="replace"), seconds=time.monotonic() - start, cut=cut)
+
+
+def _read_report(sock: socket.socket, max_bytes: int, deadline: float) -> tuple[bytes, str | None]:
+    """The report until the server closes; (what came, why it was cut or None) past either bound."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            return b"".join(chunks), "the server was still sending when the time for the whole report ran out"
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            if not chunks:
+                raise
+            return b"".join(chunks), f"the server stopped sending for {sock.gettimeout():g} s before the report's end"
+        if not chunk:
+            return b"".join(chunks), None
+        if size + len(chunk) > max_bytes:
+            chunks.append(chunk[:max_bytes - size])
+            return b"".join(chunks), f"the report passed {max_bytes} bytes; what follows was not read"
+        chunks.append(chunk)
+        size += len(chunk)
 
 
 def _set(sock: socket.socket, line: str) -> None:

@@ -53,6 +53,9 @@ class RasCollector:
             path.write_text(answer.text)
             record.files.append(rel)
             record.details[filename] = {"seconds": round(answer.seconds, 3), "protocol": answer.server_protocol}
+            if answer.cut:
+                record.details[filename]["cut"] = answer.cut
+                errors.append(f"{filename}: kept as far as it came: {answer.cut}")
         if "ras_status.json" in record.details:
             self._later_read(target, addr, per_read, options, record, errors)
         if errors:

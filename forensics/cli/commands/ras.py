@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 
 from forensics.cli.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
@@ -23,6 +24,7 @@ RAS ranks are communicator ranks; `forensics analyze` maps them to global ranks.
 EXIT_CODES = {
     0: "RAS answered (its report is printed)",
     1: "internal error (a bug)",
+    3: "RAS answered, but its report was cut (too large, too slow, or it stopped mid-report): what came is printed",
     2: "bad input: no RAS service at --addr, a refused connection, a malformed answer",
 }
 
@@ -39,9 +41,13 @@ def run(args: argparse.Namespace) -> int:
         answer = query(args.addr, verbose=args.verbose_status, json_format=args.json, timeout=args.timeout)
     except RasError as err:
         raise ForensicsError(str(err), ExitCode.BAD_INPUT) from None
+    done = ExitCode.OK
+    if answer.cut:
+        print(f"forensics ras: the report is cut: {answer.cut}", file=sys.stderr)
+        done = ExitCode.PARTIAL
     if not args.json:
         emit(answer.text, args.output)
-        return int(ExitCode.OK)
+        return int(done)
     from parsers.readers import ras
 
     parsed = ras.parse_json_text(answer.text)
@@ -53,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
             report = json.loads(ras.repair_json(body))
         except ValueError:
             report = answer.text
-    out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "report": report,
+    out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "cut": answer.cut,
+           "report": report,
            "findings": [dataclasses.asdict(f) for f in parsed.events if f.kind != "count"],
            "counts": {str(f.comm_rank): f.op_count for f in parsed.events if f.kind == "count"}, "problems": parsed.problems}
     emit_json("ras", out, args)
-    return int(ExitCode.OK)
+    return int(done)

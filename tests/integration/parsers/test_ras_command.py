@@ -28,11 +28,12 @@ JSON_TEXT = (_REAL / "ras_status.json").read_text().split("\n", 1)[1]  # as sent
 
 
 class RasPeer(threading.Thread):
-    def __init__(self, port):
+    def __init__(self, port=0):
         super().__init__(daemon=True)
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
+        self.addr = f"127.0.0.1:{self.sock.getsockname()[1]}"
         self.sock.listen(4)
         self.seen = []
 
@@ -71,7 +72,7 @@ class RasPeer(threading.Thread):
 
 @pytest.fixture()
 def peer():
-    p = RasPeer(29681)  # SO_REUSEADDR: the next test may bind it again at once
+    p = RasPeer()  # a free port: the test must not depend on what else runs here
     p.start()
     yield p
     p.close()
@@ -82,18 +83,26 @@ def forensics(*args):
                           timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
+def _closed_port() -> str:
+    """An address where nothing listens: a port the kernel just gave out and took back."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
 def test_nothing_listening_is_a_clear_error_exit_2():
-    res = forensics("ras", "--addr", "127.0.0.1:29682", "--timeout", "2")
+    addr = _closed_port()
+    res = forensics("ras", "--addr", addr, "--timeout", "2")
     assert res.returncode == 2
-    assert "nothing answers at 127.0.0.1:29682" in res.stderr and "Traceback" not in res.stderr
+    assert f"nothing answers at {addr}" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_text_and_json(peer):
-    res = forensics("ras", "--addr", "127.0.0.1:29681", "--verbose-status")
+    res = forensics("ras", "--addr", peer.addr, "--verbose-status")
     assert res.returncode == 0 and "Missing communicator data from 1 rank" in res.stdout
     assert "Rank 3 -- GPU 0 managed by process 686" in res.stdout
     assert "VERBOSE STATUS" in peer.seen
-    res = forensics("ras", "--addr", "127.0.0.1:29681", "--json")
+    res = forensics("ras", "--addr", peer.addr, "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     jsonschema = pytest.importorskip("jsonschema")
@@ -108,7 +117,7 @@ def test_text_and_json(peer):
 
 def test_collector_stores_raw_answers(peer, tmp_path):
     target = HostTarget(host="h", bundle_root=tmp_path, rel_dir="hosts/h")
-    rec = RasCollector().collect(target, CollectOptions(timeout=5, extra={"ras_addr": "127.0.0.1:29681"}))
+    rec = RasCollector().collect(target, CollectOptions(timeout=5, extra={"ras_addr": peer.addr}))
     assert rec.status == Status.OK and sorted(rec.files) == [
         "hosts/h/ras_status.json", "hosts/h/ras_status.txt", "hosts/h/ras_status_later.json", "hosts/h/ras_verbose.txt"]
     assert rec.details["ras_status_later.json"]["after_s"] == 1.0  # the second read that tells progress
@@ -118,5 +127,5 @@ def test_collector_stores_raw_answers(peer, tmp_path):
 
 def test_collector_skips_when_no_ras(tmp_path):
     target = HostTarget(host="h", bundle_root=tmp_path, rel_dir="hosts/h")
-    rec = RasCollector().collect(target, CollectOptions(timeout=2, extra={"ras_addr": "127.0.0.1:29683"}))
+    rec = RasCollector().collect(target, CollectOptions(timeout=2, extra={"ras_addr": _closed_port()}))
     assert rec.status == Status.SKIPPED and "nothing answers" in rec.error and not rec.files
