@@ -9,14 +9,16 @@ summary says what the evidence shows when no rank can be named.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, describe_status
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
+from parsers.judges.logs import fr_report
 from parsers.ranges import fold
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import Activity, classify, is_library
@@ -431,102 +433,152 @@ def _call_sites(ev: Any, limit: int = 3) -> list[str]:
     return [f"the timed-out collectives come from {len(sites)} different places in the code ({said})"]
 
 
-def what_it_shows(ev: Any, reports: list | None = None) -> str:
-    """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
-    from parsers.judges.logs import fr_report
-    from parsers.model.events import ErrorEvent
+@dataclass
+class _Seen:
+    """What one pass over every log's errors found: the raw material of `what_it_shows`."""
 
-    timeouts: dict[tuple[str | None, int | None], set[int]] = {}
+    timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
-    group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = {}
-    first: tuple[tuple, str, str] | None = None  #: (stamps.key, what, the stamp as shown)
-    dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
-    analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
-    earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
-    earliest_art = None  #: the artifact it is in
+    group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
+    first: tuple[tuple, str, str] | None = None  #: the first error with a time: (stamps.key, what, the stamp as shown)
+    dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
+    analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
+    earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
-    innermost: dict[int | None, ErrorEvent] = {}  #: last traceback frame per rank (or pid)
-    errors = 0
-    trails = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
+    innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
+    errors: int = 0
+    trails: int = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
+
+    def add(self, e: ErrorEvent, art: Any) -> None:
+        """One error line: counted, and kept where it is one of the facts the summary says."""
+        if e.kind == fr_report.KIND:  # the analyzer's findings are said as such
+            self.analyzer.append(e)
+            return
+        rank = e.origin.rank
+        if e.kind == "python-frame":  # a frame is where an error happened, not one more error
+            self.innermost[rank if rank is not None else e.origin.pid] = e
+            return
+        self.errors += 1
+        if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):
+            self.earliest = (e, art)  # a launcher killing the others is the end of its story
+        data = e.data or {}
+        if self.spawn_exit is None and e.kind == "launcher-exit" and data.get("launcher") == "mp.spawn":
+            self.spawn_exit = (e, art)
+        if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
+            self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
+        if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
+            self.timeouts.setdefault((e.op, e.seq), set()).add(rank)
+        elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and data.get("group_rank") is not None:
+            self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(data["group_rank"])
+        when = stamps.key(e.timestamp)
+        if when is not None and (self.first is None or when < self.first[0]):
+            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
+
+
+def _seen(ev: Any) -> _Seen:
+    seen = _Seen()
     for art in ev.artifacts:
         if not art.parsed:
             continue
-        trails += art.parsed.facts.get("error_trails") or 0
+        seen.trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
-                continue
-            if e.kind == fr_report.KIND:  # the analyzer's findings are said below, as such
-                analyzer.append(e)
-                continue
-            rank = e.origin.rank
-            if e.kind == "python-frame":  # a frame is where an error happened, not one more error
-                innermost[e.origin.rank if rank is not None else e.origin.pid] = e
-                continue
-            errors += 1
-            if earliest_line is None or (earliest_line.kind == "launcher-signal" and e.kind != "launcher-signal"):
-                earliest_line, earliest_art = e, art  # a launcher killing the others is the end of its story
-            if spawn_exit is None and e.kind == "launcher-exit" and (e.data or {}).get("launcher") == "mp.spawn":
-                spawn_exit = (e, art)
-            if e.kind == "dump-signal" and (e.data or {}).get("from_rank") is not None and rank is not None:
-                dumped_for.setdefault(e.data["from_rank"], set()).add(rank)
-            if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
-                timeouts.setdefault((e.op, e.seq), set()).add(rank)
-            elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and (e.data or {}).get("group_rank") is not None:
-                group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(e.data["group_rank"])
-            when = stamps.key(e.timestamp)
-            if when is not None and (first is None or when < first[0]):
-                first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
-    parts = []
+            if type(e) is ErrorEvent and e.kind not in INFO_KINDS:
+                seen.add(e, art)
+    return seen
+
+
+def what_it_shows(ev: Any, reports: list | None = None) -> str:
+    """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
+    seen = _seen(ev)
+    parts = _timeout_parts(seen) + _dump_ask_parts(seen)
+    parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
+    parts += fr_report.describe(seen.analyzer)
+    parts += _coverage_parts(ev.coverage)
+    parts += _error_parts(seen)
+    parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)
+    parts += _traceback_parts(seen)
+    parts += _host_parts(reports or [])
+    parts += _trail_parts(ev, seen)
+    if not parts and not seen.errors and not seen.innermost and \
+            not any(h.status in ("exclude", "suspect") for h in reports or []):
+        parts.append("these lines report no error")
+    if parts:
+        parts.append(f"coverage {ev.coverage.describe().split(':')[0]}")
+    return "; ".join(parts)
+
+
+def _timeout_parts(seen: _Seen) -> list[str]:
+    """'ranks 0-2,4 timed out in ALLREDUCE (SeqNum 80)', the three largest groups, global ranks then subgroups'."""
+    timeouts = dict(seen.timeouts)
     for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
         named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
         if timeouts[(None, seq)] <= named:
             del timeouts[(None, seq)]
-    for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}")
-    for (comm, op, seq), rs in sorted(group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
+    parts = [f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}"
+             for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]]
+    for (comm, op, seq), rs in sorted(seen.group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
         group = comm.split(":", 1)[1] if comm.startswith("pg:") else comm
         parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
                      f" timed out in {_op_named(op, seq)}")
-    for origin_rank, asked in sorted(dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]:
-        parts.append(f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
-                     "collective timed out (its watchdog asks every rank to dump)")
-    parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
-    parts += fr_report.describe(analyzer)
-    cov = ev.coverage
+    return parts
+
+
+def _dump_ask_parts(seen: _Seen) -> list[str]:
+    return [f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
+            "collective timed out (its watchdog asks every rank to dump)"
+            for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
+
+
+def _coverage_parts(cov: Any) -> list[str]:
+    """Who is silent, where that means something; or, without a job size, whose lines these are."""
     if cov.world_size and not cov.complete and cov.absent:
-        parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"
-                     + (f" (e.g. rank {cov.absent[0]})" if cov.absent else ""))
-    elif not cov.world_size and cov.reporting:
-        parts.append(f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
-                     f"{fold(sorted(cov.reporting))} only; the job's size is not stated")
+        return [f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"]
+    if not cov.world_size and cov.reporting:
+        return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
+                f"{fold(sorted(cov.reporting))} only; the job's size is not stated"]
+    return []
+
+
+def _error_parts(seen: _Seen) -> list[str]:
+    """The first error (by time where lines have one, else in file order), and mp.spawn's word when it is another."""
+    parts = []
     said: ErrorEvent | None = None
-    if first is not None and errors > 1:
-        parts.append(f"first error: {first[1]} ({first[2]})")
-    elif not timeouts and not group_timeouts and earliest_line is not None:
-        said = earliest_line
-        parts.append(f"{'first error' if errors > 1 else 'one error'}: {_said(earliest_line, earliest_art)}")
-    if spawn_exit is not None and spawn_exit[0] is not said:  # why the job ended, when the first error is another
-        parts.append(f"why the job ended: {_said(*spawn_exit)}")
-    parts += _rankless_stacks(ev)
-    parts += _call_sites(ev)
-    parts += _logged_dumps(ev)
-    for frame in list(innermost.values())[:3]:
+    if seen.first is not None and seen.errors > 1:
+        parts.append(f"first error: {seen.first[1]} ({seen.first[2]})")
+    elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
+        said = seen.earliest[0]
+        parts.append(f"{'first error' if seen.errors > 1 else 'one error'}: {_said(*seen.earliest)}")
+    if seen.spawn_exit is not None and seen.spawn_exit[0] is not said:  # why the job ended, when that is another
+        parts.append(f"why the job ended: {_said(*seen.spawn_exit)}")
+    return parts
+
+
+def _traceback_parts(seen: _Seen, limit: int = 3) -> list[str]:
+    parts = []
+    for frame in list(seen.innermost.values())[:limit]:
         o = frame.origin
         who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")
         parts.append(f"{who}'s traceback reaches {frame.message} (torch.distributed)")
-    for h in reports or []:
+    return parts
+
+
+def _host_parts(reports: list) -> list[str]:
+    """Hosts the host judge would exclude or suspects, with the first line that says why."""
+    parts = []
+    for h in reports:
         if h.status in ("exclude", "suspect") and h.reasons:
             g = h.reasons[0]
             parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
                          if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
-    if trails and not errors:
-        first_trail = next((a.parsed.facts["first_trail"] for a in ev.artifacts
-                            if a.parsed and a.parsed.facts.get("first_trail")), None)
-        parts.append(f"NCCL logged {trails} error return(s) ('file:line -> code'"
-                     + (f", first: {first_trail}" if first_trail else "")
-                     + ") and no WARN; at init such returns are often probes of a transport the host lacks")
-    if not parts and not errors and not innermost and not any(h.status in ("exclude", "suspect") for h in reports or []):
-        parts.append("these lines report no error")
-    if parts:
-        parts.append(f"coverage {cov.describe().split(':')[0]}")
-    return "; ".join(parts)
+    return parts
+
+
+def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
+    """NCCL error returns with no WARN: said, with the caveat that at init they are often probes."""
+    if not seen.trails or seen.errors:
+        return []
+    first_trail = next((a.parsed.facts["first_trail"] for a in ev.artifacts
+                        if a.parsed and a.parsed.facts.get("first_trail")), None)
+    return [f"NCCL logged {seen.trails} error return(s) ('file:line -> code'"
+            + (f", first: {first_trail}" if first_trail else "")
+            + ") and no WARN; at init such returns are often probes of a transport the host lacks"]
