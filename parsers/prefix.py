@@ -16,7 +16,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: colour codes whose ESC byte was lost on the way (Ray's `[36m(RayTrainWorker ...`)
 _ANSI_REMNANT = re.compile(r"(?<![\w\]])\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _OMPI = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
-_RAY = re.compile(r"^\((?P<who>[^()]*?)pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
+#: Ray's `(Actor pid=P, ip=X)`: X is the node's address, or its host name where the cluster names nodes
+#: (`ip=train-...-worker-0` on Kubernetes); either way it says which machine printed the line
+_RAY = re.compile(r"^\((?P<who>[^()]*?)pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Za-z][\w.:-]{0,252}))?\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?")
 #: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen)

@@ -20,6 +20,17 @@ def test_ray_prefix_with_ansi_gives_pid_and_ip():
     assert text == NCCL and info.pid == 4242 and info.host == "10.0.0.5"
 
 
+def test_ray_prefix_whose_ip_is_a_host_name_after_a_wall_clock_stamp():
+    """verl-project/verl#1309: a Kubernetes Ray node is named, not numbered; the stamp comes first."""
+    line = ("[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=train-1316148307689748608-9zzm714v3bpc-worker-0) "
+            "[rank15]:[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) "
+            "ran for 1800041 milliseconds before timing out.")
+    text, info = strip_prefix(line)
+    assert text.startswith("[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog")
+    assert (info.pid, info.host, info.rank) == (1230, "train-1316148307689748608-9zzm714v3bpc-worker-0", 15)
+
+
 def test_shipper_host_prefix():
     text, info = strip_prefix(f"gpu-node-17.cluster [stderr] {NCCL}")
     assert text == NCCL and info.host == "gpu-node-17"
