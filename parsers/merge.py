@@ -324,7 +324,8 @@ def _said(e: Any, art: Any = None) -> str:
     o = e.origin
     who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
            f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
-    who_text = "" if e.kind.startswith("launcher-") else " ".join(w for w in who if w)  # names the worker itself
+    launcher = e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause")
+    who_text = "" if launcher else " ".join(w for w in who if w)  # a launcher's line names the worker itself
     data = e.data or {}
     if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
         # DeepSpeed's exit line is a whole command line first: say what it means
@@ -383,21 +384,25 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
 
 
 def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
-    """What the main thread of each stack dump found in a log was doing: a rank that aborts (the
-    watchdog's SIGABRT) or crashes prints a faulthandler dump, the stack it died in; a framework's crash
-    diagnostics may paste a py-spy dump of another process (its `Process N:` line names the pid). A
-    dump is the rank's that its lines or its file name give (evidence._apply_hints), else no rank's."""
+    """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
+    (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
+    dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
+    process (its `Process N:` line names the pid). A dump is the rank's that its lines or its file name
+    give (evidence._apply_hints), else no rank's."""
     attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
     by_what: dict[tuple[str, str], list[str]] = {}
     for art in ev.artifacts:
         if not art.parsed or id(art) in attached:
             continue
         for st in art.parsed.stacks:
-            if st.is_main and st.origin is not None:
-                tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
-                by_what.setdefault((tool, classify(st).text), []).append(f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
+            if st.origin is None or not (st.is_main or (st.signalled and st.frames)):
+                continue
+            tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
+            thread = "the main thread" if st.is_main else "the thread the fatal signal hit ('Current thread')"
+            by_what.setdefault((tool, f"{thread} {classify(st).text}"), []).append(
+                f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
     return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
-            f" the main thread {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+            f" {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def _dump_owner(o: Any) -> str:
@@ -441,6 +446,7 @@ class _Seen:
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
     first: tuple[tuple, str, str] | None = None  #: the first error with a time: (stamps.key, what, the stamp as shown)
+    first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
@@ -473,6 +479,9 @@ class _Seen:
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
+            self.first_ranks = set()
+        if when is not None and when == self.first[0] and rank is not None:
+            self.first_ranks.add(rank)
 
 
 def _seen(ev: Any) -> _Seen:
@@ -543,7 +552,10 @@ def _error_parts(seen: _Seen) -> list[str]:
     """The first error (by time where lines have one, else in file order), and mp.spawn's word when it is another."""
     parts = []
     said: ErrorEvent | None = None
-    if seen.first is not None and seen.errors > 1:
+    if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
+        parts.append(f"first errors at one time ({seen.first[2]}), from ranks {fold(sorted(seen.first_ranks))}: "
+                     "their times do not say which came first")
+    elif seen.first is not None and seen.errors > 1:
         parts.append(f"first error: {seen.first[1]} ({seen.first[2]})")
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
         said = seen.earliest[0]

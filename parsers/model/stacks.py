@@ -42,6 +42,9 @@ class ThreadStack:
     active: bool | None = None
     owns_gil: bool | None = None
     is_main: bool = False
+    #: the thread a fatal signal landed in (faulthandler's `Current thread`): where a segfault happened; for
+    #: the watchdog's SIGABRT, its own C++ thread (no Python frame)
+    signalled: bool = False
     source: str = ""  #: which tool produced it: 'py-spy', 'gdb', ...
     #: where a stack found inside a log was read (file, line of its thread header, the rank its lines
     #: carry); None for a stack tool's own file, whose identity is the file's

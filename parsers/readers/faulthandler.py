@@ -168,7 +168,8 @@ class DumpBlock:
             cur = self.open.get(key)
             if cur is None or len(cur.dump.threads) >= MAX_THREADS:
                 cur = self._start(key, origin)
-            cur.thread = ThreadStack(thread_id=int(m.group("id"), 16) if m else 0, source="faulthandler", origin=origin)
+            cur.thread = ThreadStack(thread_id=int(m.group("id"), 16) if m else 0, source="faulthandler", origin=origin,
+                                     signalled=line.startswith("Current thread"))
             cur.in_c_trace = False
             cur.dump.threads.append(cur.thread)
             cur.dump.ranks.add(origin.rank)

@@ -230,5 +230,24 @@ class ElasticBlock:
         base = self.origin or Origin()
         origin = Origin(host=entry.get("host"), pid=entry.get("pid"), rank=entry.get("rank"), file=base.file,
                         line=base.line)
-        return [ErrorEvent(kind=self.role, message=f"torchelastic {self.role}: {entry}", origin=origin,
+        return [ErrorEvent(kind=self.role, message=f"torchelastic reports {_entry_said(entry)}", origin=origin,
                            timestamp=entry.get("time"), source="launcher", data=dict(entry))]
+
+
+def _entry_said(entry: dict) -> str:
+    """'rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo, at 2025-03-11_18:33:20)': one
+    entry of the report in its own words, each part only where the block gave it."""
+    who = f"rank {entry['rank']} (local_rank {entry['local_rank']})" if "rank" in entry else "a worker"
+    if "signal" in entry:
+        how = f"was killed by {entry['signal']}"
+    elif "exitcode" in entry:
+        how = f"exited with exitcode {entry['exitcode']}"
+    else:
+        how = "failed"
+    where = [f"pid {entry['pid']}"] if "pid" in entry else []
+    if "host" in entry:
+        where.append(f"on {entry['host']}")
+    said = " ".join(where)
+    if "time" in entry:
+        said = f"{said}, at {entry['time']}" if said else f"at {entry['time']}"
+    return f"{who} {how}" + (f" ({said})" if said else "")

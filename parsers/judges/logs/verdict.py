@@ -291,7 +291,8 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
         return
     timed = sorted((when, r, e.timestamp) for r, e in errors
                    if r is not None and (when := stamps.key(e.timestamp)) is not None)
-    if timed:
+    # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
+    if timed and not any(r != timed[0][1] for when, r, _ in timed if when == timed[0][0]):
         _, r, printed = timed[0]
         ts = stamps.shown(printed)
         get(r).offer("error-first", f"rank {r} logged the first error ({ts})", 0.3, [f"first error at {ts}"])

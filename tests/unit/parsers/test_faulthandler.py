@@ -217,3 +217,48 @@ def test_python_314_c_stack_section_is_part_of_the_dump(tmp_path):
     path = tmp_path / "dump.txt"
     path.write_text(_PY314)
     assert load_files([(path, {})]).artifacts[0].kind == "faulthandler-text"
+
+
+_SEGV_IN_A_THREAD = textwrap.dedent("""
+    import ctypes, threading, time
+
+    def crashes_here():
+        time.sleep(0.2)
+        ctypes.string_at(0)  # a read of address 0: SIGSEGV in this thread
+
+    def main_waits():
+        threading.Thread(target=crashes_here, name="loader").start()
+        time.sleep(60)
+
+    main_waits()
+""")
+
+
+def test_the_thread_a_segfault_hit_is_marked_and_said(tmp_path):
+    """faulthandler writes 'Current thread' for the thread the signal landed in: for a segfault, where it
+    happened. A real process whose helper thread reads address 0; the corpus form is sglang-2803."""
+    script = tmp_path / "segv.py"
+    script.write_text(_SEGV_IN_A_THREAD)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONFAULTHANDLER="1"), preexec_fn=_no_core)
+    assert proc.returncode == -signal.SIGSEGV, proc.stderr
+    out = rank_log.parse_lines(proc.stderr.splitlines(keepends=True), "stderr.log")
+    hit = [t for t in out.stacks if t.signalled]
+    assert len(hit) == 1 and [f.function for f in hit[0].frames][:2] == ["string_at", "crashes_here"]
+    assert not hit[0].is_main
+    assert [t.frames[0].function for t in out.stacks if t.is_main] == ["main_waits"]
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "stderr.log").write_text(proc.stderr)
+    summary = analyze(folder).verdict.summary
+    assert "the thread the fatal signal hit ('Current thread') run outside any collective at crashes_here" in summary, summary
+    assert "the main thread run outside any collective at main_waits" in summary, summary
+
+
+def test_the_signalled_thread_of_a_real_world_segfault_is_in_the_summary(tmp_path):
+    """sglang-2803 (tests/fixtures/realworld): the dump is cut above the main thread; its 'Current thread'
+    was in all_reduce."""
+    src = Path(__file__).parents[2] / "fixtures" / "realworld" / "sglang-2803.log"
+    (tmp_path / "sglang-2803.log").write_bytes(src.read_bytes())
+    summary = analyze(tmp_path).verdict.summary
+    assert "the thread the fatal signal hit ('Current thread') wait in all_reduce" in summary, summary

@@ -106,3 +106,24 @@ def test_deepspeed_launcher_exit_is_said_in_its_own_terms():
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
     assert "local_rank 1 killed by SIGSEGV (11)" in v.summary
+
+
+def test_errors_at_one_time_from_two_ranks_make_no_first_error_lead(tmp_path):
+    """MiniGPT-4 #237: torchelastic's report gives ranks 0 and 1 the same second (2023-05-19_16:39:58);
+    no rank is the first at that precision, so none is a lead and the summary says the tie."""
+    from parsers.analyze import analyze
+
+    shutil.copy(CORPUS / "minigpt4-237.log", tmp_path)
+    verdict = analyze(tmp_path).verdict
+    assert verdict.culprit is None and not verdict.suspects
+    assert "first errors at one time (05-19 16:39:58), from ranks 0-1" in verdict.summary, verdict.summary
+
+
+def test_a_torchelastic_entry_is_said_in_words(tmp_path):
+    """PyTorch #148976: the 'Failures:' entry as the summary says it, not as a dict."""
+    from parsers.analyze import analyze
+
+    shutil.copy(CORPUS / "pytorch-148976.log", tmp_path)
+    summary = analyze(tmp_path).verdict.summary
+    assert ("child-failure: torchelastic reports rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo,"
+            " at 2025-03-11_18:33:20)") in summary, summary
