@@ -21,8 +21,9 @@ _OMPI = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<
 _RAY = re.compile(r"^\((?P<who>[^()]*?)pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Za-z][\w.:-]{0,252}))?\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?")
-#: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen)
-_PDSH = re.compile(r"^(?P<host>[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
+#: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen), or the
+#: IPv4 address a hostfile listed (`202.197.0.170: [rank1]:[E...`)
+_PDSH = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
 _SLURM = re.compile(r"^\s*(\d{1,6}): ")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
 #: torchrun's label of a worker's output with --tee/--redirects: `[default3]:` (role 'default', local rank 3;

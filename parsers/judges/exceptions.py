@@ -81,9 +81,28 @@ def died_first(ev: Any) -> list[Suspect]:
                 dead = e
                 continue
             if e.kind in WAITING and _another_process(dead, e):
-                out.append(_died_first_suspect(art, dead, e))
+                if not _own_watchdog_abort(dead, art.parsed.events):
+                    out.append(_died_first_suspect(art, dead, e))
                 break
     return out
+
+
+#: the exit code of a process that SIGABRT killed: what ProcessGroupNCCL's watchdog does to its own process
+SIGABRT_EXIT = -6
+
+
+def _own_watchdog_abort(dead: ErrorEvent, events: list) -> bool:
+    """The death is the dead process's own watchdog abort, as far as the lines tell: it exited by SIGABRT and a
+    watchdog timeout of the rank its local rank names (no pid to tell them apart) is among the waiters' lines.
+
+    Why: a reporter often pastes the launcher's 'failed (exitcode: -6) local_rank: 0' above the log it explains;
+    the order of the paste is then no order in time, and rank 0 timing out with the others is why it aborted.
+    """
+    if dead.data.get("exitcode") != SIGABRT_EXIT or dead.data.get("local_rank") is None:
+        return False
+    pid = dead.data.get("pid") or dead.origin.pid
+    return any(type(e) is ErrorEvent and e.kind == "watchdog-timeout" and e.origin.rank == dead.data["local_rank"]
+               and e.origin.pid in (None, pid) for e in events)
 
 
 def _raised_before(art: Any, e: ErrorEvent) -> bool:

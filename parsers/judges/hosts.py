@@ -206,7 +206,8 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
     return sorted(reports, key=lambda r: r.host)
 
 
-def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) -> list[Suspect]:
+def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
+                  aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
     """Suspects for `forensics analyze`: ranks on hosts with faults, and ranks whose own logs name a known error.
 
     A rank on a host with an uncorrectable ECC error or a GPU off the bus gets a
@@ -215,6 +216,8 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) 
     Findings in a rank's own log are pinned to that rank; host findings go to every
     rank on the host, and, when its environment tells which GPU each rank used
     (parsers.gpu_binding), the rank on the GPU a finding names ranks first.
+    `aftermath`: (file, line) of lines that follow their rank's own collective timeout (see
+    heartbeat_aftermath); a finding first seen there blames no rank.
     """
     suspects = []
     by_host: dict[str, list[RankEvidence]] = {}
@@ -227,7 +230,7 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) 
         for rank in by_host.get(report.host, ()):
             rec = rank.record
             subject = f"rank {rec.rank}" if rec.rank is not None else f"pid {rec.pid}"
-            mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g)]
+            mine = [g for g in report.groups if g.first.subject == subject and _blames_rank(g, aftermath)]
             host_wide = [g for g in report.reasons if not g.first.subject.startswith(("rank ", "pid "))]
             my_bus = gpu_binding.rank_bus(rank, order) if order else None
             best = _worst(mine + host_wide, my_bus)
@@ -237,13 +240,13 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence]) 
     return suspects
 
 
-def log_only_suspects(reports: Iterable[HostReport]) -> list[Suspect]:
+def log_only_suspects(reports: Iterable[HostReport], aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
     """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank."""
     out = []
     for report in reports:
         for g in report.groups:
             subject = g.first.subject
-            if subject.startswith("rank ") and subject[5:].isdigit() and _blames_rank(g):
+            if subject.startswith("rank ") and subject[5:].isdigit() and _blames_rank(g, aftermath):
                 rank = int(subject[5:])
                 rec = RankRecord(host=report.host, pid=0, dir="", rank=rank)
                 s = _suspect(rec, report, g, own=True)
@@ -256,13 +259,16 @@ def _named_bus(group: FindingGroup) -> gpu_binding.Bus | None:
     return gpu_binding.bus_of(group.first.evidence) or gpu_binding.bus_of(group.first.subject)
 
 
-def _blames_rank(group: FindingGroup) -> bool:
+def _blames_rank(group: FindingGroup, aftermath: frozenset[tuple[str, int]] = frozenset()) -> bool:
     """A rank's own log line blames that rank only if it is a cause, not a victim's symptom.
 
     Watchdog timeouts and closed connections are what every waiting rank prints
     (action restart, no host effect); a CUDA OOM or an ECC error is the rank's own.
+    A heartbeat-monitor line after the rank's own collective timeout is the aftermath of that wait.
     """
     entry = group.entry
+    if group.first.line_no is not None and (group.first.source, group.first.line_no) in aftermath:
+        return False
     return entry.severity in ("error", "critical") and (entry.action == "fix-code" or entry.host != "none")
 
 
@@ -319,11 +325,36 @@ def exit_status(reports: Iterable[HostReport]) -> str:
     return HEALTHY
 
 
+def heartbeat_aftermath(ev: Evidence) -> frozenset[tuple[str, int]]:
+    """(file, line) of heartbeat-monitor lines ('watchdog got stuck', 'Heartbeat monitor timed out') that a
+    rank printed after its own watchdog timeout in the same file.
+
+    Why: once a collective times out the watchdog dumps and aborts the communicators, and a peer that is gone
+    or stuck can hold that abort for minutes; the monitor then reports the watchdog stuck. That is the wait's
+    aftermath, so it names the rank no more than the timeout does. Stuck with no timeout before it still blames.
+    """
+    out = set()
+    for art in ev.artifacts:
+        if art.kind not in RANK_LOG_KINDS or not art.parsed:
+            continue
+        timed_out: dict[int | None, int] = {}  # rank -> line of its first watchdog timeout
+        for e in art.parsed.events:
+            line = getattr(getattr(e, "origin", None), "line", None)
+            if line is None or getattr(e, "kind", None) not in ("watchdog-timeout", "heartbeat"):
+                continue
+            if e.kind == "watchdog-timeout":
+                timed_out.setdefault(e.origin.rank, line)
+            elif timed_out.get(e.origin.rank, line) < line:
+                out.add((art.cite, line))
+    return frozenset(out)
+
+
 def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list[Suspect]]:
     """The host judge: a report per host, and the suspects those reports make (pure)."""
     reports = host_reports(ev, kb)
-    suspects = host_suspects(reports, ev.ranks)
+    aftermath = heartbeat_aftermath(ev)
+    suspects = host_suspects(reports, ev.ranks, aftermath)
     if ev.manifest is None:
         named = {s.rank for s in suspects}
-        suspects += [s for s in log_only_suspects(reports) if s.rank not in named]
+        suspects += [s for s in log_only_suspects(reports, aftermath) if s.rank not in named]
     return reports, suspects

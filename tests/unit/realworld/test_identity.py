@@ -90,3 +90,11 @@ def test_a_label_the_file_calls_a_pid_is_not_a_rank():
     parsed = load(CORPUS / "sglang-30453.log")
     assert all(p.facts.get("rank") == 1 and "ranks" not in p.facts for p in parsed if p.kind == "rank-log")
     assert 163686 not in {ev.origin.rank for ev in _events("sglang-30453")}
+
+
+def test_a_pdsh_label_that_is_an_ip_address_names_the_host():
+    """DeepSpeed #6705: '202.197.0.170: [rank1]:[E1101 ...': the hostfile listed addresses, so pdsh labels with one."""
+    by_line = {ev.origin.line: (ev.origin.host, ev.origin.rank) for ev in _events("deepspeed-6705")
+               if isinstance(ev, ErrorEvent)}
+    assert sorted(by_line) == [1, 2, 3, 4, 5]
+    assert set(by_line.values()) == {("202.197.0.170", 1)}  # line 1 (label eaten by the tqdm bar): the file's one host

@@ -36,6 +36,24 @@ def test_worker_death_after_an_exception_is_not_a_first_failure():
         assert died_first(_evidence("vllm-9839", tmp)) == []
 
 
+def test_a_sigabrt_exit_of_a_rank_that_times_out_with_the_others_is_its_own_watchdog_abort():
+    """ColossalAI #3556: the launcher's 'failed (exitcode: -6) local_rank: 0' is pasted above the log, then ranks
+    0, 1, 3, 6 and 7 time out in BROADCAST SeqNum 27962: rank 0's abort is its watchdog's, not a first failure."""
+    with tempfile.TemporaryDirectory() as tmp:
+        assert died_first(_evidence("colossalai-3556", tmp)) == []
+
+
+def test_a_stuck_watchdog_after_the_ranks_own_timeout_is_its_aftermath():
+    """NeMo #9563: rank 1 times out in BROADCAST, then its heartbeat monitor reports the watchdog stuck (the
+    abort hangs): both monitor lines are the wait's aftermath. Fuser #3055's stuck watchdogs follow no timeout."""
+    from parsers.judges.hosts import heartbeat_aftermath
+
+    with tempfile.TemporaryDirectory() as tmp:
+        assert heartbeat_aftermath(_evidence("nemo-9563", tmp)) == {("nemo-9563.log", 4), ("nemo-9563.log", 6)}
+    with tempfile.TemporaryDirectory() as tmp:
+        assert heartbeat_aftermath(_evidence("fuser-3055", tmp)) == set()
+
+
 def test_lines_after_a_ras_report_are_read_as_the_job_log():
     """NCCL #1730: a RAS report, then rank 118's watchdog timeout: both read from the one file."""
     parsed = load(CORPUS / "nccl-1730.log")
