@@ -106,3 +106,15 @@ def test_deepspeed_launcher_exit_is_said_in_its_own_terms():
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
     assert "local_rank 1 killed by SIGSEGV (11)" in v.summary
+
+
+def test_ib_errors_pasted_from_three_hosts_go_to_each_lines_host():
+    """NCCL #928: one paste of IB error-4 WARNs from H100-2, H100-1 and H100-5: each host is suspect
+    for its own line; none of it lands on an 'unknown-host' (the file names no single host)."""
+    from parsers.judges.hosts import host_reports
+    from parsers import knowledge
+    with tempfile.TemporaryDirectory() as tmp:
+        reports = host_reports(_evidence("nccl-928", tmp), knowledge.load(use_env=False))
+    suspect = {r.host: [g.first.line_no for g in r.reasons] for r in reports if r.status == "suspect"}
+    assert suspect == {"H100-1": [6], "H100-2": [1], "H100-5": [11]}
+    assert "unknown-host" not in {r.host for r in reports}
