@@ -475,7 +475,8 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                 group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(e.data["group_rank"])
             when = stamps.key(e.timestamp)
             if when is not None and (first is None or when < first[0]):
-                first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
+                # without a rank, who said it (pid, host, device) and what: a bare kind names no one
+                first = (when, f"{e.kind} at rank {rank}" if rank is not None else _said(e, art), stamps.shown(e.timestamp))
     parts = []
     for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
         named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))

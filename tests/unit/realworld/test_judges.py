@@ -118,3 +118,11 @@ def test_ib_errors_pasted_from_three_hosts_go_to_each_lines_host():
     suspect = {r.host: [g.first.line_no for g in r.reasons] for r in reports if r.status == "suspect"}
     assert suspect == {"H100-1": [6], "H100-2": [1], "H100-5": [11]}
     assert "unknown-host" not in {r.host for r in reports}
+
+
+def test_first_timed_error_without_a_rank_says_who_and_what():
+    """NCCL #1905: three timestamped WARNs of one process, no rank printed: the summary's first error
+    names pid, host and device and the message, not a bare kind."""
+    from tests.unit.realworld.verdicts import judge
+    summary = judge("nccl-1905").summary
+    assert "first error: nccl-warn (pid 238 on h100-28 device 0): communicator encountered a fatal error" in summary
