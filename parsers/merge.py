@@ -434,7 +434,8 @@ def _call_sites(ev: Any, limit: int = 3) -> list[str]:
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     from parsers.judges.logs import fr_report
-    from parsers.model.events import ErrorEvent
+    from parsers.model.events import ErrorEvent, RasFinding
+    from parsers.readers import ras
 
     timeouts: dict[tuple[str | None, int | None], set[int]] = {}
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
@@ -442,6 +443,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     first: tuple[tuple, str, str] | None = None  #: (stamps.key, what, the stamp as shown)
     dumped_for: dict[int, set[int]] = {}  #: rank whose timeout asked for dumps -> ranks that say they were asked
     analyzer: list[ErrorEvent] = []  #: the Flight Recorder analyzer's report, read in the same pass
+    ras_said: list[RasFinding] = []  #: a RAS view's findings, said as such
     earliest_line: ErrorEvent | None = None  #: the first error in file order, when no line has a time
     earliest_art = None  #: the artifact it is in
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
@@ -453,6 +455,9 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
             continue
         trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
+            if type(e) is RasFinding:
+                ras_said.append(e)
+                continue
             if type(e) is not ErrorEvent or e.kind in INFO_KINDS:
                 continue
             if e.kind == fr_report.KIND:  # the analyzer's findings are said below, as such
@@ -493,6 +498,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
                      "collective timed out (its watchdog asks every rank to dump)")
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     parts += fr_report.describe(analyzer)
+    parts += ras.describe(ras_said)
     cov = ev.coverage
     if cov.world_size and not cov.complete and cov.absent:
         parts.append(f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks"

@@ -126,3 +126,16 @@ def test_first_timed_error_without_a_rank_says_who_and_what():
     from tests.unit.realworld.verdicts import judge
     summary = judge("nccl-1905").summary
     assert "first error: nccl-warn (pid 238 on h100-28 device 0): communicator encountered a fatal error" in summary
+
+
+def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number():
+    """NCCL #1911 (2.26.2): '30 ranks ... operation 640', '2 ranks ... operation 641', then two rank lines
+    without a count: they are the two at 641 (the reporter: 'not stragglers'), so ahead, blamed for nothing,
+    and the summary says so instead of 'no error'."""
+    from tests.unit.realworld.verdicts import judge
+    (parsed,) = load(CORPUS / "nccl-1911.log")
+    assert [(f.kind, f.comm_rank, f.op_count) for f in parsed.events] == [("ahead", 12, 641), ("ahead", 13, 641)]
+    j = judge("nccl-1911")
+    assert j.culprit == "none"
+    assert "communicator ranks 12, 13 ahead at allgather count 641" in j.summary
+    assert "no error" not in j.summary
