@@ -14,12 +14,13 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, describe_status
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, RasFinding, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
 from parsers.judges.logs import fr_report
 from parsers.ranges import fold
+from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import Activity, classify, is_library
 
@@ -449,6 +450,7 @@ class _Seen:
     first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
+    ras_said: list[RasFinding] = field(default_factory=list)  #: a RAS view's findings, said as such
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
     innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
@@ -478,7 +480,9 @@ class _Seen:
             self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(data["group_rank"])
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
-            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else e.kind, stamps.shown(e.timestamp))
+            # without a rank, who said it (pid, host, device) and what: a bare kind names no one
+            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else _said(e, art),
+                          stamps.shown(e.timestamp))
             self.first_ranks = set()
         if when is not None and when == self.first[0] and rank is not None:
             self.first_ranks.add(rank)
@@ -491,7 +495,9 @@ def _seen(ev: Any) -> _Seen:
             continue
         seen.trails += art.parsed.facts.get("error_trails") or 0
         for e in art.parsed.events:
-            if type(e) is ErrorEvent and e.kind not in INFO_KINDS:
+            if type(e) is RasFinding:
+                seen.ras_said.append(e)
+            elif type(e) is ErrorEvent and e.kind not in INFO_KINDS:
                 seen.add(e, art)
     return seen
 
@@ -502,6 +508,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     parts = _timeout_parts(seen) + _dump_ask_parts(seen)
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     parts += fr_report.describe(seen.analyzer)
+    parts += ras.describe(seen.ras_said)
     parts += _coverage_parts(ev.coverage)
     parts += _error_parts(seen)
     parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)

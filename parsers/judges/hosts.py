@@ -165,15 +165,24 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
     for art in ev.artifacts:
         if art.kind not in RANK_LOG_KINDS or not art.parsed or not art.parsed.notes:
             continue
-        host = art.hints.host or art.host or _content_host(art) or "unknown-host"
+        host = art.hints.host or art.host or _content_host(art)
         rank = art.hints.rank if art.hints.from_manifest else art.rank
         pid = art.hints.pid if art.hints.from_manifest else art.pid
         subject = f"rank {rank}" if rank is not None else (f"pid {pid}" if pid is not None else "job log")
         found = kb.scan_lines(art.parsed.notes, subject, art.cite, "rank-log")
         seen = {(f.line_no, f.entry.id) for f in found}
         found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
-        out.setdefault((host, rank, pid), []).extend(found)
+        line_hosts = _line_hosts(art) if host is None else {}
+        for f in found:
+            out.setdefault((host or line_hosts.get(f.line_no) or "unknown-host", rank, pid), []).append(f)
     return out
+
+
+def _line_hosts(art) -> dict[int, str]:
+    """Line number -> the host its own prefix names, for a loose file of several hosts (one user's paste of
+    NCCL lines from three nodes): a finding on a line belongs to that line's host, not to 'unknown-host'."""
+    return {e.origin.line: e.origin.host for e in art.parsed.events
+            if getattr(e, "origin", None) is not None and e.origin.line is not None and e.origin.host}
 
 
 def _content_host(art) -> str | None:

@@ -82,6 +82,7 @@ def parse_text(lines: Iterable[str], others: dict[int, str] | None = None) -> Pa
         m = _GROUP.match(line)
         if m and block:
             block.counts.append(int(m.group("oc")) if m.group("oc") else 0)
+            block.sizes.append(int(m.group("n")))
             continue
         m = _RANK.match(line)
         if m and block:
@@ -109,7 +110,21 @@ class _Block:
     def __init__(self, comm: str, section: str, op: str | None = None) -> None:
         self.comm, self.section, self.op = comm, section, op
         self.counts: list[int] = []  #: 'N ranks have launched up to operation X' values
+        self.sizes: list[int] = []  #: their N, in the same order
         self.ranks: list[tuple[re.Match, str]] = []
+
+    def listed_count(self) -> int | None:
+        """The operation count of the ranks listed without one ('Rank 12 -- GPU 4 managed by ...').
+
+        Why by size: the report lists the ranks of one group only, and says how many each group
+        holds (seen, NCCL 2.26.2, NVIDIA/nccl#1911: '30 ranks have launched up to operation 640',
+        '2 ranks have launched up to operation 641', then two rank lines, which the reporter
+        confirms are the two at 641). The group whose size is the number of such lines is theirs;
+        when none or several fit, their count is not known (None), not guessed.
+        """
+        plain = sum(1 for m, _ in self.ranks if m.group("oc") is None and not m.group("none") and not m.group("status"))
+        fits = [c for c, n in zip(self.counts, self.sizes) if n == plain]
+        return fits[0] if len(fits) == 1 else None
 
 
 def _flush(out: Parsed, block: _Block | None) -> None:
@@ -137,9 +152,11 @@ def _rank_finding(m: re.Match, block: _Block, top: int | None, text: str) -> Ras
         return RasFinding(comm, "status", r, pid, node, text=text)
     if block.section == "ERROR":  # a rank that reported an asynchronous error: a victim's view, not a lag
         return RasFinding(comm, "error", r, pid, node, text=text)
-    # a plain member line under a count group: the rank sits at that group's count
-    return RasFinding(comm, "member", r, pid, node, op_count=block.counts[0] if block.counts else None, op=op,
-                      text=text)
+    # a plain member line under count groups: it sits at its group's count, which says whether it lags
+    value = block.listed_count()
+    if value is not None and top is not None and len(set(block.counts)) > 1:
+        return RasFinding(comm, "behind" if value < top else "ahead", r, pid, node, op_count=value, op=op, text=text)
+    return RasFinding(comm, "member", r, pid, node, op_count=value, op=op, text=text)
 
 
 def _comm_list(obj: dict) -> list | None:
@@ -232,4 +249,36 @@ def parse_json_text(text: str) -> Parsed:
     out = parse_json(obj)
     if repaired:
         out.facts["repaired"] = "added commas NCCL left out (NCCL 2.28.9 missing_ranks entries)"
+    return out
+
+
+def describe(findings: Iterable[RasFinding], limit: int = 3) -> list[str]:
+    """What RAS reports, one phrase per communicator and kind, for a summary that names no culprit.
+
+    Why the summary needs it: a RAS view whose listed ranks are AHEAD (the others lag and are
+    not listed, NVIDIA/nccl#1911) blames no one, yet it is not 'no error': it says the
+    communicator's counts differ and where the listed ranks are. Repeated views (STATUS,
+    VERBOSE STATUS, JSON) say one thing once.
+    """
+    seen: dict[tuple[str, str], dict] = {}
+    for f in findings:
+        if f.kind not in ("behind", "ahead", "missing", "dead"):
+            continue
+        slot = seen.setdefault((f.comm, f.kind), {"ranks": set(), "where": set(), "op": f.op, "count": f.op_count})
+        if f.comm_rank is not None:
+            slot["ranks"].add(f.comm_rank)
+        if f.pid is not None:
+            slot["where"].add(f"pid {f.pid}" + (f" on {f.host}" if f.host else ""))
+    out = []
+    for (comm, kind), slot in list(seen.items())[:limit]:
+        ranks = sorted(slot["ranks"])
+        who = (f"communicator rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}" if ranks
+               else "a process")
+        at = f" at {slot['op'] or 'operation'} count {slot['count']}" if slot["count"] is not None else ""
+        text = f"NCCL RAS ({comm.split(':', 1)[-1]}): {who} {kind}{at}"
+        if slot["where"]:
+            text += f" ({'; '.join(sorted(slot['where'])[:4])})"
+        if kind == "ahead":
+            text += "; the ranks behind them are not listed"
+        out.append(text)
     return out

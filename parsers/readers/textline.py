@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from parsers.model.events import Origin
-from parsers.readers import c10d, fr_report, gloo, launcher, pasted_host
+from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, pasted_host
 
 #: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print
 _KNOWN = re.compile(
@@ -29,14 +29,16 @@ _BENIGN = re.compile(
 
 
 def match_text(text: str, origin: Origin) -> list:
-    """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence (first reader that knows it)."""
+    """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence, a runtime's fatal-signal
+    report (first reader that knows it)."""
     return (c10d.match_line(text, origin) or gloo.match_line(text, origin) or launcher.match_line(text, origin)
-            or pasted_host.match_line(text, origin))
+            or pasted_host.match_line(text, origin) or crash_signal.match_line(text, origin))
 
 
 def looks_known(text: str) -> bool:
     """True when an unmatched line still looks like a format this project reads (and is no stack frame)."""
-    return bool(_KNOWN.search(text) or fr_report.KNOWN_WORDS.search(text)) and not _BENIGN.match(text.lstrip())
+    return bool(_KNOWN.search(text) or fr_report.KNOWN_WORDS.search(text) or crash_signal.KNOWN_WORDS.search(text)) \
+        and not _BENIGN.match(text.lstrip())
 
 
 def is_benign(text: str) -> bool:

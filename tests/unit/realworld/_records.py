@@ -7,7 +7,7 @@ knows how today's event model spells each of those things.
 
 from __future__ import annotations
 
-from parsers.model.events import CommMember, ErrorEvent, OpEvent, Progress, TopoEdge
+from parsers.model.events import CommMember, ErrorEvent, OpEvent, Progress, RasFinding, TopoEdge
 
 #: ErrorEvent kinds that are NCCL WARN lines whatever their finer class
 _NCCL_WARN_KINDS = {"ib-completion", "connection-closed", "nccl-timeout", "nccl-warn"}
@@ -60,6 +60,9 @@ def _event_records(ev) -> list[dict]:
         return [{**base, "kind": kind, "op": ev.op, "op_count": ev.seq, "seq": ev.seq, "comm_rank": ev.comm_rank}]
     if isinstance(ev, CommMember):
         return [{**base, "kind": "nccl-init", "rank": ev.comm_rank, "nranks": ev.nranks, "global_rank": base.get("rank")}]
+    if isinstance(ev, RasFinding):  # its rank is the communicator's, its host the node RAS names
+        return [{"kind": "ras-finding", "finding": ev.kind, "comm_rank": ev.comm_rank, "pid": ev.pid, "host": ev.host,
+                 "op": ev.op, "op_count": ev.op_count, "pg": ev.comm}]
     if isinstance(ev, TopoEdge):
         return [{**base, "kind": "nccl-topo", "src": ev.src, "dst": ev.dst}]
     return []

@@ -145,3 +145,36 @@ def test_a_torchelastic_entry_is_said_in_words(tmp_path):
     summary = analyze(tmp_path).verdict.summary
     assert ("child-failure: torchelastic reports rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo,"
             " at 2025-03-11_18:33:20)") in summary, summary
+
+
+def test_ib_errors_pasted_from_three_hosts_go_to_each_lines_host():
+    """NCCL #928: one paste of IB error-4 WARNs from H100-2, H100-1 and H100-5: each host is suspect
+    for its own line; none of it lands on an 'unknown-host' (the file names no single host)."""
+    from parsers.judges.hosts import host_reports
+    from parsers import knowledge
+    with tempfile.TemporaryDirectory() as tmp:
+        reports = host_reports(_evidence("nccl-928", tmp), knowledge.load(use_env=False))
+    suspect = {r.host: [g.first.line_no for g in r.reasons] for r in reports if r.status == "suspect"}
+    assert suspect == {"H100-1": [6], "H100-2": [1], "H100-5": [11]}
+    assert "unknown-host" not in {r.host for r in reports}
+
+
+def test_first_timed_error_without_a_rank_says_who_and_what():
+    """NCCL #1905: three timestamped WARNs of one process, no rank printed: the summary's first error
+    names pid, host and device and the message, not a bare kind."""
+    from tests.unit.realworld.verdicts import judge
+    summary = judge("nccl-1905").summary
+    assert "first error: nccl-warn (pid 238 on h100-28 device 0): communicator encountered a fatal error" in summary
+
+
+def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number():
+    """NCCL #1911 (2.26.2): '30 ranks ... operation 640', '2 ranks ... operation 641', then two rank lines
+    without a count: they are the two at 641 (the reporter: 'not stragglers'), so ahead, blamed for nothing,
+    and the summary says so instead of 'no error'."""
+    from tests.unit.realworld.verdicts import judge
+    (parsed,) = load(CORPUS / "nccl-1911.log")
+    assert [(f.kind, f.comm_rank, f.op_count) for f in parsed.events] == [("ahead", 12, 641), ("ahead", 13, 641)]
+    j = judge("nccl-1911")
+    assert j.culprit == "none"
+    assert "communicator ranks 12, 13 ahead at allgather count 641" in j.summary
+    assert "no error" not in j.summary
