@@ -23,11 +23,7 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS: dict[str, str] = {
-    "nccl-1669": ("the crashed process (pid 405884 on rtptest1621) is read from Open MPI's signal report and said "
-                  "in the summary, but no judge names a crashed process on its own: the excerpt stops at the banner, "
-                  "with no other process shown failing after it"),
-}
+GAPS: dict[str, str] = {}
 
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
@@ -61,6 +57,11 @@ BEYOND_EXCERPT = {
                   ["NCCL cannot be captured in a graph"]),
     "nccl-520": ("the aws-ofi-nccl plugin built without its -aws branch is the reporter's finding; the lines show "
                  "only an internal error under NCCL 2.9.9 on one host", ["NCCL error", "compute-dy-p4d24xlarge-77"]),
+    "nccl-1669": ("the RAS query during init and the crash in NCCL's RAS thread are the reporter's reproduction and "
+                  "the maintainer's fix; the excerpt stops at Open MPI's '*** Process received signal ***' banner, "
+                  "before its 'Signal:' line, and that handler also reports SIGABRT (6), a waiting process's own "
+                  "watchdog abort: the lines show which process got a fatal signal, not that it failed first",
+                  ["pid 405884 on rtptest1621", "Process received signal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
