@@ -45,6 +45,15 @@ def test_growing_heap_reads_as_gc_decline_and_the_cure_makes_it_periodic(tmp_pat
     result = _steps(*runs)  # two runs = a restart in between
     assert result["restarts"] == [149]  # the first step (setup) is not timed
     assert "gc-decline" in [f["kind"] for f in result["findings"]]
-    cured = _steps(_run(tmp_path / "cured", "--pattern", "gc", "--steps", "150", "--gc-every", "25"))
-    periodic = [f for f in cured["findings"] if f["kind"] == "periodic-slow"]
-    assert periodic and "every 25 steps" in periodic[0]["title"]
+    # Each try is a fresh real run. Why more than one: on a shared 2-core machine another process's time
+    # slices can swamp a run's step times (seen once in a fresh-clone suite run beside three other jobs);
+    # a detector that is broken fails all three.
+    tries = []
+    for attempt in range(3):
+        cured = _steps(_run(tmp_path / f"cured{attempt}", "--pattern", "gc", "--steps", "150", "--gc-every", "25"))
+        periodic = [f for f in cured["findings"] if f["kind"] == "periodic-slow"]
+        if periodic and "every 25 steps" in periodic[0]["title"]:
+            break
+        tries.append([(f["kind"], f["title"], f.get("evidence")) for f in cured["findings"]])
+    else:
+        pytest.fail(f"no 'every 25 steps' finding in 3 runs of arm(gc=25): {tries}")
