@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, RasFinding, describe_status
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, Progress, RasFinding, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
@@ -256,6 +256,64 @@ def process_op_disagreements(ev: Any) -> list[dict]:
         out.append({"op_count": seq, "ops": dict(ops), "text": f"processes disagree at opCount {seq:x}: {who} "
                     f"(a collective mismatch if they share a communicator; these lines do not say)"})
     return out
+
+
+def completed_past(ev: Any, limit: int = 2) -> list[str]:
+    """Groups where one rank completed collectives past the one another member still waits in: 'in group
+    0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
+
+    Why it matters: a member runs its collectives in order on one stream, so while rank 0 waits in 122 it
+    has run nothing of 123; rank 1 completing 123 and on means rank 1's calls were matched with something
+    else of rank 0's: the two sequences no longer line up (another op, another size, one more or fewer
+    call; seen in accelerate#3250, 2 ranks of one group stuck at 122 and 126). One past is not enough: a
+    peer that dies inside a collective can leave some members done with it and others not. Said, never
+    judged: which side called the odd one is not in these counters. Skipped for a rank that waits at
+    several positions and for wait lines hours apart (lines of several runs); gloo's completions stop
+    short of the op it failed in (gloo counts a failed collective as completed).
+    """
+    done: dict[tuple[str, int], int] = {}
+    waits: dict[tuple[str, int], set[int]] = {}
+    when: dict[tuple[str, int], tuple] = {}  #: the time of a rank's first wait line, where it has one
+    for art in ev.artifacts:
+        for e in art.parsed.events if art.parsed else ():
+            kind = type(e)
+            if kind is not Progress and kind is not ErrorEvent or e.origin.rank is None or not e.comm:
+                continue
+            key = (e.comm, e.origin.rank)
+            if kind is Progress and e.last_completed is not None:
+                done[key] = max(done.get(key, -1), e.last_completed)
+            elif kind is ErrorEvent and e.kind in ("watchdog-timeout", "failure-detected") and e.seq is not None:
+                waits.setdefault(key, set()).add(e.seq)
+                stamp = stamps.key(e.timestamp)
+                if stamp is not None and (key not in when or stamp < when[key]):
+                    when[key] = stamp
+    runs = {comm for (comm, _), seqs in waits.items() if len(seqs) > 1}  # a rank stuck twice: several runs
+    out: list[str] = []
+    for (comm, rank), seqs in sorted(waits.items(), key=lambda kv: min(kv[1])):
+        seq = min(seqs)
+        if comm in runs or any(f"group {_group_name(comm)}," in said for said in out):
+            continue
+        past = [(min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r) for (cm, r), c in done.items()
+                if cm == comm and r != rank]
+        best = max(((c, r) for c, r in past if c > seq and _one_run(when.get((comm, rank)), when.get((comm, r)))),
+                   default=None)
+        if best is not None:
+            out.append(f"in group {_group_name(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
+                       f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
+                       f"{rank}'s, so the two call sequences no longer line up (which side is odd is not in these lines)")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _one_run(a: tuple | None, b: tuple | None, within_s: float = 3600.0) -> bool:
+    """Two ranks' wait lines can be of one run: an hour apart at most where both have a time (a file that
+    collects lines of several jobs, tests/fixtures/host/ranklogs, has them months apart)."""
+    return a is None or b is None or (a[:2] == b[:2] and abs(a[2] - b[2]) <= within_s)
+
+
+def _group_name(comm: str) -> str:
+    return comm.split(":", 1)[1] if comm.startswith("pg:") else comm
 
 
 def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
@@ -507,6 +565,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     seen = _seen(ev)
     parts = _timeout_parts(seen) + _dump_ask_parts(seen)
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
+    parts += completed_past(ev)
     parts += fr_report.describe(seen.analyzer)
     parts += ras.describe(seen.ras_said)
     parts += _coverage_parts(ev.coverage)
@@ -533,8 +592,7 @@ def _timeout_parts(seen: _Seen) -> list[str]:
     parts = [f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}"
              for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]]
     for (comm, op, seq), rs in sorted(seen.group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        group = comm.split(":", 1)[1] if comm.startswith("pg:") else comm
-        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {group} (no global rank printed)"
+        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {_group_name(comm)} (no global rank printed)"
                      f" timed out in {_op_named(op, seq)}")
     return parts
 

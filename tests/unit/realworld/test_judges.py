@@ -178,3 +178,26 @@ def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number()
     assert j.culprit == "none"
     assert "communicator ranks 12, 13 ahead at allgather count 641" in j.summary
     assert "no error" not in j.summary
+
+
+def test_a_rank_that_completed_past_another_members_wait_is_said(tmp_path):
+    """Accelerate #3250: rank 0 waits in work 122 of the default group, rank 1 completed up to 125: said as
+    call sequences that no longer line up, with no culprit (which side is odd is not in the lines)."""
+    from parsers.analyze import analyze
+
+    shutil.copy(CORPUS / "accelerate-3250.log", tmp_path)
+    verdict = analyze(tmp_path).verdict
+    assert verdict.culprit is None
+    assert "in group 0, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.summary, verdict.summary
+
+
+def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path):
+    """MOTIP #52: rank 0 completed 93201, the one rank 2 waits in (a peer dying inside a collective leaves
+    members apart by one); tests/fixtures/host/ranklogs: rank 0's wait and rank 2's completions are months
+    apart (a file of several jobs' lines). Neither is a split."""
+    from parsers.analyze import analyze
+    from parsers.merge import completed_past
+
+    shutil.copy(CORPUS / "motip-52.log", tmp_path)
+    assert completed_past(analyze(tmp_path).evidence) == []
+    assert completed_past(analyze(CORPUS.parent / "host" / "ranklogs").evidence) == []
