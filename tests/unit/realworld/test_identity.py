@@ -98,3 +98,12 @@ def test_a_pdsh_label_that_is_an_ip_address_names_the_host():
                if isinstance(ev, ErrorEvent)}
     assert sorted(by_line) == [1, 2, 3, 4, 5]
     assert set(by_line.values()) == {("202.197.0.170", 1)}  # line 1 (label eaten by the tqdm bar): the file's one host
+
+
+def test_shell_prompt_above_a_pasted_dmesg_names_the_kernel_logs_host():
+    """akash-network/support#209: `(venv) root@node1:~/kubespray# nvidia-smi`, then `root@node1:~# dmesg -T | grep
+    NVRM` and its Xid 79: the file is read as a kernel log, and its prompts say the lines are node1's."""
+    events = _events("akash-209")
+    assert {(ev.kind, ev.origin.host) for ev in events if ev.kind in ("xid", "gpu-lost")} == {
+        ("gpu-lost", "node1"), ("xid", "node1")}
+    assert load(CORPUS / "akash-209.log")[0].facts["host"] == "node1"
