@@ -171,8 +171,9 @@ def _is_nccl_ts(text: str) -> bool:
 
 
 #: an interactive shell's prompt before a command: `zeyer@cn-234 ~ % nvidia-smi`, `root@node1:~# dmesg`,
-#: `[user@gpu07 work]$ nvidia-smi` (user@host, an optional directory, then %, $ or #)
-_PROMPT = re.compile(r"^\[?[a-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::\S*|\s+\S+)?\]?\s?[%$#] +\S")
+#: `[user@gpu07 work]$ nvidia-smi` (user@host, an optional directory, then %, $ or #), after an optional
+#: virtualenv/conda marker (`(venv) root@node1:~/kubespray# nvidia-smi`)
+_PROMPT = re.compile(r"^(?:\([\w.-]{1,64}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::\S*|\s+\S+)?\]?\s?[%$#] +\S")
 
 
 def prompt_host(text: str) -> str | None:

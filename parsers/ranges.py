@@ -18,3 +18,22 @@ def fold(ranks: Iterable[int]) -> str:
         if value is not None:
             start = prev = value
     return ",".join(parts)
+
+
+#: most ranks one folded list may expand to: the text is hostile ('0-999999999' must not allocate a billion ints)
+MAX_UNFOLD = 65536
+
+
+def unfold(text: str) -> list[int] | None:
+    """'8-13,15' -> [8, 9, 10, 11, 12, 13, 15], the inverse of fold; None when `text` is no such list or would
+    expand past MAX_UNFOLD values."""
+    out: set[int] = set()
+    for part in text.strip().split(",", MAX_UNFOLD)[:MAX_UNFOLD]:
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or len(lo) > 9 or (sep and (not hi.isdigit() or len(hi) > 9)):
+            return None
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a or len(out) + (b - a + 1) > MAX_UNFOLD:
+            return None
+        out.update(range(a, b + 1))
+    return sorted(out)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from parsers import prefix
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
@@ -367,16 +368,24 @@ def _kernel_log(inp: ReadInput) -> Parsed:
     (Xid, GPU off the bus, PCIe AER), so a loose kernel log speaks in the same terms as pasted lines."""
     out = Parsed(kind="kernel-log")
     lines = host_kernel.read_kernel_log(inp.text())
-    joined: list[tuple[int, str]] = []  # messages with their unstamped continuation lines (the driver splits some)
+    joined: list[tuple[int, str, str | None]] = []  # messages with their unstamped continuation lines (the driver
+    # splits some), each with the host of the shell prompt pasted above it (`root@node1:~# dmesg -T`), if any
+    shell_host: str | None = None
     for ln in lines:
         out.notes.append((ln.line_no, ln.message))
-        if joined and ln.stamp is None and ln.raw[:1].isspace():
-            n, text = joined[-1]
-            joined[-1] = (n, f"{text} {ln.message[5:].strip() if ln.message.startswith('NVRM:') else ln.message}")
+        prompted = prefix.prompt_host(ln.raw) if "@" in ln.raw[:100] else None
+        if prompted:
+            shell_host = prompted
+        elif joined and ln.stamp is None and ln.raw[:1].isspace():
+            n, text, host = joined[-1]
+            joined[-1] = (n, f"{text} {ln.message[5:].strip() if ln.message.startswith('NVRM:') else ln.message}", host)
         else:
-            joined.append((ln.line_no, ln.message))
-    for n, text in joined:
-        out.events.extend(pasted_host.match_line(text, Origin(host=inp.origin.host, file=inp.origin.file, line=n)))
+            joined.append((ln.line_no, ln.message, shell_host))
+    for n, text, host in joined:
+        out.events.extend(pasted_host.match_line(text, Origin(host=host or inp.origin.host, file=inp.origin.file, line=n)))
+    prompted_hosts = {host for _, _, host in joined if host}
+    if len(prompted_hosts) == 1:  # every prompt names one machine: the file is that host's (else left unsaid)
+        out.facts["host"] = prompted_hosts.pop()
     out.lines = len(out.notes)
     return out
 

@@ -62,6 +62,7 @@ def parse_launcher_data(data: object) -> list[RankExit]:
 import re as _re
 
 from parsers.model.events import ErrorEvent, Origin
+from parsers.ranges import unfold
 
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL = _re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
@@ -87,10 +88,18 @@ _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*
 _RANK_FIELD = _re.compile(r"(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
+#: Slurm's srun when tasks of a step end badly: 'srun: error: node-0-1: tasks 8-13,15: Exited with exit code 1',
+#: '... task 3: Killed' / 'Aborted (core dumped)' / 'Segmentation fault'; the numbers are Slurm task ids
+#: (SLURM_PROCID: the global ranks when srun starts one task per rank, node indices under `srun torchrun`)
+_SRUN_EXIT = _re.compile(r"srun: error: (?P<host>[A-Za-z0-9][\w.-]{0,252}): tasks? (?P<tasks>[\d,-]{1,4000}): "
+                         r"(?P<how>Exited with exit code (?P<code>\d{1,6})|Killed|Terminated|Aborted(?: \(core dumped\))?"
+                         r"|Segmentation fault(?: \(core dumped\))?)")
 
 
 def match_line(text: str, origin: Origin) -> list:
     """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
+    if text.startswith("srun: error: "):
+        return _srun_line(text, origin)
     if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
         return []
     spawned = _spawn_line(text, origin)
@@ -121,6 +130,19 @@ def match_line(text: str, origin: Origin) -> list:
         return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
                            data={"pid": int(m.group("pid")), "signal": m.group("sig")})]
     return []
+
+
+def _srun_line(text: str, origin: Origin) -> list:
+    """srun's report that tasks of its step ended (exit code or fatal signal), on the node it names; [] if none."""
+    m = _SRUN_EXIT.match(text)
+    tasks = unfold(m.group("tasks")) if m else None
+    if not m or tasks is None:
+        return []
+    data = {"launcher": "srun", "tasks": tasks, "how": m.group("how")}
+    if m.group("code") is not None:
+        data["exitcode"] = int(m.group("code"))
+    return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+                       origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
 
 
 def _spawn_line(text: str, origin: Origin) -> list:

@@ -45,8 +45,12 @@ _TREE = re.compile(r"^Tree (?P<ch>\d+) : (?P<up>-?\d+) -> (?P<me>\d+) -> (?P<dow
 _TREES_OLD = re.compile(r"Trees((?: \[\d+\] [-\d/]+->\d+->-?\d+)+)")
 _TREE_OLD_ONE = re.compile(r"\[(?P<ch>\d+)\] (?P<down>[-\d/]+)->(?P<me>\d+)->(?P<up>-?\d+)")
 _RING_LIST = re.compile(r"^Channel (?P<ch>\d+)/(?P<n>\d+) :(?P<ranks>(?:\s+\d+)+)\s*$")
+#: a connection of one channel: `Channel 00/0 : 3[3] -> 1[1] via P2P/IPC`; NCCL 2.3-2.6 print the same as
+#: `Ring 00 : 3[3] -> 1[1] via P2P/IPC`, and a network hop without the device brackets
+#: (`Ring 00 : 1 -> 4 [receive] via NET/IB/1/GDRDMA`)
 _CONN = re.compile(
-    r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<a>\d+)\[[^\]]*\] -> (?P<b>\d+)\[[^\]]*\] (?:\[(?P<dir>send|receive)\] )?via (?P<via>\S+)"
+    r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<a>\d+)(?:\[[^\]]*\])? -> (?P<b>\d+)(?:\[[^\]]*\])? "
+    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>\S+)"
 )
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 _CLOSED = re.compile(r"Connection closed by (?:remote peer|localRank) ?(?P<peer>\S+)?")
@@ -90,6 +94,7 @@ class _State:
         self.hosts: set[str] = set()  #: host names seen at clean record starts
         self.seen_hosts: set[str] = set()
         self.seen_pids: set[int] = set()
+        self.wrap_ranks: set[int] = set()  #: launcher rank labels on NCCL records (an error trail is a line too)
 
     def comm_of(self, pid: int, ptr: str) -> str:
         return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
@@ -234,6 +239,8 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
     origin = Origin(host, pid, wrap_rank, file, lineno, device=device)  # a launcher's rank label is the global rank
     st.seen_hosts.add(host)
     st.seen_pids.add(pid)
+    if wrap_rank is not None:
+        st.wrap_ranks.add(wrap_rank)
     level = m.group("lvl")
     if level == "WARN":
         _warn(out, msg, origin, m.group("ts"))
@@ -266,6 +273,10 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
         if c:
             _edges(out, st, pid, tid, origin, "ring", int(c.group("ch")),
                    [(int(c.group("prev")), int(c.group("me"))), (int(c.group("me")), int(c.group("next")))])
+            return
+        c = _CONN.match(msg)
+        if c:
+            _edges(out, st, pid, tid, origin, "channel", int(c.group("ch")), [(int(c.group("a")), int(c.group("b")))])
             return
     if msg.startswith("Tree "):
         c = _TREE.match(msg)
@@ -378,15 +389,16 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
 
 
-def _labelled_ranks(out: Parsed) -> None:
+def _labelled_ranks(out: Parsed, wrap_ranks: set[int] = frozenset()) -> None:
     """Name the global ranks the lines' prefixes carry (Open MPI `[1,N]<stdout>:`, Slurm `N: `, `[rankN]:`).
 
     Why: an NCCL log merged by mpirun or srun carries each process's rank in its prefix, not in
     NCCL's own records (whose bracket is a device); without this the file's ranks count as silent.
-    A comm rank already chosen for a one-process file stays; labels only add what it lacks.
+    A comm rank already chosen for a one-process file stays; labels only add what it lacks. Records that
+    make no event (an error trail `init.cu:915 -> 2`) still show their rank printed lines (`wrap_ranks`).
     """
-    labelled = sorted({e.origin.rank for e in out.events if getattr(e, "origin", None) is not None
-                       and e.origin.rank is not None})
+    labelled = sorted(set(wrap_ranks) | {e.origin.rank for e in out.events if getattr(e, "origin", None) is not None
+                                         and e.origin.rank is not None})
     if len(labelled) > 1:
         out.facts["ranks"] = labelled
         out.facts.pop("rank", None)
@@ -446,7 +458,7 @@ def _finish(out: Parsed, st: _State) -> None:
         out.facts["world_comm"] = world.comm
         if not _ranks_by_device(out, [m for m in members if (m.nranks or 0) == biggest]):
             out.facts["rank"] = world.comm_rank
-    _labelled_ranks(out)
+    _labelled_ranks(out, st.wrap_ranks)
     for key, seen in (("hosts", st.seen_hosts), ("pids", st.seen_pids)):
         if seen:
             vals = sorted(seen)

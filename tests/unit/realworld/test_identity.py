@@ -98,3 +98,23 @@ def test_a_pdsh_label_that_is_an_ip_address_names_the_host():
                if isinstance(ev, ErrorEvent)}
     assert sorted(by_line) == [1, 2, 3, 4, 5]
     assert set(by_line.values()) == {("202.197.0.170", 1)}  # line 1 (label eaten by the tqdm bar): the file's one host
+
+
+def test_shell_prompt_above_a_pasted_dmesg_names_the_kernel_logs_host():
+    """akash-network/support#209: `(venv) root@node1:~/kubespray# nvidia-smi`, then `root@node1:~# dmesg -T | grep
+    NVRM` and its Xid 79: the file is read as a kernel log, and its prompts say the lines are node1's."""
+    events = _events("akash-209")
+    assert {(ev.kind, ev.origin.host) for ev in events if ev.kind in ("xid", "gpu-lost")} == {
+        ("gpu-lost", "node1"), ("xid", "node1")}
+    assert load(CORPUS / "akash-209.log")[0].facts["host"] == "node1"
+
+
+def test_old_ring_connection_lines_under_open_mpi_labels_give_edges_and_ranks():
+    """NVIDIA/nccl#224 (Horovod under mpirun --tag-output): NCCL 2.3-era `Ring 00 : 3[3] -> 1[1] via P2P/IPC` and
+    `Ring 00 : 1 -> 4 [receive] via NET/IB/1/GDRDMA` are one channel's connections; `[1,N]<stdout>:` is the rank,
+    also on rank 0's only line, an error trail (`init.cu:915 -> 2`)."""
+    from parsers.model.events import TopoEdge
+    edges = [ev for ev in _events("nccl-224") if isinstance(ev, TopoEdge)]
+    assert {(ev.origin.rank, ev.origin.host, ev.src, ev.dst) for ev in edges} >= {
+        (3, "gpu6", 3, 1), (4, "gpu7", 1, 4), (5, "gpu7", 5, 0)}
+    assert load(CORPUS / "nccl-224.log")[0].facts["ranks"] == list(range(8))

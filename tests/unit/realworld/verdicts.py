@@ -62,6 +62,9 @@ BEYOND_EXCERPT = {
                   "before its 'Signal:' line, and that handler also reports SIGABRT (6), a waiting process's own "
                   "watchdog abort: the lines show which process got a fatal signal, not that it failed first",
                   ["pid 405884 on rtptest1621", "Process received signal"]),
+    "vllm-7896": ("the bad instance node is the reporter's finding and is never named; no line carries an ip or "
+                  "host, they show Ray worker pid 11305 raising vLLM's NCCL 'unhandled cuda error' in init_device",
+                  ["pid 11305", "unhandled cuda error"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
