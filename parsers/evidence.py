@@ -582,8 +582,10 @@ def _group_hosts(ev: Evidence) -> None:
         kind = registry.kind(art.kind) if art.kind in registry.BY_NAME else None
         if kind is None or kind.scope != registry.HOST or art.kind.startswith("ras-"):
             continue
-        #: the host the text names (a pasted shell prompt above a dmesg) wins over the file's hint, as for ranks
-        name = (art.parsed.facts.get("host") if art.parsed else None) or art.hints.host or "unknown-host"
+        #: the host the text names (a pasted shell prompt above a dmesg) wins over a loose file's path hint, as
+        #: for ranks; a manifest's host is the collector's own knowledge and stays
+        said = art.parsed.facts.get("host") if art.parsed and not art.hints.from_manifest else None
+        name = said or art.hints.host or "unknown-host"
         h = ev.hosts.setdefault(name, HostEvidence(name))
         h.kinds.add(art.kind)
         if ev.manifest is None and kind.collector and kind.collector not in h.collected:
