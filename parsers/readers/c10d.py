@@ -89,6 +89,12 @@ _WRAPPER_MISMATCH = re.compile(
     + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).*?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
     + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]{1,64})\b)"
 )
+#: torch 1.10's one-sided form: the raising rank's own fingerprint, no other side ('Rank 0 is running inconsistent
+#: collective: CollectiveFingerPrint(OpType=BROADCAST, TensorShape=[4], ...', speechbrain #1166)
+_WRAPPER_INCONSISTENT = re.compile(
+    r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d{1,9}) is running inconsistent collective: "
+    + _FINGERPRINT.format(p="a_")
+)
 _ASPECTS = re.compile(r"Collectives differ in the following aspects: ?(?P<what>.{1,300})")
 _FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
 _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
@@ -203,6 +209,12 @@ def match_line(text: str, origin: Origin) -> list:
     m = _WRAPPER_MISMATCH.search(text)
     if m:
         err("collective-mismatch", comm=group, data=_wrapper_sides(m, text))
+        return events
+    m = _WRAPPER_INCONSISTENT.search(text)
+    if m:
+        side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
+                "numel": _numel(m.group("a_shape"))}
+        err("collective-mismatch", comm=group, data={"sides": [side], "aspects": None})
         return events
     m = _RUNNING.search(text)
     if m:
