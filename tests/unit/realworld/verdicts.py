@@ -23,11 +23,7 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS: dict[str, str] = {
-    "pytorch-152623": ("TORCH_NCCL_DESYNC_DEBUG's report names the lagging rank in the excerpt itself ('[7] finished "
-                       "collective #182, but didn't join collective #183', ranks 0-6 two hundred collectives on); no "
-                       "reader turns that report into evidence, so only rank 0's own timeout is weighed"),
-}
+GAPS: dict[str, str] = {}
 
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
