@@ -32,8 +32,11 @@ TORCHRUN_LABEL = re.compile(r"^\[(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local>\d{1,6
 #: `[rankN]:[E...` glued after a progress bar or other text on the same line
 _TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
 #: `[N] ` at the start: a launcher's rank label, or a log viewer's line number (the caller decides);
-#: not when NCCL's own `[dev] ` bracket follows directly (a record whose host:pid:tid was cut)
-_LABEL = re.compile(r"^\[(\d{1,7})\] (?!(?:[\w./-]+:\d+ )?NCCL )(?=\S)")
+#: not when NCCL's own `[dev] ` bracket follows directly (a record whose host:pid:tid was cut), nor in
+#: TORCH_NCCL_DESYNC_DEBUG's report, whose `[7] finished collective #182, but didn't join ...` and
+#: `[7] finished ALLREDUCE` name the rank the report is about (parsers.readers.c10d), not the printer
+_LABEL = re.compile(r"^\[(\d{1,7})\] (?!(?:[\w./-]+:\d+ )?NCCL )"
+                    r"(?!(?:joined but didn't finish|finished) collective #|(?:started|finished) _?[A-Z][A-Z_]*\s*$)(?=\S)")
 _ISO_TS = re.compile(
     r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - [\w.]+ - |\s+|$)"
 )

@@ -89,12 +89,32 @@ _WRAPPER_MISMATCH = re.compile(
     + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).*?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
     + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]{1,64})\b)"
 )
+#: torch 1.10's one-sided form: the raising rank's own fingerprint, no other side ('Rank 0 is running inconsistent
+#: collective: CollectiveFingerPrint(OpType=BROADCAST, TensorShape=[4], ...', speechbrain #1166)
+_WRAPPER_INCONSISTENT = re.compile(
+    r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d{1,9}) is running inconsistent collective: "
+    + _FINGERPRINT.format(p="a_")
+)
+#: TORCH_NCCL_DESYNC_DEBUG's report (the timing-out rank reads every rank's last collective from the store,
+#: TraceUtils.h): the ranks it calls lagging, 'ranks [47] are the lagging ranks that caused this timeout. They
+#: never joined any collectives', '[47] joined but didn't finish collective #41207 (count from 1)', '[7] finished
+#: collective #182, but didn't join collective #183 (count from 1)'; then its snapshot, one line per state and op,
+#: '[0, 1, 2] started ALLREDUCE' (pytorch/pytorch#152623). Rank lists are ', '-joined.
+_RANK_LIST = r"\[(?P<ranks>\d{1,7}(?:, \d{1,7}){0,4095})\]"
+_DESYNC_LAGGING = re.compile(
+    r"(?:ranks )?" + _RANK_LIST + r" (?:(?P<never>are the lagging ranks that caused this timeout)"
+    r"|(?P<inside>joined but didn't finish) collective #(?P<in_seq>\d{1,12})"
+    r"|finished collective #(?P<fin_seq>\d{1,12}), but didn't join collective #\d{1,12})"
+)
+_DESYNC_STATE = re.compile(r"^" + _RANK_LIST + r" (?P<state>started|finished) (?P<op>_?[A-Z][A-Z_]{0,63})$")
+MAX_DESYNC_RANKS = 4096  #: ranks one desync line may list (bounded: hostile input)
 _ASPECTS = re.compile(r"Collectives differ in the following aspects: ?(?P<what>.{1,300})")
 _FRAME = re.compile(r'File "(?P<file>[^"]*torch/distributed/[^"]*)",? line (?P<line>\d+), in (?P<fn>\w+)')
 _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
 _MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError",
             "NCCL error",
-            "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl")
+            "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl",
+            "collective #", "] started ", "] finished ")
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
 
@@ -204,10 +224,28 @@ def match_line(text: str, origin: Origin) -> list:
     if m:
         err("collective-mismatch", comm=group, data=_wrapper_sides(m, text))
         return events
+    m = _WRAPPER_INCONSISTENT.search(text)
+    if m:
+        side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
+                "numel": _numel(m.group("a_shape"))}
+        err("collective-mismatch", comm=group, data={"sides": [side], "aspects": None})
+        return events
     m = _RUNNING.search(text)
     if m:
         err("c10d-fingerprint", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"numel": _numel(m.group("shape"))})
+        return events
+    m = _DESYNC_LAGGING.search(text)
+    if m:
+        state = "never-joined" if m.group("never") else ("inside" if m.group("inside") else "finished-before")
+        # the report counts collectives from 1 in its own numbering, not SeqNum: kept apart from seq
+        err("desync-lagging", comm=group, data={"lagging": _ranks(m.group("ranks")), "state": state,
+                                                "collective": _int(m.group("in_seq") or m.group("fin_seq"))})
+        return events
+    m = _DESYNC_STATE.match(text.strip())
+    if m:  # one line of the report's snapshot: which ranks were last seen starting or finishing which op
+        err("desync-state", comm=group, data={"ranks": _ranks(m.group("ranks")), "state": m.group("state"),
+                                              "last_op": normalise_op(m.group("op"))})
         return events
     m = _WATCHDOG.search(text)
     if m:
@@ -306,6 +344,11 @@ def _wrapper_sides(m: re.Match, text: str) -> dict:
                       "seq": _int(m.group(p + "seq")), "numel": _numel(m.group(p + "shape"))})
     a = _ASPECTS.search(text)
     return {"sides": sides, "aspects": " ".join(a.group("what").split()) if a else None}
+
+
+def _ranks(listed: str) -> list[int]:
+    """'0, 1, 2' -> [0, 1, 2], at most MAX_DESYNC_RANKS of them."""
+    return [int(r) for r in listed.split(", ")[:MAX_DESYNC_RANKS]]
 
 
 def _numel(shape: str | None) -> int | None:

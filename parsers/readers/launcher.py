@@ -66,6 +66,12 @@ from parsers.ranges import unfold
 
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL = _re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
+#: the torchelastic agent itself got a signal from outside (a user's kill or Ctrl-C, the scheduler, kubectl delete):
+#: 'W0409 07:28:49.530000 1359 torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, shutting
+#: down workers' (pytorch/pytorch#150916); the pid in the logging header is the agent's own. Said as a fact about
+#: how the job ended: the same line follows a user's kill of a job that already hung
+_AGENT_SIGNAL = _re.compile(r"Received (?P<sig>\d{1,3}|SIG[A-Z]{2,8}) death signal, shutting down workers")
+_LOG_HEADER_PID = _re.compile(r"^[EWIFD]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d{1,10}) ")
 _VLLM_EXIT = _re.compile(r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)")
 #: DeepSpeed's launcher (deepspeed/launcher/launch.py): '[launch.py:324:sigkill_handler] ['/usr/bin/python3', '-u',
 #: 'main.py', '--local_rank=1', ...] exits with return code = -11' and '... Killing subprocess 94984' (it kills
@@ -125,6 +131,14 @@ def match_line(text: str, origin: Origin) -> list:
     if m:
         return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
                            data={"exitcode": int(m.group("code")), "pid": int(m.group("pid")), "worker": m.group("who")})]
+    m = _AGENT_SIGNAL.search(text)
+    if m:
+        sig = m.group("sig")
+        header = _LOG_HEADER_PID.match(text.strip())
+        who = Origin(host=origin.host, pid=int(header.group("pid")) if header else origin.pid, file=origin.file,
+                     line=origin.line)
+        return [ErrorEvent(kind="agent-signal", message=text.strip(), origin=who, source="launcher",
+                           data={"signal": int(sig) if sig.isdigit() else sig})]
     m = _SIGNAL.search(text)
     if m:
         return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",

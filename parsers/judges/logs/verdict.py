@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from parsers import stamps
-from parsers.judges.logs import fr_report
+from parsers.judges.logs import desync, fr_report
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
@@ -60,6 +60,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     _roots(t, g, roots, ids, get, get)
     _mismatch(t, get, roots, ids)
     fr_report.offer_suspects(errors, get)  # the Flight Recorder analyzer's report, pasted or saved
+    desync.offer_suspects(errors, ids.world_size, get)  # PyTorch's TORCH_NCCL_DESYNC_DEBUG report
     if not acc:  # a cycle names nobody in particular: only a lead, and only when nothing better explains the wait
         for cycle in cycles:
             for r in cycle:

@@ -92,3 +92,13 @@ def test_both_sides_of_a_report_at_one_position_are_compared():
     assert set(t.signatures) == {(WRAPPER + "pg:0", 32)}
     found = find_mismatches(t)
     assert {tuple(m["ranks"]) for m in found} == {(2,), (3,)} and all(m["tie"] for m in found)
+
+
+def test_the_torch_1_10_form_names_only_the_raising_side_and_names_nobody():
+    """torch 1.10 printed only the raising rank's fingerprint ('Rank 0 is running inconsistent collective:
+    CollectiveFingerPrint(OpType=BROADCAST, ...', speechbrain #1166): one side is read, and with no other
+    side the check names no rank."""
+    evs = _events("speechbrain-1166")
+    assert [(e.kind, [(s["rank"], s["op"], s["seq"], s["numel"]) for s in e.data["sides"]]) for e in evs] == [
+        ("collective-mismatch", [(0, "broadcast", None, 4)])]
+    assert _judge("speechbrain-1166", None) == {}

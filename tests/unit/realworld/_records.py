@@ -11,7 +11,7 @@ from parsers.model.events import CommMember, ErrorEvent, OpEvent, Progress, RasF
 
 #: ErrorEvent kinds that are NCCL WARN lines whatever their finer class
 _NCCL_WARN_KINDS = {"ib-completion", "connection-closed", "nccl-timeout", "nccl-warn"}
-_ERROR_KIND = {"ib-completion": "ib-error", "dump-signal": "dump"}
+_ERROR_KIND = {"ib-completion": "ib-error", "dump-signal": "dump", "desync-lagging": "desync-report"}
 
 
 def _origin(ev) -> dict:

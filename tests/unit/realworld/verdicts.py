@@ -65,6 +65,9 @@ BEYOND_EXCERPT = {
     "vllm-7896": ("the bad instance node is the reporter's finding and is never named; no line carries an ip or "
                   "host, they show Ray worker pid 11305 raising vLLM's NCCL 'unhandled cuda error' in init_device",
                   ["pid 11305", "unhandled cuda error"]),
+    "pytorch-150916": ("that the kill started the failure is the reporter's test (an agent killed on purpose); the lines "
+                       "show only that agent pid 1359 got signal 15 and shut its worker down, which a user's kill of a "
+                       "job that already hung prints the same way", ["pid 1359", "Received 15 death signal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
 }
