@@ -23,7 +23,10 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS: dict[str, str] = {}
+GAPS: dict[str, str] = {
+    "mmseg-2137": ("rank 0's timed-out all-gather (SeqNum 7559) is two behind rank 1's (7561), but the summary "
+                   "only lists both timeouts, not that rank 0 lags"),
+}
 
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
@@ -67,6 +70,15 @@ BEYOND_EXCERPT = {
                   ["pid 11305", "unhandled cuda error"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
+    "speechbrain-2401": ("checkpointing in a main-process-only section is the maintainer's finding (PR #2404); the line "
+                         "shows rank 1 in an all-reduce and rank 0 in a broadcast at one position (1 against 1), so no "
+                         "odd one out", ["SequenceNumber 485", "broadcast(count=1)", "allreduce(count=25)"]),
+    "ms-swift-9443": ("the text-only batch is the pull request's finding; the line shows ranks 0 and 1 all-reducing "
+                      "different sizes at one position (1 against 1), not which rank had the text-only batch",
+                      ["SequenceNumber 3104", "count=195812480", "count=51123456"]),
+    "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
+                       "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
+                       ["ranks 1-3", "SeqNum 19"]),
 }
 
 @dataclass
