@@ -23,10 +23,7 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS: dict[str, str] = {
-    "mmseg-2137": ("rank 0's timed-out all-gather (SeqNum 7559) is two behind rank 1's (7561), but the summary "
-                   "only lists both timeouts, not that rank 0 lags"),
-}
+GAPS: dict[str, str] = {}
 
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
@@ -70,6 +67,10 @@ BEYOND_EXCERPT = {
                   ["pid 11305", "unhandled cuda error"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
+    "mmseg-2137": ("the wandb hook's master-only work is known from the description and sibling threads; the lines "
+                   "show rank 1 completing work past the all-gather rank 0 waits in (7560 against 7559), a split "
+                   "whose odd side the counters do not say",
+                   ["rank 1 completed work up to 7560 while rank 0 waits in work 7559"]),
     "speechbrain-2401": ("checkpointing in a main-process-only section is the maintainer's finding (PR #2404); the line "
                          "shows rank 1 in an all-reduce and rank 0 in a broadcast at one position (1 against 1), so no "
                          "odd one out", ["SequenceNumber 485", "broadcast(count=1)", "allreduce(count=25)"]),
