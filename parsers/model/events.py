@@ -148,7 +148,8 @@ class ErrorEvent:
 #: Recorder is off (fr-disabled), an NVRM driver
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module"): read and
 #: kept, never weighed as an error.
-INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack"})
+INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
+                        "child-error-file"})
 
 
 @dataclass(slots=True)

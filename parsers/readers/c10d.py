@@ -222,7 +222,13 @@ def match_line(text: str, origin: Origin) -> list:
         err("python-exception", data={"type": unglue(demangle(m.group("type")))})
     m = _WRAPPER_MISMATCH.search(text)
     if m:
-        err("collective-mismatch", comm=group, data=_wrapper_sides(m, text))
+        sides = _wrapper_sides(m, text)
+        if origin.rank is None and comm is None:
+            # 'Rank a is running collective: ..., but Rank b ...' is raised by rank a itself, of the group it
+            # wraps; with no [rankN]: and no PG tag that is the default group's rank, as a plain [Rank N] is
+            # (speechbrain #2401: 'Rank 1 is running ... ALLREDUCE ..., but Rank 0 is running ... BROADCAST')
+            origin = replace(origin, rank=sides["sides"][0]["rank"])
+        err("collective-mismatch", comm=group, data=sides)
         return events
     m = _WRAPPER_INCONSISTENT.search(text)
     if m:

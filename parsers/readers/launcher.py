@@ -102,10 +102,19 @@ _SRUN_EXIT = _re.compile(r"srun: error: (?P<host>[A-Za-z0-9][\w.-]{0,252}): task
                          r"|Segmentation fault(?: \(core dumped\))?)")
 
 
+#: torchelastic's error_handler when a worker decorated with @record wrote its error file but the agent has
+#: none of its own: '... error_handler: [ERROR] no error file defined for parent, to copy child error file
+#: (/tmp/torchelastic_x/none_y/attempt_0/0/error.json)'; the file sits in attempt_<restart>/<local rank>/
+_CHILD_ERROR_FILE = _re.compile(r"no error file defined for parent, to copy child error file \((?P<path>[^()\n]{0,4096})\)")
+_ATTEMPT_DIR = _re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
+
+
 def match_line(text: str, origin: Origin) -> list:
     """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
     if text.startswith("srun: error: "):
         return _srun_line(text, origin)
+    if "child error file" in text:
+        return _child_error_file(text, origin)
     if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
         return []
     spawned = _spawn_line(text, origin)
@@ -157,6 +166,17 @@ def _srun_line(text: str, origin: Origin) -> list:
         data["exitcode"] = int(m.group("code"))
     return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
                        origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
+
+
+def _child_error_file(text: str, origin: Origin) -> list:
+    """The worker (by local rank, from the file's folder) that left an error file: it raised, and @record
+    wrote why. Information only: the exit line says the same worker failed."""
+    m = _CHILD_ERROR_FILE.search(text)
+    if not m:
+        return []
+    where = _ATTEMPT_DIR.search(m.group("path"))
+    data = {"local_rank": int(where.group("lr")), "attempt": int(where.group("attempt"))} if where else {}
+    return [ErrorEvent(kind="child-error-file", message=text.strip(), origin=origin, source="launcher", data=data)]
 
 
 def _spawn_line(text: str, origin: Origin) -> list:

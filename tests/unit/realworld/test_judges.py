@@ -201,3 +201,28 @@ def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path
     shutil.copy(CORPUS / "motip-52.log", tmp_path)
     assert completed_past(analyze(tmp_path).evidence) == []
     assert completed_past(analyze(CORPUS.parent / "host" / "ranklogs").evidence) == []
+
+
+def _shows(stem: str) -> str:
+    from parsers.merge import what_it_shows
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return what_it_shows(_evidence(stem, tmp))
+
+
+def test_ranks_below_the_highest_waiting_rank_that_print_nothing_are_said_silent():
+    """Ultra-Fast-Lane-Detection-v2 #119: ranks 1-3 time out after 'Evaluating the results...', rank 0 prints
+    nothing; mmdetection #11096: ranks 2-4 and 6 time out in a broadcast, ranks 0-1 and 5 print nothing."""
+    assert "no line here from rank 0, though rank 3 times out" in _shows("ufld-v2-119")
+    assert "no line here from ranks 0-1,5, though rank 6 times out" in _shows("mmdet-11096")
+
+
+def test_one_waiting_rank_says_nothing_of_silent_ranks():
+    """FSDP2 #26 (vlm-training): rank 9 alone times out; an excerpt of one rank says nothing of ranks 0-8."""
+    assert "no line here" not in _shows("vlm-training-26")
+
+
+def test_untagged_lines_of_several_groups_say_nothing_of_silent_ranks():
+    """PyTorch #118369: torch 1.x lines carry no PG tag, and rank 0 times out at SeqNums 96117-96125 while
+    rank 7 does at 64088: several groups' lines, whose '[Rank N]' need not be global ranks."""
+    assert "no line here" not in _shows("pytorch-118369")

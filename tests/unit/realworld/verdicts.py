@@ -70,6 +70,19 @@ BEYOND_EXCERPT = {
                        "job that already hung prints the same way", ["pid 1359", "Received 15 death signal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
+    "mmseg-2137": ("the wandb hook's master-only work is known from the description and sibling threads; the lines "
+                   "show rank 1 completing work past the all-gather rank 0 waits in (7560 against 7559), a split "
+                   "whose odd side the counters do not say",
+                   ["rank 1 completed work up to 7560 while rank 0 waits in work 7559"]),
+    "speechbrain-2401": ("checkpointing in a main-process-only section is the maintainer's finding (PR #2404); the line "
+                         "shows rank 1 in an all-reduce and rank 0 in a broadcast at one position (1 against 1), so no "
+                         "odd one out", ["SequenceNumber 485", "broadcast(count=1)", "allreduce(count=25)"]),
+    "ms-swift-9443": ("the text-only batch is the pull request's finding; the line shows ranks 0 and 1 all-reducing "
+                      "different sizes at one position (1 against 1), not which rank had the text-only batch",
+                      ["SequenceNumber 3104", "count=195812480", "count=51123456"]),
+    "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
+                       "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
+                       ["ranks 1-3", "SeqNum 19"]),
 }
 
 @dataclass

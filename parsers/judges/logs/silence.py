@@ -1,0 +1,73 @@
+"""Who is silent among the ranks of the default group a set of lines names: said, never weighed.
+
+Why: ranks are numbered from 0, so a rank below the highest one that times out is in the job,
+and in an excerpt where several ranks time out, the ranks below them that print nothing are
+worth saying (the one doing extra work on its own, evaluation or saving on rank 0, is
+typically among them: Ultra-Fast-Lane-Detection-v2 #119, ranks 1-3 time out after
+'Evaluating the results...'). Why never weighed: an excerpt is whatever the user copied, so
+a rank missing from it may simply not have been pasted; the sentence says 'here'.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.model.events import ErrorEvent
+from parsers.ranges import fold
+
+#: the default process group's key as the readers write it
+DEFAULT_PG = "pg:0"
+#: a rank number above this is no rank of a job these lines could come from (a hostile or garbled line)
+MAX_RANK = 1_000_000
+#: silent ranks listed at most (folded into ranges)
+MAX_LISTED = 10_000
+#: the error kinds that mean "this rank was waiting in a collective of this group"
+_WAITING = ("watchdog-timeout", "failure-detected")
+
+
+def describe(ev: Any) -> list[str]:
+    """'no line here from rank 0, though rank 3 times out (ranks count from 0, so it is in the job)', where at
+    least two ranks of the default group wait (one waiting rank alone is an excerpt of one rank)."""
+    failed_at, named = _read(ev)
+    if any(len(seqs) > 1 for seqs in failed_at.values()):
+        return []
+    waiting = set(failed_at)
+    if len(waiting) < 2:
+        return []
+    top = max(waiting)
+    silent: list[int] = []
+    for r in range(top):  # bounded: top <= MAX_RANK, and the list stops at MAX_LISTED
+        if r not in named:
+            silent.append(r)
+            if len(silent) >= MAX_LISTED:
+                break
+    if not silent:
+        return []
+    return [f"no line here from rank{'s' if len(silent) > 1 else ''} {fold(silent)}, though rank {top} times out "
+            f"(ranks count from 0, so {'these are' if len(silent) > 1 else 'it is'} in the job)"]
+
+
+def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
+    """Per global rank, the SeqNums it failed at in the default group; every global rank any line names.
+
+    Why the SeqNums: the watchdog takes a process down at its first timed-out collective, so one
+    rank failing at several SeqNums means the lines come from several groups that carry no PG tag
+    (torch 1.x lines are all keyed to the default group; seen: PyTorch #118369, rank 0 at
+    96117-96125 and rank 7 at 64088, and Megatron #1142): their '[Rank N]' numbers may then be
+    ranks in subgroups, not in the job, and nothing is said."""
+    failed_at: dict[int, set[int]] = {}
+    named: set[int] = set()
+    for art in ev.artifacts:
+        if not art.parsed:
+            continue
+        for e in art.parsed.events:
+            rank = getattr(getattr(e, "origin", None), "rank", None)
+            if not isinstance(rank, int) or not 0 <= rank <= MAX_RANK:
+                continue
+            named.add(rank)
+            if type(e) is ErrorEvent and e.kind in _WAITING and e.seq is not None and \
+                    (e.comm or DEFAULT_PG) == DEFAULT_PG:
+                seqs = failed_at.setdefault(rank, set())
+                if len(seqs) < 2:  # two are enough to call the lines mixed
+                    seqs.add(e.seq)
+    return failed_at, named
