@@ -563,12 +563,12 @@ def _seen(ev: Any) -> _Seen:
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     seen = _seen(ev)
-    parts = _timeout_parts(seen) + silence.describe(ev) + _dump_ask_parts(seen)
+    parts = _timeout_parts(seen) + _dump_ask_parts(seen)
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     parts += completed_past(ev)
     parts += fr_report.describe(seen.analyzer)
     parts += ras.describe(seen.ras_said)
-    parts += _coverage_parts(ev.coverage)
+    parts += _coverage_parts(ev.coverage, silence.silent_below(ev))
     parts += _error_parts(seen)
     parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)
     parts += _traceback_parts(seen)
@@ -603,14 +603,16 @@ def _dump_ask_parts(seen: _Seen) -> list[str]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_parts(cov: Any) -> list[str]:
-    """Who is silent, where that means something; or, without a job size, whose lines these are."""
+def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None) -> list[str]:
+    """Who is silent, where that means something; or, without a job size, whose lines these are, and which
+    ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
         return [f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"]
     if not cov.world_size and cov.reporting:
+        none_from = f", {silence.describe(silent, 'none from')}" if silent else ""
         return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
-                f"{fold(sorted(cov.reporting))} only; the job's size is not stated"]
-    return []
+                f"{fold(sorted(cov.reporting))} only{none_from}; the job's size is not stated"]
+    return [silence.describe(silent)] if silent and not cov.world_size else []
 
 
 def _error_parts(seen: _Seen) -> list[str]:

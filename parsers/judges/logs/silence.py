@@ -25,15 +25,15 @@ MAX_LISTED = 10_000
 _WAITING = ("watchdog-timeout", "failure-detected")
 
 
-def describe(ev: Any) -> list[str]:
-    """'no line here from rank 0, though rank 3 times out (ranks count from 0, so it is in the job)', where at
-    least two ranks of the default group wait (one waiting rank alone is an excerpt of one rank)."""
+def silent_below(ev: Any) -> tuple[list[int], int] | None:
+    """(the ranks below the highest waiting rank of the default group that no line names, that rank), where
+    at least two ranks of the group wait (one waiting rank alone is an excerpt of one rank); else None."""
     failed_at, named = _read(ev)
     if any(len(seqs) > 1 for seqs in failed_at.values()):
-        return []
+        return None
     waiting = set(failed_at)
     if len(waiting) < 2:
-        return []
+        return None
     top = max(waiting)
     silent: list[int] = []
     for r in range(top):  # bounded: top <= MAX_RANK, and the list stops at MAX_LISTED
@@ -41,10 +41,15 @@ def describe(ev: Any) -> list[str]:
             silent.append(r)
             if len(silent) >= MAX_LISTED:
                 break
-    if not silent:
-        return []
-    return [f"no line here from rank{'s' if len(silent) > 1 else ''} {fold(silent)}, though rank {top} times out "
-            f"(ranks count from 0, so {'these are' if len(silent) > 1 else 'it is'} in the job)"]
+    return (silent, top) if silent else None
+
+
+def describe(found: tuple[list[int], int], lead: str = "no line here from") -> str:
+    """'no line here from rank 0, though rank 3 times out (ranks count from 0, so it is in the job)'."""
+    silent, top = found
+    many = len(silent) > 1
+    return (f"{lead} rank{'s' if many else ''} {fold(silent)}, though rank {top} times out "
+            f"(ranks count from 0, so {'these are' if many else 'it is'} in the job)")
 
 
 def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:

@@ -226,3 +226,11 @@ def test_untagged_lines_of_several_groups_say_nothing_of_silent_ranks():
     """PyTorch #118369: torch 1.x lines carry no PG tag, and rank 0 times out at SeqNums 96117-96125 while
     rank 7 does at 64088: several groups' lines, whose '[Rank N]' need not be global ranks."""
     assert "no line here" not in _shows("pytorch-118369")
+
+
+def test_silent_ranks_are_said_inside_the_coverage_sentence_when_there_is_one():
+    """PyTorch #141069: the lines are ranks 1-3's and the job's size is not stated: one sentence says both
+    whose lines these are and that rank 0, below them, printed none."""
+    shown = _shows("pytorch-141069")
+    assert "these files hold lines from ranks 1-3 only, none from rank 0, though rank 3 times out" in shown, shown
+    assert "no line here from" not in shown
