@@ -170,8 +170,8 @@ def _classify(message: str, pid: int) -> str:
         return Status.SKIPPED
     if "time limit" in message:
         return Status.TIMEOUT
+    if procfs.exited(pid) or "No such process" in message:  # before 'denied': ptrace on a zombie is EPERM
+        return Status.GONE
     if "not permitted" in message.lower():
         return Status.DENIED
-    if not procfs.pid_exists(pid) or "No such process" in message:
-        return Status.GONE
     return Status.FAILED

@@ -234,11 +234,11 @@ class NativeStackCollector:
     def _failed(self, target: RankTarget, data: dict | None, reply: Reply, details: dict) -> CollectorRecord:
         text = str((data or {}).get("error") or reply.error or "libdw helper gave no stacks")
         error = " / ".join(text.splitlines()[:3])
-        if "not permitted" in text.lower() or "permission" in text.lower():
+        if procfs.exited(target.pid) or "No such process" in text:  # before 'denied': ptrace on a zombie is EPERM
+            status = Status.GONE
+        elif "not permitted" in text.lower() or "permission" in text.lower():
             status = Status.DENIED
             error = ptrace_denied(error)
-        elif not procfs.pid_exists(target.pid) or "No such process" in text:
-            status = Status.GONE
         elif (data or {}).get("unavailable"):
             status = Status.UNAVAILABLE
         elif reply.error == "collection interrupted":

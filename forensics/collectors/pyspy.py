@@ -69,10 +69,10 @@ class PySpyCollector:
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
         error = " / ".join(message) or f"py-spy exited with {result.returncode}"
-        if _has(result, DENIED_MARKS):
-            status, error = Status.DENIED, ptrace_denied(error)
-        elif not procfs.pid_exists(target.pid) or _has(result, GONE_MARKS):
+        if procfs.exited(target.pid) or _has(result, GONE_MARKS):  # before 'denied': ptrace on a zombie is EPERM
             status = Status.GONE
+        elif _has(result, DENIED_MARKS):
+            status, error = Status.DENIED, ptrace_denied(error)
         else:
             status = Status.FAILED
         path, rel = target.out("pyspy.err.txt")

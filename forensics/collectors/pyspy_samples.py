@@ -69,9 +69,9 @@ class PySpySamplesCollector:
         if doc["samples"]:
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         error = doc["failures"][0]["error"] if doc["failures"] else "no sample taken"
-        status = Status.GONE if not procfs.pid_exists(target.pid) else Status.FAILED
-        if any(mark in error for mark in DENIED_MARKS):  # py-spy's own words, as its one-dump collector reads them
-            status, error = Status.DENIED, ptrace_denied(error)
+        status = Status.GONE if procfs.exited(target.pid) else Status.FAILED
+        if status != Status.GONE and any(mark in error for mark in DENIED_MARKS):  # py-spy's own words, as
+            status, error = Status.DENIED, ptrace_denied(error)  # its one-dump collector reads them
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 
 

@@ -226,6 +226,15 @@ def pid_exists(pid: int) -> bool:
     return (PROC / str(pid)).is_dir()
 
 
+def exited(pid: int) -> bool:
+    """The process is gone, or a zombie (Z) or dead (X) waiting to be reaped: it has ended.
+
+    Why a zombie counts: ptrace on one fails with EPERM ('Operation not permitted', gdb adds 'is a
+    zombie'), the same words as a refused attach; a tool's failure on a process that ended during
+    collection is 'gone', not 'denied' (seen: a target exiting while gdb attached)."""
+    return state_or_none(pid) in (None, "Z", "X")
+
+
 def all_pids() -> list[int]:
     return sorted(int(p) for p in os.listdir(PROC) if p.isdigit())
 

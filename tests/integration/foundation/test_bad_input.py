@@ -74,6 +74,41 @@ def test_target_exits_during_collection(tmp_path):
     assert (tmp_path / "b" / "manifest.json").is_file()
 
 
+def _zombie() -> subprocess.Popen:
+    """A child that has exited and is not reaped yet (state Z): what a target that ends mid-collection is."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{child.pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return child
+        time.sleep(0.02)
+    child.kill()
+    raise AssertionError("the child did not become a zombie")
+
+
+@pytest.mark.parametrize("which", ["gdb", "py-spy"])
+def test_a_zombie_target_is_gone_not_denied(which, tmp_path):
+    """ptrace on a zombie fails with EPERM, the words of a refused attach (gdb: 'process N is a zombie ...
+    Operation not permitted', seen when a target exited during collection): the record must say gone."""
+    from forensics.collectors.base import RankTarget
+    from forensics.collectors.gdb import GdbCollector
+    from forensics.collectors.pyspy import PySpyCollector
+
+    tool = {"gdb": "gdb", "py-spy": "py-spy"}[which]
+    if shutil.which(tool) is None and not (Path(sys.executable).parent / tool).exists():
+        pytest.skip(f"{tool} is not installed")
+    child = _zombie()
+    try:
+        (tmp_path / "r0").mkdir()
+        target = RankTarget(pid=child.pid, host="h", rank=0, environ={}, bundle_root=tmp_path, rel_dir="r0")
+        collector = GdbCollector() if which == "gdb" else PySpyCollector()
+        rec = collector.collect(target, CollectOptions(gdb=True, extra={"gdb_timeout": 30}))
+    finally:
+        child.wait()
+    assert rec.status == Status.GONE, rec
+
+
 def test_ptrace_not_permitted_is_clear(tmp_path, forensics_cli, cli_env):
     if os.geteuid() != 0:
         pytest.skip("needs root to run the collector as another user")
