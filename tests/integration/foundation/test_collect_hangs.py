@@ -84,8 +84,8 @@ def test_gdb_backtraces_show_gloo_threads_and_detach(hung_job, tmp_path, proc_st
 def test_gdb_cut_short_leaves_target_running(hung_job, tmp_path, proc_state):
     job = hung_job("sleep", ranks=2, culprit=1)
     result, _ = _collect(job, tmp_path / "b", CollectOptions(gdb=True, extra={"gdb_timeout": 0.3}))
-    statuses = {rec.collector("gdb").status for rec in result.writer.manifest.ranks}
-    assert statuses == {Status.TIMEOUT}
+    gdb = [rec.collector("gdb") for rec in result.writer.manifest.ranks]
+    assert {g.status for g in gdb} == {Status.TIMEOUT}, [(g.status, g.error) for g in gdb]  # what went otherwise
     assert not result.complete
     assert all(proc_state(p) not in ("T", "t") for p in job.pids)
 
