@@ -114,8 +114,9 @@ def test_spawn_ranks_found_without_rank_env_and_rank_recovered(tmp_path):
     truth, bundle = run_scenario("spawn", tmp_path)
     recs = bundle.manifest.ranks
     assert sorted(r.pid for r in recs) == sorted(truth["pids"].values())
-    assert {r.rank: r.pid for r in recs} == {int(k): v for k, v in truth["pids"].items()}
-    assert {r.rank_source for r in recs} == {"py-spy-locals"}
+    how = [(r.pid, r.rank, r.rank_source, r.job_evidence) for r in recs]  # why a rank was not recovered, if so
+    assert {r.rank: r.pid for r in recs} == {int(k): v for k, v in truth["pids"].items()}, how
+    assert {r.rank_source for r in recs} == {"py-spy-locals"}, how
     assert {r.ppid for r in recs} == {truth["launcher_pid"]}
     assert len({r.job_id for r in recs}) == 1
     assert all(any("spawned by pid" in e for e in r.job_evidence) for r in recs)
