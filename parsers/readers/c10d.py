@@ -28,8 +28,10 @@ _PG = re.compile(
 )
 _PLAIN_RANK = re.compile(r"\[Rank (?P<r>\d+)\]")
 _WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?"
+#: `:** ` too: a user's markdown bold around the phrase, kept when the line is pasted (sglang #3932:
+#: `[Rank 4] **Watchdog caught collective operation timeout:** WorkNCCL(SeqNum=151721, ...`)
 _WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout: " + _WORK + r".*?Timeout\(ms\)=(?P<tmo>\d+)\)"
+    r"Watchdog caught collective operation timeout:(?:\*\*)? " + _WORK + r".*?Timeout\(ms\)=(?P<tmo>\d+)\)"
     r"(?: ran for (?P<ran>\d+) milliseconds)?"
 )
 _ASYNC = re.compile(r"Collective " + _WORK + r".*?raised the following async exception: (?P<what>.*)")
