@@ -76,7 +76,11 @@ _NCCL_ERROR_AT = re.compile(r"^(?:NCCL error|(?:\w+\.)*\w*(?:Error|Exception): N
                             r"|Exception in worker \S+ while processing method \w+: NCCL error)")
 _TERMINATE_CALLED = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
-_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
+#: exceptions of distributed runtimes named by their type at the line's start; Horovod's HorovodInternalError
+#: carries the failed NCCL call ('horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled
+#: cuda error', horovod #3618)
+_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
+                     r"|HorovodInternalError))\b")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
