@@ -62,6 +62,12 @@ MAX_STACK_FRAMES = 64
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
                     r"(?P<joined>\d+)/(?P<expected>\d+) (?:clients|workers) joined|(?P<other>.+))")
+#: PyTorch 1.x's rendezvous after the store (distributed_c10d._store_based_barrier): each rank adds 1 to a key and
+#: polls until the count is the world size. 'Timed out initializing process group in store based barrier on rank: 0,
+#: for key: store_based_barrier_key:1 (world_size=4, worker_count=16, timeout=0:30:00)' (PseCo #15, metaseq #52);
+#: worker_count is the count the key holds, which a reused store can push past world_size
+_STORE_BARRIER = re.compile(r"Timed out initializing process group in store based barrier on rank: (?P<rank>\d{1,9}), "
+                            r"for key: \S{1,200} \(world_size=(?P<expected>\d{1,9}), worker_count=(?P<joined>\d{1,9})")
 _NCCL_ERROR = re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)(?:, NCCL version (?P<v>[\w.+-]+))?"
                          r"(?:, Traceback \(most recent call last\):)?\s*$")
 #: where a bare 'NCCL error: <what>' (no 'in: file:line') is the error itself and not prose: at the start of the
@@ -72,7 +78,11 @@ _NCCL_ERROR_AT = re.compile(r"^(?:NCCL error|(?:\w+\.)*\w*(?:Error|Exception): N
                             r"|Exception in worker \S+ while processing method \w+: NCCL error)")
 _TERMINATE_CALLED = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
-_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError))\b")
+#: exceptions of distributed runtimes named by their type at the line's start; Horovod's HorovodInternalError
+#: carries the failed NCCL call ('horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled
+#: cuda error', horovod #3618)
+_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
+                     r"|HorovodInternalError))\b")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
@@ -304,6 +314,12 @@ def match_line(text: str, origin: Origin) -> list:
     if m:
         err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
                                    "seconds": _int(m.group("secs"))})
+        return events
+    m = _STORE_BARRIER.search(text)
+    if m:  # the line names the global rank that waited
+        if origin.rank is None:
+            origin = replace(origin, rank=int(m.group("rank")))
+        err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
         return events
     m = _NCCL_ERROR.search(text)
     if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
