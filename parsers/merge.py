@@ -18,7 +18,7 @@ from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, Progress
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
-from parsers.judges.logs import fr_report, silence
+from parsers.judges.logs import fr_report, short_timeout, silence
 from parsers.ranges import fold
 from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -563,7 +563,8 @@ def _seen(ev: Any) -> _Seen:
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
     seen = _seen(ev)
-    parts = _timeout_parts(seen) + _dump_ask_parts(seen)
+    short = short_timeout.too_short(ev)
+    parts = ([short] if short else []) + _timeout_parts(seen) + _dump_ask_parts(seen)
     parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
     parts += completed_past(ev)
     parts += fr_report.describe(seen.analyzer)

@@ -234,3 +234,17 @@ def test_silent_ranks_are_said_inside_the_coverage_sentence_when_there_is_one():
     shown = _shows("pytorch-141069")
     assert "these files hold lines from ranks 1-3 only, none from rank 0, though rank 3 times out" in shown, shown
     assert "no line here from" not in shown
+
+
+def test_a_timeout_set_under_a_second_is_said_as_the_cause_and_names_no_rank(tmp_path):
+    """instructlab/training#520: Timeout(ms)=1, ran for 90 milliseconds (set to 1 ms on purpose): the cause is
+    the setting; accelerate#3250's 600000 ms timeouts say nothing of the kind."""
+    from parsers.analyze import analyze
+    from parsers.judges.logs.short_timeout import too_short
+
+    shutil.copy(CORPUS / "instructlab-520.log", tmp_path)
+    verdict = analyze(tmp_path).verdict
+    assert verdict.culprit is None and not [s for s in verdict.suspects if s.confidence >= 0.5]
+    assert verdict.summary.startswith("no culprit named: the collective timeout applied was 1 ms (rank 3)"), verdict.summary
+    with tempfile.TemporaryDirectory() as tmp:
+        assert too_short(_evidence("accelerate-3250", tmp)) is None

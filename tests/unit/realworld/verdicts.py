@@ -23,11 +23,7 @@ KB = knowledge.load(use_env=False)
 
 #: Known truths the pipeline does not reach yet, with why (the test expects them to stay unreached:
 #: strict xfail, so a fix must move the case out of this list).
-GAPS: dict[str, str] = {
-    "instructlab-520": ("the cause (a collective timeout set to 1 ms on purpose) is on the line itself: Timeout(ms)=1, "
-                        "ran for 90 milliseconds; no judge reads a timeout too short for any collective as the cause, "
-                        "so the verdict rightly names no rank but states no cause"),
-}
+GAPS: dict[str, str] = {}
 
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
@@ -117,7 +113,7 @@ def judge(stem: str) -> Judged:
     truth = meta["truth"]
     culprit = f"rank {c.rank} [{c.reason_class}, {c.confidence:.2f}]" if c and c.rank is not None else \
         (f"{c.label} [{c.reason_class}, {c.confidence:.2f}]" if c else "none")
-    if truth.get("known") and _right(truth, c, result.hosts):
+    if truth.get("known") and _right(truth, c, result.hosts, v.summary):
         outcome = "right"
     elif not truth.get("known") or stem in BEYOND_EXCERPT:
         shows = all(w in v.summary for w in BEYOND_EXCERPT.get(stem, ("", []))[1])
@@ -128,8 +124,9 @@ def judge(stem: str) -> Judged:
                   culprit, v.summary, outcome)
 
 
-def _right(truth: dict, c, hosts) -> bool:
-    """The thread's culprit rank (or host) named; or, for a host cause, that host judged suspect or exclude."""
+def _right(truth: dict, c, hosts, summary: str = "") -> bool:
+    """The thread's culprit rank (or host) named; or, for a host cause, that host judged suspect or exclude;
+    or, for a cause that is a setting and no rank's (a timeout set too short), the summary saying so."""
     if truth.get("culprit_rank") is not None:
         return c is not None and c.rank == truth["culprit_rank"]
     if truth.get("culprit_pid") is not None:  # a process whose rank no line prints
@@ -139,9 +136,14 @@ def _right(truth: dict, c, hosts) -> bool:
         return (c is not None and c.host == truth["culprit_host"]) or any(h.host == truth["culprit_host"] for h in bad)
     found = {g.entry.id for h in bad for g in h.reasons}
     cause = (truth.get("cause") or "").lower()
+    if any(any(w in cause for w in words) and said in summary for words, said in _SETTING_WORDS):
+        return True
     wanted = [ids for words, ids in _CAUSE_WORDS if any(w in cause for w in words)]
     return bool(wanted) and any(found & ids for ids in wanted)
 
+
+#: words in a thread's stated cause that is a setting -> what the summary says of that setting
+_SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective timeout applied was")]
 
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),

@@ -1,0 +1,39 @@
+"""A collective timeout configured too short for any healthy collective: the cause is the setting, no rank.
+
+Why: the watchdog's line states the timeout it applied (`WorkNCCL(..., Timeout(ms)=1) ran for 90
+milliseconds`). A group's first collective also creates its NCCL communicator, which takes from
+tens of milliseconds to seconds even when every rank is healthy, so a timeout under a second fires
+on a job that is not hung at all (seen: instructlab/training#520 set 1 ms on purpose and the first
+all-reduce timed out after 90 ms). Then no rank is behind anything, and the one thing to say is the
+setting and where it is changed. Longer timeouts (PyTorch's default is 10 minutes for NCCL) say
+nothing here: whether one is too short for a given job is not in the lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.model.events import ErrorEvent
+from parsers.ranges import fold
+
+#: below this no collective can be relied on to finish, the first one of a group setting up its communicator
+SHORT_MS = 1000
+
+
+def too_short(ev: Any) -> str | None:
+    """'every timed-out collective here had a timeout of 1 ms ...', when every watchdog timeout that states
+    its timeout states one under SHORT_MS; else None."""
+    stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
+    for art in ev.artifacts:
+        for e in art.parsed.events if art.parsed else ():
+            if type(e) is ErrorEvent and e.kind == "watchdog-timeout" and isinstance((e.data or {}).get("timeout_ms"), int):
+                stated.append((e.data["timeout_ms"], e.origin.rank))
+    if not stated or any(ms >= SHORT_MS for ms, _ in stated):
+        return None
+    values = sorted({ms for ms, _ in stated})
+    ranks = sorted({r for _, r in stated if r is not None})
+    who = f" (rank{'s' if len(ranks) > 1 else ''} {fold(ranks)})" if ranks else ""
+    shown = ", ".join(f"{ms} ms" for ms in values[:4])
+    return (f"the collective timeout applied was {shown}{who}: shorter than a healthy collective can take (a group's "
+            f"first one also sets up its NCCL communicator), so the timeout says nothing about any rank; the cause is "
+            f"the setting (init_process_group(timeout=...) or the framework's option for it)")
