@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parsers import registry
-from parsers.model.events import Origin, Parsed, ProcessState
+from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState
 from parsers.model.manifest import Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
@@ -585,7 +585,7 @@ def _group_hosts(ev: Evidence) -> None:
         #: the host the text names (a pasted shell prompt above a dmesg) wins over a loose file's path hint, as
         #: for ranks; a manifest's host is the collector's own knowledge and stays
         said = art.parsed.facts.get("host") if art.parsed and not art.hints.from_manifest else None
-        name = said or art.hints.host or "unknown-host"
+        name = said or art.hints.host or UNKNOWN_HOST
         h = ev.hosts.setdefault(name, HostEvidence(name))
         h.kinds.add(art.kind)
         if ev.manifest is None and kind.collector and kind.collector not in h.collected:

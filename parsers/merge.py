@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, ErrorEvent, Progress, RasFinding, describe_status
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
@@ -648,8 +648,9 @@ def _host_parts(reports: list) -> list[str]:
     for h in reports:
         if h.status in ("exclude", "suspect") and h.reasons:
             g = h.reasons[0]
-            parts.append(f"host {h.host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
-                         if g.first.line_no else f"host {h.host} is {h.status}: {g.entry.title}")
+            host = "the host of these lines (none names it)" if h.host == UNKNOWN_HOST else f"host {h.host}"
+            parts.append(f"{host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
+                         if g.first.line_no else f"{host} is {h.status}: {g.entry.title}")
     return parts
 
 

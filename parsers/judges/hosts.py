@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
+from parsers.model.events import UNKNOWN_HOST
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.model.manifest import RankRecord
 
@@ -174,7 +175,7 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
         line_hosts = _line_hosts(art) if host is None else {}
         for f in found:
-            out.setdefault((host or line_hosts.get(f.line_no) or "unknown-host", rank, pid), []).append(f)
+            out.setdefault((host or line_hosts.get(f.line_no) or UNKNOWN_HOST, rank, pid), []).append(f)
     return out
 
 

@@ -55,6 +55,10 @@ def normalise_op(name: str | None) -> str | None:
     return _OP_ALIASES.get(base, base)
 
 
+#: the host of evidence whose files and lines name none (a loose paste): a placeholder, said as such
+UNKNOWN_HOST = "unknown-host"
+
+
 @dataclass(slots=True)
 class Origin:
     """Which process an event came from, as far as its artifact can tell."""

@@ -248,3 +248,13 @@ def test_a_timeout_set_under_a_second_is_said_as_the_cause_and_names_no_rank(tmp
     assert verdict.summary.startswith("no culprit named: the collective timeout applied was 1 ms (rank 3)"), verdict.summary
     with tempfile.TemporaryDirectory() as tmp:
         assert too_short(_evidence("accelerate-3250", tmp)) is None
+
+
+def test_a_host_no_line_names_is_said_as_such(tmp_path):
+    """Accelerate #1192: the ECC error's host is named by no line: the summary says 'the host of these lines',
+    not a made-up name."""
+    from parsers.analyze import analyze
+
+    shutil.copy(CORPUS / "accelerate-1192.log", tmp_path)
+    summary = analyze(tmp_path).verdict.summary
+    assert "the host of these lines (none names it) is exclude" in summary and "unknown-host" not in summary, summary
