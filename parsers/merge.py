@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
+from parsers.model.events import FROZEN_STATES, INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
@@ -282,7 +282,7 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
             key = (e.comm, e.origin.rank)
             if kind is Progress and e.last_completed is not None:
                 done[key] = max(done.get(key, -1), e.last_completed)
-            elif kind is ErrorEvent and e.kind in ("watchdog-timeout", "failure-detected") and e.seq is not None:
+            elif kind is ErrorEvent and e.kind in TIMEOUT_KINDS and e.seq is not None:
                 waits.setdefault(key, set()).add(e.seq)
                 stamp = stamps.key(e.timestamp)
                 if stamp is not None and (key not in when or stamp < when[key]):
@@ -532,9 +532,9 @@ class _Seen:
             self.spawn_exit = (e, art)
         if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
-        if e.kind in ("watchdog-timeout", "failure-detected") and rank is not None:
+        if e.kind in TIMEOUT_KINDS and rank is not None:
             self.timeouts.setdefault((e.op, e.seq), set()).add(rank)
-        elif e.kind in ("watchdog-timeout", "failure-detected") and e.comm and data.get("group_rank") is not None:
+        elif e.kind in TIMEOUT_KINDS and e.comm and data.get("group_rank") is not None:
             self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(data["group_rank"])
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):

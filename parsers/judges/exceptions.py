@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import INFO_KINDS, ErrorEvent
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
 from parsers.model.findings import ReasonClass, Suspect
 from parsers.ranges import fold
 
-#: errors a rank prints while it waits on a peer that is gone (timeouts, closed or reset connections)
-WAITING = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
-           "nccl-timeout", "ib-completion", "net-error"}
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print
 SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatch"}
@@ -80,7 +77,7 @@ def died_first(ev: Any) -> list[Suspect]:
                     break  # something else failed first: the death, if any, may be its consequence
                 dead = e
                 continue
-            if e.kind in WAITING and _another_process(dead, e):
+            if e.kind in WAIT_ERRORS and _another_process(dead, e):
                 if not _own_watchdog_abort(dead, art.parsed.events):
                     out.append(_died_first_suspect(art, dead, e))
                 break

@@ -155,6 +155,12 @@ class ErrorEvent:
 INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
                         "child-error-file"})
 
+#: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
+TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})
+#: errors a rank prints while it waits on a peer that is gone or late (timeouts, closed or reset connections)
+WAIT_ERRORS = TIMEOUT_KINDS | {"gloo-timeout", "connection-closed", "connection-reset", "nccl-timeout",
+                               "ib-completion", "net-error"}
+
 
 @dataclass(slots=True)
 class TopoEdge:

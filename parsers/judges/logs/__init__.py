@@ -15,16 +15,13 @@ import networkx as nx
 from parsers.evidence import Evidence
 from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, tables, verdict, waitgraph
-from parsers.model.events import INFO_KINDS, ErrorEvent, RasFinding, TopoEdge
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
 
 __all__ = ["LogAnalysis", "correlate"]
 
-MAX_LISTED = 200
-#: errors that mean "this rank was waiting in a collective when it failed"
-WAIT_ERRORS = {"watchdog-timeout", "failure-detected", "gloo-timeout", "connection-closed", "connection-reset",
-               "nccl-timeout", "ib-completion", "net-error"}  #: rows kept in JSON sections for huge jobs
+MAX_LISTED = 200  #: rows kept in JSON sections for huge jobs
 
 
 @dataclass

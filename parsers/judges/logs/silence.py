@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import ErrorEvent
+from parsers.model.events import TIMEOUT_KINDS, ErrorEvent
 from parsers.ranges import fold
 
 #: the default process group's key as the readers write it
@@ -21,8 +21,6 @@ DEFAULT_PG = "pg:0"
 MAX_RANK = 1_000_000
 #: silent ranks listed at most (folded into ranges)
 MAX_LISTED = 10_000
-#: the error kinds that mean "this rank was waiting in a collective of this group"
-_WAITING = ("watchdog-timeout", "failure-detected")
 
 
 def silent_below(ev: Any) -> tuple[list[int], int] | None:
@@ -70,7 +68,7 @@ def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
             if not isinstance(rank, int) or not 0 <= rank <= MAX_RANK:
                 continue
             named.add(rank)
-            if type(e) is ErrorEvent and e.kind in _WAITING and e.seq is not None and \
+            if type(e) is ErrorEvent and e.kind in TIMEOUT_KINDS and e.seq is not None and \
                     (e.comm or DEFAULT_PG) == DEFAULT_PG:
                 seqs = failed_at.setdefault(rank, set())
                 if len(seqs) < 2:  # two are enough to call the lines mixed
