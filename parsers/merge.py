@@ -258,6 +258,10 @@ def process_op_disagreements(ev: Any) -> list[dict]:
     return out
 
 
+#: wait lines of two ranks further apart than this are not of one run
+ONE_RUN_S = 3600.0
+
+
 def completed_past(ev: Any, limit: int = 2) -> list[str]:
     """Groups where one rank completed collectives past the one another member still waits in: 'in group
     0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
@@ -295,8 +299,10 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
             continue
         past = [(min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r) for (cm, r), c in done.items()
                 if cm == comm and r != rank]
-        best = max(((c, r) for c, r in past if c > seq and _one_run(when.get((comm, rank)), when.get((comm, r)))),
-                   default=None)
+        # two ranks' wait lines an hour apart or more are of several runs (a file that collects lines of
+        # several jobs, tests/fixtures/host/ranklogs, has them months apart)
+        best = max(((c, r) for c, r in past
+                    if c > seq and stamps.close(when.get((comm, rank)), when.get((comm, r)), ONE_RUN_S)), default=None)
         if best is not None:
             out.append(f"in group {_group_name(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
                        f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
@@ -304,12 +310,6 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
         if len(out) >= limit:
             break
     return out
-
-
-def _one_run(a: tuple | None, b: tuple | None, within_s: float = 3600.0) -> bool:
-    """Two ranks' wait lines can be of one run: an hour apart at most where both have a time (a file that
-    collects lines of several jobs, tests/fixtures/host/ranklogs, has them months apart)."""
-    return a is None or b is None or (a[:2] == b[:2] and abs(a[2] - b[2]) <= within_s)
 
 
 def _group_name(comm: str) -> str:

@@ -38,6 +38,11 @@ def key(stamp: str | None) -> tuple[int, int, float] | None:
     return month, day, seconds
 
 
+def close(a: tuple | None, b: tuple | None, within_s: float) -> bool:
+    """Two keys at most `within_s` apart on one day; True where either is unknown (nothing says otherwise)."""
+    return a is None or b is None or (a[:2] == b[:2] and abs(a[2] - b[2]) <= within_s)
+
+
 def shown(stamp: str) -> str:
     """A stamp as a person reads it: `03-18 08:49:08.965` (to the millisecond); other text as it is."""
     parts = _parts(stamp)
