@@ -17,6 +17,14 @@ Hang cases (issue 14), each collected live once, then left to the watchdog:
   lateinit    the culprit never calls init_process_group (sleeps in `load_checkpoint`)
   spawn       torch.multiprocessing.spawn job (RANK not in the environment); the culprit
               sleeps in `evaluate` outside the collective
+Hang cases of issue 26 (each needs several judges put together):
+  subgroup    groups A (ranks 0-3) and B (4-7) train apart; rank 6 sleeps in `validate_shard` before
+              B's all_reduce; A keeps training (it must not be blamed)
+  pipeline    send/recv chain 0 -> 1 -> ... -> 7; stage 3 sleeps in `stage_forward` before its send
+  order       rank 2 calls broadcast then all_reduce, the others all_reduce then broadcast
+  deadlock    groups {0,1}, {1,2}, {0,2} called in a different order by ranks 0, 1, 2 (a cycle);
+              ranks 3-7 wait in the world group
+  lock        rank 5's main thread waits on a threading.Lock its thread `ckpt-writer` holds
 Running cases (issue 15), collected mid-run in rounds while the job keeps stepping:
   slow300 / slow30 / slow5   one rank sleeps 300 / 30 / 5 ms before every all_reduce
   slowhost                    ranks run 2 per (UTS) host, each with its own NCCL_HOSTID
@@ -27,6 +35,7 @@ Running cases (issue 15), collected mid-run in rounds while the job keeps steppi
                               --slow-send-ns per byte); its GPU and CPU run at full speed
   slownet                     every rank's sends paced alike: a job-wide network slowdown
   slowtree                    slowlink with NCCL_ALGO=Tree: rank 3's sends go to up to three peers
+  slow300norec                slow300 without the recorder plugin (issue 26: py-spy, RAS, NCCL logs only)
   armed                       rank 5 300 ms slow in a job armed with forensics.arm() (straggler
                               trigger on): its own incident bundle, with the attached step series
 
@@ -59,14 +68,24 @@ sys.path.insert(0, str(HERE))
 
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
-HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy")  # run in this order
-RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed")
+HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy",  # run in this order
+              "subgroup", "pipeline", "order", "deadlock", "lock")  # issue 26: causes that need judges combined
+RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed",
+             "slow300norec")
+#: issue 26 cases whose truth is not one culprit rank: case -> the ranks of a deadlock cycle
+CYCLES = {"deadlock": (0, 1, 2)}
+#: cases run without the recorder plugin (what a user without it collects)
+NO_RECORDER = ("slow300norec",)
+#: issue 26: the op index (after warm-up) at which a causal case's fault happens
+FAULT_STEP = 3
+CAUSAL_CASES = ("subgroup", "pipeline", "order", "deadlock", "lock")
 WARM_OPS = 10
-CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1}
+CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1,
+            "subgroup": 6, "pipeline": 3, "order": 2, "deadlock": 0, "lock": 5}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
     "slow300": ((5,), 0.300), "slow30": ((2,), 0.030), "slow5": ((6,), 0.005),
     "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0), "slowlink": ((), 0.0), "slownet": ((), 0.0),
-    "slowtree": ((), 0.0), "armed": ((5,), 0.300),
+    "slowtree": ((), 0.0), "armed": ((5,), 0.300), "slow300norec": ((5,), 0.300),
 }
 #: case -> ranks whose socket sends are paced by slow_send.so (a slow link out of them); "all": every rank
 SLOW_SENDS = {"slowlink": (3,), "slownet": "all", "slowtree": (3,)}
@@ -80,6 +99,15 @@ FAULTS = {
     "dataloader": "its DataLoader worker (a child process) sleeps in ShardDataset.__getitem__ at index 3",
     "lateinit": "never calls init_process_group: sleeps in load_checkpoint",
     "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate before all_reduce {n}",
+    "subgroup": "groups A=ranks 0-3 and B=ranks 4-7 train apart; in B, rank 6 sleeps in validate_shard before its "
+                "all_reduce at step 3 (ranks 4,5,7 wait in B); group A keeps training until the driver ends it",
+    "pipeline": "a send/recv pipeline 0 -> 1 -> ... -> 7 (rank r receives from r-1, sends to r+1); at micro-batch 3 "
+                "stage 3 sleeps in stage_forward after its recv, before its send",
+    "order": "rank 2 calls broadcast then all_reduce while the others call all_reduce then broadcast (same world group)",
+    "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "
+                "then (1,2), each with a host sync: 0 waits on 1, 1 on 2, 2 on 0; ranks 3-7 wait in a world all_reduce",
+    "lock": "rank 5's thread ckpt-writer holds ckpt_lock while stuck in write_shard_to_storage (sleep); its main "
+            "thread blocks on ckpt_lock in save_optimizer_state before all_reduce {n}",
 }
 PGIDS_FILE = "pgids.txt"
 
@@ -207,6 +235,113 @@ def init_pg(backend: str, pg_timeout: float, rank: int | None = None, world: int
     return torch, dist, torch.device("cpu"), (lambda: None)
 
 
+def validate_shard(seconds: float) -> None:
+    """The 'subgroup' culprit: busy outside its group's collective."""
+    time.sleep(seconds)
+
+
+def stage_forward(seconds: float) -> None:
+    """The 'pipeline' culprit: its stage's compute never ends, so its send never comes."""
+    time.sleep(seconds)
+
+
+def write_shard_to_storage(seconds: float) -> None:
+    """The 'lock' holder: stuck on storage while holding the checkpoint lock."""
+    time.sleep(seconds)
+
+
+def async_checkpoint_writer(lock: threading.Lock, seconds: float) -> None:
+    with lock:
+        write_shard_to_storage(seconds)
+
+
+def save_optimizer_state(lock: threading.Lock) -> None:
+    """The 'lock' culprit's main thread: waits for the lock its own writer thread holds."""
+    with lock:
+        pass
+
+
+def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, dev, sync, groups: dict) -> None:
+    """Issue 26's cases after warm-up: each needs more than one judge to explain."""
+    culprit = culprit_of(args.case, world)
+    small = torch.ones(1024 * 1024, device=dev)
+    if args.case == "subgroup":
+        mine = groups["A"] if rank < world // 2 else groups["B"]
+        end = time.monotonic() + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s + 8
+        step = 0
+        while time.monotonic() < end:
+            if rank == culprit and step == FAULT_STEP:
+                validate_shard(args.hang_s)
+            dist.all_reduce(small, group=mine)
+            sync()
+            if step % 100 == 0:
+                print(f"[step] rank={rank} group={'A' if rank < world // 2 else 'B'} step={step} t={time.time():.3f}",
+                      flush=True)
+            step += 1
+            time.sleep(0.01)
+        return
+    if args.case == "pipeline":
+        for mb in range(FAULT_STEP + 5):
+            if rank > 0:
+                dist.recv(small, src=rank - 1)
+                sync()
+            if rank == culprit and mb == FAULT_STEP:
+                stage_forward(args.hang_s)
+            if rank < world - 1:
+                dist.send(small, dst=rank + 1)
+                sync()
+        return
+    if args.case == "order":
+        if rank == culprit:
+            dist.broadcast(small, src=0)
+            sync()
+            dist.all_reduce(small)
+        else:
+            dist.all_reduce(small)
+            sync()
+            dist.broadcast(small, src=0)
+        sync()
+        return
+    if args.case == "deadlock":
+        order = {0: ("g01", "g02"), 1: ("g12", "g01"), 2: ("g02", "g12")}.get(rank, ())
+        for name in order:
+            dist.all_reduce(small, group=groups[name])
+            sync()
+        dist.all_reduce(small)
+        sync()
+        return
+    if args.case == "lock":
+        if rank == culprit:
+            lock = threading.Lock()
+            threading.Thread(target=async_checkpoint_writer, args=(lock, args.hang_s), name="ckpt-writer",
+                             daemon=True).start()
+            time.sleep(0.3)
+            save_optimizer_state(lock)
+        dist.all_reduce(small)
+        sync()
+        return
+    raise ValueError(f"no causal body for {args.case}")
+
+
+def make_groups(dist, case: str, world: int) -> dict:
+    """Every rank creates every group, in one order (new_group is collective over the world)."""
+    if case == "subgroup":
+        return {"A": dist.new_group(list(range(world // 2))), "B": dist.new_group(list(range(world // 2, world)))}
+    if case == "deadlock":
+        return {"g01": dist.new_group([0, 1]), "g12": dist.new_group([1, 2]), "g02": dist.new_group([0, 2])}
+    return {}
+
+
+def warm_groups(dist, torch, dev, sync, case: str, rank: int, world: int, groups: dict) -> None:
+    """One op in each of a rank's groups, in an order that cannot deadlock (communicators made now)."""
+    t = torch.ones(1024, device=dev)
+    members = {"A": range(world // 2), "B": range(world // 2, world), "g01": (0, 1), "g12": (1, 2), "g02": (0, 2)}
+    for name in ("A", "B", "g01", "g12", "g02"):
+        if name in groups and rank in members[name]:
+            dist.all_reduce(t, group=groups[name])
+            sync()
+
+
 def hang_body(args: argparse.Namespace, rank: int, world: int) -> int:
     """Warm up, then break the culprit the way the case says (others wait in all_reduce)."""
     out = Path(args.dir)
@@ -219,16 +354,20 @@ def hang_body(args: argparse.Namespace, rank: int, world: int) -> int:
             load_checkpoint(args.hang_s)
             return 0
     torch, dist, dev, sync = init_pg(args.backend, args.pg_timeout, *((rank, world) if args.case == "spawn" else ()))
+    groups = make_groups(dist, args.case, world)
     small = torch.ones(1024 * 1024, device=dev)
     for _ in range(WARM_OPS):
         dist.all_reduce(small)
         sync()
+    warm_groups(dist, torch, dev, sync, args.case, rank, world, groups)
     prewarm_fr(nccl)
     watch_triggers(out, rank, nccl, numbered=False)
     (out / f"ready.{rank}").write_text(str(os.getpid()))
     print(f"[case] rank {rank} pid {os.getpid()} host {socket.gethostname()} warm", flush=True)
     try:
-        if args.case == "dataloader":
+        if args.case in CAUSAL_CASES:
+            causal_body(args, rank, world, torch, dist, dev, sync, groups)
+        elif args.case == "dataloader":
             loader = torch.utils.data.DataLoader(ShardDataset(3 if rank == culprit else -1, args.hang_s),
                                                  batch_size=None, num_workers=1)
             for step, batch in enumerate(loader):
@@ -358,7 +497,7 @@ def rank_env(args, case: str, rank: int, sdir: Path, port: int, fenv: dict[str, 
     if args.backend == "nccl":
         env.update(NCCL_HOSTID=nccl_hostid(case, rank), NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1",
                    NCCL_NVLS_ENABLE="0")
-        if args.plugin:
+        if args.plugin and case not in NO_RECORDER:
             env.update(NCCL_PROFILER_PLUGIN=args.plugin, FORENSICS_RECORDER_DIR=str(recorder_dir(args, case)),
                        FORENSICS_RECORDER_KEEP="1")
     if case in RUN_CASES:  # issue 15: every collective in the NCCL log, with a precise timestamp
@@ -621,7 +760,7 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
             ras_pair(args, sdir, "after_collect", notes)
         # post-mortem: let the watchdog (or store timeout) fire and the peers end
         end = t_ready + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s
-        peers = [p for r, p in pids.items() if r != culprit]
+        peers = [p for r, p in pids.items() if r != culprit or case in CYCLES]
         while time.monotonic() < end and any(alive(p) for p in peers):
             time.sleep(0.5)
         states["at_end"] = {str(r): proc_state(p) for r, p in pids.items()}
@@ -632,9 +771,15 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         interrupted = err if isinstance(err, (SystemExit, KeyboardInterrupt)) else None
     finally:
         exit_codes = finish_case(args, case, sdir, procs, files, pgids, notes)
+    cycle = list(CYCLES.get(case, ()))
+    if cycle:  # a deadlock: no one culprit, every member of the cycle is one
+        culprit = None
     truth = {
-        "case": case, "issue": 14, "backend": args.backend, "world_size": world, "culprit_rank": culprit,
-        "culprit_host": logical_host(case, culprit), "culprit_pid": pids.get(culprit),
+        "case": case, "issue": 26 if case in CAUSAL_CASES else 14, "backend": args.backend, "world_size": world,
+        "culprit_rank": culprit, "cycle_ranks": cycle,
+        "healthy_ranks": list(range(world // 2)) if case == "subgroup" else [],
+        "culprit_host": logical_host(case, culprit) if culprit is not None else None,
+        "culprit_pid": pids.get(culprit) if culprit is not None else None,
         "fault": FAULTS[case].format(n=WARM_OPS + 1, cycles=args.gpu_cycles),
         "hosts": {str(r): logical_host(case, r) for r in range(world)},
         "nccl_hostids": {str(r): nccl_hostid(case, r) for r in range(world)} if args.backend == "nccl" else {},
@@ -731,6 +876,7 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         "hosts": {str(r): logical_host(case, r) for r in range(world)},
         "nccl_hostids": {str(r): nccl_hostid(case, r) for r in range(world)} if args.backend == "nccl" else {},
         "pids": {str(r): p for r, p in pids.items()}, "rounds": rounds,
+        "recorder_loaded": bool(args.plugin) and case not in NO_RECORDER,
         "exit_codes_by_launched_pid": exit_codes, "ended_by": "SIGKILL from the driver after collection",
         "step_stats": step_stats(sdir, world), "recorder": bool(args.plugin), "env_source": args.env_source,
         "seconds": round(time.monotonic() - t0, 1), "notes": notes, "torch_version": args.torch_version,

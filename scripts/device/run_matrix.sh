@@ -9,6 +9,8 @@
 #           + issue 19 overhead on one GPU, all inside HF_R_BUDGET seconds (default 535), packed
 #           by pack_out.py into $OUT/{R14,R15,R19}.tar.gz + summary.txt.
 #           `run_matrix.sh R --backend gloo` is its CPU dry run (no plugin, no RAS, 4 ranks).
+#   part C: issue 26 hang cases (order, lock, pipeline, deadlock, subgroup) and running stragglers
+#           without the recorder (slow300norec) and 5 ms (slow5), packed into $OUT/{C26,C26run}.tar.gz.
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
 set -u
 part=${1:-A}
@@ -52,6 +54,28 @@ elif [ "$part" = S ]; then  # scenarios only (the recorder run of part A already
   timeout -k 5 400 python3 scripts/device/nccl_scenarios.py --out-dir "$W/nccl" --total-s 380 \
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
     --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
+elif [ "$part" = C ]; then  # issue 26: causes that need judges combined, then stragglers without the recorder
+  BUDGET=${HF_C_BUDGET:-540}
+  cap() { local c=$1 l; l=$(( T0 + BUDGET - $(date +%s) - $2 )); [ "$l" -lt "$c" ] && c=$l; echo "$c"; }
+  python3 -m forensics env >"$W/forensics_env.txt" 2>&1
+  if [ "$backend" = nccl ]; then common=(--backend nccl --plugin "$SO"); else common=(--backend gloo --plugin "" --world "${HF_R_WORLD:-4}"); fi
+  common+=(--recorder-root /dev/shm/hf-C)
+  mkdir -p "$W/C26" "$W/C26run"
+  t=$(cap 400 110)
+  echo "C26: ${t} s cap at +$(( $(date +%s) - T0 )) s"
+  timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/C26" "${common[@]}" \
+    --cases "${HF_C26:-order,lock,pipeline,deadlock,subgroup}" --total-s $((t - 8)) 2>&1 | tee "$W/C26/driver.log" | grep -v '^{' | tail -n 20
+  t=$(cap 120 25)
+  echo "C26run: ${t} s cap at +$(( $(date +%s) - T0 )) s"
+  [ "$t" -ge 40 ] && timeout -k 15 "$t" python3 scripts/device/live_scenarios.py --out-dir "$W/C26run" "${common[@]}" \
+    --cases "${HF_C26RUN:-slow300norec,slow5}" --rounds 2 --total-s $((t - 8)) 2>&1 | tee "$W/C26run/driver.log" | grep -v '^{' | tail -n 20
+  for f in "$W"/C26/pgids.txt "$W"/C26run/pgids.txt; do
+    [ -f "$f" ] && while read -r g; do kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null; done <"$f"
+  done
+  rm -rf /dev/shm/hf-C
+  timeout -k 5 60 python3 scripts/device/pack_out.py --out "$OUT" --head "$W/info.txt" C26="$W/C26" C26run="$W/C26run" | tail -n 80
+  echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "$OUT"
+  exit 0
 elif [ "$part" = R ]; then
   BUDGET=${HF_R_BUDGET:-535}
   cap() { local c=$1 l; l=$(( T0 + BUDGET - $(date +%s) - $2 )); [ "$l" -lt "$c" ] && c=$l; echo "$c"; }
