@@ -101,9 +101,10 @@ FAULTS = {
     "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate before all_reduce {n}",
     "subgroup": "groups A=ranks 0-3 and B=ranks 4-7 train apart; in B, rank 6 sleeps in validate_shard before its "
                 "all_reduce at step 3 (ranks 4,5,7 wait in B); group A keeps training until the driver ends it",
-    "pipeline": "a send/recv pipeline 0 -> 1 -> ... -> 7 (rank r receives from r-1, sends to r+1); at micro-batch 3 "
-                "stage 3 sleeps in stage_forward after its recv, before its send",
-    "order": "rank 2 calls broadcast then all_reduce while the others call all_reduce then broadcast (same world group)",
+    "pipeline": "a send/recv pipeline 0 -> 1 -> ... -> 7 (rank r receives from r-1, sends to r+1) of 5 micro-batches, "
+                "then a world all_reduce; at micro-batch 3 stage 3 sleeps in stage_forward after its recv, before its send",
+    "order": "rank 2 calls broadcast (4M floats) then all_reduce (1024 floats) while the others call all_reduce then "
+             "broadcast (same world group), then each syncs",
     "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "
                 "then (1,2), each with a host sync: 0 waits on 1, 1 on 2, 2 on 0; ranks 3-7 wait in a world all_reduce",
     "lock": "rank 5's thread ckpt-writer holds ckpt_lock while stuck in write_shard_to_storage (sleep); its main "
@@ -281,7 +282,7 @@ def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, de
             time.sleep(0.01)
         return
     if args.case == "pipeline":
-        for mb in range(FAULT_STEP + 5):
+        for mb in range(FAULT_STEP + 2):
             if rank > 0:
                 dist.recv(small, src=rank - 1)
                 sync()
@@ -290,16 +291,19 @@ def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, de
             if rank < world - 1:
                 dist.send(small, dst=rank + 1)
                 sync()
+        dist.all_reduce(small)  # the step's gradient sync over the world: stages ahead of the stall wait here
+        sync()
         return
     if args.case == "order":
+        # a small all_reduce (NCCL's LL protocol) and a large broadcast (Simple) use different buffers, so
+        # the swapped pair cannot pair up by accident (same-sized tensors completed on NCCL 2.28.9)
+        tiny, big = torch.ones(1024, device=dev), torch.ones(4 * 1024 * 1024, device=dev)
         if rank == culprit:
-            dist.broadcast(small, src=0)
-            sync()
-            dist.all_reduce(small)
+            dist.broadcast(big, src=0)
+            dist.all_reduce(tiny)
         else:
-            dist.all_reduce(small)
-            sync()
-            dist.broadcast(small, src=0)
+            dist.all_reduce(tiny)
+            dist.broadcast(big, src=0)
         sync()
         return
     if args.case == "deadlock":
@@ -323,12 +327,17 @@ def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, de
     raise ValueError(f"no causal body for {args.case}")
 
 
-def make_groups(dist, case: str, world: int) -> dict:
-    """Every rank creates every group, in one order (new_group is collective over the world)."""
+def make_groups(dist, case: str, world: int, pg_timeout: float) -> dict:
+    """Every rank creates every group, in one order (new_group is collective over the world).
+
+    new_group does not inherit init_process_group's timeout (NCCL's default is 10 minutes): pass it."""
+    t = datetime.timedelta(seconds=pg_timeout)
     if case == "subgroup":
-        return {"A": dist.new_group(list(range(world // 2))), "B": dist.new_group(list(range(world // 2, world)))}
+        return {"A": dist.new_group(list(range(world // 2)), timeout=t),
+                "B": dist.new_group(list(range(world // 2, world)), timeout=t)}
     if case == "deadlock":
-        return {"g01": dist.new_group([0, 1]), "g12": dist.new_group([1, 2]), "g02": dist.new_group([0, 2])}
+        return {name: dist.new_group(list(ranks), timeout=t) for name, ranks in
+                (("g01", (0, 1)), ("g12", (1, 2)), ("g02", (0, 2)))}
     return {}
 
 
@@ -354,7 +363,7 @@ def hang_body(args: argparse.Namespace, rank: int, world: int) -> int:
             load_checkpoint(args.hang_s)
             return 0
     torch, dist, dev, sync = init_pg(args.backend, args.pg_timeout, *((rank, world) if args.case == "spawn" else ()))
-    groups = make_groups(dist, args.case, world)
+    groups = make_groups(dist, args.case, world, args.pg_timeout)
     small = torch.ones(1024 * 1024, device=dev)
     for _ in range(WARM_OPS):
         dist.all_reduce(small)
