@@ -27,6 +27,7 @@ two or more ranks: a slow host; one late rank: a straggler; most ranks late: the
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ class Stragglers:
     threshold_ms: float = 0.0  #: JITTERS x the job's jitter: the lateness a rank needs to be named
     source: str = ""
     measure: str = "enter"  #: 'wait' (own wait, complete - enter) or 'enter' (enter times across ranks)
-    jitter_ms: dict[int, float] = field(default_factory=dict)  #: rank -> the job's jitter, from the other ranks
+    jitter_ms: float = 0.0  #: the job's jitter: op-by-op spread of the lateness of the ranks not consistently late
     later_share: dict[int, float] = field(default_factory=dict)  #: rank -> share of ops it is later than the median
     resolution_ms: float = FINE_RESOLUTION_MS  #: the source clock's tick
     sign_p: dict[int, float] = field(default_factory=dict)  #: rank -> p that it is this often late by chance (sign or last)
@@ -95,11 +96,11 @@ class Stragglers:
         if not self.late:
             spread = max(self.mean_ms.values()) - min(self.mean_ms.values()) if self.mean_ms else 0.0
             return (f"no straggler: over {self.ops} collectives no rank arrives consistently later than the others by "
-                    f"{JITTERS:g}x the job's jitter ({_ms(self.jitter)}) or more (spread of mean lateness {_ms(spread)}, "
+                    f"{JITTERS:g}x the job's jitter ({_ms(self.jitter_ms)}) or more (spread of mean lateness {_ms(spread)}, "
                     f"{self.basis})")
         share = sum(self.last_share.get(r, 0.0) for r in self.late)
         lag = statistics.median(self.excess_ms(r) for r in self.late)
-        jitter = statistics.median(self.jitter_ms.get(r, 0.0) for r in self.late)
+        jitter = self.jitter_ms
         noise = (f"the job's jitter {_ms(jitter)}, {lag / jitter:.0f}x" if jitter >= 0.05 else
                  f"the job's jitter below the clock's {self.resolution_ms:g} ms tick")
         who = (f"host {self.slow_host} (ranks {fold(self.late)})" if self.slow_host
@@ -108,11 +109,6 @@ class Stragglers:
         verb = "arrives" if len(self.late) == 1 or self.slow_host else "arrive"
         return (f"{who} {verb} last at {share:.0%} of {self.ops} collectives, {_ms(lag)} after the others on average "
                 f"({noise}; {self.basis})")
-
-    @property
-    def jitter(self) -> float:
-        """The job's jitter as one figure: the median over ranks of what the others show."""
-        return statistics.median(self.jitter_ms.values()) if self.jitter_ms else 0.0
 
     def excess_ms(self, rank: int) -> float:
         """How much later than the other ranks `rank` arrives on average (its mean lateness less theirs)."""
@@ -126,7 +122,7 @@ class Stragglers:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": self.ops, "late": self.late, "slow_host": self.slow_host,
-                "threshold_ms": round(self.threshold_ms, 3), "jitter_ms": round(self.jitter, 3),
+                "threshold_ms": round(self.threshold_ms, 3), "jitter_ms": round(self.jitter_ms, 3),
                 "source": self.source, "measure": self.measure,
                 "lateness_ms": {str(k): round(v, 2) for k, v in sorted(self.lateness_ms.items())},
                 "mean_ms": {str(k): round(v, 2) for k, v in sorted(self.mean_ms.items())},
@@ -247,17 +243,17 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     out.lateness_ms = {r: statistics.median(v) for r, v in late_ms.items()}
     out.mean_ms = {r: trimmed_mean(v) for r, v in late_ms.items()}
     out.last_share = {r: last.get(r, 0.0) / len(ops) for r in late_ms}
-    quant = _quantisation_var(timed.resolution_ms, measure)
-    named: dict[int, float] = {}
+    ranks = len(late_ms)
     for r, v in late_ms.items():
-        others = {s: late_ms[s] for s in late_ms if s != r}
-        jitter = job_jitter_ms(others, quant)
-        out.jitter_ms[r] = jitter
         out.later_share[r] = sum(1 for x in v if x > 0) / len(v)
-        out.sign_p[r] = min(sign_test_p(v), last_test_p(last.get(r, 0.0), len(ops), len(late_ms)))
-        excess = out.excess_ms(r)
-        if excess > 0 and excess >= JITTERS * jitter and out.sign_p[r] * 2 * len(late_ms) <= ALPHA:
-            named[r] = excess
+        out.sign_p[r] = min(sign_test_p(v), last_test_p(last.get(r, 0.0), len(ops), ranks))
+    centre = sorted(out.mean_ms.values())
+    excess = {r: m - _median_without(centre, m) for r, m in out.mean_ms.items()}
+    consistent = {r for r in late_ms if excess[r] > 0 and out.sign_p[r] * 2 * ranks <= ALPHA}
+    # the job's jitter from the ranks that are not consistently late (a slow host's other rank is not noise)
+    calm = {r: v for r, v in late_ms.items() if r not in consistent} or late_ms
+    out.jitter_ms = job_jitter_ms(calm, _quantisation_var(timed.resolution_ms, measure))
+    named = {r: excess[r] for r in consistent if excess[r] >= JITTERS * out.jitter_ms}
     out.late = sorted(named)
     if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
         top = max(named.values())
@@ -265,8 +261,21 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     if len(out.late) > len(out.lateness_ms) // 2:
         out.late = []  # most ranks 'late': that is the job's pace, not a straggler
     out.slow_host = _slow_host(out.late, out.hosts)
-    out.threshold_ms = JITTERS * out.jitter
+    out.threshold_ms = JITTERS * out.jitter_ms
     return out
+
+
+def _median_without(ordered: list[float], value: float) -> float:
+    """The median of `ordered` (sorted) less one occurrence of `value`: the others' median, without a sort per rank."""
+    n = len(ordered) - 1
+    if n < 1:
+        return 0.0
+    gone = bisect.bisect_left(ordered, value)
+
+    def at(j: int) -> float:
+        return ordered[j] if j < gone else ordered[j + 1]
+
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 def trimmed_mean(values: list[float]) -> float:
@@ -383,7 +392,7 @@ def straggler_suspects(result: Stragglers, pids: dict[int, int] | None = None) -
         conf = round(min(0.9, 0.4 + 0.5 * share_group), 3)
         reason = (f"is on host {result.slow_host}, whose ranks {fold(result.late)} arrive last at {share_group:.0%} "
                   f"of {result.ops} collectives" if group else f"arrives last at {share:.0%} of {result.ops} collectives")
-        jitter = result.jitter_ms.get(r, 0.0)
+        jitter = result.jitter_ms
         reason += (f", {_ms(result.excess_ms(r))} after the others on average (median {_ms(result.lateness_ms[r])}; "
                    + (f"the job's jitter {_ms(jitter)})" if jitter >= 0.05 else
                       f"the job's jitter below the clock's {result.resolution_ms:g} ms tick)"))

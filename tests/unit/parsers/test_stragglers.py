@@ -58,7 +58,7 @@ def test_lateness_is_judged_against_the_jobs_own_jitter():
     """No fixed floor (issue 26): 6 ms late at 1 ms jitter is named (it was under the old 8 ms enter floor),
     2 ms late at 1 ms jitter (2x, and the stamps' 4 ms ticks) is not, and 6 ms at 3 ms jitter is not either."""
     res = judge_ops(_ops({5: 6.0}), HOSTS)
-    assert res.late == [5] and 0.5 < res.jitter < 2.0 and "(the job's jitter 1." in res.describe()
+    assert res.late == [5] and 0.5 < res.jitter_ms < 2.0 and "(the job's jitter 1." in res.describe()
     assert judge_ops(_ops({5: 2.0}, ops=200), HOSTS).late == []
     assert judge_ops(_ops({5: 6.0}, jitter_ms=3.0, resolution_ms=FINE_RESOLUTION_MS, ops=200), HOSTS).late == []
 
