@@ -253,7 +253,13 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     # the job's jitter from the ranks that are not consistently late (a slow host's other rank is not noise)
     calm = {r: v for r, v in late_ms.items() if r not in consistent} or late_ms
     out.jitter_ms = job_jitter_ms(calm, _quantisation_var(timed.resolution_ms, measure))
-    named = {r: excess[r] for r in consistent if excess[r] >= JITTERS * out.jitter_ms}
+    if measure == "enter":  # ranks' steady enter offsets (hosts' clocks, noticing an op's end) are noise here too
+        mid = statistics.median(centre)
+        out.jitter_ms = math.hypot(out.jitter_ms, 1.4826 * statistics.median(abs(m - mid) for m in centre))
+    bar = JITTERS * out.jitter_ms
+    if timed.resolution_ms > FINE_RESOLUTION_MS:
+        bar = max(bar, timed.resolution_ms / 2)  # a steady rounding phase fakes up to a tick in the mean
+    named = {r: excess[r] for r in consistent if excess[r] >= bar}
     out.late = sorted(named)
     if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
         top = max(named.values())
@@ -261,7 +267,7 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     if len(out.late) > len(out.lateness_ms) // 2:
         out.late = []  # most ranks 'late': that is the job's pace, not a straggler
     out.slow_host = _slow_host(out.late, out.hosts)
-    out.threshold_ms = JITTERS * out.jitter_ms
+    out.threshold_ms = bar
     return out
 
 
