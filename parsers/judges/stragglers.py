@@ -17,7 +17,7 @@ after op, while the others' waits grow. Two measures, by what the source stamps:
 Decision rules (issue 26: by the job's own noise, no fixed floor). Per op, each rank's
 lateness is its arrival less the op's median arrival. A rank is named when
 - its mean lateness (TRIM cut at each end: one-off slow ops, GC pauses) exceeds the other
-  ranks' by JITTERS (3) times the job's jitter: the op-by-op spread of the lateness of the
+  ranks' by JITTERS (2.5 for waits, 3 for enter times) times the job's jitter: the op-by-op spread of the lateness of the
   ranks not consistently late (a trimmed standard deviation, less the clock's rounding:
   Sheppard's correction), and for enter times also the spread of ranks' steady offsets, which
   enter stamps cannot tell from lateness; on a coarse clock (CLOCK_REALTIME_COARSE, 1-4 ms
@@ -52,8 +52,14 @@ CLOCK_RESOLUTION_MS = 4.0
 FINE_RESOLUTION_MS = 0.001
 #: fewest common operations to judge on (whether that many are enough is the sign test's to say)
 MIN_OPS = 8
-#: how many times the job's own jitter a rank's mean lateness must exceed the others' to be named
-JITTERS = 3.0
+#: fewest ranks to name anyone from enter times: a rank's steady offset (its host's clock, when it notices
+#: an op's end) reads as lateness there, and is told from it only against other ranks' offsets (three or more)
+MIN_ENTER_RANKS = 4
+#: how many times the job's own jitter a rank's mean lateness must exceed the others' to be named, by measure:
+#: waits carry only op-by-op jitter, estimated well, so 2.5 names a rank 3x late over 30 ops or more (83-100%
+#: in benchmarks/straggler_detect.py --healthy, no false alarm); enter times also carry ranks' steady offsets,
+#: told from lateness only by the others' spread: 3
+JITTERS = {"wait": 2.5, "enter": 3.0}
 #: the sign test's bar, over all ranks at once (Bonferroni): p x ranks at most this
 ALPHA = 1e-3
 #: share of values cut at each end for the trimmed mean and the trimmed standard deviation
@@ -91,7 +97,7 @@ class Stragglers:
     late: list[int] = field(default_factory=list)
     hosts: dict[int, str] = field(default_factory=dict)
     slow_host: str | None = None
-    threshold_ms: float = 0.0  #: JITTERS x the job's jitter: the lateness a rank needs to be named
+    threshold_ms: float = 0.0  #: JITTERS[measure] x the job's jitter: the lateness a rank needs to be named
     source: str = ""
     measure: str = "enter"  #: 'wait' (own wait, complete - enter) or 'enter' (enter times across ranks)
     jitter_ms: float = 0.0  #: the job's jitter: op-by-op spread of the lateness of the ranks not consistently late
@@ -105,7 +111,7 @@ class Stragglers:
         if not self.late:
             spread = max(self.mean_ms.values()) - min(self.mean_ms.values()) if self.mean_ms else 0.0
             return (f"no straggler: over {self.ops} collectives no rank arrives consistently later than the others by "
-                    f"{JITTERS:g}x the job's jitter ({_ms(self.jitter_ms)}) or more (spread of mean lateness {_ms(spread)}, "
+                    f"{JITTERS[self.measure]:g}x the job's jitter ({_ms(self.jitter_ms)}) or more (spread of mean lateness {_ms(spread)}, "
                     f"{self.basis})")
         share = sum(self.last_share.get(r, 0.0) for r in self.late)
         lag = statistics.median(self.excess_ms(r) for r in self.late)
@@ -261,14 +267,22 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     consistent = {r for r in late_ms if excess[r] > 0 and out.sign_p[r] * 2 * ranks <= ALPHA}
     # the job's jitter from the ranks that are not consistently late (a slow host's other rank is not noise)
     calm = {r: v for r, v in late_ms.items() if r not in consistent} or late_ms
-    out.jitter_ms = job_jitter_ms(calm, _quantisation_var(timed.resolution_ms, measure))
-    if measure == "enter":  # ranks' steady enter offsets (hosts' clocks, noticing an op's end) are noise here too
-        mid = statistics.median(centre)
-        out.jitter_ms = math.hypot(out.jitter_ms, 1.4826 * statistics.median(abs(m - mid) for m in centre))
-    bar = JITTERS * out.jitter_ms
-    if timed.resolution_ms > FINE_RESOLUTION_MS:
-        bar = max(bar, timed.resolution_ms / 2)  # a steady rounding phase fakes up to a tick in the mean
-    named = {r: excess[r] for r in consistent if excess[r] >= bar}
+    within = job_jitter_ms(calm, _quantisation_var(timed.resolution_ms, measure))
+    floor = timed.resolution_ms / 2 if timed.resolution_ms > FINE_RESOLUTION_MS else 0.0
+
+    def jitter_for(rank: int) -> float:
+        """The noise `rank` must stand out from: the op-by-op jitter, and for enter times the others' steady offsets."""
+        return math.hypot(within, steady_spread_ms(out.mean_ms, rank)) if measure == "enter" else within
+
+    top = max(excess, key=lambda r: excess[r])
+    out.jitter_ms = jitter_for(top)
+    # a coarse clock: at least half a tick, since a steady rounding phase fakes up to a tick in the mean
+    if measure == "enter" and ranks < MIN_ENTER_RANKS:
+        consistent = set()  # two or three ranks' enter times: an offset and a lateness read the same
+    times = JITTERS[measure]
+    named = {r: excess[r] for r in consistent if excess[r] >= max(times * within, floor)
+             and excess[r] >= max(times * jitter_for(r), floor)}
+    out.threshold_ms = max(times * out.jitter_ms, floor)
     out.late = sorted(named)
     if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
         top = max(named.values())
@@ -276,8 +290,24 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     if len(out.late) > len(out.lateness_ms) // 2:
         out.late = []  # most ranks 'late': that is the job's pace, not a straggler
     out.slow_host = _slow_host(out.late, out.hosts)
-    out.threshold_ms = bar
     return out
+
+
+def steady_spread_ms(mean_ms: dict[int, float], rank: int) -> float:
+    """How far the other ranks' steady lateness spreads on the late side, as a standard deviation.
+
+    Why the late side only: enter stamps cannot tell a rank's steady offset (its host's clock, when it
+    notices an op's end) from lateness, so a healthy rank steadily a little late is the noise a
+    straggler must stand out from. The early side is not: a straggler makes ranks early (on the H200
+    the ranks after a 30 ms straggler entered steadily 4-19 ms early, ring order), and a
+    two-sided spread would let the straggler hide itself. 1.4826 x the median of the late side's
+    deviations from the median (of |deviation| of a symmetric spread: a normal's sigma)."""
+    others = sorted(m for r, m in mean_ms.items() if r != rank)
+    if len(others) < 2:
+        return 0.0
+    mid = statistics.median(others)
+    late_side = [m - mid for m in others[(len(others) + 1) // 2:]]  # the upper half by position: ties count
+    return 1.4826 * statistics.median(late_side)
 
 
 def _median_without(ordered: list[float], value: float) -> float:

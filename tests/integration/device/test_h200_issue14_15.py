@@ -121,14 +121,12 @@ def test_running_job_from_the_files_it_leaves(captures: Path, case: str, tmp_pat
 
 
 #: from timestamped NCCL COLL lines (enter times, µs stamps) alone; in the first H200 run slow5's 5 ms
-#: shows as 2.3-2.6 ms of mean enter lateness against an op-by-op jitter of 1.1-1.3 ms: under 3x, not named.
-#: slowhost (issue 26, changed): ranks 2-3 enter 13-15 ms late, but healthy ranks 4-6 enter steadily 4-10 ms
-#: early in this run; enter stamps cannot tell such steady offsets from lateness, so they count as the job's
-#: noise (8 ms) and 13 ms is under 3x it: not named from enter times (the recorder's own waits name the host)
-FROM_COLL_LOG = {"slow300": [5], "slow30": [2], "slowhost": [], "healthy": [], "slow5": []}
+#: shows as 2.3-2.6 ms of mean enter lateness against 1.5 ms of noise (op-by-op jitter and the ranks' steady
+#: enter offsets): under 3x, not named (issue 26; the recorder's own waits name it).
+FROM_COLL_LOG = {"slow300": [5], "slow30": [2], "slowhost": [2, 3], "healthy": [], "slow5": []}
 #: the same from the second H200 run: slow5's rank 6 enters 5.4 ms late on average against 0.6 ms of jitter
 #: (issue 26: the fixed 8 ms enter floor named nobody here)
-FROM_COLL_LOG_NS = {**FROM_COLL_LOG, "slow5": [6], "slowhost": [2, 3]}
+FROM_COLL_LOG_NS = {**FROM_COLL_LOG, "slow5": [6]}
 
 
 @pytest.mark.parametrize("case", sorted(FROM_COLL_LOG))
@@ -162,8 +160,8 @@ def test_straggler_by_how_much_with_the_ns_recorder(captures: Path, case: str):
         verdict = analyze(r, KB).verdict
         assert verdict.summary.startswith("no hang"), verdict.summary
         slow = verdict.sections["stragglers"]
-        # issue 26: no fixed floor; the bar is 3x the job's own jitter (their waits' op-by-op spread)
-        assert slow["measure"] == "wait" and slow["threshold_ms"] == pytest.approx(3 * slow["jitter_ms"], abs=0.01)
+        # issue 26: no fixed floor; the bar is 2.5x the job's own jitter (their waits' op-by-op spread)
+        assert slow["measure"] == "wait" and slow["threshold_ms"] == pytest.approx(2.5 * slow["jitter_ms"], abs=0.01)
         assert slow["late"] == truth["slow_ranks"], slow
         want = truth["slow_by_ms_per_step"]
         got = [slow["lateness_ms"][str(rank)] for rank in truth["slow_ranks"]]
