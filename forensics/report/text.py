@@ -57,9 +57,10 @@ def verdict_block(verdict: Verdict) -> list[str]:
 
 
 def slowness_lines(verdict: Verdict) -> list[str]:
-    """What the slowness judges name (a straggler, a slow host, a slow link), one line each, unless the
-    summary already says it. Why its own line: a straggler that is not the culprit (a hang not
-    established from time, or a stronger finding first) was otherwise only in the JSON sections."""
+    """What the slowness judges name (a straggler, a slow host, a slow link), one line each. Why its own
+    line: a straggler that is not the culprit (a hang not established from time, or a stronger finding
+    first) was otherwise only in the JSON sections, and one that is sits at the end of a long summary
+    line that the terminal's width cuts."""
     out = []
     for name in ("stragglers", "steps", "links"):
         body = verdict.sections.get(name)
@@ -67,10 +68,7 @@ def slowness_lines(verdict: Verdict) -> list[str]:
             continue
         if name == "steps" and verdict.sections.get("stragglers", {}).get("late"):
             continue  # the collectives' stamps already name the late ranks
-        text = body["text"]
-        if text in verdict.summary:
-            continue
-        out.append(text + ("" if body.get("judged", True) else " (shown, not judged: hang or progress not decided)"))
+        out.append(body["text"] + ("" if body.get("judged", True) else " (shown, not judged: hang or progress not decided)"))
     return out
 
 

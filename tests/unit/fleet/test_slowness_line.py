@@ -23,3 +23,15 @@ def test_a_step_series_straggler_is_a_line_of_the_human_output():
 def test_a_healthy_run_has_no_slow_line():
     out = render_verdict(analyze(FIXTURES / "straggler" / "healthy", KB).verdict, width=0)
     assert "slow:" not in out
+
+
+def test_the_culprit_straggler_has_its_line_within_the_terminals_width(tmp_path):
+    """A running job (the H200 slow5 capture, ns recorder): the straggler is the culprit and its figures are
+    at the end of a long summary; the 'slow:' line says them where an 80-column terminal keeps them."""
+    from parsers.archive import extract_into
+
+    extract_into(FIXTURES / "device" / "h200_issue15_ns.tar.gz", tmp_path)
+    verdict = analyze(tmp_path / "h200_issue15_ns" / "slow5" / "round1", KB).verdict
+    out = render_verdict(verdict, width=80).splitlines()
+    line = next(x for x in out if x.startswith("  slow: "))
+    assert line.startswith("  slow: rank 6 (node06) arrives last at 86% of 83 collectives, 5.0 ms after")
