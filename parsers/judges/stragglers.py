@@ -69,7 +69,7 @@ ALPHA = 1e-3
 TRIM = 0.1
 #: the standard deviation of a normal's central 80% (TRIM cut at each end), in units of its sigma
 TRIMMED_SD = 0.6616
-#: standard errors of a median lateness that noise is allowed before a rank is named
+#: standard errors of a median per-op excess that noise is allowed (noise_margin_ms: judges.links' slow links)
 NOISE_SE = 6.0
 #: a rank late by at most this share of the latest rank's lateness is not named with it: once the
 #: straggler arrives, its ring neighbours finish at slightly different times (on the H200, rank 1 waited
@@ -86,7 +86,7 @@ class TimedOps:
 
     source: str  #: what stamped them, as the verdict cites it
     times: OpTimes
-    resolution_ms: float  #: the clock's tick: a median lateness below one tick is noise
+    resolution_ms: float  #: the clock's tick: what rounding adds to the jitter, and half of it the least lateness named
 
 
 @dataclass
@@ -107,10 +107,14 @@ class Stragglers:
     later_share: dict[int, float] = field(default_factory=dict)  #: rank -> share of ops it is later than the median
     resolution_ms: float = FINE_RESOLUTION_MS  #: the source clock's tick
     sign_p: dict[int, float] = field(default_factory=dict)  #: rank -> p that it is this often late by chance (sign or last)
+    _ordered: list[float] = field(default_factory=list, repr=False, compare=False)  #: mean_ms's values, sorted
 
     def describe(self) -> str:
         if self.ops < MIN_OPS:
             return f"too few common operations ({self.ops}) to judge who arrives last"
+        if not self.late and self.measure == "enter" and len(self.mean_ms) < MIN_ENTER_RANKS:
+            return (f"no straggler named: from the enter times of {len(self.mean_ms)} ranks a steady offset (a host's clock, "
+                    f"when a rank notices an op's end) and a lateness read the same ({self.basis})")
         if not self.late:
             spread = max(self.mean_ms.values()) - min(self.mean_ms.values()) if self.mean_ms else 0.0
             return (f"no straggler: over {self.ops} collectives no rank arrives consistently later than the others by "
@@ -129,9 +133,12 @@ class Stragglers:
                 f"({noise}; {self.basis})")
 
     def excess_ms(self, rank: int) -> float:
-        """How much later than the other ranks `rank` arrives on average (its mean lateness less theirs)."""
-        others = [v for r, v in self.mean_ms.items() if r != rank]
-        return self.mean_ms.get(rank, 0.0) - (statistics.median(others) if others else 0.0)
+        """How much later than the other ranks `rank` arrives on average (its mean lateness less their median)."""
+        if rank not in self.mean_ms:
+            return 0.0
+        if len(self._ordered) != len(self.mean_ms):  # sorted once: to_dict asks for every rank of large jobs
+            self._ordered = sorted(self.mean_ms.values())
+        return self.mean_ms[rank] - _median_without(self._ordered, self.mean_ms[rank])
 
     @property
     def basis(self) -> str:
@@ -247,17 +254,7 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
                      resolution_ms=timed.resolution_ms)
     if out.ops < MIN_OPS:
         return out
-    late_ms: dict[int, list[float]] = {}
-    last: dict[int, float] = {}
-    for per in ops:
-        arrival = _arrival_ms(per, measure)
-        mid = statistics.median(arrival.values())
-        for r, t in arrival.items():
-            late_ms.setdefault(r, []).append(t - mid)
-        latest = max(arrival.values())
-        tied = [r for r, t in arrival.items() if t == latest]
-        for r in tied:  # a tie on a coarse clock: each tied rank is last for its share of the op
-            last[r] = last.get(r, 0.0) + 1 / len(tied)
+    late_ms, last = _lateness(ops, measure)
     out.lateness_ms = {r: statistics.median(v) for r, v in late_ms.items()}
     out.mean_ms = {r: trimmed_mean(v) for r, v in late_ms.items()}
     out.last_share = {r: last.get(r, 0.0) / len(ops) for r in late_ms}
@@ -265,27 +262,23 @@ def judge_ops(timed: TimedOps, hosts: dict[int, str]) -> Stragglers:
     for r, v in late_ms.items():
         out.later_share[r] = sum(1 for x in v if x > 0) / len(v)
         out.sign_p[r] = min(sign_test_p(v), last_test_p(last.get(r, 0.0), len(ops), ranks))
-    centre = sorted(out.mean_ms.values())
-    excess = {r: m - _median_without(centre, m) for r, m in out.mean_ms.items()}
+    excess = {r: out.excess_ms(r) for r in out.mean_ms}
     consistent = {r for r in late_ms if excess[r] > 0 and out.sign_p[r] * 2 * ranks <= ALPHA}
+    if measure == "enter" and ranks < MIN_ENTER_RANKS:
+        consistent = set()  # two or three ranks' enter times: an offset and a lateness read the same
     # the job's jitter from the ranks that are not consistently late (a slow host's other rank is not noise)
     calm = {r: v for r, v in late_ms.items() if r not in consistent} or late_ms
     within = job_jitter_ms(calm, _quantisation_var(timed.resolution_ms, measure))
-    floor = timed.resolution_ms / 2 if timed.resolution_ms > FINE_RESOLUTION_MS else 0.0
 
     def jitter_for(rank: int) -> float:
         """The noise `rank` must stand out from: the op-by-op jitter, and for enter times the others' steady offsets."""
         return math.hypot(within, steady_spread_ms(out.mean_ms, rank)) if measure == "enter" else within
 
-    top = max(excess, key=lambda r: excess[r])
-    out.jitter_ms = jitter_for(top)
-    # a coarse clock: at least half a tick, since a steady rounding phase fakes up to a tick in the mean
-    if measure == "enter" and ranks < MIN_ENTER_RANKS:
-        consistent = set()  # two or three ranks' enter times: an offset and a lateness read the same
-    times = JITTERS[measure]
-    named = {r: excess[r] for r in consistent if excess[r] >= max(times * within, floor)
-             and excess[r] >= max(times * jitter_for(r), floor)}
-    out.threshold_ms = max(times * out.jitter_ms, floor)
+    # on a coarse clock at least half a tick: a steady rounding phase fakes up to a tick in the mean
+    floor = timed.resolution_ms / 2 if timed.resolution_ms > FINE_RESOLUTION_MS else 0.0
+    out.jitter_ms = jitter_for(max(excess, key=lambda r: excess[r]))
+    out.threshold_ms = max(JITTERS[measure] * out.jitter_ms, floor)
+    named = {r: excess[r] for r in consistent if excess[r] >= max(JITTERS[measure] * jitter_for(r), floor)}
     out.late = sorted(named)
     if out.late:  # the straggler's echo: a neighbour by ECHO_SHARE of its lateness or less is not a second one
         top = max(named.values())
@@ -324,6 +317,23 @@ def _median_without(ordered: list[float], value: float) -> float:
         return ordered[j] if j < gone else ordered[j + 1]
 
     return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+
+
+def _lateness(ops: list[dict[int, tuple[int, int | None]]], measure: str) -> tuple[dict[int, list[float]], dict[int, float]]:
+    """Per rank, its lateness in each op (arrival less the op's median, ms), and in how many ops it was last
+    (a tie on a coarse clock: each tied rank is last for its share of the op)."""
+    late_ms: dict[int, list[float]] = {}
+    last: dict[int, float] = {}
+    for per in ops:
+        arrival = _arrival_ms(per, measure)
+        mid = statistics.median(arrival.values())
+        for r, t in arrival.items():
+            late_ms.setdefault(r, []).append(t - mid)
+        latest = max(arrival.values())
+        tied = [r for r, t in arrival.items() if t == latest]
+        for r in tied:
+            last[r] = last.get(r, 0.0) + 1 / len(tied)
+    return late_ms, last
 
 
 def trimmed_mean(values: list[float]) -> float:
@@ -391,8 +401,8 @@ def _quantisation_var(tick_ms: float, measure: str) -> float:
 
 
 def noise_margin_ms(late_ms: dict, tick_ms: float) -> float:
-    """NOISE_SE standard errors of a median per-op excess (a rank's lateness here, a link's send wait in
-    judges.links), per key of `late_ms`: what jitter alone can reach.
+    """NOISE_SE standard errors of a median per-op excess (a link's send wait in judges.links; stragglers
+    have their own test, judge_ops), per key of `late_ms`: what jitter alone can reach.
 
     Why: with few ops and a jittery job, the largest of several ranks' medians strays past
     a fixed floor. The per-op spread is each rank's median absolute deviation (robust to the

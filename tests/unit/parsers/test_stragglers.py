@@ -114,3 +114,35 @@ def test_waits_on_a_coarse_clock_find_less_than_a_tick():
     assert "below the clock's 4 ms tick" in res.describe() or "the job's jitter" in res.describe()
     for seed in range(5):
         assert judge_ops(_ops({}, with_done=True, jitter_ms=0.3, seed=seed, ops=60), HOSTS).late == []
+
+
+def _upset(ops: TimedOps, seed: int, share: float = 0.04) -> TimedOps:
+    """The same stamps with GC pauses and one-off slow ops: `share` of each rank's ops 10-200 ms late
+    (enter and the op's end alike, as a pause before the op delays both for everyone)."""
+    rng = random.Random(seed)
+    out = {}
+    for key, per in ops.times.items():
+        hit = {r: rng.uniform(10, 200) * 1e6 if rng.random() < share else 0 for r in per}
+        delay = max(hit.values())
+        out[key] = {r: (int(e + hit[r]), int(d + delay) if d else None) for r, (e, d) in per.items()}
+    return TimedOps(ops.source, out, ops.resolution_ms)
+
+
+def test_pauses_and_one_off_slow_ops_name_nobody():
+    """Healthy ranks with GC pauses and one-off slow ops (4% of each rank's ops): trimmed away, nobody named;
+    a 5 ms straggler among them still is."""
+    for seed in range(10):
+        for done in (False, True):
+            healthy = _upset(_ops({}, ops=120, seed=seed, jitter_ms=1.5, with_done=done, resolution_ms=FINE_RESOLUTION_MS), seed)
+            assert judge_ops(healthy, HOSTS).late == [], (seed, done)
+            slow = _upset(_ops({6: 5.0}, ops=120, seed=seed, jitter_ms=1.5, with_done=done,
+                               resolution_ms=FINE_RESOLUTION_MS), seed)
+            assert judge_ops(slow, HOSTS).late == [6], (seed, done)
+
+
+def test_two_ranks_enter_times_cannot_tell_an_offset_from_lateness():
+    """Two ranks' enter stamps: one steadily 300 ms behind may be its host's clock; named from waits only."""
+    res = judge_ops(_ops({1: 300.0}, ranks=2, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+    assert res.late == [] and "a steady offset" in res.describe() and "read the same" in res.describe()
+    waits = judge_ops(_ops({1: 300.0}, ranks=2, with_done=True, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+    assert waits.late == [1]
