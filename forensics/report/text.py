@@ -40,6 +40,7 @@ def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None =
 def verdict_block(verdict: Verdict) -> list[str]:
     """VERDICT line, culprit with its evidence, and the other suspects folded by what they say."""
     lines = [f"VERDICT: {verdict.summary}"]
+    lines += [f"  slow: {text}" for text in slowness_lines(verdict)]
     culprit = verdict.culprit
     if culprit:
         lines.append(f"  culprit: {culprit.label}  [{culprit.reason_class}, confidence {culprit.confidence:.2f}]")
@@ -53,6 +54,22 @@ def verdict_block(verdict: Verdict) -> list[str]:
         if len(others) > MAX_OTHER:
             lines.append(f"  … {len(others) - MAX_OTHER} more (--json)")
     return lines
+
+
+def slowness_lines(verdict: Verdict) -> list[str]:
+    """What the slowness judges name (a straggler, a slow host, a slow link), one line each. Why its own
+    line: a straggler that is not the culprit (a hang not established from time, or a stronger finding
+    first) was otherwise only in the JSON sections, and one that is sits at the end of a long summary
+    line that the terminal's width cuts."""
+    out = []
+    for name in ("stragglers", "steps", "links"):
+        body = verdict.sections.get(name)
+        if not isinstance(body, dict) or not (body.get("late") or body.get("slow")) or not body.get("text"):
+            continue
+        if name == "steps" and verdict.sections.get("stragglers", {}).get("late"):
+            continue  # the collectives' stamps already name the late ranks
+        out.append(body["text"] + ("" if body.get("judged", True) else " (shown, not judged: hang or progress not decided)"))
+    return out
 
 
 def fold_suspects(suspects: list[Suspect]) -> list[str]:

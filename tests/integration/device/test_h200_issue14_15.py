@@ -120,9 +120,13 @@ def test_running_job_from_the_files_it_leaves(captures: Path, case: str, tmp_pat
     assert verdict.sections["stragglers"]["late"] == ([6] if case == "slow5" else [])
 
 
-#: from timestamped NCCL COLL lines (enter times, µs stamps) alone; slow5's 5 ms shows as under 2 ms
-#: of enter lateness, below the 8 ms floor that steady per-rank offsets (up to 36 ms seen) demand
+#: from timestamped NCCL COLL lines (enter times, µs stamps) alone; in the first H200 run slow5's 5 ms
+#: shows as 2.3-2.6 ms of mean enter lateness against 1.5 ms of noise (op-by-op jitter and the ranks' steady
+#: enter offsets): under 3x, not named (issue 26; the recorder's own waits name it).
 FROM_COLL_LOG = {"slow300": [5], "slow30": [2], "slowhost": [2, 3], "healthy": [], "slow5": []}
+#: the same from the second H200 run: slow5's rank 6 enters 5.4 ms late on average against 0.6 ms of jitter
+#: (issue 26: the fixed 8 ms enter floor named nobody here)
+FROM_COLL_LOG_NS = {**FROM_COLL_LOG, "slow5": [6]}
 
 
 @pytest.mark.parametrize("case", sorted(FROM_COLL_LOG))
@@ -156,7 +160,8 @@ def test_straggler_by_how_much_with_the_ns_recorder(captures: Path, case: str):
         verdict = analyze(r, KB).verdict
         assert verdict.summary.startswith("no hang"), verdict.summary
         slow = verdict.sections["stragglers"]
-        assert slow["measure"] == "wait" and slow["threshold_ms"] == 2.0
+        # issue 26: no fixed floor; the bar is 2.5x the job's own jitter (their waits' op-by-op spread)
+        assert slow["measure"] == "wait" and slow["threshold_ms"] == pytest.approx(2.5 * slow["jitter_ms"], abs=0.01)
         assert slow["late"] == truth["slow_ranks"], slow
         want = truth["slow_by_ms_per_step"]
         got = [slow["lateness_ms"][str(rank)] for rank in truth["slow_ranks"]]
@@ -187,7 +192,7 @@ def test_two_ras_reads_tell_a_running_job_without_the_recorder(captures: Path, c
     assert "NCCL RAS" in verdict.sections["progress"]["source"]
     slow = verdict.sections["stragglers"]
     assert slow["source"] == "NCCL COLL log" and slow["measure"] == "enter"
-    assert slow["late"] == FROM_COLL_LOG[case]
+    assert slow["late"] == FROM_COLL_LOG_NS[case]
 
 
 def test_ras_reads_of_a_hung_job_decide_nothing(captures: Path, tmp_path: Path):

@@ -54,8 +54,33 @@ def test_every_rank_of_one_host_late_is_a_slow_host():
     assert res.late == [2, 3] and res.slow_host == "node1"
 
 
-def test_enter_times_below_the_floor_are_not_named():
-    assert judge_ops(_ops({5: 6.0}), HOSTS).late == []
+def test_lateness_is_judged_against_the_jobs_own_jitter():
+    """No fixed floor (issue 26): 6 ms late at 1 ms jitter is named (it was under the old 8 ms enter floor),
+    2 ms late at 1 ms jitter (2x, and the stamps' 4 ms ticks) is not, and 6 ms at 3 ms jitter is not either."""
+    res = judge_ops(_ops({5: 6.0}), HOSTS)
+    assert res.late == [5] and 0.5 < res.jitter_ms < 2.0 and "(the job's jitter 1." in res.describe()
+    assert judge_ops(_ops({5: 2.0}, ops=200), HOSTS).late == []
+    assert judge_ops(_ops({5: 6.0}, jitter_ms=3.0, resolution_ms=FINE_RESOLUTION_MS, ops=200), HOSTS).late == []
+
+
+def test_at_the_threshold():
+    """3x the jitter, estimated from 60 ops: 4 sigma is named at every seed, 2 sigma at none (ns stamps, enter
+    times); benchmarks/straggler_detect.py measures the rates in between."""
+    for seed in range(10):
+        named = judge_ops(_ops({3: 6.0}, jitter_ms=1.5, ops=60, seed=seed, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+        assert named.late == [3], (seed, named.to_dict())
+        unnamed = judge_ops(_ops({3: 3.0}, jitter_ms=1.5, ops=60, seed=seed, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+        assert unnamed.late == [], (seed, unnamed.to_dict())
+
+
+def test_the_figures_are_in_the_verdict():
+    res = judge_ops(_ops({6: 5.0}, jitter_ms=1.5, ops=119, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+    assert res.late == [6]
+    d = res.to_dict()
+    assert 4.0 < d["excess_ms"]["6"] < 6.0 and 1.0 < d["jitter_ms"] < 2.0 and d["sign_p"]["6"] < 1e-6
+    text = res.describe()
+    assert text.startswith("rank 6 (node3) arrives last at ") and "of 119 collectives" in text
+    assert "ms after the others on average (the job's jitter" in text
 
 
 def test_most_ranks_late_is_the_pace_of_the_job():
@@ -81,8 +106,43 @@ def test_own_waits_cancel_steady_offsets():
     assert late.late == [6] and 4.0 < late.lateness_ms[6] < 6.0 and "own wait" in late.describe()
 
 
-def test_waits_on_a_coarse_clock_find_one_tick():
-    """4 ms ticks: a 5 ms straggler's median wait deficit is one tick; healthy ranks' is 0."""
-    res = judge_ops(_ops({6: 5.0}, with_done=True, jitter_ms=0.3), HOSTS)
-    assert res.late == [6] and res.threshold_ms == CLOCK_RESOLUTION_MS
-    assert judge_ops(_ops({}, with_done=True, jitter_ms=0.3), HOSTS).late == []
+def test_waits_on_a_coarse_clock_find_less_than_a_tick():
+    """4 ms ticks: a 2 ms straggler is 0 or one tick op by op; its mean lateness and its share of ops last
+    show it, while healthy ranks' jitter below the tick names nobody."""
+    res = judge_ops(_ops({6: 2.0}, with_done=True, jitter_ms=0.3, ops=60), HOSTS)
+    assert res.late == [6] and 1.0 < res.lateness_ms[6] < 3.0, res.to_dict()
+    assert "below the clock's 4 ms tick" in res.describe() or "the job's jitter" in res.describe()
+    for seed in range(5):
+        assert judge_ops(_ops({}, with_done=True, jitter_ms=0.3, seed=seed, ops=60), HOSTS).late == []
+
+
+def _upset(ops: TimedOps, seed: int, share: float = 0.04) -> TimedOps:
+    """The same stamps with GC pauses and one-off slow ops: `share` of each rank's ops 10-200 ms late
+    (enter and the op's end alike, as a pause before the op delays both for everyone)."""
+    rng = random.Random(seed)
+    out = {}
+    for key, per in ops.times.items():
+        hit = {r: rng.uniform(10, 200) * 1e6 if rng.random() < share else 0 for r in per}
+        delay = max(hit.values())
+        out[key] = {r: (int(e + hit[r]), int(d + delay) if d else None) for r, (e, d) in per.items()}
+    return TimedOps(ops.source, out, ops.resolution_ms)
+
+
+def test_pauses_and_one_off_slow_ops_name_nobody():
+    """Healthy ranks with GC pauses and one-off slow ops (4% of each rank's ops): trimmed away, nobody named;
+    a 5 ms straggler among them still is."""
+    for seed in range(10):
+        for done in (False, True):
+            healthy = _upset(_ops({}, ops=120, seed=seed, jitter_ms=1.5, with_done=done, resolution_ms=FINE_RESOLUTION_MS), seed)
+            assert judge_ops(healthy, HOSTS).late == [], (seed, done)
+            slow = _upset(_ops({6: 5.0}, ops=120, seed=seed, jitter_ms=1.5, with_done=done,
+                               resolution_ms=FINE_RESOLUTION_MS), seed)
+            assert judge_ops(slow, HOSTS).late == [6], (seed, done)
+
+
+def test_two_ranks_enter_times_cannot_tell_an_offset_from_lateness():
+    """Two ranks' enter stamps: one steadily 300 ms behind may be its host's clock; named from waits only."""
+    res = judge_ops(_ops({1: 300.0}, ranks=2, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+    assert res.late == [] and "a steady offset" in res.describe() and "read the same" in res.describe()
+    waits = judge_ops(_ops({1: 300.0}, ranks=2, with_done=True, resolution_ms=FINE_RESOLUTION_MS), HOSTS)
+    assert waits.late == [1]
