@@ -109,8 +109,38 @@ _CHILD_ERROR_FILE = _re.compile(r"no error file defined for parent, to copy chil
 _ATTEMPT_DIR = _re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
 
 
+#: a worker's own statement of its place in the job (vLLM's parallel_state: `world_size=2 rank=1 local_rank=1
+#: distributed_init_method=tcp://... backend=nccl`, vllm-project/vllm#21661): which rank that process is
+_RANK_IDENTITY = _re.compile(r"\bworld_size=(?P<ws>\d{1,7}) rank=(?P<rank>\d{1,7})(?: local_rank=(?P<lr>\d{1,7}))?"
+                             r" distributed_init_method=")
+
+
+#: PaddlePaddle's launcher (paddle.distributed.launch): `LAUNCH ERROR 2022-11-21 02:35:54,385 Container failed !!!`,
+#: then `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0` (PaddleDetection #7380)
+_PADDLE = _re.compile(r"^LAUNCH (?:ERROR|INFO|WARNING) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{1,6})? "
+                      r"(?P<what>Pod failed|Container failed !!!)")
+_PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? code (?P<code>-?\d{1,6}) log ")
+
+
 def match_line(text: str, origin: Origin) -> list:
-    """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
+    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank; [] if none."""
+    if "distributed_init_method=" in text:
+        m = _RANK_IDENTITY.search(text)
+        if m:
+            lr = m.group("lr")
+            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
+                                     "local_rank": int(lr) if lr else None})]
+    if text.startswith(("LAUNCH ", "Container rank ")):
+        m = _PADDLE.match(text)
+        if m:
+            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"launcher": "paddle", "what": m.group("what")})]
+        m = _PADDLE_RANK.match(text)
+        if m:
+            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500],
+                               origin=Origin(origin.host, None, int(m.group("rank")), origin.file, origin.line),
+                               source="launcher", data={"launcher": "paddle", "exitcode": int(m.group("code"))})]
     if text.startswith("srun: error: "):
         return _srun_line(text, origin)
     if "child error file" in text:
