@@ -570,7 +570,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     parts += fr_report.describe(seen.analyzer)
     parts += ras.describe(seen.ras_said)
     parts += horovod.describe(ev)
-    parts += _coverage_parts(ev.coverage, silence.silent_below(ev))
+    parts += _coverage_parts(ev.coverage, silence.silent_below(ev), ev)
     parts += _error_parts(seen)
     parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)
     parts += _traceback_parts(seen)
@@ -609,11 +609,11 @@ def _dump_ask_parts(seen: _Seen) -> list[str]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None) -> list[str]:
+def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[str]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
-        return [f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"]
+        return [silence.absent_phrase(ev, cov)]
     if not cov.world_size and cov.reporting:
         none_from = f", {silence.describe(silent, 'none from')}" if silent else ""
         return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "

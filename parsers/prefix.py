@@ -25,6 +25,11 @@ _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?"
 #: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen), or the
 #: IPv4 address a hostfile listed (`202.197.0.170: [rank1]:[E...`)
 _PDSH = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
+#: pdsh/clush with a host name of letters then digits (`gpu003: `, `node01: `), taken as a host only before what a
+#: rank prints (a traceback, an NCCL record, `[rankN]:`, an indented traceback line) or nothing: such a word before
+#: other text (`epoch12: loss ...`) is the program's own
+_PDSH_SHORT = re.compile(r"^(?P<host>[a-z]{2,16}\d{1,5}):(?:$| (?=Traceback \(|\s*File \"|[\w.-]+:\d+:\d+ \[|\[rank\d|"
+                         r"[\w.]*(?:Error|Exception)\b|\s+\S))")
 _SLURM = re.compile(r"^\s*(\d{1,6}): ")
 #: Open MPI's tag again inside a line: platforms that split a process's output into chunks re-insert it
 #: before each chunk, down to one per token (horovod/horovod#1666: `[[1,0]<stderr>:2020-01-14 13:49:07[1,0]<stderr>:.`)
@@ -174,7 +179,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         if info.rank is None:
             info.rank, info.rank_from_slurm = info.slurm, True
         return text[m.end():], None
-    m = _PDSH.match(text)
+    m = _PDSH.match(text) or _PDSH_SHORT.match(text)
     if m and info.host is None:
         info.host = m.group("host")
         return text[m.end():], None

@@ -24,7 +24,7 @@ from collections import Counter
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
-from parsers.model.events import Origin, Parsed
+from parsers.model.events import ErrorEvent, Origin, Parsed
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
 from parsers.readers import c10d, faulthandler, fr_report, horovod, launcher, nccl_log, proxy_dump, pyspy_text, textline
@@ -154,9 +154,14 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             nccl_pairs.append((lineno, raw))
             continue
         events = textline.match_text(text, origin)
-        if broken is not None and (not events or _generic(events)):
-            joined = broken[0] + text
+        sentence = broken is not None and _continues(broken, text, events)
+        if broken is not None and (not events or _generic(events) or sentence):
+            joined = broken[0] + text  # a record wrapped mid-token (`OpTy`/`pe=`, `NCCL wor`/`k: 15`)
             rejoined = textline.match_text(joined, broken[1])
+            if sentence and not broken[0].endswith(" "):  # or a sentence wrapped at a space the wrap took
+                spaced = textline.match_text(broken[0] + " " + text, broken[1])
+                if len(spaced) > len(rejoined) and not _generic(spaced):
+                    rejoined = spaced
             if rejoined and not _generic(rejoined):
                 if broken[2]:  # drop the generic event the first half produced
                     del out.events[-len(broken[2]):]
@@ -374,6 +379,14 @@ def _pids_named(head: list[str]) -> set[int]:
     for a rank (torch_npu: `[163686] [2026-07-07 07:20:43:938] torch.distributed: [ERROR] ...`, sglang
     #30453, whose other lines say `(PID:163686, Device:1, ...)`); such a label is no rank."""
     return {int(m.group(1)) for line in head for m in _PID_NAMED.finditer(line[:4096])}
+
+
+def _continues(broken: tuple, text: str, events: list) -> bool:
+    """A line that goes on with the sentence an unspecific c10d error stopped in (`... Exception (either an error or
+    timeout) detected` / `by watchdog at work: 2070, last enqueued ...`, milabench #269, wrapped by hand): it starts
+    in lower case, says no error of its own (`terminate called ...` does: a record of its own), and the line
+    before it yielded only that generic error."""
+    return bool(broken[2]) and text[:1].islower() and not any(type(e) is ErrorEvent for e in events)
 
 
 def _generic(events: list) -> bool:
