@@ -80,6 +80,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
     elastic = launcher.ElasticBlock()
+    mpirun = launcher.MpirunBlock()  #: Open MPI's banners: the first process to exit, a lost MPI peer
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
@@ -123,6 +124,10 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             continue
         origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno, local_rank=pre.local_rank)
         taken, done = elastic.feed(text, origin)
+        out.events.extend(done)
+        if taken:
+            continue
+        taken, done = mpirun.feed(text, origin)
         out.events.extend(done)
         if taken:
             continue
@@ -194,6 +199,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             textline.note_unknown(out, lineno, text)
             broken = (text, origin, [])
     out.events.extend(elastic.finish())
+    out.events.extend(mpirun.finish())
     out.events.extend(fr_block.finish())
     dumps.finish()
     spy.finish()

@@ -143,6 +143,17 @@ def test_ray_worker_prefix_keeps_pid_and_rank():
     assert (e.origin.pid, e.origin.rank) == (5304, 7)
 
 
+def test_mpirun_banners_name_the_first_process_to_exit_and_the_lost_peer():
+    """nccl-tests#322: 'The first process to do so was: / Process name: [[44912,1],251] / Exit code: 3';
+    nccl-tests#338: 'An MPI communication peer process has unexpectedly disconnected ... Local host: gpu /
+    Local PID: 4870 / Peer host: gpu' (its 74-column rules glued to the banners by the wrap repair)."""
+    [first] = [e for e in _events("nccl-tests-322", "launcher-exit") if e.data.get("launcher") == "mpirun"]
+    assert (first.origin.rank, first.data["exitcode"]) == (251, 3)
+    [lost] = _events("nccl-tests-338", "connection-closed")
+    assert (lost.origin.host, lost.origin.pid, lost.peer_addr) == ("gpu", 4870, "gpu")
+    assert load(CORPUS / "nccl-tests-338.log")[0].unknown_lines == 1  # only nccl-tests' '# Using devices'
+
+
 def test_vllm_rank_statement_gives_the_rank_and_the_job_size():
     """vllm#21661: a flattened paste whose records say `world_size=2 rank=0 ...` and `world_size=2 rank=1 ...`."""
     parsed = load(CORPUS / "vllm-21661.log")[0]
