@@ -34,9 +34,12 @@ _HEADER = re.compile(r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?
 STALL_WORDS = "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks"
 #: the warning's second sentence, quoted alone in some posts
 _STALL_TAIL = "This may indicate that different ranks are trying to submit different tensors"
-_ENTRY = re.compile(r"(?P<tensor>[\w./:-]{1,512}) \[(?P<kind>missing|ready) ranks:(?P<ranks>[\d,\s]{0,20000})\]")
-#: an entry the post wrapped inside its rank list: kept and read with the next line
-_OPEN_ENTRY = re.compile(r"(?P<tensor>[\w./:-]{1,512}) \[(?:missing|ready) ranks:[\d,\s]{0,20000}$")
+#: an entry is `<tensor> [missing ranks: ...]`: found by its bracket, its tensor name read backwards from there
+#: (a regex that starts at every character of a long line would not be linear)
+_LIST_OPEN = re.compile(r" \[(?P<kind>missing|ready) ranks:")
+_LIST_BODY = re.compile(r"(?P<ranks>[\d,\s]{0,20000})(?P<close>\]?)")
+_TENSOR_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:-")
+MAX_TENSOR = 512
 _LISTING_HEAD = re.compile(r"^(?:Stalled|Missing) ranks:\s*$")
 _STALLED_OPS = re.compile(r"Stalled ops:\s*")
 _TIMELINE = re.compile(r"Error opening the Horovod Timeline file (?P<path>\S{1,4096}), will not write a timeline")
@@ -46,6 +49,7 @@ _TENSOR_OP = re.compile(r"(?:^|/)(?:Horovod(?P<cls>Allreduce|Allgather|Broadcast
 #: a rank number above this is no rank of a job (a hostile or garbled line)
 MAX_RANK = 1_000_000
 MAX_LISTED = 100_000  #: ranks one entry may name
+MAX_LINE = 1 << 20  #: characters of one line searched for entries (a report of 100k-rank lists stays well under)
 _INFO_LEVELS = frozenset("TDI")
 
 
@@ -104,14 +108,15 @@ class StallBlock:
         if _LISTING_HEAD.match(msg):
             self.listing = True
             return True, []
-        t = _TIMELINE.search(msg)
+        t = _TIMELINE.search(msg) if "Horovod Timeline" in msg else None
         if t:
             path = t.group("path")
             return True, [ErrorEvent("horovod-timeline-error", msg[:500], origin, source="horovod",
                                      data={"path": path, "directory": path.endswith("/")})]
-        entries = self._entries(_STALLED_OPS.sub("", msg, count=1), origin)
-        if entries or _STALLED_OPS.match(msg) or self.pending:
-            return True, entries
+        if " ranks:" in msg or msg.startswith("Stalled ops:"):  # no regex over the common line
+            entries = self._entries(_STALLED_OPS.sub("", msg, count=1), origin)
+            if entries or _STALLED_OPS.match(msg) or self.pending:
+                return True, entries
         if m and "horovod" in m.group("file"):
             kind = "horovod-log" if m.group("lvl") in _INFO_LEVELS else "horovod-error"
             return True, [ErrorEvent(kind, msg[:500], origin, source="horovod", timestamp=m.group("ts"),
@@ -120,17 +125,26 @@ class StallBlock:
 
     def _entries(self, text: str, origin: Origin) -> list:
         out = []
-        end = 0
-        for m in _ENTRY.finditer(text):
-            end = m.end()
-            tensor, kind = m.group("tensor"), m.group("kind")
+        if " ranks:" not in text:
+            return out
+        text = text[:MAX_LINE]
+        for m in _LIST_OPEN.finditer(text):
+            start = m.start()
+            while start > 0 and m.start() - start < MAX_TENSOR and text[start - 1] in _TENSOR_CHARS:
+                start -= 1
+            tensor = text[start:m.start()]
+            body = _LIST_BODY.match(text, m.end())
+            if not tensor:
+                continue
+            if not body.group("close"):  # the post wrapped the entry inside its rank list: read it with the next line
+                if body.end() == len(text.rstrip()) or body.end() == len(text):
+                    self.pending = text[start:]
+                continue
+            kind = m.group("kind")
             self.entries += 1
-            out.append(ErrorEvent("horovod-stall", m.group(0)[:500], origin, op=op_of(tensor), source="horovod",
-                                  data={"tensor": tensor, kind: _ranks(m.group("ranks")), "report": self.report,
-                                        "entry": self.entries}))
-        tail = _OPEN_ENTRY.search(text, end)
-        if tail:
-            self.pending = tail.group(0)
+            out.append(ErrorEvent("horovod-stall", text[start:body.end()][:500], origin, op=op_of(tensor),
+                                  source="horovod", data={"tensor": tensor, kind: _ranks(body.group("ranks")),
+                                                          "report": self.report, "entry": self.entries}))
         return out
 
     def _listed(self, rank: int, line: str, origin: Origin) -> ErrorEvent:

@@ -117,6 +117,23 @@ def test_horovod_debug_log_lines_are_read_as_rank_1s():
     assert len(logs) == 3 and {e.origin.rank for e in logs} == {1} and logs[0].data["level"] == "D"
 
 
+def test_stall_reader_stays_linear_on_hostile_lines():
+    """A real entry's shape, made hostile: a 200k-character tensor-like run before the bracket, an unclosed rank
+    list of 60k ranks, 20k entries on one line. Bounded work, well under the generous limit."""
+    import time
+    from parsers.model.events import Origin
+    from parsers.readers.horovod import StallBlock
+    entry = _lines("horovod-534")[2]  # 'HorovodBroadcast_fully_connected_weights_0 [missing ranks: 0]'
+    head, bracket = entry.split(" [", 1)
+    hostile = [head * 5000 + " [" + bracket, head + " [ready ranks: " + "1, " * 60_000, (entry + " ") * 20_000]
+    start = time.monotonic()
+    for line in hostile:
+        block = StallBlock()
+        block.feed(line, Origin())
+        block.feed(entry, Origin())
+    assert time.monotonic() - start < 10
+
+
 # ------------------------------------------------------------------------------------------- 2. prefixes
 
 
@@ -234,6 +251,13 @@ def test_a_heartbeat_watchdog_stuck_line_alone_names_no_rank_and_no_host():
     """DEIM#105 line 3: `[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] ... watchdog got stuck for 600 seconds`,
     the line every rank's heartbeat monitor prints: no culprit, its host not suspect."""
     result = _analyze("deim-105", only=[3])
+    assert result.verdict.culprit is None
+    assert not [h for h in result.hosts if h.status in ("suspect", "exclude")]
+
+
+def test_watchdogs_stuck_by_a_code_bug_put_no_host_under_suspicion():
+    """NVIDIA/Fuser#3055: stuck watchdogs in three subgroups during a teardown bug: no host is suspect."""
+    result = _analyze("fuser-3055")
     assert result.verdict.culprit is None
     assert not [h for h in result.hosts if h.status in ("suspect", "exclude")]
 
