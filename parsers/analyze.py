@@ -23,6 +23,7 @@ from parsers.evidence import Evidence, load
 from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
+from parsers.judges.logs import horovod as horovod_stalls, unread
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
 from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress, judge_step_progress
@@ -80,10 +81,12 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
+    recorder_suspects = recorder_suspects + horovod_stalls.judge(ev)  # both name the rank a collective waits for
     verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)
     if recorder_section:
         verdict.sections["recorder"] = recorder_section
     verdict.sections["ranks"] = ranks_table(ev)
+    verdict.sections["unread_lines"] = unread.section(ev)
     return Analysis(verdict=verdict, evidence=ev, hosts=reports, logs=logs)
 
 

@@ -18,7 +18,7 @@ from parsers.model.events import FROZEN_STATES, INFO_KINDS, TIMEOUT_KINDS, UNKNO
 from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
-from parsers.judges.logs import fr_report, short_timeout, silence
+from parsers.judges.logs import fr_report, horovod, short_timeout, silence, unread
 from parsers.ranges import fold
 from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -569,15 +569,20 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     parts += completed_past(ev)
     parts += fr_report.describe(seen.analyzer)
     parts += ras.describe(seen.ras_said)
-    parts += _coverage_parts(ev.coverage, silence.silent_below(ev))
+    parts += horovod.describe(ev)
+    parts += _coverage_parts(ev.coverage, silence.silent_below(ev), ev)
     parts += _error_parts(seen)
     parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)
     parts += _traceback_parts(seen)
     parts += _host_parts(reports or [])
     parts += _trail_parts(ev, seen)
+    not_read = unread.describe(unread.section(ev))
     if not parts and not seen.errors and not seen.innermost and \
             not any(h.status in ("exclude", "suspect") for h in reports or []):
-        parts.append("these lines report no error")
+        # 'no error' only of lines that were all read: unread lines may be the error (issue 28)
+        parts.append("no line that was understood reports an error" if not_read else "these lines report no error")
+    if not_read:
+        parts.append(not_read)
     if parts:
         parts.append(f"coverage {ev.coverage.describe().split(':')[0]}")
     return "; ".join(parts)
@@ -604,11 +609,11 @@ def _dump_ask_parts(seen: _Seen) -> list[str]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None) -> list[str]:
+def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[str]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
-        return [f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"]
+        return [silence.absent_phrase(ev, cov)]
     if not cov.world_size and cov.reporting:
         none_from = f", {silence.describe(silent, 'none from')}" if silent else ""
         return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: colour codes whose ESC byte was lost on the way (Ray's `[36m(RayTrainWorker ...`)
-_ANSI_REMNANT = re.compile(r"(?<![\w\]])\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+#: (`[m` alone only where no word goes on: Horovod's `[missing ranks: 1]` is text)
+_ANSI_REMNANT = re.compile(r"(?<![\w\]])\[(?:\d{1,3}(?:;\d{1,3})*m|m(?![a-z]))")
 _OMPI = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
 #: Ray's `(Actor pid=P, ip=X)`: X is the node's address, or its host name where the cluster names nodes
 #: (`ip=train-...-worker-0` on Kubernetes); either way it says which machine printed the line
@@ -24,7 +25,20 @@ _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?"
 #: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen), or the
 #: IPv4 address a hostfile listed (`202.197.0.170: [rank1]:[E...`)
 _PDSH = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
+#: pdsh/clush with a host name of letters then digits (`gpu003: `, `node01: `), taken as a host only before what a
+#: rank prints (a traceback, an NCCL record, `[rankN]:`, an indented traceback line) or nothing: such a word before
+#: other text (`epoch12: loss ...`) is the program's own
+_PDSH_SHORT = re.compile(r"^(?P<host>[a-z]{2,16}\d{1,5}):(?:$| (?=Traceback \(|\s*File \"|[\w.-]+:\d+:\d+ \[|\[rank\d|"
+                         r"[\w.]*(?:Error|Exception)\b|\s+\S))")
 _SLURM = re.compile(r"^\s*(\d{1,6}): ")
+#: Open MPI's tag again inside a line: platforms that split a process's output into chunks re-insert it
+#: before each chunk, down to one per token (horovod/horovod#1666: `[[1,0]<stderr>:2020-01-14 13:49:07[1,0]<stderr>:.`)
+_OMPI_INNER = re.compile(r"\[(\d+),(\d+)\]<(?:stdout|stderr)>:")
+#: a training platform's replica label after its timestamp (polyaxon: `2020-01-15 22:44:33 UTC master.0 -- `):
+#: which replica printed the line, not a rank
+#: a log collector's `<time> <host> >> ` (NVIDIA/nccl#1808: `2025-08-12 09:37:02.216313 worker-9 >> `)
+_ARROW = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]{0,252}) >> ")
+_REPLICA = re.compile(r"^(?:UTC|GMT) [A-Za-z][\w-]{0,63}\.\d{1,6} -- ")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
 #: torchrun's label of a worker's output with --tee/--redirects: `[default3]:` (role 'default', local rank 3;
 #: NeMo: `[default0]:[rank0]: Traceback ...`); after _TORCH_RANK, so `[rank3]:` stays a global rank
@@ -65,6 +79,10 @@ class LinePrefix:
     pid: int | None = None
     timestamp: str | None = None
     label: int | None = None  #: a bare `[N] ` in front: a rank label or a line number (caller decides)
+    #: a Slurm-style `N: ` in front; also the start of a Horovod stall listing (`1: [tensor, ...]`), which
+    #: the caller may know better (parsers.readers.horovod): then `rank_from_slurm` says the rank came from it
+    slurm: int | None = None
+    rank_from_slurm: bool = False
     local_rank: int | None = None  #: torchrun's `[<role><local rank>]:` (`--tee`): a local rank, never a global one
 
 
@@ -94,6 +112,8 @@ def strip_prefix(line: str) -> tuple[str, LinePrefix]:
             torch_rank = rank
     else:
         stripped = text.lstrip()
+    if "]<std" in stripped and info.rank is not None:  # the same process's tag again, inside the line
+        stripped = _OMPI_INNER.sub(lambda t: "" if int(t.group(2)) == info.rank else t.group(0), stripped)
     m = _TORCH_RANK_GLUED.search(stripped)
     if m and torch_rank is None:  # '... 158.06s/i[rank0]:[E ...': a progress bar glued in front
         torch_rank = int(m.group(1))
@@ -130,6 +150,13 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     if m and not _is_nccl_ts(text):
         info.timestamp = m.group(0).strip(" []-|")
         return text[m.end():], None
+    m = _REPLICA.match(text)
+    if m and info.timestamp:
+        return text[m.end():], None
+    m = _ARROW.match(text)
+    if m and info.timestamp and info.host is None:
+        info.host = m.group("host").split(".")[0]
+        return text[m.end():], None
     m = _VLLM.match(text)
     if m:
         info.timestamp = info.timestamp or m.group("ts")
@@ -148,10 +175,11 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         return text[m.end():], None
     m = _SLURM.match(text)
     if m:
+        info.slurm = int(m.group(1))
         if info.rank is None:
-            info.rank = int(m.group(1))
+            info.rank, info.rank_from_slurm = info.slurm, True
         return text[m.end():], None
-    m = _PDSH.match(text)
+    m = _PDSH.match(text) or _PDSH_SHORT.match(text)
     if m and info.host is None:
         info.host = m.group("host")
         return text[m.end():], None

@@ -153,7 +153,8 @@ class ErrorEvent:
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module"): read and
 #: kept, never weighed as an error.
 INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
-                        "child-error-file"})
+                        "child-error-file", "horovod-log",
+                        "horovod-stall", "horovod-stall-warning", "rank-identity"})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
 TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})

@@ -90,6 +90,10 @@ _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArg
 #: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
 _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
                          r"(?: Error: (?P<err>-?\d+) \((?P<what>[^)]*)\))?")
+#: NCCL's socket error as PyTorch prints it under 'Last error:' (NVIDIA/nccl#2076, NCCL 2.21.5: 'socketProgressOpt:
+#: Call to recv from 172....<33759> failed : Connection reset by peer'): the peer address is the one that went away
+_SOCKET_DETAIL = re.compile(r"^socketProgress(?:Opt)?: Call to (?P<what>recv|send) (?:from|to) (?P<peer>\S{1,300}) "
+                            r"failed : (?P<why>.{1,200})$")
 #: ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) checks every collective across ranks. Forms: torch 1.12
 #: 'CollectiveFingerPrint(OpType=ALLREDUCE, ...' (the other side sometimes only 'REDUCE.'), later with
 #: TensorShape/TensorDtypes, 2.x with 'SequenceNumber=18, ' first (barrier: 'SequenceNumber=1OpType=BARRIER')
@@ -126,7 +130,7 @@ _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
 _MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError",
             "NCCL error",
             "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl",
-            "collective #", "] started ", "] finished ")
+            "collective #", "] started ", "] finished ", "socketProgress")
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
 
@@ -332,6 +336,12 @@ def match_line(text: str, origin: Origin) -> list:
     m = _NET_PLUGIN.search(text)
     if m:
         err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
+        return events
+    m = _SOCKET_DETAIL.match(text.strip()) if text.lstrip().startswith("socketProgress") else None
+    if m:
+        err("connection-reset" if "reset by peer" in m.group("why") else "net-error",
+            data={"call": m.group("what"), "error": m.group("why")})
+        events[-1].peer_addr = m.group("peer")
         return events
     m = _FRAME.search(text)
     if m:

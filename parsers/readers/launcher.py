@@ -109,8 +109,38 @@ _CHILD_ERROR_FILE = _re.compile(r"no error file defined for parent, to copy chil
 _ATTEMPT_DIR = _re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
 
 
+#: a worker's own statement of its place in the job (vLLM's parallel_state: `world_size=2 rank=1 local_rank=1
+#: distributed_init_method=tcp://... backend=nccl`, vllm-project/vllm#21661): which rank that process is
+_RANK_IDENTITY = _re.compile(r"\bworld_size=(?P<ws>\d{1,7}) rank=(?P<rank>\d{1,7})(?: local_rank=(?P<lr>\d{1,7}))?"
+                             r" distributed_init_method=")
+
+
+#: PaddlePaddle's launcher (paddle.distributed.launch): `LAUNCH ERROR 2022-11-21 02:35:54,385 Container failed !!!`,
+#: then `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0` (PaddleDetection #7380)
+_PADDLE = _re.compile(r"^LAUNCH (?:ERROR|INFO|WARNING) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{1,6})? "
+                      r"(?P<what>Pod failed|Container failed !!!)")
+_PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? code (?P<code>-?\d{1,6}) log ")
+
+
 def match_line(text: str, origin: Origin) -> list:
-    """One-line launcher facts: a worker's exit or a signal the agent sent; [] if none."""
+    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank; [] if none."""
+    if "distributed_init_method=" in text:
+        m = _RANK_IDENTITY.search(text)
+        if m:
+            lr = m.group("lr")
+            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
+                                     "local_rank": int(lr) if lr else None})]
+    if text.startswith(("LAUNCH ", "Container rank ")):
+        m = _PADDLE.match(text)
+        if m:
+            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"launcher": "paddle", "what": m.group("what")})]
+        m = _PADDLE_RANK.match(text)
+        if m:
+            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500],
+                               origin=Origin(origin.host, None, int(m.group("rank")), origin.file, origin.line),
+                               source="launcher", data={"launcher": "paddle", "exitcode": int(m.group("code"))})]
     if text.startswith("srun: error: "):
         return _srun_line(text, origin)
     if "child error file" in text:
@@ -307,3 +337,76 @@ def _entry_said(entry: dict) -> str:
     if "time" in entry:
         said = f"{said}, at {entry['time']}" if said else f"at {entry['time']}"
     return f"{who} {how}" + (f" ({said})" if said else "")
+
+
+# --- Open MPI's mpirun banners -------------------------------------------------------------------
+# Between lines of dashes, mpirun says which process ended the job ('The first process to do so was:' /
+# 'Process name: [[44912,1],251]' / 'Exit code:    3', nccl-tests #322) or that a process lost its MPI peer
+# ('An MPI communication peer process has unexpectedly disconnected.' ... 'Local host: gpu' / 'Local PID:  4870'
+# / 'Peer host:  gpu', nccl-tests #338). The process name's last number is the rank (MPI_COMM_WORLD).
+
+_MPI_BANNERS = ("mpirun detected that one or more processes exited", "Primary job  terminated normally",
+                "An MPI communication peer process has unexpectedly disconnected")
+_MPI_NAME = _re.compile(r"^Process name: \[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,7})\]$")
+_MPI_FIELD = _re.compile(r"^(?P<key>Exit code|Local host|Local PID|Peer host):\s+(?P<value>\S{1,253})$")
+_DASHES = _re.compile(r"^-{20,200}")
+
+
+class MpirunBlock:
+    """Reads mpirun's banners line by line; `feed` returns whether the line was the banner's and the events
+    it closed: the first failing process (`launcher-exit`, rank and exit code) and a lost MPI peer
+    (`connection-closed`, from the local process to the peer host)."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.fields: dict[str, str] = {}
+        self.origin: Origin | None = None
+
+    def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
+        line = text.strip()
+        done: list = []
+        m = _DASHES.match(line)
+        if m:  # the rule that ends a banner, or starts one (a wrap repair may have glued the banner's first line on)
+            done = self._close()
+            line = line[m.end():].strip()
+            if not line:
+                return bool(done) or bool(self.origin), done
+        if any(line.startswith(b) for b in _MPI_BANNERS):
+            done += self._close()
+            self.open, self.origin = True, origin
+            self.fields = {"banner": line}
+            return True, done
+        if not self.open:
+            return bool(done), done
+        m = _MPI_NAME.match(line)
+        if m:
+            self.fields["rank"] = m.group("rank")
+            return True, []
+        m = _MPI_FIELD.match(line)
+        if m:
+            self.fields[m.group("key")] = m.group("value")
+        return True, []  # the banner's prose
+
+    def finish(self) -> list:
+        return self._close()
+
+    def _close(self) -> list:
+        f, origin, self.open, self.fields = self.fields, self.origin, False, {}
+        if not self.open and not f:
+            return []
+        if origin is None or not f:
+            return []
+        if "rank" in f and f.get("Exit code", "").lstrip("-").isdigit():
+            return [ErrorEvent(kind="launcher-exit", message=f"mpirun: the first process to exit was rank {f['rank']} "
+                               f"(exit code {f['Exit code']})", origin=Origin(origin.host, None, int(f["rank"]),
+                                                                                origin.file, origin.line),
+                               source="launcher", data={"launcher": "mpirun", "exitcode": int(f["Exit code"]),
+                                                        "first": True})]
+        if "Peer host" in f:
+            pid = f.get("Local PID", "")
+            return [ErrorEvent(kind="connection-closed", message=f"mpirun: process {pid or '?'} on "
+                               f"{f.get('Local host', '?')} lost its MPI peer on {f['Peer host']}",
+                               origin=Origin(f.get("Local host"), int(pid) if pid.isdigit() else None, None,
+                                             origin.file, origin.line),
+                               peer_addr=f["Peer host"], source="launcher", data={"launcher": "mpirun"})]
+        return []

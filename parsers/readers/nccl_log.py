@@ -61,6 +61,14 @@ _TRAIL = re.compile(r"^[\w./-]+:\d+ -> \d+")
 _ANON = re.compile(
     r"^(?:\[(?P<dev>-?\d+)\] )?(?:(?P<src>[\w./-]+:\d+)(?: \((?P<fn>[^)]*)\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
+#: a record whose `host:pid:tid` is partly there: an empty host (`:166:1226 [0] misc/socket.cc:484 NCCL WARN`,
+#: NVIDIA/nccl#1808), a host and no pid:tid (`gpu-server320 [5] misc/socket.cc:46 NCCL WARN`, #1920), a pid the
+#: poster redacted (`host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN`, #2013). Read with what it has.
+_PARTIAL = re.compile(
+    r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] )?"
+    r"(?P<host>[\w.-]{0,253})(?::(?P<pid>\d{1,10}|X{1,16})(?::(?P<tid>\d{1,10}))?)? \[(?P<dev>-?\d{1,4})\] "
+    r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
+)
 _SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
 _ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d+).*- Abort COMPLETE")
 HEAD_LINES = 2000
@@ -80,7 +88,8 @@ def looks_like_line(text: str) -> bool:
     whose host:pid:tid prefix was cut off."""
     if "NCCL" not in text:  # most lines: no regex at all (and no backtracking over a hostile 60 KB line)
         return False
-    return _RECORD.search(text[:8192]) is not None or _ANON.match(text) is not None or text.startswith("NCCL version")
+    return _RECORD.search(text[:8192]) is not None or _ANON.match(text) is not None or text.startswith("NCCL version") \
+        or _PARTIAL.match(text[:8192]) is not None
 
 
 class _State:
@@ -149,7 +158,7 @@ def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, nu
                 if m:
                     out.facts["nccl_version"] = m.group("v")
                     continue
-            anon = _ANON.match(text)
+            anon = _ANON.match(text) or _PARTIAL.match(text)
             if anon:
                 _anonymous(out, anon, text, host_hint, rank_hint, file, lineno)
                 continue
@@ -178,17 +187,20 @@ def _other(out: Parsed, raw: str, file: str | None, lineno: int, numbered: bool)
     elif textline.looks_known(text):
         out.note_unread(lineno, text)
     elif not textline.is_benign(text):
-        out.unknown_lines += 1
+        textline.note_unknown(out, lineno, text)
 
 
 def _anonymous(out: Parsed, m: re.Match, text: str, host: str | None, rank: int | None, file: str | None,
                lineno: int) -> None:
-    """An NCCL record without host:pid:tid: WARNs and versions still count, the rest is a trail."""
+    """An NCCL record without (all of) host:pid:tid: WARNs and versions still count, the rest is a trail."""
     dev = m.group("dev")
-    origin = Origin(host, None, rank, file, lineno, device=int(dev) if dev and dev.lstrip("-").isdigit() else None)
+    named = m.groupdict().get("host")  # _PARTIAL's: the host and pid it does print
+    pid = m.groupdict().get("pid")
+    origin = Origin(named.split(".")[0] if named else host, int(pid) if pid and pid.isdigit() else None, rank, file,
+                    lineno, device=int(dev) if dev and dev.lstrip("-").isdigit() else None)
     msg = text[m.end():].strip()
     if m.group("lvl") == "WARN":
-        _warn(out, msg, origin, None)
+        _warn(out, msg, origin, m.groupdict().get("ts"))
     elif _TRAIL.match(msg):
         out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
     else:

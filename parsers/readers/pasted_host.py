@@ -1,6 +1,6 @@
 """Host evidence users paste into job output: kernel NVRM/Xid and AER lines, nvidia-smi and
-Slurm's NVML complaints, CUDA error strings (and the nccl-tests harness's `Test NCCL failure`
-line, the one error such a run prints outside NCCL's own records).
+Slurm's NVML complaints, CUDA error strings (the nccl-tests harness's `Test NCCL failure` line is
+parsers.readers.nccl_tests').
 
 Why in the text readers: a thread rarely comes with a separate kernel log; the proof
 that a GPU fell off the bus is a dmesg line pasted under the training log, and the
@@ -28,10 +28,8 @@ _DRIVER = re.compile(r"CUDA driver version is insufficient for CUDA runtime vers
 #: CUDA error (cudaErrorMemoryAllocation); it names no `CUDA error:` but is one
 _CUDA = re.compile(r"Cuda failure (?:\d+ )?'(?P<what>[^']+)'|CUDA error: (?P<what2>[^.(]+)|Cuda Error: (?P<what3>.+)"
                    r"|CUDA (?P<what4>out of memory)\.")
-#: the nccl-tests harness when an NCCL call returns an error: `Test NCCL failure all_reduce.cu:471 'internal error ...'`
-_TEST_NCCL = re.compile(r"Test NCCL failure (?P<where>[\w./-]+:\d+) '(?P<what>[^']+)'")
 
-_MARKERS = ("NVRM", "fallen off", "device handle", "GPU is lost", "pcieport", "AER:", "CUDA", "Cuda", "Test NCCL")
+_MARKERS = ("NVRM", "fallen off", "device handle", "GPU is lost", "pcieport", "AER:", "CUDA", "Cuda")
 
 
 def match_line(text: str, origin: Origin) -> list:
@@ -73,10 +71,6 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     if _DRIVER.search(msg):
         add("cuda-driver-mismatch")
-        return events
-    m = _TEST_NCCL.search(msg)
-    if m:
-        add("nccl-error", what=m.group("what").strip(), where=m.group("where"))
         return events
     m = _CUDA.search(msg)
     if m:

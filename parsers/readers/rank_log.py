@@ -24,10 +24,10 @@ from collections import Counter
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
-from parsers.model.events import Origin, Parsed
+from parsers.model.events import ErrorEvent, Origin, Parsed
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
-from parsers.readers import c10d, faulthandler, fr_report, launcher, nccl_log, proxy_dump, pyspy_text, textline
+from parsers.readers import c10d, faulthandler, fr_report, horovod, launcher, nccl_log, proxy_dump, pyspy_text, textline
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -46,6 +46,16 @@ _RECORD_START = re.compile(
 #: record, not the continuation of a wrapped one, even when the lines share one length
 _HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}[ \d:.]*[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
 HEADER_WINDOW = 60
+#: a record that starts in the middle of a physical line, glued to the one before it (no newline between them:
+#: a flattened paste, a missing newline): a Ray/vLLM worker prefix (`...incorrect.(RayWorkerVllm pid=5304) For
+#: debugging`, vllm-project/vllm#2682), a vLLM/SGLang logger record or Gloo's connection line (`... backend=nccl DEBUG
+#: 11-04 18:02:55 [distributed/parallel_state.py:1029] world_size=2 rank=1 ...`, vllm-project/vllm#21661)
+_GLUED = re.compile(r"(?<=\S)(?=\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\) )"
+                    r"|(?<=\S )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? \[)"
+                    r"|(?<=\S )(?=\[Gloo\] Rank )")
+MAX_PIECES = 64  #: records one physical line may be split into
+#: a piece that is only a worker prefix: the record after it is that worker's, not glued to anything
+_PREFIX_ONLY = re.compile(r"^\s*\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\)\s*$")
 _TB_FILE_END = re.compile(r"File\s*$")
 _TB_PATH_END = re.compile(r"\"[^\"]*\",\s*$")
 _TB_LINE = re.compile(r"^\s*line \d+, in ")
@@ -70,9 +80,11 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     nccl_pairs: list[tuple[int, str]] = []
     block: list[str] | None = None
     elastic = launcher.ElasticBlock()
+    mpirun = launcher.MpirunBlock()  #: Open MPI's banners: the first process to exit, a lost MPI peer
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
     dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
+    stalls = horovod.StallBlock()  #: Horovod's stall inspector reports (its `<rank>: [...]` listings)
     #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
     call_sites: dict[tuple, object] = {}
     ranks: dict[int, int] = {}
@@ -80,11 +92,15 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
     after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
     shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
-    for lineno, raw in _logical_lines(chain(head, it), layout, out):
+    pid_rank: dict[tuple, int] = {}  #: (host, pid) -> the rank that process said it is (`world_size=2 rank=1 ...`)
+    for lineno, raw in _split_glued(_logical_lines(chain(head, it), layout, out), out):
         if textline.is_absurd(raw):
             out.unknown_lines += 1
             continue
         text, pre = strip_prefix(raw)
+        listed = stalls.listed_rank(text, pre.slurm)
+        if listed is not None and pre.rank_from_slurm:  # a stall listing's `<rank>: `, not whose line it is
+            pre.rank = None
         echo, after_frame = after_frame, text.startswith('File "')
         prompted = prompt_host(text) if "@" in text[:100] else None
         if prompted:
@@ -93,6 +109,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             continue
         if pre.host is None:
             pre.host = shell_host
+        if pre.rank is None and pre.pid is not None and pid_rank:
+            pre.rank = pid_rank.get((pre.host, pre.pid))
         rank = pre.rank if pre.rank is not None else (None if numbered or pre.label in pids else pre.label)
         if rank is not None:
             ranks[rank] = ranks.get(rank, 0) + 1
@@ -109,6 +127,10 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         out.events.extend(done)
         if taken:
             continue
+        taken, done = mpirun.feed(text, origin)
+        out.events.extend(done)
+        if taken:
+            continue
         taken, done = fr_block.feed(text, origin)
         out.events.extend(done)
         if taken:
@@ -120,6 +142,10 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         if call_sites and _call_site_frame(call_sites, text, origin):
             continue
         if not text:
+            continue
+        taken, done = stalls.feed(text, origin, listed)
+        out.events.extend(done)
+        if taken:
             continue
         if lineno <= HEAD_LINES and (armed := faulthandler.trigger_identity(text)):
             for key in ("rank", "pid", "host"):
@@ -133,9 +159,14 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             nccl_pairs.append((lineno, raw))
             continue
         events = textline.match_text(text, origin)
-        if broken is not None and (not events or _generic(events)):
-            joined = broken[0] + text
+        sentence = broken is not None and _continues(broken, text, events)
+        if broken is not None and (not events or _generic(events) or sentence):
+            joined = broken[0] + text  # a record wrapped mid-token (`OpTy`/`pe=`, `NCCL wor`/`k: 15`)
             rejoined = textline.match_text(joined, broken[1])
+            if sentence and not broken[0].endswith(" "):  # or a sentence wrapped at a space the wrap took
+                spaced = textline.match_text(broken[0] + " " + text, broken[1])
+                if len(spaced) > len(rejoined) and not _generic(spaced):
+                    rejoined = spaced
             if rejoined and not _generic(rejoined):
                 if broken[2]:  # drop the generic event the first half produced
                     del out.events[-len(broken[2]):]
@@ -144,7 +175,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
                     out.facts["unread_lines"] -= 1
                     out.unknown_lines -= 1
                 else:
-                    out.unknown_lines -= 1
+                    textline.unnote_unknown(out, broken[1].line)
                 out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
                 out.events.extend(rejoined)
                 broken = None
@@ -155,6 +186,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             for e in events:
                 if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
                     call_sites[origin.writer] = e
+                elif getattr(e, "kind", "") == "rank-identity":
+                    _identity_said(out, e, pid_rank, ranks)
             if _generic(events):
                 broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
@@ -163,9 +196,10 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
             out.note_unread(lineno, text)
             broken = (text, origin, [])
         else:
-            out.unknown_lines += 1
+            textline.note_unknown(out, lineno, text)
             broken = (text, origin, [])
     out.events.extend(elastic.finish())
+    out.events.extend(mpirun.finish())
     out.events.extend(fr_block.finish())
     dumps.finish()
     spy.finish()
@@ -182,6 +216,9 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         out.events.extend(sub.events)
         out.unknown_lines += sub.unknown_lines
         out.unread.extend(sub.unread)
+        sample = sorted(out.facts.get("unknown_sample", []) + sub.facts.pop("unknown_sample", []))
+        if sample:
+            out.facts["unknown_sample"] = sample[:textline.UNKNOWN_SAMPLE]
         for key, value in sub.facts.items():
             out.facts.setdefault(key, value)
     if len(ranks) == 1:
@@ -256,6 +293,37 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         yield pending[0], pending[1]
 
 
+def _split_glued(lines: Iterable[tuple[int, str]], out: Parsed) -> Iterator[tuple[int, str]]:
+    """Each logical line, cut where another record starts in its middle (_GLUED); the pieces keep its number."""
+    for lineno, text in lines:
+        if len(text) < 40 or ("pid=" not in text and " DEBUG " not in text and " INFO " not in text
+                              and " WARNING " not in text and " ERROR " not in text and "[Gloo]" not in text):
+            yield lineno, text
+            continue
+        start = 0
+        for n, m in enumerate(_GLUED.finditer(text)):
+            if n >= MAX_PIECES:
+                break
+            if m.start() > start and not _PREFIX_ONLY.match(text, start, m.start()):
+                yield lineno, text[start:m.start()]
+                out.facts["split_records"] = out.facts.get("split_records", 0) + 1
+                start = m.start()
+        yield lineno, text[start:]
+
+
+def _identity_said(out: Parsed, e, pid_rank: dict, ranks: dict[int, int]) -> None:
+    """A process said its rank and the job's size: the size is the job's, the rank is that process's (and the
+    line is one of that rank's, whatever prefix it lost)."""
+    rank = e.data["rank"]
+    if rank <= 1 << 24 and e.origin.rank in (None, rank):
+        ranks[rank] = ranks.get(rank, 0) + 1
+    size = e.data.get("world_size")
+    if isinstance(size, int) and 0 < size <= 1 << 24:
+        out.facts["world_size"] = max(out.facts.get("world_size") or 0, size)
+    if e.origin.pid is not None:
+        pid_rank.setdefault((e.origin.host, e.origin.pid), e.data["rank"])
+
+
 def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
     """Add a line's frame to its stream's open failed-collective stack; a line of that stream that is
     no frame closes it. True when the line was a frame."""
@@ -317,6 +385,14 @@ def _pids_named(head: list[str]) -> set[int]:
     for a rank (torch_npu: `[163686] [2026-07-07 07:20:43:938] torch.distributed: [ERROR] ...`, sglang
     #30453, whose other lines say `(PID:163686, Device:1, ...)`); such a label is no rank."""
     return {int(m.group(1)) for line in head for m in _PID_NAMED.finditer(line[:4096])}
+
+
+def _continues(broken: tuple, text: str, events: list) -> bool:
+    """A line that goes on with the sentence an unspecific c10d error stopped in (`... Exception (either an error or
+    timeout) detected` / `by watchdog at work: 2070, last enqueued ...`, milabench #269, wrapped by hand): it starts
+    in lower case, says no error of its own (`terminate called ...` does: a record of its own), and the line
+    before it yielded only that generic error."""
+    return bool(broken[2]) and text[:1].islower() and not any(type(e) is ErrorEvent for e in events)
 
 
 def _generic(events: list) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from parsers.model.events import Origin
-from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, pasted_host
+from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, nccl_tests, pasted_host
 
 #: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print
 _KNOWN = re.compile(
@@ -31,8 +31,9 @@ _BENIGN = re.compile(
 def match_text(text: str, origin: Origin) -> list:
     """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence, a runtime's fatal-signal
     report (first reader that knows it)."""
-    return (c10d.match_line(text, origin) or gloo.match_line(text, origin) or launcher.match_line(text, origin)
-            or pasted_host.match_line(text, origin) or crash_signal.match_line(text, origin))
+    return (nccl_tests.match_line(text, origin) or c10d.match_line(text, origin) or gloo.match_line(text, origin)
+            or launcher.match_line(text, origin) or pasted_host.match_line(text, origin)
+            or crash_signal.match_line(text, origin))
 
 
 def looks_known(text: str) -> bool:
@@ -56,3 +57,23 @@ def is_absurd(raw: str) -> bool:
     """A line holding a number of thousands of digits: skipped (counted unknown), never parsed.
     The length test first: no line shorter than the run can hold it, and almost every line is."""
     return len(raw) > ABSURD_DIGITS and _ABSURD.search(raw) is not None
+
+
+#: lines not understood kept as a sample per file, so a verdict can show the first few (the count is always whole)
+UNKNOWN_SAMPLE = 5
+
+
+def note_unknown(out, lineno: int, text: str) -> None:
+    """Count a line no reader understood (Parsed.unknown_lines) and keep the first few (facts['unknown_sample'])."""
+    out.unknown_lines += 1
+    sample = out.facts.setdefault("unknown_sample", [])
+    if len(sample) < UNKNOWN_SAMPLE:
+        sample.append((lineno, text.strip()[:200]))
+
+
+def unnote_unknown(out, lineno: int) -> None:
+    """Undo note_unknown for a line a later one completed (a wrapped record re-joined)."""
+    out.unknown_lines -= 1
+    sample = out.facts.get("unknown_sample")
+    if sample:
+        out.facts["unknown_sample"] = [s for s in sample if s[0] != lineno]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import TIMEOUT_KINDS, ErrorEvent
+from parsers.model.events import TIMEOUT_KINDS, CommMember, ErrorEvent
 from parsers.ranges import fold
 
 #: the default process group's key as the readers write it
@@ -74,3 +74,28 @@ def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
                 if len(seqs) < 2:  # two are enough to call the lines mixed
                     seqs.add(e.seq)
     return failed_at, named
+
+
+def unnamed_members(ev: Any, world: int) -> set[int]:
+    """Communicator ranks of an NCCL communicator as big as the job (`comm .. rank r nranks W .. Init COMPLETE`)
+    whose lines name no global rank. Why: such a file holds lines from those processes, so 'no line from rank r'
+    is not true of them, though which global rank each is the lines do not say (DeepSpeed #2931: ranks 0, 3 and 6
+    of 16 finish init; NVIDIA/nccl#733)."""
+    seen: set[int] = set()
+    for art in ev.artifacts:
+        for e in art.parsed.events if art.parsed else ():
+            if type(e) is CommMember and e.nranks == world and e.comm_rank is not None and e.origin.rank is None:
+                seen.add(e.comm_rank)
+                if len(seen) >= MAX_LISTED:
+                    return seen
+    return seen
+
+
+def absent_phrase(ev: Any, cov: Any) -> str:
+    """What a job of known size with ranks not heard from looks like in these files, never saying 'no line from
+    rank r' of a process whose lines are here under its communicator rank only."""
+    unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting else set()
+    if unnamed:  # how many other processes printed lines that name no rank at all, the files do not say
+        return (f"these files hold lines from processes of the job's {cov.world_size}-rank NCCL communicator "
+                f"(its ranks {fold(sorted(unnamed))} among them), none with a global rank printed")
+    return f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"

@@ -45,6 +45,8 @@ def _event_records(ev) -> list[dict]:
         data = dict(getattr(ev, "data", None) or {})
         rec = {**base, **data, "kind": _ERROR_KIND.get(ev.kind, ev.kind), "op": ev.op, "seq": ev.seq,
                "peer": ev.peer_addr, "text": ev.message, "pg": _pg(ev.comm)}
+        if ev.kind == "rank-identity":  # the rank a process says it is, not the line's origin
+            rec.update(rank=data.get("rank"))
         if ev.kind == "collective-mismatch":  # both sides of ProcessGroupWrapper's check, flat
             sides = data.get("sides") or []
             rec.update(ranks=[x["rank"] for x in sides], ops=[x["op"] for x in sides], seqs=[x["seq"] for x in sides])

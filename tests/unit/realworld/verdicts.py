@@ -29,11 +29,11 @@ GAPS: dict[str, str] = {}
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
 BEYOND_EXCERPT = {
     "pytorch-88000": ("the truth (rank 1 never calls the broadcast) is in the reporter's script; the lines show "
-                      "only both ranks starting their watchdog", ["no error"]),
+                      "only both ranks starting their watchdog", ["no line that was understood reports an error", "not understood"]),
     "spark-vllm-335": ("the excerpt is the traceback of one worker (pid 213, no rank printed) in the rendezvous; "
                        "'rank 1 never joins' is the thread's title", ["pid 213", "init_process_group"]),
     "fuser-3055": ("the teardown and the NCCL 2.23.4 link come from the thread; the lines show stuck watchdogs "
-                   "in three subgroups, no rank that stands out", ["heartbeat", "watchdog stuck"]),
+                   "in three subgroups, no rank that stands out", ["heartbeat", "watchdog got stuck"]),
     "nccl-1612": ("the security scanner is known from the reporter; the WARN line shows only that peer 10.10.1.3 "
                   "closed a bootstrap socket", ["Connection closed by remote peer 10.10.1.3"]),
     "cache-dit-761": ("the code bug in cache-dit's Ulysses path is known from the pull request; the lines show rank 2 "
@@ -80,6 +80,19 @@ BEYOND_EXCERPT = {
     "ms-swift-9443": ("the text-only batch is the pull request's finding; the line shows ranks 0 and 1 all-reducing "
                       "different sizes at one position (1 against 1), not which rank had the text-only batch",
                       ["SequenceNumber 3104", "count=195812480", "count=51123456"]),
+    "horovod-530": ("the job's 7 workers are in the reporter's prose; the ready lists alone leave rank 2 out, but ranks "
+                    "above 6 may be missing too where the size is not in the lines",
+                    ["leaves rank 2 out of every ready list", "the job's size is not stated"]),
+    "nccl-1808": ("the outside TCP request is the reporter's finding; the WARN shows a connection with the wrong magic "
+                  "reaching pid 166's socket, not who sent it", ["wrong magic", "pid 166"]),
+    "nccl-1996": ("the RAS bug is the reporter's diagnosis (NCCL_RAS_ENABLE=0 avoids it); the lines show pid 288505 on "
+                  "n125-011-039 segfaulting inside libnccl, not which NCCL thread", ["pid 288505", "Caught signal 11"]),
+    "nccl-2013": ("the rail-only fabric is the maintainer's reading and NCCL_CROSS_NIC=0 the commenter's fix; the WARN shows "
+                  "only a QP that could not reach RTR", ["ibv_modify_qp", "host-01"]),
+    "nccl-2076": ("the IB faults on some nodes are the reporter's closing word and name no node; the lines show a peer "
+                  "resetting the connection", ["DistBackendError", "remote process exited or there was a network error"]),
+    "pytorch-97066": ("that rank 0 all-reduces twice the elements is in the reproducer's code and its own print; the "
+                      "watchdog lines show only rank 0 timing out", ["rank 0 timed out in ALLREDUCE SeqNum 1"]),
     "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
                        "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
                        ["ranks 1-3", "SeqNum 19"]),
@@ -143,7 +156,8 @@ def _right(truth: dict, c, hosts, summary: str = "") -> bool:
 
 
 #: words in a thread's stated cause that is a setting -> what the summary says of that setting
-_SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective timeout applied was")]
+_SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective timeout applied was"),
+                  (("horovod_timeline was set to a directory",), "HOROVOD_TIMELINE names a directory")]
 
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),

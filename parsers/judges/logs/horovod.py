@@ -1,0 +1,140 @@
+"""Horovod's stall inspector, judged: the rank every stalled op waits for.
+
+Why a judge of its own: the stall inspector (parsers.readers.horovod) is the coordinator's own
+account of a Horovod hang, per tensor some ranks submitted and others did not: which ranks are
+missing, or which are ready. A rank that is missing from every stalled op of every report is
+the one the others wait for (horovod/horovod#1012: seven broadcasts, each `[missing ranks: 1]`).
+Where several ranks are missing from every op (#457: ranks 0, 1 and 4), or the ops miss
+different ranks, no one rank is named: that is a split, said as such.
+
+A `[ready ranks: ...]` list names the missing ranks only against the job's size: with the size
+stated in the files (an NCCL communicator of the whole job, WORLD_SIZE), every rank not ready is
+missing; without it, only the ranks below the highest ready rank are surely in the job, and
+ranks above it may be missing too (#530: ready 0,1,3,4,5,6 in a 7-worker job the lines never
+size), so the absent rank is said, never named as the culprit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.model.events import ErrorEvent
+from parsers.model.findings import ReasonClass, Suspect
+from parsers.ranges import fold
+
+#: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
+#: missing only because it is slower at that moment (a rank doing validation alone), so not an observed fault
+CONFIDENCE = 0.75
+MAX_OPS = 100_000  #: entries read per file (bounded work on hostile input)
+
+
+def _entries(ev: Any) -> list[tuple[str, ErrorEvent]]:
+    out = []
+    for art in ev.artifacts:
+        if not art.parsed:
+            continue
+        for e in art.parsed.events:
+            if type(e) is ErrorEvent and e.kind == "horovod-stall":
+                out.append((art.cite, e))
+                if len(out) >= MAX_OPS:
+                    return out
+    return out
+
+
+def missing_sets(ev: Any, world: int | None) -> tuple[dict[tuple, set[int]], dict[tuple, set[int]]]:
+    """Per stalled op ((file, report, tensor)): the ranks missing from it, where the lines say so (a missing
+    list, or a ready list against a known job size); and, for ready lists without a size, the ranks surely
+    missing (below the highest ready rank)."""
+    missing: dict[tuple, set[int]] = {}
+    below: dict[tuple, set[int]] = {}
+    for cite, e in _entries(ev):
+        listing = "tensors" in e.data  # one `<rank>: [...]` line of a report: its ranks add up per tensor
+        for tensor in (e.data.get("tensors") or [e.data.get("tensor")])[:MAX_OPS]:
+            # a `<tensor> [missing ranks: ...]` entry is whole: the same tensor again is the next report's
+            key = (cite, e.data.get("report"), tensor, None if listing else e.data.get("entry"))
+            if "missing" in e.data:
+                missing.setdefault(key, set()).update(e.data["missing"])
+            elif e.data.get("ready"):
+                ready = set(e.data["ready"])
+                if world:
+                    missing.setdefault(key, set()).update(r for r in range(world) if r not in ready)
+                else:
+                    below.setdefault(key, set()).update(r for r in range(max(ready)) if r not in ready)
+    return missing, below
+
+
+def _ops(sets: dict[tuple, set[int]]) -> str:
+    """'3 ops' / '1 op, reported 11 times': distinct tensors, and how many entries named them."""
+    tensors = len({k[2] for k in sets})
+    text = f"{tensors} op{'s' if tensors > 1 else ''}"
+    return text + (f", reported {len(sets)} times" if len(sets) > tensors else "")
+
+
+def _world(ev: Any) -> int | None:
+    cov = getattr(ev, "coverage", None)
+    return getattr(cov, "world_size", None) or getattr(ev, "world_size", None)
+
+
+def judge(ev: Any) -> list[Suspect]:
+    """The rank missing from every stalled op, when exactly one is (else nothing)."""
+    missing, _ = missing_sets(ev, _world(ev))
+    if not missing:
+        return []
+    common = set.intersection(*missing.values())
+    if len(common) != 1:
+        return []
+    rank = next(iter(common))
+    example = next(iter(missing))[2]
+    return [Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.MISSING_LINE,
+                    reason=f"Horovod's stall inspector names it missing from every stalled op ({_ops(missing)}, "
+                           f"e.g. {example}): the other ranks wait for it",
+                    confidence=CONFIDENCE,
+                    evidence=[f"horovod stall report: {e.message[:200]} [{cite}:{e.origin.line}]"
+                              for cite, e in _entries(ev)[:3]])]
+
+
+def describe(ev: Any) -> list[str]:
+    """What the stall reports show when they name no one rank (the ranks missing from every op, or the split),
+    and Horovod's own setting errors (a timeline path that is a directory)."""
+    return _timeline(ev) + _stalls(ev)
+
+
+def _timeline(ev: Any) -> list[str]:
+    """HOROVOD_TIMELINE names a directory (horovod/horovod#244): the setting is the cause, no rank."""
+    for art in ev.artifacts:
+        for e in art.parsed.events if art.parsed else ():
+            if type(e) is ErrorEvent and e.kind == "horovod-timeline-error":
+                path = e.data.get("path")
+                if e.data.get("directory"):
+                    return [f"Horovod could not open its timeline file {path}: HOROVOD_TIMELINE names a directory "
+                            "(it must name a file, which rank 0 writes); the cause is the setting, no rank"]
+                return [f"Horovod could not open its timeline file {path} (HOROVOD_TIMELINE): no timeline is written"]
+    return []
+
+
+def _stalls(ev: Any) -> list[str]:
+    world = _world(ev)
+    missing, below = missing_sets(ev, world)
+    parts = []
+    if missing:
+        common = set.intersection(*missing.values())
+        if len(common) > 1:
+            parts.append(f"Horovod's stall inspector names ranks {fold(sorted(common))} missing from every stalled op "
+                         f"({_ops(missing)}): several ranks, so no one of them is named")
+        elif not common:
+            seen = set().union(*missing.values())
+            parts.append(f"Horovod's stall inspector names different ranks missing from different ops (ranks "
+                         f"{fold(sorted(seen))}, {_ops(missing)}): no rank is missing from all of them")
+    elif below:
+        common = set.intersection(*below.values())
+        ops = _ops(below)
+        if common:
+            parts.append(f"Horovod's stall inspector leaves rank{'s' if len(common) > 1 else ''} {fold(sorted(common))} "
+                         f"out of every ready list ({ops}); the job's size is not stated, so ranks above the highest "
+                         "ready one may be missing too and none is named")
+        elif any(below.values()):
+            parts.append(f"Horovod's stall inspector's ready lists leave out different ranks from op to op ({ops})")
+        else:
+            parts.append(f"Horovod's stall inspector lists the ranks ready for {ops}; the job's size is not stated, "
+                         "so which ranks are missing is not said")
+    return parts
