@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli.logs import log_reads
-from forensics.cli.output import add_output_options, emit_json, fit, text_width, to_output
+from forensics.cli.output import add_output_options, emit_json, escape, fit, text_width, to_output
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.hostset import fold
@@ -129,6 +129,7 @@ def table_lines(reports: list[HostReport], culprit=None) -> list[str]:
     for report in reports:
         blocks.setdefault((report.status, report.action or "-", tuple(_body(report))), []).append(report.host)
     rows = [(_names(hosts), status, action, body) for (status, action, body), hosts in blocks.items()]
+    rows = [(escape(name), status, action, body) for name, status, action, body in rows]  # aligned as shown
     width = max([len("HOST")] + [len(name) for name, *_ in rows])
     lines = [f"{'HOST':<{width}}  {'STATUS':<8}  ACTION"]
     for name, status, action, body in rows:
@@ -139,8 +140,10 @@ def table_lines(reports: list[HostReport], culprit=None) -> list[str]:
         lines.append(f"\nanalyze names rank {culprit.rank} on {shown_host(where)} as the culprit ({culprit.reason_class})")
     excluded = [r.host for r in reports if r.status == EXCLUDE and plain_host(r.host)]
     unnamed = [r.host for r in reports if r.status == EXCLUDE and not plain_host(r.host)]
+    if unnamed:
+        lines.append("")
     for host in unnamed:
-        lines.append("\nnot excluded by name: " + ("the host of lines that name no host (find it from where the lines came)"
+        lines.append("not excluded by name: " + ("the host of lines that name no host (find it from where the lines came)"
                                                    if host == UNKNOWN_HOST else f"{host} (not a plain host name)"))
     if excluded:
         lines.append(f"\nexclude: {','.join(excluded)}")
