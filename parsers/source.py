@@ -50,6 +50,7 @@ class Hints:
     collector: str | None = None  #: the collector that wrote it (bundles)
     from_manifest: bool = False
     observed_ns: int | None = None  #: recorder files: copy time
+    file_ns: int | None = None  #: loose files: the newest modification time among them (when they were last written)
     parent_pid: int | None = None  #: a child's files (DataLoader worker...): the rank process it belongs to
 
 
@@ -211,7 +212,7 @@ def _open_file(given: Path, shown: str | None = None) -> Source:
     name = shown or given.name
     hints = path_hints(given, given.parent)
     hints.host = None  # the folder a lone file sits in is no host's name
-    hints.observed_ns = given.stat().st_mtime_ns
+    hints.file_ns = given.stat().st_mtime_ns
     if _is_gzip(given):
         try:
             plain = _gunzip(given, src.scratch(name))
@@ -525,7 +526,7 @@ def _folder_files(src: Source) -> None:
                 src.skipped.append((rel, f"more than {MAX_FILES} files: the rest not read"))
                 return
             hints = path_hints(p, root)
-            hints.observed_ns = st.st_mtime_ns
+            hints.file_ns = st.st_mtime_ns
             if name.endswith(".gz") and not name.endswith(".tar.gz") and _is_gzip(p):
                 try:
                     p = _gunzip(p, src.scratch(rel))
@@ -538,13 +539,12 @@ def _folder_files(src: Source) -> None:
 
 def _date_loose(files: list[FileRef]) -> None:
     """Loose files (no manifest says when they were copied) are dated by the newest file time among
-    them: the last moment the evidence shows, so ages ('no progress for N s') are measured from the
-    collection, not from whenever the analysis runs. Why the newest of all and not each file's own:
-    a stopped rank's file stopped changing with it, and its own time would make it look fresh."""
-    newest = max((f.hints.observed_ns or 0 for f in files), default=0)
+    them, the last moment the files show (said beside the verdict where nothing better dates it).
+    Why the newest of all and not each file's own: a stopped rank's file stopped changing with it."""
+    newest = max((f.hints.file_ns or 0 for f in files), default=0)
     for f in files:
         if not f.hints.from_manifest:
-            f.hints.observed_ns = newest or None
+            f.hints.file_ns = newest or None
 
 
 def path_hints(path: Path, root: Path) -> Hints:

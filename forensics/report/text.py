@@ -80,7 +80,8 @@ def host_set(hosts: list[str]) -> str:
 
 def collection_time(evidence) -> str | None:
     """When the evidence was collected, as the evidence states it: the manifest's creation time, else
-    the newest recorder copy time, else the newest file time of loose files; 'the collection at
+    the newest recorder copy time, else the newest recorder heartbeat, else the newest file time of
+    loose files; 'the collection at
     2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it."""
     import datetime as dt
 
@@ -89,8 +90,10 @@ def collection_time(evidence) -> str | None:
         copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy", False) and st.observed_ns]
         if copies:
             when, source = max(copies) / 1e9, "the recorder files' copy time"
+    if when is None and evidence.recorder:
+        when, source = max(st.heartbeat_ns for st in evidence.recorder) / 1e9, "the newest NCCL recorder heartbeat"
     if when is None:
-        times = [a.hints.observed_ns for a in evidence.artifacts if a.hints.observed_ns]
+        times = [a.hints.file_ns for a in evidence.artifacts if getattr(a.hints, "file_ns", None)]
         if times:
             when, source = max(times) / 1e9, "the newest file's modification time"
     if when is None:

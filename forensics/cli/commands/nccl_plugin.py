@@ -75,9 +75,11 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
             states.append(read_recorder_file(p))
         except RecorderFormatError as err:
             problems.append(str(err))
+    as_of = date_states(states, paths)
     stalls = analyse(states) if states else []
     if args.json:
         out = {
+            "as_of": as_of,
             "states": [s.to_dict() for s in states],
             "problems": problems,
             "stalls": [
@@ -89,12 +91,41 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
         emit_json("nccl-plugin-read", out, args)
     else:
         with to_output(args.output):
+            if as_of:
+                print(f"times: measured from {as_of}")
             _print_read(states, stalls)
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
     if problems and not states:
         return ExitCode.BAD_INPUT
     return ExitCode.OK
+
+
+#: a state file with a heartbeat this recent is being written now: its ages are measured from now
+LIVE_S = 10.0
+
+
+def date_states(states: list, paths: list[Path]) -> str | None:
+    """Measure ages from the moment the files show, not from this read, unless they are live.
+
+    Files read where a running job writes them (a heartbeat within LIVE_S of now) are measured
+    from now. Copies (or a job that no longer beats) are dated by their newest heartbeat, the last
+    moment they show a live process, the same for every file (a stopped rank's heartbeat stopped
+    with it), so reading them again next week gives the same ages. File times are not used: a
+    checkout or a plain copy makes them the time of the copy. Returns the words for that moment,
+    or None when measured from now."""
+    import datetime as dt
+    import time
+
+    if not states:
+        return None
+    newest_beat = max(s.heartbeat_ns for s in states)
+    if time.time_ns() - newest_beat <= LIVE_S * 1e9:
+        return None
+    for s in states:
+        s.observed_ns, s.observed_is_copy = newest_beat, True
+    stamp = dt.datetime.fromtimestamp(newest_beat / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} (the newest heartbeat of these files; none is being written now)"
 
 
 def _print_read(states: list, stalls: list) -> None:
