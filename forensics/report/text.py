@@ -174,7 +174,7 @@ def escape(text: str) -> str:
 
 
 #: said once under output whose lines were cut to the terminal
-CUT_NOTE = "(lines ending in '…' were cut to the terminal's width: --width 0, --json or -o FILE keep them whole)"
+CUT_NOTE = "(… = cut to the terminal: --width 0, --json or -o FILE keep lines whole)"
 
 
 def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> list[str]:
@@ -192,5 +192,5 @@ def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT
             out.append(line[: max(1, width - 1)] + "…")
             cut_any = True
     if cut_any:
-        out.append(CUT_NOTE)
+        out.append(CUT_NOTE if len(CUT_NOTE) <= width else CUT_NOTE[: max(1, width - 1)] + ")")
     return out

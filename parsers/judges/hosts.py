@@ -218,8 +218,9 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
         report.status = _status(report.groups, False)
         reports.append(report)
     named = {r.host for r in reports}
-    for rank in ev.ranks:  # every host a rank runs on has a line, as analyze names it (the culprit's host too)
-        host = rank.record.host
+    # every host a rank runs on or a file names has a line, as analyze names it (the culprit's host too)
+    hosts = [rank.record.host for rank in ev.ranks] + [art.hints.host or art.host for art in ev.artifacts]
+    for host in hosts:
         if host and host not in named and host != UNKNOWN_HOST:
             named.add(host)
             reports.append(HostReport(host=host, missing=list(expected), status=UNKNOWN))
