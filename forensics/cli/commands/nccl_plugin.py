@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from forensics import nccl_plugin
-from forensics.cli.output import add_output_options, emit_json, to_output
+from forensics.cli.output import add_output_options, emit_json, to_output, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 
@@ -93,7 +93,8 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
         with to_output(args.output):
             if as_of:
                 print(f"times: measured from {as_of}")
-            _print_read(states, stalls)
+            for line in _read_lines(states, stalls):
+                print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
     if problems and not states:
@@ -128,16 +129,19 @@ def date_states(states: list, paths: list[Path]) -> str | None:
     return f"{stamp} (the newest heartbeat of these files; none is being written now)"
 
 
-def _print_read(states: list, stalls: list) -> None:
+def _read_lines(states: list, stalls: list) -> list[str]:
+    """The text of `read`: each state file, its in-flight proxy ops, then each stall."""
+    out: list[str] = []
     for s in states:
-        print(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
-              f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
+        out.append(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
+                   f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
         for op in s.in_flight_ops:
-            print(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
-                  f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
+            out.append(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
+                       f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
     for stall in stalls:
-        print(f"comm {stall.comm_id}: stuck op {stall.op}")
+        out.append(f"comm {stall.comm_id}: stuck op {stall.op}")
         for e in stall.edges:
-            print(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
+            out.append(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
         for x in stall.suspects:
-            print(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
+            out.append(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
+    return out
