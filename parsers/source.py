@@ -17,7 +17,6 @@ import shutil
 import stat
 import tarfile
 import tempfile
-import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,6 @@ class Hints:
     collector: str | None = None  #: the collector that wrote it (bundles)
     from_manifest: bool = False
     observed_ns: int | None = None  #: recorder files: copy time
-    file_ns: int | None = None  #: loose files: the newest modification time among them (when they were last written)
     parent_pid: int | None = None  #: a child's files (DataLoader worker...): the rank process it belongs to
 
 
@@ -212,7 +210,6 @@ def _open_file(given: Path, shown: str | None = None) -> Source:
     name = shown or given.name
     hints = path_hints(given, given.parent)
     hints.host = None  # the folder a lone file sits in is no host's name
-    hints.file_ns = given.stat().st_mtime_ns
     if _is_gzip(given):
         try:
             plain = _gunzip(given, src.scratch(name))
@@ -281,7 +278,6 @@ def _open_many(paths: list) -> Source:
         for part in parts:
             part.close()
         raise
-    _date_loose(combined.files)
     combined.__dict__["_parts"] = parts  # closed with the combined source (temp folders)
     if lead is not None and lead.manifest is not None:
         combined.__dict__["_dirs"] = lead.__dict__.get("_dirs", {})
@@ -393,11 +389,6 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
                             raise safe_archive.ArchiveRefused(f"expands {total / compressed:.0f} times its size "
                                                               f"(at most {limits.max_ratio:.0f}): a compression bomb?")
                         out.write(chunk)
-                try:  # its archived time (local time, as zip keeps it), for ages measured from the files
-                    when = time.mktime(info.date_time + (0, 0, -1))
-                    os.utime(f"{parent}/{parts[-1]}", (when, when), follow_symlinks=False)
-                except (OverflowError, ValueError, OSError):
-                    pass
     except safe_archive.ArchiveRefused as err:
         raise InputError(f"{archive}: archive refused: {err}") from err
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, zlib.error, EOFError, OSError,
@@ -526,7 +517,6 @@ def _folder_files(src: Source) -> None:
                 src.skipped.append((rel, f"more than {MAX_FILES} files: the rest not read"))
                 return
             hints = path_hints(p, root)
-            hints.file_ns = st.st_mtime_ns
             if name.endswith(".gz") and not name.endswith(".tar.gz") and _is_gzip(p):
                 try:
                     p = _gunzip(p, src.scratch(rel))
@@ -534,17 +524,6 @@ def _folder_files(src: Source) -> None:
                     src.skipped.append((rel, str(err)))
                     continue
             src.files.append(FileRef(p, rel, hints))
-    _date_loose(src.files)
-
-
-def _date_loose(files: list[FileRef]) -> None:
-    """Loose files (no manifest says when they were copied) are dated by the newest file time among
-    them, the last moment the files show (said beside the verdict where nothing better dates it).
-    Why the newest of all and not each file's own: a stopped rank's file stopped changing with it."""
-    newest = max((f.hints.file_ns or 0 for f in files), default=0)
-    for f in files:
-        if not f.hints.from_manifest:
-            f.hints.file_ns = newest or None
 
 
 def path_hints(path: Path, root: Path) -> Hints:
@@ -571,28 +550,8 @@ def _extract(archive: Path, dest: Path) -> Path:
     """Unpack a tar archive under parsers.archive's rules (types, names, sizes, ratio); the bundle or folder root."""
     from parsers import archive as safe_archive
 
-    times: dict[str, int] = {}
-
-    def keep_time(member: tarfile.TarInfo) -> str:
-        if member.isfile() and len(times) < MAX_FILES and isinstance(member.mtime, (int, float)):
-            times[member.name] = int(min(max(member.mtime, 0), 1 << 40))
-        return member.name
-
     try:
-        with open(archive, "rb") as raw:
-            safe_archive.extract_stream(raw, os.fstat(raw.fileno()).st_size, dest, place=keep_time)
+        safe_archive.extract_into(archive, dest)
     except (safe_archive.ArchiveRefused, OSError) as err:
         raise InputError(f"{archive}: archive refused: {err}") from err
-    _restore_times(dest, times)
     return safe_archive.bundle_root(dest)
-
-
-def _restore_times(dest: Path, times: dict[str, int]) -> None:
-    """Give extracted files their archived modification times (never followed): a loose file's age is
-    measured from its time, and an unpacked copy would otherwise be as new as this run."""
-    for name, when in times.items():
-        parts = [p for p in name.split("/") if p not in ("", ".")]
-        try:
-            os.utime(os.path.join(dest, *parts), (when, when), follow_symlinks=False)
-        except (OSError, ValueError):
-            continue

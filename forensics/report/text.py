@@ -80,9 +80,10 @@ def host_set(hosts: list[str]) -> str:
 
 def collection_time(evidence) -> str | None:
     """When the evidence was collected, as the evidence states it: the manifest's creation time, else
-    the newest recorder copy time, else the newest recorder heartbeat, else the newest file time of
-    loose files; 'the collection at
-    2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it."""
+    the newest recorder copy time, else the newest recorder heartbeat; 'the collection at
+    2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it.
+    File times are not used: a checkout, an unpacked archive or a plain copy makes them the
+    time of the copy, not of the collection."""
     import datetime as dt
 
     when, source = evidence.collected_unix, "the manifest's creation time"
@@ -92,10 +93,6 @@ def collection_time(evidence) -> str | None:
             when, source = max(copies) / 1e9, "the recorder files' copy time"
     if when is None and evidence.recorder:
         when, source = max(st.heartbeat_ns for st in evidence.recorder) / 1e9, "the newest NCCL recorder heartbeat"
-    if when is None:
-        times = [a.hints.file_ns for a in evidence.artifacts if getattr(a.hints, "file_ns", None)]
-        if times:
-            when, source = max(times) / 1e9, "the newest file's modification time"
     if when is None:
         return None
     try:

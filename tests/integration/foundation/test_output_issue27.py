@@ -341,6 +341,10 @@ def test_steps_names_nothing_on_a_healthy_run_without_expected():
     ("hosts", [GPU_FAULTS], 5),  # hosts to act on
     ("steps", [STRAGGLER / "healthy" / "steps-rank0.csv"], 0),
     ("steps", ["EMPTY_FILE"], 2),
+    ("env", [], 0),
+    ("env", ["--no-such-option"], 2),
+    ("nccl-plugin", ["read", FIXTURES / "recorder" / "sigstop8"], 0),
+    ("nccl-plugin", ["read", "EMPTY_FILE"], 2),
 ])
 def test_exit_codes_follow_the_table(tmp_path: Path, command: str, inputs: list, code: int):
     def real(x):
