@@ -19,6 +19,7 @@ from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
 from parsers.model.stacks import Frame
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, short_timeout, silence, unread
+from parsers.judges.hosts import plain_host
 from parsers.ranges import fold
 from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -128,7 +129,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
         verdict.suspects = merge_suspects(verdict.suspects, logs.suspects)
     verdict.suspects = merge_suspects(verdict.suspects, hosts)
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    excluded = [r.host for r in reports if r.status == "exclude"]
+    excluded = [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]  # never a placeholder or odd name
     if excluded:
         verdict.sections["exclude_hosts"] = excluded
     for report in reports:

@@ -1,4 +1,5 @@
-"""Where evidence comes from: a bundle folder, a loose folder, or an archive of either.
+"""Where evidence comes from: a bundle folder, a loose folder, an archive (tar, zip) of either, a
+single log (plain or .gz), stdin, or several of these at once.
 
 Why one opener: every command (`analyze`, `report`, `hosts`, `postmortem.load`,
 `bisect --from-bundles`) must accept what the user has. A bundle differs from a
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 import weakref
@@ -65,7 +67,7 @@ class Source:
 
     root: Path
     given: Path  #: what the user passed (the archive itself, for archives)
-    form: str  #: 'bundle' | 'folder' | 'archive-bundle' | 'archive-folder'
+    form: str  #: 'bundle' | 'folder' | 'file' | 'archive-bundle' | 'archive-folder'; '+N': with N more inputs
     manifest: Manifest | None = None
     files: list[FileRef] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -76,9 +78,23 @@ class Source:
         return self.manifest is not None
 
     def close(self) -> None:
+        for part in self.__dict__.pop("_parts", []):
+            part.close()
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
             self._temp = None
+
+    def scratch(self, rel: str) -> Path:
+        """A new empty folder of this source's temp area (removed at close), for a file made from
+        `rel` (a decompressed .gz log)."""
+        if self._temp is None:
+            self._temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
+            weakref.finalize(self, shutil.rmtree, str(self._temp), True)
+        n = self.__dict__.setdefault("_scratch", [0])
+        n[0] += 1
+        folder = self._temp / f"gz-{n[0]}"
+        folder.mkdir(mode=0o700)
+        return folder
 
     def __enter__(self) -> "Source":
         return self
@@ -141,8 +157,32 @@ def confine(root: Path, rel: str) -> Path:
         raise InputError(f"the manifest names a file outside the bundle: {rel!r} ({err})") from err
 
 
-def open_source(path: Path | str) -> Source:
-    """Open a bundle, a loose folder, or a tar archive of either; InputError on anything else."""
+#: what `-` (stdin) may bring, and what one gzip-compressed log may expand to
+MAX_STREAM_BYTES = 8 << 30
+#: a .gz log may expand this many times its size once past GZ_RATIO_FLOOR (a bomb is refused early)
+GZ_RATIO, GZ_RATIO_FLOOR = 200, 64 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZIP_MAGIC = b"PK\x03\x04"
+#: how the paths given on the command line are shown where a file's source is cited
+STDIN = "-"
+
+
+def open_source(path: Path | str | list | tuple) -> Source:
+    """Open what the user has: a bundle, a loose folder, a tar or .zip archive of either, a single
+    log (plain or gzip-compressed), `-` for stdin, or several of these at once (a bundle plus
+    extra logs: one Source whose files are all of theirs). InputError on anything else.
+
+    Why several: the logs a scheduler kept (Slurm output, a console log) often live beside the
+    bundle `collect` wrote, and a verdict needs both."""
+    if isinstance(path, (list, tuple)):
+        paths = list(path)
+        if not paths:
+            raise InputError("no input named")
+        if len(paths) > 1:
+            return _open_many(paths)
+        path = paths[0]
+    if str(path) == STDIN:
+        return _open_stdin()
     given = Path(path).expanduser()
     if not given.exists():
         raise InputError(f"{given}: no such file or directory")
@@ -150,19 +190,211 @@ def open_source(path: Path | str) -> Source:
         return _open_folder(given, given, temp=None)
     if not given.is_file():
         raise InputError(f"{given}: not a regular file or folder")
-    if not is_archive(given):
-        raise InputError(f"{given}: not a bundle, folder or tar archive",
-                         help="pass a folder written by 'forensics collect', a folder of logs, or a .tar.gz of either")
-    temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
+    return _open_file(given)
+
+
+def _open_file(given: Path, shown: str | None = None) -> Source:
+    """A tar or zip archive (unpacked, bounded), or one log (a .gz one decompressed, bounded)."""
+    if is_archive(given) or is_zip(given):
+        temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
+        try:
+            root = _extract(given, temp) if is_archive(given) else _extract_zip(given, temp)
+            src = _open_folder(root, given, temp=temp)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+        src.form = "archive-" + src.form
+        weakref.finalize(src, shutil.rmtree, str(temp), True)  # removed even when a caller never closes it
+        return src
+    src = Source(root=given.parent, given=given, form="file")
+    name = shown or given.name
+    hints = path_hints(given, given.parent)
+    hints.host = None  # the folder a lone file sits in is no host's name
+    if _is_gzip(given):
+        try:
+            plain = _gunzip(given, src.scratch(name))
+        except InputError:
+            src.close()
+            raise
+        src.files.append(FileRef(plain, name, hints))
+        return src
+    src.files.append(FileRef(given, name, hints))
+    return src
+
+
+def _open_stdin() -> Source:
+    """`-`: what stdin holds, copied (bounded) to a temp file and opened as a file of that content
+    (a log, a gzip-compressed log, a tar or zip archive)."""
+    import sys
+
+    temp = Path(tempfile.mkdtemp(prefix="forensics-stdin-"))
+    target = temp / "stdin"
     try:
-        root = _extract(given, temp)
-        src = _open_folder(root, given, temp=temp)
+        stream = sys.stdin.buffer
+        with open(target, "xb") as out:
+            _copy_bounded(stream, out, MAX_STREAM_BYTES, "stdin")
+        if target.stat().st_size == 0:
+            raise InputError("-: stdin was empty")
+        src = _open_file(target, shown="stdin")
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
-    src.form = "archive-" + src.form
-    weakref.finalize(src, shutil.rmtree, str(temp), True)  # removed even when a caller never closes it
+    src.given = Path(STDIN)
+    previous = src._temp
+    if previous is None:
+        src._temp = temp
+    else:  # an archive or a .gz read from stdin: both temp folders go at close
+        weakref.finalize(src, shutil.rmtree, str(temp), True)
     return src
+
+
+def _open_many(paths: list) -> Source:
+    """Several inputs as one Source: at most one bundle, whose root, manifest and file names lead;
+    every other input's files are cited under its own name ('extra.log', 'logs/rank3.out')."""
+    parts: list[Source] = []
+    try:
+        for p in paths:
+            parts.append(open_source(p))
+        bundles = [s for s in parts if s.manifest is not None]
+        if len(bundles) > 1:
+            raise InputError(f"{bundles[1].given}: a second bundle; analyse one bundle at a time "
+                             "(with the extra logs that go with it)")
+        lead = bundles[0] if bundles else parts[0]
+        combined = Source(root=lead.root, given=lead.given, form=lead.form + "+" + str(len(parts) - 1),
+                          manifest=lead.manifest)
+        seen: set[str] = set()
+        for part in [lead] + [s for s in parts if s is not lead]:
+            prefix = "" if part is lead else _shown_name(part)
+            for ref in part.files:
+                rel = ref.rel if not prefix or part.form in ("file", "archive-file") else f"{prefix}/{ref.rel}"
+                while rel in seen:  # two inputs with one name: the second is told apart
+                    rel = "+" + rel
+                seen.add(rel)
+                combined.files.append(FileRef(ref.path, rel, ref.hints))
+            combined.skipped += [(f"{prefix}/{r}" if prefix else r, why) for r, why in part.skipped]
+            if len(combined.files) > MAX_FILES:
+                raise InputError(f"more than {MAX_FILES} files in the inputs together")
+    except BaseException:
+        for part in parts:
+            part.close()
+        raise
+    combined.__dict__["_parts"] = parts  # closed with the combined source (temp folders)
+    if lead is not None and lead.manifest is not None:
+        combined.__dict__["_dirs"] = lead.__dict__.get("_dirs", {})
+    return combined
+
+
+def _shown_name(src: Source) -> str:
+    return "stdin" if str(src.given) == STDIN else (src.given.name or str(src.given))
+
+
+def is_zip(path: Path) -> bool:
+    """True for a regular file that starts as a zip archive does (local file header)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == _ZIP_MAGIC
+    except OSError:
+        return False
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def _copy_bounded(src, out, limit: int, what: str, ratio_of: int | None = None) -> int:
+    """Copy stream `src` into file `out`, refusing past `limit` bytes (or past GZ_RATIO times
+    `ratio_of` compressed bytes, once over the floor): a bomb stops at the first chunk too many."""
+    total = 0
+    while True:
+        chunk = src.read(1 << 20)
+        if not chunk:
+            return total
+        total += len(chunk)
+        if total > limit:
+            raise InputError(f"{what}: more than {limit} bytes: refused")
+        if ratio_of and total > GZ_RATIO_FLOOR and total / max(1, ratio_of) > GZ_RATIO:
+            raise InputError(f"{what}: expands more than {GZ_RATIO} times its size: a compression bomb?")
+        out.write(chunk)
+
+
+def _gunzip(path: Path, dest: Path) -> Path:
+    """Decompress a .gz log into `dest` (bounded); the plain file, named as the log without '.gz'."""
+    import gzip
+    import zlib
+
+    name = path.name[:-3] if path.name.endswith(".gz") and len(path.name) > 3 else path.name + ".out"
+    if name.startswith("."):
+        name = "_" + name
+    target = dest / name
+    try:
+        with gzip.open(path, "rb") as fh, open(target, "xb") as out:
+            _copy_bounded(fh, out, MAX_STREAM_BYTES, str(path), ratio_of=path.stat().st_size)
+    except (OSError, EOFError, zlib.error) as err:
+        raise InputError(f"{path}: damaged gzip file ({err})") from err
+    return target
+
+
+def _extract_zip(archive: Path, dest: Path) -> Path:
+    """Unpack a .zip under parsers.archive's rules: member count, per-member and total sizes,
+    ratio, names (no absolute, no '..', bounded length and depth), regular files and folders only
+    (a symlink member is refused), files created new (O_EXCL|O_NOFOLLOW) in folders made here."""
+    import stat as stat_mod
+    import zipfile
+    import zlib
+
+    from parsers import archive as safe_archive
+
+    limits = safe_archive.Limits()
+    compressed = max(1, archive.stat().st_size)
+    made: set[str] = set()
+    total = 0
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            infos = zf.infolist()
+            if len(infos) > limits.max_members:
+                raise safe_archive.ArchiveRefused(f"more than {limits.max_members} members")
+            for info in infos:
+                parts = safe_archive._check_name(info.filename, limits)
+                mode = info.external_attr >> 16
+                if mode and not (stat_mod.S_ISREG(mode) or stat_mod.S_ISDIR(mode)):
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: links and special files are not allowed")
+                if info.flag_bits & 0x1:
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: encrypted")
+                if info.is_dir():
+                    safe_archive._make_dirs(str(dest), parts, made)
+                    continue
+                if not parts:
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: a file without a name")
+                if info.file_size > limits.max_member_bytes:
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: {info.file_size} bytes "
+                                                      f"(at most {limits.max_member_bytes})")
+                parent = safe_archive._make_dirs(str(dest), parts[:-1], made)
+                try:
+                    fd = os.open(f"{parent}/{parts[-1]}", safe_archive._CREATE, 0o600)
+                except FileExistsError as err:
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: the name twice in one archive") from err
+                with os.fdopen(fd, "wb") as out, zf.open(info) as fh:
+                    while True:  # counted as written: a header that understates the size does not help
+                        chunk = fh.read(1 << 20)
+                        if not chunk:
+                            break
+                        total += len(chunk)
+                        if total > limits.max_total_bytes:
+                            raise safe_archive.ArchiveRefused(f"expands to more than {limits.max_total_bytes} bytes")
+                        if total > limits.ratio_floor and total / compressed > limits.max_ratio:
+                            raise safe_archive.ArchiveRefused(f"expands {total / compressed:.0f} times its size "
+                                                              f"(at most {limits.max_ratio:.0f}): a compression bomb?")
+                        out.write(chunk)
+    except safe_archive.ArchiveRefused as err:
+        raise InputError(f"{archive}: archive refused: {err}") from err
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, zlib.error, EOFError, OSError,
+            ValueError, RuntimeError) as err:
+        raise InputError(f"{archive}: archive refused: not a readable zip archive ({type(err).__name__}: {err})") from err
+    return safe_archive.bundle_root(dest)
 
 
 def is_archive(path: Path) -> bool:
@@ -273,13 +505,25 @@ def _folder_files(src: Source) -> None:
                 continue
             p = here / name
             rel = str(p.relative_to(root))
-            if p.is_symlink() or not p.is_file():
+            try:
+                st = os.lstat(p)
+            except OSError as err:
+                src.skipped.append((rel, f"cannot read: {err.strerror or err}"))
+                continue
+            if not stat.S_ISREG(st.st_mode):
                 src.skipped.append((rel, "not a regular file"))
                 continue
             if len(src.files) >= MAX_FILES:
                 src.skipped.append((rel, f"more than {MAX_FILES} files: the rest not read"))
                 return
-            src.files.append(FileRef(p, rel, path_hints(p, root)))
+            hints = path_hints(p, root)
+            if name.endswith(".gz") and not name.endswith(".tar.gz") and _is_gzip(p):
+                try:
+                    p = _gunzip(p, src.scratch(rel))
+                except InputError as err:
+                    src.skipped.append((rel, str(err)))
+                    continue
+            src.files.append(FileRef(p, rel, hints))
 
 
 def path_hints(path: Path, root: Path) -> Hints:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 from parsers.source import is_archive
 
 from parsers import safeio
+from parsers.judges.hosts import plain_host
 
 HostCheck = Callable[[str], "str | None"]
 VERDICTS = ("healthy", "suspect", "exclude")
@@ -149,6 +150,8 @@ def read_bundles(paths: Iterable[str | Path]) -> Implication:
             continue
         imp.sources.append(str(path))
         for h, c in hosts.items():
+            if not plain_host(h):  # the placeholder of lines no host names, or no host name at all: never a host to test
+                continue
             imp.counts[h] += 1
             imp.weight[h] = imp.weight.get(h, 0.0) + c
     return imp

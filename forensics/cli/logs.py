@@ -27,3 +27,12 @@ def is_terminal(stream: object) -> bool:
         return bool(stream.isatty())  # type: ignore[attr-defined]
     except (AttributeError, ValueError):
         return False
+
+
+def log_reads(evidence) -> None:
+    """-v: which reader took each file, and why each file left out was left out (one line each)."""
+    for art in evidence.artifacts:
+        note = f" ({art.error})" if art.error else ""
+        logger.info("read {} as {}{}", art.rel or art.path, art.kind, note)
+    for rel, why in evidence.skipped:
+        logger.info("skipped {}: {}", rel, why)

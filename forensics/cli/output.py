@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from forensics.errors import ForensicsError
+from forensics.report.text import escape, fit  # noqa: F401 - the one escape of every text output
 
 SCHEMA_VERSION = 1
 KINDS = ("analyze", "collect", "demo", "env", "hosts", "bisect", "bisect-simulation", "steps", "ras", "nccl-plugin-read")
@@ -37,6 +39,24 @@ def json_text(kind: str, data: dict[str, Any], pretty: bool = False) -> str:
     if pretty:
         return json.dumps(doc, indent=1, default=str, ensure_ascii=False)
     return json.dumps(doc, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def text_width(width: int | None, output: Path | None = None) -> int:
+    """The width human lines are fitted to: `width` when given (0: whole lines), else the
+    terminal's width when stdout is a terminal and no -o FILE is given, else 0.
+
+    Why 0 off a terminal: a file, a pipe, `tee`, `grep` or a Slurm job's output has no width,
+    and a cut VERDICT line loses the culprit's reason (the 80-column fallback did that)."""
+    if width is not None:
+        return max(0, width)
+    if output is not None and str(output) != "-":
+        return 0
+    try:
+        if not sys.stdout.isatty():
+            return 0
+    except (AttributeError, ValueError):
+        return 0
+    return shutil.get_terminal_size().columns
 
 
 def add_output_options(parser: argparse.ArgumentParser, json_help: str | None = None) -> None:

@@ -15,9 +15,14 @@ from parsers.analyze import analyze
 from parsers.errors import InputError
 
 
-def load(path: str | Path) -> PostMortem:
-    """Load and analyse a bundle, folder or archive; raises ForensicsError on bad input."""
-    path = Path(path).expanduser()
+def load(path: str | Path | list) -> PostMortem:
+    """Load and analyse a bundle, folder, archive (tar, zip), a log (.gz too), '-' (stdin), or a list of
+    these (a bundle plus extra logs); raises ForensicsError on bad input."""
+    if isinstance(path, (list, tuple)):
+        paths = [p if str(p) == "-" else Path(p).expanduser() for p in path]
+        path = paths[0] if len(paths) == 1 else paths
+    elif str(path) != "-":
+        path = Path(path).expanduser()
     try:
         result = analyze(path)
     except InputError as err:
@@ -25,9 +30,11 @@ def load(path: str | Path) -> PostMortem:
     except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
         raise ForensicsError(f"knowledge base: {err}") from err
     if not result.evidence.artifacts and result.evidence.manifest is None:
-        raise ForensicsError(f"{path}: not a bundle, and no logs or dumps in it")
+        raise ForensicsError(f"{path if not isinstance(path, list) else ' '.join(map(str, path))}: "
+                             "not a bundle, and no logs or dumps in it")
     verdict = result.verdict
-    return PostMortem(verdict, source=str(path), evidence=result.evidence, graph=correlated_graph(verdict))
+    shown = " ".join(str(p) for p in path) if isinstance(path, list) else str(path)
+    return PostMortem(verdict, source=shown, evidence=result.evidence, graph=correlated_graph(verdict))
 
 
 #: the same call, by its older name

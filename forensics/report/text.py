@@ -8,6 +8,7 @@ every line is cut to the terminal's width (the JSON output keeps everything).
 from __future__ import annotations
 
 import re
+import textwrap
 
 from parsers.stacks.tree import render_tree
 from parsers.model import Suspect, Verdict
@@ -17,12 +18,18 @@ MAX_EVIDENCE = 6  #: evidence lines of the culprit shown; the rest are counted
 MAX_OTHER = 4  #: lines of other suspects shown; the rest are counted
 
 
-def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None = None) -> str:
+def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None = None,
+                   collected: str | None = None) -> str:
     """The verdict block, the main-thread classes, the stack tree, then missing evidence.
 
-    `width` cuts every line to that many characters ('…' at the end); None or 0 keeps lines whole.
+    `width` fits lines to a terminal: the VERDICT wraps, other lines are cut with '…' and a
+    note says how to see them whole; None or 0 keeps every line whole (files, pipes).
+    `collected` (collection_time()) is said under the VERDICT: the moment the ages in it
+    are measured from. Every line is escaped (control characters from data shown, not run).
     """
     lines = verdict_block(verdict)
+    if collected:
+        lines.insert(1, f"  times: measured from {collected}")
     classes = verdict.sections.get("classes") or []
     if classes:
         lines.append("ranks by what their main thread does:")
@@ -33,8 +40,66 @@ def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None =
         lines += [f"  {line}" for line in tree_lines]
     if verdict.missing_evidence:
         lines.append("missing evidence:")
-        lines += [f"  - {m}" for m in verdict.missing_evidence]
-    return "\n".join(cut(line, width) for line in lines)
+        lines += [f"  - {m}" for m in fold_missing(verdict.missing_evidence)]
+    return "\n".join(fit(lines, width or 0))
+
+
+_HOST_NOTE = re.compile(r"^host (\S+): (.+)$", re.S)
+
+
+def fold_missing(notes: list[str]) -> list[str]:
+    """'host node001: no host evidence ...' x64 as one line 'hosts node[001-064]: no host evidence ...'
+    (the notes of several hosts that say the same thing share a line, as `clush -b` folds output)."""
+    out: list[str] = []
+    by_note: dict[str, list[str]] = {}
+    for note in notes:
+        m = _HOST_NOTE.match(note)
+        if m is None:
+            out.append(note)
+            continue
+        if m.group(2) not in by_note:
+            out.append(m.group(2))  # placeholder: the folded line goes where the first host's note was
+        by_note.setdefault(m.group(2), []).append(m.group(1))
+    return [f"{host_set(by_note[o])}: {o}" if o in by_note else o for o in out]
+
+
+def host_set(hosts: list[str]) -> str:
+    """'host node1' or 'hosts node[001-064]' (ClusterShell folding of plain host names; any other
+    name is listed as it is, after them, and escaped where it is shown)."""
+    from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
+
+    plain, other = [], []
+    for h in dict.fromkeys(hosts):
+        try:
+            plain.append(validate_host(h))
+        except HostSetError:
+            other.append(h)
+    names = ([fold_hosts(plain)] if plain else []) + other
+    return ("hosts " if len(hosts) > 1 else "host ") + ",".join(names)
+
+
+def collection_time(evidence) -> str | None:
+    """When the evidence was collected, as the evidence states it: the manifest's creation time, else
+    the newest recorder copy time, else the newest recorder heartbeat; 'the collection at
+    2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it.
+    File times are not used: a checkout, an unpacked archive or a plain copy makes them the
+    time of the copy, not of the collection."""
+    import datetime as dt
+
+    when, source = evidence.collected_unix, "the manifest's creation time"
+    if when is None:
+        copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy", False) and st.observed_ns]
+        if copies:
+            when, source = max(copies) / 1e9, "the recorder files' copy time"
+    if when is None and evidence.recorder:
+        when, source = max(st.heartbeat_ns for st in evidence.recorder) / 1e9, "the newest NCCL recorder heartbeat"
+    if when is None:
+        return None
+    try:
+        stamp = dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return None
+    return f"the collection at {stamp} ({source})"
 
 
 def verdict_block(verdict: Verdict) -> list[str]:
@@ -101,3 +166,45 @@ def cut(line: str, width: int | None) -> str:
     if not width or len(line) <= width:
         return line
     return line[: max(1, width - 1)] + "…"
+
+
+#: C0 controls but tab and newline, DEL, C1 controls, and the bidi/line-separator marks a terminal
+#: honours: from data (folder names, manifest hosts, log lines) they could clear the screen or
+#: print a fake verdict, so the text outputs show them as escapes
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape(text: str) -> str:
+    """`text` with every control character from data shown as a visible escape (ESC -> '\\x1b').
+
+    The one escape function of the text outputs (analyze, report's VERDICT line, hosts,
+    steps): applied at the presentation boundary, line by line, so no data reaches a
+    terminal raw. Newlines and tabs are the outputs' own layout and are kept; JSON
+    escapes controls itself, HTML escapes through html.escape.
+    """
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+#: said once under output whose lines were cut to the terminal
+CUT_NOTE = "(… = cut to the terminal: --width 0, --json or -o FILE keep lines whole)"
+
+
+def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> list[str]:
+    """Escaped lines fitted to `width` (0: unchanged): lines starting with one of `wrap_prefixes`
+    wrap (continuation indented), any other long line is cut with '…' and CUT_NOTE is added once."""
+    out: list[str] = []
+    cut_any = False
+    for line in lines:
+        line = escape(line)
+        if not width or len(line) <= width:
+            out.append(line)
+        elif line.startswith(wrap_prefixes):
+            out += textwrap.wrap(line, width=width, subsequent_indent="    ", break_on_hyphens=False) or [line]
+        else:
+            out.append(line[: max(1, width - 1)] + "…")
+            cut_any = True
+    if cut_any:
+        out.append(CUT_NOTE if len(CUT_NOTE) <= width else CUT_NOTE[: max(1, width - 1)] + ")")
+    return out

@@ -10,6 +10,7 @@ that merely wait.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,28 +193,50 @@ def _content_host(art) -> str | None:
     return hosts.pop() if len(hosts) == 1 else None
 
 
+#: what a bundle's host without host files lacks (a loose folder of logs was never expected to hold any)
+NO_HOST_EVIDENCE = "no host evidence was collected on this host"
+
+
 def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
-    """One report per host with evidence (host files, manifest host records or rank logs), sorted by host."""
+    """One report per host with evidence (host files, manifest host records or rank logs), and per host
+    a rank runs on, sorted by host.
+
+    "missing" says only what the kind of input should have held: a bundle's host without host
+    files lacks them; a folder of logs (a post-mortem) never had any, so nothing is missing there.
+    """
     per_rank = rank_log_findings(ev, kb)
     by_host: dict[str, list[Finding]] = {}
     for (host, _rank, _pid), found in per_rank.items():
         by_host.setdefault(host, []).extend(found)
+    expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
     reports = [host_report(h, kb, by_host.get(name, [])) for name, h in ev.hosts.items()]
     for host in sorted(set(by_host) - set(ev.hosts)):
         if not by_host[host] and ev.manifest is None:
             continue
-        report = HostReport(host=host, missing=["no host evidence was collected on this host"])
+        report = HostReport(host=host, missing=list(expected))
         report.groups = group_findings(by_host[host])
         report.status = _status(report.groups, False)
         reports.append(report)
-    if ev.manifest is not None:
-        named = {r.host for r in reports}
-        for rank in ev.ranks:
-            if rank.record.host not in named:
-                named.add(rank.record.host)
-                reports.append(HostReport(host=rank.record.host, missing=["no host evidence was collected on this host"],
-                                          status=UNKNOWN))
+    named = {r.host for r in reports}
+    # every host a rank runs on or a file names has a line, as analyze names it (the culprit's host too)
+    hosts = [rank.record.host for rank in ev.ranks] + [art.hints.host or art.host for art in ev.artifacts]
+    for host in hosts:
+        if host and host not in named and host != UNKNOWN_HOST:
+            named.add(host)
+            reports.append(HostReport(host=host, missing=list(expected), status=UNKNOWN))
     return sorted(reports, key=lambda r: r.host)
+
+
+#: a host name a scheduler, ssh or a folder may be given: letters, digits, '.', '-', '_', no leading '-'
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}(?:\.[A-Za-z0-9_-]{1,63})*")
+
+
+def plain_host(name: object) -> bool:
+    """True when `name` is a plain host name (at most 253 characters) that the evidence gave, not the
+    placeholder of lines no host names. Only such names reach an exclude list, a command or a folder
+    name: a folder named 'node13,node07' would drain an innocent node, '--exclude=node01' is an option."""
+    return (isinstance(name, str) and name != UNKNOWN_HOST and len(name) <= 253
+            and _PLAIN_HOST.fullmatch(name) is not None)
 
 
 def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],

@@ -27,10 +27,14 @@ LOCAL_WAITS = {"SendGPUWait", "RecvGPUWait", "RecvFlushWait"}
 
 
 def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
-    """The time ages are measured against: `now_ns`, else the newest heartbeat or observation."""
+    """The time ages are measured against: `now_ns`, else the newest heartbeat or collector's copy time.
+
+    A state read here (not a copy) carries the time of this read; that is not counted, or the
+    ages of files copied by hand grew each time they were read ('no progress for 223414.9 s').
+    While a job runs, its newest heartbeat is within a beat of now anyway."""
     if now_ns is not None:
         return now_ns
-    seen = [s.heartbeat_ns for s in states] + [s.observed_ns for s in states if s.observed_ns]
+    seen = [s.heartbeat_ns for s in states] + [s.observed_ns for s in states if s.observed_ns and s.observed_is_copy]
     return max(seen) if seen else 0
 
 

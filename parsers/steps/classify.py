@@ -6,7 +6,7 @@ Patterns (each with likely causes and the next check):
   rare-slow        rare slow steps at random: network, storage or host hiccups
   gc-decline       steps slow down steadily and recover at restart: Python's garbage collector
   throttle-plateau a sustained stretch at ~70% of the normal rate: clock throttling
-  noise            high-frequency jitter just under the expected rate: host-side contention
+  noise            high-frequency jitter just under the expected rate: host-side contention (needs --expected)
 A healthy series gives no finding. Rates are 1 / step time; "expected" is the step time
 the run should reach (from MFU targets or a good earlier run).
 """
@@ -85,6 +85,10 @@ CATALOG: dict[str, tuple[list[str], list[str]]] = {
 
 
 NOISY = 0.04  #: coefficient of variation above which a series is jittery rather than flat
+#: slow steps at random are a pattern from this many on: one or two hiccups in a run are what every
+#: healthy host shows (a page-cache miss, a log flush; the healthy 4-rank capture in
+#: tests/fixtures/straggler/healthy has one step at 2.7x the median in 146), not a cause to chase
+MIN_RARE = 3
 
 
 @dataclass
@@ -218,7 +222,7 @@ def _spikes(x, base, spread, spikes, calm, restarts, settings, warm):
         evidence.append("if forensics.arm(gc=N) runs here with N = this period, these are its scheduled collections")
         return _make("periodic-slow", f"a slow step every {p} steps (checkpoint / evaluation signature)", evidence, 0.6 + 0.3 * period[1], steps)
     share = len(spikes) / len(x)
-    if share > 0.05:
+    if share > 0.05 or len(spikes) < MIN_RARE:
         return None
     evidence = [f"{len(spikes)} slow step(s) in {len(x)} ({share:.1%}), at no regular interval; up to {worst:.1f}x the median {base:.3g} s",
                 f"slow steps: {', '.join(map(str, steps[:12]))}{' ...' if len(steps) > 12 else ''}"]
@@ -258,8 +262,8 @@ def _flat_low(x, base, spread, spikes, calm, restarts, settings, warm):
 
 def _noise(x, base, spread, spikes, calm, restarts, settings, warm):
     """Step-to-step jitter (low autocorrelation), with the typical step a little slower than it could be."""
-    if len(calm) < 20:
-        return None
+    if len(calm) < 20 or not settings.expected:
+        return None  # "under the expected rate" needs one: jitter alone is what every shared host shows
     cv = statistics.pstdev(calm) / statistics.mean(calm)
     ac = lag1_autocorrelation(calm)
     if cv < NOISY or ac > 0.3:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 from forensics.errors import ForensicsError
-from forensics.cli.output import add_output_options, emit, json_text
+from forensics.cli.logs import log_reads
+from forensics.cli.output import add_output_options, emit, json_text, text_width
 from forensics.exitcodes import ExitCode
-from forensics.report.text import render_verdict
+from forensics.report.text import collection_time, render_verdict
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError
@@ -25,20 +25,28 @@ while its peers wait, one in a different collective. Main-thread stacks of all r
 merged into a prefix tree so the odd rank out stands alone.
 
 The human output is the verdict block first (summary, culprit and its evidence, other
-suspects folded by what they say), then the merged stacks, each line cut to the
-terminal's width (--width 0: whole lines). --json prints everything, compact.
+suspects folded by what they say), then the merged stacks. In a terminal the VERDICT
+wraps and other long lines are cut to its width (--width 0: whole lines); written to a
+file or a pipe (`> out.txt`, `| tee`, a Slurm job's output) nothing is cut. --json
+prints everything, compact.
+
+Inputs: a bundle, a folder of logs, a .tar.gz/.tgz/.tar or .zip archive of either, a
+single log (plain or .gz), `-` for stdin, or several at once (a bundle plus extra logs).
 """
 
 EXIT_CODES = {
     0: "a culprit was named",
     1: "internal error (a bug)",
     2: "bad input: not a bundle, a damaged archive, a broken knowledge base, an empty folder",
-    4: "the analysis ran but named no culprit",
+    3: "no culprit named, and the evidence is partial ('coverage partial': files from only some ranks, or the job's size unknown)",
+    4: "no culprit named, though the evidence covers every rank of the job",
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", type=Path, metavar="BUNDLE", help="bundle folder or archive")
+    parser.add_argument("path", type=Path, nargs="+", metavar="INPUT",
+                        help="bundle folder or archive (.tar.gz, .zip), folder of logs, a log (.gz too), '-' for stdin; "
+                             "several: a bundle plus extra logs")
     add_output_options(parser, json_help="print the verdict as JSON (schema hang-forensics/analyze/1)")
     parser.add_argument("--no-tree", action="store_true", help="leave the merged stack tree out of the human output")
     parser.add_argument("--width", type=int, default=None, metavar="N",
@@ -49,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = args.path
+    paths = list(args.path)
+    path = paths[0] if len(paths) == 1 else paths
     try:
         kb = knowledge.load()
     except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
@@ -59,16 +68,27 @@ def run(args: argparse.Namespace) -> int:
     except InputError as err:
         raise ForensicsError(str(err)) from err
     verdict = result.verdict
+    log_reads(result.evidence)
+    shown = " ".join(str(p) for p in paths)
     if result.evidence.manifest is None and not result.evidence.artifacts:
-        what = "no logs or dumps in it" if not _has_files(path) else "no file in it that this tool reads"
-        raise ForensicsError(f"{path}: not a bundle, and {what}")
-    if args.save and not path.is_dir():
-        raise ForensicsError(f"{path}: --save writes analysis.json into a folder; this is an archive")
-    write_outputs(args, verdict, path)
-    return int(ExitCode.OK if verdict.culprit else ExitCode.INCONCLUSIVE)
+        what = "no logs or dumps in it" if not any(_has_files(p) for p in paths) else "no file in it that this tool reads"
+        raise ForensicsError(f"{shown}: not a bundle, and {what}")
+    if args.save and (len(paths) > 1 or not paths[0].is_dir()):
+        raise ForensicsError(f"{shown}: --save writes analysis.json into one bundle folder; this is not one")
+    write_outputs(args, verdict, paths[0], collection_time(result.evidence))
+    return int(verdict_code(verdict))
 
 
-def write_outputs(args: argparse.Namespace, verdict, root: Path) -> None:
+def verdict_code(verdict) -> ExitCode:
+    """0 a culprit named; 3 none, and the evidence is partial (more of it may name one); 4 none, though
+    the evidence covers the job (docs/exit-codes.md)."""
+    if verdict.culprit:
+        return ExitCode.OK
+    coverage = verdict.sections.get("coverage") or {}
+    return ExitCode.INCONCLUSIVE if coverage.get("complete") else ExitCode.PARTIAL
+
+
+def write_outputs(args: argparse.Namespace, verdict, root: Path, collected: str | None = None) -> None:
     """--save, then --json or the human text, to stdout or -o/--output."""
     data = verdict.to_dict()
     if args.save:
@@ -79,11 +99,9 @@ def write_outputs(args: argparse.Namespace, verdict, root: Path) -> None:
     if args.json:
         emit(json_text("analyze", data, args.pretty), args.output)
         return
-    width = args.width
-    if width is None:
-        width = 0 if args.output else shutil.get_terminal_size().columns
-    emit(render_verdict(verdict, show_tree=not args.no_tree, width=width), args.output)
+    width = text_width(args.width, args.output)
+    emit(render_verdict(verdict, show_tree=not args.no_tree, width=width, collected=collected), args.output)
 
 
 def _has_files(path: Path) -> bool:
-    return not path.is_dir() or any(p.is_file() for p in path.rglob("*"))
+    return str(path) == "-" or not path.is_dir() or any(p.is_file() for p in path.rglob("*"))

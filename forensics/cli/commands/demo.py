@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import shutil
 from pathlib import Path
 
 from forensics.cli.commands.collect import quiet_progress
-from forensics.cli.output import emit, json_text
+from forensics.cli.output import emit, json_text, text_width
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
 from forensics.exitcodes import ExitCode
@@ -41,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", type=int, default=4, choices=range(2, 9), metavar="N", help="number of ranks, 2-8 (default 4)")
     parser.add_argument("--fault", choices=["sleep", "stop", "crash"], default="sleep", help="what the culprit does (default sleep)")
     parser.add_argument("--culprit", type=int, default=None, help="rank that misbehaves (default: the last but one)")
-    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default ./forensics-demo-TIME)")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: a new $TMPDIR/forensics-demo-TIME-XXXX, printed at the end)")
     parser.add_argument("--gdb", action="store_true", help="also take GDB backtraces of every rank (slower)")
     parser.add_argument("--native", action="store_true", help="py-spy --native")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON (schema hang-forensics/demo/1) on stdout")
@@ -51,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     culprit = args.culprit if args.culprit is not None else max(0, args.ranks - 2)
-    out = args.out or Path(f"forensics-demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    out = args.out or default_output()
     options = CollectOptions(native=args.native, gdb=args.gdb)
     outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=quiet_progress(args))
     if args.json:
@@ -59,7 +58,22 @@ def run(args: argparse.Namespace) -> int:
         data.update(bundle=str(out), injected={"fault": args.fault, "culprit": culprit}, correct=outcome.correct)
         emit(json_text("demo", data, args.pretty))
     else:
-        text = render_verdict(outcome.verdict, width=shutil.get_terminal_size().columns)
+        text = render_verdict(outcome.verdict, width=text_width(None))
         emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}"
              f"\nbundle: {out}   (forensics analyze {out})")
     return int(ExitCode.OK if outcome.correct else ExitCode.INCONCLUSIVE)
+
+
+def default_output() -> Path:
+    """A new folder under the system's temp folder (not the current one: run from a source checkout,
+    the demo left an untracked folder in the repository root), made here, owner-only.
+
+    Why not tempfile.gettempdir(): during a command that is the command's scoped temp folder,
+    removed when it ends, and the bundle must outlive the demo (its path is printed)."""
+    import os
+    import tempfile
+
+    parent = os.environ.get("TMPDIR") or "/tmp"
+    if not os.path.isdir(parent):
+        parent = "."
+    return Path(tempfile.mkdtemp(prefix=f"forensics-demo-{dt.datetime.now():%Y%m%d-%H%M%S}-", dir=parent))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from forensics import nccl_plugin
-from forensics.cli.output import add_output_options, emit_json, to_output
+from forensics.cli.output import add_output_options, emit_json, to_output, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 
@@ -75,9 +75,11 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
             states.append(read_recorder_file(p))
         except RecorderFormatError as err:
             problems.append(str(err))
+    as_of = date_states(states, paths)
     stalls = analyse(states) if states else []
     if args.json:
         out = {
+            "as_of": as_of,
             "states": [s.to_dict() for s in states],
             "problems": problems,
             "stalls": [
@@ -89,7 +91,10 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
         emit_json("nccl-plugin-read", out, args)
     else:
         with to_output(args.output):
-            _print_read(states, stalls)
+            if as_of:
+                print(f"times: measured from {as_of}")
+            for line in _read_lines(states, stalls):
+                print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
     if problems and not states:
@@ -97,16 +102,46 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _print_read(states: list, stalls: list) -> None:
+#: a state file with a heartbeat this recent is being written now: its ages are measured from now
+LIVE_S = 10.0
+
+
+def date_states(states: list, paths: list[Path]) -> str | None:
+    """Measure ages from the moment the files show, not from this read, unless they are live.
+
+    Files read where a running job writes them (a heartbeat within LIVE_S of now) are measured
+    from now. Copies (or a job that no longer beats) are dated by their newest heartbeat, the last
+    moment they show a live process, the same for every file (a stopped rank's heartbeat stopped
+    with it), so reading them again next week gives the same ages. File times are not used: a
+    checkout or a plain copy makes them the time of the copy. Returns the words for that moment,
+    or None when measured from now."""
+    import datetime as dt
+    import time
+
+    if not states:
+        return None
+    newest_beat = max(s.heartbeat_ns for s in states)
+    if time.time_ns() - newest_beat <= LIVE_S * 1e9:
+        return None
     for s in states:
-        print(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
-              f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
+        s.observed_ns, s.observed_is_copy = newest_beat, True
+    stamp = dt.datetime.fromtimestamp(newest_beat / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} (the newest heartbeat of these files; none is being written now)"
+
+
+def _read_lines(states: list, stalls: list) -> list[str]:
+    """The text of `read`: each state file, its in-flight proxy ops, then each stall."""
+    out: list[str] = []
+    for s in states:
+        out.append(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
+                   f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
         for op in s.in_flight_ops:
-            print(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
-                  f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
+            out.append(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
+                       f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")
     for stall in stalls:
-        print(f"comm {stall.comm_id}: stuck op {stall.op}")
+        out.append(f"comm {stall.comm_id}: stuck op {stall.op}")
         for e in stall.edges:
-            print(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
+            out.append(f"  rank {e.waiter} -> rank {e.peer} ch {e.channel} {e.state}: {e.detail}")
         for x in stall.suspects:
-            print(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
+            out.append(f"  suspect {x.label}: {x.reason} [{x.reason_class}, {x.confidence:.2f}]")
+    return out

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 
-from forensics.cli.output import add_output_options, emit, emit_json
+from forensics.cli.output import add_output_options, emit, emit_json, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"forensics ras: the report is cut: {answer.cut}", file=sys.stderr)
         done = ExitCode.PARTIAL
     if not args.json:
-        emit(answer.text, args.output)
+        emit(escape(answer.text), args.output)  # a report from the network: no escapes reach the terminal
         return int(done)
     from parsers.readers import ras
 

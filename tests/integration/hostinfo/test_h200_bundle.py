@@ -60,6 +60,9 @@ def test_verdict_and_facts_match_what_the_device_printed(h200_bundle):
     facts_here, facts_device = here["hosts"][0].pop("facts"), device["hosts"][0].pop("facts")
     assert here.pop("schema") == "hang-forensics/hosts/1"  # the JSON envelope came after the device's run
     here.pop("exit_code", None), device.pop("exit_code", None)  # hosts to act on: 4 then, 5 now (docs/exit-codes.md)
+    assert (here.pop("not_listed"), here.pop("culprit")) == ([], None)  # added after the device's run (issue 27)
+    for host in here["hosts"]:
+        assert host.pop("listed") is True
     assert here == device
     # every fact the device printed is reproduced; newer readers may add facts (temperature.tlimit_*)
     assert set(facts_here) == set(facts_device)
