@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
+from forensics import safefs
 from forensics.errors import ForensicsError
 from forensics.cli.output import add_output_options, emit, json_text
 from forensics.exitcodes import ExitCode
@@ -29,6 +31,8 @@ suspects folded by what they say), then the merged stacks, each line cut to the
 terminal's width (--width 0: whole lines). --json prints everything, compact.
 """
 
+MAX_SAVES = 100  #: analysis.json, analysis-2.json ... analysis-100.json
+
 EXIT_CODES = {
     0: "a culprit was named",
     1: "internal error (a bug)",
@@ -45,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cut human output lines to N characters (default: the terminal's width; 0: never)")
     parser.add_argument("--full-logs", action="store_true",
                         help="read every line of logs over 8 MiB (default: their head and tail, which a hang needs)")
-    parser.add_argument("--save", action="store_true", help="also write analysis.json into the bundle folder")
+    parser.add_argument("--save", action="store_true",
+                        help="also write analysis.json into the bundle folder (a new file: analysis-2.json and so on "
+                             "when taken; only in a folder that is yours alone)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,10 +78,7 @@ def write_outputs(args: argparse.Namespace, verdict, root: Path) -> None:
     """--save, then --json or the human text, to stdout or -o/--output."""
     data = verdict.to_dict()
     if args.save:
-        try:
-            (root / "analysis.json").write_text(json_text("analyze", data, pretty=True) + "\n")
-        except OSError as err:
-            raise ForensicsError(f"{root}: cannot write analysis.json ({err.strerror or err})") from err
+        save_analysis(root, json_text("analyze", data, pretty=True) + "\n")
     if args.json:
         emit(json_text("analyze", data, args.pretty), args.output)
         return
@@ -83,6 +86,24 @@ def write_outputs(args: argparse.Namespace, verdict, root: Path) -> None:
     if width is None:
         width = 0 if args.output else shutil.get_terminal_size().columns
     emit(render_verdict(verdict, show_tree=not args.no_tree, width=width), args.output)
+
+
+def save_analysis(root: Path, text: str) -> Path:
+    """analysis.json (analysis-2.json... when taken) as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) in a
+    bundle folder the caller alone may write to; never through a planted link, never over a file."""
+    safefs.private_folder(root, "bundle folder (--save)")
+    for n in range(1, MAX_SAVES + 1):
+        path = root / ("analysis.json" if n == 1 else f"analysis-{n}.json")
+        if os.path.lexists(path):
+            continue
+        try:
+            safefs.write_new(path, text.encode("utf-8"))
+        except ForensicsError:
+            continue  # taken meanwhile
+        except OSError as err:
+            raise ForensicsError(f"{root}: cannot write {path.name} ({err.strerror or err})") from err
+        return path
+    raise ForensicsError(f"{root}: {MAX_SAVES} saved analyses exist already")
 
 
 def _has_files(path: Path) -> bool:
