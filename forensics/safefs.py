@@ -165,10 +165,13 @@ def _open_as(user: JobUser, path: str | os.PathLike, flags: int) -> int:
     theirs.close()
     fds: list[int] = []
     msg = b""
+    timed_out = False
     try:
         ours.settimeout(OPEN_TIMEOUT_S)
         msg, fds, _flags, _addr = socket.recv_fds(ours, _ERR.size, 1)
-    except (socket.timeout, OSError):
+    except socket.timeout:
+        timed_out = True
+    except OSError:
         msg = b""
     finally:
         ours.close()
@@ -176,7 +179,9 @@ def _open_as(user: JobUser, path: str | os.PathLike, flags: int) -> int:
     if len(msg) != _ERR.size:
         for fd in fds:
             os.close(fd)
-        raise UnsafeFile(path, "not opened", f"could not open it as uid {user.uid} in time")
+        why = (f"opening it as uid {user.uid} took over {OPEN_TIMEOUT_S:.0f} s" if timed_out
+               else f"could not become uid {user.uid} gid {user.gid} to open it")
+        raise UnsafeFile(path, "not opened", why)
     err = _ERR.unpack(msg)[0]
     if err:
         for fd in fds:
@@ -356,6 +361,8 @@ def claim_folder(folder: str | os.PathLike, what: str = "output folder") -> Path
 
 
 def _take_empty(folder: Path, what: str) -> None:
+    if folder.is_symlink():
+        raise ForensicsError(f"{folder}: exists and is a symbolic link; not followed, give a new folder")
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as err:
