@@ -318,22 +318,21 @@ def run(args: argparse.Namespace) -> int:
             state = state_io.resume(state_io.load(args.state), options, args.state)
         except state_io.StateError as err:
             raise ForensicsError(str(err)) from err
+    else:
+        try:
+            results = _first_results(args, launcher, options)  # before any folder is made: bad input leaves none
+        except designs.DesignError as err:
+            raise ForensicsError(str(err)) from err
+        state = state_io.new_state({**options, **results}, state_io.digest(options))
     state_path, log_dir = _where(args)
     # where this run writes, always said (stderr): the state to resume from and every job's log
     print(f"[bisect] state: {state_path}; job logs: {log_dir}/ (resume: the same command with --state {state_path})",
           file=sys.stderr)
-    if resuming:
-        if not args.quiet:
+    if not args.quiet:
+        if resuming:
             print(f"[bisect] resuming from {state_path}: {len(state['rounds'])} round(s) on record", file=sys.stderr)
-    else:
-        try:
-            results = _first_results(args, launcher, options)
-        except designs.DesignError as err:
-            raise ForensicsError(str(err)) from err
-        state = state_io.new_state({**options, **results}, state_io.digest(options))
-        for note in results["notes"]:
-            if not args.quiet:
-                print(f"[bisect] {note}", file=sys.stderr)
+        for note in [] if resuming else state["config"]["notes"]:
+            print(f"[bisect] {note}", file=sys.stderr)
     cfg = state["config"]
     try:
         bis = Bisection(state)
