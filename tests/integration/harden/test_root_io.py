@@ -138,16 +138,20 @@ def setuid_rank(probe_user, area):
     dump = hidden / "fr_0"
     dump.write_bytes(b"USER-DUMP-UNREACHABLE-c4d8")
     os.chown(dump, uid, gid)
+    userlog = mine / "nccl.log"
+    userlog.write_text("host:1:1 [0] NCCL INFO USER-NCCL-LOG-2b7e\n")
+    os.chown(userlog, uid, gid)
     out = mine / "stdout.txt"
     out.touch()
     os.chown(out, uid, gid)
     run_id = f"hf31-{uuid.uuid4().hex[:8]}"
-    paths = {"secret": secret, "public": public, "errfile": errfile, "dump": dump, "run_id": run_id}
+    paths = {"secret": secret, "public": public, "errfile": errfile, "userlog": userlog, "dump": dump,
+             "run_id": run_id}
 
-    def start(nccl_file: Path) -> int:
+    def start(nccl_file: Path, error_file: Path) -> int:
         env = {"PATH": "/usr/bin:/bin", "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
                "TORCHELASTIC_RUN_ID": run_id, "NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": str(nccl_file),
-               "TORCHELASTIC_ERROR_FILE": str(errfile), "TORCH_FR_DUMP_TEMP_FILE": str(hidden / "fr_")}
+               "TORCHELASTIC_ERROR_FILE": str(error_file), "TORCH_FR_DUMP_TEMP_FILE": str(hidden / "fr_")}
         with open(out, "w") as fh:
             proc = subprocess.Popen(_as(probe_user, str(exe)), env=env, stdout=fh, stderr=subprocess.STDOUT)
         procs.append(proc)
@@ -167,14 +171,15 @@ def setuid_rank(probe_user, area):
         proc.wait(timeout=10)
 
 
-@pytest.mark.parametrize("named,how", [("secret", "pid"), ("public", "discovery")])
-def test_setuid_rank_gets_only_what_its_user_could_read(setuid_rank, tmp_path, named, how):
-    """Issue 31: a setuid-root program started by a user with NCCL_DEBUG_FILE=<root's file> got that file copied
-    byte for byte. Now files are opened as the REAL uid/gid: the root-only 0600 file, a root-owned file
-    anyone may read, and the user's own file in a folder the user cannot enter stay out; the user's
-    readable error file comes in."""
+@pytest.mark.parametrize("nccl,error,how", [("secret", "errfile", "pid"), ("public", "errfile", "discovery"),
+                                            ("userlog", "secret", "pid")])
+def test_setuid_rank_gets_only_what_its_user_could_read(setuid_rank, tmp_path, nccl, error, how):
+    """Issue 31: a setuid-root program started by a user with NCCL_DEBUG_FILE=/etc/shadow (or
+    TORCHELASTIC_ERROR_FILE=/etc/shadow) got that file copied byte for byte. Now files are opened as the
+    REAL uid/gid: a root-only 0600 file, a root-owned file anyone may read, and the user's own file in a
+    folder the user cannot enter stay out; the user's readable files come in."""
     start, paths = setuid_rank
-    pid = start(paths[named])
+    pid = start(paths[nccl], paths[error])
     out = tmp_path / "b"
     pick = ["--pid", str(pid)] if how == "pid" else ["--job", paths["run_id"]]
     done = _cli("collect", *pick, "-o", str(out), "--json", "-q", "--timeout", "10")
@@ -182,13 +187,17 @@ def test_setuid_rank_gets_only_what_its_user_could_read(setuid_rank, tmp_path, n
     blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert b"ROOT-ONLY-SECRET" not in blob and b"ROOT-OWNED-PUBLIC" not in blob
     assert b"USER-DUMP-UNREACHABLE" not in blob
-    assert b"USER-OWNED-MARKER-51e2" in blob  # what the user could read is still collected
     man = json.loads((out / "manifest.json").read_text())
     (rank,) = [r for r in man["ranks"] if r["pid"] == pid]
     by_name = {c["name"]: c for c in rank["collectors"]}
-    assert by_name["nccl_log"]["status"] == "denied", by_name["nccl_log"]
     assert by_name["flight_recorder"]["status"] == "denied", by_name["flight_recorder"]
-    assert by_name["stdio"]["status"] == "ok"
+    if error == "errfile":  # what the user could read is still collected
+        assert b"USER-OWNED-MARKER-51e2" in blob
+        assert by_name["nccl_log"]["status"] == "denied", by_name["nccl_log"]
+        assert by_name["stdio"]["status"] == "ok"
+    else:
+        assert b"USER-NCCL-LOG-2b7e" in blob and by_name["nccl_log"]["status"] == "ok", by_name["nccl_log"]
+        assert by_name["stdio"]["status"] != "ok", by_name["stdio"]
 
 
 # ----------------------------------------------------------------------------- item 2: writes
