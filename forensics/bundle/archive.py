@@ -27,7 +27,8 @@ def make_archive(folder: Path, dest: Path | None = None) -> Path:
     fd = safefs.create(dest)
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-            tar.add(folder, arcname=folder.name)
+            lock = f"{folder.name}/{safefs.LOCK_NAME}"  # held by a running collect (fleet packs before it ends)
+            tar.add(folder, arcname=folder.name, filter=lambda info: None if info.name == lock else info)
     except BaseException:
         dest.unlink(missing_ok=True)
         raise
