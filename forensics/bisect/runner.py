@@ -10,6 +10,7 @@ runner at any point loses at most the jobs that were running.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -18,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from forensics import safefs
 from forensics.bisect import state as state_io
 from forensics.bisect.engine import FINISHED, Bisection
 from forensics.bisect.launchers import JobSpec, expand
+from forensics.errors import ForensicsError
 
 KILL_GRACE = 3.0
 POLL = 0.2
@@ -137,9 +140,9 @@ class Runner:
         log_path = None
         log: Any = subprocess.DEVNULL
         if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            log_path = self.log_dir / f"{group['id']}.log"
-            log = open(log_path, "w")
+            log_path, log = new_log(self.log_dir, group["id"])
+            log.write(f"# forensics bisect job {group['id']}: {shlex.join(argv)}\n")
+            log.flush()
         env = {**os.environ, **self.extra_env, **spec.env()}
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -147,8 +150,6 @@ class Runner:
         except OSError as err:
             if log is not subprocess.DEVNULL:
                 log.close()
-            from forensics.errors import ForensicsError
-
             raise ForensicsError(f"cannot start {argv[0]!r}: {err.strerror or err}") from err
         group.update(status="running", log=str(log_path) if log_path else None, argv=argv,
                      pid=proc.pid, pid_start=_start_time(proc.pid))
@@ -194,6 +195,22 @@ class Runner:
         self.say(f"round {rnd['index'] + 1}: {job.group['id']} {status} in {seconds:.1f}s "
                  f"({len(job.group['hosts'])} hosts); {len(done)}/{len(rnd['groups'])} done, "
                  f"{failed} failed, {hung} hung")
+
+
+def new_log(folder: Path, job_id: str) -> tuple[Path, TextIO]:
+    """A new log file for one job in `folder` (O_CREAT|O_EXCL|O_NOFOLLOW): `<id>.log`, or `<id>.2.log`...
+    when a resumed run starts the job again; an existing name is never followed or overwritten."""
+    safefs.make_dirs(folder.parent, folder.name)
+    for n in range(1, 1000):
+        path = folder / (f"{job_id}.log" if n == 1 else f"{job_id}.{n}.log")
+        if os.path.lexists(path):
+            continue
+        try:
+            fd = safefs.create(path)
+        except ForensicsError:
+            continue
+        return path, os.fdopen(fd, "w")
+    raise ForensicsError(f"{folder}: no free log name for job {job_id}")
 
 
 def _start_time(pid: int) -> int | None:

@@ -1,24 +1,39 @@
-"""The resumable state file of a bisection: plans, job outcomes, settings, as JSON.
+"""The resumable state file of a bisection: results only (job outcomes, plans, host checks), as JSON.
 
-Written atomically (temp file, fsync, rename) after every job, so a bisection killed
+Written atomically (new temp file, fsync, rename) after every job, so a bisection killed
 at any moment resumes from its last finished job and replans nothing it had planned.
+
+Results, never commands or options. The test command, launcher, ssh options, srun
+arguments, hosts and settings always come from the command line; the file keeps only a
+digest of them (`digest`), and a state made for other hosts or options is refused
+(StateError, one line), so editing the file can neither run a command nor quietly
+repeat an old answer for a new host list. The file must be a regular file of the caller's
+that no other user may write to: it is read as such, never through a link.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
+import stat
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 FORMAT = "hang-forensics-bisect-state"
-VERSION = 1
+VERSION = 2  #: 1 kept the command and options in the file (read back and run): refused now
+MAX_BYTES = 256 * 1024 * 1024  #: a state file larger than this is not ours
+#: the parts of the config that are outcomes of this bisection's own checks (kept in the file)
+RESULT_KEYS = ("unary_llr", "excluded", "first_round", "notes")
+#: what a state file may hold at its top level; "config" (the options) never goes to disk
+PERSISTED = ("format", "version", "created", "updated", "digest", "made_for", "results", "rounds", "jobs_started")
 
 
 class StateError(ValueError):
-    """The state file is not ours, not readable, or from a newer version."""
+    """The state file is not ours, not readable, or made for other hosts or options."""
 
 
 def now() -> str:
@@ -26,21 +41,45 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def new_state(config: dict[str, Any]) -> dict[str, Any]:
-    """A fresh state with its settings and no rounds."""
+def digest(options: dict[str, Any]) -> str:
+    """sha256 of the command-line options (hosts, test, launcher, settings...) a state is valid for."""
+    text = json.dumps(options, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_state(config: dict[str, Any], options_digest: str | None = None) -> dict[str, Any]:
+    """A fresh state with its settings (in memory only: see save) and no rounds."""
     return {"format": FORMAT, "version": VERSION, "created": now(), "updated": now(),
+            "digest": options_digest or digest(config), "made_for": {"hosts": _host_count(config)},
             "config": config, "rounds": [], "jobs_started": 0}
 
 
+def _host_count(config: dict[str, Any]) -> int:
+    return sum(len(u.get("hosts", [])) for u in config.get("units", []) if isinstance(u, dict))
+
+
+def on_disk(state: dict[str, Any]) -> dict[str, Any]:
+    """What is written: results only. The options stay in memory; job argv (a command) is not kept."""
+    out = {k: state[k] for k in PERSISTED if k in state}
+    out["results"] = {k: state.get("config", {}).get(k) for k in RESULT_KEYS}
+    out["rounds"] = [{**r, "groups": [{k: v for k, v in g.items() if k != "argv"} for g in r["groups"]]}
+                     if isinstance(r.get("groups"), list) else r for r in state.get("rounds", [])]
+    return out
+
+
 def save(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Replace `path` with `state` atomically; a crash leaves the old or the new file, never half."""
+    """Replace `path` with the state's results atomically; a crash leaves the old or the new file, never half.
+
+    The temp file is new (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and the rename replaces the
+    name itself, so a link planted at `path` is replaced, never written through. The folder
+    must exist (the command made it, or checked it is the caller's alone).
+    """
     target = Path(path)
     state["updated"] = now()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix="." + target.name + ".", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh, indent=1)
+            json.dump(on_disk(state), fh, indent=1)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -54,17 +93,60 @@ def save(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and check a state file; raises StateError with the reason."""
+    """Read and check a state file (a regular file of the caller's, not a link, that no other user may
+    write to; at most MAX_BYTES); raises StateError with the reason. Its options are not known yet:
+    resume() joins them from the command line."""
     try:
-        data = json.loads(Path(path).read_text())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        raise StateError(f"cannot read state file {path}: {err.strerror or err}") from err
-    except json.JSONDecodeError as err:
+        why = "a symbolic link (not followed)" if err.errno == errno.ELOOP else (err.strerror or str(err))
+        raise StateError(f"cannot read state file {path}: {why}") from err
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise StateError(f"state file {path} is not a regular file")
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise StateError(f"state file {path} is not yours alone (owner uid {st.st_uid}, mode "
+                             f"{stat.S_IMODE(st.st_mode):o}): not used")
+        raw = fh.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise StateError(f"state file {path} is larger than {MAX_BYTES >> 20} MiB: not a bisect state")
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
         raise StateError(f"state file {path} is not valid JSON: {err}") from err
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise StateError(f"{path} is not a bisect state file (format {FORMAT!r} expected)")
-    if not isinstance(data.get("version"), int) or data["version"] > VERSION:
-        raise StateError(f"{path}: state version {data.get('version')!r} is newer than this tool ({VERSION})")
-    if not isinstance(data.get("config"), dict) or not isinstance(data.get("rounds"), list):
-        raise StateError(f"{path}: state file lacks config or rounds")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
+        raise StateError(f"{path}: state version {version!r} is newer than this tool ({VERSION})")
+    if version < VERSION:
+        raise StateError(f"{path}: a version {version} state file, which held the test command and options; "
+                         "those now come from the command line only: start a new --state")
+    if not isinstance(data.get("rounds"), list) or not isinstance(data.get("results"), dict) \
+            or not isinstance(data.get("digest"), str):
+        raise StateError(f"{path}: state file lacks rounds, results or digest")
     return data
+
+
+def resume(data: dict[str, Any], options: dict[str, Any], path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The loaded state `data`, valid for the command line's `options` (refused, StateError, when its
+    digest says it was made for other hosts or options), with those options as its config."""
+    if data["digest"] != digest(options):
+        made = data.get("made_for", {}).get("hosts") if isinstance(data.get("made_for"), dict) else None
+        now_hosts = _host_count(options)
+        hosts = f" (made for {made} hosts, given {now_hosts})" if isinstance(made, int) and made != now_hosts else ""
+        raise StateError(f"state file {path} was made for other hosts or options{hosts}: give the same "
+                         "--hosts, --test and options as when it was made, or a new --state")
+    results = data["results"]
+    config = dict(options)
+    for key in RESULT_KEYS:
+        value = results.get(key)
+        default: Any = [] if key == "notes" else ({} if key in ("unary_llr", "excluded") else None)
+        config[key] = value if value is not None else default
+    if not isinstance(config["unary_llr"], dict) or not isinstance(config["excluded"], dict) \
+            or not isinstance(config["notes"], list) or not (config["first_round"] is None or isinstance(config["first_round"], list)):
+        raise StateError(f"{path}: state file results have the wrong types")
+    out = {k: v for k, v in data.items() if k in PERSISTED}
+    out["config"] = config
+    return out

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from forensics.bundle.writer import safe_name, unique_name, write_manifest
 from parsers.model.manifest import MANIFEST_NAME, Artifact, manifest_from_dict
-from parsers.safeio import UnsafeFile, copy_bounded, open_regular
+from forensics import safefs
+from forensics.errors import ForensicsError
+from parsers.safeio import UnsafeFile, open_regular
 
 #: folder of attached files, inside the bundle
 ATTACHED = "job/attached"
@@ -38,8 +40,9 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
         rel = f"{ATTACHED}/{unique_name(safe_name(Path(path).name), used)}"
         try:
             with open_regular(path, follow=False) as fh:
-                _, cut = copy_bounded(fh, bundle / rel, MAX_BYTES, tail=True, mode=0o600)
-        except (UnsafeFile, OSError) as err:
+                safefs.make_dirs(bundle, ATTACHED)
+                _, cut = safefs.copy_from(fh, bundle / rel, MAX_BYTES, tail=True)  # new file, no link followed
+        except (UnsafeFile, OSError, ForensicsError) as err:
             problems.append(f"--attach {path}: not attached ({getattr(err, 'strerror', None) or err})")
             continue
         if cut:

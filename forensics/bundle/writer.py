@@ -1,7 +1,9 @@
 """Writes a bundle directory: per-rank folders, job-level artifacts, then manifest.json.
 
 The manifest is written atomically (temp file + rename) and can be rewritten as
-collection goes on, so a bundle cut short still names what it holds.
+collection goes on, so a bundle cut short still names what it holds. Every other file is
+created new (forensics.safefs: O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and every folder is made
+by us (0700) without following a link: a name planted in the bundle is never written through.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from forensics import __version__
+from forensics import __version__, safefs
 from forensics.errors import ForensicsError
 from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
 
@@ -52,8 +54,8 @@ class BundleWriter:
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".write-test"
-            probe.write_text("")
+            probe = self.root / f".write-test.{os.getpid()}.{threading.get_ident()}"
+            os.close(safefs.create(probe))  # new, O_EXCL|O_NOFOLLOW: a planted name fails, never followed
             probe.unlink()
         except OSError as err:
             raise ForensicsError(f"cannot write the bundle at {self.root}: {err.strerror or err}") from err
@@ -66,27 +68,25 @@ class BundleWriter:
         """Relative folder for one rank's evidence, created on disk."""
         label = f"rank{rank}" if rank is not None else "rank_unknown"
         rel = f"hosts/{safe_name(host)}/{label}-pid{pid}"
-        (self.root / rel).mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(self.root, rel)
         return rel
 
     def host_dir(self, host: str) -> str:
         """Relative folder for host-level evidence, created on disk."""
         rel = f"hosts/{safe_name(host)}"
-        (self.root / rel).mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(self.root, rel)
         return rel
 
     def write_json(self, rel: str, data: Any) -> str:
         """Write `data` as JSON at a path relative to the bundle root; returns `rel`."""
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        safefs.make_dirs(self.root, Path(rel).parent)
+        safefs.write_new(self.root / rel, json.dumps(data, indent=1, default=str) + "\n")
         return rel
 
     def write_text(self, rel: str, text: str) -> str:
         """Write text at a path relative to the bundle root; returns `rel`."""
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        safefs.make_dirs(self.root, Path(rel).parent)
+        safefs.write_new(self.root / rel, text)
         return rel
 
     def add_rank(self, record: RankRecord) -> None:
@@ -121,12 +121,17 @@ class BundleWriter:
 
 
 def write_manifest(root: Path, manifest: Manifest) -> Path:
-    """ROOT/manifest.json, written atomically (temp file + rename): a reader never sees half of it."""
+    """ROOT/manifest.json, written atomically (a new temp file, O_EXCL|O_NOFOLLOW, then a rename, which
+    replaces the name and never writes through a link): a reader never sees half of it."""
     path = Path(root) / MANIFEST_NAME
-    tmp = path.with_suffix(f".json.{threading.get_ident()}.tmp")
+    tmp = path.with_suffix(f".json.{os.getpid()}.{threading.get_ident()}.tmp")
     # indented for people while small; one line when large: json writes indented JSON in pure Python, and
     # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
     indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
-    tmp.write_text(to_json(manifest, indent) + "\n")
-    os.replace(tmp, path)
+    try:
+        safefs.write_new(tmp, to_json(manifest, indent) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
+from forensics import safefs
 from forensics.errors import ForensicsError
 from forensics.report.text import escape, fit  # noqa: F401 - the one escape of every text output
 
@@ -76,7 +78,7 @@ def emit(text: str, output: Path | None = None) -> None:
         return
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        safefs.replace_file(output, text)  # a new temp file renamed over the name: a planted link is replaced, never followed
     except OSError as err:
         raise ForensicsError(f"{output}: cannot write ({err.strerror or err})") from err
 
@@ -98,10 +100,11 @@ class to_output:
         if self.path is None:
             return
         self._saved = sys.stdout
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+            # created new (O_EXCL|O_NOFOLLOW), renamed over the name at the end: a planted link is never followed
+            self._file = os.fdopen(safefs.create(tmp), "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
         except OSError as err:
             raise ForensicsError(f"{self.path}: cannot write ({err.strerror or err})") from err
         self._tmp = tmp

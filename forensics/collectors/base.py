@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 
 
@@ -42,9 +43,9 @@ class RankTarget:
     outputs: tuple = ()  #: output files discovery found where /proc cannot say (an exited rank)
 
     def out(self, name: str) -> tuple[Path, str]:
-        """(absolute path, bundle-relative path) of a file in this rank's folder."""
-        rel = f"{self.rel_dir}/{name}"
-        return self.bundle_root / rel, rel
+        """(absolute path, bundle-relative path) of a file in this rank's folder; its folders are made
+        (forensics.safefs.make_dirs: no link followed). The file itself is the caller's to create new."""
+        return _out(self.bundle_root, f"{self.rel_dir}/{name}")
 
 
 @dataclass
@@ -56,8 +57,14 @@ class HostTarget:
     rel_dir: str
 
     def out(self, name: str) -> tuple[Path, str]:
-        rel = f"{self.rel_dir}/{name}"
-        return self.bundle_root / rel, rel
+        return _out(self.bundle_root, f"{self.rel_dir}/{name}")
+
+
+def _out(root: Path, rel: str) -> tuple[Path, str]:
+    if not root.is_dir():  # a collector run on its own (no BundleWriter made the bundle folder)
+        root.mkdir(parents=True, mode=safefs.DIR_MODE, exist_ok=True)
+    safefs.make_dirs(root, Path(rel).parent)
+    return root / rel, rel
 
 
 class RankCollector(Protocol):

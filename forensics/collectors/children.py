@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from forensics import safefs
 from parsers.model.manifest import ChildRecord, CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget, timed
 from forensics.collectors.pyspy import PySpyCollector
@@ -46,7 +47,7 @@ def collect_children(target: RankTarget, options: CollectOptions) -> list[ChildR
         rec = ChildRecord(pid=pid, ppid=ppid, dir=rel, depth=depth, cmdline=procfs.read_cmdline(pid)[:64])
         child = RankTarget(pid=pid, host=target.host, rank=target.rank, environ={}, bundle_root=target.bundle_root,
                            rel_dir=rel)
-        (target.bundle_root / rel).mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(target.bundle_root, rel)
         rec.collectors.append(timed("process_state", lambda: _proc(child, rec)))
         try:
             env = procfs.read_environ(pid)
@@ -66,5 +67,5 @@ def _proc(child: RankTarget, rec: ChildRecord) -> CollectorRecord:
         return CollectorRecord("process_state", Status.GONE, error=f"pid {child.pid} no longer exists")
     rec.comm, rec.state, rec.wchan = state.comm, state.state, state.wchan
     path, rel = child.out("proc.json")
-    path.write_text(json.dumps(state.to_dict(), indent=1) + "\n")
+    safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
     return CollectorRecord("process_state", Status.OK, files=[rel], details={"state": state.state})

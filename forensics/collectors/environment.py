@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
@@ -37,6 +38,5 @@ class EnvironmentCollector:
             except PermissionError as err:
                 return CollectorRecord(self.name, Status.DENIED, error=f"cannot read environment: {err}")
         path, rel = target.out("environ.json")
-        path.write_text(json.dumps(redact(env), indent=1, sort_keys=True) + "\n")
-        path.chmod(0o600)
+        safefs.write_new(path, json.dumps(redact(env), indent=1, sort_keys=True) + "\n")  # new, 0600, no link followed
         return CollectorRecord(self.name, Status.OK, files=[rel])

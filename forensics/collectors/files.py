@@ -5,10 +5,12 @@ file descriptors, so they are hostile: a process running as `nobody` could set
 NCCL_DEBUG_FILE=/etc/shadow, or plant a symlink at the world-writable default dump
 prefix /tmp/nccl_trace_rank_. So a file is copied only when
 
+- it is opened AS THE JOB'S USER: the target's real uid and gid, no other groups
+  (forensics.safefs.open_for_job; a setuid target gives no more than its caller could read),
 - it is a regular file (a FIFO or device never blocks and never streams forever),
 - the last path component is not a symlink (O_NOFOLLOW),
-- the target's uid owns it (checked with fstat on the open descriptor), and
-- at most a cap of bytes is copied, into a fresh 0600 file in the bundle;
+- the target's real uid owns it (checked with fstat on the open descriptor), and
+- at most a cap of bytes is copied, into a new 0600 file in the bundle (O_EXCL|O_NOFOLLOW);
 - logs (text) go through the one redaction rule set (parsers.redact) on the way.
 
 Logs keep their last bytes (where a hang's story is); dumps and state files are
@@ -21,7 +23,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from forensics import safefs
 from forensics.discover import procfs
+from forensics.safefs import JobUser
 from parsers import redact, safeio
 from parsers.safeio import UnsafeFile
 
@@ -39,60 +43,34 @@ def process_path(pid: int, path: str) -> Path:
     return Path(cwd) / path
 
 
-def target_uids(pid: int) -> frozenset[int] | None:
-    """The uids a process runs as (real, effective, saved, filesystem), or None if unreadable."""
-    try:
-        fields = procfs.status_fields(pid)
-    except (procfs.ProcessGone, OSError):
-        return None
-    try:
-        return frozenset(int(u) for u in fields.get("Uid", "").split())
-    except ValueError:
-        return None
+def target_user(pid: int) -> JobUser | None:
+    """The real uid and gid of process `pid`: as whom the files it names are opened (forensics.safefs)."""
+    return safefs.job_user(pid)
 
 
 def copy_target_file(pid: int, src: Path, dest: Path, max_bytes: int, tail: bool = True) -> tuple[int, bool]:
     """Copy at most max_bytes of a file that process `pid` named, if it may be copied.
 
     Raises UnsafeFile (an OSError) when the file is refused: not regular, a link, or
-    owned by a uid the target does not run as; OSError when it cannot be opened.
+    not owned by the target's real uid; OSError when its user could not open it.
     Returns (bytes copied, whether cut).
     """
-    owners = target_uids(pid)
-    if not owners:
-        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
-    with safeio.open_regular(src, follow=False, owners=owners) as fh:
-        return safeio.copy_bounded(fh, dest, max_bytes, tail=tail, mode=COPY_MODE)
+    with safefs.open_for_job(src, target_user(pid)) as fh:
+        return safefs.copy_from(fh, dest, max_bytes, tail=tail, mode=COPY_MODE)
 
 
-def copy_target_log(pid: int, src: Path, dest: Path, max_bytes: int) -> tuple[int, bool]:
+def copy_target_log(pid: int, src: Path, dest: Path, max_bytes: int, follow: bool = False) -> tuple[int, bool]:
     """Copy the last max_bytes of a log a process named, with secrets redacted
     (parsers.redact), under the same checks as copy_target_file.
 
     Bytes that are not UTF-8 pass through unchanged (surrogateescape), so only the
-    redacted spans differ from the original. Returns (bytes written, whether cut).
+    redacted spans differ from the original. follow=True only for /proc/PID/fd/N (the very
+    file the process holds, reopened as its user). Returns (bytes written, whether cut).
     """
-    owners = target_uids(pid)
-    if not owners:
-        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
-    with safeio.open_regular(src, follow=False, owners=owners) as fh:
+    with safefs.open_for_job(src, target_user(pid), follow=follow) as fh:
         data, cut = safeio.read_bytes(fh, max_bytes, tail=True)
     text = redact.redact_text(data.decode("utf-8", "surrogateescape"))
-    out = text.encode("utf-8", "surrogateescape")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        dest.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, COPY_MODE)
-    try:
-        os.fchmod(fd, COPY_MODE)
-        view = memoryview(out)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    return len(out), cut
+    return safefs.write_new(dest, text, COPY_MODE), cut
 
 
 def copy_whole_or_refuse(pid: int, src: Path, dest: Path, max_bytes: int) -> int:
@@ -100,12 +78,9 @@ def copy_whole_or_refuse(pid: int, src: Path, dest: Path, max_bytes: int) -> int
 
     Raises UnsafeFile with reason 'too large' when it is bigger than max_bytes.
     """
-    owners = target_uids(pid)
-    if not owners:
-        raise UnsafeFile(src, "owner unknown", f"cannot read the uid of pid {pid}")
-    with safeio.open_regular(src, follow=False, owners=owners) as fh:
+    with safefs.open_for_job(src, target_user(pid)) as fh:
         size = safeio.file_size(fh)
         if size > max_bytes:
             raise UnsafeFile(src, "too large", f"{size} bytes, the cap is {max_bytes}")
-        written, _ = safeio.copy_bounded(fh, dest, max_bytes, tail=False, mode=COPY_MODE)
+        written, _ = safefs.copy_from(fh, dest, max_bytes, tail=False, mode=COPY_MODE)
         return written

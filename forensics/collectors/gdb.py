@@ -14,6 +14,7 @@ import subprocess
 import time
 from typing import Any
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
@@ -107,7 +108,7 @@ class GdbCollector:
         files = []
         if data.get("threads"):
             path, rel = target.out("gdb.json")
-            path.write_text(json.dumps(data, indent=1) + "\n")
+            safefs.write_new(path, json.dumps(data, indent=1) + "\n")
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 

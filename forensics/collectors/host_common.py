@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from forensics import safefs
 from forensics.collectors.base import HostTarget
 
 #: Per-file cap on what one sysfs or procfs read may return (they are tiny; this guards odd files).
@@ -31,8 +32,7 @@ def tail(text: str, max_bytes: int) -> tuple[str, bool]:
 def save_text(target: HostTarget, name: str, text: str) -> str:
     """Write `text` as host file `name`; returns its bundle-relative path."""
     path, rel = target.out(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", errors="replace")
+    safefs.write_new(path, text.encode("utf-8", "replace"))
     return rel
 
 

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect import tool as tools
@@ -228,7 +229,7 @@ class NativeStackCollector:
         if data.get("symbols"):
             details["symbols"] = data["symbols"]
         path, rel = target.out("native.json")
-        path.write_text(json.dumps(data) + "\n")
+        safefs.write_new(path, json.dumps(data) + "\n")
         return CollectorRecord(self.name, Status.OK, error=data.get("error"), files=[rel], details=details)
 
     def _failed(self, target: RankTarget, data: dict | None, reply: Reply, details: dict) -> CollectorRecord:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
@@ -24,5 +25,5 @@ class ProcessStateCollector:
         except procfs.ProcessGone:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         path, rel = target.out("proc.json")
-        path.write_text(json.dumps(state.to_dict(), indent=1) + "\n")
+        safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"state": state.state})

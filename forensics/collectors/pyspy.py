@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
@@ -65,7 +66,7 @@ class PySpyCollector:
             return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
         if result.ok and _is_json(result.stdout):
             path, rel = target.out("pyspy.json")
-            path.write_text(result.stdout)
+            safefs.write_new(path, result.stdout)
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
         error = " / ".join(message) or f"py-spy exited with {result.returncode}"
@@ -76,7 +77,7 @@ class PySpyCollector:
         else:
             status = Status.FAILED
         path, rel = target.out("pyspy.err.txt")
-        path.write_text(result.stderr + result.stdout)
+        safefs.write_new(path, result.stderr + result.stdout)
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 
 

@@ -21,6 +21,7 @@ import json
 import random
 import time
 
+from forensics import safefs
 from forensics.collect import tool as tools
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
@@ -65,7 +66,7 @@ class PySpySamplesCollector:
         if last is not None and last.missing:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
         path, rel = target.out(FILE_NAME)
-        path.write_text(json.dumps(doc, separators=(",", ":")))
+        safefs.write_new(path, json.dumps(doc, separators=(",", ":")))
         if doc["samples"]:
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         error = doc["failures"][0]["error"] if doc["failures"] else "no sample taken"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
@@ -49,8 +50,7 @@ class RasCollector:
                 errors.append(f"{filename}: {err}")
                 continue
             path, rel = target.out(filename)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(answer.text)
+            safefs.write_new(path, answer.text)
             record.files.append(rel)
             record.details[filename] = {"seconds": round(answer.seconds, 3), "protocol": answer.server_protocol}
             if answer.cut:
@@ -77,6 +77,6 @@ class RasCollector:
             errors.append(f"ras_status_later.json: {err}")
             return
         path, rel = target.out("ras_status_later.json")
-        path.write_text(answer.text)
+        safefs.write_new(path, answer.text)
         record.files.append(rel)
         record.details["ras_status_later.json"] = {"seconds": round(answer.seconds, 3), "after_s": delay}

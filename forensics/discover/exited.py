@@ -13,7 +13,8 @@ parent, its exit status and its rank can still be learned:
 Its output files (where its traceback is) are gone from /proc with its fds; a launcher that
 names them by rank (`node05/rank5.stderr`) is followed: a sibling's output path with the
 sibling's rank number replaced by the dead rank's, kept only when that file is the dead
-rank's own (owned by its uid, and holding lines PyTorch prefixed `[rankN]:` for it).
+rank's own (opened as its user, owned by its real uid, and holding lines PyTorch prefixed
+`[rankN]:` for it).
 """
 
 from __future__ import annotations
@@ -117,8 +118,8 @@ def _rank_from_recorder(pid: int, siblings: list) -> int | None:
 
 def outputs_named_like_siblings(proc, siblings: list) -> list:
     """The dead rank's output files, named as its siblings' are but with its rank (see the module doc)."""
-    uid = outputs.target_uid(proc.pid)
-    if uid is None:
+    user = outputs.target_user(proc.pid)
+    if user is None:
         return []
     for sib in siblings[:8]:
         if sib.rank is None or sib.rank == proc.rank:
@@ -127,7 +128,7 @@ def outputs_named_like_siblings(proc, siblings: list) -> list:
         for item in outputs.locate_outputs(sib.pid, sib.environ, sib.local_rank):
             if item.kind != "fd":
                 continue
-            path = next((c for c in renumbered(item.path, sib.rank, proc.rank) if _holds_rank_lines(c, proc.rank, uid)),
+            path = next((c for c in renumbered(item.path, sib.rank, proc.rank) if _holds_rank_lines(c, proc.rank, user)),
                         None)
             if path:
                 found.append(outputs.OutputFile(kind="sibling-named", stream=item.stream, path=path, open_path=path))
@@ -153,11 +154,12 @@ def renumbered(path: str, old: int, new: int) -> list[str]:
     return out
 
 
-def _holds_rank_lines(path: str, rank: int, uid: int) -> bool:
+def _holds_rank_lines(path: str, rank: int, user) -> bool:
+    from forensics import safefs
     from parsers import safeio
 
     try:
-        with safeio.open_regular(path, follow=False, owners={uid, 0}) as fh:
+        with safefs.open_for_job(path, user) as fh:  # as the dead rank's user, owned by its real uid
             data, _cut = safeio.read_bytes(fh, CONFIRM_BYTES, tail=True)
     except OSError:
         return False

@@ -9,21 +9,24 @@ own output, and that output is rarely where a collector first looks. Places, fro
 - Slurm batch output: `slurm-<jobid>.out` (arrays `slurm-<array>_<task>.out`) in SLURM_SUBMIT_DIR.
 
 Every path here is named by the (hostile) target, and collect runs as root: a file is
-read only through an fd opened without following symlinks (or, for fd 1/2, through
-/proc/PID/fd itself, which is the very file the process holds), only when it is a regular
-file owned by the target's uid (or by root), and only its bounded tail.
+opened as the job's user (its real uid and gid: forensics.safefs.open_for_job) without
+following symlinks (or, for fd 1/2, through /proc/PID/fd itself, which is the very file
+the process holds), only when it is a regular file owned by the target's real uid (never
+root's for a non-root job), and only its bounded tail is read.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from forensics import safefs
 from forensics.bundle.writer import unique_name
 from forensics.discover import procfs
+from forensics.safefs import JobUser
 
 MAX_LOG_DIR_ENTRIES = 256  #: entries looked at per folder level of a torchrun --log-dir
 _JOB_ID = re.compile(r"^\d{1,12}$")
@@ -49,70 +52,39 @@ class OutputFile:
         return asdict(self)
 
 
-def target_uid(pid: int) -> int | None:
-    """Real uid of the process (from /proc/PID/status), or None."""
-    try:
-        uid = procfs.status_fields(pid).get("Uid", "").split()
-        return int(uid[0]) if uid else None
-    except (procfs.ProcessGone, OSError, ValueError):
-        return None
+def target_user(pid: int) -> JobUser | None:
+    """Real uid and gid of the process: as whom the files it names are opened (forensics.safefs)."""
+    return safefs.job_user(pid)
 
 
-def open_owned(path: str, uid: int | None, follow: bool = False) -> int | None:
-    """An O_RDONLY fd on `path` if it is a regular file owned by `uid` (or root); else None.
+def open_owned(path: str, user: JobUser | None, follow: bool = False) -> BinaryIO | None:
+    """`path` opened for reading as the job's user (forensics.safefs.open_for_job): a regular file
+    its real uid owns and could open itself; None when refused.
 
     `follow=False` refuses a symlink as the last component (O_NOFOLLOW); /proc/PID/fd/N
     links are opened with follow=True, which reopens the process's own file.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags)
+        return safefs.open_for_job(path, user, follow=follow)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (uid is not None and st.st_uid not in (uid, 0)):
-            os.close(fd)
-            return None
-    except OSError:
-        os.close(fd)
+
+
+def _size_if_owned(path: str, user: JobUser | None, follow: bool = False) -> int | None:
+    fh = open_owned(path, user, follow)
+    if fh is None:
         return None
-    return fd
+    with fh:
+        return os.fstat(fh.fileno()).st_size
 
 
-def _size_if_owned(path: str, uid: int | None, follow: bool = False) -> int | None:
-    fd = open_owned(path, uid, follow)
-    if fd is None:
-        return None
-    try:
-        return os.fstat(fd).st_size
-    finally:
-        os.close(fd)
+def copy_tail(fh: BinaryIO, dest: Path, max_bytes: int) -> tuple[int, bool]:
+    """Copy the last max_bytes of an open file into a new file dest; (bytes copied, whether cut). Closes fh."""
+    with fh:
+        return safefs.copy_from(fh, dest, max_bytes, tail=True)
 
 
-def copy_tail_fd(fd: int, dest: Path, max_bytes: int) -> tuple[int, bool]:
-    """Copy the last max_bytes of an open file to dest; returns (bytes copied, whether cut). Closes fd."""
-    try:
-        size = os.fstat(fd).st_size
-        start = max(0, size - max_bytes)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.lseek(fd, start, os.SEEK_SET)
-        copied = 0
-        with open(dest, "wb") as fout:
-            while copied < max_bytes:
-                chunk = os.read(fd, min(1 << 20, max_bytes - copied))
-                if not chunk:
-                    break
-                fout.write(chunk)
-                copied += len(chunk)
-        return copied, start > 0
-    finally:
-        os.close(fd)
-
-
-def _fd_outputs(pid: int, uid: int | None) -> list[OutputFile]:
+def _fd_outputs(pid: int, user: JobUser | None) -> list[OutputFile]:
     found = []
     seen: set[str] = set()
     for fd, stream in ((1, "stdout"), (2, "stderr")):
@@ -120,7 +92,7 @@ def _fd_outputs(pid: int, uid: int | None) -> list[OutputFile]:
         if not where or not where.startswith("/") or where in seen:
             continue
         open_path = str(procfs.PROC / str(pid) / "fd" / str(fd))
-        size = _size_if_owned(open_path, uid, follow=True)
+        size = _size_if_owned(open_path, user, follow=True)
         if size is None:
             continue
         seen.add(where)
@@ -137,20 +109,20 @@ def _under_cwd(pid: int, path: str) -> str:
         return path
 
 
-def _error_file_outputs(pid: int, environ: dict[str, str], uid: int | None) -> list[OutputFile]:
+def _error_file_outputs(pid: int, environ: dict[str, str], user: JobUser | None) -> list[OutputFile]:
     """TORCHELASTIC_ERROR_FILE and, beside it, torchrun's stdout.log/stderr.log of this worker."""
     named = environ.get("TORCHELASTIC_ERROR_FILE")
     if not named or "\0" in named or len(named) > 4096:
         return []
     path = os.path.normpath(_under_cwd(pid, named))
     found = []
-    size = _size_if_owned(path, uid)
+    size = _size_if_owned(path, user)
     if size is not None:
         found.append(OutputFile("error-file", "error", path, path, size))
     folder = os.path.dirname(path)
     for stream in ("stdout", "stderr"):
         log = os.path.join(folder, f"{stream}.log")
-        size = _size_if_owned(log, uid)
+        size = _size_if_owned(log, user)
         if size is not None:
             found.append(OutputFile("torchrun-log", stream, log, log, size))
     return found
@@ -167,7 +139,7 @@ def torchrun_log_dir(cmdline: list[str]) -> str | None:
     return None
 
 
-def _scan_log_dir(log_dir: str, local_rank: int, uid: int | None) -> list[OutputFile]:
+def _scan_log_dir(log_dir: str, local_rank: int, user: JobUser | None) -> list[OutputFile]:
     """`<log_dir>/<run>/attempt_<N>/<local_rank>/{stdout,stderr}.log`, newest run, highest attempt."""
     best: tuple[float, int, str] | None = None
     try:
@@ -198,7 +170,7 @@ def _scan_log_dir(log_dir: str, local_rank: int, uid: int | None) -> list[Output
     found = []
     for stream in ("stdout", "stderr"):
         log = os.path.join(best[2], f"{stream}.log")
-        size = _size_if_owned(log, uid)
+        size = _size_if_owned(log, user)
         if size is not None:
             found.append(OutputFile("torchrun-log", stream, log, log, size))
     return found
@@ -217,9 +189,9 @@ def slurm_output_names(environ: dict[str, str]) -> list[str]:
     return [os.path.join(submit, n) for n in names]
 
 
-def _slurm_outputs(environ: dict[str, str], uid: int | None) -> list[OutputFile]:
+def _slurm_outputs(environ: dict[str, str], user: JobUser | None) -> list[OutputFile]:
     for path in slurm_output_names(environ):
-        size = _size_if_owned(path, uid)
+        size = _size_if_owned(path, user)
         if size is not None:
             return [OutputFile("slurm-output", "combined", path, path, size)]
     return []
@@ -227,15 +199,15 @@ def _slurm_outputs(environ: dict[str, str], uid: int | None) -> list[OutputFile]
 
 def locate_outputs(pid: int, environ: dict[str, str], local_rank: int | None = None) -> list[OutputFile]:
     """Every output file of rank process `pid` that can be read safely, fd ones first, no duplicates."""
-    uid = target_uid(pid)
-    found = _fd_outputs(pid, uid)
-    found += _error_file_outputs(pid, environ, uid)
+    user = target_user(pid)
+    found = _fd_outputs(pid, user)
+    found += _error_file_outputs(pid, environ, user)
     if not any(f.kind == "torchrun-log" for f in found):
         parent = procfs.read_ppid(pid)
         log_dir = torchrun_log_dir(procfs.read_cmdline(parent)) if parent else None
         if log_dir and local_rank is not None:
-            found += _scan_log_dir(_under_cwd(parent, log_dir), local_rank, uid)
-    found += _slurm_outputs(environ, uid)
+            found += _scan_log_dir(_under_cwd(parent, log_dir), local_rank, user)
+    found += _slurm_outputs(environ, user)
     unique, seen = [], set()
     for item in found:
         key = os.path.realpath(item.path) if item.kind != "fd" else item.path
@@ -257,9 +229,9 @@ def bundle_name(item: OutputFile, taken: set[str]) -> str:
     return unique_name(base, taken)
 
 
-def copy_output(item: OutputFile, dest: Path, max_bytes: int, uid: int | None) -> tuple[int, bool] | None:
-    """Copy the bounded tail of one located output, re-checking type and owner at open; None if refused."""
-    fd = open_owned(item.open_path, uid, follow=item.kind == "fd")
-    if fd is None:
+def copy_output(item: OutputFile, dest: Path, max_bytes: int, user: JobUser | None) -> tuple[int, bool] | None:
+    """Copy the bounded tail of one located output, opened again as the job's user; None if refused."""
+    fh = open_owned(item.open_path, user, follow=item.kind == "fd")
+    if fh is None:
         return None
-    return copy_tail_fd(fd, dest, max_bytes)
+    return copy_tail(fh, dest, max_bytes)

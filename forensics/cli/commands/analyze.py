@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
+from forensics import safefs
 from forensics.errors import ForensicsError
 from forensics.cli.logs import log_reads
 from forensics.cli.output import add_output_options, emit, json_text, text_width
@@ -34,6 +36,8 @@ Inputs: a bundle, a folder of logs, a .tar.gz/.tgz/.tar or .zip archive of eithe
 single log (plain or .gz), `-` for stdin, or several at once (a bundle plus extra logs).
 """
 
+MAX_SAVES = 100  #: analysis.json, analysis-2.json ... analysis-100.json
+
 EXIT_CODES = {
     0: "a culprit was named",
     1: "internal error (a bug)",
@@ -53,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cut human output lines to N characters (default: the terminal's width; 0: never)")
     parser.add_argument("--full-logs", action="store_true",
                         help="read every line of logs over 8 MiB (default: their head and tail, which a hang needs)")
-    parser.add_argument("--save", action="store_true", help="also write analysis.json into the bundle folder")
+    parser.add_argument("--save", action="store_true",
+                        help="also write analysis.json into the bundle folder (a new file: analysis-2.json and so on "
+                             "when taken; only in a folder that is yours alone)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,15 +98,30 @@ def write_outputs(args: argparse.Namespace, verdict, root: Path, collected: str 
     """--save, then --json or the human text, to stdout or -o/--output."""
     data = verdict.to_dict()
     if args.save:
-        try:
-            (root / "analysis.json").write_text(json_text("analyze", data, pretty=True) + "\n")
-        except OSError as err:
-            raise ForensicsError(f"{root}: cannot write analysis.json ({err.strerror or err})") from err
+        save_analysis(root, json_text("analyze", data, pretty=True) + "\n")
     if args.json:
         emit(json_text("analyze", data, args.pretty), args.output)
         return
     width = text_width(args.width, args.output)
     emit(render_verdict(verdict, show_tree=not args.no_tree, width=width, collected=collected), args.output)
+
+
+def save_analysis(root: Path, text: str) -> Path:
+    """analysis.json (analysis-2.json... when taken) as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) in a
+    bundle folder the caller alone may write to; never through a planted link, never over a file."""
+    safefs.private_folder(root, "bundle folder (--save)")
+    for n in range(1, MAX_SAVES + 1):
+        path = root / ("analysis.json" if n == 1 else f"analysis-{n}.json")
+        if os.path.lexists(path):
+            continue
+        try:
+            safefs.write_new(path, text.encode("utf-8"))
+        except ForensicsError:
+            continue  # taken meanwhile
+        except OSError as err:
+            raise ForensicsError(f"{root}: cannot write {path.name} ({err.strerror or err})") from err
+        return path
+    raise ForensicsError(f"{root}: {MAX_SAVES} saved analyses exist already")
 
 
 def _has_files(path: Path) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import signal
 import sys
 from pathlib import Path
 
+from forensics import safefs
 from forensics.bisect import designs, from_bundles, report, simulate
 from forensics.bisect import state as state_io
 from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
@@ -59,7 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     job = p.add_argument_group("test job")
     job.add_argument("--test", help="test command template, e.g. 'torchrun ... --hosts {hosts} {nnodes}'")
-    job.add_argument("--launcher", choices=("local", "ssh", "slurm"), default="local")
+    job.add_argument("--launcher", choices=("local", "ssh", "slurm"), default="local",
+                     help="how a group's job starts: local (default: the test runs here and reaches the hosts "
+                          "itself), ssh (on the group's first host), slurm (srun --nodelist of the group)")
     job.add_argument("--timeout", type=float, default=300.0, help="seconds before a job counts as hung (default 300)")
     job.add_argument("--max-parallel", type=int, help="most jobs at once (default: a whole round)")
     job.add_argument("--min-group", type=int, default=1, help="smallest valid job, in hosts")
@@ -87,7 +91,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     how.add_argument("--max-rounds", type=int, help="round budget (default 12; adaptive more)")
 
     run = p.add_argument_group("state, evidence, output")
-    run.add_argument("--state", help="state file: written after every job; if it exists, the bisection resumes")
+    run.add_argument("--state", metavar="FILE",
+                     help="state file (results only: the command line gives hosts, test and options), written after "
+                          "every job, job logs in FILE.logs/; if it exists, the bisection resumes, and a state made "
+                          "for other hosts or options is refused. Default: a new folder ./forensics-bisect-TIME-PID/ "
+                          "(state.json, logs/), named on stderr. Only in a folder no other user may write to")
     run.add_argument("--stop-after-round", type=int, help="stop once this many rounds are done (resume later)")
     run.add_argument("--from-bundles", nargs="+", metavar="PATH",
                      help="verdict JSON files or bundle folders of failed runs: implicated hosts go first")
@@ -105,7 +113,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sim.add_argument("--sim-flake", type=float, default=0.0, help="model: P(good job fails)")
     sim.add_argument("--sim-hang", type=float, default=0.0, help="model: P(good job hangs)")
     sim.add_argument("--sim-hosts", type=int, help="model size when no --hosts is given")
-    sim.add_argument("--trials", type=int, default=50)
+    sim.add_argument("--trials", type=int, default=50, help="model: bisections played per design (default 50)")
 
 
 def _hosts(args: argparse.Namespace) -> list[str]:
@@ -160,7 +168,9 @@ def _topology(args: argparse.Namespace) -> dict[str, str] | None:
     return labels
 
 
-def _fresh_state(args: argparse.Namespace, launcher) -> dict:
+def _options(args: argparse.Namespace) -> dict:
+    """What a bisection is for, from the command line only: hosts (as units), test, launcher, settings.
+    A state file is valid for exactly these (its digest); nothing here runs or reads evidence."""
     hosts = _hosts(args)
     if not hosts:
         raise ForensicsError("no hosts: give --hosts, --hostfile or --slurm")
@@ -178,6 +188,17 @@ def _fresh_state(args: argparse.Namespace, launcher) -> dict:
     except designs.DesignError as err:
         raise ForensicsError(str(err)) from err
     settings = _settings(args, len(units))
+    return Bisection.new_config(units, settings, test=args.test, launcher=args.launcher, timeout=args.timeout,
+                                good_hosts=good, port_base=args.port_base, port_span=args.port_span,
+                                ssh_options=list(args.ssh_option), srun_args=list(args.srun_arg),
+                                from_bundles=list(args.from_bundles or []), host_check=args.host_check)
+
+
+def _first_results(args: argparse.Namespace, launcher, options: dict) -> dict:
+    """What is learned before the first round (kept in the state as results): verdicts of
+    --from-bundles, answers of --host-check."""
+    hosts = [h for u in options["units"] for h in u["hosts"]]
+    units = [designs.Unit(u["name"], tuple(u["hosts"])) for u in options["units"]]
     unary: dict[str, float] = {}
     first_round = None
     notes = []
@@ -205,12 +226,39 @@ def _fresh_state(args: argparse.Namespace, launcher) -> dict:
             else:
                 unary[h] = unary.get(h, 0.0) + float(CHECK_LLR[v])
         notes.append(f"host checks: {len(verdicts)} answered, {len(excluded)} excluded")
-    cfg = Bisection.new_config(units, settings, test=args.test, launcher=args.launcher, timeout=args.timeout,
-                               good_hosts=good, unary_llr=unary, excluded=excluded,
-                               first_round=first_round, notes=notes,
-                               port_base=args.port_base, port_span=args.port_span,
-                               ssh_options=args.ssh_option, srun_args=args.srun_arg)
-    return state_io.new_state(cfg)
+    return {"unary_llr": unary, "excluded": excluded, "first_round": first_round, "notes": notes}
+
+
+def _where(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(state file, job log folder), their folders made or checked (forensics.safefs): --state FILE
+    with FILE.logs/, or a new ./forensics-bisect-TIME-PID/ with state.json and logs/. Nothing is
+    written into a folder another user may write to, and no existing name is followed."""
+    if args.state:
+        state_path = Path(args.state)
+        folder = state_path.parent
+        if not os.path.lexists(folder):
+            try:
+                os.makedirs(folder, mode=safefs.DIR_MODE)
+            except OSError as err:
+                raise ForensicsError(f"{folder}: cannot create the folder of --state ({err.strerror or err})") from err
+        safefs.private_folder(folder, "folder of --state")
+        log_dir = state_path.with_name(state_path.name + ".logs")
+    else:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        folder = Path(f"forensics-bisect-{stamp}-{os.getpid()}")
+        try:
+            os.mkdir(folder, safefs.DIR_MODE)
+        except OSError as err:
+            raise ForensicsError(f"{folder}: cannot create the state folder ({err.strerror or err}); give --state FILE") from err
+        state_path, log_dir = folder / "state.json", folder / "logs"
+    if os.path.lexists(log_dir):
+        safefs.private_folder(log_dir, "job log folder")
+    else:
+        try:
+            os.mkdir(log_dir, safefs.DIR_MODE)
+        except OSError as err:
+            raise ForensicsError(f"{log_dir}: cannot create the job log folder ({err.strerror or err})") from err
+    return state_path, log_dir
 
 
 def _check_argv(launcher, argv: list[str], host: str) -> list[str]:
@@ -259,32 +307,39 @@ def run(args: argparse.Namespace) -> int:
         return _simulate(args)
     if args.slurm:
         args.launcher = "slurm"
-    state_path = Path(args.state) if args.state else None
-    if state_path and state_path.exists():
+    launcher = make_launcher(args.launcher, args.ssh_option, args.srun_arg)
+    try:
+        options = _options(args)
+    except designs.DesignError as err:
+        raise ForensicsError(str(err)) from err
+    resuming = bool(args.state) and os.path.lexists(args.state)
+    if resuming:
         try:
-            state = state_io.load(state_path)
+            state = state_io.resume(state_io.load(args.state), options, args.state)
         except state_io.StateError as err:
             raise ForensicsError(str(err)) from err
-        cfg = state["config"]
-        if not args.quiet:
-            print(f"[bisect] resuming from {state_path}: {len(state['rounds'])} round(s) on record", file=sys.stderr)
     else:
-        launcher = make_launcher(args.launcher, args.ssh_option, args.srun_arg)
         try:
-            state = _fresh_state(args, launcher)
+            results = _first_results(args, launcher, options)  # before any folder is made: bad input leaves none
         except designs.DesignError as err:
             raise ForensicsError(str(err)) from err
-        cfg = state["config"]
-        for note in cfg.get("notes", []):
-            if not args.quiet:
-                print(f"[bisect] {note}", file=sys.stderr)
-    if state_path is None:
-        state_path = Path(f"bisect-state-{os.getpid()}.json")
-    bis = Bisection(state)
-    launcher = make_launcher(cfg["launcher"], cfg.get("ssh_options", []), cfg.get("srun_args", []))
+        state = state_io.new_state({**options, **results}, state_io.digest(options))
+    state_path, log_dir = _where(args)
+    # where this run writes, always said (stderr): the state to resume from and every job's log
+    print(f"[bisect] state: {state_path}; job logs: {log_dir}/ (resume: the same command with --state {state_path})",
+          file=sys.stderr)
+    if not args.quiet:
+        if resuming:
+            print(f"[bisect] resuming from {state_path}: {len(state['rounds'])} round(s) on record", file=sys.stderr)
+        for note in [] if resuming else state["config"]["notes"]:
+            print(f"[bisect] {note}", file=sys.stderr)
+    cfg = state["config"]
+    try:
+        bis = Bisection(state)
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise ForensicsError(f"state file {state_path}: its rounds do not fit these hosts ({err})") from err
     runner = Runner(bis, state_path, launcher, cfg["test"], float(cfg["timeout"]),
-                    port_base=int(cfg.get("port_base", 29500)), port_span=int(cfg.get("port_span", 100)),
-                    log_dir=state_path.with_name(state_path.name + ".logs"),
+                    port_base=int(cfg["port_base"]), port_span=int(cfg["port_span"]), log_dir=log_dir,
                     progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
     runner.save()
     previous = signal.signal(signal.SIGTERM, _term_as_interrupt)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from loguru import logger
 
-from forensics.bundle.archive import make_archive
+from forensics import safefs
+from forensics.bundle.archive import archive_path, make_archive
 from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
@@ -58,8 +59,9 @@ EXIT_CODES = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", action="append", default=[], metavar="PID", help="collect this process (repeat, or comma list); default: discover ranks")
     parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
-    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: ./forensics-HOST-TIME)")
-    parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path,
+                        help="bundle folder: a new one, or an empty folder of yours (default: ./forensics-HOST-TIME)")
+    parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz (a new file: never over an existing one)")
     parser.add_argument("--native", action="store_true", help="native frames of every thread (gloo/NCCL workers too) through libdw, pausing each rank for "
                         "milliseconds; py-spy --native where libdw (elfutils) is missing")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
@@ -102,6 +104,21 @@ def default_out() -> Path:
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out()
     args.quiet = quiet_progress(args)
+    if args.tar and os.path.lexists(archive_path(out)):
+        raise ForensicsError(f"{archive_path(out)}: already exists; --tar writes a new archive, never over one")
+    created = not os.path.lexists(out)
+    safefs.claim_folder(out, "bundle folder")  # new, or empty and yours; then locked: two collects never mix
+    try:
+        return _run_into(args, out)
+    finally:
+        safefs.release_folder(out)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(out)  # only when nothing was collected into it (rmdir removes empty folders only)
+
+
+def _run_into(args: argparse.Namespace, out: Path) -> int:
+    """collect into `out`, a folder claimed for this command (see run)."""
     if wants_fleet(args):
         return run_fleet(args, out)
     gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
@@ -118,7 +135,13 @@ def run(args: argparse.Namespace) -> int:
     if args.attach and not result.interrupted:
         result.problems.extend(attach_files(out, args.attach, host=host_name()))
     manifest = result.writer.manifest
-    archive = make_archive(out) if args.tar and not result.interrupted else None
+    safefs.release_folder(out)  # before packing: the lock is not evidence
+    archive = None
+    if args.tar and not result.interrupted:
+        try:
+            archive = make_archive(out)
+        except (OSError, ForensicsError) as err:  # the bundle stays; only the archive is missing
+            result.problems.append(f"--tar: not packed: {getattr(err, 'strerror', None) or err}")
     summary = summarize(out, archive, result.problems, manifest, result.complete)
     summary["interrupted"] = result.interrupted
     code = ExitCode.OK if result.complete else ExitCode.PARTIAL
@@ -129,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if result.interrupted:
         code = 128 + (caught[0] if caught else signal.SIGINT)
         print(f"forensics collect: interrupted; the bundle holds what was gathered ({out})", file=sys.stderr)
+        safefs.release_folder(out)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # collector threads still running were abandoned: do not wait for them

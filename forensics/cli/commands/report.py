@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from forensics import safefs
 from forensics.cli.commands.analyze import verdict_code
 from forensics.cli.logs import log_reads
 from forensics.cli.output import escape
@@ -18,6 +20,8 @@ with the culprit in red, the last operation each rank reached, the merged stack 
 rank counts per branch, and the rank tables. Pictures are inline SVG drawn in pure Python
 (the base install is enough); large jobs are collapsed into classes of like ranks.
 """
+
+MAX_NAMES = 100  #: report.html, report-2.html ... report-100.html
 
 EXIT_CODES = {
     0: "the report was written and names a culprit",
@@ -33,22 +37,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bundle folder, loose folder of logs and dumps, an archive (.tar.gz, .zip) of either, a log "
                              "(.gz too), '-' for stdin (then -o is needed); several: a bundle plus extra logs")
     parser.add_argument("-o", "--out", "--output", dest="out", type=Path, default=None,
-                        help="HTML file to write (default: BUNDLE/report.html; NAME.html beside an archive)")
+                        help="HTML file to write, a new file (default: BUNDLE/report.html, or report-2.html and so on "
+                             "when taken; NAME.html beside an archive; only in a folder that is yours alone)")
 
 
 def run(args: argparse.Namespace) -> int:
     from forensics.postmortem import load
+
+    from forensics.report.html import build_report
 
     paths = list(args.path)
     if args.out is None and str(paths[0]) == "-":
         raise ForensicsError("-: reading stdin, name the report file with -o FILE")
     pm = load(paths)
     log_reads(pm.evidence)
-    out = args.out or default_output(paths[0])
-    try:
-        written = pm.report(out)
-    except OSError as err:
-        raise ForensicsError(f"{out}: cannot write the report ({err.strerror or err})") from err
+    text = build_report(pm)
+    written = write_new_report(args.out, text) if args.out else write_default_report(paths[0], text)
     print(escape(f"report: {written}"))
     print(escape(f"VERDICT: {pm.summary}"))
     return int(verdict_code(pm.verdict))
@@ -64,3 +68,34 @@ def default_output(bundle: Path) -> Path:
             name = name[: -len(suffix)]
             break
     return bundle.with_name(name + ".html")
+
+
+def write_new_report(path: Path, text: str) -> Path:
+    """`text` into a new file `path` (O_CREAT|O_EXCL|O_NOFOLLOW): an existing name or a planted
+    link is refused, never followed or overwritten."""
+    try:
+        safefs.write_new(path, text.encode("utf-8"))
+    except OSError as err:
+        raise ForensicsError(f"{path}: cannot write the report ({err.strerror or err})") from err
+    return path
+
+
+def write_default_report(bundle: Path, text: str) -> Path:
+    """The report where default_output says, in a folder the caller alone may write to (a
+    bundle of another user, or a shared folder such as /tmp, is refused: give -o); a taken
+    name gives way to report-2.html, report-3.html..., never overwritten."""
+    first = default_output(bundle)
+    safefs.private_folder(first.parent, "folder of the default report")
+    stem, suffix = first.name[: -len(".html")], ".html"
+    for n in range(1, MAX_NAMES + 1):
+        path = first if n == 1 else first.with_name(f"{stem}-{n}{suffix}")
+        if os.path.lexists(path):
+            continue
+        try:
+            safefs.write_new(path, text.encode("utf-8"))
+        except ForensicsError:
+            continue  # taken meanwhile
+        except OSError as err:
+            raise ForensicsError(f"{path}: cannot write the report ({err.strerror or err})") from err
+        return path
+    raise ForensicsError(f"{first}: {MAX_NAMES} reports exist already; give -o FILE")

@@ -21,16 +21,23 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
 
 
-def bisect(tmp: Path, hosts: str, bad: dict, ports: int, *extra: str, job_flake: float = 0.0,
-           timeout: int = 15) -> tuple[int, dict, str]:
-    """Run `forensics bisect --json` on the selftest job; return rc, report, stderr."""
+def bisect_argv(tmp: Path, hosts: str, bad: dict, ports: int, *extra: str, job_flake: float = 0.0,
+                timeout: int = 15) -> list[str]:
+    """The `forensics bisect --json` command line on the selftest job (a resume gives the same one)."""
     bad_file = tmp / "bad.json"
     bad_file.write_text(json.dumps(bad))
     test = (f"{sys.executable} -m forensics.bisect.selftest_job --hosts {{hosts}} --port {{port}} "
             f"--bad-file {bad_file} --gloo-timeout 4 --flake {job_flake}")
-    argv = [sys.executable, "-m", "forensics.cli.main", "bisect", "--hosts", hosts, "--test", test,
+    return [sys.executable, "-m", "forensics.cli.main", "bisect", "--hosts", hosts, "--test", test,
             "--timeout", str(timeout), "--port-base", str(ports), "--port-span", "40",
             "--state", str(tmp / "state.json"), "--json", *extra]
+
+
+def bisect(tmp: Path, hosts: str, bad: dict, ports: int, *extra: str, job_flake: float = 0.0,
+           timeout: int = 15) -> tuple[int, dict, str]:
+    """Run `forensics bisect --json` on the selftest job; return rc, report, stderr."""
+    bad_file = tmp / "bad.json"
+    argv = bisect_argv(tmp, hosts, bad, ports, *extra, job_flake=job_flake, timeout=timeout)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=400, cwd=tmp)
     leftovers = subprocess.run(["pgrep", "-f", str(bad_file)], capture_output=True, text=True).stdout.split()
@@ -80,11 +87,10 @@ def test_resume_after_stopping_half_way(tmp_path):
     state = json.loads((tmp_path / "state.json").read_text())
     assert len(state["rounds"]) == 1
     first = [(g["id"], g["status"], g["seconds"]) for g in state["rounds"][0]["groups"]]
-    # Resume with no host or test arguments: everything comes from the state file.
+    # Resume: the same command line (hosts, test and options come from it, never from the state file).
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--state",
-                           str(tmp_path / "state.json"), "--json"], capture_output=True, text=True,
-                          env=env, timeout=400, cwd=tmp_path)
+    done = subprocess.run(bisect_argv(tmp_path, "h[01-06]", bad, 29820, "--flake-rate", "0.001"),
+                          capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
     assert done.returncode == 5, done.stderr  # bad hosts found
     assert "resuming" in done.stderr
     rep = json.loads(done.stdout)
@@ -102,7 +108,7 @@ def test_runner_killed_mid_round_resumes_and_reaps_its_hung_job(tmp_path):
     state_file = tmp_path / "state.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "forensics.cli.main", "bisect", "--hosts", "h[01-04]", "--test", test,
-            "--timeout", "300", "--port-base", "29860", "--port-span", "30", "--state", str(state_file),
+            "--timeout", "20", "--port-base", "29860", "--port-span", "30", "--state", str(state_file),
             "--flake-rate", "0.001", "--json"]
     runner = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
     hung_pid = None
@@ -118,12 +124,8 @@ def test_runner_killed_mid_round_resumes_and_reaps_its_hung_job(tmp_path):
     runner.kill()
     runner.communicate()
     assert Path(f"/proc/{hung_pid}").exists()  # the hung job outlived its runner
-    # resume, now with a short time limit on the config's jobs
-    state = json.loads(state_file.read_text())
-    state["config"]["timeout"] = 15
-    state_file.write_text(json.dumps(state))
-    done = subprocess.run([sys.executable, "-m", "forensics.cli.main", "bisect", "--state", str(state_file),
-                           "--json"], capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
+    # resume with the same command line
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
     assert done.returncode == 5, done.stderr  # bad hosts found
     assert "left running by an interrupted run" in done.stderr
     assert bad_hosts(json.loads(done.stdout)) == {"h02"}

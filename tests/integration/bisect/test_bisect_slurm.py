@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -137,6 +138,6 @@ def test_srun_launcher_finds_the_bad_node(slurm, tmp_path, capsys, monkeypatch):
     rep = json.loads(capsys.readouterr().out)
     assert rc == 5, rep  # bad hosts found
     assert [e["unit"] for e in rep["bad"]] == ["b3"]
-    state = json.loads((tmp_path / "s.json").read_text())
-    argvs = [g["argv"] for r in state["rounds"] for g in r["groups"]]
-    assert all(a[0] == "srun" and any(x.startswith("--nodelist=") for x in a) for a in argvs)
+    # the state keeps results, not commands: each job's argv heads its log
+    argvs = [shlex.split(Path(j["log"]).read_text().splitlines()[0].split(": ", 1)[1]) for j in rep["jobs"]]
+    assert argvs and all(a[0] == "srun" and any(x.startswith("--nodelist=") for x in a) for a in argvs)

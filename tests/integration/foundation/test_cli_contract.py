@@ -125,7 +125,8 @@ def test_bisect_that_convicts_exits_5_with_an_exclude_list(tmp_path: Path):
     assert rep["exclude_list"] == "n05" and [b["unit"] for b in rep["bad"]] == ["n05"]
     assert rep["job_count"] == len([j for j in rep["jobs"] if j["status"] in ("pass", "fail", "hang")])
     assert "[bisect] round 1" in done.stderr  # the per-job log stays on stderr, stdout is only the JSON
-    text = cli("bisect", "--state", str(tmp_path / "state.json"), timeout=120)
+    text = cli("bisect", "--hosts", "n[01-09]", "--launcher", "local", "--test", test, "--flake-rate", "0.001",
+               "--state", str(tmp_path / "state.json"), timeout=120)  # resumed: the same command line
     assert text.returncode == 5 and "exclude: n05" in text.stdout
 
 

@@ -68,7 +68,7 @@ def test_cli_bad_input_exits_2(capsys, tmp_path):
     assert main(["bisect", "--hosts", "n[1-4]"]) == 2
     bad = tmp_path / "s.json"
     bad.write_text("{}")
-    assert main(["bisect", "--state", str(bad)]) == 2
+    assert main(["bisect", "--hosts", "n[1-4]", "--test", "true {hosts}", "--state", str(bad)]) == 2
     assert "not a bisect state" in capsys.readouterr().err
 
 

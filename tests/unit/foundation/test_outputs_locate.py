@@ -51,7 +51,7 @@ def test_fd_files_are_found_and_copied_through_proc(sleeper, tmp_path):
     os.rename(tmp_path / "r.out", tmp_path / "moved")
     (tmp_path / "secret").write_text("not yours")
     os.symlink(tmp_path / "secret", tmp_path / "r.out")
-    copied = outputs.copy_output(found[0], tmp_path / "copy", 1 << 20, outputs.target_uid(p.pid))
+    copied = outputs.copy_output(found[0], tmp_path / "copy", 1 << 20, outputs.target_user(p.pid))
     assert copied == (3, False) and (tmp_path / "copy").read_text() == "hi\n"
 
 
