@@ -127,6 +127,13 @@ def write_manifest(root: Path, manifest: Manifest) -> Path:
     # indented for people while small; one line when large: json writes indented JSON in pure Python, and
     # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
     indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
-    tmp.write_text(to_json(manifest, indent) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(to_json(manifest, indent) + "\n")
+        os.replace(tmp, path)
+    except OSError:  # a full disk: the manifest.json already there stays whole, and no temp file is left
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
     return path
