@@ -30,8 +30,9 @@ A key/value rule only fires on a key that names a secret; words that merely cont
 real NCCL/PyTorch logs come out unchanged (tests/unit/harden/test_redact.py).
 
 Everything is linear-time regular expressions (bounded repetitions, no nested
-quantifiers), so a hostile 60 KB line costs milliseconds; lines holding none of the
-trigger literals skip the rules. Pure, and ground floor (nothing above parsers/).
+quantifiers), so a hostile 100 KB line costs milliseconds; lines holding none of the
+trigger literals and no token shape skip the rules (redact_text finds the others on the
+whole text at once). Pure, and ground floor (nothing above parsers/).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import itertools
+import functools
 import os
 import re
 from typing import Iterable, Mapping
@@ -54,7 +55,7 @@ _NAME_PART = re.compile(
     r"CREDS?|AUTH\w*|COOKIES?|SESSION\w*|PRIVATE|SIGNATURE|SIG|WEBHOOK\w*|\w*PWD|PASSPHRASE|CONNSTR|"
     r"CONNECTIONSTRING|JWT|SAS|APIKEY|OTP)$",
     re.I)
-_NAME_WHOLE = re.compile(r"(?i)CONNECTION_?STRING|_URI?_?(?:PASS|AUTH)")
+_NAME_WHOLE = re.compile(r"(?i)CONNECTION_?STRING")
 _NOT_SECRET_PART = re.compile(r"(?i)^(?:BYPASS|COMPASS|PASSTHROUGH|KEYBOARD|MONKEY|HOTKEY|TOKENIZERS?|PASSES)$")
 
 # --- key/value forms --------------------------------------------------------------------------
@@ -64,12 +65,12 @@ _SECRET_WORD = (r"(?:keys?|password|passwd|passphrase|pass|pwd|secret|secrets|to
                 r"secret[_-]?key|private[_-]?key(?:[_-]id)?|account[_-]?key|auth[_-]?key|client[_-]?secret|"
                 r"encryption[_-]?key|signing[_-]?key|master[_-]?key|storage[_-]?key|subscription[_-]?key|"
                 r"shared[_-]?key|app[_-]?key|credentials?|creds|auth|authorization|dsn|cookie|set-cookie|"
-                r"session[_-]?(?:id|key|token)|sessionid|signature|sas|webhook(?:[_-]?url)?|connection[_-]?string|"
-                r"conn[_-]?str|jwt|otp|sshpass|mysql[_-]?pwd|pgpassword)")
+                r"session[_-]?(?:id|key|token)|sessionid|signature|webhook(?:[_-]?url)?|jwt|sshpass|mysql[_-]?pwd|"
+                r"pgpassword)")
 _LAST_WORDS = frozenset((
     "password", "passwd", "passphrase", "pass", "pwd", "secret", "secrets", "token", "credential", "credentials",
-    "creds", "auth", "authorization", "dsn", "cookie", "cookies", "signature", "sas", "jwt", "otp", "sshpass",
-    "pgpassword", "apikey", "sessionid", "connstr", "connectionstring", "webhook", "authtoken", "accesstoken",
+    "creds", "auth", "authorization", "dsn", "cookie", "cookies", "signature", "jwt", "sshpass",
+    "pgpassword", "apikey", "sessionid", "webhook", "authtoken", "accesstoken",
     "secretkey", "accesskey", "privatekey", "clientsecret", "apitoken"))
 _KEY_QUALIFIERS = frozenset((
     "api", "access", "secret", "private", "account", "auth", "encryption", "signing", "master", "storage",
@@ -99,7 +100,7 @@ _KV_CONN = re.compile(
 _QUERY = re.compile(
     r"(?i)([?&;](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential|"
     r"Signature|sig|token|access_token|id_token|refresh_token|api_key|apikey|key|password|pwd|secret|"
-    r"client_secret|code|auth)=)([^&;\s'\"#]+)")
+    r"client_secret|auth)=)([^&;\s'\"#]+)")
 _WEBHOOK = re.compile(
     r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/|"
     r"webhook\.office\.com/webhookb2/)[^\s'\"<>]+")
@@ -147,16 +148,16 @@ _PUTTY = re.compile(r"(Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n)(?:[A-Za-z0-9+/=]{
 
 # cheap lower-case literals: a rule runs on a line only when one of its own literals is in it,
 # and a line with none of them is left as is without running any regular expression
-_WORD_TRIGGERS = ("key", "pass", "pwd", "secret", "token", "auth", "cred", "dsn", "cookie", "signature", "sas=",
-                  "sas:", "jwt", "webhook", "connection_string", "connectionstring", "connection-string", "connstr",
-                  "session", "otp=", "otp:")
-_PROGRAM_TRIGGERS = ("sshpass", "mysql", "mariadb", "redis-cli", "ldap", "zip", "sqlcmd", "bcp", "7z", "curl",
-                     "wget", "http", "smbclient", "wandb", "aws", "pass:", "docker")
+_WORD_TRIGGERS = ("key", "pass", "pwd", "secret", "token", "auth", "cred", "dsn", "cookie", "signature", "jwt",
+                  "webhook", "session")
+# the per-program rules need a short option (sshpass/mysql/7z/docker -p, zip/sqlcmd -P, redis-cli -a,
+# ldapsearch -w, curl -u, smbclient -U), `login` (wandb, docker), `pass:` (openssl) or `configure` (aws)
+_PROGRAM_TRIGGERS = (" -p", " -a", " -w", " -u", "\t-", "-user", "--auth", "login", "pass:", "configure")
 _RULES = (  # (triggers, rule) in an order where an earlier rule cannot hide a later one's anchor
     (("://",), lambda t: _URL.sub(_url, t)),
     (("hooks.", "webhook"), lambda t: _WEBHOOK.sub(lambda m: m.group(1) + REDACTED, t)),
-    (("://", "sig=", "token=", "key=", "password=", "pwd=", "secret=", "signature=", "credential=", "auth=",
-      "code="), lambda t: _QUERY.sub(lambda m: m.group(1) + REDACTED, t)),
+    (("://", "sig=", "token=", "key=", "password=", "pwd=", "secret=", "signature=", "credential=", "auth="),
+     lambda t: _QUERY.sub(lambda m: m.group(1) + REDACTED, t)),
     (("key=", "password=", "pwd=", "secret=", "sig=", "token=", "signature="),
      lambda t: _KV_CONN.sub(lambda m: f"{m.group(1)}={REDACTED}", t)),
     (_PROGRAM_TRIGGERS, lambda t: _PROGRAM.sub(lambda m: m.group(1) + REDACTED, t)),
@@ -166,9 +167,14 @@ _RULES = (  # (triggers, rule) in an order where an earlier rule cannot hide a l
     (_WORD_TRIGGERS, lambda t: _FLAG.sub(_flag, t)),
     (_WORD_TRIGGERS, lambda t: _KV.sub(_kv, t)),
 )
-_TRIGGERS = tuple(dict.fromkeys(t for triggers, _ in _RULES for t in triggers))
-#: every token shape is a run of at least 15 such characters: only lines holding one are tried for shapes
-_LONG_RUN = re.compile(r"[A-Za-z0-9_.~+/-]{15}")
+#: the literals searched in a whole text (26 scans of it): every rule's match holds one of them, e.g.
+#: `aws configure set aws_secret_access_key X` holds 'secret', `--proxy-user u:x` holds '-user'
+_TRIGGERS = tuple(t.encode() for t in (
+    "://", "hooks.", "sig=", "bearer", "basic", "set by environment", " -p", " -a", " -w", " -u", "\t-", "-user",
+    "login", *_WORD_TRIGGERS))
+#: every token shape lies in a run of at least 15 such characters (bytes of the UTF-8 text)
+_LONG_RUN = re.compile(rb"[A-Za-z0-9_.~+/-]{15,4096}")
+_NEWLINE = re.compile(rb"\n")
 
 
 def secret_name(name: str) -> bool:
@@ -181,12 +187,13 @@ def secret_name(name: str) -> bool:
     return any(_NAME_PART.match(p) and not _NOT_SECRET_PART.match(p) for p in parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def _secret_key(name: str) -> bool:
     """A key in text (`hf_token`, `X-API-Key`, `DB_PASS`, `keyStorePassword`) that names a secret.
 
     Read as words (split at `_ . -` and camelCase), the LAST word must name a secret
     (`key` only with a qualifier: `api_key`, `secret_key`; `id` only in `private_key_id`,
-    `session_id`; `url` only in `webhook_url`; `string` only in `connection_string`), and
+    `session_id`; `url` only in `webhook_url`), and
     no earlier word may make it a counter or a tokenizer setting (`max_tokens`, `eos_token`).
     An upper-case environment name follows the environment rule (secret_name: `KAGGLE_KEY`).
     """
@@ -203,7 +210,7 @@ def _secret_key(name: str) -> bool:
         return prev in _KEY_QUALIFIERS
     if last == "id":
         return (prev == "key" and len(words) > 2 and words[-3] == "private") or prev == "session"
-    return (last == "url" and prev == "webhook") or (last == "string" and prev == "connection")
+    return last == "url" and prev == "webhook"
 
 
 def _url(match: re.Match) -> str:
@@ -258,13 +265,14 @@ def _nccl_env(match: re.Match) -> str:
     return f"{match.group(1)} set by environment to {REDACTED}" if secret_name(match.group(1)) else match.group(0)
 
 
-def _redact_line(text: str, low: str, rules=_RULES, shapes: bool = True) -> str:
-    """The single-line rules whose trigger literal is in the line (`low` is it lower-cased);
-    the token shapes when `shapes` (the line holds a long enough run of token characters)."""
-    for triggers, rule in rules:
-        if any(t in low for t in triggers):
-            text = rule(text)
-            low = text.lower()
+def _redact_line(text: str, low: str, shapes: bool = True) -> str:
+    """The single-line rules whose trigger literal is in the line (`low` is it lower-cased), then the
+    token shapes when `shapes` (the line holds a run of token characters that a shape matches)."""
+    for triggers, rule in _RULES:
+        if any(map(low.__contains__, triggers)):
+            new = rule(text)
+            if new is not text:  # re.sub returns its argument itself when nothing matched
+                text, low = new, new.lower()
     return _SHAPES.sub(REDACTED, text) if shapes else text
 
 
@@ -284,24 +292,43 @@ def _redact_blocks(text: str) -> str:
 def redact_text(text: str) -> str:
     """`text` with every secret shape the rules know replaced by <redacted>.
 
-    Lines without any trigger literal are kept without running a regular expression:
-    8 MB of real NCCL/kernel logs cost well under a second that way.
+    Only lines that hold a trigger literal, or a run of token characters that a token
+    shape matches, go through the rules; they are found on the whole text at once (a
+    substring scan per literal, one regular expression for the runs), so 26 MB of real
+    NCCL/PyTorch/kernel logs cost about as much as reading them twice.
     """
     if not text:
         return text
     text = _redact_blocks(text)
-    whole = text.encode("utf-8", "surrogatepass").lower()  # bytes: ASCII lower-casing, fast substring scans
-    present = [t for t in _TRIGGERS if t.encode() in whole]  # one scan per literal; lines check only these
-    lines = text.split("\n")
-    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
-    candidates = {bisect.bisect_right(starts, m.start()) - 1 for m in _LONG_RUN.finditer(text)}
-    if not present and not candidates:
+    raw = text.encode("utf-8", "surrogatepass")  # '\n' is one byte in UTF-8: line i of raw is line i of text
+    low = raw.lower()  # ASCII only: offsets stay those of raw
+    newlines = [m.start() for m in _NEWLINE.finditer(raw)]
+    hits: set[int] = set()
+    shaped_lines: set[int] = set()
+    for trigger in _TRIGGERS:
+        at = low.find(trigger)
+        while at >= 0:
+            line = bisect.bisect_right(newlines, at)
+            hits.add(line)
+            at = low.find(trigger, newlines[line] + 1) if line < len(newlines) else -1
+    shaped: dict[bytes, bool] = {}  # a run seen before is not matched again (logs repeat identifiers)
+    for m in _LONG_RUN.finditer(raw):
+        run = m.group()
+        found = shaped.get(run)
+        if found is None:
+            found = shaped[run] = _SHAPES.search(run.decode("ascii")) is not None
+        if found:
+            shaped_lines.add(bisect.bisect_right(newlines, m.start()))
+    if not hits and not shaped_lines:
         return text
-    rules = [(kept, rule) for triggers, rule in _RULES if (kept := tuple(t for t in triggers if t in present))]
-    for i, line in enumerate(lines):
-        low = line.lower()
-        if i in candidates or any(t in low for t in present):
-            lines[i] = _redact_line(line, low, rules, i in candidates)
+    lines = text.split("\n")
+    done: dict[tuple[str, bool], str] = {}  # logs repeat lines: each distinct one is redacted once
+    for i in hits | shaped_lines:
+        key = (lines[i], i in shaped_lines)
+        out = done.get(key)
+        if out is None:
+            out = done[key] = _redact_line(key[0], key[0].lower(), key[1])
+        lines[i] = out
     return "\n".join(lines)
 
 

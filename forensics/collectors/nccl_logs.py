@@ -62,7 +62,7 @@ class NcclLogCollector:
             return CollectorRecord(self.name, Status.FAILED, error=f"{tried}: not found", details={"path": str(tried)})
         path, rel = target.out(f"nccl/{Path(src).name}")
         size = apparent_size(src)
-        want = options.log_tail_bytes if size is None else min(options.log_tail_bytes, size)
+        want = options.log_tail_bytes  # the whole tail (the log may grow meanwhile); settle() returns the rest
         granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
         if granted < want and granted <= 0:
             return CollectorRecord(self.name, Status.SKIPPED, error=target.budget.cut(str(src), size, 0),

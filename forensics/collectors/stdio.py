@@ -31,7 +31,8 @@ class StdioCollector:
         for item in outputs.locate_outputs(target.pid, target.environ, local_rank) + list(target.outputs):
             name = outputs.bundle_name(item, taken)
             path, rel = target.out(name)
-            want = options.log_tail_bytes if item.size is None else min(options.log_tail_bytes, max(0, item.size))
+            # the whole tail is reserved (the file may have grown since discovery); settle() returns the rest
+            want = options.log_tail_bytes
             granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
             if granted < want and granted <= 0:
                 refused.append(target.budget.cut(item.path, item.size, 0))

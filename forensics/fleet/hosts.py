@@ -60,8 +60,9 @@ def hostfile_lines(path: Path) -> list[tuple[int, str]]:
     return lines
 
 
-def gather(expressions: list[str], hostfile: Path | None = None) -> list[str]:
-    """All hosts of --hosts values and a host file, under ONE cap (hostset.MAX_HOSTS in all).
+def gather(expressions: list[str], hostfile: Path | None = None, after: list[str] | None = None) -> list[str]:
+    """All hosts of --hosts values, a host file's lines, then `after` (e.g. a Slurm node list),
+    in that order, under ONE cap (hostset.MAX_HOSTS in all).
 
     Every expression is checked and counted before any is expanded, so forty lines of
     `n[1-100000]` are refused at once rather than expanded to 4,000,000 names.
@@ -69,6 +70,7 @@ def gather(expressions: list[str], hostfile: Path | None = None) -> list[str]:
     texts = list(expressions)
     if hostfile is not None:
         texts += [text for _, text in hostfile_lines(hostfile)]
+    texts += list(after or [])
     try:
         return hostset.expand_all(texts)
     except hostset.HostSetError as err:

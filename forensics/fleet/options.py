@@ -41,7 +41,8 @@ SRUN_VALUED = frozenset((
     "account", "constraint", "container-image", "container-mounts", "container-workdir", "container-name",
     "container-env", "cpu-bind", "cpus-per-task", "gpus", "gpus-per-node", "gpus-per-task", "gres", "mem",
     "mem-bind", "mem-per-cpu", "mem-per-gpu", "mpi", "network", "partition", "qos", "reservation", "comment",
-    "wckey", "cluster", "clusters", "distribution", "hint", "threads-per-core",
+    "wckey", "cluster", "clusters", "distribution", "hint", "threads-per-core", "jobid", "cpus-per-gpu",
+    "ntasks-per-node",
 ))  #: taken only as --name=value (a bare --name would eat the next argv word as its value)
 SRUN_FLAGS = frozenset((
     "container-mount-home", "no-container-mount-home", "container-remap-root", "no-container-remap-root",

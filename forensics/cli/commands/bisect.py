@@ -112,14 +112,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _hosts(args: argparse.Namespace) -> list[str]:
     """The candidate hosts from --hosts, --hostfile or --slurm, in order, no duplicates."""
-    expressions = [args.hosts] if args.hosts else []
+    slurm: list[str] = []
     if args.slurm:
         nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
         if not nodelist:
             raise ForensicsError("--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation)")
-        expressions.append(nodelist)
+        slurm.append(nodelist)
     # the same checked reader as collect's, one host cap for all of them together
-    hosts = gather(expressions, Path(args.hostfile) if args.hostfile else None)
+    hosts = gather([args.hosts] if args.hosts else [], Path(args.hostfile) if args.hostfile else None, slurm)
     seen: set[str] = set()
     dup = [h for h in hosts if h in seen or seen.add(h)]
     if dup:
