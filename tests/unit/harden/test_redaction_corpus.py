@@ -111,3 +111,14 @@ def test_many_distinct_trigger_lines_stay_linear():
     out = redact_text(text)
     assert time.monotonic() - start < 20.0
     assert "v123 " not in out and out.count(REDACTED) == 90_000
+
+
+def test_manifest_command_is_redacted(tmp_path):
+    """forensics' own argv is stored in the manifest too (`command`): it goes through the same rules."""
+    from forensics.bundle.writer import BundleWriter
+
+    token = "hf_" + "Q" * 34
+    writer = BundleWriter(tmp_path / "b", ["forensics", "collect", "--match-env", f"HF_TOKEN={token}"])
+    writer.save()
+    assert token not in (tmp_path / "b" / "manifest.json").read_text()
+    assert writer.manifest.command[:3] == ["forensics", "collect", "--match-env"]
