@@ -7,4 +7,17 @@ artifacts and correlating them into a verdict.
 
 __version__ = "0.1.0"
 
-from forensics.trigger.watch import arm, disarm  # noqa: E402,F401 - the public entry points
+
+
+def __getattr__(name: str):
+    """`forensics.arm` / `forensics.disarm`, the public entry points, imported on first use: `import
+    forensics` (and so `python -m forensics`) stays instant, which keeps Ctrl-C during start-up out of
+    the watch module's imports, where no handler could turn it into one line."""
+    if name in ("arm", "disarm"):
+        from forensics.trigger import watch
+
+        return getattr(watch, name)
+    raise AttributeError(f"module 'forensics' has no attribute {name!r}")
+
+
+__all__ = ["arm", "disarm", "__version__"]

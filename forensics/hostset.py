@@ -10,7 +10,9 @@ So, in this order, before any expansion:
    shell or NodeSet operator characters), and be at most MAX_TEXT characters;
 2. the number of names it would expand to is counted from the brackets, and text
    that names more than MAX_HOSTS hosts is refused (ClusterShell took 184 s to
-   build `n[1-100000000]`);
+   build `n[1-100000000]`); the cap is on the total of ALL expressions one command
+   is given (expand_all): forty host-file lines of `n[1-100000]` each are refused
+   before any of them is expanded;
 3. only then NodeSet expands it, with the group resolver switched off;
 4. every resulting name must be a plain host name (see validate_host).
 """
@@ -18,11 +20,12 @@ So, in this order, before any expansion:
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
 MAX_TEXT = 65536  #: characters of one host-set expression
-MAX_HOSTS = 100_000  #: hosts one expression may name
+MAX_HOSTS = 100_000  #: hosts one command may name, all expressions and host-file lines together
 MAX_NAME = 253  #: a DNS name's limit
 
 _SYNTAX = re.compile(r"^[A-Za-z0-9._,\[\]-]+$")
@@ -116,17 +119,37 @@ def check_syntax(text: object) -> str:
     return text
 
 
-def expand(text: object) -> list[str]:
-    """Expand a host-set expression into validated host names (NodeSet order, no duplicates)."""
-    checked = check_syntax(text)
-    count = count_hosts(checked)
-    if count > MAX_HOSTS:
-        raise HostSetError(f"host set {checked[:80]!r} names {count} or more hosts (at most {MAX_HOSTS})")
+def _expand_checked(checked: str) -> list[str]:
+    """NodeSet expansion of text already syntax- and size-checked, group resolver off."""
     try:
         nodes = list(NodeSet(checked, resolver=RESOLVER_NOGROUP))
     except Exception as err:  # noqa: BLE001 - ClusterShell raises several parse error types
         raise HostSetError(f"cannot parse host set {checked!r}: {err}") from err
     return [validate_host(n) for n in nodes]
+
+
+def expand(text: object) -> list[str]:
+    """Expand one host-set expression into validated host names (NodeSet order, no duplicates)."""
+    return expand_all([text])
+
+
+def expand_all(texts: Sequence[object], limit: int = MAX_HOSTS) -> list[str]:
+    """Expand several expressions (--hosts values, host-file lines) under ONE host cap.
+
+    Every text is syntax-checked and counted before the first one is expanded, so the
+    total, not each expression, is what the cap bounds.
+    """
+    checked = [check_syntax(t) for t in texts]
+    total = 0
+    for text in checked:
+        total += count_hosts(text)
+        if total > limit:
+            what = f"host set {checked[0][:80]!r} names" if len(checked) == 1 else f"{len(checked)} host lists name"
+            raise HostSetError(f"{what} more than {limit} hosts in all (at most {limit})")
+    out: list[str] = []
+    for text in checked:
+        out += _expand_checked(text)
+    return out
 
 
 def fold(hosts: list[str]) -> str:

@@ -61,12 +61,35 @@ def parse_addr(addr: str) -> tuple[str, int]:
         raise RasError(f"bad RAS address {addr!r}: port must be a number") from None
 
 
-def _read_line(sock: socket.socket) -> str:
+class _Deadline:
+    """The one end time of a whole query: each socket wait is the shorter of `per_read` and what is left.
+
+    A peer that sends one byte every few seconds answers every single read in time;
+    only an overall end stops it.
+    """
+
+    def __init__(self, per_read: float, seconds: float) -> None:
+        self.per_read = per_read
+        self.end = time.monotonic() + max(0.0, seconds)
+
+    def arm(self, sock: socket.socket) -> None:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("overall deadline")
+        sock.settimeout(min(self.per_read, left))
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.end
+
+
+def _read_line(sock: socket.socket, deadline: _Deadline | None = None) -> str:
     """One protocol line, a byte at a time (the report that follows must stay in the socket)."""
     buf = bytearray()
     while not buf.endswith(b"\n"):
         if len(buf) >= MAX_LINE:
             raise RasError(f"the peer sent a line of over {MAX_LINE} bytes where RAS sends a few words: not RAS")
+        if deadline is not None:
+            deadline.arm(sock)
         chunk = sock.recv(1)
         if not chunk:
             break
@@ -75,30 +98,41 @@ def _read_line(sock: socket.socket) -> str:
 
 
 def query(addr: str = DEFAULT_ADDR, verbose: bool = False, json_format: bool = False, timeout: float = 10.0,
-          ras_timeout: int | None = None, max_bytes: int = MAX_REPORT, max_seconds: float = MAX_REPORT_S) -> RasAnswer:
+          ras_timeout: int | None = None, max_bytes: int = MAX_REPORT, max_seconds: float = MAX_REPORT_S,
+          deadline: float | None = None) -> RasAnswer:
     """Ask one RAS server for its status report. Raises RasError; never waits past `timeout` for one read,
-    nor reads past `max_bytes` or `max_seconds` in all: whatever answers at the address may be hostile."""
+    nor reads past `max_bytes` or `max_seconds` in all: whatever answers at the address may be hostile.
+
+    `deadline` (time.monotonic() seconds) ends the whole exchange, connect and greeting included: past
+    it, a report that started is kept as far as it came, and one that did not is a RasError."""
     host, port = parse_addr(addr)
     start = time.monotonic()
+    end = min(start + max_seconds, deadline) if deadline is not None else start + max_seconds
+    clock = _Deadline(timeout, end - start)
     try:
-        sock = socket.create_connection((host, port), timeout=timeout)
+        sock = socket.create_connection((host, port), timeout=max(0.001, min(timeout, end - start)))
     except (ConnectionRefusedError, socket.gaierror, OSError) as err:
         raise RasError(f"nothing answers at {host}:{port} ({err.strerror or err}); is an NCCL job (2.24+) running "
                        f"on this host with RAS enabled (NCCL_RAS_ENABLE=1, NCCL_RAS_ADDR)?", unreachable=True) from None
     try:
         with sock:
+            clock.arm(sock)
             sock.sendall(f"CLIENT PROTOCOL {PROTOCOL}\n".encode())
-            greeting = _read_line(sock)
+            greeting = _read_line(sock, clock)
             if not greeting.upper().startswith("SERVER PROTOCOL "):
                 raise RasError(f"{host}:{port} is not an NCCL RAS server (it answered {greeting.strip()[:80]!r})")
             if ras_timeout is not None:
-                _set(sock, f"TIMEOUT {int(ras_timeout)}")
+                _set(sock, f"TIMEOUT {int(ras_timeout)}", clock)
             if json_format:
-                _set(sock, "SET FORMAT json")
+                _set(sock, "SET FORMAT json", clock)
             command = "VERBOSE STATUS" if verbose else "STATUS"
+            clock.arm(sock)
             sock.sendall(command.encode() + b"\n")
-            report, cut = _read_report(sock, max_bytes, start + max_seconds)
+            report, cut = _read_report(sock, max_bytes, clock)
     except socket.timeout:
+        if clock.passed():
+            raise RasError(f"RAS at {host}:{port} did not finish answering within the query's "
+                           f"{end - start:.3g} s") from None
         raise RasError(f"RAS at {host}:{port} did not answer within {timeout:g} s") from None
     except ConnectionError as err:
         raise RasError(f"RAS at {host}:{port} dropped the connection: {err}") from None
@@ -107,18 +141,23 @@ def query(addr: str = DEFAULT_ADDR, verbose: bool = False, json_format: bool = F
                      text=report.decode(errors="replace"), seconds=time.monotonic() - start, cut=cut)
 
 
-def _read_report(sock: socket.socket, max_bytes: int, deadline: float) -> tuple[bytes, str | None]:
+def _read_report(sock: socket.socket, max_bytes: int, deadline: _Deadline) -> tuple[bytes, str | None]:
     """The report until the server closes; (what came, why it was cut or None) past either bound."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        if time.monotonic() > deadline:
+        if deadline.passed():
+            if not chunks:
+                raise socket.timeout("overall deadline")
             return b"".join(chunks), "the server was still sending when the time for the whole report ran out"
         try:
+            deadline.arm(sock)
             chunk = sock.recv(65536)
         except socket.timeout:
             if not chunks:
                 raise
+            if deadline.passed():
+                return b"".join(chunks), "the server was still sending when the time for the whole report ran out"
             return b"".join(chunks), f"the server stopped sending for {sock.gettimeout():g} s before the report's end"
         if not chunk:
             return b"".join(chunks), None
@@ -129,8 +168,10 @@ def _read_report(sock: socket.socket, max_bytes: int, deadline: float) -> tuple[
         size += len(chunk)
 
 
-def _set(sock: socket.socket, line: str) -> None:
+def _set(sock: socket.socket, line: str, deadline: _Deadline | None = None) -> None:
+    if deadline is not None:
+        deadline.arm(sock)
     sock.sendall(line.encode() + b"\n")
-    reply = _read_line(sock)
+    reply = _read_line(sock, deadline)
     if reply.strip().upper() != "OK":
         raise RasError(f"RAS refused {line!r}: {reply.strip()[:200]!r} (SET FORMAT json needs NCCL 2.28.7+)")

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from forensics import hostset
+from forensics.errors import ForensicsError
+from forensics.fleet.options import check_srun_args, check_ssh_options
 PLACEHOLDERS = ("{hosts}", "{nnodes}", "{port}", "{round}", "{group}", "{first}", "{host}")
 
 
@@ -95,7 +97,7 @@ class SSHLauncher:
     remote command, so without it a hung test would outlive its group.
     """
 
-    options: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)  #: Key=value ssh options (--ssh-option), allow-listed
     user: str | None = None
     name: str = "ssh"
 
@@ -104,7 +106,8 @@ class SSHLauncher:
         dest = f"{check_host(self.user)}@{host}" if self.user else host
         limit = max(1, math.ceil(spec.timeout))
         remote = shlex.join(["timeout", "-k", "5", str(limit), *test_argv])
-        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *self.options, "--", dest, remote]
+        user_options = [w for o in _checked(check_ssh_options, self.options) for w in ("-o", o)]
+        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *user_options, "--", dest, remote]
 
 
 @dataclass
@@ -119,11 +122,21 @@ class SlurmLauncher:
         minutes = max(1, math.ceil(spec.timeout / 60))
         return ["srun", f"--nodelist={nodes}", f"--nodes={len(spec.hosts)}",
                 f"--time={minutes}", f"--job-name=bisect-r{spec.round}-g{spec.group}",
-                "--kill-on-bad-exit=1", *self.extra, *test_argv]
+                "--kill-on-bad-exit=1", *_checked(check_srun_args, self.extra), *test_argv]
+
+
+def _checked(checker, values: Sequence[str]) -> list[str]:
+    """The shared fan-out option checker (forensics.fleet.options), its error as a LaunchError."""
+    try:
+        return checker(values)
+    except ForensicsError as err:
+        raise LaunchError(str(err)) from err
 
 
 def make_launcher(kind: str, ssh_options: Sequence[str] = (), srun_args: Sequence[str] = ()):
-    """The launcher named on the command line."""
+    """The launcher named on the command line; every --ssh-option/--srun-arg value is checked here,
+    wherever it came from, with the same allow-lists as collect's."""
+    ssh_options, srun_args = _checked(check_ssh_options, ssh_options), _checked(check_srun_args, srun_args)
     if kind == "local":
         return LocalLauncher()
     if kind == "ssh":

@@ -20,6 +20,7 @@ from typing import Any
 
 from forensics import __version__, safefs
 from forensics.errors import ForensicsError
+from parsers.redact import redact_argv
 from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
 
 INDENT_UP_TO = 1000  #: manifest.json is indented up to this many ranks and hosts (see _write)
@@ -60,7 +61,7 @@ class BundleWriter:
         except OSError as err:
             raise ForensicsError(f"cannot write the bundle at {self.root}: {err.strerror or err}") from err
         self.manifest = Manifest(
-            created=now_iso(), tool_version=__version__, command=list(command or sys.argv)
+            created=now_iso(), tool_version=__version__, command=redact_argv(command or sys.argv)
         )
         self.in_progress: list[RankRecord] = []  #: ranks being collected (collectors appended as each ends)
 

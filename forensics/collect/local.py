@@ -23,7 +23,9 @@ from forensics.collectors.children import collect_children
 from forensics.collectors.native_stack import close_service
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
+from forensics.collect.budget import ByteBudget
 from forensics.errors import ForensicsError
+from forensics.exitcodes import ExitCode
 from parsers.redact import redact_argv
 
 
@@ -75,18 +77,21 @@ def collect_local(
     writer.add_host(host_record)
     for record in records:
         writer.add_rank(record)
-    writer.save()
+    disk = _DiskGuard(writer)
+    disk.save()
+    budget = ByteBudget(options.total_bytes, "per-collection")
     start = time.monotonic()
     pool = ThreadPoolExecutor(max_workers=min(64, len(ranks) + 1))
-    pending = {pool.submit(_collect_host, writer, host_record, options)}
-    pending |= {pool.submit(_collect_rank, writer, proc, record, options, progress) for proc, record in zip(ranks, records)}
+    pending = {pool.submit(_collect_host, writer, host_record, options, budget)}
+    pending |= {pool.submit(_collect_rank, writer, proc, record, options, progress, budget)
+                for proc, record in zip(ranks, records)}
     interrupted_at = None
     while pending:
         done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
         for future in done:
             future.result()  # a bug in the collection loop itself surfaces here
         if done:
-            writer.save()
+            disk.save()
         if tools.INTERRUPTED.is_set():
             interrupted_at = interrupted_at or time.monotonic()
             if time.monotonic() - interrupted_at > GRACE_S:
@@ -97,16 +102,48 @@ def collect_local(
     host_record.seconds = round(time.monotonic() - start, 3)
     for miss in expected_missing(ranks):
         writer.add_missing(MissingRank(rank=miss.rank, reason=miss.reason, host=host, job_id=miss.job_id))
-    if interrupted:
+    if budget.cuts:
+        writer.note(f"byte caps (per rank {options.rank_bytes >> 20} MiB, per collection "
+                    f"{options.total_bytes >> 20} MiB, sparse files counted at their apparent size) kept "
+                    f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
+                    + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
+    if interrupted and disk.error is None:
         writer.note(f"collection interrupted after {host_record.seconds} s; "
                     f"{len(pending)} collection task(s) still running were abandoned")
-    writer.manifest.interrupted = interrupted
-    writer.save()
+    writer.manifest.interrupted = interrupted or disk.error is not None
+    disk.save(final=True)
     return CollectResult(writer=writer, problems=problems, interrupted=interrupted)
 
 
-def _collect_host(writer: BundleWriter, record: HostRecord, options: CollectOptions) -> None:
-    target = HostTarget(host=record.host, bundle_root=writer.root, rel_dir=record.dir or "")
+class _DiskGuard:
+    """Manifest saves that survive a full disk: the first failure stops the collection (every later
+    write would fail too) and the last manifest.json written stays as it was, whole, saying
+    `interrupted`; the end raises one ForensicsError line instead of an OSError traceback."""
+
+    def __init__(self, writer: BundleWriter) -> None:
+        self.writer = writer
+        self.error: OSError | None = None
+        self.saved = 0
+
+    def save(self, final: bool = False) -> None:
+        if self.error is None or final:
+            try:
+                self.writer.save()
+                self.saved += 1
+            except OSError as err:
+                if self.error is None:
+                    tools.interrupt()  # stop the tools and the collectors not started yet
+                self.error = self.error or err
+        if final and self.error is not None:
+            where = self.writer.root
+            kept = ("manifest.json there is the last one written whole (it says the collection was cut short)"
+                    if self.saved else "no manifest.json could be written")
+            raise ForensicsError(f"cannot write the bundle at {where}: {self.error.strerror or self.error}; {kept}",
+                                 code=ExitCode.PARTIAL)
+
+
+def _collect_host(writer: BundleWriter, record: HostRecord, options: CollectOptions, budget: ByteBudget) -> None:
+    target = HostTarget(host=record.host, bundle_root=writer.root, rel_dir=record.dir or "", budget=budget)
     for collector in host_collectors():
         if tools.INTERRUPTED.is_set():
             record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="collection interrupted"))
@@ -135,10 +172,11 @@ def _rank_record(writer: BundleWriter, proc: RankProcess) -> RankRecord:
 
 
 def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, options: CollectOptions,
-                  progress: Progress) -> RankRecord:
+                  progress: Progress, budget: ByteBudget) -> RankRecord:
     """Run every rank collector in order on one rank, filling `record` as they finish."""
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root,
-                        rel_dir=record.dir, outputs=tuple(proc.outputs))
+                        rel_dir=record.dir, outputs=tuple(proc.outputs),
+                        budget=ByteBudget(options.rank_bytes, "per-rank", parent=budget))
     writer.in_progress.append(record)  # a snapshot (fleet deadline) shows the collectors finished so far
     record.state_before = procfs.state_or_none(proc.pid)
     for collector in rank_collectors():

@@ -15,6 +15,7 @@ from typing import Callable, Protocol
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES, ByteBudget, unlimited
 
 
 @dataclass
@@ -27,6 +28,8 @@ class CollectOptions:
     log_tail_bytes: int = 8 * 1024 * 1024  #: copy at most this much of each log, from its end
     samples: int = 0  #: py-spy stack samples per rank over a few seconds (0: none; collect --samples)
     sample_interval: float = 0.1  #: mean seconds between two samples
+    total_bytes: int = TOTAL_BYTES  #: bytes the whole collection may write (forensics.collect.budget)
+    rank_bytes: int = RANK_BYTES  #: bytes one rank's evidence may take
     extra: dict = field(default_factory=dict)
 
 
@@ -41,6 +44,7 @@ class RankTarget:
     bundle_root: Path
     rel_dir: str  #: folder of this rank, relative to bundle_root
     outputs: tuple = ()  #: output files discovery found where /proc cannot say (an exited rank)
+    budget: ByteBudget = field(default_factory=unlimited)  #: bytes this rank may still write (collect sets it)
 
     def out(self, name: str) -> tuple[Path, str]:
         """(absolute path, bundle-relative path) of a file in this rank's folder; its folders are made
@@ -55,6 +59,7 @@ class HostTarget:
     host: str
     bundle_root: Path
     rel_dir: str
+    budget: ByteBudget = field(default_factory=unlimited)  #: the collection's bytes (collect sets it)
 
     def out(self, name: str) -> tuple[Path, str]:
         return _out(self.bundle_root, f"{self.rel_dir}/{name}")

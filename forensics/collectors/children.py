@@ -17,6 +17,7 @@ from parsers.model.manifest import ChildRecord, CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget, timed
 from forensics.collectors.pyspy import PySpyCollector
 from forensics.discover import procfs
+from parsers.redact import redact_argv
 
 MAX_CHILDREN = 16  #: per rank (a DataLoader has num_workers of them)
 MAX_DEPTH = 2  #: children and grandchildren (a worker's own helper)
@@ -44,7 +45,7 @@ def collect_children(target: RankTarget, options: CollectOptions) -> list[ChildR
     rank_value = target.environ.get("RANK")
     for pid, ppid, depth in find_children(target.pid):
         rel = f"{target.rel_dir}/children/pid{pid}"
-        rec = ChildRecord(pid=pid, ppid=ppid, dir=rel, depth=depth, cmdline=procfs.read_cmdline(pid)[:64])
+        rec = ChildRecord(pid=pid, ppid=ppid, dir=rel, depth=depth, cmdline=redact_argv(procfs.read_cmdline(pid)[:64]))
         child = RankTarget(pid=pid, host=target.host, rank=target.rank, environ={}, bundle_root=target.bundle_root,
                            rel_dir=rel)
         safefs.make_dirs(target.bundle_root, rel)

@@ -13,6 +13,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_whole_or_refuse, process_path
+from forensics.collect.budget import apparent_size
 from parsers.safeio import UnsafeFile
 
 PREFIX_KEYS = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
@@ -61,13 +62,23 @@ class FlightRecorderCollector:
         cap = int(options.extra.get("max_dump_bytes", MAX_DUMP_BYTES))
         for src in found:
             path, rel = target.out(f"flight_recorder/{src.name}")
+            size = apparent_size(src)  # st_size: a sparse dump counts whole
+            want = cap if size is None else min(cap, size)
+            granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
+            if granted < want:  # a cut pickle is useless: whole or not at all
+                target.budget.settle(granted, 0)
+                refused[str(src)] = target.budget.cut(str(src), size, 0)
+                continue
+            used = 0
             try:
-                copy_whole_or_refuse(target.pid, src, path, cap)
+                used = copy_whole_or_refuse(target.pid, src, path, granted)
             except FileNotFoundError:
                 continue  # removed between listing and copying
             except OSError as err:  # UnsafeFile: a link, a FIFO, another owner, too large
                 refused[str(src)] = str(err)
                 continue
+            finally:
+                target.budget.settle(granted, used)
             files.append(rel)
         details = {"prefix": str(prefix), **({"refused": refused} if refused else {})}
         if not files and refused:

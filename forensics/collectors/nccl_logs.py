@@ -10,6 +10,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log, process_path
+from forensics.collect.budget import apparent_size
 from parsers.safeio import UnsafeFile
 
 
@@ -60,12 +61,24 @@ class NcclLogCollector:
             tried = process_path(target.pid, expand_debug_file(pattern, target.pid))
             return CollectorRecord(self.name, Status.FAILED, error=f"{tried}: not found", details={"path": str(tried)})
         path, rel = target.out(f"nccl/{Path(src).name}")
+        size = apparent_size(src)
+        want = options.log_tail_bytes  # the whole tail (the log may grow meanwhile); settle() returns the rest
+        granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
+        if granted < want and granted <= 0:
+            return CollectorRecord(self.name, Status.SKIPPED, error=target.budget.cut(str(src), size, 0),
+                                   details={"path": str(src)})
+        used = 0
         try:
-            _, cut = copy_target_log(target.pid, src, path, options.log_tail_bytes)
+            used, cut = copy_target_log(target.pid, src, path, granted)
         except UnsafeFile as err:
             return CollectorRecord(self.name, Status.DENIED, error=f"not copied: {err}", details={"path": str(src)})
         except PermissionError as err:
             return CollectorRecord(self.name, Status.DENIED, error=str(err))
         except FileNotFoundError as err:
             return CollectorRecord(self.name, Status.FAILED, error=f"{src}: not found", details={"path": str(src)})
-        return CollectorRecord(self.name, Status.OK, files=[rel], details={"path": str(src), "truncated": cut})
+        finally:
+            target.budget.settle(granted, used)
+        details = {"path": str(src), "truncated": cut}
+        if granted < want:
+            details["byte_cap"] = target.budget.cut(str(src), size, granted)
+        return CollectorRecord(self.name, Status.OK, files=[rel], details=details)

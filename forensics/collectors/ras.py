@@ -17,6 +17,21 @@ from forensics.ras_client import DEFAULT_ADDR, RasError, query
 
 #: seconds between the two JSON reads whose collective counts tell a running job (analyze: progress)
 LATER_READ_S = 1.0
+#: seconds all RAS queries of one collection may take together (at most --timeout)
+RAS_TOTAL_S = 20.0
+
+
+def _write_within(target: HostTarget, path, text: str, record: CollectorRecord, filename: str) -> bool:
+    """Write a report within the collection's byte cap (cut, and said so, when it is near)."""
+    data = text.encode("utf-8", "replace")
+    granted = target.budget.reserve(len(data))
+    if granted <= 0 and data:
+        record.details.setdefault("byte_cap", []).append(target.budget.cut(filename, len(data), 0))
+        return False
+    safefs.write_new(path, data[:granted])
+    if granted < len(data):
+        record.details.setdefault("byte_cap", []).append(target.budget.cut(filename, len(data), granted))
+    return True
 
 
 class RasCollector:
@@ -36,12 +51,19 @@ class RasCollector:
         # RAS answers in under a second; a stopped rank can make one query hang (seen on
         # the device: VERBOSE STATUS timed out), and the watchdog does not wait for us.
         per_read = max(1.0, min(options.timeout, 5.0))
-        record = CollectorRecord(name=self.name, status=Status.OK, details={"addr": addr})
+        # one end for every query together: a peer that dribbles a byte every few seconds answers each
+        # read in time, and held collect until it was killed
+        total = float(options.extra.get("ras_total_s", max(per_read, min(options.timeout, RAS_TOTAL_S))))
+        deadline = time.monotonic() + total
+        record = CollectorRecord(name=self.name, status=Status.OK, details={"addr": addr, "deadline_s": total})
         asks = (("ras_status.txt", False, False), ("ras_verbose.txt", True, False), ("ras_status.json", False, True))
         errors = []
         for filename, verbose, js in asks:
+            if time.monotonic() >= deadline:
+                errors.append(f"{filename}: not asked: the {total:g} s for all RAS queries ran out")
+                continue
             try:
-                answer = query(addr, verbose=verbose, json_format=js, timeout=per_read)
+                answer = query(addr, verbose=verbose, json_format=js, timeout=per_read, deadline=deadline)
             except RasError as err:
                 if err.unreachable:
                     record.status = Status.SKIPPED
@@ -50,14 +72,15 @@ class RasCollector:
                 errors.append(f"{filename}: {err}")
                 continue
             path, rel = target.out(filename)
-            safefs.write_new(path, answer.text)
+            if not _write_within(target, path, answer.text, record, filename):
+                continue
             record.files.append(rel)
             record.details[filename] = {"seconds": round(answer.seconds, 3), "protocol": answer.server_protocol}
             if answer.cut:
                 record.details[filename]["cut"] = answer.cut
                 errors.append(f"{filename}: kept as far as it came: {answer.cut}")
         if "ras_status.json" in record.details:
-            self._later_read(target, addr, per_read, options, record, errors)
+            self._later_read(target, addr, per_read, options, record, errors, deadline)
         if errors:
             record.error = "; ".join(errors)
             if not record.files:
@@ -65,18 +88,19 @@ class RasCollector:
         return record
 
     def _later_read(self, target: HostTarget, addr: str, per_read: float, options: CollectOptions,
-                    record: CollectorRecord, errors: list[str]) -> None:
+                    record: CollectorRecord, errors: list[str], deadline: float) -> None:
         """The JSON answer again a moment later: counts that grew at every rank mean the job runs."""
         delay = float(options.extra.get("ras_later_s", LATER_READ_S) or 0.0)
-        if delay <= 0:
+        if delay <= 0 or time.monotonic() + delay >= deadline:
             return
         time.sleep(min(delay, 5.0))
         try:
-            answer = query(addr, verbose=False, json_format=True, timeout=per_read)
+            answer = query(addr, verbose=False, json_format=True, timeout=per_read, deadline=deadline)
         except RasError as err:
             errors.append(f"ras_status_later.json: {err}")
             return
         path, rel = target.out("ras_status_later.json")
-        safefs.write_new(path, answer.text)
+        if not _write_within(target, path, answer.text, record, "ras_status_later.json"):
+            return
         record.files.append(rel)
         record.details["ras_status_later.json"] = {"seconds": round(answer.seconds, 3), "after_s": delay}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collect.budget import apparent_size
 from forensics.collectors.files import copy_whole_or_refuse
 
 DIR_KEY = "FORENSICS_RECORDER_DIR"
@@ -82,13 +83,23 @@ class RecorderCollector:
         files, copied, refused = [], {}, {}
         for src in found:
             path, rel = target.out(f"nccl_recorder/{src.name}")
+            size = apparent_size(src)  # st_size: a sparse file counts whole
+            want = MAX_STATE_BYTES if size is None else min(MAX_STATE_BYTES, size)
+            granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
+            if granted < want:  # a cut state file is useless: whole or not at all
+                target.budget.settle(granted, 0)
+                refused[src.name] = target.budget.cut(str(src), size, 0)
+                continue
+            used = 0
             try:
-                copy_whole_or_refuse(target.pid, src, path, MAX_STATE_BYTES)
+                used = copy_whole_or_refuse(target.pid, src, path, granted)
             except FileNotFoundError:
                 continue  # finalized and removed between listing and copying
             except OSError as err:  # a link, a FIFO or device, another owner, too large
                 refused[src.name] = str(err)
                 continue
+            finally:
+                target.budget.settle(granted, used)
             copied[rel] = time.time_ns()
             files.append(rel)
         status = Status.OK if files else (Status.DENIED if refused else Status.GONE)

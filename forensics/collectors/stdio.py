@@ -31,16 +31,26 @@ class StdioCollector:
         for item in outputs.locate_outputs(target.pid, target.environ, local_rank) + list(target.outputs):
             name = outputs.bundle_name(item, taken)
             path, rel = target.out(name)
+            # the whole tail is reserved (the file may have grown since discovery); settle() returns the rest
+            want = options.log_tail_bytes
+            granted = target.budget.reserve(want)  # the rank's and the collection's byte caps
+            if granted < want and granted <= 0:
+                refused.append(target.budget.cut(item.path, item.size, 0))
+                continue
             try:  # owner-checked, no links followed, bounded tail, secrets redacted (collectors.files)
-                copied = copy_target_log(target.pid, Path(item.path), path, options.log_tail_bytes)
+                copied = copy_target_log(target.pid, Path(item.path), path, granted)
             except OSError as err:  # UnsafeFile included: a FIFO, a device, a link, another owner
+                target.budget.settle(granted, 0)
                 refused.append(f"{item.path}: {err}")
                 continue
+            target.budget.settle(granted, copied[0])
             files.append(rel)
             entry = {"kind": item.kind, "stream": item.stream, "path": item.path, "file": rel, "size": item.size}
+            if granted < want:
+                entry["byte_cap"] = target.budget.cut(item.path, item.size, granted)
             if copied[1]:
-                entry["truncated_to_bytes"] = options.log_tail_bytes
-                details[f"{name}_truncated_to_bytes"] = options.log_tail_bytes
+                entry["truncated_to_bytes"] = granted
+                details[f"{name}_truncated_to_bytes"] = granted
             found.append(entry)
         fd_paths = [e["path"] for e in found if e["kind"] == "fd"]
         if details["stdout"] and details["stdout"] == details["stderr"] and fd_paths:

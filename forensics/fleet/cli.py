@@ -16,6 +16,7 @@ from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.fleet import command as cmd
 from forensics.fleet import hosts as hostsets
+from forensics.fleet.options import check_srun_args, check_ssh_options
 
 FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle
@@ -53,12 +54,8 @@ def wants_fleet(args: argparse.Namespace) -> bool:
 
 
 def host_list(args: argparse.Namespace) -> list[str]:
-    found: list[str] = []
-    for text in args.hosts:
-        found += hostsets.expand_nodeset(text)
-    if args.hostfile:
-        found += hostsets.read_hostfile(args.hostfile)
-    return hostsets.unique(found)
+    """--hosts values and --hostfile lines, under one host cap for them all."""
+    return hostsets.unique(hostsets.gather(list(args.hosts), args.hostfile or None))
 
 
 def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
@@ -75,6 +72,8 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         raise ForensicsError("--topology routes ssh through gateways; it does not apply to --slurm-job")
     if args.srun_arg and not args.slurm_job:
         raise ForensicsError("--srun-arg goes with --slurm-job (ssh hosts take --ssh-option)")
+    check_srun_args(args.srun_arg)  # every value, before anything is looked up or started
+    check_ssh_options(args.ssh_option)
     if args.slurm_job:
         if args.hosts or args.hostfile:
             raise ForensicsError("--slurm-job finds its own hosts; do not combine it with --hosts/--hostfile")

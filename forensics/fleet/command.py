@@ -22,11 +22,11 @@ import shlex
 from dataclasses import dataclass, field
 
 from forensics.errors import ForensicsError
+from forensics.fleet.options import check_ssh_option, check_ssh_options  # noqa: F401 - the one checker
 
 REMOTE_MODULE = "forensics.fleet.remote"
 HOST_PLACEHOLDER = "{host}"
 
-_OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*=[^\s]*$")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -48,18 +48,11 @@ class RemoteSpec:
     sample_interval: float = 0.1  #: the user's --sample-interval
 
 
-def check_ssh_option(option: str) -> str:
-    """Accept 'Key=value' (ssh -o syntax) only: nothing that ssh could read as another flag."""
-    if not _OPTION.match(option):
-        raise ForensicsError(f"--ssh-option {option!r}: expected Key=value as in ssh_config(5), e.g. Port=2222")
-    return option
-
-
 def ssh_options(user_options: list[str], connect_timeout: float) -> list[str]:
     """The ssh argv options: the user's first (ssh keeps the first value of an option), then ours."""
     options: list[str] = []
-    for option in user_options:
-        options += ["-o", check_ssh_option(option)]
+    for option in check_ssh_options(user_options):
+        options += ["-o", option]
     options += [
         "-o", f"ConnectTimeout={max(1, int(round(connect_timeout)))}",
         "-o", "BatchMode=yes",

@@ -35,8 +35,11 @@ def expand_nodeset(text: str) -> list[str]:
         raise ForensicsError(f"--hosts: {err}") from err
 
 
-def read_hostfile(path: Path) -> list[str]:
-    """Hosts from a file: one per line or NodeSet syntax; '#' comments and MPI 'slots=' suffixes ignored."""
+def hostfile_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, host-set text) of a host file, syntax-checked, not yet expanded.
+
+    One host or NodeSet expression per line; '#' comments and MPI 'slots=' suffixes ignored.
+    """
     try:
         with open(path, "rb") as fh:
             text = fh.read(MAX_HOSTFILE_BYTES + 1).decode("utf-8", "replace")
@@ -44,17 +47,45 @@ def read_hostfile(path: Path) -> list[str]:
         raise ForensicsError(f"--hostfile {path}: {err.strerror or err}") from err
     if len(text) > MAX_HOSTFILE_BYTES:
         raise ForensicsError(f"--hostfile {path}: larger than {MAX_HOSTFILE_BYTES} bytes")
-    hosts: list[str] = []
+    lines: list[tuple[int, str]] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         first = line.split()[0]  # "node01 slots=8" (Open MPI / DeepSpeed hostfiles)
         try:
-            hosts.extend(expand_nodeset(first))
-        except ForensicsError as err:
-            raise ForensicsError(f"{path}:{number}: {err}") from err
-    return hosts
+            lines.append((number, hostset.check_syntax(first)))
+        except hostset.HostSetError as err:
+            raise ForensicsError(f"{path}:{number}: --hosts: {err}") from err
+    return lines
+
+
+def gather(expressions: list[str], hostfile: Path | None = None, after: list[str] | None = None) -> list[str]:
+    """All hosts of --hosts values, a host file's lines, then `after` (e.g. a Slurm node list),
+    in that order, under ONE cap (hostset.MAX_HOSTS in all).
+
+    Every expression is checked and counted before any is expanded, so forty lines of
+    `n[1-100000]` are refused at once rather than expanded to 4,000,000 names.
+    """
+    texts = list(expressions)
+    if hostfile is not None:
+        texts += [text for _, text in hostfile_lines(hostfile)]
+    texts += list(after or [])
+    try:
+        return hostset.expand_all(texts)
+    except hostset.HostSetError as err:
+        where = f"--hostfile {hostfile}" if hostfile is not None and not expressions else "--hosts"
+        raise ForensicsError(f"{where}: {err}") from err
+
+
+def read_hostfile(path: Path) -> list[str]:
+    """Hosts of a host file (see hostfile_lines), at most hostset.MAX_HOSTS in all."""
+    for number, text in hostfile_lines(path):
+        try:
+            hostset.count_hosts(text)  # a bad range names its line
+        except hostset.HostSetError as err:
+            raise ForensicsError(f"{path}:{number}: --hosts: {err}") from err
+    return gather([], path)
 
 
 def unique(hosts: list[str]) -> list[str]:

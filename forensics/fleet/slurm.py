@@ -20,6 +20,7 @@ from forensics.errors import ForensicsError
 from forensics.fleet import wire
 from forensics.fleet.command import for_host
 from forensics.fleet.hosts import expand_nodeset, fold
+from forensics.fleet.options import check_srun_args
 from forensics.fleet.outcome import HostRun
 
 _JOB = re.compile(r"^[0-9]+(?:_[0-9]+)?(?:\+[0-9]+)?$")  # 1234, array 1234_7, het job 1234+0
@@ -60,20 +61,6 @@ def slurm_hosts(job: str) -> list[str]:
     if state != "RUNNING" or not nodes:
         raise ForensicsError(f"--slurm-job {job}: job is {state}; only a running job's nodes can be collected")
     return nodes
-
-
-def check_srun_args(extra: list[str]) -> list[str]:
-    """--srun-arg values: srun options only ('--container-image=...', '-p', 'debug'), never the command.
-
-    They reach srun as argv entries (no shell); the first must be an option, so a value
-    can never take the place of the collector command that follows.
-    """
-    if extra and not extra[0].startswith("-"):
-        raise ForensicsError(f"--srun-arg {extra[0]!r}: expected an srun option such as --container-image=IMG")
-    for arg in extra:
-        if "\n" in arg or "\0" in arg:
-            raise ForensicsError(f"--srun-arg {arg!r}: control characters are not allowed")
-    return list(extra)
 
 
 def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float, extra: list[str] | None = None) -> list[str]:

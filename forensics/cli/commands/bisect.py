@@ -13,7 +13,7 @@ from forensics import safefs
 from forensics.bisect import designs, from_bundles, report, simulate
 from forensics.bisect import state as state_io
 from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
-from forensics.fleet.hosts import read_hostfile
+from forensics.fleet.hosts import gather
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
 from forensics.cli.output import add_output_options, emit, emit_json
@@ -71,8 +71,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     job.add_argument("--max-group", type=int, help="largest valid job, in hosts")
     job.add_argument("--port-base", type=int, default=29500, help="first {port} value (default 29500)")
     job.add_argument("--port-span", type=int, default=100, help="{port} cycles through this many ports")
-    job.add_argument("--ssh-option", action="append", default=[], help="extra ssh argument (repeatable)")
-    job.add_argument("--srun-arg", action="append", default=[], help="extra srun argument (repeatable)")
+    job.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="extra ssh -o option, e.g. Port=2222; connection options only, as for collect (repeatable)")
+    job.add_argument("--srun-arg", action="append", default=[], metavar="--OPTION[=VALUE]",
+                     help="extra srun option, e.g. --srun-arg=--partition=debug; job-step options only (repeatable)")
 
     how = p.add_argument_group("design and decoding")
     how.add_argument("--design", choices=sorted(designs.DESIGNS), default="grid",
@@ -118,19 +120,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _hosts(args: argparse.Namespace) -> list[str]:
     """The candidate hosts from --hosts, --hostfile or --slurm, in order, no duplicates."""
-    hosts: list[str] = []
-    try:
-        if args.hosts:
-            hosts += expand_hosts(args.hosts)
-        if args.hostfile:
-            hosts += read_hostfile(Path(args.hostfile))  # the same checked reader as collect --hostfile
-        if args.slurm:
-            nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-            if not nodelist:
-                raise ForensicsError("--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation)")
-            hosts += expand_hosts(nodelist)
-    except LaunchError as err:
-        raise ForensicsError(str(err)) from err
+    slurm: list[str] = []
+    if args.slurm:
+        nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+        if not nodelist:
+            raise ForensicsError("--slurm: SLURM_JOB_NODELIST is not set (run inside an allocation)")
+        slurm.append(nodelist)
+    # the same checked reader as collect's, one host cap for all of them together
+    hosts = gather([args.hosts] if args.hosts else [], Path(args.hostfile) if args.hostfile else None, slurm)
     seen: set[str] = set()
     dup = [h for h in hosts if h in seen or seen.add(h)]
     if dup:
@@ -307,7 +304,10 @@ def run(args: argparse.Namespace) -> int:
         return _simulate(args)
     if args.slurm:
         args.launcher = "slurm"
-    launcher = make_launcher(args.launcher, args.ssh_option, args.srun_arg)
+    try:
+        launcher = make_launcher(args.launcher, args.ssh_option, args.srun_arg)
+    except LaunchError as err:
+        raise ForensicsError(str(err)) from err
     try:
         options = _options(args)
     except designs.DesignError as err:

@@ -19,6 +19,7 @@ from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
 from forensics.cli.output import emit, json_text
+from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
 from forensics.collectors.base import CollectOptions
@@ -73,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
                         help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
+    parser.add_argument("--max-mib", type=int, default=TOTAL_BYTES >> 20, metavar="MIB",
+                        help=f"bytes the whole collection may write, in MiB (default {TOTAL_BYTES >> 20}); files a target "
+                             "names count at their apparent size (sparse ones whole); what the cap keeps out is said in the manifest")
+    parser.add_argument("--rank-max-mib", type=int, default=RANK_BYTES >> 20, metavar="MIB",
+                        help=f"bytes one rank's evidence may take, in MiB (default {RANK_BYTES >> 20})")
     parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE",
                         help="also put FILE in the bundle (job/attached/, listed in the manifest; repeat): evidence "
                              "only the caller holds, e.g. forensics.arm()'s step series or a training log")
@@ -126,12 +132,18 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         raise ForensicsError("--timeout and --gdb-timeout must be positive numbers of seconds")
     if args.samples < 0 or not args.sample_interval >= 0:
         raise ForensicsError("--samples and --sample-interval must not be negative")
+    if not (1 <= args.max_mib <= 1 << 30 and 1 <= args.rank_max_mib <= 1 << 30):
+        raise ForensicsError("--max-mib and --rank-max-mib must be whole numbers of MiB, at least 1")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
-                             sample_interval=args.sample_interval, extra={"gdb_timeout": gdb_timeout})
+                             sample_interval=args.sample_interval, extra={"gdb_timeout": gdb_timeout},
+                             total_bytes=args.max_mib << 20, rank_bytes=args.rank_max_mib << 20)
     logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
     with interrupt_handlers() as caught:
-        result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
+        try:
+            result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
+        except OSError as err:  # a full disk before the manifest guard took over (folders of the ranks)
+            raise ForensicsError(f"cannot write the bundle at {out}: {err.strerror or err}", code=ExitCode.PARTIAL) from err
     if args.attach and not result.interrupted:
         result.problems.extend(attach_files(out, args.attach, host=host_name()))
     manifest = result.writer.manifest

@@ -38,9 +38,9 @@ def sshd(tmp_path):
     proc = subprocess.Popen(argv, stderr=open(tmp_path / "sshd.log", "w"))
     time.sleep(0.5)
     try:
-        yield [f"--ssh-option={o}" for o in ("-p", str(PORT), "-i", str(tmp_path / "userkey"), "-o",
-                                              "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                                              "-o", "LogLevel=ERROR")]
+        yield [f"--ssh-option={o}" for o in (f"Port={PORT}", f"IdentityFile={tmp_path / 'userkey'}",
+                                              "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null",
+                                              "LogLevel=ERROR")]
     finally:
         proc.kill()
         proc.wait()

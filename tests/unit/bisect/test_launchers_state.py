@@ -36,8 +36,8 @@ def test_unsafe_host_names_are_refused(bad):
 
 
 def test_ssh_quotes_the_remote_command_and_bounds_it():
-    argv = SSHLauncher(options=["-p", "2222"]).argv(["sh", "-c", "echo $HOME; exit 3"], SPEC)
-    assert argv[:5] == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    argv = SSHLauncher(options=["Port=2222"]).argv(["sh", "-c", "echo $HOME; exit 3"], SPEC)
+    assert argv[:7] == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "Port=2222"]
     assert argv[argv.index("--") + 1] == "node001"
     assert shlex.split(argv[-1]) == ["timeout", "-k", "5", "90", "sh", "-c", "echo $HOME; exit 3"]
 

@@ -1,0 +1,92 @@
+"""Byte caps of one collection: bytes it may write in all, and per rank.
+
+Every cap on a single file (a log's 8 MiB tail, a 256 MiB Flight Recorder dump, a
+64 MiB recorder file) still let a target that names many files make one collection
+write gigabytes: sixteen sparse 256 MiB dumps (no disk space for the target, sizes
+taken from st_size) made one rank's collection write 4.1 GB. So each copy first
+reserves its bytes here, from the rank's budget and the collection's at once, sized
+by the file's apparent size (st_size: sparse files count whole), and what a cap
+keeps out is said: in the collector's record and in the manifest's notes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+MiB = 1 << 20
+RANK_BYTES = 512 * MiB  #: bytes one rank's evidence may take
+TOTAL_BYTES = 2048 * MiB  #: bytes one collection (one host) may take
+
+
+class ByteBudget:
+    """Bytes still allowed; a rank's budget draws on its collection's (`parent`) too.
+
+    Thread-safe: ranks are collected in parallel and share the collection's budget.
+    """
+
+    def __init__(self, limit: int, label: str, parent: "ByteBudget | None" = None) -> None:
+        self.limit = max(0, int(limit))
+        self.label = label
+        self.parent = parent
+        self.used = 0
+        self.cuts: list[str] = [] if parent is None else parent.cuts  #: what caps kept out, collection-wide
+        self._lock = parent._lock if parent is not None else threading.Lock()
+
+    def _left(self) -> int:
+        own = self.limit - self.used
+        return own if self.parent is None else min(own, self.parent._left())
+
+    @property
+    def left(self) -> int:
+        with self._lock:
+            return max(0, self._left())
+
+    def reserve(self, want: int) -> int:
+        """Hold up to `want` bytes (fewer when a cap is near); settle() gives back what was not used."""
+        with self._lock:
+            granted = max(0, min(int(want), self._left()))
+            self._charge(granted)
+            return granted
+
+    def settle(self, granted: int, used: int) -> None:
+        """A copy that was granted `granted` bytes wrote `used` (a redacted text may differ a little)."""
+        with self._lock:
+            self._charge(int(used) - int(granted))
+
+    def _charge(self, n: int) -> None:
+        budget = self
+        while budget is not None:
+            budget.used += n
+            budget = budget.parent
+
+    def which(self) -> str:
+        """The cap that is (nearly) spent: this rank's or the whole collection's."""
+        with self._lock:
+            if self.parent is not None and self.parent.limit - self.parent.used <= self.limit - self.used:
+                return f"{self.parent.label} cap of {self.parent.limit // MiB} MiB"
+            return f"{self.label} cap of {self.limit // MiB} MiB"
+
+    def cut(self, what: str, size: int | None, granted: int) -> str:
+        """Record (and return) why `what` was cut to `granted` bytes or left out."""
+        reason = self.which()
+        line = (f"{what}: not copied ({size} bytes; {reason} reached)" if granted <= 0
+                else f"{what}: cut to {granted} of {size} bytes ({reason})")
+        with self._lock:
+            if len(self.cuts) < 1000:
+                self.cuts.append(line)
+        return line
+
+
+def unlimited(label: str = "collection") -> ByteBudget:
+    """A budget that never cuts (a collector used outside `collect`, e.g. from tests)."""
+    return ByteBudget(1 << 62, label)
+
+
+def apparent_size(path) -> int | None:
+    """st_size without following a last-component link (sparse files count whole); None if it cannot be read."""
+    import os
+
+    try:
+        return os.lstat(path).st_size
+    except (OSError, ValueError):
+        return None
