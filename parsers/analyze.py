@@ -30,7 +30,7 @@ from parsers.judges.stacks import stack_verdict
 from parsers.judges.slowness import judge_slowness
 from parsers.merge import merge_verdict
 from parsers.quiet_gc import pause_gc
-from parsers.model.findings import Verdict, WaitEdge
+from parsers.model.findings import Findings, Verdict, WaitEdge
 from parsers.source import Source, open_source
 
 
@@ -69,7 +69,12 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     edges, comm_ranks, recorder_suspects, recorder_section = _judge_recorder(ev)
     logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks) if _has_log_evidence(ev) else None
     reports, host_suspects = judge_hosts(ev, kb)
-    host_suspects = host_suspects + judge_exceptions(ev)
+    # the one judge protocol: each judge's findings carry the kind of evidence it read (agreement is counted by it)
+    Findings("stacks", stacks.suspects)
+    Findings("recorder", recorder_suspects)
+    if logs is not None:
+        Findings("logs", logs.suspects)
+    host_suspects = Findings("hosts", host_suspects).suspects + Findings("exceptions", judge_exceptions(ev)).suspects
     progress = judge_progress(ev.recorder)
     if not progress.decided:
         progress = judge_ras_progress(ev.artifacts)
