@@ -25,6 +25,7 @@ from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
+from parsers.judges.p2p import judge_p2p
 from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress, judge_step_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.slowness import judge_slowness
@@ -85,7 +86,10 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
-    verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)
+    p2p = judge_p2p(ev)  # send/recv by peer and p2p sequence, never compared with collective positions
+    global_edges += [(e.waiter, e.peer, f"{e.op} (p2p seq {e.p2p_seq}) of {e.comm_id}") for e in p2p.edges]
+    verdict = merge_verdict(ev, stacks, recorder_suspects + p2p.suspects, logs, host_suspects, reports, global_edges,
+                            progress, slow)
     if recorder_section:
         verdict.sections["recorder"] = recorder_section
     verdict.sections["ranks"] = ranks_table(ev)

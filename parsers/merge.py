@@ -24,28 +24,15 @@ from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.observations import observe, timed_out
 from parsers.judges.own_state import own_state
 from parsers.model.events import FROZEN_STATES
-from parsers.model.findings import (CULPRIT_MIN_CONFIDENCE, Deadlock, Demotion, ReasonClass as RC, Suspect, Verdict,
-                                    is_observed)
+from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, STANDING_IN_A_RUNNING_JOB,
+                                    Deadlock, Demotion, Findings, ReasonClass as RC, Suspect, Verdict, is_observed)
 from parsers.stacks.classify import Activity
 
-#: cause -> the findings about the same rank it explains (it comes first causally)
-EXPLAINS: dict[RC, set[RC]] = {
-    RC.MISMATCH: {RC.GPU_QUEUED, RC.OUTSIDE, RC.BEHIND, RC.MISSING_LINE, RC.NO_DUMP, RC.STALLED, RC.WAIT_ROOT,
-                  RC.STALLED_FIRST, RC.SILENT, RC.FR_MISSING, RC.WAIT_CYCLE, RC.RAS_BEHIND},
-    RC.RAISED: {RC.ABSENT, RC.NO_DUMP, RC.MISSING_LINE, RC.SILENT, RC.WAIT_ROOT, RC.RAS_MISSING, RC.RAS_DEAD,
-                RC.LOST_PEER, RC.ERROR_FIRST},
-}
-#: Claims that mean "the others wait for this rank" rather than a fact about its process.
-ROOT_CLAIMS = {RC.OUTSIDE, RC.WAIT_ROOT, RC.WAIT_CYCLE, RC.MISSING_LINE, RC.BEHIND, RC.RAS_BEHIND, RC.SILENT,
-               RC.STALLED, RC.STALLED_FIRST}  # a 'gpu-queued' rank waits in synchronize by nature: never demoted
 DEMOTE_FACTOR = 0.5
-#: each further independent source that supports a named suspect adds this much (never over the bar from below)
-AGREEMENT_BONUS = 0.03
-#: facts that stand whether or not the job still runs; every other class is a reading of one
-#: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
-STANDING_IN_A_RUNNING_JOB = {RC.HOST_FAULT, RC.KNOWN_ERROR, RC.STOPPED, RC.EXITED, RC.MISSING, RC.KERNEL_WAIT, RC.RAISED}
-#: claims that rest on a rank's absence alone
-ABSENCE_CLAIMS = {RC.ABSENT, RC.SILENT}
+#: each further independent source that supports a named suspect takes this share of the way left to 0.99
+#: (never over the naming bar from below; a diminishing step, so that a surer finding of one source is not
+#: overtaken by a weaker one that others echo, and two sure ones do not both end at the cap)
+AGREEMENT_SHARE = 0.25
 
 
 def _fact(s: Suspect) -> bool:
@@ -66,8 +53,8 @@ def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
 
 
 def merge_suspects(*lists: Iterable[Suspect]) -> list[Suspect]:
-    """One suspect per rank, most likely first: the headline finding keeps the higher confidence of the two;
-    the other is a consequence (it explains it) or an agreeing finding, typed, never text."""
+    """One suspect per rank, most likely first: the other finding is a consequence of the headline (which keeps
+    its own confidence) or agrees with it (the higher confidence of the two is kept); typed, never text."""
     best: dict[tuple, Suspect] = {}
     for s in (s for lst in lists for s in lst):
         key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
@@ -75,7 +62,7 @@ def merge_suspects(*lists: Iterable[Suspect]) -> list[Suspect]:
             best[key] = s
             continue
         keep, other, explains = _headline(s, best[key])
-        keep.confidence = max(keep.confidence, other.confidence)
+        keep.confidence = keep.confidence if explains else max(keep.confidence, other.confidence)
         (keep.consequences if explains else keep.agreeing).append(other)
         keep.agreeing += other.agreeing
         keep.consequences += other.consequences
@@ -134,9 +121,10 @@ def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
 def agree(suspects: list[Suspect]) -> list[Suspect]:
     """A named suspect that independent sources support ranks above one that a single source does."""
     for s in suspects:
-        extra = len(s.sources) - 1
-        if extra > 0 and s.confidence >= CULPRIT_MIN_CONFIDENCE:
-            s.confidence = round(min(0.99, s.confidence + AGREEMENT_BONUS * extra), 3)
+        if s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            for _ in s.sources[1:]:
+                s.confidence += (0.99 - s.confidence) * AGREEMENT_SHARE
+            s.confidence = round(min(0.99, s.confidence), 3)
     return sorted(suspects, key=Suspect.sort_key)
 
 
@@ -233,10 +221,14 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
             if slow is not None:
                 verdict.sections.update(slow.sections())
                 pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
-                verdict.suspects = merge_suspects(verdict.suspects, with_activity(slow.suspects(pids), ev))
+                timing = Findings("timing", with_activity(slow.suspects(pids), ev)).suspects
+                verdict.suspects = merge_suspects(verdict.suspects, timing)
     elif slow is not None and slow.named:
         note = {"judged": False, "note": "hang or progress not decided from time: shown, not judged"}
         verdict.sections.update({name: {**body, **note} for name, body in slow.sections().items()})
+        if not hung and verdict.hang != "hang":  # no time says hang: a rank late op after op explains 'behind'
+            pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
+            verdict.suspects = merge_suspects(Findings("timing", slow.suspects(pids)).suspects, verdict.suspects)
     graph = wait_graph(global_edges)  # step 3 (the recorder's edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}

@@ -26,8 +26,9 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     verdict.consequences = consequences(head, ranks, activity, set(verdict.hung_ranks))
     running = progress is not None and progress.decided and progress.running
     slow_text = slow.describe() if slow is not None else ""
+    judged = running or (head is not None and str(head.reason_class) in ("straggler", "slow-host", "slow-link"))
     if slow_text and (running or slow.named):
-        verdict.stragglers = [slow_text if running else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
+        verdict.stragglers = [slow_text if judged else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
     if verdict.deadlock is not None:
         verdict.summary = verdict.deadlock.describe()
         verdict.shows = [o.text for o in verdict.observations]

@@ -88,6 +88,27 @@ def is_observed(reason_class: "str | ReasonClass") -> bool:
     return bool(rc and rc.observed)
 
 
+_R = ReasonClass
+#: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
+#: arbiter lists them under it as consequences, not as rivals. A straggler explains 'behind' claims only where
+#: no time shows a hang (the arbiter merges it in only then).
+EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
+    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
+                  _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
+    _R.STRAGGLER: {_R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WAIT_ROOT, _R.STALLED, _R.RAS_BEHIND},
+    _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
+                _R.LOST_PEER, _R.ERROR_FIRST},
+}
+#: claims that mean "the others wait for this rank" rather than a fact about its process ('gpu-queued' is
+#: not one: such a rank waits in synchronize by nature, and is never demoted for it)
+ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHIND, _R.RAS_BEHIND, _R.SILENT,
+               _R.STALLED, _R.STALLED_FIRST}
+#: facts that stand whether or not the job still runs; every other class is a reading of one
+#: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
+STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
+#: claims that rest on a rank's absence alone
+ABSENCE_CLAIMS = {_R.ABSENT, _R.SILENT}
+
 #: the least confidence at which a suspect is named as the culprit (below: a lead, listed only)
 CULPRIT_MIN_CONFIDENCE = 0.5
 

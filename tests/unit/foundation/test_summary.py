@@ -64,7 +64,7 @@ def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
     merged = merge_suspects(queued.suspects, mism.suspects)
     assert len(merged) == 1 and merged[0].reason_class == ReasonClass.MISMATCH
     assert [c.reason_class for c in merged[0].consequences] == [ReasonClass.GPU_QUEUED]
-    assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.91
+    assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.9  # the cause's own
 
 
 def test_agreeing_sources_outrank_a_single_source():
