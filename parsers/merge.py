@@ -107,12 +107,8 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
 
 
 def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
-    """Drop claims that rest on absence alone where the evidence does not cover the whole job.
-
-    An excerpt of one rank's log says nothing of the ranks it does not mention: a rank there is
-    'silent' only because nobody copied its lines, and 'the rank they wait on left nothing' says
-    no more than that the others wait.
-    """
+    """Drop claims that rest on absence alone where the evidence does not cover the whole job: an excerpt
+    of one rank's log says nothing of the ranks it does not mention (nobody copied their lines)."""
     if coverage.complete:
         return suspects
     return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]
@@ -163,14 +159,17 @@ def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
     for an op queued on the GPU, its main thread waiting while the culprit's does not) is a consequence
     of the culprit, listed under it, not a rival suspect."""
     head = verdict.culprit
-    if head is None or head.rank is None:
+    if head is None or head.reason_class == RC.WAIT_CYCLE:
         return
+    head.agreeing, cycle = [a for a in head.agreeing if a.reason_class != RC.WAIT_CYCLE], \
+        [a for a in head.agreeing if a.reason_class == RC.WAIT_CYCLE]
+    head.consequences += cycle  # the culprit explains the cycle its waiters form: they have no evidence of their own
     upstream = nx.ancestors(graph, head.rank) if head.rank in graph else set()
     waiting = set((verdict.sections.get("waiting") or {}).get("ranks", ()))
     rest = []
     for s in verdict.suspects[1:]:
         queued = s.reason_class == RC.GPU_QUEUED and s.rank in waiting
-        if s.rank is not None and (queued or (not _fact(s) and s.rank in upstream)):
+        if s.reason_class == RC.WAIT_CYCLE or s.rank is not None and (queued or (not _fact(s) and s.rank in upstream)):
             head.consequences.append(s)
         else:
             rest.append(s)
@@ -206,13 +205,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     if logs is not None:
         verdict.sections["logs"] = logs.sections
         verdict.graph = logs.graph
-    verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    if excluded := [r.host for r in reports if r.status == "exclude"]:
-        verdict.sections["exclude_hosts"] = excluded
-    for report in reports:
-        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
-    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
-    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+    summary.note_hosts_and_gaps(verdict, ev, reports)
     if progress is not None and progress.decided:
         verdict.sections["progress"] = progress.to_dict()
         if progress.running:  # step 2: a group that progresses is healthy; its in-flight ops are no waits
@@ -233,18 +226,13 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen)
-    full = wait_graph(global_edges, logs.graph if logs is not None else None)
-    if logs is not None:
-        full.add_edges_from(logs.graph.edges)  # waiters on ranks no file names too
+    deadlock_graph = wait_graph(global_edges, logs.graph if logs is not None else None)
+    full = deadlock_graph.copy()
+    full.add_edges_from(logs.graph.edges if logs is not None else ())  # waiters on ranks no file names too
     verdict.suspects = healthy_scope(verdict.suspects, hung, full)
     verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
-    if verdict.culprit is not None and verdict.culprit.reason_class != RC.WAIT_CYCLE:
-        # the culprit explains the cycle its waiters form: they have no evidence of their own
-        verdict.suspects = [s for s in verdict.suspects if s.reason_class != RC.WAIT_CYCLE]
-        head = verdict.suspects[0]
-        head.agreeing = [a for a in head.agreeing if a.reason_class != RC.WAIT_CYCLE]
     if progress is None or not progress.running:
-        find_deadlock(verdict, wait_graph(global_edges, logs.graph if logs is not None else None))
+        find_deadlock(verdict, deadlock_graph)
         explain_waiters(verdict, full)
     if verdict.suspects:
         head = verdict.suspects[0]

@@ -33,7 +33,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
         verdict.summary = verdict.deadlock.describe()
         verdict.shows = [o.text for o in verdict.observations]
     elif head is not None:
-        verdict.summary = f"{head.label} {head.said}" + (f". Recommended action: {head.action}" if head.action else "")
+        verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
+                           + (f". Recommended action: {head.action}" if head.action else ""))
     else:
         verdict.shows = [o.text for o in verdict.observations]
         verdict.summary = no_culprit(verdict, ranks, activity)
@@ -46,6 +47,18 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
             verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
         else:
             verdict.summary = f"{verdict.summary} ({lead})"
+
+
+def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
+    """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
+    evidence's problems, the files skipped and why."""
+    verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    if excluded := [r.host for r in reports if r.status == "exclude"]:
+        verdict.sections["exclude_hosts"] = excluded
+    for report in reports:
+        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
+    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
+    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
 
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:

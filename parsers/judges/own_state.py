@@ -22,7 +22,7 @@ _LOCK_FRAMES = ("acquire", "_acquire_restore", "PyThread_acquire_lock")  #: matc
 
 def own_state(ev: Any, s: Suspect) -> list[Citation]:
     """What the suspect itself shows: its state, its main thread (and, where it waits on a lock, the
-    thread that runs meanwhile), its GPU at collection, how it ended, its last exception."""
+    thread that runs meanwhile: also set as `s.why`), its GPU at collection, how it ended, its last exception."""
     from parsers.judges.exceptions import last_exceptions
     from parsers.judges.stacks import data_wait
 
@@ -46,6 +46,7 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         holder = lock_holder(proc)
         if holder:
             lines.append(holder)
+            s.why = holder.why
     if s.reason_class == ReasonClass.GPU_QUEUED:
         host = ev.hosts.get(proc.record.host if proc is not None else (s.host or ""))
         utils = sorted({f["utilization.gpu"] for f in (host.facts.values() if host else ())
@@ -62,6 +63,17 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         lines.append(cite(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"),
                           tool="exception", file=art.cite, line=e.line))
     return lines
+
+
+class _Why(Citation):
+    """A citation that also says, in one clause, why the suspect does what it does."""
+
+    why: str
+
+    def __new__(cls, why: str, text: str, tool: str | None = None) -> "_Why":
+        obj = Citation.__new__(cls, text, tool=tool)
+        obj.why = why
+        return obj
 
 
 def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
@@ -84,5 +96,7 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     said = ", ".join(f"{t.name or f'thread {t.thread_id}'!r} at "
                      f"{next((f for f in t.frames if not is_library(f)), t.frames[0]).label}" for t in others[:limit])
     holder = "that thread likely holds it" if len(others) == 1 else "one of them likely holds it"
-    return cite(f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
+    why = (f"its main thread waits to acquire a lock while {'thread' if len(others) == 1 else 'one of the threads'} "
+           f"that run the user's code likely holds it ({said})")
+    return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
                 f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy")

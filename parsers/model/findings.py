@@ -181,6 +181,7 @@ class Suspect:
     demotion: Demotion | None = None
     consequences: list["Suspect"] = field(default_factory=list)
     action: str | None = None  #: the recommended action, where the knowledge base gives one
+    why: str | None = None  #: one clause of its own evidence that says why (e.g. the thread that holds its lock)
 
     def __post_init__(self) -> None:
         rc = ReasonClass.of(self.reason_class)
@@ -230,6 +231,7 @@ class Suspect:
                           "confidence": round(a.confidence, 3)} for a in self.agreeing],
             "demoted": self.demotion.describe() if self.demotion else None,
             "action": self.action,
+            "why": self.why,
             "consequences": [{"rank": c.rank, "reason_class": str(c.reason_class), "reason": c.reason}
                              for c in self.consequences],
         }

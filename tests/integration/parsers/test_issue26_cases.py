@@ -56,6 +56,7 @@ def test_lock_the_rank_and_the_thread_that_holds_its_lock(form):
     if form == "bundle":  # py-spy lists every thread; /proc shows the futex wait
         why = next(e for e in v.culprit.evidence if e.startswith("why: its main thread waits to acquire a lock"))
         assert "futex" in why and "'ckpt-writer' at write_shard_to_storage" in why and why.tool == "py-spy"
+        assert "waits to acquire a lock" in v.summary and "'ckpt-writer'" in v.summary  # the why, in the headline
 
 
 @pytest.mark.parametrize("form", ["bundle", "logs"])

@@ -86,3 +86,17 @@ def test_a_citation_is_typed_and_reads_as_its_text():
     c = Citation("last exception: OOM [rank3.log:12]", file="rank3.log", line=12, tool="exception")
     assert c.startswith("last exception") and (c.file, c.line, c.tool) == ("rank3.log", 12, "exception")
     assert c.to_dict() == {"shows": "last exception: OOM [rank3.log:12]", "file": "rank3.log", "line": 12, "tool": "exception"}
+
+
+def test_a_ranks_own_exception_explains_its_absence():
+    """Issue 26 step 6: 'left no dump while 7 ranks wait on it' is the consequence of its own exception."""
+    gone = Findings("logs", [Suspect(rank=7, host="h", pid=1, reason_class="no-dump",
+                                     reason="left no fr-dump while 7 rank(s) wait on it", confidence=0.95)])
+    own = Findings("exceptions", [Suspect(rank=7, host="h", pid=1, reason_class="raised",
+                                          reason="raised torch.OutOfMemoryError", confidence=0.85)])
+    merged = merge_suspects(gone.suspects, own.suspects)
+    assert merged[0].reason_class == ReasonClass.RAISED and merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP
+    verdict = Verdict(suspects=merged, hang="hang")
+    summary.write(verdict)
+    assert verdict.summary.startswith("rank 7 (h pid 1) raised torch.OutOfMemoryError")
+    assert verdict.consequences == ["explains: rank 7 (h pid 1) left no fr-dump while 7 rank(s) wait on it [no-dump]"]
