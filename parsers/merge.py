@@ -29,6 +29,7 @@ from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPL
 from parsers.stacks.classify import Activity
 
 DEMOTE_FACTOR = 0.5
+UNPROVEN = 0.45  #: a root claim's confidence where the hang itself is not established (a lead)
 #: each further independent source that supports a named suspect takes this share of the way left to 0.99
 #: (never over the naming bar from below; a diminishing step, so that a surer finding of one source is not
 #: overtaken by a weaker one that others echo, and two sure ones do not both end at the cap)
@@ -140,6 +141,18 @@ def decide_hang(verdict: Verdict, ev: Any, progress: Any) -> set[int]:
     return set()
 
 
+def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
+    """Step 1's consequence for logs alone: where no time says the job hangs (no watchdog timeout, no
+    recorder) and no process was looked at, 'the others wait on N' read from where each log stops is a
+    reading of one moment of a job that may still run: a lead, never a hang culprit."""
+    if verdict.hang != "not established" or any(r.state or r.main_stack is not None for r in ev.ranks):
+        return suspects
+    for s in suspects:
+        if s.reason_class in ROOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            s.confidence, s.demotion = UNPROVEN, Demotion(blocked=None, unproven=True)
+    return sorted(suspects, key=Suspect.sort_key)
+
+
 def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None) -> list[Suspect]:
     """Step 2: a claim that 'the others wait on N' stands only where the waiting is in the hung scope: N or
     a rank that waits on it stalled or timed out. Ranks of a group that progresses are healthy, and their
@@ -219,9 +232,6 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     elif slow is not None and slow.named:
         note = {"judged": False, "note": "hang or progress not decided from time: shown, not judged"}
         verdict.sections.update({name: {**body, **note} for name, body in slow.sections().items()})
-        if not hung and verdict.hang != "hang":  # no time says hang: a rank late op after op explains 'behind'
-            pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
-            verdict.suspects = merge_suspects(Findings("timing", slow.suspects(pids)).suspects, verdict.suspects)
     graph = wait_graph(global_edges)  # step 3 (the recorder's edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
@@ -229,7 +239,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     deadlock_graph = wait_graph(global_edges, logs.graph if logs is not None else None)
     full = deadlock_graph.copy()
     full.add_edges_from(logs.graph.edges if logs is not None else ())  # waiters on ranks no file names too
-    verdict.suspects = healthy_scope(verdict.suspects, hung, full)
+    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full), verdict, ev)
     verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
     if progress is None or not progress.running:
         find_deadlock(verdict, deadlock_graph)

@@ -90,12 +90,10 @@ def is_observed(reason_class: "str | ReasonClass") -> bool:
 
 _R = ReasonClass
 #: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
-#: arbiter lists them under it as consequences, not as rivals. A straggler explains 'behind' claims only where
-#: no time shows a hang (the arbiter merges it in only then).
+#: arbiter lists them under it as consequences, not as rivals.
 EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                   _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
-    _R.STRAGGLER: {_R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WAIT_ROOT, _R.STALLED, _R.RAS_BEHIND},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
                 _R.LOST_PEER, _R.ERROR_FIRST},
 }
@@ -153,8 +151,11 @@ class Demotion:
     waits_on: int | None = None
     scope: str | None = None
     blocked: str | None = None  #: what the main thread is blocked in, where that is the reason
+    unproven: bool = False  #: no time says the job hangs: a wait read from where logs stop is a lead only
 
     def describe(self) -> str:
+        if self.unproven:
+            return "hang not established: where each log stops is one moment of a job that may still run"
         if self.waits_on is not None:
             return f"it waits itself (on rank {self.waits_on} in {self.scope or 'another communicator'}), so it is not where the wait ends"
         return f"it waits itself (its main thread is blocked: {self.blocked}), so it is not where the wait ends"

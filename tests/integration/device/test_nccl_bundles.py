@@ -43,8 +43,9 @@ def test_stopped_rank_is_named_by_process_state_and_recorder():
 
 def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
     verdict = analyze(FIXTURES / "nccl" / "chain" / "bundle").verdict
-    by_rank = {s.rank: s for s in verdict.suspects}
     assert verdict.culprit.rank == 3
+    # the ranks that wait on it are its consequences now (issue 26), still demoted: they wait themselves
+    by_rank = {s.rank: s for s in verdict.suspects + verdict.culprit.consequences}
     for waiter in (1, 2):
         assert by_rank[waiter].confidence < verdict.culprit.confidence
         assert by_rank[waiter].demotion is not None and by_rank[waiter].demotion.waits_on is not None
