@@ -23,6 +23,7 @@ from parsers.judges.activity import with_activity
 from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.observations import observe, timed_out
 from parsers.judges.own_state import own_state
+from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, STANDING_IN_A_RUNNING_JOB,
                                     Deadlock, Demotion, Findings, ReasonClass as RC, Suspect, Verdict, is_observed)
@@ -125,22 +126,6 @@ def agree(suspects: list[Suspect]) -> list[Suspect]:
     return sorted(suspects, key=Suspect.sort_key)
 
 
-def decide_hang(verdict: Verdict, ev: Any, progress: Any) -> set[int]:
-    """Step 1: hang or progress, from time only; a single snapshot establishes neither. Returns the hung
-    scope where time shows it: the ranks without progress (recorder) or that timed out (watchdog lines)."""
-    if progress is not None and progress.decided:
-        verdict.hang = "progress" if progress.running else "hang"
-        verdict.hang_basis = progress.describe()
-        return set() if progress.running else set(progress.stalled_ranks)
-    any_timeout, ranks = timed_out(ev)
-    if any_timeout:
-        verdict.hang, verdict.hang_basis = "hang", "watchdog timeouts: ranks waited in a collective past their timeout"
-        return ranks
-    verdict.hang_basis = ("no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second look): "
-                          "one snapshot cannot tell a hang from progress")
-    return set()
-
-
 def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
     """Step 1's consequence for logs alone: where no time says the job hangs (no watchdog timeout, no
     recorder) and no process was looked at, 'the others wait on N' read from where each log stops is a
@@ -212,7 +197,7 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
                   slow: Any = None) -> Verdict:
     """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence), in the arbiter's order."""
     verdict = stacks
-    hung = decide_hang(verdict, ev, progress)
+    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *timed_out(ev))  # step 1
     verdict.hung_ranks = sorted(hung)
     verdict.suspects = merge_suspects(verdict.suspects, recorder, logs.suspects if logs is not None else (), hosts)
     if logs is not None:
