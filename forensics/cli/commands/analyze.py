@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save and not path.is_dir():
         raise ForensicsError(f"{path}: --save writes analysis.json into a folder; this is an archive")
     write_outputs(args, verdict, path)
-    return int(ExitCode.OK if verdict.culprit else ExitCode.INCONCLUSIVE)
+    # a deadlock names its members: blame is placed, as with a culprit
+    return int(ExitCode.OK if verdict.culprit or verdict.deadlock else ExitCode.INCONCLUSIVE)
 
 
 def write_outputs(args: argparse.Namespace, verdict, root: Path) -> None:

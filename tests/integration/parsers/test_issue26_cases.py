@@ -124,3 +124,17 @@ def test_every_verdict_is_at_most_two_sentences_with_its_lines_apart(case, form)
     d = v.to_dict()
     assert all(isinstance(d[k], list) for k in ("leads", "stragglers", "consequences", "shows"))
     assert d["hang"] in ("hang", "progress", "not established")
+
+
+def test_analyze_exits_0_on_a_deadlock_and_its_json_names_the_cycle(tmp_path):
+    """A deadlock names its members (exit 0, as a culprit does); --json carries the cycle, typed."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(CASES / "deadlock" / "logs.tar.gz"), "--json"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(CASES.parents[2])})
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert data["deadlock"]["members"] == [0, 1, 2] and data["hang"] == "hang"
+    assert {(e["waiter"], e["waits_on"]) for e in data["deadlock"]["edges"]} == {(0, 1), (1, 2), (2, 0)}
