@@ -24,6 +24,10 @@ from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
 
 
+#: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
+PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout"})
+
+
 def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
     analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
@@ -276,6 +280,8 @@ class _Seen:
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
     innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
+    #: ranks (None: a line without one) that say they waited past a timeout: a watchdog's, gloo's or NCCL's own
+    waited_out: set[int | None] = field(default_factory=set)
     errors: int = 0
     trails: int = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
 
@@ -296,6 +302,8 @@ class _Seen:
             self.spawn_exit = (e, art)
         if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
+        if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
+            self.waited_out.add(rank)
         if e.kind in TIMEOUT_KINDS and rank is not None:
             self.timeouts.setdefault((e.op, e.seq), set()).add(rank)
         elif e.kind in TIMEOUT_KINDS and e.comm and data.get("group_rank") is not None:
@@ -330,7 +338,7 @@ def timed_out(ev: Any) -> tuple[bool, set[int]]:
     (a group whose ranks never time out kept running)."""
     seen = _seen(ev)
     ranks = set().union(*seen.timeouts.values()) if seen.timeouts else set()
-    return bool(seen.timeouts or seen.group_timeouts), ranks
+    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out), ranks | (seen.waited_out - {None})
 
 
 def _timeout_parts(seen: _Seen) -> list[tuple[str, tuple[int, ...]]]:

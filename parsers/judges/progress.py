@@ -171,6 +171,6 @@ def hang_from_time(progress: Progress | None, any_timeout: bool, timed_out: set[
         return ("progress" if progress.running else "hang", progress.describe(),
                 set() if progress.running else set(progress.stalled_ranks))
     if any_timeout:
-        return "hang", "watchdog timeouts: ranks waited in a collective past their timeout", set(timed_out)
+        return "hang", "timeouts: ranks waited on their peers past a timeout (watchdog, gloo or NCCL lines)", set(timed_out)
     return ("not established", "no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second look): "
             "one snapshot cannot tell a hang from progress", set())
