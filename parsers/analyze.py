@@ -26,12 +26,13 @@ from parsers.judges.logs import LogAnalysis, correlate
 from parsers.judges.logs import horovod as horovod_stalls, unread
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
+from parsers.judges.p2p import judge_p2p
 from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress, judge_step_progress
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.slowness import judge_slowness
 from parsers.merge import merge_verdict
 from parsers.quiet_gc import pause_gc
-from parsers.model.findings import Verdict, WaitEdge
+from parsers.model.findings import Findings, Verdict, WaitEdge
 from parsers.source import Source, open_source
 
 
@@ -70,7 +71,12 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     edges, comm_ranks, recorder_suspects, recorder_section = _judge_recorder(ev)
     logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks) if _has_log_evidence(ev) else None
     reports, host_suspects = judge_hosts(ev, kb)
-    host_suspects = host_suspects + judge_exceptions(ev)
+    # the one judge protocol: each judge's findings carry the kind of evidence it read (agreement is counted by it)
+    Findings("stacks", stacks.suspects)
+    Findings("recorder", recorder_suspects)
+    if logs is not None:
+        Findings("logs", logs.suspects)
+    host_suspects = Findings("hosts", host_suspects).suspects + Findings("exceptions", judge_exceptions(ev)).suspects
     progress = judge_progress(ev.recorder)
     if not progress.decided:
         progress = judge_ras_progress(ev.artifacts)
@@ -81,8 +87,12 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
-    recorder_suspects = recorder_suspects + horovod_stalls.judge(ev)  # both name the rank a collective waits for
-    verdict = merge_verdict(ev, stacks, recorder_suspects, logs, host_suspects, reports, global_edges, progress, slow)
+    p2p = judge_p2p(ev)  # send/recv by peer and p2p sequence, never compared with collective positions
+    global_edges += [(e.waiter, e.peer, f"{e.op} (p2p seq {e.p2p_seq}) of {e.comm_id}") for e in p2p.edges]
+    # Horovod's stall inspector names the rank a collective waits for, as the recorder does (read from logs)
+    horovod = Findings("logs", horovod_stalls.judge(ev)).suspects
+    verdict = merge_verdict(ev, stacks, recorder_suspects + p2p.suspects + horovod, logs, host_suspects, reports,
+                            global_edges, progress, slow)
     if recorder_section:
         verdict.sections["recorder"] = recorder_section
     verdict.sections["ranks"] = ranks_table(ev)

@@ -1,75 +1,87 @@
-"""The merge stage: suspects of every judge into one ranking, then the summary, last.
+"""The arbiter: every judge's typed findings into one causal verdict, in a fixed order.
 
-Why one place: each judge sees one kind of evidence and one communicator at a time.
-Here a rank keeps one entry with the evidence of all; a claim that others wait on a
-rank is demoted when that rank waits itself (a wait chain over several process
-groups); absence is kept only where the evidence should cover every rank; and the
-summary says what the evidence shows when no rank can be named.
+1. hang or progress, from time (recorder, RAS reads, stack samples, step series, watchdog timeouts);
+2. the hung scope: in a job that still completes collectives no 'the others wait on N' claim stands;
+3. one wait-for graph over every source's edges, across communicators;
+4. its sinks and cycles: a claim about a rank that waits itself is demoted; a cycle with no rank of
+   its own evidence to explain it is a deadlock verdict that names every member;
+5. the odd one out is the minority of a comparison (the logs judge's mismatch rule);
+6. the why of each suspect from its own evidence, with explanation links: a finding that explains
+   another about the same rank heads it, the other listed as its consequence, not a rival.
+Findings about one rank from independent sources agree: the culprit says which sources.
+The words are written by parsers/summary.py from these typed results.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.model.events import FROZEN_STATES, INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
-from parsers.model.findings import ReasonClass, Suspect, Verdict, is_observed
-from parsers.model.stacks import Frame
-from parsers import stamps
-from parsers.judges.logs import fr_report, horovod, short_timeout, silence, unread
-from parsers.judges.hosts import plain_host
-from parsers.ranges import fold
-from parsers.readers import ras
-from parsers.readers.c10d import COLLECTIVE_STACK
-from parsers.stacks.classify import Activity, classify, is_library
+from parsers import summary
+from parsers.judges.activity import with_activity
+from parsers.judges.logs.waitgraph import roots_and_cycles
+from parsers.judges.observations import observe, timed_out
+from parsers.judges.own_state import own_state
+from parsers.judges.progress import hang_from_time
+from parsers.model.events import FROZEN_STATES
+from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, STANDING_IN_A_RUNNING_JOB,
+                                    Deadlock, Demotion, Findings, ReasonClass as RC, Suspect, Verdict, is_observed)
+from parsers.stacks.classify import Activity
 
-
-def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect]:
-    """(kept, other): a fact beats an inference; otherwise the higher confidence wins."""
-    a_fact, b_fact = _fact(a), _fact(b)
-    if a_fact != b_fact:
-        return (a, b) if a_fact else (b, a)
-    return (a, b) if a.confidence > b.confidence else (b, a)
-
-
-def merge_suspects(existing: Iterable[Suspect], extra: Iterable[Suspect]) -> list[Suspect]:
-    """One suspect list, most likely first; a rank keeps one entry with the evidence of both
-    and the higher confidence of the two."""
-    best: dict[tuple, Suspect] = {}
-    for s in list(existing) + list(extra):
-        key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
-        if key not in best:
-            best[key] = s
-            continue
-        keep, other = _headline(s, best[key])
-        keep.confidence = max(keep.confidence, other.confidence)
-        keep.evidence = keep.evidence + [f"also: {other.reason_class}: {other.reason}"]
-        if keep.host is None:
-            keep.host = other.host
-        if keep.pid is None:
-            keep.pid = other.pid
-        best[key] = keep
-    return sorted(best.values(), key=Suspect.sort_key)
+DEMOTE_FACTOR = 0.5
+UNPROVEN = 0.45  #: a root claim's confidence where the hang itself is not established (a lead)
+#: each further independent source that supports a named suspect takes this share of the way left to 0.99
+#: (never over the naming bar from below; a diminishing step, so that a surer finding of one source is not
+#: overtaken by a weaker one that others echo, and two sure ones do not both end at the cap)
+AGREEMENT_SHARE = 0.25
 
 
 def _fact(s: Suspect) -> bool:
     """Observed facts about the process or host lead, except a recorder freeze (kept as before: a claim)."""
-    return is_observed(s.reason_class) and s.reason_class not in ("entered-then-frozen", "exited-first")
+    return is_observed(s.reason_class) and s.reason_class not in (RC.FROZEN_IN_OP, RC.EXITED_FIRST)
 
 
-#: Claims that mean "the others wait for this rank" rather than a fact about its process.
-ROOT_CLAIMS = {  # a 'gpu-queued' rank waits in synchronize by nature: never demoted for it
-    "outside-collective", "wait-root", "wait-cycle", "missing-line", "behind", "ras-behind", "silent",
-    "stalled-in-collective", "stalled-first",
-}
-DEMOTE_FACTOR = 0.5
+def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
+    """(kept, other, explains): a cause heads what it explains; else a fact beats an inference; else the surer."""
+    if b.reason_class in EXPLAINS.get(a.reason_class, ()):
+        return a, b, True
+    if a.reason_class in EXPLAINS.get(b.reason_class, ()):
+        return b, a, True
+    a_fact, b_fact = _fact(a), _fact(b)
+    if a_fact != b_fact:
+        return (a, b, False) if a_fact else (b, a, False)
+    return (a, b, False) if a.confidence > b.confidence else (b, a, False)
 
 
-def wait_graph(edges: Iterable[tuple[int, int, str]]) -> nx.DiGraph:
-    """Global-rank graph: waiter -> rank it waits on, labelled with where (comm/op)."""
+def merge_suspects(*lists: Iterable[Suspect]) -> list[Suspect]:
+    """One suspect per rank, most likely first: the other finding is a consequence of the headline (which keeps
+    its own confidence) or agrees with it (the higher confidence of the two is kept); typed, never text."""
+    best: dict[tuple, Suspect] = {}
+    for s in (s for lst in lists for s in lst):
+        key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
+        if key not in best:
+            best[key] = s
+            continue
+        keep, other, explains = _headline(s, best[key])
+        keep.confidence = keep.confidence if explains else max(keep.confidence, other.confidence)
+        (keep.consequences if explains else keep.agreeing).append(other)
+        keep.agreeing += other.agreeing
+        keep.consequences += other.consequences
+        other.agreeing, other.consequences = [], []
+        keep.host = keep.host if keep.host is not None else other.host
+        keep.pid = keep.pid if keep.pid is not None else other.pid
+        best[key] = keep
+    return sorted(best.values(), key=Suspect.sort_key)
+
+
+def wait_graph(edges: Iterable[tuple[int, int, str]], logs_graph: nx.DiGraph | None = None) -> nx.DiGraph:
+    """One graph of global ranks: waiter -> rank it waits on, labelled with where (communicator and op),
+    from the recorder's edges and the logs judge's graph (collectives and point-to-point alike)."""
     g = nx.DiGraph()
+    for a, b, data in (logs_graph.edges(data=True) if logs_graph is not None else ()):
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            g.add_edge(a, b, where=data.get("where") or f"{data.get('comm') or 'a communicator'}")
     for waiter, peer, where in edges:
         if waiter is not None and peer is not None and waiter != peer:
             g.add_edge(int(waiter), int(peer), where=where)
@@ -86,586 +98,144 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
     for s in suspects:
         if s.reason_class not in ROOT_CLAIMS or s.rank is None or s.rank in frozen:
             continue
-        why = _waits(s.rank, activities.get(s.rank), graph)
-        if why:
+        if s.rank in graph and graph.out_degree(s.rank):
+            peer = next(iter(graph.successors(s.rank)))
+            s.demotion = Demotion(waits_on=peer, scope=graph.edges[s.rank, peer].get("where"))
+        elif (act := activities.get(s.rank)) is not None and act.waiting:
+            s.demotion = Demotion(blocked=act.text)
+        if s.demotion is not None:
             s.confidence = round(s.confidence * DEMOTE_FACTOR, 3)
-            s.evidence = s.evidence + [f"demoted: it waits itself ({why}), so it is not where the wait ends"]
     return sorted(suspects, key=Suspect.sort_key)
 
 
-def _waits(rank: int, activity: Activity | None, graph: nx.DiGraph) -> str | None:
-    if rank in graph and graph.out_degree(rank):
-        peer = next(iter(graph.successors(rank)))
-        return f"on rank {peer} in {graph.edges[rank, peer].get('where') or 'another communicator'}"
-    if activity is not None and activity.waiting:
-        return f"its main thread is blocked: {activity.text}"
-    return None
+def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
+    """Drop claims that rest on absence alone where the evidence does not cover the whole job: an excerpt
+    of one rank's log says nothing of the ranks it does not mention (nobody copied their lines)."""
+    if coverage.complete:
+        return suspects
+    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]
 
 
-#: facts that stand whether or not the job still runs; every other class is a reading of one
-#: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
-STANDING_IN_A_RUNNING_JOB = {ReasonClass.HOST_FAULT, ReasonClass.KNOWN_ERROR, ReasonClass.STOPPED, ReasonClass.EXITED,
-                             ReasonClass.MISSING, ReasonClass.KERNEL_WAIT, ReasonClass.RAISED}
-#: claims that rest on a rank's absence alone; 'no-dump' too when the rank left no file at all (the
-#: others wait at an op: in an excerpt, the ranks not copied cannot be told from ranks that never came)
-ABSENCE_CLAIMS = {ReasonClass.ABSENT, ReasonClass.SILENT}
+def agree(suspects: list[Suspect]) -> list[Suspect]:
+    """A named suspect that independent sources support ranks above one that a single source does."""
+    for s in suspects:
+        if s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            for _ in s.sources[1:]:
+                s.confidence += (0.99 - s.confidence) * AGREEMENT_SHARE
+            s.confidence = round(min(0.99, s.confidence), 3)
+    return sorted(suspects, key=Suspect.sort_key)
+
+
+def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
+    """Step 1's consequence for logs alone: where no time says the job hangs (no watchdog timeout, no
+    recorder) and no process was looked at, 'the others wait on N' read from where each log stops is a
+    reading of one moment of a job that may still run: a lead, never a hang culprit."""
+    if verdict.hang != "not established" or any(r.state or r.main_stack is not None for r in ev.ranks):
+        return suspects
+    for s in suspects:
+        if s.reason_class in ROOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            s.confidence, s.demotion = UNPROVEN, Demotion(blocked=None, unproven=True)
+    return sorted(suspects, key=Suspect.sort_key)
+
+
+def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None) -> list[Suspect]:
+    """Step 2: a claim that 'the others wait on N' stands only where the waiting is in the hung scope: N or
+    a rank that waits on it stalled or timed out. Ranks of a group that progresses are healthy, and their
+    in-flight op is not a wait (a subgroup trains on while another hangs)."""
+    if not hung or graph is None:
+        return suspects
+
+    def in_scope(s: Suspect) -> bool:
+        if _fact(s) or s.rank is None or s.rank in hung or s.rank not in graph:
+            return True
+        return bool(nx.ancestors(graph, s.rank) & hung)
+    return [s for s in suspects if in_scope(s)]
+
+
+def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
+    """Step 6 across ranks: a finding about a rank that waits on the culprit (a path to it in the graph, or,
+    for an op queued on the GPU, its main thread waiting while the culprit's does not) is a consequence
+    of the culprit, listed under it, not a rival suspect."""
+    head = verdict.culprit
+    if head is None or head.reason_class == RC.WAIT_CYCLE:
+        return
+    head.agreeing, cycle = [a for a in head.agreeing if a.reason_class != RC.WAIT_CYCLE], \
+        [a for a in head.agreeing if a.reason_class == RC.WAIT_CYCLE]
+    head.consequences += cycle  # the culprit explains the cycle its waiters form: they have no evidence of their own
+    upstream = nx.ancestors(graph, head.rank) if head.rank in graph else set()
+    waiting = set((verdict.sections.get("waiting") or {}).get("ranks", ()))
+    rest = []
+    for s in verdict.suspects[1:]:
+        queued = s.reason_class == RC.GPU_QUEUED and s.rank in waiting
+        if s.reason_class == RC.WAIT_CYCLE or s.rank is not None and (queued or (not _fact(s) and s.rank in upstream)):
+            head.consequences.append(s)
+        else:
+            rest.append(s)
+    verdict.suspects = [head] + rest
+
+
+def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
+    """Step 4: a sink cycle of the graph is a deadlock, unless a member has a fact of its own that explains it."""
+    if verdict.culprit is not None and (_fact(verdict.culprit) or verdict.culprit.reason_class == RC.MISMATCH):
+        return
+    _, cycles = roots_and_cycles(graph)
+    cycle = next((c for c in cycles if all(isinstance(r, int) for r in c) and len(c) > 1), None)
+    if cycle is None:
+        return
+    order = [min(cycle)]
+    while len(order) < len(cycle):
+        order.append(next(b for b in graph.successors(order[-1]) if b in cycle and b not in order))
+    edges = tuple((a, b, graph.edges[a, b].get("where", "")) for a, b in zip(order, order[1:] + order[:1])
+                  if graph.has_edge(a, b))
+    verdict.deadlock = Deadlock(members=tuple(order), edges=edges)
+    members = set(cycle)
+    verdict.suspects = [s for s in verdict.suspects if s.rank not in members or _fact(s)]
 
 
 def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, hosts: list[Suspect],
                   reports: list, global_edges: list[tuple[int, int, str]], progress: Any = None,
                   slow: Any = None) -> Verdict:
-    """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence).
-
-    `progress` (judges.progress) decides hang or progress first: in a job that still
-    completes collectives, no claim that 'the others wait on rank N' stands, whatever
-    one snapshot shows; observed facts (a host fault, a known error) still do, and the
-    stragglers (`slow`, judges.stragglers) are named instead.
-    """
+    """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence), in the arbiter's order."""
     verdict = stacks
-    verdict.suspects = merge_suspects(verdict.suspects, recorder)
+    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *timed_out(ev))  # step 1
+    verdict.hung_ranks = sorted(hung)
+    verdict.suspects = merge_suspects(verdict.suspects, recorder, logs.suspects if logs is not None else (), hosts)
     if logs is not None:
         verdict.sections["logs"] = logs.sections
         verdict.graph = logs.graph
-        verdict.suspects = merge_suspects(verdict.suspects, logs.suspects)
-    verdict.suspects = merge_suspects(verdict.suspects, hosts)
-    verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    excluded = [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]  # never a placeholder or odd name
-    if excluded:
-        verdict.sections["exclude_hosts"] = excluded
-    for report in reports:
-        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
-    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
-    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+    summary.note_hosts_and_gaps(verdict, ev, reports)
     if progress is not None and progress.decided:
         verdict.sections["progress"] = progress.to_dict()
-        if progress.running:
+        if progress.running:  # step 2: a group that progresses is healthy; its in-flight ops are no waits
             verdict.suspects = [s for s in verdict.suspects if s.reason_class in STANDING_IN_A_RUNNING_JOB]
             verdict.sections.pop("waiting", None)
             if slow is not None:
                 verdict.sections.update(slow.sections())
                 pids = {r.rank: r.record.pid for r in ev.ranks if r.rank is not None}
-                verdict.suspects = merge_suspects(verdict.suspects, _with_activity(slow.suspects(pids), ev))
+                timing = Findings("timing", with_activity(slow.suspects(pids), ev)).suspects
+                verdict.suspects = merge_suspects(verdict.suspects, timing)
     elif slow is not None and slow.named:
-        # no time-stamped progress: a hang cannot be ruled out, so the slow parts are shown, not judged
         note = {"judged": False, "note": "hang or progress not decided from time: shown, not judged"}
         verdict.sections.update({name: {**body, **note} for name, body in slow.sections().items()})
+    graph = wait_graph(global_edges)  # step 3 (the recorder's edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
-    verdict.suspects = demote_waiters(verdict.suspects, activities, wait_graph(global_edges), frozen)
-    coverage = ev.coverage
-    verdict.suspects = honest_absence(verdict.suspects, coverage)
-    if verdict.culprit is not None and verdict.culprit.reason_class != ReasonClass.WAIT_CYCLE:
-        # the culprit explains the cycle its waiters form: they have no evidence of their own
-        verdict.suspects = [s for s in verdict.suspects if s.reason_class != ReasonClass.WAIT_CYCLE]
-        head = verdict.suspects[0]
-        head.evidence = [e for e in head.evidence if not e.startswith("also: wait-cycle:")]
+    verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen)
+    deadlock_graph = wait_graph(global_edges, logs.graph if logs is not None else None)
+    full = deadlock_graph.copy()
+    full.add_edges_from(logs.graph.edges if logs is not None else ())  # waiters on ranks no file names too
+    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full), verdict, ev)
+    verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
+    if progress is None or not progress.running:
+        find_deadlock(verdict, deadlock_graph)
+        explain_waiters(verdict, full)
     if verdict.suspects:
         head = verdict.suspects[0]
-        own = culprit_state(ev, head)
+        own = own_state(ev, head)
         if own:  # the stack judge's own state and frame lines say the same, less precisely
-            rest = [e for e in head.evidence  # ('<stack tool>: main thread at ...', whichever tool)
-                    if not (e.startswith("process state ") or e.partition(": ")[2].startswith("main thread at "))]
+            rest = [e for e in head.evidence if getattr(e, "tool", None) not in ("/proc", "stack-frame")]
             head.evidence = own + [e for e in rest if e not in own]
-    verdict.sections["coverage"] = coverage.to_dict()
-    verdict.summary = summarize(verdict, ev, reports)
-    if progress is not None and progress.decided and progress.running:
-        slow_text = slow.describe() if slow is not None else ""
-        head = verdict.culprit
-        lead = progress.describe()
-        if head is not None and head.reason_class in ("straggler", "slow-host", "slow-link"):
-            verdict.summary = f"{lead}; {slow_text}"
-        elif head is None:
-            verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
-        else:
-            verdict.summary = f"{verdict.summary} ({lead})"
+    verdict.sections["coverage"] = ev.coverage.to_dict()
+    verdict.observations = observe(ev, reports)
+    summary.write(verdict, progress, slow)
     return verdict
-
-
-def _op_named(op: str | None, seq: int | None) -> str:
-    """'ALLREDUCE SeqNum 808', or 'a collective' when the line names no op."""
-    return (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
-
-
-def culprit_state(ev: Any, s: Suspect) -> list[str]:
-    """What the culprit itself is doing now, or how it ended, one fact a line with its source.
-
-    Why first: 'the others wait on rank 5' says where to look; 'rank 5 runs preprocess_shard
-    (train.py:44), state R' or 'it raised torch.OutOfMemoryError ...' says what to fix.
-    """
-    from parsers.judges.exceptions import last_exceptions
-
-    lines: list[str] = []
-    proc = next((r for r in ev.ranks if s.rank is not None and r.rank == s.rank
-                 and (s.pid is None or r.record.pid == s.pid)), None)
-    if proc is not None and proc.state:
-        wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
-        what = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
-                "t": "stopped by a tracer", "Z": "a zombie (exited, not reaped)"}.get(proc.state, "")
-        lines.append(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
-                     + " [/proc]")
-    if proc is not None and proc.main_stack is not None:
-        from parsers.judges.stacks import data_wait
-
-        act = proc.activity
-        src = proc.main_stack.source or "stack"
-        loader = data_wait(proc)
-        if loader is not None:
-            lines.append(f"main thread {loader[0]} [{src}]")
-        else:
-            lines.append(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]")
-    if s.reason_class == ReasonClass.GPU_QUEUED:
-        host = ev.hosts.get(proc.record.host if proc is not None else (s.host or ""))
-        utils = sorted({f["utilization.gpu"] for f in (host.facts.values() if host else ())
-                        if isinstance(f, dict) and isinstance(f.get("utilization.gpu"), (int, float))})
-        if utils:
-            lines.append(f"its host's GPU utilisation at collection: {', '.join(f'{u:g}%' for u in utils)} [nvidia-smi]")
-    exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
-    if exit_rec is not None and exit_rec.returncode is not None:
-        lines.append(f"ended: {exit_rec.how} [launcher record]")
-    exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
-    if exc is not None:
-        e, art = exc
-        lines.append(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"))
-    return lines
-
-
-def process_op_disagreements(ev: Any) -> list[dict]:
-    """NCCL op lines of processes whose communicator is known only by its pointer (no init line, no rank):
-    where two or more processes logged different collectives at the same opCount.
-
-    Said, never judged: without the init lines nothing proves the processes share a
-    communicator (a tensor-parallel and a data-parallel group count their own opCounts).
-    """
-    from collections import Counter
-
-    from parsers.model.events import OpEvent
-
-    by_seq: dict[int, dict[tuple, str]] = {}
-    for art in ev.artifacts:
-        if not art.parsed:
-            continue
-        for e in art.parsed.events:
-            if type(e) is OpEvent and e.seq_kind == "opCount" and e.comm.startswith("ptr:"):
-                by_seq.setdefault(e.seq, {}).setdefault((e.origin.host, e.origin.pid, e.origin.device), e.op)
-    out = []
-    for seq, per in sorted(by_seq.items()):
-        ops = Counter(per.values())
-        if len(per) < 2 or len(ops) < 2:
-            continue
-        who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}"
-                        for (host, pid, dev), op in sorted(per.items(), key=lambda kv: str(kv[0]))[:6])
-        out.append({"op_count": seq, "ops": dict(ops), "text": f"processes disagree at opCount {seq:x}: {who} "
-                    f"(a collective mismatch if they share a communicator; these lines do not say)"})
-    return out
-
-
-#: wait lines of two ranks further apart than this are not of one run
-ONE_RUN_S = 3600.0
-
-
-def completed_past(ev: Any, limit: int = 2) -> list[str]:
-    """Groups where one rank completed collectives past the one another member still waits in: 'in group
-    0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
-
-    Why it matters: a member runs its collectives in order on one stream, so while rank 0 waits in 122 it
-    has run nothing of 123; rank 1 completing 123 and on means rank 1's calls were matched with something
-    else of rank 0's: the two sequences no longer line up (another op, another size, one more or fewer
-    call; seen in accelerate#3250, 2 ranks of one group stuck at 122 and 126). One past is not enough: a
-    peer that dies inside a collective can leave some members done with it and others not. Said, never
-    judged: which side called the odd one is not in these counters. Skipped for a rank that waits at
-    several positions and for wait lines hours apart (lines of several runs); gloo's completions stop
-    short of the op it failed in (gloo counts a failed collective as completed).
-    """
-    done: dict[tuple[str, int], int] = {}
-    waits: dict[tuple[str, int], set[int]] = {}
-    when: dict[tuple[str, int], tuple] = {}  #: the time of a rank's first wait line, where it has one
-    for art in ev.artifacts:
-        for e in art.parsed.events if art.parsed else ():
-            kind = type(e)
-            if kind is not Progress and kind is not ErrorEvent or e.origin.rank is None or not e.comm:
-                continue
-            key = (e.comm, e.origin.rank)
-            if kind is Progress and e.last_completed is not None:
-                done[key] = max(done.get(key, -1), e.last_completed)
-            elif kind is ErrorEvent and e.kind in TIMEOUT_KINDS and e.seq is not None:
-                waits.setdefault(key, set()).add(e.seq)
-                stamp = stamps.key(e.timestamp)
-                if stamp is not None and (key not in when or stamp < when[key]):
-                    when[key] = stamp
-    runs = {comm for (comm, _), seqs in waits.items() if len(seqs) > 1}  # a rank stuck twice: several runs
-    out: list[str] = []
-    for (comm, rank), seqs in sorted(waits.items(), key=lambda kv: min(kv[1])):
-        seq = min(seqs)
-        if comm in runs or any(f"group {_group_name(comm)}," in said for said in out):
-            continue
-        past = [(min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r) for (cm, r), c in done.items()
-                if cm == comm and r != rank]
-        # two ranks' wait lines an hour apart or more are of several runs (a file that collects lines of
-        # several jobs, tests/fixtures/host/ranklogs, has them months apart)
-        best = max(((c, r) for c, r in past
-                    if c > seq and stamps.close(when.get((comm, rank)), when.get((comm, r)), ONE_RUN_S)), default=None)
-        if best is not None:
-            out.append(f"in group {_group_name(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
-                       f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
-                       f"{rank}'s, so the two call sequences no longer line up (which side is odd is not in these lines)")
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _group_name(comm: str) -> str:
-    return comm.split(":", 1)[1] if comm.startswith("pg:") else comm
-
-
-def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
-    """Drop claims that rest on absence alone where the evidence does not cover the whole job.
-
-    An excerpt of one rank's log says nothing of the ranks it does not mention: a rank
-    there is 'silent' only because nobody copied its lines, and 'the rank they wait on left
-    nothing' (no number known) says no more than that the others wait.
-    """
-    if coverage.complete:
-        return suspects
-    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS and s.rank not in coverage.reporting)
-            and not (s.reason_class == ReasonClass.NO_DUMP and s.rank not in coverage.reporting)]
-
-
-def _reason_after_label(s: Suspect) -> str:
-    """The reason without a leading 'rank N' that would repeat the label."""
-    lead = f"rank {s.rank} "
-    return s.reason[len(lead):] if s.rank is not None and s.reason.startswith(lead) else s.reason
-
-
-def _weak_leads(suspects: list[Suspect]) -> str:
-    """The best suspect below the naming bar; or, where others tie with it (same reason, same confidence),
-    all of them. Why: a tie has no odd one out, and naming one side alone (a 1-against-1 mismatch: rank 7
-    BROADCAST, rank 3 ALLREDUCE at one SeqNum) would read as a lead that the lines do not give."""
-    lead = suspects[0]
-    tied = [s for s in suspects if s.reason_class == lead.reason_class and abs(s.confidence - lead.confidence) < 1e-9]
-    if len(tied) == 1:
-        return f"weak lead only: {lead.label} {_reason_after_label(lead)} (confidence {lead.confidence:.2f})"
-    said = "; ".join(f"{s.label} {_reason_after_label(s)}" for s in tied[:4])
-    return f"tied weak leads, no odd one out: {said} (confidence {lead.confidence:.2f} each)"
-
-
-def summarize(verdict: Verdict, ev: Any = None, reports: list | None = None) -> str:
-    """One line: the culprit and why, then what the other ranks do; or, with no culprit, what the evidence shows."""
-    waiting = verdict.sections.get("waiting") or {}
-    ranks, activity = waiting.get("ranks", []), waiting.get("activity")
-    head = verdict.culprit
-    if head is None:
-        shown = what_it_shows(ev, reports or []) if ev is not None else ""
-        lead = verdict.suspects[0] if verdict.suspects else None
-        if lead is not None:
-            shown = (f"{shown}; " if shown else "") + _weak_leads(verdict.suspects)
-        if ranks:
-            return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {shown}" if shown else "")
-        if shown:
-            return f"no culprit named: {shown}"
-        return "no culprit named: no rank waits in a collective and none is stopped or missing"
-    text = f"{head.label} {_reason_after_label(head)}"
-    action = next((e.split(": ", 1)[1] for e in head.evidence if e.startswith("recommended action: ")), None)
-    if action:
-        text += f". Recommended action: {action}"
-    victims = [r for r in ranks if r != head.rank]
-    if victims and activity:
-        text += f"; ranks {fold(victims)} {activity}"
-    return text
-
-
-def _said(e: Any, art: Any = None) -> str:
-    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
-    (a launcher's line about a worker names that worker in its message, not in its origin). mp.spawn's
-    '-- Process 1 terminated with the following error:' is said with the exception that worker raised,
-    read from the traceback below it (`art`'s exceptions)."""
-    raised = _spawn_raised(e, art)
-    if raised:
-        return raised
-    o = e.origin
-    who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
-           f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
-    launcher = e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause")
-    who_text = "" if launcher else " ".join(w for w in who if w)  # a launcher's line names the worker itself
-    data = e.data or {}
-    if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
-        # DeepSpeed's exit line is a whole command line first: say what it means
-        return f"launcher-exit: local_rank {data['local_rank']} {describe_status(_wait_status(data['exitcode']))}"
-    message = " ".join(e.message.split())
-    return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
-
-
-def _spawn_raised(e: Any, art: Any) -> str | None:
-    data = e.data or {}
-    if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
-        return None
-    exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
-                and x.local_rank == data.get("local_rank")), None)
-    if exc is None:
-        return None
-    said = f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
-    if exc.category in _PEER_WORDS:  # mp.spawn names the first process it reaps, and a waiter can be reaped first
-        said += f" ({_PEER_WORDS[exc.category]}: mp.spawn named a witness, not the cause)"
-    return said
-
-
-#: exception categories whose wording says the raiser waited on a peer (parsers.readers.exception.categorize)
-_PEER_WORDS = {"gloo": "a gloo error a process raises when a peer it talks to is gone",
-               "timeout": "a timeout a process raises while it waits on a peer"}
-
-
-def _wait_status(returncode: int) -> int:
-    """A launcher's return code (-11: killed by signal 11) as the wait status describe_status reads."""
-    return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
-
-
-def _with_activity(suspects: list[Suspect], ev: Any) -> list[Suspect]:
-    """A straggler's evidence says what it does between collectives, from its stack samples when collected
-    (`collect --samples`): the one fact that says *why* it is late."""
-    from parsers.judges.activity import describe_activity
-
-    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None and r.samples is not None}
-    for s in suspects:
-        r = by_rank.get(s.rank)
-        line = describe_activity(r.samples, r.samples_file) if r is not None else None
-        if line:
-            s.evidence.insert(0, line)
-    return suspects
-
-
-def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
-    """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
-    dump of one pid): the stack is evidence even when no line says which rank the process was."""
-    by_what: dict[str, list[int]] = {}
-    for r in ev.ranks:
-        if r.rank is None and r.main_stack is not None and r.record.pid is not None:
-            by_what.setdefault(r.activity.text, []).append(r.record.pid)
-    return [f"pid{'s' if len(pids) > 1 else ''} {fold(sorted(pids))} (no rank printed): its main-thread stack shows it {what}"
-            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
-
-
-def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
-    """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
-    (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
-    dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
-    process (its `Process N:` line names the pid). A dump is the rank's that its lines or its file name
-    give (evidence._apply_hints), else no rank's."""
-    attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
-    by_what: dict[tuple[str, str], list[str]] = {}
-    for art in ev.artifacts:
-        if not art.parsed or id(art) in attached:
-            continue
-        for st in art.parsed.stacks:
-            if st.origin is None or not (st.is_main or (st.signalled and st.frames)):
-                continue
-            tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
-            thread = "the main thread" if st.is_main else "the thread the fatal signal hit ('Current thread')"
-            by_what.setdefault((tool, f"{thread} {classify(st).text}"), []).append(
-                f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
-    return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
-            f" {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
-
-
-def _dump_owner(o: Any) -> str:
-    """Whose a dump is, as far as its origin tells: a rank, else a local rank or a pid, said as such."""
-    if o.rank is not None:
-        return f"rank {o.rank}"
-    if o.local_rank is not None:
-        return f"local rank {o.local_rank}, no global rank printed"
-    return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
-
-
-def _call_sites(ev: Any, limit: int = 3) -> list[str]:
-    """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
-    c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
-    ranks whose waits come from different lines of code are the first thing to look at."""
-    by_site: dict[str, set[int]] = {}
-    for art in ev.artifacts:
-        for e in art.parsed.events if art.parsed else ():
-            if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None or not e.data.get("frames"):
-                continue
-            frames = [Frame(function=f, file=path, line=n) for f, path, n in e.data["frames"]]
-            user = next((f for f in frames if not is_library(f)), None)
-            site = (f"{frames[0].function} called from {user.label}" if user else
-                    f"{frames[0].function}, no frame of the user's code among the {len(frames)} shown"
-                    f" (outermost: {frames[-1].label})")
-            by_site.setdefault(site, set()).add(e.origin.rank)
-    if not by_site:
-        return []
-    sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-    said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))}: {site}" for site, rs in sites[:limit])
-    if len(sites) == 1:
-        return [f"the timed-out collective's stack (Flight Recorder) of {said}"]
-    return [f"the timed-out collectives come from {len(sites)} different places in the code ({said})"]
-
-
-@dataclass
-class _Seen:
-    """What one pass over every log's errors found: the raw material of `what_it_shows`."""
-
-    timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
-    #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
-    group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
-    first: tuple[tuple, str, str] | None = None  #: the first error with a time: (stamps.key, what, the stamp as shown)
-    first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
-    dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
-    analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
-    ras_said: list[RasFinding] = field(default_factory=list)  #: a RAS view's findings, said as such
-    earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
-    spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
-    innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
-    errors: int = 0
-    trails: int = 0  #: NCCL's 'file:line -> code' lines: an error returned up the call chain
-
-    def add(self, e: ErrorEvent, art: Any) -> None:
-        """One error line: counted, and kept where it is one of the facts the summary says."""
-        if e.kind == fr_report.KIND:  # the analyzer's findings are said as such
-            self.analyzer.append(e)
-            return
-        rank = e.origin.rank
-        if e.kind == "python-frame":  # a frame is where an error happened, not one more error
-            self.innermost[rank if rank is not None else e.origin.pid] = e
-            return
-        self.errors += 1
-        if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):
-            self.earliest = (e, art)  # a launcher killing the others is the end of its story
-        data = e.data or {}
-        if self.spawn_exit is None and e.kind == "launcher-exit" and data.get("launcher") == "mp.spawn":
-            self.spawn_exit = (e, art)
-        if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
-            self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
-        if e.kind in TIMEOUT_KINDS and rank is not None:
-            self.timeouts.setdefault((e.op, e.seq), set()).add(rank)
-        elif e.kind in TIMEOUT_KINDS and e.comm and data.get("group_rank") is not None:
-            self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(data["group_rank"])
-        when = stamps.key(e.timestamp)
-        if when is not None and (self.first is None or when < self.first[0]):
-            # without a rank, who said it (pid, host, device) and what: a bare kind names no one
-            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else _said(e, art),
-                          stamps.shown(e.timestamp))
-            self.first_ranks = set()
-        if when is not None and when == self.first[0] and rank is not None:
-            self.first_ranks.add(rank)
-
-
-def _seen(ev: Any) -> _Seen:
-    seen = _Seen()
-    for art in ev.artifacts:
-        if not art.parsed:
-            continue
-        seen.trails += art.parsed.facts.get("error_trails") or 0
-        for e in art.parsed.events:
-            if type(e) is RasFinding:
-                seen.ras_said.append(e)
-            elif type(e) is ErrorEvent and e.kind not in INFO_KINDS:
-                seen.add(e, art)
-    return seen
-
-
-def what_it_shows(ev: Any, reports: list | None = None) -> str:
-    """What the files say when no rank can be named: who timed out in which op, who is silent, the first error."""
-    seen = _seen(ev)
-    short = short_timeout.too_short(ev)
-    parts = ([short] if short else []) + _timeout_parts(seen) + _dump_ask_parts(seen)
-    parts += [m["text"] for m in process_op_disagreements(ev)[:2]]
-    parts += completed_past(ev)
-    parts += fr_report.describe(seen.analyzer)
-    parts += ras.describe(seen.ras_said)
-    parts += horovod.describe(ev)
-    parts += _coverage_parts(ev.coverage, silence.silent_below(ev), ev)
-    parts += _error_parts(seen)
-    parts += _rankless_stacks(ev) + _call_sites(ev) + _logged_dumps(ev)
-    parts += _traceback_parts(seen)
-    parts += _host_parts(reports or [])
-    parts += _trail_parts(ev, seen)
-    not_read = unread.describe(unread.section(ev))
-    if not parts and not seen.errors and not seen.innermost and \
-            not any(h.status in ("exclude", "suspect") for h in reports or []):
-        # 'no error' only of lines that were all read: unread lines may be the error (issue 28)
-        parts.append("no line that was understood reports an error" if not_read else "these lines report no error")
-    if not_read:
-        parts.append(not_read)
-    if parts:
-        parts.append(f"coverage {ev.coverage.describe().split(':')[0]}")
-    return "; ".join(parts)
-
-
-def _timeout_parts(seen: _Seen) -> list[str]:
-    """'ranks 0-2,4 timed out in ALLREDUCE (SeqNum 80)', the three largest groups, global ranks then subgroups'."""
-    timeouts = dict(seen.timeouts)
-    for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
-        named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
-        if timeouts[(None, seq)] <= named:
-            del timeouts[(None, seq)]
-    parts = [f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}"
-             for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]]
-    for (comm, op, seq), rs in sorted(seen.group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        parts.append(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {_group_name(comm)} (no global rank printed)"
-                     f" timed out in {_op_named(op, seq)}")
-    return parts
-
-
-def _dump_ask_parts(seen: _Seen) -> list[str]:
-    return [f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
-            "collective timed out (its watchdog asks every rank to dump)"
-            for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
-
-
-def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[str]:
-    """Who is silent, where that means something; or, without a job size, whose lines these are, and which
-    ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
-    if cov.world_size and not cov.complete and cov.absent:
-        return [silence.absent_phrase(ev, cov)]
-    if not cov.world_size and cov.reporting:
-        none_from = f", {silence.describe(silent, 'none from')}" if silent else ""
-        return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
-                f"{fold(sorted(cov.reporting))} only{none_from}; the job's size is not stated"]
-    return [silence.describe(silent)] if silent and not cov.world_size else []
-
-
-def _error_parts(seen: _Seen) -> list[str]:
-    """The first error (by time where lines have one, else in file order), and mp.spawn's word when it is another."""
-    parts = []
-    said: ErrorEvent | None = None
-    if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(f"first errors at one time ({seen.first[2]}), from ranks {fold(sorted(seen.first_ranks))}: "
-                     "their times do not say which came first")
-    elif seen.first is not None and seen.errors > 1:
-        parts.append(f"first error: {seen.first[1]} ({seen.first[2]})")
-    elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
-        said = seen.earliest[0]
-        parts.append(f"{'first error' if seen.errors > 1 else 'one error'}: {_said(*seen.earliest)}")
-    if seen.spawn_exit is not None and seen.spawn_exit[0] is not said:  # why the job ended, when that is another
-        parts.append(f"why the job ended: {_said(*seen.spawn_exit)}")
-    return parts
-
-
-def _traceback_parts(seen: _Seen, limit: int = 3) -> list[str]:
-    parts = []
-    for frame in list(seen.innermost.values())[:limit]:
-        o = frame.origin
-        who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")
-        parts.append(f"{who}'s traceback reaches {frame.message} (torch.distributed)")
-    return parts
-
-
-def _host_parts(reports: list) -> list[str]:
-    """Hosts the host judge would exclude or suspects, with the first line that says why."""
-    parts = []
-    for h in reports:
-        if h.status in ("exclude", "suspect") and h.reasons:
-            g = h.reasons[0]
-            host = "the host of these lines (none names it)" if h.host == UNKNOWN_HOST else f"host {h.host}"
-            parts.append(f"{host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
-                         if g.first.line_no else f"{host} is {h.status}: {g.entry.title}")
-    return parts
-
-
-def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
-    """NCCL error returns with no WARN: said, with the caveat that at init they are often probes."""
-    if not seen.trails or seen.errors:
-        return []
-    first_trail = next((a.parsed.facts["first_trail"] for a in ev.artifacts
-                        if a.parsed and a.parsed.facts.get("first_trail")), None)
-    return [f"NCCL logged {seen.trails} error return(s) ('file:line -> code'"
-            + (f", first: {first_trail}" if first_trail else "")
-            + ") and no WARN; at init such returns are often probes of a transport the host lacks"]

@@ -157,3 +157,7 @@ def _fill(template: str, suspect: Suspect) -> str:
 def covered() -> set[ReasonClass]:
     """The reason classes that have their own words (a test checks every class does)."""
     return set(_TABLE)
+
+
+#: the words of a deadlock verdict, which has members but no one culprit
+CYCLE_ADVICE = Advice(*_TABLE[ReasonClass.WAIT_CYCLE])

@@ -60,6 +60,12 @@ def verdict_html(verdict: Verdict) -> str:
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")
+        parts.append(f"<p>sources that agree: {esc(', '.join(c.sources) or 'unknown')}</p>")
+    lines = [("hang", f"{verdict.hang}" + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))]
+    lines += [("consequence", x) for x in verdict.consequences] + [("lead", x) for x in verdict.leads]
+    lines += [("straggler", x) for x in verdict.stragglers]
+    lines += [("the evidence shows", x) for x in verdict.shows if x not in verdict.summary]
+    parts.append('<ul class="lines">' + "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in lines) + "</ul>")
     if len(verdict.suspects) > 1:
         parts.append("<p>other suspects:</p><ul>" + "".join(
             f"<li>{esc(s.label)} {esc(s.reason)} [{esc(s.reason_class)}, {s.confidence:.2f}]</li>" for s in verdict.suspects[1:]) + "</ul>")

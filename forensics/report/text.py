@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+from forensics.report.advice import CYCLE_ADVICE, advise
 from parsers.stacks.tree import render_tree
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
@@ -103,15 +104,31 @@ def collection_time(evidence) -> str | None:
 
 
 def verdict_block(verdict: Verdict) -> list[str]:
-    """VERDICT line, culprit with its evidence, and the other suspects folded by what they say."""
+    """VERDICT line, the hang decision, the culprit with its evidence, which sources agree and what it
+    explains, then leads, stragglers, what the evidence shows, and the other suspects folded by what they say."""
     lines = [f"VERDICT: {verdict.summary}"]
+    lines.append(f"  hang: {verdict.hang}" + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))
     lines += [f"  slow: {text}" for text in slowness_lines(verdict)]
     culprit = verdict.culprit
     if culprit:
         lines.append(f"  culprit: {culprit.label}  [{culprit.reason_class}, confidence {culprit.confidence:.2f}]")
+        advice = advise(culprit)
+        lines.append(f"    what it means: {advice.meaning}")
+        lines.append(f"    next step: {culprit.action or advice.next_step}")
         lines += [f"    - {e}" for e in culprit.evidence[:MAX_EVIDENCE]]
         if len(culprit.evidence) > MAX_EVIDENCE:
             lines.append(f"    - … {len(culprit.evidence) - MAX_EVIDENCE} more (--json)")
+        lines += [f"    - agrees ({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in culprit.agreeing[:MAX_OTHER]]
+        sources = culprit.sources
+        lines.append(f"  sources that agree: {', '.join(sources)}" if len(sources) > 1
+                     else f"  one source only: {sources[0] if sources else 'unknown'}")
+    if verdict.deadlock is not None:
+        lines.append("  deadlock members: " + "; ".join(f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.edges))
+        lines.append(f"    next step: {CYCLE_ADVICE.next_step}")
+    # stragglers are the 'slow:' lines above (slowness_lines); verdict.stragglers says the same in the JSON
+    for title, items in (("consequence", verdict.consequences), ("lead", verdict.leads),
+                         ("the evidence shows", [x for x in verdict.shows if x not in verdict.summary])):
+        lines += [f"  {title}: {item}" for item in items]
     others = fold_suspects(verdict.suspects[1:])
     if others:
         lines.append("other suspects:")

@@ -86,3 +86,15 @@ def rank_activities(ev: Any) -> dict[int, dict[str, Any]]:
             if facts is not None:
                 out[r.rank] = facts
     return out
+
+
+def with_activity(suspects: list, ev: Any) -> list:
+    """A straggler's evidence says what it does between collectives, from its stack samples when collected
+    (`collect --samples`): the one fact that says *why* it is late."""
+    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None and r.samples is not None}
+    for s in suspects:
+        r = by_rank.get(s.rank)
+        line = describe_activity(r.samples, r.samples_file) if r is not None else None
+        if line:
+            s.evidence.insert(0, line)
+    return suspects

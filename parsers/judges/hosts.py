@@ -346,6 +346,7 @@ def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: boo
         reason=reason,
         confidence=min(confidence, 0.99),
         evidence=evidence,
+        action=entry.action_text,
     )
 
 

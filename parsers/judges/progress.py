@@ -161,3 +161,16 @@ def judge_step_progress(series: dict, collected_unix: float | None) -> Progress:
         ages[rank] = age
     return Progress(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
                     ages)
+
+
+def hang_from_time(progress: Progress | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:
+    """(hang, what decided it, the hung scope): 'hang', 'progress' or 'not established', from time only
+    (the progress judges above, or watchdog lines that say ranks waited past their timeout); a single
+    snapshot establishes neither. The hung scope: the ranks without progress, or that timed out."""
+    if progress is not None and progress.decided:
+        return ("progress" if progress.running else "hang", progress.describe(),
+                set() if progress.running else set(progress.stalled_ranks))
+    if any_timeout:
+        return "hang", "timeouts: ranks waited on their peers past a timeout (watchdog, gloo or NCCL lines)", set(timed_out)
+    return ("not established", "no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second look): "
+            "one snapshot cannot tell a hang from progress", set())

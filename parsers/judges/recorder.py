@@ -38,6 +38,11 @@ def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
     return max(seen) if seen else 0
 
 
+def _p2p(op: ProxyOpRecord) -> bool:
+    """Whether a proxy op belongs to a point-to-point Send or Recv, not a collective."""
+    return (op.func or "").lower() in ("send", "recv", "sendrecv")
+
+
 def _op_label(op: ProxyOpRecord) -> str | None:
     if op.func:
         return f"{op.func} seq {op.coll_seq}" if op.coll_seq is not None else op.func
@@ -81,6 +86,11 @@ def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[W
                     state=op.last_state,
                     waiter_pid=st.pid,
                     waiter_host=st.hostid or st.host,
+                    # NCCL's Send/Recv are point-to-point: their sequence is between two peers, not a collective's position
+                    seq=None if _p2p(op) else op.coll_seq,
+                    p2p_peer=op.peer if _p2p(op) else None,
+                    p2p_seq=op.coll_seq if _p2p(op) else None,
+                    since_s=idle if ref else None,
                     detail=(
                         f"{op.direction} step {op.last_step} ({op.steps_done}/{op.n_steps} steps done), "
                         f"{PEER_WAITS[op.last_state]} rank {op.peer}, no progress for {idle:.1f} s"

@@ -14,7 +14,7 @@ from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
-from parsers.model.findings import ReasonClass, Suspect, Verdict
+from parsers.model.findings import ReasonClass, Suspect, Verdict, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
@@ -76,9 +76,10 @@ class _Evidence(list):
         if not self._filled:
             self._filled = True
             r = self.r
-            head = [f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan") else "")]
+            head = [cite(f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan")
+                                                       else ""), tool="/proc")]
             if r.main_stack:
-                head.append(f"{r.main_stack.source}: main thread at {_where(r)}")
+                head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame"))
             if self.others and self.common:
                 head.append(f"ranks {self.others_text()} {self.common.text}")
             self[:0] = head

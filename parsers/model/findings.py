@@ -1,7 +1,10 @@
-"""What judges return: suspects, the verdict, and wait edges between ranks.
+"""What judges return: typed findings (suspects with citations, wait edges, observations), and the verdict.
 
-Judges turn the evidence model into these; presentation (text, JSON, HTML,
-notebook) reads only these.
+One judge protocol: every judge is a pure function of the evidence that returns `Findings`
+(its source family, suspects, wait edges, observations, sections). Nothing here is text to be
+parsed back: a reason is a `ReasonClass`, a citation knows its file, line and tool, a wait edge
+its scope and op, and how two findings relate (one agrees with, or explains, another) is a
+field. The arbiter (parsers/merge.py) reads these; presentation reads the `Verdict` only.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class ReasonClass(str, Enum):
     ABSENT = ("absent", False, 0.60, "no process on any collected host")
     STALLED = ("stalled-in-collective", False, 0.70, "its peers wait for data from it in a collective")
     GPU_QUEUED = ("gpu-queued", True, 0.85, "its collective was enqueued but never started on the GPU")
+    FROZEN = ("frozen", False, 0.90, "its recorder heartbeat stopped: its process no longer runs")
+    NO_RECORDER_STATE = ("no-recorder-state", False, 0.70, "left no recorder state while its peers wait on it")
     STALLED_FIRST = ("stalled-first", False, 0.60, "the first to stall")
     WAIT_CYCLE = ("wait-cycle", False, 0.50, "in a wait cycle")
     BEHIND = ("behind", False, 0.60, "behind the others in a communicator")
@@ -83,31 +88,132 @@ def is_observed(reason_class: "str | ReasonClass") -> bool:
     return bool(rc and rc.observed)
 
 
+_R = ReasonClass
+#: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
+#: arbiter lists them under it as consequences, not as rivals.
+EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
+    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
+                  _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
+    _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
+                _R.LOST_PEER, _R.ERROR_FIRST},
+}
+#: claims that mean "the others wait for this rank" rather than a fact about its process ('gpu-queued' is
+#: not one: such a rank waits in synchronize by nature, and is never demoted for it)
+ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHIND, _R.RAS_BEHIND, _R.SILENT,
+               _R.STALLED, _R.STALLED_FIRST}
+#: facts that stand whether or not the job still runs; every other class is a reading of one
+#: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
+STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
+#: claims that rest on a rank's absence alone
+ABSENCE_CLAIMS = {_R.ABSENT, _R.SILENT}
+
 #: the least confidence at which a suspect is named as the culprit (below: a lead, listed only)
 CULPRIT_MIN_CONFIDENCE = 0.5
 
 
+class Citation(str):
+    """One line of evidence: what it shows (the text), typed with where it was read and by what.
+
+    A str so that it reads, sorts and compares as its text; `file`, `line` and `tool` say where it
+    comes from, so no code needs to find them in the words.
+    """
+
+    file: str | None
+    line: int | None
+    tool: str | None
+
+    def __new__(cls, text: str, file: str | None = None, line: int | None = None,
+                tool: str | None = None) -> "Citation":
+        obj = str.__new__(cls, text)
+        obj.file, obj.line = file, line
+        obj.tool = tool if tool is not None else getattr(text, "tool", None)
+        if file is None and isinstance(text, Citation):
+            obj.file, obj.line = text.file, text.line
+        return obj
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
+
+
+def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None) -> Citation:
+    """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line."""
+    return Citation(text, file=file, line=line, tool=tool)
+
+
+#: independent kinds of evidence: a culprit two of them support is surer than one one of them does
+SOURCES = ("stacks", "proc", "recorder", "logs", "dumps", "ras", "hosts", "exceptions", "launcher", "timing")
+
+
+@dataclass(frozen=True)
+class Demotion:
+    """Why a root claim lost weight: the rank waits itself, on `waits_on` in `scope`, or its main thread is blocked."""
+
+    waits_on: int | None = None
+    scope: str | None = None
+    blocked: str | None = None  #: what the main thread is blocked in, where that is the reason
+    unproven: bool = False  #: no time says the job hangs: a wait read from where logs stop is a lead only
+
+    def describe(self) -> str:
+        if self.unproven:
+            return "hang not established: where each log stops is one moment of a job that may still run"
+        if self.waits_on is not None:
+            return f"it waits itself (on rank {self.waits_on} in {self.scope or 'another communicator'}), so it is not where the wait ends"
+        return f"it waits itself (its main thread is blocked: {self.blocked}), so it is not where the wait ends"
+
+
 @dataclass
 class Suspect:
-    """A rank the evidence points at, why, and how sure we are (0..1)."""
+    """A rank the evidence points at, why, and how sure we are (0..1).
+
+    `evidence` holds the judge's own citations (`Citation`, or plain text a judge has not typed yet);
+    `agreeing` the other judges' findings about the same rank (their `source` is what makes agreement
+    independent); `consequences` the findings this one explains (the arbiter's explanation links).
+    """
 
     rank: int | None
     host: str | None
     pid: int | None
-    reason_class: str  #: a ReasonClass (a str): 'stopped', 'outside-collective', 'missing', ...
+    reason_class: ReasonClass  #: a str given by a judge is turned into its ReasonClass
     reason: str  #: one human sentence
     confidence: float
     evidence: list[str] = field(default_factory=list)
+    source: str = ""  #: which kind of evidence the judge read (SOURCES); set by the judge protocol
+    agreeing: list["Suspect"] = field(default_factory=list)
+    demotion: Demotion | None = None
+    consequences: list["Suspect"] = field(default_factory=list)
+    action: str | None = None  #: the recommended action, where the knowledge base gives one
+    why: str | None = None  #: one clause of its own evidence that says why (e.g. the thread that holds its lock)
 
-    def sort_key(self) -> tuple[float, int]:
-        """Most likely first; among equals, the lower rank."""
-        return (-self.confidence, self.rank if self.rank is not None else 1 << 30)
+    def __post_init__(self) -> None:
+        rc = ReasonClass.of(self.reason_class)
+        if rc is None:
+            raise ValueError(f"unknown reason class {self.reason_class!r}")
+        self.reason_class = rc
+
+    def sort_key(self) -> tuple[float, int, int]:
+        """Most likely first; among equals, the one more sources support, then the lower rank."""
+        return (-self.confidence, -len(self.sources), self.rank if self.rank is not None else 1 << 30)
+
+    @property
+    def sources(self) -> list[str]:
+        """The independent kinds of evidence that support this rank, in the order they spoke."""
+        out: list[str] = []
+        for s in [self, *self.agreeing, *self.consequences]:
+            if s.source and s.source not in out:
+                out.append(s.source)
+        return out
 
     @property
     def label(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "a process"
         where = " ".join(x for x in (self.host, f"pid {self.pid}" if self.pid else None) if x)
         return f"{who} ({where})" if where else who
+
+    @property
+    def said(self) -> str:
+        """The reason without a leading 'rank N' that would repeat the label."""
+        lead = f"rank {self.rank} "
+        return self.reason[len(lead):] if self.rank is not None and self.reason.startswith(lead) else self.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,13 +224,51 @@ class Suspect:
             "observed": is_observed(self.reason_class),
             "reason": self.reason,
             "confidence": round(self.confidence, 3),
-            "evidence": list(self.evidence),
+            "evidence": [str(e) for e in self.evidence],
+            "citations": [e.to_dict() if isinstance(e, Citation) else {"shows": e} for e in self.evidence],
+            "source": self.source,
+            "sources": self.sources,
+            "agreeing": [{"reason_class": str(a.reason_class), "reason": a.reason, "source": a.source,
+                          "confidence": round(a.confidence, 3)} for a in self.agreeing],
+            "demoted": self.demotion.describe() if self.demotion else None,
+            "action": self.action,
+            "why": self.why,
+            "consequences": [{"rank": c.rank, "reason_class": str(c.reason_class), "reason": c.reason}
+                             for c in self.consequences],
         }
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
+    summary and of 'what the evidence shows' (built by parsers/summary.py, never by re-reading events)."""
+
+    kind: str  #: 'timeout', 'setting', 'dump-ask', 'disagreement', 'completed-past', 'fr-report', 'ras', 'coverage',
+    #: 'first-error', 'stack', 'call-site', 'dump', 'traceback', 'host', 'trail', 'no-error', 'coverage-note'
+    text: str
+    ranks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Deadlock:
+    """A cycle of the wait-for graph: every member waits on the next, each edge in its scope and op."""
+
+    members: tuple[int, ...]
+    edges: tuple[tuple[int, int, str], ...]  #: (waiter, waited-on, where: communicator and op)
+
+    def describe(self) -> str:
+        hops = ", ".join(f"{a} on {b} in {where}" for a, b, where in self.edges)
+        return (f"deadlock: ranks {', '.join(map(str, self.members))} wait on each other in a cycle ({hops}): "
+                "these ranks call these groups' collectives in different orders")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"members": list(self.members), "edges": [{"waiter": a, "waits_on": b, "where": w} for a, b, w in self.edges]}
 
 
 @dataclass
 class Verdict:
-    """The answer: suspects (most likely first), a one-line summary, and what is missing."""
+    """The answer: suspects (most likely first), a summary of at most two sentences, the lines under it
+    (leads, stragglers, consequences, what the evidence shows), and what is missing."""
 
     suspects: list[Suspect] = field(default_factory=list)
     summary: str = ""
@@ -132,6 +276,15 @@ class Verdict:
     sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
     graph: Any = None  #: networkx.DiGraph of global ranks (waiter -> waited on) from the log correlation, if any
     stack_tree: Any = None  #: parsers.stacks.tree.Node of the main-thread stacks (sections["stack_tree"] is its JSON)
+    hang: str = "not established"  #: 'hang' | 'progress' | 'not established' (decided from time, arbiter step 1)
+    hang_basis: str = ""  #: what decided it (recorder ages, watchdog timeouts, ...), or why nothing could
+    hung_ranks: list[int] = field(default_factory=list)  #: the hung scope where time shows it (stalled or timed out)
+    leads: list[str] = field(default_factory=list)  #: suspects below the naming bar, one a line
+    stragglers: list[str] = field(default_factory=list)  #: slow ranks, hosts or links of a running job
+    consequences: list[str] = field(default_factory=list)  #: what the culprit explains (the others' waits...)
+    shows: list[str] = field(default_factory=list)  #: what the evidence shows, one observation a line
+    observations: list[Observation] = field(default_factory=list)
+    deadlock: Deadlock | None = None
 
     @property
     def culprit(self) -> Suspect | None:
@@ -143,10 +296,24 @@ class Verdict:
         head = self.suspects[0] if self.suspects else None
         return head if head is not None and head.confidence >= CULPRIT_MIN_CONFIDENCE else None
 
+    @property
+    def text(self) -> str:
+        """The summary and every line under it, as one string (for a search by words)."""
+        return "\n".join([self.summary, *self.leads, *self.stragglers, *self.consequences, *self.shows])
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "summary": self.summary,
+            "hang": self.hang,
+            "hang_basis": self.hang_basis,
+            "hung_ranks": list(self.hung_ranks),
             "culprit": self.culprit.to_dict() if self.culprit else None,
+            "agreeing_sources": self.culprit.sources if self.culprit else [],
+            "deadlock": self.deadlock.to_dict() if self.deadlock else None,
+            "leads": list(self.leads),
+            "stragglers": list(self.stragglers),
+            "consequences": list(self.consequences),
+            "shows": list(self.shows),
             "suspects": [s.to_dict() for s in self.suspects],
             "missing_evidence": list(self.missing_evidence),
             "sections": self.sections,
@@ -155,7 +322,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class WaitEdge:
-    """'waiter waits on peer' inside one communicator, from any source (recorder, logs, RAS).
+    """'waiter waits on peer' in one scope (a communicator, or a process group where that is all we
+    know), from any source (recorder, logs, RAS). A collective edge has `op` and `seq`; a point-to-point
+    edge has `p2p_peer` and `p2p_seq` instead: p2p sequences are never compared with collective positions.
 
     Ranks here are communicator ranks; the correlation maps them to global ranks
     and hosts with the communicator's init lines or the bundle manifest.
@@ -171,3 +340,29 @@ class WaitEdge:
     waiter_pid: int | None = None
     waiter_host: str | None = None
     detail: str = ""
+    scope: str = "communicator"  #: 'communicator' or 'group'
+    seq: int | None = None  #: the collective's position in its communicator
+    p2p_peer: int | None = None  #: for send/recv: the peer of the point-to-point op
+    p2p_seq: int | None = None  #: for send/recv: its sequence number between the two peers
+    since_s: float | None = None  #: seconds the waiter has waited, where a time stamp says it
+
+    @property
+    def point_to_point(self) -> bool:
+        return self.p2p_peer is not None
+
+
+@dataclass
+class Findings:
+    """What one judge returns: the one judge protocol. `source` is the kind of evidence it read
+    (SOURCES); every suspect it returns carries it, so agreement between judges can be counted."""
+
+    source: str
+    suspects: list[Suspect] = field(default_factory=list)
+    edges: list[WaitEdge] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for s in self.suspects:
+            if not s.source:
+                s.source = self.source

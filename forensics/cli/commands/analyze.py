@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 def verdict_code(verdict) -> ExitCode:
     """0 a culprit named; 3 none, and the evidence is partial (more of it may name one); 4 none, though
     the evidence covers the job (docs/exit-codes.md)."""
-    if verdict.culprit:
+    if verdict.culprit or verdict.deadlock:  # a deadlock names its members: blame is placed, as with a culprit
         return ExitCode.OK
     coverage = verdict.sections.get("coverage") or {}
     return ExitCode.INCONCLUSIVE if coverage.get("complete") else ExitCode.PARTIAL

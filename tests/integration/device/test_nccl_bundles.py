@@ -36,16 +36,19 @@ def test_stopped_rank_is_named_by_process_state_and_recorder():
     verdict = analyze(FIXTURES / "nccl" / "sigstop" / "bundle").verdict
     assert verdict.culprit.reason_class == "stopped"
     assert verdict.sections["recorder"]["state_files"] == 8
-    assert any("entered" in e for e in verdict.culprit.evidence)  # the recorder agrees: it entered, then froze
+    # the recorder agrees: it entered, then froze (an agreeing finding of another source)
+    assert any(a.source == "recorder" and "entered" in a.reason for a in verdict.culprit.agreeing)
+    assert {"stacks", "recorder"} <= set(verdict.culprit.sources)
 
 
 def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
     verdict = analyze(FIXTURES / "nccl" / "chain" / "bundle").verdict
-    by_rank = {s.rank: s for s in verdict.suspects}
     assert verdict.culprit.rank == 3
+    # the ranks that wait on it are its consequences now (issue 26), still demoted: they wait themselves
+    by_rank = {s.rank: s for s in verdict.suspects + verdict.culprit.consequences}
     for waiter in (1, 2):
         assert by_rank[waiter].confidence < verdict.culprit.confidence
-        assert any(e.startswith("demoted: it waits itself") for e in by_rank[waiter].evidence)
+        assert by_rank[waiter].demotion is not None and by_rank[waiter].demotion.waits_on is not None
 
 
 X2 = sorted(f"{p.parent.parent.parent.name}/{p.parent.parent.name}" for p in (FIXTURES / "nccl_x2").glob("*/*/bundle/manifest.json"))

@@ -38,7 +38,7 @@ def test_sleeper_is_named_and_nothing_left_stopped(hung_job, tmp_path, proc_stat
     culprit = verdict.culprit
     assert (culprit.rank, culprit.pid, culprit.reason_class) == (2, job.pids[2], "outside-collective")
     assert "slow_data_loader" in culprit.reason
-    assert "ranks 0-1,3 wait in all_reduce" in verdict.summary
+    assert "ranks 0-1,3 wait in all_reduce" in verdict.consequences  # its own line under the verdict (issue 27)
     after = {pid: proc_state(pid) for pid in job.pids}
     assert all(s not in ("T", "t") for s in after.values()), (before, after)
     assert [r.state_before for r in result.writer.manifest.ranks] == [before[p] for p in job.pids]
@@ -65,7 +65,7 @@ def test_crashed_rank_is_missing_and_named(hung_job, tmp_path):
     culprit = verdict.culprit
     assert (culprit.rank, culprit.reason_class) == (3, "missing")
     assert "exited with code 17" in culprit.reason
-    assert "wait in new_group" in verdict.summary
+    assert any("wait in new_group" in line for line in verdict.consequences)  # its own line (issue 27)
 
 
 def test_gdb_backtraces_show_gloo_threads_and_detach(hung_job, tmp_path, proc_state):

@@ -137,7 +137,7 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     waiting_mismatch = Suspect(rank=1, host="gpu-node-7", pid=202, reason_class="mismatch", reason="waits elsewhere", confidence=0.6)
     merged = merge_suspects([stopped, waiting_mismatch], suspects)
     assert [s.rank for s in merged] == [1, 3, 2]
-    assert any("mismatch" in e for e in merged[0].evidence)
+    assert [a.reason_class for a in merged[0].agreeing] == ["mismatch"]  # typed, not an evidence line
 
 
 def test_the_merged_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):

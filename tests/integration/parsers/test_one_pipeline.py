@@ -84,7 +84,7 @@ def test_one_ranks_watchdog_line_names_nobody_by_absence(tmp_path: Path):
     (tmp_path / "excerpt.txt").write_text(line + "\n")
     result = analyze(tmp_path, KB)
     assert result.verdict.culprit is None, result.verdict.summary
-    summary = result.verdict.summary
+    summary = result.verdict.text  # the summary and the lines under it
     assert "rank 0 timed out in ALLREDUCE SeqNum" in summary
     assert "partial" in summary
     assert result.verdict.to_dict()["sections"]["coverage"]["complete"] is False

@@ -4,27 +4,99 @@ from __future__ import annotations
 
 import networkx as nx
 
+from parsers import summary
+from parsers.merge import demote_waiters, merge_suspects
 from parsers.model import Suspect, Verdict
+from parsers.model.findings import Citation, Findings, ReasonClass
 from parsers.stacks.classify import Activity
-from parsers.merge import summarize
-from parsers.merge import demote_waiters
 
 
 def test_summary_follows_the_culprit_after_demotion():
     """Found in review: a root claim demoted below a host fault left the old summary behind."""
     claim = Suspect(rank=2, host="h", pid=1, reason_class="outside-collective", reason="is in no collective", confidence=0.8)
     host = Suspect(rank=5, host="g", pid=9, reason_class="host-fault", reason="is on a host with an uncorrectable ECC error",
-                   confidence=0.55, evidence=["recommended action: exclude (drain) the host and restart"])
+                   confidence=0.55, evidence=["recommended action: exclude (drain) the host and restart"],
+                   action="exclude (drain) the host and restart")
     graph = nx.DiGraph()
     graph.add_edge(2, 3, where="AllReduce seq 4 of comm 0xab")
     verdict = Verdict(suspects=demote_waiters([claim, host], {2: Activity("elsewhere", None, "x")}, graph))
     verdict.sections["waiting"] = {"ranks": [0, 1, 3, 4], "activity": "wait in all_reduce"}
-    text = summarize(verdict)
+    summary.write(verdict)
     assert verdict.culprit.rank == 5
-    assert text.startswith("rank 5 (g pid 9) is on a host with an uncorrectable ECC error. Recommended action: exclude")
-    assert text.endswith("; ranks 0-1,3-4 wait in all_reduce")
+    assert claim.demotion is not None and claim.demotion.waits_on == 3  # typed: who it waits on, where
+    assert verdict.summary == "rank 5 (g pid 9) is on a host with an uncorrectable ECC error. Recommended action: exclude (drain) the host and restart"
+    assert verdict.consequences == ["ranks 0-1,3-4 wait in all_reduce"]  # its own line, not inside the summary
 
 
 def test_summary_does_not_repeat_the_rank():
-    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class="no-dump", reason="rank 7 left no dump", confidence=0.9)])
-    assert summarize(verdict) == "rank 7 (n pid 3) left no dump"
+    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class="no-dump", reason="rank 7 left no dump", confidence=0.9)],
+                      hang="hang")
+    summary.write(verdict)
+    assert verdict.summary == "rank 7 (n pid 3) left no dump"
+
+
+def test_a_snapshot_claim_without_time_evidence_says_the_hang_is_not_established():
+    """Issue 26 step 1: 'the others wait on N' read from one snapshot is a hang culprit only if the job hangs."""
+    verdict = Verdict(suspects=[Suspect(rank=1, host="n", pid=3, reason_class="outside-collective", reason="is in no collective",
+                                        confidence=0.8)])  # hang defaults to 'not established'
+    summary.write(verdict)
+    assert verdict.summary.endswith("Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)")
+    assert verdict.summary.count(". ") <= 1  # at most two sentences
+
+
+def test_a_reason_is_a_reason_class_and_an_unknown_one_is_refused():
+    s = Suspect(rank=1, host=None, pid=None, reason_class="stopped", reason="is stopped", confidence=0.95)
+    assert s.reason_class is ReasonClass.STOPPED
+    try:
+        Suspect(rank=1, host=None, pid=None, reason_class="made-up", reason="x", confidence=0.5)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("an unknown reason class was accepted")
+
+
+def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
+    """Issue 26: the mismatch comes first causally; the gpu-queued op is its consequence, not a rival."""
+    queued = Findings("recorder", [Suspect(rank=2, host="h", pid=1, reason_class="gpu-queued",
+                                           reason="enqueued AllReduce seq 10 but it never started", confidence=0.91)])
+    mism = Findings("logs", [Suspect(rank=2, host="h", pid=1, reason_class="mismatch",
+                                     reason="called broadcast where 7 ranks called all_reduce", confidence=0.9)])
+    merged = merge_suspects(queued.suspects, mism.suspects)
+    assert len(merged) == 1 and merged[0].reason_class == ReasonClass.MISMATCH
+    assert [c.reason_class for c in merged[0].consequences] == [ReasonClass.GPU_QUEUED]
+    assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.9  # the cause's own
+
+
+def test_agreeing_sources_outrank_a_single_source():
+    """Issue 26 item 4: two ranks at one confidence; the one two sources support leads, and says which."""
+    from parsers.merge import agree
+
+    one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class="wait-root", reason="a", confidence=0.75)]).suspects
+    two = merge_suspects(Findings("logs", [Suspect(rank=4, host=None, pid=None, reason_class="wait-root", reason="b", confidence=0.75)]).suspects,
+                         Findings("ras", [Suspect(rank=4, host=None, pid=None, reason_class="ras-behind", reason="c", confidence=0.5)]).suspects)
+    ranked = agree(merge_suspects(one, two))
+    assert [s.rank for s in ranked] == [4, 1] and ranked[0].sources == ["logs", "ras"]
+    assert ranked[0].confidence > ranked[1].confidence
+    lead = Findings("logs", [Suspect(rank=9, host=None, pid=None, reason_class="error-first", reason="d", confidence=0.3)]).suspects
+    lead[0].agreeing.append(Findings("ras", [Suspect(rank=9, host=None, pid=None, reason_class="ras-dead", reason="e", confidence=0.3)]).suspects[0])
+    assert agree(lead)[0].confidence == 0.3  # agreement never lifts a lead over the naming bar
+
+
+def test_a_citation_is_typed_and_reads_as_its_text():
+    c = Citation("last exception: OOM [rank3.log:12]", file="rank3.log", line=12, tool="exception")
+    assert c.startswith("last exception") and (c.file, c.line, c.tool) == ("rank3.log", 12, "exception")
+    assert c.to_dict() == {"shows": "last exception: OOM [rank3.log:12]", "file": "rank3.log", "line": 12, "tool": "exception"}
+
+
+def test_a_ranks_own_exception_explains_its_absence():
+    """Issue 26 step 6: 'left no dump while 7 ranks wait on it' is the consequence of its own exception."""
+    gone = Findings("logs", [Suspect(rank=7, host="h", pid=1, reason_class="no-dump",
+                                     reason="left no fr-dump while 7 rank(s) wait on it", confidence=0.95)])
+    own = Findings("exceptions", [Suspect(rank=7, host="h", pid=1, reason_class="raised",
+                                          reason="raised torch.OutOfMemoryError", confidence=0.85)])
+    merged = merge_suspects(gone.suspects, own.suspects)
+    assert merged[0].reason_class == ReasonClass.RAISED and merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP
+    verdict = Verdict(suspects=merged, hang="hang")
+    summary.write(verdict)
+    assert verdict.summary.startswith("rank 7 (h pid 1) raised torch.OutOfMemoryError")
+    assert verdict.consequences == ["explains: rank 7 (h pid 1) left no fr-dump while 7 rank(s) wait on it [no-dump]"]

@@ -31,7 +31,7 @@ def test_a_dump_for_its_own_timeout_names_no_other_rank():
 
 def test_the_summary_says_whose_timeout_asked_for_the_dumps(tmp_path):
     shutil.copy(CORPUS / "nemo-rl-2140.log", tmp_path)
-    summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.summary
+    summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.text
     assert "rank 31 dumped because rank 107's collective timed out" in summary
 
 

@@ -109,7 +109,7 @@ def test_summary_names_the_dumps_main_thread_in_a_log(tmp_path):
              " timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001"
              " milliseconds before timing out.\n"] + err.splitlines(keepends=True)
     (folder / "out.log").write_text("".join(lines))
-    summary = analyze(folder).verdict.summary
+    summary = analyze(folder).verdict.text
     assert "faulthandler dump (rank 1, out.log:" in summary and "stuck_here" in summary
 
 
@@ -250,7 +250,7 @@ def test_the_thread_a_segfault_hit_is_marked_and_said(tmp_path):
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "stderr.log").write_text(proc.stderr)
-    summary = analyze(folder).verdict.summary
+    summary = analyze(folder).verdict.text
     assert "the thread the fatal signal hit ('Current thread') run outside any collective at crashes_here" in summary, summary
     assert "the main thread run outside any collective at main_waits" in summary, summary
 
@@ -260,5 +260,5 @@ def test_the_signalled_thread_of_a_real_world_segfault_is_in_the_summary(tmp_pat
     was in all_reduce."""
     src = Path(__file__).parents[2] / "fixtures" / "realworld" / "sglang-2803.log"
     (tmp_path / "sglang-2803.log").write_bytes(src.read_bytes())
-    summary = analyze(tmp_path).verdict.summary
+    summary = analyze(tmp_path).verdict.text
     assert "the thread the fatal signal hit ('Current thread') wait in all_reduce" in summary, summary

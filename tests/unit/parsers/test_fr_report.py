@@ -144,5 +144,5 @@ def test_our_capture_without_the_culprits_dump_names_nobody_and_says_why(tmp_pat
         folder.mkdir()
         v = _verdict(folder, name)
         assert v.culprit is None
-        assert f"no dump from rank {rank} and could not decide 11 collective(s)" in v.summary
-        assert "stopped checking group default_pg" in v.summary
+        assert f"no dump from rank {rank} and could not decide 11 collective(s)" in v.text
+        assert "stopped checking group default_pg" in v.text

@@ -73,10 +73,10 @@ def test_the_summary_says_which_process_failed_first(console, tmp_path):
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None  # one failing worker and no waiter's evidence: said, not judged
     if mode == "raise":
-        assert "mp.spawn's process 1 raised RuntimeError: bad batch on process 1" in verdict.summary, verdict.summary
+        assert "mp.spawn's process 1 raised RuntimeError: bad batch on process 1" in verdict.text, verdict.text
     else:
-        assert "Segmentation fault" in verdict.summary and "the main thread run outside any collective at worker" \
-            in verdict.summary, verdict.summary
+        assert "Segmentation fault" in verdict.text and "the main thread run outside any collective at worker" \
+            in verdict.text, verdict.text
 
 
 @pytest.mark.parametrize("capture, named", [("race_process0.log", 0), ("race_process2.log", 2)])
@@ -88,6 +88,6 @@ def test_a_waiter_that_mp_spawn_names_is_said_to_be_a_witness(capture, named, tm
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not any(s.rank == named for s in verdict.suspects)
     said = f"why the job ended: mp.spawn's process {named} raised RuntimeError: "
-    assert said in verdict.summary and "Connection closed by peer" in verdict.summary, verdict.summary
-    assert "mp.spawn named a witness, not the cause" in verdict.summary
-    assert "first error: python-fatal: Fatal Python error: Aborted" in verdict.summary
+    assert said in verdict.text and "Connection closed by peer" in verdict.text, verdict.text
+    assert "mp.spawn named a witness, not the cause" in verdict.text
+    assert "first error: python-fatal: Fatal Python error: Aborted" in verdict.text

@@ -28,5 +28,5 @@ def test_a_stamp_is_shown_as_month_day_time():
 
 def test_the_first_error_of_a_real_console_is_said_with_a_readable_stamp():
     folder = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_tee" / "diverge"
-    summary = analyze(folder).verdict.summary
+    summary = analyze(folder).verdict.text
     assert "first error: watchdog-timeout at rank 0 (12-01 17:08:35.867)" in summary, summary

@@ -100,7 +100,7 @@ def test_torchrun_labelled_dumps_take_rank_and_pid_from_torchelastics_report(tmp
     folder = tmp_path / "job"
     folder.mkdir()
     (folder / "console.log").write_text(console)
-    summary = analyze(folder).verdict.summary
+    summary = analyze(folder).verdict.text
     both = summary.split("faulthandler dumps (", 1)[1].split(")", 1)[0]  # ranks 0 and 2 wait in the same place
     assert "rank 0, console.log:" in both and "rank 2, console.log:" in both, summary
     assert "faulthandler dump (rank 1, console.log:" in summary and "elsewhere" in summary, summary
@@ -129,7 +129,7 @@ def test_a_local_rank_no_report_maps_is_said_as_such(tmp_path):
     (folder / "console.log").write_text(labelled)
     out = rank_log.parse_lines(labelled.splitlines(keepends=True), "console.log")
     assert {t.origin.rank for t in out.stacks} == {None} and {t.origin.local_rank for t in out.stacks} == {0, 1, 2}
-    summary = analyze(folder).verdict.summary
+    summary = analyze(folder).verdict.text
     assert "local rank 1, no global rank printed, console.log:" in summary, summary
 
 
@@ -164,9 +164,9 @@ def test_a_real_console_where_one_rank_runs_other_code_shows_both_call_sites():
     assert verdict.culprit is None or verdict.culprit.confidence < 0.5
     lead = verdict.suspects[0]
     assert (lead.rank, lead.reason_class) == (2, "mismatch") and lead.confidence < 0.5
-    assert "2 different places in the code" in verdict.summary and "evaluate (" in verdict.summary, verdict.summary
+    assert "2 different places in the code" in verdict.text and "evaluate (" in verdict.text, verdict.text
     # torchrun's own traceback is no worker's: one worker's NCCL line does not make the console that worker's file
-    assert "a process's traceback reaches launch_agent" in verdict.summary, verdict.summary
+    assert "a process's traceback reaches launch_agent" in verdict.text, verdict.text
 
 
 def test_with_the_flight_recorder_dumps_the_one_rank_that_ran_other_code_is_named():

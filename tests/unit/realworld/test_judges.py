@@ -77,7 +77,7 @@ def test_watchdog_lines_at_one_seqnum_in_different_ops_are_a_tied_mismatch():
     sides = sorted((s.rank, s.reason_class, round(s.confidence, 2)) for s in found.suspects)
     assert sides == [(3, ReasonClass.MISMATCH, 0.45), (7, ReasonClass.MISMATCH, 0.45)]
     assert result.verdict.culprit is None
-    summary = result.verdict.summary
+    summary = result.verdict.text
     assert "tied weak leads, no odd one out" in summary
     assert "rank 3 called allreduce()" in summary and "rank 7 called broadcast()" in summary
 
@@ -93,7 +93,7 @@ def test_a_minority_that_unseen_ranks_could_outnumber_is_only_a_lead():
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
     assert [(s.rank, str(s.reason_class), s.confidence) for s in v.suspects] == [(3, "mismatch", 0.45)]
-    assert "could still tip the count" in v.summary
+    assert "could still tip the count" in v.text
 
 
 def test_gloo_dump_with_one_unnamed_group_gives_the_jobs_size():
@@ -123,7 +123,7 @@ def test_deepspeed_launcher_exit_is_said_in_its_own_terms():
         shutil.copy(CORPUS / "deepspeedex-626.log", tmp)
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
-    assert "local_rank 1 killed by SIGSEGV (11)" in v.summary
+    assert "local_rank 1 killed by SIGSEGV (11)" in v.text
 
 
 def test_errors_at_one_time_from_two_ranks_make_no_first_error_lead(tmp_path):
@@ -134,7 +134,7 @@ def test_errors_at_one_time_from_two_ranks_make_no_first_error_lead(tmp_path):
     shutil.copy(CORPUS / "minigpt4-237.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not verdict.suspects
-    assert "first errors at one time (05-19 16:39:58), from ranks 0-1" in verdict.summary, verdict.summary
+    assert "first errors at one time (05-19 16:39:58), from ranks 0-1" in verdict.text, verdict.text
 
 
 def test_a_torchelastic_entry_is_said_in_words(tmp_path):
@@ -142,7 +142,7 @@ def test_a_torchelastic_entry_is_said_in_words(tmp_path):
     from parsers.analyze import analyze
 
     shutil.copy(CORPUS / "pytorch-148976.log", tmp_path)
-    summary = analyze(tmp_path).verdict.summary
+    summary = analyze(tmp_path).verdict.text
     assert ("child-failure: torchelastic reports rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo,"
             " at 2025-03-11_18:33:20)") in summary, summary
 
@@ -163,7 +163,7 @@ def test_first_timed_error_without_a_rank_says_who_and_what():
     """NCCL #1905: three timestamped WARNs of one process, no rank printed: the summary's first error
     names pid, host and device and the message, not a bare kind."""
     from tests.unit.realworld.verdicts import judge
-    summary = judge("nccl-1905").summary
+    summary = judge("nccl-1905").text
     assert "first error: nccl-warn (pid 238 on h100-28 device 0): communicator encountered a fatal error" in summary
 
 
@@ -176,8 +176,8 @@ def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number()
     assert [(f.kind, f.comm_rank, f.op_count) for f in parsed.events] == [("ahead", 12, 641), ("ahead", 13, 641)]
     j = judge("nccl-1911")
     assert j.culprit == "none"
-    assert "communicator ranks 12, 13 ahead at allgather count 641" in j.summary
-    assert "no error" not in j.summary
+    assert "communicator ranks 12, 13 ahead at allgather count 641" in j.text
+    assert "no error" not in j.text
 
 
 def test_a_rank_that_completed_past_another_members_wait_is_said(tmp_path):
@@ -188,7 +188,7 @@ def test_a_rank_that_completed_past_another_members_wait_is_said(tmp_path):
     shutil.copy(CORPUS / "accelerate-3250.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None
-    assert "in group 0, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.summary, verdict.summary
+    assert "in group 0, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.text, verdict.text
 
 
 def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path):
@@ -196,7 +196,7 @@ def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path
     members apart by one); tests/fixtures/host/ranklogs: rank 0's wait and rank 2's completions are months
     apart (a file of several jobs' lines). Neither is a split."""
     from parsers.analyze import analyze
-    from parsers.merge import completed_past
+    from parsers.judges.observations import completed_past
 
     shutil.copy(CORPUS / "motip-52.log", tmp_path)
     assert completed_past(analyze(tmp_path).evidence) == []
@@ -204,7 +204,7 @@ def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path
 
 
 def _shows(stem: str) -> str:
-    from parsers.merge import what_it_shows
+    from parsers.judges.observations import what_it_shows
 
     with tempfile.TemporaryDirectory() as tmp:
         return what_it_shows(_evidence(stem, tmp))
@@ -245,7 +245,7 @@ def test_a_timeout_set_under_a_second_is_said_as_the_cause_and_names_no_rank(tmp
     shutil.copy(CORPUS / "instructlab-520.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not [s for s in verdict.suspects if s.confidence >= 0.5]
-    assert verdict.summary.startswith("no culprit named: the collective timeout applied was 1 ms (rank 3)"), verdict.summary
+    assert verdict.text.startswith("no culprit named: the collective timeout applied was 1 ms (rank 3)"), verdict.text
     with tempfile.TemporaryDirectory() as tmp:
         assert too_short(_evidence("accelerate-3250", tmp)) is None
 
@@ -256,5 +256,5 @@ def test_a_host_no_line_names_is_said_as_such(tmp_path):
     from parsers.analyze import analyze
 
     shutil.copy(CORPUS / "accelerate-1192.log", tmp_path)
-    summary = analyze(tmp_path).verdict.summary
+    summary = analyze(tmp_path).verdict.text
     assert "the host of these lines (none names it) is exclude" in summary and "unknown-host" not in summary, summary

@@ -108,6 +108,7 @@ class Judged:
     culprit: str
     summary: str
     outcome: str  #: right | honest | overclaim | gap
+    text: str = ""  #: the summary and every line under it (leads, stragglers, consequences, what it shows)
 
     @property
     def ok(self) -> bool:
@@ -126,15 +127,15 @@ def judge(stem: str) -> Judged:
     truth = meta["truth"]
     culprit = f"rank {c.rank} [{c.reason_class}, {c.confidence:.2f}]" if c and c.rank is not None else \
         (f"{c.label} [{c.reason_class}, {c.confidence:.2f}]" if c else "none")
-    if truth.get("known") and _right(truth, c, result.hosts, v.summary):
+    if truth.get("known") and _right(truth, c, result.hosts, v.text):
         outcome = "right"
     elif not truth.get("known") or stem in BEYOND_EXCERPT:
-        shows = all(w in v.summary for w in BEYOND_EXCERPT.get(stem, ("", []))[1])
+        shows = all(w in v.text for w in BEYOND_EXCERPT.get(stem, ("", []))[1])
         outcome = "overclaim" if c is not None else ("honest" if shows else "gap")
     else:
         outcome = "gap"
     return Judged(stem, meta["source_url"], bool(truth.get("known")), len(expected), len(expected) - len(lost),
-                  culprit, v.summary, outcome)
+                  culprit, v.summary, outcome, v.text)
 
 
 def _right(truth: dict, c, hosts, summary: str = "") -> bool:

@@ -1,0 +1,102 @@
+"""What a suspect itself is doing now, or how it ended: typed citations of its own evidence.
+
+Why: 'the others wait on rank 5' says where to look; 'rank 5 runs preprocess_shard (train.py:44),
+state R' or 'it raised torch.OutOfMemoryError ...' says what to fix. The arbiter puts these first
+under the culprit. One explanation link lives here too: a main thread blocked acquiring a lock (a
+futex wait in /proc) is explained by another thread of the same process that runs (py-spy lists
+every thread with its name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.model.findings import Citation, ReasonClass, Suspect, cite
+from parsers.stacks.classify import is_library
+
+_STATES = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
+           "t": "stopped by a tracer", "Z": "a zombie (exited, not reaped)"}
+#: frames of a thread that waits to acquire a lock (threading's acquire, CPython's PyThread_acquire_lock_timed)
+_LOCK_FRAMES = ("acquire", "_acquire_restore", "PyThread_acquire_lock")  #: matched inside the function name
+
+
+def own_state(ev: Any, s: Suspect) -> list[Citation]:
+    """What the suspect itself shows: its state, its main thread (and, where it waits on a lock, the
+    thread that runs meanwhile: also set as `s.why`), its GPU at collection, how it ended, its last exception."""
+    from parsers.judges.exceptions import last_exceptions
+    from parsers.judges.stacks import data_wait
+
+    lines: list[Citation] = []
+    proc = next((r for r in ev.ranks if s.rank is not None and r.rank == s.rank
+                 and (s.pid is None or r.record.pid == s.pid)), None)
+    if proc is not None and proc.state:
+        wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
+        what = _STATES.get(proc.state, "")
+        lines.append(cite(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
+                          + " [/proc]", tool="/proc"))
+    if proc is not None and proc.main_stack is not None:
+        act = proc.activity
+        src = proc.main_stack.source or "stack"
+        loader = data_wait(proc)
+        if loader is not None:
+            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src))
+        else:
+            lines.append(cite(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]",
+                              tool=src))
+        holder = lock_holder(proc)
+        if holder:
+            lines.append(holder)
+            s.why = holder.why
+    if s.reason_class == ReasonClass.GPU_QUEUED:
+        host = ev.hosts.get(proc.record.host if proc is not None else (s.host or ""))
+        utils = sorted({f["utilization.gpu"] for f in (host.facts.values() if host else ())
+                        if isinstance(f, dict) and isinstance(f.get("utilization.gpu"), (int, float))})
+        if utils:
+            lines.append(cite(f"its host's GPU utilisation at collection: {', '.join(f'{u:g}%' for u in utils)} [nvidia-smi]",
+                              tool="nvidia-smi"))
+    exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
+    if exit_rec is not None and exit_rec.returncode is not None:
+        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record"))
+    exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
+    if exc is not None:
+        e, art = exc
+        lines.append(cite(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"),
+                          tool="exception", file=art.cite, line=e.line))
+    return lines
+
+
+class _Why(Citation):
+    """A citation that also says, in one clause, why the suspect does what it does."""
+
+    why: str
+
+    def __new__(cls, why: str, text: str, tool: str | None = None) -> "_Why":
+        obj = Citation.__new__(cls, text, tool=tool)
+        obj.why = why
+        return obj
+
+
+def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
+    """'why: its main thread waits to acquire a lock (futex wait in /proc) while its other threads run the
+    user's code: 'ckpt-writer' at write_shard_to_storage (...)': the why of a main thread blocked on a lock,
+    from the process's other threads (py-spy JSON names every thread).
+
+    Said only when the main thread's innermost frames acquire a lock (a Python `acquire`, or CPython's
+    PyThread_acquire_lock* in native frames). py-spy does not say who holds a lock, so every other thread
+    that runs the user's code is named as a candidate, the one py-spy says is active first."""
+    main = proc.main_stack
+    if main is None or not any(any(m in f.function for m in _LOCK_FRAMES) for f in main.frames[:6]):
+        return None
+    others = [t for t in (proc.pyspy or ()) if not t.is_main and any(not is_library(f) for f in t.frames)]
+    if not others:
+        return None
+    others.sort(key=lambda t: not t.active)
+    wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
+    futex = f" ({wchan} in /proc)" if wchan and "futex" in wchan else ""
+    said = ", ".join(f"{t.name or f'thread {t.thread_id}'!r} at "
+                     f"{next((f for f in t.frames if not is_library(f)), t.frames[0]).label}" for t in others[:limit])
+    holder = "that thread likely holds it" if len(others) == 1 else "one of them likely holds it"
+    why = (f"its main thread waits to acquire a lock while {'thread' if len(others) == 1 else 'one of the threads'} "
+           f"that run the user's code likely holds it ({said})")
+    return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
+                f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy")

@@ -1,0 +1,115 @@
+"""The words of a verdict: a summary of at most two sentences, and the lines under it.
+
+Built from typed results only (the arbiter's suspects, their explanation links, the deadlock, the
+hang decision, the observations judges.observations returned), never by re-reading events. The
+lines: leads (suspects below the naming bar), stragglers, consequences (what the culprit explains),
+and what the evidence shows, each its own line in every verdict shape, 'no culprit' included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.judges.hosts import plain_host
+from parsers.model.findings import Suspect, Verdict
+from parsers.ranges import fold
+
+#: observations said in the summary itself when no culprit is named (the rest are lines under it)
+IN_SUMMARY = 1
+
+
+def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
+    """Fill the summary and the lines of `verdict` (`progress`: judges.progress; `slow`: judges.slowness)."""
+    waiting = verdict.sections.get("waiting") or {}
+    ranks, activity = waiting.get("ranks", []), waiting.get("activity")
+    head = verdict.culprit
+    verdict.leads = leads(verdict.suspects) if head is None else []
+    verdict.consequences = consequences(head, ranks, activity, set(verdict.hung_ranks))
+    running = progress is not None and progress.decided and progress.running
+    slow_text = slow.describe() if slow is not None else ""
+    judged = running or (head is not None and str(head.reason_class) in ("straggler", "slow-host", "slow-link"))
+    if slow_text and (running or slow.named):
+        verdict.stragglers = [slow_text if judged else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
+    if verdict.deadlock is not None:
+        verdict.summary = verdict.deadlock.describe()
+        verdict.shows = [o.text for o in verdict.observations]
+    elif head is not None:
+        verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
+                           + (f". Recommended action: {head.action}" if head.action else ""))
+    else:
+        verdict.shows = [o.text for o in verdict.observations]
+        verdict.summary = no_culprit(verdict, ranks, activity)
+    if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
+        # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown
+        verdict.summary += ". Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)"
+    if running:
+        lead = progress.describe()
+        if head is None or str(head.reason_class) in ("straggler", "slow-host", "slow-link"):
+            verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
+        else:
+            verdict.summary = f"{verdict.summary} ({lead})"
+
+
+def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
+    """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
+    evidence's problems, the files skipped and why."""
+    verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:  # never a placeholder or odd name
+        verdict.sections["exclude_hosts"] = excluded
+    for report in reports:
+        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
+    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
+    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+
+
+def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
+    """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
+    first = "; ".join(o.text for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
+    if verdict.hang == "not established" and not ranks and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
+        return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder), so where each log "
+                "stops is not judged as a wait (leads and stragglers below)")
+    if ranks:
+        return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {first}" if first else "")
+    if first:
+        return f"no culprit named: {first}"
+    if verdict.leads:
+        return "no culprit named: no suspect reaches the naming bar (leads below)"
+    return "no culprit named: no rank waits in a collective and none is stopped or missing"
+
+
+def leads(suspects: list[Suspect], limit: int = 4) -> list[str]:
+    """The suspects below the naming bar, one a line. Where several tie with the best (same reason, same
+    confidence) they are said as a tie: a tie has no odd one out, and naming one side alone (a 1-against-1
+    mismatch: rank 7 BROADCAST, rank 3 ALLREDUCE at one SeqNum) would read as a lead the lines do not give."""
+    if not suspects:
+        return []
+    lead = suspects[0]
+    tied = [s for s in suspects if s.reason_class == lead.reason_class and abs(s.confidence - lead.confidence) < 1e-9]
+    if len(tied) > 1:
+        said = "; ".join(f"{s.label} {s.said}" for s in tied[:limit])
+        out = [f"tied weak leads, no odd one out: {said} (confidence {lead.confidence:.2f} each)"]
+    else:
+        out = [f"weak lead only: {lead.label} {lead.said} (confidence {lead.confidence:.2f})"]
+    rest = [s for s in suspects if s not in tied][:limit - 1]
+    return out + [f"lead: {s.label} {s.said} (confidence {s.confidence:.2f})" for s in rest]
+
+
+def consequences(head: Suspect | None, ranks: list[int], activity: str | None, hung: set[int] = frozenset()) -> list[str]:
+    """What the culprit explains: the findings it is the cause of (folded by class), then the others' waits
+    (only those in the hung scope, where time shows one: a healthy group's ranks in a kernel do not wait)."""
+    if head is None:
+        return []
+    by_class: dict = {}
+    for c in head.consequences:
+        by_class.setdefault(c.reason_class, []).append(c)
+    out = []
+    for rc, cs in by_class.items():
+        who = [c.rank for c in cs if c.rank is not None]
+        if len(cs) == 1 or len(who) != len(cs):
+            out += [f"explains: {c.label} {c.said} [{rc}]" for c in cs]
+        else:
+            out.append(f"explains: ranks {fold(who)}: {rc.text} [{rc}]")
+    victims = [r for r in ranks if r != head.rank and (not hung or r in hung)]
+    if victims and activity:
+        out.append(f"ranks {fold(victims)} {activity}")
+    return out
