@@ -44,7 +44,11 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
         verdict.summary += ". Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)"
     if running:
         lead = progress.describe()
-        if head is None or str(head.reason_class) in ("straggler", "slow-host", "slow-link"):
+        if head is None and slow is not None and slow_text and not slow.named:
+            # nothing slow named: the summary says so in a phrase, the figures behind it are a line of their own
+            verdict.summary = f"{lead}; no rank, host or link is named slow (the figures below)"
+            verdict.shows = [slow_text] + [x for x in verdict.shows if x != slow_text]
+        elif head is None or str(head.reason_class) in ("straggler", "slow-host", "slow-link"):
             verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
         else:
             verdict.summary = f"{verdict.summary} ({lead})"

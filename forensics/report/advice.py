@@ -100,6 +100,12 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
     ReasonClass.GPU_QUEUED: (
         "its collective was queued on the GPU but never started: work queued ahead of it keeps the GPU busy",
         "on {host}: `" + _PY_SPY + "` and `nvidia-smi`; find what it enqueued before this collective"),
+    ReasonClass.FROZEN: (
+        "its recorder heartbeat stopped: the process no longer runs (stopped, killed or hung hard)",
+        "on {host}: `ps -o stat= -p {pid}` (T: `kill -CONT {pid}`; gone: its output and `dmesg -T` say why)"),
+    ReasonClass.NO_RECORDER_STATE: (
+        "it left no recorder state while its peers wait on it: it may never have started NCCL, or died",
+        "on {host}: check whether pid {pid} is alive (`ps -o stat= -p {pid}`) and read its output tail"),
     ReasonClass.STALLED_FIRST: (
         "it was the first rank to stop making progress",
         "on {host}: `" + _PY_SPY + "`"),

@@ -344,7 +344,15 @@ def timed_out(ev: Any) -> tuple[bool, set[int]]:
     (a group whose ranks never time out kept running)."""
     seen = _seen(ev)
     ranks = set().union(*seen.timeouts.values()) if seen.timeouts else set()
-    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out), ranks | (seen.waited_out - {None})
+    stalled = _horovod_stalled(ev)
+    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | (seen.waited_out - {None})
+
+
+def _horovod_stalled(ev: Any) -> bool:
+    """Horovod's stall inspector reports an op only once ranks waited for it past its check time (60 s by
+    default, HOROVOD_STALL_CHECK_TIME_SECONDS): time evidence of a hang, as a watchdog timeout is."""
+    return any(type(e) is ErrorEvent and e.kind in ("horovod-stall", "horovod-stall-warning")
+               for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
 def _timeout_parts(seen: _Seen) -> list[tuple[str, tuple[int, ...]]]:

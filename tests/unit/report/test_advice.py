@@ -24,7 +24,7 @@ def test_placeholder_host_is_said_in_words_never_as_a_name():
     assert "no evidence names it" in a.next_step and "timeout" in a.next_step
 
 
-def test_unknown_class_still_gives_an_action():
-    s = Suspect(rank=1, host="h", pid=2, reason_class="made-up", reason="x", confidence=0.1)
-    assert advise(s).next_step
+def test_a_class_given_by_name_gets_its_own_words():
+    s = Suspect(rank=1, host="node02", pid=2, reason_class="wait-cycle", reason="x", confidence=0.5)
+    assert "different orders" in advise(s).meaning and "one order" in advise(s).next_step
 
