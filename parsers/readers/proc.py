@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from parsers.model.events import ProcessState
+from parsers.model.events import MAX_RANKS, ProcessState
 
 #: a rank number larger than this is not a rank (hostile or broken input)
-MAX_RANK = 1 << 24
+MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (parsers.model.events)
 
 
 def parse_proc_data(data: Any) -> ProcessState:
