@@ -133,3 +133,189 @@ def test_absent_ranks_match_the_list_they_replace():
         want = [r for r in range(world) if r not in present]
         got = AbsentRanks(world, present)
         assert list(got) == want and len(got) == len(want) and [got[i] for i in range(len(want))] == want
+
+
+# ----------------------------------------------------------------------------- one bad file, not the analysis
+
+
+def _bundle(tmp_path: Path, src: str) -> Path:
+    dst = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / src, dst)
+    return dst
+
+
+PYSPY = "hosts/vm/rank2-pid1322/pyspy.json"
+
+
+def _pyspy_edit(tmp_path: Path, edit) -> Path:
+    root = _bundle(tmp_path, "nccl_x2/mixed/kill/bundle")
+    data = json.loads((root / PYSPY).read_text())
+    edit(data)
+    (root / PYSPY).write_text(json.dumps(data))
+    return root
+
+
+def test_pyspy_frame_as_a_list_is_that_files_problem(tmp_path):
+    def edit(data):
+        data[0]["frames"][0] = ["sched_yield", "libc.so.6", 1]
+
+    result = analyze(_pyspy_edit(tmp_path, edit))
+    bad = [a for a in result.evidence.artifacts if a.rel == PYSPY]
+    assert bad and bad[0].error and "frame must be an object" in bad[0].error
+    assert result.verdict.summary
+
+
+def test_lone_surrogate_in_a_frame_name_reaches_text_and_report(tmp_path, forensics_cli, cli_env):
+    import subprocess
+
+    def edit(data):
+        data[0]["frames"][1]["name"] = "wait\udcff"
+
+    root = _pyspy_edit(tmp_path, edit)
+    assert "\\udcff" in (root / PYSPY).read_text()
+    for argv in (["analyze", str(root)], ["analyze", "--json", str(root)],
+                 ["report", str(root), "-o", str(tmp_path / "r.html")]):
+        done = subprocess.run(forensics_cli + argv, env=cli_env, capture_output=True, text=True, timeout=120)
+        assert done.returncode in (0, 3, 4), (argv, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr
+
+
+def test_fr_pg_status_as_a_list(tmp_path):
+    import pickle
+
+    from parsers.model.events import Origin
+    from parsers.readers import flight_recorder as fr
+
+    data = pickle.loads((FIXTURES / "nccl/sleep/node00/fr_trace_rank_0").read_bytes())
+    data["pg_status"] = list(data["pg_status"].items())
+    data["pg_config"] = [1, 2]
+    out = fr.parse(fr.load_bytes(pickle.dumps(data)), Origin(rank=0))
+    assert out.events
+
+
+def test_fr_input_sizes_of_huge_integers_are_no_count():
+    from parsers.readers import flight_recorder as fr
+
+    t = time.perf_counter()
+    assert fr._numel([[10 ** 300] * 40] * 40) is None
+    assert fr._numel([[2 ** 40] * 32] * 1024) is None  # each dim plausible, the product is not
+    assert fr._numel([[4, 8], [3]]) == 35
+    assert time.perf_counter() - t < 0.5
+
+
+def test_fr_pickle_memo_amplification_is_refused_quickly():
+    """3,000,000 references to one stored entry: 38 s and 1.3 GB; now refused while checking opcodes."""
+    import pickle
+    import resource
+
+    from parsers.readers import flight_recorder as fr
+
+    data = pickle.loads((FIXTURES / "nccl/sleep/node00/fr_trace_rank_0").read_bytes())
+    data["entries"] = [data["entries"][0]] * 3_000_000
+    blob = pickle.dumps(data, protocol=4)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match="references to one stored container"):
+        fr.load_bytes(blob)
+    assert time.perf_counter() - t < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024  # KiB
+
+
+def test_fr_integers_past_4300_digits_never_reach_text():
+    """A counter of 5,000 digits: str() of it raises ValueError (Python's int digit limit) in any report."""
+    import pickle
+
+    from parsers.model.events import Origin
+    from parsers.readers import flight_recorder as fr
+
+    data = pickle.loads((FIXTURES / "nccl/sleep/node00/fr_trace_rank_0").read_bytes())
+    data["entries"][0]["collective_seq_id"] = 10 ** 5000
+    name = next(iter(data["pg_status"]))
+    data["pg_status"][name]["last_enqueued_collective"] = 10 ** 5000
+    data["rank"] = 10 ** 5000
+    out = fr.parse(fr.load_bytes(pickle.dumps(data)), Origin())
+    for ev in out.events:
+        for value in vars(ev).values() if hasattr(ev, "__dict__") else ():
+            if isinstance(value, int):
+                assert value.bit_length() < 64
+        str(ev)
+
+
+def test_manifest_seconds_past_float_range_is_a_clear_error(tmp_path, forensics_cli, cli_env):
+    """`"seconds": 10**400` raised OverflowError (a traceback, exit 1); now the manifest check names the field."""
+    import re
+    import subprocess
+
+    root = _bundle(tmp_path, "nccl/sigstop/bundle")
+    text = (root / "manifest.json").read_text()
+    (root / "manifest.json").write_text(re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 1' + "0" * 400, text, count=1))
+    done = subprocess.run(forensics_cli + ["analyze", str(root)], env=cli_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "seconds" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_path_of_1500_components_is_skipped_not_fatal(tmp_path):
+    import os
+
+    root = tmp_path / "in"
+    root.mkdir()
+    shutil.copy(FIXTURES / "nccl/sleep/node00/rank0.stderr", root / "rank0.stderr")
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(1500):
+        os.mkdir("a", dir_fd=fd)
+        nxt = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    out = os.open("rank1.stderr", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b"[rank1]: hello\n")
+    os.close(out)
+    os.close(fd)
+    try:
+        result = analyze(root)
+        assert result.verdict.summary
+        assert any("deeper" in why for _, why in result.evidence.skipped)
+    finally:
+        _remove_deep(root)
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove the chain of 'a' folders bottom-up by file descriptors (shutil.rmtree recurses past Python's limit)."""
+    import os
+
+    fds = [os.open(root, os.O_RDONLY)]
+    while True:
+        try:
+            fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    for name in os.listdir(fds[-1]):
+        os.unlink(name, dir_fd=fds[-1])
+    for parent in reversed(fds[:-1]):
+        os.close(fds.pop())
+        os.rmdir("a", dir_fd=parent)
+    os.close(fds.pop())
+
+
+def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypatch):
+    """An exception outside the declared data errors is ours: raised under FORENSICS_STRICT_READERS (set for
+    the whole suite by tests/conftest.py), else recorded as a 'reader bug' problem of that one file."""
+    from parsers import evidence, registry
+    from parsers.source import FileRef, Hints
+
+    path = tmp_path / "rank0.stderr"
+    shutil.copy(FIXTURES / "nccl/sleep/node00/rank0.stderr", path)
+    kind = registry.recognise(path.name, path.read_bytes()[:4096], complete=True)
+
+    def broken(inp):
+        raise AttributeError("a defect")
+
+    import dataclasses
+
+    monkeypatch.setattr(registry, "recognise", lambda *a, **k: dataclasses.replace(kind, read=broken))
+    monkeypatch.setenv(evidence.STRICT_ENV, "1")
+    ref = FileRef(path, "rank0.stderr", Hints())
+    assert evidence.STRICT_ENV == "FORENSICS_STRICT_READERS"
+    with pytest.raises(AttributeError):
+        evidence.read_file(ref)
+    monkeypatch.setenv(evidence.STRICT_ENV, "0")
+    art = evidence.read_file(ref)
+    assert art.error.startswith("reader bug: ") and "AttributeError" in art.error
