@@ -319,3 +319,25 @@ def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypat
     monkeypatch.setenv(evidence.STRICT_ENV, "0")
     art = evidence.read_file(ref)
     assert art.error.startswith("reader bug: ") and "AttributeError" in art.error
+
+
+def test_recorder_nranks_2_31_is_a_corrupt_file(tmp_path):
+    """A recorder header saying nranks 2^31-1: MemoryError in the judge's per-rank table; now the file is
+    refused as corrupt (a problem of that file) and the analysis goes on."""
+    from parsers.readers import recorder
+
+    src = FIXTURES / "nccl/sigstop/bundle/hosts/vm/rank3-pid686/nccl_recorder/nccl-recorder.node03.686.0.bin"
+    buf = bytearray(src.read_bytes())
+    values = dict(zip(recorder._HEADER_FIELDS, recorder._HEADER_MAIN.unpack_from(buf, 0)))
+    values["nranks"] = (1 << 31) - 1
+    recorder._HEADER_MAIN.pack_into(buf, 0, *[values[k] for k in recorder._HEADER_FIELDS])
+    with pytest.raises(recorder.RecorderFormatError, match="corrupt"):
+        recorder.decode_recorder(bytes(buf))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / src.name).write_bytes(bytes(buf))
+    shutil.copy(FIXTURES / "nccl/sleep/node00/rank0.stderr", folder / "rank0.stderr")
+    t = time.perf_counter()
+    result = analyze(folder)
+    assert time.perf_counter() - t < 5
+    assert any("corrupt" in p for p in result.evidence.problems)
