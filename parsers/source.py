@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers import safeio
+from parsers.archive import remove_temp, temp_folder
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 
@@ -77,7 +78,7 @@ class Source:
 
     def close(self) -> None:
         if self._temp is not None:
-            shutil.rmtree(self._temp, ignore_errors=True)
+            remove_temp(self._temp)
             self._temp = None
 
     def __enter__(self) -> "Source":
@@ -153,15 +154,15 @@ def open_source(path: Path | str) -> Source:
     if not is_archive(given):
         raise InputError(f"{given}: not a bundle, folder or tar archive",
                          help="pass a folder written by 'forensics collect', a folder of logs, or a .tar.gz of either")
-    temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
+    temp = temp_folder("forensics-src-")  # removed on SIGTERM/SIGHUP too (parsers.archive.temp_folder)
     try:
         root = _extract(given, temp)
         src = _open_folder(root, given, temp=temp)
     except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
+        remove_temp(temp)
         raise
     src.form = "archive-" + src.form
-    weakref.finalize(src, shutil.rmtree, str(temp), True)  # removed even when a caller never closes it
+    weakref.finalize(src, remove_temp, str(temp))  # removed even when a caller never closes it
     return src
 
 
