@@ -341,3 +341,38 @@ def test_recorder_nranks_2_31_is_a_corrupt_file(tmp_path):
     result = analyze(folder)
     assert time.perf_counter() - t < 5
     assert any("corrupt" in p for p in result.evidence.problems)
+
+
+# ----------------------------------------------------------------------------- quadratic in ranks
+
+
+def _ten_thousand_ranks(folder: Path, ranks: int = 10_000) -> Path:
+    """A merged console log of `ranks` ranks, each printing the two watchdog lines rank 1 of a real torchrun job
+    printed (tests/fixtures/nccl_tee/sleep/console.log), renumbered; rank 4321, the hung one, printed none."""
+    real = [line for line in (FIXTURES / "nccl_tee/sleep/console.log").read_text().splitlines()
+            if line.startswith("[default1]:[rank1]:") and ("Watchdog caught" in line or "failure detected" in line)][:2]
+    assert len(real) == 2, real
+    templates = [line.removeprefix("[default1]:") for line in real]
+    out = []
+    for r in range(ranks):
+        if r != 4321:
+            out += [t.replace("[rank1]:", f"[rank{r}]:").replace("Rank 1]", f"Rank {r}]") for t in templates]
+    folder.mkdir(exist_ok=True)
+    (folder / "console.log").write_text("\n".join(out) + "\n")
+    return folder
+
+
+def test_wait_graph_of_ten_thousand_ranks_is_not_quadratic(tmp_path):
+    """10,000 ranks' watchdog lines: the log correlation (wait-for graph) took 54 s; now well under 5 s.
+    (The read is timed apart: it is linear, and the machine running the suite is shared.)"""
+    from parsers.evidence import load_path
+    from parsers.judges.logs import correlate
+
+    folder = _ten_thousand_ranks(tmp_path / "in")
+    assert 1_000_000 < (folder / "console.log").stat().st_size < 6_000_000
+    ev = load_path(folder)
+    assert len(ev.coverage.reporting) == 9_999
+    t = time.perf_counter()
+    logs = correlate(ev)
+    assert time.perf_counter() - t < 5
+    assert logs is not None
