@@ -27,7 +27,7 @@ _PG = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*+))?\s*+(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
 )
 _PLAIN_RANK = re.compile(r"\[Rank (?P<r>\d+)\]")
-_WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w++)(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?"
+_WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d++), )?OpType=(?P<op>\w++)(?:, NumelIn=(?P<nin>\d++), NumelOut=(?P<nout>\d++))?"
 #: `:** ` too: a user's markdown bold around the phrase, kept when the line is pasted (sglang #3932:
 #: `[Rank 4] **Watchdog caught collective operation timeout:** WorkNCCL(SeqNum=151721, ...`)
 _WATCHDOG = re.compile(
