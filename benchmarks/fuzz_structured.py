@@ -236,7 +236,7 @@ def _child(folder: Path, out: int) -> None:
         from parsers.errors import InputError
 
         try:
-            result = analyze(folder)
+            result = analyze(folder, _KB[0] if _KB else None)
             verdict = result.verdict
             render_verdict(verdict, show_tree=True, width=100).encode("utf-8")
             json_text("analyze", verdict.to_dict(), True).encode("utf-8")
@@ -249,6 +249,22 @@ def _child(folder: Path, out: int) -> None:
                   "trace": "".join(traceback.format_exception(err))[-3000:]}
     os.write(out, (json.dumps(status) + "\n").encode())
     os._exit(0)
+
+
+_KB: list = []  #: the knowledge base, loaded once in the parent (children share it by fork)
+
+
+def preload() -> None:
+    """Import what a child runs and load the knowledge base before forking: each child then starts
+    warm (an import per child cost more than most analyses)."""
+    import forensics.cli.output  # noqa: F401
+    import forensics.postmortem.loader  # noqa: F401
+    import forensics.postmortem.session  # noqa: F401
+    import forensics.report.text  # noqa: F401
+    import parsers.analyze  # noqa: F401
+    from parsers import knowledge
+
+    _KB[:] = [knowledge.load()]
 
 
 def run_one(folder: Path) -> dict:
@@ -302,6 +318,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"{args.state} is for seed {state['seed']}, not {args.seed}")
     start = state["next"] if args.start is None else args.start
     seeds = seed_files()
+    preload()
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fuzz-structured-") as tmp:
         for index in range(start, start + args.inputs):
