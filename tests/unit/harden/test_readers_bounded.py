@@ -376,3 +376,45 @@ def test_wait_graph_of_ten_thousand_ranks_is_not_quadratic(tmp_path):
     logs = correlate(ev)
     assert time.perf_counter() - t < 5
     assert logs is not None
+
+
+# ----------------------------------------------------------------------------- found by benchmarks/fuzz_structured.py
+
+
+def test_host_json_sections_of_the_wrong_type_read_as_absent():
+    """Fuzzer seed 1, inputs 99 and 188: memory.json's meminfo as a number and cpufreq.json's cpufreq as a list
+    were AttributeErrors (a reader bug), now read as absent sections."""
+    from parsers.readers import host_system
+
+    real = json.loads((FIXTURES / "nccl/sleep/bundle/hosts/vm/memory.json").read_text())
+    real["meminfo"] = 7
+    assert isinstance(host_system.parse_memory_json(json.dumps(real)), dict)
+    real = json.loads((FIXTURES / "nccl/sleep/bundle/hosts/vm/cpufreq.json").read_text())
+    real["cpufreq"] = [1, 2]
+    assert isinstance(host_system.parse_cpufreq_json(json.dumps(real)), dict)
+
+
+def test_nvidia_smi_line_of_blanks_and_words_is_linear():
+    """Fuzzer seed 1, input 1438: a mutated nvidia-smi -q line ran past 5 s (a lazy key before `\\s*`)."""
+    from parsers.readers import host_nvsmi
+
+    line = "    Product Name" + " a" * 100_000 + "\x01"
+    t = time.perf_counter()
+    host_nvsmi._LINE.match(line)
+    assert time.perf_counter() - t < 1
+    m = host_nvsmi._LINE.match("        Product Name                      : NVIDIA H200")
+    assert (m.group("indent"), m.group("key"), m.group("value")) == (" " * 8, "Product Name", "NVIDIA H200")
+    m = host_nvsmi._LINE.match("    Clocks")
+    assert m.group("key") == "Clocks" and m.group("value") is None
+
+
+def test_manifest_string_with_a_lone_surrogate_reaches_json_output(tmp_path):
+    """Fuzzer seed 1, input 602: '\\udcff' in a manifest string broke `analyze --json` (UnicodeEncodeError)."""
+    from forensics.cli.output import json_text
+
+    root = _bundle(tmp_path, "nccl/mismatch/bundle")
+    data = json.loads((root / "manifest.json").read_text())
+    data["ranks"][0]["host"] = "vm\udcff"
+    (root / "manifest.json").write_text(json.dumps(data))
+    result = analyze(root)
+    json_text("analyze", result.verdict.to_dict(), True).encode("utf-8")

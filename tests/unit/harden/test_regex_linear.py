@@ -28,7 +28,6 @@ KNOWN_SUPERLINEAR = {
     "parsers.prefix._BORDER_END": "whitespace runs (prefix.py is another helper's; reported)",
     "parsers.prefix._PDSH": "'-a' runs (prefix.py is another helper's; reported)",
     "parsers.prefix._RAY_REPEAT": "tab runs (prefix.py is another helper's; reported)",
-    "parsers.readers.host_nvsmi._LINE": "blank runs before a newline",
     "parsers.readers.proxy_dump._SUB": "digit runs",
     "parsers.readers.proxy_dump._OP": "capital-letter runs",
 }
