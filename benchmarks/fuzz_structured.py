@@ -40,6 +40,7 @@ FIXTURES = REPO / "tests" / "fixtures"
 TIME_LIMIT_S = 5
 MEMORY_LIMIT = 1 << 30
 MAX_SEED_BYTES = 256 * 1024
+MAX_INPUT_BYTES = 32 << 20  #: a mutated file stays below this (repetitions compound)
 EXTREMES = ["0", "-1", "2147483647", "2147483648", "4000000000", "18446744073709551616", "9" * 30, "9" * 4301,
             "-9223372036854775809", "16777216", "1" + "0" * 400]
 
@@ -82,8 +83,9 @@ def mutate_text(data: bytes, rng: random.Random) -> bytes:
             if nums:
                 m = rng.choice(nums)
                 lines[i] = lines[i][:m.start()] + rng.choice(EXTREMES).encode() + lines[i][m.end():]
-        elif op == 1:  # a line repeated
-            lines[i:i + 1] = [lines[i]] * rng.choice([2, 100, 5000, 50000])
+        elif op == 1:  # a line repeated (the input stays under MAX_INPUT_BYTES: the generator's memory, not the test's)
+            k = rng.choice([2, 100, 5000, 50000])
+            lines[i:i + 1] = [lines[i]] * max(1, min(k, MAX_INPUT_BYTES // (len(lines[i]) + 1)))
         elif op == 2:  # NULs
             pos = rng.randrange(len(lines[i]) + 1)
             lines[i] = lines[i][:pos] + b"\0" * rng.choice([1, 16, 70000]) + lines[i][pos:]
@@ -102,7 +104,9 @@ def mutate_text(data: bytes, rng: random.Random) -> bytes:
             del lines[i:i + rng.randint(1, 50)]
             if not lines:
                 lines = [b""]
-    out = b"\n".join(lines)
+    if sum(len(x) + 1 for x in lines) > MAX_INPUT_BYTES:
+        lines = [x[:MAX_INPUT_BYTES] for x in lines[:64]]
+    out = b"\n".join(lines)[:MAX_INPUT_BYTES]
     if rng.random() < 0.15:
         out = out[:rng.randrange(len(out) + 1)]  # truncated
     return out
