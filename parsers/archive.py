@@ -13,8 +13,11 @@ Archives arrive from tickets and chat: hostile. A 2.2 MB archive once expanded t
 - files written here, not by tarfile: each created new (O_EXCL|O_NOFOLLOW) in folders
   made by this extraction, owner read/write only (no setuid/setgid/sticky, no
   group/other bits, no owner or times from the archive);
+- a GNU long name (`././@LongLink`) or a PAX header record is a member header too: its
+  size is checked *before* tarfile reads it (a 1 MB archive once named a member with
+  1 GiB of long name, and a PAX `comment=` of 1 GiB was read whole into memory);
 - `extracted(path)` is a context manager: the temporary folder is removed on exit,
-  whatever happened inside.
+  whatever happened inside, and on SIGTERM or SIGHUP as on Ctrl-C (`temp_folder`).
 
 Pure, and ground floor (nothing above parsers/).
 """
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tarfile
 import tempfile
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,8 @@ class Limits:
     ratio_floor: int = 64 << 20
     max_name: int = 1024
     max_depth: int = 32
+    #: bytes of one PAX header record set (names, times, owners, xattrs of one member: a few KB when real)
+    max_pax_bytes: int = 64 << 10
 
 
 class ArchiveRefused(ValueError):
@@ -81,6 +88,27 @@ def _check_member(member: tarfile.TarInfo, limits: Limits) -> None:
         raise ArchiveRefused(f"member {member.name!r}: devices, FIFOs and other special files are not allowed")
     if member.size < 0 or member.size > limits.max_member_bytes:
         raise ArchiveRefused(f"member {member.name!r}: {member.size} bytes (at most {limits.max_member_bytes})")
+
+
+def _bounded_info(limits: Limits) -> type[tarfile.TarInfo]:
+    """A TarInfo whose extended headers are size-checked before tarfile reads them.
+
+    Why here: tarfile reads a GNU long name or a PAX record set whole (`fileobj.read(size)`) while
+    parsing the *next* member's header, before any rule of ours sees a member; the size is in the
+    extended header's own header, so it can be refused first."""
+
+    class BoundedInfo(tarfile.TarInfo):
+        def _proc_gnulong(self, tarfile_):  # noqa: D401 - tarfile's hook
+            if self.size > limits.max_name + 1:  # the name and its NUL
+                raise ArchiveRefused(f"a GNU long name of {self.size} bytes (at most {limits.max_name})")
+            return super()._proc_gnulong(tarfile_)
+
+        def _proc_pax(self, tarfile_):  # noqa: D401 - tarfile's hook
+            if self.size > limits.max_pax_bytes:
+                raise ArchiveRefused(f"a PAX header of {self.size} bytes (at most {limits.max_pax_bytes})")
+            return super()._proc_pax(tarfile_)
+
+    return BoundedInfo
 
 
 #: flags of every file written: a new file only (a name twice, or a planted link, is refused), never followed
@@ -164,7 +192,7 @@ def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = 
     total = count = 0
     made: set[str] = set()
     try:
-        with tarfile.open(fileobj=raw, mode="r|*") as tar:
+        with tarfile.open(fileobj=raw, mode="r|*", tarinfo=_bounded_info(limits)) as tar:
             for member in tar:
                 count += 1
                 if count > limits.max_members:
@@ -203,10 +231,86 @@ def bundle_root(folder: Path) -> Path:
 @contextmanager
 def extracted(archive: Path, limits: Limits = Limits(), tmp_parent: Path | None = None) -> Iterator[Path]:
     """`with extracted(path) as root:` the bundle root of a safely extracted archive; the
-    temporary folder is removed when the block ends, on success or error."""
-    tmp = Path(tempfile.mkdtemp(prefix="forensics-bundle-", dir=tmp_parent))
+    temporary folder is removed when the block ends, on success or error, or on SIGTERM/SIGHUP."""
+    tmp = temp_folder("forensics-bundle-", tmp_parent)
     try:
         extract_into(Path(archive), tmp, limits)
         yield bundle_root(tmp)
     finally:
+        remove_temp(tmp)
+
+
+# ----------------------------------------------------------------------------- temp folders and signals
+
+#: temp folders of this process, removed by the SIGTERM/SIGHUP handler
+_TEMPS: set[str] = set()
+_OWNER: list[int] = []  #: the pid whose handlers are installed (a forked reader worker inherits them)
+_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while a temp folder of ours existed: the folders are removed and the
+    program unwinds as on Ctrl-C, so its own `finally` blocks (a CLI's scoped temp folder, a worker
+    pool) run too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"ended by signal {signum}")
+        self.signum = signum
+
+
+def temp_folder(prefix: str, parent: Path | None = None) -> Path:
+    """A new private temp folder, removed by remove_temp, and also when this process is ended by
+    SIGTERM or SIGHUP. Why: Ctrl-C unwinds (KeyboardInterrupt runs every `finally`), but those two
+    signals kill a Python process at once by default, and an unpacked bundle (logs, environments) was
+    left in /tmp."""
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    _TEMPS.add(tmp)
+    _install_cleanup()
+    return Path(tmp)
+
+
+def remove_temp(path: Path | str) -> None:
+    _TEMPS.discard(str(path))
+    shutil.rmtree(path, ignore_errors=True)
+    if not _TEMPS:
+        _uninstall_cleanup()
+
+
+def _install_cleanup() -> None:
+    """Handlers for SIGTERM/SIGHUP, where the signal still has its default action (a caller's own
+    handler, e.g. collect's, is left alone) and this is the main thread (only it may set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _CLEANUP_SIGNALS:
+        try:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not settable here
+            continue
+    _OWNER[:] = [os.getpid()]
+
+
+def _uninstall_cleanup() -> None:
+    """No temp folder left: the signals get their default action back (ours only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _CLEANUP_SIGNALS:
+        try:
+            if signal.getsignal(sig) is _on_signal:
+                signal.signal(sig, signal.SIG_DFL)
+        except (ValueError, OSError):
+            continue
+
+
+def _on_signal(signum: int, _frame) -> None:
+    """Remove this process's temp folders, then unwind (Terminated). In a forked child that inherited
+    the handler, die of the signal as by default (the folders are the parent's)."""
+    if not _OWNER or _OWNER[0] != os.getpid():
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    for tmp in list(_TEMPS):
         shutil.rmtree(tmp, ignore_errors=True)
+        _TEMPS.discard(tmp)
+    _uninstall_cleanup()
+    raise Terminated(signum)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from parsers import registry
-from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState
+from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState, plausible_size
 from parsers.model.manifest import Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
@@ -39,6 +39,20 @@ REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json"
 _QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
                 TypeError, IndexError, OverflowError, MemoryError)
+#: Set (to anything but '' or '0') and a reader's exception outside _READ_ERRORS is raised, not recorded.
+#: Why two paths: a reader's failure on one hostile file must not stop the analysis of the others, so in
+#: use it is recorded as that file's problem, marked 'reader bug' (an AttributeError or NameError is a
+#: defect of ours, not of the data); the test suite sets this (tests/conftest.py) so such a defect fails
+#: the tests instead of hiding behind a skipped file.
+STRICT_ENV = "FORENSICS_STRICT_READERS"
+READER_BUG = "reader bug"
+
+
+def _bug(where: str, err: BaseException) -> str:
+    """The recorded problem of a reader's own defect; raised instead under STRICT_ENV."""
+    if os.environ.get(STRICT_ENV, "") not in ("", "0"):
+        raise err
+    return f"{READER_BUG}: {where}: {type(err).__name__}: {str(err)[:300]}"
 
 
 @dataclass
@@ -164,6 +178,53 @@ class HostEvidence:
     kinds: set[str] = field(default_factory=set)
 
 
+class AbsentRanks(Sequence[int]):
+    """The integers of [0, world) not in `present`, held as the sorted present ranks only.
+
+    Why a sequence and not a list: the world size is read from data (WORLD_SIZE, nranks); its
+    length, the i-th absent rank and a slice cost O(present), whatever the world."""
+
+    def __init__(self, world: int, present: Iterable[int]) -> None:
+        self.world = max(0, world)
+        self._present = sorted({r for r in present if isinstance(r, int) and 0 <= r < self.world})
+
+    def __len__(self) -> int:
+        return self.world - len(self._present)
+
+    def _nth(self, i: int) -> int:
+        # the i-th absent rank is i plus the present ranks at or below it: bisect over present[k] - k
+        lo, hi = 0, len(self._present)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._present[mid] - mid <= i:
+                lo = mid + 1
+            else:
+                hi = mid
+        return i + lo
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._nth(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("absent rank index out of range")
+        return self._nth(i)
+
+    def __iter__(self) -> Iterator[int]:
+        prev = 0
+        for r in [*self._present, self.world]:
+            yield from range(prev, r)
+            prev = r + 1
+
+    def __contains__(self, r: object) -> bool:
+        return isinstance(r, int) and 0 <= r < self.world and r not in set(self._present)
+
+    def __repr__(self) -> str:
+        return f"AbsentRanks({len(self)} of {self.world})"
+
+
 #: the world size read from the environment of a process collected live (as a manifest's is)
 LIVE_WORLD = "WORLD_SIZE in the environment of a process collected live"
 
@@ -185,11 +246,11 @@ class Coverage:
     hosts_cover_world: bool = False  #: live process files of hosts whose LOCAL_WORLD_SIZE adds up to the world
     merged_only: bool = False  #: every rank's lines come from multi-rank logs (an excerpt may leave ranks out)
 
-    @property
-    def absent(self) -> list[int]:
-        if not self.world_size:
-            return []
-        return [r for r in range(self.world_size) if r not in self.reporting]
+    @cached_property
+    def absent(self) -> "AbsentRanks":
+        """The ranks of [0, world_size) with no evidence, as gaps between the reporting ranks: never the
+        whole range built (a stated world is data; its size must cost nothing)."""
+        return AbsentRanks(self.world_size or 0, self.reporting)
 
     @property
     def complete(self) -> bool:
@@ -308,6 +369,9 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     except _READ_ERRORS as err:  # a content test met hostile bytes: the file is of no kind we read
         art.kind, art.error = "binary", f"not recognised: {type(err).__name__}: {str(err)[:200]}"
         return art
+    except Exception as err:  # noqa: BLE001 - a defect in a content test: recorded (or raised under STRICT_ENV)
+        art.kind, art.error = "binary", _bug("recognise", err)
+        return art
     art.kind = kind.name
     if kind.read is None:
         return art
@@ -333,6 +397,9 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
             art.parsed = kind.read(inp)
     except _READ_ERRORS as err:
         art.error = f"{kind.name}: {type(err).__name__}: {str(err)[:300]}"
+        return art
+    except Exception as err:  # noqa: BLE001 - a defect in a reader: recorded (or raised under STRICT_ENV)
+        art.error = _bug(kind.name, err)
         return art
     art.parsed.notes.extend(notes)
     _apply_hints(art.parsed, ref.hints)
@@ -485,7 +552,7 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
 
 
 def _manifest_world(man: Manifest) -> int | None:
-    sizes = [r.world_size for r in man.ranks if isinstance(r.world_size, int) and 0 < r.world_size <= (1 << 24)]
+    sizes = [r.world_size for r in man.ranks if plausible_size(r.world_size)]
     return max(sizes) if sizes else None
 
 
@@ -643,14 +710,14 @@ def _hosts_cover(ev: Evidence, world: int | None) -> bool:
 def _stated_world(ev: Evidence) -> tuple[int | None, str]:
     """A world size the files state: an environment's WORLD_SIZE, a world communicator's size."""
     for r in ev.ranks:
-        if r.record.world_size and r.proc is not None:
+        if plausible_size(r.record.world_size) and r.proc is not None:
             return int(r.record.world_size), LIVE_WORLD
     for r in ev.ranks:
-        if r.record.world_size:
+        if plausible_size(r.record.world_size):
             return int(r.record.world_size), "WORLD_SIZE in a process environment"
     best = 0
     for art in ev.artifacts:
-        if art.parsed and art.parsed.facts.get("world_size"):
+        if art.parsed and plausible_size(art.parsed.facts.get("world_size")):
             best = max(best, int(art.parsed.facts["world_size"]))
     if best:
         return best, "the world size stated in the files"

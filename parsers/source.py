@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import tarfile
-import tempfile
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parsers import safeio
+from parsers.archive import remove_temp, temp_folder
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 
@@ -81,15 +80,15 @@ class Source:
         for part in self.__dict__.pop("_parts", []):
             part.close()
         if self._temp is not None:
-            shutil.rmtree(self._temp, ignore_errors=True)
+            remove_temp(self._temp)
             self._temp = None
 
     def scratch(self, rel: str) -> Path:
         """A new empty folder of this source's temp area (removed at close), for a file made from
         `rel` (a decompressed .gz log)."""
         if self._temp is None:
-            self._temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
-            weakref.finalize(self, shutil.rmtree, str(self._temp), True)
+            self._temp = temp_folder("forensics-src-")  # removed on SIGTERM/SIGHUP too
+            weakref.finalize(self, remove_temp, str(self._temp))
         n = self.__dict__.setdefault("_scratch", [0])
         n[0] += 1
         folder = self._temp / f"gz-{n[0]}"
@@ -196,15 +195,15 @@ def open_source(path: Path | str | list | tuple) -> Source:
 def _open_file(given: Path, shown: str | None = None) -> Source:
     """A tar or zip archive (unpacked, bounded), or one log (a .gz one decompressed, bounded)."""
     if is_archive(given) or is_zip(given):
-        temp = Path(tempfile.mkdtemp(prefix="forensics-src-"))
+        temp = temp_folder("forensics-src-")  # removed on SIGTERM/SIGHUP too
         try:
             root = _extract(given, temp) if is_archive(given) else _extract_zip(given, temp)
             src = _open_folder(root, given, temp=temp)
         except BaseException:
-            shutil.rmtree(temp, ignore_errors=True)
+            remove_temp(temp)
             raise
         src.form = "archive-" + src.form
-        weakref.finalize(src, shutil.rmtree, str(temp), True)  # removed even when a caller never closes it
+        weakref.finalize(src, remove_temp, str(temp))  # removed even when a caller never closes it
         return src
     src = Source(root=given.parent, given=given, form="file")
     name = shown or given.name
@@ -227,7 +226,7 @@ def _open_stdin() -> Source:
     (a log, a gzip-compressed log, a tar or zip archive)."""
     import sys
 
-    temp = Path(tempfile.mkdtemp(prefix="forensics-stdin-"))
+    temp = temp_folder("forensics-stdin-")  # removed on SIGTERM/SIGHUP too
     target = temp / "stdin"
     try:
         stream = sys.stdin.buffer
@@ -237,14 +236,14 @@ def _open_stdin() -> Source:
             raise InputError("-: stdin was empty")
         src = _open_file(target, shown="stdin")
     except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
+        remove_temp(temp)
         raise
     src.given = Path(STDIN)
     previous = src._temp
     if previous is None:
         src._temp = temp
     else:  # an archive or a .gz read from stdin: both temp folders go at close
-        weakref.finalize(src, shutil.rmtree, str(temp), True)
+        weakref.finalize(src, remove_temp, str(temp))
     return src
 
 

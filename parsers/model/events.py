@@ -58,6 +58,21 @@ def normalise_op(name: str | None) -> str | None:
 #: the host of evidence whose files and lines name none (a loose paste): a placeholder, said as such
 UNKNOWN_HOST = "unknown-host"
 
+#: most ranks a job, a communicator or a world size from data may claim (the largest jobs run about 10^5).
+#: Why a bound in the model: judges size sets and loops by a stated world; `nranks 4000000000` in one
+#: hostile line must not become a 4-billion-element range. A larger claim is no claim (None).
+MAX_RANKS = 1 << 20
+
+
+def plausible_size(value: object) -> int | None:
+    """A rank count from data (nranks, WORLD_SIZE) when it is one a real job could have, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_RANKS else None
+
+
+def plausible_rank(value: object) -> int | None:
+    """A rank from data when it lies in [0, MAX_RANKS), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANKS else None
+
 
 @dataclass(slots=True)
 class Origin:
@@ -94,6 +109,11 @@ class CommMember:
     parent: str | None = None  #: split communicators: the parent commId when logged
     source: str = ""
     aliases: list[str] | None = None  #: other keys this process's logs use for the comm ('pg:pg_C', 'pg:3')
+
+    def __post_init__(self) -> None:
+        # sizes from data are bounded here, once for every reader (see MAX_RANKS)
+        self.nranks = plausible_size(self.nranks)
+        self.comm_rank = plausible_rank(self.comm_rank)
 
 
 @dataclass(slots=True)

@@ -240,6 +240,20 @@ def _build(cls: type, data: Any, where: str) -> Any:
     return cls(**kwargs)
 
 
+def _printable(value: Any, depth: int = 0) -> Any:
+    """The manifest with lone surrogates (a JSON '\\udcff') replaced in every string: they cannot be encoded,
+    and a host or path holding one broke the text, JSON and HTML outputs. Depth is bounded by the schema."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if not value.isascii() else value
+    if depth > 64:
+        return value
+    if isinstance(value, dict):
+        return {_printable(k, depth + 1): _printable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v, depth + 1) for v in value]
+    return value
+
+
 def manifest_from_dict(data: Any) -> Manifest:
     """Validate and convert parsed manifest JSON. Raises ValueError with the faulty place."""
     if not isinstance(data, dict):
@@ -250,6 +264,7 @@ def manifest_from_dict(data: Any) -> Manifest:
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise ValueError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
     check_manifest(data)  # types and ranges of every field, before anything is built from them
+    data = _printable(data)
     man = _build(Manifest, data, "manifest")
     man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
     man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]

@@ -20,14 +20,14 @@ from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
 _GLOG = re.compile(
-    r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d+)? ?(?:\d+ )?(?P<src>[\w.]+:\d+)\] "
+    r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?(?P<src>[\w.]+:\d+)\] "
     r"|^(?P<lvl2>[EWIF])(?P<md2>\d{4}) (?P<time2>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src2>[\w./]+:\d+)\] "
 )
 _PG = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*))?\s*(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*+))?\s*+(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
 )
 _PLAIN_RANK = re.compile(r"\[Rank (?P<r>\d+)\]")
-_WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?"
+_WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d++), )?OpType=(?P<op>\w++)(?:, NumelIn=(?P<nin>\d++), NumelOut=(?P<nout>\d++))?"
 #: `:** ` too: a user's markdown bold around the phrase, kept when the line is pasted (sglang #3932:
 #: `[Rank 4] **Watchdog caught collective operation timeout:** WorkNCCL(SeqNum=151721, ...`)
 _WATCHDOG = re.compile(
@@ -69,7 +69,7 @@ _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds w
 _STORE_BARRIER = re.compile(r"Timed out initializing process group in store based barrier on rank: (?P<rank>\d{1,9}), "
                             r"for key: \S{1,200} \(world_size=(?P<expected>\d{1,9}), worker_count=(?P<joined>\d{1,9})")
 _NCCL_ERROR = re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)(?:, NCCL version (?P<v>[\w.+-]+))?"
-                         r"(?:, Traceback \(most recent call last\):)?\s*$")
+                         r"(?:, Traceback \(most recent call last\):)?$")
 #: where a bare 'NCCL error: <what>' (no 'in: file:line') is the error itself and not prose: at the start of the
 #: line, as an exception's message ('RuntimeError: NCCL error: unhandled cuda error', vLLM's and SGLang's pynccl
 #: wrappers), or as vLLM's worker report ('Exception in worker VllmWorkerProcess while processing method
@@ -280,7 +280,7 @@ def match_line(text: str, origin: Origin) -> list:
         return events
     m = _ASYNC.search(text)
     if m:
-        v = _NCCL_ERROR.search(m.group("what"))
+        v = _NCCL_ERROR.search(m.group("what").rstrip())
         err("nccl-error", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"nccl_version": nccl_version(v.group("v")) if v else None})
         return events
@@ -325,7 +325,7 @@ def match_line(text: str, origin: Origin) -> list:
             origin = replace(origin, rank=int(m.group("rank")))
         err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
         return events
-    m = _NCCL_ERROR.search(text)
+    m = _NCCL_ERROR.search(text.rstrip())  # the pattern ends at `$`: trailing blanks stripped here, linearly
     if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
         err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
         return events

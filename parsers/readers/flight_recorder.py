@@ -19,14 +19,25 @@ with `process_group` (name, desc), `collective_seq_id`, `p2p_seq_id`, `is_p2p`,
 from __future__ import annotations
 
 import io
+import math
 import pickletools
 import json
 import pickle
 from typing import Any
 
-from parsers.model.events import CommMember, OpEvent, Origin, Parsed, Progress, normalise_op
+from parsers.model.events import MAX_RANKS, CommMember, OpEvent, Origin, Parsed, Progress, normalise_op, plausible_rank
 
 MAX_BYTES = 512 * 1024 * 1024
+#: Bounds on what one dump may make us build. Why: a pickle's memo lets a few bytes name one object
+#: millions of times (3,000,000 references to one entry took 38 s and 1.3 GB), so sizes are counted
+#: in opcodes while checking, and in entries, shapes and dims while reading. A real dump has about
+#: 80 opcodes per entry and as many entries as TORCH_FR_BUFFER_SIZE (2,000 by default).
+MAX_OPCODES = 4_000_000
+MAX_ENTRIES = 50_000
+MAX_SHAPES = 1024  #: tensors of one collective
+MAX_DIMS = 32  #: dimensions of one tensor
+MAX_NUMEL = 1 << 62  #: elements of one collective; a larger product is no real tensor
+_INT_BOUND = 1 << 63  #: counters and sequence ids are 64-bit in torch; a larger number is damage
 
 
 class UnsafePickle(ValueError):
@@ -43,6 +54,14 @@ class _PlainDataUnpickler(pickle.Unpickler):
         raise UnsafePickle("refused a persistent id in a Flight Recorder dump")
 
 
+_STORE_OPS = {"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"}
+_FETCH_OPS = {"GET", "BINGET", "LONG_BINGET"}
+_CONTAINER_OPS = {"EMPTY_LIST", "EMPTY_DICT", "EMPTY_TUPLE", "EMPTY_SET", "LIST", "DICT", "TUPLE", "TUPLE1", "TUPLE2",
+                  "TUPLE3", "FROZENSET"}
+#: references back to an already built container a dump may hold (a real one references its strings, not
+#: its lists and dicts: an entry's dict and shapes are written once each)
+MAX_SHARED = 100_000
+
 #: opcodes that store into or read from the unpickler's memo by index
 _MEMO_OPS = {"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"}
 
@@ -56,9 +75,26 @@ def _check_opcodes(data: bytes) -> None:
     declares no frame larger than itself.
     """
     ops = 0
+    memo = 0  #: MEMOIZE's next index
+    containers: set[int] = set()  #: memo slots that hold a list, dict, tuple or set
+    shared = 0  #: references to those: each makes every later walk over the data see the container again
+    prev = ""
     try:
         for op, arg, _pos in pickletools.genops(data):
             ops += 1
+            if ops > MAX_OPCODES:
+                raise ValueError(f"not a readable dump: more than {MAX_OPCODES} pickle opcodes")
+            if op.name in _STORE_OPS:
+                slot = memo if op.name == "MEMOIZE" else arg
+                memo += op.name == "MEMOIZE"
+                if prev in _CONTAINER_OPS and isinstance(slot, int):
+                    containers.add(slot)
+            elif op.name in _FETCH_OPS and arg in containers:
+                shared += 1
+                if shared > MAX_SHARED:
+                    raise ValueError(f"not a readable dump: more than {MAX_SHARED} references to one stored "
+                                     "container (a few bytes that would expand to millions of objects)")
+            prev = op.name
             if op.name in _MEMO_OPS and isinstance(arg, int) and arg > ops:
                 raise ValueError(f"not a readable pickle: memo index {arg} after {ops} opcodes")
             if op.name == "FRAME" and isinstance(arg, int) and arg > len(data):
@@ -101,21 +137,52 @@ def looks_like(head: bytes) -> bool:
 
 
 def _int(v: Any) -> int | None:
-    try:
+    """A 64-bit counter from the dump, else None (a 5,000-digit integer is no counter, and str() of one
+    over 4,300 digits raises: it must never reach a report)."""
+    if isinstance(v, bool):
         return int(v)
+    if isinstance(v, str) and len(v) > 24:
+        return None
+    if not isinstance(v, (int, str)):
+        return None
+    try:
+        n = int(v)
     except (TypeError, ValueError):
         return None
+    return n if -_INT_BOUND < n < _INT_BOUND else None
+
+
+def _dict(v: Any) -> dict:
+    """A section the format says is a dict; anything else (a list, a number) reads as empty."""
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, (list, tuple)) else []
+
+
+def _text(v: Any, limit: int = 256) -> str | None:
+    """A name from the dump: a string (cut), a small number as its digits, else None (a container
+    referenced a million times must not be printed)."""
+    if isinstance(v, str):
+        return v[:limit]
+    if isinstance(v, int) and not isinstance(v, bool):
+        n = _int(v)
+        return str(n) if n is not None else None
+    if isinstance(v, float) and math.isfinite(v):
+        return f"{v:g}"
+    return None
 
 
 def _unnamed_only_group(data: dict, names: dict) -> None:
     """Gloo's dumps leave pg_config's names empty ({'': {'name': '', 'ranks': '[0, 1, 2, 3]'}}, torch
     2.13): with one group configured, that group is the default one the entries call '0', so its
     ranks list is the default group's (the job's size). With several unnamed groups nothing is said."""
-    config = data.get("pg_config") or {}
+    config = _dict(data.get("pg_config"))
     if len(config) != 1:
         return
     key, cfg = next(iter(config.items()))
-    if not isinstance(cfg, dict) or str(cfg.get("name") or key):
+    if not isinstance(cfg, dict) or (_text(cfg.get("name")) or _text(key)):
         return
     ranks = _ranks(cfg.get("ranks"))
     if ranks and "0" in names and names["0"][0] is None:
@@ -123,23 +190,25 @@ def _unnamed_only_group(data: dict, names: dict) -> None:
 
 
 def _ranks(text: Any) -> list[int] | None:
-    if isinstance(text, list):
-        return [int(x) for x in text]
-    if isinstance(text, str) and text.strip().startswith("["):
-        body = text.strip()[1:-1]
-        vals = [x.strip() for x in body.split(",") if x.strip()]
-        try:
-            return [int(x) for x in vals] or None
-        except ValueError:
-            return None
-    return None
+    """A group's global ranks ('[0, 1]' or a list), or None when any is no plausible rank or there are
+    more than a job can have."""
+    if isinstance(text, (list, tuple)):
+        vals = list(text[:MAX_RANKS + 1])
+    elif isinstance(text, str) and text.strip().startswith("["):
+        vals = [x.strip() for x in text.strip()[1:-1].split(",", MAX_RANKS + 1) if x.strip()]
+    else:
+        return None
+    if len(vals) > MAX_RANKS:
+        return None
+    ranks = [plausible_rank(_int(x)) for x in vals]
+    return ranks if ranks and None not in ranks else None  # type: ignore[return-value]
 
 
 def parse(data: dict, origin: Origin) -> Parsed:
     """Events from a decoded dump. `origin.rank` (from the file) is the dumping global rank."""
     out = Parsed(kind="fr-dump")
-    out.facts["fr_version"] = str(data.get("version"))
-    if "rank" in data and _int(data.get("rank")) is not None:
+    out.facts["fr_version"] = str(_text(data.get("version")))
+    if "rank" in data and plausible_rank(_int(data.get("rank"))) is not None:
         out.facts["rank"] = _int(data["rank"])
         origin.rank = origin.rank if origin.rank is not None else out.facts["rank"]
     keys = comm_keys(data)
@@ -149,20 +218,25 @@ def parse(data: dict, origin: Origin) -> Parsed:
                                      origin=origin, pg_name=desc or name, global_ranks=ranks, source="fr",
                                      aliases=_aliases(name, desc, key)))
     status_names = status_to_names(data)
-    for name, st in (data.get("pg_status") or {}).items():
+    for name, st in _dict(data.get("pg_status")).items():
         if not isinstance(st, dict):
             continue
-        key = keys.get(status_names.get(str(name), str(name)), (f"pg:{name}", None, None))[0]
+        name = _text(name) or "?"
+        key = keys.get(status_names.get(name, name), (f"pg:{name}", None, None))[0]
         out.events.append(Progress(comm=key, origin=origin,
                                    last_enqueued=_int(st.get("last_enqueued_collective")),
                                    last_started=_int(st.get("last_started_collective")),
                                    last_completed=_int(st.get("last_completed_collective")), source="fr"))
-    for i, entry in enumerate(data.get("entries") or []):
+    entries = _list(data.get("entries"))
+    if len(entries) > MAX_ENTRIES:
+        out.unknown_lines += len(entries) - MAX_ENTRIES  # the newest are the last: those are kept
+        entries = entries[-MAX_ENTRIES:]
+    for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             out.unknown_lines += 1
             continue
         pg = entry.get("process_group")
-        pg_name = str(pg[0]) if isinstance(pg, (list, tuple)) and pg else str(entry.get("pg_id", "?"))
+        pg_name = (_text(pg[0]) if isinstance(pg, (list, tuple)) and pg else _text(entry.get("pg_id", "?"))) or "?"
         key = keys.get(pg_name, (f"pg:{pg_name}", None, None))[0]
         is_p2p = bool(entry.get("is_p2p"))
         seq = _int(entry.get("p2p_seq_id" if is_p2p else "collective_seq_id"))
@@ -172,15 +246,15 @@ def parse(data: dict, origin: Origin) -> Parsed:
         sizes = entry.get("input_sizes")
         dtypes = entry.get("input_dtypes")
         numel = _numel(sizes)
-        state = str(entry.get("state") or "scheduled")
+        state = _text(entry.get("state"), 32) or "scheduled"
         out.events.append(OpEvent(
-            comm=key, comm_rank=None, op=normalise_op(str(entry.get("profiling_name") or "?")) or "?",
+            comm=key, comm_rank=None, op=normalise_op(_text(entry.get("profiling_name")) or "?") or "?",
             seq=seq, origin=Origin(origin.host, origin.pid, origin.rank, origin.file, i),
             seq_kind="p2p-seq" if is_p2p else "seq", state={"scheduled": "enqueued"}.get(state, state),
-            count=numel, dtype=",".join(map(str, dtypes)) if isinstance(dtypes, list) else None,
-            sizes=str(sizes) if sizes is not None else None, source="fr",
+            count=numel, dtype=",".join(_text(d, 32) or "?" for d in dtypes[:MAX_SHAPES]) if isinstance(dtypes, list) else None,
+            sizes=str(sizes) if numel is not None else None, source="fr",
             time_ns=_int(entry.get("time_created_ns")) or None))
-    out.lines = len(data.get("entries") or [])
+    out.lines = len(entries)
     return out
 
 
@@ -188,7 +262,7 @@ _VAGUE_DESC = {"", "undefined", "None"}
 
 
 def _num(name: str) -> tuple[int, str]:
-    return (int(name), "") if name.isdigit() else (1 << 60, name)
+    return (int(name), "") if name.isascii() and name.isdigit() else (1 << 60, name)
 
 
 def _aliases(name: str, desc: str | None, key: str) -> list[str]:
@@ -216,17 +290,17 @@ def status_to_names(data: dict) -> dict[str, str]:
     otherwise the keys are taken as names. pg_config counts even groups whose entries
     fell out of the ring buffer (or a trimmed dump), so it is preferred.
     """
-    status = sorted((str(k) for k in (data.get("pg_status") or {})), key=_num)
-    configured = {str(cfg.get("name") or key) for key, cfg in (data.get("pg_config") or {}).items()
-                  if isinstance(cfg, dict) and str(cfg.get("name") or key)}
+    status = sorted((_text(k) or "?" for k in _dict(data.get("pg_status"))), key=_num)
+    configured = {_text(cfg.get("name")) or _text(key) for key, cfg in _dict(data.get("pg_config")).items()
+                  if isinstance(cfg, dict) and (_text(cfg.get("name")) or _text(key))}
     if len(configured) == len(status):
         ordered = sorted(configured, key=_num)
         return dict(zip(status, ordered)) if ordered != status else {k: k for k in status}
     names = set()
-    for entry in data.get("entries") or []:
+    for entry in _list(data.get("entries"))[-MAX_ENTRIES:]:
         pg = entry.get("process_group") if isinstance(entry, dict) else None
-        if isinstance(pg, (list, tuple)) and pg:
-            names.add(str(pg[0]))
+        if isinstance(pg, (list, tuple)) and pg and _text(pg[0]):
+            names.add(_text(pg[0]))
     ordered = sorted(names, key=_num)
     if len(ordered) == len(status) and ordered != status:
         return dict(zip(status, ordered))
@@ -242,17 +316,17 @@ def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]
     user description (group_desc, e.g. 'mesh_tp') by that; otherwise by its name.
     """
     names: dict[str, tuple[list[int] | None, str | None]] = {}
-    for key, cfg in (data.get("pg_config") or {}).items():
+    for key, cfg in _dict(data.get("pg_config")).items():
         if isinstance(cfg, dict):
-            name = str(cfg.get("name") or key)
+            name = _text(cfg.get("name")) or _text(key)
             if name:
-                names[name] = (_ranks(cfg.get("ranks")), str(cfg.get("desc") or "") or None)
-    for entry in data.get("entries") or []:
+                names[name] = (_ranks(cfg.get("ranks")), _text(cfg.get("desc")) or None)
+    for entry in _list(data.get("entries"))[-MAX_ENTRIES:]:
         pg = entry.get("process_group") if isinstance(entry, dict) else None
-        if isinstance(pg, (list, tuple)) and len(pg) >= 2:
-            ranks, desc = names.get(str(pg[0]), (None, None))
+        if isinstance(pg, (list, tuple)) and len(pg) >= 2 and _text(pg[0]):
+            ranks, desc = names.get(_text(pg[0]), (None, None))
             if not desc or desc in _VAGUE_DESC:
-                names[str(pg[0])] = (ranks, str(pg[1]))
+                names[_text(pg[0])] = (ranks, _text(pg[1]) or "")
     _unnamed_only_group(data, names)
     for name in status_to_names(data).values():
         names.setdefault(str(name), (None, None))
@@ -270,14 +344,23 @@ def comm_keys(data: dict) -> dict[str, tuple[str, list[int] | None, str | None]]
 
 
 def _numel(sizes: Any) -> int | None:
-    if not isinstance(sizes, list):
+    """Elements of a collective's inputs, or None when the shapes are no real tensors' (too many shapes or
+    dims, a dim that is no non-negative 64-bit integer, a product past MAX_NUMEL: each product then
+    stays a small integer, never a number of millions of digits)."""
+    if not isinstance(sizes, list) or len(sizes) > MAX_SHAPES:
         return None
     total = 0
     for shape in sizes:
-        if not isinstance(shape, list):
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS:
             return None
         n = 1
         for d in shape:
-            n *= int(d) if isinstance(d, (int, float)) else 1
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < _INT_BOUND:
+                return None
+            n *= d
+            if n > MAX_NUMEL:
+                return None
         total += n
+        if total > MAX_NUMEL:
+            return None
     return total

@@ -21,7 +21,9 @@ Facts = dict[str, Any]
 _UNKNOWN = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown", "requested functionality has been deprecated", ""}
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-_LINE = re.compile(r"^(?P<indent> *)(?P<key>[^:]+?)\s*(?::\s*(?P<value>.*))?$")
+#: the key ends at its last non-blank before ':' (greedy, then one step back): a lazy key before `\s*` was
+#: quadratic on a line of blanks and words without a colon
+_LINE = re.compile(r"^(?P<indent> *+)(?P<key>[^:]*[^:\s])\s*+(?::\s*(?P<value>.*))?$")
 
 
 class NvsmiError(ValueError):

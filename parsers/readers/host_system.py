@@ -27,9 +27,15 @@ def parse_cpufreq_json(text: str) -> Facts:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise HostDataError(f"cpufreq.json is not JSON: {err}") from err
-    per_cpu = data.get("cpufreq") or {}
-    facts: Facts = {"cpu.count": len(per_cpu) or len(data.get("cpuinfo_mhz") or [])}
-    governors = Counter(v.get("scaling_governor") for v in per_cpu.values() if v.get("scaling_governor"))
+    if not isinstance(data, dict):
+        raise HostDataError("cpufreq.json is not an object")
+    # sections of the wrong type read as absent: a list where a dict belongs must not stop the analysis
+    per_cpu = {k: v for k, v in (data.get("cpufreq") if isinstance(data.get("cpufreq"), dict) else {}).items()
+               if isinstance(v, dict)}
+    listed = data.get("cpuinfo_mhz") if isinstance(data.get("cpuinfo_mhz"), list) else []
+    facts: Facts = {"cpu.count": len(per_cpu) or len(listed)}
+    governors = Counter(str(v.get("scaling_governor"))[:64] for v in per_cpu.values()
+                        if isinstance(v.get("scaling_governor"), str) and v.get("scaling_governor"))
     for name, count in governors.items():
         facts[f"cpu.governor.{name}"] = count
     for name, numerator in (("cpu.freq.cur_to_max_min", "scaling_cur_freq"), ("cpu.freq.cap_to_max_min", "scaling_max_freq")):
@@ -40,7 +46,7 @@ def parse_cpufreq_json(text: str) -> Facts:
                 ratios.append(part / top)
         if ratios:
             facts[name] = round(min(ratios), 3)
-    mhz = [_num(x) for x in data.get("cpuinfo_mhz") or []]
+    mhz = [_num(x) for x in listed]
     mhz = [x for x in mhz if x]
     if mhz:
         facts["cpu.mhz.min"] = min(mhz)
@@ -81,9 +87,16 @@ def parse_memory_json(text: str) -> Facts:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise HostDataError(f"memory.json is not JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise HostDataError("memory.json is not an object")
+
+    def text_of(key: str) -> str:  # each section is /proc text; anything else reads as absent
+        value = data.get(key)
+        return value if isinstance(value, str) else ""
+
     facts: Facts = {}
     meminfo = {}
-    for line in (data.get("meminfo") or "").splitlines():
+    for line in text_of("meminfo").splitlines():
         name, _, rest = line.partition(":")
         value = rest.split()
         if value and value[0].isdigit():
@@ -92,12 +105,12 @@ def parse_memory_json(text: str) -> Facts:
         facts["memory.total_kb"] = meminfo["MemTotal"]
         facts["memory.available_pct"] = round(100.0 * meminfo["MemAvailable"] / meminfo["MemTotal"], 2)
     for resource in ("cpu", "memory", "io"):
-        for line in (data.get(f"pressure/{resource}") or "").splitlines():
+        for line in text_of(f"pressure/{resource}").splitlines():
             m = _PSI.match(line)
             if m:
                 facts[f"psi.{resource}.{m.group(1)}.avg10"] = float(m.group(2))
                 facts[f"psi.{resource}.{m.group(1)}.avg60"] = float(m.group(3))
-    for line in (data.get("vmstat") or "").splitlines():
+    for line in text_of("vmstat").splitlines():
         if line.startswith("oom_kill "):
             facts["vmstat.oom_kill"] = int(line.split()[1])
     return facts

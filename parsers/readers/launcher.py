@@ -91,8 +91,8 @@ _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
-_RANK_FIELD = _re.compile(r"(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
-_EXIT_FIELD = _re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+_RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
+_EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
 #: Slurm's srun when tasks of a step end badly: 'srun: error: node-0-1: tasks 8-13,15: Exited with exit code 1',
 #: '... task 3: Killed' / 'Aborted (core dumped)' / 'Segmentation fault'; the numbers are Slurm task ids

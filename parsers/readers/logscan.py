@@ -190,7 +190,10 @@ def _last_ops(mm: mmap.mmap, start: int, end: int, keep: int, ops: Counter) -> l
     out: list[tuple[int, int]] = []
     hi = end
     while missing and hi > start:
-        lo = max(start, _line_start(mm, hi - LAST_OPS_CHUNK, start))
+        # never a position below `start` (a negative end makes mmap.rfind count from the file's end, and the
+        # walk went forward again, for ever); `lo` < `hi` always, so every step moves back
+        pos = max(start, hi - LAST_OPS_CHUNK)
+        lo = _line_start(mm, pos, start) if pos > start else start
         for m in reversed(list(_OP.finditer(mm, lo, hi))):
             key = (m.group(1), m.group(2))
             if want.get(key, 0) > 0:

@@ -29,8 +29,8 @@ _RECORD = re.compile(
     r"NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
 _INIT = re.compile(
-    r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)"
-    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>\w+))?(?P<rest>.*?)- ?Init(?: (?P<phase>START|COMPLETE))?"
+    r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d++)"
+    r"(?: nvmlDev (?P<nvml>-?\d++))?(?: busId (?P<bus>\w++))?(?P<rest>.*?)- ?Init(?: (?P<phase>START|COMPLETE))?"
 )
 _COMMID = re.compile(r"commId (0x[0-9a-f]+)")
 _PARENT = re.compile(r"parent (0x[0-9a-f]+) (?:splitCount|childCount) (-?\d+) color (-?\d+)")
@@ -70,7 +70,7 @@ _PARTIAL = re.compile(
     r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
 _SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
-_ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d+).*- Abort COMPLETE")
+_ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d++).*- Abort COMPLETE")
 HEAD_LINES = 2000
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).

@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from parsers.model.events import ProcessState
+from parsers.model.events import MAX_RANKS, ProcessState
 
 #: a rank number larger than this is not a rank (hostile or broken input)
-MAX_RANK = 1 << 24
+MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (parsers.model.events)
 
 
 def parse_proc_data(data: Any) -> ProcessState:
     """proc.json as a ProcessState; ValueError when it is not one."""
-    if not isinstance(data, dict) or "state" not in data or not isinstance(data.get("pid"), int):
+    if not isinstance(data, dict) or "state" not in data or _int(data.get("pid")) is None:
         raise ValueError("not a process_state file (needs 'pid' and 'state')")
-    threads = [t for t in data.get("threads") or [] if isinstance(t, dict)]
+    threads = [t for t in (data.get("threads") if isinstance(data.get("threads"), list) else []) if isinstance(t, dict)]
     return ProcessState(
         pid=int(data["pid"]),
         state=str(data["state"])[:2],
@@ -75,7 +75,8 @@ def _small(value: Any) -> int | None:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A 64-bit integer field, else None (a 5,000-digit number cannot even be printed)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < (1 << 64) else None
 
 
 def _str(value: Any) -> str | None:

@@ -35,7 +35,7 @@ MAX_JOIN = 64  #: physical lines one logical line may absorb (bounded work on ho
 _LAUNCHER_PREFIXES = (_OMPI, _RAY, _SHIPPER, _SLURM, _PDSH)
 #: what a new record looks like at the start of a line (so it is never glued to the previous one)
 _RECORD_START = re.compile(
-    r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
+    r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*+[ \d:.]*+[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
     r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
     r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + TORCHRUN_LABEL.pattern.lstrip("^")
@@ -44,7 +44,7 @@ _RECORD_START = re.compile(
 #: a record's own header a little way into a line, behind a wrapper no prefix pattern knows
 #: (VITA-Audio #34: '【2025-09-25 14:27:49】[rank2]:[E ProcessGroupNCCL.cpp:563] ...'): such a line is a
 #: record, not the continuation of a wrapped one, even when the lines share one length
-_HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}[ \d:.]*[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
+_HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}+[ \d:.]*+[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
 HEADER_WINDOW = 60
 #: a record that starts in the middle of a physical line, glued to the one before it (no newline between them:
 #: a flattened paste, a missing newline): a Ray/vLLM worker prefix (`...incorrect.(RayWorkerVllm pid=5304) For

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from parsers.model.events import MAX_RANKS
+
 MAGIC = b"HFNCREC\0"
 FORMAT_VERSION = 1
 HEADER_SIZE = 512
@@ -268,6 +270,10 @@ def _check_header(buf: bytes | mmap.mmap, size: int, source: str) -> dict[str, A
     for key, want in expect.items():
         if hdr[key] != want:
             raise RecorderFormatError(f"{source}: {key} is {hdr[key]}, format {version} has {want}: corrupt file")
+    if hdr["nranks"] > MAX_RANKS or hdr["rank"] >= MAX_RANKS:
+        # judges size a table by nranks: 2^31-1 from a damaged header is no communicator (MAX_RANKS);
+        # -1 is the plugin's own 'not known yet
+        raise RecorderFormatError(f"{source}: rank {hdr['rank']} of {hdr['nranks']} is no communicator's: corrupt file")
     ring_end = hdr["coll_ring_offset"] + hdr["coll_ring_len"] * COLL_SIZE
     proxy_end = hdr["proxy_offset"] + hdr["proxy_slots"] * PROXY_SIZE
     if hdr["coll_ring_offset"] < HEADER_SIZE or hdr["proxy_offset"] < ring_end or proxy_end > hdr["file_size"]:

@@ -65,7 +65,12 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             # a rank whose lines sit in a merged log (an excerpt) may just not have been copied: own files only
             if m in joined and m in providers.get(source, set()) and m in ids.own:
                 known[m] = RankProgress(enqueued=-1)  # joined the comm, logged no op in it
-        silent = sorted(m for m in members if m not in known and m not in providers.get(source, set()))
+        provided = providers.get(source, set())
+        silent = sorted(m for m in members if m not in known and m not in provided)
+        # members with a position but none of the evidence kind the others left: the same for every waiter
+        # but the waiter itself, so listed once per comm (per waiter it was quadratic in ranks)
+        lacking_all = [m for m in members if m in known and m not in provided]
+        lacking_set = set(lacking_all)
         order = sorted(known, key=lambda r: known[r].enqueued)
         levels = [known[r].enqueued for r in order]
         with_completion = t.has_completion.get(comm, False)
@@ -88,14 +93,15 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                 if p.enqueued == levels[0]:
                     continue
                 at = p.enqueued
-            behind = order[: bisect_left(levels, at)][:MAX_PEERS_PER_WAITER]
+            behind = order[: min(bisect_left(levels, at), MAX_PEERS_PER_WAITER)]
             if not behind and not silent and source:
                 # Nobody is behind: every member reached `at` by some account (a watchdog line).
                 # A member that left none of the evidence kind every other member left (the
                 # Flight Recorder dump all responsive ranks write when the watchdog fires) did
                 # not answer: seen for a SIGSTOPped rank (NCCL 2.28.9, torch 2.11).
-                lacking = [m for m in members if m in known and m != r and m not in providers.get(source, set())]
-                if lacking and len(lacking) < len(members) / 2:
+                n_lacking = len(lacking_all) - (r in lacking_set)
+                if n_lacking and n_lacking < len(members) / 2:
+                    lacking = [m for m in lacking_all[:MAX_PEERS_PER_WAITER + 1] if m != r]
                     for peer in lacking[:MAX_PEERS_PER_WAITER]:
                         add_edge(g, r, peer, comm, f"waits at position {at} in {comm}; rank {peer} left no "
                                  f"{source} while the other members did", source, at, kind="silent", weak=True)
