@@ -136,17 +136,27 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
                 if stamp is not None and (key not in when or stamp < when[key]):
                     when[key] = stamp
     runs = {comm for (comm, _), seqs in waits.items() if len(seqs) > 1}  # a rank stuck twice: several runs
+    # per group, each member's completion (capped below its own wait), highest first: a waiter looks only at the
+    # members past its wait, so 10,000 ranks waiting at one position cost a sort, not 10,000 x 10,000 pairs
+    past_by_comm: dict[str, list[tuple[int, int]]] = {}
+    for (cm, r), c in done.items():
+        past_by_comm.setdefault(cm, []).append((min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r))
+    for members in past_by_comm.values():
+        members.sort(reverse=True)
     out: list[str] = []
     for (comm, rank), seqs in sorted(waits.items(), key=lambda kv: min(kv[1])):
         seq = min(seqs)
         if comm in runs or any(f"group {_group_name(comm)}," in said for said in out):
             continue
-        past = [(min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r) for (cm, r), c in done.items()
-                if cm == comm and r != rank]
-        # two ranks' wait lines an hour apart or more are of several runs (a file that collects lines of
-        # several jobs, tests/fixtures/host/ranklogs, has them months apart)
-        best = max(((c, r) for c, r in past
-                    if c > seq and stamps.close(when.get((comm, rank)), when.get((comm, r)), ONE_RUN_S)), default=None)
+        best = None
+        for c, r in past_by_comm.get(comm, ()):
+            if c <= seq:
+                break
+            # two ranks' wait lines an hour apart or more are of several runs (a file that collects lines of
+            # several jobs, tests/fixtures/host/ranklogs, has them months apart)
+            if r != rank and stamps.close(when.get((comm, rank)), when.get((comm, r)), ONE_RUN_S):
+                best = (c, r)
+                break
         if best is not None:
             out.append(f"in group {_group_name(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
                        f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
