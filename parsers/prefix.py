@@ -20,11 +20,13 @@ _OMPI = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d+),(\d+)\]<
 #: Ray's `(Actor pid=P, ip=X)`: X is the node's address, or its host name where the cluster names nodes
 #: (`ip=train-...-worker-0` on Kubernetes); either way it says which machine printed the line
 _RAY = re.compile(r"^\((?P<who>[^()]*?)pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Za-z][\w.:-]{0,252}))?\)\s?")
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+#: (?<!\s): a match starts where a whitespace run starts, never inside one (a long run cost its square)
+_RAY_REPEAT = re.compile(r"(?<!\s)\s*\[repeated \d++x across cluster\]\s*$")
 _SHIPPER = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) \[(?:stdout|stderr)\]:? ?")
 #: pdsh / DeepSpeed multi-node launcher: `worker-1: ...` (a host-like token: lower case, with a hyphen), or the
 #: IPv4 address a hostfile listed (`202.197.0.170: [rank1]:[E...`)
-_PDSH = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[a-z0-9]+(?:[-.][a-z0-9]+)*-[a-z0-9]+(?:[-.][a-z0-9]+)*): ")
+#: one possessive run of host words (a lookahead asks for its '-'): no split of 'a-a-a-...' is tried twice
+_PDSH = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[a-z0-9.]*-[a-z0-9])[a-z0-9]++(?:[-.][a-z0-9]++)*+): ")
 #: pdsh/clush with a host name of letters then digits (`gpu003: `, `node01: `), taken as a host only before what a
 #: rank prints (a traceback, an NCCL record, `[rankN]:`, an indented traceback line) or nothing: such a word before
 #: other text (`epoch12: loss ...`) is the program's own
@@ -67,7 +69,7 @@ _APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
 _PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
 _BORDER = re.compile(r"^[│|┃]\s+")
-_BORDER_END = re.compile(r"\s+[│|┃]\s*$")
+_BORDER_END = re.compile(r"(?<!\s)\s+[│|┃]\s*$")  # starts where a whitespace run starts (linear)
 
 
 @dataclass

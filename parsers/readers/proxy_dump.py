@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_OP = re.compile(r"\[(?P<pool>\d+)-(?P<idx>\d+)\|(?P<oc>-?\d+)\| ?(?P<kind>[A-Za-z]+)(?P<subs>[^\]]*)\]")
-_SUB = re.compile(r"(?P<peer>-?\d+)(?P<st>[A-Z]?)\s*/(?P<ch>\d+)")
+#: possessive runs: a record without its ']' is given up once, not once per split of its letters
+_OP = re.compile(r"\[(?P<pool>\d++)-(?P<idx>\d++)\|(?P<oc>-?\d++)\| ?(?P<kind>[A-Za-z]++)(?P<subs>[^\]]*+)\]")
+#: (?<![\d-]): a peer starts where a number starts, never inside a digit run (a long run cost its square)
+_SUB = re.compile(r"(?<![\d-])(?P<peer>-?\d++)(?P<st>[A-Z]?)\s*+/(?P<ch>\d+)")
 
 WAITING = {"R": "receiving", "S": "sending", "F": "flushing", "I": "init"}
 

@@ -24,13 +24,7 @@ import parsers
 from regex_pumps import build, pumps
 
 #: patterns found superlinear by this test and not fixed yet (issue 31): name -> what makes them so
-KNOWN_SUPERLINEAR = {
-    "parsers.prefix._BORDER_END": "whitespace runs (prefix.py is another helper's; reported)",
-    "parsers.prefix._PDSH": "'-a' runs (prefix.py is another helper's; reported)",
-    "parsers.prefix._RAY_REPEAT": "tab runs (prefix.py is another helper's; reported)",
-    "parsers.readers.proxy_dump._SUB": "digit runs",
-    "parsers.readers.proxy_dump._OP": "capital-letter runs",
-}
+KNOWN_SUPERLINEAR: dict[str, str] = {}
 
 
 def _patterns() -> dict[str, re.Pattern]:
