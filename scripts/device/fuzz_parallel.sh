@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs benchmarks/fuzz_structured.py on every core of a bigger machine (the device tool's, 16 cores):
+# worker w takes input indices START + w*CHUNK ... of one seed, all within BUDGET seconds; their states
+# are summed into $OUT/fuzz_summary.json and the failing inputs packed into $OUT/fuzz_failures.tar.gz.
+#   bash scripts/device/fuzz_parallel.sh SEED START CHUNK BUDGET_S
+# Carried: .whl (loguru, networkx, ClusterShell, py-spy, pygdbmi for Python 3.12).
+set -u
+SEED=${1:-2}; START=${2:-0}; CHUNK=${3:-6250}; BUDGET=${4:-480}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 2
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+N=$(nproc); W=/tmp/fz; rm -rf "$W"; mkdir -p "$W/keep"
+echo "workers $N, seed $SEED, start $START, chunk $CHUNK, budget $BUDGET s, python $(python3 -V 2>&1)"
+for w in $(seq 0 $((N - 1))); do
+  timeout -k 5 $((BUDGET + 40)) python3 benchmarks/fuzz_structured.py --seed "$SEED" --start $((START + w * CHUNK)) \
+    --inputs "$CHUNK" --state "$W/state$w.json" --keep "$W/keep" --budget-s "$BUDGET" >"$W/log$w.txt" 2>&1 &
+done
+wait
+python3 - "$W" "$OUT/fuzz_summary.json" <<'PY'
+import json, sys
+from pathlib import Path
+w, out = Path(sys.argv[1]), Path(sys.argv[2])
+total = {"counts": {}, "failures": [], "slowest": [0.0, None], "max_rss_mib": 0.0, "ranges": []}
+for f in sorted(w.glob("state*.json")):
+    s = json.loads(f.read_text())
+    for k, v in s["counts"].items():
+        total["counts"][k] = total["counts"].get(k, 0) + v
+    total["failures"] += s["failures"]
+    if s["slowest"][0] > total["slowest"][0]:
+        total["slowest"] = s["slowest"]
+    total["max_rss_mib"] = max(total["max_rss_mib"], s["max_rss_mib"])
+    total["ranges"].append([s.get("start"), s["next"]])
+total["inputs"] = sum(total["counts"].values())
+out.write_text(json.dumps(total, indent=1))
+print(json.dumps({k: total[k] for k in ("inputs", "counts", "slowest", "max_rss_mib")}))
+for f in total["failures"][:40]:
+    print("FAIL", f.get("index"), f.get("outcome"), f.get("type", ""), f.get("seconds"), str(f.get("input"))[:160])
+PY
+tail -n 3 "$W"/log0.txt
+tar czf "$OUT/fuzz_failures.tar.gz" -C "$W" keep
+ls -la "$OUT"
