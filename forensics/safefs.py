@@ -252,6 +252,24 @@ def write_new(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE)
     return len(raw)
 
 
+def write_first_free(first: str | os.PathLike, data: bytes | str, limit: int = 100) -> Path:
+    """`data` in a new file at `first`, or at NAME-2.EXT, NAME-3.EXT... where that is taken: never over a
+    file, never through a link (report's default output, analyze --save). ForensicsError past `limit` names."""
+    first = Path(first)
+    for n in range(1, limit + 1):
+        path = first if n == 1 else first.with_name(f"{first.stem}-{n}{first.suffix}")
+        if os.path.lexists(path):
+            continue
+        try:
+            write_new(path, data)
+        except ForensicsError:
+            continue  # taken meanwhile
+        except OSError as err:
+            raise ForensicsError(f"{path}: cannot write ({err.strerror or err})") from err
+        return path
+    raise ForensicsError(f"{first}: {limit} files of this name exist already")
+
+
 def copy_from(fh: BinaryIO, dest: str | os.PathLike, max_bytes: int, *, tail: bool = True,
               mode: int = FILE_MODE) -> tuple[int, bool]:
     """Copy at most `max_bytes` of an open file (its end with tail=True) into a new file; (bytes, cut)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from forensics import safefs
@@ -110,18 +109,7 @@ def save_analysis(root: Path, text: str) -> Path:
     """analysis.json (analysis-2.json... when taken) as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) in a
     bundle folder the caller alone may write to; never through a planted link, never over a file."""
     safefs.private_folder(root, "bundle folder (--save)")
-    for n in range(1, MAX_SAVES + 1):
-        path = root / ("analysis.json" if n == 1 else f"analysis-{n}.json")
-        if os.path.lexists(path):
-            continue
-        try:
-            safefs.write_new(path, text.encode("utf-8"))
-        except ForensicsError:
-            continue  # taken meanwhile
-        except OSError as err:
-            raise ForensicsError(f"{root}: cannot write {path.name} ({err.strerror or err})") from err
-        return path
-    raise ForensicsError(f"{root}: {MAX_SAVES} saved analyses exist already")
+    return safefs.write_first_free(root / "analysis.json", text.encode("utf-8"), MAX_SAVES)
 
 
 def _has_files(path: Path) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from forensics import safefs
@@ -86,16 +85,4 @@ def write_default_report(bundle: Path, text: str) -> Path:
     name gives way to report-2.html, report-3.html..., never overwritten."""
     first = default_output(bundle)
     safefs.private_folder(first.parent, "folder of the default report")
-    stem, suffix = first.name[: -len(".html")], ".html"
-    for n in range(1, MAX_NAMES + 1):
-        path = first if n == 1 else first.with_name(f"{stem}-{n}{suffix}")
-        if os.path.lexists(path):
-            continue
-        try:
-            safefs.write_new(path, text.encode("utf-8"))
-        except ForensicsError:
-            continue  # taken meanwhile
-        except OSError as err:
-            raise ForensicsError(f"{path}: cannot write the report ({err.strerror or err})") from err
-        return path
-    raise ForensicsError(f"{first}: {MAX_NAMES} reports exist already; give -o FILE")
+    return safefs.write_first_free(first, text.encode("utf-8"), MAX_NAMES)
