@@ -436,6 +436,8 @@ def read_manifest_file(path: Path) -> Manifest:
         if path.stat().st_size > 512 * 1024 * 1024:
             raise InputError(f"{path}: manifest too large")
         data = json.loads(path.read_text())
+    except MemoryError as err:  # a manifest of tens of MiB of tiny repeated objects (found by the fuzzer)
+        raise InputError(f"{path}: manifest too large to read in this process's memory") from err
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise InputError(f"{path}: corrupted manifest ({err})") from err
     try:

@@ -39,8 +39,12 @@ def json_text(kind: str, data: dict[str, Any], pretty: bool = False) -> str:
     """The JSON document of one output: compact by default, indented with pretty=True."""
     doc = envelope(kind, data)
     if pretty:
-        return json.dumps(doc, indent=1, default=str, ensure_ascii=False)
-    return json.dumps(doc, separators=(",", ":"), default=str, ensure_ascii=False)
+        text = json.dumps(doc, indent=1, default=str, ensure_ascii=False)
+    else:
+        text = json.dumps(doc, separators=(",", ":"), default=str, ensure_ascii=False)
+    # a lone surrogate from data (a name read with surrogateescape) cannot be written as UTF-8: it becomes its
+    # JSON escape (\udcff), still valid JSON (found by benchmarks/fuzz_structured.py in a proc.json string)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def text_width(width: int | None, output: Path | None = None) -> int:

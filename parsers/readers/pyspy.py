@@ -17,8 +17,16 @@ class PySpyFormatError(ValueError):
     """The file is not py-spy JSON."""
 
 
+#: a py-spy dump of the largest real process is some MiB (4,096 threads of 1,024 frames); more is not a dump
+MAX_JSON_BYTES = 64 << 20
+
+
 def read_pyspy_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
-    """Threads from a py-spy JSON file; raises PySpyFormatError on anything else."""
+    """Threads from a py-spy JSON file; raises PySpyFormatError on anything else (a file past MAX_JSON_BYTES
+    too: decoding 255 MB of JSON took 5 s and most of a GiB, found by benchmarks/fuzz_structured.py)."""
+    size = Path(path).stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise PySpyFormatError(f"{path}: {size} bytes, more than a py-spy dump holds ({MAX_JSON_BYTES >> 20} MiB)")
     try:
         data = json.loads(Path(path).read_text(errors="replace"))
     except ValueError as err:

@@ -98,6 +98,13 @@ def _from_json(text: str, source: str) -> StepSeries:
 
 
 def _from_csv(text: str, source: str) -> StepSeries:
+    try:
+        return _read_csv(text, source)
+    except csv.Error as err:  # a field with a stray newline or NUL: the file's fault (found by the fuzzer)
+        raise SeriesError(f"{source}: not a readable CSV ({err})") from err
+
+
+def _read_csv(text: str, source: str) -> StepSeries:
     reader = csv.DictReader(io.StringIO(text))
     fields = [f.strip().lower() for f in (reader.fieldnames or [])]
     column = next((c for c in TIME_COLUMNS if c in fields), None)

@@ -1,0 +1,58 @@
+"""What benchmarks/fuzz_structured.py found on the device machine's 16 cores (seed 2, 22,643 inputs), each
+as a test that failed before its fix."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from forensics.cli.output import json_text
+from parsers.readers.pyspy import MAX_JSON_BYTES, PySpyFormatError, read_pyspy_json
+from parsers.steps.series import SeriesError, parse_series
+
+
+def test_a_carriage_return_inside_a_csv_field_is_the_files_fault():
+    """Input 6706 (and 13 more): a step-series CSV with a stray CR in a field raised csv.Error, a reader bug."""
+    text = "step,seconds\n1,0.35\n2,0.3\r5\n3,0.36\n"
+    with pytest.raises(SeriesError, match="not a readable CSV"):
+        parse_series(text, "steps-rank0.csv")
+
+
+def test_a_lone_surrogate_from_data_still_makes_utf8_json():
+    """Input 87676: a proc.json string read with surrogateescape reached --json, which could not be written."""
+    text = json_text("analyze", {"wchan": "futex\udcff_wait"}, pretty=True)
+    text.encode("utf-8")
+    assert json.loads(text)["wchan"] == "futex\udcff_wait"
+
+
+def test_a_py_spy_json_past_its_cap_is_refused_before_it_is_decoded(tmp_path):
+    """Input 56687: 255 MB of py-spy JSON took 5 s and most of a GiB to decode."""
+    big = tmp_path / "pyspy.json"
+    with open(big, "wb") as fh:
+        fh.truncate(MAX_JSON_BYTES + 1)  # sparse: its size is all that is looked at
+    t = time.perf_counter()
+    with pytest.raises(PySpyFormatError, match="more than a py-spy dump holds"):
+        read_pyspy_json(big)
+    assert time.perf_counter() - t < 1
+
+
+def test_a_manifest_too_big_for_memory_is_a_clear_error(tmp_path):
+    """Input 12719: a mutated manifest of many tiny repeated objects was a MemoryError under 1 GiB."""
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "manifest.json").write_text("[" + "{}," * 12_000_000 + "{}]")
+    child = textwrap.dedent(f"""
+        import resource, sys
+        from parsers.errors import InputError
+        from parsers.source import read_manifest
+        resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
+        try:
+            read_manifest(__import__('pathlib').Path({str(bundle)!r}))
+        except InputError as err:
+            print("InputError:", err)
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert "InputError:" in done.stdout and "too large to read" in done.stdout, done.stdout + done.stderr[-2000:]
