@@ -31,13 +31,14 @@ import signal
 import socket
 import stat
 import struct
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from forensics.errors import ForensicsError
-from parsers.safeio import UnsafeFile
+from parsers.safeio import UnsafeFile, checked_file, open_regular
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -97,37 +98,13 @@ def open_for_job(path: str | os.PathLike, user: JobUser | None, *, follow: bool 
     """
     if user is None:
         raise UnsafeFile(path, "owner unknown", "cannot read the target's uid and gid")
-    flags = READ_FLAGS | (0 if follow else os.O_NOFOLLOW)
+    expected = f"the job runs as uid {user.uid}"
     if os.geteuid() == 0 and not user.is_root:
         if user.gid == 0:
             raise UnsafeFile(path, "job runs with group root", f"uid {user.uid} with real gid 0: not opened for it")
-        fd = _open_as(user, path, flags)
-    else:
-        try:
-            fd = os.open(path, flags)
-        except OSError as err:
-            if err.errno == errno.ELOOP and not follow:
-                raise UnsafeFile(path, "is a symbolic link", "links are not followed") from err
-            raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFile(path, "not a regular file", _kind(st.st_mode))
-        if st.st_uid != user.uid:
-            raise UnsafeFile(path, "owned by another user", f"uid {st.st_uid}, the job runs as uid {user.uid}")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _kind(mode: int) -> str:
-    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return word
-    return "not a regular file"
+        fd = _open_as(user, path, READ_FLAGS | (0 if follow else os.O_NOFOLLOW))
+        return checked_file(fd, path, (user.uid,), expected)
+    return open_regular(path, follow=follow, owners=(user.uid,), expected=expected)  # as ourselves: no child
 
 
 def _open_as(user: JobUser, path: str | os.PathLike, flags: int) -> int:
@@ -239,14 +216,17 @@ def create(path: str | os.PathLike, mode: int = FILE_MODE) -> int:
     return fd
 
 
-def write_new(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE) -> int:
-    """Write `data` (str as UTF-8, undecodable bytes kept) into a new file; returns bytes written."""
+def write_new(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE, *, durable: bool = False) -> int:
+    """Write `data` (str as UTF-8, undecodable bytes kept) into a new file; returns bytes written.
+    durable=True: on disk (fsync) before it returns."""
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     fd = create(path, mode)
     try:
         view = memoryview(raw)
         while view:
             view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     return len(raw)
@@ -293,16 +273,18 @@ def copy_from(fh: BinaryIO, dest: str | os.PathLike, max_bytes: int, *, tail: bo
     return written, start > 0 or size > max_bytes
 
 
-def replace_file(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE) -> None:
+def replace_file(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE, *, durable: bool = False) -> None:
     """Write `data` to a new temporary name beside `path` (O_EXCL), then rename it over `path`.
 
-    For files a command rewrites in a folder it owns (a manifest, a bisect state): the rename
-    replaces the name itself, so a link there is replaced, never written through.
+    For files a command rewrites in a folder it owns (a manifest, a bisect state, an -o FILE): the rename
+    replaces the name itself, so a link there is replaced, never written through, and a reader sees the
+    old file or the new one, never half; a failed write (a full disk) leaves no temp file. The temp name
+    carries the pid and thread, so writers in several threads never meet; durable=True fsyncs it first.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{time.monotonic_ns()}.tmp")
     try:
-        write_new(tmp, data, mode)
+        write_new(tmp, data, mode, durable=durable)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -55,8 +55,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: str | os.PathLike, *, follow: bool = True,
-                 owners: Collection[int] | None = None, dir_fd: int | None = None) -> BinaryIO:
+def open_regular(path: str | os.PathLike, *, follow: bool = True, owners: Collection[int] | None = None,
+                 dir_fd: int | None = None, expected: str | None = None) -> BinaryIO:
     """Open `path` for reading as a binary file object, without ever blocking.
 
     follow=False refuses a symlink as the last component (O_NOFOLLOW -> ELOOP).
@@ -73,12 +73,22 @@ def open_regular(path: str | os.PathLike, *, follow: bool = True,
         if err.errno == errno.ELOOP and not follow:
             raise UnsafeFile(path, "is a symbolic link", "links are not followed") from err
         raise
+    return checked_file(fd, path, owners, expected)
+
+
+def checked_file(fd: int, path: str | os.PathLike, owners: Collection[int] | None = None,
+                 expected: str | None = None) -> BinaryIO:
+    """An open descriptor as a binary file object once it is a regular file owned by one of `owners`
+    (any owner with None); UnsafeFile otherwise, and the descriptor is closed. `expected` says who
+    should own it in the refusal (default: the uids). One check for every opener: here and the
+    forensics.safefs opener that opens as the job's user."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeFile(path, "not a regular file", _kind(st.st_mode))
         if owners is not None and st.st_uid not in owners:
-            raise UnsafeFile(path, "owned by another user", f"uid {st.st_uid}, expected {sorted(set(owners))}")
+            raise UnsafeFile(path, "owned by another user",
+                             f"uid {st.st_uid}, {expected or f'expected {sorted(set(owners))}'}")
         os.set_blocking(fd, True)  # a regular file: reads never block anyway; keep read() simple
         return os.fdopen(fd, "rb")
     except BaseException:

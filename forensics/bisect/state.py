@@ -18,10 +18,11 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from forensics import safefs
 
 FORMAT = "hang-forensics-bisect-state"
 VERSION = 2  #: 1 kept the command and options in the file (read back and run): refused now
@@ -70,26 +71,12 @@ def on_disk(state: dict[str, Any]) -> dict[str, Any]:
 def save(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Replace `path` with the state's results atomically; a crash leaves the old or the new file, never half.
 
-    The temp file is new (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and the rename replaces the
-    name itself, so a link planted at `path` is replaced, never written through. The folder
+    safefs.replace_file, durable: a new temp file (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), fsynced, renamed
+    over the name, so a link planted at `path` is replaced, never written through. The folder
     must exist (the command made it, or checked it is the caller's alone).
     """
-    target = Path(path)
     state["updated"] = now()
-    fd, tmp = tempfile.mkstemp(prefix="." + target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(on_disk(state), fh, indent=1)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    safefs.replace_file(path, json.dumps(on_disk(state), indent=1) + "\n", durable=True)
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -125,14 +125,8 @@ def write_manifest(root: Path, manifest: Manifest) -> Path:
     """ROOT/manifest.json, written atomically (a new temp file, O_EXCL|O_NOFOLLOW, then a rename, which
     replaces the name and never writes through a link): a reader never sees half of it."""
     path = Path(root) / MANIFEST_NAME
-    tmp = path.with_suffix(f".json.{os.getpid()}.{threading.get_ident()}.tmp")
     # indented for people while small; one line when large: json writes indented JSON in pure Python, and
     # for a 4,096-host job's manifest that alone was ~2.5 s of the merge here against ~0.2 s in C
     indent = 1 if len(manifest.ranks) + len(manifest.hosts) <= INDENT_UP_TO else None
-    try:
-        safefs.write_new(tmp, to_json(manifest, indent) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    safefs.replace_file(path, to_json(manifest, indent) + "\n")
     return path
