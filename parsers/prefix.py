@@ -88,8 +88,30 @@ class LinePrefix:
     local_rank: int | None = None  #: torchrun's `[<role><local rank>]:` (`--tee`): a local rank, never a global one
 
 
+_FIELDS = tuple(LinePrefix.__dataclass_fields__)
+#: lines stripped already (line -> payload, LinePrefix fields): logs repeat lines (progress bars, warnings, a
+#: fuzzer's repetitions), and stripping is a pure function of the line; bounded, cleared when full
+_SEEN: dict[str, tuple[str, tuple]] = {}
+SEEN_LINES = 8192
+SEEN_LINE_CHARS = 1024  #: longer lines are not kept (the memory stays under SEEN_LINES * this)
+
+
 def strip_prefix(line: str) -> tuple[str, LinePrefix]:
-    """Remove every known wrapper from the front of `line`; return the payload and what they said.
+    """Remove every known wrapper from the front of `line`; return the payload and what they said
+    (a fresh LinePrefix each call: callers fill in what the file says besides)."""
+    hit = _SEEN.get(line)
+    if hit is not None:
+        return hit[0], LinePrefix(*hit[1])
+    text, info = _strip_prefix(line)
+    if len(line) <= SEEN_LINE_CHARS:
+        if len(_SEEN) >= SEEN_LINES:
+            _SEEN.clear()
+        _SEEN[line] = (text, tuple(getattr(info, f) for f in _FIELDS))
+    return text, info
+
+
+def _strip_prefix(line: str) -> tuple[str, LinePrefix]:
+    """strip_prefix's work, for a line not seen before.
 
     Wrappers nest (Ray around a timestamp around `[rank0]:`), so strip until none matches.
     `[rankN]` names the global rank and wins over a launcher's label; a launcher's label
@@ -129,6 +151,8 @@ def strip_prefix(line: str) -> tuple[str, LinePrefix]:
 
 def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     """Peel one wrapper off `text`: (rest, torch rank if it was `[rankN]:`), or None when none matches."""
+    if not _ANY_WRAPPER.match(text):
+        return None  # the common case, a line with no wrapper (left): one C-level match instead of nineteen
     m = _OMPI.match(text)
     if m:
         if info.rank is None:
@@ -196,6 +220,13 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     if m:
         return text[m.end():], None
     return None
+
+
+_WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
+             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _QUOTE, _BORDER)
+#: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
+#: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
+_ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))
 
 
 def _is_nccl_ts(text: str) -> bool:

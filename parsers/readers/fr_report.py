@@ -51,6 +51,10 @@ _FRAME = re.compile(r"^\S.{0,400} at \S{1,1000}:\d+\s*$")
 _MISSED_DUMPS = re.compile(r"We cannot decide what's wrong with this collective entry because we missed FR dumps "
                            r"from ranks \((?P<ranks>\{[^}]{0,65536}\}|set\(\))\)")
 _NO_ERRORS = "No errors found for this collective entry"
+#: how every line that opens or stands for a finding begins (_HEADERS, _ONE_LINE, _NO_ERRORS, _GAVE_UP), and the
+#: words _MISSED_DUMPS searches for anywhere: a line with neither, outside a finding, is no report's
+_OPENERS = ("Not all ranks joining collective", "Collective ", "Input/output mismatch", _NO_ERRORS, "Too many mismatches")
+_MISSED_WORDS = "We cannot decide what's wrong"
 #: the analyzer stops a group after its mismatch cap (`--mismatch_cap`, 10 by default)
 _GAVE_UP = re.compile(r"^Too many mismatches for process_group (?P<pg>\S{1,200}): (?P<desc>\S{0,200}) aborting\s*$")
 _CULPRIT = re.compile(r"Culprit rank (?P<rank>\d{1,9}); Error type: (?P<type>[A-Z_]{1,64})")
@@ -122,6 +126,8 @@ class FrReportBlock:
         line = text.strip()
         if not line:  # a finding ends at a blank line (the analyzer prints none inside one)
             return False, self._close()
+        if self.cur is None and not line.startswith(_OPENERS) and _MISSED_WORDS not in line:
+            return False, []  # the common case, a log line outside a report: no regex for it (runs on every line)
         for pattern, finding in _HEADERS:
             m = pattern.match(line)
             if m:

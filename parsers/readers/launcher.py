@@ -89,6 +89,7 @@ _SPAWN_EXIT = _re.compile(r"\bprocess (?P<idx>\d{1,6}) terminated with (?:signal
 SPAWN_RAISED = _re.compile(r"^-- Process (?P<idx>\d{1,6}) terminated with the following error:")
 _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P<sig>SIG\w{1,12})")
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
+_BLOCK_MARKERS = tuple(marker for marker, _role in _BLOCK_ROLE)
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
@@ -261,6 +262,8 @@ class ElasticBlock:
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
+        if self.role is None and not line.startswith(_BLOCK_MARKERS):
+            return False, []  # the common case, a log line outside a report (this runs on every line of a log)
         for marker, role in _BLOCK_ROLE:
             if line.startswith(marker):
                 done = self._close()
@@ -350,6 +353,7 @@ _MPI_BANNERS = ("mpirun detected that one or more processes exited", "Primary jo
 _MPI_NAME = _re.compile(r"^Process name: \[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,7})\]$")
 _MPI_FIELD = _re.compile(r"^(?P<key>Exit code|Local host|Local PID|Peer host):\s+(?P<value>\S{1,253})$")
 _DASHES = _re.compile(r"^-{20,200}")
+_RULE = "-" * 20  #: what every _DASHES match starts with
 
 
 class MpirunBlock:
@@ -365,13 +369,15 @@ class MpirunBlock:
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
         done: list = []
+        if not self.open and not line.startswith(_MPI_BANNERS) and not line.startswith(_RULE):
+            return False, []  # the common case, a log line outside a banner: no regex for it (runs on every line)
         m = _DASHES.match(line)
         if m:  # the rule that ends a banner, or starts one (a wrap repair may have glued the banner's first line on)
             done = self._close()
             line = line[m.end():].strip()
             if not line:
                 return bool(done) or bool(self.origin), done
-        if any(line.startswith(b) for b in _MPI_BANNERS):
+        if line.startswith(_MPI_BANNERS):
             done += self._close()
             self.open, self.origin = True, origin
             self.fields = {"banner": line}

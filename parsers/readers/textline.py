@@ -9,7 +9,9 @@ such lines are reported (Parsed.unread), never dropped in silence.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Callable
 
 from parsers.model.events import Origin
 from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, nccl_tests, pasted_host
@@ -28,20 +30,59 @@ _BENIGN = re.compile(
 )
 
 
+NOTHING_LINES = 8192  #: lines remembered by each memo below
+NOTHING_LINE_CHARS = 1024  #: longer lines are not kept
+
+
+def _short_lines_remembered(test: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`test` (a pure function of one line) with its answers for lines up to NOTHING_LINE_CHARS kept, up to
+    NOTHING_LINES of them (cleared when full): a repeated line is judged once."""
+    seen: dict[str, bool] = {}
+
+    @functools.wraps(test)
+    def remembered(text: str) -> bool:
+        hit = seen.get(text)
+        if hit is not None:
+            return hit
+        answer = test(text)
+        if len(text) <= NOTHING_LINE_CHARS:
+            if len(seen) >= NOTHING_LINES:
+                seen.clear()
+            seen[text] = answer
+        return answer
+    return remembered
+
+
+#: (line, who printed it) pairs that gave no event: logs repeat lines (progress bars, warnings, a fuzzer's
+#: repetitions), and whether a line gives events depends on its text and its origin's identity only (never on
+#: its line number); bounded, cleared when full
+_NOTHING: set[tuple] = set()
+
+
 def match_text(text: str, origin: Origin) -> list:
     """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence, a runtime's fatal-signal
     report (first reader that knows it)."""
-    return (nccl_tests.match_line(text, origin) or c10d.match_line(text, origin) or gloo.match_line(text, origin)
-            or launcher.match_line(text, origin) or pasted_host.match_line(text, origin)
-            or crash_signal.match_line(text, origin))
+    key = (text, origin.host, origin.pid, origin.rank, origin.local_rank, origin.device, origin.file)
+    if key in _NOTHING:
+        return []
+    found = (nccl_tests.match_line(text, origin) or c10d.match_line(text, origin) or gloo.match_line(text, origin)
+             or launcher.match_line(text, origin) or pasted_host.match_line(text, origin)
+             or crash_signal.match_line(text, origin))
+    if not found and len(text) <= NOTHING_LINE_CHARS:
+        if len(_NOTHING) >= NOTHING_LINES:
+            _NOTHING.clear()
+        _NOTHING.add(key)
+    return found
 
 
+@_short_lines_remembered
 def looks_known(text: str) -> bool:
     """True when an unmatched line still looks like a format this project reads (and is no stack frame)."""
     return bool(_KNOWN.search(text) or fr_report.KNOWN_WORDS.search(text) or crash_signal.KNOWN_WORDS.search(text)) \
         and not _BENIGN.match(text.lstrip())
 
 
+@_short_lines_remembered
 def is_benign(text: str) -> bool:
     """Stack frames and traceback lines: expected in these logs, nothing to read in them."""
     return bool(_BENIGN.match(text.lstrip()))
