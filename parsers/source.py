@@ -405,14 +405,45 @@ def is_archive(path: Path) -> bool:
 
 
 def _open_folder(root: Path, given: Path, temp: Path | None) -> Source:
-    """A folder with a manifest.json is a bundle and its manifest must be valid; any other folder is loose."""
-    manifest = read_manifest(root) if (root / MANIFEST_NAME).is_file() else None
+    """A folder with a valid manifest.json is a bundle; any other folder is loose.
+
+    A manifest that cannot be read or is invalid (corrupt JSON, values out of range, too large or too deep)
+    does not stop the analysis: the folder is read as a loose folder, which takes nothing from the manifest
+    (no file list, no identities: every file is found by walking the folder and recognised by its content,
+    as for any folder of logs), and the manifest's refusal is recorded as a skipped file with its reason.
+    Why not refuse: the logs beside a damaged manifest (a disk that filled while the collector wrote it, a
+    hand edit) are still the evidence, and the loose-folder path is the one built for untrusted folders."""
+    manifest, refused = None, None
+    if (root / MANIFEST_NAME).is_file():
+        try:
+            manifest = read_manifest(root)
+        except InputError as err:
+            refused = MANIFEST_REFUSED + _reason(err, root / MANIFEST_NAME)
     src = Source(root=root, given=given, form="bundle" if manifest else "folder", manifest=manifest, _temp=temp)
     if manifest is not None:
         _bundle_files(src, manifest)
     else:
-        _folder_files(src)
+        if refused is not None:
+            src.skipped.append((MANIFEST_NAME, refused))
+        _folder_files(src, skip_root_manifest=refused is not None)
     return src
+
+
+MANIFEST_REFUSED = "manifest refused, the folder was read without it: "
+
+
+def manifest_refusal(skipped: list[tuple[str, str]]) -> str | None:
+    """Why the folder's manifest was refused (it was then read as a loose folder), or None."""
+    for name, why in skipped:
+        if name == MANIFEST_NAME and why.startswith(MANIFEST_REFUSED):
+            return why[len(MANIFEST_REFUSED):]
+    return None
+
+
+def _reason(err: InputError, path: Path) -> str:
+    """An InputError's words without the path it starts with (the skipped entry names the file)."""
+    text = str(err)
+    return text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text
 
 
 def is_manifest(path: Path) -> bool:
@@ -481,7 +512,7 @@ def _bundle_files(src: Source, man: Manifest) -> None:
         add(art.path, Hints(host=art.host, rank=art.rank, collector=art.kind, from_manifest=True))
 
 
-def _folder_files(src: Source) -> None:
+def _folder_files(src: Source, skip_root_manifest: bool = False) -> None:
     """Every regular file under the folder: hidden files, our answer keys and nested bundles skipped.
 
     Why nested bundles are skipped: a bundle taken during the same hang holds copies of
@@ -502,7 +533,8 @@ def _folder_files(src: Source) -> None:
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if name.startswith(".") or name in _SKIP_NAMES:
+            if name.startswith(".") or name in _SKIP_NAMES or (skip_root_manifest and here == root
+                                                                and name == MANIFEST_NAME):
                 continue
             p = here / name
             rel = str(p.relative_to(root))

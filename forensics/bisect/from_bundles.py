@@ -123,19 +123,30 @@ def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:
     from parsers.analyze import analyze
     from parsers.errors import InputError
 
+    from parsers.source import manifest_refusal
+
     try:
         result = analyze(path)
     except InputError as err:
-        manifest = path / "manifest.json"
-        if path.is_dir() and manifest.is_file():  # a damaged bundle still says which hosts took part
-            hosts = _hosts_of_manifest(_read_json(manifest))
-            if hosts:
-                return hosts, None
-        return {}, f"{path}: {err}"
+        hosts = _damaged_manifest_hosts(path)
+        return (hosts, None) if hosts else ({}, f"{path}: {err}")
     hosts = _hosts_of_manifest(result.evidence.manifest.to_dict()) if result.evidence.manifest is not None else {}
+    if result.evidence.manifest is None and manifest_refusal(result.evidence.skipped) is not None:
+        hosts = _damaged_manifest_hosts(path)  # analysed as a loose folder: the damaged manifest may still name hosts
     for host, weight in _hosts_of_verdict(result.verdict.to_dict(), str(path)).items():
         hosts[host] = max(weight, hosts.get(host, 0.0))
     return hosts, None if hosts else f"{path}: names no host"
+
+
+def _damaged_manifest_hosts(path: Path) -> dict[str, float]:
+    """The hosts a bundle's damaged manifest still names (it says which hosts took part), else none."""
+    manifest = path / "manifest.json"
+    if not (path.is_dir() and manifest.is_file()):
+        return {}
+    try:
+        return _hosts_of_manifest(_read_json(manifest))
+    except (OSError, ValueError, TypeError):  # (TypeError: a list field that is a number)
+        return {}
 
 
 def read_bundles(paths: Iterable[str | Path]) -> Implication:

@@ -12,7 +12,7 @@ from pathlib import Path
 from forensics.errors import ForensicsError
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME
-from parsers.source import Source, open_source
+from parsers.source import Source, manifest_refusal, open_source
 
 
 def open_bundle(path: Path | str) -> Source:
@@ -23,5 +23,8 @@ def open_bundle(path: Path | str) -> Source:
         raise ForensicsError(str(err)) from err
     if src.manifest is None:
         src.close()
+        refused = manifest_refusal(src.skipped)
+        if refused is not None:  # a bundle is wanted here: its manifest's fault, not a loose folder
+            raise ForensicsError(f"{path}: {refused}")
         raise ForensicsError(f"{path}: not a bundle (no {MANIFEST_NAME}); pass a folder written by 'forensics collect'")
     return src

@@ -13,6 +13,7 @@ from forensics.postmortem.session import PostMortem
 from forensics.postmortem.waitfor import correlated_graph
 from parsers.analyze import analyze
 from parsers.errors import InputError
+from parsers.source import manifest_refusal
 
 
 def load(path: str | Path | list) -> PostMortem:
@@ -30,6 +31,10 @@ def load(path: str | Path | list) -> PostMortem:
     except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
         raise ForensicsError(f"knowledge base: {err}") from err
     if not result.evidence.artifacts and result.evidence.manifest is None:
+        refused = manifest_refusal(result.evidence.skipped)
+        if refused is not None:
+            raise ForensicsError(f"{path if not isinstance(path, list) else ' '.join(map(str, path))}: {refused}, "
+                                 "and no other file in it that this tool reads")
         raise ForensicsError(f"{path if not isinstance(path, list) else ' '.join(map(str, path))}: "
                              "not a bundle, and no logs or dumps in it")
     verdict = result.verdict

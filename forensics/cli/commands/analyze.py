@@ -15,6 +15,7 @@ from forensics.report.text import collection_time, render_verdict
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError
+from parsers.source import manifest_refusal
 
 NAME = "analyze"
 HELP = "name the culprit rank and host of a hang from a bundle"
@@ -76,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     log_reads(result.evidence)
     shown = " ".join(str(p) for p in paths)
     if result.evidence.manifest is None and not result.evidence.artifacts:
+        refused = manifest_refusal(result.evidence.skipped)
+        if refused is not None:
+            raise ForensicsError(f"{shown}: {refused}, and no other file in it that this tool reads")
         what = "no logs or dumps in it" if not any(_has_files(p) for p in paths) else "no file in it that this tool reads"
         raise ForensicsError(f"{shown}: not a bundle, and {what}")
     if args.save and (len(paths) > 1 or not paths[0].is_dir()):

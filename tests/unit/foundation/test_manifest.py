@@ -111,3 +111,47 @@ def test_safe_name():
     assert safe_name("../../etc") == "etc"
     assert safe_name("node-01.cluster") == "node-01.cluster"
     assert "/" not in safe_name("a/b")
+
+
+# A bundle whose manifest is damaged is read as a loose folder, its manifest's refusal recorded (issue 31):
+# the logs beside a damaged manifest are still the evidence; nothing is taken from the manifest.
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _damaged(tmp_path: Path, damage) -> Path:
+    import shutil
+
+    root = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / "nccl_x2" / "mixed" / "kill" / "bundle", root)
+    path = root / "manifest.json"
+    path.write_text(damage(path.read_text()))
+    return root
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda text: text[:200], "corrupted manifest"),  # cut short: no JSON
+    (lambda text: text.replace('"world_size": 4', '"world_size": -7', 1), "invalid manifest"),  # a value out of range
+    (lambda text: "[" * 100_000 + "]" * 100_000, "corrupted manifest"),  # nested past the decoder's recursion limit
+])
+def test_a_damaged_manifest_is_a_recorded_problem_and_the_logs_are_read(tmp_path, damage, why):
+    from parsers.analyze import analyze
+
+    root = _damaged(tmp_path, damage)
+    result = analyze(root)
+    ev = result.evidence
+    assert ev.manifest is None and ev.form == "folder"
+    refused = [w for name, w in ev.skipped if name == "manifest.json"]
+    assert refused and refused[0].startswith("manifest refused, the folder was read without it: ") and why in refused[0]
+    assert not any(a.rel == "manifest.json" for a in ev.artifacts)  # the damaged file itself is not read as a log
+    kinds = {a.kind for a in ev.artifacts}
+    assert "rank-log" in kinds and len(ev.artifacts) > 10, kinds
+    assert any(m.startswith("manifest.json: manifest refused") for m in result.verdict.missing_evidence)
+
+
+def test_a_damaged_manifest_and_nothing_else_is_still_a_clear_error(tmp_path):
+    from forensics.postmortem import load
+
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(ForensicsError, match="corrupted manifest .*no other file in it"):
+        load(tmp_path)
