@@ -83,6 +83,7 @@ def looks_like(text: str) -> bool:
     return _RECORD.search(text) is not None
 
 
+@textline.remembered_for_short_lines  # a pure test of the line: logs repeat lines
 def looks_like_line(text: str) -> bool:
     """True when one prefix-stripped line is an NCCL record, its version banner, or a record
     whose host:pid:tid prefix was cut off."""

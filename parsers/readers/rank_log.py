@@ -56,8 +56,8 @@ _GLUED = re.compile(r"(?<=\S)(?=\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]
 MAX_PIECES = 64  #: records one physical line may be split into
 #: a piece that is only a worker prefix: the record after it is that worker's, not glued to anything
 _PREFIX_ONLY = re.compile(r"^\s*\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\)\s*$")
-_TB_FILE_END = re.compile(r"File\s*$")
-_TB_PATH_END = re.compile(r"\"[^\"]*\",\s*$")
+#: a traceback wrapped after `File` / after `"path",` (_Layout.continues tests these ends with str methods, the same
+#: as a search for `File\s*$` and `"[^"]*",\s*$` on a line without its newline)
 _TB_LINE = re.compile(r"^\s*line \d+, in ")
 
 
@@ -253,12 +253,15 @@ class _Layout:
         """The separator to join `nxt` onto the logical line `prev` with, or None to keep them apart."""
         if not nxt.strip() or nxt.rstrip() == prev_segment.rstrip():
             return None  # a repeated line is a new record (the same message again), never its own continuation
-        if _TB_FILE_END.search(prev) and nxt.lstrip().startswith('"'):
+        end = prev.rstrip()  # `File\s*$` and `"[^"]*",\s*$` tested by str methods, no regex per line
+        if end.endswith("File") and nxt.lstrip().startswith('"'):
             return " "
-        if _TB_PATH_END.search(prev) and _TB_LINE.match(nxt):
+        if end.endswith('",') and end.rfind('"', 0, len(end) - 2) >= 0 and _TB_LINE.match(nxt):
             return " "
         if "NVRM:" in prev and nxt[:1].isspace() and nxt.lstrip().startswith("NVRM:"):
             return " "
+        if self.width is None and not self.prefixed:
+            return None  # no wrap width, no launcher prefixes: nothing below could join them (no regex per line)
         if _RECORD_START.match(nxt) or _HEADER_NEAR_START.search(nxt[:HEADER_WINDOW]):
             return None
         if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width:

@@ -34,7 +34,7 @@ NOTHING_LINES = 8192  #: lines remembered by each memo below
 NOTHING_LINE_CHARS = 1024  #: longer lines are not kept
 
 
-def _short_lines_remembered(test: Callable[[str], bool]) -> Callable[[str], bool]:
+def remembered_for_short_lines(test: Callable[[str], bool]) -> Callable[[str], bool]:
     """`test` (a pure function of one line) with its answers for lines up to NOTHING_LINE_CHARS kept, up to
     NOTHING_LINES of them (cleared when full): a repeated line is judged once."""
     seen: dict[str, bool] = {}
@@ -75,14 +75,14 @@ def match_text(text: str, origin: Origin) -> list:
     return found
 
 
-@_short_lines_remembered
+@remembered_for_short_lines
 def looks_known(text: str) -> bool:
     """True when an unmatched line still looks like a format this project reads (and is no stack frame)."""
     return bool(_KNOWN.search(text) or fr_report.KNOWN_WORDS.search(text) or crash_signal.KNOWN_WORDS.search(text)) \
         and not _BENIGN.match(text.lstrip())
 
 
-@_short_lines_remembered
+@remembered_for_short_lines
 def is_benign(text: str) -> bool:
     """Stack frames and traceback lines: expected in these logs, nothing to read in them."""
     return bool(_BENIGN.match(text.lstrip()))
