@@ -207,18 +207,37 @@ def mutate_binary(data: bytes, rng: random.Random) -> bytes:
 MUTATORS = {"text": mutate_text, "json": mutate_json, "pickle": mutate_pickle, "recorder": mutate_binary}
 
 
+_BYTES: dict[Path, bytes] = {}  #: fixture contents, read once per process (the fixtures do not change during a run)
+_SIBLINGS: dict[Path, list[Path]] = {}  #: a folder's files that may go beside a mutated one
+
+
+def _fixture(path: Path) -> bytes:
+    data = _BYTES.get(path)
+    if data is None:
+        data = _BYTES[path] = path.read_bytes()
+    return data
+
+
+def _siblings(folder: Path) -> list[Path]:
+    found = _SIBLINGS.get(folder)
+    if found is None:
+        found = _SIBLINGS[folder] = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != "manifest.json"
+                                     and p.stat().st_size <= MAX_SEED_BYTES]
+    return found
+
+
 def make_input(seeds: list[Path], seed: int, index: int, folder: Path) -> str:
-    """Write input `index` of run `seed` into `folder`; returns what it is (for the report)."""
+    """Write input `index` of run `seed` into `folder`; returns what it is (for the report). The fixtures'
+    bytes and folder listings are read once per process (they were read and listed again for every input)."""
     rng = random.Random(f"{seed}:{index}")
     src = rng.choice(seeds)
-    data = src.read_bytes()
+    data = _fixture(src)
     kind = _kind(src, data)
     folder.mkdir(parents=True)
     (folder / src.name).write_bytes(MUTATORS[kind](data, rng))
-    siblings = [p for p in sorted(src.parent.iterdir()) if p.is_file() and p != src and p.name != "manifest.json"
-                and p.stat().st_size <= MAX_SEED_BYTES]
+    siblings = [p for p in _siblings(src.parent) if p != src]
     for sib in rng.sample(siblings, min(len(siblings), rng.choice([0, 1, 2]))):
-        shutil.copyfile(sib, folder / sib.name)
+        (folder / sib.name).write_bytes(_fixture(sib))
     return f"{src.relative_to(FIXTURES)} ({kind})"
 
 
@@ -266,6 +285,15 @@ def preload() -> None:
     import forensics.postmortem.session  # noqa: F401
     import forensics.report.text  # noqa: F401
     import parsers.analyze  # noqa: F401
+    # what the report imports only when it is first drawn (PostMortem's show_* and report): every child
+    # imported these again, about 0.1-0.5 s of each input's time
+    import forensics.report.graph  # noqa: F401
+    import forensics.report.html  # noqa: F401
+    import forensics.report.stacktree  # noqa: F401
+    import forensics.report.style  # noqa: F401
+    import forensics.report.timeline  # noqa: F401
+    import parsers.ranges  # noqa: F401
+    import parsers.stacks.tree  # noqa: F401
     from parsers import knowledge
 
     _KB[:] = [knowledge.load()]
@@ -313,6 +341,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--state", type=Path, default=None, help="JSON file: resume from it, save to it")
     ap.add_argument("--keep", type=Path, default=None, help="folder where failing inputs are kept")
     ap.add_argument("--budget-s", type=float, default=None, help="stop after this many seconds")
+    ap.add_argument("--stride", type=int, default=1,
+                    help="run inputs start, start+stride, ... (N workers with starts S..S+N-1 and stride N share one "
+                         "range, and what a budget leaves undone is at its end)")
     args = ap.parse_args(argv)
     os.environ["FORENSICS_STRICT_READERS"] = "1"
     state = {"seed": args.seed, "next": 0, "counts": {}, "failures": [], "slowest": [0.0, None], "max_rss_mib": 0.0}
@@ -321,11 +352,13 @@ def main(argv: list[str] | None = None) -> dict:
         if state["seed"] != args.seed:
             raise SystemExit(f"{args.state} is for seed {state['seed']}, not {args.seed}")
     start = state["next"] if args.start is None else args.start
+    stride = max(1, args.stride)
+    state.update(start=start, stride=stride, done=0)
     seeds = seed_files()
     preload()
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fuzz-structured-") as tmp:
-        for index in range(start, start + args.inputs):
+        for index in range(start, start + args.inputs * stride, stride):
             if args.budget_s and time.monotonic() - began > args.budget_s:
                 break
             folder = Path(tmp) / f"in{index}"
@@ -344,7 +377,8 @@ def main(argv: list[str] | None = None) -> dict:
             shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(folder.parent / (folder.name + ".html"), ignore_errors=True)
             (folder.parent / (folder.name + ".html")).unlink(missing_ok=True)
-            state["next"] = index + 1
+            state["next"] = index + stride
+            state["done"] += 1
             if args.state and (index % 20 == 0):
                 args.state.write_text(json.dumps(state, indent=1))
     if args.state:
