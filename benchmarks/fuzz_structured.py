@@ -155,6 +155,19 @@ def _swap(node, rng: random.Random, depth: int = 0):
     return _extreme_value(rng)
 
 
+def _bounded_dumps(tree) -> str | None:
+    """json.dumps(tree, default=str, allow_nan=True), or None once the text passes MAX_INPUT_BYTES: encoded
+    piece by piece, so a shared object repeated many times (written out in full each time) is stopped before
+    it fills the generator's memory (seed 3, input 183: a py-spy JSON grew past 7 GB)."""
+    out, size = [], 0
+    for piece in json.JSONEncoder(default=str, allow_nan=True).iterencode(tree):
+        size += len(piece)
+        if size > MAX_INPUT_BYTES:
+            return None
+        out.append(piece)
+    return "".join(out)
+
+
 def mutate_json(data: bytes, rng: random.Random) -> bytes:
     try:
         tree = json.loads(data)
@@ -164,8 +177,10 @@ def mutate_json(data: bytes, rng: random.Random) -> bytes:
         tree = _swap(tree, rng)
     sys.set_int_max_str_digits(0)
     try:
-        text = json.dumps(tree, default=str, allow_nan=True)
+        text = _bounded_dumps(tree)
     except (ValueError, RecursionError, OverflowError):
+        return mutate_text(data, rng)
+    if text is None:  # one object referenced 300,000 times is written out 300,000 times: past the input cap
         return mutate_text(data, rng)
     out = text.encode("utf-8", "surrogatepass")
     return out[:rng.randrange(len(out) + 1)] if rng.random() < 0.1 else out

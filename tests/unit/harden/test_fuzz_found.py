@@ -56,3 +56,23 @@ def test_a_manifest_too_big_for_memory_is_a_clear_error(tmp_path):
     """)
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
     assert "InputError:" in done.stdout and "too large to read" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_the_fuzzers_own_json_generator_stays_under_its_input_cap(tmp_path):
+    """Seed 3, input 183 (found on the 2-core VM by helper h31): a py-spy JSON whose list got one frame object
+    repeated 300,000 times was written out in full each time by json.dumps: the fuzzer's parent grew past 7 GB
+    (16 workers would exhaust the device machine). Now the text is encoded piece by piece and given up past
+    MAX_INPUT_BYTES (the input is then a text mutation)."""
+    child = textwrap.dedent(f"""
+        import resource
+        from pathlib import Path
+        from benchmarks import fuzz_structured as f
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        folder = Path({str(tmp_path / "in")!r})
+        print(f.make_input(f.seed_files(), 3, 183, folder))
+        print(max(p.stat().st_size for p in folder.iterdir()) <= f.MAX_INPUT_BYTES)
+        print(f._bounded_dumps([{{"frame": "x" * 1000}}] * 300_000) is None)
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[1:3] == ["True", "True"], done.stdout
