@@ -90,6 +90,7 @@ SPAWN_RAISED = _re.compile(r"^-- Process (?P<idx>\d{1,6}) terminated with the fo
 _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P<sig>SIG\w{1,12})")
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
+_RULE = _re.compile(r"^(?:={8,}|-{8,})$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
@@ -269,6 +270,7 @@ class ElasticBlock:
         self.role: str | None = None
         self.entry: dict | None = None
         self.origin: Origin | None = None
+        self.header = False  #: after the `ChildFailedError:` line: its rules and `<script> FAILED` title follow
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
@@ -295,10 +297,17 @@ class ElasticBlock:
         return parts + [line[a:b].strip() for a, b in zip(cuts, cuts[1:] + [len(line)])]
 
     def _feed_line(self, line: str, origin: Origin) -> tuple[bool, list]:
+        if self.role is None:
+            if line.endswith("ChildFailedError:") and "elastic" in line:
+                self.header = True  # the exception line itself is the other readers' (a python-exception)
+                return False, []
+            if self.header and (_RULE.match(line) or line.endswith(" FAILED")):
+                return True, []  # the report's title between its rules: the entries follow
+            self.header = False  # any other line ends the title (a section marker below opens the report)
         for marker, role in _BLOCK_ROLE:
             if line.startswith(marker):
                 done = self._close()
-                self.role = role
+                self.role, self.header = role, False
                 return True, done
         if self.role is None:
             return False, []

@@ -410,3 +410,16 @@ def test_glog_records_glued_on_one_line_are_split():
     [exit_] = _events("open-r1-152", "launcher-exit")
     assert (exit_.data.get("local_rank"), exit_.origin.pid, exit_.data.get("exitcode")) == (1, 291192, 1)
     assert _analyze("open-r1-152").verdict.culprit is None
+
+
+def test_torchelastic_report_title_and_rules_are_the_reports():
+    """vllm-project/speculators#1115 (2026-09): the report's `====` rules and `<script> FAILED` title under the
+    ChildFailedError line are read as the report's (none left unread); its entries keep their order of exit:
+    ranks 1 and 3 at 13:02:58, rank 0 (SIGKILL) and rank 2 (SIGTERM) 31 s later."""
+    parsed = load(CORPUS / "speculators-1115.log")
+    assert sum(p.unknown_lines for p in parsed) == 0
+    failed = sorted((e.origin.rank, e.data.get("exitcode")) for e in _events("speculators-1115", "child-failure"))
+    assert failed == [(0, -9), (2, -15), (3, 1)]
+    assert [e.origin.rank for e in _events("speculators-1115", "root-cause")] == [1]
+    v = _analyze("speculators-1115").verdict
+    assert v.culprit is None and "from ranks 1,3" in v.summary
