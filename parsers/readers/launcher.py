@@ -91,10 +91,22 @@ _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P
 _BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
 _BLOCK_MARKERS = tuple(marker for marker, _role in _BLOCK_ROLE)
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
+_RULE = _re.compile(r"^(?:={8,}|-{8,})$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
+#: where a part of the report starts, for a report flattened onto one line (its line breaks lost in a paste or a
+#: markdown quote, ByteDance-Seed/Bagel#245): a section, an entry, or a field label ('local_rank:' is no label)
+_FLAT_CUT = _re.compile(r"Root Cause \(first observed failure\):|Failures:|<NO_OTHER_FAILURES>|\[\d{1,7}\]:"
+                        r"|(?<![\w])(?:time|host|rank|exitcode|error_file|traceback)[ \t]{0,16}:")
+#: the report's labels as a browser's Chinese translation prints them (Bagel#245: the whole Failures section, and
+#: each Root Cause field followed by its translation) -> torchelastic's own; longer labels first ('本地排名' holds
+#: '排名'). A leading space: the translation follows the English value with no space between.
+_TRANSLATED = (("根本原因（首次观察到的故障）：", " Root Cause (first observed failure):"), ("失败：", " Failures:"),
+               ("本地排名：", "local_rank: "), ("进程 ID：", "pid: "), ("时间：", " time : "), ("主机：", " host : "),
+               ("排名：", " rank : "), ("退出代码：", " exitcode : "), ("错误文件：", " error_file: "),
+               ("回溯信息：", " traceback : "), ("（", " ("), ("）", ")"), ("]：", "]:"))
 #: Slurm's srun when tasks of a step end badly: 'srun: error: node-0-1: tasks 8-13,15: Exited with exit code 1',
 #: '... task 3: Killed' / 'Aborted (core dumped)' / 'Segmentation fault'; the numbers are Slurm task ids
 #: (SLURM_PROCID: the global ranks when srun starts one task per rank, node indices under `srun torchrun`)
@@ -259,15 +271,47 @@ class ElasticBlock:
         self.role: str | None = None
         self.entry: dict | None = None
         self.origin: Origin | None = None
+        self.header = False  #: after the `ChildFailedError:` line: its rules and `<script> FAILED` title follow
 
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
-        if self.role is None and not line.startswith(_BLOCK_MARKERS):
+        if (self.role is None and not self.header and "：" not in line and "ChildFailedError" not in line
+                and not any(marker in line for marker in _BLOCK_MARKERS)):
             return False, []  # the common case, a log line outside a report (this runs on every line of a log)
+        if "：" in line:  # a full-width colon: perhaps the report's labels translated
+            line = _untranslated(line)
+        parts = self._flattened(line)
+        if parts:
+            taken, done = False, []
+            for part in parts:
+                took, closed = self._feed_line(part, origin)
+                taken, done = taken or took, done + closed
+            return taken, done
+        return self._feed_line(line, origin)
+
+    def _flattened(self, line: str) -> list[str]:
+        """The report's lines, where one physical line holds several of its parts; [] for a line of its own."""
+        if len(line) > 65536:
+            return []
+        cuts = [m.start() for m in _FLAT_CUT.finditer(line)]
+        if len(cuts) < 2 or (self.role is None and not any(m in line for m, _ in _BLOCK_ROLE)):
+            return []
+        head = line[:cuts[0]].strip(" -=")
+        parts = [head] if head else []
+        return parts + [line[a:b].strip() for a, b in zip(cuts, cuts[1:] + [len(line)])]
+
+    def _feed_line(self, line: str, origin: Origin) -> tuple[bool, list]:
+        if self.role is None:
+            if line.endswith("ChildFailedError:") and "elastic" in line:
+                self.header = True  # the exception line itself is the other readers' (a python-exception)
+                return False, []
+            if self.header and (_RULE.match(line) or line.endswith(" FAILED")):
+                return True, []  # the report's title between its rules: the entries follow
+            self.header = False  # any other line ends the title (a section marker below opens the report)
         for marker, role in _BLOCK_ROLE:
             if line.startswith(marker):
                 done = self._close()
-                self.role = role
+                self.role, self.header = role, False
                 return True, done
         if self.role is None:
             return False, []
@@ -321,6 +365,15 @@ class ElasticBlock:
                         line=base.line)
         return [ErrorEvent(kind=self.role, message=f"torchelastic reports {_entry_said(entry)}", origin=origin,
                            timestamp=entry.get("time"), source="launcher", data=dict(entry))]
+
+
+def _untranslated(line: str) -> str:
+    """The report's labels back in torchelastic's words where a translation replaced them (else unchanged)."""
+    if "排名" not in line and "失败" not in line and "根本原因" not in line:
+        return line
+    for said, label in _TRANSLATED:
+        line = line.replace(said, label)
+    return line.strip()
 
 
 def _entry_said(entry: dict) -> str:

@@ -1,4 +1,4 @@
-"""NCCL debug logs (NCCL_DEBUG=INFO/WARN), 2.18 to 2.28+, wrapped or not.
+"""NCCL debug logs (NCCL_DEBUG=INFO/WARN/TRACE), 2.18 to 2.28+, wrapped or not.
 
 Why these lines: init lines tie a process (host:pid) to a communicator rank and
 commId; COLL lines (`AllReduce: opCount a ... comm 0x..`) are the per-rank op stream
@@ -9,6 +9,10 @@ Format facts (field notes): prefix `host:pid:tid [dev] NCCL INFO `; WARN adds
 `file:line ` (2.30+: `file:line (function) `) before `NCCL WARN`; 2.26+ may put
 `[YYYY-mm-dd HH:MM:SS] ` first. opCount is hex and counts kernel launches per comm.
 Records may be glued together or start mid-line: every record start is searched for.
+NCCL_DEBUG=TRACE with NCCL_DEBUG_SUBSYS=CALL adds an API trace, one line a call and no device
+bracket: `host:pid:tid NCCL CALL ncclCommInitRank(comm, nranks, commIdHash, rank, dev)`, and every
+collective or p2p call as `ncclAllReduce(sendbuff,recvbuff,count,datatype,op,root,comm,stream)`
+(the replay tool's documented format; a timestamp may come first, NCCL_DEBUG_TIMESTAMP_LEVELS).
 """
 
 from __future__ import annotations
@@ -69,6 +73,19 @@ _PARTIAL = re.compile(
     r"(?P<host>[\w.-]{0,253})(?::(?P<pid>\d{1,10}|X{1,16})(?::(?P<tid>\d{1,10}))?)? \[(?P<dev>-?\d{1,4})\] "
     r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
+#: the API trace (NCCL_DEBUG_SUBSYS=CALL): `gc01:41073:41128 NCCL CALL ncclCommInitRank(0x55d8c12613d0, 16,
+#: 0x521631e3a56ecc2c, 0, 0)`; the arguments hold no parenthesis; a line's start (behind its wrappers)
+_CALL = re.compile(
+    r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] )?"
+    r"(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) NCCL CALL (?P<fn>nccl[A-Za-z]{1,64})"
+    r"\((?P<args>[^()]{0,2048})\)",
+    re.MULTILINE,  # a line's start only: never a scan of every position of a hostile line
+)
+#: the collectives and p2p calls the trace prints with the 8 replayable arguments
+_CALL_OPS = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "Send", "Recv", "AllToAll",
+             "Gather", "Scatter")
+#: prefix of the comm key of traced calls: their positions count calls, not NCCL's opCount (kept apart)
+CALL_COMM = "call:"
 _SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
 _ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d++).*- Abort COMPLETE")
 HEAD_LINES = 2000
@@ -80,7 +97,7 @@ DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64
 
 def looks_like(text: str) -> bool:
     """True when `text` (a file's start) holds NCCL debug records."""
-    return _RECORD.search(text) is not None
+    return _RECORD.search(text) is not None or _CALL.search(text) is not None
 
 
 @textline.remembered_for_short_lines  # a pure test of the line: logs repeat lines
@@ -90,7 +107,7 @@ def looks_like_line(text: str) -> bool:
     if "NCCL" not in text:  # most lines: no regex at all (and no backtracking over a hostile 60 KB line)
         return False
     return _RECORD.search(text[:8192]) is not None or _ANON.match(text) is not None or text.startswith("NCCL version") \
-        or _PARTIAL.match(text[:8192]) is not None
+        or _PARTIAL.match(text[:8192]) is not None or " NCCL CALL " in text and _CALL.search(text[:8192]) is not None
 
 
 class _State:
@@ -105,6 +122,7 @@ class _State:
         self.seen_hosts: set[str] = set()
         self.seen_pids: set[int] = set()
         self.wrap_ranks: set[int] = set()  #: launcher rank labels on NCCL records (an error trail is a line too)
+        self.calls: dict[tuple[int, str], int] = {}  #: (pid, comm ptr) -> traced collective/p2p calls so far
 
     def comm_of(self, pid: int, ptr: str) -> str:
         return self.ptr_to_comm.get((pid, ptr), f"ptr:{pid}:{ptr}")
@@ -140,6 +158,8 @@ def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, nu
             continue
         if "NCCL" not in raw:
             _other(out, raw, file, lineno, numbered)
+            continue
+        if " NCCL CALL " in raw and _traced_call(out, st, raw, file, lineno, numbered):
             continue
         first = _RECORD.match(raw)
         if first is not None:  # the common case: a bare NCCL line, no wrapper to strip
@@ -189,6 +209,55 @@ def _other(out: Parsed, raw: str, file: str | None, lineno: int, numbered: bool)
         out.note_unread(lineno, text)
     elif not textline.is_benign(text):
         textline.note_unknown(out, lineno, text)
+
+
+def _traced_call(out: Parsed, st: _State, raw: str, file: str | None, lineno: int, numbered: bool) -> bool:
+    """One line of the API trace (NCCL_DEBUG_SUBSYS=CALL), bare or behind a launcher's prefix; False if
+    the line is no trace line. ncclCommInitRank names the process's rank, the communicator's size and
+    device; each collective/p2p call is an op at its position among this process's calls on that comm."""
+    m = _CALL.match(raw)
+    host_hint, rank = None, None
+    if m is None:
+        text, pre = strip_prefix(raw)
+        m = _CALL.match(text)
+        if m is None:
+            return False
+        host_hint = pre.host
+        rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
+    pid, tid = int(m.group("pid")), int(m.group("tid"))
+    host = m.group("host").split(".")[0] or host_hint
+    st.seen_hosts.add(host)
+    st.seen_pids.add(pid)
+    if rank is not None:
+        st.wrap_ranks.add(rank)
+    out.facts["traced_calls"] = out.facts.get("traced_calls", 0) + 1
+    fn, args = m.group("fn"), [a.strip() for a in m.group("args").split(",")]
+    origin = Origin(host, pid, rank, file, lineno)
+    if fn == "ncclCommInitRank" and len(args) == 5 and all(a.lstrip("-").isdigit() for a in (args[1], args[3], args[4])):
+        ptr, nranks, hashed, me, dev = args
+        origin.device = int(dev) if int(dev) >= 0 else None
+        key = (pid, ptr)
+        comm = hashed if hashed.startswith("0x") else st.comm_of(pid, ptr)
+        st.ptr_to_comm[key], st.ptr_rank[key] = comm, int(me)
+        st.last_ptr[(pid, tid)] = ptr
+        if key not in st.members:
+            st.members[key] = CommMember(comm=comm, comm_rank=int(me), nranks=int(nranks), origin=origin, comm_ptr=ptr,
+                                         source="nccl-log")
+            out.events.append(st.members[key])
+        return True
+    name = fn[4:]
+    if name in _CALL_OPS and len(args) == 8 and args[2].isdigit() and args[3].isdigit() \
+            and args[5].lstrip("-").isdigit():
+        ptr = args[6]
+        op = normalise_op(name) or name.lower()
+        n = st.calls.get((pid, ptr), 0)
+        st.calls[(pid, ptr)] = n + 1
+        peer = int(args[5]) if op in ("send", "recv", "broadcast", "reduce") else None
+        out.events.append(OpEvent(
+            comm=CALL_COMM + st.comm_of(pid, ptr), comm_rank=st.ptr_rank.get((pid, ptr)), op=op, seq=n, origin=origin,
+            seq_kind="call", state="enqueued", count=int(args[2]), dtype=DTYPES.get(int(args[3]), args[3]), peer=peer,
+            source="nccl-log", time_ns=stamp_ns(m.group("ts"))))
+    return True  # ncclGetUniqueId, ncclGroupStart/End, ncclCommDestroy...: understood, nothing to weigh
 
 
 def _anonymous(out: Parsed, m: re.Match, text: str, host: str | None, rank: int | None, file: str | None,

@@ -46,13 +46,20 @@ _RECORD_START = re.compile(
 #: record, not the continuation of a wrapped one, even when the lines share one length
 _HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}+[ \d:.]*+[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
 HEADER_WINDOW = 60
+#: Open MPI's `--tag-output` tag at a physical line's start, with its stream (the chunk-per-line rejoin below)
+_TAG = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d{1,10}),(\d{1,10})\]<(stdout|stderr)>:")
+#: a chunk that is only punctuation or blanks (`[`, `.`, `: `, `] `): never a line a program prints on its own
+_PUNCT_CHUNK = re.compile(r"^[\s\[\](){}.,:;=|/-]{1,4}$")
 #: a record that starts in the middle of a physical line, glued to the one before it (no newline between them:
 #: a flattened paste, a missing newline): a Ray/vLLM worker prefix (`...incorrect.(RayWorkerVllm pid=5304) For
 #: debugging`, vllm-project/vllm#2682), a vLLM/SGLang logger record or Gloo's connection line (`... backend=nccl DEBUG
 #: 11-04 18:02:55 [distributed/parallel_state.py:1029] world_size=2 rank=1 ...`, vllm-project/vllm#21661)
 _GLUED = re.compile(r"(?<=\S)(?=\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\) )"
                     r"|(?<=\S )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? \[)"
-                    r"|(?<=\S )(?=\[Gloo\] Rank )")
+                    r"|(?<=\S )(?=\[Gloo\] Rank )"
+                    #: a glog-style record (torchelastic, c10d: `W0201 10:55:55.570000 290975 .../api.py:897] `)
+                    #: after a space, in a paste that lost its line breaks (huggingface/open-r1#152)
+                    r"|(?<=\S )(?=[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} \d{1,10} [\w./-]{1,256}:\d{1,7}\] )")
 MAX_PIECES = 64  #: records one physical line may be split into
 #: a piece that is only a worker prefix: the record after it is that worker's, not glued to anything
 _PREFIX_ONLY = re.compile(r"^\s*\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\)\s*$")
@@ -249,6 +256,28 @@ class _Layout:
         prefixed = sum(1 for ln in nonempty if any(p.match(ln.lstrip()) for p in _LAUNCHER_PREFIXES))
         self.prefixed = len(nonempty) >= 3 and prefixed >= 0.6 * len(nonempty)
 
+    @staticmethod
+    def chunk(prev_segment: str, prev: str, nxt: str, joins: int) -> str | None:
+        """`nxt` without its tag, where it is the next chunk of the same record as `prev`; else None.
+
+        Why: Open MPI tags every chunk a process writes (`--tag-output`), so a record written in pieces gets
+        its tag again before each piece (horovod/horovod#1666: `[1,0]<stderr>:2020-01-14 13:49:07[1,0]<stderr>:.`);
+        a platform that also ends each chunk with a newline leaves one token a line. A chunk continues the record
+        where it or the one before is punctuation only (`[`, `.`, `] `), or where a joined run still has a
+        bracket open. A long chunk ends the run, as the end of the record's text does.
+        """
+        a, b = _TAG.match(prev_segment), _TAG.match(nxt)
+        if a is None or b is None or a.groups() != b.groups():
+            return None
+        before, after = prev_segment[a.end():].rstrip("\r\n"), nxt[b.end():].rstrip("\r\n")
+        if not after or len(before) > 64:
+            return None
+        if _PUNCT_CHUNK.match(before) or _PUNCT_CHUNK.match(after):
+            return after
+        if joins and (prev.count("[") > prev.count("]") or prev.count("(") > prev.count(")")):
+            return after
+        return None
+
     def continues(self, prev_segment: str, prev: str, nxt: str) -> str | None:
         """The separator to join `nxt` onto the logical line `prev` with, or None to keep them apart."""
         if not nxt.strip() or nxt.rstrip() == prev_segment.rstrip():
@@ -280,6 +309,12 @@ def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parse
         if pending is not None:
             start, text, segment, joins = pending
             near = lineno == last + 1
+            piece = layout.chunk(segment, text, raw, joins) if near and joins < MAX_JOIN else None
+            if piece is not None:  # one chunk of a record a line, each behind its tag: the record again
+                pending = (start, text + piece, raw, joins + 1)
+                out.facts["rejoined_chunks"] = out.facts.get("rejoined_chunks", 0) + 1
+                last = lineno
+                continue
             sep = layout.continues(segment, text, raw) if near and joins < MAX_JOIN else None
             if sep is not None:
                 piece = raw.rstrip("\r\n")
@@ -300,7 +335,8 @@ def _split_glued(lines: Iterable[tuple[int, str]], out: Parsed) -> Iterator[tupl
     """Each logical line, cut where another record starts in its middle (_GLUED); the pieces keep its number."""
     for lineno, text in lines:
         if len(text) < 40 or ("pid=" not in text and " DEBUG " not in text and " INFO " not in text
-                              and " WARNING " not in text and " ERROR " not in text and "[Gloo]" not in text):
+                              and " WARNING " not in text and " ERROR " not in text and "[Gloo]" not in text
+                              and "] " not in text):
             yield lineno, text
             continue
         start = 0

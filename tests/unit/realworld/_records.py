@@ -58,6 +58,9 @@ def _event_records(ev) -> list[dict]:
         return [{**base, "kind": "progress", "last_enqueued": ev.last_enqueued, "last_completed": ev.last_completed,
                  "group_rank": ev.comm_rank, "pg": _pg(ev.comm)}]
     if isinstance(ev, OpEvent):
+        if ev.seq_kind == "call":  # NCCL's API trace: the n-th traced call on that comm, no opCount
+            return [{**base, "kind": "nccl-call", "op": ev.op, "count": ev.count, "call": ev.seq,
+                     "comm_rank": ev.comm_rank}]
         kind = "nccl-op" if ev.seq_kind == "opCount" else "op"
         return [{**base, "kind": kind, "op": ev.op, "op_count": ev.seq, "seq": ev.seq, "comm_rank": ev.comm_rank}]
     if isinstance(ev, CommMember):

@@ -273,3 +273,153 @@ def test_nccl_init_members_without_global_ranks_are_kept_as_communicator_ranks()
     """nccl#733: `comm .. rank 3 nranks 8 cudaDev 1 ... Init COMPLETE` behind a k9s border."""
     members = [e for p in load(CORPUS / "nccl-733.log") for e in p.events if type(e) is CommMember]
     assert sorted((m.comm_rank, m.nranks) for m in members) == [(2, 8), (3, 8)]
+
+
+# ------------------------------------------------------------------------------------------- round 3, second part
+
+
+def test_nccl_call_trace_gives_the_comm_member_and_each_call():
+    """phu0ngng/nccl test/replay/README.md: a real CALL trace (NCCL 2.16.3a0, all_reduce_perf): the CommInitRank
+    line is rank 0 of a 16-rank comm on device 0; each ncclAllReduce is an op at its call position on that comm;
+    GetUniqueId/GroupStart/GroupEnd are understood, nothing is left unread."""
+    from parsers.readers.nccl_log import CALL_COMM
+    from parsers.model.events import OpEvent
+    parsed = load(CORPUS / "nccl-replay-call.log")
+    assert sum(p.unknown_lines for p in parsed) == 0
+    events = [e for p in parsed for e in p.events]
+    [member] = [e for e in events if type(e) is CommMember]
+    assert (member.comm, member.comm_rank, member.nranks, member.origin.device, member.comm_ptr) == \
+        ("0x521631e3a56ecc2c", 0, 16, 0, "0x55d8c12613d0")
+    calls = [e for e in events if type(e) is OpEvent]
+    assert [(c.op, c.seq, c.count, c.dtype, c.seq_kind, c.comm_rank) for c in calls] == \
+        [("allreduce", 0, 10485760, "int8", "call", 0), ("allreduce", 1, 10485760, "int8", "call", 0)]
+    assert all(c.comm == CALL_COMM + "0x521631e3a56ecc2c" for c in calls)  # never mixed with opCount positions
+    assert parsed[0].facts["traced_calls"] == 6 and parsed[0].facts["rank"] == 0
+    assert "no line from 15 of 16 ranks" in _analyze("nccl-replay-call").verdict.summary
+
+
+def test_nccl_call_trace_behind_a_timestamp_and_an_mpi_tag():
+    """The same real trace lines, as NCCL_DEBUG_TIMESTAMP_LEVELS=TRACE puts a stamp first and mpirun
+    --tag-output tags them (both documented prefixes): the rank is the tag's, the call still read."""
+    from parsers.readers import nccl_log
+    lines = _lines("nccl-replay-call")
+    stamped = ["[1,3]<stdout>:[2026-01-14 10:00:00] " + lines[3], "[1,3]<stdout>:[2026-01-14 10:00:01] " + lines[5]]
+    parsed = nccl_log.parse_lines(stamped)
+    assert parsed.unknown_lines == 0
+    member, call = parsed.events
+    assert (member.comm_rank, member.origin.rank, call.op, call.origin.rank, call.seq) == (0, 3, "allreduce", 3, 0)
+    assert call.time_ns is not None
+
+
+def test_flattened_and_translated_torchelastic_summary_is_read():
+    """ByteDance-Seed/Bagel#245: the Failures section flattened and wholly translated (排名：6（本地排名：6）
+    退出代码：1（进程 ID：484734）), the Root Cause section flattened with each English field followed by its
+    translation: ranks 6 and 7 failed, rank 4 first, all on iZ1pp06g2kc1mopej6fuxhZ. The first observed exit is
+    said, never named as a culprit."""
+    got = {(e.kind, e.origin.rank, e.data.get("local_rank"), e.origin.host, e.data.get("exitcode"), e.origin.pid)
+           for p in load(CORPUS / "bagel-245.log") for e in p.events}
+    host = "iZ1pp06g2kc1mopej6fuxhZ"
+    assert got == {("child-failure", 6, 6, host, 1, 484734), ("child-failure", 7, 7, host, 1, 484735),
+                   ("root-cause", 4, 4, host, 1, 484732)}
+    v = _analyze("bagel-245").verdict
+    assert v.culprit is None and "ranks 4,6-7" in v.summary
+
+
+def test_flattened_english_summary_one_line():
+    """The Root Cause line of Bagel#245 with its translations cut out (the English torchelastic wrote, as one
+    physical line): the same entry; a normal multi-line block is unchanged (llamafactory#7032)."""
+    from parsers.readers.launcher import ElasticBlock
+    from parsers.model.events import Origin
+    import re
+    quoted = _lines("bagel-245")[1].replace("进程 ID", "进程ID")  # each translation runs from its first CJK character
+    english = re.sub(r" {2,}", " ", re.sub(r"[\u4e00-\u9fff][^ ]*", "", quoted))
+    assert english.startswith("Root Cause (first observed failure): [0]: time : 2025-08-25_16:48:32 host : iZ1pp")
+    assert "：" not in english and "rank : 4 (local_rank: 4) exitcode : 1 (pid: 484732) error_file: <N/A>" in english
+    block = ElasticBlock()
+    taken, done = block.feed(english, Origin())
+    done += block.finish()
+    assert taken and [(e.kind, e.origin.rank, e.data["exitcode"], e.origin.pid) for e in done] == \
+        [("root-cause", 4, 1, 484732)]
+    [rc] = _events("llamafactory-7032", "root-cause")
+    assert (rc.origin.rank, rc.origin.pid, rc.origin.host) == (0, 14661, "iZl4v544jr5cejwaqci3xvZ")
+
+
+def test_flattened_summary_reader_stays_linear():
+    """A hostile flattened line: 30k field labels on one line, and a 200k-character run of one label."""
+    import time
+    from parsers.readers.launcher import ElasticBlock
+    from parsers.model.events import Origin
+    start = time.monotonic()
+    for line in ("Failures: " + "[1]: rank : 1 (local_rank: 1) " * 30_000, "Failures: " + "排名：" * 200_000):
+        block = ElasticBlock()
+        block.feed(line, Origin())
+        block.finish()
+    assert time.monotonic() - start < 10
+
+
+def test_nccl_2_29_lines_are_read():
+    """pytorch#172398 (NCCL 2.29.2, 2026-01): DistBackendError 'invalid usage' with its version; DeepEP#521: NCCL
+    2.29's device-communicator WARN, its prefix cut by the poster."""
+    [err] = [e for p in load(CORPUS / "pytorch-172398.log") for e in p.events if e.kind == "nccl-error"]
+    assert err.data.get("nccl_version") == "2.29.2"
+    [warn] = _events("deepep-521", "nccl-warn")
+    assert "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER" in warn.message
+
+
+def test_one_chunk_a_line_behind_its_mpi_tag_is_rejoined():
+    """No real excerpt with one token a physical line was found (issue 28 item 2); the closest real one is
+    horovod#1666 line 4, where the tag is re-inserted before every chunk on one line. Put each tagged chunk on
+    its own line (what a platform that ends each chunk with a newline does): the same records are read."""
+    import re
+    lines = _lines("horovod-1666")
+    chunks = [c for c in re.split(r"(?=\[1,0\]<stderr>:)", lines[3]) if c]
+    assert len(chunks) == 12 and chunks[1] == "[1,0]<stderr>:2020-01-14 13:49:07"
+    split = lines[:3] + chunks + lines[4:]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "horovod-1666-chunked.log"
+        path.write_text("\n".join(split) + "\n", encoding="utf-8")
+        parsed = load(path)
+        rejoined = sum(p.facts.get("rejoined_chunks", 0) for p in parsed)
+        kinds = sorted(e.kind for p in parsed for e in p.events if isinstance(e, ErrorEvent))
+        unknown = sum(p.unknown_lines for p in parsed)
+    original = sorted(e.kind for p in load(CORPUS / "horovod-1666.log") for e in p.events if isinstance(e, ErrorEvent))
+    assert rejoined == 11 and kinds == original and unknown == 0
+    warnings = [e for p in parsed for e in p.events if getattr(e, "kind", "") == "horovod-stall-warning"]
+    assert len(warnings) == 2
+
+
+def test_short_lines_of_one_tag_are_not_chunks():
+    """horovod#1666's own lines (a header, `Stalled ranks:`, a listing) stay apart, as do two short tagged lines
+    that hold words (a program's own short lines)."""
+    from parsers.readers.rank_log import _Layout
+    lines = _lines("horovod-1666")
+    layout = _Layout(lines)
+    assert layout.chunk(lines[0], lines[0], lines[1], 0) is None  # the header's long text ends its record
+    assert layout.chunk(lines[1], lines[1], lines[2], 0) is None  # 'Stalled ranks:' then '2: [...]'
+    assert layout.chunk("[1,0]<stdout>:epoch 1", "[1,0]<stdout>:epoch 1", "[1,0]<stdout>:epoch 2", 0) is None
+    assert layout.chunk("[1,0]<stderr>:[", "[1,0]<stderr>:[", "[1,1]<stderr>:2020", 0) is None  # another rank's
+
+
+def test_glog_records_glued_on_one_line_are_split():
+    """huggingface/open-r1#152 (2025-02): torchelastic's `W0201 ... api.py:897] Sending process P closing signal
+    SIGTERM` records and its `E0201 ... failed (exitcode: 1) local_rank: 1 (pid: 291192)` on one physical line:
+    each record read, the failed worker's exit among them."""
+    parsed = load(CORPUS / "open-r1-152.log")[0]
+    assert parsed.facts.get("split_records", 0) >= 3
+    assert sorted(e.origin.pid for e in _events("open-r1-152", "launcher-signal")) == [291191, 291193, 291194]
+    [exit_] = _events("open-r1-152", "launcher-exit")
+    assert (exit_.data.get("local_rank"), exit_.origin.pid, exit_.data.get("exitcode")) == (1, 291192, 1)
+    assert _analyze("open-r1-152").verdict.culprit is None
+
+
+def test_torchelastic_report_title_and_rules_are_the_reports():
+    """vllm-project/speculators#1115 (2026-09): the report's `====` rules and `<script> FAILED` title under the
+    ChildFailedError line are read as the report's (none left unread); its entries keep their order of exit:
+    ranks 1 and 3 at 13:02:58, rank 0 (SIGKILL) and rank 2 (SIGTERM) 31 s later."""
+    parsed = load(CORPUS / "speculators-1115.log")
+    assert sum(p.unknown_lines for p in parsed) == 0
+    failed = sorted((e.origin.rank, e.data.get("exitcode")) for e in _events("speculators-1115", "child-failure"))
+    assert failed == [(0, -9), (2, -15), (3, 1)]
+    assert [e.origin.rank for e in _events("speculators-1115", "root-cause")] == [1]
+    v = _analyze("speculators-1115").verdict
+    assert v.culprit is None and "from ranks 1,3" in v.summary

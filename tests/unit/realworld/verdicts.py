@@ -28,6 +28,9 @@ GAPS: dict[str, str] = {}
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
 BEYOND_EXCERPT = {
+    "pytorch-172398": ("the memset where NCCL 2.29 wants NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER is the maintainer's "
+                       "statement; the lines show every rank's NCCL 2.29.2 'invalid usage' in the device-communicator "
+                       "manager, no rank at fault", ["invalid usage", "nccl_devcomm_manager"]),
     "pytorch-88000": ("the truth (rank 1 never calls the broadcast) is in the reporter's script; the lines show "
                       "only both ranks starting their watchdog", ["no line that was understood reports an error", "not understood"]),
     "spark-vllm-335": ("the excerpt is the traceback of one worker (pid 213, no rank printed) in the rendezvous; "
