@@ -406,7 +406,7 @@ _MPI_BANNERS = ("mpirun detected that one or more processes exited", "Primary jo
 _MPI_NAME = _re.compile(r"^Process name: \[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,7})\]$")
 _MPI_FIELD = _re.compile(r"^(?P<key>Exit code|Local host|Local PID|Peer host):\s+(?P<value>\S{1,253})$")
 _DASHES = _re.compile(r"^-{20,200}")
-_RULE = "-" * 20  #: what every _DASHES match starts with
+_DASH_RULE = "-" * 20  #: what every _DASHES match starts with
 
 
 class MpirunBlock:
@@ -422,7 +422,7 @@ class MpirunBlock:
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
         done: list = []
-        if not self.open and not line.startswith(_MPI_BANNERS) and not line.startswith(_RULE):
+        if not self.open and not line.startswith(_MPI_BANNERS) and not line.startswith(_DASH_RULE):
             return False, []  # the common case, a log line outside a banner: no regex for it (runs on every line)
         m = _DASHES.match(line)
         if m:  # the rule that ends a banner, or starts one (a wrap repair may have glued the banner's first line on)
