@@ -430,4 +430,6 @@ def test_manifest_string_with_a_lone_surrogate_reaches_json_output(tmp_path):
     data["ranks"][0]["host"] = "vm\udcff"
     (root / "manifest.json").write_text(json.dumps(data))
     result = analyze(root)
-    json_text("analyze", result.verdict.to_dict(), True).encode("utf-8")
+    text = json_text("analyze", result.verdict.to_dict(), True)
+    text.encode("utf-8")  # was UnicodeEncodeError
+    assert json.loads(text)["summary"] == result.verdict.to_dict()["summary"]  # the whole verdict written, readable back
