@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from parsers.errors import ToolError
 
 PROC = Path("/proc")
 
@@ -26,7 +27,7 @@ STATE_NAMES = {
 }
 
 
-class ProcessGone(Exception):
+class ProcessGone(ToolError):
     """The process no longer exists (or never did)."""
 
 

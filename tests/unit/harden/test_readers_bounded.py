@@ -295,9 +295,11 @@ def _remove_deep(root: Path) -> None:
     os.close(fds.pop())
 
 
-def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypatch):
+@pytest.mark.parametrize("defect", [AttributeError, KeyError, TypeError])
+def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypatch, defect):
     """An exception outside the declared data errors is ours: raised under FORENSICS_STRICT_READERS (set for
-    the whole suite by tests/conftest.py), else recorded as a 'reader bug' problem of that one file."""
+    the whole suite by tests/conftest.py), else recorded as a 'reader bug' problem of that one file. A
+    KeyError or TypeError too (issue 29: they were recorded as the file's problem, hiding reader bugs)."""
     from parsers import evidence, registry
     from parsers.source import FileRef, Hints
 
@@ -306,7 +308,7 @@ def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypat
     kind = registry.recognise(path.name, path.read_bytes()[:4096], complete=True)
 
     def broken(inp):
-        raise AttributeError("a defect")
+        raise defect("a defect")
 
     import dataclasses
 
@@ -314,11 +316,11 @@ def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypat
     monkeypatch.setenv(evidence.STRICT_ENV, "1")
     ref = FileRef(path, "rank0.stderr", Hints())
     assert evidence.STRICT_ENV == "FORENSICS_STRICT_READERS"
-    with pytest.raises(AttributeError):
+    with pytest.raises(defect):
         evidence.read_file(ref)
     monkeypatch.setenv(evidence.STRICT_ENV, "0")
     art = evidence.read_file(ref)
-    assert art.error.startswith("reader bug: ") and "AttributeError" in art.error
+    assert art.error.startswith("reader bug: ") and defect.__name__ in art.error
 
 
 def test_recorder_nranks_2_31_is_a_corrupt_file(tmp_path):
