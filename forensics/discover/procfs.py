@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
 from parsers.errors import ToolError
 
 PROC = Path("/proc")
