@@ -174,7 +174,7 @@ class MissingRank:
 
 
 @dataclass
-class Artifact:
+class JobArtifact:
     """A job-level file that belongs to no single rank (launcher record, RAS answer, ...)."""
 
     kind: str
@@ -195,7 +195,7 @@ class Manifest:
     hosts: list[HostRecord] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
     missing: list[MissingRank] = field(default_factory=list)
-    artifacts: list[Artifact] = field(default_factory=list)
+    artifacts: list[JobArtifact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False  #: collection was cut short (Ctrl-C, SIGTERM): what is here is what was gathered
 
@@ -270,7 +270,7 @@ def manifest_from_dict(data: Any) -> Manifest:
     man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
     man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]
     man.missing = [_build(MissingRank, m, f"missing[{i}]") for i, m in enumerate(data.get("missing", []))]
-    man.artifacts = [_build(Artifact, a, f"artifacts[{i}]") for i, a in enumerate(data.get("artifacts", []))]
+    man.artifacts = [_build(JobArtifact, a, f"artifacts[{i}]") for i, a in enumerate(data.get("artifacts", []))]
     return man
 
 
