@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from parsers.errors import HangForensicsError
+
 
 class ExitCode(IntEnum):
     """Process exit status of a `forensics` command."""
@@ -40,3 +42,12 @@ def help_epilog(name: str, codes: dict[int, str]) -> str:
         lines.append(f"  {code:<3} {codes[code]}")
     lines.append(f"  {int(ExitCode.PIPE_CLOSED):<3} stdout closed before the output was written (e.g. '| head')")
     return "\n".join(lines) + "\n"
+
+
+def code_for(err: HangForensicsError) -> ExitCode:
+    """The exit code of an expected failure that reached the command's top: the one place that maps
+    error kinds (parsers/errors.py) to codes. A ForensicsError carries the code its command chose; any
+    other kind is the input's or the arguments' fault (a tool's failure is recorded by its collector,
+    not raised this far), so BAD_INPUT. Anything outside the root is a bug: FAILURE, with a traceback."""
+    code = getattr(err, "code", None)
+    return ExitCode(code) if isinstance(code, int) else ExitCode.BAD_INPUT

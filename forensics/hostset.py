@@ -23,6 +23,7 @@ import re
 from typing import Sequence
 
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+from parsers.errors import UsageError
 
 MAX_TEXT = 65536  #: characters of one host-set expression
 MAX_HOSTS = 100_000  #: hosts one command may name, all expressions and host-file lines together
@@ -35,7 +36,7 @@ _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _RANGE = re.compile(r"^(\d{1,12})(?:-(\d{1,12}))?$")
 
 
-class HostSetError(ValueError):
+class HostSetError(UsageError):
     """A host name or host-set expression that is refused; the message says why."""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass
+from parsers.errors import ToolError
 
 DEFAULT_ADDR = "localhost:28028"
 PROTOCOL = 2
@@ -24,7 +25,7 @@ MAX_REPORT = 64 << 20
 MAX_REPORT_S = 120.0
 
 
-class RasError(Exception):
+class RasError(ToolError):
     """RAS could not be asked: nothing listens, the peer spoke something else, or it timed out."""
 
     def __init__(self, message: str, unreachable: bool = False) -> None:

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
+from parsers.errors import UnsafeInput
 
 MANIFEST_NAME = "manifest.json"
 
@@ -53,7 +54,7 @@ class Limits:
     max_pax_bytes: int = 64 << 10
 
 
-class ArchiveRefused(ValueError):
+class ArchiveRefused(UnsafeInput, ValueError):
     """The archive is damaged, or breaks a rule above; the message says which member and why."""
 
 

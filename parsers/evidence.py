@@ -28,6 +28,7 @@ from parsers.readers.pyspy import PySpyFormatError
 from parsers.readers.recorder import RecorderFormatError
 from parsers.source import FileRef, Hints, Source
 from parsers.stacks.classify import Activity, classify
+from parsers.errors import BadInput
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
 PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "gdb-text", "native-stack",
@@ -37,13 +38,15 @@ REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json"
                    "pyspy-samples", "faulthandler-text")
 #: recognised, not evidence, and not worth a 'skipped' line
 _QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
-_READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
-                TypeError, IndexError, OverflowError, MemoryError)
+#: what a file's content can make a reader raise: the file's problem. A KeyError or TypeError is not here:
+#: a reader that indexes data it did not check has a defect of ours, whatever the file held (issue 29).
+_READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError,
+                IndexError, OverflowError, MemoryError)
 #: Set (to anything but '' or '0') and a reader's exception outside _READ_ERRORS is raised, not recorded.
 #: Why two paths: a reader's failure on one hostile file must not stop the analysis of the others, so in
-#: use it is recorded as that file's problem, marked 'reader bug' (an AttributeError or NameError is a
-#: defect of ours, not of the data); the test suite sets this (tests/conftest.py) so such a defect fails
-#: the tests instead of hiding behind a skipped file.
+#: use it is recorded as that file's problem, marked 'reader bug' (a KeyError, TypeError, AttributeError or
+#: NameError is a defect of ours, not of the data); the test suite sets this (tests/conftest.py) so such a
+#: defect fails the tests instead of hiding behind a skipped file.
 STRICT_ENV = "FORENSICS_STRICT_READERS"
 READER_BUG = "reader bug"
 
@@ -741,7 +744,7 @@ def load_directory(path: Path | str) -> Evidence:
 
     root = Path(path)
     if not root.is_dir():
-        raise ValueError(f"{root}: not a directory")
+        raise BadInput(f"{root}: not a directory")
     src = Source(root=root, given=root, form="folder")
     _folder_files(src)
     return load(src)

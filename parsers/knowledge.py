@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+from parsers.errors import BadInput
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,7 +45,7 @@ ACTION_TEXT = {
 _REQUIRED = ("id", "title", "kind", "meaning", "severity", "action", "host", "examples", "counter_examples")
 
 
-class KnowledgeError(ValueError):
+class KnowledgeError(BadInput):
     """A knowledge-base file or entry is malformed; the message names file and entry."""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from parsers.errors import ManifestError
 
 MAX_WORLD = 1 << 22  #: ranks in one job (the largest jobs run about 10^5)
 MAX_PID = (1 << 31) - 1
@@ -57,7 +58,7 @@ def _place(where: Any) -> str:
 
 
 def _fail(where: Any, what: str) -> None:
-    raise ValueError(f"{_place(where)}: {what}")
+    raise ManifestError(f"{_place(where)}: {what}")
 
 
 def _check_str(value: Any, where: Any, optional: bool) -> None:

@@ -26,6 +26,7 @@ from parsers import prefix
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
+from parsers.errors import FileFormatError
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -55,7 +56,7 @@ class ReadInput:
 
     def text(self) -> str:
         if self.size > MAX_DOC_BYTES:
-            raise ValueError(f"file too large to parse whole ({self.size} bytes)")
+            raise FileFormatError(f"file too large to parse whole ({self.size} bytes)")
         if self.whole:
             return self.head.decode("utf-8", errors="replace")
         return self.path.read_text(encoding="utf-8", errors="replace")
@@ -191,7 +192,7 @@ def read_text_lines(inp: ReadInput) -> Iterator[str]:
     """Lines as a file opened with newline='' gives them (endings kept), each shown to the line filter
     with its number; a file the head holds whole is not read again. Files over MAX_TEXT_BYTES are refused."""
     if inp.size > MAX_TEXT_BYTES:
-        raise ValueError(f"file too large to read ({inp.size} bytes)")
+        raise FileFormatError(f"file too large to read ({inp.size} bytes)")
     look = inp.line_filter
     if inp.whole:  # the head is the file: the same lines as the file read with newline=''
         fh_ctx = io.StringIO(inp.head.decode("utf-8", errors="replace"), newline="")
@@ -206,7 +207,7 @@ def read_text_lines(inp: ReadInput) -> Iterator[str]:
 
 def _fr_dump(inp: ReadInput) -> Parsed:
     if inp.size > MAX_DOC_BYTES:
-        raise ValueError(f"Flight Recorder dump too large ({inp.size} bytes)")
+        raise FileFormatError(f"Flight Recorder dump too large ({inp.size} bytes)")
     data = inp.head if inp.whole else inp.path.read_bytes()
     return flight_recorder.parse(flight_recorder.load_bytes(data), inp.origin)
 
@@ -342,7 +343,7 @@ def _environment(inp: ReadInput) -> Parsed:
     out = Parsed(kind="environment")
     data = json.loads(inp.text())
     if not isinstance(data, dict):
-        raise ValueError("not an environment object")
+        raise FileFormatError("not an environment object")
     out.facts.update(proc.identity_from_environ(data))
     return out
 

@@ -24,6 +24,7 @@ import os
 import stat
 from pathlib import Path
 from typing import BinaryIO, Collection, Iterable
+from parsers.errors import UnsafeInput
 
 #: default caps; callers pass their own where they know better
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -31,7 +32,7 @@ DEFAULT_MAX_LINES = 1_000_000
 _CHUNK = 1 << 20
 
 
-class UnsafeFile(OSError):
+class UnsafeFile(OSError, UnsafeInput):
     """A path that is not a regular file, is a link when links are refused, is owned by
     someone else, or leaves its root. An OSError, so callers that catch OSError for
     unreadable files handle it too; `reason` is a short word for manifests."""

@@ -63,3 +63,19 @@ def cli_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+_INTEGRATION = Path(__file__).resolve().parent / "integration"
+#: fixtures that start real processes or build with gcc: a test using one is an integration test
+_PROCESS_FIXTURES = frozenset({"hung_job", "plugin", "harness"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/integration is marked `integration` (it starts real processes: gloo jobs,
+    py-spy/gdb on live targets, sshd, slurm stand-ins, gcc), and so is every test that uses a fixture of
+    _PROCESS_FIXTURES; a test elsewhere that starts one (torchrun, mp.spawn) carries the mark itself.
+    `pytest -m "not integration"` is then the fast lane (README)."""
+    mark = pytest.mark.integration
+    for item in items:
+        if _INTEGRATION in item.path.resolve().parents or _PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(mark)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
+from parsers.errors import UsageError
 
 
-class DesignError(ValueError):
+class DesignError(UsageError):
     """A design cannot produce a valid round (e.g. too few known-good hosts to pad)."""
 
 

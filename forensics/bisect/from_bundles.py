@@ -24,6 +24,7 @@ from parsers.source import is_archive
 
 from parsers import safeio
 from parsers.judges.hosts import plain_host
+from parsers.errors import BadInput
 
 HostCheck = Callable[[str], "str | None"]
 VERDICTS = ("healthy", "suspect", "exclude")
@@ -39,7 +40,7 @@ class Implication:
     problems: list[str] = field(default_factory=list)  #: inputs that said nothing, and why
 
 
-class BadVerdict(ValueError):
+class BadVerdict(BadInput):
     """A verdict file that parses but says something impossible (a confidence of 1e400,
     NaN, -1 or "high"): bad input, refused before any number reaches the decoder."""
 
@@ -95,11 +96,11 @@ def _read_json(path: Path) -> Any:
     with safeio.open_regular(path) as fh:  # a FIFO or device is refused, never waited on
         raw, cut = safeio.read_bytes(fh, MAX_VERDICT_BYTES)
     if cut:
-        raise ValueError(f"larger than {MAX_VERDICT_BYTES} bytes")
+        raise BadVerdict(f"larger than {MAX_VERDICT_BYTES} bytes")
     try:
         return json.loads(raw)
     except RecursionError as err:
-        raise ValueError("nested too deeply") from err
+        raise BadVerdict("nested too deeply") from err
 
 
 def read_one(path: Path) -> tuple[dict[str, float], str | None]:

@@ -16,10 +16,11 @@ from typing import Sequence
 from forensics import hostset
 from forensics.errors import ForensicsError
 from forensics.fleet.options import check_srun_args, check_ssh_options
+from parsers.errors import UsageError
 PLACEHOLDERS = ("{hosts}", "{nnodes}", "{port}", "{round}", "{group}", "{first}", "{host}")
 
 
-class LaunchError(ValueError):
+class LaunchError(UsageError):
     """A host name or template that cannot be launched safely."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics import safefs
+from parsers.errors import BadInput
 
 FORMAT = "hang-forensics-bisect-state"
 VERSION = 2  #: 1 kept the command and options in the file (read back and run): refused now
@@ -33,7 +34,7 @@ RESULT_KEYS = ("unary_llr", "excluded", "first_round", "notes")
 PERSISTED = ("format", "version", "created", "updated", "digest", "made_for", "results", "rounds", "jobs_started")
 
 
-class StateError(ValueError):
+class StateError(BadInput):
     """The state file is not ours, not readable, or made for other hosts or options."""
 
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from forensics.bundle.writer import safe_name, unique_name, write_manifest
-from parsers.model.manifest import MANIFEST_NAME, Artifact, manifest_from_dict
+from parsers.model.manifest import MANIFEST_NAME, JobArtifact, manifest_from_dict
 from forensics import safefs
 from forensics.errors import ForensicsError
 from parsers.safeio import UnsafeFile, open_regular
@@ -34,7 +34,7 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
     if len(paths) > MAX_FILES:
         problems.append(f"--attach: {len(paths)} files given, the first {MAX_FILES} attached")
         paths = paths[:MAX_FILES]
-    added: list[Artifact] = []
+    added: list[JobArtifact] = []
     used: set[str] = set()
     for path in paths:
         rel = f"{ATTACHED}/{unique_name(safe_name(Path(path).name), used)}"
@@ -47,13 +47,13 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
             continue
         if cut:
             problems.append(f"--attach {path}: larger than {MAX_BYTES >> 20} MiB, its last {MAX_BYTES >> 20} MiB attached")
-        added.append(Artifact(kind="attached", path=rel, host=host))
+        added.append(JobArtifact(kind="attached", path=rel, host=host))
     if added:
         _list_in_manifest(bundle, added)
     return problems
 
 
-def _list_in_manifest(bundle: Path, added: list[Artifact]) -> None:
+def _list_in_manifest(bundle: Path, added: list[JobArtifact]) -> None:
     """Append the artifacts to the bundle's manifest, rewritten as the writer writes it."""
     manifest = manifest_from_dict(json.loads((bundle / MANIFEST_NAME).read_text()))
     manifest.artifacts.extend(added)

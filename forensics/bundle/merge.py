@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, Status
+from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
@@ -116,7 +116,7 @@ def _merge_one(writer: BundleWriter, part: HostPart) -> None:
         miss.host = part.host
         writer.add_missing(miss)
     for art in man.artifacts:
-        writer.add_artifact(Artifact(kind=art.kind, path=rebase(art.path), host=part.host, rank=art.rank))
+        writer.add_artifact(JobArtifact(kind=art.kind, path=rebase(art.path), host=part.host, rank=art.rank))
     for note in man.notes:
         writer.note(f"{part.host}: {note}")
 

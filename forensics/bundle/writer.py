@@ -21,7 +21,7 @@ from typing import Any
 from forensics import __version__, safefs
 from forensics.errors import ForensicsError
 from parsers.redact import redact_argv
-from parsers.model.manifest import MANIFEST_NAME, Artifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
+from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
 
 INDENT_UP_TO = 1000  #: manifest.json is indented up to this many ranks and hosts (see _write)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -99,7 +99,7 @@ class BundleWriter:
     def add_missing(self, missing: MissingRank) -> None:
         self.manifest.missing.append(missing)
 
-    def add_artifact(self, artifact: Artifact) -> None:
+    def add_artifact(self, artifact: JobArtifact) -> None:
         self.manifest.artifacts.append(artifact)
 
     def note(self, text: str) -> None:

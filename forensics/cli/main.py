@@ -23,8 +23,8 @@ from types import ModuleType
 from forensics import __version__
 from forensics.cli import commands
 from forensics.cli.logs import setup_logging
-from forensics.errors import ForensicsError
-from forensics.exitcodes import SHARED, ExitCode, help_epilog
+from forensics.exitcodes import SHARED, ExitCode, code_for, help_epilog
+from parsers.errors import HangForensicsError
 
 EPILOG = help_epilog("COMMAND", {int(k): v for k, v in SHARED.items()}).replace(
     "exit codes of 'forensics COMMAND'", "exit codes shared by every command") + (
@@ -92,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             return code
     except BrokenPipeError:
         return _pipe_closed()
-    except ForensicsError as err:
+    except HangForensicsError as err:  # every expected failure (ForensicsError included): code_for maps it
         print(f"forensics {args.command}: error: {err}", file=sys.stderr)
-        return int(err.code)
+        return int(code_for(err))
     except PermissionError as err:
         print(f"forensics {args.command}: error: permission denied: {err.filename or err}", file=sys.stderr)
         return int(ExitCode.BAD_INPUT)

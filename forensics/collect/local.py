@@ -16,7 +16,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.writer import BundleWriter
 from forensics.collect import tool as tools
-from forensics.collect.progress import Progress
+from forensics.collect.progress import ProgressReporter
 from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
 from forensics.collectors.children import collect_children
@@ -69,7 +69,7 @@ def collect_local(
     writer = writer or BundleWriter(out)
     for line in problems:
         writer.note(line)
-    progress = Progress(len(ranks), f"ranks on {host}", quiet)
+    progress = ProgressReporter(len(ranks), f"ranks on {host}", quiet)
     progress.say(f"collecting {len(ranks)} rank(s) on {host} into {out}")
     host_record = HostRecord(host=host, dir=writer.host_dir(host))
     records = [_rank_record(writer, proc) for proc in ranks]
@@ -172,7 +172,7 @@ def _rank_record(writer: BundleWriter, proc: RankProcess) -> RankRecord:
 
 
 def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, options: CollectOptions,
-                  progress: Progress, budget: ByteBudget) -> RankRecord:
+                  progress: ProgressReporter, budget: ByteBudget) -> RankRecord:
     """Run every rank collector in order on one rank, filling `record` as they finish."""
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root,
                         rel_dir=record.dir, outputs=tuple(proc.outputs),

@@ -7,7 +7,7 @@ import threading
 import time
 
 
-class Progress:
+class ProgressReporter:
     """Thread-safe 'done N of M' reporter. Writes to stderr so stdout stays machine-readable."""
 
     def __init__(self, total: int, what: str, quiet: bool = False) -> None:

@@ -21,6 +21,7 @@ from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
+from parsers.errors import ToolError
 
 GDB_ARGS = [
     "--interpreter=mi3",
@@ -38,7 +39,7 @@ GDB_PER_THREAD_S = 0.1  #: one -stack-list-frames per thread (0.1-0.2 s each mea
 MAX_FRAMES = 200  #: frames listed per thread (deep recursion must not eat the limit)
 
 
-class GdbError(Exception):
+class GdbError(ToolError):
     """A GDB command answered ^error, or time ran out."""
 
 

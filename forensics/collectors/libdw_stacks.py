@@ -33,6 +33,7 @@ import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
+from parsers.errors import ToolError
 
 MAX_THREADS = 4096
 MAX_FRAMES = 256
@@ -52,7 +53,7 @@ class _Callbacks(ctypes.Structure):
                 ("section_address", ctypes.c_void_p), ("debuginfo_path", ctypes.c_void_p)]
 
 
-class LibdwError(Exception):
+class LibdwError(ToolError):
     """libdw is missing or refused (ptrace not permitted, process gone)."""
 
 

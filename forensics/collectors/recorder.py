@@ -12,7 +12,6 @@ measures heartbeat age against that time). It never interprets the files.
 
 from __future__ import annotations
 
-import itertools
 import time
 from pathlib import Path
 
@@ -21,45 +20,10 @@ from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collect.budget import apparent_size
 from forensics.collectors.files import copy_whole_or_refuse
 
-DIR_KEY = "FORENSICS_RECORDER_DIR"
-DEFAULT_DIR = "/dev/shm"
-PREFIX = "nccl-recorder."
+from forensics.discover.recorder_files import (DEFAULT_DIR, DIR_KEY, MAX_FILES, MAX_SCAN, PREFIX,  # noqa: F401
+                                               recorder_dir, state_files)
+
 MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is refused (a link to /dev/zero read 3.8 GB)
-MAX_FILES = 256  #: state files per process (one per communicator)
-MAX_SCAN = 100_000  #: directory entries looked at (/dev/shm may be crowded)
-
-
-def recorder_dir(pid: int, environ: dict[str, str]) -> Path:
-    """The directory the rank writes to, as this process can reach it.
-
-    A rank in a container sees its own /dev/shm: /proc/<pid>/root reaches it when
-    we may look there; otherwise the path is taken as it is.
-    """
-    configured = environ.get(DIR_KEY) or DEFAULT_DIR
-    via_root = Path(f"/proc/{pid}/root") / configured.lstrip("/")
-    try:
-        if via_root.is_dir():
-            return via_root
-    except OSError:
-        pass
-    return Path(configured)
-
-
-def state_files(directory: Path, pid: int) -> list[Path]:
-    """Files of process `pid`: `nccl-recorder.<host>.<pid>.<n>.bin|.txt` (the writer cuts host at its first dot)."""
-    try:
-        entries = list(itertools.islice(directory.iterdir(), MAX_SCAN))
-    except OSError:
-        return []
-    found = []
-    for path in entries:
-        if len(found) >= MAX_FILES:
-            break
-        parts = path.name.split(".")
-        # nccl-recorder . host . pid . n . ext
-        if len(parts) == 5 and path.name.startswith(PREFIX) and parts[2] == str(pid) and parts[4] in ("bin", "txt"):
-            found.append(path)
-    return sorted(found)
 
 
 class RecorderCollector:

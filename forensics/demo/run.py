@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.model.manifest import Artifact
+from parsers.model.manifest import JobArtifact
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
@@ -51,7 +51,7 @@ def run_demo(out: Path, ranks: int, fault: str, culprit: int, options: CollectOp
         writer = BundleWriter(out)
         record_rel = "launcher.json"
         write_record(job, out / record_rel)
-        writer.add_artifact(Artifact(kind="launcher", path=record_rel))
+        writer.add_artifact(JobArtifact(kind="launcher", path=record_rel))
         collect_local(out, options, pids=job.alive_pids(), quiet=quiet, writer=writer)
     finally:
         stop_job(job)

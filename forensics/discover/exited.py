@@ -22,8 +22,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from forensics import safefs
 from forensics.discover import outputs, procfs
+from forensics.discover.rankenv import RankProcess
+from forensics.discover.recorder_files import recorder_dir, state_files
+from parsers import safeio
 from parsers.model.events import describe_status
+from parsers.readers.recorder import RecorderFormatError, read_recorder_file
 
 #: zombies looked at per parent (a launcher of thousands of dead children is not a rank's)
 MAX_ZOMBIES = 64
@@ -33,8 +38,6 @@ CONFIRM_BYTES = 256 * 1024
 
 def find_exited(ranks: list, host: str) -> list:
     """Zombie children of the parents of `ranks` (RankProcess) that are not ranks already found."""
-    from forensics.discover.ranks import RankProcess
-
     known = {p.pid for p in ranks}
     by_parent: dict[int, list] = {}
     for proc in ranks:
@@ -95,9 +98,6 @@ def recover_exited_ranks(exited: list, ranks: list) -> None:
 
 def _rank_from_recorder(pid: int, siblings: list) -> int | None:
     """RANK from the exited process's own recorder state file, in a directory its siblings name."""
-    from forensics.collectors.recorder import recorder_dir, state_files
-    from parsers.readers.recorder import RecorderFormatError, read_recorder_file
-
     dirs: list[Path] = []
     for sib in siblings[:8]:
         d = recorder_dir(sib.pid, sib.environ)
@@ -155,9 +155,6 @@ def renumbered(path: str, old: int, new: int) -> list[str]:
 
 
 def _holds_rank_lines(path: str, rank: int, user) -> bool:
-    from forensics import safefs
-    from parsers import safeio
-
     try:
         with safefs.open_for_job(path, user) as fh:  # as the dead rank's user, owned by its real uid
             data, _cut = safeio.read_bytes(fh, CONFIRM_BYTES, tail=True)

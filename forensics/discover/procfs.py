@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parsers.errors import ToolError
+
 PROC = Path("/proc")
 
 STATE_NAMES = {
@@ -26,7 +28,7 @@ STATE_NAMES = {
 }
 
 
-class ProcessGone(Exception):
+class ProcessGone(ToolError):
     """The process no longer exists (or never did)."""
 
 

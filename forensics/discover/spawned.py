@@ -18,6 +18,7 @@ import json
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import run_tool
 from forensics.discover import procfs
+from forensics.discover.rankenv import RankProcess, job_id_of
 
 SPAWN_MARKS = ("from multiprocessing.spawn import spawn_main", "--multiprocessing-fork")
 MAX_CANDIDATES = 1024
@@ -45,8 +46,6 @@ def _has_torch(pid: int) -> bool:
 
 def find_spawned(host: str, exclude: set[int]) -> list:
     """Spawn-launched torch processes on this host, grouped into jobs; rank recovered where possible."""
-    from forensics.discover.ranks import RankProcess, job_id_of
-
     cands: dict[int, tuple[dict[str, str], list[str], int | None]] = {}
     for pid in procfs.all_pids():
         if pid in exclude or len(cands) >= MAX_CANDIDATES:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from parsers.model.manifest import Manifest
 from forensics.bundle.merge import HostPart, merge_bundles
-from forensics.collect.progress import Progress
+from forensics.collect.progress import ProgressReporter
 from forensics.errors import ForensicsError
 from forensics.fleet import command as cmd
 from forensics.fleet import outcome
@@ -160,7 +160,7 @@ def collect_fleet(
     `workers`: filing processes (forensics.fleet.filing; 0: file on a thread here; None: filing_workers())."""
     start = time.monotonic()
     spec.deadline = max(1.0, host_timeout - min(2.0, host_timeout * 0.2))
-    progress = Progress(len(hosts), "hosts", quiet)
+    progress = ProgressReporter(len(hosts), "hosts", quiet)
     progress.say(f"collecting {len(hosts)} host(s), up to {host_timeout:g} s each, into {out}")
 
     prepare_out(out)

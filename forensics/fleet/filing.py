@@ -44,6 +44,7 @@ from parsers.source import read_manifest_file
 from forensics.bundle.merge import HOST_MANIFEST, MAX_FILE_BYTES, MAX_FILES_PER_HOST, HostPart, host_root, place_name
 from forensics.fleet import outcome, wire
 from forensics.fleet.outcome import MAX_ANSWER_CHARS, HostRun
+from forensics.fleet.wire import WireError
 
 #: what one host's archive may hold: the merge's own caps per host, parsers.archive's rules for the rest
 HOST_ARCHIVE_LIMITS = Limits(max_members=MAX_FILES_PER_HOST, max_member_bytes=MAX_FILE_BYTES)
@@ -179,7 +180,7 @@ def _part_from_json(line: str, run: HostRun, out: Path) -> HostPart:
     """The HostPart a worker sent back for `run` (raises ValueError when the reply is not one)."""
     data = json.loads(line)
     if not isinstance(data, dict) or data.get("host") != run.host:
-        raise ValueError("reply for another host")
+        raise WireError("reply for another host")
     part = HostPart(host=run.host, seconds=run.seconds, status=str(data["status"]), error=data.get("error"))
     if data.get("bundle"):
         part.bundle = out / host_root(run.host)

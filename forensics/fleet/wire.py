@@ -22,6 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
+from parsers.errors import BadInput
 
 MAGIC = "FORENSICS-FLEET"
 WIRE_VERSION = 1
@@ -30,7 +31,7 @@ _END = f"{MAGIC} {WIRE_VERSION} END "
 LINE = 65536  #: base64 characters a line (a multiple of 4, so every line decodes on its own)
 
 
-class WireError(ValueError):
+class WireError(BadInput):
     """A host's answer is absent, cut short or damaged."""
 
 

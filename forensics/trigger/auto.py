@@ -21,6 +21,7 @@ import os
 import shlex
 
 from forensics.trigger.watch import Trigger, arm
+from parsers.errors import UsageError
 
 TRUE = ("1", "true", "yes", "on")
 
@@ -32,7 +33,7 @@ def _float(name: str) -> float | None:
     try:
         return float(value)
     except ValueError as err:
-        raise ValueError(f"{name}={value!r}: expected a number of seconds") from err
+        raise UsageError(f"{name}={value!r}: expected a number of seconds") from err
 
 
 def arm_from_env(env: dict[str, str] | None = None) -> Trigger | None:

@@ -10,6 +10,7 @@ synchronised pause.
 from __future__ import annotations
 
 import gc
+from parsers.errors import UsageError
 
 
 class GcSchedule:
@@ -17,7 +18,7 @@ class GcSchedule:
 
     def __init__(self, every: int) -> None:
         if every < 1:
-            raise ValueError("gc=N needs N >= 1 (steps between collections)")
+            raise UsageError("gc=N needs N >= 1 (steps between collections)")
         self.every = every
         self.was_enabled = gc.isenabled()
         self.collections = 0

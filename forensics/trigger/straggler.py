@@ -6,7 +6,7 @@ Mechanism (works on gloo and NCCL alike, needs only the job's store):
                PUBLISH_STEPS of those in the store under its own key, every few seconds;
   the watcher  (rank 0: its process serves the store) reads every rank's key, judges
                the arrivals with the same rules as `forensics analyze` and `forensics steps`
-               (parsers.steps.ranks.enter_times_by_step -> judge_enter_times), and raises
+               (parsers.judges.step_ranks.enter_times_by_step -> judge_enter_times), and raises
                an alarm when the same rank(s) are late by at least `late_ms` in
                `persist` checks in a row.
 Why the watcher and not each rank for itself: a rank knows it waits, not for whom; only
@@ -26,7 +26,7 @@ from forensics.trigger.detector import Alarm
 from forensics.trigger.election import KEY_PREFIX, read_ranks
 from parsers.judges.stragglers import Stragglers, judge_enter_times
 from parsers.ranges import fold
-from parsers.steps.ranks import enter_times_by_step
+from parsers.judges.step_ranks import enter_times_by_step
 
 #: steps of arrival times each rank publishes (overlap between ranks' windows is what is judged)
 PUBLISH_STEPS = 64

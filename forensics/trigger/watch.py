@@ -42,6 +42,7 @@ from forensics.trigger import election, launch, straggler
 from forensics.trigger.detector import Alarm, Detector
 from forensics.trigger.envsetup import apply_env
 from forensics.trigger.gc_control import GcSchedule
+from parsers.errors import UsageError
 
 #: point-to-point calls: not entered by every rank, so no arrival time is taken from them
 POINT_TO_POINT = ("send", "recv")
@@ -337,7 +338,7 @@ def arm(
     if stall_after is None:
         stall_after = 60.0 if pg_timeout is None else min(60.0, pg_timeout / 2)
     elif pg_timeout is not None and stall_after >= pg_timeout:
-        raise ValueError(f"stall_after={stall_after} must be below pg_timeout={pg_timeout}: the watchdog would kill the job first")
+        raise UsageError(f"stall_after={stall_after} must be below pg_timeout={pg_timeout}: the watchdog would kill the job first")
     folder = Path(out or os.environ.get("FORENSICS_OUT") or "forensics-trigger").resolve()
     detector = Detector(stall_after=stall_after, slow_factor=slow_factor, window=window, min_history=min_history, min_slow=min_slow)
     watch = straggler.StragglerWatch(late_ms=straggler_ms, persist=max(1, straggler_checks)) if straggler_ms else None

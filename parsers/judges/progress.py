@@ -19,7 +19,7 @@ HANG_AFTER_S = 2.0
 
 
 @dataclass(frozen=True)
-class Progress:
+class ProgressDecision:
     """The decision and what it rests on."""
 
     decided: bool  #: False: no time-stamped source (no recorder state): a snapshot cannot tell
@@ -48,7 +48,7 @@ class Progress:
                 "stalled_ranks": self.stalled_ranks[:64], "text": self.describe()}
 
 
-def judge_progress(recorder_states: list) -> Progress:
+def judge_progress(recorder_states: list) -> ProgressDecision:
     """Running or stopped, from the recorder's per-operation times (parsers.readers.recorder.RecorderState).
 
     The reference moment is the collector's copy time. Files without one (a folder copied by
@@ -72,7 +72,7 @@ def judge_progress(recorder_states: list) -> Progress:
         age = max(0.0, (ref - newest) / 1e9)
         ages[rank] = min(age, ages.get(rank, age))  # a rank in several communicators: its freshest progress
     if not ages:
-        return Progress(False, False, "")
+        return ProgressDecision(False, False, "")
     running = all(age <= HANG_AFTER_S for age in ages.values())
     source = "NCCL recorder: newest completion or progress step per rank"
     if dated_by_beat:
@@ -81,14 +81,14 @@ def judge_progress(recorder_states: list) -> Progress:
         source += ", against the newest heartbeat (no copy time"
         source += (f"; that beat is {lag:.0f} s older than this read: these are copies, or the job no longer beats)"
                    if lag > HANG_AFTER_S else ")")
-    return Progress(True, running, source, ages)
+    return ProgressDecision(True, running, source, ages)
 
 
 #: RAS answers compared for progress: the collector's first JSON read and its later one
 RAS_FIRST, RAS_LATER = "ras_status.json", "ras_status_later.json"
 
 
-def judge_ras_progress(artifacts: list) -> Progress:
+def judge_ras_progress(artifacts: list) -> ProgressDecision:
     """Running, from two NCCL RAS reads of one host a moment apart: every rank's collective count grew.
 
     Why only 'running': counts that did not move in a second say nothing of a job whose steps
@@ -103,16 +103,16 @@ def judge_ras_progress(artifacts: list) -> Progress:
             reads.setdefault(str(art.path.parent), {})[name] = counts  # one host's folder
     pairs = [(r[RAS_FIRST], r[RAS_LATER]) for r in reads.values() if RAS_FIRST in r and RAS_LATER in r]
     if not pairs or any(not first for first, _ in pairs):
-        return Progress(False, False, "")
+        return ProgressDecision(False, False, "")
     moved = all(later.get(key, -1) > n for first, later in pairs for key, n in first.items())
     if not moved:
-        return Progress(False, False, "")
+        return ProgressDecision(False, False, "")
     ranks = sum(len(first) for first, _ in pairs)
-    return Progress(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew between "
+    return ProgressDecision(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew between "
                                 f"two reads")
 
 
-def judge_sampled_progress(ranks: list) -> Progress:
+def judge_sampled_progress(ranks: list) -> ProgressDecision:
     """Running, from stack samples over a few seconds (`collect --samples`): every rank was caught both
     inside a collective (or waiting on the GPU) and outside one.
 
@@ -123,14 +123,14 @@ def judge_sampled_progress(ranks: list) -> Progress:
 
     sampled = [r for r in ranks if r.rank is not None and getattr(r, "samples", None) is not None]
     if len(sampled) < 2 or len(sampled) != len([r for r in ranks if r.rank is not None]):
-        return Progress(False, False, "")
+        return ProgressDecision(False, False, "")
     for r in sampled:
         s = r.samples
         inside = s.state_share(IN_COLLECTIVE) + s.state_share(GPU_WAIT)
         outside = s.state_share(ON_CPU) + s.state_share(IDLE)
         if s.taken < 5 or inside <= 0 or outside <= 0:
-            return Progress(False, False, "")
-    return Progress(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and outside a "
+            return ProgressDecision(False, False, "")
+    return ProgressDecision(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and outside a "
                                 "collective")
 
 
@@ -138,7 +138,7 @@ def judge_sampled_progress(ranks: list) -> Progress:
 STEP_FRESH_S = 5.0
 
 
-def judge_step_progress(series: dict, collected_unix: float | None) -> Progress:
+def judge_step_progress(series: dict, collected_unix: float | None) -> ProgressDecision:
     """Running, from forensics.arm()'s step series (parsers.steps.series.StepSeries per rank) and the
     moment collection began: every rank entered a step's first collective within STEP_FRESH_S (or three
     of its median steps) before it.
@@ -149,21 +149,21 @@ def judge_step_progress(series: dict, collected_unix: float | None) -> Progress:
     import statistics
 
     if collected_unix is None or len(series) < 2:
-        return Progress(False, False, "")
+        return ProgressDecision(False, False, "")
     ages: dict[int, float] = {}
     for rank, s in series.items():
         starts = [t for t in s.first_enter if t is not None]
         if not starts or not s.seconds:
-            return Progress(False, False, "")
+            return ProgressDecision(False, False, "")
         age = max(0.0, collected_unix - max(starts))
         if age > max(STEP_FRESH_S, 3 * statistics.median(s.seconds)):
-            return Progress(False, False, "")
+            return ProgressDecision(False, False, "")
         ages[rank] = age
-    return Progress(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
+    return ProgressDecision(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
                     ages)
 
 
-def hang_from_time(progress: Progress | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:
+def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:
     """(hang, what decided it, the hung scope): 'hang', 'progress' or 'not established', from time only
     (the progress judges above, or watchdog lines that say ranks waited past their timeout); a single
     snapshot establishes neither. The hung scope: the ranks without progress, or that timed out."""

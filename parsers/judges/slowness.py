@@ -3,7 +3,7 @@
 Why one place: a running job can be slow in three told-apart ways, each seen by its own
 judge, and the verdict must say which: a straggler rank or a slow host arrives last at the
 collectives (judges.stragglers: recorder waits, Flight Recorder or NCCL COLL enter times,
-else arm()'s step series through parsers.steps.ranks); a slow link carries its data slower
+else arm()'s step series through parsers.judges.step_ranks); a slow link carries its data slower
 than the other links while every rank arrives on time (judges.links: the recorder's send
 waits); neither, while the job is slow alike everywhere: a job-wide slowdown, whose pattern
 the step series classify (parsers.steps.classify). The merge (parsers.merge) reads only this.
@@ -18,7 +18,7 @@ from parsers.judges.links import SlowLinks, judge_links, link_suspects, without
 from parsers.judges.stragglers import (ECHO_SHARE, MIN_OPS, Stragglers, fr_ops, judge_ops, judge_stragglers,
                                        nccl_log_ops, straggler_suspects)
 from parsers.model.findings import Suspect
-from parsers.steps.ranks import RankSteps, compare_ranks
+from parsers.judges.step_ranks import RankSteps, compare_ranks
 
 
 @dataclass
@@ -106,7 +106,7 @@ def _stragglers(ev: Any) -> Stragglers:
 
 
 def _steps(ev: Any) -> RankSteps | None:
-    """arm()'s step series of two or more ranks, compared (parsers.steps.ranks), else None."""
+    """arm()'s step series of two or more ranks, compared (parsers.judges.step_ranks), else None."""
     series = getattr(ev, "step_series", None) or {}
     if len(series) < 2:
         return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parsers.manifest_schema import check_manifest
+from parsers.errors import ManifestError
 
 FORMAT = "hang-forensics-bundle"
 VERSION = 1
@@ -173,7 +174,7 @@ class MissingRank:
 
 
 @dataclass
-class Artifact:
+class JobArtifact:
     """A job-level file that belongs to no single rank (launcher record, RAS answer, ...)."""
 
     kind: str
@@ -194,7 +195,7 @@ class Manifest:
     hosts: list[HostRecord] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
     missing: list[MissingRank] = field(default_factory=list)
-    artifacts: list[Artifact] = field(default_factory=list)
+    artifacts: list[JobArtifact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False  #: collection was cut short (Ctrl-C, SIGTERM): what is here is what was gathered
 
@@ -231,12 +232,12 @@ def _fields(cls: type) -> tuple[frozenset, tuple]:
 def _build(cls: type, data: Any, where: str) -> Any:
     """Build dataclass `cls` from a dict, naming the place of any bad or missing field."""
     if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        raise ManifestError(f"{where}: expected an object, got {type(data).__name__}")
     names, required = _fields(cls)
     kwargs = {k: v for k, v in data.items() if k in names}
     absent = [n for n in required if n not in kwargs]
     if absent:
-        raise ValueError(f"{where}: missing field(s) {', '.join(absent)}")
+        raise ManifestError(f"{where}: missing field(s) {', '.join(absent)}")
     return cls(**kwargs)
 
 
@@ -257,25 +258,25 @@ def _printable(value: Any, depth: int = 0) -> Any:
 def manifest_from_dict(data: Any) -> Manifest:
     """Validate and convert parsed manifest JSON. Raises ValueError with the faulty place."""
     if not isinstance(data, dict):
-        raise ValueError("manifest: expected a JSON object")
+        raise ManifestError("manifest: expected a JSON object")
     if data.get("format") != FORMAT:
-        raise ValueError(f"manifest: format is {data.get('format')!r}, expected {FORMAT!r}")
+        raise ManifestError(f"manifest: format is {data.get('format')!r}, expected {FORMAT!r}")
     version = data.get("version")
     if not isinstance(version, int) or version > VERSION or version < 1:
-        raise ValueError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
+        raise ManifestError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
     check_manifest(data)  # types and ranges of every field, before anything is built from them
     data = _printable(data)
     man = _build(Manifest, data, "manifest")
     man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
     man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]
     man.missing = [_build(MissingRank, m, f"missing[{i}]") for i, m in enumerate(data.get("missing", []))]
-    man.artifacts = [_build(Artifact, a, f"artifacts[{i}]") for i, a in enumerate(data.get("artifacts", []))]
+    man.artifacts = [_build(JobArtifact, a, f"artifacts[{i}]") for i, a in enumerate(data.get("artifacts", []))]
     return man
 
 
 def _collectors(items: Any, where: str) -> list[CollectorRecord]:
     if not isinstance(items, list):
-        raise ValueError(f"{where}.collectors: expected a list")
+        raise ManifestError(f"{where}.collectors: expected a list")
     return [_build(CollectorRecord, c, f"{where}.collectors[{i}]") for i, c in enumerate(items)]
 
 
@@ -284,7 +285,7 @@ def _rank(data: Any, where: str) -> RankRecord:
     rec.collectors = _collectors(data.get("collectors", []), where)
     kids = data.get("children", [])
     if not isinstance(kids, list):
-        raise ValueError(f"{where}.children: expected a list")
+        raise ManifestError(f"{where}.children: expected a list")
     rec.children = []
     for i, kid in enumerate(kids):
         child = _build(ChildRecord, kid, f"{where}.children[{i}]")

@@ -45,7 +45,7 @@ _ROOT_FIELD = re.compile(r"^\s{0,6}(?P<key>time|host|rank|exitcode|error_file|tr
 
 
 @dataclass(frozen=True)
-class Frame:
+class TracebackFrame:
     """One frame of a traceback: where the code was."""
 
     file: str
@@ -69,8 +69,8 @@ class PyException:
 
     type: str
     message: str
-    frame: Frame | None = None
-    frames: list[Frame] = field(default_factory=list)
+    frame: TracebackFrame | None = None
+    frames: list[TracebackFrame] = field(default_factory=list)
     rank: int | None = None
     local_rank: int | None = None
     source: str | None = None
@@ -158,7 +158,7 @@ class OutputErrors:
         return next((f for f in reversed(self.failures) if f.root_cause), None)
 
 
-def _frame_dict(frame: Frame | None) -> dict[str, Any] | None:
+def _frame_dict(frame: TracebackFrame | None) -> dict[str, Any] | None:
     return {"file": frame.file, "line": frame.line, "function": frame.function} if frame else None
 
 
@@ -214,7 +214,7 @@ class _Stream:
     """Parse state of one line stream (one rank prefix, or unprefixed lines)."""
 
     def __init__(self) -> None:
-        self.frames: list[Frame] = []
+        self.frames: list[TracebackFrame] = []
         self.in_tb = False
         self.current: PyException | None = None  #: the exception whose message may still continue
         self.msg_lines = 0
@@ -297,7 +297,7 @@ def _feed(out: OutputErrors, st: _Stream, text: str, rank: int | None, local: in
         if m:
             if len(st.frames) >= MAX_FRAMES:
                 st.frames.pop(0)
-            st.frames.append(Frame(m.group("file"), int(m.group("line")), m.group("func")))
+            st.frames.append(TracebackFrame(m.group("file"), int(m.group("line")), m.group("func")))
             return
         exc = _is_exception_line(text)
         if exc:
@@ -325,7 +325,7 @@ def _feed(out: OutputErrors, st: _Stream, text: str, rank: int | None, local: in
 
 
 def _start(out: OutputErrors, st: _Stream, m: re.Match, rank: int | None, local: int | None, source: str | None,
-           lineno: int, form: str, frames: list[Frame]) -> None:
+           lineno: int, form: str, frames: list[TracebackFrame]) -> None:
     message = (m.group("msg") or "").strip()[:MAX_MESSAGE]
     exc = PyException(type=m.group("type"), message=message, frame=frames[-1] if frames else None, frames=frames,
                       rank=rank, local_rank=local, source=source, line=lineno, form=form)

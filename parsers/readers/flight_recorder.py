@@ -26,6 +26,7 @@ import pickle
 from typing import Any
 
 from parsers.model.events import MAX_RANKS, CommMember, OpEvent, Origin, Parsed, Progress, normalise_op, plausible_rank
+from parsers.errors import FileFormatError, UnsafeInput
 
 MAX_BYTES = 512 * 1024 * 1024
 #: Bounds on what one dump may make us build. Why: a pickle's memo lets a few bytes name one object
@@ -40,7 +41,7 @@ MAX_NUMEL = 1 << 62  #: elements of one collective; a larger product is no real 
 _INT_BOUND = 1 << 63  #: counters and sequence ids are 64-bit in torch; a larger number is damage
 
 
-class UnsafePickle(ValueError):
+class UnsafePickle(UnsafeInput, ValueError):
     """The pickle asked for a class or function: refused."""
 
 
@@ -83,7 +84,7 @@ def _check_opcodes(data: bytes) -> None:
         for op, arg, _pos in pickletools.genops(data):
             ops += 1
             if ops > MAX_OPCODES:
-                raise ValueError(f"not a readable dump: more than {MAX_OPCODES} pickle opcodes")
+                raise FileFormatError(f"not a readable dump: more than {MAX_OPCODES} pickle opcodes")
             if op.name in _STORE_OPS:
                 slot = memo if op.name == "MEMOIZE" else arg
                 memo += op.name == "MEMOIZE"
@@ -92,29 +93,29 @@ def _check_opcodes(data: bytes) -> None:
             elif op.name in _FETCH_OPS and arg in containers:
                 shared += 1
                 if shared > MAX_SHARED:
-                    raise ValueError(f"not a readable dump: more than {MAX_SHARED} references to one stored "
+                    raise FileFormatError(f"not a readable dump: more than {MAX_SHARED} references to one stored "
                                      "container (a few bytes that would expand to millions of objects)")
             prev = op.name
             if op.name in _MEMO_OPS and isinstance(arg, int) and arg > ops:
-                raise ValueError(f"not a readable pickle: memo index {arg} after {ops} opcodes")
+                raise FileFormatError(f"not a readable pickle: memo index {arg} after {ops} opcodes")
             if op.name == "FRAME" and isinstance(arg, int) and arg > len(data):
-                raise ValueError(f"not a readable pickle: frame of {arg} bytes in {len(data)}")
+                raise FileFormatError(f"not a readable pickle: frame of {arg} bytes in {len(data)}")
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001 - genops' own complaint about a damaged stream
-        raise ValueError(f"not a readable pickle: {type(err).__name__}: {str(err)[:200]}") from None
+        raise FileFormatError(f"not a readable pickle: {type(err).__name__}: {str(err)[:200]}") from None
 
 
 def load_bytes(data: bytes) -> dict:
     """Decode a dump (pickle or JSON) into a dict. Raises ValueError with a clear reason."""
     if len(data) > MAX_BYTES:
-        raise ValueError(f"dump too large ({len(data)} bytes)")
+        raise FileFormatError(f"dump too large ({len(data)} bytes)")
     stripped = data.lstrip()
     if stripped[:1] in (b"{", b"["):
         try:
             obj = json.loads(stripped.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as err:
-            raise ValueError(f"not valid JSON: {err}") from None
+            raise FileFormatError(f"not valid JSON: {err}") from None
     else:
         _check_opcodes(data)
         try:
@@ -122,9 +123,9 @@ def load_bytes(data: bytes) -> dict:
         except UnsafePickle:
             raise
         except Exception as err:  # noqa: BLE001 - any decoding failure is bad input
-            raise ValueError(f"not a readable pickle: {type(err).__name__}: {err}") from None
+            raise FileFormatError(f"not a readable pickle: {type(err).__name__}: {err}") from None
     if not isinstance(obj, dict) or "entries" not in obj and "pg_status" not in obj:
-        raise ValueError("not a Flight Recorder dump (no 'entries' or 'pg_status')")
+        raise FileFormatError("not a Flight Recorder dump (no 'entries' or 'pg_status')")
     return obj
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.model import Frame, ThreadStack
+from parsers.errors import FileFormatError
 
 _LWP = re.compile(r"LWP (\d+)")
 
@@ -20,7 +21,7 @@ def read_gdb_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
 def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:
     """Threads from the gdb collector's decoded JSON."""
     if not isinstance(data, dict) or not isinstance(data.get("threads"), list):
-        raise ValueError("not a gdb collector file")
+        raise FileFormatError("not a gdb collector file")
     pid = pid if pid is not None else data.get("pid")
     stacks = data.get("stacks", {})
     threads = []

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
 
 
-class IbDataError(ValueError):
+class IbDataError(FileFormatError):
     """infiniband.json is not what the collector writes."""
 
 

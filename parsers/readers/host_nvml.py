@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
 
@@ -25,7 +26,7 @@ CLOCK_EVENT_BITS = {
 }
 
 
-class NvmlDataError(ValueError):
+class NvmlDataError(FileFormatError):
     """nvml.json is not what the collector writes."""
 
 

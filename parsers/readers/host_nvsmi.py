@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
+from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
 
@@ -26,7 +27,7 @@ _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\
 _LINE = re.compile(r"^(?P<indent> *+)(?P<key>[^:]*[^:\s])\s*+(?::\s*(?P<value>.*))?$")
 
 
-class NvsmiError(ValueError):
+class NvsmiError(FileFormatError):
     """The text is not nvidia-smi output at all."""
 
 

@@ -14,11 +14,12 @@ import json
 import re
 from collections import Counter
 from typing import Any
+from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
 
 
-class HostDataError(ValueError):
+class HostDataError(FileFormatError):
     """A host file is not in the format its collector writes."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from parsers.errors import FileFormatError
 
 
 @dataclass
@@ -41,7 +42,7 @@ def read_launcher_json(path: Path) -> list[RankExit]:
 def parse_launcher_data(data: object) -> list[RankExit]:
     """Exits from a decoded launcher record; ValueError when it is not one."""
     if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
-        raise ValueError("not a launcher record")
+        raise FileFormatError("not a launcher record")
     return [
         RankExit(
             rank=int(r["rank"]),

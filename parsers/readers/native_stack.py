@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.model import Frame, ThreadStack
+from parsers.errors import FileFormatError
 
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -22,13 +23,13 @@ def read_native_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
     with open(path, "rb") as fh:
         raw = fh.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_BYTES} bytes")
+        raise FileFormatError(f"{path}: larger than {MAX_BYTES} bytes")
     return parse_native(json.loads(raw.decode("utf-8", errors="replace")), pid)
 
 
 def parse_native(data: Any, pid: int | None = None) -> list[ThreadStack]:
     if not isinstance(data, dict) or not isinstance(data.get("threads"), list):
-        raise ValueError("not a native-stack collector file")
+        raise FileFormatError("not a native-stack collector file")
     pid = pid if pid is not None else _int(data.get("pid"))
     out = []
     for th in data["threads"]:

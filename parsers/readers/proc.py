@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.model.events import MAX_RANKS, ProcessState
+from parsers.errors import FileFormatError
 
 #: a rank number larger than this is not a rank (hostile or broken input)
 MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (parsers.model.events)
@@ -15,7 +16,7 @@ MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (pars
 def parse_proc_data(data: Any) -> ProcessState:
     """proc.json as a ProcessState; ValueError when it is not one."""
     if not isinstance(data, dict) or "state" not in data or _int(data.get("pid")) is None:
-        raise ValueError("not a process_state file (needs 'pid' and 'state')")
+        raise FileFormatError("not a process_state file (needs 'pid' and 'state')")
     threads = [t for t in (data.get("threads") if isinstance(data.get("threads"), list) else []) if isinstance(t, dict)]
     return ProcessState(
         pid=int(data["pid"]),

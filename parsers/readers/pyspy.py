@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from parsers.model import Frame, ThreadStack
+from parsers.errors import FileFormatError
 
 
-class PySpyFormatError(ValueError):
+class PySpyFormatError(FileFormatError):
     """The file is not py-spy JSON."""
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parsers.model.events import MAX_RANKS
+from parsers.errors import FileFormatError
 
 MAGIC = b"HFNCREC\0"
 FORMAT_VERSION = 1
@@ -74,7 +75,7 @@ assert _PROXY.size == 128
 assert _STEP.size == 16
 
 
-class RecorderFormatError(ValueError):
+class RecorderFormatError(FileFormatError):
     """The file is not a recorder state file this reader understands; the message says why."""
 
 

@@ -11,11 +11,12 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from parsers.errors import FileFormatError
 
 TIME_COLUMNS = ("seconds", "step_time", "step_seconds", "time", "duration", "elapsed")
 
 
-class SeriesError(ValueError):
+class SeriesError(FileFormatError):
     """The file holds no usable step times; the message says why."""
 
 

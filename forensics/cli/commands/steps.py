@@ -12,7 +12,7 @@ from forensics.cli.output import add_output_options, emit, emit_json, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers.steps.classify import Settings, classify
-from parsers.steps.ranks import compare_ranks
+from parsers.judges.step_ranks import compare_ranks
 from parsers.steps.series import SeriesError, StepSeries, read_series
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,7})")

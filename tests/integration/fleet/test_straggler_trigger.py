@@ -36,7 +36,7 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
     pytest.importorskip("torch")
     from parsers.evidence import load_path
     from parsers.judges.activity import rank_activities
-    from parsers.steps.ranks import compare_ranks
+    from parsers.judges.step_ranks import compare_ranks
 
     procs, out = start(tmp_path, "straggle", 29931, "--culprit", str(CULPRIT), "--slow", "0.3", "--steps", "60",
                        "--stall-after", "30", "--slow-factor", "1000", ranks=RANKS, pg_timeout=60.0,
@@ -81,7 +81,7 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
 
 def test_a_healthy_job_fires_nothing_and_names_no_straggler(tmp_path):
     pytest.importorskip("torch")
-    from parsers.steps.ranks import compare_ranks
+    from parsers.judges.step_ranks import compare_ranks
 
     procs, out = start(tmp_path, "none", 29932, "--steps", "150", "--stall-after", "30", "--slow-factor", "1000",
                        ranks=RANKS, pg_timeout=60.0)

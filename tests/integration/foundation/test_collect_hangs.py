@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from parsers.model.manifest import Artifact, Status
+from parsers.model.manifest import JobArtifact, Status
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
@@ -24,7 +24,7 @@ def _collect(job, out, options=None, with_launcher=False):
     writer = BundleWriter(out)
     if with_launcher:
         write_record(job, out / "launcher.json")
-        writer.add_artifact(Artifact(kind="launcher", path="launcher.json"))
+        writer.add_artifact(JobArtifact(kind="launcher", path="launcher.json"))
     result = collect_local(out, options or CollectOptions(), pids=job.alive_pids(), quiet=True, writer=writer)
     verdict = analyze(out).verdict
     return result, verdict

@@ -35,6 +35,11 @@ SCENARIOS = sorted(p.parent for p in FIX.glob("*/*/truth.json") if _is_scenario(
                    and not (p.parent / "logs.tar.gz").is_file())
 
 
+def test_the_scenarios_are_there():
+    """An empty glob would skip test_culprit_named, not fail it."""
+    assert len(SCENARIOS) >= 13, SCENARIOS
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{p.parent.name}-{p.name}" for p in SCENARIOS])
 def test_culprit_named(scenario):
     truth = json.loads((scenario / "truth.json").read_text())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.model.manifest import Artifact, CollectorRecord, HostRecord, MissingRank, RankRecord, Status
+from parsers.model.manifest import JobArtifact, CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
@@ -21,7 +21,7 @@ def host_bundle(root: Path, real_name: str, ranks: list[int], world: int, missin
     for rank in missing:
         writer.add_missing(MissingRank(rank=rank, reason="no process", host=real_name, job_id="j"))
     writer.write_text("launcher.json", "{}\n")
-    writer.add_artifact(Artifact(kind="launcher", path="launcher.json"))
+    writer.add_artifact(JobArtifact(kind="launcher", path="launcher.json"))
     writer.note("a note")
     writer.save()
     return root

@@ -1,4 +1,4 @@
-"""Across ranks (parsers.steps.ranks): a straggler rank or a job-wide slowdown, from arm()'s real step series.
+"""Across ranks (parsers.judges.step_ranks): a straggler rank or a job-wide slowdown, from arm()'s real step series.
 
 Fixtures: tests/fixtures/straggler/README.md (real 4-rank gloo runs: rank 2 late by 0.3 s a
 step, and a healthy run). Derived cases (a column dropped, a slowdown laid on every rank)
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from hf_testpaths import FIXTURES
-from parsers.steps.ranks import ARRIVAL, OUTSIDE, compare_ranks
+from parsers.judges.step_ranks import ARRIVAL, OUTSIDE, compare_ranks
 from parsers.steps.series import parse_series, read_series
 
 DIR = FIXTURES / "straggler"

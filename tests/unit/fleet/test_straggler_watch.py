@@ -45,6 +45,7 @@ def test_a_healthy_job_never_fires_and_a_threshold_above_the_lag_does_not_either
 def test_too_few_common_steps_judge_nothing():
     watch = StragglerWatch(late_ms=50, persist=1)
     assert watch.observe(_window(_arrivals("straggle"), 30, size=4), {}) is None
+    assert watch.observe(_window(_arrivals("straggle"), 30), {}) is not None  # the same run, enough steps: fires
 
 
 def test_the_streak_restarts_when_the_late_rank_changes():

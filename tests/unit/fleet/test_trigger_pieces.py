@@ -86,6 +86,7 @@ def test_lock_file_election_has_one_winner(tmp_path):
     assert results.count(True) == 1
 
 
+@pytest.mark.integration  # imports torch, a real TCPStore
 def test_store_election_and_members_over_a_real_tcpstore():
     torch_dist = pytest.importorskip("torch.distributed")
     store = torch_dist.TCPStore("127.0.0.1", 29931, 1, True, wait_for_workers=False)

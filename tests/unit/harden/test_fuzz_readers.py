@@ -21,6 +21,7 @@ from parsers.source import FileRef
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 
 
+@pytest.mark.integration  # a sweep: 5,000 fuzzed inputs
 def test_five_thousand_mutated_real_inputs_raise_nothing():
     res = run(5000, seed=16)
     assert res["inputs"] == 5000

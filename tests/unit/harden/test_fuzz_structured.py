@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import fuzz_structured
+
+pytestmark = pytest.mark.integration  # a sweep: 200 fuzzed inputs, each in a forked child process
 
 
 def test_seeded_inputs_give_answers_not_failures(tmp_path):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from parsers.evidence import load_files
 
 HUGE = "9" * 5000
@@ -44,11 +46,39 @@ def test_every_line_at_once(tmp_path):
     assert art.error is None and art.parsed is not None
 
 
-def test_each_reader_on_its_own(tmp_path):
-    """Each block alone, so each reader's sniff picks the file (gdb text, py-spy text, FR report)."""
-    for block in (LINES[0:3], LINES[3:5], LINES[5:11], LINES[11:]):
-        art = _read(tmp_path, block)
-        assert art.error is None and art.parsed is not None, (block[0][:60], art.kind, art.error)
+#: each block's first lines are what its reader's sniff looks for; the later lines carry the huge numbers
+GDB = ["Thread 1 (Thread 0x7f16a03ad000 (LWP 4242)):",
+       "#0  0x00007f169ee85534 in ?? () from /lib/x86_64-linux-gnu/libcuda.so",
+       f"#1  0x00007f16a0b8d7bd in ncclLaunchKernel (comm=0x5624) at enqueue.cc:{HUGE}",
+       f"Thread 2 (Thread 0x7f16a03ae000 (LWP {HUGE})):"]
+PYSPY = ['Thread 4242 (active): "MainThread"',
+         f"    all_reduce (torch/distributed/distributed_c10d.py:{HUGE})",
+         "    main (train.py:12)",
+         f'Thread {HUGE} (idle): "worker"']
+FR_REPORT = ["Collective 7 at entry 1 errors", "group info: 0:default_pg", f"missing ranks: {{{HUGE}}}",
+             f"world size: {HUGE}", f"Collective {HUGE} at entry 2 errors", "group info: 0:default_pg"]
+C10D = [*LINES[11:], "[rank2]:[E ProcessGroupNCCL.cpp:1] Received a dump signal due to a collective timeout from  rank 3"]
+
+
+@pytest.mark.parametrize("block, kind", [(GDB, "gdb-text"), (PYSPY, "pyspy-text"), (FR_REPORT, "fr-report"),
+                                         (C10D, "rank-log")])
+def test_each_reader_on_its_own(tmp_path, block, kind):
+    """Each block alone goes to its own reader (its sniff picks the file despite the huge numbers below the
+    first lines), which reads the sane lines and skips each line with a huge number as unknown."""
+    art = _read(tmp_path, block)
+    assert (art.kind, art.error) == (kind, None)
+    assert art.parsed.unknown_lines >= 1, art.parsed.unknown_lines
+    if kind == "gdb-text":
+        (stack,) = art.parsed.stacks
+        assert [(f.function, f.line) for f in stack.frames] == [("??", None), ("ncclLaunchKernel", None)]
+        assert art.parsed.facts["pid"] == 4242
+    elif kind == "pyspy-text":
+        (stack,) = art.parsed.stacks
+        assert [(f.function, f.line) for f in stack.frames] == [("all_reduce", None), ("main", 12)]
+    elif kind == "fr-report":
+        assert [(e.kind, e.seq) for e in art.parsed.events] == [("fr-analysis", 7)]
+    else:
+        assert [e.kind for e in art.parsed.events] == ["dump-signal"]
 
 
 def test_a_c10d_or_nccl_line_with_a_huge_number_is_skipped_and_the_rest_is_read(tmp_path):

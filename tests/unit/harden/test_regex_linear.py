@@ -23,6 +23,8 @@ import pytest
 import parsers
 from regex_pumps import build, pumps
 
+pytestmark = pytest.mark.integration  # a sweep: every pattern timed on 100-200 kB worst-case inputs
+
 #: patterns found superlinear by this test and not fixed yet (issue 31): name -> what makes them so
 KNOWN_SUPERLINEAR: dict[str, str] = {}
 

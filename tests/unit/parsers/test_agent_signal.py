@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from hf_testpaths import FIXTURES
 from parsers.model.events import ErrorEvent
 from parsers.readers.rank_log import parse_lines
@@ -31,6 +33,7 @@ def test_the_excerpt_names_the_agent_by_its_logging_header_pid():
     assert _agent_signals(EXCERPT.read_text(encoding="utf-8").splitlines(True)) == [(1359, 15)]
 
 
+@pytest.mark.integration  # a real torchrun run
 def test_a_real_agent_that_gets_sigterm_says_so_with_its_own_pid(tmp_path: Path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)

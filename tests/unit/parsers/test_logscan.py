@@ -197,6 +197,7 @@ def test_zero_fill_after_a_crash_is_no_line(tmp_path):
     assert got.facts["scan"]["parsed_bytes"] < want.facts["scan"]["parsed_bytes"] + 4096
 
 
+@pytest.mark.integration  # a sweep: a pool of worker processes over many copies
 def test_parallel_read_in_batches_equals_sequential(tmp_path):
     """More files than one worker batch: the pool's batches give the same artifacts, in the same
     order, as reading the files one by one."""

@@ -49,6 +49,7 @@ def _launcher(text: str) -> list:
     return [e for e in out.events if getattr(e, "source", "") == "launcher"], out
 
 
+@pytest.mark.integration  # a real mp.spawn job (console fixture)
 def test_the_failed_process_and_how_it_ended_are_read(console):
     mode, text = console
     events, out = _launcher(text)
@@ -67,6 +68,7 @@ def test_the_failed_process_and_how_it_ended_are_read(console):
         assert len(main) == 1 and main[0].frames[0].function == "worker"
 
 
+@pytest.mark.integration  # a real mp.spawn job (console fixture)
 def test_the_summary_says_which_process_failed_first(console, tmp_path):
     mode, text = console
     (tmp_path / "console.log").write_text(text)

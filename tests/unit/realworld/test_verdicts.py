@@ -24,6 +24,7 @@ def test_verdict_is_right_or_honest(stem, request):
     assert j.summary
 
 
+@pytest.mark.integration  # a sweep: every real-world case judged again (the per-case tests stay in the fast lane)
 def test_no_overclaim_anywhere():
     bad = [(j.stem, j.culprit) for j in map(judge, stems()) if j.outcome == "overclaim"]
     assert bad == []

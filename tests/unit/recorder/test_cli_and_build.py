@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from forensics import nccl_plugin
 from nccl_patches.harness import run_harness
+
+pytestmark = pytest.mark.integration  # builds the plugin with gcc, runs the CLI
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from parsers.judges.links import judge_links
 from parsers.readers.recorder import read_recorder_dir
+
+pytestmark = pytest.mark.integration  # builds the plugin and harness with gcc, runs harness processes
 
 
 def _job(harness, plugin, state_dir, send_wait_us: dict[int, int]) -> list:

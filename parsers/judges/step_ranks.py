@@ -13,6 +13,8 @@ times fall back to the time spent outside collectives per step (step - collectiv
 seconds), which exceeds the others' by the same lateness in a steady state. With no late
 rank, the step series of the job (per step, the median over ranks) is classified
 (parsers.steps.classify): a pattern there is a job-wide slowdown, alike on every rank.
+It lives in judges/ (it was parsers/steps/ranks.py): it judges, with the straggler rules of
+judges.stragglers, while parsers/steps/ reads and classifies one series and imports no judge.
 """
 
 from __future__ import annotations
