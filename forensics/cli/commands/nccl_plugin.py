@@ -97,7 +97,10 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
                 print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
-    if problems and not states:
+    if not states:  # nothing decoded: a folder with no state file in it is bad input too (docs/exit-codes.md)
+        if not problems:
+            print(f"forensics nccl-plugin: error: no NCCL recorder state file (nccl-recorder.*.bin) in {' '.join(targets)}",
+                  file=sys.stderr)
         return ExitCode.BAD_INPUT
     return ExitCode.OK
 

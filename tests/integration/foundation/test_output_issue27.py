@@ -179,15 +179,32 @@ def test_ages_are_measured_from_the_collection_and_the_verdict_says_when(tmp_pat
     first = cli("analyze", "--json", str(recorder)).stdout
     text = cli("analyze", str(recorder)).stdout
     assert "times: measured from the collection at 2026-11-29 09:17:03 UTC (the newest NCCL recorder heartbeat)" in text
-    assert "no progress for 7.9 s" in text and "recorder heartbeat 8.0 s old" in text
+    # each age sentence says from when (issue 27 item 2), not only the 'times:' line
+    assert "no progress for 7.9 s before the newest recorder heartbeat at 09:17:03 UTC" in text
+    assert "last recorder heartbeat 8.0 s before the newest recorder heartbeat at 09:17:03 UTC" in text
+    assert " s old" not in text and " s ago" not in text
     copy = tmp_path / "copy"
     shutil.copytree(recorder, copy)  # a later copy, read later: the same ages
     assert json.loads(cli("analyze", "--json", str(copy)).stdout)["culprit"] == json.loads(first)["culprit"]
     read = cli("nccl-plugin", "read", str(recorder)).stdout
     assert read.splitlines()[0].startswith("times: measured from 2026-11-29 09:17:03 UTC (the newest heartbeat")
-    assert "no progress for 7.9 s" in read
+    assert "no progress for 7.9 s before the newest recorder heartbeat at 09:17:03 UTC" in read
     bundle = cli("analyze", str(SIGSTOP_BUNDLE)).stdout.splitlines()
     assert bundle[1] == "  times: measured from the collection at 2026-11-29 09:27:38 UTC (the manifest's creation time)"
+    assert any("last recorder heartbeat 10.5 s before the collection at 09:27:38 UTC" in line for line in bundle)
+
+
+@pytest.mark.parametrize("inputs", [[FIXTURES / "recorder" / "sigstop8"], [SIGSTOP_BUNDLE], [GLOO_SLEEP]])
+def test_analyze_twice_a_few_seconds_apart_gives_identical_text(inputs: list):
+    """Reproducer (issue 27 item 2): 'no progress for 223414.9 s' and 'that beat is 243270 s older than
+    this read' grew each time the same copies were analysed."""
+    import time
+
+    args = [str(p) for p in inputs]
+    first = (cli("analyze", *args).stdout, cli("analyze", "--json", *args).stdout)
+    time.sleep(3)
+    again = (cli("analyze", *args).stdout, cli("analyze", "--json", *args).stdout)
+    assert first[0] and first == again
 
 
 # --- 27.4 inputs -----------------------------------------------------------------------------
