@@ -31,7 +31,7 @@ EXIT_CODES = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["path", "build", "env", "read"])
+    parser.add_argument("action", choices=["path", "build", "env", "read"], help="what to do (see the list above)")
     parser.add_argument("files", nargs="*", help="read: state files (.bin) or folders holding them")
     parser.add_argument("--dir", help="env: where ranks write state files (default /dev/shm)")
     parser.add_argument("--cc", help="build: C compiler (default $CC or gcc)")
