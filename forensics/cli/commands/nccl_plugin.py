@@ -26,7 +26,7 @@ readable while the job hangs. Actions:
 EXIT_CODES = {
     0: "done (read: at least one state file decoded)",
     1: "internal error (a bug)",
-    2: "bad input: no files named, none decodable, no C compiler for build",
+    2: "bad input: no files named, none decodable (a folder with no state file), no C compiler for build",
 }
 
 
