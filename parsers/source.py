@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import tarfile
+import zlib
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,7 +401,7 @@ def is_archive(path: Path) -> bool:
     """True for a regular file that tarfile can open (plain or compressed tar)."""
     try:
         return Path(path).is_file() and tarfile.is_tarfile(path)
-    except OSError:
+    except (OSError, EOFError, zlib.error):  # a damaged gzip stream ends early: not an archive, read as a damaged .gz
         return False
 
 

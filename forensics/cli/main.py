@@ -18,6 +18,7 @@ import os
 import pkgutil
 import sys
 import tempfile
+import traceback
 from types import ModuleType
 
 from forensics import __version__
@@ -101,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"forensics {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # noqa: BLE001 - a bug: exit 1 as docs/exit-codes.md says, the traceback kept for the report
+        traceback.print_exc()
+        print(f"forensics {args.command}: internal error (a bug; please report it with the traceback above): "
+              f"{type(err).__name__}: {err}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
 
 
 class _scoped_tempdir:

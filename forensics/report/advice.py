@@ -156,8 +156,9 @@ def advise(suspect: Suspect) -> Advice:
 def _fill(template: str, suspect: Suspect) -> str:
     """Host, pid and rank into the template, in words where the evidence does not name them."""
     host = suspect.host if suspect.host and suspect.host != UNKNOWN_HOST else "its host (no evidence names it)"
-    pid = str(suspect.pid) if suspect.pid else "PID"
-    return template.format(host=host, pid=pid, rank=suspect.rank if suspect.rank is not None else "?")
+    rank = suspect.rank if suspect.rank is not None else "?"
+    pid = str(suspect.pid) if suspect.pid else f"<pid of rank {rank}>"  # said as what to fill in, never a bare 'PID'
+    return template.format(host=host, pid=pid, rank=rank)
 
 
 def covered() -> set[ReasonClass]:

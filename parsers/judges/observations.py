@@ -58,8 +58,17 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     if not_read:
         out.append(Observation("unread", not_read))
     if out:
-        out.append(Observation("coverage-note", f"coverage {ev.coverage.describe().split(':')[0]}"))
+        out.append(Observation("coverage-note", _coverage_words(ev.coverage)))
     return out
+
+
+def _coverage_words(coverage: Any) -> str:
+    """How much of the job these files cover, in words (was 'coverage partial', which a user had to guess at)."""
+    if not coverage.complete:
+        return "these files may not hold every rank: a rank with no lines here is not proof it is missing"
+    if coverage.absent:
+        return "these files hold all but a few ranks of the job"
+    return "these files hold every rank of the job"
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
@@ -431,8 +440,9 @@ def _host_parts(reports: list) -> list[str]:
         if h.status in ("exclude", "suspect") and h.reasons:
             g = h.reasons[0]
             host = "the host of these lines (none names it)" if h.host == UNKNOWN_HOST else f"host {h.host}"
-            parts.append(f"{host} is {h.status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
-                         if g.first.line_no else f"{host} is {h.status}: {g.entry.title}")
+            status = "to exclude" if h.status == "exclude" else "suspect"  # 'host X is exclude' read as a typo
+            parts.append(f"{host} is {status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
+                         if g.first.line_no else f"{host} is {status}: {g.entry.title}")
     return parts
 
 

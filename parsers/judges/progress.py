@@ -11,6 +11,7 @@ progressed more recently than that is running, whatever one snapshot shows.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,9 +79,10 @@ def judge_progress(recorder_states: list) -> ProgressDecision:
     if dated_by_beat:
         read = max((st.observed_ns or 0 for st in recorder_states if not st.observed_is_copy), default=0)
         lag = (read - beat) / 1e9 if read and beat else 0.0
-        source += ", against the newest heartbeat (no copy time"
-        source += (f"; that beat is {lag:.0f} s older than this read: these are copies, or the job no longer beats)"
-                   if lag > HANG_AFTER_S else ")")
+        clock = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(beat / 1e9))
+        # the words never hold the time of this read: reading the same copies again gives the same text
+        source += f", against the newest heartbeat at {clock} (no copy time"
+        source += ("; older than this read: these are copies, or the job no longer beats)" if lag > HANG_AFTER_S else ")")
     return ProgressDecision(True, running, source, ages)
 
 

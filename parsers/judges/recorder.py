@@ -14,6 +14,7 @@ live ranks keep beating.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -36,6 +37,17 @@ def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
         return now_ns
     seen = [s.heartbeat_ns for s in states] + [s.observed_ns for s in states if s.observed_ns and s.observed_is_copy]
     return max(seen) if seen else 0
+
+
+def moment_words(states: list[RecorderState], ns: int) -> str:
+    """Which moment `ns` is, in words with its time of day, for age sentences ('no progress for 7.9 s
+    before the collection at 09:17:03 UTC'): an age never reads as measured from when it is read."""
+    clock = time.strftime("%H:%M:%S UTC", time.gmtime(ns / 1e9))
+    if any(s.heartbeat_ns == ns for s in states):  # first: `nccl-plugin read` dates copies by it too
+        return f"the newest recorder heartbeat at {clock}"
+    if any(s.observed_is_copy and s.observed_ns == ns for s in states):
+        return f"the collection at {clock}"
+    return f"this read at {clock}"
 
 
 def _p2p(op: ProxyOpRecord) -> bool:
@@ -67,6 +79,7 @@ def recorder_hosts(states: list[RecorderState]) -> dict[int, str]:
 def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[WaitEdge]:
     """One edge per in-flight proxy op that waits on its peer, from every state."""
     ref = reference_ns(states, now_ns)
+    when = moment_words(states, ref) if ref else ""
     edges = []
     for st in states:
         if st.comm_state != "active":
@@ -94,6 +107,7 @@ def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[W
                     detail=(
                         f"{op.direction} step {op.last_step} ({op.steps_done}/{op.n_steps} steps done), "
                         f"{PEER_WAITS[op.last_state]} rank {op.peer}, no progress for {idle:.1f} s"
+                        + (f" before {when}" if when else "")
                     ),
                 )
             )
@@ -189,7 +203,8 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
         if e.waiter not in ranks[e.peer].waited_on_by:
             ranks[e.peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
-    return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref))
+    when = (moment_words(states, ref), moment_words(states, beat_ref)) if ref else ("", "")
+    return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref, when))
 
 
 def _frozen_limit(st: RecorderState, frozen_after_s: float | None) -> float:
@@ -207,8 +222,12 @@ def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: 
     return ref
 
 
-def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int) -> list[Suspect]:
-    """Rank the ranks the others wait on, strongest evidence first."""
+def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int,
+              when: tuple[str, str] = ("", "")) -> list[Suspect]:
+    """Rank the ranks the others wait on, strongest evidence first. `when`: the words for the moments
+    ages are measured against (`ref`, and the one heartbeats are judged against)."""
+    before = f" before {when[0]}" if when[0] else " ago"
+    beat = f"last recorder heartbeat {{:.1f}} s before {when[1]}" if when[1] else "recorder heartbeat {:.1f} s old"
     found: list[Suspect] = []
     where = f"communicator {comm}" + (f", {op}" if op else "")
     entered_progress = [rp.last_progress_ns for rp in ranks.values() if rp.entered and rp.last_progress_ns]
@@ -219,15 +238,15 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
         waiters = sorted(rp.waited_on_by)
         ev = [f"ranks {waiters} wait on it ({where})"] if waiters else []
         if rp.has_state and rp.heartbeat_age_s is not None:
-            ev.append(f"recorder heartbeat {rp.heartbeat_age_s:.1f} s old")
+            ev.append(beat.format(rp.heartbeat_age_s))
         who = rp.global_rank if rp.global_rank is not None else None
         if rp.has_state and rp.frozen and rp.entered and not rp.complete:
             found.append(_suspect(rp, who, "entered-then-frozen", 0.95,
                                   f"entered {op} and stopped progressing: its process no longer runs "
-                                  f"(recorder heartbeat {rp.heartbeat_age_s:.1f} s old)", ev))
+                                  f"({beat.format(rp.heartbeat_age_s)})", ev))
         elif rp.has_state and rp.frozen:
             found.append(_suspect(rp, who, "frozen", 0.9,
-                                  f"its process no longer runs (recorder heartbeat {rp.heartbeat_age_s:.1f} s old); "
+                                  f"its process no longer runs ({beat.format(rp.heartbeat_age_s)}); "
                                   f"latest op {rp.latest}", ev))
         elif rp.has_state and op and not rp.entered and waiters:
             found.append(_suspect(rp, who, "outside-collective", 0.85,
@@ -243,7 +262,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
               and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
             # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
             # is busy with earlier work (a long kernel, a GPU-side loop). Its proxy waits on its own GPU.
-            ago = f" {rp.enqueued_s:.1f} s ago" if rp.enqueued_s is not None else ""
+            ago = f" {rp.enqueued_s:.1f} s{before}" if rp.enqueued_s is not None else ""
             found.append(_suspect(rp, who, "gpu-queued", 0.85,
                                   f"enqueued {op}{ago} but it never started on its GPU (no kernel channel "
                                   f"started; proxy {rp.local_wait or 'idle'}), while its peers' kernels run: "
@@ -260,7 +279,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
                 idle = (ref - first_stall) / 1e9
                 ev = [f"ranks {sorted(rp.waited_on_by)} wait on it ({where})"]
                 found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
-                                      f"entered {op} and was the first to stop progressing ({idle:.1f} s ago)", ev))
+                                      f"entered {op} and was the first to stop progressing ({idle:.1f} s{before})", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first
     age = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
     found.sort(key=lambda s: (-s.confidence, -age.get(s.pid, 0.0)))

@@ -42,7 +42,7 @@ EXIT_CODES = {
     0: "a culprit was named",
     1: "internal error (a bug)",
     2: "bad input: not a bundle, a damaged archive, a broken knowledge base, an empty folder",
-    3: "no culprit named, and the evidence is partial ('coverage partial': files from only some ranks, or the job's size unknown)",
+    3: "no culprit named, and the evidence is partial (files from only some ranks, or the job's size unknown)",
     4: "no culprit named, though the evidence covers every rank of the job",
 }
 

@@ -26,12 +26,12 @@ readable while the job hangs. Actions:
 EXIT_CODES = {
     0: "done (read: at least one state file decoded)",
     1: "internal error (a bug)",
-    2: "bad input: no files named, none decodable, no C compiler for build",
+    2: "bad input: no files named, none decodable (a folder with no state file), no C compiler for build",
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["path", "build", "env", "read"])
+    parser.add_argument("action", choices=["path", "build", "env", "read"], help="what to do (see the list above)")
     parser.add_argument("files", nargs="*", help="read: state files (.bin) or folders holding them")
     parser.add_argument("--dir", help="env: where ranks write state files (default /dev/shm)")
     parser.add_argument("--cc", help="build: C compiler (default $CC or gcc)")
@@ -97,7 +97,10 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
                 print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
-    if problems and not states:
+    if not states:  # nothing decoded: a folder with no state file in it is bad input too (docs/exit-codes.md)
+        if not problems:
+            print(f"forensics nccl-plugin: error: no NCCL recorder state file (nccl-recorder.*.bin) in {' '.join(targets)}",
+                  file=sys.stderr)
         return ExitCode.BAD_INPUT
     return ExitCode.OK
 

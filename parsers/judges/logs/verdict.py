@@ -16,7 +16,7 @@ import networkx as nx
 from parsers import stamps
 from parsers.judges.logs import desync, fr_report
 from parsers.judges.logs.identity import Identities
-from parsers.judges.logs.tables import WRAPPER, Tables, compress
+from parsers.judges.logs.tables import WRAPPER, Tables, comm_words, compress, kind_words, position_words as _position
 from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
@@ -108,9 +108,10 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
             open_count = "" if settled or m["tie"] else (
                 f"; {'an unknown number of' if unseen is None else unseen} rank(s) not seen at that position "
                 "could still tip the count")
-            acc.offer("mismatch", f"rank {r} called {m['called']} at {where} of {m['comm']} where "
+            group = comm_words(m["comm"])
+            acc.offer("mismatch", f"rank {r} called {m['called']} {where} of {group} where "
                       f"{m['n_majority']} rank(s) called {m['majority_called']}{open_count}", conf,
-                      [f"{m['comm']} {where}: {m['called']} vs {m['majority_called']} "
+                      [f"{group}, {where.removeprefix('at ')}: {m['called']} vs {m['majority_called']} "
                        f"({m['n_majority']} ranks)"])
 
 
@@ -127,15 +128,6 @@ def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | Non
     if not size:
         return None
     return max(0, size - len(t.signatures.get((comm, seq), {})))
-
-
-def _position(comm: str, seq: int) -> str:
-    """NCCL communicators (keyed by commId '0x...') count launches as NCCL prints them: hex opCount,
-    from 0; process groups count collectives from 1; ProcessGroupWrapper prints its own
-    SequenceNumber. Say which, so a reader can grep the log."""
-    if comm.startswith(WRAPPER):
-        return f"SequenceNumber {seq}"
-    return f"opCount {seq:x}" if comm.startswith("0x") else f"position {seq}"
 
 
 def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | None, get) -> None:
@@ -199,13 +191,15 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         edges = [g[u][root] for u in g.predecessors(root)]
         comms = sorted({e["comm"] for e in edges})
         sample = edges[0]["reason"] if edges else ""
-        evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comms[:4])}", sample]
+        evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comm_words(c) for c in comms[:4])}",
+                    sample]
         conf = 0.55 + 0.4 * (all_waiters / total)
         silent_only = bool(edges) and all(e.get("kind") == "silent" for e in edges)
         if edges and all(e.get("weak") for e in edges):
             conf = min(conf, 0.7)  # absence alone, while its own lines show it kept up: a lead, not proof
         if not own or silent_only:
-            missing = ", ".join(sorted({e["source"] for e in edges if e.get("kind") == "silent"}) or peer_kinds) or "evidence"
+            missing = ", ".join(kind_words(k) for k in sorted({e["source"] for e in edges if e.get("kind") == "silent"})
+                                or peer_kinds) or "evidence"
             cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
         elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}

@@ -79,7 +79,7 @@ def test_a_loose_xid_79_folder_keeps_its_meaning_in_a_file(tmp_path: Path):
     first = out.read_text().splitlines()[0]
     assert first == "VERDICT: " + summary(str(tmp_path / "loose"))
     # the summary is two sentences at most (issue 27): the host's status is a line of its own under it
-    assert "GPU has fallen off the bus" in first and "gpu-node-7 is exclude" in out.read_text()
+    assert "GPU has fallen off the bus" in first and "gpu-node-7 is to exclude" in out.read_text()
 
 
 def _run_in_pty(args: list[str], columns: int = 80) -> str:
@@ -179,15 +179,32 @@ def test_ages_are_measured_from_the_collection_and_the_verdict_says_when(tmp_pat
     first = cli("analyze", "--json", str(recorder)).stdout
     text = cli("analyze", str(recorder)).stdout
     assert "times: measured from the collection at 2026-11-29 09:17:03 UTC (the newest NCCL recorder heartbeat)" in text
-    assert "no progress for 7.9 s" in text and "recorder heartbeat 8.0 s old" in text
+    # each age sentence says from when (issue 27 item 2), not only the 'times:' line
+    assert "no progress for 7.9 s before the newest recorder heartbeat at 09:17:03 UTC" in text
+    assert "last recorder heartbeat 8.0 s before the newest recorder heartbeat at 09:17:03 UTC" in text
+    assert " s old" not in text and " s ago" not in text
     copy = tmp_path / "copy"
     shutil.copytree(recorder, copy)  # a later copy, read later: the same ages
     assert json.loads(cli("analyze", "--json", str(copy)).stdout)["culprit"] == json.loads(first)["culprit"]
     read = cli("nccl-plugin", "read", str(recorder)).stdout
     assert read.splitlines()[0].startswith("times: measured from 2026-11-29 09:17:03 UTC (the newest heartbeat")
-    assert "no progress for 7.9 s" in read
+    assert "no progress for 7.9 s before the newest recorder heartbeat at 09:17:03 UTC" in read
     bundle = cli("analyze", str(SIGSTOP_BUNDLE)).stdout.splitlines()
     assert bundle[1] == "  times: measured from the collection at 2026-11-29 09:27:38 UTC (the manifest's creation time)"
+    assert any("last recorder heartbeat 10.5 s before the collection at 09:27:38 UTC" in line for line in bundle)
+
+
+@pytest.mark.parametrize("inputs", [[FIXTURES / "recorder" / "sigstop8"], [SIGSTOP_BUNDLE], [GLOO_SLEEP]])
+def test_analyze_twice_a_few_seconds_apart_gives_identical_text(inputs: list):
+    """Reproducer (issue 27 item 2): 'no progress for 223414.9 s' and 'that beat is 243270 s older than
+    this read' grew each time the same copies were analysed."""
+    import time
+
+    args = [str(p) for p in inputs]
+    first = (cli("analyze", *args).stdout, cli("analyze", "--json", *args).stdout)
+    time.sleep(3)
+    again = (cli("analyze", *args).stdout, cli("analyze", "--json", *args).stdout)
+    assert first[0] and first == again
 
 
 # --- 27.4 inputs -----------------------------------------------------------------------------
@@ -373,3 +390,36 @@ def test_exit_codes_follow_the_table(tmp_path: Path, command: str, inputs: list,
     extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
     done = cli(command, *extra, *map(real, inputs))
     assert done.returncode == code, (command, inputs, done.stdout[-500:], done.stderr[-500:])
+
+
+@pytest.mark.parametrize("form", ["file", "gz", "stdin", "zip", "several"])
+@pytest.mark.parametrize("command", ["analyze", "hosts", "report"])
+def test_every_input_form_for_analyze_hosts_and_report(tmp_path: Path, command: str, form: str):
+    """Issue 27 item 4 for each of the three commands: a single log, a .gz log, '-' (stdin), a .zip, and several
+    paths at once each read to the same verdict as the plain log (the Xid 79 host to exclude)."""
+    plain = tmp_path / "console.log"
+    plain.write_text(XID79 + "\n")
+    packed = tmp_path / "console.log.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    archive = tmp_path / "logs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(plain, "logs/gpu-node-7/kernel.log")  # as `zip -r logs.zip logs` makes it
+    extra = tmp_path / "slurm-1234.out"
+    extra.write_text("step 10 done\n")
+    inputs = {"file": [str(plain)], "gz": [str(packed)], "stdin": ["-"], "zip": [str(archive)],
+              "several": [str(plain), str(extra)]}[form]
+    args = [command] + (["-o", str(tmp_path / "r.html")] if command == "report" else []) + \
+        (["--json"] if command != "report" else []) + inputs
+    with open(packed if form == "stdin" else os.devnull, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "forensics", *args], stdin=stdin, capture_output=True, text=True,
+                              env=env(), timeout=180)
+    assert done.returncode == (5 if command == "hosts" else 3), (command, form, done.stderr[-500:])
+    if command == "report":
+        assert "Xid 79" in (tmp_path / "r.html").read_text() and "GPU has fallen off the bus" in done.stdout
+        return
+    data = json.loads(done.stdout)
+    if command == "hosts":
+        assert {h["status"] for h in data["hosts"]} == {"exclude"}
+        assert data["exclude_list"] == ("gpu-node-7" if form == "zip" else "")  # a loose file names no host
+    else:
+        assert "GPU has fallen off the bus" in data["summary"]

@@ -257,4 +257,4 @@ def test_a_host_no_line_names_is_said_as_such(tmp_path):
 
     shutil.copy(CORPUS / "accelerate-1192.log", tmp_path)
     summary = analyze(tmp_path).verdict.text
-    assert "the host of these lines (none names it) is exclude" in summary and "unknown-host" not in summary, summary
+    assert "the host of these lines (none names it) is to exclude" in summary and "unknown-host" not in summary, summary

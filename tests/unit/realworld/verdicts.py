@@ -44,7 +44,7 @@ BEYOND_EXCERPT = {
     "cache-dit-761-what": ("as cache-dit-761; this part names only the rank inside mesh_ulysses, no global rank",
                            ["of group mesh_ulysses", "ALLTOALL SeqNum 472025"]),
     "jade-hpc-194": ("node dgk713 is named only in the thread's title; the lines show the ECC error and put it on "
-                     "their (unnamed) host", ["uncorrectable ECC", "is exclude"]),
+                     "their (unnamed) host", ["uncorrectable ECC", "is to exclude"]),
     "vllm-3688": ("the NCCL 2.18.1 bug is known from the reporter's upgrade to 2.19.3; the lines show the CUDA "
                   "failure under NCCL 2.18.1, no version comparison", ["NCCL error", "pid 4028887"]),
     "accelerate-3861": ("the extra wait_for_everyone() on the main process is in the reporter's code; the lines show "
