@@ -58,12 +58,20 @@ def comm_words(comm: str, numbering: str) -> str:
 
 
 def chart_comm(t: Tables, g: nx.DiGraph) -> str | None:
-    """The communicator every rank is shown in: the one with the most members, among equals the one most
-    wait edges name (then a PyTorch group over an NCCL communicator: its SeqNum is what watchdogs print)."""
+    """The communicator every rank is shown in: the one with the most members; among equals the one most
+    wait edges name, then one a mismatch was found in, then a named group over an unknown one ('pg:?'),
+    then the default group, then one whose lines say what was called."""
     if not t.progress:
         return None
     named = Counter(d.get("comm") for _, _, d in g.edges(data=True))
-    return max(t.progress, key=lambda c: (len(t.progress[c]), named.get(c, 0), c.startswith("pg:"), c))
+    mismatched = {m.get("comm") for m in t.mismatches}
+
+    def key(c: str) -> tuple:
+        per = t.progress[c]
+        said = sum(1 for r, rp in per.items() if rp.enqueued is not None and r in t.signatures.get((c, rp.enqueued), {}))
+        return (len(per), named.get(c, 0), c in mismatched, "?" not in c, c == "pg:0", said, c.startswith("pg:"), c)
+
+    return max(t.progress, key=key)
 
 
 def last_ops(t: Tables, ids: Identities, g: nx.DiGraph) -> list[RankOp]:

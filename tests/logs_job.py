@@ -1,5 +1,7 @@
 """A logs-only post-mortem of a hung N-rank job (512 by default), written as the job would leave it.
 
+(A module of tests/, like hf_testpaths: unit and integration tests import it by name.)
+
 Why generated: no machine here runs 512 GPUs. Every line is in a format captured for real in
 tests/fixtures/nccl/sleep (torch 2.11, NCCL 2.28.9, 8 ranks, rank 5 sleeps before collective 11):
 each rank's NCCL_DEBUG=INFO log (version, init START/COMPLETE, its comm line, AllReduce op lines)
