@@ -25,7 +25,6 @@ from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
 from parsers.stacks.tree import render_tree
 
-MAX_OTHER_ROWS = 500  #: other suspects kept in the view (the text shows a few, the JSON all of the verdict's)
 
 
 @dataclass(frozen=True)
@@ -128,7 +127,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
         view.deadlock_next_step = CYCLE_ADVICE.next_step
     view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
     view.shows = [x for x in verdict.shows if x not in verdict.summary]
-    view.others = fold_suspects(verdict.suspects[1:MAX_OTHER_ROWS + 1])
+    view.others = fold_suspects(verdict.suspects[1:])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])
     view.stack_lines = render_tree(verdict.stack_tree) if verdict.stack_tree is not None else []
