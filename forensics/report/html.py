@@ -144,6 +144,8 @@ def build_report(what: Any) -> str:
     sections = [
         "<h2>Wait-for graph</h2>", figure_html(graph_svg, "waitfor-graph", "wait-for graph, culprit in red"),
         "<h2>Last operation reached</h2>", figure_html(timeline_svg, "timeline", "last operation reached per rank"),
+        (f'<p class="meta" id="logs-stop">where each rank\'s logs stop ({esc(v.logs_stop_in)}): '
+         + "; ".join(esc(x) for x in v.logs_stop) + "</p>") if v.logs_stop else "",
         *stacks,
         "<h2>Ranks</h2>", note, table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "last_op",
                                                    "suspect", "reason_class", "problems"], "ranks-table"),

@@ -29,7 +29,7 @@ def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None =
 
 
 def render_view(view: ReportView, show_tree: bool = True, width: int | None = None) -> str:
-    """The verdict block, the main-thread classes, the stack tree, then missing evidence.
+    """The verdict block, the main-thread classes, where each rank's logs stop, the stack tree, then missing evidence.
 
     `width` fits lines to a terminal: the VERDICT wraps, other lines are cut with '…' and a
     note says how to see them whole; None or 0 keeps every line whole (files, pipes).
@@ -42,6 +42,9 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
     if view.classes:
         lines.append("ranks by what their main thread does:")
         lines += [f"  [{c['ranks']}] {c['activity']}" for c in view.classes]
+    if view.logs_stop:
+        lines.append(f"where each rank's logs stop ({view.logs_stop_in}):")
+        lines += [f"  {x}" for x in view.logs_stop]
     if show_tree and view.stack_lines:
         lines.append("merged main-thread stacks (outermost first, ranks per branch):")
         lines += [f"  {line}" for line in view.stack_lines]

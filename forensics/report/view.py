@@ -75,6 +75,8 @@ class ReportView:
     rank_rows: list[dict[str, Any]] = field(default_factory=list)  #: one row per rank, stacks and logs merged
     timeline: list[TimelineEntry] = field(default_factory=list)  #: where each rank stopped
     timeline_axis: str | None = None  #: the numbering the chart's positions are in, when logs give them
+    logs_stop: list[str] = field(default_factory=list)  #: '[0-346,348-511] allreduce #10', ranks folded by where logs stop
+    logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
 
@@ -135,6 +137,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.merged_stack_tree = merged_tree(view.stack_tree)
     view.rank_rows = rank_rows(verdict, ops)
     view.timeline, view.timeline_axis = timeline(verdict, ops, events)
+    view.logs_stop, view.logs_stop_in = logs_stop(ops)
     view.graph = wait_graph(verdict, view.rank_rows, graph)
     view.hosts = list(verdict.sections.get("hosts") or [])
     return view
@@ -195,6 +198,24 @@ def timeline(verdict: Verdict, ops: list[Any], events: Iterable[dict[str, Any]] 
     if events:
         add_events(entries, events)
     return entries, axis
+
+
+def logs_stop(ops: list[Any]) -> tuple[list[str], str | None]:
+    """Where the logs stop, ranks folded by operation (the main communicator's; others' ranks said as one line)."""
+    if not ops:
+        return [], None
+    main = max({o.comm for o in ops}, key=lambda c: sum(o.comm == c for o in ops))
+    groups: dict[tuple, list[int]] = {}
+    for o in ops:
+        if o.comm == main:
+            groups.setdefault((o.op or "operation", o.seq, o.completed), []).append(o.rank)
+    lines = [f"[{fold(r)}] {op} #{seq}" + (f", completed #{done}" if done is not None and done != seq else "")
+             for (op, seq, done), r in sorted(groups.items(), key=lambda kv: kv[1][0])]
+    elsewhere = [o.rank for o in ops if o.comm != main]
+    if elsewhere:
+        lines.append(f"[{fold(elsewhere)}] only in another communicator (the ranks table says where)")
+    first = next(o for o in ops if o.comm == main)
+    return lines, _axis_words(first)
 
 
 def _axis_words(op: Any) -> str:

@@ -97,6 +97,11 @@ def test_a_logs_only_512_rank_report_draws_ranks_last_operations_and_edges(tmp_p
     timeline = page[page.index('id="timeline-table"'):]
     assert "<p><i>none</i></p>" not in timeline[:200]
     assert "Ranks: none" not in page and "no stack in this input (logs only)" in page
+    # the text says the same as the chart, from the same view
+    assert pm.view.logs_stop == ["[0-346,348-511] allreduce #10", "[347] allreduce #9"]
+    text = render_view(pm.view, width=0).splitlines()
+    assert "where each rank's logs stop (NCCL opCount of communicator 0xde6c834580d4135f):" in text
+    assert "  [347] allreduce #9" in text and "[347] allreduce #9" in page[page.index('id="logs-stop"'):]
 
 
 def test_a_mismatch_graph_holds_every_rank_even_without_wait_edges():
