@@ -267,18 +267,19 @@ def _child(folder: Path, out: int) -> None:
     try:
         from forensics.cli.output import json_text
         from forensics.errors import ForensicsError
-        from forensics.postmortem.loader import correlated_graph
         from forensics.postmortem.session import PostMortem
-        from forensics.report.text import render_verdict
+        from forensics.report.text import render_view
+        from forensics.report.view import build_view
         from parsers.analyze import analyze
         from parsers.errors import InputError
 
         try:
             result = analyze(folder, _KB[0] if _KB else None)
             verdict = result.verdict
-            render_verdict(verdict, show_tree=True, width=100).encode("utf-8")
-            json_text("analyze", verdict.to_dict(), True).encode("utf-8")
-            pm = PostMortem(verdict, source=str(folder), evidence=result.evidence, graph=correlated_graph(verdict))
+            view = build_view(verdict, source=str(folder), evidence=result.evidence, logs=result.logs)
+            render_view(view, show_tree=True, width=100).encode("utf-8")
+            json_text("analyze", view.to_json(), True).encode("utf-8")
+            pm = PostMortem(verdict, source=str(folder), evidence=result.evidence, logs=result.logs)
             pm.report(folder.parent / (folder.name + ".html"))
         except (InputError, ForensicsError) as err:
             status = {"outcome": "refused", "why": str(err)[:200]}

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from forensics.errors import ForensicsError
 from forensics.postmortem.session import PostMortem
-from forensics.postmortem.waitfor import correlated_graph
 from parsers.analyze import analyze
 from parsers.errors import InputError
 from parsers.source import manifest_refusal
@@ -39,7 +38,7 @@ def load(path: str | Path | list) -> PostMortem:
                              "not a bundle, and no logs or dumps in it")
     verdict = result.verdict
     shown = " ".join(str(p) for p in path) if isinstance(path, list) else str(path)
-    return PostMortem(verdict, source=shown, evidence=result.evidence, graph=correlated_graph(verdict))
+    return PostMortem(verdict, source=shown, evidence=result.evidence, logs=result.logs)
 
 
 #: the same call, by its older name

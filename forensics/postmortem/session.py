@@ -1,10 +1,12 @@
 """PostMortem: one loaded bundle, with its verdict, tables and pictures, for notebooks.
 
-The verdict is computed when the bundle is loaded; the wait-for graph, the
-timeline and the normalised stack tree on first use, then kept. Tables come back as pandas
-DataFrames when pandas is installed (lists of dicts otherwise); pictures come
-back as inline SVG objects that Jupyter shows, and the object itself renders as
-an HTML summary when it is the last expression of a cell.
+Everything shown is read from one `ReportView` (forensics.report.view), built once from the
+verdict and the logs judge's results when first used: the tables, the wait-for graph, the
+timeline and the pictures are the same facts `forensics analyze` and `forensics report` show.
+Tables come back as pandas DataFrames when pandas is installed (lists of dicts otherwise);
+pictures come back as inline SVG objects that Jupyter shows, and the object itself renders as
+an HTML summary when it is the last expression of a cell. The dependency is one way: this
+module uses the report's renderers; the report never imports the notebook API.
 """
 
 from __future__ import annotations
@@ -16,8 +18,14 @@ from typing import Any
 
 import networkx as nx
 
-from forensics.postmortem.timeline import TimelineEntry, add_events, merged_tree, timeline_from_verdict
-from forensics.postmortem.waitfor import edges_table, mark_suspects, waitfor_from_verdict
+from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
+from forensics.report.html import verdict_html, write_report
+from forensics.report.lastop import TimelineEntry
+from forensics.report.stacktree import draw_stack_tree
+from forensics.report.style import to_svg
+from forensics.report.timeline import MAX_LANES, draw_timeline
+from forensics.report.view import ReportView, build_view
+from forensics.report.waitgraph import edges_table
 from parsers.model import Suspect, Verdict
 
 
@@ -57,12 +65,19 @@ class PostMortem:
     """A bundle's verdict and evidence, ready to look at. Make one with `forensics.postmortem.load`."""
 
     def __init__(self, verdict: Verdict, source: str, graph: nx.DiGraph | None = None,
-                 events: list[dict[str, Any]] | None = None, evidence: Any = None) -> None:
+                 events: list[dict[str, Any]] | None = None, evidence: Any = None, logs: Any = None) -> None:
         self.verdict = verdict
         self.source = source  #: the path it was loaded from
         self.evidence = evidence  #: parsers.evidence.Evidence it was judged on
+        self.logs = logs  #: parsers.judges.logs.LogAnalysis, where the input had logs
         self._graph = graph
         self._events = events or []
+
+    @functools.cached_property
+    def view(self) -> ReportView:
+        """The one view every output renders (built once, on first use)."""
+        return build_view(self.verdict, source=self.source, evidence=self.evidence, logs=self.logs,
+                          graph=self._graph, events=self._events)
 
     # --- data -------------------------------------------------------------------------
     @property
@@ -80,15 +95,8 @@ class PostMortem:
         return as_table(self.rank_rows())
 
     def rank_rows(self) -> list[dict[str, Any]]:
-        """`ranks` as a list of dicts (no pandas needed)."""
-        suspects = {s.rank: s for s in self.verdict.suspects if s.rank is not None}
-        culprit = self.culprit.rank if self.culprit else None
-        rows = []
-        for row in self.verdict.sections.get("ranks") or []:
-            s = suspects.get(row.get("rank"))
-            rows.append(dict(row, suspect=s is not None, culprit=row.get("rank") == culprit and culprit is not None,
-                             reason_class=s.reason_class if s else None, confidence=s.confidence if s else None))
-        return rows
+        """`ranks` as a list of dicts (no pandas needed): stacks and logs merged, suspect flags set."""
+        return self.view.rank_rows
 
     @property
     def suspects(self) -> Any:
@@ -98,33 +106,29 @@ class PostMortem:
     @property
     def stack_tree(self) -> dict[str, Any]:
         """The merged main-thread stack tree: nested {'frame', 'ranks', 'children'}."""
-        return self.verdict.sections.get("stack_tree") or {"frame": "<all>", "ranks": [], "children": []}
+        return self.view.stack_tree
 
-    @functools.cached_property
+    @property
     def merged_stack_tree(self) -> dict[str, Any]:
         """`stack_tree` with address-only native frames normalised ('?? [libc.so.6]'), so like ranks merge."""
-        return merged_tree(self.stack_tree)
+        return self.view.merged_stack_tree
 
     @property
     def stack_tree_text(self) -> str:
-        from parsers.stacks.tree import render_tree
+        return "\n".join(self.view.stack_lines)
 
-        tree = self.verdict.stack_tree
-        return "\n".join(render_tree(tree)) if tree is not None else ""
-
-    @functools.cached_property
+    @property
     def waitfor(self) -> nx.DiGraph:
         """Wait-for graph (networkx.DiGraph, edge waiter -> waited-on), suspects marked on nodes."""
-        graph = self._graph.copy() if self._graph is not None else waitfor_from_verdict(self.verdict)
-        return mark_suspects(graph, self.verdict)
+        return self.view.graph
 
     @property
     def waitfor_edges(self) -> Any:
         return as_table(edges_table(self.waitfor))
 
-    @functools.cached_property
+    @property
     def timeline_entries(self) -> list[TimelineEntry]:
-        return add_events(timeline_from_verdict(self.verdict), self._events)
+        return self.view.timeline
 
     @property
     def timeline(self) -> Any:
@@ -134,56 +138,30 @@ class PostMortem:
     # --- pictures ---------------------------------------------------------------------
     def show_graph(self, max_nodes: int | None = None) -> SVG:
         """The wait-for graph, culprit in red; large jobs collapse into classes of ranks."""
-        from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
-        from forensics.report.style import to_svg
-
         return SVG(to_svg(draw_waitfor(self.waitfor, max_nodes or MAX_RANK_NODES)), "wait-for graph")
 
     def show_stack_tree(self) -> SVG:
         """The merged stack tree, one box per branch with its ranks."""
-        from forensics.report.stacktree import draw_stack_tree
-        from forensics.report.style import to_svg
-
         suspects = {s.rank for s in self.verdict.suspects if s.rank is not None}
         culprit = self.culprit.rank if self.culprit else None
-        return SVG(to_svg(draw_stack_tree(self.merged_stack_tree, suspects, culprit, note=self._no_stack_note())), "merged stack tree")
-
-    def _no_stack_note(self) -> str | None:
-        """'no stack: rank 2 (missing)' for ranks the tree cannot show."""
-        in_tree = set(self.merged_stack_tree.get("ranks") or [])
-        absent = [e for e in self.timeline_entries if e.rank not in in_tree]
-        if not absent:
-            return None
-        from parsers.ranges import fold
-
-        kinds: dict[str, list[int]] = {}
-        for e in absent:
-            kinds.setdefault(e.reason_class or e.activity, []).append(e.rank)
-        return "no stack: " + "; ".join(f"rank{'s' if len(r) > 1 else ''} {fold(r)} ({k})" for k, r in kinds.items())
+        return SVG(to_svg(draw_stack_tree(self.merged_stack_tree, suspects, culprit, note=self.view.no_stack_note())),
+                   "merged stack tree")
 
     def show_timeline(self, max_lanes: int | None = None) -> SVG:
         """Lanes of ranks up to the last operation each reached."""
-        from forensics.report.style import to_svg
-        from forensics.report.timeline import MAX_LANES, draw_timeline
-
-        return SVG(to_svg(draw_timeline(self.timeline_entries, max_lanes or MAX_LANES)), "last operation reached")
+        return SVG(to_svg(draw_timeline(self.timeline_entries, max_lanes or MAX_LANES, axis=self.view.timeline_axis)),
+                   "last operation reached")
 
     def show_verdict(self) -> "HTML":
         """The verdict as an HTML block (summary, culprit, evidence, missing evidence)."""
-        from forensics.report.html import verdict_html
-
-        return HTML(verdict_html(self.verdict))
+        return HTML(verdict_html(self.view))
 
     def report(self, path: str | Path) -> Path:
         """Write the self-contained HTML report (what `forensics report` writes)."""
-        from forensics.report.html import write_report
-
-        return write_report(self, Path(path))
+        return write_report(self.view, Path(path))
 
     def _repr_html_(self) -> str:
-        from forensics.report.html import verdict_html
-
-        return f"<div><p><code>{html.escape(self.source)}</code></p>{verdict_html(self.verdict)}</div>"
+        return f"<div><p><code>{html.escape(self.source)}</code></p>{verdict_html(self.view)}</div>"
 
     def __repr__(self) -> str:
         return f"PostMortem({self.source!r}: {self.verdict.summary})"

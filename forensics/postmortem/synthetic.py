@@ -7,7 +7,7 @@ to check that pictures stay readable and fast at that size. Not evidence of anyt
 
 from __future__ import annotations
 
-from forensics.postmortem.timeline import tree_from_paths
+from forensics.report.lastop import tree_from_paths
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
 

@@ -175,7 +175,9 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
     head = title or "wait-for graph: arrows point from a waiting rank to the rank it waits on"
     sub = f"{ranks} ranks" + (f", shown as {collapsed.number_of_nodes()} classes" if collapsed.number_of_nodes() < ranks else "")
     source = graph.graph.get("source")
-    if source == "verdict":
+    if ranks and not graph.number_of_edges():
+        sub += "; no wait edges: no rank's evidence says whom it waits on"
+    elif source == "verdict":
         sub += "; edges derived from the verdict (each waiting rank -> each suspect)"
     elif source:
         sub += f"; edges from {source}"

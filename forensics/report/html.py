@@ -11,13 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from forensics import __version__
+from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
+from forensics.report.stacktree import draw_stack_tree
+from forensics.report.style import to_svg
+from forensics.report.timeline import MAX_LANES, draw_timeline
+from forensics.report.view import ReportView, build_view
 from parsers.model import Verdict
-
-if TYPE_CHECKING:
-    from forensics.postmortem.session import PostMortem
+from parsers.ranges import fold
 
 BIG_JOB = 64  #: past this many ranks, tables list suspects first
 
@@ -48,30 +51,48 @@ def esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def verdict_html(verdict: Verdict) -> str:
-    """Summary, culprit with evidence, other suspects, missing evidence."""
-    c = verdict.culprit
+def _as_view(what: Any) -> ReportView:
+    """A ReportView from a view, a Verdict, or anything that holds a `view` (a notebook PostMortem)."""
+    if isinstance(what, ReportView):
+        return what
+    if isinstance(what, Verdict):
+        return build_view(what)
+    view = getattr(what, "view", None)
+    if isinstance(view, ReportView):
+        return view
+    raise TypeError(f"not a report view: {type(what).__name__}")
+
+
+def verdict_html(what: ReportView | Verdict) -> str:
+    """Summary, culprit with its plain words, next step and evidence, the lines under it, other suspects,
+    missing evidence: the same lines as the text output, from the same view."""
+    v = _as_view(what)
+    c = v.culprit
     # inline styles as well as classes: notebooks show this block without the report's stylesheet
     box = "border-left:6px solid #d62728;background:#fdf1f1" if c else "border-left:6px solid #999;background:#f4f4f4"
     parts = [f'<div class="verdict{"" if c else " none"}" id="verdict" style="{box};padding:12px 16px;margin:12px 0">',
-             f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(verdict.summary)}</div>']
+             f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(v.headline)}</div>']
+    if v.times:
+        parts.append(f'<p class="meta">times: measured from {esc(v.times)}</p>')
     if c:
         parts.append(f'<p>culprit: <span class="culprit" id="culprit" style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
+        parts.append(f'<p id="meaning">what it means: {esc(c.meaning)}</p><p id="next-step"><b>next step:</b> {esc(c.next_step)}</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")
         parts.append(f"<p>sources that agree: {esc(', '.join(c.sources) or 'unknown')}</p>")
-    lines = [("hang", f"{verdict.hang}" + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))]
-    lines += [("consequence", x) for x in verdict.consequences] + [("lead", x) for x in verdict.leads]
-    lines += [("straggler", x) for x in verdict.stragglers]
-    lines += [("the evidence shows", x) for x in verdict.shows if x not in verdict.summary]
-    parts.append('<ul class="lines">' + "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in lines) + "</ul>")
-    if len(verdict.suspects) > 1:
-        parts.append("<p>other suspects:</p><ul>" + "".join(
-            f"<li>{esc(s.label)} {esc(s.reason)} [{esc(s.reason_class)}, {s.confidence:.2f}]</li>" for s in verdict.suspects[1:]) + "</ul>")
+    lines = [("hang", v.hang)] + [("deadlock", x) for x in v.deadlock]
+    if v.deadlock_next_step:
+        lines.append(("next step", v.deadlock_next_step))
+    lines += [("consequence", x) for x in v.consequences] + [("lead", x) for x in v.leads]
+    lines += [("straggler", x) for x in v.stragglers] + [("the evidence shows", x) for x in v.shows]
+    parts.append('<ul class="lines" id="verdict-lines">' + "".join(
+        f'<li class="{esc(k.replace(" ", "-"))}">{esc(k)}: {esc(x)}</li>' for k, x in lines) + "</ul>")
+    if v.others:
+        parts.append("<p>other suspects:</p><ul>" + "".join(f"<li>{esc(o)}</li>" for o in v.others) + "</ul>")
     parts.append("</div>")
-    if verdict.missing_evidence:
-        parts.append("<p><b>missing evidence:</b></p><ul>" + "".join(f"<li>{esc(m)}</li>" for m in verdict.missing_evidence) + "</ul>")
+    if v.missing:
+        parts.append("<p><b>missing evidence:</b></p><ul>" + "".join(f"<li>{esc(m)}</li>" for m in v.missing) + "</ul>")
     return "\n".join(parts)
 
 
@@ -101,44 +122,70 @@ def figure_html(svg: str, figure_id: str, caption: str) -> str:
     return f'<div class="figure" id="{figure_id}" role="img" aria-label="{esc(caption)}">{svg}</div>'
 
 
-def build_report(pm: "PostMortem") -> str:
-    """The whole report as one HTML string."""
-    graph_svg = pm.show_graph().svg
-    tree_svg = pm.show_stack_tree().svg
-    timeline_svg = pm.show_timeline().svg
-    ranks = pm.rank_rows()
-    timeline = [e.to_dict() for e in pm.timeline_entries]
+def build_report(what: Any) -> str:
+    """The whole report as one HTML string, from a ReportView (or a Verdict, or a notebook PostMortem)."""
+    v = _as_view(what)
+    graph_svg = to_svg(draw_waitfor(v.graph, MAX_RANK_NODES))
+    suspects = {s.rank for s in v.suspects if s.rank is not None}
+    tree_svg = to_svg(draw_stack_tree(v.merged_stack_tree, suspects, v.culprit.rank if v.culprit else None,
+                                      note=v.no_stack_note()))
+    timeline_svg = to_svg(draw_timeline(v.timeline, MAX_LANES, axis=v.timeline_axis))
+    ranks = list(v.rank_rows)
+    timeline = [e.to_dict() for e in v.timeline]
     note = ""
     if len(ranks) > BIG_JOB:  # the suspects would drown: put them on top
         ranks = suspects_first(ranks)
         timeline = suspects_first(timeline)
         note = f'<p class="meta">{len(ranks)} ranks: suspects first, then by rank.</p>'
+    stacks = (["<h2>Merged stacks</h2>", figure_html(tree_svg, "stack-tree", "merged stack tree with rank counts")]
+              if v.merged_stack_tree.get("ranks") else
+              ["<h2>Merged stacks</h2>", '<p class="meta">no stack in this input (logs only): the chart and the '
+               'tables above say where each rank\'s logs stop.</p>'])
     sections = [
         "<h2>Wait-for graph</h2>", figure_html(graph_svg, "waitfor-graph", "wait-for graph, culprit in red"),
         "<h2>Last operation reached</h2>", figure_html(timeline_svg, "timeline", "last operation reached per rank"),
-        "<h2>Merged stacks</h2>", figure_html(tree_svg, "stack-tree", "merged stack tree with rank counts"),
-        "<h2>Ranks</h2>", note, table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "suspect", "reason_class", "problems"], "ranks-table"),
-        "<h2>Suspects</h2>", table_html([s.to_dict() for s in pm.verdict.suspects], ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
+        (f'<p class="meta" id="logs-stop">where each rank\'s logs stop ({esc(v.logs_stop_in)}): '
+         + "; ".join(esc(x) for x in v.logs_stop) + "</p>") if v.logs_stop else "",
+        *stacks,
+        "<h2>Ranks</h2>", note, table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "last_op",
+                                                   "suspect", "reason_class", "problems"], "ranks-table"),
+        "<h2>Suspects</h2>", table_html([s.to_dict() for s in v.suspects], ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
+        "<h2>Wait edges</h2>", table_html(_edge_rows(v), ["waiter", "waits_on", "where", "source", "reason"], "edges-table", max_rows=200),
         "<h2>Timeline</h2>", note, table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"], "timeline-table"),
-        "<h2>Ranks by what their main thread does</h2>", table_html(pm.verdict.sections.get("classes") or [], ["ranks", "count", "activity"], "classes-table"),
-        "<h2>Merged stacks as text</h2>", f"<pre>{esc(pm.stack_tree_text)}</pre>",
+        "<h2>Hosts</h2>", table_html(_host_rows(v), ["host", "status", "action", "reasons", "evidence_missing"], "hosts-table"),
+        "<h2>Ranks by what their main thread does</h2>", table_html(v.classes, ["ranks", "count", "activity"], "classes-table"),
+        "<h2>Merged stacks as text</h2>", f"<pre>{esc(chr(10).join(v.stack_lines))}</pre>",
     ]
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    title = f"hang-forensics report: {pm.verdict.culprit.label if pm.verdict.culprit else 'no culprit named'}"
+    title = f"hang-forensics report: {v.culprit.label if v.culprit else 'no culprit named'}"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{esc(title)}</title>", f"<style>{CSS}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
-        f'<p class="meta">bundle <code>{esc(pm.source)}</code>; written {when} by hang-forensics {esc(__version__)}</p>',
-        verdict_html(pm.verdict), *sections, "</body></html>",
+        f'<p class="meta">input <code>{esc(v.source)}</code>; written {when} by hang-forensics {esc(__version__)}</p>',
+        verdict_html(v), *sections, "</body></html>",
     ])
 
 
-def write_report(pm: "PostMortem", path: Path) -> Path:
+def _edge_rows(v: ReportView) -> list[dict[str, Any]]:
+    """The wait edges, folded: waiters that wait on the same rank for the same reason share a row."""
+    groups: dict[tuple, list[int]] = {}
+    for a, b, d in v.edges:
+        where = d.get("comm") or d.get("op") or ""
+        groups.setdefault((b, str(where), str(d.get("source") or ""), str(d.get("reason") or "")), []).append(a)
+    return [{"waiter": fold(w) if len(w) > 1 else w[0], "waits_on": b, "where": where, "source": src, "reason": why}
+            for (b, where, src, why), w in groups.items()]
+
+
+def _host_rows(v: ReportView) -> list[dict[str, Any]]:
+    return [{"host": h.get("host"), "status": h.get("status"), "action": h.get("action_text") or h.get("action"),
+             "reasons": [f"{r.get('id')}: {r.get('title')}" for r in h.get("reasons") or []],
+             "evidence_missing": h.get("evidence_missing")} for h in v.hosts]
+
+
+def write_report(what: Any, path: Path) -> Path:
     """Write the report; creates the parent folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_report(pm), encoding="utf-8")
+    path.write_text(build_report(what), encoding="utf-8")
     return path
-
-

@@ -1,5 +1,9 @@
 """Human-readable verdict for the terminal: the verdict block first, then the merged stacks.
 
+It renders a `ReportView` (forensics.report.view), the one view the JSON, the HTML report
+and the notebook render too; the folding helpers (fold_missing, fold_suspects, host_set,
+collection_time) live there and are named here for the callers that import them from here.
+
 The block a person reads first stays short whatever the job size: suspects that
 say the same thing about several ranks share one line ('ranks 0-2,4-7: ...'), and
 every line is cut to the terminal's width (the JSON output keeps everything).
@@ -10,10 +14,9 @@ from __future__ import annotations
 import re
 import textwrap
 
-from forensics.report.advice import CYCLE_ADVICE, advise
-from parsers.stacks.tree import render_tree
-from parsers.model import Suspect, Verdict
-from parsers.ranges import fold
+from forensics.report.view import (ReportView, build_view, collection_time, fold_missing, fold_suspects,  # noqa: F401
+                                   host_set)
+from parsers.model import Verdict
 
 MAX_EVIDENCE = 6  #: evidence lines of the culprit shown; the rest are counted
 MAX_OTHER = 4  #: lines of other suspects shown; the rest are counted
@@ -21,161 +24,69 @@ MAX_OTHER = 4  #: lines of other suspects shown; the rest are counted
 
 def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None = None,
                    collected: str | None = None) -> str:
-    """The verdict block, the main-thread classes, the stack tree, then missing evidence.
+    """The text of `verdict` (its view built here); `render_view` when a view is at hand."""
+    return render_view(build_view(verdict, collected=collected), show_tree=show_tree, width=width)
+
+
+def render_view(view: ReportView, show_tree: bool = True, width: int | None = None) -> str:
+    """The verdict block, the main-thread classes, where each rank's logs stop, the stack tree, then missing evidence.
 
     `width` fits lines to a terminal: the VERDICT wraps, other lines are cut with '…' and a
     note says how to see them whole; None or 0 keeps every line whole (files, pipes).
-    `collected` (collection_time()) is said under the VERDICT: the moment the ages in it
+    The view's `times` (collection_time()) is said under the VERDICT: the moment the ages in it
     are measured from. Every line is escaped (control characters from data shown, not run).
     """
-    lines = verdict_block(verdict)
-    if collected:
-        lines.insert(1, f"  times: measured from {collected}")
-    classes = verdict.sections.get("classes") or []
-    if classes:
+    lines = view_block(view)
+    if view.times:
+        lines.insert(1, f"  times: measured from {view.times}")
+    if view.classes:
         lines.append("ranks by what their main thread does:")
-        lines += [f"  [{c['ranks']}] {c['activity']}" for c in classes]
-    tree_lines = render_tree(verdict.stack_tree) if show_tree and verdict.stack_tree is not None else []
-    if tree_lines:
+        lines += [f"  [{c['ranks']}] {c['activity']}" for c in view.classes]
+    if view.logs_stop:
+        lines.append(f"where each rank's logs stop ({view.logs_stop_in}):")
+        lines += [f"  {x}" for x in view.logs_stop]
+    if show_tree and view.stack_lines:
         lines.append("merged main-thread stacks (outermost first, ranks per branch):")
-        lines += [f"  {line}" for line in tree_lines]
-    if verdict.missing_evidence:
+        lines += [f"  {line}" for line in view.stack_lines]
+    if view.missing:
         lines.append("missing evidence:")
-        lines += [f"  - {m}" for m in fold_missing(verdict.missing_evidence)]
+        lines += [f"  - {m}" for m in view.missing]
     return "\n".join(fit(lines, width or 0))
 
 
-_HOST_NOTE = re.compile(r"^host (\S+): (.+)$", re.S)
-
-
-def fold_missing(notes: list[str]) -> list[str]:
-    """'host node001: no host evidence ...' x64 as one line 'hosts node[001-064]: no host evidence ...'
-    (the notes of several hosts that say the same thing share a line, as `clush -b` folds output)."""
-    out: list[str] = []
-    by_note: dict[str, list[str]] = {}
-    for note in notes:
-        m = _HOST_NOTE.match(note)
-        if m is None:
-            out.append(note)
-            continue
-        if m.group(2) not in by_note:
-            out.append(m.group(2))  # placeholder: the folded line goes where the first host's note was
-        by_note.setdefault(m.group(2), []).append(m.group(1))
-    return [f"{host_set(by_note[o])}: {o}" if o in by_note else o for o in out]
-
-
-def host_set(hosts: list[str]) -> str:
-    """'host node1' or 'hosts node[001-064]' (ClusterShell folding of plain host names; any other
-    name is listed as it is, after them, and escaped where it is shown)."""
-    from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
-
-    plain, other = [], []
-    for h in dict.fromkeys(hosts):
-        try:
-            plain.append(validate_host(h))
-        except HostSetError:
-            other.append(h)
-    names = ([fold_hosts(plain)] if plain else []) + other
-    return ("hosts " if len(hosts) > 1 else "host ") + ",".join(names)
-
-
-def collection_time(evidence) -> str | None:
-    """When the evidence was collected, as the evidence states it: the manifest's creation time, else
-    the newest recorder copy time, else the newest recorder heartbeat; 'the collection at
-    2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it.
-    File times are not used: a checkout, an unpacked archive or a plain copy makes them the
-    time of the copy, not of the collection."""
-    import datetime as dt
-
-    when, source = evidence.collected_unix, "the manifest's creation time"
-    if when is None:
-        copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy", False) and st.observed_ns]
-        if copies:
-            when, source = max(copies) / 1e9, "the recorder files' copy time"
-    if when is None and evidence.recorder:
-        when, source = max(st.heartbeat_ns for st in evidence.recorder) / 1e9, "the newest NCCL recorder heartbeat"
-    if when is None:
-        return None
-    try:
-        stamp = dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    except (OverflowError, OSError, ValueError):
-        return None
-    return f"the collection at {stamp} ({source})"
-
-
 def verdict_block(verdict: Verdict) -> list[str]:
-    """VERDICT line, the hang decision, the culprit with its evidence, which sources agree and what it
-    explains, then leads, stragglers, what the evidence shows, and the other suspects folded by what they say."""
-    lines = [f"VERDICT: {verdict.summary}"]
-    lines.append(f"  hang: {verdict.hang}" + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))
-    lines += [f"  slow: {text}" for text in slowness_lines(verdict)]
-    culprit = verdict.culprit
-    if culprit:
-        lines.append(f"  culprit: {culprit.label}  [{culprit.reason_class}, confidence {culprit.confidence:.2f}]")
-        advice = advise(culprit)
-        lines.append(f"    what it means: {advice.meaning}")
-        lines.append(f"    next step: {culprit.action or advice.next_step}")
-        lines += [f"    - {e}" for e in culprit.evidence[:MAX_EVIDENCE]]
-        if len(culprit.evidence) > MAX_EVIDENCE:
-            lines.append(f"    - … {len(culprit.evidence) - MAX_EVIDENCE} more (--json)")
-        lines += [f"    - agrees ({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in culprit.agreeing[:MAX_OTHER]]
-        sources = culprit.sources
-        lines.append(f"  sources that agree: {', '.join(sources)}" if len(sources) > 1
-                     else f"  one source only: {sources[0] if sources else 'unknown'}")
-    if verdict.deadlock is not None:
-        lines.append("  deadlock members: " + "; ".join(f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.edges))
-        lines.append(f"    next step: {CYCLE_ADVICE.next_step}")
-    # stragglers are the 'slow:' lines above (slowness_lines); verdict.stragglers says the same in the JSON
-    for title, items in (("consequence", verdict.consequences), ("lead", verdict.leads),
-                         ("the evidence shows", [x for x in verdict.shows if x not in verdict.summary])):
+    """The verdict block of `verdict` (see view_block)."""
+    return view_block(build_view(verdict))
+
+
+def view_block(view: ReportView) -> list[str]:
+    """VERDICT line, the hang decision, the culprit with what it means, the next step and its evidence,
+    which sources agree, then the deadlock, consequences, leads, stragglers ('slow:'), what the evidence
+    shows, and the other suspects folded by what they say: each the view's, one a line."""
+    lines = [f"VERDICT: {view.headline}", f"  hang: {view.hang}"]
+    lines += [f"  slow: {text}" for text in view.stragglers]
+    c = view.culprit
+    if c:
+        lines.append(f"  culprit: {c.label}  [{c.reason_class}, confidence {c.confidence:.2f}]")
+        lines.append(f"    what it means: {c.meaning}")
+        lines.append(f"    next step: {c.next_step}")
+        lines += [f"    - {e}" for e in c.evidence[:MAX_EVIDENCE]]
+        if len(c.evidence) > MAX_EVIDENCE:
+            lines.append(f"    - … {len(c.evidence) - MAX_EVIDENCE} more (--json)")
+        lines += [f"    - agrees {a}" for a in c.agreeing[:MAX_OTHER]]
+        lines.append(f"  sources that agree: {', '.join(c.sources)}" if len(c.sources) > 1
+                     else f"  one source only: {c.sources[0] if c.sources else 'unknown'}")
+    if view.deadlock:
+        lines.append("  deadlock members: " + "; ".join(view.deadlock))
+        lines.append(f"    next step: {view.deadlock_next_step}")
+    for title, items in (("consequence", view.consequences), ("lead", view.leads), ("the evidence shows", view.shows)):
         lines += [f"  {title}: {item}" for item in items]
-    others = fold_suspects(verdict.suspects[1:])
-    if others:
+    if view.others:
         lines.append("other suspects:")
-        lines += [f"  {o}" for o in others[:MAX_OTHER]]
-        if len(others) > MAX_OTHER:
-            lines.append(f"  … {len(others) - MAX_OTHER} more (--json)")
+        lines += [f"  {o}" for o in view.others[:MAX_OTHER]]
+        if len(view.others) > MAX_OTHER:
+            lines.append(f"  … {len(view.others) - MAX_OTHER} more (--json)")
     return lines
-
-
-def slowness_lines(verdict: Verdict) -> list[str]:
-    """What the slowness judges name (a straggler, a slow host, a slow link), one line each. Why its own
-    line: a straggler that is not the culprit (a hang not established from time, or a stronger finding
-    first) was otherwise only in the JSON sections, and one that is sits at the end of a long summary
-    line that the terminal's width cuts."""
-    out = []
-    for name in ("stragglers", "steps", "links"):
-        body = verdict.sections.get(name)
-        if not isinstance(body, dict) or not (body.get("late") or body.get("slow")) or not body.get("text"):
-            continue
-        if name == "steps" and verdict.sections.get("stragglers", {}).get("late"):
-            continue  # the collectives' stamps already name the late ranks
-        out.append(body["text"] + ("" if body.get("judged", True) else " (shown, not judged: hang or progress not decided)"))
-    return out
-
-
-def fold_suspects(suspects: list[Suspect]) -> list[str]:
-    """One line per distinct claim: suspects whose reason differs only in their own rank share a line."""
-    groups: dict[tuple[str, float, str], list[Suspect]] = {}
-    for s in suspects:
-        claim = _claim(s)
-        groups.setdefault((s.reason_class, round(s.confidence, 2), claim), []).append(s)
-    out = []
-    for (kind, conf, claim), group in groups.items():
-        if len(group) == 1:
-            s = group[0]
-            out.append(f"{s.label} {s.reason}  [{kind}, {conf:.2f}]")
-            continue
-        ranks = [s.rank for s in group if s.rank is not None]
-        out.append(f"ranks {fold(ranks)} ({len(group)}): {claim}  [{kind}, {conf:.2f}]")
-    return out
-
-
-def _claim(s: Suspect) -> str:
-    """The reason with the suspect's own 'rank N' taken out, so like claims compare equal."""
-    if s.rank is None:
-        return s.reason
-    return re.sub(rf"^rank {s.rank}\b\s*", "", s.reason)
 
 
 def cut(line: str, width: int | None) -> str:

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
-from forensics.postmortem.timeline import NOT_PLACED, TimelineEntry
+from forensics.report.lastop import NOT_PLACED, TimelineEntry
 from forensics.report import style
 from forensics.report.svg import Canvas, text_width
 from parsers.ranges import fold
@@ -89,12 +89,15 @@ def _detail(e: TimelineEntry) -> str:
         bits.append("no process")
     elif e.activity == "unknown":
         bits.append("no stack")
+    elif e.activity == "logged" and e.op and e.seq is not None:  # a logs-only lane: what it called there
+        bits.append(e.op)
     if e.last_event:
         bits.append(e.last_event)
     return ", ".join(bits)
 
 
-def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, title: str | None = None) -> Canvas:
+def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, title: str | None = None,
+                  axis: str | None = None) -> Canvas:
     """SVG picture: lanes of ranks, bars to the last position each reached.
 
     Lane titles sit in a left column as wide as the longest; columns are as wide as
@@ -129,6 +132,7 @@ def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, 
         for j, line in enumerate(lines):
             canvas.text(x, bottom + 16 + j * (FONT + 3), line, size=FONT, anchor="middle", group="column")
     depth = max(len(lines) for lines in heads)
-    axis = "collective sequence number" if by_seq else "last position reached (program order, from stacks)"
+    if by_seq or axis is None:
+        axis = (axis or "collective sequence number") if by_seq else "last position reached (program order, from stacks)"
     canvas.text(left + col_w * ncols / 2, bottom + 24 + depth * (FONT + 3), axis, size=11, anchor="middle", color="#444444")
     return canvas

@@ -11,7 +11,8 @@ from forensics.errors import ForensicsError
 from forensics.cli.logs import log_reads
 from forensics.cli.output import add_output_options, emit, json_text, text_width
 from forensics.exitcodes import ExitCode
-from forensics.report.text import collection_time, render_verdict
+from forensics.report.text import render_view
+from forensics.report.view import ReportView, build_view
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError
@@ -84,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise ForensicsError(f"{shown}: not a bundle, and {what}")
     if args.save and (len(paths) > 1 or not paths[0].is_dir()):
         raise ForensicsError(f"{shown}: --save writes analysis.json into one bundle folder; this is not one")
-    write_outputs(args, verdict, paths[0], collection_time(result.evidence))
+    view = build_view(verdict, source=shown, evidence=result.evidence, logs=result.logs)  # once: text and JSON render it
+    write_outputs(args, view, paths[0])
     return int(verdict_code(verdict))
 
 
@@ -97,16 +99,16 @@ def verdict_code(verdict) -> ExitCode:
     return ExitCode.INCONCLUSIVE if coverage.get("complete") else ExitCode.PARTIAL
 
 
-def write_outputs(args: argparse.Namespace, verdict, root: Path, collected: str | None = None) -> None:
-    """--save, then --json or the human text, to stdout or -o/--output."""
-    data = verdict.to_dict()
+def write_outputs(args: argparse.Namespace, view: ReportView, root: Path) -> None:
+    """--save, then --json or the human text, to stdout or -o/--output: both from the one view."""
+    data = view.to_json()
     if args.save:
         save_analysis(root, json_text("analyze", data, pretty=True) + "\n")
     if args.json:
         emit(json_text("analyze", data, args.pretty), args.output)
         return
     width = text_width(args.width, args.output)
-    emit(render_verdict(verdict, show_tree=not args.no_tree, width=width, collected=collected), args.output)
+    emit(render_view(view, show_tree=not args.no_tree, width=width), args.output)
 
 
 def save_analysis(root: Path, text: str) -> Path:

@@ -11,7 +11,8 @@ from forensics.cli.output import emit, json_text, text_width
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
 from forensics.exitcodes import ExitCode
-from forensics.report.text import render_verdict
+from forensics.report.text import render_view
+from forensics.report.view import build_view
 
 NAME = "demo"
 HELP = "hang a real torch.distributed (gloo) job on this machine and diagnose it"
@@ -53,12 +54,13 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or default_output()
     options = CollectOptions(native=args.native, gdb=args.gdb)
     outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=quiet_progress(args))
+    view = build_view(outcome.verdict, source=str(out))  # once: the text and the JSON render it
     if args.json:
-        data = outcome.verdict.to_dict()
+        data = view.to_json()
         data.update(bundle=str(out), injected={"fault": args.fault, "culprit": culprit}, correct=outcome.correct)
         emit(json_text("demo", data, args.pretty))
     else:
-        text = render_verdict(outcome.verdict, width=text_width(None))
+        text = render_view(view, width=text_width(None))
         emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}"
              f"\nbundle: {out}   (forensics analyze {out})")
     return int(ExitCode.OK if outcome.correct else ExitCode.INCONCLUSIVE)

@@ -10,6 +10,8 @@ from forensics.cli.commands.analyze import verdict_code
 from forensics.cli.logs import log_reads
 from forensics.cli.output import escape
 from forensics.errors import ForensicsError
+from forensics.postmortem import load
+from forensics.report.html import build_report
 
 NAME = "report"
 HELP = "write a self-contained HTML report (verdict, wait-for graph, stacks, timeline) of a bundle"
@@ -41,19 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.postmortem import load
-
-    from forensics.report.html import build_report
-
     paths = list(args.path)
     if args.out is None and str(paths[0]) == "-":
         raise ForensicsError("-: reading stdin, name the report file with -o FILE")
     pm = load(paths)
     log_reads(pm.evidence)
-    text = build_report(pm)
+    text = build_report(pm.view)
     written = write_new_report(args.out, text) if args.out else write_default_report(paths[0], text)
     print(escape(f"report: {written}"))
-    print(escape(f"VERDICT: {pm.summary}"))
+    print(escape(f"VERDICT: {pm.view.headline}"))
     return int(verdict_code(pm.verdict))
 
 

@@ -14,7 +14,7 @@ import networkx as nx
 
 from parsers.evidence import Evidence
 from parsers.quiet_gc import pause_gc
-from parsers.judges.logs import identity, tables, verdict, waitgraph
+from parsers.judges.logs import identity, lastops, tables, verdict, waitgraph
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
@@ -31,6 +31,8 @@ class LogAnalysis:
     suspects: list[Suspect] = field(default_factory=list)
     sections: dict[str, Any] = field(default_factory=dict)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    #: where each rank's logs stop (lastops.RankOp), every rank: the pictures of a logs-only post-mortem
+    last_ops: list[lastops.RankOp] = field(default_factory=list)
 
     @property
     def culprit(self) -> Suspect | None:
@@ -78,7 +80,9 @@ def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
     suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors,
                                       lambda: _ring_neighbours(artifacts, ids), complete=artifacts.coverage.complete)
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
-    return LogAnalysis(suspects=suspects, sections=sections, graph=g)
+    ops = lastops.last_ops(t, ids, g)
+    sections["last_ops"] = lastops.section(ops)
+    return LogAnalysis(suspects=suspects, sections=sections, graph=g, last_ops=ops)
 
 
 def _collect(arts: Evidence, ids: identity.Identities) -> tuple[list[RasFinding], list]:

@@ -56,7 +56,8 @@ def test_analyze_prints_the_verdict_block_first_and_a_folded_tree():
     assert len(block) <= 12, block
     assert len(lines) < 80  # was 258: one branch per rank
     assert "  [0-2,4-7] ?? [libc.so.6]" in lines  # eight different load addresses folded into one frame
-    assert not any(re.search(r"0x[0-9a-f]{8,}", line) for line in lines)
+    # no load address (a communicator id, in 'where each rank's logs stop (... communicator 0x...)', is a name)
+    assert not any(re.search(r"0x[0-9a-f]{8,}", line) for line in lines if "communicator 0x" not in line)
     # no filler suspects: the waiters of the stopped rank form a wait cycle, which the culprit explains
     assert "other suspects:" not in block and not any("is in a wait cycle" in line for line in block)
     assert max(len(line) for line in lines) > 100  # a pipe: nothing cut, whatever COLUMNS says (issue 27)

@@ -1,0 +1,315 @@
+"""The one view of a verdict that every output renders: text, --json, the HTML report, the notebook.
+
+Why one: each output used to derive its own facts from the verdict (the text its straggler
+lines from the sections, the HTML its ranks from the stacks only, the notebook its graph),
+so they disagreed, and a logs-only post-mortem drew empty pictures. `build_view` derives
+everything once, from the verdict and the typed results it rests on (the logs judge's
+per-rank last operations, the evidence's collection time); renderers lay it out and
+derive nothing. Nothing here re-reads events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import networkx as nx
+
+from forensics.report.advice import CYCLE_ADVICE, advise
+from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
+from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
+from parsers.judges.logs.lastops import comm_words
+from parsers.model import Suspect, Verdict
+from parsers.ranges import fold
+from parsers.stacks.tree import render_tree
+
+
+
+@dataclass(frozen=True)
+class CulpritView:
+    """The named culprit: who, why in the judges' terms, what that means in plain words, what to do next."""
+
+    label: str
+    rank: int | None
+    host: str | None
+    pid: int | None
+    reason_class: str
+    confidence: float
+    reason: str
+    meaning: str
+    next_step: str
+    evidence: tuple[str, ...]
+    agreeing: tuple[str, ...]  #: "(source): reason_class: reason" of each agreeing finding
+    sources: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "rank": self.rank, "host": self.host, "pid": self.pid,
+                "reason_class": self.reason_class, "confidence": round(self.confidence, 3), "reason": self.reason,
+                "meaning": self.meaning, "next_step": self.next_step, "sources": list(self.sources)}
+
+
+@dataclass
+class ReportView:
+    """Everything an output shows, derived once (see module doc)."""
+
+    verdict: Verdict
+    source: str = ""  #: the input it was read from
+    headline: str = ""  #: the VERDICT sentence(s)
+    hang: str = ""  #: 'hang (what decided it)'
+    times: str | None = None  #: 'the collection at ... (the manifest's creation time)': what ages are measured from
+    culprit: CulpritView | None = None
+    deadlock: list[str] = field(default_factory=list)  #: 'rank a waits on rank b in ...', one a member edge
+    deadlock_next_step: str | None = None
+    leads: list[str] = field(default_factory=list)
+    stragglers: list[str] = field(default_factory=list)
+    consequences: list[str] = field(default_factory=list)
+    shows: list[str] = field(default_factory=list)  #: what the evidence shows, not already in the headline
+    others: list[str] = field(default_factory=list)  #: the other suspects, folded by what they say
+    missing: list[str] = field(default_factory=list)  #: missing evidence, host notes folded by host set
+    classes: list[dict[str, Any]] = field(default_factory=list)  #: ranks by what their main thread does
+    stack_lines: list[str] = field(default_factory=list)  #: the merged stack tree as text
+    stack_tree: dict[str, Any] = field(default_factory=dict)  #: as the analysis made it
+    merged_stack_tree: dict[str, Any] = field(default_factory=dict)  #: address-only frames normalised
+    rank_rows: list[dict[str, Any]] = field(default_factory=list)  #: one row per rank, stacks and logs merged
+    timeline: list[TimelineEntry] = field(default_factory=list)  #: where each rank stopped
+    timeline_axis: str | None = None  #: the numbering the chart's positions are in, when logs give them
+    logs_stop: list[str] = field(default_factory=list)  #: '[0-346,348-511] allreduce #10', ranks folded by where logs stop
+    logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
+    graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
+    hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
+
+    @property
+    def suspects(self) -> list[Suspect]:
+        return self.verdict.suspects
+
+    @property
+    def edges(self) -> list[tuple[int, int, dict[str, Any]]]:
+        return list(self.graph.edges(data=True))
+
+    def no_stack_note(self) -> str | None:
+        """'no stack: rank 2 (missing)' for ranks the stack tree cannot show (None with no stacks at all)."""
+        in_tree = set(self.merged_stack_tree.get("ranks") or [])
+        if not in_tree:
+            return None
+        kinds: dict[str, list[int]] = {}
+        for e in self.timeline:
+            if e.rank not in in_tree:
+                kinds.setdefault(e.reason_class or e.activity, []).append(e.rank)
+        if not kinds:
+            return None
+        return "no stack: " + "; ".join(f"rank{'s' if len(r) > 1 else ''} {fold(r)} ({k})" for k, r in kinds.items())
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document's body: the verdict's keys as they always were (scripts read them), its
+        lines as the view says them, and what the view adds (plain words, times, folded missing evidence)."""
+        data = self.verdict.to_dict()
+        data.update(leads=list(self.leads), stragglers=list(self.stragglers), consequences=list(self.consequences),
+                    shows=list(self.shows))
+        data["advice"] = self.culprit.to_dict() if self.culprit else None
+        data["times"] = self.times
+        data["missing_folded"] = list(self.missing)
+        return data
+
+
+def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs: Any = None,
+               graph: nx.DiGraph | None = None, events: Iterable[dict[str, Any]] | None = None,
+               collected: str | None = None) -> ReportView:
+    """The view of `verdict`. `evidence` (parsers.evidence.Evidence) dates it; `logs` (the logs judge's
+    LogAnalysis) gives each rank's last operation; `graph` replaces the wait-for graph; `events`
+    ({rank, seq, op, state, source}) add positions to the stack timeline; `collected` is said as the time."""
+    ops = list(getattr(logs, "last_ops", None) or [])
+    view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
+    view.hang = verdict.hang + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
+    view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
+    view.culprit = culprit_view(verdict.culprit) if verdict.culprit else None
+    if verdict.deadlock is not None:
+        view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.edges]
+        view.deadlock_next_step = CYCLE_ADVICE.next_step
+    view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
+    view.shows = [x for x in verdict.shows if x not in verdict.summary]
+    view.others = fold_suspects(verdict.suspects[1:])
+    view.missing = fold_missing(verdict.missing_evidence)
+    view.classes = list(verdict.sections.get("classes") or [])
+    view.stack_lines = render_tree(verdict.stack_tree) if verdict.stack_tree is not None else []
+    view.stack_tree = verdict.sections.get("stack_tree") or {"frame": "<all>", "ranks": [], "children": []}
+    view.merged_stack_tree = merged_tree(view.stack_tree)
+    view.rank_rows = rank_rows(verdict, ops)
+    view.timeline, view.timeline_axis = timeline(verdict, ops, events)
+    view.logs_stop, view.logs_stop_in = logs_stop(ops)
+    view.graph = wait_graph(verdict, view.rank_rows, graph)
+    view.hosts = list(verdict.sections.get("hosts") or [])
+    return view
+
+
+def culprit_view(c: Suspect) -> CulpritView:
+    advice = advise(c)
+    return CulpritView(
+        label=c.label, rank=c.rank, host=c.host, pid=c.pid, reason_class=str(c.reason_class), confidence=c.confidence,
+        reason=c.reason, meaning=advice.meaning, next_step=c.action or advice.next_step,
+        evidence=tuple(str(e) for e in c.evidence),
+        agreeing=tuple(f"({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in c.agreeing),
+        sources=tuple(c.sources))
+
+
+def rank_rows(verdict: Verdict, ops: list[Any]) -> list[dict[str, Any]]:
+    """One row per rank: the process evidence's row (state, what its main thread does), with where its
+    logs stop (`last_op`); a rank known from logs only gets a row of its own (host, pid, last operation)."""
+    suspects: dict[int, Suspect] = {}
+    for s in reversed(verdict.suspects):  # most likely last, so it wins
+        if s.rank is not None:
+            suspects[s.rank] = s
+    culprit = verdict.culprit.rank if verdict.culprit else None
+    by_rank = {o.rank: o for o in ops}
+    rows, seen = [], set()
+    for row in verdict.sections.get("ranks") or []:
+        rank = row.get("rank")
+        seen.add(rank)
+        op = by_rank.get(rank)
+        rows.append(dict(row, last_op=op.text if op else None))
+    for o in ops:
+        if o.rank not in seen:
+            rows.append({"rank": o.rank, "host": o.host, "pid": o.pid, "state": None, "activity": "logged", "op": o.op,
+                         "where": None, "problems": [], "last_op": o.text, "label": f"logs stop at {o.op or 'op'} #{o.seq}"})
+    rows.sort(key=lambda r: (r.get("rank") is None, r.get("rank") or 0))
+    for row in rows:
+        s = suspects.get(row.get("rank"))
+        row.update(suspect=s is not None, culprit=culprit is not None and row.get("rank") == culprit,
+                   reason_class=str(s.reason_class) if s else None, confidence=s.confidence if s else None)
+    return rows
+
+
+def timeline(verdict: Verdict, ops: list[Any], events: Iterable[dict[str, Any]] | None) -> tuple[list[TimelineEntry], str | None]:
+    """Where each rank stopped: from the stacks, with the logs' positions merged in; from the logs alone
+    when there are no stacks. The axis names the numbering and communicator when logs give positions."""
+    entries = timeline_from_verdict(verdict)
+    axis = None
+    if ops:
+        main = max({o.comm for o in ops}, key=lambda c: sum(o.comm == c for o in ops))
+        first = next(o for o in ops if o.comm == main)
+        axis = f"{first.op or 'operation'} position ({_axis_words(first)}; where each rank's logs stop)"
+        if entries:
+            add_events(entries, op_events(o for o in ops if o.comm == main))
+            if any(e.seq is None for e in entries):  # the chart stays in the stacks' program order
+                axis = None
+        else:
+            entries = entries_from_ops(ops, verdict)
+    if events:
+        add_events(entries, events)
+    return entries, axis
+
+
+def logs_stop(ops: list[Any]) -> tuple[list[str], str | None]:
+    """Where the logs stop, ranks folded by operation (the main communicator's; others' ranks said as one line)."""
+    if not ops:
+        return [], None
+    main = max({o.comm for o in ops}, key=lambda c: sum(o.comm == c for o in ops))
+    groups: dict[tuple, list[int]] = {}
+    for o in ops:
+        if o.comm == main:
+            groups.setdefault((o.op or "operation", o.seq, o.completed), []).append(o.rank)
+    lines = [f"[{fold(r)}] {op} #{seq}" + (f", completed #{done}" if done is not None and done != seq else "")
+             for (op, seq, done), r in sorted(groups.items(), key=lambda kv: kv[1][0])]
+    elsewhere = [o.rank for o in ops if o.comm != main]
+    if elsewhere:
+        lines.append(f"[{fold(elsewhere)}] only in another communicator (the ranks table says where)")
+    first = next(o for o in ops if o.comm == main)
+    return lines, _axis_words(first)
+
+
+def _axis_words(op: Any) -> str:
+    return comm_words(op.comm, op.numbering)
+
+
+def wait_graph(verdict: Verdict, rows: list[dict[str, Any]], graph: nx.DiGraph | None = None) -> nx.DiGraph:
+    """The wait-for graph: one given, else the log correlation's, else the stand-in from the verdict;
+    every rank of `rows` a node with its facts, the suspects marked."""
+    if graph is not None:
+        g = graph.copy()
+    else:
+        g = correlated_graph(verdict, rows)
+        if g is None:
+            g = waitfor_from_verdict(verdict, rows)
+    return mark_suspects(g, verdict)
+
+
+# --- derived lines (used by every renderer through the view) ---------------------------------
+
+_HOST_NOTE = re.compile(r"^host (\S+): (.+)$", re.S)
+
+
+def fold_missing(notes: list[str]) -> list[str]:
+    """'host node001: no host evidence ...' x64 as one line 'hosts node[001-064]: no host evidence ...'
+    (the notes of several hosts that say the same thing share a line, as `clush -b` folds output)."""
+    out: list[str] = []
+    by_note: dict[str, list[str]] = {}
+    for note in notes:
+        m = _HOST_NOTE.match(note)
+        if m is None:
+            out.append(note)
+            continue
+        if m.group(2) not in by_note:
+            out.append(m.group(2))  # placeholder: the folded line goes where the first host's note was
+        by_note.setdefault(m.group(2), []).append(m.group(1))
+    return [f"{host_set(by_note[o])}: {o}" if o in by_note else o for o in out]
+
+
+def host_set(hosts: list[str]) -> str:
+    """'host node1' or 'hosts node[001-064]' (ClusterShell folding of plain host names; any other
+    name is listed as it is, after them, and escaped where it is shown)."""
+    from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
+
+    plain, other = [], []
+    for h in dict.fromkeys(hosts):
+        try:
+            plain.append(validate_host(h))
+        except HostSetError:
+            other.append(h)
+    names = ([fold_hosts(plain)] if plain else []) + other
+    return ("hosts " if len(hosts) > 1 else "host ") + ",".join(names)
+
+
+def collection_time(evidence: Any) -> str | None:
+    """When the evidence was collected, as the evidence states it: the manifest's creation time, else
+    the newest recorder copy time, else the newest recorder heartbeat; 'the collection at
+    2026-11-29 07:20:11 UTC (the manifest's creation time)', or None when nothing dates it.
+    File times are not used: a checkout, an unpacked archive or a plain copy makes them the
+    time of the copy, not of the collection."""
+    when, source = evidence.collected_unix, "the manifest's creation time"
+    if when is None:
+        copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy", False) and st.observed_ns]
+        if copies:
+            when, source = max(copies) / 1e9, "the recorder files' copy time"
+    if when is None and evidence.recorder:
+        when, source = max(st.heartbeat_ns for st in evidence.recorder) / 1e9, "the newest NCCL recorder heartbeat"
+    if when is None:
+        return None
+    try:
+        stamp = dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return None
+    return f"the collection at {stamp} ({source})"
+
+
+def fold_suspects(suspects: list[Suspect]) -> list[str]:
+    """One line per distinct claim: suspects whose reason differs only in their own rank share a line."""
+    groups: dict[tuple[str, float, str], list[Suspect]] = {}
+    for s in suspects:
+        groups.setdefault((str(s.reason_class), round(s.confidence, 2), _claim(s)), []).append(s)
+    out = []
+    for (kind, conf, claim), group in groups.items():
+        if len(group) == 1:
+            s = group[0]
+            out.append(f"{s.label} {s.reason}  [{kind}, {conf:.2f}]")
+            continue
+        ranks = [s.rank for s in group if s.rank is not None]
+        out.append(f"ranks {fold(ranks)} ({len(group)}): {claim}  [{kind}, {conf:.2f}]")
+    return out
+
+
+def _claim(s: Suspect) -> str:
+    """The reason with the suspect's own 'rank N' taken out, so like claims compare equal."""
+    if s.rank is None:
+        return s.reason
+    return re.sub(rf"^rank {s.rank}\b\s*", "", s.reason)
