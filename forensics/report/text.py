@@ -109,13 +109,12 @@ def verdict_block(verdict: Verdict) -> list[str]:
     lines = [f"VERDICT: {verdict.summary}"]
     lines.append(f"  hang: {verdict.hang}" + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))
     lines += [f"  slow: {text}" for text in slowness_lines(verdict)]
-    culprit = verdict.culprit
-    if culprit:
+    for culprit in verdict.culprits:  # several where the graph has independent sinks (issue 26 item 2.4)
         lines.append(f"  culprit: {culprit.label}  [{culprit.reason_class}, confidence {culprit.confidence:.2f}]")
         advice = advise(culprit)
         lines.append(f"    what it means: {advice.meaning}")
         lines.append(f"    next step: {culprit.action or advice.next_step}")
-        lines += [f"    - {e}" for e in culprit.evidence[:MAX_EVIDENCE]]
+        lines += [f"    - {cited(e)}" for e in culprit.evidence[:MAX_EVIDENCE]]
         if len(culprit.evidence) > MAX_EVIDENCE:
             lines.append(f"    - … {len(culprit.evidence) - MAX_EVIDENCE} more (--json)")
         lines += [f"    - agrees ({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in culprit.agreeing[:MAX_OTHER]]
@@ -129,13 +128,19 @@ def verdict_block(verdict: Verdict) -> list[str]:
     for title, items in (("consequence", verdict.consequences), ("lead", verdict.leads),
                          ("the evidence shows", [x for x in verdict.shows if x not in verdict.summary])):
         lines += [f"  {title}: {item}" for item in items]
-    others = fold_suspects(verdict.suspects[1:])
+    others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
     if others:
         lines.append("other suspects:")
         lines += [f"  {o}" for o in others[:MAX_OTHER]]
         if len(others) > MAX_OTHER:
             lines.append(f"  … {len(others) - MAX_OTHER} more (--json)")
     return lines
+
+
+def cited(e: str) -> str:
+    """An evidence line with the tool its typed citation names, where its words do not already end in one."""
+    tool = getattr(e, "tool", None)
+    return f"{e} [{tool}]" if tool and not str(e).rstrip().endswith("]") else str(e)
 
 
 def slowness_lines(verdict: Verdict) -> list[str]:

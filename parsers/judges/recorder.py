@@ -18,6 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from parsers.model import Suspect, WaitEdge
+from parsers.model.findings import cite
+from parsers.ranges import fold
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
 #: Step states in which a proxy op waits on its peer (data, buffer space or the network).
@@ -217,9 +219,9 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
     others_entered = any(rp.entered for rp in ranks.values())
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
-        ev = [f"ranks {waiters} wait on it ({where})"] if waiters else []
+        ev = [cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters else []
         if rp.has_state and rp.heartbeat_age_s is not None:
-            ev.append(f"recorder heartbeat {rp.heartbeat_age_s:.1f} s old")
+            ev.append(cite(f"recorder heartbeat {rp.heartbeat_age_s:.1f} s old", tool="recorder"))
         who = rp.global_rank if rp.global_rank is not None else None
         if rp.has_state and rp.frozen and rp.entered and not rp.complete:
             found.append(_suspect(rp, who, "entered-then-frozen", 0.95,
@@ -238,7 +240,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
                                   f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
         elif not rp.has_state and waiters:
             found.append(_suspect(rp, who, "no-recorder-state", 0.7,
-                                  f"no recorder state, and ranks {waiters} wait on it in {where}", ev))
+                                  f"no recorder state, and comm ranks {fold(waiters)} wait on it in {where}", ev))
         elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0
               and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
             # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
@@ -258,7 +260,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
             if (rp.has_state and rp.entered and not rp.complete and rp.waited_on_by and first_stall is not None
                     and rp.last_progress_ns == first_stall):
                 idle = (ref - first_stall) / 1e9
-                ev = [f"ranks {sorted(rp.waited_on_by)} wait on it ({where})"]
+                ev = [cite(f"comm ranks {fold(rp.waited_on_by)} wait on it ({where})", tool="recorder")]
                 found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s ago)", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first

@@ -25,6 +25,8 @@ Hang cases of issue 26 (each needs several judges put together):
   deadlock    groups {0,1}, {1,2}, {0,2} called in a different order by ranks 0, 1, 2 (a cycle);
               ranks 3-7 wait in the world group
   lock        rank 5's main thread waits on a threading.Lock its thread `ckpt-writer` holds
+  ahead       rank 0 alone calls an extra all_reduce in `log_metrics` (a rank-0-only collective), then every
+              rank waits on the store for the key rank 0 sets after it: rank 0 went ahead (issue 26 item 2.5)
   twosinks    groups A (first half) and B (second half) train apart and both hang, each on its own rank for
               its own reason: rank 1 sleeps in `validate_shard`, the last rank's main thread waits on a lock
               its thread `ckpt-writer` holds (two independent culprits, issue 26 item 2.4)
@@ -72,7 +74,7 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy",  # run in this order
-              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks")  # issue 26: causes that need judges combined
+              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")  # issue 26: causes that need judges combined
 RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed",
              "slow300norec")
 #: issue 26 cases whose truth is not one culprit rank: case -> the ranks of a deadlock cycle
@@ -81,12 +83,12 @@ CYCLES = {"deadlock": (0, 1, 2)}
 NO_RECORDER = ("slow300norec",)
 #: issue 26: the op index (after warm-up) at which a causal case's fault happens
 FAULT_STEP = 3
-CAUSAL_CASES = ("subgroup", "pipeline", "order", "deadlock", "lock", "twosinks")
+CAUSAL_CASES = ("subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")
 #: issue 26 item 2.4: cases with several independent culprits (each hangs its own group): case -> culprit ranks
 SINKS = {"twosinks": lambda world: (1, world - 1)}
 WARM_OPS = 10
 CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1,
-            "subgroup": 6, "pipeline": 3, "order": 2, "deadlock": 0, "lock": 5, "twosinks": 1}
+            "subgroup": 6, "pipeline": 3, "order": 2, "deadlock": 0, "lock": 5, "twosinks": 1, "ahead": 0}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
     "slow300": ((5,), 0.300), "slow30": ((2,), 0.030), "slow5": ((6,), 0.005),
     "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0), "slowlink": ((), 0.0), "slownet": ((), 0.0),
@@ -112,6 +114,9 @@ FAULTS = {
              "broadcast (same world group), then each syncs",
     "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "
                 "then (1,2), each with a host sync: 0 waits on 1, 1 on 2, 2 on 0; ranks 3-7 wait in a world all_reduce",
+    "ahead": "rank 0 alone calls an extra all_reduce in log_metrics (a collective the others skip), then every rank "
+             "waits on the store for the key rank 0 sets after it: rank 0 is one collective ahead of ranks 1.. in the "
+             "world group, and they wait for it outside any collective",
     "twosinks": "groups A = the first half of the ranks and B = the second half train apart; at step 3 rank 1 sleeps "
                 "in validate_shard before A's all_reduce, and the last rank's main thread blocks on ckpt_lock (held by "
                 "its thread ckpt-writer, stuck in write_shard_to_storage) before B's: two independent culprits",
@@ -265,6 +270,11 @@ def async_checkpoint_writer(lock: threading.Lock, seconds: float) -> None:
         write_shard_to_storage(seconds)
 
 
+def log_metrics(dist, tensor) -> None:
+    """The 'ahead' culprit: a collective only rank 0 calls (a rank-0-only branch), which the others skip."""
+    dist.all_reduce(tensor)
+
+
 def save_optimizer_state(lock: threading.Lock) -> None:
     """The 'lock' culprit's main thread: waits for the lock its own writer thread holds."""
     with lock:
@@ -289,6 +299,15 @@ def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, de
                       flush=True)
             step += 1
             time.sleep(0.01)
+        return
+    if args.case == "ahead":
+        store = dist.distributed_c10d._get_default_store()
+        if rank == culprit:
+            log_metrics(dist, small)
+            store.set("metrics_logged", "1")
+        store.wait(["metrics_logged"], datetime.timedelta(seconds=args.pg_timeout))
+        dist.all_reduce(small)
+        sync()
         return
     if args.case == "twosinks":
         mine = groups["A"] if rank < world // 2 else groups["B"]
