@@ -28,8 +28,9 @@ from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.sinks import independent_culprits
-from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, STANDING_IN_A_RUNNING_JOB,
-                                    Deadlock, Demotion, Findings, ReasonClass as RC, Suspect, Verdict, is_observed)
+from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, SNAPSHOT_CLAIMS,
+                                    STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
+                                    Verdict, is_observed)
 from parsers.stacks.classify import Activity
 
 DEMOTE_FACTOR = 0.5
@@ -136,7 +137,7 @@ def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Su
     if verdict.hang != "not established" or any(r.state or r.main_stack is not None for r in ev.ranks):
         return suspects
     for s in suspects:
-        if s.reason_class in ROOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+        if s.reason_class in SNAPSHOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
             s.confidence, s.demotion = UNPROVEN, Demotion(blocked=None, unproven=True)
     return sorted(suspects, key=Suspect.sort_key)
 

@@ -209,9 +209,31 @@ def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: 
     return ref
 
 
+def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankProgress]) -> list[Suspect]:
+    """The odd one out (issue 26 item 2.5): a minority entered `op` and waits in it while every other rank,
+    none frozen and none waiting on a peer, recorded the same latest op before it: the ranks that went ahead
+    are the suspects, not the many that 'never entered' it (they agree with each other)."""
+    stated = [rp for rp in ranks.values() if rp.has_state]
+    inside = [rp for rp in stated if rp.entered and not rp.complete]
+    before = [rp for rp in stated if not rp.entered]
+    if (op is None or len(stated) != len(ranks) or not inside or len(before) < 2 or len(inside) >= len(before)
+            or len(inside) + len(before) != len(stated) or any(rp.frozen or rp.waits_on for rp in before)
+            or len({rp.latest for rp in before}) != 1):
+        return []
+    behind = fold(rp.global_rank if rp.global_rank is not None else rp.rank for rp in before)
+    conf = round(0.6 + 0.2 * len(before) / len(stated), 3)
+    return [_suspect(rp, rp.global_rank, "went-ahead", conf,
+                     f"went ahead: it entered {op}, which ranks {behind} did not reach (their latest: "
+                     f"{before[0].latest or 'none'}): it calls what they skip, or skips what they do",
+                     [cite(f"communicator {comm}: {op} entered by comm rank {rp.rank} only; ranks {behind} never "
+                           "entered it and wait on no peer", tool="recorder")]) for rp in inside]
+
+
 def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int) -> list[Suspect]:
     """Rank the ranks the others wait on, strongest evidence first."""
-    found: list[Suspect] = []
+    found: list[Suspect] = _went_ahead(comm, op, ranks)
+    if found:
+        return found
     where = f"communicator {comm}" + (f", {op}" if op else "")
     entered_progress = [rp.last_progress_ns for rp in ranks.values() if rp.entered and rp.last_progress_ns]
     first_stall = min(entered_progress) if entered_progress else None

@@ -49,3 +49,27 @@ def test_a_majority_that_waits_elsewhere_or_at_different_positions_is_no_compari
 class _Acc:
     def offer(self, reason_class, reason, confidence, evidence):
         self.reason_class, self.reason, self.confidence, self.evidence = reason_class, reason, confidence, evidence
+
+
+def _rp(rank: int, entered: bool, **kw):
+    from parsers.judges.recorder import RankProgress as RecRank
+
+    return RecRank(rank=rank, pid=100 + rank, global_rank=rank, has_state=True, entered=entered,
+                   latest="AllReduce seq 11" if entered else "AllReduce seq 10", **kw)
+
+
+def test_the_recorder_names_the_one_that_entered_an_op_the_others_never_did():
+    from parsers.judges.recorder import _suspects
+
+    ranks = {0: _rp(0, True, waits_on=[1, 2, 3]), **{r: _rp(r, False, waited_on_by=[0]) for r in (1, 2, 3)}}
+    found = _suspects("0xabc", "AllReduce seq 11", ranks, 0)
+    assert [(s.rank, str(s.reason_class)) for s in found] == [(0, "went-ahead")]
+    assert "ranks 1-3 did not reach" in found[0].reason and found[0].evidence[0].tool == "recorder"
+
+
+def test_the_recorder_keeps_the_usual_rule_where_the_many_are_inside():
+    from parsers.judges.recorder import _suspects
+
+    ranks = {**{r: _rp(r, True, waits_on=[3]) for r in (0, 1, 2)}, 3: _rp(3, False, waited_on_by=[0, 1, 2])}
+    found = _suspects("0xabc", "AllReduce seq 11", ranks, 0)
+    assert [(s.rank, str(s.reason_class)) for s in found] == [(3, "outside-collective")]
