@@ -23,7 +23,7 @@ from parsers.evidence import Evidence, load
 from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
 from parsers.judges.logs import LogAnalysis, correlate
-from parsers.judges.logs import horovod as horovod_stalls, unread
+from parsers.judges.logs import horovod as horovod_stalls, names, unread
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
 from parsers.judges.p2p import judge_p2p
@@ -69,7 +69,10 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     kb = kb if kb is not None else knowledge.load()
     stacks = stack_verdict(ev)
     edges, comm_ranks, recorder_suspects, recorder_section = _judge_recorder(ev)
-    logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks) if _has_log_evidence(ev) else None
+    p2p = judge_p2p(ev)  # send/recv by peer and p2p sequence, never compared with collective positions
+    # ranks that wait in a send/recv are not 'stopped before' a collective the others reached (the odd-one-out rule)
+    logs = correlate(ev, extra_edges=edges, comm_ranks=comm_ranks, waiting_elsewhere={e.waiter for e in p2p.edges}) \
+        if _has_log_evidence(ev) else None
     reports, host_suspects = judge_hosts(ev, kb)
     # the one judge protocol: each judge's findings carry the kind of evidence it read (agreement is counted by it)
     Findings("stacks", stacks.suspects)
@@ -86,9 +89,8 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
         progress = judge_step_progress(ev.step_series, ev.collected_unix)
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
-                     f"{e.op or 'comm'} of comm {e.comm_id}") for e in edges]
-    p2p = judge_p2p(ev)  # send/recv by peer and p2p sequence, never compared with collective positions
-    global_edges += [(e.waiter, e.peer, f"{e.op} (p2p seq {e.p2p_seq}) of {e.comm_id}") for e in p2p.edges]
+                     f"{e.op or 'an op'} of {names.group(e.comm_id)}") for e in edges]
+    global_edges += [(e.waiter, e.peer, f"{e.op} (p2p seq {e.p2p_seq}) of {names.group(e.comm_id)}") for e in p2p.edges]
     # Horovod's stall inspector names the rank a collective waits for, as the recorder does (read from logs)
     horovod = Findings("logs", horovod_stalls.judge(ev)).suspects
     verdict = merge_verdict(ev, stacks, recorder_suspects + p2p.suspects + horovod, logs, host_suspects, reports,

@@ -4,7 +4,8 @@
 2. the hung scope: in a job that still completes collectives no 'the others wait on N' claim stands;
 3. one wait-for graph over every source's edges, across communicators;
 4. its sinks and cycles: a claim about a rank that waits itself is demoted; a cycle with no rank of
-   its own evidence to explain it is a deadlock verdict that names every member;
+   its own evidence to explain it is a deadlock verdict that names every member; independent sinks
+   (disjoint waiters, no path between them) are several culprits (parsers/sinks.py);
 5. the odd one out is the minority of a comparison (the logs judge's mismatch rule);
 6. the why of each suspect from its own evidence, with explanation links: a finding that explains
    another about the same rank heads it, the other listed as its consequence, not a rival.
@@ -20,13 +21,16 @@ import networkx as nx
 
 from parsers import summary
 from parsers.judges.activity import with_activity
+from parsers.judges.logs import names
 from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.observations import observe, timed_out
 from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
-from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, STANDING_IN_A_RUNNING_JOB,
-                                    Deadlock, Demotion, Findings, ReasonClass as RC, Suspect, Verdict, is_observed)
+from parsers.sinks import independent_culprits
+from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, SNAPSHOT_CLAIMS,
+                                    STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
+                                    Verdict, is_observed)
 from parsers.stacks.classify import Activity
 
 DEMOTE_FACTOR = 0.5
@@ -81,7 +85,7 @@ def wait_graph(edges: Iterable[tuple[int, int, str]], logs_graph: nx.DiGraph | N
     g = nx.DiGraph()
     for a, b, data in (logs_graph.edges(data=True) if logs_graph is not None else ()):
         if isinstance(a, int) and isinstance(b, int) and a != b:
-            g.add_edge(a, b, where=data.get("where") or f"{data.get('comm') or 'a communicator'}")
+            g.add_edge(a, b, where=data.get("where") or (names.group(data["comm"]) if data.get("comm") else "a group"))
     for waiter, peer, where in edges:
         if waiter is not None and peer is not None and waiter != peer:
             g.add_edge(int(waiter), int(peer), where=where)
@@ -133,7 +137,7 @@ def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Su
     if verdict.hang != "not established" or any(r.state or r.main_stack is not None for r in ev.ranks):
         return suspects
     for s in suspects:
-        if s.reason_class in ROOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+        if s.reason_class in SNAPSHOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
             s.confidence, s.demotion = UNPROVEN, Demotion(blocked=None, unproven=True)
     return sorted(suspects, key=Suspect.sort_key)
 
@@ -229,8 +233,8 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     if progress is None or not progress.running:
         find_deadlock(verdict, deadlock_graph)
         explain_waiters(verdict, full)
-    if verdict.suspects:
-        head = verdict.suspects[0]
+        independent_culprits(verdict, full)  # step 4: independent sinks are several culprits
+    for head in verdict.culprits or verdict.suspects[:1]:  # step 6: the why of each, from its own state
         own = own_state(ev, head)
         if own:  # the stack judge's own state and frame lines say the same, less precisely
             rest = [e for e in head.evidence if getattr(e, "tool", None) not in ("/proc", "stack-frame")]

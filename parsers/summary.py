@@ -25,6 +25,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     head = verdict.culprit
     verdict.leads = leads(verdict.suspects) if head is None else []
     verdict.consequences = consequences(head, ranks, activity, set(verdict.hung_ranks))
+    for other in verdict.independent:  # each further culprit's own consequences, said with its rank
+        verdict.consequences += [f"{other.label}: {line}" for line in consequences(other, [], None)]
     running = progress is not None and progress.decided and progress.running
     slow_text = slow.describe() if slow is not None else ""
     judged = running or (head is not None and str(head.reason_class) in ("straggler", "slow-host", "slow-link"))
@@ -33,6 +35,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     if verdict.deadlock is not None:
         verdict.summary = verdict.deadlock.describe()
         verdict.shows = [o.text for o in verdict.observations]
+    elif head is not None and verdict.independent:
+        verdict.summary = several(verdict.culprits)
     elif head is not None:
         verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
                            + (f". Recommended action: {head.action}" if head.action else ""))
@@ -52,6 +56,22 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
             verdict.summary = f"{lead}; {slow_text}" if slow_text else lead
         else:
             verdict.summary = f"{verdict.summary} ({lead})"
+
+
+#: the longest summary of several culprits that says each one's reason in full (else each its class's words)
+SEVERAL_MAX = 300
+
+
+def several(culprits: list[Suspect]) -> str:
+    """'2 independent culprits: A <reason>: <why>; B ...' (one sentence), as full as fits in SEVERAL_MAX."""
+    lead = f"{len(culprits)} independent culprits: "  # each where its own ranks' wait ends (parsers/sinks.py)
+    text = ""
+    for say in (lambda c: f" {c.said}" + (f": {c.why}" if c.why else ""), lambda c: f": {c.why}" if c.why else f" {c.said}",
+                lambda c: f": {c.reason_class.text}"):  # the fullest that fits: reason and why, the why, the class's words
+        text = "; ".join(f"{c.label}{say(c)}" for c in culprits)
+        if len(lead + text) <= SEVERAL_MAX and ". " not in text:
+            break
+    return lead + text
 
 
 def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:

@@ -85,6 +85,12 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
     ReasonClass.WAIT_ROOT: (
         "the other ranks wait on it, directly or through each other; it waits on nobody",
         "on {host}: `" + _PY_SPY + "` shows what it does instead"),
+    ReasonClass.WENT_AHEAD: (
+        "it is inside (or past) a collective that every other rank of its group has not reached: it calls one "
+        "they skip, or they skip one it calls",
+        "compare its call site with the others' (the stacks, the last positions): look for a collective only some "
+        "ranks call (`if rank == 0:` around logging, checkpoints or metrics); TORCH_DISTRIBUTED_DEBUG=DETAIL checks "
+        "collectives at run time"),
     ReasonClass.MISSING_LINE: (
         "its log stops before the operation the other ranks wait in",
         "look at what it did after its last logged operation: its stack and the end of its output"),

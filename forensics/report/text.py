@@ -65,8 +65,7 @@ def view_block(view: ReportView) -> list[str]:
     shows, and the other suspects folded by what they say: each the view's, one a line."""
     lines = [f"VERDICT: {view.headline}", f"  hang: {view.hang}"]
     lines += [f"  slow: {text}" for text in view.stragglers]
-    c = view.culprit
-    if c:
+    for c in view.culprits:  # several where the graph has independent sinks (issue 26 item 2.4)
         lines.append(f"  culprit: {c.label}  [{c.reason_class}, confidence {c.confidence:.2f}]")
         lines.append(f"    what it means: {c.meaning}")
         lines.append(f"    next step: {c.next_step}")

@@ -59,7 +59,7 @@ class ReportView:
     headline: str = ""  #: the VERDICT sentence(s)
     hang: str = ""  #: 'hang (what decided it)'
     times: str | None = None  #: 'the collection at ... (the manifest's creation time)': what ages are measured from
-    culprit: CulpritView | None = None
+    culprits: list[CulpritView] = field(default_factory=list)  #: one, or several independent sinks (issue 26 item 2.4)
     deadlock: list[str] = field(default_factory=list)  #: 'rank a waits on rank b in ...', one a member edge
     deadlock_next_step: str | None = None
     leads: list[str] = field(default_factory=list)
@@ -79,6 +79,11 @@ class ReportView:
     logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
+
+    @property
+    def culprit(self) -> CulpritView | None:
+        """The first (or only) culprit."""
+        return self.culprits[0] if self.culprits else None
 
     @property
     def suspects(self) -> list[Suspect]:
@@ -123,13 +128,13 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
     view.hang = verdict.hang + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
-    view.culprit = culprit_view(verdict.culprit) if verdict.culprit else None
+    view.culprits = [culprit_view(c) for c in verdict.culprits]
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.edges]
         view.deadlock_next_step = CYCLE_ADVICE.next_step
     view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
     view.shows = [x for x in verdict.shows if x not in verdict.summary]
-    view.others = fold_suspects(verdict.suspects[1:])
+    view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])
     view.stack_lines = render_tree(verdict.stack_tree) if verdict.stack_tree is not None else []
@@ -143,12 +148,18 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     return view
 
 
+def cited(e: Any) -> str:
+    """An evidence line with the tool its typed citation names, where its words do not already end in one."""
+    tool = getattr(e, "tool", None)
+    return f"{e} [{tool}]" if tool and not str(e).rstrip().endswith("]") else str(e)
+
+
 def culprit_view(c: Suspect) -> CulpritView:
     advice = advise(c)
     return CulpritView(
         label=c.label, rank=c.rank, host=c.host, pid=c.pid, reason_class=str(c.reason_class), confidence=c.confidence,
         reason=c.reason, meaning=advice.meaning, next_step=c.action or advice.next_step,
-        evidence=tuple(str(e) for e in c.evidence),
+        evidence=tuple(cited(e) for e in c.evidence),
         agreeing=tuple(f"({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in c.agreeing),
         sources=tuple(c.sources))
 
@@ -160,7 +171,7 @@ def rank_rows(verdict: Verdict, ops: list[Any]) -> list[dict[str, Any]]:
     for s in reversed(verdict.suspects):  # most likely last, so it wins
         if s.rank is not None:
             suspects[s.rank] = s
-    culprit = verdict.culprit.rank if verdict.culprit else None
+    culprits = {c.rank for c in verdict.culprits if c.rank is not None}
     by_rank = {o.rank: o for o in ops}
     rows, seen = [], set()
     for row in verdict.sections.get("ranks") or []:
@@ -175,7 +186,7 @@ def rank_rows(verdict: Verdict, ops: list[Any]) -> list[dict[str, Any]]:
     rows.sort(key=lambda r: (r.get("rank") is None, r.get("rank") or 0))
     for row in rows:
         s = suspects.get(row.get("rank"))
-        row.update(suspect=s is not None, culprit=culprit is not None and row.get("rank") == culprit,
+        row.update(suspect=s is not None, culprit=row.get("rank") in culprits,
                    reason_class=str(s.reason_class) if s else None, confidence=s.confidence if s else None)
     return rows
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parsers import stamps
-from parsers.judges.logs import fr_report, horovod, short_timeout, silence, unread
+from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
 from parsers.model.findings import Observation
 from parsers.model.stacks import Frame
@@ -155,7 +155,7 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
     out: list[str] = []
     for (comm, rank), seqs in sorted(waits.items(), key=lambda kv: min(kv[1])):
         seq = min(seqs)
-        if comm in runs or any(f"group {_group_name(comm)}," in said for said in out):
+        if comm in runs or any(f"in {names.group(comm)}," in said for said in out):
             continue
         best = None
         for c, r in past_by_comm.get(comm, ()):
@@ -167,16 +167,12 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
                 best = (c, r)
                 break
         if best is not None:
-            out.append(f"in group {_group_name(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
+            out.append(f"in {names.group(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
                        f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
                        f"{rank}'s, so the two call sequences no longer line up (which side is odd is not in these lines)")
         if len(out) >= limit:
             break
     return out
-
-
-def _group_name(comm: str) -> str:
-    return comm.split(":", 1)[1] if comm.startswith("pg:") else comm
 
 
 def _said(e: Any, art: Any = None) -> str:
@@ -384,7 +380,7 @@ def _timeout_parts(seen: _Seen) -> list[tuple[str, tuple[int, ...]]]:
     parts = [(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}", tuple(sorted(rs)))
              for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]]
     for (comm, op, seq), rs in sorted(seen.group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        parts.append((f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of group {_group_name(comm)} (no global rank printed)"
+        parts.append((f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of {names.group(comm)} (no global rank printed)"
                       f" timed out in {_op_named(op, seq)}", ()))
     return parts
 

@@ -82,10 +82,13 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     from the process's other threads (py-spy JSON names every thread).
 
     Said only when the main thread's innermost frames acquire a lock (a Python `acquire`, or CPython's
-    PyThread_acquire_lock* in native frames). py-spy does not say who holds a lock, so every other thread
+    PyThread_acquire_lock* in native frames: py-spy --native's, or the main thread's in gdb/libdw stacks,
+    where a `with lock:` shows no Python frame of its own). py-spy does not say who holds a lock, so every other thread
     that runs the user's code is named as a candidate, the one py-spy says is active first."""
     main = proc.main_stack
-    if main is None or not any(any(m in f.function for m in _LOCK_FRAMES) for f in main.frames[:6]):
+    native = next((t for t in (getattr(proc, "gdb", None) or ()) if t.is_main), None)  # libdw/gdb: C frames
+    if main is None or not any(any(m in f.function for m in _LOCK_FRAMES) for t in (main, native) if t is not None
+                               for f in t.frames[:6]):
         return None
     others = [t for t in (proc.pyspy or ()) if not t.is_main and any(not is_library(f) for f in t.frames)]
     if not others:
@@ -96,7 +99,7 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     said = ", ".join(f"{t.name or f'thread {t.thread_id}'!r} at "
                      f"{next((f for f in t.frames if not is_library(f)), t.frames[0]).label}" for t in others[:limit])
     holder = "that thread likely holds it" if len(others) == 1 else "one of them likely holds it"
-    why = (f"its main thread waits to acquire a lock while {'thread' if len(others) == 1 else 'one of the threads'} "
-           f"that run the user's code likely holds it ({said})")
+    why = (f"its main thread waits to acquire a lock that its thread {said} likely holds" if len(others) == 1 else
+           f"its main thread waits to acquire a lock that one of its threads ({said}) likely holds")
     return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
                 f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy")

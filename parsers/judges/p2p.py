@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from parsers.model.events import OpEvent
-from parsers.model.findings import Findings, ReasonClass, Suspect, WaitEdge
+from parsers.model.findings import Findings, ReasonClass, Suspect, WaitEdge, cite
 from parsers.ranges import fold
 
 _P2P = re.compile(r"^(send|recv)(\d+)(->|<-)(\d+)$")
@@ -58,12 +58,13 @@ def _sinks(edges: list[WaitEdge], last: dict[int, OpEvent]) -> list[Suspect]:
         waiters = sorted(nx.ancestors(g, r))
         direct = [g.edges[w, r]["edge"] for w in g.predecessors(r)]
         own = last[r]
-        said = "; ".join(f"rank {e.waiter} in {e.op} from it (p2p seq {e.p2p_seq})" for e in direct[:3])
+        said = "; ".join(f"rank {e.waiter} in {e.op} {'to' if e.op == 'send' else 'from'} it (p2p seq {e.p2p_seq})"
+                         for e in direct[:3])
         out.append(Suspect(
             rank=r, host=own.origin.host, pid=own.origin.pid, reason_class=ReasonClass.WAIT_ROOT,
             reason=(f"rank {r} is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
                     f"send/recv, and its own last point-to-point op ({own.op}, p2p seq {own.seq}) completed: it never "
                     f"posted the next one"),
             confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(last) - 1)), 3),
-            evidence=[f"{said} [Flight Recorder dumps, {DEFAULT_GROUP}]"]))
+            evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump")]))
     return out

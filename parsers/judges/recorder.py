@@ -19,6 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from parsers.model import Suspect, WaitEdge
+from parsers.model.findings import cite
+from parsers.ranges import fold
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
 #: Step states in which a proxy op waits on its peer (data, buffer space or the network).
@@ -222,13 +224,35 @@ def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: 
     return ref
 
 
+def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankProgress]) -> list[Suspect]:
+    """The odd one out (issue 26 item 2.5): a minority entered `op` and waits in it while every other rank,
+    none frozen and none waiting on a peer, recorded the same latest op before it: the ranks that went ahead
+    are the suspects, not the many that 'never entered' it (they agree with each other)."""
+    stated = [rp for rp in ranks.values() if rp.has_state]
+    inside = [rp for rp in stated if rp.entered and not rp.complete]
+    before = [rp for rp in stated if not rp.entered]
+    if (op is None or len(stated) != len(ranks) or not inside or len(before) < 2 or len(inside) >= len(before)
+            or len(inside) + len(before) != len(stated) or any(rp.frozen or rp.waits_on for rp in before)
+            or len({rp.latest for rp in before}) != 1):
+        return []
+    behind = fold(rp.global_rank if rp.global_rank is not None else rp.rank for rp in before)
+    conf = round(0.6 + 0.2 * len(before) / len(stated), 3)
+    return [_suspect(rp, rp.global_rank, "went-ahead", conf,
+                     f"went ahead: it entered {op}, which ranks {behind} did not reach (their latest: "
+                     f"{before[0].latest or 'none'}): it calls what they skip, or skips what they do",
+                     [cite(f"communicator {comm}: {op} entered by comm rank {rp.rank} only; ranks {behind} never "
+                           "entered it and wait on no peer", tool="recorder")]) for rp in inside]
+
+
 def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int,
               when: tuple[str, str] = ("", "")) -> list[Suspect]:
     """Rank the ranks the others wait on, strongest evidence first. `when`: the words for the moments
     ages are measured against (`ref`, and the one heartbeats are judged against)."""
     before = f" before {when[0]}" if when[0] else " ago"
     beat = f"last recorder heartbeat {{:.1f}} s before {when[1]}" if when[1] else "recorder heartbeat {:.1f} s old"
-    found: list[Suspect] = []
+    found: list[Suspect] = _went_ahead(comm, op, ranks)
+    if found:
+        return found
     where = f"communicator {comm}" + (f", {op}" if op else "")
     entered_progress = [rp.last_progress_ns for rp in ranks.values() if rp.entered and rp.last_progress_ns]
     first_stall = min(entered_progress) if entered_progress else None
@@ -236,9 +260,9 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
     others_entered = any(rp.entered for rp in ranks.values())
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
-        ev = [f"ranks {waiters} wait on it ({where})"] if waiters else []
+        ev = [cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters else []
         if rp.has_state and rp.heartbeat_age_s is not None:
-            ev.append(beat.format(rp.heartbeat_age_s))
+            ev.append(cite(beat.format(rp.heartbeat_age_s), tool="recorder"))
         who = rp.global_rank if rp.global_rank is not None else None
         if rp.has_state and rp.frozen and rp.entered and not rp.complete:
             found.append(_suspect(rp, who, "entered-then-frozen", 0.95,
@@ -257,7 +281,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
                                   f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
         elif not rp.has_state and waiters:
             found.append(_suspect(rp, who, "no-recorder-state", 0.7,
-                                  f"no recorder state, and ranks {waiters} wait on it in {where}", ev))
+                                  f"no recorder state, and comm ranks {fold(waiters)} wait on it in {where}", ev))
         elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0
               and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
             # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
@@ -277,7 +301,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
             if (rp.has_state and rp.entered and not rp.complete and rp.waited_on_by and first_stall is not None
                     and rp.last_progress_ns == first_stall):
                 idle = (ref - first_stall) / 1e9
-                ev = [f"ranks {sorted(rp.waited_on_by)} wait on it ({where})"]
+                ev = [cite(f"comm ranks {fold(rp.waited_on_by)} wait on it ({where})", tool="recorder")]
                 found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s{before})", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first

@@ -33,6 +33,7 @@ def stack_verdict(ev: Evidence) -> Verdict:
         suspect = _judge_rank(r, activities.get(r.rank), waiting, common)
         if suspect:
             suspects.append(suspect)
+    suspects = _went_ahead(ev, activities, waiting, common, suspects)
     suspects += _missing_suspects(ev)
     suspects += _absent_suspects(ev)
     suspects.sort(key=Suspect.sort_key)
@@ -47,6 +48,30 @@ def stack_verdict(ev: Evidence) -> Verdict:
     verdict.sections["stack_tree"] = tree.to_dict()
     verdict.stack_tree = tree
     return verdict
+
+
+def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int, Activity], common: Activity | None,
+                suspects: list[Suspect]) -> list[Suspect]:
+    """The odd one out of the main threads (issue 26 item 2.5): where a minority waits in one collective and
+    every other rank runs at one and the same place outside any (seven at one call site, one in all_reduce),
+    the minority went ahead: it called what the others did not reach, or they skip what it calls. It is the
+    suspect, and the majority's 'in no collective' claims are not (they agree with each other)."""
+    elsewhere = {r: a for r, a in activities.items() if a.kind == "elsewhere"}
+    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere) or len(waiting) + len(elsewhere) != len(activities)
+            or len({a.where for a in elsewhere.values()}) != 1 or len(set(waiting.values())) != 1):
+        return suspects
+    where = next(iter(elsewhere.values())).where
+    share = len(elsewhere) / len(activities)
+    out = [s for s in suspects if not (s.rank in elsewhere and s.reason_class == ReasonClass.OUTSIDE)]
+    for r in (r for r in ev.ranks if r.rank in waiting):
+        rec = r.record
+        ahead = cite(f"main threads: rank {rec.rank}: {common.text}; ranks {fold(elsewhere)} all run at {where}",
+                     tool=r.main_stack.source if r.main_stack else "stacks")
+        out.append(Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WENT_AHEAD,
+                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach (they "
+                                  f"all run at {where}): it calls what they skip, or skips what they do",
+                           confidence=round(0.6 + 0.2 * share, 3), evidence=[ahead]))
+    return out
 
 
 def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
@@ -81,7 +106,7 @@ class _Evidence(list):
             if r.main_stack:
                 head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame"))
             if self.others and self.common:
-                head.append(f"ranks {self.others_text()} {self.common.text}")
+                head.append(cite(f"ranks {self.others_text()} {self.common.text}", tool="stacks"))
             self[:0] = head
         return self
 

@@ -48,6 +48,8 @@ class ReasonClass(str, Enum):
     FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the reference rank's")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
     MISSING_LINE = ("missing-line", False, 0.70, "never logged the operation the others wait in")
+    WENT_AHEAD = ("went-ahead", False, 0.75, "went ahead of the others in a group: called a collective they did not "
+                  "reach, or skipped one they call")
     NO_DUMP = ("no-dump", False, 0.60, "left no evidence where the others did")
     ABSENT = ("absent", False, 0.60, "no process on any collected host")
     STALLED = ("stalled-in-collective", False, 0.70, "its peers wait for data from it in a collective")
@@ -92,7 +94,7 @@ _R = ReasonClass
 #: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
 #: arbiter lists them under it as consequences, not as rivals.
 EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
-    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
+    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                   _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
                 _R.LOST_PEER, _R.ERROR_FIRST},
@@ -101,6 +103,9 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
 #: not one: such a rank waits in synchronize by nature, and is never demoted for it)
 ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHIND, _R.RAS_BEHIND, _R.SILENT,
                _R.STALLED, _R.STALLED_FIRST}
+#: readings of where a snapshot or each log stops ('the others wait on N', 'N went ahead'): with no time to say
+#: the job hangs, each is a lead, never a hang culprit (WENT_AHEAD is no ROOT_CLAIM: the rank ahead waits by nature)
+SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD}
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
@@ -285,6 +290,13 @@ class Verdict:
     shows: list[str] = field(default_factory=list)  #: what the evidence shows, one observation a line
     observations: list[Observation] = field(default_factory=list)
     deadlock: Deadlock | None = None
+    independent: list[Suspect] = field(default_factory=list)  #: further culprits: independent sinks of the graph
+
+    @property
+    def culprits(self) -> list[Suspect]:
+        """Every culprit: the leading one, then each independent sink (its own waiters, its own why)."""
+        head = self.culprit
+        return [head, *self.independent] if head is not None else []
 
     @property
     def culprit(self) -> Suspect | None:
@@ -308,6 +320,7 @@ class Verdict:
             "hang_basis": self.hang_basis,
             "hung_ranks": list(self.hung_ranks),
             "culprit": self.culprit.to_dict() if self.culprit else None,
+            "culprits": [c.to_dict() for c in self.culprits],
             "agreeing_sources": self.culprit.sources if self.culprit else [],
             "deadlock": self.deadlock.to_dict() if self.deadlock else None,
             "leads": list(self.leads),

@@ -25,6 +25,11 @@ Hang cases of issue 26 (each needs several judges put together):
   deadlock    groups {0,1}, {1,2}, {0,2} called in a different order by ranks 0, 1, 2 (a cycle);
               ranks 3-7 wait in the world group
   lock        rank 5's main thread waits on a threading.Lock its thread `ckpt-writer` holds
+  ahead       rank 0 alone calls an extra all_reduce in `log_metrics` (a rank-0-only collective), then every
+              rank waits on the store for the key rank 0 sets after it: rank 0 went ahead (issue 26 item 2.5)
+  twosinks    groups A (first half) and B (second half) train apart and both hang, each on its own rank for
+              its own reason: rank 1 sleeps in `validate_shard`, the last rank's main thread waits on a lock
+              its thread `ckpt-writer` holds (two independent culprits, issue 26 item 2.4)
 Running cases (issue 15), collected mid-run in rounds while the job keeps stepping:
   slow300 / slow30 / slow5   one rank sleeps 300 / 30 / 5 ms before every all_reduce
   slowhost                    ranks run 2 per (UTS) host, each with its own NCCL_HOSTID
@@ -69,7 +74,7 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy",  # run in this order
-              "subgroup", "pipeline", "order", "deadlock", "lock")  # issue 26: causes that need judges combined
+              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")  # issue 26: causes that need judges combined
 RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed",
              "slow300norec")
 #: issue 26 cases whose truth is not one culprit rank: case -> the ranks of a deadlock cycle
@@ -78,10 +83,12 @@ CYCLES = {"deadlock": (0, 1, 2)}
 NO_RECORDER = ("slow300norec",)
 #: issue 26: the op index (after warm-up) at which a causal case's fault happens
 FAULT_STEP = 3
-CAUSAL_CASES = ("subgroup", "pipeline", "order", "deadlock", "lock")
+CAUSAL_CASES = ("subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")
+#: issue 26 item 2.4: cases with several independent culprits (each hangs its own group): case -> culprit ranks
+SINKS = {"twosinks": lambda world: (1, world - 1)}
 WARM_OPS = 10
 CULPRIT8 = {"gpusleep": 5, "oom": 7, "busy": 3, "dataloader": 2, "lateinit": 6, "spawn": 1,
-            "subgroup": 6, "pipeline": 3, "order": 2, "deadlock": 0, "lock": 5}
+            "subgroup": 6, "pipeline": 3, "order": 2, "deadlock": 0, "lock": 5, "twosinks": 1, "ahead": 0}
 SLOW = {  # case -> (slow ranks, extra seconds before every all_reduce)
     "slow300": ((5,), 0.300), "slow30": ((2,), 0.030), "slow5": ((6,), 0.005),
     "slowhost": ((2, 3), 0.030), "healthy": ((), 0.0), "slowlink": ((), 0.0), "slownet": ((), 0.0),
@@ -107,6 +114,12 @@ FAULTS = {
              "broadcast (same world group), then each syncs",
     "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "
                 "then (1,2), each with a host sync: 0 waits on 1, 1 on 2, 2 on 0; ranks 3-7 wait in a world all_reduce",
+    "ahead": "rank 0 alone calls an extra all_reduce in log_metrics (a collective the others skip), then every rank "
+             "waits on the store for the key rank 0 sets after it: rank 0 is one collective ahead of ranks 1.. in the "
+             "world group, and they wait for it outside any collective",
+    "twosinks": "groups A = the first half of the ranks and B = the second half train apart; at step 3 rank 1 sleeps "
+                "in validate_shard before A's all_reduce, and the last rank's main thread blocks on ckpt_lock (held by "
+                "its thread ckpt-writer, stuck in write_shard_to_storage) before B's: two independent culprits",
     "lock": "rank 5's thread ckpt-writer holds ckpt_lock while stuck in write_shard_to_storage (sleep); its main "
             "thread blocks on ckpt_lock in save_optimizer_state before all_reduce {n}",
 }
@@ -140,15 +153,16 @@ def nccl_hostid(case: str, rank: int) -> str:
 # --------------------------------------------------------------------------- worker side
 
 
-def watch_triggers(out: Path, rank: int, nccl: bool, numbered: bool) -> None:
-    """Dump FR from a side thread when the driver drops a trigger: the main thread may hang."""
+def watch_triggers(out: Path, rank: int, nccl: bool, numbered: bool, tag: str = "live") -> None:
+    """Dump FR from a side thread when the driver drops a trigger: the main thread may hang. `tag` 'trace'
+    writes fr_trace_rank_N, the name the job's TORCH_FR_DUMP_TEMP_FILE gives (what `collect` picks up)."""
 
     def watch() -> None:
         n = 0
         while True:
             trig = out / (f"dump.trigger.{n}" if numbered else "dump.trigger")
             if trig.exists():
-                fr_dump(out / os.environ["HF_HOSTDIR"], rank, f"live{n}" if numbered else "live", nccl)
+                fr_dump(out / os.environ["HF_HOSTDIR"], rank, f"{tag}{n}" if numbered else tag, nccl)
                 if not numbered:
                     return
                 n += 1
@@ -256,6 +270,11 @@ def async_checkpoint_writer(lock: threading.Lock, seconds: float) -> None:
         write_shard_to_storage(seconds)
 
 
+def log_metrics(dist, tensor) -> None:
+    """The 'ahead' culprit: a collective only rank 0 calls (a rank-0-only branch), which the others skip."""
+    dist.all_reduce(tensor)
+
+
 def save_optimizer_state(lock: threading.Lock) -> None:
     """The 'lock' culprit's main thread: waits for the lock its own writer thread holds."""
     with lock:
@@ -280,6 +299,29 @@ def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, de
                       flush=True)
             step += 1
             time.sleep(0.01)
+        return
+    if args.case == "ahead":
+        store = dist.distributed_c10d._get_default_store()
+        if rank == culprit:
+            log_metrics(dist, small)
+            store.set("metrics_logged", "1")
+        store.wait(["metrics_logged"], datetime.timedelta(seconds=args.pg_timeout))
+        dist.all_reduce(small)
+        sync()
+        return
+    if args.case == "twosinks":
+        mine = groups["A"] if rank < world // 2 else groups["B"]
+        for step in range(FAULT_STEP + 2):
+            if step == FAULT_STEP and rank == 1:
+                validate_shard(args.hang_s)
+            if step == FAULT_STEP and rank == world - 1:
+                lock = threading.Lock()
+                threading.Thread(target=async_checkpoint_writer, args=(lock, args.hang_s), name="ckpt-writer",
+                                 daemon=True).start()
+                time.sleep(0.3)
+                save_optimizer_state(lock)
+            dist.all_reduce(small, group=mine)
+            sync()
         return
     if args.case == "pipeline":
         for mb in range(FAULT_STEP + 2):
@@ -332,7 +374,7 @@ def make_groups(dist, case: str, world: int, pg_timeout: float) -> dict:
 
     new_group does not inherit init_process_group's timeout (NCCL's default is 10 minutes): pass it."""
     t = datetime.timedelta(seconds=pg_timeout)
-    if case == "subgroup":
+    if case in ("subgroup", "twosinks"):
         return {"A": dist.new_group(list(range(world // 2)), timeout=t),
                 "B": dist.new_group(list(range(world // 2, world)), timeout=t)}
     if case == "deadlock":
@@ -370,7 +412,7 @@ def hang_body(args: argparse.Namespace, rank: int, world: int) -> int:
         sync()
     warm_groups(dist, torch, dev, sync, args.case, rank, world, groups)
     prewarm_fr(nccl)
-    watch_triggers(out, rank, nccl, numbered=False)
+    watch_triggers(out, rank, nccl, numbered=False, tag="trace" if args.case in SINKS else "live")
     (out / f"ready.{rank}").write_text(str(os.getpid()))
     print(f"[case] rank {rank} pid {os.getpid()} host {socket.gethostname()} warm", flush=True)
     try:
@@ -757,19 +799,24 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         # every rank's pid, as a user names the job's ranks: a rank that already died and is a
         # zombie stays in the list (issue 14: it must be found with how it ended)
         live = [p for p in pids.values() if alive(p) or proc_state(p) == "Z"]
+        if case in SINKS:  # the job's own Flight Recorder dump while hung, before collect (collect copies it)
+            (sdir / "dump.trigger").write_text("now")
+            time.sleep(2.0)
+            notes.append(f"FR dump (fr_trace_rank_N) before collect at +{time.monotonic() - t_ready:.1f} s")
         if case == "spawn":
             live = [procs[0].pid] + live
         notes.append(run_collect(args, live, sdir / "bundle", native=args.native))
         if case == "spawn" and time.monotonic() - t_ready < args.pg_timeout - 8:
             notes.append(run_collect(args, [], sdir / "bundle_discover", native=False, timeout_s=8, discover=True))
-        if case != "lateinit":
+        if case != "lateinit" and case not in SINKS:
             (sdir / "dump.trigger").write_text("now")
             notes.append(f"FR live dump trigger at +{time.monotonic() - t_ready:.1f} s")
         if args.backend == "nccl":
             ras_pair(args, sdir, "after_collect", notes)
         # post-mortem: let the watchdog (or store timeout) fire and the peers end
         end = t_ready + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s
-        peers = [p for r, p in pids.items() if r != culprit or case in CYCLES]
+        sinks = set(SINKS[case](world)) if case in SINKS else {culprit}
+        peers = [p for r, p in pids.items() if r not in sinks or case in CYCLES]
         while time.monotonic() < end and any(alive(p) for p in peers):
             time.sleep(0.5)
         states["at_end"] = {str(r): proc_state(p) for r, p in pids.items()}
@@ -786,6 +833,7 @@ def run_hang_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
     truth = {
         "case": case, "issue": 26 if case in CAUSAL_CASES else 14, "backend": args.backend, "world_size": world,
         "culprit_rank": culprit, "cycle_ranks": cycle,
+        "culprit_ranks": list(SINKS[case](world)) if case in SINKS else ([culprit] if culprit is not None else []),
         "healthy_ranks": list(range(world // 2)) if case == "subgroup" else [],
         "culprit_host": logical_host(case, culprit) if culprit is not None else None,
         "culprit_pid": pids.get(culprit) if culprit is not None else None,

@@ -44,18 +44,19 @@ class LogAnalysis:
 
 
 def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),
-              comm_ranks: dict[str, dict[int, int]] | None = None) -> LogAnalysis:
+              comm_ranks: dict[str, dict[int, int]] | None = None, waiting_elsewhere: set[int] = frozenset()) -> LogAnalysis:
     """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects.
 
     `comm_ranks` (optional): communicator -> {comm rank: global rank} known elsewhere
     (e.g. the recorder's state files), used where the logs do not say it themselves.
+    `waiting_elsewhere`: global ranks another judge sees waiting (in a send/recv): not 'stopped before' an op.
     """
     with pause_gc():
-        return _correlate(artifacts, extra_edges, comm_ranks or {})
+        return _correlate(artifacts, extra_edges, comm_ranks or {}, waiting_elsewhere)
 
 
 def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
-               comm_ranks: dict[str, dict[int, int]]) -> LogAnalysis:
+               comm_ranks: dict[str, dict[int, int]], waiting_elsewhere: set[int] = frozenset()) -> LogAnalysis:
     ids = identity.build(artifacts)
     for comm, table in comm_ranks.items():
         known = ids.comm_ranks.setdefault(comm, {})
@@ -78,7 +79,8 @@ def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
     waitgraph.extra_edges(g, extra_edges, ids, unmapped)
     roots, cycles = waitgraph.roots_and_cycles(g)
     suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors,
-                                      lambda: _ring_neighbours(artifacts, ids), complete=artifacts.coverage.complete)
+                                      lambda: _ring_neighbours(artifacts, ids), complete=artifacts.coverage.complete,
+                                      waiting_elsewhere=waiting_elsewhere)
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
     ops = lastops.last_ops(t, ids, g)
     sections["last_ops"] = lastops.section(ops)

@@ -99,40 +99,6 @@ def build(arts: Evidence, ids: Identities) -> Tables:
 WRAPPER = "wrapper:"
 
 
-def position_words(comm: str, seq: int) -> str:
-    """NCCL communicators (keyed by commId '0x...') count launches as NCCL prints them: hex opCount,
-    from 0; process groups count collectives from 1; ProcessGroupWrapper prints its own
-    SequenceNumber. Say which, so a reader can grep the log."""
-    if comm.startswith(WRAPPER):
-        return f"at SequenceNumber {seq}"
-    return f"at opCount {seq} (0x{seq:x} in NCCL's log)" if comm.startswith("0x") else f"at collective #{seq}"
-
-
-def comm_words(comm: str) -> str:
-    """A communicator as a user knows it: 'the default process group' for pg:0, 'process group 3',
-    'NCCL communicator 0x...' (the 0x id as the logs print it, so a reader can still grep for it)."""
-    base = comm.removeprefix(WRAPPER)
-    checked = " (as TORCH_DISTRIBUTED_DEBUG=DETAIL's wrapper checks it)" if comm.startswith(WRAPPER) else ""
-    if base == "pg:0":
-        return f"the default process group{checked}"
-    if base.startswith("pg:"):
-        return f"process group {base[3:]}{checked}"
-    if base.startswith("0x"):
-        return f"NCCL communicator {base}{checked}"
-    return base + checked
-
-
-#: artifact kinds as a user knows them ('left no fr-dump' read as jargon)
-_KIND_WORDS = {"fr-dump": "Flight Recorder dump", "nccl-log": "NCCL log", "rank-log": "output of its own",
-               "pyspy-text": "py-spy dump", "pyspy-json": "py-spy dump"}
-
-
-def kind_words(kind: str) -> str:
-    """An artifact kind in words: 'Flight Recorder dump' for fr-dump; others as they are."""
-    return _KIND_WORDS.get(kind, kind)
-
-
-
 def _checked_ops(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
     """What ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) says ranks ran, as signatures at its
     positions: 'Running collective: CollectiveFingerPrint(SequenceNumber=18, OpType=ALLREDUCE,

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from parsers import stamps
-from parsers.judges.logs import desync, fr_report
+from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
-from parsers.judges.logs.tables import WRAPPER, Tables, comm_words, compress, kind_words, position_words as _position
+from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
+from parsers.model.findings import cite
+from parsers.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
 MAX_RANKS = 1 << 20
@@ -47,7 +49,7 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours=None, complete: bool = False) -> list[Suspect]:
+                   neighbours=None, complete: bool = False, waiting_elsewhere: set[int] = frozenset()) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
     (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right.
     `neighbours`: ring neighbours per rank, or a callable that computes them (only the errors-only
@@ -57,7 +59,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     def get(rank: int) -> _Acc:
         return acc.setdefault(rank, _Acc(rank))
 
-    _roots(t, g, roots, ids, get, get)
+    majority = ahead.offer(ahead.went_ahead(t, g, ids, waiting_elsewhere), ids, get)  # the odd one out went ahead: not the many
+    _roots(t, g, [r for r in roots if r not in majority], ids, get, get)
     _mismatch(t, get, roots, ids)
     fr_report.offer_suspects(errors, get)  # the Flight Recorder analyzer's report, pasted or saved
     desync.offer_suspects(errors, ids.world_size, get)  # PyTorch's TORCH_NCCL_DESYNC_DEBUG report
@@ -65,8 +68,9 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         for cycle in cycles:
             for r in cycle:
                 if isinstance(r, int):
-                    get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {cycle}", 0.45,
-                                 [f"wait cycle through ranks {cycle}"])
+                    ranks = fold(x for x in cycle if isinstance(x, int))
+                    get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {ranks}", 0.45,
+                                 [cite(f"wait cycle through ranks {ranks}", tool="logs")])
     _wrapper_reports(errors, ids.world_size, get)
     if complete:
         _absent(ids, get, any(k is not None for k in acc))
@@ -104,15 +108,14 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
             if r in root_set and not m["tie"]:
                 conf = max(conf, acc.confidence)
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
-            where = _position(m["comm"], m["seq"])
+            where = names.position(m["comm"], m["seq"], ids)
             open_count = "" if settled or m["tie"] else (
                 f"; {'an unknown number of' if unseen is None else unseen} rank(s) not seen at that position "
                 "could still tip the count")
-            group = comm_words(m["comm"])
-            acc.offer("mismatch", f"rank {r} called {m['called']} {where} of {group} where "
-                      f"{m['n_majority']} rank(s) called {m['majority_called']}{open_count}", conf,
-                      [f"{group}, {where.removeprefix('at ')}: {m['called']} vs {m['majority_called']} "
-                       f"({m['n_majority']} ranks)"])
+            acc.offer("mismatch", f"rank {r} called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
+                      f"called {m['majority_called']}{open_count}", conf,
+                      [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
+                            f"{m['majority_called']}", tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
 
 
 def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | None:
@@ -128,6 +131,16 @@ def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | Non
     if not size:
         return None
     return max(0, size - len(t.signatures.get((comm, seq), {})))
+
+
+def _n(k: int, noun: str) -> str:
+    """'1 rank', '7 ranks': a count with its noun, never 'rank(s)'."""
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
+def _wait(k: int) -> str:
+    """'1 rank waits', '7 ranks wait'."""
+    return f"{_n(k, 'rank')} wait" + ("s" if k == 1 else "")
 
 
 def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | None, get) -> None:
@@ -170,9 +183,10 @@ def _side(side: dict) -> str:
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
     waiters = sorted(u for u in g.predecessors(root) if isinstance(u, int))
     comm = root.split(":", 1)[1]
-    get(None).offer("no-dump", f"{len(waiters)} rank(s) wait in {comm} on a rank that left no evidence at all "
-                    f"(its number is unknown: no artifact states the group size)", 0.35,
-                    [f"ranks {waiters[:16]} wait in {comm}; all ranks with evidence reached that operation"])
+    get(None).offer("no-dump", f"{_wait(len(waiters))} in {names.group(comm)} on a rank that left no evidence "
+                    f"at all (its number is unknown: no artifact states the group size)", 0.35,
+                    [cite(f"ranks {fold(waiters[:16])} wait in {names.group(comm)}; all ranks with evidence reached that "
+                          "operation", tool="logs")])
 
 
 def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unknown=None) -> None:
@@ -191,27 +205,29 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         edges = [g[u][root] for u in g.predecessors(root)]
         comms = sorted({e["comm"] for e in edges})
         sample = edges[0]["reason"] if edges else ""
-        evidence = [f"{all_waiters} rank(s) wait on it ({direct} directly) in {', '.join(comm_words(c) for c in comms[:4])}",
-                    sample]
+        said = ", ".join(names.group(c, ids) for c in comms[:4])
+        evidence = [cite(f"{_wait(all_waiters)} on it ({direct} directly) in {said}", tool="wait-for graph"),
+                    cite(sample, tool=edges[0]["source"] or "logs") if edges else ""]
         conf = 0.55 + 0.4 * (all_waiters / total)
         silent_only = bool(edges) and all(e.get("kind") == "silent" for e in edges)
         if edges and all(e.get("weak") for e in edges):
             conf = min(conf, 0.7)  # absence alone, while its own lines show it kept up: a lead, not proof
         if not own or silent_only:
-            missing = ", ".join(kind_words(k) for k in sorted({e["source"] for e in edges if e.get("kind") == "silent"})
+            missing = ", ".join(names.kind(k) for k in sorted({e["source"] for e in edges if e.get("kind") == "silent"})
                                 or peer_kinds) or "evidence"
-            cls, why = "no-dump", f"rank {root} left no {missing} while {all_waiters} rank(s) wait on it"
+            cls, why = "no-dump", f"rank {root} left no {missing} while {_wait(all_waiters)} on it"
         elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}
             via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
-            cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {all_waiters} rank(s) wait on it "
-                                     f"through {len(via)} communicator(s) ({', '.join(via[:4])})")
+            cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {_wait(all_waiters)} on it "
+                                     f"through {_n(len(via), 'group')} ({'; '.join(names.group(c, ids) for c in via[:4])})")
         else:
             cls, why = "missing-line", f"rank {root} never logged the operation the others wait in ({sample})"
             missing_absent = [k for k in peer_kinds if k not in own]
             if missing_absent:
-                evidence.append(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them")
-        get(root).offer(cls, why, conf, evidence)
+                evidence.append(cite(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them",
+                                     tool="logs"))
+        get(root).offer(cls, why, conf, [e for e in evidence if e])
 
 
 def _absent(ids: Identities, get, have_suspects: bool) -> None:

@@ -15,8 +15,9 @@ from bisect import bisect_left
 import networkx as nx
 
 from parsers.evidence import Evidence
+from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
-from parsers.judges.logs.tables import RankProgress, Tables, comm_words, kind_words, members_of, position_words
+from parsers.judges.logs.tables import RankProgress, Tables, members_of
 from parsers.model import WaitEdge
 from parsers.readers.proxy_dump import ProxyOp
 
@@ -55,6 +56,7 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         if not known:
             continue
         source = t.comm_source.get(comm, "")
+        where = names.group(comm, ids)  # once per comm: plain words for the edges' reasons
         joined = set((ids.comm_ranks.get(comm) or {}).values())
         if comm == "pg:0":
             # Every process is in the default group: a rank log with no line about it, where the
@@ -103,20 +105,20 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                 if n_lacking and n_lacking < len(members) / 2:
                     lacking = [m for m in lacking_all[:MAX_PEERS_PER_WAITER + 1] if m != r]
                     for peer in lacking[:MAX_PEERS_PER_WAITER]:
-                        add_edge(g, r, peer, comm, f"waits {position_words(comm, at)} in {comm_words(comm)}; rank {peer} left no "
-                                 f"{kind_words(source)} while the other members did", source, at, kind="silent", weak=True)
+                        add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank "
+                                 f"{peer} left no {names.kind(source)} while the other members did", source, at, kind="silent", weak=True)
                     continue
             for peer in behind:
-                add_edge(g, r, peer, comm, f"waits {position_words(comm, at)} in {comm_words(comm)}; rank {peer} only reached "
-                         f"{known[peer].enqueued}", source, at)
+                add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank {peer} only "
+                         f"reached {names.reached(comm, known[peer].enqueued)}", source, at)
             for peer in silent[:MAX_PEERS_PER_WAITER]:
-                add_edge(g, r, peer, comm, f"waits {position_words(comm, at)} in {comm_words(comm)}; rank {peer} left no {kind_words(source)}",
-                         source, at, kind="silent")
+                add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank {peer} left "
+                         f"no {names.kind(source)}", source, at, kind="silent")
             if not behind and not silent and not size:
                 # Everyone we know reached `at`, and nothing says how big the group is: the rank it
                 # waits on may be one that left no evidence at all. A weak, explicit unknown.
-                add_edge(g, r, f"unknown:{comm}", comm, f"waits {position_words(comm, at)} in {comm_words(comm)}; every rank with "
-                         f"evidence reached it, the group size is not known", source, at, kind="unknown")
+                add_edge(g, r, f"unknown:{comm}", comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; "
+                         f"every rank with evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
 def proxy_edges(g: nx.DiGraph, arts: Evidence, ids: Identities, unmapped: list[str]) -> None:

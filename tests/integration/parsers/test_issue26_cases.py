@@ -43,6 +43,7 @@ def test_order_the_mismatch_heads_and_the_queued_ops_are_its_consequences(form):
     assert v.culprit.rank == truth("order")["culprit_rank"] == 2
     assert v.culprit.reason_class == ReasonClass.MISMATCH and "broadcast" in v.culprit.reason
     assert named(v) == {2}, v.text  # the others' never-started ops are not rival suspects
+    assert not [s for s in v.suspects if s.rank != 2 and s.reason_class in (ReasonClass.MISSING_LINE, ReasonClass.WENT_AHEAD)]
     assert v.hang == "hang"
     if form == "bundle":
         queued = [c for c in v.culprit.consequences if c.reason_class == ReasonClass.GPU_QUEUED]
@@ -78,7 +79,7 @@ def test_deadlock_is_a_verdict_that_names_every_member_and_edge(form):
     assert v.summary.startswith("deadlock: ranks 0, 1, 2") and "different orders" in v.summary
     assert v.culprit is None and not named(v) & {3, 4, 5, 6, 7}  # 3-7 wait in the world group: consequence
     if form == "logs":  # each edge says its group
-        assert {w for _, _, w in v.deadlock.edges} == {"pg:ranks=0,1", "pg:ranks=1,2", "pg:ranks=0,2"}
+        assert {w for _, _, w in v.deadlock.edges} == {"group ranks 0-1", "group ranks 1-2", "group ranks 0,2"}
 
 
 @pytest.mark.parametrize("form", ["bundle", "logs"])
@@ -123,7 +124,7 @@ def test_a_5ms_straggler_inside_5ms_of_jitter_names_no_wrong_rank(form):
     assert named(v) <= {6} and v.hang != "hang", v.text
 
 
-@pytest.mark.parametrize("case", ["order", "lock", "pipeline", "deadlock", "subgroup", "slow300norec", "slow5",
+@pytest.mark.parametrize("case", ["order", "lock", "pipeline", "deadlock", "subgroup", "twosinks", "ahead", "slow300norec", "slow5",
                                   "slow5-noisy"])
 @pytest.mark.parametrize("form", ["bundle", "logs"])
 def test_every_verdict_is_at_most_two_sentences_with_its_lines_apart(case, form):
@@ -147,3 +148,44 @@ def test_analyze_exits_0_on_a_deadlock_and_its_json_names_the_cycle(tmp_path):
     data = json.loads(out.stdout)
     assert data["deadlock"]["members"] == [0, 1, 2] and data["hang"] == "hang"
     assert {(e["waiter"], e["waits_on"]) for e in data["deadlock"]["edges"]} == {(0, 1), (1, 2), (2, 0)}
+
+
+@pytest.mark.parametrize("form", ["bundle", "logs"])
+def test_two_groups_hung_on_their_own_ranks_are_two_culprits_each_with_its_why(form):
+    """Issue 26 item 2.4 on a real gloo job (captured on the CPU machine, tests/fixtures/issue26/README.md):
+    groups {0,1} and {2,3} each hang on their own rank: both are named, each with its own why and waiters."""
+    v = verdict("twosinks", form)
+    assert [c.rank for c in v.culprits] == truth("twosinks")["culprit_ranks"] == [1, 3], v.text
+    assert named(v) == {1, 3} and v.summary.startswith("2 independent culprits: rank 1 ")
+    d = v.to_dict()
+    assert [c["rank"] for c in d["culprits"]] == [1, 3] and d["culprit"]["rank"] == 1
+    if form == "bundle":  # each its own why: rank 1 in validate_shard, rank 3 on the lock its own thread holds
+        assert "validate_shard" in v.culprits[0].reason
+        assert "'ckpt-writer' at write_shard_to_storage" in (v.culprits[1].why or "") and "ckpt-writer" in v.summary
+    else:  # each where its own group's wait ends, in its own group
+        assert [c.reason_class for c in v.culprits] == [ReasonClass.MISSING_LINE] * 2
+
+
+def test_two_culprits_are_one_line_each_in_the_text():
+    from forensics.report.text import verdict_block
+
+    lines = verdict_block(verdict("twosinks", "logs"))
+    heads = [line for line in lines if line.startswith("  culprit: ")]
+    assert [h.split()[2] for h in heads] == ["1", "3"], lines
+
+
+@pytest.mark.parametrize("form", ["bundle", "logs"])
+def test_the_rank_that_went_ahead_is_the_odd_one_out_not_the_many_behind(form):
+    """Issue 26 item 2.5 on a real gloo job: rank 0 alone calls an extra all_reduce (log_metrics) and the
+    others wait on the store for it outside any collective. The one ahead is the suspect, with its position
+    (logs: the Flight Recorder dumps) or its stack (live); the three agree with each other and are no suspect."""
+    v = verdict("ahead", form)
+    assert v.culprit.rank == truth("ahead")["culprit_rank"] == 0, v.text
+    assert v.culprit.reason_class == ReasonClass.WENT_AHEAD and "went ahead" in v.summary
+    assert named(v) == {0}, [s.to_dict() for s in v.suspects]
+    assert not [s for s in v.suspects if s.rank in (1, 2, 3) and s.reason_class in (
+        ReasonClass.MISSING_LINE, ReasonClass.OUTSIDE, ReasonClass.WAIT_ROOT)]
+    shows = next(e for e in v.culprit.evidence if "ranks 1-3 all" in e)
+    assert shows.tool in (("py-spy",) if form == "bundle" else ("fr-dump",)), (shows, shows.tool)
+    if form == "logs":  # the position in words: the collective's number and its group by its ranks
+        assert "collective #11 of the default group (all 4 ranks)" in v.culprit.reason

@@ -188,7 +188,7 @@ def test_a_rank_that_completed_past_another_members_wait_is_said(tmp_path):
     shutil.copy(CORPUS / "accelerate-3250.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None
-    assert "in group 0, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.text, verdict.text
+    assert "in the default group, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.text, verdict.text
 
 
 def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path):
