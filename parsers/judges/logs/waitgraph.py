@@ -105,19 +105,19 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                 if n_lacking and n_lacking < len(members) / 2:
                     lacking = [m for m in lacking_all[:MAX_PEERS_PER_WAITER + 1] if m != r]
                     for peer in lacking[:MAX_PEERS_PER_WAITER]:
-                        add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank "
+                        add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank "
                                  f"{peer} left no {names.kind(source)} while the other members did", source, at, kind="silent", weak=True)
                     continue
             for peer in behind:
-                add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank {peer} only "
+                add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank {peer} only "
                          f"reached {names.reached(comm, known[peer].enqueued)}", source, at)
             for peer in silent[:MAX_PEERS_PER_WAITER]:
-                add_edge(g, r, peer, comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; rank {peer} left "
+                add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank {peer} left "
                          f"no {names.kind(source)}", source, at, kind="silent")
             if not behind and not silent and not size:
                 # Everyone we know reached `at`, and nothing says how big the group is: the rank it
                 # waits on may be one that left no evidence at all. A weak, explicit unknown.
-                add_edge(g, r, f"unknown:{comm}", comm, f"rank {r} waits at {names.position(comm, at, ids, where)}; "
+                add_edge(g, r, f"unknown:{comm}", comm, f"waits at {names.position(comm, at, ids, where)}; "
                          f"every rank with evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
