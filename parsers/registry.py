@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 from parsers import prefix
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
+                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder,
+                             second_look)
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -304,6 +305,16 @@ def _pyspy_samples(inp: ReadInput) -> Parsed:
     return out
 
 
+def _second_look(inp: ReadInput) -> Parsed:
+    """Two looks at one process a few seconds apart (collect --second-look): what moved between them."""
+    out = Parsed(kind="second-look")
+    out.second_look = second_look.parse_second_look_data(json.loads(inp.text()), inp.origin.pid)
+    if out.second_look.pid is not None:
+        out.facts["pid"] = out.second_look.pid
+    out.problems += list(out.second_look.problems)
+    return out
+
+
 def _step_series(inp: ReadInput) -> Parsed:
     """forensics.arm()'s per-step times of one rank: compared across ranks by the slowness judges."""
     from parsers.steps.series import parse_series
@@ -427,6 +438,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("native-stack", RANK, "native stacks of every thread through libdw (native.json)", _native_stack,
          sniff=_json_has('"tool": "libdw"', '"threads"'), names=("native.json",), collector="native-stack",
          name_sniff=_is_json_object),
+    Kind("second-look", RANK, "two looks at one process seconds apart (second-look.json)", _second_look,
+         sniff=_json_has(f'"{second_look.FORMAT}"'), names=("second-look.json",), collector="second-look"),
     Kind("pyspy-samples", RANK, "py-spy dumps of one process taken over seconds (pyspy-samples.json)", _pyspy_samples,
          sniff=_json_has(f'"{pyspy_samples.FORMAT}"'), names=("pyspy-samples.json",), collector="py-spy-samples"),
     Kind("pyspy-json", RANK, "py-spy dump --json", _pyspy_json,
