@@ -311,6 +311,8 @@ def _second_look(inp: ReadInput) -> Parsed:
     out.second_look = second_look.parse_second_look_data(json.loads(inp.text()), inp.origin.pid)
     if out.second_look.pid is not None:
         out.facts["pid"] = out.second_look.pid
+    if out.second_look.rank is not None:
+        out.facts["rank"] = out.second_look.rank
     out.problems += list(out.second_look.problems)
     return out
 
