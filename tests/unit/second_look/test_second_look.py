@@ -88,3 +88,13 @@ def test_hostile_fields_are_dropped_not_trusted():
     sl = parse_second_look_data(data)
     assert sl.second.io_calls is None and sl.second.stacks == () and sl.second.new_op_lines == 0
     assert not sl.comparable or sl.changes == [] or all("stack" in c for c in sl.changes)
+
+
+def test_the_file_is_a_registry_kind_recognised_by_name_and_by_content():
+    from parsers import registry
+
+    raw = next((CASES / "hung-gloo-sleep").glob("rank0-*/second-look.json")).read_bytes()
+    assert registry.recognise("second-look.json", raw[: registry.HEAD_BYTES], True).name == "second-look"
+    assert registry.recognise("whatever.json", raw[: registry.HEAD_BYTES], True).name == "second-look"
+    assert registry.kind("second-look").file_name() == "second-look.json"
+    assert registry.kind("second-look").collector == "second-look"
