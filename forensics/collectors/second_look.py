@@ -226,8 +226,11 @@ def take_second_look(targets: list[tuple[Any, Any]], bundle_root: Path, gap_s: f
         doc = {"format": FORMAT, "version": VERSION, "pid": proc.pid, "rank": proc.rank, "requested_gap_s": gap,
                "waited_s": round(second["t"] - first["t"], 3) if second is not None else None, "looks": looks}
         rel = f"{record.dir}/{FILE_NAME}"
-        path = safefs.make_dirs(bundle_root, record.dir) / FILE_NAME
-        safefs.write_new(path, json.dumps(doc, separators=(",", ":")))
+        try:
+            safefs.write_new(safefs.make_dirs(bundle_root, record.dir) / FILE_NAME, json.dumps(doc, separators=(",", ":")))
+        except OSError as err:  # a full disk: said in the manifest, what was gathered before stays
+            record.collectors.append(CollectorRecord(NAME, Status.FAILED, error=f"not written: {err.strerror or err}"))
+            continue
         status = Status.OK if second is not None else Status.SKIPPED
         record.collectors.append(CollectorRecord(NAME, status, seconds=round(time.monotonic() - started, 3), files=[rel],
                                                  error=None if second is not None else "collection interrupted before look 2",

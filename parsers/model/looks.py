@@ -76,7 +76,7 @@ class SecondLook:
     def comparable(self) -> bool:
         """Both looks saw something that moves with progress (a stack each, or recorder counters each)."""
         a, b = self.first, self.second
-        if b is None or b.state is None:
+        if b is None or b.state is None or self.gone:  # an exit between the looks is no progress and no wait
             return False
         stopped = a.state in ("T", "t") and b.state in ("T", "t")  # a stopped process cannot move
         io = a.io_calls is not None and b.io_calls is not None
