@@ -27,7 +27,8 @@ from parsers.judges.logs import horovod as horovod_stalls, names, unread
 from parsers.judges.recorder import analyse, comm_rank_table, wait_edges
 from parsers.judges.activity import activity_facts
 from parsers.judges.p2p import judge_p2p
-from parsers.judges.progress import judge_progress, judge_ras_progress, judge_sampled_progress, judge_step_progress
+from parsers.judges.progress import (judge_progress, judge_ras_progress, judge_sampled_progress, judge_second_look,
+                                     judge_step_progress)
 from parsers.judges.stacks import stack_verdict
 from parsers.judges.slowness import judge_slowness
 from parsers.merge import merge_verdict
@@ -87,6 +88,8 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
         progress = judge_sampled_progress(ev.ranks)
     if not progress.decided:
         progress = judge_step_progress(ev.step_series, ev.collected_unix)
+    if not progress.decided:  # collect's second look: the same cheap reads twice, seconds apart
+        progress = judge_second_look(ev.ranks)
     slow = judge_slowness(ev) if progress.running or not progress.decided else None
     global_edges = [(comm_ranks.get(e.comm_id, {}).get(e.waiter), comm_ranks.get(e.comm_id, {}).get(e.peer),
                      f"{e.op or 'an op'} of {names.group(e.comm_id)}") for e in edges]

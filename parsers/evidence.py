@@ -32,7 +32,7 @@ from parsers.errors import BadInput
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
 PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "gdb-text", "native-stack",
-                 "pyspy-samples", "faulthandler-text")
+                 "pyspy-samples", "faulthandler-text", "second-look")
 #: kinds that say "this rank was alive and reporting" (what absence is measured against)
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
                    "pyspy-samples", "faulthandler-text")
@@ -143,6 +143,7 @@ class RankEvidence:
     children: list[ChildEvidence] = field(default_factory=list)
     samples: StackSamples | None = None  #: stack samples over seconds (collect --samples)
     samples_file: str | None = None  #: where they came from, to cite
+    second_look: Any = None  #: parsers.model.looks.SecondLook (collect --second-look), else None
 
     @property
     def rank(self) -> int | None:
@@ -620,6 +621,9 @@ def _attach(rank: RankEvidence, art: Artifact) -> None:
         rank.proc = art.parsed.process
     if art.parsed.samples is not None:
         rank.samples, rank.samples_file = art.parsed.samples, art.cite
+        return
+    if art.parsed.second_look is not None:
+        rank.second_look = art.parsed.second_look
         return
     if art.kind in ("gdb-json", "gdb-text", "native-stack"):
         rank.gdb = list(art.parsed.stacks) or rank.gdb  # native frames of every thread

@@ -130,11 +130,17 @@ def agree(suspects: list[Suspect]) -> list[Suspect]:
     return sorted(suspects, key=Suspect.sort_key)
 
 
+#: readings of one moment that only a hang makes a culprit ('the others wait on N', 'in no collective',
+#: 'never started on its GPU', 'waits on its DataLoader'): without time they are leads
+SNAPSHOT_CLAIMS = ROOT_CLAIMS | {RC.GPU_QUEUED, RC.DATA_WAIT, RC.NEVER_JOINED, RC.NO_RECORDER_STATE}
+
+
 def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
-    """Step 1's consequence for logs alone: where no time says the job hangs (no watchdog timeout, no
-    recorder) and no process was looked at, 'the others wait on N' read from where each log stops is a
-    reading of one moment of a job that may still run: a lead, never a hang culprit."""
-    if verdict.hang != "not established" or any(r.state or r.main_stack is not None for r in ev.ranks):
+    """Step 1's consequence: where no time says the job hangs (no watchdog timeout, no recorder, no second
+    look), a snapshot claim (where each log stops, or one look at the processes) reads one moment of a job
+    that may still run: a lead, never a hang culprit. Facts that need no time (stopped, exited, an
+    exception of its own, a host fault, a mismatch at one position) still stand."""
+    if verdict.hang != "not established":
         return suspects
     for s in suspects:
         if s.reason_class in SNAPSHOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:

@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 from parsers import prefix
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder)
+                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder,
+                             second_look)
 from parsers.errors import FileFormatError
 
 HEAD_BYTES = 64 * 1024
@@ -305,6 +306,18 @@ def _pyspy_samples(inp: ReadInput) -> Parsed:
     return out
 
 
+def _second_look(inp: ReadInput) -> Parsed:
+    """Two looks at one process a few seconds apart (collect --second-look): what moved between them."""
+    out = Parsed(kind="second-look")
+    out.second_look = second_look.parse_second_look_data(json.loads(inp.text()), inp.origin.pid)
+    if out.second_look.pid is not None:
+        out.facts["pid"] = out.second_look.pid
+    if out.second_look.rank is not None:
+        out.facts["rank"] = out.second_look.rank
+    out.problems += list(out.second_look.problems)
+    return out
+
+
 def _step_series(inp: ReadInput) -> Parsed:
     """forensics.arm()'s per-step times of one rank: compared across ranks by the slowness judges."""
     from parsers.steps.series import parse_series
@@ -419,6 +432,8 @@ KINDS: tuple[Kind, ...] = (
          or _json_has('"entries"', '"profiling_name"')(h, c),
          names=("fr_*", "nccl_trace_rank_*"), collector="flight_recorder"),
     Kind("binary", JOB, "a binary file no reader knows", None, sniff=_is_binary),
+    Kind("second-look", RANK, "two looks at one process seconds apart (second-look.json)", _second_look,
+         sniff=_json_has(f'"{second_look.FORMAT}"'), names=("second-look.json",), collector="second-look"),
     Kind("process-state", RANK, "process state from /proc (proc.json)", _process_state,
          sniff=_json_has('"state"', '"pid"', '"threads"'), names=("proc.json",), collector="process_state"),
     Kind("environment", RANK, "a process's environment, secrets redacted (environ.json)", _environment,

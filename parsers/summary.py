@@ -89,9 +89,9 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
     """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
     first = "; ".join(o.text for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
-    if verdict.hang == "not established" and not ranks and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
-        return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder), so where each log "
-                "stops is not judged as a wait (leads and stragglers below)")
+    if verdict.hang == "not established" and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
+        return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder, no second look), so "
+                "one snapshot is not judged as a wait (leads and stragglers below)")
     if ranks:
         return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {first}" if first else "")
     if first:

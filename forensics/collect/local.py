@@ -21,6 +21,7 @@ from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
 from forensics.collectors.children import collect_children
 from forensics.collectors.native_stack import close_service
+from forensics.collectors.second_look import take_second_look
 from forensics.discover import procfs
 from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
 from forensics.collect.budget import ByteBudget
@@ -98,6 +99,9 @@ def collect_local(
                 break
     close_service()  # the native-stack helper served this collection's ranks (its symbol cache ends with it)
     pool.shutdown(wait=not pending, cancel_futures=True)
+    if options.second_look > 0 and not tools.INTERRUPTED.is_set() and disk.error is None:
+        progress.say(f"second look at {len(ranks)} rank(s) in {options.second_look:g} s (hang or progress)")
+        take_second_look(list(zip(ranks, records)), writer.root, options.second_look)
     interrupted = tools.INTERRUPTED.is_set()
     host_record.seconds = round(time.monotonic() - start, 3)
     for miss in expected_missing(ranks):

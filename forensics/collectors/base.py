@@ -28,6 +28,7 @@ class CollectOptions:
     log_tail_bytes: int = 8 * 1024 * 1024  #: copy at most this much of each log, from its end
     samples: int = 0  #: py-spy stack samples per rank over a few seconds (0: none; collect --samples)
     sample_interval: float = 0.1  #: mean seconds between two samples
+    second_look: float = 3.0  #: seconds between the two looks of collect --second-look (0: no second look)
     total_bytes: int = TOTAL_BYTES  #: bytes the whole collection may write (forensics.collect.budget)
     rank_bytes: int = RANK_BYTES  #: bytes one rank's evidence may take
     extra: dict = field(default_factory=dict)

@@ -118,6 +118,7 @@ def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:
               f"{args.host_timeout:g}: hosts will run out of time (raise --host-timeout)", file=sys.stderr)
     return cmd.RemoteSpec(python=args.remote_python, tag=tag, timeout=args.timeout, native=args.native, gdb=args.gdb,
                           gdb_timeout=args.gdb_timeout, job=args.job, samples=getattr(args, "samples", 0), sample_interval=getattr(args, "sample_interval", 0.1),
+                          second_look=getattr(args, "second_look", 3.0),
                           match_env=[cmd.check_match_env(m) for m in args.match_env])
 
 

@@ -46,6 +46,7 @@ class RemoteSpec:
     job: str | None = None  #: the user's --job (only ranks of this job)
     samples: int = 0  #: the user's --samples (py-spy stack samples per rank)
     sample_interval: float = 0.1  #: the user's --sample-interval
+    second_look: float = 3.0  #: the user's --second-look (0: off)
 
 
 def ssh_options(user_options: list[str], connect_timeout: float) -> list[str]:
@@ -88,6 +89,7 @@ def remote_argv(spec: RemoteSpec) -> list[str]:
         argv += ["--job", spec.job]
     if spec.samples:
         argv += ["--samples", str(int(spec.samples)), "--sample-interval", f"{spec.sample_interval:g}"]
+    argv += ["--second-look", f"{float(spec.second_look):g}"]
     for item in spec.match_env:
         argv += ["--match-env", check_match_env(item)]
     return argv

@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--job", default=None, help="only ranks of this job (as collect --job)")
     parser.add_argument("--samples", type=int, default=0, help="py-spy stack samples per rank (as collect --samples)")
     parser.add_argument("--sample-interval", type=float, default=0.1, help="seconds between samples")
+    parser.add_argument("--second-look", type=float, default=3.0, help="seconds between two looks (as collect --second-look)")
     parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
     args = parser.parse_args(argv)
@@ -90,6 +91,7 @@ def collect_archive(args: argparse.Namespace, work: Path, answer: "Answer | None
     gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
     options = CollectOptions(timeout=min(args.timeout, max(1.0, args.deadline * 0.6)), native=args.native, gdb=args.gdb,
                              samples=max(0, args.samples), sample_interval=max(0.0, args.sample_interval),
+                             second_look=max(0.0, min(60.0, args.second_look)),
                              extra={"gdb_timeout": gdb_timeout})
     pids = matching_pids(args.match_env)
     if not pids:

@@ -25,7 +25,8 @@ from parsers.stacks.classify import classify, is_library
 
 
 #: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
-PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout"})
+#: (a rendezvous store's wait timeout, c10d's DistStoreError, is one too: ranks waited past it at init)
+PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout"})
 
 
 def observe(ev: Any, reports: list | None = None) -> list[Observation]:

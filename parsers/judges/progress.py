@@ -11,6 +11,7 @@ progressed more recently than that is running, whatever one snapshot shows.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,12 +28,16 @@ class ProgressDecision:
     running: bool
     source: str
     newest_age_s: dict[int, float] = field(default_factory=dict)  #: global rank -> age of its newest progress
+    still: tuple[int, ...] = ()  #: ranks seen without change between two looks (collect --second-look)
+    text: str = ""  #: the decision in words, where the judge words it itself (the second look)
 
     @property
     def stalled_ranks(self) -> list[int]:
-        return sorted(r for r, age in self.newest_age_s.items() if age > HANG_AFTER_S)
+        return sorted({r for r, age in self.newest_age_s.items() if age > HANG_AFTER_S} | set(self.still))
 
     def describe(self) -> str:
+        if self.text:
+            return self.text
         if not self.decided:
             return "no time-stamped evidence of progress (no recorder state): hang or progress cannot be told"
         ages = sorted(self.newest_age_s.values())
@@ -163,6 +168,37 @@ def judge_step_progress(series: dict, collected_unix: float | None) -> ProgressD
         ages[rank] = age
     return ProgressDecision(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
                     ages)
+
+
+def judge_second_look(ranks: list) -> ProgressDecision:
+    """Hang or progress from two looks at each rank a few seconds apart (`collect --second-look`).
+
+    A rank whose main-thread stack changed, whose NCCL log gained op lines or whose recorder counters
+    advanced made progress; one whose stacks and counters stayed the same made none over the gap.
+    Every compared rank moved: progress. Some did not: a hang, whose scope is the ranks without change
+    (a rank busy elsewhere while the others wait is where a wait may end, not a hung rank). CPU time is
+    not progress (NCCL waits spin). Ranks not comparable (py-spy failed, gone) are not judged; with
+    fewer than one comparable rank nothing is decided."""
+    looked = [(r.rank, r.second_look) for r in ranks if r.rank is not None and getattr(r, "second_look", None) is not None]
+    compared = [(rank, sl) for rank, sl in looked if sl.comparable]
+    if not compared:
+        return ProgressDecision(False, False, "")
+    still = sorted({rank for rank, sl in compared if not sl.changes})
+    moved = sorted({rank for rank, sl in compared} - set(still))
+    gaps = [sl.waited_s for _, sl in compared if sl.waited_s is not None]
+    gap = min(gaps) if gaps else 0.0
+    first = min(sl.first.t for _, sl in compared)
+    when = dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%H:%M:%S")
+    source = f"collect's second look: two looks {gap:.1f} s apart from {when} UTC"
+    unjudged = sorted({rank for rank, _ in looked} - {rank for rank, _ in compared})
+    tail = f"; ranks {unjudged[:16]} not compared (no stack or counters in both looks)" if unjudged else ""
+    if not still:
+        return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two looks "
+                        f"{gap:.1f} s apart (from {when} UTC collection time: stack, read/write calls, NCCL op lines or recorder counts){tail}")
+    part = f"; ranks {moved[:16]} changed" if moved else ""
+    return ProgressDecision(True, False, source, still=tuple(still),
+                    text=f"hung: no progress between two looks {gap:.1f} s apart (from {when} UTC collection time) at ranks "
+                         f"{still[:16]}: same main-thread stacks, read/write calls and counters{part}{tail}")
 
 
 def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:

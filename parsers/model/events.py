@@ -302,6 +302,7 @@ class Parsed:
     exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
     samples: StackSamples | None = None  #: parsers.model.samples.StackSamples (stack samples over seconds), else None
     step_series: Any = None  #: parsers.steps.series.StepSeries (forensics.arm()'s per-step times of one rank), else None
+    second_look: Any = None  #: parsers.model.looks.SecondLook (collect --second-look), else None
     #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
     #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)
     unread: list = field(default_factory=list)

@@ -160,7 +160,7 @@ class Demotion:
 
     def describe(self) -> str:
         if self.unproven:
-            return "hang not established: where each log stops is one moment of a job that may still run"
+            return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
         if self.waits_on is not None:
             return f"it waits itself (on rank {self.waits_on} in {self.scope or 'another communicator'}), so it is not where the wait ends"
         return f"it waits itself (its main thread is blocked: {self.blocked}), so it is not where the wait ends"

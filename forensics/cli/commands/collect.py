@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "at most 200, and at most --timeout seconds): where a slow rank spends its time")
     parser.add_argument("--sample-interval", type=float, default=0.1, metavar="S",
                         help="mean seconds between two samples (default 0.1; shrunk so N samples fit in the time limit)")
+    parser.add_argument("--second-look", type=float, default=3.0, metavar="S",
+                        help="look again at every rank S seconds after the collection (default 3; 0: off; at most 60): "
+                             "/proc state and CPU, py-spy stacks (nonblocking), NCCL log sizes and recorder counters, "
+                             "so that analyze can tell a hang (nothing moved) from progress without time-stamped evidence")
     parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
                         help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
@@ -132,10 +136,12 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         raise ForensicsError("--timeout and --gdb-timeout must be positive numbers of seconds")
     if args.samples < 0 or not args.sample_interval >= 0:
         raise ForensicsError("--samples and --sample-interval must not be negative")
+    if not 0 <= args.second_look <= 60:
+        raise ForensicsError("--second-look must be 0 (off) to 60 seconds")
     if not (1 <= args.max_mib <= 1 << 30 and 1 <= args.rank_max_mib <= 1 << 30):
         raise ForensicsError("--max-mib and --rank-max-mib must be whole numbers of MiB, at least 1")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
-                             sample_interval=args.sample_interval, extra={"gdb_timeout": gdb_timeout},
+                             sample_interval=args.sample_interval, second_look=args.second_look, extra={"gdb_timeout": gdb_timeout},
                              total_bytes=args.max_mib << 20, rank_bytes=args.rank_max_mib << 20)
     logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
