@@ -130,11 +130,6 @@ def agree(suspects: list[Suspect]) -> list[Suspect]:
     return sorted(suspects, key=Suspect.sort_key)
 
 
-#: readings of one moment that only a hang makes a culprit ('the others wait on N', 'in no collective',
-#: 'never started on its GPU', 'waits on its DataLoader'): without time they are leads
-SNAPSHOT_CLAIMS = ROOT_CLAIMS | {RC.GPU_QUEUED, RC.DATA_WAIT, RC.NEVER_JOINED, RC.NO_RECORDER_STATE}
-
-
 def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
     """Step 1's consequence: where no time says the job hangs (no watchdog timeout, no recorder, no second
     look), a snapshot claim (where each log stops, or one look at the processes) reads one moment of a job

@@ -103,9 +103,10 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
 #: not one: such a rank waits in synchronize by nature, and is never demoted for it)
 ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHIND, _R.RAS_BEHIND, _R.SILENT,
                _R.STALLED, _R.STALLED_FIRST}
-#: readings of where a snapshot or each log stops ('the others wait on N', 'N went ahead'): with no time to say
-#: the job hangs, each is a lead, never a hang culprit (WENT_AHEAD is no ROOT_CLAIM: the rank ahead waits by nature)
-SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD}
+#: readings of one moment that only a hang makes a culprit ('the others wait on N', 'N went ahead', 'in no
+#: collective', 'never started on its GPU', 'waits on its DataLoader'): with no time to say the job hangs, each
+#: is a lead, never a hang culprit (WENT_AHEAD is no ROOT_CLAIM: the rank ahead waits by nature)
+SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD, _R.GPU_QUEUED, _R.DATA_WAIT, _R.NEVER_JOINED, _R.NO_RECORDER_STATE}
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
