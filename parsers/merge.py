@@ -6,7 +6,7 @@
 4. its sinks and cycles: a claim about a rank that waits itself is demoted; a cycle with no rank of
    its own evidence to explain it is a deadlock verdict that names every member; independent sinks
    (disjoint waiters, no path between them) are several culprits (parsers/sinks.py);
-5. the odd one out is the minority of a comparison (the logs judge's mismatch rule);
+5. the odd one out is the minority of a comparison (the judges' mismatch and went-ahead rules);
 6. the why of each suspect from its own evidence, with explanation links: a finding that explains
    another about the same rank heads it, the other listed as its consequence, not a rival.
 Findings about one rank from independent sources agree: the culprit says which sources.
@@ -28,8 +28,8 @@ from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.sinks import independent_culprits
-from parsers.model.findings import (ABSENCE_CLAIMS, CULPRIT_MIN_CONFIDENCE, EXPLAINS, ROOT_CLAIMS, SNAPSHOT_CLAIMS,
-                                    STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
+from parsers.model.findings import (ABSENCE_CLAIMS, ARTIFACT_ABSENCE, CULPRIT_MIN_CONFIDENCE, EXPLAINS, PROCESS_ABSENCE,
+                                    ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
                                     Verdict, is_observed)
 from parsers.stacks.classify import Activity
 
@@ -55,6 +55,9 @@ def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
     a_fact, b_fact = _fact(a), _fact(b)
     if a_fact != b_fact:
         return (a, b, False) if a_fact else (b, a, False)
+    # the process's own absence heads what it left behind: the why, not the missing file
+    if (a.reason_class in PROCESS_ABSENCE) != (b.reason_class in PROCESS_ABSENCE) and {a.reason_class, b.reason_class} & ARTIFACT_ABSENCE:
+        return (a, b, False) if a.reason_class in PROCESS_ABSENCE else (b, a, False)
     return (a, b, False) if a.confidence > b.confidence else (b, a, False)
 
 

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.ranges import fold
+
 #: no progress for this long on a rank means it has stopped (a healthy step is well under it)
 HANG_AFTER_S = 2.0
 
@@ -46,7 +48,7 @@ class ProgressDecision:
         if self.running:
             return (f"no hang: every one of {len(ages)} ranks completed or advanced an operation within "
                     f"{ages[-1]:.1f} s of collection ({self.source})")
-        return (f"hung: ranks {self.stalled_ranks[:16]} made no progress for over {HANG_AFTER_S:.0f} s "
+        return (f"hung: ranks {fold(self.stalled_ranks)} made no progress for over {HANG_AFTER_S:.0f} s "
                 f"({self.source})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,14 +193,14 @@ def judge_second_look(ranks: list) -> ProgressDecision:
     when = dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%H:%M:%S")
     source = f"collect's second look: two looks {gap:.1f} s apart from {when} UTC"
     unjudged = sorted({rank for rank, _ in looked} - {rank for rank, _ in compared})
-    tail = f"; ranks {unjudged[:16]} not compared (no stack or counters in both looks)" if unjudged else ""
+    tail = f"; ranks {fold(unjudged)} not compared (no stack or counters in both looks)" if unjudged else ""
     if not still:
         return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two looks "
                         f"{gap:.1f} s apart (from {when} UTC collection time: stack, read/write calls, NCCL op lines or recorder counts){tail}")
-    part = f"; ranks {moved[:16]} changed" if moved else ""
+    part = f"; ranks {fold(moved)} changed" if moved else ""
     return ProgressDecision(True, False, source, still=tuple(still),
                     text=f"hung: no progress between two looks {gap:.1f} s apart (from {when} UTC collection time) at ranks "
-                         f"{still[:16]}: same main-thread stacks, read/write calls and counters{part}{tail}")
+                         f"{fold(still)}: same main-thread stacks, read/write calls and counters{part}{tail}")
 
 
 def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:

@@ -110,6 +110,10 @@ SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD, _R.GPU_QUEUED, _R.DATA_WAIT, _R.
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
+#: absences said of the process itself (looked for on every collected host; NCCL RAS has no answer from it),
+#: which head absences said of what it left behind (no dump, no recorder state, no log line) about one rank
+PROCESS_ABSENCE = {_R.ABSENT, _R.RAS_MISSING, _R.RAS_DEAD}
+ARTIFACT_ABSENCE = {_R.NO_DUMP, _R.NO_RECORDER_STATE, _R.MISSING_LINE, _R.SILENT}
 #: claims that rest on a rank's absence alone
 ABSENCE_CLAIMS = {_R.ABSENT, _R.SILENT}
 
