@@ -21,8 +21,10 @@ def group(comm: str, ids: Identities | None = None) -> str:
     (ranks 4-7)'; '0x5bf3...' -> 'communicator 0x5bf3... (ranks 0-7)' (global ranks, where known)."""
     base = comm.removeprefix(WRAPPER)
     if base == "pg:0":
-        n = (ids.world_size or len(members_of(base, ids))) if ids is not None else None
-        return f"the default group (all {n} ranks)" if n else "the default group"
+        if ids is not None and ids.world_size:
+            return f"the default group (all {ids.world_size} ranks)"
+        seen = len(members_of(base, ids)) if ids is not None else 0
+        return f"the default group ({seen} ranks seen; the job's size is not stated)" if seen else "the default group"
     if base.startswith("pg:ranks="):
         ranks = unfold(base.removeprefix("pg:ranks=")) or []
         return f"group ranks {fold(ranks)}" if ranks else f"group {base.removeprefix('pg:')}"

@@ -188,4 +188,4 @@ def test_the_rank_that_went_ahead_is_the_odd_one_out_not_the_many_behind(form):
     shows = next(e for e in v.culprit.evidence if "ranks 1-3 all" in e)
     assert shows.tool in (("py-spy",) if form == "bundle" else ("fr-dump",)), (shows, shows.tool)
     if form == "logs":  # the position in words: the collective's number and its group by its ranks
-        assert "collective #11 of the default group (all 4 ranks)" in v.culprit.reason
+        assert "collective #11 of the default group (4 ranks seen" in v.culprit.reason
