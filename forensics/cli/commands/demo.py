@@ -10,6 +10,7 @@ from forensics.cli.commands.collect import quiet_progress
 from forensics.cli.output import emit, json_text, text_width
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
+from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_view
 from forensics.report.view import build_view
@@ -43,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--culprit", type=int, default=None, help="rank that misbehaves (default: the last but one)")
     parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: a new $TMPDIR/forensics-demo-TIME-XXXX, printed at the end)")
     parser.add_argument("--gdb", action="store_true", help="also take GDB backtraces of every rank (slower)")
+    parser.add_argument("--second-look", type=float, default=3.0, metavar="S",
+                        help="seconds between collect's two looks at every rank (default 3, at most 60); 0: one snapshot, "
+                             "which cannot tell a hang from progress, so the verdict names no culprit (exit 4)")
     parser.add_argument("--native", action="store_true", help="py-spy --native")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON (schema hang-forensics/demo/1) on stdout")
     parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
@@ -52,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     culprit = args.culprit if args.culprit is not None else max(0, args.ranks - 2)
     out = args.out or default_output()
-    options = CollectOptions(native=args.native, gdb=args.gdb)
+    if not 0 <= args.second_look <= 60:
+        raise ForensicsError(f"--second-look {args.second_look:g}: give 0 to 60 seconds")
+    options = CollectOptions(native=args.native, gdb=args.gdb, second_look=args.second_look)
     outcome = run_demo(out, args.ranks, args.fault, culprit, options, quiet=quiet_progress(args))
     view = build_view(outcome.verdict, source=str(out))  # once: the text and the JSON render it
     if args.json:

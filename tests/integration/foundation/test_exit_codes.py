@@ -13,7 +13,7 @@ Where each code of each command is shown (this file, or the test named here):
   collect      0 3       here (a real hung gloo job); 2 here; 6 fleet/test_fleet_collect.py::
                          test_no_host_answering_is_its_own_exit_code (a real sshd, hosts that do not answer)
   ras          0 2       parsers/test_ras_command.py; 3 harden/test_hostile_ras.py (a report cut short)
-  demo         0         test_demo_cli.py (a real gloo job); 2 here
+  demo         0         test_demo_cli.py (a real gloo job); 2 and 4 here (4: a real hang seen in one snapshot)
   every one    1         here: an internal error (a bug) exits 1 with one line and the traceback
 """
 
@@ -145,3 +145,14 @@ def test_collect_exit_codes_on_a_hung_gloo_job(hung_job, tmp_path: Path):
 def test_demo_refuses_a_culprit_outside_the_job():
     done = cli("demo", "--ranks", "4", "--culprit", "9")
     assert done.returncode == 2 and done.stderr.strip() == "forensics demo: error: --culprit 9 is not a rank of a 4-rank job"
+
+
+# --- 4: demo 4 ------------------------------------------------------------------------------------
+
+def test_demo_whose_verdict_names_no_culprit_exits_4(tmp_path: Path):
+    """A real 2-rank gloo hang collected with no second look: one snapshot cannot tell a hang from
+    progress, so the verdict names no culprit (rank 0 is a lead) and the demo says WRONG and exits 4."""
+    done = cli("demo", "--ranks", "2", "--second-look", "0", "-q", "-o", str(tmp_path / "b"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "verdict WRONG" in done.stdout and "VERDICT: no culprit named" in done.stdout
+    assert "lead:" in done.stdout and "rank 0" in done.stdout
