@@ -36,7 +36,7 @@ PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gd
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
                    "pyspy-samples", "faulthandler-text")
 #: recognised, not evidence, and not worth a 'skipped' line
-_QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
+_QUIET_KINDS = ("bundle-manifest", "host-digest", "nvidia-smi-topo", "tool-error", "recorder-text")
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError, KeyError,
                 TypeError, IndexError, OverflowError, MemoryError)
 #: Set (to anything but '' or '0') and a reader's exception outside _READ_ERRORS is raised, not recorded.
@@ -512,9 +512,15 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
         line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
     if workers is None and len(source.files) >= PARALLEL_FILES:
         workers = min(8, os.cpu_count() or 1)
-    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     with pause_gc():
         arts = read_files(source.files, line_filter, workers, log_mode)
+    return assemble(source, arts)
+
+
+def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
+    """The evidence of a source from its artifacts, however they were read (each file by its reader, or
+    rebuilt from a host digest: parsers.digest): processes and hosts grouped, coverage known."""
+    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
             # an empty output file a collector copied is no news; an empty file among a user's logs is said

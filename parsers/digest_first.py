@@ -1,0 +1,182 @@
+"""Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
+
+Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
+evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the ranks the
+rebuilt evidence marks as odd ones out (`parsers.digest.odd_ones_out`), for the hosts a host finding
+names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
+read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
+
+A digest is used only when it is the one for this reading: made for the host and folder the manifest
+lists, with the knowledge base the analysis uses (its notes depend on it), and for the default log mode.
+Anything else (and a digest that fails its checks) is said in `DigestRead.notes`, and that host's
+raw files are read instead.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from parsers.digest import DIGEST_NAME, DigestError, HostDigest, decode_parsed, kb_key, make_digest, odd_ones_out, \
+    read_digest
+from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
+from parsers.source import FileRef, Source
+
+#: a verdict that names more ranks than this is not re-read rank by rank (it reads them all raw then)
+MAX_REREAD = 4096
+
+
+def digest_host(source: Source, host: str, kb: Any, created: str = "") -> dict[str, Any]:
+    """The digest document of one host of a bundle: its files read by the readers, as analysis reads them.
+
+    `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle."""
+    from parsers.judges.hosts import judge_hosts
+
+    rec = next((h for h in source.manifest.hosts if h.host == host), None) if source.manifest else None
+    if rec is None:
+        raise DigestError(f"host {host!r} is not in the bundle's manifest")
+    host_dir = (rec.dir or f"hosts/{host}").rstrip("/")
+    refs = [f for f in source.files if f.rel.startswith(host_dir + "/")]
+    arts = read_files(refs, kb.line_filter)
+    sub = Source(root=source.root, given=source.given, form=source.form, manifest=source.manifest, files=refs)
+    ev = assemble(sub, arts)
+    _, suspects = judge_hosts(ev, kb)
+    findings = [{"rank": s.rank, "host": s.host, "reason_class": str(s.reason_class), "reason": (s.reason or "")[:500]}
+                for s in suspects][:256]
+    return make_digest(host, host_dir, arts, ev, findings, kb_key(kb), created)
+
+
+def _key(ref: FileRef) -> tuple[str | None, int | None]:
+    """The process a file belongs to (a child's files belong to its rank), or (host, None) for a host file."""
+    h = ref.hints
+    return h.host, (h.parent_pid if h.parent_pid is not None else h.pid)
+
+
+@dataclass
+class DigestRead:
+    """A source read digest first: its evidence, and what was read how."""
+
+    source: Source
+    line_filter: Any
+    evidence: Evidence | None = None
+    arts: list[Artifact] = field(default_factory=list)  #: in the source's file order
+    from_digest: list[bool] = field(default_factory=list)  #: per artifact: rebuilt from a digest (not read raw)
+    hosts_used: int = 0
+    notes: list[str] = field(default_factory=list)
+    raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
+    reread: int = 0  #: ranks read raw after the first verdict named them
+
+    def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:
+        """Replace the digest's artifacts of these processes (and host files of these hosts) by raw reads;
+        returns how many files were read. The evidence is assembled again when any was."""
+        procs, hs = set(processes), set(hosts)
+        todo = [i for i, a in enumerate(self.arts) if self.from_digest[i]
+                and (_key(self.source.files[i]) in procs or (self.source.files[i].hints.pid is None
+                                                            and self.source.files[i].hints.host in hs))]
+        self.raw_processes |= procs
+        if not todo:
+            return 0
+        refs = [self.source.files[i] for i in todo]
+        for i, art in zip(todo, read_files(refs, self.line_filter, _workers(len(refs)))):
+            self.arts[i], self.from_digest[i] = art, False
+        self.evidence = assemble(self.source, self.arts)
+        return len(todo)
+
+    def reread_named(self, ranks: Iterable[int | None]) -> bool:
+        """After a verdict: read raw the ranks it names that were served from digests. True when any was
+        (the caller then judges again); every rank the verdict names then rests on its raw files."""
+        ev = self.evidence
+        by_rank = {r.rank: (r.record.host, r.record.pid) for r in ev.ranks if r.rank is not None}
+        want = {by_rank[r] for r in ranks if r in by_rank} - self.raw_processes
+        if not want:
+            return False
+        if len(want) > MAX_REREAD:
+            want = {(r.record.host, r.record.pid) for r in ev.ranks}
+        n = self.read_raw(want)
+        self.reread += len(want)
+        return n > 0
+
+    def summary(self) -> dict[str, Any]:
+        """What was read how, for the verdict's sections and the benchmark."""
+        raw = sum(1 for d in self.from_digest if not d)
+        ranks = sorted(r.rank for r in self.evidence.ranks
+                       if r.rank is not None and (r.record.host, r.record.pid) in self.raw_processes)
+        return {"raw_ranks": ranks[:256], "hosts_from_digest": self.hosts_used, "files_from_digest": len(self.arts) - raw, "files_read_raw": raw,
+                "processes_read_raw": len(self.raw_processes), "reread_after_verdict": self.reread,
+                "notes": self.notes[:50]}
+
+
+def _workers(files: int) -> int | None:
+    return min(8, os.cpu_count() or 1) if files >= PARALLEL_FILES else None
+
+
+def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> DigestRead | None:
+    """Read `source` digest first; None when it is no bundle or none of its hosts has a usable digest
+    (the caller reads every file raw, as before)."""
+    if source.manifest is None or log_mode is not None:
+        return None
+    usable, notes = _usable_digests(source, kb)
+    if not usable:
+        return None
+    read = DigestRead(source=source, line_filter=kb.line_filter, notes=notes, hosts_used=len(usable))
+    arts: list[Artifact | None] = []
+    raw_idx: list[int] = []
+    bad_hosts: set[str] = set()
+    for i, ref in enumerate(source.files):
+        head = "/".join(ref.rel.split("/", 2)[:2])
+        dig = usable.get(head)
+        entry = dig.files.get(ref.rel[len(head) + 1:]) if dig is not None else None
+        art = None
+        if entry is not None:
+            try:
+                parsed = decode_parsed(entry["parsed"], str(ref.path), ref.rel) if "parsed" in entry else None
+                art = Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
+            except DigestError as err:
+                if dig.host not in bad_hosts:
+                    bad_hosts.add(dig.host)
+                    read.notes.append(f"digest of {dig.host}: {ref.rel}: {err}; that file read raw")
+        arts.append(art)
+        if art is None:
+            raw_idx.append(i)
+    refs = [source.files[i] for i in raw_idx]
+    for i, art in zip(raw_idx, read_files(refs, kb.line_filter, _workers(len(refs)))):
+        arts[i] = art
+    read.arts = arts  # type: ignore[assignment]
+    raw_set = set(raw_idx)
+    read.from_digest = [i not in raw_set for i in range(len(arts))]
+    read.evidence = assemble(source, read.arts)
+    named = [(f.get("rank"), f.get("host")) for d in usable.values() for f in d.host_findings if isinstance(f, dict)]
+    named = [(r if isinstance(r, int) else None, h if isinstance(h, str) else None) for r, h in named]
+    processes, hosts = odd_ones_out(read.evidence, named)
+    read.read_raw(processes, hosts)
+    return read
+
+
+def _usable_digests(source: Source, kb: Any) -> tuple[dict[str, HostDigest], list[str]]:
+    """Host folder -> its digest, for each host whose digest is there, valid and made for this reading."""
+    usable: dict[str, HostDigest] = {}
+    notes: list[str] = []
+    want_kb = kb_key(kb)
+    for rec in source.manifest.hosts:
+        folder = (rec.dir or "").rstrip("/")
+        if not folder or folder.count("/") != 1:
+            continue
+        try:
+            path = source.path(f"{folder}/{DIGEST_NAME}")
+        except Exception:  # noqa: BLE001 - a manifest path that leads outside: that host is read raw
+            continue
+        if not os.path.lexists(path):
+            continue
+        try:
+            dig = read_digest(path)
+        except DigestError as err:
+            notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
+            continue
+        if dig.host != rec.host or dig.dir.rstrip("/") != folder:
+            notes.append(f"digest of {rec.host} was made for host {dig.host!r} in {dig.dir!r}; its raw files read")
+        elif dig.kb != want_kb:
+            notes.append(f"digest of {rec.host} was made with another knowledge base; its raw files read")
+        else:
+            usable[folder] = dig
+    return usable, notes
