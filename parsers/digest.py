@@ -121,9 +121,10 @@ def decode(data: Any, depth: int = 0, paths: tuple[str, ...] = ()) -> Any:
     file is now); DigestError on any other shape."""
     if depth > MAX_DEPTH:
         raise DigestError("nested too deep")
-    if data is None or isinstance(data, (bool, int, float, str)):
+    t = type(data)
+    if data is None or t is str or t is int or t is float or t is bool:
         return data
-    if isinstance(data, list):
+    if t is list:
         return [decode(x, depth + 1, paths) for x in data]
     if not isinstance(data, dict):
         raise DigestError(f"unexpected {type(data).__name__}")
@@ -166,17 +167,17 @@ def _build(data: dict, depth: int, paths: tuple[str, ...]) -> Any:
     cls = _TYPES.get(data["$t"]) if isinstance(data["$t"], str) else None
     if cls is None:
         raise DigestError(f"unknown type {str(data['$t'])[:60]!r}")
-    known = _FIELDS[cls]
+    allowed = _ALLOWED[cls]
     kwargs = {}
     for name, raw in data.items():
         if name == "$t":
             continue
-        f = known.get(name)
-        if f is None:
+        if name not in allowed:
             raise DigestError(f"{cls.__name__} has no field {name[:60]!r}")
-        value = decode(raw, depth + 1, paths)
-        if not _fits(value, f.type):
-            raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {f.type} belongs")
+        value = raw if raw is None or type(raw) in _PLAIN else decode(raw, depth + 1, paths)
+        types_ = allowed[name]
+        if types_ is not None and (not isinstance(value, types_) or type(value) is bool and bool not in types_):
+            raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -184,24 +185,27 @@ def _build(data: dict, depth: int, paths: tuple[str, ...]) -> Any:
         raise DigestError(f"{cls.__name__}: {err}") from None
 
 
+_PLAIN = (int, float, bool, str)  # plain JSON values need no decoding (a path number is an object)
 _SIMPLE = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float), "None": (type(None),),
            "dict": (dict,), "list": (list,), "tuple": (tuple,)}
 
 
-def _fits(value: Any, annotation: Any) -> bool:
-    """Whether `value` fits a field's annotation where it is a simple one ('int | None', 'list[Frame]');
-    other annotations are not checked here (the constructors and the judges' own guards are)."""
+def _allowed(annotation: Any) -> tuple[type, ...] | None:
+    """The types a field's simple annotation allows ('int | None', 'list[Frame]'); None where the
+    annotation is not a simple one (the constructors and the judges' own guards check those)."""
     if not isinstance(annotation, str):
-        return True
+        return None
     allowed: list[type] = []
     for part in annotation.split("|"):
         base = part.strip().split("[", 1)[0]
         if base not in _SIMPLE:
-            return True
+            return None
         allowed += _SIMPLE[base]
-    if isinstance(value, bool) and bool not in allowed:
-        return False
-    return isinstance(value, tuple(allowed))
+    return tuple(allowed)
+
+
+#: per type, per field: the types its value may have (None: not checked here); computed once
+_ALLOWED = {cls: {name: _allowed(f.type) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
 
 
 # ----------------------------------------------------------------------------- bounding one file's evidence

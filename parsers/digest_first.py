@@ -27,17 +27,19 @@ from parsers.source import FileRef, Source
 MAX_REREAD = 4096
 
 
-def digest_host(source: Source, host: str, kb: Any, created: str = "") -> dict[str, Any]:
+def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: list[FileRef] | None = None) -> dict[str, Any]:
     """The digest document of one host of a bundle: its files read by the readers, as analysis reads them.
 
-    `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle."""
+    `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle. `refs`: the
+    host's files when the caller has them grouped already (a benchmark of thousands of hosts)."""
     from parsers.judges.hosts import judge_hosts
 
     rec = next((h for h in source.manifest.hosts if h.host == host), None) if source.manifest else None
     if rec is None:
         raise DigestError(f"host {host!r} is not in the bundle's manifest")
     host_dir = (rec.dir or f"hosts/{host}").rstrip("/")
-    refs = [f for f in source.files if f.rel.startswith(host_dir + "/")]
+    if refs is None:
+        refs = [f for f in source.files if f.rel.startswith(host_dir + "/")]
     arts = read_files(refs, kb.line_filter)
     sub = Source(root=source.root, given=source.given, form=source.form, manifest=source.manifest, files=refs)
     ev = assemble(sub, arts)
@@ -80,8 +82,14 @@ class DigestRead:
         refs = [self.source.files[i] for i in todo]
         for i, art in zip(todo, read_files(refs, self.line_filter, _workers(len(refs)))):
             self.arts[i], self.from_digest[i] = art, False
-        self.evidence = assemble(self.source, self.arts)
+        self.assemble()
         return len(todo)
+
+    def assemble(self) -> None:
+        """The evidence of the artifacts as they stand; a digest that could not be used is a problem of
+        the bundle, said with the others."""
+        self.evidence = assemble(self.source, self.arts)
+        self.evidence.problems += [f"host digest: {n}" for n in self.notes[:20]]
 
     def reread_named(self, ranks: Iterable[int | None]) -> bool:
         """After a verdict: read raw the ranks it names that were served from digests. True when any was
@@ -113,70 +121,77 @@ def _workers(files: int) -> int | None:
 
 def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> DigestRead | None:
     """Read `source` digest first; None when it is no bundle or none of its hosts has a usable digest
-    (the caller reads every file raw, as before)."""
+    (the caller reads every file raw, as before). Digests are read one host at a time and dropped once
+    their files' evidence is rebuilt: memory holds the model, never every digest's JSON at once."""
     if source.manifest is None or log_mode is not None:
         return None
-    usable, notes = _usable_digests(source, kb)
-    if not usable:
-        return None
-    read = DigestRead(source=source, line_filter=kb.line_filter, notes=notes, hosts_used=len(usable))
-    arts: list[Artifact | None] = []
-    raw_idx: list[int] = []
-    bad_hosts: set[str] = set()
+    by_folder: dict[str, list[int]] = {}
     for i, ref in enumerate(source.files):
-        head = "/".join(ref.rel.split("/", 2)[:2])
-        dig = usable.get(head)
-        entry = dig.files.get(ref.rel[len(head) + 1:]) if dig is not None else None
-        art = None
-        if entry is not None:
+        by_folder.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(i)
+    want_kb = kb_key(kb)
+    read = DigestRead(source=source, line_filter=kb.line_filter)
+    arts: list[Artifact | None] = [None] * len(source.files)
+    named: list[tuple[int | None, str | None]] = []
+    for rec in source.manifest.hosts:
+        dig = _usable_digest(source, rec, want_kb, read.notes)
+        if dig is None:
+            continue
+        read.hosts_used += 1
+        folder = dig.dir.rstrip("/")
+        failed = False
+        for i in by_folder.get(folder, ()):
+            ref = source.files[i]
+            entry = dig.files.get(ref.rel[len(folder) + 1:])
+            if entry is None:
+                continue
             try:
                 parsed = decode_parsed(entry["parsed"], str(ref.path), ref.rel) if "parsed" in entry else None
-                art = Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
+                arts[i] = Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
             except DigestError as err:
-                if dig.host not in bad_hosts:
-                    bad_hosts.add(dig.host)
+                if not failed:
+                    failed = True
                     read.notes.append(f"digest of {dig.host}: {ref.rel}: {err}; that file read raw")
-        arts.append(art)
-        if art is None:
-            raw_idx.append(i)
+        for f in dig.host_findings:
+            if isinstance(f, dict):
+                r, h = f.get("rank"), f.get("host")
+                named.append((r if isinstance(r, int) and not isinstance(r, bool) else None,
+                              h if isinstance(h, str) else None))
+    if not read.hosts_used and not read.notes:
+        return None  # a bundle written before digests: the caller reads it as it always did
+    raw_idx = [i for i, a in enumerate(arts) if a is None]
     refs = [source.files[i] for i in raw_idx]
     for i, art in zip(raw_idx, read_files(refs, kb.line_filter, _workers(len(refs)))):
         arts[i] = art
     read.arts = arts  # type: ignore[assignment]
     raw_set = set(raw_idx)
     read.from_digest = [i not in raw_set for i in range(len(arts))]
-    read.evidence = assemble(source, read.arts)
-    named = [(f.get("rank"), f.get("host")) for d in usable.values() for f in d.host_findings if isinstance(f, dict)]
-    named = [(r if isinstance(r, int) else None, h if isinstance(h, str) else None) for r, h in named]
+    read.assemble()
     processes, hosts = odd_ones_out(read.evidence, named)
     read.read_raw(processes, hosts)
     return read
 
 
-def _usable_digests(source: Source, kb: Any) -> tuple[dict[str, HostDigest], list[str]]:
-    """Host folder -> its digest, for each host whose digest is there, valid and made for this reading."""
-    usable: dict[str, HostDigest] = {}
-    notes: list[str] = []
-    want_kb = kb_key(kb)
-    for rec in source.manifest.hosts:
-        folder = (rec.dir or "").rstrip("/")
-        if not folder or folder.count("/") != 1:
-            continue
-        try:
-            path = source.path(f"{folder}/{DIGEST_NAME}")
-        except Exception:  # noqa: BLE001 - a manifest path that leads outside: that host is read raw
-            continue
-        if not os.path.lexists(path):
-            continue
-        try:
-            dig = read_digest(path)
-        except DigestError as err:
-            notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
-            continue
-        if dig.host != rec.host or dig.dir.rstrip("/") != folder:
-            notes.append(f"digest of {rec.host} was made for host {dig.host!r} in {dig.dir!r}; its raw files read")
-        elif dig.kb != want_kb:
-            notes.append(f"digest of {rec.host} was made with another knowledge base; its raw files read")
-        else:
-            usable[folder] = dig
-    return usable, notes
+def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> HostDigest | None:
+    """A host's digest when it is there, valid and made for this reading; else None (a note says why,
+    except when there is none: a bundle written before digests)."""
+    folder = (rec.dir or "").rstrip("/")
+    if not folder or folder.count("/") != 1:
+        return None
+    try:
+        path = source.path(f"{folder}/{DIGEST_NAME}")
+    except Exception:  # noqa: BLE001 - a manifest path that leads outside: that host is read raw
+        return None
+    if not os.path.lexists(path):
+        return None
+    try:
+        dig = read_digest(path)
+    except DigestError as err:
+        notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
+        return None
+    if dig.host != rec.host or dig.dir.rstrip("/") != folder:
+        notes.append(f"digest of {rec.host} was made for host {dig.host!r} in {dig.dir!r}; its raw files read")
+    elif dig.kb != want_kb:
+        notes.append(f"digest of {rec.host} was made with another knowledge base; its raw files read")
+    else:
+        return dig
+    return None

@@ -163,18 +163,21 @@ def test_bad_digest_falls_back_to_raw_files(tmp_path):
     doc["version"] = 2
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
     v = analyze(dst, KB).verdict
-    assert "digests" not in v.sections and _verdict_key(v) == _verdict_key(full)  # the only host's digest: raw read
+    assert _verdict_key(v) == _verdict_key(full)  # the only host's digest refused: every file read raw, and said
+    assert v.sections["digests"]["hosts_from_digest"] == 0 and v.sections["digests"]["files_from_digest"] == 0
+    assert "newer than this tool reads" in v.sections["digests"]["notes"][0]
     doc["version"] = 1
     first = next(iter(doc["files"]))
     doc["files"][first]["parsed"] = {"kind": "x", "events": [{"$t": "builtins.eval"}]}
-    doc["host"] = doc["host"]
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
     v = analyze(dst, KB).verdict
     assert any("unknown type" in n for n in v.sections["digests"]["notes"])  # that file read raw, said
     assert _verdict_key(v) == _verdict_key(full)
     doc["host"] = "another"
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
-    assert "digests" not in analyze(dst, KB).verdict.sections
+    res = analyze(dst, KB)
+    assert res.verdict.sections["digests"]["files_from_digest"] == 0
+    assert any("made for host 'another'" in p for p in res.evidence.problems)
 
 
 def test_loose_folder_skips_the_digest_quietly(tmp_path):
