@@ -9,9 +9,13 @@ be made costs nothing gathered: the raw files and the manifest stay as they are,
 from __future__ import annotations
 
 import datetime as _dt
+import json
+from pathlib import Path
 
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, write_json
+from parsers.digest import DIGEST_NAME, DigestError, read_digest, write_json
+from parsers.digest_merge import from_host, merge_all
+from parsers.model.manifest import Manifest
 from parsers.digest_first import digest_host
 from parsers.source import open_source
 from forensics import safefs
@@ -32,3 +36,31 @@ def write_host_digest(writer: BundleWriter, host: str) -> str | None:
     except Exception as err:  # noqa: BLE001 - the digest is an index: never lose a collection over it
         return f"host digest not written ({type(err).__name__}: {str(err)[:300]}); analysis reads the raw files"
     return None
+
+
+MERGED_DIGEST = "merged-digest.json"
+
+
+def write_merged_digest(root: Path, man: Manifest) -> str | None:
+    """The job bundle's merged digest (parsers.digest_merge) at its root, from the digests its hosts
+    sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
+    Returns a note when some host's digest was unusable (None when all were, or there were none)."""
+    parts, bad = [], []
+    for rec in man.hosts:
+        if not rec.dir:
+            continue
+        path = root / rec.dir / DIGEST_NAME
+        if not path.exists():
+            continue
+        try:
+            dig = read_digest(path)
+        except DigestError as err:
+            bad.append(f"{rec.host} ({err})")
+            continue
+        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+    if parts:
+        try:
+            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merge_all(parts), separators=(",", ":")))
+        except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
+            bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
+    return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None
