@@ -116,7 +116,7 @@ def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any
     return out
 
 
-def decode(data: Any, depth: int = 0, paths: tuple[str, ...] = ()) -> Any:
+def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
     """The model's value from `encode`'s JSON data (`paths`: what each path number stands for, where the
     file is now); DigestError on any other shape."""
     if depth > MAX_DEPTH:
@@ -163,7 +163,7 @@ def _list(value: Any) -> list:
     return value
 
 
-def _build(data: dict, depth: int, paths: tuple[str, ...]) -> Any:
+def _build(data: dict, depth: int, paths: tuple) -> Any:
     cls = _TYPES.get(data["$t"]) if isinstance(data["$t"], str) else None
     if cls is None:
         raise DigestError(f"unknown type {str(data['$t'])[:60]!r}")
@@ -275,7 +275,7 @@ def _cap_recorder(s: RecorderState) -> RecorderState:
 def encode_parsed(parsed: Parsed, path: str = "", rel: str = "") -> dict[str, Any]:
     """One file's evidence, bounded, as JSON data (DigestError where the model holds a foreign type);
     `path` and `rel`: the file's path as read and as cited, written as path numbers 0 and 1."""
-    paths = {p: i for i, p in enumerate((path, rel)) if p}
+    paths = {p: i for i, p in enumerate((path, rel, HOST_TOKEN)) if p}
     small = reduce_parsed(parsed)
     out: dict[str, Any] = {"kind": parsed.kind}
     for name in _PARSED_FIELDS:
@@ -285,9 +285,9 @@ def encode_parsed(parsed: Parsed, path: str = "", rel: str = "") -> dict[str, An
     return out
 
 
-def decode_parsed(data: Any, path: str = "", rel: str = "") -> Parsed:
-    """The `Parsed` of one file from a digest, its path numbers read as `path` and `rel` (where the file
-    is now; DigestError on a foreign shape)."""
+def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = None) -> Parsed:
+    """The `Parsed` of one file from a digest, its path numbers read as `path`, `rel` and `host` (where the
+    file is now, and the host it is filed under; DigestError on a foreign shape)."""
     if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
         raise DigestError("a file's evidence without its kind")
     kwargs = {}
@@ -296,7 +296,7 @@ def decode_parsed(data: Any, path: str = "", rel: str = "") -> Parsed:
             continue
         if name not in _PARSED_FIELDS:
             raise DigestError(f"a file's evidence has no field {name[:60]!r}")
-        kwargs[name] = decode(raw, paths=(path, rel))
+        kwargs[name] = decode(raw, paths=(path, rel, host))
     for name in ("lines", "unknown_lines"):
         if not isinstance(kwargs.get(name, 0), int):
             raise DigestError(f"{name}: not a number")
@@ -355,10 +355,15 @@ class HostDigest:
     created: str = ""
 
 
-def make_digest(host: str, host_dir: str, arts: Iterable[Any], ev: Any, host_findings: list, kb: str,
-                created: str) -> dict[str, Any]:
-    """The digest document of one host: each rank-scope and host-scope artifact under `host_dir` (its
-    `Parsed`, bounded), a summary per rank (`rank_summary`), and the host judge's findings."""
+#: the host name files are read under when a digest is made: a value that came from the file's hint (not its
+#: content) is then this token, written as a path number, and read back as the host the bundle files it under
+#: now (the fleet's merge re-files a host's bundle under the name it reached the host by)
+HOST_TOKEN = "hf-digest-host-5e2a91"
+
+
+def encode_files(arts: Iterable[Any], host_dir: str) -> dict[str, Any]:
+    """Each rank-scope and host-scope artifact under `host_dir`, read under HOST_TOKEN: its `Parsed`,
+    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw)."""
     files: dict[str, Any] = {}
     prefix = host_dir.rstrip("/") + "/"
     for art in arts:
@@ -374,6 +379,13 @@ def make_digest(host: str, host_dir: str, arts: Iterable[Any], ev: Any, host_fin
             except DigestError:
                 continue  # a foreign value in the model: this file is read raw
         files[rel[len(prefix):]] = entry
+    return files
+
+
+def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_findings: list, kb: str,
+                created: str) -> dict[str, Any]:
+    """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
+    (`rank_summary`) and the host judge's findings."""
     return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
             "files": files, "ranks": [rank_summary(r, ev) for r in ev.ranks if r.record.host == host],
             "host_findings": host_findings}

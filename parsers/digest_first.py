@@ -6,20 +6,22 @@ rebuilt evidence marks as odd ones out (`parsers.digest.odd_ones_out`), for the 
 names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
 read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
 
-A digest is used only when it is the one for this reading: made for the host and folder the manifest
-lists, with the knowledge base the analysis uses (its notes depend on it), and for the default log mode.
+A digest is used only when it is the one for this reading: made with the knowledge base the analysis
+uses (its notes depend on it), for the default log mode. A host re-filed under another name (the fleet's
+merge) keeps its digest usable: what came from the file's hint is rebuilt as the name it is filed under.
 Anything else (and a digest that fails its checks) is said in `DigestRead.notes`, and that host's
 raw files are read instead.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, DigestError, HostDigest, decode_parsed, kb_key, make_digest, odd_ones_out, \
-    read_digest
+from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
+    make_digest, odd_ones_out, read_digest
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.source import FileRef, Source
 
@@ -40,13 +42,27 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     host_dir = (rec.dir or f"hosts/{host}").rstrip("/")
     if refs is None:
         refs = [f for f in source.files if f.rel.startswith(host_dir + "/")]
-    arts = read_files(refs, kb.line_filter)
+    # read under HOST_TOKEN: what came from the hint, not the content, is told apart (see HOST_TOKEN)
+    read = read_files([FileRef(r.path, r.rel, dataclasses.replace(r.hints, host=HOST_TOKEN)) for r in refs],
+                      kb.line_filter)
+    files = encode_files(read, host_dir)
+    # the summaries and host findings are made from the digest itself, as analysis will rebuild it
+    arts = [_rebuilt(ref, files.get(ref.rel[len(host_dir) + 1:]), host) or dataclasses.replace(art, hints=ref.hints)
+            for ref, art in zip(refs, read)]
     sub = Source(root=source.root, given=source.given, form=source.form, manifest=source.manifest, files=refs)
     ev = assemble(sub, arts)
     _, suspects = judge_hosts(ev, kb)
     findings = [{"rank": s.rank, "host": s.host, "reason_class": str(s.reason_class), "reason": (s.reason or "")[:500]}
                 for s in suspects][:256]
-    return make_digest(host, host_dir, arts, ev, findings, kb_key(kb), created)
+    return make_digest(host, host_dir, files, ev, findings, kb_key(kb), created)
+
+
+def _rebuilt(ref: FileRef, entry: dict | None, host: str | None) -> Artifact | None:
+    """The artifact of `ref` rebuilt from its digest entry (None without one); DigestError on a bad entry."""
+    if entry is None:
+        return None
+    parsed = decode_parsed(entry["parsed"], str(ref.path), ref.rel, host) if "parsed" in entry else None
+    return Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
 
 
 def _key(ref: FileRef) -> tuple[str | None, int | None]:
@@ -137,16 +153,12 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
         if dig is None:
             continue
         read.hosts_used += 1
-        folder = dig.dir.rstrip("/")
+        folder = rec.dir.rstrip("/")
         failed = False
         for i in by_folder.get(folder, ()):
             ref = source.files[i]
-            entry = dig.files.get(ref.rel[len(folder) + 1:])
-            if entry is None:
-                continue
             try:
-                parsed = decode_parsed(entry["parsed"], str(ref.path), ref.rel) if "parsed" in entry else None
-                arts[i] = Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
+                arts[i] = _rebuilt(ref, dig.files.get(ref.rel[len(folder) + 1:]), ref.hints.host)
             except DigestError as err:
                 if not failed:
                     failed = True
@@ -188,9 +200,9 @@ def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> 
     except DigestError as err:
         notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
         return None
-    if dig.host != rec.host or dig.dir.rstrip("/") != folder:
-        notes.append(f"digest of {rec.host} was made for host {dig.host!r} in {dig.dir!r}; its raw files read")
-    elif dig.kb != want_kb:
+    # a host's name and folder may differ from those it wrote (the fleet's merge re-files it under the name it
+    # reached it by): its files' paths and hinted host are numbers in the digest, read as the bundle files them now
+    if dig.kb != want_kb:
         notes.append(f"digest of {rec.host} was made with another knowledge base; its raw files read")
     else:
         return dig

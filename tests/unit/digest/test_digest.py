@@ -173,11 +173,31 @@ def test_bad_digest_falls_back_to_raw_files(tmp_path):
     v = analyze(dst, KB).verdict
     assert any("unknown type" in n for n in v.sections["digests"]["notes"])  # that file read raw, said
     assert _verdict_key(v) == _verdict_key(full)
-    doc["host"] = "another"
+    doc["kb"] = "0" * 16
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
     res = analyze(dst, KB)
     assert res.verdict.sections["digests"]["files_from_digest"] == 0
-    assert any("made for host 'another'" in p for p in res.evidence.problems)
+    assert any("another knowledge base" in p for p in res.evidence.problems)
+
+
+@pytest.mark.parametrize("bundle", [FIXTURES / "nccl" / "sleep" / "bundle", FIXTURES / "gloo14" / "oom" / "live",
+                                    FIXTURES / "nccl_x2" / "mixed" / "kill" / "bundle"], ids=lambda p: p.parts[-3])
+def test_digest_survives_the_fleet_refiling_its_host(bundle, tmp_path):
+    """The fleet's merge files each host's bundle under the name it reached the host by (not the name the
+    host gave itself): the digest stays usable there, and the verdict is the full read's."""
+    from forensics.bundle.merge import HostPart, merge_bundles
+
+    dst = _with_digests(bundle, tmp_path)
+    with open_source(dst) as src:
+        if len(src.manifest.hosts) != 1:
+            pytest.skip("one host a part")
+    merge_bundles(tmp_path / "job", [HostPart(host="gw-node-17", bundle=dst)])
+    full = analyze(tmp_path / "job", KB, digests=False).verdict
+    first = analyze(tmp_path / "job", KB).verdict
+    used = first.sections["digests"]
+    assert used["hosts_from_digest"] == 1 and used["files_from_digest"] > 0 and not used["notes"], used
+    assert _verdict_key(first) == _verdict_key(full)
+    assert first.culprit is None or first.culprit.host in (None, "gw-node-17")
 
 
 def test_loose_folder_skips_the_digest_quietly(tmp_path):
