@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -175,9 +176,12 @@ def _build(data: dict, depth: int, paths: tuple) -> Any:
         if name not in allowed:
             raise DigestError(f"{cls.__name__} has no field {name[:60]!r}")
         value = raw if raw is None or type(raw) in _PLAIN else decode(raw, depth + 1, paths)
-        types_ = allowed[name]
-        if types_ is not None and (not isinstance(value, types_) or type(value) is bool and bool not in types_):
-            raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
+        rule = allowed[name]
+        if rule is not None:
+            types_, item = rule
+            if not isinstance(value, types_) or type(value) is bool and bool not in types_ \
+                    or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
+                raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -190,22 +194,33 @@ _SIMPLE = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float),
            "dict": (dict,), "list": (list,), "tuple": (tuple,)}
 
 
-def _allowed(annotation: Any) -> tuple[type, ...] | None:
-    """The types a field's simple annotation allows ('int | None', 'list[Frame]'); None where the
-    annotation is not a simple one (the constructors and the judges' own guards check those)."""
+def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | None] | None:
+    """What a field's annotation allows, as (types, type of a list's items or None): simple types, the
+    model's own types ('Origin | None'), lists of either ('list[Frame]', 'list[int] | None'); None where an
+    annotation is none of these (not checked here; the constructors and the judges' guards check those)."""
     if not isinstance(annotation, str):
         return None
+    names = vars(sys.modules[owner.__module__])
     allowed: list[type] = []
+    item: type | None = None
     for part in annotation.split("|"):
-        base = part.strip().split("[", 1)[0]
-        if base not in _SIMPLE:
+        part = part.strip().strip("'\"")
+        base, _, inner = part.partition("[")
+        inner = inner.rstrip("]").strip().strip("'\"")
+        if base in _SIMPLE:
+            allowed += _SIMPLE[base]
+            if base == "list" and inner:
+                found = _SIMPLE.get(inner, (names.get(inner),))[0]
+                item = found if isinstance(found, type) and (found in _TAG or inner in _SIMPLE) else None
+        elif isinstance(names.get(base), type) and names[base] in _TAG:
+            allowed.append(names[base])
+        else:
             return None
-        allowed += _SIMPLE[base]
-    return tuple(allowed)
+    return tuple(allowed), item
 
 
 #: per type, per field: the types its value may have (None: not checked here); computed once
-_ALLOWED = {cls: {name: _allowed(f.type) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
+_ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
 
 
 # ----------------------------------------------------------------------------- bounding one file's evidence

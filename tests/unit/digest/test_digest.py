@@ -147,6 +147,10 @@ def test_bad_digest_is_refused_with_its_reason(tmp_path, doc, why):
     {"$t": "os.system", "x": 1},  # only the model's own types are ever built
     {"$t": "events.OpEvent", "comm": "c", "comm_rank": 0, "op": "x", "seq": "not a number", "origin": None},
     {"$t": "events.Origin", "no_such_field": 1},
+    {"$t": "events.OpEvent", "comm": "c", "comm_rank": 0, "op": "x", "seq": 1, "origin": 5},  # the model's types too
+    {"$t": "stacks.ThreadStack", "thread_id": 1, "frames": [1, 2]},  # and the items of their lists
+    {"$t": "events.CommMember", "comm": "c", "comm_rank": 0, "nranks": 2, "origin": {"$t": "events.Origin"},
+     "global_ranks": ["0"]},
     {"$p": 7},
     {"$unknown": 1},
 ])
