@@ -100,12 +100,16 @@ from parsers.digest_first import digest_host
 from parsers.source import open_source
 kb = knowledge.load(use_env=False)
 size = 0
+import dataclasses
 with open_source(sys.argv[1]) as src:
-    by_dir = {}
+    by_dir, ranks = {}, {}
     for ref in src.files:
         by_dir.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(ref)
+    for r in src.manifest.ranks:
+        ranks.setdefault(r.host, []).append(r)
     for rec in src.manifest.hosts:
-        data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, [])))
+        own = dataclasses.replace(src.manifest, hosts=[rec], ranks=ranks.get(rec.host, []), missing=[])
+        data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, []), manifest=own))
         (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
         size += len(data)
 print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": len(src.manifest.hosts),
@@ -126,15 +130,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=100_000)
     ap.add_argument("--ranks-per-host", type=int, default=8)
-    ap.add_argument("--keep", type=Path, help="write the bundle here and keep it")
+    ap.add_argument("--keep", type=Path, help="write the bundle here and keep it (a bundle already there is reused: "
+                                              "same --ranks and --ranks-per-host)")
     ap.add_argument("--no-digest", action="store_true", help="the full read only (no digests made or read)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
     culprit = args.ranks // 3
     try:
         t = time.perf_counter()
-        n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
-        print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
+        if args.keep is not None and (root / "manifest.json").exists():  # a kept bundle of this size: reused
+            print(f"bundle: {args.ranks} ranks, reused from {root}")
+        else:
+            n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
+            print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
         runs = {}
         if not args.no_digest:
             made = _child(DIGESTS, str(root))

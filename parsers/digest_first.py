@@ -29,11 +29,13 @@ from parsers.source import FileRef, Source
 MAX_REREAD = 4096
 
 
-def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: list[FileRef] | None = None) -> dict[str, Any]:
+def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: list[FileRef] | None = None,
+                manifest: Any = None) -> dict[str, Any]:
     """The digest document of one host of a bundle: its files read by the readers, as analysis reads them.
 
     `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle. `refs`: the
-    host's files when the caller has them grouped already (a benchmark of thousands of hosts)."""
+    host's files, and `manifest` the host's part of the manifest, when the caller has them grouped already
+    (a benchmark of thousands of hosts)."""
     from parsers.judges.hosts import judge_hosts
 
     rec = next((h for h in source.manifest.hosts if h.host == host), None) if source.manifest else None
@@ -49,7 +51,12 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     # the summaries and host findings are made from the digest itself, as analysis will rebuild it
     arts = [_rebuilt(ref, files.get(ref.rel[len(host_dir) + 1:]), host) or dataclasses.replace(art, hints=ref.hints)
             for ref, art in zip(refs, read)]
-    sub = Source(root=source.root, given=source.given, form=source.form, manifest=source.manifest, files=refs)
+    # the host's own part of the manifest: a job bundle's other ranks are not this host's (and would cost
+    # O(ranks) a host: quadratic over a fleet's job bundle)
+    own = manifest if manifest is not None else dataclasses.replace(
+        source.manifest, hosts=[rec], ranks=[r for r in source.manifest.ranks if r.host == host],
+        missing=[m for m in source.manifest.missing if m.host == host])
+    sub = Source(root=source.root, given=source.given, form=source.form, manifest=own, files=refs)
     ev = assemble(sub, arts)
     _, suspects = judge_hosts(ev, kb)
     findings = [{"rank": s.rank, "host": s.host, "reason_class": str(s.reason_class), "reason": (s.reason or "")[:500]}
