@@ -8,7 +8,12 @@ one rank sleeping elsewhere), stdout/stderr tails, and its NCCL log (init, topol
 all_reduces, the culprit one fewer). The analysis runs in a child process so its peak
 RSS is its own (ru_maxrss of the child).
 
-    PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR]
+Digest first (issue 30): each host's digest is made as `collect` makes it (parsers.digest_first.digest_host,
+in a child process, timed apart: on a real job each host makes its own, in parallel), then the same
+bundle is analysed twice in the same run, every raw file read (the baseline) and digest first; the
+ratio and both culprits are printed. `--no-digest` runs the full read only, as before.
+
+    PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
                                   "world_size": ranks, "local_world_size": per_host, "job_id": "node00000:29500",
                                   "state_before": state, "state_after": state, "collectors": cols})
     for h in range((ranks + per_host - 1) // per_host):
-        manifest["hosts"].append({"host": f"node{h:05d}", "status": "ok", "collectors": []})
+        manifest["hosts"].append({"host": f"node{h:05d}", "status": "ok", "collectors": [], "dir": f"hosts/node{h:05d}"})
     (root / "manifest.json").write_text(json.dumps(manifest))
     return files + 1
 
@@ -78,36 +83,97 @@ import json, resource, sys, time
 t = time.perf_counter()
 from parsers.analyze import analyze
 from parsers import knowledge
-v = analyze(sys.argv[1], knowledge.load(use_env=False)).verdict
+v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=sys.argv[2] == "digest").verdict
 c = v.culprit
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None}))
+                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None,
+                  "digests": v.sections.get("digests")}))
 """
+
+#: each host's digest as collect writes it (one host's files read by the readers), for every host in turn
+DIGESTS = """
+import json, resource, sys, time
+t = time.perf_counter()
+from parsers import knowledge
+from parsers.digest import DIGEST_NAME, write_json
+from parsers.digest_first import digest_host
+from parsers.source import open_source
+kb = knowledge.load(use_env=False)
+size = 0
+import dataclasses
+with open_source(sys.argv[1]) as src:
+    by_dir, ranks = {}, {}
+    for ref in src.files:
+        by_dir.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(ref)
+    for r in src.manifest.ranks:
+        ranks.setdefault(r.host, []).append(r)
+    for rec in src.manifest.hosts:
+        own = dataclasses.replace(src.manifest, hosts=[rec], ranks=ranks.get(rec.host, []), missing=[])
+        data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, []), manifest=own))
+        (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
+        size += len(data)
+print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": len(src.manifest.hosts),
+                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _child(code: str, *args: str) -> dict | None:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        print(out.stderr[-2000:])
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=100_000)
     ap.add_argument("--ranks-per-host", type=int, default=8)
-    ap.add_argument("--keep", type=Path, help="write the bundle here and keep it")
+    ap.add_argument("--keep", type=Path, help="write the bundle here and keep it (a bundle already there is reused: "
+                                              "same --ranks and --ranks-per-host)")
+    ap.add_argument("--no-digest", action="store_true", help="the full read only (no digests made or read)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
     culprit = args.ranks // 3
     try:
         t = time.perf_counter()
-        n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
-        print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-        out = subprocess.run([sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, env=env, check=False)
-        if out.returncode != 0:
-            print(out.stderr[-2000:])
-            return 1
-        res = json.loads(out.stdout.strip().splitlines()[-1])
-        rss_gb = res["rss_kb"] / 1024 / 1024
-        ok = res["culprit"] == culprit
-        print(f"analyze: {res['seconds']:.1f} s (goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB (goal < {GOAL_RSS_GB:.0f} GB), "
-              f"culprit rank {res['culprit']} [{res['reason']}] {'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}")
-        return 0 if ok else 1
+        if args.keep is not None and (root / "manifest.json").exists():  # a kept bundle of this size: reused
+            print(f"bundle: {args.ranks} ranks, reused from {root}")
+        else:
+            n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
+            print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
+        runs = {}
+        if not args.no_digest:
+            made = _child(DIGESTS, str(root))
+            if made is None:
+                return 1
+            print(f"digests: {made['hosts']} hosts, {made['bytes'] / args.ranks / 1024:.1f} kB a rank "
+                  f"({made['bytes'] / 1e6:.1f} MB), made in {made['seconds']:.1f} s here one host after another "
+                  f"(host-side work: each host makes its own), peak RSS {made['rss_kb'] / 1024:.0f} MB")
+        for mode in ("full",) if args.no_digest else ("full", "digest"):
+            res = _child(CHILD, str(root), mode)
+            if res is None:
+                return 1
+            runs[mode] = res
+            rss_gb = res["rss_kb"] / 1024 / 1024
+            ok = res["culprit"] == culprit
+            extra = ""
+            if res.get("digests"):
+                d = res["digests"]
+                extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
+                         f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
+            print(f"analyze ({mode} read): {res['seconds']:.1f} s (goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
+                  f"(goal < {GOAL_RSS_GB:.0f} GB), culprit rank {res['culprit']} [{res['reason']}] "
+                  f"{'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}{extra}")
+        if "digest" in runs:
+            f, d = runs["full"], runs["digest"]
+            same = (f["culprit"], f["reason"]) == (d["culprit"], d["reason"])
+            print(f"digest first / full read: time {d['seconds'] / f['seconds']:.2f}, peak RSS "
+                  f"{d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
+            if not same:
+                return 1
+        return 0 if all(r["culprit"] == culprit for r in runs.values()) else 1
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers import knowledge
+from parsers.digest_first import load_digest_first
 from parsers.evidence import Evidence, load
 from parsers.judges.exceptions import judge_exceptions
 from parsers.judges.hosts import HostReport, judge_hosts
@@ -52,17 +53,32 @@ class Analysis:
 
 
 def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None,
-            log_mode: str | None = None) -> Analysis:
+            log_mode: str | None = None, digests: bool = True) -> Analysis:
     """Analyse a bundle, a loose folder or an archive of either (InputError on anything else).
 
     `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
-    the verdict); 'full' scans every line of every big log."""
+    the verdict); 'full' scans every line of every big log. `digests`: a bundle whose hosts wrote
+    digests is read digest first (parsers.digest_first: raw files only for the odd ones out and the
+    ranks the verdict names); False reads every raw file."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc():  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
-            return analyze_evidence(load(path, kb.line_filter, log_mode=log_mode), kb)
+            return _analyze_source(path, kb, log_mode, digests)
         with open_source(path) as src:
-            return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb)
+            return _analyze_source(src, kb, log_mode, digests)
+
+
+def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | None, digests: bool) -> Analysis:
+    read = load_digest_first(src, kb, log_mode) if digests else None
+    if read is None:
+        return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb)
+    result = analyze_evidence(read.evidence, kb)
+    for _ in range(3):  # every rank the verdict names must rest on its raw files: read those, judge again
+        if not read.reread_named(s.rank for s in result.verdict.suspects):
+            break
+        result = analyze_evidence(read.evidence, kb)
+    result.verdict.sections["digests"] = read.summary()
+    return result
 
 
 def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) -> Analysis:

@@ -37,7 +37,7 @@ PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gd
 REPORTING_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json", "process-state", "recorder-state",
                    "pyspy-samples", "faulthandler-text")
 #: recognised, not evidence, and not worth a 'skipped' line
-_QUIET_KINDS = ("bundle-manifest", "nvidia-smi-topo", "tool-error", "recorder-text")
+_QUIET_KINDS = ("bundle-manifest", "host-digest", "nvidia-smi-topo", "tool-error", "recorder-text")
 #: what a file's content can make a reader raise: the file's problem. A KeyError or TypeError is not here:
 #: a reader that indexes data it did not check has a defect of ours, whatever the file held (issue 29).
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError,
@@ -516,9 +516,15 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
         line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
     if workers is None and len(source.files) >= PARALLEL_FILES:
         workers = min(8, os.cpu_count() or 1)
-    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     with pause_gc():
         arts = read_files(source.files, line_filter, workers, log_mode)
+    return assemble(source, arts)
+
+
+def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
+    """The evidence of a source from its artifacts, however they were read (each file by its reader, or
+    rebuilt from a host digest: parsers.digest): processes and hosts grouped, coverage known."""
+    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
             # an empty output file a collector copied is no news; an empty file among a user's logs is said

@@ -423,6 +423,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("empty", JOB, "an empty file", None, sniff=_is_empty),
     Kind("bundle-manifest", JOB, "a bundle's own manifest (read as hints, not evidence)", None,
          sniff=_json_has('"hang-forensics-bundle"'), names=("manifest.json",)),
+    Kind("host-digest", JOB, "a host's digest of its ranks' evidence (read instead of raw files, parsers.digest)",
+         None, sniff=lambda h, c: _json_has('"hang-forensics-digest"')(h, c)
+         or _json_has('"hang-forensics-merged-digest"')(h, c), names=("digest.json", "merged-digest.json")),
     Kind("recorder-state", RANK, "NCCL in-flight recorder state file (nccl_patches)", _recorder,
          sniff=lambda h, c: h.startswith(recorder.MAGIC), names=("nccl-recorder.*.bin",), collector="nccl_recorder"),
     Kind("recorder-text", RANK, "the recorder's human-readable snapshot (the .bin is read)", None,

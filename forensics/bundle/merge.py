@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, Status
+from forensics.bundle.digest import write_merged_digest
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
@@ -61,6 +62,8 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
             writer.add_host(HostRecord(host=part.host, status="failed", seconds=part.seconds, error=error))
             writer.note(f"{part.host}: {error}")
     _settle_missing(writer.manifest, parts)
+    if note := write_merged_digest(writer.root, writer.manifest):  # the hosts' digests folded into one (issue 30)
+        writer.note(note)
     writer.save()
     return writer.manifest
 

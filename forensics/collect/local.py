@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
+from forensics.bundle.digest import write_host_digest
 from forensics.bundle.writer import BundleWriter
 from forensics.collect import tool as tools
 from forensics.collect.progress import ProgressReporter
@@ -116,6 +117,9 @@ def collect_local(
                     f"{len(pending)} collection task(s) still running were abandoned")
     writer.manifest.interrupted = interrupted or disk.error is not None
     disk.save(final=True)
+    if not interrupted and (note := write_host_digest(writer, host)):  # the same readers as analysis (issue 30)
+        writer.note(note)
+        disk.save(final=True)
     return CollectResult(writer=writer, problems=problems, interrupted=interrupted)
 
 

@@ -1,0 +1,66 @@
+"""Writes a host's digest beside its raw files at the end of `collect` (the format: parsers/digest.py).
+
+Why on the host: the host already has its files, and reading them there (with the readers analysis
+uses) spreads the reading of a 100,000-rank job over its hosts; analysis then reads one small file
+a host and the raw files of the odd ones out only (parsers/digest_first.py). A digest that cannot
+be made costs nothing gathered: the raw files and the manifest stay as they are, and a note says why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from parsers import knowledge
+from parsers.digest import DIGEST_NAME, DigestError, read_digest, write_json
+from parsers.digest_merge import from_host, merge_all
+from parsers.model.manifest import Manifest
+from parsers.digest_first import digest_host
+from parsers.source import open_source
+from forensics import safefs
+from forensics.bundle.writer import BundleWriter
+
+
+def write_host_digest(writer: BundleWriter, host: str) -> str | None:
+    """Read `host`'s files of the bundle back through the readers and write <host dir>/digest.json;
+    returns a note for the manifest when it could not (None when written). The manifest must be saved."""
+    try:
+        with open_source(writer.root) as src:
+            rec = next((h for h in src.manifest.hosts if h.host == host), None) if src.manifest else None
+            if rec is None or not rec.dir:
+                return f"host digest not written: {host} has no folder in the manifest; analysis reads the raw files"
+            created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            doc = digest_host(src, host, knowledge.load(use_env=False), created)
+        safefs.replace_file(writer.root / rec.dir / DIGEST_NAME, write_json(doc))
+    except Exception as err:  # noqa: BLE001 - the digest is an index: never lose a collection over it
+        return f"host digest not written ({type(err).__name__}: {str(err)[:300]}); analysis reads the raw files"
+    return None
+
+
+MERGED_DIGEST = "merged-digest.json"
+
+
+def write_merged_digest(root: Path, man: Manifest) -> str | None:
+    """The job bundle's merged digest (parsers.digest_merge) at its root, from the digests its hosts
+    sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
+    Returns a note when some host's digest was unusable (None when all were, or there were none)."""
+    parts, bad = [], []
+    for rec in man.hosts:
+        if not rec.dir:
+            continue
+        path = root / rec.dir / DIGEST_NAME
+        if not path.exists():
+            continue
+        try:
+            dig = read_digest(path)
+        except DigestError as err:
+            bad.append(f"{rec.host} ({err})")
+            continue
+        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+    if parts:
+        try:
+            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merge_all(parts), separators=(",", ":")))
+        except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
+            bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
+    return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None

@@ -1,0 +1,601 @@
+"""A host's digest: what the readers got from its ranks' and host's files, kept small, as versioned JSON.
+
+Why: at 100,000 ranks, reading 600,000 raw files in one process is what makes analysis slow. Each
+host already has its files when `collect` ends, so it reads them there, with the same readers
+(`parsers.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
+`hosts/<host>/digest.json` beside them: per file, the typed evidence (`Parsed`) with its lists capped
+and its strings cut. Analysis rebuilds the evidence from the digests, then reads raw files only for
+the ranks the evidence marks as odd ones out (`odd_ones_out`), and for any rank the verdict then
+names that it has not read raw. Digest and raw read can disagree only where a cap dropped
+something, and never about a rank the verdict names.
+
+What a digest never carries: job-level files (launcher records, step series, analyzer reports), read
+raw always. A digest is hostile input like any file of a bundle: its size is bounded, its format and
+version checked, and only the model's own types are rebuilt from it, field by field, with simple types
+checked (`DigestError` on anything else; analysis then reads that host's raw files and says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import stat
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from parsers import registry
+from parsers.model.events import (INFO_KINDS, WAIT_ERRORS, CommMember, ErrorEvent, OpEvent, Origin, Parsed,
+                                  ProcessState, Progress, RasFinding, TopoEdge)
+from parsers.model.looks import Look, SecondLook
+from parsers.model.samples import Share, StackSamples
+from parsers.model.stacks import Frame, ThreadStack
+from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
+from parsers.readers.launcher import RankExit
+from parsers.readers.proxy_dump import ProxyOp
+from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
+
+FORMAT = "hang-forensics-digest"
+VERSION = 1
+DIGEST_NAME = "digest.json"
+#: a host digest larger than this is refused unread (a host of 72 ranks at a few kB each is far below)
+MAX_DIGEST_BYTES = 64 << 20
+#: strings from data are cut to this many characters (a message, a frame's file name)
+MAX_STR = 1000
+#: nesting deeper than this in a digest is refused (the model nests a few levels)
+MAX_DEPTH = 24
+
+# caps per file (what keeps a digest at kilobytes a rank); the rank the verdict names is read raw anyway
+OPS_PER_COMM = 16  #: last operations kept per communicator, sequence kind and comm rank
+EVENT_CAP = 256  #: memberships, progress counters, topology edges, RAS findings kept per file
+ERRORS_HEAD = ERRORS_TAIL = 32  #: first and last errors kept per file
+THREADS_CAP = 64
+MAIN_FRAMES, OTHER_FRAMES = 64, 16
+EXCEPTIONS_CAP, EXC_FRAMES = 8, 32
+NOTES_CAP, UNREAD_CAP, PROBLEMS_CAP = 200, 20, 20
+COLLS_CAP, ACTIVE_PROXY_CAP, DONE_PROXY_CAP = 32, 128, 16
+PROC_THREADS_CAP = 1024
+#: rank-summary caps (the part the fleet merge and people read)
+TOP_FRAMES, COMMS_CAP, SUMMARY_EDGES = 8, 32, 64
+
+#: the model's types a digest may rebuild, by tag; nothing else is ever constructed from one
+_TYPES: dict[str, type] = {}
+for _cls in (Origin, CommMember, OpEvent, Progress, ErrorEvent, TopoEdge, RasFinding, ProcessState, Frame,
+             ThreadStack, StackSamples, Share, RankExit, PyException, ExcFrame, RecorderState, CollRecord,
+             ProxyOpRecord, StepRecord, ProxyOp, Look, SecondLook):
+    _TYPES[f"{_cls.__module__.rsplit('.', 1)[-1]}.{_cls.__name__}"] = _cls
+_TAG = {cls: tag for tag, cls in _TYPES.items()}
+_FIELDS = {cls: {f.name: f for f in dataclasses.fields(cls) if f.init} for cls in _TYPES.values()}
+#: the Parsed fields a digest carries (the rest are a job file's, never in a digest)
+_PARSED_FIELDS = ("events", "lines", "unknown_lines", "problems", "stacks", "facts", "process", "host_facts", "exits",
+                  "recorder", "notes", "exceptions", "samples", "unread", "second_look")
+
+
+class DigestError(ValueError):
+    """A digest that cannot be used: unreadable, another format or a newer version, or not the model's shape."""
+
+
+# ----------------------------------------------------------------------------- model <-> JSON
+
+
+def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any:
+    """A value of the model as JSON data: dataclasses tagged, tuples, sets and non-string keys marked,
+    strings cut to MAX_STR; a string equal to one of `paths` (the file's own path as read, and as
+    cited) is written as its number, so a bundle that moved is cited where it now is. Raises DigestError for a type the model does not have (that file is then
+    not digested and analysis reads it raw)."""
+    if depth > MAX_DEPTH:
+        raise DigestError("nested too deep")
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    if isinstance(obj, str):
+        if paths and obj in paths:
+            return {"$p": paths[obj]}
+        return obj[:MAX_STR]
+    if isinstance(obj, list):
+        return [encode(x, depth + 1, paths) for x in obj]
+    if isinstance(obj, tuple):
+        return {"$tu": [encode(x, depth + 1, paths) for x in obj]}
+    if isinstance(obj, (set, frozenset)):
+        return {"$se": [encode(x, depth + 1, paths) for x in obj]}
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in obj):
+            return {k[:MAX_STR]: encode(v, depth + 1, paths) for k, v in obj.items()}
+        return {"$d": [[encode(k, depth + 1, paths), encode(v, depth + 1, paths)] for k, v in obj.items()]}
+    tag = _TAG.get(type(obj))
+    if tag is None:
+        raise DigestError(f"no digest form for {type(obj).__name__}")
+    out: dict[str, Any] = {"$t": tag}
+    for name, f in _FIELDS[type(obj)].items():
+        value = getattr(obj, name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        if f.default_factory is not dataclasses.MISSING and not value:  # type: ignore[misc]
+            continue
+        out[name] = encode(value, depth + 1, paths)
+    return out
+
+
+def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
+    """The model's value from `encode`'s JSON data (`paths`: what each path number stands for, where the
+    file is now); DigestError on any other shape."""
+    if depth > MAX_DEPTH:
+        raise DigestError("nested too deep")
+    t = type(data)
+    if data is None or t is str or t is int or t is float or t is bool:
+        return data
+    if t is list:
+        return [decode(x, depth + 1, paths) for x in data]
+    if not isinstance(data, dict):
+        raise DigestError(f"unexpected {type(data).__name__}")
+    if "$t" in data:
+        return _build(data, depth, paths)
+    if len(data) == 1 and "$p" in data:
+        n = data["$p"]
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(paths):
+            raise DigestError("a path number out of range")
+        return paths[n]
+    if len(data) == 1 and "$tu" in data:
+        return tuple(decode(x, depth + 1, paths) for x in _list(data["$tu"]))
+    if len(data) == 1 and "$se" in data:
+        try:
+            return set(decode(x, depth + 1, paths) for x in _list(data["$se"]))
+        except TypeError as err:
+            raise DigestError(f"a set of unhashable values: {err}") from None
+    if len(data) == 1 and "$d" in data:
+        out = {}
+        for pair in _list(data["$d"]):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise DigestError("a mapping entry that is not a pair")
+            try:
+                out[decode(pair[0], depth + 1, paths)] = decode(pair[1], depth + 1, paths)
+            except TypeError as err:
+                raise DigestError(f"an unhashable key: {err}") from None
+        return out
+    if any(k.startswith("$") for k in data):
+        raise DigestError("an unknown marker")
+    return {k: decode(v, depth + 1, paths) for k, v in data.items()}
+
+
+def _list(value: Any) -> list:
+    if not isinstance(value, list):
+        raise DigestError("a list expected")
+    return value
+
+
+def _build(data: dict, depth: int, paths: tuple) -> Any:
+    cls = _TYPES.get(data["$t"]) if isinstance(data["$t"], str) else None
+    if cls is None:
+        raise DigestError(f"unknown type {str(data['$t'])[:60]!r}")
+    allowed = _ALLOWED[cls]
+    kwargs = {}
+    for name, raw in data.items():
+        if name == "$t":
+            continue
+        if name not in allowed:
+            raise DigestError(f"{cls.__name__} has no field {name[:60]!r}")
+        value = raw if raw is None or type(raw) in _PLAIN else decode(raw, depth + 1, paths)
+        rule = allowed[name]
+        if rule is not None:
+            types_, item = rule
+            if not isinstance(value, types_) or type(value) is bool and bool not in types_ \
+                    or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
+                raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise DigestError(f"{cls.__name__}: {err}") from None
+
+
+_PLAIN = (int, float, bool, str)  # plain JSON values need no decoding (a path number is an object)
+_SIMPLE = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float), "None": (type(None),),
+           "dict": (dict,), "list": (list,), "tuple": (tuple,)}
+
+
+def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | None] | None:
+    """What a field's annotation allows, as (types, type of a list's items or None): simple types, the
+    model's own types ('Origin | None'), lists of either ('list[Frame]', 'list[int] | None'); None where an
+    annotation is none of these (not checked here; the constructors and the judges' guards check those)."""
+    if not isinstance(annotation, str):
+        return None
+    names = vars(sys.modules[owner.__module__])
+    allowed: list[type] = []
+    item: type | None = None
+    for part in annotation.split("|"):
+        part = part.strip().strip("'\"")
+        base, _, inner = part.partition("[")
+        inner = inner.rstrip("]").strip().strip("'\"")
+        if base in _SIMPLE:
+            allowed += _SIMPLE[base]
+            if base == "list" and inner:
+                found = _SIMPLE.get(inner, (names.get(inner),))[0]
+                item = found if isinstance(found, type) and (found in _TAG or inner in _SIMPLE) else None
+        elif isinstance(names.get(base), type) and names[base] in _TAG:
+            allowed.append(names[base])
+        else:
+            return None
+    return tuple(allowed), item
+
+
+#: per type, per field: the types its value may have (None: not checked here); computed once
+_ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
+
+
+# ----------------------------------------------------------------------------- bounding one file's evidence
+
+
+def reduce_parsed(parsed: Parsed) -> Parsed:
+    """A copy of `parsed` with every list capped (see the caps above): kilobytes a file, whatever its size.
+
+    What is kept is what the judges compare across ranks: every membership, the last operations of each
+    communicator, the progress counters, the first and last errors, the main thread's stack whole."""
+    out = dataclasses.replace(parsed)
+    out.events = _reduce_events(parsed.events)
+    out.stacks = [_cap_stack(t) for t in parsed.stacks[:THREADS_CAP]]
+    out.exceptions = [_cap_exception(e) for e in parsed.exceptions[-EXCEPTIONS_CAP:]]
+    out.notes = list(parsed.notes[:NOTES_CAP])
+    out.unread = list(parsed.unread[:UNREAD_CAP])
+    out.problems = list(parsed.problems[:PROBLEMS_CAP])
+    out.exits = list(parsed.exits[:PROC_THREADS_CAP])
+    out.host_facts = dict(list(parsed.host_facts.items())[:EVENT_CAP])
+    if parsed.process is not None and len(parsed.process.threads) > PROC_THREADS_CAP:
+        out.process = dataclasses.replace(parsed.process, threads=tuple(parsed.process.threads[:PROC_THREADS_CAP]))
+    out.recorder = [_cap_recorder(s) for s in parsed.recorder]
+    return out
+
+
+def _reduce_events(events: list) -> list:
+    keep: list[int] = []
+    counts: Counter = Counter()
+    errors = [i for i, e in enumerate(events) if type(e) is ErrorEvent]
+    kept_errors = set(errors[:ERRORS_HEAD]) | set(errors[-ERRORS_TAIL:])
+    last_ops: dict[tuple, list[int]] = {}
+    for i, ev in enumerate(events):
+        cls = type(ev)
+        if cls is OpEvent:
+            last_ops.setdefault((ev.comm, ev.seq_kind, ev.comm_rank), []).append(i)
+        elif cls is ErrorEvent:
+            if i in kept_errors:
+                keep.append(i)
+        elif counts[cls] < EVENT_CAP:
+            counts[cls] += 1
+            keep.append(i)
+    for idx in last_ops.values():
+        keep += idx[-OPS_PER_COMM:]
+    return [events[i] for i in sorted(keep)]
+
+
+def _cap_stack(t: ThreadStack) -> ThreadStack:
+    cap = MAIN_FRAMES if t.is_main else OTHER_FRAMES
+    return t if len(t.frames) <= cap else dataclasses.replace(t, frames=t.frames[:cap])
+
+
+def _cap_exception(e: PyException) -> PyException:
+    return dataclasses.replace(e, frames=e.frames[-EXC_FRAMES:], chain=[_cap_exception(c) for c in e.chain[-4:]])
+
+
+def _cap_recorder(s: RecorderState) -> RecorderState:
+    """The newest collectives, the ops in flight and the newest finished ops, without their step slots
+    (no judge reads those; the op's counters and last state say where it is): what the recorder judge's
+    edges, progress ages and stalls read."""
+    active = [op for op in s.proxy_ops if op.active][:ACTIVE_PROXY_CAP]
+    done = sorted((op for op in s.proxy_ops if not op.active), key=lambda o: o.last_progress_ns)[-DONE_PROXY_CAP:]
+    ops = [dataclasses.replace(op, steps=[]) for op in active + done]
+    ops.sort(key=lambda o: o.op_index)
+    return dataclasses.replace(s, colls=s.colls[-COLLS_CAP:], proxy_ops=ops)
+
+
+def encode_parsed(parsed: Parsed, path: str = "", rel: str = "") -> dict[str, Any]:
+    """One file's evidence, bounded, as JSON data (DigestError where the model holds a foreign type);
+    `path` and `rel`: the file's path as read and as cited, written as path numbers 0 and 1."""
+    paths = {p: i for i, p in enumerate((path, rel, HOST_TOKEN)) if p}
+    small = reduce_parsed(parsed)
+    out: dict[str, Any] = {"kind": parsed.kind}
+    for name in _PARSED_FIELDS:
+        value = getattr(small, name)
+        if value:
+            out[name] = encode(value, paths=paths)
+    return out
+
+
+def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = None) -> Parsed:
+    """The `Parsed` of one file from a digest, its path numbers read as `path`, `rel` and `host` (where the
+    file is now, and the host it is filed under; DigestError on a foreign shape)."""
+    if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+        raise DigestError("a file's evidence without its kind")
+    kwargs = {}
+    for name, raw in data.items():
+        if name == "kind":
+            continue
+        if name not in _PARSED_FIELDS:
+            raise DigestError(f"a file's evidence has no field {name[:60]!r}")
+        kwargs[name] = decode(raw, paths=(path, rel, host))
+    for name in ("lines", "unknown_lines"):
+        if not isinstance(kwargs.get(name, 0), int):
+            raise DigestError(f"{name}: not a number")
+    for name in ("events", "problems", "stacks", "exits", "recorder", "notes", "exceptions", "unread"):
+        if not isinstance(kwargs.get(name, []), list):
+            raise DigestError(f"{name}: not a list")
+    for name in ("facts", "host_facts"):
+        if not isinstance(kwargs.get(name, {}), dict):
+            raise DigestError(f"{name}: not a mapping")
+    _check_members(kwargs)
+    return Parsed(kind=data["kind"][:100], **kwargs)
+
+
+_MEMBER_TYPES = {"events": (CommMember, OpEvent, Progress, ErrorEvent, TopoEdge, RasFinding), "stacks": (ThreadStack,),
+                 "exits": (RankExit,), "recorder": (RecorderState,), "exceptions": (PyException,)}
+
+
+def _check_members(kwargs: dict) -> None:
+    for name, allowed in _MEMBER_TYPES.items():
+        if any(not isinstance(x, allowed) for x in kwargs.get(name, ())):
+            raise DigestError(f"{name}: an item of another type")
+    if kwargs.get("process") is not None and not isinstance(kwargs["process"], ProcessState):
+        raise DigestError("process: not a process state")
+    if kwargs.get("samples") is not None and not isinstance(kwargs["samples"], StackSamples):
+        raise DigestError("samples: not stack samples")
+    for name in ("notes", "unread"):
+        for item in kwargs.get(name, ()):
+            if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], int)
+                    and isinstance(item[1], str)):
+                raise DigestError(f"{name}: not (line, text) pairs")
+
+
+# ----------------------------------------------------------------------------- the digest document
+
+
+def kb_key(kb: Any) -> str:
+    """A short fingerprint of a knowledge base's line entries: which lines a read keeps as notes depends
+    on them, so a digest made with another knowledge base is not used (its notes could differ)."""
+    h = hashlib.sha256()
+    for e in sorted((e for e in kb.entries if e.kind == "line"), key=lambda e: e.id):
+        pattern = getattr(e.pattern, "pattern", None)
+        h.update(f"{e.id}\0{e.needle}\0{pattern}\0{','.join(e.streams)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class HostDigest:
+    """A digest read and checked: the host it speaks for, its folder, and its files' evidence, undecoded."""
+
+    host: str
+    dir: str
+    kb: str
+    files: dict[str, dict]  #: path under `dir` -> {'kind', 'error', 'parsed'} (parsed decoded on use)
+    ranks: list[dict] = field(default_factory=list)
+    host_findings: list[dict] = field(default_factory=list)
+    created: str = ""
+
+
+#: the host name files are read under when a digest is made: a value that came from the file's hint (not its
+#: content) is then this token, written as a path number, and read back as the host the bundle files it under
+#: now (the fleet's merge re-files a host's bundle under the name it reached the host by)
+HOST_TOKEN = "hf-digest-host-5e2a91"
+
+
+def encode_files(arts: Iterable[Any], host_dir: str) -> dict[str, Any]:
+    """Each rank-scope and host-scope artifact under `host_dir`, read under HOST_TOKEN: its `Parsed`,
+    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw)."""
+    files: dict[str, Any] = {}
+    prefix = host_dir.rstrip("/") + "/"
+    for art in arts:
+        rel = art.rel or ""
+        if not rel.startswith(prefix) or not _digestible(art.kind):
+            continue
+        entry: dict[str, Any] = {"kind": art.kind}
+        if art.error:
+            entry["error"] = art.error[:MAX_STR]
+        if art.parsed is not None:
+            try:
+                entry["parsed"] = encode_parsed(art.parsed, str(art.path), rel)
+            except DigestError:
+                continue  # a foreign value in the model: this file is read raw
+        files[rel[len(prefix):]] = entry
+    return files
+
+
+def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_findings: list, kb: str,
+                created: str) -> dict[str, Any]:
+    """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
+    (`rank_summary`) and the host judge's findings."""
+    return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
+            "files": files, "ranks": [rank_summary(r, ev) for r in ev.ranks if r.record.host == host],
+            "host_findings": host_findings}
+
+
+def _digestible(kind: str) -> bool:
+    """Rank- and host-scope kinds the readers read (job-level files and the recognised-but-skipped stay raw)."""
+    k = registry.BY_NAME.get(kind)
+    return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
+
+
+def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
+    """What one rank looks like, for people and the fleet merge: state, stack class and top frames,
+    last op and seq per communicator, recorder waits, last exception, exit."""
+    act = r.activity
+    main = r.main_stack
+    comms: dict[str, list] = {}
+    exc = None
+    for art in r.files:
+        if not art.parsed:
+            continue
+        for e in art.parsed.events:
+            if type(e) is OpEvent and len(comms) < COMMS_CAP or type(e) is OpEvent and e.comm in comms:
+                prev = comms.get(e.comm)
+                if prev is None or e.seq >= prev[1]:
+                    comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
+        if art.parsed.exceptions:
+            last = art.parsed.exceptions[-1]
+            exc = f"{last.type}: {last.message}"[:MAX_STR]
+    for art in ev.artifacts:  # rank logs are not process files: their ops and exceptions count too
+        if art.parsed and art.kind in ("nccl-log", "rank-log", "fr-dump") and art.hints.pid == r.record.pid \
+                and art.hints.host == r.record.host:
+            for e in art.parsed.events:
+                if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
+                    prev = comms.get(e.comm)
+                    if prev is None or e.seq >= prev[1]:
+                        comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
+            if art.parsed.exceptions:
+                last = art.parsed.exceptions[-1]
+                exc = f"{last.type}: {last.message}"[:MAX_STR]
+    waits = []
+    for st in ev.recorder:
+        if st.pid == r.record.pid and len(waits) < SUMMARY_EDGES:
+            for op in st.proxy_ops:
+                if op.in_progress and len(waits) < SUMMARY_EDGES:
+                    waits.append([hex(st.comm_id), op.peer, op.last_state, op.coll_seq])
+    exits = [[x.returncode, x.exited_at] for x in ev.exits if x.pid == r.record.pid]
+    return {"rank": r.rank, "pid": r.record.pid, "state": r.state,
+            "stack": {"kind": act.kind, "op": act.op, "where": act.where},
+            "top": [f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])],
+            "comms": comms, "recorder_waits": waits, "exception": exc, "exits": exits[:8]}
+
+
+def write_json(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+def read_digest(path: os.PathLike | str) -> HostDigest:
+    """Open, bound and check one digest file (DigestError with the reason; never raises anything else)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as err:
+        raise DigestError(f"cannot open: {err.strerror or err}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DigestError("not a regular file")
+        if st.st_size > MAX_DIGEST_BYTES:
+            raise DigestError(f"{st.st_size} bytes, over the {MAX_DIGEST_BYTES >> 20} MiB a digest may have")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_DIGEST_BYTES + 1)
+    except OSError as err:
+        raise DigestError(f"cannot read: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError, MemoryError) as err:
+        raise DigestError(f"not JSON: {str(err)[:200]}") from None
+    return check_digest(doc)
+
+
+def check_digest(doc: Any) -> HostDigest:
+    """The schema and version check (the files' evidence is decoded, and checked, when used)."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise DigestError(f"not a {FORMAT} document")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DigestError("no version")
+    if version > VERSION:
+        raise DigestError(f"version {version} is newer than this tool reads ({VERSION})")
+    if version < 1:
+        raise DigestError(f"version {version} is not one this tool wrote")
+    for key, typ in (("host", str), ("dir", str), ("kb", str), ("files", dict), ("ranks", list),
+                     ("host_findings", list)):
+        if not isinstance(doc.get(key), typ):
+            raise DigestError(f"{key!r}: missing or not a {typ.__name__}")
+    for rel, entry in doc["files"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) \
+                or not isinstance(entry.get("error", ""), str) or not isinstance(entry.get("parsed", {}), dict):
+            raise DigestError(f"file {rel[:80]!r}: not a digest entry")
+        if rel.startswith("/") or ".." in rel.split("/") or "\x00" in rel:
+            raise DigestError(f"file {rel[:80]!r}: not a path inside the host's folder")
+    return HostDigest(host=doc["host"], dir=doc["dir"], kb=doc["kb"], files=doc["files"], ranks=doc["ranks"],
+                      host_findings=doc["host_findings"], created=str(doc.get("created", "")))
+
+
+# ----------------------------------------------------------------------------- what to read raw
+
+
+def odd_ones_out(ev: Any, named: Iterable[tuple[int | None, str | None]] = ()) -> tuple[set[tuple[str, int]], set[str]]:
+    """The processes (host, pid) and hosts whose raw files analysis reads, from evidence rebuilt from digests.
+
+    The rule: a rank is read raw when it is not like the others, or something names it:
+    - its state is frozen or gone (stopped, zombie, D), or a collector had a problem with it;
+    - it exited (a launcher record), or raised (an exception in its files);
+    - its main thread's stack class (collective, GPU wait, elsewhere) or collective is a minority's;
+    - its last op or seq in a communicator differs from the majority of that communicator's ranks;
+    - it logged an error that is no wait on others (WAIT_ERRORS) and no mere information;
+    - the recorder shows others waiting on it (a sink of its wait edges), or it has no recorder waits
+      while its communicator's others do;
+    - a host finding names it (its host's raw files are read too).
+    """
+    from parsers.judges.recorder import comm_rank_table, wait_edges
+
+    raw: set[tuple[str, int]] = set()
+    hosts: set[str] = set()
+    by_key = {(r.record.host, r.record.pid): r for r in ev.ranks}
+    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None}
+    for r in ev.ranks:
+        proc = r.proc
+        if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)) \
+                or r.problems or r.record.state_after is None and r.from_manifest:
+            raw.add((r.record.host, r.record.pid))
+    _minority(raw, ev.ranks, lambda r: (r.activity.kind, r.activity.op))
+    pid_of_exit = {(x.host, x.pid) for x in ev.exits} | {(None, x.pid) for x in ev.exits}
+    for r in ev.ranks:
+        if (r.record.host, r.record.pid) in pid_of_exit or (None, r.record.pid) in pid_of_exit:
+            raw.add((r.record.host, r.record.pid))
+    last: dict[str, dict[tuple[str, int], tuple]] = {}
+    for art in ev.artifacts:
+        if not art.parsed or art.hints.pid is None:
+            continue
+        key = (art.hints.host, art.hints.pid)
+        if art.parsed.exceptions:
+            raw.add(key)
+        for e in art.parsed.events:
+            cls = type(e)
+            if cls is OpEvent:
+                at = last.setdefault(f"{e.comm}\0{e.seq_kind}", {})
+                prev = at.get(key)
+                if prev is None or e.seq >= prev[0]:
+                    at[key] = (e.seq, e.op, e.state)
+            elif cls is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS:
+                raw.add(key)
+    for positions in last.values():
+        _minority_map(raw, positions)
+    if ev.recorder:
+        table = comm_rank_table(ev.recorder)
+        edges = wait_edges(ev.recorder)
+        waited = {table.get(e.comm_id, {}).get(e.peer) for e in edges}
+        waiting = {table.get(e.comm_id, {}).get(e.waiter) for e in edges}
+        for st in ev.recorder:  # sinks: waited on and waiting on none; and silent members of a communicator that waits
+            g = st.env_rank
+            if g in by_rank and g not in waiting and (g in waited or edges):
+                raw.add((by_rank[g].record.host, by_rank[g].record.pid))
+    for rank, host in named:  # (rank, host) pairs the host judge named when the digest was made
+        if rank is not None and rank in by_rank:
+            raw.add((by_rank[rank].record.host, by_rank[rank].record.pid))
+        if host:
+            hosts.add(host)
+    return {k for k in raw if k in by_key}, hosts
+
+
+def _minority(raw: set, ranks: list, key) -> None:
+    counts = Counter(key(r) for r in ranks)
+    if len(counts) <= 1:
+        return
+    top = counts.most_common(1)[0][1]
+    for r in ranks:
+        if counts[key(r)] < top:
+            raw.add((r.record.host, r.record.pid))
+
+
+def _minority_map(raw: set, positions: dict) -> None:
+    counts = Counter(positions.values())
+    if len(counts) <= 1:
+        return
+    top = counts.most_common(1)[0][1]
+    for who, pos in positions.items():
+        if counts[pos] < top:
+            raw.add(who)
+
+
+__all__ = ["FORMAT", "VERSION", "DIGEST_NAME", "DigestError", "HostDigest", "encode", "decode", "encode_parsed",
+           "decode_parsed", "make_digest", "read_digest", "check_digest", "odd_ones_out", "kb_key",
+           "rank_summary", "write_json"]

@@ -1,0 +1,216 @@
+"""Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
+
+Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
+evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the ranks the
+rebuilt evidence marks as odd ones out (`parsers.digest.odd_ones_out`), for the hosts a host finding
+names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
+read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
+
+A digest is used only when it is the one for this reading: made with the knowledge base the analysis
+uses (its notes depend on it), for the default log mode. A host re-filed under another name (the fleet's
+merge) keeps its digest usable: what came from the file's hint is rebuilt as the name it is filed under.
+Anything else (and a digest that fails its checks) is said in `DigestRead.notes`, and that host's
+raw files are read instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
+    make_digest, odd_ones_out, read_digest
+from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
+from parsers.source import FileRef, Source
+
+#: a verdict that names more ranks than this is not re-read rank by rank (it reads them all raw then)
+MAX_REREAD = 4096
+
+
+def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: list[FileRef] | None = None,
+                manifest: Any = None) -> dict[str, Any]:
+    """The digest document of one host of a bundle: its files read by the readers, as analysis reads them.
+
+    `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle. `refs`: the
+    host's files, and `manifest` the host's part of the manifest, when the caller has them grouped already
+    (a benchmark of thousands of hosts)."""
+    from parsers.judges.hosts import judge_hosts
+
+    rec = next((h for h in source.manifest.hosts if h.host == host), None) if source.manifest else None
+    if rec is None:
+        raise DigestError(f"host {host!r} is not in the bundle's manifest")
+    host_dir = (rec.dir or f"hosts/{host}").rstrip("/")
+    if refs is None:
+        refs = [f for f in source.files if f.rel.startswith(host_dir + "/")]
+    # read under HOST_TOKEN: what came from the hint, not the content, is told apart (see HOST_TOKEN)
+    read = read_files([FileRef(r.path, r.rel, dataclasses.replace(r.hints, host=HOST_TOKEN)) for r in refs],
+                      kb.line_filter)
+    files = encode_files(read, host_dir)
+    # the summaries and host findings are made from the digest itself, as analysis will rebuild it
+    arts = [_rebuilt(ref, files.get(ref.rel[len(host_dir) + 1:]), host) or dataclasses.replace(art, hints=ref.hints)
+            for ref, art in zip(refs, read)]
+    # the host's own part of the manifest: a job bundle's other ranks are not this host's (and would cost
+    # O(ranks) a host: quadratic over a fleet's job bundle)
+    own = manifest if manifest is not None else dataclasses.replace(
+        source.manifest, hosts=[rec], ranks=[r for r in source.manifest.ranks if r.host == host],
+        missing=[m for m in source.manifest.missing if m.host == host])
+    sub = Source(root=source.root, given=source.given, form=source.form, manifest=own, files=refs)
+    ev = assemble(sub, arts)
+    _, suspects = judge_hosts(ev, kb)
+    findings = [{"rank": s.rank, "host": s.host, "reason_class": str(s.reason_class), "reason": (s.reason or "")[:500]}
+                for s in suspects][:256]
+    return make_digest(host, host_dir, files, ev, findings, kb_key(kb), created)
+
+
+def _rebuilt(ref: FileRef, entry: dict | None, host: str | None) -> Artifact | None:
+    """The artifact of `ref` rebuilt from its digest entry (None without one); DigestError on a bad entry."""
+    if entry is None:
+        return None
+    parsed = decode_parsed(entry["parsed"], str(ref.path), ref.rel, host) if "parsed" in entry else None
+    return Artifact(ref.path, entry["kind"], ref.hints, parsed, entry.get("error"), ref.rel)
+
+
+def _key(ref: FileRef) -> tuple[str | None, int | None]:
+    """The process a file belongs to (a child's files belong to its rank), or (host, None) for a host file."""
+    h = ref.hints
+    return h.host, (h.parent_pid if h.parent_pid is not None else h.pid)
+
+
+@dataclass
+class DigestRead:
+    """A source read digest first: its evidence, and what was read how."""
+
+    source: Source
+    line_filter: Any
+    evidence: Evidence | None = None
+    arts: list[Artifact] = field(default_factory=list)  #: in the source's file order
+    from_digest: list[bool] = field(default_factory=list)  #: per artifact: rebuilt from a digest (not read raw)
+    hosts_used: int = 0
+    notes: list[str] = field(default_factory=list)
+    raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
+    reread: int = 0  #: ranks read raw after the first verdict named them
+
+    def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:
+        """Replace the digest's artifacts of these processes (and host files of these hosts) by raw reads;
+        returns how many files were read. The evidence is assembled again when any was."""
+        procs, hs = set(processes), set(hosts)
+        todo = [i for i, a in enumerate(self.arts) if self.from_digest[i]
+                and (_key(self.source.files[i]) in procs or (self.source.files[i].hints.pid is None
+                                                            and self.source.files[i].hints.host in hs))]
+        self.raw_processes |= procs
+        if not todo:
+            return 0
+        refs = [self.source.files[i] for i in todo]
+        for i, art in zip(todo, read_files(refs, self.line_filter, _workers(len(refs)))):
+            self.arts[i], self.from_digest[i] = art, False
+        self.assemble()
+        return len(todo)
+
+    def assemble(self) -> None:
+        """The evidence of the artifacts as they stand; a digest that could not be used is a problem of
+        the bundle, said with the others."""
+        self.evidence = assemble(self.source, self.arts)
+        self.evidence.problems += [f"host digest: {n}" for n in self.notes[:20]]
+
+    def reread_named(self, ranks: Iterable[int | None]) -> bool:
+        """After a verdict: read raw the ranks it names that were served from digests. True when any was
+        (the caller then judges again); every rank the verdict names then rests on its raw files."""
+        ev = self.evidence
+        by_rank = {r.rank: (r.record.host, r.record.pid) for r in ev.ranks if r.rank is not None}
+        want = {by_rank[r] for r in ranks if r in by_rank} - self.raw_processes
+        if not want:
+            return False
+        if len(want) > MAX_REREAD:
+            want = {(r.record.host, r.record.pid) for r in ev.ranks}
+        n = self.read_raw(want)
+        self.reread += len(want)
+        return n > 0
+
+    def summary(self) -> dict[str, Any]:
+        """What was read how, for the verdict's sections and the benchmark."""
+        raw = sum(1 for d in self.from_digest if not d)
+        ranks = sorted(r.rank for r in self.evidence.ranks
+                       if r.rank is not None and (r.record.host, r.record.pid) in self.raw_processes)
+        return {"raw_ranks": ranks[:256], "hosts_from_digest": self.hosts_used, "files_from_digest": len(self.arts) - raw, "files_read_raw": raw,
+                "processes_read_raw": len(self.raw_processes), "reread_after_verdict": self.reread,
+                "notes": self.notes[:50]}
+
+
+def _workers(files: int) -> int | None:
+    return min(8, os.cpu_count() or 1) if files >= PARALLEL_FILES else None
+
+
+def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> DigestRead | None:
+    """Read `source` digest first; None when it is no bundle or none of its hosts has a usable digest
+    (the caller reads every file raw, as before). Digests are read one host at a time and dropped once
+    their files' evidence is rebuilt: memory holds the model, never every digest's JSON at once."""
+    if source.manifest is None or log_mode is not None:
+        return None
+    by_folder: dict[str, list[int]] = {}
+    for i, ref in enumerate(source.files):
+        by_folder.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(i)
+    want_kb = kb_key(kb)
+    read = DigestRead(source=source, line_filter=kb.line_filter)
+    arts: list[Artifact | None] = [None] * len(source.files)
+    named: list[tuple[int | None, str | None]] = []
+    for rec in source.manifest.hosts:
+        dig = _usable_digest(source, rec, want_kb, read.notes)
+        if dig is None:
+            continue
+        read.hosts_used += 1
+        folder = rec.dir.rstrip("/")
+        failed = False
+        for i in by_folder.get(folder, ()):
+            ref = source.files[i]
+            try:
+                arts[i] = _rebuilt(ref, dig.files.get(ref.rel[len(folder) + 1:]), ref.hints.host)
+            except DigestError as err:
+                if not failed:
+                    failed = True
+                    read.notes.append(f"digest of {dig.host}: {ref.rel}: {err}; that file read raw")
+        for f in dig.host_findings:
+            if isinstance(f, dict):
+                r, h = f.get("rank"), f.get("host")
+                named.append((r if isinstance(r, int) and not isinstance(r, bool) else None,
+                              h if isinstance(h, str) else None))
+    if not read.hosts_used and not read.notes:
+        return None  # a bundle written before digests: the caller reads it as it always did
+    raw_idx = [i for i, a in enumerate(arts) if a is None]
+    refs = [source.files[i] for i in raw_idx]
+    for i, art in zip(raw_idx, read_files(refs, kb.line_filter, _workers(len(refs)))):
+        arts[i] = art
+    read.arts = arts  # type: ignore[assignment]
+    raw_set = set(raw_idx)
+    read.from_digest = [i not in raw_set for i in range(len(arts))]
+    read.assemble()
+    processes, hosts = odd_ones_out(read.evidence, named)
+    read.read_raw(processes, hosts)
+    return read
+
+
+def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> HostDigest | None:
+    """A host's digest when it is there, valid and made for this reading; else None (a note says why,
+    except when there is none: a bundle written before digests)."""
+    folder = (rec.dir or "").rstrip("/")
+    if not folder or folder.count("/") != 1:
+        return None
+    try:
+        path = source.path(f"{folder}/{DIGEST_NAME}")
+    except Exception:  # noqa: BLE001 - a manifest path that leads outside: that host is read raw
+        return None
+    if not os.path.lexists(path):
+        return None
+    try:
+        dig = read_digest(path)
+    except DigestError as err:
+        notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
+        return None
+    # a host's name and folder may differ from those it wrote (the fleet's merge re-files it under the name it
+    # reached it by): its files' paths and hinted host are numbers in the digest, read as the bundle files them now
+    if dig.kb != want_kb:
+        notes.append(f"digest of {rec.host} was made with another knowledge base; its raw files read")
+    else:
+        return dig
+    return None

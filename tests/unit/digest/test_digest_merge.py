@@ -1,0 +1,87 @@
+"""Merged digests (issue 30 item 2): stack classes with rank ranges, position histograms, edges kept;
+any tree shape gives the same root; the fleet's merge writes one from its hosts' digests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from hf_testpaths import FIXTURES
+from parsers import digest_merge, knowledge
+from parsers.digest import DIGEST_NAME, write_json
+from parsers.digest_first import digest_host
+from parsers.source import open_source
+from forensics.bundle.digest import MERGED_DIGEST
+from forensics.bundle.merge import HostPart, merge_bundles
+
+KB = knowledge.load(use_env=False)
+
+
+def _host_doc(bundle):
+    with open_source(bundle) as src:
+        return digest_host(src, src.manifest.hosts[0].host, KB)
+
+
+def _fake_host(host: str, ranks: range, late: int | None = None) -> dict:
+    """A host digest's rank summaries as rank_summary writes them (the digest of one real host is used below)."""
+    rows = []
+    for r in ranks:
+        seq = 10 if r == late else 11
+        rows.append({"rank": r, "pid": 100 + r, "state": "S",
+                     "stack": {"kind": "elsewhere" if r == late else "collective", "op": None if r == late else "allreduce",
+                               "where": "train.py:47" if r == late else None},
+                     "top": ["slow (train.py:47)"] if r == late else ["all_reduce (c10d.py:3252)"],
+                     "comms": {"0xabc": ["allreduce", seq, "opCount", "enqueued"]}, "recorder_waits": [],
+                     "exception": None, "exits": []})
+    return {"host": host, "ranks": rows, "host_findings": []}
+
+
+def test_classes_ranges_and_outliers():
+    hosts = [digest_merge.from_host(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=13)) for h in range(512)]
+    root = digest_merge.merge_all(hosts)
+    assert root["ranks"] == 4096 and root["hosts"] == 512
+    assert digest_merge.stack_classes(root) == [
+        "4095 rank(s) 0-12,14-4095: collective in allreduce",
+        "1 rank(s) 13: elsewhere at train.py:47"]
+    assert digest_merge.outliers(root) == {"0xabc": ["allreduce@10: ranks 13"]}
+    assert len(json.dumps(root)) < 4000  # 4,096 ranks in a few kB: the size follows the variety, not the count
+
+
+def test_any_tree_shape_gives_the_same_root():
+    parts = [digest_merge.from_host(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=37 if h == 4 else None))
+             for h in range(16)]
+    flat = digest_merge.merge_all(parts)
+    gateways = [digest_merge.merge_all(parts[i:i + 4]) for i in range(0, 16, 4)]
+    tree = digest_merge.merge_all(reversed(gateways))
+    assert tree == flat
+
+
+def test_real_host_digest_merges(tmp_path):
+    """The digest of a real 8-rank hang (one rank sleeping) folds to two stack classes and one outlier."""
+    doc = _host_doc(FIXTURES / "nccl" / "sleep" / "bundle")
+    merged = digest_merge.from_host(doc)
+    assert merged["ranks"] == len(doc["ranks"]) >= 8
+    classes = digest_merge.stack_classes(merged)
+    assert len(classes) >= 2 and classes[0].startswith(f"{len(doc['ranks']) - 1} rank(s)")
+
+
+def test_hostile_summaries_are_dropped_not_raised():
+    doc = {"host": 5, "ranks": [None, {"rank": "x"}, {"rank": 3, "stack": [], "top": "no", "comms": {"c": "bad"}},
+                                {"rank": -1}], "host_findings": ["x", {"rank": []}]}
+    merged = digest_merge.from_host(doc)
+    assert merged["ranks"] == 1 and merged["dropped"] == 3
+
+
+def test_fleet_merge_writes_the_merged_digest(tmp_path):
+    parts = []
+    for name in ("a", "b"):
+        dst = tmp_path / name
+        shutil.copytree(FIXTURES / "gloo14" / "busy" / "live", dst, symlinks=True)
+        with open_source(dst) as src:
+            for rec in src.manifest.hosts:
+                (dst / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
+        parts.append(HostPart(host=name, bundle=dst))
+    man = merge_bundles(tmp_path / "job", parts)
+    merged = json.loads((tmp_path / "job" / MERGED_DIGEST).read_text())
+    assert merged["hosts"] == 2 and merged["ranks"] == len(man.ranks)
+    assert not any("digest" in n for n in man.notes)
