@@ -97,8 +97,9 @@ def cut(line: str, width: int | None) -> str:
 
 #: C0 controls but tab and newline, DEL, C1 controls, and the bidi/line-separator marks a terminal
 #: honours: from data (folder names, manifest hosts, log lines) they could clear the screen or
-#: print a fake verdict, so the text outputs show them as escapes
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: print a fake verdict, so the text outputs show them as escapes; and lone surrogates (a JSON '\udcff' in a
+#: string from data), which no UTF-8 output can write
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def escape(text: str) -> str:

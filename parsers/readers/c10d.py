@@ -174,10 +174,10 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
     the plain tag is the WorkNCCL's own prefix, the rank in that same group, so it names
     the global rank only when the group is the default one.
     """
-    pgm = _PG.search(text)
+    pgm = _PG.search(text) if "[PG " in text else None
     comm, group_rank, _ = _pg_key(pgm)
     plain = None
-    for m in _PLAIN_RANK.finditer(text):
+    for m in (_PLAIN_RANK.finditer(text) if "[Rank " in text else ()):
         if pgm is None or not (pgm.start() <= m.start() < pgm.end()):
             plain = int(m.group("r"))
             break
@@ -233,10 +233,14 @@ def match_line(text: str, origin: Origin) -> list:
         events.append(Progress(comm=group, origin=origin, last_enqueued=enq, last_completed=done,
                                comm_rank=group_rank, source="c10d"))
 
-    m = _TERMINATE_CALLED.search(text) or _RAY_UNHANDLED.search(text) or _PY_EXC.search(text)
+    # each pattern below runs only where its own literal words are in the line: a cheap `in` first (a log
+    # of 100,000 watchdog lines ran ~25 searches a line; benchmarks/fuzz_structured.py found it past 5 s)
+    m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
+         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text)))
     if m:
         err("python-exception", data={"type": unglue(demangle(m.group("type")))})
-    m = _WRAPPER_MISMATCH.search(text)
+    mismatch = "Detected mismatch" in text
+    m = mismatch and _WRAPPER_MISMATCH.search(text)
     if m:
         sides = _wrapper_sides(m, text)
         if origin.rank is None and comm is None:
@@ -246,30 +250,30 @@ def match_line(text: str, origin: Origin) -> list:
             origin = replace(origin, rank=sides["sides"][0]["rank"])
         err("collective-mismatch", comm=group, data=sides)
         return events
-    m = _WRAPPER_INCONSISTENT.search(text)
+    m = mismatch and _WRAPPER_INCONSISTENT.search(text)
     if m:
         side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
                 "numel": _numel(m.group("a_shape"))}
         err("collective-mismatch", comm=group, data={"sides": [side], "aspects": None})
         return events
-    m = _RUNNING.search(text)
+    m = "Running collective" in text and _RUNNING.search(text)
     if m:
         err("c10d-fingerprint", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"numel": _numel(m.group("shape"))})
         return events
-    m = _DESYNC_LAGGING.search(text)
+    m = ("collective #" in text or "lagging ranks" in text) and _DESYNC_LAGGING.search(text)
     if m:
         state = "never-joined" if m.group("never") else ("inside" if m.group("inside") else "finished-before")
         # the report counts collectives from 1 in its own numbering, not SeqNum: kept apart from seq
         err("desync-lagging", comm=group, data={"lagging": _ranks(m.group("ranks")), "state": state,
                                                 "collective": _int(m.group("in_seq") or m.group("fin_seq"))})
         return events
-    m = _DESYNC_STATE.match(text.strip())
+    m = ("] started " in text or "] finished " in text) and _DESYNC_STATE.match(text.strip())
     if m:  # one line of the report's snapshot: which ranks were last seen starting or finishing which op
         err("desync-state", comm=group, data={"ranks": _ranks(m.group("ranks")), "state": m.group("state"),
                                               "last_op": normalise_op(m.group("op"))})
         return events
-    m = _WATCHDOG.search(text)
+    m = "Watchdog caught" in text and _WATCHDOG.search(text)
     if m:
         seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
         err("watchdog-timeout", comm=group, seq=seq, op=normalise_op(m.group("op")),
@@ -278,18 +282,18 @@ def match_line(text: str, origin: Origin) -> list:
         if seq is not None:
             progress(seq, seq - 1)
         return events
-    m = _ASYNC.search(text)
+    m = "async exception" in text and _ASYNC.search(text)
     if m:
         v = _NCCL_ERROR.search(m.group("what").rstrip())
         err("nccl-error", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
             data={"nccl_version": nccl_version(v.group("v")) if v else None})
         return events
-    m = _FAILURE.search(text)
+    m = "failure detected by watchdog" in text and _FAILURE.search(text)
     if m:
         err("failure-detected", comm=group, seq=int(m.group("seq")))
         progress(int(m.group("enq")), int(m.group("done")))
         return events
-    m = _LAST.search(text)
+    m = ("nqueued" in text or "NQUEUED" in text) and _LAST.search(text)  # _LAST ignores case
     if m:
         d = _DETECTED.search(text)
         if d:
@@ -298,42 +302,44 @@ def match_line(text: str, origin: Origin) -> list:
         if _DUMP.search(text):
             err("dump-signal", data={"from_rank": _dump_from(text)})
         return events
-    if _HEARTBEAT.search(text):
+    if ("eartbeat monitor" in text or "monitoring thread" in text or "watchdog got stuck" in text) and _HEARTBEAT.search(text):
         p = _PENDING.search(text)
         err("heartbeat", data={"pending_works": int(p.group("n")) if p else None})
         return events
-    if _TERMINATE.search(text):
+    if "Terminating the process" in text and _TERMINATE.search(text):
         err("terminate")
         return events
-    if _FR_OFF.search(text):
+    fr_stack = "Stack trace of the failed collective" in text
+    if fr_stack and _FR_OFF.search(text):
         err("fr-disabled")
         return events
-    if _FR_STACK.search(text):
+    if fr_stack and _FR_STACK.search(text):
         err(COLLECTIVE_STACK, data={"frames": []})
         return events
-    if _DUMP.search(text) and (lvl is not None or "ProcessGroupNCCL" in text):
+    if ("ump" in text or "light" in text or "global timeout" in text) and _DUMP.search(text) and (
+            lvl is not None or "ProcessGroupNCCL" in text):
         err("dump-signal", data={"from_rank": _dump_from(text)})
         return events
-    m = _STORE.search(text)
+    m = "DistStoreError" in text and _STORE.search(text)
     if m:
         err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
                                    "seconds": _int(m.group("secs"))})
         return events
-    m = _STORE_BARRIER.search(text)
+    m = "store based barrier" in text and _STORE_BARRIER.search(text)
     if m:  # the line names the global rank that waited
         if origin.rank is None:
             origin = replace(origin, rank=int(m.group("rank")))
         err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
         return events
-    m = _NCCL_ERROR.search(text.rstrip())  # the pattern ends at `$`: trailing blanks stripped here, linearly
+    m = "NCCL error" in text and _NCCL_ERROR.search(text.rstrip())  # the pattern ends at `$`: trailing blanks stripped here, linearly
     if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
         err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
         return events
-    m = _NCCL_CODE.match(text.strip())
+    m = text.lstrip().startswith("nccl") and _NCCL_CODE.match(text.strip())
     if m:
         err("nccl-error", data={"code": m.group("code")})
         return events
-    m = _NET_PLUGIN.search(text)
+    m = "NET/" in text and _NET_PLUGIN.search(text)
     if m:
         err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
         return events
@@ -343,12 +349,12 @@ def match_line(text: str, origin: Origin) -> list:
             data={"call": m.group("what"), "error": m.group("why")})
         events[-1].peer_addr = m.group("peer")
         return events
-    m = _FRAME.search(text)
+    m = "torch/distributed/" in text and _FRAME.search(text)
     if m:
         err("python-frame", data={"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line"))})
         events[-1].message = m.group("fn")  # the record's text is the function name
         return events
-    m = _PG_TIMEOUT.match(text.strip())
+    m = "TIMEOUT(ms)" in text and _PG_TIMEOUT.match(text.strip())
     if m:
         err("pg-timeout", data={"timeout_ms": int(m.group("ms"))})
         return events

@@ -40,19 +40,35 @@ def read_launcher_json(path: Path) -> list[RankExit]:
 
 
 def parse_launcher_data(data: object) -> list[RankExit]:
-    """Exits from a decoded launcher record; ValueError when it is not one."""
+    """Exits from a decoded launcher record; FileFormatError when it is not one (every field's type is
+    checked here: a judge sorts by exit time and compares ranks, so a wrong type must stop at the reader)."""
     if not isinstance(data, dict) or not isinstance(data.get("ranks"), list):
         raise FileFormatError("not a launcher record")
-    return [
-        RankExit(
-            rank=int(r["rank"]),
-            pid=int(r["pid"]),
-            host=r.get("host"),
-            returncode=r.get("returncode"),
-            exited_at=r.get("exited_at"),
-        )
-        for r in data["ranks"]
-    ]
+    return [_rank_exit(i, r) for i, r in enumerate(data["ranks"][:MAX_LAUNCHER_RANKS])]
+
+
+#: ranks read from one launcher record (a job of more ranks than this is not one launcher's)
+MAX_LAUNCHER_RANKS = 1 << 20
+
+
+def _rank_exit(i: int, r: object) -> RankExit:
+    """One entry of a launcher record, its types checked."""
+    if not isinstance(r, dict):
+        raise FileFormatError(f"launcher record: ranks[{i}] is not an object")
+    rank, pid, host, code, at = (r.get(k) for k in ("rank", "pid", "host", "returncode", "exited_at"))
+    if not _is_int(rank) or not _is_int(pid):
+        raise FileFormatError(f"launcher record: ranks[{i}] has no integer rank and pid")
+    if host is not None and not isinstance(host, str):
+        raise FileFormatError(f"launcher record: ranks[{i}].host is not a string")
+    if code is not None and not _is_int(code):
+        raise FileFormatError(f"launcher record: ranks[{i}].returncode is not an integer")
+    if at is not None and (isinstance(at, bool) or not isinstance(at, (int, float)) or at != at):
+        raise FileFormatError(f"launcher record: ranks[{i}].exited_at is not a number")
+    return RankExit(rank=rank, pid=pid, host=host, returncode=code, exited_at=at)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- launcher lines in job output -------------------------------------------------------------
@@ -380,7 +396,8 @@ def _untranslated(line: str) -> str:
 def _entry_said(entry: dict) -> str:
     """'rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo, at 2025-03-11_18:33:20)': one
     entry of the report in its own words, each part only where the block gave it."""
-    who = f"rank {entry['rank']} (local_rank {entry['local_rank']})" if "rank" in entry else "a worker"
+    lr = f" (local_rank {entry['local_rank']})" if "local_rank" in entry else ""
+    who = f"rank {entry['rank']}{lr}" if "rank" in entry else "a worker"
     if "signal" in entry:
         how = f"was killed by {entry['signal']}"
     elif "exitcode" in entry:

@@ -60,6 +60,9 @@ _GLUED = re.compile(r"(?<=\S)(?=\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]
                     #: a glog-style record (torchelastic, c10d: `W0201 10:55:55.570000 290975 .../api.py:897] `)
                     #: after a space, in a paste that lost its line breaks (huggingface/open-r1#152)
                     r"|(?<=\S )(?=[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} \d{1,10} [\w./-]{1,256}:\d{1,7}\] )")
+#: what a glued glog-style record needs (a blank, then `W0201 10:55:55.`): a cheap search that decides whether
+#: _GLUED's four-way lookahead runs at all (it ran on every line with a `] `, ~19 us each)
+_GLOG_INSIDE = re.compile(r"\s[EWIF]\d{4} \d\d:\d\d:\d\d\.")
 MAX_PIECES = 64  #: records one physical line may be split into
 #: a piece that is only a worker prefix: the record after it is that worker's, not glued to anything
 _PREFIX_ONLY = re.compile(r"^\s*\((?:\w[\w ]{0,40} )?pid=\d{1,10}(?:, ip=[\w.:-]{1,64})?\)\s*$")
@@ -336,7 +339,7 @@ def _split_glued(lines: Iterable[tuple[int, str]], out: Parsed) -> Iterator[tupl
     for lineno, text in lines:
         if len(text) < 40 or ("pid=" not in text and " DEBUG " not in text and " INFO " not in text
                               and " WARNING " not in text and " ERROR " not in text and "[Gloo]" not in text
-                              and "] " not in text):
+                              and " CRITICAL " not in text and not _GLOG_INSIDE.search(text)):
             yield lineno, text
             continue
         start = 0

@@ -76,3 +76,46 @@ def test_the_fuzzers_own_json_generator_stays_under_its_input_cap(tmp_path):
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[1:3] == ["True", "True"], done.stdout
+
+
+# --- the device run of seed 4 (111,603 inputs on 16 cores, after this session's merges) -------------------
+
+@pytest.mark.parametrize("ranks", [
+    [{"rank": [0], "pid": 1}],            # input 52972: a list for the rank
+    [{"rank": 0, "pid": [1]}],            # input 31101: a list for the pid
+    ["x"], [1.5], [True], [[0, 1]],       # inputs 58525, 57856, 11009, 18528: entries that are no objects
+    [{"pid": 1}], [{"rank": 0}],          # inputs 4854, 23094: a field missing
+    [{"rank": 0, "pid": 1, "host": 7}], [{"rank": 0, "pid": 1, "exited_at": "soon"}],
+])
+def test_a_launcher_record_of_the_wrong_shape_is_the_files_fault(ranks):
+    """A launcher.json whose entries are of the wrong type raised TypeError/KeyError inside the reader (a
+    reader bug, once issue 29 stopped calling those 'a file problem'); it is now a FileFormatError that
+    names the entry."""
+    from parsers.errors import FileFormatError
+    from parsers.readers.launcher import parse_launcher_data
+
+    with pytest.raises(FileFormatError, match=r"launcher record: ranks\[0\]"):
+        parse_launcher_data({"ranks": ranks})
+    assert parse_launcher_data({"ranks": [{"rank": 3, "pid": 9, "host": "n1", "returncode": -9, "exited_at": 1.5}]})[0].rank == 3
+
+
+def test_a_torchelastic_entry_with_a_rank_but_no_local_rank_is_said():
+    """Inputs 4304 and 31 more: a failure entry whose `rank :` line lost its '(local_rank: N)' raised KeyError."""
+    from parsers.readers.launcher import _entry_said
+
+    assert _entry_said({"rank": 4, "exitcode": 1}) == "rank 4 exited with exitcode 1"
+
+
+def test_a_lone_surrogate_from_data_is_escaped_in_text_and_html(tmp_path):
+    """Inputs 93985, 8910 and 8 more: a proc.json string with '\\udcff' reached the text verdict and the HTML
+    report, neither of which could then be written as UTF-8."""
+    from forensics.report.html import build_report
+    from forensics.report.text import escape
+    from parsers.model import Suspect
+    from parsers.model.findings import Verdict
+
+    assert escape("futex\udcff_wait") == "futex\\udcff_wait"
+    verdict = Verdict(suspects=[Suspect(rank=1, host="h\udcff", pid=2, reason_class="stopped",
+                                        reason="rank 1 is stopped in futex\udcff_wait", confidence=0.9)])
+    verdict.summary = "rank 1 is stopped in futex\udcff_wait"
+    build_report(verdict).encode("utf-8")
