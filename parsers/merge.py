@@ -190,9 +190,11 @@ def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
     cycle = next((c for c in cycles if all(isinstance(r, int) for r in c) and len(c) > 1), None)
     if cycle is None:
         return
-    order = [min(cycle)]
-    while len(order) < len(cycle):
-        order.append(next(b for b in graph.successors(order[-1]) if b in cycle and b not in order))
+    try:  # one simple cycle through the component (a component of more edges has no single walk through all)
+        order = [a for a, _ in nx.find_cycle(graph.subgraph(cycle), source=min(cycle))]
+    except nx.NetworkXNoCycle:
+        return
+    order = order[order.index(min(order)):] + order[:order.index(min(order))]
     edges = tuple((a, b, graph.edges[a, b].get("where", "")) for a, b in zip(order, order[1:] + order[:1])
                   if graph.has_edge(a, b))
     verdict.deadlock = Deadlock(members=tuple(order), edges=edges)

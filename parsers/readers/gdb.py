@@ -23,25 +23,51 @@ def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:
     if not isinstance(data, dict) or not isinstance(data.get("threads"), list):
         raise FileFormatError("not a gdb collector file")
     pid = pid if pid is not None else data.get("pid")
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     stacks = data.get("stacks", {})
+    if not isinstance(stacks, dict):
+        raise FileFormatError("gdb collector file: 'stacks' is not an object")
     threads = []
-    for info in data["threads"]:
-        lwp = _LWP.search(str(info.get("target-id", "")))
-        tid = int(lwp.group(1)) if lwp else int(info.get("id", 0))
-        frames = [_frame(f) for f in stacks.get(str(info.get("id")), [])]
-        threads.append(
-            ThreadStack(thread_id=tid, name=info.get("name"), frames=frames, is_main=pid is not None and tid == int(pid), source="gdb")
-        )
+    for info in data["threads"][:MAX_THREADS]:
+        if not isinstance(info, dict):
+            raise FileFormatError("gdb collector file: a thread that is not an object")
+        lwp = _LWP.search(str(info.get("target-id", ""))[:200])
+        tid = int(lwp.group(1)) if lwp else _int_or_none(info.get("id"))
+        if tid is None:
+            raise FileFormatError("gdb collector file: a thread with no id")
+        raw_frames = stacks.get(str(info.get("id")), [])
+        name = info.get("name")
+        frames = [_frame(f) for f in (raw_frames if isinstance(raw_frames, list) else [])]
+        threads.append(ThreadStack(thread_id=tid, name=name if isinstance(name, str) else None, frames=frames,
+                                   is_main=pid is not None and tid == pid, source="gdb"))
     return threads
 
 
+#: threads read from one gdb file (a process of more threads than this is not one we collected)
+MAX_THREADS = 65536
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A thread id as gdb's MI gives it (a number, or its digits as a string); None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() and len(value) < 20 else None
+
+
 def _frame(raw: Any) -> Frame:
+    """One MI frame; a field of another type than gdb writes is taken as absent (the frame stays, as '??')."""
     frame = raw.get("frame", raw) if isinstance(raw, dict) else {}
-    line = frame.get("line")
+    frame = frame if isinstance(frame, dict) else {}
+
+    def text(key: str) -> str | None:
+        value = frame.get(key)
+        return value if isinstance(value, str) else None
+
+    line = text("line")
     return Frame(
-        function=frame.get("func") or frame.get("addr") or "??",
-        file=frame.get("file"),
-        line=int(line) if line and str(line).isdigit() else None,
+        function=text("func") or text("addr") or "??",
+        file=text("file"),
+        line=int(line) if line and line.isdigit() and len(line) < 10 else (frame["line"] if type(frame.get("line")) is int else None),
         native=True,
-        library=frame.get("from"),
+        library=text("from"),
     )

@@ -119,3 +119,45 @@ def test_a_lone_surrogate_from_data_is_escaped_in_text_and_html(tmp_path):
                                         reason="rank 1 is stopped in futex\udcff_wait", confidence=0.9)])
     verdict.summary = "rank 1 is stopped in futex\udcff_wait"
     build_report(verdict).encode("utf-8")
+
+
+# --- the device run of seed 5 (100,000 inputs after the fixes above: 2 failures) ----------------------------
+
+def test_a_wait_cycle_that_is_no_single_loop_still_makes_a_deadlock_verdict():
+    """Input 20992 (a mutated excerpt): ranks 0 and 1 and 0 and 2 wait on each other, one strongly connected
+    component that no walk through every member closes; naming the cycle raised StopIteration. The verdict
+    names one cycle of it."""
+    import networkx as nx
+
+    from parsers.merge import find_deadlock
+    from parsers.model.findings import Verdict
+
+    g = nx.DiGraph()
+    for a, b in ((0, 1), (1, 0), (0, 2), (2, 0)):
+        g.add_edge(a, b, where="the default group")
+    verdict = Verdict()
+    find_deadlock(verdict, g)
+    assert verdict.deadlock is not None and verdict.deadlock.members[0] == 0 and len(verdict.deadlock.members) == 2
+    assert all(g.has_edge(a, b) for a, b, _ in verdict.deadlock.edges)
+
+
+@pytest.mark.parametrize("data", [
+    {"threads": [["1"]]},                                     # input 68735: a thread that is a list
+    {"threads": [{"id": [1]}]},                               # an id of another type
+    {"threads": [{"id": 1}], "stacks": []},                   # stacks not an object
+])
+def test_a_gdb_file_of_the_wrong_shape_is_the_files_fault(data):
+    from parsers.errors import FileFormatError
+    from parsers.readers.gdb import parse_gdb_data
+
+    with pytest.raises(FileFormatError, match="gdb collector file"):
+        parse_gdb_data(data)
+
+
+def test_gdb_frames_with_fields_of_another_type_stay_as_unknown_frames():
+    from parsers.readers.gdb import parse_gdb_data
+
+    threads = parse_gdb_data({"pid": 7, "threads": [{"id": "1", "target-id": "LWP 7", "name": 5}],
+                              "stacks": {"1": [{"frame": [1]}, {"frame": {"func": ["x"], "line": "12", "file": "a.c"}}]}})
+    assert threads[0].is_main and threads[0].name is None
+    assert [(f.function, f.line, f.file) for f in threads[0].frames] == [("??", None, None), ("??", 12, "a.c")]
