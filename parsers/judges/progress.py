@@ -18,6 +18,11 @@ from typing import Any
 
 from parsers.ranges import fold
 
+def _ranks(ranks: list[int]) -> str:
+    """'rank 3' or 'ranks 0-2,5' (folded, never a Python list)."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fold(ranks)}"
+
+
 #: no progress for this long on a rank means it has stopped (a healthy step is well under it)
 HANG_AFTER_S = 2.0
 
@@ -48,7 +53,7 @@ class ProgressDecision:
         if self.running:
             return (f"no hang: every one of {len(ages)} ranks completed or advanced an operation within "
                     f"{ages[-1]:.1f} s of collection ({self.source})")
-        return (f"hung: ranks {fold(self.stalled_ranks)} made no progress for over {HANG_AFTER_S:.0f} s "
+        return (f"hung: {_ranks(self.stalled_ranks)} made no progress for over {HANG_AFTER_S:.0f} s "
                 f"({self.source})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,14 +198,14 @@ def judge_second_look(ranks: list) -> ProgressDecision:
     when = dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%H:%M:%S")
     source = f"collect's second look: two looks {gap:.1f} s apart from {when} UTC"
     unjudged = sorted({rank for rank, _ in looked} - {rank for rank, _ in compared})
-    tail = f"; ranks {fold(unjudged)} not compared (no stack or counters in both looks)" if unjudged else ""
+    tail = f"; {_ranks(unjudged)} not compared (no stack or counters in both looks)" if unjudged else ""
     if not still:
         return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two looks "
                         f"{gap:.1f} s apart (from {when} UTC collection time: stack, read/write calls, NCCL op lines or recorder counts){tail}")
-    part = f"; ranks {fold(moved)} changed" if moved else ""
+    part = f"; {_ranks(moved)} changed" if moved else ""
     return ProgressDecision(True, False, source, still=tuple(still),
-                    text=f"hung: no progress between two looks {gap:.1f} s apart (from {when} UTC collection time) at ranks "
-                         f"{fold(still)}: same main-thread stacks, read/write calls and counters{part}{tail}")
+                    text=f"hung: no progress between two looks {gap:.1f} s apart (from {when} UTC collection time) at "
+                         f"{_ranks(still)}: same main-thread stacks, read/write calls and counters{part}{tail}")
 
 
 def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:

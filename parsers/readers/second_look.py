@@ -14,8 +14,11 @@ dropped (and said), never trusted.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
+from parsers.errors import FileFormatError
 from parsers.model.looks import Look, SecondLook, StackKey
 from parsers.readers.pyspy import PySpyFormatError, parse_pyspy_data
 
@@ -29,7 +32,19 @@ RECORDER_COUNTERS = ("coll_next", "p2p_next", "proxy_next", "completed", "newest
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number from the file, else None (an integer too big for a float is no number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, int) and abs(value) > 1 << 62):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+#: a look's time: unix seconds between 1970 and 2286 (a time outside cannot be said as a date)
+MAX_UNIX_S = 1e10
+
+
+def _unix(value: Any) -> float | None:
+    t = _num(value)
+    return t if t is not None and 0 <= t < MAX_UNIX_S else None
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -50,7 +65,7 @@ def _main_stack(dump: Any, pid: int | None) -> StackKey | None:
 
 
 def _look(raw: Any, pid: int | None, problems: list[str]) -> Look | None:
-    if not isinstance(raw, dict) or _num(raw.get("t")) is None:
+    if not isinstance(raw, dict) or _unix(raw.get("t")) is None:
         problems.append("a look without its time was dropped")
         return None
     proc = raw.get("proc") if isinstance(raw.get("proc"), dict) else None
@@ -66,7 +81,7 @@ def _look(raw: Any, pid: int | None, problems: list[str]) -> Look | None:
     rec = raw.get("recorder") if isinstance(raw.get("recorder"), list) else []
     counters = tuple((str(c.get("comm"))[:40], tuple(_int(c.get(k)) for k in RECORDER_COUNTERS))
                      for c in rec[:MAX_COMMS] if isinstance(c, dict) and c.get("comm") is not None and "error" not in c)
-    return Look(t=float(raw["t"]), state=state[:1] if state else None,
+    return Look(t=_unix(raw["t"]), state=state[:1] if state else None,
                 wchan=str(proc.get("wchan"))[:100] if proc and proc.get("wchan") else None,
                 cpu_s=round(cpu / max(1, ticks), 3) if cpu >= 0 else None, stacks=stacks,
                 io_calls=calls[0] + calls[1] if min(calls) >= 0 else None,
@@ -82,16 +97,16 @@ def looks_like(text: str) -> bool:
 def parse_second_look_data(data: Any, pid: int | None = None) -> SecondLook:
     """SecondLook from the decoded JSON; ValueError when it is not our format or has no first look."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"not a {FORMAT} file")
+        raise FileFormatError(f"not a {FORMAT} file")
     if not isinstance(data.get("version"), int) or data["version"] > VERSION:
-        raise ValueError(f"second-look version {data.get('version')!r} is newer than this reader ({VERSION})")
+        raise FileFormatError(f"second-look version {data.get('version')!r} is newer than this reader ({VERSION})")
     own_pid = data.get("pid") if isinstance(data.get("pid"), int) and not isinstance(data.get("pid"), bool) else pid
     rank = data.get("rank") if isinstance(data.get("rank"), int) and not isinstance(data.get("rank"), bool) else None
     raw = data.get("looks") if isinstance(data.get("looks"), list) else []
     problems: list[str] = []
     looks = [lk for lk in (_look(r, own_pid, problems) for r in raw[:2]) if lk is not None]
     if not looks:
-        raise ValueError("second-look file without a readable look")
+        raise FileFormatError("second-look file without a readable look")
     first, second = looks[0], (looks[1] if len(looks) > 1 else None)
     if second is not None and second.t < first.t:
         problems.append("the second look is dated before the first: not compared")

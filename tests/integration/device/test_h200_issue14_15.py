@@ -55,8 +55,17 @@ def test_hang_culprit_and_reason(captures: Path, case: str):
         if classes is None:
             assert c is None or c.rank == truth["culprit_rank"], verdict.summary  # never another rank
             continue
+        if part == "live" and case in SNAPSHOT_ONLY:  # one snapshot, nothing time-stamped (issue 26, 2.1)
+            assert verdict.hang == "not established" and c is None, verdict.summary
+            c = verdict.suspects[0]
+            assert c.demotion is not None and c.demotion.unproven, c.to_dict()
         assert c is not None and c.rank == truth["culprit_rank"], (part, verdict.summary)
         assert str(c.reason_class) in classes, (part, c.to_dict())
+
+
+#: live captures whose only evidence of the hang is one look (a rank that never joined leaves no recorder
+#: state and no NCCL op to date): no hang culprit from them, the rank is the first lead with its reason
+SNAPSHOT_ONLY = {"lateinit"}
 
 
 def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):

@@ -56,7 +56,7 @@ def test_only_some_ranks_moved_names_the_still_ones_as_the_hung_scope():
     still = _ranks("hung-gloo-sleep")[1]
     progress = judge_second_look([moving, still])
     assert not progress.running and progress.stalled_ranks == [1]
-    assert "ranks [0] changed" in progress.describe()
+    assert "rank 0 changed" in progress.describe()
 
 
 def test_without_comparable_looks_nothing_is_decided():
