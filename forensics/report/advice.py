@@ -99,7 +99,9 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "on {host}: check whether pid {pid} still exists (`ps -o stat= -p {pid}`) and read its output tail"),
     ReasonClass.ABSENT: (
         "no process of this rank was found on any host that was collected",
-        "find where it ran (the scheduler's task list) and collect that host too"),
+        "if its host was collected, the process is gone: read how it ended there (`dmesg -T | grep -i -e oom "
+        "-e killed`, the end of its output); else find where it ran (the scheduler's task list) and collect that "
+        "host too"),
     ReasonClass.STALLED: (
         "its peers wait for data it should send inside a collective",
         "on {host}: check its GPU and network link (`nvidia-smi`, Xid in `dmesg`, NCCL WARN lines)"),

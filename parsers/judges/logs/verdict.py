@@ -110,8 +110,8 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
             where = names.position(m["comm"], m["seq"], ids)
             open_count = "" if settled or m["tie"] else (
-                f"; {'an unknown number of' if unseen is None else unseen} rank(s) not seen at that position "
-                "could still tip the count")
+                f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
+                "position could still tip the count")
             acc.offer("mismatch", f"rank {r} called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
                       f"called {m['majority_called']}{open_count}", conf,
                       [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
