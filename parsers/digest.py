@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers import registry
+from parsers.errors import FileFormatError
 from parsers.model.events import (INFO_KINDS, WAIT_ERRORS, CommMember, ErrorEvent, OpEvent, Origin, Parsed,
                                   ProcessState, Progress, RasFinding, TopoEdge)
 from parsers.model.looks import Look, SecondLook
@@ -74,8 +75,10 @@ _PARSED_FIELDS = ("events", "lines", "unknown_lines", "problems", "stacks", "fac
                   "recorder", "notes", "exceptions", "samples", "unread", "second_look")
 
 
-class DigestError(ValueError):
+class DigestError(FileFormatError):
     """A digest that cannot be used: unreadable, another format or a newer version, or not the model's shape."""
+
+    help = "the digest is not used: that host's raw files are read instead"
 
 
 # ----------------------------------------------------------------------------- model <-> JSON
