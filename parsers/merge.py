@@ -190,10 +190,8 @@ def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
     cycle = next((c for c in cycles if all(isinstance(r, int) for r in c) and len(c) > 1), None)
     if cycle is None:
         return
-    try:  # one simple cycle through the component (a component of more edges has no single walk through all)
-        order = [a for a, _ in nx.find_cycle(graph.subgraph(cycle), source=min(cycle))]
-    except nx.NetworkXNoCycle:
-        return
+    # one simple cycle of the component (strongly connected, so there is one; it may have no walk through all)
+    order = [a for a, _ in nx.find_cycle(graph.subgraph(cycle), source=min(cycle))]
     order = order[order.index(min(order)):] + order[:order.index(min(order))]
     edges = tuple((a, b, graph.edges[a, b].get("where", "")) for a, b in zip(order, order[1:] + order[:1])
                   if graph.has_edge(a, b))
