@@ -17,9 +17,9 @@ from collections import Counter
 from typing import Any
 
 from parsers.model.samples import IDLE, NO_STACK, ON_CPU, Share, StackSamples
+from parsers.readers.ours import check_header, names_format
 from parsers.readers.pyspy import PySpyFormatError, parse_pyspy_data
 from parsers.stacks.classify import classify
-from parsers.errors import FileFormatError
 
 FORMAT = "hang-forensics-stack-samples"
 VERSION = 1
@@ -30,15 +30,12 @@ MAX_PLACES = 50
 
 
 def looks_like(text: str) -> bool:
-    return f'"{FORMAT}"' in text[:4096]
+    return names_format(text, FORMAT)
 
 
 def parse_samples_data(data: Any, pid: int | None = None) -> StackSamples:
     """StackSamples from the decoded JSON; ValueError when it is not our format."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise FileFormatError(f"not a {FORMAT} file")
-    if not isinstance(data.get("version"), int) or data["version"] > VERSION:
-        raise FileFormatError(f"stack samples version {data.get('version')!r} is newer than this reader ({VERSION})")
+    data = check_header(data, FORMAT, VERSION, "stack samples")
     own_pid = data.get("pid") if isinstance(data.get("pid"), int) else pid
     raw = data.get("samples") if isinstance(data.get("samples"), list) else []
     failures = data.get("failures") if isinstance(data.get("failures"), list) else []

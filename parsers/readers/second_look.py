@@ -20,6 +20,7 @@ from typing import Any
 
 from parsers.errors import FileFormatError
 from parsers.model.looks import Look, SecondLook, StackKey
+from parsers.readers.ours import check_header, names_format
 from parsers.readers.pyspy import PySpyFormatError, parse_pyspy_data
 
 FORMAT = "hang-forensics-second-look"
@@ -91,15 +92,12 @@ def _look(raw: Any, pid: int | None, problems: list[str]) -> Look | None:
 
 
 def looks_like(text: str) -> bool:
-    return f'"{FORMAT}"' in text[:4096]
+    return names_format(text, FORMAT)
 
 
 def parse_second_look_data(data: Any, pid: int | None = None) -> SecondLook:
     """SecondLook from the decoded JSON; ValueError when it is not our format or has no first look."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise FileFormatError(f"not a {FORMAT} file")
-    if not isinstance(data.get("version"), int) or data["version"] > VERSION:
-        raise FileFormatError(f"second-look version {data.get('version')!r} is newer than this reader ({VERSION})")
+    data = check_header(data, FORMAT, VERSION, "second-look")
     own_pid = data.get("pid") if isinstance(data.get("pid"), int) and not isinstance(data.get("pid"), bool) else pid
     rank = data.get("rank") if isinstance(data.get("rank"), int) and not isinstance(data.get("rank"), bool) else None
     raw = data.get("looks") if isinstance(data.get("looks"), list) else []
