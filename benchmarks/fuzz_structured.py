@@ -360,9 +360,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stride", type=int, default=1,
                     help="run inputs start, start+stride, ... (N workers with starts S..S+N-1 and stride N share one "
                          "range, and what a budget leaves undone is at its end)")
+    ap.add_argument("--keep-heavy-mib", type=float, default=None,
+                    help="also keep (as heavyN under --keep) every input whose peak RSS passes this many MiB")
     args = ap.parse_args(argv)
     os.environ["FORENSICS_STRICT_READERS"] = "1"
-    state = {"seed": args.seed, "next": 0, "counts": {}, "failures": [], "slowest": [0.0, None], "max_rss_mib": 0.0}
+    state = {"seed": args.seed, "next": 0, "counts": {}, "failures": [], "slowest": [0.0, None], "max_rss_mib": 0.0,
+             "heaviest": [0.0, None]}
     if args.state and args.state.exists():
         state = json.loads(args.state.read_text())
         if state["seed"] != args.seed:
@@ -384,6 +387,10 @@ def main(argv: list[str] | None = None) -> dict:
             if result["seconds"] > state["slowest"][0]:
                 state["slowest"] = [result["seconds"], f"{index}: {what}"]
             state["max_rss_mib"] = max(state["max_rss_mib"], result["rss_mib"])
+            if result["rss_mib"] > state.setdefault("heaviest", [0.0, None])[0]:
+                state["heaviest"] = [result["rss_mib"], f"{index}: {what}"]
+            if args.keep and args.keep_heavy_mib and result["rss_mib"] > args.keep_heavy_mib:
+                shutil.copytree(folder, args.keep / f"heavy{index}", dirs_exist_ok=True)
             if result["outcome"] in FAILURES:
                 state["failures"].append({"index": index, "input": what, **result})
                 if args.keep:
@@ -401,7 +408,8 @@ def main(argv: list[str] | None = None) -> dict:
         args.state.write_text(json.dumps(state, indent=1))
     ran = sum(state["counts"].values())
     print(f"inputs run {ran} (next {state['next']}), outcomes {state['counts']}, failures {len(state['failures'])}, "
-          f"slowest {state['slowest'][0]} s ({state['slowest'][1]}), max RSS {state['max_rss_mib']} MiB")
+          f"slowest {state['slowest'][0]} s ({state['slowest'][1]}), max RSS {state['max_rss_mib']} MiB "
+          f"({state['heaviest'][1]})")
     return state
 
 

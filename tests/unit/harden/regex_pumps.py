@@ -4,7 +4,9 @@ Why from the tree: backtracking blows up where a repeat's body can be matched in
 way by what follows it (`\\d*[ \\d:.]*[\\w.]+`, `.*?\\s*$`). For every repeat in the pattern, the
 input is a string that matches everything before the repeat, then the repeat's body (and a few
 generic characters: space, digit, letter, tab, punctuation) pumped many times, then a byte that
-no pattern expects, so the match must fail after trying every split.
+no pattern expects, so the match must fail after trying every split. And for every open repeat,
+the text leading to it repeated on its own (`Xid ... 144,` many times for `Xid ... 144,.*Fatal`): a
+search starts again at every copy and each attempt scans to the end, which is quadratic.
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ def pumps(pattern: re.Pattern) -> list[tuple[str, str]]:
                     for pump in dict.fromkeys([example(body), *GENERIC]):
                         if pump:
                             found.append((acc, pump))
+                    if acc and hi is C.MAXREPEAT:  # the text leading to an open repeat, itself repeated: a
+                        found.append(("", acc))      # search retries from every copy, each scanning to the end
                 walk(body, acc)
             elif op is C.SUBPATTERN:
                 walk(av[-1], acc)

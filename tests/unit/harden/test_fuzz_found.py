@@ -189,3 +189,19 @@ def test_a_long_run_of_host_characters_is_no_quadratic_search_for_an_nccl_record
     m = _RECORD.search(line)
     assert m is not None and m.group("host") == "host1"
     assert time.perf_counter() - t < 0.5
+
+
+def test_a_kernel_line_of_repeated_xid_starts_is_no_quadratic_search(tmp_path):
+    """Seed 7, input 67396: a 10 MB kernel log one of whose lines held 'NVRM: Xid (PCI:...): 145, ...' 13,000
+    times over 1.28 MB ran past 5 s (over 200 s here): the knowledge base's `\\([^)]*\\)` and `.*\\bFatal\\b`
+    scanned to the end of the line from every copy. Bounded now; the line's Xid is still recognised."""
+    from parsers import knowledge
+
+    kb = knowledge.load(use_env=False)
+    line = "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link" * 20_000
+    t = time.perf_counter()
+    ids = {entry.id for entry, _m in kb.match_line(line, "kernel")}
+    assert time.perf_counter() - t < 2.0
+    assert "xid-nvlink-blackwell" not in ids  # 'Nonfatal' is not 'Fatal'
+    fatal = "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Fatal XC0 i0 Link 13"
+    assert "xid-nvlink-blackwell" in {entry.id for entry, _m in kb.match_line(fatal, "kernel")}
