@@ -20,7 +20,7 @@ from typing import Any
 
 from forensics import __version__, safefs
 from forensics.errors import ForensicsError
-from parsers.redact import redact_argv
+from forensics.bundle.redact import redact_argv
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
 
 INDENT_UP_TO = 1000  #: manifest.json is indented up to this many ranks and hosts (see _write)

@@ -28,7 +28,7 @@ from forensics.discover.ranks import RankProcess, discover, expected_missing, ho
 from forensics.collect.budget import ByteBudget
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from parsers.redact import redact_argv
+from forensics.bundle.redact import redact_argv
 
 
 #: after an interrupt, how long the collection waits for running collectors (their

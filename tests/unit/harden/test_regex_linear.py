@@ -1,7 +1,7 @@
 """Issue 31, item 4: every regex that reads data runs in linear time on adversarial input of 100 KB and more.
 
-Every module-level compiled pattern under parsers/ is collected (readers, prefix stripping, stamps,
-redaction: all read data). For each, adversarial inputs are derived from its own syntax tree
+Every module-level compiled pattern under parsers/ is collected (readers, prefix stripping, stamps: all
+read data), and the redaction rule set's (forensics/bundle/redact.py: it reads every copied log). For each, adversarial inputs are derived from its own syntax tree
 (regex_pumps: a prefix leading to each repeat, that repeat's body pumped, a byte no pattern expects);
 the three slowest at 4 KB are then timed at 100 KB and 200 KB. Linear means doubling the input
 about doubles the time: the bound is generous (3.5x plus 100 ms, and 2.5 s absolute) because the
@@ -21,6 +21,7 @@ import time
 import pytest
 
 import parsers
+from forensics.bundle import redact
 from regex_pumps import build, pumps
 
 pytestmark = pytest.mark.integration  # a sweep: every pattern timed on 100-200 kB worst-case inputs
@@ -38,6 +39,10 @@ def _patterns() -> dict[str, re.Pattern]:
             if isinstance(value, re.Pattern) and value.pattern and id(value) not in seen:
                 seen.add(id(value))
                 found[f"{info.name}.{attr}"] = value
+    for attr, value in sorted(vars(redact).items()):
+        if isinstance(value, re.Pattern) and value.pattern and id(value) not in seen:
+            seen.add(id(value))
+            found[f"{redact.__name__}.{attr}"] = value
     return found
 
 
