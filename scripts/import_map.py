@@ -34,7 +34,7 @@ LAYERS = {
     "forensics.discover": 11,
     "forensics.collectors": 12, "forensics.collect": 12,
     "forensics.fleet": 13, "forensics.trigger": 13, "forensics.bisect": 13,
-    "forensics.report": 14, "forensics.postmortem": 14, "forensics.cli": 15,
+    "forensics.report": 14, "forensics.cli": 15,
 }
 
 

@@ -10,7 +10,7 @@ from forensics.cli.commands.analyze import verdict_code
 from forensics.cli.logs import log_reads
 from forensics.cli.output import escape
 from forensics.errors import ForensicsError
-from forensics.postmortem import load
+from forensics.report.postmortem import load
 from forensics.report.html import build_report
 
 NAME = "report"
