@@ -265,7 +265,7 @@ def _child(folder: Path, out: int) -> None:
     signal.alarm(TIME_LIMIT_S)
     status = {"outcome": "ok"}
     try:
-        from forensics.cli.output import json_text
+        from forensics.report.output import json_text
         from forensics.errors import ForensicsError
         from forensics.report.postmortem.session import PostMortem
         from forensics.report.text import render_view
@@ -296,7 +296,7 @@ _KB: list = []  #: the knowledge base, loaded once in the parent (children share
 def preload() -> None:
     """Import what a child runs and load the knowledge base before forking: each child then starts
     warm (an import per child cost more than most analyses)."""
-    import forensics.cli.output  # noqa: F401
+    import forensics.report.output  # noqa: F401
     import forensics.report.postmortem.loader  # noqa: F401
     import forensics.report.postmortem.session  # noqa: F401
     import forensics.report.text  # noqa: F401

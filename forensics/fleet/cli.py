@@ -10,7 +10,7 @@ from pathlib import Path
 from loguru import logger
 
 from forensics.bundle.attach import attach_files
-from forensics.cli.output import emit, emit_json
+from forensics.report.output import emit, emit_json
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode

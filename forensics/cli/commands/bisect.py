@@ -16,7 +16,7 @@ from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
 from forensics.fleet.hosts import gather
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
-from forensics.cli.output import add_output_options, emit, emit_json
+from forensics.report.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 

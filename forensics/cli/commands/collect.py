@@ -18,7 +18,7 @@ from forensics.bundle.archive import archive_path, make_archive
 from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
-from forensics.cli.output import emit, json_text
+from forensics.report.output import emit, json_text
 from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from forensics import nccl_plugin
-from forensics.cli.output import add_output_options, emit_json, to_output, escape
+from forensics.report.output import add_output_options, emit_json, to_output, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 

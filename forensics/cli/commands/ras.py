@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 
-from forensics.cli.output import add_output_options, emit, emit_json, escape
+from forensics.report.output import add_output_options, emit, emit_json, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
