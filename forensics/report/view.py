@@ -23,7 +23,7 @@ from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
-from parsers.stacks.tree import render_tree
+from forensics.report.stacktree import render_tree
 
 
 
