@@ -26,7 +26,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from forensics.fleet.cli import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
+from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
 
 NAME = "collect"
 HELP = "gather stacks, state, logs and dumps of every rank on this host into a bundle"

@@ -1,4 +1,5 @@
-"""The fleet half of `forensics collect`: its options, and the branch that runs instead of a local collection."""
+"""The fleet half of `forensics collect` (forensics/cli/commands/collect.py): its options, and the branch that
+runs instead of a local collection. Part of the CLI, over forensics/fleet/ (which holds no CLI)."""
 
 from __future__ import annotations
 
