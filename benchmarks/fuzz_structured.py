@@ -265,9 +265,9 @@ def _child(folder: Path, out: int) -> None:
     signal.alarm(TIME_LIMIT_S)
     status = {"outcome": "ok"}
     try:
-        from forensics.cli.output import json_text
+        from forensics.report.output import json_text
         from forensics.errors import ForensicsError
-        from forensics.postmortem.session import PostMortem
+        from forensics.report.postmortem.session import PostMortem
         from forensics.report.text import render_view
         from forensics.report.view import build_view
         from parsers.analyze import analyze
@@ -296,9 +296,9 @@ _KB: list = []  #: the knowledge base, loaded once in the parent (children share
 def preload() -> None:
     """Import what a child runs and load the knowledge base before forking: each child then starts
     warm (an import per child cost more than most analyses)."""
-    import forensics.cli.output  # noqa: F401
-    import forensics.postmortem.loader  # noqa: F401
-    import forensics.postmortem.session  # noqa: F401
+    import forensics.report.output  # noqa: F401
+    import forensics.report.postmortem.loader  # noqa: F401
+    import forensics.report.postmortem.session  # noqa: F401
     import forensics.report.text  # noqa: F401
     import parsers.analyze  # noqa: F401
     # what the report imports only when it is first drawn (PostMortem's show_* and report): every child

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/report_scale.py [--sizes 8,512,4096] [--repeat 3]
 
-For each size: build the wait-for graph of a synthetic verdict (forensics.postmortem.synthetic),
+For each size: build the wait-for graph of a synthetic verdict (forensics.report.postmortem.synthetic),
 then draw the graph, the stack tree and the timeline and write them as SVG, and the
 whole HTML report. Prints median seconds per step and the ratio to the 8-rank run.
 Rendering cost should follow the number of classes and branches, not of ranks.
@@ -14,8 +14,8 @@ import argparse
 import statistics
 import time
 
-from forensics.postmortem.session import PostMortem
-from forensics.postmortem.synthetic import synthetic_verdict
+from forensics.report.postmortem.session import PostMortem
+from forensics.report.postmortem.synthetic import synthetic_verdict
 from forensics.report.graph import draw_waitfor
 from forensics.report.html import build_report
 from forensics.report.stacktree import draw_stack_tree

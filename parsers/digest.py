@@ -38,6 +38,7 @@ from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
 from parsers.readers.proxy_dump import ProxyOp
 from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
+from parsers.judges.recorder import comm_rank_table, wait_edges
 
 FORMAT = "hang-forensics-digest"
 VERSION = 1
@@ -528,7 +529,6 @@ def odd_ones_out(ev: Any, named: Iterable[tuple[int | None, str | None]] = ()) -
       while its communicator's others do;
     - a host finding names it (its host's raw files are read too).
     """
-    from parsers.judges.recorder import comm_rank_table, wait_edges
 
     raw: set[tuple[str, int]] = set()
     hosts: set[str] = set()

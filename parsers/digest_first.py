@@ -24,6 +24,7 @@ from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, dec
     make_digest, odd_ones_out, read_digest
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.source import FileRef, Source
+from parsers.judges.hosts import judge_hosts
 
 #: a verdict that names more ranks than this is not re-read rank by rank (it reads them all raw then)
 MAX_REREAD = 4096
@@ -36,7 +37,6 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     `collect` calls this on its own bundle (one host); a test calls it on any fixture bundle. `refs`: the
     host's files, and `manifest` the host's part of the manifest, when the caller has them grouped already
     (a benchmark of thousands of hosts)."""
-    from parsers.judges.hosts import judge_hosts
 
     rec = next((h for h in source.manifest.hosts if h.host == host), None) if source.manifest else None
     if rec is None:

@@ -26,9 +26,11 @@ from parsers.model.stacks import ThreadStack
 from parsers.quiet_gc import pause_gc
 from parsers.readers.pyspy import PySpyFormatError
 from parsers.readers.recorder import RecorderFormatError
-from parsers.source import FileRef, Hints, Source
+from parsers.source import FileRef, Hints, Source, _folder_files, open_source
 from parsers.stacks.classify import Activity, classify
 from parsers.errors import BadInput
+from parsers.readers import logscan
+from parsers import knowledge
 
 #: kinds that describe one process (grouped into RankEvidence by host and pid)
 PROCESS_KINDS = ("process-state", "environment", "pyspy-json", "pyspy-text", "gdb-json", "gdb-text", "native-stack",
@@ -394,7 +396,6 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
     try:
         mode = scan_mode(st.st_size, log_mode)
         if mode and kind.name in LOG_KINDS:
-            from parsers.readers import logscan
 
             art.parsed = logscan.scan_file(ref.path, kind.name, mode=mode)
         else:
@@ -501,7 +502,6 @@ def _read_plain(ref: FileRef, log_mode: str | None) -> tuple:
     """A worker process's read: the built-in knowledge base's line filter (filters do not pickle),
     loaded once per worker. Only what the read found travels back (the caller has the FileRef)."""
     if not _WORKER_FILTER:
-        from parsers import knowledge
 
         _WORKER_FILTER.append(knowledge.load(use_env=False).line_filter)
     art = read_file(ref, _WORKER_FILTER[0], log_mode)
@@ -511,7 +511,6 @@ def _read_plain(ref: FileRef, log_mode: str | None) -> tuple:
 def load(source: Source, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:
     """The evidence of a source: every file read, processes and hosts grouped, coverage known."""
     if line_filter is None:
-        from parsers import knowledge
 
         line_filter = knowledge.load(use_env=False).line_filter  # the built-in known errors, when no KB is given
     if workers is None and len(source.files) >= PARALLEL_FILES:
@@ -742,7 +741,6 @@ def _stated_world(ev: Evidence) -> tuple[int | None, str]:
 
 def load_path(path: Path | str, line_filter=None, workers: int | None = None, log_mode: str | None = None) -> Evidence:
     """The evidence of a bundle, folder or archive (a temp folder for an archive is removed after reading)."""
-    from parsers.source import open_source
 
     with open_source(path) as src:
         return load(src, line_filter, workers, log_mode)
@@ -750,7 +748,6 @@ def load_path(path: Path | str, line_filter=None, workers: int | None = None, lo
 
 def load_directory(path: Path | str) -> Evidence:
     """The evidence of a folder of loose artifacts (no manifest hints even when it is a bundle)."""
-    from parsers.source import Source, _folder_files
 
     root = Path(path)
     if not root.is_dir():

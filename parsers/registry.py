@@ -28,6 +28,7 @@ from parsers.readers import (exception, faulthandler, flight_recorder, fr_report
                              native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder,
                              second_look)
 from parsers.errors import FileFormatError
+from parsers.steps.series import parse_series
 
 HEAD_BYTES = 64 * 1024
 #: the largest text file read whole; larger logs are read as head + tail (see read_text_lines)
@@ -320,7 +321,6 @@ def _second_look(inp: ReadInput) -> Parsed:
 
 def _step_series(inp: ReadInput) -> Parsed:
     """forensics.arm()'s per-step times of one rank: compared across ranks by the slowness judges."""
-    from parsers.steps.series import parse_series
 
     out = Parsed(kind="step-series")
     out.step_series = parse_series(inp.text(), inp.origin.file or str(inp.path))

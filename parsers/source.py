@@ -25,6 +25,7 @@ from parsers import safeio
 from parsers.archive import remove_temp, temp_folder
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
+from parsers import archive as safe_archive
 
 #: a file named by a manifest or found in a folder is read only below this many per source
 MAX_FILES = 2_000_000
@@ -346,7 +347,6 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
     import zipfile
     import zlib
 
-    from parsers import archive as safe_archive
 
     limits = safe_archive.Limits()
     compressed = max(1, archive.stat().st_size)
@@ -582,7 +582,6 @@ def path_hints(path: Path, root: Path) -> Hints:
 
 def _extract(archive: Path, dest: Path) -> Path:
     """Unpack a tar archive under parsers.archive's rules (types, names, sizes, ratio); the bundle or folder root."""
-    from parsers import archive as safe_archive
 
     try:
         safe_archive.extract_into(archive, dest)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGES = ("parsers", "forensics", "nccl_patches")
@@ -28,13 +29,13 @@ PACKAGES = ("parsers", "forensics", "nccl_patches")
 #: and the CLI. Folders not named here are judged for circles only.
 LAYERS = {
     "parsers.model": 0,
-    "parsers.readers": 1, "parsers.steps": 1, "parsers.stacks": 1,
+    "parsers.readers": 1, "parsers.steps": 1, "parsers.stacks": 1, "parsers.knowledge": 1,
     "parsers.judges": 2,
     "forensics.bundle": 10,
     "forensics.discover": 11,
     "forensics.collectors": 12, "forensics.collect": 12,
     "forensics.fleet": 13, "forensics.trigger": 13, "forensics.bisect": 13,
-    "forensics.report": 14, "forensics.postmortem": 14, "forensics.cli": 15,
+    "forensics.report": 14, "forensics.cli": 15,
 }
 
 
@@ -163,8 +164,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
+@dataclass
+class Survey:
+    """What main() prints, as data (tests/unit/foundation/test_import_map.py asserts on it)."""
+
+    lines: dict[str, int]  #: folder -> lines of Python
+    modules: int
+    circles: list[list[str]]
+    upward: list[str]  #: "module:line -> target"
+    local_hidden: list[str]  #: function-local imports of ours not guarded by except ImportError
+    local_optional: list[str]
+    lazy: list[str]
+
+
+def survey(root: Path) -> Survey:
+    """Read every import of the packages under `root` and judge the graph."""
     known = modules(root)
     lines: dict[str, int] = defaultdict(int)
     graph: dict[str, set[str]] = defaultdict(set)
@@ -185,21 +199,26 @@ def main(argv: list[str]) -> int:
             if wrong_pkg or (a is not None and b is not None and b > a):
                 if f"{mod}:{line} -> {target}" not in upward:
                     upward.append(f"{mod}:{line} -> {target}")
+    return Survey(dict(lines), len(known), circles(graph), sorted(upward), local_hidden, local_optional, sorted(lazy))
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
+    found = survey(root)
     print("lines per folder:")
-    for folder in sorted(lines):
-        print(f"  {lines[folder]:>7}  {folder}/")
-    print(f"  {sum(lines.values()):>7}  total ({len(known)} modules)")
-    groups = circles(graph)
-    print(f"import circles: {len(groups)}")
-    for g in groups:
+    for folder in sorted(found.lines):
+        print(f"  {found.lines[folder]:>7}  {folder}/")
+    print(f"  {sum(found.lines.values()):>7}  total ({found.modules} modules)")
+    print(f"import circles: {len(found.circles)}")
+    for g in found.circles:
         print("  " + " <-> ".join(g))
-    print(f"upward imports: {len(upward)}")
-    for u in sorted(upward):
+    print(f"upward imports: {len(found.upward)}")
+    for u in found.upward:
         print("  " + u)
-    print(f"function-local imports of our modules: {len(local_hidden)} (plus {len(local_optional)} guarded by "
+    print(f"function-local imports of our modules: {len(found.local_hidden)} (plus {len(found.local_optional)} guarded by "
           "except ImportError)")
-    print(f"lazy package attributes (PEP 562 __getattr__, not counted as edges): {len(lazy)}")
-    for item in sorted(lazy):
+    print(f"lazy package attributes (PEP 562 __getattr__, not counted as edges): {len(found.lazy)}")
+    for item in found.lazy:
         print("  " + item)
     return 0
 

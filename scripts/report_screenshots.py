@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from logs_job import write_job  # noqa: E402
 
-from forensics.postmortem import load  # noqa: E402
+from forensics.report.postmortem import load  # noqa: E402
 from forensics.report.html import write_report  # noqa: E402
 
 

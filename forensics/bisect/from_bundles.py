@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from parsers.source import is_archive
-
+from forensics.bisect.launchers import check_host, split_template
 from parsers import safeio
+from parsers.analyze import analyze
+from parsers.errors import BadInput, InputError
 from parsers.judges.hosts import plain_host
-from parsers.errors import BadInput
+from parsers.source import is_archive, manifest_refusal
 
 HostCheck = Callable[[str], "str | None"]
 VERDICTS = ("healthy", "suspect", "exclude")
@@ -121,10 +122,7 @@ def read_one(path: Path) -> tuple[dict[str, float], str | None]:
 
 def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:
     """Analyse a bundle, folder or archive; its verdict's hosts, else the hosts its manifest names."""
-    from parsers.analyze import analyze
-    from parsers.errors import InputError
 
-    from parsers.source import manifest_refusal
 
     try:
         result = analyze(path)
@@ -191,7 +189,6 @@ def repeat_suspects(imp: Implication, known: Iterable[str]) -> list[str]:
 
 def command_check(template: str, argv_for: Callable[[list[str], str], list[str]], timeout: float) -> HostCheck:
     """A HostCheck that runs `template` ({host} substituted per argument) through a launcher."""
-    from forensics.bisect.launchers import check_host, split_template
 
     base = split_template(template)
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from forensics import __version__, safefs
 from forensics.errors import ForensicsError
-from parsers.redact import redact_argv
-from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, to_json
+from forensics.bundle.redact import redact_argv
+from forensics.bundle.encode import to_json
+from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord
 
 INDENT_UP_TO = 1000  #: manifest.json is indented up to this many ranks and hosts (see _write)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -24,11 +24,12 @@ from forensics.collectors.children import collect_children
 from forensics.collectors.native_stack import close_service
 from forensics.collectors.second_look import take_second_look
 from forensics.discover import procfs
-from forensics.discover.ranks import RankProcess, discover, expected_missing, host_name
+from forensics.collect.targets import discover
+from forensics.discover.ranks import RankProcess, expected_missing, host_name
 from forensics.collect.budget import ByteBudget
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from parsers.redact import redact_argv
+from forensics.bundle.redact import redact_argv
 
 
 #: after an interrupt, how long the collection waits for running collectors (their

@@ -17,7 +17,7 @@ from parsers.model.manifest import ChildRecord, CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget, timed
 from forensics.collectors.pyspy import PySpyCollector
 from forensics.discover import procfs
-from parsers.redact import redact_argv
+from forensics.bundle.redact import redact_argv
 
 MAX_CHILDREN = 16  #: per rank (a DataLoader has num_workers of them)
 MAX_DEPTH = 2  #: children and grandchildren (a worker's own helper)

@@ -13,11 +13,11 @@ from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
-from parsers.redact import REDACTED, redact_env  # noqa: F401 - REDACTED re-exported
+from forensics.bundle.redact import REDACTED, redact_env  # noqa: F401 - REDACTED re-exported
 
 
 def redact(env: dict[str, str]) -> dict[str, str]:
-    """Copy of env with secrets hidden by the one rule set (parsers.redact)."""
+    """Copy of env with secrets hidden by the one rule set (forensics.bundle.redact)."""
     return redact_env(env)
 
 

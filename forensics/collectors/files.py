@@ -11,7 +11,7 @@ prefix /tmp/nccl_trace_rank_. So a file is copied only when
 - the last path component is not a symlink (O_NOFOLLOW),
 - the target's real uid owns it (checked with fstat on the open descriptor), and
 - at most a cap of bytes is copied, into a new 0600 file in the bundle (O_EXCL|O_NOFOLLOW);
-- logs (text) go through the one redaction rule set (parsers.redact) on the way.
+- logs (text) go through the one redaction rule set (forensics.bundle.redact) on the way.
 
 Logs keep their last bytes (where a hang's story is); dumps and state files are
 copied whole or not at all (a cut pickle is useless). Paths a process names are
@@ -26,7 +26,8 @@ from pathlib import Path
 from forensics import safefs
 from forensics.discover import procfs
 from forensics.safefs import JobUser
-from parsers import redact, safeio
+from forensics.bundle import redact
+from parsers import safeio
 from parsers.safeio import UnsafeFile
 
 COPY_MODE = 0o600  #: copied target files may hold anything the target wrote: owner-only
@@ -61,7 +62,7 @@ def copy_target_file(pid: int, src: Path, dest: Path, max_bytes: int, tail: bool
 
 def copy_target_log(pid: int, src: Path, dest: Path, max_bytes: int, follow: bool = False) -> tuple[int, bool]:
     """Copy the last max_bytes of a log a process named, with secrets redacted
-    (parsers.redact), under the same checks as copy_target_file.
+    (forensics.bundle.redact), under the same checks as copy_target_file.
 
     Bytes that are not UTF-8 pass through unchanged (surrogateescape), so only the
     redacted spans differ from the original. follow=True only for /proc/PID/fd/N (the very

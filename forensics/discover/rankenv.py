@@ -1,9 +1,9 @@
 """A rank's identity read from its environment: RANK / LOCAL_RANK / WORLD_SIZE and the job id.
 
 torchrun, torch.distributed launchers, Slurm wrappers and most frameworks export these variables to each
-worker. Apart from forensics.discover.ranks (which walks /proc) so that the modules that find ranks
-another way (exited.py: zombies; spawned.py: py-spy locals) build the same RankProcess without importing
-the walker that calls them (no import circle).
+worker. Apart from the walk over /proc (forensics.collect.targets.discover) so that the modules that find
+ranks another way (exited.py: zombies; spawned.py: spawn children) build the same RankProcess without
+importing the walker that calls them (no import circle).
 """
 
 from __future__ import annotations

@@ -1,66 +1,23 @@
-"""Finds the ranks of distributed jobs on this host from their environment.
+"""The ranks of distributed jobs on this host, from their environment: the pieces discovery is made of.
 
 torchrun, torch.distributed launchers, Slurm wrappers and most frameworks export
 RANK / LOCAL_RANK / WORLD_SIZE (and TORCHELASTIC_* under torchrun) to each worker.
 Children of a worker (data loader workers) inherit the same variables, so a process
 whose parent is the same rank of the same job is a child, not another rank.
-What one environment says is in forensics.discover.rankenv (re-exported here).
+What one environment says is in forensics.discover.rankenv (re-exported here). `discover()`, which walks
+/proc with these and attaches py-spy to recover a spawned rank's number, is collect's
+(forensics/collect/targets.py): discovery reads /proc only.
 """
 
 from __future__ import annotations
 
 from forensics.discover import procfs
-from forensics.discover.exited import find_exited, recover_exited_ranks
 from forensics.discover.rankenv import (MAX_EXPECTED_MISSING, MAX_GROUPS, MAX_LOCAL_WORLD, MAX_WORLD,  # noqa: F401
                                         RANK_KEYS, WORLD_KEYS, ExpectedRank, RankProcess, host_name, is_rank_env,
                                         job_id_of, rank_process)
-from forensics.discover.spawned import find_spawned, recover_ranks
-
-def discover(pids: list[int] | None = None, host: str | None = None, job: str | None = None) -> tuple[list[RankProcess], list[str]]:
-    """Ranks on this host: the given pids, or every process whose environment marks a rank.
-
-    Returns (ranks, problems): problems are human lines about pids that could not be read.
-    Explicit pids are kept even without rank variables (the user asked for them).
-    `job` keeps only ranks of that job id (see job_id_of), for hosts that run several jobs.
-    """
-    host = host or host_name()
-    explicit = pids is not None
-    found: dict[int, RankProcess] = {}
-    problems: list[str] = []
-    for pid in pids if explicit else procfs.all_pids():
-        try:
-            env = procfs.read_environ(pid)
-        except procfs.ProcessGone:
-            if explicit and procfs.state_or_none(pid) == "Z":  # exited, not reaped: no environment left
-                found[pid] = RankProcess(pid, host, None, None, None, None, None, None, ppid=procfs.read_ppid(pid))
-                problems.append(f"pid {pid}: has exited and is a zombie (no environment left)")
-            elif explicit:
-                problems.append(f"pid {pid}: no such process")
-            continue
-        except PermissionError:
-            if explicit:
-                problems.append(f"pid {pid}: environment not readable (permission denied)")
-                found[pid] = RankProcess(pid, host, None, None, None, None, None, None)
-            continue
-        if explicit or is_rank_env(env):
-            proc = rank_process(pid, env, host)
-            if job is None or proc.job_id == job:
-                found[pid] = proc
-    if not explicit:
-        for proc in find_spawned(host, exclude=set(found)):
-            if job is None or proc.job_id == job:
-                found[proc.pid] = proc
-    ranks = _drop_children(found)
-    if explicit:
-        zombies = [p for p in ranks if p.rank is None and procfs.state_or_none(p.pid) == "Z"]
-        recover_ranks([p for p in ranks if p.rank is None and p not in zombies])
-        recover_exited_ranks(zombies, [p for p in ranks if p not in zombies])
-    else:
-        ranks += [p for p in find_exited(ranks, host) if job is None or p.job_id == job]
-    return ranks, problems
 
 
-def _drop_children(found: dict[int, RankProcess]) -> list[RankProcess]:
+def drop_children(found: dict[int, RankProcess]) -> list[RankProcess]:
     """Drop processes whose parent is the same rank of the same job (data loader workers)."""
     keep = []
     for proc in found.values():

@@ -5,7 +5,8 @@ process, so /proc/PID/environ (the environment at exec) lacks it (field notes). 
 found as a group instead: Python processes started by multiprocessing's spawn or
 forkserver (their command line says so), with torch loaded, children of one launcher;
 grouped by that parent and by the store address they inherited (MASTER_ADDR/PORT), if any.
-Their rank is then recovered where a source tells it: `py-spy dump --locals` shows the
+Their rank is then recovered where a source tells it (forensics/collect/targets.py, which attaches the
+tool; `rank_from_pyspy` here reads its answer): `py-spy dump --locals` shows the
 index torch's `_wrap(fn, i, ...)` (or Lightning's `_wrapping_function(process_idx, ...)`)
 was called with. Where nothing tells it, the process stays with rank None, and its pid,
 host and parent are in the manifest for the verdict to name it by.
@@ -13,10 +14,6 @@ host and parent are in the manifest for the verdict to name it by.
 
 from __future__ import annotations
 
-import json
-
-from forensics.collect.guard import STOPPED, StateGuard
-from forensics.collect.tool import run_tool
 from forensics.discover import procfs
 from forensics.discover.rankenv import RankProcess, job_id_of
 
@@ -45,7 +42,8 @@ def _has_torch(pid: int) -> bool:
 
 
 def find_spawned(host: str, exclude: set[int]) -> list:
-    """Spawn-launched torch processes on this host, grouped into jobs; rank recovered where possible."""
+    """Spawn-launched torch processes on this host, grouped into jobs, rank None: their rank is recovered by
+    forensics.collect.targets.recover_ranks (py-spy --locals, a tool attached: collect's)."""
     cands: dict[int, tuple[dict[str, str], list[str], int | None]] = {}
     for pid in procfs.all_pids():
         if pid in exclude or len(cands) >= MAX_CANDIDATES:
@@ -74,7 +72,6 @@ def find_spawned(host: str, exclude: set[int]) -> list:
         procs.append(RankProcess(pid=pid, host=host, rank=None, local_rank=None, world_size=None,
                                  local_world_size=None, group_rank=None, job_id=job, environ=env, cmdline=cmd,
                                  rank_source=None, ppid=ppid, job_evidence=evidence))
-    recover_ranks(procs)
     return procs
 
 
@@ -100,29 +97,3 @@ def rank_from_pyspy(data: object) -> int | None:
             if fallback is None and arg and arg.get("arg") and str(arg.get("repr", "")).isdigit():
                 fallback = int(arg["repr"])
     return fallback
-
-
-def recover_ranks(procs: list, timeout: float = 10.0) -> None:
-    """Set .rank/.rank_source of unranked processes from py-spy --locals (one at a time, state guarded)."""
-    for proc in procs:
-        if proc.rank is not None:
-            continue
-        try:
-            nonblocking = procfs.read_state(proc.pid) in STOPPED or bool(procfs.tracer_pid(proc.pid))
-        except (procfs.ProcessGone, OSError):
-            continue
-        argv = ["py-spy", "dump", "--pid", str(proc.pid), "--json", "--locals"] + (["--nonblocking"] if nonblocking else [])
-        with StateGuard(proc.pid):
-            result = run_tool(argv, timeout=timeout)
-        if not result.ok:
-            proc.job_evidence.append(f"rank not recovered: py-spy --locals failed ({(result.stderr or '').strip()[:120]})")
-            continue
-        try:
-            rank = rank_from_pyspy(json.loads(result.stdout))
-        except ValueError:
-            rank = None
-        if rank is None:
-            proc.job_evidence.append("rank not recovered: no spawn wrapper frame with a rank index in py-spy --locals")
-            continue
-        proc.rank, proc.rank_source = rank, "py-spy-locals"
-        proc.job_evidence.append(f"rank {rank} from py-spy --locals (the spawn wrapper's index argument)")

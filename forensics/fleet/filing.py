@@ -39,7 +39,8 @@ from pathlib import Path
 import forensics
 from parsers.archive import ArchiveRefused, Limits, extract_stream
 from parsers.errors import InputError
-from parsers.model.manifest import Manifest, manifest_from_dict, to_json
+from forensics.bundle.encode import to_json
+from parsers.model.manifest import Manifest, manifest_from_dict
 from parsers.source import read_manifest_file
 from forensics.bundle.merge import HOST_MANIFEST, MAX_FILE_BYTES, MAX_FILES_PER_HOST, HostPart, host_root, place_name
 from forensics.fleet import outcome, wire

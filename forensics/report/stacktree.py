@@ -1,4 +1,5 @@
-"""Picture of the merged stack tree: one box per branch, rank counts on every branch.
+"""The merged stack tree presented: as indented text lines (`render_tree`) and as a picture, one box
+per branch, rank counts on every branch.
 
 The prefix tree from parsers.stacks has one node per frame. Chains of frames that
 the same ranks share are folded into one box (outermost frame on top), so the
@@ -17,6 +18,7 @@ from forensics.report import style
 from forensics.report.svg import CHAR_EM, Canvas
 from parsers.ranges import fold
 from parsers.stacks.labels import short_label
+from parsers.stacks.tree import StackNode
 
 MAX_FRAMES_PER_BOX = 8
 _PY_FRAME = re.compile(r"\(.+:\d+\)$")
@@ -184,3 +186,30 @@ def _draw_box(canvas: Canvas, b: Box, suspects: set[int], culprit: int | None) -
     for i, line in enumerate(b.lines):
         canvas.text(x0 + PAD, b.y + PAD / 2 + FONT + i * LINE_H, line, size=FONT, bold=i == 0, group="frame",
                     color=style.CULPRIT if (i == 0 and only_suspects) else "#222222")
+
+
+def render_tree(root: StackNode, max_depth: int = 60) -> list[str]:
+    """Indented lines '[0-3] func (file:line)'; a single-child chain keeps its indentation.
+
+    A run of identical frames on one chain (recursion, or unresolved frames of one
+    library) prints once with '×n'.
+    """
+    lines: list[str] = []
+
+    def walk(node: StackNode, depth: int, indent: int) -> None:
+        if depth > max_depth:
+            return
+        kids = list(node.children.values())
+        for child in kids:
+            repeat, last = 1, child
+            while (len(last.children) == 1 and len(kids) == 1 and repeat < max_depth):
+                nxt = next(iter(last.children.values()))
+                if nxt.label != child.label or nxt.ranks != child.ranks:
+                    break
+                repeat, last = repeat + 1, nxt
+            times = f" ×{repeat}" if repeat > 1 else ""
+            lines.append(f"{'  ' * indent}[{fold(child.ranks)}] {child.label}{times}")
+            walk(last, depth + repeat, indent + (1 if len(kids) > 1 or len(last.children) > 1 else 0))
+
+    walk(root, 0, 0)
+    return lines

@@ -23,7 +23,8 @@ from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
 from parsers.ranges import fold
-from parsers.stacks.tree import render_tree
+from forensics.report.stacktree import render_tree
+from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
 
 
 
@@ -269,7 +270,6 @@ def fold_missing(notes: list[str]) -> list[str]:
 def host_set(hosts: list[str]) -> str:
     """'host node1' or 'hosts node[001-064]' (ClusterShell folding of plain host names; any other
     name is listed as it is, after them, and escaped where it is shown)."""
-    from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
 
     plain, other = [], []
     for h in dict.fromkeys(hosts):

@@ -16,7 +16,8 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         raise SystemExit(0 if argv else 2)
-    import forensics.trigger.auto  # noqa: F401 - arms when FORENSICS_ARM=1
+    # local on purpose: imported for its effect (it arms when FORENSICS_ARM=1), after --help was answered
+    import forensics.trigger.auto  # noqa: F401
 
     if argv[0] == "-m":
         if len(argv) < 2:

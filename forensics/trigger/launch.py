@@ -29,7 +29,9 @@ def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str
     elif env.get("SLURM_JOB_ID"):
         argv += ["--slurm-job", env["SLURM_JOB_ID"]]
     else:
-        from forensics.fleet.hosts import fold  # ClusterShell, only when a multi-host job fires
+        # local on purpose: this runs inside the training process; ClusterShell (~12 ms to import) is loaded
+        # only when a multi-host job fires, never when arm() is imported
+        from forensics.fleet.hosts import fold
 
         argv += ["--hosts", fold(hosts)]
         for key in ("TORCHELASTIC_RUN_ID", "MASTER_PORT"):

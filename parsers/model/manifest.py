@@ -1,14 +1,16 @@
-"""Typed form of manifest.json, the index of a bundle.
+"""Typed form of manifest.json, the index of a bundle, and its reading (`manifest_from_dict`).
 
 Every rank (host, pid, global rank) and every collector run (status, timing, error,
 files written) is named here, so an analysis can tell evidence that says "nothing
-happened" from evidence that is missing.
+happened" from evidence that is missing. The records are the model both sides share: collectors
+fill them, readers get them back from the file. Writing them (JSON encoding, the bundle writer)
+is forensics/bundle/'s (`encode.py`, `writer.py`); reading checks the file first against
+parsers/manifest_schema.py, the bounds of untrusted input.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,7 @@ _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}  #: per class: its datacla
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-def _field_names(value: Any) -> tuple[str, ...] | None:
+def field_names(value: Any) -> tuple[str, ...] | None:
     """The dataclass fields of `value`'s class, None when it is no dataclass instance; looked up once per class."""
     cls = type(value)
     if cls not in _FIELD_NAMES:
@@ -42,7 +44,7 @@ def plain(value: Any) -> Any:
     numbers, booleans and None, which need no copy."""
     if type(value) in _LEAVES:
         return value
-    names = _field_names(value)
+    names = field_names(value)
     if names is not None:
         return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, list):
@@ -52,22 +54,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
-
-
-def _fields_or_text(value: Any) -> Any:
-    """json's hook for what it cannot write itself: a dataclass as its fields by name, anything else as str."""
-    names = _field_names(value)
-    if names is None:
-        return str(value)
-    return {name: getattr(value, name) for name in names}
-
-
-def to_json(value: Any, indent: int | None = None) -> str:
-    """`value` (a Manifest, a record, plain data holding them) as JSON text, the same as
-    json.dumps(plain(value), default=str) but without building the plain copy first: with
-    indent=None json's C encoder walks the objects and asks _fields_or_text only for each
-    dataclass (for a 4,096-host manifest ~0.3 s here against ~1.5 s through plain())."""
-    return json.dumps(value, indent=indent, default=_fields_or_text)
 
 
 class Status:

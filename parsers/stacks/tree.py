@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parsers.model import ThreadStack
-from parsers.ranges import fold
 from parsers.stacks.labels import short_label
 
 MAX_FULL = 400  #: characters of the first full label kept beside a shortened one (JSON stays small)
@@ -51,30 +50,3 @@ def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:
             child.ranks.add(rank)
             node = child
     return root
-
-
-def render_tree(root: StackNode, max_depth: int = 60) -> list[str]:
-    """Indented lines '[0-3] func (file:line)'; a single-child chain keeps its indentation.
-
-    A run of identical frames on one chain (recursion, or unresolved frames of one
-    library) prints once with '×n'.
-    """
-    lines: list[str] = []
-
-    def walk(node: StackNode, depth: int, indent: int) -> None:
-        if depth > max_depth:
-            return
-        kids = list(node.children.values())
-        for child in kids:
-            repeat, last = 1, child
-            while (len(last.children) == 1 and len(kids) == 1 and repeat < max_depth):
-                nxt = next(iter(last.children.values()))
-                if nxt.label != child.label or nxt.ranks != child.ranks:
-                    break
-                repeat, last = repeat + 1, nxt
-            times = f" ×{repeat}" if repeat > 1 else ""
-            lines.append(f"{'  ' * indent}[{fold(child.ranks)}] {child.label}{times}")
-            walk(last, depth + repeat, indent + (1 if len(kids) > 1 or len(last.children) > 1 else 0))
-
-    walk(root, 0, 0)
-    return lines

@@ -9,7 +9,7 @@ from pathlib import Path
 from forensics import safefs
 from forensics.errors import ForensicsError
 from forensics.cli.logs import log_reads
-from forensics.cli.output import add_output_options, emit, json_text, text_width
+from forensics.report.output import add_output_options, emit, json_text, text_width
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_view
 from forensics.report.view import ReportView, build_view

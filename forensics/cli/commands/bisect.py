@@ -16,9 +16,10 @@ from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
 from forensics.fleet.hosts import gather
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
-from forensics.cli.output import add_output_options, emit, emit_json
+from forensics.report.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
+from forensics.bisect.launchers import JobSpec
 
 NAME = "bisect"
 HELP = "pinpoint bad machines by running real test jobs on groups of hosts"
@@ -260,7 +261,6 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def _check_argv(launcher, argv: list[str], host: str) -> list[str]:
     """Host checks run on the host itself for ssh/slurm, here for local."""
-    from forensics.bisect.launchers import JobSpec
 
     return launcher.argv(argv, JobSpec([check_host(host)], 0, 0, 0, 60))
 

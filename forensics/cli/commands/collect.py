@@ -18,7 +18,7 @@ from forensics.bundle.archive import archive_path, make_archive
 from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
-from forensics.cli.output import emit, json_text
+from forensics.report.output import emit, json_text
 from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
@@ -26,7 +26,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from forensics.fleet.cli import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
+from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
 
 NAME = "collect"
 HELP = "gather stacks, state, logs and dumps of every rank on this host into a bundle"

@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 from forensics.cli.commands.collect import quiet_progress
-from forensics.cli.output import emit, json_text, text_width
+from forensics.report.output import emit, json_text, text_width
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
 from forensics.errors import ForensicsError

@@ -6,7 +6,7 @@ import argparse
 import os
 import shlex
 
-from forensics.cli.output import add_output_options, emit, emit_json
+from forensics.report.output import add_output_options, emit, emit_json
 from forensics.exitcodes import ExitCode
 from forensics.trigger.envsetup import is_set, recommended_env
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli.logs import log_reads
-from forensics.cli.output import add_output_options, emit_json, escape, fit, text_width, to_output
+from forensics.report.output import add_output_options, emit_json, escape, fit, text_width, to_output
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.hostset import fold

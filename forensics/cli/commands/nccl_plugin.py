@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 from forensics import nccl_plugin
-from forensics.cli.output import add_output_options, emit_json, to_output, escape
+from forensics.report.output import add_output_options, emit_json, to_output, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
+from parsers.readers.recorder import RecorderFormatError, read_recorder_file
+from parsers.judges.recorder import analyse
 
 NAME = "nccl-plugin"
 HELP = "build/locate the NCCL in-flight recorder plugin, print its env, or read its state files"
@@ -60,8 +62,6 @@ def _other(args: argparse.Namespace) -> int:
 
 
 def _read(targets: list[str], args: argparse.Namespace) -> int:
-    from parsers.readers.recorder import RecorderFormatError, read_recorder_file
-    from parsers.judges.recorder import analyse
 
     if not targets:
         raise ForensicsError("read: name state files or folders")

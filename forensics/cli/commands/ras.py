@@ -7,10 +7,11 @@ import dataclasses
 import json
 import sys
 
-from forensics.cli.output import add_output_options, emit, emit_json, escape
+from forensics.report.output import add_output_options, emit, emit_json, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
+from parsers.readers import ras
 
 NAME = "ras"
 HELP = "query NCCL RAS (2.24+) of a running job: which ranks lag or are missing"
@@ -48,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         emit(escape(answer.text), args.output)  # a report from the network: no escapes reach the terminal
         return int(done)
-    from parsers.readers import ras
 
     parsed = ras.parse_json_text(answer.text)
     body = answer.text[answer.text.find("{"):]

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from forensics.cli.output import add_output_options, emit, emit_json, escape
+from forensics.report.output import add_output_options, emit, emit_json, escape
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode

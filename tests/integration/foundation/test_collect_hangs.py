@@ -96,7 +96,8 @@ def test_discovery_finds_the_job_and_drops_loader_children(hung_job, tmp_path):
     import subprocess
     import sys
 
-    from forensics.discover.ranks import discover, job_id_of
+    from forensics.collect.targets import discover
+    from forensics.discover.ranks import job_id_of
     from forensics.discover.procfs import read_environ
 
     job = hung_job("sleep", ranks=3, culprit=1)

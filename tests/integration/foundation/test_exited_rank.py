@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.discover.ranks import discover
+from forensics.collect.targets import discover
 from hf_testpaths import REPO
 from parsers import knowledge
 from parsers.analyze import analyze

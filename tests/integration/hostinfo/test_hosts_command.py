@@ -108,7 +108,7 @@ def test_user_knowledge_base_changes_the_verdict(tmp_path, healthy_bundle):
     """A site rule that treats the (real) cgroup OOM on this machine as a host problem."""
     site = tmp_path / "site.toml"
     site.write_text(
-        (REPO / "forensics" / "knowledge" / "kernel.toml").read_text().split("[[entry]]")[0]
+        (REPO / "parsers" / "knowledge" / "kernel.toml").read_text().split("[[entry]]")[0]
         + '[[entry]]\nid = "site-any-oom"\ntitle = "any OOM kill"\nkind = "line"\nstreams = ["kernel"]\n'
         + "pattern = 'Killed process'\nmeaning = \"site policy\"\nseverity = \"warning\"\naction = \"exclude-host-and-restart\"\nhost = \"suspect\"\n"
         + 'examples = ["Out of memory: Killed process 1 (x)"]\ncounter_examples = ["oom_reaper: reaped process 1 (x)"]\nexample_sources = ["site"]\n'

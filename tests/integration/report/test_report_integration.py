@@ -232,7 +232,7 @@ def test_report_of_other_real_faults(fault: str, tmp_path: Path):
     pytest.importorskip("torch")
     from forensics.collectors.base import CollectOptions
     from forensics.demo.run import run_demo
-    from forensics.postmortem import load
+    from forensics.report.postmortem import load
 
     bundle = tmp_path / "bundle"
     outcome = run_demo(bundle, ranks=3, fault=fault, culprit=1, options=CollectOptions(), quiet=True)

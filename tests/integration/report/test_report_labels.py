@@ -46,8 +46,8 @@ window.addEventListener('load', () => {
 
 
 def _synthetic(world: int):
-    from forensics.postmortem.session import PostMortem
-    from forensics.postmortem.synthetic import synthetic_verdict
+    from forensics.report.postmortem.session import PostMortem
+    from forensics.report.postmortem.synthetic import synthetic_verdict
 
     return PostMortem(synthetic_verdict(world=world, culprit=world // 3, stopped=world - 5, missing=world - 2, laggards=3),
                       f"synthetic-{world}")
@@ -92,7 +92,7 @@ def test_no_two_labels_overlap_geometrically(world: int):
 
 
 def test_real_bundle_labels_do_not_overlap():
-    from forensics.postmortem import load
+    from forensics.report.postmortem import load
     from forensics.report.svg import overlapping_labels
 
     for name, canvas in _pictures(load(SIGSTOP_BUNDLE)).items():
@@ -101,7 +101,7 @@ def test_real_bundle_labels_do_not_overlap():
 
 def test_logs_only_512_labels_do_not_overlap(tmp_path: Path):
     """Issue 27 item 5: the pictures of a logs-only post-mortem of 512 ranks (no stack: no tree)."""
-    from forensics.postmortem import load
+    from forensics.report.postmortem import load
     from forensics.report.svg import overlapping_labels
     from logs_job import write_job
 
@@ -122,7 +122,7 @@ def _report_with_probe(pm, path: Path) -> Path:
 
 @pytest.mark.parametrize("case", ["real-8", "logs-512", "synthetic-64", "synthetic-4096"])
 def test_chromium_finds_no_overlapping_labels(case: str, chromium: str, tmp_path: Path):  # noqa: F811
-    from forensics.postmortem import load
+    from forensics.report.postmortem import load
     from logs_job import write_job
 
     if case == "real-8":

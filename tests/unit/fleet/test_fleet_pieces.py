@@ -246,7 +246,7 @@ def test_an_answer_past_its_bound_is_refused(monkeypatch, tmp_path):
 def test_every_per_rank_option_reaches_the_remote_collector():
     import argparse
 
-    from forensics.fleet.cli import remote_spec
+    from forensics.cli.collect_fleet import remote_spec
     from forensics.fleet.command import remote_argv
     from forensics.fleet.remote import parse_args
 

@@ -150,7 +150,7 @@ def test_a_damaged_manifest_is_a_recorded_problem_and_the_logs_are_read(tmp_path
 
 
 def test_a_damaged_manifest_and_nothing_else_is_still_a_clear_error(tmp_path):
-    from forensics.postmortem import load
+    from forensics.report.postmortem import load
 
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(ForensicsError, match="corrupted manifest .*no other file in it"):

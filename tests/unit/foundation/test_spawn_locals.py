@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from forensics.collect.targets import recover_ranks
 from forensics.collect.tool import find_tool
 from forensics.discover.spawned import find_spawned, rank_from_pyspy
 
@@ -35,6 +36,8 @@ def test_real_spawn_children_are_found_and_ranked(tmp_path):
             time.sleep(0.1)
         pids = {i: int((tmp_path / f"r{i}").read_text()) for i in (0, 1)}
         found = [p for p in find_spawned("h", exclude=set()) if p.ppid == launcher.pid]
+        assert {p.rank for p in found} == {None}  # discovery reads /proc only; the tool recovers the rank
+        recover_ranks(found)
         assert {p.rank: p.pid for p in found} == pids
         assert {p.rank_source for p in found} == {"py-spy-locals"} and len({p.job_id for p in found}) == 1
     finally:

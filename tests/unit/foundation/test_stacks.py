@@ -6,7 +6,8 @@ from hf_testpaths import FIXTURES
 from parsers.readers.gdb import read_gdb_json
 from parsers.readers.pyspy import read_pyspy_json
 from parsers.stacks.classify import classify
-from parsers.stacks.tree import build_tree, render_tree
+from forensics.report.stacktree import render_tree
+from parsers.stacks.tree import build_tree
 
 STACKS = FIXTURES / "stacks"
 

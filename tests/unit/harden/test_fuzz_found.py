@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from forensics.cli.output import json_text
+from forensics.report.output import json_text
 from parsers.readers.pyspy import MAX_JSON_BYTES, PySpyFormatError, read_pyspy_json
 from parsers.steps.series import SeriesError, parse_series
 

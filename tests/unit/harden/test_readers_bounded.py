@@ -429,7 +429,7 @@ def test_nvidia_smi_line_of_blanks_and_words_is_linear():
 
 def test_manifest_string_with_a_lone_surrogate_reaches_json_output(tmp_path):
     """Fuzzer seed 1, input 602: '\\udcff' in a manifest string broke `analyze --json` (UnicodeEncodeError)."""
-    from forensics.cli.output import json_text
+    from forensics.report.output import json_text
 
     root = _bundle(tmp_path, "nccl/mismatch/bundle")
     data = json.loads((root / "manifest.json").read_text())

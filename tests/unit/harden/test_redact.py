@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from forensics.collectors.environment import redact as collector_redact
-from parsers.redact import REDACTED, redact_argv, redact_env, redact_text, secret_name
+from forensics.bundle.redact import REDACTED, redact_argv, redact_env, redact_text, secret_name
 
 SECRET = "S3cr3tValue42"
 

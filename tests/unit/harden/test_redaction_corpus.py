@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.redact import REDACTED, redact_argv, redact_env, redact_text
+from forensics.bundle.redact import REDACTED, redact_argv, redact_env, redact_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "redaction"
 CORPUS = json.loads((FIXTURES / "corpus.json").read_text())

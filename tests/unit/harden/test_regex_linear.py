@@ -1,7 +1,9 @@
 """Issue 31, item 4: every regex that reads data runs in linear time on adversarial input of 100 KB and more.
 
-Every module-level compiled pattern under parsers/ is collected (readers, prefix stripping, stamps,
-redaction: all read data), and every line pattern of the built-in knowledge base (kernel and rank logs). For each, adversarial inputs are derived from its own syntax tree
+Every module-level compiled pattern under parsers/ is collected (readers, prefix stripping, stamps: all
+read data), the redaction rule set's (forensics/bundle/redact.py: it reads every copied log) and every
+line pattern of the built-in knowledge base (kernel and rank logs). For each, adversarial inputs are
+derived from its own syntax tree
 (regex_pumps: a prefix leading to each repeat, that repeat's body pumped, a byte no pattern expects);
 the three slowest at 4 KB are then timed at 100 KB and 200 KB. Linear means doubling the input
 about doubles the time: the bound is generous (3.5x plus 100 ms, and 2.5 s absolute) because the
@@ -21,6 +23,7 @@ import time
 import pytest
 
 import parsers
+from forensics.bundle import redact
 from parsers import knowledge
 from regex_pumps import build, pumps
 
@@ -39,6 +42,10 @@ def _patterns() -> dict[str, re.Pattern]:
             if isinstance(value, re.Pattern) and value.pattern and id(value) not in seen:
                 seen.add(id(value))
                 found[f"{info.name}.{attr}"] = value
+    for attr, value in sorted(vars(redact).items()):
+        if isinstance(value, re.Pattern) and value.pattern and id(value) not in seen:
+            seen.add(id(value))
+            found[f"{redact.__name__}.{attr}"] = value
     for entry in knowledge.load(use_env=False).entries:  # the knowledge base's line patterns read kernel and rank logs
         if entry.pattern is not None:
             found[f"knowledge:{entry.id}"] = entry.pattern

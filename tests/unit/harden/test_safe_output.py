@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from forensics.cli.output import emit, to_output
+from forensics.report.output import emit, to_output
 
 
 def _plant(tmp_path: Path) -> tuple[Path, Path]:

@@ -13,9 +13,9 @@ import pytest
 
 
 from forensics.errors import ForensicsError  # noqa: E402
-from forensics.postmortem import load  # noqa: E402
-from forensics.postmortem.session import PostMortem  # noqa: E402
-from forensics.postmortem.synthetic import synthetic_verdict  # noqa: E402
+from forensics.report.postmortem import load  # noqa: E402
+from forensics.report.postmortem.session import PostMortem  # noqa: E402
+from forensics.report.postmortem.synthetic import synthetic_verdict  # noqa: E402
 from forensics.report.html import build_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,8 +6,8 @@ import pytest
 
 
 
-from forensics.postmortem.session import PostMortem  # noqa: E402
-from forensics.postmortem.synthetic import synthetic_verdict  # noqa: E402
+from forensics.report.postmortem.session import PostMortem  # noqa: E402
+from forensics.report.postmortem.synthetic import synthetic_verdict  # noqa: E402
 from forensics.report.graph import collapse, draw_waitfor  # noqa: E402
 from forensics.report.stacktree import _all, boxes  # noqa: E402
 from forensics.report.style import to_svg  # noqa: E402
@@ -86,7 +86,7 @@ def _real_native_verdict():
 
 def test_unresolved_native_frames_merge_and_order_holds():
     """py-spy --native names the outermost libc frame by its address, which differs per process (ASLR)."""
-    from forensics.postmortem.timeline import merged_tree
+    from forensics.report.postmortem.timeline import merged_tree
 
     pm = PostMortem(_real_native_verdict(), source="native demo")
     assert len(pm.stack_tree["children"]) == 5  # as analysed: one branch per rank

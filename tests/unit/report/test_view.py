@@ -19,7 +19,7 @@ import pytest
 
 from hf_testpaths import FIXTURES, REPO
 from logs_job import write_job
-from forensics.postmortem import load
+from forensics.report.postmortem import load
 from forensics.report.html import build_report
 from forensics.report.text import render_view
 from forensics.report.view import build_view
@@ -118,7 +118,7 @@ def test_a_mismatch_graph_holds_every_rank_even_without_wait_edges():
 
 def test_render_verdict_without_an_analysis_still_renders_the_view():
     """A bare Verdict (the demo, a synthetic one) goes through the same view."""
-    from forensics.postmortem.synthetic import synthetic_verdict
+    from forensics.report.postmortem.synthetic import synthetic_verdict
     from forensics.report.text import render_verdict
 
     verdict = synthetic_verdict(8, culprit=5, stopped=None, missing=None)
@@ -126,9 +126,9 @@ def test_render_verdict_without_an_analysis_still_renders_the_view():
 
 
 def test_the_report_never_imports_the_notebook_api():
-    """No import circle postmortem <-> report, hidden or not: forensics/report imports nothing of forensics.postmortem."""
+    """No import circle postmortem <-> report, hidden or not: forensics/report imports nothing of forensics.report.postmortem."""
     for path in (REPO / "forensics" / "report").glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            assert not any(n.startswith("forensics.postmortem") for n in names), (path.name, names)
+            assert not any(n.startswith("forensics.report.postmortem") for n in names), (path.name, names)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forensics.errors import ForensicsError
-from forensics.postmortem.session import PostMortem
+from forensics.report.postmortem.session import PostMortem
 from parsers.analyze import analyze
 from parsers.errors import InputError
 from parsers.source import manifest_refusal

@@ -62,7 +62,7 @@ def as_table(rows: list[dict[str, Any]]) -> Any:
 
 
 class PostMortem:
-    """A bundle's verdict and evidence, ready to look at. Make one with `forensics.postmortem.load`."""
+    """A bundle's verdict and evidence, ready to look at. Make one with `forensics.report.postmortem.load`."""
 
     def __init__(self, verdict: Verdict, source: str, graph: nx.DiGraph | None = None,
                  events: list[dict[str, Any]] | None = None, evidence: Any = None, logs: Any = None) -> None:

@@ -1,4 +1,5 @@
-"""The fleet half of `forensics collect`: its options, and the branch that runs instead of a local collection."""
+"""The fleet half of `forensics collect` (forensics/cli/commands/collect.py): its options, and the branch that
+runs instead of a local collection. Part of the CLI, over forensics/fleet/ (which holds no CLI)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ from pathlib import Path
 from loguru import logger
 
 from forensics.bundle.attach import attach_files
-from forensics.cli.output import emit, emit_json
+from forensics.report.output import emit, emit_json
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.fleet import command as cmd
 from forensics.fleet import hosts as hostsets
 from forensics.fleet.options import check_srun_args, check_ssh_options
+from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
+from forensics.fleet.slurm import slurm_hosts, srun_runner
+from forensics.bundle.archive import make_archive
+from forensics.fleet import outcome
+from parsers.ranges import fold
 
 FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle
@@ -60,8 +66,6 @@ def host_list(args: argparse.Namespace) -> list[str]:
 
 def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     """Collect the whole job; print a summary (JSON with --json); exit PARTIAL unless every host answered."""
-    from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-    from forensics.fleet.slurm import slurm_hosts, srun_runner
 
     if args.pid:
         raise ForensicsError("--pid names local processes; it cannot be combined with --hosts/--hostfile/--slurm-job")
@@ -96,7 +100,6 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     attached = attach_files(out, args.attach) if getattr(args, "attach", None) and result.answered else []
     archive = None
     if args.tar:
-        from forensics.bundle.archive import make_archive
 
         archive = make_archive(out)
     summary = dict(result.summary(), archive=str(archive) if archive else None)
@@ -124,7 +127,6 @@ def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:
 
 def fleet_exit_code(result) -> ExitCode:
     """0 every host answered in full; 3 some evidence missing or late; 6 no host sent any evidence."""
-    from forensics.fleet import outcome
 
     if not result.answered and not any(p.status == outcome.EMPTY for p in result.parts):
         return ExitCode.NO_HOST
@@ -153,6 +155,5 @@ def summary_lines(summary: dict, out: Path) -> list[str]:
 
 
 def fold_ranks(ranks: list[int]) -> str:
-    from parsers.ranges import fold
 
     return fold(ranks)

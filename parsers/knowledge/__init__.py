@@ -1,6 +1,6 @@
 """The known-failure knowledge base: message or value -> meaning -> severity -> action.
 
-The knowledge lives in TOML files (forensics/knowledge/*.toml, plus any the user
+The knowledge lives in TOML files (parsers/knowledge/*.toml, beside this loader, plus any the user
 adds), not in code, so an operator can teach the tool what their fleet says
 without a release. Every entry carries its own real examples and counter-examples;
 loading checks them, so a broken user entry fails loudly at load time instead of
@@ -23,8 +23,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-#: Where the shipped entries live (data files inside the forensics package).
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "forensics" / "knowledge"
+#: Where the shipped entries live: this package's data files (pyproject.toml's package-data ships them).
+BUILTIN_DIR = Path(__file__).resolve().parent
 #: Extra knowledge-base files or folders, separated like PATH.
 ENV_VAR = "FORENSICS_KB"
 

@@ -32,7 +32,9 @@ real NCCL/PyTorch logs come out unchanged (tests/unit/harden/test_redact.py).
 Everything is linear-time regular expressions (bounded repetitions, no nested
 quantifiers), so a hostile 100 KB line costs milliseconds; lines holding none of the
 trigger literals and no token shape skip the rules (redact_text finds the others on the
-whole text at once). Pure, and ground floor (nothing above parsers/).
+whole text at once). Pure (the standard library only). It sits with the bundle because it is the
+bundle's promise, applied as evidence is written: the writer redacts the manifest's command, collectors
+what they copy; no reader needs it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Notebook API for post-mortems: load a bundle, look at the verdict, tables and pictures.
 
-    from forensics import postmortem
+    from forensics.report import postmortem
     pm = postmortem.load("bundle-dir-or.tar.gz")
     pm                    # verdict summary, rendered as HTML
     pm.ranks              # pandas DataFrame, one row per rank
@@ -13,7 +13,7 @@
 See docs/notebook-api.md.
 """
 
-from forensics.postmortem.loader import from_bundle, load
-from forensics.postmortem.session import PostMortem
+from forensics.report.postmortem.loader import from_bundle, load
+from forensics.report.postmortem.session import PostMortem
 
 __all__ = ["PostMortem", "from_bundle", "load"]

@@ -1,1 +1,0 @@
-"""Data only: the known-failure knowledge base (*.toml), read by parsers.knowledge."""
