@@ -20,7 +20,7 @@ from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
 from parsers.model.events import UNKNOWN_HOST
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect
 from parsers.model.manifest import RankRecord
 
 HEALTHY, SUSPECT, EXCLUDE, UNKNOWN = "healthy", "suspect", "exclude", "unknown"
@@ -392,3 +392,9 @@ def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list
         named = {s.rank for s in suspects}
         suspects += [s for s in log_only_suspects(reports, aftermath) if s.rank not in named]
     return reports, suspects
+
+
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
+    """The host judge (the one protocol): the knowledge base (`ctx.kb`) over host facts and known errors."""
+    reports, suspects = judge_hosts(ev, ctx.kb)
+    return Findings("hosts", suspects, judge="hosts", reports=reports)

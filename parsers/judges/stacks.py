@@ -14,17 +14,17 @@ from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
-from parsers.model.findings import ReasonClass, Suspect, Verdict, cite
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.stacks.tree import build_tree
 
-CONFIDENCE = {rc.value: rc.default_confidence for rc in ReasonClass}
 
 
-def stack_verdict(ev: Evidence) -> Verdict:
-    """The verdict from stacks, process state and absence (logs are correlated elsewhere)."""
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
+    """The stacks judge (the one protocol): suspects from stacks, process state and absence (logs are
+    correlated elsewhere), the waiting ranks and stack classes as sections, the main-thread stack tree."""
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     waiting = {rank: act for rank, act in activities.items() if act.waiting}
     common = _common_wait(waiting)
@@ -37,17 +37,16 @@ def stack_verdict(ev: Evidence) -> Verdict:
     suspects += _missing_suspects(ev)
     suspects += _absent_suspects(ev)
     suspects.sort(key=Suspect.sort_key)
-    verdict = Verdict(suspects=suspects)
+    found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
-        verdict.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
-    verdict.missing_evidence = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
-    verdict.missing_evidence += ev.problems
-    verdict.sections["classes"] = _classes(activities)
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
+    found.missing = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
+    found.missing += ev.problems
+    found.sections["classes"] = _classes(activities)
     stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}
-    tree = build_tree(stacks)
-    verdict.sections["stack_tree"] = tree.to_dict()
-    verdict.stack_tree = tree
-    return verdict
+    found.stack_tree = build_tree(stacks)
+    found.sections["stack_tree"] = found.stack_tree.to_dict()
+    return found
 
 
 def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int, Activity], common: Activity | None,
@@ -133,31 +132,31 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     others = evidence.others
     if state in ("T", "t"):
         reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
-        return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.STOPPED, reason=reason, confidence=ReasonClass.STOPPED.default_confidence, evidence=list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class="exited", reason=_exited_reason(r), confidence=CONFIDENCE["exited"],
+        return Suspect(**base, reason_class=ReasonClass.EXITED, reason=_exited_reason(r), confidence=ReasonClass.EXITED.default_confidence,
                        evidence=list(evidence.fill()) + _how_found(rec))
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
-        return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.KERNEL_WAIT, reason=reason, confidence=ReasonClass.KERNEL_WAIT.default_confidence, evidence=list(evidence.fill()))
     if state == "R":
         evidence.append("busy on a CPU (state R) at collection")
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
-        conf = CONFIDENCE["data-wait"] if others else 0.5
-        return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
+        conf = ReasonClass.DATA_WAIT.default_confidence if others else 0.5
+        return Suspect(**base, reason_class=ReasonClass.DATA_WAIT, reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
     if act is None or not others:
         return None
     if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
         reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {evidence.others_text()} wait in {common.op}"
-        return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.NEVER_JOINED, reason=reason, confidence=ReasonClass.NEVER_JOINED.default_confidence, evidence=list(evidence.fill()))
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
-        return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.OUTSIDE, reason=reason, confidence=ReasonClass.OUTSIDE.default_confidence, evidence=list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)):
         reason = f"waits in {act.op} while its peers wait in {common.op}"
-        return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.MISMATCH, reason=reason, confidence=ReasonClass.MISMATCH.default_confidence, evidence=list(evidence.fill()))
     return None
 
 
@@ -201,7 +200,7 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
             reason = f"has no process: it {exit_rec.how}"
             evidence.append(f"launcher: pid {exit_rec.pid} {exit_rec.how}")
         suspects.append(
-            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class="missing", reason=reason, confidence=CONFIDENCE["missing"], evidence=evidence)
+            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class=ReasonClass.MISSING, reason=reason, confidence=ReasonClass.MISSING.default_confidence, evidence=evidence)
         )
     known = {m.rank for m in ev.missing} | {r.rank for r in ev.ranks}
     first = _first_failure([e for e in ev.exits if e.rank not in known])
@@ -209,9 +208,9 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
         later = sorted(e.rank for e in ev.exits if e.exited_at and e is not first)
         suspects.append(
             Suspect(
-                rank=first.rank, host=first.host, pid=first.pid, reason_class="exited-first",
+                rank=first.rank, host=first.host, pid=first.pid, reason_class=ReasonClass.EXITED_FIRST,
                 reason=f"was the first rank to die: it {first.how}",
-                confidence=CONFIDENCE["exited-first"],
+                confidence=ReasonClass.EXITED_FIRST.default_confidence,
                 evidence=[f"launcher: ranks {fold(later)} died after it"] if later else [],
             )
         )
@@ -242,7 +241,7 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
         for rank in absent:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
             suspects.append(
-                Suspect(rank=rank, host=None, pid=None, reason_class="absent", reason=reason, confidence=CONFIDENCE["absent"],
+                Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason, confidence=ReasonClass.ABSENT.default_confidence,
                         evidence=[f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}"])
             )
     return suspects

@@ -9,9 +9,9 @@ field. The arbiter (parsers/merge.py) reads these; presentation reads the `Verdi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 
 class ReasonClass(str, Enum):
@@ -154,21 +154,19 @@ def cite(text: str, tool: str | None = None, file: str | None = None, line: int 
 SOURCES = ("stacks", "proc", "recorder", "logs", "dumps", "ras", "hosts", "exceptions", "launcher", "timing")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Demotion:
-    """Why a root claim lost weight: the rank waits itself, on `waits_on` in `scope`, or its main thread is blocked."""
+    """Why a root claim lost weight: the rank waits itself (`edge`: on whom, in which scope and op), or its main
+    thread is blocked. `said` is its words, written by presentation (parsers/summary.py) from these fields."""
 
     waits_on: int | None = None
-    scope: str | None = None
+    edge: "WaitEdge | None" = None  #: the typed wait edge out of the rank (global ranks)
     blocked: str | None = None  #: what the main thread is blocked in, where that is the reason
     unproven: bool = False  #: no time says the job hangs: a wait read from where logs stop is a lead only
+    said: str = ""
 
     def describe(self) -> str:
-        if self.unproven:
-            return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
-        if self.waits_on is not None:
-            return f"it waits itself (on rank {self.waits_on} in {self.scope or 'another communicator'}), so it is not where the wait ends"
-        return f"it waits itself (its main thread is blocked: {self.blocked}), so it is not where the wait ends"
+        return self.said
 
 
 @dataclass
@@ -183,7 +181,7 @@ class Suspect:
     rank: int | None
     host: str | None
     pid: int | None
-    reason_class: ReasonClass  #: a str given by a judge is turned into its ReasonClass
+    reason_class: ReasonClass  #: always the enum: a judge that gives a plain str is refused (TypeError)
     reason: str  #: one human sentence
     confidence: float
     evidence: list[str] = field(default_factory=list)
@@ -195,10 +193,8 @@ class Suspect:
     why: str | None = None  #: one clause of its own evidence that says why (e.g. the thread that holds its lock)
 
     def __post_init__(self) -> None:
-        rc = ReasonClass.of(self.reason_class)
-        if rc is None:
-            raise ValueError(f"unknown reason class {self.reason_class!r}")
-        self.reason_class = rc
+        if not isinstance(self.reason_class, ReasonClass):  # typed at every creation site, never a name
+            raise TypeError(f"reason_class must be a ReasonClass, not {self.reason_class!r}")
 
     def sort_key(self) -> tuple[float, int, int]:
         """Most likely first; among equals, the one more sources support, then the lower rank."""
@@ -259,20 +255,24 @@ class Observation:
     ranks: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Deadlock:
-    """A cycle of the wait-for graph: every member waits on the next, each edge in its scope and op."""
+    """A cycle of the wait-for graph: every member waits on the next, each edge typed (its scope and op).
+    `wheres` are the edges' scopes in words, written by presentation (parsers/summary.py)."""
 
     members: tuple[int, ...]
-    edges: tuple[tuple[int, int, str], ...]  #: (waiter, waited-on, where: communicator and op)
+    edges: tuple["WaitEdge", ...]  #: waiter -> waited-on, global ranks, in cycle order
+    wheres: tuple[str, ...] = ()
 
-    def describe(self) -> str:
-        hops = ", ".join(f"{a} on {b} in {where}" for a, b, where in self.edges)
-        return (f"deadlock: ranks {', '.join(map(str, self.members))} wait on each other in a cycle ({hops}): "
-                "these ranks call these groups' collectives in different orders")
+    @property
+    def hops(self) -> list[tuple[int, int | None, str]]:
+        """(waiter, waited-on, where in words) per edge, for renderers."""
+        return [(e.waiter, e.peer, w) for e, w in zip(self.edges, self.wheres or ("",) * len(self.edges))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"members": list(self.members), "edges": [{"waiter": a, "waits_on": b, "where": w} for a, b, w in self.edges]}
+        return {"members": list(self.members),
+                "edges": [{"waiter": e.waiter, "waits_on": e.peer, "where": w, **e.to_dict()}
+                          for e, w in zip(self.edges, self.wheres or ("",) * len(self.edges))]}
 
 
 @dataclass
@@ -349,8 +349,8 @@ class WaitEdge:
     """
 
     comm_id: str  #: commId/hash as hex string, or a PG name when that is all we know
-    waiter: int  #: communicator rank that waits
-    peer: int  #: communicator rank it waits on
+    waiter: int  #: the rank that waits (a communicator rank, or a global one where `global_ranks`)
+    peer: int | None  #: the rank it waits on (None: a member no file names)
     source: str  #: 'recorder', 'nccl-log', 'ras', 'c10d', ...
     op: str | None = None  #: e.g. 'AllReduce seq 11'
     channel: int | None = None
@@ -363,24 +363,74 @@ class WaitEdge:
     p2p_peer: int | None = None  #: for send/recv: the peer of the point-to-point op
     p2p_seq: int | None = None  #: for send/recv: its sequence number between the two peers
     since_s: float | None = None  #: seconds the waiter has waited, where a time stamp says it
+    global_ranks: bool = False  #: waiter and peer are global ranks (mapped, or a group whose ranks are global)
 
     @property
     def point_to_point(self) -> bool:
         return self.p2p_peer is not None
 
+    def to_global(self, table: dict[int, int]) -> "WaitEdge | None":
+        """This edge in global ranks through `table` (comm rank -> global rank), or None where one is unknown."""
+        if self.global_ranks:
+            return self
+        waiter, peer = table.get(self.waiter), table.get(self.peer) if self.peer is not None else None
+        return None if waiter is None or peer is None else replace(self, waiter=waiter, peer=peer, global_ranks=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"comm": self.comm_id, "scope": self.scope, "op": self.op, "seq": self.seq, "p2p_peer": self.p2p_peer,
+                "p2p_seq": self.p2p_seq, "source": self.source, "since_s": self.since_s}
+
 
 @dataclass
 class Findings:
-    """What one judge returns: the one judge protocol. `source` is the kind of evidence it read
-    (SOURCES); every suspect it returns carries it, so agreement between judges can be counted."""
+    """What one judge returns: the one judge protocol (`Judge`). `source` is the kind of evidence it read
+    (SOURCES); every suspect it returns carries it, so agreement between judges can be counted. `judge`
+    names the judge, so the arbiter knows whose progress decision, graph or host reports it reads."""
 
     source: str
     suspects: list[Suspect] = field(default_factory=list)
-    edges: list[WaitEdge] = field(default_factory=list)
+    edges: list[WaitEdge] = field(default_factory=list)  #: its typed wait edges (comm ranks, mapped by comm_ranks)
     observations: list[Observation] = field(default_factory=list)
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)  #: JSON tables for the verdict's sections
+    judge: str = ""
+    comm_ranks: dict[str, dict[int, int]] = field(default_factory=dict)  #: comm id -> {comm rank: global rank}
+    graph: Any = None  #: the judge's own wait-for graph of global ranks (networkx; each edge's `edge` a WaitEdge)
+    missing: list[str] = field(default_factory=list)  #: what this judge could not see
+    reports: list = field(default_factory=list)  #: host reports (judges.hosts.HostReport)
+    progress: Any = None  #: hang or progress, decided from time (judges.progress.Progress)
+    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness)
+    stack_tree: Any = None  #: the main-thread stack tree (parsers.stacks.tree.Node)
+    result: Any = None  #: the judge's own result for presentation (the logs judge's LogAnalysis: last ops)
 
     def __post_init__(self) -> None:
         for s in self.suspects:
             if not s.source:
                 s.source = self.source
+
+    def global_edges(self) -> list[WaitEdge]:
+        """Its wait edges in global ranks (edges whose ranks the judge could not map are left out)."""
+        out = []
+        for e in self.edges:
+            mapped = e.to_global(self.comm_ranks.get(e.comm_id, {}))
+            if mapped is not None:
+                out.append(mapped)
+        return out
+
+
+@dataclass
+class JudgeContext:
+    """What a judge reads besides the evidence: the knowledge base, and the findings of the judges that ran
+    before it (the logs judge maps the recorder's edges and skips ranks the p2p judge sees in a send/recv)."""
+
+    kb: Any = None
+    found: list[Findings] = field(default_factory=list)
+
+    def of(self, judge: str) -> Findings:
+        """The findings of `judge`, or empty ones where it has not run."""
+        return next((f for f in self.found if f.judge == judge), Findings("", judge=judge))
+
+
+class Judge(Protocol):
+    """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
+
+    def __call__(self, ev: Any, ctx: JudgeContext) -> Findings: ...
