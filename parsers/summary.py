@@ -13,6 +13,7 @@ from typing import Any
 from parsers.judges.hosts import plain_host
 from parsers.judges.logs import names
 from parsers.model.findings import Deadlock, Demotion, Suspect, Verdict, WaitEdge
+from parsers.present import observed
 from parsers.ranges import fold
 
 #: observations said in the summary itself when no culprit is named (the rest are lines under it)
@@ -74,14 +75,14 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
         verdict.stragglers = [slow_text if judged else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
     if verdict.deadlock is not None:
         verdict.summary = deadlock(verdict.deadlock)
-        verdict.shows = [o.text for o in verdict.observations]
+        verdict.shows = [observed(o) for o in verdict.observations]
     elif head is not None and verdict.independent:
         verdict.summary = several(verdict.culprits)
     elif head is not None:
         verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
                            + (f". Recommended action: {head.action}" if head.action else ""))
     else:
-        verdict.shows = [o.text for o in verdict.observations]
+        verdict.shows = [observed(o) for o in verdict.observations]
         verdict.summary = no_culprit(verdict, ranks, activity)
     if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
         # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown
@@ -128,7 +129,7 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
     """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
-    first = "; ".join(o.text for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
+    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
     if verdict.hang == "not established" and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
         return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder, no second look), so "
                 "one snapshot is not judged as a wait (leads and stragglers below)")

@@ -16,10 +16,10 @@ from typing import Any
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
-from parsers.model.findings import Observation
+from parsers.model.findings import (CallSite, Citation, DumpFact, HostFact, Observation, RasFact, StackFact,
+                                    TracebackFact, cite)
 from parsers.model.stacks import Frame
 from parsers.ranges import fold
-from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
 
@@ -40,15 +40,16 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation("disagreement", m["text"]) for m in process_op_disagreements(ev)[:2]]
     out += [Observation("completed-past", t) for t in completed_past(ev)]
     out += [Observation("fr-report", t) for t in fr_report.describe(seen.analyzer)]
-    out += [Observation("ras", t) for t in ras.describe(seen.ras_said)]
+    out += [Observation("ras", facts=f) for f in _ras_facts(seen.ras_said)]
     out += [Observation("horovod", t) for t in horovod.describe(ev)]
     out += [Observation("coverage", t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
     out += [Observation("first-error", t) for t in _error_parts(seen)]
-    out += [Observation("stack", t) for t in _rankless_stacks(ev)]
-    out += [Observation("call-site", t) for t in _call_sites(ev)]
-    out += [Observation("dump", t) for t in _logged_dumps(ev)]
-    out += [Observation("traceback", t) for t in _traceback_parts(seen)]
-    out += [Observation("host", t) for t in _host_parts(reports or [])]
+    out += [Observation("stack", facts=f) for f in _rankless_stacks(ev)]
+    sites = _call_sites(ev)
+    out += [Observation("call-site", ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
+    out += [Observation("dump", facts=f) for f in _logged_dumps(ev)]
+    out += [Observation("traceback", ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
+    out += [Observation("host", facts=f) for f in _host_facts(reports or [])]
     out += [Observation("trail", t) for t in _trail_parts(ev, seen)]
     not_read = unread.describe(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
@@ -73,8 +74,9 @@ def _coverage_words(coverage: Any) -> str:
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
-    """The observations as one line (for tests and tools that search the words)."""
-    return "; ".join(o.text for o in observe(ev, reports))
+    """The observations as one line, worded by presentation (for tests and tools that search the words)."""
+    from parsers.present import observed
+    return "; ".join(observed(o) for o in observe(ev, reports))
 
 
 def _op_named(op: str | None, seq: int | None) -> str:
@@ -221,25 +223,24 @@ def _wait_status(returncode: int) -> int:
     return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
 
 
-def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
+def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
     """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
     dump of one pid): the stack is evidence even when no line says which rank the process was."""
     by_what: dict[str, list[int]] = {}
     for r in ev.ranks:
         if r.rank is None and r.main_stack is not None and r.record.pid is not None:
             by_what.setdefault(r.activity.text, []).append(r.record.pid)
-    return [f"pid{'s' if len(pids) > 1 else ''} {fold(sorted(pids))} (no rank printed): its main-thread stack shows it {what}"
-            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+    return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
-def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
+def _logged_dumps(ev: Any, limit: int = 3) -> list[DumpFact]:
     """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
     (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
     dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
     process (its `Process N:` line names the pid). A dump is the rank's that its lines or its file name
     give (evidence._apply_hints), else no rank's."""
     attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
-    by_what: dict[tuple[str, str], list[str]] = {}
+    by_what: dict[tuple[str, bool, str], list[tuple[str, Citation]]] = {}
     for art in ev.artifacts:
         if not art.parsed or id(art) in attached:
             continue
@@ -247,11 +248,11 @@ def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
             if st.origin is None or not (st.is_main or (st.signalled and st.frames)):
                 continue
             tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
-            thread = "the main thread" if st.is_main else "the thread the fatal signal hit ('Current thread')"
-            by_what.setdefault((tool, f"{thread} {classify(st).text}"), []).append(
-                f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
-    return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
-            f" {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+            doing = classify(st).text
+            by_what.setdefault((tool, st.is_main, doing), []).append(
+                (_dump_owner(st.origin), cite(doing, tool=st.source, file=art.cite, line=st.origin.line)))
+    return [DumpFact(tool, main, doing, tuple(where))
+            for (tool, main, doing), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def _dump_owner(o: Any) -> str:
@@ -263,28 +264,21 @@ def _dump_owner(o: Any) -> str:
     return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
 
 
-def _call_sites(ev: Any, limit: int = 3) -> list[str]:
+def _call_sites(ev: Any) -> tuple[CallSite, ...]:
     """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
     c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
     ranks whose waits come from different lines of code are the first thing to look at."""
-    by_site: dict[str, set[int]] = {}
+    by_site: dict[tuple[str, str | None, int, str], set[int]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
             if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None or not e.data.get("frames"):
                 continue
             frames = [Frame(function=f, file=path, line=n) for f, path, n in e.data["frames"]]
             user = next((f for f in frames if not is_library(f)), None)
-            site = (f"{frames[0].function} called from {user.label}" if user else
-                    f"{frames[0].function}, no frame of the user's code among the {len(frames)} shown"
-                    f" (outermost: {frames[-1].label})")
+            site = (frames[0].function, user.label if user else None, len(frames), frames[-1].label)
             by_site.setdefault(site, set()).add(e.origin.rank)
-    if not by_site:
-        return []
     sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-    said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))}: {site}" for site, rs in sites[:limit])
-    if len(sites) == 1:
-        return [f"the timed-out collective's stack (Flight Recorder) of {said}"]
-    return [f"the timed-out collectives come from {len(sites)} different places in the code ({said})"]
+    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs))) for (function, user, n, outermost), rs in sites)
 
 
 @dataclass
@@ -421,26 +415,35 @@ def _error_parts(seen: _Seen) -> list[str]:
     return parts
 
 
-def _traceback_parts(seen: _Seen, limit: int = 3) -> list[str]:
-    parts = []
-    for frame in list(seen.innermost.values())[:limit]:
-        o = frame.origin
-        who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")
-        parts.append(f"{who}'s traceback reaches {frame.message} (torch.distributed)")
-    return parts
+def _tracebacks(seen: _Seen, limit: int = 3) -> list[TracebackFact]:
+    return [TracebackFact(f.origin.rank, f.origin.pid, f.message) for f in list(seen.innermost.values())[:limit]]
 
 
-def _host_parts(reports: list) -> list[str]:
+def _host_facts(reports: list) -> list[HostFact]:
     """Hosts the host judge would exclude or suspects, with the first line that says why."""
-    parts = []
-    for h in reports:
-        if h.status in ("exclude", "suspect") and h.reasons:
-            g = h.reasons[0]
-            host = "the host of these lines (none names it)" if h.host == UNKNOWN_HOST else f"host {h.host}"
-            status = "to exclude" if h.status == "exclude" else "suspect"  # 'host X is exclude' read as a typo
-            parts.append(f"{host} is {status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
-                         if g.first.line_no else f"{host} is {status}: {g.entry.title}")
-    return parts
+    return [HostFact(None if h.host == UNKNOWN_HOST else h.host, h.status, h.reasons[0].entry.title,
+                     cite(h.reasons[0].first.evidence[:300], tool="knowledge base", file=h.reasons[0].first.source,
+                          line=h.reasons[0].first.line_no))
+            for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+
+
+def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
+    """What RAS reports, one fact per communicator and kind, for a summary that names no culprit.
+
+    Why the summary needs it: a RAS view whose listed ranks are AHEAD (the others lag and are not listed,
+    NVIDIA/nccl#1911) blames no one, yet it is not 'no error': it says the communicator's counts differ and
+    where the listed ranks are. Repeated views (STATUS, VERBOSE STATUS, JSON) say one thing once."""
+    seen: dict[tuple[str, str], dict] = {}
+    for f in findings:
+        if f.kind not in ("behind", "ahead", "missing", "dead"):
+            continue
+        slot = seen.setdefault((f.comm, f.kind), {"ranks": set(), "where": set(), "op": f.op, "count": f.op_count})
+        if f.comm_rank is not None:
+            slot["ranks"].add(f.comm_rank)
+        if f.pid is not None:
+            slot["where"].add(f"pid {f.pid}" + (f" on {f.host}" if f.host else ""))
+    return [RasFact(comm, kind, tuple(sorted(slot["ranks"])), slot["op"], slot["count"], tuple(sorted(slot["where"])))
+            for (comm, kind), slot in list(seen.items())[:limit]]
 
 
 def _trail_parts(ev: Any, seen: _Seen) -> list[str]:

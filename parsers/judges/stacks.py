@@ -14,6 +14,7 @@ from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
+from parsers.judges.own_state import STACK_KINDS, file_of
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -101,9 +102,10 @@ class _Evidence(list):
             self._filled = True
             r = self.r
             head = [cite(f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan")
-                                                       else ""), tool="/proc")]
+                                                       else ""), tool="/proc", file=file_of(r, "process-state"))]
             if r.main_stack:
-                head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame"))
+                head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame",
+                                 file=file_of(r, *STACK_KINDS)))
             if self.others and self.common:
                 head.append(cite(f"ranks {self.others_text()} {self.common.text}", tool="stacks"))
             self[:0] = head
@@ -121,7 +123,7 @@ def _exited_reason(r: RankEvidence) -> str:
 def _how_found(rec: Any) -> list[str]:
     """Lines that say how an exited rank was found and its rank learned (it has no environment left)."""
     lines = list(getattr(rec, "job_evidence", None) or [])[:3]
-    return [f"collector: {line}" for line in lines]
+    return [cite(f"collector: {line}", tool="collector") for line in lines]
 
 
 def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
@@ -140,7 +142,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
         return Suspect(**base, reason_class=ReasonClass.KERNEL_WAIT, reason=reason, confidence=ReasonClass.KERNEL_WAIT.default_confidence, evidence=list(evidence.fill()))
     if state == "R":
-        evidence.append("busy on a CPU (state R) at collection")
+        evidence.append(cite("busy on a CPU (state R) at collection", tool="/proc", file=file_of(r, "process-state")))
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
@@ -183,22 +185,23 @@ def data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
     w = workers[0]
     what = w.activity.where or "an unknown place"
     state = w.proc.state if w.proc else "?"
-    evidence = [f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
-                + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}"
-                for c in workers[:4]]
+    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
+                     tool="/proc") for c in workers[:4]]
     return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
 def _missing_suspects(ev: Evidence) -> list[Suspect]:
     exits = {e.rank: e for e in ev.exits}
+    launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
     suspects = []
     for miss in ev.missing:
-        evidence = [miss.reason]
+        evidence = [cite(miss.reason, tool="manifest")]
         exit_rec = exits.get(miss.rank)
         reason = "has no process: it crashed or exited"
         if exit_rec and exit_rec.returncode is not None:
             reason = f"has no process: it {exit_rec.how}"
-            evidence.append(f"launcher: pid {exit_rec.pid} {exit_rec.how}")
+            evidence.append(cite(f"launcher: pid {exit_rec.pid} {exit_rec.how}", tool="launcher record", file=launcher))
         suspects.append(
             Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class=ReasonClass.MISSING, reason=reason, confidence=ReasonClass.MISSING.default_confidence, evidence=evidence)
         )
@@ -211,7 +214,8 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
                 rank=first.rank, host=first.host, pid=first.pid, reason_class=ReasonClass.EXITED_FIRST,
                 reason=f"was the first rank to die: it {first.how}",
                 confidence=ReasonClass.EXITED_FIRST.default_confidence,
-                evidence=[f"launcher: ranks {fold(later)} died after it"] if later else [],
+                evidence=[cite(f"launcher: ranks {fold(later)} died after it", tool="launcher record", file=launcher)]
+                if later else [],
             )
         )
     return suspects
@@ -242,7 +246,8 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
             suspects.append(
                 Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason, confidence=ReasonClass.ABSENT.default_confidence,
-                        evidence=[f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}"])
+                        evidence=[cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
+                                       tool="manifest")])
             )
     return suspects
 

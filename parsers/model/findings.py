@@ -245,14 +245,81 @@ class Suspect:
 
 
 @dataclass(frozen=True)
+class HostFact:
+    """A host the host judge would exclude or suspects, and the first finding that says why."""
+
+    host: str | None  #: None: the host of these lines, which none names
+    status: str  #: 'exclude' | 'suspect'
+    title: str  #: the knowledge base entry's title
+    citation: Citation | None = None  #: the line it was read at (file, line)
+
+
+@dataclass(frozen=True)
+class TracebackFact:
+    """The innermost torch.distributed frame a process's traceback reaches."""
+
+    rank: int | None
+    pid: int | None
+    frame: str  #: the frame as the traceback prints it
+
+
+@dataclass(frozen=True)
+class RasFact:
+    """What one NCCL RAS view says of one communicator, one kind (behind, ahead, missing, dead)."""
+
+    comm: str
+    kind: str
+    comm_ranks: tuple[int, ...] = ()
+    op: str | None = None
+    count: int | None = None
+    processes: tuple[str, ...] = ()  #: 'pid P on H', sorted
+
+
+@dataclass(frozen=True)
+class StackFact:
+    """Processes whose stacks were pasted with no rank, and what their main threads show them doing."""
+
+    pids: tuple[int, ...]
+    doing: str  #: the stack class's words (parsers.stacks.classify)
+
+
+@dataclass(frozen=True)
+class DumpFact:
+    """Stack dumps found in logs (faulthandler's, py-spy's) that show one thing, each cited where it was read."""
+
+    tool: str  #: 'py-spy dump' | 'faulthandler dump'
+    main: bool  #: the main thread's (else the thread a fatal signal hit)
+    doing: str
+    owners: tuple[tuple[str, Citation], ...] = ()  #: (whose: 'rank 3', 'pid 9, no rank printed'; where it was read)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """Where a timed-out collective was called from: its innermost frame and the user's frame, if any."""
+
+    function: str
+    user: str | None  #: the innermost frame of the user's code ('train (train.py:88)')
+    frames: int  #: how many frames the stack shows
+    outermost: str
+    ranks: tuple[int, ...]
+
+
+#: a typed observation's facts (presentation words each kind: parsers/present.py)
+Facts = HostFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
+
+
+@dataclass(frozen=True)
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
-    summary and of 'what the evidence shows' (built by parsers/summary.py, never by re-reading events)."""
+    summary and of 'what the evidence shows'. `facts` hold it typed (host, traceback, RAS, stack, dump,
+    call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
+    `text` as their judge wrote them. Nothing reads either back."""
 
     kind: str  #: 'timeout', 'setting', 'dump-ask', 'disagreement', 'completed-past', 'fr-report', 'ras', 'coverage',
     #: 'first-error', 'stack', 'call-site', 'dump', 'traceback', 'host', 'trail', 'no-error', 'coverage-note'
-    text: str
+    text: str = ""
     ranks: tuple[int, ...] = ()
+    facts: Any = None  #: one of `Facts`, for the typed kinds
 
 
 @dataclass

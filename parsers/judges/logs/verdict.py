@@ -154,7 +154,7 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
     it is a suspect (0.6) only when the agreeing ranks are every rank of the stated world but b.
     A report whose [rankN] prefix is not its 'Rank a' came from a subgroup (group ranks): skipped."""
     agree: dict[int, set[int]] = {}
-    texts: dict[int, list[str]] = {}
+    texts: dict[int, list] = {}
     for rank, ev in errors:
         sides = ev.data.get("sides") if ev.kind == "collective-mismatch" else None
         if not sides or len(sides) != 2:
@@ -163,16 +163,16 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
         if b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
             continue
         agree.setdefault(b, set()).update({*range(b), a})
-        texts.setdefault(b, []).append(f"rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}")
+        texts.setdefault(b, []).append(cite(f"ProcessGroupWrapper: rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}",
+                                            tool="ProcessGroupWrapper", file=ev.origin.file, line=ev.origin.line))
     for b, ranks in sorted(agree.items()):
         if b in {a for other, rs in agree.items() if other != b for a in rs}:
             continue  # b is itself on an agreeing side elsewhere: the reports contradict each other
         conf = 0.6 if world and len(ranks | {b}) >= world else 0.45
         get(b).offer(ReasonClass.MISMATCH, f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
                      f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)", conf,
-                     [f"ProcessGroupWrapper: {t}" for t in texts[b][:5]]
-                     + [f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} matched "
-                        "the reporter"])
+                     texts[b][:5] + [cite(f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} "
+                                          "matched the reporter", tool="ProcessGroupWrapper")])
 
 
 def _side(side: dict) -> str:
@@ -237,7 +237,7 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
     for r in range(ids.world_size):
         if r not in ids.ranks:
             get(r).offer(ReasonClass.ABSENT, f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
-                         [f"no artifact names global rank {r} (world size {ids.world_size})"])
+                         [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
 
 
 def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
@@ -255,7 +255,7 @@ def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
         if rank is not None:
             by_rank.setdefault(rank, []).append(f)
     for rank, found in sorted(by_rank.items()):
-        texts = list(dict.fromkeys(f"NCCL RAS: {f.text}" for f in found))
+        texts = list(dict.fromkeys(cite(f"NCCL RAS: {f.text}", tool="ras") for f in found))
         if rank in acc:
             a = acc[rank]
             a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), texts)
@@ -280,9 +280,14 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     if len(common) != 1:
         return False
     peer = common.pop()
+    first = {}
+    for r, e in errors:
+        if e.kind == "connection-closed":
+            first.setdefault(r, e)
     get(peer).offer(ReasonClass.LOST_PEER, f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
                     f"connection ({', '.join(map(str, lost))})", 0.5,
-                    [f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}" for r in lost])
+                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}", tool="nccl-log",
+                          file=first[r].origin.file, line=first[r].origin.line) for r in lost])
     return True
 
 
@@ -298,12 +303,13 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     if erred and silent and len(silent) < len(erred):
         for r in silent:
             get(r).offer(ReasonClass.SILENT, f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
-                         0.45, [f"{len(erred)} ranks logged errors; rank {r} none"])
+                         0.45, [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
         return
-    timed = sorted((when, r, e.timestamp) for r, e in errors
-                   if r is not None and (when := stamps.key(e.timestamp)) is not None)
+    timed = sorted(((when, r, e.timestamp, e) for r, e in errors
+                    if r is not None and (when := stamps.key(e.timestamp)) is not None), key=lambda x: x[:3])
     # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
-    if timed and not any(r != timed[0][1] for when, r, _ in timed if when == timed[0][0]):
-        _, r, printed = timed[0]
+    if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
+        _, r, printed, e = timed[0]
         ts = stamps.shown(printed)
-        get(r).offer(ReasonClass.ERROR_FIRST, f"rank {r} logged the first error ({ts})", 0.3, [f"first error at {ts}"])
+        get(r).offer(ReasonClass.ERROR_FIRST, f"rank {r} logged the first error ({ts})", 0.3,
+                     [cite(f"first error at {ts}", tool=e.source or "logs", file=e.origin.file, line=e.origin.line)])
