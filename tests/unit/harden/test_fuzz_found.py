@@ -131,11 +131,11 @@ def test_a_wait_cycle_that_is_no_single_loop_still_makes_a_deadlock_verdict():
     import networkx as nx
 
     from parsers.merge import find_deadlock
-    from parsers.model.findings import Verdict
+    from parsers.model.findings import Verdict, WaitEdge
 
     g = nx.DiGraph()
     for a, b in ((0, 1), (1, 0), (0, 2), (2, 0)):
-        g.add_edge(a, b, where="the default group")
+        g.add_edge(a, b, edge=WaitEdge("pg:0", a, b, "c10d", scope="group", global_ranks=True))
     verdict = Verdict()
     find_deadlock(verdict, g)
     assert verdict.deadlock is not None and verdict.deadlock.members[0] == 0 and len(verdict.deadlock.members) == 2
