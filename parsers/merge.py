@@ -22,7 +22,6 @@ import networkx as nx
 from parsers import summary
 from parsers.judges.activity import with_activity
 from parsers.judges.logs.waitgraph import roots_and_cycles
-from parsers.judges.observations import observe, timed_out
 from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
@@ -206,7 +205,7 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     verdict = Verdict(missing_evidence=list(by["stacks"].missing), stack_tree=by["stacks"].stack_tree, graph=logs_graph)
     for f in found:
         verdict.sections.update(f.sections)
-    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *timed_out(ev))  # step 1
+    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *by["progress"].timeouts)  # step 1
     verdict.hung_ranks = sorted(hung)
     verdict.suspects = merge_suspects(*(f.suspects for f in found))
     summary.note_hosts_and_gaps(verdict, ev, by["hosts"].reports)
@@ -243,6 +242,6 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
             rest = [e for e in head.evidence if getattr(e, "tool", None) not in ("/proc", "stack-frame")]
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = ev.coverage.to_dict()
-    verdict.observations = observe(ev, by["hosts"].reports)
+    verdict.observations = by["observations"].observations
     summary.write(verdict, progress, slow)
     return verdict

@@ -8,7 +8,9 @@ reads to an on-call engineer is presentation's, and nothing reads these words ba
 
 from __future__ import annotations
 
-from parsers.model.findings import (CallSite, DumpFact, HostFact, Observation, RasFact, StackFact, TracebackFact)
+from parsers.model.events import describe_status
+from parsers.model.findings import (CallSite, DumpFact, ErrorFact, ErrorsFact, HostFact, Observation, RasFact, StackFact,
+                                    TracebackFact)
 from parsers.ranges import fold
 
 #: how many of a kind's places or sites one line names
@@ -20,6 +22,8 @@ def observed(o: Observation) -> str:
     f = o.facts
     if isinstance(f, HostFact):
         return host(f)
+    if isinstance(f, ErrorsFact):
+        return errors(f)
     if isinstance(f, TracebackFact):
         return traceback(f)
     if isinstance(f, RasFact):
@@ -39,6 +43,30 @@ def host(f: HostFact) -> str:
     status = "to exclude" if f.status == "exclude" else "suspect"  # 'host X is exclude' read as a typo
     c = f.citation
     return f"{who} is {status}: {f.title}" + (f" [{c.file}:{c.line}]" if c is not None and c.line else "")
+
+
+def errors(f: ErrorsFact) -> str:
+    """'first error: nccl-timeout at rank 3 (12-01 05:31:43.444)', 'one error: ...', 'why the job ended: ...'."""
+    if f.role == "tied":
+        return f"first errors at one time ({f.at}), from ranks {fold(f.ranks)}: their times do not say which came first"
+    e = f.error
+    if f.role == "first-timed":
+        return f"first error: {f'{e.kind} at rank {e.rank}' if e.rank is not None else error(e)} ({f.at})"
+    lead = {"first": "first error", "one": "one error", "ended": "why the job ended"}[f.role]
+    return f"{lead}: {error(e)}"
+
+
+def error(e: ErrorFact) -> str:
+    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it."""
+    if e.raised:
+        return f"mp.spawn's process {e.local_rank} raised {e.raised}" + (
+            f" ({e.witness}: mp.spawn named a witness, not the cause)" if e.witness else "")
+    if e.exit_status is not None:
+        return f"launcher-exit: local_rank {e.local_rank} {describe_status(e.exit_status)}"
+    who = " ".join(w for w in (f"rank {e.rank}" if e.rank is not None else "", f"pid {e.pid}" if e.pid is not None else "",
+                               f"on {e.host}" if e.host else "", f"device {e.device}" if e.device is not None else "") if w)
+    who = "" if e.launcher else who  # a launcher's line names the worker itself
+    return f"{e.kind}" + (f" ({who})" if who else "") + f": {e.message[:160]}"
 
 
 def traceback(f: TracebackFact) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
-from parsers.model.findings import (CallSite, Citation, DumpFact, HostFact, Observation, RasFact, StackFact,
-                                    TracebackFact, cite)
+from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding
+from parsers.model.findings import (CallSite, Citation, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext,
+                                    Observation, RasFact, StackFact, TracebackFact, cite)
 from parsers.model.stacks import Frame
 from parsers.ranges import fold
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -43,7 +43,7 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation("ras", facts=f) for f in _ras_facts(seen.ras_said)]
     out += [Observation("horovod", t) for t in horovod.describe(ev)]
     out += [Observation("coverage", t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
-    out += [Observation("first-error", t) for t in _error_parts(seen)]
+    out += [Observation("first-error", ranks=f.ranks, facts=f) for f in _error_facts(seen)]
     out += [Observation("stack", facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
     out += [Observation("call-site", ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
@@ -178,28 +178,24 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
     return out
 
 
-def _said(e: Any, art: Any = None) -> str:
-    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
-    (a launcher's line about a worker names that worker in its message, not in its origin). mp.spawn's
-    '-- Process 1 terminated with the following error:' is said with the exception that worker raised,
-    read from the traceback below it (`art`'s exceptions)."""
+def _error_fact(e: Any, art: Any = None) -> ErrorFact:
+    """An error with who said it, typed for a summary (a launcher's line about a worker names that worker in its
+    message, not in its origin). mp.spawn's '-- Process 1 terminated with the following error:' carries the
+    exception that worker raised, read from the traceback below it (`art`'s exceptions)."""
+    o, data = e.origin, e.data or {}
     raised = _spawn_raised(e, art)
-    if raised:
-        return raised
-    o = e.origin
-    who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
-           f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
-    launcher = e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause")
-    who_text = "" if launcher else " ".join(w for w in who if w)  # a launcher's line names the worker itself
-    data = e.data or {}
+    exit_status = None
     if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
-        # DeepSpeed's exit line is a whole command line first: say what it means
-        return f"launcher-exit: local_rank {data['local_rank']} {describe_status(_wait_status(data['exitcode']))}"
-    message = " ".join(e.message.split())
-    return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+        exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
+    return ErrorFact(e.kind, " ".join(e.message.split()), cite(e.message[:300], tool=e.source or "logs",
+                     file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
+                     getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
+                     exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
 
 
-def _spawn_raised(e: Any, art: Any) -> str | None:
+def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
+    """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
+    raised, from the traceback under mp.spawn's exit line."""
     data = e.data or {}
     if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
         return None
@@ -207,10 +203,7 @@ def _spawn_raised(e: Any, art: Any) -> str | None:
                 and x.local_rank == data.get("local_rank")), None)
     if exc is None:
         return None
-    said = f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
-    if exc.category in _PEER_WORDS:  # mp.spawn names the first process it reaps, and a waiter can be reaped first
-        said += f" ({_PEER_WORDS[exc.category]}: mp.spawn named a witness, not the cause)"
-    return said
+    return exc.headline(), _PEER_WORDS.get(exc.category)  # mp.spawn names the first process it reaps: maybe a waiter
 
 
 #: exception categories whose wording says the raiser waited on a peer (parsers.readers.exception.categorize)
@@ -288,7 +281,7 @@ class _Seen:
     timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
-    first: tuple[tuple, str, str] | None = None  #: the first error with a time: (stamps.key, what, the stamp as shown)
+    first: tuple[tuple, ErrorFact, str] | None = None  #: the first error with a time: (stamps.key, it, the stamp as shown)
     first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
@@ -327,8 +320,7 @@ class _Seen:
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             # without a rank, who said it (pid, host, device) and what: a bare kind names no one
-            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else _said(e, art),
-                          stamps.shown(e.timestamp))
+            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp))
             self.first_ranks = set()
         if when is not None and when == self.first[0] and rank is not None:
             self.first_ranks.add(rank)
@@ -398,20 +390,19 @@ def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: A
     return [silence.describe(silent)] if silent and not cov.world_size else []
 
 
-def _error_parts(seen: _Seen) -> list[str]:
+def _error_facts(seen: _Seen) -> list[ErrorsFact]:
     """The first error (by time where lines have one, else in file order), and mp.spawn's word when it is another."""
     parts = []
     said: ErrorEvent | None = None
     if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(f"first errors at one time ({seen.first[2]}), from ranks {fold(sorted(seen.first_ranks))}: "
-                     "their times do not say which came first")
+        parts.append(ErrorsFact("tied", at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
     elif seen.first is not None and seen.errors > 1:
-        parts.append(f"first error: {seen.first[1]} ({seen.first[2]})")
+        parts.append(ErrorsFact("first-timed", seen.first[1], at=seen.first[2]))
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
         said = seen.earliest[0]
-        parts.append(f"{'first error' if seen.errors > 1 else 'one error'}: {_said(*seen.earliest)}")
+        parts.append(ErrorsFact("first" if seen.errors > 1 else "one", _error_fact(*seen.earliest)))
     if seen.spawn_exit is not None and seen.spawn_exit[0] is not said:  # why the job ended, when that is another
-        parts.append(f"why the job ended: {_said(*seen.spawn_exit)}")
+        parts.append(ErrorsFact("ended", _error_fact(*seen.spawn_exit)))
     return parts
 
 
@@ -455,3 +446,9 @@ def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
     return [f"NCCL logged {seen.trails} error return(s) ('file:line -> code'"
             + (f", first: {first_trail}" if first_trail else "")
             + ") and no WARN; at init such returns are often probes of a transport the host lacks"]
+
+
+def judge(ev: Any, ctx: JudgeContext) -> Findings:
+    """What the files show (the one protocol), as typed observations; the host judge's reports (`ctx`) say
+    which hosts it would exclude or suspects."""
+    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports), judge="observations")

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.judges.observations import timed_out
 from parsers.model.findings import Findings, JudgeContext
 from parsers.ranges import fold
 
@@ -234,4 +235,5 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
         progress = judge_step_progress(ev.step_series, ev.collected_unix)
     if not progress.decided:
         progress = judge_second_look(ev.ranks)
-    return Findings("timing", judge="progress", progress=progress)
+    any_timeout, ranks = timed_out(ev)  # the lines' own word on who waited past a timeout
+    return Findings("timing", judge="progress", progress=progress, timeouts=(any_timeout, frozenset(ranks)))

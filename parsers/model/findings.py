@@ -255,6 +255,37 @@ class HostFact:
 
 
 @dataclass(frozen=True)
+class ErrorFact:
+    """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
+    message instead), what it says (whitespace folded), and where it was read."""
+
+    kind: str
+    message: str
+    citation: Citation | None = None
+    rank: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    device: int | None = None
+    launcher: bool = False  #: a launcher's line: its worker is named in the message
+    exit_status: int | None = None  #: a launcher's exit line with a local rank: the worker's wait status
+    local_rank: int | None = None
+    raised: str | None = None  #: mp.spawn's word: the headline of the exception its process raised
+    witness: str | None = None  #: what that exception's category means where the raiser waited on a peer
+
+
+@dataclass(frozen=True)
+class ErrorsFact:
+    """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
+    the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
+    on why the job ended, where that is another error."""
+
+    role: str
+    error: ErrorFact | None = None
+    at: str | None = None  #: the first time, as the lines show it
+    ranks: tuple[int, ...] = ()  #: the ranks with an error at that time ('tied')
+
+
+@dataclass(frozen=True)
 class TracebackFact:
     """The innermost torch.distributed frame a process's traceback reaches."""
 
@@ -305,14 +336,14 @@ class CallSite:
 
 
 #: a typed observation's facts (presentation words each kind: parsers/present.py)
-Facts = HostFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
+Facts = HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
 
 
 @dataclass(frozen=True)
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
-    summary and of 'what the evidence shows'. `facts` hold it typed (host, traceback, RAS, stack, dump,
-    call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
+    summary and of 'what the evidence shows'. `facts` hold it typed (host, first-error, traceback, RAS, stack,
+    dump, call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
     `text` as their judge wrote them. Nothing reads either back."""
 
     kind: str  #: 'timeout', 'setting', 'dump-ask', 'disagreement', 'completed-past', 'fr-report', 'ras', 'coverage',
@@ -464,7 +495,10 @@ class Findings:
     graph: Any = None  #: the judge's own wait-for graph of global ranks (networkx; each edge's `edge` a WaitEdge)
     missing: list[str] = field(default_factory=list)  #: what this judge could not see
     reports: list = field(default_factory=list)  #: host reports (judges.hosts.HostReport)
-    progress: Any = None  #: hang or progress, decided from time (judges.progress.Progress)
+    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision)
+    #: (whether any rank waited past a timeout: watchdog, gloo, NCCL, store, Horovod's stall check; the global
+    #: ranks that did, where lines print them): time evidence of a hang and its scope, for the arbiter's step 1
+    timeouts: tuple[bool, frozenset[int]] = (False, frozenset())
     slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness)
     stack_tree: Any = None  #: the main-thread stack tree (parsers.stacks.tree.Node)
     result: Any = None  #: the judge's own result for presentation (the logs judge's LogAnalysis: last ops)

@@ -132,7 +132,7 @@ def test_typed_observations_are_worded_by_presentation():
     for path in CASES:
         v = _analysis(path).verdict
         for o in v.observations:
-            if o.kind in ("host", "traceback", "ras", "stack", "dump", "call-site"):
+            if o.kind in ("host", "first-error", "traceback", "ras", "stack", "dump", "call-site"):
                 typed += 1
                 assert o.facts is not None and not o.text and observed(o), o
         if v.shows:  # where the lines under the verdict say what the evidence shows, they are presentation's words
