@@ -12,7 +12,7 @@ from typing import Any
 
 from parsers.judges.hosts import plain_host
 from parsers.judges.logs import names
-from parsers.model.findings import Deadlock, Demotion, Suspect, Verdict, WaitEdge
+from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
 from parsers.present import observed
 from parsers.ranges import fold
 
@@ -129,7 +129,7 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
     """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
-    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
+    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY] if o.kind is not ObservationKind.COVERAGE_NOTE)
     if verdict.hang == "not established" and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
         return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder, no second look), so "
                 "one snapshot is not judged as a wait (leads and stragglers below)")

@@ -17,7 +17,7 @@ from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding
 from parsers.model.findings import (CallSite, Citation, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext,
-                                    Observation, RasFact, StackFact, TracebackFact, cite)
+                                    Observation, ObservationKind as OK, RasFact, StackFact, TracebackFact, cite)
 from parsers.model.stacks import Frame
 from parsers.ranges import fold
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -34,33 +34,33 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
     short = short_timeout.too_short(ev)
-    out = [Observation("setting", short)] if short else []
-    out += [Observation("timeout", t, rs) for t, rs in _timeout_parts(seen)]
-    out += [Observation("dump-ask", t) for t in _dump_ask_parts(seen)]
-    out += [Observation("disagreement", m["text"]) for m in process_op_disagreements(ev)[:2]]
-    out += [Observation("completed-past", t) for t in completed_past(ev)]
-    out += [Observation("fr-report", t) for t in fr_report.describe(seen.analyzer)]
-    out += [Observation("ras", facts=f) for f in _ras_facts(seen.ras_said)]
-    out += [Observation("horovod", t) for t in horovod.describe(ev)]
-    out += [Observation("coverage", t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
-    out += [Observation("first-error", ranks=f.ranks, facts=f) for f in _error_facts(seen)]
-    out += [Observation("stack", facts=f) for f in _rankless_stacks(ev)]
+    out = [Observation(OK.SETTING, short)] if short else []
+    out += [Observation(OK.TIMEOUT, t, rs) for t, rs in _timeout_parts(seen)]
+    out += [Observation(OK.DUMP_ASK, t) for t in _dump_ask_parts(seen)]
+    out += [Observation(OK.DISAGREEMENT, m["text"]) for m in process_op_disagreements(ev)[:2]]
+    out += [Observation(OK.COMPLETED_PAST, t) for t in completed_past(ev)]
+    out += [Observation(OK.FR_REPORT, t) for t in fr_report.describe(seen.analyzer)]
+    out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]
+    out += [Observation(OK.HOROVOD, t) for t in horovod.describe(ev)]
+    out += [Observation(OK.COVERAGE, t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
+    out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
-    out += [Observation("call-site", ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
-    out += [Observation("dump", facts=f) for f in _logged_dumps(ev)]
-    out += [Observation("traceback", ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
-    out += [Observation("host", facts=f) for f in _host_facts(reports or [])]
-    out += [Observation("trail", t) for t in _trail_parts(ev, seen)]
+    out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
+    out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
+    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
+    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
+    out += [Observation(OK.TRAIL, t) for t in _trail_parts(ev, seen)]
     not_read = unread.describe(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
             not any(h.status in ("exclude", "suspect") for h in reports or []):
         # 'no error' only of lines that were all read: unread lines may be the error (issue 28)
-        out.append(Observation("no-error", "no line that was understood reports an error" if not_read
+        out.append(Observation(OK.NO_ERROR, "no line that was understood reports an error" if not_read
                                else "these lines report no error"))
     if not_read:
-        out.append(Observation("unread", not_read))
+        out.append(Observation(OK.UNREAD, not_read))
     if out:
-        out.append(Observation("coverage-note", _coverage_words(ev.coverage)))
+        out.append(Observation(OK.COVERAGE_NOTE, _coverage_words(ev.coverage)))
     return out
 
 

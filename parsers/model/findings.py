@@ -339,6 +339,33 @@ class CallSite:
 Facts = HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
 
 
+class ObservationKind(str, Enum):
+    """What an observation is about: the summary orders and words observations by kind."""
+
+    SETTING = "setting"
+    TIMEOUT = "timeout"
+    DUMP_ASK = "dump-ask"
+    DISAGREEMENT = "disagreement"
+    COMPLETED_PAST = "completed-past"
+    FR_REPORT = "fr-report"
+    RAS = "ras"
+    HOROVOD = "horovod"
+    COVERAGE = "coverage"
+    FIRST_ERROR = "first-error"
+    STACK = "stack"
+    CALL_SITE = "call-site"
+    DUMP = "dump"
+    TRACEBACK = "traceback"
+    HOST = "host"
+    TRAIL = "trail"
+    NO_ERROR = "no-error"
+    UNREAD = "unread"
+    COVERAGE_NOTE = "coverage-note"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
@@ -346,11 +373,14 @@ class Observation:
     dump, call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
     `text` as their judge wrote them. Nothing reads either back."""
 
-    kind: str  #: 'timeout', 'setting', 'dump-ask', 'disagreement', 'completed-past', 'fr-report', 'ras', 'coverage',
-    #: 'first-error', 'stack', 'call-site', 'dump', 'traceback', 'host', 'trail', 'no-error', 'coverage-note'
+    kind: ObservationKind  #: always the enum (a plain name is refused)
     text: str = ""
     ranks: tuple[int, ...] = ()
     facts: Any = None  #: one of `Facts`, for the typed kinds
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, ObservationKind):
+            raise TypeError(f"an observation's kind must be an ObservationKind, not {self.kind!r}")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from hf_testpaths import FIXTURES
 from parsers import knowledge
 from parsers.analyze import JUDGES, analyze, run_judges
 from parsers.merge import wait_graph
-from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, JudgeContext, Observation, ReasonClass,
+from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, JudgeContext, Observation, ObservationKind, ReasonClass,
                                     WaitEdge)
 from parsers.present import observed
 
@@ -112,20 +112,32 @@ def test_the_lock_holders_why_cites_the_py_spy_file():
     assert why and why[0].tool == "py-spy" and why[0].file.endswith("pyspy.json")
 
 
-def test_a_plain_reason_name_is_found_at_no_creation_site():
-    """Every Suspect(...) in parsers/ and forensics/ gives its reason class as the enum (the model refuses a str)."""
+def test_a_plain_reason_or_observation_name_is_found_at_no_creation_site():
+    """Every Suspect(...) in parsers/ and forensics/ gives its reason class as the enum, every Observation(...) its
+    kind (the model refuses a str; this finds a site no fixture reaches)."""
+    kinds = {k.value for k in ObservationKind}
     bad = []
     for path in [*ROOT.joinpath("parsers").rglob("*.py"), *ROOT.joinpath("forensics").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("Suspect", "offer", "_suspect"):
+            name = getattr(node.func, "id", getattr(node.func, "attr", None)) if isinstance(node, ast.Call) else None
+            if name in ("Suspect", "offer", "_suspect"):
                 args = [k.value for k in node.keywords if k.arg == "reason_class"] + node.args[:4]
                 bad += [f"{path}:{node.lineno}" for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)
                         and ReasonClass.of(a.value) is not None]
+            elif name == "Observation":
+                args = [k.value for k in node.keywords if k.arg == "kind"] + node.args[:1]
+                bad += [f"{path}:{node.lineno}" for a in args if isinstance(a, ast.Constant) and a.value in kinds]
     assert not bad, bad
+    try:
+        Observation("host")
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an observation of a plain kind name was accepted")
 
 
 def test_typed_observations_are_worded_by_presentation():
-    o = Observation("host", facts=HostFact("gpu-b7", "exclude", "GPU has fallen off the bus",
+    o = Observation(ObservationKind.HOST, facts=HostFact("gpu-b7", "exclude", "GPU has fallen off the bus",
                                            Citation("NVRM: Xid 79", file="hosts/gpu-b7/kernel.log", line=12)))
     assert o.text == "" and observed(o) == "host gpu-b7 is to exclude: GPU has fallen off the bus [hosts/gpu-b7/kernel.log:12]"
     typed = 0
