@@ -21,16 +21,14 @@ import networkx as nx
 
 from parsers import summary
 from parsers.judges.activity import with_activity
-from parsers.judges.logs import names
 from parsers.judges.logs.waitgraph import roots_and_cycles
-from parsers.judges.observations import observe, timed_out
 from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.sinks import independent_culprits
 from parsers.model.findings import (ABSENCE_CLAIMS, ARTIFACT_ABSENCE, CULPRIT_MIN_CONFIDENCE, EXPLAINS, PROCESS_ABSENCE,
                                     ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
-                                    Verdict, is_observed)
+                                    Verdict, WaitEdge, is_observed)
 from parsers.stacks.classify import Activity
 
 DEMOTE_FACTOR = 0.5
@@ -82,16 +80,16 @@ def merge_suspects(*lists: Iterable[Suspect]) -> list[Suspect]:
     return sorted(best.values(), key=Suspect.sort_key)
 
 
-def wait_graph(edges: Iterable[tuple[int, int, str]], logs_graph: nx.DiGraph | None = None) -> nx.DiGraph:
-    """One graph of global ranks: waiter -> rank it waits on, labelled with where (communicator and op),
-    from the recorder's edges and the logs judge's graph (collectives and point-to-point alike)."""
+def wait_graph(edges: Iterable[WaitEdge], logs_graph: nx.DiGraph | None = None) -> nx.DiGraph:
+    """One graph of global ranks: waiter -> rank it waits on, each edge's `edge` the typed WaitEdge (scope, op
+    and seq, or p2p peer and p2p seq), from the judges' edges and the logs judge's graph."""
     g = nx.DiGraph()
     for a, b, data in (logs_graph.edges(data=True) if logs_graph is not None else ()):
         if isinstance(a, int) and isinstance(b, int) and a != b:
-            g.add_edge(a, b, where=data.get("where") or (names.group(data["comm"]) if data.get("comm") else "a group"))
-    for waiter, peer, where in edges:
-        if waiter is not None and peer is not None and waiter != peer:
-            g.add_edge(int(waiter), int(peer), where=where)
+            g.add_edge(a, b, edge=data["edge"])
+    for e in edges:
+        if e.peer is not None and e.waiter != e.peer:
+            g.add_edge(e.waiter, e.peer, edge=e)
     return g
 
 
@@ -107,7 +105,7 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
             continue
         if s.rank in graph and graph.out_degree(s.rank):
             peer = next(iter(graph.successors(s.rank)))
-            s.demotion = Demotion(waits_on=peer, scope=graph.edges[s.rank, peer].get("where"))
+            s.demotion = Demotion(waits_on=peer, edge=graph.edges[s.rank, peer].get("edge"))
         elif (act := activities.get(s.rank)) is not None and act.waiting:
             s.demotion = Demotion(blocked=act.text)
         if s.demotion is not None:
@@ -193,25 +191,24 @@ def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
     # one simple cycle of the component (strongly connected, so there is one; it may have no walk through all)
     order = [a for a, _ in nx.find_cycle(graph.subgraph(cycle), source=min(cycle))]
     order = order[order.index(min(order)):] + order[:order.index(min(order))]
-    edges = tuple((a, b, graph.edges[a, b].get("where", "")) for a, b in zip(order, order[1:] + order[:1])
-                  if graph.has_edge(a, b))
+    edges = tuple(graph.edges[a, b]["edge"] for a, b in zip(order, order[1:] + order[:1]) if graph.has_edge(a, b))
     verdict.deadlock = Deadlock(members=tuple(order), edges=edges)
     members = set(cycle)
     verdict.suspects = [s for s in verdict.suspects if s.rank not in members or _fact(s)]
 
 
-def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, hosts: list[Suspect],
-                  reports: list, global_edges: list[tuple[int, int, str]], progress: Any = None,
-                  slow: Any = None) -> Verdict:
+def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence), in the arbiter's order."""
-    verdict = stacks
-    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *timed_out(ev))  # step 1
+    by = {f.judge: f for f in found}
+    logs, progress, slow = by.get("logs"), by["progress"].progress, by["slowness"].slow
+    logs_graph = logs.graph if logs is not None else None
+    verdict = Verdict(missing_evidence=list(by["stacks"].missing), stack_tree=by["stacks"].stack_tree, graph=logs_graph)
+    for f in found:
+        verdict.sections.update(f.sections)
+    verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *by["progress"].timeouts)  # step 1
     verdict.hung_ranks = sorted(hung)
-    verdict.suspects = merge_suspects(verdict.suspects, recorder, logs.suspects if logs is not None else (), hosts)
-    if logs is not None:
-        verdict.sections["logs"] = logs.sections
-        verdict.graph = logs.graph
-    summary.note_hosts_and_gaps(verdict, ev, reports)
+    verdict.suspects = merge_suspects(*(f.suspects for f in found))
+    summary.note_hosts_and_gaps(verdict, ev, by["hosts"].reports)
     if progress is not None and progress.decided:
         verdict.sections["progress"] = progress.to_dict()
         if progress.running:  # step 2: a group that progresses is healthy; its in-flight ops are no waits
@@ -225,13 +222,14 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
     elif slow is not None and slow.named:
         note = {"judged": False, "note": "hang or progress not decided from time: shown, not judged"}
         verdict.sections.update({name: {**body, **note} for name, body in slow.sections().items()})
-    graph = wait_graph(global_edges)  # step 3 (the recorder's edges; the logs judge weighs its own graph)
+    edges = [e for f in found for e in f.global_edges()]
+    graph = wait_graph(edges)  # step 3 (the recorder's and p2p edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
     verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen)
-    deadlock_graph = wait_graph(global_edges, logs.graph if logs is not None else None)
+    deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()
-    full.add_edges_from(logs.graph.edges if logs is not None else ())  # waiters on ranks no file names too
+    full.add_edges_from(logs_graph.edges if logs_graph is not None else ())  # waiters on ranks no file names too
     verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full), verdict, ev)
     verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
     if progress is None or not progress.running:
@@ -244,6 +242,6 @@ def merge_verdict(ev: Any, stacks: Verdict, recorder: list[Suspect], logs: Any, 
             rest = [e for e in head.evidence if getattr(e, "tool", None) not in ("/proc", "stack-frame")]
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = ev.coverage.to_dict()
-    verdict.observations = observe(ev, reports)
+    verdict.observations = by["observations"].observations
     summary.write(verdict, progress, slow)
     return verdict

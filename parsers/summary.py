@@ -11,15 +11,56 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.judges.hosts import plain_host
-from parsers.model.findings import Suspect, Verdict
+from parsers.judges.logs import names
+from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
+from parsers.present import observed
 from parsers.ranges import fold
 
 #: observations said in the summary itself when no culprit is named (the rest are lines under it)
 IN_SUMMARY = 1
 
 
+def where(edge: WaitEdge) -> str:
+    """A typed wait edge's scope and op in words: 'recv (p2p seq 3) of the default group', 'AllReduce seq 11
+    of communicator 0x..', or the group alone where the edge names no op (the logs judge's positions)."""
+    group = names.group(edge.comm_id) if edge.comm_id else "a group"
+    if edge.point_to_point:
+        return f"{edge.op} (p2p seq {edge.p2p_seq}) of {group}"
+    if edge.op or edge.source == "recorder":
+        return f"{edge.op or 'an op'} of {group}"
+    return group
+
+
+def demoted(d: Demotion) -> str:
+    """Why a root claim lost weight, in words, from its typed fields."""
+    if d.unproven:
+        return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
+    if d.waits_on is not None:
+        scope = where(d.edge) if d.edge is not None else "another communicator"
+        return f"it waits itself (on rank {d.waits_on} in {scope}), so it is not where the wait ends"
+    return f"it waits itself (its main thread is blocked: {d.blocked}), so it is not where the wait ends"
+
+
+def deadlock(d: Deadlock) -> str:
+    """'deadlock: ranks 0, 1, 2 wait on each other in a cycle (0 on 1 in <where>, ...): ...'."""
+    hops = ", ".join(f"{a} on {b} in {w}" for a, b, w in d.hops)
+    return (f"deadlock: ranks {', '.join(map(str, d.members))} wait on each other in a cycle ({hops}): "
+            "these ranks call these groups' collectives in different orders")
+
+
+def _word_links(verdict: Verdict) -> None:
+    """The typed demotions and deadlock edges get their words (JSON 'demoted', the deadlock's 'where')."""
+    if verdict.deadlock is not None:
+        verdict.deadlock.wheres = tuple(where(e) for e in verdict.deadlock.edges)
+    for s in verdict.suspects:
+        for x in (s, *s.agreeing, *s.consequences):
+            if x.demotion is not None:
+                x.demotion.said = demoted(x.demotion)
+
+
 def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     """Fill the summary and the lines of `verdict` (`progress`: judges.progress; `slow`: judges.slowness)."""
+    _word_links(verdict)
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit
@@ -33,15 +74,15 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     if slow_text and (running or slow.named):
         verdict.stragglers = [slow_text if judged else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
     if verdict.deadlock is not None:
-        verdict.summary = verdict.deadlock.describe()
-        verdict.shows = [o.text for o in verdict.observations]
+        verdict.summary = deadlock(verdict.deadlock)
+        verdict.shows = [observed(o) for o in verdict.observations]
     elif head is not None and verdict.independent:
         verdict.summary = several(verdict.culprits)
     elif head is not None:
         verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
                            + (f". Recommended action: {head.action}" if head.action else ""))
     else:
-        verdict.shows = [o.text for o in verdict.observations]
+        verdict.shows = [observed(o) for o in verdict.observations]
         verdict.summary = no_culprit(verdict, ranks, activity)
     if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
         # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown
@@ -88,7 +129,7 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
     """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
-    first = "; ".join(o.text for o in verdict.observations[:IN_SUMMARY] if o.kind != "coverage-note")
+    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY] if o.kind is not ObservationKind.COVERAGE_NOTE)
     if verdict.hang == "not established" and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
         return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder, no second look), so "
                 "one snapshot is not judged as a wait (leads and stragglers below)")

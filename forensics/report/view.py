@@ -131,7 +131,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
     view.culprits = [culprit_view(c) for c in verdict.culprits]
     if verdict.deadlock is not None:
-        view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.edges]
+        view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
         view.deadlock_next_step = CYCLE_ADVICE.next_step
     view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
     view.shows = [x for x in verdict.shows if x not in verdict.summary]

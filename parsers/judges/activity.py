@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.model.findings import cite
 from parsers.model.samples import IDLE, NO_STACK, ON_CPU, Share, StackSamples
 
 
@@ -96,5 +97,5 @@ def with_activity(suspects: list, ev: Any) -> list:
         r = by_rank.get(s.rank)
         line = describe_activity(r.samples, r.samples_file) if r is not None else None
         if line:
-            s.evidence.insert(0, line)
+            s.evidence.insert(0, cite(line, tool=r.samples.tool or "py-spy", file=r.samples_file))
     return suspects

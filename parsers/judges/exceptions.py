@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
 
@@ -34,6 +34,12 @@ def last_exceptions(ev: Any) -> dict[int, tuple[Any, Any]]:
     return out
 
 
+def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+    """The exceptions judge (the one protocol): a rank's own exception that is a cause, a rendezvous some ranks
+    never joined, a worker that died first."""
+    return Findings("exceptions", judge_exceptions(ev), judge="exceptions")
+
+
 def judge_exceptions(ev: Any) -> list[Suspect]:
     """Suspects from exceptions that are causes, and from a rendezvous some ranks never joined."""
     found = last_exceptions(ev)
@@ -43,12 +49,13 @@ def judge_exceptions(ev: Any) -> list[Suspect]:
         if exc.category in SYMPTOMS:
             continue
         proc = hosts.get(rank)
-        cite = f"{art.cite}:{exc.line}" if exc.line else art.cite
+        where = f"{art.cite}:{exc.line}" if exc.line else art.cite
         suspects.append(Suspect(
             rank=rank, host=proc.record.host if proc else (art.hints.host or art.host),
             pid=proc.record.pid if proc else art.pid, reason_class=ReasonClass.RAISED,
             reason=f"raised {exc.headline()}", confidence=ReasonClass.RAISED.default_confidence,
-            evidence=[f"its own output ({cite}): {exc.headline()}"]))
+            evidence=[cite(f"its own output ({where}): {exc.headline()}", tool="traceback", file=art.cite,
+                           line=exc.line)]))
     suspects += _never_joined(ev, found)
     suspects += died_first(ev)
     return suspects
@@ -125,8 +132,8 @@ def _died_first_suspect(art: Any, dead: ErrorEvent, waiter: ErrorEvent) -> Suspe
         reason=(f"died first (exit code {dead.data['exitcode']}" + (f", local rank {local}" if local is not None else "")
                 + f") before any rank reported an error; then {who} failed waiting ({waiter.kind}{what})"),
         confidence=ReasonClass.EXITED_FIRST.default_confidence,
-        evidence=[f"{art.cite}:{dead.origin.line}: {dead.message[:200]}",
-                  f"{art.cite}:{waiter.origin.line}: {waiter.message[:200]}"])
+        evidence=[cite(f"{art.cite}:{e.origin.line}: {e.message[:200]}", tool="launcher", file=art.cite, line=e.origin.line)
+                  for e in (dead, waiter)])
 
 
 def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
@@ -150,10 +157,11 @@ def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     out = []
     for rank in quiet:
         proc = procs.get(rank)
-        evidence = [f"{art.cite}: {exc.type}: {exc.message[:160]}",
-                    f"ranks {fold(sorted(reported))} failed waiting in the set-up; rank {rank} reported no error"]
+        evidence = [cite(f"{art.cite}: {exc.type}: {exc.message[:160]}", tool="traceback", file=art.cite, line=exc.line),
+                    cite(f"ranks {fold(sorted(reported))} failed waiting in the set-up; rank {rank} reported no error",
+                         tool="tracebacks")]
         if proc is not None and proc.main_stack is not None:
-            evidence.append(f"meanwhile its main thread is at {proc.activity.where}")
+            evidence.append(cite(f"meanwhile its main thread is at {proc.activity.where}", tool=proc.main_stack.source))
         out.append(Suspect(rank=rank, host=proc.record.host if proc else None, pid=proc.record.pid if proc else None,
                            reason_class=ReasonClass.NEVER_JOINED,
                            reason=f"never joined the rendezvous: {came}/{expected} clients joined",

@@ -20,7 +20,7 @@ from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
 from parsers.model.events import UNKNOWN_HOST
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.manifest import RankRecord
 
 HEALTHY, SUSPECT, EXCLUDE, UNKNOWN = "healthy", "suspect", "exclude", "unknown"
@@ -325,19 +325,22 @@ def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: boo
     entry = group.entry
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
-    evidence = [group.describe(), f"evidence: {group.first.evidence[:300]}", f"recommended action: {entry.action_text}"]
+    at = {"tool": "knowledge base", "file": group.first.source or None, "line": group.first.line_no}
+    evidence = [cite(group.describe(), **at), cite(f"evidence: {group.first.evidence[:300]}", **at),
+                cite(f"recommended action: {entry.action_text}", tool="knowledge base")]
     if not own:
-        evidence.append(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""))
+        evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""),
+                             tool="host judge"))
     confidence = HOST_CONFIDENCE[entry.severity]
     named = _named_bus(group)
     if not own and my_bus is not None and named is not None:
         shown = "{:04x}:{:02x}:{:02x}".format(*named)
         if named == my_bus:
             confidence += SAME_GPU_BONUS
-            evidence.append(f"the finding names this rank's own GPU ({shown})")
+            evidence.append(cite(f"the finding names this rank's own GPU ({shown})", **at))
         else:
             confidence -= OTHER_GPU_PENALTY
-            evidence.append(f"the finding names another GPU of the host ({shown}); this rank waits on it")
+            evidence.append(cite(f"the finding names another GPU of the host ({shown}); this rank waits on it", **at))
     return Suspect(
         rank=rank.rank,
         host=rank.host,
@@ -392,3 +395,9 @@ def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list
         named = {s.rank for s in suspects}
         suspects += [s for s in log_only_suspects(reports, aftermath) if s.rank not in named]
     return reports, suspects
+
+
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
+    """The host judge (the one protocol): the knowledge base (`ctx.kb`) over host facts and known errors."""
+    reports, suspects = judge_hosts(ev, ctx.kb)
+    return Findings("hosts", suspects, judge="hosts", reports=reports)

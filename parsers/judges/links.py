@@ -27,7 +27,7 @@ from typing import Any
 
 from parsers.judges.recorder import comm_rank_table, recorder_hosts
 from parsers.judges.stragglers import FINE_RESOLUTION_MS, MIN_OPS, noise_margin_ms
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.recorder import RecorderState
 
@@ -202,7 +202,7 @@ def link_suspects(result: SlowLinks, pids: dict[int, int] | None = None) -> list
         share = max(result.slowest_share.get(link, 0.0) for link in links)
         out.append(Suspect(rank=rank, host=result.hosts.get(rank), pid=(pids or {}).get(rank),
                            reason_class=ReasonClass.SLOW_LINK, reason=result.where(),
-                           confidence=round(min(0.85, 0.35 + 0.5 * share), 3), evidence=[result.describe()]))
+                           confidence=round(min(0.85, 0.35 + 0.5 * share), 3), evidence=[cite(result.describe(), tool="recorder")]))
     return out
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding, describe_status
-from parsers.model.findings import Observation
+from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding
+from parsers.model.findings import (CallSite, Citation, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext,
+                                    Observation, ObservationKind as OK, RasFact, StackFact, TracebackFact, cite)
 from parsers.model.stacks import Frame
 from parsers.ranges import fold
-from parsers.readers import ras
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
 
@@ -34,32 +34,33 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
     short = short_timeout.too_short(ev)
-    out = [Observation("setting", short)] if short else []
-    out += [Observation("timeout", t, rs) for t, rs in _timeout_parts(seen)]
-    out += [Observation("dump-ask", t) for t in _dump_ask_parts(seen)]
-    out += [Observation("disagreement", m["text"]) for m in process_op_disagreements(ev)[:2]]
-    out += [Observation("completed-past", t) for t in completed_past(ev)]
-    out += [Observation("fr-report", t) for t in fr_report.describe(seen.analyzer)]
-    out += [Observation("ras", t) for t in ras.describe(seen.ras_said)]
-    out += [Observation("horovod", t) for t in horovod.describe(ev)]
-    out += [Observation("coverage", t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
-    out += [Observation("first-error", t) for t in _error_parts(seen)]
-    out += [Observation("stack", t) for t in _rankless_stacks(ev)]
-    out += [Observation("call-site", t) for t in _call_sites(ev)]
-    out += [Observation("dump", t) for t in _logged_dumps(ev)]
-    out += [Observation("traceback", t) for t in _traceback_parts(seen)]
-    out += [Observation("host", t) for t in _host_parts(reports or [])]
-    out += [Observation("trail", t) for t in _trail_parts(ev, seen)]
+    out = [Observation(OK.SETTING, short)] if short else []
+    out += [Observation(OK.TIMEOUT, t, rs) for t, rs in _timeout_parts(seen)]
+    out += [Observation(OK.DUMP_ASK, t) for t in _dump_ask_parts(seen)]
+    out += [Observation(OK.DISAGREEMENT, m["text"]) for m in process_op_disagreements(ev)[:2]]
+    out += [Observation(OK.COMPLETED_PAST, t) for t in completed_past(ev)]
+    out += [Observation(OK.FR_REPORT, t) for t in fr_report.describe(seen.analyzer)]
+    out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]
+    out += [Observation(OK.HOROVOD, t) for t in horovod.describe(ev)]
+    out += [Observation(OK.COVERAGE, t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
+    out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
+    sites = _call_sites(ev)
+    out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
+    out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
+    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
+    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
+    out += [Observation(OK.TRAIL, t) for t in _trail_parts(ev, seen)]
     not_read = unread.describe(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
             not any(h.status in ("exclude", "suspect") for h in reports or []):
         # 'no error' only of lines that were all read: unread lines may be the error (issue 28)
-        out.append(Observation("no-error", "no line that was understood reports an error" if not_read
+        out.append(Observation(OK.NO_ERROR, "no line that was understood reports an error" if not_read
                                else "these lines report no error"))
     if not_read:
-        out.append(Observation("unread", not_read))
+        out.append(Observation(OK.UNREAD, not_read))
     if out:
-        out.append(Observation("coverage-note", _coverage_words(ev.coverage)))
+        out.append(Observation(OK.COVERAGE_NOTE, _coverage_words(ev.coverage)))
     return out
 
 
@@ -73,8 +74,9 @@ def _coverage_words(coverage: Any) -> str:
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
-    """The observations as one line (for tests and tools that search the words)."""
-    return "; ".join(o.text for o in observe(ev, reports))
+    """The observations as one line, worded by presentation (for tests and tools that search the words)."""
+    from parsers.present import observed
+    return "; ".join(observed(o) for o in observe(ev, reports))
 
 
 def _op_named(op: str | None, seq: int | None) -> str:
@@ -176,28 +178,24 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
     return out
 
 
-def _said(e: Any, art: Any = None) -> str:
-    """'nccl-warn (pid 687 on ce1a, device 0): Could not find ...': an error with who said it, for a summary
-    (a launcher's line about a worker names that worker in its message, not in its origin). mp.spawn's
-    '-- Process 1 terminated with the following error:' is said with the exception that worker raised,
-    read from the traceback below it (`art`'s exceptions)."""
+def _error_fact(e: Any, art: Any = None) -> ErrorFact:
+    """An error with who said it, typed for a summary (a launcher's line about a worker names that worker in its
+    message, not in its origin). mp.spawn's '-- Process 1 terminated with the following error:' carries the
+    exception that worker raised, read from the traceback below it (`art`'s exceptions)."""
+    o, data = e.origin, e.data or {}
     raised = _spawn_raised(e, art)
-    if raised:
-        return raised
-    o = e.origin
-    who = [f"rank {o.rank}" if o.rank is not None else "", f"pid {o.pid}" if o.pid is not None else "",
-           f"on {o.host}" if o.host else "", f"device {o.device}" if getattr(o, "device", None) is not None else ""]
-    launcher = e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause")
-    who_text = "" if launcher else " ".join(w for w in who if w)  # a launcher's line names the worker itself
-    data = e.data or {}
+    exit_status = None
     if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
-        # DeepSpeed's exit line is a whole command line first: say what it means
-        return f"launcher-exit: local_rank {data['local_rank']} {describe_status(_wait_status(data['exitcode']))}"
-    message = " ".join(e.message.split())
-    return f"{e.kind}" + (f" ({who_text})" if who_text else "") + f": {message[:160]}"
+        exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
+    return ErrorFact(e.kind, " ".join(e.message.split()), cite(e.message[:300], tool=e.source or "logs",
+                     file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
+                     getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
+                     exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
 
 
-def _spawn_raised(e: Any, art: Any) -> str | None:
+def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
+    """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
+    raised, from the traceback under mp.spawn's exit line."""
     data = e.data or {}
     if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
         return None
@@ -205,10 +203,7 @@ def _spawn_raised(e: Any, art: Any) -> str | None:
                 and x.local_rank == data.get("local_rank")), None)
     if exc is None:
         return None
-    said = f"mp.spawn's process {data['local_rank']} raised {exc.headline()}"
-    if exc.category in _PEER_WORDS:  # mp.spawn names the first process it reaps, and a waiter can be reaped first
-        said += f" ({_PEER_WORDS[exc.category]}: mp.spawn named a witness, not the cause)"
-    return said
+    return exc.headline(), _PEER_WORDS.get(exc.category)  # mp.spawn names the first process it reaps: maybe a waiter
 
 
 #: exception categories whose wording says the raiser waited on a peer (parsers.readers.exception.categorize)
@@ -221,25 +216,24 @@ def _wait_status(returncode: int) -> int:
     return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
 
 
-def _rankless_stacks(ev: Any, limit: int = 3) -> list[str]:
+def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
     """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
     dump of one pid): the stack is evidence even when no line says which rank the process was."""
     by_what: dict[str, list[int]] = {}
     for r in ev.ranks:
         if r.rank is None and r.main_stack is not None and r.record.pid is not None:
             by_what.setdefault(r.activity.text, []).append(r.record.pid)
-    return [f"pid{'s' if len(pids) > 1 else ''} {fold(sorted(pids))} (no rank printed): its main-thread stack shows it {what}"
-            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+    return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
-def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
+def _logged_dumps(ev: Any, limit: int = 3) -> list[DumpFact]:
     """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
     (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
     dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
     process (its `Process N:` line names the pid). A dump is the rank's that its lines or its file name
     give (evidence._apply_hints), else no rank's."""
     attached = {id(a) for r in ev.ranks for a in r.files}  # a dump file of a known process is a stack of it
-    by_what: dict[tuple[str, str], list[str]] = {}
+    by_what: dict[tuple[str, bool, str], list[tuple[str, Citation]]] = {}
     for art in ev.artifacts:
         if not art.parsed or id(art) in attached:
             continue
@@ -247,11 +241,11 @@ def _logged_dumps(ev: Any, limit: int = 3) -> list[str]:
             if st.origin is None or not (st.is_main or (st.signalled and st.frames)):
                 continue
             tool = "py-spy dump" if st.source == "py-spy" else "faulthandler dump"
-            thread = "the main thread" if st.is_main else "the thread the fatal signal hit ('Current thread')"
-            by_what.setdefault((tool, f"{thread} {classify(st).text}"), []).append(
-                f"{_dump_owner(st.origin)}, {art.cite}:{st.origin.line}")
-    return [f"{tool}{'s' if len(where) > 1 else ''} ({'; '.join(where[:limit])}) show{'' if len(where) > 1 else 's'}"
-            f" {what}" for (tool, what), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+            doing = classify(st).text
+            by_what.setdefault((tool, st.is_main, doing), []).append(
+                (_dump_owner(st.origin), cite(doing, tool=st.source, file=art.cite, line=st.origin.line)))
+    return [DumpFact(tool, main, doing, tuple(where))
+            for (tool, main, doing), where in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def _dump_owner(o: Any) -> str:
@@ -263,28 +257,21 @@ def _dump_owner(o: Any) -> str:
     return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
 
 
-def _call_sites(ev: Any, limit: int = 3) -> list[str]:
+def _call_sites(ev: Any) -> tuple[CallSite, ...]:
     """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
     c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
     ranks whose waits come from different lines of code are the first thing to look at."""
-    by_site: dict[str, set[int]] = {}
+    by_site: dict[tuple[str, str | None, int, str], set[int]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
             if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None or not e.data.get("frames"):
                 continue
             frames = [Frame(function=f, file=path, line=n) for f, path, n in e.data["frames"]]
             user = next((f for f in frames if not is_library(f)), None)
-            site = (f"{frames[0].function} called from {user.label}" if user else
-                    f"{frames[0].function}, no frame of the user's code among the {len(frames)} shown"
-                    f" (outermost: {frames[-1].label})")
+            site = (frames[0].function, user.label if user else None, len(frames), frames[-1].label)
             by_site.setdefault(site, set()).add(e.origin.rank)
-    if not by_site:
-        return []
     sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-    said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))}: {site}" for site, rs in sites[:limit])
-    if len(sites) == 1:
-        return [f"the timed-out collective's stack (Flight Recorder) of {said}"]
-    return [f"the timed-out collectives come from {len(sites)} different places in the code ({said})"]
+    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs))) for (function, user, n, outermost), rs in sites)
 
 
 @dataclass
@@ -294,7 +281,7 @@ class _Seen:
     timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
-    first: tuple[tuple, str, str] | None = None  #: the first error with a time: (stamps.key, what, the stamp as shown)
+    first: tuple[tuple, ErrorFact, str] | None = None  #: the first error with a time: (stamps.key, it, the stamp as shown)
     first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
@@ -333,8 +320,7 @@ class _Seen:
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             # without a rank, who said it (pid, host, device) and what: a bare kind names no one
-            self.first = (when, f"{e.kind} at rank {rank}" if rank is not None else _said(e, art),
-                          stamps.shown(e.timestamp))
+            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp))
             self.first_ranks = set()
         if when is not None and when == self.first[0] and rank is not None:
             self.first_ranks.add(rank)
@@ -404,43 +390,51 @@ def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: A
     return [silence.describe(silent)] if silent and not cov.world_size else []
 
 
-def _error_parts(seen: _Seen) -> list[str]:
+def _error_facts(seen: _Seen) -> list[ErrorsFact]:
     """The first error (by time where lines have one, else in file order), and mp.spawn's word when it is another."""
     parts = []
     said: ErrorEvent | None = None
     if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(f"first errors at one time ({seen.first[2]}), from ranks {fold(sorted(seen.first_ranks))}: "
-                     "their times do not say which came first")
+        parts.append(ErrorsFact("tied", at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
     elif seen.first is not None and seen.errors > 1:
-        parts.append(f"first error: {seen.first[1]} ({seen.first[2]})")
+        parts.append(ErrorsFact("first-timed", seen.first[1], at=seen.first[2]))
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
         said = seen.earliest[0]
-        parts.append(f"{'first error' if seen.errors > 1 else 'one error'}: {_said(*seen.earliest)}")
+        parts.append(ErrorsFact("first" if seen.errors > 1 else "one", _error_fact(*seen.earliest)))
     if seen.spawn_exit is not None and seen.spawn_exit[0] is not said:  # why the job ended, when that is another
-        parts.append(f"why the job ended: {_said(*seen.spawn_exit)}")
+        parts.append(ErrorsFact("ended", _error_fact(*seen.spawn_exit)))
     return parts
 
 
-def _traceback_parts(seen: _Seen, limit: int = 3) -> list[str]:
-    parts = []
-    for frame in list(seen.innermost.values())[:limit]:
-        o = frame.origin
-        who = f"rank {o.rank}" if o.rank is not None else (f"pid {o.pid}" if o.pid is not None else "a process")
-        parts.append(f"{who}'s traceback reaches {frame.message} (torch.distributed)")
-    return parts
+def _tracebacks(seen: _Seen, limit: int = 3) -> list[TracebackFact]:
+    return [TracebackFact(f.origin.rank, f.origin.pid, f.message) for f in list(seen.innermost.values())[:limit]]
 
 
-def _host_parts(reports: list) -> list[str]:
+def _host_facts(reports: list) -> list[HostFact]:
     """Hosts the host judge would exclude or suspects, with the first line that says why."""
-    parts = []
-    for h in reports:
-        if h.status in ("exclude", "suspect") and h.reasons:
-            g = h.reasons[0]
-            host = "the host of these lines (none names it)" if h.host == UNKNOWN_HOST else f"host {h.host}"
-            status = "to exclude" if h.status == "exclude" else "suspect"  # 'host X is exclude' read as a typo
-            parts.append(f"{host} is {status}: {g.entry.title} [{g.first.source}:{g.first.line_no}]"
-                         if g.first.line_no else f"{host} is {status}: {g.entry.title}")
-    return parts
+    return [HostFact(None if h.host == UNKNOWN_HOST else h.host, h.status, h.reasons[0].entry.title,
+                     cite(h.reasons[0].first.evidence[:300], tool="knowledge base", file=h.reasons[0].first.source,
+                          line=h.reasons[0].first.line_no))
+            for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+
+
+def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
+    """What RAS reports, one fact per communicator and kind, for a summary that names no culprit.
+
+    Why the summary needs it: a RAS view whose listed ranks are AHEAD (the others lag and are not listed,
+    NVIDIA/nccl#1911) blames no one, yet it is not 'no error': it says the communicator's counts differ and
+    where the listed ranks are. Repeated views (STATUS, VERBOSE STATUS, JSON) say one thing once."""
+    seen: dict[tuple[str, str], dict] = {}
+    for f in findings:
+        if f.kind not in ("behind", "ahead", "missing", "dead"):
+            continue
+        slot = seen.setdefault((f.comm, f.kind), {"ranks": set(), "where": set(), "op": f.op, "count": f.op_count})
+        if f.comm_rank is not None:
+            slot["ranks"].add(f.comm_rank)
+        if f.pid is not None:
+            slot["where"].add(f"pid {f.pid}" + (f" on {f.host}" if f.host else ""))
+    return [RasFact(comm, kind, tuple(sorted(slot["ranks"])), slot["op"], slot["count"], tuple(sorted(slot["where"])))
+            for (comm, kind), slot in list(seen.items())[:limit]]
 
 
 def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
@@ -452,3 +446,9 @@ def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
     return [f"NCCL logged {seen.trails} error return(s) ('file:line -> code'"
             + (f", first: {first_trail}" if first_trail else "")
             + ") and no WARN; at init such returns are often probes of a transport the host lacks"]
+
+
+def judge(ev: Any, ctx: JudgeContext) -> Findings:
+    """What the files show (the one protocol), as typed observations; the host judge's reports (`ctx`) say
+    which hosts it would exclude or suspects."""
+    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports), judge="observations")

@@ -20,6 +20,15 @@ _STATES = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep
 _LOCK_FRAMES = ("acquire", "_acquire_restore", "PyThread_acquire_lock")  #: matched inside the function name
 
 
+#: the files a main-thread stack is read from, in the order a citation names one
+STACK_KINDS = ("pyspy-json", "gdb-json", "native-stack", "pyspy-samples", "pyspy-text", "gdb-text", "faulthandler-text")
+
+
+def file_of(r: Any, *kinds: str) -> str | None:
+    """The file (as cited) of the first of a rank's artifacts of one of `kinds`, for a citation's `file`."""
+    return next((a.cite for a in getattr(r, "files", ()) if a.kind in kinds), None)
+
+
 def own_state(ev: Any, s: Suspect) -> list[Citation]:
     """What the suspect itself shows: its state, its main thread (and, where it waits on a lock, the
     thread that runs meanwhile: also set as `s.why`), its GPU at collection, how it ended, its last exception."""
@@ -33,16 +42,16 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
         what = _STATES.get(proc.state, "")
         lines.append(cite(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
-                          + " [/proc]", tool="/proc"))
+                          + " [/proc]", tool="/proc", file=file_of(proc, "process-state")))
     if proc is not None and proc.main_stack is not None:
         act = proc.activity
         src = proc.main_stack.source or "stack"
         loader = data_wait(proc)
         if loader is not None:
-            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src))
+            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src, file=file_of(proc, *STACK_KINDS)))
         else:
             lines.append(cite(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]",
-                              tool=src))
+                              tool=src, file=file_of(proc, *STACK_KINDS)))
         holder = lock_holder(proc)
         if holder:
             lines.append(holder)
@@ -56,7 +65,8 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
                               tool="nvidia-smi"))
     exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
     if exit_rec is not None and exit_rec.returncode is not None:
-        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record"))
+        launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
+        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record", file=launcher))
     exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
     if exc is not None:
         e, art = exc
@@ -70,8 +80,8 @@ class _Why(Citation):
 
     why: str
 
-    def __new__(cls, why: str, text: str, tool: str | None = None) -> "_Why":
-        obj = Citation.__new__(cls, text, tool=tool)
+    def __new__(cls, why: str, text: str, tool: str | None = None, file: str | None = None) -> "_Why":
+        obj = Citation.__new__(cls, text, tool=tool, file=file)
         obj.why = why
         return obj
 
@@ -102,4 +112,5 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     why = (f"its main thread waits to acquire a lock that its thread {said} likely holds" if len(others) == 1 else
            f"its main thread waits to acquire a lock that one of its threads ({said}) likely holds")
     return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
-                f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy")
+                f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy",
+                file=file_of(proc, "pyspy-json"))

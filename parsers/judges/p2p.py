@@ -18,15 +18,16 @@ from typing import Any
 import networkx as nx
 
 from parsers.model.events import OpEvent
-from parsers.model.findings import Findings, ReasonClass, Suspect, WaitEdge, cite
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite
 from parsers.ranges import fold
 
 _P2P = re.compile(r"^(send|recv)(\d+)(->|<-)(\d+)$")
 DEFAULT_GROUP = "pg:0"
 
 
-def judge_p2p(ev: Any) -> Findings:
-    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps)."""
+def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps); the default
+    group's ranks are global ranks, so its edges are global."""
     last: dict[int, OpEvent] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
@@ -43,8 +44,8 @@ def judge_p2p(ev: Any) -> Findings:
         peer = int(m.group(4))
         edges.append(WaitEdge(comm_id=e.comm, waiter=rank, peer=peer, source="fr-dump", op=m.group(1), scope="group",
                               p2p_peer=peer, p2p_seq=e.seq, waiter_pid=e.origin.pid, waiter_host=e.origin.host,
-                              detail=f"its {e.op} (p2p seq {e.seq}) is {e.state}"))
-    return Findings("dumps", _sinks(edges, last), edges)
+                              detail=f"its {e.op} (p2p seq {e.seq}) is {e.state}", global_ranks=True))
+    return Findings("dumps", _sinks(edges, last), edges, judge="p2p")
 
 
 def _sinks(edges: list[WaitEdge], last: dict[int, OpEvent]) -> list[Suspect]:
@@ -66,5 +67,6 @@ def _sinks(edges: list[WaitEdge], last: dict[int, OpEvent]) -> list[Suspect]:
                     f"send/recv, and its own last point-to-point op ({own.op}, p2p seq {own.seq}) completed: it never "
                     f"posted the next one"),
             confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(last) - 1)), 3),
-            evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump")]))
+            evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump", file=own.origin.file,
+                           line=own.origin.line)]))
     return out

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.judges.observations import timed_out
+from parsers.model.findings import Findings, JudgeContext
 from parsers.ranges import fold
 
 def _ranks(ranks: list[int]) -> str:
@@ -219,3 +221,19 @@ def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_o
         return "hang", "timeouts: ranks waited on their peers past a timeout (watchdog, gloo or NCCL lines)", set(timed_out)
     return ("not established", "no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second look): "
             "one snapshot cannot tell a hang from progress", set())
+
+
+def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+    """Hang or progress, from time (the one protocol): the recorder's ages, else two RAS reads, else stack
+    samples, else arm()'s step series, else collect's second look (the same cheap reads twice, seconds apart)."""
+    progress = judge_progress(ev.recorder)
+    if not progress.decided:
+        progress = judge_ras_progress(ev.artifacts)
+    if not progress.decided:
+        progress = judge_sampled_progress(ev.ranks)
+    if not progress.decided:
+        progress = judge_step_progress(ev.step_series, ev.collected_unix)
+    if not progress.decided:
+        progress = judge_second_look(ev.ranks)
+    any_timeout, ranks = timed_out(ev)  # the lines' own word on who waited past a timeout
+    return Findings("timing", judge="progress", progress=progress, timeouts=(any_timeout, frozenset(ranks)))

@@ -15,11 +15,12 @@ live ranks keep beating.
 from __future__ import annotations
 
 import time
+from typing import Any
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from parsers.model import Suspect, WaitEdge
-from parsers.model.findings import cite
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.ranges import fold
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
@@ -237,7 +238,7 @@ def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankProgress]) -> li
         return []
     behind = fold(rp.global_rank if rp.global_rank is not None else rp.rank for rp in before)
     conf = round(0.6 + 0.2 * len(before) / len(stated), 3)
-    return [_suspect(rp, rp.global_rank, "went-ahead", conf,
+    return [_suspect(rp, rp.global_rank, ReasonClass.WENT_AHEAD, conf,
                      f"went ahead: it entered {op}, which ranks {behind} did not reach (their latest: "
                      f"{before[0].latest or 'none'}): it calls what they skip, or skips what they do",
                      [cite(f"communicator {comm}: {op} entered by comm rank {rp.rank} only; ranks {behind} never "
@@ -265,34 +266,34 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
             ev.append(cite(beat.format(rp.heartbeat_age_s), tool="recorder"))
         who = rp.global_rank if rp.global_rank is not None else None
         if rp.has_state and rp.frozen and rp.entered and not rp.complete:
-            found.append(_suspect(rp, who, "entered-then-frozen", 0.95,
+            found.append(_suspect(rp, who, ReasonClass.FROZEN_IN_OP, 0.95,
                                   f"entered {op} and stopped progressing: its process no longer runs "
                                   f"({beat.format(rp.heartbeat_age_s)})", ev))
         elif rp.has_state and rp.frozen:
-            found.append(_suspect(rp, who, "frozen", 0.9,
+            found.append(_suspect(rp, who, ReasonClass.FROZEN, 0.9,
                                   f"its process no longer runs ({beat.format(rp.heartbeat_age_s)}); "
                                   f"latest op {rp.latest}", ev))
         elif rp.has_state and op and not rp.entered and waiters:
-            found.append(_suspect(rp, who, "outside-collective", 0.85,
+            found.append(_suspect(rp, who, ReasonClass.OUTSIDE, 0.85,
                                   f"never entered {op} (latest: {rp.latest}) while its peers wait on it", ev))
         elif rp.has_state and op and not rp.entered and not any_edges and others_entered:
             # No proxy detail (LD_PRELOAD shim, or no network ops): op counts are the evidence.
-            found.append(_suspect(rp, who, "outside-collective", 0.8,
+            found.append(_suspect(rp, who, ReasonClass.OUTSIDE, 0.8,
                                   f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
         elif not rp.has_state and waiters:
-            found.append(_suspect(rp, who, "no-recorder-state", 0.7,
+            found.append(_suspect(rp, who, ReasonClass.NO_RECORDER_STATE, 0.7,
                                   f"no recorder state, and comm ranks {fold(waiters)} wait on it in {where}", ev))
         elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0
               and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
             # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
             # is busy with earlier work (a long kernel, a GPU-side loop). Its proxy waits on its own GPU.
             ago = f" {rp.enqueued_s:.1f} s{before}" if rp.enqueued_s is not None else ""
-            found.append(_suspect(rp, who, "gpu-queued", 0.85,
+            found.append(_suspect(rp, who, ReasonClass.GPU_QUEUED, 0.85,
                                   f"enqueued {op}{ago} but it never started on its GPU (no kernel channel "
                                   f"started; proxy {rp.local_wait or 'idle'}), while its peers' kernels run: "
                                   f"work queued ahead of it keeps the GPU stream busy", ev))
         elif rp.has_state and rp.entered and not rp.complete and waiters and not rp.waits_on:
-            found.append(_suspect(rp, who, "stalled-in-collective", 0.75,
+            found.append(_suspect(rp, who, ReasonClass.STALLED, 0.75,
                                   f"entered {op}, waits on no peer ({rp.local_wait or 'no step in flight'}), "
                                   f"and its peers wait on it", ev))
     if not found:
@@ -302,7 +303,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
                     and rp.last_progress_ns == first_stall):
                 idle = (ref - first_stall) / 1e9
                 ev = [cite(f"comm ranks {fold(rp.waited_on_by)} wait on it ({where})", tool="recorder")]
-                found.append(_suspect(rp, rp.global_rank, "stalled-first", 0.5,
+                found.append(_suspect(rp, rp.global_rank, ReasonClass.STALLED_FIRST, 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s{before})", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first
     age = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
@@ -310,7 +311,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
     return found
 
 
-def _suspect(rp: RankProgress, global_rank: int | None, kind: str, conf: float, reason: str, ev: list[str]) -> Suspect:
+def _suspect(rp: RankProgress, global_rank: int | None, kind: ReasonClass, conf: float, reason: str, ev: list[str]) -> Suspect:
     label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
     return Suspect(
         rank=global_rank if global_rank is not None else rp.rank,
@@ -344,3 +345,20 @@ def stalled_ranks(states: list[RecorderState], now_ns: int | None = None) -> lis
     """Every suspect of every communicator, strongest first: 'who entered but stopped'."""
     suspects = [s for stall in analyse(states, now_ns) for s in stall.suspects]
     return sorted(suspects, key=lambda s: -s.confidence)  # stable: keeps each comm's own order
+
+
+def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+    """The recorder judge (the one protocol): wait edges per channel and peer (communicator ranks, mapped to
+    global ranks by the recorder files' own table) and stall suspects, where there are state files."""
+    states = ev.recorder
+    if not states:
+        return Findings("recorder", judge="recorder")
+    edges = wait_edges(states)
+    stalls = analyse(states)
+    section = {
+        "state_files": len(states),
+        "stalls": [{"comm_id": st.comm_id, "op": st.op, "nranks": st.nranks, "edges": len(st.edges)} for st in stalls],
+        "wait_edges": [e.__dict__ for e in edges],
+    }
+    return Findings("recorder", [s for st in stalls for s in st.suspects], edges, judge="recorder",
+                    sections={"recorder": section}, comm_ranks=comm_rank_table(states))

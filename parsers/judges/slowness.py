@@ -17,7 +17,7 @@ from typing import Any
 from parsers.judges.links import SlowLinks, judge_links, link_suspects, without
 from parsers.judges.stragglers import (ECHO_SHARE, MIN_OPS, Stragglers, fr_ops, judge_ops, judge_stragglers,
                                        nccl_log_ops, straggler_suspects)
-from parsers.model.findings import Suspect
+from parsers.model.findings import Findings, JudgeContext, Suspect
 from parsers.judges.step_ranks import RankSteps, compare_ranks
 
 
@@ -116,3 +116,11 @@ def _steps(ev: Any) -> RankSteps | None:
 def _hosts(ev: Any) -> dict[int, str]:
     """rank -> host, from the artifacts that know both (a rank's host is named only where known)."""
     return {a.rank: host for a in ev.artifacts if a.rank is not None for host in (a.hints.host or a.host,) if host}
+
+
+def judge(ev: Any, ctx: JudgeContext) -> Findings:
+    """Who is slow (the one protocol), where the progress judge says the job runs or cannot say; its suspects
+    are the arbiter's to weigh (only a running job's stragglers are judged)."""
+    progress = ctx.of("progress").progress
+    run = progress is None or progress.running or not progress.decided
+    return Findings("timing", judge="slowness", slow=judge_slowness(ev) if run else None)

@@ -14,17 +14,18 @@ from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
-from parsers.model.findings import ReasonClass, Suspect, Verdict, cite
+from parsers.judges.own_state import STACK_KINDS, file_of
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.stacks.tree import build_tree
 
-CONFIDENCE = {rc.value: rc.default_confidence for rc in ReasonClass}
 
 
-def stack_verdict(ev: Evidence) -> Verdict:
-    """The verdict from stacks, process state and absence (logs are correlated elsewhere)."""
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
+    """The stacks judge (the one protocol): suspects from stacks, process state and absence (logs are
+    correlated elsewhere), the waiting ranks and stack classes as sections, the main-thread stack tree."""
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     waiting = {rank: act for rank, act in activities.items() if act.waiting}
     common = _common_wait(waiting)
@@ -37,17 +38,16 @@ def stack_verdict(ev: Evidence) -> Verdict:
     suspects += _missing_suspects(ev)
     suspects += _absent_suspects(ev)
     suspects.sort(key=Suspect.sort_key)
-    verdict = Verdict(suspects=suspects)
+    found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
-        verdict.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
-    verdict.missing_evidence = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
-    verdict.missing_evidence += ev.problems
-    verdict.sections["classes"] = _classes(activities)
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
+    found.missing = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
+    found.missing += ev.problems
+    found.sections["classes"] = _classes(activities)
     stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}
-    tree = build_tree(stacks)
-    verdict.sections["stack_tree"] = tree.to_dict()
-    verdict.stack_tree = tree
-    return verdict
+    found.stack_tree = build_tree(stacks)
+    found.sections["stack_tree"] = found.stack_tree.to_dict()
+    return found
 
 
 def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int, Activity], common: Activity | None,
@@ -102,9 +102,10 @@ class _Evidence(list):
             self._filled = True
             r = self.r
             head = [cite(f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan")
-                                                       else ""), tool="/proc")]
+                                                       else ""), tool="/proc", file=file_of(r, "process-state"))]
             if r.main_stack:
-                head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame"))
+                head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame",
+                                 file=file_of(r, *STACK_KINDS)))
             if self.others and self.common:
                 head.append(cite(f"ranks {self.others_text()} {self.common.text}", tool="stacks"))
             self[:0] = head
@@ -122,7 +123,7 @@ def _exited_reason(r: RankEvidence) -> str:
 def _how_found(rec: Any) -> list[str]:
     """Lines that say how an exited rank was found and its rank learned (it has no environment left)."""
     lines = list(getattr(rec, "job_evidence", None) or [])[:3]
-    return [f"collector: {line}" for line in lines]
+    return [cite(f"collector: {line}", tool="collector") for line in lines]
 
 
 def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
@@ -133,31 +134,31 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     others = evidence.others
     if state in ("T", "t"):
         reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
-        return Suspect(**base, reason_class="stopped", reason=reason, confidence=CONFIDENCE["stopped"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.STOPPED, reason=reason, confidence=ReasonClass.STOPPED.default_confidence, evidence=list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class="exited", reason=_exited_reason(r), confidence=CONFIDENCE["exited"],
+        return Suspect(**base, reason_class=ReasonClass.EXITED, reason=_exited_reason(r), confidence=ReasonClass.EXITED.default_confidence,
                        evidence=list(evidence.fill()) + _how_found(rec))
     if state == "D":
         reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
-        return Suspect(**base, reason_class="kernel-wait", reason=reason, confidence=CONFIDENCE["kernel-wait"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.KERNEL_WAIT, reason=reason, confidence=ReasonClass.KERNEL_WAIT.default_confidence, evidence=list(evidence.fill()))
     if state == "R":
-        evidence.append("busy on a CPU (state R) at collection")
+        evidence.append(cite("busy on a CPU (state R) at collection", tool="/proc", file=file_of(r, "process-state")))
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
-        conf = CONFIDENCE["data-wait"] if others else 0.5
-        return Suspect(**base, reason_class="data-wait", reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
+        conf = ReasonClass.DATA_WAIT.default_confidence if others else 0.5
+        return Suspect(**base, reason_class=ReasonClass.DATA_WAIT, reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
     if act is None or not others:
         return None
     if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
         reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {evidence.others_text()} wait in {common.op}"
-        return Suspect(**base, reason_class="never-joined", reason=reason, confidence=CONFIDENCE["never-joined"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.NEVER_JOINED, reason=reason, confidence=ReasonClass.NEVER_JOINED.default_confidence, evidence=list(evidence.fill()))
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
-        return Suspect(**base, reason_class="outside-collective", reason=reason, confidence=CONFIDENCE["outside-collective"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.OUTSIDE, reason=reason, confidence=ReasonClass.OUTSIDE.default_confidence, evidence=list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)):
         reason = f"waits in {act.op} while its peers wait in {common.op}"
-        return Suspect(**base, reason_class="mismatch", reason=reason, confidence=CONFIDENCE["mismatch"], evidence=list(evidence.fill()))
+        return Suspect(**base, reason_class=ReasonClass.MISMATCH, reason=reason, confidence=ReasonClass.MISMATCH.default_confidence, evidence=list(evidence.fill()))
     return None
 
 
@@ -184,24 +185,25 @@ def data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
     w = workers[0]
     what = w.activity.where or "an unknown place"
     state = w.proc.state if w.proc else "?"
-    evidence = [f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
-                + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}"
-                for c in workers[:4]]
+    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
+                     tool="/proc") for c in workers[:4]]
     return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
 def _missing_suspects(ev: Evidence) -> list[Suspect]:
     exits = {e.rank: e for e in ev.exits}
+    launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
     suspects = []
     for miss in ev.missing:
-        evidence = [miss.reason]
+        evidence = [cite(miss.reason, tool="manifest")]
         exit_rec = exits.get(miss.rank)
         reason = "has no process: it crashed or exited"
         if exit_rec and exit_rec.returncode is not None:
             reason = f"has no process: it {exit_rec.how}"
-            evidence.append(f"launcher: pid {exit_rec.pid} {exit_rec.how}")
+            evidence.append(cite(f"launcher: pid {exit_rec.pid} {exit_rec.how}", tool="launcher record", file=launcher))
         suspects.append(
-            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class="missing", reason=reason, confidence=CONFIDENCE["missing"], evidence=evidence)
+            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class=ReasonClass.MISSING, reason=reason, confidence=ReasonClass.MISSING.default_confidence, evidence=evidence)
         )
     known = {m.rank for m in ev.missing} | {r.rank for r in ev.ranks}
     first = _first_failure([e for e in ev.exits if e.rank not in known])
@@ -209,10 +211,11 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
         later = sorted(e.rank for e in ev.exits if e.exited_at and e is not first)
         suspects.append(
             Suspect(
-                rank=first.rank, host=first.host, pid=first.pid, reason_class="exited-first",
+                rank=first.rank, host=first.host, pid=first.pid, reason_class=ReasonClass.EXITED_FIRST,
                 reason=f"was the first rank to die: it {first.how}",
-                confidence=CONFIDENCE["exited-first"],
-                evidence=[f"launcher: ranks {fold(later)} died after it"] if later else [],
+                confidence=ReasonClass.EXITED_FIRST.default_confidence,
+                evidence=[cite(f"launcher: ranks {fold(later)} died after it", tool="launcher record", file=launcher)]
+                if later else [],
             )
         )
     return suspects
@@ -242,8 +245,9 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
         for rank in absent:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
             suspects.append(
-                Suspect(rank=rank, host=None, pid=None, reason_class="absent", reason=reason, confidence=CONFIDENCE["absent"],
-                        evidence=[f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}"])
+                Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason, confidence=ReasonClass.ABSENT.default_confidence,
+                        evidence=[cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
+                                       tool="manifest")])
             )
     return suspects
 

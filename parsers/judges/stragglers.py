@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parsers.judges.recorder import recorder_hosts
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
 #: the recorder's clock resolution when it used the coarse clock (CLOCK_REALTIME_COARSE, seen 4 ms)
@@ -456,5 +456,5 @@ def straggler_suspects(result: Stragglers, pids: dict[int, int] | None = None) -
                       f"the job's jitter below the clock's {result.resolution_ms:g} ms tick)"))
         out.append(Suspect(rank=r, host=result.hosts.get(r), pid=(pids or {}).get(r), reason_class=cls, reason=reason,
                            confidence=conf,
-                           evidence=[result.describe()]))
+                           evidence=[cite(result.describe(), tool="time stamps")]))
     return out

@@ -9,9 +9,9 @@ field. The arbiter (parsers/merge.py) reads these; presentation reads the `Verdi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 
 class ReasonClass(str, Enum):
@@ -154,21 +154,19 @@ def cite(text: str, tool: str | None = None, file: str | None = None, line: int 
 SOURCES = ("stacks", "proc", "recorder", "logs", "dumps", "ras", "hosts", "exceptions", "launcher", "timing")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Demotion:
-    """Why a root claim lost weight: the rank waits itself, on `waits_on` in `scope`, or its main thread is blocked."""
+    """Why a root claim lost weight: the rank waits itself (`edge`: on whom, in which scope and op), or its main
+    thread is blocked. `said` is its words, written by presentation (parsers/summary.py) from these fields."""
 
     waits_on: int | None = None
-    scope: str | None = None
+    edge: "WaitEdge | None" = None  #: the typed wait edge out of the rank (global ranks)
     blocked: str | None = None  #: what the main thread is blocked in, where that is the reason
     unproven: bool = False  #: no time says the job hangs: a wait read from where logs stop is a lead only
+    said: str = ""
 
     def describe(self) -> str:
-        if self.unproven:
-            return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
-        if self.waits_on is not None:
-            return f"it waits itself (on rank {self.waits_on} in {self.scope or 'another communicator'}), so it is not where the wait ends"
-        return f"it waits itself (its main thread is blocked: {self.blocked}), so it is not where the wait ends"
+        return self.said
 
 
 @dataclass
@@ -183,7 +181,7 @@ class Suspect:
     rank: int | None
     host: str | None
     pid: int | None
-    reason_class: ReasonClass  #: a str given by a judge is turned into its ReasonClass
+    reason_class: ReasonClass  #: always the enum: a judge that gives a plain str is refused (TypeError)
     reason: str  #: one human sentence
     confidence: float
     evidence: list[str] = field(default_factory=list)
@@ -195,10 +193,8 @@ class Suspect:
     why: str | None = None  #: one clause of its own evidence that says why (e.g. the thread that holds its lock)
 
     def __post_init__(self) -> None:
-        rc = ReasonClass.of(self.reason_class)
-        if rc is None:
-            raise ValueError(f"unknown reason class {self.reason_class!r}")
-        self.reason_class = rc
+        if not isinstance(self.reason_class, ReasonClass):  # typed at every creation site, never a name
+            raise TypeError(f"reason_class must be a ReasonClass, not {self.reason_class!r}")
 
     def sort_key(self) -> tuple[float, int, int]:
         """Most likely first; among equals, the one more sources support, then the lower rank."""
@@ -249,30 +245,162 @@ class Suspect:
 
 
 @dataclass(frozen=True)
-class Observation:
-    """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
-    summary and of 'what the evidence shows' (built by parsers/summary.py, never by re-reading events)."""
+class HostFact:
+    """A host the host judge would exclude or suspects, and the first finding that says why."""
 
-    kind: str  #: 'timeout', 'setting', 'dump-ask', 'disagreement', 'completed-past', 'fr-report', 'ras', 'coverage',
-    #: 'first-error', 'stack', 'call-site', 'dump', 'traceback', 'host', 'trail', 'no-error', 'coverage-note'
-    text: str
-    ranks: tuple[int, ...] = ()
+    host: str | None  #: None: the host of these lines, which none names
+    status: str  #: 'exclude' | 'suspect'
+    title: str  #: the knowledge base entry's title
+    citation: Citation | None = None  #: the line it was read at (file, line)
 
 
 @dataclass(frozen=True)
+class ErrorFact:
+    """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
+    message instead), what it says (whitespace folded), and where it was read."""
+
+    kind: str
+    message: str
+    citation: Citation | None = None
+    rank: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    device: int | None = None
+    launcher: bool = False  #: a launcher's line: its worker is named in the message
+    exit_status: int | None = None  #: a launcher's exit line with a local rank: the worker's wait status
+    local_rank: int | None = None
+    raised: str | None = None  #: mp.spawn's word: the headline of the exception its process raised
+    witness: str | None = None  #: what that exception's category means where the raiser waited on a peer
+
+
+@dataclass(frozen=True)
+class ErrorsFact:
+    """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
+    the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
+    on why the job ended, where that is another error."""
+
+    role: str
+    error: ErrorFact | None = None
+    at: str | None = None  #: the first time, as the lines show it
+    ranks: tuple[int, ...] = ()  #: the ranks with an error at that time ('tied')
+
+
+@dataclass(frozen=True)
+class TracebackFact:
+    """The innermost torch.distributed frame a process's traceback reaches."""
+
+    rank: int | None
+    pid: int | None
+    frame: str  #: the frame as the traceback prints it
+
+
+@dataclass(frozen=True)
+class RasFact:
+    """What one NCCL RAS view says of one communicator, one kind (behind, ahead, missing, dead)."""
+
+    comm: str
+    kind: str
+    comm_ranks: tuple[int, ...] = ()
+    op: str | None = None
+    count: int | None = None
+    processes: tuple[str, ...] = ()  #: 'pid P on H', sorted
+
+
+@dataclass(frozen=True)
+class StackFact:
+    """Processes whose stacks were pasted with no rank, and what their main threads show them doing."""
+
+    pids: tuple[int, ...]
+    doing: str  #: the stack class's words (parsers.stacks.classify)
+
+
+@dataclass(frozen=True)
+class DumpFact:
+    """Stack dumps found in logs (faulthandler's, py-spy's) that show one thing, each cited where it was read."""
+
+    tool: str  #: 'py-spy dump' | 'faulthandler dump'
+    main: bool  #: the main thread's (else the thread a fatal signal hit)
+    doing: str
+    owners: tuple[tuple[str, Citation], ...] = ()  #: (whose: 'rank 3', 'pid 9, no rank printed'; where it was read)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """Where a timed-out collective was called from: its innermost frame and the user's frame, if any."""
+
+    function: str
+    user: str | None  #: the innermost frame of the user's code ('train (train.py:88)')
+    frames: int  #: how many frames the stack shows
+    outermost: str
+    ranks: tuple[int, ...]
+
+
+#: a typed observation's facts (presentation words each kind: parsers/present.py)
+Facts = HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
+
+
+class ObservationKind(str, Enum):
+    """What an observation is about: the summary orders and words observations by kind."""
+
+    SETTING = "setting"
+    TIMEOUT = "timeout"
+    DUMP_ASK = "dump-ask"
+    DISAGREEMENT = "disagreement"
+    COMPLETED_PAST = "completed-past"
+    FR_REPORT = "fr-report"
+    RAS = "ras"
+    HOROVOD = "horovod"
+    COVERAGE = "coverage"
+    FIRST_ERROR = "first-error"
+    STACK = "stack"
+    CALL_SITE = "call-site"
+    DUMP = "dump"
+    TRACEBACK = "traceback"
+    HOST = "host"
+    TRAIL = "trail"
+    NO_ERROR = "no-error"
+    UNREAD = "unread"
+    COVERAGE_NOTE = "coverage-note"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
+    summary and of 'what the evidence shows'. `facts` hold it typed (host, first-error, traceback, RAS, stack,
+    dump, call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
+    `text` as their judge wrote them. Nothing reads either back."""
+
+    kind: ObservationKind  #: always the enum (a plain name is refused)
+    text: str = ""
+    ranks: tuple[int, ...] = ()
+    facts: Any = None  #: one of `Facts`, for the typed kinds
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, ObservationKind):
+            raise TypeError(f"an observation's kind must be an ObservationKind, not {self.kind!r}")
+
+
+@dataclass
 class Deadlock:
-    """A cycle of the wait-for graph: every member waits on the next, each edge in its scope and op."""
+    """A cycle of the wait-for graph: every member waits on the next, each edge typed (its scope and op).
+    `wheres` are the edges' scopes in words, written by presentation (parsers/summary.py)."""
 
     members: tuple[int, ...]
-    edges: tuple[tuple[int, int, str], ...]  #: (waiter, waited-on, where: communicator and op)
+    edges: tuple["WaitEdge", ...]  #: waiter -> waited-on, global ranks, in cycle order
+    wheres: tuple[str, ...] = ()
 
-    def describe(self) -> str:
-        hops = ", ".join(f"{a} on {b} in {where}" for a, b, where in self.edges)
-        return (f"deadlock: ranks {', '.join(map(str, self.members))} wait on each other in a cycle ({hops}): "
-                "these ranks call these groups' collectives in different orders")
+    @property
+    def hops(self) -> list[tuple[int, int | None, str]]:
+        """(waiter, waited-on, where in words) per edge, for renderers."""
+        return [(e.waiter, e.peer, w) for e, w in zip(self.edges, self.wheres or ("",) * len(self.edges))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"members": list(self.members), "edges": [{"waiter": a, "waits_on": b, "where": w} for a, b, w in self.edges]}
+        return {"members": list(self.members),
+                "edges": [{"waiter": e.waiter, "waits_on": e.peer, "where": w, **e.to_dict()}
+                          for e, w in zip(self.edges, self.wheres or ("",) * len(self.edges))]}
 
 
 @dataclass
@@ -349,8 +477,8 @@ class WaitEdge:
     """
 
     comm_id: str  #: commId/hash as hex string, or a PG name when that is all we know
-    waiter: int  #: communicator rank that waits
-    peer: int  #: communicator rank it waits on
+    waiter: int  #: the rank that waits (a communicator rank, or a global one where `global_ranks`)
+    peer: int | None  #: the rank it waits on (None: a member no file names)
     source: str  #: 'recorder', 'nccl-log', 'ras', 'c10d', ...
     op: str | None = None  #: e.g. 'AllReduce seq 11'
     channel: int | None = None
@@ -363,24 +491,77 @@ class WaitEdge:
     p2p_peer: int | None = None  #: for send/recv: the peer of the point-to-point op
     p2p_seq: int | None = None  #: for send/recv: its sequence number between the two peers
     since_s: float | None = None  #: seconds the waiter has waited, where a time stamp says it
+    global_ranks: bool = False  #: waiter and peer are global ranks (mapped, or a group whose ranks are global)
 
     @property
     def point_to_point(self) -> bool:
         return self.p2p_peer is not None
 
+    def to_global(self, table: dict[int, int]) -> "WaitEdge | None":
+        """This edge in global ranks through `table` (comm rank -> global rank), or None where one is unknown."""
+        if self.global_ranks:
+            return self
+        waiter, peer = table.get(self.waiter), table.get(self.peer) if self.peer is not None else None
+        return None if waiter is None or peer is None else replace(self, waiter=waiter, peer=peer, global_ranks=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"comm": self.comm_id, "scope": self.scope, "op": self.op, "seq": self.seq, "p2p_peer": self.p2p_peer,
+                "p2p_seq": self.p2p_seq, "source": self.source, "since_s": self.since_s}
+
 
 @dataclass
 class Findings:
-    """What one judge returns: the one judge protocol. `source` is the kind of evidence it read
-    (SOURCES); every suspect it returns carries it, so agreement between judges can be counted."""
+    """What one judge returns: the one judge protocol (`Judge`). `source` is the kind of evidence it read
+    (SOURCES); every suspect it returns carries it, so agreement between judges can be counted. `judge`
+    names the judge, so the arbiter knows whose progress decision, graph or host reports it reads."""
 
     source: str
     suspects: list[Suspect] = field(default_factory=list)
-    edges: list[WaitEdge] = field(default_factory=list)
+    edges: list[WaitEdge] = field(default_factory=list)  #: its typed wait edges (comm ranks, mapped by comm_ranks)
     observations: list[Observation] = field(default_factory=list)
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)  #: JSON tables for the verdict's sections
+    judge: str = ""
+    comm_ranks: dict[str, dict[int, int]] = field(default_factory=dict)  #: comm id -> {comm rank: global rank}
+    graph: Any = None  #: the judge's own wait-for graph of global ranks (networkx; each edge's `edge` a WaitEdge)
+    missing: list[str] = field(default_factory=list)  #: what this judge could not see
+    reports: list = field(default_factory=list)  #: host reports (judges.hosts.HostReport)
+    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision)
+    #: (whether any rank waited past a timeout: watchdog, gloo, NCCL, store, Horovod's stall check; the global
+    #: ranks that did, where lines print them): time evidence of a hang and its scope, for the arbiter's step 1
+    timeouts: tuple[bool, frozenset[int]] = (False, frozenset())
+    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness)
+    stack_tree: Any = None  #: the main-thread stack tree (parsers.stacks.tree.Node)
+    result: Any = None  #: the judge's own result for presentation (the logs judge's LogAnalysis: last ops)
 
     def __post_init__(self) -> None:
         for s in self.suspects:
             if not s.source:
                 s.source = self.source
+
+    def global_edges(self) -> list[WaitEdge]:
+        """Its wait edges in global ranks (edges whose ranks the judge could not map are left out)."""
+        out = []
+        for e in self.edges:
+            mapped = e.to_global(self.comm_ranks.get(e.comm_id, {}))
+            if mapped is not None:
+                out.append(mapped)
+        return out
+
+
+@dataclass
+class JudgeContext:
+    """What a judge reads besides the evidence: the knowledge base, and the findings of the judges that ran
+    before it (the logs judge maps the recorder's edges and skips ranks the p2p judge sees in a send/recv)."""
+
+    kb: Any = None
+    found: list[Findings] = field(default_factory=list)
+
+    def of(self, judge: str) -> Findings:
+        """The findings of `judge`, or empty ones where it has not run."""
+        return next((f for f in self.found if f.judge == judge), Findings("", judge=judge))
+
+
+class Judge(Protocol):
+    """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
+
+    def __call__(self, ev: Any, ctx: JudgeContext) -> Findings: ...

@@ -250,35 +250,3 @@ def parse_json_text(text: str) -> Parsed:
     if repaired:
         out.facts["repaired"] = "added commas NCCL left out (NCCL 2.28.9 missing_ranks entries)"
     return out
-
-
-def describe(findings: Iterable[RasFinding], limit: int = 3) -> list[str]:
-    """What RAS reports, one phrase per communicator and kind, for a summary that names no culprit.
-
-    Why the summary needs it: a RAS view whose listed ranks are AHEAD (the others lag and are
-    not listed, NVIDIA/nccl#1911) blames no one, yet it is not 'no error': it says the
-    communicator's counts differ and where the listed ranks are. Repeated views (STATUS,
-    VERBOSE STATUS, JSON) say one thing once.
-    """
-    seen: dict[tuple[str, str], dict] = {}
-    for f in findings:
-        if f.kind not in ("behind", "ahead", "missing", "dead"):
-            continue
-        slot = seen.setdefault((f.comm, f.kind), {"ranks": set(), "where": set(), "op": f.op, "count": f.op_count})
-        if f.comm_rank is not None:
-            slot["ranks"].add(f.comm_rank)
-        if f.pid is not None:
-            slot["where"].add(f"pid {f.pid}" + (f" on {f.host}" if f.host else ""))
-    out = []
-    for (comm, kind), slot in list(seen.items())[:limit]:
-        ranks = sorted(slot["ranks"])
-        who = (f"communicator rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}" if ranks
-               else "a process")
-        at = f" at {slot['op'] or 'operation'} count {slot['count']}" if slot["count"] is not None else ""
-        text = f"NCCL RAS ({comm.split(':', 1)[-1]}): {who} {kind}{at}"
-        if slot["where"]:
-            text += f" ({'; '.join(sorted(slot['where'])[:4])})"
-        if kind == "ahead":
-            text += "; the ranks behind them are not listed"
-        out.append(text)
-    return out

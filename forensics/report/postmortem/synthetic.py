@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from forensics.report.lastop import tree_from_paths
 from parsers.model import Suspect, Verdict
+from parsers.model.findings import ReasonClass
 from parsers.ranges import fold
 
 TRAIN = ["_run_module_as_main (<frozen runpy>:198)", "_run_code (<frozen runpy>:88)", "<module> (train.py:200)"]
@@ -46,10 +47,10 @@ def synthetic_verdict(world: int = 4096, culprit: int = 1234, stopped: int | Non
             paths[rank] = TRAIN + ["main (train.py:160)", where, "all_reduce (torch/distributed/distributed_c10d.py:3252)"]
     suspects = []
     if stopped is not None:
-        suspects.append(Suspect(stopped, f"node{stopped // ranks_per_host:04d}", 10000 + stopped, "stopped", "is stopped (state T)", 0.95))
+        suspects.append(Suspect(stopped, f"node{stopped // ranks_per_host:04d}", 10000 + stopped, ReasonClass.STOPPED, "is stopped (state T)", 0.95))
     if missing is not None:
-        suspects.append(Suspect(missing, f"node{missing // ranks_per_host:04d}", None, "missing", "has no process", 0.9))
-    suspects.append(Suspect(culprit, f"node{culprit // ranks_per_host:04d}", 10000 + culprit, "outside-collective", "is in no collective: its main thread runs load_batch (data.py:88)", 0.8))
+        suspects.append(Suspect(missing, f"node{missing // ranks_per_host:04d}", None, ReasonClass.MISSING, "has no process", 0.9))
+    suspects.append(Suspect(culprit, f"node{culprit // ranks_per_host:04d}", 10000 + culprit, ReasonClass.OUTSIDE, "is in no collective: its main thread runs load_batch (data.py:88)", 0.8))
     suspects.sort(key=lambda s: -s.confidence)
     waiting = [r["rank"] for r in rows if r["activity"] == "collective"]
     verdict = Verdict(suspects=suspects, summary=f"{suspects[0].label} {suspects[0].reason}; ranks {fold(waiting)} wait in all_reduce")

@@ -17,9 +17,9 @@ from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, lastops, tables, verdict, waitgraph
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge
-from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
+from parsers.model.findings import CULPRIT_MIN_CONFIDENCE, Findings, JudgeContext
 
-__all__ = ["LogAnalysis", "correlate"]
+__all__ = ["LogAnalysis", "correlate", "judge"]
 
 MAX_LISTED = 200  #: rows kept in JSON sections for huge jobs
 
@@ -41,6 +41,23 @@ class LogAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         return {"suspects": [s.to_dict() for s in self.suspects], "sections": self.sections}
+
+
+#: the kinds of file the logs judge reads: without one, it has nothing to say
+LOG_KINDS = frozenset({"nccl-log", "rank-log", "fr-report", "fr-dump", "ras-text", "ras-json", "pyspy-text", "pyspy-json"})
+
+
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
+    """The logs judge (the one protocol): logs, Flight Recorder dumps and RAS correlated into a wait-for graph
+    (each edge typed), with the recorder's edges and communicator ranks (`ctx`); ranks the p2p judge sees
+    waiting in a send/recv are not 'stopped before' a collective the others reached (the odd-one-out rule)."""
+    if not any(a.kind in LOG_KINDS for a in ev.artifacts):
+        return Findings("logs", judge="logs")
+    recorder = ctx.of("recorder")
+    found = correlate(ev, extra_edges=recorder.edges, comm_ranks=recorder.comm_ranks,
+                      waiting_elsewhere={e.waiter for e in ctx.of("p2p").edges})
+    return Findings("logs", found.suspects, judge="logs", sections={"logs": found.sections}, graph=found.graph,
+                    result=found)
 
 
 def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import ErrorEvent
-from parsers.model.findings import ReasonClass, Suspect
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
@@ -75,7 +75,12 @@ def _world(ev: Any) -> int | None:
     return getattr(cov, "world_size", None) or getattr(ev, "world_size", None)
 
 
-def judge(ev: Any) -> list[Suspect]:
+def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+    """Horovod's stall inspector names the rank a collective waits for, as the recorder does (read from logs)."""
+    return Findings("logs", stalled(ev), judge="horovod")
+
+
+def stalled(ev: Any) -> list[Suspect]:
     """The rank missing from every stalled op, when exactly one is (else nothing)."""
     missing, _ = missing_sets(ev, _world(ev))
     if not missing:
@@ -89,8 +94,8 @@ def judge(ev: Any) -> list[Suspect]:
                     reason=f"Horovod's stall inspector names it missing from every stalled op ({_ops(missing)}, "
                            f"e.g. {example}): the other ranks wait for it",
                     confidence=CONFIDENCE,
-                    evidence=[f"horovod stall report: {e.message[:200]} [{cite}:{e.origin.line}]"
-                              for cite, e in _entries(ev)[:3]])]
+                    evidence=[cite(f"horovod stall report: {e.message[:200]} [{name}:{e.origin.line}]", tool="horovod",
+                                   file=name, line=e.origin.line) for name, e in _entries(ev)[:3]])]
 
 
 def describe(ev: Any) -> list[str]:

@@ -20,7 +20,7 @@ from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
-from parsers.model.findings import cite
+from parsers.model.findings import ReasonClass, cite
 from parsers.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
@@ -32,12 +32,12 @@ EVIDENCE_KINDS = ("fr-dump", "nccl-log", "rank-log", "pyspy-text", "pyspy-json")
 @dataclass
 class _Acc:
     rank: int | None
-    reason_class: str = ""
+    reason_class: ReasonClass | None = None
     reason: str = ""
     confidence: float = 0.0
     evidence: list[str] = field(default_factory=list)
 
-    def offer(self, reason_class: str, reason: str, confidence: float, evidence: list[str]) -> None:
+    def offer(self, reason_class: ReasonClass, reason: str, confidence: float, evidence: list[str]) -> None:
         if confidence > self.confidence:
             self.reason_class, self.reason, self.confidence = reason_class, reason, confidence
         self.evidence.extend(e for e in evidence if e not in self.evidence)
@@ -69,7 +69,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
             for r in cycle:
                 if isinstance(r, int):
                     ranks = fold(x for x in cycle if isinstance(x, int))
-                    get(r).offer("wait-cycle", f"rank {r} is in a wait cycle with ranks {ranks}", 0.45,
+                    get(r).offer(ReasonClass.WAIT_CYCLE, f"rank {r} is in a wait cycle with ranks {ranks}", 0.45,
                                  [cite(f"wait cycle through ranks {ranks}", tool="logs")])
     _wrapper_reports(errors, ids.world_size, get)
     if complete:
@@ -112,7 +112,7 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
             open_count = "" if settled or m["tie"] else (
                 f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
                 "position could still tip the count")
-            acc.offer("mismatch", f"rank {r} called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
+            acc.offer(ReasonClass.MISMATCH, f"rank {r} called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
                       f"called {m['majority_called']}{open_count}", conf,
                       [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
                             f"{m['majority_called']}", tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
@@ -154,7 +154,7 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
     it is a suspect (0.6) only when the agreeing ranks are every rank of the stated world but b.
     A report whose [rankN] prefix is not its 'Rank a' came from a subgroup (group ranks): skipped."""
     agree: dict[int, set[int]] = {}
-    texts: dict[int, list[str]] = {}
+    texts: dict[int, list] = {}
     for rank, ev in errors:
         sides = ev.data.get("sides") if ev.kind == "collective-mismatch" else None
         if not sides or len(sides) != 2:
@@ -163,16 +163,16 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
         if b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
             continue
         agree.setdefault(b, set()).update({*range(b), a})
-        texts.setdefault(b, []).append(f"rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}")
+        texts.setdefault(b, []).append(cite(f"ProcessGroupWrapper: rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}",
+                                            tool="ProcessGroupWrapper", file=ev.origin.file, line=ev.origin.line))
     for b, ranks in sorted(agree.items()):
         if b in {a for other, rs in agree.items() if other != b for a in rs}:
             continue  # b is itself on an agreeing side elsewhere: the reports contradict each other
         conf = 0.6 if world and len(ranks | {b}) >= world else 0.45
-        get(b).offer("mismatch", f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
+        get(b).offer(ReasonClass.MISMATCH, f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
                      f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)", conf,
-                     [f"ProcessGroupWrapper: {t}" for t in texts[b][:5]]
-                     + [f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} matched "
-                        "the reporter"])
+                     texts[b][:5] + [cite(f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} "
+                                          "matched the reporter", tool="ProcessGroupWrapper")])
 
 
 def _side(side: dict) -> str:
@@ -183,7 +183,7 @@ def _side(side: dict) -> str:
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
     waiters = sorted(u for u in g.predecessors(root) if isinstance(u, int))
     comm = root.split(":", 1)[1]
-    get(None).offer("no-dump", f"{_wait(len(waiters))} in {names.group(comm)} on a rank that left no evidence "
+    get(None).offer(ReasonClass.NO_DUMP, f"{_wait(len(waiters))} in {names.group(comm)} on a rank that left no evidence "
                     f"at all (its number is unknown: no artifact states the group size)", 0.35,
                     [cite(f"ranks {fold(waiters[:16])} wait in {names.group(comm)}; all ranks with evidence reached that "
                           "operation", tool="logs")])
@@ -215,14 +215,14 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         if not own or silent_only:
             missing = ", ".join(names.kind(k) for k in sorted({e["source"] for e in edges if e.get("kind") == "silent"})
                                 or peer_kinds) or "evidence"
-            cls, why = "no-dump", f"rank {root} left no {missing} while {_wait(all_waiters)} on it"
+            cls, why = ReasonClass.NO_DUMP, f"rank {root} left no {missing} while {_wait(all_waiters)} on it"
         elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}
             via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
-            cls, why = "wait-root", (f"rank {root} is the root of a wait chain: {_wait(all_waiters)} on it "
+            cls, why = ReasonClass.WAIT_ROOT, (f"rank {root} is the root of a wait chain: {_wait(all_waiters)} on it "
                                      f"through {_n(len(via), 'group')} ({'; '.join(names.group(c, ids) for c in via[:4])})")
         else:
-            cls, why = "missing-line", f"rank {root} never logged the operation the others wait in ({sample})"
+            cls, why = ReasonClass.MISSING_LINE, f"rank {root} never logged the operation the others wait in ({sample})"
             missing_absent = [k for k in peer_kinds if k not in own]
             if missing_absent:
                 evidence.append(cite(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them",
@@ -236,8 +236,8 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
         return
     for r in range(ids.world_size):
         if r not in ids.ranks:
-            get(r).offer("absent", f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
-                         [f"no artifact names global rank {r} (world size {ids.world_size})"])
+            get(r).offer(ReasonClass.ABSENT, f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
+                         [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
 
 
 def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
@@ -255,13 +255,13 @@ def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:
         if rank is not None:
             by_rank.setdefault(rank, []).append(f)
     for rank, found in sorted(by_rank.items()):
-        texts = list(dict.fromkeys(f"NCCL RAS: {f.text}" for f in found))
+        texts = list(dict.fromkeys(cite(f"NCCL RAS: {f.text}", tool="ras") for f in found))
         if rank in acc:
             a = acc[rank]
             a.offer(a.reason_class, a.reason, min(0.99, a.confidence + 0.05), texts)
             continue
         kind = next((k for k in ("dead", "missing", "behind") if any(f.kind == k for f in found)))
-        cls = {"behind": "ras-behind", "missing": "ras-missing", "dead": "ras-dead"}[kind]
+        cls = {"behind": ReasonClass.RAS_BEHIND, "missing": ReasonClass.RAS_MISSING, "dead": ReasonClass.RAS_DEAD}[kind]
         get(rank).offer(cls, f"NCCL RAS reports rank {rank} {kind}", 0.5, texts)
 
 
@@ -280,9 +280,14 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     if len(common) != 1:
         return False
     peer = common.pop()
-    get(peer).offer("lost-peer", f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
+    first = {}
+    for r, e in errors:
+        if e.kind == "connection-closed":
+            first.setdefault(r, e)
+    get(peer).offer(ReasonClass.LOST_PEER, f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
                     f"connection ({', '.join(map(str, lost))})", 0.5,
-                    [f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}" for r in lost])
+                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}", tool="nccl-log",
+                          file=first[r].origin.file, line=first[r].origin.line) for r in lost])
     return True
 
 
@@ -297,13 +302,14 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     silent = sorted(logged - erred)
     if erred and silent and len(silent) < len(erred):
         for r in silent:
-            get(r).offer("silent", f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
-                         0.45, [f"{len(erred)} ranks logged errors; rank {r} none"])
+            get(r).offer(ReasonClass.SILENT, f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
+                         0.45, [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
         return
-    timed = sorted((when, r, e.timestamp) for r, e in errors
-                   if r is not None and (when := stamps.key(e.timestamp)) is not None)
+    timed = sorted(((when, r, e.timestamp, e) for r, e in errors
+                    if r is not None and (when := stamps.key(e.timestamp)) is not None), key=lambda x: x[:3])
     # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
-    if timed and not any(r != timed[0][1] for when, r, _ in timed if when == timed[0][0]):
-        _, r, printed = timed[0]
+    if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
+        _, r, printed, e = timed[0]
         ts = stamps.shown(printed)
-        get(r).offer("error-first", f"rank {r} logged the first error ({ts})", 0.3, [f"first error at {ts}"])
+        get(r).offer(ReasonClass.ERROR_FIRST, f"rank {r} logged the first error ({ts})", 0.3,
+                     [cite(f"first error at {ts}", tool=e.source or "logs", file=e.origin.file, line=e.origin.line)])

@@ -17,7 +17,7 @@ import networkx as nx
 from parsers.evidence import Evidence
 from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
-from parsers.judges.logs.tables import RankProgress, Tables, members_of
+from parsers.judges.logs.tables import WRAPPER, RankProgress, Tables, members_of
 from parsers.model import WaitEdge
 from parsers.readers.proxy_dump import ProxyOp
 
@@ -38,7 +38,9 @@ def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, s
         if not weak:
             g[waiter][peer]["weak"] = False
         return
-    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind, weak=weak)
+    edge = WaitEdge(comm_id=comm, waiter=waiter, peer=peer if isinstance(peer, int) else None, source=source,
+                    scope="group" if comm.startswith(("pg:", WRAPPER)) else "communicator", seq=seq, global_ranks=True)
+    g.add_edge(waiter, peer, comm=comm, reason=reason, source=source, seq=seq, kind=kind, weak=weak, edge=edge)
 
 
 def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[str, set[int]],

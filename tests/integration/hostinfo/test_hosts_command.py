@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from parsers.model.manifest import CollectorRecord, HostRecord
+from parsers.model.findings import ReasonClass
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, rank_with_log
 from parsers import knowledge
@@ -133,8 +134,8 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     own = by_rank[2]
     assert own.reason_class == "known-error" and "cuda out of memory" in own.reason.lower()
     assert "recommended action: fix the code or the job's configuration" in own.evidence
-    stopped = Suspect(rank=3, host="here", pid=104, reason_class="stopped", reason="is stopped", confidence=0.95)
-    waiting_mismatch = Suspect(rank=1, host="gpu-node-7", pid=202, reason_class="mismatch", reason="waits elsewhere", confidence=0.6)
+    stopped = Suspect(rank=3, host="here", pid=104, reason_class=ReasonClass.STOPPED, reason="is stopped", confidence=0.95)
+    waiting_mismatch = Suspect(rank=1, host="gpu-node-7", pid=202, reason_class=ReasonClass.MISMATCH, reason="waits elsewhere", confidence=0.6)
     merged = merge_suspects([stopped, waiting_mismatch], suspects)
     assert [s.rank for s in merged] == [1, 3, 2]
     assert [a.reason_class for a in merged[0].agreeing] == ["mismatch"]  # typed, not an evidence line

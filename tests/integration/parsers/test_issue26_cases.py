@@ -74,12 +74,12 @@ def test_deadlock_is_a_verdict_that_names_every_member_and_edge(form):
     v = verdict("deadlock", form)
     members = truth("deadlock")["cycle_ranks"]
     assert v.deadlock is not None and sorted(v.deadlock.members) == members == [0, 1, 2], v.text
-    assert len(v.deadlock.edges) == 3 and all(w for _, _, w in v.deadlock.edges)
-    assert {(a, b) for a, b, _ in v.deadlock.edges} == {(0, 1), (1, 2), (2, 0)}
+    assert len(v.deadlock.edges) == 3 and all(w for _, _, w in v.deadlock.hops)
+    assert {(a, b) for a, b, _ in v.deadlock.hops} == {(0, 1), (1, 2), (2, 0)}
     assert v.summary.startswith("deadlock: ranks 0, 1, 2") and "different orders" in v.summary
     assert v.culprit is None and not named(v) & {3, 4, 5, 6, 7}  # 3-7 wait in the world group: consequence
     if form == "logs":  # each edge says its group
-        assert {w for _, _, w in v.deadlock.edges} == {"group ranks 0-1", "group ranks 1-2", "group ranks 0,2"}
+        assert {w for _, _, w in v.deadlock.hops} == {"group ranks 0-1", "group ranks 1-2", "group ranks 0,2"}
 
 
 @pytest.mark.parametrize("form", ["bundle", "logs"])

@@ -13,8 +13,8 @@ from parsers.stacks.classify import Activity
 
 def test_summary_follows_the_culprit_after_demotion():
     """Found in review: a root claim demoted below a host fault left the old summary behind."""
-    claim = Suspect(rank=2, host="h", pid=1, reason_class="outside-collective", reason="is in no collective", confidence=0.8)
-    host = Suspect(rank=5, host="g", pid=9, reason_class="host-fault", reason="is on a host with an uncorrectable ECC error",
+    claim = Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.OUTSIDE, reason="is in no collective", confidence=0.8)
+    host = Suspect(rank=5, host="g", pid=9, reason_class=ReasonClass.HOST_FAULT, reason="is on a host with an uncorrectable ECC error",
                    confidence=0.55, evidence=["recommended action: exclude (drain) the host and restart"],
                    action="exclude (drain) the host and restart")
     graph = nx.DiGraph()
@@ -29,7 +29,7 @@ def test_summary_follows_the_culprit_after_demotion():
 
 
 def test_summary_does_not_repeat_the_rank():
-    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class="no-dump", reason="rank 7 left no dump", confidence=0.9)],
+    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason="rank 7 left no dump", confidence=0.9)],
                       hang="hang")
     summary.write(verdict)
     assert verdict.summary == "rank 7 (n pid 3) left no dump"
@@ -37,29 +37,31 @@ def test_summary_does_not_repeat_the_rank():
 
 def test_a_snapshot_claim_without_time_evidence_says_the_hang_is_not_established():
     """Issue 26 step 1: 'the others wait on N' read from one snapshot is a hang culprit only if the job hangs."""
-    verdict = Verdict(suspects=[Suspect(rank=1, host="n", pid=3, reason_class="outside-collective", reason="is in no collective",
+    verdict = Verdict(suspects=[Suspect(rank=1, host="n", pid=3, reason_class=ReasonClass.OUTSIDE, reason="is in no collective",
                                         confidence=0.8)])  # hang defaults to 'not established'
     summary.write(verdict)
     assert verdict.summary.endswith("Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)")
     assert verdict.summary.count(". ") <= 1  # at most two sentences
 
 
-def test_a_reason_is_a_reason_class_and_an_unknown_one_is_refused():
-    s = Suspect(rank=1, host=None, pid=None, reason_class="stopped", reason="is stopped", confidence=0.95)
+def test_a_reason_is_a_reason_class_and_a_plain_name_is_refused():
+    """Issue 26 item 1: the reason is a ReasonClass at every creation site; a name (known or not) is refused."""
+    s = Suspect(rank=1, host=None, pid=None, reason_class=ReasonClass.STOPPED, reason="is stopped", confidence=0.95)
     assert s.reason_class is ReasonClass.STOPPED
-    try:
-        Suspect(rank=1, host=None, pid=None, reason_class="made-up", reason="x", confidence=0.5)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("an unknown reason class was accepted")
+    for name in ("stopped", "made-up"):
+        try:
+            Suspect(rank=1, host=None, pid=None, reason_class=name, reason="x", confidence=0.5)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError(f"a plain reason name {name!r} was accepted")
 
 
 def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
     """Issue 26: the mismatch comes first causally; the gpu-queued op is its consequence, not a rival."""
-    queued = Findings("recorder", [Suspect(rank=2, host="h", pid=1, reason_class="gpu-queued",
+    queued = Findings("recorder", [Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.GPU_QUEUED,
                                            reason="enqueued AllReduce seq 10 but it never started", confidence=0.91)])
-    mism = Findings("logs", [Suspect(rank=2, host="h", pid=1, reason_class="mismatch",
+    mism = Findings("logs", [Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.MISMATCH,
                                      reason="called broadcast where 7 ranks called all_reduce", confidence=0.9)])
     merged = merge_suspects(queued.suspects, mism.suspects)
     assert len(merged) == 1 and merged[0].reason_class == ReasonClass.MISMATCH
@@ -71,14 +73,14 @@ def test_agreeing_sources_outrank_a_single_source():
     """Issue 26 item 4: two ranks at one confidence; the one two sources support leads, and says which."""
     from parsers.merge import agree
 
-    one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class="wait-root", reason="a", confidence=0.75)]).suspects
-    two = merge_suspects(Findings("logs", [Suspect(rank=4, host=None, pid=None, reason_class="wait-root", reason="b", confidence=0.75)]).suspects,
-                         Findings("ras", [Suspect(rank=4, host=None, pid=None, reason_class="ras-behind", reason="c", confidence=0.5)]).suspects)
+    one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="a", confidence=0.75)]).suspects
+    two = merge_suspects(Findings("logs", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="b", confidence=0.75)]).suspects,
+                         Findings("ras", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.RAS_BEHIND, reason="c", confidence=0.5)]).suspects)
     ranked = agree(merge_suspects(one, two))
     assert [s.rank for s in ranked] == [4, 1] and ranked[0].sources == ["logs", "ras"]
     assert ranked[0].confidence > ranked[1].confidence
-    lead = Findings("logs", [Suspect(rank=9, host=None, pid=None, reason_class="error-first", reason="d", confidence=0.3)]).suspects
-    lead[0].agreeing.append(Findings("ras", [Suspect(rank=9, host=None, pid=None, reason_class="ras-dead", reason="e", confidence=0.3)]).suspects[0])
+    lead = Findings("logs", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.ERROR_FIRST, reason="d", confidence=0.3)]).suspects
+    lead[0].agreeing.append(Findings("ras", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.RAS_DEAD, reason="e", confidence=0.3)]).suspects[0])
     assert agree(lead)[0].confidence == 0.3  # agreement never lifts a lead over the naming bar
 
 
@@ -90,9 +92,9 @@ def test_a_citation_is_typed_and_reads_as_its_text():
 
 def test_a_ranks_own_exception_explains_its_absence():
     """Issue 26 step 6: 'left no dump while 7 ranks wait on it' is the consequence of its own exception."""
-    gone = Findings("logs", [Suspect(rank=7, host="h", pid=1, reason_class="no-dump",
+    gone = Findings("logs", [Suspect(rank=7, host="h", pid=1, reason_class=ReasonClass.NO_DUMP,
                                      reason="left no fr-dump while 7 rank(s) wait on it", confidence=0.95)])
-    own = Findings("exceptions", [Suspect(rank=7, host="h", pid=1, reason_class="raised",
+    own = Findings("exceptions", [Suspect(rank=7, host="h", pid=1, reason_class=ReasonClass.RAISED,
                                           reason="raised torch.OutOfMemoryError", confidence=0.85)])
     merged = merge_suspects(gone.suspects, own.suspects)
     assert merged[0].reason_class == ReasonClass.RAISED and merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP

@@ -11,6 +11,7 @@ import pytest
 
 from forensics.report.output import json_text
 from parsers.readers.pyspy import MAX_JSON_BYTES, PySpyFormatError, read_pyspy_json
+from parsers.model.findings import ReasonClass
 from parsers.steps.series import SeriesError, parse_series
 
 
@@ -115,7 +116,7 @@ def test_a_lone_surrogate_from_data_is_escaped_in_text_and_html(tmp_path):
     from parsers.model.findings import Verdict
 
     assert escape("futex\udcff_wait") == "futex\\udcff_wait"
-    verdict = Verdict(suspects=[Suspect(rank=1, host="h\udcff", pid=2, reason_class="stopped",
+    verdict = Verdict(suspects=[Suspect(rank=1, host="h\udcff", pid=2, reason_class=ReasonClass.STOPPED,
                                         reason="rank 1 is stopped in futex\udcff_wait", confidence=0.9)])
     verdict.summary = "rank 1 is stopped in futex\udcff_wait"
     build_report(verdict).encode("utf-8")
@@ -130,15 +131,15 @@ def test_a_wait_cycle_that_is_no_single_loop_still_makes_a_deadlock_verdict():
     import networkx as nx
 
     from parsers.merge import find_deadlock
-    from parsers.model.findings import Verdict
+    from parsers.model.findings import Verdict, WaitEdge
 
     g = nx.DiGraph()
     for a, b in ((0, 1), (1, 0), (0, 2), (2, 0)):
-        g.add_edge(a, b, where="the default group")
+        g.add_edge(a, b, edge=WaitEdge("pg:0", a, b, "c10d", scope="group", global_ranks=True))
     verdict = Verdict()
     find_deadlock(verdict, g)
     assert verdict.deadlock is not None and verdict.deadlock.members[0] == 0 and len(verdict.deadlock.members) == 2
-    assert all(g.has_edge(a, b) for a, b, _ in verdict.deadlock.edges)
+    assert all(g.has_edge(a, b) for a, b, _ in verdict.deadlock.hops)
 
 
 @pytest.mark.parametrize("data", [

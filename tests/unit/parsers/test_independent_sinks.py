@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-from parsers.model.findings import Suspect, Verdict
+from parsers.model.findings import ReasonClass, Suspect, Verdict
 from parsers.sinks import independent_culprits
 
 
-def _s(rank: int, cls: str = "outside-collective", conf: float = 0.8) -> Suspect:
+def _s(rank: int, cls: ReasonClass = ReasonClass.OUTSIDE, conf: float = 0.8) -> Suspect:
     return Suspect(rank=rank, host=f"node{rank}", pid=100 + rank, reason_class=cls, reason=f"rank {rank} x",
                    confidence=conf)
 
@@ -21,7 +21,7 @@ def _graph(*edges: tuple[int, int]) -> nx.DiGraph:
 
 
 def test_two_chains_each_ending_on_its_own_rank_are_two_culprits():
-    v = Verdict(suspects=[_s(1), _s(3), _s(2, "missing-line", 0.6)])
+    v = Verdict(suspects=[_s(1), _s(3), _s(2, ReasonClass.MISSING_LINE, 0.6)])
     independent_culprits(v, _graph((0, 1), (2, 3), (4, 3)))
     assert [c.rank for c in v.culprits] == [1, 3]
     assert [c.rank for c in v.culprits[1].consequences] == [2]  # 2 waits on 3: a consequence of rank 3, no rival

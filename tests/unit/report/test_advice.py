@@ -18,13 +18,13 @@ def test_stopped_names_host_and_pid_in_the_action():
 
 
 def test_placeholder_host_is_said_in_words_never_as_a_name():
-    s = Suspect(rank=1, host=UNKNOWN_HOST, pid=None, reason_class="outside-collective", reason="x", confidence=0.8)
+    s = Suspect(rank=1, host=UNKNOWN_HOST, pid=None, reason_class=ReasonClass.OUTSIDE, reason="x", confidence=0.8)
     a = advise(s)
     assert UNKNOWN_HOST not in a.next_step
     assert "no evidence names it" in a.next_step and "timeout" in a.next_step
 
 
 def test_a_class_given_by_name_gets_its_own_words():
-    s = Suspect(rank=1, host="node02", pid=2, reason_class="wait-cycle", reason="x", confidence=0.5)
+    s = Suspect(rank=1, host="node02", pid=2, reason_class=ReasonClass.WAIT_CYCLE, reason="x", confidence=0.5)
     assert "different orders" in advise(s).meaning and "one order" in advise(s).next_step
 

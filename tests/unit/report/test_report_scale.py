@@ -12,6 +12,7 @@ from forensics.report.graph import collapse, draw_waitfor  # noqa: E402
 from forensics.report.stacktree import _all, boxes  # noqa: E402
 from forensics.report.style import to_svg  # noqa: E402
 from forensics.report.timeline import MAX_LANES, lanes  # noqa: E402
+from parsers.model.findings import ReasonClass  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def test_many_suspects_fold_by_kind_but_the_culprit_stays_alone():
     verdict = synthetic_verdict(512, culprit=7, stopped=None, missing=None)
     from parsers.model import Suspect
 
-    verdict.suspects += [Suspect(r, None, None, "mismatch", "waits elsewhere", 0.6) for r in range(100, 140)]
+    verdict.suspects += [Suspect(r, None, None, ReasonClass.MISMATCH, "waits elsewhere", 0.6) for r in range(100, 140)]
     pm = PostMortem(verdict, source="synthetic")
     collapsed = collapse(pm.waitfor)
     nodes = [collapsed.nodes[k]["node"] for k in collapsed.nodes]
@@ -80,7 +81,8 @@ def _real_native_verdict():
     from parsers.model import Suspect, Verdict
 
     data = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "report" / "native_demo_verdict.json").read_text())
-    suspects = [Suspect(**{k: s[k] for k in ("rank", "host", "pid", "reason_class", "reason", "confidence", "evidence")}) for s in data["suspects"]]
+    suspects = [Suspect(**{k: s[k] for k in ("rank", "host", "pid", "reason", "confidence", "evidence")},
+                        reason_class=ReasonClass(s["reason_class"])) for s in data["suspects"]]
     return Verdict(suspects=suspects, summary=data["summary"], sections=data["sections"])
 
 
