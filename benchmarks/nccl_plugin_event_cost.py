@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from forensics import nccl_plugin  # noqa: E402
+from forensics import recorder_build  # noqa: E402
 
 GOAL_US = 1.5
 
@@ -31,7 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iterations", type=int, default=200_000)
     args = ap.parse_args()
-    plugin = nccl_plugin.build()
+    plugin = recorder_build.build()
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "microbench"
         src = REPO / "nccl_patches"

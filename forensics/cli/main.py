@@ -2,7 +2,7 @@
 
 Subcommands live one per module in `forensics.cli.commands`; each module defines
 NAME, HELP, add_arguments(parser), run(args) -> int and EXIT_CODES (code -> meaning,
-shown in its --help). They are discovered here, so adding a command never edits
+shown in its --help), and may define ALIASES (earlier names, still accepted). They are discovered here, so adding a command never edits
 this file.
 
 What every command gets from here: -v/--verbose logging (loguru, on stderr), a
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         codes = getattr(module, "EXIT_CODES", None) or {int(k): v for k, v in SHARED.items()}
         cmd = sub.add_parser(
             module.NAME,
+            aliases=list(getattr(module, "ALIASES", ())),
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
             epilog=help_epilog(module.NAME, codes),
