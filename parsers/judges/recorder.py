@@ -1,5 +1,7 @@
 """Turn decoded recorder states of several ranks into wait-for edges and a stall finding.
 
+The judge stage of the recorder (collectors/recorder.py copies, readers/recorder.py decodes).
+
 Op counts say who has not *entered* a collective. The recorder also shows who
 entered it and then stopped moving: its proxy ops sit on a step, its heartbeat may
 have stopped (the process is frozen), and its peers' receives wait on it. This

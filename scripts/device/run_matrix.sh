@@ -96,7 +96,7 @@ elif [ "$part" = R ]; then
   t=$(cap 90 15); rounds=1; [ "$t" -ge 75 ] && rounds=2
   echo "R19: ${t} s cap, ${rounds} round(s) at +$(( $(date +%s) - T0 )) s"
   if [ "$t" -ge 35 ] && [ "${HF_R19:-}" != skip ]; then
-    timeout -k 5 "$t" python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
+    timeout -k 5 "$t" python3 benchmarks/recorder_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
       --plugin "$SO" --backend "$backend" --json "$W/R19/overhead.json" >"$W/R19/overhead.txt" 2>&1
     echo "R19 rc=$?"; tail -n 16 "$W/R19/overhead.txt"
   else echo "skipped: ${t} s left" >"$W/R19/skipped.txt"; fi
@@ -116,7 +116,7 @@ elif [ "$part" = A ]; then
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
     --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
 else
-  timeout -k 5 300 python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds 2 --plugin "$SO" --json "$W/overhead.json" 2>&1 | tee "$W/overhead.txt" | tail -n 40
+  timeout -k 5 300 python3 benchmarks/recorder_overhead.py --ranks 2 --rounds 2 --plugin "$SO" --json "$W/overhead.json" 2>&1 | tee "$W/overhead.txt" | tail -n 40
   HF_PROVOKE=1 timeout -k 5 90 bash scripts/device/host_snapshot.sh "$W/host" >"$W/host_snapshot.log" 2>&1
   echo "host snapshot rc=$?"
 fi

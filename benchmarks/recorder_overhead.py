@@ -7,7 +7,7 @@ median latency and bus bandwidth per size and mode, and the plugin/baseline rati
 It also checks that the plugin really loaded (its INFO line in the NCCL log) and
 that its state files decode.
 
-    python benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds 2
+    python benchmarks/recorder_overhead.py --ranks 2 --rounds 2
 
 Goal (issue 4): under 1% cost at 1 MB and above, under 3% below.
 """

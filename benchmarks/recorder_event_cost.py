@@ -4,10 +4,10 @@ Builds the plugin and nccl_patches/tests/microbench.c with gcc and runs both the
 plugin and a do-nothing profiler through the same call sequence (one collective
 on one channel with a send and a recv proxy op of 8 steps = 100 calls), in one
 run. Prints ns per call and the added cost per collective; compare with an
-all_reduce's latency to judge overhead (benchmarks/nccl_plugin_overhead.py does
+all_reduce's latency to judge overhead (benchmarks/recorder_overhead.py does
 that on the GPU).
 
-    python benchmarks/nccl_plugin_event_cost.py [--iterations 200000]
+    python benchmarks/recorder_event_cost.py [--iterations 200000]
 """
 
 from __future__ import annotations
