@@ -2,7 +2,11 @@
 
 Why one table: a bundle's manifest, a loose folder and an archive all reach the
 readers through here, and the collectors name their files with the names declared
-here, so recognition and collection cannot drift apart. A kind is recognised by its
+here (`collector_file`, `collector_folder`: asking for a kind a collector does not
+write is a programming error), so recognition and collection cannot drift apart.
+A collector that copies files under their own names (Flight Recorder dumps, NCCL
+logs, recorder state files) takes the folder it puts them in from here; a second
+file of one name in one folder is written as `2.<name>` (bundle.writer.unique_name). A kind is recognised by its
 file name when a collector of ours wrote it (and the content agrees), otherwise by
 content alone, in the order of `KINDS`: names lie in users' folders, content does not.
 
@@ -77,6 +81,7 @@ class Kind:
     collector: str | None = None  #: the collector that writes it
     text_stream: str | None = None  #: knowledge-base stream for its lines ('rank-log', 'kernel')
     name_sniff: Callable[[bytes, bool], bool] | None = None  #: looser content test when our file name matches
+    folder: str | None = None  #: the rank-folder subfolder a collector copies these files into, keeping their names
 
     def file_name(self, **fields: Any) -> str:
         """The name a collector gives this kind's file (the first pattern, formatted)."""
@@ -426,14 +431,15 @@ KINDS: tuple[Kind, ...] = (
     Kind("host-digest", JOB, "a host's digest of its ranks' evidence (read instead of raw files, parsers.digest)",
          None, sniff=lambda h, c: _json_has('"hang-forensics-digest"')(h, c)
          or _json_has('"hang-forensics-merged-digest"')(h, c), names=("digest.json", "merged-digest.json")),
-    Kind("recorder-state", RANK, "NCCL in-flight recorder state file (nccl_patches)", _recorder,
-         sniff=lambda h, c: h.startswith(recorder.MAGIC), names=("nccl-recorder.*.bin",), collector="nccl_recorder"),
+    Kind("recorder-state", RANK, "the recorder's state file (NCCL profiler plugin, nccl_patches/)", _recorder,
+         sniff=lambda h, c: h.startswith(recorder.MAGIC), names=("nccl-recorder.*.bin",), collector="recorder",
+         folder="recorder"),
     Kind("recorder-text", RANK, "the recorder's human-readable snapshot (the .bin is read)", None,
-         names=("nccl-recorder.*.txt",), collector="nccl_recorder"),
+         names=("nccl-recorder.*.txt",), collector="recorder", folder="recorder"),
     Kind("fr-dump", RANK, "PyTorch Flight Recorder dump (pickle or JSON)", _fr_dump,
          sniff=lambda h, c: flight_recorder.looks_like(h) or _json_has('"pg_status"')(h, c)
          or _json_has('"entries"', '"profiling_name"')(h, c),
-         names=("fr_*", "nccl_trace_rank_*"), collector="flight_recorder"),
+         names=("fr_*", "nccl_trace_rank_*"), collector="flight_recorder", folder="flight_recorder"),
     Kind("binary", JOB, "a binary file no reader knows", None, sniff=_is_binary),
     Kind("second-look", RANK, "two looks at one process seconds apart (second-look.json)", _second_look,
          sniff=_json_has(f'"{second_look.FORMAT}"'), names=("second-look.json",), collector="second-look"),
@@ -486,13 +492,15 @@ KINDS: tuple[Kind, ...] = (
     Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like)),
     Kind("faulthandler-text", RANK, "Python faulthandler dump (a fatal signal's, or forensics.arm()'s stacks-*.txt)",
          _faulthandler_text, sniff=_text_looks(faulthandler.looks_like, whole=True)),
-    Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt")),
+    Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt"),
+         collector="py-spy"),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
          sniff=_text_looks(fr_report.looks_like)),
     Kind("nccl-log", RANK, "NCCL debug log (NCCL_DEBUG=INFO)", _nccl_log, sniff=_is_nccl_log,
-         names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log"),
+         names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log", folder="nccl"),
     Kind("rank-log", RANK, "a rank's stdout/stderr or any other text log", _rank_log, sniff=_is_text,
-         names=("stdout.log", "stderr.log"), collector="stdio", text_stream="rank-log"),
+         names=("stdout.log", "stderr.log", "torchrun.stdout.log", "torchrun.stderr.log", "torchelastic_error.json",
+                "slurm-output.log"), collector="stdio", text_stream="rank-log"),
 )
 
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
@@ -505,9 +513,61 @@ def kind(name: str) -> Kind:
     return BY_NAME[name]
 
 
+#: collectors' earlier names, as bundles written before a rename still say them -> the name now
+COLLECTOR_ALIASES = {"nccl_recorder": "recorder"}
+
+
+def collector_name(name: str) -> str:
+    """A collector's name now, for a name read from a manifest (an earlier name included)."""
+    return COLLECTOR_ALIASES.get(name, name)
+
+
 def for_collector(collector: str) -> list[Kind]:
     """Kinds a collector writes: the names it must use."""
+    collector = collector_name(collector)
     return [k for k in KINDS if k.collector == collector]
+
+
+def _written_by(collector: str, kind_name: str) -> Kind:
+    found = next((k for k in for_collector(collector) if k.name == kind_name), None)
+    if found is None:  # a collector naming a file the registry does not give it: a bug, never a user's error
+        raise KeyError(f"collector {collector!r} writes no {kind_name!r} file (parsers.registry.KINDS)")
+    return found
+
+
+def collector_file(collector: str, kind_name: str, name: str | None = None) -> str:
+    """The file name collector `collector` gives its file of kind `kind_name`: the kind's first name, or
+    `name` when the kind declares it (a kind of several files: ras_status.txt, ras_verbose.txt).
+    KeyError when the collector does not write that kind or the kind does not declare `name`."""
+    kind_ = _written_by(collector, kind_name)
+    if name is None:
+        return kind_.file_name()
+    if name not in kind_.names:
+        raise KeyError(f"kind {kind_name!r} declares no file {name!r} (it declares {', '.join(kind_.names)})")
+    return name
+
+
+def collector_folder(collector: str, kind_name: str) -> str:
+    """The subfolder of a rank's folder where collector `collector` copies its files of kind `kind_name`,
+    keeping their names (KeyError when it declares none)."""
+    kind_ = _written_by(collector, kind_name)
+    if kind_.folder is None:
+        raise KeyError(f"kind {kind_name!r} declares no folder")
+    return kind_.folder
+
+
+def declares(collector: str, rel_path: str) -> bool:
+    """Whether a bundle path that collector `collector` wrote is one the registry gives it: the file's
+    name matches a name of a kind the collector writes (a `N.` duplicate prefix aside), or the file
+    sits in the folder of such a kind. For tests and checks of bundles."""
+    parts = rel_path.split("/")
+    name = re.sub(r"^[0-9]{1,6}\.", "", parts[-1])
+    for k in for_collector(collector):
+        if k.folder is not None and len(parts) >= 2 and parts[-2] == k.folder:
+            return True
+        if any(fnmatch.fnmatchcase(name, pat) for pat in k.names):
+            return True
+    return False
 
 
 def recognise(file_name: str, head: bytes, complete: bool) -> Kind:

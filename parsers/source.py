@@ -26,6 +26,7 @@ from parsers.archive import remove_temp, temp_folder
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 from parsers import archive as safe_archive
+from parsers.registry import collector_name  # a collector's earlier name in an older bundle: its name now
 
 #: a file named by a manifest or found in a folder is read only below this many per source
 MAX_FILES = 2_000_000
@@ -35,7 +36,7 @@ MAX_DEPTH = 32
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[_.-]?(\d{1,6})(?:[_.-]|$)|(?:^|[_.])r(\d{1,6})(?:[_.]|$)", re.I)
 _PID_IN_NAME = re.compile(r"(?:^|[^a-z])pid[_.-]?(\d{1,9})(?:\D|$)", re.I)
 _GENERIC_DIRS = {"logs", "log", "nccl", "fr", "dumps", "stdout", "stderr", "out", "output", "artifacts", "tmp",
-                 "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files", "nccl_recorder", "flight_recorder"}
+                 "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files", "recorder", "nccl_recorder", "flight_recorder"}
 #: the scenario runner's own answer key and our own saved analyses: never evidence
 _SKIP_NAMES = {"truth.json", "summary.json", "analysis.json"}
 
@@ -498,17 +499,17 @@ def _bundle_files(src: Source, man: Manifest) -> None:
             copied = (col.details or {}).get("copied_ns") if isinstance(col.details, dict) else None
             for rel in col.files:
                 ns = copied.get(rel) if isinstance(copied, dict) else None
-                add(rel, Hints(host=rank.host, pid=rank.pid, rank=rank.rank, collector=col.name, from_manifest=True,
+                add(rel, Hints(host=rank.host, pid=rank.pid, rank=rank.rank, collector=collector_name(col.name), from_manifest=True,
                                observed_ns=ns if isinstance(ns, int) else None))
         for child in getattr(rank, "children", None) or []:
             for col in child.collectors:
                 for rel in col.files:
-                    add(rel, Hints(host=rank.host, pid=child.pid, collector=col.name, from_manifest=True,
+                    add(rel, Hints(host=rank.host, pid=child.pid, collector=collector_name(col.name), from_manifest=True,
                                    parent_pid=rank.pid))
     for host in man.hosts:
         for col in host.collectors:
             for rel in col.files:
-                add(rel, Hints(host=host.host, collector=col.name, from_manifest=True))
+                add(rel, Hints(host=host.host, collector=collector_name(col.name), from_manifest=True))
     for art in man.artifacts:
         add(art.path, Hints(host=art.host, rank=art.rank, collector=art.kind, from_manifest=True))
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from forensics import nccl_plugin
+from forensics import recorder_build
 from nccl_patches.harness import build_harness
 
 
 @pytest.fixture(scope="session")
 def plugin() -> Path:
     """The plugin, built by the package's own build helper."""
-    return nccl_plugin.build()
+    return recorder_build.build()
 
 
 @pytest.fixture(scope="session")

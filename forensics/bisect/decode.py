@@ -39,7 +39,7 @@ class NoiseModel:
 
 
 @dataclass
-class Observation:
+class JobResult:
     """One finished job: the units it held and whether it failed (fail or hang)."""
 
     units: Sequence[int]
@@ -50,7 +50,7 @@ def _clamp(p: float) -> float:
     return min(max(p, EPS), 1 - EPS)
 
 
-def mean_field(n: int, obs: Sequence[Observation], noise: NoiseModel,
+def mean_field(n: int, obs: Sequence[JobResult], noise: NoiseModel,
                unary_llr: np.ndarray | None = None, iterations: int = 12) -> np.ndarray:
     """Approximate marginals: each unit's odds updated against its companions' current odds."""
     prior = noise.prior_for(n)
@@ -79,7 +79,7 @@ def mean_field(n: int, obs: Sequence[Observation], noise: NoiseModel,
     return q
 
 
-def exact_candidates(candidates: Sequence[int], q_rest: np.ndarray, obs: Sequence[Observation],
+def exact_candidates(candidates: Sequence[int], q_rest: np.ndarray, obs: Sequence[JobResult],
                      noise: NoiseModel, n: int, max_bad: int,
                      unary_llr: np.ndarray | None = None) -> np.ndarray:
     """Exact marginals of `candidates` over all their subsets of size <= max_bad.
@@ -139,7 +139,7 @@ def subset_budget(k: int, limit: int = 30_000, cap: int = 5) -> int:
     return s
 
 
-def posteriors(n: int, obs: Sequence[Observation], noise: NoiseModel,
+def posteriors(n: int, obs: Sequence[JobResult], noise: NoiseModel,
                unary_llr: np.ndarray | None = None, max_bad: int = 5,
                candidate_floor: float = 1e-4, max_candidates: int = 30) -> np.ndarray:
     """P(bad) per unit: mean field for all, then exact over the likeliest candidates."""
@@ -184,7 +184,7 @@ def decide(q: Sequence[float], confidence: float) -> Decision:
     return Decision(bad, good, open_)
 
 
-def intersection_verdict(n: int, rounds: Sequence[Sequence[Observation]]) -> list[int]:
+def intersection_verdict(n: int, rounds: Sequence[Sequence[JobResult]]) -> list[int]:
     """The hand method's decoding: units that were in a failing job in every round."""
     flagged = set(range(n))
     for jobs in rounds:

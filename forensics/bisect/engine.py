@@ -24,7 +24,7 @@ CHECK_LLR = {"healthy": np.log(0.05), "suspect": np.log(20.0)}
 
 
 @dataclass
-class Settings:
+class BisectSettings:
     """The knobs a bisection runs with, stored in the state's config."""
 
     design: str = "grid"
@@ -49,7 +49,7 @@ class Bisection:
         self.state = state
         cfg = state["config"]
         self.units = [Unit(u["name"], tuple(u["hosts"])) for u in cfg["units"]]
-        self.settings = Settings(**cfg.get("settings", {}))
+        self.settings = BisectSettings(**cfg.get("settings", {}))
         self.noise = decode.NoiseModel(self.settings.flake, self.settings.miss, self.settings.prior)
         self.design = designs.ForcedFirst(designs.make_design(
             self.settings.design, self.settings.rows, self.settings.cols, self.settings.parallel))
@@ -64,7 +64,7 @@ class Bisection:
     # ------------------------------------------------------------ construction
 
     @staticmethod
-    def new_config(units: list[Unit], settings: Settings, **extra: Any) -> dict[str, Any]:
+    def new_config(units: list[Unit], settings: BisectSettings, **extra: Any) -> dict[str, Any]:
         """The config part of a fresh state."""
         cfg = {"units": [{"name": u.name, "hosts": list(u.hosts)} for u in units],
                "settings": settings.__dict__.copy()}
@@ -84,9 +84,9 @@ class Bisection:
     def rounds(self) -> list[dict[str, Any]]:
         return self.state["rounds"]
 
-    def observations(self) -> list[list[decode.Observation]]:
+    def observations(self) -> list[list[decode.JobResult]]:
         """Finished jobs per round, as the decoder sees them."""
-        return [[decode.Observation(g["units"], g["status"] in FAILED)
+        return [[decode.JobResult(g["units"], g["status"] in FAILED)
                  for g in r["groups"] if g["status"] in FINISHED] for r in self.rounds]
 
     def posterior(self) -> np.ndarray:

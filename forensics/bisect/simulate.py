@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 
 from forensics.bisect.designs import Unit
-from forensics.bisect.engine import Bisection, Settings
+from forensics.bisect.engine import Bisection, BisectSettings
 from forensics.bisect.state import new_state
 
 
@@ -64,7 +64,7 @@ def hosts_for(n: int) -> list[str]:
     return [f"node{i + 1:0{width}d}" for i in range(n)]
 
 
-def run_once(model: ClusterModel, settings: Settings, rng: random.Random,
+def run_once(model: ClusterModel, settings: BisectSettings, rng: random.Random,
              good_hosts: list[str] | None = None) -> SimResult:
     """One bisection against one random draw of bad hosts."""
     hosts = hosts_for(model.n)
@@ -137,7 +137,7 @@ def simulate(design: str, model: ClusterModel, trials: int = 50, seed: int = 0,
     if max_rounds is None:
         max_rounds = default_max_rounds(design, model.n)
     assumed = flake_assumed if flake_assumed is not None else max(model.flake + model.hang, 0.001)
-    settings = Settings(design=design, confidence=confidence, max_rounds=max_rounds,
+    settings = BisectSettings(design=design, confidence=confidence, max_rounds=max_rounds,
                         flake=assumed, miss=max(model.miss, 0.001), min_size=min_size,
                         multiple=multiple, max_parallel=max_parallel, parallel=parallel)
     rng = random.Random(seed)

@@ -2,8 +2,9 @@
 
 Subcommands live one per module in `forensics.cli.commands`; each module defines
 NAME, HELP, add_arguments(parser), run(args) -> int and EXIT_CODES (code -> meaning,
-shown in its --help). They are discovered here, so adding a command never edits
-this file.
+shown in its --help), and may define ALIASES (its earlier names, still accepted and
+shown beside NAME in --help). They are discovered here, so adding a command never
+edits this file.
 
 What every command gets from here: -v/--verbose logging (loguru, on stderr), a
 temporary folder that is removed when the command ends, however it ends, and a
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         codes = getattr(module, "EXIT_CODES", None) or {int(k): v for k, v in SHARED.items()}
         cmd = sub.add_parser(
             module.NAME,
+            aliases=list(getattr(module, "ALIASES", ())),
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
             epilog=help_epilog(module.NAME, codes),

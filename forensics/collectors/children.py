@@ -14,6 +14,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import ChildRecord, CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, RankTarget, timed
 from forensics.collectors.pyspy import PySpyCollector
 from forensics.discover import procfs
@@ -67,6 +68,6 @@ def _proc(child: RankTarget, rec: ChildRecord) -> CollectorRecord:
     except procfs.ProcessGone:
         return CollectorRecord("process_state", Status.GONE, error=f"pid {child.pid} no longer exists")
     rec.comm, rec.state, rec.wchan = state.comm, state.state, state.wchan
-    path, rel = child.out("proc.json")
+    path, rel = child.out(collector_file("process_state", "process-state"))
     safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
     return CollectorRecord("process_state", Status.OK, files=[rel], details={"state": state.state})

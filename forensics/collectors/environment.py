@@ -11,6 +11,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
 from forensics.bundle.redact import REDACTED, redact_env  # noqa: F401 - REDACTED re-exported
@@ -37,6 +38,6 @@ class EnvironmentCollector:
                 return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
             except PermissionError as err:
                 return CollectorRecord(self.name, Status.DENIED, error=f"cannot read environment: {err}")
-        path, rel = target.out("environ.json")
+        path, rel = target.out(collector_file(self.name, "environment"))
         safefs.write_new(path, json.dumps(redact(env), indent=1, sort_keys=True) + "\n")  # new, 0600, no link followed
         return CollectorRecord(self.name, Status.OK, files=[rel])

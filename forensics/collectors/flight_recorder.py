@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_folder
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_whole_or_refuse, process_path
 from forensics.collect.budget import apparent_size
@@ -61,7 +62,7 @@ class FlightRecorderCollector:
         files, refused = [], {}
         cap = int(options.extra.get("max_dump_bytes", MAX_DUMP_BYTES))
         for src in found:
-            path, rel = target.out(f"flight_recorder/{src.name}")
+            path, rel = target.out(f"{collector_folder(self.name, 'fr-dump')}/{src.name}")
             size = apparent_size(src)  # st_size: a sparse dump counts whole
             want = cap if size is None else min(cap, size)
             granted = target.budget.reserve(want)  # the rank's and the collection's byte caps

@@ -16,6 +16,7 @@ from typing import Any
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -108,7 +109,7 @@ class GdbCollector:
             details["guard"] = guard.outcome.action
         files = []
         if data.get("threads"):
-            path, rel = target.out("gdb.json")
+            path, rel = target.out(collector_file(self.name, "gdb-json"))
             safefs.write_new(path, json.dumps(data, indent=1) + "\n")
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
@@ -40,6 +41,6 @@ class CpuFreqCollector:
         mhz = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.lower().startswith("cpu mhz")]
         if not per_cpu and not mhz:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="no cpufreq in sysfs and no 'cpu MHz' in /proc/cpuinfo")
-        rel = save_json(target, "cpufreq.json", {"cpufreq": per_cpu, "cpuinfo_mhz": mhz})
+        rel = save_json(target, collector_file(self.name, "cpufreq-json"), {"cpufreq": per_cpu, "cpuinfo_mhz": mhz})
         note = {} if per_cpu else {"note": "no cpufreq in sysfs (virtual machine or driver not loaded): cpuinfo MHz only"}
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"cpus": len(per_cpu) or len(mhz), **note})

@@ -8,17 +8,20 @@ stuck NFS or Lustre mount.
 from __future__ import annotations
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
 
-COMMANDS = (("df.txt", ["df", "-P", "-T"]), ("df-inodes.txt", ["df", "-P", "-T", "-i"]))
+NAME = "disk"
+#: each report's file (its name from the registry) and the command that writes it
+COMMANDS = ((collector_file(NAME, "df"), ["df", "-P", "-T"]), (collector_file(NAME, "df-inodes"), ["df", "-P", "-T", "-i"]))
 
 
 class DiskCollector:
     """`df -PT` and `df -PTi` output, raw."""
 
-    name = "disk"
+    name = NAME
 
     def enabled(self, options: CollectOptions) -> bool:
         return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
@@ -47,5 +48,5 @@ class InfinibandCollector:
             }
         if not devices:
             return CollectorRecord(self.name, Status.SKIPPED, error=f"{self.root} is empty: nothing to collect")
-        rel = save_json(target, "infiniband.json", {"devices": devices})
+        rel = save_json(target, collector_file(self.name, "infiniband-json"), {"devices": devices})
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"devices": len(devices)})

@@ -14,6 +14,7 @@ import os
 import time
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_text, tail
@@ -47,7 +48,7 @@ class KernelLogCollector:
 
     def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str, attempts: list[str]) -> CollectorRecord:
         kept, cut = tail(text, options.log_tail_bytes)
-        rel = save_text(target, "kernel.log", kept)
+        rel = save_text(target, collector_file(self.name, "kernel-log"), kept)
         uptime = read_small("/proc/uptime")
         details = {
             "source": label,

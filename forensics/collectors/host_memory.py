@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
@@ -31,7 +32,7 @@ class MemoryCollector:
         texts = {name: read_small(self.proc / name) for name in SOURCES}
         if texts["meminfo"] is None:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error=f"{self.proc / 'meminfo'} is not readable")
-        rel = save_json(target, "memory.json", texts)
+        rel = save_json(target, collector_file(self.name, "memory-json"), texts)
         absent = [name for name, text in texts.items() if text is None]
         details = {"absent": absent} if absent else {}
         return CollectorRecord(self.name, Status.OK, files=[rel], details=details)

@@ -9,21 +9,24 @@ nvidia-smi is itself evidence against the host.
 from __future__ import annotations
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
 
+NAME = "nvidia_smi"
+#: each report's file (its name from the registry) and the command that writes it
 COMMANDS = (
-    ("nvidia-smi-q.txt", ["nvidia-smi", "-q"]),
-    ("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"]),
-    ("nvidia-smi-topo.txt", ["nvidia-smi", "topo", "-m"]),
+    (collector_file(NAME, "nvidia-smi-text"), ["nvidia-smi", "-q"]),
+    (collector_file(NAME, "nvidia-smi-xml"), ["nvidia-smi", "-q", "-x"]),
+    (collector_file(NAME, "nvidia-smi-topo"), ["nvidia-smi", "topo", "-m"]),
 )
 
 
 class NvidiaSmiCollector:
     """Raw nvidia-smi reports of every GPU on the host."""
 
-    name = "nvidia_smi"
+    name = NAME
 
     def enabled(self, options: CollectOptions) -> bool:
         return True

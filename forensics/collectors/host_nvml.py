@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
@@ -46,7 +47,7 @@ class NvmlCollector:
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML query failed: {(res.stderr.strip() or res.stdout.strip())[-500:]}")
         if data.get("absent"):
             return CollectorRecord(self.name, Status.SKIPPED, error=f"{data['error']}: no NVIDIA driver on this host, nothing to collect")
-        rel = save_text(target, "nvml.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
+        rel = save_text(target, collector_file(self.name, "nvml-json"), json.dumps(data, indent=1, sort_keys=True) + "\n")
         if data.get("error"):
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML: {data['error']}", files=[rel])
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"gpus": len(data.get("gpus", []))})

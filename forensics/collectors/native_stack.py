@@ -36,6 +36,7 @@ from pathlib import Path
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect import tool as tools
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -228,7 +229,7 @@ class NativeStackCollector:
         details["threads"] = len(data["threads"])
         if data.get("symbols"):
             details["symbols"] = data["symbols"]
-        path, rel = target.out("native.json")
+        path, rel = target.out(collector_file(self.name, "native-stack"))
         safefs.write_new(path, json.dumps(data) + "\n")
         return CollectorRecord(self.name, Status.OK, error=data.get("error"), files=[rel], details=details)
 

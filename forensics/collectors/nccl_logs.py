@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_folder
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log, process_path
 from forensics.collect.budget import apparent_size
@@ -60,7 +61,7 @@ class NcclLogCollector:
         if src is None:
             tried = process_path(target.pid, expand_debug_file(pattern, target.pid))
             return CollectorRecord(self.name, Status.FAILED, error=f"{tried}: not found", details={"path": str(tried)})
-        path, rel = target.out(f"nccl/{Path(src).name}")
+        path, rel = target.out(f"{collector_folder(self.name, 'nccl-log')}/{Path(src).name}")
         size = apparent_size(src)
         want = options.log_tail_bytes  # the whole tail (the log may grow meanwhile); settle() returns the rest
         granted = target.budget.reserve(want)  # the rank's and the collection's byte caps

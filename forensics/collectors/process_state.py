@@ -6,6 +6,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.discover import procfs
 
@@ -24,6 +25,6 @@ class ProcessStateCollector:
             state = procfs.read_proc_state(target.pid)
         except procfs.ProcessGone:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
-        path, rel = target.out("proc.json")
+        path, rel = target.out(collector_file(self.name, "process-state"))
         safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"state": state.state})

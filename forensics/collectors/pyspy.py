@@ -11,6 +11,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -65,7 +66,7 @@ class PySpyCollector:
         if result.timed_out:
             return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
         if result.ok and _is_json(result.stdout):
-            path, rel = target.out("pyspy.json")
+            path, rel = target.out(collector_file(self.name, "pyspy-json"))
             safefs.write_new(path, result.stdout)
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
@@ -76,7 +77,7 @@ class PySpyCollector:
             status, error = Status.DENIED, ptrace_denied(error)
         else:
             status = Status.FAILED
-        path, rel = target.out("pyspy.err.txt")
+        path, rel = target.out(collector_file(self.name, "tool-error"))
         safefs.write_new(path, result.stderr + result.stdout)
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 

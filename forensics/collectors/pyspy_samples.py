@@ -30,7 +30,7 @@ from forensics.collectors.pyspy import DENIED_MARKS
 from forensics.discover import procfs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.readers.pyspy_samples import FORMAT, VERSION
-from parsers.registry import kind
+from parsers.registry import collector_file
 
 #: the most samples one collection takes per rank
 MAX_SAMPLES = 200
@@ -42,7 +42,7 @@ DUMP_TIMEOUT_S = 5.0
 JITTER = 0.3
 #: errors kept in the file
 MAX_ERRORS = 20
-FILE_NAME = kind("pyspy-samples").file_name()
+FILE_NAME = collector_file("py-spy-samples", "pyspy-samples")
 
 
 class PySpySamplesCollector:

@@ -11,6 +11,7 @@ import time
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
 
@@ -19,6 +20,12 @@ from forensics.ras_client import DEFAULT_ADDR, RasError, query
 LATER_READ_S = 1.0
 #: seconds all RAS queries of one collection may take together (at most --timeout)
 RAS_TOTAL_S = 20.0
+NAME = "ras"
+#: the files of RAS's answers, their names from the registry: status and verbose text, status JSON and the later read
+STATUS_TXT = collector_file(NAME, "ras-text", "ras_status.txt")
+VERBOSE_TXT = collector_file(NAME, "ras-text", "ras_verbose.txt")
+STATUS_JSON = collector_file(NAME, "ras-json", "ras_status.json")
+LATER_JSON = collector_file(NAME, "ras-json", "ras_status_later.json")
 
 
 def _write_within(target: HostTarget, path, text: str, record: CollectorRecord, filename: str) -> bool:
@@ -38,7 +45,7 @@ class RasCollector:
     """Implements HostCollector. Options: extra['ras_addr'] (default localhost:28028),
     extra['ras_later_s'] (the second JSON read's delay; 0 skips it)."""
 
-    name = "ras"
+    name = NAME
 
     def enabled(self, options: CollectOptions) -> bool:
         return options.extra.get("ras", True) is not False
@@ -56,7 +63,7 @@ class RasCollector:
         total = float(options.extra.get("ras_total_s", max(per_read, min(options.timeout, RAS_TOTAL_S))))
         deadline = time.monotonic() + total
         record = CollectorRecord(name=self.name, status=Status.OK, details={"addr": addr, "deadline_s": total})
-        asks = (("ras_status.txt", False, False), ("ras_verbose.txt", True, False), ("ras_status.json", False, True))
+        asks = ((STATUS_TXT, False, False), (VERBOSE_TXT, True, False), (STATUS_JSON, False, True))
         errors = []
         for filename, verbose, js in asks:
             if time.monotonic() >= deadline:
@@ -79,7 +86,7 @@ class RasCollector:
             if answer.cut:
                 record.details[filename]["cut"] = answer.cut
                 errors.append(f"{filename}: kept as far as it came: {answer.cut}")
-        if "ras_status.json" in record.details:
+        if STATUS_JSON in record.details:
             self._later_read(target, addr, per_read, options, record, errors, deadline)
         if errors:
             record.error = "; ".join(errors)
@@ -97,10 +104,10 @@ class RasCollector:
         try:
             answer = query(addr, verbose=False, json_format=True, timeout=per_read, deadline=deadline)
         except RasError as err:
-            errors.append(f"ras_status_later.json: {err}")
+            errors.append(f"{LATER_JSON}: {err}")
             return
-        path, rel = target.out("ras_status_later.json")
-        if not _write_within(target, path, answer.text, record, "ras_status_later.json"):
+        path, rel = target.out(LATER_JSON)
+        if not _write_within(target, path, answer.text, record, LATER_JSON):
             return
         record.files.append(rel)
-        record.details["ras_status_later.json"] = {"seconds": round(answer.seconds, 3), "after_s": delay}
+        record.details[LATER_JSON] = {"seconds": round(answer.seconds, 3), "after_s": delay}

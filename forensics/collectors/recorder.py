@@ -1,4 +1,7 @@
-"""NCCL recorder state files of a rank (nccl_patches/), copied into the bundle.
+"""The recorder's state files of a rank (nccl_patches/), copied into the bundle.
+
+The collect stage of the recorder; parsers/readers/recorder.py decodes what this copies and
+parsers/judges/recorder.py judges it (one module per stage, one name for the component).
 
 The recorder writes `<dir>/nccl-recorder.<host>.<pid>.<n>.bin` (one per
 communicator, n counting from 0 in each process) plus, after a signal or at exit,
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.registry import collector_folder
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collect.budget import apparent_size
 from forensics.collectors.files import copy_whole_or_refuse
@@ -29,7 +33,7 @@ MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is ref
 class RecorderCollector:
     """Copies the recorder's state files and text snapshots of one rank."""
 
-    name = "nccl_recorder"
+    name = "recorder"  #: bundles written before the rename say "nccl_recorder" (parsers.registry.COLLECTOR_ALIASES)
     uses_ptrace = False
 
     def enabled(self, options: CollectOptions) -> bool:
@@ -46,7 +50,7 @@ class RecorderCollector:
             return CollectorRecord(self.name, Status.SKIPPED, error=why, details={"dir": str(directory)})
         files, copied, refused = [], {}, {}
         for src in found:
-            path, rel = target.out(f"nccl_recorder/{src.name}")
+            path, rel = target.out(f"{collector_folder(self.name, 'recorder-state')}/{src.name}")
             size = apparent_size(src)  # st_size: a sparse file counts whole
             want = MAX_STATE_BYTES if size is None else min(MAX_STATE_BYTES, size)
             granted = target.budget.reserve(want)  # the rank's and the collection's byte caps

@@ -39,10 +39,10 @@ from parsers import safeio
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.readers.recorder import RecorderFormatError, decode_recorder
 from parsers.readers.second_look import FORMAT, VERSION
-from parsers.registry import kind
+from parsers.registry import collector_file
 
 NAME = "second-look"
-FILE_NAME = kind("second-look").file_name()
+FILE_NAME = collector_file(NAME, "second-look")
 #: py-spy dumps per look (a few, so that one look of a moving rank is not one instant)
 DUMPS = 3
 #: seconds between two dumps of one look

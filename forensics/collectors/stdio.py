@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from parsers.ints import as_int
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log
@@ -26,7 +27,7 @@ class StdioCollector:
         if not procfs.pid_exists(target.pid):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"stdout": procfs.fd_target(target.pid, 1), "stderr": procfs.fd_target(target.pid, 2)}
-        local_rank = _int(target.environ.get("LOCAL_RANK"))
+        local_rank = as_int(target.environ.get("LOCAL_RANK"), text=True, low=0)  # hostile env: bounded
         files, found, taken, refused = [], [], set(), []
         for item in outputs.locate_outputs(target.pid, target.environ, local_rank) + list(target.outputs):
             name = outputs.bundle_name(item, taken)
@@ -63,7 +64,3 @@ class StdioCollector:
         if not files:
             return CollectorRecord(self.name, Status.SKIPPED, error="no output file found (stdout/stderr are pipes or terminals; no torchrun log, Slurm output or error file)", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)
-
-
-def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None

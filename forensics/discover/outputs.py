@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from forensics import safefs
 from forensics.bundle.writer import unique_name
+from parsers.registry import collector_file
 from forensics.discover import procfs
 from forensics.safefs import JobUser
 
@@ -218,15 +219,24 @@ def locate_outputs(pid: int, environ: dict[str, str], local_rank: int | None = N
     return unique
 
 
+def _rank_log(name: str) -> str:
+    return collector_file("stdio", "rank-log", name)  # a name the registry does not declare: KeyError, a bug
+
+
+#: (kind, stream) -> the name of its copy in the rank folder; every one declared by the rank-log kind
+_BUNDLE_NAMES = {
+    ("fd", "stdout"): _rank_log("stdout.log"), ("fd", "stderr"): _rank_log("stderr.log"),
+    ("torchrun-log", "stdout"): _rank_log("torchrun.stdout.log"), ("torchrun-log", "stderr"): _rank_log("torchrun.stderr.log"),
+    ("error-file", "error"): _rank_log("torchelastic_error.json"),
+    ("sibling-named", "stdout"): _rank_log("stdout.log"), ("sibling-named", "stderr"): _rank_log("stderr.log"),
+    ("slurm-output", "combined"): _rank_log("slurm-output.log"),
+}
+
+
 def bundle_name(item: OutputFile, taken: set[str]) -> str:
-    """File name in the rank folder: stdout.log / stderr.log for fds (as before), else by kind."""
-    base = {
-        ("fd", "stdout"): "stdout.log", ("fd", "stderr"): "stderr.log",
-        ("torchrun-log", "stdout"): "torchrun.stdout.log", ("torchrun-log", "stderr"): "torchrun.stderr.log",
-        ("error-file", "error"): "torchelastic_error.json",
-        ("sibling-named", "stdout"): "stdout.log", ("sibling-named", "stderr"): "stderr.log",
-    }.get((item.kind, item.stream), f"{item.kind}.log")
-    return unique_name(base, taken)
+    """File name in the rank folder: stdout.log / stderr.log for fds (as before), else by kind; the names
+    are the registry's (parsers.registry: the rank-log kind)."""
+    return unique_name(_BUNDLE_NAMES.get((item.kind, item.stream)) or _rank_log(f"{item.kind}.log"), taken)
 
 
 def copy_output(item: OutputFile, dest: Path, max_bytes: int, user: JobUser | None) -> tuple[int, bool] | None:

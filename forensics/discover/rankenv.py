@@ -12,6 +12,7 @@ import socket
 from dataclasses import dataclass, field
 
 from forensics.discover import procfs
+from parsers.ints import as_int
 
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 WORLD_KEYS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
@@ -70,9 +71,9 @@ def _int(env: dict[str, str], *keys: str, limit: int = MAX_WORLD) -> int | None:
         value = env.get(key)
         if value is None:
             continue
-        value = value.strip()
-        if value.isascii() and value.isdigit() and len(value) <= 12 and int(value) < limit:
-            return int(value)
+        number = as_int(value.strip(), text=True, low=0, high=limit) if value.strip().isdigit() else None  # no sign
+        if number is not None:
+            return number
     return None
 
 

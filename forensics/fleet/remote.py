@@ -85,7 +85,7 @@ def matching_pids(match_env: list[str]) -> list[int]:
     return pids
 
 
-def collect_archive(args: argparse.Namespace, work: Path, answer: "Answer | None" = None) -> tuple[dict, bytes | None]:
+def collect_archive(args: argparse.Namespace, work: Path, answer: "AnswerOnce | None" = None) -> tuple[dict, bytes | None]:
     """Collect into work/bundle; return (header, tar.gz bytes or None when no rank was found)."""
     header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
     gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
@@ -139,7 +139,7 @@ def pack(bundle: Path) -> bytes:
     return buffer.getvalue()
 
 
-class Answer:
+class AnswerOnce:
     """Sends this host's one answer, from the collection or from the watchdog, whichever is first."""
 
     def __init__(self) -> None:
@@ -164,7 +164,7 @@ def late_margin(deadline: float) -> float:
     return min(3.0, deadline * 0.3)
 
 
-def _watchdog(deadline: float, work: Path, tag: str, answer: Answer | None = None) -> None:
+def _watchdog(deadline: float, work: Path, tag: str, answer: AnswerOnce | None = None) -> None:
     """Shortly before the deadline: send the partial bundle; at the deadline: remove what we wrote and exit."""
     start = time.monotonic()
     time.sleep(max(0.0, deadline - late_margin(deadline)))
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     work = Path(tempfile.mkdtemp(prefix=f"forensics-fleet-{args.tag}-"))
     pid_file(args.tag).write_text(f"{os.getpid()}\n")
-    answer = Answer()
+    answer = AnswerOnce()
     threading.Thread(target=_watchdog, args=(args.deadline, work, args.tag, answer), daemon=True).start()
     try:
         try:

@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from forensics import nccl_plugin  # noqa: E402
+from forensics import recorder_build  # noqa: E402
 from parsers.readers.recorder import read_recorder_file  # noqa: E402
 from parsers.judges.recorder import analyse  # noqa: E402
 
@@ -79,7 +79,7 @@ def main() -> int:
     ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run of the orchestration (no recorder data)")
     args = ap.parse_args()
 
-    plugin = (args.plugin or nccl_plugin.build()).resolve()
+    plugin = (args.plugin or recorder_build.build()).resolve()
     state_dir = Path(tempfile.mkdtemp(prefix="hf-recorder-", dir="/dev/shm"))
     work = Path(tempfile.mkdtemp(prefix="hf-sigstop-"))
     log_dir = work / "logs"

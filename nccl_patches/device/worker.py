@@ -1,6 +1,6 @@
 """One rank of a device run (GPU + NCCL): all_reduce streams for the recorder's demos.
 
-Started by sigstop_scenario.py and benchmarks/nccl_plugin_overhead.py with the
+Started by sigstop_scenario.py and benchmarks/recorder_overhead.py with the
 environment they choose (NCCL_HOSTID per rank so many ranks share one GPU, and
 NCCL_PROFILER_PLUGIN when the recorder is on). Modes:
   stream  all_reduce a large tensor forever, synchronising each time, printing 'iter N'

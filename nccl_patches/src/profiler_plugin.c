@@ -246,7 +246,7 @@ static inline void leave_state(struct recorder_proxy* op, struct recorder_step* 
 /* The clock for a step's change to `next` (-1: its stop): the precise one only where SendWait is
  * entered or left, whose time send_wait_us adds up; the coarse one elsewhere. Why: a precise read
  * costs ~20 ns against ~5, and steps change state five times each (measured with
- * benchmarks/nccl_plugin_event_cost.py: precise stamps everywhere took a collective of 16 steps from
+ * benchmarks/recorder_event_cost.py: precise stamps everywhere took a collective of 16 steps from
  * 0.7 to 2.6 us of proxy-thread time). Both clocks are CLOCK_REALTIME, so stamps stay comparable. */
 static inline uint64_t step_clock(const struct recorder_proxy* op, const struct recorder_step* s, int next) {
   int in_wait = REC_ATOMIC_LOAD(&s->state) == HF_STATE_STEP_SEND_WAIT;

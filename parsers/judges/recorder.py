@@ -1,5 +1,7 @@
 """Turn decoded recorder states of several ranks into wait-for edges and a stall finding.
 
+The judge stage of the recorder (collectors/recorder.py copies, readers/recorder.py decodes).
+
 Op counts say who has not *entered* a collective. The recorder also shows who
 entered it and then stopped moving: its proxy ops sit on a step, its heartbeat may
 have stopped (the process is frozen), and its peers' receives wait on it. This
@@ -46,7 +48,7 @@ def moment_words(states: list[RecorderState], ns: int) -> str:
     """Which moment `ns` is, in words with its time of day, for age sentences ('no progress for 7.9 s
     before the collection at 09:17:03 UTC'): an age never reads as measured from when it is read."""
     clock = time.strftime("%H:%M:%S UTC", time.gmtime(ns / 1e9))
-    if any(s.heartbeat_ns == ns for s in states):  # first: `nccl-plugin read` dates copies by it too
+    if any(s.heartbeat_ns == ns for s in states):  # first: `forensics recorder read` dates copies by it too
         return f"the newest recorder heartbeat at {clock}"
     if any(s.observed_is_copy and s.observed_ns == ns for s in states):
         return f"the collection at {clock}"

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from parsers.judges.stragglers import EnterTimes, Stragglers, judge_enter_times
 from parsers.ranges import fold
-from parsers.steps.classify import Finding, Settings, classify
+from parsers.steps.classify import StepFinding, Settings, classify
 from parsers.steps.series import StepSeries
 
 ARRIVAL = "first-collective enter times"
@@ -41,7 +41,7 @@ class RankSteps:
     ranks: list[int] = field(default_factory=list)
     source: str = ""  #: ARRIVAL, OUTSIDE, or '' when the series carry neither
     found: Stragglers = field(default_factory=Stragglers)
-    job_wide: list[Finding] = field(default_factory=list)  #: patterns of the job's median series (no late rank)
+    job_wide: list[StepFinding] = field(default_factory=list)  #: patterns of the job's median series (no late rank)
     files: dict[int, str] = field(default_factory=dict)  #: rank -> series file, to cite
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from parsers.ints import as_int
 from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
@@ -427,7 +428,8 @@ def collective_frame(text: str) -> tuple[str, str, int] | None:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value is not None else None
+    """A number a pattern matched (its digits are not bounded there), else None."""
+    return as_int(value, text=True)
 
 
 def unglue(name: str) -> str:

@@ -139,7 +139,7 @@ def stream(origin: Origin) -> tuple:
     return (origin.rank, *origin.writer)
 
 
-class DumpBlock:
+class FaulthandlerBlock:
     """Line-fed reader of dumps inside a log. `feed` returns (the line belonged to a dump, its
     events: the fatal error line's); `finish` closes the open ones. Each process's output (`stream`)
     has its own open dump, so interleaved dumps of labelled ranks stay apart. The threads land in

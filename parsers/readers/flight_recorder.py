@@ -27,6 +27,7 @@ from typing import Any
 
 from parsers.model.events import MAX_RANKS, CommMember, OpEvent, Origin, Parsed, Progress, normalise_op, plausible_rank
 from parsers.errors import FileFormatError, UnsafeInput
+from parsers.ints import as_int
 
 MAX_BYTES = 512 * 1024 * 1024
 #: Bounds on what one dump may make us build. Why: a pickle's memo lets a few bytes name one object
@@ -138,19 +139,9 @@ def looks_like(head: bytes) -> bool:
 
 
 def _int(v: Any) -> int | None:
-    """A 64-bit counter from the dump, else None (a 5,000-digit integer is no counter, and str() of one
-    over 4,300 digits raises: it must never reach a report)."""
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, str) and len(v) > 24:
-        return None
-    if not isinstance(v, (int, str)):
-        return None
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        return None
-    return n if -_INT_BOUND < n < _INT_BOUND else None
+    """A 64-bit counter from the dump (an int, or its digits as text), else None (a 5,000-digit integer
+    is no counter, and str() of one over 4,300 digits raises: it must never reach a report)."""
+    return as_int(v, text=True, low=-_INT_BOUND + 1, high=_INT_BOUND)
 
 
 def _dict(v: Any) -> dict:

@@ -9,6 +9,7 @@ from typing import Any
 
 from parsers.model import Frame, ThreadStack
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 
 _LWP = re.compile(r"LWP (\d+)")
 
@@ -32,7 +33,7 @@ def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:
         if not isinstance(info, dict):
             raise FileFormatError("gdb collector file: a thread that is not an object")
         lwp = _LWP.search(str(info.get("target-id", ""))[:200])
-        tid = int(lwp.group(1)) if lwp else _int_or_none(info.get("id"))
+        tid = int(lwp.group(1)) if lwp else as_int(info.get("id"), text=True)  # MI: a number, or its digits
         if tid is None:
             raise FileFormatError("gdb collector file: a thread with no id")
         raw_frames = stacks.get(str(info.get("id")), [])
@@ -45,13 +46,6 @@ def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:
 
 #: threads read from one gdb file (a process of more threads than this is not one we collected)
 MAX_THREADS = 65536
-
-
-def _int_or_none(value: Any) -> int | None:
-    """A thread id as gdb's MI gives it (a number, or its digits as a string); None for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return int(value) if isinstance(value, str) and value.isdigit() and len(value) < 20 else None
 
 
 def _frame(raw: Any) -> Frame:

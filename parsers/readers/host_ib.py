@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 
 Facts = dict[str, Any]
 
@@ -28,10 +29,8 @@ def _state(text: str | None) -> str | None:
 
 
 def _int(text: Any) -> int | None:
-    try:
-        return int(str(text).strip())
-    except (TypeError, ValueError):
-        return None
+    """A sysfs counter (its digits as text, or a number), else None."""
+    return as_int(text, text=True)
 
 
 def port_facts(port: dict[str, Any]) -> Facts:

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 
 
 @dataclass
@@ -56,19 +57,15 @@ def _rank_exit(i: int, r: object) -> RankExit:
     if not isinstance(r, dict):
         raise FileFormatError(f"launcher record: ranks[{i}] is not an object")
     rank, pid, host, code, at = (r.get(k) for k in ("rank", "pid", "host", "returncode", "exited_at"))
-    if not _is_int(rank) or not _is_int(pid):
+    if as_int(rank) is None or as_int(pid) is None:
         raise FileFormatError(f"launcher record: ranks[{i}] has no integer rank and pid")
     if host is not None and not isinstance(host, str):
         raise FileFormatError(f"launcher record: ranks[{i}].host is not a string")
-    if code is not None and not _is_int(code):
+    if code is not None and as_int(code) is None:
         raise FileFormatError(f"launcher record: ranks[{i}].returncode is not an integer")
     if at is not None and (isinstance(at, bool) or not isinstance(at, (int, float)) or at != at):
         raise FileFormatError(f"launcher record: ranks[{i}].exited_at is not a number")
     return RankExit(rank=rank, pid=pid, host=host, returncode=code, exited_at=at)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- launcher lines in job output -------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from parsers.model import Frame, ThreadStack
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -52,7 +53,5 @@ def _frame(raw: dict) -> Frame:
 
 
 def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    """A pid or thread id of the collector's file (a number, or its digits), else None."""
+    return as_int(value, text=True)

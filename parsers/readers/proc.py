@@ -8,6 +8,7 @@ from typing import Any
 
 from parsers.model.events import MAX_RANKS, ProcessState
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 
 #: a rank number larger than this is not a rank (hostile or broken input)
 MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (parsers.model.events)
@@ -15,21 +16,21 @@ MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (pars
 
 def parse_proc_data(data: Any) -> ProcessState:
     """proc.json as a ProcessState; ValueError when it is not one."""
-    if not isinstance(data, dict) or "state" not in data or _int(data.get("pid")) is None:
+    if not isinstance(data, dict) or "state" not in data or as_int(data.get("pid")) is None:
         raise FileFormatError("not a process_state file (needs 'pid' and 'state')")
     threads = [t for t in (data.get("threads") if isinstance(data.get("threads"), list) else []) if isinstance(t, dict)]
     return ProcessState(
         pid=int(data["pid"]),
         state=str(data["state"])[:2],
         comm=_str(data.get("comm")),
-        ppid=_int(data.get("ppid")),
-        uid=_int(data.get("uid")),
+        ppid=as_int(data.get("ppid")),
+        uid=as_int(data.get("uid")),
         wchan=_str(data.get("wchan")),
-        tracer_pid=_int(data.get("tracer_pid")),
-        vm_rss_kb=_int(data.get("vm_rss_kb")),
-        threads=tuple((_int(t.get("tid")), _str(t.get("name")), _str(t.get("state")), _str(t.get("wchan"))) for t in threads),
+        tracer_pid=as_int(data.get("tracer_pid")),
+        vm_rss_kb=as_int(data.get("vm_rss_kb")),
+        threads=tuple((as_int(t.get("tid")), _str(t.get("name")), _str(t.get("state")), _str(t.get("wchan"))) for t in threads),
         raw=data,
-        exit_status=_int(data.get("exit_status")),
+        exit_status=as_int(data.get("exit_status")),
     )
 
 
@@ -69,15 +70,8 @@ def identity_from_environ(env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _small(value: Any) -> int | None:
-    if isinstance(value, str) and value.isdigit() and len(value) <= 8:
-        n = int(value)
-        return n if n <= MAX_RANK else None
-    return None
-
-
-def _int(value: Any) -> int | None:
-    """A 64-bit integer field, else None (a 5,000-digit number cannot even be printed)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < (1 << 64) else None
+    """A rank-sized number from the environment (digits only: no sign, no blanks), else None."""
+    return as_int(value, text=True, low=0, high=MAX_RANK + 1) if isinstance(value, str) and value.isdigit() else None
 
 
 def _str(value: Any) -> str | None:

@@ -79,7 +79,7 @@ def _thread(m: re.Match, pid: int | None) -> ThreadStack:
     return stack
 
 
-class DumpBlock:
+class PySpyBlock:
     """Line-fed reader of py-spy dumps pasted inside a log (SGLang's crash diagnostics print one per
     child: `Pyspy dump for PID 163685 (...)`, then the dump). A dump opens at `Process N:` or at a
     `Thread N (state): "name"` header, takes `Python v..`, blank lines and frames (the log reader has

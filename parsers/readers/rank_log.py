@@ -92,8 +92,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     elastic = launcher.ElasticBlock()
     mpirun = launcher.MpirunBlock()  #: Open MPI's banners: the first process to exit, a lost MPI peer
     fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
-    dumps = faulthandler.DumpBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
-    spy = pyspy_text.DumpBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
+    dumps = faulthandler.FaulthandlerBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
+    spy = pyspy_text.PySpyBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
     stalls = horovod.StallBlock()  #: Horovod's stall inspector reports (its `<rank>: [...]` listings)
     #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
     call_sites: dict[tuple, object] = {}

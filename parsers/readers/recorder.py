@@ -1,4 +1,7 @@
-"""Decode the NCCL recorder's state file (nccl_patches/), live or copied into a bundle.
+"""Decode the recorder's state file (nccl_patches/), live or copied into a bundle.
+
+The read stage of the recorder: forensics/collectors/recorder.py copies the files, this decodes
+them, parsers/judges/recorder.py judges them (one module per stage, one name for the component).
 
 The recorder (a profiler plugin, or the LD_PRELOAD shim for older NCCL) keeps one
 file per communicator in shared memory. This module reads it from another process

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from parsers.errors import FileFormatError
+from parsers.ints import as_int
 from parsers.model.looks import Look, SecondLook, StackKey
 from parsers.readers.ours import check_header, names_format
 from parsers.readers.pyspy import PySpyFormatError, parse_pyspy_data
@@ -49,7 +50,9 @@ def _unix(value: Any) -> float | None:
 
 
 def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63 else default
+    """A counter of ours (never negative, 63 bits), else `default` (the file's own 'unknown')."""
+    number = as_int(value, low=0, high=1 << 63)
+    return default if number is None else number
 
 
 def _main_stack(dump: Any, pid: int | None) -> StackKey | None:

@@ -21,7 +21,9 @@ from parsers.steps.stats import dominant_period, lag1_autocorrelation, robust_sp
 
 
 @dataclass
-class Finding:
+class StepFinding:
+    """One pattern of the step times (flat-low, periodic, rare...): its evidence, likely causes and checks."""
+
     kind: str
     title: str
     evidence: list[str]
@@ -98,7 +100,7 @@ class Settings:
     spike: float = 1.5  #: a slow step is above this x the median (and 5 robust sigmas)
 
 
-def classify(series: StepSeries, settings: Settings | None = None) -> list[Finding]:
+def classify(series: StepSeries, settings: Settings | None = None) -> list[StepFinding]:
     """Findings for the series, strongest first; empty when it looks healthy."""
     settings = settings or Settings()
     warm = min(settings.warmup, max(0, len(series.seconds) - 10))
@@ -110,7 +112,7 @@ def classify(series: StepSeries, settings: Settings | None = None) -> list[Findi
     spread = max(robust_spread(x, base), 0.01 * base)
     spikes = [i for i, v in enumerate(x) if v > settings.spike * base and v > base + 5 * spread]
     calm = [v for i, v in enumerate(x) if i not in set(spikes)]
-    findings: list[Finding] = []
+    findings: list[StepFinding] = []
     for check in (_gc_decline, _plateau, _spikes, _flat_low, _noise):
         found = check(x, base, spread, spikes, calm, restarts, settings, warm)
         if found and found.kind == "rare-slow" and any(f.kind == "gc-decline" for f in findings):
@@ -120,9 +122,9 @@ def classify(series: StepSeries, settings: Settings | None = None) -> list[Findi
     return sorted(findings, key=lambda f: -f.confidence)
 
 
-def _make(kind: str, title: str, evidence: list[str], confidence: float, steps: list[int] | None = None) -> Finding:
+def _make(kind: str, title: str, evidence: list[str], confidence: float, steps: list[int] | None = None) -> StepFinding:
     causes, checks = CATALOG[kind]
-    return Finding(kind, title, evidence, causes, checks, round(confidence, 2), steps or [])
+    return StepFinding(kind, title, evidence, causes, checks, round(confidence, 2), steps or [])
 
 
 def _segments(n: int, restarts: list[int]) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ W=/tmp/hf-$part; rm -rf "$W"; mkdir -p "$W"
   date -u; nvidia-smi -L; python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())'
   for t in gcc gdb py-spy ncclras; do printf '%s: %s\n' "$t" "$(command -v $t)"; done
 } >"$W/info.txt" 2>&1
-SO=$(python3 -m forensics nccl-plugin path 2>>"$W/info.txt")
+SO=$(python3 -m forensics recorder path 2>>"$W/info.txt")
 [ -f "$SO" ] || SO=$PWD/nccl_patches/libnccl-profiler-forensics.so
 echo "plugin: $SO" >>"$W/info.txt"
 cat "$W/info.txt"
@@ -34,7 +34,7 @@ if [ "$part" = H ]; then  # host outputs again, with the provoked CUDA faults (X
   echo "host snapshot rc=$?"; cat "$W/host/provoke.txt" "$W/host/provoke-ptx.txt" 2>/dev/null | tail -n 8
   diff "$W/host/kernel-dmesg-T.log" "$W/host/kernel-dmesg-T-after.log" | tail -n 8
 elif [ "$part" = P ]; then  # the LD_PRELOAD shim (meant for NCCL < 2.23) on the real NCCL, no profiler plugin
-  SHIM=$(python3 -m forensics nccl-plugin path --preload 2>/dev/null || echo "$PWD/nccl_patches/libnccl-recorder-preload.so")
+  SHIM=$(python3 -m forensics recorder path --preload 2>/dev/null || echo "$PWD/nccl_patches/libnccl-recorder-preload.so")
   [ -f "$SHIM" ] || SHIM=$PWD/nccl_patches/libnccl-recorder-preload.so
   echo "shim: $SHIM"
   timeout -k 5 200 python3 scripts/device/nccl_scenarios.py --out-dir "$W/preload" --total-s 180 --world 4 --scenarios sleep,sigstop \
@@ -79,7 +79,7 @@ elif [ "$part" = C ]; then  # issue 26: causes that need judges combined, then s
 elif [ "$part" = R ]; then
   BUDGET=${HF_R_BUDGET:-535}
   cap() { local c=$1 l; l=$(( T0 + BUDGET - $(date +%s) - $2 )); [ "$l" -lt "$c" ] && c=$l; echo "$c"; }
-  python3 -m forensics env >"$W/forensics_env.txt" 2>&1; python3 -m forensics nccl-plugin env >>"$W/forensics_env.txt" 2>&1
+  python3 -m forensics env >"$W/forensics_env.txt" 2>&1; python3 -m forensics recorder env >>"$W/forensics_env.txt" 2>&1
   # the recorder stamps events with CLOCK_REALTIME_COARSE (id 5): its resolution bounds straggler timing from it
   python3 -c 'import time; print("CLOCK_REALTIME_COARSE resolution s:", time.clock_getres(5))' >>"$W/info.txt" 2>&1
   if [ "$backend" = nccl ]; then common=(--backend nccl --plugin "$SO"); else common=(--backend gloo --plugin "" --world "${HF_R_WORLD:-4}"); fi
@@ -96,7 +96,7 @@ elif [ "$part" = R ]; then
   t=$(cap 90 15); rounds=1; [ "$t" -ge 75 ] && rounds=2
   echo "R19: ${t} s cap, ${rounds} round(s) at +$(( $(date +%s) - T0 )) s"
   if [ "$t" -ge 35 ] && [ "${HF_R19:-}" != skip ]; then
-    timeout -k 5 "$t" python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
+    timeout -k 5 "$t" python3 benchmarks/recorder_overhead.py --ranks 2 --rounds "$rounds" --budget 0.2 --max-bytes $((16 << 20)) \
       --plugin "$SO" --backend "$backend" --json "$W/R19/overhead.json" >"$W/R19/overhead.txt" 2>&1
     echo "R19 rc=$?"; tail -n 16 "$W/R19/overhead.txt"
   else echo "skipped: ${t} s left" >"$W/R19/skipped.txt"; fi
@@ -116,7 +116,7 @@ elif [ "$part" = A ]; then
     --extra-env NCCL_PROFILER_PLUGIN="$SO" --extra-env FORENSICS_RECORDER_DIR=/dev/shm/hf-recorder \
     --collect-cmd "python3 -m forensics collect --pid {pids} -o {dir} --json -q --timeout 15 --native" 2>&1 | tee "$W/nccl_scenarios.log" | tail -n 30
 else
-  timeout -k 5 300 python3 benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds 2 --plugin "$SO" --json "$W/overhead.json" 2>&1 | tee "$W/overhead.txt" | tail -n 40
+  timeout -k 5 300 python3 benchmarks/recorder_overhead.py --ranks 2 --rounds 2 --plugin "$SO" --json "$W/overhead.json" 2>&1 | tee "$W/overhead.txt" | tail -n 40
   HF_PROVOKE=1 timeout -k 5 90 bash scripts/device/host_snapshot.sh "$W/host" >"$W/host_snapshot.log" 2>&1
   echo "host snapshot rc=$?"
 fi

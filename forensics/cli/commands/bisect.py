@@ -12,7 +12,7 @@ from pathlib import Path
 from forensics import safefs
 from forensics.bisect import designs, from_bundles, report, simulate
 from forensics.bisect import state as state_io
-from forensics.bisect.engine import CHECK_LLR, Bisection, Settings
+from forensics.bisect.engine import CHECK_LLR, Bisection, BisectSettings
 from forensics.fleet.hosts import gather
 from forensics.bisect.launchers import LaunchError, check_host, expand_hosts, make_launcher, split_template
 from forensics.bisect.runner import Runner
@@ -136,14 +136,14 @@ def _hosts(args: argparse.Namespace) -> list[str]:
     return hosts
 
 
-def _settings(args: argparse.Namespace, n: int) -> Settings:
+def _settings(args: argparse.Namespace, n: int) -> BisectSettings:
     if not 0.5 < args.confidence < 1:
         raise ForensicsError("--confidence must be between 0.5 and 1")
     for name in ("flake_rate", "miss_rate"):
         if not 0 <= getattr(args, name) < 0.5:
             raise ForensicsError(f"--{name.replace('_', '-')} must be in [0, 0.5)")
     max_rounds = args.max_rounds or simulate.default_max_rounds(args.design, n)
-    return Settings(design=args.design, rows=args.rows, cols=args.cols, parallel=args.parallel,
+    return BisectSettings(design=args.design, rows=args.rows, cols=args.cols, parallel=args.parallel,
                     confidence=args.confidence, max_rounds=max_rounds, flake=args.flake_rate,
                     miss=args.miss_rate, prior=min(0.5, args.expected_bad / max(n, 1)),
                     min_size=args.min_group, multiple=args.group_multiple, max_size=args.max_group,

@@ -26,7 +26,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 pytestmark = pytest.mark.integration
 SIGSTOP_BUNDLE = FIXTURES / "nccl" / "sigstop" / "bundle"
-COMMANDS = ["analyze", "bisect", "collect", "demo", "env", "hosts", "nccl-plugin", "ras", "report", "steps"]
+COMMANDS = ["analyze", "bisect", "collect", "demo", "env", "hosts", "ras", "recorder", "report", "steps"]
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -139,7 +139,7 @@ def test_bisect_simulation_json():
 
 # --- item 4: JSON of the other commands -----------------------------------------------------
 
-def test_env_steps_and_nccl_plugin_json(tmp_path: Path):
+def test_env_steps_and_recorder_json(tmp_path: Path):
     data = validate("env", cli("env", "--json", "--dir", str(tmp_path)).stdout)
     assert any(v["name"] == "NCCL_DEBUG_FILE" for v in data["variables"])
 
@@ -155,7 +155,7 @@ def test_env_steps_and_nccl_plugin_json(tmp_path: Path):
     validate("steps", done.stdout)
 
     states = sorted((FIXTURES / "nccl_x2" / "mixed" / "kill" / "bundle").rglob("nccl-recorder.*.bin"))
-    done = cli("nccl-plugin", "read", *map(str, states), "--json")
+    done = cli("recorder", "read", *map(str, states), "--json")
     assert done.returncode == 0, done.stderr
     assert validate("nccl-plugin-read", done.stdout)["states"]
 

@@ -7,7 +7,7 @@ Where each code of each command is shown (this file, or the test named here):
   hosts        0 2 3 5   test_output_issue27.py::test_exit_codes_follow_the_table
   steps        0 2       test_output_issue27.py::test_exit_codes_follow_the_table
   env          0 2       test_output_issue27.py::test_exit_codes_follow_the_table
-  nccl-plugin  0 2       test_output_issue27.py::test_exit_codes_follow_the_table; 2 for a folder with no state file
+  recorder     0 2       test_output_issue27.py::test_exit_codes_follow_the_table; 2 for a folder with no state file
                          and for build without a compiler (here)
   bisect       0 2 3 5   here (real local bisections)
   collect      0 3       here (a real hung gloo job); 2 here; 6 fleet/test_fleet_collect.py::
@@ -32,9 +32,9 @@ from hf_testpaths import FIXTURES, REPO
 
 pytestmark = pytest.mark.integration
 
-COMMANDS = ["analyze", "bisect", "collect", "demo", "env", "hosts", "nccl-plugin", "ras", "report", "steps"]
+COMMANDS = ["analyze", "bisect", "collect", "demo", "env", "hosts", "ras", "recorder", "report", "steps"]
 #: the least each command's parser accepts (the arguments are parsed before the command runs)
-MINIMAL_ARGS = {"analyze": ["x"], "hosts": ["x"], "report": ["x"], "steps": ["x"], "nccl-plugin": ["read"]}
+MINIMAL_ARGS = {"analyze": ["x"], "hosts": ["x"], "report": ["x"], "steps": ["x"], "recorder": ["read"]}
 PASSES = f"{sys.executable} -c \"import sys; sys.exit(0)\" {{hosts}}"
 FAILS_WITH_N05 = f"{sys.executable} -c \"import sys; sys.exit(1 if 'n05' in sys.argv[1].split(',') else 0)\" {{hosts}}"
 
@@ -91,12 +91,12 @@ def test_a_damaged_gz_log_is_bad_input_not_a_traceback(tmp_path: Path):
     assert "skipped console.log.gz:" in done.stderr and "damaged gzip file" in done.stderr
 
 
-def test_nccl_plugin_read_that_decodes_nothing_exits_2(tmp_path: Path):
+def test_recorder_read_that_decodes_nothing_exits_2(tmp_path: Path):
     """Reproducer: a folder with no state file in it printed nothing and exited 0 ('done')."""
     (tmp_path / "notes.txt").write_text("no state files here\n")
-    done = cli("nccl-plugin", "read", str(tmp_path))
-    assert done.returncode == 2 and "no NCCL recorder state file" in done.stderr, done.stderr
-    done = cli("nccl-plugin", "build", "--force", "--cc", str(tmp_path / "no-such-cc"))
+    done = cli("recorder", "read", str(tmp_path))
+    assert done.returncode == 2 and "no recorder state file" in done.stderr, done.stderr
+    done = cli("recorder", "build", "--force", "--cc", str(tmp_path / "no-such-cc"))
     assert done.returncode == 2 and "no C compiler" in done.stderr, done.stderr
 
 

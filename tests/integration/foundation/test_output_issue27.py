@@ -186,7 +186,7 @@ def test_ages_are_measured_from_the_collection_and_the_verdict_says_when(tmp_pat
     copy = tmp_path / "copy"
     shutil.copytree(recorder, copy)  # a later copy, read later: the same ages
     assert json.loads(cli("analyze", "--json", str(copy)).stdout)["culprit"] == json.loads(first)["culprit"]
-    read = cli("nccl-plugin", "read", str(recorder)).stdout
+    read = cli("recorder", "read", str(recorder)).stdout
     assert read.splitlines()[0].startswith("times: measured from 2026-11-29 09:17:03 UTC (the newest heartbeat")
     assert "no progress for 7.9 s before the newest recorder heartbeat at 09:17:03 UTC" in read
     bundle = cli("analyze", str(SIGSTOP_BUNDLE)).stdout.splitlines()
@@ -363,8 +363,8 @@ def test_steps_names_nothing_on_a_healthy_run_without_expected():
     ("steps", ["EMPTY_FILE"], 2),
     ("env", [], 0),
     ("env", ["--no-such-option"], 2),
-    ("nccl-plugin", ["read", FIXTURES / "recorder" / "sigstop8"], 0),
-    ("nccl-plugin", ["read", "EMPTY_FILE"], 2),
+    ("recorder", ["read", FIXTURES / "recorder" / "sigstop8"], 0),
+    ("recorder", ["read", "EMPTY_FILE"], 2),
 ])
 def test_exit_codes_follow_the_table(tmp_path: Path, command: str, inputs: list, code: int):
     def real(x):

@@ -99,7 +99,7 @@ def test_collector_copies_state_into_the_bundle(hung_job, state_dir, tmp_path):
     target = RankTarget(pid=culprit.pid, host="h", rank=2, environ={"FORENSICS_RECORDER_DIR": str(state_dir),
                         "NCCL_PROFILER_PLUGIN": "x.so"}, bundle_root=bundle, rel_dir="ranks/2")
     rec = RecorderCollector().collect(target, CollectOptions())
-    assert rec.status == Status.OK and rec.files == [f"ranks/2/nccl_recorder/{p.name}" for p in
+    assert rec.status == Status.OK and rec.files == [f"ranks/2/recorder/{p.name}" for p in
                                                      sorted(state_dir.glob(f"*.{culprit.pid}.*"))]
     copied = bundle / rec.files[0]
     st = read_recorder_file(copied, observed_ns=rec.details["copied_ns"][rec.files[0]])
@@ -164,7 +164,7 @@ def test_cli_read_names_the_stopped_rank(hung_job, state_dir):
     import sys
 
     repo = Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, "-m", "forensics", "nccl-plugin", "read", str(state_dir)],
+    out = subprocess.run([sys.executable, "-m", "forensics", "recorder", "read", str(state_dir)],
                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(repo)})
     assert out.returncode == 0, out.stderr
     assert "stuck op AllReduce seq 10" in out.stdout

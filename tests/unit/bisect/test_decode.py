@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from forensics.bisect.decode import NoiseModel, Observation, decide, exact_candidates, intersection_verdict, posteriors
+from forensics.bisect.decode import NoiseModel, JobResult, decide, exact_candidates, intersection_verdict, posteriors
 
 
 def brute_force(n, obs, noise):
@@ -30,13 +30,13 @@ def brute_force(n, obs, noise):
 
 def test_one_failed_job_by_hand():
     # prior 0.5, P(fail|bad) = 0.8, P(fail|good) = 0.1: 0.4 / (0.4 + 0.05) = 8/9
-    q = posteriors(1, [Observation([0], True)], NoiseModel(flake=0.1, miss=0.2, prior=0.5))
+    q = posteriors(1, [JobResult([0], True)], NoiseModel(flake=0.1, miss=0.2, prior=0.5))
     assert q[0] == pytest.approx(8 / 9)
 
 
 def test_two_hosts_one_failed_job_then_one_passes():
     noise = NoiseModel(flake=0.1, miss=0.2, prior=0.5)
-    obs = [Observation([0, 1], True), Observation([0], False)]
+    obs = [JobResult([0, 1], True), JobResult([0], False)]
     q = posteriors(2, obs, noise)
     # by hand: weights of (b0, b1): (0,0) .25*.1*.9, (1,0) .25*.8*.2, (0,1) .25*.8*.9, (1,1) .25*.8*.2
     w = {(0, 0): .1 * .9, (1, 0): .8 * .2, (0, 1): .8 * .9, (1, 1): .8 * .2}
@@ -50,7 +50,7 @@ def test_exact_matches_brute_force_on_random_designs():
     noise = NoiseModel(flake=0.05, miss=0.03, prior=0.2)
     for _ in range(5):
         n = 7
-        obs = [Observation(rng.sample(range(n), rng.randint(1, 4)), rng.random() < 0.5) for _ in range(6)]
+        obs = [JobResult(rng.sample(range(n), rng.randint(1, 4)), rng.random() < 0.5) for _ in range(6)]
         want = brute_force(n, obs, noise)
         got = exact_candidates(list(range(n)), np.zeros(n), obs, noise, n, max_bad=n)
         assert np.allclose(got, want)
@@ -60,7 +60,7 @@ def test_grid_of_48_with_one_bad_host_convicts_it_alone():
     from forensics.bisect.designs import grid_partitions
 
     rows, cols = grid_partitions(48)
-    obs = [Observation(g, 13 in g) for g in rows + cols]
+    obs = [JobResult(g, 13 in g) for g in rows + cols]
     q = posteriors(48, obs, NoiseModel(flake=0.001, miss=0.001))
     d = decide(q, 0.99)
     assert d.bad == [13] and d.undecided == []
@@ -71,7 +71,7 @@ def test_two_bad_in_a_grid_leave_four_open_and_hand_method_convicts_all_four():
 
     rows, cols = grid_partitions(48)
     bad = {13, 30}  # rows 1 and 3, columns 5 and 6
-    obs = [Observation(g, bool(bad & set(g))) for g in rows + cols]
+    obs = [JobResult(g, bool(bad & set(g))) for g in rows + cols]
     q = posteriors(48, obs, NoiseModel(flake=0.02, miss=0.01))
     d = decide(q, 0.99)
     assert sorted(np.argsort(-q)[:4]) == [13, 14, 29, 30] and d.bad == []

@@ -61,7 +61,7 @@ def test_a_py_spy_header_alone_in_a_log_is_no_stack():
     from parsers.model.events import Origin
     from parsers.readers import pyspy_text as pt
 
-    block = pt.DumpBlock()
+    block = pt.PySpyBlock()
     assert block.feed('Thread 164569 (idle): "Thread-2"', Origin())
     assert not block.feed("some other line", Origin())
     block.finish()

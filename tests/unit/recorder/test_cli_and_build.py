@@ -1,17 +1,18 @@
-"""`forensics nccl-plugin` and the build helper, run for real (gcc, subprocess)."""
+"""`forensics recorder` (and its first name, `nccl-plugin`) and the build helper, run for real (gcc, subprocess)."""
 
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from forensics import nccl_plugin
+from forensics import recorder_build
 from nccl_patches.harness import run_harness
 
 pytestmark = pytest.mark.integration  # builds the plugin with gcc, runs the CLI
@@ -19,9 +20,9 @@ pytestmark = pytest.mark.integration  # builds the plugin with gcc, runs the CLI
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _cli(*args: str, env: dict[str, str] | None = None, command: str = "recorder") -> subprocess.CompletedProcess:
     full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "forensics", "nccl-plugin", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "forensics", command, *args], capture_output=True, text=True,
                           env=full, timeout=120)
 
 
@@ -32,8 +33,8 @@ def test_built_plugin_exports_every_interface(plugin):
 
 
 def test_build_is_keyed_by_sources_and_reused(plugin):
-    again = nccl_plugin.build()
-    assert again == plugin and plugin.parent.name == nccl_plugin.source_hash()
+    again = recorder_build.build()
+    assert again == plugin and plugin.parent.name == recorder_build.source_hash()
 
 
 def test_cli_path_and_env(plugin, state_dir):
@@ -59,3 +60,19 @@ def test_cli_read_json_and_bad_file(plugin, harness, state_dir, tmp_path):
     bad.write_bytes(b"junk")
     out = _cli("read", str(bad))
     assert out.returncode == 2 and "truncated recorder file (4 bytes" in out.stderr
+
+
+def test_the_first_name_nccl_plugin_still_works_and_both_show_in_help(plugin, harness, state_dir):
+    """`forensics nccl-plugin` (the command's first name, in scripts and runbooks) is an alias of `recorder`:
+    the same answers; the top-level --help lists both names."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1"}
+    assert run_harness(harness, plugin, 5, ["run", "1", "3", "1", "2"], env).returncode == 0
+    new, old = _cli("read", str(state_dir), "--json"), _cli("read", str(state_dir), "--json", command="nccl-plugin")
+    assert new.returncode == old.returncode == 0
+    def fixed(text: str) -> list[tuple]:  # what does not move between two reads of a live file (its ages do)
+        return [(s["path"], s["pid"], s["rank"], s["coll_next"]) for s in json.loads(text)["states"]]
+    assert fixed(new.stdout) == fixed(old.stdout) != []
+    assert _cli("path", command="nccl-plugin").stdout == _cli("path").stdout
+    top = subprocess.run([sys.executable, "-m", "forensics", "--help"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}, timeout=60).stdout
+    assert re.search(r"^\s+recorder \(nccl-plugin\)\s", top, re.M), top

@@ -1,4 +1,7 @@
-"""Build and locate the NCCL recorder libraries from the C sources in nccl_patches/.
+"""Build and locate the recorder's libraries from the C sources in nccl_patches/.
+
+The recorder (one name for it everywhere: `forensics recorder`, the `recorder` collector, the
+`recorder-state` kind) is an NCCL profiler plugin, plus an LD_PRELOAD shim for NCCL < 2.23.
 
 The plugin needs only a C compiler (no CUDA, no NCCL headers), so we build it where
 it runs: next to the sources when that folder is writable, else in the user's cache
@@ -17,9 +20,12 @@ from pathlib import Path
 from forensics.errors import ForensicsError
 
 SOURCES = Path(__file__).resolve().parent.parent / "nccl_patches"
+#: the recorder as a profiler plugin. The file keeps NCCL's naming, libnccl-profiler-<name>.so: NCCL finds
+#: it by that pattern when NCCL_PROFILER_PLUGIN holds a bare name ('forensics') rather than a path, and
+#: deployments, the Makefile and the device scripts name this file
 PLUGIN_NAME = "libnccl-profiler-forensics.so"
-PRELOAD_NAME = "libnccl-recorder-preload.so"
-OVERRIDE_ENV = "FORENSICS_NCCL_PLUGIN"  #: an explicit, already built plugin
+PRELOAD_NAME = "libnccl-recorder-preload.so"  #: the recorder as an LD_PRELOAD shim (NCCL < 2.23)
+OVERRIDE_ENV = "FORENSICS_NCCL_PLUGIN"  #: an explicit, already built recorder plugin (a published variable: kept)
 DIR_ENV = "FORENSICS_RECORDER_DIR"
 
 #: What each library is made of (relative to SOURCES), and its link flags.
@@ -87,7 +93,7 @@ def build(name: str = PLUGIN_NAME, cc: str | None = None, force: bool = False) -
 
 
 def plugin_path(build_if_missing: bool = True) -> Path:
-    """The profiler plugin to hand NCCL: $FORENSICS_NCCL_PLUGIN, else a build of ours."""
+    """The recorder plugin to hand NCCL: $FORENSICS_NCCL_PLUGIN, else a build of ours."""
     override = os.environ.get(OVERRIDE_ENV)
     if override:
         path = Path(override)
@@ -98,7 +104,7 @@ def plugin_path(build_if_missing: bool = True) -> Path:
     if found:
         return found
     if not build_if_missing:
-        raise ForensicsError("the NCCL recorder plugin is not built yet: run `forensics nccl-plugin build`")
+        raise ForensicsError("the recorder plugin is not built yet: run `forensics recorder build`")
     return build(PLUGIN_NAME)
 
 

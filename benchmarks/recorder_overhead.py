@@ -7,7 +7,7 @@ median latency and bus bandwidth per size and mode, and the plugin/baseline rati
 It also checks that the plugin really loaded (its INFO line in the NCCL log) and
 that its state files decode.
 
-    python benchmarks/nccl_plugin_overhead.py --ranks 2 --rounds 2
+    python benchmarks/recorder_overhead.py --ranks 2 --rounds 2
 
 Goal (issue 4): under 1% cost at 1 MB and above, under 3% below.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from forensics import nccl_plugin  # noqa: E402
+from forensics import recorder_build  # noqa: E402
 from parsers.readers.recorder import read_recorder_dir  # noqa: E402
 
 WORKER = REPO / "nccl_patches" / "device" / "worker.py"
@@ -102,7 +102,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the table here")
     ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run of the orchestration (no plugin involved)")
     args = ap.parse_args()
-    plugin = (args.plugin or nccl_plugin.build()).resolve()
+    plugin = (args.plugin or recorder_build.build()).resolve()
     sizes = [s for s in SIZES if s <= args.max_bytes]
     runs: dict[str, list[list[dict]]] = {"base": [], "plugin": []}
     facts = []

@@ -1,4 +1,4 @@
-"""`forensics nccl-plugin`: build, locate and enable the NCCL in-flight recorder; read its files."""
+"""`forensics recorder` (alias `nccl-plugin`, its first name): build, locate and enable the recorder; read its files."""
 
 from __future__ import annotations
 
@@ -7,21 +7,23 @@ import shlex
 import sys
 from pathlib import Path
 
-from forensics import nccl_plugin
+from forensics import recorder_build
 from forensics.report.output import add_output_options, emit_json, to_output, escape
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers.readers.recorder import RecorderFormatError, read_recorder_file
 from parsers.judges.recorder import analyse
 
-NAME = "nccl-plugin"
-HELP = "build/locate the NCCL in-flight recorder plugin, print its env, or read its state files"
+NAME = "recorder"
+#: earlier names of the command, still accepted (scripts and runbooks call `forensics nccl-plugin`)
+ALIASES = ("nccl-plugin",)
+HELP = "build/locate the recorder (NCCL profiler plugin), print its env, or read its state files"
 DESCRIPTION = """The recorder is an NCCL profiler plugin (interfaces v2-v6: NCCL 2.24-2.30)
 that keeps each communicator's in-flight operations in a file under /dev/shm,
 readable while the job hangs. Actions:
   path    print the plugin's path (builds it with gcc if needed)
   build   (re)build the plugin (and --preload: the LD_PRELOAD shim for NCCL < 2.23)
-  env     print the export lines a rank needs (eval "$(forensics nccl-plugin env)")
+  env     print the export lines a rank needs (eval "$(forensics recorder env)")
   read    decode state files or folders of them; --json for data, default: text + analysis
 """
 
@@ -40,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="build: rebuild even if up to date")
     parser.add_argument("--preload", action="store_true", help="build/path: the LD_PRELOAD shim instead")
     add_output_options(parser, json_help="read: print JSON (schema hang-forensics/nccl-plugin-read/1)")
+    # the JSON keeps its first format id: it is a published contract, which a new command name does not change
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,13 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _other(args: argparse.Namespace) -> int:
-    name = nccl_plugin.PRELOAD_NAME if args.preload else nccl_plugin.PLUGIN_NAME
+    name = recorder_build.PRELOAD_NAME if args.preload else recorder_build.PLUGIN_NAME
     if args.action == "build":
-        print(nccl_plugin.build(name, cc=args.cc, force=args.force))
+        print(recorder_build.build(name, cc=args.cc, force=args.force))
     elif args.action == "path":
-        print(nccl_plugin.build(name, cc=args.cc) if args.preload else nccl_plugin.plugin_path())
+        print(recorder_build.build(name, cc=args.cc) if args.preload else recorder_build.plugin_path())
     elif args.action == "env":
-        for key, value in nccl_plugin.plugin_env(args.dir).items():
+        for key, value in recorder_build.plugin_env(args.dir).items():
             print(f"export {key}={shlex.quote(value)}")
     return ExitCode.OK
 
@@ -99,7 +102,7 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
         print(f"problem: {p}", file=sys.stderr)
     if not states:  # nothing decoded: a folder with no state file in it is bad input too (docs/exit-codes.md)
         if not problems:
-            print(f"forensics nccl-plugin: error: no NCCL recorder state file (nccl-recorder.*.bin) in {' '.join(targets)}",
+            print(f"forensics {getattr(args, 'command', None) or NAME}: error: no recorder state file (nccl-recorder.*.bin) in {' '.join(targets)}",
                   file=sys.stderr)
         return ExitCode.BAD_INPUT
     return ExitCode.OK

@@ -4,10 +4,10 @@ Builds the plugin and nccl_patches/tests/microbench.c with gcc and runs both the
 plugin and a do-nothing profiler through the same call sequence (one collective
 on one channel with a send and a recv proxy op of 8 steps = 100 calls), in one
 run. Prints ns per call and the added cost per collective; compare with an
-all_reduce's latency to judge overhead (benchmarks/nccl_plugin_overhead.py does
+all_reduce's latency to judge overhead (benchmarks/recorder_overhead.py does
 that on the GPU).
 
-    python benchmarks/nccl_plugin_event_cost.py [--iterations 200000]
+    python benchmarks/recorder_event_cost.py [--iterations 200000]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from forensics import nccl_plugin  # noqa: E402
+from forensics import recorder_build  # noqa: E402
 
 GOAL_US = 1.5
 
@@ -31,7 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iterations", type=int, default=200_000)
     args = ap.parse_args()
-    plugin = nccl_plugin.build()
+    plugin = recorder_build.build()
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "microbench"
         src = REPO / "nccl_patches"
