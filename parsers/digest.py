@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
 from parsers.model.events import (INFO_KINDS, WAIT_ERRORS, CommMember, ErrorEvent, OpEvent, Origin, Parsed,
@@ -482,7 +483,7 @@ def read_digest(path: os.PathLike | str) -> HostDigest:
     finally:
         os.close(fd)
     try:
-        doc = json.loads(raw)
+        doc = bounded_json.loads(raw)
     except (ValueError, RecursionError, MemoryError) as err:
         raise DigestError(f"not JSON: {str(err)[:200]}") from None
     return check_digest(doc)

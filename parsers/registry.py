@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import fnmatch
 import io
-import json
 import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from parsers import bounded_json
 from parsers import prefix
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
@@ -163,7 +163,7 @@ def _is_ras_json(head: bytes, complete: bool) -> bool:
         return True
     if complete:
         try:
-            return ras.looks_like_json(json.loads(ras.repair_json(text)))
+            return ras.looks_like_json(bounded_json.loads(ras.repair_json(text)))
         except (ValueError, RecursionError):
             return False
     return False
@@ -294,7 +294,7 @@ def _pyspy_text(inp: ReadInput) -> Parsed:
 
 
 def _pyspy_json(inp: ReadInput) -> Parsed:
-    data = json.loads(inp.text())
+    data = bounded_json.loads(inp.text())
     out = Parsed(kind="pyspy-json")
     out.stacks = pyspy.parse_pyspy_data(data, inp.origin.pid)
     pid = data[0].get("pid") if isinstance(data, list) and data and isinstance(data[0], dict) else None
@@ -306,7 +306,7 @@ def _pyspy_json(inp: ReadInput) -> Parsed:
 def _pyspy_samples(inp: ReadInput) -> Parsed:
     """N py-spy dumps of one process over seconds: shares of places and states, no single stack."""
     out = Parsed(kind="pyspy-samples")
-    out.samples = pyspy_samples.parse_samples_data(json.loads(inp.text()), inp.origin.pid)
+    out.samples = pyspy_samples.parse_samples_data(bounded_json.loads(inp.text()), inp.origin.pid)
     if out.samples.pid is not None:
         out.facts["pid"] = out.samples.pid
     return out
@@ -315,7 +315,7 @@ def _pyspy_samples(inp: ReadInput) -> Parsed:
 def _second_look(inp: ReadInput) -> Parsed:
     """Two looks at one process a few seconds apart (collect --second-look): what moved between them."""
     out = Parsed(kind="second-look")
-    out.second_look = second_look.parse_second_look_data(json.loads(inp.text()), inp.origin.pid)
+    out.second_look = second_look.parse_second_look_data(bounded_json.loads(inp.text()), inp.origin.pid)
     if out.second_look.pid is not None:
         out.facts["pid"] = out.second_look.pid
     if out.second_look.rank is not None:
@@ -337,7 +337,7 @@ def _step_series(inp: ReadInput) -> Parsed:
 
 def _gdb_json(inp: ReadInput) -> Parsed:
     out = Parsed(kind="gdb-json")
-    data = json.loads(inp.text())
+    data = bounded_json.loads(inp.text())
     out.stacks = gdb.parse_gdb_data(data, inp.origin.pid)
     if isinstance(data, dict) and isinstance(data.get("pid"), int):
         out.facts["pid"] = data["pid"]
@@ -346,20 +346,20 @@ def _gdb_json(inp: ReadInput) -> Parsed:
 
 def _native_stack(inp: ReadInput) -> Parsed:
     out = Parsed(kind="native-stack")
-    out.stacks = native_stack.parse_native(json.loads(inp.text()), inp.origin.pid)
+    out.stacks = native_stack.parse_native(bounded_json.loads(inp.text()), inp.origin.pid)
     return out
 
 
 def _process_state(inp: ReadInput) -> Parsed:
     out = Parsed(kind="process-state")
-    out.process = proc.parse_proc_data(json.loads(inp.text()))
+    out.process = proc.parse_proc_data(bounded_json.loads(inp.text()))
     out.facts["pid"] = out.process.pid
     return out
 
 
 def _environment(inp: ReadInput) -> Parsed:
     out = Parsed(kind="environment")
-    data = json.loads(inp.text())
+    data = bounded_json.loads(inp.text())
     if not isinstance(data, dict):
         raise FileFormatError("not an environment object")
     out.facts.update(proc.identity_from_environ(data))
@@ -368,7 +368,7 @@ def _environment(inp: ReadInput) -> Parsed:
 
 def _launcher(inp: ReadInput) -> Parsed:
     out = Parsed(kind="launcher")
-    out.exits = launcher.parse_launcher_data(json.loads(inp.text()))
+    out.exits = launcher.parse_launcher_data(bounded_json.loads(inp.text()))
     return out
 
 

@@ -10,15 +10,17 @@ and the ranks it is about; parsers/summary.py orders and words them.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, Progress, RasFinding
+from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
 from parsers.model.findings import (CallSite, Citation, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext,
                                     Observation, ObservationKind as OK, RasFact, StackFact, TracebackFact, cite)
 from parsers.model.stacks import Frame
+from parsers.present import observed
 from parsers.ranges import fold
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
@@ -75,7 +77,6 @@ def _coverage_words(coverage: Any) -> str:
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
     """The observations as one line, worded by presentation (for tests and tools that search the words)."""
-    from parsers.present import observed
     return "; ".join(observed(o) for o in observe(ev, reports))
 
 
@@ -91,10 +92,6 @@ def process_op_disagreements(ev: Any) -> list[dict]:
     Said, never judged: without the init lines nothing proves the processes share a
     communicator (a tensor-parallel and a data-parallel group count their own opCounts).
     """
-    from collections import Counter
-
-    from parsers.model.events import OpEvent
-
     by_seq: dict[int, dict[tuple, str]] = {}
     for art in ev.artifacts:
         if not art.parsed:

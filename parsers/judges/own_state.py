@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.judges.exceptions import last_exceptions
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite
 from parsers.stacks.classify import is_library
 
@@ -23,6 +24,26 @@ _LOCK_FRAMES = ("acquire", "_acquire_restore", "PyThread_acquire_lock")  #: matc
 #: the files a main-thread stack is read from, in the order a citation names one
 STACK_KINDS = ("pyspy-json", "gdb-json", "native-stack", "pyspy-samples", "pyspy-text", "gdb-text", "faulthandler-text")
 
+#: frames that mean "the main thread waits for a DataLoader worker"
+_LOADER_FRAMES = ("_MultiProcessingDataLoaderIter", "torch/utils/data/dataloader.py")
+
+
+def data_wait(r: Any) -> tuple[str, list[str]] | None:
+    """(reason, evidence) when the main thread waits for data from its DataLoader workers, with what they do."""
+    stack = r.main_stack
+    if stack is None or not any(any(m in f.label for m in _LOADER_FRAMES) for f in stack.frames[:12]):
+        return None
+    workers = [c for c in r.children if c.main_stack is not None]
+    if not workers:
+        return "waits for data from its DataLoader workers (no worker stack was collected)", []
+    w = workers[0]
+    what = w.activity.where or "an unknown place"
+    state = w.proc.state if w.proc else "?"
+    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
+                     tool="/proc") for c in workers[:4]]
+    return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
+
 
 def file_of(r: Any, *kinds: str) -> str | None:
     """The file (as cited) of the first of a rank's artifacts of one of `kinds`, for a citation's `file`."""
@@ -32,9 +53,6 @@ def file_of(r: Any, *kinds: str) -> str | None:
 def own_state(ev: Any, s: Suspect) -> list[Citation]:
     """What the suspect itself shows: its state, its main thread (and, where it waits on a lock, the
     thread that runs meanwhile: also set as `s.why`), its GPU at collection, how it ended, its last exception."""
-    from parsers.judges.exceptions import last_exceptions
-    from parsers.judges.stacks import data_wait
-
     lines: list[Citation] = []
     proc = next((r for r in ev.ranks if s.rank is not None and r.rank == s.rank
                  and (s.pid is None or r.record.pid == s.pid)), None)

@@ -18,7 +18,9 @@ from typing import Any
 
 from parsers.judges.observations import timed_out
 from parsers.model.findings import Findings, JudgeContext
+from parsers.model.samples import GPU_WAIT, IDLE, IN_COLLECTIVE, ON_CPU
 from parsers.ranges import fold
+
 
 def _ranks(ranks: list[int]) -> str:
     """'rank 3' or 'ranks 0-2,5' (folded, never a Python list)."""
@@ -135,8 +137,6 @@ def judge_sampled_progress(ranks: list) -> ProgressDecision:
     Why that and not 'the stack moved': a hung rank can move (a busy loop, a polling wait) but it
     never both enters and leaves a collective; a rank stuck in one never leaves it. A job all of
     whose ranks did both within the samples completes collectives. Still samples never make a hang."""
-    from parsers.model.samples import GPU_WAIT, IDLE, IN_COLLECTIVE, ON_CPU
-
     sampled = [r for r in ranks if r.rank is not None and getattr(r, "samples", None) is not None]
     if len(sampled) < 2 or len(sampled) != len([r for r in ranks if r.rank is not None]):
         return ProgressDecision(False, False, "")

@@ -14,7 +14,7 @@ from typing import Any
 
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
-from parsers.judges.own_state import STACK_KINDS, file_of
+from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -165,30 +165,11 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
 #: collectives of process-group set-up: a rank elsewhere while the others wait in one never joined
 INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init",
             "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers", "_create_c10d_store")
-#: frames that mean "the main thread waits for a DataLoader worker"
-_LOADER_FRAMES = ("_MultiProcessingDataLoaderIter", "torch/utils/data/dataloader.py")
 
 
 def _in_setup(op: str | None) -> bool:
     """The store master and its clients wait in different calls of one rendezvous: no mismatch."""
     return any(m in (op or "") for m in INIT_OPS)
-
-
-def data_wait(r: RankEvidence) -> tuple[str, list[str]] | None:
-    """(reason, evidence) when the main thread waits for data from its DataLoader workers, with what they do."""
-    stack = r.main_stack
-    if stack is None or not any(any(m in f.label for m in _LOADER_FRAMES) for f in stack.frames[:12]):
-        return None
-    workers = [c for c in r.children if c.main_stack is not None]
-    if not workers:
-        return "waits for data from its DataLoader workers (no worker stack was collected)", []
-    w = workers[0]
-    what = w.activity.where or "an unknown place"
-    state = w.proc.state if w.proc else "?"
-    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
-                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
-                     tool="/proc") for c in workers[:4]]
-    return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
 def _missing_suspects(ev: Evidence) -> list[Suspect]:

@@ -20,10 +20,10 @@ from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
-_GLOG = re.compile(
-    r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?(?P<src>[\w.]+:\d+)\] "
-    r"|^(?P<lvl2>[EWIF])(?P<md2>\d{4}) (?P<time2>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src2>[\w./]+:\d+)\] "
-)
+#: a glog header: bracketed anywhere in the line, or bare at its start (two patterns, not one alternation: the
+#: bracketed one then starts with a literal '[' the engine jumps to, instead of trying every position)
+_GLOG = re.compile(r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?(?P<src>[\w.]+:\d+)\] ")
+_GLOG_BARE = re.compile(r"(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src>[\w./]+:\d+)\] ")
 _PG = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*+))?\s*+(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
 )
@@ -196,13 +196,14 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
 
 def _glog(text: str) -> tuple[str | None, str | None, str | None]:
     """(level, timestamp, source file:line) of a glog header anywhere in the line."""
+    m = _GLOG_BARE.match(text)  # at the start, so before any bracketed header
+    if m:
+        return m.group("lvl"), f"{m.group('md')} {m.group('time')}", m.group("src")
     m = _GLOG.search(text)
     if not m:
         return None, None, None
-    if m.group("lvl"):
-        ts = f"{m.group('md') or ''} {m.group('time') or ''}".strip() or None
-        return m.group("lvl"), ts, m.group("src")
-    return m.group("lvl2"), f"{m.group('md2')} {m.group('time2')}", m.group("src2")
+    ts = f"{m.group('md') or ''} {m.group('time') or ''}".strip() or None
+    return m.group("lvl"), ts, m.group("src")
 
 
 def match_line(text: str, origin: Origin) -> list:

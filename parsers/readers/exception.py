@@ -13,11 +13,11 @@ input makes these functions raise.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from parsers import bounded_json
 from parsers.prefix import TORCHRUN_LABEL, strip_prefix
 from parsers.readers.launcher import SPAWN_RAISED
 
@@ -453,7 +453,7 @@ def read_error_file(text: str | bytes, source: str | None = None) -> PyException
             text = text.decode("utf-8", "replace")
         if len(text) > 16 * 1024 * 1024:
             return None
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except (ValueError, TypeError, RecursionError):
         return None
     if not isinstance(data, dict):

@@ -25,6 +25,7 @@ import json
 import pickle
 from typing import Any
 
+from parsers import bounded_json
 from parsers.model.events import MAX_RANKS, CommMember, OpEvent, Origin, Parsed, Progress, normalise_op, plausible_rank
 from parsers.errors import FileFormatError, UnsafeInput
 from parsers.ints import as_int
@@ -114,7 +115,7 @@ def load_bytes(data: bytes) -> dict:
     stripped = data.lstrip()
     if stripped[:1] in (b"{", b"["):
         try:
-            obj = json.loads(stripped.decode("utf-8", errors="replace"))
+            obj = bounded_json.loads(stripped.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as err:
             raise FileFormatError(f"not valid JSON: {err}") from None
     else:

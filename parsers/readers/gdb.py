@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from parsers import bounded_json
 from parsers.model import Frame, ThreadStack
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
@@ -16,7 +16,7 @@ _LWP = re.compile(r"LWP (\d+)")
 
 def read_gdb_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
     """Threads with native frames; raises ValueError when the file is not the collector's JSON."""
-    return parse_gdb_data(json.loads(Path(path).read_text(errors="replace")), pid)
+    return parse_gdb_data(bounded_json.loads(Path(path).read_text(errors="replace")), pid)
 
 
 def parse_gdb_data(data: Any, pid: int | None = None) -> list[ThreadStack]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from parsers import bounded_json
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
 
@@ -55,7 +56,7 @@ def port_facts(port: dict[str, Any]) -> Facts:
 def parse_ib_json(text: str) -> dict[str, Facts]:
     """Facts per 'ib <device>/<port>' subject."""
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as err:
         raise IbDataError(f"infiniband.json is not JSON: {err}") from err
     devices = data.get("devices") if isinstance(data, dict) else None

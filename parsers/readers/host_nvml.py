@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from parsers import bounded_json
 from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
@@ -77,7 +78,7 @@ def gpu_facts(gpu: dict[str, Any]) -> Facts:
 def parse_nvml_json(text: str) -> dict[str, Facts]:
     """Facts per GPU bus id."""
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as err:
         raise NvmlDataError(f"nvml.json is not JSON: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("gpus", []), list):

@@ -14,6 +14,7 @@ import json
 import re
 from collections import Counter
 from typing import Any
+from parsers import bounded_json
 from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
@@ -25,7 +26,7 @@ class HostDataError(FileFormatError):
 
 def parse_cpufreq_json(text: str) -> Facts:
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as err:
         raise HostDataError(f"cpufreq.json is not JSON: {err}") from err
     if not isinstance(data, dict):
@@ -85,7 +86,7 @@ _PSI = re.compile(r"^(some|full)\s+avg10=([\d.]+)\s+avg60=([\d.]+)")
 
 def parse_memory_json(text: str) -> Facts:
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as err:
         raise HostDataError(f"memory.json is not JSON: {err}") from err
     if not isinstance(data, dict):

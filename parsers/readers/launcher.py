@@ -7,9 +7,9 @@ culprit, while the launcher's own 'root cause' names the first it noticed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+from parsers import bounded_json
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
 
@@ -37,7 +37,7 @@ class RankExit:
 
 
 def read_launcher_json(path: Path) -> list[RankExit]:
-    return parse_launcher_data(json.loads(Path(path).read_text(errors="replace")))
+    return parse_launcher_data(bounded_json.loads(Path(path).read_text(errors="replace")))
 
 
 def parse_launcher_data(data: object) -> list[RankExit]:

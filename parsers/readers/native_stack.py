@@ -8,10 +8,10 @@ library kept, as gdb's reader does, so the stack tree can still group them.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from parsers import bounded_json
 from parsers.model import Frame, ThreadStack
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
@@ -25,7 +25,7 @@ def read_native_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
         raw = fh.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         raise FileFormatError(f"{path}: larger than {MAX_BYTES} bytes")
-    return parse_native(json.loads(raw.decode("utf-8", errors="replace")), pid)
+    return parse_native(bounded_json.loads(raw.decode("utf-8", errors="replace")), pid)
 
 
 def parse_native(data: Any, pid: int | None = None) -> list[ThreadStack]:

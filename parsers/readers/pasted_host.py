@@ -51,7 +51,7 @@ def match_line(text: str, origin: Origin) -> list:
         if m.group("xid") == "79":
             add("gpu-lost", pci=m.group("pci"))
         return events
-    m = _FELL.search(msg)
+    m = _FELL.search(msg) if "fallen off the bus" in msg else None  # (no literal head: a scan at every position)
     if m:
         add("gpu-lost", pci=m.group("pci"))
         return events
@@ -65,7 +65,7 @@ def match_line(text: str, origin: Origin) -> list:
     if "NVRM:" in msg:  # any other driver message: recognised, kept for the host's record
         add("nvrm", detail=msg[msg.index("NVRM:") + 5:].strip()[:300])
         return events
-    m = _AER.search(msg)
+    m = _AER.search(msg) if "pcieport " in msg or "nvidia " in msg else None
     if m:
         add("pcie-error", pci=m.group("pci"))
         return events

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from parsers import bounded_json
 from parsers.model.events import MAX_RANKS, ProcessState
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
@@ -35,7 +35,7 @@ def parse_proc_data(data: Any) -> ProcessState:
 
 
 def read_proc_json(path: Path) -> ProcessState:
-    return parse_proc_data(json.loads(Path(path).read_text(errors="replace")))
+    return parse_proc_data(bounded_json.loads(Path(path).read_text(errors="replace")))
 
 
 def identity_from_environ(env: dict[str, Any]) -> dict[str, Any]:

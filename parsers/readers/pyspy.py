@@ -6,10 +6,10 @@ process id. Native frames (with --native) carry the library in `module` and line
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from parsers import bounded_json
 from parsers.model import Frame, ThreadStack
 from parsers.errors import FileFormatError
 
@@ -29,7 +29,7 @@ def read_pyspy_json(path: Path, pid: int | None = None) -> list[ThreadStack]:
     if size > MAX_JSON_BYTES:
         raise PySpyFormatError(f"{path}: {size} bytes, more than a py-spy dump holds ({MAX_JSON_BYTES >> 20} MiB)")
     try:
-        data = json.loads(Path(path).read_text(errors="replace"))
+        data = bounded_json.loads(Path(path).read_text(errors="replace"))
     except ValueError as err:
         raise PySpyFormatError(f"{path}: not JSON ({err})") from err
     return parse_pyspy_data(data, pid)

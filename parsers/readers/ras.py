@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from parsers import bounded_json
 from parsers.model.events import Parsed, RasFinding, normalise_op
 
 _COMM = re.compile(r"^#(?P<g>\d+)-(?P<i>\d+) \((?P<hash>[0-9a-f]+)\) (?P<what>INCOMPLETE|MISMATCH|ERROR)")
@@ -236,11 +237,11 @@ def parse_json_text(text: str) -> Parsed:
         return out
     body = text[start:]
     try:
-        obj = json.loads(body)
+        obj = bounded_json.loads(body)
         repaired = False
     except json.JSONDecodeError as err:
         try:
-            obj = json.loads(repair_json(body))
+            obj = bounded_json.loads(repair_json(body))
             repaired = True
         except json.JSONDecodeError:
             out = Parsed(kind="ras-json")

@@ -11,6 +11,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from parsers import bounded_json
 from parsers.errors import FileFormatError
 
 TIME_COLUMNS = ("seconds", "step_time", "step_seconds", "time", "duration", "elapsed")
@@ -87,7 +88,7 @@ def _optional(raw: str | None) -> float | None:
 
 def _from_json(text: str, source: str) -> StepSeries:
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except json.JSONDecodeError as err:
         raise SeriesError(f"{source}: not valid JSON ({err})") from err
     if isinstance(data, dict):

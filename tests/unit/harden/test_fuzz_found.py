@@ -206,3 +206,27 @@ def test_a_kernel_line_of_repeated_xid_starts_is_no_quadratic_search(tmp_path):
     assert "xid-nvlink-blackwell" not in ids  # 'Nonfatal' is not 'Fatal'
     fatal = "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Fatal XC0 i0 Link 13"
     assert "xid-nvlink-blackwell" in {entry.id for entry, _m in kb.match_line(fatal, "kernel")}
+
+
+def test_a_json_dump_of_nested_arrays_is_refused_before_it_is_decoded(tmp_path):
+    """Seed 8, input 2178: a 31 MB Flight Recorder JSON dump whose 'version' held 300,000 lists nested
+    50 deep grew to 1.4 GB in json.loads (995 MiB under the fuzzer's 1 GiB cap). Every reader's JSON now
+    goes through parsers.bounded_json, which counts the opening brackets first; the analysis goes on."""
+    from parsers import bounded_json
+    from parsers.analyze import analyze
+
+    nested = "[" * 50 + '"2.10"' + "]" * 50
+    doc = '{"entries": [], "pg_status": {}, "version": [' + ", ".join([nested] * 60_000) + ']}'
+    assert doc.count("[") > bounded_json.MAX_CONTAINERS
+    with pytest.raises(ValueError, match="arrays and objects"):
+        bounded_json.loads(doc)
+    (tmp_path / "fr_error_rank_0.json").write_text(doc)
+    (tmp_path / "rank1.log").write_text("[rank1]:[E1202 07:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog "
+                                        "caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, "
+                                        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before "
+                                        "timing out.\n")
+    result = analyze(tmp_path)
+    refused = {a.cite: a.error for a in result.evidence.artifacts if a.error}
+    assert "arrays and objects" in refused["fr_error_rank_0.json"]  # recorded as the file's problem
+    assert result.verdict is not None and any(a.kind == "rank-log" for a in result.evidence.artifacts)
+    assert bounded_json.loads('{"a": [[1], {"b": []}]}') == {"a": [[1], {"b": []}]}
