@@ -272,3 +272,55 @@ def stack_classes(merged: dict[str, Any]) -> list[str]:
     rows = sorted(merged["stacks"].values(), key=lambda c: -count(c["ranks"]))
     return [f"{count(c['ranks'])} rank(s) {fold(c['ranks'])}: {c['kind']}"
             + (f" in {c['op']}" if c.get("op") else "") + (f" at {c['where']}" if c.get("where") else "") for c in rows]
+
+
+#: a merged digest larger than this is refused unread (its size follows the job's variety: kB to a few MB)
+MAX_MERGED_BYTES = 64 << 20
+
+
+def _intervals_ok(iv: Any) -> bool:
+    return isinstance(iv, list) and len(iv) <= MAX_RANGES and all(
+        isinstance(p, list) and len(p) == 2 and _int(p[0]) and _int(p[1]) and p[0] <= p[1] for p in iv)
+
+
+def check_merged(doc: Any) -> dict[str, Any]:
+    """A merged digest from elsewhere (a gateway's answer: hostile like any input) checked field by field
+    against the shape `merge` writes; ValueError with the reason. Only checked documents are merged."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} document")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"merged digest version {doc.get('version')!r}, this tool reads {VERSION}")
+    for key in ("hosts", "ranks", "dropped"):
+        if not _int(doc.get(key)):
+            raise ValueError(f"{key!r}: not a count")
+    shapes = {"stacks": dict, "comms": dict, "states": dict, "flags": dict, "members": dict, "waits": dict,
+              "recorder_ranks": list, **{k: list for k in _LISTS}}
+    for key, typ in shapes.items():
+        if not isinstance(doc.get(key), typ):
+            raise ValueError(f"{key!r}: missing or not a {typ.__name__}")
+    if len(doc["stacks"]) > MAX_CLASSES or len(doc["comms"]) > MAX_COMMS or len(doc["waits"]) > MAX_COMMS:
+        raise ValueError("more classes or communicators than a merged digest keeps")
+    for cls in doc["stacks"].values():
+        if not isinstance(cls, dict) or not _intervals_ok(cls.get("ranks")) \
+                or any(not isinstance(cls.get(k), (str, type(None))) for k in ("kind", "op", "where")):
+            raise ValueError("a stack class of another shape")
+        if not isinstance(cls.get("top", []), list) or any(not isinstance(x, (str, type(None))) for x in cls.get("top", [])):
+            raise ValueError("a stack class's top frames of another shape")
+    sets = [*doc["states"].values(), *doc["flags"].values(), doc["recorder_ranks"]]
+    for group in (doc["comms"], doc["waits"]):
+        for hist in group.values():
+            if not isinstance(hist, dict) or len(hist) > MAX_POSITIONS:
+                raise ValueError("a histogram of another shape")
+            sets += hist.values()
+    if not all(_intervals_ok(iv) for iv in sets):
+        raise ValueError("a rank set that is not sorted [lo, hi] pairs")
+    for runs in doc["members"].values():
+        if not isinstance(runs, list) or any(not (isinstance(r, list) and len(r) == 3 and all(_int(x) for x in r)
+                                                  and r[0] <= r[1]) for r in runs):
+            raise ValueError("communicator members of another shape")
+    for key in _LISTS:
+        if len(doc[key]) > MAX_ITEMS or any(not isinstance(x, dict) for x in doc[key]):
+            raise ValueError(f"{key!r}: more items than kept, or not records")
+    if any(not _int(p.get("pid")) or not isinstance(p.get("host"), (str, type(None))) for p in doc["unranked"]):
+        raise ValueError("an unranked process without its host and pid")
+    return doc
