@@ -162,9 +162,13 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     arts: list[Artifact | None] = [None] * len(source.files)
     named: list[tuple[int | None, str | None]] = []
     parts: list[dict[str, Any]] = []
+    undigested = 0
     for rec in source.manifest.hosts:
         dig = _usable_digest(source, rec, want_kb, read.notes)
         if dig is None:
+            # a host that sent files without a usable digest: its ranks are in no class (rank by rank then);
+            # a host that sent nothing (unreachable, timed out) has no ranks to judge either way
+            undigested += bool(by_folder.get((rec.dir or "").rstrip("/")))
             continue
         read.hosts_used += 1
         parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
@@ -195,7 +199,7 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     read.assemble()
     read.merged = merge_all(parts)
     read.classes = judge_classes(read.merged)
-    if read.classes.complete and read.hosts_used == len(source.manifest.hosts):
+    if read.classes.complete and not undigested:
         processes, hosts = _odd_by_classes(read, raw_set)
     else:  # a host without a usable digest, or classes that lost something to caps: rank by rank
         processes, hosts = odd_ones_out(read.evidence, named)
