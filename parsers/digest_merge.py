@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from parsers.digest import FLAGS
+
 FORMAT = "hang-forensics-merged-digest"
 VERSION = 2  #: 2: flags, members, waits, recorder_ranks, unranked (judging over classes)
 #: most distinct stack classes, positions per communicator, communicators kept; the rest is counted
@@ -104,8 +106,9 @@ def from_host(doc: dict[str, Any]) -> dict[str, Any]:
         for x in r.get("exits") or []:
             out["exits"].append({"rank": rank, "host": host, "exit": x})
         for flag in (flags if isinstance(flags, list) else [])[:8]:
-            if isinstance(flag, str):
-                out["flags"][flag[:30]] = union(out["flags"].get(flag[:30], []), one)
+            if isinstance(flag, str):  # a flag this tool does not know is still an oddity, kept under one name
+                name = flag if flag in FLAGS else "other"
+                out["flags"][name] = union(out["flags"].get(name, []), one)
         _add_roles(out, rank, *roles)
     out["host_findings"] = [{"rank": f.get("rank"), "host": host, "reason_class": str(f.get("reason_class"))[:60],
                              "reason": str(f.get("reason"))[:500]} for f in doc.get("host_findings") or []
@@ -298,7 +301,8 @@ def check_merged(doc: Any) -> dict[str, Any]:
     for key, typ in shapes.items():
         if not isinstance(doc.get(key), typ):
             raise ValueError(f"{key!r}: missing or not a {typ.__name__}")
-    if len(doc["stacks"]) > MAX_CLASSES or len(doc["comms"]) > MAX_COMMS or len(doc["waits"]) > MAX_COMMS:
+    if len(doc["stacks"]) > MAX_CLASSES or len(doc["comms"]) > MAX_COMMS or len(doc["waits"]) > MAX_COMMS \
+            or len(doc["members"]) > MAX_COMMS or len(doc["states"]) > MAX_CLASSES or len(doc["flags"]) > len(FLAGS) + 1:
         raise ValueError("more classes or communicators than a merged digest keeps")
     for cls in doc["stacks"].values():
         if not isinstance(cls, dict) or not _intervals_ok(cls.get("ranks")) \

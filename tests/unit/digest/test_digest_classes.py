@@ -64,3 +64,11 @@ def test_difference():
     assert difference([[0, 10], [20, 30]], [[2, 3], [5, 5], [9, 21], [30, 40]]) == [[0, 1], [4, 4], [6, 8], [22, 29]]
     assert difference([[0, 4]], []) == [[0, 4]] and difference([], [[0, 4]]) == []
     assert digest_classes.count(difference([[0, 99_999]], [[0, 99_999]])) == 0
+
+
+def test_flags_from_a_host_are_bounded_to_known_names():
+    """A host may send any flag names (hostile, or a newer tool): each is an oddity, under a bounded set of names."""
+    odd = {r: {"flags": [f"made-up-{r}-{i}" for i in range(20)]} for r in range(8)}
+    merged = digest_merge.from_host(_host(0, odd=odd))
+    assert set(merged["flags"]) == {"other"} and merged["flags"]["other"] == [[0, 7]]
+    assert list(ranks_of(judge_classes(merged).ranks)) == list(range(8))
