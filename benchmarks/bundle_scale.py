@@ -84,9 +84,10 @@ t = time.perf_counter()
 from parsers.analyze import analyze
 from parsers import knowledge
 v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=sys.argv[2] == "digest").verdict
-c = v.culprit
+c = v.culprit or (v.suspects[0] if v.suspects else None)  # the judges name no culprit without a sign of time (no watchdog
+# line in this synthetic job): its first suspect then
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None,
+                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None, "named": v.culprit is not None,
                   "digests": v.sections.get("digests")}))
 """
 
@@ -219,7 +220,7 @@ def main() -> int:
                 extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
                          f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
             print(f"analyze ({mode} read): {res['seconds']:.1f} s (goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
-                  f"(goal < {GOAL_RSS_GB:.0f} GB), culprit rank {res['culprit']} [{res['reason']}] "
+                  f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
                   f"{'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}{extra}")
         if "digest" in runs:
             f, d = runs["full"], runs["digest"]

@@ -1,8 +1,10 @@
 """Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
 
 Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
-evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the ranks the
-rebuilt evidence marks as odd ones out (`parsers.digest.odd_ones_out`), for the hosts a host finding
+evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the odd ones out:
+chosen over the classes of the hosts' merged digest (`parsers.digest_classes`: each class judged once,
+whatever its rank count), or rank by rank on the rebuilt evidence (`parsers.digest.odd_ones_out`) when a
+host with files has no usable digest or the merge dropped something to its caps; for the hosts a host finding
 names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
 read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
 
