@@ -7,8 +7,8 @@
  * that, waits $FORENSICS_STANDIN_LATENCY seconds (default 1) and copies the real, wire-encoded
  * host answer in $FORENSICS_STANDIN_ANSWER to stdout (when that names a folder: its file named
  * after the host, else its file 'default'). For a ClusterShell gateway (COMMAND runs
- * `-m ClusterShell.Gateway`, tree mode) it execs that real gateway here through /bin/sh, as
- * sshd would on the gateway host.
+ * `-m ClusterShell.Gateway`, tree mode; or `-m forensics.fleet.reduce`, the reduced tree) it execs that
+ * real gateway here through /bin/sh, as sshd would on the gateway host.
  *
  * Why C: the perl stand-in cost ~4.4 ms of CPU a host here (perl's start-up), 18 s of the
  * 2 cores at 4,096 hosts, all of it spent by the stand-in and none by the orchestrator being
@@ -25,11 +25,12 @@
 #include <unistd.h>
 
 #define GATEWAY "-m ClusterShell.Gateway"
+#define REDUCER "-m forensics.fleet.reduce"
 
-/* COMMAND holds "-m ClusterShell.Gateway" as whole words (the perl version's regex). */
-static int is_gateway(const char *command) {
-    size_t n = strlen(GATEWAY);
-    for (const char *at = strstr(command, GATEWAY); at != NULL; at = strstr(at + 1, GATEWAY)) {
+/* COMMAND holds WORDS ("-m ClusterShell.Gateway") as whole words (the perl version's regex). */
+static int holds(const char *command, const char *words) {
+    size_t n = strlen(words);
+    for (const char *at = strstr(command, words); at != NULL; at = strstr(at + 1, words)) {
         int starts = at == command || at[-1] == ' ' || at[-1] == '\t' || at[-1] == '\n';
         char after = at[n];
         if (starts && (after == '\0' || after == ' ' || after == '\t' || after == '\n'))
@@ -85,7 +86,7 @@ static int copy_out(int fd) {
 
 int main(int argc, char **argv) {
     const char *command = argc > 1 ? argv[argc - 1] : "";
-    if (is_gateway(command)) {
+    if (holds(command, GATEWAY) || holds(command, REDUCER)) {
         execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         return 255;
     }

@@ -448,8 +448,9 @@ def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
                 last = art.parsed.exceptions[-1]
                 exc = f"{last.type}: {last.message}"[:MAX_STR]
     waits = []
-    for st in ev.recorder:
-        if st.pid == r.record.pid and len(waits) < SUMMARY_EDGES:
+    own = [st for st in ev.recorder if st.pid == r.record.pid]
+    for st in own:
+        if len(waits) < SUMMARY_EDGES:
             for op in st.proxy_ops:
                 if op.in_progress and len(waits) < SUMMARY_EDGES:
                     waits.append([hex(st.comm_id), op.peer, op.last_state, op.coll_seq])
@@ -457,7 +458,51 @@ def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
     return {"rank": r.rank, "pid": r.record.pid, "state": r.state,
             "stack": {"kind": act.kind, "op": act.op, "where": act.where},
             "top": [f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])],
-            "comms": comms, "recorder_waits": waits, "exception": exc, "exits": exits[:8]}
+            "comms": comms, "recorder_waits": waits, "exception": exc, "exits": exits[:8],
+            "flags": rank_flags(r, ev, exits), **_recorder_roles(own)}
+
+
+#: what makes one rank odd by itself, whatever the others do (parsers.digest_classes reads them)
+FLAGS = ("frozen", "problems", "unstated", "exited", "exception", "error")
+
+
+def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
+    """The rank's own oddities, as `odd_ones_out` tests them rank by rank: frozen or gone, a collector
+    problem, a live process without its state after, an exit, an exception, an error that is no wait on
+    others. Made where the rank's files are (its host), so the root judges the rest over classes."""
+    proc = r.proc
+    flags = []
+    if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)):
+        flags.append("frozen")
+    if r.problems:
+        flags.append("problems")
+    if r.record.state_after is None and r.from_manifest:
+        flags.append("unstated")
+    if exits:
+        flags.append("exited")
+    key = (r.record.host, r.record.pid)
+    for art in ev.artifacts:
+        if not art.parsed or (art.hints.host, art.hints.pid) != key:
+            continue
+        if art.parsed.exceptions and "exception" not in flags:
+            flags.append("exception")
+        if "error" not in flags and any(type(e) is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS
+                                        for e in art.parsed.events):
+            flags.append("error")
+    return flags
+
+
+def _recorder_roles(states: list) -> dict[str, list]:
+    """The rank's place in each recorder communicator ([comm, comm rank, job rank]) and whom it waits on
+    ([comm, peer's comm rank], the edges `parsers.judges.recorder.wait_edges` draws from its own states):
+    what the root needs to find, over classes, the ranks others wait on."""
+    if not states:
+        return {}
+    from parsers.judges.recorder import wait_edges
+
+    members = [[st.comm_hex, st.rank, st.env_rank] for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0]
+    waits_on = sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES]
+    return {"recorder": members, "waits_on": [list(w) for w in waits_on]}
 
 
 def write_json(doc: dict[str, Any]) -> bytes:

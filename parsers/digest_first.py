@@ -1,8 +1,10 @@
 """Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
 
 Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
-evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the ranks the
-rebuilt evidence marks as odd ones out (`parsers.digest.odd_ones_out`), for the hosts a host finding
+evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the odd ones out:
+chosen over the classes of the hosts' merged digest (`parsers.digest_classes`: each class judged once,
+whatever its rank count), or rank by rank on the rebuilt evidence (`parsers.digest.odd_ones_out`) when a
+host with files has no usable digest or the merge dropped something to its caps; for the hosts a host finding
 names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
 read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
 
@@ -22,7 +24,10 @@ from typing import Any, Iterable
 
 from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
     make_digest, odd_ones_out, read_digest
+from parsers.digest_classes import ClassJudgement, judge_classes, ranks_of
+from parsers.digest_merge import from_host, merge_all
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
 from parsers.source import FileRef, Source
 from parsers.judges.hosts import judge_hosts
 
@@ -91,6 +96,8 @@ class DigestRead:
     notes: list[str] = field(default_factory=list)
     raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
     reread: int = 0  #: ranks read raw after the first verdict named them
+    merged: dict[str, Any] | None = None  #: the hosts' digests merged (parsers.digest_merge), judged over classes
+    classes: ClassJudgement | None = None
 
     def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:
         """Replace the digest's artifacts of these processes (and host files of these hosts) by raw reads;
@@ -135,7 +142,8 @@ class DigestRead:
                        if r.rank is not None and (r.record.host, r.record.pid) in self.raw_processes)
         return {"raw_ranks": ranks[:256], "hosts_from_digest": self.hosts_used, "files_from_digest": len(self.arts) - raw, "files_read_raw": raw,
                 "processes_read_raw": len(self.raw_processes), "reread_after_verdict": self.reread,
-                "notes": self.notes[:50]}
+                "odd_ones_out_by": "classes" if self.classes and self.classes.complete else "ranks",
+                "classes": self.classes.summary() if self.classes else None, "notes": self.notes[:50]}
 
 
 def _workers(files: int) -> int | None:
@@ -155,11 +163,17 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     read = DigestRead(source=source, line_filter=kb.line_filter)
     arts: list[Artifact | None] = [None] * len(source.files)
     named: list[tuple[int | None, str | None]] = []
+    parts: list[dict[str, Any]] = []
+    undigested = 0
     for rec in source.manifest.hosts:
         dig = _usable_digest(source, rec, want_kb, read.notes)
         if dig is None:
+            # a host that sent files without a usable digest: its ranks are in no class (rank by rank then);
+            # a host that sent nothing (unreachable, timed out) has no ranks to judge either way
+            undigested += bool(by_folder.get((rec.dir or "").rstrip("/")))
             continue
         read.hosts_used += 1
+        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
         folder = rec.dir.rstrip("/")
         failed = False
         for i in by_folder.get(folder, ()):
@@ -185,9 +199,36 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     raw_set = set(raw_idx)
     read.from_digest = [i not in raw_set for i in range(len(arts))]
     read.assemble()
-    processes, hosts = odd_ones_out(read.evidence, named)
+    read.merged = merge_all(parts)
+    read.classes = judge_classes(read.merged)
+    if read.classes.complete and not undigested:
+        processes, hosts = _odd_by_classes(read, raw_set)
+    else:  # a host without a usable digest, or classes that lost something to caps: rank by rank
+        processes, hosts = odd_ones_out(read.evidence, named)
     read.read_raw(processes, hosts)
     return read
+
+
+def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str, int]], set[str]]:
+    """The processes and hosts to read raw, from the classes of the merged digest, plus what no host's
+    digest could see: the job-level files read raw here (launcher exits, exceptions and errors in them)."""
+    ev, judged = read.evidence, read.classes
+    by_rank = {r.rank: (r.record.host, r.record.pid) for r in ev.ranks if r.rank is not None}
+    by_key = set(by_rank.values()) | {(r.record.host, r.record.pid) for r in ev.ranks}
+    raw = {by_rank[g] for g in ranks_of(judged.ranks) if g in by_rank}
+    raw |= {k for k in judged.processes if k in by_key}
+    if ev.exits:
+        pids = {(x.host, x.pid) for x in ev.exits} | {(None, x.pid) for x in ev.exits}
+        raw |= {k for k in by_key if k in pids or (None, k[1]) in pids}
+    for i in raw_idx:
+        art = read.arts[i]
+        if art.parsed is None or art.hints.pid is None:
+            continue
+        key = (art.hints.host, art.hints.pid)
+        if key in by_key and (art.parsed.exceptions or any(type(e) is ErrorEvent and e.kind not in INFO_KINDS
+                                                             and e.kind not in WAIT_ERRORS for e in art.parsed.events)):
+            raw.add(key)
+    return raw, set(judged.hosts)
 
 
 def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> HostDigest | None:

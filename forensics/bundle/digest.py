@@ -45,12 +45,14 @@ def write_merged_digest(root: Path, man: Manifest) -> str | None:
     """The job bundle's merged digest (parsers.digest_merge) at its root, from the digests its hosts
     sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
     Returns a note when some host's digest was unusable (None when all were, or there were none)."""
-    parts, bad = [], []
+    parts, bad, without = [], [], []
     for rec in man.hosts:
         if not rec.dir:
             continue
         path = root / rec.dir / DIGEST_NAME
         if not path.exists():
+            if (root / rec.dir).is_dir():  # files without a digest: its ranks are in no class (counted as dropped)
+                without.append(rec.host)
             continue
         try:
             dig = read_digest(path)
@@ -59,8 +61,11 @@ def write_merged_digest(root: Path, man: Manifest) -> str | None:
             continue
         parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
     if parts:
+        merged = merge_all(parts)
+        merged["dropped"] += len(without) + len(bad)
+        merged["hosts_without_digest"] = sorted(without + [b.split(" (", 1)[0] for b in bad])[:1024]
         try:
-            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merge_all(parts), separators=(",", ":")))
+            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged, separators=(",", ":")))
         except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
             bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
     return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None

@@ -57,6 +57,8 @@ def test_digest_first_verdict_equals_full_read(bundle, tmp_path):
     first = result.verdict
     used = first.sections.get("digests")
     assert used is not None and used["hosts_from_digest"] >= 1 and not used["notes"], used
+    # the raw files opened were chosen over the merged digest's classes (parsers.digest_classes), not rank by rank
+    assert used["odd_ones_out_by"] == "classes", used["classes"]
     assert _verdict_key(first) == _verdict_key(full)
     processes = {r.rank for r in result.evidence.ranks}
     for s in first.suspects:  # every rank the verdict names that has files of its own rests on them, read raw
@@ -205,7 +207,10 @@ def test_digest_survives_the_fleet_refiling_its_host(bundle, tmp_path):
     full = analyze(tmp_path / "job", KB, digests=False).verdict
     first = analyze(tmp_path / "job", KB).verdict
     used = first.sections["digests"]
-    assert used["hosts_from_digest"] == 1 and used["files_from_digest"] > 0 and not used["notes"], used
+    assert used["hosts_from_digest"] == 1 and not used["notes"], used
+    # the digest served files, unless every rank is an odd one out (gloo14/oom: each logged a c10d warning) and
+    # a host finding names the host (its host files read raw: the host it is filed under now, gw-node-17)
+    assert used["files_from_digest"] > 0 or used["classes"]["odd_ranks"] == used["classes"]["ranks_covered"], used
     assert _verdict_key(first) == _verdict_key(full)
     assert first.culprit is None or first.culprit.host in (None, "gw-node-17")
 

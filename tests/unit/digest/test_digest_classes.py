@@ -1,0 +1,74 @@
+"""Judging a merged digest over its classes (parsers.digest_classes): the odd ones out of a job of any
+size, each class judged once; the verdict's equality with a full read is in test_digest.py."""
+
+from __future__ import annotations
+
+from parsers import digest_classes, digest_merge
+from parsers.digest_classes import difference, judge_classes, ranks_of
+
+
+def _host(h: int, per: int = 8, odd: dict | None = None) -> dict:
+    """Rank summaries of one host as parsers.digest.rank_summary writes them; `odd`: rank -> changes."""
+    rows = []
+    for r in range(h * per, h * per + per):
+        row = {"rank": r, "pid": 1000 + r, "state": "S",
+               "stack": {"kind": "collective", "op": "allreduce", "where": "train.py:80"},
+               "top": ["all_reduce (c10d.py:3252)"], "comms": {"0xabc": ["allreduce", 11, "opCount", "enqueued"]},
+               "recorder_waits": [], "exception": None, "exits": [], "flags": []}
+        row.update((odd or {}).get(r, {}))
+        rows.append(row)
+    return {"host": f"node{h:05d}", "ranks": rows, "host_findings": []}
+
+
+def test_a_class_of_twelve_thousand_is_judged_once():
+    late = {"stack": {"kind": "elsewhere", "op": None, "where": "train.py:47"},
+            "comms": {"0xabc": ["allreduce", 10, "opCount", "enqueued"]}}
+    hosts = [_host(h, odd={9001: late, 5: {"flags": ["frozen"]}} if h in (0, 1125) else None) for h in range(1500)]
+    merged = digest_merge.merge_all(digest_merge.from_host(d) for d in hosts)
+    judged = judge_classes(merged)
+    assert judged.complete and judged.ranks_covered == 12_000
+    assert list(ranks_of(judged.ranks)) == [5, 9001]
+    # one flag, two stack classes, two positions: five judgements for 12,000 ranks
+    assert judged.judged == 5
+
+
+def test_recorder_peers_waited_on_are_odd():
+    """Ranks 1-7 wait on comm rank 0 in the recorder; rank 0 waits on no one: it is the one read raw."""
+    odd = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", 0]] if r else []} for r in range(8)}
+    merged = digest_merge.merge_all([digest_merge.from_host(_host(0, odd=odd))])
+    assert merged["members"] == {"abc": [[0, 7, 0]]}
+    judged = judge_classes(merged)
+    assert judged.complete and list(ranks_of(judged.ranks)) == [0]
+
+
+def test_host_findings_and_unknown_ranks():
+    doc = _host(0)
+    doc["ranks"].append({"rank": None, "pid": 77, "state": "S"})
+    doc["host_findings"] = [{"rank": 3, "host": "node00000", "reason_class": "host-fault", "reason": "x"}]
+    judged = judge_classes(digest_merge.from_host(doc))
+    assert list(ranks_of(judged.ranks)) == [3] and judged.hosts == {"node00000"}
+    assert judged.processes == {("node00000", 77)}
+
+
+def test_what_the_caps_dropped_makes_it_incomplete():
+    hosts = [_host(h, odd={h * 8: {"stack": {"kind": "elsewhere", "op": None, "where": f"f{h}"}}}) for h in range(300)]
+    merged = digest_merge.merge_all(digest_merge.from_host(d) for d in hosts)
+    assert merged["dropped"] > 0  # more stack classes than MAX_CLASSES
+    judged = judge_classes(merged)
+    assert not judged.complete and "caps" in judged.why_not
+    old = dict(merged, dropped=0, version=1)
+    assert "version" in judge_classes(old).why_not
+
+
+def test_difference():
+    assert difference([[0, 10], [20, 30]], [[2, 3], [5, 5], [9, 21], [30, 40]]) == [[0, 1], [4, 4], [6, 8], [22, 29]]
+    assert difference([[0, 4]], []) == [[0, 4]] and difference([], [[0, 4]]) == []
+    assert digest_classes.count(difference([[0, 99_999]], [[0, 99_999]])) == 0
+
+
+def test_flags_from_a_host_are_bounded_to_known_names():
+    """A host may send any flag names (hostile, or a newer tool): each is an oddity, under a bounded set of names."""
+    odd = {r: {"flags": [f"made-up-{r}-{i}" for i in range(20)]} for r in range(8)}
+    merged = digest_merge.from_host(_host(0, odd=odd))
+    assert set(merged["flags"]) == {"other"} and merged["flags"]["other"] == [[0, 7]]
+    assert list(ranks_of(judge_classes(merged).ranks)) == list(range(8))
