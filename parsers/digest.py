@@ -498,8 +498,6 @@ def _recorder_roles(states: list) -> dict[str, list]:
     what the root needs to find, over classes, the ranks others wait on."""
     if not states:
         return {}
-    from parsers.judges.recorder import wait_edges
-
     members = [[st.comm_hex, st.rank, st.env_rank] for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0]
     waits_on = sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES]
     return {"recorder": members, "waits_on": [list(w) for w in waits_on]}

@@ -24,12 +24,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from forensics.bundle.digest import MERGED_DIGEST
+from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
+from forensics.fleet.command import RemoteSpec, check_match_env, shell_command, ssh_options
+from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
+from forensics.fleet.transport import run_ssh
 from parsers.digest import DIGEST_NAME, DigestError, read_digest
-from parsers.digest_merge import MAX_MERGED_BYTES, check_merged, from_host, merge_all
+from parsers.digest_classes import judge_classes
+from parsers.digest_merge import MAX_MERGED_BYTES, check_merged, fold as fold_ranks, from_host, merge_all
 from parsers.source import open_source
 
 
@@ -96,7 +102,6 @@ def spec_json(spec: Any) -> str:
 def spec_from_json(text: str) -> Any:
     """The root's RemoteSpec, field by field with its type checked (the gateway builds the hosts' argv from it,
     quoted as the root would: forensics.fleet.command)."""
-    from forensics.fleet.command import RemoteSpec, check_match_env
 
     data = json.loads(text)
     if not isinstance(data, dict):
@@ -116,9 +121,7 @@ def spec_from_json(text: str) -> Any:
 def gateway_argv(python: str, hosts: list[str], out: str, spec: Any, fanout: int, host_timeout: float,
                  ssh_path: str = "ssh", ssh_options: list[str] | None = None) -> list[str]:
     """argv of the reduction on one gateway (quoted by forensics.fleet.command.shell_command for ssh)."""
-    from forensics.fleet.hosts import fold
-
-    argv = [python, "-m", "forensics.fleet.reduce", "gateway", "--hosts", fold(hosts), "--out", out,
+    argv = [python, "-m", "forensics.fleet.reduce", "gateway", "--hosts", fold_hosts(hosts), "--out", out,
             "--spec", spec_json(spec), "--fanout", str(int(fanout)), "--host-timeout", f"{host_timeout:g}",
             "--ssh-path", ssh_path]
     for option in ssh_options or []:
@@ -128,10 +131,6 @@ def gateway_argv(python: str, hosts: list[str], out: str, spec: Any, fanout: int
 
 def gateway_main(args: argparse.Namespace) -> int:
     """On a gateway: collect its hosts flat into its own bundle, then answer with one merged digest."""
-    from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
-    from forensics.fleet.command import ssh_options
-    from forensics.fleet.hosts import expand_nodeset
-
     hosts = expand_nodeset(args.hosts)
     spec = spec_from_json(args.spec)
     runner = ssh_runner(ssh_options(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
@@ -196,13 +195,6 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
     `gateway_out`: where each gateway keeps its bundle ('{gateway}' is replaced by its name). Returns the
     timings ('answers': the last gateway's answer; 'merged'; 'judged'), the bytes received, the odd ranks
     and which gateway's bundle holds each host's raw files."""
-    import time
-
-    from forensics.fleet.command import shell_command
-    from forensics.fleet.transport import run_ssh
-    from parsers.digest_classes import judge_classes
-    from parsers.digest_merge import fold
-
     start = time.monotonic()
     gw_cmd = {gw: shell_command(gateway_argv(gateway_python, hosts, gateway_out.replace("{gateway}", gw), spec, fanout,
                                              host_timeout, gateway_ssh_path, ssh_options)) for gw, hosts in gateways.items()}
@@ -229,4 +221,4 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
     return {"phases": {"answers": round(answered - start, 3), "merged": round(merged_at - start, 3),
                        "judged": round(judged_at - start, 3)},
             "bytes_received": received, "hosts": root["hosts"], "ranks": root["ranks"], "refused": refused,
-            "classes": judged.summary(), "odd_ranks": fold(judged.ranks)[:2000], "gateways": where}
+            "classes": judged.summary(), "odd_ranks": fold_ranks(judged.ranks)[:2000], "gateways": where}
