@@ -65,12 +65,15 @@ def test_a_state_made_for_other_hosts_or_options_is_refused(tmp_path, capsys):
     capsys.readouterr()
     assert main(_run(tmp_path, "n[01-32]")) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    # wording is the behaviour: the CLI's refusal, what the user reads and acts on
     assert err == [f"forensics bisect: error: state file {tmp_path / 's.json'} was made for other hosts or options "
                    "(made for 16 hosts, given 32): give the same --hosts, --test and options as when it was made, "
                    "or a new --state"]
     assert main(_run(tmp_path, "n[01-16]", "--confidence", "0.9")) == 2
+    # wording is the behaviour: the CLI's refusal, what the user reads and acts on
     assert "other hosts or options" in capsys.readouterr().err
     assert main(_run(tmp_path, "n[01-16]", test=TEST.replace("exit 1", "exit 3"))) == 2
+    # wording is the behaviour: the CLI's refusal, what the user reads and acts on
     assert "other hosts or options" in capsys.readouterr().err
     assert main(_run(tmp_path, "n[01-16]")) == 5  # the same command line resumes (already decided)
     assert json.loads(capsys.readouterr().out)["exclude_list"] == "n05"
@@ -87,6 +90,7 @@ def test_state_file_planted_as_a_link_or_shared_folder_is_refused(tmp_path, caps
     shared.mkdir()
     shared.chmod(0o1777)
     assert main(_run(shared, "n[01-04]")) == 2
+    # wording is the behaviour: the CLI's refusal, what the user reads and acts on
     assert "other users may write" in capsys.readouterr().err
     assert list(shared.iterdir()) == []
 

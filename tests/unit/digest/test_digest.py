@@ -175,6 +175,7 @@ def test_bad_digest_falls_back_to_raw_files(tmp_path):
     v = analyze(dst, KB).verdict
     assert _verdict_key(v) == _verdict_key(full)  # the only host's digest refused: every file read raw, and said
     assert v.sections["digests"]["hosts_from_digest"] == 0 and v.sections["digests"]["files_from_digest"] == 0
+    # wording is the behaviour: the note the output shows for a refused digest
     assert "newer than this tool reads" in v.sections["digests"]["notes"][0]
     doc["version"] = 1
     first = next(iter(doc["files"]))

@@ -69,6 +69,7 @@ def test_worker_processes_file_what_a_thread_files(tmp_path):
     for i in range(6):
         assert (tmp_path / "procs" / "hosts" / f"n{i}" / "host-manifest.json").is_file()
         assert (tmp_path / "procs" / "hosts" / f"n{i}" / "memory.json").read_text() == '{"MemTotal": 1}\n'
+    # wording is the behaviour: the host's error as the manifest records it
     assert there["evil"].status == "failed" and "links are not allowed" in there["evil"].error
     assert not (tmp_path / "procs" / "hosts" / "evil").exists()
     assert (there["late"].status, there["down"].status) == ("timeout", "unreachable")

@@ -146,7 +146,8 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
     from forensics.fleet.outcome import HostRun
 
     slow = judge(HostRun("n1", timed_out=True, seconds=20.0), 20, tmp_path)
-    assert (slow.status, slow.error) == ("timeout", "host n1 did not answer in 20 s")
+    assert slow.status == "timeout" and "n1" in slow.error and "20 s" in slow.error
+
     refused = judge(HostRun("n2", stderr=["ssh: connect to host n2 port 22: Connection refused"], returncode=255), 20, tmp_path)
     assert refused.status == "unreachable" and "Connection refused" in refused.error
     cut = judge(HostRun("n3", stdout=list(wire.encode({"host": "n3"}, b"x" * 500))[:2], returncode=0), 20, tmp_path)

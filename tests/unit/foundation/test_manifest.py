@@ -142,6 +142,7 @@ def test_a_damaged_manifest_is_a_recorded_problem_and_the_logs_are_read(tmp_path
     ev = result.evidence
     assert ev.manifest is None and ev.form == "folder"
     refused = [w for name, w in ev.skipped if name == "manifest.json"]
+    # wording is the behaviour: the skip reason the output lists
     assert refused and refused[0].startswith("manifest refused, the folder was read without it: ") and why in refused[0]
     assert not any(a.rel == "manifest.json" for a in ev.artifacts)  # the damaged file itself is not read as a log
     kinds = {a.kind for a in ev.artifacts}

@@ -81,14 +81,15 @@ def test_one_gib_gnu_long_name_is_refused_before_it_is_read(longname_bomb, tmp_p
     """A 1 MB archive naming its first member with 1 GiB: 2.2 GB RSS before; now refused at the header."""
     assert longname_bomb.stat().st_size < 4 << 20
     outcome, took, rss_kib = _extract_in_child(longname_bomb, tmp_path)
-    assert outcome.startswith("refused: a GNU long name of 1073741824 bytes"), outcome
+    assert outcome.startswith("refused:") and "GNU long name" in outcome and "1073741824" in outcome, outcome
     assert took < 2 and rss_kib < 200 * 1024
 
 
 def test_one_gib_pax_comment_is_refused_before_it_is_read(pax_bomb, tmp_path):
     """A PAX record set of 1 GiB (`comment=`): 34 s, 2.2 GB and accepted before; now refused at the header."""
     outcome, took, rss_kib = _extract_in_child(pax_bomb, tmp_path)
-    assert outcome.startswith("refused: a PAX header of 1073741824 bytes"), outcome
+    assert outcome.startswith("refused:") and "PAX header" in outcome and "1073741824" in outcome, outcome
+
     assert took < 2 and rss_kib < 200 * 1024
 
 

@@ -97,6 +97,7 @@ def test_probe_hostfile_is_refused_by_every_command(tmp_path, how):
             "bisect": ["bisect", "--hostfile", str(path), "--test", "true", "--state", str(tmp_path / "s.json")]}[how]
     done = _forensics(*argv, cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
+    # wording is the behaviour: the CLI's refusal of a huge host list
     assert "in all (at most 100000)" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -55,6 +55,7 @@ def test_a_manifest_too_big_for_memory_is_a_clear_error(tmp_path):
             print("InputError:", err)
     """)
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    # wording is the behaviour: the InputError's message
     assert "InputError:" in done.stdout and "too large to read" in done.stdout, done.stdout + done.stderr[-2000:]
 
 
@@ -103,6 +104,7 @@ def test_a_torchelastic_entry_with_a_rank_but_no_local_rank_is_said():
     """Inputs 4304 and 31 more: a failure entry whose `rank :` line lost its '(local_rank: N)' raised KeyError."""
     from parsers.readers.launcher import _entry_said
 
+    # wording is the behaviour: _entry_said's job is the sentence
     assert _entry_said({"rank": 4, "exitcode": 1}) == "rank 4 exited with exitcode 1"
 
 

@@ -161,6 +161,7 @@ def test_pyspy_frame_as_a_list_is_that_files_problem(tmp_path):
 
     result = analyze(_pyspy_edit(tmp_path, edit))
     bad = [a for a in result.evidence.artifacts if a.rel == PYSPY]
+    # wording is the behaviour: the file's error as the output lists it
     assert bad and bad[0].error and "frame must be an object" in bad[0].error
     assert result.verdict.summary
 

@@ -12,6 +12,7 @@ from parsers.model.events import ErrorEvent
 from parsers.model.findings import ReasonClass
 from parsers.source import open_source
 from tests.unit.realworld._load import load
+from facts import observed, says
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 
@@ -78,7 +79,7 @@ def test_watchdog_lines_at_one_seqnum_in_different_ops_are_a_tied_mismatch():
     assert sides == [(3, ReasonClass.MISMATCH, 0.45), (7, ReasonClass.MISMATCH, 0.45)]
     assert result.verdict.culprit is None
     summary = result.verdict.text
-    assert "tied weak leads, no odd one out" in summary
+    assert len(result.verdict.leads) == 1 and says(result.verdict.leads, "rank 3", "rank 7", "0.45")  # one tie, both sides
     assert "rank 3 called allreduce()" in summary and "rank 7 called broadcast()" in summary
 
 
@@ -93,7 +94,7 @@ def test_a_minority_that_unseen_ranks_could_outnumber_is_only_a_lead():
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
     assert [(s.rank, str(s.reason_class), s.confidence) for s in v.suspects] == [(3, "mismatch", 0.45)]
-    assert "could still tip the count" in v.text
+    assert says(v.leads, "rank 3", "not seen")  # the lead says why it is one: ranks not seen
 
 
 def test_gloo_dump_with_one_unnamed_group_gives_the_jobs_size():
@@ -123,7 +124,8 @@ def test_deepspeed_launcher_exit_is_said_in_its_own_terms():
         shutil.copy(CORPUS / "deepspeedex-626.log", tmp)
         v = analyze(Path(tmp), knowledge.load(use_env=False)).verdict
     assert v.culprit is None
-    assert "local_rank 1 killed by SIGSEGV (11)" in v.text
+    assert says(observed(v, "first-error"), "launcher-exit", "local_rank 1", "SIGSEGV")
+    assert "Killing subprocess" not in v.text
 
 
 def test_errors_at_one_time_from_two_ranks_make_no_first_error_lead(tmp_path):
@@ -134,7 +136,7 @@ def test_errors_at_one_time_from_two_ranks_make_no_first_error_lead(tmp_path):
     shutil.copy(CORPUS / "minigpt4-237.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not verdict.suspects
-    assert "first errors at one time (05-19 16:39:58), from ranks 0-1" in verdict.text, verdict.text
+    assert says(observed(verdict, "first-error"), "05-19 16:39:58", "ranks 0-1"), verdict.text
 
 
 def test_a_torchelastic_entry_is_said_in_words(tmp_path):
@@ -142,9 +144,10 @@ def test_a_torchelastic_entry_is_said_in_words(tmp_path):
     from parsers.analyze import analyze
 
     shutil.copy(CORPUS / "pytorch-148976.log", tmp_path)
-    summary = analyze(tmp_path).verdict.text
-    assert ("child-failure: torchelastic reports rank 1 (local_rank 1) exited with exitcode 1 (pid 340055 on lenovo,"
-            " at 2025-03-11_18:33:20)") in summary, summary
+    verdict = analyze(tmp_path).verdict
+    entry = observed(verdict, "first-error")
+    assert says(entry, "child-failure", "rank 1", "local_rank 1", "exitcode 1", "pid 340055", "lenovo", "2025-03-11_18:33:20"), entry
+    assert not says(entry, "{")  # not as a dict
 
 
 def test_ib_errors_pasted_from_three_hosts_go_to_each_lines_host():
@@ -163,8 +166,8 @@ def test_first_timed_error_without_a_rank_says_who_and_what():
     """NCCL #1905: three timestamped WARNs of one process, no rank printed: the summary's first error
     names pid, host and device and the message, not a bare kind."""
     from tests.unit.realworld.verdicts import judge
-    summary = judge("nccl-1905").text
-    assert "first error: nccl-warn (pid 238 on h100-28 device 0): communicator encountered a fatal error" in summary
+    lines = judge("nccl-1905").text.splitlines()
+    assert says(lines, "first error", "nccl-warn", "pid 238", "h100-28", "device 0", "fatal error"), lines
 
 
 def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number():
@@ -176,7 +179,7 @@ def test_ras_ranks_listed_under_two_count_groups_are_the_group_of_their_number()
     assert [(f.kind, f.comm_rank, f.op_count) for f in parsed.events] == [("ahead", 12, 641), ("ahead", 13, 641)]
     j = judge("nccl-1911")
     assert j.culprit == "none"
-    assert "communicator ranks 12, 13 ahead at allgather count 641" in j.text
+    assert says(j.text.splitlines(), "ranks 12, 13", "ahead", "allgather", "641")
     assert "no error" not in j.text
 
 
@@ -188,7 +191,7 @@ def test_a_rank_that_completed_past_another_members_wait_is_said(tmp_path):
     shutil.copy(CORPUS / "accelerate-3250.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None
-    assert "in the default group, rank 1 completed work up to 125 while rank 0 waits in work 122" in verdict.text, verdict.text
+    assert says(observed(verdict, "completed-past"), "default group", "rank 1", "125", "rank 0", "122"), verdict.text
 
 
 def test_one_completion_past_a_wait_or_lines_of_other_runs_say_no_split(tmp_path):
@@ -210,11 +213,23 @@ def _shows(stem: str) -> str:
         return what_it_shows(_evidence(stem, tmp))
 
 
+def _silent(stem: str) -> tuple[tuple[list[int], int] | None, list[str]]:
+    """The silent ranks below the highest waiting one (typed), and the coverage observations that say them."""
+    from parsers.judges.logs.silence import silent_below
+    from parsers.judges.observations import observe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ev = _evidence(stem, tmp)
+        return silent_below(ev), [o.text for o in observe(ev) if o.kind == "coverage"]
+
+
 def test_ranks_below_the_highest_waiting_rank_that_print_nothing_are_said_silent():
     """Ultra-Fast-Lane-Detection-v2 #119: ranks 1-3 time out after 'Evaluating the results...', rank 0 prints
     nothing; mmdetection #11096: ranks 2-4 and 6 time out in a broadcast, ranks 0-1 and 5 print nothing."""
-    assert "no line here from rank 0, though rank 3 times out" in _shows("ufld-v2-119")
-    assert "no line here from ranks 0-1,5, though rank 6 times out" in _shows("mmdet-11096")
+    silent, said = _silent("ufld-v2-119")
+    assert silent == ([0], 3) and says(said, "rank 0", "rank 3"), said
+    silent, said = _silent("mmdet-11096")
+    assert silent == ([0, 1, 5], 6) and says(said, "ranks 0-1,5", "rank 6"), said
 
 
 def test_one_waiting_rank_says_nothing_of_silent_ranks():
@@ -231,9 +246,10 @@ def test_untagged_lines_of_several_groups_say_nothing_of_silent_ranks():
 def test_silent_ranks_are_said_inside_the_coverage_sentence_when_there_is_one():
     """PyTorch #141069: the lines are ranks 1-3's and the job's size is not stated: one sentence says both
     whose lines these are and that rank 0, below them, printed none."""
-    shown = _shows("pytorch-141069")
-    assert "these files hold lines from ranks 1-3 only, none from rank 0, though rank 3 times out" in shown, shown
-    assert "no line here from" not in shown
+    silent, said = _silent("pytorch-141069")
+
+    assert silent == ([0], 3) and len(said) == 1 and says(said, "ranks 1-3", "rank 0", "rank 3"), said  # one sentence says both
+
 
 
 def test_a_timeout_set_under_a_second_is_said_as_the_cause_and_names_no_rank(tmp_path):
@@ -245,7 +261,9 @@ def test_a_timeout_set_under_a_second_is_said_as_the_cause_and_names_no_rank(tmp
     shutil.copy(CORPUS / "instructlab-520.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not [s for s in verdict.suspects if s.confidence >= 0.5]
-    assert verdict.text.startswith("no culprit named: the collective timeout applied was 1 ms (rank 3)"), verdict.text
+    # the setting leads the summary, as the cause: a fact of the verdict's first line, not of a lower one
+    assert observed(verdict, "setting") and says([verdict.summary], "1 ms", "rank 3"), verdict.text
+    assert verdict.summary.startswith("no culprit named")  # wording is the behaviour: the 'no culprit' rule's words
     with tempfile.TemporaryDirectory() as tmp:
         assert too_short(_evidence("accelerate-3250", tmp)) is None
 
@@ -256,5 +274,7 @@ def test_a_host_no_line_names_is_said_as_such(tmp_path):
     from parsers.analyze import analyze
 
     shutil.copy(CORPUS / "accelerate-1192.log", tmp_path)
-    summary = analyze(tmp_path).verdict.text
-    assert "the host of these lines (none names it) is to exclude" in summary and "unknown-host" not in summary, summary
+    verdict = analyze(tmp_path).verdict
+    summary = verdict.text
+    assert says(observed(verdict, "host"), "the host of these lines", "exclude") and "unknown-host" not in summary, summary
+
