@@ -17,6 +17,7 @@ import pytest
 
 from forensics.cli.main import main
 from hf_testpaths import REPO
+from facts import says
 
 TEST = "sh -c 'case \",$0,\" in *,n05,*) exit 1;; esac; exit 0' {hosts}"
 
@@ -106,7 +107,7 @@ def test_default_state_goes_to_a_new_folder_named_on_stderr(tmp_path):
     assert folder.name.startswith("forensics-bisect-") and folder.is_dir()
     assert sorted(p.name for p in folder.iterdir()) == ["logs", "state.json"]
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    assert f"[bisect] state: {folder.name}/state.json; job logs: {folder.name}/logs/" in done.stderr
+    assert says(done.stderr.splitlines(), "[bisect]", f"{folder.name}/state.json", f"{folder.name}/logs/")  # where to look
     logs = sorted((folder / "logs").iterdir())
     assert logs and all(p.read_text().startswith("# forensics bisect job ") for p in logs)
 

@@ -137,7 +137,9 @@ def test_h200_kernel_log_decodes_and_matches_nothing(kb):
     assert all(ln.stamp and ln.stamp.endswith(" 2026") for ln in lines)
     assert lines[0].message.startswith("Linux version 6.18.44-fc-v657-gpu")
     nvrm = [ln.message for ln in lines if ln.message.startswith("NVRM:")]
+    # verbatim input: the kernel log's and the provoke run's own lines, kept as read
     assert nvrm[0].startswith("NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04")
+    # verbatim input: the kernel log's and the provoke run's own lines, kept as read
     assert "NVRM: gpuClearFbhubPoisonIntrForBug2924523_GA100: FBHUB Interrupt detected. Clearing it." in nvrm
     assert not [ln for ln in lines if "Xid" in ln.message]
     assert kb.scan_lines(host_kernel.numbered_messages(lines), "kernel", str(VM / "kernel.log"), "kernel") == []
@@ -159,7 +161,9 @@ def test_provoked_illegal_access_never_ran_so_no_xid_was_expected():
     (triton.jit refused a kernel read from stdin), and dmesg after it equals dmesg before.
     dmesg_restrict was 1 but the snapshot ran as root, so the kernel log itself was readable."""
     provoke = _text(H200 / "provoke.txt").splitlines()
+    # verbatim input: the kernel log's and the provoke run's own lines, kept as read
     assert provoke[0].startswith("CUDA-OOM: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 279.60 GiB. GPU 0 has a total capacity of 139.80 GiB")
+    # verbatim input: the kernel log's and the provoke run's own lines, kept as read
     assert provoke[1] == "ILLEGAL-ACCESS: builtins.ValueError: @jit functions should be defined in a Python file"
     meta = _text(H200 / "meta.txt")
     assert "dmesg_restrict: 1" in meta and "id: uid=0(root)" in meta

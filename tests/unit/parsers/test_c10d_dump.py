@@ -9,6 +9,7 @@ from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.model.events import ErrorEvent
 from parsers.readers.rank_log import parse_lines
+from facts import observed, says
 
 CORPUS = FIXTURES / "realworld"
 
@@ -31,8 +32,8 @@ def test_a_dump_for_its_own_timeout_names_no_other_rank():
 
 def test_the_summary_says_whose_timeout_asked_for_the_dumps(tmp_path):
     shutil.copy(CORPUS / "nemo-rl-2140.log", tmp_path)
-    summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.text
-    assert "rank 31 dumped because rank 107's collective timed out" in summary
+    verdict = analyze(tmp_path, knowledge.load(use_env=False)).verdict
+    assert says(observed(verdict, "dump-ask"), "rank 31", "rank 107"), verdict.observations
 
 
 def test_a_group_rank_other_than_the_global_rank_is_not_the_default_group():

@@ -23,6 +23,7 @@ def test_oom_culprit_traceback_with_rank_prefix():
     out = _read(G14 / "oom" / "postmortem" / f"node{culprit:02d}" / f"rank{culprit}.stderr")
     exc = out.last()
     assert exc.type == "torch.OutOfMemoryError" and exc.category == "oom"
+    # verbatim input: the exception's own message
     assert exc.message.startswith("CUDA out of memory. Tried to allocate 4096.00 GiB")
     assert exc.details["tried_to_allocate"] == "4096.00 GiB"
     assert exc.rank == culprit and exc.form == "traceback"
@@ -51,6 +52,7 @@ def test_chained_exception_from_torchrun_tee_prefix():
     out = _read(TR / "torchrun_record.stderr")
     first = out.exceptions[0]
     assert (first.type, first.local_rank, first.rank) == ("RuntimeError", 1, None)
+    # verbatim input: the exception's own message
     assert first.message == "shard index could not be parsed"
     assert first.chain_kind == "cause" and [c.type for c in first.chain] == ["ValueError"]
     assert str(first.frame) == "step (/tmp/tr14/fail.py:13)"

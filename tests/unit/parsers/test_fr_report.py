@@ -12,6 +12,7 @@ from parsers.judges.logs import fr_report as judge
 from parsers.model.events import ErrorEvent, Origin
 from parsers.readers import fr_report, rank_log, textline
 from parsers.registry import recognise
+from facts import says
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 #: pytorch/pytorch#140563 (2024-11-16 comment), as the stored copy of the thread ends
@@ -109,7 +110,7 @@ def test_summary_says_what_the_report_shows():
     [text] = judge.describe(_events("pytorch-140969"))
     assert "ranks 3-7 of 8" in text and "31117" in text and "default_pg" in text and "not a minority" in text
     first_text, _ = judge.describe(_events("pytorch-151666"))
-    assert "may itself be the odd one" in first_text and "rank 1 of 2" in first_text
+    assert says([first_text], "rank 1 of 2", "odd one"), first_text
 
 
 def _verdict(tmp_path, name: str):
@@ -144,5 +145,6 @@ def test_our_capture_without_the_culprits_dump_names_nobody_and_says_why(tmp_pat
         folder.mkdir()
         v = _verdict(folder, name)
         assert v.culprit is None
-        assert f"no dump from rank {rank} and could not decide 11 collective(s)" in v.text
-        assert "stopped checking group default_pg" in v.text
+        lines = v.text.splitlines()
+        assert says(lines, f"rank {rank}", "11 collective(s)"), v.text  # whose dump is missing, what stayed open
+        assert says(lines, "stopped checking", "default_pg"), v.text

@@ -64,6 +64,7 @@ def test_torchrun_tee_label_is_a_local_rank_not_a_global_one():
     text, pre = strip_prefix("[default1]:ready 1 13648")
     assert (text, pre.local_rank, pre.rank) == ("ready 1 13648", 1, None)
     text, pre = strip_prefix("[default0]:[rank8]: Traceback (most recent call last):")
+    # verbatim input: the line behind the prefix, unchanged
     assert (text, pre.local_rank, pre.rank) == ("Traceback (most recent call last):", 0, 8)
     text, pre = strip_prefix("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 3] x")
     assert (pre.rank, pre.local_rank) == (3, None)

@@ -20,6 +20,7 @@ import pytest
 from parsers.analyze import analyze
 from parsers.readers import faulthandler, rank_log
 from parsers.readers.exception import read_lines
+from facts import observed, says
 
 JOB = Path(__file__).with_name("spawn_job.py")
 
@@ -75,10 +76,10 @@ def test_the_summary_says_which_process_failed_first(console, tmp_path):
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None  # one failing worker and no waiter's evidence: said, not judged
     if mode == "raise":
-        assert "mp.spawn's process 1 raised RuntimeError: bad batch on process 1" in verdict.text, verdict.text
+        assert says(verdict.text.splitlines(), "mp.spawn", "process 1", "RuntimeError", "bad batch"), verdict.text
     else:
-        assert "Segmentation fault" in verdict.text and "the main thread run outside any collective at worker" \
-            in verdict.text, verdict.text
+        assert "Segmentation fault" in verdict.text, verdict.text
+        assert says(verdict.text.splitlines(), "main thread", "outside any collective", "worker"), verdict.text
 
 
 @pytest.mark.parametrize("capture, named", [("race_process0.log", 0), ("race_process2.log", 2)])
@@ -89,7 +90,7 @@ def test_a_waiter_that_mp_spawn_names_is_said_to_be_a_witness(capture, named, tm
     (tmp_path / "console.log").write_bytes(src.read_bytes())
     verdict = analyze(tmp_path).verdict
     assert verdict.culprit is None and not any(s.rank == named for s in verdict.suspects)
-    said = f"why the job ended: mp.spawn's process {named} raised RuntimeError: "
-    assert said in verdict.text and "Connection closed by peer" in verdict.text, verdict.text
-    assert "mp.spawn named a witness, not the cause" in verdict.text
-    assert "first error: python-fatal: Fatal Python error: Aborted" in verdict.text
+    lines = verdict.text.splitlines()
+    assert says(lines, "why the job ended", f"process {named}", "RuntimeError", "Connection closed by peer"), verdict.text
+    assert says(lines, "mp.spawn", "witness"), verdict.text  # the named process is said as a witness, not the cause
+    assert says(observed(verdict, "first-error"), "python-fatal", "Aborted"), verdict.text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 from parsers.judges.stragglers import CLOCK_RESOLUTION_MS, FINE_RESOLUTION_MS, TimedOps, judge_ops
+from facts import says
 
 HOSTS = {r: f"node{r // 2}" for r in range(8)}  # two ranks per host
 
@@ -79,8 +80,7 @@ def test_the_figures_are_in_the_verdict():
     d = res.to_dict()
     assert 4.0 < d["excess_ms"]["6"] < 6.0 and 1.0 < d["jitter_ms"] < 2.0 and d["sign_p"]["6"] < 1e-6
     text = res.describe()
-    assert text.startswith("rank 6 (node3) arrives last at ") and "of 119 collectives" in text
-    assert "ms after the others on average (the job's jitter" in text
+    assert text.startswith("rank 6 (node3) ") and says([text], "119 collectives", "jitter"), text
 
 
 def test_most_ranks_late_is_the_pace_of_the_job():
@@ -111,7 +111,7 @@ def test_waits_on_a_coarse_clock_find_less_than_a_tick():
     show it, while healthy ranks' jitter below the tick names nobody."""
     res = judge_ops(_ops({6: 2.0}, with_done=True, jitter_ms=0.3, ops=60), HOSTS)
     assert res.late == [6] and 1.0 < res.lateness_ms[6] < 3.0, res.to_dict()
-    assert "below the clock's 4 ms tick" in res.describe() or "the job's jitter" in res.describe()
+    assert says([res.describe()], "rank 6", "4 ms tick") or says([res.describe()], "rank 6", "jitter"), res.describe()
     for seed in range(5):
         assert judge_ops(_ops({}, with_done=True, jitter_ms=0.3, seed=seed, ops=60), HOSTS).late == []
 

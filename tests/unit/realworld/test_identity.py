@@ -35,6 +35,7 @@ def test_hard_wrap_at_a_fixed_width_is_rejoined():
     parsed = load(CORPUS / "vlm-r1-257.log")[0]
     kinds = [(ev.kind, ev.origin.rank) for ev in parsed.events if isinstance(ev, ErrorEvent)]
     assert kinds == [("heartbeat", 6), ("dump-signal", 6), ("terminate", 6)]
+    # verbatim input: the record rejoined from its wrapped lines
     assert "ProcessGroupNCCL's watchdog got stuck for 480 seconds" in parsed.events[0].message
     assert parsed.unknown_lines == 0
 

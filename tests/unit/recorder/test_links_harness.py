@@ -38,7 +38,7 @@ def test_one_slow_sender_is_its_link(plugin, harness, state_dir):
     assert found.timed and found.ops == 24  # 30 ops, every 5th a point-to-point one (not judged here)
     assert found.slow == [(2, 3)], found.to_dict()
     assert found.excess_ms[(2, 3)] > 10  # 2 channels x 2 steps x (4 - 0.3) ms
-    assert f"slow link rank 2 ({found.hosts[2]}) -> rank 3 ({found.hosts[3]})" in found.describe()
+    assert f"rank 2 ({found.hosts[2]}) -> rank 3 ({found.hosts[3]})" in found.describe()  # the link, its ends' hosts
 
 
 def test_links_slow_alike_name_nothing(plugin, harness, state_dir):

@@ -90,6 +90,7 @@ def test_unwritable_dir_fails_init_cleanly(plugin, harness, tmp_path):
     env = {"FORENSICS_RECORDER_DIR": str(blocker / "sub")}
     done = run_harness(harness, plugin, 5, ["run", "1", "1", "1", "1"], env)
     assert done.returncode == 3  # the harness exits 3 when init fails, as NCCL would disable the plugin
+    # wording is the behaviour: the plugin's one stderr line a user greps when NCCL disables it
     assert "hang-forensics recorder disabled: cannot create" in done.stderr
 
 

@@ -21,6 +21,7 @@ def test_placeholder_host_is_said_in_words_never_as_a_name():
     s = Suspect(rank=1, host=UNKNOWN_HOST, pid=None, reason_class="outside-collective", reason="x", confidence=0.8)
     a = advise(s)
     assert UNKNOWN_HOST not in a.next_step
+    # wording is the behaviour: the advice's words for a host no evidence names
     assert "no evidence names it" in a.next_step and "timeout" in a.next_step
 
 

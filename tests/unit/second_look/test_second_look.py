@@ -10,6 +10,7 @@ from hf_testpaths import FIXTURES
 from parsers.evidence import load_path
 from parsers.judges.progress import hang_from_time, judge_second_look
 from parsers.readers.second_look import parse_second_look_data
+from facts import says
 
 CASES = FIXTURES / "second_look"
 
@@ -30,7 +31,7 @@ def test_a_hung_gloo_job_made_no_progress_between_the_looks():
     assert progress.decided and not progress.running and progress.stalled_ranks == [0, 1]
     hang, basis, hung = hang_from_time(progress, False, set())
     assert hang == "hang" and hung == {0, 1}
-    assert "no progress between two looks 3.0 s apart (from " in basis and "UTC collection time)" in basis
+    assert says([basis], "two looks", "3.0 s", "UTC collection time"), basis
 
 
 def test_a_stopped_rank_and_its_waiting_peers_are_the_hung_scope():

@@ -41,4 +41,4 @@ def test_a_grown_log_is_progress_to_the_reader(tmp_path):
            "looks": [{"t": 100.0, "proc": {"state": "S"}, "nccl_log": {"file": "x", "size": 10}},
                      {"t": 103.0, "proc": {"state": "S"}, "nccl_log": {"file": "x", "size": 900, "new_op_lines": 4}}]}
     got = parse_second_look_data(doc)
-    assert got.comparable and got.changes == ["4 NCCL op line(s) were added to its log"] and got.waited_s == 3.0
+    assert got.comparable and len(got.changes) == 1 and "4 NCCL op line" in got.changes[0] and got.waited_s == 3.0
