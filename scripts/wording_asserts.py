@@ -9,7 +9,8 @@ note can give the number before and after.
     python scripts/wording_asserts.py [--list] [--all] [ROOT]
 
 A wording assert is an `assert` whose test holds a comparison (==, !=, in, not in) or a call of
-startswith/endswith with, as an operand, a string literal (or f-string) of at least MIN_WORDS words.
+startswith/endswith (or of tests/facts.py's `says`) with, as an operand, a string literal (or f-string)
+of at least MIN_WORDS prose words.
 An assert whose lines, or the line just above it, carry one of WORDING_MARKS in a comment (such as
 `# wording is the behaviour: a help text` or `# verbatim input: the reader keeps NCCL's message`) is kept
 on purpose and counted apart. --list prints each unmarked
@@ -67,6 +68,8 @@ def _sentence_operands(test: ast.AST) -> list[str]:
             operands = [node.left, *node.comparators]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith"):
             operands = list(node.args)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "says":
+            operands = list(node.args[1:])  # tests/facts.py: its facts must stay short too
         for operand in operands:
             # a tuple or list of sentences on one side: `x in ("...", "...")` or `all(s in out for s in [...])`
             parts = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]

@@ -127,6 +127,7 @@ def test_runner_killed_mid_round_resumes_and_reaps_its_hung_job(tmp_path):
     # resume with the same command line
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
     assert done.returncode == 5, done.stderr  # bad hosts found
+    # wording is the behaviour: the CLI's note on a host left running, what the user reads
     assert "left running by an interrupted run" in done.stderr
     assert bad_hosts(json.loads(done.stdout)) == {"h02"}
     time.sleep(0.5)

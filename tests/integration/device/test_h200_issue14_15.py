@@ -16,6 +16,8 @@ import pytest
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.archive import extract_into
+from parsers.model.findings import ReasonClass
+
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "device"
 KB = knowledge.load(use_env=False)
@@ -71,20 +73,21 @@ SNAPSHOT_ONLY = {"lateinit"}
 def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):
     verdict = analyze(captures / "h200_issue14" / "gpusleep" / "live", KB).verdict
     c = verdict.culprit
-    assert "never started on its GPU" in c.reason and c.confidence >= 0.85
+    assert c.reason_class == ReasonClass.GPU_QUEUED and "GPU" in c.reason and c.confidence >= 0.85
+    # wording is the behaviour: issue 27's rule, every age says from when
     assert " s before the collection at " in c.reason  # how long the work ahead of it has held the stream, and to when
-    assert "its host's GPU utilisation at collection: 100% [nvidia-smi]" in c.evidence
+    assert any("GPU utilisation" in e and "100% [nvidia-smi]" in e for e in c.evidence), c.evidence
     assert c.evidence[0].startswith("now: state")  # its own state first
     assert c.demotion is None
 
 
 def test_culprit_block_says_what_it_does_or_how_it_ended(captures: Path):
     busy = analyze(captures / "h200_issue14" / "busy" / "live", KB).verdict.culprit
-    assert "main thread at preprocess_shard" in busy.evidence[1] and "state R" in busy.evidence[0]
+    assert "main thread" in busy.evidence[1] and "preprocess_shard" in busy.evidence[1] and "state R" in busy.evidence[0]
     loader = analyze(captures / "h200_issue14" / "dataloader" / "live", KB).verdict.culprit
     assert any("DataLoader worker pid" in e and "ShardDataset.__getitem__" in e for e in loader.evidence[:3])
     oom = analyze(captures / "h200_issue14" / "oom" / "postmortem", KB).verdict.culprit
-    assert any(e.startswith("last exception: torch.OutOfMemoryError: CUDA out of memory") for e in oom.evidence[:2])
+    assert any(e.startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in e for e in oom.evidence[:2])
 
 
 #: Issue 15: who is slow, per case (None: nobody may be named). These captures predate the
@@ -230,9 +233,9 @@ def test_oom_rank_already_a_zombie_is_named_live_with_how_it_ended(captures: Pat
     assert c.rank == truth["culprit_rank"] and c.pid == truth["culprit_pid"]
     assert str(c.reason_class) == "exited" and "exit code 1" in c.reason and c.confidence >= 0.9
     assert c.evidence[0].startswith("now: state Z")
-    assert any("RANK in its own NCCL recorder file" in e for e in c.evidence)
-    assert c.evidence[1].startswith("last exception: torch.OutOfMemoryError: CUDA out of memory")  # its own stderr
-    assert any("output found by its siblings' naming" in e and e.endswith("node07/rank7.stderr") for e in c.evidence)
+    assert any("RANK" in e and "recorder file" in e for e in c.evidence), c.evidence  # how its rank is known
+    assert c.evidence[1].startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in c.evidence[1]  # its own stderr
+    assert any("siblings' naming" in e and e.endswith("node07/rank7.stderr") for e in c.evidence), c.evidence
     assert not any(a.reason_class == "absent" for a in c.agreeing)  # it has a process: a zombie one
 
 
@@ -270,14 +273,14 @@ def test_slow_link_told_from_straggler_and_job_wide_pace(links_run: Path, case: 
         assert v.sections["stragglers"]["late"] == late, v.sections["stragglers"]
         if links:
             assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3 and v.culprit.host == "node03"
-            assert "slow link rank 3 (node03) -> rank 4 (node04)" in v.summary
+            assert "rank 3 (node03) -> rank 4 (node04)" in v.summary
             excess = v.sections["links"]["excess_ms"]["3->4"]
             assert 20 < excess < 40, excess  # the pacing: 4 ns a byte of each op's 1.75 MB a link, plus its syscalls
         elif late:
             assert str(v.culprit.reason_class) == "straggler" and v.culprit.rank in late
         else:
             assert v.culprit is None, v.summary
-            assert "the job runs at one pace everywhere" in v.text  # a line of its own under a short summary
+            assert any("one pace" in line for line in v.text.splitlines()[1:]), v.text  # a line of its own under a short summary
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +299,7 @@ def test_slow_sends_out_of_one_rank_under_a_tree(run7: Path):
         assert links["slow"] == ["3->1", "3->2", "3->5", "3->7"] and links["sender"] == 3, links
         assert v.sections["stragglers"]["late"] == []
         assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3
-        assert "sends out of rank 3 (node03) are slow: to ranks 1-2,5,7" in v.summary
+        assert all(f in v.summary for f in ("rank 3 (node03)", "to ranks 1-2,5,7")), v.summary  # one sender, its four peers
 
 
 def test_armed_job_straggler_incident_on_nccl(run7: Path):

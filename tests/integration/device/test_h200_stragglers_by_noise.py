@@ -58,8 +58,8 @@ def test_the_5ms_straggler_is_named_with_its_figure(captures: Path):
             assert found.last_share[6] >= 0.8
             text = found.describe()
             host = "node06" if source == "recorder" else "vm"  # the COLL log's host is the machine's name
-            assert text.startswith(f"rank 6 ({host}) arrives last at {found.last_share[6]:.0%} of {found.ops} collectives")
-            assert "ms after the others on average (the job's jitter" in text
+            assert text.startswith(f"rank 6 ({host}) ") and f"{found.last_share[6]:.0%}" in text, text
+            assert f"{found.ops} collectives" in text and "jitter" in text, text
 
 
 def test_below_a_tick_from_the_coarse_clock(captures: Path):
@@ -70,7 +70,7 @@ def test_below_a_tick_from_the_coarse_clock(captures: Path):
         found = _judged(r)["recorder"]
         assert found.late == [6] and found.resolution_ms == 4.0 and found.last_share[6] >= 0.5
         assert 3.0 <= found.excess_ms(6) <= 6.0
-        assert "the job's jitter below the clock's 4 ms tick" in found.describe()
+        assert "4 ms tick" in found.describe() and "jitter" in found.describe(), found.describe()
 
 
 @pytest.mark.parametrize("run,case", [("h200_issue15", "healthy"), ("h200_issue15_ns", "healthy"), ("h200_links", "healthy"),

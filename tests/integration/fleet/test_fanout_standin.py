@@ -86,6 +86,7 @@ def test_a_hostile_archive_among_many_is_refused_and_the_others_kept(tmp_path, a
     hosts = [f"node{i:03d}" for i in range(20)]
     result = _collect(tmp_path, folder, hosts, monkeypatch, workers=workers)
     bad = [p for p in result.parts if p.status != "ok"]
+    # wording is the behaviour: the host's error as the manifest records it
     assert [(p.host, p.status) for p in bad] == [("node007", "failed")] and "links are not allowed" in bad[0].error
     assert not (result.out / "hosts" / "node007").exists()
     assert len(result.manifest.ranks) == 19

@@ -72,7 +72,7 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
     assert summary["hosts"][UNREACHABLE]["status"] == "unreachable"
     assert "Connection refused" in summary["hosts"][UNREACHABLE]["error"]
     assert summary["hosts"][SLOW[0]]["status"] == "timeout"
-    assert summary["hosts"][SLOW[0]]["error"] == f"host {SLOW[0]} did not answer in {HOST_TIMEOUT} s"
+    assert SLOW[0] in summary["hosts"][SLOW[0]]["error"] and f"{HOST_TIMEOUT} s" in summary["hosts"][SLOW[0]]["error"]
     assert summary["ranks"] == 4 and summary["missing_ranks"] == []
     assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr (-v: not a terminal)
     assert summary["schema"] == "hang-forensics/collect/1" and summary["mode"] == "fleet" and summary["hosts_answered"] == 2
@@ -175,7 +175,7 @@ def test_no_host_answering_is_its_own_exit_code(sshd, tmp_path):
     done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
     assert done.returncode == 6, done.stdout + done.stderr
     assert "ranks missing: none" not in done.stdout
-    assert "no host answered (2 asked)" in done.stdout
+    assert any("no host answered" in line and "2 asked" in line for line in done.stdout.splitlines()), done.stdout
     folded = [line for line in done.stdout.splitlines() if line.startswith("127.0.0.[4,9] (2): unreachable")]
     assert folded, done.stdout  # both hosts, one line, as clush -b folds them
     assert done.stderr == ""  # no progress lines when stderr is not a terminal

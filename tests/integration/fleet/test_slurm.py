@@ -80,6 +80,7 @@ def test_slurm_job_collection_names_the_culprit(slurm, tmp_path):
 
 def test_unknown_or_bad_job_ids_are_clear_errors(slurm):
     bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "1;id"], capture_output=True, text=True, env=slurm.env)
+    # wording is the behaviour: the CLI's refusal of a bad job id
     assert bad.returncode == 2 and "not a Slurm job id" in bad.stderr
     gone = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "999999"], capture_output=True, text=True, env=slurm.env)
     assert gone.returncode == 2 and "999999" in gone.stderr

@@ -27,6 +27,7 @@ def _run(argv, env, **kw):
 def test_unknown_pid(forensics_cli, cli_env, tmp_path):
     proc = _run([*forensics_cli, "collect", "--pid", "999999999", "-o", str(tmp_path / "b")], cli_env)
     assert proc.returncode == 2
+    # wording is the behaviour: the CLI's error for a pid that does not exist
     assert "pid 999999999: no such process" in proc.stderr
 
 

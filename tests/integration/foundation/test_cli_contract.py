@@ -59,7 +59,11 @@ def test_analyze_prints_the_verdict_block_first_and_a_folded_tree():
     # no load address (a communicator id, in 'where each rank's logs stop (... communicator 0x...)', is a name)
     assert not any(re.search(r"0x[0-9a-f]{8,}", line) for line in lines if "communicator 0x" not in line)
     # no filler suspects: the waiters of the stopped rank form a wait cycle, which the culprit explains
-    assert "other suspects:" not in block and not any("is in a wait cycle" in line for line in block)
+    assert "other suspects:" not in block
+    data = json.loads(cli("analyze", "--json", str(SIGSTOP_BUNDLE)).stdout)
+    assert [(s["rank"], s["reason_class"]) for s in data["suspects"]] == [(3, "stopped")]  # the cycle is no suspect...
+    assert any("[wait-cycle]" in c for c in data["consequences"])  # ...but a consequence of the culprit
+
     assert max(len(line) for line in lines) > 100  # a pipe: nothing cut, whatever COLUMNS says (issue 27)
     fitted = cli("analyze", "--width", "100", str(SIGSTOP_BUNDLE)).stdout
     assert max(len(line) for line in fitted.splitlines()) <= 100  # --width N: fitted (the VERDICT wraps)
@@ -106,11 +110,13 @@ def test_every_help_shows_its_own_exit_codes_and_the_doc_holds_them_all():
     assert sorted(modules) == COMMANDS
     for name, module in modules.items():
         help_text = cli(name, "--help").stdout
+        # wording is the behaviour: the help text's heading
         assert f"exit codes of 'forensics {name}'" in help_text
         codes = module.EXIT_CODES
         for code, meaning in codes.items():
             assert re.search(rf"^\s+{code}\s+{re.escape(meaning[:30])}", help_text, re.M), (name, code)
             assert re.search(rf"^\| `{name}` \| {code} \|", doc, re.M), f"docs/exit-codes.md lacks {name} {code}"
+        # wording is the behaviour: the help text must not say this
         assert "4 at least one host" not in help_text
     hosts_help = cli("hosts", "--help").stdout
     assert not re.search(r"^\s+4\s", hosts_help, re.M)  # 4 means 'nothing to blame' only

@@ -66,6 +66,7 @@ def test_an_internal_error_exits_1_with_one_line_and_the_traceback(command: str)
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 1, (done.returncode, done.stderr[-800:])
     assert "Traceback" in done.stderr and "ZeroDivisionError: injected fault" in done.stderr
+    # wording is the behaviour: the one line a bug report starts from (docs/exit-codes.md)
     assert done.stderr.strip().splitlines()[-1] == (
         f"forensics {command}: internal error (a bug; please report it with the traceback above): "
         "ZeroDivisionError: injected fault")
@@ -95,6 +96,7 @@ def test_nccl_plugin_read_that_decodes_nothing_exits_2(tmp_path: Path):
     """Reproducer: a folder with no state file in it printed nothing and exited 0 ('done')."""
     (tmp_path / "notes.txt").write_text("no state files here\n")
     done = cli("nccl-plugin", "read", str(tmp_path))
+    # wording is the behaviour: the CLI's error for a folder with no state file
     assert done.returncode == 2 and "no NCCL recorder state file" in done.stderr, done.stderr
     done = cli("nccl-plugin", "build", "--force", "--cc", str(tmp_path / "no-such-cc"))
     assert done.returncode == 2 and "no C compiler" in done.stderr, done.stderr
@@ -144,6 +146,7 @@ def test_collect_exit_codes_on_a_hung_gloo_job(hung_job, tmp_path: Path):
 
 def test_demo_refuses_a_culprit_outside_the_job():
     done = cli("demo", "--ranks", "4", "--culprit", "9")
+    # wording is the behaviour: the CLI's refusal, whole
     assert done.returncode == 2 and done.stderr.strip() == "forensics demo: error: --culprit 9 is not a rank of a 4-rank job"
 
 

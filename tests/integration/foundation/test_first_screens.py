@@ -54,17 +54,18 @@ def test_the_mismatch_with_no_culprit_is_a_lead_line_of_its_own(screens):
     assert lines[0].startswith("VERDICT: no culprit named: ")
     assert "broadcast" not in lines[0]  # the lead is not buried in the summary...
     leads = [line for line in lines if line.startswith("  lead: ")]
-    assert len(leads) == 1 and "rank 2 called broadcast() at collective #4 of the default group" in leads[0]
+    assert len(leads) == 1 and all(f in leads[0] for f in ("rank 2", "broadcast()", "#4", "default group")), leads
 
 
 def test_the_other_screens_say_what_their_case_needs(screens):
     stopped = screens["stopped rank"][1]
-    assert stopped[0].startswith("VERDICT: rank 3 (vm pid 686) is stopped") and any("kill -CONT 686" in x for x in stopped)
+    assert stopped[0].startswith("VERDICT: rank 3 (vm pid 686) ") and "stopped" in stopped[0] and any("kill -CONT 686" in x for x in stopped)
     killed = screens["killed rank"][1]
     # said by its own absence (no process on the collected host), not by the dump it did not leave
-    assert killed[0].startswith("VERDICT: rank 7 has no process on any collected host")
-    assert any("no-dump: rank 7 left no Flight Recorder dump" in x for x in killed)
+    assert killed[0].startswith("VERDICT: rank 7 ") and "no process" in killed[0], killed[:2]
+    assert any("no-dump:" in x and "rank 7" in x for x in killed), killed
     xid = screens["loose Xid 79 folder"][1]
-    assert "GPU has fallen off the bus" in xid[0] and any("host gpu-node-7 is to exclude" in x for x in xid)
+    # verbatim input: the Xid 79 line's own words in the VERDICT; the host and its status beneath
+    assert "GPU has fallen off the bus" in xid[0] and any("gpu-node-7" in x and "exclude" in x for x in xid)
     straggler = screens["straggler"][1]
-    assert any(x.startswith("  slow: rank 2 arrives last") for x in straggler[:6])
+    assert any(x.startswith("  slow: rank 2 ") for x in straggler[:6]), straggler[:6]

@@ -157,6 +157,7 @@ def test_dribbling_ras_server_cannot_hold_collect(rank, tmp_path):
     assert seconds < 25, seconds  # RAS deadline: --timeout 5 for all queries together (unbounded before)
     man = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
     (ras,) = [c for h in man["hosts"] for c in h["collectors"] if c["name"] == "ras"]
+    # wording is the behaviour: the collector's error as the manifest records it
     assert ras["status"] == "failed" and "did not finish answering within the query's 5 s" in ras["error"]
 
 
@@ -181,6 +182,7 @@ def test_full_disk_gives_one_line_and_a_whole_manifest(rank, tiny_disk):
     done, _ = _collect(proc.pid, out)
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
+    # verbatim input: the OS's own message (ENOSPC)
     assert len(lines) == 1 and "No space left on device" in lines[0], done.stderr
     assert done.returncode == 3
     assert not list(tiny_disk.rglob("*.tmp")), list(tiny_disk.rglob("*"))

@@ -102,6 +102,7 @@ def test_a_report_without_end_is_kept_up_to_the_bound(peers):
 def test_a_report_that_stops_midway_keeps_what_came(peers):
     p = peers(b"SERVER PROTOCOL 2\n", _half_then_silence)
     answer = query(f"127.0.0.1:{p.port}", timeout=1)
+    # verbatim input: what the hostile RAS peer sent, kept as sent
     assert answer.text == "Errors\n======\nrank 3 is missing\n" and "stopped sending for 1 s" in answer.cut
 
 
@@ -109,6 +110,7 @@ def test_a_trickled_report_ends_at_the_time_bound(peers):
     p = peers(b"SERVER PROTOCOL 2\n", _trickle)
     start = time.monotonic()
     answer = query(f"127.0.0.1:{p.port}", timeout=5, max_seconds=1.0)
+    # wording is the behaviour: why the report is cut, as the output says
     assert time.monotonic() - start < 4 and answer.text.startswith("..") and "time for the whole report" in answer.cut
 
 
@@ -118,4 +120,5 @@ def test_the_command_says_a_cut_report_and_exits_3(peers):
                           cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 3, proc.stderr
+    # wording is the behaviour: the CLI's note that the report is cut
     assert "rank 3 is missing" in proc.stdout and "the report is cut" in proc.stderr

@@ -101,6 +101,7 @@ def test_nobody_cannot_make_root_copy_shadow(nobody_dir, tmp_path):
     assert SHADOW_LINE and SHADOW_LINE not in text, "/etc/shadow reached the bundle"
     man, cols = _rank_collectors(out)
     # opened as nobody (issue 31): the open itself is refused; a readable root file would fail the owner check
+    # verbatim input: the OS's own message, with the uid it ran as
     assert cols["nccl_log"]["status"] == "denied" and "Permission denied (as uid" in cols["nccl_log"]["error"]
     assert cols["flight_recorder"]["status"] == "denied" and "symbolic link" in cols["flight_recorder"]["error"]
     assert cols["nccl_recorder"]["status"] == "denied" and "symbolic link" in cols["nccl_recorder"]["error"]

@@ -298,6 +298,7 @@ def test_collect_refuses_a_non_empty_folder_and_one_in_use(tmp_path, root_rank):
     (full / "notes.txt").write_text("mine\n")
     done = _cli("collect", "--pid", str(root_rank), "-o", str(full), "-q")
     assert done.returncode == 2, done.stderr
+    # wording is the behaviour: the CLI's refusal, whole
     assert done.stderr.strip().splitlines() == [f"forensics collect: error: {full}: exists and is not empty; "
                                                 "give a new or empty folder"]
     assert sorted(p.name for p in full.iterdir()) == ["notes.txt"]
@@ -305,6 +306,7 @@ def test_collect_refuses_a_non_empty_folder_and_one_in_use(tmp_path, root_rank):
     busy.mkdir()
     (busy / ".forensics.lock").write_text("4242\n")  # what a running collect holds
     done = _cli("collect", "--pid", str(root_rank), "-o", str(busy), "-q")
+    # wording is the behaviour: the CLI's refusal of a folder in use
     assert done.returncode == 2 and "in use by another forensics command" in done.stderr, done.stderr
     fresh = tmp_path / "fresh"  # the positive control: a new folder gets a bundle, and no lock is left
     done = _cli("collect", "--pid", str(root_rank), "-o", str(fresh), "-q", "--timeout", "10")

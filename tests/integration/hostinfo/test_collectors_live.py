@@ -123,6 +123,7 @@ def test_failing_nvidia_smi_keeps_its_message(target, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     record = NvidiaSmiCollector().collect(target, CollectOptions(timeout=10))
     assert record.status == Status.FAILED
+    # verbatim input: nvidia-smi's own message
     assert "couldn't communicate with the NVIDIA driver" in record.error
     assert (target.bundle_root / record.files[0]).read_text().startswith("NVIDIA-SMI has failed")
 
@@ -205,6 +206,7 @@ def test_nvml_child_without_pynvml_or_driver_is_skipped_with_the_reason(target):
     try:
         import pynvml  # noqa: F401
     except ImportError:
+        # wording is the behaviour: the skip reason the manifest records
         assert record.status == Status.SKIPPED and "pynvml is not installed" in record.error
         return
     if Path("/dev/nvidiactl").exists():

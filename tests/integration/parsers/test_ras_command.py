@@ -99,7 +99,9 @@ def test_nothing_listening_is_a_clear_error_exit_2():
 
 def test_text_and_json(peer):
     res = forensics("ras", "--addr", peer.addr, "--verbose-status")
+    # verbatim input: the RAS peer's own report
     assert res.returncode == 0 and "Missing communicator data from 1 rank" in res.stdout
+    # verbatim input: the RAS peer's own report
     assert "Rank 3 -- GPU 0 managed by process 686" in res.stdout
     assert "VERBOSE STATUS" in peer.seen
     res = forensics("ras", "--addr", peer.addr, "--json")
@@ -121,6 +123,7 @@ def test_collector_stores_raw_answers(peer, tmp_path):
     assert rec.status == Status.OK and sorted(rec.files) == [
         "hosts/h/ras_status.json", "hosts/h/ras_status.txt", "hosts/h/ras_status_later.json", "hosts/h/ras_verbose.txt"]
     assert rec.details["ras_status_later.json"]["after_s"] == 1.0  # the second read that tells progress
+    # verbatim input: the RAS peer's own report, saved as read
     assert "Missing communicator data from 1 rank" in (tmp_path / "hosts/h/ras_status.txt").read_text()
     assert "missing_ranks" in (tmp_path / "hosts/h/ras_status.json").read_text()
 

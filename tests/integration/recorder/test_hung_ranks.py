@@ -89,7 +89,7 @@ def test_signal_writes_a_text_snapshot(hung_job, state_dir):
         time.sleep(0.05)
     text = txt.read_text()
     assert "reason signal" in text
-    assert "channel 0 peer 2 recv state RecvWait step 3 done 3/16" in text
+    assert any(all(f in line for f in ("channel 0", "peer 2", "RecvWait", "step 3", "3/16")) for line in text.splitlines()), text
     assert live.proc.poll() is None  # the signal did not kill it
 
 
@@ -145,6 +145,7 @@ def test_snapshot_signal_chains_to_the_applications_handler(plugin, harness, sta
         time.sleep(0.05)
     assert "reason signal" in txt.read_text()
     r.kill()
+    # verbatim input: the harness's own line
     assert "harness own SIGUSR2 handler ran" in r.proc.stderr.read()
 
 
@@ -156,7 +157,7 @@ def test_finalize_mid_hang_keeps_state_and_tolerates_late_stops(plugin, harness,
     (path,) = state_dir.glob("*.bin")
     st = read_recorder_file(path)
     assert st.comm_state == "finalized" and st.colls[-1].state == "in-flight"
-    assert "reason finalize (ops still in flight)" in path.with_suffix(".txt").read_text()
+    assert any("reason finalize" in line and "in flight" in line for line in path.with_suffix(".txt").read_text().splitlines())
 
 
 def test_cli_read_names_the_stopped_rank(hung_job, state_dir):

