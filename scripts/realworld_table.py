@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
-from tests.unit.realworld.verdicts import BEYOND_EXCERPT, CORPUS, GAPS, judge, stems
+# the tests' helper modules (tests/support once scripts/mirror_tests.py has run) import each other by name
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from tests.unit.realworld.verdicts import BEYOND_EXCERPT, CORPUS, GAPS, judge, stems  # noqa: E402
+
 
 
 def main() -> int:
