@@ -47,6 +47,8 @@ SUPPORT = TESTS / "support"
 PHASES = ("unit", "integration")
 #: top-level folders whose modules a test can be about
 PACKAGES = ("parsers", "forensics", "nccl_patches", "benchmarks", "scripts")
+#: this script and its test name the old paths on purpose: never rewritten, never reported
+SELF = {"mirror_tests.py", "test_mirror_tests.py"}
 #: the mark of tests that start real processes (tests/conftest.py, pyproject.toml)
 INTEGRATION_MARK = "pytest.mark.integration"
 
@@ -233,17 +235,37 @@ def _phase_files() -> list[Path]:
     return out
 
 
+def modules_named(name: str) -> list[str]:
+    """Every project module (dotted) whose file is <name>.py: where a module went that has moved."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted([*(REPO / package).rglob(f"{name}.py"), *(REPO / package).rglob(f"{name}/__init__.py")]):
+            rel = path.relative_to(REPO)
+            if "__pycache__" not in rel.parts and "build" not in rel.parts:
+                found.append(_dotted(rel.parent if rel.name == "__init__.py" else rel))
+
+    return found
+
+
 def target_of(path: Path) -> tuple[Path | None, str]:
-    """Where a test file belongs (repository-relative), and why."""
+    """Where a test file belongs (repository-relative), and why: UNDER_TEST's module (or the one module of
+    that name, where it has moved), else the test's imports, else the one module its file name names."""
     dotted = UNDER_TEST.get(path.name)
     if dotted is not None:
         folder = module_dir(dotted)
         if folder is not None:
             return Path("tests") / folder / path.name, f"UNDER_TEST: {dotted or 'the whole repository'}"
+        moved = modules_named(dotted.rsplit(".", 1)[-1])
+        if len(moved) == 1:
+            return Path("tests") / module_dir(moved[0]) / path.name, f"UNDER_TEST: {dotted}, now {moved[0]}"
     guessed = guess_module(path)
     if guessed is not None:
         return Path("tests") / module_dir(guessed) / path.name, f"imports: {guessed}"
+    named = modules_named(path.stem.removeprefix("test_"))
+    if len(named) == 1:
+        return Path("tests") / module_dir(named[0]) / path.name, f"file name: {named[0]}"
     return None, "no module found (add it to UNDER_TEST)"
+
 
 
 def plan() -> Plan:
@@ -290,7 +312,7 @@ def problems(p: Plan) -> list[str]:
             out.append(f"{_rel(path)} and {seen[path.name]}: two test files of one name (pytest imports them by name)")
         seen[path.name] = _rel(path)
     for path in [*TESTS.rglob("*.py"), *(REPO / "scripts").rglob("*.py")]:
-        if "fixtures" in _rel(path).parts or path.resolve() == Path(__file__).resolve():
+        if "fixtures" in _rel(path).parts or path.name in SELF:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if re.search(r"\btests[./](unit|integration)[./]", line):
@@ -449,7 +471,7 @@ def apply(p: Plan, fix_refs: bool) -> list[str]:
     where = current_places()
     for path in [*TESTS.rglob("*.py"), *(REPO / "scripts").rglob("*.py")]:
         rel = _rel(path)
-        if "fixtures" in rel.parts or path.resolve() == Path(__file__).resolve():
+        if "fixtures" in rel.parts or path.name in SELF:
             continue
         text = original = path.read_text(encoding="utf-8")
         if rel in movers:

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+try:  # typed observations are worded by presentation (issue 26); before that each carried its own text
+    from parsers.present import observed as _worded
+except ImportError:
+    _worded = None
+
 
 def says(lines: Iterable[Any], *facts: str) -> bool:
     """True when one line holds every fact (short pieces: 'ranks 0-1,5', 'pid 238', 'h100-28')."""
@@ -13,5 +18,5 @@ def says(lines: Iterable[Any], *facts: str) -> bool:
 
 
 def observed(verdict: Any, kind: str) -> list[str]:
-    """The texts of a verdict's observations of one kind ('coverage', 'first-error', 'ras', ...)."""
-    return [o.text for o in verdict.observations if o.kind == kind]
+    """The words of a verdict's observations of one kind ('coverage', 'first-error', 'ras', ...)."""
+    return [_worded(o) if _worded else o.text for o in verdict.observations if o.kind == kind]
