@@ -3,7 +3,7 @@
 
     PYTHONPATH=. .venv/bin/python scripts/realworld_table.py > docs/realworld.md
 
-The rows come from tests/unit/realworld/verdicts.py, the same code the tests run.
+The rows come from tests/support/verdicts.py, the same code the tests run.
 """
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
-from tests.unit.realworld.verdicts import BEYOND_EXCERPT, CORPUS, GAPS, judge, stems
+# the tests' helper modules (tests/support once scripts/mirror_tests.py has run) import each other by name
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from verdicts import BEYOND_EXCERPT, CORPUS, GAPS, judge, stems  # noqa: E402
+
 
 
 def main() -> int:
@@ -27,7 +32,7 @@ def main() -> int:
           "from the excerpt, and how many were. Outcome: *right* (the thread's culprit or host cause reached), "
           "*honest* (the thread does not know, or knows from what the excerpt lacks, said why; no culprit named "
           "and the summary says what the lines show), *gap* (a known miss, with why). "
-          "Regenerate with `scripts/realworld_table.py`; `tests/unit/realworld/` checks every row.", file=out)
+          "Regenerate with `scripts/realworld_table.py`; `tests/parsers/test_verdicts.py` checks every row.", file=out)
     print(file=out)
     rec = sum(r.recognised for r in rows), sum(r.records for r in rows)
     print(f"Totals: records {rec[0]} of {rec[1]}; threads that know the truth {len(known)}, of them right "

@@ -9,6 +9,13 @@ from typing import Callable, Iterator
 
 import pytest
 
+# tests/support holds the helper modules of the tests (scripts/mirror_tests.py put them there): on sys.path,
+# so `from regex_pumps import ...` works from any folder; its *_fixtures.py modules are fixture plugins.
+SUPPORT = Path(__file__).resolve().parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+pytest_plugins = sorted(p.stem for p in SUPPORT.glob("*_fixtures.py"))
+
 from hf_testpaths import FIXTURES, REPO  # noqa: F401 - re-exported for older imports
 
 # A reader's exception outside the declared data errors is a bug of ours: raised in tests, not recorded as a
@@ -71,10 +78,13 @@ _PROCESS_FIXTURES = frozenset({"hung_job", "plugin", "harness"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test under tests/integration is marked `integration` (it starts real processes: gloo jobs,
-    py-spy/gdb on live targets, sshd, slurm stand-ins, gcc), and so is every test that uses a fixture of
-    _PROCESS_FIXTURES; a test elsewhere that starts one (torchrun, mp.spawn) carries the mark itself.
+    """A test module that starts real processes (gloo jobs, py-spy/gdb on live targets, sshd, slurm stand-ins,
+    gcc, torchrun, mp.spawn) carries `pytestmark = pytest.mark.integration` itself: the tests mirror the source
+    tree, so no folder says it (scripts/mirror_tests.py marked each module it moved out of tests/integration).
+    Marked here: every test that uses a fixture of _PROCESS_FIXTURES, and any test still under
+    tests/integration (a branch's test that the script has not moved yet).
     `pytest -m "not integration"` is then the fast lane (README)."""
+
     mark = pytest.mark.integration
     for item in items:
         if _INTEGRATION in item.path.resolve().parents or _PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):

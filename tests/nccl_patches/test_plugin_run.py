@@ -1,0 +1,119 @@
+"""The plugin driven by the C harness the way NCCL drives it, decoded by the Python reader."""
+
+from __future__ import annotations
+
+import pytest
+
+from nccl_patches.harness import run_harness
+from parsers.readers.recorder import read_recorder_dir, read_recorder_file
+
+
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
+def test_every_interface_version_records_complete_ops(plugin, harness, state_dir, version):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1"}
+    done = run_harness(harness, plugin, version, ["run", "2", "40", "2", "4"], env)
+    assert done.returncode == 0, done.stderr
+    if version >= 4:  # v2/v3 hand init no logger
+        assert f"hang-forensics recorder (profiler v{version})" in done.stderr  # the INFO line NCCL logs
+    states, problems = read_recorder_dir(state_dir)
+    assert problems == []
+    # v2/v3 learn the comm's identity from its first Coll/P2p event
+    assert sorted(s.comm_id for s in states) == [0x1000, 0x1001]
+    for st in states:
+        assert st.abi_version == version and st.writer == "profiler-plugin"
+        assert st.comm_name == f"comm{st.comm_id - 0x1000}" and st.rank == st.comm_id - 0x1000
+        if version >= 4:
+            assert st.nranks == 4 and st.nnodes == 2
+        else:
+            assert st.nranks == -1 and st.nnodes == -1  # not given by these interfaces
+        assert st.coll_next == 40 and len(st.colls) == 40
+        assert [c.index for c in st.colls] == list(range(40))
+        assert all(c.consistent and c.state == "complete" for c in st.colls)
+        colls = [c for c in st.colls if c.kind == "coll"]
+        p2ps = [c for c in st.colls if c.kind == "p2p"]
+        assert len(p2ps) == 8 and [p.seq for p in p2ps] == list(range(8))
+        c0 = colls[0]
+        assert (c0.func, c0.dtype, c0.algo, c0.proto, c0.count) == ("AllReduce", "ncclFloat32", "RING", "SIMPLE",
+                                                                    1 << 20)
+        assert c0.n_channels == (2 if version >= 4 else 0)  # v2/v3 give only nMaxChannels
+        assert (c0.proxy_started, c0.proxy_done, c0.kernel_started, c0.kernel_done) == (4, 4, 2, 2)
+        assert c0.start_ns <= c0.enqueued_ns <= c0.complete_ns
+        assert st.in_flight_ops == []
+        # 32 colls x 2 channels x 2 ops + 8 p2p x 1 channel x 2 ops
+        assert st.proxy_next == 32 * 4 + 8 * 2
+        assert all(op.steps_done == op.n_steps == 4 for op in st.proxy_ops)
+
+
+def test_full_ring_overwrites_the_oldest(plugin, harness, state_dir):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "FORENSICS_RECORDER_RING": "16",
+           "FORENSICS_RECORDER_PROXY_SLOTS": "32"}
+    assert run_harness(harness, plugin, 5, ["run", "1", "100", "1", "2"], env).returncode == 0
+    (st,), _ = read_recorder_dir(state_dir)
+    assert st.coll_next == 100
+    assert [c.index for c in st.colls] == list(range(84, 100))
+    assert len(st.proxy_ops) == 32 and st.dropped_proxy == 0
+
+
+def test_many_threads_many_comms_stay_consistent(plugin, harness, state_dir):
+    """4 communicators, each with a user and a proxy thread, all at once."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1"}
+    assert run_harness(harness, plugin, 5, ["run", "4", "1500", "2", "3"], env).returncode == 0
+    states, _ = read_recorder_dir(state_dir)
+    assert len(states) == 4
+    for st in states:
+        assert st.coll_next == 1500 and len(st.colls) == 256
+        assert all(c.state == "complete" and c.consistent for c in st.colls)
+        assert st.proxy_next == 1200 * 4 + 300 * 2 and st.dropped_proxy == 0
+        assert st.in_flight_ops == []
+
+
+def test_clean_finalize_removes_state_and_leaves_a_snapshot(plugin, harness, state_dir):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir)}
+    assert run_harness(harness, plugin, 5, ["run", "1", "10", "1", "2"], env).returncode == 0
+    assert list(state_dir.glob("*.bin")) == []
+    (txt,) = state_dir.glob("nccl-recorder.*.txt")
+    text = txt.read_text()
+    assert "reason finalize" in text and "AllReduce seq 8" in text
+
+
+def test_keep_leaves_the_finalized_state(plugin, harness, state_dir):
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_KEEP": "1"}
+    assert run_harness(harness, plugin, 5, ["run", "1", "10", "1", "2"], env).returncode == 0
+    (path,) = state_dir.glob("*.bin")
+    st = read_recorder_file(path)
+    assert st.comm_state == "finalized" and st.finalize_ns >= st.start_ns
+
+
+def test_unwritable_dir_fails_init_cleanly(plugin, harness, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a directory cannot be made below a file, even by root
+    env = {"FORENSICS_RECORDER_DIR": str(blocker / "sub")}
+    done = run_harness(harness, plugin, 5, ["run", "1", "1", "1", "1"], env)
+    assert done.returncode == 3  # the harness exits 3 when init fails, as NCCL would disable the plugin
+    # wording is the behaviour: the plugin's one stderr line a user greps when NCCL disables it
+    assert "hang-forensics recorder disabled: cannot create" in done.stderr
+
+
+def test_missing_state_dir_is_created(plugin, harness, tmp_path):
+    """Seen on the device: a configured directory that did not exist yet turned the recorder off."""
+    target = tmp_path / "not" / "made" / "yet"
+    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"})
+    assert done.returncode == 0, done.stderr
+    states, problems = read_recorder_dir(target)
+    assert problems == [] and len(states) == 1
+
+
+def test_send_wait_is_timed_per_op(plugin, harness, state_dir):
+    """Each send step stays 2 ms in SendWait: the op's send_wait_us adds up its steps' time there
+    (the measure of a slow link), receives carry none, and the header says the field is valid."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "2000"}
+    done = run_harness(harness, plugin, 5, ["run", "1", "6", "1", "3"], env)
+    assert done.returncode == 0, done.stderr
+    (st,), problems = read_recorder_dir(state_dir)
+    assert problems == [] and st.flags & 2
+    sends = [op for op in st.proxy_ops if op.is_send]
+    recvs = [op for op in st.proxy_ops if not op.is_send]
+    assert sends and recvs
+    for op in sends:  # 3 steps x 2 ms, plus the scheduler's lateness in usleep
+        assert 3 * 2000 <= op.send_wait_us < 3 * 2000 + 60_000, op
+    assert all(op.send_wait_us is None for op in recvs)

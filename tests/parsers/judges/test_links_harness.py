@@ -1,0 +1,47 @@
+"""The slow-link judge on real plugin output: four harness processes drive the recorder as NCCL
+would for one 4-rank communicator (ring sends to rank+1), one of them with slow sends."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from parsers.judges.links import judge_links
+from parsers.readers.recorder import read_recorder_dir
+
+pytestmark = pytest.mark.integration  # builds the plugin and harness with gcc, runs harness processes
+
+
+def _job(harness, plugin, state_dir, send_wait_us: dict[int, int]) -> list:
+    procs = []
+    for rank in range(4):
+        env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_RANK": str(rank),
+               "RANK": str(rank), "HARNESS_SEND_WAIT_US": str(send_wait_us.get(rank, 300)), "PATH": "/usr/bin:/bin"}
+        procs.append(subprocess.Popen([str(harness), str(plugin), "5", "run", "1", "30", "2", "2"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    try:
+        for p in procs:
+            assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    states, problems = read_recorder_dir(state_dir)
+    assert problems == [] and len(states) == 4
+    return states
+
+
+def test_one_slow_sender_is_its_link(plugin, harness, state_dir):
+    found = judge_links(_job(harness, plugin, state_dir, {2: 4000}))
+    assert found.timed and found.ops == 24  # 30 ops, every 5th a point-to-point one (not judged here)
+    assert found.slow == [(2, 3)], found.to_dict()
+    assert found.excess_ms[(2, 3)] > 10  # 2 channels x 2 steps x (4 - 0.3) ms
+    assert f"rank 2 ({found.hosts[2]}) -> rank 3 ({found.hosts[3]})" in found.describe()  # the link, its ends' hosts
+
+
+def test_links_slow_alike_name_nothing(plugin, harness, state_dir):
+    found = judge_links(_job(harness, plugin, state_dir, {r: 3000 for r in range(4)}))
+    assert found.timed and found.ops == 24
+    assert found.slow == [] and "no slow link" in found.describe()
