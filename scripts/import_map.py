@@ -166,7 +166,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 @dataclass
 class Survey:
-    """What main() prints, as data (tests/unit/foundation/test_import_map.py asserts on it)."""
+    """What main() prints, as data (tests/forensics/discover/test_import_map.py asserts on it)."""
 
     lines: dict[str, int]  #: folder -> lines of Python
     modules: int

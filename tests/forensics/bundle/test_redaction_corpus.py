@@ -16,7 +16,7 @@ import pytest
 
 from forensics.bundle.redact import REDACTED, redact_argv, redact_env, redact_text
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "redaction"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "redaction"
 CORPUS = json.loads((FIXTURES / "corpus.json").read_text())
 CONTROLS = json.loads((FIXTURES / "controls.json").read_text())
 

@@ -88,7 +88,7 @@ def test_collector_uses_the_same_rules():
 
 def test_real_logs_unchanged_and_fast():
     """The rules leave real NCCL/PyTorch/kernel logs as they were, at log speed."""
-    root = Path(__file__).resolve().parents[1] / "fixtures"
+    root = Path(__file__).resolve().parents[2] / "fixtures"
     files = sorted(glob.glob(f"{root}/**/*.log", recursive=True) + glob.glob(f"{root}/**/*.txt", recursive=True))
     text = "\n".join(Path(f).read_text(errors="replace") for f in files)
     assert len(text) > 1_000_000

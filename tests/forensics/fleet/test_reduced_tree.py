@@ -9,11 +9,15 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.fleet_digest_tree import PER_HOST, make_answers
 from benchmarks.fleet_fanout import STANDIN
 from forensics.fleet import command as cmd
 from forensics.fleet.collect import new_tag
 from forensics.fleet.reduce import collect_reduced
+
+pytestmark = pytest.mark.integration  # real gateways over the stand-in ssh
 
 HOSTS = 4
 

@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = json.loads((ROOT / "tests" / "fixtures" / "redaction" / "corpus.json").read_text())
 
 TARGET = """

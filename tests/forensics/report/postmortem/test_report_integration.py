@@ -25,7 +25,7 @@ from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 ARTIFACTS = ROOT / "test-artifacts" / "report"
 NOTEBOOKS = sorted((ROOT / "examples").glob("*.ipynb"))
 CULPRIT = 2  #: the rank the demo_bundle fixture makes hang
