@@ -139,6 +139,7 @@ def test_a_plain_reason_or_observation_name_is_found_at_no_creation_site():
 def test_typed_observations_are_worded_by_presentation():
     o = Observation(ObservationKind.HOST, facts=HostFact("gpu-b7", "exclude", "GPU has fallen off the bus",
                                            Citation("NVRM: Xid 79", file="hosts/gpu-b7/kernel.log", line=12)))
+    # wording is the behaviour: presentation words a typed host fact
     assert o.text == "" and observed(o) == "host gpu-b7 is to exclude: GPU has fallen off the bus [hosts/gpu-b7/kernel.log:12]"
     typed = 0
     for path in CASES:
