@@ -24,25 +24,34 @@ from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
 #: bracketed one then starts with a literal '[' the engine jumps to, instead of trying every position)
 _GLOG = re.compile(r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?(?P<src>[\w.]+:\d+)\] ")
 _GLOG_BARE = re.compile(r"(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src>[\w./]+:\d+)\] ")
+#: the group's name is bounded: a search restarts at every '[PG 0(' of a long line, and an open `[^)]*` scanned
+#: to the line's end from each (quadratic). Real names are short ('default_pg', 'mesh_ulysses': 12 characters
+#: the longest in tests/fixtures); 256 is 20 times that
 _PG = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*+))?\s*+(?:\((?P<name>[^)]*)\))?\s*Rank (?P<r>\d+)\]"
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID ?(?P<guid>[\w:]*+))?\s*+(?:\((?P<name>[^)]{0,256})\))?\s*Rank (?P<r>\d+)\]"
 )
 _PLAIN_RANK = re.compile(r"\[Rank (?P<r>\d+)\]")
 _WORK = r"Work\w*\((?:SeqNum=(?P<seq>\d++), )?OpType=(?P<op>\w++)(?:, NumelIn=(?P<nin>\d++), NumelOut=(?P<nout>\d++))?"
 #: `:** ` too: a user's markdown bold around the phrase, kept when the line is pasted (sglang #3932:
-#: `[Rank 4] **Watchdog caught collective operation timeout:** WorkNCCL(SeqNum=151721, ...`)
+#: `[Rank 4] **Watchdog caught collective operation timeout:** WorkNCCL(SeqNum=151721, ...`).
+#: What lies between the op and 'Timeout(ms)=' is bounded (', ' in every real line; 256 leaves room for fields
+#: a later torch may add): an open `.*?` scanned to the line's end from every copy of the head on one long
+#: line, which is quadratic (issue 31)
 _WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout:(?:\*\*)? " + _WORK + r".*?Timeout\(ms\)=(?P<tmo>\d+)\)"
+    r"Watchdog caught collective operation timeout:(?:\*\*)? " + _WORK + r".{0,256}?Timeout\(ms\)=(?P<tmo>\d+)\)"
     r"(?: ran for (?P<ran>\d+) milliseconds)?"
 )
-_ASYNC = re.compile(r"Collective " + _WORK + r".*?raised the following async exception: (?P<what>.*)")
+#: the gap before 'raised' bounded as in _WATCHDOG (', Timeout(ms)=1000000) ': 23 characters the longest real one)
+_ASYNC = re.compile(r"Collective " + _WORK + r".{0,256}?raised the following async exception: (?P<what>.*)")
 _FAILURE = re.compile(
     r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<enq>-?\d+),"
     r" last completed work: (?P<done>-?\d+)"
 )
 _DETECTED = re.compile(r"(?:detected by watchdog at work|Timeout at NCCL work): (?P<seq>-?\d+)")
 _LAST = re.compile(r"last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)", re.I)
-_HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.*(?:timed out|stuck)|watchdog got stuck")
+#: 'monitoring thread' to 'timed out'/'stuck' bounded to 512 characters (a sentence; no fixture has this form): an
+#: open `.*` scanned to the line's end from every 'monitoring thread' of a long line (quadratic)
+_HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.{0,512}(?:timed out|stuck)|watchdog got stuck")
 _TERMINATE = re.compile(r"Terminating the process after attempting to dump debug info")
 _DUMP = re.compile(
     r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|[Ff]light ?[Rr]ecorder"
@@ -89,8 +98,10 @@ _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|Di
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
 #: a network plugin's failed request, as NCCL passes it up and PyTorch prints it under 'Last error:'
 #: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
+#: The error's name is bounded (libfabric's fi_strerror text: 'UNDELIVERABLE', 13 characters in the real line; 256):
+#: an open `[^)]*` scanned to the line's end from every copy of the head on one long line (quadratic)
 _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
-                         r"(?: Error: (?P<err>-?\d+) \((?P<what>[^)]*)\))?")
+                         r"(?: Error: (?P<err>-?\d+) \((?P<what>[^)]{0,256})\))?")
 #: NCCL's socket error as PyTorch prints it under 'Last error:' (NVIDIA/nccl#2076, NCCL 2.21.5: 'socketProgressOpt:
 #: Call to recv from 172....<33759> failed : Connection reset by peer'): the peer address is the one that went away
 _SOCKET_DETAIL = re.compile(r"^socketProgress(?:Opt)?: Call to (?P<what>recv|send) (?:from|to) (?P<peer>\S{1,300}) "
@@ -101,9 +112,12 @@ _SOCKET_DETAIL = re.compile(r"^socketProgress(?:Opt)?: Call to (?P<what>recv|sen
 _FINGERPRINT = (r"CollectiveFingerPrint\((?:SequenceNumber=(?P<{p}seq>\d{{1,12}}),? ?)?OpType=(?P<{p}op>\w{{1,64}})"
                 r"(?:, TensorShape=\[(?P<{p}shape>[\d, ]{{0,200}})\])?")
 _RUNNING = re.compile(r"Running collective: " + _FINGERPRINT.format(p=""))
+#: The rest of the first fingerprint (dtypes, device types: 206 characters for one tensor in the longest real line,
+#: ms-swift #9443) is bounded to 4096, room for some twenty tensors' TensorOptions: an open `.*?` scanned to the
+#: line's end from every copy of the head on one long line (quadratic)
 _WRAPPER_MISMATCH = re.compile(
     r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d{1,9}) is running collective: (?:"
-    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).*?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
+    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).{0,4096}?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
     + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]{1,64})\b)"
 )
 #: torch 1.10's one-sided form: the raising rank's own fingerprint, no other side ('Rank 0 is running inconsistent

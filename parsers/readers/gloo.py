@@ -13,11 +13,16 @@ import re
 from parsers.model.events import ErrorEvent, Origin
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) operation to complete")
-_CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
-_RESET = re.compile(r"(?:Read|Write) error \[(?P<addr>[^\]]+)\]:(?P<port>\d+): Connection reset by peer")
+#: The peer's address is bounded to 256 characters (a host name is at most 253, an IPv6 address with a zone fewer;
+#: '127.0.0.1' in our captures): an open `[^\]]+` scanned to the line's end from every copy of the head on one
+#: long line, which is quadratic (issue 31)
+_CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]{1,256})\]:(?P<port>\d+)")
+_RESET = re.compile(r"(?:Read|Write) error \[(?P<addr>[^\]]{1,256})\]:(?P<port>\d+): Connection reset by peer")
 #: NCCL's own wording, as PyTorch repeats it under 'Last error:' (2.14: 'Net : Connection closed by remote peer h<port>')
 _NCCL_CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
-_OTHER = re.compile(r"gloo/transport/\S+:\d+\] (?P<msg>.*)")
+#: gloo's source file below transport/ ('tcp/unbound_buffer.cc', 21 characters the longest) bounded to 256, for
+#: the same reason
+_OTHER = re.compile(r"gloo/transport/\S{1,256}:\d+\] (?P<msg>.*)")
 
 
 def match_line(text: str, origin: Origin) -> list:

@@ -63,8 +63,10 @@ COUNT_CHUNK = 1 << 20  #: bytes per slice when counting newlines
 #: 0.57 s a GB here, +60% on a full scan of a 1 GB log (0.97 -> 1.55 s); up to 64 MB it is <= 40 ms
 NUMBERED_BYTES = 64 * 1024 * 1024
 
-#: one op record: '<host>:<pid>:<tid> [dev] NCCL INFO AllReduce: opCount a ... comm 0x..'
-_OP = re.compile(rb":(\d+):\d+ \[[^\]\n]*\] NCCL INFO [A-Za-z]+: opCount [0-9a-f]+ [^\n]{0,200}? comm (0x[0-9a-f]+)")
+#: one op record: '<host>:<pid>:<tid> [dev] NCCL INFO AllReduce: opCount a ... comm 0x..'. The device field is
+#: bounded as in nccl_log's prefix (32; NCCL prints the CUDA device number there): an open `[^\]\n]*` scanned to
+#: the line's end from every ':0:0 [' of a long line, which is quadratic (issue 31)
+_OP = re.compile(rb":(\d+):\d+ \[[^\]\n]{0,32}\] NCCL INFO [A-Za-z]+: opCount [0-9a-f]+ [^\n]{0,200}? comm (0x[0-9a-f]+)")
 _OP_START = re.compile(rb"NCCL INFO [A-Za-z]+: opCount ")
 #: records Python must see in a full scan: any NCCL record but an op line, and NCCL version lines
 _NOT_OP = re.compile(rb"NCCL (?:INFO (?![A-Za-z]+: opCount )|WARN|TRACE|ABORT|version)")

@@ -34,9 +34,11 @@ _RECORD = re.compile(
     r"(?:(?P<src>[\w./-]{1,256}:\d{1,7})(?: \((?P<fn>[^)]{0,256})\))? )?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|ABORT)\s?"
 )
+#: `rest` (parent, color, key, commId: 72 characters the longest in tests/fixtures, sglang #3836) is bounded to 512:
+#: an open `.*?` scanned to the line's end from every copy of the head on one long line (quadratic, issue 31)
 _INIT = re.compile(
     r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d++)"
-    r"(?: nvmlDev (?P<nvml>-?\d++))?(?: busId (?P<bus>\w++))?(?P<rest>.*?)- ?Init(?: (?P<phase>START|COMPLETE))?"
+    r"(?: nvmlDev (?P<nvml>-?\d++))?(?: busId (?P<bus>\w++))?(?P<rest>.{0,512}?)- ?Init(?: (?P<phase>START|COMPLETE))?"
 )
 _COMMID = re.compile(r"commId (0x[0-9a-f]+)")
 _PARENT = re.compile(r"parent (0x[0-9a-f]+) (?:splitCount|childCount) (-?\d+) color (-?\d+)")

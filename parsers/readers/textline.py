@@ -16,11 +16,13 @@ from typing import Callable
 from parsers.model.events import Origin
 from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, nccl_tests, pasted_host
 
-#: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print
+#: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print. NCCL's result codes are
+#: short ('UnhandledCuda' the longest middle): `\w{0,64}`, as an open `\w*` scanned to the end of a long run of
+#: 'nccl' from each copy (quadratic, issue 31)
 _KNOWN = re.compile(
     r"NCCL (?:INFO|WARN|TRACE)|ProcessGroup(?:NCCL|Gloo)|Watchdog caught|NCCL work|opCount|c10d::|\[c10d"
     r"|torch\.distributed|Dist(?:Backend|Store|Network)Error|ChildFailedError|exitcode|local_rank"
-    r"|NVRM|Xid|nccl\w*Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error|NET/OFI"
+    r"|NVRM|Xid|nccl\w{0,64}Error|Cuda failure|CUDA error|[Hh]eartbeat monitor|gloo::|NCCL error|NET/OFI"
     r"|CollectiveFingerPrint|mismatch between collectives"
 )
 #: lines of those formats that carry nothing to read: stack frames, traceback lines, banners

@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 
 _ADDRESS = re.compile(r"^(?:0x)?[0-9a-fA-F]{6,}(?P<lib>\s+\[[^\]]*\])?$")
-_PY_TAIL = re.compile(r" \((?:[^()]*\.pyx?|<frozen [^>]+>|<string>|<stdin>):\d+\)$")
+#: a frozen module's name is bounded ('importlib._bootstrap_external', 29 characters, the longest): an open `[^>]+`
+#: scanned to the label's end from every ' (<frozen ' in it, which is quadratic (issue 31)
+_PY_TAIL = re.compile(r" \((?:[^()]*\.pyx?|<frozen [^>]{1,256}>|<string>|<stdin>):\d+\)$")
 _LIB_TAIL = re.compile(r"^(?P<head>.*?)(?P<lib> \[[^\[\]]*\]| \([^()<>]+:\d+\)| \([^()<>]+\.(?:c|cc|cpp|cxx|h|hpp|cu)\))$")
 _KEEP_PARENS = ("(anonymous namespace)",)
 MAX_SCAN = 20_000  #: labels longer than this are cut first: the scan below is linear, but data is hostile
