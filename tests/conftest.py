@@ -17,24 +17,17 @@ if str(SUPPORT) not in sys.path:
 pytest_plugins = sorted(p.stem for p in SUPPORT.glob("*_fixtures.py"))
 
 from hf_testpaths import FIXTURES, REPO  # noqa: F401 - re-exported for older imports
+from proc_stat import state_letter
 
 # A reader's exception outside the declared data errors is a bug of ours: raised in tests, not recorded as a
 # file's problem (parsers.evidence.STRICT_ENV). Subprocesses started by tests inherit it.
 os.environ.setdefault("FORENSICS_STRICT_READERS", "1")
 
 
-def _state(pid: int) -> str | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2]
-
-
 @pytest.fixture
 def proc_state() -> Callable[[int], str | None]:
     """State letter of a pid from /proc, or None when it is gone."""
-    return _state
+    return state_letter
 
 
 @pytest.fixture

@@ -63,14 +63,20 @@ def reduce_bundle(bundle: Path) -> dict[str, Any]:
     return merged
 
 
-def read_answer(text: str | bytes) -> dict[str, Any]:
-    """A gateway's answer (its merged digest as JSON), bounded and checked; ValueError with the reason."""
+def _bounded_json(text: str | bytes, what: str) -> Any:
+    """JSON from a gateway, refused before parsing when over MAX_MERGED_BYTES (a hostile or broken gateway must
+    not make the root parse gigabytes); ValueError with the reason, `what` naming the document in it."""
     if len(text) > MAX_MERGED_BYTES:
-        raise ValueError(f"{len(text)} bytes, over the {MAX_MERGED_BYTES >> 20} MiB a merged digest may have")
+        raise ValueError(f"{len(text)} bytes, over the {MAX_MERGED_BYTES >> 20} MiB {what} may have")
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError) as err:
         raise ValueError(f"not JSON: {str(err)[:200]}") from None
+
+
+def read_answer(text: str | bytes) -> dict[str, Any]:
+    """A gateway's answer (its merged digest as JSON), bounded and checked; ValueError with the reason."""
+    doc = _bounded_json(text, "a merged digest")
     if isinstance(doc, dict):
         doc.pop("hosts_without_digest", None)  # for people; the gateway counted them in `dropped` already
     return check_merged(doc)
@@ -148,12 +154,7 @@ def gateway_main(args: argparse.Namespace) -> int:
 def read_gateway_answer(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A gateway's answer line: (its merged digest checked, the rest: bundle, host_groups, seconds);
     ValueError with the reason."""
-    if len(text) > MAX_MERGED_BYTES:
-        raise ValueError(f"{len(text)} bytes, over the {MAX_MERGED_BYTES >> 20} MiB an answer may have")
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise ValueError(f"not JSON: {str(err)[:200]}") from None
+    doc = _bounded_json(text, "an answer")
     if not isinstance(doc, dict) or doc.get("format") != ANSWER or doc.get("version") != 1:
         raise ValueError(f"not a {ANSWER} of version 1")
     merged = doc.pop("merged", None)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import stat
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from forensics import safefs
 from forensics.errors import ForensicsError
+from open_dirs import open_dir
 from parsers.safeio import UnsafeFile
 
 
@@ -94,10 +92,8 @@ def test_job_user_is_the_real_ids():
 @pytest.fixture
 def open_area():
     """A folder nobody can reach (pytest's tmp_path sits in a 0700 folder)."""
-    path = Path(tempfile.mkdtemp(prefix="hf-safefs-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with open_dir("hf-safefs-", 0o755) as path:
+        yield path
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="opening as another user needs root")

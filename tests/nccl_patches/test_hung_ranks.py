@@ -20,6 +20,7 @@ from forensics.collectors.recorder import RecorderCollector
 from nccl_patches.harness import start_hanging_rank
 from parsers.readers.recorder import read_recorder_dir, read_recorder_file
 from parsers.judges.recorder import analyse, stalled_ranks, wait_edges
+from proc_stat import state_letter
 
 RECV_WAIT, SEND_PEER_WAIT, SEND_GPU_WAIT = 10, 20, 8
 # per rank: recv steps done, send steps done, recv state, send state
@@ -27,11 +28,6 @@ PLAN = {0: (6, 16, RECV_WAIT, 0), 1: (16, 4, 0, SEND_PEER_WAIT), 2: (3, 3, RECV_
         3: (3, 16, RECV_WAIT, 0)}
 
 pytestmark = pytest.mark.integration
-
-
-def _state_letter(pid: int) -> str:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rfind(")") + 2]
 
 
 @pytest.fixture
@@ -46,10 +42,10 @@ def hung_job(plugin, harness, state_dir, ranks):
 
 def test_reads_a_stopped_rank_without_waking_it(hung_job, state_dir):
     culprit = hung_job[2]
-    assert _state_letter(culprit.pid) == "T"
+    assert state_letter(culprit.pid) == "T"
     (path,) = state_dir.glob(f"nccl-recorder.*.{culprit.pid}.0.bin")
     st = read_recorder_file(path)
-    assert _state_letter(culprit.pid) == "T"  # reading did not signal or resume it
+    assert state_letter(culprit.pid) == "T"  # reading did not signal or resume it
     assert st.pid == culprit.pid and st.rank == 2 and st.env_rank == 2
     assert st.heartbeat_age_s() > 0.5
     last = st.colls[-1]
@@ -104,7 +100,7 @@ def test_collector_copies_state_into_the_bundle(hung_job, state_dir, tmp_path):
     copied = bundle / rec.files[0]
     st = read_recorder_file(copied, observed_ns=rec.details["copied_ns"][rec.files[0]])
     assert st.pid == culprit.pid and st.heartbeat_age_s() > 0.5
-    assert _state_letter(culprit.pid) == "T"
+    assert state_letter(culprit.pid) == "T"
 
 
 def test_collector_skips_a_rank_without_recorder(state_dir, tmp_path):

@@ -8,17 +8,14 @@ repository to zero.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from hf_testpaths import REPO
+from script_module import load_script
 
-_spec = importlib.util.spec_from_file_location("import_map", REPO / "scripts" / "import_map.py")
-import_map = sys.modules.setdefault("import_map", importlib.util.module_from_spec(_spec))  # dataclasses look it up
-_spec.loader.exec_module(import_map)
+import_map = load_script("import_map")
 
 #: function-local imports waiting to move to the top, as (module, imported module); an entry that is gone
 #: fails the test below, so this list only shrinks. Empty: the judges' last ones moved after issue 26's merge.

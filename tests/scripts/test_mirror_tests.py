@@ -5,22 +5,17 @@ tests/test_layout.py."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from hf_testpaths import REPO
+from script_module import load_script
 
 
 @pytest.fixture(scope="module")
 def mt():
-    spec = importlib.util.spec_from_file_location("mirror_tests", REPO / "scripts" / "mirror_tests.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mirror_tests")
 
 
 def _points_to(expr: str, file: Path) -> Path:

@@ -3,20 +3,15 @@ tests hold none unmarked (issue 29: tests assert behaviour, not wording)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
 from hf_testpaths import REPO
+from script_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("wording_asserts", REPO / "scripts" / "wording_asserts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
+    return load_script("wording_asserts")
 
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, HostRecord, RankRecord
@@ -12,6 +15,14 @@ from forensics.collectors.host import host_collectors
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "host"
+
+
+def hosts_cli(*args: str) -> subprocess.CompletedProcess:
+    """`forensics hosts ARGS` of this checkout, with the built-in knowledge base (FORENSICS_KB unset)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("FORENSICS_KB", None)
+    return subprocess.run([sys.executable, "-m", "forensics", "hosts", *args], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
 
 
 def collect_here(writer: BundleWriter, host: str, options: CollectOptions | None = None) -> HostRecord:

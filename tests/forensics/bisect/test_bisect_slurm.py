@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli.main import main
+from proc_stat import state_letter
 
 pytestmark = pytest.mark.integration
 NODES = ["b1", "b2", "b3", "b4"]
@@ -71,11 +72,7 @@ def _pids(d: Path) -> list[int]:
 
 def _alive(pid: int) -> bool:
     """False for zombies: they are gone, only not yet reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] != "Z"
+    return state_letter(pid) not in (None, "Z")
 
 
 @pytest.fixture

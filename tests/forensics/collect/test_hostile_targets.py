@@ -17,11 +17,12 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from open_dirs import open_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")]
 
@@ -34,11 +35,9 @@ API_KEY = "sk_live_abcdef123456"
 @pytest.fixture
 def nobody_dir():
     """A folder nobody owns under /tmp (root's pytest tmp_path is not reachable for nobody)."""
-    path = Path(tempfile.mkdtemp(prefix="hf-harden-"))
-    os.chown(path, NOBODY.pw_uid, NOBODY.pw_gid)
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with open_dir("hf-harden-", 0o755) as path:
+        os.chown(path, NOBODY.pw_uid, NOBODY.pw_gid)
+        yield path
 
 
 def _as_nobody(*argv: str) -> list[str]:

@@ -20,6 +20,7 @@ import pytest
 from forensics.bundle.reader import open_bundle
 from hf_testpaths import REPO
 from parsers.readers.exception import read_lines
+from proc_stat import state_letter
 
 pytestmark = pytest.mark.integration
 SCRIPT = REPO / "scripts" / "device" / "nccl_scenarios.py"
@@ -38,16 +39,8 @@ def run_scenario(name: str, out: Path) -> tuple[dict, object]:
     truth = json.loads((sdir / "truth.json").read_text())
     assert any(n.startswith("collect exit") for n in truth["notes"]), truth["notes"]
     assert not [n for n in truth["notes"] if "scenario error" in n], truth["notes"]
-    assert all(not Path(f"/proc/{pid}").exists() or _state(pid) == "Z" for pid in truth["pids"].values())
+    assert all(not Path(f"/proc/{pid}").exists() or state_letter(pid) == "Z" for pid in truth["pids"].values())
     return truth, open_bundle(sdir / "bundle")
-
-
-def _state(pid: int) -> str | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2]
 
 
 def _rank(bundle, rank):

@@ -16,7 +16,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES, REPO
+from open_dirs import open_dir
 
 pytestmark = pytest.mark.integration
 
@@ -73,10 +73,8 @@ def _as(user, *argv: str) -> list[str]:
 @pytest.fixture
 def area():
     """A shared folder like /tmp (root's, 1777): the probe user may add names, not touch root's files."""
-    path = Path(tempfile.mkdtemp(prefix="hf31-"))
-    path.chmod(0o1777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with open_dir("hf31-", 0o1777) as path:
+        yield path
 
 
 def _victim(folder: Path) -> tuple[Path, tuple]:

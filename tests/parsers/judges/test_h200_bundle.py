@@ -7,16 +7,13 @@ The machine was healthy, so the verdict must be 'healthy' with no finding; the d
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
-from hostinfo_helpers import FIXTURES, REPO, host_from_files, rank_with_log
+from hostinfo_helpers import FIXTURES, REPO, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
 from parsers.evidence import load_path
 from parsers.judges.hosts import host_reports
@@ -25,12 +22,6 @@ pytestmark = pytest.mark.integration
 
 H200 = FIXTURES / "h200"
 VM = H200 / "bundle" / "hosts" / "vm"
-
-
-def hosts_cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("FORENSICS_KB", None)
-    return subprocess.run([sys.executable, "-m", "forensics", "hosts", *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from parsers.model.manifest import CollectorRecord, HostRecord
 from parsers.model.findings import ReasonClass
 from forensics.bundle.writer import BundleWriter
-from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, rank_with_log
+from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
 from parsers.evidence import load_path
 from parsers.judges.hosts import host_reports, host_suspects
@@ -23,12 +20,6 @@ pytestmark = pytest.mark.integration
 
 WATCHDOG = "[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) ran for 45092 milliseconds before timing out."
 CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 116.00 MiB. GPU 0 has a total capacity of 22.05 GiB of which 112.12 MiB is free."
-
-
-def hosts_cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("FORENSICS_KB", None)
-    return subprocess.run([sys.executable, "-m", "forensics", "hosts", *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
