@@ -125,29 +125,59 @@ class Citation(str):
     """One line of evidence: what it shows (the text), typed with where it was read and by what.
 
     A str so that it reads, sorts and compares as its text; `file`, `line` and `tool` say where it
-    comes from, so no code needs to find them in the words.
+    comes from, so no code needs to find them in the words; `tagged` says that its words already end in
+    their source ('... [/proc]', '... [trace.log:12]'), so presentation adds no tag of its own.
     """
 
     file: str | None
     line: int | None
     tool: str | None
+    tagged: bool
 
     def __new__(cls, text: str, file: str | None = None, line: int | None = None,
-                tool: str | None = None) -> "Citation":
+                tool: str | None = None, tagged: bool | None = None) -> "Citation":
         obj = str.__new__(cls, text)
         obj.file, obj.line = file, line
         obj.tool = tool if tool is not None else getattr(text, "tool", None)
+        obj.tagged = tagged if tagged is not None else getattr(text, "tagged", False)
         if file is None and isinstance(text, Citation):
             obj.file, obj.line = text.file, text.line
         return obj
+
+    def __getnewargs__(self) -> tuple[str, str | None, int | None, str | None, bool]:  # copy and pickle keep the fields
+        return str(self), self.file, self.line, self.tool, self.tagged
 
     def to_dict(self) -> dict[str, Any]:
         return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
 
 
-def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None) -> Citation:
-    """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line."""
-    return Citation(text, file=file, line=line, tool=tool)
+def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
+         tagged: bool = False) -> Citation:
+    """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line; `tagged`: its words end in
+    their source already."""
+    return Citation(text, file=file, line=line, tool=tool, tagged=tagged)
+
+
+class Reason(str):
+    """A suspect's reason whose words name its rank first ('rank 3 never logged ...'): a str that reads as its
+    words, typed with that rank and the words after it (`predicate`), so a line that already shows the rank's
+    label says the predicate only, and no code looks for the rank in the words."""
+
+    rank: int
+    predicate: str
+
+    def __new__(cls, rank: int, predicate: str) -> "Reason":
+        obj = str.__new__(cls, f"rank {rank} {predicate}")
+        obj.rank, obj.predicate = rank, predicate
+        return obj
+
+    def __getnewargs__(self) -> tuple[int, str]:  # copy and pickle make it again from its fields
+        return self.rank, self.predicate
+
+
+def of_rank(rank: int, predicate: str) -> Reason:
+    """'rank 3 ' + `predicate`, typed (Reason): the reason names its rank first."""
+    return Reason(rank, predicate)
 
 
 #: independent kinds of evidence: a culprit two of them support is surer than one one of them does
@@ -182,7 +212,7 @@ class Suspect:
     host: str | None
     pid: int | None
     reason_class: ReasonClass  #: always the enum: a judge that gives a plain str is refused (TypeError)
-    reason: str  #: one human sentence
+    reason: str  #: one human sentence (a `Reason` where it names its rank first)
     confidence: float
     evidence: list[str] = field(default_factory=list)
     source: str = ""  #: which kind of evidence the judge read (SOURCES); set by the judge protocol
@@ -216,10 +246,14 @@ class Suspect:
         return f"{who} ({where})" if where else who
 
     @property
+    def names_own_rank(self) -> bool:
+        """Whether its reason names this suspect's own rank first (typed where the reason was made: `of_rank`)."""
+        return isinstance(self.reason, Reason) and self.rank is not None and self.reason.rank == self.rank
+
+    @property
     def said(self) -> str:
         """The reason without a leading 'rank N' that would repeat the label."""
-        lead = f"rank {self.rank} "
-        return self.reason[len(lead):] if self.rank is not None and self.reason.startswith(lead) else self.reason
+        return self.reason.predicate if self.names_own_rank else self.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from parsers.model.events import ErrorEvent
-from parsers.model.findings import FrReportFact, ReasonClass
+from parsers.model.findings import FrReportFact, ReasonClass, of_rank
 from parsers.ranges import fold
 
 KIND = "fr-analysis"
@@ -143,14 +143,14 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
             for r in ranks:
                 if r in waiting:  # missing here because it waits elsewhere: a link of the chain, not its end
                     continue
-                get(r).offer(ReasonClass.FR_MISSING, f"rank {r} never recorded {where}, which the other "
+                get(r).offer(ReasonClass.FR_MISSING, of_rank(r, f"never recorded {where}, which the other "
                              f"{size - len(ranks)} rank(s) of the group scheduled (the Flight Recorder analyzer's "
-                             f"missing ranks: {fold(ranks)}, of a group of {size}){chain}", conf, [cite])
+                             f"missing ranks: {fold(ranks)}, of a group of {size}){chain}"), conf, [cite])
             continue
         for c in _named_culprits(e) or ():
-            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, f"rank {c['rank']} differs in {where} from the rank the "
+            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, of_rank(c['rank'], f"differs in {where} from the rank the "
                                  f"Flight Recorder analyzer compared against ({c['error_type']}; "
-                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)",
+                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)"),
                                  ReasonClass.FR_CULPRIT.default_confidence, [cite])
 
 

@@ -94,7 +94,7 @@ def stalled(ev: Any) -> list[Suspect]:
                            f"e.g. {example}): the other ranks wait for it",
                     confidence=CONFIDENCE,
                     evidence=[cite(f"horovod stall report: {e.message[:200]} [{name}:{e.origin.line}]", tool="horovod",
-                                   file=name, line=e.origin.line) for name, e in _entries(ev)[:3]])]
+                                   file=name, line=e.origin.line, tagged=True) for name, e in _entries(ev)[:3]])]
 
 
 def facts(ev: Any) -> list[HorovodFact]:
