@@ -2,39 +2,33 @@
 
 Why a module of its own: a judge says what it found as data (parsers/model/findings.py: a host the host
 judge would exclude and the line that says why, a traceback's innermost frame, what a RAS view says of a
-communicator, stacks and dumps with no rank, where timed-out collectives were called from); how that
-reads to an on-call engineer is presentation's, and nothing reads these words back.
+communicator, stacks and dumps with no rank, where timed-out collectives were called from, who timed out in
+which op, a timeout set too short, the Flight Recorder analyzer's and Horovod's findings, whose lines the files
+hold); how that reads to an on-call engineer is presentation's, and nothing reads these words back.
 """
 
 from __future__ import annotations
 
+from parsers.judges.logs import names
+from parsers.judges.logs.fr_report import where as fr_where
 from parsers.model.events import describe_status
-from parsers.model.findings import (CallSite, DumpFact, ErrorFact, ErrorsFact, HostFact, Observation, RasFact, StackFact,
-                                    TracebackFact)
+from parsers.model.findings import (CallSite, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact, DumpAskFact,
+                                    DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, NoErrorFact, Observation, RasFact,
+                                    SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
 from parsers.ranges import fold
 
 #: how many of a kind's places or sites one line names
 LIMIT = 3
+#: lines not understood that one line quotes
+UNREAD_SHOWN = 2
 
 
 def observed(o: Observation) -> str:
-    """One observation in words: typed facts worded here, else the words its judge wrote."""
+    """One observation in words, from its typed facts (every kind has them: nothing a judge wrote is shown)."""
     f = o.facts
-    if isinstance(f, HostFact):
-        return host(f)
-    if isinstance(f, ErrorsFact):
-        return errors(f)
-    if isinstance(f, TracebackFact):
-        return traceback(f)
-    if isinstance(f, RasFact):
-        return ras(f)
-    if isinstance(f, StackFact):
-        return stack(f)
-    if isinstance(f, DumpFact):
-        return dump(f)
     if isinstance(f, tuple) and f and isinstance(f[0], CallSite):
         return call_sites(f)
-    return o.text
+    return _WORDS[type(f)](f)
 
 
 def host(f: HostFact) -> str:
@@ -107,3 +101,153 @@ def call_sites(sites: tuple[CallSite, ...]) -> str:
     if len(sites) == 1:
         return f"the timed-out collective's stack (Flight Recorder) of {said}"
     return f"the timed-out collectives come from {len(sites)} different places in the code ({said})"
+
+
+def _ranks(ranks: "tuple[int, ...] | list[int]") -> str:
+    """'rank 3' / 'ranks 0-2,4'."""
+    return f"rank{'s' if len(set(ranks)) > 1 else ''} {fold(ranks)}"
+
+
+def _op_named(op: str | None, seq: int | None) -> str:
+    """'ALLREDUCE SeqNum 808', or 'a collective' when the line names no op."""
+    return (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
+
+
+def timeout(f: TimeoutFact) -> str:
+    """'ranks 0-2,4 timed out in ALLREDUCE SeqNum 80', or '... of group 3 (no global rank printed) timed out in ...'."""
+    of = f" of {names.group(f.comm)} (no global rank printed)" if f.comm is not None else ""
+    return f"{_ranks(f.ranks)}{of} timed out in {_op_named(f.op, f.seq)}"
+
+
+def setting(f: SettingFact) -> str:
+    """A collective timeout too short for any healthy collective: the cause is the setting, no rank."""
+    shown = ", ".join(f"{ms} ms" for ms in f.timeouts_ms[:4])
+    who = f" ({_ranks(f.ranks)})" if f.ranks else ""
+    return (f"the collective timeout applied was {shown}{who}: shorter than a healthy collective can take (a group's "
+            f"first one also sets up its NCCL communicator), so the timeout says nothing about any rank; the cause is "
+            f"the setting (init_process_group(timeout=...) or the framework's option for it)")
+
+
+def dump_ask(f: DumpAskFact) -> str:
+    return (f"{_ranks(f.asked)} dumped because rank {f.origin}'s collective timed out (its watchdog asks every rank "
+            "to dump)")
+
+
+def trail(f: TrailFact) -> str:
+    """NCCL error returns with no WARN, with the caveat that at init they are often probes."""
+    return (f"NCCL logged {f.count} error return(s) ('file:line -> code'" + (f", first: {f.first}" if f.first else "")
+            + ") and no WARN; at init such returns are often probes of a transport the host lacks")
+
+
+def silent(ranks: "tuple[int, ...]", top: int, lead: str = "no line here from") -> str:
+    """'no line here from rank 0, though rank 3 times out (ranks count from 0, so it is in the job)'."""
+    many = len(ranks) > 1
+    return (f"{lead} rank{'s' if many else ''} {fold(list(ranks))}, though rank {top} times out "
+            f"(ranks count from 0, so {'these are' if many else 'it is'} in the job)")
+
+
+def coverage(f: CoverageFact) -> str:
+    """Whose lines these are, where that means something (see CoverageFact's roles)."""
+    if f.role == "unnamed":  # how many other processes printed lines that name no rank at all, the files do not say
+        return (f"these files hold lines from processes of the job's {f.world}-rank NCCL communicator "
+                f"(its ranks {fold(list(f.ranks))} among them), none with a global rank printed")
+    if f.role == "absent":
+        return f"these files hold no line from {f.absent} of {f.world} ranks (e.g. rank {f.first})"
+    if f.role == "reporting":
+        none_from = f", {silent(f.silent, f.top, 'none from')}" if f.silent else ""
+        return f"these files hold lines from {_ranks(f.ranks)} only{none_from}; the job's size is not stated"
+    return silent(f.silent, f.top)
+
+
+def coverage_note(f: CoverageNoteFact) -> str:
+    """How much of the job these files cover, in words (was 'coverage partial', which a user had to guess at)."""
+    if not f.complete:
+        return "these files may not hold every rank: a rank with no lines here is not proof it is missing"
+    if f.absent:
+        return "these files hold all but a few ranks of the job"
+    return "these files hold every rank of the job"
+
+
+def no_error(f: NoErrorFact) -> str:
+    """'no error' only of lines that were all read: unread lines may be the error (issue 28)."""
+    return "no line that was understood reports an error" if f.unread else "these lines report no error"
+
+
+def unread(f: UnreadFact) -> str:
+    """'3 lines not understood (first: line 2 "..."; line 5 "...")'."""
+    shown = "; ".join(f"line {n} \"{text[:80]}\"" for n, text in f.first[:UNREAD_SHOWN])
+    return f"{f.count} line{'s' if f.count > 1 else ''} not understood" + (f" (first: {shown})" if shown else "")
+
+
+def disagreement(f: DisagreementFact) -> str:
+    """Said, never judged: without the init lines nothing proves the processes share a communicator."""
+    who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}" for pid, dev, op in f.processes)
+    return (f"processes disagree at opCount {f.op_count:x}: {who} "
+            f"(a collective mismatch if they share a communicator; these lines do not say)")
+
+
+def completed_past(f: CompletedPastFact) -> str:
+    """'in the default group, rank 1 completed work up to 125 while rank 0 waits in work 122: ...'."""
+    return (f"in {names.group(f.comm)}, rank {f.rank} completed work up to {f.done} while rank {f.waiter} "
+            f"waits in work {f.seq}: its collectives past {f.seq} were matched with something else of rank "
+            f"{f.waiter}'s, so the two call sequences no longer line up (which side is odd is not in these lines)")
+
+
+def fr_report(f: FrReportFact) -> str:
+    """What one finding of the Flight Recorder analyzer shows, for a summary that names no culprit."""
+    if f.role == "undecided":
+        return f"the Flight Recorder analyzer had no dump from rank {f.ranks[0]} and could not decide {f.count} collective(s)"
+    if f.role == "gave-up":
+        return f"it stopped checking group {f.group} after too many mismatches"
+    where = fr_where(f.op, f.seq, f.group)
+    of = f" of {f.size}" if f.size else ""
+    if f.role == "not-joined":
+        text = (f"the Flight Recorder analyzer finds {_ranks(f.ranks)}{of} never recorded {where}" if f.ranks
+                else f"the Flight Recorder analyzer finds not all ranks joined {where}")
+        if not f.minority:
+            text += " (not a minority: the ranks that did record it may be the ones that ran ahead)"
+        if f.no_dump:
+            text += f"; it had no dump from ranks {fold(f.no_dump)}"
+    elif f.role == "culprits":
+        text = (f"the Flight Recorder analyzer finds {_ranks(f.ranks)}{of} differ in {where} ({', '.join(f.kinds[:3])}) "
+                f"from the rank it compared against, which may itself be the odd one"
+                + ("" if f.complete else "; the list may be cut"))
+        if "COLLECTIVE_STATE_MISMATCH" in f.kinds:
+            text += " (a state mismatch: the listed rank's entry is in another state than the reference's)"
+    else:
+        text = f"the Flight Recorder analyzer reports errors in {where} (no 'Culprit rank' line was read)"
+    return text + (f"; state {f.state}" if f.state else "")
+
+
+def _ops(f: HorovodFact) -> str:
+    """'3 ops' / '1 op, reported 11 times': distinct tensors, and how many entries named them."""
+    return f"{f.ops} op{'s' if f.ops > 1 else ''}" + (f", reported {f.reports} times" if f.reports > f.ops else "")
+
+
+def horovod(f: HorovodFact) -> str:
+    """What Horovod's stall reports show when they name no one rank, and its timeline setting errors."""
+    if f.role == "timeline" and f.directory:
+        return (f"Horovod could not open its timeline file {f.path}: HOROVOD_TIMELINE names a directory "
+                "(it must name a file, which rank 0 writes); the cause is the setting, no rank")
+    if f.role == "timeline":
+        return f"Horovod could not open its timeline file {f.path} (HOROVOD_TIMELINE): no timeline is written"
+    if f.role == "several":
+        return (f"Horovod's stall inspector names ranks {fold(f.ranks)} missing from every stalled op "
+                f"({_ops(f)}): several ranks, so no one of them is named")
+    if f.role == "split":
+        return (f"Horovod's stall inspector names different ranks missing from different ops (ranks "
+                f"{fold(f.ranks)}, {_ops(f)}): no rank is missing from all of them")
+    if f.role == "left-out":
+        return (f"Horovod's stall inspector leaves {_ranks(f.ranks)} out of every ready list ({_ops(f)}); the job's "
+                "size is not stated, so ranks above the highest ready one may be missing too and none is named")
+    if f.role == "varied":
+        return f"Horovod's stall inspector's ready lists leave out different ranks from op to op ({_ops(f)})"
+    return (f"Horovod's stall inspector lists the ranks ready for {_ops(f)}; the job's size is not stated, "
+            "so which ranks are missing is not said")
+
+
+#: the wording of each typed fact
+_WORDS = {HostFact: host, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
+          TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
+          CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
+          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod}

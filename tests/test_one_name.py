@@ -13,15 +13,8 @@ from collections import defaultdict
 from hf_testpaths import REPO
 
 #: class names still defined in more than one module, each with the reason it may be, and where
-STILL_SHARED = {
-    "Box": ("forensics/report/stacktree.py: a run of frames shared by ranks; forensics/report/svg.py: a rectangle. "
-            "Both in the report package, which is being moved as these lines are written (issue 29, item 1): "
-            "svg's is to become Rect after the move", ["forensics/report/stacktree.py", "forensics/report/svg.py"]),
-    "RankProgress": ("judges/logs/tables.py: a rank's enqueued/completed counts per communicator; judges/recorder.py: "
-                     "a rank's place in the op a communicator is stuck in, from its recorder state. Both judges are "
-                     "being retyped (issue 26) as these lines are written: the recorder's is to be renamed with it",
-                     ["parsers/judges/logs/tables.py", "parsers/judges/recorder.py"]),
-}
+#: (empty: svg's Box is Rect, the recorder judge's RankProgress is RankInStall)
+STILL_SHARED: dict[str, tuple[str, list[str]]] = {}
 
 
 def _classes() -> dict[str, list[str]]:
@@ -53,7 +46,7 @@ def test_no_class_name_is_shared_without_its_reason():
 
 
 def test_the_renamed_pairs_each_name_one_class():
-    """Answer, DumpBlock, Finding, Observation and Settings each named two things (issue 29): now one each."""
+    """Answer, DumpBlock, Finding, Observation, Settings, Box and RankProgress each named two things (issue 29): now one each."""
     found = _classes()
     assert found["Answer"] == ["forensics/fleet/wire.py"] and found["AnswerOnce"] == ["forensics/fleet/remote.py"]
     assert found["FaulthandlerBlock"] == ["parsers/readers/faulthandler.py"]
@@ -61,3 +54,5 @@ def test_the_renamed_pairs_each_name_one_class():
     assert len(found["Finding"]) == 1 and found["StepFinding"] == ["parsers/steps/classify.py"]
     assert len(found["Observation"]) == 1 and found["JobResult"] == ["forensics/bisect/decode.py"]
     assert found["Settings"] == ["parsers/steps/classify.py"] and found["BisectSettings"] == ["forensics/bisect/engine.py"]
+    assert found["Box"] == ["forensics/report/stacktree.py"] and found["Rect"] == ["forensics/report/svg.py"]
+    assert found["RankProgress"] == ["parsers/judges/logs/tables.py"] and found["RankInStall"] == ["parsers/judges/recorder.py"]

@@ -21,7 +21,7 @@ from typing import Any, Hashable
 import networkx as nx
 
 from forensics.report import style
-from forensics.report.svg import Box, Canvas, text_box, text_width
+from forensics.report.svg import Canvas, Rect, text_box, text_width
 from parsers.ranges import fold
 
 MAX_RANK_NODES = 16  #: up to this many ranks, one node per rank
@@ -239,7 +239,7 @@ def _edge_count(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], 
     for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75):
         x, y = a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
         box = text_box(x, y, label, 9.5, "middle")
-        clear = all(not box.overlaps(Box(c[0] - r, c[1] - r, c[0] + r, c[1] + r), 2) for c, r in circles)
+        clear = all(not box.overlaps(Rect(c[0] - r, c[1] - r, c[0] + r, c[1] + r), 2) for c, r in circles)
         if clear and canvas.fits(box, pad=2):
             canvas.text(x, y, label, size=9.5, anchor="middle", color=style.EDGE, group="edge", backdrop=True)
             return

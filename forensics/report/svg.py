@@ -23,7 +23,7 @@ MAX_LABEL = 400  #: characters; a longer label is cut (a hostile bundle can hold
 
 
 @dataclass(frozen=True)
-class Box:
+class Rect:
     """An axis-aligned rectangle, y downwards (SVG user units)."""
 
     x0: float
@@ -31,7 +31,7 @@ class Box:
     x1: float
     y1: float
 
-    def overlaps(self, other: "Box", pad: float = 0.0) -> bool:
+    def overlaps(self, other: "Rect", pad: float = 0.0) -> bool:
         return not (self.x1 + pad <= other.x0 or other.x1 + pad <= self.x0 or self.y1 + pad <= other.y0 or other.y1 + pad <= self.y0)
 
 
@@ -40,11 +40,11 @@ def text_width(s: str, size: float) -> float:
     return len(s) * size * CHAR_EM
 
 
-def text_box(x: float, y: float, s: str, size: float, anchor: str = "start") -> Box:
-    """Box of a label whose baseline starts (or is centred, or ends) at x, y."""
+def text_box(x: float, y: float, s: str, size: float, anchor: str = "start") -> Rect:
+    """The rectangle of a label whose baseline starts (or is centred, or ends) at x, y."""
     w = text_width(s, size)
     left = x if anchor == "start" else x - w / 2 if anchor == "middle" else x - w
-    return Box(left, y - size * ASCENT, left + w, y + size * DESCENT)
+    return Rect(left, y - size * ASCENT, left + w, y + size * DESCENT)
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Label:
     """One drawn label: its text and its box (for the overlap checks)."""
 
     text: str
-    box: Box
+    box: Rect
     group: str = ""
 
 
@@ -67,11 +67,11 @@ class Canvas:
     margin: float = 8.0
 
     # --- geometry -------------------------------------------------------------------
-    def _grow(self, box: Box) -> None:
+    def _grow(self, box: Rect) -> None:
         e = self.extent
         e[0], e[1], e[2], e[3] = min(e[0], box.x0), min(e[1], box.y0), max(e[2], box.x1), max(e[3], box.y1)
 
-    def fits(self, box: Box, pad: float = 1.0) -> bool:
+    def fits(self, box: Rect, pad: float = 1.0) -> bool:
         """True when `box` covers no label drawn so far."""
         return not any(box.overlaps(lab.box, pad) for lab in self.labels)
 
@@ -86,14 +86,14 @@ class Canvas:
         if opacity < 1:
             attrs += f' fill-opacity="{opacity:g}"'
         self.items.append(f"<rect {attrs}>{_tip(tip)}</rect>" if tip else f"<rect {attrs}/>")
-        self._grow(Box(x, y, x + w, y + h))
+        self._grow(Rect(x, y, x + w, y + h))
 
     def circle(self, cx: float, cy: float, r: float, fill: str, stroke: str = "white", width: float = 1.0,
                tip: str | None = None, cls: str = "") -> None:
         c = f' class={quoteattr(cls)}' if cls else ""
         body = f'<circle{c} cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill={quoteattr(fill)} stroke={quoteattr(stroke)} stroke-width="{width:g}"'
         self.items.append(f"{body}>{_tip(tip)}</circle>" if tip else body + "/>")
-        self._grow(Box(cx - r, cy - r, cx + r, cy + r))
+        self._grow(Rect(cx - r, cy - r, cx + r, cy + r))
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, width: float = 1.0,
              arrow: bool = False, opacity: float = 1.0, dash: str | None = None) -> None:
@@ -105,7 +105,7 @@ class Canvas:
         if arrow:
             attrs += f' marker-end="url(#{_marker_id(stroke)})"'
         self.items.append(f"<line {attrs}/>")
-        self._grow(Box(min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)))
+        self._grow(Rect(min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)))
 
     def arrow_between(self, a: tuple[float, float], b: tuple[float, float], ra: float, rb: float, stroke: str,
                       width: float = 1.2, opacity: float = 0.8) -> None:

@@ -150,9 +150,10 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
 
 
 def cited(e: Any) -> str:
-    """An evidence line with the tool its typed citation names, where its words do not already end in one."""
+    """An evidence line with the tool its typed citation names, where its words do not already show their source
+    (`tagged`, set where the citation was made)."""
     tool = getattr(e, "tool", None)
-    return f"{e} [{tool}]" if tool and not str(e).rstrip().endswith("]") else str(e)
+    return f"{e} [{tool}]" if tool and not getattr(e, "tagged", False) else str(e)
 
 
 def culprit_view(c: Suspect) -> CulpritView:
@@ -307,7 +308,7 @@ def fold_suspects(suspects: list[Suspect]) -> list[str]:
     """One line per distinct claim: suspects whose reason differs only in their own rank share a line."""
     groups: dict[tuple[str, float, str], list[Suspect]] = {}
     for s in suspects:
-        groups.setdefault((str(s.reason_class), round(s.confidence, 2), _claim(s)), []).append(s)
+        groups.setdefault((str(s.reason_class), round(s.confidence, 2), s.said), []).append(s)  # said: no own 'rank N'
     out = []
     for (kind, conf, claim), group in groups.items():
         if len(group) == 1:
@@ -318,9 +319,3 @@ def fold_suspects(suspects: list[Suspect]) -> list[str]:
         out.append(f"ranks {fold(ranks)} ({len(group)}): {claim}  [{kind}, {conf:.2f}]")
     return out
 
-
-def _claim(s: Suspect) -> str:
-    """The reason with the suspect's own 'rank N' taken out, so like claims compare equal."""
-    if s.rank is None:
-        return s.reason
-    return re.sub(rf"^rank {s.rank}\b\s*", "", s.reason)

@@ -326,7 +326,7 @@ def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: boo
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
     at = {"tool": "knowledge base", "file": group.first.source or None, "line": group.first.line_no}
-    evidence = [cite(group.describe(), **at), cite(f"evidence: {group.first.evidence[:300]}", **at),
+    evidence = [cite(group.describe(), **at, tagged=bool(group.first.line_no or group.first.source)), cite(f"evidence: {group.first.evidence[:300]}", **at),
                 cite(f"recommended action: {entry.action_text}", tool="knowledge base")]
     if not own:
         evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""),

@@ -17,11 +17,11 @@ from typing import Any
 from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
-from parsers.model.findings import (CallSite, Citation, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext,
-                                    Observation, ObservationKind as OK, RasFact, StackFact, TracebackFact, cite)
+from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
+                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, NoErrorFact, Observation,
+                                    ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.present import observed
-from parsers.ranges import fold
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
 
@@ -36,15 +36,15 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
     short = short_timeout.too_short(ev)
-    out = [Observation(OK.SETTING, short)] if short else []
-    out += [Observation(OK.TIMEOUT, t, rs) for t, rs in _timeout_parts(seen)]
-    out += [Observation(OK.DUMP_ASK, t) for t in _dump_ask_parts(seen)]
-    out += [Observation(OK.DISAGREEMENT, m["text"]) for m in process_op_disagreements(ev)[:2]]
-    out += [Observation(OK.COMPLETED_PAST, t) for t in completed_past(ev)]
-    out += [Observation(OK.FR_REPORT, t) for t in fr_report.describe(seen.analyzer)]
+    out = [Observation(OK.SETTING, facts=short)] if short else []
+    out += [Observation(OK.TIMEOUT, ranks=f.ranks if f.comm is None else (), facts=f) for f in _timeout_facts(seen)]
+    out += [Observation(OK.DUMP_ASK, facts=f) for f in _dump_asks(seen)]
+    out += [Observation(OK.DISAGREEMENT, facts=f) for f in process_op_disagreements(ev)[:2]]
+    out += [Observation(OK.COMPLETED_PAST, facts=f) for f in completed_past(ev)]
+    out += [Observation(OK.FR_REPORT, facts=f) for f in fr_report.facts(seen.analyzer)]
     out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]
-    out += [Observation(OK.HOROVOD, t) for t in horovod.describe(ev)]
-    out += [Observation(OK.COVERAGE, t) for t in _coverage_parts(ev.coverage, silence.silent_below(ev), ev)]
+    out += [Observation(OK.HOROVOD, facts=f) for f in horovod.facts(ev)]
+    out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
     out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
@@ -52,27 +52,17 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
     out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
-    out += [Observation(OK.TRAIL, t) for t in _trail_parts(ev, seen)]
-    not_read = unread.describe(unread.section(ev))
+    out += [Observation(OK.TRAIL, facts=f) for f in _trails(ev, seen)]
+    not_read = unread.fact(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
             not any(h.status in ("exclude", "suspect") for h in reports or []):
         # 'no error' only of lines that were all read: unread lines may be the error (issue 28)
-        out.append(Observation(OK.NO_ERROR, "no line that was understood reports an error" if not_read
-                               else "these lines report no error"))
-    if not_read:
-        out.append(Observation(OK.UNREAD, not_read))
+        out.append(Observation(OK.NO_ERROR, facts=NoErrorFact(unread=not_read is not None)))
+    if not_read is not None:
+        out.append(Observation(OK.UNREAD, facts=not_read))
     if out:
-        out.append(Observation(OK.COVERAGE_NOTE, _coverage_words(ev.coverage)))
+        out.append(Observation(OK.COVERAGE_NOTE, facts=CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))))
     return out
-
-
-def _coverage_words(coverage: Any) -> str:
-    """How much of the job these files cover, in words (was 'coverage partial', which a user had to guess at)."""
-    if not coverage.complete:
-        return "these files may not hold every rank: a rank with no lines here is not proof it is missing"
-    if coverage.absent:
-        return "these files hold all but a few ranks of the job"
-    return "these files hold every rank of the job"
 
 
 def what_it_shows(ev: Any, reports: list | None = None) -> str:
@@ -80,12 +70,7 @@ def what_it_shows(ev: Any, reports: list | None = None) -> str:
     return "; ".join(observed(o) for o in observe(ev, reports))
 
 
-def _op_named(op: str | None, seq: int | None) -> str:
-    """'ALLREDUCE SeqNum 808', or 'a collective' when the line names no op."""
-    return (op.upper() if op else "a collective") + (f" SeqNum {seq}" if seq is not None else "")
-
-
-def process_op_disagreements(ev: Any) -> list[dict]:
+def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
     """NCCL op lines of processes whose communicator is known only by its pointer (no init line, no rank):
     where two or more processes logged different collectives at the same opCount.
 
@@ -104,10 +89,8 @@ def process_op_disagreements(ev: Any) -> list[dict]:
         ops = Counter(per.values())
         if len(per) < 2 or len(ops) < 2:
             continue
-        who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}"
-                        for (host, pid, dev), op in sorted(per.items(), key=lambda kv: str(kv[0]))[:6])
-        out.append({"op_count": seq, "ops": dict(ops), "text": f"processes disagree at opCount {seq:x}: {who} "
-                    f"(a collective mismatch if they share a communicator; these lines do not say)"})
+        out.append(DisagreementFact(seq, tuple((pid, dev, op) for (host, pid, dev), op
+                                               in sorted(per.items(), key=lambda kv: str(kv[0]))[:6])))
     return out
 
 
@@ -115,7 +98,7 @@ def process_op_disagreements(ev: Any) -> list[dict]:
 ONE_RUN_S = 3600.0
 
 
-def completed_past(ev: Any, limit: int = 2) -> list[str]:
+def completed_past(ev: Any, limit: int = 2) -> list[CompletedPastFact]:
     """Groups where one rank completed collectives past the one another member still waits in: 'in group
     0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
 
@@ -152,10 +135,10 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
         past_by_comm.setdefault(cm, []).append((min(c, min(waits[(cm, r)]) - 1) if (cm, r) in waits else c, r))
     for members in past_by_comm.values():
         members.sort(reverse=True)
-    out: list[str] = []
+    out: list[CompletedPastFact] = []
     for (comm, rank), seqs in sorted(waits.items(), key=lambda kv: min(kv[1])):
         seq = min(seqs)
-        if comm in runs or any(f"in {names.group(comm)}," in said for said in out):
+        if comm in runs or any(names.group(said.comm) == names.group(comm) for said in out):  # one line per group
             continue
         best = None
         for c, r in past_by_comm.get(comm, ()):
@@ -167,9 +150,7 @@ def completed_past(ev: Any, limit: int = 2) -> list[str]:
                 best = (c, r)
                 break
         if best is not None:
-            out.append(f"in {names.group(comm)}, rank {best[1]} completed work up to {best[0]} while rank {rank} "
-                       f"waits in work {seq}: its collectives past {seq} were matched with something else of rank "
-                       f"{rank}'s, so the two call sequences no longer line up (which side is odd is not in these lines)")
+            out.append(CompletedPastFact(comm, best[1], best[0], rank, seq))
         if len(out) >= limit:
             break
     return out
@@ -354,37 +335,34 @@ def _horovod_stalled(ev: Any) -> bool:
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
-def _timeout_parts(seen: _Seen) -> list[tuple[str, tuple[int, ...]]]:
-    """'ranks 0-2,4 timed out in ALLREDUCE (SeqNum 80)', the three largest groups, global ranks then subgroups'."""
+def _timeout_facts(seen: _Seen) -> list[TimeoutFact]:
+    """Who timed out in which collective: the three largest groups, global ranks then subgroups'."""
     timeouts = dict(seen.timeouts)
     for _, seq in [k for k in timeouts if k[0] is None]:  # a line without the op says no more than one with it
         named = set().union(*(rs for (o, s), rs in timeouts.items() if o is not None and s == seq))
         if timeouts[(None, seq)] <= named:
             del timeouts[(None, seq)]
-    parts = [(f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} timed out in {_op_named(op, seq)}", tuple(sorted(rs)))
+    facts = [TimeoutFact(tuple(sorted(rs)), op, seq)
              for (op, seq), rs in sorted(timeouts.items(), key=lambda kv: -len(kv[1]))[:3]]
     for (comm, op, seq), rs in sorted(seen.group_timeouts.items(), key=lambda kv: -len(kv[1]))[:3]:
-        parts.append((f"rank{'s' if len(rs) > 1 else ''} {fold(sorted(rs))} of {names.group(comm)} (no global rank printed)"
-                      f" timed out in {_op_named(op, seq)}", ()))
-    return parts
+        facts.append(TimeoutFact(tuple(sorted(rs)), op, seq, comm))
+    return facts
 
 
-def _dump_ask_parts(seen: _Seen) -> list[str]:
-    return [f"rank{'s' if len(asked) > 1 else ''} {fold(sorted(asked))} dumped because rank {origin_rank}'s "
-            "collective timed out (its watchdog asks every rank to dump)"
+def _dump_asks(seen: _Seen) -> list[DumpAskFact]:
+    return [DumpAskFact(origin_rank, tuple(sorted(asked)))
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_parts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[str]:
+def _coverage_facts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[CoverageFact]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
-        return [silence.absent_phrase(ev, cov)]
+        return [silence.absent_fact(ev, cov)]
+    quiet, top = (tuple(silent[0]), silent[1]) if silent else ((), None)
     if not cov.world_size and cov.reporting:
-        none_from = f", {silence.describe(silent, 'none from')}" if silent else ""
-        return [f"these files hold lines from rank{'s' if len(cov.reporting) > 1 else ''} "
-                f"{fold(sorted(cov.reporting))} only{none_from}; the job's size is not stated"]
-    return [silence.describe(silent)] if silent and not cov.world_size else []
+        return [CoverageFact("reporting", tuple(sorted(cov.reporting)), silent=quiet, top=top)]
+    return [CoverageFact("silent", silent=quiet, top=top)] if silent and not cov.world_size else []
 
 
 def _error_facts(seen: _Seen) -> list[ErrorsFact]:
@@ -434,15 +412,13 @@ def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
             for (comm, kind), slot in list(seen.items())[:limit]]
 
 
-def _trail_parts(ev: Any, seen: _Seen) -> list[str]:
+def _trails(ev: Any, seen: _Seen) -> list[TrailFact]:
     """NCCL error returns with no WARN: said, with the caveat that at init they are often probes."""
     if not seen.trails or seen.errors:
         return []
     first_trail = next((a.parsed.facts["first_trail"] for a in ev.artifacts
                         if a.parsed and a.parsed.facts.get("first_trail")), None)
-    return [f"NCCL logged {seen.trails} error return(s) ('file:line -> code'"
-            + (f", first: {first_trail}" if first_trail else "")
-            + ") and no WARN; at init such returns are often probes of a transport the host lacks"]
+    return [TrailFact(seen.trails, first_trail)]
 
 
 def judge(ev: Any, ctx: JudgeContext) -> Findings:

@@ -60,16 +60,16 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
         what = _STATES.get(proc.state, "")
         lines.append(cite(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
-                          + " [/proc]", tool="/proc", file=file_of(proc, "process-state")))
+                          + " [/proc]", tool="/proc", file=file_of(proc, "process-state"), tagged=True))
     if proc is not None and proc.main_stack is not None:
         act = proc.activity
         src = proc.main_stack.source or "stack"
         loader = data_wait(proc)
         if loader is not None:
-            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src, file=file_of(proc, *STACK_KINDS)))
+            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src, file=file_of(proc, *STACK_KINDS), tagged=True))
         else:
             lines.append(cite(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]",
-                              tool=src, file=file_of(proc, *STACK_KINDS)))
+                              tool=src, file=file_of(proc, *STACK_KINDS), tagged=True))
         holder = lock_holder(proc)
         if holder:
             lines.append(holder)
@@ -80,16 +80,16 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
                         if isinstance(f, dict) and isinstance(f.get("utilization.gpu"), (int, float))})
         if utils:
             lines.append(cite(f"its host's GPU utilisation at collection: {', '.join(f'{u:g}%' for u in utils)} [nvidia-smi]",
-                              tool="nvidia-smi"))
+                              tool="nvidia-smi", tagged=True))
     exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
     if exit_rec is not None and exit_rec.returncode is not None:
         launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
-        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record", file=launcher))
+        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record", file=launcher, tagged=True))
     exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
     if exc is not None:
         e, art = exc
         lines.append(cite(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"),
-                          tool="exception", file=art.cite, line=e.line))
+                          tool="exception", file=art.cite, line=e.line, tagged=True))
     return lines
 
 
@@ -99,9 +99,12 @@ class _Why(Citation):
     why: str
 
     def __new__(cls, why: str, text: str, tool: str | None = None, file: str | None = None) -> "_Why":
-        obj = Citation.__new__(cls, text, tool=tool, file=file)
+        obj = Citation.__new__(cls, text, tool=tool, file=file, tagged=True)  # its words end in '[py-spy]'
         obj.why = why
         return obj
+
+    def __getnewargs__(self) -> tuple[str, str, str | None, str | None]:  # copy and pickle keep the fields
+        return self.why, str(self), self.tool, self.file
 
 
 def lock_holder(proc: Any, limit: int = 3) -> Citation | None:

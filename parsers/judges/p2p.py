@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from parsers.model.events import OpEvent
-from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite
+from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
 _P2P = re.compile(r"^(send|recv)(\d+)(->|<-)(\d+)$")
@@ -63,10 +63,10 @@ def _sinks(edges: list[WaitEdge], last: dict[int, OpEvent]) -> list[Suspect]:
                          for e in direct[:3])
         out.append(Suspect(
             rank=r, host=own.origin.host, pid=own.origin.pid, reason_class=ReasonClass.WAIT_ROOT,
-            reason=(f"rank {r} is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
+            reason=(of_rank(r, f"is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
                     f"send/recv, and its own last point-to-point op ({own.op}, p2p seq {own.seq}) completed: it never "
-                    f"posted the next one"),
+                    f"posted the next one")),
             confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(last) - 1)), 3),
             evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump", file=own.origin.file,
-                           line=own.origin.line)]))
+                           line=own.origin.line, tagged=True)]))
     return out

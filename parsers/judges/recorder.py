@@ -120,7 +120,7 @@ def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[W
 
 
 @dataclass
-class RankProgress:
+class RankInStall:
     """What one rank of a communicator was doing in the stuck operation."""
 
     rank: int
@@ -148,7 +148,7 @@ class CommStall:
     comm_id: str
     op: str | None  #: e.g. 'AllReduce seq 11'
     nranks: int
-    ranks: dict[int, RankProgress]
+    ranks: dict[int, RankInStall]
     edges: list[WaitEdge]
     suspects: list[Suspect]
 
@@ -175,11 +175,11 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
     comm = states[0].comm_hex
     edges = wait_edges(states, ref)
     stuck = _stuck_op(states)
-    ranks = {r: RankProgress(rank=r) for r in range(nranks)}
+    ranks = {r: RankInStall(rank=r) for r in range(nranks)}
     by_rank = {s.rank: s for s in states}
     beat_ref = _heartbeat_reference(states, ref, frozen_after_s)
     for r, st in by_rank.items():
-        rp = ranks.setdefault(r, RankProgress(rank=r))
+        rp = ranks.setdefault(r, RankInStall(rank=r))
         rp.has_state, rp.pid, rp.host, rp.global_rank = True, st.pid, st.hostid or st.host, st.env_rank
         rp.heartbeat_age_s = max(0.0, (beat_ref - st.heartbeat_ns) / 1e9)
         rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > _frozen_limit(st, frozen_after_s)
@@ -202,7 +202,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             rp.local_wait = local[0] if local else None
     for e in edges:
         if e.peer not in ranks:
-            ranks[e.peer] = RankProgress(rank=e.peer)
+            ranks[e.peer] = RankInStall(rank=e.peer)
         if e.peer not in ranks[e.waiter].waits_on:
             ranks[e.waiter].waits_on.append(e.peer)
         if e.waiter not in ranks[e.peer].waited_on_by:
@@ -227,7 +227,7 @@ def _heartbeat_reference(states: list[RecorderState], ref: int, frozen_after_s: 
     return ref
 
 
-def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankProgress]) -> list[Suspect]:
+def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankInStall]) -> list[Suspect]:
     """The odd one out (issue 26 item 2.5): a minority entered `op` and waits in it while every other rank,
     none frozen and none waiting on a peer, recorded the same latest op before it: the ranks that went ahead
     are the suspects, not the many that 'never entered' it (they agree with each other)."""
@@ -247,7 +247,7 @@ def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankProgress]) -> li
                            "entered it and wait on no peer", tool="recorder")]) for rp in inside]
 
 
-def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: int,
+def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int,
               when: tuple[str, str] = ("", "")) -> list[Suspect]:
     """Rank the ranks the others wait on, strongest evidence first. `when`: the words for the moments
     ages are measured against (`ref`, and the one heartbeats are judged against)."""
@@ -313,7 +313,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankProgress], ref: in
     return found
 
 
-def _suspect(rp: RankProgress, global_rank: int | None, kind: ReasonClass, conf: float, reason: str, ev: list[str]) -> Suspect:
+def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str, ev: list[str]) -> Suspect:
     label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
     return Suspect(
         rank=global_rank if global_rank is not None else rp.rank,

@@ -125,29 +125,59 @@ class Citation(str):
     """One line of evidence: what it shows (the text), typed with where it was read and by what.
 
     A str so that it reads, sorts and compares as its text; `file`, `line` and `tool` say where it
-    comes from, so no code needs to find them in the words.
+    comes from, so no code needs to find them in the words; `tagged` says that its words already end in
+    their source ('... [/proc]', '... [trace.log:12]'), so presentation adds no tag of its own.
     """
 
     file: str | None
     line: int | None
     tool: str | None
+    tagged: bool
 
     def __new__(cls, text: str, file: str | None = None, line: int | None = None,
-                tool: str | None = None) -> "Citation":
+                tool: str | None = None, tagged: bool | None = None) -> "Citation":
         obj = str.__new__(cls, text)
         obj.file, obj.line = file, line
         obj.tool = tool if tool is not None else getattr(text, "tool", None)
+        obj.tagged = tagged if tagged is not None else getattr(text, "tagged", False)
         if file is None and isinstance(text, Citation):
             obj.file, obj.line = text.file, text.line
         return obj
+
+    def __getnewargs__(self) -> tuple[str, str | None, int | None, str | None, bool]:  # copy and pickle keep the fields
+        return str(self), self.file, self.line, self.tool, self.tagged
 
     def to_dict(self) -> dict[str, Any]:
         return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
 
 
-def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None) -> Citation:
-    """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line."""
-    return Citation(text, file=file, line=line, tool=tool)
+def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
+         tagged: bool = False) -> Citation:
+    """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line; `tagged`: its words end in
+    their source already."""
+    return Citation(text, file=file, line=line, tool=tool, tagged=tagged)
+
+
+class Reason(str):
+    """A suspect's reason whose words name its rank first ('rank 3 never logged ...'): a str that reads as its
+    words, typed with that rank and the words after it (`predicate`), so a line that already shows the rank's
+    label says the predicate only, and no code looks for the rank in the words."""
+
+    rank: int
+    predicate: str
+
+    def __new__(cls, rank: int, predicate: str) -> "Reason":
+        obj = str.__new__(cls, f"rank {rank} {predicate}")
+        obj.rank, obj.predicate = rank, predicate
+        return obj
+
+    def __getnewargs__(self) -> tuple[int, str]:  # copy and pickle make it again from its fields
+        return self.rank, self.predicate
+
+
+def of_rank(rank: int, predicate: str) -> Reason:
+    """'rank 3 ' + `predicate`, typed (Reason): the reason names its rank first."""
+    return Reason(rank, predicate)
 
 
 #: independent kinds of evidence: a culprit two of them support is surer than one one of them does
@@ -182,7 +212,7 @@ class Suspect:
     host: str | None
     pid: int | None
     reason_class: ReasonClass  #: always the enum: a judge that gives a plain str is refused (TypeError)
-    reason: str  #: one human sentence
+    reason: str  #: one human sentence (a `Reason` where it names its rank first)
     confidence: float
     evidence: list[str] = field(default_factory=list)
     source: str = ""  #: which kind of evidence the judge read (SOURCES); set by the judge protocol
@@ -216,10 +246,14 @@ class Suspect:
         return f"{who} ({where})" if where else who
 
     @property
+    def names_own_rank(self) -> bool:
+        """Whether its reason names this suspect's own rank first (typed where the reason was made: `of_rank`)."""
+        return isinstance(self.reason, Reason) and self.rank is not None and self.reason.rank == self.rank
+
+    @property
     def said(self) -> str:
         """The reason without a leading 'rank N' that would repeat the label."""
-        lead = f"rank {self.rank} "
-        return self.reason[len(lead):] if self.rank is not None and self.reason.startswith(lead) else self.reason
+        return self.reason.predicate if self.names_own_rank else self.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -335,8 +369,139 @@ class CallSite:
     ranks: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class TimeoutFact:
+    """Ranks that timed out in one collective: global ranks, or ranks of the subgroup `comm` where the lines print
+    no global rank."""
+
+    ranks: tuple[int, ...]
+    op: str | None
+    seq: int | None
+    comm: str | None = None  #: the subgroup whose ranks these are (no global rank printed); None: global ranks
+
+
+@dataclass(frozen=True)
+class SettingFact:
+    """Every watchdog timeout that states its timeout states one too short for any healthy collective."""
+
+    timeouts_ms: tuple[int, ...]  #: the distinct timeouts applied, sorted
+    ranks: tuple[int, ...]  #: the ranks whose lines state them
+
+
+@dataclass(frozen=True)
+class DumpAskFact:
+    """Ranks that dumped because another rank's watchdog asked every rank to."""
+
+    origin: int  #: the rank whose collective timed out
+    asked: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TrailFact:
+    """NCCL's 'file:line -> code' error returns, with no WARN line."""
+
+    count: int
+    first: str | None = None  #: the first such line, as NCCL printed it
+
+
+@dataclass(frozen=True)
+class CoverageFact:
+    """Whose lines these files hold. `role`: 'unnamed' (processes of a job-sized NCCL communicator print no global
+    rank: `ranks` are their communicator ranks), 'absent' (`absent` of `world` ranks print nothing, e.g. `first`),
+    'reporting' (the lines are `ranks`' only, the job's size unstated), 'silent' (only the silent ranks below)."""
+
+    role: str
+    ranks: tuple[int, ...] = ()
+    world: int | None = None
+    absent: int = 0
+    first: int | None = None
+    silent: tuple[int, ...] = ()  #: ranks below `top`, the highest rank that times out, that print nothing
+    top: int | None = None
+
+
+@dataclass(frozen=True)
+class CoverageNoteFact:
+    """How much of the job the files cover: all ranks, all but a few, or maybe not every rank."""
+
+    complete: bool
+    absent: bool = False
+
+
+@dataclass(frozen=True)
+class NoErrorFact:
+    """No line reports an error; `unread`: some lines were not understood (they may be the error)."""
+
+    unread: bool = False
+
+
+@dataclass(frozen=True)
+class UnreadFact:
+    """Lines no reader understood: how many, and the first few ((line number, text), in file order)."""
+
+    count: int
+    first: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DisagreementFact:
+    """Processes of a communicator known only by its pointer that logged different collectives at one opCount."""
+
+    op_count: int
+    processes: tuple[tuple[int | None, int | None, str], ...]  #: (pid, device, op), as listed
+
+
+@dataclass(frozen=True)
+class CompletedPastFact:
+    """In group `comm`, rank `rank` completed work up to `done` while rank `waiter` waits in work `seq`."""
+
+    comm: str
+    rank: int
+    done: int
+    waiter: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class FrReportFact:
+    """One thing the Flight Recorder analyzer's report shows. `role`: 'not-joined' (`ranks` never recorded the
+    collective; `minority`: whether they are few enough to be named), 'culprits' (`ranks` differ from the reference
+    rank, in `kinds`), 'errors' (errors, no 'Culprit rank' line), 'undecided' (no dump from `ranks`[0]: `count`
+    collectives not decided), 'gave-up' (it stopped checking `group`). `op`, `seq`, `group`: the collective."""
+
+    role: str
+    ranks: tuple[int, ...] = ()
+    op: str | None = None
+    seq: int | None = None
+    group: str | None = None  #: the group's description, or its key without 'pg:'
+    size: int | None = None
+    minority: bool = True
+    no_dump: tuple[int, ...] = ()
+    kinds: tuple[str, ...] = ()
+    complete: bool = True
+    state: str | None = None
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class HorovodFact:
+    """What Horovod's own lines show when they name no one rank. `role`: 'timeline' (its timeline file `path` could
+    not be opened; `directory`: HOROVOD_TIMELINE names a directory), 'several' (`ranks` are missing from every
+    stalled op), 'split' (different ranks, `ranks` in all, are missing from different ops), 'left-out' (`ranks` are
+    left out of every ready list, the job's size unstated), 'varied' (ready lists leave out different ranks),
+    'ready' (ready lists only). `ops`, `reports`: how many stalled ops, and how many entries named them."""
+
+    role: str
+    ranks: tuple[int, ...] = ()
+    ops: int = 0
+    reports: int = 0
+    path: str | None = None
+    directory: bool = False
+
+
 #: a typed observation's facts (presentation words each kind: parsers/present.py)
-Facts = HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
+Facts = (HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
+         | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
+         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact)
 
 
 class ObservationKind(str, Enum):
@@ -369,14 +534,12 @@ class ObservationKind(str, Enum):
 @dataclass(frozen=True)
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
-    summary and of 'what the evidence shows'. `facts` hold it typed (host, first-error, traceback, RAS, stack,
-    dump, call-site kinds), worded by presentation (parsers/present.py); other kinds still carry their words in
-    `text` as their judge wrote them. Nothing reads either back."""
+    summary and of 'what the evidence shows'. `facts` hold it typed (one of `Facts`, every kind), worded by
+    presentation (parsers/present.py); no judge writes an observation's words, and nothing reads them back."""
 
     kind: ObservationKind  #: always the enum (a plain name is refused)
-    text: str = ""
     ranks: tuple[int, ...] = ()
-    facts: Any = None  #: one of `Facts`, for the typed kinds
+    facts: Any = None  #: one of `Facts`
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, ObservationKind):

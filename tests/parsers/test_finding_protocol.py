@@ -140,14 +140,13 @@ def test_typed_observations_are_worded_by_presentation():
     o = Observation(ObservationKind.HOST, facts=HostFact("gpu-b7", "exclude", "GPU has fallen off the bus",
                                            Citation("NVRM: Xid 79", file="hosts/gpu-b7/kernel.log", line=12)))
     # wording is the behaviour: presentation words a typed host fact
-    assert o.text == "" and observed(o) == "host gpu-b7 is to exclude: GPU has fallen off the bus [hosts/gpu-b7/kernel.log:12]"
+    assert observed(o) == "host gpu-b7 is to exclude: GPU has fallen off the bus [hosts/gpu-b7/kernel.log:12]"
     typed = 0
     for path in CASES:
         v = _analysis(path).verdict
         for o in v.observations:
-            if o.kind in ("host", "first-error", "traceback", "ras", "stack", "dump", "call-site"):
-                typed += 1
-                assert o.facts is not None and not o.text and observed(o), o
+            typed += 1  # every kind is typed: its words come from presentation
+            assert o.facts is not None and not hasattr(o, "text") and observed(o), o
         if v.shows:  # where the lines under the verdict say what the evidence shows, they are presentation's words
             assert v.shows == [observed(o) for o in v.observations]
     assert typed  # the cases hold such observations (RAS views, tracebacks...): the loop is not vacuous
@@ -158,6 +157,32 @@ def test_no_code_parses_evidence_text_back():
     start of a citation's or a reason's words."""
     texts = {p: p.read_text() for p in ROOT.joinpath("parsers").rglob("*.py")}
     assert not [p for p, t in texts.items() if '"also: ' in t or '"demoted: ' in t]
-    for name in ("merge.py", "summary.py", "sinks.py", "present.py"):
-        t = texts[ROOT / "parsers" / name]
-        assert not re.search(r"(evidence|citation|reason|\be)\b[\w\[\]\.]*\.(startswith|split|removeprefix)\(|re\.(match|search|sub)", t), name
+    # the model (Suspect.said: does the reason name its own rank?) and the report view (cited(): do a citation's
+    # words show their source?) read typed fields (Reason, Citation.tagged), not the words
+    for path in [ROOT / "parsers" / n for n in ("merge.py", "summary.py", "sinks.py", "present.py")] + [
+            ROOT / "parsers" / "model" / "findings.py", ROOT / "forensics" / "report" / "view.py"]:
+        t = path.read_text()
+        assert not re.search(r"(evidence|citation|reason|\be)\b[\w\[\]\.\(\)]*\.(startswith|endswith|split|removeprefix)\("
+                             r"|re\.(match|search|sub)", t), path
+
+
+def test_a_reason_that_names_its_rank_and_a_citation_that_shows_its_source_say_so_by_type():
+    """Suspect.said drops 'rank N' only where the reason was made naming that rank (of_rank), never by its words;
+    the report adds a citation's tool only where the citation was not made with its source in its words."""
+    from forensics.report.view import cited
+    from parsers.model.findings import Reason, Suspect, cite, of_rank
+
+    typed = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
+    assert isinstance(typed.reason, Reason) and typed.reason == "rank 7 left no dump" and typed.said == "left no dump"
+    plain = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason="rank 7 left no dump", confidence=0.9)
+    other = Suspect(rank=2, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
+    assert plain.said == "rank 7 left no dump" and other.said == "rank 7 left no dump"  # not typed, or another rank's
+    assert cited(cite("main thread at f (a.py:1) [py-spy]", tool="py-spy", tagged=True)) == "main thread at f (a.py:1) [py-spy]"
+    assert cited(cite("ring neighbours [5, 7]", tool="nccl-log")) == "ring neighbours [5, 7] [nccl-log]"
+    import copy
+    assert copy.deepcopy(typed).said == "left no dump" and copy.deepcopy(cite("x [y]", tool="y", tagged=True)).tagged
+    # the culprits of real captures: the ones whose reason names their rank say it once in the summary
+    for path in CASES:
+        v = _analysis(path).verdict
+        for s in v.suspects:
+            assert s.said != s.reason or not isinstance(s.reason, Reason) or s.reason.rank != s.rank, s

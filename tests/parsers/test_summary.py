@@ -7,7 +7,7 @@ import networkx as nx
 from parsers import summary
 from parsers.merge import demote_waiters, merge_suspects
 from parsers.model import Suspect, Verdict
-from parsers.model.findings import Citation, Findings, ReasonClass
+from parsers.model.findings import Citation, Findings, ReasonClass, of_rank
 from parsers.stacks.classify import Activity
 from facts import says
 
@@ -32,7 +32,7 @@ def test_summary_follows_the_culprit_after_demotion():
 
 
 def test_summary_does_not_repeat_the_rank():
-    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason="rank 7 left no dump", confidence=0.9)],
+    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)],
                       hang="hang")
     summary.write(verdict)
     assert verdict.summary.startswith("rank 7 (n pid 3) ") and verdict.summary.count("rank 7") == 1, verdict.summary

@@ -19,7 +19,7 @@ import networkx as nx
 from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import Tables, members_of
-from parsers.model.findings import ReasonClass, cite
+from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.ranges import fold
 
 #: a comparison of more ranks than this is not checked edge by edge (the graph keeps 16 peers per waiter)
@@ -72,8 +72,8 @@ def offer(found: list[Ahead], ids: Identities, get) -> set[int]:
         called = f"called {a.op} at {where}" if a.op else f"reached {where}"
         for r in a.ranks:
             get(r).offer(ReasonClass.WENT_AHEAD,
-                         f"rank {r} went ahead: it {called}, which ranks {fold(a.behind)} did not reach (they all "
-                         f"stopped at {names.reached(a.comm, a.level)}): it calls what they skip, or skips what they do",
+                         of_rank(r, f"went ahead: it {called}, which ranks {fold(a.behind)} did not reach (they all "
+                         f"stopped at {names.reached(a.comm, a.level)}): it calls what they skip, or skips what they do"),
                          round(0.6 + 0.2 * share, 3),
                          [cite(f"{where}: rank {r} is there, ranks {fold(a.behind)} all stopped at "
                                f"{names.reached(a.comm, a.level)} and wait on no one", tool=a.source or "logs")])

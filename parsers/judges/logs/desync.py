@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from parsers.model.events import ErrorEvent
-from parsers.model.findings import ReasonClass
+from parsers.model.findings import ReasonClass, of_rank
 from parsers.ranges import fold
 
 LAGGING = "desync-lagging"
@@ -59,6 +59,6 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], world: int |
         by = f"rank {reporter}'s" if reporter is not None else "a"
         cite = f"desync report: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin and e.origin.file else "")
         for r in ranks:
-            get(r).offer(ReasonClass.BEHIND, f"rank {r} {said}, by {by} TORCH_NCCL_DESYNC_DEBUG report; the other "
-                         f"{size - len(ranks)} of {size} ranks it saw went on (lagging: {fold(ranks)})",
+            get(r).offer(ReasonClass.BEHIND, of_rank(r, f"{said}, by {by} TORCH_NCCL_DESYNC_DEBUG report; the other "
+                         f"{size - len(ranks)} of {size} ranks it saw went on (lagging: {fold(ranks)})"),
                          ReasonClass.BEHIND.default_confidence, [cite])

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from parsers.model.events import ErrorEvent
-from parsers.model.findings import ReasonClass
+from parsers.model.findings import FrReportFact, ReasonClass, of_rank
 from parsers.ranges import fold
 
 KIND = "fr-analysis"
@@ -59,11 +59,18 @@ def findings(events: Iterable[tuple[int | None, ErrorEvent]] | Iterable[ErrorEve
     return out
 
 
+def where(op: str | None, seq: int | None, group: str | None) -> str:
+    """'ALLREDUCE collective sequence number 11 of group default_pg': the collective a finding is about."""
+    seq_words = f" collective sequence number {seq}" if seq is not None else ""
+    return f"{(op or 'a collective').upper()}{seq_words} of group {group or 'an unnamed group'}"
+
+
+def _group(e: ErrorEvent) -> str | None:
+    return e.data.get("pg_desc") or (e.comm or "").removeprefix("pg:") or None
+
+
 def _where(e: ErrorEvent) -> str:
-    group = e.data.get("pg_desc") or (e.comm or "").removeprefix("pg:") or "an unnamed group"
-    op = (e.op or "a collective").upper()
-    seq = f" collective sequence number {e.seq}" if e.seq is not None else ""
-    return f"{op}{seq} of group {group}"
+    return where(e.op, e.seq, _group(e))
 
 
 def _group_size(e: ErrorEvent) -> int | None:
@@ -136,57 +143,41 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
             for r in ranks:
                 if r in waiting:  # missing here because it waits elsewhere: a link of the chain, not its end
                     continue
-                get(r).offer(ReasonClass.FR_MISSING, f"rank {r} never recorded {where}, which the other "
+                get(r).offer(ReasonClass.FR_MISSING, of_rank(r, f"never recorded {where}, which the other "
                              f"{size - len(ranks)} rank(s) of the group scheduled (the Flight Recorder analyzer's "
-                             f"missing ranks: {fold(ranks)}, of a group of {size}){chain}", conf, [cite])
+                             f"missing ranks: {fold(ranks)}, of a group of {size}){chain}"), conf, [cite])
             continue
         for c in _named_culprits(e) or ():
-            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, f"rank {c['rank']} differs in {where} from the rank the "
+            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, of_rank(c['rank'], f"differs in {where} from the rank the "
                                  f"Flight Recorder analyzer compared against ({c['error_type']}; "
-                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)",
+                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)"),
                                  ReasonClass.FR_CULPRIT.default_confidence, [cite])
 
 
-def _ranks(ranks: list[int]) -> str:
-    return f"rank{'s' if len(set(ranks)) > 1 else ''} {fold(ranks)}"
-
-
-def describe(events: Iterable[ErrorEvent], limit: int = 3) -> list[str]:
-    """What the analyzer's findings show, one phrase each, for a summary that names no culprit."""
+def facts(events: Iterable[ErrorEvent], limit: int = 3) -> list[FrReportFact]:
+    """What the analyzer's findings show, one fact each, for a summary that names no culprit (worded by
+    parsers/present.py)."""
     events = list(events)
     out = []
     for e in findings(events)[:limit]:
         d = e.data
-        where = _where(e)
-        size = _group_size(e)
-        of = f" of {size}" if size else ""
+        at = {"op": e.op, "seq": e.seq, "group": _group(e), "size": _group_size(e), "state": d.get("state") or None}
         if d.get("finding") == "not-joined":
-            missing = d.get("missing_ranks") or []
-            text = f"the Flight Recorder analyzer finds {_ranks(missing)}{of} never recorded {where}" if missing \
-                else f"the Flight Recorder analyzer finds not all ranks joined {where}"
-            if missing and size and _missing_confidence(len(missing), size) is None:
-                text += " (not a minority: the ranks that did record it may be the ones that ran ahead)"
-            no_dump = d.get("no_dump_ranks")
-            if no_dump:
-                text += f"; it had no dump from ranks {fold(no_dump)}"
+            missing = tuple(d.get("missing_ranks") or ())
+            minority = not (missing and at["size"] and _missing_confidence(len(missing), at["size"]) is None)
+            out.append(FrReportFact("not-joined", missing, minority=minority, no_dump=tuple(d.get("no_dump_ranks") or ()),
+                                    **at))
+        elif d.get("culprits"):
+            culprits = d["culprits"]
+            out.append(FrReportFact("culprits", tuple(c["rank"] for c in culprits),
+                                    kinds=tuple(sorted({c["error_type"] for c in culprits})),
+                                    complete=bool(d.get("culprits_complete")), **at))
         else:
-            culprits = d.get("culprits") or []
-            kinds = sorted({c["error_type"] for c in culprits})
-            if culprits:
-                text = (f"the Flight Recorder analyzer finds {_ranks([c['rank'] for c in culprits])}{of} differ in "
-                        f"{where} ({', '.join(kinds[:3])}) from the rank it compared against, which may itself be the "
-                        f"odd one" + ("" if d.get("culprits_complete") else "; the list may be cut"))
-                if "COLLECTIVE_STATE_MISMATCH" in kinds:
-                    text += " (a state mismatch: the listed rank's entry is in another state than the reference's)"
-            else:
-                text = f"the Flight Recorder analyzer reports errors in {where} (no 'Culprit rank' line was read)"
-        if d.get("state"):
-            text += f"; state {d['state']}"
-        out.append(text)
+            out.append(FrReportFact("errors", **at))
     for r, n in sorted(undecided(events).items())[:limit]:
-        out.append(f"the Flight Recorder analyzer had no dump from rank {r} and could not decide {n} collective(s)")
+        out.append(FrReportFact("undecided", (r,), count=n))
     for e in events:
         if type(e) is ErrorEvent and e.kind == KIND and e.data.get("finding") == "gave-up":
-            out.append(f"it stopped checking group {e.data.get('pg_desc') or '?'} after too many mismatches")
+            out.append(FrReportFact("gave-up", group=e.data.get("pg_desc") or "?"))
             break
     return out

@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import ErrorEvent
-from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
 #: missing only because it is slower at that moment (a rank doing validation alone), so not an observed fault
@@ -95,51 +94,41 @@ def stalled(ev: Any) -> list[Suspect]:
                            f"e.g. {example}): the other ranks wait for it",
                     confidence=CONFIDENCE,
                     evidence=[cite(f"horovod stall report: {e.message[:200]} [{name}:{e.origin.line}]", tool="horovod",
-                                   file=name, line=e.origin.line) for name, e in _entries(ev)[:3]])]
+                                   file=name, line=e.origin.line, tagged=True) for name, e in _entries(ev)[:3]])]
 
 
-def describe(ev: Any) -> list[str]:
+def facts(ev: Any) -> list[HorovodFact]:
     """What the stall reports show when they name no one rank (the ranks missing from every op, or the split),
-    and Horovod's own setting errors (a timeline path that is a directory)."""
+    and Horovod's own setting errors (a timeline path that is a directory); worded by parsers/present.py."""
     return _timeline(ev) + _stalls(ev)
 
 
-def _timeline(ev: Any) -> list[str]:
+def _timeline(ev: Any) -> list[HorovodFact]:
     """HOROVOD_TIMELINE names a directory (horovod/horovod#244): the setting is the cause, no rank."""
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
             if type(e) is ErrorEvent and e.kind == "horovod-timeline-error":
-                path = e.data.get("path")
-                if e.data.get("directory"):
-                    return [f"Horovod could not open its timeline file {path}: HOROVOD_TIMELINE names a directory "
-                            "(it must name a file, which rank 0 writes); the cause is the setting, no rank"]
-                return [f"Horovod could not open its timeline file {path} (HOROVOD_TIMELINE): no timeline is written"]
+                return [HorovodFact("timeline", path=e.data.get("path"), directory=bool(e.data.get("directory")))]
     return []
 
 
-def _stalls(ev: Any) -> list[str]:
+def _counted(role: str, ranks: set[int], sets: dict[tuple, set[int]]) -> HorovodFact:
+    """A fact about `ranks` over the stalled ops of `sets`: distinct tensors, and how many entries named them."""
+    return HorovodFact(role, tuple(sorted(ranks)), len({k[2] for k in sets}), len(sets))
+
+
+def _stalls(ev: Any) -> list[HorovodFact]:
     world = _world(ev)
     missing, below = missing_sets(ev, world)
-    parts = []
     if missing:
         common = set.intersection(*missing.values())
         if len(common) > 1:
-            parts.append(f"Horovod's stall inspector names ranks {fold(sorted(common))} missing from every stalled op "
-                         f"({_ops(missing)}): several ranks, so no one of them is named")
-        elif not common:
-            seen = set().union(*missing.values())
-            parts.append(f"Horovod's stall inspector names different ranks missing from different ops (ranks "
-                         f"{fold(sorted(seen))}, {_ops(missing)}): no rank is missing from all of them")
+            return [_counted("several", common, missing)]
+        if not common:
+            return [_counted("split", set().union(*missing.values()), missing)]
     elif below:
         common = set.intersection(*below.values())
-        ops = _ops(below)
         if common:
-            parts.append(f"Horovod's stall inspector leaves rank{'s' if len(common) > 1 else ''} {fold(sorted(common))} "
-                         f"out of every ready list ({ops}); the job's size is not stated, so ranks above the highest "
-                         "ready one may be missing too and none is named")
-        elif any(below.values()):
-            parts.append(f"Horovod's stall inspector's ready lists leave out different ranks from op to op ({ops})")
-        else:
-            parts.append(f"Horovod's stall inspector lists the ranks ready for {ops}; the job's size is not stated, "
-                         "so which ranks are missing is not said")
-    return parts
+            return [_counted("left-out", common, below)]
+        return [_counted("varied" if any(below.values()) else "ready", set(), below)]
+    return []

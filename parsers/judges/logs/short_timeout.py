@@ -14,15 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import ErrorEvent
-from parsers.ranges import fold
+from parsers.model.findings import SettingFact
 
 #: below this no collective can be relied on to finish, the first one of a group setting up its communicator
 SHORT_MS = 1000
 
 
-def too_short(ev: Any) -> str | None:
-    """'every timed-out collective here had a timeout of 1 ms ...', when every watchdog timeout that states
-    its timeout states one under SHORT_MS; else None."""
+def too_short(ev: Any) -> SettingFact | None:
+    """The timeouts applied and who applied them, when every watchdog timeout that states its timeout states
+    one under SHORT_MS (parsers/present.py says that the cause is the setting); else None."""
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
@@ -30,10 +30,4 @@ def too_short(ev: Any) -> str | None:
                 stated.append((e.data["timeout_ms"], e.origin.rank))
     if not stated or any(ms >= SHORT_MS for ms, _ in stated):
         return None
-    values = sorted({ms for ms, _ in stated})
-    ranks = sorted({r for _, r in stated if r is not None})
-    who = f" (rank{'s' if len(ranks) > 1 else ''} {fold(ranks)})" if ranks else ""
-    shown = ", ".join(f"{ms} ms" for ms in values[:4])
-    return (f"the collective timeout applied was {shown}{who}: shorter than a healthy collective can take (a group's "
-            f"first one also sets up its NCCL communicator), so the timeout says nothing about any rank; the cause is "
-            f"the setting (init_process_group(timeout=...) or the framework's option for it)")
+    return SettingFact(tuple(sorted({ms for ms, _ in stated})), tuple(sorted({r for _, r in stated if r is not None})))

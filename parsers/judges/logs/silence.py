@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import TIMEOUT_KINDS, CommMember, ErrorEvent
-from parsers.ranges import fold
+from parsers.model.findings import CoverageFact
 
 #: the default process group's key as the readers write it
 DEFAULT_PG = "pg:0"
@@ -40,14 +40,6 @@ def silent_below(ev: Any) -> tuple[list[int], int] | None:
             if len(silent) >= MAX_LISTED:
                 break
     return (silent, top) if silent else None
-
-
-def describe(found: tuple[list[int], int], lead: str = "no line here from") -> str:
-    """'no line here from rank 0, though rank 3 times out (ranks count from 0, so it is in the job)'."""
-    silent, top = found
-    many = len(silent) > 1
-    return (f"{lead} rank{'s' if many else ''} {fold(silent)}, though rank {top} times out "
-            f"(ranks count from 0, so {'these are' if many else 'it is'} in the job)")
 
 
 def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
@@ -91,11 +83,10 @@ def unnamed_members(ev: Any, world: int) -> set[int]:
     return seen
 
 
-def absent_phrase(ev: Any, cov: Any) -> str:
+def absent_fact(ev: Any, cov: Any) -> CoverageFact:
     """What a job of known size with ranks not heard from looks like in these files, never saying 'no line from
-    rank r' of a process whose lines are here under its communicator rank only."""
+    rank r' of a process whose lines are here under its communicator rank only (parsers/present.py words it)."""
     unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting else set()
-    if unnamed:  # how many other processes printed lines that name no rank at all, the files do not say
-        return (f"these files hold lines from processes of the job's {cov.world_size}-rank NCCL communicator "
-                f"(its ranks {fold(sorted(unnamed))} among them), none with a global rank printed")
-    return f"these files hold no line from {len(cov.absent)} of {cov.world_size} ranks (e.g. rank {cov.absent[0]})"
+    if unnamed:
+        return CoverageFact("unnamed", tuple(sorted(unnamed)), cov.world_size)
+    return CoverageFact("absent", world=cov.world_size, absent=len(cov.absent), first=cov.absent[0])

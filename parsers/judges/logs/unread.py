@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-#: lines shown in the summary and kept in the verdict's section
-SHOWN, KEPT = 2, 5
+from parsers.model.findings import UnreadFact
+
+#: lines kept in the verdict's section (presentation quotes the first few: parsers/present.py)
+KEPT = 5
 
 
 def section(ev: Any) -> dict[str, Any]:
@@ -33,10 +35,8 @@ def section(ev: Any) -> dict[str, Any]:
             "first": [{"file": c, "line": n, "text": t} for c, n, t in first[:KEPT]]}
 
 
-def describe(sec: dict[str, Any]) -> str:
-    """'3 lines not understood (first: line 2 "..."; line 5 "...")', or '' when every line was read."""
+def fact(sec: dict[str, Any]) -> UnreadFact | None:
+    """How many lines were not understood and the first few, or None when every line was read."""
     if not sec.get("count"):
-        return ""
-    shown = "; ".join(f"line {f['line']} \"{f['text'][:80]}\"" for f in sec["first"][:SHOWN])
-    n = sec["count"]
-    return f"{n} line{'s' if n > 1 else ''} not understood" + (f" (first: {shown})" if shown else "")
+        return None
+    return UnreadFact(sec["count"], tuple((f["line"], f["text"]) for f in sec["first"]))

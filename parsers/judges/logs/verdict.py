@@ -20,7 +20,7 @@ from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import ErrorEvent, RasFinding
 from parsers.model import Suspect
-from parsers.model.findings import ReasonClass, cite
+from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
@@ -69,7 +69,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
             for r in cycle:
                 if isinstance(r, int):
                     ranks = fold(x for x in cycle if isinstance(x, int))
-                    get(r).offer(ReasonClass.WAIT_CYCLE, f"rank {r} is in a wait cycle with ranks {ranks}", 0.45,
+                    get(r).offer(ReasonClass.WAIT_CYCLE, of_rank(r, f"is in a wait cycle with ranks {ranks}"), 0.45,
                                  [cite(f"wait cycle through ranks {ranks}", tool="logs")])
     _wrapper_reports(errors, ids.world_size, get)
     if complete:
@@ -112,8 +112,8 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
             open_count = "" if settled or m["tie"] else (
                 f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
                 "position could still tip the count")
-            acc.offer(ReasonClass.MISMATCH, f"rank {r} called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
-                      f"called {m['majority_called']}{open_count}", conf,
+            acc.offer(ReasonClass.MISMATCH, of_rank(r, f"called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
+                      f"called {m['majority_called']}{open_count}"), conf,
                       [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
                             f"{m['majority_called']}", tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
 
@@ -169,8 +169,8 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
         if b in {a for other, rs in agree.items() if other != b for a in rs}:
             continue  # b is itself on an agreeing side elsewhere: the reports contradict each other
         conf = 0.6 if world and len(ranks | {b}) >= world else 0.45
-        get(b).offer(ReasonClass.MISMATCH, f"rank {b} runs a different collective than ranks {compress(ranks)}, which agree "
-                     f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)", conf,
+        get(b).offer(ReasonClass.MISMATCH, of_rank(b, f"runs a different collective than ranks {compress(ranks)}, which agree "
+                     f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)"), conf,
                      texts[b][:5] + [cite(f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} "
                                           "matched the reporter", tool="ProcessGroupWrapper")])
 
@@ -215,14 +215,14 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         if not own or silent_only:
             missing = ", ".join(names.kind(k) for k in sorted({e["source"] for e in edges if e.get("kind") == "silent"})
                                 or peer_kinds) or "evidence"
-            cls, why = ReasonClass.NO_DUMP, f"rank {root} left no {missing} while {_wait(all_waiters)} on it"
+            cls, why = ReasonClass.NO_DUMP, of_rank(root, f"left no {missing} while {_wait(all_waiters)} on it")
         elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}
             via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
-            cls, why = ReasonClass.WAIT_ROOT, (f"rank {root} is the root of a wait chain: {_wait(all_waiters)} on it "
-                                     f"through {_n(len(via), 'group')} ({'; '.join(names.group(c, ids) for c in via[:4])})")
+            cls, why = ReasonClass.WAIT_ROOT, (of_rank(root, f"is the root of a wait chain: {_wait(all_waiters)} on it "
+                                     f"through {_n(len(via), 'group')} ({'; '.join(names.group(c, ids) for c in via[:4])})"))
         else:
-            cls, why = ReasonClass.MISSING_LINE, f"rank {root} never logged the operation the others wait in ({sample})"
+            cls, why = ReasonClass.MISSING_LINE, of_rank(root, f"never logged the operation the others wait in ({sample})")
             missing_absent = [k for k in peer_kinds if k not in own]
             if missing_absent:
                 evidence.append(cite(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them",
@@ -236,7 +236,7 @@ def _absent(ids: Identities, get, have_suspects: bool) -> None:
         return
     for r in range(ids.world_size):
         if r not in ids.ranks:
-            get(r).offer(ReasonClass.ABSENT, f"rank {r} left no log, dump or stack at all", 0.4 if have_suspects else 0.6,
+            get(r).offer(ReasonClass.ABSENT, of_rank(r, "left no log, dump or stack at all"), 0.4 if have_suspects else 0.6,
                          [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
 
 
@@ -284,8 +284,8 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     for r, e in errors:
         if e.kind == "connection-closed":
             first.setdefault(r, e)
-    get(peer).offer(ReasonClass.LOST_PEER, f"rank {peer} is the one ring neighbour shared by the ranks that lost a "
-                    f"connection ({', '.join(map(str, lost))})", 0.5,
+    get(peer).offer(ReasonClass.LOST_PEER, of_rank(peer, f"is the one ring neighbour shared by the ranks that lost a "
+                    f"connection ({', '.join(map(str, lost))})"), 0.5,
                     [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}", tool="nccl-log",
                           file=first[r].origin.file, line=first[r].origin.line) for r in lost])
     return True
@@ -302,7 +302,7 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     silent = sorted(logged - erred)
     if erred and silent and len(silent) < len(erred):
         for r in silent:
-            get(r).offer(ReasonClass.SILENT, f"rank {r} reported no error while {len(erred)} rank(s) failed talking to peers",
+            get(r).offer(ReasonClass.SILENT, of_rank(r, f"reported no error while {len(erred)} rank(s) failed talking to peers"),
                          0.45, [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
         return
     timed = sorted(((when, r, e.timestamp, e) for r, e in errors
@@ -311,5 +311,5 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
         _, r, printed, e = timed[0]
         ts = stamps.shown(printed)
-        get(r).offer(ReasonClass.ERROR_FIRST, f"rank {r} logged the first error ({ts})", 0.3,
+        get(r).offer(ReasonClass.ERROR_FIRST, of_rank(r, f"logged the first error ({ts})"), 0.3,
                      [cite(f"first error at {ts}", tool=e.source or "logs", file=e.origin.file, line=e.origin.line)])

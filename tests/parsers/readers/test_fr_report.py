@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from parsers import present
 from parsers.judges.logs import fr_report as judge
 from parsers.model.events import ErrorEvent, Origin
 from parsers.readers import fr_report, rank_log, textline
@@ -107,9 +108,9 @@ def test_culprit_lists_name_only_a_small_complete_minority_of_call_mismatches():
 
 
 def test_summary_says_what_the_report_shows():
-    [text] = judge.describe(_events("pytorch-140969"))
+    [text] = map(present.fr_report, judge.facts(_events("pytorch-140969")))
     assert "ranks 3-7 of 8" in text and "31117" in text and "default_pg" in text and "not a minority" in text
-    first_text, _ = judge.describe(_events("pytorch-151666"))
+    first_text, _ = map(present.fr_report, judge.facts(_events("pytorch-151666")))
     assert says([first_text], "rank 1 of 2", "odd one"), first_text
 
 

@@ -53,7 +53,7 @@ class _Acc:
 
 
 def _rp(rank: int, entered: bool, **kw):
-    from parsers.judges.recorder import RankProgress as RecRank
+    from parsers.judges.recorder import RankInStall as RecRank
 
     return RecRank(rank=rank, pid=100 + rank, global_rank=rank, has_state=True, entered=entered,
                    latest="AllReduce seq 11" if entered else "AllReduce seq 10", **kw)
