@@ -107,6 +107,7 @@ UNDER_TEST: dict[str, str] = {
     "test_outputs_locate.py": "forensics.discover.outputs", "test_small_pieces.py": "forensics.discover.ranks",
     "test_spawn_locals.py": "forensics.discover.spawned", "test_stacks.py": "parsers.stacks.tree",
     "test_summary.py": "parsers.summary",
+    "test_finding_protocol.py": "parsers.model.findings",
     # unit/harden
     "test_archive.py": "parsers.archive", "test_archive_headers.py": "parsers.archive",
     "test_attach.py": "forensics.bundle.attach", "test_fanout.py": "forensics.fleet.hosts",

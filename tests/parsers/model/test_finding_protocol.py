@@ -20,7 +20,7 @@ from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, Judge
                                     WaitEdge)
 from parsers.present import observed
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KB = knowledge.load(use_env=False)
 ISSUE26 = FIXTURES / "issue26"
 #: live bundles and post-mortem logs folders: recorder edges, p2p edges, a deadlock, a lock holder, host faults
