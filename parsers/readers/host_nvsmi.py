@@ -104,6 +104,11 @@ _TEXT_MAP = {
     ("temperature", "gpu slowdown t.limit temp"): "temperature.tlimit_slowdown",
     ("temperature", "gpu shutdown t.limit temp"): "temperature.tlimit_shutdown",
 }
+#: sections of `nvidia-smi -q` nest 3-4 deep; a line deeper than this is read as no fact (a file whose every line
+#: indents further made a path of thousands of names a line: 2.6 MB took 3.7 s)
+MAX_DEPTH = 16
+#: the longest field or section name of `nvidia-smi -q` is about 40 characters
+MAX_KEY_CHARS = 128
 _IDENTITY = {"product name": "name", "gpu uuid": "uuid", "serial number": "serial"}
 
 
@@ -140,11 +145,13 @@ def parse_text(text: str) -> dict[str, Facts]:
         if not m:
             continue
         indent = len(m.group("indent"))
-        key = m.group("key").strip()
+        key = m.group("key").strip()[:MAX_KEY_CHARS]  # no field name is longer; a 280 KB one was lowered every line
         while stack and stack[-1][0] >= indent:
             stack.pop()
         if m.group("value") is None:
             stack.append((indent, key))
+            continue
+        if len(stack) > MAX_DEPTH:  # no fact sits this deep; building the path would cost the depth a line
             continue
         path = [name for _, name in stack]
         name = _text_fact(path + [key])

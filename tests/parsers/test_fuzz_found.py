@@ -232,3 +232,38 @@ def test_a_json_dump_of_nested_arrays_is_refused_before_it_is_decoded(tmp_path):
     assert "arrays and objects" in refused["fr_error_rank_0.json"]  # recorded as the file's problem
     assert result.verdict is not None and any(a.kind == "rank-log" for a in result.evidence.artifacts)
     assert bounded_json.loads('{"a": [[1], {"b": []}]}') == {"a": [[1], {"b": []}]}
+
+
+def test_an_nvidia_smi_section_name_of_280_kb_is_cut_not_lowered_every_line():
+    """Seed 9, input 21488: a 2.6 MB `nvidia-smi -q` whose 'ECC Errors' section name was repeated to 280 KB,
+    followed by 50,000 fields under it: each field lowered the whole name again (3.7 s, past 5 s on the
+    device). Names are cut at MAX_KEY_CHARS; the fields under the section are still read."""
+    from parsers.readers.host_nvsmi import MAX_KEY_CHARS, parse_text
+
+    text = ("==============NVSMI LOG==============\nGPU 00000000:10:1C.0\n    Product Name : NVIDIA A100\n"
+            "    " + "ECC Errors    " * 20_000 + "\n        Volatile\n" + "            DRAM Correctable : 177\n" * 50_000)
+    t = time.perf_counter()
+    gpus = parse_text(text)
+    assert time.perf_counter() - t < 2.0 and MAX_KEY_CHARS < 1000
+    assert gpus["00000000:10:1C.0"]["name"] == "NVIDIA A100"
+
+
+def test_a_proxy_dump_line_of_unclosed_op_starts_is_no_quadratic_search():
+    """Seed 9, input 70086: a 1.3 MB line of 20,000 '[0-1|20| Coll' starts with no ']' scanned to its end
+    from each (3.8 s); an op's sub list is bounded now, and a real op line still reads."""
+    from parsers.readers.proxy_dump import parse_block
+
+    t = time.perf_counter()
+    ops, unknown = parse_block(["[0-1|20| Coll 1 " + "[0-1|20| Coll 1 " * 20_000])
+    assert time.perf_counter() - t < 1.0 and ops == [] and unknown == 1
+    ops, _ = parse_block(["[0-1|20| Coll 3R/0 5S/1]"])
+    assert [(o.op_count, o.kind, o.waits_on()) for o in ops] == [(20, "Coll", [3, 5])]
+
+
+def test_an_unmatched_line_of_70_kb_is_judged_known_by_its_head():
+    """Seed 9, input 10744: a 33 MB ras_verbose.txt of 450 lines of ~74 KB: `looks_known` searched each
+    whole line with three alternations (5.1 s here). It reads a line's first KNOWN_HEAD_CHARS."""
+    from parsers.readers.textline import KNOWN_HEAD_CHARS, looks_known
+
+    assert looks_known("x" * 10 + " NCCL WARN something " + "y" * 70_000)
+    assert not looks_known("y" * (KNOWN_HEAD_CHARS + 10) + " NCCL WARN something")
