@@ -38,7 +38,8 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet import wire
 from forensics.fleet.filing import place_archive
 from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
-from forensics.fleet.command import RemoteSpec, check_match_env, shell_command, ssh_options
+from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
+from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers.digest import DIGEST_NAME, DigestError, read_digest
@@ -47,6 +48,14 @@ from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
 from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, count, fold as fold_ranks, from_host, merge_all, union
 from parsers.source import open_source
+from parsers import knowledge
+from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges
+from parsers.digest_first import load_digest_first
+from parsers.evidence import load
+from parsers.judges.logs import unread
+from parsers.merge import merge_verdict
+from parsers.model.findings import JudgeContext, ReasonClass
+from parsers.quiet_gc import pause_gc
 
 
 def reduce_bundle(bundle: Path) -> dict[str, Any]:
@@ -143,7 +152,7 @@ def gateway_main(args: argparse.Namespace) -> int:
     """On a gateway: collect its hosts flat into its own bundle, then answer with one merged digest."""
     hosts = expand_nodeset(args.hosts)
     spec = spec_from_json(args.spec)
-    runner = ssh_runner(ssh_options(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
+    runner = ssh_runner(ssh_options_argv(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
     result = collect_fleet(hosts, args.out, spec, runner, host_timeout=args.host_timeout, quiet=True, cleanup=True)
     try:  # the fleet's merge wrote it from the same digests (forensics.bundle.digest.write_merged_digest)
         merged = read_answer((args.out / MERGED_DIGEST).read_bytes())
@@ -311,7 +320,8 @@ def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Interval
     ask = {gw: hosts for gw, hosts in gateways.items()}
     cmds = {gw: shell_command(fetch_argv(gateway_python, gateway_out.replace("{gateway}", gw), ranges,
                                          sorted(named_hosts & set(hosts)), max_hosts)) for gw, hosts in ask.items()}
-    runs = run_ssh(list(ask), lambda gw: cmds[gw], list(ssh_options or []), max(1, len(ask)), timeout, None, ssh_path)
+    runs = run_ssh(list(ask), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)), max(1, len(ask)),
+                   timeout, None, ssh_path)
     parts: list[HostPart] = []
     problems: list[str] = []
     for gw in ask:  # the root's order of gateways: the same hosts are kept whatever order answers came in
@@ -401,8 +411,8 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
         state = "timed out" if run.timed_out else ("answered" if run.returncode == 0 else f"exit {run.returncode}")
         say(f"{run.host}: {state} ({run.seconds:.1f} s)")
 
-    runs = run_ssh(list(gateways), lambda gw: gw_cmd[gw], list(ssh_options or []), max(1, len(gateways)),
-                   gateway_timeout, heard, ssh_path)
+    runs = run_ssh(list(gateways), lambda gw: gw_cmd[gw], ssh_options_argv(ssh_options or [], min(10.0, host_timeout)),
+                   max(1, len(gateways)), gateway_timeout, heard, ssh_path)
     answered = time.monotonic()
     parts, refused, where, received = [], [], {}, 0
     for gw, run in runs.items():
@@ -455,8 +465,6 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     the root did not fetch recorded as such (not missing: the merged digest judged them like the others), the
     tree's merged digest beside them; then the normal analysis (parsers.analyze, digest first) of that bundle.
     Returns (the Analysis, what was fetched how)."""
-    from parsers.analyze import analyze  # the pipeline: imported where the verdict is made (a second's import)
-
     say = say or (lambda line: None)
     start = time.monotonic()
     root, judged = reduced["merged_digest"], reduced["judgement"]
@@ -488,13 +496,49 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
     say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
         + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
-    result = analyze(out, kb)
-    _tree_coverage(result.verdict, held)
+    result = tree_analysis(out, kb, held)
     done = time.monotonic()
     info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50], "ranks_asked": fold_ranks(ranges),
             "ranks_on_gateways": on_gateways, "phases": {"fetched": round(fetched_at - start, 3),
                                                         "verdict": round(done - start, 3)}}
     return result, info
+
+
+def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
+    """parsers.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
+    told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways. Their absence from
+    the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
+    ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
+    kb = kb if kb is not None else knowledge.load()
+
+    def present(judge: Any) -> Any:
+        def judged(ev: Any, ctx: Any) -> Any:
+            found = judge(ev, ctx)
+            found.suspects = [s for s in found.suspects if s.reason_class is not ReasonClass.ABSENT or not _in(s.rank, held)]
+            return found
+        return judged
+
+    judges = tuple(present(j) for j in JUDGES)
+
+    def judge_all(ev: Any) -> Any:
+        found = run_judges(ev, JudgeContext(kb=kb), judges)
+        verdict = merge_verdict(ev, found)
+        verdict.sections["ranks"] = ranks_table(ev)
+        verdict.sections["unread_lines"] = unread.section(ev)
+        by = {f.judge: f for f in found}
+        return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
+
+    with pause_gc(), open_source(bundle) as src:
+        read = load_digest_first(src, kb)
+        result = judge_all(read.evidence if read is not None else load(src, kb.line_filter))
+        for _ in range(3 if read is not None else 0):  # as parsers.analyze: every rank named rests on raw files
+            if not read.reread_named(s.rank for s in result.verdict.suspects):
+                break
+            result = judge_all(read.evidence)
+        if read is not None:
+            result.verdict.sections["digests"] = read.summary()
+    _tree_coverage(result.verdict, held)
+    return result
 
 
 def _tree_coverage(verdict: Any, held: Intervals) -> None:

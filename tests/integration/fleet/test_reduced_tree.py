@@ -44,8 +44,9 @@ def test_reduced_tree_names_the_stopped_rank(tmp_path, monkeypatch):
 
 
 def _verdict_facts(verdict) -> dict:
-    """What an on-call engineer reads first: who, which class of reason, the summary, and the hang decision."""
+    """What an on-call engineer reads: who, which class of reason, the summary, every suspect, the hang decision."""
     return {"culprits": [(s.rank, str(s.reason_class)) for s in verdict.culprits], "summary": verdict.summary,
+            "suspects": [(s.rank, s.host, str(s.reason_class), round(s.confidence, 2)) for s in verdict.suspects],
             "hang": verdict.hang, "hung_ranks": verdict.hung_ranks}
 
 
@@ -81,3 +82,38 @@ def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
     assert coverage["text"].startswith(f"complete: {HOSTS * PER_HOST} of {HOSTS * PER_HOST} ranks"), coverage
     assert _verdict_facts(tree.verdict) == flat_facts
     assert _verdict_facts(analyze(tmp_path / "flat", kb, digests=False).verdict) == flat_facts  # and a full read
+
+
+def test_collect_reduce_cli_prints_the_verdict(tmp_path):
+    """`forensics collect --hosts --gateways --reduce` as a user runs it: progress on stderr, the VERDICT block
+    (or --json) on stdout, exit 0 when every host answered; stand-in ssh for the root's and the gateways' ssh."""
+    import os
+    import subprocess
+
+    answers = tmp_path / "answers"
+    make_answers(answers, HOSTS, culprit_host=1)  # host 1's local rank 3: job rank 11
+    env = dict(os.environ, FORENSICS_STANDIN_LATENCY="0.2", FORENSICS_STANDIN_ANSWER=str(answers),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH", "")]))
+    base = [sys.executable, "-m", "forensics", "collect", "--hosts", f"node[00000-{HOSTS - 1:05d}]", "--gateways",
+            "gw[0-1]", "--reduce", "--ssh-path", str(STANDIN), "--remote-python", sys.executable, "--fanout", "4"]
+    done = subprocess.run([*base, "-v", "-o", str(tmp_path / "root"), "--gateway-out", str(tmp_path / "gws")], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "VERDICT: rank 11 (node00001" in done.stdout and "is stopped" in done.stdout, done.stdout
+    assert "odd ones out: 11; raw files fetched from 1 host(s) (node00001)" in done.stdout
+    assert "[0-31] (32)" in done.stdout and "flagged frozen on their host: [11]" in done.stdout  # the merged digest
+    assert "gw0: answered" in done.stderr and "fetching the raw files of ranks 11" in done.stderr
+    assert sorted(p.name for p in (tmp_path / "gws").iterdir()) == ["gw0", "gw1"]  # '/{gateway}' added: one each
+    again = [*base, "--json", "-o", str(tmp_path / "root2"), "--gateway-out", str(tmp_path / "gws")]
+    done = subprocess.run(again, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 6 and json.loads(done.stdout)["hosts"] == 0  # a gateway never files over a bundle
+    again[-4:] = ["-o", str(tmp_path / "root3"), "--gateway-out", str(tmp_path / "gws2" / "{gateway}")]
+    done = subprocess.run(again, capture_output=True, text=True, env=env, timeout=300)
+    doc = json.loads(done.stdout)
+    assert done.returncode == doc["exit_code"] == 0 and doc["mode"] == "reduced" and doc["ranks"] == HOSTS * PER_HOST
+    assert doc["fetched"]["hosts_fetched"] == ["node00001"] and doc["verdict"]["culprit"]["rank"] == 11, doc["verdict"]
+    bad = subprocess.run([*base[:6], "--reduce", "-o", str(tmp_path / "root4")], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert bad.returncode == 2 and "--reduce and --gateways go together" in bad.stderr
+    helped = subprocess.run([sys.executable, "-m", "forensics", "collect", "--help"], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert "--reduce" in helped.stdout and "--fetch-max" in helped.stdout
