@@ -47,15 +47,7 @@ from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
 from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, count, fold as fold_ranks, from_host, merge_all, union
-from parsers.source import open_source
-from parsers import knowledge
-from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges
-from parsers.digest_first import load_digest_first
-from parsers.evidence import load
-from parsers.judges.logs import unread
-from parsers.merge import merge_verdict
-from parsers.model.findings import JudgeContext, ReasonClass
-from parsers.quiet_gc import pause_gc
+from parsers.source import open_source, read_manifest_file
 
 
 def reduce_bundle(bundle: Path) -> dict[str, Any]:
@@ -207,6 +199,19 @@ def parse_intervals(text: str) -> Intervals:
     return out
 
 
+def _meets(a: Intervals, b: Intervals) -> bool:
+    """Whether two rank sets share a rank (both sorted, disjoint)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
 def _in(rank: int | None, ranges: Intervals) -> bool:
     return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
@@ -215,10 +220,7 @@ def hosts_to_fetch(bundle: Path, ranges: Intervals, named: set[str], limit: int)
     """On a gateway: its hosts that hold a rank in `ranges` or are `named`, with their folders, at most `limit`.
     A folder must be a real directory right under BUNDLE/hosts/ (no link anywhere on the way): the root's
     request chooses ranks, never paths."""
-    with open_source(bundle) as src:
-        manifest = src.manifest
-    if manifest is None:
-        raise ValueError(f"{bundle}: no job bundle here")
+    manifest = read_manifest_file(bundle / "manifest.json")  # the manifest alone: no listing of its files
     wanted = {r.host for r in manifest.ranks if _in(r.rank, ranges)} | named
     top = (bundle / "hosts").resolve()
     out = []
@@ -311,11 +313,13 @@ def split_frames(lines: Iterable[str]) -> list[list[str]]:
 
 def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Intervals, named_hosts: set[str], out: Path,
               timeout: float, ssh_path: str = "ssh", ssh_options: list[str] | None = None,
-              gateway_python: str = "python3", max_hosts: int = MAX_FETCH_HOSTS) -> tuple[list[HostPart], list[str]]:
+              gateway_python: str = "python3", max_hosts: int = MAX_FETCH_HOSTS,
+              received: list[int] | None = None) -> tuple[list[HostPart], list[str]]:
     """From the gateways that keep them, the raw files of the hosts that hold `ranges` (or are named), filed
     into `out` as host answers are (hosts/<host>/, parsers.archive's checks through place_archive): at most
     `max_hosts` in all. Each gateway is asked only about its own hosts; a frame for a host the root did not
-    send it is refused. Returns the filed hosts and why anything was not filed."""
+    send it is refused. Returns the filed hosts and why anything was not filed (`received`, when given, gets the
+    characters each gateway sent)."""
     max_hosts = max(0, min(max_hosts, MAX_FETCH_HOSTS))
     ask = {gw: hosts for gw, hosts in gateways.items()}
     cmds = {gw: shell_command(fetch_argv(gateway_python, gateway_out.replace("{gateway}", gw), ranges,
@@ -326,6 +330,8 @@ def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Interval
     problems: list[str] = []
     for gw in ask:  # the root's order of gateways: the same hosts are kept whatever order answers came in
         run = runs[gw]
+        if received is not None:
+            received.append(sum(len(line) for line in run.stdout) + run.dropped)
         if run.dropped or run.timed_out:
             problems.append(f"{gw}: {'answer over its size bound' if run.dropped else f'no answer in {timeout:g} s'}")
         file_fetched(gw, run.stdout, set(ask[gw]), out, parts, problems, max_hosts)
@@ -424,7 +430,10 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
             refused.append(f"{gw}: {err} (exit {run.returncode}{', timed out' if run.timed_out else ''}; {run.stderr_tail()})")
             continue
         parts.append(merged)
-        where[gw] = rest
+        held: Intervals = []
+        for iv in merged["states"].values():  # every rank has a state: the gateway's rank set, as ranges
+            held = union(held, iv)
+        where[gw] = dict(rest, ranks=held)
     root = merge_all(parts)
     out.mkdir(parents=True, exist_ok=True)
     merged_at = time.monotonic()
@@ -470,14 +479,20 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     root, judged = reduced["merged_digest"], reduced["judgement"]
     ranges = ranks_to_fetch(root, judged)
     named = set(judged.hosts) | {h for h, _ in judged.processes if isinstance(h, str)}
+    if not ranges and not named and root["stacks"]:  # nobody odd: one rank of the largest class speaks for it
+        largest = max(root["stacks"].values(), key=lambda c: count(c["ranks"]))
+        ranges = [[largest["ranks"][0][0], largest["ranks"][0][0]]] if largest["ranks"] else []
     answered = {gw: hosts for gw, hosts in gateways.items() if gw in reduced["gateways"]}
+    asked = {gw: hosts for gw, hosts in answered.items()  # only gateways that hold a wanted rank or a named host
+             if _meets(reduced["gateways"][gw].get("ranks") or [], ranges) or named & set(hosts)}
     parts: list[HostPart] = []
     problems: list[str] = []
-    if answered and (ranges or named):
+    received: list[int] = []
+    if asked:
         say(f"fetching the raw files of ranks {fold_ranks(ranges) or 'none'}"
-            + (f" and hosts {fold_hosts(sorted(named))}" if named else "") + f" from {len(answered)} gateway(s)")
-        parts, problems = fetch_raw(answered, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
-                                    gateway_python, max_hosts)
+            + (f" and hosts {fold_hosts(sorted(named))}" if named else "") + f" from {len(asked)} gateway(s)")
+        parts, problems = fetch_raw(asked, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
+                                    gateway_python, max_hosts, received)
     fetched_at = time.monotonic()
     manifest = merge_bundles(out, parts, command=list(sys.argv))
     held: Intervals = []
@@ -499,7 +514,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     result = tree_analysis(out, kb, held)
     done = time.monotonic()
     info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50], "ranks_asked": fold_ranks(ranges),
-            "ranks_on_gateways": on_gateways, "phases": {"fetched": round(fetched_at - start, 3),
+            "ranks_on_gateways": on_gateways, "gateways_asked": sorted(asked), "bytes_fetched": sum(received), "phases": {"fetched": round(fetched_at - start, 3),
                                                         "verdict": round(done - start, 3)}}
     return result, info
 
@@ -509,6 +524,17 @@ def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
     told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways. Their absence from
     the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
     ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
+    # here, not at the top: this module is also what every gateway starts (`gateway`, `fetch`), and the judges
+    # and knowledge base would add ~0.25 s to each start (measured), on machines busy collecting
+    from parsers import knowledge  # (the gateways' start-up, above)
+    from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges  # (the gateways' start-up, above)
+    from parsers.digest_first import load_digest_first  # (the gateways' start-up, above)
+    from parsers.evidence import load  # (the gateways' start-up, above)
+    from parsers.judges.logs import unread  # (the gateways' start-up, above)
+    from parsers.merge import merge_verdict  # (the gateways' start-up, above)
+    from parsers.model.findings import JudgeContext, ReasonClass  # (the gateways' start-up, above)
+    from parsers.quiet_gc import pause_gc  # (the gateways' start-up, above)
+
     kb = kb if kb is not None else knowledge.load()
 
     def present(judge: Any) -> Any:

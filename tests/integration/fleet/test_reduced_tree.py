@@ -67,6 +67,7 @@ def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
     # only the stopped rank's host came back raw; the other 24 ranks stayed on the gateways, not missing
     assert info["hosts_fetched"] == ["node00002"] and not info["fetch_problems"], info
     assert info["ranks_on_gateways"] == (HOSTS - 1) * PER_HOST
+    assert info["gateways_asked"] == ["gw1"] and 0 < info["bytes_fetched"]  # only the gateway that holds rank 19
     assert sorted(p.name for p in (tmp_path / "root" / "hosts").iterdir()) == ["node00002"]
     culprit = tree.verdict.culprit
     assert culprit is not None and culprit.rank == 19 and culprit.host == "node00002", tree.verdict.summary
@@ -82,6 +83,28 @@ def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
     assert coverage["text"].startswith(f"complete: {HOSTS * PER_HOST} of {HOSTS * PER_HOST} ranks"), coverage
     assert _verdict_facts(tree.verdict) == flat_facts
     assert _verdict_facts(analyze(tmp_path / "flat", kb, digests=False).verdict) == flat_facts  # and a full read
+
+
+def test_with_nobody_odd_one_rank_speaks_for_its_class_and_the_verdict_is_the_flat_one(tmp_path, monkeypatch):
+    answers = tmp_path / "answers"
+    make_answers(answers, HOSTS, culprit_host=-1)  # every rank waits alike
+    monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
+    monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
+    names = [f"node{i:05d}" for i in range(HOSTS)]
+    kb = knowledge.load(use_env=False)
+    gateways = {"gw0": names[:2], "gw1": names[2:]}
+    spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
+    reduced = collect_reduced(gateways, tmp_path / "root", spec, str(tmp_path / "{gateway}"), host_timeout=60,
+                              gateway_timeout=300, fanout=4, ssh_path=str(STANDIN), gateway_python=sys.executable,
+                              gateway_ssh_path=str(STANDIN))
+    assert reduced["odd_ranks"] == "" and reduced["classes"]["complete"]
+    tree, info = tree_verdict(reduced, gateways, tmp_path / "root", str(tmp_path / "{gateway}"), timeout=120,
+                              ssh_path=str(STANDIN), gateway_python=sys.executable, kb=kb)
+    assert info["hosts_fetched"] == ["node00000"] and info["ranks_asked"] == "0"
+    spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
+    collect_fleet(names, tmp_path / "flat", spec, ssh_runner([], 4, ssh_path=str(STANDIN)), host_timeout=60, quiet=True)
+    flat = analyze(tmp_path / "flat", kb).verdict
+    assert flat.culprit is None and _verdict_facts(tree.verdict) == _verdict_facts(flat)
 
 
 def test_collect_reduce_cli_prints_the_verdict(tmp_path):
