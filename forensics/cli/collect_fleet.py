@@ -163,6 +163,9 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
         raise ForensicsError("--reduce and --gateways go together (for ClusterShell's own tree use --topology)")
     if args.slurm_job or args.topology is not None:
         raise ForensicsError("--reduce reaches its hosts through --gateways: not with --slurm-job or --topology")
+    if getattr(args, "attach", None):
+        raise ForensicsError("--attach is not taken with --reduce yet: attach to a flat collection, or analyze the "
+                             "file beside the bundle")
     if not 1 <= args.fetch_max <= MAX_FETCH_HOSTS:
         raise ForensicsError(f"--fetch-max must be 1 to {MAX_FETCH_HOSTS}")
     gateway_timeout = args.host_timeout + 60.0 if args.gateway_timeout is None else args.gateway_timeout
@@ -205,7 +208,8 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
     else:
         code = ExitCode.OK
     view = build_view(result.verdict, source=str(out), evidence=result.evidence, logs=result.logs)
-    summary = {"bundle": str(out), "gateway_out": gateway_out, "gateways": {gw: {"hosts": hostsets.fold(h),
+    archive = make_archive(out) if args.tar else None
+    summary = {"bundle": str(out), "archive": str(archive) if archive else None, "gateway_out": gateway_out, "gateways": {gw: {"hosts": hostsets.fold(h),
                "answered": gw in answered, "bundle": answered.get(gw, {}).get("bundle")} for gw, h in assignment.items()},
                "gateways_refused": reduced["refused"], "host_groups": groups, "hosts": reduced["hosts"],
                "ranks": reduced["ranks"], "odd_ranks": reduced["odd_ranks"], "classes": reduced["classes"],
@@ -216,7 +220,8 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
     if args.json:
         emit_json("collect", dict(summary, mode="reduced", verdict=view.to_json()), args)
         return int(code)
-    lines = [f"bundle: {out}  (the odd ranks' hosts; every host's bundle stays on its gateway under {gateway_out})"]
+    lines = [f"bundle: {out}" + (f"  (archive {archive})" if archive else "")
+             + f"  (the odd ranks' hosts; every host's bundle stays on its gateway under {gateway_out})"]
     for gw, h in assignment.items():
         lines.append(f"gateway {gw}: {hostsets.fold(h)}" + ("" if gw in answered else ": no usable answer"))
     for line in reduced["refused"]:

@@ -17,6 +17,13 @@ its hosts as a flat fleet (`forensics.fleet.collect.collect_fleet`: its own ssh 
 bundle in DIR, raw files and digests kept there) and answers one line: its merged digest, its hosts'
 results folded, and where its bundle is. The root checks and merges the answers and judges the merged
 digest over its classes: the ranks whose raw files are worth fetching, and which gateway holds them.
+
+The judges' verdict (`tree_verdict`): the root runs `python -m forensics.fleet.reduce fetch --bundle DIR
+--ranks RANGES` on only the gateways whose rank set holds an odd rank; each sends, one wire frame a host
+(forensics.fleet.wire), the raw files of its hosts that hold them (at most MAX_FETCH_HOSTS), and the root
+files them into its own bundle as it files host answers (forensics.fleet.filing.place_archive). The ranks
+left on the gateways are recorded there as judged from the merged digest, and the normal pipeline judges
+that bundle (`tree_analysis`): the same VERDICT as `forensics analyze`. `forensics collect --reduce` runs it.
 """
 
 from __future__ import annotations

@@ -126,13 +126,14 @@ def test_collect_reduce_cli_prints_the_verdict(tmp_path):
     assert "[0-31] (32)" in done.stdout and "flagged frozen on their host: [11]" in done.stdout  # the merged digest
     assert "gw0: answered" in done.stderr and "fetching the raw files of ranks 11" in done.stderr
     assert sorted(p.name for p in (tmp_path / "gws").iterdir()) == ["gw0", "gw1"]  # '/{gateway}' added: one each
-    again = [*base, "--json", "-o", str(tmp_path / "root2"), "--gateway-out", str(tmp_path / "gws")]
+    again = [*base, "--json", "--tar", "-o", str(tmp_path / "root2"), "--gateway-out", str(tmp_path / "gws")]
     done = subprocess.run(again, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 6 and json.loads(done.stdout)["hosts"] == 0  # a gateway never files over a bundle
     again[-4:] = ["-o", str(tmp_path / "root3"), "--gateway-out", str(tmp_path / "gws2" / "{gateway}")]
     done = subprocess.run(again, capture_output=True, text=True, env=env, timeout=300)
     doc = json.loads(done.stdout)
     assert done.returncode == doc["exit_code"] == 0 and doc["mode"] == "reduced" and doc["ranks"] == HOSTS * PER_HOST
+    assert doc["archive"] and Path(doc["archive"]).is_file()
     assert doc["fetched"]["hosts_fetched"] == ["node00001"] and doc["verdict"]["culprit"]["rank"] == 11, doc["verdict"]
     bad = subprocess.run([*base[:6], "--reduce", "-o", str(tmp_path / "root4")], capture_output=True, text=True, env=env,
                          timeout=120)
