@@ -15,8 +15,10 @@ Rows, each a fresh process (its peak RSS is its own), on the same answers:
 - flat, digest first: the same collection, `analyze` digest first (class judgement, raw files of the odd ones);
 - reduced tree: G gateways (`python -m forensics.fleet.reduce gateway`, exec'd here by the stand-in as
   sshd would on a gateway) each collect their share flat and answer one merged digest; the root merges
-  them and judges the classes (forensics.fleet.reduce.collect_reduced). Its "verdict" is the odd ones
-  out named from the merged digest (who is not like the others, and why), not the judges' full verdict.
+  them and judges the classes (forensics.fleet.reduce.collect_reduced: `odd_s`, the odd ones out), then
+  fetches from the gateways the raw files of only the odd ranks' hosts and runs the judges over them and the
+  merged digest (forensics.fleet.reduce.tree_verdict): `verdict_s` is the same full verdict as the flat rows'.
+Every row has `after_last_answer_s`: from the last host's (tree: gateway's) answer to the verdict.
 The gateways share these 2 cores with everything else; their CPU is not the root's.
 
     PYTHONPATH=. python benchmarks/fleet_digest_tree.py [--ranks 4096,32768] [--gateways 8] [--fanout 1024]
@@ -130,7 +132,7 @@ def make_answers(folder: Path, hosts: int, culprit_host: int) -> int:
 def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standin: Path, bundle_parent: str) -> dict:
     from forensics.fleet import command as cmd
     from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-    from forensics.fleet.reduce import collect_reduced
+    from forensics.fleet.reduce import collect_reduced, tree_verdict
 
     os.environ["FORENSICS_STANDIN_LATENCY"] = "1"
     os.environ["FORENSICS_STANDIN_ANSWER"] = str(answers)
@@ -146,9 +148,18 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
             res = collect_reduced(gws, out / "root", spec, str(out / "{gateway}"), host_timeout=120,
                                   gateway_timeout=600, fanout=fanout, ssh_path=str(standin),
                                   gateway_python=sys.executable, gateway_ssh_path=str(standin))
-            row.update(last_answer_s=res["phases"]["answers"], verdict_s=res["phases"]["judged"],
+            from parsers import knowledge
+
+            tree, info = tree_verdict(res, gws, out / "root", str(out / "{gateway}"), timeout=600, ssh_path=str(standin),
+                                      gateway_python=sys.executable, kb=knowledge.load(use_env=False))
+            done = time.perf_counter()
+            v = tree.verdict
+            row.update(last_answer_s=res["phases"]["answers"], odd_s=res["phases"]["judged"],
+                       fetch_s=info["phases"]["fetched"], verdict_s=round(done - start, 3),
+                       after_last_answer_s=round(done - start - res["phases"]["answers"], 3),
                        wire_bytes=res["bytes_received"], odd=res["odd_ranks"], classes=res["classes"],
-                       refused=res["refused"][:3], ranks_seen=res["ranks"])
+                       fetched=info["hosts_fetched"], fetch_bytes=info["bytes_fetched"], culprit=v.culprit.rank if v.culprit else None,
+                       suspects=[s.rank for s in v.suspects][:5], refused=res["refused"][:3], ranks_seen=res["ranks"])
         else:
             from parsers import knowledge
             from parsers.analyze import analyze
@@ -161,6 +172,7 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
             suspects = [s.rank for s in v.suspects][:5]
             row.update(last_answer_s=round(start + result.phases["answers"] - start, 3), collected_s=round(answered - start, 3),
                        verdict_s=round(done - start, 3), analyze_s=round(done - answered, 3),
+                       after_last_answer_s=round(done - start - result.phases["answers"], 3),
                        wire_bytes=sum(os.path.getsize(answers / n) for n in names), culprit=v.culprit.rank if v.culprit else None,
                        suspects=suspects, ranks_seen=len(result.manifest.ranks), digests=v.sections.get("digests", {}).get("odd_ones_out_by"))
     finally:

@@ -19,21 +19,31 @@ from forensics.fleet import command as cmd
 from forensics.fleet import hosts as hostsets
 from forensics.fleet.options import check_srun_args, check_ssh_options
 from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
+from forensics.fleet.reduce import MAX_FETCH_HOSTS, collect_reduced, tree_verdict
+from forensics.collect.progress import ProgressReporter
+from forensics.report.text import render_view
+from forensics.report.view import build_view
+from forensics.report.output import text_width
 from forensics.fleet.slurm import slurm_hosts, srun_runner
 from forensics.bundle.archive import make_archive
 from forensics.fleet import outcome
 from parsers.ranges import fold
+from parsers.digest_merge import count, fold as fold_intervals
 
 FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle
   forensics collect --hostfile hosts.txt --ssh-option Port=2222 --fanout 128
   forensics collect --slurm-job 4242          # srun --overlap inside the job's allocation
   forensics collect --slurm-job 4242 --srun-arg=--container-image=IMG   # inside a pyxis container
+  forensics collect --hosts 'node[00001-12500]' --gateways 'gw[01-16]' --reduce   # reduced tree
 Each host runs `python3 -m forensics.fleet.remote` (forensics must be installed there:
 docs/deploy.md) and streams its bundle back. --timeout, --native, --gdb, --gdb-timeout
 and --job are passed on to every host. A host still collecting near --host-timeout sends
 what it has (kept, marked partial); hosts that do not answer are recorded as such. The
 summary folds hosts with the same result onto one line ('node[001-511]: ok').
+--reduce (with --gateways): each gateway collects its share of the hosts, keeps their
+bundles and sends up one merged digest; this machine merges them, fetches the raw files
+of only the odd ranks' hosts (at most --fetch-max) and prints the verdict, as analyze.
 ssh runs with BatchMode=yes and ConnectTimeout; see docs/commands/collect-fleet.md.
 """
 
@@ -53,6 +63,22 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
                        help="with --slurm-job: extra srun argument, e.g. --srun-arg=--container-image=IMG (repeatable)")
     group.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="on each host collect only ranks with this env value; '{host}' is replaced by the host name")
+    tree = parser.add_argument_group("reduced tree (issue 30: gateways send up one merged digest each)")
+    tree.add_argument("--reduce", action="store_true",
+                      help="collect through --gateways, each merging its hosts' digests into one; then fetch the raw "
+                           "files of the odd ranks' hosts from the gateways and print the verdict")
+    tree.add_argument("--gateways", action="append", default=[], metavar="NODESET",
+                      help="with --reduce: the gateway hosts (forensics installed there, ssh from here and from them "
+                           "to their hosts); the hosts are split among them in order, in equal blocks")
+    tree.add_argument("--gateway-out", default=None, metavar="DIR",
+                      help="with --reduce: where each gateway keeps its hosts' bundle, a new folder ('{gateway}' "
+                           "becomes its name; default /tmp/forensics-reduce-TAG)")
+    tree.add_argument("--gateway-timeout", type=float, default=None, metavar="S",
+                      help="with --reduce: time limit per gateway (default --host-timeout + 60)")
+    tree.add_argument("--fetch-max", type=int, default=MAX_FETCH_HOSTS, metavar="N",
+                      help=f"with --reduce: hosts whose raw files are fetched at most (default and most {MAX_FETCH_HOSTS})")
+    tree.add_argument("--ssh-path", default="ssh", metavar="PATH",
+                      help="ssh client to run (default: ssh on PATH; with --reduce also on the gateways)")
 
 
 def wants_fleet(args: argparse.Namespace) -> bool:
@@ -78,6 +104,8 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         raise ForensicsError("--srun-arg goes with --slurm-job (ssh hosts take --ssh-option)")
     check_srun_args(args.srun_arg)  # every value, before anything is looked up or started
     check_ssh_options(args.ssh_option)
+    if getattr(args, "reduce", False) or getattr(args, "gateways", None):
+        return run_reduced(args, spec, default_out)
     if args.slurm_job:
         if args.hosts or args.hostfile:
             raise ForensicsError("--slurm-job finds its own hosts; do not combine it with --hosts/--hostfile")
@@ -111,6 +139,113 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         emit_json("collect", dict(summary, mode="fleet"), args)
     else:
         emit("\n".join(summary_lines(summary, out)), getattr(args, "output", None))
+    return int(code)
+
+
+def split_hosts(hosts: list[str], gateways: list[str]) -> dict[str, list[str]]:
+    """The hosts in order, in equal contiguous blocks, one a gateway (the first gateways take one more when
+    they do not divide evenly); a gateway left without hosts is not used."""
+    size, extra = divmod(len(hosts), len(gateways))
+    out, at = {}, 0
+    for i, gw in enumerate(gateways):
+        n = size + (i < extra)
+        if n:
+            out[gw] = hosts[at:at + n]
+        at += n
+    return out
+
+
+def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Path) -> int:
+    """The reduced tree (forensics.fleet.reduce): gateways collect and reduce, this machine merges, fetches the
+    odd ranks' raw files and judges. Prints the summary and the VERDICT block (JSON with --json); the exit code
+    says how complete the collection is, as the flat fleet's does (0, 3, 6)."""
+    if not args.reduce or not args.gateways:
+        raise ForensicsError("--reduce and --gateways go together (for ClusterShell's own tree use --topology)")
+    if args.slurm_job or args.topology is not None:
+        raise ForensicsError("--reduce reaches its hosts through --gateways: not with --slurm-job or --topology")
+    if getattr(args, "attach", None):
+        raise ForensicsError("--attach is not taken with --reduce yet: attach to a flat collection, or analyze the "
+                             "file beside the bundle")
+    if not 1 <= args.fetch_max <= MAX_FETCH_HOSTS:
+        raise ForensicsError(f"--fetch-max must be 1 to {MAX_FETCH_HOSTS}")
+    gateway_timeout = args.host_timeout + 60.0 if args.gateway_timeout is None else args.gateway_timeout
+    if not gateway_timeout > args.host_timeout:
+        raise ForensicsError("--gateway-timeout must be longer than --host-timeout (a gateway waits on its hosts)")
+    hosts = host_list(args)
+    gateways = hostsets.unique(hostsets.gather(list(args.gateways), None))
+    if not hosts or not gateways:
+        raise ForensicsError("no hosts given" if not hosts else "no gateways given")
+    if shutil.which(args.ssh_path) is None:
+        raise ForensicsError(f"{args.ssh_path} not found on this machine (install openssh-client)")
+    gateway_out = args.gateway_out or f"/tmp/forensics-reduce-{spec.tag}"
+    if "\x00" in gateway_out or len(gateway_out) > 1024 or not gateway_out.startswith("/"):
+        raise ForensicsError("--gateway-out must be an absolute path (on the gateways)")
+    if "{gateway}" not in gateway_out:
+        gateway_out = gateway_out.rstrip("/") + "/{gateway}"  # gateways may share a file system: one folder each
+    out = args.out or default_out
+    assignment = split_hosts(hosts, gateways)
+    progress = ProgressReporter(len(assignment), "gateways", args.quiet)
+    options = list(args.ssh_option)  # KEY=VALUE, checked above: the same on this machine and on the gateways
+    reduced = collect_reduced(assignment, out, spec, gateway_out, args.host_timeout, gateway_timeout, args.fanout,
+                              args.ssh_path, options, args.remote_python, args.ssh_path, say=progress.say)
+    answered = reduced["gateways"]
+    if not reduced["hosts"]:  # no gateway answered, or none of their hosts did: nothing to judge
+        summary = {"bundle": str(out), "gateway_out": gateway_out, "gateways_refused": reduced["refused"],
+                   "hosts": 0, "ranks": 0, "exit_code": int(ExitCode.NO_HOST)}
+        if args.json:
+            emit_json("collect", dict(summary, mode="reduced", verdict=None), args)
+        else:
+            emit("\n".join([f"no host answered through {len(assignment)} gateway(s): nothing was collected",
+                             *(f"  refused: {line}" for line in reduced["refused"])]))
+        return int(ExitCode.NO_HOST)
+    result, fetched = tree_verdict(reduced, assignment, out, gateway_out, gateway_timeout, args.ssh_path, options,
+                                   args.remote_python, args.fetch_max, say=progress.say)
+    groups = [g for gw in assignment if gw in answered for g in answered[gw]["host_groups"] if isinstance(g, dict)]
+    all_ok = all(str(g.get("result")) == "ok" for g in groups)
+    silent = [gw for gw in assignment if gw not in answered]
+    if silent or not all_ok or fetched["fetch_problems"] or reduced["refused"]:
+        code = ExitCode.PARTIAL
+    else:
+        code = ExitCode.OK
+    view = build_view(result.verdict, source=str(out), evidence=result.evidence, logs=result.logs)
+    archive = make_archive(out) if args.tar else None
+    summary = {"bundle": str(out), "archive": str(archive) if archive else None, "gateway_out": gateway_out, "gateways": {gw: {"hosts": hostsets.fold(h),
+               "answered": gw in answered, "bundle": answered.get(gw, {}).get("bundle")} for gw, h in assignment.items()},
+               "gateways_refused": reduced["refused"], "host_groups": groups, "hosts": reduced["hosts"],
+               "ranks": reduced["ranks"], "odd_ranks": reduced["odd_ranks"], "classes": reduced["classes"],
+               "bytes_received": reduced["bytes_received"], "fetched": fetched,
+               "phases": dict(reduced["phases"], **{k: round(v + reduced["phases"]["judged"], 3)
+                                                   for k, v in fetched["phases"].items()}),
+               "exit_code": int(code)}
+    if args.json:
+        emit_json("collect", dict(summary, mode="reduced", verdict=view.to_json()), args)
+        return int(code)
+    lines = [f"bundle: {out}" + (f"  (archive {archive})" if archive else "")
+             + f"  (the odd ranks' hosts; every host's bundle stays on its gateway under {gateway_out})"]
+    for gw, h in assignment.items():
+        lines.append(f"gateway {gw}: {hostsets.fold(h)}" + ("" if gw in answered else ": no usable answer"))
+    for line in reduced["refused"]:
+        lines.append(f"  refused: {line}")
+    for g in groups:
+        lines.append(f"{g.get('hosts')} ({g.get('count')}): {g.get('result')}")
+    lines.append(f"ranks merged: {reduced['ranks']} from {reduced['hosts']} host(s); odd ones out: "
+                 f"{reduced['odd_ranks'] or 'none'}; raw files fetched from {len(fetched['hosts_fetched'])} host(s)"
+                 + (f" ({hostsets.fold(fetched['hosts_fetched'])})" if fetched["hosts_fetched"] else ""))
+    for line in fetched["fetch_problems"][:10]:
+        lines.append(f"  fetch: {line}")
+    classes = sorted(reduced["merged_digest"]["stacks"].values(), key=lambda c: -count(c["ranks"]))
+    lines.append(f"main-thread classes of all {reduced['ranks']} rank(s) (the merged digest):")
+    for c in classes[:12]:
+        what = " ".join(str(x) for x in (c.get("kind"), c.get("op"), c.get("where")) if x)
+        lines.append(f"  [{fold_intervals(c['ranks'])[:200]}] ({count(c['ranks'])}) {what[:200]}")
+    if len(classes) > 12:
+        lines.append(f"  ... and {len(classes) - 12} more class(es)")
+    for flag, iv in sorted(reduced["merged_digest"]["flags"].items()):
+        if iv:
+            lines.append(f"  flagged {flag} on their host: [{fold_intervals(iv)[:200]}]")
+    lines.append("")
+    lines.append(render_view(view, width=text_width(None, getattr(args, "output", None))))
+    emit("\n".join(lines), getattr(args, "output", None))
     return int(code)
 
 

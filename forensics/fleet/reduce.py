@@ -17,26 +17,44 @@ its hosts as a flat fleet (`forensics.fleet.collect.collect_fleet`: its own ssh 
 bundle in DIR, raw files and digests kept there) and answers one line: its merged digest, its hosts'
 results folded, and where its bundle is. The root checks and merges the answers and judges the merged
 digest over its classes: the ranks whose raw files are worth fetching, and which gateway holds them.
+
+The judges' verdict (`tree_verdict`): the root runs `python -m forensics.fleet.reduce fetch --bundle DIR
+--ranks RANGES` on only the gateways whose rank set holds an odd rank; each sends, one wire frame a host
+(forensics.fleet.wire), the raw files of its hosts that hold them (at most MAX_FETCH_HOSTS), and the root
+files them into its own bundle as it files host answers (forensics.fleet.filing.place_archive). The ranks
+left on the gateways are recorded there as judged from the merged digest, and the normal pipeline judges
+that bundle (`tree_analysis`): the same VERDICT as `forensics analyze`. `forensics collect --reduce` runs it.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import stat
 import sys
+import tarfile
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from forensics.bundle.digest import MERGED_DIGEST
+from forensics.bundle.merge import HOST_MANIFEST, HostPart, host_root, merge_bundles
+from forensics.bundle.writer import write_manifest
+from forensics.fleet import wire
+from forensics.fleet.filing import place_archive
 from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
-from forensics.fleet.command import RemoteSpec, check_match_env, shell_command, ssh_options
+from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
+from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers.digest import DIGEST_NAME, DigestError, read_digest
 from parsers.digest_classes import judge_classes
-from parsers.digest_merge import MAX_MERGED_BYTES, check_merged, fold as fold_ranks, from_host, merge_all
-from parsers.source import open_source
+from parsers.archive import ArchiveRefused
+from parsers.errors import InputError
+from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, count, fold as fold_ranks, from_host, merge_all, union
+from parsers.source import open_source, read_manifest_file
 
 
 def reduce_bundle(bundle: Path) -> dict[str, Any]:
@@ -139,7 +157,7 @@ def gateway_main(args: argparse.Namespace) -> int:
     """On a gateway: collect its hosts flat into its own bundle, then answer with one merged digest."""
     hosts = expand_nodeset(args.hosts)
     spec = spec_from_json(args.spec)
-    runner = ssh_runner(ssh_options(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
+    runner = ssh_runner(ssh_options_argv(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
     result = collect_fleet(hosts, args.out, spec, runner, host_timeout=args.host_timeout, quiet=True, cleanup=True)
     try:  # the fleet's merge wrote it from the same digests (forensics.bundle.digest.write_merged_digest)
         merged = read_answer((args.out / MERGED_DIGEST).read_bytes())
@@ -165,8 +183,210 @@ def read_gateway_answer(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return check_merged(merged), rest
 
 
+MAX_FETCH_HOSTS = 64  #: hosts whose raw files the root fetches at most (the odd ranks' hosts, first come)
+MAX_FETCH_RANGES = 4096  #: rank ranges one fetch request may name
+
+
+def parse_intervals(text: str) -> Intervals:
+    """'3,16-23' -> [[3, 3], [16, 23]] without expanding them (the request is data: bounded ranges, no list of
+    a billion ints); ValueError on anything else."""
+    out: Intervals = []
+    if not text:
+        return out
+    pieces = text.split(",", MAX_FETCH_RANGES)
+    if len(pieces) > MAX_FETCH_RANGES:
+        raise ValueError(f"more than {MAX_FETCH_RANGES} rank ranges")
+    for piece in pieces:
+        lo, sep, hi = piece.partition("-")
+        if not lo.isdigit() or len(lo) > 9 or (sep and (not hi.isdigit() or len(hi) > 9)):
+            raise ValueError(f"{piece[:40]!r} is not a rank or a range of ranks")
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a:
+            raise ValueError(f"{piece[:40]!r}: the range runs backwards")
+        out.append([a, b])
+    return out
+
+
+def _meets(a: Intervals, b: Intervals) -> bool:
+    """Whether two rank sets share a rank (both sorted, disjoint)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+def _in(rank: int | None, ranges: Intervals) -> bool:
+    return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
+
+
+def hosts_to_fetch(bundle: Path, ranges: Intervals, named: set[str], limit: int) -> list[tuple[str, Path]]:
+    """On a gateway: its hosts that hold a rank in `ranges` or are `named`, with their folders, at most `limit`.
+    A folder must be a real directory right under BUNDLE/hosts/ (no link anywhere on the way): the root's
+    request chooses ranks, never paths."""
+    manifest = read_manifest_file(bundle / "manifest.json")  # the manifest alone: no listing of its files
+    wanted = {r.host for r in manifest.ranks if _in(r.rank, ranges)} | named
+    top = (bundle / "hosts").resolve()
+    out = []
+    for rec in manifest.hosts:  # the gateway's own order: deterministic, the same on a second request
+        if rec.host not in wanted or len(out) >= limit:
+            continue
+        folder = bundle / host_root(rec.host)
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue  # a host that sent nothing: no raw files to send up
+        if not stat.S_ISDIR(st.st_mode) or folder.resolve().parent != top:
+            continue
+        out.append((rec.host, folder))
+    return out
+
+
+def pack_host(folder: Path) -> bytes:
+    """A host's folder of a gateway's job bundle packed back as the host sent it (bundle/manifest.json its own
+    manifest; the files under bundle/hosts/<folder name>/ or bundle/ as they were), so the root files it with the
+    same checks as any host answer (forensics.fleet.filing.place_archive). Regular files only: links are skipped."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT, compresslevel=1) as tar:
+        tar.add(folder, arcname="bundle", recursive=False)
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder).as_posix()
+            if rel == HOST_MANIFEST:
+                arc = "bundle/manifest.json"
+            elif rel == "_bundle" or rel.startswith("_bundle/"):
+                arc = "bundle/" + rel[len("_bundle/"):] if rel != "_bundle" else ""
+            else:
+                arc = f"bundle/hosts/{folder.name}/{rel}"
+            try:
+                st = os.lstat(path)
+                if not arc or not stat.S_ISREG(st.st_mode):
+                    continue
+                with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+                    data = fh.read(st.st_size + 1)
+                info = tarfile.TarInfo(arc)
+                info.size, info.mtime, info.mode = len(data), int(st.st_mtime), 0o644
+                tar.addfile(info, io.BytesIO(data))
+            except OSError:
+                continue
+    return buffer.getvalue()
+
+
+def fetch_main(args: argparse.Namespace) -> int:
+    """On a gateway: the raw files of the hosts that hold the root's odd ranks, one wire frame a host."""
+    try:
+        ranges = parse_intervals(args.ranks)
+        named = set(expand_nodeset(args.hosts)) if args.hosts else set()
+        chosen = hosts_to_fetch(args.bundle, ranges, named, max(0, min(args.max_hosts, MAX_FETCH_HOSTS)))
+    except Exception as err:  # noqa: BLE001 - said to the root in one frame, which files it as this gateway's error
+        chosen, failure = [], f"{type(err).__name__}: {str(err)[:300]}"
+        for line in wire.encode({"host": None, "status": "failed", "error": failure}, None):
+            sys.stdout.write(line + "\n")
+        return 1
+    for host, folder in chosen:
+        try:
+            archive, header = pack_host(folder), {"host": host, "status": "ok"}
+        except OSError as err:
+            archive, header = None, {"host": host, "status": "failed", "error": str(err)[:300]}
+        for line in wire.encode(header, archive):
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def fetch_argv(python: str, bundle: str, ranges: Intervals, hosts: list[str], max_hosts: int) -> list[str]:
+    """argv of the raw-file fetch on one gateway (quoted by forensics.fleet.command.shell_command for ssh)."""
+    return [python, "-m", "forensics.fleet.reduce", "fetch", "--bundle", bundle, "--ranks", fold_ranks(ranges),
+            "--hosts", fold_hosts(hosts) if hosts else "", "--max-hosts", str(int(max_hosts))]
+
+
+def split_frames(lines: Iterable[str]) -> list[list[str]]:
+    """The lines of each wire frame in one stdout that carries several (one a host); other lines are skipped."""
+    frames: list[list[str]] = []
+    begin, end = f"{wire.MAGIC} {wire.WIRE_VERSION} BEGIN ", f"{wire.MAGIC} {wire.WIRE_VERSION} END "
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith(begin):
+            current = [line]
+            frames.append(current)
+        elif current is not None:
+            current.append(line)
+            if line.startswith(end):
+                current = None
+    return frames
+
+
+def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Intervals, named_hosts: set[str], out: Path,
+              timeout: float, ssh_path: str = "ssh", ssh_options: list[str] | None = None,
+              gateway_python: str = "python3", max_hosts: int = MAX_FETCH_HOSTS,
+              received: list[int] | None = None) -> tuple[list[HostPart], list[str]]:
+    """From the gateways that keep them, the raw files of the hosts that hold `ranges` (or are named), filed
+    into `out` as host answers are (hosts/<host>/, parsers.archive's checks through place_archive): at most
+    `max_hosts` in all. Each gateway is asked only about its own hosts; a frame for a host the root did not
+    send it is refused. Returns the filed hosts and why anything was not filed (`received`, when given, gets the
+    characters each gateway sent)."""
+    max_hosts = max(0, min(max_hosts, MAX_FETCH_HOSTS))
+    ask = {gw: hosts for gw, hosts in gateways.items()}
+    cmds = {gw: shell_command(fetch_argv(gateway_python, gateway_out.replace("{gateway}", gw), ranges,
+                                         sorted(named_hosts & set(hosts)), max_hosts)) for gw, hosts in ask.items()}
+    runs = run_ssh(list(ask), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)), max(1, len(ask)),
+                   timeout, None, ssh_path)
+    parts: list[HostPart] = []
+    problems: list[str] = []
+    for gw in ask:  # the root's order of gateways: the same hosts are kept whatever order answers came in
+        run = runs[gw]
+        if received is not None:
+            received.append(sum(len(line) for line in run.stdout) + run.dropped)
+        if run.dropped or run.timed_out:
+            problems.append(f"{gw}: {'answer over its size bound' if run.dropped else f'no answer in {timeout:g} s'}")
+        file_fetched(gw, run.stdout, set(ask[gw]), out, parts, problems, max_hosts)
+    return parts, problems
+
+
+def file_fetched(gw: str, lines: Iterable[str], own: set[str], out: Path, parts: list[HostPart], problems: list[str],
+                 max_hosts: int) -> None:
+    """File the frames of one gateway's fetch answer into `out` (appending to `parts`, or saying in `problems`
+    why not): a frame must be whole and checked (forensics.fleet.wire), for one of the hosts the root sent that
+    gateway and not filed yet, and its archive passes place_archive's checks; at most `max_hosts` in all."""
+    frames = split_frames(lines)
+    if frames:
+        out.mkdir(parents=True, exist_ok=True)
+    for frame in frames:
+        try:
+            answer = wire.decode(frame)
+        except wire.WireError as err:
+            problems.append(f"{gw}: {err}")
+            continue
+        host = answer.header.get("host")
+        if answer.archive is None:
+            problems.append(f"{gw}: {str(host)[:80]}: {str(answer.header.get('error'))[:300]}")
+            continue
+        if not isinstance(host, str) or host not in own or any(p.host == host for p in parts):
+            problems.append(f"{gw}: a frame for {str(host)[:80]!r}, not one of its hosts (or sent twice): refused")
+            continue
+        if len(parts) >= max_hosts:
+            problems.append(f"{gw}: {host}: over the {max_hosts} hosts fetched at most: not fetched")
+            continue
+        try:
+            placed = place_archive(answer.archive, out, host)
+        except (ArchiveRefused, InputError, OSError) as err:
+            problems.append(f"{gw}: {host}: refused ({str(err)[:300]})")
+            continue
+        parts.append(HostPart(host=host, bundle=out / host_root(host), placed=placed))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["fetch"]:
+        ap = argparse.ArgumentParser(prog="python -m forensics.fleet.reduce fetch")
+        ap.add_argument("--bundle", type=Path, required=True, help="this gateway's job bundle (from `gateway --out`)")
+        ap.add_argument("--ranks", default="", help="job ranks as ranges, e.g. '19,40-47'")
+        ap.add_argument("--hosts", default="", help="hosts named by a finding (NodeSet), fetched too")
+        ap.add_argument("--max-hosts", type=int, default=MAX_FETCH_HOSTS)
+        return fetch_main(ap.parse_args(argv[1:]))
     if argv[:1] == ["gateway"]:
         ap = argparse.ArgumentParser(prog="python -m forensics.fleet.reduce gateway")
         ap.add_argument("--hosts", required=True)
@@ -184,22 +404,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gateway_out: str, host_timeout: float,
                     gateway_timeout: float, fanout: int = 64, ssh_path: str = "ssh", ssh_options: list[str] | None = None,
-                    gateway_python: str = "python3", gateway_ssh_path: str = "ssh") -> dict[str, Any]:
+                    gateway_python: str = "python3", gateway_ssh_path: str = "ssh",
+                    say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The reduced tree from the root: each gateway collects its hosts and answers one merged digest (see the
     module doc); the root merges them into `out`/merged-digest.json and judges it over its classes.
     `gateway_out`: where each gateway keeps its bundle ('{gateway}' is replaced by its name). Returns the
     timings ('answers': the last gateway's answer; 'merged'; 'judged'), the bytes received, the odd ranks
-    and which gateway's bundle holds each host's raw files."""
+    and which gateway's bundle holds each host's raw files; under 'merged_digest' and 'judgement' the root's
+    merged digest and its class judgement (for `tree_verdict`)."""
+    say = say or (lambda line: None)
     start = time.monotonic()
+    say(f"reduced tree: {sum(len(h) for h in gateways.values())} host(s) through {len(gateways)} gateway(s), "
+        f"up to {gateway_timeout:g} s")
     gw_cmd = {gw: shell_command(gateway_argv(gateway_python, hosts, gateway_out.replace("{gateway}", gw), spec, fanout,
                                              host_timeout, gateway_ssh_path, ssh_options)) for gw, hosts in gateways.items()}
-    runs = run_ssh(list(gateways), lambda gw: gw_cmd[gw], [], max(1, len(gateways)), gateway_timeout, None, ssh_path)
+
+    def heard(run: Any) -> None:
+        state = "timed out" if run.timed_out else ("answered" if run.returncode == 0 else f"exit {run.returncode}")
+        say(f"{run.host}: {state} ({run.seconds:.1f} s)")
+
+    runs = run_ssh(list(gateways), lambda gw: gw_cmd[gw], ssh_options_argv(ssh_options or [], min(10.0, host_timeout)),
+                   max(1, len(gateways)), gateway_timeout, heard, ssh_path)
     answered = time.monotonic()
     parts, refused, where, received = [], [], {}, 0
     for gw, run in runs.items():
@@ -211,15 +438,158 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
             refused.append(f"{gw}: {err} (exit {run.returncode}{', timed out' if run.timed_out else ''}; {run.stderr_tail()})")
             continue
         parts.append(merged)
-        where[gw] = rest
+        held: Intervals = []
+        for iv in merged["states"].values():  # every rank has a state: the gateway's rank set, as ranges
+            held = union(held, iv)
+        where[gw] = dict(rest, ranks=held)
     root = merge_all(parts)
     out.mkdir(parents=True, exist_ok=True)
     merged_at = time.monotonic()
     judged = judge_classes(root)
     judged_at = time.monotonic()
-    (out / "merged-digest.json").write_text(json.dumps(root, separators=(",", ":")))
+    (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))
     (out / "gateways.json").write_text(json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
+    say(f"merged {root['ranks']} rank(s) of {root['hosts']} host(s) from {len(where)}/{len(gateways)} gateway(s) "
+        f"in {judged_at - start:.1f} s; odd ones out: {fold_ranks(judged.ranks) or 'none'}")
     return {"phases": {"answers": round(answered - start, 3), "merged": round(merged_at - start, 3),
                        "judged": round(judged_at - start, 3)},
             "bytes_received": received, "hosts": root["hosts"], "ranks": root["ranks"], "refused": refused,
-            "classes": judged.summary(), "odd_ranks": fold_ranks(judged.ranks)[:2000], "gateways": where}
+            "classes": judged.summary(), "odd_ranks": fold_ranks(judged.ranks)[:2000], "gateways": where,
+            "merged_digest": root, "judgement": judged}
+
+
+def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
+    """The ranks whose hosts' raw files the root fetches: the class judgement's odd ones out; when the classes
+    are not the whole job (caps), every rank with an oddity of its own (flags, exceptions, exits, findings)."""
+    if judged.complete:
+        return judged.ranks
+    odd: Intervals = []
+    for iv in merged["flags"].values():
+        odd = union(odd, iv)
+    for item in (*merged["exceptions"], *merged["exits"], *merged["host_findings"]):
+        rank = item.get("rank")
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            odd = union(odd, [[rank, rank]])
+    return odd
+
+
+def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: Path, gateway_out: str, timeout: float,
+                 ssh_path: str = "ssh", ssh_options: list[str] | None = None, gateway_python: str = "python3",
+                 max_hosts: int = MAX_FETCH_HOSTS, say: Callable[[str], None] | None = None,
+                 kb: Any = None) -> tuple[Any, dict[str, Any]]:
+    """The judges' verdict of the reduced tree: the raw files of the odd ranks' hosts fetched from the gateways
+    that keep them (`fetch_raw`: at most `max_hosts`) into `out` as a job bundle, the ranks the gateways hold and
+    the root did not fetch recorded as such (not missing: the merged digest judged them like the others), the
+    tree's merged digest beside them; then the normal analysis (parsers.analyze, digest first) of that bundle.
+    Returns (the Analysis, what was fetched how)."""
+    say = say or (lambda line: None)
+    start = time.monotonic()
+    root, judged = reduced["merged_digest"], reduced["judgement"]
+    ranges = ranks_to_fetch(root, judged)
+    named = set(judged.hosts) | {h for h, _ in judged.processes if isinstance(h, str)}
+    if not ranges and not named and root["stacks"]:  # nobody odd: one rank of the largest class speaks for it
+        largest = max(root["stacks"].values(), key=lambda c: count(c["ranks"]))
+        ranges = [[largest["ranks"][0][0], largest["ranks"][0][0]]] if largest["ranks"] else []
+    answered = {gw: hosts for gw, hosts in gateways.items() if gw in reduced["gateways"]}
+    asked = {gw: hosts for gw, hosts in answered.items()  # only gateways that hold a wanted rank or a named host
+             if _meets(reduced["gateways"][gw].get("ranks") or [], ranges) or named & set(hosts)}
+    parts: list[HostPart] = []
+    problems: list[str] = []
+    received: list[int] = []
+    if asked:
+        say(f"fetching the raw files of ranks {fold_ranks(ranges) or 'none'}"
+            + (f" and hosts {fold_hosts(sorted(named))}" if named else "") + f" from {len(asked)} gateway(s)")
+        parts, problems = fetch_raw(asked, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
+                                    gateway_python, max_hosts, received)
+    fetched_at = time.monotonic()
+    manifest = merge_bundles(out, parts, command=list(sys.argv))
+    held: Intervals = []
+    for iv in root["states"].values():
+        held = union(held, iv)
+    kept = [m for m in manifest.missing if not _in(m.rank, held)]
+    on_gateways = len(manifest.missing) - len(kept)
+    manifest.missing = kept
+    if on_gateways:
+        manifest.notes.append(f"{on_gateways} rank(s) were collected and kept on the gateways "
+                              f"({fold_hosts(sorted(answered))}), judged from the merged digest "
+                              f"(merged-digest.json): their raw files were not fetched")
+    for line in problems[:50]:
+        manifest.notes.append(f"fetch: {line}")
+    write_manifest(out, manifest)
+    (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
+    say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
+        + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
+    result = tree_analysis(out, kb, held)
+    done = time.monotonic()
+    info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50], "ranks_asked": fold_ranks(ranges),
+            "ranks_on_gateways": on_gateways, "gateways_asked": sorted(asked), "bytes_fetched": sum(received), "phases": {"fetched": round(fetched_at - start, 3),
+                                                        "verdict": round(done - start, 3)}}
+    return result, info
+
+
+def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
+    """parsers.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
+    told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways. Their absence from
+    the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
+    ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
+    # here, not at the top: this module is also what every gateway starts (`gateway`, `fetch`), and the judges
+    # and knowledge base would add ~0.25 s to each start (measured), on machines busy collecting
+    from parsers import knowledge  # (the gateways' start-up, above)
+    from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges  # (the gateways' start-up, above)
+    from parsers.digest_first import load_digest_first  # (the gateways' start-up, above)
+    from parsers.evidence import load  # (the gateways' start-up, above)
+    from parsers.judges.logs import unread  # (the gateways' start-up, above)
+    from parsers.merge import merge_verdict  # (the gateways' start-up, above)
+    from parsers.model.findings import JudgeContext, ReasonClass  # (the gateways' start-up, above)
+    from parsers.quiet_gc import pause_gc  # (the gateways' start-up, above)
+
+    kb = kb if kb is not None else knowledge.load()
+
+    def present(judge: Any) -> Any:
+        def judged(ev: Any, ctx: Any) -> Any:
+            found = judge(ev, ctx)
+            found.suspects = [s for s in found.suspects if s.reason_class is not ReasonClass.ABSENT or not _in(s.rank, held)]
+            return found
+        return judged
+
+    judges = tuple(present(j) for j in JUDGES)
+
+    def judge_all(ev: Any) -> Any:
+        found = run_judges(ev, JudgeContext(kb=kb), judges)
+        verdict = merge_verdict(ev, found)
+        verdict.sections["ranks"] = ranks_table(ev)
+        verdict.sections["unread_lines"] = unread.section(ev)
+        by = {f.judge: f for f in found}
+        return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
+
+    with pause_gc(), open_source(bundle) as src:
+        read = load_digest_first(src, kb)
+        result = judge_all(read.evidence if read is not None else load(src, kb.line_filter))
+        for _ in range(3 if read is not None else 0):  # as parsers.analyze: every rank named rests on raw files
+            if not read.reread_named(s.rank for s in result.verdict.suspects):
+                break
+            result = judge_all(read.evidence)
+        if read is not None:
+            result.verdict.sections["digests"] = read.summary()
+    _tree_coverage(result.verdict, held)
+    return result
+
+
+def _tree_coverage(verdict: Any, held: Intervals) -> None:
+    """The verdict's coverage counts the ranks the gateways hold as reporting (they were collected and judged
+    from the merged digest), and says how many were read raw here: absent means absent from the job, not
+    'not fetched'."""
+    cov = verdict.sections.get("coverage")
+    if not isinstance(cov, dict) or not cov.get("world_size"):
+        return
+    raw, world = int(cov.get("ranks_reporting") or 0), int(cov["world_size"])
+    known = max(raw, count(held))
+    absent = [r for r in cov.get("absent_sample") or [] if not _in(r, held)]
+    cov.update(ranks_reporting=known, ranks_read_raw=raw, ranks_from_merged_digest=known - raw, absent_sample=absent,
+               text=f"{'complete' if known >= world and not absent else 'near-complete' if cov.get('complete') else 'partial'}: "
+                    f"{known} of {world} ranks ({cov.get('world_source')}); {raw} read raw at the root, {known - raw} "
+                    "judged from the gateways' merged digest")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -88,3 +88,91 @@ def test_a_bad_answer_is_refused_with_its_reason(bad, why):
         read_answer(bad)
     root, refused = merge_answers([bad])
     assert root["hosts"] == 0 and refused and why in refused[0]
+
+
+# the root's fetch of raw files from a gateway (forensics.fleet.reduce fetch / file_fetched): bounded and confined
+
+def _gateway_bundle(tmp_path: Path) -> Path:
+    """A gateway's job bundle of two real hosts, filed as the fleet files answers (place_archive, merge_bundles)."""
+    from forensics.fleet.filing import place_archive
+    from forensics.fleet.remote import pack
+
+    gw = tmp_path / "gw"
+    gw.mkdir()
+    parts = []
+    for host, src in (("h0", HOSTS[0]), ("h1", HOSTS[1])):
+        with open_source(src) as s:
+            root = s.root
+        parts.append(HostPart(host=host, bundle=gw / "hosts" / host, placed=place_archive(pack(root), gw, host)))
+    merge_bundles(gw, parts)
+    return gw
+
+
+def _fetch(bundle: Path, *args: str) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "forensics.fleet.reduce", "fetch", "--bundle", str(bundle), *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+    return done.stdout.splitlines()
+
+
+def test_a_fetch_sends_only_the_hosts_of_the_asked_ranks_and_the_root_files_them_as_they_were(tmp_path):
+    from forensics.fleet.reduce import file_fetched
+
+    gw = _gateway_bundle(tmp_path)
+    with open_source(gw) as src:
+        h0_ranks = sorted(r.rank for r in src.manifest.ranks if r.host == "h0" and r.rank is not None)
+        h1_ranks = {r.rank for r in src.manifest.ranks if r.host == "h1"}
+        h0_files = sorted(f.rel for f in src.files if f.rel.startswith("hosts/h0/"))
+    only_h0 = [r for r in h0_ranks if r not in h1_ranks]  # 8-rank nccl job beside a 4-rank gloo job
+    assert only_h0, (h0_ranks, h1_ranks)
+    lines = _fetch(gw, "--ranks", f"{only_h0[0]}-{only_h0[-1]}")
+    parts, problems = [], []
+    file_fetched("gw", lines, {"h0", "h1"}, tmp_path / "root", parts, problems, 64)
+    assert not problems and [p.host for p in parts] == ["h0"]
+    merge_bundles(tmp_path / "root", parts)
+    with open_source(tmp_path / "root") as src:  # the same files, the same ranks, at the root
+        assert sorted(f.rel for f in src.files if f.rel.startswith("hosts/h0/")) == h0_files
+        assert sorted(r.rank for r in src.manifest.ranks if r.rank is not None) == h0_ranks
+
+
+def test_the_root_refuses_frames_for_hosts_it_did_not_ask_and_hostile_archives(tmp_path):
+    import io
+    import tarfile
+
+    from forensics.fleet import wire
+    from forensics.fleet.reduce import MAX_FETCH_HOSTS, file_fetched
+
+    gw = _gateway_bundle(tmp_path)
+    lines = _fetch(gw, "--hosts", "h0,h1")
+    parts, problems = [], []
+    file_fetched("gw", lines, {"h1"}, tmp_path / "root", parts, problems, MAX_FETCH_HOSTS)  # h0 is not its host
+    assert [p.host for p in parts] == ["h1"] and "'h0', not one of its hosts" in problems[0]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"x"
+        info = tarfile.TarInfo("bundle/../../escaped")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    evil = list(wire.encode({"host": "h2", "status": "ok"}, buf.getvalue()))
+    file_fetched("gw", evil, {"h2"}, tmp_path / "root", parts, problems, MAX_FETCH_HOSTS)
+    assert [p.host for p in parts] == ["h1"] and "h2: refused" in problems[-1]
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "root" / "hosts" / "h2").exists()
+    file_fetched("gw", _fetch(gw, "--hosts", "h0"), {"h0"}, tmp_path / "root2", [], problems, 0)
+    assert "over the 0 hosts" in problems[-1]
+
+
+def test_a_gateway_refuses_a_bad_request_and_sends_no_linked_host_folder(tmp_path):
+    from forensics.fleet.reduce import parse_intervals
+
+    with pytest.raises(ValueError):
+        parse_intervals("5-1")
+    with pytest.raises(ValueError):
+        parse_intervals("0-" + "9" * 12)
+    with pytest.raises(ValueError):
+        parse_intervals(",".join(["1"] * 5000))
+    assert parse_intervals("3,16-23") == [[3, 3], [16, 23]]
+    gw = _gateway_bundle(tmp_path)
+    assert "failed" in _fetch(gw, "--ranks", "../etc")[0]
+    shutil.move(gw / "hosts" / "h0", tmp_path / "elsewhere")
+    (gw / "hosts" / "h0").symlink_to(tmp_path / "elsewhere")
+    assert _fetch(gw, "--hosts", "h0") == []  # a host folder that is a link: nothing sent
