@@ -146,6 +146,7 @@ def test_the_root_refuses_frames_for_hosts_it_did_not_ask_and_hostile_archives(t
     lines = _fetch(gw, "--hosts", "h0,h1")
     parts, problems = [], []
     file_fetched("gw", lines, {"h1"}, tmp_path / "root", parts, problems, MAX_FETCH_HOSTS)  # h0 is not its host
+    # wording is the behaviour: the problem line names the refused host
     assert [p.host for p in parts] == ["h1"] and "'h0', not one of its hosts" in problems[0]
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:

@@ -126,8 +126,11 @@ def test_collect_reduce_cli_prints_the_verdict(tmp_path):
     done = subprocess.run([*base, "-v", "-o", str(tmp_path / "root"), "--gateway-out", str(tmp_path / "gws")], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "VERDICT: rank 11 (node00001" in done.stdout and "is stopped" in done.stdout, done.stdout
+    # wording is the behaviour: the reduced tree's text output (what fetched, from where)
     assert "odd ones out: 11; raw files fetched from 1 host(s) (node00001)" in done.stdout
+    # wording is the behaviour: the merged digest's lines as printed
     assert "[0-31] (32)" in done.stdout and "flagged frozen on their host: [11]" in done.stdout  # the merged digest
+    # wording is the behaviour: the progress lines on stderr
     assert "gw0: answered" in done.stderr and "fetching the raw files of ranks 11" in done.stderr
     assert sorted(p.name for p in (tmp_path / "gws").iterdir()) == ["gw0", "gw1"]  # '/{gateway}' added: one each
     again = [*base, "--json", "--tar", "-o", str(tmp_path / "root2"), "--gateway-out", str(tmp_path / "gws")]

@@ -173,10 +173,13 @@ def test_a_reason_that_names_its_rank_and_a_citation_that_shows_its_source_say_s
     from parsers.model.findings import Reason, Suspect, cite, of_rank
 
     typed = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
+    # wording is the behaviour: said/cited compose the printed words
     assert isinstance(typed.reason, Reason) and typed.reason == "rank 7 left no dump" and typed.said == "left no dump"
     plain = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason="rank 7 left no dump", confidence=0.9)
     other = Suspect(rank=2, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
+    # wording is the behaviour: the label is kept where the reason was not made for this rank
     assert plain.said == "rank 7 left no dump" and other.said == "rank 7 left no dump"  # not typed, or another rank's
+    # wording is the behaviour: a citation made with its source in its words gets no second tag
     assert cited(cite("main thread at f (a.py:1) [py-spy]", tool="py-spy", tagged=True)) == "main thread at f (a.py:1) [py-spy]"
     assert cited(cite("ring neighbours [5, 7]", tool="nccl-log")) == "ring neighbours [5, 7] [nccl-log]"
     import copy
