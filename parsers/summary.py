@@ -12,7 +12,7 @@ from typing import Any
 
 from parsers.judges.hosts import plain_host
 from parsers.judges.logs import names
-from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
+from parsers.model.findings import Deadlock, Demotion, HostNote, ObservationKind, Suspect, Verdict, WaitEdge
 from parsers.present import observed
 from parsers.ranges import fold
 
@@ -122,7 +122,7 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
     if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:  # never a placeholder or odd name
         verdict.sections["exclude_hosts"] = excluded
     for report in reports:
-        verdict.missing_evidence += [f"host {report.host}: {note}" for note in report.missing]
+        verdict.missing_evidence += [HostNote(report.host, note) for note in report.missing]
     verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
     verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
 

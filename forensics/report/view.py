@@ -11,7 +11,6 @@ derive nothing. Nothing here re-reads events.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -22,6 +21,7 @@ from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops,
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
+from parsers.model.findings import HostNote
 from parsers.ranges import fold
 from forensics.report.stacktree import render_tree
 from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
@@ -249,7 +249,6 @@ def wait_graph(verdict: Verdict, rows: list[dict[str, Any]], graph: nx.DiGraph |
 
 # --- derived lines (used by every renderer through the view) ---------------------------------
 
-_HOST_NOTE = re.compile(r"^host (\S+): (.+)$", re.S)
 
 
 def fold_missing(notes: list[str]) -> list[str]:
@@ -258,13 +257,12 @@ def fold_missing(notes: list[str]) -> list[str]:
     out: list[str] = []
     by_note: dict[str, list[str]] = {}
     for note in notes:
-        m = _HOST_NOTE.match(note)
-        if m is None:
+        if not isinstance(note, HostNote):
             out.append(note)
             continue
-        if m.group(2) not in by_note:
-            out.append(m.group(2))  # placeholder: the folded line goes where the first host's note was
-        by_note.setdefault(m.group(2), []).append(m.group(1))
+        if note.note not in by_note:
+            out.append(note.note)  # placeholder: the folded line goes where the first host's note was
+        by_note.setdefault(note.note, []).append(note.host)
     return [f"{host_set(by_note[o])}: {o}" if o in by_note else o for o in out]
 
 

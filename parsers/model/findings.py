@@ -151,6 +151,22 @@ class Citation(str):
         return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
 
 
+class HostNote(str):
+    """One host's line of missing evidence ('host node07: py-spy: failed'), typed with the host and the
+    note, so presentation can fold the hosts that say the same thing without reading the words back."""
+
+    host: str
+    note: str
+
+    def __new__(cls, host: str, note: str) -> "HostNote":
+        obj = str.__new__(cls, f"host {host}: {note}")
+        obj.host, obj.note = host, note
+        return obj
+
+    def __getnewargs__(self) -> tuple[str, str]:  # copy and pickle keep the fields
+        return self.host, self.note
+
+
 def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
          tagged: bool = False) -> Citation:
     """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line; `tagged`: its words end in

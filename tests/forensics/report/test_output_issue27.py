@@ -318,10 +318,13 @@ def test_bisect_never_takes_a_placeholder_or_odd_host_from_a_verdict(tmp_path: P
 
 def test_missing_host_evidence_is_folded_by_host_set():
     from forensics.report.text import fold_missing
+    from parsers.model.findings import HostNote
 
-    notes = [f"host node{i:03d}: no host evidence was collected on this host" for i in range(1, 65)] + ["x.log: binary"]
+    notes = [HostNote(f"node{i:03d}", "no host evidence was collected on this host") for i in range(1, 65)] + ["x.log: binary"]
     # verbatim input: the notes pass through whole; the fold of their hosts is what is tested
     assert fold_missing(notes) == ["hosts node[001-064]: no host evidence was collected on this host", "x.log: binary"]
+    # folded by the notes' typed host, never by their words: a plain line that looks like one stays as it is
+    assert fold_missing(["host a: x", "host b: x"]) == ["host a: x", "host b: x"]
 
 
 # --- 27.7 -v, steps, exit codes ---------------------------------------------------------------
