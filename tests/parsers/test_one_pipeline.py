@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from parsers.present import observed as worded
 from parsers import knowledge
 from parsers.analyze import analyze
 
@@ -93,7 +94,7 @@ def test_one_ranks_watchdog_line_names_nobody_by_absence(tmp_path: Path):
     assert result.verdict.culprit is None, result.verdict.summary
     summary = result.verdict.text  # the summary and the lines under it
     timeouts = [o for o in result.verdict.observations if o.kind == "timeout"]
-    assert any(o.ranks == (0,) and "ALLREDUCE SeqNum" in o.text for o in timeouts), summary
+    assert any(o.ranks == (0,) and "ALLREDUCE SeqNum" in worded(o) for o in timeouts), summary
     assert [o.kind for o in result.verdict.observations].count("coverage-note") == 1, summary  # coverage said in words
     assert result.verdict.to_dict()["sections"]["coverage"]["complete"] is False
 

@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from parsers.present import observed as worded
 from parsers.evidence import load as load_evidence
 from parsers.judges.exceptions import died_first
 from parsers.model.events import ErrorEvent
@@ -220,7 +221,7 @@ def _silent(stem: str) -> tuple[tuple[list[int], int] | None, list[str]]:
 
     with tempfile.TemporaryDirectory() as tmp:
         ev = _evidence(stem, tmp)
-        return silent_below(ev), [o.text for o in observe(ev) if o.kind == "coverage"]
+        return silent_below(ev), [worded(o) for o in observe(ev) if o.kind == "coverage"]
 
 
 def test_ranks_below_the_highest_waiting_rank_that_print_nothing_are_said_silent():
