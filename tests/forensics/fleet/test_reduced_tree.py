@@ -26,16 +26,25 @@ pytestmark = pytest.mark.integration  # real gateways over the stand-in ssh
 HOSTS = 4
 
 
-def test_reduced_tree_names_the_stopped_rank(tmp_path, monkeypatch):
+def _reduce(tmp_path, monkeypatch, culprit_host: int) -> tuple[list[str], dict[str, list[str]], dict]:
+    """Answers of HOSTS hosts (host `culprit_host`'s local rank 3 stopped; -1: nobody), two gateways of two hosts
+    each over the stand-in ssh, and the root's collect_reduced: (host names, gateways, its result)."""
     answers = tmp_path / "answers"
-    make_answers(answers, HOSTS, culprit_host=2)  # host 2's local rank 3 is stopped: job rank 19
+    make_answers(answers, HOSTS, culprit_host=culprit_host)
     monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
     monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
     names = [f"node{i:05d}" for i in range(HOSTS)]
+    gateways = {"gw0": names[:2], "gw1": names[2:]}
     spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
-    res = collect_reduced({"gw0": names[:2], "gw1": names[2:]}, tmp_path / "root", spec, str(tmp_path / "{gateway}"),
-                          host_timeout=60, gateway_timeout=300, fanout=4, ssh_path=str(STANDIN),
-                          gateway_python=sys.executable, gateway_ssh_path=str(STANDIN))
+    reduced = collect_reduced(gateways, tmp_path / "root", spec, str(tmp_path / "{gateway}"), host_timeout=60,
+                              gateway_timeout=300, fanout=4, ssh_path=str(STANDIN), gateway_python=sys.executable,
+                              gateway_ssh_path=str(STANDIN))
+    return names, gateways, reduced
+
+
+def test_reduced_tree_names_the_stopped_rank(tmp_path, monkeypatch):
+    _names, _gateways, res = _reduce(tmp_path, monkeypatch, culprit_host=2)  # host 2's local rank 3: job rank 19
+    answers = tmp_path / "answers"
     assert not res["refused"], res["refused"]
     assert res["hosts"] == HOSTS and res["ranks"] == HOSTS * PER_HOST
     assert res["classes"]["complete"] and res["odd_ranks"] == "19"
@@ -55,17 +64,8 @@ def _verdict_facts(verdict) -> dict:
 
 
 def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
-    answers = tmp_path / "answers"
-    make_answers(answers, HOSTS, culprit_host=2)
-    monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
-    monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
-    names = [f"node{i:05d}" for i in range(HOSTS)]
+    names, gateways, reduced = _reduce(tmp_path, monkeypatch, culprit_host=2)
     kb = knowledge.load(use_env=False)
-    gateways = {"gw0": names[:2], "gw1": names[2:]}
-    spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
-    reduced = collect_reduced(gateways, tmp_path / "root", spec, str(tmp_path / "{gateway}"), host_timeout=60,
-                              gateway_timeout=300, fanout=4, ssh_path=str(STANDIN), gateway_python=sys.executable,
-                              gateway_ssh_path=str(STANDIN))
     tree, info = tree_verdict(reduced, gateways, tmp_path / "root", str(tmp_path / "{gateway}"), timeout=120,
                               ssh_path=str(STANDIN), gateway_python=sys.executable, kb=kb)
     # only the stopped rank's host came back raw; the other 24 ranks stayed on the gateways, not missing
@@ -90,17 +90,8 @@ def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
 
 
 def test_with_nobody_odd_one_rank_speaks_for_its_class_and_the_verdict_is_the_flat_one(tmp_path, monkeypatch):
-    answers = tmp_path / "answers"
-    make_answers(answers, HOSTS, culprit_host=-1)  # every rank waits alike
-    monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
-    monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
-    names = [f"node{i:05d}" for i in range(HOSTS)]
+    names, gateways, reduced = _reduce(tmp_path, monkeypatch, culprit_host=-1)  # every rank waits alike
     kb = knowledge.load(use_env=False)
-    gateways = {"gw0": names[:2], "gw1": names[2:]}
-    spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
-    reduced = collect_reduced(gateways, tmp_path / "root", spec, str(tmp_path / "{gateway}"), host_timeout=60,
-                              gateway_timeout=300, fanout=4, ssh_path=str(STANDIN), gateway_python=sys.executable,
-                              gateway_ssh_path=str(STANDIN))
     assert reduced["odd_ranks"] == "" and reduced["classes"]["complete"]
     tree, info = tree_verdict(reduced, gateways, tmp_path / "root", str(tmp_path / "{gateway}"), timeout=120,
                               ssh_path=str(STANDIN), gateway_python=sys.executable, kb=kb)
