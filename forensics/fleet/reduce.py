@@ -49,6 +49,7 @@ from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
 from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
+from parsers import bounded_json
 from parsers.digest import DIGEST_NAME, DigestError, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
@@ -87,7 +88,7 @@ def _bounded_json(text: str | bytes, what: str) -> Any:
     if len(text) > MAX_MERGED_BYTES:
         raise ValueError(f"{len(text)} bytes, over the {MAX_MERGED_BYTES >> 20} MiB {what} may have")
     try:
-        return json.loads(text)
+        return bounded_json.loads(text)  # the readers' JSON bound on shape too: a merged digest of nested lists
     except (ValueError, RecursionError) as err:
         raise ValueError(f"not JSON: {str(err)[:200]}") from None
 
