@@ -17,7 +17,7 @@ Rows, each a fresh process (its peak RSS is its own), on the same answers:
   sshd would on a gateway) each collect their share flat and answer one merged digest; the root merges
   them and judges the classes (forensics.fleet.reduce.collect_reduced: `odd_s`, the odd ones out), then
   fetches from the gateways the raw files of only the odd ranks' hosts and runs the judges over them and the
-  merged digest (forensics.fleet.reduce.tree_verdict): `verdict_s` is the same full verdict as the flat rows'.
+  merged digest (forensics.fleet.tree_verdict.tree_verdict): `verdict_s` is the same full verdict as the flat rows'.
 Every row has `after_last_answer_s`: from the last host's (tree: gateway's) answer to the verdict.
 The gateways share these 2 cores with everything else; their CPU is not the root's.
 
@@ -132,7 +132,8 @@ def make_answers(folder: Path, hosts: int, culprit_host: int) -> int:
 def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standin: Path, bundle_parent: str) -> dict:
     from forensics.fleet import command as cmd
     from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-    from forensics.fleet.reduce import collect_reduced, tree_verdict
+    from forensics.fleet.reduce import collect_reduced
+    from forensics.fleet.tree_verdict import tree_verdict
 
     os.environ["FORENSICS_STANDIN_LATENCY"] = "1"
     os.environ["FORENSICS_STANDIN_ANSWER"] = str(answers)

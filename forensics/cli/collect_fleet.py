@@ -19,7 +19,8 @@ from forensics.fleet import command as cmd
 from forensics.fleet import hosts as hostsets
 from forensics.fleet.options import check_srun_args, check_ssh_options
 from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-from forensics.fleet.reduce import MAX_FETCH_HOSTS, collect_reduced, tree_verdict
+from forensics.fleet.reduce import MAX_FETCH_HOSTS, collect_reduced
+from forensics.fleet.tree_verdict import tree_verdict
 from forensics.collect.progress import ProgressReporter
 from forensics.report.text import render_view
 from forensics.report.view import build_view

@@ -18,7 +18,8 @@ bundle in DIR, raw files and digests kept there) and answers one line: its merge
 results folded, and where its bundle is. The root checks and merges the answers and judges the merged
 digest over its classes: the ranks whose raw files are worth fetching, and which gateway holds them.
 
-The judges' verdict (`tree_verdict`): the root runs `python -m forensics.fleet.reduce fetch --bundle DIR
+The judges' verdict (forensics.fleet.tree_verdict, the root's half, kept apart so that gateways start
+without the judges): the root runs `python -m forensics.fleet.reduce fetch --bundle DIR
 --ranks RANGES` on only the gateways whose rank set holds an odd rank; each sends, one wire frame a host
 (forensics.fleet.wire), the raw files of its hosts that hold them (at most MAX_FETCH_HOSTS), and the root
 files them into its own bundle as it files host answers (forensics.fleet.filing.place_archive). The ranks
@@ -40,8 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from forensics.bundle.digest import MERGED_DIGEST
-from forensics.bundle.merge import HOST_MANIFEST, HostPart, host_root, merge_bundles
-from forensics.bundle.writer import write_manifest
+from forensics.bundle.merge import HOST_MANIFEST, HostPart, host_root
 from forensics.fleet import wire
 from forensics.fleet.filing import place_archive
 from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
@@ -54,7 +54,7 @@ from parsers.digest import DIGEST_NAME, DigestError, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
-from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, count, fold as fold_ranks, from_host, merge_all, union
+from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, merge_all, union
 from parsers.source import open_source, read_manifest_file
 
 
@@ -208,7 +208,7 @@ def parse_intervals(text: str) -> Intervals:
     return out
 
 
-def _meets(a: Intervals, b: Intervals) -> bool:
+def meets(a: Intervals, b: Intervals) -> bool:
     """Whether two rank sets share a rank (both sorted, disjoint)."""
     i = j = 0
     while i < len(a) and j < len(b):
@@ -221,7 +221,7 @@ def _meets(a: Intervals, b: Intervals) -> bool:
     return False
 
 
-def _in(rank: int | None, ranges: Intervals) -> bool:
+def holds(rank: int | None, ranges: Intervals) -> bool:
     return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
 
@@ -230,7 +230,7 @@ def hosts_to_fetch(bundle: Path, ranges: Intervals, named: set[str], limit: int)
     A folder must be a real directory right under BUNDLE/hosts/ (no link anywhere on the way): the root's
     request chooses ranks, never paths."""
     manifest = read_manifest_file(bundle / "manifest.json")  # the manifest alone: no listing of its files
-    wanted = {r.host for r in manifest.ranks if _in(r.rank, ranges)} | named
+    wanted = {r.host for r in manifest.ranks if holds(r.rank, ranges)} | named
     top = (bundle / "hosts").resolve()
     out = []
     for rec in manifest.hosts:  # the gateway's own order: deterministic, the same on a second request
@@ -457,139 +457,6 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
             "bytes_received": received, "hosts": root["hosts"], "ranks": root["ranks"], "refused": refused,
             "classes": judged.summary(), "odd_ranks": fold_ranks(judged.ranks)[:2000], "gateways": where,
             "merged_digest": root, "judgement": judged}
-
-
-def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
-    """The ranks whose hosts' raw files the root fetches: the class judgement's odd ones out; when the classes
-    are not the whole job (caps), every rank with an oddity of its own (flags, exceptions, exits, findings)."""
-    if judged.complete:
-        return judged.ranks
-    odd: Intervals = []
-    for iv in merged["flags"].values():
-        odd = union(odd, iv)
-    for item in (*merged["exceptions"], *merged["exits"], *merged["host_findings"]):
-        rank = item.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            odd = union(odd, [[rank, rank]])
-    return odd
-
-
-def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: Path, gateway_out: str, timeout: float,
-                 ssh_path: str = "ssh", ssh_options: list[str] | None = None, gateway_python: str = "python3",
-                 max_hosts: int = MAX_FETCH_HOSTS, say: Callable[[str], None] | None = None,
-                 kb: Any = None) -> tuple[Any, dict[str, Any]]:
-    """The judges' verdict of the reduced tree: the raw files of the odd ranks' hosts fetched from the gateways
-    that keep them (`fetch_raw`: at most `max_hosts`) into `out` as a job bundle, the ranks the gateways hold and
-    the root did not fetch recorded as such (not missing: the merged digest judged them like the others), the
-    tree's merged digest beside them; then the normal analysis (parsers.analyze, digest first) of that bundle.
-    Returns (the Analysis, what was fetched how)."""
-    say = say or (lambda line: None)
-    start = time.monotonic()
-    root, judged = reduced["merged_digest"], reduced["judgement"]
-    ranges = ranks_to_fetch(root, judged)
-    named = set(judged.hosts) | {h for h, _ in judged.processes if isinstance(h, str)}
-    if not ranges and not named and root["stacks"]:  # nobody odd: one rank of the largest class speaks for it
-        largest = max(root["stacks"].values(), key=lambda c: count(c["ranks"]))
-        ranges = [[largest["ranks"][0][0], largest["ranks"][0][0]]] if largest["ranks"] else []
-    answered = {gw: hosts for gw, hosts in gateways.items() if gw in reduced["gateways"]}
-    asked = {gw: hosts for gw, hosts in answered.items()  # only gateways that hold a wanted rank or a named host
-             if _meets(reduced["gateways"][gw].get("ranks") or [], ranges) or named & set(hosts)}
-    parts: list[HostPart] = []
-    problems: list[str] = []
-    received: list[int] = []
-    if asked:
-        say(f"fetching the raw files of ranks {fold_ranks(ranges) or 'none'}"
-            + (f" and hosts {fold_hosts(sorted(named))}" if named else "") + f" from {len(asked)} gateway(s)")
-        parts, problems = fetch_raw(asked, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
-                                    gateway_python, max_hosts, received)
-    fetched_at = time.monotonic()
-    manifest = merge_bundles(out, parts, command=list(sys.argv))
-    held: Intervals = []
-    for iv in root["states"].values():
-        held = union(held, iv)
-    kept = [m for m in manifest.missing if not _in(m.rank, held)]
-    on_gateways = len(manifest.missing) - len(kept)
-    manifest.missing = kept
-    if on_gateways:
-        manifest.notes.append(f"{on_gateways} rank(s) were collected and kept on the gateways "
-                              f"({fold_hosts(sorted(answered))}), judged from the merged digest "
-                              f"(merged-digest.json): their raw files were not fetched")
-    for line in problems[:50]:
-        manifest.notes.append(f"fetch: {line}")
-    write_manifest(out, manifest)
-    (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
-    say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
-        + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
-    result = tree_analysis(out, kb, held)
-    done = time.monotonic()
-    info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50], "ranks_asked": fold_ranks(ranges),
-            "ranks_on_gateways": on_gateways, "gateways_asked": sorted(asked), "bytes_fetched": sum(received), "phases": {"fetched": round(fetched_at - start, 3),
-                                                        "verdict": round(done - start, 3)}}
-    return result, info
-
-
-def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
-    """parsers.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
-    told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways. Their absence from
-    the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
-    ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
-    # here, not at the top: this module is also what every gateway starts (`gateway`, `fetch`), and the judges
-    # and knowledge base would add ~0.25 s to each start (measured), on machines busy collecting
-    from parsers import knowledge  # (the gateways' start-up, above)
-    from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges  # (the gateways' start-up, above)
-    from parsers.digest_first import load_digest_first  # (the gateways' start-up, above)
-    from parsers.evidence import load  # (the gateways' start-up, above)
-    from parsers.judges.logs import unread  # (the gateways' start-up, above)
-    from parsers.merge import merge_verdict  # (the gateways' start-up, above)
-    from parsers.model.findings import JudgeContext, ReasonClass  # (the gateways' start-up, above)
-    from parsers.quiet_gc import pause_gc  # (the gateways' start-up, above)
-
-    kb = kb if kb is not None else knowledge.load()
-
-    def present(judge: Any) -> Any:
-        def judged(ev: Any, ctx: Any) -> Any:
-            found = judge(ev, ctx)
-            found.suspects = [s for s in found.suspects if s.reason_class is not ReasonClass.ABSENT or not _in(s.rank, held)]
-            return found
-        return judged
-
-    judges = tuple(present(j) for j in JUDGES)
-
-    def judge_all(ev: Any) -> Any:
-        found = run_judges(ev, JudgeContext(kb=kb), judges)
-        verdict = merge_verdict(ev, found)
-        verdict.sections["ranks"] = ranks_table(ev)
-        verdict.sections["unread_lines"] = unread.section(ev)
-        by = {f.judge: f for f in found}
-        return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
-
-    with pause_gc(), open_source(bundle) as src:
-        read = load_digest_first(src, kb)
-        result = judge_all(read.evidence if read is not None else load(src, kb.line_filter))
-        for _ in range(3 if read is not None else 0):  # as parsers.analyze: every rank named rests on raw files
-            if not read.reread_named(s.rank for s in result.verdict.suspects):
-                break
-            result = judge_all(read.evidence)
-        if read is not None:
-            result.verdict.sections["digests"] = read.summary()
-    _tree_coverage(result.verdict, held)
-    return result
-
-
-def _tree_coverage(verdict: Any, held: Intervals) -> None:
-    """The verdict's coverage counts the ranks the gateways hold as reporting (they were collected and judged
-    from the merged digest), and says how many were read raw here: absent means absent from the job, not
-    'not fetched'."""
-    cov = verdict.sections.get("coverage")
-    if not isinstance(cov, dict) or not cov.get("world_size"):
-        return
-    raw, world = int(cov.get("ranks_reporting") or 0), int(cov["world_size"])
-    known = max(raw, count(held))
-    absent = [r for r in cov.get("absent_sample") or [] if not _in(r, held)]
-    cov.update(ranks_reporting=known, ranks_read_raw=raw, ranks_from_merged_digest=known - raw, absent_sample=absent,
-               text=f"{'complete' if known >= world and not absent else 'near-complete' if cov.get('complete') else 'partial'}: "
-                    f"{known} of {world} ranks ({cov.get('world_source')}); {raw} read raw at the root, {known - raw} "
-                    "judged from the gateways' merged digest")
 
 
 if __name__ == "__main__":

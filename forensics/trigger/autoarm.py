@@ -11,13 +11,14 @@ import os
 import runpy
 import sys
 
+from forensics.trigger.from_env import arm_from_env
+
 
 def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         raise SystemExit(0 if argv else 2)
-    # local on purpose: imported for its effect (it arms when FORENSICS_ARM=1), after --help was answered
-    import forensics.trigger.auto  # noqa: F401
+    arm_from_env()  # after --help was answered; arms only when FORENSICS_ARM=1
 
     if argv[0] == "-m":
         if len(argv) < 2:

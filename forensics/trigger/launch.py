@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from forensics.fleet.hosts import fold
 
 
 def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str, env: dict[str, str], extra: list[str]) -> list[str]:
@@ -29,10 +30,6 @@ def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str
     elif env.get("SLURM_JOB_ID"):
         argv += ["--slurm-job", env["SLURM_JOB_ID"]]
     else:
-        # local on purpose: this runs inside the training process; ClusterShell (~12 ms to import) is loaded
-        # only when a multi-host job fires, never when arm() is imported
-        from forensics.fleet.hosts import fold
-
         argv += ["--hosts", fold(hosts)]
         for key in ("TORCHELASTIC_RUN_ID", "MASTER_PORT"):
             if env.get(key):

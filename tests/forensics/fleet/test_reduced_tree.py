@@ -17,7 +17,8 @@ from benchmarks.fleet_digest_tree import PER_HOST, make_answers
 from benchmarks.fleet_fanout import STANDIN
 from forensics.fleet import command as cmd
 from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-from forensics.fleet.reduce import collect_reduced, tree_verdict
+from forensics.fleet.reduce import collect_reduced
+from forensics.fleet.tree_verdict import tree_verdict
 from parsers import knowledge
 from parsers.analyze import analyze
 
