@@ -362,6 +362,9 @@ def main(argv: list[str] | None = None) -> dict:
                          "range, and what a budget leaves undone is at its end)")
     ap.add_argument("--keep-heavy-mib", type=float, default=None,
                     help="also keep (as heavyN under --keep) every input whose peak RSS passes this many MiB")
+    ap.add_argument("--keep-slow-s", type=float, default=None,
+                    help="also list (state 'over') and keep (as slowN under --keep) every input that takes longer than "
+                         "this many seconds without failing: the tail below the limit, to find what nears it")
     args = ap.parse_args(argv)
     os.environ["FORENSICS_STRICT_READERS"] = "1"
     state = {"seed": args.seed, "next": 0, "counts": {}, "failures": [], "slowest": [0.0, None], "max_rss_mib": 0.0,
@@ -391,6 +394,10 @@ def main(argv: list[str] | None = None) -> dict:
                 state["heaviest"] = [result["rss_mib"], f"{index}: {what}"]
             if args.keep and args.keep_heavy_mib and result["rss_mib"] > args.keep_heavy_mib:
                 shutil.copytree(folder, args.keep / f"heavy{index}", dirs_exist_ok=True)
+            if args.keep_slow_s and result["seconds"] > args.keep_slow_s and result["outcome"] not in FAILURES:
+                state.setdefault("over", []).append([result["seconds"], f"{index}: {what}"])
+                if args.keep:
+                    shutil.copytree(folder, args.keep / f"slow{index}", dirs_exist_ok=True)
             if result["outcome"] in FAILURES:
                 state["failures"].append({"index": index, "input": what, **result})
                 if args.keep:

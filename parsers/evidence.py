@@ -392,7 +392,7 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
             notes.append((n, text.rstrip("\n")))
 
     inp = registry.ReadInput(ref.path, head, st.st_size, origin, line_filter=keep if look else None,
-                             observed_ns=ref.hints.observed_ns)
+                             observed_ns=ref.hints.observed_ns, limit=kind.max_bytes)
     try:
         mode = scan_mode(st.st_size, log_mode)
         if mode and kind.name in LOG_KINDS:
@@ -407,6 +407,8 @@ def read_file(ref: FileRef, line_filter: Callable[[str], Callable[[int, str], No
         art.error = _bug(kind.name, err)
         return art
     art.parsed.notes.extend(notes)
+    if inp.cut:  # said once for the bundle (load): which files were read only in part
+        art.parsed.facts["cut"] = {"read_bytes": kind.max_bytes, "size": st.st_size}
     _apply_hints(art.parsed, ref.hints)
     return art
 
@@ -540,6 +542,12 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
         ev.problems.append(f"{len(partial)} log(s) larger than {HEAD_TAIL_BYTES >> 20} MiB read head and tail only "
                            f"(identity, init, last operations; the middle unread), e.g. {partial[0].rel or partial[0].path}: "
                            "`analyze --full-logs` reads every line")
+    cut = [a for a in ev.artifacts if a.parsed and a.parsed.facts.get("cut")]
+    if cut:
+        first = cut[0].parsed.facts["cut"]
+        ev.problems.append(f"{len(cut)} file(s) larger than any real one of their kind read in their first part only, "
+                           f"e.g. {cut[0].rel or cut[0].path} ({cut[0].kind}): the first {first['read_bytes'] >> 20} MiB "
+                           f"of {first['size'] >> 20} MiB")
     if source.manifest is not None:
         ev.world_size = _manifest_world(source.manifest)
         ev.missing = list(source.manifest.missing)

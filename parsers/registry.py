@@ -40,6 +40,13 @@ MAX_TEXT_BYTES = 2 * 1024 * 1024 * 1024
 #: the largest JSON/XML file parsed whole
 MAX_DOC_BYTES = 256 * 1024 * 1024
 
+#: line-oriented kinds whose real files are small (a host's or a process's snapshot, an analyzer's report): a
+#: reader sees the first this many bytes, to a line end, and the rest is recorded as not read. Why: each such
+#: reader runs 2-10 MB/s on hostile shapes (a 32 MB RAS text of 80 KB lines took over 5 s), while the largest
+#: real ones are kilobytes (a py-spy dump of 1,000 threads is about 3 MB); see Kind.max_bytes
+SNAPSHOT_BYTES = 4 * 1024 * 1024
+SMALL_TEXT_BYTES = 1024 * 1024
+
 #: scopes: whose evidence a file is
 RANK, HOST, JOB = "rank", "host", "job"
 
@@ -54,13 +61,32 @@ class ReadInput:
     origin: Origin
     line_filter: Callable[[int, str], None] | None = None  #: sees every text line once (knowledge-base lines)
     observed_ns: int | None = None  #: recorder files: when the collector copied them
+    limit: int | None = None  #: the kind's max_bytes: a reader sees the file's first `limit` bytes, to a line end
+
+    @property
+    def cut(self) -> bool:
+        """The file is larger than its kind's limit: the reader sees only its first part."""
+        return self.limit is not None and self.size > self.limit
 
     @property
     def whole(self) -> bool:
         """The head holds the whole file (most collector files): no second read needed."""
         return self.size <= len(self.head)
 
+    def first_part(self) -> bytes:
+        """The first `limit` bytes of a cut file, ending at its last whole line (all of them if no line ends)."""
+        assert self.limit is not None
+        if len(self.head) >= self.limit:
+            data = self.head[:self.limit]
+        else:
+            with open(self.path, "rb") as fh:
+                data = fh.read(self.limit)
+        end = data.rfind(b"\n")
+        return data[:end + 1] if end >= 0 else data
+
     def text(self) -> str:
+        if self.cut:
+            return self.first_part().decode("utf-8", errors="replace")
         if self.size > MAX_DOC_BYTES:
             raise FileFormatError(f"file too large to parse whole ({self.size} bytes)")
         if self.whole:
@@ -82,6 +108,8 @@ class Kind:
     text_stream: str | None = None  #: knowledge-base stream for its lines ('rank-log', 'kernel')
     name_sniff: Callable[[bytes, bool], bool] | None = None  #: looser content test when our file name matches
     folder: str | None = None  #: the rank-folder subfolder a collector copies these files into, keeping their names
+    #: line-oriented kinds only: the most of a file its reader sees (ReadInput.limit); None: the whole file
+    max_bytes: int | None = None
 
     def file_name(self, **fields: Any) -> str:
         """The name a collector gives this kind's file (the first pattern, formatted)."""
@@ -201,7 +229,9 @@ def read_text_lines(inp: ReadInput) -> Iterator[str]:
     if inp.size > MAX_TEXT_BYTES:
         raise FileFormatError(f"file too large to read ({inp.size} bytes)")
     look = inp.line_filter
-    if inp.whole:  # the head is the file: the same lines as the file read with newline=''
+    if inp.cut:  # its kind's limit: the first part, to a line end
+        fh_ctx = io.StringIO(inp.first_part().decode("utf-8", errors="replace"), newline="")
+    elif inp.whole:  # the head is the file: the same lines as the file read with newline=''
         fh_ctx = io.StringIO(inp.head.decode("utf-8", errors="replace"), newline="")
     else:
         fh_ctx = open(inp.path, encoding="utf-8", errors="replace", newline="")
@@ -474,28 +504,31 @@ KINDS: tuple[Kind, ...] = (
     Kind("nvidia-smi-xml", HOST, "nvidia-smi -q -x", _host_facts("nvidia-smi-xml", host_nvsmi.parse_xml, prefix="gpu"),
          sniff=_text_has("<nvidia_smi_log"), names=("nvidia-smi-q.xml",), collector="nvidia_smi"),
     Kind("nvidia-smi-text", HOST, "nvidia-smi -q", _host_facts("nvidia-smi-text", host_nvsmi.parse_text, prefix="gpu"),
-         sniff=_is_nvsmi_text, names=("nvidia-smi-q.txt",), collector="nvidia_smi", name_sniff=_is_text),
+         sniff=_is_nvsmi_text, names=("nvidia-smi-q.txt",), collector="nvidia_smi", name_sniff=_is_text,
+         max_bytes=SNAPSHOT_BYTES),
     Kind("nvidia-smi-topo", HOST, "nvidia-smi topo -m (kept for people; no facts read)", None,
          sniff=lambda h, c: h.lstrip().startswith(b"\x1b[4mGPU0") or b"Legend:" in h[:8192] and b"GPU0" in h[:512],
          names=("nvidia-smi-topo.txt",), collector="nvidia_smi"),
     Kind("df", HOST, "df -P -T (disk space)", _host_facts("df", host_system.parse_df),
          sniff=lambda h, c: h.startswith(b"Filesystem") and b"Inodes" not in h[:200] and b"IUsed" not in h[:200],
-         names=("df.txt",), collector="disk"),
+         names=("df.txt",), collector="disk", max_bytes=SMALL_TEXT_BYTES),
     Kind("df-inodes", HOST, "df -P -T -i (inodes)", _host_facts("df-inodes", lambda t: host_system.parse_df(t, inodes=True)),
          sniff=lambda h, c: h.startswith(b"Filesystem") and (b"Inodes" in h[:200] or b"IUsed" in h[:200]),
-         names=("df-inodes.txt",), collector="disk"),
+         names=("df-inodes.txt",), collector="disk", max_bytes=SMALL_TEXT_BYTES),
     Kind("kernel-log", HOST, "kernel messages (dmesg, journal)", _kernel_log, sniff=_is_kernel_log,
          names=("kernel.log",), collector="kernel_log", text_stream="kernel"),
     Kind("ras-text", HOST, "NCCL RAS answer, text", _ras_text, sniff=_is_ras_text,
-         names=("ras_status.txt", "ras_verbose.txt"), collector="ras"),
-    Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True)),
-    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like)),
+         names=("ras_status.txt", "ras_verbose.txt"), collector="ras", max_bytes=SNAPSHOT_BYTES),
+    Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True),
+         max_bytes=SNAPSHOT_BYTES),
+    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like),
+         max_bytes=2 * SNAPSHOT_BYTES),
     Kind("faulthandler-text", RANK, "Python faulthandler dump (a fatal signal's, or forensics.arm()'s stacks-*.txt)",
-         _faulthandler_text, sniff=_text_looks(faulthandler.looks_like, whole=True)),
+         _faulthandler_text, sniff=_text_looks(faulthandler.looks_like, whole=True), max_bytes=SMALL_TEXT_BYTES),
     Kind("tool-error", RANK, "a stack tool's error output (pyspy.err.txt)", None, names=("pyspy.err.txt", "*.err.txt"),
          collector="py-spy"),
     Kind("fr-report", JOB, "PyTorch Flight Recorder analyzer's report (fr_trace / torchfrtrace text)", _fr_report,
-         sniff=_text_looks(fr_report.looks_like)),
+         sniff=_text_looks(fr_report.looks_like), max_bytes=SNAPSHOT_BYTES),
     Kind("nccl-log", RANK, "NCCL debug log (NCCL_DEBUG=INFO)", _nccl_log, sniff=_is_nccl_log,
          names=("nccl.*.log",), collector="nccl_log", text_stream="rank-log", folder="nccl"),
     Kind("rank-log", RANK, "a rank's stdout/stderr or any other text log", _rank_log, sniff=_is_text,

@@ -26,6 +26,10 @@ from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed
 from parsers.prefix import labels_are_line_numbers, strip_prefix
 from parsers.readers import pasted_host, textline
 
+#: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of
+#: repeated headers is not allowed to become thousands of records)
+MAX_PIECES = 64
+
 _RECORD = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\] )?"
     #: the host starts where a run of host characters starts (the lookbehind): a search tried every position of
@@ -160,6 +164,7 @@ def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, nu
         if textline.is_absurd(raw):
             out.unknown_lines += 1
             continue
+        raw = textline.matched_part(raw)
         if "NCCL" not in raw:
             _other(out, raw, file, lineno, numbered)
             continue
@@ -176,7 +181,7 @@ def parse_numbered(pairs: Iterable[tuple[int, str]], file: str | None = None, nu
         if first is not None and text.find(" NCCL ", first.end()) < 0:
             starts = [first]
         else:  # glued records or a record starting mid-line: find every start
-            starts = list(_RECORD.finditer(text))
+            starts = list(islice(_RECORD.finditer(text), MAX_PIECES))
         if not starts:
             if text.startswith("NCCL version"):
                 m = _VERSION.search(text)

@@ -107,7 +107,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         if textline.is_absurd(raw):
             out.unknown_lines += 1
             continue
-        text, pre = strip_prefix(raw)
+        text, pre = strip_prefix(textline.matched_part(raw))
         listed = stalls.listed_rank(text, pre.slurm)
         if listed is not None and pre.rank_from_slurm:  # a stall listing's `<rank>: `, not whose line it is
             pre.rank = None

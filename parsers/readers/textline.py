@@ -108,6 +108,18 @@ def is_absurd(raw: str) -> bool:
     return len(raw) > ABSURD_DIGITS and _ABSURD.search(raw) is not None
 
 
+#: a record longer than this is matched on its first MATCH_CHARS only. Why: a log line is handed to a dozen
+#: readers' patterns in turn (c10d, gloo, launchers, crash signals, host lines...), each a linear search, so
+#: a 32 MB log of 160 KB lines took seconds; every marker those patterns look for sits in a record's first
+#: few hundred characters (no line of any text fixture, our captures and the public excerpts, reaches 4 KB)
+MATCH_CHARS = 16 * 1024
+
+
+def matched_part(raw: str) -> str:
+    """The part of a record the readers' patterns see (all of it, but for hostile lengths)."""
+    return raw if len(raw) <= MATCH_CHARS else raw[:MATCH_CHARS]
+
+
 #: lines not understood kept as a sample per file, so a verdict can show the first few (the count is always whole)
 UNKNOWN_SAMPLE = 5
 
