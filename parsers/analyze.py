@@ -5,9 +5,9 @@ Stages (docs/architecture.md):
   `parsers.evidence.load` reads each through the registry into the evidence model;
 - judge: pure functions of the evidence, each through the one judge protocol (`Judge`:
   (Evidence, JudgeContext) -> Findings, parsers/model/findings.py), run in the order of `JUDGES`;
-- merge: the arbiter (parsers.merge) takes the one list of Findings, in its fixed order, and the
-  summary is worded last (parsers.summary) from the typed results.
-Presentation (text, JSON, HTML, notebook) reads the returned `Analysis` only.
+- merge: the arbiter (parsers.merge) takes the one list of Findings, in its fixed order.
+The returned verdict is typed, its words empty: presentation words it (forensics.report.words, whose
+`analyze` is this function worded) and reads the returned `Analysis` only.
 """
 
 from __future__ import annotations

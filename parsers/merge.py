@@ -10,7 +10,7 @@
 6. the why of each suspect from its own evidence, with explanation links: a finding that explains
    another about the same rank heads it, the other listed as its consequence, not a rival.
 Findings about one rank from independent sources agree: the culprit says which sources.
-The words are written by parsers/summary.py from these typed results.
+The verdict is typed only: presentation words it (forensics.report.words) from these results.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers import summary
 from parsers.judges.activity import with_activity
+from parsers.judges.hosts import plain_host
 from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.sinks import independent_culprits
 from parsers.model.findings import (ABSENCE_CLAIMS, ARTIFACT_ABSENCE, CULPRIT_MIN_CONFIDENCE, EXPLAINS, PROCESS_ABSENCE,
-                                    ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, ReasonClass as RC, Suspect,
+                                    ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, HostNote, ReasonClass as RC, Suspect,
                                     Verdict, WaitEdge, is_observed)
 from parsers.stacks.classify import Activity
 
@@ -197,6 +197,18 @@ def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
     verdict.suspects = [s for s in verdict.suspects if s.rank not in members or _fact(s)]
 
 
+def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
+    """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
+    evidence's problems, the files skipped and why."""
+    verdict.sections["hosts"] = [r.to_dict() for r in reports]
+    if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:  # never a placeholder or odd name
+        verdict.sections["exclude_hosts"] = excluded
+    for report in reports:
+        verdict.missing_evidence += [HostNote(report.host, note) for note in report.missing]
+    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
+    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+
+
 def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence), in the arbiter's order."""
     by = {f.judge: f for f in found}
@@ -208,7 +220,7 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     verdict.hang, verdict.hang_basis, hung = hang_from_time(progress, *by["progress"].timeouts)  # step 1
     verdict.hung_ranks = sorted(hung)
     verdict.suspects = merge_suspects(*(f.suspects for f in found))
-    summary.note_hosts_and_gaps(verdict, ev, by["hosts"].reports)
+    note_hosts_and_gaps(verdict, ev, by["hosts"].reports)
     if progress is not None and progress.decided:
         verdict.sections["progress"] = progress.to_dict()
         if progress.running:  # step 2: a group that progresses is healthy; its in-flight ops are no waits
@@ -243,5 +255,5 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
             head.evidence = own + [e for e in rest if e not in own]
     verdict.sections["coverage"] = ev.coverage.to_dict()
     verdict.observations = by["observations"].observations
-    summary.write(verdict, progress, slow)
+    verdict.progress, verdict.slow = progress, slow  # what the words need (forensics.report.words)
     return verdict

@@ -106,7 +106,7 @@ UNDER_TEST: dict[str, str] = {
     "test_manifest.py": "parsers.model.manifest", "test_one_name.py": "",
     "test_outputs_locate.py": "forensics.discover.outputs", "test_small_pieces.py": "forensics.discover.ranks",
     "test_spawn_locals.py": "forensics.discover.spawned", "test_stacks.py": "parsers.stacks.tree",
-    "test_summary.py": "parsers.summary",
+    "test_summary.py": "forensics.report.words.summary", "test_one_place.py": "forensics.report.words",
     "test_finding_protocol.py": "parsers.model.findings",
     # unit/harden
     "test_archive.py": "parsers.archive", "test_archive_headers.py": "parsers.archive",
@@ -161,7 +161,8 @@ UNDER_TEST: dict[str, str] = {
 GENERIC = {"parsers", "parsers.analyze", "parsers.knowledge", "parsers.evidence", "parsers.source",
            "parsers.registry", "parsers.errors", "parsers.model", "parsers.model.events", "parsers.model.findings",
            "parsers.model.manifest", "forensics", "forensics.errors", "forensics.cli.main",
-           "forensics.collectors.base", "forensics.bundle.reader", "forensics.bundle.writer", "forensics.schemas"}
+           "forensics.collectors.base", "forensics.bundle.reader", "forensics.bundle.writer", "forensics.schemas",
+           "forensics.report.words", "forensics.report.words.facts"}
 
 
 @dataclass

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-try:  # typed observations are worded by presentation (issue 26); before that each carried its own text
-    from parsers.present import observed as _worded
-except ImportError:
-    _worded = None
+from forensics.report.words.facts import observed as _worded  # typed observations are worded by presentation
 
 
 def says(lines: Iterable[Any], *facts: str) -> bool:
@@ -19,4 +16,4 @@ def says(lines: Iterable[Any], *facts: str) -> bool:
 
 def observed(verdict: Any, kind: str) -> list[str]:
     """The words of a verdict's observations of one kind ('coverage', 'first-error', 'ras', ...)."""
-    return [_worded(o) if _worded else o.text for o in verdict.observations if o.kind == kind]
+    return [_worded(o) for o in verdict.observations if o.kind == kind]

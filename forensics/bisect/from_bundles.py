@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from forensics.bisect.launchers import check_host, split_template
 from parsers import safeio
-from parsers.analyze import analyze
+from parsers.analyze import analyze  # the typed verdict: its hosts and confidences, no words (forensics.report.words)
 from parsers.errors import BadInput, InputError
 from parsers.judges.hosts import plain_host
 from parsers.source import is_archive, manifest_refusal

@@ -15,7 +15,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.demo.launcher import start_job, stop_job, wait_for_hang, write_record
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.model import Verdict
 
 

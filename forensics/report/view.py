@@ -19,6 +19,7 @@ import networkx as nx
 from forensics.report.advice import CYCLE_ADVICE, advise
 from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
+from forensics.report.words import said, worded
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import HostNote
@@ -126,6 +127,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     LogAnalysis) gives each rank's last operation; `graph` replaces the wait-for graph; `events`
     ({rank, seq, op, state, source}) add positions to the stack timeline; `collected` is said as the time."""
     ops = list(getattr(logs, "last_ops", None) or [])
+    worded(verdict)  # parsers/ returns it typed: its words are presentation's, written here for every output
     view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
     view.hang = verdict.hang + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
@@ -306,7 +308,7 @@ def fold_suspects(suspects: list[Suspect]) -> list[str]:
     """One line per distinct claim: suspects whose reason differs only in their own rank share a line."""
     groups: dict[tuple[str, float, str], list[Suspect]] = {}
     for s in suspects:
-        groups.setdefault((str(s.reason_class), round(s.confidence, 2), s.said), []).append(s)  # said: no own 'rank N'
+        groups.setdefault((str(s.reason_class), round(s.confidence, 2), said(s)), []).append(s)  # said: no own 'rank N'
     out = []
     for (kind, conf, claim), group in groups.items():
         if len(group) == 1:

@@ -5,7 +5,7 @@ events. This judge reads them once (who timed out in which op, who asked for dum
 disagree at one opCount, a member that completed past another's wait, the Flight Recorder
 analyzer's and RAS's findings, coverage, the first error, stacks pasted in logs, call sites,
 tracebacks, host faults, NCCL error returns) and returns each as an `Observation` with its kind
-and the ranks it is about; parsers/summary.py orders and words them.
+and the ranks it is about; presentation (forensics/report/words) orders and words them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from parsers.model.findings import (CallSite, Citation, CompletedPastFact, Cover
                                     DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, NoErrorFact, Observation,
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
-from parsers.present import observed
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.stacks.classify import classify, is_library
 
@@ -63,11 +62,6 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     if out:
         out.append(Observation(OK.COVERAGE_NOTE, facts=CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))))
     return out
-
-
-def what_it_shows(ev: Any, reports: list | None = None) -> str:
-    """The observations as one line, worded by presentation (for tests and tools that search the words)."""
-    return "; ".join(observed(o) for o in observe(ev, reports))
 
 
 def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
@@ -254,7 +248,7 @@ def _call_sites(ev: Any) -> tuple[CallSite, ...]:
 
 @dataclass
 class _Seen:
-    """What one pass over every log's errors found: the raw material of `what_it_shows`."""
+    """What one pass over every log's errors found: the raw material of `observe`."""
 
     timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)

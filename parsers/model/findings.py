@@ -203,7 +203,7 @@ SOURCES = ("stacks", "proc", "recorder", "logs", "dumps", "ras", "hosts", "excep
 @dataclass
 class Demotion:
     """Why a root claim lost weight: the rank waits itself (`edge`: on whom, in which scope and op), or its main
-    thread is blocked. `said` is its words, written by presentation (parsers/summary.py) from these fields."""
+    thread is blocked. `said` is its words, empty here: presentation (forensics.report.words) writes them."""
 
     waits_on: int | None = None
     edge: "WaitEdge | None" = None  #: the typed wait edge out of the rank (global ranks)
@@ -265,11 +265,6 @@ class Suspect:
     def names_own_rank(self) -> bool:
         """Whether its reason names this suspect's own rank first (typed where the reason was made: `of_rank`)."""
         return isinstance(self.reason, Reason) and self.rank is not None and self.reason.rank == self.rank
-
-    @property
-    def said(self) -> str:
-        """The reason without a leading 'rank N' that would repeat the label."""
-        return self.reason.predicate if self.names_own_rank else self.reason
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -514,7 +509,7 @@ class HorovodFact:
     directory: bool = False
 
 
-#: a typed observation's facts (presentation words each kind: parsers/present.py)
+#: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
 Facts = (HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
          | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
          | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact)
@@ -551,7 +546,7 @@ class ObservationKind(str, Enum):
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
     summary and of 'what the evidence shows'. `facts` hold it typed (one of `Facts`, every kind), worded by
-    presentation (parsers/present.py); no judge writes an observation's words, and nothing reads them back."""
+    presentation (forensics/report/words/facts.py); no judge writes an observation's words, and nothing reads them back."""
 
     kind: ObservationKind  #: always the enum (a plain name is refused)
     ranks: tuple[int, ...] = ()
@@ -565,7 +560,7 @@ class Observation:
 @dataclass
 class Deadlock:
     """A cycle of the wait-for graph: every member waits on the next, each edge typed (its scope and op).
-    `wheres` are the edges' scopes in words, written by presentation (parsers/summary.py)."""
+    `wheres` are the edges' scopes in words, empty here: presentation (forensics.report.words) writes them."""
 
     members: tuple[int, ...]
     edges: tuple["WaitEdge", ...]  #: waiter -> waited-on, global ranks, in cycle order
@@ -585,7 +580,10 @@ class Deadlock:
 @dataclass
 class Verdict:
     """The answer: suspects (most likely first), a summary of at most two sentences, the lines under it
-    (leads, stragglers, consequences, what the evidence shows), and what is missing."""
+    (leads, stragglers, consequences, what the evidence shows), and what is missing.
+
+    parsers/ fills the typed fields only; the words (summary, leads, stragglers, consequences, shows) stay
+    empty until presentation writes them from the typed ones (forensics.report.words.worded)."""
 
     suspects: list[Suspect] = field(default_factory=list)
     summary: str = ""
@@ -603,6 +601,8 @@ class Verdict:
     observations: list[Observation] = field(default_factory=list)
     deadlock: Deadlock | None = None
     independent: list[Suspect] = field(default_factory=list)  #: further culprits: independent sinks of the graph
+    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision): for the words
+    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness): for the words
 
     @property
     def culprits(self) -> list[Suspect]:

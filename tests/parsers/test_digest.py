@@ -12,7 +12,7 @@ import pytest
 
 from hf_testpaths import FIXTURES
 from parsers import digest, knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.digest import DIGEST_NAME, DigestError, decode_parsed, encode_parsed, read_digest, write_json
 from parsers.digest_first import digest_host
 from parsers.evidence import read_file

@@ -215,7 +215,7 @@ def test_a_json_dump_of_nested_arrays_is_refused_before_it_is_decoded(tmp_path):
     50 deep grew to 1.4 GB in json.loads (995 MiB under the fuzzer's 1 GiB cap). Every reader's JSON now
     goes through parsers.bounded_json, which counts the opening brackets first; the analysis goes on."""
     from parsers import bounded_json
-    from parsers.analyze import analyze
+    from forensics.report.words import analyze
 
     nested = "[" * 50 + '"2.10"' + "]" * 50
     doc = '{"entries": [], "pg_status": {}, "version": [' + ", ".join([nested] * 60_000) + ']}'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.archive import extract_into
 from parsers.model.findings import ReasonClass
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.model.findings import CULPRIT_MIN_CONFIDENCE, ReasonClass
 from parsers.ranges import unfold
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from parsers.present import observed as worded
+from forensics.report.words.facts import observed as worded
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers import stamps
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from facts import observed, says
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 
 from _load import load
 from _records import missing, records_of

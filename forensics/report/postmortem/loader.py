@@ -1,7 +1,7 @@
 """`load(path)`: a bundle folder, a loose folder of logs and dumps, or an archive of either, analysed.
 
-The analysis is parsers.analyze's one pipeline; this module only wraps the result
-for notebooks and turns bad input into a ForensicsError with what to do.
+The analysis is parsers.analyze's one pipeline, worded (forensics.report.words); this module only
+wraps the result for notebooks and turns bad input into a ForensicsError with what to do.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from forensics.errors import ForensicsError
 from forensics.report.postmortem.session import PostMortem
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.errors import InputError
 from parsers.source import manifest_refusal
 

@@ -26,6 +26,7 @@ from forensics.report.style import to_svg
 from forensics.report.timeline import MAX_LANES, draw_timeline
 from forensics.report.view import ReportView, build_view
 from forensics.report.waitgraph import edges_table
+from forensics.report.words import worded
 from parsers.model import Suspect, Verdict
 
 
@@ -66,7 +67,7 @@ class PostMortem:
 
     def __init__(self, verdict: Verdict, source: str, graph: nx.DiGraph | None = None,
                  events: list[dict[str, Any]] | None = None, evidence: Any = None, logs: Any = None) -> None:
-        self.verdict = verdict
+        self.verdict = worded(verdict)  # a verdict straight from parsers has no words yet
         self.source = source  #: the path it was loaded from
         self.evidence = evidence  #: parsers.evidence.Evidence it was judged on
         self.logs = logs  #: parsers.judges.logs.LogAnalysis, where the input had logs

@@ -156,7 +156,7 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
 
 def facts(events: Iterable[ErrorEvent], limit: int = 3) -> list[FrReportFact]:
     """What the analyzer's findings show, one fact each, for a summary that names no culprit (worded by
-    parsers/present.py)."""
+    forensics/report/words/facts.py)."""
     events = list(events)
     out = []
     for e in findings(events)[:limit]:

@@ -99,7 +99,7 @@ def stalled(ev: Any) -> list[Suspect]:
 
 def facts(ev: Any) -> list[HorovodFact]:
     """What the stall reports show when they name no one rank (the ranks missing from every op, or the split),
-    and Horovod's own setting errors (a timeline path that is a directory); worded by parsers/present.py."""
+    and Horovod's own setting errors (a timeline path that is a directory); worded by forensics/report/words/facts.py."""
     return _timeline(ev) + _stalls(ev)
 
 

@@ -22,7 +22,7 @@ SHORT_MS = 1000
 
 def too_short(ev: Any) -> SettingFact | None:
     """The timeouts applied and who applied them, when every watchdog timeout that states its timeout states
-    one under SHORT_MS (parsers/present.py says that the cause is the setting); else None."""
+    one under SHORT_MS (forensics/report/words/facts.py says that the cause is the setting); else None."""
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():

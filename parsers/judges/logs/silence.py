@@ -85,7 +85,7 @@ def unnamed_members(ev: Any, world: int) -> set[int]:
 
 def absent_fact(ev: Any, cov: Any) -> CoverageFact:
     """What a job of known size with ranks not heard from looks like in these files, never saying 'no line from
-    rank r' of a process whose lines are here under its communicator rank only (parsers/present.py words it)."""
+    rank r' of a process whose lines are here under its communicator rank only (forensics/report/words/facts.py words it)."""
     unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting else set()
     if unnamed:
         return CoverageFact("unnamed", tuple(sorted(unnamed)), cov.world_size)

@@ -12,7 +12,7 @@ from typing import Any
 
 from parsers.model.findings import UnreadFact
 
-#: lines kept in the verdict's section (presentation quotes the first few: parsers/present.py)
+#: lines kept in the verdict's section (presentation quotes the first few: forensics/report/words/facts.py)
 KEPT = 5
 
 

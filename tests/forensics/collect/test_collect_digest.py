@@ -13,7 +13,7 @@ import pytest
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.digest import DIGEST_NAME, read_digest
 
 pytestmark = pytest.mark.integration

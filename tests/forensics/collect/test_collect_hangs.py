@@ -15,7 +15,7 @@ from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.demo.launcher import write_record
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 
 pytestmark = pytest.mark.integration
 

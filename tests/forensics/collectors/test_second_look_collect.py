@@ -14,7 +14,7 @@ import pytest
 
 from forensics.demo.launcher import free_port
 from hf_testpaths import FIXTURES
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.model.findings import ReasonClass
 
 pytestmark = pytest.mark.integration

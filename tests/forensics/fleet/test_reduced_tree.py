@@ -20,7 +20,7 @@ from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
 from forensics.fleet.reduce import collect_reduced
 from forensics.fleet.tree_verdict import tree_verdict
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze, worded
 
 pytestmark = pytest.mark.integration  # real gateways over the stand-in ssh
 
@@ -69,6 +69,7 @@ def test_the_tree_verdict_is_the_flat_verdict(tmp_path, monkeypatch):
     kb = knowledge.load(use_env=False)
     tree, info = tree_verdict(reduced, gateways, tmp_path / "root", str(tmp_path / "{gateway}"), timeout=120,
                               ssh_path=str(STANDIN), gateway_python=sys.executable, kb=kb)
+    worded(tree.verdict)  # the tree returns the verdict typed, as parsers does; its words are the report's
     # only the stopped rank's host came back raw; the other 24 ranks stayed on the gateways, not missing
     assert info["hosts_fetched"] == ["node00002"] and not info["fetch_problems"], info
     assert info["ranks_on_gateways"] == (HOSTS - 1) * PER_HOST
@@ -96,6 +97,7 @@ def test_with_nobody_odd_one_rank_speaks_for_its_class_and_the_verdict_is_the_fl
     assert reduced["odd_ranks"] == "" and reduced["classes"]["complete"]
     tree, info = tree_verdict(reduced, gateways, tmp_path / "root", str(tmp_path / "{gateway}"), timeout=120,
                               ssh_path=str(STANDIN), gateway_python=sys.executable, kb=kb)
+    worded(tree.verdict)  # the tree returns the verdict typed, as parsers does; its words are the report's
     assert info["hosts_fetched"] == ["node00000"] and info["ranks_asked"] == "0"
     spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=20)
     collect_fleet(names, tmp_path / "flat", spec, ssh_runner([], 4, ssh_path=str(STANDIN)), host_timeout=60, quiet=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hf_testpaths import FIXTURES
 from forensics.report.text import render_verdict
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from facts import says
 
 

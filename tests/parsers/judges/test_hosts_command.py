@@ -136,7 +136,7 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
 
 
 def test_the_merged_verdict_puts_the_host_fault_first_with_its_action(faulty_bundle):
-    from parsers.analyze import analyze
+    from forensics.report.words import analyze
 
     verdict = analyze(faulty_bundle, knowledge.load(use_env=False)).verdict
     assert verdict.culprit.rank == 1 and verdict.culprit.reason_class == "host-fault"

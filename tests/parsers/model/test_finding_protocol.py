@@ -14,11 +14,12 @@ import pytest
 
 from hf_testpaths import FIXTURES
 from parsers import knowledge
-from parsers.analyze import JUDGES, analyze, run_judges
+from forensics.report.words import analyze
+from parsers.analyze import JUDGES, run_judges
 from parsers.merge import wait_graph
 from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, JudgeContext, Observation, ObservationKind, ReasonClass,
                                     WaitEdge)
-from parsers.present import observed
+from forensics.report.words.facts import observed
 
 ROOT = Path(__file__).resolve().parents[3]
 KB = knowledge.load(use_env=False)
@@ -157,9 +158,10 @@ def test_no_code_parses_evidence_text_back():
     start of a citation's or a reason's words."""
     texts = {p: p.read_text() for p in ROOT.joinpath("parsers").rglob("*.py")}
     assert not [p for p, t in texts.items() if '"also: ' in t or '"demoted: ' in t]
-    # the model (Suspect.said: does the reason name its own rank?) and the report view (cited(): do a citation's
+    # the words (said(): does the reason name its own rank?) and the report view (cited(): do a citation's
     # words show their source?) read typed fields (Reason, Citation.tagged), not the words
-    for path in [ROOT / "parsers" / n for n in ("merge.py", "summary.py", "sinks.py", "present.py")] + [
+    words = ROOT / "forensics" / "report" / "words"
+    for path in [ROOT / "parsers" / n for n in ("merge.py", "sinks.py")] + [words / "summary.py", words / "facts.py",
             ROOT / "parsers" / "model" / "findings.py", ROOT / "forensics" / "report" / "view.py"]:
         t = path.read_text()
         assert not re.search(r"(evidence|citation|reason|\be)\b[\w\[\]\.\(\)]*\.(startswith|endswith|split|removeprefix)\("
@@ -169,25 +171,26 @@ def test_no_code_parses_evidence_text_back():
 
 
 def test_a_reason_that_names_its_rank_and_a_citation_that_shows_its_source_say_so_by_type():
-    """Suspect.said drops 'rank N' only where the reason was made naming that rank (of_rank), never by its words;
+    """said(suspect) drops 'rank N' only where the reason was made naming that rank (of_rank), never by its words;
     the report adds a citation's tool only where the citation was not made with its source in its words."""
     from forensics.report.view import cited
+    from forensics.report.words import said
     from parsers.model.findings import Reason, Suspect, cite, of_rank
 
     typed = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
     # wording is the behaviour: said/cited compose the printed words
-    assert isinstance(typed.reason, Reason) and typed.reason == "rank 7 left no dump" and typed.said == "left no dump"
+    assert isinstance(typed.reason, Reason) and typed.reason == "rank 7 left no dump" and said(typed) == "left no dump"
     plain = Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason="rank 7 left no dump", confidence=0.9)
     other = Suspect(rank=2, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)
     # wording is the behaviour: the label is kept where the reason was not made for this rank
-    assert plain.said == "rank 7 left no dump" and other.said == "rank 7 left no dump"  # not typed, or another rank's
+    assert said(plain) == "rank 7 left no dump" and said(other) == "rank 7 left no dump"  # not typed, or another rank's
     # wording is the behaviour: a citation made with its source in its words gets no second tag
     assert cited(cite("main thread at f (a.py:1) [py-spy]", tool="py-spy", tagged=True)) == "main thread at f (a.py:1) [py-spy]"
     assert cited(cite("ring neighbours [5, 7]", tool="nccl-log")) == "ring neighbours [5, 7] [nccl-log]"
     import copy
-    assert copy.deepcopy(typed).said == "left no dump" and copy.deepcopy(cite("x [y]", tool="y", tagged=True)).tagged
+    assert said(copy.deepcopy(typed)) == "left no dump" and copy.deepcopy(cite("x [y]", tool="y", tagged=True)).tagged
     # the culprits of real captures: the ones whose reason names their rank say it once in the summary
     for path in CASES:
         v = _analysis(path).verdict
         for s in v.suspects:
-            assert s.said != s.reason or not isinstance(s.reason, Reason) or s.reason.rank != s.rank, s
+            assert said(s) != s.reason or not isinstance(s.reason, Reason) or s.reason.rank != s.rank, s

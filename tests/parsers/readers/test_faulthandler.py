@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.evidence import load_files
 from parsers.readers import faulthandler, rank_log
 from facts import says

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers import present
+from forensics.report.words import facts as present
 from parsers.judges.logs import fr_report as judge
 from parsers.model.events import ErrorEvent, Origin
 from parsers.readers import fr_report, rank_log, textline
@@ -119,7 +119,7 @@ def _verdict(tmp_path, name: str):
 
     from hf_testpaths import FIXTURES
     from parsers import knowledge
-    from parsers.analyze import analyze
+    from forensics.report.words import analyze
 
     shutil.copy(FIXTURES / "fr_trace" / f"{name}.txt", tmp_path)
     return analyze(tmp_path, knowledge.load(use_env=False)).verdict

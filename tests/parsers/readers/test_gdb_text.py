@@ -6,7 +6,7 @@ import shutil
 
 from hf_testpaths import FIXTURES
 from parsers import knowledge
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.readers import gdb_text
 from parsers.registry import recognise
 from parsers.stacks.classify import classify

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.evidence import AbsentRanks, Coverage
 
 OP_LINE = (b"h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 "
@@ -388,7 +388,7 @@ def test_wait_graph_of_ten_thousand_ranks_is_not_quadratic(tmp_path):
 def test_every_judge_on_ten_thousand_ranks_is_not_quadratic(tmp_path):
     """The whole judging (every judge, the arbiter, the observations) of 10,000 ranks' watchdog lines: the
     observations' 'completed past' pass paired every waiter with every member (17 s of 34 at 2,000 ranks)."""
-    from parsers.analyze import analyze_evidence
+    from forensics.report.words import analyze_evidence
     from parsers.evidence import load_path
 
     ev = load_path(_ten_thousand_ranks(tmp_path / "in"))

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from parsers.analyze import analyze
+from forensics.report.words import analyze
 from parsers.evidence import load as load_evidence
 from parsers.judges.logs import horovod as horovod_judge
 from parsers.model.events import CommMember, ErrorEvent

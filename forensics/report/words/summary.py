@@ -4,20 +4,27 @@ Built from typed results only (the arbiter's suspects, their explanation links, 
 hang decision, the observations judges.observations returned), never by re-reading events. The
 lines: leads (suspects below the naming bar), stragglers, consequences (what the culprit explains),
 and what the evidence shows, each its own line in every verdict shape, 'no culprit' included.
+Presentation's: parsers/ returns the verdict typed with these fields empty, and
+forensics.report.words.worded fills them (the one producer of a verdict's words).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from parsers.judges.hosts import plain_host
+from forensics.report.words.facts import observed
 from parsers.judges.logs import names
-from parsers.model.findings import Deadlock, Demotion, HostNote, ObservationKind, Suspect, Verdict, WaitEdge
-from parsers.present import observed
+from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
 from parsers.ranges import fold
 
 #: observations said in the summary itself when no culprit is named (the rest are lines under it)
 IN_SUMMARY = 1
+
+
+def said(s: Suspect) -> str:
+    """A suspect's reason without a leading 'rank N' that would repeat its label (dropped only where the judge
+    typed the reason as naming this rank first: `Suspect.names_own_rank`, never by reading the words)."""
+    return s.reason.predicate if s.names_own_rank else s.reason
 
 
 def where(edge: WaitEdge) -> str:
@@ -59,8 +66,10 @@ def _word_links(verdict: Verdict) -> None:
 
 
 def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
-    """Fill the summary and the lines of `verdict` (`progress`: judges.progress; `slow`: judges.slowness)."""
+    """Fill the summary and the lines of `verdict` (`progress`: judges.progress; `slow`: judges.slowness).
+    Every field it fills is set afresh, so wording a verdict twice says the same."""
     _word_links(verdict)
+    verdict.stragglers, verdict.shows = [], []
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit
@@ -79,7 +88,7 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     elif head is not None and verdict.independent:
         verdict.summary = several(verdict.culprits)
     elif head is not None:
-        verdict.summary = (f"{head.label} {head.said}" + (f": {head.why}" if head.why else "")
+        verdict.summary = (f"{head.label} {said(head)}" + (f": {head.why}" if head.why else "")
                            + (f". Recommended action: {head.action}" if head.action else ""))
     else:
         verdict.shows = [observed(o) for o in verdict.observations]
@@ -107,24 +116,12 @@ def several(culprits: list[Suspect]) -> str:
     """'2 independent culprits: A <reason>: <why>; B ...' (one sentence), as full as fits in SEVERAL_MAX."""
     lead = f"{len(culprits)} independent culprits: "  # each where its own ranks' wait ends (parsers/sinks.py)
     text = ""
-    for say in (lambda c: f" {c.said}" + (f": {c.why}" if c.why else ""), lambda c: f": {c.why}" if c.why else f" {c.said}",
+    for say in (lambda c: f" {said(c)}" + (f": {c.why}" if c.why else ""), lambda c: f": {c.why}" if c.why else f" {said(c)}",
                 lambda c: f": {c.reason_class.text}"):  # the fullest that fits: reason and why, the why, the class's words
         text = "; ".join(f"{c.label}{say(c)}" for c in culprits)
         if len(lead + text) <= SEVERAL_MAX and ". " not in text:
             break
     return lead + text
-
-
-def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
-    """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
-    evidence's problems, the files skipped and why."""
-    verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:  # never a placeholder or odd name
-        verdict.sections["exclude_hosts"] = excluded
-    for report in reports:
-        verdict.missing_evidence += [HostNote(report.host, note) for note in report.missing]
-    verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
-    verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
 
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
@@ -151,12 +148,12 @@ def leads(suspects: list[Suspect], limit: int = 4) -> list[str]:
     lead = suspects[0]
     tied = [s for s in suspects if s.reason_class == lead.reason_class and abs(s.confidence - lead.confidence) < 1e-9]
     if len(tied) > 1:
-        said = "; ".join(f"{s.label} {s.said}" for s in tied[:limit])
-        out = [f"tied weak leads, no odd one out: {said} (confidence {lead.confidence:.2f} each)"]
+        tie = "; ".join(f"{s.label} {said(s)}" for s in tied[:limit])
+        out = [f"tied weak leads, no odd one out: {tie} (confidence {lead.confidence:.2f} each)"]
     else:
-        out = [f"weak lead only: {lead.label} {lead.said} (confidence {lead.confidence:.2f})"]
+        out = [f"weak lead only: {lead.label} {said(lead)} (confidence {lead.confidence:.2f})"]
     rest = [s for s in suspects if s not in tied][:limit - 1]
-    return out + [f"lead: {s.label} {s.said} (confidence {s.confidence:.2f})" for s in rest]
+    return out + [f"lead: {s.label} {said(s)} (confidence {s.confidence:.2f})" for s in rest]
 
 
 def consequences(head: Suspect | None, ranks: list[int], activity: str | None, hung: set[int] = frozenset()) -> list[str]:
@@ -171,7 +168,7 @@ def consequences(head: Suspect | None, ranks: list[int], activity: str | None, h
     for rc, cs in by_class.items():
         who = [c.rank for c in cs if c.rank is not None]
         if len(cs) == 1 or len(who) != len(cs):
-            out += [f"explains: {c.label} {c.said} [{rc}]" for c in cs]
+            out += [f"explains: {c.label} {said(c)} [{rc}]" for c in cs]
         else:
             out.append(f"explains: ranks {fold(who)}: {rc.text} [{rc}]")
     victims = [r for r in ranks if r != head.rank and (not hung or r in hung)]

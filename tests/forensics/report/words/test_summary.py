@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from parsers import summary
+from forensics.report.words import summary
 from parsers.merge import demote_waiters, merge_suspects
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import Citation, Findings, ReasonClass, of_rank
