@@ -51,9 +51,10 @@ def collect_template(stop: int | None) -> bytes:
     """The remote collector's archive of 8 rank-like processes here (`stop`: that one SIGSTOPped)."""
     from forensics.fleet.remote import collect_archive, parse_args
 
+    own = f"standin-{os.getpid()}-{time.monotonic_ns()}"  #: only these processes: another run's are not ours
     procs = [subprocess.Popen([sys.executable, "-c", RANK_LIKE], start_new_session=True,
                               env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(PER_HOST), LOCAL_RANK=str(r),
-                                       LOCAL_WORLD_SIZE=str(PER_HOST), FORENSICS_SIM_HOST="standin"))
+                                       LOCAL_WORLD_SIZE=str(PER_HOST), FORENSICS_SIM_HOST=own))
              for r in range(PER_HOST)]
     work = Path(tempfile.mkdtemp(prefix="bench-tree-answer-"))
     try:
@@ -61,7 +62,7 @@ def collect_template(stop: int | None) -> bytes:
         if stop is not None:
             os.kill(procs[stop].pid, signal.SIGSTOP)
         args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--second-look", "0",
-                           "--match-env", "FORENSICS_SIM_HOST=standin"])
+                           "--match-env", f"FORENSICS_SIM_HOST={own}"])
         header, archive = collect_archive(args, work)
     finally:
         for p in procs:

@@ -69,12 +69,13 @@ def make_answer(path: Path) -> int:
     from forensics.fleet import wire
     from forensics.fleet.remote import collect_archive, parse_args
 
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", FORENSICS_SIM_HOST="standin")
+    own = f"standin-{os.getpid()}-{time.monotonic_ns()}"  #: only this process: another run's are not ours
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", FORENSICS_SIM_HOST=own)
     proc = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
     work = Path(tempfile.mkdtemp(prefix="bench-fanout-answer-"))
     try:
         time.sleep(0.2)
-        args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--match-env", "FORENSICS_SIM_HOST=standin"])
+        args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--match-env", f"FORENSICS_SIM_HOST={own}"])
         header, archive = collect_archive(args, work)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
