@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from forensics.report.output import json_text
 from parsers.readers.pyspy import MAX_JSON_BYTES, PySpyFormatError, read_pyspy_json
 from parsers.model.findings import ReasonClass
 from parsers.steps.series import SeriesError, parse_series
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_carriage_return_inside_a_csv_field_is_the_files_fault():
@@ -267,3 +270,64 @@ def test_an_unmatched_line_of_70_kb_is_judged_known_by_its_head():
 
     assert looks_known("x" * 10 + " NCCL WARN something " + "y" * 70_000)
     assert not looks_known("y" * (KNOWN_HEAD_CHARS + 10) + " NCCL WARN something")
+
+
+WATCHDOG = ("[default1]:[rank1]:[E1201 17:08:35.884120296 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=20000) ran "
+            "for 20049 milliseconds before timing out.")  # a real line of tests/fixtures (gloo14 torchrun capture)
+
+
+def test_a_ras_text_far_larger_than_any_real_one_is_read_in_its_first_part(tmp_path):
+    """Seed 10's tail, found locally (`fuzz_structured --keep-slow-s`): a 32 MB ras_status.txt of 80 KB lines took
+    over 5 s through the RAS and rank-log readers. A snapshot kind reads its first SNAPSHOT_BYTES to a line end,
+    and the evidence says which file was read in part and how much of it."""
+    from parsers import registry
+    from parsers.analyze import analyze
+
+    real = (REPO / "tests/fixtures/nccl/chain/ras_status.txt").read_bytes()
+    line = b"  " + b"a" * 80_000 + b"\n"
+    (tmp_path / "ras_status.txt").write_bytes(real + line * ((32 << 20) // len(line)))
+    result = analyze(tmp_path)
+    art = next(a for a in result.evidence.artifacts if a.kind == "ras-text")
+    assert art.parsed.facts["cut"] == {"read_bytes": registry.SNAPSHOT_BYTES, "size": (tmp_path / "ras_status.txt").stat().st_size}
+    assert any("first part only" in p and "ras_status.txt" in p for p in result.evidence.problems)
+    whole = analyze_one(real, tmp_path / "whole", "ras_status.txt")
+    assert "cut" not in whole.facts and whole.kind == "ras-text"  # a real one is read whole, as before
+
+
+def analyze_one(data: bytes, folder, name: str):
+    """The Parsed of one file read through the pipeline's read_file."""
+    from parsers.analyze import analyze
+
+    folder.mkdir()
+    (folder / name).write_bytes(data)
+    return next(a for a in analyze(folder).evidence.artifacts if a.rel.endswith(name) or str(a.path).endswith(name)).parsed
+
+
+def test_a_line_of_thousands_of_glued_nccl_headers_is_at_most_max_pieces_records():
+    """Seed 10's tail: a 1.28 MB line of one NCCL record repeated (the fuzzer's 'very long line') became 20,000
+    records, and 25 such lines 660,000 (16 s). One physical line gives at most MAX_PIECES records; two glued
+    records (what interleaved writes make) still give two."""
+    from parsers.readers.nccl_log import MAX_PIECES, parse_lines
+
+    record = "vm:495:495 [0] NCCL INFO Ring 00 : 1 -> 2 -> 3"  # a real line of tests/fixtures/nccl/field-notes
+    many = parse_lines([record * 20_000 + "\n"])
+    rings = [e for e in many.events if type(e).__name__ == "TopoEdge"]
+    assert 0 < len(rings) <= 2 * MAX_PIECES and MAX_PIECES <= 64
+    two = parse_lines([record + record.replace("Ring 00", "Ring 01") + "\n"])
+    assert sorted({e.channel for e in two.events if type(e).__name__ == "TopoEdge"}) == [0, 1]
+
+
+def test_a_rank_log_record_is_matched_on_its_first_part_only():
+    """Seed 10's tail: 80 KB lines handed to a dozen readers' patterns in turn took seconds for a 32 MB log.
+    A record is matched on its first MATCH_CHARS: a watchdog line followed by 100 KB is still read, one whose
+    marker sits past the cut is not (no real line reaches 4 KB)."""
+    from parsers.readers.rank_log import parse_lines
+    from parsers.readers.textline import MATCH_CHARS
+
+    def timeouts(text: str) -> list:
+        return [e for e in parse_lines([text + "\n"]).events if getattr(e, "kind", "") == "watchdog-timeout"]
+
+    assert timeouts(WATCHDOG)
+    assert timeouts(WATCHDOG + " " + "x" * 100_000)
+    assert not timeouts("y" * (MATCH_CHARS + 10) + " " + WATCHDOG)
