@@ -16,13 +16,14 @@
 # both are recorded, nothing is lost. Out: $OUT/fleet_100k.json (every field) and $OUT/fleet_100k.txt (table).
 #   bash scripts/device/fleet_100k.sh [BUDGET_S=480] [full|small]
 # `small` (512 and 4,096 ranks, 4 gateways) is the local check on a 2-core machine. PY and SITE choose the
-# python and where the carried wheels (.whl: loguru, networkx, ClusterShell, py-spy, pygdbmi) are installed.
+# python and where the carried wheels (.whl: loguru, networkx, ClusterShell, py-spy, pygdbmi; networkx 3.7 needs
+# Python 3.12) are installed; INSTALL=0 skips the install (a python that has them, e.g. the project's venv).
 set -u
 BUDGET=${1:-480}; SCALE=${2:-full}
-PY=${PY:-python3}; SITE=${SITE:-/tmp/site}
+PY=${PY:-python3}; SITE=${SITE:-/tmp/site}; INSTALL=${INSTALL:-1}
 : "${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT"
-if [ -d .whl ]; then
+if [ "$INSTALL" = 1 ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 2
 fi
 export PYTHONPATH=$SITE:$PWD PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
