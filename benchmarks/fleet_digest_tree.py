@@ -51,17 +51,19 @@ def collect_template(stop: int | None) -> bytes:
     """The remote collector's archive of 8 rank-like processes here (`stop`: that one SIGSTOPped)."""
     from forensics.fleet.remote import collect_archive, parse_args
 
+    mark = f"standin-{os.getpid()}-{time.monotonic_ns()}"  # this run's processes only (other runs share the machine)
     procs = [subprocess.Popen([sys.executable, "-c", RANK_LIKE], start_new_session=True,
                               env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(PER_HOST), LOCAL_RANK=str(r),
-                                       LOCAL_WORLD_SIZE=str(PER_HOST), FORENSICS_SIM_HOST="standin"))
+                                       LOCAL_WORLD_SIZE=str(PER_HOST), FORENSICS_SIM_HOST=mark))
              for r in range(PER_HOST)]
     work = Path(tempfile.mkdtemp(prefix="bench-tree-answer-"))
     try:
         time.sleep(0.3)
         if stop is not None:
             os.kill(procs[stop].pid, signal.SIGSTOP)
+            wait_stopped(procs[stop].pid)
         args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--second-look", "0",
-                           "--match-env", "FORENSICS_SIM_HOST=standin"])
+                           "--match-env", f"FORENSICS_SIM_HOST={mark}"])
         header, archive = collect_archive(args, work)
     finally:
         for p in procs:
@@ -70,7 +72,22 @@ def collect_template(stop: int | None) -> bytes:
         shutil.rmtree(work, ignore_errors=True)
     if archive is None:
         raise SystemExit(f"no archive: {header}")
+    found = len(json.loads(template_files(archive)["bundle/manifest.json"])["ranks"])
+    if found != PER_HOST:
+        raise SystemExit(f"the template collection found {found} rank-like processes, not {PER_HOST}")
     return archive
+
+
+def wait_stopped(pid: int, limit: float = 10.0) -> None:
+    """Until the kernel shows `pid` stopped (state T): kill() only queues SIGSTOP, and on a busy machine the
+    collector could read /proc before the process ran to take it (a template without its culprit)."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.01)
+    raise SystemExit(f"pid {pid} not stopped {limit:g} s after SIGSTOP")
 
 
 def template_files(archive: bytes) -> dict[str, bytes]:
@@ -402,6 +419,8 @@ def main() -> int:
         t = time.perf_counter()
         templates = (collect_template(None), collect_template(3))
         report["templates_s"] = round(time.perf_counter() - t, 2)
+        report["template_states"] = [[json.loads(v).get("state") for k, v in sorted(template_files(a).items())
+                                      if k.endswith("/proc.json")] for a in templates]  # the stopped one: a 'T'
         answers: dict[int, Path] = {}
         for i, (ranks, mode) in enumerate(rows):
             hosts = ranks // PER_HOST

@@ -14,12 +14,12 @@
 # Rows run in priority order; each row and the answers of each size are skipped when their estimate (scaled
 # from the last size run) does not fit the budget, and a row that overruns is killed with its process group:
 # both are recorded, nothing is lost. Out: $OUT/fleet_100k.json (every field) and $OUT/fleet_100k.txt (table).
-#   bash scripts/device/fleet_100k.sh [BUDGET_S=480] [full|small]
+#   bash scripts/device/fleet_100k.sh [BUDGET_S=460] [full|small]
 # `small` (512 and 4,096 ranks, 4 gateways) is the local check on a 2-core machine. PY and SITE choose the
 # python and where the carried wheels (.whl: loguru, networkx, ClusterShell, py-spy, pygdbmi; networkx 3.7 needs
 # Python 3.12) are installed; INSTALL=0 skips the install (a python that has them, e.g. the project's venv).
 set -u
-BUDGET=${1:-480}; SCALE=${2:-full}
+BUDGET=${1:-460}; SCALE=${2:-full}
 PY=${PY:-python3}; SITE=${SITE:-/tmp/site}; INSTALL=${INSTALL:-1}
 : "${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT"
@@ -27,7 +27,8 @@ if [ "$INSTALL" = 1 ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 2
 fi
 export PYTHONPATH=$SITE:$PWD PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
-echo "cpus $(nproc), $("$PY" -V 2>&1), $(uptime)"
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null  # flat fan-out 1024: ~3 pipes an ssh
+echo "cpus $(nproc), $("$PY" -V 2>&1), open files $(ulimit -n), $(uptime)"
 df -h /dev/shm /tmp 2>/dev/null | sed 's/^/  /'
 if [ "$SCALE" = small ]; then
   ROWS=512:cli,512:digest,512:full,4096:cli,4096:digest,4096:full; GW=4; GWFAN=64
