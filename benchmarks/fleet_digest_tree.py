@@ -388,11 +388,12 @@ def main() -> int:
     ap.add_argument("--json-out", type=Path, default=None, help="every row, skipped ones too, as one JSON")
     ap.add_argument("--table-out", type=Path, default=None)
     ap.add_argument("--one", nargs=4, metavar=("MODE", "HOSTS", "ANSWERS", "STANDIN"), help=argparse.SUPPRESS)
+    ap.add_argument("--bundle-dir", default=None, help=argparse.SUPPRESS)  # a row's: under its driver's folder
     args = ap.parse_args()
     gw_fanout = args.gateway_fanout or args.fanout
     rows = plan_rows(args)
     biggest = max(r for r, _ in rows) // PER_HOST
-    bundle_dir = bundle_parent(biggest * 600_000)  # answers ~45 kB a host, filed raw files ~200 kB, twice over
+    bundle_dir = args.bundle_dir or bundle_parent(biggest * 600_000)  # answers ~45 kB a host, filed files ~200 kB, twice
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), args.gateways, gw_fanout if args.one[0] == "tree" else args.fanout,
                              Path(args.one[2]), Path(args.one[3]), bundle_dir)))
@@ -412,6 +413,7 @@ def main() -> int:
             args.table_out.write_text(table(report))
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-tree-", dir=bundle_dir))
+    report["work_dir"] = str(tmp)  # answers, stand-in, every row's bundles: removed at the end
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
     try:
         standin, kind = compile_standin(tmp)
@@ -452,11 +454,12 @@ def main() -> int:
             if guess is not None and guess > left:
                 row = {"mode": mode, "ranks": ranks, "status": f"skipped: estimated {guess:.0f} s, {left:.0f} s left"}
             elif mode == "cli":
-                row = cli_row(hosts, args.gateways, gw_fanout, answers[hosts], standin, bundle_dir, left)
+                row = cli_row(hosts, args.gateways, gw_fanout, answers[hosts], standin, str(tmp), left)
                 row["wall_s"] = row.get("verdict_s")
             else:
                 run = run_timed([sys.executable, __file__, "--gateways", str(args.gateways), "--fanout", str(args.fanout),
                                  "--gateway-fanout", str(gw_fanout), "--ranks", str(ranks), "--modes", mode,
+                                 "--bundle-dir", str(tmp),  # what a row killed at the budget leaves goes with tmp
                                  "--one", mode, str(hosts), str(answers[hosts]), str(standin)], env, left)
                 if run["killed"]:
                     row = {"mode": mode, "ranks": ranks, "status": f"killed at the budget ({left:.0f} s)"}

@@ -42,7 +42,8 @@ def test_rows_run_and_a_size_past_the_budget_is_skipped(tmp_path):
     assert report["answers"]["64000"]["status"].startswith("skipped")
     assert report["answers"]["64"]["status"] == "ok" and report["answers"]["64"]["cpu_ms_a_host"] > 0
     assert "tree, CLI --reduce" in table.read_text()
-    assert not list(Path(report["bundle_dir"]).glob(f"bench-tree-cli-*/{'gw00'}"))  # each row removed its bundles
+    assert Path(report["work_dir"]).parent == Path(report["bundle_dir"])
+    assert not Path(report["work_dir"]).exists()  # answers and every row's bundles removed
 
 
 def test_estimates_scale_linearly_from_the_largest_size_run():
