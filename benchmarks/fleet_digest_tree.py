@@ -8,7 +8,9 @@ prints a REAL host answer; here each host has its own answer (its own ranks), ma
 collections of 8 rank-like Python processes on this machine (the remote collector, forensics.fleet.remote): all
 sleeping, and the same with one process stopped (SIGSTOP: the culprit, a frozen rank, on one host).
 Each host's answer is that archive with its ranks renumbered (host h holds ranks 8h..8h+7) and its
-digest made again from the renumbered files by the readers (parsers.digest_first.digest_host).
+digest made again from the renumbered files by the readers (parsers.digest_first.digest_host), written
+from the templates' files in memory by a process pool over every core (~20-30 ms of CPU a host here:
+12,500 hosts take ~20 s on 16 cores; one process took 5-17 min).
 
 Rows, each a fresh process (its peak RSS is its own), on the same answers:
 - flat, full read: collect_fleet over every host, then `analyze` reading every raw file (the baseline);
@@ -17,17 +19,26 @@ Rows, each a fresh process (its peak RSS is its own), on the same answers:
   sshd would on a gateway) each collect their share flat and answer one merged digest; the root merges
   them and judges the classes (forensics.fleet.reduce.collect_reduced: `odd_s`, the odd ones out), then
   fetches from the gateways the raw files of only the odd ranks' hosts and runs the judges over them and the
-  merged digest (forensics.fleet.tree_verdict.tree_verdict): `verdict_s` is the same full verdict as the flat rows'.
+  merged digest (forensics.fleet.tree_verdict.tree_verdict): `verdict_s` is the same full verdict as the flat rows';
+- reduced tree through the CLI (`cli`), as a user runs it: `python -m forensics collect --hosts node[...]
+  --gateways gw[...] --reduce --json`; last answer = when its progress line for the last gateway arrived,
+  verdict = when it exited with its JSON printed (Python's start-up included), peak RSS its own (VmHWM).
 Every row has `after_last_answer_s`: from the last host's (tree: gateway's) answer to the verdict.
-The gateways share these 2 cores with everything else; their CPU is not the root's.
+The gateways share this machine's cores with everything else; their CPU is not the root's.
+`--rows 4096:cli,...` runs rows in that order; with `--budget-s` a row (or a size's answers) whose estimate,
+scaled linearly from the largest size of its kind run, does not fit is skipped, and one that overruns is
+killed with its process group; both are recorded in `--json-out` (scripts/device/fleet_100k.sh).
 
     PYTHONPATH=. python benchmarks/fleet_digest_tree.py [--ranks 4096,32768] [--gateways 8] [--fanout 1024]
+    PYTHONPATH=. python benchmarks/fleet_digest_tree.py --rows 4096:cli,4096:digest --gateways 16 \
+        --gateway-fanout 256 --budget-s 460 --json-out rows.json --table-out rows.txt
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import concurrent.futures
+import multiprocessing
 import io
 import json
 import os
@@ -38,6 +49,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -186,9 +198,6 @@ def make_answers(folder: Path, hosts: int, culprit_host: int, workers: int | Non
     shutil.rmtree(folder.parent / "renumber-warm", ignore_errors=True)
     if workers == 1:
         return _answer_block(0, hosts) // hosts
-    import concurrent.futures
-    import multiprocessing
-
     step = max(1, -(-hosts // (workers * 4)))  # a few blocks a worker: an even finish
     blocks = [(lo, min(hosts, lo + step)) for lo in range(0, hosts, step)]
     # forked workers inherit _POOL and the imported readers (0.6 s of imports a worker otherwise)
@@ -267,8 +276,6 @@ def run_timed(argv: list[str], env: dict, timeout: float) -> dict:
     """Run `argv` in its own process group; every stderr line stamped with the seconds since start as it arrives.
     Past `timeout` the whole group is killed (the row is then marked so, not lost); after a normal end the group
     is killed too, so no stand-in or gateway outlives its row."""
-    import threading
-
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
                             text=True, errors="replace", start_new_session=True)
