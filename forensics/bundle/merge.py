@@ -14,6 +14,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, Status
 from forensics.bundle.digest import write_merged_digest
@@ -46,8 +47,11 @@ class HostPart:
     placed: Manifest | None = None
 
 
-def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = None) -> Manifest:
-    """Write the job bundle at `out` from `parts`; returns its manifest (also saved)."""
+def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = None,
+                  collected_elsewhere: list[list[int]] | None = None) -> Manifest:
+    """Write the job bundle at `out` from `parts`; returns its manifest (also saved). `collected_elsewhere`:
+    job ranks as sorted [lo, hi] ranges that were collected and are kept elsewhere (the reduced tree's gateways),
+    never listed as missing: at 100,000 ranks the root would otherwise list, write and then drop 99,992 of them."""
     writer = BundleWriter(out, command=command)
     for part in parts:
         if part.bundle is None:
@@ -61,7 +65,7 @@ def merge_bundles(out: Path, parts: list[HostPart], command: list[str] | None = 
             error = f"its bundle could not be merged: {err}"
             writer.add_host(HostRecord(host=part.host, status="failed", seconds=part.seconds, error=error))
             writer.note(f"{part.host}: {error}")
-    _settle_missing(writer.manifest, parts)
+    _settle_missing(writer.manifest, parts, collected_elsewhere or [])
     if note := write_merged_digest(writer.root, writer.manifest):  # the hosts' digests folded into one (issue 30)
         writer.note(note)
     writer.save()
@@ -136,8 +140,9 @@ def _copy_tree(src: Path, dest_root: Path, rel_root: str) -> None:
             continue  # a FIFO, a link or a vanished file in a host bundle is not evidence
 
 
-def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
-    """Drop 'missing' ranks another host collected; add ranks of the job that no host had."""
+def _settle_missing(man: Manifest, parts: list[HostPart], elsewhere: list[list[int]]) -> None:
+    """Drop 'missing' ranks another host collected; add ranks of the job that no host had, except those
+    collected `elsewhere` (sorted [lo, hi] ranges)."""
     present = {(r.job_id, r.rank) for r in man.ranks if r.rank is not None}
     present_ranks = {rank for _, rank in present}
     kept: dict[tuple[str | None, int], MissingRank] = {}
@@ -153,7 +158,7 @@ def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
             worlds[rank.job_id] = max(worlds.get(rank.job_id, 0), rank.world_size)
     added = 0
     for job_id, world in worlds.items():
-        for number in range(min(world, MAX_WORLD)):
+        for number in _outside(min(world, MAX_WORLD), elsewhere):
             if (job_id, number) in present or (job_id, number) in kept:
                 continue
             added += 1
@@ -166,6 +171,18 @@ def _settle_missing(man: Manifest, parts: list[HostPart]) -> None:
                 reason += f"; not heard from: {heard_not}"
             kept[(job_id, number)] = MissingRank(rank=number, reason=reason, host=None, job_id=job_id)
     man.missing = sorted(kept.values(), key=lambda m: (m.job_id or "", m.rank))
+
+
+def _outside(n: int, ranges: list[list[int]]) -> Iterator[int]:
+    """0 .. n-1 without the numbers in `ranges` (sorted, disjoint [lo, hi]), walking only what is left."""
+    at = 0
+    for lo, hi in ranges:
+        if lo > at:
+            yield from range(at, min(lo, n))
+        at = max(at, hi + 1)
+        if at >= n:
+            return
+    yield from range(at, n)
 
 
 def _folded(hosts: list[str]) -> str:

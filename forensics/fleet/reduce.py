@@ -160,6 +160,7 @@ def gateway_main(args: argparse.Namespace) -> int:
     spec = spec_from_json(args.spec)
     runner = ssh_runner(ssh_options_argv(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
     result = collect_fleet(hosts, args.out, spec, runner, host_timeout=args.host_timeout, quiet=True, cleanup=True)
+    write_fetch_index(args.out, result.manifest)
     try:  # the fleet's merge wrote it from the same digests (forensics.bundle.digest.write_merged_digest)
         merged = read_answer((args.out / MERGED_DIGEST).read_bytes())
     except (OSError, ValueError):
@@ -225,25 +226,91 @@ def holds(rank: int | None, ranges: Intervals) -> bool:
     return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
 
+FETCH_INDEX = "hang-forensics-fetch-index"
+FETCH_INDEX_SUFFIX = ".fetch-index.json"  #: beside a gateway's bundle DIR: DIR.fetch-index.json
+MAX_INDEX_BYTES = 64 << 20
+
+
+def fetch_index_path(bundle: Path) -> Path:
+    """Beside the bundle, not in it: the bundle stays exactly a job bundle for anyone who analyses it there."""
+    return bundle.parent / f"{bundle.name}{FETCH_INDEX_SUFFIX}"
+
+
+def write_fetch_index(bundle: Path, manifest: Any) -> None:
+    """On a gateway, once its hosts are filed: each host of its bundle (the manifest's order) with its ranks, so
+    that a fetch reads kilobytes instead of the whole job manifest (15.6 MB at 782 hosts of 8 ranks: 1.2-1.6 s
+    of validating and building it, most of the root's wait after the last answer at 100,000 ranks). Best
+    effort: without it a fetch reads the manifest."""
+    ranks: dict[str, list[int]] = {}
+    for r in manifest.ranks:
+        if r.rank is not None:
+            ranks.setdefault(r.host, []).append(r.rank)
+    doc = {"format": FETCH_INDEX, "version": 1, "hosts": [[rec.host, sorted(ranks.get(rec.host, []))] for rec in manifest.hosts]}
+    path = fetch_index_path(bundle)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def read_fetch_index(bundle: Path) -> list[tuple[str, list[int]]] | None:
+    """The gateway's index (`write_fetch_index`) checked: a regular file, bounded, every entry a host name and
+    its ranks; None when absent or not that (the fetch then reads the manifest)."""
+    path = fetch_index_path(bundle)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+            data = fh.read(MAX_INDEX_BYTES + 1)
+        if len(data) > MAX_INDEX_BYTES:
+            return None
+        doc = bounded_json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FETCH_INDEX or doc.get("version") != 1:
+        return None
+    out = []
+    for item in doc.get("hosts") if isinstance(doc.get("hosts"), list) else [None]:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], list)
+                and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in item[1])):
+            return None
+        out.append((item[0], item[1]))
+    return out
+
+
 def hosts_to_fetch(bundle: Path, ranges: Intervals, named: set[str], limit: int) -> list[tuple[str, Path]]:
     """On a gateway: its hosts that hold a rank in `ranges` or are `named`, with their folders, at most `limit`.
     A folder must be a real directory right under BUNDLE/hosts/ (no link anywhere on the way): the root's
-    request chooses ranks, never paths."""
-    manifest = read_manifest_file(bundle / "manifest.json")  # the manifest alone: no listing of its files
-    wanted = {r.host for r in manifest.ranks if holds(r.rank, ranges)} | named
+    request chooses ranks, never paths. Which host holds which rank: the gateway's fetch index, else its
+    bundle's manifest."""
+    index = read_fetch_index(bundle)
+    if index is None:
+        manifest = read_manifest_file(bundle / "manifest.json")  # the manifest alone: no listing of its files
+        wanted = {r.host for r in manifest.ranks if holds(r.rank, ranges)} | named
+        order = [rec.host for rec in manifest.hosts]
+    else:
+        wanted = {host for host, ranks in index if any(holds(r, ranges) for r in ranks)} | named
+        order = [host for host, _ in index]
     top = (bundle / "hosts").resolve()
     out = []
-    for rec in manifest.hosts:  # the gateway's own order: deterministic, the same on a second request
-        if rec.host not in wanted or len(out) >= limit:
+    for host in order:  # the gateway's own order: deterministic, the same on a second request
+        if host not in wanted or len(out) >= limit:
             continue
-        folder = bundle / host_root(rec.host)
+        folder = bundle / host_root(host)
         try:
             st = os.lstat(folder)
         except OSError:
             continue  # a host that sent nothing: no raw files to send up
         if not stat.S_ISDIR(st.st_mode) or folder.resolve().parent != top:
             continue
-        out.append((rec.host, folder))
+        out.append((host, folder))
     return out
 
 

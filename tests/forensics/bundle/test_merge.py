@@ -52,3 +52,16 @@ def test_merge_reroots_every_path_and_records_silent_hosts(tmp_path):
     assert any("calls itself 'vm'" in n for n in merged.notes)
     assert not merged.complete
     assert (tmp_path / "job" / "hosts" / "node1" / "host-manifest.json").is_file()
+
+
+def test_ranks_collected_elsewhere_are_not_missing(tmp_path):
+    """The reduced tree's root files one host of a 100,000-rank job; the gateways hold every other rank but 7 and
+    9-11: only those are missing, and the 99,990 held ranks are never listed (nor walked one by one)."""
+    a = host_bundle(tmp_path / "a", "vm", [8], 100_000)
+    held = [[0, 6], [12, 99_999]]
+    merged = merge_bundles(tmp_path / "job", [HostPart("node1", a)], collected_elsewhere=held)
+    assert [m.rank for m in merged.missing] == [7, 9, 10, 11]
+    assert [m.rank for m in open_bundle(tmp_path / "job").manifest.missing] == [7, 9, 10, 11]
+    # without it the same job lists every rank it did not see (capped), as before
+    plain = merge_bundles(tmp_path / "job2", [HostPart("node1", host_bundle(tmp_path / "b", "vm", [8], 20))])
+    assert [m.rank for m in plain.missing] == [r for r in range(20) if r != 8]

@@ -177,3 +177,34 @@ def test_a_gateway_refuses_a_bad_request_and_sends_no_linked_host_folder(tmp_pat
     shutil.move(gw / "hosts" / "h0", tmp_path / "elsewhere")
     (gw / "hosts" / "h0").symlink_to(tmp_path / "elsewhere")
     assert _fetch(gw, "--hosts", "h0") == []  # a host folder that is a link: nothing sent
+
+
+def test_a_fetch_reads_the_gateways_index_and_falls_back_to_the_manifest(tmp_path):
+    """The index a gateway writes beside its bundle gives the same hosts as its manifest; a broken or planted one
+    is not trusted past its checks: a bad index means the manifest is read, and a folder is still sent only when
+    it is a real directory of the bundle."""
+    from forensics.fleet import wire
+    from forensics.fleet.reduce import fetch_index_path, hosts_to_fetch, read_fetch_index, split_frames, write_fetch_index
+    from parsers.source import read_manifest_file
+
+    gw = _gateway_bundle(tmp_path)
+    manifest = read_manifest_file(gw / "manifest.json")
+    by_host = {h: sorted(r.rank for r in manifest.ranks if r.host == h and r.rank is not None) for h in ("h0", "h1")}
+    only_h0 = [r for r in by_host["h0"] if r not in by_host["h1"]]  # 8-rank job beside a 4-rank one
+    ranges = [[only_h0[0], only_h0[0]]]
+    plain = hosts_to_fetch(gw, ranges, set(), 64)  # no index yet: the manifest
+    write_fetch_index(gw, manifest)
+    assert read_fetch_index(gw) == [("h0", by_host["h0"]), ("h1", by_host["h1"])]
+    assert hosts_to_fetch(gw, ranges, set(), 64) == plain == [("h0", gw / "hosts" / "h0")]
+    assert [h for h, _ in hosts_to_fetch(gw, [[0, 10**6]], set(), 64)] == ["h0", "h1"]
+    frames = split_frames(_fetch(gw, "--ranks", str(only_h0[0])))  # the gateway's own command reads it too
+    assert len(frames) == 1 and wire.decode(frames[0]).header["host"] == "h0"
+    for bad in ("not json", json.dumps({"format": "hang-forensics-fetch-index", "version": 1, "hosts": [["h0", [-1]]]}),
+                json.dumps({"format": "other", "version": 1, "hosts": []})):
+        fetch_index_path(gw).write_text(bad)
+        assert read_fetch_index(gw) is None
+        assert hosts_to_fetch(gw, ranges, set(), 64) == plain  # the manifest decides
+    # an index that names a host for every rank cannot make a link or a foreign path a folder to send
+    fetch_index_path(gw).write_text(json.dumps({"format": "hang-forensics-fetch-index", "version": 1,
+                                                "hosts": [["../../etc", [only_h0[0]]], ["h1", [only_h0[0]]]]}))
+    assert [h for h, _ in hosts_to_fetch(gw, ranges, set(), 64)] == ["h1"]  # its index's word, inside the bundle

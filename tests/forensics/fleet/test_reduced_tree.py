@@ -17,7 +17,7 @@ from benchmarks.fleet_digest_tree import PER_HOST, make_answers
 from benchmarks.fleet_fanout import STANDIN
 from forensics.fleet import command as cmd
 from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
-from forensics.fleet.reduce import collect_reduced
+from forensics.fleet.reduce import collect_reduced, read_fetch_index
 from forensics.fleet.tree_verdict import tree_verdict
 from parsers import knowledge
 from forensics.report.words import analyze, worded
@@ -53,6 +53,8 @@ def test_reduced_tree_names_the_stopped_rank(tmp_path, monkeypatch):
     assert res["bytes_received"] < sum(p.stat().st_size for p in answers.iterdir()) / 10
     assert set(res["gateways"]) == {"gw0", "gw1"}
     assert all((Path(g["bundle"]) / "manifest.json").is_file() for g in res["gateways"].values())
+    # each gateway's index of its hosts' ranks, beside its bundle: what its fetch reads instead of the manifest
+    assert [len(read_fetch_index(Path(g["bundle"])) or []) for g in res["gateways"].values()] == [2, 2]
     merged = json.loads((tmp_path / "root" / "merged-digest.json").read_text())
     assert merged["flags"]["frozen"] == [[19, 19]]
 
@@ -126,7 +128,9 @@ def test_collect_reduce_cli_prints_the_verdict(tmp_path):
     assert "[0-31] (32)" in done.stdout and "flagged frozen on their host: [11]" in done.stdout  # the merged digest
     # wording is the behaviour: the progress lines on stderr
     assert "gw0: answered" in done.stderr and "fetching the raw files of ranks 11" in done.stderr
-    assert sorted(p.name for p in (tmp_path / "gws").iterdir()) == ["gw0", "gw1"]  # '/{gateway}' added: one each
+    # '/{gateway}' added: one folder each, and beside it the gateway's index of its hosts' ranks (for the fetch)
+    assert sorted(p.name for p in (tmp_path / "gws").iterdir()) == ["gw0", "gw0.fetch-index.json", "gw1",
+                                                                    "gw1.fetch-index.json"]
     again = [*base, "--json", "--tar", "-o", str(tmp_path / "root2"), "--gateway-out", str(tmp_path / "gws")]
     done = subprocess.run(again, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 6 and json.loads(done.stdout)["hosts"] == 0  # a gateway never files over a bundle
