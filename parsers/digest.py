@@ -171,21 +171,25 @@ def _list(value: Any) -> list:
 
 
 def _build(data: dict, depth: int, paths: tuple) -> Any:
-    cls = _TYPES.get(data["$t"]) if isinstance(data["$t"], str) else None
+    tag = data["$t"]
+    cls = _TYPES.get(tag) if type(tag) is str else None
     if cls is None:
-        raise DigestError(f"unknown type {str(data['$t'])[:60]!r}")
-    allowed = _ALLOWED[cls]
+        raise DigestError(f"unknown type {str(tag)[:60]!r}")
+    rules = _RULES[cls]
     kwargs = {}
     for name, raw in data.items():
         if name == "$t":
             continue
-        if name not in allowed:
-            raise DigestError(f"{cls.__name__} has no field {name[:60]!r}")
-        value = raw if raw is None or type(raw) in _PLAIN else decode(raw, depth + 1, paths)
-        rule = allowed[name]
+        try:
+            rule = rules[name]
+        except KeyError:
+            raise DigestError(f"{cls.__name__} has no field {name[:60]!r}") from None
+        t = type(raw)
+        # plain JSON values need no decoding (a path number is an object): the common case, tested inline
+        value = raw if raw is None or t is int or t is str or t is float or t is bool else decode(raw, depth + 1, paths)
         if rule is not None:
-            types_, item = rule
-            if not isinstance(value, types_) or type(value) is bool and bool not in types_ \
+            types_, item, bool_ok = rule
+            if not isinstance(value, types_) or not bool_ok and type(value) is bool \
                     or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
                 raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
         kwargs[name] = value
@@ -227,6 +231,10 @@ def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | Non
 
 #: per type, per field: the types its value may have (None: not checked here); computed once
 _ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
+#: the same rules as _build reads them, each with whether a bool passes (bool is an int to isinstance: only a
+#: field that names bool takes one)
+_RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0]) for name, rule in rules.items()}
+          for cls, rules in _ALLOWED.items()}
 
 
 # ----------------------------------------------------------------------------- bounding one file's evidence
