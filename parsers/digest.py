@@ -132,7 +132,10 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
     if data is None or t is str or t is int or t is float or t is bool:
         return data
     if t is list:
-        return [decode(x, depth + 1, paths) for x in data]
+        deeper = depth + 1
+        if deeper <= MAX_DEPTH:  # a list of the model's objects (a file's events): each built directly
+            return [_build(x, deeper, paths) if type(x) is dict and "$t" in x else decode(x, deeper, paths) for x in data]
+        return [decode(x, deeper, paths) for x in data]
     if not isinstance(data, dict):
         raise DigestError(f"unexpected {type(data).__name__}")
     if "$t" in data:
@@ -184,14 +187,18 @@ def _build(data: dict, depth: int, paths: tuple) -> Any:
             rule = rules[name]
         except KeyError:
             raise DigestError(f"{cls.__name__} has no field {name[:60]!r}") from None
+        if rule is None:
+            kwargs[name] = raw if type(raw) in _PLAIN_TYPES else decode(raw, depth + 1, paths)
+            continue
+        types_, item, bool_ok, plain_ok = rule
         t = type(raw)
-        # plain JSON values need no decoding (a path number is an object): the common case, tested inline
-        value = raw if raw is None or t is int or t is str or t is float or t is bool else decode(raw, depth + 1, paths)
-        if rule is not None:
-            types_, item, bool_ok = rule
-            if not isinstance(value, types_) or not bool_ok and type(value) is bool \
-                    or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
-                raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
+        if t in plain_ok:  # a plain JSON value of a type the field takes (the common case): nothing to decode
+            kwargs[name] = raw
+            continue
+        value = raw if t in _PLAIN_TYPES else decode(raw, depth + 1, paths)
+        if not isinstance(value, types_) or not bool_ok and type(value) is bool \
+                or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
+            raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -199,7 +206,6 @@ def _build(data: dict, depth: int, paths: tuple) -> Any:
         raise DigestError(f"{cls.__name__}: {err}") from None
 
 
-_PLAIN = (int, float, bool, str)  # plain JSON values need no decoding (a path number is an object)
 _SIMPLE = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float), "None": (type(None),),
            "dict": (dict,), "list": (list,), "tuple": (tuple,)}
 
@@ -233,7 +239,12 @@ def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | Non
 _ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
 #: the same rules as _build reads them, each with whether a bool passes (bool is an int to isinstance: only a
 #: field that names bool takes one)
-_RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0]) for name, rule in rules.items()}
+_PLAIN_TYPES = frozenset((type(None), int, float, bool, str))  # plain JSON values need no decoding (a path number is an object)
+#: per field: (types, item type, whether a bool passes, the plain JSON types that pass as they are: exactly
+#: those isinstance would let through, bool only where the field names it)
+_RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0],
+                                                 frozenset(t for t in _PLAIN_TYPES if t in rule[0] and (t is not bool or bool in rule[0])))
+                for name, rule in rules.items()}
           for cls, rules in _ALLOWED.items()}
 
 
