@@ -193,7 +193,10 @@ def _build(data: dict, depth: int, paths: tuple) -> Any:
         types_, item, bool_ok, plain_ok = rule
         t = type(raw)
         if t in plain_ok:  # a plain JSON value of a type the field takes (the common case): nothing to decode
-            kwargs[name] = raw
+            # a short string is shared, not copied per event: JSON gives every comm id, op and host its own copy
+            # (6 events a rank each naming the same comm: hundreds of MB at 100k ranks); interned strings are
+            # freed with their last user
+            kwargs[name] = sys.intern(raw) if t is str and len(raw) <= 64 else raw
             continue
         value = raw if t in _PLAIN_TYPES else decode(raw, depth + 1, paths)
         if not isinstance(value, types_) or not bool_ok and type(value) is bool \
