@@ -240,11 +240,11 @@ def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | Non
 
 #: per type, per field: the types its value may have (None: not checked here); computed once
 _ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
-#: the same rules as _build reads them, each with whether a bool passes (bool is an int to isinstance: only a
-#: field that names bool takes one)
-_PLAIN_TYPES = frozenset((type(None), int, float, bool, str))  # plain JSON values need no decoding (a path number is an object)
-#: per field: (types, item type, whether a bool passes, the plain JSON types that pass as they are: exactly
-#: those isinstance would let through, bool only where the field names it)
+#: plain JSON values need no decoding (a path number is an object)
+_PLAIN_TYPES = frozenset((type(None), int, float, bool, str))
+#: _ALLOWED as _build reads it, per field: (types, item type, whether a bool passes (bool is an int to
+#: isinstance: only a field that names bool takes one), the plain JSON types that pass as they are: exactly
+#: those the isinstance check would let through)
 _RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0],
                                                  frozenset(t for t in _PLAIN_TYPES if t in rule[0] and (t is not bool or bool in rule[0])))
                 for name, rule in rules.items()}

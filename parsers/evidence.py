@@ -43,11 +43,8 @@ _QUIET_KINDS = ("bundle-manifest", "host-digest", "nvidia-smi-topo", "tool-error
 #: a reader that indexes data it did not check has a defect of ours, whatever the file held (issue 29).
 _READ_ERRORS = (ValueError, OSError, UnicodeError, RecursionError, PySpyFormatError, RecorderFormatError,
                 IndexError, OverflowError, MemoryError)
-#: Set (to anything but '' or '0') and a reader's exception outside _READ_ERRORS is raised, not recorded.
-#: Why two paths: a reader's failure on one hostile file must not stop the analysis of the others, so in
-#: use it is recorded as that file's problem, marked 'reader bug' (a KeyError, TypeError, AttributeError or
-#: NameError is a defect of ours, not of the data); the test suite sets this (tests/conftest.py) so such a
-#: defect fails the tests instead of hiding behind a skipped file.
+
+
 class cached_once:  # noqa: N801 - a decorator, named as functools names its own
     """functools.cached_property without its lock: Python 3.11's takes a lock on each first read (about
     3 us), and the evidence of 100,000 ranks has millions of first reads (each artifact's rank, host and
@@ -67,6 +64,11 @@ class cached_once:  # noqa: N801 - a decorator, named as functools names its own
         return value
 
 
+#: Set (to anything but '' or '0') and a reader's exception outside _READ_ERRORS is raised, not recorded.
+#: Why two paths: a reader's failure on one hostile file must not stop the analysis of the others, so in
+#: use it is recorded as that file's problem, marked 'reader bug' (a KeyError, TypeError, AttributeError or
+#: NameError is a defect of ours, not of the data); the test suite sets this (tests/conftest.py) so such a
+#: defect fails the tests instead of hiding behind a skipped file.
 STRICT_ENV = "FORENSICS_STRICT_READERS"
 READER_BUG = "reader bug"
 
