@@ -164,7 +164,7 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
         return out
     if any(k.startswith("$") for k in data):
         raise DigestError("an unknown marker")
-    return {k: decode(v, depth + 1, paths) for k, v in data.items()}
+    return {k: v if type(v) in _PLAIN_TYPES else decode(v, depth + 1, paths) for k, v in data.items()}
 
 
 def _list(value: Any) -> list:
@@ -357,9 +357,15 @@ _MEMBER_TYPES = {"events": (CommMember, OpEvent, Progress, ErrorEvent, TopoEdge,
                  "exits": (RankExit,), "recorder": (RecorderState,), "exceptions": (PyException,)}
 
 
+#: the same as sets of exact types: what decode builds is one of the model's types (none subclasses another)
+#: or a plain value, so an item's type is in the set exactly where isinstance would accept it
+_MEMBER_SETS = {name: frozenset(types) for name, types in _MEMBER_TYPES.items()}
+
+
 def _check_members(kwargs: dict) -> None:
-    for name, allowed in _MEMBER_TYPES.items():
-        if any(not isinstance(x, allowed) for x in kwargs.get(name, ())):
+    for name, allowed in _MEMBER_SETS.items():
+        items = kwargs.get(name)
+        if items and not allowed.issuperset(map(type, items)):
             raise DigestError(f"{name}: an item of another type")
     if kwargs.get("process") is not None and not isinstance(kwargs["process"], ProcessState):
         raise DigestError("process: not a process state")
