@@ -14,6 +14,7 @@ bundle is analysed twice in the same run, every raw file read (the baseline) and
 ratio and both culprits are printed. `--no-digest` runs the full read only, as before.
 
     PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
+        [--analyze-only] [--phases]
 """
 
 from __future__ import annotations
@@ -161,6 +162,48 @@ print(json.dumps({"gateways": len(answers), "gateway_max_s": max(times), "gatewa
 """
 
 
+#: digest first's CPU phase by phase (README "Digest-first analyze: where the time goes"): the pipeline's
+#: steps called in turn in one process, then the digests read, and read and decoded, again one host at a
+#: time for the split of load_digest_first, and the evidence assembled again
+PHASES = """
+import json, os, resource, sys, time
+from parsers import knowledge
+from parsers.source import open_source
+from parsers.digest_first import load_digest_first
+from parsers.digest import read_digest, decode_parsed, DIGEST_NAME
+from parsers.evidence import assemble
+from parsers.analyze import JUDGES, ranks_table
+from parsers.merge import merge_verdict
+from parsers.judges.logs import unread
+from parsers.model.findings import JudgeContext
+from parsers.quiet_gc import pause_gc
+kb = knowledge.load(use_env=False)
+P, out, root = time.process_time, {}, sys.argv[1]
+with pause_gc():
+    c = P(); src = open_source(root); out["open"] = P() - c
+    c = P(); read = load_digest_first(src, kb); out["load_digest_first"] = P() - c
+    ev, ctx = read.evidence, JudgeContext(kb=kb)
+    for judge in JUDGES:
+        c = P(); ctx.found.append(judge(ev, ctx)); out["judge " + judge.__module__.replace("parsers.judges.", "")] = P() - c
+    c = P(); merge_verdict(ev, ctx.found); ranks_table(ev); unread.section(ev); out["merge and sections"] = P() - c
+    hosts = src.manifest.hosts
+    c = P()
+    for r in hosts:
+        read_digest(os.path.join(root, r.dir, DIGEST_NAME))
+    out["part: digests read and JSON"] = P() - c
+    c = P()
+    for r in hosts:
+        d = read_digest(os.path.join(root, r.dir, DIGEST_NAME))
+        for rel, e in d.files.items():
+            if "parsed" in e:
+                decode_parsed(e["parsed"], os.path.join(root, r.dir, rel), rel, d.host)
+    out["part: decoded to the model"] = P() - c - out["part: digests read and JSON"]
+    c = P(); assemble(src, read.arts); out["part: evidence assembled"] = P() - c
+out["rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(out))
+"""
+
+
 def _child(code: str, *args: str) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
@@ -180,6 +223,7 @@ def main() -> int:
     ap.add_argument("--gateways", type=int, default=8, help="gateways of the tree's reduction (default 8)")
     ap.add_argument("--analyze-only", action="store_true", help="with --keep: a kept bundle's digests are reused "
                                                                  "(not made again) and the tree is not run")
+    ap.add_argument("--phases", action="store_true", help="then digest first's CPU phase by phase (one more child)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
     culprit = args.ranks // 3
@@ -235,6 +279,11 @@ def main() -> int:
                   f"{d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
             if not same:
                 return 1
+        if args.phases and "digest" in runs:
+            ph = _child(PHASES, str(root))
+            if ph is None:
+                return 1
+            print("digest first, CPU by phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items() if k != "rss_kb"))
         return 0 if all(r["culprit"] == culprit for r in runs.values()) else 1
     finally:
         if args.keep is None:
