@@ -14,6 +14,7 @@ bundle is analysed twice in the same run, every raw file read (the baseline) and
 ratio and both culprits are printed. `--no-digest` runs the full read only, as before.
 
     PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
+        [--analyze-only] [--phases]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synthetic_job import rank_lines
+from parsers.digest import DIGEST_NAME
 
 GOAL_S, GOAL_RSS_GB = 60.0, 4.0
 
@@ -79,14 +81,14 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
 
 
 CHILD = """
-import json, resource, sys, time
-t = time.perf_counter()
+import json, os, resource, sys, time
+t, cpu = time.perf_counter(), sum(os.times()[:4])  # CPU of this process and of the reader processes it waited for
 from parsers.analyze import analyze
 from parsers import knowledge
 v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=sys.argv[2] == "digest").verdict
 c = v.culprit or (v.suspects[0] if v.suspects else None)  # the judges name no culprit without a sign of time (no watchdog
 # line in this synthetic job): its first suspect then
-print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None, "named": v.culprit is not None,
                   "digests": v.sections.get("digests")}))
 """
@@ -160,6 +162,48 @@ print(json.dumps({"gateways": len(answers), "gateway_max_s": max(times), "gatewa
 """
 
 
+#: digest first's CPU phase by phase (README "Digest-first analyze: where the time goes"): the pipeline's
+#: steps called in turn in one process, then the digests read, and read and decoded, again one host at a
+#: time for the split of load_digest_first, and the evidence assembled again
+PHASES = """
+import json, os, resource, sys, time
+from parsers import knowledge
+from parsers.source import open_source
+from parsers.digest_first import load_digest_first
+from parsers.digest import read_digest, decode_parsed, DIGEST_NAME
+from parsers.evidence import assemble
+from parsers.analyze import JUDGES, ranks_table
+from parsers.merge import merge_verdict
+from parsers.judges.logs import unread
+from parsers.model.findings import JudgeContext
+from parsers.quiet_gc import pause_gc
+kb = knowledge.load(use_env=False)
+P, out, root = time.process_time, {}, sys.argv[1]
+with pause_gc():
+    c = P(); src = open_source(root); out["open"] = P() - c
+    c = P(); read = load_digest_first(src, kb); out["load_digest_first"] = P() - c
+    ev, ctx = read.evidence, JudgeContext(kb=kb)
+    for judge in JUDGES:
+        c = P(); ctx.found.append(judge(ev, ctx)); out["judge " + judge.__module__.replace("parsers.judges.", "")] = P() - c
+    c = P(); merge_verdict(ev, ctx.found); ranks_table(ev); unread.section(ev); out["merge and sections"] = P() - c
+    hosts = src.manifest.hosts
+    c = P()
+    for r in hosts:
+        read_digest(os.path.join(root, r.dir, DIGEST_NAME))
+    out["part: digests read and JSON"] = P() - c
+    c = P()
+    for r in hosts:
+        d = read_digest(os.path.join(root, r.dir, DIGEST_NAME))
+        for rel, e in d.files.items():
+            if "parsed" in e:
+                decode_parsed(e["parsed"], os.path.join(root, r.dir, rel), rel, d.host)
+    out["part: decoded to the model"] = P() - c - out["part: digests read and JSON"]
+    c = P(); assemble(src, read.arts); out["part: evidence assembled"] = P() - c
+out["rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(out))
+"""
+
+
 def _child(code: str, *args: str) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
@@ -177,6 +221,9 @@ def main() -> int:
                                               "same --ranks and --ranks-per-host)")
     ap.add_argument("--no-digest", action="store_true", help="the full read only (no digests made or read)")
     ap.add_argument("--gateways", type=int, default=8, help="gateways of the tree's reduction (default 8)")
+    ap.add_argument("--analyze-only", action="store_true", help="with --keep: a kept bundle's digests are reused "
+                                                                 "(not made again) and the tree is not run")
+    ap.add_argument("--phases", action="store_true", help="then digest first's CPU phase by phase (one more child)")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
     culprit = args.ranks // 3
@@ -188,14 +235,17 @@ def main() -> int:
             n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
             print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
         runs = {}
-        if not args.no_digest:
+        reuse = args.analyze_only and args.keep is not None and any((root / "hosts").glob(f"*/{DIGEST_NAME}"))
+        if reuse:
+            print("digests: reused from the kept bundle; tree not run")
+        if not args.no_digest and not reuse:
             made = _child(DIGESTS, str(root))
             if made is None:
                 return 1
             print(f"digests: {made['hosts']} hosts, {made['bytes'] / args.ranks / 1024:.1f} kB a rank "
                   f"({made['bytes'] / 1e6:.1f} MB), made in {made['seconds']:.1f} s here one host after another "
                   f"(host-side work: each host makes its own), peak RSS {made['rss_kb'] / 1024:.0f} MB")
-        if not args.no_digest:
+        if not args.no_digest and not reuse:
             tree = _child(TREE, str(root), str(args.gateways))
             if tree is None:
                 return 1
@@ -219,16 +269,21 @@ def main() -> int:
                 d = res["digests"]
                 extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
                          f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
-            print(f"analyze ({mode} read): {res['seconds']:.1f} s (goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
+            print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
                   f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
                   f"{'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}{extra}")
         if "digest" in runs:
             f, d = runs["full"], runs["digest"]
             same = (f["culprit"], f["reason"]) == (d["culprit"], d["reason"])
-            print(f"digest first / full read: time {d['seconds'] / f['seconds']:.2f}, peak RSS "
+            print(f"digest first / full read: time {d['seconds'] / f['seconds']:.2f} (CPU {d['cpu_s'] / f['cpu_s']:.2f}), peak RSS "
                   f"{d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
             if not same:
                 return 1
+        if args.phases and "digest" in runs:
+            ph = _child(PHASES, str(root))
+            if ph is None:
+                return 1
+            print("digest first, CPU by phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items() if k != "rss_kb"))
         return 0 if all(r["culprit"] == culprit for r in runs.values()) else 1
     finally:
         if args.keep is None:

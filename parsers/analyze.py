@@ -59,7 +59,7 @@ def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None
     digests is read digest first (parsers.digest_first: raw files only for the odd ones out and the
     ranks the verdict names); False reads every raw file."""
     kb = kb if kb is not None else knowledge.load()
-    with pause_gc():  # millions of small acyclic objects at scale: the cyclic GC only costs time here
+    with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
             return _analyze_source(path, kb, log_mode, digests)
         with open_source(path) as src:

@@ -132,7 +132,10 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
     if data is None or t is str or t is int or t is float or t is bool:
         return data
     if t is list:
-        return [decode(x, depth + 1, paths) for x in data]
+        deeper = depth + 1
+        if deeper <= MAX_DEPTH:  # a list of the model's objects (a file's events): each built directly
+            return [_build(x, deeper, paths) if type(x) is dict and "$t" in x else decode(x, deeper, paths) for x in data]
+        return [decode(x, deeper, paths) for x in data]
     if not isinstance(data, dict):
         raise DigestError(f"unexpected {type(data).__name__}")
     if "$t" in data:
@@ -161,7 +164,7 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
         return out
     if any(k.startswith("$") for k in data):
         raise DigestError("an unknown marker")
-    return {k: decode(v, depth + 1, paths) for k, v in data.items()}
+    return {k: v if type(v) in _PLAIN_TYPES else decode(v, depth + 1, paths) for k, v in data.items()}
 
 
 def _list(value: Any) -> list:
@@ -171,23 +174,34 @@ def _list(value: Any) -> list:
 
 
 def _build(data: dict, depth: int, paths: tuple) -> Any:
-    cls = _TYPES.get(data["$t"]) if isinstance(data["$t"], str) else None
+    tag = data["$t"]
+    cls = _TYPES.get(tag) if type(tag) is str else None
     if cls is None:
-        raise DigestError(f"unknown type {str(data['$t'])[:60]!r}")
-    allowed = _ALLOWED[cls]
+        raise DigestError(f"unknown type {str(tag)[:60]!r}")
+    rules = _RULES[cls]
     kwargs = {}
     for name, raw in data.items():
         if name == "$t":
             continue
-        if name not in allowed:
-            raise DigestError(f"{cls.__name__} has no field {name[:60]!r}")
-        value = raw if raw is None or type(raw) in _PLAIN else decode(raw, depth + 1, paths)
-        rule = allowed[name]
-        if rule is not None:
-            types_, item = rule
-            if not isinstance(value, types_) or type(value) is bool and bool not in types_ \
-                    or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
-                raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
+        try:
+            rule = rules[name]
+        except KeyError:
+            raise DigestError(f"{cls.__name__} has no field {name[:60]!r}") from None
+        if rule is None:
+            kwargs[name] = raw if type(raw) in _PLAIN_TYPES else decode(raw, depth + 1, paths)
+            continue
+        types_, item, bool_ok, plain_ok = rule
+        t = type(raw)
+        if t in plain_ok:  # a plain JSON value of a type the field takes (the common case): nothing to decode
+            # a short string is shared, not copied per event: JSON gives every comm id, op and host its own copy
+            # (6 events a rank each naming the same comm: hundreds of MB at 100k ranks); interned strings are
+            # freed with their last user
+            kwargs[name] = sys.intern(raw) if t is str and len(raw) <= 64 else raw
+            continue
+        value = raw if t in _PLAIN_TYPES else decode(raw, depth + 1, paths)
+        if not isinstance(value, types_) or not bool_ok and type(value) is bool \
+                or item is not None and type(value) is list and any(not isinstance(x, item) for x in value):
+            raise DigestError(f"{cls.__name__}.{name}: {type(value).__name__} where {_FIELDS[cls][name].type} belongs")
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -195,7 +209,6 @@ def _build(data: dict, depth: int, paths: tuple) -> Any:
         raise DigestError(f"{cls.__name__}: {err}") from None
 
 
-_PLAIN = (int, float, bool, str)  # plain JSON values need no decoding (a path number is an object)
 _SIMPLE = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float), "None": (type(None),),
            "dict": (dict,), "list": (list,), "tuple": (tuple,)}
 
@@ -227,6 +240,15 @@ def _allowed(annotation: Any, owner: type) -> tuple[tuple[type, ...], type | Non
 
 #: per type, per field: the types its value may have (None: not checked here); computed once
 _ALLOWED = {cls: {name: _allowed(f.type, cls) for name, f in fields.items()} for cls, fields in _FIELDS.items()}
+#: plain JSON values need no decoding (a path number is an object)
+_PLAIN_TYPES = frozenset((type(None), int, float, bool, str))
+#: _ALLOWED as _build reads it, per field: (types, item type, whether a bool passes (bool is an int to
+#: isinstance: only a field that names bool takes one), the plain JSON types that pass as they are: exactly
+#: those the isinstance check would let through)
+_RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0],
+                                                 frozenset(t for t in _PLAIN_TYPES if t in rule[0] and (t is not bool or bool in rule[0])))
+                for name, rule in rules.items()}
+          for cls, rules in _ALLOWED.items()}
 
 
 # ----------------------------------------------------------------------------- bounding one file's evidence
@@ -335,9 +357,15 @@ _MEMBER_TYPES = {"events": (CommMember, OpEvent, Progress, ErrorEvent, TopoEdge,
                  "exits": (RankExit,), "recorder": (RecorderState,), "exceptions": (PyException,)}
 
 
+#: the same as sets of exact types: what decode builds is one of the model's types (none subclasses another)
+#: or a plain value, so an item's type is in the set exactly where isinstance would accept it
+_MEMBER_SETS = {name: frozenset(types) for name, types in _MEMBER_TYPES.items()}
+
+
 def _check_members(kwargs: dict) -> None:
-    for name, allowed in _MEMBER_TYPES.items():
-        if any(not isinstance(x, allowed) for x in kwargs.get(name, ())):
+    for name, allowed in _MEMBER_SETS.items():
+        items = kwargs.get(name)
+        if items and not allowed.issuperset(map(type, items)):
             raise DigestError(f"{name}: an item of another type")
     if kwargs.get("process") is not None and not isinstance(kwargs["process"], ProcessState):
         raise DigestError("process: not a process state")

@@ -26,6 +26,7 @@ from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, dec
     make_digest, odd_ones_out, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes, ranks_of
 from parsers.digest_merge import from_host, merge_all
+from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
 from parsers.source import FileRef, Source
@@ -198,27 +199,35 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     read.arts = arts  # type: ignore[assignment]
     raw_set = set(raw_idx)
     read.from_digest = [i not in raw_set for i in range(len(arts))]
-    read.assemble()
     read.merged = merge_all(parts)
     read.classes = judge_classes(read.merged)
-    if read.classes.complete and not undigested:
+    if read.classes.complete and not undigested:  # the evidence is assembled once, after the odd ones are read raw
         processes, hosts = _odd_by_classes(read, raw_set)
     else:  # a host without a usable digest, or classes that lost something to caps: rank by rank
+        read.assemble()
         processes, hosts = odd_ones_out(read.evidence, named)
     read.read_raw(processes, hosts)
+    if read.evidence is None:  # nothing read raw
+        read.assemble()
     return read
 
 
 def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str, int]], set[str]]:
     """The processes and hosts to read raw, from the classes of the merged digest, plus what no host's
-    digest could see: the job-level files read raw here (launcher exits, exceptions and errors in them)."""
-    ev, judged = read.evidence, read.classes
-    by_rank = {r.rank: (r.record.host, r.record.pid) for r in ev.ranks if r.rank is not None}
-    by_key = set(by_rank.values()) | {(r.record.host, r.record.pid) for r in ev.ranks}
+    digest could see: the job-level files read raw here (launcher exits, exceptions and errors in them).
+
+    Made from the manifest and the artifacts, not the assembled evidence (assembled once, after): a bundle's
+    processes are its manifest's records, one per (host, pid), the last record of a pair kept
+    (`parsers.evidence._group_processes`), and its exits those of its artifacts that are evidence."""
+    judged = read.classes
+    records = {(r.host, r.pid): r for r in read.source.manifest.ranks}
+    by_rank = {r.rank: key for key, r in records.items() if r.rank is not None}
+    by_key = set(records)
     raw = {by_rank[g] for g in ranks_of(judged.ranks) if g in by_rank}
     raw |= {k for k in judged.processes if k in by_key}
-    if ev.exits:
-        pids = {(x.host, x.pid) for x in ev.exits} | {(None, x.pid) for x in ev.exits}
+    exits = [x for a in read.arts if a.parsed and a.kind not in registry.NOT_EVIDENCE for x in a.parsed.exits]
+    if exits:
+        pids = {(x.host, x.pid) for x in exits} | {(None, x.pid) for x in exits}
         raw |= {k for k in by_key if k in pids or (None, k[1]) in pids}
     for i in raw_idx:
         art = read.arts[i]

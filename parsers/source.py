@@ -468,13 +468,14 @@ def read_manifest_file(path: Path) -> Manifest:
     try:
         if path.stat().st_size > 512 * 1024 * 1024:
             raise InputError(f"{path}: manifest too large")
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = json.loads(text)
     except MemoryError as err:  # a manifest of tens of MiB of tiny repeated objects (found by the fuzzer)
         raise InputError(f"{path}: manifest too large to read in this process's memory") from err
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise InputError(f"{path}: corrupted manifest ({err})") from err
     try:
-        return manifest_from_dict(data)
+        return manifest_from_dict(data, plain_text=text.isascii() and "\\u" not in text)
     except (ValueError, TypeError, RecursionError) as err:
         raise InputError(f"{path}: invalid manifest: {err}") from err
 

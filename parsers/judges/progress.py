@@ -114,8 +114,10 @@ def judge_ras_progress(artifacts: list) -> ProgressDecision:
     communicator means no communicator is stuck, whatever a snapshot shows."""
     reads: dict[str, dict[str, dict]] = {}
     for art in artifacts:
+        if art.kind != "ras-json":  # the kind first: a path's name costs more, 600,000 times at 100k ranks
+            continue
         name = art.path.name
-        if art.kind == "ras-json" and art.parsed and name in (RAS_FIRST, RAS_LATER):
+        if art.parsed and name in (RAS_FIRST, RAS_LATER):
             counts = {(f.comm, f.comm_rank): f.op_count for f in art.parsed.events
                       if getattr(f, "kind", "") == "count" and f.comm_rank is not None}
             reads.setdefault(str(art.path.parent), {})[name] = counts  # one host's folder

@@ -241,8 +241,11 @@ def _printable(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def manifest_from_dict(data: Any) -> Manifest:
-    """Validate and convert parsed manifest JSON. Raises ValueError with the faulty place."""
+def manifest_from_dict(data: Any, plain_text: bool = False) -> Manifest:
+    """Validate and convert parsed manifest JSON. Raises ValueError with the faulty place.
+
+    `plain_text`: the JSON text it was parsed from was ASCII without a `\\u` escape, so no string in it can
+    hold what `_printable` replaces, and its walk over every value (millions at 100k ranks) is skipped."""
     if not isinstance(data, dict):
         raise ManifestError("manifest: expected a JSON object")
     if data.get("format") != FORMAT:
@@ -251,7 +254,8 @@ def manifest_from_dict(data: Any) -> Manifest:
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise ManifestError(f"manifest: version {version!r} is not supported (this reader knows 1..{VERSION})")
     check_manifest(data)  # types and ranges of every field, before anything is built from them
-    data = _printable(data)
+    if not plain_text:
+        data = _printable(data)
     man = _build(Manifest, data, "manifest")
     man.hosts = [_host(h, f"hosts[{i}]") for i, h in enumerate(data.get("hosts", []))]
     man.ranks = [_rank(r, f"ranks[{i}]") for i, r in enumerate(data.get("ranks", []))]

@@ -161,6 +161,12 @@ def test_bad_digest_is_refused_with_its_reason(tmp_path, doc, why):
      "global_ranks": ["0"]},
     {"$p": 7},
     {"$unknown": 1},
+    # plain values pass as they are only where the field takes their type: a bool is no int, a number no string
+    {"$t": "events.OpEvent", "comm": "c", "comm_rank": 0, "op": "x", "seq": True, "origin": {"$t": "events.Origin"}},
+    {"$t": "events.OpEvent", "comm": "c", "comm_rank": 0, "op": 7, "seq": 1, "origin": {"$t": "events.Origin"}},
+    {"$t": "events.Origin", "pid": 1.5},
+    {"$t": "stacks.Frame", "function": "f"},  # a model's type, but no event: not among a file's events
+    5,  # nor a plain value
 ])
 def test_foreign_shapes_are_refused(bad):
     with pytest.raises(DigestError):
