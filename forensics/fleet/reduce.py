@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from forensics.bundle.digest import MERGED_DIGEST
+from forensics import safefs
 from forensics.bundle.merge import HOST_MANIFEST, HostPart, host_root
+from forensics.errors import ForensicsError
 from forensics.fleet import wire
 from forensics.fleet.filing import place_archive
 from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
@@ -49,8 +51,8 @@ from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
 from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
-from parsers import bounded_json
-from parsers.digest import DIGEST_NAME, DigestError, read_digest
+from parsers import bounded_json, safeio
+from parsers.digest import DIGEST_NAME, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
@@ -69,7 +71,7 @@ def reduce_bundle(bundle: Path) -> dict[str, Any]:
             for rec in hosts:
                 try:
                     dig = read_digest(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}")) if rec.dir else None
-                except (DigestError, Exception):  # noqa: BLE001 - a host's bad digest: counted, the others merge
+                except Exception:  # noqa: BLE001 - a host's bad digest (DigestError) or a fault reading it: counted, the others merge
                     dig = None
                 if dig is None:
                     missing.append(rec.host)
@@ -95,7 +97,11 @@ def _bounded_json(text: str | bytes, what: str) -> Any:
 
 def read_answer(text: str | bytes) -> dict[str, Any]:
     """A gateway's answer (its merged digest as JSON), bounded and checked; ValueError with the reason."""
-    doc = _bounded_json(text, "a merged digest")
+    return _checked_merged(_bounded_json(text, "a merged digest"))
+
+
+def _checked_merged(doc: Any) -> dict[str, Any]:
+    """A merged digest from a gateway, checked (parsers.digest_merge.check_merged); ValueError with the reason."""
     if isinstance(doc, dict):
         doc.pop("hosts_without_digest", None)  # for people; the gateway counted them in `dropped` already
     return check_merged(doc)
@@ -178,11 +184,9 @@ def read_gateway_answer(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(doc, dict) or doc.get("format") != ANSWER or doc.get("version") != 1:
         raise ValueError(f"not a {ANSWER} of version 1")
     merged = doc.pop("merged", None)
-    if isinstance(merged, dict):
-        merged.pop("hosts_without_digest", None)
     rest = {"bundle": str(doc.get("bundle"))[:4096], "seconds": doc.get("seconds"),
             "host_groups": doc.get("host_groups") if isinstance(doc.get("host_groups"), list) else []}
-    return check_merged(merged), rest
+    return _checked_merged(merged), rest
 
 
 MAX_FETCH_HOSTS = 64  #: hosts whose raw files the root fetches at most (the odd ranks' hosts, first come)
@@ -246,33 +250,21 @@ def write_fetch_index(bundle: Path, manifest: Any) -> None:
         if r.rank is not None:
             ranks.setdefault(r.host, []).append(r.rank)
     doc = {"format": FETCH_INDEX, "version": 1, "hosts": [[rec.host, sorted(ranks.get(rec.host, []))] for rec in manifest.hosts]}
-    path = fetch_index_path(bundle)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        safefs.replace_file(fetch_index_path(bundle), json.dumps(doc, separators=(",", ":")))
+    except (OSError, ForensicsError):
+        pass
 
 
 def read_fetch_index(bundle: Path) -> list[tuple[str, list[int]]] | None:
     """The gateway's index (`write_fetch_index`) checked: a regular file, bounded, every entry a host name and
     its ranks; None when absent or not that (the fetch then reads the manifest)."""
-    path = fetch_index_path(bundle)
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
-            data = fh.read(MAX_INDEX_BYTES + 1)
-        if len(data) > MAX_INDEX_BYTES:
+        data, cut = safeio.read_path_bytes(fetch_index_path(bundle), MAX_INDEX_BYTES, follow=False)
+        if cut:
             return None
         doc = bounded_json.loads(data)
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError):  # safeio.UnsafeFile (a link, not a regular file) is an OSError
         return None
     if not isinstance(doc, dict) or doc.get("format") != FETCH_INDEX or doc.get("version") != 1:
         return None
@@ -350,7 +342,7 @@ def fetch_main(args: argparse.Namespace) -> int:
         named = set(expand_nodeset(args.hosts)) if args.hosts else set()
         chosen = hosts_to_fetch(args.bundle, ranges, named, max(0, min(args.max_hosts, MAX_FETCH_HOSTS)))
     except Exception as err:  # noqa: BLE001 - said to the root in one frame, which files it as this gateway's error
-        chosen, failure = [], f"{type(err).__name__}: {str(err)[:300]}"
+        failure = f"{type(err).__name__}: {str(err)[:300]}"
         for line in wire.encode({"host": None, "status": "failed", "error": failure}, None):
             sys.stdout.write(line + "\n")
         return 1
@@ -397,20 +389,19 @@ def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Interval
     send it is refused. Returns the filed hosts and why anything was not filed (`received`, when given, gets the
     characters each gateway sent)."""
     max_hosts = max(0, min(max_hosts, MAX_FETCH_HOSTS))
-    ask = {gw: hosts for gw, hosts in gateways.items()}
     cmds = {gw: shell_command(fetch_argv(gateway_python, gateway_out.replace("{gateway}", gw), ranges,
-                                         sorted(named_hosts & set(hosts)), max_hosts)) for gw, hosts in ask.items()}
-    runs = run_ssh(list(ask), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)), max(1, len(ask)),
+                                         sorted(named_hosts & set(hosts)), max_hosts)) for gw, hosts in gateways.items()}
+    runs = run_ssh(list(gateways), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)), max(1, len(gateways)),
                    timeout, None, ssh_path)
     parts: list[HostPart] = []
     problems: list[str] = []
-    for gw in ask:  # the root's order of gateways: the same hosts are kept whatever order answers came in
+    for gw in gateways:  # the root's order of gateways: the same hosts are kept whatever order answers came in
         run = runs[gw]
         if received is not None:
             received.append(sum(len(line) for line in run.stdout) + run.dropped)
         if run.dropped or run.timed_out:
             problems.append(f"{gw}: {'answer over its size bound' if run.dropped else f'no answer in {timeout:g} s'}")
-        file_fetched(gw, run.stdout, set(ask[gw]), out, parts, problems, max_hosts)
+        file_fetched(gw, run.stdout, set(gateways[gw]), out, parts, problems, max_hosts)
     return parts, problems
 
 
