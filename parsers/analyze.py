@@ -51,37 +51,40 @@ class Analysis:
 
 
 def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None,
-            log_mode: str | None = None, digests: bool = True) -> Analysis:
+            log_mode: str | None = None, digests: bool = True, judges: tuple[Judge, ...] = JUDGES) -> Analysis:
     """Analyse a bundle, a loose folder or an archive of either (InputError on anything else).
 
     `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
     the verdict); 'full' scans every line of every big log. `digests`: a bundle whose hosts wrote
     digests is read digest first (parsers.digest_first: raw files only for the odd ones out and the
-    ranks the verdict names); False reads every raw file."""
+    ranks the verdict names); False reads every raw file. `judges`: JUDGES, or each of them wrapped by a caller
+    that knows what the bundle cannot say (the reduced tree's root: forensics.fleet.tree_verdict)."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
-            return _analyze_source(path, kb, log_mode, digests)
+            return _analyze_source(path, kb, log_mode, digests, judges)
         with open_source(path) as src:
-            return _analyze_source(src, kb, log_mode, digests)
+            return _analyze_source(src, kb, log_mode, digests, judges)
 
 
-def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | None, digests: bool) -> Analysis:
+def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | None, digests: bool,
+                    judges: tuple[Judge, ...]) -> Analysis:
     read = load_digest_first(src, kb, log_mode) if digests else None
     if read is None:
-        return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb)
-    result = analyze_evidence(read.evidence, kb)
+        return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb, judges)
+    result = analyze_evidence(read.evidence, kb, judges)
     for _ in range(3):  # every rank the verdict names must rest on its raw files: read those, judge again
         if not read.reread_named(s.rank for s in result.verdict.suspects):
             break
-        result = analyze_evidence(read.evidence, kb)
+        result = analyze_evidence(read.evidence, kb, judges)
     result.verdict.sections["digests"] = read.summary()
     return result
 
 
-def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) -> Analysis:
+def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None,
+                     judges: tuple[Judge, ...] = JUDGES) -> Analysis:
     """Every judge over the evidence, then one merge."""
-    found = run_judges(ev, JudgeContext(kb=kb if kb is not None else knowledge.load()))
+    found = run_judges(ev, JudgeContext(kb=kb if kb is not None else knowledge.load()), judges)
     verdict = merge_verdict(ev, found)
     verdict.sections["ranks"] = ranks_table(ev)
     verdict.sections["unread_lines"] = unread.section(ev)

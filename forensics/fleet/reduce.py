@@ -506,8 +506,8 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
     merged_at = time.monotonic()
     judged = judge_classes(root)
     judged_at = time.monotonic()
-    (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))
-    (out / "gateways.json").write_text(json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
+    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root, separators=(",", ":")))
+    safefs.replace_file(out / "gateways.json", json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
     say(f"merged {root['ranks']} rank(s) of {root['hosts']} host(s) from {len(where)}/{len(gateways)} gateway(s) "
         f"in {judged_at - start:.1f} s; odd ones out: {fold_ranks(judged.ranks) or 'none'}")
     return {"phases": {"answers": round(answered - start, 3), "merged": round(merged_at - start, 3),

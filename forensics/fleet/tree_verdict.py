@@ -18,21 +18,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from forensics import safefs
 from forensics.bundle.digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw, holds, meets
-from parsers import knowledge
-from parsers.analyze import JUDGES, Analysis, ranks_table, run_judges
-from parsers.digest_first import load_digest_first
+from parsers.analyze import JUDGES, analyze
 from parsers.digest_merge import Intervals, count, fold as fold_ranks, union
-from parsers.evidence import load
-from parsers.judges.logs import unread
-from parsers.merge import merge_verdict
-from parsers.model.findings import JudgeContext, ReasonClass
-from parsers.quiet_gc import pause_gc
-from parsers.source import open_source
+from parsers.model.findings import ReasonClass
 
 
 def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
@@ -94,7 +88,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     for line in problems[:50]:
         manifest.notes.append(f"fetch: {line}")
     write_manifest(out, manifest)
-    (out / MERGED_DIGEST).write_text(json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
+    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
     say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
         + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
     result = tree_analysis(out, kb, held)
@@ -111,8 +105,6 @@ def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
     the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
     ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
 
-    kb = kb if kb is not None else knowledge.load()
-
     def present(judge: Any) -> Any:
         def judged(ev: Any, ctx: Any) -> Any:
             found = judge(ev, ctx)
@@ -120,25 +112,7 @@ def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
             return found
         return judged
 
-    judges = tuple(present(j) for j in JUDGES)
-
-    def judge_all(ev: Any) -> Any:
-        found = run_judges(ev, JudgeContext(kb=kb), judges)
-        verdict = merge_verdict(ev, found)
-        verdict.sections["ranks"] = ranks_table(ev)
-        verdict.sections["unread_lines"] = unread.section(ev)
-        by = {f.judge: f for f in found}
-        return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
-
-    with pause_gc(), open_source(bundle) as src:
-        read = load_digest_first(src, kb)
-        result = judge_all(read.evidence if read is not None else load(src, kb.line_filter))
-        for _ in range(3 if read is not None else 0):  # as parsers.analyze: every rank named rests on raw files
-            if not read.reread_named(s.rank for s in result.verdict.suspects):
-                break
-            result = judge_all(read.evidence)
-        if read is not None:
-            result.verdict.sections["digests"] = read.summary()
+    result = analyze(bundle, kb, judges=tuple(present(j) for j in JUDGES))  # digest first, as `forensics analyze`
     _tree_coverage(result.verdict, held)
     return result
 
