@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.digest_merge import MAX_RANGES, VERSION, Intervals, count, union
+from parsers.digest_merge import MAX_RANGES, VERSION, Intervals, count, difference, union
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -47,25 +47,6 @@ class ClassJudgement:
     def summary(self) -> dict[str, Any]:
         return {"complete": self.complete, "why_not": self.why_not, "judged": self.judged,
                 "ranks_covered": self.ranks_covered, "odd_ranks": count(self.ranks), "unranked": len(self.processes)}
-
-
-def difference(a: Intervals, b: Intervals) -> Intervals:
-    """Ranks in `a` and not in `b` (both sorted, disjoint)."""
-    out: Intervals = []
-    j = 0
-    for lo, hi in a:
-        cur = lo
-        while j < len(b) and b[j][1] < cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= hi:
-            if b[k][0] > cur:
-                out.append([cur, b[k][0] - 1])
-            cur = max(cur, b[k][1] + 1)
-            k += 1
-        if cur <= hi:
-            out.append([cur, hi])
-    return out
 
 
 def judge_classes(merged: dict[str, Any]) -> ClassJudgement:
@@ -99,12 +80,6 @@ def judge_classes(merged: dict[str, Any]) -> ClassJudgement:
     out.processes = {(p.get("host"), p["pid"]) for p in merged["unranked"]}
     out.ranks = odd
     return out
-
-
-def ranks_of(iv: Intervals):
-    """Each rank of a rank set, in order."""
-    for lo, hi in iv:
-        yield from range(lo, hi + 1)
 
 
 def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:

@@ -24,8 +24,8 @@ from typing import Any, Iterable
 
 from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
     make_digest, odd_ones_out, read_digest
-from parsers.digest_classes import ClassJudgement, judge_classes, ranks_of
-from parsers.digest_merge import from_host, merge_all
+from parsers.digest_classes import ClassJudgement, judge_classes
+from parsers.digest_merge import from_host, merge_all, ranks_of
 from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent

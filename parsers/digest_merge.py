@@ -18,7 +18,7 @@ Input: the `ranks` summaries and `host_findings` of host digests (`parsers.diges
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from parsers.digest import FLAGS
 
@@ -50,6 +50,49 @@ def count(iv: Intervals) -> int:
 def fold(iv: Intervals) -> str:
     """'0-4095,4097' for people."""
     return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in iv)
+
+
+def difference(a: Intervals, b: Intervals) -> Intervals:
+    """Ranks in `a` and not in `b` (both sorted, disjoint)."""
+    out: Intervals = []
+    j = 0
+    for lo, hi in a:
+        cur = lo
+        while j < len(b) and b[j][1] < cur:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] <= hi:
+            if b[k][0] > cur:
+                out.append([cur, b[k][0] - 1])
+            cur = max(cur, b[k][1] + 1)
+            k += 1
+        if cur <= hi:
+            out.append([cur, hi])
+    return out
+
+
+def ranks_of(iv: Intervals) -> Iterator[int]:
+    """Each rank of a rank set, in order."""
+    for lo, hi in iv:
+        yield from range(lo, hi + 1)
+
+
+def meets(a: Intervals, b: Intervals) -> bool:
+    """Whether two rank sets share a rank (both sorted, disjoint)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+def holds(rank: int | None, ranges: Intervals) -> bool:
+    """Whether a rank is in a rank set."""
+    return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
 
 def _ranks(ranks: Iterable[int]) -> Intervals:

@@ -14,10 +14,10 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, Status
 from forensics.bundle.digest import write_merged_digest
+from parsers.digest_merge import difference, ranks_of
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
@@ -158,7 +158,7 @@ def _settle_missing(man: Manifest, parts: list[HostPart], elsewhere: list[list[i
             worlds[rank.job_id] = max(worlds.get(rank.job_id, 0), rank.world_size)
     added = 0
     for job_id, world in worlds.items():
-        for number in _outside(min(world, MAX_WORLD), elsewhere):
+        for number in ranks_of(difference([[0, min(world, MAX_WORLD) - 1]], elsewhere)):
             if (job_id, number) in present or (job_id, number) in kept:
                 continue
             added += 1
@@ -171,18 +171,6 @@ def _settle_missing(man: Manifest, parts: list[HostPart], elsewhere: list[list[i
                 reason += f"; not heard from: {heard_not}"
             kept[(job_id, number)] = MissingRank(rank=number, reason=reason, host=None, job_id=job_id)
     man.missing = sorted(kept.values(), key=lambda m: (m.job_id or "", m.rank))
-
-
-def _outside(n: int, ranges: list[list[int]]) -> Iterator[int]:
-    """0 .. n-1 without the numbers in `ranges` (sorted, disjoint [lo, hi]), walking only what is left."""
-    at = 0
-    for lo, hi in ranges:
-        if lo > at:
-            yield from range(at, min(lo, n))
-        at = max(at, hi + 1)
-        if at >= n:
-            return
-    yield from range(at, n)
 
 
 def _folded(hosts: list[str]) -> str:

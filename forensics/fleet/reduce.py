@@ -56,7 +56,7 @@ from parsers.digest import DIGEST_NAME, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
-from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, merge_all, union
+from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, holds, merge_all, union
 from parsers.source import open_source, read_manifest_file
 
 
@@ -211,23 +211,6 @@ def parse_intervals(text: str) -> Intervals:
             raise ValueError(f"{piece[:40]!r}: the range runs backwards")
         out.append([a, b])
     return out
-
-
-def meets(a: Intervals, b: Intervals) -> bool:
-    """Whether two rank sets share a rank (both sorted, disjoint)."""
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] < b[j][0]:
-            i += 1
-        elif b[j][1] < a[i][0]:
-            j += 1
-        else:
-            return True
-    return False
-
-
-def holds(rank: int | None, ranges: Intervals) -> bool:
-    return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
 
 FETCH_INDEX = "hang-forensics-fetch-index"

@@ -23,9 +23,9 @@ from forensics.bundle.digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
-from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw, holds, meets
+from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import JUDGES, analyze
-from parsers.digest_merge import Intervals, count, fold as fold_ranks, union
+from parsers.digest_merge import Intervals, count, fold as fold_ranks, holds, meets, union
 from parsers.model.findings import ReasonClass
 
 

@@ -4,7 +4,8 @@ size, each class judged once; the verdict's equality with a full read is in test
 from __future__ import annotations
 
 from parsers import digest_classes, digest_merge
-from parsers.digest_classes import difference, judge_classes, ranks_of
+from parsers.digest_classes import judge_classes
+from parsers.digest_merge import difference, ranks_of
 
 
 def _host(h: int, per: int = 8, odd: dict | None = None) -> dict:
