@@ -93,7 +93,6 @@ def host_list(args: argparse.Namespace) -> list[str]:
 
 def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     """Collect the whole job; print a summary (JSON with --json); exit PARTIAL unless every host answered."""
-
     if args.pid:
         raise ForensicsError("--pid names local processes; it cannot be combined with --hosts/--hostfile/--slurm-job")
     if args.fanout < 1 or args.host_timeout <= 0:
@@ -129,7 +128,6 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
     attached = attach_files(out, args.attach) if getattr(args, "attach", None) and result.answered else []
     archive = None
     if args.tar:
-
         archive = make_archive(out)
     summary = dict(result.summary(), archive=str(archive) if archive else None)
     if attached:
@@ -281,15 +279,10 @@ def summary_lines(summary: dict, out: Path) -> list[str]:
     missing = summary["missing_ranks"]
     heard = f"from {answered} of {len(summary['hosts'])} host(s)"
     if missing:
-        lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks missing: {fold_ranks(missing)}")
+        lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks missing: {fold(missing)}")
     elif answered < len(summary["hosts"]):
         lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks on the silent hosts: unknown")
     else:
         lines.append(f"ranks collected: {summary['ranks']} {heard}; ranks missing: none")
     lines.append(f"next: forensics analyze {out}")
     return lines
-
-
-def fold_ranks(ranks: list[int]) -> str:
-
-    return fold(ranks)

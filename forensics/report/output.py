@@ -74,7 +74,15 @@ def add_output_options(parser: argparse.ArgumentParser, json_help: str | None = 
 
 
 def emit(text: str, output: Path | None = None) -> None:
-    """Print `text` (one trailing newline) on stdout, or write it to `output`."""
+    """Print human `text` (one trailing newline) on stdout, or write it to `output`, every control character
+    from data escaped (`escape`): the one boundary of every text output, so no command's lines reach a
+    terminal raw, whichever data they quote."""
+    emit_document(escape(text), output)
+
+
+def emit_document(text: str, output: Path | None = None) -> None:
+    """`text` as it is, on stdout or into `output`: a JSON document (json_text), whose strings json.dumps wrote
+    with their C0 controls escaped; `escape` would make its C1 escapes ('\\x85') invalid JSON."""
     if not text.endswith("\n"):
         text += "\n"
     if output is None or str(output) == "-":
@@ -89,7 +97,7 @@ def emit(text: str, output: Path | None = None) -> None:
 
 def emit_json(kind: str, data: dict[str, Any], args: argparse.Namespace) -> None:
     """The JSON form of an output, where -o/--output and --pretty say."""
-    emit(json_text(kind, data, getattr(args, "pretty", False)), getattr(args, "output", None))
+    emit_document(json_text(kind, data, getattr(args, "pretty", False)), getattr(args, "output", None))
 
 
 class to_output:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from forensics import safefs
 from forensics.errors import ForensicsError
 from forensics.cli.logs import log_reads
-from forensics.report.output import add_output_options, emit, json_text, text_width
+from forensics.report.output import add_output_options, emit, emit_document, json_text, text_width
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_view
 from forensics.report.view import ReportView, build_view
@@ -105,7 +104,7 @@ def write_outputs(args: argparse.Namespace, view: ReportView, root: Path) -> Non
     if args.save:
         save_analysis(root, json_text("analyze", data, pretty=True) + "\n")
     if args.json:
-        emit(json_text("analyze", data, args.pretty), args.output)
+        emit_document(json_text("analyze", data, args.pretty), args.output)
         return
     width = text_width(args.width, args.output)
     emit(render_view(view, show_tree=not args.no_tree, width=width), args.output)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import signal
 import sys
@@ -18,7 +17,7 @@ from forensics.bundle.archive import archive_path, make_archive
 from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
 from forensics.cli.logs import is_terminal
-from forensics.report.output import emit, json_text
+from forensics.report.output import emit_document, json_text
 from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
@@ -164,7 +163,7 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
     summary["interrupted"] = result.interrupted
     code = ExitCode.OK if result.complete else ExitCode.PARTIAL
     if args.json:
-        emit(json_text("collect", dict(summary, mode="local", exit_code=int(code)), args.pretty))
+        emit_document(json_text("collect", dict(summary, mode="local", exit_code=int(code)), args.pretty))
     else:
         print_summary(summary)
     if result.interrupted:

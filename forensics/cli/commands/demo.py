@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 from forensics.cli.commands.collect import quiet_progress
-from forensics.report.output import emit, json_text, text_width
+from forensics.report.output import emit, emit_document, json_text, text_width
 from forensics.collectors.base import CollectOptions
 from forensics.demo.run import run_demo
 from forensics.errors import ForensicsError
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = view.to_json()
         data.update(bundle=str(out), injected={"fault": args.fault, "culprit": culprit}, correct=outcome.correct)
-        emit(json_text("demo", data, args.pretty))
+        emit_document(json_text("demo", data, args.pretty))
     else:
         text = render_view(view, width=text_width(None))
         emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}"

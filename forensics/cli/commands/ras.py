@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 
-from forensics.report.output import add_output_options, emit, emit_json, escape
+from forensics.report.output import add_output_options, emit, emit_json
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"forensics ras: the report is cut: {answer.cut}", file=sys.stderr)
         done = ExitCode.PARTIAL
     if not args.json:
-        emit(escape(answer.text), args.output)  # a report from the network: no escapes reach the terminal
+        emit(answer.text, args.output)  # a report from the network: emit escapes what reaches the terminal
         return int(done)
 
     parsed = ras.parse_json_text(answer.text)

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from forensics.report.output import add_output_options, emit, emit_json, escape
+from forensics.report.output import add_output_options, emit, emit_json
 
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         out.append("  next checks:")
         for line in f.next_checks:
             out.append(f"    > {line}")
-    emit(escape("\n".join(out)), args.output)
+    emit("\n".join(out), args.output)
     return int(ExitCode.OK)
 
 
@@ -113,5 +113,5 @@ def _across_ranks(args: argparse.Namespace, parts: list[StepSeries]) -> int:
         emit_json("steps", {"steps": max(len(s.seconds) for s in parts), "restarts": [], "findings": [dataclasses.asdict(f) for f in result.job_wide],
                             "ranks": result.to_dict()}, args)
     else:
-        emit(escape(result.describe()), args.output)
+        emit(result.describe(), args.output)
     return int(ExitCode.OK)
