@@ -10,8 +10,9 @@ RSS is its own (ru_maxrss of the child).
 
 Digest first (issue 30): each host's digest is made as `collect` makes it (parsers.digest_first.digest_host,
 in a child process, timed apart: on a real job each host makes its own, in parallel), then the same
-bundle is analysed twice in the same run, every raw file read (the baseline) and digest first; the
-ratio and both culprits are printed. `--no-digest` runs the full read only, as before.
+bundle is analysed three times in the same run: every raw file read (the baseline), digest first over every
+rank, and over the digests' classes (parsers.digest_focus, the default of `forensics analyze`: evidence for the
+odd ones' hosts and one host a class); the ratios and the culprits are printed. `--no-digest` runs the full read only, as before.
 
     PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
         [--analyze-only] [--phases]
@@ -85,12 +86,15 @@ import json, os, resource, sys, time
 t, cpu = time.perf_counter(), sum(os.times()[:4])  # CPU of this process and of the reader processes it waited for
 from parsers.analyze import analyze
 from parsers import knowledge
-v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=sys.argv[2] == "digest").verdict
+mode = sys.argv[2]  # full: every raw file; digest: digest first over every rank; focus: over the classes (the default)
+v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=mode != "full",
+            focus_from=None if mode == "digest" else 0).verdict
 c = v.culprit or (v.suspects[0] if v.suspects else None)  # the judges name no culprit without a sign of time (no watchdog
 # line in this synthetic job): its first suspect then
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None, "named": v.culprit is not None,
-                  "digests": v.sections.get("digests")}))
+                  "digests": {k: x for k, x in (v.sections.get("digests") or {}).items() if k != "focus"},
+                  "focus": ((v.sections.get("digests") or {}).get("focus") or {}).get("hosts_read")}))
 """
 
 #: each host's digest as collect writes it (one host's files read by the readers), for every host in turn
@@ -257,7 +261,7 @@ def main() -> int:
                   f"{tree['odd']} (culprit {culprit}); bytes up to the root: raw files {tree['raw_bytes'] / 1e6:.1f} MB, "
                   f"host digests {tree['digest_bytes'] / 1e6:.1f} MB, gateway answers {tree['answer_bytes'] / 1e3:.1f} kB; "
                   f"peak RSS {tree['rss_kb'] / 1024:.0f} MB", flush=True)
-        for mode in ("full",) if args.no_digest else ("full", "digest"):
+        for mode in ("full",) if args.no_digest else ("full", "digest", "focus"):
             res = _child(CHILD, str(root), mode)
             if res is None:
                 return 1
@@ -269,13 +273,17 @@ def main() -> int:
                 d = res["digests"]
                 extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
                          f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
+            if res.get("focus"):
+                extra += f"; evidence of {res['focus']} host(s), the other ranks judged from their digests' classes"
             print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
                   f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
                   f"{'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}{extra}")
-        if "digest" in runs:
-            f, d = runs["full"], runs["digest"]
+        for mode, what in (("digest", "digest first"), ("focus", "over the classes")):
+            if mode not in runs:
+                continue
+            f, d = runs["full"], runs[mode]
             same = (f["culprit"], f["reason"]) == (d["culprit"], d["reason"])
-            print(f"digest first / full read: time {d['seconds'] / f['seconds']:.2f} (CPU {d['cpu_s'] / f['cpu_s']:.2f}), peak RSS "
+            print(f"{what} / full read: time {d['seconds'] / f['seconds']:.2f} (CPU {d['cpu_s'] / f['cpu_s']:.2f}), peak RSS "
                   f"{d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
             if not same:
                 return 1

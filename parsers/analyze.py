@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from parsers import knowledge
+from parsers import digest_focus, knowledge
+from parsers.digest_focus import FOCUS_MIN_RANKS
 from parsers.digest_first import load_digest_first
 from parsers.evidence import Evidence, load
 from parsers.judges import exceptions, hosts, observations, p2p, progress, recorder, slowness, stacks
@@ -51,27 +52,53 @@ class Analysis:
 
 
 def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None,
-            log_mode: str | None = None, digests: bool = True, judges: tuple[Judge, ...] = JUDGES) -> Analysis:
+            log_mode: str | None = None, digests: bool = True, judges: tuple[Judge, ...] = JUDGES,
+            elsewhere: Iterable[int] = (), focus_from: int | None = FOCUS_MIN_RANKS) -> Analysis:
     """Analyse a bundle, a loose folder or an archive of either (InputError on anything else).
 
     `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
     the verdict); 'full' scans every line of every big log. `digests`: a bundle whose hosts wrote
     digests is read digest first (parsers.digest_first: raw files only for the odd ones out and the
-    ranks the verdict names); False reads every raw file. `judges`: JUDGES, or each of them wrapped by a caller
-    that knows what the bundle cannot say (the reduced tree's root: forensics.fleet.tree_verdict)."""
+    ranks the verdict names), and one of `focus_from` ranks or more over its digests' classes
+    (parsers.digest_focus: evidence only for the hosts that can change the verdict; None: never); False reads every raw
+    file. `elsewhere`: ranks of the job collected and judged elsewhere, not in this source (the reduced
+    tree's root: the ranks its gateways keep, forensics.fleet.tree_verdict). `judges`: JUDGES, or a subset."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
-            return _analyze_source(path, kb, log_mode, digests, judges)
+            return _analyze_source(path, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
         with open_source(path) as src:
-            return _analyze_source(src, kb, log_mode, digests, judges)
+            return _analyze_source(src, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
 
 
 def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | None, digests: bool,
-                    judges: tuple[Judge, ...]) -> Analysis:
-    read = load_digest_first(src, kb, log_mode) if digests else None
-    if read is None:
+                    judges: tuple[Judge, ...], elsewhere: frozenset[int], focus_from: int | None) -> Analysis:
+    if elsewhere:
+        src.elsewhere = src.elsewhere | elsewhere
+    if not digests or log_mode is not None:
         return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb, judges)
+    focused, why_not = digest_focus.focus(src, kb, focus_from)
+    result = _digest_first(focused.source if focused else src, kb, judges)
+    for _ in range(3 if focused else 0):  # a rank the verdict names rests on its own files: its host joins the focus
+        named = {s.rank for s in result.verdict.suspects if s.rank in focused.source.elsewhere}
+        if not named:
+            break
+        if not focused.widen(named):
+            focused, why_not = None, f"the verdict named ranks {sorted(named)[:8]} judged from their classes"
+            result = _digest_first(src, kb, judges)  # most of the job, or nothing more to add: every rank
+            break
+        result = _digest_first(focused.source, kb, judges)
+    if "digests" in result.verdict.sections:
+        result.verdict.sections["digests"]["focus"] = focused.summary() if focused else {"why_not": why_not}
+    return result
+
+
+def _digest_first(src: Source, kb: knowledge.KnowledgeBase, judges: tuple[Judge, ...]) -> Analysis:
+    """Digest first (or every raw file, for a source without usable digests), then the ranks the verdict
+    names read raw and judged again."""
+    read = load_digest_first(src, kb)
+    if read is None:
+        return analyze_evidence(load(src, kb.line_filter), kb, judges)
     result = analyze_evidence(read.evidence, kb, judges)
     for _ in range(3):  # every rank the verdict names must rest on its raw files: read those, judge again
         if not read.reread_named(s.rank for s in result.verdict.suspects):

@@ -11,7 +11,7 @@ classes, histogram bars, flags and wait edges), not its size:
 - a stack class (what the main thread does, in which collective) that is not the most common one;
 - a position (last op and seq) of a communicator that is not its most common one;
 - the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
-  (the ranks waited on, and the silent ones);
+  (the ranks waited on, and the silent ones), and every rank without recorder state;
 - a rank a host finding names (and its host's files);
 - a process of unknown rank (read raw: no class can hold it).
 
@@ -129,4 +129,10 @@ def _recorder(merged: dict[str, Any], out: ClassJudgement) -> Intervals:
             out.judged += 1
     if not waiting:
         return []
-    return difference(merged["recorder_ranks"], waiting)
+    # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
+    # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
+    # the ranks with state say)
+    summarised: Intervals = []
+    for iv in merged["states"].values():
+        summarised = union(summarised, iv)
+    return union(difference(merged["recorder_ranks"], waiting), difference(summarised, merged["recorder_ranks"]))

@@ -271,12 +271,14 @@ class Coverage:
     from_manifest: bool
     hosts_cover_world: bool = False  #: live process files of hosts whose LOCAL_WORLD_SIZE adds up to the world
     merged_only: bool = False  #: every rank's lines come from multi-rank logs (an excerpt may leave ranks out)
+    #: ranks collected and judged elsewhere (their hosts' digests' classes, a gateway): in the job, not in these files
+    elsewhere: frozenset[int] = frozenset()
 
     @cached_once
     def absent(self) -> "AbsentRanks":
         """The ranks of [0, world_size) with no evidence, as gaps between the reporting ranks: never the
         whole range built (a stated world is data; its size must cost nothing)."""
-        return AbsentRanks(self.world_size or 0, self.reporting)
+        return AbsentRanks(self.world_size or 0, self.reporting | self.elsewhere if self.elsewhere else self.reporting)
 
     @property
     def complete(self) -> bool:
@@ -292,17 +294,29 @@ class Coverage:
             return few_absent
         return few_absent and len(self.reporting) >= 2
 
+    @property
+    def judged_elsewhere(self) -> int:
+        """Ranks of the job judged from their digests' classes or kept on gateways, not read here."""
+        return len(self.elsewhere - self.reporting) if self.elsewhere else 0
+
     def describe(self) -> str:
         if not self.world_size:
             return f"partial: files from {len(self.reporting)} rank(s); the job's size is not stated"
-        got = len(self.reporting)
+        got = len(self.reporting) + self.judged_elsewhere
+        split = (f"; {len(self.reporting)} read here, {self.judged_elsewhere} judged from their digests' classes"
+                 if self.judged_elsewhere else "")
         if self.complete:
-            return f"{'complete' if not self.absent else 'near-complete'}: {got} of {self.world_size} ranks ({self.world_source})"
-        return f"partial: files from {got} of {self.world_size} ranks ({self.world_source})"
+            return (f"{'complete' if not self.absent else 'near-complete'}: {got} of {self.world_size} ranks "
+                    f"({self.world_source}){split}")
+        return f"partial: files from {got} of {self.world_size} ranks ({self.world_source}){split}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"world_size": self.world_size, "world_source": self.world_source, "ranks_reporting": len(self.reporting),
-                "complete": self.complete, "absent_sample": self.absent[:64], "text": self.describe()}
+        out = {"world_size": self.world_size, "world_source": self.world_source,
+               "ranks_reporting": len(self.reporting) + self.judged_elsewhere, "complete": self.complete,
+               "absent_sample": self.absent[:64], "text": self.describe()}
+        if self.elsewhere:
+            out.update(ranks_read_raw=len(self.reporting), ranks_from_merged_digest=self.judged_elsewhere)
+        return out
 
 
 @dataclass
@@ -323,6 +337,7 @@ class Evidence:
     world_size: int | None = None  #: stated by the manifest (the log correlation learns more from content)
     #: rank -> forensics.arm()'s step series (parsers.steps.series.StepSeries), where the files carry them
     step_series: dict = field(default_factory=dict)
+    elsewhere: frozenset[int] = frozenset()  #: the source's ranks judged elsewhere (parsers.source.Source.elsewhere)
 
     def of_kind(self, *kinds: str) -> list[Artifact]:
         return [a for a in self.artifacts if a.kind in kinds]
@@ -545,7 +560,8 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
 def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
     """The evidence of a source from its artifacts, however they were read (each file by its reader, or
     rebuilt from a host digest: parsers.digest): processes and hosts grouped, coverage known."""
-    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped))
+    ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped),
+                  elsewhere=source.elsewhere)
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
             # an empty output file a collector copied is no news; an empty file among a user's logs is said
@@ -730,7 +746,8 @@ def _coverage(ev: Evidence) -> Coverage:
             for r in art.parsed.facts.get("ranks") or ():
                 reporting.add(int(r))
     if ev.manifest is not None and ev.world_size:
-        return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True)
+        return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True,
+                        elsewhere=ev.elsewhere)
     world, where = _stated_world(ev)
     return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world), merged_only=bool(reporting) and not own)
 

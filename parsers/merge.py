@@ -115,7 +115,12 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
 
 def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
     """Drop claims that rest on absence alone where the evidence does not cover the whole job: an excerpt
-    of one rank's log says nothing of the ranks it does not mention (nobody copied their lines)."""
+    of one rank's log says nothing of the ranks it does not mention (nobody copied their lines). A rank judged
+    elsewhere (from its digest's classes, or kept on a gateway) left its files there: what is missing of it
+    here (no dump, no recorder state, no line) says nothing of it."""
+    if coverage.elsewhere:
+        suspects = [s for s in suspects if not (s.reason_class in ARTIFACT_ABSENCE | {RC.ABSENT}
+                                                and s.rank in coverage.elsewhere)]
     if coverage.complete:
         return suspects
     return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]

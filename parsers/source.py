@@ -73,6 +73,9 @@ class Source:
     manifest: Manifest | None = None
     files: list[FileRef] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: ranks of the job collected and judged elsewhere, not in these files: from their hosts' digests' classes
+    #: (parsers.digest_focus) or kept on the reduced tree's gateways. Present in the job, so never 'absent'.
+    elsewhere: frozenset[int] = frozenset()
     _temp: Path | None = None
 
     @property

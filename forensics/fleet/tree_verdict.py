@@ -24,9 +24,8 @@ from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
-from parsers.analyze import JUDGES, analyze
-from parsers.digest_merge import Intervals, count, fold as fold_ranks, holds, meets, union
-from parsers.model.findings import ReasonClass
+from parsers.analyze import analyze
+from parsers.digest_merge import Intervals, count, fold as fold_ranks, holds, meets, ranks_of, union
 
 
 def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
@@ -101,33 +100,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
 
 def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
     """parsers.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
-    told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways. Their absence from
-    the root's files is not absence from the job, so no judge's 'absent' suspect of such a rank is kept (at 4,096
-    ranks a logs judge would otherwise offer 4,088 of them), and the coverage counts them."""
-
-    def present(judge: Any) -> Any:
-        def judged(ev: Any, ctx: Any) -> Any:
-            found = judge(ev, ctx)
-            found.suspects = [s for s in found.suspects if s.reason_class is not ReasonClass.ABSENT or not holds(s.rank, held)]
-            return found
-        return judged
-
-    result = analyze(bundle, kb, judges=tuple(present(j) for j in JUDGES))  # digest first, as `forensics analyze`
-    _tree_coverage(result.verdict, held)
-    return result
-
-
-def _tree_coverage(verdict: Any, held: Intervals) -> None:
-    """The verdict's coverage counts the ranks the gateways hold as reporting (they were collected and judged
-    from the merged digest), and says how many were read raw here: absent means absent from the job, not
-    'not fetched'."""
-    cov = verdict.sections.get("coverage")
-    if not isinstance(cov, dict) or not cov.get("world_size"):
-        return
-    raw, world = int(cov.get("ranks_reporting") or 0), int(cov["world_size"])
-    known = max(raw, count(held))
-    absent = [r for r in cov.get("absent_sample") or [] if not holds(r, held)]
-    cov.update(ranks_reporting=known, ranks_read_raw=raw, ranks_from_merged_digest=known - raw, absent_sample=absent,
-               text=f"{'complete' if known >= world and not absent else 'near-complete' if cov.get('complete') else 'partial'}: "
-                    f"{known} of {world} ranks ({cov.get('world_source')}); {raw} read raw at the root, {known - raw} "
-                    "judged from the gateways' merged digest")
+    told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways, and judged from
+    the merged digest. Their absence from the root's files is not absence from the job: no judge offers them as
+    absent (at 4,096 ranks a logs judge would otherwise offer 4,088), and the coverage counts them."""
+    return analyze(bundle, kb, elsewhere=ranks_of(held))  # digest first, as `forensics analyze`

@@ -220,7 +220,7 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
     unplaced = {r.rank for r in ev.ranks if r.rank is not None and not r.record.job_id and not r.record.world_size}
     for job, ranks in jobs.items():
         world = max(r.record.world_size for r in ranks)
-        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named - unplaced)
+        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named - unplaced - ev.elsewhere)
         if not absent or len(absent) > max(1, world // 16):
             continue
         for rank in absent:

@@ -42,6 +42,18 @@ def test_recorder_peers_waited_on_are_odd():
     assert judged.complete and list(ranks_of(judged.ranks)) == [0]
 
 
+def test_a_rank_without_recorder_state_is_odd_when_others_wait():
+    """Ranks 8-15 are comm 'abc' (comm rank r = job rank 8 + r); rank 9 left no recorder state and its peers wait
+    on it: the recorder judge names it ('no recorder state while its peers wait on it'). Which job rank comm rank
+    1 is, only ranks with state say; so every rank without state is odd while others wait (host 0's ranks, with
+    no recorder at all, too)."""
+    odd = {8 + r: {"recorder": [["abc", r, 8 + r]] if r != 1 else [], "waits_on": [["abc", 1]] if r != 1 else []}
+           for r in range(8)}
+    merged = digest_merge.merge_all([digest_merge.from_host(_host(0)), digest_merge.from_host(_host(1, odd=odd))])
+    judged = judge_classes(merged)
+    assert judged.complete and list(ranks_of(judged.ranks)) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
+
+
 def test_host_findings_and_unknown_ranks():
     doc = _host(0)
     doc["ranks"].append({"rank": None, "pid": 77, "state": "S"})

@@ -12,6 +12,7 @@ from forensics.report.output import add_output_options, emit, emit_document, jso
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_view
 from forensics.report.view import ReportView, build_view
+from parsers.digest_focus import FOCUS_MIN_RANKS
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError
@@ -57,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cut human output lines to N characters (default: the terminal's width; 0: never)")
     parser.add_argument("--full-logs", action="store_true",
                         help="read every line of logs over 8 MiB (default: their head and tail, which a hang needs)")
+    parser.add_argument("--every-rank", action="store_true",
+                        help="a bundle of 1,024 ranks or more whose hosts wrote digests is judged over their classes "
+                             "(evidence of the odd ones out's hosts and one host a class; the rest counted, not "
+                             "listed); this rebuilds every rank's evidence instead (slower: every rank in the tables)")
     parser.add_argument("--save", action="store_true",
                         help="also write analysis.json into the bundle folder (a new file: analysis-2.json and so on "
                              "when taken; only in a folder that is yours alone)")
@@ -70,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:  # a user's knowledge-base file ($FORENSICS_KB) is broken
         raise ForensicsError(f"knowledge base: {err}") from err
     try:
-        result = analyze(path, kb, log_mode="full" if getattr(args, "full_logs", False) else None)
+        result = analyze(path, kb, log_mode="full" if getattr(args, "full_logs", False) else None,
+                         focus_from=None if getattr(args, "every_rank", False) else FOCUS_MIN_RANKS)
     except InputError as err:
         raise ForensicsError(str(err)) from err
     verdict = result.verdict

@@ -97,7 +97,7 @@ def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
     roots, cycles = waitgraph.roots_and_cycles(g)
     suspects = verdict.build_suspects(t, g, roots, cycles, ids, ras_findings, errors,
                                       lambda: _ring_neighbours(artifacts, ids), complete=artifacts.coverage.complete,
-                                      waiting_elsewhere=waiting_elsewhere)
+                                      waiting_elsewhere=waiting_elsewhere, elsewhere=artifacts.elsewhere)
     sections = _sections(artifacts, ids, t, g, roots, cycles, unmapped, ras_findings, errors)
     ops = lastops.last_ops(t, ids, g)
     sections["last_ops"] = lastops.section(ops)

@@ -43,6 +43,9 @@ class Identities:
     own: set[int] = field(default_factory=set)  #: ranks with a file of their own (not only lines in a merged log)
     aliases: dict[tuple[int, str], str] = field(default_factory=dict)  #: (global rank, alias) -> comm key
     alias_keys: dict[str, set[str]] = field(default_factory=dict)  #: alias -> every comm key it stands for
+    #: the evidence leaves out ranks judged elsewhere (parsers.source.Source.elsewhere): the members seen of a
+    #: communicator are then not all of them
+    partial: bool = False
 
     def canonical(self, comm: str, rank: int | None) -> str:
         """The key a comm goes by across sources, for an event of global rank `rank`.
@@ -91,7 +94,7 @@ MAX_WORLD = 1 << 20
 
 def build(arts: Evidence) -> Identities:
     """Fill the rank table from every artifact's facts and every CommMember event."""
-    ids = Identities(world_size=arts.world_size)
+    ids = Identities(world_size=arts.world_size, partial=bool(arts.elsewhere))
     for art in arts.artifacts:
         rank = art.rank
         path = art.cite

@@ -30,6 +30,9 @@ def group(comm: str, ids: Identities | None = None) -> str:
         return f"group ranks {fold(ranks)}" if ranks else f"group {base.removeprefix('pg:')}"
     members = members_of(base, ids) if ids is not None else set()
     ranks = (f" (ranks {fold(members)})" if len(members) <= MAX_LISTED else f" ({len(members)} ranks)") if members else ""
+    size = ids.comm_size.get(base, 0) if ids is not None and ids.partial else 0
+    if size > len(members):  # most members judged elsewhere: its stated size, not the few read here
+        ranks = f" ({size} ranks)"
     if base.startswith("pg:"):
         return f"group {base.removeprefix('pg:')}{ranks}"
     if base.startswith("0x"):

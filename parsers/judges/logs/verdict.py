@@ -49,9 +49,11 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours=None, complete: bool = False, waiting_elsewhere: set[int] = frozenset()) -> list[Suspect]:
+                   neighbours=None, complete: bool = False, waiting_elsewhere: set[int] = frozenset(),
+                   elsewhere: frozenset[int] = frozenset()) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
-    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right.
+    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right, unless it is
+    one of the ranks judged `elsewhere` (parsers.source.Source.elsewhere: collected, not in these files).
     `neighbours`: ring neighbours per rank, or a callable that computes them (only the errors-only
     rule needs them: at 100k ranks they cost a pass over every topology line)."""
     acc: dict[int, _Acc] = {}
@@ -73,7 +75,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
                                  [cite(f"wait cycle through ranks {ranks}", tool="logs")])
     _wrapper_reports(errors, ids.world_size, get)
     if complete:
-        _absent(ids, get, any(k is not None for k in acc))
+        _absent(ids, get, any(k is not None for k in acc), elsewhere)
     _ras(ras_findings, ids, acc, get)
     if not acc:
         _errors_only(errors, ids, get, (neighbours() if callable(neighbours) else neighbours) or {})
@@ -230,12 +232,12 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         get(root).offer(cls, why, conf, [e for e in evidence if e])
 
 
-def _absent(ids: Identities, get, have_suspects: bool) -> None:
-    """Ranks of the job with no artifact at all: suspects in their own right."""
+def _absent(ids: Identities, get, have_suspects: bool, elsewhere: frozenset[int] = frozenset()) -> None:
+    """Ranks of the job with no artifact at all: suspects in their own right (not those judged elsewhere)."""
     if not ids.world_size:
         return
     for r in range(ids.world_size):
-        if r not in ids.ranks:
+        if r not in ids.ranks and r not in elsewhere:
             get(r).offer(ReasonClass.ABSENT, of_rank(r, "left no log, dump or stack at all"), 0.4 if have_suspects else 0.6,
                          [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
 

@@ -1,0 +1,249 @@
+"""Analyse a large bundle over its classes: evidence for the ranks that can change the verdict, classes for the rest.
+
+Why: digest first (parsers.digest_first) reads the raw files of the odd ones out only, but still rebuilds
+every rank's evidence from the digests and runs every judge over every rank: at 100,000 ranks that is about
+30 s before any judge and as much again in them. Yet 99,990 ranks that sit in the same collective at the same
+position are one question, answered by the merged digest's classes (parsers.digest_classes). So for a bundle
+of many ranks whose hosts all wrote usable digests:
+1. read every host's rank summaries (not its files' evidence) and merge them (parsers.digest_merge), in worker
+   processes when there are many hosts (what crosses back is a merged digest: kilobytes);
+2. judge the classes once each: the odd ones out (and the hosts a host finding names);
+3. focus: the hosts of the odd ones out, one host for a representative rank of each class (the judges compare
+   the odd ones with the many), the hosts a job-level file names in an exit, exception or error, and every
+   job-level file;
+4. the normal analysis (digest first) over the focused hosts only, told that the other ranks were collected
+   and judged from their classes (`Source.elsewhere`: never 'absent', counted in the coverage).
+
+Anything that makes the classes no longer the whole job (a host with files and no usable digest, a digest made
+with another knowledge base, caps) or a focus that is most of the job falls back to digest first over every
+rank: slower, never different. The verdict is the full read's on every bundle fixture (tests/parsers/test_digest_focus.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from parsers.digest import DIGEST_NAME, DigestError, kb_key, read_digest
+from parsers.digest_classes import ClassJudgement, judge_classes
+from parsers.digest_merge import Intervals, count, from_host, merge_all, outliers, ranks_of, stack_classes, union
+from parsers.evidence import read_files
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
+from parsers.source import FileRef, Source
+
+#: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)
+FOCUS_MIN_RANKS = 1024
+#: a focus on more than this share of the hosts gains little: digest first over every rank instead
+MAX_FOCUS_SHARE = 0.5
+#: more job-level files than this (files in no host's folder, read raw either way) and no focus is made
+MAX_JOB_FILES = 4096
+#: hosts a worker process reads in one task; fewer hosts than two tasks are read in this process
+HOSTS_PER_TASK = 512
+
+
+@dataclass
+class Focus:
+    """A bundle's focused reading: the merged digest, its judgement, and the source of the focused hosts."""
+
+    merged: dict[str, Any]
+    judged: ClassJudgement
+    whole: Source  #: the bundle as opened
+    by_folder: dict[str, list[FileRef]]  #: the hosts' files by host folder
+    job_files: list[FileRef]  #: files in no host's folder (read raw, always in the focus)
+    host_of: dict[int, str]  #: job rank -> host, from the manifest
+    why: dict[str, str] = field(default_factory=dict)  #: host -> why it is in the focus (first reason)
+    source: Source | None = None  #: the focused hosts' files and the job files; `elsewhere` holds the other ranks
+    widened: int = 0  #: times the focus grew because a verdict named a rank judged from its class
+
+    @property
+    def hosts(self) -> int:
+        return len(self.why)
+
+    def narrow(self) -> bool:
+        """(Re)build the focused source from `why`; False when the focus holds more than MAX_FOCUS_SHARE of
+        the hosts with files (digest first over every rank is then as fast, and the whole evidence)."""
+        man = self.whole.manifest
+        if len(self.why) > MAX_FOCUS_SHARE * len(self.by_folder):
+            return False
+        chosen = [rec for rec in man.hosts if rec.host in self.why]
+        dirs = [(rec.dir or "").rstrip("/") for rec in chosen]
+        ranks = [r for r in man.ranks if r.host in self.why]
+        read_here = {r.rank for r in ranks if r.rank is not None}
+        elsewhere = frozenset(r for r in _summarised(self.merged) if r not in read_here) | self.whole.elsewhere
+        files = [ref for d in dirs for ref in self.by_folder.get(d, ())] + self.job_files
+        self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form,
+                             manifest=dataclasses.replace(man, hosts=chosen, ranks=ranks), files=files,
+                             skipped=list(self.whole.skipped), elsewhere=elsewhere)
+        self.source.__dict__["_dirs"] = self.whole.__dict__.get("_dirs", {})  # the confined folders already resolved
+        return True
+
+    def widen(self, ranks: Iterable[int]) -> bool:
+        """After a verdict that names ranks judged from their classes: their hosts joined to the focus, so that
+        what is said of them rests on their own files (as digest first reads raw every rank a verdict names).
+        False when none could be added or the focus would then be most of the job."""
+        before = len(self.why)
+        for r in ranks:
+            if r in self.host_of:
+                self.why.setdefault(self.host_of[r], f"the verdict named rank {r}")
+        self.widened += 1
+        return len(self.why) > before and self.narrow()
+
+    def summary(self) -> dict[str, Any]:
+        """What the focus read and why, for the verdict's digests section."""
+        return {"hosts_read": len(self.why), "hosts_in_job": self.merged["hosts"], "ranks_in_classes": self.merged["ranks"],
+                "ranks_judged_from_classes": len(self.source.elsewhere) if self.source else 0, "widened": self.widened,
+                "why": dict(list(self.why.items())[:64]), "stack_classes": stack_classes(self.merged)[:32],
+                "outliers": dict(list(outliers(self.merged).items())[:32])}
+
+
+def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> tuple[Focus | None, str]:
+    """The focused reading of `source`, or (None, why not): the caller then reads digest first over every rank.
+    `min_ranks`: the fewest ranks a bundle focused has (None: never, every rank's evidence asked for)."""
+    man = source.manifest
+    if man is None:
+        return None, "not a bundle"
+    if min_ranks is None:
+        return None, "every rank's evidence asked for"
+    if len(man.ranks) < min_ranks:
+        return None, f"{len(man.ranks)} ranks (focus from {min_ranks})"
+    folders = {(rec.dir or "").rstrip("/"): rec for rec in man.hosts if rec.dir}
+    by_folder: dict[str, list[FileRef]] = {}
+    job_files: list[FileRef] = []
+    for ref in source.files:
+        head = "/".join(ref.rel.split("/", 2)[:2])
+        if head in folders:
+            by_folder.setdefault(head, []).append(ref)
+        else:
+            job_files.append(ref)
+    if len(job_files) > MAX_JOB_FILES:
+        return None, f"{len(job_files)} files outside the hosts' folders"
+    merged, why_not = _merged(source, [rec for f, rec in folders.items() if f in by_folder], kb_key(kb))
+    if merged is None:
+        return None, why_not
+    judged = judge_classes(merged)
+    if not judged.complete:
+        return None, f"classes incomplete: {judged.why_not}"
+    host_of = {r.rank: r.host for r in man.ranks if r.rank is not None}
+    out = Focus(merged, judged, source, by_folder, job_files, host_of)
+    out.why = _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man)
+    if not out.narrow():
+        return None, f"the focus holds {len(out.why)} of {len(by_folder)} hosts"
+    return out, ""
+
+
+def _summarised(merged: dict[str, Any]) -> Iterable[int]:
+    """Every rank a host's digest summarised (each has exactly one state)."""
+    held: Intervals = []
+    for iv in merged["states"].values():
+        held = union(held, iv)
+    return ranks_of(held)
+
+
+def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str]:
+    """The hosts' rank summaries merged, or (None, why not) when any host's digest is missing, bad or made
+    with another knowledge base (its ranks would then be in no class)."""
+    tasks = [[(rec.host, _digest_path(source, rec)) for rec in hosts[i:i + HOSTS_PER_TASK]]
+             for i in range(0, len(hosts), HOSTS_PER_TASK)]
+    workers = min(len(tasks), os.cpu_count() or 1)
+    if workers <= 1:
+        done = [_merge_task(t, want_kb) for t in tasks]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks)))
+    for part, why in done:
+        if part is None:
+            return None, why
+    return merge_all(part for part, _ in done), ""
+
+
+def _digest_path(source: Source, rec: Any) -> str | None:
+    folder = (rec.dir or "").rstrip("/")
+    if not folder or folder.count("/") != 1:
+        return None
+    try:
+        return str(source.path(f"{folder}/{DIGEST_NAME}"))
+    except Exception:  # noqa: BLE001 - a manifest path that leads outside: no usable digest
+        return None
+
+
+def _merge_task(hosts: list[tuple[str, str | None]], want_kb: str) -> tuple[dict[str, Any] | None, str]:
+    """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back)."""
+    parts = []
+    for host, path in hosts:
+        if path is None:
+            return None, f"host {host}: no digest path in its folder"
+        try:
+            dig = read_digest(path)
+        except DigestError as err:
+            return None, f"digest of {host} unusable ({err})"
+        if dig.kb != want_kb:
+            return None, f"digest of {host} made with another knowledge base"
+        parts.append(from_host({"host": host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+    return merge_all(parts), ""
+
+
+def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, str], job_arts: list, man: Any) -> dict[str, str]:
+    """host -> why it is read: odd ones out, named hosts, unranked processes, a representative of each class,
+    and what the job-level files name."""
+    why: dict[str, str] = {}
+
+    def add(host: Any, reason: str) -> None:
+        if isinstance(host, str):
+            why.setdefault(host, reason)
+
+    for r in ranks_of(judged.ranks):
+        add(host_of.get(r), f"rank {r} is an odd one out of its classes")
+    for h in judged.hosts:
+        add(h, "a host finding names it")
+    for h, pid in judged.processes:
+        add(h, f"process {pid} has no known rank")
+    for name, iv in _class_sets(merged):
+        if iv:
+            add(host_of.get(iv[0][0]), f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}")
+    by_pid: dict[int, list[str]] = {}
+    for r in man.ranks:
+        by_pid.setdefault(r.pid, []).append(r.host)
+    for art in job_arts:
+        for rank, host, pid in _named(art):
+            if rank is not None and rank in host_of:
+                add(host_of[rank], f"rank {rank} is named by {art.rel}")
+            elif host is not None and pid is not None:
+                add(host, f"process {pid} is named by {art.rel}")
+            elif pid is not None:
+                for h in by_pid.get(pid, ())[:8]:
+                    add(h, f"pid {pid} is named by {art.rel}")
+    return why
+
+
+def _class_sets(merged: dict[str, Any]) -> Iterable[tuple[str, Intervals]]:
+    """Every class whose members the judges compare: stack classes, states, each communicator's positions."""
+    for key, cls in sorted(merged["stacks"].items()):
+        yield f"the stack class {cls.get('kind')}" + (f" in {cls['op']}" if cls.get("op") else ""), cls["ranks"]
+    for state, iv in sorted(merged["states"].items()):
+        yield f"state {state}", iv
+    for comm, hist in sorted(merged["comms"].items()):
+        for pos, iv in sorted(hist.items()):
+            yield f"{comm} at {pos}", iv
+
+
+def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
+    """(rank, host, pid) of each exit, exception and error (not a wait, not information) a job-level file holds:
+    the processes the full read would look at there."""
+    parsed = art.parsed
+    if parsed is None:
+        return
+    for x in parsed.exits:
+        yield getattr(x, "rank", None), getattr(x, "host", None), getattr(x, "pid", None)
+    for e in parsed.exceptions:
+        yield _int(getattr(e, "rank", None)), None, None
+    for e in parsed.events:
+        if type(e) is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS:
+            o = e.origin
+            yield _int(o.rank), o.host, _int(o.pid)
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None

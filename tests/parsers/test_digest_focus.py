@@ -1,0 +1,131 @@
+"""Analysis over the digests' classes (issue 30, parsers.digest_focus): evidence only for the hosts that can
+change the verdict, the other ranks judged from their classes; the verdict is the full read's.
+
+The bundle fixtures are collections of one machine (one host, every rank on it): there the focus is every
+host. So each fixture is also refiled one host per rank, as a fleet's merge files a job whose ranks ran on
+separate machines (its files unchanged, each rank's folder and the manifest's paths moved to its own host;
+the machine's host files stay with the host of the lowest rank): there the focus leaves most ranks out."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bundle_scale import write_bundle
+from hf_testpaths import FIXTURES
+from parsers import digest_focus
+from parsers.digest import DIGEST_NAME, write_json
+from parsers.digest_first import digest_host
+from parsers.source import open_source
+from forensics.report.words import analyze
+from tests.parsers.test_digest import BUNDLES, KB, _verdict_key, _with_digests
+
+
+def _one_host_per_rank(bundle: Path, dst: Path) -> Path | None:
+    """`bundle` (one host) refiled with each rank on a host of its own (`<host>-r<rank>`); None when it has
+    fewer than 2 ranks or another layout. Digests made for each new host, as collect makes them."""
+    man = json.loads((bundle / "manifest.json").read_text())
+    if len(man["hosts"]) != 1 or len(man["ranks"]) < 2 or any(r.get("rank") is None for r in man["ranks"]):
+        return None
+    shutil.copytree(bundle, dst, symlinks=True)
+    old = man["hosts"][0]
+    old_dir = old["dir"].rstrip("/")
+    first = min(r["rank"] for r in man["ranks"])
+    hosts = []
+    for r in sorted(man["ranks"], key=lambda r: r["rank"]):
+        name = f"{old['host']}-r{r['rank']}"
+        new_dir = f"hosts/{name}"
+        (dst / new_dir).mkdir(parents=True, exist_ok=True)
+        moved = json.loads(json.dumps(r).replace(f'"{old_dir}/', f'"{new_dir}/'))
+        (dst / r["dir"]).rename(dst / moved["dir"])
+        r.clear()
+        r.update(moved, host=name)
+        host = dict(old, host=name, dir=new_dir, collectors=[] if r["rank"] != first else None)
+        if r["rank"] == first:  # the machine's own files go with one host
+            for col in old["collectors"]:
+                for f in col["files"]:
+                    (dst / f.replace(old_dir, new_dir, 1)).parent.mkdir(parents=True, exist_ok=True)
+                    (dst / f).rename(dst / f.replace(old_dir, new_dir, 1))
+            host["collectors"] = json.loads(json.dumps(old["collectors"]).replace(f'"{old_dir}/', f'"{new_dir}/'))
+        hosts.append(host)
+    for m in man.get("missing") or []:
+        m["host"] = f"{old['host']}-r{m['rank']}" if isinstance(m.get("rank"), int) else m.get("host")
+    man["hosts"] = hosts
+    (dst / "manifest.json").write_text(json.dumps(man))
+    shutil.rmtree(dst / old_dir)
+    with open_source(dst) as src:
+        for rec in src.manifest.hosts:
+            (dst / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
+    return dst
+
+
+@pytest.fixture()
+def focus_always(monkeypatch):
+    """The focus made whatever the bundle's size and whatever share of its hosts it holds."""
+    monkeypatch.setattr(digest_focus, "MAX_FOCUS_SHARE", 1.0)
+
+
+@pytest.mark.integration  # sweeps every bundle fixture (test_digest's sweep of them runs in the fast lane)
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
+    dst = _with_digests(bundle, tmp_path)
+    full = analyze(dst, KB, digests=False).verdict
+    first = analyze(dst, KB, focus_from=0).verdict
+    assert _verdict_key(first) == _verdict_key(full)
+
+
+SPLIT = [b for b in BUNDLES if b.is_dir()]
+
+
+@pytest.mark.integration  # sweeps every bundle fixture
+@pytest.mark.parametrize("bundle", SPLIT, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_one_host_per_rank_focused_verdict_equals_full_read(bundle, tmp_path):
+    dst = _one_host_per_rank(bundle, tmp_path / "split")
+    if dst is None:
+        pytest.skip("one rank, or ranks without a rank number")
+    full = analyze(dst, KB, digests=False).verdict
+    result = analyze(dst, KB, focus_from=0)
+    focus = result.verdict.sections["digests"]["focus"]
+    assert _verdict_key(result.verdict) == _verdict_key(full), focus
+    print(focus.get("why_not") or f"{focus['hosts_read']} of {focus['hosts_in_job']} hosts read: {focus['why']}")
+
+
+def test_a_large_bundle_is_judged_over_its_classes(tmp_path, monkeypatch):
+    """1,536 ranks on 192 hosts as collect lays them out (benchmarks/bundle_scale.py's job: every rank in an
+    all_reduce, one in its data loader and one op behind): by default only the odd rank's host and one host
+    for the class of the many give evidence; the summaries are merged in worker processes; the verdict is the
+    full read's and the coverage counts the other ranks as judged from their classes, none absent."""
+    monkeypatch.setattr(digest_focus, "HOSTS_PER_TASK", 32)  # 6 tasks: the worker processes' path
+    culprit, ranks = 1000, 1536
+    write_bundle(tmp_path, ranks, 8, culprit)
+    with open_source(tmp_path) as src:
+        for rec in src.manifest.hosts:
+            (tmp_path / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
+    full = analyze(tmp_path, KB, digests=False).verdict
+    result = analyze(tmp_path, KB)
+    focus = result.verdict.sections["digests"]["focus"]
+    assert focus["hosts_read"] == 2 and set(focus["why"]) == {"node00125", "node00000"}, focus
+    assert focus["ranks_judged_from_classes"] == ranks - 16
+    assert len(result.evidence.ranks) == 16  # two hosts' processes, not 1,536
+    assert _verdict_key(result.verdict) == _verdict_key(full)
+    assert (result.verdict.suspects[0].rank, result.verdict.suspects[0].host) == (culprit, "node00125")
+    cov = result.verdict.sections["coverage"]
+    assert cov["complete"] and cov["ranks_reporting"] == ranks and not cov["absent_sample"], cov
+    assert cov["ranks_read_raw"] == 16 and cov["ranks_from_merged_digest"] == ranks - 16
+    every = analyze(tmp_path, KB, focus_from=None)  # `analyze --every-rank`
+    assert len(every.evidence.ranks) == ranks and every.verdict.sections["digests"]["focus"]["why_not"]
+    assert _verdict_key(every.verdict) == _verdict_key(full)
+
+
+def test_a_host_without_a_digest_reads_every_rank(tmp_path):
+    """Its ranks would be in no class: the focus is not made, and why is said."""
+    write_bundle(tmp_path, 64, 8, 20)
+    with open_source(tmp_path) as src:
+        for rec in src.manifest.hosts[1:]:
+            (tmp_path / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
+    result = analyze(tmp_path, KB, focus_from=0)
+    assert "node00000" in result.verdict.sections["digests"]["focus"]["why_not"]
+    assert len(result.evidence.ranks) == 64
