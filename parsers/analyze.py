@@ -78,19 +78,29 @@ def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | No
     if not digests or log_mode is not None:
         return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb, judges)
     focused, why_not = digest_focus.focus(src, kb, focus_from)
-    result = _digest_first(focused.source if focused else src, kb, judges)
-    for _ in range(3 if focused else 0):  # a rank the verdict names rests on its own files: its host joins the focus
+    result, why_not = _over_classes(focused, kb, judges) if focused else (None, why_not)
+    if result is None:
+        result = _digest_first(src, kb, judges)
+    if "digests" in result.verdict.sections:
+        result.verdict.sections["digests"]["focus"] = focused.summary() if not why_not else {"why_not": why_not}
+    return result
+
+
+def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase,
+                  judges: tuple[Judge, ...]) -> tuple[Analysis | None, str]:
+    """The analysis of the focused hosts (parsers.digest_focus), or (None, why) when its verdict needs every
+    rank: it keeps naming ranks judged from their classes, or the job may run and its ranks are timed."""
+    result = _digest_first(focused.source, kb, judges)
+    for rounds in range(4):  # a rank the verdict names rests on its own files: its host joins the focus (3 rounds)
         named = {s.rank for s in result.verdict.suspects if s.rank in focused.source.elsewhere}
         if not named:
             break
-        if not focused.widen(named):
-            focused, why_not = None, f"the verdict named ranks {sorted(named)[:8]} judged from their classes"
-            result = _digest_first(src, kb, judges)  # most of the job, or nothing more to add: every rank
-            break
+        if rounds == 3 or not focused.widen(named):
+            return None, f"the verdict named ranks {sorted(named)[:8]} judged from their classes"
         result = _digest_first(focused.source, kb, judges)
-    if "digests" in result.verdict.sections:
-        result.verdict.sections["digests"]["focus"] = focused.summary() if focused else {"why_not": why_not}
-    return result
+    if result.verdict.slow is not None and result.verdict.slow.timed:  # who arrives last is no class's question
+        return None, "the job may run and its ranks are timed: every rank's timings count"
+    return result, ""
 
 
 def _digest_first(src: Source, kb: knowledge.KnowledgeBase, judges: tuple[Judge, ...]) -> Analysis:

@@ -203,6 +203,15 @@ def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, str]
     for name, iv in _class_sets(merged):
         if iv:
             add(host_of.get(iv[0][0]), f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}")
+    for comm, peers in sorted(merged["waits"].items()):  # the recorder's wait graph: every rank waited on, and one
+        runs = merged["members"].get(comm, [])  # waiter for each (a cycle or a chain is read whole, not cut)
+        for peer, waiters in sorted(peers.items()):
+            cr = int(peer) if peer.isdigit() else -1
+            job = next((j + cr - lo for lo, hi, j in runs if lo <= cr <= hi), None)
+            add(host_of.get(job), f"rank {job} is waited on in the recorder ({comm})")
+            if waiters:
+                add(host_of.get(waiters[0][0]), f"rank {waiters[0][0]} stands for {count(waiters)} rank(s) waiting "
+                                                f"on comm rank {peer} of {comm}")
     by_pid: dict[int, list[str]] = {}
     for r in man.ranks:
         by_pid.setdefault(r.pid, []).append(r.host)

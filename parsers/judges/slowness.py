@@ -37,6 +37,12 @@ class Slowness:
         return self.steps.late if self.steps is not None else []
 
     @property
+    def timed(self) -> bool:
+        """Whether any source timed the ranks (collective stamps, link waits, step series): each rank's own
+        timings then count, which no class of ranks stands for (parsers.digest_focus reads every rank then)."""
+        return self.stragglers.ops >= MIN_OPS or bool(self.links.timed) or bool(self.steps is not None and self.steps.source)
+
+    @property
     def named(self) -> bool:
         """Whether any judge names a slow part (a rank, a host or a link)."""
         return bool(self.late or self.links.slow)

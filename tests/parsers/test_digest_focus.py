@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,13 @@ from tests.parsers.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 
 
 def _one_host_per_rank(bundle: Path, dst: Path) -> Path | None:
-    """`bundle` (one host) refiled with each rank on a host of its own (`<host>-r<rank>`); None when it has
-    fewer than 2 ranks or another layout. Digests made for each new host, as collect makes them."""
+    """`bundle` (one host; a folder or our archive of one) refiled with each rank on a host of its own
+    (`<host>-r<rank>`); None when it has fewer than 2 ranks or another layout. Digests made for each new host,
+    as collect makes them."""
+    if bundle.is_file():
+        with tarfile.open(bundle) as tar:
+            tar.extractall(dst.parent / "x", filter="data")
+        bundle = next((dst.parent / "x").rglob("manifest.json")).parent
     man = json.loads((bundle / "manifest.json").read_text())
     if len(man["hosts"]) != 1 or len(man["ranks"]) < 2 or any(r.get("rank") is None for r in man["ranks"]):
         return None
@@ -77,12 +83,9 @@ def test_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
     assert _verdict_key(first) == _verdict_key(full)
 
 
-SPLIT = [b for b in BUNDLES if b.is_dir()]
-
-
 @pytest.mark.integration  # sweeps every bundle fixture
-@pytest.mark.parametrize("bundle", SPLIT, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_one_host_per_rank_focused_verdict_equals_full_read(bundle, tmp_path):
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_one_host_per_rank_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
     dst = _one_host_per_rank(bundle, tmp_path / "split")
     if dst is None:
         pytest.skip("one rank, or ranks without a rank number")
