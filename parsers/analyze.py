@@ -67,7 +67,8 @@ def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None
     with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
             return _analyze_source(path, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
-        with open_source(path) as src:
+        # the file list of a bundle is made only when the focus is not (parsers.digest_focus lists its hosts')
+        with open_source(path, list_files=not digests or log_mode is not None) as src:
             return _analyze_source(src, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
 
 
@@ -76,10 +77,12 @@ def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | No
     if elsewhere:
         src.elsewhere = src.elsewhere | elsewhere
     if not digests or log_mode is not None:
+        src.list_files()
         return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb, judges)
     focused, why_not = digest_focus.focus(src, kb, focus_from)
     result, why_not = _over_classes(focused, kb, judges) if focused else (None, why_not)
     if result is None:
+        src.list_files()
         result = _digest_first(src, kb, judges)
     if "digests" in result.verdict.sections:
         result.verdict.sections["digests"]["focus"] = focused.summary() if not why_not else {"why_not": why_not}
@@ -100,6 +103,8 @@ def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase,
         result = _digest_first(focused.source, kb, judges)
     if result.verdict.slow is not None and result.verdict.slow.timed:  # who arrives last is no class's question
         return None, "the job may run and its ranks are timed: every rank's timings count"
+    if "classes" in result.verdict.sections:  # the job's classes, not only the ranks read
+        result.verdict.sections["classes"] = focused.classes()
     return result, ""
 
 

@@ -29,10 +29,11 @@ from typing import Any, Iterable
 
 from parsers.digest import DIGEST_NAME, DigestError, kb_key, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import Intervals, count, from_host, merge_all, outliers, ranks_of, stack_classes, union
+from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, union
 from parsers.evidence import read_files
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
-from parsers.source import FileRef, Source
+from parsers.source import FileRef, Source, manifest_refs
+from parsers.stacks.classify import Activity
 
 #: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)
 FOCUS_MIN_RANKS = 1024
@@ -50,10 +51,12 @@ class Focus:
 
     merged: dict[str, Any]
     judged: ClassJudgement
-    whole: Source  #: the bundle as opened
-    by_folder: dict[str, list[FileRef]]  #: the hosts' files by host folder
+    whole: Source  #: the bundle as opened (its file list need not be made: the focus lists its hosts' files)
+    folders: dict[str, Any]  #: host folder -> the manifest's host record
     job_files: list[FileRef]  #: files in no host's folder (read raw, always in the focus)
+    host_arts: dict[str, list]  #: host folder -> the manifest's job artifacts filed under it
     host_of: dict[int, str]  #: job rank -> host, from the manifest
+    with_files: int  #: hosts whose files the manifest names
     why: dict[str, str] = field(default_factory=dict)  #: host -> why it is in the focus (first reason)
     source: Source | None = None  #: the focused hosts' files and the job files; `elsewhere` holds the other ranks
     widened: int = 0  #: times the focus grew because a verdict named a rank judged from its class
@@ -66,18 +69,18 @@ class Focus:
         """(Re)build the focused source from `why`; False when the focus holds more than MAX_FOCUS_SHARE of
         the hosts with files (digest first over every rank is then as fast, and the whole evidence)."""
         man = self.whole.manifest
-        if len(self.why) > MAX_FOCUS_SHARE * len(self.by_folder):
+        if len(self.why) > MAX_FOCUS_SHARE * self.with_files:
             return False
         chosen = [rec for rec in man.hosts if rec.host in self.why]
-        dirs = [(rec.dir or "").rstrip("/") for rec in chosen]
         ranks = [r for r in man.ranks if r.host in self.why]
+        arts = [a for rec in chosen for a in self.host_arts.get((rec.dir or "").rstrip("/"), ())]
+        part = dataclasses.replace(man, hosts=chosen, ranks=ranks, artifacts=arts)
         read_here = {r.rank for r in ranks if r.rank is not None}
         elsewhere = frozenset(r for r in _summarised(self.merged) if r not in read_here) | self.whole.elsewhere
-        files = [ref for d in dirs for ref in self.by_folder.get(d, ())] + self.job_files
-        self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form,
-                             manifest=dataclasses.replace(man, hosts=chosen, ranks=ranks), files=files,
-                             skipped=list(self.whole.skipped), elsewhere=elsewhere)
-        self.source.__dict__["_dirs"] = self.whole.__dict__.get("_dirs", {})  # the confined folders already resolved
+        self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form, manifest=part,
+                             files=manifest_refs(self.whole, part) + self.job_files, skipped=list(self.whole.skipped),
+                             elsewhere=elsewhere)
+        self.source.__dict__["_dirs"] = self.whole.__dict__.setdefault("_dirs", {})  # folders resolved once
         return True
 
     def widen(self, ranks: Iterable[int]) -> bool:
@@ -92,45 +95,62 @@ class Focus:
         return len(self.why) > before and self.narrow()
 
     def summary(self) -> dict[str, Any]:
-        """What the focus read and why, for the verdict's digests section."""
+        """What the focus read and why, for the verdict's digests section; `positions`: per communicator (the
+        8 with the most ranks), its histogram of last positions as [ranks folded, op, seq] (the job's, where the
+        evidence holds only the ranks read)."""
+        comms = sorted(self.merged["comms"].items(), key=lambda kv: -sum(count(iv) for iv in kv[1].values()))[:8]
+        positions = {comm: [[fold(iv), *_op_seq(pos)] for pos, iv in sorted(hist.items(), key=lambda kv: kv[1][0])]
+                     for comm, hist in comms}
         return {"hosts_read": len(self.why), "hosts_in_job": self.merged["hosts"], "ranks_in_classes": self.merged["ranks"],
                 "ranks_judged_from_classes": len(self.source.elsewhere) if self.source else 0, "widened": self.widened,
                 "why": dict(list(self.why.items())[:64]), "stack_classes": stack_classes(self.merged)[:32],
-                "outliers": dict(list(outliers(self.merged).items())[:32])}
+                "outliers": dict(list(outliers(self.merged).items())[:32]), "positions": positions}
+
+    def classes(self) -> list[dict[str, Any]]:
+        """The job's ranks by what their main thread does (the stacks judge's `classes` section, over every rank
+        the digests summarised, not only those read)."""
+        rows = [{"activity": Activity(c.get("kind") or "unknown", c.get("op"), c.get("where")).text,
+                 "ranks": fold(c["ranks"]), "count": count(c["ranks"])} for c in self.merged["stacks"].values()]
+        return sorted(rows, key=lambda row: -row["count"])
 
 
 def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> tuple[Focus | None, str]:
     """The focused reading of `source`, or (None, why not): the caller then reads digest first over every rank.
-    `min_ranks`: the fewest ranks a bundle focused has (None: never, every rank's evidence asked for)."""
+    `min_ranks`: the fewest ranks a bundle focused has (None: never, every rank's evidence asked for). Made from
+    the manifest, not the source's file list (which need not be made)."""
     man = source.manifest
-    if man is None:
-        return None, "not a bundle"
+    if man is None or source.form not in ("bundle", "archive-bundle"):
+        return None, "not a bundle alone"
     if min_ranks is None:
         return None, "every rank's evidence asked for"
     if len(man.ranks) < min_ranks:
         return None, f"{len(man.ranks)} ranks (focus from {min_ranks})"
     folders = {(rec.dir or "").rstrip("/"): rec for rec in man.hosts if rec.dir}
-    by_folder: dict[str, list[FileRef]] = {}
-    job_files: list[FileRef] = []
-    for ref in source.files:
-        head = "/".join(ref.rel.split("/", 2)[:2])
+    host_arts: dict[str, list] = {}
+    job_arts = []
+    for art in man.artifacts:
+        head = "/".join(str(art.path).split("/", 2)[:2])
         if head in folders:
-            by_folder.setdefault(head, []).append(ref)
+            host_arts.setdefault(head, []).append(art)
         else:
-            job_files.append(ref)
-    if len(job_files) > MAX_JOB_FILES:
-        return None, f"{len(job_files)} files outside the hosts' folders"
-    merged, why_not = _merged(source, [rec for f, rec in folders.items() if f in by_folder], kb_key(kb))
+            job_arts.append(art)
+    if len(job_arts) > MAX_JOB_FILES:
+        return None, f"{len(job_arts)} files outside the hosts' folders"
+    named = {r.host for r in man.ranks if any(c.files for c in r.collectors)} \
+        | {h.host for h in man.hosts if any(c.files for c in h.collectors)} | {folders[f].host for f in host_arts}
+    hosts = [rec for rec in folders.values() if rec.host in named]
+    merged, why_not = _merged(source, hosts, kb_key(kb))
     if merged is None:
         return None, why_not
     judged = judge_classes(merged)
     if not judged.complete:
         return None, f"classes incomplete: {judged.why_not}"
+    job_files = manifest_refs(source, dataclasses.replace(man, hosts=[], ranks=[], artifacts=job_arts))
     host_of = {r.rank: r.host for r in man.ranks if r.rank is not None}
-    out = Focus(merged, judged, source, by_folder, job_files, host_of)
+    out = Focus(merged, judged, source, folders, job_files, host_arts, host_of, len(hosts))
     out.why = _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man)
     if not out.narrow():
-        return None, f"the focus holds {len(out.why)} of {len(by_folder)} hosts"
+        return None, f"the focus holds {len(out.why)} of {len(hosts)} hosts"
     return out, ""
 
 
@@ -256,3 +276,9 @@ def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
 
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _op_seq(pos: str) -> list[Any]:
+    """'allreduce@10' (parsers.digest_merge's position key) as [op, seq]."""
+    op, _, seq = pos.rpartition("@")
+    return [op, int(seq) if seq.isdigit() else seq]

@@ -46,7 +46,8 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
         lines.append(f"where each rank's logs stop ({view.logs_stop_in}):")
         lines += [f"  {x}" for x in view.logs_stop]
     if show_tree and view.stack_lines:
-        lines.append("merged main-thread stacks (outermost first, ranks per branch):")
+        lines.append("merged main-thread stacks (outermost first, ranks per branch"
+                     + (f"; {view.read_only}" if view.read_only else "") + "):")
         lines += [f"  {line}" for line in view.stack_lines]
     if view.missing:
         lines.append("missing evidence:")

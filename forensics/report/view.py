@@ -81,6 +81,9 @@ class ReportView:
     logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
+    #: where the evidence holds only some ranks (the rest judged from their digests' classes): what the per-rank
+    #: pictures and tables cover, said beside them ('' when they cover every rank read)
+    read_only: str = ""
 
     @property
     def culprit(self) -> CulpritView | None:
@@ -145,7 +148,13 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.merged_stack_tree = merged_tree(view.stack_tree)
     view.rank_rows = rank_rows(verdict, ops)
     view.timeline, view.timeline_axis = timeline(verdict, ops, events)
-    view.logs_stop, view.logs_stop_in = logs_stop(ops)
+    focus = (verdict.sections.get("digests") or {}).get("focus") or {}
+    if focus.get("why"):
+        cov = verdict.sections.get("coverage") or {}
+        view.read_only = (f"the {cov.get('ranks_read_raw', '?')} ranks read on {focus['hosts_read']} host(s); the other "
+                          f"{focus['ranks_judged_from_classes']} are judged from their digests' classes (ranks by what "
+                          "their main thread does, and where the logs stop, count every rank)")
+    view.logs_stop, view.logs_stop_in = logs_stop(ops, focus.get("positions") or {})
     view.graph = wait_graph(verdict, view.rank_rows, graph)
     view.hosts = list(verdict.sections.get("hosts") or [])
     return view
@@ -215,11 +224,16 @@ def timeline(verdict: Verdict, ops: list[Any], events: Iterable[dict[str, Any]] 
     return entries, axis
 
 
-def logs_stop(ops: list[Any]) -> tuple[list[str], str | None]:
-    """Where the logs stop, ranks folded by operation (the main communicator's; others' ranks said as one line)."""
+def logs_stop(ops: list[Any], job: dict[str, list] | None = None) -> tuple[list[str], str | None]:
+    """Where the logs stop, ranks folded by operation (the main communicator's; others' ranks said as one line).
+    `job`: per communicator, the whole job's positions as [ranks, op, seq] (the digests' classes, where the
+    evidence holds only the ranks read: parsers.digest_focus), said for the main communicator instead."""
     if not ops:
         return [], None
     main = max({o.comm for o in ops}, key=lambda c: sum(o.comm == c for o in ops))
+    first = next(o for o in ops if o.comm == main)
+    if (job or {}).get(main):
+        return [f"[{ranks}] {op} #{seq}" for ranks, op, seq in job[main]], _axis_words(first)
     groups: dict[tuple, list[int]] = {}
     for o in ops:
         if o.comm == main:
@@ -229,7 +243,6 @@ def logs_stop(ops: list[Any]) -> tuple[list[str], str | None]:
     elsewhere = [o.rank for o in ops if o.comm != main]
     if elsewhere:
         lines.append(f"[{fold(elsewhere)}] only in another communicator (the ranks table says where)")
-    first = next(o for o in ops if o.comm == main)
     return lines, _axis_words(first)
 
 

@@ -199,7 +199,7 @@ def test_reading_while_the_writer_runs_never_yields_torn_records(plugin, harness
 def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_path):
     from parsers.evidence import load
     from parsers.model.manifest import Manifest, RankRecord
-    from parsers.source import Source, _bundle_files
+    from parsers.source import Source, manifest_refs
 
     bundle = tmp_path / "bundle"
     records = []
@@ -210,7 +210,7 @@ def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_pat
         rr.collectors.append(RecorderCollector().collect(target, CollectOptions()))
         records.append(rr)
     src = Source(root=bundle, given=bundle, form="bundle", manifest=Manifest(created="now", tool_version="test", ranks=records))
-    _bundle_files(src, src.manifest)
+    src.files = manifest_refs(src, src.manifest)
     ev = load(src)
     states, problems = ev.recorder, ev.problems
     assert problems == [] and sorted(s.rank for s in states) == [0, 1, 2, 3]
