@@ -252,7 +252,9 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
                        verdict_s=round(done - start, 3), analyze_s=round(done - answered, 3),
                        after_last_answer_s=round(done - start - result.phases["answers"], 3),
                        wire_bytes=sum(os.path.getsize(answers / n) for n in names), culprit=v.culprit.rank if v.culprit else None,
-                       suspects=suspects, ranks_seen=len(result.manifest.ranks), digests=v.sections.get("digests", {}).get("odd_ones_out_by"))
+                       suspects=suspects, ranks_seen=len(result.manifest.ranks), digests=v.sections.get("digests", {}).get("odd_ones_out_by"),
+                       # analyze over the digests' classes (parsers.digest_focus): the hosts whose evidence was built
+                       focus_hosts=(v.sections.get("digests", {}).get("focus") or {}).get("hosts_read"))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     me = resource.getrusage(resource.RUSAGE_SELF)
