@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a bundle of 1,024 ranks or more whose hosts wrote digests is judged over their classes "
                              "(evidence of the odd ones out's hosts and one host a class; the rest counted, not "
                              "listed); this rebuilds every rank's evidence instead (slower: every rank in the tables)")
+    parser.add_argument("--no-digests", action="store_true",
+                        help="read every raw file and leave the hosts' digests unused (slowest; what an edited or "
+                             "planted digest cannot change)")
     parser.add_argument("--save", action="store_true",
                         help="also write analysis.json into the bundle folder (a new file: analysis-2.json and so on "
                              "when taken; only in a folder that is yours alone)")
@@ -76,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise ForensicsError(f"knowledge base: {err}") from err
     try:
         result = analyze(path, kb, log_mode="full" if getattr(args, "full_logs", False) else None,
+                         digests=not getattr(args, "no_digests", False),
                          focus_from=None if getattr(args, "every_rank", False) else FOCUS_MIN_RANKS)
     except InputError as err:
         raise ForensicsError(str(err)) from err

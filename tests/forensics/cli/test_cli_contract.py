@@ -82,6 +82,33 @@ def test_analyze_json_is_compact_valid_and_folds_like_the_text():
     assert json.loads(pretty) == data and pretty.count("\n") > 100
 
 
+def test_analyze_of_a_large_bundle_over_its_classes_every_rank_or_no_digest(tmp_path: Path):
+    """1,024 ranks (benchmarks/bundle_scale.py's job) with each host's digest: by default two hosts give evidence
+    (the odd rank's and one for the class of the many) and the text counts every rank; `--every-rank` builds
+    every rank's evidence from the digests; `--no-digests` reads every raw file. One first suspect for all three."""
+    from benchmarks.bundle_scale import write_bundle
+    from parsers import knowledge
+    from parsers.digest import DIGEST_NAME, write_json
+    from parsers.digest_first import digest_host
+    from parsers.source import open_source
+
+    write_bundle(tmp_path, 1024, 8, 700)
+    kb = knowledge.load(use_env=False)
+    with open_source(tmp_path) as src:
+        for rec in src.manifest.hosts:
+            (tmp_path / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, kb)))
+    runs = {flag: cli("analyze", "--json", str(tmp_path), *([flag] if flag else [])) for flag in ("", "--every-rank", "--no-digests")}
+    docs = {flag: validate("analyze", done.stdout) for flag, done in runs.items()}
+    assert {d["suspects"][0]["rank"] for d in docs.values()} == {700}
+    focus = docs[""]["sections"]["digests"]["focus"]
+    assert focus["hosts_read"] == 2 and focus["ranks_judged_from_classes"] == 1024 - 16
+    assert docs["--every-rank"]["sections"]["digests"]["focus"] == {"why_not": "every rank's evidence asked for"}
+    assert "digests" not in docs["--no-digests"]["sections"]
+    text = cli("analyze", "--width", "0", str(tmp_path)).stdout
+    # wording is the behaviour: every rank counted in the classes, the stack tree said to cover the ranks read
+    assert "[0-699,701-1023] wait in all_reduce" in text and "the 16 ranks read on 2 host(s)" in text
+
+
 def test_analyze_of_a_loose_folder_and_an_archive(tmp_path: Path):
     from forensics.bundle.archive import make_archive
 
