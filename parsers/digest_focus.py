@@ -9,14 +9,17 @@ of many ranks whose hosts all wrote usable digests:
    processes when there are many hosts (what crosses back is a merged digest: kilobytes);
 2. judge the classes once each: the odd ones out (and the hosts a host finding names);
 3. focus: the hosts of the odd ones out, one host for a representative rank of each class (the judges compare
-   the odd ones with the many), the hosts a job-level file names in an exit, exception or error, and every
-   job-level file;
+   the odd ones with the many), every rank waited on in the recorder and one waiter of each, the hosts a
+   job-level file names in an exit, exception or error, and every job-level file;
 4. the normal analysis (digest first) over the focused hosts only, told that the other ranks were collected
    and judged from their classes (`Source.elsewhere`: never 'absent', counted in the coverage).
 
-Anything that makes the classes no longer the whole job (a host with files and no usable digest, a digest made
-with another knowledge base, caps) or a focus that is most of the job falls back to digest first over every
-rank: slower, never different. The verdict is the full read's on every bundle fixture (tests/parsers/test_digest_focus.py).
+Digest first over every rank (parsers.analyze) is read instead where the classes are not the whole job (a host
+with files and no usable digest, a digest made with another knowledge base, caps), where the focus would hold
+more than half the hosts (a recorder's ring of waits reaches every host), where a verdict keeps naming ranks
+judged from their classes after three rounds of widening, and where the job may run and its ranks are timed
+(who arrives last is each rank's own). tests/parsers/test_digest_focus.py: the full read's verdict on every
+bundle fixture, on each refiled one host per rank, and on a 1,536-rank bundle read over 2 hosts.
 """
 
 from __future__ import annotations
@@ -61,10 +64,6 @@ class Focus:
     source: Source | None = None  #: the focused hosts' files and the job files; `elsewhere` holds the other ranks
     widened: int = 0  #: times the focus grew because a verdict named a rank judged from its class
 
-    @property
-    def hosts(self) -> int:
-        return len(self.why)
-
     def narrow(self) -> bool:
         """(Re)build the focused source from `why`; False when the focus holds more than MAX_FOCUS_SHARE of
         the hosts with files (digest first over every rank is then as fast, and the whole evidence)."""
@@ -77,9 +76,10 @@ class Focus:
         part = dataclasses.replace(man, hosts=chosen, ranks=ranks, artifacts=arts)
         read_here = {r.rank for r in ranks if r.rank is not None}
         elsewhere = frozenset(r for r in _summarised(self.merged) if r not in read_here) | self.whole.elsewhere
+        files = manifest_refs(self.whole, part) + self.job_files  # a path that leads outside: a skipped file, once
+        self.whole.skipped = list(dict.fromkeys(self.whole.skipped))
         self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form, manifest=part,
-                             files=manifest_refs(self.whole, part) + self.job_files, skipped=list(self.whole.skipped),
-                             elsewhere=elsewhere)
+                             files=files, skipped=list(self.whole.skipped), elsewhere=elsewhere)
         self.source.__dict__["_dirs"] = self.whole.__dict__.setdefault("_dirs", {})  # folders resolved once
         return True
 
@@ -206,45 +206,61 @@ def _merge_task(hosts: list[tuple[str, str | None]], want_kb: str) -> tuple[dict
 
 
 def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, str], job_arts: list, man: Any) -> dict[str, str]:
-    """host -> why it is read: odd ones out, named hosts, unranked processes, a representative of each class,
-    and what the job-level files name."""
+    """host -> why it is read (the first reason): the odd ones out and what the class judgement names, a
+    representative of each class, the recorder's wait graph, and what the job-level files name."""
     why: dict[str, str] = {}
-
-    def add(host: Any, reason: str) -> None:
+    for host, reason in (*_odd(judged, host_of), *_representatives(merged, host_of), *_waits(merged, host_of),
+                         *_named_by_job_files(job_arts, host_of, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
+    return why
 
+
+def _odd(judged: ClassJudgement, host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
     for r in ranks_of(judged.ranks):
-        add(host_of.get(r), f"rank {r} is an odd one out of its classes")
+        yield host_of.get(r), f"rank {r} is an odd one out of its classes"
     for h in judged.hosts:
-        add(h, "a host finding names it")
+        yield h, "a host finding names it"
     for h, pid in judged.processes:
-        add(h, f"process {pid} has no known rank")
+        yield h, f"process {pid} has no known rank"
+
+
+def _representatives(merged: dict[str, Any], host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
+    """The host of the first rank of each class: the judges compare the odd ones with the many."""
     for name, iv in _class_sets(merged):
         if iv:
-            add(host_of.get(iv[0][0]), f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}")
-    for comm, peers in sorted(merged["waits"].items()):  # the recorder's wait graph: every rank waited on, and one
-        runs = merged["members"].get(comm, [])  # waiter for each (a cycle or a chain is read whole, not cut)
+            yield host_of.get(iv[0][0]), f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}"
+
+
+def _waits(merged: dict[str, Any], host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
+    """The recorder's wait graph: every rank waited on, and one waiter for each (a cycle or a chain is judged
+    whole, not cut: a deadlock's members all wait, so no class rule makes them odd)."""
+    for comm, peers in sorted(merged["waits"].items()):
+        runs = merged["members"].get(comm, [])
         for peer, waiters in sorted(peers.items()):
             cr = int(peer) if peer.isdigit() else -1
             job = next((j + cr - lo for lo, hi, j in runs if lo <= cr <= hi), None)
-            add(host_of.get(job), f"rank {job} is waited on in the recorder ({comm})")
+            yield host_of.get(job), f"rank {job} is waited on in the recorder ({comm})"
             if waiters:
-                add(host_of.get(waiters[0][0]), f"rank {waiters[0][0]} stands for {count(waiters)} rank(s) waiting "
-                                                f"on comm rank {peer} of {comm}")
+                yield (host_of.get(waiters[0][0]),
+                       f"rank {waiters[0][0]} stands for {count(waiters)} rank(s) waiting on comm rank {peer} of {comm}")
+
+
+def _named_by_job_files(job_arts: list, host_of: dict[int, str], man: Any) -> Iterable[tuple[Any, str]]:
+    """The hosts of the processes a job-level file names in an exit, exception or error (by rank, else by host
+    and pid, else by pid: at most 8 hosts of one pid)."""
     by_pid: dict[int, list[str]] = {}
     for r in man.ranks:
         by_pid.setdefault(r.pid, []).append(r.host)
     for art in job_arts:
         for rank, host, pid in _named(art):
             if rank is not None and rank in host_of:
-                add(host_of[rank], f"rank {rank} is named by {art.rel}")
+                yield host_of[rank], f"rank {rank} is named by {art.rel}"
             elif host is not None and pid is not None:
-                add(host, f"process {pid} is named by {art.rel}")
+                yield host, f"process {pid} is named by {art.rel}"
             elif pid is not None:
                 for h in by_pid.get(pid, ())[:8]:
-                    add(h, f"pid {pid} is named by {art.rel}")
-    return why
+                    yield h, f"pid {pid} is named by {art.rel}"
 
 
 def _class_sets(merged: dict[str, Any]) -> Iterable[tuple[str, Intervals]]:

@@ -119,8 +119,8 @@ def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
     elsewhere (from its digest's classes, or kept on a gateway) left its files there: what is missing of it
     here (no dump, no recorder state, no line) says nothing of it."""
     if coverage.elsewhere:
-        suspects = [s for s in suspects if not (s.reason_class in ARTIFACT_ABSENCE | {RC.ABSENT}
-                                                and s.rank in coverage.elsewhere)]
+        suspects = [s for s in suspects if not (s.reason_class in ARTIFACT_ABSENCE | {RC.ABSENT} and s.rank in
+                                                coverage.elsewhere and s.rank not in coverage.reporting)]
     if coverage.complete:
         return suspects
     return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]

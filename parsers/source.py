@@ -187,7 +187,8 @@ def open_source(path: Path | str | list | tuple, list_files: bool = True) -> Sou
     extra logs: one Source whose files are all of theirs). InputError on anything else.
 
     Why several: the logs a scheduler kept (Slurm output, a console log) often live beside the
-    bundle `collect` wrote, and a verdict needs both."""
+    bundle `collect` wrote, and a verdict needs both. `list_files=False`: a bundle folder's file list is
+    left for `Source.list_files()` (parsers.analyze makes it only where it reads every host)."""
     if isinstance(path, (list, tuple)):
         paths = list(path)
         if not paths:

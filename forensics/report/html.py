@@ -147,8 +147,9 @@ def build_report(what: Any) -> str:
         (f'<p class="meta" id="logs-stop">where each rank\'s logs stop ({esc(v.logs_stop_in)}): '
          + "; ".join(esc(x) for x in v.logs_stop) + "</p>") if v.logs_stop else "",
         *stacks,
-        "<h2>Ranks</h2>", note, f'<p class="meta">{esc(v.read_only)}.</p>' if v.read_only else "", table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "last_op",
-                                                   "suspect", "reason_class", "problems"], "ranks-table"),
+        "<h2>Ranks</h2>", note, f'<p class="meta">{esc(v.read_only)}.</p>' if v.read_only else "",
+        table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "last_op",
+                           "suspect", "reason_class", "problems"], "ranks-table"),
         "<h2>Suspects</h2>", table_html([s.to_dict() for s in v.suspects], ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
         "<h2>Wait edges</h2>", table_html(_edge_rows(v), ["waiter", "waits_on", "where", "source", "reason"], "edges-table", max_rows=200),
         "<h2>Timeline</h2>", note, table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"], "timeline-table"),
