@@ -294,10 +294,13 @@ class Coverage:
             return few_absent
         return few_absent and len(self.reporting) >= 2
 
-    @property
+    @cached_once
     def judged_elsewhere(self) -> int:
-        """Ranks of the job judged from their digests' classes or kept on gateways, not read here."""
-        return len(self.elsewhere - self.reporting) if self.elsewhere else 0
+        """Ranks of the job (below its world size, where stated) judged from their digests' classes or kept on
+        gateways, not read here."""
+        if not self.elsewhere:
+            return 0
+        return sum(1 for r in self.elsewhere if r not in self.reporting and (not self.world_size or 0 <= r < self.world_size))
 
     def describe(self) -> str:
         if not self.world_size:

@@ -25,7 +25,8 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import analyze
-from parsers.digest_merge import Intervals, count, fold as fold_ranks, holds, meets, ranks_of, union
+from parsers.digest_merge import Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, union
+from parsers.model.events import MAX_RANKS
 
 
 def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
@@ -103,4 +104,5 @@ def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
     told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways, and judged from
     the merged digest. Their absence from the root's files is not absence from the job: no judge offers them as
     absent (at 4,096 ranks a logs judge would otherwise offer 4,088), and the coverage counts them."""
-    return analyze(bundle, kb, elsewhere=ranks_of(held))  # digest first, as `forensics analyze`
+    # a gateway's rank sets are data: no rank past the largest job believed (MAX_RANKS) is listed one by one
+    return analyze(bundle, kb, elsewhere=ranks_of(difference(held, [[MAX_RANKS, 1 << 31]])))  # as `forensics analyze`
