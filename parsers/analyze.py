@@ -52,8 +52,8 @@ class Analysis:
 
 
 def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None,
-            log_mode: str | None = None, digests: bool = True, judges: tuple[Judge, ...] = JUDGES,
-            elsewhere: Iterable[int] = (), focus_from: int | None = FOCUS_MIN_RANKS) -> Analysis:
+            log_mode: str | None = None, digests: bool = True, elsewhere: Iterable[int] = (),
+            focus_from: int | None = FOCUS_MIN_RANKS) -> Analysis:
     """Analyse a bundle, a loose folder or an archive of either (InputError on anything else).
 
     `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
@@ -62,45 +62,44 @@ def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None
     ranks the verdict names), and one of `focus_from` ranks or more over its digests' classes
     (parsers.digest_focus: evidence only for the hosts that can change the verdict; None: never); False reads every raw
     file. `elsewhere`: ranks of the job collected and judged elsewhere, not in this source (the reduced
-    tree's root: the ranks its gateways keep, forensics.fleet.tree_verdict). `judges`: JUDGES, or a subset."""
+    tree's root: the ranks its gateways keep, forensics.fleet.tree_verdict)."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
-            return _analyze_source(path, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
+            return _analyze_source(path, kb, log_mode, digests, frozenset(elsewhere), focus_from)
         # the file list of a bundle is made only when the focus is not (parsers.digest_focus lists its hosts')
         with open_source(path, list_files=not digests or log_mode is not None) as src:
-            return _analyze_source(src, kb, log_mode, digests, judges, frozenset(elsewhere), focus_from)
+            return _analyze_source(src, kb, log_mode, digests, frozenset(elsewhere), focus_from)
 
 
 def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | None, digests: bool,
-                    judges: tuple[Judge, ...], elsewhere: frozenset[int], focus_from: int | None) -> Analysis:
+                    elsewhere: frozenset[int], focus_from: int | None) -> Analysis:
     if elsewhere:
         src.elsewhere = src.elsewhere | elsewhere
     if not digests or log_mode is not None:
         src.list_files()
-        return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb, judges)
+        return analyze_evidence(load(src, kb.line_filter, log_mode=log_mode), kb)
     focused, why_not = digest_focus.focus(src, kb, focus_from)
-    result, why_not = _over_classes(focused, kb, judges) if focused else (None, why_not)
+    result, why_not = _over_classes(focused, kb) if focused else (None, why_not)
     if result is None:
         src.list_files()
-        result = _digest_first(src, kb, judges)
+        result = _digest_first(src, kb)
     if "digests" in result.verdict.sections:
         result.verdict.sections["digests"]["focus"] = focused.summary() if not why_not else {"why_not": why_not}
     return result
 
 
-def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase,
-                  judges: tuple[Judge, ...]) -> tuple[Analysis | None, str]:
+def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase) -> tuple[Analysis | None, str]:
     """The analysis of the focused hosts (parsers.digest_focus), or (None, why) when its verdict needs every
     rank: it keeps naming ranks judged from their classes, or the job may run and its ranks are timed."""
-    result = _digest_first(focused.source, kb, judges)
+    result = _digest_first(focused.source, kb)
     for rounds in range(4):  # a rank the verdict names rests on its own files: its host joins the focus (3 rounds)
         named = {s.rank for s in result.verdict.suspects if s.rank in focused.source.elsewhere}
         if not named:
             break
         if rounds == 3 or not focused.widen(named):
             return None, f"the verdict named ranks {sorted(named)[:8]} judged from their classes"
-        result = _digest_first(focused.source, kb, judges)
+        result = _digest_first(focused.source, kb)
     if result.verdict.slow is not None and result.verdict.slow.timed:  # who arrives last is no class's question
         return None, "the job may run and its ranks are timed: every rank's timings count"
     if "classes" in result.verdict.sections:  # the job's classes, not only the ranks read
@@ -108,25 +107,24 @@ def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase,
     return result, ""
 
 
-def _digest_first(src: Source, kb: knowledge.KnowledgeBase, judges: tuple[Judge, ...]) -> Analysis:
+def _digest_first(src: Source, kb: knowledge.KnowledgeBase) -> Analysis:
     """Digest first (or every raw file, for a source without usable digests), then the ranks the verdict
     names read raw and judged again."""
     read = load_digest_first(src, kb)
     if read is None:
-        return analyze_evidence(load(src, kb.line_filter), kb, judges)
-    result = analyze_evidence(read.evidence, kb, judges)
+        return analyze_evidence(load(src, kb.line_filter), kb)
+    result = analyze_evidence(read.evidence, kb)
     for _ in range(3):  # every rank the verdict names must rest on its raw files: read those, judge again
         if not read.reread_named(s.rank for s in result.verdict.suspects):
             break
-        result = analyze_evidence(read.evidence, kb, judges)
+        result = analyze_evidence(read.evidence, kb)
     result.verdict.sections["digests"] = read.summary()
     return result
 
 
-def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None,
-                     judges: tuple[Judge, ...] = JUDGES) -> Analysis:
+def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) -> Analysis:
     """Every judge over the evidence, then one merge."""
-    found = run_judges(ev, JudgeContext(kb=kb if kb is not None else knowledge.load()), judges)
+    found = run_judges(ev, JudgeContext(kb=kb if kb is not None else knowledge.load()))
     verdict = merge_verdict(ev, found)
     verdict.sections["ranks"] = ranks_table(ev)
     verdict.sections["unread_lines"] = unread.section(ev)
