@@ -61,13 +61,16 @@ def test_a_reason_is_a_reason_class_and_a_plain_name_is_refused():
             raise AssertionError(f"a plain reason name {name!r} was accepted")
 
 
+def _found(judge: str, rank: int, reason_class: ReasonClass, reason: str, confidence: float) -> list[Suspect]:
+    """One judge's one suspect (rank on host 'h', pid 1), as the judge's Findings carry it (its source set)."""
+    return Findings(judge, [Suspect(rank=rank, host="h", pid=1, reason_class=reason_class, reason=reason,
+                                    confidence=confidence)]).suspects
+
+
 def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
     """Issue 26: the mismatch comes first causally; the gpu-queued op is its consequence, not a rival."""
-    queued = Findings("recorder", [Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.GPU_QUEUED,
-                                           reason="enqueued AllReduce seq 10 but it never started", confidence=0.91)])
-    mism = Findings("logs", [Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.MISMATCH,
-                                     reason="called broadcast where 7 ranks called all_reduce", confidence=0.9)])
-    merged = merge_suspects(queued.suspects, mism.suspects)
+    merged = merge_suspects(_found("recorder", 2, ReasonClass.GPU_QUEUED, "enqueued AllReduce seq 10 but it never started", 0.91),
+                            _found("logs", 2, ReasonClass.MISMATCH, "called broadcast where 7 ranks called all_reduce", 0.9))
     assert len(merged) == 1 and merged[0].reason_class == ReasonClass.MISMATCH
     assert [c.reason_class for c in merged[0].consequences] == [ReasonClass.GPU_QUEUED]
     assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.9  # the cause's own
@@ -96,11 +99,8 @@ def test_a_citation_is_typed_and_reads_as_its_text():
 
 def test_a_ranks_own_exception_explains_its_absence():
     """Issue 26 step 6: 'left no dump while 7 ranks wait on it' is the consequence of its own exception."""
-    gone = Findings("logs", [Suspect(rank=7, host="h", pid=1, reason_class=ReasonClass.NO_DUMP,
-                                     reason="left no fr-dump while 7 rank(s) wait on it", confidence=0.95)])
-    own = Findings("exceptions", [Suspect(rank=7, host="h", pid=1, reason_class=ReasonClass.RAISED,
-                                          reason="raised torch.OutOfMemoryError", confidence=0.85)])
-    merged = merge_suspects(gone.suspects, own.suspects)
+    merged = merge_suspects(_found("logs", 7, ReasonClass.NO_DUMP, "left no fr-dump while 7 rank(s) wait on it", 0.95),
+                            _found("exceptions", 7, ReasonClass.RAISED, "raised torch.OutOfMemoryError", 0.85))
     assert merged[0].reason_class == ReasonClass.RAISED and merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP
     verdict = Verdict(suspects=merged, hang="hang")
     summary.write(verdict)
