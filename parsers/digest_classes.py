@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.digest_merge import MAX_RANGES, VERSION, Intervals, count, difference, union
+from parsers.digest_merge import MAX_RANGES, VERSION, Intervals, count, difference, summarised, union
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -132,7 +132,4 @@ def _recorder(merged: dict[str, Any], out: ClassJudgement) -> Intervals:
     # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
     # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
     # the ranks with state say)
-    summarised: Intervals = []
-    for iv in merged["states"].values():
-        summarised = union(summarised, iv)
-    return union(difference(merged["recorder_ranks"], waiting), difference(summarised, merged["recorder_ranks"]))
+    return union(difference(merged["recorder_ranks"], waiting), difference(summarised(merged), merged["recorder_ranks"]))

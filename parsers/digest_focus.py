@@ -32,7 +32,8 @@ from typing import Any, Iterable
 
 from parsers.digest import DIGEST_NAME, DigestError, kb_key, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, union
+from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, \
+    summarised
 from parsers.evidence import read_files
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
 from parsers.source import FileRef, Source, manifest_refs
@@ -75,7 +76,7 @@ class Focus:
         arts = [a for rec in chosen for a in self.host_arts.get((rec.dir or "").rstrip("/"), ())]
         part = dataclasses.replace(man, hosts=chosen, ranks=ranks, artifacts=arts)
         read_here = {r.rank for r in ranks if r.rank is not None}
-        elsewhere = frozenset(r for r in _summarised(self.merged) if r not in read_here) | self.whole.elsewhere
+        elsewhere = frozenset(r for r in ranks_of(summarised(self.merged)) if r not in read_here) | self.whole.elsewhere
         files = manifest_refs(self.whole, part) + self.job_files  # a path that leads outside: a skipped file, once
         self.whole.skipped = list(dict.fromkeys(self.whole.skipped))
         self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form, manifest=part,
@@ -152,14 +153,6 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     if not out.narrow():
         return None, f"the focus holds {len(out.why)} of {len(hosts)} hosts"
     return out, ""
-
-
-def _summarised(merged: dict[str, Any]) -> Iterable[int]:
-    """Every rank a host's digest summarised (each has exactly one state)."""
-    held: Intervals = []
-    for iv in merged["states"].values():
-        held = union(held, iv)
-    return ranks_of(held)
 
 
 def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str]:

@@ -95,6 +95,14 @@ def holds(rank: int | None, ranges: Intervals) -> bool:
     return rank is not None and any(lo <= rank <= hi for lo, hi in ranges)
 
 
+def summarised(merged: dict[str, Any]) -> Intervals:
+    """Every rank a host's digest summarised (each rank has exactly one state, so the states cover them all)."""
+    held: Intervals = []
+    for iv in merged["states"].values():
+        held = union(held, iv)
+    return held
+
+
 def _ranks(ranks: Iterable[int]) -> Intervals:
     out: Intervals = []
     for r in ranks:

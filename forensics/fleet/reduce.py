@@ -56,7 +56,8 @@ from parsers.digest import DIGEST_NAME, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
-from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, holds, merge_all, union
+from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, holds, merge_all, \
+    summarised
 from parsers.source import open_source, read_manifest_file
 
 
@@ -480,10 +481,7 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
             refused.append(f"{gw}: {err} (exit {run.returncode}{', timed out' if run.timed_out else ''}; {run.stderr_tail()})")
             continue
         parts.append(merged)
-        held: Intervals = []
-        for iv in merged["states"].values():  # every rank has a state: the gateway's rank set, as ranges
-            held = union(held, iv)
-        where[gw] = dict(rest, ranks=held)
+        where[gw] = dict(rest, ranks=summarised(merged))  # the gateway's rank set, as ranges
     root = merge_all(parts)
     out.mkdir(parents=True, exist_ok=True)
     merged_at = time.monotonic()

@@ -25,7 +25,7 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import analyze
-from parsers.digest_merge import Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, union
+from parsers.digest_merge import Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, summarised, union
 from parsers.model.events import MAX_RANKS
 
 
@@ -73,9 +73,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
         parts, problems = fetch_raw(asked, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
                                     gateway_python, max_hosts, received)
     fetched_at = time.monotonic()
-    held: Intervals = []
-    for iv in root["states"].values():
-        held = union(held, iv)
+    held = summarised(root)
     # the ranks the gateways hold are never listed missing (not listed, then dropped: 99,992 of them at 100k)
     manifest = merge_bundles(out, parts, command=list(sys.argv), collected_elsewhere=held)
     manifest.missing = [m for m in manifest.missing if not holds(m.rank, held)]  # a fetched host's own list
