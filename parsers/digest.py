@@ -30,8 +30,8 @@ from typing import Any, Iterable
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
-from parsers.model.events import (INFO_KINDS, WAIT_ERRORS, CommMember, ErrorEvent, OpEvent, Origin, Parsed,
-                                  ProcessState, Progress, RasFinding, TopoEdge)
+from parsers.model.events import (CommMember, ErrorEvent, OpEvent, Origin, Parsed, ProcessState, Progress, RasFinding,
+                                  TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
 from parsers.model.samples import Share, StackSamples
 from parsers.model.stacks import Frame, ThreadStack
@@ -514,8 +514,7 @@ def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
             continue
         if art.parsed.exceptions and "exception" not in flags:
             flags.append("exception")
-        if "error" not in flags and any(type(e) is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS
-                                        for e in art.parsed.events):
+        if "error" not in flags and any(map(own_error, art.parsed.events)):
             flags.append("error")
     return flags
 
@@ -624,13 +623,12 @@ def odd_ones_out(ev: Any, named: Iterable[tuple[int | None, str | None]] = ()) -
         if art.parsed.exceptions:
             raw.add(key)
         for e in art.parsed.events:
-            cls = type(e)
-            if cls is OpEvent:
+            if type(e) is OpEvent:
                 at = last.setdefault(f"{e.comm}\0{e.seq_kind}", {})
                 prev = at.get(key)
                 if prev is None or e.seq >= prev[0]:
                     at[key] = (e.seq, e.op, e.state)
-            elif cls is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS:
+            elif own_error(e):
                 raw.add(key)
     for positions in last.values():
         _minority_map(raw, positions)

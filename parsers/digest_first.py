@@ -28,7 +28,7 @@ from parsers.digest_classes import ClassJudgement, judge_classes
 from parsers.digest_merge import from_host, merge_all, ranks_of
 from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
+from parsers.model.events import own_error
 from parsers.source import FileRef, Source
 from parsers.judges.hosts import judge_hosts
 
@@ -234,8 +234,7 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
         if art.parsed is None or art.hints.pid is None:
             continue
         key = (art.hints.host, art.hints.pid)
-        if key in by_key and (art.parsed.exceptions or any(type(e) is ErrorEvent and e.kind not in INFO_KINDS
-                                                             and e.kind not in WAIT_ERRORS for e in art.parsed.events)):
+        if key in by_key and (art.parsed.exceptions or any(map(own_error, art.parsed.events))):
             raw.add(key)
     return raw, set(judged.hosts)
 

@@ -35,7 +35,7 @@ from parsers.digest_classes import ClassJudgement, judge_classes
 from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, \
     summarised
 from parsers.evidence import read_files
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
+from parsers.model.events import own_error
 from parsers.source import FileRef, Source, manifest_refs
 from parsers.stacks.classify import Activity
 
@@ -278,7 +278,7 @@ def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
     for e in parsed.exceptions:
         yield _int(getattr(e, "rank", None)), None, None
     for e in parsed.events:
-        if type(e) is ErrorEvent and e.kind not in INFO_KINDS and e.kind not in WAIT_ERRORS:
+        if own_error(e):
             o = e.origin
             yield _int(o.rank), o.host, _int(o.pid)
 
