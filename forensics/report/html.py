@@ -74,6 +74,9 @@ def verdict_html(what: ReportView | Verdict) -> str:
              f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(v.headline)}</div>']
     if v.times:
         parts.append(f'<p class="meta">times: measured from {esc(v.times)}</p>')
+    if v.host_faults:  # where they explain, the hosts to take out of the job lead (forensics.report.words.hostfaults)
+        parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + "".join(
+            f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>' for f in v.host_faults) + "</ul>")
     if c:
         parts.append(f'<p>culprit: <span class="culprit" id="culprit" style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
