@@ -83,7 +83,7 @@ def verdict_html(what: ReportView | Verdict) -> str:
         parts.append(f'<p id="meaning">what it means: {esc(c.meaning)}</p><p id="next-step"><b>next step:</b> {esc(c.next_step)}</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")
-        parts.append(f"<p>sources that agree: {esc(', '.join(c.sources) or 'unknown')}</p>")
+        parts.append(f'<p class="sources">{esc(c.sources_line)}</p>')
     lines = [("hang", v.hang)] + [("deadlock", x) for x in v.deadlock]
     if v.deadlock_next_step:
         lines.append(("next step", v.deadlock_next_step))

@@ -36,9 +36,13 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
     The view's `times` (collection_time()) is said under the VERDICT: the moment the ages in it
     are measured from. Every line is escaped (control characters from data shown, not run).
     """
-    lines = view_block(view)
+    block = view_block(view)
     if view.times:
-        lines.insert(1, f"  times: measured from {view.times}")
+        block.insert(1, f"  times: measured from {view.times}")
+    if view.missing:  # what to fetch next: acted on, so wrapped whole with the verdict
+        block.append("missing evidence:")
+        block += [f"  - {m}" for m in view.missing]
+    lines: list[str] = []
     if view.classes:
         lines.append("ranks by what their main thread does:")
         lines += [f"  [{c['ranks']}] {c['activity']}" for c in view.classes]
@@ -49,10 +53,7 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
         lines.append("merged main-thread stacks (outermost first, ranks per branch"
                      + (f"; {view.read_only}" if view.read_only else "") + "):")
         lines += [f"  {line}" for line in view.stack_lines]
-    if view.missing:
-        lines.append("missing evidence:")
-        lines += [f"  - {m}" for m in view.missing]
-    return "\n".join(fit(lines, width or 0))
+    return "\n".join(wrap(block, width or 0) + fit(lines, width or 0))
 
 
 def verdict_block(verdict: Verdict) -> list[str]:
@@ -75,8 +76,7 @@ def view_block(view: ReportView) -> list[str]:
         if len(c.evidence) > MAX_EVIDENCE:
             lines.append(f"    - … {len(c.evidence) - MAX_EVIDENCE} more (--json)")
         lines += [f"    - agrees {a}" for a in c.agreeing[:MAX_OTHER]]
-        lines.append(f"  sources that agree: {', '.join(c.sources)}" if len(c.sources) > 1
-                     else f"  one source only: {c.sources[0] if c.sources else 'unknown'}")
+        lines.append(f"  {c.sources_line}")
     if view.deadlock:
         lines.append("  deadlock members: " + "; ".join(view.deadlock))
         lines.append(f"    next step: {view.deadlock_next_step}")
@@ -136,5 +136,20 @@ def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT
             out.append(line[: max(1, width - 1)] + "…")
             cut_any = True
     if cut_any:
-        out.append(CUT_NOTE if len(CUT_NOTE) <= width else CUT_NOTE[: max(1, width - 1)] + ")")
+        out += textwrap.wrap(CUT_NOTE, width=max(width, 20), subsequent_indent=" ")  # the note itself is never cut
+    return out
+
+
+def wrap(lines: list[str], width: int) -> list[str]:
+    """Escaped lines wrapped to `width` (0: unchanged), never cut: the verdict block, every line of which a
+    person acts on (the next step, the host to drain). A continuation is indented 4 past its line's own indent."""
+    out: list[str] = []
+    for line in lines:
+        line = escape(line)
+        if not width or len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, max(0, width // 3))
+        out += textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=True) or [line]
     return out

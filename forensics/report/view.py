@@ -48,6 +48,13 @@ class CulpritView:
     sources: tuple[str, ...]
     host_fault: str | None = None  #: the hardware fault on its own host, where the host judge found one (the why)
 
+    @property
+    def sources_line(self) -> str:
+        """'sources that agree: logs, stacks' or 'one source only: stacks': the same words in every output."""
+        if len(self.sources) > 1:
+            return f"sources that agree: {', '.join(self.sources)}"
+        return f"one source only: {self.sources[0] if self.sources else 'unknown'}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "rank": self.rank, "host": self.host, "pid": self.pid,
                 "reason_class": self.reason_class, "confidence": round(self.confidence, 3), "reason": self.reason,
@@ -144,7 +151,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     ops = list(getattr(logs, "last_ops", None) or [])
     worded(verdict)  # parsers/ returns it typed: its words are presentation's, written here for every output
     view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
-    view.hang = verdict.hang + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
+    # 'hang: established (timeouts: ...)', never 'hang: hang (...)': the line's label says what is decided
+    view.hang = ("established" if verdict.hang == "hang" else verdict.hang) + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
     view.hosts = list(verdict.sections.get("hosts") or [])
     view.host_faults = hostfaults.host_faults(view.hosts)
@@ -155,7 +163,9 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
         view.deadlock_next_step = CYCLE_ADVICE.next_step
-    view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
+    view.leads, view.stragglers = list(verdict.leads), list(verdict.stragglers)
+    said_already = [e for c in view.culprits for e in c.evidence]  # each fact said once: not again as a consequence
+    view.consequences = [x for x in verdict.consequences if not any(e.startswith(x) for e in said_already)]
     host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
     view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said]  # a host fault's own line says it
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
