@@ -39,9 +39,6 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
     block = view_block(view)
     if view.times:
         block.insert(1, f"  times: measured from {view.times}")
-    if view.missing:  # what to fetch next: acted on, so wrapped whole with the verdict
-        block.append("missing evidence:")
-        block += [f"  - {m}" for m in view.missing]
     lines: list[str] = []
     if view.classes:
         lines.append("ranks by what their main thread does:")
@@ -53,7 +50,11 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
         lines.append("merged main-thread stacks (outermost first, ranks per branch"
                      + (f"; {view.read_only}" if view.read_only else "") + "):")
         lines += [f"  {line}" for line in view.stack_lines]
-    return "\n".join(wrap(block, width or 0) + fit(lines, width or 0))
+    missing = ["missing evidence:"] + [f"  - {m}" for m in view.missing] if view.missing else []
+    # the verdict and what to fetch next are acted on: wrapped whole; the listings between them may be cut
+    listed, cut_any = fitted(lines, width or 0)
+    note = cut_note(width or 0) if cut_any else []
+    return "\n".join(wrap(block, width or 0) + listed + wrap(missing, width or 0) + note)
 
 
 def verdict_block(verdict: Verdict) -> list[str]:
@@ -124,6 +125,12 @@ CUT_NOTE = "(… = cut to the terminal: --width 0, --json or -o FILE keep lines 
 def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> list[str]:
     """Escaped lines fitted to `width` (0: unchanged): lines starting with one of `wrap_prefixes`
     wrap (continuation indented), any other long line is cut with '…' and CUT_NOTE is added once."""
+    out, cut_any = fitted(lines, width, wrap_prefixes)
+    return out + (cut_note(width) if cut_any else [])
+
+
+def fitted(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> tuple[list[str], bool]:
+    """fit's lines without the note, and whether any was cut."""
     out: list[str] = []
     cut_any = False
     for line in lines:
@@ -135,9 +142,12 @@ def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT
         else:
             out.append(line[: max(1, width - 1)] + "…")
             cut_any = True
-    if cut_any:
-        out += textwrap.wrap(CUT_NOTE, width=max(width, 20), subsequent_indent=" ")  # the note itself is never cut
-    return out
+    return out, cut_any
+
+
+def cut_note(width: int) -> list[str]:
+    """CUT_NOTE wrapped to `width`: the note itself is never cut."""
+    return textwrap.wrap(CUT_NOTE, width=max(width, 20), subsequent_indent=" ")
 
 
 def wrap(lines: list[str], width: int) -> list[str]:

@@ -21,8 +21,8 @@ _HOST = r"[A-Za-z0-9][\w.-]{0,252}"
 _KERNEL_HEAD = (r"(?=\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |<\d+>|\S{3,4} [ \d]?\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d|(?:\w{3} )?\d{4}-\d\d-\d\d \d|kernel: |"
                 r"NVRM|nvidia|pcieport|mlx5_core )")
 #: clush/pdsh's `node044: ` before a kernel line (`clush -w node[1-4] dmesg -T`): the host that printed it; never
-#: a word in capitals (a driver's 'NVRM: ', 'ACPI: ' starts a message)
-_PARALLEL_SHELL = re.compile(rf"^(?![A-Z0-9_]+:)(?P<host>{_HOST}): {_KERNEL_HEAD}")
+#: a word in capitals (a driver's 'NVRM: ', 'ACPI: ' starts a message), never journalctl's bare 'kernel: '
+_PARALLEL_SHELL = re.compile(rf"^(?![A-Z0-9_]+:|kernel:)(?P<host>{_HOST}): {_KERNEL_HEAD}")
 #: Slurm `srun --label`'s `3: ` (a task number, not a host) before a kernel line
 _TASK_LABEL = re.compile(rf"^\s*\d{{1,6}}: {_KERNEL_HEAD}")
 #: the host and 'kernel:' (journalctl prints 'kernel[PID]:' for a record sent through the journal) after a stamp

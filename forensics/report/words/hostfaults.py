@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
+from parsers.model.events import UNKNOWN_HOST
+
+#: what a host fault says where no line or file names the host (never the placeholder itself)
+NOT_NAMED = "(host not in the evidence)"
 
 #: knowledge-base actions that say the fault is the machine's, not the program's
 HARDWARE_ACTIONS = ("hardware-ticket", "exclude-host-and-restart")
@@ -51,6 +55,9 @@ def folded(hosts: Iterable[str]) -> str:
     """Plain host names folded (`node[007,031-032]`), any other name listed after them as it is."""
     plain, other = [], []
     for h in dict.fromkeys(hosts):
+        if h == UNKNOWN_HOST:  # (a plain name in form: the placeholder of lines no host names)
+            other.append(NOT_NAMED)
+            continue
         try:
             plain.append(validate_host(h))
         except HostSetError:
@@ -87,7 +94,7 @@ def host_faults(reports: Iterable[dict[str, Any]]) -> list[HostFault]:
 
 def own_host_fault(faults: Iterable[HostFault], host: str | None) -> HostFault | None:
     """The hardware fault on `host` (the culprit's), if the host judge found one there."""
-    if not host:
+    if not host or host == UNKNOWN_HOST:  # lines no host names are not the culprit's host's
         return None
     return next((f for f in faults if f.hardware and host in f.hosts), None)
 
@@ -112,7 +119,7 @@ def exclude_list(faults: Iterable[HostFault]) -> str:
     """Every plain host name to exclude, folded: what a scheduler's --exclude takes (any other name never goes
     into a host list: parsers.judges.hosts.plain_host)."""
     names = []
-    for h in (h for f in faults if f.status == "exclude" for h in f.hosts):
+    for h in (h for f in faults if f.status == "exclude" for h in f.hosts if h != UNKNOWN_HOST):
         try:
             names.append(validate_host(h))
         except HostSetError:

@@ -65,6 +65,7 @@ def test_clush_label_names_the_host() -> None:
     ("NVRM: Xid (PCI:0000:01:00): 43, Ch 00000020", None),  # a driver word is no host
     ("ACPI: [Firmware Bug]: BIOS _OSI(Linux) query ignored", None),
     ("epoch12: [rank0] loss 0.3", None),  # not before a kernel line: a program's own words
+    ("kernel: NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>', name=<unknown>, NVLink", None),  # journalctl, host cut
 ])
 def test_labels(line: str, host: str | None) -> None:
     _stamp, named, message = split_line(line)

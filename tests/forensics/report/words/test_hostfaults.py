@@ -85,4 +85,5 @@ def test_folding_and_grouping() -> None:
     assert [f.folded for f in faults] == ["node[007,031-032]", "node044"]
     assert faults[0].said().startswith("exclude node[007,031-032] (3 hosts): Xid 79 -> drain (exclude) the hosts")
     assert exclude_list(faults) == "node[007,031-032]"
-    assert folded(["node1", "we ird"]) == "node1,we ird"
+    assert folded(["node1", "we ird", "unknown-host"]) == "node1,we ird,(host not in the evidence)"
+    assert exclude_list(host_faults([dict(reports[0], host="unknown-host")])) == ""  # never a placeholder in a list
