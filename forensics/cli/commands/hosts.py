@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli.logs import log_reads
-from forensics.report.output import add_output_options, emit_json, escape, fit, text_width, to_output
+from forensics.report.output import add_output_options, emit_json, escape, text_width, to_output
+from forensics.report.text import wrap
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.hostset import fold
@@ -82,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json("hosts", _json(reports, overall, int(code), args.facts, culprit), args)
     else:
         with to_output(args.output):
-            for line in fit(table_lines(reports, culprit), text_width(args.width, args.output),
-                            wrap_prefixes=("exclude:", "analyze names", "not excluded")):
+            for line in wrap(table_lines(reports, culprit), text_width(args.width, args.output)):  # acted on: never cut
                 print(line)
     return int(code)
 
