@@ -17,6 +17,7 @@
 
 #include "nccl_profiler_abi.h"
 #include "recorder_core.h"
+#include "plugin_entry.h"
 
 #define TAG_COLL 0u
 #define TAG_KERNEL 1u
@@ -62,30 +63,30 @@ static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, con
   return ncclSuccess;
 }
 
-static ncclResult_t init_v2(void** context, int* mask) {
+ncclResult_t init_v2(void** context, int* mask) {
   return common_init(context, 0, mask, "", -1, -1, -1, NULL, 2);
 }
 
-static ncclResult_t init_v3(void** context, int* mask) {
+ncclResult_t init_v3(void** context, int* mask) {
   return common_init(context, 0, mask, "", -1, -1, -1, NULL, 3);
 }
 
-static ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
+ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, hash, mask, name, nnodes, nranks, rank, logfn, 4);
 }
 
-static ncclResult_t init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+ncclResult_t init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 5);
 }
 
-static ncclResult_t init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+ncclResult_t init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 6);
 }
 
-static ncclResult_t finalize(void* context) {
+ncclResult_t finalize(void* context) {
   rec_comm_close((struct rec_comm*)context);
   return ncclSuccess;
 }
@@ -181,7 +182,7 @@ static ncclResult_t start_v23(struct rec_comm* c, void** handle, uint8_t type, v
   return ncclSuccess;
 }
 
-static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
+ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -189,7 +190,7 @@ static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDesc
   return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 0);
 }
 
-static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
+ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -197,7 +198,7 @@ static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDesc
   return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 1);
 }
 
-static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
+ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -206,7 +207,7 @@ static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDesc
   return ncclSuccess;
 }
 
-static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
+ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -215,7 +216,7 @@ static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDesc
   return ncclSuccess;
 }
 
-static ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
+ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -253,7 +254,7 @@ static inline uint64_t step_clock(const struct recorder_proxy* op, const struct 
   return op->is_send && (in_wait || next == HF_STATE_STEP_SEND_WAIT) ? rec_now_ns() : rec_event_ns();
 }
 
-static ncclResult_t stop_event(void* handle) {
+ncclResult_t stop_event(void* handle) {
   if (handle == NULL) return ncclSuccess;
   void* p = untag(handle);
   switch (tag_of(handle)) {
@@ -319,26 +320,26 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
 }
 
 /* v2/v3 state args begin with transSize too (proxyOp.transSize). */
-static ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
+ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
   return record_state(h, s, a);
 }
 
-static ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
+ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
   return record_state(h, s, a);
 }
-static ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
+ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
   return record_state(h, s, a);
 }
 
 /* ------------------------------------------------------------- exports */
 
-__attribute__((visibility("default"))) const ncclProfiler_v2_t ncclProfiler_v2 = {
+__attribute__((visibility("default"))) ncclProfiler_v2_t ncclProfiler_v2 = {
     "hang-forensics-recorder", init_v2, start_v2, stop_event, record_v2, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfiler_v3 = {
+__attribute__((visibility("default"))) ncclProfiler_v3_t ncclProfiler_v3 = {
     "hang-forensics-recorder", init_v3, start_v3, stop_event, record_v2, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4 = {
+__attribute__((visibility("default"))) ncclProfiler_v4_t ncclProfiler_v4 = {
     "hang-forensics-recorder", init_v4, start_v4, stop_event, record_v4, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5 = {
+__attribute__((visibility("default"))) ncclProfiler_v5_t ncclProfiler_v5 = {
     "hang-forensics-recorder", init_v5, start_v5, stop_event, record_v5, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v6_t ncclProfiler_v6 = {
+__attribute__((visibility("default"))) ncclProfiler_v6_t ncclProfiler_v6 = {
     "hang-forensics-recorder", init_v6, start_v6, stop_event, record_v5, finalize};
