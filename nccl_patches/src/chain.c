@@ -192,23 +192,19 @@ static ncclResult_t ctx_done(struct chain_ctx* cc, void** context, int* mask, nc
   return ncclSuccess;
 }
 
-static ncclResult_t chain_init_v2(void** context, int* mask) {
+/* v2 and v3 share init's signature, as v5 and v6 do: one body each, the version picks the tables. */
+static ncclResult_t init_v23(int v, void** context, int* mask) {
   const void* t;
-  struct chain_ctx* cc = ctx_new(2, NULL, &t);
-  if (cc == NULL) return init_v2(context, mask);
-  cc->ours_on = init_v2(&cc->ours, &cc->our_mask) == ncclSuccess;
+  ncclResult_t (*ours)(void**, int*) = v == 2 ? init_v2 : init_v3;
+  struct chain_ctx* cc = ctx_new(v, NULL, &t);
+  if (cc == NULL) return ours(context, mask);
+  cc->ours_on = ours(&cc->ours, &cc->our_mask) == ncclSuccess;
   cc->theirs_on = t && ((const ncclProfiler_v2_t*)t)->init(&cc->theirs, &cc->their_mask) == ncclSuccess;
-  return ctx_done(cc, context, mask, NULL, 2);
+  return ctx_done(cc, context, mask, NULL, v);
 }
 
-static ncclResult_t chain_init_v3(void** context, int* mask) {
-  const void* t;
-  struct chain_ctx* cc = ctx_new(3, NULL, &t);
-  if (cc == NULL) return init_v3(context, mask);
-  cc->ours_on = init_v3(&cc->ours, &cc->our_mask) == ncclSuccess;
-  cc->theirs_on = t && ((const ncclProfiler_v3_t*)t)->init(&cc->theirs, &cc->their_mask) == ncclSuccess;
-  return ctx_done(cc, context, mask, NULL, 3);
-}
+static ncclResult_t chain_init_v2(void** context, int* mask) { return init_v23(2, context, mask); }
+static ncclResult_t chain_init_v3(void** context, int* mask) { return init_v23(3, context, mask); }
 
 static ncclResult_t chain_init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
                                   int rank, ncclDebugLogger_t logfn) {
@@ -221,26 +217,27 @@ static ncclResult_t chain_init_v4(void** context, int* mask, const char* name, u
   return ctx_done(cc, context, mask, logfn, 4);
 }
 
-static ncclResult_t chain_init_v5(void** context, uint64_t id, int* mask, const char* name, int nnodes, int nranks,
-                                  int rank, ncclDebugLogger_t logfn) {
+static ncclResult_t init_v56(int v, void** context, uint64_t id, int* mask, const char* name, int nnodes, int nranks,
+                             int rank, ncclDebugLogger_t logfn) {
   const void* t;
-  struct chain_ctx* cc = ctx_new(5, logfn, &t);
-  if (cc == NULL) return init_v5(context, id, mask, name, nnodes, nranks, rank, logfn);
-  cc->ours_on = init_v5(&cc->ours, id, &cc->our_mask, name, nnodes, nranks, rank, logfn) == ncclSuccess;
+  ncclResult_t (*ours)(void**, uint64_t, int*, const char*, int, int, int, ncclDebugLogger_t) =
+      v == 5 ? init_v5 : init_v6;
+  struct chain_ctx* cc = ctx_new(v, logfn, &t);
+  if (cc == NULL) return ours(context, id, mask, name, nnodes, nranks, rank, logfn);
+  cc->ours_on = ours(&cc->ours, id, &cc->our_mask, name, nnodes, nranks, rank, logfn) == ncclSuccess;
   cc->theirs_on = t && ((const ncclProfiler_v5_t*)t)->init(&cc->theirs, id, &cc->their_mask, name, nnodes, nranks,
                                                            rank, logfn) == ncclSuccess;
-  return ctx_done(cc, context, mask, logfn, 5);
+  return ctx_done(cc, context, mask, logfn, v);
+}
+
+static ncclResult_t chain_init_v5(void** context, uint64_t id, int* mask, const char* name, int nnodes, int nranks,
+                                  int rank, ncclDebugLogger_t logfn) {
+  return init_v56(5, context, id, mask, name, nnodes, nranks, rank, logfn);
 }
 
 static ncclResult_t chain_init_v6(void** context, uint64_t id, int* mask, const char* name, int nnodes, int nranks,
                                   int rank, ncclDebugLogger_t logfn) {
-  const void* t;
-  struct chain_ctx* cc = ctx_new(6, logfn, &t);
-  if (cc == NULL) return init_v6(context, id, mask, name, nnodes, nranks, rank, logfn);
-  cc->ours_on = init_v6(&cc->ours, id, &cc->our_mask, name, nnodes, nranks, rank, logfn) == ncclSuccess;
-  cc->theirs_on = t && ((const ncclProfiler_v6_t*)t)->init(&cc->theirs, id, &cc->their_mask, name, nnodes, nranks,
-                                                           rank, logfn) == ncclSuccess;
-  return ctx_done(cc, context, mask, logfn, 6);
+  return init_v56(6, context, id, mask, name, nnodes, nranks, rank, logfn);
 }
 
 /* --------------------------------------------------------------- events */
@@ -342,23 +339,19 @@ __attribute__((constructor)) static void chain_setup(void) {
   const char* path = getenv(CHAIN_ENV);
   if (path == NULL || *path == '\0') return;
   snprintf(g_path, sizeof g_path, "%s", path);
-  ncclProfiler_v2.init = chain_init_v2;
-  ncclProfiler_v2.startEvent = chain_start_v2;
-  ncclProfiler_v2.recordEventState = (void*)chain_record;
-  ncclProfiler_v3.init = chain_init_v3;
-  ncclProfiler_v3.startEvent = chain_start_v3;
-  ncclProfiler_v3.recordEventState = (void*)chain_record;
-  ncclProfiler_v4.init = chain_init_v4;
-  ncclProfiler_v4.startEvent = chain_start_v4;
-  ncclProfiler_v4.recordEventState = (void*)chain_record;
-  ncclProfiler_v5.init = chain_init_v5;
-  ncclProfiler_v5.startEvent = chain_start_v5;
-  ncclProfiler_v5.recordEventState = (void*)chain_record;
-  ncclProfiler_v6.init = chain_init_v6;
-  ncclProfiler_v6.startEvent = chain_start_v6;
-  ncclProfiler_v6.recordEventState = (void*)chain_record;
-  ncclProfiler_v2.stopEvent = ncclProfiler_v3.stopEvent = ncclProfiler_v4.stopEvent = chain_stop;
-  ncclProfiler_v5.stopEvent = ncclProfiler_v6.stopEvent = chain_stop;
-  ncclProfiler_v2.finalize = ncclProfiler_v3.finalize = ncclProfiler_v4.finalize = chain_finalize;
-  ncclProfiler_v5.finalize = ncclProfiler_v6.finalize = chain_finalize;
+  /* every table, whichever version NCCL will pick: the same wrappers, each with its own init/start */
+#define CHAIN_TABLE(v)                                     \
+  do {                                                     \
+    ncclProfiler_v##v.init = chain_init_v##v;              \
+    ncclProfiler_v##v.startEvent = chain_start_v##v;       \
+    ncclProfiler_v##v.stopEvent = chain_stop;              \
+    ncclProfiler_v##v.recordEventState = (void*)chain_record; \
+    ncclProfiler_v##v.finalize = chain_finalize;           \
+  } while (0)
+  CHAIN_TABLE(2);
+  CHAIN_TABLE(3);
+  CHAIN_TABLE(4);
+  CHAIN_TABLE(5);
+  CHAIN_TABLE(6);
+#undef CHAIN_TABLE
 }
