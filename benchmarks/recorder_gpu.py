@@ -56,6 +56,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class GroupDown(Exception):
+    """A group stopped answering (a hung collective, a dead rank): it must be started again."""
+
+
 class Group:
     """The ranks of one communicator, each a bench_worker reading commands on stdin."""
 
@@ -93,11 +97,12 @@ class Group:
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{self.name}: no {prefix} in {timeout:.0f} s")
-            line = self.lines.get(timeout=left)
+            try:
+                line = self.lines.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                raise GroupDown(f"{self.name}: no {prefix} in {timeout:.0f} s") from None
             if line == "EOF":
-                raise RuntimeError(f"{self.name}: rank 0 exited (see {self.work / 'logs'})")
+                raise GroupDown(f"{self.name}: rank 0 exited (see {self.work / 'logs'})")
             if line.startswith(prefix):
                 return line[len(prefix):].strip()
 
@@ -105,8 +110,11 @@ class Group:
         text = json.dumps(cmd) + "\n"
         for p in self.procs:
             assert p.stdin is not None
-            p.stdin.write(text)
-            p.stdin.flush()
+            try:
+                p.stdin.write(text)
+                p.stdin.flush()
+            except (BrokenPipeError, OSError) as err:
+                raise GroupDown(f"{self.name}: a rank is gone ({err})") from None
         return json.loads(self.expect("RESULT", timeout))
 
     def quit(self, timeout: float = 60) -> None:
@@ -159,7 +167,7 @@ def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_round
 
 def iterations(groups: dict, cmd: dict, batch_s: float, cap: int) -> tuple[int, float]:
     """Calls per batch so one batch lasts about batch_s (probed on the base group), and one call's seconds."""
-    probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=600)
+    probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=180)
     if "error" in probe:
         raise RuntimeError(probe["error"])
     return max(1, min(cap, int(batch_s / max(probe["sec"], 1e-7)))), probe["sec"]
@@ -234,54 +242,90 @@ def recorder_facts(group: Group, state: Path) -> dict:
             "problems": problems[:5]}
 
 
+class Layout:
+    """The groups of one layout (base, recorder, maybe a control), started again when one goes down."""
+
+    def __init__(self, name: str, ranks: int, args, plugin: Path, work: Path) -> None:
+        self.name, self.ranks, self.args, self.plugin, self.work = name, ranks, args, plugin, work
+        self.state = work / f"state-{name.replace(' ', '')}"
+        self.modes = ("base", "recorder", "control") if ranks == 1 and args.control else ("base", "recorder")
+        self.starts = 0
+        self.groups: dict[str, Group] = {}
+        self.start()
+
+    def start(self) -> None:
+        self.starts += 1
+        tag = f"{self.ranks}" if self.starts == 1 else f"{self.ranks}.{self.starts}"
+        self.groups = {m: Group(f"{m}-{tag}", self.ranks, env_for(m, self.plugin, self.state), self.work,
+                                self.args.backend) for m in self.modes}
+        for g in self.groups.values():
+            g.expect("READY", timeout=240)
+
+    def stop(self) -> None:
+        for g in self.groups.values():
+            g.quit(timeout=30)
+
+
+def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> None:
+    """One figure: calls per batch from a probe, then the groups by turns."""
+    args = lay.args
+    cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
+    try:
+        n, one = iterations(lay.groups, cmd, 0.03 if lay.ranks == 1 else 0.15, cap=20000)
+    except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
+        rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
+        return
+    if one * n * len(lay.modes) * 3 > budget * 1.5 and not args.dry_run:  # three rounds would not fit its share
+        rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
+                 "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
+        return
+    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread)
+    goal = 1.0 if nbytes >= 1 << 20 else 3.0
+    rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "per_batch": n, "goal_pct": goal, **res})
+
+
 def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, measure_s: float,
                   hard_end: float) -> None:
-    """All ops x sizes in one layout, base and recorder groups side by side, for measure_s seconds
-    once both groups are up (never past hard_end)."""
-    state = work / f"state-{layout.replace(' ', '')}"
-    modes = ("base", "recorder", "control") if ranks == 1 and args.control else ("base", "recorder")
-    groups = {m: Group(f"{m}-{ranks}", ranks, env_for(m, plugin, state), work, args.backend) for m in modes}
+    """All ops x sizes in one layout, for measure_s seconds once the groups are up (never past hard_end).
+    A group that stops answering is started again, and its op is left out of the rest of the layout."""
+    lay = Layout(layout, ranks, args, plugin, work)
+    broken: set[str] = set()
     try:
-        for g in groups.values():
-            g.expect("READY", timeout=240)
         deadline = min(time.monotonic() + measure_s, hard_end)
         cells = [(op, b) for b in args.sizes for op in OPS]  # by size: a cut run loses the largest sizes, not an op
-        batch_s = 0.03 if ranks == 1 else 0.15
         for i, (op, nbytes) in enumerate(cells):
             left = deadline - time.monotonic()
-            if left < 3 and not args.dry_run:  # a dry run runs every cell, briefly: it proves the path
-                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": "time cap reached"})
+            if op in broken or (left < 3 and not args.dry_run):  # a dry run runs every cell, briefly
+                why = "skipped: it hung or failed earlier in this layout" if op in broken else "time cap reached"
+                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": why})
                 continue
-            budget = max(left, 0.1) / (len(cells) - i)
-            cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
             try:
-                n, one = iterations(groups, cmd, batch_s, cap=20000)
-            except RuntimeError as err:
-                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": str(err)})
-                continue
-            if one * n * 2 * 3 > budget * 1.5 and not args.dry_run:  # three rounds of both groups would not fit its share
-                rep.add({"layout": layout, "what": op, "bytes": nbytes,
-                         "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
-                continue
-            res = alternate(groups, {**cmd, "iters": n}, budget, args.target_spread)
-            goal = 1.0 if nbytes >= 1 << 20 else 3.0
-            rep.add({"layout": layout, "what": op, "bytes": nbytes, "per_batch": n, "goal_pct": goal, **res})
+                run_cell(rep, lay, op, nbytes, max(left, 0.1) / (len(cells) - i))
+            except GroupDown as err:
+                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": f"group down: {err}"})
+                broken.add(op)
+                lay.stop()
+                if hard_end - time.monotonic() < 60:
+                    return
+                lay.start()
         if ranks == 1 and not args.skip_train:
-            train_cell(rep, groups, args, min(time.monotonic() + args.train_s, hard_end))
+            try:
+                train_cell(rep, lay.groups, args, min(time.monotonic() + args.train_s, hard_end))
+            except GroupDown as err:
+                rep.add({"layout": layout, "what": "DDP step", "error": f"group down: {err}"})
     finally:
-        for g in groups.values():
-            g.quit()
-    facts = recorder_facts(groups["recorder"], state)
-    print(f"recorder in the {layout} run: {json.dumps(facts)}", flush=True)
-    rep.header.setdefault("recorder", []).append(facts)
-    (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+        lay.stop()
+        facts = recorder_facts(lay.groups["recorder"], lay.state)
+        print(f"recorder in the {layout} run: {json.dumps(facts)}", flush=True)
+        rep.header.setdefault("recorder", []).append(facts)
+        (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
 
 
 def train_cell(rep: Report, groups: dict, args, deadline: float) -> None:
     cmd = {"cmd": "train", "warm": 3}
-    probe = groups["base"].ask({**cmd, "steps": 2}, timeout=600)
-    for g in groups.values():  # both models built and warm before timing
-        g.ask({**cmd, "steps": 2}, timeout=600)
+    probe = groups["base"].ask({**cmd, "steps": 2}, timeout=300)
+    for g in groups.values():  # every model built and warm before timing
+        g.ask({**cmd, "steps": 2}, timeout=300)
     if "error" in probe:
         rep.add({"layout": "1 rank", "what": "DDP step", "error": probe["error"]})
         return
@@ -295,7 +339,8 @@ def count_rows(path: Path) -> dict:
     rows = {}
     for line in path.read_text().splitlines() if path.is_file() else []:
         r = json.loads(line)
-        rows[(r["rank"], r["index"])] = {k: r[k] for k in ("start", "stop", "state", "bad_parent", "bad_handle", "open")}
+        rows[(r["rank"], r["index"])] = {k: r.get(k) for k in ("start", "stop", "state", "bad_parent", "bad_handle",
+                                                                 "open", "finalized")}
     return rows
 
 
@@ -350,6 +395,16 @@ def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
     return {**compare_counts(outs["alone"], outs["chained"]), "runs": facts}
 
 
+def guarded(rep: Report, name: str, phase, *args) -> None:
+    """Runs one phase; a failure is written down and the next phase still runs."""
+    try:
+        phase(*args)
+    except Exception as err:  # a broken phase must not cost the phases after it
+        rep.header.setdefault("phase_errors", {})[name] = f"{type(err).__name__}: {err}"[:1000]
+        (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+        print(f"phase {name} failed: {type(err).__name__}: {err}", flush=True)
+
+
 def header(args) -> dict:
     h = {"backend": args.backend, "python": platform.python_version(), "cpus": os.cpu_count(),
          "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -393,10 +448,12 @@ def main() -> int:
     print(f"plugin {plugin}; work {work}; out {args.out}", flush=True)
     cap = t0 + args.time_cap
     # shares of the cap: 1 rank 30% of it (+ training), then chaining, then the many-hosts layout the rest
-    latency_phase(rep, "1 rank", 1, args, plugin, work, args.one_rank_share * args.time_cap, cap - 15)
-    chain_phase(rep, args, plugin, work)
+    guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work, args.one_rank_share * args.time_cap,
+            cap - 15)
+    guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
     if not args.skip_8 and (cap - time.monotonic() > 10 or args.dry_run):
-        latency_phase(rep, f"{args.hosts} hosts", args.hosts, args, plugin, work, args.time_cap, cap - 10)
+        guarded(rep, "hosts", latency_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
+                args.time_cap, cap - 10)
     rep.header["load_avg_end"] = os.getloadavg()
     rep.header["seconds"] = round(time.monotonic() - t0, 1)
     (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")

@@ -39,6 +39,8 @@ struct ev {
 };
 
 static int g_index;
+#define MAX_LIVE 256
+static struct counts* g_live[MAX_LIVE]; /* not yet finalized: written at exit if NCCL never finalizes them */
 static long g_bad_handle; /* a stop/record with a handle this plugin never made */
 
 static int bit_of(uint64_t type) {
@@ -53,6 +55,7 @@ static ncclResult_t common_init(void** context, int* mask, uint64_t comm, int ra
   c->comm = comm;
   c->rank = rank;
   c->index = __atomic_fetch_add(&g_index, 1, __ATOMIC_RELAXED);
+  if (c->index < MAX_LIVE) __atomic_store_n(&g_live[c->index], c, __ATOMIC_RELEASE);
   const char* m = getenv("COUNT_PLUGIN_MASK");
   *mask = m && *m ? (int)strtol(m, NULL, 0) : 0x5f;
   *context = c;
@@ -166,9 +169,7 @@ static void put_array(char* buf, size_t n, size_t* at, const char* key, const lo
   *at += (size_t)snprintf(buf + *at, n - *at, "}, ");
 }
 
-static ncclResult_t fini(void* context) {
-  struct counts* c = context;
-  if (c == NULL) return ncclSuccess;
+static void dump(struct counts* c, int finalized) {
   const char* out = getenv("COUNT_PLUGIN_OUT");
   if (out && *out) {
     char buf[4096];
@@ -177,16 +178,32 @@ static ncclResult_t fini(void* context) {
     put_array(buf, sizeof buf, &at, "start", c->start, NTYPES);
     put_array(buf, sizeof buf, &at, "stop", c->stop, NTYPES);
     put_array(buf, sizeof buf, &at, "state", c->state, NSTATES);
-    at += (size_t)snprintf(buf + at, sizeof buf - at, "\"bad_parent\": %ld, \"bad_handle\": %ld, \"open\": %ld}\n", c->bad_parent,
-                   __atomic_load_n(&g_bad_handle, __ATOMIC_RELAXED), c->open);
+    at += (size_t)snprintf(buf + at, sizeof buf - at,
+                           "\"bad_parent\": %ld, \"bad_handle\": %ld, \"open\": %ld, \"finalized\": %d}\n",
+                           c->bad_parent, __atomic_load_n(&g_bad_handle, __ATOMIC_RELAXED), c->open, finalized);
     int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       if (write(fd, buf, at < sizeof buf ? at : sizeof buf - 1) < 0) { /* nothing more to do */ }
       close(fd);
     }
   }
+}
+
+static ncclResult_t fini(void* context) {
+  struct counts* c = context;
+  if (c == NULL) return ncclSuccess;
+  if (c->index < MAX_LIVE) __atomic_store_n(&g_live[c->index], NULL, __ATOMIC_RELEASE);
+  dump(c, 1);
   free(c);
   return ncclSuccess;
+}
+
+/* A process that exits without finalizing a communicator (an abort) still leaves its counts. */
+__attribute__((destructor)) static void at_unload(void) {
+  for (int i = 0; i < MAX_LIVE; i++) {
+    struct counts* c = __atomic_exchange_n(&g_live[i], NULL, __ATOMIC_ACQ_REL);
+    if (c) dump(c, 0);
+  }
 }
 
 #define EXPORT __attribute__((visibility("default")))
