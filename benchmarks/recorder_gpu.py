@@ -395,6 +395,15 @@ def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
     return {**compare_counts(outs["alone"], outs["chained"]), "runs": facts}
 
 
+def keep_logs(work: Path, out: Path) -> None:
+    """Rank 0's NCCL log of each recorder group and of the chained run: the loaded/chained lines as NCCL wrote them."""
+    dest = out / "logs"
+    dest.mkdir(exist_ok=True)
+    for pattern in ("nccl.recorder-*.0.*.log", "nccl.chain-*.0.*.log", "*.1.out"):
+        for p in sorted((work / "logs").glob(pattern))[:4]:
+            dest.joinpath(p.name).write_bytes(p.read_bytes()[-200_000:])
+
+
 def guarded(rep: Report, name: str, phase, *args) -> None:
     """Runs one phase; a failure is written down and the next phase still runs."""
     try:
@@ -454,6 +463,7 @@ def main() -> int:
     if not args.skip_8 and (cap - time.monotonic() > 10 or args.dry_run):
         guarded(rep, "hosts", latency_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
                 args.time_cap, cap - 10)
+    keep_logs(work, args.out)
     rep.header["load_avg_end"] = os.getloadavg()
     rep.header["seconds"] = round(time.monotonic() - t0, 1)
     (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
