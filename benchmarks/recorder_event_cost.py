@@ -66,12 +66,12 @@ def build_tools(tmp: Path) -> tuple[Path, Path]:
 
 
 def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | None,
-            state_dir: str) -> dict:
-    cmd = [str(exe), str(iterations), str(repeats), str(channels), *variants]
+            state_dir: str, steps: int = 8) -> dict:
+    cmd = [str(exe), str(max(1, iterations // channels)), str(repeats), str(channels), *variants]  # same time per timing
     if cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu), *cmd]
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0"}
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps)}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout)["ns_per_collective"]
 
@@ -107,9 +107,11 @@ def main() -> int:
         state = tempfile.mkdtemp(prefix="hf-bench-", dir=tmp)
         load_before = os.getloadavg()
         runs = {1: [], args.channels: []}
+        one_step = []  # 1 channel, proxy ops of 1 step (a small message): what a latency-bound collective costs
         for _ in range(args.runs):
             for nch in runs:
                 runs[nch].append(one_run(exe, variants, args.iterations, args.repeats, nch, args.cpu, state))
+            one_step.append(one_run(exe, variants, args.iterations, args.repeats, 1, args.cpu, state, steps=1))
         load_after = os.getloadavg()
     print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
           f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f} on {os.cpu_count()} CPUs; "
@@ -125,6 +127,9 @@ def main() -> int:
         per_ch = [(added(b, label, "min") - added(a, label, "min")) / (args.channels - 1)
                   for a, b in zip(one, runs[args.channels])]
         print(f"   per added channel, min:     {spread(per_ch)}")
+        print(f"   1 channel, ops of 1 step:   {spread([added(r, label, 'min') for r in one_step])}  (24 calls)")
+        per_step = [(added(a, label, "min") - added(b, label, "min")) / 14 for a, b in zip(one, one_step)]
+        print(f"   per step (5 calls), min:    {spread(per_step)}")
     now_min = statistics.median(added(r, "now", "min") for r in one)
     print(f"goal: at most {GOAL_NS:.0f} ns per collective of 1 channel (min over timings, median of runs): "
           f"{now_min:.0f} ns, {'met' if now_min <= GOAL_NS else 'NOT met'}")
@@ -132,8 +137,8 @@ def main() -> int:
         ratios = [added(r, "now", "min") / max(added(r, "before", "min"), 1e-9) for r in one]
         print(f"now / before (added cost, min): {statistics.median(ratios):.2f} (runs {min(ratios):.2f}..{max(ratios):.2f})")
     if args.json:
-        args.json.write_text(json.dumps({"runs": {str(k): v for k, v in runs.items()}, "load": [load_before, load_after]},
-                                        indent=1) + "\n")
+        args.json.write_text(json.dumps({"runs": {str(k): v for k, v in runs.items()}, "one_step": one_step,
+                                         "load": [load_before, load_after]}, indent=1) + "\n")
     return 0
 
 

@@ -146,7 +146,7 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
     case HF_PROFILE_KERNEL_CH: {
       if (parent == NULL || !rec_is_coll(c, parent)) return;
       struct recorder_coll* r = parent;
-      rec_coll_child(c, r, REC_ATOMIC_LOAD(&r->index), 1, 0);
+      rec_coll_child(c, r, REC_ATOMIC_LOAD(&r->index), 1, 0, 0);
       *handle = tag(r, TAG_KERNEL);
       return;
     }
@@ -282,7 +282,7 @@ ncclResult_t stop_event(void* handle) {
     }
     case TAG_KERNEL: {
       struct recorder_coll* r = p;
-      rec_coll_child(rec_coll_owner(r), r, REC_ATOMIC_LOAD(&r->index), 1, 1);
+      rec_coll_child(rec_coll_owner(r), r, REC_ATOMIC_LOAD(&r->index), 1, 1, 0);
       return ncclSuccess;
     }
     case TAG_PROXY:

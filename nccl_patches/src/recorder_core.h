@@ -95,7 +95,9 @@ void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, i
 static inline struct rec_comm* rec_coll_owner(const struct recorder_coll* r) {
   return (struct rec_comm*)(uintptr_t)r->writer_private;
 }
-void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done);
+/* A child of r (proxy op or kernel channel) started or stopped at `now` (0: read the clock here). */
+void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done,
+                    uint64_t now);
 
 /* Proxy ops: a slot pool probed lock-free; NULL when every probed slot is busy. */
 struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,

@@ -3,12 +3,13 @@
  * the same way, alternating in one process so drift and load hit every variant alike.
  *
  *   microbench ITERATIONS REPEATS CHANNELS LABEL=PLUGIN.so [LABEL=PLUGIN.so ...]
+ *   (env MICROBENCH_STEPS: steps per proxy op, default 8; 5 calls each)
  *
  * One collective as NCCL reports it with CHANNELS channels:
  *   launch path (user thread): Group start, Coll start, Coll stop, Group stop       4 calls
  *   proxy path (proxy thread), per channel: KernelCh start, a send and a recv proxy op with
  *     InProgress, 8 steps of start + 3 states + stop each, op stop, KernelChStop, KernelCh stop
- *                                                                                 96 calls
+ *                                                                                 96 calls (8 + 10 per step)
  * (100 calls at 1 channel). Each repeat times ITERATIONS collectives per variant, launch path
  * alone and whole, in a rotating order; the output gives per variant the min and median
  * ns per collective (whole, launch path) over the repeats, as one JSON line.
@@ -65,6 +66,8 @@ static void* launch(const ncclProfiler_v5_t* p, void* ctx, long i, int nch) {
   return c;
 }
 
+static int g_steps = 8;
+
 static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
   ncclProfilerEventDescr_v5_t d;
   ncclProfilerEventStateArgs_v5_t a = {0};
@@ -81,11 +84,11 @@ static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
     d.proxyOp.pid = getpid();
     d.proxyOp.channelId = (uint8_t)ch;
     d.proxyOp.peer = 1;
-    d.proxyOp.nSteps = 8;
+    d.proxyOp.nSteps = g_steps;
     d.proxyOp.isSend = send;
     p->startEvent(ctx, &op, &d);
     p->recordEventState(op, HF_STATE_PROXY_OP_IN_PROGRESS, &a);
-    for (int s = 0; s < 8; s++) {
+    for (int s = 0; s < g_steps; s++) {
       memset(&d, 0, sizeof d);
       d.type = HF_PROFILE_PROXY_STEP;
       d.parentObj = op;
@@ -130,6 +133,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   long iters = atol(argv[1]);
+  if (getenv("MICROBENCH_STEPS")) g_steps = atoi(getenv("MICROBENCH_STEPS"));
   int repeats = atoi(argv[2]), nch = atoi(argv[3]);
   if (repeats > MAX_REPEATS) repeats = MAX_REPEATS;
   int nv = 1;
@@ -166,8 +170,8 @@ int main(int argc, char** argv) {
       whole[v][r] = run(plugins[v], ctx[v], iters, nch, 1);
       launch_only[v][r] = run(plugins[v], ctx[v], iters, nch, 0);
     }
-  printf("{\"iterations\": %ld, \"repeats\": %d, \"channels\": %d, \"calls_per_collective\": %d, \"ns_per_collective\": {",
-         iters, repeats, nch, 4 + 96 * nch);
+  printf("{\"iterations\": %ld, \"repeats\": %d, \"channels\": %d, \"steps\": %d, \"calls_per_collective\": %d, "
+         "\"ns_per_collective\": {", iters, repeats, nch, g_steps, 4 + (8 + 10 * g_steps) * nch);
   for (int v = 0; v < nv; v++) {
     printf("\"%s\": {", labels[v]);
     summary("whole", whole[v], repeats, ", ");
