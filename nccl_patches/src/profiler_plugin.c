@@ -132,14 +132,16 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       int step = ((const struct hf_descr_proxy_step*)u)->step;
       unsigned slot = (unsigned)step % RECORDER_STEP_SLOTS;
       struct recorder_step* s = &p->steps[slot];
-      uint64_t now = rec_event_ns();
+      /* No clock read here: NCCL records a step's first state (SendGPUWait, RecvWait) right after
+       * starting it, in the same block of its proxy loop (net.cc send/recvProxyProgress), and that
+       * state stamps the step. Until then it carries its op's latest time, a lower bound. */
+      uint64_t then = REC_ATOMIC_LOAD_RELAXED(&p->last_progress_ns);
       /* step, state 0, done 0 and slot share one aligned word: one store (little-endian layout) */
       uint64_t head = (uint64_t)(uint32_t)step | (uint64_t)slot << 48;
       __atomic_store_n((uint64_t*)(void*)s, head, __ATOMIC_RELAXED);
-      REC_RELAXED_STORE(&s->ts_ns, now);
+      REC_RELAXED_STORE(&s->ts_ns, then);
       /* one proxy thread drives an op's steps: a plain add, stored whole for readers */
       REC_RELAXED_STORE(&p->steps_started, REC_ATOMIC_LOAD_RELAXED(&p->steps_started) + 1);
-      REC_ATOMIC_STORE(&p->last_progress_ns, now);
       *handle = tag(s, TAG_STEP);
       return;
     }
