@@ -139,9 +139,24 @@ static int ticks_invariant(void) {
 
 /* A new base from a fresh (ticks, ns) pair; the rate from the previous base when it is at
  * least `min_ns` old (else kept). Called at calibration and by the heartbeat thread only. */
+/* One (ticks, ns) pair read together: of 5 tries, the one whose ns read was bracketed most tightly
+ * by two counter reads (a thread preempted mid-pair would skew the base by its time off the CPU). */
+static void tick_pair(uint64_t* t, uint64_t* ns) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 5; i++) {
+    uint64_t t1 = read_ticks(), n = rec_now_ns(), t2 = read_ticks();
+    if (t2 >= t1 && t2 - t1 < best) {
+      best = t2 - t1;
+      *t = t1 + (t2 - t1) / 2;
+      *ns = n;
+    }
+  }
+}
+
 static void tick_rebase(uint64_t min_ns) {
   const struct tick_base* old = &g_tick_base[__atomic_load_n(&g_tick_slot, __ATOMIC_ACQUIRE)];
-  uint64_t t = read_ticks(), ns = rec_now_ns();
+  uint64_t t = 0, ns = 0;
+  tick_pair(&t, &ns);
   struct tick_base nb = {t, ns, old->mult};
   if (ns - old->ns >= min_ns && t > old->ticks)
     nb.mult = (uint64_t)((((unsigned __int128)(ns - old->ns)) << 32) / (t - old->ticks));
@@ -153,8 +168,7 @@ static void tick_rebase(uint64_t min_ns) {
 /* Once per process (first communicator): 2 ms of sleep to measure the rate. */
 static void tick_calibrate(void) {
   if (!ticks_invariant()) return;
-  g_tick_base[0].ticks = read_ticks();
-  g_tick_base[0].ns = rec_now_ns();
+  tick_pair(&g_tick_base[0].ticks, &g_tick_base[0].ns);
   struct timespec ts = {0, 2000000L};
   nanosleep(&ts, NULL);
   tick_rebase(1000000u);
