@@ -74,6 +74,9 @@ def verdict_html(what: ReportView | Verdict) -> str:
              f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(v.headline)}</div>']
     if v.times:
         parts.append(f'<p class="meta">times: measured from {esc(v.times)}</p>')
+    if v.mixed:  # files of another job: said before anything that may rest on them
+        parts.append('<ul class="mixed-inputs" id="mixed-inputs" style="font-weight:600">' + "".join(
+            f"<li>mixed inputs: {esc(x)}</li>" for x in v.mixed) + "</ul>")
     if v.host_faults:  # where they explain, the hosts to take out of the job lead (forensics.report.words.hostfaults)
         parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + "".join(
             f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>' for f in v.host_faults) + "</ul>")

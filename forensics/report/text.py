@@ -67,6 +67,7 @@ def view_block(view: ReportView) -> list[str]:
     which sources agree, then the deadlock, consequences, leads, stragglers ('slow:'), what the evidence
     shows, and the other suspects folded by what they say: each the view's, one a line."""
     lines = [f"VERDICT: {view.headline}", f"  hang: {view.hang}"]
+    lines += [f"  mixed inputs: {x}" for x in view.mixed]
     lines += [f"  host fault: {x}" for x in view.host_lines]
     lines += [f"  slow: {text}" for text in view.stragglers]
     for c in view.culprits:  # several where the graph has independent sinks (issue 26 item 2.4)

@@ -20,7 +20,7 @@ from forensics.report.advice import CYCLE_ADVICE, advise
 from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
 from forensics.report.words import observed, said, worded
-from forensics.report.words import hostfaults
+from forensics.report.words import hostfaults, mixed
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import HostNote, ObservationKind
@@ -93,6 +93,7 @@ class ReportView:
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
     #: hosts to exclude or suspect, folded by finding, exclude first (forensics.report.words.hostfaults)
     host_faults: list[hostfaults.HostFault] = field(default_factory=list)
+    mixed: list[str] = field(default_factory=list)  #: files from another job, each a line (words/mixed.py)
     #: where the evidence holds only some ranks (the rest judged from their digests' classes): what the per-rank
     #: pictures and tables cover, said beside them ('' when they cover every rank read)
     read_only: str = ""
@@ -156,6 +157,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
     view.hosts = list(verdict.sections.get("hosts") or [])
     view.host_faults = hostfaults.host_faults(view.hosts)
+    view.mixed = mixed.lines(verdict.sections.get("mixed_inputs") or [])
     view.culprits = [culprit_view(c, view.host_faults) for c in verdict.culprits]
     for c in view.culprits[:1]:
         if c.host_fault:
