@@ -155,7 +155,7 @@ def wrap(lines: list[str], width: int) -> list[str]:
     """Escaped lines wrapped to `width` (0: unchanged), never cut: the verdict block, every line of which a
     person acts on (the next step, the host to drain). A continuation is indented 4 past its line's own indent."""
     out: list[str] = []
-    for line in lines:
+    for line in (part for whole in lines for part in whole.split("\n")):  # a line may hold a blank line before it
         line = escape(line)
         if not width or len(line) <= width:
             out.append(line)

@@ -29,6 +29,7 @@ def test_grid_plan_is_rows_then_columns_folded(n: int, rows: int) -> None:
     assert first.startswith("r1g1: node[001-") and "[" in first  # a folded set, not a list of names
     covered = sum(int(g.rsplit("(", 1)[1].split()[0]) for g in rounds[0].groups)
     assert covered == n
+    # wording is the behaviour: the outcome line a person reads
     assert rounds[0].outcomes[0].startswith("if every job passes")
     assert "--max-rounds" in then
 
@@ -40,6 +41,7 @@ def test_outcomes_are_the_engines_decoding() -> None:
     col = next(o for o in rounds[1].outcomes if o.startswith("if only r2g1 "))
     assert col.endswith("undecided node[001-009,017,025,033,041]") and "cleared node[010-016," in col
     passed = next(o for o in rounds[1].outcomes if o.startswith("if every job passes"))
+    # wording is the behaviour: the engine's decoding, said
     assert passed == "if every job passes: cleared node[009-048]; undecided node[001-008]"
 
 

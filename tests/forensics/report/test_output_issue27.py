@@ -82,6 +82,7 @@ def test_a_loose_xid_79_folder_keeps_its_meaning_in_a_file(tmp_path: Path):
     # the summary is two sentences at most (issue 27): the host's status is a line of its own under it
     # verbatim input: the Xid 79 line's own words, carried into the verdict
     # (issue 41: the host's status leads as a 'host fault' line, with its action, said once)
+    # verbatim input: the Xid 79 line's own words
     assert "GPU has fallen off the bus" in first and "host fault: exclude gpu-node-7: Xid 79" in out.read_text()
 
 
@@ -174,6 +175,7 @@ def test_the_placeholder_host_is_said_in_words_and_never_listed(tmp_path: Path):
     assert data["exclude_list"] == "" and data["exclude"] == []
     assert data["not_listed"][0]["host"] == "unknown-host" and "names the host" in data["not_listed"][0]["why"]
     text = cli("hosts", str(loose)).stdout
+    # wording is the behaviour: what a host no evidence names is called
     assert "unknown-host" not in text and "(host not in the evidence)" in text
     # wording is the behaviour: the heading of the hosts not listed, which a reader looks for
     assert says(text.splitlines(), "not excluded by name", "name no host"), text

@@ -44,6 +44,7 @@ def test_another_world_size_is_reported(tmp_path: Path, world: int) -> None:
     assert ("world-size", world, [8]) in [(w, f, b) for w, f, b in found[0].reasons]
     view = build_view(result.verdict)
     line = next(x for x in render_view(view).splitlines() if x.startswith("  mixed inputs:"))
+    # wording is the behaviour: what the file and the bundle say
     assert f"world size {world}, the bundle's 8" in line and "host far01" in line
     assert view.to_json()["sections"]["mixed_inputs"][0]["file"] == "other-job.log"
     assert "mixed inputs: other-job.log" in verdict_html(view)

@@ -56,6 +56,7 @@ def test_fault_on_the_culprits_host_is_the_why(tmp_path: Path, world: int, culpr
     view = build_view(analyze(_job(tmp_path, world, culprit, [own, "node000"])).verdict)
     c = view.culprit
     assert c.rank == culprit and c.host == own
+    # verbatim input: the knowledge base's title of Xid 79
     assert own in c.meaning and "GPU has fallen off the bus" in c.meaning
     assert c.next_step.startswith(f"drain (exclude) {own}")
     assert f"drain {own}" in view.headline
@@ -83,7 +84,9 @@ def test_folding_and_grouping() -> None:
     reports.append({"host": "node050", "status": "healthy", "reasons": []})
     faults = host_faults(reports)
     assert [f.folded for f in faults] == ["node[007,031-032]", "node044"]
+    # wording is the behaviour: the folded host-fault line
     assert faults[0].said().startswith("exclude node[007,031-032] (3 hosts): Xid 79 -> drain (exclude) the hosts")
     assert exclude_list(faults) == "node[007,031-032]"
+    # wording is the behaviour: the placeholder is said in words
     assert folded(["node1", "we ird", "unknown-host"]) == "node1,we ird,(host not in the evidence)"
     assert exclude_list(host_faults([dict(reports[0], host="unknown-host")])) == ""  # never a placeholder in a list
