@@ -166,8 +166,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
         view.deadlock_next_step = CYCLE_ADVICE.next_step
     view.leads, view.stragglers = list(verdict.leads), list(verdict.stragglers)
-    said_already = [e for c in view.culprits for e in c.evidence]  # each fact said once: not again as a consequence
-    view.consequences = [x for x in verdict.consequences if not any(e.startswith(x) for e in said_already)]
+    said_already = {str(e) for c in verdict.culprits for e in c.evidence}  # each fact said once: not again as a consequence
+    view.consequences = [x for x in verdict.consequences if x not in said_already]
     host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
     view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said]  # a host fault's own line says it
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
