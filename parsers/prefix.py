@@ -181,7 +181,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         return text[m.end():], None
     m = _ARROW.match(text)
     if m and info.timestamp and info.host is None:
-        info.host = m.group("host").split(".")[0]
+        info.host = short_host(m.group("host"))
         return text[m.end():], None
     m = _VLLM.match(text)
     if m:
@@ -197,7 +197,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         return text[m.end():], None
     m = _SHIPPER.match(text)
     if m:
-        info.host = m.group("host").split(".")[0]  # short name: what NCCL prints for the same host
+        info.host = short_host(m.group("host"))  # short name: what NCCL prints for the same host
         return text[m.end():], None
     m = _SLURM.match(text)
     if m:
@@ -227,6 +227,19 @@ _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
 _ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))
+
+
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+
+
+def short_host(name: str) -> str:
+    """The short name NCCL prints for a host: 'node1.cluster.local' -> 'node1'. An IPv4 address stays whole (its
+    first octet names no machine), and a name a poster redacted to its tail ('...-48', lit-llama#380) keeps its
+    leading dots: the tail is all that tells its lines from another host's."""
+    if _IPV4.fullmatch(name):
+        return name
+    lead = len(name) - len(name.lstrip("."))
+    return name[:lead] + name[lead:].split(".")[0]
 
 
 def _is_nccl_ts(text: str) -> bool:
