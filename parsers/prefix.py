@@ -68,6 +68,10 @@ _APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
 #: a bracketed level word after a timestamp (`[ERROR] `)
 _PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
+#: pytest's report of a failure: `E       RuntimeError: ...` (the exception's lines, `E` then the line; `--tb=short`
+#: indents by 3), a bare `E` for an empty one, and the summary's `FAILED tests/t.py::test_x - RuntimeError: ...`
+_PYTEST_E = re.compile(r"^E(?: {3,}|$)")
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) [\w/.-]{1,512}::\S{1,512} - ")
 _BORDER = re.compile(r"^[│|┃]\s+")
 _BORDER_END = re.compile(r"(?<!\s)\s+[│|┃]\s*$")  # starts where a whitespace run starts (linear)
 
@@ -213,6 +217,9 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     if m and info.label is None:
         info.label = int(m.group(1))
         return text[m.end():], None
+    m = _PYTEST_E.match(text) or _PYTEST_SUMMARY.match(text)
+    if m:
+        return text[m.end():], None
     m = _QUOTE.match(text)
     if m:
         return text[m.end():], None
@@ -223,7 +230,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
 
 
 _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
-             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _QUOTE, _BORDER)
+             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _BORDER)
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
 _ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))

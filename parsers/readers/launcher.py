@@ -76,6 +76,7 @@ def _rank_exit(i: int, r: object) -> RankExit:
 import re as _re
 
 from parsers.model.events import ErrorEvent, Origin
+from parsers.prefix import short_host
 from parsers.ranges import unfold
 
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
@@ -172,6 +173,8 @@ def match_line(text: str, origin: Origin) -> list:
         return _srun_line(text, origin)
     if "child error file" in text:
         return _child_error_file(text, origin)
+    if "noticed that process rank" in text:
+        return _mpi_noticed(text, origin)
     if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
         return []
     spawned = _spawn_line(text, origin)
@@ -223,6 +226,33 @@ def _srun_line(text: str, origin: Origin) -> list:
         data["exitcode"] = int(m.group("code"))
     return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
                        origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
+
+
+#: Open MPI's (and PRRTE's) report of the process whose death ended the job: `mpirun noticed that process rank 3
+#: with PID 1167 on node 10.10.21.2 exited on signal 11 (Segmentation fault).` (NVIDIA/nccl-tests#218); a poster may
+#: redact the PID and node (`with PID xxxxxx on node xxxxxxxx`)
+_MPI_NOTICED = _re.compile(
+    r"(?P<who>mpirun|mpiexec|prterun|orterun) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\w{1,16}) "
+    r"on node (?P<node>[\w.:-]{1,253}?) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,64})\))?"
+)
+#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`
+_REDACTED = _re.compile(r"[xX*#]{2,}")
+
+
+def _mpi_noticed(text: str, origin: Origin) -> list:
+    """Open MPI's word on the rank that died of a signal, its pid and node (what a poster redacted stays
+    unknown, never a host called 'xxxxxxxx'); [] if the line is not that report."""
+    m = _MPI_NOTICED.search(text)
+    if not m:
+        return []
+    pid, node = m.group("pid"), m.group("node")
+    host = None if _REDACTED.fullmatch(node) else short_host(node)
+    data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
+    if m.group("name"):
+        data["signal_name"] = m.group("name")
+    return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+                       origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
+                                     origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:
@@ -439,6 +469,8 @@ class MpirunBlock:
         done: list = []
         if not self.open and not line.startswith(_MPI_BANNERS) and not line.startswith(_DASH_RULE):
             return False, []  # the common case, a log line outside a banner: no regex for it (runs on every line)
+        if "noticed that process rank" in line:  # its own one-line report (match_line), never a banner's prose
+            return False, self._close()
         m = _DASHES.match(line)
         if m:  # the rule that ends a banner, or starts one (a wrap repair may have glued the banner's first line on)
             done = self._close()
