@@ -18,7 +18,8 @@ from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
-                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, NoErrorFact, Observation,
+                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
+                                    Observation,
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -43,6 +44,11 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.FR_REPORT, facts=f) for f in fr_report.facts(seen.analyzer)]
     out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]
     out += [Observation(OK.HOROVOD, facts=f) for f in horovod.facts(ev)]
+    # what the knowledge base knows comes before the generic first error (issue 42): a cause, a host, a symptom
+    known = _known_facts(reports or [])
+    out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
+    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
+    out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
     out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
@@ -50,7 +56,6 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
     out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
     out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
-    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
     out += [Observation(OK.TRAIL, facts=f) for f in _trails(ev, seen)]
     not_read = unread.fact(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
@@ -385,6 +390,32 @@ def _host_facts(reports: list) -> list[HostFact]:
                      cite(h.reasons[0].first.evidence[:300], tool="knowledge base", file=h.reasons[0].first.source,
                           line=h.reasons[0].first.line_no))
             for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+
+
+#: known failures one summary lists (each entry once, its first subject: the rest are in the hosts section)
+KNOWN_LIMIT = 3
+
+
+def _known_facts(reports: list) -> list[KnownFact]:
+    """Knowledge-base findings with no host to blame that name a cause (the code's, the job's set-up) or say
+    a symptom's meaning: each entry once, causes first, worst first. Why: a known failure found anywhere must
+    reach the verdict, not wait in a host section while the summary says 'first error: <its exception>'."""
+    seen: dict[str, KnownFact] = {}
+    groups = sorted((g for r in reports for g in r.groups if g.entry.host == "none"
+                     and (g.entry.is_cause or g.entry.role == "symptom") and g.entry.severity != "info"),
+                    key=lambda g: (not g.entry.is_cause, -g.entry.rank))
+    for g in groups:
+        host = next(r.host for r in reports if g in r.groups)
+        if g.entry.id in seen:
+            continue
+        subject = g.first.subject if g.first.subject.startswith(("rank ", "pid ")) else None
+        seen[g.entry.id] = KnownFact(
+            g.entry.title, g.entry.meaning, g.entry.action_text, symptom=not g.entry.is_cause, who=subject,
+            host=None if host == UNKNOWN_HOST else host, peer=g.first.groups.get("peer"), count=g.count,
+            citation=cite(g.first.evidence[:300], tool="knowledge base", file=g.first.source, line=g.first.line_no))
+        if len(seen) >= KNOWN_LIMIT:
+            break
+    return list(seen.values())
 
 
 def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
