@@ -357,7 +357,10 @@ def _coverage_facts(cov: Any, silent: tuple[list[int], int] | None = None, ev: A
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
-        return [silence.absent_fact(ev, cov)]
+        fact = silence.absent_fact(ev, cov)
+        # 'no line from 2 of 2 ranks' of files whose lines name no global rank says only that (a size a launch
+        # line states, issue 42, and rank-less lines): nothing about who is missing
+        return [fact] if cov.reporting or fact.role != "absent" else []
     quiet, top = (tuple(silent[0]), silent[1]) if silent else ((), None)
     if not cov.world_size and cov.reporting:
         return [CoverageFact("reporting", tuple(sorted(cov.reporting)), silent=quiet, top=top)]

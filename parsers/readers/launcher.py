@@ -150,8 +150,74 @@ _PADDLE = _re.compile(r"^LAUNCH (?:ERROR|INFO|WARNING) \d{4}-\d\d-\d\d \d\d:\d\d
 _PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? code (?P<code>-?\d{1,6}) log ")
 
 
+#: launch lines that state the job's size (issue 42): Lightning's per-process `Initializing distributed:
+#: GLOBAL_RANK: 2, MEMBER: 3/4` and `All distributed processes registered. Starting with 4 processes`, Accelerate's
+#: `Num processes: 4`, DeepSpeed's `dist_world_size=16` and `WORLD INFO DICT: {'gpu1504': [0], 'gpu1505': [0]}`,
+#: torchelastic's `global_world_sizes=[8, 8, ...]`, and the command lines of mpirun/horovodrun (`-np 8`), torchrun
+#: (`--nproc_per_node=8 --nnodes=2`) and accelerate launch (`--num_processes 4`)
+_LIGHTNING_MEMBER = _re.compile(r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: \d{1,7}/(?P<ws>\d{1,7})")
+_SIZE_SAID = _re.compile(
+    r"All distributed processes registered\. Starting with (?P<lightning>\d{1,7}) processes"
+    r"|^Num processes: (?P<accelerate>\d{1,7})\s*$"
+    r"|\bdist_world_size=(?P<deepspeed>\d{1,7})\b"
+    r"|\bglobal_world_sizes=\[(?P<elastic>\d{1,7})[,\]]"
+)
+_WORLD_INFO = _re.compile(r"WORLD INFO DICT: \{(?P<dict>[^{}]{1,4096})\}")
+_MPI_COMMAND = _re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|horovodrun|prterun)\s(?:.{0,512}?\s)?(?:-np|-n|--np)[\s=](?P<n>\d{1,7})\b")
+_NPROC = _re.compile(r"--nproc[_-]per[_-]node[\s=](?P<n>\d{1,5})\b")
+_NNODES = _re.compile(r"--nnodes[\s=](?P<n>\d{1,5})\b")
+_NUM_PROCESSES = _re.compile(r"\baccelerate launch\b.{0,512}?--num_processes[\s=](?P<n>\d{1,7})\b")
+SIZE_KIND = "job-size"
+
+
+def job_size_line(text: str, origin: Origin) -> list:
+    """The job's size (and a process's rank) where a launch line states it; [] if the line states none."""
+    if "MEMBER: " in text:
+        m = _LIGHTNING_MEMBER.search(text)
+        if m:
+            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
+                                     "launcher": "lightning"})]
+    size, launcher = _stated_size(text)
+    if not size:
+        return []
+    return [ErrorEvent(kind=SIZE_KIND, message=text.strip()[:500], origin=origin, source="launcher",
+                       data={"world_size": size, "launcher": launcher})]
+
+
+def _stated_size(text: str) -> tuple[int | None, str | None]:
+    """(size, who said it) from one launch line, or (None, None)."""
+    if "processes" in text or "Num processes" in text or "world_size" in text or "world_sizes" in text:
+        m = _SIZE_SAID.search(text)
+        if m:
+            who = next(k for k, v in m.groupdict().items() if v is not None)
+            return int(m.group(who)), who
+    if "WORLD INFO DICT" in text:
+        m = _WORLD_INFO.search(text)
+        slots = _re.findall(r"\[([\d, ]{0,2048})\]", m.group("dict")) if m else []
+        n = sum(len(_re.findall(r"\d+", s)) for s in slots)
+        return (n, "deepspeed") if n else (None, None)
+    if "-n" in text and ("mpi" in text or "horovodrun" in text or "prterun" in text):
+        m = _MPI_COMMAND.search(text)
+        if m:
+            return int(m.group("n")), "mpirun"
+    if "--nproc" in text:
+        m, nodes = _NPROC.search(text), _NNODES.search(text)
+        if m:
+            return int(m.group("n")) * (int(nodes.group("n")) if nodes else 1), "torchrun"
+    if "--num_processes" in text:
+        m = _NUM_PROCESSES.search(text)
+        if m:
+            return int(m.group("n")), "accelerate"
+    return None, None
+
+
 def match_line(text: str, origin: Origin) -> list:
-    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank; [] if none."""
+    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank, the job's size;
+    [] if none."""
+    sized = job_size_line(text, origin)
+    if sized:
+        return sized
     if "distributed_init_method=" in text:
         m = _RANK_IDENTITY.search(text)
         if m:

@@ -198,6 +198,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
                     call_sites[origin.writer] = e
                 elif getattr(e, "kind", "") == "rank-identity":
                     _identity_said(out, e, pid_rank, ranks)
+                elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
+                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, e.data["world_size"])
             if _generic(events):
                 broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
