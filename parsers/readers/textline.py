@@ -14,7 +14,7 @@ import re
 from typing import Callable
 
 from parsers.model.events import Origin
-from parsers.readers import c10d, crash_signal, ddp, fr_report, gloo, launcher, nccl_tests, pasted_host
+from parsers.readers import c10d, crash_signal, ddp, fr_report, gloo, launcher, nccl_tests, pasted_host, unique_id
 
 #: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print. NCCL's result codes are
 #: short ('UnhandledCuda' the longest middle): `\w{0,64}`, as an open `\w*` scanned to the end of a long run of
@@ -69,7 +69,8 @@ def match_text(text: str, origin: Origin) -> list:
         return []
     found = (nccl_tests.match_line(text, origin) or c10d.match_line(text, origin) or gloo.match_line(text, origin)
              or launcher.match_line(text, origin) or pasted_host.match_line(text, origin)
-             or crash_signal.match_line(text, origin) or ddp.match_line(text, origin))
+             or crash_signal.match_line(text, origin) or ddp.match_line(text, origin)
+             or unique_id.match_line(text, origin))
     if not found and len(text) <= NOTHING_LINE_CHARS:
         if len(_NOTHING) >= NOTHING_LINES:
             _NOTHING.clear()
