@@ -316,7 +316,7 @@ def _mpi_noticed(text: str, origin: Origin) -> list:
     data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
     if m.group("name"):
         data["signal_name"] = m.group("name")
-    return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+    return [ErrorEvent(kind="launcher-exit", message=text[m.start():].strip()[:500], source="launcher", data=data,
                        origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
                                      origin.line))]
 
