@@ -16,7 +16,8 @@ from parsers.model.events import ErrorEvent, Origin
 KIND = "ddp-unused-parameters"
 #: the error's head, after any exception type glued on by interleaved output ('RuntimeErrorExpected to ...')
 _HEAD = re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one")
-#: TORCH_DISTRIBUTED_DEBUG's (or the default's) list of what got no gradient, naming the rank
+#: the list of what got no gradient, naming the rank: parameter names (TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL) or
+#: indices (the default)
 _WHICH = re.compile(r"Parameter(?P<what>s| indices) which did not receive grad for rank (?P<rank>\d{1,7}):?(?P<list>.{0,300})")
 #: the advice lines of the same message (torch's reducer.cpp wording, both eras): understood, nothing to weigh
 _ADVICE = re.compile(

@@ -162,10 +162,14 @@ _SIZE_SAID = _re.compile(
     r"|\bdist_world_size=(?P<deepspeed>\d{1,7})\b"
     r"|\bglobal_world_sizes=\[(?P<elastic>\d{1,7})[,\]]"
 )
+#: DeepSpeed's map of hosts to their slots: the job's size is the count of slots
 _WORLD_INFO = _re.compile(r"WORLD INFO DICT: \{(?P<dict>[^{}]{1,4096})\}")
+#: a command line of an MPI launcher (mpirun, mpiexec, horovodrun, prterun) with its process count
 _MPI_COMMAND = _re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|horovodrun|prterun)\s(?:.{0,512}?\s)?(?:-np|-n|--np)[\s=](?P<n>\d{1,7})\b")
+#: torchrun's (and torch.distributed.launch/run's) workers per node, and its node count (1 when not given)
 _NPROC = _re.compile(r"--nproc[_-]per[_-]node[\s=](?P<n>\d{1,5})\b")
 _NNODES = _re.compile(r"--nnodes[\s=](?P<n>\d{1,5})\b")
+#: accelerate launch's total process count
 _NUM_PROCESSES = _re.compile(r"\baccelerate launch\b.{0,512}?--num_processes[\s=](?P<n>\d{1,7})\b")
 SIZE_KIND = "job-size"
 

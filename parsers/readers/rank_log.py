@@ -298,9 +298,10 @@ class _Layout:
             return None  # no wrap width, no launcher prefixes: nothing below could join them (no regex per line)
         if _RECORD_START.match(nxt) or _HEADER_NEAR_START.search(nxt[:HEADER_WINDOW]):
             return None
-        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width:
-            return ""
-        if self.prefixed and not any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES):
+        labelled = any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES)
+        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width and not (self.prefixed and labelled):
+            return ""  # (a launcher's label starts a record: pdsh's boxes of a rich traceback share one width)
+        if self.prefixed and not labelled:
             return ""
         return None
 

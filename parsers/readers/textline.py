@@ -28,7 +28,9 @@ _KNOWN = re.compile(
 #: lines of those formats that carry nothing to read: stack frames, traceback lines, banners
 _BENIGN = re.compile(
     r"^(?:frame #\d+|Exception raised from|Traceback \(most recent call last\)|File \"|\^+|~+|raise |return |"
-    r"work = |sys\.exit|\$ |C\+\+ CapturedTraceback|#\d+ |\S+\.so(?:\.\d+)*\(\+0x|/\S+\.so|Warning:|warnings\.warn)"
+    r"work = |sys\.exit|\$ |C\+\+ CapturedTraceback|#\d+ |\S+\.so(?:\.\d+)*\(\+0x|/\S+\.so|Warning:|warnings\.warn"
+    #: a rich traceback's box rows (accelerate, typer): an empty row, a source row behind its line-number gutter
+    r"|[│┃]?\s*$|(?:❱\s*)?\d{1,6} [│┃])"
 )
 
 
