@@ -289,11 +289,21 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
 
 
 def log_only_suspects(reports: Iterable[HostReport], aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
-    """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank."""
+    """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank, where one
+    rank says it. The same known error from several ranks (every rank's topology detection failing alike under
+    WSL2, DDP's error on every rank) is the job's or the host's, no one rank's own: it blames none of them."""
+    reports = list(reports)
+    ranks_of: dict[str, set[str]] = {}
+    for report in reports:
+        for g in report.groups:
+            if g.first.subject.startswith("rank "):
+                ranks_of.setdefault(g.entry.id, set()).add(g.first.subject)
     out = []
     for report in reports:
         for g in report.groups:
             subject = g.first.subject
+            if len(ranks_of.get(g.entry.id, ())) > 1:
+                continue
             if subject.startswith("rank ") and subject[5:].isdigit() and _blames_rank(g, aftermath):
                 rank = int(subject[5:])
                 rec = RankRecord(host=report.host, pid=0, dir="", rank=rank)

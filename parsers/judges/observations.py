@@ -48,9 +48,10 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     known = _known_facts(reports or [])
     out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
-    out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
     out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    # a symptom's meaning follows the first error: what came before it is what it points to
+    out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
     out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
@@ -389,10 +390,13 @@ def _tracebacks(seen: _Seen, limit: int = 3) -> list[TracebackFact]:
 
 def _host_facts(reports: list) -> list[HostFact]:
     """Hosts the host judge would exclude or suspects, with the first line that says why."""
+    bad = [h for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+    # the host whose finding the files show first leads (not the first host name in sort order)
+    bad.sort(key=lambda h: (h.status != "exclude", h.reasons[0].first.source or "", h.reasons[0].first.line_no or 0))
     return [HostFact(None if h.host == UNKNOWN_HOST else h.host, h.status, h.reasons[0].entry.title,
                      cite(h.reasons[0].first.evidence[:300], tool="knowledge base", file=h.reasons[0].first.source,
                           line=h.reasons[0].first.line_no))
-            for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+            for h in bad]
 
 
 #: known failures one summary lists (each entry once, its first subject: the rest are in the hosts section)
