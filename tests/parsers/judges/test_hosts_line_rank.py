@@ -36,3 +36,14 @@ def test_a_line_without_a_rank_stays_the_logs(tmp_path):
     shutil.copy(CORPUS / "mmdet3d-488.log", tmp_path)
     found = hosts.rank_log_findings(load_directory(tmp_path), KB)
     assert {f.subject for fs in found.values() for f in fs} == {"job log"}
+
+
+def test_the_same_known_error_on_every_rank_blames_no_rank(tmp_path):
+    """horovod/horovod#3871 (WSL2): both ranks print NCCL's missing-sysfs-path WARN; the host (its environment) is
+    suspect, no rank is (each rank's line alone would have named it)."""
+    shutil.copy(CORPUS / "horovod-3871.log", tmp_path)
+    found = hosts.rank_log_findings(load_directory(tmp_path), KB)
+    assert {f.subject for fs in found.values() for f in fs if f.entry.id == "nccl-topo-no-sysfs-path"} >= {"rank 0", "rank 1"}
+    result = analyze(tmp_path, KB)
+    assert result.verdict.culprit is None
+    assert [h.host for h in result.hosts if h.status == "suspect"] == ["ce1a35ee222c"]
