@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from forensics.report.words import analyze
+from forensics.report.words.facts import known as observed_facts, observed
 from parsers import knowledge
 from parsers.judges import observations
 from parsers.model.findings import KnownFact, ObservationKind
@@ -34,15 +35,19 @@ def _verdict(tmp_path: Path, stem: str, lines: list[str] | None = None):
 def test_duplicate_gpu_is_the_summary_not_the_generic_error(tmp_path, stem):
     v = _verdict(tmp_path, stem).verdict
     assert v.culprit is None  # the job's device assignment, no rank's fault
-    assert v.summary.startswith("no culprit named: known failure")
-    assert "two ranks of one communicator on the same GPU" in v.summary
-    known = [o for o in v.observations if o.kind is ObservationKind.KNOWN]
-    assert known and not known[0].facts.symptom
+    first = v.observations[0]  # what the summary says: the known failure, not 'first error: <its exception>'
+    assert first.kind is ObservationKind.KNOWN and not first.facts.symptom
+    assert first.facts.title == KB.get("nccl-duplicate-gpu").title
+    assert observed(first) in v.summary
 
 
 def test_ddp_error_without_a_rank_says_torchs_advice(tmp_path):
     v = _verdict(tmp_path, "mmdet3d-488").verdict
-    assert "find_unused_parameters=True" in v.summary and "Recommended action: fix the code" in v.summary
+    first = v.observations[0]
+    entry = KB.get("ddp-unused-parameters")
+    assert first.kind is ObservationKind.KNOWN and first.facts.who is None  # no rank in these words
+    assert (first.facts.meaning, first.facts.action) == (entry.meaning, knowledge.ACTION_TEXT["fix-code"])
+    assert "find_unused_parameters=True" in entry.meaning and observed(first) in v.summary
 
 
 def test_nothing_known_keeps_the_generic_error(tmp_path):
@@ -60,7 +65,8 @@ def test_a_flushed_request_alone_is_a_symptom_never_a_drain(tmp_path):
     assert all(h.status not in ("suspect", "exclude") for h in result.hosts)
     [fact] = [o.facts for o in v.observations if isinstance(o.facts, KnownFact)]
     assert fact.symptom and fact.peer == "172.36.143.59<44206>" and fact.host == "hostname-test"
-    assert "Work request flushed (status 5)" in v.text and "drain" not in v.text.replace("never drain", "")
+    assert fact.meaning == KB.get("nccl-ib-completion-flushed").meaning and observed_facts(fact) in v.text
+    assert knowledge.ACTION_TEXT["exclude-host-and-restart"] not in v.text  # no advice to drain from a symptom
 
 
 def test_the_retry_exceeded_before_the_flush_still_makes_the_host_suspect(tmp_path):
