@@ -89,7 +89,7 @@ def emit_document(text: str, output: Path | None = None) -> None:
         sys.stdout.write(text)
         return
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        safefs.ensure_folder(output.parent)  # as root: no folder on the way another user could swap
         safefs.replace_file(output, text)  # a new temp file renamed over the name: a planted link is replaced, never followed
     except OSError as err:
         raise ForensicsError(f"{output}: cannot write ({err.strerror or err})") from err
@@ -114,7 +114,7 @@ class to_output:
         self._saved = sys.stdout
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            safefs.ensure_folder(self.path.parent)
             # created new (O_EXCL|O_NOFOLLOW), renamed over the name at the end: a planted link is never followed
             self._file = os.fdopen(safefs.create(tmp), "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
         except OSError as err:
