@@ -152,7 +152,7 @@ def check_hosts(data: dict[str, Any], config: dict[str, Any], path: str | os.Pat
     for rnd in data["rounds"]:
         groups = rnd.get("groups") if isinstance(rnd, dict) else None
         if not isinstance(groups, list):
-            raise StateError(f"{path}: a round of the state file has no group list")
+            raise StateError(f"{path}: a round of the state file has no group list: not used")
         for g in groups:
             _check_group(g, units, given, path)
     results = data["results"]
@@ -170,10 +170,10 @@ def _index(value: Any, count: int) -> bool:
 
 def _check_group(g: Any, units: list[list[str]], given: set[str], path: str | os.PathLike[str]) -> None:
     if not isinstance(g, dict) or not isinstance(g.get("units"), list) or not isinstance(g.get("hosts"), list):
-        raise StateError(f"{path}: a job of the state file lacks its units or hosts")
+        raise StateError(f"{path}: a job of the state file lacks its units or hosts: not used")
     padding = g.get("padding") or []
     if not isinstance(padding, list) or not all(_index(u, len(units)) for u in g["units"]):
-        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} names units not given on the command line")
+        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} names units not given on the command line: not used")
     strangers = [str(h) for h in [*g["hosts"], *padding] if not isinstance(h, str) or h not in given]
     if strangers or g["hosts"] != [h for u in g["units"] for h in units[u]] + padding:
         shown = ", ".join(s[:64] for s in strangers[:3]) or "hosts other than its units'"
@@ -181,6 +181,6 @@ def _check_group(g: Any, units: list[list[str]], given: set[str], path: str | os
                          "on the command line: not used")
     for key in ("pid", "pid_start"):
         if g.get(key) is not None and not _index(g[key], 1 << 62):
-            raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad {key}")
+            raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad {key}: not used")
     if g.get("token") is not None and not isinstance(g["token"], str):
-        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad token")
+        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad token: not used")
