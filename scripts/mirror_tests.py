@@ -156,6 +156,8 @@ UNDER_TEST: dict[str, str] = {
     # tests of scripts/ and of the layout itself
     "test_wording_asserts.py": "scripts.wording_asserts", "test_mirror_tests.py": "scripts.mirror_tests",
     "test_layout.py": "",
+    # issue 40 (h40paths)
+    "test_progress_escapes.py": "forensics.collect.progress", "test_output_faults.py": "forensics.report.output",
 }
 #: modules nearly every test imports: they say nothing of what a test is about (the import fallback)
 GENERIC = {"parsers", "parsers.analyze", "parsers.knowledge", "parsers.evidence", "parsers.source",

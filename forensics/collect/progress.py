@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from forensics.report.text import escape
+from forensics.escape import escape
 
 
 class ProgressReporter:

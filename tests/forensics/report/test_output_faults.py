@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration  # real processes and a real mount
 
 BUNDLE = FIXTURES / "nccl" / "sigstop" / "bundle"
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+BEFORE = "the file that was here before\n"
 COMMANDS = {
     "hosts": ["hosts", str(BUNDLE)],
     "hosts --json": ["hosts", str(BUNDLE), "--json"],
@@ -39,7 +40,7 @@ def full_disk(tmp_path: Path):
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
-        (mnt / "before.txt").write_text("the file that was here before\n")
+        (mnt / "before.txt").write_text(BEFORE)
         fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             with pytest.raises(OSError, match="No space"):
@@ -65,4 +66,4 @@ def test_full_disk_leaves_no_partial_or_temp_file(full_disk: Path, what: str):
         assert len(lines) == 1 and "No space left on device" in lines[0], (what, run.stderr)
         assert run.returncode == 2, (what, run.returncode)
         assert sorted(p.name for p in full_disk.iterdir()) == ["before.txt", "filler"], (what, name)
-    assert (full_disk / "before.txt").read_text() == "the file that was here before\n"
+    assert (full_disk / "before.txt").read_text() == BEFORE
