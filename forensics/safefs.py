@@ -334,6 +334,7 @@ def write_first_free(first: str | os.PathLike, data: bytes | str, limit: int = 1
     """`data` in a new file at `first`, or at NAME-2.EXT, NAME-3.EXT... where that is taken: never over a
     file, never through a link (report's default output, analyze --save). ForensicsError past `limit` names."""
     first = Path(first)
+    check_parents(first)  # a refused folder is said once, not taken for 100 names in use
     for n in range(1, limit + 1):
         path = first if n == 1 else first.with_name(f"{first.stem}-{n}{first.suffix}")
         if os.path.lexists(path):
