@@ -191,7 +191,7 @@ def test_full_disk_gives_one_line_and_a_whole_manifest(rank, tiny_disk):
     (stdio,) = [c for c in man["ranks"][0]["collectors"] if c["name"] == "stdio"]
     # verbatim input: the OS's own message (ENOSPC)
     assert stdio["status"] != "ok" and "No space left on device" in stdio["error"], stdio
-    assert "No space left on device" in done.stdout
+    assert "No space left on device" in done.stdout  # verbatim input: the OS's own message, in the summary
     assert not [p for p in out.rglob("*") if p.is_file() and p.name.startswith("stdout")]
 
 
