@@ -18,13 +18,13 @@ import importlib
 import os
 import pkgutil
 import sys
-import tempfile
 import traceback
 from types import ModuleType
 
 from forensics import __version__
-from forensics.cli import commands
+from forensics.cli import commands, ending
 from forensics.cli.logs import setup_logging
+from forensics.report.text import escape
 from forensics.exitcodes import SHARED, ExitCode, code_for, help_epilog
 from parsers.errors import HangForensicsError
 
@@ -107,42 +107,37 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return int(ExitCode.BAD_INPUT)
     setup_logging(args.verbose)
+    previous = ending.install()  # SIGTERM and SIGHUP unwind like Ctrl-C: every finally runs, exit 143 / 129
     try:
-        with _scoped_tempdir():
+        return _run_command(args)
+    finally:
+        ending.restore(previous)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command in its scoped temp folder; map expected failures and signals to exit codes."""
+    try:
+        with ending.scoped_tempdir():
             code = int(args._run(args))
             sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
             return code
     except BrokenPipeError:
         return _pipe_closed()
     except HangForensicsError as err:  # every expected failure (ForensicsError included): code_for maps it
-        print(f"forensics {args.command}: error: {err}", file=sys.stderr)
+        print(escape(f"forensics {args.command}: error: {err}"), file=sys.stderr)  # errors quote data: escaped
         return int(code_for(err))
     except PermissionError as err:
-        print(f"forensics {args.command}: error: permission denied: {err.filename or err}", file=sys.stderr)
+        print(escape(f"forensics {args.command}: error: permission denied: {err.filename or err}"), file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    except KeyboardInterrupt:
-        print(f"forensics {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP (ending.Terminated)
+        how = "" if ending.signal_name(err) == "SIGINT" else f" by {ending.signal_name(err)}"
+        print(f"forensics {args.command}: interrupted{how}", file=sys.stderr)
+        return ending.exit_code(err)
     except Exception as err:  # noqa: BLE001 - a bug: exit 1 as docs/exit-codes.md says, the traceback kept for the report
         traceback.print_exc()
         print(f"forensics {args.command}: internal error (a bug; please report it with the traceback above): "
-              f"{type(err).__name__}: {err}", file=sys.stderr)
+              + escape(f"{type(err).__name__}: {err}"), file=sys.stderr)
         return int(ExitCode.FAILURE)
-
-
-class _scoped_tempdir:
-    """Every temporary file or folder made through `tempfile` during the command lands in
-    one folder that is removed at the end (an unpacked archive, a fleet merge area...),
-    so no command leaves forensics-* folders behind in /tmp."""
-
-    def __enter__(self) -> None:
-        self._saved = tempfile.tempdir
-        self._dir = tempfile.TemporaryDirectory(prefix="forensics-run-")
-        tempfile.tempdir = self._dir.name
-
-    def __exit__(self, *exc: object) -> None:
-        tempfile.tempdir = self._saved
-        self._dir.cleanup()
 
 
 def _pipe_closed() -> int:

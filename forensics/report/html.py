@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 from typing import Any, Sequence
 
-from forensics import __version__
+from forensics import __version__, safefs
 from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
 from forensics.report.stacktree import draw_stack_tree
 from forensics.report.style import to_svg
@@ -194,8 +194,8 @@ def _host_rows(v: ReportView) -> list[dict[str, Any]]:
 
 
 def write_report(what: Any, path: Path) -> Path:
-    """Write the report; creates the parent folder."""
+    """Write the report (forensics.safefs: parent folders checked and made, a new file renamed over the name)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_report(what), encoding="utf-8")
+    safefs.ensure_folder(path.parent)
+    safefs.replace_file(path, build_report(what))
     return path

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -239,7 +238,7 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
         folder = state_path.parent
         if not os.path.lexists(folder):
             try:
-                os.makedirs(folder, mode=safefs.DIR_MODE)
+                safefs.ensure_folder(folder)
             except OSError as err:
                 raise ForensicsError(f"{folder}: cannot create the folder of --state ({err.strerror or err})") from err
         safefs.private_folder(folder, "folder of --state")
@@ -247,6 +246,7 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(f"forensics-bisect-{stamp}-{os.getpid()}")
+        safefs.check_parents(folder)
         try:
             os.mkdir(folder, safefs.DIR_MODE)
         except OSError as err:
@@ -295,11 +295,6 @@ def _simulate(args: argparse.Namespace) -> int:
               f"{s.exact_rate:6.2f} {s.false_exclusions:10.2f} {s.missed:7.2f}")
     emit("\n".join(out), args.output)
     return int(ExitCode.OK)
-
-
-def _term_as_interrupt(signum, frame) -> None:
-    """SIGTERM stops the runner like Ctrl-C: running jobs are killed and marked to rerun."""
-    raise KeyboardInterrupt
 
 
 def _plan(args: argparse.Namespace, options: dict) -> int:
@@ -358,13 +353,10 @@ def run(args: argparse.Namespace) -> int:
                     port_base=int(cfg["port_base"]), port_span=int(cfg["port_span"]), log_dir=log_dir,
                     progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
     runner.save()
-    previous = signal.signal(signal.SIGTERM, _term_as_interrupt)
-    try:
+    try:  # SIGTERM/SIGHUP unwind like Ctrl-C (forensics.cli.ending): running jobs killed, marked to rerun
         outcome = runner.run()
     except (designs.DesignError, LaunchError) as err:
         raise ForensicsError(str(err)) from err
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     rep = report.build(bis, outcome)
     rep["state_file"] = str(state_path)
     if args.json:
