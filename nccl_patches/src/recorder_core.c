@@ -415,8 +415,14 @@ void rec_copy_out(const struct rec_comm* c) {
   if (c == NULL || c->copy_path[0] == '\0' || c->hdr == NULL) return;
   int fd = open(c->copy_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  const char* p = (const char*)c->hdr;
-  size_t left = c->size;
+  /* The header as it is, marked a death copy and stamped with this moment (memcpy and clock_gettime
+   * are async-signal-safe); the rest straight from the mapping. */
+  struct recorder_header h;
+  memcpy(&h, c->hdr, sizeof h);
+  h.flags |= RECORDER_FLAG_DEATH_COPY;
+  h.heartbeat_ns = rec_now_ns();
+  size_t left = sizeof h;
+  const char* p = (const char*)&h;
   while (left > 0) {
     ssize_t w = write(fd, p, left);
     if (w < 0 && errno == EINTR) continue;
@@ -424,8 +430,18 @@ void rec_copy_out(const struct rec_comm* c) {
     p += w;
     left -= (size_t)w;
   }
+  p = (const char*)c->hdr + sizeof h;
+  left = left == 0 ? c->size - sizeof h : 0;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= (size_t)w;
+  }
+  int whole = left == 0 && p == (const char*)c->hdr + c->size;
   close(fd);
-  if (left == 0) rename(c->copy_tmp, c->copy_path);
+  if (whole) rename(c->copy_tmp, c->copy_path);
   else unlink(c->copy_tmp);
 }
 
