@@ -62,3 +62,10 @@ def test_recorder_copies_in_a_logs_folder_close_the_gap(plugin, harness, tmp_pat
     assert verdict.sections["recorder"]["state_files"] == 3
     assert {e["waiter_host"] for e in verdict.sections["recorder"]["wait_edges"]} <= {"node00", "node01", "node02"}
     assert "evidence_gaps" not in verdict.sections
+
+
+def test_timed_dumps_close_the_timing_gap():
+    """gpusleep-s39 (tests/fixtures/issue39/env): made with TORCH_NCCL_ENABLE_TIMING=1, killed before the
+    ranks aborted: timing is there, the recorder's copies are not."""
+    env = PIPELINE.parents[1] / "issue39" / "env"
+    assert gaps_of(env / "gpusleep-s39-logs.tar.gz") == ["no-recorder-state"]
