@@ -14,16 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.model.events import OpEvent, Progress
+from parsers.judges.logs.names import position
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
+from parsers.ranges import fold
 
 #: below the recorder's 0.85 for the same claim: the dump's counters are per group, not per GPU channel
 CONFIDENCE = 0.8
 
 
-def _timed_progress(ev: Any) -> dict[str, dict[int, tuple[Progress, str, str | None]]]:
-    """comm -> global rank -> (its Flight Recorder counters, the dump cited, the state its entry of its newest
-    enqueued collective gives), from dumps with timing on."""
-    out: dict[str, dict[int, tuple[Progress, str, str | None]]] = {}
+def _timed_progress(ev: Any) -> dict[str, dict[int, tuple[Progress, Any, str | None]]]:
+    """comm -> global rank -> (its Flight Recorder counters, the dump (an Artifact), the state its entry of its
+    newest enqueued collective gives), from dumps with timing on."""
+    out: dict[str, dict[int, tuple[Progress, Any, str | None]]] = {}
     for art in ev.of_kind("fr-dump"):
         if art.parsed is None or art.parsed.facts.get("fr_timing") != "on":
             continue
@@ -31,11 +33,11 @@ def _timed_progress(ev: Any) -> dict[str, dict[int, tuple[Progress, str, str | N
         for e in art.parsed.events:
             if type(e) is Progress and e.origin.rank is not None and None not in (e.last_enqueued, e.last_started,
                                                                                     e.last_completed):
-                out.setdefault(e.comm, {})[e.origin.rank] = (e, art.cite, states.get((e.comm, e.last_enqueued)))
+                out.setdefault(e.comm, {})[e.origin.rank] = (e, art, states.get((e.comm, e.last_enqueued)))
     return out
 
 
-def _queued(ranks: dict[int, tuple[Progress, str, str | None]]) -> list[tuple[int, Progress, str, list[int]]]:
+def _queued(ranks: dict[int, tuple[Progress, Any, str | None]]) -> list[tuple[int, Progress, Any, list[int]]]:
     """(rank, counters, dump, peers that started the same collective and wait in it) of each queued rank.
 
     Both the group's counters and the collective's own entry must say 'not started': on NCCL 2.28.9 a rank
@@ -59,14 +61,12 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
         queued = _queued(ranks)
         if len(queued) * 2 > len(ranks):
             continue  # most of the group never started it: no odd one out (they may all wait on one absent rank)
-        for rank, p, where, running in queued:
-            seq = p.last_enqueued
+        for rank, p, dump, running in queued:
             suspects.append(Suspect(
-                rank=rank, host=None, pid=None, reason_class=ReasonClass.GPU_QUEUED, confidence=CONFIDENCE,
-                reason=(f"rank {rank} enqueued collective #{seq} of group {comm} but it never started on its GPU "
-                        f"(Flight Recorder with timing: last started #{p.last_started}), while ranks "
-                        f"{','.join(map(str, running))} started it and wait in it: work queued ahead of it keeps "
-                        f"the GPU stream busy"),
-                evidence=[cite(f"last enqueued #{seq}, started #{p.last_started}, completed #{p.last_completed}",
-                               tool="Flight Recorder", file=where)]))
+                rank=rank, host=dump.host, pid=dump.pid, reason_class=ReasonClass.GPU_QUEUED, confidence=CONFIDENCE,
+                reason=(f"enqueued {position(comm, p.last_enqueued)} but it never started on its GPU (Flight Recorder "
+                        f"with timing: its entry 'scheduled', last started #{p.last_started}), while ranks "
+                        f"{fold(running)} started it and wait in it: work queued ahead of it keeps the GPU stream busy"),
+                evidence=[cite(f"last enqueued #{p.last_enqueued}, started #{p.last_started}, completed "
+                               f"#{p.last_completed}", tool="Flight Recorder", file=dump.cite)]))
     return Findings(source="dumps", suspects=suspects, judge="fr_started")
