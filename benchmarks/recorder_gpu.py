@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import queue
+import shutil
 import socket
 import statistics
 import subprocess
@@ -48,6 +49,18 @@ WORKER = REPO / "nccl_patches" / "device" / "bench_worker.py"
 SIZES = [8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
 OPS = ["all_reduce", "all_gather", "sendrecv"]
 COUNT_MASK = "0xf5f"  # Group Coll P2p ProxyOp ProxyStep KernelCh + the v5 API events; not ProxyCtrl (timing-made)
+
+
+_STATE_ROOT: list[Path] = []
+
+
+def state_root() -> Path:
+    """Where the recorder's state files go: /dev/shm, as deployed (a file on disk would add page
+    write-back the real thing never pays); one folder per run, removed at its end."""
+    if not _STATE_ROOT:
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        _STATE_ROOT.append(Path(tempfile.mkdtemp(prefix="hf-gpu-bench-", dir=shm)))
+    return _STATE_ROOT[0]
 
 
 def free_port() -> int:
@@ -143,7 +156,8 @@ def rel_spread(values: list[float]) -> float:
     return 100 * 1.2533 * 1.4826 * mad / len(values) ** 0.5 / med if med > 0 else float("inf")
 
 
-def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_rounds: int = 3) -> dict:
+def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_rounds: int = 3,
+              patience: float = 60) -> dict:
     """Time cmd in each group by turns until both medians are resolved to `target` % or budget ends."""
     samples: dict[str, list[float]] = {m: [] for m in groups}
     modes = list(groups)
@@ -152,7 +166,7 @@ def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_round
         k = rounds % len(modes)  # rotate: each group leads, follows and sits in the middle alike
         order = modes[k:] + modes[:k] if (rounds // len(modes)) % 2 == 0 else (modes[k:] + modes[:k])[::-1]
         for m in order:
-            res = groups[m].ask(cmd, timeout=max(60.0, budget_s * 2))
+            res = groups[m].ask(cmd, timeout=max(patience, budget_s * 2))
             if "error" in res:
                 return {"error": res["error"]}
             samples[m].append(res["sec"])
@@ -165,9 +179,9 @@ def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_round
             for m, v in samples.items()}
 
 
-def iterations(groups: dict, cmd: dict, batch_s: float, cap: int) -> tuple[int, float]:
+def iterations(groups: dict, cmd: dict, batch_s: float, cap: int, patience: float) -> tuple[int, float]:
     """Calls per batch so one batch lasts about batch_s (probed on the base group), and one call's seconds."""
-    probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=180)
+    probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=patience)
     if "error" in probe:
         raise RuntimeError(probe["error"])
     return max(1, min(cap, int(batch_s / max(probe["sec"], 1e-7)))), probe["sec"]
@@ -247,8 +261,11 @@ class Layout:
 
     def __init__(self, name: str, ranks: int, args, plugin: Path, work: Path) -> None:
         self.name, self.ranks, self.args, self.plugin, self.work = name, ranks, args, plugin, work
-        self.state = work / f"state-{name.replace(' ', '')}"
+        self.state = state_root() / f"state-{name.replace(' ', '')}"
         self.modes = ("base", "recorder", "control") if ranks == 1 and args.control else ("base", "recorder")
+        # seconds to wait for an answer before calling the group hung (one rank answers fast; a call that
+        # never returns, say a send to oneself that torch or NCCL cannot do, must not eat the run)
+        self.patience = 30.0 if ranks == 1 else 120.0
         self.starts = 0
         self.groups: dict[str, Group] = {}
         self.start()
@@ -271,7 +288,7 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> N
     args = lay.args
     cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
     try:
-        n, one = iterations(lay.groups, cmd, 0.03 if lay.ranks == 1 else 0.15, cap=20000)
+        n, one = iterations(lay.groups, cmd, 0.03 if lay.ranks == 1 else 0.15, 20000, lay.patience)
     except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
         return
@@ -279,7 +296,7 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> N
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
                  "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
         return
-    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread)
+    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, patience=lay.patience)
     goal = 1.0 if nbytes >= 1 << 20 else 3.0
     rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "per_batch": n, "goal_pct": goal, **res})
 
@@ -381,7 +398,7 @@ def chain_phase(rep: Report, args, plugin: Path, work: Path) -> None:
 def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
     outs, facts = {}, {}
     for mode in ("alone", "chained"):
-        out, state = work / f"count-{mode}.jsonl", work / f"state-chain-{mode}"
+        out, state = work / f"count-{mode}.jsonl", state_root() / f"state-chain-{mode}"
         env = {"COUNT_PLUGIN_MASK": COUNT_MASK, "COUNT_PLUGIN_OUT": str(out)}
         env.update({"NCCL_PROFILER_PLUGIN": str(counter)} if mode == "alone" else env_for("recorder", plugin, state, counter))
         g = Group(f"chain-{mode}", hosts, env, work, "nccl")
@@ -464,6 +481,7 @@ def main() -> int:
         guarded(rep, "hosts", latency_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
                 args.time_cap, cap - 10)
     keep_logs(work, args.out)
+    shutil.rmtree(state_root(), ignore_errors=True)
     rep.header["load_avg_end"] = os.getloadavg()
     rep.header["seconds"] = round(time.monotonic() - t0, 1)
     (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")

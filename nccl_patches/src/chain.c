@@ -198,6 +198,7 @@ static ncclResult_t init_v23(int v, void** context, int* mask) {
   ncclResult_t (*ours)(void**, int*) = v == 2 ? init_v2 : init_v3;
   struct chain_ctx* cc = ctx_new(v, NULL, &t);
   if (cc == NULL) return ours(context, mask);
+  cc->our_mask = cc->their_mask = *mask; /* what NCCL passed in: a plugin that leaves it alone keeps it */
   cc->ours_on = ours(&cc->ours, &cc->our_mask) == ncclSuccess;
   cc->theirs_on = t && ((const ncclProfiler_v2_t*)t)->init(&cc->theirs, &cc->their_mask) == ncclSuccess;
   return ctx_done(cc, context, mask, NULL, v);
@@ -211,6 +212,7 @@ static ncclResult_t chain_init_v4(void** context, int* mask, const char* name, u
   const void* t;
   struct chain_ctx* cc = ctx_new(4, logfn, &t);
   if (cc == NULL) return init_v4(context, mask, name, hash, nnodes, nranks, rank, logfn);
+  cc->our_mask = cc->their_mask = *mask; /* what NCCL passed in: a plugin that leaves it alone keeps it */
   cc->ours_on = init_v4(&cc->ours, &cc->our_mask, name, hash, nnodes, nranks, rank, logfn) == ncclSuccess;
   cc->theirs_on = t && ((const ncclProfiler_v4_t*)t)->init(&cc->theirs, &cc->their_mask, name, hash, nnodes, nranks,
                                                            rank, logfn) == ncclSuccess;
@@ -224,6 +226,7 @@ static ncclResult_t init_v56(int v, void** context, uint64_t id, int* mask, cons
       v == 5 ? init_v5 : init_v6;
   struct chain_ctx* cc = ctx_new(v, logfn, &t);
   if (cc == NULL) return ours(context, id, mask, name, nnodes, nranks, rank, logfn);
+  cc->our_mask = cc->their_mask = *mask; /* what NCCL passed in: a plugin that leaves it alone keeps it */
   cc->ours_on = ours(&cc->ours, id, &cc->our_mask, name, nnodes, nranks, rank, logfn) == ncclSuccess;
   cc->theirs_on = t && ((const ncclProfiler_v5_t*)t)->init(&cc->theirs, id, &cc->their_mask, name, nnodes, nranks,
                                                            rank, logfn) == ncclSuccess;
