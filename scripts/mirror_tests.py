@@ -156,7 +156,7 @@ UNDER_TEST: dict[str, str] = {
     "test_second_look_collector.py": "forensics.collectors.second_look",
     # tests of scripts/ and of the layout itself
     "test_wording_asserts.py": "scripts.wording_asserts", "test_mirror_tests.py": "scripts.mirror_tests",
-    "test_layout.py": "",
+    "test_layout.py": "", "test_docs_verdicts.py": "", "test_main_help.py": "forensics.cli.main",
 }
 #: modules nearly every test imports: they say nothing of what a test is about (the import fallback)
 GENERIC = {"parsers", "parsers.analyze", "parsers.knowledge", "parsers.evidence", "parsers.source",
