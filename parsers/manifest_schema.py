@@ -26,7 +26,7 @@ MAX_ARGV = 4096  #: elements of a command line
 _COLLECTOR = {"name": ("str", True), "status": ("str", True), "seconds": ("num", False), "error": ("str?", False),
               "files": ("strs", False), "details": ("dict", False)}
 _HOST = {"host": ("str", True), "status": ("str", False), "seconds": ("num", False), "error": ("str?", False),
-         "dir": ("str?", False), "collectors": ("collectors", False)}
+         "dir": ("str?", False), "collectors": ("collectors", False), "costs": ("dict", False)}
 _RANK = {"host": ("str", True), "pid": (f"int:0:{MAX_PID}", True), "dir": ("str", True),
          "rank": (f"int?:0:{MAX_WORLD - 1}", False), "local_rank": (f"int?:0:{MAX_WORLD - 1}", False),
          "world_size": (f"int?:1:{MAX_WORLD}", False), "local_world_size": (f"int?:1:{MAX_WORLD}", False),

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import networkx as nx
 
 from parsers.judges.activity import with_activity
+from parsers.judges.gaps import evidence_gaps
 from parsers.judges.hosts import plain_host
 from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.own_state import own_state
@@ -212,6 +213,8 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
         verdict.missing_evidence += [HostNote(report.host, note) for note in report.missing]
     verdict.missing_evidence += [p for p in ev.problems if p not in verdict.missing_evidence]
     verdict.missing_evidence += [f"{name}: {why}" for name, why in ev.skipped]
+    if gaps := evidence_gaps(ev):  # typed: forensics/report/words says them under what is missing
+        verdict.sections["evidence_gaps"] = [g.to_dict() for g in gaps]
 
 
 def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:

@@ -66,14 +66,29 @@ def help_argv(argv: list[str]) -> list[str]:
     return argv
 
 
+def _named_command(argv: list[str]) -> list[ModuleType] | None:
+    """[the module of the command `argv` names], importing it alone; None where argv names none by its
+    module's name (--help, an alias, a typo): then every command is imported for the full parser.
+
+    Why: importing every command (collect's collectors, the fleet, bisect, the report) took 1.3-1.7 s of
+    `forensics analyze`'s 3 s on the dev VM: time to verdict is a budget (issue 39 item 8)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first.startswith("_") or not first.replace("-", "_").isidentifier():
+        return None
+    if first.replace("-", "_") not in {info.name for info in pkgutil.iter_modules(commands.__path__)}:
+        return None
+    module = importlib.import_module(f"{commands.__name__}.{first.replace('-', '_')}")
+    return [module] if getattr(module, "NAME", None) == first and hasattr(module, "run") else None
+
+
 def _verbose_option(parser: argparse.ArgumentParser, top: bool) -> None:
     # SUPPRESS on the subcommand, so `forensics -v analyze` is not reset by the subparser's default
     parser.add_argument("-v", "--verbose", action="count", default=0 if top else argparse.SUPPRESS,
                         help="log what happens on stderr (-vv: debug)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with one subparser per discovered command."""
+def build_parser(modules: list[ModuleType] | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with one subparser per discovered command (or per module of `modules`)."""
     parser = argparse.ArgumentParser(
         prog="forensics",
         description="Find which rank and which host hung or crashed a distributed job, and why.",
@@ -83,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hang-forensics {__version__}")
     _verbose_option(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _command_modules():
+    for module in modules or _command_modules():
         codes = getattr(module, "EXIT_CODES", None) or {int(k): v for k, v in SHARED.items()}
         cmd = sub.add_parser(
             module.NAME,
@@ -101,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run one command, map expected failures to exit codes."""
-    parser = build_parser()
-    args = parser.parse_args(help_argv(list(sys.argv[1:] if argv is None else argv)))
+    argv = help_argv(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser(_named_command(argv))
+    args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return int(ExitCode.BAD_INPUT)

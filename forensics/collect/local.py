@@ -22,7 +22,7 @@ from forensics.collectors import host_collectors, rank_collectors
 from forensics.collectors.base import CollectOptions, HostTarget, RankTarget, timed
 from forensics.collectors.children import collect_children
 from forensics.collectors.native_stack import close_service
-from forensics.collectors.second_look import take_second_look
+from forensics.collectors.second_look import RankLooks
 from forensics.discover import procfs
 from forensics.collect.targets import discover
 from forensics.discover.ranks import RankProcess, expected_missing, host_name
@@ -86,6 +86,9 @@ def collect_local(
     start = time.monotonic()
     pool = ThreadPoolExecutor(max_workers=min(64, len(ranks) + 1))
     pending = {pool.submit(_collect_host, writer, host_record, options, budget)}
+    if options.second_look > 0:
+        progress.say(f"second look at {len(ranks)} rank(s), {options.second_look:g} s apart, around the stack reads "
+                     "(skipped where the recorder's or Flight Recorder's time stamps decide)")
     pending |= {pool.submit(_collect_rank, writer, proc, record, options, progress, budget)
                 for proc, record in zip(ranks, records)}
     interrupted_at = None
@@ -101,11 +104,9 @@ def collect_local(
                 break
     close_service()  # the native-stack helper served this collection's ranks (its symbol cache ends with it)
     pool.shutdown(wait=not pending, cancel_futures=True)
-    if options.second_look > 0 and not tools.INTERRUPTED.is_set() and disk.error is None:
-        progress.say(f"second look at {len(ranks)} rank(s) in {options.second_look:g} s (hang or progress)")
-        take_second_look(list(zip(ranks, records)), writer.root, options.second_look)
     interrupted = tools.INTERRUPTED.is_set()
     host_record.seconds = round(time.monotonic() - start, 3)
+    host_record.costs = collector_costs(records, host_record)
     for miss in expected_missing(ranks):
         writer.add_missing(MissingRank(rank=miss.rank, reason=miss.reason, host=host, job_id=miss.job_id))
     if budget.cuts:
@@ -161,6 +162,21 @@ def _collect_host(writer: BundleWriter, record: HostRecord, options: CollectOpti
             record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
 
 
+def collector_costs(records: list[RankRecord], host: HostRecord) -> dict[str, dict[str, float | int]]:
+    """What each collector cost on this host (issue 39 item 8): per collector, the ranks it ran on, its total
+    and its longest seconds (ranks run in parallel: the longest bounds the collection); host collectors too.
+    Why in the manifest: time to verdict is a budget, and this says where it went."""
+    costs: dict[str, dict[str, float | int]] = {}
+    for c in [c for r in records for c in r.collectors] + list(host.collectors):
+        if c.status == Status.SKIPPED and not c.seconds:
+            continue
+        slot = costs.setdefault(c.name, {"runs": 0, "total_s": 0.0, "max_s": 0.0})
+        slot["runs"] += 1
+        slot["total_s"] = round(slot["total_s"] + c.seconds, 3)
+        slot["max_s"] = max(slot["max_s"], round(c.seconds, 3))
+    return costs
+
+
 def _rank_record(writer: BundleWriter, proc: RankProcess) -> RankRecord:
     """The manifest entry of one rank, before any collector ran (argv redacted)."""
     rel = writer.rank_dir(proc.host, proc.rank, proc.pid)
@@ -189,6 +205,8 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, o
                         budget=ByteBudget(options.rank_bytes, "per-rank", parent=budget))
     writer.in_progress.append(record)  # a snapshot (fleet deadline) shows the collectors finished so far
     record.state_before = procfs.state_or_none(proc.pid)
+    looks = RankLooks(proc, options.second_look)
+    looks.begin()  # look 1 before any collector; look 2 after them, once the gap has passed (issue 39 item 8)
     for collector in rank_collectors():
         if tools.INTERRUPTED.is_set():
             record.collectors.append(CollectorRecord(collector.name, Status.SKIPPED, error="collection interrupted"))
@@ -198,6 +216,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, o
             continue
         record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
     record.children = collect_children(target, options)
+    looks.finish(record, writer.root)
     record.state_after = procfs.state_or_none(proc.pid)
     progress.step(f"{record.label}: " + ", ".join(f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED))
     return record

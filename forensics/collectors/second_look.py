@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,8 @@ from forensics import safefs
 from forensics.collect import tool as tools
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
-from forensics.collectors.files import target_user
+from forensics.collectors.files import process_path, target_user
+from forensics.collectors.flight_recorder import PREFIX_KEYS as FR_PREFIX_KEYS, dump_candidates
 from forensics.collectors.nccl_logs import find_debug_file
 from forensics.collectors.pyspy_samples import _threads
 from forensics.collectors.recorder import MAX_STATE_BYTES, recorder_dir, state_files
@@ -201,37 +201,80 @@ def gap_seconds(requested: float) -> float:
     return max(0.0, min(float(requested), MAX_GAP_S))
 
 
-def take_second_look(targets: list[tuple[Any, Any]], bundle_root: Path, gap_s: float) -> None:
-    """Look at every (RankProcess, RankRecord) twice, `gap_s` apart, all ranks in parallel; write
-    `second-look.json` in each rank's folder and add a 'second-look' collector record to it."""
-    gap = gap_seconds(gap_s)
-    live = [(p, r) for p, r in targets if procfs.pid_exists(p.pid)]
-    for proc, record in targets:
-        if (proc, record) not in live:
-            record.collectors.append(CollectorRecord(NAME, Status.GONE, error=f"pid {proc.pid} no longer exists"))
-    if not live or gap <= 0:
-        return
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=min(64, len(live))) as pool:
-        sources = list(pool.map(lambda pr: _Sources(pr[0].pid, pr[0].environ), live))
-        firsts = list(pool.map(lambda i: look(live[i][0].pid, sources[i]), range(len(live))))
-        waited = tools.INTERRUPTED.wait(max(0.0, gap - (time.monotonic() - started)))
-        if waited:  # interrupted: keep what the first look saw, say so
-            seconds = [None] * len(live)
-        else:
-            seconds = list(pool.map(
-                lambda i: look(live[i][0].pid, sources[i], (firsts[i].get("nccl_log") or {}).get("size")), range(len(live))))
-    for (proc, record), first, second in zip(live, firsts, seconds):
-        looks = [first] + ([second] if second is not None else [])
-        doc = {"format": FORMAT, "version": VERSION, "pid": proc.pid, "rank": proc.rank, "requested_gap_s": gap,
-               "waited_s": round(second["t"] - first["t"], 3) if second is not None else None, "looks": looks}
+def stamps_decide(pid: int, environ: dict[str, str], rank: int | None) -> str | None:
+    """Why no second look is needed for this rank, or None: time-stamped evidence of its own decides hang or
+    progress already (issue 39 item 8). The recorder's state files of this very process (named by its pid)
+    carry a heartbeat and per-op progress stamps; a Flight Recorder dump this process wrote (newer than its
+    start) means its watchdog fired: a timeout."""
+    if any(p.name.endswith(".bin") for p in state_files(recorder_dir(pid, environ), pid)):
+        return "the recorder's time stamps decide hang or progress"
+    configured = next((environ[k] for k in FR_PREFIX_KEYS if environ.get(k)), None)
+    if rank is None or not configured:
+        return None
+    started = procfs.start_unix(pid)
+    for dump in dump_candidates(process_path(pid, configured), rank):
+        try:
+            if started is not None and dump.stat().st_mtime >= started:
+                return "a Flight Recorder dump of this run (its watchdog fired) decides hang"
+        except OSError:
+            continue
+    return None
+
+
+class RankLooks:
+    """One rank's second look, spread around its collectors: look 1 before them, look 2 once they are done and
+    the gap has passed. Why: the gap used to be waited after every collector had finished (3 s added to every
+    collection); now the stack reads fill it, and only what is left of it is waited."""
+
+    def __init__(self, proc: Any, gap_s: float) -> None:
+        self.proc, self.gap = proc, gap_seconds(gap_s)
+        self.skip = stamps_decide(proc.pid, proc.environ, proc.rank) if self.gap > 0 else "not requested"
+        self.sources: _Sources | None = None
+        self.first: dict[str, Any] | None = None
+        self.started = time.monotonic()
+        self.look_s = 0.0
+
+    def begin(self) -> None:
+        """Look 1 (before any collector touches the rank), unless time stamps decide or the rank is gone."""
+        if self.skip is not None or not procfs.pid_exists(self.proc.pid):
+            return
+        t = time.monotonic()
+        self.started = t
+        self.sources = _Sources(self.proc.pid, self.proc.environ)
+        self.first = look(self.proc.pid, self.sources)
+        self.look_s += time.monotonic() - t
+
+    def finish(self, record: Any, bundle_root: Path) -> None:
+        """Look 2 after what is left of the gap; write second-look.json and its record in the manifest."""
+        if self.skip is not None:
+            if self.skip != "not requested":
+                record.collectors.append(CollectorRecord(NAME, Status.SKIPPED, error=self.skip))
+            return
+        if self.first is None or self.sources is None:
+            record.collectors.append(CollectorRecord(NAME, Status.GONE, error=f"pid {self.proc.pid} no longer exists"))
+            return
+        overlapped = time.monotonic() - self.started
+        interrupted = tools.INTERRUPTED.wait(max(0.0, self.gap - overlapped))
+        second = None
+        if not interrupted:
+            t = time.monotonic()
+            second = look(self.proc.pid, self.sources, (self.first.get("nccl_log") or {}).get("size"))
+            self.look_s += time.monotonic() - t
+        self._write(record, bundle_root, second, min(overlapped, self.gap))
+
+    def _write(self, record: Any, bundle_root: Path, second: dict[str, Any] | None, overlapped: float) -> None:
+        first, proc = self.first, self.proc
+        doc = {"format": FORMAT, "version": VERSION, "pid": proc.pid, "rank": proc.rank, "requested_gap_s": self.gap,
+               "waited_s": round(second["t"] - first["t"], 3) if second is not None else None,
+               "looks": [first] + ([second] if second is not None else [])}
         rel = f"{record.dir}/{FILE_NAME}"
         try:
             safefs.write_new(safefs.make_dirs(bundle_root, record.dir) / FILE_NAME, json.dumps(doc, separators=(",", ":")))
         except OSError as err:  # a full disk: said in the manifest, what was gathered before stays
             record.collectors.append(CollectorRecord(NAME, Status.FAILED, error=f"not written: {err.strerror or err}"))
-            continue
+            return
         status = Status.OK if second is not None else Status.SKIPPED
-        record.collectors.append(CollectorRecord(NAME, status, seconds=round(time.monotonic() - started, 3), files=[rel],
-                                                 error=None if second is not None else "collection interrupted before look 2",
-                                                 details={"gap_s": gap, "waited_s": doc["waited_s"]}))
+        record.collectors.append(CollectorRecord(
+            NAME, status, seconds=round(self.look_s, 3), files=[rel],
+            error=None if second is not None else "collection interrupted before look 2",
+            details={"gap_s": self.gap, "waited_s": doc["waited_s"], "overlapped_s": round(overlapped, 3)}))

@@ -154,6 +154,17 @@ def _boot_time() -> float | None:
     return None
 
 
+def start_unix(pid: int) -> float | None:
+    """When the process started (Unix seconds, to a clock tick), or None when it is gone or unreadable."""
+    stat, boot = _read_optional(PROC / str(pid) / "stat"), _boot_time()
+    if not stat or boot is None:
+        return None
+    try:
+        return boot + parse_stat(stat)[3] / os.sysconf("SC_CLK_TCK")
+    except (ValueError, IndexError):
+        return None
+
+
 def read_threads(pid: int) -> list[ThreadState]:
     """Every thread's name, state and wait channel; threads that vanish meanwhile are skipped."""
     threads = []

@@ -36,6 +36,10 @@
  * peer's buffer is in SendGPUWait / SendPeerWait. So it tells a slow link (one sender's time on
  * the wire) from a slow rank. The field was `reserved` (always 0) before: the layout is unchanged. */
 #define RECORDER_FLAG_SEND_WAIT 2u
+/* DEATH_COPY: this file is the copy the recorder wrote beside the NCCL logs as its process died (a finalize
+ * with ops in flight, SIGABRT, exit), its heartbeat_ns the moment of the copy: the process ran then. A reader
+ * never calls it frozen: the copies of a job are written when each rank dies, not at one moment. */
+#define RECORDER_FLAG_DEATH_COPY 4u
 #define RECORDER_STEP_SLOTS 8         /* NCCL_STEPS: NCCL keeps at most 8 step handles per op */
 
 enum recorder_writer_kind {

@@ -411,21 +411,32 @@ static void set_copy_path(struct rec_comm* c, const char* host, int pid, uint32_
   snprintf(c->copy_tmp, sizeof c->copy_tmp, "%s.tmp", c->copy_path);
 }
 
+/* write(2) until all of `len` is written: 1, or 0 on an error (async-signal-safe). */
+static int write_all(int fd, const char* p, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return 0;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 1;
+}
+
 void rec_copy_out(const struct rec_comm* c) {
   if (c == NULL || c->copy_path[0] == '\0' || c->hdr == NULL) return;
   int fd = open(c->copy_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  const char* p = (const char*)c->hdr;
-  size_t left = c->size;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    p += w;
-    left -= (size_t)w;
-  }
+  /* The header as it is, marked a death copy and stamped with this moment (memcpy and clock_gettime
+   * are async-signal-safe); the rest straight from the mapping. */
+  struct recorder_header h;
+  memcpy(&h, c->hdr, sizeof h);
+  h.flags |= RECORDER_FLAG_DEATH_COPY;
+  h.heartbeat_ns = rec_now_ns();
+  int whole = write_all(fd, (const char*)&h, sizeof h) &&
+              write_all(fd, (const char*)c->hdr + sizeof h, c->size - sizeof h);
   close(fd);
-  if (left == 0) rename(c->copy_tmp, c->copy_path);
+  if (whole) rename(c->copy_tmp, c->copy_path);
   else unlink(c->copy_tmp);
 }
 

@@ -182,7 +182,8 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
         rp = ranks.setdefault(r, RankInStall(rank=r))
         rp.has_state, rp.pid, rp.host, rp.global_rank = True, st.pid, st.hostid or st.host, st.env_rank
         rp.heartbeat_age_s = max(0.0, (beat_ref - st.heartbeat_ns) / 1e9)
-        rp.frozen = st.comm_state == "active" and rp.heartbeat_age_s > _frozen_limit(st, frozen_after_s)
+        rp.frozen = (st.comm_state == "active" and not st.death_copy  # a copy made as it died: it ran then
+                     and rp.heartbeat_age_s > _frozen_limit(st, frozen_after_s))
         if stuck:
             same = [c for c in st.colls if c.func == stuck[0]]
             if same:

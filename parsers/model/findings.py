@@ -467,6 +467,23 @@ class NoErrorFact:
 
 
 @dataclass(frozen=True)
+class EvidenceGap:
+    """A piece of evidence these files lack that decides what a live look decides (issue 39 item 7).
+
+    `kind`: 'no-recorder-state' (a logs folder of an NCCL job with no recorder state file: who waits on whom
+    inside NCCL, and since when, is unknown), 'fr-without-timing' (Flight Recorder dumps whose ops completed
+    with no start time: 'scheduled' cannot be told from running on the GPU, so a rank whose op is queued
+    behind a long kernel looks like its peers). `ranks`: the ranks it concerns (dumping ranks), where known."""
+
+    kind: str
+    ranks: tuple[int, ...] = ()
+    count: int = 0  #: files it concerns (dumps without timing)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "ranks": list(self.ranks), "count": self.count}
+
+
+@dataclass(frozen=True)
 class UnreadFact:
     """Lines no reader understood: how many, and the first few ((line number, text), in file order)."""
 

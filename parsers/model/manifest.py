@@ -147,6 +147,8 @@ class HostRecord:
     error: str | None = None
     dir: str | None = None
     collectors: list[CollectorRecord] = field(default_factory=list)
+    #: collector name -> {runs, total_s, max_s} over this host's ranks and itself (forensics.collect.local)
+    costs: dict[str, dict[str, float | int]] = field(default_factory=dict)
 
 
 @dataclass

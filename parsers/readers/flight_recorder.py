@@ -221,6 +221,7 @@ def parse(data: dict, origin: Origin) -> Parsed:
                                    last_started=_int(st.get("last_started_collective")),
                                    last_completed=_int(st.get("last_completed_collective")), source="fr"))
     entries = _list(data.get("entries"))
+    out.facts["fr_timing"] = timing_of(entries)
     if len(entries) > MAX_ENTRIES:
         out.unknown_lines += len(entries) - MAX_ENTRIES  # the newest are the last: those are kept
         entries = entries[-MAX_ENTRIES:]
@@ -249,6 +250,23 @@ def parse(data: dict, origin: Origin) -> Parsed:
             time_ns=_int(entry.get("time_created_ns")) or None))
     out.lines = len(entries)
     return out
+
+
+def timing_of(entries: list, limit: int = 4096) -> str | None:
+    """'on' when a dump's NCCL entries carry start times (TORCH_NCCL_ENABLE_TIMING), 'off' when an op completed
+    with no start time, None when nothing tells (no NCCL entry, or none completed yet).
+
+    Why: without timing an op on the GPU stays 'scheduled' until it completes, so a rank whose op waits behind
+    a long kernel looks like one whose op runs: a post-mortem must say it cannot tell them apart. The newest
+    `limit` entries are looked at (a dump holds up to TORCH_FR_BUFFER_SIZE)."""
+    completed = False
+    for entry in entries[-limit:]:
+        if not isinstance(entry, dict) or not str(entry.get("profiling_name") or "").startswith("nccl:"):
+            continue
+        if entry.get("state") == "started" or _int(entry.get("time_discovered_started_ns")) or entry.get("duration_ms"):
+            return "on"
+        completed = completed or entry.get("state") == "completed"
+    return "off" if completed else None
 
 
 _VAGUE_DESC = {"", "undefined", "None"}

@@ -57,6 +57,8 @@ STEP_STATES = {
 FLAG_PRECISE_OP_TIMES = 1
 #: header flag: proxy records carry send_wait_us, their steps' time in SendWait (RECORDER_FLAG_SEND_WAIT)
 FLAG_SEND_WAIT = 2
+#: header flag: the copy written beside the NCCL logs as the process died (RECORDER_FLAG_DEATH_COPY)
+FLAG_DEATH_COPY = 4
 
 # Header: see recorder_format.h for offsets. '<' = little-endian, no padding.
 _HEADER_FIELDS = (
@@ -225,6 +227,13 @@ class RecorderState:
         """Whether `CollRecord.start_ns` and `complete_ns` come from the nanosecond clock; older
         writers stamped them with the coarse one (1-4 ms ticks)."""
         return bool(self.flags & FLAG_PRECISE_OP_TIMES)
+
+    @property
+    def death_copy(self) -> bool:
+        """Whether this is the copy the recorder wrote beside the NCCL logs as its process died (issue 39): its
+        heartbeat is the moment of the copy, and the copies of a job are written as each rank dies, so an
+        older beat here says when that rank died, not that it stopped running."""
+        return bool(self.flags & FLAG_DEATH_COPY)
 
     @property
     def in_flight_ops(self) -> list[ProxyOpRecord]:

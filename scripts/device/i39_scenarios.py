@@ -440,7 +440,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hang-s", type=float, default=150.0)
     p.add_argument("--gpu-cycles", type=float, default=3e11)
     p.add_argument("--settle-s", type=float, default=3.0)
-    p.add_argument("--post-s", type=float, default=3.0)
+    p.add_argument("--post-s", type=float, default=None,
+                   help="wait after timeout + dump wait for the watchdogs to abort (nccl 15: torch 2.11 took ~12 s "
+                        "from the timeout to SIGABRT, and only then does the recorder copy its state; gloo 3)")
     p.add_argument("--collect-timeout", type=int, default=12)
     p.add_argument("--native", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--warm-est", type=float, default=14.0)
@@ -453,6 +455,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dir", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.pg_timeout = args.pg_timeout or (20.0 if args.backend == "nccl" else 15.0)
+    args.post_s = args.post_s if args.post_s is not None else (15.0 if args.backend == "nccl" else 3.0)
     args.wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in args.wanted if c not in CASES]
     if bad:

@@ -15,6 +15,8 @@
 #           ordermismatch, lock, subgroup, gpusleep; culprits, world sizes and sizes from HF_I39_SEED (default 39);
 #           each a live bundle + a logs folder (forensics env --recorder) + torch's fr_trace, packed as it ends
 #           into $OUT/I39-<case>.tar.gz (8 files). `run_matrix.sh I39 --backend gloo` is its CPU dry run (8 ranks).
+#   part E39: issue 39 item 6: what each recommended setting costs a step (benchmarks/env_cost.py, NCCL, 4 ranks
+#           as 4 hosts on one GPU, configurations interleaved), $OUT/env_cost.{txt,json}; ~5-6 min.
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
 set -u
 part=${1:-A}
@@ -92,6 +94,13 @@ elif [ "$part" = I39 ]; then  # issue 39: p2p, barriers, aborts, locks; live and
   [ -f "$W/I39/pgids.txt" ] && while read -r g; do kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null; done <"$W/I39/pgids.txt"
   rm -rf /dev/shm/hf-I39
   cat "$W/info.txt" "$W/forensics_env.txt"; cat "$W/I39/summary.json" 2>/dev/null | head -c 6000
+  echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "${OUT:-$W/out}"
+  exit 0
+elif [ "$part" = E39 ]; then  # issue 39 item 6: the recommended env's cost per step, each setting apart
+  mkdir -p "${OUT:-$W/out}"
+  timeout -k 10 "${HF_E39_LIMIT:-540}" python3 benchmarks/env_cost.py --backend "$backend" --ranks "${HF_E39_RANKS:-4}" \
+    --rounds "${HF_E39_ROUNDS:-3}" --steps "${HF_E39_STEPS:-400}" --plugin "$SO" --json "${OUT:-$W/out}/env_cost.json" 2>&1 | tee "${OUT:-$W/out}/env_cost.txt" | tail -n 20
+  cat "$W/info.txt" >>"${OUT:-$W/out}/env_cost.txt"
   echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "${OUT:-$W/out}"
   exit 0
 elif [ "$part" = R ]; then

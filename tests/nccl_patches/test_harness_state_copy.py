@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from nccl_patches.harness import run_harness, start_hanging_rank
+from parsers.judges.recorder import analyse_comm
 from parsers.readers.recorder import read_recorder_dir, read_recorder_file
 
 pytestmark = pytest.mark.integration
@@ -92,3 +93,24 @@ def test_copy_dir_none_turns_it_off(plugin, harness, state_dir, tmp_path, ranks)
     os.kill(r.pid, signal.SIGABRT)
     assert r.proc.wait(timeout=10) == -signal.SIGABRT
     assert wait_for(lambda: True) and not list(tmp_path.rglob("logs/nccl-recorder.*"))
+
+
+def test_a_copy_is_marked_and_never_read_as_a_frozen_process(plugin, harness, state_dir, tmp_path, ranks):
+    """Copies are written as each rank dies, seconds apart: the older one is no SIGSTOPped process."""
+    logs = tmp_path / "logs"
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs}/nccl.%h.%p.log",
+           "FORENSICS_RECORDER_HEARTBEAT_MS": "50"}
+    first = hang(harness, plugin, ranks, env, rank=0)
+    second = hang(harness, plugin, ranks, env, rank=1)
+    os.kill(first.pid, signal.SIGABRT)
+    assert first.proc.wait(timeout=10) == -signal.SIGABRT
+    time.sleep(1.5)  # 30 heartbeats: a live file this old would read as a frozen process
+    os.kill(second.pid, signal.SIGABRT)
+    assert second.proc.wait(timeout=10) == -signal.SIGABRT
+    states, problems = read_recorder_dir(logs)
+    assert problems == [] and len(states) == 2 and all(s.death_copy for s in states)
+    assert not any(s.death_copy for s in read_recorder_dir(state_dir)[0])  # the /dev/shm files stay as written
+    stall = analyse_comm(states)
+    assert not any(rp.frozen for rp in stall.ranks.values())
+    older = min(states, key=lambda s: s.heartbeat_ns)
+    assert older.pid == first.pid  # its beat is the moment of its copy

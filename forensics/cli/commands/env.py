@@ -18,6 +18,18 @@ the reason. Set them in the job script before the launcher starts (NCCL reads th
 at init, PyTorch when the process group is created). forensics.arm() sets the ones
 not already set. Variables already set in this shell are shown as comments.
 
+what it costs a training step (benchmarks/env_cost.py: one job per setting, settings
+interleaved, median step as a ratio to a baseline with nothing set, same run):
+  - H200, NCCL 2.28.9 (session 3, benchmarks/recorder_overhead.py): the recorder
+    -0.67% to +0.38% of all_reduce latency from 8 B to 16 MB (2 ranks, NET/Socket)
+  - 2-core CPU VM, gloo, 2 ranks (helper h39env, 2026-12-06, load ~10): no setting
+    measurable: ratios 0.64-0.83 with +-50% between rounds (gloo ignores the NCCL_*
+    and TORCH_NCCL_* variables; the recorder is an NCCL plugin)
+  - each setting on the GPU: `bash scripts/device/run_matrix.sh E39` (NCCL_DEBUG INFO
+    and COLL, Flight Recorder, its timing, the recorder, all of them)
+  TORCH_NCCL_ENABLE_TIMING adds a CUDA start event per collective; torch warns that the
+  watchdog's event queries may then hang with it.
+
 examples:
   forensics env --dir /shared/run42/forensics >> job.env
   eval "$(forensics env --dir /scratch/logs)"

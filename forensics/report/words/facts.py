@@ -265,3 +265,19 @@ _WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: t
           TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
           CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
           CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod}
+
+
+def evidence_gap(gap: dict) -> str:
+    """A post-mortem's missing piece (parsers.judges.gaps), with how to have it next time."""
+    if gap.get("kind") == "no-recorder-state":
+        return ("no recorder state in these files: who waits on whom inside NCCL, and since when, is unknown here "
+                "(a live collect reads it from /dev/shm); load the recorder (`forensics env --recorder`: "
+                "NCCL_PROFILER_PLUGIN, FORENSICS_RECORDER_COPY_DIR) and it copies its state beside the NCCL logs "
+                "when the job dies")
+    if gap.get("kind") == "fr-without-timing":
+        ranks = [r for r in gap.get("ranks") or [] if isinstance(r, int)]
+        whose = f" (ranks {fold(ranks)})" if ranks else ""
+        return (f"Flight Recorder dumps without timing{whose}: an op still 'scheduled' may be running on the GPU or "
+                "queued behind other work, so a long kernel on one rank's stream cannot be told from its peers' "
+                "waits; set TORCH_NCCL_ENABLE_TIMING=1 (`forensics env`)")
+    return f"missing evidence: {gap.get('kind')}"

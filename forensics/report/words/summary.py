@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forensics.report.words.facts import observed
+from forensics.report.words.facts import evidence_gap, observed
 from parsers.judges.logs import names
 from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
 from parsers.ranges import fold
@@ -70,6 +70,9 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     Every field it fills is set afresh, so wording a verdict twice says the same."""
     _word_links(verdict)
     verdict.stragglers, verdict.shows = [], []
+    for gap in verdict.sections.get("evidence_gaps") or []:  # what a post-mortem lacks: said once, however often worded
+        if (line := evidence_gap(gap)) not in verdict.missing_evidence:
+            verdict.missing_evidence.append(line)
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit

@@ -59,6 +59,11 @@ def test_a_hung_job_is_a_hang_from_the_second_look_and_its_culprit_is_named(hung
     for rank in manifest["ranks"]:
         rec = next(c for c in rank["collectors"] if c["name"] == "second-look")
         assert rec["status"] == "ok" and rec["details"]["gap_s"] == 3.0 and rec["details"]["waited_s"] >= 2.9, rec
+        assert rec["details"]["overlapped_s"] > 0  # the stack reads ran inside the gap (issue 39 item 8)
+        assert rank["collectors"][-1]["name"] == "second-look"  # look 2 came after every other collector
+    costs = manifest["hosts"][0]["costs"]  # what each collector cost, in the manifest
+    assert costs["py-spy"]["runs"] == 3 and costs["second-look"]["runs"] == 3
+    assert all(c["max_s"] <= c["total_s"] for c in costs.values())
     v = analyze(tmp_path / "b").verdict
     assert v.hang == "hang" and "two looks" in v.hang_basis and "collection time" in v.hang_basis
     assert v.hung_ranks == [0, 1, 2]

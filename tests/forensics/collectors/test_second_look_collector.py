@@ -7,6 +7,7 @@ import os
 
 from hf_testpaths import FIXTURES
 from forensics.collectors import second_look as sl
+from nccl_patches.harness import start_hanging_rank
 from parsers.readers.second_look import parse_second_look_data
 
 NCCL_LOG = FIXTURES / "nccl" / "kill" / "node06" / "nccl.node06.869.log"
@@ -42,3 +43,23 @@ def test_a_grown_log_is_progress_to_the_reader(tmp_path):
                      {"t": 103.0, "proc": {"state": "S"}, "nccl_log": {"file": "x", "size": 900, "new_op_lines": 4}}]}
     got = parse_second_look_data(doc)
     assert got.comparable and len(got.changes) == 1 and "4 NCCL op line" in got.changes[0] and got.waited_s == 3.0
+
+
+def test_a_recorder_state_file_of_the_process_decides_without_a_second_look(plugin, harness, state_dir, ranks):
+    """Issue 39 item 8: the recorder's stamps decide hang or progress, so its rank gets no second look."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir)}
+    r = start_hanging_rank(harness, plugin, 5, 0, 2, 3, 3, 16, 10, 0, env)
+    ranks.append(r)
+    assert sl.stamps_decide(r.pid, env, 0) is not None
+    assert sl.stamps_decide(os.getpid(), env, 0) is None  # another process's state files decide nothing here
+
+
+def test_a_flight_recorder_dump_of_this_run_decides_an_older_one_does_not(tmp_path):
+    prefix = tmp_path / "fr_trace_rank_"
+    env = {"TORCH_FR_DUMP_TEMP_FILE": str(prefix), "FORENSICS_RECORDER_DIR": str(tmp_path / "none")}
+    dump = tmp_path / "fr_trace_rank_3"
+    dump.write_bytes(b"\x80\x04}")  # the content is not read: its name and time are the evidence
+    assert sl.stamps_decide(os.getpid(), env, 3) is not None
+    assert sl.stamps_decide(os.getpid(), env, 4) is None  # no dump of rank 4
+    os.utime(dump, (1_000_000_000, 1_000_000_000))  # from before this process started: a previous run's
+    assert sl.stamps_decide(os.getpid(), env, 3) is None

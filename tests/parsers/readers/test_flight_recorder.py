@@ -3,6 +3,7 @@
 import io
 import os
 import pickle
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,21 @@ def test_truncated_or_foreign_data_is_a_clear_error():
         fr.load_bytes(pickle.dumps({"hello": 1}))
     with pytest.raises(ValueError, match="JSON"):
         fr.load_bytes(b'{"entries": [')
+
+
+def test_timing_is_told_from_the_entries(tmp_path):
+    """NCCL 2.28.9 dumps (tests/fixtures/issue39/env/gpusleep-s39, TORCH_NCCL_ENABLE_TIMING=1): 'on';
+    issue 26's pipeline dumps (no timing, every completed op with start time 0): 'off'; gloo: no NCCL entry."""
+    fixtures = GLOO.parent
+    with tarfile.open(fixtures / "issue39" / "env" / "gpusleep-s39-logs.tar.gz") as tar:
+        tar.extractall(tmp_path / "on", filter="data")
+    with tarfile.open(fixtures / "issue26" / "pipeline" / "logs.tar.gz") as tar:
+        tar.extractall(tmp_path / "off", filter="data")
+    timed = [fr.parse(fr.load_bytes(p.read_bytes()), Origin(rank=0)).facts["fr_timing"]
+             for p in sorted((tmp_path / "on").rglob("fr_trace_rank_*"))]
+    untimed = [fr.parse(fr.load_bytes(p.read_bytes()), Origin(rank=0)).facts["fr_timing"]
+               for p in sorted((tmp_path / "off").rglob("fr_trace_rank_?"))]
+    assert len(timed) == 8 and set(timed) == {"on"}
+    assert len(untimed) == 8 and set(untimed) == {"off"}
+    gloo = fr.parse(fr.load_bytes((GLOO / "sleep" / "node00" / "fr_live_rank_0").read_bytes()), Origin(rank=0))
+    assert gloo.facts["fr_timing"] is None

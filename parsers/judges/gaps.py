@@ -1,0 +1,35 @@
+"""What a logs folder lacks to reach the live answer (issue 39 item 7): the evidence gaps of a post-mortem.
+
+Why: a live `collect` reads the recorder's state from /dev/shm and watches time pass; a logs folder holds
+only what the job wrote. Where that is too little to tell a culprit from its peers, the verdict must say
+which piece is missing and how to have it next time, never leave the reader to guess why a post-mortem
+names no one (or a different rank than the live look did). Each gap is typed here; its words are
+presentation's (forensics/report/words).
+
+- no recorder state: an NCCL job's logs folder (no bundle manifest: not a live collection) with no
+  recorder state file: the recorder, loaded, copies its state beside the NCCL logs when the job dies.
+- Flight Recorder without timing: NCCL ops in the dumps completed with no start time (timing off), so an
+  op still 'scheduled' may be running on the GPU or waiting behind other work: a long kernel on one
+  rank's stream cannot be told from its peers' waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.model.findings import EvidenceGap
+
+
+def evidence_gaps(ev: Any) -> list[EvidenceGap]:
+    """The gaps of `ev` (parsers.evidence.Evidence), in the order a reader should fill them."""
+    dumps = ev.of_kind("fr-dump")
+    timing = [(a.rank, a.parsed.facts.get("fr_timing")) for a in dumps if a.parsed is not None]
+    nccl = bool(ev.of_kind("nccl-log")) or any(t is not None for _, t in timing) or bool(ev.recorder)
+    gaps: list[EvidenceGap] = []
+    if nccl and ev.manifest is None and not ev.recorder:
+        gaps.append(EvidenceGap("no-recorder-state"))
+    untimed = [r for r, t in timing if t == "off"]
+    if untimed and not any(t == "on" for _, t in timing):
+        gaps.append(EvidenceGap("fr-without-timing", tuple(sorted({r for r in untimed if r is not None})),
+                                count=len(untimed)))
+    return gaps
