@@ -27,7 +27,7 @@ from parsers.stacks.classify import classify, is_library
 
 #: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
 #: (a rendezvous store's wait timeout, c10d's DistStoreError, is one too: ranks waited past it at init)
-PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout"})
+PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout", "barrier-absent"})
 
 
 def observe(ev: Any, reports: list | None = None) -> list[Observation]:
@@ -274,6 +274,8 @@ class _Seen:
         rank = e.origin.rank
         if e.kind == "python-frame":  # a frame is where an error happened, not one more error
             self.innermost[rank if rank is not None else e.origin.pid] = e
+            return
+        if e.kind == "c10d-warning":  # a warning is no error: never the first error of the rank that printed it
             return
         self.errors += 1
         if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):
