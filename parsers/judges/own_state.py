@@ -107,6 +107,15 @@ class _Why(Citation):
         return self.why, str(self), self.tool, self.file
 
 
+def _thread_at(t: Any) -> str:
+    """"'ckpt-writer' at write_shard_to_storage (w.py:250), inside clock_nanosleep": the thread's first frame of
+    the user's code, and what it waits in where its innermost frame is another (a sleep, a read, a lock)."""
+    user = next((f for f in t.frames if not is_library(f)), t.frames[0])
+    inner = t.frames[0] if t.frames else None
+    inside = f" inside {inner.function}" if inner is not None and inner is not user and inner.function else ""
+    return f"{t.name or f'thread {t.thread_id}'!r} at {user.label}{inside}"
+
+
 def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     """'why: its main thread waits to acquire a lock (futex wait in /proc) while its other threads run the
     user's code: 'ckpt-writer' at write_shard_to_storage (...)': the why of a main thread blocked on a lock,
@@ -127,10 +136,10 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     others.sort(key=lambda t: not t.active)
     wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
     futex = f" ({wchan} in /proc)" if wchan and "futex" in wchan else ""
-    said = ", ".join(f"{t.name or f'thread {t.thread_id}'!r} at "
-                     f"{next((f for f in t.frames if not is_library(f)), t.frames[0]).label}" for t in others[:limit])
-    holder = "that thread likely holds it" if len(others) == 1 else "one of them likely holds it"
-    why = (f"its main thread waits to acquire a lock that its thread {said} likely holds" if len(others) == 1 else
+    said = ", ".join(_thread_at(t) for t in others[:limit])
+    # the only other thread that runs the user's code is the only one that can hold a lock the user's code took
+    holder = "that thread holds it" if len(others) == 1 else "one of them likely holds it"
+    why = (f"its main thread waits to acquire a lock that its thread {said} holds" if len(others) == 1 else
            f"its main thread waits to acquire a lock that one of its threads ({said}) likely holds")
     return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
                 f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy",
