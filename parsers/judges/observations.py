@@ -22,6 +22,7 @@ from parsers.model.findings import (CallSite, Citation, CompletedPastFact, Cover
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
+from parsers.readers.last_error import own_reason
 from parsers.stacks.classify import classify, is_library
 
 
@@ -159,7 +160,10 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     exit_status = None
     if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
         exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
-    return ErrorFact(e.kind, " ".join(e.message.split()), cite(e.message[:300], tool=e.source or "logs",
+    said = " ".join(e.message.split())
+    if own_reason(data.get("last_error")):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
+        said = f"{data['last_error']}; {said}"
+    return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
                      getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
                      exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.judges.exceptions import last_exceptions
+from parsers.model.events import own_error
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite
+from parsers.readers.last_error import KIND as LAST_ERROR, own_reason
 from parsers.stacks.classify import is_library
 
 _STATES = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
@@ -90,7 +92,45 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         e, art = exc
         lines.append(cite(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"),
                           tool="exception", file=art.cite, line=e.line, tagged=True))
+    cause = first_cause(ev, proc, s, exc)
+    if cause is not None:
+        lines.insert(0, cause)
+        s.why = s.why or cause.why
     return lines
+
+
+#: findings about a rank that ended, raised or left nothing: the exit is a consequence, its own first error the why
+_ENDED = {ReasonClass.EXITED, ReasonClass.RAISED, ReasonClass.EXITED_FIRST, ReasonClass.MISSING, ReasonClass.NO_DUMP,
+          ReasonClass.ABSENT, ReasonClass.NO_RECORDER_STATE, ReasonClass.MISSING_LINE, ReasonClass.FROZEN}
+
+
+def first_cause(ev: Any, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
+    """'cause: its own NCCL log says ...' for a rank that exited, raised or left nothing: the first error of its
+    own that is no wait on a peer, from its NCCL log's WARN lines and NCCL's reason under its exception's
+    'Last error:' (a truncated message, a duplicate GPU, no network interface). The exit, the abort and
+    'invalid usage' are what followed; they stay listed under it."""
+    if s.reason_class not in _ENDED or s.rank is None:
+        return None
+    files = list(getattr(proc, "files", ()) or ()) or [a for a in ev.artifacts if a.rank == s.rank]
+    found = []
+    for art in files:
+        for e in (art.parsed.events if art.parsed else ()):
+            if own_error(e) and (e.source == "nccl-log" or e.kind == LAST_ERROR) and own_reason(e.message):
+                found.append((e.timestamp or "", art.kind != "nccl-log", e.origin.line or 0, e, art))
+                break  # the first of each file
+    if found:
+        *_, e, art = min(found, key=lambda f: f[:3])
+        where = f"{art.cite}:{e.origin.line}" if e.origin.line else art.cite
+        said = "its own NCCL log says" if e.source == "nccl-log" else "NCCL's last error under its exception says"
+        return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]", tool=e.source or "logs",
+                    file=art.cite)
+    reason = exc[0].details.get("last_error") if exc is not None else None
+    if own_reason(reason):
+        e, art = exc
+        return _Why(f"NCCL's last error under its exception says: {reason[:200]}",
+                    f"cause: NCCL's last error under its exception says: {reason[:300]} [{art.cite}]", tool="exception",
+                    file=art.cite)
+    return None
 
 
 class _Why(Citation):

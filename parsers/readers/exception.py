@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from parsers import bounded_json
 from parsers.prefix import TORCHRUN_LABEL, strip_prefix
+from parsers.readers.last_error import own_reason
 from parsers.readers.launcher import SPAWN_RAISED
 
 MAX_LINES = 200_000  #: lines read from one output
@@ -93,7 +94,7 @@ class PyException:
         NCCL error in: ..., invalid usage ...`."""
         msg = self.message if len(self.message) <= 200 else self.message[:197] + "..."
         cause = self.details.get("last_error")
-        if cause:  # NCCL's own reason heads what c10d made of it ('invalid usage'): the cause, then its consequence
+        if own_reason(cause):  # NCCL's own reason heads what c10d made of it ('invalid usage'): the cause, then its consequence
             first = self.message.split("\n", 1)[0]
             msg = f"{cause}; {first if len(first) <= 160 else first[:157] + '...'}"
         where = f" at {self.frame}" if self.frame else ""
