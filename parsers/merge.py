@@ -149,18 +149,38 @@ def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Su
     return sorted(suspects, key=Suspect.sort_key)
 
 
-def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None) -> list[Suspect]:
+def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None,
+                  clean: tuple[set[int], set[int]] = (frozenset(), frozenset())) -> list[Suspect]:
     """Step 2: a claim that 'the others wait on N' stands only where the waiting is in the hung scope: N or
     a rank that waits on it stalled or timed out. Ranks of a group that progresses are healthy, and their
-    in-flight op is not a wait (a subgroup trains on while another hangs)."""
+    in-flight op is not a wait (a subgroup trains on while another hangs). A process that exited with code 0
+    (`clean`: the ranks, and the pids of those whose rank is unknown) is healthy unless a rank of the hung scope
+    waits on it: a group that finished its steps and exited is no fault of the group that hangs (a sys.exit(0)
+    mid-training is one, where the others wait on it); nor is a rank absent while as many processes of unknown
+    rank exited with code 0: those are its processes."""
     if not hung or graph is None:
         return suspects
+    ranks, pids = clean
+    absent = [s for s in suspects if s.reason_class == RC.ABSENT and s.rank not in hung]
+    explained = {id(s) for s in absent} if absent and len(pids) >= len(absent) else set()
 
     def in_scope(s: Suspect) -> bool:
+        if id(s) in explained:
+            return False
+        if s.reason_class == RC.EXITED and s.rank not in hung and (s.rank in ranks or s.rank is None and s.pid in pids):
+            return s.rank is not None and s.rank in graph and bool(nx.ancestors(graph, s.rank) & hung)
         if _fact(s) or s.rank is None or s.rank in hung or s.rank not in graph:
             return True
         return bool(nx.ancestors(graph, s.rank) & hung)
     return [s for s in suspects if in_scope(s)]
+
+
+def clean_exits(ev: Any) -> tuple[set[int], set[int]]:
+    """(ranks, pids of processes of unknown rank) that exited with code 0: the wait status /proc kept for a
+    zombie, or the launcher's record."""
+    done = [r for r in ev.ranks if r.proc is not None and r.proc.gone and r.proc.exit_status == 0]
+    ranks = {r.rank for r in done if r.rank is not None} | {x.rank for x in ev.exits if x.rank is not None and x.returncode == 0}
+    return ranks, {r.record.pid for r in done if r.rank is None and r.record.pid is not None}
 
 
 def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
@@ -247,7 +267,7 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()
     full.add_edges_from(logs_graph.edges if logs_graph is not None else ())  # waiters on ranks no file names too
-    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full), verdict, ev)
+    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full, clean_exits(ev)), verdict, ev)
     verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
     if progress is None or not progress.running:
         find_deadlock(verdict, deadlock_graph)
