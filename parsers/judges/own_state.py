@@ -147,13 +147,27 @@ class _Why(Citation):
         return self.why, str(self), self.tool, self.file
 
 
-def _thread_at(t: Any) -> str:
-    """"'ckpt-writer' at write_shard_to_storage (w.py:250), inside clock_nanosleep": the thread's first frame of
-    the user's code, and what it waits in where its innermost frame is another (a sleep, a read, a lock)."""
+def _thread_at(t: Any, wchans: dict[int, str]) -> str:
+    """"'ckpt-writer' at write_shard_to_storage (w.py:250) inside clock_nanosleep": the thread's first frame of
+    the user's code, and what it waits in: its innermost frame where that is another (a sleep, a read, a lock:
+    py-spy --native), else the kernel function /proc says the thread sleeps in (`wchans`, by thread id)."""
     user = next((f for f in t.frames if not is_library(f)), t.frames[0])
     inner = t.frames[0] if t.frames else None
-    inside = f" inside {inner.function}" if inner is not None and inner is not user and inner.function else ""
+    if inner is not None and inner is not user and inner.function:
+        inside = f" inside {inner.function}"
+    else:
+        inside = f" inside {wchans[t.thread_id]} (its wchan in /proc)" if wchans.get(t.thread_id) else ""
     return f"{t.name or f'thread {t.thread_id}'!r} at {user.label}{inside}"
+
+
+def _wchans(proc: Any) -> dict[int, str]:
+    """Thread id -> the kernel function it sleeps in, from /proc's task list (a running thread has none)."""
+    out = {}
+    for t in (proc.proc.threads if proc.proc is not None else ()):
+        tid, wchan = (t.get("tid"), t.get("wchan")) if isinstance(t, dict) else (t[0], t[3] if len(t) > 3 else None)
+        if isinstance(tid, int) and isinstance(wchan, str) and wchan not in ("", "0"):
+            out[tid] = wchan
+    return out
 
 
 def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
@@ -176,7 +190,8 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     others.sort(key=lambda t: not t.active)
     wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
     futex = f" ({wchan} in /proc)" if wchan and "futex" in wchan else ""
-    said = ", ".join(_thread_at(t) for t in others[:limit])
+    wchans = _wchans(proc)
+    said = ", ".join(_thread_at(t, wchans) for t in others[:limit])
     # the only other thread that runs the user's code is the only one that can hold a lock the user's code took
     holder = "that thread holds it" if len(others) == 1 else "one of them likely holds it"
     why = (f"its main thread waits to acquire a lock that its thread {said} holds" if len(others) == 1 else
