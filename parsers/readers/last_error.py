@@ -59,7 +59,10 @@ class LastErrorBlock:
         if stripped == HEADING:
             self.waiting[writer] = self.errors.pop(writer, [])
             return True, []
-        if writer not in self.waiting or not stripped:
+        if writer not in self.waiting:
+            return False, []
+        if not stripped or stripped.startswith("Exception raised from"):  # NCCL had no message: c10d prints none
+            del self.waiting[writer]
             return False, []
         if _TRACEBACK_LINE.match(stripped) or raw[:1].isspace() or text[:1].isspace():
             return False, []  # another process's traceback between the heading and the reason

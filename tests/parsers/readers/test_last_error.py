@@ -60,3 +60,10 @@ def test_the_first_error_says_the_reason_first(name, said, tmp_path):
     v = analyze(tmp_path, KB).verdict
     first = next(o.facts for o in v.observations if o.kind == ObservationKind.FIRST_ERROR)
     assert said in first.error.message.split(";")[0], v.text
+
+
+def test_an_empty_last_error_names_nothing():
+    """pytorch#149984: 'Last error:' then a blank line and c10d's 'Exception raised from ...': NCCL had no message."""
+    p = parsed(FIXTURES / "realworld" / "pytorch-149984.log")
+    assert not any(getattr(e, "kind", "") == KIND for e in p.events)
+    assert not any((getattr(e, "data", None) or {}).get("last_error") for e in p.events)
