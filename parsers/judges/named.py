@@ -26,9 +26,11 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
 
 
 def _reports(ev: Any) -> list[tuple[ErrorEvent, Any]]:
-    """Every 'failed to pass monitoredBarrier' line of every log, with its artifact, in file order."""
+    """Every 'failed to pass monitoredBarrier' line of every log, with its artifact, in file order. Only the
+    group's rank 0 waits and reports, and the ranks it names are ranks of that group: a report printed by another
+    global rank comes from a subgroup whose ranks are not the job's, and names no one here."""
     return [(e, art) for art in ev.artifacts if art.parsed for e in art.parsed.events
-            if type(e) is ErrorEvent and e.kind == "barrier-absent"]
+            if type(e) is ErrorEvent and e.kind == "barrier-absent" and e.origin.rank in (None, 0)]
 
 
 def barrier_absent(ev: Any) -> list[Suspect]:
@@ -54,8 +56,7 @@ def barrier_absent(ev: Any) -> list[Suspect]:
 
 def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived: list[int]) -> Suspect:
     """The suspect for one named rank: the reporter's line first, then who else arrived."""
-    reporter = e.origin.rank
-    by = f"rank {reporter}" if reporter is not None else "the rank that waited"
+    by = "rank 0"  # the one rank that waits in a monitored barrier and reports (checked in _reports)
     ms = e.data.get("timeout_ms")
     others = sorted(set(named) - {rank})
     reason = of_rank(rank, f"never reached the monitored barrier: {by} waited {ms} ms for it"

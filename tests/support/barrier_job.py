@@ -6,6 +6,8 @@ Cases, each a mechanism that gloo runs as NCCL would:
 - `monbarrier`: the ranks in `absent` sleep past the timeout; the others call `dist.monitored_barrier`
   (rank 0 raises "[Rank 0]: Ranks 1, 6 failed to pass monitoredBarrier in N ms"; with `wait_all` every
   missing rank is listed, else the first);
+- `monbarrier-sub`: the same inside `dist.new_group(ranks 1..world-1)`: the group's rank 0 (global rank 1)
+  reports, and the ranks it names are the group's (global rank r+1);
 - `teardown`: every rank finishes its collectives and returns without `destroy_process_group()`: torch warns
   at exit ("ProcessGroupNCCL/Gloo ... destroy_process_group() was not called"), and every rank exits 0,
   except the ranks in `absent`, which raise a RuntimeError of their own after the last collective.
@@ -64,11 +66,13 @@ def _rank_main(case: str, absent: set[int], timeout_ms: int, wait_all: bool) -> 
     t = torch.ones(64)
     for _ in range(3):
         dist.all_reduce(t)
-    if case == "monbarrier":
-        if rank in absent:
-            time.sleep(timeout_ms / 1000 + 4)  # never reaches the barrier in time
+    if case in ("monbarrier", "monbarrier-sub"):
+        world = dist.get_world_size()
+        group = dist.new_group(list(range(1, world))) if case == "monbarrier-sub" else None
+        if rank in absent or (group is not None and rank == 0):
+            time.sleep(timeout_ms / 1000 + 4)  # never reaches the barrier in time (rank 0: not in the subgroup)
             return 0
-        dist.monitored_barrier(timeout=timedelta(milliseconds=timeout_ms), wait_all_ranks=wait_all)
+        dist.monitored_barrier(group=group, timeout=timedelta(milliseconds=timeout_ms), wait_all_ranks=wait_all)
         return 0
     if case == "teardown":
         if rank in absent:

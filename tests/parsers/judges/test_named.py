@@ -53,3 +53,21 @@ def test_live_gloo_monitored_barrier(tmp_path, world, absent, wait_all):
     expected = set(absent) if wait_all else {min(absent)}  # without wait_all the barrier names the first only
     assert named(v) == expected, v.text
     assert v.culprit.reason_class == ReasonClass.NAMED_ABSENT and 0 not in {s.rank for s in v.suspects}
+
+
+def test_the_docs_wording_without_a_reporter_names_the_rank(tmp_path):
+    """PyTorch's docs (distributed.html, Debugging): 'RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms'
+    with no rank prefix: rank 1 is named; only the group's rank 0 waits in a monitored barrier and reports."""
+    src = FIXTURES / "excerpts" / "pytorch-docs-monitored-barrier.log"
+    (tmp_path / src.name).write_text(src.read_text())
+    v = analyze(tmp_path, KB).verdict
+    assert v.culprit is not None and v.culprit.rank == 1 and v.culprit.reason_class == ReasonClass.NAMED_ABSENT, v.text
+    assert v.culprit.evidence[0].startswith("rank 0 reports (pytorch-docs-monitored-barrier.log:1)")
+
+
+def test_a_subgroups_report_names_no_global_rank():
+    """In new_group([1, 2, 3]) the report comes from global rank 1 (the group's rank 0) and 'Rank 2' is the group's
+    rank 2 (global rank 3): read as the job's rank 2 it would blame a rank that arrived."""
+    v = analyze(FIXTURES / "monbarrier-sub-w4-absent3", KB).verdict
+    assert not [s for s in v.suspects if s.reason_class == ReasonClass.NAMED_ABSENT], v.text
+    assert 2 not in named(v)
