@@ -116,10 +116,10 @@ def first_cause(ev: Any, proc: Any, s: Suspect, exc: tuple | None) -> Citation |
     for art in files:
         for e in (art.parsed.events if art.parsed else ()):
             if own_error(e) and (e.source == "nccl-log" or e.kind == LAST_ERROR) and own_reason(e.message):
-                found.append((e.timestamp or "", art.kind != "nccl-log", e.origin.line or 0, e, art))
+                found.append((e.source != "nccl-log", e.origin.line or 0, e, art))  # NCCL's own log says it first
                 break  # the first of each file
     if found:
-        *_, e, art = min(found, key=lambda f: f[:3])
+        *_, e, art = min(found, key=lambda f: f[:2])
         where = f"{art.cite}:{e.origin.line}" if e.origin.line else art.cite
         said = "its own NCCL log says" if e.source == "nccl-log" else "NCCL's last error under its exception says"
         return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]", tool=e.source or "logs",

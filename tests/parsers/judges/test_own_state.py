@@ -30,3 +30,21 @@ def test_the_only_candidate_holds_the_lock_and_several_are_each_said_with_what_t
     two = why_of(analyze(ISSUE26 / "lock" / "bundle.tar.gz", KB).verdict, 5)
     assert "'ckpt-writer' at write_shard_to_storage (live_scenarios.py:250) inside clock_nanosleep" in two
     assert "'fr-dump-watcher'" in two and two.endswith("likely holds")
+
+
+@pytest.mark.integration  # an 8-rank logs archive, analysed whole
+def test_a_rank_that_ended_gets_its_own_nccl_warn_as_its_why():
+    """The H200 order capture (issue 26, NCCL 2.28.9): rank 3's NCCL log has 'message truncated : receiving 524288
+    bytes instead of 65536'. Said of rank 3 as a rank that exited, that WARN line is its why, cited with its file;
+    a rank whose log holds no error of its own (rank 5) gets none."""
+    from parsers.judges.own_state import own_state
+    from parsers.model.findings import ReasonClass, Suspect
+
+    ev = analyze(ISSUE26 / "order" / "logs.tar.gz", KB).evidence
+    s = Suspect(rank=3, host=None, pid=None, reason_class=ReasonClass.EXITED, reason="exited", confidence=0.9)
+    lines = own_state(ev, s)
+    assert s.why and "message truncated : receiving 524288 bytes instead of 65536" in s.why
+    assert lines[0].startswith("cause: its own NCCL log says") and lines[0].file.endswith(".log")
+    quiet = Suspect(rank=5, host=None, pid=None, reason_class=ReasonClass.EXITED, reason="exited", confidence=0.9)
+    own_state(ev, quiet)
+    assert not quiet.why
