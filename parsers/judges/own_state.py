@@ -147,17 +147,28 @@ class _Why(Citation):
         return self.why, str(self), self.tool, self.file
 
 
-def _thread_at(t: Any, wchans: dict[int, str]) -> str:
+def _thread_at(t: Any, wchans: dict[int, str], short: bool = False) -> str:
     """"'ckpt-writer' at write_shard_to_storage (w.py:250) inside clock_nanosleep": the thread's first frame of
     the user's code, and what it waits in: its innermost frame where that is another (a sleep, a read, a lock:
-    py-spy --native), else the kernel function /proc says the thread sleeps in (`wchans`, by thread id)."""
+    py-spy --native), else the kernel function /proc says the thread sleeps in (`wchans`, by thread id).
+    `short` (for the why, which a summary of several culprits must fit): "'ckpt-writer' at write_shard_to_storage"."""
     user = next((f for f in t.frames if not is_library(f)), t.frames[0])
     inner = t.frames[0] if t.frames else None
+    name = f"{t.name or f'thread {t.thread_id}'!r}"
+    waits = _waits_in(t, wchans)
+    if short:
+        return f"{name} at {user.function}"
+    seen = "" if waits is None or waits != wchans.get(t.thread_id) or inner is not user else " (its wchan in /proc)"
+    return f"{name} at {user.label}" + (f" inside {waits}{seen}" if waits else "")
+
+
+def _waits_in(t: Any, wchans: dict[int, str]) -> str | None:
+    """What a thread waits in: its innermost frame where that is no frame of the user's code, else its /proc wchan."""
+    user = next((f for f in t.frames if not is_library(f)), None)
+    inner = t.frames[0] if t.frames else None
     if inner is not None and inner is not user and inner.function:
-        inside = f" inside {inner.function}"
-    else:
-        inside = f" inside {wchans[t.thread_id]} (its wchan in /proc)" if wchans.get(t.thread_id) else ""
-    return f"{t.name or f'thread {t.thread_id}'!r} at {user.label}{inside}"
+        return inner.function
+    return wchans.get(t.thread_id)
 
 
 def _wchans(proc: Any) -> dict[int, str]:
@@ -194,8 +205,11 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     said = ", ".join(_thread_at(t, wchans) for t in others[:limit])
     # the only other thread that runs the user's code is the only one that can hold a lock the user's code took
     holder = "that thread holds it" if len(others) == 1 else "one of them likely holds it"
-    why = (f"its main thread waits to acquire a lock that its thread {said} holds" if len(others) == 1 else
-           f"its main thread waits to acquire a lock that one of its threads ({said}) likely holds")
+    brief = ", ".join(_thread_at(t, wchans, short=True) for t in others[:limit])
+    waits = _waits_in(others[0], wchans) if len(others) == 1 else None
+    why = (f"its main thread waits to acquire a lock that its thread {brief} holds"
+           + (f" (inside {waits})" if waits else "") if len(others) == 1 else
+           f"its main thread waits to acquire a lock that one of its threads ({brief}) likely holds")
     return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
                 f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy",
                 file=file_of(proc, "pyspy-json"))
