@@ -150,18 +150,71 @@ def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Su
     return sorted(suspects, key=Suspect.sort_key)
 
 
-def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None) -> list[Suspect]:
+def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None,
+                  clean: tuple[set[int], set[int]] = (frozenset(), frozenset())) -> list[Suspect]:
     """Step 2: a claim that 'the others wait on N' stands only where the waiting is in the hung scope: N or
     a rank that waits on it stalled or timed out. Ranks of a group that progresses are healthy, and their
-    in-flight op is not a wait (a subgroup trains on while another hangs)."""
+    in-flight op is not a wait (a subgroup trains on while another hangs). A process that exited with code 0
+    (`clean`: the ranks, and the pids of those whose rank is unknown) is healthy unless a rank of the hung scope
+    waits on it: a group that finished its steps and exited is no fault of the group that hangs (a sys.exit(0)
+    mid-training is one, where the others wait on it); nor is a rank absent while as many processes of unknown
+    rank exited with code 0: those are its processes."""
     if not hung or graph is None:
         return suspects
+    ranks, pids = clean
+    absent = [s for s in suspects if s.reason_class == RC.ABSENT and s.rank not in hung]
+    explained = {id(s) for s in absent} if absent and len(pids) >= len(absent) else set()
 
     def in_scope(s: Suspect) -> bool:
+        if id(s) in explained:
+            return False
+        if s.reason_class == RC.EXITED and s.rank not in hung and (s.rank in ranks or s.rank is None and s.pid in pids):
+            return s.rank is not None and s.rank in graph and bool(nx.ancestors(graph, s.rank) & hung)
         if _fact(s) or s.rank is None or s.rank in hung or s.rank not in graph:
             return True
         return bool(nx.ancestors(graph, s.rank) & hung)
     return [s for s in suspects if in_scope(s)]
+
+
+#: what NCCL logs where a receive got more bytes than were posted: a size, type or order mismatch between two ranks
+_TRUNCATED = "message truncated : receiving "
+#: findings that a rank stopped (froze, exited, aborted, left nothing) which a truncated message in its own NCCL log explains
+_STOPPED_CLAIMS = {RC.FROZEN_IN_OP, RC.FROZEN, RC.EXITED, RC.EXITED_FIRST, RC.NO_DUMP, RC.NO_RECORDER_STATE, RC.MISSING_LINE,
+                   RC.STALLED, RC.STALLED_FIRST, RC.WAIT_ROOT, RC.KNOWN_ERROR}
+
+
+def truncation_follows_mismatch(verdict: Verdict, ev: Any, graph: nx.DiGraph) -> None:
+    """Step 6 across ranks: where a rank called another collective (or count) than its peers, a peer that NCCL
+    stopped with 'message truncated : receiving N bytes instead of M' in its own NCCL log (it received the odd
+    rank's larger message, then aborted) stopped because of that mismatch: its freeze, abort or silence is a
+    consequence listed under the mismatch, never the headline (issue 39's order mismatch, logs folder: the
+    receiver's frozen recorder heartbeat headed the verdict, the broadcast under it). So is a root claim whose
+    direct waiters (in `graph`) are only such stopped ranks and the odd rank itself (whose log runs one op ahead of
+    theirs, past the collective it called alone)."""
+    head = next((s for s in verdict.suspects if s.reason_class == RC.MISMATCH and s.confidence >= CULPRIT_MIN_CONFIDENCE), None)
+    if head is None:
+        return
+    stopped = {a.rank for a in ev.artifacts if a.rank is not None and a.parsed and a.kind == "nccl-log"
+               and any(_TRUNCATED in getattr(e, "message", "") for e in a.parsed.events)}
+    if not stopped:
+        return
+
+    def waited_on_by_stopped(s: Suspect) -> bool:
+        waiters = set(graph.predecessors(s.rank)) if s.rank in graph else set()
+        return s.reason_class in ROOT_CLAIMS and bool(waiters) and waiters <= stopped | {head.rank}
+    follow = [s for s in verdict.suspects if s is not head and s.rank is not None
+              and (s.rank in stopped and s.reason_class in _STOPPED_CLAIMS or waited_on_by_stopped(s))]
+    if follow:
+        head.consequences += follow
+        verdict.suspects = [head] + [s for s in verdict.suspects if s is not head and s not in follow]
+
+
+def clean_exits(ev: Any) -> tuple[set[int], set[int]]:
+    """(ranks, pids of processes of unknown rank) that exited with code 0: the wait status /proc kept for a
+    zombie, or the launcher's record."""
+    done = [r for r in ev.ranks if r.proc is not None and r.proc.gone and r.proc.exit_status == 0]
+    ranks = {r.rank for r in done if r.rank is not None} | {x.rank for x in ev.exits if x.rank is not None and x.returncode == 0}
+    return ranks, {r.record.pid for r in done if r.rank is None and r.record.pid is not None}
 
 
 def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
@@ -250,8 +303,9 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()
     full.add_edges_from(logs_graph.edges if logs_graph is not None else ())  # waiters on ranks no file names too
-    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full), verdict, ev)
+    verdict.suspects = unproven_hang(healthy_scope(verdict.suspects, hung, full, clean_exits(ev)), verdict, ev)
     verdict.suspects = agree(honest_absence(verdict.suspects, ev.coverage))
+    truncation_follows_mismatch(verdict, ev, full)
     if progress is None or not progress.running:
         find_deadlock(verdict, deadlock_graph)
         explain_waiters(verdict, full)

@@ -80,7 +80,9 @@ UNDER_TEST: dict[str, str] = {
     "test_hosts_command.py": "parsers.judges.hosts",
     # integration/parsers
     "test_fixture_verdicts.py": "parsers.judges.logs", "test_issue14_verdicts.py": "parsers.analyze",
-    "test_issue26_cases.py": "parsers.analyze", "test_live_pyspy_and_scenario.py": "parsers.readers.pyspy_text",
+    "test_issue26_cases.py": "parsers.analyze", "test_issue39_gloo.py": "parsers.analyze",
+    "test_issue39_device.py": "parsers.analyze",
+    "test_live_pyspy_and_scenario.py": "parsers.readers.pyspy_text",
     "test_one_pipeline.py": "parsers.analyze", "test_ras_command.py": "forensics.collectors.ras",
     # integration/recorder
     "test_hung_ranks.py": "nccl_patches.harness", "test_preload_shim.py": "nccl_patches.harness",

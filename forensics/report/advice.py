@@ -66,6 +66,11 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "it never reached the rendezvous (init_process_group) the others wait in",
         "on {host}: `py-spy dump --pid {pid}` shows what it does instead (data loading, checkpoint loading); "
         + TIMEOUT_KNOB),
+    ReasonClass.NAMED_ABSENT: (
+        "another rank's own error names it as a rank that never arrived where the others waited (a monitored "
+        "barrier); the rank that printed it only waited",
+        "on {host}: `py-spy dump --pid {pid}` shows what it does instead; if it is gone, its output and "
+        "`dmesg -T` say why it ended"),
     ReasonClass.OUTSIDE: (
         "its Python code is busy outside any collective while the others wait for it",
         "on {host}: `py-spy dump --pid {pid}` shows where; " + TIMEOUT_KNOB),

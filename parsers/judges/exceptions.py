@@ -18,7 +18,7 @@ from parsers.ranges import fold
 
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print
-SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatch"}
+SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatch", "barrier-absent", "barrier-wait"}
 
 
 def last_exceptions(ev: Any) -> dict[int, tuple[Any, Any]]:

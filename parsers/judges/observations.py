@@ -23,12 +23,13 @@ from parsers.model.findings import (CallSite, Citation, CompletedPastFact, Cover
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
+from parsers.readers.last_error import own_reason
 from parsers.stacks.classify import classify, is_library
 
 
 #: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
 #: (a rendezvous store's wait timeout, c10d's DistStoreError, is one too: ranks waited past it at init)
-PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout"})
+PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout", "barrier-absent"})
 
 
 def observe(ev: Any, reports: list | None = None) -> list[Observation]:
@@ -165,7 +166,10 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     exit_status = None
     if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
         exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
-    return ErrorFact(e.kind, " ".join(e.message.split()), cite(e.message[:300], tool=e.source or "logs",
+    said = " ".join(e.message.split())
+    if own_reason(data.get("last_error")):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
+        said = f"{data['last_error']}; {said}"
+    return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
                      getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
                      exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
@@ -280,6 +284,8 @@ class _Seen:
         rank = e.origin.rank
         if e.kind == "python-frame":  # a frame is where an error happened, not one more error
             self.innermost[rank if rank is not None else e.origin.pid] = e
+            return
+        if e.kind == "c10d-warning":  # a warning is no error: never the first error of the rank that printed it
             return
         self.errors += 1
         if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.judges.exceptions import last_exceptions
+from parsers.model.events import own_error
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite
+from parsers.readers.last_error import KIND as LAST_ERROR, own_reason
 from parsers.stacks.classify import is_library
 
 _STATES = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
@@ -90,7 +92,45 @@ def own_state(ev: Any, s: Suspect) -> list[Citation]:
         e, art = exc
         lines.append(cite(f"last exception: {e.headline()} [{art.cite}" + (f":{e.line}]" if e.line else "]"),
                           tool="exception", file=art.cite, line=e.line, tagged=True))
+    cause = first_cause(ev, proc, s, exc)
+    if cause is not None:
+        lines.insert(0, cause)
+        s.why = s.why or cause.why
     return lines
+
+
+#: findings about a rank that ended, raised or left nothing: the exit is a consequence, its own first error the why
+_ENDED = {ReasonClass.EXITED, ReasonClass.RAISED, ReasonClass.EXITED_FIRST, ReasonClass.MISSING, ReasonClass.NO_DUMP,
+          ReasonClass.ABSENT, ReasonClass.NO_RECORDER_STATE, ReasonClass.MISSING_LINE, ReasonClass.FROZEN}
+
+
+def first_cause(ev: Any, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
+    """'cause: its own NCCL log says ...' for a rank that exited, raised or left nothing: the first error of its
+    own that is no wait on a peer, from its NCCL log's WARN lines and NCCL's reason under its exception's
+    'Last error:' (a truncated message, a duplicate GPU, no network interface). The exit, the abort and
+    'invalid usage' are what followed; they stay listed under it."""
+    if s.reason_class not in _ENDED or s.rank is None:
+        return None
+    files = list(getattr(proc, "files", ()) or ()) or [a for a in ev.artifacts if a.rank == s.rank]
+    found = []
+    for art in files:
+        for e in (art.parsed.events if art.parsed else ()):
+            if own_error(e) and (e.source == "nccl-log" or e.kind == LAST_ERROR) and own_reason(e.message):
+                found.append((e.source != "nccl-log", e.origin.line or 0, e, art))  # NCCL's own log says it first
+                break  # the first of each file
+    if found:
+        *_, e, art = min(found, key=lambda f: f[:2])
+        where = f"{art.cite}:{e.origin.line}" if e.origin.line else art.cite
+        said = "its own NCCL log says" if e.source == "nccl-log" else "NCCL's last error under its exception says"
+        return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]", tool=e.source or "logs",
+                    file=art.cite)
+    reason = exc[0].details.get("last_error") if exc is not None else None
+    if own_reason(reason):
+        e, art = exc
+        return _Why(f"NCCL's last error under its exception says: {reason[:200]}",
+                    f"cause: NCCL's last error under its exception says: {reason[:300]} [{art.cite}]", tool="exception",
+                    file=art.cite)
+    return None
 
 
 class _Why(Citation):
@@ -105,6 +145,40 @@ class _Why(Citation):
 
     def __getnewargs__(self) -> tuple[str, str, str | None, str | None]:  # copy and pickle keep the fields
         return self.why, str(self), self.tool, self.file
+
+
+def _thread_at(t: Any, wchans: dict[int, str], short: bool = False) -> str:
+    """"'ckpt-writer' at write_shard_to_storage (w.py:250) inside clock_nanosleep": the thread's first frame of
+    the user's code, and what it waits in: its innermost frame where that is another (a sleep, a read, a lock:
+    py-spy --native), else the kernel function /proc says the thread sleeps in (`wchans`, by thread id).
+    `short` (for the why, which a summary of several culprits must fit): "'ckpt-writer' at write_shard_to_storage"."""
+    user = next((f for f in t.frames if not is_library(f)), t.frames[0])
+    inner = t.frames[0] if t.frames else None
+    name = f"{t.name or f'thread {t.thread_id}'!r}"
+    waits = _waits_in(t, wchans)
+    if short:
+        return f"{name} at {user.function}"
+    seen = "" if waits is None or waits != wchans.get(t.thread_id) or inner is not user else " (its wchan in /proc)"
+    return f"{name} at {user.label}" + (f" inside {waits}{seen}" if waits else "")
+
+
+def _waits_in(t: Any, wchans: dict[int, str]) -> str | None:
+    """What a thread waits in: its innermost frame where that is no frame of the user's code, else its /proc wchan."""
+    user = next((f for f in t.frames if not is_library(f)), None)
+    inner = t.frames[0] if t.frames else None
+    if inner is not None and inner is not user and inner.function:
+        return inner.function
+    return wchans.get(t.thread_id)
+
+
+def _wchans(proc: Any) -> dict[int, str]:
+    """Thread id -> the kernel function it sleeps in, from /proc's task list (a running thread has none)."""
+    out = {}
+    for t in (proc.proc.threads if proc.proc is not None else ()):
+        tid, wchan = (t.get("tid"), t.get("wchan")) if isinstance(t, dict) else (t[0], t[3] if len(t) > 3 else None)
+        if isinstance(tid, int) and isinstance(wchan, str) and wchan not in ("", "0"):
+            out[tid] = wchan
+    return out
 
 
 def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
@@ -127,11 +201,15 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     others.sort(key=lambda t: not t.active)
     wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
     futex = f" ({wchan} in /proc)" if wchan and "futex" in wchan else ""
-    said = ", ".join(f"{t.name or f'thread {t.thread_id}'!r} at "
-                     f"{next((f for f in t.frames if not is_library(f)), t.frames[0]).label}" for t in others[:limit])
-    holder = "that thread likely holds it" if len(others) == 1 else "one of them likely holds it"
-    why = (f"its main thread waits to acquire a lock that its thread {said} likely holds" if len(others) == 1 else
-           f"its main thread waits to acquire a lock that one of its threads ({said}) likely holds")
+    wchans = _wchans(proc)
+    said = ", ".join(_thread_at(t, wchans) for t in others[:limit])
+    # the only other thread that runs the user's code is the only one that can hold a lock the user's code took
+    holder = "that thread holds it" if len(others) == 1 else "one of them likely holds it"
+    brief = ", ".join(_thread_at(t, wchans, short=True) for t in others[:limit])
+    waits = _waits_in(others[0], wchans) if len(others) == 1 else None
+    why = (f"its main thread waits to acquire a lock that its thread {brief} holds"
+           + (f" (inside {waits})" if waits else "") if len(others) == 1 else
+           f"its main thread waits to acquire a lock that one of its threads ({brief}) likely holds")
     return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
                 f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy",
                 file=file_of(proc, "pyspy-json"))

@@ -170,17 +170,18 @@ class ErrorEvent:
 #: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option, a collective a
 #: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), the watchdog's note that the Flight
 #: Recorder is off (fr-disabled), an NVRM driver
-#: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module"): read and
-#: kept, never weighed as an error.
+#: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module", torch's teardown warning that
+#: destroy_process_group() was not called, printed by ranks that finished): read and kept, never weighed as an error.
 INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
-                        "child-error-file", "horovod-log",
+                        "child-error-file", "horovod-log", "c10d-teardown",
                         "horovod-stall", "horovod-stall-warning", "rank-identity", "job-size"})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
 TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})
-#: errors a rank prints while it waits on a peer that is gone or late (timeouts, closed or reset connections)
+#: errors a rank prints while it waits on a peer that is gone or late (timeouts, closed or reset connections, a
+#: monitored_barrier that names the ranks that did not arrive, or a rank that lost its wait for that report)
 WAIT_ERRORS = TIMEOUT_KINDS | {"gloo-timeout", "connection-closed", "connection-reset", "nccl-timeout",
-                               "ib-completion", "net-error"}
+                               "ib-completion", "net-error", "barrier-absent", "barrier-wait"}
 
 
 def own_error(event: object) -> bool:

@@ -43,6 +43,7 @@ class ReasonClass(str, Enum):
     EXITED_FIRST = ("exited-first", True, 0.75, "the first rank to die")
     RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
     NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
+    NAMED_ABSENT = ("named-absent", False, 0.80, "a peer's own error names it as the rank that did not arrive")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
@@ -99,7 +100,9 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                   _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
-                _R.LOST_PEER, _R.ERROR_FIRST},
+                _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT},
+    #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
+    _R.NAMED_ABSENT: {_R.SILENT, _R.MISSING_LINE, _R.NO_DUMP, _R.ERROR_FIRST},
 }
 #: claims that mean "the others wait for this rank" rather than a fact about its process ('gpu-queued' is
 #: not one: such a rank waits in synchronize by nature, and is never demoted for it)

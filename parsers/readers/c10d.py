@@ -145,7 +145,19 @@ _PG_TIMEOUT = re.compile(r"^TIMEOUT\(ms\): (?P<ms>\d+)\s*$")
 _MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eartbeat", "Watchdog", "DistStoreError",
             "NCCL error",
             "terminate called", "Unhandled exception", "torch/distributed", "TIMEOUT(ms)", "c10d", "Error", "nccl",
-            "collective #", "] started ", "] finished ", "socketProgress")
+            "collective #", "] started ", "] finished ", "socketProgress", "monitoredBarrier", "destroy")
+#: monitored_barrier's report (ProcessGroupGloo.cpp, torch 1.9+; gloo runs it for NCCL jobs too): the ranks that did
+#: not arrive, named by the rank that waited ('[Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 3000 ms',
+#: one line per rank first, then the list when wait_all_ranks=True)
+_BARRIER_ABSENT = re.compile(r"\bRanks? (?P<ranks>\d{1,7}(?:, \d{1,7}){0,4095}) failed to pass monitoredBarrier in "
+                             r"(?P<ms>\d{1,12}) ms")
+#: a rank that arrived, then lost its wait for rank 0's answer: it points at the reporting rank's log
+_BARRIER_WAIT = re.compile(r"successfully reached monitoredBarrier, but received errors .{0,40}?from rank (?P<peer>\d{1,7})")
+#: torch 2.4+'s teardown warnings ('destroy_process_group() was not called before program exit, which can leak
+#: resources', 'process group has NOT been destroyed before we destruct ProcessGroupNCCL'): printed by ranks that
+#: finished, at exit; never an error
+_TEARDOWN = re.compile(r"destroy_process_group\(\) was not called before program exit|process group has NOT been "
+                       r"destroyed before")
 _LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
 
 
@@ -260,6 +272,11 @@ def match_line(text: str, origin: Origin) -> list:
          or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text)))
     if m:
         err("python-exception", data={"type": unglue(demangle(m.group("type")))})
+    if "monitoredBarrier" in text and _barrier(text, err):
+        return events
+    if "destroy" in text and _TEARDOWN.search(text):
+        err("c10d-teardown")
+        return events
     mismatch = "Detected mismatch" in text
     m = mismatch and _WRAPPER_MISMATCH.search(text)
     if m:
@@ -386,6 +403,21 @@ def match_line(text: str, origin: Origin) -> list:
     elif "[c10d" in text:
         err("c10d-info")
     return events
+
+
+def _barrier(text: str, err) -> bool:
+    """monitored_barrier's own lines: 'barrier-absent' (the ranks it names did not arrive; said by the rank that
+    waited for them, the reporter, not the culprit) or 'barrier-wait' (a rank that arrived lost its wait for the
+    reporter's answer). True when the line was one of them."""
+    m = _BARRIER_ABSENT.search(text)
+    if m:
+        err("barrier-absent", data={"absent": _ranks(m.group("ranks")), "timeout_ms": int(m.group("ms"))})
+        return True
+    m = _BARRIER_WAIT.search(text)
+    if m:
+        err("barrier-wait", data={"peer": int(m.group("peer"))})
+        return True
+    return False
 
 
 def _dump_from(text: str) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from parsers import bounded_json
 from parsers.prefix import TORCHRUN_LABEL, strip_prefix
+from parsers.readers.last_error import own_reason
 from parsers.readers.launcher import SPAWN_RAISED
 
 MAX_LINES = 200_000  #: lines read from one output
@@ -40,6 +41,7 @@ _KNOWN_BARE = re.compile(
 )
 _LOG_RECORD = re.compile(r"^\[?[EWIF]\d{4} \d\d:\d\d:\d\d|^\[[EWIF]\d{4}|^\[?\d{4}-\d\d-\d\d[ T]\d\d:|^\S+:\d+:\d+ \[\d+\] NCCL ")
 _OOM = re.compile(r"out of memory\.? Tried to allocate (?P<size>[\d.]+ ?[KMGTP]?i?B)", re.I)
+_BARRIER = re.compile(r"\bRanks? (?P<ranks>\d{1,7}(?:, \d{1,7}){0,4095}) failed to pass monitoredBarrier")
 _JOINED = re.compile(r"Timed out after (?P<secs>\d+) seconds waiting for clients\. (?P<got>\d+)/(?P<want>\d+) clients joined")
 _ROOT_FIELD = re.compile(r"^\s{0,6}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
 
@@ -87,8 +89,14 @@ class PyException:
         return self.type.rsplit(".", 1)[-1]
 
     def headline(self) -> str:
-        """`torch.OutOfMemoryError: CUDA out of memory. ... at load (train.py:44)` (message cut to 200)."""
+        """`torch.OutOfMemoryError: CUDA out of memory. ... at load (train.py:44)` (message cut to 200); an NCCL
+        error with a 'Last error:' line says that line first: `DistBackendError: Duplicate GPU detected : ...;
+        NCCL error in: ..., invalid usage ...`."""
         msg = self.message if len(self.message) <= 200 else self.message[:197] + "..."
+        cause = self.details.get("last_error")
+        if own_reason(cause):  # NCCL's own reason heads what c10d made of it ('invalid usage'): the cause, then its consequence
+            first = self.message.split("\n", 1)[0]
+            msg = f"{cause}; {first if len(first) <= 160 else first[:157] + '...'}"
         where = f" at {self.frame}" if self.frame else ""
         return f"{self.type}: {msg}{where}" if msg else f"{self.type}{where}"
 
@@ -172,6 +180,10 @@ def categorize(type_name: str, message: str) -> str:
         return "store-timeout"
     if short == "ChildFailedError":
         return "child-failed"
+    if "failed to pass monitoredbarrier" in low:  # the ranks it names did not arrive; the raiser waited for them
+        return "barrier-absent"
+    if "successfully reached monitoredbarrier" in low:  # arrived, then lost its wait for the reporter's answer
+        return "barrier-wait"
     if "detected mismatch between collectives" in low:  # ProcessGroupWrapper's check: raised where it is seen
         return "mismatch"
     if "nccl" in low or short in ("NCCLError", "DistBackendError") and "nccl" in low:
@@ -189,6 +201,14 @@ def _details(exc: PyException) -> None:
     m = _OOM.search(exc.message)
     if m:
         exc.details["tried_to_allocate"] = m.group("size")
+    at = exc.message.find(_LAST_ERROR)
+    if at >= 0:  # NCCL's own reason, the cause under the exception's 'invalid usage' or 'internal error'
+        detail = exc.message[at + len(_LAST_ERROR):].strip().split("\n", 1)[0].strip()
+        if detail:
+            exc.details["last_error"] = detail[:500]
+    m = _BARRIER.search(exc.message)
+    if m:
+        exc.details["absent_ranks"] = [int(r) for r in m.group("ranks").split(", ")]
     m = _JOINED.search(exc.message)
     if m:
         exc.details.update(store_timeout_s=int(m.group("secs")), clients_joined=int(m.group("got")),
@@ -307,6 +327,8 @@ def _feed(out: OutputErrors, st: _Stream, text: str, rank: int | None, local: in
             st.in_tb = False  # not a traceback after all
         return  # code lines, ^^^ markers, '...' elisions
     if st.current is not None:
+        if _interleaved(st.current, text, stripped):
+            return  # another process's traceback line between this message's lines: skipped, the message goes on
         if not stripped or _LOG_RECORD.match(stripped) or st.msg_lines >= MAX_MESSAGE_LINES:
             _close_message(st)
         elif stripped.startswith(("Exception raised from", "frame #")):
@@ -318,10 +340,29 @@ def _feed(out: OutputErrors, st: _Stream, text: str, rank: int | None, local: in
             if len(cur.message) < MAX_MESSAGE:
                 cur.message = (cur.message + "\n" + stripped)[:MAX_MESSAGE]
             st.msg_lines += 1
+            if _LAST_ERROR in cur.message and not cur.message.endswith(_LAST_ERROR):
+                _close_message(st)  # NCCL's last error is one line: the message ends with it
             return
     exc = _is_exception_line(text) if _KNOWN_BARE.match(stripped) and not text[:1].isspace() else None
     if exc:
         _start(out, st, exc, rank, local, source, lineno, "bare", [])
+
+
+#: the heading c10d prints above NCCL's own last error (ncclGetLastError), under 'NCCL error in: ...' and its code
+_LAST_ERROR = "Last error:"
+#: a line of only a traceback's position markers ('^^^^', '~~~^^^', Python 3.11+)
+_MARKER = re.compile(r"^[\^~]+$")
+
+
+def _interleaved(exc: PyException, text: str, stripped: str) -> bool:
+    """A line that cannot belong to an NCCL error's message: a traceback frame, its indented code line or a
+    `^` marker line. Why: ranks of one node write to one terminal, so another rank's traceback (or this
+    one's, printed by a launcher in another order) falls between 'NCCL error in: ...' and the 'Last error:'
+    lines that say why (Megatron-LM#661); c10d writes those lines at column 0, so an indented line is no part
+    of them. Other messages keep every line, as before."""
+    if not stripped or not (exc.message.startswith("NCCL error") or "NCCL version" in exc.message[:400]):
+        return False
+    return bool(_FRAME.match(text) or _MARKER.match(stripped) or text[:1].isspace())
 
 
 def _start(out: OutputErrors, st: _Stream, m: re.Match, rank: int | None, local: int | None, source: str | None,

@@ -27,7 +27,8 @@ from typing import Iterable, Iterator
 from parsers.model.events import ErrorEvent, Origin, Parsed
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
-from parsers.readers import c10d, faulthandler, fr_report, horovod, launcher, nccl_log, proxy_dump, pyspy_text, textline
+from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump, pyspy_text,
+                             textline)
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -95,6 +96,7 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     dumps = faulthandler.FaulthandlerBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
     spy = pyspy_text.PySpyBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
     stalls = horovod.StallBlock()  #: Horovod's stall inspector reports (its `<rank>: [...]` listings)
+    reasons = last_error.LastErrorBlock()  #: NCCL's reason under a c10d NCCL error's 'Last error:' heading
     #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
     call_sites: dict[tuple, object] = {}
     ranks: dict[int, int] = {}
@@ -168,7 +170,13 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
         if "NCCL" in text and nccl_log.looks_like_line(text):
             nccl_pairs.append((lineno, raw))
             continue
+        taken, reason = reasons.feed(raw, text, origin)
+        if taken:
+            benign += 1
+            continue
         events = textline.match_text(text, origin)
+        reasons.saw(events, origin)
+        events = events or reason  # the reason's own record (a socket error, ...) says more than 'the reason'
         sentence = broken is not None and _continues(broken, text, events)
         if broken is not None and (not events or _generic(events) or sentence):
             joined = broken[0] + text  # a record wrapped mid-token (`OpTy`/`pe=`, `NCCL wor`/`k: 15`)

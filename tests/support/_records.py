@@ -11,7 +11,9 @@ from parsers.model.events import CommMember, ErrorEvent, OpEvent, Progress, RasF
 
 #: ErrorEvent kinds that are NCCL WARN lines whatever their finer class
 _NCCL_WARN_KINDS = {"ib-completion", "connection-closed", "nccl-timeout", "nccl-warn"}
-_ERROR_KIND = {"ib-completion": "ib-error", "dump-signal": "dump", "desync-lagging": "desync-report"}
+#: a teardown warning is a `[W ...]` line: the record says c10d-warning, this project reads it as information
+_ERROR_KIND = {"ib-completion": "ib-error", "dump-signal": "dump", "desync-lagging": "desync-report",
+               "c10d-teardown": "c10d-warning"}
 
 
 def _origin(ev) -> dict:

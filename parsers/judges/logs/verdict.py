@@ -293,6 +293,12 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     return True
 
 
+#: lines that are no first error of the rank that printed them: a warning (torch's teardown notes, printed by ranks
+#: that finished), and a report about other ranks (a monitored barrier's absent ranks, a rank's lost wait for that
+#: report: parsers.judges.named reads them for whom they name)
+NOT_FIRST_ERRORS = frozenset({"c10d-warning", "barrier-absent", "barrier-wait"})
+
+
 def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,
                  neighbours: dict[int, set[int]] | None = None) -> None:
     """No structure to go on: the one ring neighbour every rank that lost a connection shares,
@@ -307,8 +313,8 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
             get(r).offer(ReasonClass.SILENT, of_rank(r, f"reported no error while {len(erred)} rank(s) failed talking to peers"),
                          0.45, [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
         return
-    timed = sorted(((when, r, e.timestamp, e) for r, e in errors
-                    if r is not None and (when := stamps.key(e.timestamp)) is not None), key=lambda x: x[:3])
+    timed = sorted(((when, r, e.timestamp, e) for r, e in errors if r is not None and e.kind not in NOT_FIRST_ERRORS
+                    and (when := stamps.key(e.timestamp)) is not None), key=lambda x: x[:3])
     # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
     if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
         _, r, printed, e = timed[0]
