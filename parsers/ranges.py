@@ -37,3 +37,16 @@ def unfold(text: str) -> list[int] | None:
             return None
         out.update(range(a, b + 1))
     return sorted(out)
+
+
+def missing(world: int, present: Iterable[int], most: int) -> list[int] | None:
+    """The ranks below `world` that `present` lacks, or None when more than `most` are lacking.
+
+    Why counted before listed: `world` is read from data (one rank's WORLD_SIZE=1048576, one NCCL
+    'nranks' line), so it only sets the range a rank may be missing from. The count costs what
+    `present` costs; the list is made only when at most `most` are lacking, so that
+    `world <= len(present) + most` and listing them costs what the evidence costs too."""
+    have = {r for r in present if 0 <= r < world}
+    if world - len(have) > most:
+        return None
+    return [r for r in range(world) if r not in have]
