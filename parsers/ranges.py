@@ -50,3 +50,22 @@ def missing(world: int, present: Iterable[int], most: int) -> list[int] | None:
     if world - len(have) > most:
         return None
     return [r for r in range(world) if r not in have]
+
+
+def listable(world: int | None, seen: int) -> range:
+    """The ranks 0..world-1 where listing them costs what the evidence costs (`world` at most 4 * `seen` + 16),
+    else none: a declared size sets the range a rank may be missing from, never a loop per declared rank."""
+    return range(world) if world and 0 < world <= 4 * seen + 16 else range(0)
+
+
+def fold_missing(world: int, present: Iterable[int]) -> str:
+    """The ranks below `world` that `present` lacks, folded ('5,8-1048575'), from `present` alone: the gaps
+    between its sorted ranks, whatever `world` says."""
+    parts, nxt = [], 0
+    for r in sorted({r for r in present if 0 <= r < world}):
+        if r > nxt:
+            parts.append(str(nxt) if r - 1 == nxt else f"{nxt}-{r - 1}")
+        nxt = r + 1
+    if nxt < world:
+        parts.append(str(nxt) if world - 1 == nxt else f"{nxt}-{world - 1}")
+    return ",".join(parts)
