@@ -11,6 +11,8 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
+
 from forensics.cli.main import main
 from parsers.archive import looks_like_tar
 from parsers.model import Frame, ThreadStack
@@ -33,8 +35,33 @@ def _deep(root: Path, depth: int) -> Path:
     return root
 
 
-def test_a_folder_1000_deep_is_walked_and_the_cut_said(tmp_path):
+def _remove_deep(root: Path) -> None:
+    """The chain removed from its bottom up (shutil.rmtree, and so pytest's cleanup, recurse per level)."""
+    cwd = os.getcwd()
+    os.chdir(root)
+    depth = 0
+    try:
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for name in os.listdir("."):
+            os.unlink(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.fixture
+def deep(tmp_path):
     _deep(tmp_path, 1000)
+    yield tmp_path
+    _remove_deep(tmp_path)
+
+
+def test_a_folder_1000_deep_is_walked_and_the_cut_said(deep):
+    tmp_path = deep
     (tmp_path / "top.log").write_text("y\n")
     cut: list[str] = []
     found = list(walk_files(tmp_path, cut=cut))
@@ -42,9 +69,8 @@ def test_a_folder_1000_deep_is_walked_and_the_cut_said(tmp_path):
     assert has_files(tmp_path)
 
 
-def test_analyze_of_a_deep_folder_has_no_recursion_error(tmp_path):
-    _deep(tmp_path, 1000)
-    assert main(["analyze", str(tmp_path)]) in (0, 2, 4)
+def test_analyze_of_a_deep_folder_has_no_recursion_error(deep):
+    assert main(["analyze", str(deep)]) in (0, 2, 4)
 
 
 def test_a_1500_frame_stack_keeps_its_ends_and_says_the_cut():
