@@ -12,6 +12,8 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import add_stray, relabel, stop_rank, write_digests
 from parsers import knowledge
+from parsers.judges.claims import claims
+from parsers.model.findings import ObservationKind
 from forensics.report.words import analyze
 
 KB = knowledge.load(use_env=False)
@@ -30,14 +32,15 @@ def test_a_rank_claimed_twice_is_named_by_both_paths(tmp_path, case):
     stopped_on, _ = _bundle(tmp_path, case)
     claimant = "node00010 pid 99999" if case == "stray" else "node00009 pid 10072"
     for kw in ({}, {"digests": False}):
-        v = analyze(tmp_path, KB, **kw).verdict
+        result = analyze(tmp_path, KB, **kw)
+        v = result.verdict
         assert v.culprit is not None, (kw, v.summary)
         assert (v.culprit.rank, v.culprit.host, str(v.culprit.reason_class)) == (43, stopped_on, "stopped"), kw
         said = [line for line in v.shows if "claimed by 2 processes" in line]
         assert said and f"{stopped_on} pid 10043" in said[0] and claimant in said[0], (kw, v.shows)
-        text = " ".join([v.summary, *v.consequences, *(str(s.reason) for s in v.suspects)])
-        assert "rank 72 has no process" not in text, kw
-        if case == "relabel":
-            assert "no process claims rank 72" in said[0]
+        assert not any(s.rank == 72 and str(s.reason_class) == "absent" for s in v.suspects), kw
+        facts = [o.facts for o in v.observations if o.kind is ObservationKind.CLAIM]
+        assert facts == claims(result.evidence) and len(facts) == 1 and facts[0].rank == 43, kw
+        assert facts[0].unclaimed == ((72,) if case == "relabel" else ()), kw
     focus = analyze(tmp_path, KB).verdict.sections["digests"]["focus"]
     assert stopped_on in focus["why"] and focus["hosts_read"] < 16, focus
