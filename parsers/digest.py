@@ -408,6 +408,9 @@ class HostDigest:
 #: rank summaries a digest may hold beyond its host's own processes (each is left out): more, and the digest is
 #: refused whole, before any is looked at (one host's 200,000 summaries of other hosts' ranks once cost 37 s)
 MAX_FOREIGN = 64
+#: bytes a host's digest may take per process of its own (one rank's files' evidence, capped: tens of kB when
+#: real; 2 MiB holds its lists at their caps): a larger file is refused before it is parsed
+DIGEST_BYTES_PER_PROCESS = 2 << 20
 
 
 def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
@@ -586,6 +589,9 @@ def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = Non
             raise DigestError("not a regular file")
         if st.st_size > MAX_DIGEST_BYTES:
             raise DigestError(f"{st.st_size} bytes, over the {MAX_DIGEST_BYTES >> 20} MiB a digest may have")
+        if own is not None and st.st_size > DIGEST_BYTES_PER_PROCESS * (len(own) + 1):
+            raise DigestError(f"{st.st_size} bytes for the {len(own)} processes of its host (at most "
+                              f"{DIGEST_BYTES_PER_PROCESS >> 20} MiB a process)")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(MAX_DIGEST_BYTES + 1)
     except OSError as err:

@@ -142,7 +142,7 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     named = {r.host for r in man.ranks if any(c.files for c in r.collectors)} \
         | {h.host for h in man.hosts if any(c.files for c in h.collectors)} | {folders[f].host for f in host_arts}
     hosts = [rec for rec in folders.values() if rec.host in named]
-    merged, why_not = _merged(source, hosts, kb_key(kb))
+    merged, why_not, refused = _merged(source, hosts, kb_key(kb))
     if merged is None:
         return None, why_not
     judged = judge_classes(merged)
@@ -151,15 +151,18 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     job_files = manifest_refs(source, dataclasses.replace(man, hosts=[], ranks=[], artifacts=job_arts))
     host_of = claimants(man.ranks)
     out = Focus(merged, judged, source, folders, job_files, host_arts, host_of, len(hosts))
-    out.why = _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man)
+    out.why = {host: f"its digest was refused ({why}): its files are read" for host, why in refused}
+    out.why.update((h, r) for h, r in _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man).items()
+                   if h not in out.why)
     if not out.narrow():
         return None, f"the focus holds {len(out.why)} of {len(hosts)} hosts"
     return out, ""
 
 
-def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str]:
-    """The hosts' rank summaries merged, or (None, why not) when any host's digest is missing, bad or made
-    with another knowledge base (its ranks would then be in no class)."""
+def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
+    """The hosts' rank summaries merged, and the hosts whose digest was there but refused (host, why: their
+    files are read, as digest first reads them); or (None, why not, []) when a host's digest is missing or
+    made with another knowledge base (its ranks would then be in no class)."""
     own = own_processes(source.manifest.ranks)  # what each host's digest may speak for: its own processes
     tasks = [[(rec.host, _digest_path(source, rec), own.get(rec.host, {})) for rec in hosts[i:i + HOSTS_PER_TASK]]
              for i in range(0, len(hosts), HOSTS_PER_TASK)]
@@ -169,10 +172,10 @@ def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, A
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks)))
-    for part, why in done:
+    for part, why, _refused in done:
         if part is None:
-            return None, why
-    return merge_all(part for part, _ in done), ""
+            return None, why, []
+    return merge_all(part for part, _, _ in done), "", [r for _, _, refused in done for r in refused]
 
 
 def _digest_path(source: Source, rec: Any) -> str | None:
@@ -185,21 +188,24 @@ def _digest_path(source: Source, rec: Any) -> str | None:
         return None
 
 
-def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]], want_kb: str) -> tuple[dict[str, Any] | None, str]:
+def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
+                want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
     """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back);
-    each host's summaries count for its own processes only."""
-    parts = []
+    each host's summaries count for its own processes only. A digest that is there and refused (hostile or
+    damaged) leaves its host to be read raw, and the others still judged over classes."""
+    parts, refused = [], []
     for host, path, own in hosts:
-        if path is None:
-            return None, f"host {host}: no digest path in its folder"
+        if path is None or not os.path.lexists(path):
+            return None, f"host {host}: no digest in its folder", []
         try:
             dig = read_digest(path, own)
         except DigestError as err:
-            return None, f"digest of {host} unusable ({err})"
+            refused.append((host, str(err)[:200]))
+            continue
         if dig.kb != want_kb:
-            return None, f"digest of {host} made with another knowledge base"
+            return None, f"digest of {host} made with another knowledge base", []
         parts.append(from_host({"host": host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
-    return merge_all(parts), ""
+    return merge_all(parts), "", refused
 
 
 def claimants(ranks: Iterable[Any]) -> dict[int, list[str]]:

@@ -52,8 +52,13 @@ def test_a_digest_claiming_every_rank_is_refused_unread(bundle):
     saved = path.read_bytes()
     try:
         claim_all(bundle, "hosts/node00003", 200_000)
-        with pytest.raises(DigestError, match="200008 rank summaries for the 8 processes"):
-            read_digest(path, {10024 + i: 24 + i for i in range(8)})
+        own = {10024 + i: 24 + i for i in range(8)}
+        with pytest.raises(DigestError, match="bytes for the 8 processes"):  # refused on its size, not parsed
+            read_digest(path, own)
+        path.write_bytes(saved)
+        claim_all(bundle, "hosts/node00003", 100)
+        with pytest.raises(DigestError, match="108 rank summaries for the 8 processes"):  # refused on its count
+            read_digest(path, own)
         v = analyze(bundle, KB).verdict
         assert _key(v) == (13, "node00001", "stopped")
         assert any("node00003 unusable" in n for n in v.sections["digests"]["notes"])
