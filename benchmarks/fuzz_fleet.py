@@ -68,6 +68,8 @@ class Fleet:
         self.raw = {host: path.read_bytes() for host, path in self.hosts}
         self.parts = {host: from_host(_part(read_digest(path, self.own[host]), host)) for host, path in self.hosts}
         self.merged = merge_all(self.parts.values())
+        #: each host's 127 others merged once (merging is associative: the input's own part joins them per run)
+        self.others = {host: merge_all(p for h, p in self.parts.items() if h != host) for host, _ in self.hosts}
 
 
 def _part(dig, host: str) -> dict:
@@ -123,7 +125,7 @@ def run_digest(fleet: Fleet, host: str, data: bytes) -> None:
         dig = read_digest(path, fleet.own[host])
     except DigestError:
         return
-    judge_classes(merge_all([*(p for h, p in fleet.parts.items() if h != host), from_host(_part(dig, host))]))
+    judge_classes(merge(fleet.others[host], from_host(_part(dig, host))))
     for rel, entry in list(dig.files.items())[:64]:
         try:
             decode_parsed(entry.get("parsed") or {}, "", rel, host)
@@ -209,6 +211,14 @@ def run_one(fleet: Fleet, seed: int, index: int) -> dict:
     return result
 
 
+def _keep(fleet: Fleet, seed: int, index: int, keep: Path) -> None:
+    """The failing input's mutated digest (made again: input i depends on (seed, i) only), for a test to reuse."""
+    rng = random.Random(f"fleet:{seed}:{index}")
+    host, _path = rng.choice(fleet.hosts)
+    keep.mkdir(parents=True, exist_ok=True)
+    (keep / f"fleet{index}-{host}-{DIGEST_NAME}").write_bytes(_mutated(fleet.raw[host], rng))
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inputs", type=int, default=1000)
@@ -217,11 +227,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stride", type=int, default=1)
     ap.add_argument("--budget-s", type=float, default=None)
     ap.add_argument("--state", type=Path, default=None, help="JSON file the counts and failures are written to")
+    ap.add_argument("--keep", type=Path, default=None, help="folder where each failing input's mutated digest is kept")
+    ap.add_argument("--keep-heavy-mib", type=float, default=None, help="(scripts/device/fuzz_parallel.sh's; unused)")
+    ap.add_argument("--keep-slow-s", type=float, default=None, help="list inputs slower than this (state 'over')")
     args = ap.parse_args(argv)
     os.environ["FORENSICS_STRICT_READERS"] = "1"
     sys.set_int_max_str_digits(0)
     state = {"seed": args.seed, "start": args.start, "stride": args.stride, "done": 0, "counts": {}, "failures": [],
-             "slowest": [0.0, None], "max_rss_mib": 0.0}
+             "slowest": [0.0, None], "max_rss_mib": 0.0, "heaviest": [0.0, None], "over": [], "next": args.start}
     with tempfile.TemporaryDirectory(prefix="fuzz-fleet-") as tmp:
         t = time.monotonic()
         fleet = Fleet(Path(tmp) / "bundle")
@@ -235,8 +248,14 @@ def main(argv: list[str] | None = None) -> dict:
             state["done"] += 1
             state["slowest"] = max(state["slowest"], [result.get("run_s", result["seconds"]), index])
             state["max_rss_mib"] = max(state["max_rss_mib"], result["rss_mib"])
+            state["heaviest"] = max(state["heaviest"], [result["rss_mib"], index])
+            state["next"] = index + args.stride
+            if args.keep_slow_s and result.get("run_s", 0) > args.keep_slow_s and result["outcome"] not in FAILURES:
+                state["over"].append([result["run_s"], index])
             if result["outcome"] in FAILURES:
                 state["failures"].append({"index": index, **result})
+                if args.keep:
+                    _keep(fleet, args.seed, index, args.keep)
                 print(f"FAIL {index}: {result['outcome']} {result.get('type', '')} {result['seconds']} s", flush=True)
         state["run_s"] = round(time.monotonic() - began, 1)
     state["inputs_per_s"] = round(state["done"] / max(state["run_s"], 1e-9), 1)
