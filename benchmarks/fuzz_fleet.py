@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ["FORENSICS_STRICT_READERS"] = "1"
     sys.set_int_max_str_digits(0)
     state = {"seed": args.seed, "start": args.start, "stride": args.stride, "done": 0, "counts": {}, "failures": [],
-             "slowest": [0.0, None], "max_rss_mib": 0.0, "heaviest": [0.0, None], "over": [], "next": args.start}
+             "slowest": [0.0, -1], "max_rss_mib": 0.0, "heaviest": [0.0, -1], "over": [], "next": args.start}
     with tempfile.TemporaryDirectory(prefix="fuzz-fleet-") as tmp:
         t = time.monotonic()
         fleet = Fleet(Path(tmp) / "bundle")
