@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import add_stray, stop_rank, write_digests
-from benchmarks.fuzz_structured import _bounded_dumps, _swap
+from benchmarks.fuzz_structured import _bounded_dumps, _swap, forked
 from parsers import knowledge
 from parsers.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
 from parsers.digest_classes import judge_classes
@@ -173,40 +173,30 @@ def make_and_run(fleet: Fleet, seed: int, index: int) -> str:
     return f"digest of {host}"
 
 
+def _child(fleet: Fleet, seed: int, index: int, out: int) -> None:
+    """In the forked child: input `index` made and run under the limits; one JSON line to `out`."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    signal.alarm(8 * TIME_LIMIT_S)  # the generator's own bound; the run's is set once the input is made
+    try:
+        status = {"outcome": "ok", "input": make_and_run(fleet, seed, index)}
+        status["run_s"] = round(time.monotonic() - _STARTED[0], 3)
+    except BaseException as err:  # noqa: BLE001 - the point: any escape is a finding
+        status = {"outcome": "exception", "type": type(err).__name__,
+                  "trace": "".join(traceback.format_exception(err))[-3000:]}
+    os.write(out, (json.dumps(status) + "\n").encode())
+    os._exit(0)
+
+
 def run_one(fleet: Fleet, seed: int, index: int) -> dict:
     """Fork, run input `index`, judge: outcome, seconds, peak RSS (MiB); the base digest restored after."""
-    rd, wr = os.pipe()
-    t = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.close(rd)
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-        signal.alarm(8 * TIME_LIMIT_S)  # the generator's own bound; the run's is set once the input is made
-        try:
-            status = {"outcome": "ok", "input": make_and_run(fleet, seed, index)}
-            status["run_s"] = round(time.monotonic() - _STARTED[0], 3)
-        except BaseException as err:  # noqa: BLE001 - the point: any escape is a finding
-            status = {"outcome": "exception", "type": type(err).__name__,
-                      "trace": "".join(traceback.format_exception(err))[-3000:]}
-        os.write(wr, (json.dumps(status) + "\n").encode())
-        os._exit(0)
-    os.close(wr)
-    with os.fdopen(rd, "rb") as pipe:
-        raw = pipe.read()
-    _pid, status, usage = os.wait4(pid, 0)
-    took = time.monotonic() - t
+    result = forked(lambda wr: _child(fleet, seed, index, wr))
+    took = result["seconds"]
     for host, path in fleet.hosts:  # a full run wrote one digest in place
         if index % FULL_EVERY == FULL_EVERY - 1 and path.read_bytes() != fleet.raw[host]:
             path.write_bytes(fleet.raw[host])
-    try:
-        result = json.loads(raw.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-        result = {"outcome": "timeout" if sig == signal.SIGALRM else "died", "signal": sig}
-    result.update(seconds=round(took, 3), rss_mib=round(usage.ru_maxrss / 1024, 1))
     if result["outcome"] == "ok" and result.get("run_s", took) > TIME_LIMIT_S:
         result["outcome"] = "slow"
-    if usage.ru_maxrss * 1024 > MEMORY_LIMIT:
+    if result["rss_mib"] * (1 << 20) > MEMORY_LIMIT:
         result["outcome"] = "memory"
     return result
 
