@@ -71,10 +71,14 @@ class ByteBudget:
         reason = self.which()
         line = (f"{what}: not copied ({size} bytes; {reason} reached)" if granted <= 0
                 else f"{what}: cut to {granted} of {size} bytes ({reason})")
+        self.note(line)
+        return line
+
+    def note(self, line: str) -> None:
+        """Record a cut made by another cap (a tool's threads or frames), said with the byte cuts."""
         with self._lock:
             if len(self.cuts) < 1000:
                 self.cuts.append(line)
-        return line
 
 
 def unlimited(label: str = "collection") -> ByteBudget:

@@ -91,8 +91,7 @@ def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> Collec
     name = collector_file(collector, "pyspy-json")
     if cut:
         details["cut"] = cut
-        if len(target.budget.cuts) < 1000:
-            target.budget.cuts.append(f"pid {target.pid} {name}: {cut}")
+        target.budget.note(f"pid {target.pid} {name}: {cut}")
     granted = target.budget.reserve(len(text))
     if granted < len(text):
         target.budget.settle(granted, 0)

@@ -44,3 +44,11 @@ def test_tool_output_past_the_budget_is_not_written_and_said(tmp_path):
 def test_nothing_is_cut_from_a_real_sized_rank():
     kept, cut = cap_threads(_threads(40, 120))
     assert cut is None and len(kept) == 40
+
+
+def test_a_cut_by_a_tool_cap_is_said_with_the_byte_cuts():
+    parent = ByteBudget(1 << 30, "collection")
+    rank = ByteBudget(512 << 20, "rank", parent)
+    rank.note("pid 1 gdb.json: 744 of 1000 threads left out")
+    rank.cut("pid 1 pyspy.json", 100, 0)
+    assert len(parent.cuts) == 2 and parent.cuts[0].startswith("pid 1 gdb.json")
