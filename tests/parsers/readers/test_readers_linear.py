@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 from hf_testpaths import FIXTURES
+from parsers import registry
 from parsers.evidence import read_file
+from parsers.readers import ras
 from parsers.source import FileRef
 
 #: kinds read line by line, whose input can be scaled by repeating its lines
@@ -36,7 +38,8 @@ def _seconds(path: Path) -> float:
 
 def test_each_line_reader_is_linear(tmp_path):
     kinds = _one_per_kind()
-    assert len(kinds) >= 5, kinds  # the fixtures hold most line kinds
+    assert len(kinds) >= 5 and set(kinds) <= set(registry.BY_NAME), kinds  # the fixtures hold most line kinds
+    assert ras.looks_like_text(kinds["ras-text"].read_text())  # RAS's own test: test_ras_linear.py
     ratios = {}
     for kind, path in kinds.items():
         data = path.read_bytes()
