@@ -35,8 +35,20 @@ EPILOG = help_epilog("COMMAND", {int(k): v for k, v in SHARED.items()}).replace(
     "each command's --help lists its own.\n")
 
 
+#: the order a person uses the commands in during a hang, which --help lists them in (any other after, by name)
+WORKFLOW = ("collect", "analyze", "hosts", "report", "bisect", "demo", "ras", "recorder", "env", "steps")
+
+#: the one example --help shows: the recipe of the README's first screen
+EXAMPLE = ("during a hang (on one host; --slurm-job ID or --hosts 'node[001-064]' for the whole job):\n"
+           "  forensics collect -o /tmp/hang     # before the watchdog kills the ranks\n"
+           "  forensics analyze /tmp/hang        # the culprit rank and host, and why\n"
+           "  forensics hosts /tmp/hang          # hosts to exclude, and the action\n"
+           "  forensics report /tmp/hang         # one HTML file to share\n"
+           "'forensics help COMMAND' (or COMMAND --help) says more about each.\n\n")
+
+
 def _command_modules() -> list[ModuleType]:
-    """Import every subcommand module, sorted by name for a stable --help."""
+    """Import every subcommand module, in workflow order (WORKFLOW), then by name, for a stable --help."""
     found = []
     for info in pkgutil.iter_modules(commands.__path__):
         if info.name.startswith("_"):
@@ -44,7 +56,14 @@ def _command_modules() -> list[ModuleType]:
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         if hasattr(module, "NAME") and hasattr(module, "run"):
             found.append(module)
-    return sorted(found, key=lambda m: m.NAME)
+    return sorted(found, key=lambda m: (WORKFLOW.index(m.NAME) if m.NAME in WORKFLOW else len(WORKFLOW), m.NAME))
+
+
+def help_argv(argv: list[str]) -> list[str]:
+    """`forensics help [COMMAND]` as the argv argparse knows: `COMMAND --help`, or `--help`."""
+    if argv[:1] == ["help"]:
+        return [*argv[1:2], "--help"]
+    return argv
 
 
 def _verbose_option(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -58,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="forensics",
         description="Find which rank and which host hung or crashed a distributed job, and why.",
-        epilog=EPILOG,
+        epilog=EXAMPLE + EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hang-forensics {__version__}")
@@ -83,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run one command, map expected failures to exit codes."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(help_argv(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "_run", None):
         parser.print_help()
         return int(ExitCode.BAD_INPUT)

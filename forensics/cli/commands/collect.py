@@ -25,7 +25,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
+from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, refuse_unused, run_fleet, wants_fleet
 
 NAME = "collect"
 HELP = "gather stacks, state, logs and dumps of every rank on this host into a bundle"
@@ -111,6 +111,7 @@ def default_out() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_unused(args)  # before anything is made: an option that would do nothing is refused with the reason
     out = args.out or default_out()
     args.quiet = quiet_progress(args)
     if args.tar and os.path.lexists(archive_path(out)):

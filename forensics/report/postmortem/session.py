@@ -91,6 +91,11 @@ class PostMortem:
         return self.verdict.summary
 
     @property
+    def host_faults(self) -> list[dict[str, Any]]:
+        """Hosts to exclude or suspect, folded by finding, with the action (what the verdict leads with)."""
+        return [f.to_dict() for f in self.view.host_faults]
+
+    @property
     def ranks(self) -> Any:
         """One row per rank: host, pid, state, what its main thread does, suspect flags."""
         return as_table(self.rank_rows())
