@@ -34,6 +34,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -315,30 +316,36 @@ def preload() -> None:
     _KB[:] = [knowledge.load()]
 
 
-def run_one(folder: Path) -> dict:
-    """Fork, run, and judge: outcome, seconds, peak RSS (MiB)."""
+def forked(child: Callable[[int], None]) -> dict:
+    """Run `child(write_fd)` in a forked process (it writes one JSON line and exits); its result, or how it
+    died ('timeout' for the alarm), with seconds and peak RSS (MiB). benchmarks/fuzz_fleet.py runs its inputs so."""
     rd, wr = os.pipe()
     t = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(rd)
         try:
-            _child(folder, wr)
+            child(wr)
         finally:
             os._exit(1)
     os.close(wr)
     with os.fdopen(rd, "rb") as pipe:
         raw = pipe.read()
     _pid, status, usage = os.wait4(pid, 0)
-    took = time.monotonic() - t
-    rss_mib = usage.ru_maxrss / 1024
     try:
         result = json.loads(raw.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         result = {"outcome": "timeout" if sig == signal.SIGALRM else "died", "signal": sig,
                   "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
-    result.update(seconds=round(took, 3), rss_mib=round(rss_mib, 1))
+    result.update(seconds=round(time.monotonic() - t, 3), rss_mib=round(usage.ru_maxrss / 1024, 1))
+    return result
+
+
+def run_one(folder: Path) -> dict:
+    """Fork, run, and judge: outcome, seconds, peak RSS (MiB)."""
+    result = forked(lambda wr: _child(folder, wr))
+    took, rss_mib = result["seconds"], result["rss_mib"]
     if result["outcome"] in ("ok", "refused") and took > TIME_LIMIT_S:
         result["outcome"] = "slow"
     if rss_mib * (1 << 20) > MEMORY_LIMIT:

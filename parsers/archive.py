@@ -24,12 +24,16 @@ Pure, and ground floor (nothing above parsers/).
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
 import shutil
 import signal
 import tarfile
 import tempfile
 import threading
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +221,46 @@ def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = 
     except (tarfile.TarError, EOFError, OSError, ValueError) as err:
         raise ArchiveRefused(f"not a readable tar archive ({type(err).__name__}: {err})") from err
     return count
+
+
+#: how each compression a tar stream may come in starts, and what opens it
+_MAGIC: tuple[tuple[bytes, Callable[[BinaryIO], BinaryIO]], ...] = (
+    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", lambda raw: bz2.BZ2File(raw, "rb")),
+    (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, "rb")),
+)
+_BLOCK = 512
+
+
+def header_ok(block: bytes) -> bool:
+    """True when `block` is one tar header: its checksum (unsigned or signed, as tarfile accepts) matches."""
+    if len(block) < _BLOCK or not block.strip(b"\0"):
+        return False
+    field = block[148:156].split(b"\0", 1)[0].strip()
+    try:
+        stated = int(field, 8)
+    except ValueError:
+        return False
+    rest = block[:148] + block[156:_BLOCK]
+    unsigned = 8 * 0x20 + sum(rest)
+    signed = unsigned - 256 * sum(1 for b in rest if b > 127)
+    return stated in (unsigned, signed)
+
+
+def looks_like_tar(path: Path) -> bool:
+    """Whether `path` is a tar archive (plain or gzip/bz2/xz), from its first header block only.
+
+    Why not tarfile.is_tarfile: it opens the first member, and a GNU long name or a PAX header of
+    gigabytes is read whole to do so (3 GB resident, before any rule here sees its size)."""
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(8)
+            raw.seek(0)
+            opener = next((open_ for magic, open_ in _MAGIC if head.startswith(magic)), None)
+            stream = opener(raw) if opener else raw
+            return header_ok(stream.read(_BLOCK))
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):  # a damaged stream: not an archive
+        return False
 
 
 def bundle_root(folder: Path) -> Path:

@@ -18,11 +18,16 @@ from parsers.errors import FileFormatError
 MAX_CONTAINERS = 2_500_000
 
 
-def loads(text: str | bytes) -> Any:
+def _no_constant(name: str) -> Any:
+    raise FileFormatError(f"not a JSON number: {name} (our files never hold NaN or Infinity)")
+
+
+def loads(text: str | bytes, finite: bool = False) -> Any:
     """`json.loads`, refused (FileFormatError, a ValueError) before decoding when the text opens more
-    than MAX_CONTAINERS arrays and objects."""
+    than MAX_CONTAINERS arrays and objects; with `finite`, a NaN or Infinity (which json.loads takes,
+    and which no size or count may be) is refused too."""
     opened = text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
     if opened > MAX_CONTAINERS:
         raise FileFormatError(f"not a readable JSON file: it opens {opened:,} arrays and objects "
                               f"(more than {MAX_CONTAINERS:,}: no file of ours or of the tools we read holds that many)")
-    return json.loads(text)
+    return json.loads(text, parse_constant=_no_constant) if finite else json.loads(text)

@@ -402,6 +402,48 @@ class HostDigest:
     ranks: list[dict] = field(default_factory=list)
     host_findings: list[dict] = field(default_factory=list)
     created: str = ""
+    foreign: int = 0  #: rank summaries left out: they spoke for no process of this host's own
+
+
+#: rank summaries a digest may hold beyond its host's own processes (each is left out): more, and the digest is
+#: refused whole, before any is looked at (one host's 200,000 summaries of other hosts' ranks once cost 37 s)
+MAX_FOREIGN = 64
+#: bytes a host's digest may take per process of its own (one rank's files' evidence, capped: tens of kB when
+#: real; 2 MiB holds its lists at their caps): a larger file is refused before it is parsed
+DIGEST_BYTES_PER_PROCESS = 2 << 20
+
+
+def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
+    """`dig` with only the rank summaries that speak for the host's own processes (`own`: pid -> rank, from the
+    manifest's records of that host): a host speaks for itself only. A summary of another pid, or of this pid
+    with another rank, is left out and counted in `foreign`. Costs what the host's own ranks cost: a digest
+    with more summaries than its processes (and MAX_FOREIGN) is refused (DigestError) unread."""
+    if len(dig.ranks) > len(own) + MAX_FOREIGN:
+        raise DigestError(f"{len(dig.ranks)} rank summaries for the {len(own)} processes of its host")
+    kept = [r for r in dig.ranks if _speaks_for(r, own)]
+    return dataclasses.replace(dig, ranks=kept, foreign=len(dig.ranks) - len(kept))
+
+
+def _speaks_for(summary: Any, own: dict[int, int | None]) -> bool:
+    if not isinstance(summary, dict):
+        return False
+    pid, rank = summary.get("pid"), summary.get("rank")
+    if not _count(pid) or pid not in own:
+        return False
+    return own[pid] is None or (rank == own[pid] and _count(rank))
+
+
+def _count(v: Any) -> bool:
+    """A non-negative int below 2^31 (not a bool, a float, a string or a container)."""
+    return type(v) is int and 0 <= v < 1 << 31
+
+
+def own_processes(ranks: Iterable[Any]) -> dict[str, dict[int, int | None]]:
+    """host -> pid -> rank of the manifest's rank records (what each host's digest may speak for)."""
+    out: dict[str, dict[int, int | None]] = {}
+    for r in ranks:
+        out.setdefault(r.host, {})[r.pid] = r.rank
+    return out
 
 
 #: the host name files are read under when a digest is made: a value that came from the file's hint (not its
@@ -534,8 +576,9 @@ def write_json(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
 
 
-def read_digest(path: os.PathLike | str) -> HostDigest:
-    """Open, bound and check one digest file (DigestError with the reason; never raises anything else)."""
+def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = None) -> HostDigest:
+    """Open, bound and check one digest file (DigestError with the reason; never raises anything else); with
+    `own` (pid -> rank of the host's processes), only its summaries of those (`own_summaries`)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as err:
@@ -546,6 +589,9 @@ def read_digest(path: os.PathLike | str) -> HostDigest:
             raise DigestError("not a regular file")
         if st.st_size > MAX_DIGEST_BYTES:
             raise DigestError(f"{st.st_size} bytes, over the {MAX_DIGEST_BYTES >> 20} MiB a digest may have")
+        if own is not None and st.st_size > DIGEST_BYTES_PER_PROCESS * (len(own) + 1):
+            raise DigestError(f"{st.st_size} bytes for the {len(own)} processes of its host (at most "
+                              f"{DIGEST_BYTES_PER_PROCESS >> 20} MiB a process)")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(MAX_DIGEST_BYTES + 1)
     except OSError as err:
@@ -553,10 +599,11 @@ def read_digest(path: os.PathLike | str) -> HostDigest:
     finally:
         os.close(fd)
     try:
-        doc = bounded_json.loads(raw)
+        doc = bounded_json.loads(raw, finite=True)
     except (ValueError, RecursionError, MemoryError) as err:
         raise DigestError(f"not JSON: {str(err)[:200]}") from None
-    return check_digest(doc)
+    dig = check_digest(doc)
+    return dig if own is None else own_summaries(dig, own)
 
 
 def check_digest(doc: Any) -> HostDigest:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
-    make_digest, odd_ones_out, read_digest
+    make_digest, odd_ones_out, own_processes, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes
 from parsers.digest_merge import from_host, merge_all, ranks_of
 from parsers import registry
@@ -166,8 +166,9 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     named: list[tuple[int | None, str | None]] = []
     parts: list[dict[str, Any]] = []
     undigested = 0
+    own = own_processes(source.manifest.ranks)  # a host's digest speaks for its own processes only
     for rec in source.manifest.hosts:
-        dig = _usable_digest(source, rec, want_kb, read.notes)
+        dig = _usable_digest(source, rec, want_kb, read.notes, own)
         if dig is None:
             # a host that sent files without a usable digest: its ranks are in no class (rank by rank then);
             # a host that sent nothing (unreachable, timed out) has no ranks to judge either way
@@ -239,7 +240,8 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
     return raw, set(judged.hosts)
 
 
-def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> HostDigest | None:
+def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str],
+                   own: dict[str, dict[int, int | None]]) -> HostDigest | None:
     """A host's digest when it is there, valid and made for this reading; else None (a note says why,
     except when there is none: a bundle written before digests)."""
     folder = (rec.dir or "").rstrip("/")
@@ -252,10 +254,12 @@ def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str]) -> 
     if not os.path.lexists(path):
         return None
     try:
-        dig = read_digest(path)
+        dig = read_digest(path, own.get(rec.host, {}))
     except DigestError as err:
         notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
         return None
+    if dig.foreign:
+        notes.append(f"digest of {rec.host}: {dig.foreign} rank summaries of processes not its own left out")
     # a host's name and folder may differ from those it wrote (the fleet's merge re-files it under the name it
     # reached it by): its files' paths and hinted host are numbers in the digest, read as the bundle files them now
     if dig.kb != want_kb:

@@ -30,7 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, DigestError, kb_key, read_digest
+from parsers.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes
 from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, \
     summarised
@@ -47,6 +47,8 @@ MAX_FOCUS_SHARE = 0.5
 MAX_JOB_FILES = 4096
 #: hosts a worker process reads in one task; fewer hosts than two tasks are read in this process
 HOSTS_PER_TASK = 512
+#: ranks claimed twice whose claimants are all read, and claimants read per rank (the rest: their classes)
+MAX_CONFLICTS, MAX_CLAIMANTS = 64, 4
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Focus:
     folders: dict[str, Any]  #: host folder -> the manifest's host record
     job_files: list[FileRef]  #: files in no host's folder (read raw, always in the focus)
     host_arts: dict[str, list]  #: host folder -> the manifest's job artifacts filed under it
-    host_of: dict[int, str]  #: job rank -> host, from the manifest
+    host_of: dict[int, list[str]]  #: job rank -> every host whose processes claim it, from the manifest
     with_files: int  #: hosts whose files the manifest names
     why: dict[str, str] = field(default_factory=dict)  #: host -> why it is in the focus (first reason)
     source: Source | None = None  #: the focused hosts' files and the job files; `elsewhere` holds the other ranks
@@ -90,8 +92,8 @@ class Focus:
         False when none could be added or the focus would then be most of the job."""
         before = len(self.why)
         for r in ranks:
-            if r in self.host_of:
-                self.why.setdefault(self.host_of[r], f"the verdict named rank {r}")
+            for host in self.host_of.get(r, ()):
+                self.why.setdefault(host, f"the verdict named rank {r}")
         self.widened += 1
         return len(self.why) > before and self.narrow()
 
@@ -140,25 +142,29 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     named = {r.host for r in man.ranks if any(c.files for c in r.collectors)} \
         | {h.host for h in man.hosts if any(c.files for c in h.collectors)} | {folders[f].host for f in host_arts}
     hosts = [rec for rec in folders.values() if rec.host in named]
-    merged, why_not = _merged(source, hosts, kb_key(kb))
+    merged, why_not, refused = _merged(source, hosts, kb_key(kb))
     if merged is None:
         return None, why_not
     judged = judge_classes(merged)
     if not judged.complete:
         return None, f"classes incomplete: {judged.why_not}"
     job_files = manifest_refs(source, dataclasses.replace(man, hosts=[], ranks=[], artifacts=job_arts))
-    host_of = {r.rank: r.host for r in man.ranks if r.rank is not None}
+    host_of = claimants(man.ranks)
     out = Focus(merged, judged, source, folders, job_files, host_arts, host_of, len(hosts))
-    out.why = _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man)
+    out.why = {host: f"its digest was refused ({why}): its files are read" for host, why in refused}
+    out.why.update((h, r) for h, r in _why(merged, judged, host_of, read_files(job_files, kb.line_filter), man).items()
+                   if h not in out.why)
     if not out.narrow():
         return None, f"the focus holds {len(out.why)} of {len(hosts)} hosts"
     return out, ""
 
 
-def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str]:
-    """The hosts' rank summaries merged, or (None, why not) when any host's digest is missing, bad or made
-    with another knowledge base (its ranks would then be in no class)."""
-    tasks = [[(rec.host, _digest_path(source, rec)) for rec in hosts[i:i + HOSTS_PER_TASK]]
+def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
+    """The hosts' rank summaries merged, and the hosts whose digest was there but refused (host, why: their
+    files are read, as digest first reads them); or (None, why not, []) when a host's digest is missing or
+    made with another knowledge base (its ranks would then be in no class)."""
+    own = own_processes(source.manifest.ranks)  # what each host's digest may speak for: its own processes
+    tasks = [[(rec.host, _digest_path(source, rec), own.get(rec.host, {})) for rec in hosts[i:i + HOSTS_PER_TASK]]
              for i in range(0, len(hosts), HOSTS_PER_TASK)]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers <= 1:
@@ -166,10 +172,10 @@ def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, A
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks)))
-    for part, why in done:
+    for part, why, _refused in done:
         if part is None:
-            return None, why
-    return merge_all(part for part, _ in done), ""
+            return None, why, []
+    return merge_all(part for part, _, _ in done), "", [r for _, _, refused in done for r in refused]
 
 
 def _digest_path(source: Source, rec: Any) -> str | None:
@@ -182,50 +188,92 @@ def _digest_path(source: Source, rec: Any) -> str | None:
         return None
 
 
-def _merge_task(hosts: list[tuple[str, str | None]], want_kb: str) -> tuple[dict[str, Any] | None, str]:
-    """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back)."""
-    parts = []
-    for host, path in hosts:
-        if path is None:
-            return None, f"host {host}: no digest path in its folder"
+def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
+                want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
+    """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back);
+    each host's summaries count for its own processes only. A digest that is there and refused (hostile or
+    damaged) leaves its host to be read raw, and the others still judged over classes."""
+    parts, refused = [], []
+    for host, path, own in hosts:
+        if path is None or not os.path.lexists(path):
+            return None, f"host {host}: no digest in its folder", []
         try:
-            dig = read_digest(path)
+            dig = read_digest(path, own)
         except DigestError as err:
-            return None, f"digest of {host} unusable ({err})"
+            refused.append((host, str(err)[:200]))
+            continue
         if dig.kb != want_kb:
-            return None, f"digest of {host} made with another knowledge base"
+            return None, f"digest of {host} made with another knowledge base", []
         parts.append(from_host({"host": host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
-    return merge_all(parts), ""
+    return merge_all(parts), "", refused
 
 
-def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, str], job_arts: list, man: Any) -> dict[str, str]:
+def claimants(ranks: Iterable[Any]) -> dict[int, list[str]]:
+    """Job rank -> the hosts of every process that claims it (manifest rank records), in manifest order.
+
+    Why a list: a stray process that inherited a rank's environment (a launcher's child, a data loader
+    worker), on another host or the same one, claims that rank too; a map to one host kept the last
+    claimant, and the focus then read the stray's host and never the rank's own process."""
+    out: dict[int, list[str]] = {}
+    for r in ranks:
+        if r.rank is not None:
+            hosts = out.setdefault(r.rank, [])
+            if r.host not in hosts:
+                hosts.append(r.host)
+    return out
+
+
+def conflicts(ranks: Iterable[Any]) -> dict[int, list[tuple[str, int]]]:
+    """Ranks that two or more processes claim: rank -> [(host, pid)...] of each claimant."""
+    seen: dict[int, list[tuple[str, int]]] = {}
+    for r in ranks:
+        if r.rank is not None:
+            seen.setdefault(r.rank, []).append((r.host, r.pid))
+    return {rank: procs for rank, procs in seen.items() if len(procs) > 1}
+
+
+def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, list[str]], job_arts: list,
+         man: Any) -> dict[str, str]:
     """host -> why it is read (the first reason): the odd ones out and what the class judgement names, a
-    representative of each class, the recorder's wait graph, and what the job-level files name."""
+    representative of each class, the recorder's wait graph, what the job-level files name, and every
+    claimant of a rank that two processes claim (the judges see the conflict, and the rank's own process)."""
     why: dict[str, str] = {}
-    for host, reason in (*_odd(judged, host_of), *_representatives(merged, host_of), *_waits(merged, host_of),
-                         *_named_by_job_files(job_arts, host_of, man)):
+    for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *_representatives(merged, host_of),
+                         *_waits(merged, host_of), *_named_by_job_files(job_arts, host_of, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
     return why
 
 
-def _odd(judged: ClassJudgement, host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
+def _claimed_twice(man: Any) -> Iterable[tuple[Any, str]]:
+    for rank, procs in sorted(conflicts(man.ranks).items())[:MAX_CONFLICTS]:
+        for host, pid in procs[:MAX_CLAIMANTS]:
+            yield host, f"rank {rank} is claimed by {len(procs)} processes (pid {pid} here)"
+
+
+def _hosts(host_of: dict[int, list[str]], rank: Any) -> list[Any]:
+    """Every host that claims `rank` ([None] for a rank no manifest record names)."""
+    return host_of.get(rank) or [None]
+
+
+def _odd(judged: ClassJudgement, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     for r in ranks_of(judged.ranks):
-        yield host_of.get(r), f"rank {r} is an odd one out of its classes"
+        for host in _hosts(host_of, r):
+            yield host, f"rank {r} is an odd one out of its classes"
     for h in judged.hosts:
         yield h, "a host finding names it"
     for h, pid in judged.processes:
         yield h, f"process {pid} has no known rank"
 
 
-def _representatives(merged: dict[str, Any], host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
+def _representatives(merged: dict[str, Any], host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     """The host of the first rank of each class: the judges compare the odd ones with the many."""
     for name, iv in _class_sets(merged):
         if iv:
-            yield host_of.get(iv[0][0]), f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}"
+            yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}"
 
 
-def _waits(merged: dict[str, Any], host_of: dict[int, str]) -> Iterable[tuple[Any, str]]:
+def _waits(merged: dict[str, Any], host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     """The recorder's wait graph: every rank waited on, and one waiter for each (a cycle or a chain is judged
     whole, not cut: a deadlock's members all wait, so no class rule makes them odd)."""
     for comm, peers in sorted(merged["waits"].items()):
@@ -233,13 +281,14 @@ def _waits(merged: dict[str, Any], host_of: dict[int, str]) -> Iterable[tuple[An
         for peer, waiters in sorted(peers.items()):
             cr = int(peer) if peer.isdigit() else -1
             job = next((j + cr - lo for lo, hi, j in runs if lo <= cr <= hi), None)
-            yield host_of.get(job), f"rank {job} is waited on in the recorder ({comm})"
+            for host in _hosts(host_of, job):
+                yield host, f"rank {job} is waited on in the recorder ({comm})"
             if waiters:
-                yield (host_of.get(waiters[0][0]),
+                yield (_hosts(host_of, waiters[0][0])[0],
                        f"rank {waiters[0][0]} stands for {count(waiters)} rank(s) waiting on comm rank {peer} of {comm}")
 
 
-def _named_by_job_files(job_arts: list, host_of: dict[int, str], man: Any) -> Iterable[tuple[Any, str]]:
+def _named_by_job_files(job_arts: list, host_of: dict[int, list[str]], man: Any) -> Iterable[tuple[Any, str]]:
     """The hosts of the processes a job-level file names in an exit, exception or error (by rank, else by host
     and pid, else by pid: at most 8 hosts of one pid)."""
     by_pid: dict[int, list[str]] = {}
@@ -248,7 +297,8 @@ def _named_by_job_files(job_arts: list, host_of: dict[int, str], man: Any) -> It
     for art in job_arts:
         for rank, host, pid in _named(art):
             if rank is not None and rank in host_of:
-                yield host_of[rank], f"rank {rank} is named by {art.rel}"
+                for h in host_of[rank]:
+                    yield h, f"rank {rank} is named by {art.rel}"
             elif host is not None and pid is not None:
                 yield host, f"process {pid} is named by {art.rel}"
             elif pid is not None:

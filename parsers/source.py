@@ -14,15 +14,13 @@ import json
 import os
 import re
 import stat
-import tarfile
-import zlib
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parsers import safeio
-from parsers.archive import remove_temp, temp_folder
+from parsers.archive import looks_like_tar, remove_temp, temp_folder
 from parsers.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
 from parsers import archive as safe_archive
@@ -131,21 +129,31 @@ class Source:
 
     def _folder(self, head: str) -> str:
         """A confined folder (as a string: a 100k-rank bundle has 400k of them), built from its confined
-        parent; a link is resolved and checked whole, as confine does."""
+        parent; a link is resolved and checked whole, as confine does.
+
+        Iterative: the parents not yet known are found walking up, then built walking down, so a manifest
+        path of thousands of parts costs a loop, not a Python frame per part."""
         cache = self.__dict__.setdefault("_dirs", {})
         found = cache.get(head)
         if found is not None:
             return found
+        pending = []
+        part = head
+        while part and part not in cache:
+            pending.append(part)
+            part = part.rpartition("/")[0]
+        for folder in reversed(pending):
+            cache[folder] = self._one_folder(folder, cache)
+        return cache[head]
+
+    def _one_folder(self, head: str, cache: dict[str, str]) -> str:
+        """`head` confined, its parent already in `cache` (or `head` at the root)."""
         parent, _, last = head.rpartition("/")
         if last in ("", ".", "..") or len(cache) > 4 * MAX_FILES:
-            found = str(confine(self.root, head))
-        else:
-            base = self._folder(parent) if parent else self.__dict__.setdefault("_root", str(self.root.resolve()))
-            found = base + "/" + last
-            if os.path.islink(found):
-                found = str(confine(self.root, head))
-        cache[head] = found
-        return found
+            return str(confine(self.root, head))
+        base = cache[parent] if parent else self.__dict__.setdefault("_root", str(self.root.resolve()))
+        found = base + "/" + last
+        return str(confine(self.root, head)) if os.path.islink(found) else found
 
     def rank_files(self, rank: Any, collector: str) -> list[Path]:
         """Files that collector `collector` wrote for manifest rank `rank` and that exist."""
@@ -412,10 +420,10 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
 
 
 def is_archive(path: Path) -> bool:
-    """True for a regular file that tarfile can open (plain or compressed tar)."""
+    """True for a regular file whose first header block is a tar header (plain or compressed tar)."""
     try:
-        return Path(path).is_file() and tarfile.is_tarfile(path)
-    except (OSError, EOFError, zlib.error):  # a damaged gzip stream ends early: not an archive, read as a damaged .gz
+        return Path(path).is_file() and looks_like_tar(Path(path))
+    except OSError:
         return False
 
 

@@ -116,8 +116,8 @@ def read_one(path: Path) -> tuple[dict[str, float], str | None]:
         return hosts, None if hosts else f"{path}: names no host"
     except BadVerdict:
         raise
-    except (OSError, ValueError) as err:
-        return {}, f"{path}: unreadable ({err})"
+    except (OSError, ValueError, RecursionError) as err:  # one input that cannot be read is skipped, said why
+        return {}, f"{path}: unreadable ({type(err).__name__}: {str(err)[:200]})"
 
 
 def _hosts_of_source(path: Path) -> tuple[dict[str, float], str | None]:

@@ -17,6 +17,7 @@ from typing import Any
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
+from forensics.collect.budget import TOOL_THREADS
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -109,8 +110,18 @@ class GdbCollector:
             details["guard"] = guard.outcome.action
         files = []
         if data.get("threads"):
+            if len(data["threads"]) > TOOL_THREADS:  # the stacks were asked for the first TOOL_THREADS only
+                details["cut"] = f"{len(data['threads']) - TOOL_THREADS} of {len(data['threads'])} threads left out"
+                data["threads"] = data["threads"][:TOOL_THREADS]
+                target.budget.note(f"pid {target.pid} gdb.json: {details['cut']}")
+            text = json.dumps(data, indent=1) + "\n"
+            granted = target.budget.reserve(len(text))  # the rank's and the collection's byte caps
+            if granted < len(text):
+                target.budget.settle(granted, 0)
+                return CollectorRecord(self.name, Status.SKIPPED, details=details,
+                                       error=target.budget.cut(f"pid {target.pid} gdb.json", len(text), 0))
             path, rel = target.out(collector_file(self.name, "gdb-json"))
-            safefs.write_new(path, json.dumps(data, indent=1) + "\n")
+            safefs.write_new(path, text)
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 
@@ -128,7 +139,7 @@ class GdbCollector:
             session.command(f"-target-attach {pid}")
             threads = session.command("-thread-info").get("threads", [])
             data["threads"] = threads
-            for thread in threads:
+            for thread in threads[:TOOL_THREADS]:
                 tid = thread.get("id")
                 frames = session.command(f"-stack-list-frames --thread {tid} 0 {MAX_FRAMES - 1}").get("stack", [])
                 data["stacks"][str(tid)] = frames

@@ -8,10 +8,12 @@ blocking dump fails to suspend, it is retried non-blocking.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
+from forensics.collect.budget import cap_threads
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -65,10 +67,9 @@ class PySpyCollector:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
         if result.timed_out:
             return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
-        if result.ok and _is_json(result.stdout):
-            path, rel = target.out(collector_file(self.name, "pyspy-json"))
-            safefs.write_new(path, result.stdout)
-            return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
+        doc = _json(result.stdout) if result.ok else None
+        if doc is not None:
+            return _save(self.name, target, doc, details)
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
         error = " / ".join(message) or f"py-spy exited with {result.returncode}"
         if procfs.exited(target.pid) or _has(result, GONE_MARKS):  # before 'denied': ptrace on a zombie is EPERM
@@ -82,14 +83,32 @@ class PySpyCollector:
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 
 
+def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> CollectorRecord:
+    """py-spy's threads capped (threads, frames a thread), then counted against the rank's and the collection's
+    byte budget; what was cut is said in the record and the manifest's note (forensics.collect.budget)."""
+    kept, cut = cap_threads(doc)
+    text = json.dumps(kept)
+    name = collector_file(collector, "pyspy-json")
+    if cut:
+        details["cut"] = cut
+        target.budget.note(f"pid {target.pid} {name}: {cut}")
+    granted = target.budget.reserve(len(text))
+    if granted < len(text):
+        target.budget.settle(granted, 0)
+        error = target.budget.cut(f"pid {target.pid} {name}", len(text), 0)
+        return CollectorRecord(collector, Status.SKIPPED, error=error, details=details)
+    path, rel = target.out(name)
+    safefs.write_new(path, text)
+    return CollectorRecord(collector, Status.OK, files=[rel], details=details)
+
+
 def _has(result: ToolResult, marks: tuple[str, ...]) -> bool:
     text = result.stderr + result.stdout
     return any(m in text for m in marks)
 
 
-def _is_json(text: str) -> bool:
+def _json(text: str) -> Any:
     try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None

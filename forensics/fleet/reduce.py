@@ -52,7 +52,7 @@ from forensics.fleet.command import ssh_options as ssh_options_argv  # (the func
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers import bounded_json, safeio
-from parsers.digest import DIGEST_NAME, read_digest
+from parsers.digest import DIGEST_NAME, own_processes, read_digest
 from parsers.digest_classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
@@ -69,9 +69,11 @@ def reduce_bundle(bundle: Path) -> dict[str, Any]:
     def parts() -> Iterable[dict[str, Any]]:
         with open_source(bundle) as src:
             hosts = src.manifest.hosts if src.manifest else []
+            own = own_processes(src.manifest.ranks) if src.manifest else {}  # each host speaks for itself only
             for rec in hosts:
                 try:
-                    dig = read_digest(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}")) if rec.dir else None
+                    dig = read_digest(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}"),
+                                      own.get(rec.host, {})) if rec.dir else None
                 except Exception:  # noqa: BLE001 - a host's bad digest (DigestError) or a fault reading it: counted, the others merge
                     dig = None
                 if dig is None:

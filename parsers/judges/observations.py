@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parsers import stamps
+from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
@@ -41,6 +42,7 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.TIMEOUT, ranks=f.ranks if f.comm is None else (), facts=f) for f in _timeout_facts(seen)]
     out += [Observation(OK.DUMP_ASK, facts=f) for f in _dump_asks(seen)]
     out += [Observation(OK.DISAGREEMENT, facts=f) for f in process_op_disagreements(ev)[:2]]
+    out += [Observation(OK.CLAIM, ranks=(f.rank, *f.unclaimed), facts=f) for f in claims(ev)]
     out += [Observation(OK.COMPLETED_PAST, facts=f) for f in completed_past(ev)]
     out += [Observation(OK.FR_REPORT, facts=f) for f in fr_report.facts(seen.analyzer)]
     out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]

@@ -21,6 +21,7 @@ from typing import Any
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from parsers.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.ranges import fold
@@ -175,7 +176,8 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
     comm = states[0].comm_hex
     edges = wait_edges(states, ref)
     stuck = _stuck_op(states)
-    ranks = {r: RankInStall(rank=r) for r in range(nranks)}
+    # the header's nranks sets the range a rank may be missing from; ranks are listed only where the states meet it
+    ranks = {r: RankInStall(rank=r) for r in listable(nranks, len(states))}
     by_rank = {s.rank: s for s in states}
     beat_ref = _heartbeat_reference(states, ref, frozen_after_s)
     for r, st in by_rank.items():
@@ -201,9 +203,10 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             rp.last_progress_ns = max(o.last_progress_ns for o in ops)
             local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
             rp.local_wait = local[0] if local else None
-    for e in edges:
-        if e.peer not in ranks:
-            ranks[e.peer] = RankInStall(rank=e.peer)
+    for e in edges:  # a waiter or peer past a changed header's nranks is still a rank of the edge, never a KeyError
+        for r in (e.waiter, e.peer):
+            if r not in ranks:
+                ranks[r] = RankInStall(rank=r)
         if e.peer not in ranks[e.waiter].waits_on:
             ranks[e.waiter].waits_on.append(e.peer)
         if e.waiter not in ranks[e.peer].waited_on_by:

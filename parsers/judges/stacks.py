@@ -19,6 +19,7 @@ from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect,
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
+from parsers.judges.claims import absent_by_job, surplus
 from parsers.stacks.tree import build_tree
 
 
@@ -210,19 +211,10 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
     absence counts only when it is rare (at most one rank in sixteen, at least one).
     """
     suspects = []
-    named = {m.rank for m in ev.missing}
-    jobs: dict[str | None, list] = {}
-    for r in ev.ranks:
-        if r.rank is not None and r.record.world_size:
-            jobs.setdefault(r.record.job_id, []).append(r)
     hosts = sorted({r.record.host for r in ev.ranks})
-    # a process whose job is unknown (a zombie named by pid: its environment is gone) still holds its rank
-    unplaced = {r.rank for r in ev.ranks if r.rank is not None and not r.record.job_id and not r.record.world_size}
-    for job, ranks in jobs.items():
-        world = max(r.record.world_size for r in ranks)
-        absent = sorted(set(range(world)) - {r.rank for r in ranks} - named - unplaced - ev.elsewhere)
-        if not absent or len(absent) > max(1, world // 16):
-            continue
+    for job, (world, ranks, absent) in absent_by_job(ev).items():
+        if not absent or surplus(ranks) >= len(absent):
+            continue  # none, or each may be a process that claims a rank twice (an observation says which)
         for rank in absent:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
             suspects.append(

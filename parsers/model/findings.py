@@ -503,6 +503,17 @@ class DisagreementFact:
 
 
 @dataclass(frozen=True)
+class ClaimFact:
+    """Rank `rank` is claimed by two or more processes (`claimants`: (host, pid) each, as the manifest lists
+    them); `unclaimed`: ranks of the job that no process claims, which one of the claimants may be (a process
+    whose environment was inherited, or set wrong). Said with both sources, judged for neither."""
+
+    rank: int
+    claimants: tuple[tuple[str, int], ...]
+    unclaimed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class CompletedPastFact:
     """In group `comm`, rank `rank` completed work up to `done` while rank `waiter` waits in work `seq`."""
 
@@ -553,7 +564,7 @@ class HorovodFact:
 #: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
 Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
          | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
-         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact)
+         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact)
 
 
 class ObservationKind(str, Enum):
@@ -563,6 +574,7 @@ class ObservationKind(str, Enum):
     TIMEOUT = "timeout"
     DUMP_ASK = "dump-ask"
     DISAGREEMENT = "disagreement"
+    CLAIM = "claim"
     COMPLETED_PAST = "completed-past"
     FR_REPORT = "fr-report"
     RAS = "ras"

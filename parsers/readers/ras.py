@@ -45,6 +45,7 @@ def looks_like_json(obj: Any) -> bool:
 
 #: most 'other' lines a text report hands back to its caller (a report pasted above a long log)
 MAX_OTHER_LINES = 200_000
+MAX_RAS_OPS = 64  #: distinct operation names read per communicator of a RAS JSON report
 
 
 def parse_text(lines: Iterable[str], others: dict[int, str] | None = None) -> Parsed:
@@ -134,11 +135,12 @@ def _flush(out: Parsed, block: _Block | None) -> None:
     counts = block.counts + [int(m.group("oc") or 0) for m, _ in block.ranks
                              if m.group("oc") is not None or m.group("none")]
     top = max(counts) if counts else None
+    listed = block.listed_count()  # once per block: per rank line it made the reader quadratic
     for m, text in block.ranks:
-        out.events.append(_rank_finding(m, block, top, text))
+        out.events.append(_rank_finding(m, block, top, text, listed))
 
 
-def _rank_finding(m: re.Match, block: _Block, top: int | None, text: str) -> RasFinding:
+def _rank_finding(m: re.Match, block: _Block, top: int | None, text: str, listed: int | None) -> RasFinding:
     pid = int(m.group("pid")) if m.group("pid") else None
     node = m.group("node")
     r = int(m.group("r"))
@@ -154,7 +156,7 @@ def _rank_finding(m: re.Match, block: _Block, top: int | None, text: str) -> Ras
     if block.section == "ERROR":  # a rank that reported an asynchronous error: a victim's view, not a lag
         return RasFinding(comm, "error", r, pid, node, text=text)
     # a plain member line under count groups: it sits at its group's count, which says whether it lags
-    value = block.listed_count()
+    value = listed
     if value is not None and top is not None and len(set(block.counts)) > 1:
         return RasFinding(comm, "behind" if value < top else "ahead", r, pid, node, op_count=value, op=op, text=text)
     return RasFinding(comm, "member", r, pid, node, op_count=value, op=op, text=text)
@@ -178,28 +180,32 @@ def parse_json(obj: Any) -> Parsed:
         if not isinstance(c, dict):
             continue
         comm = f"ras:{c.get('hash', '?')}"
-        ranks = [r for r in c.get("ranks") or [] if isinstance(r, dict)]
+        ranks = [r for r in _list(c.get("ranks")) if isinstance(r, dict)]
         out.lines += len(ranks)
-        ops = sorted({k for r in ranks for k in (r.get("collective_counts") or {})})
-        for r in ranks:  # each rank's total: two reads of a running job differ (parsers.judges.progress)
-            total = sum(_i((r.get("collective_counts") or {}).get(op)) or 0 for op in ops)
+        per_rank = [_counts(r.get("collective_counts")) for r in ranks]
+        ops = sorted({k for counts in per_rank for k in counts})
+        if len(ops) > MAX_RAS_OPS:  # NCCL has about ten collective names: more is not a report of it
+            out.problems.append(f"{comm}: {len(ops)} operation names, only the first {MAX_RAS_OPS} read")
+            ops = ops[:MAX_RAS_OPS]
+        for r, counts in zip(ranks, per_rank):  # each rank's total: two reads of a running job differ
+            total = sum(counts.get(op, 0) for op in ops)
             out.events.append(RasFinding(comm, "count", _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
                                          op_count=total, text=f"{total} collectives"))
         for op in ops:
             # Behind = below the highest count: the leaders wait on it. Not the most common count:
             # 2-rank groups tie (seen, NCCL 2.28.9: counts 2 and 1), and so can 4 ranks against 4.
-            counts = [int((r.get("collective_counts") or {}).get(op, 0)) for r in ranks]
-            top = max(counts) if counts else 0
-            n_top = counts.count(top)
-            for r, n in zip(ranks, counts):
+            values = [counts.get(op, 0) for counts in per_rank]
+            top = max(values) if values else 0
+            n_top = values.count(top)
+            for r, n in zip(ranks, values):
                 if n < top:
                     out.events.append(RasFinding(comm, "behind", _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
                                                  op_count=n, op=normalise_op(op),
                                                  text=f"{op} count {n}, {n_top} rank(s) at {top}"))
-        for r in c.get("missing_ranks") or []:
+        for r in _list(c.get("missing_ranks")):
             if not isinstance(r, dict):
                 continue
-            st = r.get("status") or {}
+            st = r.get("status") if isinstance(r.get("status"), dict) else {}
             kind = "dead" if st.get("considered_dead") else "missing"
             out.events.append(RasFinding(comm, kind, _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
                                          text=f"missing rank {r.get('rank')} ({'dead' if kind == 'dead' else 'no answer'})"))
@@ -207,10 +213,22 @@ def parse_json(obj: Any) -> Parsed:
 
 
 def _i(v: Any) -> int | None:
+    """A non-negative integer of the JSON, or None (a float infinity, a string, {} are no count)."""
     try:
-        return int(v) if v is not None and int(v) >= 0 else None
-    except (TypeError, ValueError):
+        return int(v) if v is not None and not isinstance(v, bool) and int(v) >= 0 else None
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _counts(v: Any) -> dict[str, int]:
+    """A rank's `collective_counts`, each a count or 0: a value given as {} or a string counts nothing."""
+    if not isinstance(v, dict):
+        return {}
+    return {str(k): _i(n) or 0 for k, n in v.items()}
 
 
 #: a value ending one line and a key or object starting the next, with no comma between

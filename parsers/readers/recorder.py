@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from parsers.model.events import MAX_RANKS
 from parsers.errors import FileFormatError
+from parsers.walk import walk_files
 
 MAGIC = b"HFNCREC\0"
 FORMAT_VERSION = 1
@@ -474,9 +475,10 @@ def is_recorder_file(path: str | os.PathLike[str]) -> bool:
 
 
 def read_recorder_dir(directory: str | os.PathLike[str]) -> tuple[list[RecorderState], list[str]]:
-    """Every state file under `directory` (recursively): (states, problems as messages)."""
-    states, problems = [], []
-    for path in sorted(Path(directory).rglob("nccl-recorder.*.bin")):
+    """Every state file under `directory` (walked iteratively, depth-bounded): (states, problems as messages)."""
+    states: list[RecorderState] = []
+    problems: list[str] = []
+    for path in sorted(walk_files(Path(directory), "nccl-recorder.*.bin", cut=problems)):
         try:
             states.append(read_recorder_file(path))
         except RecorderFormatError as err:

@@ -16,6 +16,9 @@ from parsers.model import ThreadStack
 from parsers.stacks.labels import short_label
 
 MAX_FULL = 400  #: characters of the first full label kept beside a shortened one (JSON stays small)
+#: frames of one stack in the tree: the outermost and innermost halves are kept, the middle is one node
+#: that says how many were cut (a 1,500-frame recursion once overflowed every recursive reader of the tree)
+MAX_TREE_DEPTH = 256
 
 
 @dataclass
@@ -26,11 +29,34 @@ class StackNode:
     full: str | None = None  #: the first rank's full label, when the short one differs
 
     def to_dict(self) -> dict[str, Any]:
+        """The tree as nested dicts, built with a queue of nodes (no Python frame per level)."""
+        root = self._one_dict()
+        todo = [(self, root)]
+        while todo:
+            node, out = todo.pop()
+            for child in node.children.values():
+                made = child._one_dict()
+                out["children"].append(made)
+                todo.append((child, made))
+        return root
+
+    def _one_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"frame": self.label, "ranks": sorted(self.ranks)}
         if self.full:
             out["full"] = self.full
-        out["children"] = [c.to_dict() for c in self.children.values()]
+        out["children"] = []
         return out
+
+
+def bounded_labels(stack: ThreadStack) -> list[str]:
+    """The stack's labels, outermost first, at most MAX_TREE_DEPTH: a longer stack keeps its outer and
+    inner ends, and a node between them says how many frames were cut."""
+    labels = [frame.label for frame in reversed(stack.frames)]
+    if len(labels) <= MAX_TREE_DEPTH:
+        return labels
+    keep = MAX_TREE_DEPTH // 2
+    cut = len(labels) - 2 * keep
+    return labels[:keep] + [f"... {cut} frames cut (a stack is drawn {MAX_TREE_DEPTH} frames deep at most)"] + labels[-keep:]
 
 
 def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:
@@ -39,8 +65,7 @@ def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:
     for rank, stack in sorted(stacks.items()):
         node = root
         node.ranks.add(rank)
-        for frame in reversed(stack.frames):
-            raw = frame.label
+        for raw in bounded_labels(stack):
             key = short_label(raw)
             child = node.children.get(key)
             if child is None:

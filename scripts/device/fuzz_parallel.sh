@@ -11,15 +11,18 @@
 # 100,000 inputs in two calls: `... SEED 0 6250 480`, then `... SEED NEXT_START CHUNK2 480` with the first
 # call's next_start and CHUNK2 = ceil((100000 - NEXT_START) / N); distinct inputs run in all: the second
 # call's next_start - 0 plus its beyond.
+# FUZZER=benchmarks/fuzz_fleet.py runs the fleet fuzzer instead (1,024-rank digests and gateway answers; each
+# worker first builds its own bundle, about 5 s): `FUZZER=benchmarks/fuzz_fleet.py bash ... SEED 0 6250 480`.
 # Carried: .whl (loguru, networkx, ClusterShell, py-spy, pygdbmi for Python 3.12).
 set -u
+FUZZER=${FUZZER:-benchmarks/fuzz_structured.py}
 SEED=${1:-2}; START=${2:-0}; CHUNK=${3:-6250}; BUDGET=${4:-480}; HEAVY=${5:-900}; SLOW=${6:-3}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 N=$(nproc); W=/tmp/fz; rm -rf "$W"; mkdir -p "$W/keep"
 echo "workers $N, seed $SEED, start $START, chunk $CHUNK, budget $BUDGET s, python $(python3 -V 2>&1)"
 for w in $(seq 0 $((N - 1))); do
-  timeout -k 5 $((BUDGET + 40)) python3 benchmarks/fuzz_structured.py --seed "$SEED" --start $((START + w)) \
+  timeout -k 5 $((BUDGET + 40)) python3 "$FUZZER" --seed "$SEED" --start $((START + w)) \
     --stride "$N" --inputs "$CHUNK" --state "$W/state$w.json" --keep "$W/keep" --keep-heavy-mib "$HEAVY" --keep-slow-s "$SLOW" --budget-s "$BUDGET" >"$W/log$w.txt" 2>&1 &
 done
 wait

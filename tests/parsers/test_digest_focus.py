@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bundle_scale import write_bundle
+from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from hf_testpaths import FIXTURES
 from parsers import digest_focus
 from parsers.digest import DIGEST_NAME, write_json
@@ -132,3 +133,17 @@ def test_a_host_without_a_digest_reads_every_rank(tmp_path):
     result = analyze(tmp_path, KB, focus_from=0)
     assert "node00000" in result.verdict.sections["digests"]["focus"]["why_not"]
     assert len(result.evidence.ranks) == 64
+
+
+def test_a_refused_digest_leaves_its_host_read_raw_and_the_rest_over_classes(tmp_path):
+    """Issue 40 item 3: one host's digest claims 200,000 ranks (36 MB): refused on its size before it is parsed,
+    that host's files read, the other hosts still judged over their classes, the verdict the full read's."""
+    write_bundle(tmp_path, 1024, 8, 43)
+    stop_rank(tmp_path, 43)
+    write_digests(tmp_path, KB)
+    claim_all(tmp_path, "hosts/node00001", 200_000)
+    result = analyze(tmp_path, KB)
+    focus = result.verdict.sections["digests"]["focus"]
+    assert not focus.get("why_not") and "node00001" in focus["why"] and focus["hosts_read"] < 8, focus
+    assert _verdict_key(result.verdict) == _verdict_key(analyze(tmp_path, KB, digests=False).verdict)
+    assert result.verdict.culprit.rank == 43

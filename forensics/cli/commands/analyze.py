@@ -17,6 +17,7 @@ from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError
 from parsers.source import manifest_refusal
+from parsers.walk import has_files
 
 NAME = "analyze"
 HELP = "name the culprit rank and host of a hang from a bundle"
@@ -133,4 +134,4 @@ def save_analysis(root: Path, text: str) -> Path:
 
 
 def _has_files(path: Path) -> bool:
-    return str(path) == "-" or not path.is_dir() or any(p.is_file() for p in path.rglob("*"))
+    return str(path) == "-" or not path.is_dir() or has_files(path)

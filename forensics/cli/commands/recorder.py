@@ -13,6 +13,7 @@ from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers.readers.recorder import RecorderFormatError, read_recorder_file
 from parsers.judges.recorder import analyse
+from parsers.walk import walk_files
 
 NAME = "recorder"
 #: earlier names of the command, still accepted (scripts and runbooks call `forensics nccl-plugin`)
@@ -73,10 +74,10 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
     if not targets:
         raise ForensicsError("read: name state files or folders")
     paths: list[Path] = []
+    states, problems = [], []
     for t in targets:
         p = Path(t)
-        paths.extend(sorted(p.rglob("nccl-recorder.*.bin")) if p.is_dir() else [p])
-    states, problems = [], []
+        paths.extend(sorted(walk_files(p, "nccl-recorder.*.bin", cut=problems)) if p.is_dir() else [p])
     for p in paths:
         try:
             states.append(read_recorder_file(p))

@@ -12,9 +12,9 @@ from __future__ import annotations
 from parsers.judges.logs import names
 from parsers.judges.logs.fr_report import where as fr_where
 from parsers.model.events import describe_status
-from parsers.model.findings import (CallSite, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact, DumpAskFact,
-                                    DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, KnownFact, NoErrorFact, Observation,
-                                    RasFact,
+from parsers.model.findings import (CallSite, ClaimFact, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
+                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, KnownFact,
+                                    NoErrorFact, Observation, RasFact,
                                     SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
 from parsers.ranges import fold
 
@@ -260,11 +260,18 @@ def horovod(f: HorovodFact) -> str:
             "so which ranks are missing is not said")
 
 
+def claim(f: ClaimFact) -> str:
+    """A rank two processes claim, with both sources; the ranks none claims, which one of them may be."""
+    who = ", ".join(f"{host} pid {pid}" for host, pid in f.claimants)
+    none = f"; no process claims {_ranks(list(f.unclaimed))}, which one of them may be" if f.unclaimed else ""
+    return f"rank {f.rank} is claimed by {len(f.claimants)} processes ({who}){none}"
+
+
 #: the wording of each typed fact
 _WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
           TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
           CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
-          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod}
+          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod, ClaimFact: claim}
 
 
 def evidence_gap(gap: dict) -> str:

@@ -96,6 +96,9 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     else:
         verdict.shows = [observed(o) for o in verdict.observations]
         verdict.summary = no_culprit(verdict, ranks, activity)
+    # a rank two processes claim is said whatever the verdict: both sources, for the reader to check
+    verdict.shows += [x for x in (observed(o) for o in verdict.observations if o.kind is ObservationKind.CLAIM)
+                      if x not in verdict.shows]
     if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
         # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown
         verdict.summary += ". Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)"

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from parsers.ranges import fold_missing
 from parsers.evidence import Evidence
 from parsers.quiet_gc import pause_gc
 from parsers.judges.logs import identity, lastops, tables, verdict, waitgraph
@@ -183,7 +184,7 @@ def _sections(arts, ids, t, g, roots, cycles, unmapped, ras_findings, errors) ->
             "world_size": ids.world_size,
             "seen": len(ids.ranks),
             "hosts": {str(r): i.host for r, i in list(sorted(ids.ranks.items()))[:MAX_LISTED]},
-            "no_evidence": tables.compress(r for r in range(ids.world_size or 0) if r not in ids.ranks),
+            "no_evidence": fold_missing(ids.world_size or 0, ids.ranks),
             "unranked_files": ids.unranked[:MAX_LISTED],
         },
         "errors": {k: tables.compress(v) for k, v in error_kinds.items()},

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.ranges import listable
 from parsers.model.events import ErrorEvent
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
@@ -56,7 +57,7 @@ def missing_sets(ev: Any, world: int | None) -> tuple[dict[tuple, set[int]], dic
             elif e.data.get("ready"):
                 ready = set(e.data["ready"])
                 if world:
-                    missing.setdefault(key, set()).update(r for r in range(world) if r not in ready)
+                    missing.setdefault(key, set()).update(r for r in listable(world, len(ready)) if r not in ready)
                 else:
                     below.setdefault(key, set()).update(r for r in range(max(ready)) if r not in ready)
     return missing, below

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from parsers.ranges import listable
 from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
 from parsers.model.events import ErrorEvent, normalise_op, OpEvent, Progress
@@ -206,8 +207,7 @@ def members_of(comm: str, ids: Identities) -> set[int]:
     members = set(ids.comm_members.get(comm, ()))
     if comm == "pg:0":
         members |= set(ids.ranks)
-        if ids.world_size:
-            members |= set(range(ids.world_size))
+        members.update(listable(ids.world_size, len(ids.ranks)))  # a size the evidence does not meet: no loop
     size = ids.comm_size.get(comm)
     table = ids.comm_ranks.get(comm)
     if size and table and len(table) == size:

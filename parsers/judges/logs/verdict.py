@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from parsers.ranges import missing
 from parsers import stamps
 from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
@@ -236,10 +237,11 @@ def _absent(ids: Identities, get, have_suspects: bool, elsewhere: frozenset[int]
     """Ranks of the job with no artifact at all: suspects in their own right (not those judged elsewhere)."""
     if not ids.world_size:
         return
-    for r in range(ids.world_size):
-        if r not in ids.ranks and r not in elsewhere:
-            get(r).offer(ReasonClass.ABSENT, of_rank(r, "left no log, dump or stack at all"), 0.4 if have_suspects else 0.6,
-                         [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
+    present = [*ids.ranks, *elsewhere]
+    absent = missing(ids.world_size, present, max(16, 4 * len(ids.ranks)))  # None: too many to list (a declared size)
+    for r in absent or ():
+        get(r).offer(ReasonClass.ABSENT, of_rank(r, "left no log, dump or stack at all"), 0.4 if have_suspects else 0.6,
+                     [cite(f"no artifact names global rank {r} (world size {ids.world_size})", tool="coverage")])
 
 
 def _ras(findings: list[RasFinding], ids: Identities, acc: dict, get) -> None:

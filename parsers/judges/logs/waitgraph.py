@@ -14,6 +14,7 @@ from bisect import bisect_left
 
 import networkx as nx
 
+from parsers.ranges import listable
 from parsers.evidence import Evidence
 from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
@@ -64,7 +65,7 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             # Every process is in the default group: a rank log with no line about it, where the
             # other ranks' logs have one, is the missing line itself (seen: a SIGKILLed NCCL rank's
             # stderr ends before the watchdog lines all seven others print).
-            joined |= set(ids.ranks) | set(range(ids.world_size or 0))
+            joined |= set(ids.ranks) | set(listable(ids.world_size, len(ids.ranks)))
         for m in members - set(known):
             # a rank whose lines sit in a merged log (an excerpt) may just not have been copied: own files only
             if m in joined and m in providers.get(source, set()) and m in ids.own:
