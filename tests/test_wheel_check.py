@@ -16,5 +16,7 @@ def test_the_wheel_installs_into_a_clean_venv_and_names_the_culprit() -> None:
     done = subprocess.run(["bash", str(REPO / "scripts" / "wheel_check.sh")], capture_output=True, text=True,
                           timeout=280, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # wording is the behaviour: the installed CLI's VERDICT line and the script's own closing line are what it checks
     assert "VERDICT: rank 3 " in done.stdout
+    # wording is the behaviour: the script's own closing line says the whole check ran
     assert "installs into a clean venv and names the culprit" in done.stdout
