@@ -76,6 +76,11 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "it called a different collective (or size) than the other ranks at the same point",
         "compare its call site with the others' in the stacks: look for a branch only some ranks take "
         "(`if rank == ...`, uneven data); TORCH_DISTRIBUTED_DEBUG=DETAIL checks collectives at run time"),
+    ReasonClass.WRONG_PEER: (
+        "it waits on a send or receive from a peer that never posts the matching op, while another rank's op to "
+        "it goes unanswered: its code names the wrong peer (src/dst) at this point",
+        "read its call site (the stack's send/recv line) and the src/dst it computes; compare with the rank "
+        "whose op to it waits"),
     ReasonClass.FR_MISSING: (
         "PyTorch's Flight Recorder shows it never scheduled a collective the others scheduled",
         "look at what it ran after its last recorded collective (its stack and output)"),

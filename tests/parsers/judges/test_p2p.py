@@ -1,0 +1,107 @@
+"""Point-to-point matching on real gloo jobs (issue 39 item 1): a wrong-peer receive, a send/send pair while the
+others wait in a collective, and a pipeline stage stalled before its send, each at several world sizes, culprit
+ranks, message sizes and fault steps. The ranks are real processes (tests/support/p2p_job.py); each hangs, dumps
+its Flight Recorder buffer, and the folder of what they left is analysed as a post-mortem logs folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forensics.report.words import analyze
+from parsers import knowledge
+from parsers.model.findings import CULPRIT_MIN_CONFIDENCE, ReasonClass
+
+pytestmark = pytest.mark.integration  # it starts real processes
+
+JOB = Path(__file__).resolve().parents[2] / "support" / "p2p_job.py"
+KB = knowledge.load(use_env=False)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(paths: list[Path], limit_s: float) -> bool:
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if all(p.exists() for p in paths):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def hang(tmp: Path, case: str, world: int, culprit: int, numel: int = 16, steps: int = 3, fault: int = 2,
+         settle_s: float = 1.5, timeout_s: float = 8.0) -> Path:
+    """Run the job until it hangs, have every rank dump its Flight Recorder buffer, let the waits time out (gloo
+    raises in each waiting rank), stop what is left; the logs folder (the nodeNN/ folders the ranks left)."""
+    port, logs, marks = _port(), tmp / "logs", tmp / "logs" / "markers"
+    env = {**os.environ, "TORCH_FR_BUFFER_SIZE": "2000", "OMP_NUM_THREADS": "1"}
+    for r in range(world):
+        (logs / f"node{r:02d}").mkdir(parents=True)
+    procs = [subprocess.Popen([sys.executable, str(JOB), case, str(r), str(world), str(port), str(logs), str(culprit),
+                               str(numel), str(steps), str(fault), str(timeout_s)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=open(logs / f"node{r:02d}" / f"rank{r}.stderr", "w")) for r in range(world)]  # noqa: SIM115
+    try:
+        assert _wait_for([marks / f"warm.{r}" for r in range(world)], 120), "ranks never warmed up"
+        time.sleep(settle_s)  # the fault sets in: every rank reaches the op it hangs in
+        (logs / "dump.trigger").write_text("1")
+        assert _wait_for([marks / f"dumped.{r}" for r in range(world)], 60), "a rank did not dump"
+        end = time.monotonic() + timeout_s + 10
+        while time.monotonic() < end and sum(p.poll() is None for p in procs) > 1:
+            time.sleep(0.2)  # the waiting ranks time out and exit; the stalled one sleeps on
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGKILL)
+        for p in procs:
+            p.wait(timeout=30)
+    (logs / "dump.trigger").unlink()
+    for m in marks.iterdir():
+        m.unlink()
+    marks.rmdir()
+    return logs
+
+
+def named(v) -> set[int]:
+    return {s.rank for s in v.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE and s.rank is not None}
+
+
+@pytest.mark.parametrize("world,culprit,numel,steps,fault", [(3, 2, 16, 2, 1), (5, 3, 1 << 16, 3, 2),
+                                                             (8, 4, 1024, 4, 1), (6, 5, 4, 3, 0)])
+def test_a_wrong_peer_receive_is_the_root_and_named_as_such(tmp_path, world, culprit, numel, steps, fault):
+    v = analyze(hang(tmp_path, "wrongpeer", world, culprit, numel, steps, fault), KB).verdict
+    head = v.culprit
+    assert head is not None and head.rank == culprit and head.reason_class == ReasonClass.WRONG_PEER, v.text
+    assert f"posts recv from {culprit - 2}, which never sends to it" in head.reason, head.reason
+    assert f"rank {culprit - 1} " in head.reason  # the stage whose send to it goes unanswered
+    assert v.deadlock is None and named(v) == {culprit}, v.text
+    assert culprit - 2 not in {s.rank for s in v.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE}
+
+
+@pytest.mark.parametrize("world,culprit,numel", [(4, 1, 1 << 20), (3, 0, 1 << 18), (7, 5, 1 << 20), (8, 3, 1 << 22)])
+def test_a_send_send_pair_is_a_deadlock_that_names_both_and_the_op(tmp_path, world, culprit, numel):
+    v = analyze(hang(tmp_path, "sendsend", world, culprit, numel), KB).verdict
+    pair = [culprit, culprit + 1]
+    assert v.deadlock is not None and sorted(v.deadlock.members) == pair, v.text
+    assert {e.op for e in v.deadlock.edges} == {"send"} and all(e.point_to_point for e in v.deadlock.edges)
+    assert v.summary.startswith(f"deadlock: ranks {pair[0]}, {pair[1]} wait on each other") and "sends to the next first" in v.summary
+    assert v.culprit is None and not named(v), v.text  # the others wait in the all_reduce: victims
+
+
+@pytest.mark.parametrize("world,culprit,numel,steps,fault", [(8, 3, 16, 4, 2), (4, 1, 1 << 16, 3, 2),
+                                                             (6, 4, 256, 5, 0), (3, 1, 8, 2, 1)])
+def test_a_stage_stalled_before_its_send_is_where_the_waits_end_not_a_cycle(tmp_path, world, culprit, numel, steps, fault):
+    v = analyze(hang(tmp_path, "pipestall", world, culprit, numel, steps, fault), KB).verdict
+    assert v.deadlock is None, v.summary  # a send and a receive of one pair at other p2p numbers are no cycle
+    assert v.culprit is not None and v.culprit.rank == culprit and named(v) == {culprit}, v.text
+    assert "point-to-point waits end" in v.culprit.reason or "dumps" in v.culprit.sources
