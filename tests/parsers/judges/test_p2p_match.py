@@ -83,6 +83,7 @@ def test_a_receive_from_the_wrong_peer_is_the_root(tmp_path):
     save(folder, 3, three)
     v = analyze(folder, KB).verdict
     assert v.culprit.rank == 4 and v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
+    # wording is the behaviour: issue 39 asks that the root be named as such, in these words
     assert "posts recv from 2, which never sends to it, while rank 3 sends to it unanswered" in v.culprit.reason
     assert named(v) == {4} and v.deadlock is None
 
@@ -99,6 +100,7 @@ def test_a_pair_that_both_send_is_a_deadlock_of_both(tmp_path):
     v = analyze(folder, KB).verdict
     assert v.deadlock is not None and sorted(v.deadlock.members) == [6, 7], v.text
     assert {e.op for e in v.deadlock.edges} == {"send"} and v.culprit is None
+    # wording is the behaviour: the headline names both ranks and the op
     assert v.summary.startswith("deadlock: ranks 6, 7 wait on each other") and "sends to the next first" in v.summary
 
 

@@ -20,7 +20,7 @@ from parsers.archive import extract_into
 
 pytestmark = pytest.mark.integration  # every fixture analysed: minutes, not seconds
 
-FIX = Path(__file__).resolve().parents[3] / "fixtures"
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
 KB = knowledge.load(use_env=False)
 
 
