@@ -28,19 +28,25 @@ from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect,
 from parsers.ranges import fold
 
 DEFAULT_GROUP = "pg:0"
+#: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
+_KIND = {"fr-dump": "dumps", "recorder": "recorder"}
 
 
 def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
-    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps); the default
-    group's ranks are global ranks, so its edges are global."""
+    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps, or the recorder's
+    records where no dump holds a send/recv); every scope's ranks are global ranks, so its edges are global."""
     hist, seen = _histories(ev)
-    pending = p2p_match.pending_ops(hist)
-    wrong = {p: p2p_match.wrong_peer(p, hist) for p in pending}
-    wrong = {p: qs for p, qs in wrong.items() if qs}
-    edges = [_edge(p, seen) for p in pending if p.match != "matched" and p not in wrong]
-    suspects = [_wrong_peer(p, qs, seen) for p, qs in wrong.items()]
+    scopes = [(DEFAULT_GROUP, "fr-dump", hist)] if any(h.ops for h in hist.values()) else []
+    scopes += [] if scopes else recorder_scopes(getattr(ev, "recorder", None) or [])
+    pending, edges, suspects = [], [], []
+    for comm, source, h in scopes:
+        mine = p2p_match.pending_ops(h)
+        wrong = {p: qs for p in mine if (qs := p2p_match.wrong_peer(p, h))}
+        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong]
+        suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
+        pending += mine
     named = {s.rank for s in suspects}
-    suspects += [s for s in _sinks(edges, hist, seen) if s.rank not in named]
+    suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending}
     for rank, frame in _traceback_p2p(ev).items():
         waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
@@ -95,11 +101,35 @@ def _histories(ev: Any) -> tuple[dict[int, History], dict[int, OpEvent]]:
     return p2p_match.histories(records, whole), seen
 
 
+def recorder_scopes(states: list) -> list[tuple[str, str, dict[int, History]]]:
+    """Per communicator, each rank's Send/Recv records from the recorder's state files (their peers are
+    communicator ranks, mapped to job ranks by the files' own table): the same matching as the dumps'.
+    A rank's history is whole where its ring still holds the communicator's first record."""
+    by_comm: dict[str, list] = {}
+    for st in states:
+        by_comm.setdefault(st.comm_hex, []).append(st)
+    out = []
+    for comm, group in by_comm.items():
+        table = {st.rank: st.job_rank for st in group if st.rank >= 0}
+        records: dict[int, list] = {}
+        whole = {st.job_rank for st in group if not st.colls or st.colls[0].index == 0}
+        for st in group:
+            for c in st.colls:
+                peer = table.get(c.root_or_peer)
+                if c.kind != "p2p" or c.func.lower() not in ("send", "recv") or peer is None:
+                    continue
+                state = "completed" if c.state == "complete" else "enqueued"
+                records.setdefault(st.job_rank, []).append((c.seq + 1, c.func.lower(), peer, state, None))
+        if records:
+            out.append((comm, "recorder", p2p_match.histories(records, whole)))
+    return out
+
+
 def _to_from(kind: str) -> str:
     return "to" if kind == "send" else "from"
 
 
-def _edge(p: Pending, seen: dict[int, OpEvent]) -> WaitEdge:
+def _edge(p: Pending, seen: dict[int, OpEvent], comm: str = DEFAULT_GROUP, source: str = "fr-dump") -> WaitEdge:
     """The wait of a pending op its peer has not answered (or whose answer no history can count)."""
     op, own = p.op, seen.get(p.op.rank)
     if p.match == "unmatched":
@@ -107,48 +137,56 @@ def _edge(p: Pending, seen: dict[int, OpEvent]) -> WaitEdge:
                 f"that rank) is {op.state}; rank {op.peer} posted {p.peer_posted} {op.pairing}(s) {_to_from(op.pairing)} it")
     else:
         said = f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; no whole history of both says whether rank {op.peer} posted the matching {op.pairing}"
-    return WaitEdge(comm_id=DEFAULT_GROUP, waiter=op.rank, peer=op.peer, source="fr-dump", op=op.kind, scope="group",
+    return WaitEdge(comm_id=comm, waiter=op.rank, peer=op.peer, source=source, op=op.kind,
+                    scope="group" if comm == DEFAULT_GROUP else "communicator",
                     p2p_peer=op.peer, p2p_seq=op.seq, waiter_pid=own.origin.pid if own else None,
                     waiter_host=own.origin.host if own else None, detail=said, global_ranks=True, p2p_match=p.match)
 
 
-def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent]) -> Suspect:
+def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source: str = "fr-dump") -> Suspect:
     """'rank 4 posts recv from 2, which never sends to it, while rank 3's send to it goes unanswered'."""
-    op, own = p.op, seen[p.op.rank]
+    op, own = p.op, seen.get(p.op.rank)
+    where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder, its communicator's records]"
     never = "sends to it" if op.kind == "recv" else "receives from it"
     theirs = f"{op.pairing}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
     return Suspect(
-        rank=op.rank, host=own.origin.host, pid=own.origin.pid, reason_class=ReasonClass.WRONG_PEER,
+        rank=op.rank, host=own.origin.host if own else None, pid=own.origin.pid if own else None,
+        reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
         reason=of_rank(op.rank, f"posts {op.kind} {_to_from(op.kind)} {op.peer}, which never {never}, while rank"
                        f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: it waits on the wrong peer"),
         confidence=ReasonClass.WRONG_PEER.default_confidence,
         evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer}'s "
-                       f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} [Flight Recorder dumps, the default group]",
-                       tool="fr-dump", file=op.origin.file if op.origin else None,
+                       f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
+                       tool=source, file=op.origin.file if op.origin else None,
                        line=op.origin.line if op.origin else None, tagged=True)])
 
 
-def _sinks(edges: list[WaitEdge], hist: dict[int, History], seen: dict[int, OpEvent]) -> list[Suspect]:
-    """A rank where point-to-point waits end: waited on, waiting on no one, with a history of its own."""
+def _sinks(edges: list[WaitEdge], known: set[int], seen: dict[int, OpEvent], hist: dict[int, History]) -> list[Suspect]:
+    """A rank where point-to-point waits end: waited on, waiting on no one, with a history of its own (`known`);
+    `seen` and `hist` (the dumps') say its host, pid and last op where a dump holds them."""
     g = nx.DiGraph()
     for e in edges:
         g.add_edge(e.waiter, e.peer, edge=e)
     out = []
     for r in g.nodes:
-        if g.out_degree(r) or r not in hist or r not in seen:  # it waits itself, or no dump of it says its own p2p ops
+        if g.out_degree(r) or r not in known:  # it waits itself, or no record of it says its own p2p ops
             continue
         waiters = sorted(nx.ancestors(g, r))
         direct = [g.edges[w, r]["edge"] for w in g.predecessors(r)]
-        own = seen[r]
-        last = hist[r].ops[-1] if hist[r].ops else None
+        own = seen.get(r)
+        last = hist[r].ops[-1] if r in hist and hist[r].ops else None
         said = "; ".join(f"rank {e.waiter} in {e.op} {_to_from(e.op)} it (p2p seq {e.p2p_seq})" for e in direct[:3])
         mine = (f"its own point-to-point ops all completed or were matched (last: {last.kind} {_to_from(last.kind)} "
-                f"{last.peer}, p2p seq {last.seq}): it never posted the next one") if last else "it posted no point-to-point op"
+                f"{last.peer}, p2p seq {last.seq}): it never posted the next one") if last else \
+            "its own point-to-point ops all completed or were matched: it never posted the one they wait for"
+        source = direct[0].source
+        where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder]"
         out.append(Suspect(
-            rank=r, host=own.origin.host, pid=own.origin.pid, reason_class=ReasonClass.WAIT_ROOT,
+            rank=r, host=own.origin.host if own else None, pid=own.origin.pid if own else None,
+            reason_class=ReasonClass.WAIT_ROOT, source=_KIND[source],
             reason=of_rank(r, f"is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
                            f"send/recv, and {mine}"),
-            confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(hist) - 1)), 3),
-            evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump", file=own.origin.file,
-                           line=own.origin.line, tagged=True)]))
+            confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(known) - 1)), 3),
+            evidence=[cite(f"{said} {where}", tool=source, file=own.origin.file if own else None,
+                           line=own.origin.line if own else None, tagged=True)]))
     return out

@@ -700,7 +700,7 @@ class WaitEdge:
 
     def to_dict(self) -> dict[str, Any]:
         return {"comm": self.comm_id, "scope": self.scope, "op": self.op, "seq": self.seq, "p2p_peer": self.p2p_peer,
-                "p2p_seq": self.p2p_seq, "source": self.source, "since_s": self.since_s}
+                "p2p_seq": self.p2p_seq, "p2p_match": self.p2p_match, "source": self.source, "since_s": self.since_s}
 
 
 @dataclass

@@ -120,3 +120,13 @@ def test_a_send_and_a_receive_of_one_pair_at_other_numbers_are_no_cycle(tmp_path
     v = analyze(folder, KB).verdict
     assert v.deadlock is None and not v.summary.startswith("deadlock"), v.text
     assert v.culprit is not None and v.culprit.rank == 3, v.text
+
+
+def test_the_live_bundle_matches_the_recorders_send_recv_records():
+    """The live bundle of the same capture: no dump holds a send/recv, the recorder's records do (peers as
+    communicator ranks, mapped by the files' own table): the same matching finds where the waits end."""
+    v = analyze(FIX.parent / "bundle.tar.gz", KB).verdict
+    assert v.culprit.rank == 3 and named(v) == {3}, v.text
+    p2p_root = [a for a in v.culprit.agreeing if a.reason_class == ReasonClass.WAIT_ROOT and a.source == "recorder"
+                and "point-to-point" in a.reason]
+    assert p2p_root and "4-7" in p2p_root[0].reason, [a.reason for a in v.culprit.agreeing]  # its waiters
