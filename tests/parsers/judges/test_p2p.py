@@ -42,22 +42,28 @@ def _wait_for(paths: list[Path], limit_s: float) -> bool:
 
 
 def hang(tmp: Path, case: str, world: int, culprit: int, numel: int = 16, steps: int = 3, fault: int = 2,
-         settle_s: float = 1.0, timeout_s: float = 5.0) -> Path:
+         settle_s: float = 1.0, timeout_s: float = 5.0, live: bool = False) -> Path:
     """Run the job until it hangs, have every rank dump its Flight Recorder buffer, let the waits time out (gloo
-    raises in each waiting rank), stop what is left; the logs folder (the nodeNN/ folders the ranks left)."""
+    raises in each waiting rank), stop what is left; the logs folder (the nodeNN/ folders the ranks left).
+    `live`: first `forensics collect` the hung job (tmp/bundle, py-spy stacks of every rank)."""
     port, logs, marks = _port(), tmp / "logs", tmp / "logs" / "markers"
-    env = {**os.environ, "TORCH_FR_BUFFER_SIZE": "2000", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "TORCH_FR_BUFFER_SIZE": "2000", "OMP_NUM_THREADS": "1", "WORLD_SIZE": str(world)}
     for r in range(world):
         (logs / f"node{r:02d}").mkdir(parents=True)
     procs = [subprocess.Popen([sys.executable, str(JOB), case, str(r), str(world), str(port), str(logs), str(culprit),
-                               str(numel), str(steps), str(fault), str(timeout_s)], env=env, stdout=subprocess.DEVNULL,
+                               str(numel), str(steps), str(fault), str(timeout_s)], env={**env, "RANK": str(r)},
+                              stdout=subprocess.DEVNULL,
                               stderr=open(logs / f"node{r:02d}" / f"rank{r}.stderr", "w")) for r in range(world)]  # noqa: SIM115
     try:
         assert _wait_for([marks / f"warm.{r}" for r in range(world)], 120), "ranks never warmed up"
         time.sleep(settle_s)  # the fault sets in: every rank reaches the op it hangs in
+        if live:
+            pids = [a for p in procs for a in ("--pid", str(p.pid))]
+            subprocess.run([sys.executable, "-m", "forensics", "collect", *pids, "-o", str(tmp / "bundle"), "-q"],
+                           check=True, timeout=timeout_s)
         (logs / "dump.trigger").write_text("1")
         assert _wait_for([marks / f"dumped.{r}" for r in range(world)], 60), "a rank did not dump"
-        end = time.monotonic() + timeout_s + 10
+        end = time.monotonic() + (0 if live else timeout_s + 10)  # live: the bundle is what is judged
         while time.monotonic() < end and sum(p.poll() is None for p in procs) > 1:
             time.sleep(0.2)  # the waiting ranks time out and exit; the stalled one sleeps on
     finally:
@@ -111,3 +117,14 @@ def test_a_stage_stalled_before_its_send_on_gloo_is_no_cycle(tmp_path, world, cu
     v = analyze(hang(tmp_path, "pipestall", world, culprit, numel, steps, fault), KB).verdict
     assert v.deadlock is None, v.summary  # sends and receives of one chain, never a cycle
     assert named(v) <= {culprit}, v.text
+
+
+@pytest.mark.parametrize("case,world,culprit", [("wrongpeer", 5, 3), ("sendsend", 6, 2), ("pipestall", 4, 2)])
+def test_live_gloo_bundles_name_no_innocent_rank_and_no_cycle(tmp_path, case, world, culprit):
+    """The live look (py-spy stacks: each rank in send, recv or all_reduce, no src/dst): a send or receive waits for
+    its one peer, so the ranks in it are not 'went ahead' of the group, and no rank outside the fault is named."""
+    hang(tmp_path, case, world, culprit, timeout_s=40.0, live=True)
+    v = analyze(tmp_path / "bundle", KB).verdict
+    fault = {culprit, culprit + 1} if case == "sendsend" else {culprit}
+    assert named(v) <= fault and (v.deadlock is None or set(v.deadlock.members) == fault), v.text
+    assert not [s for s in v.suspects if s.reason_class == ReasonClass.WENT_AHEAD and s.confidence >= CULPRIT_MIN_CONFIDENCE]
