@@ -181,3 +181,8 @@ def covered() -> set[ReasonClass]:
 
 #: the words of a deadlock verdict, which has members but no one culprit
 CYCLE_ADVICE = Advice(*_TABLE[ReasonClass.WAIT_CYCLE])
+#: a cycle whose every edge is a send or receive (a pair that both send first, or both receive first)
+P2P_CYCLE_ADVICE = Advice(
+    "ranks wait on each other through send/recv: each posts the op the other must answer, and neither answers",
+    "order the pair's ops so that one side receives while the other sends (or post both with isend/irecv or "
+    "batch_isend_irecv and wait on both); the stacks' call sites show each rank's send/recv line")

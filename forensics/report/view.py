@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from forensics.report.advice import CYCLE_ADVICE, advise
+from forensics.report.advice import CYCLE_ADVICE, P2P_CYCLE_ADVICE, advise
 from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
 from forensics.report.words import said, worded
@@ -137,7 +137,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.culprits = [culprit_view(c) for c in verdict.culprits]
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
-        view.deadlock_next_step = CYCLE_ADVICE.next_step
+        p2p = all(e.point_to_point for e in verdict.deadlock.edges)
+        view.deadlock_next_step = (P2P_CYCLE_ADVICE if p2p else CYCLE_ADVICE).next_step
     view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
     view.shows = [x for x in verdict.shows if x not in verdict.summary]
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])

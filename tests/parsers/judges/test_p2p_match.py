@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from forensics.report.advice import P2P_CYCLE_ADVICE
+from forensics.report.view import build_view
 from forensics.report.words import analyze
 from parsers import knowledge
 from parsers.judges import p2p_match
@@ -100,6 +102,7 @@ def test_a_pair_that_both_send_is_a_deadlock_of_both(tmp_path):
     v = analyze(folder, KB).verdict
     assert v.deadlock is not None and sorted(v.deadlock.members) == [6, 7], v.text
     assert {e.op for e in v.deadlock.edges} == {"send"} and v.culprit is None
+    assert build_view(v).deadlock_next_step == P2P_CYCLE_ADVICE.next_step  # not the collectives' order advice
     # wording is the behaviour: the headline names both ranks and the op
     assert v.summary.startswith("deadlock: ranks 6, 7 wait on each other") and "sends to the next first" in v.summary
 
