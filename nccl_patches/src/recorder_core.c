@@ -43,6 +43,26 @@ static long env_long(const char* name, long dflt, long lo, long hi) {
   return v;
 }
 
+/* Where the state is copied when the job dies: FORENSICS_RECORDER_COPY_DIR ("none":
+ * nowhere), else the folder of NCCL_DEBUG_FILE, so a logs folder on shared storage
+ * holds what /dev/shm held on the host (issue 39). May keep NCCL's %h and %p. */
+static void copy_dir_config(char* out, size_t n) {
+  out[0] = '\0';
+  const char* dir = getenv("FORENSICS_RECORDER_COPY_DIR");
+  if (dir && *dir) {
+    if (strcmp(dir, "none") != 0) snprintf(out, n, "%s", dir);
+    return;
+  }
+  const char* file = getenv("NCCL_DEBUG_FILE");
+  const char* slash = file ? strrchr(file, '/') : NULL;
+  if (slash == NULL) return;
+  size_t len = (size_t)(slash - file);
+  if (len == 0) len = 1; /* a file in / */
+  if (len >= n) return;
+  memcpy(out, file, len);
+  out[len] = '\0';
+}
+
 static void load_config(void) {
   const char* dir = getenv("FORENSICS_RECORDER_DIR");
   snprintf(g_config.dir, sizeof g_config.dir, "%s", (dir && *dir) ? dir : "/dev/shm");
@@ -53,6 +73,7 @@ static void load_config(void) {
   g_config.keep = (int)env_long("FORENSICS_RECORDER_KEEP", 0, 0, 1);
   g_config.mask = (int)env_long("FORENSICS_RECORDER_MASK", -1, 0, 0x7fffffff);
   g_config.snapshot_on_finalize = (int)env_long("FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE", 1, 0, 1);
+  copy_dir_config(g_config.copy_dir, sizeof g_config.copy_dir);
 }
 
 const struct rec_config* rec_config(void) {
@@ -119,22 +140,72 @@ static void* heartbeat_main(void* arg) {
   return NULL;
 }
 
-static void on_signal(int sig, siginfo_t* info, void* uctx) {
-  g_snapshot_requested = 1; /* the heartbeat thread writes it: only async-signal-safe work here */
-  if (g_prev_action.sa_flags & SA_SIGINFO) {
-    if (g_prev_action.sa_sigaction) g_prev_action.sa_sigaction(sig, info, uctx);
-  } else if (g_prev_action.sa_handler != SIG_DFL && g_prev_action.sa_handler != SIG_IGN &&
-             g_prev_action.sa_handler != NULL) {
-    g_prev_action.sa_handler(sig);
+/* Hands a signal on to the handler that was there before ours. */
+static void chain(const struct sigaction* prev, int sig, siginfo_t* info, void* uctx) {
+  if (prev->sa_flags & SA_SIGINFO) {
+    if (prev->sa_sigaction) prev->sa_sigaction(sig, info, uctx);
+  } else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN && prev->sa_handler != NULL) {
+    prev->sa_handler(sig);
   }
 }
 
+static void on_signal(int sig, siginfo_t* info, void* uctx) {
+  g_snapshot_requested = 1; /* the heartbeat thread writes it: only async-signal-safe work here */
+  chain(&g_prev_action, sig, info, uctx);
+}
+
 static pid_t g_owner_pid;
+static struct sigaction g_prev_abort;
+static volatile sig_atomic_t g_abort_copied;
+
+/* Copies every registered communicator's state. Called from at_exit and from the
+ * SIGABRT handler: the registry is read without its lock (a mutex is not
+ * async-signal-safe); its count is bounded and entries are only removed at a
+ * clean finalize, which has nothing left to tell. */
+static void copy_all(void) {
+  int n = g_ncomms;
+  if (n > REC_MAX_COMMS) n = REC_MAX_COMMS;
+  for (int i = 0; i < n; i++) {
+    struct rec_comm* c = g_comms[i];
+    if (c != NULL) rec_copy_out(c);
+  }
+}
+
+/* SIGABRT (torch's watchdog takes the process down with abort()): copy the state
+ * beside the NCCL logs, then hand the signal on: to the previous handler (Python's
+ * faulthandler, say), or, where that was the default action, to the default. */
+static void on_abort(int sig, siginfo_t* info, void* uctx) {
+  int saved = errno;
+  if (!g_abort_copied && getpid() == g_owner_pid) {
+    g_abort_copied = 1;
+    copy_all();
+  }
+  errno = saved;
+  if (!(g_prev_abort.sa_flags & SA_SIGINFO) && g_prev_abort.sa_handler == SIG_DFL) {
+    sigaction(sig, &g_prev_abort, NULL); /* delivered again, with the default action, when we return */
+    raise(sig);
+    return;
+  }
+  chain(&g_prev_abort, sig, info, uctx);
+}
+
+static void install_abort_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_abort;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGABRT, &sa, &g_prev_abort);
+}
 
 /* Only the process that opened the files writes exit snapshots: a forked child
  * (a DataLoader worker, say) shares the mappings but must not overwrite them. */
 static void at_exit(void) {
-  if (getpid() == g_owner_pid) snapshot_all("exit");
+  if (getpid() != g_owner_pid) return;
+  snapshot_all("exit");
+  pthread_mutex_lock(&g_registry_lock);
+  copy_all();
+  pthread_mutex_unlock(&g_registry_lock);
 }
 
 /* Called with g_registry_lock held, once per process. */
@@ -163,6 +234,7 @@ static void start_background(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(cfg->signal, &sa, &g_prev_action);
   }
+  if (cfg->copy_dir[0]) install_abort_handler();
   atexit(at_exit);
 }
 
@@ -193,6 +265,52 @@ static void ensure_dir(const char* dir) {
   if (mkdir(path, 01777) != 0 && errno != EEXIST) return;
 }
 
+/* Expands NCCL's %h (host) and %p (pid) in the copy folder, as NCCL_DEBUG_FILE does. */
+static void expand_dir(char* out, size_t n, const char* tmpl, const char* host, int pid) {
+  size_t o = 0;
+  for (const char* p = tmpl; *p && o + 1 < n; p++) {
+    if (p[0] == '%' && (p[1] == 'h' || p[1] == 'p')) {
+      int w = p[1] == 'h' ? snprintf(out + o, n - o, "%s", host) : snprintf(out + o, n - o, "%d", pid);
+      if (w < 0 || (size_t)w >= n - o) break;
+      o += (size_t)w;
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o < n ? o : n - 1] = '\0';
+}
+
+static void set_copy_path(struct rec_comm* c, const char* host, int pid, uint32_t index) {
+  const struct rec_config* cfg = rec_config();
+  c->copy_path[0] = '\0';
+  if (!cfg->copy_dir[0]) return;
+  char dir[300];
+  expand_dir(dir, sizeof dir, cfg->copy_dir, host, pid);
+  if (strcmp(dir, cfg->dir) == 0) return; /* the state is there already */
+  ensure_dir(dir);
+  snprintf(c->copy_path, sizeof c->copy_path, "%s/nccl-recorder.%s.%d.%u.bin", dir, host, pid, index);
+  snprintf(c->copy_tmp, sizeof c->copy_tmp, "%s.tmp", c->copy_path);
+}
+
+void rec_copy_out(const struct rec_comm* c) {
+  if (c == NULL || c->copy_path[0] == '\0' || c->hdr == NULL) return;
+  int fd = open(c->copy_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const char* p = (const char*)c->hdr;
+  size_t left = c->size;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= (size_t)w;
+  }
+  close(fd);
+  if (left == 0) rename(c->copy_tmp, c->copy_path);
+  else unlink(c->copy_tmp);
+}
+
 struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
                                int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen) {
   const struct rec_config* cfg = rec_config();
@@ -205,8 +323,9 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   short_hostname(host, sizeof host);
   uint32_t index = __atomic_fetch_add(&g_next_index, 1, __ATOMIC_RELAXED);
   int pid = (int)getpid();
-  snprintf(c->path, sizeof c->path, "%s/nccl-recorder.%s.%d.%u.bin", cfg->dir, host, pid, index);
-  snprintf(c->txt_path, sizeof c->txt_path, "%s/nccl-recorder.%s.%d.%u.txt", cfg->dir, host, pid, index);
+  snprintf(c->path, sizeof c->path, "%.255s/nccl-recorder.%s.%d.%u.bin", cfg->dir, host, pid, index);
+  snprintf(c->txt_path, sizeof c->txt_path, "%.255s/nccl-recorder.%s.%d.%u.txt", cfg->dir, host, pid, index);
+  set_copy_path(c, host, pid, index);
   c->ring_len = cfg->ring_len;
   c->proxy_slots = cfg->proxy_slots;
   size_t ring_off = RECORDER_HEADER_SIZE;
@@ -322,6 +441,7 @@ void rec_comm_close(struct rec_comm* c) {
   int busy = has_in_flight(c);
   if (cfg->snapshot_on_finalize || busy) rec_snapshot(c, busy ? "finalize (ops still in flight)" : "finalize");
   msync(c->hdr, c->size, MS_ASYNC);
+  if (busy) rec_copy_out(c); /* an abort mid-hang (torch's watchdog): the logs folder gets the state */
   if (busy) {
     /* Ops still open (an abort mid-hang): NCCL may yet stop their handles, which
      * point into this mapping, so it stays mapped (and the .bin stays on disk). */

@@ -26,6 +26,7 @@ struct rec_config {
   int keep;            /* keep the .bin after a clean finalize */
   int mask;            /* -1: writer's default */
   int snapshot_on_finalize;
+  char copy_dir[256];  /* where a copy of the state goes when the job dies ("" = none); may hold %h, %p */
 };
 
 /* One communicator's mapping. Private memory; the file holds the shared part. */
@@ -40,6 +41,8 @@ struct rec_comm {
   int finalized;
   char path[512];
   char txt_path[512];
+  char copy_path[512];   /* "" = no copy: the copy of the .bin beside the NCCL logs */
+  char copy_tmp[520];
 };
 
 const struct rec_config* rec_config(void);
@@ -55,6 +58,10 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
  * something was still in flight), unmaps; removes the .bin after a clean run unless
  * FORENSICS_RECORDER_KEEP=1. */
 void rec_comm_close(struct rec_comm* c);
+
+/* Writes a copy of the state file (the mapping's bytes) to copy_path, under a
+ * temporary name renamed when whole. Async-signal-safe (open, write, rename). */
+void rec_copy_out(const struct rec_comm* c);
 
 /* Writes <file>.txt, a human-readable view of the state. Not for the hot path. */
 int rec_snapshot(struct rec_comm* c, const char* reason);

@@ -1015,6 +1015,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def unwind_on_sigterm() -> None:
+    """The shell's `timeout` sends SIGTERM: unwind, so every case's `finally` kills the ranks it started."""
+
+    def on_term(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
@@ -1022,10 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.spawn_main:
         return spawn_main(args)
 
-    def on_term(signum, _frame):  # the shell's `timeout`: unwind so every case's finally kills its ranks
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
+    unwind_on_sigterm()
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fenv, args.env_source = forensics_env(Path(args.repo))

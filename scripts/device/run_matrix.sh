@@ -11,6 +11,10 @@
 #           `run_matrix.sh R --backend gloo` is its CPU dry run (no plugin, no RAS, 4 ranks).
 #   part C: issue 26 hang cases (order, lock, pipeline, deadlock, subgroup) and running stragglers
 #           without the recorder (slow300norec) and 5 ms (slow5), packed into $OUT/{C26,C26run}.tar.gz.
+#   part I39: issue 39's matrix (scripts/device/i39_scenarios.py): wrongpeer, sendsend, pipestall, monbarrier,
+#           ordermismatch, lock, subgroup, gpusleep; culprits, world sizes and sizes from HF_I39_SEED (default 39);
+#           each a live bundle + a logs folder (forensics env --recorder) + torch's fr_trace, packed as it ends
+#           into $OUT/I39-<case>.tar.gz (8 files). `run_matrix.sh I39 --backend gloo` is its CPU dry run (8 ranks).
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
 set -u
 part=${1:-A}
@@ -75,6 +79,20 @@ elif [ "$part" = C ]; then  # issue 26: causes that need judges combined, then s
   rm -rf /dev/shm/hf-C
   timeout -k 5 60 python3 scripts/device/pack_out.py --out "$OUT" --head "$W/info.txt" C26="$W/C26" C26run="$W/C26run" | tail -n 80
   echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "$OUT"
+  exit 0
+elif [ "$part" = I39 ]; then  # issue 39: p2p, barriers, aborts, locks; live and post-mortem
+  BUDGET=${HF_I39_BUDGET:-545}
+  python3 -m forensics env --recorder --dir '@DIR@' >"$W/forensics_env.txt" 2>&1
+  if [ "$backend" = nccl ]; then common=(--backend nccl --plugin "$SO"); else common=(--backend gloo --plugin "" --world "${HF_I39_WORLD:-8}"); fi
+  t=$(( T0 + BUDGET - $(date +%s) ))
+  echo "I39: ${t} s cap at +$(( $(date +%s) - T0 )) s"
+  timeout -k 15 "$t" python3 scripts/device/i39_scenarios.py --out-dir "$W/I39" "${common[@]}" --seed "${HF_I39_SEED:-39}" \
+    --recorder-root /dev/shm/hf-I39 --cases "${HF_I39:-wrongpeer,sendsend,pipestall,monbarrier,ordermismatch,lock,subgroup,gpusleep}" \
+    --total-s $((t - 12)) --pack-to "${OUT:-$W/out}" 2>&1 | tee "$W/I39.log" | grep -v '^{' | tail -n 40
+  [ -f "$W/I39/pgids.txt" ] && while read -r g; do kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null; done <"$W/I39/pgids.txt"
+  rm -rf /dev/shm/hf-I39
+  cat "$W/info.txt" "$W/forensics_env.txt"; cat "$W/I39/summary.json" 2>/dev/null | head -c 6000
+  echo "done at +$(( $(date +%s) - T0 )) s"; ls -la "${OUT:-$W/out}"
   exit 0
 elif [ "$part" = R ]; then
   BUDGET=${HF_R_BUDGET:-535}

@@ -8,7 +8,8 @@ import shlex
 
 from forensics.report.output import add_output_options, emit, emit_json
 from forensics.exitcodes import ExitCode
-from forensics.trigger.envsetup import is_set, recommended_env
+from forensics import recorder_build
+from forensics.trigger.envsetup import EnvVar, is_set, recommended_env
 
 NAME = "env"
 HELP = "print the recommended env (NCCL debug file, Flight Recorder, proxy dump signal, RAS)"
@@ -20,6 +21,7 @@ not already set. Variables already set in this shell are shown as comments.
 examples:
   forensics env --dir /shared/run42/forensics >> job.env
   eval "$(forensics env --dir /scratch/logs)"
+  forensics env --recorder --dir /shared/run42/forensics   # also load the recorder
   forensics env --json
 """
 
@@ -30,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default="$PWD/forensics-logs", help="folder for per-rank NCCL logs and Flight Recorder dumps (default $PWD/forensics-logs)")
     add_output_options(parser, json_help="print the variables as JSON (schema hang-forensics/env/1) instead of shell lines")
     parser.add_argument("--all", action="store_true", help="also print variables already set here, as exports")
+    parser.add_argument("--recorder", action="store_true", help="also load the recorder (NCCL profiler plugin; built here with gcc if needed)")
+
+
+def recorder_var() -> EnvVar:
+    """NCCL_PROFILER_PLUGIN naming the recorder: its state files say which op each rank waits in."""
+    return EnvVar("NCCL_PROFILER_PLUGIN", str(recorder_build.plugin_path()),
+                  "the recorder: every rank's in-flight NCCL ops in /dev/shm, copied to FORENSICS_RECORDER_COPY_DIR when the job dies")
 
 
 def _value(value: str, dynamic_dir: bool) -> str:
@@ -40,7 +49,7 @@ def _value(value: str, dynamic_dir: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    variables = recommended_env(args.dir)
+    variables = recommended_env(args.dir) + ([recorder_var()] if args.recorder else [])
     if args.json:
         rows = [{"name": v.name, "value": v.value, "why": v.why, "already_set": is_set(v, os.environ)} for v in variables]
         emit_json("env", {"dir": args.dir, "variables": rows}, args)

@@ -175,6 +175,8 @@ def test_bisect_simulation_json():
 def test_env_steps_and_recorder_json(tmp_path: Path):
     data = validate("env", cli("env", "--json", "--dir", str(tmp_path)).stdout)
     assert any(v["name"] == "NCCL_DEBUG_FILE" for v in data["variables"])
+    rows = {v["name"]: v["value"] for v in validate("env", cli("env", "--json", "--recorder", "--dir", str(tmp_path)).stdout)["variables"]}
+    assert Path(rows["NCCL_PROFILER_PLUGIN"]).is_file() and rows["TORCH_NCCL_ENABLE_TIMING"] == "1"
 
     times = []
     for step in range(40):  # real step times of a real loop; every 10th step does ten times the work

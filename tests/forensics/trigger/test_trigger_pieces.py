@@ -61,6 +61,18 @@ def test_env_is_set_only_where_the_user_did_not(tmp_path):
     assert {v.name for v in recommended_env("/x")} >= {"NCCL_PROXY_DUMP_SIGNAL", "NCCL_RAS_ENABLE", "TORCH_NCCL_DUMP_ON_TIMEOUT"}
 
 
+def test_env_makes_a_post_mortem_decidable(tmp_path):
+    """Issue 39: FR timing on (started vs scheduled), the recorder's copy beside the NCCL logs."""
+    env = {"NCCL_ENABLE_TIMING": "0"}
+    applied = apply_env(tmp_path / "logs", env)
+    assert "TORCH_NCCL_ENABLE_TIMING" not in applied  # the old name is the user's choice
+    env = {}
+    apply_env(tmp_path / "logs", env)
+    assert env["TORCH_NCCL_ENABLE_TIMING"] == "1"
+    assert env["FORENSICS_RECORDER_COPY_DIR"] == str(tmp_path / "logs")
+    assert env["FORENSICS_RECORDER_COPY_DIR"] == env["NCCL_DEBUG_FILE"].rsplit("/", 1)[0]
+
+
 def test_gc_schedule_disables_and_collects_every_n():
     was = gc.isenabled()
     sched = GcSchedule(3)

@@ -1,0 +1,94 @@
+"""The recorder's state goes beside the NCCL logs when a job dies (issue 39 item 6).
+
+A logs folder on shared storage must hold what `collect` would have read from /dev/shm on
+each host: the harness (a stand-in for NCCL that drives the real plugin) hangs in a
+collective, then NCCL's abort (finalize with ops in flight), a SIGABRT or the process's
+exit must leave a decodable copy in the folder of NCCL_DEBUG_FILE (or
+FORENSICS_RECORDER_COPY_DIR); a clean finalize leaves none.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from nccl_patches.harness import run_harness, start_hanging_rank
+from parsers.readers.recorder import read_recorder_dir, read_recorder_file
+
+pytestmark = pytest.mark.integration
+
+RECV_WAIT = 10
+
+
+def hang(harness, plugin, ranks, env: dict[str, str], rank: int = 1):
+    """One harness rank hung in all-reduce seq 5 with a receive waiting (state RecvWait)."""
+    r = start_hanging_rank(harness, plugin, 5, rank, 4, 5, 3, 16, RECV_WAIT, 0, env)
+    ranks.append(r)
+    return r
+
+
+def wait_for(pred, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def test_abort_mid_hang_copies_the_state_into_the_nccl_log_folder(plugin, harness, state_dir, tmp_path, ranks):
+    logs = tmp_path / "logs"
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs}/nccl.%h.%p.log",
+           "HARNESS_ABORT": "1"}
+    r = hang(harness, plugin, ranks, env, rank=2)
+    copies = sorted(logs.glob("nccl-recorder.*.bin"))
+    assert [c.name for c in copies] == [p.name for p in sorted(state_dir.glob("nccl-recorder.*.bin"))]
+    st = read_recorder_file(copies[0])
+    assert st.pid == r.pid and st.rank == 2
+    assert st.in_flight_ops, "the copy holds the op the rank waits in"
+    assert not list(logs.glob("*.tmp"))
+
+
+def test_sigabrt_copies_then_dies_by_the_default_action(plugin, harness, state_dir, tmp_path, ranks):
+    copy_dir = tmp_path / "shared" / "%h"
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_COPY_DIR": str(copy_dir),
+           "NCCL_DEBUG_FILE": str(tmp_path / "elsewhere" / "nccl.log")}
+    r = hang(harness, plugin, ranks, env)
+    assert not list(tmp_path.rglob("shared/*/nccl-recorder.*.bin")), "no copy while the job runs"
+    os.kill(r.pid, signal.SIGABRT)
+    assert r.proc.wait(timeout=10) == -signal.SIGABRT  # handed on to the default action: the process ends
+    host = socket.gethostname().split(".")[0]
+    (copy,) = (tmp_path / "shared" / host).glob("nccl-recorder.*.bin")
+    st = read_recorder_file(copy)
+    assert st.pid == r.pid and st.rank == 1 and st.in_flight_ops
+    assert not (tmp_path / "elsewhere").exists() or not list((tmp_path / "elsewhere").glob("*.bin"))
+
+
+def test_exit_without_finalize_copies_and_clean_finalize_does_not(plugin, harness, state_dir, tmp_path):
+    logs_a, logs_b = tmp_path / "a", tmp_path / "b"
+    done = run_harness(harness, plugin, 5, ["run", "2", "12", "2", "4"],
+                       {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs_a}/nccl.log",
+                        "HARNESS_NO_FINALIZE": "1"})
+    assert done.returncode == 0, done.stderr
+    states, problems = read_recorder_dir(logs_a)
+    assert problems == [] and sorted(s.comm_id for s in states) == [0x1000, 0x1001]
+    assert all(s.coll_next == 12 for s in states)
+    done = run_harness(harness, plugin, 5, ["run", "2", "12", "2", "4"],
+                       {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs_b}/nccl.log"})
+    assert done.returncode == 0, done.stderr
+    assert not list(logs_b.glob("nccl-recorder.*")), "a clean finalize has nothing to tell"
+
+
+def test_copy_dir_none_turns_it_off(plugin, harness, state_dir, tmp_path, ranks):
+    logs = tmp_path / "logs"
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs}/nccl.log",
+           "FORENSICS_RECORDER_COPY_DIR": "none", "HARNESS_ABORT": "1"}
+    r = hang(harness, plugin, ranks, env)
+    os.kill(r.pid, signal.SIGABRT)
+    assert r.proc.wait(timeout=10) == -signal.SIGABRT
+    assert wait_for(lambda: True) and not list(tmp_path.rglob("logs/nccl-recorder.*"))
