@@ -27,13 +27,15 @@ PLUGIN_NAME = "libnccl-profiler-forensics.so"
 PRELOAD_NAME = "libnccl-recorder-preload.so"  #: the recorder as an LD_PRELOAD shim (NCCL < 2.23)
 OVERRIDE_ENV = "FORENSICS_NCCL_PLUGIN"  #: an explicit, already built recorder plugin (a published variable: kept)
 DIR_ENV = "FORENSICS_RECORDER_DIR"
+#: a second profiler plugin the recorder forwards every call to (NCCL loads only one): nccl_patches/src/chain.c
+CHAIN_ENV = "FORENSICS_RECORDER_CHAIN"
 
 #: What each library is made of (relative to SOURCES), and its link flags.
 TARGETS: dict[str, tuple[list[str], list[str]]] = {
-    PLUGIN_NAME: (["src/recorder_core.c", "src/profiler_plugin.c"], []),
+    PLUGIN_NAME: (["src/recorder_core.c", "src/profiler_plugin.c", "src/chain.c"], ["-ldl"]),
     PRELOAD_NAME: (["src/recorder_core.c", "src/preload_shim.c"], ["-ldl"]),
 }
-HEADERS = ["include/recorder_format.h", "include/nccl_profiler_abi.h", "src/recorder_core.h"]
+HEADERS = ["include/recorder_format.h", "include/nccl_profiler_abi.h", "src/recorder_core.h", "src/plugin_entry.h"]
 CFLAGS = ["-O2", "-g", "-Wall", "-fPIC", "-pthread", "-fvisibility=hidden", "-shared", "-Wl,-z,nodelete"]
 
 
@@ -108,8 +110,16 @@ def plugin_path(build_if_missing: bool = True) -> Path:
     return build(PLUGIN_NAME)
 
 
-def plugin_env(state_dir: str | None = None, build_if_missing: bool = True) -> dict[str, str]:
-    """Environment a rank needs so NCCL loads the recorder and writes state where we collect it."""
+def plugin_env(state_dir: str | None = None, build_if_missing: bool = True, chain: str | None = None) -> dict[str, str]:
+    """Environment a rank needs so NCCL loads the recorder and writes state where we collect it.
+
+    chain: a second profiler plugin (NCCL's Inspector, say) that had NCCL_PROFILER_PLUGIN before: the
+    recorder takes that seat and forwards every call to it, so both run."""
     env = {"NCCL_PROFILER_PLUGIN": str(plugin_path(build_if_missing))}
     env[DIR_ENV] = state_dir or os.environ.get(DIR_ENV) or "/dev/shm"
+    if chain:
+        target = Path(chain).expanduser()
+        if not target.is_file():
+            raise ForensicsError(f"--chain {chain}: no such file (name the second plugin's .so by its path)")
+        env[CHAIN_ENV] = str(target.resolve())
     return env

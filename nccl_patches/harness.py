@@ -73,3 +73,15 @@ def start_hanging_rank(harness: Path, plugin: Path, version: int, rank: int, nra
         hr.kill()
         raise RuntimeError(f"harness rank {rank} did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
     return hr
+
+
+def build_count_plugin(out_dir: Path, cc: str = "gcc", without_v5: bool = False) -> Path:
+    """Compile tests/count_plugin.c, a second profiler plugin that counts what it receives (chaining tests).
+
+    without_v5: leave interface v5 out, as an older plugin would (the recorder must refuse it by name)."""
+    out = out_dir / ("libnccl-profiler-count-nov5.so" if without_v5 else "libnccl-profiler-count.so")
+    cmd = [cc, "-O2", "-Wall", "-fPIC", "-shared", "-fvisibility=hidden", f"-I{HERE / 'include'}",
+           *(["-DCOUNT_WITHOUT_V5"] if without_v5 else []),
+           str(HERE / "tests" / "count_plugin.c"), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return out

@@ -84,6 +84,7 @@ UNDER_TEST: dict[str, str] = {
     "test_one_pipeline.py": "parsers.analyze", "test_ras_command.py": "forensics.collectors.ras",
     # integration/recorder
     "test_hung_ranks.py": "nccl_patches.harness", "test_preload_shim.py": "nccl_patches.harness",
+    "test_chain.py": "nccl_patches.harness",
     # integration/report
     "test_report_integration.py": "forensics.postmortem", "test_report_labels.py": "forensics.report.html",
     # integration/stacks

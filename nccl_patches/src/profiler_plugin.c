@@ -17,6 +17,7 @@
 
 #include "nccl_profiler_abi.h"
 #include "recorder_core.h"
+#include "plugin_entry.h"
 
 #define TAG_COLL 0u
 #define TAG_KERNEL 1u
@@ -30,6 +31,12 @@
    HF_PROFILE_KERNEL_CH)
 
 static _Alignas(64) char g_other_event[64];
+
+/* A step's first word (step, state, done, slot) is written with one store at its start. */
+_Static_assert(offsetof(struct recorder_step, step) == 0 && offsetof(struct recorder_step, state) == 4 &&
+                   offsetof(struct recorder_step, done) == 5 && offsetof(struct recorder_step, slot) == 6,
+               "step head layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state file is little-endian");
 static pid_t g_pid;
 
 static inline void* tag(void* p, unsigned t) { return (void*)((uintptr_t)p | t); }
@@ -62,30 +69,30 @@ static ncclResult_t common_init(void** context, uint64_t comm_id, int* mask, con
   return ncclSuccess;
 }
 
-static ncclResult_t init_v2(void** context, int* mask) {
+ncclResult_t init_v2(void** context, int* mask) {
   return common_init(context, 0, mask, "", -1, -1, -1, NULL, 2);
 }
 
-static ncclResult_t init_v3(void** context, int* mask) {
+ncclResult_t init_v3(void** context, int* mask) {
   return common_init(context, 0, mask, "", -1, -1, -1, NULL, 3);
 }
 
-static ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
+ncclResult_t init_v4(void** context, int* mask, const char* name, uint64_t hash, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, hash, mask, name, nnodes, nranks, rank, logfn, 4);
 }
 
-static ncclResult_t init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+ncclResult_t init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 5);
 }
 
-static ncclResult_t init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
+ncclResult_t init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes, int nranks,
                             int rank, ncclDebugLogger_t logfn) {
   return common_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, 6);
 }
 
-static ncclResult_t finalize(void* context) {
+ncclResult_t finalize(void* context) {
   rec_comm_close((struct rec_comm*)context);
   return ncclSuccess;
 }
@@ -123,21 +130,25 @@ static void start_common(struct rec_comm* c, void** handle, uint64_t type, void*
       struct recorder_proxy* p = untag(parent);
       if (!rec_is_proxy(c, p)) return;
       int step = ((const struct hf_descr_proxy_step*)u)->step;
-      struct recorder_step* s = &p->steps[(unsigned)step % RECORDER_STEP_SLOTS];
-      uint64_t now = rec_event_ns();
-      REC_ATOMIC_STORE(&s->done, 0);
-      REC_ATOMIC_STORE(&s->state, 0);
-      REC_ATOMIC_STORE(&s->step, step);
-      REC_ATOMIC_STORE(&s->ts_ns, now);
-      REC_ATOMIC_ADD(&p->steps_started, 1);
-      REC_ATOMIC_STORE(&p->last_progress_ns, now);
+      unsigned slot = (unsigned)step % RECORDER_STEP_SLOTS;
+      struct recorder_step* s = &p->steps[slot];
+      /* No clock read here: NCCL records a step's first state (SendGPUWait, RecvWait) right after
+       * starting it, in the same block of its proxy loop (net.cc send/recvProxyProgress), and that
+       * state stamps the step. Until then it carries its op's latest time, a lower bound. */
+      uint64_t then = REC_ATOMIC_LOAD_RELAXED(&p->last_progress_ns);
+      /* step, state 0, done 0 and slot share one aligned word: one store (little-endian layout) */
+      uint64_t head = (uint64_t)(uint32_t)step | (uint64_t)slot << 48;
+      __atomic_store_n((uint64_t*)(void*)s, head, __ATOMIC_RELAXED);
+      REC_RELAXED_STORE(&s->ts_ns, then);
+      /* one proxy thread drives an op's steps: a plain add, stored whole for readers */
+      REC_RELAXED_STORE(&p->steps_started, REC_ATOMIC_LOAD_RELAXED(&p->steps_started) + 1);
       *handle = tag(s, TAG_STEP);
       return;
     }
     case HF_PROFILE_KERNEL_CH: {
       if (parent == NULL || !rec_is_coll(c, parent)) return;
       struct recorder_coll* r = parent;
-      rec_coll_child(c, r, REC_ATOMIC_LOAD(&r->index), 1, 0);
+      rec_coll_child(c, r, REC_ATOMIC_LOAD(&r->index), 1, 0, 0);
       *handle = tag(r, TAG_KERNEL);
       return;
     }
@@ -181,7 +192,7 @@ static ncclResult_t start_v23(struct rec_comm* c, void** handle, uint8_t type, v
   return ncclSuccess;
 }
 
-static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
+ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDescr_v2_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -189,7 +200,7 @@ static ncclResult_t start_v2(void* context, void** handle, ncclProfilerEventDesc
   return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 0);
 }
 
-static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
+ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDescr_v3_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -197,7 +208,7 @@ static ncclResult_t start_v3(void* context, void** handle, ncclProfilerEventDesc
   return start_v23(context, handle, d->type, d->parentObj, d->rank, (const char*)&d->coll, 1);
 }
 
-static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
+ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -206,7 +217,7 @@ static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDesc
   return ncclSuccess;
 }
 
-static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
+ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -215,7 +226,7 @@ static ncclResult_t start_v5(void* context, void** handle, ncclProfilerEventDesc
   return ncclSuccess;
 }
 
-static ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
+ncclResult_t start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
   if (context == NULL || d == NULL) {
     if (handle) *handle = NULL;
     return ncclSuccess;
@@ -235,25 +246,34 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
  * state: in it the data is on the network and nothing else is awaited, so a slow link shows as
  * one sender's long SendWait while its peers wait in SendGPUWait/RecvWait for the data it
  * carries. One proxy thread writes an op's steps, so the add needs no atomic read-modify-write. */
-static inline void leave_state(struct recorder_proxy* op, struct recorder_step* s, uint64_t now) {
-  if (!op->is_send || REC_ATOMIC_LOAD(&s->state) != HF_STATE_STEP_SEND_WAIT) return;
-  uint64_t since = REC_ATOMIC_LOAD(&s->ts_ns);
+static inline void add_send_wait(struct recorder_proxy* op, const struct recorder_step* s, uint64_t now) {
+  uint64_t since = REC_ATOMIC_LOAD_RELAXED(&s->ts_ns);
   if (since == 0 || now <= since) return;
-  uint64_t total = (uint64_t)REC_ATOMIC_LOAD(&op->send_wait_us) + (now - since) / 1000u;
-  REC_ATOMIC_STORE(&op->send_wait_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&op->send_wait_us) + (now - since) / 1000u;
+  REC_RELAXED_STORE(&op->send_wait_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
 }
 
-/* The clock for a step's change to `next` (-1: its stop): the precise one only where SendWait is
- * entered or left, whose time send_wait_us adds up; the coarse one elsewhere. Why: a precise read
- * costs ~20 ns against ~5, and steps change state five times each (measured with
- * benchmarks/recorder_event_cost.py: precise stamps everywhere took a collective of 16 steps from
- * 0.7 to 2.6 us of proxy-thread time). Both clocks are CLOCK_REALTIME, so stamps stay comparable. */
-static inline uint64_t step_clock(const struct recorder_proxy* op, const struct recorder_step* s, int next) {
-  int in_wait = REC_ATOMIC_LOAD(&s->state) == HF_STATE_STEP_SEND_WAIT;
-  return op->is_send && (in_wait || next == HF_STATE_STEP_SEND_WAIT) ? rec_now_ns() : rec_event_ns();
+/* A step's change to `next` (-1: its stop), stamped with the precise clock only where SendWait
+ * is entered or left (send_wait_us adds those times up), with the coarse one elsewhere. Why: a
+ * precise stamp costs ~10 ns (the tick counter; 20 through the vDSO) against ~3, and a step
+ * changes five times. Both clocks are CLOCK_REALTIME, so stamps stay comparable. Progress words
+ * are stored relaxed: each is whole for a reader, and no reader orders one against another. */
+static inline uint64_t step_change(struct recorder_step* s, int next) {
+  struct recorder_proxy* op = step_owner(s);
+  int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
+  uint64_t now;
+  if (op->is_send && (was_wait || next == HF_STATE_STEP_SEND_WAIT)) {
+    now = rec_fast_ns();
+    if (was_wait) add_send_wait(op, s, now);
+  } else {
+    now = rec_event_ns();
+  }
+  REC_RELAXED_STORE(&s->ts_ns, now);
+  REC_RELAXED_STORE(&op->last_progress_ns, now);
+  return now;
 }
 
-static ncclResult_t stop_event(void* handle) {
+ncclResult_t stop_event(void* handle) {
   if (handle == NULL) return ncclSuccess;
   void* p = untag(handle);
   switch (tag_of(handle)) {
@@ -264,7 +284,7 @@ static ncclResult_t stop_event(void* handle) {
     }
     case TAG_KERNEL: {
       struct recorder_coll* r = p;
-      rec_coll_child(rec_coll_owner(r), r, REC_ATOMIC_LOAD(&r->index), 1, 1);
+      rec_coll_child(rec_coll_owner(r), r, REC_ATOMIC_LOAD(&r->index), 1, 1, 0);
       return ncclSuccess;
     }
     case TAG_PROXY:
@@ -273,12 +293,9 @@ static ncclResult_t stop_event(void* handle) {
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = step_clock(op, s, -1);
-      leave_state(op, s, now);
-      REC_ATOMIC_STORE(&s->done, 1);
-      REC_ATOMIC_STORE(&s->ts_ns, now);
-      REC_ATOMIC_ADD(&op->steps_done, 1);
-      REC_ATOMIC_STORE(&op->last_progress_ns, now);
+      step_change(s, -1);
+      REC_RELAXED_STORE(&s->done, 1);
+      REC_RELAXED_STORE(&op->steps_done, REC_ATOMIC_LOAD_RELAXED(&op->steps_done) + 1);
       return ncclSuccess;
     }
     default:
@@ -295,14 +312,13 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
     case TAG_STEP: {
       struct recorder_step* s = p;
       struct recorder_proxy* op = step_owner(s);
-      uint64_t now = step_clock(op, s, (int)state);
-      leave_state(op, s, now);
-      REC_ATOMIC_STORE(&s->state, (uint8_t)state);
-      REC_ATOMIC_STORE(&s->ts_ns, now);
-      REC_ATOMIC_STORE(&op->last_state, (uint8_t)state);
-      REC_ATOMIC_STORE(&op->last_step, s->step);
-      REC_ATOMIC_STORE(&op->last_progress_ns, now);
-      if (args) REC_ATOMIC_STORE(&op->trans_bytes, (uint64_t)((const ncclProfilerEventStateArgs_v5_t*)args)->proxyStep.transSize);
+      step_change(s, (int)state);
+      REC_RELAXED_STORE(&s->state, (uint8_t)state);
+      REC_RELAXED_STORE(&op->last_state, (uint8_t)state);
+      REC_RELAXED_STORE(&op->last_step, REC_ATOMIC_LOAD_RELAXED(&s->step));
+      if (args)
+        REC_RELAXED_STORE(&op->trans_bytes,
+                          (uint64_t)((const ncclProfilerEventStateArgs_v5_t*)args)->proxyStep.transSize);
       return ncclSuccess;
     }
     case TAG_PROXY: {
@@ -319,26 +335,26 @@ static ncclResult_t record_state(void* handle, ncclProfilerEventState_t state, c
 }
 
 /* v2/v3 state args begin with transSize too (proxyOp.transSize). */
-static ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
+ncclResult_t record_v2(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v2_t* a) {
   return record_state(h, s, a);
 }
 
-static ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
+ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v4_t* a) {
   return record_state(h, s, a);
 }
-static ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
+ncclResult_t record_v5(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
   return record_state(h, s, a);
 }
 
 /* ------------------------------------------------------------- exports */
 
-__attribute__((visibility("default"))) const ncclProfiler_v2_t ncclProfiler_v2 = {
+__attribute__((visibility("default"))) ncclProfiler_v2_t ncclProfiler_v2 = {
     "hang-forensics-recorder", init_v2, start_v2, stop_event, record_v2, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v3_t ncclProfiler_v3 = {
+__attribute__((visibility("default"))) ncclProfiler_v3_t ncclProfiler_v3 = {
     "hang-forensics-recorder", init_v3, start_v3, stop_event, record_v2, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v4_t ncclProfiler_v4 = {
+__attribute__((visibility("default"))) ncclProfiler_v4_t ncclProfiler_v4 = {
     "hang-forensics-recorder", init_v4, start_v4, stop_event, record_v4, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5 = {
+__attribute__((visibility("default"))) ncclProfiler_v5_t ncclProfiler_v5 = {
     "hang-forensics-recorder", init_v5, start_v5, stop_event, record_v5, finalize};
-__attribute__((visibility("default"))) const ncclProfiler_v6_t ncclProfiler_v6 = {
+__attribute__((visibility("default"))) ncclProfiler_v6_t ncclProfiler_v6 = {
     "hang-forensics-recorder", init_v6, start_v6, stop_event, record_v5, finalize};

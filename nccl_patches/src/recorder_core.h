@@ -10,11 +10,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "recorder_format.h"
 
 #define REC_ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define REC_ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define REC_ATOMIC_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define REC_RELAXED_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define REC_ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
 
 struct rec_config {
@@ -47,7 +50,22 @@ struct rec_comm {
 
 const struct rec_config* rec_config(void);
 uint64_t rec_now_ns(void);
-uint64_t rec_event_ns(void); /* coarse (1-4 ms), cheap: for per-event stamps */
+typedef int (*rec_clock_fn)(clockid_t, struct timespec*);
+extern rec_clock_fn rec_vdso_clock; /* set by rec_config() */
+
+/* Event times: a hang is seconds long, so the kernel's tick (1-4 ms) is precision enough, and the
+ * coarse clock costs 3-5 ns instead of 20. Inline: it is read on nearly every event. */
+static inline uint64_t rec_event_ns(void) {
+  struct timespec ts;
+  rec_vdso_clock(CLOCK_REALTIME_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+/* CLOCK_REALTIME at ns precision from the CPU's tick counter (TSC / cntvct), rebased on the
+ * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. */
+uint64_t rec_fast_ns(void);
+/* Stamps hdr->last_event_ns only when `now` is newer: events in the same coarse tick leave the
+ * header's cache line unwritten, so the user and proxy threads stop passing it to each other. */
+void rec_touch(struct rec_comm* c, uint64_t now);
 
 /* Creates and maps the state file of one communicator; registers it with the
  * heartbeat thread (started on first use). Returns NULL and fills err on failure. */
@@ -73,18 +91,30 @@ struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t 
 void rec_coll_enqueued(struct rec_comm* c, struct recorder_coll* r);
 void rec_coll_complete(struct rec_comm* c, struct recorder_coll* r, uint64_t when_ns);
 /* True when `p` points at the start of a ring slot of this communicator. */
-int rec_is_coll(const struct rec_comm* c, const void* p);
+static inline int rec_is_coll(const struct rec_comm* c, const void* p) {
+  const char* b = (const char*)c->ring;
+  const char* q = (const char*)p;
+  if (q < b || q >= b + (size_t)c->ring_len * sizeof(struct recorder_coll)) return 0;
+  return ((size_t)(q - b) % sizeof(struct recorder_coll)) == 0;
+}
 /* Interfaces v2/v3 name the communicator only in Coll/P2p events: fill it in late. */
 void rec_comm_identify(struct rec_comm* c, uint64_t comm_id, const char* name, int rank);
 static inline struct rec_comm* rec_coll_owner(const struct recorder_coll* r) {
   return (struct rec_comm*)(uintptr_t)r->writer_private;
 }
-void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done);
+/* A child of r (proxy op or kernel channel) started or stopped at `now` (0: read the clock here). */
+void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect_index, int kernel, int done,
+                    uint64_t now);
 
 /* Proxy ops: a slot pool probed lock-free; NULL when every probed slot is busy. */
 struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
                                        int peer, int channel, int is_send, int n_steps, int chunk_size);
 void rec_proxy_end(struct recorder_proxy* p);
-int rec_is_proxy(const struct rec_comm* c, const void* p);
+static inline int rec_is_proxy(const struct rec_comm* c, const void* p) {
+  const char* b = (const char*)c->proxy;
+  const char* q = (const char*)p;
+  if (q < b || q >= b + (size_t)c->proxy_slots * sizeof(struct recorder_proxy)) return 0;
+  return ((size_t)(q - b) % sizeof(struct recorder_proxy)) == 0;
+}
 
 #endif

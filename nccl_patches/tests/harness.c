@@ -106,9 +106,15 @@ static void* start_old(void* ctx, uint64_t type, void* parent, int rank, void (*
   return h;
 }
 
+/* HARNESS_HONOR_MASK=1: send only the event types of the mask init returned, as NCCL does (the
+ * chaining tests compare a plugin's counts alone and behind the recorder). */
+static int g_honor_mask;
+static int g_mask;
+
 /* One descriptor type big enough for every version; filled per version below. */
 static void* start(void* ctx, uint64_t type, void* parent, int rank, void (*fill)(void* u, void* arg), void* arg) {
   void* h = NULL;
+  if (g_honor_mask && !(type & (uint64_t)g_mask)) return NULL; /* as NCCL: only the types the plugin asked for */
   if (g_version <= 3) return start_old(ctx, type, parent, rank, fill, arg);
   if (g_version == 4) {
     ncclProfilerEventDescr_v4_t d;
@@ -139,6 +145,7 @@ static void* start(void* ctx, uint64_t type, void* parent, int rank, void (*fill
 }
 
 static void stop(void* h) {
+  if (h == NULL && g_honor_mask) return; /* NCCL stops only events that started */
   if (g_version == 2) g_v2->stopEvent(h);
   else if (g_version == 3) g_v3->stopEvent(h);
   else if (g_version == 4) g_v4->stopEvent(h);
@@ -147,6 +154,7 @@ static void stop(void* h) {
 }
 
 static void state(void* h, int s, size_t trans) {
+  if (h == NULL && g_honor_mask) return;
   ncclProfilerEventStateArgs_v5_t a;
   memset(&a, 0, sizeof a);
   a.proxyStep.transSize = trans;
@@ -170,6 +178,7 @@ static void* init(uint64_t id, const char* name, int nnodes, int nranks, int ran
     exit(3);
   }
   remember(ctx, id, name);
+  g_mask = *mask;
   return ctx;
 }
 
@@ -389,6 +398,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_version = atoi(argv[2]);
+  g_honor_mask = getenv("HARNESS_HONOR_MASK") != NULL;
   if (getenv("HARNESS_SEND_WAIT_US")) g_send_wait_us = atol(getenv("HARNESS_SEND_WAIT_US"));
   char sym[32];
   snprintf(sym, sizeof sym, "ncclProfiler_v%d", g_version);

@@ -1,10 +1,20 @@
 /*
- * microbench.c - CPU cost of the recorder's entry points per NCCL event, against
- * a baseline of empty entry points called the same way in the same run.
- *   microbench PLUGIN.so ITERATIONS
- * One "iteration" is one collective as NCCL reports it with 1 channel: group,
- * coll, kernel channel, a send and a recv proxy op with 8 steps each and their
- * states: 100 calls. Prints ns per call for the plugin and the baseline.
+ * microbench.c - CPU cost of profiler plugins per collective, against empty entry points called
+ * the same way, alternating in one process so drift and load hit every variant alike.
+ *
+ *   microbench ITERATIONS REPEATS CHANNELS LABEL=PLUGIN.so [LABEL=PLUGIN.so ...]
+ *   (env MICROBENCH_STEPS: steps per proxy op, default 8; 5 calls each)
+ *
+ * One collective as NCCL reports it with CHANNELS channels:
+ *   launch path (user thread): Group start, Coll start, Coll stop, Group stop       4 calls
+ *   proxy path (proxy thread), per channel: KernelCh start, a send and a recv proxy op with
+ *     InProgress, 8 steps of start + 3 states + stop each, op stop, KernelChStop, KernelCh stop
+ *                                                                                 96 calls (8 + 10 per step)
+ * (100 calls at 1 channel). Each repeat times ITERATIONS collectives per variant, launch path
+ * alone and whole, in a rotating order; the output gives per variant the min and median
+ * ns per collective (whole, launch path) over the repeats, as one JSON line.
+ * LABEL=RECORDER.so+OTHER.so loads RECORDER.so with FORENSICS_RECORDER_CHAIN=OTHER.so (read at
+ * load: RECORDER.so must then be a copy of the file the unchained variant loads).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,6 +25,9 @@
 #include <unistd.h>
 
 #include "nccl_profiler_abi.h"
+
+#define MAX_VARIANTS 8
+#define MAX_REPEATS 1000
 
 static char g_dummy[64];
 static ncclResult_t e_init(void** c, uint64_t id, int* m, const char* n, int a, int b, int r, ncclDebugLogger_t l) {
@@ -31,74 +44,141 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static double run(const ncclProfiler_v5_t* p, long iters) {
-  void* ctx;
-  int mask;
-  p->init(&ctx, 42, &mask, "bench", 2, 2, 0, NULL);
+static void* launch(const ncclProfiler_v5_t* p, void* ctx, long i, int nch) {
+  ncclProfilerEventDescr_v5_t d;
+  void *g, *c;
+  memset(&d, 0, sizeof d);
+  d.type = HF_PROFILE_GROUP;
+  p->startEvent(ctx, &g, &d);
+  d.type = HF_PROFILE_COLL;
+  d.parentObj = g;
+  d.coll.seqNumber = (uint64_t)i;
+  d.coll.func = "AllReduce";
+  d.coll.datatype = "ncclFloat32";
+  d.coll.algo = "RING";
+  d.coll.proto = "SIMPLE";
+  d.coll.count = 1 << 20;
+  d.coll.nChannels = (uint8_t)nch;
+  d.coll.parentGroup = g;
+  p->startEvent(ctx, &c, &d);
+  p->stopEvent(c);
+  p->stopEvent(g);
+  return c;
+}
+
+static int g_steps = 8;
+
+static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
   ncclProfilerEventDescr_v5_t d;
   ncclProfilerEventStateArgs_v5_t a = {0};
+  void *k, *op, *st;
+  memset(&d, 0, sizeof d);
+  d.type = HF_PROFILE_KERNEL_CH;
+  d.parentObj = c;
+  d.kernelCh.channelId = (uint8_t)ch;
+  p->startEvent(ctx, &k, &d);
+  for (int send = 0; send < 2; send++) {
+    memset(&d, 0, sizeof d);
+    d.type = HF_PROFILE_PROXY_OP;
+    d.parentObj = c;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.channelId = (uint8_t)ch;
+    d.proxyOp.peer = 1;
+    d.proxyOp.nSteps = g_steps;
+    d.proxyOp.isSend = send;
+    p->startEvent(ctx, &op, &d);
+    p->recordEventState(op, HF_STATE_PROXY_OP_IN_PROGRESS, &a);
+    for (int s = 0; s < g_steps; s++) {
+      memset(&d, 0, sizeof d);
+      d.type = HF_PROFILE_PROXY_STEP;
+      d.parentObj = op;
+      d.proxyStep.step = s;
+      p->startEvent(ctx, &st, &d);
+      a.proxyStep.transSize = 4096;
+      p->recordEventState(st, send ? HF_STATE_STEP_SEND_GPU_WAIT : HF_STATE_STEP_RECV_WAIT, &a);
+      p->recordEventState(st, send ? HF_STATE_STEP_SEND_PEER_WAIT : HF_STATE_STEP_RECV_FLUSH_WAIT, &a);
+      p->recordEventState(st, send ? HF_STATE_STEP_SEND_WAIT : HF_STATE_STEP_RECV_GPU_WAIT, &a);
+      p->stopEvent(st);
+    }
+    p->stopEvent(op);
+  }
+  p->recordEventState(k, HF_STATE_KERNEL_CH_STOP, &a);
+  p->stopEvent(k);
+}
+
+/* ns per collective: whole (launch + proxy) when `whole`, else the launch path alone. */
+static double run(const ncclProfiler_v5_t* p, void* ctx, long iters, int nch, int whole) {
   double t0 = now();
   for (long i = 0; i < iters; i++) {
-    void *g, *c, *k, *op, *st;
-    memset(&d, 0, sizeof d);
-    d.type = HF_PROFILE_GROUP;
-    p->startEvent(ctx, &g, &d);
-    d.type = HF_PROFILE_COLL;
-    d.parentObj = g;
-    d.coll.seqNumber = (uint64_t)i;
-    d.coll.func = "AllReduce";
-    d.coll.datatype = "ncclFloat32";
-    d.coll.algo = "RING";
-    d.coll.proto = "SIMPLE";
-    d.coll.count = 1 << 20;
-    d.coll.nChannels = 1;
-    p->startEvent(ctx, &c, &d);
-    p->stopEvent(c);
-    p->stopEvent(g);
-    memset(&d, 0, sizeof d);
-    d.type = HF_PROFILE_KERNEL_CH;
-    d.parentObj = c;
-    p->startEvent(ctx, &k, &d);
-    for (int send = 0; send < 2; send++) {
-      memset(&d, 0, sizeof d);
-      d.type = HF_PROFILE_PROXY_OP;
-      d.parentObj = c;
-      d.proxyOp.pid = getpid();
-      d.proxyOp.peer = 1;
-      d.proxyOp.nSteps = 8;
-      d.proxyOp.isSend = send;
-      p->startEvent(ctx, &op, &d);
-      p->recordEventState(op, HF_STATE_PROXY_OP_IN_PROGRESS, &a);
-      for (int s = 0; s < 8; s++) {
-        memset(&d, 0, sizeof d);
-        d.type = HF_PROFILE_PROXY_STEP;
-        d.parentObj = op;
-        d.proxyStep.step = s;
-        p->startEvent(ctx, &st, &d);
-        p->recordEventState(st, send ? HF_STATE_STEP_SEND_GPU_WAIT : HF_STATE_STEP_RECV_WAIT, &a);
-        p->recordEventState(st, send ? HF_STATE_STEP_SEND_PEER_WAIT : HF_STATE_STEP_RECV_FLUSH_WAIT, &a);
-        p->recordEventState(st, send ? HF_STATE_STEP_SEND_WAIT : HF_STATE_STEP_RECV_GPU_WAIT, &a);
-        p->stopEvent(st);
-      }
-      p->stopEvent(op);
-    }
-    p->recordEventState(k, HF_STATE_KERNEL_CH_STOP, &a);
-    p->stopEvent(k);
+    void* c = launch(p, ctx, i, nch);
+    if (whole)
+      for (int ch = 0; ch < nch; ch++) proxy(p, ctx, c, ch);
   }
-  double dt = now() - t0;
-  p->finalize(ctx);
-  return dt * 1e9 / ((double)iters * 100.0);
+  return (now() - t0) * 1e9 / (double)iters;
+}
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static void summary(const char* label, double* v, int n, const char* sep) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  printf("\"%s\": {\"min\": %.1f, \"median\": %.1f, \"max\": %.1f}%s", label, v[0], v[n / 2], v[n - 1], sep);
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3) return 2;
-  void* lib = dlopen(argv[1], RTLD_NOW);
-  if (!lib) return 2;
-  const ncclProfiler_v5_t* p = dlsym(lib, "ncclProfiler_v5");
-  long iters = atol(argv[2]);
-  run(p, iters / 10 + 1); /* warm */
-  double base = run(&empty, iters), plug = run(p, iters);
-  printf("{\"calls_per_iteration\": 100, \"iterations\": %ld, \"ns_per_call_baseline\": %.2f, "
-         "\"ns_per_call_plugin\": %.2f}\n", iters, base, plug);
+  if (argc < 5) {
+    fprintf(stderr, "usage: microbench ITERATIONS REPEATS CHANNELS LABEL=PLUGIN.so...\n");
+    return 2;
+  }
+  long iters = atol(argv[1]);
+  if (getenv("MICROBENCH_STEPS")) g_steps = atoi(getenv("MICROBENCH_STEPS"));
+  int repeats = atoi(argv[2]), nch = atoi(argv[3]);
+  if (repeats > MAX_REPEATS) repeats = MAX_REPEATS;
+  int nv = 1;
+  const char* labels[MAX_VARIANTS] = {"empty"};
+  const ncclProfiler_v5_t* plugins[MAX_VARIANTS] = {&empty};
+  for (int i = 4; i < argc && nv < MAX_VARIANTS; i++, nv++) {
+    char* eq = strchr(argv[i], '=');
+    if (eq == NULL) return 2;
+    *eq = '\0';
+    labels[nv] = argv[i];
+    char* plus = strchr(eq + 1, '+');
+    if (plus) {
+      *plus = '\0';
+      setenv("FORENSICS_RECORDER_CHAIN", plus + 1, 1);
+    }
+    void* lib = dlopen(eq + 1, RTLD_NOW | RTLD_LOCAL);
+    unsetenv("FORENSICS_RECORDER_CHAIN");
+    plugins[nv] = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
+    if (plugins[nv] == NULL) {
+      fprintf(stderr, "cannot load %s: %s\n", eq + 1, dlerror());
+      return 2;
+    }
+  }
+  void* ctx[MAX_VARIANTS];
+  for (int v = 0; v < nv; v++) {
+    int mask;
+    plugins[v]->init(&ctx[v], 42 + (uint64_t)v, &mask, "bench", 2, 2, 0, NULL);
+    run(plugins[v], ctx[v], iters / 10 + 1, nch, 1); /* warm */
+  }
+  static double whole[MAX_VARIANTS][MAX_REPEATS], launch_only[MAX_VARIANTS][MAX_REPEATS];
+  for (int r = 0; r < repeats; r++)
+    for (int k = 0; k < nv; k++) {
+      int v = (k + r) % nv; /* rotate the order */
+      whole[v][r] = run(plugins[v], ctx[v], iters, nch, 1);
+      launch_only[v][r] = run(plugins[v], ctx[v], iters, nch, 0);
+    }
+  printf("{\"iterations\": %ld, \"repeats\": %d, \"channels\": %d, \"steps\": %d, \"calls_per_collective\": %d, "
+         "\"ns_per_collective\": {", iters, repeats, nch, g_steps, 4 + (8 + 10 * g_steps) * nch);
+  for (int v = 0; v < nv; v++) {
+    printf("\"%s\": {", labels[v]);
+    summary("whole", whole[v], repeats, ", ");
+    summary("launch", launch_only[v], repeats, "}");
+    printf("%s", v + 1 < nv ? ", " : "");
+  }
+  printf("}}\n");
+  for (int v = 0; v < nv; v++) plugins[v]->finalize(ctx[v]);
   return 0;
 }

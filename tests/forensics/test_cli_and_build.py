@@ -45,6 +45,17 @@ def test_cli_path_and_env(plugin, state_dir):
     assert f"export FORENSICS_RECORDER_DIR={state_dir}" in env.stdout
 
 
+def test_cli_env_chain_names_the_second_plugin(plugin, state_dir, tmp_path):
+    other = tmp_path / "libnccl-profiler-inspector.so"
+    other.write_bytes(b"")
+    env = _cli("env", "--dir", str(state_dir), "--chain", str(other))
+    assert env.returncode == 0
+    assert f"export NCCL_PROFILER_PLUGIN={plugin}" in env.stdout  # the recorder keeps NCCL's seat
+    assert f"export FORENSICS_RECORDER_CHAIN={other}" in env.stdout
+    missing = _cli("env", "--chain", str(tmp_path / "nope.so"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
 def test_cli_override_must_exist(tmp_path):
     out = _cli("path", env={"FORENSICS_NCCL_PLUGIN": str(tmp_path / "nope.so")})
     assert out.returncode == 2 and "does not exist" in out.stderr

@@ -117,3 +117,21 @@ def test_send_wait_is_timed_per_op(plugin, harness, state_dir):
     for op in sends:  # 3 steps x 2 ms, plus the scheduler's lateness in usleep
         assert 3 * 2000 <= op.send_wait_us < 3 * 2000 + 60_000, op
     assert all(op.send_wait_us is None for op in recvs)
+
+
+def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
+    """Op stamps and SendWait come from the CPU's tick counter, rebased on CLOCK_REALTIME: they must
+    fall inside the run's wall-clock window, in order, like the precise clock's would."""
+    import time
+
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "300"}
+    before = time.time_ns()
+    assert run_harness(harness, plugin, 5, ["run", "1", "30", "1", "3"], env).returncode == 0
+    after = time.time_ns()
+    (st,), _ = read_recorder_dir(state_dir)
+    assert st.precise_op_times
+    for c in st.colls:
+        assert before <= c.start_ns <= c.enqueued_ns <= c.complete_ns <= after
+    sends = [op for op in st.proxy_ops if op.direction == "send"]
+    # 3 steps x 300 us in SendWait per send op, timed on the tick counter (sleep overshoots, never undershoots)
+    assert sends and all(900 <= op.send_wait_us < 900 + 3 * 20_000 for op in sends)

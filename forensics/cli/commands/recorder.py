@@ -23,7 +23,8 @@ that keeps each communicator's in-flight operations in a file under /dev/shm,
 readable while the job hangs. Actions:
   path    print the plugin's path (builds it with gcc if needed)
   build   (re)build the plugin (and --preload: the LD_PRELOAD shim for NCCL < 2.23)
-  env     print the export lines a rank needs (eval "$(forensics recorder env)")
+  env     print the export lines a rank needs (eval "$(forensics recorder env)");
+          --chain PLUGIN_SO also forwards every profiler call to a second plugin
   read    decode state files or folders of them; --json for data, default: text + analysis
 """
 
@@ -38,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["path", "build", "env", "read"], help="what to do (see the list above)")
     parser.add_argument("files", nargs="*", help="read: state files (.bin) or folders holding them")
     parser.add_argument("--dir", help="env: where ranks write state files (default /dev/shm)")
+    parser.add_argument("--chain", metavar="PLUGIN_SO",
+                        help="env: a second NCCL profiler plugin (e.g. NCCL's Inspector) the recorder forwards "
+                             "every call to, so both run (FORENSICS_RECORDER_CHAIN)")
     parser.add_argument("--cc", help="build: C compiler (default $CC or gcc)")
     parser.add_argument("--force", action="store_true", help="build: rebuild even if up to date")
     parser.add_argument("--preload", action="store_true", help="build/path: the LD_PRELOAD shim instead")
@@ -59,7 +63,7 @@ def _other(args: argparse.Namespace) -> int:
     elif args.action == "path":
         print(recorder_build.build(name, cc=args.cc) if args.preload else recorder_build.plugin_path())
     elif args.action == "env":
-        for key, value in recorder_build.plugin_env(args.dir).items():
+        for key, value in recorder_build.plugin_env(args.dir, chain=args.chain).items():
             print(f"export {key}={shlex.quote(value)}")
     return ExitCode.OK
 

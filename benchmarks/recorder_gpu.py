@@ -1,0 +1,494 @@
+"""The recorder's cost on one GPU, and chaining on a real NCCL: one device call of at most 9 minutes.
+
+Groups of ranks (nccl_patches/device/bench_worker.py) stay up side by side, one without the
+recorder (base) and one with it (recorder), and are timed in turns, batch after batch, in
+alternating order (base first on even rounds, recorder first on odd ones), until the spread of
+each median is under --target-spread (0.5%) or the cell's share of the time cap is spent:
+  1. layout "1 rank": a one-rank communicator (no network: NCCL's smallest latency, so the
+     recorder's fixed cost shows), all_reduce, all_gather, send/recv, 8 B .. 256 MB;
+  2. a DDP training step (6 x Linear(4096) MLP, batch 256) on the one-rank group;
+  3. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
+     8 ranks as 8 hosts running the same ops: its counts must be equal;
+  4. layout "8 hosts": 8 ranks on the one GPU, each its own host (NCCL_HOSTID, sockets over lo:
+     proxy ops and steps, the recorder's busiest path), the same ops and sizes while time lasts.
+Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative; a cost's spread combines both.
+Everything is written to --out as it is measured (results.jsonl, one line per figure; table.md
+rewritten after each), so a run cut short still returns what it measured.
+
+    python benchmarks/recorder_gpu.py --out "$OUT"                       # the device run (NCCL)
+    python benchmarks/recorder_gpu.py --dry-run --out /tmp/x      # CPU dry run (gloo + the fake-NCCL harness), < 1 min
+Goals (issue 44): < 1% at >= 1 MB, < 3% below, < 0.5% of a training step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import queue
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.recorder_overhead import human  # noqa: E402
+from forensics import recorder_build  # noqa: E402
+from nccl_patches.harness import build_count_plugin, build_harness, run_harness  # noqa: E402
+from parsers.readers.recorder import read_recorder_dir  # noqa: E402
+
+WORKER = REPO / "nccl_patches" / "device" / "bench_worker.py"
+SIZES = [8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+OPS = ["all_reduce", "all_gather", "sendrecv"]
+COUNT_MASK = "0xf5f"  # Group Coll P2p ProxyOp ProxyStep KernelCh + the v5 API events; not ProxyCtrl (timing-made)
+
+
+_STATE_ROOT: list[Path] = []
+
+
+def state_root() -> Path:
+    """Where the recorder's state files go: /dev/shm, as deployed (a file on disk would add page
+    write-back the real thing never pays); one folder per run, removed at its end."""
+    if not _STATE_ROOT:
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        _STATE_ROOT.append(Path(tempfile.mkdtemp(prefix="hf-gpu-bench-", dir=shm)))
+    return _STATE_ROOT[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class GroupDown(Exception):
+    """A group stopped answering (a hung collective, a dead rank): it must be started again."""
+
+
+class Group:
+    """The ranks of one communicator, each a bench_worker reading commands on stdin."""
+
+    def __init__(self, name: str, ranks: int, env_extra: dict[str, str], work: Path, backend: str) -> None:
+        self.name, self.ranks, self.work = name, ranks, work
+        self.procs: list[subprocess.Popen] = []
+        self.lines: queue.Queue[str] = queue.Queue()
+        port = free_port()
+        logs = work / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for r in range(ranks):
+            env = dict(os.environ)
+            env.pop("NCCL_PROFILER_PLUGIN", None)
+            env.update(RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port), NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV",
+                       NCCL_DEBUG_FILE=str(logs / f"nccl.{name}.{r}.%p.log"), PYTHONUNBUFFERED="1")
+            if ranks > 1:  # every rank its own host: NET/Socket over lo, proxy ops and steps
+                env.update(NCCL_HOSTID=f"{name}-host{r}", NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1",
+                           NCCL_NVLS_ENABLE="0")
+            env.update(env_extra)
+            out = subprocess.PIPE if r == 0 else open(logs / f"{name}.{r}.out", "w")
+            self.procs.append(subprocess.Popen([sys.executable, str(WORKER), "--backend", backend], env=env,
+                                               stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                               text=True, bufsize=1))
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.procs[0].stdout is not None
+        for line in self.procs[0].stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put("EOF")
+
+    def expect(self, prefix: str, timeout: float) -> str:
+        """The next line of rank 0 starting with prefix (others are its log lines)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                line = self.lines.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                raise GroupDown(f"{self.name}: no {prefix} in {timeout:.0f} s") from None
+            if line == "EOF":
+                raise GroupDown(f"{self.name}: rank 0 exited (see {self.work / 'logs'})")
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+
+    def ask(self, cmd: dict, timeout: float) -> dict:
+        text = json.dumps(cmd) + "\n"
+        for p in self.procs:
+            assert p.stdin is not None
+            try:
+                p.stdin.write(text)
+                p.stdin.flush()
+            except (BrokenPipeError, OSError) as err:
+                raise GroupDown(f"{self.name}: a rank is gone ({err})") from None
+        return json.loads(self.expect("RESULT", timeout))
+
+    def quit(self, timeout: float = 60) -> None:
+        for p in self.procs:
+            try:
+                assert p.stdin is not None
+                p.stdin.write('{"cmd": "quit"}\n')
+                p.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def rel_spread(values: list[float]) -> float:
+    """Relative standard error of the median, in %: 1.2533 x sigma / sqrt(n), sigma from the MAD."""
+    if len(values) < 3:
+        return float("inf")
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    return 100 * 1.2533 * 1.4826 * mad / len(values) ** 0.5 / med if med > 0 else float("inf")
+
+
+def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_rounds: int = 3,
+              patience: float = 60) -> dict:
+    """Time cmd in each group by turns until both medians are resolved to `target` % or budget ends."""
+    samples: dict[str, list[float]] = {m: [] for m in groups}
+    modes = list(groups)
+    start, rounds = time.monotonic(), 0
+    while True:
+        k = rounds % len(modes)  # rotate: each group leads, follows and sits in the middle alike
+        order = modes[k:] + modes[:k] if (rounds // len(modes)) % 2 == 0 else (modes[k:] + modes[:k])[::-1]
+        for m in order:
+            res = groups[m].ask(cmd, timeout=max(patience, budget_s * 2))
+            if "error" in res:
+                return {"error": res["error"]}
+            samples[m].append(res["sec"])
+        rounds += 1
+        spent = time.monotonic() - start
+        resolved = all(rel_spread(v) < target for v in samples.values())
+        if rounds >= min_rounds and (resolved or spent >= budget_s):
+            break
+    return {m: {"median_us": statistics.median(v) * 1e6, "spread_pct": rel_spread(v), "n": len(v)}
+            for m, v in samples.items()}
+
+
+def iterations(groups: dict, cmd: dict, batch_s: float, cap: int, patience: float) -> tuple[int, float]:
+    """Calls per batch so one batch lasts about batch_s (probed on the base group), and one call's seconds."""
+    probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=patience)
+    if "error" in probe:
+        raise RuntimeError(probe["error"])
+    return max(1, min(cap, int(batch_s / max(probe["sec"], 1e-7)))), probe["sec"]
+
+
+class Report:
+    """results.jsonl (append as measured) and table.md (rewritten) in the output folder."""
+
+    def __init__(self, out: Path, header: dict) -> None:
+        self.out, self.header, self.rows = out, header, []
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "facts.json").write_text(json.dumps(header, indent=1) + "\n")
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        with open(self.out / "results.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        (self.out / "table.md").write_text(self.table())
+        print(self.line(row), flush=True)
+
+    @staticmethod
+    def line(r: dict) -> str:
+        if "error" in r:
+            return f"{r['layout']:>8} {r['what']:>10} {human(r.get('bytes', 0)):>6}  error: {r['error']}"
+        b, c = r["base"], r["recorder"]
+        cost, sp = versus(b, c)
+        goal = r["goal_pct"]
+        verdict = "met" if cost <= goal else ("within spread" if cost - sp <= goal else "OVER")
+        aa = "-"
+        if "control" in r:  # a second group without the recorder: the method's own floor (A/A)
+            a_cost, a_sp = versus(b, r["control"])
+            aa = f"{a_cost:+.2f}% ± {a_sp:.2f}"
+        return (f"| {r['layout']} | {r['what']} | {human(r.get('bytes', 0)) if r.get('bytes') else '-'} | "
+                f"{b['median_us']:.2f} ± {b['spread_pct']:.2f}% | {c['median_us']:.2f} ± {c['spread_pct']:.2f}% | "
+                f"{cost:+.2f}% ± {sp:.2f} | {aa} | {b['n']}+{c['n']} x {r['per_batch']} | < {goal:g}% {verdict} |")
+
+    def table(self) -> str:
+        h = self.header
+        lines = [f"# recorder cost on one GPU ({h.get('gpu')}, NCCL {h.get('nccl')}, torch {h.get('torch')}, "
+                 f"Python {h.get('python')}, {h.get('cpus')} CPUs, backend {h.get('backend')})", "",
+                 "| layout | what | size | base us | recorder us | cost | A/A (2nd base) | batches x calls | goal |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        lines += [self.line(r) for r in self.rows]
+        return "\n".join(lines) + "\n"
+
+
+def versus(base: dict, other: dict) -> tuple[float, float]:
+    """other's median against base's, in %, and the spread of that difference (both spreads combined)."""
+    return ((other["median_us"] / base["median_us"] - 1) * 100,
+            (base["spread_pct"] ** 2 + other["spread_pct"] ** 2) ** 0.5)
+
+
+def env_for(mode: str, plugin: Path, state: Path, chain: Path | None = None) -> dict[str, str]:
+    if mode in ("base", "control"):
+        return {}
+    env = {"NCCL_PROFILER_PLUGIN": str(plugin), "FORENSICS_RECORDER_DIR": str(state), "FORENSICS_RECORDER_KEEP": "1"}
+    if chain is not None:
+        env["FORENSICS_RECORDER_CHAIN"] = str(chain)
+    return env
+
+
+def recorder_facts(group: Group, state: Path) -> dict:
+    """Proof the recorder ran: its INFO lines in the NCCL logs and what its state files hold."""
+    logs = "".join(p.read_text(errors="replace") for p in (group.work / "logs").glob(f"nccl.{group.name}.*.log"))
+    states, problems = read_recorder_dir(state) if state.is_dir() else ([], ["no state dir"])
+    return {"group": group.name, "loaded_lines": logs.count("hang-forensics recorder (profiler v"),
+            "chained_lines": logs.count("hang-forensics recorder chains"),
+            "nccl_version": next((ln.split("NCCL version", 1)[1].strip() for ln in logs.splitlines()
+                                  if "NCCL version" in ln), "?"),
+            "state_files": len(states), "ops_recorded": sum(s.coll_next for s in states),
+            "proxy_ops": sum(s.proxy_next for s in states), "dropped_proxy": sum(s.dropped_proxy for s in states),
+            "problems": problems[:5]}
+
+
+class Layout:
+    """The groups of one layout (base, recorder, maybe a control), started again when one goes down."""
+
+    def __init__(self, name: str, ranks: int, args, plugin: Path, work: Path) -> None:
+        self.name, self.ranks, self.args, self.plugin, self.work = name, ranks, args, plugin, work
+        self.state = state_root() / f"state-{name.replace(' ', '')}"
+        self.modes = ("base", "recorder", "control") if ranks == 1 and args.control else ("base", "recorder")
+        # seconds to wait for an answer before calling the group hung (one rank answers fast; a call that
+        # never returns, say a send to oneself that torch or NCCL cannot do, must not eat the run)
+        self.patience = 30.0 if ranks == 1 else 120.0
+        self.starts = 0
+        self.groups: dict[str, Group] = {}
+        self.start()
+
+    def start(self) -> None:
+        self.starts += 1
+        tag = f"{self.ranks}" if self.starts == 1 else f"{self.ranks}.{self.starts}"
+        self.groups = {m: Group(f"{m}-{tag}", self.ranks, env_for(m, self.plugin, self.state), self.work,
+                                self.args.backend) for m in self.modes}
+        for g in self.groups.values():
+            g.expect("READY", timeout=240)
+
+    def stop(self) -> None:
+        for g in self.groups.values():
+            g.quit(timeout=30)
+
+
+def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> None:
+    """One figure: calls per batch from a probe, then the groups by turns."""
+    args = lay.args
+    cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
+    try:
+        n, one = iterations(lay.groups, cmd, 0.03 if lay.ranks == 1 else 0.15, 20000, lay.patience)
+    except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
+        rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
+        return
+    if one * n * len(lay.modes) * 3 > budget * 1.5 and not args.dry_run:  # three rounds would not fit its share
+        rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
+                 "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
+        return
+    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, patience=lay.patience)
+    goal = 1.0 if nbytes >= 1 << 20 else 3.0
+    rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "per_batch": n, "goal_pct": goal, **res})
+
+
+def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, measure_s: float,
+                  hard_end: float) -> None:
+    """All ops x sizes in one layout, for measure_s seconds once the groups are up (never past hard_end).
+    A group that stops answering is started again, and its op is left out of the rest of the layout."""
+    lay = Layout(layout, ranks, args, plugin, work)
+    broken: set[str] = set()
+    try:
+        deadline = min(time.monotonic() + measure_s, hard_end)
+        cells = [(op, b) for b in args.sizes for op in OPS]  # by size: a cut run loses the largest sizes, not an op
+        for i, (op, nbytes) in enumerate(cells):
+            left = deadline - time.monotonic()
+            if op in broken or (left < 3 and not args.dry_run):  # a dry run runs every cell, briefly
+                why = "skipped: it hung or failed earlier in this layout" if op in broken else "time cap reached"
+                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": why})
+                continue
+            try:
+                run_cell(rep, lay, op, nbytes, max(left, 0.1) / (len(cells) - i))
+            except GroupDown as err:
+                rep.add({"layout": layout, "what": op, "bytes": nbytes, "error": f"group down: {err}"})
+                broken.add(op)
+                lay.stop()
+                if hard_end - time.monotonic() < 60:
+                    return
+                lay.start()
+        if ranks == 1 and not args.skip_train:
+            try:
+                train_cell(rep, lay.groups, args, min(time.monotonic() + args.train_s, hard_end))
+            except GroupDown as err:
+                rep.add({"layout": layout, "what": "DDP step", "error": f"group down: {err}"})
+    finally:
+        lay.stop()
+        facts = recorder_facts(lay.groups["recorder"], lay.state)
+        print(f"recorder in the {layout} run: {json.dumps(facts)}", flush=True)
+        rep.header.setdefault("recorder", []).append(facts)
+        (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+
+
+def train_cell(rep: Report, groups: dict, args, deadline: float) -> None:
+    cmd = {"cmd": "train", "warm": 3}
+    probe = groups["base"].ask({**cmd, "steps": 2}, timeout=300)
+    for g in groups.values():  # every model built and warm before timing
+        g.ask({**cmd, "steps": 2}, timeout=300)
+    if "error" in probe:
+        rep.add({"layout": "1 rank", "what": "DDP step", "error": probe["error"]})
+        return
+    n = max(2, int(0.25 / max(probe["sec"], 1e-6)))
+    res = alternate(groups, {**cmd, "steps": n}, max(5.0, deadline - time.monotonic()), args.target_spread, 6)
+    rep.add({"layout": "1 rank", "what": "DDP step", "per_batch": n, "goal_pct": 0.5, **res})
+
+
+def count_rows(path: Path) -> dict:
+    """The count plugin's lines keyed by (rank, comm index), without what differs per run."""
+    rows = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        r = json.loads(line)
+        rows[(r["rank"], r["index"])] = {k: r.get(k) for k in ("start", "stop", "state", "bad_parent", "bad_handle",
+                                                                 "open", "finalized")}
+    return rows
+
+
+def compare_counts(alone: dict, chained: dict) -> dict:
+    same = alone == chained and bool(alone)
+    diffs = [f"{k}: alone {alone.get(k)} chained {chained.get(k)}" for k in sorted(set(alone) | set(chained), key=str)
+             if alone.get(k) != chained.get(k)]
+    total = {kind: sum(sum(v[kind].values()) for v in alone.values()) for kind in ("start", "stop", "state")}
+    return {"equal": same, "communicators": len(alone), "events_alone": total, "differences": diffs[:10]}
+
+
+def chain_phase(rep: Report, args, plugin: Path, work: Path) -> None:
+    """The count plugin alone, then chained behind the recorder: the same ops, equal counts."""
+    counter = build_count_plugin(work)
+    if args.backend != "nccl":  # CPU dry run: the fake-NCCL harness drives both, same comparison
+        harness = build_harness(work)
+        outs = {}
+        for mode in ("alone", "chained"):
+            out = work / f"count-{mode}.jsonl"
+            env = {"HARNESS_HONOR_MASK": "1", "COUNT_PLUGIN_MASK": "0x5f", "COUNT_PLUGIN_OUT": str(out),
+                   "FORENSICS_RECORDER_DIR": str(work / "state-chain")}
+            (work / "state-chain").mkdir(exist_ok=True)
+            if mode == "chained":
+                env["FORENSICS_RECORDER_CHAIN"] = str(counter)
+            lib = counter if mode == "alone" else plugin
+            done = run_harness(harness, lib, 5, ["run", "2", "40", "2", "4"], env)
+            outs[mode] = count_rows(out) if done.returncode == 0 else {}
+        result = {"driver": "fake-NCCL harness (CPU dry run)", **compare_counts(outs["alone"], outs["chained"])}
+    else:
+        result = {"driver": f"real NCCL, {args.hosts} ranks as {args.hosts} hosts",
+                  **chain_on_nccl(counter, plugin, work, args.hosts)}
+    rep.header["chaining"] = result
+    (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+    (rep.out / "chaining.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(f"chaining: {'EQUAL' if result['equal'] else 'DIFFERENT'} counts: {json.dumps(result)[:600]}", flush=True)
+
+
+def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
+    outs, facts = {}, {}
+    for mode in ("alone", "chained"):
+        out, state = work / f"count-{mode}.jsonl", state_root() / f"state-chain-{mode}"
+        env = {"COUNT_PLUGIN_MASK": COUNT_MASK, "COUNT_PLUGIN_OUT": str(out)}
+        env.update({"NCCL_PROFILER_PLUGIN": str(counter)} if mode == "alone" else env_for("recorder", plugin, state, counter))
+        g = Group(f"chain-{mode}", hosts, env, work, "nccl")
+        try:
+            g.expect("READY", timeout=240)
+            res = g.ask({"cmd": "seq"}, timeout=240)
+        finally:
+            g.quit()
+        outs[mode] = count_rows(out)
+        facts[mode] = {"seq": res, **(recorder_facts(g, state) if mode == "chained" else {})}
+    return {**compare_counts(outs["alone"], outs["chained"]), "runs": facts}
+
+
+def keep_logs(work: Path, out: Path) -> None:
+    """Rank 0's NCCL log of each recorder group and of the chained run: the loaded/chained lines as NCCL wrote them."""
+    dest = out / "logs"
+    dest.mkdir(exist_ok=True)
+    for pattern in ("nccl.recorder-*.0.*.log", "nccl.chain-*.0.*.log", "*.1.out"):
+        for p in sorted((work / "logs").glob(pattern))[:4]:
+            dest.joinpath(p.name).write_bytes(p.read_bytes()[-200_000:])
+
+
+def guarded(rep: Report, name: str, phase, *args) -> None:
+    """Runs one phase; a failure is written down and the next phase still runs."""
+    try:
+        phase(*args)
+    except Exception as err:  # a broken phase must not cost the phases after it
+        rep.header.setdefault("phase_errors", {})[name] = f"{type(err).__name__}: {err}"[:1000]
+        (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+        print(f"phase {name} failed: {type(err).__name__}: {err}", flush=True)
+
+
+def header(args) -> dict:
+    h = {"backend": args.backend, "python": platform.python_version(), "cpus": os.cpu_count(),
+         "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+         "load_avg_start": os.getloadavg(), "sizes": args.sizes, "target_spread_pct": args.target_spread}
+    try:
+        import torch
+
+        h["torch"] = torch.__version__
+        h["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-"
+        h["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (CPU)"
+    except Exception as err:  # the header must not stop the run
+        h["torch"] = f"? ({err})"
+    return h
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "recorder-gpu-out")))
+    ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run (no NCCL, so no recorder cost)")
+    ap.add_argument("--time-cap", type=float, default=450, help="seconds for the whole run (phases share it)")
+    ap.add_argument("--target-spread", type=float, default=0.5, help="%% spread of each median to stop at")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--train-s", type=float, default=40, help="seconds for the training-step figure")
+    ap.add_argument("--skip-train", action="store_true")
+    ap.add_argument("--no-control", dest="control", action="store_false",
+                    help="no second base group in the 1-rank layout (it measures the method's A/A floor)")
+    ap.add_argument("--one-rank-share", type=float, default=0.30, help="share of the cap for the 1-rank layout")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")
+    ap.add_argument("--hosts", type=int, default=8, help="ranks of the many-hosts layout (the dry run uses 2)")
+    ap.add_argument("--skip-8", action="store_true", help="leave out the many-hosts layout")
+    args = ap.parse_args()
+    if args.dry_run:
+        args.backend, args.sizes, args.hosts, args.time_cap, args.train_s, args.one_rank_share = (
+            "gloo", "8", 2, 30, 1, 0.05)
+    args.sizes = [int(s) for s in str(args.sizes).split(",")]
+    t0 = time.monotonic()
+    rep = Report(args.out, header(args))
+    work = Path(tempfile.mkdtemp(prefix="hf-gpu-bench-"))
+    plugin = recorder_build.build()
+    print(f"plugin {plugin}; work {work}; out {args.out}", flush=True)
+    cap = t0 + args.time_cap
+    # shares of the cap: 1 rank 30% of it (+ training), then chaining, then the many-hosts layout the rest
+    guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work, args.one_rank_share * args.time_cap,
+            cap - 15)
+    guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
+    if not args.skip_8 and (cap - time.monotonic() > 10 or args.dry_run):
+        guarded(rep, "hosts", latency_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
+                args.time_cap, cap - 10)
+    keep_logs(work, args.out)
+    shutil.rmtree(state_root(), ignore_errors=True)
+    rep.header["load_avg_end"] = os.getloadavg()
+    rep.header["seconds"] = round(time.monotonic() - t0, 1)
+    (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+    (rep.out / "table.md").write_text(rep.table())
+    print(rep.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The one-GPU benchmark's own logic, on the CPU: the spread it stops on, the verdict of a row, and its
+chaining comparison run for real on the fake-NCCL harness (the same code the device run uses, but NCCL)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchmarks import recorder_gpu
+from forensics import recorder_build
+
+
+def test_spread_of_the_median_shrinks_with_samples_and_needs_three():
+    assert recorder_gpu.rel_spread([10.0, 11.0]) == float("inf")
+    noisy = [100.0, 101.0, 99.0, 102.0, 98.0]
+    few, many = recorder_gpu.rel_spread(noisy), recorder_gpu.rel_spread(noisy * 4)
+    assert 0 < many < few  # same scatter, four times the samples: half the spread
+    assert abs(few / many - 2.0) < 0.01
+    assert recorder_gpu.rel_spread([5.0] * 7) == 0.0
+
+
+def test_a_row_says_met_within_spread_or_over():
+    base = {"median_us": 100.0, "spread_pct": 0.2, "n": 9}
+    row = {"layout": "1 rank", "what": "all_reduce", "bytes": 8, "per_batch": 1000, "goal_pct": 3.0, "base": base}
+    assert "met" in recorder_gpu.Report.line({**row, "recorder": {**base, "median_us": 102.0}})
+    assert "within spread" in recorder_gpu.Report.line({**row, "recorder": {"median_us": 103.2, "spread_pct": 0.5, "n": 9}})
+    assert "OVER" in recorder_gpu.Report.line({**row, "recorder": {**base, "median_us": 104.0}})
+    assert "error: boom" in recorder_gpu.Report.line({"layout": "1 rank", "what": "sendrecv", "bytes": 8, "error": "boom"})
+
+
+def test_counts_compare_by_rank_and_communicator():
+    one = {(0, 0): {"start": {"1": 3}, "stop": {"1": 3}, "state": {}, "bad_parent": 0}}
+    assert recorder_gpu.compare_counts(one, dict(one))["equal"]
+    other = {(0, 0): {"start": {"1": 2}, "stop": {"1": 2}, "state": {}, "bad_parent": 0}}
+    res = recorder_gpu.compare_counts(one, other)
+    assert not res["equal"] and res["differences"] and res["events_alone"]["start"] == 3
+    assert not recorder_gpu.compare_counts({}, {})["equal"]  # nothing counted proves nothing
+
+
+def test_chaining_phase_on_the_harness_finds_equal_counts(tmp_path):
+    out = tmp_path / "out"
+    rep = recorder_gpu.Report(out, {"backend": "gloo"})
+    args = argparse.Namespace(backend="gloo", hosts=2)
+    recorder_gpu.chain_phase(rep, args, recorder_build.build(), tmp_path)
+    result = json.loads((out / "chaining.json").read_text())
+    assert result["equal"] and result["communicators"] == 2 and result["differences"] == []
+    assert result["events_alone"]["start"] > 1000
