@@ -45,6 +45,7 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
         edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong]
         suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
         pending += mine
+        suspects += _blocked_receivers(ev, h, source, {p.op.rank for p in mine if p.op.kind == "recv"} | {s.rank for s in suspects})
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending}
@@ -101,6 +102,45 @@ def _histories(ev: Any) -> tuple[dict[int, History], dict[int, OpEvent]]:
     return p2p_match.histories(records, whole), seen
 
 
+def _in_receive(r: Any) -> str | None:
+    """The receive frame a rank's main stack is in (py-spy: torch.distributed's recv, or c10d's ProcessGroup*::recv),
+    or None. The stack names no src: that is in the call, not in the frame."""
+    for f in (r.main_stack.frames if r.main_stack else ())[:MAX_FRAMES]:
+        name = f.function or ""
+        if name in ("recv", "irecv") or name.endswith(("::recv", "::recvAnysource")):
+            return name
+    return None
+
+
+#: frames of a main stack looked at for a receive (the innermost first: NCCL's set-up sits on top of it)
+MAX_FRAMES = 64
+
+
+def _blocked_receivers(ev: Any, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
+    """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
+    waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
+    stack is in a receive while another rank's sends to it go unanswered receives from someone else."""
+    out = []
+    for r in getattr(ev, "ranks", None) or ():
+        rank = r.rank
+        if rank is None or rank in known or rank not in hist or (frame := _in_receive(r)) is None:
+            continue
+        senders = p2p_match.unmatched_toward(rank, "send", hist)
+        if not senders:
+            continue
+        counts = "; ".join(f"rank {q} posted {hist[q].posted('send', rank)} sends to it, it received "
+                           f"{hist[rank].posted('recv', q)}" for q in senders[:3])
+        rec = r.record
+        out.append(Suspect(
+            rank=rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
+            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} {fold(senders)} "
+                           f"send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from another peer"),
+            confidence=0.8,
+            evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
+                      cite(f"main thread in {frame} [stack]", tool="stack-frame")]))
+    return out
+
+
 def recorder_scopes(states: list) -> list[tuple[str, str, dict[int, History]]]:
     """Per communicator, each rank's Send/Recv records from the recorder's state files (their peers are
     communicator ranks, mapped to job ranks by the files' own table): the same matching as the dumps'.
@@ -132,7 +172,11 @@ def _to_from(kind: str) -> str:
 def _edge(p: Pending, seen: dict[int, OpEvent], comm: str = DEFAULT_GROUP, source: str = "fr-dump") -> WaitEdge:
     """The wait of a pending op its peer has not answered (or whose answer no history can count)."""
     op, own = p.op, seen.get(p.op.rank)
-    if p.match == "unmatched":
+    if p.match == "queued":
+        b = p.behind
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer} posted the "
+                f"{op.pairing} that answers it behind its own {b.kind} {_to_from(b.kind)} rank {b.peer} (p2p seq {b.seq}), still {b.state}")
+    elif p.match == "unmatched":
         said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}, its #{op.nth} {_to_from(op.kind)} "
                 f"that rank) is {op.state}; rank {op.peer} posted {p.peer_posted} {op.pairing}(s) {_to_from(op.pairing)} it")
     else:

@@ -62,14 +62,21 @@ class History:
         done = max((i for i, op in enumerate(self.ops) if op.state == "completed"), default=-1)
         return self.ops[done + 1:][:MAX_PENDING]
 
+    def receives(self) -> list[P2POp]:
+        """Its receives, newest last: a receive cannot complete before its send is posted, so one its peer never
+        answered waits whatever its state says (seen, NCCL 2.28.9, torch 2.11: the watchdog's dump after the
+        timeout says 'completed' for the receive that waited on a peer which never sent)."""
+        return [op for op in self.ops if op.kind == "recv"][-MAX_PENDING:]
+
 
 @dataclass(frozen=True)
 class Pending:
     """A pending op and what its peer's history says of it."""
 
     op: P2POp
-    match: str  #: 'matched', 'unmatched' or 'unknown'
+    match: str  #: 'matched', 'unmatched', 'queued' (matched, its answer queued behind the peer's own op) or 'unknown'
     peer_posted: int | None  #: how many pairing ops the peer posted to this rank (None: unknown)
+    behind: "P2POp | None" = None  #: 'queued': the peer's earlier pending op its answer waits behind
 
     @property
     def never(self) -> bool:
@@ -115,9 +122,35 @@ def match(op: P2POp, hist: dict[int, History]) -> Pending:
     return Pending(op, "matched" if posted >= op.nth else "unmatched", posted)
 
 
+def queued(p: Pending, hist: dict[int, History]) -> Pending:
+    """A matched pending op whose answer the peer posted behind an earlier op of its own still pending: the
+    peer's ops run in posting order (one stream per communicator in NCCL, one thread in gloo), so this one waits
+    on the peer's earlier op. Two ranks that each send first and then receive are matched by count and still
+    wait on each other this way (seen, NCCL 2.28.9, 48-96 MB). Only where both ranks' states are tracked (some
+    op completed): a dump that marks nothing completed says nothing of order."""
+    if p.match != "matched":
+        return p
+    own, peer = hist[p.op.rank], hist[p.op.peer]
+    if not (any(o.state == "completed" for o in own.ops) and any(o.state == "completed" for o in peer.ops)):
+        return p
+    answer = next((o for o in peer.ops if o.kind == p.op.pairing and o.peer == p.op.rank and o.nth == p.op.nth), None)
+    waiting = peer.pending()
+    if answer is None or answer not in waiting or waiting.index(answer) == 0:
+        return p
+    return Pending(p.op, "queued", p.peer_posted, waiting[0])
+
+
 def pending_ops(hist: dict[int, History]) -> list[Pending]:
-    """Every rank's pending ops, each matched against its peer's history."""
-    return [match(op, hist) for rank in sorted(hist) for op in hist[rank].pending()]
+    """Every rank's pending ops, each matched against its peer's history, and its receives that its peer never
+    answered, whatever their state. A completed send its peer has not answered is no wait: NCCL completes a
+    send whose data fits the peer's buffers before the receive is posted (seen, 256K floats)."""
+    out = []
+    for rank in sorted(hist):
+        ops = dict.fromkeys(hist[rank].pending())
+        ops.update(dict.fromkeys(op for op in hist[rank].receives() if op.state == "completed"))
+        matched = [queued(match(op, hist), hist) for op in ops]
+        out += [p for p in matched if p.op.state != "completed" or p.match == "unmatched"]
+    return sorted(out, key=lambda p: (p.op.rank, p.op.seq))
 
 
 def unmatched_toward(rank: int, kind: str, hist: dict[int, History]) -> list[int]:
