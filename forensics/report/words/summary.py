@@ -60,7 +60,7 @@ def deadlock(d: Deadlock) -> str:
 def _cycle_why(d: Deadlock) -> str:
     """What the cycle's edges say: a pair that both send first, both receive first, or collectives of groups
     called in different orders."""
-    ops = {e.op for e in d.edges if e.point_to_point}
+    ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}  # 'send', or the recorder's 'Send seq 4'
     if ops and len(ops) == 1 and all(e.point_to_point for e in d.edges):
         if ops == {"send"}:
             return "each sends to the next first, and none posts the receive the other's send waits for"
