@@ -68,6 +68,10 @@ _APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
 #: a bracketed level word after a timestamp (`[ERROR] `)
 _PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
+#: pytest's report of a failure: `E       RuntimeError: ...` (the exception's lines, `E` then the line; `--tb=short`
+#: indents by 3), a bare `E` for an empty one, and the summary's `FAILED tests/t.py::test_x - RuntimeError: ...`
+_PYTEST_E = re.compile(r"^E(?: {3,}|$)")
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) [\w/.-]{1,512}::\S{1,512} - ")
 _BORDER = re.compile(r"^[│|┃]\s+")
 _BORDER_END = re.compile(r"(?<!\s)\s+[│|┃]\s*$")  # starts where a whitespace run starts (linear)
 
@@ -181,7 +185,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         return text[m.end():], None
     m = _ARROW.match(text)
     if m and info.timestamp and info.host is None:
-        info.host = m.group("host").split(".")[0]
+        info.host = short_host(m.group("host"))
         return text[m.end():], None
     m = _VLLM.match(text)
     if m:
@@ -197,7 +201,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
         return text[m.end():], None
     m = _SHIPPER.match(text)
     if m:
-        info.host = m.group("host").split(".")[0]  # short name: what NCCL prints for the same host
+        info.host = short_host(m.group("host"))  # short name: what NCCL prints for the same host
         return text[m.end():], None
     m = _SLURM.match(text)
     if m:
@@ -213,6 +217,9 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     if m and info.label is None:
         info.label = int(m.group(1))
         return text[m.end():], None
+    m = _PYTEST_E.match(text) or _PYTEST_SUMMARY.match(text)
+    if m:
+        return text[m.end():], None
     m = _QUOTE.match(text)
     if m:
         return text[m.end():], None
@@ -223,10 +230,23 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
 
 
 _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
-             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _QUOTE, _BORDER)
+             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _BORDER)
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
 _ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))
+
+
+_IPV4 = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+
+
+def short_host(name: str) -> str:
+    """The short name NCCL prints for a host: 'node1.cluster.local' -> 'node1'. An IPv4 address stays whole (its
+    first octet names no machine), and a name a poster redacted to its tail ('...-48', lit-llama#380) keeps its
+    leading dots: the tail is all that tells its lines from another host's."""
+    if _IPV4.fullmatch(name):
+        return name
+    lead = len(name) - len(name.lstrip("."))
+    return name[:lead] + name[lead:].split(".")[0]
 
 
 def _is_nccl_ts(text: str) -> bool:

@@ -175,9 +175,24 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         seen = {(f.line_no, f.entry.id) for f in found}
         found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
         line_hosts = _line_hosts(art) if host is None else {}
+        line_ranks = _line_ranks(art) if rank is None and pid is None else {}
         for f in found:
+            if f.line_no in line_ranks:  # a merged log: the line's own rank (its prefix, or its words) is whose it is
+                f.subject = f"rank {line_ranks[f.line_no]}"
             out.setdefault((host or line_hosts.get(f.line_no) or UNKNOWN_HOST, rank, pid), []).append(f)
     return out
+
+
+def _line_ranks(art) -> dict[int, int]:
+    """Line number -> the one global rank the events read at that line name, for a file of no one rank (a
+    launcher-merged log, a paste): a known error on a line is that rank's (DDP's 'did not receive grad for rank
+    3', a `[rank5]:` prefix), not the whole log's. A line whose events name several ranks names none."""
+    seen: dict[int, set[int]] = {}
+    for e in art.parsed.events:
+        origin = getattr(e, "origin", None)
+        if origin is not None and origin.line is not None and origin.rank is not None:
+            seen.setdefault(origin.line, set()).add(origin.rank)
+    return {line: next(iter(rs)) for line, rs in seen.items() if len(rs) == 1}
 
 
 def _line_hosts(art) -> dict[int, str]:
@@ -274,11 +289,21 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
 
 
 def log_only_suspects(reports: Iterable[HostReport], aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
-    """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank."""
+    """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank, where one
+    rank says it. The same known error from several ranks (every rank's topology detection failing alike under
+    WSL2, DDP's error on every rank) is the job's or the host's, no one rank's own: it blames none of them."""
+    reports = list(reports)
+    ranks_of: dict[str, set[str]] = {}
+    for report in reports:
+        for g in report.groups:
+            if g.first.subject.startswith("rank "):
+                ranks_of.setdefault(g.entry.id, set()).add(g.first.subject)
     out = []
     for report in reports:
         for g in report.groups:
             subject = g.first.subject
+            if len(ranks_of.get(g.entry.id, ())) > 1:
+                continue
             if subject.startswith("rank ") and subject[5:].isdigit() and _blames_rank(g, aftermath):
                 rank = int(subject[5:])
                 rec = RankRecord(host=report.host, pid=0, dir="", rank=rank)

@@ -18,7 +18,8 @@ from parsers import stamps
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
-                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, NoErrorFact, Observation,
+                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
+                                    Observation,
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -43,14 +44,19 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.FR_REPORT, facts=f) for f in fr_report.facts(seen.analyzer)]
     out += [Observation(OK.RAS, facts=f) for f in _ras_facts(seen.ras_said)]
     out += [Observation(OK.HOROVOD, facts=f) for f in horovod.facts(ev)]
+    # what the knowledge base knows comes before the generic first error (issue 42): a cause, a host, a symptom
+    known = _known_facts(reports or [])
+    out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
+    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
     out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
     out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    # a symptom's meaning follows the first error: what came before it is what it points to
+    out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
     out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
     out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
     out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
-    out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
     out += [Observation(OK.TRAIL, facts=f) for f in _trails(ev, seen)]
     not_read = unread.fact(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
@@ -352,7 +358,10 @@ def _coverage_facts(cov: Any, silent: tuple[list[int], int] | None = None, ev: A
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
-        return [silence.absent_fact(ev, cov)]
+        fact = silence.absent_fact(ev, cov)
+        # 'no line from 2 of 2 ranks' of files whose lines name no global rank says only that (a size a launch
+        # line states, issue 42, and rank-less lines): nothing about who is missing
+        return [fact] if cov.reporting or fact.role != "absent" else []
     quiet, top = (tuple(silent[0]), silent[1]) if silent else ((), None)
     if not cov.world_size and cov.reporting:
         return [CoverageFact("reporting", tuple(sorted(cov.reporting)), silent=quiet, top=top)]
@@ -381,10 +390,39 @@ def _tracebacks(seen: _Seen, limit: int = 3) -> list[TracebackFact]:
 
 def _host_facts(reports: list) -> list[HostFact]:
     """Hosts the host judge would exclude or suspects, with the first line that says why."""
+    bad = [h for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+    # the host whose finding the files show first leads (not the first host name in sort order)
+    bad.sort(key=lambda h: (h.status != "exclude", h.reasons[0].first.source or "", h.reasons[0].first.line_no or 0))
     return [HostFact(None if h.host == UNKNOWN_HOST else h.host, h.status, h.reasons[0].entry.title,
                      cite(h.reasons[0].first.evidence[:300], tool="knowledge base", file=h.reasons[0].first.source,
                           line=h.reasons[0].first.line_no))
-            for h in reports if h.status in ("exclude", "suspect") and h.reasons]
+            for h in bad]
+
+
+#: known failures one summary lists (each entry once, its first subject: the rest are in the hosts section)
+KNOWN_LIMIT = 3
+
+
+def _known_facts(reports: list) -> list[KnownFact]:
+    """Knowledge-base findings with no host to blame that name a cause (the code's, the job's set-up) or say
+    a symptom's meaning: each entry once, causes first, worst first. Why: a known failure found anywhere must
+    reach the verdict, not wait in a host section while the summary says 'first error: <its exception>'."""
+    seen: dict[str, KnownFact] = {}
+    groups = sorted((g for r in reports for g in r.groups if g.entry.host == "none"
+                     and (g.entry.is_cause or g.entry.role == "symptom") and g.entry.severity != "info"),
+                    key=lambda g: (not g.entry.is_cause, -g.entry.rank))
+    for g in groups:
+        host = next(r.host for r in reports if g in r.groups)
+        if g.entry.id in seen:
+            continue
+        subject = g.first.subject if g.first.subject.startswith(("rank ", "pid ")) else None
+        seen[g.entry.id] = KnownFact(
+            g.entry.title, g.entry.meaning, g.entry.action_text, symptom=not g.entry.is_cause, who=subject,
+            host=None if host == UNKNOWN_HOST else host, peer=g.first.groups.get("peer"), count=g.count,
+            citation=cite(g.first.evidence[:300], tool="knowledge base", file=g.first.source, line=g.first.line_no))
+        if len(seen) >= KNOWN_LIMIT:
+            break
+    return list(seen.values())
 
 
 def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:

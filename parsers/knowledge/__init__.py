@@ -31,6 +31,9 @@ ENV_VAR = "FORENSICS_KB"
 SEVERITIES = ("info", "warning", "error", "critical")
 ACTIONS = ("restart-from-checkpoint", "exclude-host-and-restart", "hardware-ticket", "fix-code")
 HOST_EFFECTS = ("none", "suspect", "exclude")
+#: what an entry's match says of the job, where its action and host effect do not: 'symptom', a line that follows
+#: another error (a flushed work request) whose meaning the verdict says, never a cause to act on alone
+ROLES = ("symptom",)
 KINDS = ("line", "value")
 STREAMS = ("kernel", "rank-log")
 OPS = (">", ">=", "<", "<=", "==", "!=")
@@ -72,6 +75,13 @@ class Entry:
     examples: tuple[Any, ...] = ()
     counter_examples: tuple[Any, ...] = ()
     example_sources: tuple[str, ...] = ()
+    role: str | None = None  #: one of ROLES, or None (its action and host effect say what it is)
+
+    @property
+    def is_cause(self) -> bool:
+        """A match names a fault to act on: the code's (fix-code) or a host's (a host effect); not a symptom
+        every waiting rank prints (a timeout, a closed connection) nor one that follows another error."""
+        return self.role is None and (self.action == "fix-code" or self.host != "none")
 
     @property
     def rank(self) -> int:
@@ -261,7 +271,10 @@ def _entry(raw: Any, origin: str, index: int) -> Entry:
         examples=tuple(raw["examples"]),
         counter_examples=tuple(raw["counter_examples"]),
         example_sources=tuple(raw.get("example_sources", ())),
+        role=raw.get("role"),
     )
+    if common["role"] is not None and common["role"] not in ROLES:
+        raise KnowledgeError(f"{where}: role {common['role']!r} is not one of {', '.join(ROLES)}")
     if raw["kind"] == "line":
         entry = _line_entry(raw, where, common)
     else:

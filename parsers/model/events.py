@@ -174,7 +174,7 @@ class ErrorEvent:
 #: kept, never weighed as an error.
 INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
                         "child-error-file", "horovod-log",
-                        "horovod-stall", "horovod-stall-warning", "rank-identity"})
+                        "horovod-stall", "horovod-stall-warning", "rank-identity", "job-size"})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
 TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})

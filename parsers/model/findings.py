@@ -305,6 +305,23 @@ class HostFact:
 
 
 @dataclass(frozen=True)
+class KnownFact:
+    """A known failure the knowledge base explains, found in a log, with no host to blame: a fault of the code
+    or of the job's set-up (DDP's unused parameters, two ranks on one GPU, an OOM), or a symptom whose meaning
+    it says (a flushed InfiniBand work request follows another error). Hosts to blame are HostFacts."""
+
+    title: str  #: the entry's title
+    meaning: str  #: the entry's meaning, as the knowledge base words it
+    action: str  #: what to do, as the knowledge base words it
+    symptom: bool  #: a line that follows another error: its meaning said, no action taken on it alone
+    who: str | None = None  #: whose line: 'rank 3', 'pid 12', or None where no line says
+    host: str | None = None
+    peer: str | None = None  #: the peer the line names (a network error's other end)
+    count: int = 1  #: matches of the same entry on the same subject
+    citation: Citation | None = None  #: the first line it was read at
+
+
+@dataclass(frozen=True)
 class ErrorFact:
     """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
     message instead), what it says (whitespace folded), and where it was read."""
@@ -515,7 +532,7 @@ class HorovodFact:
 
 
 #: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
-Facts = (HostFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
+Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
          | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
          | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact)
 
@@ -531,6 +548,7 @@ class ObservationKind(str, Enum):
     FR_REPORT = "fr-report"
     RAS = "ras"
     HOROVOD = "horovod"
+    KNOWN = "known"
     COVERAGE = "coverage"
     FIRST_ERROR = "first-error"
     STACK = "stack"

@@ -181,7 +181,8 @@ def _pg_key(m: re.Match | None) -> tuple[str | None, int | None, str | None]:
 def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None]:
     """(origin with the global rank filled in, comm key, rank in the group) for one line.
 
-    `[rankN]:` (already in origin) names the global rank and wins. Without it, a plain
+    `[rankN]:` (already in origin) names the global rank and wins, but over the default group's own
+    `[PG 0 .. Rank r]`, which is the global rank by definition (a prefix that disagrees is per node). Without it, a plain
     `[Rank N]` is taken as the global rank (torch before 2.2 printed only that, and it is
     the default group's rank); a `[PG .. Rank r]` tag gives the group rank, which is the
     global rank only for the default group. Where both are on one line (torch 2.2 and
@@ -198,6 +199,10 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
             break
     if group_rank is None:
         group_rank = plain
+    if origin.rank is not None and comm == "pg:0" and group_rank is not None and group_rank != origin.rank:
+        # the default group's own rank is the global rank; a `[rankN]:` that disagrees is a per-node label
+        # (torchtitan-style output that keeps each node's local rank 0 in its prefix, issue 42)
+        origin = replace(origin, rank=group_rank)
     if origin.rank is None:
         if pgm is not None:  # a group tag says whose rank the plain tag is
             rank = group_rank if comm == "pg:0" else None

@@ -76,6 +76,7 @@ def _rank_exit(i: int, r: object) -> RankExit:
 import re as _re
 
 from parsers.model.events import ErrorEvent, Origin
+from parsers.prefix import short_host
 from parsers.ranges import unfold
 
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
@@ -149,8 +150,78 @@ _PADDLE = _re.compile(r"^LAUNCH (?:ERROR|INFO|WARNING) \d{4}-\d\d-\d\d \d\d:\d\d
 _PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? code (?P<code>-?\d{1,6}) log ")
 
 
+#: launch lines that state the job's size (issue 42): Lightning's per-process `Initializing distributed:
+#: GLOBAL_RANK: 2, MEMBER: 3/4` and `All distributed processes registered. Starting with 4 processes`, Accelerate's
+#: `Num processes: 4`, DeepSpeed's `dist_world_size=16` and `WORLD INFO DICT: {'gpu1504': [0], 'gpu1505': [0]}`,
+#: torchelastic's `global_world_sizes=[8, 8, ...]`, and the command lines of mpirun/horovodrun (`-np 8`), torchrun
+#: (`--nproc_per_node=8 --nnodes=2`) and accelerate launch (`--num_processes 4`)
+_LIGHTNING_MEMBER = _re.compile(r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: \d{1,7}/(?P<ws>\d{1,7})")
+_SIZE_SAID = _re.compile(
+    r"All distributed processes registered\. Starting with (?P<lightning>\d{1,7}) processes"
+    r"|^Num processes: (?P<accelerate>\d{1,7})\s*$"
+    r"|\bdist_world_size=(?P<deepspeed>\d{1,7})\b"
+    r"|\bglobal_world_sizes=\[(?P<elastic>\d{1,7})[,\]]"
+)
+#: DeepSpeed's map of hosts to their slots: the job's size is the count of slots
+_WORLD_INFO = _re.compile(r"WORLD INFO DICT: \{(?P<dict>[^{}]{1,4096})\}")
+#: a command line of an MPI launcher (mpirun, mpiexec, horovodrun, prterun) with its process count
+_MPI_COMMAND = _re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|horovodrun|prterun)\s(?:.{0,512}?\s)?(?:-np|-n|--np)[\s=](?P<n>\d{1,7})\b")
+#: torchrun's (and torch.distributed.launch/run's) workers per node, and its node count (1 when not given)
+_NPROC = _re.compile(r"--nproc[_-]per[_-]node[\s=](?P<n>\d{1,5})\b")
+_NNODES = _re.compile(r"--nnodes[\s=](?P<n>\d{1,5})\b")
+#: accelerate launch's total process count
+_NUM_PROCESSES = _re.compile(r"\baccelerate launch\b.{0,512}?--num_processes[\s=](?P<n>\d{1,7})\b")
+SIZE_KIND = "job-size"
+
+
+def job_size_line(text: str, origin: Origin) -> list:
+    """The job's size (and a process's rank) where a launch line states it; [] if the line states none."""
+    if "MEMBER: " in text:
+        m = _LIGHTNING_MEMBER.search(text)
+        if m:
+            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
+                                     "launcher": "lightning"})]
+    size, launcher = _stated_size(text)
+    if not size:
+        return []
+    return [ErrorEvent(kind=SIZE_KIND, message=text.strip()[:500], origin=origin, source="launcher",
+                       data={"world_size": size, "launcher": launcher})]
+
+
+def _stated_size(text: str) -> tuple[int | None, str | None]:
+    """(size, who said it) from one launch line, or (None, None)."""
+    if "processes" in text or "Num processes" in text or "world_size" in text or "world_sizes" in text:
+        m = _SIZE_SAID.search(text)
+        if m:
+            who = next(k for k, v in m.groupdict().items() if v is not None)
+            return int(m.group(who)), who
+    if "WORLD INFO DICT" in text:
+        m = _WORLD_INFO.search(text)
+        slots = _re.findall(r"\[([\d, ]{0,2048})\]", m.group("dict")) if m else []
+        n = sum(len(_re.findall(r"\d+", s)) for s in slots)
+        return (n, "deepspeed") if n else (None, None)
+    if "-n" in text and ("mpi" in text or "horovodrun" in text or "prterun" in text):
+        m = _MPI_COMMAND.search(text)
+        if m:
+            return int(m.group("n")), "mpirun"
+    if "--nproc" in text:
+        m, nodes = _NPROC.search(text), _NNODES.search(text)
+        if m:
+            return int(m.group("n")) * (int(nodes.group("n")) if nodes else 1), "torchrun"
+    if "--num_processes" in text:
+        m = _NUM_PROCESSES.search(text)
+        if m:
+            return int(m.group("n")), "accelerate"
+    return None, None
+
+
 def match_line(text: str, origin: Origin) -> list:
-    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank; [] if none."""
+    """One-line launcher facts: a worker's exit or a signal the agent sent, a worker's rank, the job's size;
+    [] if none."""
+    sized = job_size_line(text, origin)
+    if sized:
+        return sized
     if "distributed_init_method=" in text:
         m = _RANK_IDENTITY.search(text)
         if m:
@@ -172,6 +243,8 @@ def match_line(text: str, origin: Origin) -> list:
         return _srun_line(text, origin)
     if "child error file" in text:
         return _child_error_file(text, origin)
+    if "noticed that process rank" in text:
+        return _mpi_noticed(text, origin)
     if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
         return []
     spawned = _spawn_line(text, origin)
@@ -223,6 +296,33 @@ def _srun_line(text: str, origin: Origin) -> list:
         data["exitcode"] = int(m.group("code"))
     return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
                        origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
+
+
+#: Open MPI's (and PRRTE's) report of the process whose death ended the job: `mpirun noticed that process rank 3
+#: with PID 1167 on node 10.10.21.2 exited on signal 11 (Segmentation fault).` (NVIDIA/nccl-tests#218); a poster may
+#: redact the PID and node (`with PID xxxxxx on node xxxxxxxx`)
+_MPI_NOTICED = _re.compile(
+    r"(?P<who>mpirun|mpiexec|prterun|orterun) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\w{1,16}) "
+    r"on node (?P<node>[\w.:-]{1,253}?) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,64})\))?"
+)
+#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`
+_REDACTED = _re.compile(r"[xX*#]{2,}")
+
+
+def _mpi_noticed(text: str, origin: Origin) -> list:
+    """Open MPI's word on the rank that died of a signal, its pid and node (what a poster redacted stays
+    unknown, never a host called 'xxxxxxxx'); [] if the line is not that report."""
+    m = _MPI_NOTICED.search(text)
+    if not m:
+        return []
+    pid, node = m.group("pid"), m.group("node")
+    host = None if _REDACTED.fullmatch(node) else short_host(node)
+    data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
+    if m.group("name"):
+        data["signal_name"] = m.group("name")
+    return [ErrorEvent(kind="launcher-exit", message=text[m.start():].strip()[:500], source="launcher", data=data,
+                       origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
+                                     origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:
@@ -439,6 +539,8 @@ class MpirunBlock:
         done: list = []
         if not self.open and not line.startswith(_MPI_BANNERS) and not line.startswith(_DASH_RULE):
             return False, []  # the common case, a log line outside a banner: no regex for it (runs on every line)
+        if "noticed that process rank" in line:  # its own one-line report (match_line), never a banner's prose
+            return False, self._close()
         m = _DASHES.match(line)
         if m:  # the rule that ends a banner, or starts one (a wrap repair may have glued the banner's first line on)
             done = self._close()

@@ -23,7 +23,7 @@ from itertools import chain, islice
 from typing import Iterable
 
 from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
-from parsers.prefix import labels_are_line_numbers, strip_prefix
+from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import pasted_host, textline
 
 #: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of
@@ -234,7 +234,7 @@ def _traced_call(out: Parsed, st: _State, raw: str, file: str | None, lineno: in
         host_hint = pre.host
         rank = pre.rank if pre.rank is not None else (None if numbered else pre.label)
     pid, tid = int(m.group("pid")), int(m.group("tid"))
-    host = m.group("host").split(".")[0] or host_hint
+    host = short_host(m.group("host")) or host_hint
     st.seen_hosts.add(host)
     st.seen_pids.add(pid)
     if rank is not None:
@@ -275,7 +275,7 @@ def _anonymous(out: Parsed, m: re.Match, text: str, host: str | None, rank: int 
     dev = m.group("dev")
     named = m.groupdict().get("host")  # _PARTIAL's: the host and pid it does print
     pid = m.groupdict().get("pid")
-    origin = Origin(named.split(".")[0] if named else host, int(pid) if pid and pid.isdigit() else None, rank, file,
+    origin = Origin(short_host(named) if named else host, int(pid) if pid and pid.isdigit() else None, rank, file,
                     lineno, device=int(dev) if dev and dev.lstrip("-").isdigit() else None)
     msg = text[m.end():].strip()
     if m.group("lvl") == "WARN":
@@ -322,9 +322,9 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
             lineno: int, start: int | None = None, wrap_rank: int | None = None) -> None:
     """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
     pid, tid = int(m.group("pid")), int(m.group("tid"))
-    host = m.group("host").split(".")[0]
+    host = short_host(m.group("host"))
     if start is not None and m.group("ts") is None and start > m.start("host"):
-        host = m.group("host")[start - m.start("host"):].split(".")[0]
+        host = short_host(m.group("host")[start - m.start("host"):])
     dev = m.group("dev")
     device = int(dev) if dev.isdigit() else None  # NCCL's bracket is the CUDA device, never a rank
     origin = Origin(host, pid, wrap_rank, file, lineno, device=device)  # a launcher's rank label is the global rank

@@ -198,6 +198,8 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
                     call_sites[origin.writer] = e
                 elif getattr(e, "kind", "") == "rank-identity":
                     _identity_said(out, e, pid_rank, ranks)
+                elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
+                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, e.data["world_size"])
             if _generic(events):
                 broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
@@ -296,9 +298,10 @@ class _Layout:
             return None  # no wrap width, no launcher prefixes: nothing below could join them (no regex per line)
         if _RECORD_START.match(nxt) or _HEADER_NEAR_START.search(nxt[:HEADER_WINDOW]):
             return None
-        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width:
-            return ""
-        if self.prefixed and not any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES):
+        labelled = any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES)
+        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width and not (self.prefixed and labelled):
+            return ""  # (a launcher's label starts a record: pdsh's boxes of a rich traceback share one width)
+        if self.prefixed and not labelled:
             return ""
         return None
 

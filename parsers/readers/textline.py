@@ -14,7 +14,7 @@ import re
 from typing import Callable
 
 from parsers.model.events import Origin
-from parsers.readers import c10d, crash_signal, fr_report, gloo, launcher, nccl_tests, pasted_host
+from parsers.readers import c10d, crash_signal, ddp, fr_report, gloo, launcher, nccl_tests, pasted_host, unique_id
 
 #: words that only NCCL, PyTorch distributed, torchelastic, CUDA or the GPU driver print. NCCL's result codes are
 #: short ('UnhandledCuda' the longest middle): `\w{0,64}`, as an open `\w*` scanned to the end of a long run of
@@ -28,7 +28,9 @@ _KNOWN = re.compile(
 #: lines of those formats that carry nothing to read: stack frames, traceback lines, banners
 _BENIGN = re.compile(
     r"^(?:frame #\d+|Exception raised from|Traceback \(most recent call last\)|File \"|\^+|~+|raise |return |"
-    r"work = |sys\.exit|\$ |C\+\+ CapturedTraceback|#\d+ |\S+\.so(?:\.\d+)*\(\+0x|/\S+\.so|Warning:|warnings\.warn)"
+    r"work = |sys\.exit|\$ |C\+\+ CapturedTraceback|#\d+ |\S+\.so(?:\.\d+)*\(\+0x|/\S+\.so|Warning:|warnings\.warn"
+    #: a rich traceback's box rows (accelerate, typer): an empty row, a source row behind its line-number gutter
+    r"|[│┃]?\s*$|(?:❱\s*)?\d{1,6} [│┃])"
 )
 
 
@@ -63,13 +65,14 @@ _NOTHING: set[tuple] = set()
 
 def match_text(text: str, origin: Origin) -> list:
     """Events of one non-NCCL line: c10d, gloo, launcher, host/CUDA evidence, a runtime's fatal-signal
-    report (first reader that knows it)."""
+    report, DDP's reducer error (first reader that knows it)."""
     key = (text, origin.host, origin.pid, origin.rank, origin.local_rank, origin.device, origin.file)
     if key in _NOTHING:
         return []
     found = (nccl_tests.match_line(text, origin) or c10d.match_line(text, origin) or gloo.match_line(text, origin)
              or launcher.match_line(text, origin) or pasted_host.match_line(text, origin)
-             or crash_signal.match_line(text, origin))
+             or crash_signal.match_line(text, origin) or ddp.match_line(text, origin)
+             or unique_id.match_line(text, origin))
     if not found and len(text) <= NOTHING_LINE_CHARS:
         if len(_NOTHING) >= NOTHING_LINES:
             _NOTHING.clear()
@@ -92,8 +95,9 @@ def looks_known(text: str) -> bool:
 
 @remembered_for_short_lines
 def is_benign(text: str) -> bool:
-    """Stack frames and traceback lines: expected in these logs, nothing to read in them."""
-    return bool(_BENIGN.match(text.lstrip()))
+    """Stack frames and traceback lines, and the advice lines of DDP's reducer error: expected in these logs,
+    nothing to read in them."""
+    return bool(_BENIGN.match(text.lstrip())) or ddp.is_advice(text)
 
 
 #: a run of this many digits is no field of any record; int() refuses decimal strings over 4,300 digits,

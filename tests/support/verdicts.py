@@ -96,6 +96,8 @@ BEYOND_EXCERPT = {
                   "resetting the connection", ["DistBackendError", "remote process exited or there was a network error"]),
     "pytorch-97066": ("that rank 0 all-reduces twice the elements is in the reproducer's code and its own print; the "
                       "watchdog lines show only rank 0 timing out", ["rank 0 timed out in ALLREDUCE SeqNum 1"]),
+    "nccl-tests-218": ("UCX_TLS=tcp as the fix is the maintainer's advice and the reporter's confirmation; the lines show "
+                       "mpirun's word that rank 3 on 10.10.21.2 died of signal 11", ["rank 3", "10.10.21.2", "signal 11"]),
     "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
                        "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
                        ["ranks 1-3", "SeqNum 19"]),
@@ -161,7 +163,11 @@ def _right(truth: dict, c, hosts, summary: str = "") -> bool:
 
 #: words in a thread's stated cause that is a setting -> what the summary says of that setting
 _SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective timeout applied was"),
-                  (("horovod_timeline was set to a directory",), "HOROVOD_TIMELINE names a directory")]
+                  (("horovod_timeline was set to a directory",), "HOROVOD_TIMELINE names a directory"),
+                  # a cause in the code that DDP's reducer states, with the remedy torch prints (issue 42)
+                  (("ddp unused parameters",), "find_unused_parameters=True"),
+                  # NCCL's own Duplicate GPU check: the job's device assignment, said as the known failure it is
+                  (("duplicate gpu",), "two ranks of one communicator on the same GPU")]
 
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),

@@ -13,7 +13,8 @@ from parsers.judges.logs import names
 from parsers.judges.logs.fr_report import where as fr_where
 from parsers.model.events import describe_status
 from parsers.model.findings import (CallSite, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact, DumpAskFact,
-                                    DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, NoErrorFact, Observation, RasFact,
+                                    DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, KnownFact, NoErrorFact, Observation,
+                                    RasFact,
                                     SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
 from parsers.ranges import fold
 
@@ -37,6 +38,19 @@ def host(f: HostFact) -> str:
     status = "to exclude" if f.status == "exclude" else "suspect"  # 'host X is exclude' read as a typo
     c = f.citation
     return f"{who} is {status}: {f.title}" + (f" [{c.file}:{c.line}]" if c is not None and c.line else "")
+
+
+def known(f: KnownFact) -> str:
+    """'known failure (rank 3): DDP: parameters that got no gradient: <what it means>; recommended action: fix
+    the code ...'; a symptom says its meaning and no action: 'symptom (on hostname-test, peer 172.36.143.59<44206>,
+    2x): NCCL: InfiniBand work request flushed: Work request flushed (status 5): ...'."""
+    where = ", ".join(x for x in (f.who, f"on {f.host}" if f.host else None, f"peer {f.peer}" if f.peer else None,
+                                  f"{f.count}x" if f.count > 1 else None) if x)
+    text = f"{'symptom' if f.symptom else 'known failure'}{f' ({where})' if where else ''}: {f.title}: {f.meaning}"
+    if not f.symptom:
+        text += f" Recommended action: {f.action}"
+    c = f.citation
+    return text + (f" [{c.file}:{c.line}]" if c is not None and c.line else "")
 
 
 def errors(f: ErrorsFact) -> str:
@@ -247,7 +261,7 @@ def horovod(f: HorovodFact) -> str:
 
 
 #: the wording of each typed fact
-_WORDS = {HostFact: host, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
+_WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
           TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
           CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
           CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod}

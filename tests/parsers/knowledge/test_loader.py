@@ -92,3 +92,14 @@ def test_value_entry_compares_with_another_fact_and_ignores_wrong_types():
     assert [f.entry.id for f in found] == ["gpu-pcie-width-degraded"]
     assert found[0].evidence == "pcie.width.current = 8 (< pcie.width.max = 16)"
     assert kb.match_facts("gpu X", {"ecc.volatile.dram.uncorrectable": "N/A"}) == []
+
+
+def test_a_role_is_one_the_loader_knows(tmp_path):
+    """'symptom' marks a line that follows another error (said, never acted on); an unknown role is refused."""
+    kb = knowledge.load(extra=[write(tmp_path, GOOD.replace('host = "suspect"', 'host = "none"\nrole = "symptom"'))],
+                        use_env=False)
+    entry = kb.get("site-lustre-evict")
+    assert entry.role == "symptom" and not entry.is_cause
+    with pytest.raises(knowledge.KnowledgeError, match="role"):
+        knowledge.load(extra=[write(tmp_path, GOOD.replace('host = "suspect"', 'host = "none"\nrole = "cause"'),
+                                    "bad.toml")], use_env=False)
