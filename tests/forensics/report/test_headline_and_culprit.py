@@ -43,7 +43,7 @@ def disagreement(v) -> str | None:
 
 def _inputs() -> list[Path]:
     """Every archive analyze reads as it is, and every bundle folder (a manifest.json) under the fixtures."""
-    out = sorted(p for p in (FIX / "issue26").glob("*/*.tar.gz"))
+    out = sorted(p for d in ("issue26", "i39") for p in (FIX / d).glob("*/*.tar.gz"))
     out += sorted(p.parent for p in FIX.rglob("manifest.json") if "realworld" not in p.parts)
     return out
 
