@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from forensics import safefs
 from forensics.errors import ForensicsError
 
 SOURCES = Path(__file__).resolve().parent.parent / "nccl_patches"
@@ -81,7 +82,7 @@ def build(name: str = PLUGIN_NAME, cc: str | None = None, force: bool = False) -
     if root is None:
         raise ForensicsError(f"nowhere to build: neither of {[str(r) for r in _build_roots()]} is writable")
     out_dir = root / source_hash(name)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    safefs.ensure_folder(out_dir)
     out = out_dir / name
     tmp = out_dir / f".{name}.{os.getpid()}.tmp"
     sources, libs = TARGETS[name]

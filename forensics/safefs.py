@@ -195,11 +195,98 @@ def _reap(pid: int) -> None:
 # ----------------------------------------------------------------------------- writing our own
 
 
+MAX_LINKS = 40  #: links followed in one output path, as the kernel's own limit: a loop is refused
+
+
+def _refuse(path: str | os.PathLike, where: str, why: str) -> ForensicsError:
+    return ForensicsError(f"{path}: refused as root: {where} {why}; write elsewhere (a folder of root's or yours)")
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """Owned by root or by us: no other user can rename, replace or relink what is in it."""
+    return st.st_uid in (0, os.geteuid())
+
+
+def _check_folder(path: str | os.PathLike, where: str, st: os.stat_result) -> None:
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(path, where, "is not a folder")
+    if not _trusted(st):
+        raise _refuse(path, where, f"belongs to uid {st.st_uid} (another user could replace what lies below it)")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise _refuse(path, where, "may be written by other users (they could plant a link below it)")
+
+
+def _walk_folder(folder: str | os.PathLike, make: bool) -> None:
+    """As root: walk `folder` from / one component at a time with lstat (no link followed by us blindly), as
+    the kernel will resolve it: each folder must be root's or ours and not writable by others (a sticky folder
+    such as /tmp passes: its entries are then checked by owner); a link is followed only when root or we own
+    it (one another user planted, e.g. /home/evil/out -> /etc, is refused). make=True creates missing folders
+    (0755, root's). Why a walk and not one check: every component is a place another user could swap."""
+    pending = [c for c in os.fspath(os.path.join(os.getcwd(), folder)).split("/") if c not in ("", ".")]
+    current, links = "/", 0
+    _check_folder(folder, "/", os.lstat("/"))
+    while pending:
+        comp = pending.pop(0)
+        if comp == "..":
+            current = os.path.dirname(current)
+            continue
+        nxt = os.path.join(current, comp)
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            if not make:
+                return  # nothing below exists: the write itself fails, nothing is followed
+            try:
+                os.mkdir(nxt, 0o755)
+            except FileExistsError:
+                pass  # made meanwhile (a sticky folder): checked below like any other
+            st = os.lstat(nxt)
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if not _trusted(st):
+                raise _refuse(folder, nxt, f"is a symbolic link of uid {st.st_uid}; not followed")
+            if links > MAX_LINKS:
+                raise _refuse(folder, nxt, f"is one link too many (over {MAX_LINKS}): a loop?")
+            target = os.readlink(nxt)
+            pending[:0] = [c for c in target.split("/") if c not in ("", ".")]
+            current = "/" if target.startswith("/") else current
+            continue
+        _check_folder(folder, nxt, st)
+        current = nxt
+
+
+def check_parents(path: str | os.PathLike) -> None:
+    """Before root writes `path`: the folders above it must be root's or ours all the way down (_walk_folder);
+    a ForensicsError that says which component and why otherwise. Not root: nothing (the kernel already
+    confines us to what the caller may write)."""
+    if os.geteuid() == 0:
+        _walk_folder(os.path.dirname(os.path.join(os.getcwd(), path)) or "/", make=False)
+
+
+def ensure_folder(folder: str | os.PathLike) -> Path:
+    """`folder` and its missing parents made, for an output path (-o FILE's folder, collect -o's parent).
+    As root, every existing component is checked as check_parents does before anything is made below it."""
+    folder = Path(folder)
+    try:
+        if os.geteuid() == 0:
+            _walk_folder(folder, make=True)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+    except ForensicsError:
+        raise
+    except OSError as err:
+        raise ForensicsError(f"{folder}: cannot create the folder ({err.strerror or err})") from err
+    return folder
+
+
+
 def create(path: str | os.PathLike, mode: int = FILE_MODE) -> int:
     """A new file at `path` for writing (O_CREAT|O_EXCL|O_NOFOLLOW), its mode exactly `mode`.
 
-    An existing name, a planted link included, is refused with a one-line ForensicsError.
+    An existing name, a planted link included, is refused with a one-line ForensicsError; as root, so is a
+    path whose folders another user could change (check_parents).
     """
+    check_parents(path)
     try:
         fd = os.open(path, CREATE_FLAGS, mode)
     except FileExistsError as err:
@@ -227,15 +314,27 @@ def write_new(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MODE,
             view = view[os.write(fd, view):]
         if durable:
             os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        _remove_partial(path)
+        raise
+    os.close(fd)
     return len(raw)
+
+
+def _remove_partial(path: str | os.PathLike) -> None:
+    """A file we created and could not finish (a full disk, a signal): removed, so no half file stays."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def write_first_free(first: str | os.PathLike, data: bytes | str, limit: int = 100) -> Path:
     """`data` in a new file at `first`, or at NAME-2.EXT, NAME-3.EXT... where that is taken: never over a
     file, never through a link (report's default output, analyze --save). ForensicsError past `limit` names."""
     first = Path(first)
+    check_parents(first)  # a refused folder is said once, not taken for 100 names in use
     for n in range(1, limit + 1):
         path = first if n == 1 else first.with_name(f"{first.stem}-{n}{first.suffix}")
         if os.path.lexists(path):
@@ -268,8 +367,11 @@ def copy_from(fh: BinaryIO, dest: str | os.PathLike, max_bytes: int, *, tail: bo
             while view:
                 view = view[os.write(fd, view):]
             written += len(chunk)
-    finally:
+    except BaseException:
         os.close(fd)
+        _remove_partial(dest)
+        raise
+    os.close(fd)
     return written, start > 0 or size > max_bytes
 
 
@@ -296,8 +398,12 @@ def replace_file(path: str | os.PathLike, data: bytes | str, mode: int = FILE_MO
 
 def make_dirs(root: str | os.PathLike, rel: str | os.PathLike = "") -> Path:
     """root/rel, making each missing folder below `root` (0700); an existing part must be a real
-    folder, not a link. `root` itself must exist. Returns the full path."""
+    folder, not a link. `root` itself must exist (as root: checked like every output folder, check_parents).
+    Returns the full path."""
     path = Path(root)
+    as_root = os.geteuid() == 0
+    if as_root:
+        _walk_folder(path, make=False)
     for part in Path(rel).parts:
         if part in ("", ".", "..", "/"):
             raise ForensicsError(f"{rel}: not a plain relative folder")
@@ -308,6 +414,8 @@ def make_dirs(root: str | os.PathLike, rel: str | os.PathLike = "") -> Path:
             st = os.lstat(path)
             if not stat.S_ISDIR(st.st_mode):
                 raise ForensicsError(f"{path}: exists and is not a folder (a link is not followed)") from None
+            if as_root:
+                _check_folder(path, path, st)
     return path
 
 
@@ -323,6 +431,7 @@ def ensure_parent(root: str | os.PathLike, path: str | os.PathLike) -> None:
 def private_folder(folder: str | os.PathLike, what: str = "folder") -> None:
     """Refuse (ForensicsError) a folder that is a link, not a folder, not the caller's, or that
     others may write to: there another user could plant the names we are about to create."""
+    check_parents(Path(folder) / "x")
     try:
         st = os.lstat(folder)
     except OSError as err:
@@ -340,8 +449,8 @@ def claim_folder(folder: str | os.PathLike, what: str = "output folder") -> Path
     EMPTY folder that the caller owns (made 0700). Then LOCK_NAME is created in it (O_EXCL),
     so a second command into it is refused. Returns the folder; release_folder() removes the lock."""
     folder = Path(folder)
+    ensure_folder(folder.parent)
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(folder, DIR_MODE)
     except FileExistsError:
         _take_empty(folder, what)

@@ -20,7 +20,7 @@ from parsers import digest_focus, knowledge
 from parsers.digest_focus import FOCUS_MIN_RANKS
 from parsers.digest_first import load_digest_first
 from parsers.evidence import Evidence, load
-from parsers.judges import exceptions, hosts, observations, p2p, progress, recorder, slowness, stacks
+from parsers.judges import exceptions, hosts, mixed, observations, p2p, progress, recorder, slowness, stacks
 from parsers.judges import logs as logs_judge
 from parsers.judges.hosts import HostReport
 from parsers.judges.logs import LogAnalysis, horovod, unread
@@ -128,6 +128,7 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     verdict = merge_verdict(ev, found)
     verdict.sections["ranks"] = ranks_table(ev)
     verdict.sections["unread_lines"] = unread.section(ev)
+    verdict.sections["mixed_inputs"] = [f.to_dict() for f in mixed.foreign_inputs(ev)]  # another job's files: said
     by = {f.judge: f for f in found}
     return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
 

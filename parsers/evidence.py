@@ -691,6 +691,28 @@ def _collector_problems(rec: RankRecord) -> list[str]:
     return out
 
 
+def _every_line_hosted(art: Artifact) -> bool:
+    """A kernel log each of whose lines names its host (parsers.registry's `line_hosts`)."""
+    line_hosts = art.parsed.facts.get("line_hosts") if art.parsed and not art.hints.from_manifest and not art.error else None
+    return bool(line_hosts) and all(n in line_hosts for n, _text in art.parsed.notes)
+
+
+def _add_kernel_lines(ev: Evidence, h: HostEvidence | None, art: Artifact) -> None:
+    """A kernel log's lines to the host of each: the one its line names (`line_hosts`: a syslog of many machines)
+    where the file names several, else the file's host `h`. A manifest's file stays its host's."""
+    line_hosts = {} if art.hints.from_manifest else (art.parsed.facts.get("line_hosts") or {})
+    for n, text in art.parsed.notes:
+        named = line_hosts.get(n)
+        target = h if named is None else ev.hosts.setdefault(named, HostEvidence(named))
+        if target is None:
+            continue
+        if target is not h:
+            target.kinds.add(art.kind)
+            if ev.manifest is None and "kernel_log" not in target.collected:
+                target.collected.append("kernel_log")
+        target.kernel_lines.append((art.cite, n, text))
+
+
 def _group_hosts(ev: Evidence) -> None:
     """One HostEvidence per host with host files (and per host in the manifest)."""
     if ev.manifest is not None:
@@ -712,6 +734,9 @@ def _group_hosts(ev: Evidence) -> None:
         #: for ranks; a manifest's host is the collector's own knowledge and stays
         said = art.parsed.facts.get("host") if art.parsed and not art.hints.from_manifest else None
         name = said or art.hints.host or UNKNOWN_HOST
+        if name == UNKNOWN_HOST and _every_line_hosted(art):
+            _add_kernel_lines(ev, None, art)  # a syslog of several machines: each line is its own host's
+            continue
         h = ev.hosts.setdefault(name, HostEvidence(name))
         h.kinds.add(art.kind)
         if ev.manifest is None and kind.collector and kind.collector not in h.collected:
@@ -727,7 +752,7 @@ def _group_hosts(ev: Evidence) -> None:
                 else:
                     target[k] = v
         if art.kind == "kernel-log":
-            h.kernel_lines += [(art.cite, n, text) for n, text in art.parsed.notes]
+            _add_kernel_lines(ev, h, art)
 
 
 # ----------------------------------------------------------------------------- coverage

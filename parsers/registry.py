@@ -148,8 +148,12 @@ def _is_environment(head: bytes, complete: bool) -> bool:
 
 
 _NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL (?:INFO|WARN|TRACE)")
-_KERNEL_LINE = re.compile(rb"^(?:<\d>)?\[\s*(?:\d+\.\d+|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
-_JOURNAL_LINE = re.compile(rb"^\w{3} [ \d]\d [\d:]{8} \S+ kernel: ", re.M)
+#: a parallel shell's `node044: ` or `srun --label`'s `3: ` before a kernel line (parsers.readers.host_kernel)
+_LABEL = rb"(?:[A-Za-z0-9][\w.-]{0,252}: |\s*\d{1,6}: )?"
+_KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[\s*(?:\d+\.\d+|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
+#: syslog, journalctl short / short-precise / short-iso / short-monotonic ('kernel[PID]:' through the journal)
+_JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d [\d:]{8}(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:[+-]\d\d:?\d\d|Z)?"
+                           rb"|\[\s*\d+\.\d+\]) \S+ kernel(?:\[\d+\])?: ", re.M)
 
 
 def _is_nccl_log(head: bytes, complete: bool) -> bool:
@@ -161,6 +165,9 @@ def _is_kernel_log(head: bytes, complete: bool) -> bool:
     lines = [ln for ln in head[:HEAD_BYTES].splitlines()[:400] if ln.strip()]
     if not lines:
         return False
+    if (b"\n    _TRANSPORT=kernel" in head[:HEAD_BYTES] or b"\n    SYSLOG_IDENTIFIER=kernel" in head[:HEAD_BYTES]) and host_kernel.is_verbose_journal(
+            head[:HEAD_BYTES].decode("utf-8", errors="replace")):
+        return True  # journalctl -k -o verbose
     hits = sum(1 for ln in lines if _KERNEL_LINE.match(ln) or _JOURNAL_LINE.match(ln))
     return hits * 2 >= len(lines)
 
@@ -414,27 +421,40 @@ def _recorder(inp: ReadInput) -> Parsed:
 
 def _kernel_log(inp: ReadInput) -> Parsed:
     """Kernel messages, kept numbered for the knowledge base, and the host errors among them as events
-    (Xid, GPU off the bus, PCIe AER), so a loose kernel log speaks in the same terms as pasted lines."""
+    (Xid, GPU off the bus, PCIe AER), so a loose kernel log speaks in the same terms as pasted lines.
+
+    Each line's host is the one it names itself (syslog's and journalctl's host field, clush/pdsh's label), else
+    the shell prompt pasted above it (`root@node1:~# dmesg -T`). One host for every line: the file is that host's
+    (`facts['host']`); several: `facts['line_hosts']` maps each named line to its host, so one syslog of many
+    machines is each machine's evidence (parsers.evidence splits it)."""
     out = Parsed(kind="kernel-log")
     lines = host_kernel.read_kernel_log(inp.text())
     joined: list[tuple[int, str, str | None]] = []  # messages with their unstamped continuation lines (the driver
-    # splits some), each with the host of the shell prompt pasted above it (`root@node1:~# dmesg -T`), if any
+    # splits some), each with its host
     shell_host: str | None = None
+    line_hosts: dict[int, str] = {}
     for ln in lines:
         out.notes.append((ln.line_no, ln.message))
         prompted = prefix.prompt_host(ln.raw) if "@" in ln.raw[:100] else None
         if prompted:
             shell_host = prompted
-        elif joined and ln.stamp is None and ln.raw[:1].isspace():
+        elif joined and ln.stamp is None and ln.host is None and ln.raw[:1].isspace():
             n, text, host = joined[-1]
             joined[-1] = (n, f"{text} {ln.message[5:].strip() if ln.message.startswith('NVRM:') else ln.message}", host)
+            if host:
+                line_hosts[ln.line_no] = host
         else:
-            joined.append((ln.line_no, ln.message, shell_host))
+            host = ln.host or shell_host
+            joined.append((ln.line_no, ln.message, host))
+            if host:
+                line_hosts[ln.line_no] = host
     for n, text, host in joined:
         out.events.extend(pasted_host.match_line(text, Origin(host=host or inp.origin.host, file=inp.origin.file, line=n)))
-    prompted_hosts = {host for _, _, host in joined if host}
-    if len(prompted_hosts) == 1:  # every prompt names one machine: the file is that host's (else left unsaid)
-        out.facts["host"] = prompted_hosts.pop()
+    named = set(line_hosts.values())
+    if len(named) == 1:  # every line that names a machine names one: the file is that host's (else left unsaid)
+        out.facts["host"] = named.pop()
+    elif named:
+        out.facts["line_hosts"] = line_hosts
     out.lines = len(out.notes)
     return out
 

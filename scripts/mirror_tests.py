@@ -155,8 +155,11 @@ UNDER_TEST: dict[str, str] = {
     "test_second_look.py": "parsers.readers.second_look",
     "test_second_look_collector.py": "forensics.collectors.second_look",
     # tests of scripts/ and of the layout itself
+    "test_wheel_check.py": "",  # scripts/wheel_check.sh, a shell script: the whole install
     "test_wording_asserts.py": "scripts.wording_asserts", "test_mirror_tests.py": "scripts.mirror_tests",
-    "test_layout.py": "",
+    "test_layout.py": "", "test_docs_verdicts.py": "", "test_main_help.py": "forensics.cli.main",
+    # issue 40 (h40paths)
+    "test_progress_escapes.py": "forensics.collect.progress", "test_output_faults.py": "forensics.report.output",
 }
 #: modules nearly every test imports: they say nothing of what a test is about (the import fallback)
 GENERIC = {"parsers", "parsers.analyze", "parsers.knowledge", "parsers.evidence", "parsers.source",

@@ -4,7 +4,10 @@
 
 - docs/report-logs-512.png: a logs-only post-mortem of a 512-rank job (tests/logs_job.py: the line
   formats of the real capture tests/fixtures/nccl/sleep, 64 hosts x 8 GPUs, rank 347 one collective behind);
-- docs/report-bundle.png: the real bundle tests/fixtures/nccl/sleep/bundle (8 ranks, rank 5 sleeps).
+- docs/report-bundle.png: the real bundle tests/fixtures/nccl/sleep/bundle (8 ranks, rank 5 sleeps);
+- docs/report-hostfaults-512.png, docs/report-hostfaults-own.png: the verdict box (the top 900 pixels) of the
+  512-rank job with a real Xid 79 line (tests/fixtures/host/kernel/public-gpu-faults.log) in kernel.log of
+  node007, node031 and node032, and of node043 (the culprit's own host) and node007 (issue 41).
 
 The top of each page (window 1400 x 2000), reduced to 256 colours so each PNG stays small.
 """
@@ -36,6 +39,15 @@ def shoot(chromium: str, page: Path, png: Path, work: Path, height: int = 2000) 
     Image.open(png).convert("RGB").quantize(colors=256).save(png, optimize=True)
 
 
+def with_xid(root: Path, hosts: list[str]) -> Path:
+    """`root` with the public Xid 79 line in kernel.log of each of `hosts`."""
+    line = next(ln for ln in (REPO / "tests/fixtures/host/kernel/public-gpu-faults.log").read_text().splitlines()
+                if "79, GPU has fallen off the bus" in ln)
+    for host in hosts:
+        (root / host / "kernel.log").write_text(line + "\n")
+    return root
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chromium", default="/usr/bin/chromium")
@@ -44,12 +56,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="report-shots-") as tmp:
         work = Path(tmp)
         cases = {"report-logs-512.png": write_job(work / "job-512"),
-                 "report-bundle.png": REPO / "tests" / "fixtures" / "nccl" / "sleep" / "bundle"}
+                 "report-bundle.png": REPO / "tests" / "fixtures" / "nccl" / "sleep" / "bundle",
+                 "report-hostfaults-512.png": with_xid(write_job(work / "xid-512"), ["node007", "node031", "node032"]),
+                 "report-hostfaults-own.png": with_xid(write_job(work / "xid-own"), ["node043", "node007"])}
         for name, source in cases.items():
             pm = load(source)
-            pm.source = source.name if name == "report-logs-512.png" else str(source.relative_to(REPO))
+            pm.source = source.name if source.is_relative_to(work) else str(source.relative_to(REPO))
             page = write_report(pm, work / (name + ".html"))
-            shoot(args.chromium, page, args.out / name, work)
+            shoot(args.chromium, page, args.out / name, work, height=900 if "hostfaults" in name else 2000)
             print(f"{args.out / name}: {(args.out / name).stat().st_size // 1024} KB")
     return 0
 

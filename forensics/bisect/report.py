@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.bisect.engine import FINISHED, Bisection
+from forensics.hostset import HostSetError, fold
 
 LETTER = {"pass": "P", "fail": "F", "hang": "H", "pending": ".", "running": "."}
 MATRIX_LIMIT = 40
@@ -92,19 +93,24 @@ def render(rep: dict[str, Any]) -> str:
             out.append(f"  {e['unit']}{hosts}  P(bad)={e['p_bad']:.4f}{extra}")
     else:
         out.append("No bad host found.")
-    if rep["undecided"]:
+    if rep["undecided"]:  # hosts of one P(bad) folded, as clush -b folds them
+        by_p: dict[str, list[str]] = {}
+        for e in rep["undecided"]:
+            by_p.setdefault(f"{e['p_bad']:.3f}", []).extend(e["hosts"])
         out.append(f"Undecided ({len(rep['undecided'])}): "
-                   + ", ".join(f"{e['unit']} P(bad)={e['p_bad']:.3f}" for e in rep["undecided"][:20]))
+                   + ", ".join(f"{_folded(hosts)} P(bad)={p}" for p, hosts in list(by_p.items())[:20]))
     out.append(f"Cleared {rep['cleared']} of {rep['hosts']} host(s). Design {rep['design']}: "
                f"{rep['rounds']} round(s), {rep['job_count']} job(s), {rep['machine_seconds']:.0f} host-seconds.")
     if rep["bad"]:
-        out.append(f"exclude: {rep['exclude_list']}")
+        out.append(f"exclude: {_folded(rep['exclude_list'].split(','))}")
     if rep["outcome"] != "done":
         out.append(f"Stopped early ({rep['outcome']}).")
-    if rep["evidence"]:
+    if any(c is not None for row in rep["evidence"] for c in row["rounds"]):  # (no job run yet: no table)
         out.append("")
         out.append("Evidence (P pass, F fail, H hang; per round: job outcome and companions):")
         for row in rep["evidence"]:
+            if all(c is None for c in row["rounds"]):
+                continue  # a host no job has tested yet has no evidence row
             cells = []
             for c in row["rounds"]:
                 if c is None:
@@ -116,3 +122,11 @@ def render(rep: dict[str, Any]) -> str:
         if rep["evidence_truncated"]:
             out.append(f"  ... {rep['evidence_truncated']} more suspect unit(s) (see --json)")
     return "\n".join(out)
+
+
+def _folded(hosts: list[str]) -> str:
+    """Host names folded (`node[007,031-032]`); names ClusterShell cannot fold are listed as they are."""
+    try:
+        return fold([h for h in hosts if h])
+    except HostSetError:
+        return ",".join(hosts)

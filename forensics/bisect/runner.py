@@ -10,6 +10,8 @@ runner at any point loses at most the jobs that were running.
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -27,6 +29,9 @@ from forensics.errors import ForensicsError
 
 KILL_GRACE = 3.0
 POLL = 0.2
+TOKEN_VAR = "FORENSICS_BISECT_JOB_TOKEN"  #: in each job's environment: what proves a job left running is ours
+TOKEN_RE = re.compile(r"[0-9a-f]{32}")
+MAX_ENVIRON = 4 << 20  #: /proc/PID/environ read at most this far (the kernel's own argument limit is smaller)
 
 
 @dataclass
@@ -89,20 +94,24 @@ class Runner:
         """Kill jobs a previous, killed runner left behind (state 'running'), then rerun them.
 
         A runner killed with SIGKILL cannot stop its jobs, and a hung one would hold its
-        hosts forever. The state keeps each job's process-group id and start time, so
-        only that very process group is killed, never a later process that reused the pid.
+        hosts forever. But the state file is data, not proof: a pid and start time written there
+        could name anyone's process. A group is killed only when its leader is that pid, started
+        then, leads its own process group, and carries in its environment (/proc/PID/environ) the
+        random token this bisect gave the job when it started it (TOKEN_VAR); else it is left alone.
         """
         for rnd in self.bis.rounds:
             for g in rnd["groups"]:
                 if g["status"] != "running":
                     continue
-                pid, started = g.get("pid"), g.get("pid_start")
-                if pid and started is not None and _start_time(pid) == started:
+                pid = g.get("pid")
+                if isinstance(pid, int) and pid > 1 and _started_by_us(pid, g.get("pid_start"), g.get("token")):
                     self.say(f"killing {g['id']} (pid {pid}) left running by an interrupted run")
                     try:
                         os.killpg(pid, signal.SIGKILL)
                     except (ProcessLookupError, PermissionError):
                         pass
+                elif pid is not None and _start_time(pid) is not None:
+                    self.say(f"not signalling pid {pid} of {g['id']}: no proof this bisect started it")
                 g["status"] = "pending"
         self.save()
 
@@ -143,7 +152,8 @@ class Runner:
             log_path, log = new_log(self.log_dir, group["id"])
             log.write(f"# forensics bisect job {group['id']}: {shlex.join(argv)}\n")
             log.flush()
-        env = {**os.environ, **self.extra_env, **spec.env()}
+        token = secrets.token_hex(16)  # the proof reap_orphans asks of a job left running (never a pid alone)
+        env = {**os.environ, **self.extra_env, **spec.env(), TOKEN_VAR: token}
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, env=env)
@@ -152,7 +162,7 @@ class Runner:
                 log.close()
             raise ForensicsError(f"cannot start {argv[0]!r}: {err.strerror or err}") from err
         group.update(status="running", log=str(log_path) if log_path else None, argv=argv,
-                     pid=proc.pid, pid_start=_start_time(proc.pid))
+                     pid=proc.pid, pid_start=_start_time(proc.pid), token=token)
         return Running(group, proc, time.monotonic(), log)
 
     def check(self, job: Running) -> str | None:
@@ -213,11 +223,32 @@ def new_log(folder: Path, job_id: str) -> tuple[Path, TextIO]:
     raise ForensicsError(f"{folder}: no free log name for job {job_id}")
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name (field 3 on), [] if gone."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
 def _start_time(pid: int) -> int | None:
     """Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22), None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = _stat_fields(pid)
     return int(fields[19]) if len(fields) > 19 else None
+
+
+def _started_by_us(pid: int, started: Any, token: Any) -> bool:
+    """True only when `pid` started at `started`, leads its own process group, and holds TOKEN_VAR=token in
+    its environment: a job this bisect started (start_new_session, the token put in its env by start)."""
+    if not isinstance(token, str) or not TOKEN_RE.fullmatch(token):
+        return False
+    fields = _stat_fields(pid)
+    if len(fields) <= 19 or fields[2] != str(pid) or fields[19] != str(started):
+        return False  # another start time, or not the leader of its group (fields 5: pgrp)
+    try:
+        with open(f"/proc/{int(pid)}/environ", "rb") as fh:
+            environ = fh.read(MAX_ENVIRON)
+    except OSError:
+        return False
+    return f"{TOKEN_VAR}={token}".encode() in environ.split(b"\0")

@@ -135,6 +135,52 @@ def resume(data: dict[str, Any], options: dict[str, Any], path: str | os.PathLik
     if not isinstance(config["unary_llr"], dict) or not isinstance(config["excluded"], dict) \
             or not isinstance(config["notes"], list) or not (config["first_round"] is None or isinstance(config["first_round"], list)):
         raise StateError(f"{path}: state file results have the wrong types")
+    check_hosts(data, config, path)
     out = {k: v for k, v in data.items() if k in PERSISTED}
     out["config"] = config
     return out
+
+
+def check_hosts(data: dict[str, Any], config: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Refuse (StateError) a state whose rounds or results name a host, unit or process the command line
+    did not give: the digest covers the options, not the rounds, so a group's host list could otherwise send
+    the test to `evilhost`. Each group's hosts must be exactly its units' hosts plus padding of given hosts;
+    its pid, start time and token must have their types (runner.reap_orphans still proves the process)."""
+    units = [list(u.get("hosts", [])) for u in config.get("units", []) if isinstance(u, dict)]
+    names = {u.get("name") for u in config.get("units", []) if isinstance(u, dict)}
+    given = {h for hosts in units for h in hosts} | set(config.get("good_hosts") or [])
+    for rnd in data["rounds"]:
+        groups = rnd.get("groups") if isinstance(rnd, dict) else None
+        if not isinstance(groups, list):
+            raise StateError(f"{path}: a round of the state file has no group list: not used")
+        for g in groups:
+            _check_group(g, units, given, path)
+    results = data["results"]
+    named = set(results.get("excluded") or {}) | set(results.get("unary_llr") or {})
+    strangers = sorted(str(h) for h in named if h not in given and h not in names)
+    first = results.get("first_round") or []
+    if strangers or not all(isinstance(g, list) and all(_index(u, len(units)) for u in g) for g in first):
+        raise StateError(f"{path}: state file results name hosts or units not given on the command line "
+                         f"({', '.join(strangers[:3]) or 'first round'}): not used")
+
+
+def _index(value: Any, count: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < count
+
+
+def _check_group(g: Any, units: list[list[str]], given: set[str], path: str | os.PathLike[str]) -> None:
+    if not isinstance(g, dict) or not isinstance(g.get("units"), list) or not isinstance(g.get("hosts"), list):
+        raise StateError(f"{path}: a job of the state file lacks its units or hosts: not used")
+    padding = g.get("padding") or []
+    if not isinstance(padding, list) or not all(_index(u, len(units)) for u in g["units"]):
+        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} names units not given on the command line: not used")
+    strangers = [str(h) for h in [*g["hosts"], *padding] if not isinstance(h, str) or h not in given]
+    if strangers or g["hosts"] != [h for u in g["units"] for h in units[u]] + padding:
+        shown = ", ".join(s[:64] for s in strangers[:3]) or "hosts other than its units'"
+        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} would run on {shown}, not the hosts given "
+                         "on the command line: not used")
+    for key in ("pid", "pid_start"):
+        if g.get(key) is not None and not _index(g[key], 1 << 62):
+            raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad {key}: not used")
+    if g.get("token") is not None and not isinstance(g["token"], str):
+        raise StateError(f"{path}: job {str(g.get('id'))[:40]!r} has a bad token: not used")

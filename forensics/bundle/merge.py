@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, RankRecord, Status
+from forensics import safefs
 from forensics.bundle.digest import write_merged_digest
 from parsers.digest_merge import difference, ranks_of
 from forensics.bundle.reader import open_bundle
@@ -23,6 +24,7 @@ from forensics.bundle.writer import BundleWriter, safe_name
 from parsers import safeio
 from parsers.archive import name_parts
 from parsers.manifest_schema import MAX_WORLD
+from forensics.errors import ForensicsError
 from forensics.hostset import HostSetError, fold
 
 #: host statuses that mean "we do not know what ran there" (see forensics.fleet.outcome)
@@ -135,9 +137,11 @@ def _copy_tree(src: Path, dest_root: Path, rel_root: str) -> None:
         target = dest_root / place_name(rel, rel_root)
         try:
             with safeio.open_regular(path, follow=False) as fh:
-                safeio.copy_bounded(fh, target, MAX_FILE_BYTES, tail=False, mode=stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & 0o640)
-        except OSError:
-            continue  # a FIFO, a link or a vanished file in a host bundle is not evidence
+                safefs.ensure_folder(target.parent)  # the one checked writer (issue 40): new file, no link followed
+                safefs.copy_from(fh, target, MAX_FILE_BYTES, tail=False,
+                                 mode=stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & 0o640)
+        except (OSError, ForensicsError):
+            continue  # a FIFO, a link, a vanished file or a name given twice in a host bundle is not evidence
 
 
 def _settle_missing(man: Manifest, parts: list[HostPart], elsewhere: list[list[int]]) -> None:

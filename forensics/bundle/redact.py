@@ -58,7 +58,15 @@ _NAME_PART = re.compile(
     r"CONNECTIONSTRING|JWT|SAS|APIKEY|OTP)$",
     re.I)
 _NAME_WHOLE = re.compile(r"(?i)CONNECTION_?STRING")
-_NOT_SECRET_PART = re.compile(r"(?i)^(?:BYPASS|COMPASS|PASSTHROUGH|KEYBOARD|MONKEY|HOTKEY|TOKENIZERS?|PASSES)$")
+#: a name that holds one of these anywhere (`LDAPPASSWORDX`, `APITOKENVALUE`, `MYCREDS1`) names a secret, as does a
+#: `_PW` or `PAT` part (`LDAP_BIND_PW`, `GH_PAT`) (issue 40); _NOT_SECRET_WORDS are the ordinary names that hold them
+_NAME_INSIDE = re.compile(r"(?i)PASS|TOKEN|SECRET|KEY|AUTH|CRED")
+_NAME_SHORT_PART = re.compile(r"(?i)^(?:\w*PW|PATS?)$")
+_NOT_SECRET_WORDS = re.compile(
+    r"(?i)AUTHOR|TOKENIZER|BYPASS|COMPASS|PASSTHROUGH|PASSES|KEYBOARD|HOTKEY|MONKEY|TURNKEY|KEYTIMEOUT|"
+    r"KEYMAP|KEYRING_BACKEND|NCCL_IB_PKEY|_PKEY\b|SSH_AUTH_SOCK|XAUTHORITY|TOKEN_?(?:LEN|LENGTH|LIMIT|COUNT)S?\b|"
+    r"MAX_?TOKENS|KEY_?(?:DIM|SIZE|LEN|LENGTH|COLUMN|FIELD)S?\b")
+_NOT_SECRET_PART = re.compile(r"(?i)^(?:BYPASS|COMPASS|PASSTHROUGH|KEYBOARD|MONKEY|HOTKEY|TOKENIZERS?|PASSES|AUTHORS?|PKEY)$")
 
 # --- key/value forms --------------------------------------------------------------------------
 # A key names a secret when, read as words, it ENDS in one of these (so `max_new_tokens`,
@@ -113,6 +121,12 @@ _HEADER = re.compile(
     r"(?i)(\b(?:Proxy-)?Authorization[ \t]{0,8}[:=][ \t]{0,8}[\"']?(?:Bearer|Basic|Token|Digest|Negotiate|"
     r"AWS4-HMAC-SHA256|SharedKey|Splunk|ApiKey|Key|OAuth|Bot)?[ \t]{0,8}|\bBearer[ \t]+)([^\s'\",]{6,4096})")
 _BASIC = re.compile(r"\bBasic[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})")
+# netrc (`machine h login u password X`, or a `password X` line of its own) and `Using token X` (a value with a digit)
+_NETRC = re.compile(r"(?i)(\b(?:machine|login|default)\b[^\n]{0,300}?\b(?:password|passwd)[ \t]+|^[ \t]*(?:password|passwd)"
+                    r"[ \t]+(?=\S+[ \t]*$))(\S{1,2048})")
+_USING_TOKEN = re.compile(r"(?i)(\b(?:using|with|got|received|loaded)[ \t]+(?:an?[ \t]+|the[ \t]+)?(?:access[ \t_-]|api[ \t_-]|"
+                          r"auth[ \t_-]|bearer[ \t_-]|bot[ \t_-])?token[ \t]*:?[ \t]+)(?=[^\s'\",;]{0,2047}[0-9])"
+                          r"([^\s'\",;]{8,2048})")
 _NCCL_ENV = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,127}) set by environment to (\S{1,4096})")
 # per-program forms, in text (shell strings, printed commands)
 _PROGRAM = re.compile(
@@ -139,6 +153,8 @@ _SHAPES = re.compile(
     r"nvapi-[A-Za-z0-9_-]{20,255}|hv[sbr]\.[A-Za-z0-9_-]{20,255}|gsk_[A-Za-z0-9]{20,255}|r8_[A-Za-z0-9]{20,255}|"
     r"ATATT3[A-Za-z0-9_=-]{20,2048}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|lin_api_[A-Za-z0-9]{20,255}|"
     r"ntn_[A-Za-z0-9]{20,255}|pplx-[A-Za-z0-9]{20,255}|"
+    r"SK[0-9a-fA-F]{32}|(?:bot)?[0-9]{8,10}:AA[A-Za-z0-9_-]{33}|secret_[A-Za-z0-9]{40,46}|key-[0-9a-f]{32}|"
+    r"00(?=[A-Za-z0-9_-]{0,39}[A-Z])(?=[A-Za-z0-9_-]{0,39}[a-z])[A-Za-z0-9_-]{40}(?![A-Za-z0-9_-])|"
     r"ey[A-Za-z0-9_-]{8,4096}\.ey[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{0,4096})|"
     r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}|AGE-SECRET-KEY-1[0-9A-Z]{50,70}")
 
@@ -166,6 +182,8 @@ _RULES = (  # (triggers, rule) in an order where an earlier rule cannot hide a l
     (("authorization", "bearer"), lambda t: _HEADER.sub(lambda m: m.group(1) + REDACTED, t)),
     (("basic",), lambda t: _BASIC.sub(_basic, t)),
     (("set by environment",), lambda t: _NCCL_ENV.sub(_nccl_env, t)),
+    (("pass",), lambda t: _NETRC.sub(lambda m: m.group(1) + REDACTED, t)),
+    (("token",), lambda t: _USING_TOKEN.sub(lambda m: m.group(1) + REDACTED, t)),
     (_WORD_TRIGGERS, lambda t: _FLAG.sub(_flag, t)),
     (_WORD_TRIGGERS, lambda t: _KV.sub(_kv, t)),
 )
@@ -175,7 +193,7 @@ _TRIGGERS = tuple(t.encode() for t in (
     "://", "hooks.", "sig=", "bearer", "basic", "set by environment", " -p", " -a", " -w", " -u", "\t-", "-user",
     "login", *_WORD_TRIGGERS))
 #: every token shape lies in a run of at least 15 such characters (bytes of the UTF-8 text)
-_LONG_RUN = re.compile(rb"[A-Za-z0-9_.~+/-]{15,4096}")
+_LONG_RUN = re.compile(rb"[A-Za-z0-9_.~+/:-]{15,4096}")  # ':' for a Telegram bot token (digits:AA...)
 _NEWLINE = re.compile(rb"\n")
 
 
@@ -186,7 +204,11 @@ def secret_name(name: str) -> bool:
     if _NAME_WHOLE.search(name):
         return True
     parts = [p for p in re.split(r"[_.\-]+", name) if p]
-    return any(_NAME_PART.match(p) and not _NOT_SECRET_PART.match(p) for p in parts)
+    if any(_NAME_PART.match(p) and not _NOT_SECRET_PART.match(p) for p in parts):
+        return True
+    if any(_NAME_SHORT_PART.match(p) for p in parts[1:]):
+        return True
+    return bool(_NAME_INSIDE.search(_NOT_SECRET_WORDS.sub("", name)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -346,6 +368,10 @@ _PROGRAM_FLAGS = {
     "bcp": ("-P",), "docker login": ("-p",), "podman login": ("-p",), "mysql": ("-p",), "mysqldump": ("-p",),
     "mysqladmin": ("-p",), "mariadb": ("-p",), "7z": ("-p",), "7za": ("-p",),
 }
+_MYSQL_NAME = re.compile(r"(?:mysql|mariadb)[A-Za-z0-9._-]{0,30}")
+#: `-p` with a value attached that mixes letters and digits (or other marks): a password (`-pS3cretPw9`), where
+#: `-pthread`, `-pipe` or `-p8080` are not
+_ATTACHED_P = re.compile(r"-p(?=[^\s]{0,2047}[0-9])(?=[^\s]{0,2047}[A-Za-z])[^\s=]{5,2048}")
 _ATTACHED_ONLY = frozenset({"mysql", "mysqldump", "mysqladmin", "mariadb", "7z", "7za"})  # -pX; '-p db' prompts
 _USER_PASS_FLAGS = {"curl": ("-u", "--user", "--proxy-user", "-U"), "wget": (), "http": ("-a", "--auth"),
                     "https": ("-a", "--auth"), "smbclient": ("-U",)}
@@ -384,6 +410,8 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
             continue
         hide_next = user_next = False
         base = os.path.basename(arg)
+        if _MYSQL_NAME.fullmatch(base):
+            base = "mysql"  # mysqlsh, mysql.real, mariadb-dump...
         if base in _PROGRAM_FLAGS or base in _USER_PASS_FLAGS or base in ("wandb", "aws"):
             program, words_after_login = base, -1
         elif program == "wandb" and arg == "login":
@@ -410,6 +438,9 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
         if arg in _USER_PASS_FLAGS.get(program, ()):
             user_next = True
             out.append(arg)
+            continue
+        if _ATTACHED_P.fullmatch(arg):
+            out.append("-p" + REDACTED)  # `-pS3cret9` (mysql style) after any program: a port or -pthread has no mix
             continue
         hide_next = hide_next or _flag_takes_next(arg)
         out.append(redact_text(arg))

@@ -55,7 +55,7 @@ class BundleWriter:
     def __init__(self, root: Path, command: list[str] | None = None) -> None:
         self.root = Path(root)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            safefs.ensure_folder(self.root)
             probe = self.root / f".write-test.{os.getpid()}.{threading.get_ident()}"
             os.close(safefs.create(probe))  # new, O_EXCL|O_NOFOLLOW: a planted name fails, never followed
             probe.unlink()

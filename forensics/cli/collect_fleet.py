@@ -64,7 +64,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
                        help="with --slurm-job: extra srun argument, e.g. --srun-arg=--container-image=IMG (repeatable)")
     group.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="on each host collect only ranks with this env value; '{host}' is replaced by the host name")
-    tree = parser.add_argument_group("reduced tree (issue 30: gateways send up one merged digest each)")
+    tree = parser.add_argument_group("reduced tree (gateways send up one merged digest each)")
     tree.add_argument("--reduce", action="store_true",
                       help="collect through --gateways, each merging its hosts' digests into one; then fetch the raw "
                            "files of the odd ranks' hosts from the gateways and print the verdict")
@@ -78,12 +78,30 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
                       help="with --reduce: time limit per gateway (default --host-timeout + 60)")
     tree.add_argument("--fetch-max", type=int, default=MAX_FETCH_HOSTS, metavar="N",
                       help=f"with --reduce: hosts whose raw files are fetched at most (default and most {MAX_FETCH_HOSTS})")
-    tree.add_argument("--ssh-path", default="ssh", metavar="PATH",
-                      help="ssh client to run (default: ssh on PATH; with --reduce also on the gateways)")
+    tree.add_argument("--ssh-path", default=None, metavar="PATH",
+                      help="ssh client to run with --hosts/--hostfile (default: ssh on PATH; with --reduce also on "
+                           "the gateways); not with --slurm-job, whose hosts srun reaches")
 
 
 def wants_fleet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "hosts", None) or getattr(args, "hostfile", None) or getattr(args, "slurm_job", None))
+
+
+#: options that only a whole-job collection reads: given to a one-host collect they would do nothing
+FLEET_ONLY = {"ssh_path": "--ssh-path", "reduce": "--reduce", "gateways": "--gateways", "gateway_out": "--gateway-out",
+              "gateway_timeout": "--gateway-timeout", "topology": "--topology", "srun_arg": "--srun-arg",
+              "ssh_option": "--ssh-option", "match_env": "--match-env"}
+
+
+def refuse_unused(args: argparse.Namespace) -> None:
+    """Refuse, with the reason, an option that does nothing in the mode asked (never ignore it silently)."""
+    if not wants_fleet(args):
+        given = [flag for dest, flag in FLEET_ONLY.items() if getattr(args, dest, None)]
+        if given:
+            raise ForensicsError(f"{', '.join(given)}: only for a whole-job collection (--hosts, --hostfile or "
+                                 "--slurm-job); a one-host collect does not use it")
+    elif args.slurm_job and args.ssh_path:
+        raise ForensicsError("--ssh-path: --slurm-job reaches its hosts with srun, not ssh; it would do nothing here")
 
 
 def host_list(args: argparse.Namespace) -> list[str]:
@@ -116,12 +134,13 @@ def run_fleet(args: argparse.Namespace, default_out: Path) -> int:
         hosts = host_list(args)
         if not hosts:
             raise ForensicsError("no hosts given")
-        if shutil.which("ssh") is None:
-            raise ForensicsError("ssh not found on this machine (install openssh-client)")
+        ssh_path = args.ssh_path or "ssh"
+        if shutil.which(ssh_path) is None:
+            raise ForensicsError(f"{ssh_path} not found on this machine (install openssh-client)")
         if args.topology is not None and not args.topology.is_file():
             raise ForensicsError(f"--topology {args.topology}: no such file")
         runner = ssh_runner(cmd.ssh_options(args.ssh_option, min(10.0, args.host_timeout)), args.fanout,
-                            topology=args.topology)
+                            ssh_path=ssh_path, topology=args.topology)
     out = args.out or default_out
     logger.info("fleet: {} host(s), fan-out {}, {} s per host", len(hosts), args.fanout, args.host_timeout)
     result = collect_fleet(hosts, out, spec, runner, args.host_timeout, quiet=args.quiet)
@@ -174,6 +193,7 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
     gateways = hostsets.unique(hostsets.gather(list(args.gateways), None))
     if not hosts or not gateways:
         raise ForensicsError("no hosts given" if not hosts else "no gateways given")
+    args.ssh_path = args.ssh_path or "ssh"
     if shutil.which(args.ssh_path) is None:
         raise ForensicsError(f"{args.ssh_path} not found on this machine (install openssh-client)")
     gateway_out = args.gateway_out or f"/tmp/forensics-reduce-{spec.tag}"

@@ -18,13 +18,13 @@ import importlib
 import os
 import pkgutil
 import sys
-import tempfile
 import traceback
 from types import ModuleType
 
 from forensics import __version__
-from forensics.cli import commands
+from forensics.cli import commands, ending
 from forensics.cli.logs import setup_logging
+from forensics.report.text import escape
 from forensics.exitcodes import SHARED, ExitCode, code_for, help_epilog
 from parsers.errors import HangForensicsError
 
@@ -35,8 +35,20 @@ EPILOG = help_epilog("COMMAND", {int(k): v for k, v in SHARED.items()}).replace(
     "each command's --help lists its own.\n")
 
 
+#: the order a person uses the commands in during a hang, which --help lists them in (any other after, by name)
+WORKFLOW = ("collect", "analyze", "hosts", "report", "bisect", "demo", "ras", "recorder", "env", "steps")
+
+#: the one example --help shows: the recipe of the README's first screen
+EXAMPLE = ("during a hang (on one host; --slurm-job ID or --hosts 'node[001-064]' for the whole job):\n"
+           "  forensics collect -o /tmp/hang     # before the watchdog kills the ranks\n"
+           "  forensics analyze /tmp/hang        # the culprit rank and host, and why\n"
+           "  forensics hosts /tmp/hang          # hosts to exclude, and the action\n"
+           "  forensics report /tmp/hang         # one HTML file to share\n"
+           "'forensics help COMMAND' (or COMMAND --help) says more about each.\n\n")
+
+
 def _command_modules() -> list[ModuleType]:
-    """Import every subcommand module, sorted by name for a stable --help."""
+    """Import every subcommand module, in workflow order (WORKFLOW), then by name, for a stable --help."""
     found = []
     for info in pkgutil.iter_modules(commands.__path__):
         if info.name.startswith("_"):
@@ -44,7 +56,14 @@ def _command_modules() -> list[ModuleType]:
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         if hasattr(module, "NAME") and hasattr(module, "run"):
             found.append(module)
-    return sorted(found, key=lambda m: m.NAME)
+    return sorted(found, key=lambda m: (WORKFLOW.index(m.NAME) if m.NAME in WORKFLOW else len(WORKFLOW), m.NAME))
+
+
+def help_argv(argv: list[str]) -> list[str]:
+    """`forensics help [COMMAND]` as the argv argparse knows: `COMMAND --help`, or `--help`."""
+    if argv[:1] == ["help"]:
+        return [*argv[1:2], "--help"]
+    return argv
 
 
 def _verbose_option(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -58,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="forensics",
         description="Find which rank and which host hung or crashed a distributed job, and why.",
-        epilog=EPILOG,
+        epilog=EXAMPLE + EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hang-forensics {__version__}")
@@ -83,47 +102,42 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run one command, map expected failures to exit codes."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(help_argv(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "_run", None):
         parser.print_help()
         return int(ExitCode.BAD_INPUT)
     setup_logging(args.verbose)
+    previous = ending.install()  # SIGTERM and SIGHUP unwind like Ctrl-C: every finally runs, exit 143 / 129
     try:
-        with _scoped_tempdir():
+        return _run_command(args)
+    finally:
+        ending.restore(previous)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command in its scoped temp folder; map expected failures and signals to exit codes."""
+    try:
+        with ending.scoped_tempdir():
             code = int(args._run(args))
             sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
             return code
     except BrokenPipeError:
         return _pipe_closed()
     except HangForensicsError as err:  # every expected failure (ForensicsError included): code_for maps it
-        print(f"forensics {args.command}: error: {err}", file=sys.stderr)
+        print(escape(f"forensics {args.command}: error: {err}"), file=sys.stderr)  # errors quote data: escaped
         return int(code_for(err))
     except PermissionError as err:
-        print(f"forensics {args.command}: error: permission denied: {err.filename or err}", file=sys.stderr)
+        print(escape(f"forensics {args.command}: error: permission denied: {err.filename or err}"), file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    except KeyboardInterrupt:
-        print(f"forensics {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP (ending.Terminated)
+        how = "" if ending.signal_name(err) == "SIGINT" else f" by {ending.signal_name(err)}"
+        print(f"forensics {args.command}: interrupted{how}", file=sys.stderr)
+        return ending.exit_code(err)
     except Exception as err:  # noqa: BLE001 - a bug: exit 1 as docs/exit-codes.md says, the traceback kept for the report
         traceback.print_exc()
         print(f"forensics {args.command}: internal error (a bug; please report it with the traceback above): "
-              f"{type(err).__name__}: {err}", file=sys.stderr)
+              + escape(f"{type(err).__name__}: {err}"), file=sys.stderr)
         return int(ExitCode.FAILURE)
-
-
-class _scoped_tempdir:
-    """Every temporary file or folder made through `tempfile` during the command lands in
-    one folder that is removed at the end (an unpacked archive, a fleet merge area...),
-    so no command leaves forensics-* folders behind in /tmp."""
-
-    def __enter__(self) -> None:
-        self._saved = tempfile.tempdir
-        self._dir = tempfile.TemporaryDirectory(prefix="forensics-run-")
-        tempfile.tempdir = self._dir.name
-
-    def __exit__(self, *exc: object) -> None:
-        tempfile.tempdir = self._saved
-        self._dir.cleanup()
 
 
 def _pipe_closed() -> int:

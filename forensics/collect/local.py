@@ -114,7 +114,8 @@ def collect_local(
                     f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
                     + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
     if interrupted and disk.error is None:
-        writer.note(f"collection interrupted after {host_record.seconds} s; "
+        why = f" by {tools.REASON[0]}" if tools.REASON else ""
+        writer.note(f"collection interrupted{why} after {host_record.seconds} s; targets left running as found; "
                     f"{len(pending)} collection task(s) still running were abandoned")
     writer.manifest.interrupted = interrupted or disk.error is not None
     disk.save(final=True)

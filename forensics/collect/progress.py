@@ -1,10 +1,13 @@
-"""Progress lines on stderr for long collections; silent when asked to be."""
+"""Progress lines on stderr for long collections; silent when asked to be. Every line goes through `escape`
+(the text outputs' one escape): a line may quote a target's data (a path, an error)."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
+
+from forensics.escape import escape
 
 
 class ProgressReporter:
@@ -23,8 +26,8 @@ class ProgressReporter:
             self.done += 1
             if not self.quiet:
                 elapsed = time.monotonic() - self.start
-                print(f"[{self.done}/{self.total} {self.what}, {elapsed:5.1f}s] {line}", file=sys.stderr, flush=True)
+                print(escape(f"[{self.done}/{self.total} {self.what}, {elapsed:5.1f}s] {line}"), file=sys.stderr, flush=True)
 
     def say(self, line: str) -> None:
         if not self.quiet:
-            print(line, file=sys.stderr, flush=True)
+            print(escape(line), file=sys.stderr, flush=True)

@@ -31,6 +31,7 @@ PR_SET_PDEATHSIG = 1
 
 #: set once collect is interrupted: no tool starts after it, running ones are killed
 INTERRUPTED = threading.Event()
+REASON: list[str] = []  #: what interrupted the collection (the signal's name), for the manifest's note
 _RUNNING: set[subprocess.Popen] = set()
 _LOCK = threading.Lock()
 _LIFELINE: list[int] = []  #: [read end, write end] of the pipe whose EOF tells supervisors collect is gone
@@ -98,8 +99,11 @@ def forget(proc: subprocess.Popen) -> None:
         _RUNNING.discard(proc)
 
 
-def interrupt() -> None:
-    """Stop every tool now (SIGKILL to each group) and refuse new ones. Safe in a signal handler."""
+def interrupt(reason: str = "") -> None:
+    """Stop every tool now (SIGKILL to each group) and refuse new ones. Safe in a signal handler.
+    `reason` ('SIGHUP') is said in the manifest's note (REASON)."""
+    if reason and not REASON:
+        REASON.append(reason)
     INTERRUPTED.set()
     running = list(_RUNNING)  # no lock: the handler may run while the main thread holds it; list() of a set is atomic under the GIL
     for proc in running:
@@ -129,6 +133,7 @@ def find_tool(name: str) -> str | None:
 def clear_interrupt() -> None:
     """Allow tools again (for a process that collects more than once, e.g. tests)."""
     INTERRUPTED.clear()
+    REASON.clear()
 
 
 def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None,

@@ -68,7 +68,7 @@ class HostTarget:
 
 def _out(root: Path, rel: str) -> tuple[Path, str]:
     if not root.is_dir():  # a collector run on its own (no BundleWriter made the bundle folder)
-        root.mkdir(parents=True, mode=safefs.DIR_MODE, exist_ok=True)
+        safefs.ensure_folder(root)
     safefs.make_dirs(root, Path(rel).parent)
     return root / rel, rel
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from parsers.model.manifest import Manifest
+from forensics import safefs
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.collect.progress import ProgressReporter
 from forensics.errors import ForensicsError
@@ -129,7 +130,7 @@ def prepare_out(out: Path) -> None:
     if hosts_dir.is_dir() and any(hosts_dir.iterdir()):
         raise ForensicsError(f"{out} already holds host evidence ({hosts_dir}): pass a new -o folder")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        safefs.ensure_folder(out)
     except OSError as err:
         raise ForensicsError(f"cannot write the bundle at {out}: {err.strerror or err}") from err
 

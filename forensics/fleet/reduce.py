@@ -396,7 +396,7 @@ def file_fetched(gw: str, lines: Iterable[str], own: set[str], out: Path, parts:
     gateway and not filed yet, and its archive passes place_archive's checks; at most `max_hosts` in all."""
     frames = split_frames(lines)
     if frames:
-        out.mkdir(parents=True, exist_ok=True)
+        safefs.ensure_folder(out)
     for frame in frames:
         try:
             answer = wire.decode(frame)
@@ -483,7 +483,7 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
         parts.append(merged)
         where[gw] = dict(rest, ranks=summarised(merged))  # the gateway's rank set, as ranges
     root = merge_all(parts)
-    out.mkdir(parents=True, exist_ok=True)
+    safefs.ensure_folder(out)
     merged_at = time.monotonic()
     judged = judge_classes(root)
     judged_at = time.monotonic()

@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 from typing import Any, Sequence
 
-from forensics import __version__
+from forensics import __version__, safefs
 from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
 from forensics.report.stacktree import draw_stack_tree
 from forensics.report.style import to_svg
@@ -74,13 +74,19 @@ def verdict_html(what: ReportView | Verdict) -> str:
              f'<div class="summary" style="font-size:16px;font-weight:600">VERDICT: {esc(v.headline)}</div>']
     if v.times:
         parts.append(f'<p class="meta">times: measured from {esc(v.times)}</p>')
+    if v.mixed:  # files of another job: said before anything that may rest on them
+        parts.append('<ul class="mixed-inputs" id="mixed-inputs" style="font-weight:600">' + "".join(
+            f"<li>mixed inputs: {esc(x)}</li>" for x in v.mixed) + "</ul>")
+    if v.host_faults:  # where they explain, the hosts to take out of the job lead (forensics.report.words.hostfaults)
+        parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + "".join(
+            f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>' for f in v.host_faults) + "</ul>")
     if c:
         parts.append(f'<p>culprit: <span class="culprit" id="culprit" style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
         parts.append(f'<p id="meaning">what it means: {esc(c.meaning)}</p><p id="next-step"><b>next step:</b> {esc(c.next_step)}</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")
-        parts.append(f"<p>sources that agree: {esc(', '.join(c.sources) or 'unknown')}</p>")
+        parts.append(f'<p class="sources">{esc(c.sources_line)}</p>')
     lines = [("hang", v.hang)] + [("deadlock", x) for x in v.deadlock]
     if v.deadlock_next_step:
         lines.append(("next step", v.deadlock_next_step))
@@ -188,8 +194,8 @@ def _host_rows(v: ReportView) -> list[dict[str, Any]]:
 
 
 def write_report(what: Any, path: Path) -> Path:
-    """Write the report; creates the parent folder."""
+    """Write the report (forensics.safefs: parent folders checked and made, a new file renamed over the name)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_report(what), encoding="utf-8")
+    safefs.ensure_folder(path.parent)
+    safefs.replace_file(path, build_report(what))
     return path

@@ -8,6 +8,7 @@ check what it reads. JSON is compact unless --pretty is given: it is for program
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -89,10 +90,10 @@ def emit_document(text: str, output: Path | None = None) -> None:
         sys.stdout.write(text)
         return
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        safefs.ensure_folder(output.parent)  # as root: no folder on the way another user could swap
         safefs.replace_file(output, text)  # a new temp file renamed over the name: a planted link is replaced, never followed
-    except OSError as err:
-        raise ForensicsError(f"{output}: cannot write ({err.strerror or err})") from err
+    except OSError as err:  # a full disk: replace_file removed its temp file, the old file (if any) is as it was
+        raise ForensicsError(f"{output}: cannot write ({err.strerror or err}); nothing was written") from err
 
 
 def emit_json(kind: str, data: dict[str, Any], args: argparse.Namespace) -> None:
@@ -114,7 +115,7 @@ class to_output:
         self._saved = sys.stdout
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            safefs.ensure_folder(self.path.parent)
             # created new (O_EXCL|O_NOFOLLOW), renamed over the name at the end: a planted link is never followed
             self._file = os.fdopen(safefs.create(tmp), "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
         except OSError as err:
@@ -123,11 +124,19 @@ class to_output:
         sys.stdout = self._file
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        """Rename the finished temp file over the name; on any failure (a full disk at the last flush, the
+        command's own error, a signal) remove it: no partial file and no temp file stays."""
         if self.path is None:
             return
         sys.stdout = self._saved
-        self._file.close()
-        if exc_type is None:
-            self._tmp.replace(self.path)
-        else:
+        try:
+            self._file.close()
+            if exc_type is None:
+                self._tmp.replace(self.path)
+                return
+        except OSError as err:
             self._tmp.unlink(missing_ok=True)
+            raise ForensicsError(f"{self.path}: cannot write ({err.strerror or err}); nothing was written") from err
+        self._tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise ForensicsError(f"{self.path}: cannot write ({exc.strerror or exc}); nothing was written") from exc

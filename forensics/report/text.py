@@ -11,11 +11,11 @@ every line is cut to the terminal's width (the JSON output keeps everything).
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 from forensics.report.view import (ReportView, build_view, collection_time, fold_missing, fold_suspects,  # noqa: F401
                                    host_set)
+from forensics.escape import escape  # the one escape of the text outputs (collect's lines use it too)
 from parsers.model import Verdict
 
 MAX_EVIDENCE = 6  #: evidence lines of the culprit shown; the rest are counted
@@ -36,9 +36,10 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
     The view's `times` (collection_time()) is said under the VERDICT: the moment the ages in it
     are measured from. Every line is escaped (control characters from data shown, not run).
     """
-    lines = view_block(view)
+    block = view_block(view)
     if view.times:
-        lines.insert(1, f"  times: measured from {view.times}")
+        block.insert(1, f"  times: measured from {view.times}")
+    lines: list[str] = []
     if view.classes:
         lines.append("ranks by what their main thread does:")
         lines += [f"  [{c['ranks']}] {c['activity']}" for c in view.classes]
@@ -49,10 +50,11 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
         lines.append("merged main-thread stacks (outermost first, ranks per branch"
                      + (f"; {view.read_only}" if view.read_only else "") + "):")
         lines += [f"  {line}" for line in view.stack_lines]
-    if view.missing:
-        lines.append("missing evidence:")
-        lines += [f"  - {m}" for m in view.missing]
-    return "\n".join(fit(lines, width or 0))
+    missing = ["missing evidence:"] + [f"  - {m}" for m in view.missing] if view.missing else []
+    # the verdict and what to fetch next are acted on: wrapped whole; the listings between them may be cut
+    listed, cut_any = fitted(lines, width or 0)
+    note = cut_note(width or 0) if cut_any else []
+    return "\n".join(wrap(block, width or 0) + listed + wrap(missing, width or 0) + note)
 
 
 def verdict_block(verdict: Verdict) -> list[str]:
@@ -65,6 +67,8 @@ def view_block(view: ReportView) -> list[str]:
     which sources agree, then the deadlock, consequences, leads, stragglers ('slow:'), what the evidence
     shows, and the other suspects folded by what they say: each the view's, one a line."""
     lines = [f"VERDICT: {view.headline}", f"  hang: {view.hang}"]
+    lines += [f"  mixed inputs: {x}" for x in view.mixed]
+    lines += [f"  host fault: {x}" for x in view.host_lines]
     lines += [f"  slow: {text}" for text in view.stragglers]
     for c in view.culprits:  # several where the graph has independent sinks (issue 26 item 2.4)
         lines.append(f"  culprit: {c.label}  [{c.reason_class}, confidence {c.confidence:.2f}]")
@@ -74,8 +78,7 @@ def view_block(view: ReportView) -> list[str]:
         if len(c.evidence) > MAX_EVIDENCE:
             lines.append(f"    - … {len(c.evidence) - MAX_EVIDENCE} more (--json)")
         lines += [f"    - agrees {a}" for a in c.agreeing[:MAX_OTHER]]
-        lines.append(f"  sources that agree: {', '.join(c.sources)}" if len(c.sources) > 1
-                     else f"  one source only: {c.sources[0] if c.sources else 'unknown'}")
+        lines.append(f"  {c.sources_line}")
     if view.deadlock:
         lines.append("  deadlock members: " + "; ".join(view.deadlock))
         lines.append(f"    next step: {view.deadlock_next_step}")
@@ -96,24 +99,6 @@ def cut(line: str, width: int | None) -> str:
     return line[: max(1, width - 1)] + "…"
 
 
-#: C0 controls but tab and newline, DEL, C1 controls, and the bidi/line-separator marks a terminal
-#: honours: from data (folder names, manifest hosts, log lines) they could clear the screen or
-#: print a fake verdict, so the text outputs show them as escapes; and lone surrogates (a JSON '\udcff' in a
-#: string from data), which no UTF-8 output can write
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def escape(text: str) -> str:
-    """`text` with every control character from data shown as a visible escape (ESC -> '\\x1b').
-
-    The one escape function of the text outputs (analyze, report's VERDICT line, hosts,
-    steps): applied at the presentation boundary, line by line, so no data reaches a
-    terminal raw. Newlines and tabs are the outputs' own layout and are kept; JSON
-    escapes controls itself, HTML escapes through html.escape.
-    """
-    if not _CONTROL.search(text):
-        return text
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 #: said once under output whose lines were cut to the terminal
@@ -123,6 +108,12 @@ CUT_NOTE = "(… = cut to the terminal: --width 0, --json or -o FILE keep lines 
 def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> list[str]:
     """Escaped lines fitted to `width` (0: unchanged): lines starting with one of `wrap_prefixes`
     wrap (continuation indented), any other long line is cut with '…' and CUT_NOTE is added once."""
+    out, cut_any = fitted(lines, width, wrap_prefixes)
+    return out + (cut_note(width) if cut_any else [])
+
+
+def fitted(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT:",)) -> tuple[list[str], bool]:
+    """fit's lines without the note, and whether any was cut."""
     out: list[str] = []
     cut_any = False
     for line in lines:
@@ -134,6 +125,24 @@ def fit(lines: list[str], width: int, wrap_prefixes: tuple[str, ...] = ("VERDICT
         else:
             out.append(line[: max(1, width - 1)] + "…")
             cut_any = True
-    if cut_any:
-        out.append(CUT_NOTE if len(CUT_NOTE) <= width else CUT_NOTE[: max(1, width - 1)] + ")")
+    return out, cut_any
+
+
+def cut_note(width: int) -> list[str]:
+    """CUT_NOTE wrapped to `width`: the note itself is never cut."""
+    return textwrap.wrap(CUT_NOTE, width=max(width, 20), subsequent_indent=" ")
+
+
+def wrap(lines: list[str], width: int) -> list[str]:
+    """Escaped lines wrapped to `width` (0: unchanged), never cut: the verdict block, every line of which a
+    person acts on (the next step, the host to drain). A continuation is indented 4 past its line's own indent."""
+    out: list[str] = []
+    for line in (part for whole in lines for part in whole.split("\n")):  # a line may hold a blank line before it
+        line = escape(line)
+        if not width or len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, max(0, width // 3))
+        out += textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=True) or [line]
     return out

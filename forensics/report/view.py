@@ -19,10 +19,11 @@ import networkx as nx
 from forensics.report.advice import CYCLE_ADVICE, P2P_CYCLE_ADVICE, advise
 from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
-from forensics.report.words import said, worded
+from forensics.report.words import observed, said, worded
+from forensics.report.words import hostfaults, mixed
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
-from parsers.model.findings import HostNote
+from parsers.model.findings import HostNote, ObservationKind
 from parsers.ranges import fold
 from forensics.report.stacktree import render_tree
 from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
@@ -45,11 +46,20 @@ class CulpritView:
     evidence: tuple[str, ...]
     agreeing: tuple[str, ...]  #: "(source): reason_class: reason" of each agreeing finding
     sources: tuple[str, ...]
+    host_fault: str | None = None  #: the hardware fault on its own host, where the host judge found one (the why)
+
+    @property
+    def sources_line(self) -> str:
+        """'sources that agree: logs, stacks' or 'one source only: stacks': the same words in every output."""
+        if len(self.sources) > 1:
+            return f"sources that agree: {', '.join(self.sources)}"
+        return f"one source only: {self.sources[0] if self.sources else 'unknown'}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "rank": self.rank, "host": self.host, "pid": self.pid,
                 "reason_class": self.reason_class, "confidence": round(self.confidence, 3), "reason": self.reason,
-                "meaning": self.meaning, "next_step": self.next_step, "sources": list(self.sources)}
+                "meaning": self.meaning, "next_step": self.next_step, "sources": list(self.sources),
+                "host_fault": self.host_fault}
 
 
 @dataclass
@@ -81,6 +91,9 @@ class ReportView:
     logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
+    #: hosts to exclude or suspect, folded by finding, exclude first (forensics.report.words.hostfaults)
+    host_faults: list[hostfaults.HostFault] = field(default_factory=list)
+    mixed: list[str] = field(default_factory=list)  #: files from another job, each a line (words/mixed.py)
     #: where the evidence holds only some ranks (the rest judged from their digests' classes): what the per-rank
     #: pictures and tables cover, said beside them ('' when they cover every rank read)
     read_only: str = ""
@@ -120,7 +133,14 @@ class ReportView:
         data["advice"] = self.culprit.to_dict() if self.culprit else None
         data["times"] = self.times
         data["missing_folded"] = list(self.missing)
+        data["host_faults"] = [f.to_dict() for f in self.host_faults]
+        data["exclude_list"] = hostfaults.exclude_list(self.host_faults)
         return data
+
+    @property
+    def host_lines(self) -> list[str]:
+        """The host faults, one line per finding shared by a host set (every output says these words)."""
+        return [f.said() for f in self.host_faults]
 
 
 def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs: Any = None,
@@ -132,15 +152,25 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     ops = list(getattr(logs, "last_ops", None) or [])
     worded(verdict)  # parsers/ returns it typed: its words are presentation's, written here for every output
     view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
-    view.hang = verdict.hang + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
+    # 'hang: established (timeouts: ...)', never 'hang: hang (...)': the line's label says what is decided
+    view.hang = ("established" if verdict.hang == "hang" else verdict.hang) + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
-    view.culprits = [culprit_view(c) for c in verdict.culprits]
+    view.hosts = list(verdict.sections.get("hosts") or [])
+    view.host_faults = hostfaults.host_faults(view.hosts)
+    view.mixed = mixed.lines(verdict.sections.get("mixed_inputs") or [])
+    view.culprits = [culprit_view(c, view.host_faults) for c in verdict.culprits]
+    for c in view.culprits[:1]:
+        if c.host_fault:
+            view.headline += f"; {hostfaults.headline_note(hostfaults.own_host_fault(view.host_faults, c.host), c.host)}"
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
         p2p = all(e.point_to_point for e in verdict.deadlock.edges)
         view.deadlock_next_step = (P2P_CYCLE_ADVICE if p2p else CYCLE_ADVICE).next_step
-    view.leads, view.stragglers, view.consequences = list(verdict.leads), list(verdict.stragglers), list(verdict.consequences)
-    view.shows = [x for x in verdict.shows if x not in verdict.summary]
+    view.leads, view.stragglers = list(verdict.leads), list(verdict.stragglers)
+    said_already = {str(e) for c in verdict.culprits for e in c.evidence}  # each fact said once: not again as a consequence
+    view.consequences = [x for x in verdict.consequences if x not in said_already]
+    host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
+    view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said]  # a host fault's own line says it
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])
@@ -157,7 +187,6 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
                           "their main thread does, and where the logs stop, count every rank)")
     view.logs_stop, view.logs_stop_in = logs_stop(ops, focus.get("positions") or {})
     view.graph = wait_graph(verdict, view.rank_rows, graph)
-    view.hosts = list(verdict.sections.get("hosts") or [])
     return view
 
 
@@ -168,11 +197,17 @@ def cited(e: Any) -> str:
     return f"{e} [{tool}]" if tool and not getattr(e, "tagged", False) else str(e)
 
 
-def culprit_view(c: Suspect) -> CulpritView:
+def culprit_view(c: Suspect, faults: list[hostfaults.HostFault] = ()) -> CulpritView:
+    """The culprit in plain words; where its own host has a hardware fault, that fault is the why and draining the
+    host is the next step (what the rank did is the fault's symptom)."""
     advice = advise(c)
+    meaning, step = advice.meaning, c.action or advice.next_step
+    own = hostfaults.own_host_fault(faults, c.host)
+    if own is not None:
+        meaning, step = hostfaults.culprit_why(own, c.host), hostfaults.culprit_action(own, c.host)
     return CulpritView(
         label=c.label, rank=c.rank, host=c.host, pid=c.pid, reason_class=str(c.reason_class), confidence=c.confidence,
-        reason=c.reason, meaning=advice.meaning, next_step=c.action or advice.next_step,
+        reason=c.reason, meaning=meaning, next_step=step, host_fault=own.said() if own is not None else None,
         evidence=tuple(cited(e) for e in c.evidence),
         agreeing=tuple(f"({a.source or 'another judge'}): {a.reason_class}: {a.reason}" for a in c.agreeing),
         sources=tuple(c.sources))

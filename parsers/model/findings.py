@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
+from parsers.model.events import UNKNOWN_HOST
+
 
 class ReasonClass(str, Enum):
     """Why a rank is a suspect. Each class knows whether it is an observed fact about the
@@ -263,7 +265,9 @@ class Suspect:
     @property
     def label(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "a process"
-        where = " ".join(x for x in (self.host, f"pid {self.pid}" if self.pid else None) if x)
+        host = "host not in the evidence" if self.host == UNKNOWN_HOST else self.host  # never the placeholder itself
+        where = (", " if host != self.host and self.pid else " ").join(
+            x for x in (host, f"pid {self.pid}" if self.pid else None) if x)
         return f"{who} ({where})" if where else who
 
     @property

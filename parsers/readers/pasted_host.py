@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 
 from parsers.model.events import ErrorEvent, Origin
-from parsers.readers.host_kernel import split_prefix
+from dataclasses import replace
+
+from parsers.readers.host_kernel import split_line
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+|'?<unknown>'?))?"
                   r"(?:, name=(?P<name>[^,]+))?")
@@ -39,7 +41,9 @@ def match_line(text: str, origin: Origin) -> list:
     """Typed host/CUDA error events in one prefix-stripped line; [] when it says none of these."""
     if not any(m in text for m in _MARKERS):
         return []
-    stamp, msg = split_prefix(text)
+    stamp, host, msg = split_line(text)
+    if host and origin.host is None:  # a pasted syslog or clush line names its machine: the fault is that host's
+        origin = replace(origin, host=host)
     events: list = []
 
     def add(kind: str, **data) -> None:

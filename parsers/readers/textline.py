@@ -128,12 +128,21 @@ def matched_part(raw: str) -> str:
 UNKNOWN_SAMPLE = 5
 
 
+#: a line that may be key material: a key block's armour, or a run of base64 with nothing else on the line
+_KEY_LINE = re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]{0,40}(?:PRIVATE|SECRET|ENCRYPTED)|^[A-Za-z0-9+/=]{24,}$|"
+                       r"^(?:Private-Lines|Private-MAC|PuTTY-User-Key-File)|^AGE-SECRET-KEY-")
+KEY_LINE_SAMPLE = "<a line of a key block or of base64: not quoted>"
+
+
 def note_unknown(out, lineno: int, text: str) -> None:
-    """Count a line no reader understood (Parsed.unknown_lines) and keep the first few (facts['unknown_sample'])."""
+    """Count a line no reader understood (Parsed.unknown_lines) and keep the first few (facts['unknown_sample']).
+    A line that may be a private key's (its armour, a base64 run alone on its line) is never quoted: the
+    sample reaches analyze's text and JSON, and a loose folder may hold an id_rsa (issue 40)."""
     out.unknown_lines += 1
     sample = out.facts.setdefault("unknown_sample", [])
     if len(sample) < UNKNOWN_SAMPLE:
-        sample.append((lineno, text.strip()[:200]))
+        line = text.strip()[:200]
+        sample.append((lineno, KEY_LINE_SAMPLE if _KEY_LINE.search(line) else line))
 
 
 def unnote_unknown(out, lineno: int) -> None:

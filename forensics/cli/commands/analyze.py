@@ -87,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
     log_reads(result.evidence)
     shown = " ".join(str(p) for p in paths)
     if result.evidence.manifest is None and not result.evidence.artifacts:
+        denied = [rel for rel, why in result.evidence.skipped if "permission denied" in why.lower()]
+        if denied:
+            more = f" and {len(denied) - 3} more" if len(denied) > 3 else ""
+            raise ForensicsError(f"{shown}: permission denied: cannot read {', '.join(denied[:3])}{more} (run as a user "
+                                 "who may read it)")
         refused = manifest_refusal(result.evidence.skipped)
         if refused is not None:
             raise ForensicsError(f"{shown}: {refused}, and no other file in it that this tool reads")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import signal
 import sys
 from pathlib import Path
 
 from forensics import safefs
-from forensics.bisect import designs, from_bundles, report, simulate
+from forensics.bisect import designs, from_bundles, plan, report, simulate
 from forensics.bisect import state as state_io
 from forensics.bisect.engine import CHECK_LLR, Bisection, BisectSettings
 from forensics.fleet.hosts import gather
@@ -92,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     how.add_argument("--miss-rate", type=float, default=0.01, help="P(a job with a bad host passes anyway)")
     how.add_argument("--expected-bad", type=float, default=1.0, help="bad hosts expected before testing (prior)")
     how.add_argument("--max-rounds", type=int, help="round budget (default 12; adaptive more)")
+    how.add_argument("--plan", action="store_true",
+                     help="print every round the design fixes in advance (its jobs as folded host sets) and what "
+                          "each outcome would decide, then stop: nothing is run or written")
 
     run = p.add_argument_group("state, evidence, output")
     run.add_argument("--state", metavar="FILE",
@@ -172,10 +174,10 @@ def _options(args: argparse.Namespace) -> dict:
     hosts = _hosts(args)
     if not hosts:
         raise ForensicsError("no hosts: give --hosts, --hostfile or --slurm")
-    if not args.test:
+    if not args.test and not getattr(args, "plan", False):  # a plan needs no test: it runs none
         raise ForensicsError("no --test command given")
     try:
-        split_template(args.test)
+        split_template(args.test or "true")
         good = expand_hosts(args.good_hosts) if args.good_hosts else []
     except LaunchError as err:
         raise ForensicsError(str(err)) from err
@@ -236,7 +238,7 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
         folder = state_path.parent
         if not os.path.lexists(folder):
             try:
-                os.makedirs(folder, mode=safefs.DIR_MODE)
+                safefs.ensure_folder(folder)
             except OSError as err:
                 raise ForensicsError(f"{folder}: cannot create the folder of --state ({err.strerror or err})") from err
         safefs.private_folder(folder, "folder of --state")
@@ -244,6 +246,7 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(f"forensics-bisect-{stamp}-{os.getpid()}")
+        safefs.check_parents(folder)
         try:
             os.mkdir(folder, safefs.DIR_MODE)
         except OSError as err:
@@ -294,9 +297,15 @@ def _simulate(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
-def _term_as_interrupt(signum, frame) -> None:
-    """SIGTERM stops the runner like Ctrl-C: running jobs are killed and marked to rerun."""
-    raise KeyboardInterrupt
+def _plan(args: argparse.Namespace, options: dict) -> int:
+    """--plan: the rounds fixed in advance and their outcomes (forensics.bisect.plan); nothing runs."""
+    if args.host_check or args.state:
+        raise ForensicsError("--plan runs nothing and writes nothing: not with --host-check (it runs a command on "
+                             "every host) or --state")
+    if args.from_bundles:  # verdicts are only read: the hosts they implicate go first, as in the run
+        options = {**options, **_first_results(args, None, options)}
+    emit("\n".join(plan.plan_lines(options)) + "\n", args.output)
+    return int(ExitCode.OK)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -312,6 +321,8 @@ def run(args: argparse.Namespace) -> int:
         options = _options(args)
     except designs.DesignError as err:
         raise ForensicsError(str(err)) from err
+    if args.plan:
+        return _plan(args, options)
     resuming = bool(args.state) and os.path.lexists(args.state)
     if resuming:
         try:
@@ -342,13 +353,10 @@ def run(args: argparse.Namespace) -> int:
                     port_base=int(cfg["port_base"]), port_span=int(cfg["port_span"]), log_dir=log_dir,
                     progress=None if args.quiet else sys.stderr, stop_after_round=args.stop_after_round)
     runner.save()
-    previous = signal.signal(signal.SIGTERM, _term_as_interrupt)
-    try:
+    try:  # SIGTERM/SIGHUP unwind like Ctrl-C (forensics.cli.ending): running jobs killed, marked to rerun
         outcome = runner.run()
     except (designs.DesignError, LaunchError) as err:
         raise ForensicsError(str(err)) from err
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     rep = report.build(bis, outcome)
     rep["state_file"] = str(state_path)
     if args.json:

@@ -16,8 +16,9 @@ from forensics import safefs
 from forensics.bundle.archive import archive_path, make_archive
 from forensics.bundle.attach import attach_files
 from parsers.model.manifest import Status
+from forensics.cli import ending
 from forensics.cli.logs import is_terminal
-from forensics.report.output import emit_document, json_text
+from forensics.report.output import emit, emit_document, escape, json_text
 from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
@@ -25,7 +26,7 @@ from forensics.collectors.base import CollectOptions
 from forensics.discover.ranks import host_name
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
-from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, run_fleet, wants_fleet
+from forensics.cli.collect_fleet import FLEET_EPILOG, add_fleet_arguments, refuse_unused, run_fleet, wants_fleet
 
 NAME = "collect"
 HELP = "gather stacks, state, logs and dumps of every rank on this host into a bundle"
@@ -111,6 +112,7 @@ def default_out() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_unused(args)  # before anything is made: an option that would do nothing is refused with the reason
     out = args.out or default_out()
     args.quiet = quiet_progress(args)
     if args.tar and os.path.lexists(archive_path(out)):
@@ -168,10 +170,11 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         print_summary(summary)
     if result.interrupted:
         code = 128 + (caught[0] if caught else signal.SIGINT)
-        print(f"forensics collect: interrupted; the bundle holds what was gathered ({out})", file=sys.stderr)
+        print(escape(f"forensics collect: interrupted; the bundle holds what was gathered ({out})"), file=sys.stderr)
         safefs.release_folder(out)
         sys.stdout.flush()
         sys.stderr.flush()
+        ending.remove_now()  # the command's temp folder (collect --gdb's stop lock): os._exit runs no finally
         os._exit(code)  # collector threads still running were abandoned: do not wait for them
     return int(code)
 
@@ -185,7 +188,8 @@ def quiet_progress(args: argparse.Namespace) -> bool:
 
 @contextlib.contextmanager
 def interrupt_handlers():
-    """While collecting, SIGINT and SIGTERM stop the collection instead of killing it.
+    """While collecting, SIGINT, SIGTERM and SIGHUP (a dropped ssh session) stop the collection instead of
+    killing it.
 
     The handler only kills the running tools (SIGKILL: the kernel then detaches their
     tracees) and stops new ones; the collection loop writes the manifest, marked
@@ -196,9 +200,9 @@ def interrupt_handlers():
 
     def handler(signum, frame) -> None:
         caught.append(signum)
-        interrupt()
+        interrupt(signal.Signals(signum).name)
 
-    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield caught
     finally:
@@ -225,12 +229,14 @@ def summarize(out: Path, archive: Path | None, problems: list[str], manifest, co
 
 
 def print_summary(summary: dict) -> None:
-    print(f"bundle: {summary['bundle']}" + (f"  (archive {summary['archive']})" if summary["archive"] else ""))
-    print(f"ranks collected: {summary['ranks']}")
+    """The summary's lines through `emit`, the one output boundary: an error quoting a target's environment
+    (NCCL_DEBUG_FILE with ESC or C1 bytes) reaches the terminal escaped."""
+    lines = [f"bundle: {summary['bundle']}" + (f"  (archive {summary['archive']})" if summary["archive"] else ""),
+             f"ranks collected: {summary['ranks']}"]
     if summary["missing_ranks"]:
-        print(f"ranks with no process: {summary['missing_ranks']}")
-    for line in summary["problems"]:
-        print(f"problem: {line}")
-    for f in summary["failures"]:
-        print(f"missing evidence: rank {f['rank']} ({f['host']} pid {f['pid']}) {f['collector']}: {f['status']}: {f['error']}")
-    print("next: forensics analyze " + summary["bundle"])
+        lines.append(f"ranks with no process: {summary['missing_ranks']}")
+    lines.extend(f"problem: {line}" for line in summary["problems"])
+    lines.extend(f"missing evidence: rank {f['rank']} ({f['host']} pid {f['pid']}) {f['collector']}: {f['status']}: "
+                 f"{f['error']}" for f in summary["failures"])
+    lines.append("next: forensics analyze " + summary["bundle"])
+    emit("\n".join(lines))

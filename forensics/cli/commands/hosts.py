@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli.logs import log_reads
-from forensics.report.output import add_output_options, emit_json, escape, fit, text_width, to_output
+from forensics.report.output import add_output_options, emit_json, escape, text_width, to_output
+from forensics.report.text import wrap
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.hostset import fold
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json("hosts", _json(reports, overall, int(code), args.facts, culprit), args)
     else:
         with to_output(args.output):
-            for line in fit(table_lines(reports, culprit), text_width(args.width, args.output), wrap_prefixes=()):
+            for line in wrap(table_lines(reports, culprit), text_width(args.width, args.output)):  # acted on: never cut
                 print(line)
     return int(code)
 
@@ -119,7 +120,7 @@ def _unlisted_why(host: str) -> str:
 
 def shown_host(host: str) -> str:
     """A host as the table shows it: the name, or words for the placeholder (escaped later, with the line)."""
-    return "(host not named)" if host == UNKNOWN_HOST else host
+    return "(host not in the evidence)" if host == UNKNOWN_HOST else host
 
 
 def table_lines(reports: list[HostReport], culprit=None) -> list[str]:
@@ -146,7 +147,7 @@ def table_lines(reports: list[HostReport], culprit=None) -> list[str]:
         lines.append("not excluded by name: " + ("the host of lines that name no host (find it from where the lines came)"
                                                    if host == UNKNOWN_HOST else f"{host} (not a plain host name)"))
     if excluded:
-        lines.append(f"\nexclude: {','.join(excluded)}")
+        lines.append(f"\nexclude: {fold(excluded)}")
     return lines
 
 
@@ -158,12 +159,23 @@ def _names(hosts: list[str]) -> str:
 
 
 def _body(report: HostReport) -> list[str]:
+    """The lines under a host. Its own name in a cited path is said as '<host>', so hosts whose blocks differ
+    only there (node007/kernel.log:1, node031/kernel.log:1) share one block, as `clush -b` folds output; findings
+    seen again on other subjects are counted, not repeated."""
     out = []
     for group in report.reasons:
-        out.append(f"- {group.describe()}")
+        out.append(f"- {_own_path(group.describe(), report.host)}")
         out.append(f"  {group.first.evidence}")
-    others = [g for g in report.groups if g.entry.host == "none"]
-    if others:
-        out.append("also seen (no effect on the host): " + ", ".join(f"{g.entry.id}" + (f" x{g.count}" if g.count > 1 else "") for g in others))
+    counts: dict[str, int] = {}
+    for g in report.groups:
+        if g.entry.host == "none":
+            counts[g.entry.id] = counts.get(g.entry.id, 0) + g.count
+    if counts:
+        out.append("also seen (no effect on the host): " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
     out += [f"missing: {note}" for note in report.missing]
     return out
+
+
+def _own_path(text: str, host: str) -> str:
+    """`text` with the host's own folder in a citation ('[node007/kernel.log:1]') said as '<host>/'."""
+    return text.replace(f"[{host}/", "[<host>/") if plain_host(host) else text

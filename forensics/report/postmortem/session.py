@@ -18,6 +18,7 @@ from typing import Any
 
 import networkx as nx
 
+from forensics import safefs
 from forensics.report.graph import MAX_RANK_NODES, draw_waitfor
 from forensics.report.html import verdict_html, write_report
 from forensics.report.lastop import TimelineEntry
@@ -46,7 +47,7 @@ class SVG:
     def save(self, path: str | Path) -> Path:
         """Write the picture as an .svg file."""
         path = Path(path)
-        path.write_text(self.svg)
+        safefs.replace_file(path, self.svg)  # parents checked as root; a link at the name replaced, not followed
         return path
 
     def __str__(self) -> str:
@@ -89,6 +90,11 @@ class PostMortem:
     @property
     def summary(self) -> str:
         return self.verdict.summary
+
+    @property
+    def host_faults(self) -> list[dict[str, Any]]:
+        """Hosts to exclude or suspect, folded by finding, with the action (what the verdict leads with)."""
+        return [f.to_dict() for f in self.view.host_faults]
 
     @property
     def ranks(self) -> Any:

@@ -1,7 +1,8 @@
-"""Item 8 of issue 31 end to end: a real `forensics collect` of a real process that carries
-every planted secret of the redaction corpus (tests/fixtures/redaction/corpus.json) in its
+"""Item 8 of issue 31 (and of issue 40) end to end: a real `forensics collect` of a real process that carries
+every planted secret of the redaction corpus (tests/fixtures/redaction/corpus.json, 180 shapes) in its
 environment, its argv, its stdout and stderr files and its NCCL_DEBUG_FILE log; then the
-whole bundle, every file, is searched for every planted value.
+whole bundle, every file, is searched for every planted value, and so is every output made from it
+(collect's own summary and --json, analyze text and --json, hosts, report's HTML).
 """
 
 from __future__ import annotations
@@ -77,5 +78,19 @@ def test_no_planted_secret_reaches_the_bundle(planted_target, tmp_path):
     assert "Init COMPLETE" in text and "step 10 loss 1.2" in text and "<redacted>" in text
     man = json.loads((out / "manifest.json").read_text())
     assert any("sshpass" in arg for arg in man["ranks"][0]["cmdline"])
-    leaked = [(e["name"], s) for e in CORPUS for s in e["secrets"] if s in text or json.dumps(s)[1:-1] in text]
-    assert not leaked, leaked
+    assert not _leaked(text)
+    outputs = [done.stdout, done.stderr]
+    for argv in (["analyze", str(out)], ["analyze", str(out), "--json"], ["hosts", str(out), "--json"],
+                 ["report", str(out), "-o", str(tmp_path / "r.html")]):
+        run = subprocess.run([sys.executable, "-m", "forensics", *argv], capture_output=True, text=True, timeout=180,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert run.returncode in (0, 3, 4), (argv, run.stderr)
+        outputs += [run.stdout, run.stderr]
+    outputs.append((tmp_path / "r.html").read_text())
+    assert "VERDICT" in outputs[2] and outputs[4].startswith("{")  # the outputs were made (else no leak could show)
+    assert not _leaked("\n".join(outputs))
+
+
+def _leaked(text: str) -> list[tuple[str, str]]:
+    """(shape, value) of every planted secret found in `text`, as written or JSON-escaped."""
+    return [(e["name"], s) for e in CORPUS for s in e["secrets"] if s in text or json.dumps(s)[1:-1] in text]

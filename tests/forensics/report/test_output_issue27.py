@@ -81,7 +81,9 @@ def test_a_loose_xid_79_folder_keeps_its_meaning_in_a_file(tmp_path: Path):
     assert first == "VERDICT: " + summary(str(tmp_path / "loose"))
     # the summary is two sentences at most (issue 27): the host's status is a line of its own under it
     # verbatim input: the Xid 79 line's own words, carried into the verdict
-    assert "GPU has fallen off the bus" in first and "gpu-node-7 is to exclude" in out.read_text()
+    # (issue 41: the host's status leads as a 'host fault' line, with its action, said once)
+    # verbatim input: the Xid 79 line's own words
+    assert "GPU has fallen off the bus" in first and "host fault: exclude gpu-node-7: Xid 79" in out.read_text()
 
 
 def _run_in_pty(args: list[str], columns: int = 80) -> str:
@@ -163,16 +165,21 @@ def test_only_plain_host_names_reach_the_exclude_list(tmp_path: Path):
 
 
 def test_the_placeholder_host_is_said_in_words_and_never_listed(tmp_path: Path):
-    done = cli("hosts", "--json", str(GPU_FAULTS))  # a single loose log: no line names its host
+    named = json.loads(cli("hosts", "--json", str(GPU_FAULTS)).stdout)  # its one syslog line names its host (issue 41)
+    assert named["exclude_list"] == "ip-26-0-146-100"
+    loose = tmp_path / "public-gpu-faults.log"  # the lines that name no host: a single loose log of those
+    loose.write_text("".join(ln for ln in GPU_FAULTS.read_text().splitlines(keepends=True) if "ip-26-0-146-100" not in ln))
+    done = cli("hosts", "--json", str(loose))
     assert done.returncode == 5
     data = json.loads(done.stdout)
     assert data["exclude_list"] == "" and data["exclude"] == []
     assert data["not_listed"][0]["host"] == "unknown-host" and "names the host" in data["not_listed"][0]["why"]
-    text = cli("hosts", str(GPU_FAULTS)).stdout
-    assert "unknown-host" not in text and "(host not named)" in text
+    text = cli("hosts", str(loose)).stdout
+    # wording is the behaviour: what a host no evidence names is called
+    assert "unknown-host" not in text and "(host not in the evidence)" in text
     # wording is the behaviour: the heading of the hosts not listed, which a reader looks for
     assert says(text.splitlines(), "not excluded by name", "name no host"), text
-    analyzed = cli("analyze", str(GPU_FAULTS)).stdout
+    analyzed = cli("analyze", str(loose)).stdout
     assert "unknown-host" not in analyzed  # nor 'host unknown-host: no host evidence' under missing evidence
 
 
