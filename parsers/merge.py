@@ -95,12 +95,15 @@ def wait_graph(edges: Iterable[WaitEdge], logs_graph: nx.DiGraph | None = None) 
 
 
 def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], graph: nx.DiGraph,
-                   frozen: set[int] = frozenset()) -> list[Suspect]:
+                   frozen: set[int] = frozenset(), in_p2p: dict[int, str] | None = None) -> list[Suspect]:
     """Lower the confidence of root claims about ranks that wait themselves; re-sort.
 
     `frozen` ranks (stopped, zombie, in the kernel) are never demoted: a process that
     cannot run is where a wait ends, whatever its last stack or proxy step says.
+    `in_p2p`: ranks waiting in a send or receive (the p2p judge's), rank -> the op in words: a rank that never
+    reached a collective because it waits in a send/recv is not where the wait ends, even where no peer is known.
     """
+    in_p2p = in_p2p or {}
     for s in suspects:
         if s.reason_class not in ROOT_CLAIMS or s.rank is None or s.rank in frozen:
             continue
@@ -109,6 +112,8 @@ def demote_waiters(suspects: list[Suspect], activities: dict[int, Activity], gra
             s.demotion = Demotion(waits_on=peer, edge=graph.edges[s.rank, peer].get("edge"))
         elif (act := activities.get(s.rank)) is not None and act.waiting:
             s.demotion = Demotion(blocked=act.text)
+        elif s.rank in in_p2p:
+            s.demotion = Demotion(blocked=f"it waits in {in_p2p[s.rank]}")
         if s.demotion is not None:
             s.confidence = round(s.confidence * DEMOTE_FACTOR, 3)
     return sorted(suspects, key=Suspect.sort_key)
@@ -239,21 +244,36 @@ def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
     verdict.suspects = [head] + rest
 
 
+#: culprits whose own evidence explains a cycle of waits around them: the waits it set off close on it
+CYCLE_EXPLAINED = {RC.MISMATCH, RC.WRONG_PEER}
+
+
 def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
-    """Step 4: a sink cycle of the graph is a deadlock, unless a member has a fact of its own that explains it."""
-    if verdict.culprit is not None and (_fact(verdict.culprit) or verdict.culprit.reason_class == RC.MISMATCH):
+    """Step 4: a sink cycle of the graph is a deadlock, unless a suspect at the naming bar has a fact of its own
+    (or a mismatch, or a wrong peer) that explains it. Only edges that can close a cycle count: a point-to-point
+    wait whose peer's posted ops no history counts is a wait, never a deadlock's edge (p2p_match.py).
+    The headline decides the culprit line: once the verdict is a deadlock, no claim outside the cycle stands
+    as its culprit beside it (each is lowered to a lead, saying why); where a fact stands, no deadlock is said."""
+    named = [s for s in verdict.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE]
+    if any(_fact(s) or s.reason_class in CYCLE_EXPLAINED for s in named):
         return
-    _, cycles = roots_and_cycles(graph)
+    closing = nx.DiGraph()
+    closing.add_edges_from((a, b, d) for a, b, d in graph.edges(data=True)
+                           if not isinstance(d.get("edge"), WaitEdge) or d["edge"].can_close_a_cycle)
+    _, cycles = roots_and_cycles(closing)
     cycle = next((c for c in cycles if all(isinstance(r, int) for r in c) and len(c) > 1), None)
     if cycle is None:
         return
     # one simple cycle of the component (strongly connected, so there is one; it may have no walk through all)
-    order = [a for a, _ in nx.find_cycle(graph.subgraph(cycle), source=min(cycle))]
+    order = [a for a, _ in nx.find_cycle(closing.subgraph(cycle), source=min(cycle))]
     order = order[order.index(min(order)):] + order[:order.index(min(order))]
-    edges = tuple(graph.edges[a, b]["edge"] for a, b in zip(order, order[1:] + order[:1]) if graph.has_edge(a, b))
+    edges = tuple(closing.edges[a, b]["edge"] for a, b in zip(order, order[1:] + order[:1]) if closing.has_edge(a, b))
     verdict.deadlock = Deadlock(members=tuple(order), edges=edges)
     members = set(cycle)
     verdict.suspects = [s for s in verdict.suspects if s.rank not in members or _fact(s)]
+    for s in verdict.suspects:
+        if s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            s.confidence, s.demotion = UNPROVEN, Demotion(cycle=verdict.deadlock.members)
 
 
 def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
@@ -299,7 +319,8 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     graph = wait_graph(edges)  # step 3 (the recorder's and p2p edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
-    verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen)
+    in_p2p = getattr(by["p2p"].result, "ranks", None) if "p2p" in by else None
+    verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen, in_p2p)
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()
     full.add_edges_from(logs_graph.edges if logs_graph is not None else ())  # waiters on ranks no file names too

@@ -81,6 +81,11 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "it called a different collective (or size) than the other ranks at the same point",
         "compare its call site with the others' in the stacks: look for a branch only some ranks take "
         "(`if rank == ...`, uneven data); TORCH_DISTRIBUTED_DEBUG=DETAIL checks collectives at run time"),
+    ReasonClass.WRONG_PEER: (
+        "it waits on a send or receive from a peer that never posts the matching op, while another rank's op to "
+        "it goes unanswered: its code names the wrong peer (src/dst) at this point",
+        "read its call site (the stack's send/recv line) and the src/dst it computes; compare with the rank "
+        "whose op to it waits"),
     ReasonClass.FR_MISSING: (
         "PyTorch's Flight Recorder shows it never scheduled a collective the others scheduled",
         "look at what it ran after its last recorded collective (its stack and output)"),
@@ -181,3 +186,8 @@ def covered() -> set[ReasonClass]:
 
 #: the words of a deadlock verdict, which has members but no one culprit
 CYCLE_ADVICE = Advice(*_TABLE[ReasonClass.WAIT_CYCLE])
+#: a cycle whose every edge is a send or receive (a pair that both send first, or both receive first)
+P2P_CYCLE_ADVICE = Advice(
+    "ranks wait on each other through send/recv: each posts the op the other must answer, and neither answers",
+    "order the pair's ops so that one side receives while the other sends (or post both with isend/irecv or "
+    "batch_isend_irecv and wait on both); the stacks' call sites show each rank's send/recv line")

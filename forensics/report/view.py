@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from forensics.report.advice import CYCLE_ADVICE, advise
+from forensics.report.advice import CYCLE_ADVICE, P2P_CYCLE_ADVICE, advise
 from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
 from forensics.report.words import observed, said, worded
@@ -164,7 +164,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
             view.headline += f"; {hostfaults.headline_note(hostfaults.own_host_fault(view.host_faults, c.host), c.host)}"
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
-        view.deadlock_next_step = CYCLE_ADVICE.next_step
+        p2p = all(e.point_to_point for e in verdict.deadlock.edges)
+        view.deadlock_next_step = (P2P_CYCLE_ADVICE if p2p else CYCLE_ADVICE).next_step
     view.leads, view.stragglers = list(verdict.leads), list(verdict.stragglers)
     said_already = {str(e) for c in verdict.culprits for e in c.evidence}  # each fact said once: not again as a consequence
     view.consequences = [x for x in verdict.consequences if x not in said_already]

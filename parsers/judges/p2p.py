@@ -1,72 +1,236 @@
-"""Point-to-point waits: who waits on whom through send/recv, by peer and p2p sequence.
+"""Point-to-point waits: who waits on whom through send/recv, by matching each side's posted ops.
 
 Why a judge of its own: PyTorch numbers a group's send/recv by a p2p sequence of their own, apart
 from its collectives' positions; comparing the two (a RECV at p2p seq 7 against an ALLREDUCE at 11)
-makes every rank of a pipeline look 'behind'. Here a rank's last point-to-point op that did not
-complete (Flight Recorder dumps: 'recv4<-3', 'send2->3') is a wait on its peer; the rank where those
-waits end, whose own point-to-point ops all completed, is where a pipeline stalls (it never posted
-the send the next stage waits for).
+makes every rank of a pipeline look 'behind'. Nor do two ranks' p2p numbers compare with each other:
+each counts its own ops with every peer. So each pending send or receive (Flight Recorder dumps:
+'send2->3', 'recv4<-3') is matched against its peer's posted ops, per pair and direction
+(judges/p2p_match.py): a matched op waits on no one's posting and makes no edge; an unmatched one is a
+wait on its peer. Where those waits end, a rank whose own ops all completed or were matched, is where a
+pipeline stalls (it never posted the send the next stage waits for). A rank that waits on a peer which
+never posts to it at all, while another rank's op to it goes unanswered, named the wrong peer: the wait
+ends there, not at the peer (which is not behind: it will never come).
 
 Only the default group (pg:0), whose ranks are global ranks: a subgroup's dump names group ranks.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
-from parsers.model.events import OpEvent
+from parsers.judges import p2p_match
+from parsers.judges.p2p_match import History, Pending
+from parsers.model.events import ErrorEvent, OpEvent
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
-_P2P = re.compile(r"^(send|recv)(\d+)(->|<-)(\d+)$")
 DEFAULT_GROUP = "pg:0"
+#: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
+_KIND = {"fr-dump": "dumps", "recorder": "recorder"}
 
 
 def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
-    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps); the default
-    group's ranks are global ranks, so its edges are global."""
-    last: dict[int, OpEvent] = {}
+    """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps, or the recorder's
+    records where no dump holds a send/recv); every scope's ranks are global ranks, so its edges are global."""
+    hist, seen = _histories(ev)
+    scopes = [(DEFAULT_GROUP, "fr-dump", hist)] if any(h.ops for h in hist.values()) else []
+    scopes += [] if scopes else recorder_scopes(getattr(ev, "recorder", None) or [])
+    pending, edges, suspects = [], [], []
+    for comm, source, h in scopes:
+        mine = p2p_match.pending_ops(h)
+        wrong = {p: qs for p in mine if (qs := p2p_match.wrong_peer(p, h))}
+        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong]
+        suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
+        pending += mine
+        suspects += _blocked_receivers(ev, h, source, {p.op.rank for p in mine if p.op.kind == "recv"} | {s.rank for s in suspects})
+    named = {s.rank for s in suspects}
+    suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
+    waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending}
+    for rank, frame in _traceback_p2p(ev).items():
+        waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
+    return Findings("dumps", suspects, edges, judge="p2p", result=P2PWaits(waiting))
+
+
+@dataclass(frozen=True)
+class P2PWaits:
+    """Ranks that wait in a point-to-point op, whatever its peer did: never 'stopped before' a collective the
+    others reached, nor where a wait ends on a collective comparison. rank -> the op, in words."""
+
+    ranks: dict[int, str]
+
+
+#: torch.distributed's point-to-point calls, as a traceback's innermost frame names them
+P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+
+
+def _traceback_p2p(ev: Any) -> dict[int, str]:
+    """Ranks whose traceback's innermost torch.distributed frame is a send or receive (gloo's timeouts name no
+    peer, and its Flight Recorder lists no send/recv: the frame is all a post-mortem holds of the op)."""
+    last: dict[int, str] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is not OpEvent or e.seq_kind != "p2p-seq" or e.comm != DEFAULT_GROUP or e.origin.rank is None:
-                continue
-            seen = last.get(e.origin.rank)
-            if seen is None or e.seq > seen.seq or (e.seq == seen.seq and seen.state == "completed"):
-                last[e.origin.rank] = e
-    edges = []
-    for rank, e in sorted(last.items()):
-        m = _P2P.match(e.op or "")
-        if e.state == "completed" or m is None or int(m.group(2)) != rank or int(m.group(4)) == rank:
+            if type(e) is ErrorEvent and e.kind == "python-frame" and e.origin.rank is not None:
+                last[e.origin.rank] = e.message or ""
+    return {r: f for r, f in last.items() if f in P2P_CALLS}
+
+
+def _histories(ev: Any) -> tuple[dict[int, History], dict[int, OpEvent]]:
+    """Each rank's default-group p2p history from its dumps, and one event of each rank (its origin, for
+    citations); a rank whose dump lost nothing has a complete history even with no p2p op."""
+    records: dict[int, list] = {}
+    whole: set[int] = set()
+    seen: dict[int, OpEvent] = {}
+    for art in ev.artifacts:
+        parsed = art.parsed
+        if parsed is None:
             continue
-        peer = int(m.group(4))
-        edges.append(WaitEdge(comm_id=e.comm, waiter=rank, peer=peer, source="fr-dump", op=m.group(1), scope="group",
-                              p2p_peer=peer, p2p_seq=e.seq, waiter_pid=e.origin.pid, waiter_host=e.origin.host,
-                              detail=f"its {e.op} (p2p seq {e.seq}) is {e.state}", global_ranks=True))
-    return Findings("dumps", _sinks(edges, last), edges, judge="p2p")
+        for e in parsed.events:
+            if type(e) is not OpEvent or e.comm != DEFAULT_GROUP or e.origin.rank is None:
+                continue
+            rank = e.origin.rank
+            seen.setdefault(rank, e)
+            named = p2p_match.parse_name(e.op) if e.seq_kind == "p2p-seq" else None
+            if named is None or named[1] != rank or named[2] == rank:
+                continue
+            records.setdefault(rank, []).append((e.seq, named[0], named[2], e.state, e.origin))
+            seen[rank] = e
+        if parsed.kind == "fr-dump" and parsed.facts.get("fr_whole") and parsed.events:
+            whole |= {e.origin.rank for e in parsed.events if type(e) is OpEvent and e.origin.rank is not None}
+    return p2p_match.histories(records, whole), seen
 
 
-def _sinks(edges: list[WaitEdge], last: dict[int, OpEvent]) -> list[Suspect]:
+def _in_receive(r: Any) -> str | None:
+    """The receive frame a rank's main stack is in (py-spy: torch.distributed's recv, or c10d's ProcessGroup*::recv),
+    or None. The stack names no src: that is in the call, not in the frame."""
+    for f in (r.main_stack.frames if r.main_stack else ())[:MAX_FRAMES]:
+        name = f.function or ""
+        if name in ("recv", "irecv") or name.endswith(("::recv", "::recvAnysource")):
+            return name
+    return None
+
+
+#: frames of a main stack looked at for a receive (the innermost first: NCCL's set-up sits on top of it)
+MAX_FRAMES = 64
+
+
+def _blocked_receivers(ev: Any, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
+    """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
+    waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
+    stack is in a receive while another rank's sends to it go unanswered receives from someone else."""
+    out = []
+    for r in getattr(ev, "ranks", None) or ():
+        rank = r.rank
+        if rank is None or rank in known or rank not in hist or (frame := _in_receive(r)) is None:
+            continue
+        senders = p2p_match.unmatched_toward(rank, "send", hist)
+        if not senders:
+            continue
+        counts = "; ".join(f"rank {q} posted {hist[q].posted('send', rank)} sends to it, it received "
+                           f"{hist[rank].posted('recv', q)}" for q in senders[:3])
+        rec = r.record
+        out.append(Suspect(
+            rank=rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
+            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} {fold(senders)} "
+                           f"send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from another peer"),
+            confidence=0.8,
+            evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
+                      cite(f"main thread in {frame} [stack]", tool="stack-frame")]))
+    return out
+
+
+def recorder_scopes(states: list) -> list[tuple[str, str, dict[int, History]]]:
+    """Per communicator, each rank's Send/Recv records from the recorder's state files (their peers are
+    communicator ranks, mapped to job ranks by the files' own table): the same matching as the dumps'.
+    A rank's history is whole where its ring still holds the communicator's first record."""
+    by_comm: dict[str, list] = {}
+    for st in states:
+        by_comm.setdefault(st.comm_hex, []).append(st)
+    out = []
+    for comm, group in by_comm.items():
+        table = {st.rank: st.job_rank for st in group if st.rank >= 0}
+        records: dict[int, list] = {}
+        whole = {st.job_rank for st in group if not st.colls or st.colls[0].index == 0}
+        for st in group:
+            for c in st.colls:
+                peer = table.get(c.root_or_peer)
+                if c.kind != "p2p" or c.func.lower() not in ("send", "recv") or peer is None:
+                    continue
+                state = "completed" if c.state == "complete" else "enqueued"
+                records.setdefault(st.job_rank, []).append((c.seq + 1, c.func.lower(), peer, state, None))
+        if records:
+            out.append((comm, "recorder", p2p_match.histories(records, whole)))
+    return out
+
+
+def _to_from(kind: str) -> str:
+    return "to" if kind == "send" else "from"
+
+
+def _edge(p: Pending, seen: dict[int, OpEvent], comm: str = DEFAULT_GROUP, source: str = "fr-dump") -> WaitEdge:
+    """The wait of a pending op its peer has not answered (or whose answer no history can count)."""
+    op, own = p.op, seen.get(p.op.rank)
+    if p.match == "queued":
+        b = p.behind
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer} posted the "
+                f"{op.pairing} that answers it behind its own {b.kind} {_to_from(b.kind)} rank {b.peer} (p2p seq {b.seq}), still {b.state}")
+    elif p.match == "unmatched":
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}, its #{op.nth} {_to_from(op.kind)} "
+                f"that rank) is {op.state}; rank {op.peer} posted {p.peer_posted} {op.pairing}(s) {_to_from(op.pairing)} it")
+    else:
+        said = f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; no whole history of both says whether rank {op.peer} posted the matching {op.pairing}"
+    return WaitEdge(comm_id=comm, waiter=op.rank, peer=op.peer, source=source, op=op.kind,
+                    scope="group" if comm == DEFAULT_GROUP else "communicator",
+                    p2p_peer=op.peer, p2p_seq=op.seq, waiter_pid=own.origin.pid if own else None,
+                    waiter_host=own.origin.host if own else None, detail=said, global_ranks=True, p2p_match=p.match)
+
+
+def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source: str = "fr-dump") -> Suspect:
+    """'rank 4 posts recv from 2, which never sends to it, while rank 3's send to it goes unanswered'."""
+    op, own = p.op, seen.get(p.op.rank)
+    where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder, its communicator's records]"
+    never = "sends to it" if op.kind == "recv" else "receives from it"
+    theirs = f"{op.pairing}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
+    return Suspect(
+        rank=op.rank, host=own.origin.host if own else None, pid=own.origin.pid if own else None,
+        reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
+        reason=of_rank(op.rank, f"posts {op.kind} {_to_from(op.kind)} {op.peer}, which never {never}, while rank"
+                       f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: it waits on the wrong peer"),
+        confidence=ReasonClass.WRONG_PEER.default_confidence,
+        evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer}'s "
+                       f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
+                       tool=source, file=op.origin.file if op.origin else None,
+                       line=op.origin.line if op.origin else None, tagged=True)])
+
+
+def _sinks(edges: list[WaitEdge], known: set[int], seen: dict[int, OpEvent], hist: dict[int, History]) -> list[Suspect]:
+    """A rank where point-to-point waits end: waited on, waiting on no one, with a history of its own (`known`);
+    `seen` and `hist` (the dumps') say its host, pid and last op where a dump holds them."""
     g = nx.DiGraph()
     for e in edges:
         g.add_edge(e.waiter, e.peer, edge=e)
     out = []
     for r in g.nodes:
-        if g.out_degree(r) or r not in last:  # it waits itself, or no dump of it says its own p2p ops
+        if g.out_degree(r) or r not in known:  # it waits itself, or no record of it says its own p2p ops
             continue
         waiters = sorted(nx.ancestors(g, r))
         direct = [g.edges[w, r]["edge"] for w in g.predecessors(r)]
-        own = last[r]
-        said = "; ".join(f"rank {e.waiter} in {e.op} {'to' if e.op == 'send' else 'from'} it (p2p seq {e.p2p_seq})"
-                         for e in direct[:3])
+        own = seen.get(r)
+        last = hist[r].ops[-1] if r in hist and hist[r].ops else None
+        said = "; ".join(f"rank {e.waiter} in {e.op} {_to_from(e.op)} it (p2p seq {e.p2p_seq})" for e in direct[:3])
+        mine = (f"its own point-to-point ops all completed or were matched (last: {last.kind} {_to_from(last.kind)} "
+                f"{last.peer}, p2p seq {last.seq}): it never posted the next one") if last else \
+            "its own point-to-point ops all completed or were matched: it never posted the one they wait for"
+        source = direct[0].source
+        where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder]"
         out.append(Suspect(
-            rank=r, host=own.origin.host, pid=own.origin.pid, reason_class=ReasonClass.WAIT_ROOT,
-            reason=(of_rank(r, f"is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
-                    f"send/recv, and its own last point-to-point op ({own.op}, p2p seq {own.seq}) completed: it never "
-                    f"posted the next one")),
-            confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(last) - 1)), 3),
-            evidence=[cite(f"{said} [Flight Recorder dumps, the default group]", tool="fr-dump", file=own.origin.file,
-                           line=own.origin.line, tagged=True)]))
+            rank=r, host=own.origin.host if own else None, pid=own.origin.pid if own else None,
+            reason_class=ReasonClass.WAIT_ROOT, source=_KIND[source],
+            reason=of_rank(r, f"is where the point-to-point waits end: ranks {fold(waiters)} wait on it through "
+                           f"send/recv, and {mine}"),
+            confidence=round(min(0.9, 0.6 + 0.35 * len(waiters) / max(1, len(known) - 1)), 3),
+            evidence=[cite(f"{said} {where}", tool=source, file=own.origin.file if own else None,
+                           line=own.origin.line if own else None, tagged=True)]))
     return out

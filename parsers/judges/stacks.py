@@ -15,6 +15,7 @@ from typing import Any
 from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
+from parsers.judges.p2p import P2P_CALLS
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -58,6 +59,8 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int
     the minority went ahead: it called what the others did not reach, or they skip what it calls. It is the
     suspect, and the majority's 'in no collective' claims are not (they agree with each other)."""
     elsewhere = {r: a for r, a in activities.items() if a.kind == "elsewhere"}
+    if common is not None and (common.op or "").lower() in P2P_CALLS:
+        return suspects  # a send or receive waits for its one peer, not for the group to reach it: no odd one out
     if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere) or len(waiting) + len(elsewhere) != len(activities)
             or len({a.where for a in elsewhere.values()}) != 1 or len(set(waiting.values())) != 1):
         return suspects
@@ -157,7 +160,8 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
         return Suspect(**base, reason_class=ReasonClass.OUTSIDE, reason=reason, confidence=ReasonClass.OUTSIDE.default_confidence, evidence=list(evidence.fill()))
-    if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)):
+    if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
+            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its one peer
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return Suspect(**base, reason_class=ReasonClass.MISMATCH, reason=reason, confidence=ReasonClass.MISMATCH.default_confidence, evidence=list(evidence.fill()))
     return None

@@ -47,6 +47,8 @@ class ReasonClass(str, Enum):
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
+    WRONG_PEER = ("wrong-peer", False, 0.85, "waits on a send or receive its peer never posts, while another rank's "
+                  "op to it goes unanswered: it names the wrong peer")
     FR_MISSING = ("fr-missing", False, 0.60, "the Flight Recorder analyzer finds its dump lacks a collective the others scheduled")
     FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the reference rank's")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
@@ -99,6 +101,8 @@ _R = ReasonClass
 EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                   _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
+    _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
+                    _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND, _R.MISMATCH},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
                 _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT},
     #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
@@ -214,6 +218,7 @@ class Demotion:
     edge: "WaitEdge | None" = None  #: the typed wait edge out of the rank (global ranks)
     blocked: str | None = None  #: what the main thread is blocked in, where that is the reason
     unproven: bool = False  #: no time says the job hangs: a wait read from where logs stop is a lead only
+    cycle: tuple[int, ...] = ()  #: the deadlock's members, where the verdict is a deadlock this claim is outside of
     said: str = ""
 
     def describe(self) -> str:
@@ -725,10 +730,20 @@ class WaitEdge:
     p2p_seq: int | None = None  #: for send/recv: its sequence number between the two peers
     since_s: float | None = None  #: seconds the waiter has waited, where a time stamp says it
     global_ranks: bool = False  #: waiter and peer are global ranks (mapped, or a group whose ranks are global)
+    #: point-to-point edges read from posted ops (judges/p2p_match.py): 'unmatched' where both histories show the
+    #: peer never posted the op that pairs with this one; 'unknown' where no count can be trusted (a wait, never a
+    #: cycle's edge); None where the edge is an observed wait (a proxy waiting for data) or not point-to-point
+    p2p_match: str | None = None
 
     @property
     def point_to_point(self) -> bool:
         return self.p2p_peer is not None
+
+    @property
+    def can_close_a_cycle(self) -> bool:
+        """Whether this edge may be part of a deadlock: a point-to-point edge only where both sides' posted ops
+        show the wait (a send and a receive of one pair can be the same transfer whatever their p2p numbers)."""
+        return not self.point_to_point or self.p2p_match != "unknown"
 
     def to_global(self, table: dict[int, int]) -> "WaitEdge | None":
         """This edge in global ranks through `table` (comm rank -> global rank), or None where one is unknown."""
@@ -739,7 +754,7 @@ class WaitEdge:
 
     def to_dict(self) -> dict[str, Any]:
         return {"comm": self.comm_id, "scope": self.scope, "op": self.op, "seq": self.seq, "p2p_peer": self.p2p_peer,
-                "p2p_seq": self.p2p_seq, "source": self.source, "since_s": self.since_s}
+                "p2p_seq": self.p2p_seq, "p2p_match": self.p2p_match, "source": self.source, "since_s": self.since_s}
 
 
 @dataclass

@@ -42,6 +42,9 @@ def demoted(d: Demotion) -> str:
     """Why a root claim lost weight, in words, from its typed fields."""
     if d.unproven:
         return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
+    if d.cycle:
+        return (f"the verdict is the deadlock of ranks {fold(d.cycle)}, which wait on no rank outside it: a claim "
+                "about another rank is a lead beside it, not its culprit")
     if d.waits_on is not None:
         scope = where(d.edge) if d.edge is not None else "another communicator"
         return f"it waits itself (on rank {d.waits_on} in {scope}), so it is not where the wait ends"
@@ -49,10 +52,23 @@ def demoted(d: Demotion) -> str:
 
 
 def deadlock(d: Deadlock) -> str:
-    """'deadlock: ranks 0, 1, 2 wait on each other in a cycle (0 on 1 in <where>, ...): ...'."""
+    """'deadlock: ranks 0, 1, 2 wait on each other in a cycle (0 on 1 in <where>, ...): <why, by the edges' kind>'."""
     hops = ", ".join(f"{a} on {b} in {w}" for a, b, w in d.hops)
-    return (f"deadlock: ranks {', '.join(map(str, d.members))} wait on each other in a cycle ({hops}): "
-            "these ranks call these groups' collectives in different orders")
+    return f"deadlock: ranks {', '.join(map(str, d.members))} wait on each other in a cycle ({hops}): {_cycle_why(d)}"
+
+
+def _cycle_why(d: Deadlock) -> str:
+    """What the cycle's edges say: a pair that both send first, both receive first, or collectives of groups
+    called in different orders."""
+    ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}  # 'send', or the recorder's 'Send seq 4'
+    if ops and len(ops) == 1 and all(e.point_to_point for e in d.edges):
+        if ops == {"send"}:
+            return "each sends to the next first, and none posts the receive the other's send waits for"
+        if ops == {"recv"}:
+            return "each receives from the next first, and none posts the send the other's receive waits for"
+    if ops:
+        return "each waits in a send or receive, or a collective, that the next does not post"
+    return "these ranks call these groups' collectives in different orders"
 
 
 def _word_links(verdict: Verdict) -> None:
