@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from parsers import registry
 from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState, plausible_size
-from parsers.model.manifest import Manifest, MissingRank, RankRecord, Status
+from parsers.model.manifest import CollectorNote, Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
 from parsers.quiet_gc import pause_gc
@@ -687,7 +687,7 @@ def _collector_problems(rec: RankRecord) -> list[str]:
     out = []
     for col in rec.collectors:
         if col.name in ("process_state", "py-spy", "gdb") and col.status not in (Status.OK, Status.SKIPPED):
-            out.append(f"{col.name}: {col.status}" + (f" ({col.error})" if col.error else ""))
+            out.append(CollectorNote(f"{col.name}: {col.status}", col.error or ""))
     return out
 
 

@@ -23,7 +23,7 @@ from forensics.report.words import observed, said, worded
 from forensics.report.words import hostfaults, mixed
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
-from parsers.model.findings import HostNote, ObservationKind
+from parsers.model.findings import HostNote, ObservationKind, RankNote
 from parsers.ranges import fold
 from forensics.report.stacktree import render_tree
 from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
@@ -170,7 +170,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     said_already = {str(e) for c in verdict.culprits for e in c.evidence}  # each fact said once: not again as a consequence
     view.consequences = [x for x in verdict.consequences if x not in said_already]
     host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
-    view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said]  # a host fault's own line says it
+    # a host fault's own line says it; the 'slow:' line says the straggler figures
+    view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said and x not in view.stragglers]
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])
@@ -303,18 +304,39 @@ def wait_graph(verdict: Verdict, rows: list[dict[str, Any]], graph: nx.DiGraph |
 
 
 def fold_missing(notes: list[str]) -> list[str]:
-    """'host node001: no host evidence ...' x64 as one line 'hosts node[001-064]: no host evidence ...'
-    (the notes of several hosts that say the same thing share a line, as `clush -b` folds output)."""
-    out: list[str] = []
-    by_note: dict[str, list[str]] = {}
+    """'host node001: no host evidence ...' x64 as one line 'hosts node[001-064]: no host evidence ...', and
+    'rank 3 (node1 pid 7): gdb: timeout (...)' x8 as 'ranks 0-7 (host node1): gdb: timeout (...)': the notes of
+    several hosts or ranks that say the same kind of thing share a line, as `clush -b` folds output."""
+    out: list[Any] = []
+    by_kind: dict[tuple[type, str], list[Any]] = {}
     for note in notes:
-        if not isinstance(note, HostNote):
+        if not isinstance(note, (HostNote, RankNote)):
             out.append(note)
             continue
-        if note.note not in by_note:
-            out.append(note.note)  # placeholder: the folded line goes where the first host's note was
-        by_note.setdefault(note.note, []).append(note.host)
-    return [f"{host_set(by_note[o])}: {o}" if o in by_note else o for o in out]
+        key = (type(note), getattr(note.note, "kind", note.note))  # a collector's note: its kind, not its seconds
+        if key not in by_kind:
+            out.append(key)  # placeholder: the folded line goes where the first host's or rank's note was
+        by_kind.setdefault(key, []).append(note)
+    return [_folded_note(by_kind[o]) if isinstance(o, tuple) else o for o in out]
+
+
+def _folded_note(notes: list[Any]) -> str:
+    """One line for the HostNotes or RankNotes of one kind: their hosts or ranks as a folded set; a detail that
+    differs between ranks (a tool's seconds, a pid) is said for the first rank, the rest are in --json."""
+    if len(notes) == 1:
+        return str(notes[0])
+    if isinstance(notes[0], HostNote):
+        return f"{host_set([n.host for n in notes])}: {notes[0].note}"
+    ranks = sorted({n.rank for n in notes if isinstance(n.rank, int)})
+    unranked = sum(1 for n in notes if not isinstance(n.rank, int))
+    who = ([f"rank{'s' if len(ranks) > 1 else ''} {fold(ranks)}"] if ranks else []) + \
+        ([f"{unranked} process{'es' if unranked > 1 else ''} without a rank"] if unranked else [])
+    hosts = list(dict.fromkeys(n.host for n in notes if n.host))
+    first = notes[0].note
+    said = str(first)
+    if len({str(n.note) for n in notes}) > 1 and getattr(first, "detail", ""):
+        said = f"{first.kind} (rank {notes[0].rank}: {first.detail}; each rank's in --json)"
+    return " and ".join(who) + (f" ({host_set(hosts)})" if hosts else "") + f": {said}"
 
 
 def host_set(hosts: list[str]) -> str:

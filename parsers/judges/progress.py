@@ -181,7 +181,7 @@ def judge_step_progress(series: dict, collected_unix: float | None) -> ProgressD
                     ages)
 
 
-def judge_second_look(ranks: list) -> ProgressDecision:
+def judge_second_look(ranks: list, collected_unix: float | None = None) -> ProgressDecision:
     """Hang or progress from two looks at each rank a few seconds apart (`collect --second-look`).
 
     A rank whose main-thread stack changed, whose NCCL log gained op lines or whose recorder counters
@@ -189,7 +189,9 @@ def judge_second_look(ranks: list) -> ProgressDecision:
     Every compared rank moved: progress. Some did not: a hang, whose scope is the ranks without change
     (a rank busy elsewhere while the others wait is where a wait may end, not a hung rank). CPU time is
     not progress (NCCL waits spin). Ranks not comparable (py-spy failed, gone) are not judged; with
-    fewer than one comparable rank nothing is decided."""
+    fewer than one comparable rank nothing is decided. The first look is dated as an offset from the
+    collection time (`collected_unix`, the manifest's) where there is one: the verdict says one collection
+    time, and a clock time beside it (a few seconds later, 32 s with --gdb) would read as a second one."""
     looked = [(r.rank, r.second_look) for r in ranks if r.rank is not None and getattr(r, "second_look", None) is not None]
     compared = [(rank, sl) for rank, sl in looked if sl.comparable]
     if not compared:
@@ -198,18 +200,28 @@ def judge_second_look(ranks: list) -> ProgressDecision:
     moved = sorted({rank for rank, sl in compared} - set(still))
     gaps = [sl.waited_s for _, sl in compared if sl.waited_s is not None]
     gap = min(gaps) if gaps else 0.0
-    first = min(sl.first.t for _, sl in compared)
-    when = dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%H:%M:%S")
-    source = f"collect's second look: two looks {gap:.1f} s apart from {when} UTC"
+    at = first_look_at(min(sl.first.t for _, sl in compared), collected_unix)
+    source = f"collect's second look: two looks {gap:.1f} s apart, {at}"
     unjudged = sorted({rank for rank, _ in looked} - {rank for rank, _ in compared})
     tail = f"; {_ranks(unjudged)} not compared (no stack or counters in both looks)" if unjudged else ""
     if not still:
         return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two looks "
-                        f"{gap:.1f} s apart (from {when} UTC collection time: stack, read/write calls, NCCL op lines or recorder counts){tail}")
+                        f"{gap:.1f} s apart ({at}: stack, read/write calls, NCCL op lines or recorder counts){tail}")
     part = f"; {_ranks(moved)} changed" if moved else ""
     return ProgressDecision(True, False, source, still=tuple(still),
-                    text=f"hung: no progress between two looks {gap:.1f} s apart (from {when} UTC collection time) at "
+                    text=f"hung: no progress between two looks {gap:.1f} s apart ({at}) at "
                          f"{_ranks(still)}: same main-thread stacks, read/write calls and counters{part}{tail}")
+
+
+def first_look_at(first: float, collected_unix: float | None) -> str:
+    """'the first 1 s after the collection time' (the manifest's, said once under the verdict), or the first
+    look's own clock time 'the first at 07:20:12 UTC' where no collection time is known."""
+    if collected_unix is None:
+        return "the first at " + dt.datetime.fromtimestamp(first, dt.timezone.utc).strftime("%H:%M:%S") + " UTC"
+    offset = first - collected_unix
+    if abs(offset) < 0.5:
+        return "the first at the collection time"
+    return f"the first {abs(offset):.0f} s {'after' if offset > 0 else 'before'} the collection time"
 
 
 def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:
@@ -236,6 +248,6 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
     if not progress.decided:
         progress = judge_step_progress(ev.step_series, ev.collected_unix)
     if not progress.decided:
-        progress = judge_second_look(ev.ranks)
+        progress = judge_second_look(ev.ranks, ev.collected_unix)
     any_timeout, ranks = timed_out(ev)  # the lines' own word on who waited past a timeout
     return Findings("timing", judge="progress", progress=progress, timeouts=(any_timeout, frozenset(ranks)))

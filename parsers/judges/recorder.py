@@ -45,14 +45,22 @@ def reference_ns(states: list[RecorderState], now_ns: int | None = None) -> int:
     return max(seen) if seen else 0
 
 
-def moment_words(states: list[RecorderState], ns: int) -> str:
+def moment_words(states: list[RecorderState], ns: int, collected_unix: float | None = None) -> str:
     """Which moment `ns` is, in words with its time of day, for age sentences ('no progress for 7.9 s
-    before the collection at 09:17:03 UTC'): an age never reads as measured from when it is read."""
+    before the collection at 09:17:03 UTC'): an age never reads as measured from when it is read. Where the
+    collection time is known (`collected_unix`, the manifest's, said once under the verdict), a copy time
+    is said as an offset from it ('the recorder copy, 1 s after the collection time'): two clock times a
+    second apart on adjacent lines read as two collections."""
     clock = time.strftime("%H:%M:%S UTC", time.gmtime(ns / 1e9))
     if any(s.heartbeat_ns == ns for s in states):  # first: `forensics recorder read` dates copies by it too
         return f"the newest recorder heartbeat at {clock}"
     if any(s.observed_is_copy and s.observed_ns == ns for s in states):
-        return f"the collection at {clock}"
+        if collected_unix is None:
+            return f"the collection at {clock}"
+        offset = ns / 1e9 - collected_unix
+        if abs(offset) < 0.5:
+            return "the collection time"
+        return f"the recorder copy, {abs(offset):.0f} s {'after' if offset > 0 else 'before'} the collection time"
     return f"this read at {clock}"
 
 
@@ -82,10 +90,11 @@ def recorder_hosts(states: list[RecorderState]) -> dict[int, str]:
     return {st.job_rank: (st.host or st.hostid) for st in states}
 
 
-def wait_edges(states: list[RecorderState], now_ns: int | None = None) -> list[WaitEdge]:
-    """One edge per in-flight proxy op that waits on its peer, from every state."""
+def wait_edges(states: list[RecorderState], now_ns: int | None = None,
+               collected_unix: float | None = None) -> list[WaitEdge]:
+    """One edge per in-flight proxy op that waits on its peer, from every state (`collected_unix`: moment_words)."""
     ref = reference_ns(states, now_ns)
-    when = moment_words(states, ref) if ref else ""
+    when = moment_words(states, ref, collected_unix) if ref else ""
     edges = []
     for st in states:
         if st.comm_state != "active":
@@ -169,12 +178,13 @@ def _stuck_op(states: list[RecorderState]) -> tuple[str, int] | None:
     return func, min(seq for _, f, seq in pending if f == func)
 
 
-def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_after_s: float | None = None) -> CommStall:
-    """Find who the ranks of ONE communicator wait on (all states share comm_id)."""
+def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_after_s: float | None = None,
+                 collected_unix: float | None = None) -> CommStall:
+    """Find who the ranks of ONE communicator wait on (all states share comm_id; `collected_unix`: moment_words)."""
     ref = reference_ns(states, now_ns)
     nranks = max(s.nranks for s in states)
     comm = states[0].comm_hex
-    edges = wait_edges(states, ref)
+    edges = wait_edges(states, ref, collected_unix)
     stuck = _stuck_op(states)
     # the header's nranks sets the range a rank may be missing from; ranks are listed only where the states meet it
     ranks = {r: RankInStall(rank=r) for r in listable(nranks, len(states))}
@@ -212,7 +222,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
         if e.waiter not in ranks[e.peer].waited_on_by:
             ranks[e.peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
-    when = (moment_words(states, ref), moment_words(states, beat_ref)) if ref else ("", "")
+    when = (moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref else ("", "")
     return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref, when))
 
 
@@ -330,8 +340,8 @@ def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: 
     )
 
 
-def analyse(states: list[RecorderState], now_ns: int | None = None) -> list[CommStall]:
-    """Group states by communicator and analyse each one that has something in flight."""
+def analyse(states: list[RecorderState], now_ns: int | None = None, collected_unix: float | None = None) -> list[CommStall]:
+    """Group states by communicator and analyse each one that has something in flight (`collected_unix`: moment_words)."""
     groups: dict[int, list[RecorderState]] = defaultdict(list)
     for st in states:
         groups[st.comm_id].append(st)
@@ -343,7 +353,7 @@ def analyse(states: list[RecorderState], now_ns: int | None = None) -> list[Comm
         for st in comm_states:
             if st.rank not in latest or st.start_ns > latest[st.rank].start_ns:
                 latest[st.rank] = st
-        out.append(analyse_comm(list(latest.values()), ref))
+        out.append(analyse_comm(list(latest.values()), ref, collected_unix=collected_unix))
     return out
 
 
@@ -359,8 +369,9 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
     states = ev.recorder
     if not states:
         return Findings("recorder", judge="recorder")
-    edges = wait_edges(states)
-    stalls = analyse(states)
+    collected = getattr(ev, "collected_unix", None)  # the manifest's time: copy times are said against it
+    edges = wait_edges(states, collected_unix=collected)
+    stalls = analyse(states, collected_unix=collected)
     section = {
         "state_files": len(states),
         "stalls": [{"comm_id": st.comm_id, "op": st.op, "nranks": st.nranks, "edges": len(st.edges)} for st in stalls],

@@ -16,7 +16,7 @@ from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS
-from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
+from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
@@ -43,7 +43,7 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
         found.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
-    found.missing = [f"rank {r.rank} ({r.record.host} pid {r.record.pid}): {p}" for r in ev.ranks for p in r.problems]
+    found.missing = [RankNote(r.rank, r.record.host, r.record.pid, p) for r in ev.ranks for p in r.problems]
     found.missing += ev.problems
     found.sections["classes"] = _classes(activities)
     stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}

@@ -176,6 +176,25 @@ class HostNote(str):
         return self.host, self.note
 
 
+class RankNote(str):
+    """One rank's line of missing evidence ('rank 3 (node07 pid 412): gdb: timeout'), typed with the rank,
+    its host and pid and the note, so presentation folds the ranks that say the same thing (512 ranks
+    whose py-spy timed out are one line) without reading the words back."""
+
+    rank: int | None
+    host: str | None
+    pid: int | None
+    note: str
+
+    def __new__(cls, rank: int | None, host: str | None, pid: int | None, note: str) -> "RankNote":
+        obj = str.__new__(cls, f"rank {rank} ({host} pid {pid}): {note}")
+        obj.rank, obj.host, obj.pid, obj.note = rank, host, pid, note
+        return obj
+
+    def __getnewargs__(self) -> tuple[int | None, str | None, int | None, str]:  # copy and pickle keep the fields
+        return self.rank, self.host, self.pid, self.note
+
+
 def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
          tagged: bool = False) -> Citation:
     """A citation of `tool` (e.g. '/proc', 'py-spy', 'launcher record') at file:line; `tagged`: its words end in

@@ -56,6 +56,23 @@ def plain(value: Any) -> Any:
     return value
 
 
+class CollectorNote(str):
+    """A rank's collector that did not give its evidence, 'gdb: timeout (gdb did not answer in 30.0 s)', typed:
+    `kind` ('gdb: timeout') is what many ranks share, `detail` (the tool's own error, with its seconds or pid)
+    is each rank's own, so presentation folds the ranks by kind without reading the words back."""
+
+    kind: str
+    detail: str
+
+    def __new__(cls, kind: str, detail: str = "") -> "CollectorNote":
+        obj = str.__new__(cls, kind + (f" ({detail})" if detail else ""))
+        obj.kind, obj.detail = kind, detail
+        return obj
+
+    def __getnewargs__(self) -> tuple[str, str]:  # copy and pickle keep the fields
+        return self.kind, self.detail
+
+
 class Status:
     """Outcome of one collector run. Plain strings so the JSON stays readable."""
 

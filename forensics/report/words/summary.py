@@ -122,7 +122,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
         lead = progress.describe()
         if head is None and slow is not None and slow_text and not slow.named:
             # nothing slow named: the summary says so in a phrase, the figures behind it are a line of their own
-            verdict.summary = f"{lead}; no rank, host or link is named slow (the figures below)"
+            # ('slow:'); no pointer to them, which would point at nothing where an output leaves that line out
+            verdict.summary = f"{lead}; no rank, host or link is named slow"
             verdict.shows = [slow_text] + [x for x in verdict.shows if x != slow_text]
         elif head is None or str(head.reason_class) in ("straggler", "slow-host", "slow-link"):
             verdict.summary = f"{lead}; {slow_text}" if slow_text else lead

@@ -37,3 +37,21 @@ def test_the_culprit_straggler_has_its_line_within_the_terminals_width(tmp_path)
     out = render_verdict(verdict, width=80).splitlines()
     line = next(x for x in out if x.startswith("  slow: "))
     assert says([line], "rank 6 (node06)", "86%", "83 collectives", "5.0 ms") and len(line) <= 80, line
+
+
+def test_a_running_job_that_names_no_one_points_at_nothing_absent(tmp_path):
+    """Issue 41 item 4: a no-hang verdict that names nothing slow (the H200 healthy capture) says so in its
+    summary without pointing at 'the figures below'; its figures are its 'slow:' line, said once (not again
+    as 'the evidence shows'), in text and HTML."""
+    from parsers.archive import extract_into
+    from forensics.report.html import verdict_html
+    from forensics.report.view import build_view
+
+    extract_into(FIXTURES / "device" / "h200_issue15_ns.tar.gz", tmp_path)
+    verdict = analyze(tmp_path / "h200_issue15_ns" / "healthy" / "round2", KB).verdict
+    assert verdict.summary.startswith("no hang") and "no rank, host or link is named slow" in verdict.summary  # wording is the behaviour
+    assert "below" not in verdict.summary, verdict.summary
+    out = render_verdict(verdict, width=0).splitlines()
+    slow = [x for x in out if x.startswith("  slow: ")]
+    assert len(slow) == 1 and not [x for x in out if x.startswith("  the evidence shows: ") and x[22:] in slow[0]], out
+    assert "below" not in verdict_html(build_view(verdict)).split("VERDICT", 1)[-1].split("</p>", 1)[0]

@@ -48,3 +48,42 @@ def test_another_world_size_is_reported(tmp_path: Path, world: int) -> None:
     assert f"world size {world}, the bundle's 8" in line and "host far01" in line
     assert view.to_json()["sections"]["mixed_inputs"][0]["file"] == "other-job.log"
     assert "mixed inputs: other-job.log" in verdict_html(view)
+
+
+#: real logs of other jobs (gloo captures of 2026-12-01, glog stamps with no year) beside the 8-rank bundle of 11-29
+OTHER_RUNS = ["busy/live/hosts/vm/rank0-pid15762/stderr.log", "dataloader/live/hosts/vm/rank2-pid16704/stderr.log",
+              "oom/live/hosts/vm/rank1-pid14820/stderr.log"]
+
+
+@pytest.mark.parametrize("rel", OTHER_RUNS)
+def test_a_log_days_away_is_another_run(rel: str) -> None:
+    """Issue 41 item 5's own case: a bundle plus an unrelated job's log, days apart, same world size or none
+    stated: its dated lines all lie more than a day before the bundle's collection, and the verdict says so."""
+    other = FIX / "gloo14" / rel
+    result = analyze([BUNDLE, other])
+    found = foreign_inputs(result.evidence)
+    assert [f.file for f in found] == [other.name], found
+    assert "time" in [w for w, _f, _b in found[0].reasons]
+    line = next(x for x in render_view(build_view(result.verdict)).splitlines() if x.startswith("  mixed inputs:"))
+    # wording is the behaviour: the file's dates and the bundle's, and how far apart
+    assert "its lines dated 12-01 " in line and "2 days from the bundle's 11-29 09:26:34" in line, line
+
+
+@pytest.mark.parametrize("shift", ["1129", "1130"])
+def test_a_log_within_a_day_of_the_collection_is_not_foreign_by_time(tmp_path: Path, shift: str) -> None:
+    """The same real log dated the bundle's day or 20 h after its collection (logs print local time, up to 14 h
+    off UTC): within a day of the bundle's time, no reason of time, so it is not called another job's."""
+    src = FIX / "gloo14" / OTHER_RUNS[0]
+    moved = tmp_path / "same-day.log"
+    moved.write_text(src.read_text().replace("1201 ", f"{shift} "))
+    found = foreign_inputs(analyze([BUNDLE, moved]).evidence)
+    assert found == [], found
+
+
+def test_a_log_dated_days_after_the_bundle_is_another_run(tmp_path: Path) -> None:
+    """Dated after the bundle (a log of a later run): more than a day after its collection is another run's too."""
+    src = FIX / "gloo14" / OTHER_RUNS[0]
+    later = tmp_path / "later.log"
+    later.write_text(src.read_text().replace("1201 ", "1205 "))
+    found = foreign_inputs(analyze([BUNDLE, later]).evidence)
+    assert [f.file for f in found] == ["later.log"] and found[0].reasons[-1][0] == "time", found

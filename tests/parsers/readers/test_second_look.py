@@ -31,7 +31,19 @@ def test_a_hung_gloo_job_made_no_progress_between_the_looks():
     assert progress.decided and not progress.running and progress.stalled_ranks == [0, 1]
     hang, basis, hung = hang_from_time(progress, False, set())
     assert hang == "hang" and hung == {0, 1}
-    assert says([basis], "two looks", "3.0 s", "UTC collection time"), basis
+    assert says([basis], "two looks", "3.0 s", "the first at", "UTC"), basis  # no collection time given: the clock
+
+
+@pytest.mark.parametrize("after_s", [0.2, 1.4, 32.0])
+def test_the_looks_are_dated_from_the_one_collection_time(after_s: float):
+    """Issue 41 item 4: the verdict says one collection time (the manifest's, on its 'times:' line); the first
+    look is an offset from it (1 s later without --gdb, 32 s with it), never a second clock time beside it."""
+    ranks = _ranks("hung-gloo-sleep")
+    first = min(r.second_look.first.t for r in ranks)
+    text = judge_second_look(ranks, first - after_s).describe()
+    assert "UTC" not in text, text
+    said = "the first at the collection time" if after_s < 0.5 else f"the first {after_s:.0f} s after the collection time"
+    assert said in text, text  # wording is the behaviour: the offset is what the reader sees
 
 
 def test_a_stopped_rank_and_its_waiting_peers_are_the_hung_scope():
