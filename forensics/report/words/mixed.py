@@ -39,15 +39,31 @@ def _reason(r: dict[str, Any]) -> str:
             days = min(abs(float(f[1]) - float(b[0])), abs(float(f[0]) - float(b[1]))) / 86400
         except (TypeError, ValueError, IndexError):
             return f"its lines dated {_span(f)}, the bundle's {_span(b)}"
-        return f"its lines dated {_span(f)}, {days:.0f} day{'s' if round(days) != 1 else ''} from the bundle's {_span(b)}"
+        side = "before" if _before(r) else "after"
+        return f"its lines dated {_span(f)}, {days:.0f} day{'s' if round(days) != 1 else ''} {side} the bundle's {_span(b)}"
     return _WHAT.get(r["what"], r["what"] + " {f}").format(f=_value(r["file_says"]), b=_value(r["bundle_says"]))
 
 
 def said(item: dict[str, Any]) -> str:
-    """'nccl.node05.483.log is from another job (world size 8, the bundle's 4; ...): ...; analyze it on its own'."""
-    why = "; ".join(_reason(r) for r in item.get("reasons", []))
-    return (f"{item['file']} is from another job ({why}): this verdict mixes its lines with the bundle's; analyze "
-            "it on its own")
+    """'nccl.node05.483.log is from another job (world size 8, the bundle's 4; ...): ...; analyze it on its own'.
+    Where only its dates say so and they lie before the bundle, the one other reading is said too: a job that
+    hangs for days with its watchdog off prints nothing after its own last lines."""
+    reasons = item.get("reasons", [])
+    why = "; ".join(_reason(r) for r in reasons)
+    whats = {r.get("what") for r in reasons}
+    quiet = ""
+    if whats <= {"time", "host"} and any(r.get("what") == "time" and _before(r) for r in reasons):
+        quiet = ", or this job has printed nothing since"
+    return (f"{item['file']} is from another job{quiet} ({why}): this verdict mixes its lines with the bundle's; "
+            "analyze it on its own")
+
+
+def _before(r: dict[str, Any]) -> bool:
+    """Whether a time reason's file lies before the bundle's time."""
+    try:
+        return float(r["file_says"][1]) < float(r["bundle_says"][0])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return False
 
 
 def lines(mixed: list[dict[str, Any]]) -> list[str]:

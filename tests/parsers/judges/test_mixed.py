@@ -58,7 +58,7 @@ OTHER_RUNS = ["busy/live/hosts/vm/rank0-pid15762/stderr.log", "dataloader/live/h
 @pytest.mark.parametrize("rel", OTHER_RUNS)
 def test_a_log_days_away_is_another_run(rel: str) -> None:
     """Issue 41 item 5's own case: a bundle plus an unrelated job's log, days apart, same world size or none
-    stated: its dated lines all lie more than a day before the bundle's collection, and the verdict says so."""
+    stated: its dated lines all lie more than a day after the bundle's collection, and the verdict says so."""
     other = FIX / "gloo14" / rel
     result = analyze([BUNDLE, other])
     found = foreign_inputs(result.evidence)
@@ -66,7 +66,8 @@ def test_a_log_days_away_is_another_run(rel: str) -> None:
     assert "time" in [w for w, _f, _b in found[0].reasons]
     line = next(x for x in render_view(build_view(result.verdict)).splitlines() if x.startswith("  mixed inputs:"))
     # wording is the behaviour: the file's dates and the bundle's, and how far apart
-    assert "its lines dated 12-01 " in line and "2 days from the bundle's 11-29 09:26:34" in line, line
+    assert "its lines dated 12-01 " in line and "2 days after the bundle's 11-29 09:26:34" in line, line
+    assert "printed nothing since" not in line, line  # dated after the collection: no job's own earlier lines
 
 
 @pytest.mark.parametrize("shift", ["1129", "1130"])
@@ -80,10 +81,26 @@ def test_a_log_within_a_day_of_the_collection_is_not_foreign_by_time(tmp_path: P
     assert found == [], found
 
 
-def test_a_log_dated_days_after_the_bundle_is_another_run(tmp_path: Path) -> None:
-    """Dated after the bundle (a log of a later run): more than a day after its collection is another run's too."""
+def test_a_log_dated_days_before_the_bundle_says_its_other_reading(tmp_path: Path) -> None:
+    """Dated days before the bundle, and only its dates say so: another run's, or this job (hung for days with
+    its watchdog off) has printed nothing since; the line says both readings."""
     src = FIX / "gloo14" / OTHER_RUNS[0]
-    later = tmp_path / "later.log"
-    later.write_text(src.read_text().replace("1201 ", "1205 "))
-    found = foreign_inputs(analyze([BUNDLE, later]).evidence)
-    assert [f.file for f in found] == ["later.log"] and found[0].reasons[-1][0] == "time", found
+    earlier = tmp_path / "earlier.log"
+    earlier.write_text(src.read_text().replace("1201 ", "1124 "))
+    found = foreign_inputs(analyze([BUNDLE, earlier]).evidence)
+    assert [f.file for f in found] == ["earlier.log"] and found[0].reasons[-1][0] == "time", found
+    line = next(x for x in render_view(build_view(analyze([BUNDLE, earlier]).verdict)).splitlines() if "mixed inputs:" in x)
+    assert "5 days before the bundle's" in line and "or this job has printed nothing since" in line, line  # wording is the behaviour
+
+
+def test_a_log_of_another_size_and_days_away_says_both(tmp_path: Path) -> None:
+    """Another world size and dates days before: both reasons, and no 'this job printed nothing since' reading."""
+    src = next(iter(_logs(FIX / "nccl" / "sleep", "nccl.node05.*.log")))
+    text = src.read_text().replace("nranks 8", "nranks 4").replace("nRanks 8", "nRanks 4")
+    other = tmp_path / "old-small.log"
+    other.write_text("[W1124 05:31:45.821682802 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname\n" + text)
+    found = foreign_inputs(analyze([BUNDLE, other]).evidence)
+    assert [f.file for f in found] == ["old-small.log"], found
+    assert {"world-size", "time"} <= {w for w, _f, _b in found[0].reasons}, found
+    line = next(x for x in render_view(build_view(analyze([BUNDLE, other]).verdict)).splitlines() if "mixed inputs:" in x)
+    assert "printed nothing since" not in line, line
