@@ -225,7 +225,8 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
     for (host, _rank, _pid), found in per_rank.items():
         by_host.setdefault(host, []).extend(found)
     judged = frozenset((f.source, f.line_no) for found in per_rank.values() for f in found if f.line_no is not None)
-    for host, found in same_fault_findings(ev.artifacts, RANK_LOG_KINDS, judged).items():
+    for host, found in same_fault_findings(ev.artifacts, RANK_LOG_KINDS, judged,
+                                             [r.record for r in ev.ranks]).items():
         by_host.setdefault(host, []).extend(found)  # one error on every rank of one host and no other (issue 42)
     expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
     reports = [host_report(h, kb, by_host.get(name, [])) for name, h in ev.hosts.items()]

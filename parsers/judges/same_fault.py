@@ -113,10 +113,15 @@ def _read(artifacts: Iterable[Any], kinds: tuple[str, ...], judged: frozenset[tu
 
 
 def same_fault_findings(artifacts: Iterable[Any], kinds: tuple[str, ...],
-                        judged: frozenset[tuple[str, int]] = frozenset()) -> dict[str, list[Finding]]:
-    """Host -> a finding citing each of its ranks' lines, where every rank (at least 2) of that host said one
-    error, no rank of another host with lines of its own said it, and the job has another host to compare."""
+                        judged: frozenset[tuple[str, int]] = frozenset(),
+                        records: Iterable[Any] = ()) -> dict[str, list[Finding]]:
+    """Host -> a finding citing each of its ranks' lines, where every rank (at least 2, told apart alike) of
+    that host said one error, no rank of another host with lines of its own said it, and the job has another
+    host to compare. `records`: the bundle's process records; a rank that wrote no line still is its host's."""
     members, said = _read(artifacts, kinds, judged)
+    for rec in records:
+        if rec.host and rec.host != UNKNOWN_HOST and (rec.rank is not None or rec.pid):
+            members.setdefault(rec.host, set()).add(("rank", rec.rank) if rec.rank is not None else ("pid", rec.pid))
     if len(members) < 2:
         return {}
     out: dict[str, list[Finding]] = {}
@@ -124,7 +129,7 @@ def same_fault_findings(artifacts: Iterable[Any], kinds: tuple[str, ...],
         if len(s.lines) != 1:
             continue
         host, lines = next(iter(s.lines.items()))
-        if len(lines) < 2 or set(lines) != members[host] or host in out:
+        if len({who for who in lines if who[0] == min(lines)[0]}) < 2 or set(lines) != members[host] or host in out:
             continue
         cited = "; ".join(f"{who[0]} {who[1]} at {f}:{n}" for who, (f, n, _) in sorted(lines.items(), key=str))
         first = min(lines.values(), key=lambda v: (v[0], v[1] or 0))

@@ -19,6 +19,7 @@ from parsers import knowledge
 from parsers.evidence import load_directory
 from parsers.judges import hosts
 from parsers.judges.same_fault import SAME_FAULT, normalise, same_fault_findings
+from parsers.model.manifest import RankRecord
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 KB = knowledge.load(use_env=False)
@@ -109,3 +110,13 @@ def test_normalise_cuts_what_differs_between_ranks():
     a = normalise("node7", "node7: Call to ibv_get_async_event failed on mlx5_0 port 1 at 0x7f12")
     b = normalise("node7", "node7: Call to ibv_get_async_event failed on mlx5_3 port 2 at 0x7f99")
     assert a == b and "node7" not in a
+
+
+def test_a_rank_of_the_host_that_wrote_no_line_keeps_it_off(tmp_path):
+    # a bundle's process record of a fourth rank on the host: its silence is no proof it had the error
+    folder = _job(tmp_path, _lines("nccl-230", NCCL230), _lines("nccl-tests-252", "kolyoz1"))
+    ev = load_directory(folder)
+    judged = frozenset((f.source, f.line_no) for fs in hosts.rank_log_findings(ev, KB).values() for f in fs)
+    assert list(same_fault_findings(ev.artifacts, hosts.RANK_LOG_KINDS, judged)) == [NCCL230]
+    silent = RankRecord(host=NCCL230, pid=999, dir="", rank=None)
+    assert same_fault_findings(ev.artifacts, hosts.RANK_LOG_KINDS, judged, [silent]) == {}
