@@ -33,7 +33,22 @@ KEEP = (" opCount ", "Init START", "Init COMPLETE", "commId", "ncclCommSplit", "
         "ProcessGroupGloo")
 
 
+#: files that are whole documents or binary state, never line logs: cutting their middle leaves them unreadable
+#: (a bundle's manifest.json and nvidia-smi-q.xml were cut so, and the digest test found the manifest unreadable)
+WHOLE_SUFFIXES = (".json", ".xml", ".bin", ".pkl", ".pickle", ".gz", ".tar", ".zip")
+
+
+def is_line_log(path: Path, first: bytes) -> bool:
+    """Whether `path` is a line-oriented log whose middle may be cut: not a document (JSON, XML), not binary."""
+    if path.suffix.lower() in WHOLE_SUFFIXES or b"\0" in first:
+        return False
+    return first.lstrip()[:1] not in (b"{", b"[", b"<")
+
+
 def trim_text(src: Path, dst: Path, head: int, tail: int) -> str | None:
+    if not is_line_log(src, src.read_bytes()[:65536]):
+        shutil.copy(src, dst)
+        return None
     lines = src.read_text(errors="replace").splitlines(True)
     if len(lines) <= head + tail:
         shutil.copy(src, dst)

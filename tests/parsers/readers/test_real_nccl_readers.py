@@ -4,6 +4,7 @@ Every input here is a file (or a line of one) the H200 run wrote: see
 tests/fixtures/nccl/<scenario>/truth.json for what each scenario broke.
 """
 
+import json
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,22 @@ def test_trimming_keeps_the_op_lines_of_the_cut_middle(tmp_path):
     after = (tmp_path / "dst" / "chain" / "node01" / "nccl.node01.1222.log").read_text().splitlines()
     assert len(after) < len(before) / 5
     assert [ln for ln in before if " opCount " in ln] == [ln for ln in after if " opCount " in ln]
+
+
+def test_trimming_copies_documents_whole(tmp_path):
+    """A bundle's manifest.json (and any JSON, XML or binary state) is a document: cutting its middle as if it
+    were a log left it unreadable. Only the line log beside it is trimmed."""
+    src = tmp_path / "src" / "case"
+    (src / "bundle").mkdir(parents=True)
+    manifest = {"ranks": [{"rank": r, "pid": 1000 + r, "host": f"node{r:02d}"} for r in range(600)]}
+    (src / "bundle" / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    shutil.copy(NCCL / "chain" / "node01" / "nccl.node01.1222.log", src / "bundle")
+    (src / "truth.json").write_text('{"scenario": "case"}')
+    subprocess.run([sys.executable, str(ROOT / "scripts/device/trim_fixtures.py"), str(tmp_path / "src"),
+                    str(tmp_path / "dst"), "--head", "50", "--tail", "50"], check=True, capture_output=True)
+    out = tmp_path / "dst" / "case" / "bundle"
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+    assert len((out / "nccl.node01.1222.log").read_text().splitlines()) < 300
 
 
 def test_ras_json_missing_comma_of_nccl_2_28_9_is_repaired():
