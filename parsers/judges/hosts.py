@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
+from parsers.judges.same_fault import same_fault_findings
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
 from parsers.model.events import UNKNOWN_HOST
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
@@ -223,6 +224,10 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
     by_host: dict[str, list[Finding]] = {}
     for (host, _rank, _pid), found in per_rank.items():
         by_host.setdefault(host, []).extend(found)
+    judged = frozenset((f.source, f.line_no) for found in per_rank.values() for f in found if f.line_no is not None)
+    for host, found in same_fault_findings(ev.artifacts, RANK_LOG_KINDS, judged,
+                                             [r.record for r in ev.ranks]).items():
+        by_host.setdefault(host, []).extend(found)  # one error on every rank of one host and no other (issue 42)
     expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
     reports = [host_report(h, kb, by_host.get(name, [])) for name, h in ev.hosts.items()]
     for host in sorted(set(by_host) - set(ev.hosts)):
