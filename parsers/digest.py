@@ -25,7 +25,7 @@ import stat
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from parsers import bounded_json
 from parsers import registry
@@ -59,6 +59,8 @@ THREADS_CAP = 64
 MAIN_FRAMES, OTHER_FRAMES = 64, 16
 EXCEPTIONS_CAP, EXC_FRAMES = 8, 32
 NOTES_CAP, UNREAD_CAP, PROBLEMS_CAP = 200, 20, 20
+#: notes the knowledge base matches are kept past NOTES_CAP, up to this many more (`reduce_parsed`'s `matched`)
+MATCHED_NOTES_CAP = 2000
 COLLS_CAP, ACTIVE_PROXY_CAP, DONE_PROXY_CAP = 32, 128, 16
 PROC_THREADS_CAP = 1024
 #: rank-summary caps (the part the fleet merge and people read)
@@ -254,16 +256,17 @@ _RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[
 # ----------------------------------------------------------------------------- bounding one file's evidence
 
 
-def reduce_parsed(parsed: Parsed) -> Parsed:
+def reduce_parsed(parsed: Parsed, matched: frozenset[int] = frozenset()) -> Parsed:
     """A copy of `parsed` with every list capped (see the caps above): kilobytes a file, whatever its size.
 
     What is kept is what the judges compare across ranks: every membership, the last operations of each
-    communicator, the progress counters, the first and last errors, the main thread's stack whole."""
+    communicator, the progress counters, the first and last errors, the main thread's stack whole, and the
+    notes (kept lines) whose line numbers are in `matched` (those the knowledge base matches) past the cap."""
     out = dataclasses.replace(parsed)
     out.events = _reduce_events(parsed.events)
     out.stacks = [_cap_stack(t) for t in parsed.stacks[:THREADS_CAP]]
     out.exceptions = [_cap_exception(e) for e in parsed.exceptions[-EXCEPTIONS_CAP:]]
-    out.notes = list(parsed.notes[:NOTES_CAP])
+    out.notes = _cap_notes(parsed.notes, matched)
     out.unread = list(parsed.unread[:UNREAD_CAP])
     out.problems = list(parsed.problems[:PROBLEMS_CAP])
     out.exits = list(parsed.exits[:PROC_THREADS_CAP])
@@ -272,6 +275,17 @@ def reduce_parsed(parsed: Parsed) -> Parsed:
         out.process = dataclasses.replace(parsed.process, threads=tuple(parsed.process.threads[:PROC_THREADS_CAP]))
     out.recorder = [_cap_recorder(s) for s in parsed.recorder]
     return out
+
+
+def _cap_notes(notes: list, matched: frozenset[int]) -> list:
+    """The first NOTES_CAP notes, and after them the notes whose line is in `matched` (MATCHED_NOTES_CAP at most),
+    in file order. Why: a host's kernel log kept only its first 200 filtered lines, so an OOM kill or an Xid
+    later in a long log reached the full read's verdict and not the digest's (the same bundle, two answers)."""
+    head = list(notes[:NOTES_CAP])
+    if len(notes) <= NOTES_CAP or not matched:
+        return head
+    later = [note for note in notes[NOTES_CAP:] if isinstance(note, tuple) and note and note[0] in matched]
+    return head + later[:MATCHED_NOTES_CAP]
 
 
 def _reduce_events(events: list) -> list:
@@ -315,11 +329,12 @@ def _cap_recorder(s: RecorderState) -> RecorderState:
     return dataclasses.replace(s, colls=s.colls[-COLLS_CAP:], proxy_ops=ops)
 
 
-def encode_parsed(parsed: Parsed, path: str = "", rel: str = "") -> dict[str, Any]:
+def encode_parsed(parsed: Parsed, path: str = "", rel: str = "", matched: frozenset[int] = frozenset()) -> dict[str, Any]:
     """One file's evidence, bounded, as JSON data (DigestError where the model holds a foreign type);
-    `path` and `rel`: the file's path as read and as cited, written as path numbers 0 and 1."""
+    `path` and `rel`: the file's path as read and as cited, written as path numbers 0 and 1; `matched`: the
+    line numbers of notes kept past the cap (`reduce_parsed`)."""
     paths = {p: i for i, p in enumerate((path, rel, HOST_TOKEN)) if p}
-    small = reduce_parsed(parsed)
+    small = reduce_parsed(parsed, matched)
     out: dict[str, Any] = {"kind": parsed.kind}
     for name in _PARSED_FIELDS:
         value = getattr(small, name)
@@ -452,9 +467,11 @@ def own_processes(ranks: Iterable[Any]) -> dict[str, dict[int, int | None]]:
 HOST_TOKEN = "hf-digest-host-5e2a91"
 
 
-def encode_files(arts: Iterable[Any], host_dir: str) -> dict[str, Any]:
+def encode_files(arts: Iterable[Any], host_dir: str, matched: Callable[[Any], frozenset[int]] | None = None
+                 ) -> dict[str, Any]:
     """Each rank-scope and host-scope artifact under `host_dir`, read under HOST_TOKEN: its `Parsed`,
-    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw)."""
+    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw). `matched(art)`:
+    the line numbers of its notes to keep past the cap (those the knowledge base matches)."""
     files: dict[str, Any] = {}
     prefix = host_dir.rstrip("/") + "/"
     for art in arts:
@@ -466,7 +483,8 @@ def encode_files(arts: Iterable[Any], host_dir: str) -> dict[str, Any]:
             entry["error"] = art.error[:MAX_STR]
         if art.parsed is not None:
             try:
-                entry["parsed"] = encode_parsed(art.parsed, str(art.path), rel)
+                keep = matched(art) if matched is not None and len(art.parsed.notes) > NOTES_CAP else frozenset()
+                entry["parsed"] = encode_parsed(art.parsed, str(art.path), rel, keep)
             except DigestError:
                 continue  # a foreign value in the model: this file is read raw
         files[rel[len(prefix):]] = entry

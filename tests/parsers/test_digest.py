@@ -65,6 +65,26 @@ def test_digest_first_verdict_equals_full_read(bundle, tmp_path):
         assert s.rank not in processes or s.rank in used["raw_ranks"], (s.rank, used)
 
 
+def test_a_fault_past_the_notes_cap_reaches_the_digest_verdict(tmp_path):
+    """A host's kernel log of over 200 kept lines whose Xid 79 comes after them: the digest kept only its first
+    200 notes, so the full read named the host and the digest path did not (seen on a real collect, whose dmesg
+    held 506 such lines with the OOM kills past line 200). Real lines: tests/fixtures/host/kernel/."""
+    public = (FIXTURES / "host" / "kernel" / "public-gpu-faults.log").read_text().splitlines()
+    noise = next(ln for ln in public if "Xid" in ln and "): 13," in ln)  # Xid 13: an application's fault
+    fatal = next(ln for ln in public if "79, GPU has fallen off the bus" in ln)
+    bundle = tmp_path / "src"
+    shutil.copytree(FIXTURES / "nccl" / "sleep" / "bundle", bundle, symlinks=True)
+    kernel = next(bundle.glob("hosts/*/kernel.log"))
+    kernel.write_text("\n".join([noise] * 300 + [fatal]) + "\n")
+    dst = _with_digests(bundle, tmp_path / "d")
+    full = analyze(dst, KB, digests=False).verdict
+    first = analyze(dst, KB).verdict
+    assert first.sections["digests"]["hosts_from_digest"] >= 1
+    assert any(h.get("status") == "exclude" for h in full.sections["hosts"])  # the test's premise
+    assert first.sections["hosts"] == full.sections["hosts"]
+    assert _verdict_key(first) == _verdict_key(full)
+
+
 def test_digest_first_reads_few_raw_files(tmp_path):
     """A hang where one rank sleeps: the victims' files come from the digest, the sleeper's are read raw."""
     dst = _with_digests(FIXTURES / "nccl" / "sleep" / "bundle", tmp_path)
