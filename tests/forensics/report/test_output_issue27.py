@@ -204,7 +204,7 @@ def test_ages_are_measured_from_the_collection_and_the_verdict_says_when(tmp_pat
     assert says(read.splitlines(), "no progress for 7.9 s", "09:17:03 UTC"), read
     bundle = cli("analyze", str(SIGSTOP_BUNDLE)).stdout.splitlines()
     assert says(bundle[1:2], "times:", "2026-11-29 09:27:38 UTC", "manifest's creation time"), bundle[:3]  # a bundle: its manifest's time
-    # with a manifest the time is said once, on the 'times:' line; an age says it counts back from it (issue 41)
+    # wording is the behaviour: with a manifest the time is said once, on the 'times:' line; an age counts back from it
     assert says(bundle, "last recorder heartbeat 10.5 s", "before the collection time"), bundle
     assert sum("09:27:38" in line for line in bundle) == 1, bundle
 
