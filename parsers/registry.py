@@ -149,11 +149,11 @@ def _is_environment(head: bytes, complete: bool) -> bool:
 
 _NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL (?:INFO|WARN|TRACE)")
 #: a parallel shell's `node044: ` or `srun --label`'s `3: ` before a kernel line (parsers.readers.host_kernel)
-_LABEL = rb"(?:[A-Za-z0-9][\w.-]{0,252}: |\s*\d{1,6}: )?"
-_KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[\s*(?:\d+\.\d+|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
+_LABEL = rb"(?:[A-Za-z0-9][\w.-]{0,252}: |[ \t]{0,16}\d{1,6}: )?"
+_KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[[ \t]{0,16}(?:\d{1,12}\.\d{1,9}|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
 #: syslog, journalctl short / short-precise / short-iso / short-monotonic ('kernel[PID]:' through the journal)
-_JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d [\d:]{8}(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:[+-]\d\d:?\d\d|Z)?"
-                           rb"|\[\s*\d+\.\d+\]) \S+ kernel(?:\[\d+\])?: ", re.M)
+_JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d [\d:]{8}(?:\.\d{1,9})?|\d{4}-\d\d-\d\dT[\d:.,]{1,32}(?:[+-]\d\d:?\d\d|Z)?"
+                           rb"|\[[ \t]{0,16}\d{1,12}\.\d{1,9}\]) \S{1,255} kernel(?:\[\d{1,10}\])?: ", re.M)
 
 
 def _is_nccl_log(head: bytes, complete: bool) -> bool:

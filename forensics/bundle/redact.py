@@ -124,8 +124,8 @@ _BASIC = re.compile(r"\bBasic[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})")
 # netrc (`machine h login u password X`, or a `password X` line of its own) and `Using token X` (a value with a digit)
 _NETRC = re.compile(r"(?i)(\b(?:machine|login|default)\b[^\n]{0,300}?\b(?:password|passwd)[ \t]+|^[ \t]*(?:password|passwd)"
                     r"[ \t]+(?=\S+[ \t]*$))(\S{1,2048})")
-_USING_TOKEN = re.compile(r"(?i)(\b(?:using|with|got|received|loaded)[ \t]+(?:an?[ \t]+|the[ \t]+)?(?:access[ \t_-]|api[ \t_-]|"
-                          r"auth[ \t_-]|bearer[ \t_-]|bot[ \t_-])?token[ \t]*:?[ \t]+)(?=[^\s'\",;]{0,2047}[0-9])"
+_USING_TOKEN = re.compile(r"(?i)(\b(?:using|with|got|received|loaded)[ \t]{1,16}(?:an?[ \t]{1,16}|the[ \t]{1,16})?(?:access[ \t_-]|api[ \t_-]|"
+                          r"auth[ \t_-]|bearer[ \t_-]|bot[ \t_-])?token[ \t]{0,16}:?[ \t]{1,16})(?=[^\s'\",;]{0,2047}[0-9])"
                           r"([^\s'\",;]{8,2048})")
 _NCCL_ENV = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,127}) set by environment to (\S{1,4096})")
 # per-program forms, in text (shell strings, printed commands)

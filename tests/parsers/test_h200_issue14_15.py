@@ -77,7 +77,7 @@ def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):
     c = verdict.culprit
     assert c.reason_class == ReasonClass.GPU_QUEUED and "GPU" in c.reason and c.confidence >= 0.85
     # wording is the behaviour: issue 27's rule, every age says from when
-    assert " s before the collection at " in c.reason  # how long the work ahead of it has held the stream, and to when
+    assert " s before the collection time" in c.reason  # how long the work ahead of it has held the stream, and to when (the times: line says when that is)
     assert any("GPU utilisation" in e and "100% [nvidia-smi]" in e for e in c.evidence), c.evidence
     assert c.evidence[0].startswith("now: state")  # its own state first
     assert c.demotion is None
