@@ -171,10 +171,11 @@ class ErrorEvent:
 #: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), the watchdog's note that the Flight
 #: Recorder is off (fr-disabled), an NVRM driver
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module", torch's teardown warning that
-#: destroy_process_group() was not called, printed by ranks that finished): read and kept, never weighed as an error.
+#: destroy_process_group() was not called, printed by ranks that finished, the addresses NCCL says a process uses
+#: (net-address)): read and kept, never weighed as an error.
 INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
                         "child-error-file", "horovod-log", "c10d-teardown",
-                        "horovod-stall", "horovod-stall-warning", "rank-identity", "job-size"})
+                        "horovod-stall", "horovod-stall-warning", "rank-identity", "job-size", "net-address"})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
 TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})

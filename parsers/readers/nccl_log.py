@@ -24,7 +24,7 @@ from typing import Iterable
 
 from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
 from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
-from parsers.readers import pasted_host, textline
+from parsers.readers import nccl_net, pasted_host, textline
 
 #: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of
 #: repeated headers is not allowed to become thousands of records)
@@ -418,6 +418,9 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
         out.events.append(ErrorEvent(kind="peer-closed", message=msg, origin=origin, source="nccl-log",
                                      data={"local_rank": int(c.group("lr"))}))
         return
+    if (ev := nccl_net.addresses(msg, origin)) is not None:  # the addresses this process uses: who a peer's address is
+        out.events.append(ev)
+        return
     out.facts["other_records"] = out.facts.get("other_records", 0) + 1
 
 
@@ -475,6 +478,9 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
     if m:
         out.events.append(ErrorEvent(kind="connection-closed", message=msg, origin=origin, peer_addr=m.group("peer"),
                                      timestamp=ts, source="nccl-log"))
+        return
+    if (ev := nccl_net.size_mismatch(msg, origin, ts)) is not None:  # the peer's size and its own, typed
+        out.events.append(ev)
         return
     kind = "nccl-timeout" if "timeout" in msg.lower() or "timed out" in msg.lower() else "nccl-warn"
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
