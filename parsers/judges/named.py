@@ -93,6 +93,8 @@ MAX_PEER_FACTS = 16
 
 def peer_facts(ev: Any) -> list[PeerFact]:
     """One PeerFact per (kind of report, address, sizes): its reporters, and whom the files pair the address with."""
+    if not peer_address.any_report(ev):
+        return []
     ids = identity.build(ev)
     reports = peer_address.reports(ev, ids)
     if not reports:

@@ -75,6 +75,12 @@ def loopback(addr: str) -> bool:
     return addr.startswith("127.") or addr in ("::1", "localhost")
 
 
+def any_report(ev: Any) -> bool:
+    """Whether any file holds a line that names a peer by address (most do not: the rank table is built only then)."""
+    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES and (e.peer_addr or e.kind == "size-mismatch")
+               for art in ev.artifacts if art.parsed for e in art.parsed.events)
+
+
 def reports(ev: Any, ids: identity.Identities) -> list[Report]:
     """Every line of every file that names a peer by address, with its reporter's global rank where known."""
     out = []
@@ -83,10 +89,10 @@ def reports(ev: Any, ids: identity.Identities) -> list[Report]:
             if type(e) is not ErrorEvent or e.kind not in KINDS or e.source not in SOURCES:
                 continue
             addr = address_of(e.peer_addr)
-            if addr is None:
+            if addr is None and e.kind != "size-mismatch":  # a size mismatch before NCCL 2.12 names no peer: ""
                 continue
             reporter = ids.resolve(e.origin)
-            out.append(Report(e, art.cite, reporter if reporter is not None else art.rank, addr))
+            out.append(Report(e, art.cite, reporter if reporter is not None else art.rank, addr or ""))
             if len(out) >= MAX_REPORTS:
                 return out
     return out
@@ -140,7 +146,11 @@ def _host_named(addr: str, seen: set[str]) -> str | None:
 
 def resolve(rep: Report, ids: identity.Identities, addresses: dict[str, dict[int, Citation]],
             linked: dict[int, tuple[set[int], set[int]]], seen: set[str] = frozenset()) -> Named:
-    """Whom one report's address names (see the module's doc); the reporter is never among them."""
+    """Whom one report's address names (see the module's doc); the reporter is never among them. A size mismatch
+    that names no address (NCCL before 2.12) names the one rank the reporter's connections leave, if one."""
+    if not rep.addr:
+        near = _near(rep, linked) - {rep.reporter}
+        return Named("", (next(iter(near)),), None, "links") if len(near) == 1 else Named("")
     said = {r: c for r, c in addresses.get(rep.addr, {}).items() if r != rep.reporter}
     how, host = ("address" if said else ""), None
     ranks = set(said)
@@ -152,11 +162,18 @@ def resolve(rep: Report, ids: identity.Identities, addresses: dict[str, dict[int
         return Named(rep.addr)
     hosts = {ids.ranks[r].host for r in ranks if r in ids.ranks and ids.ranks[r].host}
     host = host or (hosts.pop() if len(hosts) == 1 else None)
-    if len(ranks) > 1 and rep.reporter in linked:
-        senders, receivers = linked[rep.reporter]
-        side = (rep.event.data or {}).get("side")
-        near = senders if side == "receiver" else receivers if side == "sender" else senders | receivers
-        if ranks & near:
-            ranks, how = ranks & near, how + "+links"
+    near = _near(rep, linked)
+    if len(ranks) > 1 and ranks & near:
+        ranks, how = ranks & near, how + "+links"
     only = next(iter(ranks)) if len(ranks) == 1 else None
     return Named(rep.addr, tuple(sorted(ranks)), host, how, said.get(only) if only is not None else None)
+
+
+def _near(rep: Report, linked: dict[int, tuple[set[int], set[int]]]) -> set[int]:
+    """The ranks the reporter's NCCL connections reach on the report's side: those that send to it (it received
+    the other size), those it sends to (it sent it), either (a lost connection)."""
+    if rep.reporter not in linked:
+        return set()
+    senders, receivers = linked[rep.reporter]
+    side = (rep.event.data or {}).get("side")
+    return set(senders if side == "receiver" else receivers if side == "sender" else senders | receivers)

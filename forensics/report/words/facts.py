@@ -275,7 +275,12 @@ def peer(f: PeerFact) -> str:
     procs = [f"pid {pid}" + (f" on {host}" if host else "") for host, pid in f.processes]
     who = _ranks(f.reporters) if f.reporters else (", ".join(procs) if procs else "a process")
     many = len(f.reporters) > 1 or (not f.reporters and len(procs) > 1)
-    if f.mapped is not None:
+    if f.mapped is not None and f.how == "links":  # no address: the one rank its connections leave
+        name = f"rank {f.mapped}"
+        note = f"NCCL's line names no peer; of the ranks NCCL connects with {who}, only it sends there"
+        if f.side == "sender":
+            note = f"NCCL's line names no peer; of the ranks NCCL connects with {who}, only it receives there"
+    elif f.mapped is not None:
         name = f"rank {f.mapped}" + (f" on {f.host}" if f.host and f.how.startswith("address") else "")
         note = f"{f.addr}: " + ("its own NCCL log states that address" if f.how.startswith("address")
                                 else f"the host {f.host} holds it")
@@ -286,6 +291,8 @@ def peer(f: PeerFact) -> str:
         note = f"{f.addr}: {_ranks(f.ranks)} there; the lines do not say which"
     elif f.host:
         name, note = f"a process on host {f.host}", f"{f.addr}: a host of that name; no line says which rank"
+    elif not f.addr:
+        name, note = "its peer", "NCCL's line names no peer, and its connections do not say which"
     else:
         name, note = f"the peer at {f.addr}", "no file maps that address to a rank or host"
     if f.what == "size":

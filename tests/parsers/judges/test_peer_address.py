@@ -8,7 +8,9 @@ addresses (tests/support/peer_job.py)."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,21 @@ def test_a_truncated_message_names_its_sender_through_the_receivers_connections(
     assert v.culprit.rank == sender and v.culprit.reason_class == ReasonClass.MISMATCH  # the Flight Recorder agrees
     # wording is the behaviour: the pair and both sizes said under the culprit
     assert any(f"received {sizes[0].sent} bytes from rank {sender}" in line for line in v.shows), v.shows
+
+
+@pytest.mark.integration  # an 8-rank logs archive, analysed whole
+def test_a_truncated_message_without_its_peer_names_the_one_sender_it_is_connected_to(tmp_path):
+    """Edit of the seed39 capture (made from it: no capture of NCCL before 2.12 here): rank 6's WARN lines lose
+    'peer 127.0.0.1<port> ', as NCCL 2.11 and older print them; its connections still leave rank 5 alone."""
+    with tarfile.open(FIXTURES / "issue39" / "device" / "seed39-ordermismatch" / "logs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    (log,) = tmp_path.rglob("nccl.node06.*.log")
+    text = log.read_text()
+    assert text.count("NET/Socket : peer 127.0.0.1<") == 2
+    log.write_text(re.sub(r"NET/Socket : peer 127\.0\.0\.1<\d+> ", "NET/Socket : ", text))
+    v = analyze(tmp_path, KB).verdict
+    (f,) = [f for f in peers(v) if f.what == "size"]
+    assert (f.addr, f.mapped, f.how, f.reporters) == ("", 5, "links", (6,))
 
 
 @pytest.mark.parametrize("case,killed", [("kill", 3), ("kill-uneven", 2)])
