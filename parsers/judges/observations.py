@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.evidence import Coverage, Evidence
 from parsers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
@@ -33,7 +34,7 @@ from parsers.stacks.classify import classify, is_library
 PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout", "barrier-absent"})
 
 
-def observe(ev: Any, reports: list | None = None) -> list[Observation]:
+def observe(ev: Evidence, reports: list | None = None) -> list[Observation]:
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
     analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
@@ -73,7 +74,7 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     return out
 
 
-def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
+def process_op_disagreements(ev: Evidence) -> list[DisagreementFact]:
     """NCCL op lines of processes whose communicator is known only by its pointer (no init line, no rank):
     where two or more processes logged different collectives at the same opCount.
 
@@ -101,7 +102,7 @@ def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
 ONE_RUN_S = 3600.0
 
 
-def completed_past(ev: Any, limit: int = 2) -> list[CompletedPastFact]:
+def completed_past(ev: Evidence, limit: int = 2) -> list[CompletedPastFact]:
     """Groups where one rank completed collectives past the one another member still waits in: 'in group
     0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
 
@@ -200,7 +201,7 @@ def _wait_status(returncode: int) -> int:
     return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
 
 
-def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
+def _rankless_stacks(ev: Evidence, limit: int = 3) -> list[StackFact]:
     """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
     dump of one pid): the stack is evidence even when no line says which rank the process was."""
     by_what: dict[str, list[int]] = {}
@@ -210,7 +211,7 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
     return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
-def _logged_dumps(ev: Any, limit: int = 3) -> list[DumpFact]:
+def _logged_dumps(ev: Evidence, limit: int = 3) -> list[DumpFact]:
     """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
     (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
     dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
@@ -241,7 +242,7 @@ def _dump_owner(o: Any) -> str:
     return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
 
 
-def _call_sites(ev: Any) -> tuple[CallSite, ...]:
+def _call_sites(ev: Evidence) -> tuple[CallSite, ...]:
     """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
     c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
     ranks whose waits come from different lines of code are the first thing to look at."""
@@ -312,7 +313,7 @@ class _Seen:
             self.first_ranks.add(rank)
 
 
-def _seen(ev: Any) -> _Seen:
+def _seen(ev: Evidence) -> _Seen:
     seen = _Seen()
     for art in ev.artifacts:
         if not art.parsed:
@@ -326,7 +327,7 @@ def _seen(ev: Any) -> _Seen:
     return seen
 
 
-def timed_out(ev: Any) -> tuple[bool, set[int]]:
+def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
     """(whether any watchdog line says a rank waited in a collective past its timeout: time evidence of a
     hang; the global ranks that did, where the lines print them): the hung scope a post-mortem can see
     (a group whose ranks never time out kept running)."""
@@ -336,7 +337,7 @@ def timed_out(ev: Any) -> tuple[bool, set[int]]:
     return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | (seen.waited_out - {None})
 
 
-def _horovod_stalled(ev: Any) -> bool:
+def _horovod_stalled(ev: Evidence) -> bool:
     """Horovod's stall inspector reports an op only once ranks waited for it past its check time (60 s by
     default, HOROVOD_STALL_CHECK_TIME_SECONDS): time evidence of a hang, as a watchdog timeout is."""
     return any(type(e) is ErrorEvent and e.kind in ("horovod-stall", "horovod-stall-warning")
@@ -362,7 +363,7 @@ def _dump_asks(seen: _Seen) -> list[DumpAskFact]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_facts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[CoverageFact]:
+def _coverage_facts(cov: Coverage, silent: tuple[list[int], int] | None = None, ev: Evidence | None = None) -> list[CoverageFact]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
@@ -452,7 +453,7 @@ def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
             for (comm, kind), slot in list(seen.items())[:limit]]
 
 
-def _trails(ev: Any, seen: _Seen) -> list[TrailFact]:
+def _trails(ev: Evidence, seen: _Seen) -> list[TrailFact]:
     """NCCL error returns with no WARN: said, with the caveat that at init they are often probes."""
     if not seen.trails or seen.errors:
         return []
@@ -461,7 +462,7 @@ def _trails(ev: Any, seen: _Seen) -> list[TrailFact]:
     return [TrailFact(seen.trails, first_trail)]
 
 
-def judge(ev: Any, ctx: JudgeContext) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """What the files show (the one protocol), as typed observations; the host judge's reports (`ctx`) say
     which hosts it would exclude or suspects."""
     return Findings("logs", observations=observe(ev, ctx.of("hosts").reports), judge="observations")

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from parsers.model.events import UNKNOWN_HOST
+
+if TYPE_CHECKING:  # type-only: parsers.evidence imports the model, so a runtime import would be a circle
+    from parsers.evidence import Evidence
 
 
 class ReasonClass(str, Enum):
@@ -831,4 +834,4 @@ class JudgeContext:
 class Judge(Protocol):
     """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
 
-    def __call__(self, ev: Any, ctx: JudgeContext) -> Findings: ...
+    def __call__(self, ev: Evidence, ctx: JudgeContext) -> Findings: ...

@@ -11,8 +11,7 @@ nothing here: whether one is too short for a given job is not in the lines.
 
 from __future__ import annotations
 
-from typing import Any
-
+from parsers.evidence import Evidence
 from parsers.model.events import ErrorEvent
 from parsers.model.findings import SettingFact
 
@@ -20,7 +19,7 @@ from parsers.model.findings import SettingFact
 SHORT_MS = 1000
 
 
-def too_short(ev: Any) -> SettingFact | None:
+def too_short(ev: Evidence) -> SettingFact | None:
     """The timeouts applied and who applied them, when every watchdog timeout that states its timeout states
     one under SHORT_MS (forensics/report/words/facts.py says that the cause is the setting); else None."""
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
