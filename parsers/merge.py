@@ -320,7 +320,8 @@ def merge_verdict(ev: Evidence, found: list[Findings]) -> Verdict:
     graph = wait_graph(edges)  # step 3 (the recorder's and p2p edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
-    in_p2p = getattr(by["p2p"].result, "ranks", None) if "p2p" in by else None
+    waits = by["p2p"].p2p_waits if "p2p" in by else None
+    in_p2p = waits.ranks if waits is not None else None
     verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen, in_p2p)
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()

@@ -202,8 +202,9 @@ def survey(root: Path) -> Survey:
             if why == "lazy":  # not an edge on import: listed apart
                 lazy.append(f"{mod}:{line} -> {target}")
                 continue
-            if why == "type":  # never run: no edge, listed apart
-                type_only.append(f"{mod}:{line} -> {target}")
+            if why == "type":  # never run: no edge, listed apart (and said where it names a later layer's type)
+                later = (layer(mod) or 0) < (layer(target) or 0)
+                type_only.append(f"{mod}:{line} -> {target}" + (" (a later layer's type)" if later else ""))
                 continue
             graph[mod].add(target)
             if local:

@@ -52,7 +52,7 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending}
     for rank, frame in _traceback_p2p(ev).items():
         waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
-    return Findings("dumps", suspects, edges, judge="p2p", result=P2PWaits(waiting))
+    return Findings("dumps", suspects, edges, judge="p2p", p2p_waits=P2PWaits(waiting))
 
 
 @dataclass(frozen=True)
