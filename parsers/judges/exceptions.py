@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from parsers.evidence import Evidence
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
@@ -78,10 +78,11 @@ def died_first(ev: Evidence) -> list[Suspect]:
             continue
         dead: ErrorEvent | None = None
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind in ("launcher-signal", "python-frame"):
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind in (ErrorKind.LAUNCHER_SIGNAL,
+                                                                               ErrorKind.PYTHON_FRAME):
                 continue
             if dead is None:
-                if e.kind != "launcher-exit" or not e.data.get("exitcode") or _raised_before(art, e):
+                if e.kind != ErrorKind.LAUNCHER_EXIT or not e.data.get("exitcode") or _raised_before(art, e):
                     break  # something else failed first: the death, if any, may be its consequence
                 dead = e
                 continue
@@ -106,7 +107,8 @@ def _own_watchdog_abort(dead: ErrorEvent, events: list) -> bool:
     if dead.data.get("exitcode") != SIGABRT_EXIT or dead.data.get("local_rank") is None:
         return False
     pid = dead.data.get("pid") or dead.origin.pid
-    return any(type(e) is ErrorEvent and e.kind == "watchdog-timeout" and e.origin.rank == dead.data["local_rank"]
+    return any(type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
+               and e.origin.rank == dead.data["local_rank"]
                and e.origin.pid in (None, pid) for e in events)
 
 

@@ -18,7 +18,8 @@ from parsers.evidence import Coverage, Evidence
 from parsers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
+from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
+                                  RasFinding)
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
                                     DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
                                     Observation,
@@ -31,7 +32,11 @@ from parsers.stacks.classify import classify, is_library
 
 #: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
 #: (a rendezvous store's wait timeout, c10d's DistStoreError, is one too: ranks waited past it at init)
-PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout", "barrier-absent"})
+PEER_TIMEOUTS = frozenset({ErrorKind.GLOO_TIMEOUT, ErrorKind.NCCL_TIMEOUT, ErrorKind.STORE_TIMEOUT,
+                           ErrorKind.BARRIER_ABSENT})
+#: what a launcher reports of a process it runs (an exit, a signal it sent, torchelastic's failure entries)
+_LAUNCHER_REPORTS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.CHILD_FAILURE,
+                               ErrorKind.ROOT_CAUSE})
 
 
 def observe(ev: Evidence, reports: list | None = None) -> list[Observation]:
@@ -167,14 +172,14 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     o, data = e.origin, e.data or {}
     raised = _spawn_raised(e, art)
     exit_status = None
-    if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
+    if e.kind == ErrorKind.LAUNCHER_EXIT and data.get("exitcode") is not None and data.get("local_rank") is not None:
         exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
     said = " ".join(e.message.split())
     if own_reason(data.get("last_error")):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
         said = f"{data['last_error']}; {said}"
     return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
-                     getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
+                     getattr(o, "device", None), e.kind in _LAUNCHER_REPORTS,
                      exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
 
 
@@ -182,7 +187,7 @@ def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
     """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
     raised, from the traceback under mp.spawn's exit line."""
     data = e.data or {}
-    if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
+    if e.kind != ErrorKind.LAUNCHER_EXIT or not data.get("raised") or art is None or not art.parsed:
         return None
     exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
                 and x.local_rank == data.get("local_rank")), None)
@@ -285,18 +290,19 @@ class _Seen:
             self.analyzer.append(e)
             return
         rank = e.origin.rank
-        if e.kind == "python-frame":  # a frame is where an error happened, not one more error
+        if e.kind == ErrorKind.PYTHON_FRAME:  # a frame is where an error happened, not one more error
             self.innermost[rank if rank is not None else e.origin.pid] = e
             return
-        if e.kind == "c10d-warning":  # a warning is no error: never the first error of the rank that printed it
+        if e.kind == ErrorKind.C10D_WARNING:  # a warning is no error: never the first error of the rank that printed it
             return
         self.errors += 1
-        if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):
+        if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
+                                     and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
         data = e.data or {}
-        if self.spawn_exit is None and e.kind == "launcher-exit" and data.get("launcher") == "mp.spawn":
+        if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
-        if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
+        if e.kind == ErrorKind.DUMP_SIGNAL and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
         if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
             self.waited_out.add(rank)
@@ -340,7 +346,7 @@ def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
 def _horovod_stalled(ev: Evidence) -> bool:
     """Horovod's stall inspector reports an op only once ranks waited for it past its check time (60 s by
     default, HOROVOD_STALL_CHECK_TIME_SECONDS): time evidence of a hang, as a watchdog timeout is."""
-    return any(type(e) is ErrorEvent and e.kind in ("horovod-stall", "horovod-stall-warning")
+    return any(type(e) is ErrorEvent and e.kind in (ErrorKind.HOROVOD_STALL, ErrorKind.HOROVOD_STALL_WARNING)
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 

@@ -24,7 +24,7 @@ import networkx as nx
 from parsers.evidence import Evidence
 from parsers.judges import p2p_match
 from parsers.judges.p2p_match import History, Pending
-from parsers.model.events import ErrorEvent, OpEvent
+from parsers.model.events import ErrorEvent, ErrorKind, OpEvent
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
@@ -73,7 +73,7 @@ def _traceback_p2p(ev: Evidence) -> dict[int, str]:
     last: dict[int, str] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "python-frame" and e.origin.rank is not None:
+            if type(e) is ErrorEvent and e.kind == ErrorKind.PYTHON_FRAME and e.origin.rank is not None:
                 last[e.origin.rank] = e.message or ""
     return {r: f for r, f in last.items() if f in P2P_CALLS}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from parsers.model.events import UNKNOWN_HOST
+from parsers.model.events import UNKNOWN_HOST, ErrorKind
 
 #: type-only: each module of ours named here imports the model, so a runtime import would be a circle (and, for the
 #: judges', knowledge's and stack tree's types, an upward one): the model names their types, it never runs them
@@ -366,7 +366,7 @@ class ErrorFact:
     """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
     message instead), what it says (whitespace folded), and where it was read."""
 
-    kind: str
+    kind: ErrorKind
     message: str
     citation: Citation | None = None
     rank: int | None = None

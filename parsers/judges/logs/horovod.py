@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from parsers.evidence import Evidence
 from parsers.ranges import listable
-from parsers.model.events import ErrorEvent
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
@@ -33,7 +33,7 @@ def _entries(ev: Evidence) -> list[tuple[str, ErrorEvent]]:
         if not art.parsed:
             continue
         for e in art.parsed.events:
-            if type(e) is ErrorEvent and e.kind == "horovod-stall":
+            if type(e) is ErrorEvent and e.kind == ErrorKind.HOROVOD_STALL:
                 out.append((art.cite, e))
                 if len(out) >= MAX_OPS:
                     return out
@@ -107,7 +107,7 @@ def _timeline(ev: Evidence) -> list[HorovodFact]:
     """HOROVOD_TIMELINE names a directory (horovod/horovod#244): the setting is the cause, no rank."""
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "horovod-timeline-error":
+            if type(e) is ErrorEvent and e.kind == ErrorKind.HOROVOD_TIMELINE_ERROR:
                 return [HorovodFact("timeline", path=e.data.get("path"), directory=bool(e.data.get("directory")))]
     return []
 
