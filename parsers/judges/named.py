@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import ErrorEvent
+from parsers.evidence import Evidence
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite, of_rank
 from parsers.ranges import fold
 
@@ -20,20 +21,20 @@ from parsers.ranges import fold
 MAX_NAMED = 64
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """The named-ranks judge (the one protocol): the ranks a monitored barrier names as absent."""
     return Findings("logs", barrier_absent(ev), judge="named")
 
 
-def _reports(ev: Any) -> list[tuple[ErrorEvent, Any]]:
+def _reports(ev: Evidence) -> list[tuple[ErrorEvent, Any]]:
     """Every 'failed to pass monitoredBarrier' line of every log, with its artifact, in file order. Only the
     group's rank 0 waits and reports, and the ranks it names are ranks of that group: a report printed by another
     global rank comes from a subgroup whose ranks are not the job's, and names no one here."""
     return [(e, art) for art in ev.artifacts if art.parsed for e in art.parsed.events
-            if type(e) is ErrorEvent and e.kind == "barrier-absent" and e.origin.rank in (None, 0)]
+            if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_ABSENT and e.origin.rank in (None, 0)]
 
 
-def barrier_absent(ev: Any) -> list[Suspect]:
+def barrier_absent(ev: Evidence) -> list[Suspect]:
     """One suspect per rank a monitored barrier names as absent, cited with the reporter's line; the widest
     report wins (with wait_all_ranks=True, rank 0 logs one line per rank and then the whole list)."""
     reports = _reports(ev)
@@ -47,7 +48,8 @@ def barrier_absent(ev: Any) -> list[Suspect]:
         return []
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}
     arrived = sorted({e.origin.rank for art in ev.artifacts if art.parsed for e in art.parsed.events
-                      if type(e) is ErrorEvent and e.kind == "barrier-wait" and e.origin.rank is not None} - set(named))
+                      if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_WAIT and e.origin.rank is not None}
+                     - set(named))
     out = []
     for rank, (e, art) in sorted(named.items()):
         out.append(_suspect(rank, e, art, procs.get(rank), named, arrived))

@@ -22,7 +22,7 @@ import re
 from itertools import chain, islice
 from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.model.events import CommMember, ErrorEvent, ErrorKind, OpEvent, Origin, Parsed, TopoEdge, normalise_op
 from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import pasted_host, textline
 
@@ -553,7 +553,7 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
         out.events.append(ErrorEvent(kind="connection-closed", message=msg, origin=origin, peer_addr=m.group("peer"),
                                      timestamp=ts, source="nccl-log"))
         return
-    kind = "nccl-timeout" if "timeout" in msg.lower() or "timed out" in msg.lower() else "nccl-warn"
+    kind = ErrorKind.NCCL_TIMEOUT if "timeout" in msg.lower() or "timed out" in msg.lower() else ErrorKind.NCCL_WARN
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
 
 
