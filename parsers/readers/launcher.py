@@ -311,13 +311,15 @@ _MPI_NOTICED = _re.compile(
     r"(?P<who>mpirun|mpiexec|prterun|orterun) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\w{1,16}) "
     r"on node (?P<node>[\w.:-]{1,253}?) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,64})\))?"
 )
-#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`
-_REDACTED = _re.compile(r"[xX*#]{2,}")
+#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`, or the field's own name in capitals
+#: (`with PID 0 on node HOSTNAME`, horovod/horovod#469)
+_REDACTED = _re.compile(r"[xX*#]{2,}|HOSTNAME|NODENAME|NODE|<[^<>]{1,32}>")
 
 
 def _mpi_noticed(text: str, origin: Origin) -> list:
     """Open MPI's word on the rank that died of a signal, its pid and node (what a poster redacted stays
-    unknown, never a host called 'xxxxxxxx'); [] if the line is not that report."""
+    unknown, never a host called 'xxxxxxxx' nor pid 0, which no user process has); [] if the line is not that
+    report."""
     m = _MPI_NOTICED.search(text)
     if not m:
         return []
@@ -326,9 +328,9 @@ def _mpi_noticed(text: str, origin: Origin) -> list:
     data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
     if m.group("name"):
         data["signal_name"] = m.group("name")
+    known_pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
     return [ErrorEvent(kind="launcher-exit", message=text[m.start():].strip()[:500], source="launcher", data=data,
-                       origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
-                                     origin.line))]
+                       origin=Origin(host, known_pid, int(m.group("rank")), origin.file, origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:

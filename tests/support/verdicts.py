@@ -98,6 +98,9 @@ BEYOND_EXCERPT = {
                       "watchdog lines show only rank 0 timing out", ["rank 0 timed out in ALLREDUCE SeqNum 1"]),
     "nccl-tests-218": ("UCX_TLS=tcp as the fix is the maintainer's advice and the reporter's confirmation; the lines show "
                        "mpirun's word that rank 3 on 10.10.21.2 died of signal 11", ["rank 3", "10.10.21.2", "signal 11"]),
+    "ompi-2661": ("the memory each rank needs (98 GB against 64 GB a node) is the benchmark developer's word through the "
+                  "reporter; the lines show mpirun's word that rank 0 on host01 died of signal 9",
+                  ["rank 0", "host01", "signal 9"]),
     "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
                        "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
                        ["ranks 1-3", "SeqNum 19"]),
