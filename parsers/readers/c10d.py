@@ -96,6 +96,9 @@ _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|Di
 #: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED at
 #: "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent communicator
 #: missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of that rank
+#: torch.distributed asked for a backend its build lacks: 'RuntimeError: Distributed package doesn't have NCCL built in'
+#: (facebookresearch/xformers#464, in pytest's summary line)
+_NO_BACKEND = re.compile(r"^(?P<type>RuntimeError): Distributed package doesn't have (?:NCCL|Gloo|MPI|UCC) built in")
 _C10D_ASSERT = re.compile(r"^(?P<type>RuntimeError): [^\n]{0,400}? INTERNAL ASSERT FAILED at \"[^\"\n]{0,400}/c10d/")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
@@ -274,7 +277,8 @@ def match_line(text: str, origin: Origin) -> list:
     # of 100,000 watchdog lines ran ~25 searches a line; benchmarks/fuzz_structured.py found it past 5 s)
     m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
          or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text))
-         or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text)))
+         or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
+         or ("built in" in text and _NO_BACKEND.search(text)))
     if m:
         err("python-exception", data={"type": unglue(demangle(m.group("type")))})
     if "monitoredBarrier" in text and _barrier(text, err):

@@ -170,7 +170,9 @@ _SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective tim
                   # a cause in the code that DDP's reducer states, with the remedy torch prints (issue 42)
                   (("ddp unused parameters",), "find_unused_parameters=True"),
                   # NCCL's own Duplicate GPU check: the job's device assignment, said as the known failure it is
-                  (("duplicate gpu",), "two ranks of one communicator on the same GPU")]
+                  (("duplicate gpu",), "two ranks of one communicator on the same GPU"),
+                  # PyTorch's own word that its build lacks the backend the job asked for (issue 42, pytest output)
+                  (("built without nccl",), "this build has no NCCL backend")]
 
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),
