@@ -278,6 +278,8 @@ class _Seen:
     ras_said: list[RasFinding] = field(default_factory=list)  #: a RAS view's findings, said as such
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
+    #: torchelastic's Root Cause entry: the failure its agent observed first (a tie of times does not say more)
+    root_cause: tuple[ErrorEvent, Any] | None = None
     innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
     #: ranks (None: a line without one) that say they waited past a timeout: a watchdog's, gloo's or NCCL's own
     waited_out: set[int | None] = field(default_factory=set)
@@ -302,6 +304,8 @@ class _Seen:
         data = e.data or {}
         if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
+        if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
+            self.root_cause = (e, art)
         if e.kind == ErrorKind.DUMP_SIGNAL and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
         if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
@@ -388,7 +392,9 @@ def _error_facts(seen: _Seen) -> list[ErrorsFact]:
     parts = []
     said: ErrorEvent | None = None
     if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(ErrorsFact("tied", at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
+        root = seen.root_cause  # among ranks tied to the second, the agent's own order is the one order said
+        said_first = _error_fact(*root) if root is not None and root[0].origin.rank in seen.first_ranks else None
+        parts.append(ErrorsFact("tied", said_first, at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
     elif seen.first is not None and seen.errors > 1:
         parts.append(ErrorsFact("first-timed", seen.first[1], at=seen.first[2]))
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:

@@ -384,7 +384,8 @@ class ErrorFact:
 class ErrorsFact:
     """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
     the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
-    on why the job ended, where that is another error."""
+    on why the job ended, where that is another error. A 'tied' one's `error` is torchelastic's Root Cause entry
+    where it names one of the tied ranks: the order its agent observed, said as such."""
 
     role: str
     error: ErrorFact | None = None

@@ -94,6 +94,13 @@ _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 #: cuda error', horovod #3618)
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
                      r"|HorovodInternalError))\b")
+#: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED at
+#: "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent communicator
+#: missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of that rank
+#: torch.distributed asked for a backend its build lacks: 'RuntimeError: Distributed package doesn't have NCCL built in'
+#: (facebookresearch/xformers#464, in pytest's summary line)
+_NO_BACKEND = re.compile(r"^(?P<type>RuntimeError): Distributed package doesn't have (?:NCCL|Gloo|MPI|UCC) built in")
+_C10D_ASSERT = re.compile(r"^(?P<type>RuntimeError): [^\n]{0,400}? INTERNAL ASSERT FAILED at \"[^\"\n]{0,400}/c10d/")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
@@ -305,7 +312,9 @@ def _python_exception(ln: _Line) -> bool:
     """A C++ or Python exception's type (`terminate called after throwing an instance of 'T'`); never ends the line."""
     text = ln.text
     m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
-         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text)))
+         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text))
+         or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
+         or ("built in" in text and _NO_BACKEND.search(text)))
     if m:
         ln.err("python-exception", data={"type": unglue(demangle(m.group("type")))})
     return False
