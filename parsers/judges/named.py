@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges import peer_address
 from parsers.judges.logs import identity
-from parsers.model.events import ErrorEvent
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, JudgeContext, PeerFact, ReasonClass, Suspect, cite, of_rank
 from parsers.ranges import fold
 
@@ -28,25 +29,25 @@ from parsers.ranges import fold
 MAX_NAMED = 64
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """The named-ranks judge (the one protocol): the ranks a monitored barrier names as absent, and the peers lost
-    connections name by address (its result: every such report as a PeerFact, for the observations)."""
+    connections name by address (`peers`: every such report as a PeerFact, for the observations)."""
     facts = peer_facts(ev)
     absent = barrier_absent(ev)
     named = {s.rank for s in absent}
     return Findings("logs", absent + [s for s in peer_suspects(ev, facts) if s.rank not in named], judge="named",
-                    result=tuple(facts))
+                    peers=tuple(facts))
 
 
-def _reports(ev: Any) -> list[tuple[ErrorEvent, Any]]:
+def _reports(ev: Evidence) -> list[tuple[ErrorEvent, Any]]:
     """Every 'failed to pass monitoredBarrier' line of every log, with its artifact, in file order. Only the
     group's rank 0 waits and reports, and the ranks it names are ranks of that group: a report printed by another
     global rank comes from a subgroup whose ranks are not the job's, and names no one here."""
     return [(e, art) for art in ev.artifacts if art.parsed for e in art.parsed.events
-            if type(e) is ErrorEvent and e.kind == "barrier-absent" and e.origin.rank in (None, 0)]
+            if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_ABSENT and e.origin.rank in (None, 0)]
 
 
-def barrier_absent(ev: Any) -> list[Suspect]:
+def barrier_absent(ev: Evidence) -> list[Suspect]:
     """One suspect per rank a monitored barrier names as absent, cited with the reporter's line; the widest
     report wins (with wait_all_ranks=True, rank 0 logs one line per rank and then the whole list)."""
     reports = _reports(ev)
@@ -60,7 +61,8 @@ def barrier_absent(ev: Any) -> list[Suspect]:
         return []
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}
     arrived = sorted({e.origin.rank for art in ev.artifacts if art.parsed for e in art.parsed.events
-                      if type(e) is ErrorEvent and e.kind == "barrier-wait" and e.origin.rank is not None} - set(named))
+                      if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_WAIT and e.origin.rank is not None}
+                     - set(named))
     out = []
     for rank, (e, art) in sorted(named.items()):
         out.append(_suspect(rank, e, art, procs.get(rank), named, arrived))
@@ -86,12 +88,12 @@ def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived
 
 
 #: report kinds -> PeerFact.what
-_WHAT = {"connection-closed": "closed", "connection-reset": "reset", "size-mismatch": "size"}
+_WHAT = {ErrorKind.CONNECTION_CLOSED: "closed", ErrorKind.CONNECTION_RESET: "reset", ErrorKind.SIZE_MISMATCH: "size"}
 #: most facts said (one per address and kind: a job of many hosts losing one names one address)
 MAX_PEER_FACTS = 16
 
 
-def peer_facts(ev: Any) -> list[PeerFact]:
+def peer_facts(ev: Evidence) -> list[PeerFact]:
     """One PeerFact per (kind of report, address, sizes): its reporters, and whom the files pair the address with."""
     if not peer_address.any_report(ev):
         return []
@@ -119,7 +121,7 @@ def peer_facts(ev: Any) -> list[PeerFact]:
     return out
 
 
-def peer_suspects(ev: Any, facts: list[PeerFact]) -> list[Suspect]:
+def peer_suspects(ev: Evidence, facts: list[PeerFact]) -> list[Suspect]:
     """The rank a lost connection names, where the files leave one: cited with the reports and the line that pairs
     the address with it. A size mismatch names a pair, not a culprit: it is said, never a suspect here."""
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}

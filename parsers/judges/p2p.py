@@ -21,9 +21,10 @@ from typing import Any
 
 import networkx as nx
 
+from parsers.evidence import Evidence
 from parsers.judges import p2p_match
 from parsers.judges.p2p_match import History, Pending
-from parsers.model.events import ErrorEvent, OpEvent
+from parsers.model.events import ErrorEvent, ErrorKind, OpEvent
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
@@ -32,7 +33,7 @@ DEFAULT_GROUP = "pg:0"
 _KIND = {"fr-dump": "dumps", "recorder": "recorder"}
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps, or the recorder's
     records where no dump holds a send/recv); every scope's ranks are global ranks, so its edges are global."""
     hist, seen = _histories(ev)
@@ -52,7 +53,7 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
                if not _sent(p)}
     for rank, frame in _traceback_p2p(ev).items():
         waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
-    return Findings("dumps", suspects, edges, judge="p2p", result=P2PWaits(waiting))
+    return Findings("dumps", suspects, edges, judge="p2p", p2p_waits=P2PWaits(waiting))
 
 
 @dataclass(frozen=True)
@@ -67,18 +68,18 @@ class P2PWaits:
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
 
-def _traceback_p2p(ev: Any) -> dict[int, str]:
+def _traceback_p2p(ev: Evidence) -> dict[int, str]:
     """Ranks whose traceback's innermost torch.distributed frame is a send or receive (gloo's timeouts name no
     peer, and its Flight Recorder lists no send/recv: the frame is all a post-mortem holds of the op)."""
     last: dict[int, str] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "python-frame" and e.origin.rank is not None:
+            if type(e) is ErrorEvent and e.kind == ErrorKind.PYTHON_FRAME and e.origin.rank is not None:
                 last[e.origin.rank] = e.message or ""
     return {r: f for r, f in last.items() if f in P2P_CALLS}
 
 
-def _histories(ev: Any) -> tuple[dict[int, History], dict[int, OpEvent]]:
+def _histories(ev: Evidence) -> tuple[dict[int, History], dict[int, OpEvent]]:
     """Each rank's default-group p2p history from its dumps, and one event of each rank (its origin, for
     citations); a rank whose dump lost nothing has a complete history even with no p2p op."""
     records: dict[int, list] = {}
@@ -117,7 +118,7 @@ def _in_receive(r: Any) -> str | None:
 MAX_FRAMES = 64
 
 
-def _blocked_receivers(ev: Any, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
+def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
     """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
     waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
     stack is in a receive while another rank's sends to it go unanswered receives from someone else."""

@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from parsers.model.events import UNKNOWN_HOST
+from parsers.model.events import UNKNOWN_HOST, ErrorKind
+
+#: type-only: each module of ours named here imports the model, so a runtime import would be a circle (and, for the
+#: judges', knowledge's and stack tree's types, an upward one): the model names their types, it never runs them
+if TYPE_CHECKING:
+    import networkx as nx  # not ours: kept out of the model's import; the judges that build graphs import it
+
+    from parsers.evidence import Evidence
+    from parsers.judges.hosts import HostReport
+    from parsers.judges.logs import LogAnalysis
+    from parsers.judges.p2p import P2PWaits
+    from parsers.judges.progress import ProgressDecision
+    from parsers.judges.slowness import Slowness
+    from parsers.knowledge import KnowledgeBase
+    from parsers.stacks.tree import StackNode
 
 
 class ReasonClass(str, Enum):
@@ -355,7 +369,7 @@ class ErrorFact:
     """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
     message instead), what it says (whitespace folded), and where it was read."""
 
-    kind: str
+    kind: ErrorKind
     message: str
     citation: Citation | None = None
     rank: int | None = None
@@ -373,7 +387,8 @@ class ErrorFact:
 class ErrorsFact:
     """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
     the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
-    on why the job ended, where that is another error."""
+    on why the job ended, where that is another error. A 'tied' one's `error` is torchelastic's Root Cause entry
+    where it names one of the tied ranks: the order its agent observed, said as such."""
 
     role: str
     error: ErrorFact | None = None
@@ -657,7 +672,7 @@ class Observation:
 
     kind: ObservationKind  #: always the enum (a plain name is refused)
     ranks: tuple[int, ...] = ()
-    facts: Any = None  #: one of `Facts`
+    facts: Facts | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, ObservationKind):
@@ -696,8 +711,8 @@ class Verdict:
     summary: str = ""
     missing_evidence: list[str] = field(default_factory=list)
     sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
-    graph: Any = None  #: networkx.DiGraph of global ranks (waiter -> waited on) from the log correlation, if any
-    stack_tree: Any = None  #: parsers.stacks.tree.Node of the main-thread stacks (sections["stack_tree"] is its JSON)
+    graph: nx.DiGraph | None = None  #: global ranks (waiter -> waited on) from the log correlation, if any
+    stack_tree: StackNode | None = None  #: the main-thread stacks' tree (sections["stack_tree"] is its JSON)
     hang: str = "not established"  #: 'hang' | 'progress' | 'not established' (decided from time, arbiter step 1)
     hang_basis: str = ""  #: what decided it (recorder ages, watchdog timeouts, ...), or why nothing could
     hung_ranks: list[int] = field(default_factory=list)  #: the hung scope where time shows it (stalled or timed out)
@@ -708,8 +723,8 @@ class Verdict:
     observations: list[Observation] = field(default_factory=list)
     deadlock: Deadlock | None = None
     independent: list[Suspect] = field(default_factory=list)  #: further culprits: independent sinks of the graph
-    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision): for the words
-    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness): for the words
+    progress: ProgressDecision | None = None  #: hang or progress, decided from time: for the words
+    slow: Slowness | None = None  #: who is slow in a running job: for the words
 
     @property
     def culprits(self) -> list[Suspect]:
@@ -809,7 +824,9 @@ class WaitEdge:
 class Findings:
     """What one judge returns: the one judge protocol (`Judge`). `source` is the kind of evidence it read
     (SOURCES); every suspect it returns carries it, so agreement between judges can be counted. `judge`
-    names the judge, so the arbiter knows whose progress decision, graph or host reports it reads."""
+    names the judge. What only one judge decides has a typed field of its own (its graph, host reports,
+    progress decision, slowness, stack tree, log correlation, point-to-point waits), None or empty from
+    every other judge: a reader names the field and gets its type, never a slot to test for what it holds."""
 
     source: str
     suspects: list[Suspect] = field(default_factory=list)
@@ -818,16 +835,21 @@ class Findings:
     sections: dict[str, Any] = field(default_factory=dict)  #: JSON tables for the verdict's sections
     judge: str = ""
     comm_ranks: dict[str, dict[int, int]] = field(default_factory=dict)  #: comm id -> {comm rank: global rank}
-    graph: Any = None  #: the judge's own wait-for graph of global ranks (networkx; each edge's `edge` a WaitEdge)
+    graph: nx.DiGraph | None = None  #: the logs judge's wait-for graph of global ranks (each edge's `edge` a WaitEdge)
     missing: list[str] = field(default_factory=list)  #: what this judge could not see
-    reports: list = field(default_factory=list)  #: host reports (judges.hosts.HostReport)
-    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision)
+    reports: list[HostReport] = field(default_factory=list)  #: the hosts judge's host reports
+    progress: ProgressDecision | None = None  #: the progress judge's hang or progress, decided from time
     #: (whether any rank waited past a timeout: watchdog, gloo, NCCL, store, Horovod's stall check; the global
     #: ranks that did, where lines print them): time evidence of a hang and its scope, for the arbiter's step 1
     timeouts: tuple[bool, frozenset[int]] = (False, frozenset())
-    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness)
-    stack_tree: Any = None  #: the main-thread stack tree (parsers.stacks.tree.Node)
-    result: Any = None  #: the judge's own result for presentation (the logs judge's LogAnalysis: last ops)
+    slow: Slowness | None = None  #: the slowness judge's who is slow in a running job
+    stack_tree: StackNode | None = None  #: the stacks judge's main-thread stack tree
+    #: the logs judge's correlation (its last ops: the pictures of a logs-only post-mortem)
+    log_analysis: LogAnalysis | None = None
+    #: the p2p judge's ranks waiting in a point-to-point op (never 'stopped before' a collective)
+    p2p_waits: P2PWaits | None = None
+    #: the named judge's peers named by address (lost connections, size mismatches), mapped or not
+    peers: tuple[PeerFact, ...] = ()
 
     def __post_init__(self) -> None:
         for s in self.suspects:
@@ -849,7 +871,7 @@ class JudgeContext:
     """What a judge reads besides the evidence: the knowledge base, and the findings of the judges that ran
     before it (the logs judge maps the recorder's edges and skips ranks the p2p judge sees in a send/recv)."""
 
-    kb: Any = None
+    kb: KnowledgeBase | None = None
     found: list[Findings] = field(default_factory=list)
 
     def of(self, judge: str) -> Findings:
@@ -860,4 +882,4 @@ class JudgeContext:
 class Judge(Protocol):
     """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
 
-    def __call__(self, ev: Any, ctx: JudgeContext) -> Findings: ...
+    def __call__(self, ev: Evidence, ctx: JudgeContext) -> Findings: ...

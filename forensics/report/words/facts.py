@@ -56,7 +56,10 @@ def known(f: KnownFact) -> str:
 def errors(f: ErrorsFact) -> str:
     """'first error: nccl-timeout at rank 3 (12-01 05:31:43.444)', 'one error: ...', 'why the job ended: ...'."""
     if f.role == "tied":
-        return f"first errors at one time ({f.at}), from ranks {fold(f.ranks)}: their times do not say which came first"
+        said = f"first errors at one time ({f.at}), from ranks {fold(f.ranks)}: their times do not say which came first"
+        if f.error is not None and f.error.rank is not None:  # torchelastic's Root Cause among them
+            said += f"; torchelastic saw rank {f.error.rank} exit first (its Root Cause)"
+        return said
     e = f.error
     if f.role == "first-timed":
         return f"first error: {f'{e.kind} at rank {e.rank}' if e.rank is not None else error(e)} ({f.at})"
