@@ -171,8 +171,9 @@ def resolve(rep: Report, ids: identity.Identities, addresses: dict[str, dict[int
 
 def _near(rep: Report, linked: dict[int, tuple[set[int], set[int]]]) -> set[int]:
     """The ranks the reporter's NCCL connections reach on the report's side: those that send to it (it received
-    the other size), those it sends to (it sent it), either (a lost connection)."""
-    if rep.reporter not in linked:
+    the other size), those it sends to (it sent it), either (a lost connection). Only for NCCL's own reports: a
+    gloo connection is none of NCCL's."""
+    if rep.reporter not in linked or rep.event.source == "gloo":
         return set()
     senders, receivers = linked[rep.reporter]
     side = (rep.event.data or {}).get("side")
