@@ -28,6 +28,9 @@ GAPS: dict[str, str] = {}
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
 BEYOND_EXCERPT = {
+    "pytorch-78514": ("rank 0 returning from its isend without waiting is the reporter's code; the lines are rank 1's "
+                      "traceback, its peer named by an address no line pairs with a process",
+                      ["18.25.6.30", "no file maps that address"]),
     "pytorch-172398": ("the memset where NCCL 2.29 wants NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER is the maintainer's "
                        "statement; the lines show every rank's NCCL 2.29.2 'invalid usage' in the device-communicator "
                        "manager, no rank at fault", ["invalid usage", "nccl_devcomm_manager"]),
