@@ -166,6 +166,8 @@ class ErrorKind(StrEnum):
     BARRIER_WAIT = "barrier-wait"  #: monitored_barrier: a rank lost its wait for the barrier's report
     STORE_TIMEOUT = "store-timeout"  #: the c10d store timed out (a rank's wait for another's key, its NCCL unique id)
     PEER_CLOSED = "peer-closed"  #: NCCL: the remote peer closed the connection
+    SIZE_MISMATCH = "size-mismatch"  #: NCCL: a peer's message of another size than this rank posted (truncated)
+    NET_ADDRESS = "net-address"  #: NCCL: the addresses a process uses (who a peer's address is)
     C10D_INFO = "c10d-info"  #: an [I ...] c10d line that says nothing failed
     PG_TIMEOUT = "pg-timeout"  #: a process group's TIMEOUT(ms) option
     NVRM = "nvrm"  #: an NVRM driver line that matched no fault

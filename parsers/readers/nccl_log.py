@@ -491,18 +491,18 @@ def _service_closed_line(out: Parsed, st: _State, r: _Rec) -> bool:
     return True
 
 
-def _address_line(out: Parsed, st: _State, r: _Rec) -> bool:
-    """The addresses this process uses (parsers/readers/nccl_net.py): who a peer's address is."""
-    ev = nccl_net.addresses(r.msg, r.origin)
-    if ev is not None:
-        out.events.append(ev)
-    return ev is not None
+def _net_address_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    ev = nccl_net.addresses(r.msg, r.origin)  # the addresses this process uses: who a peer's address is
+    if ev is None:
+        return False
+    out.events.append(ev)
+    return True
 
 
 #: NCCL INFO messages by form, in the order _record tries them
 _MESSAGE_FORMS: tuple[Callable[[Parsed, _State, _Rec], bool], ...] = (
     _op_line, _init_line, _nranks_line, _ring_line, _tree_line, _trees_old_line, _channel_line, _version_line,
-    _trail_line, _finished_line, _service_closed_line, _address_line,
+    _trail_line, _finished_line, _service_closed_line, _net_address_line,
 )
 
 
