@@ -213,8 +213,6 @@ class ErrorKind(StrEnum):
     HOROVOD_ERROR = "horovod-error"  #: a Horovod line at an error level
     HOROVOD_TIMELINE_ERROR = "horovod-timeline-error"  #: Horovod's timeline error
     FR_ANALYSIS = "fr-analysis"  #: a line of the Flight Recorder analyzer's report
-    NET_ADDRESS = "net-address"  #: NCCL: the addresses a process says it uses (Bootstrap/NET/Socket/NET/IB OOB)
-    SIZE_MISMATCH = "size-mismatch"  #: NCCL: a peer sent more than the receiver posted (message truncated, IB mismatch)
 
 
 @dataclass(slots=True)
