@@ -228,14 +228,89 @@ class ErrorEvent:
     timestamp: str | None = None
     source: str = ""
     #: what the line says beyond the common fields: exitcode, local_rank, joined/expected,
-    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...
-    data: dict = field(default_factory=dict)
+    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...; typed for the kinds
+    #: in TYPED_DATA (an fr-analysis event's is an FrFinding)
+    data: dict | FrFinding = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
             self.kind = ErrorKind(self.kind)
         except ValueError:
             raise ValueError(f"an ErrorEvent's kind must be one of ErrorKind, not {str(self.kind)[:60]!r}") from None
+        typed = TYPED_DATA.get(self.kind)
+        if typed is not None and type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
+            if not isinstance(self.data, dict):
+                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}")
+            self.data = typed.from_dict(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class FrCulprit:
+    """One 'Culprit rank N; Error type: T' entry of the Flight Recorder analyzer's error msg: rank N differs, in T,
+    from the rank the analyzer compared against (so only a small, complete minority of call mismatches names one)."""
+
+    rank: int
+    error_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrFinding:
+    """The data of an fr-analysis ErrorEvent: one finding of the Flight Recorder analyzer's report, typed.
+
+    Why: its judge (parsers/judges/logs/fr_report.py) read a dict through 28 key lookups that nothing checked.
+    `get` answers a field by name as a dict would (None where unset), for code that reads any event's data."""
+
+    finding: str  #: not-joined | errors | io-mismatch | missed-dumps | no-errors | gave-up
+    analyzer: str = "flight-recorder"
+    record_id: int | None = None  #: the analyzer's internal record id (its 'entry')
+    pg_id: str | None = None
+    pg_desc: str | None = None
+    missing_ranks: list[int] | None = None  #: ranks whose dumps lack the collective
+    expected_ranks: list[int] | None = None
+    expected_count: int | None = None  #: the group's size: len(expected_ranks), or the count older output prints
+    world_size: int | None = None
+    state: str | None = None  #: the collective's state as printed (scheduled, started, completed)
+    culprits: list[FrCulprit] | None = None  #: the error msg's 'Culprit rank' entries
+    culprits_complete: bool = False  #: whether the error msg listed them all (not cut)
+    error_msg: str | None = None
+    input_sizes: str | None = None
+    output_sizes: str | None = None
+    total_input_numel: str | None = None
+    total_output_numel: str | None = None
+    frames: list[str] | None = None  #: the collective's stack, as printed
+    verdict_line: str | None = None  #: the analyzer's verdict under it: missed-dumps or no-errors
+    no_dump_ranks: list[int] | None = None  #: ranks the analyzer had no dump from
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FrFinding":
+        """From the reader's (or a caller's) dict; a key that is no field is a ValueError."""
+        if unknown := set(data) - set(cls.__dataclass_fields__):
+            raise ValueError(f"an FrFinding has no field {sorted(unknown)[0][:60]!r}")
+        culprits = data.get("culprits")
+        try:
+            if culprits is not None:
+                culprits = [c if type(c) is FrCulprit else FrCulprit(**c) for c in culprits]
+            return cls(**{**data, "culprits": culprits})
+        except TypeError as err:  # a missing field, or a culprit that is no mapping of rank and error_type
+            raise ValueError(f"an FrFinding: {err}") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key) if key in self.__dataclass_fields__ else None
+        return default if value is None else value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields it has (None left out; `culprits_complete` only with culprits), culprits as mappings: the
+        reader's dict of before, for JSON and the corpus records."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__ if getattr(self, name) is not None}
+        if self.culprits is None:
+            out.pop("culprits_complete")
+        else:
+            out["culprits"] = [{"rank": c.rank, "error_type": c.error_type} for c in self.culprits]
+        return out
+
+
+#: the error kinds whose data is typed: kind -> its data's type (built from a dict where one is given)
+TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding}
 
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`
