@@ -39,9 +39,10 @@ _LAUNCHER_REPORTS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNA
                                ErrorKind.ROOT_CAUSE})
 
 
-def observe(ev: Evidence, reports: list | None = None) -> list[Observation]:
+def observe(ev: Evidence, reports: list | None = None, peers: tuple = ()) -> list[Observation]:
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
-    analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
+    analyzer and RAS findings, coverage, peers named by address (`peers`, the named judge's PeerFacts),
+    errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
     short = short_timeout.too_short(ev)
     out = [Observation(OK.SETTING, facts=short)] if short else []
@@ -58,7 +59,10 @@ def observe(ev: Evidence, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
     out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
-    out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    named = [Observation(OK.PEER, ranks=f.ranks if f.mapped is not None else (), facts=f) for f in peers]
+    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    # where the first error is itself such a report, whom it names comes first: its reporter is not its subject
+    out += named + errors if any(_names_a_peer(o.facts) for o in errors[:1]) else errors + named
     # a symptom's meaning follows the first error: what came before it is what it points to
     out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
@@ -278,6 +282,8 @@ class _Seen:
     ras_said: list[RasFinding] = field(default_factory=list)  #: a RAS view's findings, said as such
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
+    #: torchelastic's Root Cause entry: the failure its agent observed first (a tie of times does not say more)
+    root_cause: tuple[ErrorEvent, Any] | None = None
     innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
     #: ranks (None: a line without one) that say they waited past a timeout: a watchdog's, gloo's or NCCL's own
     waited_out: set[int | None] = field(default_factory=set)
@@ -302,6 +308,8 @@ class _Seen:
         data = e.data or {}
         if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
+        if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
+            self.root_cause = (e, art)
         if e.kind == ErrorKind.DUMP_SIGNAL and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
         if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
@@ -388,7 +396,9 @@ def _error_facts(seen: _Seen) -> list[ErrorsFact]:
     parts = []
     said: ErrorEvent | None = None
     if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(ErrorsFact("tied", at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
+        root = seen.root_cause  # among ranks tied to the second, the agent's own order is the one order said
+        said_first = _error_fact(*root) if root is not None and root[0].origin.rank in seen.first_ranks else None
+        parts.append(ErrorsFact("tied", said_first, at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
     elif seen.first is not None and seen.errors > 1:
         parts.append(ErrorsFact("first-timed", seen.first[1], at=seen.first[2]))
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
@@ -468,7 +478,14 @@ def _trails(ev: Evidence, seen: _Seen) -> list[TrailFact]:
     return [TrailFact(seen.trails, first_trail)]
 
 
+def _names_a_peer(f: ErrorsFact) -> bool:
+    """The error said first is a lost connection or a size mismatch with a peer (what a PeerFact reads)."""
+    return f.error is not None and f.error.kind in (ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET,
+                                                    ErrorKind.SIZE_MISMATCH)
+
+
 def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """What the files show (the one protocol), as typed observations; the host judge's reports (`ctx`) say
-    which hosts it would exclude or suspects."""
-    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports), judge="observations")
+    which hosts it would exclude or suspects, and the named judge's the peers named by address."""
+    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports, ctx.of("named").peers),
+                    judge="observations")

@@ -166,6 +166,8 @@ class ErrorKind(StrEnum):
     BARRIER_WAIT = "barrier-wait"  #: monitored_barrier: a rank lost its wait for the barrier's report
     STORE_TIMEOUT = "store-timeout"  #: the c10d store timed out (a rank's wait for another's key, its NCCL unique id)
     PEER_CLOSED = "peer-closed"  #: NCCL: the remote peer closed the connection
+    SIZE_MISMATCH = "size-mismatch"  #: NCCL: a peer's message of another size than this rank posted (truncated)
+    NET_ADDRESS = "net-address"  #: NCCL: the addresses a process uses (who a peer's address is)
     C10D_INFO = "c10d-info"  #: an [I ...] c10d line that says nothing failed
     PG_TIMEOUT = "pg-timeout"  #: a process group's TIMEOUT(ms) option
     NVRM = "nvrm"  #: an NVRM driver line that matched no fault
@@ -318,11 +320,13 @@ TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding}
 #: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), the watchdog's note that the Flight
 #: Recorder is off (fr-disabled), an NVRM driver
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module", torch's teardown warning that
-#: destroy_process_group() was not called, printed by ranks that finished): read and kept, never weighed as an error.
+#: destroy_process_group() was not called, printed by ranks that finished, the addresses NCCL says a process uses
+#: (net-address)): read and kept, never weighed as an error.
 INFO_KINDS = frozenset({ErrorKind.C10D_INFO, ErrorKind.PG_TIMEOUT, ErrorKind.NVRM, ErrorKind.C10D_FINGERPRINT,
                         ErrorKind.FR_DISABLED, ErrorKind.COLLECTIVE_STACK, ErrorKind.CHILD_ERROR_FILE,
                         ErrorKind.HOROVOD_LOG, ErrorKind.C10D_TEARDOWN, ErrorKind.HOROVOD_STALL,
-                        ErrorKind.HOROVOD_STALL_WARNING, ErrorKind.RANK_IDENTITY, ErrorKind.JOB_SIZE})
+                        ErrorKind.HOROVOD_STALL_WARNING, ErrorKind.RANK_IDENTITY, ErrorKind.JOB_SIZE,
+                        ErrorKind.NET_ADDRESS})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
 TIMEOUT_KINDS = frozenset({ErrorKind.WATCHDOG_TIMEOUT, ErrorKind.FAILURE_DETECTED})

@@ -58,6 +58,7 @@ class ReasonClass(str, Enum):
     RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
     NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
     NAMED_ABSENT = ("named-absent", False, 0.80, "a peer's own error names it as the rank that did not arrive")
+    NAMED_PEER = ("named-peer", False, 0.70, "another rank lost its connection to an address the files pair with this rank")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
@@ -118,9 +119,11 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                     _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND, _R.MISMATCH},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
-                _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT},
+                _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT, _R.NAMED_PEER},
     #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
     _R.NAMED_ABSENT: {_R.SILENT, _R.MISSING_LINE, _R.NO_DUMP, _R.ERROR_FIRST},
+    #: the peer a lost connection names: why it is silent, left no line or dump, and why its neighbours lost it
+    _R.NAMED_PEER: {_R.SILENT, _R.MISSING_LINE, _R.NO_DUMP, _R.ERROR_FIRST, _R.LOST_PEER},
 }
 #: claims that mean "the others wait for this rank" rather than a fact about its process ('gpu-queued' is
 #: not one: such a rank waits in synchronize by nature, and is never demoted for it)
@@ -384,7 +387,8 @@ class ErrorFact:
 class ErrorsFact:
     """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
     the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
-    on why the job ended, where that is another error."""
+    on why the job ended, where that is another error. A 'tied' one's `error` is torchelastic's Root Cause entry
+    where it names one of the tied ranks: the order its agent observed, said as such."""
 
     role: str
     error: ErrorFact | None = None
@@ -552,6 +556,31 @@ class ClaimFact:
 
 
 @dataclass(frozen=True)
+class PeerFact:
+    """Ranks whose lines name a peer by address (`what`: 'closed' or 'reset', a lost connection; 'size', NCCL's size
+    mismatch with it), and whom the files pair the address with (parsers/judges/peer_address.py): `ranks` (one where
+    mapped), `host`, `how` ('' where nothing maps it). The reporters only lost or met the peer: never the subject."""
+
+    what: str
+    reporters: tuple[int, ...]
+    addr: str
+    ranks: tuple[int, ...] = ()
+    host: str | None = None
+    how: str = ""
+    sent: int | None = None  #: a size mismatch: the bytes the sending side sent
+    posted: int | None = None  #: the bytes the receiving side posted
+    side: str | None = None  #: the reporters' side of a size mismatch: 'receiver' | 'sender'
+    citation: Citation | None = None  #: the first report's line
+    paired: Citation | None = None  #: the line that pairs the address with the one rank named
+    processes: tuple[tuple[str | None, int], ...] = ()  #: (host, pid) of reporters whose lines print no rank
+
+    @property
+    def mapped(self) -> int | None:
+        """The one rank the address names, where the files leave one."""
+        return self.ranks[0] if len(self.ranks) == 1 and self.how else None
+
+
+@dataclass(frozen=True)
 class CompletedPastFact:
     """In group `comm`, rank `rank` completed work up to `done` while rank `waiter` waits in work `seq`."""
 
@@ -602,7 +631,7 @@ class HorovodFact:
 #: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
 Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
          | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
-         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact)
+         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact | PeerFact)
 
 
 class ObservationKind(str, Enum):
@@ -613,6 +642,7 @@ class ObservationKind(str, Enum):
     DUMP_ASK = "dump-ask"
     DISAGREEMENT = "disagreement"
     CLAIM = "claim"
+    PEER = "peer"
     COMPLETED_PAST = "completed-past"
     FR_REPORT = "fr-report"
     RAS = "ras"
@@ -818,6 +848,8 @@ class Findings:
     log_analysis: LogAnalysis | None = None
     #: the p2p judge's ranks waiting in a point-to-point op (never 'stopped before' a collective)
     p2p_waits: P2PWaits | None = None
+    #: the named judge's lost connections and size mismatches, each with the peer its address names (if any)
+    peers: tuple[PeerFact, ...] = ()
 
     def __post_init__(self) -> None:
         for s in self.suspects:

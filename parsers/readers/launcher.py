@@ -103,11 +103,17 @@ _SPAWN_EXIT = _re.compile(r"\bprocess (?P<idx>\d{1,6}) terminated with (?:signal
                           r"|exit code (?P<code>-?\d{1,6}))")
 SPAWN_RAISED = _re.compile(r"^-- Process (?P<idx>\d{1,6}) terminated with the following error:")
 _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P<sig>SIG\w{1,12})")
-_BLOCK_ROLE = (("Root Cause (first observed failure):", ErrorKind.ROOT_CAUSE), ("Failures:", ErrorKind.CHILD_FAILURE))
+#: the report's sections; torch 1.9-1.10 printed 'Root Cause:' first, then 'Other Failures:' (pytorch/pytorch#65041)
+_BLOCK_ROLE = (("Root Cause (first observed failure):", ErrorKind.ROOT_CAUSE), ("Failures:", ErrorKind.CHILD_FAILURE),
+               ("Root Cause:", ErrorKind.ROOT_CAUSE), ("Other Failures:", ErrorKind.CHILD_FAILURE))
 _BLOCK_MARKERS = tuple(marker for marker, _role in _BLOCK_ROLE)
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _RULE = _re.compile(r"^(?:={8,}|-{8,})$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
+#: an entry's field as the report pads it ('rank      : 7 (local_rank: 7)', 'exitcode  : 1 (pid: 4227)'), seen before
+#: any section marker: a paste or a stored copy that starts inside the Failures list (microsoft/nnscaler#10,
+#: FangyunWei/SLRT#66). The padding and the value's own shape keep a log's 'host : x' from opening an entry.
+_MID_TABLE = _re.compile(r"^(?:(?:time|host) {1,9}: \S|rank {1,9}: \d{1,7} \(local_rank: \d|exitcode {1,9}: -?\d{1,4} \(pid: \d)")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
@@ -313,13 +319,15 @@ _MPI_NOTICED = _re.compile(
     r"(?P<who>mpirun|mpiexec|prterun|orterun) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\w{1,16}) "
     r"on node (?P<node>[\w.:-]{1,253}?) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,64})\))?"
 )
-#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`
-_REDACTED = _re.compile(r"[xX*#]{2,}")
+#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`, or the field's own name in capitals
+#: (`with PID 0 on node HOSTNAME`, horovod/horovod#469)
+_REDACTED = _re.compile(r"[xX*#]{2,}|HOSTNAME|NODENAME|NODE|<[^<>]{1,32}>")
 
 
 def _mpi_noticed(text: str, origin: Origin) -> list:
     """Open MPI's word on the rank that died of a signal, its pid and node (what a poster redacted stays
-    unknown, never a host called 'xxxxxxxx'); [] if the line is not that report."""
+    unknown, never a host called 'xxxxxxxx' nor pid 0, which no user process has); [] if the line is not that
+    report."""
     m = _MPI_NOTICED.search(text)
     if not m:
         return []
@@ -328,10 +336,9 @@ def _mpi_noticed(text: str, origin: Origin) -> list:
     data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
     if m.group("name"):
         data["signal_name"] = m.group("name")
+    known_pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
     return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text[m.start():].strip()[:500], source="launcher",
-                       data=data,
-                       origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
-                                     origin.line))]
+                       data=data, origin=Origin(host, known_pid, int(m.group("rank")), origin.file, origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:
@@ -401,7 +408,7 @@ class ElasticBlock:
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
         if (self.role is None and not self.header and "：" not in line and "ChildFailedError" not in line
-                and not any(marker in line for marker in _BLOCK_MARKERS)):
+                and not any(marker in line for marker in _BLOCK_MARKERS) and not _mid_table(line)):
             return False, []  # the common case, a log line outside a report (this runs on every line of a log)
         if "：" in line:  # a full-width colon: perhaps the report's labels translated
             line = _untranslated(line)
@@ -433,6 +440,8 @@ class ElasticBlock:
             if self.header and (_RULE.match(line) or line.endswith(" FAILED")):
                 return True, []  # the report's title between its rules: the entries follow
             self.header = False  # any other line ends the title (a section marker below opens the report)
+            if _mid_table(line):  # an entry whose section heading is not in these lines: a failure all the same
+                self.role, self.entry, self.origin = ErrorKind.CHILD_FAILURE, {}, origin
         for marker, role in _BLOCK_ROLE:
             if line.startswith(marker):
                 done = self._close()
@@ -483,13 +492,18 @@ class ElasticBlock:
 
     def _close(self) -> list:
         entry, self.entry = self.entry, None
-        if entry is None or self.role is None:
-            return []
+        if entry is None or self.role is None or not (entry.keys() & {"rank", "pid"}):
+            return []  # a mid-table entry that gave neither a rank nor a pid names no worker
         base = self.origin or Origin()
         origin = Origin(host=entry.get("host"), pid=entry.get("pid"), rank=entry.get("rank"), file=base.file,
                         line=base.line)
         return [ErrorEvent(kind=self.role, message=f"torchelastic reports {_entry_said(entry)}", origin=origin,
                            timestamp=entry.get("time"), source="launcher", data=dict(entry))]
+
+
+def _mid_table(line: str) -> bool:
+    """Whether a line is one of an entry's fields as the report pads them (cheap first test: its first letter)."""
+    return line[:1] in ("t", "h", "r", "e") and _MID_TABLE.match(line) is not None
 
 
 def _untranslated(line: str) -> str:

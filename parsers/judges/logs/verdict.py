@@ -297,8 +297,10 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
 
 #: lines that are no first error of the rank that printed them: a warning (torch's teardown notes, printed by ranks
 #: that finished), and a report about other ranks (a monitored barrier's absent ranks, a rank's lost wait for that
-#: report: parsers.judges.named reads them for whom they name)
-NOT_FIRST_ERRORS = frozenset({ErrorKind.C10D_WARNING, ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT})
+#: report, a connection a peer closed or reset, a size mismatch with a peer: parsers.judges.named reads them for
+#: whom they name)
+NOT_FIRST_ERRORS = frozenset({ErrorKind.C10D_WARNING, ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT,
+                              ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET, ErrorKind.SIZE_MISMATCH})
 
 
 def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,
