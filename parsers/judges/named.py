@@ -93,7 +93,7 @@ _WHAT = {"connection-closed": "closed", "connection-reset": "reset", "size-misma
 MAX_PEER_FACTS = 16
 
 
-def peer_facts(ev: Any) -> list[PeerFact]:
+def peer_facts(ev: Evidence) -> list[PeerFact]:
     """One PeerFact per (kind of report, address, sizes): its reporters, and whom the files pair the address with."""
     if not peer_address.any_report(ev):
         return []
@@ -121,7 +121,7 @@ def peer_facts(ev: Any) -> list[PeerFact]:
     return out
 
 
-def peer_suspects(ev: Any, facts: list[PeerFact]) -> list[Suspect]:
+def peer_suspects(ev: Evidence, facts: list[PeerFact]) -> list[Suspect]:
     """The rank a lost connection names, where the files leave one: cited with the reports and the line that pairs
     the address with it. A size mismatch names a pair, not a culprit: it is said, never a suspect here."""
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}

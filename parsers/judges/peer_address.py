@@ -16,8 +16,8 @@ address is mapped only by what a process's own lines state (on a machine of many
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges.logs import identity
 from parsers.model.events import ErrorEvent, TopoEdge
 from parsers.model.findings import Citation, cite
@@ -75,13 +75,13 @@ def loopback(addr: str) -> bool:
     return addr.startswith("127.") or addr in ("::1", "localhost")
 
 
-def any_report(ev: Any) -> bool:
+def any_report(ev: Evidence) -> bool:
     """Whether any file holds a line that names a peer by address (most do not: the rank table is built only then)."""
     return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES and (e.peer_addr or e.kind == "size-mismatch")
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
-def reports(ev: Any, ids: identity.Identities) -> list[Report]:
+def reports(ev: Evidence, ids: identity.Identities) -> list[Report]:
     """Every line of every file that names a peer by address, with its reporter's global rank where known."""
     out = []
     for art in ev.artifacts:
@@ -98,7 +98,7 @@ def reports(ev: Any, ids: identity.Identities) -> list[Report]:
     return out
 
 
-def book(ev: Any, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
+def book(ev: Evidence, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
     """address -> {global rank: the line where that rank's process states it uses the address}."""
     out: dict[str, dict[int, Citation]] = {}
     for art in ev.artifacts:
@@ -116,7 +116,7 @@ def book(ev: Any, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
     return out
 
 
-def links(ev: Any, ids: identity.Identities) -> dict[int, tuple[set[int], set[int]]]:
+def links(ev: Evidence, ids: identity.Identities) -> dict[int, tuple[set[int], set[int]]]:
     """Global rank -> (ranks that send to it, ranks it sends to) over NCCL's ring and channel connections."""
     out: dict[int, tuple[set[int], set[int]]] = {}
     for art in ev.artifacts:
@@ -130,7 +130,7 @@ def links(ev: Any, ids: identity.Identities) -> dict[int, tuple[set[int], set[in
     return out
 
 
-def hosts(ev: Any, found: list[Report]) -> set[str]:
+def hosts(ev: Evidence, found: list[Report]) -> set[str]:
     """The host names the files show (their own, and the reports' prefixes): an address that is one of them names
     that host."""
     return {a.host for a in ev.artifacts if a.host} | {r.event.origin.host for r in found if r.event.origin.host}
