@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from parsers.evidence import Evidence
 from parsers.judges.logs import identity
-from parsers.model.events import ErrorEvent, TopoEdge
+from parsers.model.events import ErrorEvent, ErrorKind, TopoEdge
 from parsers.model.findings import Citation, cite
 
 #: the lines that name a peer by address, and the sources whose peer_addr is a peer process (a launcher's names a host)
-KINDS = frozenset({"connection-closed", "connection-reset", "size-mismatch"})
+KINDS = frozenset({ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET, ErrorKind.SIZE_MISMATCH})
 SOURCES = frozenset({"gloo", "nccl-log", "nccl-last-error"})
 #: most reports read (every rank of a large job may print one per lost peer)
 MAX_REPORTS = 4096
@@ -77,7 +77,8 @@ def loopback(addr: str) -> bool:
 
 def any_report(ev: Evidence) -> bool:
     """Whether any file holds a line that names a peer by address (most do not: the rank table is built only then)."""
-    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES and (e.peer_addr or e.kind == "size-mismatch")
+    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES
+               and (e.peer_addr or e.kind == ErrorKind.SIZE_MISMATCH)
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
@@ -89,7 +90,7 @@ def reports(ev: Evidence, ids: identity.Identities) -> list[Report]:
             if type(e) is not ErrorEvent or e.kind not in KINDS or e.source not in SOURCES:
                 continue
             addr = address_of(e.peer_addr)
-            if addr is None and e.kind != "size-mismatch":  # a size mismatch before NCCL 2.12 names no peer: ""
+            if addr is None and e.kind != ErrorKind.SIZE_MISMATCH:  # before NCCL 2.12 a size mismatch names no peer
                 continue
             reporter = ids.resolve(e.origin)
             out.append(Report(e, art.cite, reporter if reporter is not None else art.rank, addr or ""))
@@ -103,7 +104,7 @@ def book(ev: Evidence, ids: identity.Identities) -> dict[str, dict[int, Citation
     out: dict[str, dict[int, Citation]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is not ErrorEvent or e.kind != "net-address":
+            if type(e) is not ErrorEvent or e.kind != ErrorKind.NET_ADDRESS:
                 continue
             rank = ids.resolve(e.origin)
             rank = art.rank if rank is None else rank
