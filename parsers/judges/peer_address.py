@@ -77,7 +77,8 @@ def loopback(addr: str) -> bool:
 
 def any_report(ev: Evidence) -> bool:
     """Whether any file holds a line that names a peer by address (most do not: the rank table is built only then)."""
-    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES and (e.peer_addr or e.kind == ErrorKind.SIZE_MISMATCH)
+    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES
+               and (e.peer_addr or e.kind == ErrorKind.SIZE_MISMATCH)
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
@@ -89,7 +90,7 @@ def reports(ev: Evidence, ids: identity.Identities) -> list[Report]:
             if type(e) is not ErrorEvent or e.kind not in KINDS or e.source not in SOURCES:
                 continue
             addr = address_of(e.peer_addr)
-            if addr is None and e.kind != ErrorKind.SIZE_MISMATCH:  # a size mismatch before NCCL 2.12 names no peer: ""
+            if addr is None and e.kind != ErrorKind.SIZE_MISMATCH:  # before NCCL 2.12 a size mismatch names no peer
                 continue
             reporter = ids.resolve(e.origin)
             out.append(Report(e, art.cite, reporter if reporter is not None else art.rank, addr or ""))
