@@ -166,7 +166,8 @@ class KnowledgeBase:
                 found.append((entry, m))
         return found
 
-    def scan_lines(self, lines: Iterable[tuple[int, str]], subject: str, source: str, stream: str = "kernel") -> list[Finding]:
+    def scan_lines(self, lines: Iterable[tuple[int, str]], subject: str, source: str,
+                   stream: str = "kernel") -> list[Finding]:
         """Findings over numbered lines (line number, text) of one file."""
         findings = []
         for line_no, text in lines:

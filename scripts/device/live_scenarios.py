@@ -75,7 +75,8 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy",  # run in this order
-              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")  # issue 26: causes that need judges combined
+              # issue 26: causes that need judges combined
+              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")
 RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed",
              "slow300norec")
 #: issue 26 cases whose truth is not one culprit rank: case -> the ranks of a deadlock cycle
@@ -106,11 +107,13 @@ FAULTS = {
     "busy": "main thread spins in preprocess_shard (Python, state R) instead of all_reduce {n}",
     "dataloader": "its DataLoader worker (a child process) sleeps in ShardDataset.__getitem__ at index 3",
     "lateinit": "never calls init_process_group: sleeps in load_checkpoint",
-    "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate before all_reduce {n}",
+    "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate "
+             "before all_reduce {n}",
     "subgroup": "groups A=ranks 0-3 and B=ranks 4-7 train apart; in B, rank 6 sleeps in validate_shard before its "
                 "all_reduce at step 3 (ranks 4,5,7 wait in B); group A keeps training until the driver ends it",
     "pipeline": "a send/recv pipeline 0 -> 1 -> ... -> 7 (rank r receives from r-1, sends to r+1) of 5 micro-batches, "
-                "then a world all_reduce; at micro-batch 3 stage 3 sleeps in stage_forward after its recv, before its send",
+                "then a world all_reduce; at micro-batch 3 stage 3 sleeps in stage_forward after its "
+                "recv, before its send",
     "order": "rank 2 calls broadcast (4M floats) then all_reduce (1024 floats) while the others call all_reduce then "
              "broadcast (same world group), then each syncs",
     "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "

@@ -11,7 +11,6 @@ import json
 import tarfile
 from pathlib import Path
 
-import pytest
 
 from forensics.report.advice import P2P_CYCLE_ADVICE
 from forensics.report.view import build_view
