@@ -223,7 +223,8 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
         start = time.perf_counter()
         if mode == "tree":
             share = -(-hosts // gateways)
-            gws = {f"gw{g}": names[g * share:(g + 1) * share] for g in range(gateways) if names[g * share:(g + 1) * share]}
+            gws = {f"gw{g}": names[g * share:(g + 1) * share] for g in range(gateways)
+                   if names[g * share:(g + 1) * share]}
             res = collect_reduced(gws, out / "root", spec, str(out / "{gateway}"), host_timeout=120,
                                   gateway_timeout=600, fanout=fanout, ssh_path=str(standin),
                                   gateway_python=sys.executable, gateway_ssh_path=str(standin))
@@ -330,8 +331,8 @@ def cli_row(hosts: int, gateways: int, fanout: int, answers: Path, standin: Path
                  "gateway_fanout": fanout}
     try:
         run = run_timed(argv, env, timeout)
-        heard = [t for t, line in run["stderr"] if line.startswith("gw") and (": answered (" in line or ": timed out (" in line
-                                                                               or ": exit " in line)]
+        heard = [t for t, line in run["stderr"]
+                 if line.startswith("gw") and (": answered (" in line or ": timed out (" in line or ": exit " in line)]
         row.update(rc=run["rc"], verdict_s=run["seconds"], gateway_lines=len(heard), stderr_lines=len(run["stderr"]))
         if run["killed"]:
             row["status"] = f"killed at the budget ({timeout:.0f} s)"
@@ -346,7 +347,8 @@ def cli_row(hosts: int, gateways: int, fanout: int, answers: Path, standin: Path
         culprit = (verdict.get("culprit") or {}).get("rank")
         fetched = doc.get("fetched") or {}
         last = max(heard) if heard else None
-        peak = {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in rss.read_text().splitlines())} if rss.exists() else {}
+        peak = ({k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in rss.read_text().splitlines())}
+                if rss.exists() else {})
         row.update(status="ok", last_answer_s=last,
                    after_last_answer_s=round(run["seconds"] - last, 3) if last else None,
                    phases=doc.get("phases"), root_peak_rss_mb=round(peak.get("VmHWM", 0) / 1024, 1),
@@ -498,8 +500,8 @@ class _Driver:
         if made is not None or (guess is not None and guess > left):
             report["rows"].append({"mode": mode, "ranks": ranks,
                                    "status": f"skipped: its answers not made ({left:.0f} s left)"})
-            report["answers"].setdefault(str(ranks), {"ranks": ranks,
-                                                      "status": f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"})
+            skipped = f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"
+            report["answers"].setdefault(str(ranks), {"ranks": ranks, "status": skipped})
             self.save()
             return False
         t, cpu = time.perf_counter(), os.times()
@@ -557,9 +559,9 @@ def table(report: dict) -> str:
              f"tree: {report.get('gateways')} gateways x fan-out {report.get('gateway_fanout')}; flat fan-out "
              f"{report.get('flat_fanout')}; {report.get('elapsed_s')} s in all (budget {report.get('budget_s')} s)"]
     for a in report.get("answers", {}).values():
-        lines.append(f"answers {a['ranks']}: {a.get('status')}" + (f", {a['wall_s']} s, "
-                                                                   f"{a['cpu_ms_a_host']} ms CPU a host, "
-                                                                  f"{a['bytes_a_host']} B a host" if a.get("status") == "ok" else ""))
+        measured = (f", {a['wall_s']} s, {a['cpu_ms_a_host']} ms CPU a host, {a['bytes_a_host']} B a host"
+                    if a.get("status") == "ok" else "")
+        lines.append(f"answers {a['ranks']}: {a.get('status')}" + measured)
     head = ("ranks", "row", "status", "last answer s", "verdict s", "after last s", "root RSS MB", "bytes to root",
             "culprit ok", "load")
     lines.append(" | ".join(head))

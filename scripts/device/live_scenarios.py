@@ -966,7 +966,8 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         "slow_hosts": sorted({logical_host(case, r) for r in slow}),
         "slow_kind": kind,
         "slow_senders": senders, "send_ns_per_byte": args.slow_send_ns if senders else 0,
-        "send_pacing": "slow_send.so (LD_PRELOAD): every socket send of >= 4 KiB sleeps ns-per-byte x bytes" if senders else None,
+        "send_pacing": ("slow_send.so (LD_PRELOAD): every socket send of >= 4 KiB sleeps ns-per-byte x bytes"
+                        if senders else None),
         "step_work_ms_every_rank": STEP_COMPUTE_S * 1000,
         "where_slow_rank_spends_it": "augment_batch (time.sleep) before all_reduce" if slow else None,
         "hosts": {str(r): logical_host(case, r) for r in range(world)},
@@ -989,9 +990,11 @@ def wait_for_trigger(folder: Path, wait_s: float) -> str:
     while time.monotonic() < deadline:
         done = [p for p in folder.glob("bundle-*-straggler.json") if p.stat().st_size > 0]
         if done:
-            return f"armed: straggler incident collected ({done[0].name}) with {time.monotonic() - deadline + wait_s:.1f} s of waiting"
+            waited = time.monotonic() - deadline + wait_s
+            return f"armed: straggler incident collected ({done[0].name}) with {waited:.1f} s of waiting"
         time.sleep(0.5)
-    return f"armed: no straggler incident collected within {wait_s:.0f} s: {sorted(p.name for p in folder.glob('*'))[:12]}"
+    seen = sorted(p.name for p in folder.glob("*"))[:12]
+    return f"armed: no straggler incident collected within {wait_s:.0f} s: {seen}"
 
 
 def estimate_s(args, case: str) -> float:

@@ -728,7 +728,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.big_numel = args.big_numel or (16 * 1024 * 1024 if nccl else 256 * 1024)
     wanted = []
     for name in (s.strip() for s in args.scenarios.split(",")):
-        wanted += list(ISSUE14) if name == "issue14" else list(ALL_SCENARIOS) if name == "all" else [name] if name else []
+        wanted += (list(ISSUE14) if name == "issue14" else list(ALL_SCENARIOS) if name == "all"
+                   else [name] if name else [])
     bad = [s for s in wanted if s not in ALL_SCENARIOS]
     if bad:
         p.error(f"unknown scenario(s) {bad}; known: {', '.join(ALL_SCENARIOS)}")
