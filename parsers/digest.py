@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from parsers.evidence import Evidence
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
@@ -491,7 +492,7 @@ def encode_files(arts: Iterable[Any], host_dir: str, matched: Callable[[Any], fr
     return files
 
 
-def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_findings: list, kb: str,
+def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Evidence, host_findings: list, kb: str,
                 created: str) -> dict[str, Any]:
     """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
     (`rank_summary`) and the host judge's findings."""
@@ -506,7 +507,7 @@ def _digestible(kind: str) -> bool:
     return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
-def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
+def rank_summary(r: Any, ev: Evidence) -> dict[str, Any]:
     """What one rank looks like, for people and the fleet merge: state, stack class and top frames,
     last op and seq per communicator, recorder waits, last exception, exit."""
     act = r.activity
@@ -554,7 +555,7 @@ def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
 FLAGS = ("frozen", "problems", "unstated", "exited", "exception", "error")
 
 
-def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
+def rank_flags(r: Any, ev: Evidence, exits: list) -> list[str]:
     """The rank's own oddities, as `odd_ones_out` tests them rank by rank: frozen or gone, a collector
     problem, a live process without its state after, an exit, an exception, an error that is no wait on
     others. Made where the rank's files are (its host), so the root judges the rest over classes."""
@@ -652,7 +653,7 @@ def check_digest(doc: Any) -> HostDigest:
 # ----------------------------------------------------------------------------- what to read raw
 
 
-def odd_ones_out(ev: Any, named: Iterable[tuple[int | None, str | None]] = ()) -> tuple[set[tuple[str, int]], set[str]]:
+def odd_ones_out(ev: Evidence, named: Iterable[tuple[int | None, str | None]] = ()) -> tuple[set[tuple[str, int]], set[str]]:
     """The processes (host, pid) and hosts whose raw files analysis reads, from evidence rebuilt from digests.
 
     The rule: a rank is read raw when it is not like the others, or something names it:

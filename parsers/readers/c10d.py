@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Callable
 
 from parsers.ints import as_int
-from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, Progress, normalise_op
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
@@ -68,7 +68,7 @@ _FR_OFF = re.compile(r"Stack trace of the failed collective not found")
 #: below the heading, innermost first ('#2 train_step from /work/tee_worker.py:24'), then a blank line
 _FR_STACK = re.compile(r"Stack trace of the failed collective:\s*$")
 _FR_FRAME = re.compile(r"^#(?P<i>\d{1,4}) (?P<func>\S{1,256}) from (?P<file>\S.{0,1023}):(?P<line>\d{1,9})$")
-COLLECTIVE_STACK = "collective-stack"  #: the heading's event; its data["frames"] fill from the lines below
+COLLECTIVE_STACK = ErrorKind.COLLECTIVE_STACK  #: the heading's event; its data["frames"] fill from the lines below
 MAX_STACK_FRAMES = 64
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
@@ -94,6 +94,13 @@ _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 #: cuda error', horovod #3618)
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
                      r"|HorovodInternalError))\b")
+#: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED at
+#: "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent communicator
+#: missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of that rank
+#: torch.distributed asked for a backend its build lacks: 'RuntimeError: Distributed package doesn't have NCCL built in'
+#: (facebookresearch/xformers#464, in pytest's summary line)
+_NO_BACKEND = re.compile(r"^(?P<type>RuntimeError): Distributed package doesn't have (?:NCCL|Gloo|MPI|UCC) built in")
+_C10D_ASSERT = re.compile(r"^(?P<type>RuntimeError): [^\n]{0,400}? INTERNAL ASSERT FAILED at \"[^\"\n]{0,400}/c10d/")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
@@ -159,7 +166,8 @@ _BARRIER_WAIT = re.compile(r"successfully reached monitoredBarrier, but received
 #: finished, at exit; never an error
 _TEARDOWN = re.compile(r"destroy_process_group\(\) was not called before program exit|process group has NOT been "
                        r"destroyed before")
-_LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
+_LEVEL_KIND = {"E": ErrorKind.C10D_ERROR, "F": ErrorKind.C10D_ERROR, "W": ErrorKind.C10D_WARNING,
+               "I": ErrorKind.C10D_INFO}
 
 
 def unnamed_group(rank: int) -> str:
@@ -304,7 +312,9 @@ def _python_exception(ln: _Line) -> bool:
     """A C++ or Python exception's type (`terminate called after throwing an instance of 'T'`); never ends the line."""
     text = ln.text
     m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
-         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text)))
+         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text))
+         or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
+         or ("built in" in text and _NO_BACKEND.search(text)))
     if m:
         ln.err("python-exception", data={"type": unglue(demangle(m.group("type")))})
     return False

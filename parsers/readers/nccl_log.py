@@ -22,9 +22,9 @@ import re
 from itertools import chain, islice
 from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.model.events import CommMember, ErrorEvent, ErrorKind, OpEvent, Origin, Parsed, TopoEdge, normalise_op
 from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
-from parsers.readers import pasted_host, textline
+from parsers.readers import nccl_net, pasted_host, textline
 
 #: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of
 #: repeated headers is not allowed to become thousands of records)
@@ -491,10 +491,18 @@ def _service_closed_line(out: Parsed, st: _State, r: _Rec) -> bool:
     return True
 
 
+def _net_address_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    ev = nccl_net.addresses(r.msg, r.origin)  # the addresses this process uses: who a peer's address is
+    if ev is None:
+        return False
+    out.events.append(ev)
+    return True
+
+
 #: NCCL INFO messages by form, in the order _record tries them
 _MESSAGE_FORMS: tuple[Callable[[Parsed, _State, _Rec], bool], ...] = (
     _op_line, _init_line, _nranks_line, _ring_line, _tree_line, _trees_old_line, _channel_line, _version_line,
-    _trail_line, _finished_line, _service_closed_line,
+    _trail_line, _finished_line, _service_closed_line, _net_address_line,
 )
 
 
@@ -553,7 +561,10 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
         out.events.append(ErrorEvent(kind="connection-closed", message=msg, origin=origin, peer_addr=m.group("peer"),
                                      timestamp=ts, source="nccl-log"))
         return
-    kind = "nccl-timeout" if "timeout" in msg.lower() or "timed out" in msg.lower() else "nccl-warn"
+    if (ev := nccl_net.size_mismatch(msg, origin, ts)) is not None:  # the peer's size and its own, typed
+        out.events.append(ev)
+        return
+    kind = ErrorKind.NCCL_TIMEOUT if "timeout" in msg.lower() or "timed out" in msg.lower() else ErrorKind.NCCL_WARN
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
@@ -121,6 +122,7 @@ class _Scan:
         self.after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
         self.shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
         self.pid_rank: dict[tuple, int] = {}  #: (host, pid) -> the rank that process said it is (`world_size=2 rank=1`)
+        self.per_node: set[int] = set()  #: `[rankN]:` prefixes a default-group tag shows to be per-node labels
 
     def line(self, lineno: int, raw: str) -> None:
         """Take one logical line: a block's line, a record, a wrapped record's second half, or noted as unread."""
@@ -241,6 +243,7 @@ class _Scan:
         out = self.out
         if events:
             out.events.extend(events)
+            _note_per_node(events, origin, self.per_node)
             for e in events:
                 if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
                     self.call_sites[origin.writer] = e
@@ -271,6 +274,7 @@ class _Scan:
         out.stacks.extend(self.spy.stacks)
         for resolved in _local_ranks_resolved(out):
             ranks[resolved] = ranks.get(resolved, 0) + 1
+        _drop_per_node(out, self.per_node, ranks)
         if self.dumps.dropped:
             out.problems.append(f"faulthandler dumps: {self.dumps.dropped} frames beyond the reader's bounds were not kept")
         if self.block is not None:
@@ -440,6 +444,40 @@ def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
     if len(event.data["frames"]) < c10d.MAX_STACK_FRAMES:
         event.data["frames"].append(frame)
     return True
+
+
+def _retagged(e, prefix: int | None) -> bool:
+    """Whether c10d gave this event the default group's own `Rank r` over a `[rankN]:` prefix that disagrees."""
+    o, data = getattr(e, "origin", None), getattr(e, "data", None) or {}
+    return (prefix is not None and o is not None and o.rank is not None and o.rank != prefix
+            and getattr(e, "comm", None) == "pg:0" and data.get("group_rank") == o.rank)
+
+
+def _note_per_node(events: list, origin: Origin, per_node: set[int]) -> None:
+    """The line's `[rankN]:` is a per-node label where its own default-group tag names another rank (torchtitan-
+    style output keeps each node's local rank in the prefix: `[rank0]:` before `[PG ID 0 PG GUID 0(default_pg)
+    Rank 4]`, pytorch/torchtitan#810)."""
+    if any(_retagged(e, origin.rank) for e in events):
+        per_node.add(origin.rank)
+
+
+def _drop_per_node(out: Parsed, per_node: set[int], ranks: dict[int, int]) -> None:
+    """A prefix shown to be per-node names no global rank anywhere in the file: it is not counted as one of the
+    file's ranks, and a record that has only it for a rank keeps it as its local rank instead (one node's
+    `[rank0]:` is every node's, so a frame line behind it may be any of them)."""
+    if not per_node:
+        return
+    for p in per_node:
+        ranks.pop(p, None)
+    for item in chain(out.events, out.stacks):
+        o = getattr(item, "origin", None)
+        if o is None or o.rank not in per_node:
+            continue
+        data = getattr(item, "data", None) or {}
+        if getattr(item, "comm", None) == "pg:0" and data.get("group_rank") == o.rank:
+            continue  # its own default-group tag says this rank: a global rank after all
+        item.origin = replace(o, rank=None, local_rank=o.rank if o.local_rank is None else o.local_rank)
+    out.facts["per_node_prefixes"] = sorted(per_node)
 
 
 _AGENT_KINDS = ("child-failure", "root-cause", "launcher-exit")  #: torchelastic's reports of its workers
