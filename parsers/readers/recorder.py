@@ -353,7 +353,8 @@ def _decode_proxy(buf: bytes | mmap.mmap, off: int, send_wait: bool = False) -> 
     for i in range(STEP_SLOTS):
         s = _STEP.unpack_from(buf, off + 128 + i * 16)
         if s[0] >= 0:
-            steps.append(StepRecord(step=s[0], state=STEP_STATES.get(s[1], f"state{s[1]}"), done=bool(s[2]), ts_ns=s[4]))
+            steps.append(StepRecord(step=s[0], state=STEP_STATES.get(s[1], f"state{s[1]}"), done=bool(s[2]),
+                                    ts_ns=s[4]))
     steps.sort(key=lambda s: s.step)
     return ProxyOpRecord(
         status=PROXY_STATES.get(v[1], f"state{v[1]}"),

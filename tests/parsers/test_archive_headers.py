@@ -6,7 +6,6 @@ The archives are built here byte by byte (a ustar header of type 'L' or 'x' whos
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES, REPO
-from parsers.archive import ArchiveRefused, extract_into
+from parsers.archive import extract_into
 
 GIB = 1 << 30
 

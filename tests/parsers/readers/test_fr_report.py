@@ -21,7 +21,8 @@ from facts import says
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 #: pytorch/pytorch#140563 (2024-11-16 comment), as the stored copy of the thread ends
 CUT_ERROR_MSG = ("error msg: Culprit rank 22; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' "
-                 "does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: SIZE_OR_SYNTAX_MISMATCH, "
+                 "does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: "
+                 "SIZE_OR_SYNTAX_MISMATCH, "
                  "Expected input sizes: '[[1025]]' does not match found")
 
 

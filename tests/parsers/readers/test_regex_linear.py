@@ -88,7 +88,8 @@ def test_pumps_reach_the_known_blowups():
 def _cases():
     for name in sorted(PATTERNS):
         why = KNOWN_SUPERLINEAR.get(name)
-        yield pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"known superlinear: {why}")) if why else name
+        yield pytest.param(name, marks=pytest.mark.xfail(strict=True,
+                                                         reason=f"known superlinear: {why}")) if why else name
 
 
 @pytest.mark.parametrize("name", _cases())

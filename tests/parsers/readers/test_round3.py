@@ -109,7 +109,8 @@ def test_a_ready_list_wrapped_inside_its_rank_list_is_rejoined():
 def test_timeline_file_that_is_a_directory_is_said_as_the_setting():
     """horovod#244: HOROVOD_TIMELINE set to a directory."""
     v = _analyze("horovod-244").verdict
-    assert v.culprit is None and says(observed(v, "horovod"), "HOROVOD_TIMELINE", "/home/amalik/horovod/benchmarks/TRACES/")
+    assert v.culprit is None and says(observed(v, "horovod"), "HOROVOD_TIMELINE",
+                                      "/home/amalik/horovod/benchmarks/TRACES/")
 
 
 def test_horovod_debug_log_lines_are_read_as_rank_1s():
@@ -226,7 +227,8 @@ def test_hand_wrapped_watchdog_records_are_joined():
     parsed = load(CORPUS / "milabench-269-wrapped.log")[0]
     timeouts = {(e.origin.rank, e.op, e.seq) for e in parsed.events if getattr(e, "kind", "") == "watchdog-timeout"}
     assert timeouts == {(r, "reduce", 2070) for r in (11, 12, 14, 15)}
-    assert [(e.origin.rank, e.seq) for e in parsed.events if getattr(e, "kind", "") == "failure-detected"] == [(12, 2070)]
+    assert [(e.origin.rank, e.seq) for e in parsed.events if getattr(e, "kind",
+                                                                     "") == "failure-detected"] == [(12, 2070)]
     assert parsed.unknown_lines == 0
 
 
