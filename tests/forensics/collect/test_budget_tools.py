@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hf_testpaths import REPO
-from forensics.collect.tool import find_tool, tool_override_var
-from forensics.collect.budget import TOOL_FRAMES, TOOL_THREADS, ByteBudget, cap_threads
+from hf_testpaths import FIXTURES, REPO
+from forensics.collect.tool import find_tool, run_tool, tool_override_var
+from forensics.collect.budget import TOOL_FRAMES, TOOL_THREADS, ByteBudget, cap_threads, leading_items
 from forensics.collectors.pyspy import _save
 
 
@@ -127,3 +127,20 @@ def test_a_real_rank_of_1000_threads_stays_inside_a_small_cap_and_runs_on(tmp_pa
 
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_tool_that_prints_without_end_is_stopped_at_the_cap():
+    """stdout is read as it comes and the tool killed at the cap, not read whole first (nor run to its timeout)."""
+    endless = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"]
+    result = run_tool(endless, timeout=120, max_stdout=100_000)
+    assert result.cut and not result.timed_out and not result.ok and len(result.stdout) == 100_000
+
+
+def test_the_whole_threads_before_a_cut_are_kept():
+    """py-spy's real JSON cut anywhere: the threads wholly before the cut are read, never a part of one."""
+    text = (FIXTURES / "stacks/pyspy_waiter_rank0.json").read_text()
+    whole = json.loads(text)
+    for end in range(0, len(text), max(1, len(text) // 97)):
+        got = leading_items(text[:end])
+        assert got == whole[:len(got)]
+    assert leading_items(text) == whole and leading_items("not json") == []
