@@ -105,6 +105,9 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
                 print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
+    for s in states:
+        for note in s.notes:  # read all the same: what its header contradicts
+            print(escape(f"note: {s.path}: {note}"), file=sys.stderr)
     if not states:  # nothing decoded: a folder with no state file in it is bad input too (docs/exit-codes.md)
         if not problems:
             print(f"forensics {getattr(args, 'command', None) or NAME}: error: no recorder state file "
