@@ -395,28 +395,37 @@ def run_epoch(g: Group, mode: str, cells: list, got: dict, per_batch: dict, brok
         for cell in cells:
             if cell in broken or time.monotonic() >= until:
                 continue
-            op, nbytes = cell
-            if cell not in per_batch:
-                probe = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": 1, "warm": 2}, timeout=patience)
-                if "error" in probe:
-                    broken[cell] = probe["error"]
-                    continue
-                per_batch[cell] = max(1, min(200, int(0.15 / max(probe["sec"], 1e-7))))
-                warmed.add(cell)
-            other = "recorder" if mode == "base" else "base"
-            if len(got[cell][mode]) >= 3 and rel_spread([s for _, s in got[cell][mode]]) < args.target_spread and \
-                    len(got[cell][other]) >= 3 and rel_spread([s for _, s in got[cell][other]]) < args.target_spread:
-                continue  # resolved in both modes: the time goes to the others
-            res = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": per_batch[cell],
-                         "warm": 0 if cell in warmed else 2}, timeout=patience)
-            warmed.add(cell)
-            if "error" in res:
-                broken[cell] = res["error"]
-                continue
-            got[cell][mode].append((epoch, res["sec"]))
-            ran = True
+            try:
+                ran = one_batch(g, mode, cell, got, per_batch, broken, epoch, warmed, args, patience) or ran
+            except GroupDown as err:  # the cell that hung is left out of the epochs after this one
+                broken[cell] = f"group down: {err}"
+                raise
         if not ran or time.monotonic() >= until or args.dry_run:
             return
+
+
+def one_batch(g: Group, mode: str, cell: tuple[str, int], got: dict, per_batch: dict, broken: dict, epoch: int,
+              warmed: set, args, patience: float) -> bool:
+    """One timed batch of a cell in the group's mode; False when the cell is resolved or failed."""
+    op, nbytes = cell
+    if cell not in per_batch:
+        probe = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": 1, "warm": 2}, timeout=patience)
+        if "error" in probe:
+            broken[cell] = probe["error"]
+            return False
+        per_batch[cell] = max(1, min(200, int(0.15 / max(probe["sec"], 1e-7))))
+        warmed.add(cell)
+    if all(len(got[cell][m]) >= 3 and rel_spread([s for _, s in got[cell][m]]) < args.target_spread
+           for m in ("base", "recorder")):
+        return False  # resolved in both modes: the time goes to the others
+    res = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": per_batch[cell],
+                 "warm": 0 if cell in warmed else 2}, timeout=patience)
+    warmed.add(cell)
+    if "error" in res:
+        broken[cell] = res["error"]
+        return False
+    got[cell][mode].append((epoch, res["sec"]))
+    return True
 
 
 def hosts_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, hard_end: float) -> None:
