@@ -165,3 +165,18 @@ def test_event_stamps_follow_the_wall_clock(plugin, harness, state_dir, tick_ms)
     by_index = {c.index: c for c in st.colls}
     lags = [by_index[op.coll_index].complete_ns - op.stop_ns for op in ops if op.coll_index in by_index]
     assert len(lags) == 80 and min(lags) >= -1_000_000 and max(lags) < 250_000_000
+
+
+def test_event_clock_stops_when_idle_and_comes_back(plugin, harness, state_dir):
+    """Each send step waits 300 ms in SendWait, so the proxy thread records nothing for longer than
+    the 100 ms after which the heartbeat thread stops publishing the event clock; the next events
+    read the vDSO and start it again. No stamp may carry the time from before a pause: each op's
+    stop stays within 100 ms of its collective's precise completion (a stale clock: 300 ms or more)."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "300000"}
+    assert run_harness(harness, plugin, 5, ["run", "1", "3", "1", "1"], env).returncode == 0
+    (st,), _ = read_recorder_dir(state_dir)
+    by_index = {c.index: c for c in st.colls}
+    lags = [by_index[op.coll_index].complete_ns - op.stop_ns for op in st.proxy_ops]
+    assert len(lags) == 6 and all(-1_000_000 <= lag < 100_000_000 for lag in lags), lags
+    sends = [op for op in st.proxy_ops if op.is_send]
+    assert all(300_000 <= op.send_wait_us < 600_000 for op in sends)
