@@ -635,6 +635,7 @@ def main() -> int:
     if not args.skip_8 and (cap - time.monotonic() > 10 + chain_s or args.dry_run):
         guarded(rep, "hosts", hosts_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
                 cap - chain_s - 5)
+    keep_logs(work, args.out)  # again at the end: a run killed while chaining keeps the layouts' logs
     if not args.skip_chain and (cap - time.monotonic() > 40 or args.dry_run):
         guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
     keep_logs(work, args.out)

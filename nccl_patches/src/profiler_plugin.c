@@ -258,9 +258,9 @@ static inline void add_send_wait(struct recorder_proxy* op, const struct recorde
 }
 
 /* A step's change to `next` (-1: its stop), stamped with the precise clock only where SendWait
- * is entered or left (send_wait_us adds those times up), with the coarse one elsewhere. Why: a
- * precise stamp costs ~10 ns (the tick counter; 20 through the vDSO) against ~3, and a step
- * changes five times. Both clocks are CLOCK_REALTIME, so stamps stay comparable. Progress words
+ * is entered or left (send_wait_us adds those times up), with the event clock elsewhere. Why: a
+ * precise stamp costs ~7 ns (the tick counter; 20 through the vDSO) against ~0.3 (a published
+ * tick; ~3 for the vDSO's coarse clock), and a step changes five times. Both clocks are CLOCK_REALTIME, so stamps stay comparable. Progress words
  * are stored relaxed: each is whole for a reader, and no reader orders one against another. */
 static inline uint64_t step_change(struct recorder_step* s, int next) {
   struct recorder_proxy* op = step_owner(s);

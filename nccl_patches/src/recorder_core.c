@@ -37,7 +37,7 @@ static struct sigaction g_prev_action;
 /* ---------------------------------------------------------------- config */
 
 /* The vDSO's clock_gettime, called directly: glibc's wrapper adds about 1.4 ns to the 3.3 of a
- * coarse read, and the recorder reads the coarse clock ~75 times per collective of one channel. */
+ * coarse read, which events make whenever the heartbeat thread does not publish their clock. */
 rec_clock_fn rec_vdso_clock = clock_gettime;
 
 static void find_vdso_clock(void) {
