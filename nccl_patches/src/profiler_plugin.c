@@ -277,14 +277,53 @@ static inline uint64_t step_change(struct recorder_step* s, int next) {
   return now;
 }
 
-/* Steps first: 80 of a collective's 92 calls at one channel are a step's (NULL is tag 0, not a step). */
+/* The published tick when it can stamp this change (no SendWait edge of a send step; the tick runs
+ * and is marked used), else 0: the caller then takes the out-of-line path. Why split: with no call
+ * on it, the common path needs no saved registers (5 pushes and pops a call less). */
+static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
+  if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
+    return 0;
+  uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
+  return __atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) ? t : 0;
+}
+
+static inline void step_done(struct recorder_step* s, struct recorder_proxy* op) {
+  REC_RELAXED_STORE(&s->done, 1);
+  REC_RELAXED_STORE(&op->steps_done, REC_ATOMIC_LOAD_RELAXED(&op->steps_done) + 1);
+}
+
+static inline void step_state(struct recorder_step* s, struct recorder_proxy* op, ncclProfilerEventState_t state,
+                              const void* args) {
+  REC_RELAXED_STORE(&s->state, (uint8_t)state);
+  REC_RELAXED_STORE(&op->last_state, (uint8_t)state);
+  REC_RELAXED_STORE(&op->last_step, REC_ATOMIC_LOAD_RELAXED(&s->step));
+  if (args)
+    REC_RELAXED_STORE(&op->trans_bytes, (uint64_t)((const ncclProfilerEventStateArgs_v5_t*)args)->proxyStep.transSize);
+}
+
+static __attribute__((noinline)) ncclResult_t stop_step_slow(struct recorder_step* s) {
+  step_change(s, -1);
+  step_done(s, step_owner(s));
+  return ncclSuccess;
+}
+
+static __attribute__((noinline)) ncclResult_t record_step_slow(struct recorder_step* s, ncclProfilerEventState_t state,
+                                                               const void* args) {
+  step_change(s, (int)state);
+  step_state(s, step_owner(s), state, args);
+  return ncclSuccess;
+}
+
+/* Steps first: 80 of a collective's 93 calls at one channel are a step's (NULL is tag 0, not a step). */
 ncclResult_t stop_event(void* handle) {
   if (__builtin_expect(tag_of(handle) == TAG_STEP, 1)) {
     struct recorder_step* s = untag(handle);
     struct recorder_proxy* op = step_owner(s);
-    step_change(s, -1);
-    REC_RELAXED_STORE(&s->done, 1);
-    REC_RELAXED_STORE(&op->steps_done, REC_ATOMIC_LOAD_RELAXED(&op->steps_done) + 1);
+    uint64_t now = step_tick(s, op, -1);
+    if (__builtin_expect(now == 0, 0)) return stop_step_slow(s);
+    REC_RELAXED_STORE(&s->ts_ns, now);
+    REC_RELAXED_STORE(&op->last_progress_ns, now);
+    step_done(s, op);
     return ncclSuccess;
   }
   if (handle == NULL) return ncclSuccess;
@@ -315,13 +354,11 @@ static inline __attribute__((always_inline)) ncclResult_t record_state(void* han
   if (__builtin_expect(tag_of(handle) == TAG_STEP, 1)) {
     struct recorder_step* s = untag(handle);
     struct recorder_proxy* op = step_owner(s);
-    step_change(s, (int)state);
-    REC_RELAXED_STORE(&s->state, (uint8_t)state);
-    REC_RELAXED_STORE(&op->last_state, (uint8_t)state);
-    REC_RELAXED_STORE(&op->last_step, REC_ATOMIC_LOAD_RELAXED(&s->step));
-    if (args)
-      REC_RELAXED_STORE(&op->trans_bytes,
-                        (uint64_t)((const ncclProfilerEventStateArgs_v5_t*)args)->proxyStep.transSize);
+    uint64_t now = step_tick(s, op, (int)state);
+    if (__builtin_expect(now == 0, 0)) return record_step_slow(s, state, args);
+    REC_RELAXED_STORE(&s->ts_ns, now);
+    REC_RELAXED_STORE(&op->last_progress_ns, now);
+    step_state(s, op, state, args);
     return ncclSuccess;
   }
   if (tag_of(handle) == TAG_PROXY && state == HF_STATE_PROXY_OP_IN_PROGRESS) {
