@@ -276,7 +276,7 @@ class TypedData:
         for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
             value = getattr(self, name)
             if value is not None:
-                out[name] = [asdict(x) if is_dataclass(x) else x for x in value] if isinstance(value, list) else value
+                out[name] = [asdict(x) if is_dataclass(x) and not isinstance(x, type) else x for x in value] if isinstance(value, list) else value
         return out
 
 

@@ -6,6 +6,7 @@ The archives are built here byte by byte (a ustar header of type 'L' or 'x' whos
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES, REPO
-from parsers.archive import ArchiveRefused, extract_into, looks_like_tar
+from parsers.archive import extract_into, looks_like_tar
 
 GIB = 1 << 30
 
@@ -151,7 +152,8 @@ def _global_then_long_name(path: Path, size: int) -> Path:
     record = b"%d comment=" % size
     with path.open("wb") as out:
         for kind, body in ((tarfile.XGLTYPE, record + b"c" * 64), (tarfile.GNUTYPE_LONGNAME, b"a")):
-            out.write(comp.compress(_header(b"././@LongLink" if kind == tarfile.GNUTYPE_LONGNAME else b"g", size, kind)))
+            name = b"././@LongLink" if kind == tarfile.GNUTYPE_LONGNAME else b"g"
+            out.write(comp.compress(_header(name, size, kind)))
             chunk, left = body * ((1 << 20) // len(body)), size
             while left > 0:
                 out.write(comp.compress(chunk[:min(len(chunk), left)]))

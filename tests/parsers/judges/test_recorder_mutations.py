@@ -2,8 +2,9 @@
 `analyze` and `recorder read` exit 1, a KeyError in analyse_comm). Every header byte, and every run of 8 bytes of
 the header and of one op and one proxy record, of a real state file (tests/fixtures/nccl_x2/mixed/sigstop: 4
 ranks of one communicator, rank 2 stopped), is changed; each changed file either is refused with a
-RecorderFormatError that names it, or is read (with a note where its header contradicts it) and judged, alone and with the 3 other ranks' files: never another
-exception (the judge without its guard for ranks past a changed header: KeyError at bytes 72-79 here).
+RecorderFormatError that names it, or is read (with a note where its header contradicts it) and judged, alone
+and with the 3 other ranks' files: never another exception (the judge without its guard for ranks past a changed
+header: KeyError at bytes 72-79 here).
 The CLI's exit codes on the changes that reach the judge: 0 or 2 for `recorder read`, never 1 for `analyze`."""
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 
 import pytest
 
@@ -26,7 +26,8 @@ RUNS = (b"\xff" * 8, b"\0" * 8, b"\xff\xff\xff\x7f" * 2, b"\x00\x00\x00\x80" * 2
 
 
 def _judged(data: bytes, others: list) -> str:
-    """'refused', 'read' or 'read with a note': the changed file through the reader and the judge, alone and with the other ranks'."""
+    """'refused', 'read' or 'read with a note': the changed file through the reader and the judge, alone and with
+    the other ranks'."""
     try:
         state = decode_recorder(data, "changed.bin")
     except RecorderFormatError as err:
