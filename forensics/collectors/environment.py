@@ -12,7 +12,7 @@ import json
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.discover import procfs
 from forensics.bundle.redact import REDACTED, redact_env  # noqa: F401 - REDACTED re-exported
 
@@ -22,12 +22,8 @@ def redact(env: dict[str, str]) -> dict[str, str]:
     return redact_env(env)
 
 
-class EnvironmentCollector:
+class EnvironmentCollector(AlwaysEnabled):
     name = "environment"
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         env = target.environ

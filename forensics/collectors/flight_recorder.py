@@ -12,7 +12,7 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_folder
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_whole_or_refuse, process_path
 from forensics.collect.budget import apparent_size
 
@@ -40,12 +40,8 @@ def dump_candidates(prefix: Path, rank: int) -> list[Path]:
     return sorted(found)
 
 
-class FlightRecorderCollector:
+class FlightRecorderCollector(AlwaysEnabled):
     name = "flight_recorder"
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         if target.rank is None:

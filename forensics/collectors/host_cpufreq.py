@@ -12,7 +12,7 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
 FREQ_FILES = ("scaling_governor", "scaling_driver", "scaling_cur_freq", "scaling_min_freq", "scaling_max_freq",
@@ -20,7 +20,7 @@ FREQ_FILES = ("scaling_governor", "scaling_driver", "scaling_cur_freq", "scaling
 _CPU_DIR = re.compile(r"cpu\d+$")
 
 
-class CpuFreqCollector:
+class CpuFreqCollector(AlwaysEnabled):
     """Per-CPU cpufreq files and /proc/cpuinfo MHz lines, as cpufreq.json."""
 
     name = "cpufreq"
@@ -28,9 +28,6 @@ class CpuFreqCollector:
     def __init__(self, sysfs: Path | str = "/sys", procfs: Path | str = "/proc") -> None:
         self.cpus = Path(sysfs) / "devices" / "system" / "cpu"
         self.cpuinfo = Path(procfs) / "cpuinfo"
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         per_cpu: dict[str, dict] = {}

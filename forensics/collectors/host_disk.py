@@ -10,7 +10,7 @@ from __future__ import annotations
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
 
 NAME = "disk"
@@ -19,13 +19,10 @@ COMMANDS = ((collector_file(NAME, "df"), ["df", "-P", "-T"]),
             (collector_file(NAME, "df-inodes"), ["df", "-P", "-T", "-i"]))
 
 
-class DiskCollector:
+class DiskCollector(AlwaysEnabled):
     """`df -PT` and `df -PTi` output, raw."""
 
     name = NAME
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         files: list[str] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
 PORT_FILES = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid")
@@ -19,16 +19,13 @@ PORT_FILES = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid")
 COUNTER_DIRS = ("counters", "hw_counters")
 
 
-class InfinibandCollector:
+class InfinibandCollector(AlwaysEnabled):
     """Every RDMA device's ports, their state and counters, as infiniband.json."""
 
     name = "infiniband"
 
     def __init__(self, sysfs: Path | str = "/sys") -> None:
         self.root = Path(sysfs) / "class" / "infiniband"
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         if not self.root.is_dir():

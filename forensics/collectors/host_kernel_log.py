@@ -16,7 +16,7 @@ import time
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_text, tail
 
 DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing messages from other users")
@@ -25,13 +25,10 @@ KMSG = "/dev/kmsg"
 KMSG_RECORD = 8192
 
 
-class KernelLogCollector:
+class KernelLogCollector(AlwaysEnabled):
     """The host's kernel messages, copied raw into kernel.log."""
 
     name = "kernel_log"
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         attempts: list[str] = []

@@ -11,22 +11,19 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
 SOURCES = ("meminfo", "loadavg", "vmstat", "pressure/cpu", "pressure/memory", "pressure/io")
 
 
-class MemoryCollector:
+class MemoryCollector(AlwaysEnabled):
     """Raw copies of the memory and pressure pseudo-files, as memory.json."""
 
     name = "memory"
 
     def __init__(self, procfs: Path | str = "/proc") -> None:
         self.proc = Path(procfs)
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         texts = {name: read_small(self.proc / name) for name in SOURCES}

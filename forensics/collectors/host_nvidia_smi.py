@@ -11,7 +11,7 @@ from __future__ import annotations
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
 from forensics.collect.tool import ToolResult, run_tool
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
 
 NAME = "nvidia_smi"
@@ -23,13 +23,10 @@ COMMANDS = (
 )
 
 
-class NvidiaSmiCollector:
+class NvidiaSmiCollector(AlwaysEnabled):
     """Raw nvidia-smi reports of every GPU on the host."""
 
     name = NAME
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         files: list[str] = []

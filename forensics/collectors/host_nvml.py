@@ -18,19 +18,16 @@ from typing import Any, Callable
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
 from forensics.collect.tool import run_tool
-from forensics.collectors.base import CollectOptions, HostTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text
 
 MISSING_MARK = "pynvml-missing"
 
 
-class NvmlCollector:
+class NvmlCollector(AlwaysEnabled):
     """NVML values of every GPU, as nvml.json."""
 
     name = "nvml"
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         root = str(Path(__file__).resolve().parents[2])

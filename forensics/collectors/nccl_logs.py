@@ -9,7 +9,7 @@ from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_folder
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log, process_path
 from forensics.collect.budget import apparent_size
 from parsers.safeio import UnsafeFile
@@ -44,12 +44,8 @@ def find_debug_file(pattern: str, pid: int) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
-class NcclLogCollector:
+class NcclLogCollector(AlwaysEnabled):
     name = "nccl_log"
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         pattern = target.environ.get("NCCL_DEBUG_FILE")

@@ -7,18 +7,14 @@ import json
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.discover import procfs
 
 
-class ProcessStateCollector:
+class ProcessStateCollector(AlwaysEnabled):
     """Snapshot of /proc for one rank; cheap, so it always runs (first and last)."""
 
     name = "process_state"
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         try:

@@ -16,7 +16,7 @@ from parsers.registry import collector_file
 from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
-from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
 from forensics.collectors.native_stack import native_tool
 from forensics.discover import procfs
 
@@ -26,12 +26,9 @@ ERROR_TEXT_CHARS = 64 << 10  #: of a failed run's output kept in its tool-error 
 SUSPEND_MARKS = ("Failed to suspend", "unexpected waitpid", "Failed to get stack traces")
 
 
-class PySpyCollector:
+class PySpyCollector(AlwaysEnabled):
     name = "py-spy"
     uses_ptrace = True
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         try:

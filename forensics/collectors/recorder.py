@@ -19,7 +19,7 @@ import time
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_folder
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collect.budget import apparent_size
 from forensics.collectors.files import copy_whole_or_refuse
 
@@ -29,14 +29,10 @@ from forensics.discover.recorder_files import (DEFAULT_DIR, DIR_KEY, MAX_FILES, 
 MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is refused (a link to /dev/zero read 3.8 GB)
 
 
-class RecorderCollector:
+class RecorderCollector(AlwaysEnabled):
     """Copies the recorder's state files and text snapshots of one rank."""
 
     name = "recorder"  #: bundles written before the rename say "nccl_recorder" (parsers.registry.COLLECTOR_ALIASES)
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         directory = recorder_dir(target.pid, target.environ)

@@ -11,17 +11,13 @@ from pathlib import Path
 
 from parsers.ints import as_int
 from parsers.model.manifest import CollectorRecord, Status
-from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log
 from forensics.discover import outputs, procfs
 
 
-class StdioCollector:
+class StdioCollector(AlwaysEnabled):
     name = "stdio"
-    uses_ptrace = False
-
-    def enabled(self, options: CollectOptions) -> bool:
-        return True
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         if not procfs.pid_exists(target.pid):
