@@ -149,9 +149,9 @@ share = -(-len(hosts) // gateways)
 answers, times = [], []
 for g in range(0, len(hosts), share):
     t = time.perf_counter()
-    doc = merge_all(from_host({"host": r.host, "ranks": (x := read_digest(os.path.join(root, r.dir, DIGEST_NAME))).ranks,
-                               "host_findings": x.host_findings}) for r in hosts[g:g + share])
-    answers.append(json.dumps(doc, separators=(",", ":")))
+    doc = merge_all(from_host(r.host, (x := read_digest(os.path.join(root, r.dir, DIGEST_NAME))).ranks, x.host_findings)
+                    for r in hosts[g:g + share])
+    answers.append(json.dumps(doc.to_json(), separators=(",", ":")))
     times.append(time.perf_counter() - t)
 t = time.perf_counter()
 merged, bad = merge_answers(answers)

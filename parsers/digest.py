@@ -33,6 +33,7 @@ from parsers.errors import FileFormatError
 from parsers.model.events import (CommMember, ErrorEvent, OpEvent, Origin, Parsed, ProcessState, Progress, RasFinding,
                                   TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
+from parsers.model.summaries import COMMS_CAP, FLAGS, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
 from parsers.model.stacks import Frame, ThreadStack
 from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
@@ -63,8 +64,6 @@ NOTES_CAP, UNREAD_CAP, PROBLEMS_CAP = 200, 20, 20
 MATCHED_NOTES_CAP = 2000
 COLLS_CAP, ACTIVE_PROXY_CAP, DONE_PROXY_CAP = 32, 128, 16
 PROC_THREADS_CAP = 1024
-#: rank-summary caps (the part the fleet merge and people read)
-TOP_FRAMES, COMMS_CAP, SUMMARY_EDGES = 8, 32, 64
 
 #: the model's types a digest may rebuild, by tag; nothing else is ever constructed from one
 _TYPES: dict[str, type] = {}
@@ -414,7 +413,7 @@ class HostDigest:
     dir: str
     kb: str
     files: dict[str, dict]  #: path under `dir` -> {'kind', 'error', 'parsed'} (parsed decoded on use)
-    ranks: list[dict] = field(default_factory=list)
+    ranks: list = field(default_factory=list)  #: its rank summaries: as read, then (own_summaries) RankSummary
     host_findings: list[dict] = field(default_factory=list)
     created: str = ""
     foreign: int = 0  #: rank summaries left out: they spoke for no process of this host's own
@@ -436,7 +435,19 @@ def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
     if len(dig.ranks) > len(own) + MAX_FOREIGN:
         raise DigestError(f"{len(dig.ranks)} rank summaries for the {len(own)} processes of its host")
     kept = [r for r in dig.ranks if _speaks_for(r, own)]
-    return dataclasses.replace(dig, ranks=kept, foreign=len(dig.ranks) - len(kept))
+    return dataclasses.replace(dig, ranks=typed_summaries(kept), foreign=len(dig.ranks) - len(kept))
+
+
+def typed_summaries(docs: list[Any]) -> list[RankSummary]:
+    """A digest's rank summaries read as the model's type, each checked (DigestError naming the first that fails:
+    a digest that lies about one of its own ranks is not used, and its host's raw files are read)."""
+    out = []
+    for i, doc in enumerate(docs):
+        try:
+            out.append(RankSummary.from_json(doc))
+        except SummaryError as err:
+            raise DigestError(f"rank summary {i}: {err}") from None
+    return out
 
 
 def _speaks_for(summary: Any, own: dict[int, int | None]) -> bool:
@@ -496,7 +507,7 @@ def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_f
     """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
     (`rank_summary`) and the host judge's findings."""
     return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
-            "files": files, "ranks": [rank_summary(r, ev) for r in ev.ranks if r.record.host == host],
+            "files": files, "ranks": [rank_summary(r, ev).to_json() for r in ev.ranks if r.record.host == host],
             "host_findings": host_findings}
 
 
@@ -506,52 +517,36 @@ def _digestible(kind: str) -> bool:
     return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
-def rank_summary(r: Any, ev: Any) -> dict[str, Any]:
+def rank_summary(r: Any, ev: Any) -> RankSummary:
     """What one rank looks like, for people and the fleet merge: state, stack class and top frames,
     last op and seq per communicator, recorder waits, last exception, exit."""
     act = r.activity
     main = r.main_stack
-    comms: dict[str, list] = {}
+    comms: dict[str, Position] = {}
     exc = None
-    for art in r.files:
-        if not art.parsed:
-            continue
+    own_files = [art for art in r.files if art.parsed]
+    # rank logs are not process files: their ops and exceptions count too
+    own_files += [art for art in ev.artifacts if art.parsed and art.kind in ("nccl-log", "rank-log", "fr-dump")
+                  and art.hints.pid == r.record.pid and art.hints.host == r.record.host]
+    for art in own_files:
         for e in art.parsed.events:
-            if type(e) is OpEvent and len(comms) < COMMS_CAP or type(e) is OpEvent and e.comm in comms:
+            if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
                 prev = comms.get(e.comm)
-                if prev is None or e.seq >= prev[1]:
-                    comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
+                if prev is None or e.seq >= prev.seq:
+                    comms[e.comm] = Position(e.op, e.seq, e.seq_kind, e.state)
         if art.parsed.exceptions:
             last = art.parsed.exceptions[-1]
             exc = f"{last.type}: {last.message}"[:MAX_STR]
-    for art in ev.artifacts:  # rank logs are not process files: their ops and exceptions count too
-        if art.parsed and art.kind in ("nccl-log", "rank-log", "fr-dump") and art.hints.pid == r.record.pid \
-                and art.hints.host == r.record.host:
-            for e in art.parsed.events:
-                if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
-                    prev = comms.get(e.comm)
-                    if prev is None or e.seq >= prev[1]:
-                        comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
-            if art.parsed.exceptions:
-                last = art.parsed.exceptions[-1]
-                exc = f"{last.type}: {last.message}"[:MAX_STR]
     waits = []
     own = [st for st in ev.recorder if st.pid == r.record.pid]
     for st in own:
-        if len(waits) < SUMMARY_EDGES:
-            for op in st.proxy_ops:
-                if op.in_progress and len(waits) < SUMMARY_EDGES:
-                    waits.append([hex(st.comm_id), op.peer, op.last_state, op.coll_seq])
-    exits = [[x.returncode, x.exited_at] for x in ev.exits if x.pid == r.record.pid]
-    return {"rank": r.rank, "pid": r.record.pid, "state": r.state,
-            "stack": {"kind": act.kind, "op": act.op, "where": act.where},
-            "top": [f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])],
-            "comms": comms, "recorder_waits": waits, "exception": exc, "exits": exits[:8],
-            "flags": rank_flags(r, ev, exits), **_recorder_roles(own)}
-
-
-#: what makes one rank odd by itself, whatever the others do (parsers.digest_classes reads them)
-FLAGS = ("frozen", "problems", "unstated", "exited", "exception", "error")
+        for op in st.proxy_ops:
+            if op.in_progress and len(waits) < SUMMARY_EDGES:
+                waits.append((hex(st.comm_id), op.peer, op.last_state, op.coll_seq))
+    exits = [(x.returncode, x.exited_at) for x in ev.exits if x.pid == r.record.pid]
+    return RankSummary(r.rank, r.record.pid, r.state, act.kind, act.op, act.where,
+                       tuple(f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])), tuple(comms.items()),
+                       tuple(waits), exc, tuple(exits[:8]), tuple(rank_flags(r, ev, exits)), *_recorder_roles(own))
 
 
 def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
@@ -579,15 +574,14 @@ def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
     return flags
 
 
-def _recorder_roles(states: list) -> dict[str, list]:
-    """The rank's place in each recorder communicator ([comm, comm rank, job rank]) and whom it waits on
-    ([comm, peer's comm rank], the edges `parsers.judges.recorder.wait_edges` draws from its own states):
+def _recorder_roles(states: list) -> tuple[tuple, tuple]:
+    """The rank's place in each recorder communicator ((comm, comm rank, job rank)) and whom it waits on
+    ((comm, peer's comm rank), the edges `parsers.judges.recorder.wait_edges` draws from its own states):
     what the root needs to find, over classes, the ranks others wait on."""
     if not states:
-        return {}
-    members = [[st.comm_hex, st.rank, st.env_rank] for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0]
-    waits_on = sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES]
-    return {"recorder": members, "waits_on": [list(w) for w in waits_on]}
+        return (), ()
+    members = tuple((st.comm_hex, st.rank, st.env_rank) for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0)
+    return members, tuple(sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES])
 
 
 def write_json(doc: dict[str, Any]) -> bytes:
@@ -621,7 +615,7 @@ def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = Non
     except (ValueError, RecursionError, MemoryError) as err:
         raise DigestError(f"not JSON: {str(err)[:200]}") from None
     dig = check_digest(doc)
-    return dig if own is None else own_summaries(dig, own)
+    return dataclasses.replace(dig, ranks=typed_summaries(dig.ranks)) if own is None else own_summaries(dig, own)
 
 
 def check_digest(doc: Any) -> HostDigest:

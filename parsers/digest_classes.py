@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.digest_merge import MAX_RANGES, VERSION, Intervals, count, difference, summarised, union
+from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, union
+from parsers.model.summaries import ClassSummary, StackClass
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -49,35 +50,34 @@ class ClassJudgement:
                 "ranks_covered": self.ranks_covered, "odd_ranks": count(self.ranks), "unranked": len(self.processes)}
 
 
-def judge_classes(merged: dict[str, Any]) -> ClassJudgement:
-    """The odd ones out of `merged` (a merged digest of this version), every class judged once."""
-    out = ClassJudgement(ranks_covered=int(merged.get("ranks", 0)))
-    if merged.get("version") != VERSION:
-        return _incomplete(out, f"merged digest version {merged.get('version')!r}, not {VERSION}")
-    if merged.get("dropped"):
-        return _incomplete(out, f"{merged['dropped']} item(s) beyond the merged digest's caps")
-    if len(merged["unranked"]) > MAX_UNRANKED:
-        return _incomplete(out, f"{len(merged['unranked'])} processes of unknown rank")
+def judge_classes(merged: ClassSummary) -> ClassJudgement:
+    """The odd ones out of `merged`, every class judged once."""
+    out = ClassJudgement(ranks_covered=merged.ranks)
+    if merged.lossy:
+        return _incomplete(out, "items beyond the merged digest's caps")
+    if merged.without_digest:
+        return _incomplete(out, f"{len(merged.without_digest)} host(s) without a usable digest")
+    if len(merged.unranked) > MAX_UNRANKED:
+        return _incomplete(out, f"{len(merged.unranked)} processes of unknown rank")
     if any(len(iv) >= MAX_RANGES for iv in _all_sets(merged)):
         return _incomplete(out, "a rank set at its range cap")
     odd: Intervals = []
-    for iv in merged["flags"].values():  # each rank's own oddities, flagged on its host
+    for iv in merged.flags.values():  # each rank's own oddities, flagged on its host
         odd = union(odd, iv)
         out.judged += 1
-    odd = union(odd, _minorities(_by_kind_op(merged["stacks"]), out))
-    for hist in merged["comms"].values():
+    odd = union(odd, _minorities(_by_kind_op(merged.stacks), out))
+    for hist in merged.comms.values():
         odd = union(odd, _minorities(hist, out))
     odd = union(odd, _recorder(merged, out))
-    for f in merged["host_findings"]:
+    for f in merged.host_findings:
         out.judged += 1
-        rank, host = f.get("rank"), f.get("host")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            odd = union(odd, [[rank, rank]])
-        if isinstance(host, str):
-            out.hosts.add(host)
+        if f.rank is not None:
+            odd = union(odd, [[f.rank, f.rank]])
+        if f.host is not None:
+            out.hosts.add(f.host)
     if len(odd) >= MAX_RANGES:
         return _incomplete(out, "the odd ones out are too scattered for a rank set")
-    out.processes = {(p.get("host"), p["pid"]) for p in merged["unranked"]}
+    out.processes = set(merged.unranked)
     out.ranks = odd
     return out
 
@@ -87,21 +87,21 @@ def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
     return out
 
 
-def _all_sets(merged: dict[str, Any]):
-    yield from (c["ranks"] for c in merged["stacks"].values())
-    yield from merged["flags"].values()
-    yield from (iv for hist in merged["comms"].values() for iv in hist.values())
-    yield from (iv for peers in merged["waits"].values() for iv in peers.values())
-    yield merged["recorder_ranks"]
+def _all_sets(merged: ClassSummary):
+    yield from (c.ranks for c in merged.stacks.values())
+    yield from merged.flags.values()
+    yield from (iv for hist in merged.comms.values() for iv in hist.values())
+    yield from (iv for peers in merged.waits.values() for iv in peers.values())
+    yield merged.recorder_ranks
 
 
-def _by_kind_op(stacks: dict[str, dict]) -> dict[str, Intervals]:
+def _by_kind_op(stacks: dict[str, StackClass]) -> dict[str, Intervals]:
     """Stack classes grouped as `odd_ones_out` compares them: by what the main thread does and in which
     op (where it sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
     groups: dict[str, Intervals] = {}
     for cls in stacks.values():
-        key = f"{cls.get('kind')}|{cls.get('op')}"
-        groups[key] = union(groups.get(key, []), cls["ranks"])
+        key = f"{cls.kind}|{cls.op}"
+        groups[key] = union(groups.get(key, []), cls.ranks)
     return groups
 
 
@@ -119,11 +119,11 @@ def _minorities(hist: dict[str, Intervals], out: ClassJudgement) -> Intervals:
     return odd
 
 
-def _recorder(merged: dict[str, Any], out: ClassJudgement) -> Intervals:
+def _recorder(merged: ClassSummary, out: ClassJudgement) -> Intervals:
     """When anyone waits on a peer in the recorder, the ranks with recorder state that wait on none: the
     peers waited on and the silent members (`odd_ones_out`'s recorder rule, over rank sets)."""
     waiting: Intervals = []
-    for peers in merged["waits"].values():
+    for peers in merged.waits.values():
         for iv in peers.values():
             waiting = union(waiting, iv)
             out.judged += 1
@@ -132,4 +132,4 @@ def _recorder(merged: dict[str, Any], out: ClassJudgement) -> Intervals:
     # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
     # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
     # the ranks with state say)
-    return union(difference(merged["recorder_ranks"], waiting), difference(summarised(merged), merged["recorder_ranks"]))
+    return union(difference(merged.recorder_ranks, waiting), difference(merged.summarised, merged.recorder_ranks))

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
     make_digest, odd_ones_out, own_processes, read_digest
 from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import from_host, merge_all, ranks_of
+from parsers.digest_merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.model.events import own_error
@@ -106,7 +106,7 @@ class DigestRead:
     notes: list[str] = field(default_factory=list)
     raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
     reread: int = 0  #: ranks read raw after the first verdict named them
-    merged: dict[str, Any] | None = None  #: the hosts' digests merged (parsers.digest_merge), judged over classes
+    merged: ClassSummary | None = None  #: the hosts' digests merged (parsers.digest_merge), judged over classes
     classes: ClassJudgement | None = None
 
     def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:
@@ -173,7 +173,7 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     read = DigestRead(source=source, line_filter=kb.line_filter)
     arts: list[Artifact | None] = [None] * len(source.files)
     named: list[tuple[int | None, str | None]] = []
-    parts: list[dict[str, Any]] = []
+    parts: list[ClassSummary] = []
     undigested = 0
     own = own_processes(source.manifest.ranks)  # a host's digest speaks for its own processes only
     for rec in source.manifest.hosts:
@@ -184,7 +184,7 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
             undigested += bool(by_folder.get((rec.dir or "").rstrip("/")))
             continue
         read.hosts_used += 1
-        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+        parts.append(from_host(rec.host, dig.ranks, dig.host_findings))
         folder = rec.dir.rstrip("/")
         failed = False
         for i in by_folder.get(folder, ()):

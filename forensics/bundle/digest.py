@@ -14,7 +14,7 @@ from pathlib import Path
 
 from parsers import knowledge
 from parsers.digest import DIGEST_NAME, DigestError, read_digest, write_json
-from parsers.digest_merge import from_host, merge_all
+from parsers.digest_merge import from_host, merge_all, without as without_digest
 from parsers.model.manifest import Manifest
 from parsers.digest_first import digest_host
 from parsers.source import open_source
@@ -59,13 +59,11 @@ def write_merged_digest(root: Path, man: Manifest) -> str | None:
         except DigestError as err:
             bad.append(f"{rec.host} ({err})")
             continue
-        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+        parts.append(from_host(rec.host, dig.ranks, dig.host_findings))
     if parts:
-        merged = merge_all(parts)
-        merged["dropped"] += len(without) + len(bad)
-        merged["hosts_without_digest"] = sorted(without + [b.split(" (", 1)[0] for b in bad])[:1024]
+        merged = without_digest(merge_all(parts), without + [b.split(" (", 1)[0] for b in bad])
         try:
-            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged, separators=(",", ":")))
+            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged.to_json(), separators=(",", ":")))
         except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
             bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
     return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None

@@ -252,14 +252,14 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
                  + (f" ({hostsets.fold(fetched['hosts_fetched'])})" if fetched["hosts_fetched"] else ""))
     for line in fetched["fetch_problems"][:10]:
         lines.append(f"  fetch: {line}")
-    classes = sorted(reduced["merged_digest"]["stacks"].values(), key=lambda c: -count(c["ranks"]))
+    classes = sorted(reduced["merged_digest"].stacks.values(), key=lambda c: -count(c.ranks))
     lines.append(f"main-thread classes of all {reduced['ranks']} rank(s) (the merged digest):")
     for c in classes[:12]:
-        what = " ".join(str(x) for x in (c.get("kind"), c.get("op"), c.get("where")) if x)
-        lines.append(f"  [{fold_intervals(c['ranks'])[:200]}] ({count(c['ranks'])}) {what[:200]}")
+        what = " ".join(str(x) for x in (c.kind, c.op, c.where) if x)
+        lines.append(f"  [{fold_intervals(c.ranks)[:200]}] ({count(c.ranks)}) {what[:200]}")
     if len(classes) > 12:
         lines.append(f"  ... and {len(classes) - 12} more class(es)")
-    for flag, iv in sorted(reduced["merged_digest"]["flags"].items()):
+    for flag, iv in sorted(reduced["merged_digest"].flags.items()):
         if iv:
             lines.append(f"  flagged {flag} on their host: [{fold_intervals(iv)[:200]}]")
     lines.append("")
