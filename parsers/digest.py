@@ -5,7 +5,7 @@ host already has its files when `collect` ends, so it reads them there, with the
 (`parsers.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
 `hosts/<host>/digest.json` beside them: per file, the typed evidence (`Parsed`) with its lists capped
 and its strings cut. Analysis rebuilds the evidence from the digests, then reads raw files only for
-the ranks the evidence marks as odd ones out (`odd_ones_out`), and for any rank the verdict then
+the ranks the class rules mark as odd ones out (`parsers.digest_classes`), and for any rank the verdict then
 names that it has not read raw. Digest and raw read can disagree only where a cap dropped
 something, and never about a rank the verdict names.
 
@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterable
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
-from parsers.model.events import (CommMember, ErrorEvent, OpEvent, Origin, Parsed, ProcessState, Progress, RasFinding,
-                                  TopoEdge, own_error)
+from parsers.model.events import (FROZEN_STATES, CommMember, ErrorEvent, OpEvent, Origin, Parsed, ProcessState, Progress,
+                                  RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
 from parsers.model.summaries import COMMS_CAP, FLAGS, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
@@ -40,7 +40,7 @@ from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
 from parsers.readers.proxy_dump import ProxyOp
 from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
-from parsers.judges.recorder import comm_rank_table, wait_edges
+from parsers.judges.recorder import wait_edges
 
 FORMAT = "hang-forensics-digest"
 VERSION = 1
@@ -507,7 +507,7 @@ def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_f
     """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
     (`rank_summary`) and the host judge's findings."""
     return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
-            "files": files, "ranks": [rank_summary(r, ev).to_json() for r in ev.ranks if r.record.host == host],
+            "files": files, "ranks": [summary.to_json() for _, summary in summaries_of(ev, host)],
             "host_findings": host_findings}
 
 
@@ -517,18 +517,37 @@ def _digestible(kind: str) -> bool:
     return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
-def rank_summary(r: Any, ev: Any) -> RankSummary:
-    """What one rank looks like, for people and the fleet merge: state, stack class and top frames,
-    last op and seq per communicator, recorder waits, last exception, exit."""
+def summaries_of(ev: Any, host: str | None = None) -> list[tuple[str, RankSummary]]:
+    """(host, summary) of each rank of the evidence (of `host` only, when given): what a host's digest says of
+    its ranks, and what analysis gathers rank by rank where the digests' classes are not the whole job. The
+    files, recorder states and exits are indexed once (a rank's own are looked up, not searched for)."""
+    logs: dict[tuple[Any, Any], list] = {}
+    for art in ev.artifacts:
+        if art.parsed:
+            logs.setdefault((art.hints.host, art.hints.pid), []).append(art)
+    recorder: dict[Any, list] = {}
+    for st in ev.recorder:
+        recorder.setdefault(st.pid, []).append(st)
+    exits: dict[Any, list] = {}
+    for x in ev.exits:
+        exits.setdefault(x.pid, []).append((x.returncode, x.exited_at))
+    return [(r.record.host, rank_summary(r, logs.get((r.record.host, r.record.pid), []), recorder.get(r.record.pid, []),
+                                         exits.get(r.record.pid, [])))
+            for r in ev.ranks if host is None or r.record.host == host]
+
+
+def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
+    """What one rank looks like, for people and the fleet merge: state, stack class and top frames, last op and
+    seq per communicator, recorder waits, last exception, exit. `logs`: the parsed artifacts filed under its host
+    and pid; `own`: its recorder states; `exits`: (returncode, exited_at) of its launcher records."""
     act = r.activity
     main = r.main_stack
     comms: dict[str, Position] = {}
     exc = None
-    own_files = [art for art in r.files if art.parsed]
+    files = [art for art in r.files if art.parsed]
     # rank logs are not process files: their ops and exceptions count too
-    own_files += [art for art in ev.artifacts if art.parsed and art.kind in ("nccl-log", "rank-log", "fr-dump")
-                  and art.hints.pid == r.record.pid and art.hints.host == r.record.host]
-    for art in own_files:
+    files += [art for art in logs if art.kind in ("nccl-log", "rank-log", "fr-dump")]
+    for art in files:
         for e in art.parsed.events:
             if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
                 prev = comms.get(e.comm)
@@ -537,25 +556,20 @@ def rank_summary(r: Any, ev: Any) -> RankSummary:
         if art.parsed.exceptions:
             last = art.parsed.exceptions[-1]
             exc = f"{last.type}: {last.message}"[:MAX_STR]
-    waits = []
-    own = [st for st in ev.recorder if st.pid == r.record.pid]
-    for st in own:
-        for op in st.proxy_ops:
-            if op.in_progress and len(waits) < SUMMARY_EDGES:
-                waits.append((hex(st.comm_id), op.peer, op.last_state, op.coll_seq))
-    exits = [(x.returncode, x.exited_at) for x in ev.exits if x.pid == r.record.pid]
+    waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq) for st in own for op in st.proxy_ops if op.in_progress]
     return RankSummary(r.rank, r.record.pid, r.state, act.kind, act.op, act.where,
                        tuple(f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])), tuple(comms.items()),
-                       tuple(waits), exc, tuple(exits[:8]), tuple(rank_flags(r, ev, exits)), *_recorder_roles(own))
+                       tuple(waits[:SUMMARY_EDGES]), exc, tuple(exits[:8]), tuple(rank_flags(r, logs, exits)),
+                       *_recorder_roles(own))
 
 
-def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
-    """The rank's own oddities, as `odd_ones_out` tests them rank by rank: frozen or gone, a collector
-    problem, a live process without its state after, an exit, an exception, an error that is no wait on
-    others. Made where the rank's files are (its host), so the root judges the rest over classes."""
+def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
+    """The rank's own oddities: frozen or gone (the model's `FROZEN_STATES`, its process state's `frozen` and
+    `gone`), a collector problem, a live process without its state after, an exit, an exception, an error that is
+    no wait on others. Made where the rank's files are (`logs`: the parsed artifacts under its host and pid)."""
     proc = r.proc
     flags = []
-    if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)):
+    if r.state in FROZEN_STATES or (proc is not None and (proc.frozen or proc.gone)):
         flags.append("frozen")
     if r.problems:
         flags.append("problems")
@@ -563,14 +577,10 @@ def rank_flags(r: Any, ev: Any, exits: list) -> list[str]:
         flags.append("unstated")
     if exits:
         flags.append("exited")
-    key = (r.record.host, r.record.pid)
-    for art in ev.artifacts:
-        if not art.parsed or (art.hints.host, art.hints.pid) != key:
-            continue
-        if art.parsed.exceptions and "exception" not in flags:
-            flags.append("exception")
-        if "error" not in flags and any(map(own_error, art.parsed.events)):
-            flags.append("error")
+    if any(art.parsed.exceptions for art in logs):
+        flags.append("exception")
+    if any(own_error(e) for art in logs for e in art.parsed.events):
+        flags.append("error")
     return flags
 
 
@@ -643,91 +653,6 @@ def check_digest(doc: Any) -> HostDigest:
                       host_findings=doc["host_findings"], created=str(doc.get("created", "")))
 
 
-# ----------------------------------------------------------------------------- what to read raw
-
-
-def odd_ones_out(ev: Any, named: Iterable[tuple[int | None, str | None]] = ()) -> tuple[set[tuple[str, int]], set[str]]:
-    """The processes (host, pid) and hosts whose raw files analysis reads, from evidence rebuilt from digests.
-
-    The rule: a rank is read raw when it is not like the others, or something names it:
-    - its state is frozen or gone (stopped, zombie, D), or a collector had a problem with it;
-    - it exited (a launcher record), or raised (an exception in its files);
-    - its main thread's stack class (collective, GPU wait, elsewhere) or collective is a minority's;
-    - its last op or seq in a communicator differs from the majority of that communicator's ranks;
-    - it logged an error that is no wait on others (WAIT_ERRORS) and no mere information;
-    - the recorder shows others waiting on it (a sink of its wait edges), or it has no recorder waits
-      while its communicator's others do;
-    - a host finding names it (its host's raw files are read too).
-    """
-
-    raw: set[tuple[str, int]] = set()
-    hosts: set[str] = set()
-    by_key = {(r.record.host, r.record.pid): r for r in ev.ranks}
-    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None}
-    for r in ev.ranks:
-        proc = r.proc
-        if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)) \
-                or r.problems or r.record.state_after is None and r.from_manifest:
-            raw.add((r.record.host, r.record.pid))
-    _minority(raw, ev.ranks, lambda r: (r.activity.kind, r.activity.op))
-    pid_of_exit = {(x.host, x.pid) for x in ev.exits} | {(None, x.pid) for x in ev.exits}
-    for r in ev.ranks:
-        if (r.record.host, r.record.pid) in pid_of_exit or (None, r.record.pid) in pid_of_exit:
-            raw.add((r.record.host, r.record.pid))
-    last: dict[str, dict[tuple[str, int], tuple]] = {}
-    for art in ev.artifacts:
-        if not art.parsed or art.hints.pid is None:
-            continue
-        key = (art.hints.host, art.hints.pid)
-        if art.parsed.exceptions:
-            raw.add(key)
-        for e in art.parsed.events:
-            if type(e) is OpEvent:
-                at = last.setdefault(f"{e.comm}\0{e.seq_kind}", {})
-                prev = at.get(key)
-                if prev is None or e.seq >= prev[0]:
-                    at[key] = (e.seq, e.op, e.state)
-            elif own_error(e):
-                raw.add(key)
-    for positions in last.values():
-        _minority_map(raw, positions)
-    if ev.recorder:
-        table = comm_rank_table(ev.recorder)
-        edges = wait_edges(ev.recorder)
-        waited = {table.get(e.comm_id, {}).get(e.peer) for e in edges}
-        waiting = {table.get(e.comm_id, {}).get(e.waiter) for e in edges}
-        for st in ev.recorder:  # sinks: waited on and waiting on none; and silent members of a communicator that waits
-            g = st.env_rank
-            if g in by_rank and g not in waiting and (g in waited or edges):
-                raw.add((by_rank[g].record.host, by_rank[g].record.pid))
-    for rank, host in named:  # (rank, host) pairs the host judge named when the digest was made
-        if rank is not None and rank in by_rank:
-            raw.add((by_rank[rank].record.host, by_rank[rank].record.pid))
-        if host:
-            hosts.add(host)
-    return {k for k in raw if k in by_key}, hosts
-
-
-def _minority(raw: set, ranks: list, key) -> None:
-    counts = Counter(key(r) for r in ranks)
-    if len(counts) <= 1:
-        return
-    top = counts.most_common(1)[0][1]
-    for r in ranks:
-        if counts[key(r)] < top:
-            raw.add((r.record.host, r.record.pid))
-
-
-def _minority_map(raw: set, positions: dict) -> None:
-    counts = Counter(positions.values())
-    if len(counts) <= 1:
-        return
-    top = counts.most_common(1)[0][1]
-    for who, pos in positions.items():
-        if counts[pos] < top:
-            raw.add(who)
-
-
 __all__ = ["FORMAT", "VERSION", "DIGEST_NAME", "DigestError", "HostDigest", "encode", "decode", "encode_parsed",
-           "decode_parsed", "make_digest", "read_digest", "check_digest", "odd_ones_out", "kb_key",
-           "rank_summary", "write_json"]
+           "decode_parsed", "make_digest", "read_digest", "check_digest", "kb_key", "rank_summary",
+           "summaries_of", "write_json"]

@@ -1,12 +1,14 @@
-"""Judge a merged digest over its classes: which ranks are odd ones out, each class judged once.
+"""The odd ones out of a job: which ranks' raw files analysis opens, each rule stated once, over classes.
 
 Why: at 100,000 ranks, 12,000 ranks with the same stack class and the same position in each
-communicator are one question, not 12,000. A merged digest (`parsers.digest_merge`, made on the
-gateways and at the root) already holds them as classes with rank sets as ranges; this module applies
-`parsers.digest.odd_ones_out`'s rule to those classes, so the cost follows the variety of the job (its
-classes, histogram bars, flags and wait edges), not its size:
+communicator are one question, not 12,000. The rules read a `RankGroups` view: the ranks grouped by each
+thing they compare. A class summary of the hosts' digests (`parsers.model.summaries.ClassSummary`, made on
+the hosts, gateways and the root) is one, and so is one gathered rank by rank from the evidence
+(`parsers.model.summaries.gathered`, where the digests' classes are not the whole job): a single rank is a
+class of one, so the same rules decide at 8 ranks and at 100,000, and the cost follows the variety of the job
+(its classes, histogram bars, flags and wait edges), not its size:
 - a rank's own oddities (frozen or gone, a collector problem, no state after, an exit, an exception,
-  an error that is no wait) were flagged on its host (`parsers.digest.rank_flags`): every flag's
+  an error that is no wait) were flagged where its files are (`parsers.digest.rank_flags`): every flag's
   rank set is odd;
 - a stack class (what the main thread does, in which collective) that is not the most common one;
 - a position (last op and seq) of a communicator that is not its most common one;
@@ -16,18 +18,18 @@ classes, histogram bars, flags and wait edges), not its size:
 - a process of unknown rank (read raw: no class can hold it).
 
 What it answers is the set of ranks whose raw files analysis opens (`parsers.digest_first`); the
-verdict itself still comes from the judges over the evidence. When the merged digest lost anything to
-its caps (`dropped`, or a rank set at its range cap), its classes are no longer the whole job, and
-`ClassJudgement.complete` is False: the caller then judges rank by rank.
+verdict itself still comes from the judges over the evidence. When the view lost anything to its caps
+(`lossy`), or a host sent no usable digest, its classes are not the whole job and `ClassJudgement.complete`
+is False: the caller then gathers every rank's summary from the evidence and asks the same rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, union
-from parsers.model.summaries import ClassSummary, StackClass
+from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
+from parsers.model.summaries import HostFinding, StackClass
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -50,35 +52,54 @@ class ClassJudgement:
                 "ranks_covered": self.ranks_covered, "odd_ranks": count(self.ranks), "unranked": len(self.processes)}
 
 
-def judge_classes(merged: ClassSummary) -> ClassJudgement:
-    """The odd ones out of `merged`, every class judged once."""
-    out = ClassJudgement(ranks_covered=merged.ranks)
-    if merged.lossy:
-        return _incomplete(out, "items beyond the merged digest's caps")
-    if merged.without_digest:
-        return _incomplete(out, f"{len(merged.without_digest)} host(s) without a usable digest")
-    if len(merged.unranked) > MAX_UNRANKED:
-        return _incomplete(out, f"{len(merged.unranked)} processes of unknown rank")
-    if any(len(iv) >= MAX_RANGES for iv in _all_sets(merged)):
-        return _incomplete(out, "a rank set at its range cap")
+class RankGroups(Protocol):
+    """What the odd-ones-out rules read: ranks grouped by each thing they compare, each group with its rank set.
+    `ClassSummary` satisfies it, whether folded from the digests (a class of many identical ranks) or gathered
+    rank by rank from the evidence (a rank is a class of one)."""
+
+    flags: dict[str, Intervals]
+    stacks: dict[str, StackClass]
+    comms: dict[str, dict[str, Intervals]]
+    waits: dict[str, dict[str, Intervals]]
+    recorder_ranks: Intervals
+    host_findings: tuple[HostFinding, ...]
+    unranked: tuple[tuple[str | None, int], ...]
+    lossy: bool
+    without_digest: tuple[str, ...]
+
+    @property
+    def summarised(self) -> Intervals: ...
+
+    @property
+    def ranks(self) -> int: ...
+
+
+def judge_classes(groups: RankGroups) -> ClassJudgement:
+    """The odd ones out of `groups`, every class judged once; `complete` says whether the classes are the whole
+    job (the odd ones are named either way)."""
+    out = ClassJudgement(ranks_covered=groups.ranks)
     odd: Intervals = []
-    for iv in merged.flags.values():  # each rank's own oddities, flagged on its host
-        odd = union(odd, iv)
+    for iv in groups.flags.values():  # each rank's own oddities, flagged where its files are
+        odd.extend(iv)
         out.judged += 1
-    odd = union(odd, _minorities(_by_kind_op(merged.stacks), out))
-    for hist in merged.comms.values():
-        odd = union(odd, _minorities(hist, out))
-    odd = union(odd, _recorder(merged, out))
-    for f in merged.host_findings:
+    odd.extend(_minorities(_by_kind_op(groups.stacks), out))
+    for hist in groups.comms.values():
+        odd.extend(_minorities(hist, out))
+    odd.extend(_recorder_sinks(groups, out))
+    for f in groups.host_findings:
         out.judged += 1
         if f.rank is not None:
-            odd = union(odd, [[f.rank, f.rank]])
+            odd.append([f.rank, f.rank])
         if f.host is not None:
             out.hosts.add(f.host)
-    if len(odd) >= MAX_RANGES:
-        return _incomplete(out, "the odd ones out are too scattered for a rank set")
-    out.processes = set(merged.unranked)
-    out.ranks = odd
+    out.ranks = joined(odd)
+    out.processes = set(groups.unranked)
+    for failed, why in ((groups.lossy, "items beyond the merged digest's caps"),
+                        (groups.without_digest, f"{len(groups.without_digest)} host(s) without a usable digest"),
+                        (len(groups.unranked) > MAX_UNRANKED, f"{len(groups.unranked)} processes of unknown rank"),
+                        (len(out.ranks) >= MAX_RANGES, "the odd ones out are too scattered for a rank set")):
+        if failed:
+            return _incomplete(out, why)
     return out
 
 
@@ -87,21 +108,13 @@ def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
     return out
 
 
-def _all_sets(merged: ClassSummary):
-    yield from (c.ranks for c in merged.stacks.values())
-    yield from merged.flags.values()
-    yield from (iv for hist in merged.comms.values() for iv in hist.values())
-    yield from (iv for peers in merged.waits.values() for iv in peers.values())
-    yield merged.recorder_ranks
-
-
 def _by_kind_op(stacks: dict[str, StackClass]) -> dict[str, Intervals]:
-    """Stack classes grouped as `odd_ones_out` compares them: by what the main thread does and in which
-    op (where it sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
+    """Stack classes grouped as the rule compares them: by what the main thread does and in which op (where it
+    sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
     groups: dict[str, Intervals] = {}
     for cls in stacks.values():
         key = f"{cls.kind}|{cls.op}"
-        groups[key] = union(groups.get(key, []), cls.ranks)
+        groups[key] = joined([*groups.get(key, []), *cls.ranks])
     return groups
 
 
@@ -115,21 +128,22 @@ def _minorities(hist: dict[str, Intervals], out: ClassJudgement) -> Intervals:
     odd: Intervals = []
     for k, iv in hist.items():
         if sizes[k] < top:
-            odd = union(odd, iv)
+            odd.extend(iv)
     return odd
 
 
-def _recorder(merged: ClassSummary, out: ClassJudgement) -> Intervals:
+def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     """When anyone waits on a peer in the recorder, the ranks with recorder state that wait on none: the
-    peers waited on and the silent members (`odd_ones_out`'s recorder rule, over rank sets)."""
+    peers waited on and the silent members (over rank sets)."""
     waiting: Intervals = []
     for peers in merged.waits.values():
         for iv in peers.values():
-            waiting = union(waiting, iv)
+            waiting.extend(iv)
             out.judged += 1
     if not waiting:
         return []
+    waiting = joined(waiting)
     # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
     # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
     # the ranks with state say)
-    return union(difference(merged.recorder_ranks, waiting), difference(merged.summarised, merged.recorder_ranks))
+    return [*difference(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]

@@ -9,7 +9,7 @@ gateways' answers in the same way (merging is associative: any tree shape gives 
 
 On a gateway: `python -m forensics.fleet.reduce BUNDLE` (a job bundle the gateway merged from its
 hosts' answers) prints the merged digest on stdout; a host whose digest is missing or unusable is
-counted in `hosts_without_digest`, which makes the root judge rank by rank.
+named in its `without_digest`, which makes the root judge rank by rank.
 
 The reduced tree end to end (`collect_reduced`): the root reaches each gateway by ssh and runs
 `python -m forensics.fleet.reduce gateway --hosts NODESET --out DIR --spec JSON`; the gateway collects

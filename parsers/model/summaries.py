@@ -429,22 +429,33 @@ def _doubled(d: Any) -> tuple[int, str, int]:
 def of_host(host: str, summaries: Iterable[RankSummary], findings: Iterable[Any] = ()) -> ClassSummary:
     """One host's rank summaries (checked: `RankSummary.from_json`) and its host judge's findings (the digest's
     records: rank, reason_class, reason) as the class summary of that host alone."""
+    found = [HostFinding(f.get("rank") if is_rank(f.get("rank")) else None, host, str(f.get("reason_class"))[:60],
+                         str(f.get("reason"))[:500]) for f in findings if isinstance(f, dict)]
+    one = gathered(((host, s) for s in summaries), found)
+    return merge(one, one)  # the caps and the canonical order, as every merge leaves them
+
+
+def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFinding] = ()) -> ClassSummary:
+    """Rank summaries of any hosts, (host, summary), folded into classes with no cap: a class summary as large as
+    the ranks' variety. Where the caps would cut (a job read rank by rank), the odd-ones-out rules still read every
+    rank through it; `of_host` caps it for the wire."""
     by: dict[str, dict[str, list[int]]] = {k: {} for k in ("states", "flags")}
     stacks: dict[str, tuple[RankSummary, list[int]]] = {}
     comms: dict[str, dict[str, list[int]]] = {}
     waits: dict[str, dict[str, list[int]]] = {}
     members: dict[str, list[list[int]]] = {}
-    ranks: list[int] = []
+    hosts: dict[str, list[int]] = {}
     recorder_ranks: list[int] = []
     records: dict[str, list] = {"edges": [], "exceptions": [], "exits": [], "unranked": []}
-    pids: dict[int, list[int]] = {}
-    for s in summaries:
+    claims: dict[tuple[int, str], list[int]] = {}
+    for host, s in rows:
+        ranks = hosts.setdefault(host, [])
         if s.rank is None:
             records["unranked"].append((host, s.pid))
             continue
         rank = s.rank
         ranks.append(rank)
-        pids.setdefault(rank, []).append(s.pid)
+        claims.setdefault((rank, host), []).append(s.pid)
         first = stacks.get(s.stack_key)
         if first is None or rank < first[0].rank:  # type: ignore[operator]
             stacks[s.stack_key] = (s, first[1] if first else [])
@@ -464,18 +475,16 @@ def of_host(host: str, summaries: Iterable[RankSummary], findings: Iterable[Any]
             members.setdefault(comm, []).append([comm_rank, comm_rank, job])
         for comm, peer in s.waits_on:
             waits.setdefault(comm, {}).setdefault(str(peer), []).append(rank)
-    found = [HostFinding(f.get("rank") if is_rank(f.get("rank")) else None, host, str(f.get("reason_class"))[:60],
-                         str(f.get("reason"))[:500]) for f in findings if isinstance(f, dict)]
-    one = ClassSummary(host_ranks={host: of_ranks(ranks)},
-                       stacks={k: StackClass(s.kind, s.op, s.where, s.top, of_ranks(rs)) for k, (s, rs) in stacks.items()},
-                       states={k: of_ranks(v) for k, v in by["states"].items()},
-                       comms={c: {p: of_ranks(v) for p, v in h.items()} for c, h in comms.items()},
-                       flags={k: of_ranks(v) for k, v in by["flags"].items()}, members=members,
-                       waits={c: {p: of_ranks(v) for p, v in h.items()} for c, h in waits.items()},
-                       recorder_ranks=of_ranks(recorder_ranks), host_findings=tuple(found),
-                       doubled=tuple((r, host, p) for r, ps in pids.items() if len(ps) > 1 for p in ps),
-                       **{k: tuple(v) for k, v in records.items()})
-    return merge(one, one)  # the caps and the canonical order, as every merge leaves them
+    return ClassSummary(host_ranks={h: of_ranks(v) for h, v in hosts.items()},
+                        stacks={k: StackClass(s.kind, s.op, s.where, s.top, of_ranks(rs)) for k, (s, rs) in stacks.items()},
+                        states={k: of_ranks(v) for k, v in by["states"].items()},
+                        comms={c: {p: of_ranks(v) for p, v in h.items()} for c, h in comms.items()},
+                        flags={k: of_ranks(v) for k, v in by["flags"].items()},
+                        members={c: _runs(runs, _Cut()) for c, runs in members.items()},
+                        waits={c: {p: of_ranks(v) for p, v in h.items()} for c, h in waits.items()},
+                        recorder_ranks=of_ranks(recorder_ranks), host_findings=tuple(sorted(set(findings), key=_order)),
+                        doubled=tuple(sorted((r, h, p) for (r, h), ps in claims.items() if len(ps) > 1 for p in ps)),
+                        **{k: tuple(sorted(set(v), key=_order)) for k, v in records.items()})
 
 
 class _Cut:
