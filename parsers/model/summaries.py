@@ -48,9 +48,10 @@ class Position(NamedTuple):
     state: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RankSummary:
-    """What one rank looks like, made on its host from its evidence (`parsers.digest.rank_summary`)."""
+    """What one rank looks like, made on its host from its evidence (`parsers.digest.rank_summary`); not frozen
+    (a frozen dataclass's constructor costs four times as much, at every rank of a 100,000-rank job)."""
 
     rank: int | None
     pid: int
@@ -90,26 +91,39 @@ class RankSummary:
 
     @classmethod
     def from_json(cls, doc: Any) -> RankSummary:
-        """A rank summary from a digest, every field checked against its type and bound (SummaryError)."""
-        if not isinstance(doc, dict):
+        """A rank summary from a digest, every field checked against its type and bound (SummaryError). Written
+        for speed as well (every rank of a 100,000-rank job passes here): an empty field costs one test."""
+        if type(doc) is not dict:
             raise SummaryError(f"a rank summary that is a {type(doc).__name__}, not a mapping")
         rank, pid = doc.get("rank"), doc.get("pid")
         if rank is not None and not is_rank(rank):
             raise SummaryError(f"rank {str(rank)[:40]!r} is not a rank")
         if not is_rank(pid):
             raise SummaryError(f"pid {str(pid)[:40]!r} is not a pid")
-        stack = _mapping(doc.get("stack") or {}, "stack")
-        return cls(rank, pid, _text(doc.get("state"), "state"), _text(stack.get("kind"), "stack kind"),
+        stack = doc.get("stack") or _EMPTY
+        if type(stack) is not dict:
+            raise SummaryError("stack: not a mapping")
+        get = doc.get
+        top, flags, waits, exits, members, waits_on = (get("top"), get("flags"), get("recorder_waits"), get("exits"),
+                                                       get("recorder"), get("waits_on"))
+        return cls(rank, pid, _text(get("state"), "state"), _text(stack.get("kind"), "stack kind"),
                    _text(stack.get("op"), "stack op"), _text(stack.get("where"), "stack where"),
-                   tuple(_text(x, "top frame") or "" for x in _items(doc.get("top"), TOP_FRAMES, "top")),
-                   _comms(doc.get("comms")), tuple(_wait(w) for w in _items(doc.get("recorder_waits"), SUMMARY_EDGES,
-                                                                           "recorder_waits")),
-                   _text(doc.get("exception"), "exception"),
-                   tuple(_exit(x) for x in _items(doc.get("exits"), EXITS_CAP, "exits")),
-                   tuple(f if f in FLAGS else "other" for f in (_text(x, "flag") for x in _items(doc.get("flags"),
-                                                                                              len(FLAGS) + 2, "flags")) if f),
-                   tuple(_member(m) for m in _items(doc.get("recorder"), COMMS_CAP, "recorder")),
-                   tuple(_waits_on(w) for w in _items(doc.get("waits_on"), SUMMARY_EDGES, "waits_on")))
+                   tuple(_text(x, "top frame") or "" for x in _items(top, TOP_FRAMES, "top")) if top else (),
+                   _comms(get("comms")) if get("comms") else (),
+                   tuple(_wait(w) for w in _items(waits, SUMMARY_EDGES, "recorder_waits")) if waits else (),
+                   _text(get("exception"), "exception"),
+                   tuple(_exit(x) for x in _items(exits, EXITS_CAP, "exits")) if exits else (),
+                   _flags(flags) if flags else (),
+                   tuple(_member(m) for m in _items(members, COMMS_CAP, "recorder")) if members else (),
+                   tuple(_waits_on(w) for w in _items(waits_on, SUMMARY_EDGES, "waits_on")) if waits_on else ())
+
+
+_EMPTY: dict = {}
+
+
+def _flags(v: Any) -> tuple[str, ...]:
+    """A rank's flags: a name this tool does not know is still an oddity, kept as 'other'."""
+    return tuple(f if f in FLAGS else "other" for f in (_text(x, "flag") for x in _items(v, len(FLAGS) + 2, "flags")) if f)
 
 
 def _mapping(v: Any, what: str) -> dict:
@@ -130,11 +144,11 @@ def _items(v: Any, cap: int, what: str) -> list:
 
 
 def _text(v: Any, what: str) -> str | None:
+    if type(v) is str:
+        return v if len(v) <= MAX_TEXT else v[:MAX_TEXT]
     if v is None:
         return None
-    if not isinstance(v, str):
-        raise SummaryError(f"{what}: a {type(v).__name__}, not text")
-    return v[:MAX_TEXT]
+    raise SummaryError(f"{what}: a {type(v).__name__}, not text")
 
 
 def _count(v: Any, what: str) -> int:
@@ -431,11 +445,12 @@ def of_host(host: str, summaries: Iterable[RankSummary], findings: Iterable[Any]
     records: rank, reason_class, reason) as the class summary of that host alone."""
     found = [HostFinding(f.get("rank") if is_rank(f.get("rank")) else None, host, str(f.get("reason_class"))[:60],
                          str(f.get("reason"))[:500]) for f in findings if isinstance(f, dict)]
-    one = gathered(((host, s) for s in summaries), found)
+    one = gathered(((host, s) for s in summaries), found, (host,))  # a host of no ranks still spoke
     return merge(one, one)  # the caps and the canonical order, as every merge leaves them
 
 
-def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFinding] = ()) -> ClassSummary:
+def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFinding] = (),
+             hosts_seen: Iterable[str] = ()) -> ClassSummary:
     """Rank summaries of any hosts, (host, summary), folded into classes with no cap: a class summary as large as
     the ranks' variety. Where the caps would cut (a job read rank by rank), the odd-ones-out rules still read every
     rank through it; `of_host` caps it for the wire."""
@@ -444,7 +459,7 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
     comms: dict[str, dict[str, list[int]]] = {}
     waits: dict[str, dict[str, list[int]]] = {}
     members: dict[str, list[list[int]]] = {}
-    hosts: dict[str, list[int]] = {}
+    hosts: dict[str, list[int]] = {h: [] for h in hosts_seen}
     recorder_ranks: list[int] = []
     records: dict[str, list] = {"edges": [], "exceptions": [], "exits": [], "unranked": []}
     claims: dict[tuple[int, str], list[int]] = {}

@@ -78,6 +78,7 @@ def test_counts_and_conflicts_are_derived_from_the_rank_sets():
     assert (both.hosts, both.ranks) == (2, 2) == (merge(both, b).hosts, merge(both, b).ranks)
     assert both.conflicts == {3: ["a", "b"], 4: ["a pid 104", "a pid 204"]}
     assert both.stacks[one.stack_key].top == () and count(both.stacks[one.stack_key].ranks) == 1
+    assert merge(both, of_host("c", [])).hosts == 3  # a host whose digest summarised no rank still answered
 
 
 def test_caps_keep_the_same_part_in_any_tree_and_say_so():
