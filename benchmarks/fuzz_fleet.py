@@ -34,9 +34,9 @@ from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import add_stray, stop_rank, write_digests
 from benchmarks.fuzz_structured import _bounded_dumps, _swap, forked
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
-from parsers.digest_classes import judge_classes
-from parsers.digest_merge import ClassSummary, from_host, merge, merge_all
+from parsers.scale.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
+from parsers.scale.classes import judge_classes
+from parsers.scale.merge import ClassSummary, from_host, merge, merge_all
 from parsers.source import open_source
 from forensics.fleet.reduce import ANSWER, read_gateway_answer
 from forensics.fleet.tree_verdict import ranks_to_fetch

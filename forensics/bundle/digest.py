@@ -1,8 +1,8 @@
-"""Writes a host's digest beside its raw files at the end of `collect` (the format: parsers/digest.py).
+"""Writes a host's digest beside its raw files at the end of `collect` (the format: parsers/scale/digest.py).
 
 Why on the host: the host already has its files, and reading them there (with the readers analysis
 uses) spreads the reading of a 100,000-rank job over its hosts; analysis then reads one small file
-a host and the raw files of the odd ones out only (parsers/digest_first.py). A digest that cannot
+a host and the raw files of the odd ones out only (parsers/scale/digest_first.py). A digest that cannot
 be made costs nothing gathered: the raw files and the manifest stay as they are, and a note says why.
 """
 
@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, read_digest, write_json
-from parsers.digest_merge import from_host, merge_all, without as without_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, write_json
+from parsers.scale.merge import from_host, merge_all, without as without_digest
 from parsers.model.manifest import Manifest
-from parsers.digest_first import digest_host
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 from forensics import safefs
 from forensics.bundle.writer import BundleWriter
@@ -42,7 +42,7 @@ MERGED_DIGEST = "merged-digest.json"
 
 
 def write_merged_digest(root: Path, man: Manifest) -> str | None:
-    """The job bundle's merged digest (parsers.digest_merge) at its root, from the digests its hosts
+    """The job bundle's merged digest (parsers.scale.merge) at its root, from the digests its hosts
     sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
     Returns a note when some host's digest was unusable (None when all were, or there were none)."""
     parts, bad, without = [], [], []

@@ -29,7 +29,7 @@ from forensics.fleet.slurm import slurm_hosts, srun_runner
 from forensics.bundle.archive import make_archive
 from forensics.fleet import outcome
 from parsers.ranges import fold
-from parsers.digest_merge import count, fold as fold_intervals
+from parsers.scale.merge import count, fold as fold_intervals
 
 FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle

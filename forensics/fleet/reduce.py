@@ -1,10 +1,10 @@
 """The reduction step of tree mode: a gateway folds what its hosts returned into one merged digest.
 
 Why: as LLNL's STAT reduces stack traces at every level of its MRNet tree, a gateway that collected
-its share of the fleet sends up one merged digest (`parsers.digest_merge`: stack classes with rank
+its share of the fleet sends up one merged digest (`parsers.scale.merge`: stack classes with rank
 ranges, position histograms, each rank's own oddities as rank sets, wait edges), whose size follows
 the job's variety, not its rank count; the raw files stay where the gateway filed them, for the root
-to fetch for the ranks its class judgement marks (`parsers.digest_classes`). The root merges the
+to fetch for the ranks its class judgement marks (`parsers.scale.classes`). The root merges the
 gateways' answers in the same way (merging is associative: any tree shape gives the same root).
 
 On a gateway: `python -m forensics.fleet.reduce BUNDLE` (a job bundle the gateway merged from its
@@ -52,11 +52,11 @@ from forensics.fleet.command import ssh_options as ssh_options_argv  # (the func
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers import bounded_json, safeio
-from parsers.digest import DIGEST_NAME, own_processes, read_digest
-from parsers.digest_classes import judge_classes
+from parsers.scale.digest import DIGEST_NAME, own_processes, read_digest
+from parsers.scale.classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
-from parsers.digest_merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, from_host, \
+from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, from_host, \
     holds, merge_all, without
 from parsers.source import open_source, read_manifest_file
 

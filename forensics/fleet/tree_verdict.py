@@ -25,7 +25,7 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import analyze
-from parsers.digest_merge import ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, \
+from parsers.scale.merge import ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, \
     union
 from parsers.model.events import MAX_RANKS
 

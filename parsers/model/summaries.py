@@ -50,7 +50,7 @@ class Position(NamedTuple):
 
 @dataclass(slots=True)
 class RankSummary:
-    """What one rank looks like, made on its host from its evidence (`parsers.digest.rank_summary`); not frozen
+    """What one rank looks like, made on its host from its evidence (`parsers.scale.digest.rank_summary`); not frozen
     (a frozen dataclass's constructor costs four times as much, at every rank of a 100,000-rank job)."""
 
     rank: int | None

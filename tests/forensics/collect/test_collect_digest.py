@@ -14,7 +14,7 @@ from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from parsers import knowledge
 from forensics.report.words import analyze
-from parsers.digest import DIGEST_NAME, read_digest
+from parsers.scale.digest import DIGEST_NAME, read_digest
 
 pytestmark = pytest.mark.integration
 

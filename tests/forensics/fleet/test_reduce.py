@@ -16,10 +16,11 @@ import pytest
 from hf_testpaths import FIXTURES
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.fleet.reduce import merge_answers, read_answer
-from parsers import digest_merge, knowledge
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_classes import judge_classes
-from parsers.digest_first import digest_host
+from parsers import knowledge
+from parsers.scale import merge as digest_merge
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.classes import judge_classes
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 
 KB = knowledge.load(use_env=False)

@@ -7,7 +7,7 @@ recorder members and waits, the ranks each host summarised). The one merge is th
 `merge_all`: associative, commutative, idempotent), so any tree shape gives the same root; this module adds what
 the scale path asks of a class summary in words (`outliers`, `stack_classes`) and the bound on its encoding.
 
-Input: a host digest's rank summaries (`parsers.digest.read_digest`, typed and checked) and host findings,
+Input: a host digest's rank summaries (`parsers.scale.digest.read_digest`, typed and checked) and host findings,
 through `from_host`; output: a `ClassSummary`, whose `to_json` is the merged digest document.
 """
 
@@ -24,7 +24,7 @@ MAX_MERGED_BYTES = 64 << 20
 
 
 def from_document(doc: dict[str, Any]) -> ClassSummary:
-    """A host digest's document ({'host', 'ranks', 'host_findings'}, as `parsers.digest.make_digest` writes it) as
+    """A host digest's document ({'host', 'ranks', 'host_findings'}, as `parsers.scale.digest.make_digest` writes it) as
     the class summary of that host; SummaryError naming the first field that is not the model's."""
     host = doc.get("host")
     if not isinstance(host, str):

@@ -1,11 +1,11 @@
 """Analyse a large bundle over its classes: evidence for the ranks that can change the verdict, classes for the rest.
 
-Why: digest first (parsers.digest_first) reads the raw files of the odd ones out only, but still rebuilds
+Why: digest first (parsers.scale.digest_first) reads the raw files of the odd ones out only, but still rebuilds
 every rank's evidence from the digests and runs every judge over every rank: at 100,000 ranks that is about
 30 s before any judge and as much again in them. Yet 99,990 ranks that sit in the same collective at the same
-position are one question, answered by the merged digest's classes (parsers.digest_classes). So for a bundle
+position are one question, answered by the merged digest's classes (parsers.scale.classes). So for a bundle
 of many ranks whose hosts all wrote usable digests:
-1. read every host's rank summaries (not its files' evidence) and merge them (parsers.digest_merge), in worker
+1. read every host's rank summaries (not its files' evidence) and merge them (parsers.scale.merge), in worker
    processes when there are many hosts (what crosses back is a merged digest: kilobytes);
 2. judge the classes once each: the odd ones out (and the hosts a host finding names);
 3. focus: the hosts of the odd ones out, one host for a representative rank of each class (the judges compare
@@ -18,7 +18,7 @@ Digest first over every rank (parsers.analyze) is read instead where the classes
 with files and no usable digest, a digest made with another knowledge base, caps), where the focus would hold
 more than half the hosts (a recorder's ring of waits reaches every host), where a verdict keeps naming ranks
 judged from their classes after three rounds of widening, and where the job may run and its ranks are timed
-(who arrives last is each rank's own). tests/parsers/test_digest_focus.py: the full read's verdict on every
+(who arrives last is each rank's own). tests/parsers/scale/test_focus.py: the full read's verdict on every
 bundle fixture, on each refiled one host per rank, and on a 1,536-rank bundle read over 2 hosts.
 """
 
@@ -30,9 +30,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
-from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
+from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
+from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.evidence import read_files
 from parsers.model.events import own_error
@@ -338,6 +338,6 @@ def _int(v: Any) -> int | None:
 
 
 def _op_seq(pos: str) -> list[Any]:
-    """'allreduce@10' (parsers.digest_merge's position key) as [op, seq]."""
+    """'allreduce@10' (parsers.scale.merge's position key) as [op, seq]."""
     op, _, seq = pos.rpartition("@")
     return [op, int(seq) if seq.isdigit() else seq]

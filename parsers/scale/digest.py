@@ -5,7 +5,7 @@ host already has its files when `collect` ends, so it reads them there, with the
 (`parsers.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
 `hosts/<host>/digest.json` beside them: per file, the typed evidence (`Parsed`) with its lists capped
 and its strings cut. Analysis rebuilds the evidence from the digests, then reads raw files only for
-the ranks the class rules mark as odd ones out (`parsers.digest_classes`), and for any rank the verdict then
+the ranks the class rules mark as odd ones out (`parsers.scale.classes`), and for any rank the verdict then
 names that it has not read raw. Digest and raw read can disagree only where a cap dropped
 something, and never about a rank the verdict names.
 

@@ -8,7 +8,7 @@ the hosts, gateways and the root) is one, and so is one gathered rank by rank fr
 class of one, so the same rules decide at 8 ranks and at 100,000, and the cost follows the variety of the job
 (its classes, histogram bars, flags and wait edges), not its size:
 - a rank's own oddities (frozen or gone, a collector problem, no state after, an exit, an exception,
-  an error that is no wait) were flagged where its files are (`parsers.digest.rank_flags`): every flag's
+  an error that is no wait) were flagged where its files are (`parsers.scale.digest.rank_flags`): every flag's
   rank set is odd;
 - a stack class (what the main thread does, in which collective) that is not the most common one;
 - a position (last op and seq) of a communicator that is not its most common one;
@@ -17,7 +17,7 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
 - a rank a host finding names (and its host's files);
 - a process of unknown rank (read raw: no class can hold it).
 
-What it answers is the set of ranks whose raw files analysis opens (`parsers.digest_first`); the
+What it answers is the set of ranks whose raw files analysis opens (`parsers.scale.digest_first`); the
 verdict itself still comes from the judges over the evidence. When the view lost anything to its caps
 (`lossy`), or a host sent no usable digest, its classes are not the whole job and `ClassJudgement.complete`
 is False: the caller then gathers every rank's summary from the evidence and asks the same rules.

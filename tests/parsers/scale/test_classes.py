@@ -1,15 +1,15 @@
-"""Judging a merged digest over its classes (parsers.digest_classes): the odd ones out of a job of any
+"""Judging a merged digest over its classes (parsers.scale.classes): the odd ones out of a job of any
 size, each class judged once; the verdict's equality with a full read is in test_digest.py."""
 
 from __future__ import annotations
 
-from parsers import digest_classes, digest_merge
-from parsers.digest_classes import judge_classes
-from parsers.digest_merge import difference, ranks_of
+from parsers.scale import classes as digest_classes, merge as digest_merge
+from parsers.scale.classes import judge_classes
+from parsers.scale.merge import difference, ranks_of
 
 
 def _host(h: int, per: int = 8, odd: dict | None = None) -> dict:
-    """Rank summaries of one host as parsers.digest.rank_summary writes them; `odd`: rank -> changes."""
+    """Rank summaries of one host as parsers.scale.digest.rank_summary writes them; `odd`: rank -> changes."""
     rows = []
     for r in range(h * per, h * per + per):
         row = {"rank": r, "pid": 1000 + r, "state": "S",
@@ -89,11 +89,11 @@ def test_flags_from_a_host_are_bounded_to_known_names():
 # one (by name, or the same body under another name) anywhere in the code fails, as does a copy of the frozen states
 
 RULES = {
-    "judge_classes": "parsers/digest_classes.py",  # the odd ones out, over any RankGroups view
-    "_minorities": "parsers/digest_classes.py",  # a bar smaller than its histogram's tallest
-    "_by_kind_op": "parsers/digest_classes.py",  # stack classes compared by what the main thread does, in which op
-    "_recorder_sinks": "parsers/digest_classes.py",  # waited on and waiting on none; silent members
-    "rank_flags": "parsers/digest.py",  # a rank's own oddities, made where its files are
+    "judge_classes": "parsers/scale/classes.py",  # the odd ones out, over any RankGroups view
+    "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
+    "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
+    "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
+    "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
 }
 GONE = ("odd_ones_out", "_minority", "_minority_map")
 
@@ -102,7 +102,7 @@ def _functions():
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     for pkg in ("parsers", "forensics"):
         for path in sorted((root / pkg).rglob("*.py")):
             tree = ast.parse(path.read_text())

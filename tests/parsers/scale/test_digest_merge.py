@@ -9,9 +9,10 @@ import shutil
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers import digest_merge, knowledge
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_first import digest_host
+from parsers import knowledge
+from parsers.scale import merge as digest_merge
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
 from parsers.model.summaries import SummaryError
 from parsers.source import open_source
 from forensics.bundle.digest import MERGED_DIGEST

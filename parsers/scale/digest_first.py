@@ -1,8 +1,8 @@
 """Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
 
 Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
-evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the odd ones out:
-chosen over the classes of the hosts' merged digest (`parsers.digest_classes`: each class judged once,
+evidence, bounded (`parsers.scale.digest`). The raw files stay in the bundle and are read for the odd ones out:
+chosen over the classes of the hosts' merged digest (`parsers.scale.classes`: each class judged once,
 whatever its rank count), or, when a host with files has no usable digest or the merge cut something to its
 caps, by the same rules over every rank's summary gathered from the rebuilt evidence (`_odd_by_ranks`); for the hosts a host finding
 names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
@@ -22,10 +22,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
+from parsers.scale.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
     make_digest, own_processes, read_digest, summaries_of
-from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import ClassSummary, from_host, merge_all, ranks_of
+from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers.model.summaries import HostFinding, gathered
 from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
@@ -107,7 +107,7 @@ class DigestRead:
     notes: list[str] = field(default_factory=list)
     raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
     reread: int = 0  #: ranks read raw after the first verdict named them
-    merged: ClassSummary | None = None  #: the hosts' digests merged (parsers.digest_merge), judged over classes
+    merged: ClassSummary | None = None  #: the hosts' digests merged (parsers.scale.merge), judged over classes
     classes: ClassJudgement | None = None
 
     def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:

@@ -11,7 +11,7 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, read_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest
 from forensics.report.words import analyze
 
 KB = knowledge.load(use_env=False)
