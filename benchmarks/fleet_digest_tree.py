@@ -381,13 +381,12 @@ def estimate(done: list[dict], mode: str, ranks: int) -> float | None:
     return base["wall_s"] * max(1.0, ranks / base["ranks"]) * 1.25 + 5
 
 
-def main() -> int:
-    from benchmarks.fleet_fanout import compile_standin, filesystem
-
+def _options() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default="4096,32768")
     ap.add_argument("--gateways", type=int, default=8)
-    ap.add_argument("--fanout", type=int, default=1024, help="ssh at once: the flat root's, and each gateway's unless --gateway-fanout")
+    ap.add_argument("--fanout", type=int, default=1024,
+                    help="ssh at once: the flat root's, and each gateway's unless --gateway-fanout")
     ap.add_argument("--gateway-fanout", type=int, default=None, help="ssh at once on each gateway (tree rows)")
     ap.add_argument("--modes", default="full,digest,tree", help="full, digest, tree (library) and cli (the reduced tree "
                                                                 "through `forensics collect --reduce --json`)")
@@ -398,100 +397,146 @@ def main() -> int:
     ap.add_argument("--table-out", type=Path, default=None)
     ap.add_argument("--one", nargs=4, metavar=("MODE", "HOSTS", "ANSWERS", "STANDIN"), help=argparse.SUPPRESS)
     ap.add_argument("--bundle-dir", default=None, help=argparse.SUPPRESS)  # a row's: under its driver's folder
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    from benchmarks.fleet_fanout import filesystem
+
+    args = _options()
     gw_fanout = args.gateway_fanout or args.fanout
     rows = plan_rows(args)
     biggest = max(r for r, _ in rows) // PER_HOST
-    bundle_dir = args.bundle_dir or bundle_parent(biggest * 600_000)  # answers ~45 kB a host, filed files ~200 kB, twice
+    # answers ~45 kB a host, filed files ~200 kB, twice
+    bundle_dir = args.bundle_dir or bundle_parent(biggest * 600_000)
     if args.one:
-        print(json.dumps(one(args.one[0], int(args.one[1]), args.gateways, gw_fanout if args.one[0] == "tree" else args.fanout,
-                             Path(args.one[2]), Path(args.one[3]), bundle_dir)))
+        fanout = gw_fanout if args.one[0] == "tree" else args.fanout
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.gateways, fanout, Path(args.one[2]),
+                             Path(args.one[3]), bundle_dir)))
         return 0
-    begin = time.perf_counter()
-    deadline = begin + args.budget_s if args.budget_s else None
     report: dict = {"benchmark": "fleet_digest_tree", "cpus": os.cpu_count(), "python": sys.version.split()[0],
                     "bundle_dir": bundle_dir, "filesystem": filesystem(Path(bundle_dir)), "per_host": PER_HOST,
                     "gateways": args.gateways, "gateway_fanout": gw_fanout, "flat_fanout": args.fanout,
                     "latency_s": 1, "budget_s": args.budget_s, "answers": {}, "rows": []}
+    _Driver(args, report, Path(tempfile.mkdtemp(prefix="bench-tree-", dir=bundle_dir))).run(rows)
+    return 0
 
-    def save() -> None:
-        report["elapsed_s"] = round(time.perf_counter() - begin, 1)
+
+class _Driver:
+    """The driver's run of the rows: each row's answers made once per size, each row run in its own process
+    (the cli rows through `forensics collect --reduce`), the report saved after every step.
+
+    Why a class: the rows share the report, the work folder, the stand-in ssh and the answers made so far."""
+
+    def __init__(self, args: argparse.Namespace, report: dict, tmp: Path) -> None:
+        self.args, self.report, self.tmp = args, report, tmp
+        self.begin = time.perf_counter()
+        self.deadline = self.begin + args.budget_s if args.budget_s else None
+        self.gw_fanout = args.gateway_fanout or args.fanout
+        self.env = dict(os.environ,
+                        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
+        self.answers: dict[int, Path] = {}
+        self.standin = Path()
+        self.kind = ""
+        self.templates: tuple = ()
+        report["work_dir"] = str(tmp)  # answers, stand-in, every row's bundles: removed at the end
+
+    def save(self) -> None:
+        args, report = self.args, self.report
+        report["elapsed_s"] = round(time.perf_counter() - self.begin, 1)
         if args.json_out:
             args.json_out.write_text(json.dumps(report, indent=1))
         if args.table_out:
             args.table_out.write_text(table(report))
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-tree-", dir=bundle_dir))
-    report["work_dir"] = str(tmp)  # answers, stand-in, every row's bundles: removed at the end
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
-    try:
-        standin, kind = compile_standin(tmp)
-        report["standin"] = kind
-        t = time.perf_counter()
-        templates = (collect_template(None), collect_template(3))
-        report["templates_s"] = round(time.perf_counter() - t, 2)
-        report["template_states"] = [[json.loads(v).get("state") for k, v in sorted(template_files(a).items())
-                                      if k.endswith("/proc.json")] for a in templates]  # the stopped one: a 'T'
-        answers: dict[int, Path] = {}
-        for i, (ranks, mode) in enumerate(rows):
-            hosts = ranks // PER_HOST
-            left = deadline - time.perf_counter() if deadline else 3600.0
-            if hosts not in answers:
-                made = report["answers"].get(str(ranks))
-                guess = estimate([dict(mode="answers", **a) for a in report["answers"].values()], "answers", ranks)
-                if made is not None or (guess is not None and guess > left):
-                    report["rows"].append({"mode": mode, "ranks": ranks, "status": f"skipped: its answers not made ({left:.0f} s left)"})
-                    report["answers"].setdefault(str(ranks), {"ranks": ranks, "status": f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"})
-                    save()
+    def left(self) -> float:
+        return self.deadline - time.perf_counter() if self.deadline else 3600.0
+
+    def run(self, rows: list[tuple[int, str]]) -> None:
+        from benchmarks.fleet_fanout import compile_standin
+
+        report = self.report
+        try:
+            self.standin, self.kind = compile_standin(self.tmp)
+            report["standin"] = self.kind
+            t = time.perf_counter()
+            self.templates = (collect_template(None), collect_template(3))
+            report["templates_s"] = round(time.perf_counter() - t, 2)
+            report["template_states"] = [[json.loads(v).get("state") for k, v in sorted(template_files(a).items())
+                                          if k.endswith("/proc.json")] for a in self.templates]  # the stopped one: a 'T'
+            for i, (ranks, mode) in enumerate(rows):
+                hosts = ranks // PER_HOST
+                if hosts not in self.answers and not self.make(ranks, mode):
                     continue
-                t, cpu = time.perf_counter(), os.times()
-                answers[hosts] = tmp / f"answers-{hosts}"
-                size = make_answers(answers[hosts], hosts, culprit_host=hosts // 3, workers=args.workers, templates=templates)
-                wall, cpu2 = time.perf_counter() - t, os.times()
-                used = (cpu2.user + cpu2.system + cpu2.children_user + cpu2.children_system
-                        - cpu.user - cpu.system - cpu.children_user - cpu.children_system)
-                report["answers"][str(ranks)] = {"ranks": ranks, "hosts": hosts, "status": "ok", "wall_s": round(wall, 2),
-                                                 "cpu_ms_a_host": round(used / hosts * 1000, 1), "bytes_a_host": size,
-                                                 "culprit": hosts // 3 * PER_HOST + 3}
-                print(f"{ranks} ranks ({hosts} hosts x {PER_HOST}): answers made in {wall:.1f} s "
-                      f"({used / hosts * 1000:.1f} ms CPU a host), {size} bytes a host on the wire; culprit: rank "
-                      f"{hosts // 3 * PER_HOST + 3} (stopped); stand-in {kind}", flush=True)
-                save()
-            left = deadline - time.perf_counter() if deadline else 3600.0
-            guess = estimate(report["rows"], mode, ranks)
-            load = os.getloadavg()[0]
-            if guess is not None and guess > left:
-                row = {"mode": mode, "ranks": ranks, "status": f"skipped: estimated {guess:.0f} s, {left:.0f} s left"}
-            elif mode == "cli":
-                row = cli_row(hosts, args.gateways, gw_fanout, answers[hosts], standin, str(tmp), left)
-                row["wall_s"] = row.get("verdict_s")
+                row = self.row(ranks, mode)
+                report["rows"].append(row)
+                print("  " + json.dumps(row), flush=True)
+                self.save()
+                if all(r // PER_HOST != hosts for r, _ in rows[i + 1:]):  # no later row needs these answers
+                    shutil.rmtree(self.answers.pop(hosts), ignore_errors=True)
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.save()
+
+    def make(self, ranks: int, mode: str) -> bool:
+        """Make the answers of a size (every host's, the culprit's host stopped); False, and the row skipped,
+        when they were skipped before or would not be made in the time left."""
+        report, hosts, left = self.report, ranks // PER_HOST, self.left()
+        made = report["answers"].get(str(ranks))
+        guess = estimate([dict(mode="answers", **a) for a in report["answers"].values()], "answers", ranks)
+        if made is not None or (guess is not None and guess > left):
+            report["rows"].append({"mode": mode, "ranks": ranks,
+                                   "status": f"skipped: its answers not made ({left:.0f} s left)"})
+            report["answers"].setdefault(str(ranks), {"ranks": ranks,
+                                                      "status": f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"})
+            self.save()
+            return False
+        t, cpu = time.perf_counter(), os.times()
+        self.answers[hosts] = self.tmp / f"answers-{hosts}"
+        size = make_answers(self.answers[hosts], hosts, culprit_host=hosts // 3, workers=self.args.workers,
+                            templates=self.templates)
+        wall, cpu2 = time.perf_counter() - t, os.times()
+        used = (cpu2.user + cpu2.system + cpu2.children_user + cpu2.children_system
+                - cpu.user - cpu.system - cpu.children_user - cpu.children_system)
+        report["answers"][str(ranks)] = {"ranks": ranks, "hosts": hosts, "status": "ok", "wall_s": round(wall, 2),
+                                         "cpu_ms_a_host": round(used / hosts * 1000, 1), "bytes_a_host": size,
+                                         "culprit": hosts // 3 * PER_HOST + 3}
+        print(f"{ranks} ranks ({hosts} hosts x {PER_HOST}): answers made in {wall:.1f} s "
+              f"({used / hosts * 1000:.1f} ms CPU a host), {size} bytes a host on the wire; culprit: rank "
+              f"{hosts // 3 * PER_HOST + 3} (stopped); stand-in {self.kind}", flush=True)
+        self.save()
+        return True
+
+    def row(self, ranks: int, mode: str) -> dict:
+        """Run one row (or skip it when it would not end in the time left): its measures and its culprit's check."""
+        args, hosts, left = self.args, ranks // PER_HOST, self.left()
+        guess = estimate(self.report["rows"], mode, ranks)
+        load = os.getloadavg()[0]
+        if guess is not None and guess > left:
+            row = {"mode": mode, "ranks": ranks, "status": f"skipped: estimated {guess:.0f} s, {left:.0f} s left"}
+        elif mode == "cli":
+            row = cli_row(hosts, args.gateways, self.gw_fanout, self.answers[hosts], self.standin, str(self.tmp), left)
+            row["wall_s"] = row.get("verdict_s")
+        else:
+            run = run_timed([sys.executable, __file__, "--gateways", str(args.gateways), "--fanout", str(args.fanout),
+                             "--gateway-fanout", str(self.gw_fanout), "--ranks", str(ranks), "--modes", mode,
+                             "--bundle-dir", str(self.tmp),  # what a row killed at the budget leaves goes with tmp
+                             "--one", mode, str(hosts), str(self.answers[hosts]), str(self.standin)], self.env, left)
+            if run["killed"]:
+                row = {"mode": mode, "ranks": ranks, "status": f"killed at the budget ({left:.0f} s)"}
+            elif run["rc"] != 0:
+                row = {"mode": mode, "ranks": ranks, "status": "failed", "stderr": [x for _, x in run["stderr"]][-15:]}
             else:
-                run = run_timed([sys.executable, __file__, "--gateways", str(args.gateways), "--fanout", str(args.fanout),
-                                 "--gateway-fanout", str(gw_fanout), "--ranks", str(ranks), "--modes", mode,
-                                 "--bundle-dir", str(tmp),  # what a row killed at the budget leaves goes with tmp
-                                 "--one", mode, str(hosts), str(answers[hosts]), str(standin)], env, left)
-                if run["killed"]:
-                    row = {"mode": mode, "ranks": ranks, "status": f"killed at the budget ({left:.0f} s)"}
-                elif run["rc"] != 0:
-                    row = {"mode": mode, "ranks": ranks, "status": "failed", "stderr": [x for _, x in run["stderr"]][-15:]}
-                else:
-                    row = dict(json.loads(run["stdout"].strip().splitlines()[-1]), status="ok")
-                    row["root_peak_rss_mb"] = row.pop("peak_rss_mb", None)
-                    row["bytes_to_root"] = row.get("wire_bytes") if mode != "tree" else row.get("wire_bytes", 0) + row.get("fetch_bytes", 0)
-                row["wall_s"] = run["seconds"]
-            row.setdefault("hosts", hosts)
-            row["load"] = [round(load, 2), round(os.getloadavg()[0], 2)]
-            if row.get("status") == "ok":
-                row["culprit_ok"] = row.get("culprit") == hosts // 3 * PER_HOST + 3
-            report["rows"].append(row)
-            print("  " + json.dumps(row), flush=True)
-            save()
-            if all(r // PER_HOST != hosts for r, _ in rows[i + 1:]):  # no later row needs these answers
-                shutil.rmtree(answers.pop(hosts), ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        save()
-    return 0
+                row = dict(json.loads(run["stdout"].strip().splitlines()[-1]), status="ok")
+                row["root_peak_rss_mb"] = row.pop("peak_rss_mb", None)
+                row["bytes_to_root"] = (row.get("wire_bytes") if mode != "tree"
+                                        else row.get("wire_bytes", 0) + row.get("fetch_bytes", 0))
+            row["wall_s"] = run["seconds"]
+        row.setdefault("hosts", hosts)
+        row["load"] = [round(load, 2), round(os.getloadavg()[0], 2)]
+        if row.get("status") == "ok":
+            row["culprit_ok"] = row.get("culprit") == hosts // 3 * PER_HOST + 3
+        return row
 
 
 def table(report: dict) -> str:

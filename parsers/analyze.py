@@ -131,7 +131,7 @@ def analyze_evidence(ev: Evidence, kb: knowledge.KnowledgeBase | None = None) ->
     verdict.sections["unread_lines"] = unread.section(ev)
     verdict.sections["mixed_inputs"] = [f.to_dict() for f in mixed.foreign_inputs(ev)]  # another job's files: said
     by = {f.judge: f for f in found}
-    return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].result)
+    return Analysis(verdict=verdict, evidence=ev, hosts=by["hosts"].reports, logs=by["logs"].log_analysis)
 
 
 def run_judges(ev: Evidence, ctx: JudgeContext, judges: tuple[Judge, ...] = JUDGES) -> list[Findings]:

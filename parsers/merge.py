@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from parsers.evidence import Evidence
 from parsers.judges.activity import with_activity
 from parsers.judges.gaps import evidence_gaps
 from parsers.judges.hosts import plain_host
@@ -142,7 +143,7 @@ def agree(suspects: list[Suspect]) -> list[Suspect]:
     return sorted(suspects, key=Suspect.sort_key)
 
 
-def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Any) -> list[Suspect]:
+def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Evidence) -> list[Suspect]:
     """Step 1's consequence: where no time says the job hangs (no watchdog timeout, no recorder, no second
     look), a snapshot claim (where each log stops, or one look at the processes) reads one moment of a job
     that may still run: a lead, never a hang culprit. Facts that need no time (stopped, exited, an
@@ -188,7 +189,7 @@ _STOPPED_CLAIMS = {RC.FROZEN_IN_OP, RC.FROZEN, RC.EXITED, RC.EXITED_FIRST, RC.NO
                    RC.STALLED, RC.STALLED_FIRST, RC.WAIT_ROOT, RC.KNOWN_ERROR}
 
 
-def truncation_follows_mismatch(verdict: Verdict, ev: Any, graph: nx.DiGraph) -> None:
+def truncation_follows_mismatch(verdict: Verdict, ev: Evidence, graph: nx.DiGraph) -> None:
     """Step 6 across ranks: where a rank called another collective (or count) than its peers, a peer that NCCL
     stopped with 'message truncated : receiving N bytes instead of M' in its own NCCL log (it received the odd
     rank's larger message, then aborted) stopped because of that mismatch: its freeze, abort or silence is a
@@ -214,7 +215,7 @@ def truncation_follows_mismatch(verdict: Verdict, ev: Any, graph: nx.DiGraph) ->
         verdict.suspects = [head] + [s for s in verdict.suspects if s is not head and s not in follow]
 
 
-def clean_exits(ev: Any) -> tuple[set[int], set[int]]:
+def clean_exits(ev: Evidence) -> tuple[set[int], set[int]]:
     """(ranks, pids of processes of unknown rank) that exited with code 0: the wait status /proc kept for a
     zombie, or the launcher's record."""
     done = [r for r in ev.ranks if r.proc is not None and r.proc.gone and r.proc.exit_status == 0]
@@ -276,7 +277,7 @@ def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
             s.confidence, s.demotion = UNPROVEN, Demotion(cycle=verdict.deadlock.members)
 
 
-def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
+def note_hosts_and_gaps(verdict: Verdict, ev: Evidence, reports: list) -> None:
     """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
     evidence's problems, the files skipped and why."""
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
@@ -290,7 +291,7 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Any, reports: list) -> None:
         verdict.sections["evidence_gaps"] = [g.to_dict() for g in gaps]
 
 
-def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
+def merge_verdict(ev: Evidence, found: list[Findings]) -> Verdict:
     """One verdict from every judge's findings (`ev`: parsers.evidence.Evidence), in the arbiter's order."""
     by = {f.judge: f for f in found}
     logs, progress, slow = by.get("logs"), by["progress"].progress, by["slowness"].slow
@@ -319,7 +320,8 @@ def merge_verdict(ev: Any, found: list[Findings]) -> Verdict:
     graph = wait_graph(edges)  # step 3 (the recorder's and p2p edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
-    in_p2p = getattr(by["p2p"].result, "ranks", None) if "p2p" in by else None
+    waits = by["p2p"].p2p_waits if "p2p" in by else None
+    in_p2p = waits.ranks if waits is not None else None
     verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen, in_p2p)
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()

@@ -68,6 +68,9 @@ _APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
 #: a bracketed level word after a timestamp (`[ERROR] `)
 _PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
+#: a child's stream name before each of its lines, as a runner that captures the child's output echoes it (accelerate's
+#: `accelerate test`: 'stderr: torch.distributed.elastic...ChildFailedError:', hiyouga/LlamaFactory#701)
+_STREAM = re.compile(r"^(?:stdout|stderr): ")
 #: pytest's report of a failure: `E       RuntimeError: ...` (the exception's lines, `E` then the line; `--tb=short`
 #: indents by 3), a bare `E` for an empty one, and the summary's `FAILED tests/t.py::test_x - RuntimeError: ...`
 _PYTEST_E = re.compile(r"^E(?: {3,}|$)")
@@ -220,7 +223,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     m = _PYTEST_E.match(text) or _PYTEST_SUMMARY.match(text)
     if m:
         return text[m.end():], None
-    m = _QUOTE.match(text)
+    m = _QUOTE.match(text) or _STREAM.match(text)
     if m:
         return text[m.end():], None
     m = _BORDER.match(text)
@@ -230,7 +233,8 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
 
 
 _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
-             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _BORDER)
+             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _STREAM,
+             _BORDER)
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
 _ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))

@@ -10,7 +10,9 @@ nothing), so its before/after output shows the state of the tree in a change's n
 Circles: groups of modules that reach each other through imports (strongly connected components of
 more than one module). Upward: an import from a stage folder to a later stage's folder (LAYERS below),
 or from parsers/ to forensics/. Function-local imports are counted; those guarded by `except
-ImportError` (optional dependencies) are listed apart.
+ImportError` (optional dependencies) are listed apart. Imports under `if TYPE_CHECKING:` never run: they
+name a type for an annotation (the model's `Findings` names the judges' result types), so they are no
+edge of the runtime graph; they are listed apart, each one, so a reader sees every such reference.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGES = ("parsers", "forensics", "nccl_patches")
@@ -74,10 +76,18 @@ def _optional(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
+def _type_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """True when the import sits under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): it never runs."""
+    for p in _ancestors(node, parents):
+        if isinstance(p, ast.If) and ast.unparse(p.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            return node in ast.walk(ast.Module(body=p.body, type_ignores=[]))
+    return False
+
+
 def imports(mod: str, path: Path, known: dict[str, Path]) -> list[tuple[str, bool, bool, int]]:
     """(target module, function-local, optional, line) of every import of ours in one file. `optional`
     is "optional" (guarded by except ImportError), "lazy" (a package's PEP 562 `__getattr__`, run only
-    when the attribute is asked for, not on import) or ""."""
+    when the attribute is asked for, not on import), "type" (under `if TYPE_CHECKING:`, never run) or ""."""
     tree = ast.parse(path.read_text())
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
@@ -97,7 +107,7 @@ def imports(mod: str, path: Path, known: dict[str, Path]) -> list[tuple[str, boo
             continue
         funcs = [p for p in _ancestors(node, parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))]
         lazy = path.name == "__init__.py" and any(f.name == "__getattr__" for f in funcs)
-        why = "optional" if _optional(node, parents) else "lazy" if lazy else ""
+        why = "optional" if _optional(node, parents) else "lazy" if lazy else "type" if _type_only(node, parents) else ""
         for t in targets:
             hit = _resolve(t, known)
             if hit and hit != mod:
@@ -176,6 +186,7 @@ class Survey:
     local_hidden: list[str]  #: function-local imports of ours not guarded by except ImportError
     local_optional: list[str]
     lazy: list[str]
+    type_only: list[str] = field(default_factory=list)  #: "module:line -> target" under `if TYPE_CHECKING:`
 
 
 def survey(root: Path) -> Survey:
@@ -183,7 +194,7 @@ def survey(root: Path) -> Survey:
     known = modules(root)
     lines: dict[str, int] = defaultdict(int)
     graph: dict[str, set[str]] = defaultdict(set)
-    local_hidden, local_optional, lazy, upward = [], [], [], []
+    local_hidden, local_optional, lazy, upward, type_only = [], [], [], [], []
     for mod, path in known.items():
         folder = str(path.parent.relative_to(root))
         lines[folder] += len(path.read_text().splitlines())
@@ -191,6 +202,10 @@ def survey(root: Path) -> Survey:
         for target, local, why, line in imports(mod, path, known):
             if why == "lazy":  # not an edge on import: listed apart
                 lazy.append(f"{mod}:{line} -> {target}")
+                continue
+            if why == "type":  # never run: no edge, listed apart (and said where it names a later layer's type)
+                later = (layer(mod) or 0) < (layer(target) or 0)
+                type_only.append(f"{mod}:{line} -> {target}" + (" (a later layer's type)" if later else ""))
                 continue
             graph[mod].add(target)
             if local:
@@ -200,7 +215,8 @@ def survey(root: Path) -> Survey:
             if wrong_pkg or (a is not None and b is not None and b > a):
                 if f"{mod}:{line} -> {target}" not in upward:
                     upward.append(f"{mod}:{line} -> {target}")
-    return Survey(dict(lines), len(known), circles(graph), sorted(upward), local_hidden, local_optional, sorted(lazy))
+    return Survey(dict(lines), len(known), circles(graph), sorted(upward), local_hidden, local_optional, sorted(lazy),
+                  sorted(type_only))
 
 
 def main(argv: list[str]) -> int:
@@ -220,6 +236,9 @@ def main(argv: list[str]) -> int:
           "except ImportError)")
     print(f"lazy package attributes (PEP 562 __getattr__, not counted as edges): {len(found.lazy)}")
     for item in found.lazy:
+        print("  " + item)
+    print(f"type-only imports (under if TYPE_CHECKING, never run, not counted as edges): {len(found.type_only)}")
+    for item in found.type_only:
         print("  " + item)
     return 0
 

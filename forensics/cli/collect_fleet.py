@@ -173,10 +173,8 @@ def split_hosts(hosts: list[str], gateways: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Path) -> int:
-    """The reduced tree (forensics.fleet.reduce): gateways collect and reduce, this machine merges, fetches the
-    odd ranks' raw files and judges. Prints the summary and the VERDICT block (JSON with --json); the exit code
-    says how complete the collection is, as the flat fleet's does (0, 3, 6)."""
+def _reduced_plan(args: argparse.Namespace, spec: cmd.RemoteSpec) -> tuple[list[str], list[str], str, float]:
+    """Check run_reduced's options: (hosts, gateways, the gateways' output folder, the gateways' timeout)."""
     if not args.reduce or not args.gateways:
         raise ForensicsError("--reduce and --gateways go together (for ClusterShell's own tree use --topology)")
     if args.slurm_job or args.topology is not None:
@@ -201,6 +199,14 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
         raise ForensicsError("--gateway-out must be an absolute path (on the gateways)")
     if "{gateway}" not in gateway_out:
         gateway_out = gateway_out.rstrip("/") + "/{gateway}"  # gateways may share a file system: one folder each
+    return hosts, gateways, gateway_out, gateway_timeout
+
+
+def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Path) -> int:
+    """The reduced tree (forensics.fleet.reduce): gateways collect and reduce, this machine merges, fetches the
+    odd ranks' raw files and judges. Prints the summary and the VERDICT block (JSON with --json); the exit code
+    says how complete the collection is, as the flat fleet's does (0, 3, 6)."""
+    hosts, gateways, gateway_out, gateway_timeout = _reduced_plan(args, spec)
     out = args.out or default_out
     assignment = split_hosts(hosts, gateways)
     progress = ProgressReporter(len(assignment), "gateways", args.quiet)
@@ -228,8 +234,10 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
         code = ExitCode.OK
     view = build_view(result.verdict, source=str(out), evidence=result.evidence, logs=result.logs)
     archive = make_archive(out) if args.tar else None
-    summary = {"bundle": str(out), "archive": str(archive) if archive else None, "gateway_out": gateway_out, "gateways": {gw: {"hosts": hostsets.fold(h),
-               "answered": gw in answered, "bundle": answered.get(gw, {}).get("bundle")} for gw, h in assignment.items()},
+    gateways_said = {gw: {"hosts": hostsets.fold(h), "answered": gw in answered,
+                          "bundle": answered.get(gw, {}).get("bundle")} for gw, h in assignment.items()}
+    summary = {"bundle": str(out), "archive": str(archive) if archive else None, "gateway_out": gateway_out,
+               "gateways": gateways_said,
                "gateways_refused": reduced["refused"], "host_groups": groups, "hosts": reduced["hosts"],
                "ranks": reduced["ranks"], "odd_ranks": reduced["odd_ranks"], "classes": reduced["classes"],
                "bytes_received": reduced["bytes_received"], "fetched": fetched,
@@ -239,6 +247,18 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
     if args.json:
         emit_json("collect", dict(summary, mode="reduced", verdict=view.to_json()), args)
         return int(code)
+    lines = _reduced_lines(out, archive, gateway_out, assignment, reduced, groups, fetched)
+    lines.append("")
+    lines.append(render_view(view, width=text_width(None, getattr(args, "output", None))))
+    emit("\n".join(lines), getattr(args, "output", None))
+    return int(code)
+
+
+def _reduced_lines(out: Path, archive, gateway_out: str, assignment: dict[str, list[str]], reduced: dict,
+                   groups: list[dict], fetched: dict) -> list[str]:
+    """The reduced tree's summary in text, above its VERDICT block: gateways, host groups, what was merged and
+    fetched, the merged digest's main-thread classes and flags."""
+    answered = reduced["gateways"]
     lines = [f"bundle: {out}" + (f"  (archive {archive})" if archive else "")
              + f"  (the odd ranks' hosts; every host's bundle stays on its gateway under {gateway_out})"]
     for gw, h in assignment.items():
@@ -262,10 +282,7 @@ def run_reduced(args: argparse.Namespace, spec: cmd.RemoteSpec, default_out: Pat
     for flag, iv in sorted(reduced["merged_digest"].flags.items()):
         if iv:
             lines.append(f"  flagged {flag} on their host: [{fold_intervals(iv)[:200]}]")
-    lines.append("")
-    lines.append(render_view(view, width=text_width(None, getattr(args, "output", None))))
-    emit("\n".join(lines), getattr(args, "output", None))
-    return int(code)
+    return lines
 
 
 def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:

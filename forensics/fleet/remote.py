@@ -38,6 +38,7 @@ from forensics.discover import procfs
 from forensics.discover.ranks import is_rank_env
 from forensics.errors import ForensicsError
 from forensics.fleet import wire
+from parsers.walk import walk_files
 
 PID_DIR = Path(tempfile.gettempdir())
 
@@ -122,7 +123,7 @@ def pack(bundle: Path) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
         tar.add(bundle, arcname="bundle", recursive=False)
-        for path in sorted(bundle.rglob("*")):
+        for path in walk_files(bundle, folders=True):  # iterative, bounded depth, no link followed
             arc = "bundle/" + path.relative_to(bundle).as_posix()
             try:
                 if path.is_symlink():

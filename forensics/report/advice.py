@@ -71,6 +71,11 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "barrier); the rank that printed it only waited",
         "on {host}: `py-spy dump --pid {pid}` shows what it does instead; if it is gone, its output and "
         "`dmesg -T` say why it ended"),
+    ReasonClass.NAMED_PEER: (
+        "other ranks lost their connection to an address the files pair with it (its own NCCL lines, or its host's "
+        "name); the ranks that printed it only lost the peer",
+        "on {host}: check whether pid {pid} still runs (`ps -o stat= -p {pid}`); its output and `dmesg -T` say why it "
+        "ended or stopped answering"),
     ReasonClass.OUTSIDE: (
         "its Python code is busy outside any collective while the others wait for it",
         "on {host}: `py-spy dump --pid {pid}` shows where; " + TIMEOUT_KNOB),

@@ -66,7 +66,7 @@ def wait_for_iters(outs: list[Path], n: int, timeout: float) -> bool:
     return False
 
 
-def main() -> int:
+def _options() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--victim", type=int, default=3)
@@ -77,8 +77,27 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run of the orchestration (no recorder data)")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def _say(loaded: list[str], stalls: list, suspects: list, victim_pid: int) -> int:
+    """Print what NCCL loaded, the stuck ops' wait edges, the first suspects and the verdict; 0 when the
+    first suspect is the stopped rank."""
+    for line in loaded[:3]:
+        print(line)
+    for st in stalls:
+        print(f"comm {st.comm_id} stuck op {st.op}: {len(st.edges)} wait edges")
+        for e in st.edges:
+            print(f"  rank {e.waiter} -> {e.peer} ch {e.channel} {e.state} {e.detail}")
+    for s in suspects[:3]:
+        print(f"suspect: {s.label}: {s.reason} [{s.reason_class} {s.confidence:.2f}]")
+    named = bool(suspects) and suspects[0].pid == victim_pid
+    print("VERDICT", "named the victim" if named else "did NOT name the victim")
+    return 0 if named else 1
+
+
+def main() -> int:
+    args = _options()
     plugin = (args.plugin or recorder_build.build()).resolve()
     state_dir = Path(tempfile.mkdtemp(prefix="hf-recorder-", dir="/dev/shm"))
     work = Path(tempfile.mkdtemp(prefix="hf-sigstop-"))
@@ -143,17 +162,7 @@ def main() -> int:
         (args.out / "analysis.json").write_text(json.dumps({
             "stalls": [{"comm_id": s.comm_id, "op": s.op, "edges": [e.__dict__ for e in s.edges],
                         "suspects": [x.to_dict() for x in s.suspects]} for s in stalls]}, indent=1) + "\n")
-        for line in loaded[:3]:
-            print(line)
-        for st in stalls:
-            print(f"comm {st.comm_id} stuck op {st.op}: {len(st.edges)} wait edges")
-            for e in st.edges:
-                print(f"  rank {e.waiter} -> {e.peer} ch {e.channel} {e.state} {e.detail}")
-        for s in suspects[:3]:
-            print(f"suspect: {s.label}: {s.reason} [{s.reason_class} {s.confidence:.2f}]")
-        named = bool(suspects) and suspects[0].pid == victim.pid
-        print("VERDICT", "named the victim" if named else "did NOT name the victim")
-        return 0 if named else 1
+        return _say(loaded, stalls, suspects, victim.pid)
     finally:
         for p in procs:
             try:

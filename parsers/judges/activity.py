@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.model.findings import cite
 from parsers.model.samples import IDLE, NO_STACK, ON_CPU, Share, StackSamples
 
@@ -78,7 +79,7 @@ def activity_facts(samples: StackSamples | None, cite: str | None = None) -> dic
                 moving=is_moving(samples))
 
 
-def rank_activities(ev: Any) -> dict[int, dict[str, Any]]:
+def rank_activities(ev: Evidence) -> dict[int, dict[str, Any]]:
     """rank -> activity_facts for every rank of `ev` (parsers.evidence.Evidence) that has samples."""
     out: dict[int, dict[str, Any]] = {}
     for r in getattr(ev, "ranks", []):
@@ -89,7 +90,7 @@ def rank_activities(ev: Any) -> dict[int, dict[str, Any]]:
     return out
 
 
-def with_activity(suspects: list, ev: Any) -> list:
+def with_activity(suspects: list, ev: Evidence) -> list:
     """A straggler's evidence says what it does between collectives, from its stack samples when collected
     (`collect --samples`): the one fact that says *why* it is late."""
     by_rank = {r.rank: r for r in ev.ranks if r.rank is not None and r.samples is not None}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.model.findings import ClaimFact
 from parsers.ranges import missing
 
@@ -19,7 +20,7 @@ MAX_CLAIMS = 16  #: conflicts said (the rest are counted in the coverage like an
 MAX_CLAIMANTS = 8  #: claimants named per rank
 
 
-def absent_by_job(ev: Any) -> dict[Any, tuple[int, list[Any], list[int]]]:
+def absent_by_job(ev: Evidence) -> dict[Any, tuple[int, list[Any], list[int]]]:
     """job -> (world size, its rank records, ranks below the world size with no process, none collected
     elsewhere, not named missing by the manifest) for each job whose ranks are few enough to list (at most
     one in sixteen absent): counted from the evidence, never allocated per declared rank."""
@@ -45,7 +46,7 @@ def surplus(ranks: list[Any]) -> int:
     return len(ranks) - len({r.rank for r in ranks})
 
 
-def claims(ev: Any) -> list[ClaimFact]:
+def claims(ev: Evidence) -> list[ClaimFact]:
     """Each rank that two or more processes of the evidence claim, with both sources and the unclaimed ranks."""
     by_rank: dict[int, list[tuple[str, int]]] = {}
     for r in ev.ranks:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent
+from parsers.evidence import Evidence
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
@@ -21,7 +22,7 @@ from parsers.ranges import fold
 SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatch", "barrier-absent", "barrier-wait"}
 
 
-def last_exceptions(ev: Any) -> dict[int, tuple[Any, Any]]:
+def last_exceptions(ev: Evidence) -> dict[int, tuple[Any, Any]]:
     """rank -> (last exception of its own output, the artifact it was read from)."""
     out: dict[int, tuple[Any, Any]] = {}
     for art in ev.artifacts:
@@ -34,13 +35,13 @@ def last_exceptions(ev: Any) -> dict[int, tuple[Any, Any]]:
     return out
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """The exceptions judge (the one protocol): a rank's own exception that is a cause, a rendezvous some ranks
     never joined, a worker that died first."""
     return Findings("exceptions", judge_exceptions(ev), judge="exceptions")
 
 
-def judge_exceptions(ev: Any) -> list[Suspect]:
+def judge_exceptions(ev: Evidence) -> list[Suspect]:
     """Suspects from exceptions that are causes, and from a rendezvous some ranks never joined."""
     found = last_exceptions(ev)
     suspects = []
@@ -61,7 +62,7 @@ def judge_exceptions(ev: Any) -> list[Suspect]:
     return suspects
 
 
-def died_first(ev: Any) -> list[Suspect]:
+def died_first(ev: Evidence) -> list[Suspect]:
     """A worker its launcher saw die (non-zero exit) before any rank of the same output reported an error,
     followed by other processes that time out or lose their peer: the first failure is the cause.
 
@@ -77,10 +78,11 @@ def died_first(ev: Any) -> list[Suspect]:
             continue
         dead: ErrorEvent | None = None
         for e in art.parsed.events:
-            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind in ("launcher-signal", "python-frame"):
+            if type(e) is not ErrorEvent or e.kind in INFO_KINDS or e.kind in (ErrorKind.LAUNCHER_SIGNAL,
+                                                                               ErrorKind.PYTHON_FRAME):
                 continue
             if dead is None:
-                if e.kind != "launcher-exit" or not e.data.get("exitcode") or _raised_before(art, e):
+                if e.kind != ErrorKind.LAUNCHER_EXIT or not e.data.get("exitcode") or _raised_before(art, e):
                     break  # something else failed first: the death, if any, may be its consequence
                 dead = e
                 continue
@@ -105,7 +107,8 @@ def _own_watchdog_abort(dead: ErrorEvent, events: list) -> bool:
     if dead.data.get("exitcode") != SIGABRT_EXIT or dead.data.get("local_rank") is None:
         return False
     pid = dead.data.get("pid") or dead.origin.pid
-    return any(type(e) is ErrorEvent and e.kind == "watchdog-timeout" and e.origin.rank == dead.data["local_rank"]
+    return any(type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
+               and e.origin.rank == dead.data["local_rank"]
                and e.origin.pid in (None, pid) for e in events)
 
 
@@ -136,7 +139,7 @@ def _died_first_suspect(art: Any, dead: ErrorEvent, waiter: ErrorEvent) -> Suspe
                   for e in (dead, waiter)])
 
 
-def _never_joined(ev: Any, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
+def _never_joined(ev: Evidence, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     joined = [(exc, art) for exc, art in found.values() if exc.category == "store-timeout"
               and isinstance(exc.details.get("clients_expected"), int) and isinstance(exc.details.get("clients_joined"), int)]
     if not joined:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.model.events import OpEvent, Progress
 from parsers.judges.logs.names import position
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
@@ -22,7 +23,7 @@ from parsers.ranges import fold
 CONFIDENCE = 0.8
 
 
-def _timed_progress(ev: Any) -> dict[str, dict[int, tuple[Progress, Any, str | None]]]:
+def _timed_progress(ev: Evidence) -> dict[str, dict[int, tuple[Progress, Any, str | None]]]:
     """comm -> global rank -> (its Flight Recorder counters, the dump (an Artifact), the state its entry of its
     newest enqueued collective gives), from dumps with timing on."""
     out: dict[str, dict[int, tuple[Progress, Any, str | None]]] = {}
@@ -54,7 +55,7 @@ def _queued(ranks: dict[int, tuple[Progress, Any, str | None]]) -> list[tuple[in
     return found
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """GPU-queued suspects from timed Flight Recorder dumps (source: the dumps)."""
     suspects = []
     for comm, ranks in _timed_progress(ev).items():

@@ -15,12 +15,11 @@ presentation's (forensics/report/words).
 
 from __future__ import annotations
 
-from typing import Any
-
+from parsers.evidence import Evidence
 from parsers.model.findings import EvidenceGap
 
 
-def evidence_gaps(ev: Any) -> list[EvidenceGap]:
+def evidence_gaps(ev: Evidence) -> list[EvidenceGap]:
     """The gaps of `ev` (parsers.evidence.Evidence), in the order a reader should fill them."""
     dumps = ev.of_kind("fr-dump")
     timing = [(a.rank, a.parsed.facts.get("fr_timing")) for a in dumps if a.parsed is not None]

@@ -20,7 +20,7 @@ from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
-from parsers.model.events import UNKNOWN_HOST
+from parsers.model.events import ErrorKind, UNKNOWN_HOST
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.manifest import RankRecord
 
@@ -407,9 +407,9 @@ def heartbeat_aftermath(ev: Evidence) -> frozenset[tuple[str, int]]:
         timed_out: dict[int | None, int] = {}  # rank -> line of its first watchdog timeout
         for e in art.parsed.events:
             line = getattr(getattr(e, "origin", None), "line", None)
-            if line is None or getattr(e, "kind", None) not in ("watchdog-timeout", "heartbeat"):
+            if line is None or getattr(e, "kind", None) not in (ErrorKind.WATCHDOG_TIMEOUT, ErrorKind.HEARTBEAT):
                 continue
-            if e.kind == "watchdog-timeout":
+            if e.kind == ErrorKind.WATCHDOG_TIMEOUT:
                 timed_out.setdefault(e.origin.rank, line)
             elif timed_out.get(e.origin.rank, line) < line:
                 out.add((art.cite, line))

@@ -6,34 +6,48 @@ the ranks that did arrive raise "... received errors while waiting for send/recv
 for who printed them, these are rank 0's exception and everybody's first error; read for whom they
 name, they say that ranks 1 and 6 never came. The reporting rank only waited: its line is the
 evidence against the named ranks, and it is no suspect for the absence it reports.
+
+The same holds for a peer named by address (gloo's 'Connection closed by peer [10.1.2.3]:6541', NCCL's 'Connection
+closed by remote peer node2<42830>' and its size mismatches, 'peer 10.1.2.3<45678> message truncated'): the
+address is mapped to a rank or host as far as the files pair them (parsers/judges/peer_address.py); a lost
+connection whose address leaves one rank names that rank; every such report is said as a typed `PeerFact`, mapped
+or not, so a reporter is never read as the subject of its own report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from parsers.model.events import ErrorEvent
-from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite, of_rank
+from parsers.evidence import Evidence
+from parsers.judges import peer_address
+from parsers.judges.logs import identity
+from parsers.model.events import ErrorEvent, ErrorKind
+from parsers.model.findings import Findings, JudgeContext, PeerFact, ReasonClass, Suspect, cite, of_rank
 from parsers.ranges import fold
 
 #: ranks one report may name and still point at them: a report naming more names no one in particular
 MAX_NAMED = 64
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
-    """The named-ranks judge (the one protocol): the ranks a monitored barrier names as absent."""
-    return Findings("logs", barrier_absent(ev), judge="named")
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
+    """The named-ranks judge (the one protocol): the ranks a monitored barrier names as absent, and the peers lost
+    connections name by address (its result: every such report as a PeerFact, for the observations)."""
+    facts = peer_facts(ev)
+    absent = barrier_absent(ev)
+    named = {s.rank for s in absent}
+    return Findings("logs", absent + [s for s in peer_suspects(ev, facts) if s.rank not in named], judge="named",
+                    peers=tuple(facts))
 
 
-def _reports(ev: Any) -> list[tuple[ErrorEvent, Any]]:
+def _reports(ev: Evidence) -> list[tuple[ErrorEvent, Any]]:
     """Every 'failed to pass monitoredBarrier' line of every log, with its artifact, in file order. Only the
     group's rank 0 waits and reports, and the ranks it names are ranks of that group: a report printed by another
     global rank comes from a subgroup whose ranks are not the job's, and names no one here."""
     return [(e, art) for art in ev.artifacts if art.parsed for e in art.parsed.events
-            if type(e) is ErrorEvent and e.kind == "barrier-absent" and e.origin.rank in (None, 0)]
+            if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_ABSENT and e.origin.rank in (None, 0)]
 
 
-def barrier_absent(ev: Any) -> list[Suspect]:
+def barrier_absent(ev: Evidence) -> list[Suspect]:
     """One suspect per rank a monitored barrier names as absent, cited with the reporter's line; the widest
     report wins (with wait_all_ranks=True, rank 0 logs one line per rank and then the whole list)."""
     reports = _reports(ev)
@@ -47,7 +61,8 @@ def barrier_absent(ev: Any) -> list[Suspect]:
         return []
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}
     arrived = sorted({e.origin.rank for art in ev.artifacts if art.parsed for e in art.parsed.events
-                      if type(e) is ErrorEvent and e.kind == "barrier-wait" and e.origin.rank is not None} - set(named))
+                      if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_WAIT and e.origin.rank is not None}
+                     - set(named))
     out = []
     for rank, (e, art) in sorted(named.items()):
         out.append(_suspect(rank, e, art, procs.get(rank), named, arrived))
@@ -70,3 +85,63 @@ def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived
     return Suspect(rank=rank, host=proc.record.host if proc else None, pid=proc.record.pid if proc else None,
                    reason_class=ReasonClass.NAMED_ABSENT, reason=reason,
                    confidence=ReasonClass.NAMED_ABSENT.default_confidence, evidence=evidence)
+
+
+#: report kinds -> PeerFact.what
+_WHAT = {"connection-closed": "closed", "connection-reset": "reset", "size-mismatch": "size"}
+#: most facts said (one per address and kind: a job of many hosts losing one names one address)
+MAX_PEER_FACTS = 16
+
+
+def peer_facts(ev: Any) -> list[PeerFact]:
+    """One PeerFact per (kind of report, address, sizes): its reporters, and whom the files pair the address with."""
+    if not peer_address.any_report(ev):
+        return []
+    ids = identity.build(ev)
+    reports = peer_address.reports(ev, ids)
+    if not reports:
+        return []
+    addresses, linked, seen = peer_address.book(ev, ids), peer_address.links(ev, ids), peer_address.hosts(ev, reports)
+    groups: dict[tuple, tuple[list, list, peer_address.Named, ErrorEvent, str]] = {}
+    for rep in reports:
+        named = peer_address.resolve(rep, ids, addresses, linked, seen)
+        data = rep.event.data or {}
+        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"), data.get("side"))
+        reporters, procs, *_ = groups.setdefault(key, ([], [], named, rep.event, rep.file))
+        if rep.reporter is not None and rep.reporter not in reporters:
+            reporters.append(rep.reporter)
+        elif rep.reporter is None and rep.event.origin.pid is not None and (p := (rep.event.origin.host, rep.event.origin.pid)) not in procs:
+            procs.append(p)
+    out = []
+    for (what, addr, ranks, how, sent, posted, side), (reporters, procs, named, e, file) in list(groups.items())[:MAX_PEER_FACTS]:
+        line = f"{file}" + (f":{e.origin.line}" if e.origin.line else "") + f": {e.message[:200]}"
+        out.append(PeerFact(what, tuple(sorted(reporters)), addr, ranks, named.host, how, sent, posted, side,
+                            cite(line, tool=e.source or "logs", file=file, line=e.origin.line), named.said,
+                            tuple(procs[:4])))
+    return out
+
+
+def peer_suspects(ev: Any, facts: list[PeerFact]) -> list[Suspect]:
+    """The rank a lost connection names, where the files leave one: cited with the reports and the line that pairs
+    the address with it. A size mismatch names a pair, not a culprit: it is said, never a suspect here."""
+    procs = {r.rank: r for r in ev.ranks if r.rank is not None}
+    # a named rank that lost a connection itself may have gone because of it (gloo ends a rank on its first lost
+    # peer, and its own peers then lose it): only a rank that reports no loss of its own is named
+    lost = {r for f in facts if f.what in ("closed", "reset") for r in f.reporters}
+    by_rank: dict[int, list[PeerFact]] = {}
+    for f in facts:
+        if f.what in ("closed", "reset") and f.mapped is not None and f.mapped not in lost:
+            by_rank.setdefault(f.mapped, []).append(f)
+    out = []
+    for rank, found in sorted(by_rank.items()):
+        reporters = sorted({r for f in found for r in f.reporters})
+        proc = procs.get(rank)
+        host_only = all(f.how.startswith("host") for f in found)
+        how = "the host of that name holds it" if host_only else "its own NCCL log states that address"
+        who = f"rank{'s' if len(reporters) > 1 else ''} {fold(reporters)}" if reporters else "a rank"
+        evidence = [f.citation for f in found if f.citation][:3] + [f.paired for f in found[:1] if f.paired]
+        rc = ReasonClass.NAMED_PEER
+        out.append(Suspect(rank=rank, host=proc.record.host if proc else found[0].host, pid=proc.record.pid if proc else None,
+                           reason_class=rc, reason=of_rank(rank, f"is the peer {who} lost: {found[0].addr} ({how})"),
+                           confidence=rc.default_confidence - (0.1 if host_only else 0.0), evidence=evidence))
+    return out

@@ -14,10 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.evidence import Coverage, Evidence
 from parsers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, OpEvent, Progress, RasFinding
+from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
+                                  RasFinding)
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
                                     DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
                                     Observation,
@@ -30,12 +32,17 @@ from parsers.stacks.classify import classify, is_library
 
 #: errors a rank raises when its wait on a peer ran past a timeout of its own (gloo's recv/send, NCCL's)
 #: (a rendezvous store's wait timeout, c10d's DistStoreError, is one too: ranks waited past it at init)
-PEER_TIMEOUTS = frozenset({"gloo-timeout", "nccl-timeout", "store-timeout", "barrier-absent"})
+PEER_TIMEOUTS = frozenset({ErrorKind.GLOO_TIMEOUT, ErrorKind.NCCL_TIMEOUT, ErrorKind.STORE_TIMEOUT,
+                           ErrorKind.BARRIER_ABSENT})
+#: what a launcher reports of a process it runs (an exit, a signal it sent, torchelastic's failure entries)
+_LAUNCHER_REPORTS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.CHILD_FAILURE,
+                               ErrorKind.ROOT_CAUSE})
 
 
-def observe(ev: Any, reports: list | None = None) -> list[Observation]:
+def observe(ev: Evidence, reports: list | None = None, peers: tuple = ()) -> list[Observation]:
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
-    analyzer and RAS findings, coverage, errors, stacks, tracebacks, hosts, error returns)."""
+    analyzer and RAS findings, coverage, peers named by address (`peers`, the named judge's PeerFacts),
+    errors, stacks, tracebacks, hosts, error returns)."""
     seen = _seen(ev)
     short = short_timeout.too_short(ev)
     out = [Observation(OK.SETTING, facts=short)] if short else []
@@ -52,7 +59,10 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
     out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
-    out += [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    named = [Observation(OK.PEER, ranks=f.ranks if f.mapped is not None else (), facts=f) for f in peers]
+    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    # where the first error is itself such a report, whom it names comes first: its reporter is not its subject
+    out += named + errors if any(_names_a_peer(o.facts) for o in errors[:1]) else errors + named
     # a symptom's meaning follows the first error: what came before it is what it points to
     out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
@@ -73,7 +83,7 @@ def observe(ev: Any, reports: list | None = None) -> list[Observation]:
     return out
 
 
-def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
+def process_op_disagreements(ev: Evidence) -> list[DisagreementFact]:
     """NCCL op lines of processes whose communicator is known only by its pointer (no init line, no rank):
     where two or more processes logged different collectives at the same opCount.
 
@@ -101,7 +111,7 @@ def process_op_disagreements(ev: Any) -> list[DisagreementFact]:
 ONE_RUN_S = 3600.0
 
 
-def completed_past(ev: Any, limit: int = 2) -> list[CompletedPastFact]:
+def completed_past(ev: Evidence, limit: int = 2) -> list[CompletedPastFact]:
     """Groups where one rank completed collectives past the one another member still waits in: 'in group
     0, rank 1 completed work up to 125 while rank 0 waits in work 122'.
 
@@ -166,14 +176,14 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     o, data = e.origin, e.data or {}
     raised = _spawn_raised(e, art)
     exit_status = None
-    if e.kind == "launcher-exit" and data.get("exitcode") is not None and data.get("local_rank") is not None:
+    if e.kind == ErrorKind.LAUNCHER_EXIT and data.get("exitcode") is not None and data.get("local_rank") is not None:
         exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
     said = " ".join(e.message.split())
     if own_reason(data.get("last_error")):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
         said = f"{data['last_error']}; {said}"
     return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
-                     getattr(o, "device", None), e.kind.startswith("launcher-") or e.kind in ("child-failure", "root-cause"),
+                     getattr(o, "device", None), e.kind in _LAUNCHER_REPORTS,
                      exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
 
 
@@ -181,7 +191,7 @@ def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
     """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
     raised, from the traceback under mp.spawn's exit line."""
     data = e.data or {}
-    if e.kind != "launcher-exit" or not data.get("raised") or art is None or not art.parsed:
+    if e.kind != ErrorKind.LAUNCHER_EXIT or not data.get("raised") or art is None or not art.parsed:
         return None
     exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
                 and x.local_rank == data.get("local_rank")), None)
@@ -200,7 +210,7 @@ def _wait_status(returncode: int) -> int:
     return -returncode & 0x7F if returncode < 0 else (returncode & 0xFF) << 8
 
 
-def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
+def _rankless_stacks(ev: Evidence, limit: int = 3) -> list[StackFact]:
     """What the main thread of each process whose stack was pasted without a rank is doing (a py-spy
     dump of one pid): the stack is evidence even when no line says which rank the process was."""
     by_what: dict[str, list[int]] = {}
@@ -210,7 +220,7 @@ def _rankless_stacks(ev: Any, limit: int = 3) -> list[StackFact]:
     return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
-def _logged_dumps(ev: Any, limit: int = 3) -> list[DumpFact]:
+def _logged_dumps(ev: Evidence, limit: int = 3) -> list[DumpFact]:
     """What the main thread of each stack dump found in a log was doing, and the thread a fatal signal hit
     (a segfault's site): a rank that aborts (the watchdog's SIGABRT) or crashes prints a faulthandler
     dump, the stack it died in; a framework's crash diagnostics may paste a py-spy dump of another
@@ -241,7 +251,7 @@ def _dump_owner(o: Any) -> str:
     return f"pid {o.pid}, no rank printed" if o.pid is not None else "no rank printed"
 
 
-def _call_sites(ev: Any) -> tuple[CallSite, ...]:
+def _call_sites(ev: Evidence) -> tuple[CallSite, ...]:
     """Where each rank's timed-out collective was called from (the Flight Recorder's stack of it, which
     c10d prints under 'Stack trace of the failed collective:'), by the innermost frame of the user's code:
     ranks whose waits come from different lines of code are the first thing to look at."""
@@ -272,6 +282,8 @@ class _Seen:
     ras_said: list[RasFinding] = field(default_factory=list)  #: a RAS view's findings, said as such
     earliest: tuple[ErrorEvent, Any] | None = None  #: the first error in file order, and its artifact
     spawn_exit: tuple[ErrorEvent, Any] | None = None  #: mp.spawn's own word on which process failed, and how
+    #: torchelastic's Root Cause entry: the failure its agent observed first (a tie of times does not say more)
+    root_cause: tuple[ErrorEvent, Any] | None = None
     innermost: dict[int | None, ErrorEvent] = field(default_factory=dict)  #: last traceback frame per rank (or pid)
     #: ranks (None: a line without one) that say they waited past a timeout: a watchdog's, gloo's or NCCL's own
     waited_out: set[int | None] = field(default_factory=set)
@@ -284,18 +296,21 @@ class _Seen:
             self.analyzer.append(e)
             return
         rank = e.origin.rank
-        if e.kind == "python-frame":  # a frame is where an error happened, not one more error
+        if e.kind == ErrorKind.PYTHON_FRAME:  # a frame is where an error happened, not one more error
             self.innermost[rank if rank is not None else e.origin.pid] = e
             return
-        if e.kind == "c10d-warning":  # a warning is no error: never the first error of the rank that printed it
+        if e.kind == ErrorKind.C10D_WARNING:  # a warning is no error: never the first error of the rank that printed it
             return
         self.errors += 1
-        if self.earliest is None or (self.earliest[0].kind == "launcher-signal" and e.kind != "launcher-signal"):
+        if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
+                                     and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
         data = e.data or {}
-        if self.spawn_exit is None and e.kind == "launcher-exit" and data.get("launcher") == "mp.spawn":
+        if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
-        if e.kind == "dump-signal" and data.get("from_rank") is not None and rank is not None:
+        if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
+            self.root_cause = (e, art)
+        if e.kind == ErrorKind.DUMP_SIGNAL and data.get("from_rank") is not None and rank is not None:
             self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
         if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
             self.waited_out.add(rank)
@@ -312,7 +327,7 @@ class _Seen:
             self.first_ranks.add(rank)
 
 
-def _seen(ev: Any) -> _Seen:
+def _seen(ev: Evidence) -> _Seen:
     seen = _Seen()
     for art in ev.artifacts:
         if not art.parsed:
@@ -326,7 +341,7 @@ def _seen(ev: Any) -> _Seen:
     return seen
 
 
-def timed_out(ev: Any) -> tuple[bool, set[int]]:
+def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
     """(whether any watchdog line says a rank waited in a collective past its timeout: time evidence of a
     hang; the global ranks that did, where the lines print them): the hung scope a post-mortem can see
     (a group whose ranks never time out kept running)."""
@@ -336,10 +351,10 @@ def timed_out(ev: Any) -> tuple[bool, set[int]]:
     return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | (seen.waited_out - {None})
 
 
-def _horovod_stalled(ev: Any) -> bool:
+def _horovod_stalled(ev: Evidence) -> bool:
     """Horovod's stall inspector reports an op only once ranks waited for it past its check time (60 s by
     default, HOROVOD_STALL_CHECK_TIME_SECONDS): time evidence of a hang, as a watchdog timeout is."""
-    return any(type(e) is ErrorEvent and e.kind in ("horovod-stall", "horovod-stall-warning")
+    return any(type(e) is ErrorEvent and e.kind in (ErrorKind.HOROVOD_STALL, ErrorKind.HOROVOD_STALL_WARNING)
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
@@ -362,7 +377,7 @@ def _dump_asks(seen: _Seen) -> list[DumpAskFact]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_facts(cov: Any, silent: tuple[list[int], int] | None = None, ev: Any = None) -> list[CoverageFact]:
+def _coverage_facts(cov: Coverage, silent: tuple[list[int], int] | None = None, ev: Evidence | None = None) -> list[CoverageFact]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:
@@ -381,7 +396,9 @@ def _error_facts(seen: _Seen) -> list[ErrorsFact]:
     parts = []
     said: ErrorEvent | None = None
     if seen.first is not None and seen.errors > 1 and len(seen.first_ranks) > 1:
-        parts.append(ErrorsFact("tied", at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
+        root = seen.root_cause  # among ranks tied to the second, the agent's own order is the one order said
+        said_first = _error_fact(*root) if root is not None and root[0].origin.rank in seen.first_ranks else None
+        parts.append(ErrorsFact("tied", said_first, at=seen.first[2], ranks=tuple(sorted(seen.first_ranks))))
     elif seen.first is not None and seen.errors > 1:
         parts.append(ErrorsFact("first-timed", seen.first[1], at=seen.first[2]))
     elif not seen.timeouts and not seen.group_timeouts and seen.earliest is not None:
@@ -452,7 +469,7 @@ def _ras_facts(findings: list[RasFinding], limit: int = 3) -> list[RasFact]:
             for (comm, kind), slot in list(seen.items())[:limit]]
 
 
-def _trails(ev: Any, seen: _Seen) -> list[TrailFact]:
+def _trails(ev: Evidence, seen: _Seen) -> list[TrailFact]:
     """NCCL error returns with no WARN: said, with the caveat that at init they are often probes."""
     if not seen.trails or seen.errors:
         return []
@@ -461,7 +478,14 @@ def _trails(ev: Any, seen: _Seen) -> list[TrailFact]:
     return [TrailFact(seen.trails, first_trail)]
 
 
-def judge(ev: Any, ctx: JudgeContext) -> Findings:
+def _names_a_peer(f: ErrorsFact) -> bool:
+    """The error said first is a lost connection or a size mismatch with a peer (what a PeerFact reads)."""
+    return f.error is not None and f.error.kind in (ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET,
+                                                    ErrorKind.SIZE_MISMATCH)
+
+
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """What the files show (the one protocol), as typed observations; the host judge's reports (`ctx`) say
-    which hosts it would exclude or suspects."""
-    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports), judge="observations")
+    which hosts it would exclude or suspects, and the named judge's the peers named by address."""
+    return Findings("logs", observations=observe(ev, ctx.of("hosts").reports, ctx.of("named").peers),
+                    judge="observations")

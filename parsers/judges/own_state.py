@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges.exceptions import last_exceptions
 from parsers.model.events import own_error
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite
@@ -52,7 +53,7 @@ def file_of(r: Any, *kinds: str) -> str | None:
     return next((a.cite for a in getattr(r, "files", ()) if a.kind in kinds), None)
 
 
-def own_state(ev: Any, s: Suspect) -> list[Citation]:
+def own_state(ev: Evidence, s: Suspect) -> list[Citation]:
     """What the suspect itself shows: its state, its main thread (and, where it waits on a lock, the
     thread that runs meanwhile: also set as `s.why`), its GPU at collection, how it ended, its last exception."""
     lines: list[Citation] = []
@@ -104,7 +105,7 @@ _ENDED = {ReasonClass.EXITED, ReasonClass.RAISED, ReasonClass.EXITED_FIRST, Reas
           ReasonClass.ABSENT, ReasonClass.NO_RECORDER_STATE, ReasonClass.MISSING_LINE, ReasonClass.FROZEN}
 
 
-def first_cause(ev: Any, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
+def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
     """'cause: its own NCCL log says ...' for a rank that exited, raised or left nothing: the first error of its
     own that is no wait on a peer, from its NCCL log's WARN lines and NCCL's reason under its exception's
     'Last error:' (a truncated message, a duplicate GPU, no network interface). The exit, the abort and

@@ -21,9 +21,10 @@ from typing import Any
 
 import networkx as nx
 
+from parsers.evidence import Evidence
 from parsers.judges import p2p_match
 from parsers.judges.p2p_match import History, Pending
-from parsers.model.events import ErrorEvent, OpEvent
+from parsers.model.events import ErrorEvent, ErrorKind, OpEvent
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
@@ -32,7 +33,7 @@ DEFAULT_GROUP = "pg:0"
 _KIND = {"fr-dump": "dumps", "recorder": "recorder"}
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """Typed p2p wait edges and, for each rank where they end, a suspect (source: the dumps, or the recorder's
     records where no dump holds a send/recv); every scope's ranks are global ranks, so its edges are global."""
     hist, seen = _histories(ev)
@@ -42,16 +43,17 @@ def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
     for comm, source, h in scopes:
         mine = p2p_match.pending_ops(h)
         wrong = {p: qs for p in mine if (qs := p2p_match.wrong_peer(p, h))}
-        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong]
+        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong and not _sent(p)]
         suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
         pending += mine
         suspects += _blocked_receivers(ev, h, source, {p.op.rank for p in mine if p.op.kind == "recv"} | {s.rank for s in suspects})
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
-    waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending}
+    waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending
+               if not _sent(p)}
     for rank, frame in _traceback_p2p(ev).items():
         waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
-    return Findings("dumps", suspects, edges, judge="p2p", result=P2PWaits(waiting))
+    return Findings("dumps", suspects, edges, judge="p2p", p2p_waits=P2PWaits(waiting))
 
 
 @dataclass(frozen=True)
@@ -66,18 +68,18 @@ class P2PWaits:
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
 
-def _traceback_p2p(ev: Any) -> dict[int, str]:
+def _traceback_p2p(ev: Evidence) -> dict[int, str]:
     """Ranks whose traceback's innermost torch.distributed frame is a send or receive (gloo's timeouts name no
     peer, and its Flight Recorder lists no send/recv: the frame is all a post-mortem holds of the op)."""
     last: dict[int, str] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "python-frame" and e.origin.rank is not None:
+            if type(e) is ErrorEvent and e.kind == ErrorKind.PYTHON_FRAME and e.origin.rank is not None:
                 last[e.origin.rank] = e.message or ""
     return {r: f for r, f in last.items() if f in P2P_CALLS}
 
 
-def _histories(ev: Any) -> tuple[dict[int, History], dict[int, OpEvent]]:
+def _histories(ev: Evidence) -> tuple[dict[int, History], dict[int, OpEvent]]:
     """Each rank's default-group p2p history from its dumps, and one event of each rank (its origin, for
     citations); a rank whose dump lost nothing has a complete history even with no p2p op."""
     records: dict[int, list] = {}
@@ -116,7 +118,7 @@ def _in_receive(r: Any) -> str | None:
 MAX_FRAMES = 64
 
 
-def _blocked_receivers(ev: Any, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
+def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
     """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
     waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
     stack is in a receive while another rank's sends to it go unanswered receives from someone else."""
@@ -165,6 +167,11 @@ def recorder_scopes(states: list) -> list[tuple[str, str, dict[int, History]]]:
     return out
 
 
+def _sent(p: Pending) -> bool:
+    """A completed send: its rank waits in it no longer (kept by p2p_match for the wrong-peer reading only)."""
+    return p.op.kind == "send" and p.op.state == "completed"
+
+
 def _to_from(kind: str) -> str:
     return "to" if kind == "send" else "from"
 
@@ -188,16 +195,19 @@ def _edge(p: Pending, seen: dict[int, OpEvent], comm: str = DEFAULT_GROUP, sourc
 
 
 def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source: str = "fr-dump") -> Suspect:
-    """'rank 4 posts recv from 2, which never sends to it, while rank 3's send to it goes unanswered'."""
+    """'rank 4 posts recv from 2, which never sends to it, while rank 3's send to it goes unanswered'; the send side
+    alike: 'rank 3 posts send to 5, which never receives from it, while rank 4 receives from it unanswered' (a
+    completed send waits on no one: it sent to the wrong peer)."""
     op, own = p.op, seen.get(p.op.rank)
     where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder, its communicator's records]"
     never = "sends to it" if op.kind == "recv" else "receives from it"
-    theirs = f"{op.pairing}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
+    theirs = f"{'receive' if op.kind == 'send' else 'send'}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
+    ends = "it sent to the wrong peer" if _sent(p) else "it waits on the wrong peer"
     return Suspect(
         rank=op.rank, host=own.origin.host if own else None, pid=own.origin.pid if own else None,
         reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
         reason=of_rank(op.rank, f"posts {op.kind} {_to_from(op.kind)} {op.peer}, which never {never}, while rank"
-                       f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: it waits on the wrong peer"),
+                       f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: {ends}"),
         confidence=ReasonClass.WRONG_PEER.default_confidence,
         evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer}'s "
                        f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",

@@ -68,6 +68,11 @@ class History:
         timeout says 'completed' for the receive that waited on a peer which never sent)."""
         return [op for op in self.ops if op.kind == "recv"][-MAX_PENDING:]
 
+    def sends(self) -> list[P2POp]:
+        """Its sends, newest last: a completed one its peer never receives at all is the send side of a wrong peer
+        (NCCL completes a send whose data fits the peer's buffers before any receive is posted)."""
+        return [op for op in self.ops if op.kind == "send"][-MAX_PENDING:]
+
 
 @dataclass(frozen=True)
 class Pending:
@@ -141,15 +146,18 @@ def queued(p: Pending, hist: dict[int, History]) -> Pending:
 
 
 def pending_ops(hist: dict[int, History]) -> list[Pending]:
-    """Every rank's pending ops, each matched against its peer's history, and its receives that its peer never
-    answered, whatever their state. A completed send its peer has not answered is no wait: NCCL completes a
-    send whose data fits the peer's buffers before the receive is posted (seen, 256K floats)."""
+    """Every rank's pending ops, each matched against its peer's history, its receives that its peer never
+    answered, whatever their state, and its completed sends to a peer that never receives from it at all. A
+    completed send its peer has merely not answered yet is no wait: NCCL completes a send whose data fits the
+    peer's buffers before the receive is posted (seen, 256K floats); one to a peer that never receives from it is
+    kept, for the wrong-peer reading only (it makes no wait edge: parsers/judges/p2p.py)."""
     out = []
     for rank in sorted(hist):
         ops = dict.fromkeys(hist[rank].pending())
         ops.update(dict.fromkeys(op for op in hist[rank].receives() if op.state == "completed"))
+        ops.update(dict.fromkeys(op for op in hist[rank].sends() if op.state == "completed"))
         matched = [queued(match(op, hist), hist) for op in ops]
-        out += [p for p in matched if p.op.state != "completed" or p.match == "unmatched"]
+        out += [p for p in matched if p.op.state != "completed" or p.match == "unmatched" and (p.op.kind == "recv" or p.never)]
     return sorted(out, key=lambda p: (p.op.rank, p.op.seq))
 
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges.observations import timed_out
 from parsers.model.findings import Findings, JudgeContext
 from parsers.model.samples import GPU_WAIT, IDLE, IN_COLLECTIVE, ON_CPU
@@ -237,7 +238,7 @@ def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_o
             "one snapshot cannot tell a hang from progress", set())
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """Hang or progress, from time (the one protocol): the recorder's ages, else two RAS reads, else stack
     samples, else arm()'s step series, else collect's second look (the same cheap reads twice, seconds apart)."""
     progress = judge_progress(ev.recorder)

@@ -17,10 +17,11 @@ live ranks keep beating.
 from __future__ import annotations
 
 import time
-from typing import Any
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from parsers.evidence import Evidence
 from parsers.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
@@ -363,7 +364,7 @@ def stalled_ranks(states: list[RecorderState], now_ns: int | None = None) -> lis
     return sorted(suspects, key=lambda s: -s.confidence)  # stable: keeps each comm's own order
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """The recorder judge (the one protocol): wait edges per channel and peer (communicator ranks, mapped to
     global ranks by the recorder files' own table) and stall suspects, where there are state files."""
     states = ev.recorder

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers.knowledge import Entry, Finding
-from parsers.model.events import INFO_KINDS, UNKNOWN_HOST, WAIT_ERRORS, ErrorEvent
+from parsers.model.events import INFO_KINDS, UNKNOWN_HOST, WAIT_ERRORS, ErrorEvent, ErrorKind
 
 #: error kinds that say a process stopped or was stopped (a launcher's report, a signal, an abort): what
 #: follows another error, never a fault of its own
-_AFTERMATH_KINDS = frozenset({"launcher-exit", "launcher-signal", "agent-signal", "dead", "nccl-abort",
-                              "peer-closed", "child-error-file", "test-failure", "horovod-stall",
-                              "horovod-stall-warning", "horovod-timeline-error", "ras-json", "ras-text",
-                              "fr-analysis", "fr-dump", "p2p-seq", "store-timeout", "gloo-timeout"})
+_AFTERMATH_KINDS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.AGENT_SIGNAL, "dead",
+                              ErrorKind.NCCL_ABORT, ErrorKind.PEER_CLOSED, ErrorKind.CHILD_ERROR_FILE,
+                              ErrorKind.TEST_FAILURE, ErrorKind.HOROVOD_STALL, ErrorKind.HOROVOD_STALL_WARNING,
+                              ErrorKind.HOROVOD_TIMELINE_ERROR, "ras-json", "ras-text", ErrorKind.FR_ANALYSIS,
+                              "fr-dump", "p2p-seq", ErrorKind.STORE_TIMEOUT, ErrorKind.GLOO_TIMEOUT})
 #: words of a victim: the line is about a peer, a wait or a teardown, not about this host's own hardware
 _SYMPTOM_WORDS = re.compile(
     r"peer|remote|completion|closed|reset|timed?[ _-]?out|timeout|flush|abort|lost|unreachable|refused|broken pipe|"

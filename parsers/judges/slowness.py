@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges.links import SlowLinks, judge_links, link_suspects, without
 from parsers.judges.stragglers import (ECHO_SHARE, MIN_OPS, Stragglers, fr_ops, judge_ops, judge_stragglers,
                                        nccl_log_ops, straggler_suspects)
@@ -81,7 +82,7 @@ class Slowness:
         return out
 
 
-def judge_slowness(ev: Any) -> Slowness:
+def judge_slowness(ev: Evidence) -> Slowness:
     """Every slowness judge over the evidence (`ev`: parsers.evidence.Evidence)."""
     stragglers = _stragglers(ev)
     return Slowness(stragglers=stragglers, links=_without_echoes(judge_links(ev.recorder), stragglers), steps=_steps(ev))
@@ -97,7 +98,7 @@ def _without_echoes(links: SlowLinks, stragglers: Stragglers) -> SlowLinks:
     return without(links, echoes) if echoes else links
 
 
-def _stragglers(ev: Any) -> Stragglers:
+def _stragglers(ev: Evidence) -> Stragglers:
     """From the source that stamps the most common operations, the recorder first (it alone gives waits)."""
     rec = judge_stragglers(ev.recorder)
     if rec.ops >= MIN_OPS:
@@ -111,7 +112,7 @@ def _stragglers(ev: Any) -> Stragglers:
     return best
 
 
-def _steps(ev: Any) -> RankSteps | None:
+def _steps(ev: Evidence) -> RankSteps | None:
     """arm()'s step series of two or more ranks, compared (parsers.judges.step_ranks), else None."""
     series = getattr(ev, "step_series", None) or {}
     if len(series) < 2:
@@ -119,12 +120,12 @@ def _steps(ev: Any) -> RankSteps | None:
     return compare_ranks(series, _hosts(ev))
 
 
-def _hosts(ev: Any) -> dict[int, str]:
+def _hosts(ev: Evidence) -> dict[int, str]:
     """rank -> host, from the artifacts that know both (a rank's host is named only where known)."""
     return {a.rank: host for a in ev.artifacts if a.rank is not None for host in (a.hints.host or a.host,) if host}
 
 
-def judge(ev: Any, ctx: JudgeContext) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """Who is slow (the one protocol), where the progress judge says the job runs or cannot say; its suspects
     are the arbiter's to weigh (only a running job's stragglers are judged)."""
     progress = ctx.of("progress").progress

@@ -12,16 +12,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import sys
+import tomllib  # the standard library's since 3.11, the oldest Python the project takes (pyproject.toml)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
-from parsers.errors import BadInput
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from parsers.errors import BadInput
 
 #: Where the shipped entries live: this package's data files (pyproject.toml's package-data ships them).
 BUILTIN_DIR = Path(__file__).resolve().parent

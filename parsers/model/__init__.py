@@ -5,10 +5,12 @@
 - `findings`: suspects, wait edges and the verdict that judges return.
 """
 
-from parsers.model.events import (CommMember, ErrorEvent, Event, OpEvent, Origin, Parsed, Progress, RasFinding,
+from parsers.model.events import (CommMember, ErrorEvent, ErrorKind, Event, OpEvent, Origin, Parsed, Progress,
+                                  RasFinding,
                                   TopoEdge, normalise_op)
 from parsers.model.findings import Suspect, Verdict, WaitEdge
 from parsers.model.stacks import Frame, ThreadStack
 
-__all__ = ["CommMember", "ErrorEvent", "Event", "OpEvent", "Origin", "Parsed", "Progress", "RasFinding", "TopoEdge",
+__all__ = ["CommMember", "ErrorEvent", "ErrorKind", "Event", "OpEvent", "Origin", "Parsed", "Progress", "RasFinding",
+           "TopoEdge",
            "normalise_op", "Suspect", "Verdict", "WaitEdge", "Frame", "ThreadStack"]

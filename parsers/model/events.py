@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -148,11 +149,78 @@ class Progress:
     source: str = ""
 
 
+class ErrorKind(StrEnum):
+    """Every kind of ErrorEvent a reader writes: the one list, so a misspelt kind fails where the event is made
+    (ErrorEvent refuses any other) instead of matching nothing in a judge. A StrEnum: each compares and hashes as
+    its text, so JSON, digests and a compare with the plain text keep working."""
+
+    WATCHDOG_TIMEOUT = "watchdog-timeout"  #: c10d's watchdog caught a collective past its timeout (SeqNum, op)
+    FAILURE_DETECTED = "failure-detected"  #: c10d's watchdog reports a failure in a collective (its SeqNum)
+    GLOO_TIMEOUT = "gloo-timeout"  #: gloo: a collective or transfer timed out
+    CONNECTION_CLOSED = "connection-closed"  #: a peer closed its connection (gloo, NCCL, mpirun's report)
+    CONNECTION_RESET = "connection-reset"  #: a peer reset its connection
+    NCCL_TIMEOUT = "nccl-timeout"  #: NCCL WARN that says a timeout
+    IB_COMPLETION = "ib-completion"  #: NCCL: an InfiniBand completion error naming its peer
+    NET_ERROR = "net-error"  #: an NCCL net plugin's error (NET/...)
+    BARRIER_ABSENT = "barrier-absent"  #: monitored_barrier: the ranks that did not arrive
+    BARRIER_WAIT = "barrier-wait"  #: monitored_barrier: a rank lost its wait for the barrier's report
+    STORE_TIMEOUT = "store-timeout"  #: the c10d store timed out (a rank's wait for another's key, its NCCL unique id)
+    PEER_CLOSED = "peer-closed"  #: NCCL: the remote peer closed the connection
+    SIZE_MISMATCH = "size-mismatch"  #: NCCL: a peer's message of another size than this rank posted (truncated)
+    NET_ADDRESS = "net-address"  #: NCCL: the addresses a process uses (who a peer's address is)
+    C10D_INFO = "c10d-info"  #: an [I ...] c10d line that says nothing failed
+    PG_TIMEOUT = "pg-timeout"  #: a process group's TIMEOUT(ms) option
+    NVRM = "nvrm"  #: an NVRM driver line that matched no fault
+    C10D_FINGERPRINT = "c10d-fingerprint"  #: ProcessGroupWrapper's fingerprint of a collective a rank starts
+    FR_DISABLED = "fr-disabled"  #: the watchdog's note that the Flight Recorder is off
+    COLLECTIVE_STACK = "collective-stack"  #: c10d's stack of a collective (its frames fill from the lines below)
+    CHILD_ERROR_FILE = "child-error-file"  #: torchelastic's note of a child's error file
+    HOROVOD_LOG = "horovod-log"  #: a Horovod line at an information level
+    C10D_TEARDOWN = "c10d-teardown"  #: torch's warning that destroy_process_group() was not called
+    HOROVOD_STALL = "horovod-stall"  #: Horovod's stall inspector: a tensor and the ranks missing or ready
+    HOROVOD_STALL_WARNING = "horovod-stall-warning"  #: Horovod's stall inspector's heading
+    RANK_IDENTITY = "rank-identity"  #: a launcher line that states a process's rank
+    JOB_SIZE = "job-size"  #: a launcher line that states the job's size
+    C10D_ERROR = "c10d-error"  #: an [E ...] or [F ...] c10d line
+    C10D_WARNING = "c10d-warning"  #: a [W ...] c10d line
+    NCCL_ERROR = "nccl-error"  #: an NCCL error (c10d's ncclInternalError..., nccl-tests' NCCL failure)
+    NCCL_WARN = "nccl-warn"  #: an NCCL WARN line
+    NCCL_ABORT = "nccl-abort"  #: NCCL: a communicator aborted
+    NCCL_LAST_ERROR = "nccl-last-error"  #: NCCL's own reason under a c10d NCCL error (the line after 'Last error:')
+    COLLECTIVE_MISMATCH = "collective-mismatch"  #: a collective that differs across ranks (ProcessGroupWrapper)
+    DESYNC_LAGGING = "desync-lagging"  #: the desync debug report's ranks that did not join the collective
+    DESYNC_STATE = "desync-state"  #: the desync debug report's state of a rank
+    DUMP_SIGNAL = "dump-signal"  #: c10d's trigger of a Flight Recorder dump (a signal, a global timeout)
+    HEARTBEAT = "heartbeat"  #: c10d's heartbeat monitor: the watchdog stopped its heartbeat
+    TERMINATE = "terminate"  #: c10d's "Terminating the process"
+    PYTHON_EXCEPTION = "python-exception"  #: an exception a line names (Python's, C++ terminate, Ray's unhandled)
+    PYTHON_FRAME = "python-frame"  #: a torch/distributed frame of a traceback
+    PYTHON_FATAL = "python-fatal"  #: a `Fatal Python error:` line (faulthandler)
+    PROCESS_SIGNAL = "process-signal"  #: a fatal-signal report (Open MPI/UCX crash handler)
+    DDP_UNUSED_PARAMETERS = "ddp-unused-parameters"  #: DDP's reducer: parameters that received no gradient
+    LAUNCHER_EXIT = "launcher-exit"  #: a launcher's report that a process exited (exit code, local rank, pid)
+    LAUNCHER_SIGNAL = "launcher-signal"  #: a launcher sent a process a signal
+    AGENT_SIGNAL = "agent-signal"  #: torchelastic's agent received a death signal
+    ROOT_CAUSE = "root-cause"  #: torchelastic's ChildFailedError block: the root cause entry
+    CHILD_FAILURE = "child-failure"  #: torchelastic's ChildFailedError block: another failure entry
+    GLOO_ERROR = "gloo-error"  #: gloo: another error
+    CUDA_ERROR = "cuda-error"  #: a CUDA error pasted in a log
+    CUDA_DRIVER_MISMATCH = "cuda-driver-mismatch"  #: CUDA: the driver is older than the runtime
+    GPU_LOST = "gpu-lost"  #: a GPU fell off the bus
+    PCIE_ERROR = "pcie-error"  #: a PCIe error pasted in a log
+    XID = "xid"  #: an NVIDIA Xid line pasted in a log
+    TEST_FAILURE = "test-failure"  #: nccl-tests' trail of a failure
+    HOROVOD_ERROR = "horovod-error"  #: a Horovod line at an error level
+    HOROVOD_TIMELINE_ERROR = "horovod-timeline-error"  #: Horovod's timeline error
+    FR_ANALYSIS = "fr-analysis"  #: a line of the Flight Recorder analyzer's report
+
+
 @dataclass(slots=True)
 class ErrorEvent:
-    """Something went wrong, as the artifact says it. `kind` is a short class name."""
+    """Something went wrong, as the artifact says it. `kind` is one of ErrorKind (its text is taken and made the
+    member; any other is refused with a ValueError: a digest that carries one is refused whole)."""
 
-    kind: str  #: watchdog-timeout, failure-detected, connection-closed, ib-completion, gloo-timeout, nccl-warn, ...
+    kind: ErrorKind
     message: str
     origin: Origin
     comm: str | None = None
@@ -165,23 +233,33 @@ class ErrorEvent:
     #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...
     data: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        try:
+            self.kind = ErrorKind(self.kind)
+        except ValueError:
+            raise ValueError(f"an ErrorEvent's kind must be one of ErrorKind, not {str(self.kind)[:60]!r}") from None
+
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`
 #: c10d line such as "watchdog thread started", the group's TIMEOUT(ms) option, a collective a
 #: rank starts as ProcessGroupWrapper logs it (c10d-fingerprint), the watchdog's note that the Flight
 #: Recorder is off (fr-disabled), an NVRM driver
 #: message that matched no fault such as "loading NVIDIA UNIX Open Kernel Module", torch's teardown warning that
-#: destroy_process_group() was not called, printed by ranks that finished): read and kept, never weighed as an error.
-INFO_KINDS = frozenset({"c10d-info", "pg-timeout", "nvrm", "c10d-fingerprint", "fr-disabled", "collective-stack",
-                        "child-error-file", "horovod-log", "c10d-teardown",
-                        "horovod-stall", "horovod-stall-warning", "rank-identity", "job-size"})
+#: destroy_process_group() was not called, printed by ranks that finished, the addresses NCCL says a process uses
+#: (net-address)): read and kept, never weighed as an error.
+INFO_KINDS = frozenset({ErrorKind.C10D_INFO, ErrorKind.PG_TIMEOUT, ErrorKind.NVRM, ErrorKind.C10D_FINGERPRINT,
+                        ErrorKind.FR_DISABLED, ErrorKind.COLLECTIVE_STACK, ErrorKind.CHILD_ERROR_FILE,
+                        ErrorKind.HOROVOD_LOG, ErrorKind.C10D_TEARDOWN, ErrorKind.HOROVOD_STALL,
+                        ErrorKind.HOROVOD_STALL_WARNING, ErrorKind.RANK_IDENTITY, ErrorKind.JOB_SIZE,
+                        ErrorKind.NET_ADDRESS})
 
 #: a watchdog's own word that a rank waited in one collective of its group, at a position (SeqNum)
-TIMEOUT_KINDS = frozenset({"watchdog-timeout", "failure-detected"})
+TIMEOUT_KINDS = frozenset({ErrorKind.WATCHDOG_TIMEOUT, ErrorKind.FAILURE_DETECTED})
 #: errors a rank prints while it waits on a peer that is gone or late (timeouts, closed or reset connections, a
 #: monitored_barrier that names the ranks that did not arrive, or a rank that lost its wait for that report)
-WAIT_ERRORS = TIMEOUT_KINDS | {"gloo-timeout", "connection-closed", "connection-reset", "nccl-timeout",
-                               "ib-completion", "net-error", "barrier-absent", "barrier-wait"}
+WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET,
+                               ErrorKind.NCCL_TIMEOUT, ErrorKind.IB_COMPLETION, ErrorKind.NET_ERROR,
+                               ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT}
 
 
 def own_error(event: object) -> bool:

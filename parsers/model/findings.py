@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from parsers.model.events import UNKNOWN_HOST
+from parsers.model.events import UNKNOWN_HOST, ErrorKind
+
+#: type-only: each module of ours named here imports the model, so a runtime import would be a circle (and, for the
+#: judges', knowledge's and stack tree's types, an upward one): the model names their types, it never runs them
+if TYPE_CHECKING:
+    import networkx as nx  # not ours: kept out of the model's import; the judges that build graphs import it
+
+    from parsers.evidence import Evidence
+    from parsers.judges.hosts import HostReport
+    from parsers.judges.logs import LogAnalysis
+    from parsers.judges.p2p import P2PWaits
+    from parsers.judges.progress import ProgressDecision
+    from parsers.judges.slowness import Slowness
+    from parsers.knowledge import KnowledgeBase
+    from parsers.stacks.tree import StackNode
 
 
 class ReasonClass(str, Enum):
@@ -44,6 +58,7 @@ class ReasonClass(str, Enum):
     RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
     NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
     NAMED_ABSENT = ("named-absent", False, 0.80, "a peer's own error names it as the rank that did not arrive")
+    NAMED_PEER = ("named-peer", False, 0.70, "another rank lost its connection to an address the files pair with this rank")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
@@ -104,9 +119,11 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
                     _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND, _R.MISMATCH},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
-                _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT},
+                _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT, _R.NAMED_PEER},
     #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
     _R.NAMED_ABSENT: {_R.SILENT, _R.MISSING_LINE, _R.NO_DUMP, _R.ERROR_FIRST},
+    #: the peer a lost connection names: why it is silent, left no line or dump, and why its neighbours lost it
+    _R.NAMED_PEER: {_R.SILENT, _R.MISSING_LINE, _R.NO_DUMP, _R.ERROR_FIRST, _R.LOST_PEER},
 }
 #: claims that mean "the others wait for this rank" rather than a fact about its process ('gpu-queued' is
 #: not one: such a rank waits in synchronize by nature, and is never demoted for it)
@@ -352,7 +369,7 @@ class ErrorFact:
     """One error line as a summary says it: its kind, who said it (a launcher's line names its worker in its
     message instead), what it says (whitespace folded), and where it was read."""
 
-    kind: str
+    kind: ErrorKind
     message: str
     citation: Citation | None = None
     rank: int | None = None
@@ -370,7 +387,8 @@ class ErrorFact:
 class ErrorsFact:
     """Which error came first: by time where lines have one ('first-timed', or 'tied' when several ranks share
     the first time), else in file order ('first', or 'one' when it is the only one); 'ended': mp.spawn's word
-    on why the job ended, where that is another error."""
+    on why the job ended, where that is another error. A 'tied' one's `error` is torchelastic's Root Cause entry
+    where it names one of the tied ranks: the order its agent observed, said as such."""
 
     role: str
     error: ErrorFact | None = None
@@ -538,6 +556,31 @@ class ClaimFact:
 
 
 @dataclass(frozen=True)
+class PeerFact:
+    """Ranks whose lines name a peer by address (`what`: 'closed' or 'reset', a lost connection; 'size', NCCL's size
+    mismatch with it), and whom the files pair the address with (parsers/judges/peer_address.py): `ranks` (one where
+    mapped), `host`, `how` ('' where nothing maps it). The reporters only lost or met the peer: never the subject."""
+
+    what: str
+    reporters: tuple[int, ...]
+    addr: str
+    ranks: tuple[int, ...] = ()
+    host: str | None = None
+    how: str = ""
+    sent: int | None = None  #: a size mismatch: the bytes the sending side sent
+    posted: int | None = None  #: the bytes the receiving side posted
+    side: str | None = None  #: the reporters' side of a size mismatch: 'receiver' | 'sender'
+    citation: Citation | None = None  #: the first report's line
+    paired: Citation | None = None  #: the line that pairs the address with the one rank named
+    processes: tuple[tuple[str | None, int], ...] = ()  #: (host, pid) of reporters whose lines print no rank
+
+    @property
+    def mapped(self) -> int | None:
+        """The one rank the address names, where the files leave one."""
+        return self.ranks[0] if len(self.ranks) == 1 and self.how else None
+
+
+@dataclass(frozen=True)
 class CompletedPastFact:
     """In group `comm`, rank `rank` completed work up to `done` while rank `waiter` waits in work `seq`."""
 
@@ -588,7 +631,7 @@ class HorovodFact:
 #: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
 Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
          | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
-         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact)
+         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact | PeerFact)
 
 
 class ObservationKind(str, Enum):
@@ -599,6 +642,7 @@ class ObservationKind(str, Enum):
     DUMP_ASK = "dump-ask"
     DISAGREEMENT = "disagreement"
     CLAIM = "claim"
+    PEER = "peer"
     COMPLETED_PAST = "completed-past"
     FR_REPORT = "fr-report"
     RAS = "ras"
@@ -628,7 +672,7 @@ class Observation:
 
     kind: ObservationKind  #: always the enum (a plain name is refused)
     ranks: tuple[int, ...] = ()
-    facts: Any = None  #: one of `Facts`
+    facts: Facts | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, ObservationKind):
@@ -667,8 +711,8 @@ class Verdict:
     summary: str = ""
     missing_evidence: list[str] = field(default_factory=list)
     sections: dict[str, Any] = field(default_factory=dict)  #: extra tables (stack tree, missing-line table...)
-    graph: Any = None  #: networkx.DiGraph of global ranks (waiter -> waited on) from the log correlation, if any
-    stack_tree: Any = None  #: parsers.stacks.tree.Node of the main-thread stacks (sections["stack_tree"] is its JSON)
+    graph: nx.DiGraph | None = None  #: global ranks (waiter -> waited on) from the log correlation, if any
+    stack_tree: StackNode | None = None  #: the main-thread stacks' tree (sections["stack_tree"] is its JSON)
     hang: str = "not established"  #: 'hang' | 'progress' | 'not established' (decided from time, arbiter step 1)
     hang_basis: str = ""  #: what decided it (recorder ages, watchdog timeouts, ...), or why nothing could
     hung_ranks: list[int] = field(default_factory=list)  #: the hung scope where time shows it (stalled or timed out)
@@ -679,8 +723,8 @@ class Verdict:
     observations: list[Observation] = field(default_factory=list)
     deadlock: Deadlock | None = None
     independent: list[Suspect] = field(default_factory=list)  #: further culprits: independent sinks of the graph
-    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision): for the words
-    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness): for the words
+    progress: ProgressDecision | None = None  #: hang or progress, decided from time: for the words
+    slow: Slowness | None = None  #: who is slow in a running job: for the words
 
     @property
     def culprits(self) -> list[Suspect]:
@@ -780,7 +824,9 @@ class WaitEdge:
 class Findings:
     """What one judge returns: the one judge protocol (`Judge`). `source` is the kind of evidence it read
     (SOURCES); every suspect it returns carries it, so agreement between judges can be counted. `judge`
-    names the judge, so the arbiter knows whose progress decision, graph or host reports it reads."""
+    names the judge. What only one judge decides has a typed field of its own (its graph, host reports,
+    progress decision, slowness, stack tree, log correlation, point-to-point waits), None or empty from
+    every other judge: a reader names the field and gets its type, never a slot to test for what it holds."""
 
     source: str
     suspects: list[Suspect] = field(default_factory=list)
@@ -789,16 +835,21 @@ class Findings:
     sections: dict[str, Any] = field(default_factory=dict)  #: JSON tables for the verdict's sections
     judge: str = ""
     comm_ranks: dict[str, dict[int, int]] = field(default_factory=dict)  #: comm id -> {comm rank: global rank}
-    graph: Any = None  #: the judge's own wait-for graph of global ranks (networkx; each edge's `edge` a WaitEdge)
+    graph: nx.DiGraph | None = None  #: the logs judge's wait-for graph of global ranks (each edge's `edge` a WaitEdge)
     missing: list[str] = field(default_factory=list)  #: what this judge could not see
-    reports: list = field(default_factory=list)  #: host reports (judges.hosts.HostReport)
-    progress: Any = None  #: hang or progress, decided from time (judges.progress.ProgressDecision)
+    reports: list[HostReport] = field(default_factory=list)  #: the hosts judge's host reports
+    progress: ProgressDecision | None = None  #: the progress judge's hang or progress, decided from time
     #: (whether any rank waited past a timeout: watchdog, gloo, NCCL, store, Horovod's stall check; the global
     #: ranks that did, where lines print them): time evidence of a hang and its scope, for the arbiter's step 1
     timeouts: tuple[bool, frozenset[int]] = (False, frozenset())
-    slow: Any = None  #: who is slow in a running job (judges.slowness.Slowness)
-    stack_tree: Any = None  #: the main-thread stack tree (parsers.stacks.tree.Node)
-    result: Any = None  #: the judge's own result for presentation (the logs judge's LogAnalysis: last ops)
+    slow: Slowness | None = None  #: the slowness judge's who is slow in a running job
+    stack_tree: StackNode | None = None  #: the stacks judge's main-thread stack tree
+    #: the logs judge's correlation (its last ops: the pictures of a logs-only post-mortem)
+    log_analysis: LogAnalysis | None = None
+    #: the p2p judge's ranks waiting in a point-to-point op (never 'stopped before' a collective)
+    p2p_waits: P2PWaits | None = None
+    #: the named judge's lost connections and size mismatches, each with the peer its address names (if any)
+    peers: tuple[PeerFact, ...] = ()
 
     def __post_init__(self) -> None:
         for s in self.suspects:
@@ -820,7 +871,7 @@ class JudgeContext:
     """What a judge reads besides the evidence: the knowledge base, and the findings of the judges that ran
     before it (the logs judge maps the recorder's edges and skips ranks the p2p judge sees in a send/recv)."""
 
-    kb: Any = None
+    kb: KnowledgeBase | None = None
     found: list[Findings] = field(default_factory=list)
 
     def of(self, judge: str) -> Findings:
@@ -831,4 +882,4 @@ class JudgeContext:
 class Judge(Protocol):
     """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
 
-    def __call__(self, ev: Any, ctx: JudgeContext) -> Findings: ...
+    def __call__(self, ev: Evidence, ctx: JudgeContext) -> Findings: ...

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Callable
 
 from parsers.ints import as_int
-from parsers.model.events import ErrorEvent, Origin, Progress, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, Progress, normalise_op
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
@@ -67,7 +68,7 @@ _FR_OFF = re.compile(r"Stack trace of the failed collective not found")
 #: below the heading, innermost first ('#2 train_step from /work/tee_worker.py:24'), then a blank line
 _FR_STACK = re.compile(r"Stack trace of the failed collective:\s*$")
 _FR_FRAME = re.compile(r"^#(?P<i>\d{1,4}) (?P<func>\S{1,256}) from (?P<file>\S.{0,1023}):(?P<line>\d{1,9})$")
-COLLECTIVE_STACK = "collective-stack"  #: the heading's event; its data["frames"] fill from the lines below
+COLLECTIVE_STACK = ErrorKind.COLLECTIVE_STACK  #: the heading's event; its data["frames"] fill from the lines below
 MAX_STACK_FRAMES = 64
 _PENDING = re.compile(r"workMetaList_\.size\(\) ?= ?(?P<n>\d+)")
 _STORE = re.compile(r"DistStoreError: (?:Timed out after (?P<secs>\d+) seconds waiting for (?:clients|workers)\. "
@@ -93,6 +94,13 @@ _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 #: cuda error', horovod #3618)
 _PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
                      r"|HorovodInternalError))\b")
+#: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED at
+#: "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent communicator
+#: missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of that rank
+#: torch.distributed asked for a backend its build lacks: 'RuntimeError: Distributed package doesn't have NCCL built in'
+#: (facebookresearch/xformers#464, in pytest's summary line)
+_NO_BACKEND = re.compile(r"^(?P<type>RuntimeError): Distributed package doesn't have (?:NCCL|Gloo|MPI|UCC) built in")
+_C10D_ASSERT = re.compile(r"^(?P<type>RuntimeError): [^\n]{0,400}? INTERNAL ASSERT FAILED at \"[^\"\n]{0,400}/c10d/")
 #: NCCL's result code as PyTorch prints it under the error ('ncclUnhandledCudaError: Call to CUDA function failed.',
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
@@ -158,7 +166,8 @@ _BARRIER_WAIT = re.compile(r"successfully reached monitoredBarrier, but received
 #: finished, at exit; never an error
 _TEARDOWN = re.compile(r"destroy_process_group\(\) was not called before program exit|process group has NOT been "
                        r"destroyed before")
-_LEVEL_KIND = {"E": "c10d-error", "F": "c10d-error", "W": "c10d-warning", "I": "c10d-info"}
+_LEVEL_KIND = {"E": ErrorKind.C10D_ERROR, "F": ErrorKind.C10D_ERROR, "W": ErrorKind.C10D_WARNING,
+               "I": ErrorKind.C10D_INFO}
 
 
 def unnamed_group(rank: int) -> str:
@@ -237,172 +246,311 @@ def _glog(text: str) -> tuple[str | None, str | None, str | None]:
     return m.group("lvl"), ts, m.group("src")
 
 
+class _Line:
+    """One prefix-stripped line being read: what its header and tags say (glog level, time and source; group,
+    rank in it) and the events found in it so far.
+
+    Why: the matchers below are a table of small functions that share this one view of the line, instead of
+    one function that tried every pattern in turn (166 lines)."""
+
+    __slots__ = ("text", "origin", "comm", "group", "group_rank", "msg", "lvl", "ts", "src", "events")
+
+    def __init__(self, text: str, origin: Origin) -> None:
+        self.text = text
+        self.lvl, self.ts, self.src = _glog(text)
+        self.origin, self.comm, self.group_rank = _identity(text, origin)
+        if (self.comm is None and self.group_rank is not None and self.origin.rank is not None
+                and self.group_rank != self.origin.rank):
+            self.comm = unnamed_group(self.origin.rank)
+        self.group = self.comm or "pg:0"  #: where a record about a collective belongs: no PG tag is the default group
+        self.msg = text.strip()
+        self.events: list = []
+
+    def err(self, kind: str, **kw) -> ErrorEvent:
+        """Add an error event of this line (its data without the None values, with the rank in the group)."""
+        data = {k: v for k, v in (kw.pop("data", None) or {}).items() if v is not None}
+        if self.group_rank is not None:
+            data.setdefault("group_rank", self.group_rank)
+        ev = ErrorEvent(kind=kind, message=self.msg, origin=self.origin, comm=kw.pop("comm", self.comm),
+                        timestamp=self.ts, source="c10d", data=data, **kw)
+        self.events.append(ev)
+        return ev
+
+    def progress(self, enq: int, done: int) -> None:
+        """Add the group's counters as this line gives them (last enqueued, last completed)."""
+        self.events.append(Progress(comm=self.group, origin=self.origin, last_enqueued=enq, last_completed=done,
+                                    comm_rank=self.group_rank, source="c10d"))
+
+
 def match_line(text: str, origin: Origin) -> list:
     """Events in one prefix-stripped line; [] when it is no c10d message this reader knows.
 
     One line can carry several facts (Ray's `Unhandled exception: T. what(): [..] Watchdog
-    caught ...` is an exception and a timeout), so matchers add to one list.
+    caught ...` is an exception and a timeout), so matchers add to one list: each of _MATCHERS in turn,
+    until one says the line is read; a line none of them reads is a plain c10d record of its glog level.
     """
     if not any(m in text for m in _MARKERS):
         return []
-    lvl, ts, src = _glog(text)
-    origin, comm, group_rank = _identity(text, origin)
-    if comm is None and group_rank is not None and origin.rank is not None and group_rank != origin.rank:
-        comm = unnamed_group(origin.rank)
-    group = comm or "pg:0"  #: where a record about a collective belongs: no PG tag is the default group
-    msg = text.strip()
-    events: list = []
-
-    def err(kind: str, **kw) -> ErrorEvent:
-        data = {k: v for k, v in (kw.pop("data", None) or {}).items() if v is not None}
-        if group_rank is not None:
-            data.setdefault("group_rank", group_rank)
-        ev = ErrorEvent(kind=kind, message=msg, origin=origin, comm=kw.pop("comm", comm), timestamp=ts,
-                        source="c10d", data=data, **kw)
-        events.append(ev)
-        return ev
-
-    def progress(enq: int, done: int) -> None:
-        events.append(Progress(comm=group, origin=origin, last_enqueued=enq, last_completed=done,
-                               comm_rank=group_rank, source="c10d"))
-
-    # each pattern below runs only where its own literal words are in the line: a cheap `in` first (a log
-    # of 100,000 watchdog lines ran ~25 searches a line; benchmarks/fuzz_structured.py found it past 5 s)
-    m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
-         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text)))
-    if m:
-        err("python-exception", data={"type": unglue(demangle(m.group("type")))})
-    if "monitoredBarrier" in text and _barrier(text, err):
-        return events
-    if "destroy" in text and _TEARDOWN.search(text):
-        err("c10d-teardown")
-        return events
-    mismatch = "Detected mismatch" in text
-    m = mismatch and _WRAPPER_MISMATCH.search(text)
-    if m:
-        sides = _wrapper_sides(m, text)
-        if origin.rank is None and comm is None:
-            # 'Rank a is running collective: ..., but Rank b ...' is raised by rank a itself, of the group it
-            # wraps; with no [rankN]: and no PG tag that is the default group's rank, as a plain [Rank N] is
-            # (speechbrain #2401: 'Rank 1 is running ... ALLREDUCE ..., but Rank 0 is running ... BROADCAST')
-            origin = replace(origin, rank=sides["sides"][0]["rank"])
-        err("collective-mismatch", comm=group, data=sides)
-        return events
-    m = mismatch and _WRAPPER_INCONSISTENT.search(text)
-    if m:
-        side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
-                "numel": _numel(m.group("a_shape"))}
-        err("collective-mismatch", comm=group, data={"sides": [side], "aspects": None})
-        return events
-    m = "Running collective" in text and _RUNNING.search(text)
-    if m:
-        err("c10d-fingerprint", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
-            data={"numel": _numel(m.group("shape"))})
-        return events
-    m = ("collective #" in text or "lagging ranks" in text) and _DESYNC_LAGGING.search(text)
-    if m:
-        state = "never-joined" if m.group("never") else ("inside" if m.group("inside") else "finished-before")
-        # the report counts collectives from 1 in its own numbering, not SeqNum: kept apart from seq
-        err("desync-lagging", comm=group, data={"lagging": _ranks(m.group("ranks")), "state": state,
-                                                "collective": _int(m.group("in_seq") or m.group("fin_seq"))})
-        return events
-    m = ("] started " in text or "] finished " in text) and _DESYNC_STATE.match(text.strip())
-    if m:  # one line of the report's snapshot: which ranks were last seen starting or finishing which op
-        err("desync-state", comm=group, data={"ranks": _ranks(m.group("ranks")), "state": m.group("state"),
-                                              "last_op": normalise_op(m.group("op"))})
-        return events
-    m = "Watchdog caught" in text and _WATCHDOG.search(text)
-    if m:
-        seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
-        err("watchdog-timeout", comm=group, seq=seq, op=normalise_op(m.group("op")),
-            data={"numel_in": _int(m.group("nin")), "numel_out": _int(m.group("nout")),
-                  "timeout_ms": _int(m.group("tmo")), "ran_ms": _int(m.group("ran"))})
-        if seq is not None:
-            progress(seq, seq - 1)
-        return events
-    m = "async exception" in text and _ASYNC.search(text)
-    if m:
-        v = _NCCL_ERROR.search(m.group("what").rstrip())
-        err("nccl-error", comm=group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
-            data={"nccl_version": nccl_version(v.group("v")) if v else None})
-        return events
-    m = "failure detected by watchdog" in text and _FAILURE.search(text)
-    if m:
-        err("failure-detected", comm=group, seq=int(m.group("seq")))
-        progress(int(m.group("enq")), int(m.group("done")))
-        return events
-    m = ("nqueued" in text or "NQUEUED" in text) and _LAST.search(text)  # _LAST ignores case
-    if m:
-        d = _DETECTED.search(text)
-        if d:
-            err("failure-detected", comm=group, seq=int(d.group("seq")))
-        progress(int(m.group("enq")), int(m.group("done")))
-        if _DUMP.search(text):
-            err("dump-signal", data={"from_rank": _dump_from(text)})
-        return events
-    if ("eartbeat monitor" in text or "monitoring thread" in text or "watchdog got stuck" in text) and _HEARTBEAT.search(text):
-        p = _PENDING.search(text)
-        err("heartbeat", data={"pending_works": int(p.group("n")) if p else None})
-        return events
-    if "Terminating the process" in text and _TERMINATE.search(text):
-        err("terminate")
-        return events
-    fr_stack = "Stack trace of the failed collective" in text
-    if fr_stack and _FR_OFF.search(text):
-        err("fr-disabled")
-        return events
-    if fr_stack and _FR_STACK.search(text):
-        err(COLLECTIVE_STACK, data={"frames": []})
-        return events
-    if ("ump" in text or "light" in text or "global timeout" in text) and _DUMP.search(text) and (
-            lvl is not None or "ProcessGroupNCCL" in text):
-        err("dump-signal", data={"from_rank": _dump_from(text)})
-        return events
-    m = "DistStoreError" in text and _STORE.search(text)
-    if m:
-        err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
-                                   "seconds": _int(m.group("secs"))})
-        return events
-    m = "store based barrier" in text and _STORE_BARRIER.search(text)
-    if m:  # the line names the global rank that waited
-        if origin.rank is None:
-            origin = replace(origin, rank=int(m.group("rank")))
-        err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
-        return events
-    m = "NCCL error" in text and _NCCL_ERROR.search(text.rstrip())  # the pattern ends at `$`: trailing blanks stripped here, linearly
-    if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
-        err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
-        return events
-    m = text.lstrip().startswith("nccl") and _NCCL_CODE.match(text.strip())
-    if m:
-        err("nccl-error", data={"code": m.group("code")})
-        return events
-    m = "NET/" in text and _NET_PLUGIN.search(text)
-    if m:
-        err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
-        return events
-    m = _SOCKET_DETAIL.match(text.strip()) if text.lstrip().startswith("socketProgress") else None
-    if m:
-        err("connection-reset" if "reset by peer" in m.group("why") else "net-error",
-            data={"call": m.group("what"), "error": m.group("why")})
-        events[-1].peer_addr = m.group("peer")
-        return events
-    m = "torch/distributed/" in text and _FRAME.search(text)
-    if m:
-        err("python-frame", data={"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line"))})
-        events[-1].message = m.group("fn")  # the record's text is the function name
-        return events
-    m = "TIMEOUT(ms)" in text and _PG_TIMEOUT.match(text.strip())
-    if m:
-        err("pg-timeout", data={"timeout_ms": int(m.group("ms"))})
-        return events
-    if events:
-        return events
-    if lvl is not None and src and ("ProcessGroup" in src or "TCPStore" in src or "NCCLUtils" in src):
-        err(_LEVEL_KIND[lvl])
+    ln = _Line(text, origin)
+    for matcher in _MATCHERS:
+        if matcher(ln):
+            return ln.events
+    if ln.events:
+        return ln.events
+    if ln.lvl is not None and ln.src and ("ProcessGroup" in ln.src or "TCPStore" in ln.src or "NCCLUtils" in ln.src):
+        ln.err(_LEVEL_KIND[ln.lvl])
     elif "[c10d" in text:
-        err("c10d-info")
-    return events
+        ln.err("c10d-info")
+    return ln.events
+
+
+# The matchers: each runs its pattern only where the pattern's own literal words are in the line (a cheap `in`
+# first: a log of 100,000 watchdog lines ran ~25 searches a line; benchmarks/fuzz_structured.py found it past 5 s),
+# adds its events, and returns True when the line is read (no later matcher runs).
+
+def _python_exception(ln: _Line) -> bool:
+    """A C++ or Python exception's type (`terminate called after throwing an instance of 'T'`); never ends the line."""
+    text = ln.text
+    m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
+         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text))
+         or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
+         or ("built in" in text and _NO_BACKEND.search(text)))
+    if m:
+        ln.err("python-exception", data={"type": unglue(demangle(m.group("type")))})
+    return False
+
+
+def _monitored_barrier(ln: _Line) -> bool:
+    return "monitoredBarrier" in ln.text and _barrier(ln.text, ln.err)
+
+
+def _teardown(ln: _Line) -> bool:
+    if "destroy" in ln.text and _TEARDOWN.search(ln.text):
+        ln.err("c10d-teardown")
+        return True
+    return False
+
+
+def _wrapper_mismatch(ln: _Line) -> bool:
+    m = "Detected mismatch" in ln.text and _WRAPPER_MISMATCH.search(ln.text)
+    if not m:
+        return False
+    sides = _wrapper_sides(m, ln.text)
+    if ln.origin.rank is None and ln.comm is None:
+        # 'Rank a is running collective: ..., but Rank b ...' is raised by rank a itself, of the group it
+        # wraps; with no [rankN]: and no PG tag that is the default group's rank, as a plain [Rank N] is
+        # (speechbrain #2401: 'Rank 1 is running ... ALLREDUCE ..., but Rank 0 is running ... BROADCAST')
+        ln.origin = replace(ln.origin, rank=sides["sides"][0]["rank"])
+    ln.err("collective-mismatch", comm=ln.group, data=sides)
+    return True
+
+
+def _wrapper_inconsistent(ln: _Line) -> bool:
+    m = "Detected mismatch" in ln.text and _WRAPPER_INCONSISTENT.search(ln.text)
+    if not m:
+        return False
+    side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
+            "numel": _numel(m.group("a_shape"))}
+    ln.err("collective-mismatch", comm=ln.group, data={"sides": [side], "aspects": None})
+    return True
+
+
+def _fingerprint(ln: _Line) -> bool:
+    m = "Running collective" in ln.text and _RUNNING.search(ln.text)
+    if not m:
+        return False
+    ln.err("c10d-fingerprint", comm=ln.group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+           data={"numel": _numel(m.group("shape"))})
+    return True
+
+
+def _desync_lagging(ln: _Line) -> bool:
+    m = ("collective #" in ln.text or "lagging ranks" in ln.text) and _DESYNC_LAGGING.search(ln.text)
+    if not m:
+        return False
+    state = "never-joined" if m.group("never") else ("inside" if m.group("inside") else "finished-before")
+    # the report counts collectives from 1 in its own numbering, not SeqNum: kept apart from seq
+    ln.err("desync-lagging", comm=ln.group, data={"lagging": _ranks(m.group("ranks")), "state": state,
+                                                  "collective": _int(m.group("in_seq") or m.group("fin_seq"))})
+    return True
+
+
+def _desync_state(ln: _Line) -> bool:
+    """One line of the desync report's snapshot: which ranks were last seen starting or finishing which op."""
+    m = ("] started " in ln.text or "] finished " in ln.text) and _DESYNC_STATE.match(ln.text.strip())
+    if not m:
+        return False
+    ln.err("desync-state", comm=ln.group, data={"ranks": _ranks(m.group("ranks")), "state": m.group("state"),
+                                                "last_op": normalise_op(m.group("op"))})
+    return True
+
+
+def _watchdog(ln: _Line) -> bool:
+    m = "Watchdog caught" in ln.text and _WATCHDOG.search(ln.text)
+    if not m:
+        return False
+    seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
+    ln.err("watchdog-timeout", comm=ln.group, seq=seq, op=normalise_op(m.group("op")),
+           data={"numel_in": _int(m.group("nin")), "numel_out": _int(m.group("nout")),
+                 "timeout_ms": _int(m.group("tmo")), "ran_ms": _int(m.group("ran"))})
+    if seq is not None:
+        ln.progress(seq, seq - 1)
+    return True
+
+
+def _async_error(ln: _Line) -> bool:
+    m = "async exception" in ln.text and _ASYNC.search(ln.text)
+    if not m:
+        return False
+    v = _NCCL_ERROR.search(m.group("what").rstrip())
+    ln.err("nccl-error", comm=ln.group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
+           data={"nccl_version": nccl_version(v.group("v")) if v else None})
+    return True
+
+
+def _failure_detected(ln: _Line) -> bool:
+    m = "failure detected by watchdog" in ln.text and _FAILURE.search(ln.text)
+    if not m:
+        return False
+    ln.err("failure-detected", comm=ln.group, seq=int(m.group("seq")))
+    ln.progress(int(m.group("enq")), int(m.group("done")))
+    return True
+
+
+def _last_counters(ln: _Line) -> bool:
+    text = ln.text
+    m = ("nqueued" in text or "NQUEUED" in text) and _LAST.search(text)  # _LAST ignores case
+    if not m:
+        return False
+    d = _DETECTED.search(text)
+    if d:
+        ln.err("failure-detected", comm=ln.group, seq=int(d.group("seq")))
+    ln.progress(int(m.group("enq")), int(m.group("done")))
+    if _DUMP.search(text):
+        ln.err("dump-signal", data={"from_rank": _dump_from(text)})
+    return True
+
+
+def _heartbeat(ln: _Line) -> bool:
+    text = ln.text
+    if not (("eartbeat monitor" in text or "monitoring thread" in text or "watchdog got stuck" in text)
+            and _HEARTBEAT.search(text)):
+        return False
+    p = _PENDING.search(text)
+    ln.err("heartbeat", data={"pending_works": int(p.group("n")) if p else None})
+    return True
+
+
+def _terminate(ln: _Line) -> bool:
+    if "Terminating the process" in ln.text and _TERMINATE.search(ln.text):
+        ln.err("terminate")
+        return True
+    return False
+
+
+def _fr_disabled(ln: _Line) -> bool:
+    if "Stack trace of the failed collective" in ln.text and _FR_OFF.search(ln.text):
+        ln.err("fr-disabled")
+        return True
+    return False
+
+
+def _fr_stack(ln: _Line) -> bool:
+    if "Stack trace of the failed collective" in ln.text and _FR_STACK.search(ln.text):
+        ln.err(COLLECTIVE_STACK, data={"frames": []})
+        return True
+    return False
+
+
+def _dump_signal(ln: _Line) -> bool:
+    text = ln.text
+    if ("ump" in text or "light" in text or "global timeout" in text) and _DUMP.search(text) and (
+            ln.lvl is not None or "ProcessGroupNCCL" in text):
+        ln.err("dump-signal", data={"from_rank": _dump_from(text)})
+        return True
+    return False
+
+
+def _store_error(ln: _Line) -> bool:
+    m = "DistStoreError" in ln.text and _STORE.search(ln.text)
+    if not m:
+        return False
+    ln.err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
+                                  "seconds": _int(m.group("secs"))})
+    return True
+
+
+def _store_barrier(ln: _Line) -> bool:
+    m = "store based barrier" in ln.text and _STORE_BARRIER.search(ln.text)
+    if not m:
+        return False
+    if ln.origin.rank is None:  # the line names the global rank that waited
+        ln.origin = replace(ln.origin, rank=int(m.group("rank")))
+    ln.err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
+    return True
+
+
+def _nccl_error(ln: _Line) -> bool:
+    text = ln.text
+    # the pattern ends at `$`: trailing blanks stripped here, linearly
+    m = "NCCL error" in text and _NCCL_ERROR.search(text.rstrip())
+    if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
+        ln.err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
+        return True
+    return False
+
+
+def _nccl_code(ln: _Line) -> bool:
+    m = ln.text.lstrip().startswith("nccl") and _NCCL_CODE.match(ln.text.strip())
+    if not m:
+        return False
+    ln.err("nccl-error", data={"code": m.group("code")})
+    return True
+
+
+def _net_plugin(ln: _Line) -> bool:
+    m = "NET/" in ln.text and _NET_PLUGIN.search(ln.text)
+    if not m:
+        return False
+    ln.err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
+    return True
+
+
+def _socket_detail(ln: _Line) -> bool:
+    m = _SOCKET_DETAIL.match(ln.text.strip()) if ln.text.lstrip().startswith("socketProgress") else None
+    if not m:
+        return False
+    ln.err("connection-reset" if "reset by peer" in m.group("why") else "net-error",
+           data={"call": m.group("what"), "error": m.group("why")})
+    ln.events[-1].peer_addr = m.group("peer")
+    return True
+
+
+def _python_frame(ln: _Line) -> bool:
+    m = "torch/distributed/" in ln.text and _FRAME.search(ln.text)
+    if not m:
+        return False
+    ln.err("python-frame", data={"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line"))})
+    ln.events[-1].message = m.group("fn")  # the record's text is the function name
+    return True
+
+
+def _pg_timeout(ln: _Line) -> bool:
+    m = "TIMEOUT(ms)" in ln.text and _PG_TIMEOUT.match(ln.text.strip())
+    if not m:
+        return False
+    ln.err("pg-timeout", data={"timeout_ms": int(m.group("ms"))})
+    return True
+
+
+#: the c10d matchers in the order they are tried (an earlier, more specific form wins: a wrapper's mismatch
+#: before its fingerprint, the counters' line before a dump request it also carries)
+_MATCHERS: tuple[Callable[[_Line], bool], ...] = (
+    _python_exception, _monitored_barrier, _teardown, _wrapper_mismatch, _wrapper_inconsistent, _fingerprint,
+    _desync_lagging, _desync_state, _watchdog, _async_error, _failure_detected, _last_counters, _heartbeat,
+    _terminate, _fr_disabled, _fr_stack, _dump_signal, _store_error, _store_barrier, _nccl_error, _nccl_code,
+    _net_plugin, _socket_detail, _python_frame, _pg_timeout,
+)
 
 
 def _barrier(text: str, err) -> bool:

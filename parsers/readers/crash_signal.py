@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
-KIND = "process-signal"
+KIND = ErrorKind.PROCESS_SIGNAL
 
 _HOST = r"(?P<host>[A-Za-z0-9][\w.-]{0,252})"
 _BANNER = re.compile(r"^\[" + _HOST + r":(?P<pid>\d{1,10})\] \*\*\* Process received signal \*\*\*")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
-KIND = "ddp-unused-parameters"
+KIND = ErrorKind.DDP_UNUSED_PARAMETERS
 #: the error's head, after any exception type glued on by interleaved output ('RuntimeErrorExpected to ...')
 _HEAD = re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one")
 #: the list of what got no gradient, naming the rank: parameter names (TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL) or

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 from parsers.model.stacks import Frame, ThreadStack
 
 _FATAL = re.compile(r"^(?:Fatal Python error|Windows fatal exception): (?P<what>\S.{0,300})$")
@@ -61,7 +61,7 @@ TRIGGER_HEADER = "# forensics.arm {kind} on rank {rank} (pid {pid}, host {host})
 _TRIGGER = re.compile(r"^# forensics\.arm (?P<kind>[\w-]{1,32}) on rank (?P<rank>\d{1,7}) "
                       r"\(pid (?P<pid>\d{1,10}), host (?P<host>[^\s()]{1,255})\): (?P<message>.{0,2000})$")
 
-KIND = "python-fatal"  #: the ErrorEvent of a `Fatal Python error:` line
+KIND = ErrorKind.PYTHON_FATAL  #: the ErrorEvent of a `Fatal Python error:` line
 
 
 def trigger_identity(text: str) -> dict | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, normalise_op
 from parsers.readers.c10d import group_key
 
 MAX_RANKS = 4096  #: ranks kept from one set or list (a report of a huge job stays small)
@@ -153,7 +153,7 @@ class FrReportBlock:
             return True, self._note(origin, "no-errors", line, None)
         m = _GAVE_UP.match(line)
         if m:  # closes the finding above; the group named by its description, as the analyzer prints it
-            return True, self._close() + [ErrorEvent(kind="fr-analysis", message=line[:500], origin=origin,
+            return True, self._close() + [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=line[:500], origin=origin,
                                                      source="fr-report", comm=group_key(None, m.group("desc") or None),
                                                      data={"finding": "gave-up", "analyzer": "flight-recorder",
                                                            "pg_desc": m.group("desc") or None})]
@@ -210,7 +210,7 @@ class FrReportBlock:
         data = {"finding": finding, "analyzer": "flight-recorder"}
         if ranks is not None:
             data["no_dump_ranks"] = ranks
-        return done + [ErrorEvent(kind="fr-analysis", message=line[:500], origin=origin, source="fr-report",
+        return done + [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=line[:500], origin=origin, source="fr-report",
                                   data=data)]
 
     def _close(self) -> list:
@@ -227,7 +227,7 @@ class FrReportBlock:
             if cur.get(key) is not None:
                 message += f"; {key.replace('_', ' ')}: {cur[key]}"
         base = self.origin or Origin()
-        return [ErrorEvent(kind="fr-analysis", message=message[:500], origin=base, comm=cur.get("comm"),
+        return [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=message[:500], origin=base, comm=cur.get("comm"),
                            seq=cur.get("seq"), op=normalise_op(cur.get("op_name")), source="fr-report", data=data)]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) operation to complete")
 #: The peer's address is bounded to 256 characters (a host name is at most 253, an IPv6 address with a zone fewer;
@@ -31,21 +31,22 @@ def match_line(text: str, origin: Origin) -> list:
         return []
     m = _NCCL_CLOSED.search(text)
     if m:
-        return [ErrorEvent(kind="connection-closed", message=text.strip(), origin=origin, peer_addr=m.group("peer"),
+        return [ErrorEvent(kind=ErrorKind.CONNECTION_CLOSED, message=text.strip(), origin=origin,
+                           peer_addr=m.group("peer"),
                            source="nccl-last-error")]
     m = _TIMEOUT.search(text)
     if m:
-        return [ErrorEvent(kind="gloo-timeout", message=text.strip(), origin=origin, op=m.group("what"),
+        return [ErrorEvent(kind=ErrorKind.GLOO_TIMEOUT, message=text.strip(), origin=origin, op=m.group("what"),
                            source="gloo")]
     m = _CLOSED.search(text)
     if m:
-        return [ErrorEvent(kind="connection-closed", message=text.strip(), origin=origin,
+        return [ErrorEvent(kind=ErrorKind.CONNECTION_CLOSED, message=text.strip(), origin=origin,
                            peer_addr=f"{m.group('addr')}:{m.group('port')}", source="gloo")]
     m = _RESET.search(text)
     if m:
-        return [ErrorEvent(kind="connection-reset", message=text.strip(), origin=origin,
+        return [ErrorEvent(kind=ErrorKind.CONNECTION_RESET, message=text.strip(), origin=origin,
                            peer_addr=f"{m.group('addr')}:{m.group('port')}", source="gloo")]
     m = _OTHER.search(text)
     if m:
-        return [ErrorEvent(kind="gloo-error", message=text.strip(), origin=origin, source="gloo")]
+        return [ErrorEvent(kind=ErrorKind.GLOO_ERROR, message=text.strip(), origin=origin, source="gloo")]
     return []

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, normalise_op
 
 #: Horovod's log header: `[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] msg`, the same
 #: without the time (`horovod W horovod/common/stall_inspector.cc:105] msg`); the path is the build's
@@ -101,7 +101,7 @@ class StallBlock:
         if STALL_WORDS in msg or _STALL_TAIL in msg:
             self.report += 1
             self.warned = True
-            events = [ErrorEvent("horovod-stall-warning", msg[:500], origin, source="horovod",
+            events = [ErrorEvent(ErrorKind.HOROVOD_STALL_WARNING, msg[:500], origin, source="horovod",
                                  timestamp=m.group("ts") if m else None, data={"report": self.report})]
             rest = msg.split("Stalled ops:", 1)[1] if "Stalled ops:" in msg else ""
             return True, events + self._entries(rest, origin)
@@ -111,14 +111,14 @@ class StallBlock:
         t = _TIMELINE.search(msg) if "Horovod Timeline" in msg else None
         if t:
             path = t.group("path")
-            return True, [ErrorEvent("horovod-timeline-error", msg[:500], origin, source="horovod",
+            return True, [ErrorEvent(ErrorKind.HOROVOD_TIMELINE_ERROR, msg[:500], origin, source="horovod",
                                      data={"path": path, "directory": path.endswith("/")})]
         if " ranks:" in msg or msg.startswith("Stalled ops:"):  # no regex over the common line
             entries = self._entries(_STALLED_OPS.sub("", msg, count=1), origin)
             if entries or _STALLED_OPS.match(msg) or self.pending:
                 return True, entries
         if m and "horovod" in m.group("file"):
-            kind = "horovod-log" if m.group("lvl") in _INFO_LEVELS else "horovod-error"
+            kind = ErrorKind.HOROVOD_LOG if m.group("lvl") in _INFO_LEVELS else ErrorKind.HOROVOD_ERROR
             return True, [ErrorEvent(kind, msg[:500], origin, source="horovod", timestamp=m.group("ts"),
                                      data={"level": m.group("lvl"), "where": f"{m.group('file')}:{m.group('ln')}"})]
         return False, []
@@ -142,7 +142,7 @@ class StallBlock:
                 continue
             kind = m.group("kind")
             self.entries += 1
-            out.append(ErrorEvent("horovod-stall", text[start:body.end()][:500], origin, op=op_of(tensor),
+            out.append(ErrorEvent(ErrorKind.HOROVOD_STALL, text[start:body.end()][:500], origin, op=op_of(tensor),
                                   source="horovod", data={"tensor": tensor, kind: _ranks(body.group("ranks")),
                                                           "report": self.report, "entry": self.entries}))
         return out
@@ -153,5 +153,6 @@ class StallBlock:
         tensors = [t.strip() for t in body.split(",") if t.strip() and t.strip() != "..."][:1000]
         tensors = [t[:-3].strip() if t.endswith("...") else t for t in tensors]
         first = tensors[0] if tensors else None
-        return ErrorEvent("horovod-stall", line[:500], origin, op=op_of(first) if first else None, source="horovod",
+        return ErrorEvent(ErrorKind.HOROVOD_STALL, line[:500], origin, op=op_of(first) if first else None,
+                          source="horovod",
                           data={"tensor": first, "tensors": tensors, "missing": [rank], "report": self.report})

@@ -13,15 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
 HEADING = "Last error:"
-KIND = "nccl-last-error"
+KIND = ErrorKind.NCCL_LAST_ERROR
 #: a traceback's own lines: a frame, a line of only position markers, the traceback's heading
 _TRACEBACK_LINE = re.compile(r'^(?:File "|Traceback \(most recent call last\)|[\^~]+$)')
 #: kinds of the c10d events a 'Last error:' heading belongs to: the exception's line (its type, 'NCCL error in:')
 #: and NCCL's code line below it
-_NCCL_KINDS = ("nccl-error", "python-exception")
+_NCCL_KINDS = (ErrorKind.NCCL_ERROR, ErrorKind.PYTHON_EXCEPTION)
 MAX_EXPLAINED = 8  #: events of one error that one reason explains
 MAX_REASON = 500  #: characters kept of the reason
 #: a reason that only says a peer went away or was late ('socketProgressOpt: Call to recv from ... failed : Connection

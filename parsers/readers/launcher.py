@@ -75,7 +75,7 @@ def _rank_exit(i: int, r: object) -> RankExit:
 
 import re as _re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 from parsers.prefix import short_host
 from parsers.ranges import unfold
 
@@ -103,11 +103,17 @@ _SPAWN_EXIT = _re.compile(r"\bprocess (?P<idx>\d{1,6}) terminated with (?:signal
                           r"|exit code (?P<code>-?\d{1,6}))")
 SPAWN_RAISED = _re.compile(r"^-- Process (?P<idx>\d{1,6}) terminated with the following error:")
 _SPAWN_TERM = _re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal (?P<sig>SIG\w{1,12})")
-_BLOCK_ROLE = (("Root Cause (first observed failure):", "root-cause"), ("Failures:", "child-failure"))
+#: the report's sections; torch 1.9-1.10 printed 'Root Cause:' first, then 'Other Failures:' (pytorch/pytorch#65041)
+_BLOCK_ROLE = (("Root Cause (first observed failure):", ErrorKind.ROOT_CAUSE), ("Failures:", ErrorKind.CHILD_FAILURE),
+               ("Root Cause:", ErrorKind.ROOT_CAUSE), ("Other Failures:", ErrorKind.CHILD_FAILURE))
 _BLOCK_MARKERS = tuple(marker for marker, _role in _BLOCK_ROLE)
 _ENTRY = _re.compile(r"^\[(?P<rank>\d+)\]:\s*$")
 _RULE = _re.compile(r"^(?:={8,}|-{8,})$")
 _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
+#: an entry's field as the report pads it ('rank      : 7 (local_rank: 7)', 'exitcode  : 1 (pid: 4227)'), seen before
+#: any section marker: a paste or a stored copy that starts inside the Failures list (microsoft/nnscaler#10,
+#: FangyunWei/SLRT#66). The padding and the value's own shape keep a log's 'host : x' from opening an entry.
+_MID_TABLE = _re.compile(r"^(?:(?:time|host) {1,9}: \S|rank {1,9}: \d{1,7} \(local_rank: \d|exitcode {1,9}: -?\d{1,4} \(pid: \d)")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
@@ -171,7 +177,7 @@ _NPROC = _re.compile(r"--nproc[_-]per[_-]node[\s=](?P<n>\d{1,5})\b")
 _NNODES = _re.compile(r"--nnodes[\s=](?P<n>\d{1,5})\b")
 #: accelerate launch's total process count
 _NUM_PROCESSES = _re.compile(r"\baccelerate launch\b.{0,512}?--num_processes[\s=](?P<n>\d{1,7})\b")
-SIZE_KIND = "job-size"
+SIZE_KIND = ErrorKind.JOB_SIZE
 
 
 def job_size_line(text: str, origin: Origin) -> list:
@@ -179,7 +185,8 @@ def job_size_line(text: str, origin: Origin) -> list:
     if "MEMBER: " in text:
         m = _LIGHTNING_MEMBER.search(text)
         if m:
-            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+            return [ErrorEvent(kind=ErrorKind.RANK_IDENTITY, message=text.strip()[:500], origin=origin,
+                               source="launcher",
                                data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
                                      "launcher": "lightning"})]
     size, launcher = _stated_size(text)
@@ -226,17 +233,19 @@ def match_line(text: str, origin: Origin) -> list:
         m = _RANK_IDENTITY.search(text)
         if m:
             lr = m.group("lr")
-            return [ErrorEvent(kind="rank-identity", message=text.strip()[:500], origin=origin, source="launcher",
+            return [ErrorEvent(kind=ErrorKind.RANK_IDENTITY, message=text.strip()[:500], origin=origin,
+                               source="launcher",
                                data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
                                      "local_rank": int(lr) if lr else None})]
     if text.startswith(("LAUNCH ", "Container rank ")):
         m = _PADDLE.match(text)
         if m:
-            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], origin=origin, source="launcher",
+            return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], origin=origin,
+                               source="launcher",
                                data={"launcher": "paddle", "what": m.group("what")})]
         m = _PADDLE_RANK.match(text)
         if m:
-            return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500],
+            return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500],
                                origin=Origin(origin.host, None, int(m.group("rank")), origin.file, origin.line),
                                source="launcher", data={"launcher": "paddle", "exitcode": int(m.group("code"))})]
     if text.startswith("srun: error: "):
@@ -253,22 +262,26 @@ def match_line(text: str, origin: Origin) -> list:
     m = _DS_EXIT.search(text)
     if m:
         lr = _DS_LOCAL_RANK.search(m.group("cmd"))
-        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=Origin(host=origin.host, file=origin.file,
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=Origin(host=origin.host,
+                                                                                             file=origin.file,
                                                                                       line=origin.line),
                            source="launcher", data={"exitcode": int(m.group("code")), "launcher": "deepspeed",
                                                     "local_rank": int(lr.group("lr")) if lr else None})]
     m = _DS_KILL.search(text)
     if m:
-        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
+                           source="launcher",
                            data={"pid": int(m.group("pid")), "launcher": "deepspeed"})]
     m = _ELASTIC_EXIT.search(text)
     if m:
-        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=_with_pid(origin, m),
+                           source="launcher",
                            data={"exitcode": int(m.group("code")), "local_rank": int(m.group("lr")),
                                  "pid": int(m.group("pid"))})]
     m = _VLLM_EXIT.search(text)
     if m:
-        return [ErrorEvent(kind="launcher-exit", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=_with_pid(origin, m),
+                           source="launcher",
                            data={"exitcode": int(m.group("code")), "pid": int(m.group("pid")), "worker": m.group("who")})]
     m = _AGENT_SIGNAL.search(text)
     if m:
@@ -276,11 +289,12 @@ def match_line(text: str, origin: Origin) -> list:
         header = _LOG_HEADER_PID.match(text.strip())
         who = Origin(host=origin.host, pid=int(header.group("pid")) if header else origin.pid, file=origin.file,
                      line=origin.line)
-        return [ErrorEvent(kind="agent-signal", message=text.strip(), origin=who, source="launcher",
+        return [ErrorEvent(kind=ErrorKind.AGENT_SIGNAL, message=text.strip(), origin=who, source="launcher",
                            data={"signal": int(sig) if sig.isdigit() else sig})]
     m = _SIGNAL.search(text)
     if m:
-        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
+                           source="launcher",
                            data={"pid": int(m.group("pid")), "signal": m.group("sig")})]
     return []
 
@@ -294,7 +308,7 @@ def _srun_line(text: str, origin: Origin) -> list:
     data = {"launcher": "srun", "tasks": tasks, "how": m.group("how")}
     if m.group("code") is not None:
         data["exitcode"] = int(m.group("code"))
-    return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+    return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher", data=data,
                        origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
 
 
@@ -305,13 +319,15 @@ _MPI_NOTICED = _re.compile(
     r"(?P<who>mpirun|mpiexec|prterun|orterun) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\w{1,16}) "
     r"on node (?P<node>[\w.:-]{1,253}?) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,64})\))?"
 )
-#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`
-_REDACTED = _re.compile(r"[xX*#]{2,}")
+#: what a poster writes in place of a value they hide: `xxxxxx`, `XXXX`, `***`, or the field's own name in capitals
+#: (`with PID 0 on node HOSTNAME`, horovod/horovod#469)
+_REDACTED = _re.compile(r"[xX*#]{2,}|HOSTNAME|NODENAME|NODE|<[^<>]{1,32}>")
 
 
 def _mpi_noticed(text: str, origin: Origin) -> list:
     """Open MPI's word on the rank that died of a signal, its pid and node (what a poster redacted stays
-    unknown, never a host called 'xxxxxxxx'); [] if the line is not that report."""
+    unknown, never a host called 'xxxxxxxx' nor pid 0, which no user process has); [] if the line is not that
+    report."""
     m = _MPI_NOTICED.search(text)
     if not m:
         return []
@@ -320,9 +336,9 @@ def _mpi_noticed(text: str, origin: Origin) -> list:
     data = {"launcher": m.group("who"), "signal": int(m.group("sig")), "first": True}
     if m.group("name"):
         data["signal_name"] = m.group("name")
-    return [ErrorEvent(kind="launcher-exit", message=text[m.start():].strip()[:500], source="launcher", data=data,
-                       origin=Origin(host, int(pid) if pid.isdigit() else None, int(m.group("rank")), origin.file,
-                                     origin.line))]
+    known_pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
+    return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text[m.start():].strip()[:500], source="launcher",
+                       data=data, origin=Origin(host, known_pid, int(m.group("rank")), origin.file, origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:
@@ -333,7 +349,8 @@ def _child_error_file(text: str, origin: Origin) -> list:
         return []
     where = _ATTEMPT_DIR.search(m.group("path"))
     data = {"local_rank": int(where.group("lr")), "attempt": int(where.group("attempt"))} if where else {}
-    return [ErrorEvent(kind="child-error-file", message=text.strip(), origin=origin, source="launcher", data=data)]
+    return [ErrorEvent(kind=ErrorKind.CHILD_ERROR_FILE, message=text.strip(), origin=origin, source="launcher",
+                       data=data)]
 
 
 def _spawn_line(text: str, origin: Origin) -> list:
@@ -344,16 +361,17 @@ def _spawn_line(text: str, origin: Origin) -> list:
         data = {"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "exitcode": code}
         if m.group("sig"):
             data["signal"] = m.group("sig")
-        return [ErrorEvent(kind="launcher-exit", message=text.strip()[:500], source="launcher", data=data,
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher", data=data,
                            origin=Origin(host=origin.host, file=origin.file, line=origin.line))]
     m = SPAWN_RAISED.match(text.strip())
     if m:  # the traceback below is that worker's; its exit code is not printed
-        return [ErrorEvent(kind="launcher-exit", message=text.strip(), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), source="launcher",
                            origin=Origin(host=origin.host, file=origin.file, line=origin.line),
                            data={"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "raised": True})]
     m = _SPAWN_TERM.search(text)
     if m and "spawn" in text:
-        return [ErrorEvent(kind="launcher-signal", message=text.strip(), origin=_with_pid(origin, m), source="launcher",
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
+                           source="launcher",
                            data={"pid": int(m.group("pid")), "signal": m.group("sig"), "launcher": "mp.spawn"})]
     return []
 
@@ -390,7 +408,7 @@ class ElasticBlock:
     def feed(self, text: str, origin: Origin) -> tuple[bool, list]:
         line = text.strip()
         if (self.role is None and not self.header and "：" not in line and "ChildFailedError" not in line
-                and not any(marker in line for marker in _BLOCK_MARKERS)):
+                and not any(marker in line for marker in _BLOCK_MARKERS) and not _mid_table(line)):
             return False, []  # the common case, a log line outside a report (this runs on every line of a log)
         if "：" in line:  # a full-width colon: perhaps the report's labels translated
             line = _untranslated(line)
@@ -422,6 +440,8 @@ class ElasticBlock:
             if self.header and (_RULE.match(line) or line.endswith(" FAILED")):
                 return True, []  # the report's title between its rules: the entries follow
             self.header = False  # any other line ends the title (a section marker below opens the report)
+            if _mid_table(line):  # an entry whose section heading is not in these lines: a failure all the same
+                self.role, self.entry, self.origin = ErrorKind.CHILD_FAILURE, {}, origin
         for marker, role in _BLOCK_ROLE:
             if line.startswith(marker):
                 done = self._close()
@@ -472,13 +492,18 @@ class ElasticBlock:
 
     def _close(self) -> list:
         entry, self.entry = self.entry, None
-        if entry is None or self.role is None:
-            return []
+        if entry is None or self.role is None or not (entry.keys() & {"rank", "pid"}):
+            return []  # a mid-table entry that gave neither a rank nor a pid names no worker
         base = self.origin or Origin()
         origin = Origin(host=entry.get("host"), pid=entry.get("pid"), rank=entry.get("rank"), file=base.file,
                         line=base.line)
         return [ErrorEvent(kind=self.role, message=f"torchelastic reports {_entry_said(entry)}", origin=origin,
                            timestamp=entry.get("time"), source="launcher", data=dict(entry))]
+
+
+def _mid_table(line: str) -> bool:
+    """Whether a line is one of an entry's fields as the report pads them (cheap first test: its first letter)."""
+    return line[:1] in ("t", "h", "r", "e") and _MID_TABLE.match(line) is not None
 
 
 def _untranslated(line: str) -> str:
@@ -573,14 +598,15 @@ class MpirunBlock:
         if origin is None or not f:
             return []
         if "rank" in f and f.get("Exit code", "").lstrip("-").isdigit():
-            return [ErrorEvent(kind="launcher-exit", message=f"mpirun: the first process to exit was rank {f['rank']} "
+            return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT,
+                               message=f"mpirun: the first process to exit was rank {f['rank']} "
                                f"(exit code {f['Exit code']})", origin=Origin(origin.host, None, int(f["rank"]),
                                                                                 origin.file, origin.line),
                                source="launcher", data={"launcher": "mpirun", "exitcode": int(f["Exit code"]),
                                                         "first": True})]
         if "Peer host" in f:
             pid = f.get("Local PID", "")
-            return [ErrorEvent(kind="connection-closed", message=f"mpirun: process {pid or '?'} on "
+            return [ErrorEvent(kind=ErrorKind.CONNECTION_CLOSED, message=f"mpirun: process {pid or '?'} on "
                                f"{f.get('Local host', '?')} lost its MPI peer on {f['Peer host']}",
                                origin=Origin(f.get("Local host"), int(pid) if pid.isdigit() else None, None,
                                              origin.file, origin.line),

@@ -20,11 +20,11 @@ from __future__ import annotations
 import calendar
 import re
 from itertools import chain, islice
-from typing import Iterable
+from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import CommMember, ErrorEvent, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.model.events import CommMember, ErrorEvent, ErrorKind, OpEvent, Origin, Parsed, TopoEdge, normalise_op
 from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
-from parsers.readers import pasted_host, textline
+from parsers.readers import nccl_net, pasted_host, textline
 
 #: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of
 #: repeated headers is not allowed to become thousands of records)
@@ -318,9 +318,23 @@ def _clean_start(st: _State, text: str, m: re.Match) -> int:
     return m.start()
 
 
+class _Rec(NamedTuple):
+    """One NCCL record being read: its header match, its message (the text after the header), where it came from."""
+
+    m: re.Match
+    msg: str
+    origin: Origin
+    pid: int
+    tid: int
+
+
 def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | None, file: str | None,
             lineno: int, start: int | None = None, wrap_rank: int | None = None) -> None:
-    """Interpret one NCCL record; uninterpreted messages are counted, not errors."""
+    """Interpret one NCCL record; uninterpreted messages are counted, not errors.
+
+    Why a table: each message form (an op line, an init line, the topology's ring/tree/channel lines, the
+    version, an error trail, a finished comm, a closed proxy connection) has its own small reader in
+    _MESSAGE_FORMS, tried in turn; the first that reads the message ends it."""
     pid, tid = int(m.group("pid")), int(m.group("tid"))
     host = short_host(m.group("host"))
     if start is not None and m.group("ts") is None and start > m.start("host"):
@@ -332,93 +346,164 @@ def _record(out: Parsed, st: _State, m: re.Match, msg: str, wrap_host: str | Non
     st.seen_pids.add(pid)
     if wrap_rank is not None:
         st.wrap_ranks.add(wrap_rank)
-    level = m.group("lvl")
-    if level == "WARN":
+    if m.group("lvl") == "WARN":
         _warn(out, msg, origin, m.group("ts"))
         return
-    if msg.startswith(("AllReduce:", "AllGather:", "ReduceScatter:", "Broadcast:", "Reduce:", "Send:", "Recv:",
-                       "AllToAll:", "SendRecv:", "Gather:", "Scatter:")) or ": opCount " in msg[:40]:
-        c = _COLL.match(msg)
-        if c:
-            ptr = c.group("ptr")
-            op = normalise_op(c.group("op")) or c.group("op")
-            peer = int(c.group("root")) if op in ("send", "recv", "broadcast", "reduce") else None
-            out.events.append(OpEvent(
-                comm=st.comm_of(pid, ptr), comm_rank=st.ptr_rank.get((pid, ptr)), op=op,
-                seq=int(c.group("oc"), 16), origin=origin, seq_kind="opCount", state="enqueued",
-                count=int(c.group("count")), dtype=DTYPES.get(int(c.group("dt")), c.group("dt")), peer=peer,
-                source="nccl-log", time_ns=stamp_ns(m.group("ts"))))
+    rec = _Rec(m, msg, origin, pid, tid)
+    for form in _MESSAGE_FORMS:
+        if form(out, st, rec):
             return
-    if "Init " in msg and " nranks " in msg:
-        c = _INIT.search(msg)
-        if c:
-            _init(out, st, c, msg, origin, tid)
-            return
-    c = _NRANKS.match(msg)
-    if c:
-        st.last_ptr[(pid, tid)] = c.group("ptr")
-        st.ptr_rank.setdefault((pid, c.group("ptr")), int(c.group("rank")))
-        return
-    if msg.startswith("Ring "):
-        c = _RING.match(msg)
-        if c:
-            _edges(out, st, pid, tid, origin, "ring", int(c.group("ch")),
-                   [(int(c.group("prev")), int(c.group("me"))), (int(c.group("me")), int(c.group("next")))])
-            return
-        c = _CONN.match(msg)
-        if c:
-            _edges(out, st, pid, tid, origin, "channel", int(c.group("ch")), [(int(c.group("a")), int(c.group("b")))])
-            return
-    if msg.startswith("Tree "):
-        c = _TREE.match(msg)
-        if c:
-            me, up = int(c.group("me")), int(c.group("up"))
-            pairs = [(me, up)] + [(int(d), me) for d in c.group("down").split("/")]
-            _edges(out, st, pid, tid, origin, "tree", int(c.group("ch")), pairs)
-            return
-    if "Trees" in msg:
-        c = _TREES_OLD.search(msg)
-        if c:
-            for t in _TREE_OLD_ONE.finditer(c.group(1)):
-                me, up = int(t.group("me")), int(t.group("up"))
-                pairs = [(me, up)] + [(int(d), me) for d in t.group("down").split("/")]
-                _edges(out, st, pid, tid, origin, "tree", int(t.group("ch")), pairs)
-            return
-    if msg.startswith("Channel "):
-        c = _CONN.match(msg)
-        if c:
-            a, b = int(c.group("a")), int(c.group("b"))
-            _edges(out, st, pid, tid, origin, "channel", int(c.group("ch")), [(a, b)])
-            return
-        c = _RING_LIST.match(msg)
-        if c:
-            ranks = [int(x) for x in c.group("ranks").split()]
-            pairs = list(zip(ranks, ranks[1:] + ranks[:1])) if len(ranks) > 1 else []
-            _edges(out, st, pid, tid, origin, "ring", int(c.group("ch")), pairs)
-            return
-    if msg.startswith("NCCL version") or "NCCL version" in msg[:20]:
-        c = _VERSION.search(msg)
-        if c:
-            out.facts["nccl_version"] = c.group("v")
-        return
-    if _TRAIL.match(msg):
-        out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
-        out.facts.setdefault("first_trail", msg[:120])
-        return
-    if "Abort COMPLETE" in msg or "Destroy COMPLETE" in msg:
-        out.facts.setdefault("finished_comms", []).append(msg)
-        c = _ABORT.search(msg)
-        if c:
-            out.events.append(ErrorEvent(kind="nccl-abort", message=msg, origin=origin, source="nccl-log",
-                                         data={"comm_ptr": c.group("ptr"), "comm_rank": int(c.group("rank")),
-                                               "nranks": int(c.group("nranks"))}))
-        return
-    c = _SERVICE_CLOSED.search(msg)
-    if c:  # a local peer's proxy connection went away: that peer process ended or aborted
-        out.events.append(ErrorEvent(kind="peer-closed", message=msg, origin=origin, source="nccl-log",
-                                     data={"local_rank": int(c.group("lr"))}))
-        return
     out.facts["other_records"] = out.facts.get("other_records", 0) + 1
+
+
+def _op_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """A traced collective or point-to-point call (`AllReduce: opCount 3 ... comm 0x.. [nranks=8] ...`)."""
+    msg = r.msg
+    if not (msg.startswith(("AllReduce:", "AllGather:", "ReduceScatter:", "Broadcast:", "Reduce:", "Send:", "Recv:",
+                            "AllToAll:", "SendRecv:", "Gather:", "Scatter:")) or ": opCount " in msg[:40]):
+        return False
+    c = _COLL.match(msg)
+    if not c:
+        return False
+    ptr = c.group("ptr")
+    op = normalise_op(c.group("op")) or c.group("op")
+    peer = int(c.group("root")) if op in ("send", "recv", "broadcast", "reduce") else None
+    out.events.append(OpEvent(
+        comm=st.comm_of(r.pid, ptr), comm_rank=st.ptr_rank.get((r.pid, ptr)), op=op,
+        seq=int(c.group("oc"), 16), origin=r.origin, seq_kind="opCount", state="enqueued",
+        count=int(c.group("count")), dtype=DTYPES.get(int(c.group("dt")), c.group("dt")), peer=peer,
+        source="nccl-log", time_ns=stamp_ns(r.m.group("ts"))))
+    return True
+
+
+def _init_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    c = "Init " in r.msg and " nranks " in r.msg and _INIT.search(r.msg)
+    if not c:
+        return False
+    _init(out, st, c, r.msg, r.origin, r.tid)
+    return True
+
+
+def _nranks_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """`comm 0x.. rank 3 nRanks 8 ...`: which comm this thread's next topology lines are about."""
+    c = _NRANKS.match(r.msg)
+    if not c:
+        return False
+    st.last_ptr[(r.pid, r.tid)] = c.group("ptr")
+    st.ptr_rank.setdefault((r.pid, c.group("ptr")), int(c.group("rank")))
+    return True
+
+
+def _ring_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    if not r.msg.startswith("Ring "):
+        return False
+    c = _RING.match(r.msg)
+    if c:
+        _edges(out, st, r.pid, r.tid, r.origin, "ring", int(c.group("ch")),
+               [(int(c.group("prev")), int(c.group("me"))), (int(c.group("me")), int(c.group("next")))])
+        return True
+    c = _CONN.match(r.msg)
+    if c:
+        _edges(out, st, r.pid, r.tid, r.origin, "channel", int(c.group("ch")), [(int(c.group("a")), int(c.group("b")))])
+        return True
+    return False
+
+
+def _tree_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    c = r.msg.startswith("Tree ") and _TREE.match(r.msg)
+    if not c:
+        return False
+    me, up = int(c.group("me")), int(c.group("up"))
+    pairs = [(me, up)] + [(int(d), me) for d in c.group("down").split("/")]
+    _edges(out, st, r.pid, r.tid, r.origin, "tree", int(c.group("ch")), pairs)
+    return True
+
+
+def _trees_old_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """Older NCCL's one `Trees [0] a->b->c/d/e ...` line for all channels."""
+    c = "Trees" in r.msg and _TREES_OLD.search(r.msg)
+    if not c:
+        return False
+    for t in _TREE_OLD_ONE.finditer(c.group(1)):
+        me, up = int(t.group("me")), int(t.group("up"))
+        pairs = [(me, up)] + [(int(d), me) for d in t.group("down").split("/")]
+        _edges(out, st, r.pid, r.tid, r.origin, "tree", int(t.group("ch")), pairs)
+    return True
+
+
+def _channel_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    if not r.msg.startswith("Channel "):
+        return False
+    c = _CONN.match(r.msg)
+    if c:
+        a, b = int(c.group("a")), int(c.group("b"))
+        _edges(out, st, r.pid, r.tid, r.origin, "channel", int(c.group("ch")), [(a, b)])
+        return True
+    c = _RING_LIST.match(r.msg)
+    if c:
+        ranks = [int(x) for x in c.group("ranks").split()]
+        pairs = list(zip(ranks, ranks[1:] + ranks[:1])) if len(ranks) > 1 else []
+        _edges(out, st, r.pid, r.tid, r.origin, "ring", int(c.group("ch")), pairs)
+        return True
+    return False
+
+
+def _version_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """NCCL's version banner: read even when its version is not (the line is no other record)."""
+    if not (r.msg.startswith("NCCL version") or "NCCL version" in r.msg[:20]):
+        return False
+    c = _VERSION.search(r.msg)
+    if c:
+        out.facts["nccl_version"] = c.group("v")
+    return True
+
+
+def _trail_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """One line of an error's trail (`... -> 2`): counted, the first kept."""
+    if not _TRAIL.match(r.msg):
+        return False
+    out.facts["error_trails"] = out.facts.get("error_trails", 0) + 1
+    out.facts.setdefault("first_trail", r.msg[:120])
+    return True
+
+
+def _finished_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    """A comm's `Abort COMPLETE` / `Destroy COMPLETE`: kept; an abort is an event."""
+    msg = r.msg
+    if not ("Abort COMPLETE" in msg or "Destroy COMPLETE" in msg):
+        return False
+    out.facts.setdefault("finished_comms", []).append(msg)
+    c = _ABORT.search(msg)
+    if c:
+        out.events.append(ErrorEvent(kind="nccl-abort", message=msg, origin=r.origin, source="nccl-log",
+                                     data={"comm_ptr": c.group("ptr"), "comm_rank": int(c.group("rank")),
+                                           "nranks": int(c.group("nranks"))}))
+    return True
+
+
+def _service_closed_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    c = _SERVICE_CLOSED.search(r.msg)
+    if not c:
+        return False
+    # a local peer's proxy connection went away: that peer process ended or aborted
+    out.events.append(ErrorEvent(kind="peer-closed", message=r.msg, origin=r.origin, source="nccl-log",
+                                 data={"local_rank": int(c.group("lr"))}))
+    return True
+
+
+def _net_address_line(out: Parsed, st: _State, r: _Rec) -> bool:
+    ev = nccl_net.addresses(r.msg, r.origin)  # the addresses this process uses: who a peer's address is
+    if ev is None:
+        return False
+    out.events.append(ev)
+    return True
+
+
+#: NCCL INFO messages by form, in the order _record tries them
+_MESSAGE_FORMS: tuple[Callable[[Parsed, _State, _Rec], bool], ...] = (
+    _op_line, _init_line, _nranks_line, _ring_line, _tree_line, _trees_old_line, _channel_line, _version_line,
+    _trail_line, _finished_line, _service_closed_line, _net_address_line,
+)
 
 
 def _init(out: Parsed, st: _State, c: re.Match, msg: str, origin: Origin, tid: int) -> None:
@@ -476,7 +561,10 @@ def _warn(out: Parsed, msg: str, origin: Origin, ts: str | None) -> None:
         out.events.append(ErrorEvent(kind="connection-closed", message=msg, origin=origin, peer_addr=m.group("peer"),
                                      timestamp=ts, source="nccl-log"))
         return
-    kind = "nccl-timeout" if "timeout" in msg.lower() or "timed out" in msg.lower() else "nccl-warn"
+    if (ev := nccl_net.size_mismatch(msg, origin, ts)) is not None:  # the peer's size and its own, typed
+        out.events.append(ev)
+        return
+    kind = ErrorKind.NCCL_TIMEOUT if "timeout" in msg.lower() or "timed out" in msg.lower() else ErrorKind.NCCL_WARN
     out.events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=ts, source="nccl-log"))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 from parsers.readers import pasted_host
 
 _FAILURE = re.compile(r"^(?:(?P<host>[\w.-]{1,253}): )?Test (?P<what>NCCL|CUDA) failure (?P<src>[\w./-]{1,256}:\d{1,7}) "
@@ -30,8 +30,9 @@ def match_line(text: str, origin: Origin) -> list:
         msg = m.group("msg").rstrip(" /")
         host = m.group("host").split(".")[0] if m.group("host") else origin.host
         where = Origin(host, origin.pid, origin.rank, origin.file, origin.line)
-        kind = "nccl-error" if m.group("what") == "NCCL" else "cuda-error"  # what the call it made returned
-        typed = pasted_host.match_line(msg, where) if kind == "cuda-error" else []
+        # what the call it made returned
+        kind = ErrorKind.NCCL_ERROR if m.group("what") == "NCCL" else ErrorKind.CUDA_ERROR
+        typed = pasted_host.match_line(msg, where) if kind == ErrorKind.CUDA_ERROR else []
         kind = typed[0].kind if typed else kind  # a CUDA error that says more ('driver version is insufficient')
         out.append(ErrorEvent(kind, f"Test {m.group('what')} failure {m.group('src')} '{msg}'", where,
                               source="nccl-tests", data={"what": msg, "where": m.group("src"), "test": True}))
@@ -39,6 +40,6 @@ def match_line(text: str, origin: Origin) -> list:
     t = _TRAIL.search(text, m.end() if m else 0) if (m or text.startswith("..")) else None
     if t:
         where = Origin(t.group("host").split(".")[0], int(t.group("pid")), origin.rank, origin.file, origin.line)
-        out.append(ErrorEvent("test-failure", f"Test failure {t.group('src')}", where, source="nccl-tests",
+        out.append(ErrorEvent(ErrorKind.TEST_FAILURE, f"Test failure {t.group('src')}", where, source="nccl-tests",
                               data={"where": t.group("src"), "trail": True}))
     return out

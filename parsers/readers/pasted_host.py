@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 from dataclasses import replace
 
 from parsers.readers.host_kernel import split_line
@@ -53,33 +53,34 @@ def match_line(text: str, origin: Origin) -> list:
     m = _XID.search(msg)
     if m:
         pid = m.group("pid")
-        add("xid", xid=int(m.group("xid")), pci=m.group("pci"),
+        add(ErrorKind.XID, xid=int(m.group("xid")), pci=m.group("pci"),
             pid=int(pid) if pid and pid.isdigit() else None, process=(m.group("name") or "").strip() or None)
         if m.group("xid") == "79":
-            add("gpu-lost", pci=m.group("pci"))
+            add(ErrorKind.GPU_LOST, pci=m.group("pci"))
         return events
     m = _FELL.search(msg) if "fallen off the bus" in msg else None  # (no literal head: a scan at every position)
     if m:
-        add("gpu-lost", pci=m.group("pci"))
+        add(ErrorKind.GPU_LOST, pci=m.group("pci"))
         return events
     m = _HANDLE.search(msg)
     if m:
-        add("gpu-lost", pci=m.group("pci"), detail=msg[m.end():].strip(" :") or None)
+        add(ErrorKind.GPU_LOST, pci=m.group("pci"), detail=msg[m.end():].strip(" :") or None)
         return events
     if _LOST.search(msg):
-        add("gpu-lost")
+        add(ErrorKind.GPU_LOST)
         return events
     if "NVRM:" in msg:  # any other driver message: recognised, kept for the host's record
-        add("nvrm", detail=msg[msg.index("NVRM:") + 5:].strip()[:300])
+        add(ErrorKind.NVRM, detail=msg[msg.index("NVRM:") + 5:].strip()[:300])
         return events
     m = _AER.search(msg) if "pcieport " in msg or "nvidia " in msg else None
     if m:
-        add("pcie-error", pci=m.group("pci"))
+        add(ErrorKind.PCIE_ERROR, pci=m.group("pci"))
         return events
     if _DRIVER.search(msg):
-        add("cuda-driver-mismatch")
+        add(ErrorKind.CUDA_DRIVER_MISMATCH)
         return events
     m = _CUDA.search(msg)
     if m:
-        add("cuda-error", what=(m.group("what") or m.group("what2") or m.group("what3") or m.group("what4") or "").strip())
+        add(ErrorKind.CUDA_ERROR,
+            what=(m.group("what") or m.group("what2") or m.group("what3") or m.group("what4") or "").strip())
     return events

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
@@ -85,172 +86,224 @@ def parse_pairs(pairs: Iterable[tuple[int, str]], file: str | None = None) -> Pa
     it = iter(pairs)
     head = list(islice(it, HEAD_LINES))
     head_text = [t for _, t in head]
-    numbered = labels_are_line_numbers(head_text)
-    pids = _pids_named(head_text)  #: a `[N] ` label that the file calls a pid elsewhere is that pid, not a rank
-    layout = _Layout(head_text)
-    nccl_pairs: list[tuple[int, str]] = []
-    block: list[str] | None = None
-    elastic = launcher.ElasticBlock()
-    mpirun = launcher.MpirunBlock()  #: Open MPI's banners: the first process to exit, a lost MPI peer
-    fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the job's output
-    dumps = faulthandler.FaulthandlerBlock()  #: Python faulthandler dumps (a rank's abort, forensics.arm()'s stacks)
-    spy = pyspy_text.PySpyBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
-    stalls = horovod.StallBlock()  #: Horovod's stall inspector reports (its `<rank>: [...]` listings)
-    reasons = last_error.LastErrorBlock()  #: NCCL's reason under a c10d NCCL error's 'Last error:' heading
-    #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
-    call_sites: dict[tuple, object] = {}
-    ranks: dict[int, int] = {}
-    benign = 0
-    broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
-    after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
-    shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
-    pid_rank: dict[tuple, int] = {}  #: (host, pid) -> the rank that process said it is (`world_size=2 rank=1 ...`)
-    for lineno, raw in _split_glued(_logical_lines(chain(head, it), layout, out), out):
+    scan = _Scan(out, file, head_text)
+    for lineno, raw in _split_glued(_logical_lines(chain(head, it), _Layout(head_text), out), out):
+        scan.line(lineno, raw)
+    return scan.finish()
+
+
+class _Scan:
+    """One pass over a rank log's logical lines: the state that spans lines (open multi-line blocks, the
+    last unrecognised line that the next may continue, the host of a pasted shell prompt, the ranks seen).
+
+    Why a class: the line loop keeps a dozen pieces of state across lines; as methods, each step of a
+    line's path (blocks, one-line records, re-joining a wrapped record, noting the rest) is one small
+    function instead of one 170-line loop."""
+
+    def __init__(self, out: Parsed, file: str | None, head_text: list[str]) -> None:
+        self.out = out
+        self.file = file
+        self.numbered = labels_are_line_numbers(head_text)
+        self.pids = _pids_named(head_text)  #: a `[N] ` label that the file calls a pid elsewhere is that pid, not a rank
+        self.nccl_pairs: list[tuple[int, str]] = []
+        self.block: list[str] | None = None
+        self.elastic = launcher.ElasticBlock()
+        self.mpirun = launcher.MpirunBlock()  #: Open MPI's banners: the first process to exit, a lost MPI peer
+        self.fr_block = fr_report.FrReportBlock()  #: the Flight Recorder analyzer's findings, pasted with the output
+        self.dumps = faulthandler.FaulthandlerBlock()  #: Python faulthandler dumps (an abort, forensics.arm()'s stacks)
+        self.spy = pyspy_text.PySpyBlock()  #: py-spy dumps pasted with the job's output (SGLang's crash diagnostics)
+        self.stalls = horovod.StallBlock()  #: Horovod's stall inspector reports (its `<rank>: [...]` listings)
+        self.reasons = last_error.LastErrorBlock()  #: NCCL's reason under a c10d NCCL error's 'Last error:' heading
+        #: per writer (Origin.writer): the failed collective's stack whose frame lines come next (c10d.COLLECTIVE_STACK)
+        self.call_sites: dict[tuple, object] = {}
+        self.ranks: dict[int, int] = {}
+        self.benign = 0
+        self.broken: tuple[str, Origin, list] | None = None  #: last unrecognised line, in case the next continues it
+        self.after_frame = False  #: the previous line was a traceback `File "..."` line: this one may echo its source
+        self.shell_host: str | None = None  #: host of the last pasted shell prompt: the output below it is that host's
+        self.pid_rank: dict[tuple, int] = {}  #: (host, pid) -> the rank that process said it is (`world_size=2 rank=1`)
+        self.per_node: set[int] = set()  #: `[rankN]:` prefixes a default-group tag shows to be per-node labels
+
+    def line(self, lineno: int, raw: str) -> None:
+        """Take one logical line: a block's line, a record, a wrapped record's second half, or noted as unread."""
+        out = self.out
         if textline.is_absurd(raw):
             out.unknown_lines += 1
-            continue
+            return
         text, pre = strip_prefix(textline.matched_part(raw))
-        listed = stalls.listed_rank(text, pre.slurm)
+        listed = self.stalls.listed_rank(text, pre.slurm)
         if listed is not None and pre.rank_from_slurm:  # a stall listing's `<rank>: `, not whose line it is
             pre.rank = None
-        echo, after_frame = after_frame, text.startswith('File "')
+        echo, self.after_frame = self.after_frame, text.startswith('File "')
         prompted = prompt_host(text) if "@" in text[:100] else None
         if prompted:
-            shell_host = prompted
-            benign += 1
-            continue
-        if pre.host is None:
-            pre.host = shell_host
-        if pre.rank is None and pre.pid is not None and pid_rank:
-            pre.rank = pid_rank.get((pre.host, pre.pid))
-        rank = pre.rank if pre.rank is not None else (None if numbered or pre.label in pids else pre.label)
-        if rank is not None:
-            ranks[rank] = ranks.get(rank, 0) + 1
-        if pre.host:
-            out.facts.setdefault("host", pre.host)
-        if block is not None:
-            block.append(text)
+            self.shell_host = prompted
+            self.benign += 1
+            return
+        origin = self._origin(pre, lineno)
+        if self.block is not None:
+            self.block.append(text)
             if proxy_dump.is_end(text):
-                _proxy(out, block)
-                block = None
-            continue
-        origin = Origin(host=pre.host, pid=pre.pid, rank=rank, file=file, line=lineno, local_rank=pre.local_rank)
-        taken, done = elastic.feed(text, origin)
-        out.events.extend(done)
-        if taken:
-            continue
-        taken, done = mpirun.feed(text, origin)
-        out.events.extend(done)
-        if taken:
-            continue
-        taken, done = fr_block.feed(text, origin)
-        out.events.extend(done)
-        if taken:
-            continue
-        taken, done = dumps.feed(text, origin)
-        out.events.extend(done)
-        if taken or spy.feed(text, origin):
-            continue
-        if call_sites and _call_site_frame(call_sites, text, origin):
-            continue
-        if not text:
-            continue
-        taken, done = stalls.feed(text, origin, listed)
-        out.events.extend(done)
-        if taken:
-            continue
+                _proxy(out, self.block)
+                self.block = None
+            return
+        if self._taken_by_block(text, origin, listed):
+            return
         if lineno <= HEAD_LINES and (armed := faulthandler.trigger_identity(text)):
             for key in ("rank", "pid", "host"):
                 out.facts.setdefault(key, armed[key])
-            benign += 1
-            continue
+            self.benign += 1
+            return
         if proxy_dump.is_start(text):
-            block = [text]
-            continue
+            self.block = [text]
+            return
         if "NCCL" in text and nccl_log.looks_like_line(text):
-            nccl_pairs.append((lineno, raw))
-            continue
-        taken, reason = reasons.feed(raw, text, origin)
+            self.nccl_pairs.append((lineno, raw))
+            return
+        taken, reason = self.reasons.feed(raw, text, origin)
         if taken:
-            benign += 1
-            continue
+            self.benign += 1
+            return
         events = textline.match_text(text, origin)
-        reasons.saw(events, origin)
+        self.reasons.saw(events, origin)
         events = events or reason  # the reason's own record (a socket error, ...) says more than 'the reason'
-        sentence = broken is not None and _continues(broken, text, events)
-        if broken is not None and (not events or _generic(events) or sentence):
-            joined = broken[0] + text  # a record wrapped mid-token (`OpTy`/`pe=`, `NCCL wor`/`k: 15`)
-            rejoined = textline.match_text(joined, broken[1])
-            if sentence and not broken[0].endswith(" "):  # or a sentence wrapped at a space the wrap took
-                spaced = textline.match_text(broken[0] + " " + text, broken[1])
-                if len(spaced) > len(rejoined) and not _generic(spaced):
-                    rejoined = spaced
-            if rejoined and not _generic(rejoined):
-                if broken[2]:  # drop the generic event the first half produced
-                    del out.events[-len(broken[2]):]
-                elif broken[1].line in {ln for ln, _ in out.unread[-1:]}:
-                    out.unread.pop()
-                    out.facts["unread_lines"] -= 1
-                    out.unknown_lines -= 1
-                else:
-                    textline.unnote_unknown(out, broken[1].line)
-                out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
-                out.events.extend(rejoined)
-                broken = None
-                continue
-        broken = None
+        if self._rejoined(text, events):
+            return
+        self.broken = None
+        self._note(lineno, text, origin, events, echo)
+
+    def _origin(self, pre, lineno: int) -> Origin:
+        """Where the line comes from: its prefix's host/pid/rank, completed by the shell prompt above it and by
+        the rank its process said it is; counts the line for its rank."""
+        if pre.host is None:
+            pre.host = self.shell_host
+        if pre.rank is None and pre.pid is not None and self.pid_rank:
+            pre.rank = self.pid_rank.get((pre.host, pre.pid))
+        rank = pre.rank if pre.rank is not None else (None if self.numbered or pre.label in self.pids else pre.label)
+        if rank is not None:
+            self.ranks[rank] = self.ranks.get(rank, 0) + 1
+        if pre.host:
+            self.out.facts.setdefault("host", pre.host)
+        return Origin(host=pre.host, pid=pre.pid, rank=rank, file=self.file, line=lineno, local_rank=pre.local_rank)
+
+    def _taken_by_block(self, text: str, origin: Origin, listed) -> bool:
+        """Feed the multi-line readers (torchelastic and mpirun reports, Flight Recorder findings, faulthandler
+        and py-spy dumps, a failed collective's stack, Horovod's stall listings); True when one took the line
+        (an empty line is taken too: nothing after them reads it)."""
+        for feeder in (self.elastic, self.mpirun, self.fr_block):
+            taken, done = feeder.feed(text, origin)
+            self.out.events.extend(done)
+            if taken:
+                return True
+        taken, done = self.dumps.feed(text, origin)
+        self.out.events.extend(done)
+        if taken or self.spy.feed(text, origin):
+            return True
+        if self.call_sites and _call_site_frame(self.call_sites, text, origin):
+            return True
+        if not text:
+            return True
+        taken, done = self.stalls.feed(text, origin, listed)
+        self.out.events.extend(done)
+        return taken
+
+    def _rejoined(self, text: str, events: list) -> bool:
+        """The last unrecognised (or only generically recognised) line and this one are one record wrapped
+        mid-token or mid-sentence: replace what the first half gave with the joined record's events."""
+        broken, out = self.broken, self.out
+        if broken is None:
+            return False
+        sentence = _continues(broken, text, events)
+        if events and not _generic(events) and not sentence:
+            return False
+        joined = broken[0] + text  # a record wrapped mid-token (`OpTy`/`pe=`, `NCCL wor`/`k: 15`)
+        rejoined = textline.match_text(joined, broken[1])
+        if sentence and not broken[0].endswith(" "):  # or a sentence wrapped at a space the wrap took
+            spaced = textline.match_text(broken[0] + " " + text, broken[1])
+            if len(spaced) > len(rejoined) and not _generic(spaced):
+                rejoined = spaced
+        if not rejoined or _generic(rejoined):
+            return False
+        if broken[2]:  # drop the generic event the first half produced
+            del out.events[-len(broken[2]):]
+        elif broken[1].line in {ln for ln, _ in out.unread[-1:]}:
+            out.unread.pop()
+            out.facts["unread_lines"] -= 1
+            out.unknown_lines -= 1
+        else:
+            textline.unnote_unknown(out, broken[1].line)
+        out.facts["rejoined_lines"] = out.facts.get("rejoined_lines", 0) + 1
+        out.events.extend(rejoined)
+        self.broken = None
+        return True
+
+    def _note(self, lineno: int, text: str, origin: Origin, events: list, echo: bool) -> None:
+        """Keep a line's events (and what they say about the file: a failed collective's stack to come, a
+        process's rank, the job's size); else count it benign, or note it unread for the next line to continue."""
+        out = self.out
         if events:
             out.events.extend(events)
+            _note_per_node(events, origin, self.per_node)
             for e in events:
                 if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
-                    call_sites[origin.writer] = e
+                    self.call_sites[origin.writer] = e
                 elif getattr(e, "kind", "") == "rank-identity":
-                    _identity_said(out, e, pid_rank, ranks)
+                    _identity_said(out, e, self.pid_rank, self.ranks)
                 elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
                     out.facts["world_size"] = max(out.facts.get("world_size") or 0, e.data["world_size"])
             if _generic(events):
-                broken = (text, origin, events)
+                self.broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
-            benign += 1
+            self.benign += 1
         elif textline.looks_known(text):
             out.note_unread(lineno, text)
-            broken = (text, origin, [])
+            self.broken = (text, origin, [])
         else:
             textline.note_unknown(out, lineno, text)
-            broken = (text, origin, [])
-    out.events.extend(elastic.finish())
-    out.events.extend(mpirun.finish())
-    out.events.extend(fr_block.finish())
-    dumps.finish()
-    spy.finish()
-    out.stacks.extend(dumps.stacks)
-    out.stacks.extend(spy.stacks)
-    for resolved in _local_ranks_resolved(out):
-        ranks[resolved] = ranks.get(resolved, 0) + 1
-    if dumps.dropped:
-        out.problems.append(f"faulthandler dumps: {dumps.dropped} frames beyond the reader's bounds were not kept")
-    if block is not None:
-        _proxy(out, block)
-    if nccl_pairs:
-        sub = nccl_log.parse_numbered(nccl_pairs, file, numbered=numbered)
-        out.events.extend(sub.events)
-        out.unknown_lines += sub.unknown_lines
-        out.unread.extend(sub.unread)
-        sample = sorted(out.facts.get("unknown_sample", []) + sub.facts.pop("unknown_sample", []))
-        if sample:
-            out.facts["unknown_sample"] = sample[:textline.UNKNOWN_SAMPLE]
-        for key, value in sub.facts.items():
-            out.facts.setdefault(key, value)
-    if len(ranks) == 1:
-        out.facts["rank"] = next(iter(ranks))
-    elif ranks:  # a launcher-merged log of several ranks: each line keeps its own rank
-        out.facts["ranks"] = sorted(ranks)
-        out.facts.pop("rank", None)
-        # nor is it one process's: an NCCL line of one of them does not give the file its pid (which every
-        # line without one would then take: torchrun's own traceback became 'pid 504's' in nccl_tee/diverge)
-        out.facts.pop("pid", None)
-    out.facts["benign_lines"] = benign
-    return out
+            self.broken = (text, origin, [])
+
+    def finish(self) -> Parsed:
+        """Close the open blocks, read the NCCL lines set aside, and say whose file this is."""
+        out, ranks = self.out, self.ranks
+        out.events.extend(self.elastic.finish())
+        out.events.extend(self.mpirun.finish())
+        out.events.extend(self.fr_block.finish())
+        self.dumps.finish()
+        self.spy.finish()
+        out.stacks.extend(self.dumps.stacks)
+        out.stacks.extend(self.spy.stacks)
+        for resolved in _local_ranks_resolved(out):
+            ranks[resolved] = ranks.get(resolved, 0) + 1
+        _drop_per_node(out, self.per_node, ranks)
+        if self.dumps.dropped:
+            out.problems.append(f"faulthandler dumps: {self.dumps.dropped} frames beyond the reader's bounds were not kept")
+        if self.block is not None:
+            _proxy(out, self.block)
+        if self.nccl_pairs:
+            _nccl_lines(out, nccl_log.parse_numbered(self.nccl_pairs, self.file, numbered=self.numbered))
+        if len(ranks) == 1:
+            out.facts["rank"] = next(iter(ranks))
+        elif ranks:  # a launcher-merged log of several ranks: each line keeps its own rank
+            out.facts["ranks"] = sorted(ranks)
+            out.facts.pop("rank", None)
+            # nor is it one process's: an NCCL line of one of them does not give the file its pid (which every
+            # line without one would then take: torchrun's own traceback became 'pid 504's' in nccl_tee/diverge)
+            out.facts.pop("pid", None)
+        out.facts["benign_lines"] = self.benign
+        return out
+
+
+def _nccl_lines(out: Parsed, sub: Parsed) -> None:
+    """Add what the NCCL reader found in the lines set aside for it: events, counts, and facts the log's own
+    lines did not already give."""
+    out.events.extend(sub.events)
+    out.unknown_lines += sub.unknown_lines
+    out.unread.extend(sub.unread)
+    sample = sorted(out.facts.get("unknown_sample", []) + sub.facts.pop("unknown_sample", []))
+    if sample:
+        out.facts["unknown_sample"] = sample[:textline.UNKNOWN_SAMPLE]
+    for key, value in sub.facts.items():
+        out.facts.setdefault(key, value)
 
 
 class _Layout:
@@ -391,6 +444,40 @@ def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
     if len(event.data["frames"]) < c10d.MAX_STACK_FRAMES:
         event.data["frames"].append(frame)
     return True
+
+
+def _retagged(e, prefix: int | None) -> bool:
+    """Whether c10d gave this event the default group's own `Rank r` over a `[rankN]:` prefix that disagrees."""
+    o, data = getattr(e, "origin", None), getattr(e, "data", None) or {}
+    return (prefix is not None and o is not None and o.rank is not None and o.rank != prefix
+            and getattr(e, "comm", None) == "pg:0" and data.get("group_rank") == o.rank)
+
+
+def _note_per_node(events: list, origin: Origin, per_node: set[int]) -> None:
+    """The line's `[rankN]:` is a per-node label where its own default-group tag names another rank (torchtitan-
+    style output keeps each node's local rank in the prefix: `[rank0]:` before `[PG ID 0 PG GUID 0(default_pg)
+    Rank 4]`, pytorch/torchtitan#810)."""
+    if any(_retagged(e, origin.rank) for e in events):
+        per_node.add(origin.rank)
+
+
+def _drop_per_node(out: Parsed, per_node: set[int], ranks: dict[int, int]) -> None:
+    """A prefix shown to be per-node names no global rank anywhere in the file: it is not counted as one of the
+    file's ranks, and a record that has only it for a rank keeps it as its local rank instead (one node's
+    `[rank0]:` is every node's, so a frame line behind it may be any of them)."""
+    if not per_node:
+        return
+    for p in per_node:
+        ranks.pop(p, None)
+    for item in chain(out.events, out.stacks):
+        o = getattr(item, "origin", None)
+        if o is None or o.rank not in per_node:
+            continue
+        data = getattr(item, "data", None) or {}
+        if getattr(item, "comm", None) == "pg:0" and data.get("group_rank") == o.rank:
+            continue  # its own default-group tag says this rank: a global rank after all
+        item.origin = replace(o, rank=None, local_rank=o.rank if o.local_rank is None else o.local_rank)
+    out.facts["per_node_prefixes"] = sorted(per_node)
 
 
 _AGENT_KINDS = ("child-failure", "root-cause", "launcher-exit")  #: torchelastic's reports of its workers

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
 _WAIT = re.compile(
     r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[(?P<from>\d{1,7})\] "
@@ -27,7 +27,7 @@ def match_line(text: str, origin: Origin) -> list:
     if not m:
         return []
     me = int(m.group("me"))
-    return [ErrorEvent(kind="store-timeout", message=text.strip()[:500], source="c10d",
+    return [ErrorEvent(kind=ErrorKind.STORE_TIMEOUT, message=text.strip()[:500], source="c10d",
                        origin=Origin(origin.host, origin.pid, me if origin.rank is None else origin.rank, origin.file,
                                      origin.line, local_rank=origin.local_rank),
                        data={"waits_for": int(m.group("from")), "key": m.group("key"), "why": m.group("why").strip()})]

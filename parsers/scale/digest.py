@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from parsers.evidence import Evidence
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
@@ -502,7 +503,7 @@ def encode_files(arts: Iterable[Any], host_dir: str, matched: Callable[[Any], fr
     return files
 
 
-def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Any, host_findings: list, kb: str,
+def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Evidence, host_findings: list, kb: str,
                 created: str) -> dict[str, Any]:
     """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
     (`rank_summary`) and the host judge's findings."""
@@ -517,7 +518,7 @@ def _digestible(kind: str) -> bool:
     return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
-def summaries_of(ev: Any, host: str | None = None) -> list[tuple[str, RankSummary]]:
+def summaries_of(ev: Evidence, host: str | None = None) -> list[tuple[str, RankSummary]]:
     """(host, summary) of each rank of the evidence (of `host` only, when given): what a host's digest says of
     its ranks, and what analysis gathers rank by rank where the digests' classes are not the whole job. The
     files, recorder states and exits are indexed once (a rank's own are looked up, not searched for)."""

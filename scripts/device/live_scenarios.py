@@ -67,6 +67,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -281,92 +282,127 @@ def save_optimizer_state(lock: threading.Lock) -> None:
         pass
 
 
+class _Causal(NamedTuple):
+    """What a causal case's body needs: the run's options, this rank and the world, torch and its device, the
+    groups made for the case, the case's culprit and a small tensor to reduce."""
+
+    args: argparse.Namespace
+    rank: int
+    world: int
+    torch: Any
+    dist: Any
+    dev: Any
+    sync: Callable[[], None]
+    groups: dict
+    culprit: int
+    small: Any
+
+
 def causal_body(args: argparse.Namespace, rank: int, world: int, torch, dist, dev, sync, groups: dict) -> None:
-    """Issue 26's cases after warm-up: each needs more than one judge to explain."""
-    culprit = culprit_of(args.case, world)
-    small = torch.ones(1024 * 1024, device=dev)
-    if args.case == "subgroup":
-        mine = groups["A"] if rank < world // 2 else groups["B"]
-        end = time.monotonic() + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s + 8
-        step = 0
-        while time.monotonic() < end:
-            if rank == culprit and step == FAULT_STEP:
-                validate_shard(args.hang_s)
-            dist.all_reduce(small, group=mine)
-            sync()
-            if step % 100 == 0:
-                print(f"[step] rank={rank} group={'A' if rank < world // 2 else 'B'} step={step} t={time.time():.3f}",
-                      flush=True)
-            step += 1
-            time.sleep(0.01)
-        return
-    if args.case == "ahead":
-        store = dist.distributed_c10d._get_default_store()
-        if rank == culprit:
-            log_metrics(dist, small)
-            store.set("metrics_logged", "1")
-        store.wait(["metrics_logged"], datetime.timedelta(seconds=args.pg_timeout))
-        dist.all_reduce(small)
-        sync()
-        return
-    if args.case == "twosinks":
-        mine = groups["A"] if rank < world // 2 else groups["B"]
-        for step in range(FAULT_STEP + 2):
-            if step == FAULT_STEP and rank == 1:
-                validate_shard(args.hang_s)
-            if step == FAULT_STEP and rank == world - 1:
-                lock = threading.Lock()
-                threading.Thread(target=async_checkpoint_writer, args=(lock, args.hang_s), name="ckpt-writer",
-                                 daemon=True).start()
-                time.sleep(0.3)
-                save_optimizer_state(lock)
-            dist.all_reduce(small, group=mine)
-            sync()
-        return
-    if args.case == "pipeline":
-        for mb in range(FAULT_STEP + 2):
-            if rank > 0:
-                dist.recv(small, src=rank - 1)
-                sync()
-            if rank == culprit and mb == FAULT_STEP:
-                stage_forward(args.hang_s)
-            if rank < world - 1:
-                dist.send(small, dst=rank + 1)
-                sync()
-        dist.all_reduce(small)  # the step's gradient sync over the world: stages ahead of the stall wait here
-        sync()
-        return
-    if args.case == "order":
-        # a small all_reduce (NCCL's LL protocol) and a large broadcast (Simple) use different buffers, so
-        # the swapped pair cannot pair up by accident (same-sized tensors completed on NCCL 2.28.9)
-        tiny, big = torch.ones(1024, device=dev), torch.ones(4 * 1024 * 1024, device=dev)
-        if rank == culprit:
-            dist.broadcast(big, src=0)
-            dist.all_reduce(tiny)
-        else:
-            dist.all_reduce(tiny)
-            dist.broadcast(big, src=0)
-        sync()
-        return
-    if args.case == "deadlock":
-        order = {0: ("g01", "g02"), 1: ("g12", "g01"), 2: ("g02", "g12")}.get(rank, ())
-        for name in order:
-            dist.all_reduce(small, group=groups[name])
-            sync()
-        dist.all_reduce(small)
-        sync()
-        return
-    if args.case == "lock":
-        if rank == culprit:
+    """Issue 26's cases after warm-up: each needs more than one judge to explain (one function a case: _CAUSAL)."""
+    body = _CAUSAL.get(args.case)
+    if body is None:
+        raise ValueError(f"no causal body for {args.case}")
+    body(_Causal(args, rank, world, torch, dist, dev, sync, groups, culprit_of(args.case, world),
+                 torch.ones(1024 * 1024, device=dev)))
+
+
+def _subgroup(c: _Causal) -> None:
+    args, rank, world = c.args, c.rank, c.world
+    mine = c.groups["A"] if rank < world // 2 else c.groups["B"]
+    end = time.monotonic() + args.pg_timeout + args.dump_wait_ms / 1000 + args.post_s + 8
+    step = 0
+    while time.monotonic() < end:
+        if rank == c.culprit and step == FAULT_STEP:
+            validate_shard(args.hang_s)
+        c.dist.all_reduce(c.small, group=mine)
+        c.sync()
+        if step % 100 == 0:
+            print(f"[step] rank={rank} group={'A' if rank < world // 2 else 'B'} step={step} t={time.time():.3f}",
+                  flush=True)
+        step += 1
+        time.sleep(0.01)
+
+
+def _ahead(c: _Causal) -> None:
+    store = c.dist.distributed_c10d._get_default_store()
+    if c.rank == c.culprit:
+        log_metrics(c.dist, c.small)
+        store.set("metrics_logged", "1")
+    store.wait(["metrics_logged"], datetime.timedelta(seconds=c.args.pg_timeout))
+    c.dist.all_reduce(c.small)
+    c.sync()
+
+
+def _twosinks(c: _Causal) -> None:
+    rank, world = c.rank, c.world
+    mine = c.groups["A"] if rank < world // 2 else c.groups["B"]
+    for step in range(FAULT_STEP + 2):
+        if step == FAULT_STEP and rank == 1:
+            validate_shard(c.args.hang_s)
+        if step == FAULT_STEP and rank == world - 1:
             lock = threading.Lock()
-            threading.Thread(target=async_checkpoint_writer, args=(lock, args.hang_s), name="ckpt-writer",
+            threading.Thread(target=async_checkpoint_writer, args=(lock, c.args.hang_s), name="ckpt-writer",
                              daemon=True).start()
             time.sleep(0.3)
             save_optimizer_state(lock)
-        dist.all_reduce(small)
-        sync()
-        return
-    raise ValueError(f"no causal body for {args.case}")
+        c.dist.all_reduce(c.small, group=mine)
+        c.sync()
+
+
+def _pipeline(c: _Causal) -> None:
+    rank, dist = c.rank, c.dist
+    for mb in range(FAULT_STEP + 2):
+        if rank > 0:
+            dist.recv(c.small, src=rank - 1)
+            c.sync()
+        if rank == c.culprit and mb == FAULT_STEP:
+            stage_forward(c.args.hang_s)
+        if rank < c.world - 1:
+            dist.send(c.small, dst=rank + 1)
+            c.sync()
+    dist.all_reduce(c.small)  # the step's gradient sync over the world: stages ahead of the stall wait here
+    c.sync()
+
+
+def _order(c: _Causal) -> None:
+    # a small all_reduce (NCCL's LL protocol) and a large broadcast (Simple) use different buffers, so
+    # the swapped pair cannot pair up by accident (same-sized tensors completed on NCCL 2.28.9)
+    tiny, big = c.torch.ones(1024, device=c.dev), c.torch.ones(4 * 1024 * 1024, device=c.dev)
+    if c.rank == c.culprit:
+        c.dist.broadcast(big, src=0)
+        c.dist.all_reduce(tiny)
+    else:
+        c.dist.all_reduce(tiny)
+        c.dist.broadcast(big, src=0)
+    c.sync()
+
+
+def _deadlock(c: _Causal) -> None:
+    order = {0: ("g01", "g02"), 1: ("g12", "g01"), 2: ("g02", "g12")}.get(c.rank, ())
+    for name in order:
+        c.dist.all_reduce(c.small, group=c.groups[name])
+        c.sync()
+    c.dist.all_reduce(c.small)
+    c.sync()
+
+
+def _lock(c: _Causal) -> None:
+    if c.rank == c.culprit:
+        lock = threading.Lock()
+        threading.Thread(target=async_checkpoint_writer, args=(lock, c.args.hang_s), name="ckpt-writer",
+                         daemon=True).start()
+        time.sleep(0.3)
+        save_optimizer_state(lock)
+    c.dist.all_reduce(c.small)
+    c.sync()
+
+
+#: issue 26's causal cases -> the body each rank runs after warm-up
+_CAUSAL: dict[str, Callable[[_Causal], None]] = {
+    "subgroup": _subgroup, "ahead": _ahead, "twosinks": _twosinks, "pipeline": _pipeline, "order": _order,
+    "deadlock": _deadlock, "lock": _lock,
+}
 
 
 def make_groups(dist, case: str, world: int, pg_timeout: float) -> dict:

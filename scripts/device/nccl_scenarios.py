@@ -465,95 +465,19 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
         old.unlink() if old.is_file() else old.rmdir()
     port = args.port_base + index
     culprit = culprit_of(scenario, args.world)
-    procs: list[subprocess.Popen] = []
-    files = []
     t0 = time.monotonic()
     notes: list[str] = []
-    outputs: dict[int, tuple[str, str]] = {}
     for rank in range(args.world):
         (sdir / host_name(rank)).mkdir(exist_ok=True)
-    base_cmd = [sys.executable, os.path.abspath(__file__), "--scenario", scenario, "--dir", str(sdir),
-                "--backend", args.backend, "--pg-timeout", str(args.pg_timeout), "--hang-s", str(args.hang_s),
-                "--big-numel", str(args.big_numel), "--world", str(args.world), "--gpus", str(args.gpus),
-                "--linger-s", str(args.linger_s)]
-    if scenario == "spawn":
-        # one launcher process; every rank shares its output files, as in a notebook
-        so, se = open(sdir / "node00" / "spawn.stdout", "wb"), open(sdir / "node00" / "spawn.stderr", "wb")
-        files += [so, se]
-        procs.append(subprocess.Popen(base_cmd + ["--spawn-main"], env=spawn_env(args, port), stdout=so, stderr=se,
-                                      stdin=subprocess.DEVNULL, start_new_session=True))
-        outputs = {r: ("node00/spawn.stdout", "node00/spawn.stderr") for r in range(args.world)}
-    else:
-        for rank in range(args.world):
-            hdir = sdir / host_name(rank)  # logs gathered per host, as users keep them
-            so, se = open(hdir / f"rank{rank}.stdout", "wb"), open(hdir / f"rank{rank}.stderr", "wb")
-            files += [so, se]
-            procs.append(subprocess.Popen(base_cmd + ["--worker"], env=rank_env(args, rank, sdir, port), stdout=so,
-                                          stderr=se, stdin=subprocess.DEVNULL, start_new_session=True))
-            outputs[rank] = (f"{host_name(rank)}/rank{rank}.stdout", f"{host_name(rank)}/rank{rank}.stderr")
+    procs, files, outputs = _start_ranks(args, scenario, sdir, port)
     pids = {r: p.pid for r, p in enumerate(procs)}
     launcher_pid = procs[0].pid if scenario == "spawn" else None
     try:
-        deadline = t0 + args.warm_timeout
-        while not all((sdir / f"ready.{r}").exists() for r in range(args.world)):
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                raise RuntimeError("ranks did not all get warm (see rank*.stderr)")
-            time.sleep(0.2)
-        time.sleep(0.3)
-        pids = {r: int((sdir / f"ready.{r}").read_text()) for r in range(args.world)}  # the ranks' own word
-        t_ready = time.monotonic()
-        notes.append(f"warm after {t_ready - t0:.1f} s")
-        if scenario in ("sigstop", "kill"):
-            time.sleep(args.stream_s)
-            os.kill(pids[culprit], signal.SIGSTOP if scenario == "sigstop" else signal.SIGKILL)
-            notes.append(f"{'SIGSTOP' if scenario == 'sigstop' else 'SIGKILL'} to rank {culprit} pid {pids[culprit]} at +{time.monotonic() - t_ready:.1f} s")
-        time.sleep(args.settle_s)
-        (sdir / "dump.trigger").write_text("now")
-        notes.append(f"FR dump trigger at +{time.monotonic() - t_ready:.1f} s")
-        if args.backend == "nccl":
-            # RAS first: it lives only as long as the processes, and the watchdog fires at pg_timeout.
-            for name, command, js in (("ras_status.txt", "STATUS", False), ("ras_verbose.txt", "VERBOSE STATUS", False),
-                                      ("ras_status.json", "STATUS", True)):
-                for attempt in (1, 2):
-                    t = time.monotonic()
-                    try:
-                        (sdir / name).write_text(ras_query(args.ras_port, command, js, timeout=args.ras_timeout))
-                        notes.append(f"RAS {command}{' json' if js else ''}: {time.monotonic() - t:.1f} s")
-                        break
-                    except OSError as err:
-                        notes.append(f"RAS {command}{' json' if js else ''} attempt {attempt} failed: {err}")
-            for r, p in enumerate(procs):
-                if p.poll() is None and not (scenario == "sigstop" and r == culprit):
-                    try:
-                        os.kill(p.pid, signal.SIGUSR1)
-                    except ProcessLookupError:
-                        pass
-            notes.append(f"SIGUSR1 (NCCL_PROXY_DUMP_SIGNAL) to live ranks at +{time.monotonic() - t_ready:.1f} s")
-        if args.collect_cmd:
-            notes.append(run_collect(args.collect_cmd, pids, sdir, f"127.0.0.1:{port}"))
-        end = t_ready + args.scenario_s
-        while time.monotonic() < end and any(p.poll() is None for r, p in enumerate(procs)
-                                             if not (scenario == "sigstop" and r == culprit)):
-            time.sleep(0.5)
+        _drive(args, scenario, sdir, procs, pids, culprit, port, t0, notes)
     except Exception as err:  # noqa: BLE001 - one failed scenario must not stop the others
         notes.append(f"scenario error: {type(err).__name__}: {err}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGCONT)
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for p in procs:
-            p.wait()
-        for f in files:
-            f.close()
-        for pid in pids.values():  # spawn's ranks are not our children: make sure they are gone
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _stop(procs, files, pids)
     for r in range(args.world):
         (sdir / f"ready.{r}").unlink(missing_ok=True)
     (sdir / "dump.trigger").unlink(missing_ok=True)
@@ -581,6 +505,109 @@ def run_scenario(args: argparse.Namespace, scenario: str, index: int) -> dict:
     (sdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
     write_launcher_record(sdir, truth, scenario)
     return truth
+
+
+def _start_ranks(args: argparse.Namespace, scenario: str, sdir: Path,
+                 port: int) -> tuple[list[subprocess.Popen], list, dict[int, tuple[str, str]]]:
+    """Start the scenario's processes (one per rank, or spawn's one launcher): (processes, their open output
+    files, each rank's stdout/stderr paths under sdir)."""
+    procs: list[subprocess.Popen] = []
+    files = []
+    outputs: dict[int, tuple[str, str]] = {}
+    base_cmd = [sys.executable, os.path.abspath(__file__), "--scenario", scenario, "--dir", str(sdir),
+                "--backend", args.backend, "--pg-timeout", str(args.pg_timeout), "--hang-s", str(args.hang_s),
+                "--big-numel", str(args.big_numel), "--world", str(args.world), "--gpus", str(args.gpus),
+                "--linger-s", str(args.linger_s)]
+    if scenario == "spawn":
+        # one launcher process; every rank shares its output files, as in a notebook
+        so, se = open(sdir / "node00" / "spawn.stdout", "wb"), open(sdir / "node00" / "spawn.stderr", "wb")
+        files += [so, se]
+        procs.append(subprocess.Popen(base_cmd + ["--spawn-main"], env=spawn_env(args, port), stdout=so, stderr=se,
+                                      stdin=subprocess.DEVNULL, start_new_session=True))
+        outputs = {r: ("node00/spawn.stdout", "node00/spawn.stderr") for r in range(args.world)}
+        return procs, files, outputs
+    for rank in range(args.world):
+        hdir = sdir / host_name(rank)  # logs gathered per host, as users keep them
+        so, se = open(hdir / f"rank{rank}.stdout", "wb"), open(hdir / f"rank{rank}.stderr", "wb")
+        files += [so, se]
+        procs.append(subprocess.Popen(base_cmd + ["--worker"], env=rank_env(args, rank, sdir, port), stdout=so,
+                                      stderr=se, stdin=subprocess.DEVNULL, start_new_session=True))
+        outputs[rank] = (f"{host_name(rank)}/rank{rank}.stdout", f"{host_name(rank)}/rank{rank}.stderr")
+    return procs, files, outputs
+
+
+def _drive(args: argparse.Namespace, scenario: str, sdir: Path, procs: list[subprocess.Popen], pids: dict[int, int],
+           culprit: int, port: int, t0: float, notes: list[str]) -> None:
+    """Wait for the ranks to warm up (pids then holds the ranks' own word on their pids), inject the fault, ask for
+    the dumps (Flight Recorder, RAS, proxy), run the collector, and let the scenario run its course."""
+    deadline = t0 + args.warm_timeout
+    while not all((sdir / f"ready.{r}").exists() for r in range(args.world)):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            raise RuntimeError("ranks did not all get warm (see rank*.stderr)")
+        time.sleep(0.2)
+    time.sleep(0.3)
+    pids.update({r: int((sdir / f"ready.{r}").read_text()) for r in range(args.world)})  # the ranks' own word
+    t_ready = time.monotonic()
+    notes.append(f"warm after {t_ready - t0:.1f} s")
+    if scenario in ("sigstop", "kill"):
+        time.sleep(args.stream_s)
+        os.kill(pids[culprit], signal.SIGSTOP if scenario == "sigstop" else signal.SIGKILL)
+        notes.append(f"{'SIGSTOP' if scenario == 'sigstop' else 'SIGKILL'} to rank {culprit} pid {pids[culprit]} "
+                     f"at +{time.monotonic() - t_ready:.1f} s")
+    time.sleep(args.settle_s)
+    (sdir / "dump.trigger").write_text("now")
+    notes.append(f"FR dump trigger at +{time.monotonic() - t_ready:.1f} s")
+    if args.backend == "nccl":
+        _nccl_dumps(args, scenario, sdir, procs, culprit, t_ready, notes)
+    if args.collect_cmd:
+        notes.append(run_collect(args.collect_cmd, pids, sdir, f"127.0.0.1:{port}"))
+    end = t_ready + args.scenario_s
+    while time.monotonic() < end and any(p.poll() is None for r, p in enumerate(procs)
+                                         if not (scenario == "sigstop" and r == culprit)):
+        time.sleep(0.5)
+
+
+def _nccl_dumps(args: argparse.Namespace, scenario: str, sdir: Path, procs: list[subprocess.Popen], culprit: int,
+                t_ready: float, notes: list[str]) -> None:
+    """Ask NCCL's RAS for the job's status, then the live ranks for their proxy state (SIGUSR1)."""
+    # RAS first: it lives only as long as the processes, and the watchdog fires at pg_timeout.
+    for name, command, js in (("ras_status.txt", "STATUS", False), ("ras_verbose.txt", "VERBOSE STATUS", False),
+                              ("ras_status.json", "STATUS", True)):
+        for attempt in (1, 2):
+            t = time.monotonic()
+            try:
+                (sdir / name).write_text(ras_query(args.ras_port, command, js, timeout=args.ras_timeout))
+                notes.append(f"RAS {command}{' json' if js else ''}: {time.monotonic() - t:.1f} s")
+                break
+            except OSError as err:
+                notes.append(f"RAS {command}{' json' if js else ''} attempt {attempt} failed: {err}")
+    for r, p in enumerate(procs):
+        if p.poll() is None and not (scenario == "sigstop" and r == culprit):
+            try:
+                os.kill(p.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+    notes.append(f"SIGUSR1 (NCCL_PROXY_DUMP_SIGNAL) to live ranks at +{time.monotonic() - t_ready:.1f} s")
+
+
+def _stop(procs: list[subprocess.Popen], files: list, pids: dict[int, int]) -> None:
+    """End every process of the scenario (a stopped one is continued first, so that it can die) and close files."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        p.wait()
+    for f in files:
+        f.close()
+    for pid in pids.values():  # spawn's ranks are not our children: make sure they are gone
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def write_launcher_record(sdir: Path, truth: dict, scenario: str) -> None:

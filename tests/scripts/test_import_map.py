@@ -98,3 +98,15 @@ def test_every_function_local_import_says_why(repo):
             silent.append(item)
     assert silent == [], "function-local imports without a comment saying why (move them to the top?)"
     assert pending_seen == PENDING, f"moved to the top already: remove {sorted(PENDING - pending_seen)} from PENDING"
+
+
+def test_a_type_only_import_is_no_edge_and_is_listed_apart(tmp_path):
+    root = _tree(tmp_path, {
+        "parsers/__init__.py": "",
+        "parsers/a.py": "from parsers import b\n",
+        "parsers/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from parsers import a\nelse:\n    import parsers.c\n",
+        "parsers/c.py": "",
+    })
+    found = import_map.survey(root)
+    assert found.circles == [] and found.local_hidden == []
+    assert found.type_only == ["parsers.b:3 -> parsers.a"]

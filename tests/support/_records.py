@@ -10,7 +10,7 @@ from __future__ import annotations
 from parsers.model.events import CommMember, ErrorEvent, OpEvent, Progress, RasFinding, TopoEdge
 
 #: ErrorEvent kinds that are NCCL WARN lines whatever their finer class
-_NCCL_WARN_KINDS = {"ib-completion", "connection-closed", "nccl-timeout", "nccl-warn"}
+_NCCL_WARN_KINDS = {"ib-completion", "connection-closed", "nccl-timeout", "nccl-warn", "size-mismatch"}
 #: a teardown warning is a `[W ...]` line: the record says c10d-warning, this project reads it as information
 _ERROR_KIND = {"ib-completion": "ib-error", "dump-signal": "dump", "desync-lagging": "desync-report",
                "c10d-teardown": "c10d-warning"}

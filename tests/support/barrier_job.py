@@ -46,8 +46,12 @@ def run_job(out: Path, case: str, world: int, absent: tuple[int, ...], timeout_m
         argv = [sys.executable, __file__, case, ",".join(map(str, absent)), str(timeout_ms), str(int(wait_all))]
         with open(folder / f"rank{rank}.stderr", "wb") as err, open(folder / f"rank{rank}.stdout", "wb") as std:
             procs[rank] = subprocess.Popen(argv, env=env, stdout=std, stderr=err, start_new_session=True)
+    return reap(procs, time.monotonic() + JOB_LIMIT_S)
+
+
+def reap(procs: dict[int, subprocess.Popen], deadline: float) -> dict[int, int]:
+    """rank -> exit code of each process, waited for until `deadline` (monotonic), killed past it."""
     codes = {}
-    deadline = time.monotonic() + JOB_LIMIT_S
     for rank, p in procs.items():
         try:
             codes[rank] = p.wait(timeout=max(1.0, deadline - time.monotonic()))

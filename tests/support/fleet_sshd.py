@@ -125,7 +125,28 @@ class LoopbackSshd:
 # suite's own tests/conftest.py is never shadowed) ----
 import pytest  # noqa: E402
 
-SSH_PORT = 2201
+
+
+def free_port(addresses: list[str], tries: int = 50) -> int:
+    """A port no socket holds on any of `addresses`: a fixed port met a stale sshd left by an earlier, killed run
+    (its publickey refusals failed the fleet tests) and collides with a second test run beside this one."""
+    for _ in range(tries):
+        with socket.socket() as probe:
+            probe.bind((addresses[0], 0))
+            port = probe.getsockname()[1]
+        if all(_bindable(addr, port) for addr in addresses):
+            return port
+    raise RuntimeError(f"no port free on all of {addresses} after {tries} tries")
+
+
+def _bindable(addr: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((addr, port))
+        except OSError:
+            return False
+    return True
+
 HOSTS = ["127.0.0.2", "127.0.0.3"]
 SLOW = ["127.0.0.5"]
 UNREACHABLE = "127.0.0.4"
@@ -138,7 +159,7 @@ def sshd(tmp_path_factory):
     reason = ensure_openssh()
     if reason:
         pytest.skip(reason)
-    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), SSH_PORT, HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), free_port([*HOSTS, *SLOW]), HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
     try:
         server.start()
         yield server

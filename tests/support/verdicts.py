@@ -28,6 +28,9 @@ GAPS: dict[str, str] = {}
 #: Known truths the excerpt alone cannot reach (the thread used what the excerpt lacks): the verdict must be
 #: honest there (no culprit at 0.5 or more) and its summary must say what the excerpt does show (the words).
 BEYOND_EXCERPT = {
+    "pytorch-78514": ("rank 0 returning from its isend without waiting is the reporter's code; the lines are rank 1's "
+                      "traceback, its peer named by an address no line pairs with a process",
+                      ["18.25.6.30", "no file maps that address"]),
     "pytorch-172398": ("the memset where NCCL 2.29 wants NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER is the maintainer's "
                        "statement; the lines show every rank's NCCL 2.29.2 'invalid usage' in the device-communicator "
                        "manager, no rank at fault", ["invalid usage", "nccl_devcomm_manager"]),
@@ -98,6 +101,9 @@ BEYOND_EXCERPT = {
                       "watchdog lines show only rank 0 timing out", ["rank 0 timed out in ALLREDUCE SeqNum 1"]),
     "nccl-tests-218": ("UCX_TLS=tcp as the fix is the maintainer's advice and the reporter's confirmation; the lines show "
                        "mpirun's word that rank 3 on 10.10.21.2 died of signal 11", ["rank 3", "10.10.21.2", "signal 11"]),
+    "ompi-2661": ("the memory each rank needs (98 GB against 64 GB a node) is the benchmark developer's word through the "
+                  "reporter; the lines show mpirun's word that rank 0 on host01 died of signal 9",
+                  ["rank 0", "host01", "signal 9"]),
     "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
                        "lines show ranks 1-3 timing out at work 19 and no line of rank 0",
                        ["ranks 1-3", "SeqNum 19"]),
@@ -167,7 +173,9 @@ _SETTING_WORDS = [(("timeout was set to", "timeout set to"), "the collective tim
                   # a cause in the code that DDP's reducer states, with the remedy torch prints (issue 42)
                   (("ddp unused parameters",), "find_unused_parameters=True"),
                   # NCCL's own Duplicate GPU check: the job's device assignment, said as the known failure it is
-                  (("duplicate gpu",), "two ranks of one communicator on the same GPU")]
+                  (("duplicate gpu",), "two ranks of one communicator on the same GPU"),
+                  # PyTorch's own word that its build lacks the backend the job asked for (issue 42, pytest output)
+                  (("built without nccl",), "this build has no NCCL backend")]
 
 #: words in a thread's stated cause -> knowledge-base entries that state the same cause
 _CAUSE_WORDS = [(("xid 79", "fell off the bus", "fallen off"), {"xid-79", "gpu-fallen-off-bus"}),

@@ -19,6 +19,7 @@ from typing import Any
 from forensics.report.words import summary
 from forensics.report.words.facts import observed
 from forensics.report.words.summary import said
+from parsers.evidence import Evidence
 from parsers import analyze as pipeline
 from parsers.model.findings import Verdict
 
@@ -41,7 +42,7 @@ def analyze(path: Any, *args: Any, **kwargs: Any) -> pipeline.Analysis:
     return result
 
 
-def analyze_evidence(ev: Any, kb: Any = None) -> pipeline.Analysis:
+def analyze_evidence(ev: Evidence, kb: Any = None) -> pipeline.Analysis:
     """parsers.analyze.analyze_evidence, its verdict worded."""
     result = pipeline.analyze_evidence(ev, kb)
     worded(result.verdict)

@@ -14,7 +14,7 @@ from parsers.judges.logs.fr_report import where as fr_where
 from parsers.model.events import describe_status
 from parsers.model.findings import (CallSite, ClaimFact, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
                                     DumpAskFact, DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, KnownFact,
-                                    NoErrorFact, Observation, RasFact,
+                                    NoErrorFact, Observation, PeerFact, RasFact,
                                     SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
 from parsers.ranges import fold
 
@@ -56,7 +56,10 @@ def known(f: KnownFact) -> str:
 def errors(f: ErrorsFact) -> str:
     """'first error: nccl-timeout at rank 3 (12-01 05:31:43.444)', 'one error: ...', 'why the job ended: ...'."""
     if f.role == "tied":
-        return f"first errors at one time ({f.at}), from ranks {fold(f.ranks)}: their times do not say which came first"
+        said = f"first errors at one time ({f.at}), from ranks {fold(f.ranks)}: their times do not say which came first"
+        if f.error is not None and f.error.rank is not None:  # torchelastic's Root Cause among them
+            said += f"; torchelastic saw rank {f.error.rank} exit first (its Root Cause)"
+        return said
     e = f.error
     if f.role == "first-timed":
         return f"first error: {f'{e.kind} at rank {e.rank}' if e.rank is not None else error(e)} ({f.at})"
@@ -267,11 +270,51 @@ def claim(f: ClaimFact) -> str:
     return f"rank {f.rank} is claimed by {len(f.claimants)} processes ({who}){none}"
 
 
+def peer(f: PeerFact) -> str:
+    """Ranks that name a peer by address, and whom the files pair it with: 'ranks 1-2 lost their connection to
+    rank 3, closed by the peer (10.1.2.3: its own NCCL log states that address): they only report the loss';
+    'rank 6 received 131072 bytes from rank 5 where it posted 65536 (...)'; unmapped: the address, and that no
+    file maps it."""
+    procs = [f"pid {pid}" + (f" on {host}" if host else "") for host, pid in f.processes]
+    who = _ranks(f.reporters) if f.reporters else (", ".join(procs) if procs else "a process")
+    many = len(f.reporters) > 1 or (not f.reporters and len(procs) > 1)
+    if f.mapped is not None and f.how == "links":  # no address: the one rank its connections leave
+        name = f"rank {f.mapped}"
+        note = f"NCCL's line names no peer; of the ranks NCCL connects with {who}, only it sends there"
+        if f.side == "sender":
+            note = f"NCCL's line names no peer; of the ranks NCCL connects with {who}, only it receives there"
+    elif f.mapped is not None:
+        name = f"rank {f.mapped}" + (f" on {f.host}" if f.host and f.how.startswith("address") else "")
+        note = f"{f.addr}: " + ("its own NCCL log states that address" if f.how.startswith("address")
+                                else f"the host {f.host} holds it")
+        if f.how.endswith("+links") and f.reporters:
+            note += f"; of the ranks there, NCCL connects only it with {_ranks(f.reporters)}"
+    elif f.ranks:
+        name = f"host {f.host}" if f.host else f"the peer at {f.addr}"
+        note = f"{f.addr}: {_ranks(f.ranks)} there; the lines do not say which"
+    elif f.host:
+        name, note = f"a process on host {f.host}", f"{f.addr}: a host of that name; no line says which rank"
+    elif not f.addr:
+        name, note = "its peer", "NCCL's line names no peer, and its connections do not say which"
+    else:
+        name, note = f"the peer at {f.addr}", "no file maps that address to a rank or host"
+    if f.what == "size":
+        if f.side == "sender":
+            said = f"{who} sent {f.sent} bytes to {name}, which posted {f.posted}"
+        else:
+            said = f"{who} received {f.sent} bytes from {name} where {'they' if many else 'it'} posted {f.posted}"
+        return f"{said} ({note}): a size mismatch (NCCL); the two sides called different collectives or sizes there"
+    lost = "lost their connection" if many else "lost its connection"
+    only = "they only report the loss" if many else "it only reports the loss"
+    return f"{who} {lost} to {name}, {'closed' if f.what == 'closed' else 'reset'} by the peer ({note}): {only}"
+
+
 #: the wording of each typed fact
 _WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
           TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
           CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
-          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod, ClaimFact: claim}
+          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod, ClaimFact: claim,
+          PeerFact: peer}
 
 
 def evidence_gap(gap: dict) -> str:

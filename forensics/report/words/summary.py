@@ -81,6 +81,10 @@ def _word_links(verdict: Verdict) -> None:
                 x.demotion.said = demoted(x.demotion)
 
 
+#: observations said whatever the verdict
+_ALWAYS_SAID = (ObservationKind.CLAIM, ObservationKind.PEER)
+
+
 def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     """Fill the summary and the lines of `verdict` (`progress`: judges.progress; `slow`: judges.slowness).
     Every field it fills is set afresh, so wording a verdict twice says the same."""
@@ -112,8 +116,9 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     else:
         verdict.shows = [observed(o) for o in verdict.observations]
         verdict.summary = no_culprit(verdict, ranks, activity)
-    # a rank two processes claim is said whatever the verdict: both sources, for the reader to check
-    verdict.shows += [x for x in (observed(o) for o in verdict.observations if o.kind is ObservationKind.CLAIM)
+    # a rank two processes claim is said whatever the verdict: both sources, for the reader to check; so is whom a
+    # lost connection or a size mismatch names (the pair a mismatch is between is part of its why)
+    verdict.shows += [x for x in (observed(o) for o in verdict.observations if o.kind in _ALWAYS_SAID)
                       if x not in verdict.shows]
     if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
         # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown

@@ -58,13 +58,13 @@ def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     found = correlate(ev, extra_edges=recorder.edges, comm_ranks=recorder.comm_ranks,
                       waiting_elsewhere=_in_p2p(ctx.of("p2p")))
     return Findings("logs", found.suspects, judge="logs", sections={"logs": found.sections}, graph=found.graph,
-                    result=found)
+                    log_analysis=found)
 
 
 def _in_p2p(p2p: Findings) -> set[int]:
     """Ranks the p2p judge sees waiting in a send or receive (its edges' waiters, and its `result`'s ranks:
     matched ops, and tracebacks that end in one): not 'stopped before' a collective the others reached."""
-    return {e.waiter for e in p2p.edges} | set(getattr(p2p.result, "ranks", None) or ())
+    return {e.waiter for e in p2p.edges} | set(p2p.p2p_waits.ranks if p2p.p2p_waits is not None else ())
 
 
 def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parsers.model.events import ErrorEvent
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import ReasonClass, of_rank
 from parsers.ranges import fold
 
-LAGGING = "desync-lagging"
-STATE = "desync-state"
+LAGGING = ErrorKind.DESYNC_LAGGING
+STATE = ErrorKind.DESYNC_STATE
 _SAID = {"never-joined": "never joined any collective",
          "inside": "joined collective #{n} but did not finish it",
          "finished-before": "finished collective #{n} but never joined #{m}"}

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from parsers.model.events import ErrorEvent
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import FrReportFact, ReasonClass, of_rank
 from parsers.ranges import fold
 
-KIND = "fr-analysis"
+KIND = ErrorKind.FR_ANALYSIS
 MAX_CULPRIT_SHARE = 0.25  #: a 'Culprit rank' list longer than this share of the world is the reference's oddity
 PAIR_CONFIDENCE = 0.55  #: the lone missing rank of a two-rank group
 #: error types that say the listed rank called something else; a state mismatch says it got further

@@ -16,10 +16,9 @@ size), so the absent rank is said, never named as the culprit.
 
 from __future__ import annotations
 
-from typing import Any
-
+from parsers.evidence import Evidence
 from parsers.ranges import listable
-from parsers.model.events import ErrorEvent
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
@@ -28,20 +27,20 @@ CONFIDENCE = 0.75
 MAX_OPS = 100_000  #: entries read per file (bounded work on hostile input)
 
 
-def _entries(ev: Any) -> list[tuple[str, ErrorEvent]]:
+def _entries(ev: Evidence) -> list[tuple[str, ErrorEvent]]:
     out = []
     for art in ev.artifacts:
         if not art.parsed:
             continue
         for e in art.parsed.events:
-            if type(e) is ErrorEvent and e.kind == "horovod-stall":
+            if type(e) is ErrorEvent and e.kind == ErrorKind.HOROVOD_STALL:
                 out.append((art.cite, e))
                 if len(out) >= MAX_OPS:
                     return out
     return out
 
 
-def missing_sets(ev: Any, world: int | None) -> tuple[dict[tuple, set[int]], dict[tuple, set[int]]]:
+def missing_sets(ev: Evidence, world: int | None) -> tuple[dict[tuple, set[int]], dict[tuple, set[int]]]:
     """Per stalled op ((file, report, tensor)): the ranks missing from it, where the lines say so (a missing
     list, or a ready list against a known job size); and, for ready lists without a size, the ranks surely
     missing (below the highest ready rank)."""
@@ -70,17 +69,17 @@ def _ops(sets: dict[tuple, set[int]]) -> str:
     return text + (f", reported {len(sets)} times" if len(sets) > tensors else "")
 
 
-def _world(ev: Any) -> int | None:
+def _world(ev: Evidence) -> int | None:
     cov = getattr(ev, "coverage", None)
     return getattr(cov, "world_size", None) or getattr(ev, "world_size", None)
 
 
-def judge(ev: Any, ctx: JudgeContext | None = None) -> Findings:
+def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """Horovod's stall inspector names the rank a collective waits for, as the recorder does (read from logs)."""
     return Findings("logs", stalled(ev), judge="horovod")
 
 
-def stalled(ev: Any) -> list[Suspect]:
+def stalled(ev: Evidence) -> list[Suspect]:
     """The rank missing from every stalled op, when exactly one is (else nothing)."""
     missing, _ = missing_sets(ev, _world(ev))
     if not missing:
@@ -98,17 +97,17 @@ def stalled(ev: Any) -> list[Suspect]:
                                    file=name, line=e.origin.line, tagged=True) for name, e in _entries(ev)[:3]])]
 
 
-def facts(ev: Any) -> list[HorovodFact]:
+def facts(ev: Evidence) -> list[HorovodFact]:
     """What the stall reports show when they name no one rank (the ranks missing from every op, or the split),
     and Horovod's own setting errors (a timeline path that is a directory); worded by forensics/report/words/facts.py."""
     return _timeline(ev) + _stalls(ev)
 
 
-def _timeline(ev: Any) -> list[HorovodFact]:
+def _timeline(ev: Evidence) -> list[HorovodFact]:
     """HOROVOD_TIMELINE names a directory (horovod/horovod#244): the setting is the cause, no rank."""
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "horovod-timeline-error":
+            if type(e) is ErrorEvent and e.kind == ErrorKind.HOROVOD_TIMELINE_ERROR:
                 return [HorovodFact("timeline", path=e.data.get("path"), directory=bool(e.data.get("directory")))]
     return []
 
@@ -118,7 +117,7 @@ def _counted(role: str, ranks: set[int], sets: dict[tuple, set[int]]) -> Horovod
     return HorovodFact(role, tuple(sorted(ranks)), len({k[2] for k in sets}), len(sets))
 
 
-def _stalls(ev: Any) -> list[HorovodFact]:
+def _stalls(ev: Evidence) -> list[HorovodFact]:
     world = _world(ev)
     missing, below = missing_sets(ev, world)
     if missing:

@@ -11,22 +11,22 @@ nothing here: whether one is too short for a given job is not in the lines.
 
 from __future__ import annotations
 
-from typing import Any
-
-from parsers.model.events import ErrorEvent
+from parsers.evidence import Evidence
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import SettingFact
 
 #: below this no collective can be relied on to finish, the first one of a group setting up its communicator
 SHORT_MS = 1000
 
 
-def too_short(ev: Any) -> SettingFact | None:
+def too_short(ev: Evidence) -> SettingFact | None:
     """The timeouts applied and who applied them, when every watchdog timeout that states its timeout states
     one under SHORT_MS (forensics/report/words/facts.py says that the cause is the setting); else None."""
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == "watchdog-timeout" and isinstance((e.data or {}).get("timeout_ms"), int):
+            if (type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
+                    and isinstance((e.data or {}).get("timeout_ms"), int)):
                 stated.append((e.data["timeout_ms"], e.origin.rank))
     if not stated or any(ms >= SHORT_MS for ms, _ in stated):
         return None

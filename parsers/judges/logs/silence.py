@@ -10,8 +10,7 @@ a rank missing from it may simply not have been pasted; the sentence says 'here'
 
 from __future__ import annotations
 
-from typing import Any
-
+from parsers.evidence import Coverage, Evidence
 from parsers.model.events import TIMEOUT_KINDS, CommMember, ErrorEvent
 from parsers.model.findings import CoverageFact
 
@@ -23,7 +22,7 @@ MAX_RANK = 1_000_000
 MAX_LISTED = 10_000
 
 
-def silent_below(ev: Any) -> tuple[list[int], int] | None:
+def silent_below(ev: Evidence) -> tuple[list[int], int] | None:
     """(the ranks below the highest waiting rank of the default group that no line names, that rank), where
     at least two ranks of the group wait (one waiting rank alone is an excerpt of one rank); else None."""
     failed_at, named = _read(ev)
@@ -42,7 +41,7 @@ def silent_below(ev: Any) -> tuple[list[int], int] | None:
     return (silent, top) if silent else None
 
 
-def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
+def _read(ev: Evidence) -> tuple[dict[int, set[int]], set[int]]:
     """Per global rank, the SeqNums it failed at in the default group; every global rank any line names.
 
     Why the SeqNums: the watchdog takes a process down at its first timed-out collective, so one
@@ -68,7 +67,7 @@ def _read(ev: Any) -> tuple[dict[int, set[int]], set[int]]:
     return failed_at, named
 
 
-def unnamed_members(ev: Any, world: int) -> set[int]:
+def unnamed_members(ev: Evidence, world: int) -> set[int]:
     """Communicator ranks of an NCCL communicator as big as the job (`comm .. rank r nranks W .. Init COMPLETE`)
     whose lines name no global rank. Why: such a file holds lines from those processes, so 'no line from rank r'
     is not true of them, though which global rank each is the lines do not say (DeepSpeed #2931: ranks 0, 3 and 6
@@ -83,7 +82,7 @@ def unnamed_members(ev: Any, world: int) -> set[int]:
     return seen
 
 
-def absent_fact(ev: Any, cov: Any) -> CoverageFact:
+def absent_fact(ev: Evidence, cov: Coverage) -> CoverageFact:
     """What a job of known size with ranks not heard from looks like in these files, never saying 'no line from
     rank r' of a process whose lines are here under its communicator rank only (forensics/report/words/facts.py words it)."""
     unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting else set()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from parsers.ranges import listable
 from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
-from parsers.model.events import ErrorEvent, normalise_op, OpEvent, Progress
+from parsers.model.events import ErrorEvent, ErrorKind, normalise_op, OpEvent, Progress
 
 P2P_OPS = {"send", "recv", "sendrecv"}
 
@@ -88,9 +88,11 @@ def build(arts: Evidence, ids: Identities) -> Tables:
                     t.has_completion[comm] = True
                 _source(t, comm, art.kind)
                 ids.comm_members.setdefault(comm, set()).add(g)
-            elif cls is ErrorEvent and ev.kind == "watchdog-timeout" and ev.op and ev.seq is not None and ev.comm:
+            elif (cls is ErrorEvent and ev.kind == ErrorKind.WATCHDOG_TIMEOUT and ev.op and ev.seq is not None
+                  and ev.comm):
                 _timed_out_op(t, ids, ev)
-            elif cls is ErrorEvent and ev.kind in ("c10d-fingerprint", "collective-mismatch") and ev.comm:
+            elif cls is ErrorEvent and ev.kind in (ErrorKind.C10D_FINGERPRINT,
+                                                   ErrorKind.COLLECTIVE_MISMATCH) and ev.comm:
                 _checked_ops(t, ids, ev)
     return t
 
@@ -108,7 +110,7 @@ def _checked_ops(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
     have no position and are left to the error itself."""
     g = ids.resolve(ev.origin)
     comm = ids.canonical(ev.comm, g)
-    if ev.kind == "c10d-fingerprint":
+    if ev.kind == ErrorKind.C10D_FINGERPRINT:
         sides = [(g, ev.op, ev.seq, ev.data.get("numel"))]
     else:
         sides = [(ids.global_of(comm, s["rank"]) if comm != "pg:0" else s["rank"], s["op"], s["seq"], s["numel"])

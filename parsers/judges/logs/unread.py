@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.model.findings import UnreadFact
 
 #: lines kept in the verdict's section (presentation quotes the first few: forensics/report/words/facts.py)
 KEPT = 5
 
 
-def section(ev: Any) -> dict[str, Any]:
+def section(ev: Evidence) -> dict[str, Any]:
     """{'count': lines not understood, 'recognisable': of them, lines that look like a known format,
     'first': [{'file', 'line', 'text'}, ...]} over every text artifact."""
     count = recognisable = 0

@@ -19,7 +19,7 @@ from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
-from parsers.model.events import ErrorEvent, RasFinding
+from parsers.model.events import ErrorEvent, ErrorKind, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.ranges import fold
@@ -159,7 +159,7 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
     agree: dict[int, set[int]] = {}
     texts: dict[int, list] = {}
     for rank, ev in errors:
-        sides = ev.data.get("sides") if ev.kind == "collective-mismatch" else None
+        sides = ev.data.get("sides") if ev.kind == ErrorKind.COLLECTIVE_MISMATCH else None
         if not sides or len(sides) != 2:
             continue
         a, b = sides[0]["rank"], sides[1]["rank"]
@@ -277,7 +277,7 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     'socketProgress: Connection closed by remote peer'; their ring neighbours are {7, 1} and
     {5, 7}. Needs two or more reporters: one alone has two neighbours and cannot choose.
     """
-    lost = sorted({r for r, e in errors if r is not None and e.kind == "connection-closed"})
+    lost = sorted({r for r, e in errors if r is not None and e.kind == ErrorKind.CONNECTION_CLOSED})
     if len(lost) < 2 or not all(neighbours.get(r) for r in lost):
         return False
     common = set.intersection(*(neighbours[r] for r in lost)) - set(lost)
@@ -286,7 +286,7 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     peer = common.pop()
     first = {}
     for r, e in errors:
-        if e.kind == "connection-closed":
+        if e.kind == ErrorKind.CONNECTION_CLOSED:
             first.setdefault(r, e)
     get(peer).offer(ReasonClass.LOST_PEER, of_rank(peer, f"is the one ring neighbour shared by the ranks that lost a "
                     f"connection ({', '.join(map(str, lost))})"), 0.5,
@@ -297,8 +297,10 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
 
 #: lines that are no first error of the rank that printed them: a warning (torch's teardown notes, printed by ranks
 #: that finished), and a report about other ranks (a monitored barrier's absent ranks, a rank's lost wait for that
-#: report: parsers.judges.named reads them for whom they name)
-NOT_FIRST_ERRORS = frozenset({"c10d-warning", "barrier-absent", "barrier-wait"})
+#: report, a connection a peer closed or reset, a size mismatch with a peer: parsers.judges.named reads them for
+#: whom they name)
+NOT_FIRST_ERRORS = frozenset({ErrorKind.C10D_WARNING, ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT,
+                              ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET, ErrorKind.SIZE_MISMATCH})
 
 
 def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,

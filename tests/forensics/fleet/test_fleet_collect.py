@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet_sshd import HOSTS, SLOW, UNREACHABLE, sshd  # noqa: F401 - sshd is a fixture
+from fleet_sshd import HOSTS, SLOW, UNREACHABLE, free_port, sshd  # noqa: F401 - sshd is a fixture
 from fleet_simjob import REPO, start_sim_job, stop_job, wait_for_hang
 
 pytestmark = pytest.mark.integration
-JOB_PORT = 29911
 HOST_TIMEOUT = 12  # generous for a loaded 2-core CI box; the slow host sleeps longer (fleet_sshd.SLOW_SECONDS)
 
 
@@ -53,7 +52,7 @@ def _remote_collectors_running() -> list[int]:
 @pytest.fixture
 def fleet_job(tmp_path):
     pytest.importorskip("torch")
-    job = start_sim_job(tmp_path / "job", HOSTS, ranks_per_host=2, culprit=3, port=JOB_PORT)
+    job = start_sim_job(tmp_path / "job", HOSTS, ranks_per_host=2, culprit=3, port=free_port(["127.0.0.1"]))
     try:
         wait_for_hang(job, timeout=120)
         yield job
@@ -135,11 +134,12 @@ def test_armed_job_on_two_hosts_collects_both_over_ssh(sshd, tmp_path):
     for option in sshd.ssh_options:
         collect_args += ["--ssh-option", option]
     procs = []
+    master_port = str(free_port(["127.0.0.1"]))  # a fixed port collides with a second run beside this one
     try:
         for rank, host in enumerate(HOSTS):
             env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
             env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT="29912", PYTHONPATH=str(repo), OMP_NUM_THREADS="1", FORENSICS_HOST=host, FORENSICS_SIM_HOST=host,
+                       MASTER_PORT=master_port, PYTHONPATH=str(repo), OMP_NUM_THREADS="1", FORENSICS_HOST=host, FORENSICS_SIM_HOST=host,
                        FORENSICS_COLLECT_ARGS=shlex.join(collect_args))
             argv = [sys.executable, str(Path(__file__).resolve().parents[2] / "support" / "armed_job.py"), "--fault", "stall", "--out", str(out),
                     "--pg-timeout", "60", "--slow-factor", "1000"]

@@ -90,6 +90,25 @@ def test_a_receive_from_the_wrong_peer_is_the_root(tmp_path):
     assert named(v) == {4} and v.deadlock is None
 
 
+@pytest.mark.parametrize("state", ["completed", "scheduled"])
+def test_a_send_to_the_wrong_peer_is_the_root(tmp_path, state):
+    """Edit (no capture of a wrong send exists; made from the capture): rank 3 posts its send of the stalled
+    micro-batch to rank 5, not 4; NCCL completes a send whose data fits the peer's buffers ('completed'), a larger
+    one waits ('scheduled'). Rank 4's receive from 3 goes unanswered; rank 5 never receives from 3: the send side
+    of a wrong peer, read as the receive side is (a completed send waits on no one, so it makes no wait edge)."""
+    folder = logs_folder(tmp_path)
+    three = dump(folder, 3)
+    mine = [e for e in three["entries"] if e["is_p2p"]]
+    three["entries"].append(p2p_entry(three["entries"][-1], "nccl:send 3->5", mine[-1]["p2p_seq_id"] + 1, state))
+    save(folder, 3, three)
+    v = analyze(folder, KB).verdict
+    assert v.culprit.rank == 3 and v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
+    ends = "it sent to the wrong peer" if state == "completed" else "it waits on the wrong peer"
+    # wording is the behaviour: the send side in the receive side's words
+    assert f"posts send to 5, which never receives from it, while rank 4 receives from it unanswered: {ends}" in v.culprit.reason
+    assert named(v) == {3} and v.deadlock is None
+
+
 def test_a_pair_that_both_send_is_a_deadlock_of_both(tmp_path):
     """Edit: ranks 6 and 7 each post one more op, a send to the other (7 otherwise only receives)."""
     folder = logs_folder(tmp_path)
