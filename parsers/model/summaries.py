@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, NamedTuple
 
+from parsers.errors import FileFormatError
 from parsers.model.ranksets import Intervals, count, intersection, is_rank, joined, of_ranks, union, well_formed, \
     MAX_RANGES
 
@@ -35,8 +36,10 @@ FORMAT = "hang-forensics-merged-digest"
 VERSION = 3  #: 3: typed, idempotent (hosts as rank sets, records as sets, `lossy` for the count `dropped`)
 
 
-class SummaryError(ValueError):
+class SummaryError(FileFormatError):
     """A summary from elsewhere that is not this model's shape or is out of its bounds (the message says which)."""
+
+    help = "that host's (or gateway's) summaries are not used: its raw files are read, or its ranks judged rank by rank"
 
 
 class Position(NamedTuple):
