@@ -67,7 +67,8 @@ def main() -> int:
         wait_for_hang(job, timeout=180)
         pids = job.alive_pids()
         cases = [
-            ("py-spy (Python only)", CollectOptions(), lambda p: [pyspy, "dump", "--pid", str(p), "--json"], args.repeat),
+            ("py-spy (Python only)", CollectOptions(), lambda p: [pyspy, "dump", "--pid", str(p), "--json"],
+             args.repeat),
             ("py-spy --native", CollectOptions(native=True, extra={"native_tool": "py-spy"}),
              lambda p: [pyspy, "dump", "--pid", str(p), "--json", "--native"], args.repeat),
             ("libdw per rank (before)", CollectOptions(native=True, extra={"native_helper": "per-rank"}),
@@ -76,11 +77,15 @@ def main() -> int:
              lambda p: [sys.executable, "-I", str(HELPER), str(p)], args.repeat),
         ]
         if pystack:
-            cases.append(("pystack --native-all", None, lambda p: [pystack, "remote", "--native-all", str(p)], args.repeat))
+            cases.append(("pystack --native-all", None, lambda p: [pystack, "remote", "--native-all", str(p)],
+                          args.repeat))
         if eustack:
             cases.append(("eu-stack", None, lambda p: [eustack, "-p", str(p)], args.repeat))
         if gdb and not args.no_gdb:
-            gdb_argv = lambda p: [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off", "-p", str(p), "-ex", "thread apply all bt"]  # noqa: E731
+            def gdb_argv(p: int) -> list[str]:
+                return [gdb, "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off", "-p", str(p), "-ex",
+                        "thread apply all bt"]
+
             cases.append(("gdb (all threads)", CollectOptions(gdb=True, extra={"gdb_timeout": 120}), gdb_argv, 1))
         for name, options, argv_for, repeat in cases:
             ours = [time_forensics(pids, options) for _ in range(repeat)] if options is not None else []
@@ -112,7 +117,8 @@ def main() -> int:
             wall = statistics.median(t for t, _ in ours)
             worst = max(max(_max_pauses(r)) for _, r in ours)
             ok = wall < GOAL_WALL_S and worst < GOAL_PAUSE_MS
-            print(f"\nlibdw native: {wall:.2f} s for {len(pids)} ranks (goal < {GOAL_WALL_S} s), worst pause {worst:.0f} ms "
+            print(f"\nlibdw native: {wall:.2f} s for {len(pids)} ranks (goal < {GOAL_WALL_S} s), worst "
+                  f"pause {worst:.0f} ms "
                   f"(goal < {GOAL_PAUSE_MS:.0f} ms): {'MET' if ok else 'NOT MET'}")
     return 0
 

@@ -49,7 +49,8 @@ def free_port() -> int:
 
 def recommended(log_dir: Path, plugin: str) -> dict[str, str]:
     """`forensics env --recorder --json` of this checkout, for `log_dir`."""
-    argv = [sys.executable, "-m", "forensics", "env", "--json", "--dir", str(log_dir)] + (["--recorder"] if plugin else [])
+    argv = [sys.executable, "-m", "forensics", "env", "--json", "--dir",
+            str(log_dir)] + (["--recorder"] if plugin else [])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
     rows = json.loads(done.stdout)["variables"]

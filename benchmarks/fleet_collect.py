@@ -120,8 +120,10 @@ def main() -> int:
             s_true = sequential_true(sshd, hosts)
             f_col, f_ok = fleet_collect(sshd, hosts, args.fanout)
             s_col, s_ok = sequential_collect(sshd, hosts) if n <= args.max_sequential else (None, None)
-            row = {"hosts": n, "fanout": args.fanout, "ssh_true_fleet_s": round(f_true, 2), "ssh_true_sequential_s": round(s_true, 2),
-                   "ssh_true_ratio": round(s_true / f_true, 1), "collect_fleet_s": round(f_col, 2), "collect_fleet_ok": f_ok,
+            row = {"hosts": n, "fanout": args.fanout, "ssh_true_fleet_s": round(f_true, 2),
+                   "ssh_true_sequential_s": round(s_true, 2),
+                   "ssh_true_ratio": round(s_true / f_true, 1), "collect_fleet_s": round(f_col, 2),
+                   "collect_fleet_ok": f_ok,
                    "collect_sequential_s": round(s_col, 2) if s_col else None, "collect_sequential_ok": s_ok,
                    "collect_ratio": round(s_col / f_col, 1) if s_col else None}
             rows.append(row)
@@ -136,12 +138,14 @@ def main() -> int:
     print(" hosts | ssh true: fleet / seq (ratio) | collect: fleet / seq (ratio) | fleet s per host")
     for r in rows:
         seq = f"{r['collect_sequential_s']:.1f}s ({r['collect_ratio']}x)" if r["collect_sequential_s"] else "skipped"
-        print(f" {r['hosts']:5d} | {r['ssh_true_fleet_s']:6.2f}s / {r['ssh_true_sequential_s']:6.2f}s ({r['ssh_true_ratio']}x) | "
+        print(f" {r['hosts']:5d} | {r['ssh_true_fleet_s']:6.2f}s / {r['ssh_true_sequential_s']:6.2f}s "
+              f"({r['ssh_true_ratio']}x) | "
               f"{r['collect_fleet_s']:6.2f}s / {seq} | {r['collect_fleet_s'] / r['hosts']:.3f}")
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
         growth = (b["collect_fleet_s"] / a["collect_fleet_s"]) / (b["hosts"] / a["hosts"])
-        print(f"fleet time grew {b['collect_fleet_s'] / a['collect_fleet_s']:.1f}x for {b['hosts'] / a['hosts']:.0f}x hosts "
+        print(f"fleet time grew {b['collect_fleet_s'] / a['collect_fleet_s']:.1f}x for "
+              f"{b['hosts'] / a['hosts']:.0f}x hosts "
               f"(1.0 = linear in N; below 1 = fan-out absorbing hosts)  [{growth:.2f}]")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -178,7 +178,8 @@ def _answer_block(lo: int, hi: int) -> int:
     """Hosts lo..hi-1's answer files (one worker); the characters written."""
     work, total = _POOL["folder"].parent / f"renumber-{os.getpid()}", 0
     for h in range(lo, hi):
-        lines, _ = host_answer(_POOL["stopped" if h == _POOL["culprit"] else "calm"], h, _POOL["world"], work, _POOL["kb"])
+        lines, _ = host_answer(_POOL["stopped" if h == _POOL["culprit"] else "calm"], h, _POOL["world"], work,
+                               _POOL["kb"])
         (_POOL["folder"] / f"node{h:05d}").write_text(lines)
         total += len(lines)
     shutil.rmtree(work, ignore_errors=True)
@@ -222,13 +223,15 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
         start = time.perf_counter()
         if mode == "tree":
             share = -(-hosts // gateways)
-            gws = {f"gw{g}": names[g * share:(g + 1) * share] for g in range(gateways) if names[g * share:(g + 1) * share]}
+            gws = {f"gw{g}": names[g * share:(g + 1) * share] for g in range(gateways)
+                   if names[g * share:(g + 1) * share]}
             res = collect_reduced(gws, out / "root", spec, str(out / "{gateway}"), host_timeout=120,
                                   gateway_timeout=600, fanout=fanout, ssh_path=str(standin),
                                   gateway_python=sys.executable, gateway_ssh_path=str(standin))
             from parsers import knowledge
 
-            tree, info = tree_verdict(res, gws, out / "root", str(out / "{gateway}"), timeout=600, ssh_path=str(standin),
+            tree, info = tree_verdict(res, gws, out / "root", str(out / "{gateway}"), timeout=600,
+                                      ssh_path=str(standin),
                                       gateway_python=sys.executable, kb=knowledge.load(use_env=False))
             done = time.perf_counter()
             v = tree.verdict
@@ -236,7 +239,8 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
                        fetch_s=info["phases"]["fetched"], verdict_s=round(done - start, 3),
                        after_last_answer_s=round(done - start - res["phases"]["answers"], 3),
                        wire_bytes=res["bytes_received"], odd=res["odd_ranks"], classes=res["classes"],
-                       fetched=info["hosts_fetched"], fetch_bytes=info["bytes_fetched"], culprit=v.culprit.rank if v.culprit else None,
+                       fetched=info["hosts_fetched"], fetch_bytes=info["bytes_fetched"],
+                       culprit=v.culprit.rank if v.culprit else None,
                        suspects=[s.rank for s in v.suspects][:5], refused=res["refused"][:3], ranks_seen=res["ranks"])
         else:
             from parsers import knowledge
@@ -248,11 +252,14 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
             v = analyze(out / "b", knowledge.load(use_env=False), digests=mode == "digest").verdict
             done = time.perf_counter()
             suspects = [s.rank for s in v.suspects][:5]
-            row.update(last_answer_s=round(start + result.phases["answers"] - start, 3), collected_s=round(answered - start, 3),
+            row.update(last_answer_s=round(start + result.phases["answers"] - start, 3),
+                       collected_s=round(answered - start, 3),
                        verdict_s=round(done - start, 3), analyze_s=round(done - answered, 3),
                        after_last_answer_s=round(done - start - result.phases["answers"], 3),
-                       wire_bytes=sum(os.path.getsize(answers / n) for n in names), culprit=v.culprit.rank if v.culprit else None,
-                       suspects=suspects, ranks_seen=len(result.manifest.ranks), digests=v.sections.get("digests", {}).get("odd_ones_out_by"),
+                       wire_bytes=sum(os.path.getsize(answers / n) for n in names),
+                       culprit=v.culprit.rank if v.culprit else None,
+                       suspects=suspects, ranks_seen=len(result.manifest.ranks),
+                       digests=v.sections.get("digests", {}).get("odd_ones_out_by"),
                        # analyze over the digests' classes (parsers.scale.focus): the hosts whose evidence was built
                        focus_hosts=(v.sections.get("digests", {}).get("focus") or {}).get("hosts_read"))
     finally:
@@ -320,11 +327,12 @@ def cli_row(hosts: int, gateways: int, fanout: int, answers: Path, standin: Path
             "-o", str(out / "root")]
     env = dict(os.environ, FORENSICS_STANDIN_LATENCY="1", FORENSICS_STANDIN_ANSWER=str(answers),
                PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
-    row: dict = {"mode": "cli", "hosts": hosts, "ranks": hosts * PER_HOST, "gateways": gateways, "gateway_fanout": fanout}
+    row: dict = {"mode": "cli", "hosts": hosts, "ranks": hosts * PER_HOST, "gateways": gateways,
+                 "gateway_fanout": fanout}
     try:
         run = run_timed(argv, env, timeout)
-        heard = [t for t, line in run["stderr"] if line.startswith("gw") and (": answered (" in line or ": timed out (" in line
-                                                                               or ": exit " in line)]
+        heard = [t for t, line in run["stderr"]
+                 if line.startswith("gw") and (": answered (" in line or ": timed out (" in line or ": exit " in line)]
         row.update(rc=run["rc"], verdict_s=run["seconds"], gateway_lines=len(heard), stderr_lines=len(run["stderr"]))
         if run["killed"]:
             row["status"] = f"killed at the budget ({timeout:.0f} s)"
@@ -339,13 +347,16 @@ def cli_row(hosts: int, gateways: int, fanout: int, answers: Path, standin: Path
         culprit = (verdict.get("culprit") or {}).get("rank")
         fetched = doc.get("fetched") or {}
         last = max(heard) if heard else None
-        peak = {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in rss.read_text().splitlines())} if rss.exists() else {}
-        row.update(status="ok", last_answer_s=last, after_last_answer_s=round(run["seconds"] - last, 3) if last else None,
+        peak = ({k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in rss.read_text().splitlines())}
+                if rss.exists() else {})
+        row.update(status="ok", last_answer_s=last,
+                   after_last_answer_s=round(run["seconds"] - last, 3) if last else None,
                    phases=doc.get("phases"), root_peak_rss_mb=round(peak.get("VmHWM", 0) / 1024, 1),
                    bytes_to_root=int(doc.get("bytes_received") or 0) + int(fetched.get("bytes_fetched") or 0),
                    merged_digest_bytes=doc.get("bytes_received"), fetched_bytes=fetched.get("bytes_fetched"),
                    hosts_fetched=fetched.get("hosts_fetched"), odd=doc.get("odd_ranks"), ranks_seen=doc.get("ranks"),
-                   hosts_seen=doc.get("hosts"), refused=(doc.get("gateways_refused") or [])[:3], exit_code=doc.get("exit_code"),
+                   hosts_seen=doc.get("hosts"), refused=(doc.get("gateways_refused") or [])[:3],
+                   exit_code=doc.get("exit_code"),
                    culprit=culprit, suspects=[s.get("rank") for s in verdict.get("suspects") or []][:5],
                    summary=str(verdict.get("summary"))[:300])
     finally:
@@ -388,7 +399,8 @@ def _options() -> argparse.Namespace:
     ap.add_argument("--fanout", type=int, default=1024,
                     help="ssh at once: the flat root's, and each gateway's unless --gateway-fanout")
     ap.add_argument("--gateway-fanout", type=int, default=None, help="ssh at once on each gateway (tree rows)")
-    ap.add_argument("--modes", default="full,digest,tree", help="full, digest, tree (library) and cli (the reduced tree "
+    ap.add_argument("--modes", default="full,digest,tree",
+                    help="full, digest, tree (library) and cli (the reduced tree "
                                                                 "through `forensics collect --reduce --json`)")
     ap.add_argument("--rows", default="", help="RANKS:MODE,... in this order (instead of --ranks x --modes)")
     ap.add_argument("--workers", type=int, default=None, help="processes making the answers (default: every core)")
@@ -463,7 +475,8 @@ class _Driver:
             self.templates = (collect_template(None), collect_template(3))
             report["templates_s"] = round(time.perf_counter() - t, 2)
             report["template_states"] = [[json.loads(v).get("state") for k, v in sorted(template_files(a).items())
-                                          if k.endswith("/proc.json")] for a in self.templates]  # the stopped one: a 'T'
+                                          # the stopped one: a 'T'
+                                          if k.endswith("/proc.json")] for a in self.templates]
             for i, (ranks, mode) in enumerate(rows):
                 hosts = ranks // PER_HOST
                 if hosts not in self.answers and not self.make(ranks, mode):
@@ -487,8 +500,8 @@ class _Driver:
         if made is not None or (guess is not None and guess > left):
             report["rows"].append({"mode": mode, "ranks": ranks,
                                    "status": f"skipped: its answers not made ({left:.0f} s left)"})
-            report["answers"].setdefault(str(ranks), {"ranks": ranks,
-                                                      "status": f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"})
+            skipped = f"skipped (estimated {guess:.0f} s, {left:.0f} s left)"
+            report["answers"].setdefault(str(ranks), {"ranks": ranks, "status": skipped})
             self.save()
             return False
         t, cpu = time.perf_counter(), os.times()
@@ -546,14 +559,19 @@ def table(report: dict) -> str:
              f"tree: {report.get('gateways')} gateways x fan-out {report.get('gateway_fanout')}; flat fan-out "
              f"{report.get('flat_fanout')}; {report.get('elapsed_s')} s in all (budget {report.get('budget_s')} s)"]
     for a in report.get("answers", {}).values():
-        lines.append(f"answers {a['ranks']}: {a.get('status')}" + (f", {a['wall_s']} s, {a['cpu_ms_a_host']} ms CPU a host, "
-                                                                  f"{a['bytes_a_host']} B a host" if a.get("status") == "ok" else ""))
-    head = ("ranks", "row", "status", "last answer s", "verdict s", "after last s", "root RSS MB", "bytes to root", "culprit ok", "load")
+        measured = (f", {a['wall_s']} s, {a['cpu_ms_a_host']} ms CPU a host, {a['bytes_a_host']} B a host"
+                    if a.get("status") == "ok" else "")
+        lines.append(f"answers {a['ranks']}: {a.get('status')}" + measured)
+    head = ("ranks", "row", "status", "last answer s", "verdict s", "after last s", "root RSS MB", "bytes to root",
+            "culprit ok", "load")
     lines.append(" | ".join(head))
-    names = {"cli": "tree, CLI --reduce", "tree": "tree, library", "digest": "flat, digest first", "full": "flat, full read"}
+    names = {"cli": "tree, CLI --reduce", "tree": "tree, library", "digest": "flat, digest first",
+             "full": "flat, full read"}
     for r in report.get("rows", []):
-        lines.append(" | ".join(str(x) for x in (r.get("ranks"), names.get(r.get("mode"), r.get("mode")), r.get("status"),
-                                                 r.get("last_answer_s"), r.get("verdict_s"), r.get("after_last_answer_s"),
+        lines.append(" | ".join(str(x) for x in (r.get("ranks"), names.get(r.get("mode"), r.get("mode")),
+                                                 r.get("status"),
+                                                 r.get("last_answer_s"), r.get("verdict_s"),
+                                                 r.get("after_last_answer_s"),
                                                  r.get("root_peak_rss_mb"), r.get("bytes_to_root"), r.get("culprit_ok"),
                                                  r.get("load"))))
     return "\n".join(lines) + "\n"

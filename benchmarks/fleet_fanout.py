@@ -75,7 +75,8 @@ def make_answer(path: Path) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-fanout-answer-"))
     try:
         time.sleep(0.2)
-        args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--match-env", f"FORENSICS_SIM_HOST={own}"])
+        args = parse_args(["--tag", "bench", "--timeout", "10", "--deadline", "30", "--match-env",
+                           f"FORENSICS_SIM_HOST={own}"])
         header, archive = collect_archive(args, work)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -94,7 +95,8 @@ def compile_standin(folder: Path) -> tuple[Path, str]:
     if cc is not None:
         for flags, kind in ((["-static"], "static C"), ([], "dynamic C")):
             binary = folder / "standin_ssh"
-            done = subprocess.run([cc, "-O2", "-o", str(binary), *flags, str(STANDIN_C)], capture_output=True, text=True)
+            done = subprocess.run([cc, "-O2", "-o", str(binary), *flags, str(STANDIN_C)], capture_output=True,
+                                  text=True)
             if done.returncode == 0:
                 return binary, kind
     return STANDIN, "perl"
@@ -157,9 +159,11 @@ def one(n: int, fanout: int, latency: float, answer: Path, gateways: int = 0, st
         filed = sum(1 for p in result.parts if p.bundle is not None and (p.bundle / "host-manifest.json").is_file())
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"hosts": n, "fanout": fanout, "gateways": gateways, "latency_s": latency, "seconds": round(took, 2), "ok": ok, "filed": filed,
+    return {"hosts": n, "fanout": fanout, "gateways": gateways, "latency_s": latency, "seconds": round(took, 2),
+            "ok": ok, "filed": filed,
             "ranks": len(result.manifest.ranks), "peak_rss_mb": round(me.ru_maxrss / 1024, 1),
-            "cpu_s": round(me.ru_utime + me.ru_stime + result.filing_cpu_s, 1), "filing_cpu_s": round(result.filing_cpu_s, 1),
+            "cpu_s": round(me.ru_utime + me.ru_stime + result.filing_cpu_s, 1),
+            "filing_cpu_s": round(result.filing_cpu_s, 1),
             "filing_rss_mb": result.filing_peak_rss_mb,
             "standin_cpu_s": round(kids.ru_utime + kids.ru_stime - result.filing_cpu_s, 1),
             "phases": result.phases, "floor_s": round(-(-n // (fanout * max(1, gateways))) * latency, 1)}
@@ -177,9 +181,12 @@ def main() -> int:
     ap.add_argument("--fanouts", default="1024")
     ap.add_argument("--latency", type=float, default=1.0)
     ap.add_argument("--gateways", default="0,8", help="0: flat fan-out; G: tree mode through G ClusterShell gateways")
-    ap.add_argument("--standin", choices=("c", "perl"), default="c", help="the stand-in ssh: compiled C (default) or perl")
-    ap.add_argument("--bundle-dir", default=None, help="where each run's job bundle is written (default: /dev/shm when a tmpfs, see doc)")
-    ap.add_argument("--filing-workers", type=int, default=None, help="filing processes (default: as collect_fleet picks; 0: one thread)")
+    ap.add_argument("--standin", choices=("c", "perl"), default="c",
+                    help="the stand-in ssh: compiled C (default) or perl")
+    ap.add_argument("--bundle-dir", default=None,
+                    help="where each run's job bundle is written (default: /dev/shm when a tmpfs, see doc)")
+    ap.add_argument("--filing-workers", type=int, default=None,
+                    help="filing processes (default: as collect_fleet picks; 0: one thread)")
     ap.add_argument("--one", nargs=5, metavar=("N", "FANOUT", "ANSWER", "GATEWAYS", "STANDIN"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -194,18 +201,22 @@ def main() -> int:
     print(f"stand-in ssh: {kind} ({standin.name}), one process per host; job bundles written under "
           f"{args.bundle_dir} ({filesystem(Path(args.bundle_dir))})")
     print(f"stand-in answer: a real host archive of {size} bytes ({answer.stat().st_size} bytes on the wire); "
-          f"latency {args.latency} s per host; flat ClusterShell fan-out and tree mode through gateways run here (see doc)")
+          f"latency {args.latency} s per host; flat ClusterShell fan-out and tree mode through gateways "
+          f"run here (see doc)")
     print(f"goal: {GOAL_HOSTS} hosts < {GOAL_S:.0f} s at 1 s per host")
     rows = []
     try:
-        for n, fanout, gateways in itertools.product([int(s) for s in args.sizes.split(",")], [int(f) for f in args.fanouts.split(",")],
+        for n, fanout, gateways in itertools.product([int(s) for s in args.sizes.split(",")],
+                                                     [int(f) for f in args.fanouts.split(",")],
                                                      [int(g) for g in args.gateways.split(",")]):
                 mode = f"tree via {gateways} gateways" if gateways else "flat"
                 load_before = os.getloadavg()[0]
                 done = subprocess.run([sys.executable, __file__, "--latency", str(args.latency),
                                        *(["--bundle-dir", args.bundle_dir] if args.bundle_dir else []),
-                                       *(["--filing-workers", str(args.filing_workers)] if args.filing_workers is not None else []), "--one", str(n), str(fanout),
-                                       str(answer), str(gateways), str(standin)], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=_pythonpath()))
+                                       *(["--filing-workers",
+                                          str(args.filing_workers)] if args.filing_workers is not None else []), "--one", str(n), str(fanout),
+                                       str(answer), str(gateways),
+                                       str(standin)], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=_pythonpath()))
                 if done.returncode != 0:
                     print(f"{n} hosts fanout {fanout} {mode}: failed: {done.stderr.strip()[-500:]}")
                     continue
@@ -214,15 +225,21 @@ def main() -> int:
                 rows.append(row)
                 met = "" if n != GOAL_HOSTS else (" MET" if row["seconds"] < GOAL_S and row["ok"] == n else " NOT MET")
                 ph = row["phases"]
-                used = row["filing_rss_mb"] > 0  # filing processes ran (else answers were filed on a thread of the orchestrator)
+                # filing processes ran (else answers were filed on a thread of the orchestrator)
+                used = row["filing_rss_mb"] > 0
                 procs_rss = f" (+ filing processes' {row['filing_rss_mb']:.0f} MB each)" if used else " (filing on a thread)"
                 procs_cpu = f" (of it filing processes {row['filing_cpu_s']} s)" if used else ""
-                print(f"{n:5d} hosts, fanout {fanout:5d}, {mode}: {row['seconds']:6.2f} s (goal < {GOAL_S:.0f} s at {GOAL_HOSTS}; "
-                      f"waves floor {row['floor_s']} s), {row['ok']}/{n} ok, {row['filed']} filed, {row['ranks']} ranks merged, "
+                print(f"{n:5d} hosts, fanout {fanout:5d}, {mode}: {row['seconds']:6.2f} s (goal < {GOAL_S:.0f} s "
+                      f"at {GOAL_HOSTS}; "
+                      f"waves floor {row['floor_s']} s), {row['ok']}/{n} ok, {row['filed']} filed, "
+                      f"{row['ranks']} ranks merged, "
                       f"orchestrator peak RSS {row['peak_rss_mb']:.0f} MB{procs_rss}{met}\n"
-                      f"{'':13s}last answer {ph['answers']:.1f} s, all filed {ph['filed']:.1f} s, merged {ph['merged']:.1f} s; "
-                      f"CPU: orchestrator {row['cpu_s']} s{procs_cpu}, stand-in{' and gateway' if gateways else ''} processes {row['standin_cpu_s']} s "
-                      f"(2 cores: {(row['cpu_s'] + row['standin_cpu_s']) / 2:.1f} s of wall at the least); load {row['load'][0]} -> {row['load'][1]}",
+                      f"{'':13s}last answer {ph['answers']:.1f} s, all filed {ph['filed']:.1f} s, merged "
+                      f"{ph['merged']:.1f} s; "
+                      f"CPU: orchestrator {row['cpu_s']} s{procs_cpu}, stand-in{' and gateway' if gateways else ''} "
+                      f"processes {row['standin_cpu_s']} s "
+                      f"(2 cores: {(row['cpu_s'] + row['standin_cpu_s']) / 2:.1f} s of wall at the least); load "
+                      f"{row['load'][0]} -> {row['load'][1]}",
                       flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

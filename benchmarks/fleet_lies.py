@@ -57,7 +57,8 @@ def add_stray(root: Path, host: str, rank: int, pid: int = 99999, world: int = 1
     (d / "pyspy.json").write_text(json.dumps([{"pid": pid, "thread_id": pid, "os_thread_id": pid,
                                                "thread_name": "MainThread", "active": False, "owns_gil": False,
                                                "frames": [{"name": "select", "filename": "selectors.py", "line": 468},
-                                                          {"name": "worker_loop", "filename": "helper.py", "line": 3}]}]))
+                                                          {"name": "worker_loop", "filename": "helper.py",
+                                                           "line": 3}]}]))
     cols = [{"name": "process_state", "status": "ok", "files": [f"{rel}/proc.json"]},
             {"name": "environment", "status": "ok", "files": [f"{rel}/environ.json"]},
             {"name": "py-spy", "status": "ok", "files": [f"{rel}/pyspy.json"]}]

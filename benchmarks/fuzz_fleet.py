@@ -19,6 +19,7 @@ are answers), a run over 5 s, or more memory. Seeded: input i depends on (seed, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -70,6 +71,16 @@ class Fleet:
         self.merged = merge_all(self.parts.values())
         #: each host's 127 others merged once (merging is associative: the input's own part joins them per run)
         self.others = {host: merge_all(p for h, p in self.parts.items() if h != host) for host, _ in self.hosts}
+        #: gateway answers of 1,024, 8,192 and 131,072 ranks: the fleet's hosts again, their ranks shifted up
+        self.answers = [self.merged] + [merge_all(_shifted(read_digest(path, self.own[host]), host, copy)
+                                                  for copy in range(copies) for host, path in self.hosts)
+                                        for copies in (8, 128)]
+
+
+def _shifted(dig, host: str, copy: int) -> ClassSummary:
+    """Host `host`'s part as copy `copy` of the fleet: its ranks moved up by copy x RANKS, its name made new."""
+    ranks = [dataclasses.replace(r, rank=r.rank + copy * RANKS) if r.rank is not None else r for r in dig.ranks]
+    return from_host(f"{host}c{copy}", ranks, dig.host_findings)
 
 
 def _part(dig, host: str) -> ClassSummary:
@@ -135,7 +146,7 @@ def run_digest(fleet: Fleet, host: str, data: bytes) -> None:
 
 def run_answer(fleet: Fleet, data: bytes, rng: random.Random) -> None:
     """A gateway's answer of 1,024-131,072 ranks (the merged digest shifted up), mutated, read by the root."""
-    merged = json.loads(json.dumps(fleet.merged.to_json()))
+    merged = json.loads(json.dumps(rng.choice(fleet.answers).to_json()))
     doc = {"format": ANSWER, "version": 1, "merged": merged, "bundle": "/b", "seconds": 1.0, "host_groups": []}
     text = (_dumps(_swap(doc, rng)) if rng.random() < 0.9 else None) or _dumps(doc) or "{}"
     try:

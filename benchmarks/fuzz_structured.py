@@ -20,7 +20,6 @@ the counts and every failure (its folder is kept under `--keep`).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import pickle
@@ -95,10 +94,12 @@ def mutate_text(data: bytes, rng: random.Random) -> bytes:
             lines[i] = lines[i] + piece * rng.choice([1000, 20000])
         elif op == 4:  # a run of one character where a field was (regex pumps)
             pos = rng.randrange(len(lines[i]) + 1)
-            lines[i] = lines[i][:pos] + rng.choice([b" ", b"0", b"a", b"\t", b"[W", b":", b"-"]) * rng.choice([2000, 80000]) + lines[i][pos:]
+            lines[i] = lines[i][:pos] + rng.choice([b" ", b"0", b"a", b"\t", b"[W", b":",
+                                                    b"-"]) * rng.choice([2000, 80000]) + lines[i][pos:]
         elif op == 5:  # bytes that are no UTF-8 / escapes / surrogates
             pos = rng.randrange(len(lines[i]) + 1)
-            lines[i] = lines[i][:pos] + rng.choice([b"\xff\xfe", b"\xed\xa0\x80", b"\x1b[2J", b"\r", b"\x85"]) + lines[i][pos:]
+            lines[i] = lines[i][:pos] + rng.choice([b"\xff\xfe", b"\xed\xa0\x80", b"\x1b[2J", b"\r",
+                                                    b"\x85"]) + lines[i][pos:]
         elif op == 6:  # a line of another file's shape spliced in
             lines.insert(i, rng.choice(lines))
         else:  # lines dropped
@@ -138,7 +139,8 @@ def _swap(node, rng: random.Random, depth: int = 0):
         if op == 3 and isinstance(node, list) and node:  # an element repeated (one shared object)
             return node + [node[0]] * rng.choice([10, 10_000, 300_000])
         if op == 4 and isinstance(node, (int, float)) and not isinstance(node, bool):
-            return rng.choice([10 ** 400, -node, node * 10 ** 12, float("inf") if isinstance(node, float) else node + 1])
+            return rng.choice([10 ** 400, -node, node * 10 ** 12,
+                               float("inf") if isinstance(node, float) else node + 1])
         return node
     if isinstance(node, dict) and node:
         key = rng.choice(list(node))

@@ -63,7 +63,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     elif kind == 1 and b:  # truncation
         del b[rng.randrange(len(b)):]
     elif kind == 2:  # a huge number where a number was
-        digits = str(rng.choice([9, 10**19, 2**63, 4000000000])) if rng.random() < 0.5 else "9" * rng.choice([400, 5000])
+        digits = str(rng.choice([9, 10**19, 2**63,
+                                 4000000000])) if rng.random() < 0.5 else "9" * rng.choice([400, 5000])
         i = rng.randrange(len(b) + 1)
         b[i:i] = digits.encode()
     elif kind == 3:  # one very long line
@@ -80,7 +81,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
     elif kind == 7:  # wrong JSON types
         b = bytearray(rng.choice([b"null", b"1e400", b'"x"', b"[1,2,3]", b'{"pid": "x", "state": []}',
-                                  b'{"ranks": [{"rank": "a"}], "returncode": 1}', b'{"format":"hang-forensics-bundle","version":1,"created":"x","tool_version":"x","ranks":[{"host":"h","pid":1,"dir":"d","world_size":4000000000}]}']))
+                                  b'{"ranks": [{"rank": "a"}], "returncode": 1}',
+                                  b'{"format":"hang-forensics-bundle","version":1,"created":"x","tool_version":"x","ranks":[{"host":"h","pid":1,"dir":"d","world_size":4000000000}]}']))
     elif kind == 8 and b:  # lines shuffled
         lines = bytes(b).split(b"\n")
         rng.shuffle(lines)

@@ -148,13 +148,16 @@ def throughput(mb: float, workdir: Path) -> None:
         t_line = (time.perf_counter() - t) * n / len(lines)
     ratio = t_grep / t_full
     print(f"throughput: {size / 1e6:.0f} MB, {n} lines (one rank's NCCL log, every byte real)")
-    print(f"  grep -c 'NCCL INFO'        {t_grep:7.2f} s  {size / t_grep / 1e9:6.2f} GB/s  (count {grep.stdout.strip()})")
-    print(f"  logscan full (pre-filter)  {t_full:7.2f} s  {size / t_full / 1e9:6.2f} GB/s  = {ratio:.2f} of grep's throughput "
+    print(f"  grep -c 'NCCL INFO'        {t_grep:7.2f} s  {size / t_grep / 1e9:6.2f} GB/s  (count "
+          f"{grep.stdout.strip()})")
+    print(f"  logscan full (pre-filter)  {t_full:7.2f} s  {size / t_full / 1e9:6.2f} GB/s  = {ratio:.2f} of "
+          f"grep's throughput "
           f"(goal >= {GOAL_RATIO}): {'MET' if ratio >= GOAL_RATIO else 'NOT MET'}; {len(full.events)} events kept, "
           f"{full.facts['scan']['ops_parsed']} ops parsed")
     print(f"  logscan head-tail          {t_ht:7.2f} s  read {ht.facts['scan']['bytes_read'] / 1e6:.1f} MB of "
           f"{size / 1e6:.0f} MB; {len(ht.events)} events kept")
-    print(f"  per-line reader (all lines, from a {len(lines)}-line slice) {t_line:7.1f} s  = {t_grep / t_line:.4f} of grep's")
+    print(f"  per-line reader (all lines, from a {len(lines)}-line slice) {t_line:7.1f} s  = "
+          f"{t_grep / t_line:.4f} of grep's")
     path.unlink()
 
 

@@ -4,16 +4,21 @@ Builds nccl_patches/tests/microbench.c and runs, in one process and alternating 
 rotates every repeat, so load and drift hit every variant alike):
   empty    do-nothing entry points: what calling a profiler costs NCCL anyway
   now      the recorder built from the working tree
-  before   the recorder built from git ref --before (default: none)
+  before   the recorder built from git ref --before, or from the sources staged in --before-dir
   chained  the recorder forwarding every call to a do-nothing second plugin (FORENSICS_RECORDER_CHAIN)
 one collective = launch path (Group, Coll start/stop: 4 calls) + per channel the proxy path
-(KernelCh, a send and a recv proxy op of 8 steps with their states: 96 calls). It does this at
+(KernelCh, a send and a recv proxy op of 8 steps with their states: 89 calls). It does this at
 1 and at --channels channels (the difference gives the cost per added channel), --runs times
 (separate processes), and prints min and median ns added per collective, with their spread
 over the runs. The machine's load is printed with them: on a shared machine the minimum is the
-figure that means something (the quiet moments); the median says how loaded it was.
+figure that means something (the quiet moments); the median says how loaded it was. It also
+gives the CPU the recorder's own thread (heartbeat and event clock) takes per second, idle and
+while events come, for now and before.
 
     python benchmarks/recorder_event_cost.py [--before main] [--runs 5] [--repeats 40] [--cpu 1]
+    # where git has no history (the device): stage the baseline's sources first, carry them along
+    python benchmarks/recorder_event_cost.py --stage-before af5ef16 .device/recorder-before
+    python benchmarks/recorder_event_cost.py --before-dir .device/recorder-before --json "$OUT/event_cost.json"
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,22 +42,33 @@ from forensics import recorder_build  # noqa: E402
 GOAL_NS = 500.0  # issue 44: at most 0.5 us per collective of 1 channel, launch + proxy paths
 
 
-def build_at_ref(ref: str, out: Path) -> Path:
-    """The plugin built from the sources of git ref `ref` (a baseline to compare with)."""
-    src = out / "src"
-    for rel in ("nccl_patches/src", "nccl_patches/include"):
-        (src / rel).mkdir(parents=True, exist_ok=True)
+def stage_ref(ref: str, dest: Path) -> Path:
+    """The recorder's sources (nccl_patches/src and include) of git ref `ref`, written under dest."""
     listing = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", ref, "nccl_patches/src",
                               "nccl_patches/include"], check=True, capture_output=True, text=True).stdout.split()
     for rel in listing:
         data = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:{rel}"], check=True, capture_output=True).stdout
-        (src / rel).write_bytes(data)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+    (dest / "REF").write_text(subprocess.run(["git", "-C", str(REPO), "rev-parse", ref], check=True,
+                                             capture_output=True, text=True).stdout)
+    return dest
+
+
+def build_from(src: Path, lib: Path) -> Path:
+    """The plugin built from a staged source tree (src/nccl_patches/{src,include}), as the Makefile would."""
     sources = [str(src / "nccl_patches/src" / n) for n in ("recorder_core.c", "profiler_plugin.c", "chain.c")
                if (src / "nccl_patches/src" / n).is_file()]
-    lib = out / f"before-{ref.replace('/', '_')}.so"
+    if not sources:
+        raise SystemExit(f"no recorder sources under {src}/nccl_patches/src")
     subprocess.run(["gcc", *recorder_build.CFLAGS, f"-I{src / 'nccl_patches/include'}", *sources, "-o", str(lib),
                     "-ldl"], check=True)
     return lib
+
+
+def build_at_ref(ref: str, out: Path) -> Path:
+    """The plugin built from the sources of git ref `ref` (a baseline to compare with)."""
+    return build_from(stage_ref(ref, out / "src"), out / f"before-{ref.replace('/', '_')}.so")
 
 
 def build_tools(tmp: Path) -> tuple[Path, Path]:
@@ -84,50 +101,51 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):7.0f} ns  (runs: {min(values):.0f}..{max(values):.0f})"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", help="git ref to build a baseline recorder from (e.g. main)")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=40, help="alternating timings per run and variant")
-    ap.add_argument("--iterations", type=int, default=2000, help="collectives per timing")
-    ap.add_argument("--channels", type=int, default=4, help="second channel count (the first is 1)")
-    ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU (taskset)")
-    ap.add_argument("--json", type=Path, help="also write every run's numbers here")
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp_s:
-        tmp = Path(tmp_s)
-        exe, noop = build_tools(tmp)
-        plugin = recorder_build.build(force=False)
-        chained_copy = tmp / "recorder-chained.so"  # the chain is set up at load: a second copy of the file
-        shutil.copy(plugin, chained_copy)
-        variants = [f"now={plugin}", f"chained={chained_copy}+{noop}"]
-        if args.before:
-            variants.insert(0, f"before={build_at_ref(args.before, tmp)}")
-        labels = [v.split("=", 1)[0] for v in variants]
-        state = tempfile.mkdtemp(prefix="hf-bench-", dir=tmp)
-        load_before = os.getloadavg()
-        runs = {1: [], args.channels: []}
-        one_step = []  # 1 channel, proxy ops of 1 step (a small message): what a latency-bound collective costs
-        for _ in range(args.runs):
-            for nch in runs:
-                runs[nch].append(one_run(exe, variants, args.iterations, args.repeats, nch, args.cpu, state))
-            one_step.append(one_run(exe, variants, args.iterations, args.repeats, 1, args.cpu, state, steps=1))
-        load_after = os.getloadavg()
-    print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
-          f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f} on {os.cpu_count()} CPUs; "
-          f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives")
+def thread_cpu(exe: Path, variant: str, state_dir: str, busy: bool, seconds: float = 2.0) -> float | None:
+    """Milliseconds of CPU per second taken by the recorder's own thread ('nccl-recorder': heartbeat and
+    event clock), from /proc, while the microbenchmark records events (busy) or sleeps after init (idle)."""
+    env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_IDLE": "0" if busy else "1"}
+    proc = subprocess.Popen([str(exe), "20000", "1000", "1", variant], env=env, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        first, t0 = _recorder_thread_ns(proc.pid), time.monotonic()
+        time.sleep(seconds)
+        last, t1 = _recorder_thread_ns(proc.pid), time.monotonic()
+    finally:
+        proc.kill()
+        proc.wait()
+    if first is None or last is None:
+        return None
+    return (last - first) / 1e6 / (t1 - t0)
+
+
+def _recorder_thread_ns(pid: int) -> int | None:
+    """Nanoseconds on CPU of the process's 'nccl-recorder' thread (/proc/PID/task/TID/schedstat)."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            if (task / "comm").read_text().strip() == "nccl-recorder":
+                return int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def report(runs: dict, one_step: list, labels: list[str], channels: int) -> None:
+    """Per variant: ns added per collective, min and median over timings, median (range) over runs."""
     one = runs[1]
+    calls = 4 + 89  # launch path + one channel's proxy path (tests/microbench.c)
     base = [r["empty"]["whole"]["min"] for r in one]
-    print(f"empty entry points, 1 channel (100 calls): min {spread(base)} per collective")
+    print(f"empty entry points, 1 channel ({calls} calls): min {spread(base)} per collective")
     for label in labels:
-        print(f"{label}: added per collective of 1 channel (100 calls)")
+        print(f"{label}: added per collective of 1 channel ({calls} calls)")
         print(f"   whole, min over timings:    {spread([added(r, label, 'min') for r in one])}")
         print(f"   whole, median of timings:   {spread([added(r, label, 'median') for r in one])}")
         print(f"   launch path alone, min:     {spread([added(r, label, 'min', 'launch') for r in one])}")
-        per_ch = [(added(b, label, "min") - added(a, label, "min")) / (args.channels - 1)
-                  for a, b in zip(one, runs[args.channels])]
+        per_ch = [(added(b, label, "min") - added(a, label, "min")) / (channels - 1)
+                  for a, b in zip(one, runs[channels])]
         print(f"   per added channel, min:     {spread(per_ch)}")
-        print(f"   1 channel, ops of 1 step:   {spread([added(r, label, 'min') for r in one_step])}  (24 calls)")
+        print(f"   1 channel, ops of 1 step:   {spread([added(r, label, 'min') for r in one_step])}  (23 calls)")
         per_step = [(added(a, label, "min") - added(b, label, "min")) / 14 for a, b in zip(one, one_step)]
         print(f"   per step (5 calls), min:    {spread(per_step)}")
     now_min = statistics.median(added(r, "now", "min") for r in one)
@@ -136,9 +154,62 @@ def main() -> int:
     if "before" in labels:
         ratios = [added(r, "now", "min") / max(added(r, "before", "min"), 1e-9) for r in one]
         print(f"now / before (added cost, min): {statistics.median(ratios):.2f} (runs {min(ratios):.2f}..{max(ratios):.2f})")
+
+
+def baseline(args, tmp: Path) -> Path | None:
+    """The 'before' plugin: from --before-dir (staged sources), else git ref --before, else none."""
+    if args.before_dir:
+        return build_from(args.before_dir, tmp / "before.so")
+    return build_at_ref(args.before, tmp) if args.before else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", help="git ref to build a baseline recorder from (e.g. main)")
+    ap.add_argument("--before-dir", type=Path, help="a baseline's sources staged by --stage-before (no git needed)")
+    ap.add_argument("--stage-before", nargs=2, metavar=("REF", "DIR"), help="write REF's recorder sources to DIR, exit")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=40, help="alternating timings per run and variant")
+    ap.add_argument("--iterations", type=int, default=2000, help="collectives per timing")
+    ap.add_argument("--channels", type=int, default=4, help="second channel count (the first is 1)")
+    ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU (taskset)")
+    ap.add_argument("--json", type=Path, help="also write every run's numbers here")
+    args = ap.parse_args()
+    if args.stage_before:
+        print(stage_ref(args.stage_before[0], Path(args.stage_before[1])))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        exe, noop = build_tools(tmp)
+        plugin = recorder_build.build(force=False)
+        chained_copy = tmp / "recorder-chained.so"  # the chain is set up at load: a second copy of the file
+        shutil.copy(plugin, chained_copy)
+        variants = [f"now={plugin}", f"chained={chained_copy}+{noop}"]
+        before = baseline(args, tmp)
+        if before is not None:
+            variants.insert(0, f"before={before}")
+        labels = [v.split("=", 1)[0] for v in variants]
+        state = tempfile.mkdtemp(prefix="hf-bench-", dir=tmp)
+        load_before = os.getloadavg()
+        runs: dict[int, list] = {1: [], args.channels: []}
+        one_step = []  # 1 channel, proxy ops of 1 step (a small message): what a latency-bound collective costs
+        for _ in range(args.runs):
+            for nch in runs:
+                runs[nch].append(one_run(exe, variants, args.iterations, args.repeats, nch, args.cpu, state))
+            one_step.append(one_run(exe, variants, args.iterations, args.repeats, 1, args.cpu, state, steps=1))
+        load_after = os.getloadavg()
+        threads = {f"{v.split('=', 1)[0]} {mode}": thread_cpu(exe, v, state, mode == "busy")
+                   for v in variants[:-1] for mode in ("busy", "idle")}
+    print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
+          f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f} on {os.cpu_count()} CPUs; "
+          f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives")
+    report(runs, one_step, labels, args.channels)
+    print("recorder thread CPU, ms per second: " + ", ".join(
+        f"{k} {v:.2f}" if v is not None else f"{k} ?" for k, v in threads.items()))
     if args.json:
         args.json.write_text(json.dumps({"runs": {str(k): v for k, v in runs.items()}, "one_step": one_step,
-                                         "load": [load_before, load_after]}, indent=1) + "\n")
+                                         "load": [load_before, load_after], "thread_ms_per_s": threads,
+                                         "before": str(args.before_dir or args.before or "")}, indent=1) + "\n")
     return 0
 
 

@@ -1,28 +1,41 @@
 """The recorder's cost on one GPU, and chaining on a real NCCL: one device call of at most 9 minutes.
 
-Groups of ranks (nccl_patches/device/bench_worker.py) stay up side by side, one without the
-recorder (base) and one with it (recorder), and are timed in turns, batch after batch, in
-alternating order (base first on even rounds, recorder first on odd ones), until the spread of
-each median is under --target-spread (0.5%) or the cell's share of the time cap is spent:
+  0. (--cpu-bench-before DIR) the CPU microbenchmark first, while the machine is quiet:
+     benchmarks/recorder_event_cost.py, the baseline built from the sources staged in DIR against the
+     working tree's recorder, alternating in one process (event_cost.txt / .json);
   1. layout "1 rank": a one-rank communicator (no network: NCCL's smallest latency, so the
-     recorder's fixed cost shows), all_reduce, all_gather, send/recv, 8 B .. 256 MB;
-  2. a DDP training step (6 x Linear(4096) MLP, batch 256) on the one-rank group;
-  3. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
-     8 ranks as 8 hosts running the same ops: its counts must be equal;
-  4. layout "8 hosts": 8 ranks on the one GPU, each its own host (NCCL_HOSTID, sockets over lo:
-     proxy ops and steps, the recorder's busiest path), the same ops and sizes while time lasts.
+     recorder's fixed cost shows), all_reduce, all_gather, send/recv, 8 B .. 256 MB. Groups of one
+     rank (nccl_patches/device/bench_worker.py) stay up side by side, one without the recorder (base),
+     one with it and a second one without (control: the A/A, the method's own floor), timed in turns
+     until the spread of each median is under --target-spread (0.5%) or the cell's share of time ends;
+  2. a DDP training step (6 x Linear(4096) MLP, batch 256) on the one-rank groups;
+  3. layout "8 hosts": 8 ranks on the one GPU, each its own host (NCCL_HOSTID, sockets over lo,
+     NCCL_IB_DISABLE=1, NCCL_NVLS_ENABLE=0: proxy ops and steps, the recorder's busiest path), the same
+     ops and sizes. One group at a time: groups side by side share the GPU's time slices and the CPUs,
+     and that, not the recorder, set the figures (the first run's recorder group read 1-26% faster).
+     Epochs in ABBA order (--host-epochs, 4), each a fresh group measuring every cell while its share
+     lasts; a cell pools each mode's batches over its epochs; the A/A is the base's first epoch against
+     its last;
+  4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
+     8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
 Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative; a cost's spread combines both.
-Everything is written to --out as it is measured (results.jsonl, one line per figure; table.md
-rewritten after each), so a run cut short still returns what it measured.
+Everything is written to --out as it is measured (results.jsonl, one line per figure, a refined one
+again; table.md rewritten after each; facts.json; chaining.json; logs.tar.gz): at most 8 files, so a
+run cut short still hands back what it measured.
 
-    python benchmarks/recorder_gpu.py --out "$OUT"                       # the device run (NCCL)
-    python benchmarks/recorder_gpu.py --dry-run --out /tmp/x      # CPU dry run (gloo + the fake-NCCL harness), < 1 min
+    # here: the baseline's sources, where the device can read them (/.device/ is git-ignored; carry it)
+    python benchmarks/recorder_event_cost.py --stage-before af5ef16 .device/recorder-before
+    # the device call (carry .device/recorder-before; ~500 s of the 540):
+    timeout -k 10 525 python3 benchmarks/recorder_gpu.py --out "$OUT" --time-cap 480 --one-rank-share 0.22 \
+        --train-s 30 --cpu-bench-before .device/recorder-before
+    python benchmarks/recorder_gpu.py --dry-run --out /tmp/x   # CPU dry run (gloo + the fake-NCCL harness), ~2 min
 Goals (issue 44): < 1% at >= 1 MB, < 3% below, < 0.5% of a training step.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
@@ -32,6 +45,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -197,7 +211,16 @@ class Report:
 
     def add(self, row: dict) -> None:
         self.rows.append(row)
-        with open(self.out / "results.jsonl", "a") as f:
+        self._written(row)
+
+    def put(self, row: dict) -> None:
+        """Adds row, or replaces the row of the same cell (a figure refined epoch after epoch)."""
+        key = (row["layout"], row["what"], row.get("bytes"))
+        self.rows = [r for r in self.rows if (r["layout"], r["what"], r.get("bytes")) != key] + [row]
+        self._written(row)
+
+    def _written(self, row: dict) -> None:
+        with open(self.out / "results.jsonl", "a") as f:  # a refined cell's later line supersedes the earlier
             f.write(json.dumps(row) + "\n")
         (self.out / "table.md").write_text(self.table())
         print(self.line(row), flush=True)
@@ -211,8 +234,8 @@ class Report:
         goal = r["goal_pct"]
         verdict = "met" if cost <= goal else ("within spread" if cost - sp <= goal else "OVER")
         aa = "-"
-        if "control" in r:  # a second group without the recorder: the method's own floor (A/A)
-            a_cost, a_sp = versus(b, r["control"])
+        if "control" in r:  # a second group without the recorder (or the base's later epochs): the method's floor
+            a_cost, a_sp = versus(r.get("control_of", b), r["control"])
             aa = f"{a_cost:+.2f}% ± {a_sp:.2f}"
         return (f"| {r['layout']} | {r['what']} | {human(r.get('bytes', 0)) if r.get('bytes') else '-'} | "
                 f"{b['median_us']:.2f} ± {b['spread_pct']:.2f}% | {c['median_us']:.2f} ± {c['spread_pct']:.2f}% | "
@@ -338,6 +361,114 @@ def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work
         (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
 
 
+#: the order of the one-group-at-a-time epochs: ABBA, repeated (a drift that is linear in time hits both alike)
+EPOCH_ORDER = ("base", "recorder", "recorder", "base")
+
+
+def stats(values: list[float]) -> dict:
+    """Median (us) of per-call seconds, its spread (%) and how many batches gave it."""
+    return {"median_us": statistics.median(values) * 1e6, "spread_pct": rel_spread(values), "n": len(values)}
+
+
+def hosts_row(layout: str, cell: tuple[str, int], per_batch: int, got: dict[str, list[tuple[int, float]]]) -> dict:
+    """A cell's row from its (epoch, seconds per call) samples per mode. A/A: the base's first epoch
+    against its later ones (the groups' own restart-to-restart difference: this method's floor)."""
+    op, nbytes = cell
+    base, rec = [s for _, s in got["base"]], [s for _, s in got["recorder"]]
+    row = {"layout": layout, "what": op, "bytes": nbytes, "per_batch": per_batch,
+           "goal_pct": 1.0 if nbytes >= 1 << 20 else 3.0, "base": stats(base), "recorder": stats(rec),
+           "epochs": sorted({e for samples in got.values() for e, _ in samples})}
+    first = min(e for e, _ in got["base"])
+    early, late = [s for e, s in got["base"] if e == first], [s for e, s in got["base"] if e != first]
+    if len(early) >= 3 and len(late) >= 3:
+        row["control_of"], row["control"] = stats(early), stats(late)
+    return row
+
+
+def run_epoch(g: Group, mode: str, cells: list, got: dict, per_batch: dict, broken: dict, epoch: int,
+              until: float, args, patience: float) -> None:
+    """One group's turn: rounds of one batch per cell (smallest first) until `until`; a cell's calls per
+    batch are probed once, on the first group, and kept for every epoch of both modes."""
+    warmed: set = set()
+    while True:
+        ran = False
+        for cell in cells:
+            if cell in broken or time.monotonic() >= until:
+                continue
+            try:
+                ran = one_batch(g, mode, cell, got, per_batch, broken, epoch, warmed, args, patience) or ran
+            except GroupDown as err:  # the cell that hung is left out of the epochs after this one
+                broken[cell] = f"group down: {err}"
+                raise
+        if not ran or time.monotonic() >= until or args.dry_run:
+            return
+
+
+def one_batch(g: Group, mode: str, cell: tuple[str, int], got: dict, per_batch: dict, broken: dict, epoch: int,
+              warmed: set, args, patience: float) -> bool:
+    """One timed batch of a cell in the group's mode; False when the cell is resolved or failed."""
+    op, nbytes = cell
+    if cell not in per_batch:
+        probe = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": 1, "warm": 2}, timeout=patience)
+        if "error" in probe:
+            broken[cell] = probe["error"]
+            return False
+        per_batch[cell] = max(1, min(200, int(0.15 / max(probe["sec"], 1e-7))))
+        warmed.add(cell)
+    if all(len(got[cell][m]) >= 3 and rel_spread([s for _, s in got[cell][m]]) < args.target_spread
+           for m in ("base", "recorder")):
+        return False  # resolved in both modes: the time goes to the others
+    res = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": per_batch[cell],
+                 "warm": 0 if cell in warmed else 2}, timeout=patience)
+    warmed.add(cell)
+    if "error" in res:
+        broken[cell] = res["error"]
+        return False
+    got[cell][mode].append((epoch, res["sec"]))
+    return True
+
+
+def hosts_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, hard_end: float) -> None:
+    """The many-hosts layout, one group at a time: 8 ranks on the one GPU, each its own NCCL_HOSTID (sockets
+    over lo), never beside another group (two groups side by side share the GPU's time slices and the CPUs,
+    and that, not the recorder, set the figures). Groups take turns in ABBA epochs; each epoch is a fresh
+    group that measures every cell while its share of the time lasts. Rows are rewritten after each epoch."""
+    state = state_root() / f"state-{ranks}hosts"
+    cells = [(op, b) for b in args.sizes for op in OPS]  # by size: a cut run loses the largest sizes, not an op
+    got: dict = {cell: {"base": [], "recorder": []} for cell in cells}
+    per_batch: dict = {}
+    broken: dict = {}
+    patience = 120.0
+    epochs = args.host_epochs
+    for epoch in range(epochs):
+        mode = EPOCH_ORDER[epoch % len(EPOCH_ORDER)]
+        left = hard_end - time.monotonic()
+        if left < 30 and not args.dry_run:
+            print(f"{layout}: epoch {epoch} ({mode}) left out: {left:.0f} s left", flush=True)
+            break
+        g = Group(f"{mode}-{ranks}h{epoch}", ranks, env_for(mode, plugin, state), work, args.backend)
+        try:
+            t_up = time.monotonic()
+            g.expect("READY", timeout=min(240, max(30, left)))
+            share = (hard_end - time.monotonic()) / (epochs - epoch)
+            share = max(share, 2.0) if args.dry_run else share  # a dry run measures every cell once
+            print(f"{layout}: epoch {epoch} {mode}: up in {time.monotonic() - t_up:.0f} s, {share:.0f} s to measure",
+                  flush=True)
+            run_epoch(g, mode, cells, got, per_batch, broken, epoch, time.monotonic() + share, args, patience)
+        except GroupDown as err:
+            print(f"{layout}: epoch {epoch} {mode}: group down: {err}", flush=True)
+        finally:
+            g.quit(timeout=30)
+            if mode == "recorder":
+                rep.header.setdefault("recorder", []).append(recorder_facts(g, state))
+        for cell in cells:
+            if got[cell]["base"] and got[cell]["recorder"]:
+                rep.put(hosts_row(layout, cell, per_batch[cell], got[cell]))
+    for cell, why in broken.items():
+        rep.put({"layout": layout, "what": cell[0], "bytes": cell[1], "error": why})
+    (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+
+
 def train_cell(rep: Report, groups: dict, args, deadline: float) -> None:
     cmd = {"cmd": "train", "warm": 3}
     probe = groups["base"].ask({**cmd, "steps": 2}, timeout=300)
@@ -413,12 +544,28 @@ def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
 
 
 def keep_logs(work: Path, out: Path) -> None:
-    """Rank 0's NCCL log of each recorder group and of the chained run: the loaded/chained lines as NCCL wrote them."""
-    dest = out / "logs"
-    dest.mkdir(exist_ok=True)
-    for pattern in ("nccl.recorder-*.0.*.log", "nccl.chain-*.0.*.log", "*.1.out"):
-        for p in sorted((work / "logs").glob(pattern))[:4]:
-            dest.joinpath(p.name).write_bytes(p.read_bytes()[-200_000:])
+    """Rank 0's NCCL log of each recorder group and of the chained run (the loaded/chained lines as NCCL
+    wrote them), packed into one logs.tar.gz: the device hands back at most 8 files from $OUT."""
+    with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
+        for pattern in ("nccl.recorder-*.0.*.log", "nccl.chain-*.0.*.log", "*.1.out"):
+            for p in sorted((work / "logs").glob(pattern))[:6]:
+                data = p.read_bytes()[-200_000:]
+                info = tarfile.TarInfo(f"logs/{p.name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+
+
+def cpu_bench(out: Path, before_dir: Path, quick: bool) -> None:
+    """The CPU microbenchmark (benchmarks/recorder_event_cost.py) before the GPU runs, while the machine is
+    quiet: the baseline built from the staged sources in before_dir, the working tree's recorder, alternating
+    in one process pinned to one CPU, 7 runs (~40 s on 16 cores; `quick`: 1 run, for the dry run)."""
+    runs, repeats = ("1", "5") if quick else ("7", "40")
+    cmd = [sys.executable, str(REPO / "benchmarks" / "recorder_event_cost.py"), "--before-dir", str(before_dir),
+           "--runs", runs, "--repeats", repeats, "--cpu", "2" if (os.cpu_count() or 1) > 2 else "0",
+           "--json", str(out / "event_cost.json")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    (out / "event_cost.txt").write_text(f"$ {' '.join(cmd)}\nrc {done.returncode}\n{done.stdout}{done.stderr[-4000:]}")
+    print(done.stdout[-3000:] or done.stderr[-2000:], flush=True)
 
 
 def guarded(rep: Report, name: str, phase, *args) -> None:
@@ -462,6 +609,11 @@ def main() -> int:
                     help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")
     ap.add_argument("--hosts", type=int, default=8, help="ranks of the many-hosts layout (the dry run uses 2)")
     ap.add_argument("--skip-8", action="store_true", help="leave out the many-hosts layout")
+    ap.add_argument("--host-epochs", type=int, default=4, help="one-group-at-a-time epochs of the many-hosts layout")
+    ap.add_argument("--skip-chain", action="store_true", help="leave out the chaining check on real NCCL")
+    ap.add_argument("--cpu-bench-before", type=Path,
+                    help="first run the CPU microbenchmark against the baseline sources staged here "
+                         "(recorder_event_cost.py --stage-before REF DIR)")
     args = ap.parse_args()
     if args.dry_run:
         args.backend, args.sizes, args.hosts, args.time_cap, args.train_s, args.one_rank_share = (
@@ -473,13 +625,19 @@ def main() -> int:
     plugin = recorder_build.build()
     print(f"plugin {plugin}; work {work}; out {args.out}", flush=True)
     cap = t0 + args.time_cap
-    # shares of the cap: 1 rank 30% of it (+ training), then chaining, then the many-hosts layout the rest
-    guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work, args.one_rank_share * args.time_cap,
-            cap - 15)
-    guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
-    if not args.skip_8 and (cap - time.monotonic() > 10 or args.dry_run):
-        guarded(rep, "hosts", latency_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
-                args.time_cap, cap - 10)
+    if args.cpu_bench_before:
+        guarded(rep, "cpu bench", cpu_bench, args.out, args.cpu_bench_before, args.dry_run)
+    # the 1-rank layout (+ training) takes one_rank_share of the cap, the many-hosts layout the rest but
+    # what chaining needs (~70 s on the H100: two 8-rank groups), chaining the end
+    chain_s = 0 if args.skip_chain or args.dry_run else 75
+    guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work,
+            args.one_rank_share * args.time_cap, cap - 15)
+    if not args.skip_8 and (cap - time.monotonic() > 10 + chain_s or args.dry_run):
+        guarded(rep, "hosts", hosts_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
+                cap - chain_s - 5)
+    keep_logs(work, args.out)  # again at the end: a run killed while chaining keeps the layouts' logs
+    if not args.skip_chain and (cap - time.monotonic() > 40 or args.dry_run):
+        guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
     keep_logs(work, args.out)
     shutil.rmtree(state_root(), ignore_errors=True)
     rep.header["load_avg_end"] = os.getloadavg()

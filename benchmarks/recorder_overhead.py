@@ -128,7 +128,8 @@ def main() -> int:
     if args.backend == "nccl" and any(not f.get("loaded") for f in facts):
         print("WARNING: the plugin's INFO line is missing from a plugin run's NCCL log: it may not have loaded, "
               "so that run measured nothing", file=sys.stderr)
-    print(f"{'size':>8} {'lat base us':>12} {'lat plug us':>12} {'busbw base':>11} {'busbw plug':>11} {'cost %':>7} goal")
+    print(f"{'size':>8} {'lat base us':>12} {'lat plug us':>12} {'busbw base':>11} {'busbw plug':>11} "
+          f"{'cost %':>7} goal")
     for r in rows:
         goal = 1.0 if r["bytes"] >= 1 << 20 else 3.0
         ok = "ok" if r["cost_pct"] <= goal else "OVER"

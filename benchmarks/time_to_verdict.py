@@ -53,13 +53,15 @@ def one_run(repo: Path, pids: list[int], second_look: float, native: bool, out: 
         costs = {h["host"]: h.get("costs") or {} for h in manifest.get("hosts", [])}
     except (OSError, ValueError):
         pass
-    return {"collect_s": t_collect, "analyze_s": t_analyze, "total_s": t_collect + t_analyze, "rc": [rc_collect, rc_analyze],
+    return {"collect_s": t_collect, "analyze_s": t_analyze, "total_s": t_collect + t_analyze,
+            "rc": [rc_collect, rc_analyze],
             "verdict": (text.splitlines() or [""])[0][:160], "costs": costs}
 
 
 def table(rows: dict[str, list[dict]]) -> list[str]:
     """Medians per row, with the ratio of each total to the first row's."""
-    lines = [f"{'checkout / second look':44s} {'collect':>8s} {'analyze':>8s} {'total':>8s} {'ratio':>6s}  goal {GOAL_S:g} s"]
+    lines = [f"{'checkout / second look':44s} {'collect':>8s} {'analyze':>8s} {'total':>8s} {'ratio':>6s}  "
+             f"goal {GOAL_S:g} s"]
     base = None
     for name, runs in rows.items():
         med = {k: statistics.median(r[k] for r in runs) for k in ("collect_s", "analyze_s", "total_s")}
@@ -107,7 +109,8 @@ def main() -> int:
             for repo in repos:
                 for s in looks:
                     name = f"{repo.name or repo} --second-look {s:g}"
-                    rows.setdefault(name, []).append(one_run(repo, pids, s, args.native, work / f"b{i}-{len(rows)}-{s:g}"))
+                    rows.setdefault(name, []).append(one_run(repo, pids, s, args.native,
+                                                             work / f"b{i}-{len(rows)}-{s:g}"))
     finally:
         if job is not None:
             stop_job(job)

@@ -185,7 +185,8 @@ def extract_into(archive: Path, dest: Path, limits: Limits = Limits()) -> int:
         return extract_stream(raw, os.fstat(raw.fileno()).st_size, dest, limits)
 
 
-def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = Limits(), place: Place | None = None) -> int:
+def extract_stream(raw: BinaryIO, compressed: int, dest: Path, limits: Limits = Limits(),
+                   place: Place | None = None) -> int:
     """Extract the tar stream `raw` (`compressed` bytes long, for the ratio rule) into `dest`; returns member count.
 
     Every rule above applies to each member header before its data is read. `place`

@@ -600,6 +600,7 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
                 ev.step_series.setdefault(art.rank, art.parsed.step_series)
             if art.kind == "recorder-state" and art.error:
                 ev.problems.append(f"recorder: {art.error}")
+            ev.problems.extend(f"recorder: {art.cite}: {note}" for st in art.parsed.recorder for note in st.notes)
         elif art.kind == "recorder-state" and art.error:
             ev.problems.append(f"recorder: {art.error}")
         elif art.kind == "launcher" and art.error:

@@ -10,9 +10,7 @@ unknown the answer is None and nothing is refined.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any, Iterable
 
 Bus = tuple[int, int, int]  #: (domain, bus, device)

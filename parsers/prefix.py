@@ -65,6 +65,8 @@ _VLLM = re.compile(
 #: an application logger's own rank label in capitals (SimpleTuner: `[RANK 4] 2026-05-19 10:10:29,604 [ERROR] `);
 #: never c10d's `[Rank N]`, which is part of the record
 _APP_RANK = re.compile(r"^\[RANK (\d{1,7})\] ")
+#: Determined AI's trial log after its timestamp: '<8-hex trial container> [rank=2] || ' (determined-ai/determined#8915)
+_DETERMINED = re.compile(r"^(?:[0-9a-f]{8} )?\[rank=(\d{1,7})\] \|\| ")
 #: a bracketed level word after a timestamp (`[ERROR] `)
 _PY_LEVEL_BRACKET = re.compile(r"^\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s+")
 _QUOTE = re.compile(r"^(?:>\s?)+")
@@ -197,7 +199,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
     m = _PY_LEVEL.match(text) or _PY_LEVEL_BRACKET.match(text)
     if m and info.timestamp:
         return text[m.end():], None
-    m = _APP_RANK.match(text)
+    m = _APP_RANK.match(text) or _DETERMINED.match(text)
     if m:
         if info.rank is None:
             info.rank = int(m.group(1))
@@ -233,7 +235,7 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
 
 
 _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
-             _APP_RANK, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _STREAM,
+             _APP_RANK, _DETERMINED, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _STREAM,
              _BORDER)
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk

@@ -28,8 +28,10 @@ from typing import Any, Callable, Iterable, Iterator
 from parsers import bounded_json
 from parsers import prefix
 from parsers.model.events import Origin, Parsed
-from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel, host_nvml, host_nvsmi, host_system, launcher,
-                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras, recorder,
+from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel,
+                             host_nvml, host_nvsmi, host_system, launcher,
+                             native_stack, nccl_log, pasted_host, proc, pyspy, pyspy_samples, pyspy_text, rank_log, ras,
+                             recorder,
                              second_look)
 from parsers.errors import FileFormatError
 from parsers.steps.series import parse_series
@@ -147,12 +149,14 @@ def _is_environment(head: bytes, complete: bool) -> bool:
         and '"pg_status"' not in text and '"threads"' not in text
 
 
-_NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL (?:INFO|WARN|TRACE)")
+_NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL "
+                       rb"(?:INFO|WARN|TRACE)")
 #: a parallel shell's `node044: ` or `srun --label`'s `3: ` before a kernel line (parsers.readers.host_kernel)
 _LABEL = rb"(?:[A-Za-z0-9][\w.-]{0,252}: |[ \t]{0,16}\d{1,6}: )?"
 _KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[[ \t]{0,16}(?:\d{1,12}\.\d{1,9}|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
 #: syslog, journalctl short / short-precise / short-iso / short-monotonic ('kernel[PID]:' through the journal)
-_JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d [\d:]{8}(?:\.\d{1,9})?|\d{4}-\d\d-\d\dT[\d:.,]{1,32}(?:[+-]\d\d:?\d\d|Z)?"
+_JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d "
+                                    rb"[\d:]{8}(?:\.\d{1,9})?|\d{4}-\d\d-\d\dT[\d:.,]{1,32}(?:[+-]\d\d:?\d\d|Z)?"
                            rb"|\[[ \t]{0,16}\d{1,12}\.\d{1,9}\]) \S{1,255} kernel(?:\[\d{1,10}\])?: ", re.M)
 
 
@@ -180,7 +184,8 @@ def _is_json_object(head: bytes, complete: bool) -> bool:
 def _is_nvsmi_text(head: bytes, complete: bool) -> bool:
     """nvidia-smi -q text: its banner, or (a pasted copy) its 'Attached GPUs' and 'GPU 0000...' lines."""
     part = head[:8192]
-    return b"==NVSMI LOG==" in part or (b"Attached GPUs" in part and re.search(rb"^GPU [0-9A-Fa-f]{4,8}:", part, re.M) is not None)
+    return b"==NVSMI LOG==" in part or (b"Attached GPUs" in part and re.search(rb"^GPU [0-9A-Fa-f]{4,8}:", part,
+                                                                               re.M) is not None)
 
 
 def _is_ras_text(head: bytes, complete: bool) -> bool:
@@ -204,7 +209,8 @@ def _is_ras_json(head: bytes, complete: bool) -> bool:
     return False
 
 
-def _text_looks(looks_like: Callable[..., bool], lstrip: bool = False, whole: bool = False) -> Callable[[bytes, bool], bool]:
+def _text_looks(looks_like: Callable[..., bool], lstrip: bool = False,
+                whole: bool = False) -> Callable[[bytes, bool], bool]:
     """A sniff for readers that judge decoded text (py-spy, gdb, faulthandler and Flight Recorder report
     text). `whole`: the reader's test also takes whether the head is the whole file (faulthandler's: a
     file of nothing but a dump is one process's stacks)."""
@@ -449,7 +455,8 @@ def _kernel_log(inp: ReadInput) -> Parsed:
             if host:
                 line_hosts[ln.line_no] = host
     for n, text, host in joined:
-        out.events.extend(pasted_host.match_line(text, Origin(host=host or inp.origin.host, file=inp.origin.file, line=n)))
+        out.events.extend(pasted_host.match_line(text, Origin(host=host or inp.origin.host, file=inp.origin.file,
+                                                              line=n)))
     named = set(line_hosts.values())
     if len(named) == 1:  # every line that names a machine names one: the file is that host's (else left unsaid)
         out.facts["host"] = named.pop()
@@ -459,7 +466,8 @@ def _kernel_log(inp: ReadInput) -> Parsed:
     return out
 
 
-def _host_facts(kind: str, parse: Callable[[str], Any], wrap: str | None = None, prefix: str = "") -> Callable[[ReadInput], Parsed]:
+def _host_facts(kind: str, parse: Callable[[str], Any], wrap: str | None = None,
+                prefix: str = "") -> Callable[[ReadInput], Parsed]:
     """A host-facts reader: `parse(text)` gives {subject: facts} (or facts, wrapped under `wrap`)."""
     def read(inp: ReadInput) -> Parsed:
         out = Parsed(kind=kind)
@@ -513,13 +521,17 @@ KINDS: tuple[Kind, ...] = (
          sniff=_json_has('"ranks"', '"returncode"'), names=("launcher.json",)),
     Kind("ras-json", HOST, "NCCL RAS answer, JSON", _ras_json, sniff=_is_ras_json,
          names=("ras_status.json", "ras_status_later.json"), collector="ras"),
-    Kind("nvml-json", HOST, "NVML values of every GPU (nvml.json)", _host_facts("nvml-json", host_nvml.parse_nvml_json, prefix="gpu"),
+    Kind("nvml-json", HOST, "NVML values of every GPU (nvml.json)",
+         _host_facts("nvml-json", host_nvml.parse_nvml_json, prefix="gpu"),
          sniff=_json_has('"gpus"', '"bus_id"'), names=("nvml.json",), collector="nvml"),
-    Kind("infiniband-json", HOST, "InfiniBand ports and counters (infiniband.json)", _host_facts("infiniband-json", host_ib.parse_ib_json),
+    Kind("infiniband-json", HOST, "InfiniBand ports and counters (infiniband.json)",
+         _host_facts("infiniband-json", host_ib.parse_ib_json),
          sniff=_json_has('"devices"'), names=("infiniband.json",), collector="infiniband"),
-    Kind("cpufreq-json", HOST, "CPU frequencies (cpufreq.json)", _host_facts("cpufreq-json", host_system.parse_cpufreq_json, wrap="cpu"),
+    Kind("cpufreq-json", HOST, "CPU frequencies (cpufreq.json)",
+         _host_facts("cpufreq-json", host_system.parse_cpufreq_json, wrap="cpu"),
          sniff=_json_has('"cpuinfo_mhz"'), names=("cpufreq.json",), collector="cpufreq"),
-    Kind("memory-json", HOST, "memory and pressure (memory.json)", _host_facts("memory-json", host_system.parse_memory_json, wrap="memory"),
+    Kind("memory-json", HOST, "memory and pressure (memory.json)",
+         _host_facts("memory-json", host_system.parse_memory_json, wrap="memory"),
          sniff=_json_has('"meminfo"'), names=("memory.json",), collector="memory"),
     Kind("nvidia-smi-xml", HOST, "nvidia-smi -q -x", _host_facts("nvidia-smi-xml", host_nvsmi.parse_xml, prefix="gpu"),
          sniff=_text_has("<nvidia_smi_log"), names=("nvidia-smi-q.xml",), collector="nvidia_smi"),
@@ -532,7 +544,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("df", HOST, "df -P -T (disk space)", _host_facts("df", host_system.parse_df),
          sniff=lambda h, c: h.startswith(b"Filesystem") and b"Inodes" not in h[:200] and b"IUsed" not in h[:200],
          names=("df.txt",), collector="disk", max_bytes=SMALL_TEXT_BYTES),
-    Kind("df-inodes", HOST, "df -P -T -i (inodes)", _host_facts("df-inodes", lambda t: host_system.parse_df(t, inodes=True)),
+    Kind("df-inodes", HOST, "df -P -T -i (inodes)",
+         _host_facts("df-inodes", lambda t: host_system.parse_df(t, inodes=True)),
          sniff=lambda h, c: h.startswith(b"Filesystem") and (b"Inodes" in h[:200] or b"IUsed" in h[:200]),
          names=("df-inodes.txt",), collector="disk", max_bytes=SMALL_TEXT_BYTES),
     Kind("kernel-log", HOST, "kernel messages (dmesg, journal)", _kernel_log, sniff=_is_kernel_log,
@@ -541,7 +554,8 @@ KINDS: tuple[Kind, ...] = (
          names=("ras_status.txt", "ras_verbose.txt"), collector="ras", max_bytes=SNAPSHOT_BYTES),
     Kind("pyspy-text", RANK, "py-spy dump text", _pyspy_text, sniff=_text_looks(pyspy_text.looks_like, lstrip=True),
          max_bytes=SNAPSHOT_BYTES),
-    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text, sniff=_text_looks(gdb_text.looks_like),
+    Kind("gdb-text", RANK, "gdb 'thread apply all bt' text, as pasted", _gdb_text,
+         sniff=_text_looks(gdb_text.looks_like),
          max_bytes=2 * SNAPSHOT_BYTES),
     Kind("faulthandler-text", RANK, "Python faulthandler dump (a fatal signal's, or forensics.arm()'s stacks-*.txt)",
          _faulthandler_text, sniff=_text_looks(faulthandler.looks_like, whole=True), max_bytes=SMALL_TEXT_BYTES),

@@ -50,7 +50,8 @@ class UnsafeFile(OSError, UnsafeInput):
 def _kind(mode: int) -> str:
     """A word for a non-regular file type, for messages."""
     for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
         if test(mode):
             return word
     return "not a regular file"

@@ -34,7 +34,8 @@ MAX_DEPTH = 32
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[_.-]?(\d{1,6})(?:[_.-]|$)|(?:^|[_.])r(\d{1,6})(?:[_.]|$)", re.I)
 _PID_IN_NAME = re.compile(r"(?:^|[^a-z])pid[_.-]?(\d{1,9})(?:\D|$)", re.I)
 _GENERIC_DIRS = {"logs", "log", "nccl", "fr", "dumps", "stdout", "stderr", "out", "output", "artifacts", "tmp",
-                 "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files", "recorder", "nccl_recorder", "flight_recorder"}
+                 "ras", "pyspy", "stacks", "traces", "ranks", "hosts", "files", "recorder", "nccl_recorder",
+                 "flight_recorder"}
 #: the scenario runner's own answer key and our own saved analyses: never evidence
 _SKIP_NAMES = {"truth.json", "summary.json", "analysis.json"}
 
@@ -383,7 +384,8 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
                 parts = safe_archive._check_name(info.filename, limits)
                 mode = info.external_attr >> 16
                 if mode and not (stat_mod.S_ISREG(mode) or stat_mod.S_ISDIR(mode)):
-                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: links and special files are not allowed")
+                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: links and special "
+                                                      f"files are not allowed")
                 if info.flag_bits & 0x1:
                     raise safe_archive.ArchiveRefused(f"member {info.filename!r}: encrypted")
                 if info.is_dir():
@@ -525,12 +527,14 @@ def manifest_refs(src: Source, man: Manifest) -> list[FileRef]:
             copied = (col.details or {}).get("copied_ns") if isinstance(col.details, dict) else None
             for rel in col.files:
                 ns = copied.get(rel) if isinstance(copied, dict) else None
-                add(rel, Hints(host=rank.host, pid=rank.pid, rank=rank.rank, collector=collector_name(col.name), from_manifest=True,
+                add(rel, Hints(host=rank.host, pid=rank.pid, rank=rank.rank, collector=collector_name(col.name),
+                               from_manifest=True,
                                observed_ns=ns if isinstance(ns, int) else None))
         for child in getattr(rank, "children", None) or []:
             for col in child.collectors:
                 for rel in col.files:
-                    add(rel, Hints(host=rank.host, pid=child.pid, collector=collector_name(col.name), from_manifest=True,
+                    add(rel, Hints(host=rank.host, pid=child.pid, collector=collector_name(col.name),
+                                   from_manifest=True,
                                    parent_pid=rank.pid))
     for host in man.hosts:
         for col in host.collectors:

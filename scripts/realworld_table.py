@@ -95,7 +95,8 @@ def _versions() -> str:
             "Formats by era are wider than the stated versions: PyTorch 1.x `[Rank N]` lines without a PG tag, "
             "2.2+ `[PG ..]` tags, 2.3+ `[rankN]:` prefixes; "
             f"{len(watchdog_class)} excerpt{'' if len(watchdog_class) == 1 else 's'} "
-            f"({', '.join(watchdog_class) or 'none'}) carr{'ies' if len(watchdog_class) == 1 else 'y'} frames of c10d's "
+            f"({', '.join(watchdog_class) or 'none'}) carr{'ies' if len(watchdog_class) == 1 else 'y'} "
+            f"frames of c10d's "
             "`ProcessGroupNCCL::Watchdog` class (newer than the `ncclCommWatchdog`/`watchdogHandler` frames).")
 
 

@@ -28,7 +28,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # torch is pinned to 2.13.0: on these machines that is a local CPU build; an unpinned torch pulls gigabytes.
-if ! .venv/bin/python -c 'import forensics, torch, pytest, nbclient' >/dev/null 2>&1; then
+# ruff and mypy (pinned in the test extra) run inside the test suite: tests/test_lint.py
+if ! .venv/bin/python -c 'import forensics, torch, pytest, nbclient, ruff, mypy' >/dev/null 2>&1; then
   say "installing hang-forensics and its dependencies into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -e '.[demo,notebook,test]' 2>&1 | grep -v -E '^WARNING: (Location|Skipping)' >&2 || true
 fi

@@ -64,9 +64,11 @@ def _sentence_operands(test: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(test):
         operands: list[ast.AST] = []
-        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In,
+                                                                 ast.NotIn)) for op in node.ops):
             operands = [node.left, *node.comparators]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith"):
+        elif isinstance(node, ast.Call) and isinstance(node.func,
+                                                       ast.Attribute) and node.func.attr in ("startswith", "endswith"):
             operands = list(node.args)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "says":
             operands = list(node.args[1:])  # tests/facts.py: its facts must stay short too
@@ -123,7 +125,8 @@ def main(argv: list[str]) -> int:
             tag = "kept " if hit.kept else ""
             print(f"{hit.path.relative_to(root)}:{hit.line}: {tag}{hit.literal[:90]!r}")
     pinned = sum(1 for h in hits if not h.kept)
-    print(f"wording asserts: {pinned} pinned, {len(hits) - pinned} kept on purpose (marked {' or '.join(map(repr, WORDING_MARKS))}), {len(hits)} in all")
+    print(f"wording asserts: {pinned} pinned, {len(hits) - pinned} kept on purpose (marked "
+          f"{' or '.join(map(repr, WORDING_MARKS))}), {len(hits)} in all")
     return 0
 
 

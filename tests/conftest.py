@@ -16,8 +16,8 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 pytest_plugins = sorted(p.stem for p in SUPPORT.glob("*_fixtures.py"))
 
-from hf_testpaths import FIXTURES, REPO  # noqa: F401 - re-exported for older imports
-from proc_stat import state_letter
+from hf_testpaths import FIXTURES, REPO  # noqa: E402, F401 - after sys.path gets tests/support; re-exported
+from proc_stat import state_letter  # noqa: E402 - after sys.path gets tests/support
 
 # A reader's exception outside the declared data errors is a bug of ours: raised in tests, not recorded as a
 # file's problem (parsers.evidence.STRICT_ENV). Subprocesses started by tests inherit it.

@@ -31,24 +31,30 @@ def write_job(root: Path, world: int = 512, culprit: int = 347) -> Path:
         p = f"{host}:{pid}:{pid} [{dev}] NCCL INFO "
         ptr = f"0x{0x1b720480 + 0x1000 * rank:x}"
         lines = [f"{p}NCCL version 2.28.9+cuda13.0",
-                 f"{p}ncclCommInitRankConfig comm {ptr} rank {rank} nranks {world} cudaDev {dev} nvmlDev {dev} busId 60 "
+                 f"{p}ncclCommInitRankConfig comm {ptr} rank {rank} nranks {world} cudaDev {dev} "
+                 f"nvmlDev {dev} busId 60 "
                  f"commId {COMM_ID} - Init START",
                  f"{p}comm {ptr} rank {rank} nRanks {world} nNodes {world // 8} localRanks 8 localRank {dev} MNNVL 0",
-                 f"{p}ncclCommInitRankConfig comm {ptr} rank {rank} nranks {world} cudaDev {dev} nvmlDev {dev} busId 60 "
+                 f"{p}ncclCommInitRankConfig comm {ptr} rank {rank} nranks {world} cudaDev {dev} "
+                 f"nvmlDev {dev} busId 60 "
                  f"commId {COMM_ID} - Init COMPLETE"]
         last = OPS - 2 if rank == culprit else OPS - 1
-        lines += [f"{p}AllReduce: opCount {oc:x} sendbuff 0x7fc751800000 recvbuff 0x7fc751800000 count 1048576 datatype 7 "
+        lines += [f"{p}AllReduce: opCount {oc:x} sendbuff 0x7fc751800000 recvbuff 0x7fc751800000 count "
+                  f"1048576 datatype 7 "
                   f"op 0 root 0 comm {ptr} [nranks={world}] stream (nil)" for oc in range(last + 1)]
         (folder / f"nccl.{host}.{pid}.log").write_text("\n".join(lines) + "\n")
         tag = f"[rank{rank}]:[E1129 09:26:54.447934717 "
         pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}]"
         if rank == culprit:
-            err = [f"{tag}ProcessGroupNCCL.cpp:1914] {pg} Received a dump signal due to a collective timeout from  rank 3 "
-                   f"and we will try our best to dump the debug info. Last enqueued NCCL work: {OPS - 1}, last completed "
+            err = [f"{tag}ProcessGroupNCCL.cpp:1914] {pg} Received a dump signal due to a collective "
+                   f"timeout from  rank 3 "
+                   f"and we will try our best to dump the debug info. Last enqueued NCCL work: "
+                   f"{OPS - 1}, last completed "
                    f"NCCL work: {OPS - 1}."]
         else:
             err = [f"{tag}ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught collective operation timeout: "
-                   f"WorkNCCL(SeqNum={OPS}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=30000) ran "
+                   f"WorkNCCL(SeqNum={OPS}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+                   f"Timeout(ms)=30000) ran "
                    "for 30079 milliseconds before timing out.",
                    f"{tag}ProcessGroupNCCL.cpp:2303] {pg}  failure detected by watchdog at work sequence id: {OPS} "
                    f"PG status: last enqueued work: {OPS}, last completed work: {OPS - 1}"]

@@ -43,7 +43,8 @@ def test_sample_verdicts_are_what_the_tool_prints(tmp_path: Path) -> None:
     bundle = tmp_path / "hang"
     _run("demo", "-o", str(bundle), "-q")
     printed = {"analyze": {_pid_free(x) for x in _run("analyze", str(bundle)).splitlines()},
-               "report": {_pid_free(x) for x in _run("report", str(bundle), "-o", str(tmp_path / "r.html")).splitlines()}}
+               "report": {_pid_free(x) for x in _run("report", str(bundle), "-o",
+                                                     str(tmp_path / "r.html")).splitlines()}}
     for page, command in PAGES.items():
         for line in samples(page):
             assert line in printed[command], f"{page}: {line!r} is not what `forensics {command}` prints today"

@@ -115,7 +115,8 @@ def grid_shape(n: int) -> tuple[int, int]:
     return r, c
 
 
-def grid_partitions(n: int, rows: int | None = None, cols: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
+def grid_partitions(n: int, rows: int | None = None,
+                    cols: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
     """The hand method's two partitions of positions 0..n-1, row-major in an r x c grid.
 
     Round one is r groups of c (the rows), round two c groups of at most r (the

@@ -160,7 +160,8 @@ def read_bundles(paths: Iterable[str | Path]) -> Implication:
             continue
         imp.sources.append(str(path))
         for h, c in hosts.items():
-            if not plain_host(h):  # the placeholder of lines no host names, or no host name at all: never a host to test
+            # the placeholder of lines no host names, or no host name at all: never a host to test
+            if not plain_host(h):
                 continue
             imp.counts[h] += 1
             imp.weight[h] = imp.weight.get(h, 0.0) + c

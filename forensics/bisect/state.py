@@ -19,7 +19,6 @@ import json
 import os
 import stat
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from forensics import safefs
@@ -133,7 +132,8 @@ def resume(data: dict[str, Any], options: dict[str, Any], path: str | os.PathLik
         default: Any = [] if key == "notes" else ({} if key in ("unary_llr", "excluded") else None)
         config[key] = value if value is not None else default
     if not isinstance(config["unary_llr"], dict) or not isinstance(config["excluded"], dict) \
-            or not isinstance(config["notes"], list) or not (config["first_round"] is None or isinstance(config["first_round"], list)):
+            or not isinstance(config["notes"],
+                              list) or not (config["first_round"] is None or isinstance(config["first_round"], list)):
         raise StateError(f"{path}: state file results have the wrong types")
     check_hosts(data, config, path)
     out = {k: v for k, v in data.items() if k in PERSISTED}

@@ -46,7 +46,8 @@ def attach_files(bundle: Path, paths: list[Path], host: str | None = None) -> li
             problems.append(f"--attach {path}: not attached ({getattr(err, 'strerror', None) or err})")
             continue
         if cut:
-            problems.append(f"--attach {path}: larger than {MAX_BYTES >> 20} MiB, its last {MAX_BYTES >> 20} MiB attached")
+            problems.append(f"--attach {path}: larger than {MAX_BYTES >> 20} MiB, its last "
+                            f"{MAX_BYTES >> 20} MiB attached")
         added.append(JobArtifact(kind="attached", path=rel, host=host))
     if added:
         _list_in_manifest(bundle, added)

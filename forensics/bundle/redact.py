@@ -66,7 +66,8 @@ _NOT_SECRET_WORDS = re.compile(
     r"(?i)AUTHOR|TOKENIZER|BYPASS|COMPASS|PASSTHROUGH|PASSES|KEYBOARD|HOTKEY|MONKEY|TURNKEY|KEYTIMEOUT|"
     r"KEYMAP|KEYRING_BACKEND|NCCL_IB_PKEY|_PKEY\b|SSH_AUTH_SOCK|XAUTHORITY|TOKEN_?(?:LEN|LENGTH|LIMIT|COUNT)S?\b|"
     r"MAX_?TOKENS|KEY_?(?:DIM|SIZE|LEN|LENGTH|COLUMN|FIELD)S?\b")
-_NOT_SECRET_PART = re.compile(r"(?i)^(?:BYPASS|COMPASS|PASSTHROUGH|KEYBOARD|MONKEY|HOTKEY|TOKENIZERS?|PASSES|AUTHORS?|PKEY)$")
+_NOT_SECRET_PART = re.compile(r"(?i)^(?:BYPASS|COMPASS|PASSTHROUGH|KEYBOARD|MONKEY|HOTKEY|TOKENIZERS?|PASSES"
+                              r"|AUTHORS?|PKEY)$")
 
 # --- key/value forms --------------------------------------------------------------------------
 # A key names a secret when, read as words, it ENDS in one of these (so `max_new_tokens`,
@@ -97,7 +98,8 @@ _KV = re.compile(
     r"(?i)(?<![A-Za-z0-9_.-])(?P<key>[\"']?(?P<name>" + _KEY + r")[\"']?)"
     r"(?P<sep>[ \t]{0,8}(?:=>|[:=])[ \t]{0,8})"
     r"(?P<value>'[^'\n]{1,2048}'|\"(?:[^\"\\\n]|\\.){1,2048}\"|[^\s'\",;}{)\]]{1,2048})")
-_EMPTY_VALUES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "''", '""', "none", "null", "nil", "true", "false", "yes", "no", "0", "1", "*", "***",
+_EMPTY_VALUES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "''", '""', "none", "null", "nil", "true",
+                           "false", "yes", "no", "0", "1", "*", "***",
                            REDACTED.lower(), "[redacted]", "<redacted>", "{", "[", "(", "-"})
 
 # scheme://userinfo@host: the user-info runs to the LAST '@' before a blank or a quote, so a
@@ -122,10 +124,13 @@ _HEADER = re.compile(
     r"AWS4-HMAC-SHA256|SharedKey|Splunk|ApiKey|Key|OAuth|Bot)?[ \t]{0,8}|\bBearer[ \t]+)([^\s'\",]{6,4096})")
 _BASIC = re.compile(r"\bBasic[ \t]+([A-Za-z0-9+/]{8,4096}={0,2})")
 # netrc (`machine h login u password X`, or a `password X` line of its own) and `Using token X` (a value with a digit)
-_NETRC = re.compile(r"(?i)(\b(?:machine|login|default)\b[^\n]{0,300}?\b(?:password|passwd)[ \t]+|^[ \t]*(?:password|passwd)"
+_NETRC = re.compile(r"(?i)(\b(?:machine|login|default)\b[^\n]{0,300}?\b(?:password|passwd)[ \t]+|^[ "
+                    r"\t]*(?:password|passwd)"
                     r"[ \t]+(?=\S+[ \t]*$))(\S{1,2048})")
-_USING_TOKEN = re.compile(r"(?i)(\b(?:using|with|got|received|loaded)[ \t]{1,16}(?:an?[ \t]{1,16}|the[ \t]{1,16})?(?:access[ \t_-]|api[ \t_-]|"
-                          r"auth[ \t_-]|bearer[ \t_-]|bot[ \t_-])?token[ \t]{0,16}:?[ \t]{1,16})(?=[^\s'\",;]{0,2047}[0-9])"
+_USING_TOKEN = re.compile(r"(?i)(\b(?:using|with|got|received|loaded)[ \t]{1,16}(?:an?[ \t]{1,16}|the[ "
+                          r"\t]{1,16})?(?:access[ \t_-]|api[ \t_-]|"
+                          r"auth[ \t_-]|bearer[ \t_-]|bot[ \t_-])?token[ \t]{0,16}:?[ "
+                          r"\t]{1,16})(?=[^\s'\",;]{0,2047}[0-9])"
                           r"([^\s'\",;]{8,2048})")
 _NCCL_ENV = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,127}) set by environment to (\S{1,4096})")
 # per-program forms, in text (shell strings, printed commands)
@@ -142,7 +147,8 @@ _PROGRAM = re.compile(
 
 _SHAPES = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}|"
-    r"gl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat)-[A-Za-z0-9_-]{20,255}|glagent-[A-Za-z0-9_-]{20,255}|GR1348941[A-Za-z0-9_-]{20}|"
+    r"gl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat)-[A-Za-z0-9_-]{20,255}|glagent-[A-Za-z0-9_-]{20,255}|GR1348941[A"
+    r"-Za-z0-9_-]{20}|"
     r"xox[abposre]-[A-Za-z0-9-]{10,255}|xapp-\d-[A-Za-z0-9-]{10,255}|"
     r"(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}|"
     r"AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,2048}|GOCSPX-[A-Za-z0-9_-]{20,64}|"

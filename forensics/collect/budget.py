@@ -11,6 +11,7 @@ keeps out is said: in the collector's record and in the manifest's notes.
 
 from __future__ import annotations
 
+import json
 import threading
 
 MiB = 1 << 20
@@ -120,3 +121,47 @@ def cap_threads(threads: list) -> tuple[list, str | None]:
     if cut_frames:
         parts.append(f"{cut_frames} outer frames left out (at most {TOOL_FRAMES} a thread)")
     return kept, "; ".join(parts) or None
+
+
+#: stdout one stack-tool run may send before it is stopped (forensics.collect.tool.run_tool's cap): 256 threads
+#: of 200 frames of py-spy's indented JSON take about 20 MB
+TOOL_READ_BYTES = 32 * MiB
+
+
+def tool_read_cap(budget: ByteBudget) -> int:
+    """The bytes a stack tool's output may take for this rank: TOOL_READ_BYTES, or less when the rank's or the
+    collection's cap is nearer (the text written is never longer than what was read)."""
+    return min(TOOL_READ_BYTES, budget.left)
+
+
+def leading_items(text: str) -> list:
+    """The whole items at the start of a JSON array that was cut short (a tool stopped at its byte cap): the
+    threads py-spy printed before the cut are as good as a full dump's first threads. Linear in `text`."""
+    decoder = json.JSONDecoder()
+    start = text.find("[")
+    items: list = []
+    if start < 0:
+        return items
+    pos, end = start + 1, len(text)
+    while pos < end:
+        while pos < end and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= end or text[pos] == "]":
+            break
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):  # the item the cut fell in
+            break
+        items.append(item)
+    return items
+
+
+def fit_prefix(sizes: list[int], room: int, overhead: int = 2) -> int:
+    """How many leading items of these encoded sizes fit in `room` bytes (each with `overhead` for its separator
+    and the brackets): what a tool's output keeps when the byte cap leaves less than all of it."""
+    used = overhead
+    for count, size in enumerate(sizes):
+        used += size + overhead
+        if used > room:
+            return count
+    return len(sizes)

@@ -227,7 +227,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, o
             continue
         record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options)))
     record.children = collect_children(target, options)
-    looks.finish(record, writer.root)
+    looks.finish(record, writer.root, target.budget)
     record.state_after = procfs.state_or_none(proc.pid)
     progress.step(f"{record.label}: " + ", ".join(f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED))
     return record

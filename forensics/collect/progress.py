@@ -26,7 +26,8 @@ class ProgressReporter:
             self.done += 1
             if not self.quiet:
                 elapsed = time.monotonic() - self.start
-                print(escape(f"[{self.done}/{self.total} {self.what}, {elapsed:5.1f}s] {line}"), file=sys.stderr, flush=True)
+                print(escape(f"[{self.done}/{self.total} {self.what}, {elapsed:5.1f}s] {line}"), file=sys.stderr,
+                      flush=True)
 
     def say(self, line: str) -> None:
         if not self.quiet:

@@ -18,7 +18,8 @@ from forensics.discover.ranks import RankProcess, drop_children, host_name, is_r
 from forensics.discover.spawned import find_spawned, rank_from_pyspy
 
 
-def discover(pids: list[int] | None = None, host: str | None = None, job: str | None = None) -> tuple[list[RankProcess], list[str]]:
+def discover(pids: list[int] | None = None, host: str | None = None,
+             job: str | None = None) -> tuple[list[RankProcess], list[str]]:
     """Ranks on this host: the given pids, or every process whose environment marks a rank.
 
     Returns (ranks, problems): problems are human lines about pids that could not be read.
@@ -73,11 +74,13 @@ def recover_ranks(procs: list, timeout: float = 10.0) -> None:
             nonblocking = procfs.read_state(proc.pid) in STOPPED or bool(procfs.tracer_pid(proc.pid))
         except (procfs.ProcessGone, OSError):
             continue
-        argv = ["py-spy", "dump", "--pid", str(proc.pid), "--json", "--locals"] + (["--nonblocking"] if nonblocking else [])
+        argv = ["py-spy", "dump", "--pid", str(proc.pid), "--json",
+                "--locals"] + (["--nonblocking"] if nonblocking else [])
         with StateGuard(proc.pid):
             result = run_tool(argv, timeout=timeout)
         if not result.ok:
-            proc.job_evidence.append(f"rank not recovered: py-spy --locals failed ({(result.stderr or '').strip()[:120]})")
+            proc.job_evidence.append(f"rank not recovered: py-spy --locals failed "
+                                     f"({(result.stderr or '').strip()[:120]})")
             continue
         try:
             rank = rank_from_pyspy(json.loads(result.stdout))

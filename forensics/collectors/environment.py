@@ -39,5 +39,7 @@ class EnvironmentCollector:
             except PermissionError as err:
                 return CollectorRecord(self.name, Status.DENIED, error=f"cannot read environment: {err}")
         path, rel = target.out(collector_file(self.name, "environment"))
-        safefs.write_new(path, json.dumps(redact(env), indent=1, sort_keys=True) + "\n")  # new, 0600, no link followed
+        text = json.dumps(redact(env), indent=1, sort_keys=True) + "\n"
+        target.budget.settle(target.budget.reserve(len(text)), len(text))  # always written; counted for the tools after
+        safefs.write_new(path, text)  # new, 0600, no link followed
         return CollectorRecord(self.name, Status.OK, files=[rel])

@@ -15,7 +15,6 @@ from parsers.registry import collector_folder
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.files import copy_whole_or_refuse, process_path
 from forensics.collect.budget import apparent_size
-from parsers.safeio import UnsafeFile
 
 PREFIX_KEYS = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 DEFAULT_PREFIX = "/tmp/nccl_trace_rank_"
@@ -83,7 +82,8 @@ class FlightRecorderCollector:
             files.append(rel)
         details = {"prefix": str(prefix), **({"refused": refused} if refused else {})}
         if not files and refused:
-            return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused.values()), details=details)
+            return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused.values()),
+                                   details=details)
         if not files:
             return CollectorRecord(self.name, Status.GONE, error="dump files vanished while copying", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import deque
 import time
 from typing import Any
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collect.budget import TOOL_THREADS
+from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -57,7 +58,7 @@ class GdbSession:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.io = IoManager(self.proc.stdin, self.proc.stdout, self.proc.stderr)
         self.token = 100
-        self.console: list[str] = []
+        self.console: deque[str] = deque(maxlen=50)  #: gdb's last console lines (why it failed)
 
     def command(self, mi: str) -> dict[str, Any]:
         """Send one MI command; return its result payload, raising GdbError on ^error/timeout."""
@@ -102,19 +103,21 @@ class GdbCollector:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         threads = _thread_count(target.pid)
         timeout = gdb_limit(float(options.extra.get("gdb_timeout", max(options.timeout, 60.0))), threads)
+        room = tool_read_cap(target.budget)
+        if room <= 0:  # nothing could be written: the target is not held for it
+            error = f"pid {target.pid} gdb: not run ({target.budget.which()} reached)"
+            target.budget.note(error)
+            return CollectorRecord(self.name, Status.SKIPPED, error=error)
         with StateGuard(target.pid) as guard:
-            data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout)
+            data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout, room)
         details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after,
                    "limit_s": round(timeout, 2), "threads": threads}
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         files = []
         if data.get("threads"):
-            if len(data["threads"]) > TOOL_THREADS:  # the stacks were asked for the first TOOL_THREADS only
-                details["cut"] = f"{len(data['threads']) - TOOL_THREADS} of {len(data['threads'])} threads left out"
-                data["threads"] = data["threads"][:TOOL_THREADS]
-                target.budget.note(f"pid {target.pid} gdb.json: {details['cut']}")
-            text = json.dumps(data, indent=1) + "\n"
+            _note_cuts(target, data, details)
+            text = _fit(target, data, details)
             granted = target.budget.reserve(len(text))  # the rank's and the collection's byte caps
             if granted < len(text):
                 target.budget.settle(granted, 0)
@@ -125,7 +128,10 @@ class GdbCollector:
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 
-    def _backtraces(self, exe: str, pid: int, deadline: float) -> tuple[dict, str, str | None]:
+    def _backtraces(self, exe: str, pid: int, deadline: float, room: int) -> tuple[dict, str, str | None]:
+        """Attach, list the threads and the stacks of the first TOOL_THREADS while their text stays within `room`
+        bytes (the rank's budget left: no stack is asked for, and the target held, for bytes that cannot be
+        kept); data["unlisted"] counts the threads the cap left unlisted."""
         data: dict[str, Any] = {"pid": pid, "threads": [], "stacks": {}}
         try:
             session = GdbSession(exe, deadline, pid)
@@ -139,10 +145,15 @@ class GdbCollector:
             session.command(f"-target-attach {pid}")
             threads = session.command("-thread-info").get("threads", [])
             data["threads"] = threads
-            for thread in threads[:TOOL_THREADS]:
+            used = len(json.dumps(threads[:TOOL_THREADS], indent=1))
+            for n, thread in enumerate(threads[:TOOL_THREADS]):
+                if used > room:
+                    data["unlisted"] = min(len(threads), TOOL_THREADS) - n
+                    break
                 tid = thread.get("id")
                 frames = session.command(f"-stack-list-frames --thread {tid} 0 {MAX_FRAMES - 1}").get("stack", [])
                 data["stacks"][str(tid)] = frames
+                used += len(json.dumps(frames, indent=1))
             session.command("-target-detach")
             status, error = Status.OK, None
         except GdbError as err:
@@ -153,10 +164,41 @@ class GdbCollector:
             session.kill()
         if status != Status.OK and tools.INTERRUPTED.is_set():
             status, error = Status.SKIPPED, "gdb: interrupted (collection cut short)"
-        data["console"] = session.console[-50:]
+        data["console"] = list(session.console)
         if status == Status.TIMEOUT and data["threads"]:
             error = f"{error} (partial: {len(data['stacks'])} of {len(data['threads'])} threads)"
         return data, status, error
+
+
+def _note_cuts(target: RankTarget, data: dict, details: dict) -> None:
+    """Say what the thread cap (TOOL_THREADS) and the byte cap left out of gdb's answer, in the record and the
+    manifest's note."""
+    cuts = []
+    if len(data["threads"]) > TOOL_THREADS:  # the stacks were asked for the first TOOL_THREADS only
+        cuts.append(f"{len(data['threads']) - TOOL_THREADS} of {len(data['threads'])} threads left out")
+        data["threads"] = data["threads"][:TOOL_THREADS]
+    if data.get("unlisted"):
+        cuts.append(f"the stacks of {data['unlisted']} more threads not listed ({target.budget.which()} reached)")
+    if cuts:
+        details["cut"] = "; ".join(cuts)
+        target.budget.note(f"pid {target.pid} gdb.json: {details['cut']}")
+
+
+def _fit(target: RankTarget, data: dict, details: dict) -> str:
+    """gdb.json's text, its last stacks left out where the whole would pass the rank's bytes left (the listing
+    stops near the cap; the indented text of the whole may still pass it by a little)."""
+    text = json.dumps(data, indent=1) + "\n"
+    room = target.budget.left
+    if len(text) <= room or not data["stacks"]:
+        return text
+    stacks = list(data["stacks"].items())
+    base = len(text) - sum(len(json.dumps(f, indent=1)) for _, f in stacks)
+    keep = fit_prefix([len(json.dumps(f, indent=2)) + 16 for _, f in stacks], max(0, room - base))
+    data["stacks"] = dict(stacks[:keep])
+    line = f"pid {target.pid} gdb.json: the stacks of {len(stacks) - keep} of {len(stacks)} threads left out ({target.budget.which()} reached)"
+    details["budget_cut"] = line
+    target.budget.note(line)
+    return json.dumps(data, indent=1) + "\n"
 
 
 def gdb_limit(user_limit: float, threads: int | None) -> float:

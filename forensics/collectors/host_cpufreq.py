@@ -15,7 +15,8 @@ from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 
-FREQ_FILES = ("scaling_governor", "scaling_driver", "scaling_cur_freq", "scaling_min_freq", "scaling_max_freq", "cpuinfo_min_freq", "cpuinfo_max_freq")
+FREQ_FILES = ("scaling_governor", "scaling_driver", "scaling_cur_freq", "scaling_min_freq", "scaling_max_freq",
+              "cpuinfo_min_freq", "cpuinfo_max_freq")
 _CPU_DIR = re.compile(r"cpu\d+$")
 
 
@@ -40,7 +41,9 @@ class CpuFreqCollector:
         info = read_small(self.cpuinfo) or ""
         mhz = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.lower().startswith("cpu mhz")]
         if not per_cpu and not mhz:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error="no cpufreq in sysfs and no 'cpu MHz' in /proc/cpuinfo")
+            return CollectorRecord(self.name, Status.UNAVAILABLE,
+                                   error="no cpufreq in sysfs and no 'cpu MHz' in /proc/cpuinfo")
         rel = save_json(target, collector_file(self.name, "cpufreq-json"), {"cpufreq": per_cpu, "cpuinfo_mhz": mhz})
-        note = {} if per_cpu else {"note": "no cpufreq in sysfs (virtual machine or driver not loaded): cpuinfo MHz only"}
+        note = {} if per_cpu else {"note": "no cpufreq in sysfs (virtual machine or driver not loaded): "
+                                           "cpuinfo MHz only"}
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"cpus": len(per_cpu) or len(mhz), **note})

@@ -15,7 +15,8 @@ from forensics.collectors.host_common import save_text
 
 NAME = "disk"
 #: each report's file (its name from the registry) and the command that writes it
-COMMANDS = ((collector_file(NAME, "df"), ["df", "-P", "-T"]), (collector_file(NAME, "df-inodes"), ["df", "-P", "-T", "-i"]))
+COMMANDS = ((collector_file(NAME, "df"), ["df", "-P", "-T"]),
+            (collector_file(NAME, "df-inodes"), ["df", "-P", "-T", "-i"]))
 
 
 class DiskCollector:
@@ -34,7 +35,9 @@ class DiskCollector:
             if res.missing:
                 return CollectorRecord(self.name, Status.UNAVAILABLE, error="df is not installed")
             if res.timed_out:
-                return CollectorRecord(self.name, Status.TIMEOUT, error=f"{' '.join(argv)} hung for {res.seconds:.0f} s (a stale network mount?)", files=files)
+                return CollectorRecord(self.name, Status.TIMEOUT,
+                                       error=f"{' '.join(argv)} hung for {res.seconds:.0f} s (a stale network mount?)",
+                                       files=files)
             if res.stdout:
                 files.append(save_text(target, filename, res.stdout))
             if res.returncode != 0:

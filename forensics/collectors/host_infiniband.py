@@ -32,7 +32,8 @@ class InfinibandCollector:
 
     def collect(self, target: HostTarget, options: CollectOptions) -> CollectorRecord:
         if not self.root.is_dir():
-            return CollectorRecord(self.name, Status.SKIPPED, error=f"{self.root} does not exist (no RDMA adapter or driver): nothing to collect")
+            return CollectorRecord(self.name, Status.SKIPPED,
+                                   error=f"{self.root} does not exist (no RDMA adapter or driver): nothing to collect")
         devices: dict[str, dict] = {}
         for dev in sorted(self.root.iterdir()):
             ports: dict[str, dict] = {}

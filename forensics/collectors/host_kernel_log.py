@@ -44,9 +44,11 @@ class KernelLogCollector:
             denied = denied or was_denied
         status = Status.DENIED if denied else Status.UNAVAILABLE
         hint = " (kernel.dmesg_restrict=1 needs root or CAP_SYSLOG)" if denied else ""
-        return CollectorRecord(self.name, status, error="kernel log not readable" + hint + ": " + "; ".join(attempts), details={"attempts": attempts})
+        return CollectorRecord(self.name, status, error="kernel log not readable" + hint + ": " + "; ".join(attempts),
+                               details={"attempts": attempts})
 
-    def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str, attempts: list[str]) -> CollectorRecord:
+    def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str,
+              attempts: list[str]) -> CollectorRecord:
         kept, cut = tail(text, options.log_tail_bytes)
         rel = save_text(target, collector_file(self.name, "kernel-log"), kept)
         uptime = read_small("/proc/uptime")
@@ -70,7 +72,8 @@ class KernelLogCollector:
 
     @staticmethod
     def _journal(options: CollectOptions) -> tuple[str, str, bool]:
-        res = run_tool(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"], timeout=min(options.timeout, 15))
+        res = run_tool(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"],
+                       timeout=min(options.timeout, 15))
         lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("-- ")]
         if res.ok and lines:
             return res.stdout, "", False

@@ -38,16 +38,22 @@ class NvidiaSmiCollector:
         for filename, argv in COMMANDS:
             res = run_tool(argv, timeout=min(options.timeout, 30))
             if res.missing:
-                return CollectorRecord(self.name, Status.SKIPPED, error="nvidia-smi is not installed: no NVIDIA driver on this host, nothing to collect")
+                return CollectorRecord(self.name, Status.SKIPPED,
+                                       error="nvidia-smi is not installed: no NVIDIA driver on this host, "
+                                             "nothing to collect")
             first = first or res
-            runs[" ".join(argv)] = {"returncode": res.returncode, "seconds": round(res.seconds, 3), "timed_out": res.timed_out, "stderr": res.stderr[-2000:]}
+            runs[" ".join(argv)] = {"returncode": res.returncode, "seconds": round(res.seconds, 3),
+                                    "timed_out": res.timed_out, "stderr": res.stderr[-2000:]}
             if res.stdout or res.stderr:
                 files.append(save_text(target, filename, res.stdout if res.stdout else res.stderr))
             if res.timed_out:
                 # A hung nvidia-smi will hang again; do not spend two more timeouts on it.
-                return CollectorRecord(self.name, Status.TIMEOUT, error=f"{' '.join(argv)} did not finish in {res.seconds:.0f} s (GPU or driver hung?)", files=files, details={"runs": runs})
+                return CollectorRecord(self.name, Status.TIMEOUT,
+                                       error=f"{' '.join(argv)} did not finish in {res.seconds:.0f} s (GPU "
+                                             f"or driver hung?)", files=files, details={"runs": runs})
         assert first is not None
         if not first.ok:
             msg = (first.stdout.strip() or first.stderr.strip() or f"exit {first.returncode}").splitlines()[0]
-            return CollectorRecord(self.name, Status.FAILED, error=f"nvidia-smi -q failed: {msg}", files=files, details={"runs": runs})
+            return CollectorRecord(self.name, Status.FAILED, error=f"nvidia-smi -q failed: {msg}", files=files,
+                                   details={"runs": runs})
         return CollectorRecord(self.name, Status.OK, files=files, details={"runs": runs})

@@ -36,18 +36,25 @@ class NvmlCollector:
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        res = run_tool([sys.executable, "-m", "forensics.collectors.host_nvml"], timeout=min(options.timeout, 30), env=env)
+        res = run_tool([sys.executable, "-m", "forensics.collectors.host_nvml"], timeout=min(options.timeout, 30),
+                       env=env)
         if res.timed_out:
-            return CollectorRecord(self.name, Status.TIMEOUT, error=f"NVML queries did not finish in {res.seconds:.0f} s (GPU or driver hung?)")
+            return CollectorRecord(self.name, Status.TIMEOUT,
+                                   error=f"NVML queries did not finish in {res.seconds:.0f} s (GPU or driver hung?)")
         if MISSING_MARK in res.stdout:
-            return CollectorRecord(self.name, Status.SKIPPED, error="pynvml is not installed (optional: pip install nvidia-ml-py); nvidia-smi gives the same counters")
+            return CollectorRecord(self.name, Status.SKIPPED,
+                                   error="pynvml is not installed (optional: pip install nvidia-ml-py); nvidia-smi "
+                                         "gives the same counters")
         try:
             data = json.loads(res.stdout)
         except json.JSONDecodeError:
-            return CollectorRecord(self.name, Status.FAILED, error=f"NVML query failed: {(res.stderr.strip() or res.stdout.strip())[-500:]}")
+            return CollectorRecord(self.name, Status.FAILED,
+                                   error=f"NVML query failed: {(res.stderr.strip() or res.stdout.strip())[-500:]}")
         if data.get("absent"):
-            return CollectorRecord(self.name, Status.SKIPPED, error=f"{data['error']}: no NVIDIA driver on this host, nothing to collect")
-        rel = save_text(target, collector_file(self.name, "nvml-json"), json.dumps(data, indent=1, sort_keys=True) + "\n")
+            return CollectorRecord(self.name, Status.SKIPPED,
+                                   error=f"{data['error']}: no NVIDIA driver on this host, nothing to collect")
+        rel = save_text(target, collector_file(self.name, "nvml-json"),
+                        json.dumps(data, indent=1, sort_keys=True) + "\n")
         if data.get("error"):
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML: {data['error']}", files=[rel])
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"gpus": len(data.get("gpus", []))})
@@ -73,19 +80,27 @@ def _device(nv: Any, index: int) -> dict[str, Any]:
     out["bus_id"] = _call(errors, "bus_id", lambda: nv.nvmlDeviceGetPciInfo(h).busId)
     out["name"] = _call(errors, "name", lambda: nv.nvmlDeviceGetName(h))
     out["uuid"] = _call(errors, "uuid", lambda: nv.nvmlDeviceGetUUID(h))
-    out["temperature_gpu"] = _call(errors, "temperature_gpu", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
-    out["temperature_slowdown"] = _call(errors, "temperature_slowdown", lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN))
-    out["temperature_shutdown"] = _call(errors, "temperature_shutdown", lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN))
+    out["temperature_gpu"] = _call(errors, "temperature_gpu",
+                                   lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+    out["temperature_slowdown"] = _call(errors, "temperature_slowdown",
+                                        lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN))
+    out["temperature_shutdown"] = _call(errors, "temperature_shutdown",
+                                        lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN))
     out["ecc_mode"] = _call(errors, "ecc_mode", lambda: list(nv.nvmlDeviceGetEccMode(h)))
     for scope, counter in (("volatile", nv.NVML_VOLATILE_ECC), ("aggregate", nv.NVML_AGGREGATE_ECC)):
-        for kind, etype in (("corrected", nv.NVML_MEMORY_ERROR_TYPE_CORRECTED), ("uncorrected", nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
+        for kind, etype in (("corrected", nv.NVML_MEMORY_ERROR_TYPE_CORRECTED),
+                            ("uncorrected", nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
             key = f"ecc_{scope}_{kind}"
             out[key] = _call(errors, key, lambda c=counter, e=etype: nv.nvmlDeviceGetTotalEccErrors(h, e, c))
-    out["retired_pages_sbe"] = _call(errors, "retired_pages_sbe", lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)))
-    out["retired_pages_dbe"] = _call(errors, "retired_pages_dbe", lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)))
-    out["retired_pages_pending"] = _call(errors, "retired_pages_pending", lambda: int(nv.nvmlDeviceGetRetiredPagesPendingStatus(h)))
+    out["retired_pages_sbe"] = _call(errors, "retired_pages_sbe",
+                                     lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)))
+    out["retired_pages_dbe"] = _call(errors, "retired_pages_dbe",
+                                     lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)))
+    out["retired_pages_pending"] = _call(errors, "retired_pages_pending",
+                                         lambda: int(nv.nvmlDeviceGetRetiredPagesPendingStatus(h)))
     out["remapped_rows"] = _call(errors, "remapped_rows", lambda: list(nv.nvmlDeviceGetRemappedRows(h)))
-    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons",
+                      None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
     out["clock_event_reasons"] = _call(errors, "clock_event_reasons", lambda: int(reasons(h)))
     out["pcie_gen_current"] = _call(errors, "pcie_gen_current", lambda: nv.nvmlDeviceGetCurrPcieLinkGeneration(h))
     out["pcie_gen_max"] = _call(errors, "pcie_gen_max", lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h))

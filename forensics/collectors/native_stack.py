@@ -217,7 +217,8 @@ class NativeStackCollector:
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         if reply.timed_out:
-            return CollectorRecord(self.name, Status.TIMEOUT, error=f"libdw helper did not answer in {reply.seconds:.1f} s",
+            return CollectorRecord(self.name, Status.TIMEOUT,
+                                   error=f"libdw helper did not answer in {reply.seconds:.1f} s",
                                    details=details)
         data = reply.data
         if data is not None and data.get("pid") != target.pid:

@@ -75,7 +75,7 @@ class NcclLogCollector:
             return CollectorRecord(self.name, Status.DENIED, error=f"not copied: {err}", details={"path": str(src)})
         except PermissionError as err:
             return CollectorRecord(self.name, Status.DENIED, error=str(err))
-        except FileNotFoundError as err:
+        except FileNotFoundError:
             return CollectorRecord(self.name, Status.FAILED, error=f"{src}: not found", details={"path": str(src)})
         finally:
             target.budget.settle(granted, used)

@@ -26,5 +26,9 @@ class ProcessStateCollector:
         except procfs.ProcessGone:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         path, rel = target.out(collector_file(self.name, "process-state"))
-        safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
+        text = json.dumps(state.to_dict(), indent=1) + "\n"
+        # always written (the first evidence of a rank), and counted, so the stack tools after it get what is left:
+        # 1,000 threads make about 90 KB
+        target.budget.settle(target.budget.reserve(len(text)), len(text))
+        safefs.write_new(path, text)
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"state": state.state})

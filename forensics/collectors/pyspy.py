@@ -13,7 +13,7 @@ from typing import Any
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collect.budget import cap_threads
+from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -22,6 +22,7 @@ from forensics.discover import procfs
 
 DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
 GONE_MARKS = ("No such process", "Failed to open process", "os error 3")
+ERROR_TEXT_CHARS = 64 << 10  #: of a failed run's output kept in its tool-error file
 SUSPEND_MARKS = ("Failed to suspend", "unexpected waitpid", "Failed to get stack traces")
 
 
@@ -38,18 +39,23 @@ class PySpyCollector:
         except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"nonblocking": nonblocking, "native": options.native}
-        with StateGuard(target.pid) as guard:
-            result = self._dump(target.pid, options, nonblocking)
-            if not result.ok and not nonblocking and _has(result, SUSPEND_MARKS):
+        cap = tool_read_cap(target.budget)
+        if cap <= 0:  # nothing could be written: the target is not paused for it
+            error = f"pid {target.pid} py-spy: not run ({target.budget.which()} reached)"
+            target.budget.note(error)
+            return CollectorRecord(self.name, Status.SKIPPED, error=error, details=details)
+        with StateGuard(target.pid) as guard:  # resumes a target left stopped, by a tool's fault or our cut
+            result = self._dump(target.pid, options, nonblocking, cap)
+            if not result.ok and not result.cut and not nonblocking and _has(result, SUSPEND_MARKS):
                 details["retried_nonblocking"] = True
                 details["nonblocking"] = True
-                result = self._dump(target.pid, options, True)
+                result = self._dump(target.pid, options, True, cap)
         details.update(state_before=guard.outcome.before, state_after=guard.outcome.after)
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         return self._record(target, result, details)
 
-    def _dump(self, pid: int, options: CollectOptions, nonblocking: bool) -> ToolResult:
+    def _dump(self, pid: int, options: CollectOptions, nonblocking: bool, cap: int) -> ToolResult:
         argv = ["py-spy", "dump", "--pid", str(pid), "--json"]
         # py-spy refuses --native with --nonblocking; with libdw present the native frames come from
         # the native-stack collector (pause of ms, every thread) and py-spy stays Python-only (12 ms)
@@ -57,7 +63,7 @@ class PySpyCollector:
             argv.append("--native")
         if nonblocking:
             argv.append("--nonblocking")
-        return run_tool(argv, timeout=options.timeout, target_pid=pid)
+        return run_tool(argv, timeout=options.timeout, target_pid=pid, max_stdout=cap)
 
     def _record(self, target: RankTarget, result: ToolResult, details: dict) -> CollectorRecord:
         details["argv"] = result.argv
@@ -67,6 +73,14 @@ class PySpyCollector:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
         if result.timed_out:
             return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
+        if result.cut:  # stopped at the byte cap: the whole threads it printed first are kept, the cut said
+            doc = leading_items(result.stdout)
+            details["output_cut"] = (f"py-spy stopped after {len(result.stdout.encode())} bytes of output "
+                                     f"({target.budget.which()} or the tool cap); {len(doc)} whole threads read")
+            target.budget.note(f"pid {target.pid} py-spy: {details['output_cut']}")
+            if doc:
+                return _save(self.name, target, doc, details)
+            return CollectorRecord(self.name, Status.SKIPPED, error=details["output_cut"], details=details)
         doc = _json(result.stdout) if result.ok else None
         if doc is not None:
             return _save(self.name, target, doc, details)
@@ -79,13 +93,14 @@ class PySpyCollector:
         else:
             status = Status.FAILED
         path, rel = target.out(collector_file(self.name, "tool-error"))
-        safefs.write_new(path, result.stderr + result.stdout)
+        safefs.write_new(path, (result.stderr + result.stdout)[:ERROR_TEXT_CHARS])  # why it failed: its first lines
         return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
 
 
 def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> CollectorRecord:
     """py-spy's threads capped (threads, frames a thread), then counted against the rank's and the collection's
-    byte budget; what was cut is said in the record and the manifest's note (forensics.collect.budget)."""
+    byte budget: the leading threads that fit are written, the rest left out; what was cut is said in the record
+    and the manifest's note (forensics.collect.budget)."""
     kept, cut = cap_threads(doc)
     text = json.dumps(kept)
     name = collector_file(collector, "pyspy-json")
@@ -93,10 +108,18 @@ def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> Collec
         details["cut"] = cut
         target.budget.note(f"pid {target.pid} {name}: {cut}")
     granted = target.budget.reserve(len(text))
+    if granted < len(text) and isinstance(kept, list):
+        fit = fit_prefix([len(json.dumps(t)) for t in kept], granted)
+        if fit:
+            text = json.dumps(kept[:fit])
+            details["budget_cut"] = (f"pid {target.pid} {name}: {len(kept) - fit} of {len(kept)} threads left out "
+                                     f"({target.budget.which()} reached)")
+            target.budget.note(details["budget_cut"])
     if granted < len(text):
         target.budget.settle(granted, 0)
         error = target.budget.cut(f"pid {target.pid} {name}", len(text), 0)
         return CollectorRecord(collector, Status.SKIPPED, error=error, details=details)
+    target.budget.settle(granted, len(text))
     path, rel = target.out(name)
     safefs.write_new(path, text)
     return CollectorRecord(collector, Status.OK, files=[rel], details=details)

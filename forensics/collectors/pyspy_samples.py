@@ -23,6 +23,7 @@ import time
 
 from forensics import safefs
 from forensics.collect import tool as tools
+from forensics.collect.budget import cap_threads, fit_prefix, tool_read_cap
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -56,8 +57,13 @@ class PySpySamplesCollector:
         if not procfs.pid_exists(target.pid):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         count, interval, budget = plan(options)
+        cap = tool_read_cap(target.budget)
+        if cap <= 0:  # nothing could be written: py-spy is not run for it
+            error = f"pid {target.pid} py-spy samples: not taken ({target.budget.which()} reached)"
+            target.budget.note(error)
+            return CollectorRecord(self.name, Status.SKIPPED, error=error)
         with StateGuard(target.pid) as guard:
-            doc, last = sample(target.pid, count, interval, budget)
+            doc, last = sample(target.pid, count, interval, budget, cap)
         details: dict = {"requested": count, "taken": len(doc["samples"]), "failed": len(doc["failures"]),
                          "interval_s": interval, "budget_s": budget,
                          "state_before": guard.outcome.before, "state_after": guard.outcome.after}
@@ -65,8 +71,9 @@ class PySpySamplesCollector:
             details["guard"] = guard.outcome.action
         if last is not None and last.missing:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
+        text = _within_budget(target, doc, details)
         path, rel = target.out(FILE_NAME)
-        safefs.write_new(path, json.dumps(doc, separators=(",", ":")))
+        safefs.write_new(path, text)
         if doc["samples"]:
             return CollectorRecord(self.name, Status.OK, files=[rel], details=details)
         error = doc["failures"][0]["error"] if doc["failures"] else "no sample taken"
@@ -86,7 +93,7 @@ def plan(options: CollectOptions) -> tuple[int, float, float]:
     return count, round(interval, 4), budget
 
 
-def sample(pid: int, count: int, interval: float, budget: float):
+def sample(pid: int, count: int, interval: float, budget: float, cap: int = tools.TOOL_STDOUT_BYTES):
     """Take up to `count` nonblocking dumps `interval` apart within `budget` seconds."""
     doc: dict = {"format": FORMAT, "version": VERSION, "tool": "py-spy", "mode": "nonblocking", "pid": pid,
                  "requested": count, "interval_s": interval, "samples": [], "failures": []}
@@ -98,12 +105,14 @@ def sample(pid: int, count: int, interval: float, budget: float):
             break
         stamp = time.time()
         # nonblocking: no ptrace stop, so no supervisor is needed to resume the target; the tool still dies with collect
-        last = run_tool(argv, timeout=min(DUMP_TIMEOUT_S, max(0.5, deadline - time.monotonic())))
+        last = run_tool(argv, timeout=min(DUMP_TIMEOUT_S, max(0.5, deadline - time.monotonic())), max_stdout=cap)
         if last.missing or last.interrupted:
             break
         threads = _threads(last.stdout) if last.ok else None
         if threads is not None:
-            doc["samples"].append({"t": round(stamp, 4), "threads": threads})
+            doc["samples"].append({"t": round(stamp, 4), "threads": cap_threads(threads)[0]})
+        elif len(doc["failures"]) < MAX_ERRORS and last.cut:
+            doc["failures"].append({"t": round(stamp, 4), "error": f"py-spy's output passed {cap} bytes: stopped"})
         elif len(doc["failures"]) < MAX_ERRORS:
             text = (last.stderr.strip() or last.stdout.strip() or f"exit {last.returncode}").splitlines()[:2]
             doc["failures"].append({"t": round(stamp, 4), "error": " / ".join(text)[:300] + (" (timed out)" if last.timed_out else "")})
@@ -113,6 +122,24 @@ def sample(pid: int, count: int, interval: float, budget: float):
             pause = interval * random.uniform(1 - JITTER, 1 + JITTER) - last.seconds
             time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
     return doc, last
+
+
+def _within_budget(target: RankTarget, doc: dict, details: dict) -> str:
+    """The samples' text, counted against the rank's and the collection's byte budget: the first samples that fit
+    are kept, the later ones left out and said (in the record and the manifest's note)."""
+    text = json.dumps(doc, separators=(",", ":"))
+    granted = target.budget.reserve(len(text))
+    if granted < len(text):
+        samples = doc["samples"]
+        sizes = [len(json.dumps(s, separators=(",", ":"))) for s in samples]
+        keep = fit_prefix(sizes, max(0, granted - (len(text) - sum(sizes) - len(sizes))), overhead=1)
+        doc["samples"] = samples[:keep]
+        details["cut"] = (f"pid {target.pid} {FILE_NAME}: {len(samples) - keep} of {len(samples)} samples left out "
+                          f"({target.budget.which()} reached)")
+        target.budget.note(details["cut"])
+        text = json.dumps(doc, separators=(",", ":"))
+    target.budget.settle(granted, len(text))
+    return text
 
 
 def _threads(text: str) -> list | None:

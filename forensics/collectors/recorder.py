@@ -16,7 +16,6 @@ measures heartbeat age against that time). It never interprets the files.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_folder

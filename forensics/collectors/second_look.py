@@ -244,7 +244,7 @@ class RankLooks:
         self.first = look(self.proc.pid, self.sources)
         self.look_s += time.monotonic() - t
 
-    def finish(self, record: Any, bundle_root: Path) -> None:
+    def finish(self, record: Any, bundle_root: Path, budget: Any = None) -> None:
         """Look 2 after what is left of the gap; write second-look.json and its record in the manifest."""
         if self.skip is not None:
             if self.skip != "not requested":
@@ -260,16 +260,18 @@ class RankLooks:
             t = time.monotonic()
             second = look(self.proc.pid, self.sources, (self.first.get("nccl_log") or {}).get("size"))
             self.look_s += time.monotonic() - t
-        self._write(record, bundle_root, second, min(overlapped, self.gap))
+        self._write(record, bundle_root, second, min(overlapped, self.gap), budget)
 
-    def _write(self, record: Any, bundle_root: Path, second: dict[str, Any] | None, overlapped: float) -> None:
+    def _write(self, record: Any, bundle_root: Path, second: dict[str, Any] | None, overlapped: float,
+               budget: Any = None) -> None:
         first, proc = self.first, self.proc
         doc = {"format": FORMAT, "version": VERSION, "pid": proc.pid, "rank": proc.rank, "requested_gap_s": self.gap,
                "waited_s": round(second["t"] - first["t"], 3) if second is not None else None,
                "looks": [first] + ([second] if second is not None else [])}
         rel = f"{record.dir}/{FILE_NAME}"
+        text = _within_budget(doc, budget, proc.pid)
         try:
-            safefs.write_new(safefs.make_dirs(bundle_root, record.dir) / FILE_NAME, json.dumps(doc, separators=(",", ":")))
+            safefs.write_new(safefs.make_dirs(bundle_root, record.dir) / FILE_NAME, text)
         except OSError as err:  # a full disk: said in the manifest, what was gathered before stays
             record.collectors.append(CollectorRecord(NAME, Status.FAILED, error=f"not written: {err.strerror or err}"))
             return
@@ -278,3 +280,20 @@ class RankLooks:
             NAME, status, seconds=round(self.look_s, 3), files=[rel],
             error=None if second is not None else "collection interrupted before look 2",
             details={"gap_s": self.gap, "waited_s": doc["waited_s"], "overlapped_s": round(overlapped, 3)}))
+
+
+def _within_budget(doc: dict[str, Any], budget: Any, pid: int) -> str:
+    """The looks' text, counted against the rank's and the collection's byte budget (a ByteBudget; None outside
+    `collect`): py-spy's stack dumps are what can be large, so they are left out first, and the cut said."""
+    text = json.dumps(doc, separators=(",", ":"))
+    if budget is None:
+        return text
+    granted = budget.reserve(len(text))
+    if granted < len(text):
+        for one in doc["looks"]:
+            if one.get("stacks"):
+                one["stacks"], one["stacks_cut"] = [], budget.which()
+        budget.note(f"pid {pid} {FILE_NAME}: py-spy's stack dumps left out ({budget.which()} reached)")
+        text = json.dumps(doc, separators=(",", ":"))
+    budget.settle(granted, len(text))
+    return text

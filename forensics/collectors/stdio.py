@@ -62,5 +62,7 @@ class StdioCollector:
         if not files and refused:
             return CollectorRecord(self.name, Status.DENIED, error="not copied: " + "; ".join(refused), details=details)
         if not files:
-            return CollectorRecord(self.name, Status.SKIPPED, error="no output file found (stdout/stderr are pipes or terminals; no torchrun log, Slurm output or error file)", details=details)
+            return CollectorRecord(self.name, Status.SKIPPED,
+                                   error="no output file found (stdout/stderr are pipes or terminals; no torchrun log, "
+                                         "Slurm output or error file)", details=details)
         return CollectorRecord(self.name, Status.OK, files=files, details=details)

@@ -115,10 +115,12 @@ def start_job(
             TORCHELASTIC_RUN_ID=f"{run_id}-{port}", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
             **(rank_env(rank) if rank_env else {}),
         )
-        argv = [sys.executable, "-m", JOB_MODULE, "--fault", fault, "--culprit", str(culprit), "--fault-step", str(fault_step),
+        argv = [sys.executable, "-m", JOB_MODULE, "--fault", fault, "--culprit", str(culprit), "--fault-step",
+                str(fault_step),
                 "--steps", str(steps), "--progress-dir", str(run_dir), "--pg-timeout", str(pg_timeout)]
         with open(run_dir / f"rank{rank}.out", "wb") as out, open(run_dir / f"rank{rank}.err", "wb") as err:
-            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
         job.ranks.append(RankProc(rank=rank, proc=proc, started_at=time.time()))
     job._watch = threading.Thread(target=_watch_exits, args=(job,), daemon=True)
     job._watch.start()

@@ -31,7 +31,8 @@ class DemoOutcome:
         return self.verdict.culprit is not None and self.verdict.culprit.rank == self.culprit
 
 
-def run_demo(out: Path, ranks: int, fault: str, culprit: int, options: CollectOptions, quiet: bool = False) -> DemoOutcome:
+def run_demo(out: Path, ranks: int, fault: str, culprit: int, options: CollectOptions,
+             quiet: bool = False) -> DemoOutcome:
     """Run the whole scenario; the job is always stopped, whatever happens."""
     if importlib.util.find_spec("torch") is None:
         raise ForensicsError("the demo needs torch: pip install 'hang-forensics[demo]' (torch==2.13.0)")

@@ -55,7 +55,8 @@ def find_exited(ranks: list, host: str) -> list:
                 local_world_size=ref.local_world_size, group_rank=None, job_id=ref.job_id, environ={},
                 cmdline=[], rank_source=None, ppid=ppid,
                 job_evidence=[f"exited ({describe_status(status)}) and not reaped: a zombie child of "
-                              f"pid {ppid}, the parent of ranks {sorted(p.rank for p in siblings if p.rank is not None)[:16]}"]))
+                              f"pid {ppid}, the parent of ranks "
+                              f"{sorted(p.rank for p in siblings if p.rank is not None)[:16]}"]))
     recover_exited_ranks(out, ranks)
     # a zombie whose rank nothing tells may be any child of the launcher (a helper, an old attempt):
     # no evidence of a rank, so it is not reported as one
@@ -128,7 +129,8 @@ def outputs_named_like_siblings(proc, siblings: list) -> list:
         for item in outputs.locate_outputs(sib.pid, sib.environ, sib.local_rank):
             if item.kind != "fd":
                 continue
-            path = next((c for c in renumbered(item.path, sib.rank, proc.rank) if _holds_rank_lines(c, proc.rank, user)),
+            path = next((c for c in renumbered(item.path, sib.rank,
+                                               proc.rank) if _holds_rank_lines(c, proc.rank, user)),
                         None)
             if path:
                 found.append(outputs.OutputFile(kind="sibling-named", stream=item.stream, path=path, open_path=path))

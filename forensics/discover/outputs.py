@@ -226,7 +226,8 @@ def _rank_log(name: str) -> str:
 #: (kind, stream) -> the name of its copy in the rank folder; every one declared by the rank-log kind
 _BUNDLE_NAMES = {
     ("fd", "stdout"): _rank_log("stdout.log"), ("fd", "stderr"): _rank_log("stderr.log"),
-    ("torchrun-log", "stdout"): _rank_log("torchrun.stdout.log"), ("torchrun-log", "stderr"): _rank_log("torchrun.stderr.log"),
+    ("torchrun-log", "stdout"): _rank_log("torchrun.stdout.log"),
+    ("torchrun-log", "stderr"): _rank_log("torchrun.stderr.log"),
     ("error-file", "error"): _rank_log("torchelastic_error.json"),
     ("sibling-named", "stdout"): _rank_log("stdout.log"), ("sibling-named", "stderr"): _rank_log("stderr.log"),
     ("slurm-output", "combined"): _rank_log("slurm-output.log"),

@@ -116,8 +116,10 @@ def new_tag() -> str:
 def ssh_runner(ssh_options: list[str], fanout: int, ssh_path: str = "ssh", topology: Path | None = None) -> Runner:
     """A Runner over ssh/ClusterShell with these options (through the gateways of `topology` when given)."""
 
-    def run(hosts: list[str], argv: list[str], timeout: float, on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
-        return run_ssh(hosts, lambda host: cmd.shell_command(cmd.for_host(argv, host)), ssh_options, fanout, timeout, on_done,
+    def run(hosts: list[str], argv: list[str], timeout: float,
+            on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
+        return run_ssh(hosts, lambda host: cmd.shell_command(cmd.for_host(argv, host)), ssh_options, fanout, timeout,
+                       on_done,
                        ssh_path, topology)
 
     return run
@@ -167,7 +169,8 @@ def collect_fleet(
     prepare_out(out)
     pending = set(hosts)
     finished = threading.Event()
-    judges = Filing(host_timeout, out, filing_workers(len(hosts)) if workers is None else workers)  # before any thread of ours
+    # before any thread of ours
+    judges = Filing(host_timeout, out, filing_workers(len(hosts)) if workers is None else workers)
 
     def on_done(run: HostRun) -> None:
         pending.discard(run.host)
@@ -198,11 +201,13 @@ def collect_fleet(
         progress.say(f"ending the collector on {len(stuck)} host(s) that timed out")
         runner(stuck, cmd.cleanup_argv(spec), min(5.0, host_timeout), lambda run: None)
     manifest = merge_bundles(out, parts, command=list(sys.argv))
-    result = FleetResult(out=out, manifest=manifest, parts=parts, seconds=round(time.monotonic() - start, 3), phases=phases,
+    result = FleetResult(out=out, manifest=manifest, parts=parts, seconds=round(time.monotonic() - start, 3),
+                         phases=phases,
                          filing_cpu_s=round(judges.cpu_s, 3), filing_peak_rss_mb=round(judges.peak_rss_kb / 1024, 1))
     phases["merged"] = result.seconds
     bad = [p for p in parts if p.status != outcome.OK]
-    progress.say(f"merged {len(manifest.ranks)} rank(s) from {len(parts) - len(bad)}/{len(parts)} host(s) in {result.seconds:.1f} s")
+    progress.say(f"merged {len(manifest.ranks)} rank(s) from {len(parts) - len(bad)}/{len(parts)} host(s) in "
+                 f"{result.seconds:.1f} s")
     for p in bad:
         progress.say(f"  {p.status}: {p.error}")
     return result

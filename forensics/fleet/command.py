@@ -78,7 +78,8 @@ def remote_argv(spec: RemoteSpec) -> list[str]:
         if not _ENV_KEY.match(key):
             raise ForensicsError(f"environment name {key!r} is not valid")
         argv.append(f"{key}={value}")
-    argv += [spec.python, "-m", REMOTE_MODULE, "--tag", spec.tag, "--deadline", f"{spec.deadline:g}", "--timeout", f"{spec.timeout:g}"]
+    argv += [spec.python, "-m", REMOTE_MODULE, "--tag", spec.tag, "--deadline", f"{spec.deadline:g}", "--timeout",
+             f"{spec.timeout:g}"]
     if spec.native:
         argv.append("--native")
     if spec.gdb:

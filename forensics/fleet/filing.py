@@ -167,7 +167,8 @@ def unfiled(run: HostRun, why: str) -> HostPart:
 
 def _run_to_json(run: HostRun) -> str:
     """One request line: everything judge() reads of a HostRun."""
-    return json.dumps({"host": run.host, "stdout": run.stdout, "stderr": run.stderr, "kept": run.kept, "returncode": run.returncode,
+    return json.dumps({"host": run.host, "stdout": run.stdout, "stderr": run.stderr, "kept": run.kept,
+                       "returncode": run.returncode,
                        "seconds": run.seconds, "timed_out": run.timed_out, "dropped": run.dropped}) + "\n"
 
 
@@ -198,7 +199,8 @@ def worker_main(argv: list[str]) -> int:
     for line in sys.stdin:
         data = json.loads(line)
         run = HostRun(host=data["host"], stdout=data["stdout"], stderr=data["stderr"], kept=data["kept"],
-                      returncode=data["returncode"], seconds=data["seconds"], timed_out=data["timed_out"], dropped=data["dropped"])
+                      returncode=data["returncode"], seconds=data["seconds"], timed_out=data["timed_out"],
+                      dropped=data["dropped"])
         reply.write(_part_to_json(judge_safely(run, host_timeout, out)))
         reply.flush()
     return 0
@@ -208,10 +210,12 @@ class _Worker:
     """One filing process and its pipes."""
 
     def __init__(self, out: Path, host_timeout: float) -> None:
-        root = str(Path(forensics.__file__).resolve().parents[1])  # the same code as this process, wherever it came from
+        # the same code as this process, wherever it came from
+        root = str(Path(forensics.__file__).resolve().parents[1])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
         self.proc = subprocess.Popen([sys.executable, "-m", "forensics.fleet.filing", str(out), repr(host_timeout)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8")
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+                                     encoding="utf-8")
         self.cpu_s, self.peak_rss_kb = 0.0, 0  #: its CPU seconds and peak RSS, known once it has ended (os.wait4)
 
     def file(self, run: HostRun, out: Path) -> HostPart:
@@ -236,7 +240,8 @@ class _Worker:
             return self.proc.returncode
         for waited in range(3001):  # up to 30 s, then killed: an idle worker ends at once on EOF
             if kill or waited == 3000:
-                os.kill(self.proc.pid, signal.SIGKILL)  # not Popen.kill: its poll() would reap it before wait4 reads its usage
+                # not Popen.kill: its poll() would reap it before wait4 reads its usage
+                os.kill(self.proc.pid, signal.SIGKILL)
                 kill = False
             try:
                 pid, status, usage = os.wait4(self.proc.pid, 0 if waited == 3000 else os.WNOHANG)
@@ -259,7 +264,8 @@ class Filing:
     def __init__(self, host_timeout: float, out: Path, workers: int) -> None:
         self.host_timeout, self.out = host_timeout, out
         self.given: dict[str, Future] = {}
-        self.cpu_s = 0.0  #: CPU seconds of the filing processes that have ended (the orchestrator's, not its own process's)
+        #: CPU seconds of the filing processes that have ended (the orchestrator's, not its own process's)
+        self.cpu_s = 0.0
         self.peak_rss_kb = 0  #: the largest peak RSS among them
         self._cpu_lock = threading.Lock()
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()

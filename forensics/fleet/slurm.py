@@ -63,7 +63,8 @@ def slurm_hosts(job: str) -> list[str]:
     return nodes
 
 
-def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float, extra: list[str] | None = None) -> list[str]:
+def srun_argv(job: str, hosts: list[str], remote: list[str], timeout: float,
+              extra: list[str] | None = None) -> list[str]:
     """srun argv: one task on each of `hosts` inside job `job`'s allocation, sharing its resources.
 
     `extra` (the user's --srun-arg values, e.g. pyxis' --container-image) go after ours,
@@ -90,9 +91,11 @@ def split_labelled(lines: list[str]) -> dict[int, list[str]]:
     return tasks
 
 
-def runs_from_output(hosts: list[str], stdout: list[str], stderr: list[str], returncode: int | None, seconds: float, timed_out: bool) -> dict[str, HostRun]:
+def runs_from_output(hosts: list[str], stdout: list[str], stderr: list[str], returncode: int | None, seconds: float,
+                     timed_out: bool) -> dict[str, HostRun]:
     """One HostRun per host: a task's answer is filed under the host its header names."""
-    runs = {h: HostRun(host=h, stderr=list(stderr), returncode=returncode, seconds=seconds, timed_out=timed_out) for h in hosts}
+    runs = {h: HostRun(host=h, stderr=list(stderr), returncode=returncode, seconds=seconds,
+                       timed_out=timed_out) for h in hosts}
     for task_lines in split_labelled(stdout).values():
         try:
             host = wire.decode(task_lines).header.get("host")
@@ -110,14 +113,16 @@ def runs_from_output(hosts: list[str], stdout: list[str], stderr: list[str], ret
 def srun_runner(job: str, extra: list[str] | None = None) -> Callable:
     """A fleet Runner that uses srun instead of ssh (the cleanup pass is a no-op: Slurm ends the step)."""
 
-    def run(hosts: list[str], argv: list[str], timeout: float, on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
+    def run(hosts: list[str], argv: list[str], timeout: float,
+            on_done: Callable[[HostRun], None]) -> dict[str, HostRun]:
         if shutil.which("srun") is None:
             raise ForensicsError("--slurm-job: srun not found (is this a Slurm login node?)")
         if "--cleanup" in argv:
             return {h: HostRun(host=h, returncode=0) for h in hosts}
         full = srun_argv(job, hosts, argv, timeout, extra)
         start = time.monotonic()
-        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, errors="replace", start_new_session=True)
         timed_out = False
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -125,7 +130,8 @@ def srun_runner(job: str, extra: list[str] | None = None) -> Callable:
             timed_out = True
             _end_step(proc)
             out, err = proc.communicate()
-        runs = runs_from_output(hosts, out.splitlines(), err.splitlines(), proc.returncode, round(time.monotonic() - start, 3), timed_out)
+        runs = runs_from_output(hosts, out.splitlines(), err.splitlines(), proc.returncode,
+                                round(time.monotonic() - start, 3), timed_out)
         for r in runs.values():
             on_done(r)
         return runs

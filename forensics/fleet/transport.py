@@ -151,13 +151,15 @@ def run_ssh(
             if topology is not None:
                 task.load_topology(str(topology))
             for text, group in by_command(part, command).items():
-                task.shell(text, nodes=NodeSet.fromlist(group, resolver=RESOLVER_NOGROUP), handler=handler, timeout=timeout, stderr=True, stdin=False)
+                task.shell(text, nodes=NodeSet.fromlist(group, resolver=RESOLVER_NOGROUP), handler=handler,
+                           timeout=timeout, stderr=True, stdin=False)
             task.resume()
             task_terminate()
         except BaseException as err:  # surfaced below: a broken transport must not pass silently
             errors.append(err)
 
-    threads = [threading.Thread(target=body, args=(hosts[i:i + share], max(1, fanout // loops)), name="forensics-fleet-ssh", daemon=True)
+    threads = [threading.Thread(target=body, args=(hosts[i:i + share], max(1, fanout // loops)),
+                                name="forensics-fleet-ssh", daemon=True)
                for i in range(0, len(hosts), share)]
     for thread in threads:
         thread.start()

@@ -220,14 +220,16 @@ def _caption(canvas: Canvas, xy: tuple[float, float], node: ClassNode, loops: in
                     backdrop=True)
 
 
-def _edge(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], na: ClassNode, nb: ClassNode, count: int) -> None:
+def _edge(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], na: ClassNode, nb: ClassNode,
+          count: int) -> None:
     width = 1.0 + 1.5 * math.log10(max(1, count))
     ra, rb = node_radius(na), node_radius(nb)
     if abs(a[1] - b[1]) < 1e-6:  # same row: leave from below the caption band, not through it
         canvas.arrow_between(a, b, ra, rb, style.CULPRIT if nb.culprit else style.EDGE, width, 0.6)
     else:
         start = (a[0], a[1]) if b[1] < a[1] else (a[0], a[1] + ra + 3 * (CAPTION + 3))
-        canvas.arrow_between(start, b, ra if start == a else 2, rb, style.CULPRIT if nb.culprit else style.EDGE, width, 0.75)
+        canvas.arrow_between(start, b, ra if start == a else 2, rb, style.CULPRIT if nb.culprit else style.EDGE, width,
+                             0.75)
 
 
 def _edge_count(canvas: Canvas, a: tuple[float, float], b: tuple[float, float], count: int,

@@ -81,9 +81,11 @@ def verdict_html(what: ReportView | Verdict) -> str:
         parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + "".join(
             f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>' for f in v.host_faults) + "</ul>")
     if c:
-        parts.append(f'<p>culprit: <span class="culprit" id="culprit" style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
+        parts.append(f'<p>culprit: <span class="culprit" id="culprit" '
+                     f'style="color:#d62728;font-weight:700">{esc(c.label)}</span> '
                      f'[{esc(c.reason_class)}, confidence {c.confidence:.2f}]</p>')
-        parts.append(f'<p id="meaning">what it means: {esc(c.meaning)}</p><p id="next-step"><b>next step:</b> {esc(c.next_step)}</p>')
+        parts.append(f'<p id="meaning">what it means: {esc(c.meaning)}</p><p id="next-step"><b>next step:</b> '
+                     f'{esc(c.next_step)}</p>')
         if c.evidence:
             parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in c.evidence) + "</ul>")
         parts.append(f'<p class="sources">{esc(c.sources_line)}</p>')
@@ -121,7 +123,8 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
 
 def suspects_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Culprit, then other suspects, then everyone else; by rank within each."""
-    return sorted(rows, key=lambda r: (not r.get("culprit"), not r.get("suspect"), r.get("rank") is None, r.get("rank") or 0))
+    return sorted(rows, key=lambda r: (not r.get("culprit"), not r.get("suspect"), r.get("rank") is None,
+                                       r.get("rank") or 0))
 
 
 def figure_html(svg: str, figure_id: str, caption: str) -> str:
@@ -156,11 +159,18 @@ def build_report(what: Any) -> str:
         "<h2>Ranks</h2>", note, f'<p class="meta">{esc(v.read_only)}.</p>' if v.read_only else "",
         table_html(ranks, ["rank", "host", "pid", "state", "activity", "op", "where", "last_op",
                            "suspect", "reason_class", "problems"], "ranks-table"),
-        "<h2>Suspects</h2>", table_html([s.to_dict() for s in v.suspects], ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
-        "<h2>Wait edges</h2>", table_html(_edge_rows(v), ["waiter", "waits_on", "where", "source", "reason"], "edges-table", max_rows=200),
-        "<h2>Timeline</h2>", note, table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"], "timeline-table"),
-        "<h2>Hosts</h2>", table_html(_host_rows(v), ["host", "status", "action", "reasons", "evidence_missing"], "hosts-table"),
-        "<h2>Ranks by what their main thread does</h2>", table_html(v.classes, ["ranks", "count", "activity"], "classes-table"),
+        "<h2>Suspects</h2>",
+        table_html([s.to_dict() for s in v.suspects],
+                   ["rank", "host", "pid", "reason_class", "confidence", "reason", "evidence"], "suspects-table"),
+        "<h2>Wait edges</h2>",
+        table_html(_edge_rows(v), ["waiter", "waits_on", "where", "source", "reason"], "edges-table", max_rows=200),
+        "<h2>Timeline</h2>", note,
+        table_html(timeline, ["rank", "host", "state", "station", "order", "seq", "last_event", "source"],
+                   "timeline-table"),
+        "<h2>Hosts</h2>",
+        table_html(_host_rows(v), ["host", "status", "action", "reasons", "evidence_missing"], "hosts-table"),
+        "<h2>Ranks by what their main thread does</h2>",
+        table_html(v.classes, ["ranks", "count", "activity"], "classes-table"),
         "<h2>Merged stacks as text</h2>", f"<pre>{esc(chr(10).join(v.stack_lines))}</pre>",
     ]
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

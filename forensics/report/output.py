@@ -21,7 +21,8 @@ from forensics.errors import ForensicsError
 from forensics.report.text import escape, fit  # noqa: F401 - the one escape of every text output
 
 SCHEMA_VERSION = 1
-KINDS = ("analyze", "collect", "demo", "env", "hosts", "bisect", "bisect-simulation", "steps", "ras", "nccl-plugin-read")
+KINDS = ("analyze", "collect", "demo", "env", "hosts", "bisect", "bisect-simulation", "steps", "ras",
+         "nccl-plugin-read")
 
 
 def schema_id(kind: str) -> str:
@@ -91,7 +92,8 @@ def emit_document(text: str, output: Path | None = None) -> None:
         return
     try:
         safefs.ensure_folder(output.parent)  # as root: no folder on the way another user could swap
-        safefs.replace_file(output, text)  # a new temp file renamed over the name: a planted link is replaced, never followed
+        # a new temp file renamed over the name: a planted link is replaced, never followed
+        safefs.replace_file(output, text)
     except OSError as err:  # a full disk: replace_file removed its temp file, the old file (if any) is as it was
         raise ForensicsError(f"{output}: cannot write ({err.strerror or err}); nothing was written") from err
 

@@ -113,7 +113,8 @@ class Canvas:
         dx, dy = b[0] - a[0], b[1] - a[1]
         d = math.hypot(dx, dy) or 1.0
         ux, uy = dx / d, dy / d
-        self.line(a[0] + ux * ra, a[1] + uy * ra, b[0] - ux * (rb + 3), b[1] - uy * (rb + 3), stroke, width, True, opacity)
+        self.line(a[0] + ux * ra, a[1] + uy * ra, b[0] - ux * (rb + 3), b[1] - uy * (rb + 3), stroke, width, True,
+                  opacity)
 
     # --- text -----------------------------------------------------------------------
     def text(self, x: float, y: float, s: str, size: float = 12.0, anchor: str = "start", color: str = "#222222",
@@ -138,7 +139,8 @@ class Canvas:
         m = self.margin
         w, h = x1 - x0 + 2 * m, y1 - y0 + 2 * m
         markers = "".join(
-            f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
+            f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" '
+            f'markerWidth="9" markerHeight="9" '
             f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill={quoteattr(c)}/></marker>'
             for c in sorted(_arrow_colours(self.items)))
         title = f"<title>{escape(self.title)}</title>" if self.title else ""

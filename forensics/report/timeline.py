@@ -127,12 +127,14 @@ def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, 
         canvas.text(left - 8, y + FONT * 0.35, lane.title, size=FONT, anchor="end", group="lane",
                     color=style.CULPRIT if lane.culprit else "#222222", bold=lane.culprit)
         if lane.detail:
-            canvas.text(xs[lane.x] + r + 6, y + FONT * 0.35, lane.detail, size=FONT - 0.5, color="#333333", group="detail")
+            canvas.text(xs[lane.x] + r + 6, y + FONT * 0.35, lane.detail, size=FONT - 0.5, color="#333333",
+                        group="detail")
     for x, lines in zip(xs, heads):
         for j, line in enumerate(lines):
             canvas.text(x, bottom + 16 + j * (FONT + 3), line, size=FONT, anchor="middle", group="column")
     depth = max(len(lines) for lines in heads)
     if by_seq or axis is None:
         axis = (axis or "collective sequence number") if by_seq else "last position reached (program order, from stacks)"
-    canvas.text(left + col_w * ncols / 2, bottom + 24 + depth * (FONT + 3), axis, size=11, anchor="middle", color="#444444")
+    canvas.text(left + col_w * ncols / 2, bottom + 24 + depth * (FONT + 3), axis, size=11, anchor="middle",
+                color="#444444")
     return canvas

@@ -87,7 +87,8 @@ class ReportView:
     rank_rows: list[dict[str, Any]] = field(default_factory=list)  #: one row per rank, stacks and logs merged
     timeline: list[TimelineEntry] = field(default_factory=list)  #: where each rank stopped
     timeline_axis: str | None = None  #: the numbering the chart's positions are in, when logs give them
-    logs_stop: list[str] = field(default_factory=list)  #: '[0-346,348-511] allreduce #10', ranks folded by where logs stop
+    #: '[0-346,348-511] allreduce #10', ranks folded by where logs stop
+    logs_stop: list[str] = field(default_factory=list)
     logs_stop_in: str | None = None  #: the numbering and communicator of `logs_stop`
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)  #: wait-for graph, suspects marked
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
@@ -167,7 +168,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
         p2p = all(e.point_to_point for e in verdict.deadlock.edges)
         view.deadlock_next_step = (P2P_CYCLE_ADVICE if p2p else CYCLE_ADVICE).next_step
     view.leads, view.stragglers = list(verdict.leads), list(verdict.stragglers)
-    said_already = {str(e) for c in verdict.culprits for e in c.evidence}  # each fact said once: not again as a consequence
+    # each fact said once: not again as a consequence
+    said_already = {str(e) for c in verdict.culprits for e in c.evidence}
     view.consequences = [x for x in verdict.consequences if x not in said_already]
     host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
     # a host fault's own line says it; the 'slow:' line says the straggler figures
@@ -183,7 +185,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     focus = (verdict.sections.get("digests") or {}).get("focus") or {}
     if focus.get("why"):
         cov = verdict.sections.get("coverage") or {}
-        view.read_only = (f"the {cov.get('ranks_read_raw', '?')} ranks read on {focus['hosts_read']} host(s); the other "
+        view.read_only = (f"the {cov.get('ranks_read_raw', '?')} ranks read on {focus['hosts_read']} "
+                          f"host(s); the other "
                           f"{focus['ranks_judged_from_classes']} are judged from their digests' classes (ranks by what "
                           "their main thread does, and where the logs stop, count every rank)")
     view.logs_stop, view.logs_stop_in = logs_stop(ops, focus.get("positions") or {})
@@ -232,7 +235,8 @@ def rank_rows(verdict: Verdict, ops: list[Any]) -> list[dict[str, Any]]:
     for o in ops:
         if o.rank not in seen:
             rows.append({"rank": o.rank, "host": o.host, "pid": o.pid, "state": None, "activity": "logged", "op": o.op,
-                         "where": None, "problems": [], "last_op": o.text, "label": f"logs stop at {o.op or 'op'} #{o.seq}"})
+                         "where": None, "problems": [], "last_op": o.text,
+                         "label": f"logs stop at {o.op or 'op'} #{o.seq}"})
     rows.sort(key=lambda r: (r.get("rank") is None, r.get("rank") or 0))
     for row in rows:
         s = suspects.get(row.get("rank"))
@@ -241,7 +245,8 @@ def rank_rows(verdict: Verdict, ops: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def timeline(verdict: Verdict, ops: list[Any], events: Iterable[dict[str, Any]] | None) -> tuple[list[TimelineEntry], str | None]:
+def timeline(verdict: Verdict, ops: list[Any],
+             events: Iterable[dict[str, Any]] | None) -> tuple[list[TimelineEntry], str | None]:
     """Where each rank stopped: from the stacks, with the logs' positions merged in; from the logs alone
     when there are no stacks. The axis names the numbering and communicator when logs give positions."""
     entries = timeline_from_verdict(verdict)
@@ -361,7 +366,8 @@ def collection_time(evidence: Any) -> str | None:
     time of the copy, not of the collection."""
     when, source = evidence.collected_unix, "the manifest's creation time"
     if when is None:
-        copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy", False) and st.observed_ns]
+        copies = [st.observed_ns for st in evidence.recorder if getattr(st, "observed_is_copy",
+                                                                        False) and st.observed_ns]
         if copies:
             when, source = max(copies) / 1e9, "the recorder files' copy time"
     if when is None and evidence.recorder:

@@ -28,7 +28,8 @@ class Alarm:
 class Detector:
     """Keeps recent step times and the last moment of progress; `check(now)` says whether to fire."""
 
-    def __init__(self, stall_after: float = 60.0, slow_factor: float = 4.0, window: int = 20, min_history: int = 5, min_slow: float = 1.0) -> None:
+    def __init__(self, stall_after: float = 60.0, slow_factor: float = 4.0, window: int = 20, min_history: int = 5,
+                 min_slow: float = 1.0) -> None:
         self.stall_after = stall_after
         self.slow_factor = slow_factor
         self.min_history = min_history
@@ -70,11 +71,14 @@ class Detector:
         """An Alarm when the job stalls or the current step is abnormally slow; else None."""
         if self.last_progress is not None and now - self.last_progress >= self.stall_after:
             idle = now - self.last_progress
-            return Alarm("stall", f"no step or collective completed for {idle:.1f} s (limit {self.stall_after:g} s) in step {self.step}", self.step, idle)
+            return Alarm("stall", f"no step or collective completed for {idle:.1f} s (limit {self.stall_after:g} s) in "
+                                  f"step {self.step}", self.step, idle)
         typical = self.typical_step()
         if typical is not None and self.step_started is not None:
             elapsed = now - self.step_started
             limit = max(self.min_slow, self.slow_factor * typical)
             if elapsed >= limit:
-                return Alarm("slow-step", f"step {self.step} has run {elapsed:.1f} s, {elapsed / max(typical, 1e-9):.0f}x the median {typical:.3f} s of the last {len(self.recent)} steps", self.step, elapsed)
+                return Alarm("slow-step",
+                             f"step {self.step} has run {elapsed:.1f} s, {elapsed / max(typical, 1e-9):.0f}x the "
+                             f"median {typical:.3f} s of the last {len(self.recent)} steps", self.step, elapsed)
         return None

@@ -20,7 +20,8 @@ from pathlib import Path
 from forensics.fleet.hosts import fold
 
 
-def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str, env: dict[str, str], extra: list[str]) -> list[str]:
+def collection_argv(out: Path, members: dict[int, tuple[str, int]], my_host: str, env: dict[str, str],
+                    extra: list[str]) -> list[str]:
     """argv of `forensics collect` for the whole job, given where each rank lives."""
     argv = [sys.executable, "-m", "forensics", "collect", "-o", str(out), "--json", "-q"]
     hosts = sorted({host for host, _ in members.values()} | {my_host})
@@ -49,7 +50,8 @@ def start_collection(argv: list[str], out: Path) -> subprocess.Popen:
     for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"):
         env.pop(key, None)  # the collector is not a rank: never let discovery mistake it for one
     try:
-        return subprocess.Popen(argv, stdout=summary, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True, close_fds=True)
+        return subprocess.Popen(argv, stdout=summary, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True, close_fds=True)
     finally:
         summary.close()
         log.close()

@@ -117,7 +117,8 @@ class StragglerWatch:
     suspects: tuple[int, ...] = ()
     last: Stragglers | None = field(default=None, repr=False)
 
-    def observe(self, arrivals: dict[int, list[tuple[int, float]]], hosts: dict[int, str], step: int | None = None) -> Alarm | None:
+    def observe(self, arrivals: dict[int, list[tuple[int, float]]], hosts: dict[int, str],
+                step: int | None = None) -> Alarm | None:
         """Judge one read of every rank's arrivals; an Alarm when the same straggler persisted."""
         found = judge_enter_times(enter_times_by_step(arrivals), hosts, resolution_ms=0.001)
         self.last = found

@@ -53,8 +53,10 @@ COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_sca
 class Trigger:
     """The armed watch of one process. Use `step()` per training step; `disarm()` to stop."""
 
-    def __init__(self, detector: Detector, out: Path, poll: float, collect: bool, collect_args: list[str], max_incidents: int, gc_every: int | None, store: Any | None,
-                 watch: straggler.StragglerWatch | None = None, straggler_every: float = 2.0, max_straggler_incidents: int = 1,
+    def __init__(self, detector: Detector, out: Path, poll: float, collect: bool, collect_args: list[str],
+                 max_incidents: int, gc_every: int | None, store: Any | None,
+                 watch: straggler.StragglerWatch | None = None, straggler_every: float = 2.0,
+                 max_straggler_incidents: int = 1,
                  samples: int = 20) -> None:
         self.detector = detector
         self.out = out
@@ -66,7 +68,8 @@ class Trigger:
         self.store = store
         self.host = os.environ.get("FORENSICS_HOST") or host_name()  # the name other hosts reach this one by
         self.incidents: list[dict] = []
-        self.step_times: list[tuple[int, float, float, float, float | None]] = []  # (step, seconds, end, in collectives, first enter)
+        # (step, seconds, end, in collectives, first enter)
+        self.step_times: list[tuple[int, float, float, float, float | None]] = []
         self.watch = watch  #: the straggler watch (None: off); only rank 0 judges, every rank publishes
         self.straggler_every = straggler_every
         self.max_straggler_incidents = max_straggler_incidents
@@ -338,12 +341,15 @@ def arm(
     if stall_after is None:
         stall_after = 60.0 if pg_timeout is None else min(60.0, pg_timeout / 2)
     elif pg_timeout is not None and stall_after >= pg_timeout:
-        raise UsageError(f"stall_after={stall_after} must be below pg_timeout={pg_timeout}: the watchdog would kill the job first")
+        raise UsageError(f"stall_after={stall_after} must be below pg_timeout={pg_timeout}: the watchdog would "
+                         f"kill the job first")
     folder = Path(out or os.environ.get("FORENSICS_OUT") or "forensics-trigger").resolve()
-    detector = Detector(stall_after=stall_after, slow_factor=slow_factor, window=window, min_history=min_history, min_slow=min_slow)
+    detector = Detector(stall_after=stall_after, slow_factor=slow_factor, window=window, min_history=min_history,
+                        min_slow=min_slow)
     watch = straggler.StragglerWatch(late_ms=straggler_ms, persist=max(1, straggler_checks)) if straggler_ms else None
     trigger = Trigger(detector, folder, poll, collect, list(collect_args or []), max_incidents, gc, store,
-                      watch=watch, straggler_every=straggler_every, max_straggler_incidents=max_straggler_incidents, samples=samples)
+                      watch=watch, straggler_every=straggler_every, max_straggler_incidents=max_straggler_incidents,
+                      samples=samples)
     if set_env:
         trigger.applied_env = apply_env(folder / "logs")
     if track_collectives:

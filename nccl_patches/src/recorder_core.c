@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@ static struct sigaction g_prev_action;
 /* ---------------------------------------------------------------- config */
 
 /* The vDSO's clock_gettime, called directly: glibc's wrapper adds about 1.4 ns to the 3.3 of a
- * coarse read, and the recorder reads the coarse clock ~75 times per collective of one channel. */
+ * coarse read, which events make whenever the heartbeat thread does not publish their clock. */
 rec_clock_fn rec_vdso_clock = clock_gettime;
 
 static void find_vdso_clock(void) {
@@ -88,6 +89,7 @@ static void load_config(void) {
   g_config.proxy_slots = (uint32_t)env_long("FORENSICS_RECORDER_PROXY_SLOTS", 1024, 16, 1 << 20);
   g_config.signal = (int)env_long("FORENSICS_RECORDER_SIGNAL", SIGUSR2, 0, 64);
   g_config.heartbeat_ms = (uint32_t)env_long("FORENSICS_RECORDER_HEARTBEAT_MS", 200, 10, 60000);
+  g_config.tick_ms = (uint32_t)env_long("FORENSICS_RECORDER_TICK_MS", 4, 0, 100);
   g_config.keep = (int)env_long("FORENSICS_RECORDER_KEEP", 0, 0, 1);
   g_config.mask = (int)env_long("FORENSICS_RECORDER_MASK", -1, 0, 0x7fffffff);
   g_config.snapshot_on_finalize = (int)env_long("FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE", 1, 0, 1);
@@ -226,15 +228,45 @@ static void snapshot_all(const char* reason) {
   pthread_mutex_unlock(&g_registry_lock);
 }
 
+/* The clock events read (rec_event_ns), published by the heartbeat thread while events come. */
+struct rec_tick rec_tick;
+
+/* A forked child has no heartbeat thread: its events read the vDSO's clock again. */
+static void tick_forget(void) { __atomic_store_n(&rec_tick.ns, 0, __ATOMIC_RELAXED); }
+
+static void publish_tick(void) { __atomic_store_n(&rec_tick.ns, rec_now_ns(), __ATOMIC_RELAXED); }
+
+/* One look at the event clock: publishes a fresh time while events come; after REC_TICK_IDLE
+ * ticks without one, stops (events read the vDSO then, and mark it used). Returns whether the
+ * clock ticks, i.e. whether to sleep tick_ms rather than a beat's step. */
+static int tick_step(int ticking, uint32_t* idle) {
+  int used = __atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED);
+  if (used) __atomic_store_n(&rec_tick.used, 0, __ATOMIC_RELAXED);
+  *idle = used ? 0 : *idle + 1;
+  if (!used && (!ticking || *idle >= REC_TICK_IDLE)) {
+    tick_forget();
+    return 0;
+  }
+  publish_tick();
+  return 1;
+}
+
 /* Beats every heartbeat_ms so a reader can tell a live process (fresh beat) from a
  * frozen one (SIGSTOP, stuck in the kernel): the beat stops with the process.
- * Also writes the snapshots a signal asked for, outside the signal handler. */
+ * While NCCL's threads record events, also publishes their clock every tick_ms (stamps lag it
+ * by at most that plus the time this thread waits for a CPU; the coarse clock itself lags by its
+ * 1-4 ms tick), with a timer slack of 1 ms so the kernel can fold the wake-up into others; idle,
+ * it wakes every min(heartbeat_ms, 100) ms as before. Also writes the snapshots a signal asked
+ * for, outside the signal handler. */
 static void* heartbeat_main(void* arg) {
   (void)arg;
   const struct rec_config* cfg = rec_config();
-  uint32_t tick_ms = cfg->heartbeat_ms < 100 ? cfg->heartbeat_ms : 100;
-  uint32_t since_beat = cfg->heartbeat_ms;
+  prctl(PR_SET_TIMERSLACK, 1000000UL, 0, 0, 0);
+  uint32_t idle_ms = cfg->heartbeat_ms < 100 ? cfg->heartbeat_ms : 100;
+  uint32_t since_beat = cfg->heartbeat_ms, idle = 0;
+  int ticking = cfg->tick_ms > 0;
   for (;;) {
+    if (cfg->tick_ms > 0) ticking = tick_step(ticking, &idle);
     if (since_beat >= cfg->heartbeat_ms) {
       if (__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED)) tick_rebase(50000000u);
       uint64_t now = rec_now_ns();
@@ -250,9 +282,10 @@ static void* heartbeat_main(void* arg) {
       g_snapshot_requested = 0;
       snapshot_all("signal");
     }
-    struct timespec ts = {0, (long)tick_ms * 1000000L};
+    uint32_t ms = ticking && cfg->tick_ms < idle_ms ? cfg->tick_ms : idle_ms;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-    since_beat += tick_ms;
+    since_beat += ms;
   }
   return NULL;
 }
@@ -341,7 +374,10 @@ static void start_background(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (cfg->tick_ms > 0) publish_tick(); /* events of the first communicator read it from now on */
+  pthread_atfork(NULL, NULL, tick_forget);
   if (pthread_create(&tid, &attr, heartbeat_main, NULL) == 0) pthread_setname_np(tid, "nccl-recorder");
+  else tick_forget();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (cfg->signal > 0) {
@@ -458,7 +494,11 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   c->ring_len = cfg->ring_len;
   c->proxy_slots = cfg->proxy_slots;
   size_t ring_off = RECORDER_HEADER_SIZE;
+  /* Proxy records start on a multiple of their size (the mapping is page-aligned), so a step's
+   * op is its address rounded down: no load on the step path (readers take proxy_offset as is). */
   size_t proxy_off = ring_off + (size_t)c->ring_len * sizeof(struct recorder_coll);
+  proxy_off = (proxy_off + sizeof(struct recorder_proxy) - 1) / sizeof(struct recorder_proxy) *
+              sizeof(struct recorder_proxy);
   c->size = proxy_off + (size_t)c->proxy_slots * sizeof(struct recorder_proxy);
 
   /* Built under a temporary name and renamed when whole: a reader listing the

@@ -26,6 +26,7 @@ struct rec_config {
   uint32_t proxy_slots;
   int signal;          /* 0: no snapshot signal */
   uint32_t heartbeat_ms;
+  uint32_t tick_ms;     /* period of the event clock while events come; 0: events read the vDSO */
   int keep;            /* keep the .bin after a clean finalize */
   int mask;            /* -1: writer's default */
   int snapshot_on_finalize;
@@ -53,15 +54,33 @@ uint64_t rec_now_ns(void);
 typedef int (*rec_clock_fn)(clockid_t, struct timespec*);
 extern rec_clock_fn rec_vdso_clock; /* set by rec_config() */
 
-/* Event times: a hang is seconds long, so the kernel's tick (1-4 ms) is precision enough, and the
- * coarse clock costs 3-5 ns instead of 20. Inline: it is read on nearly every event. */
+/* Event times: a hang is seconds long, so a few milliseconds are precision enough. While NCCL
+ * is busy, the heartbeat thread publishes CLOCK_REALTIME in rec_tick.ns every tick_ms (4): an
+ * event's stamp is then one load (~0.3 ns) instead of a vDSO call (~3 ns), and a collective of one
+ * channel takes ~60. After REC_TICK_IDLE ticks without an event the thread stops ticking (ns = 0):
+ * events read the vDSO's coarse clock and mark the tick used, which starts it again within one
+ * beat. A forked child, which has no heartbeat thread, reads the vDSO's clock too. The line is the
+ * tick's alone: NCCL's threads read it, and nothing they write often may share it. */
+#define REC_TICK_IDLE 25
+struct rec_tick {
+  _Alignas(64) uint64_t ns; /* 0: not ticking */
+  uint32_t used;            /* an event read the clock since the thread last looked */
+  char pad[52];
+};
+extern struct rec_tick rec_tick;
 static inline uint64_t rec_event_ns(void) {
+  uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
+  if (__builtin_expect(!__atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED), 0))
+    __atomic_store_n(&rec_tick.used, 1, __ATOMIC_RELAXED); /* once a tick: the first event after it */
+  if (__builtin_expect(t != 0, 1)) return t;
   struct timespec ts;
   rec_vdso_clock(CLOCK_REALTIME_COARSE, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
 /* CLOCK_REALTIME at ns precision from the CPU's tick counter (TSC / cntvct), rebased on the
- * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. */
+ * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. Not inline:
+ * inlined into the step path it measured ~3 ns a call slower (AMD EPYC; the rdtsc's placement). */
 uint64_t rec_fast_ns(void);
 /* Stamps hdr->last_event_ns only when `now` is newer: events in the same coarse tick leave the
  * header's cache line unwritten, so the user and proxy threads stop passing it to each other. */

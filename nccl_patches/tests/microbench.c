@@ -3,14 +3,15 @@
  * the same way, alternating in one process so drift and load hit every variant alike.
  *
  *   microbench ITERATIONS REPEATS CHANNELS LABEL=PLUGIN.so [LABEL=PLUGIN.so ...]
- *   (env MICROBENCH_STEPS: steps per proxy op, default 8; 5 calls each)
+ *   (env MICROBENCH_STEPS: steps per proxy op, default 8; 5 calls each. MICROBENCH_IDLE=1: init, then
+ *   sleep 60 s: the recorder's own thread, idle, for benchmarks/recorder_event_cost.py to time)
  *
  * One collective as NCCL reports it with CHANNELS channels:
  *   launch path (user thread): Group start, Coll start, Coll stop, Group stop       4 calls
  *   proxy path (proxy thread), per channel: KernelCh start, a send and a recv proxy op with
  *     InProgress, 8 steps of start + 3 states + stop each, op stop, KernelChStop, KernelCh stop
- *                                                                                 96 calls (8 + 10 per step)
- * (100 calls at 1 channel). Each repeat times ITERATIONS collectives per variant, launch path
+ *                                                                                 89 calls (9 + 10 per step)
+ * (93 calls at 1 channel). Each repeat times ITERATIONS collectives per variant, launch path
  * alone and whole, in a rotating order; the output gives per variant the min and median
  * ns per collective (whole, launch path) over the repeats, as one JSON line.
  * LABEL=RECORDER.so+OTHER.so loads RECORDER.so with FORENSICS_RECORDER_CHAIN=OTHER.so (read at
@@ -163,6 +164,10 @@ int main(int argc, char** argv) {
     plugins[v]->init(&ctx[v], 42 + (uint64_t)v, &mask, "bench", 2, 2, 0, NULL);
     run(plugins[v], ctx[v], iters / 10 + 1, nch, 1); /* warm */
   }
+  if (getenv("MICROBENCH_IDLE") && atoi(getenv("MICROBENCH_IDLE"))) {
+    sleep(60);
+    return 0;
+  }
   static double whole[MAX_VARIANTS][MAX_REPEATS], launch_only[MAX_VARIANTS][MAX_REPEATS];
   for (int r = 0; r < repeats; r++)
     for (int k = 0; k < nv; k++) {
@@ -171,7 +176,7 @@ int main(int argc, char** argv) {
       launch_only[v][r] = run(plugins[v], ctx[v], iters, nch, 0);
     }
   printf("{\"iterations\": %ld, \"repeats\": %d, \"channels\": %d, \"steps\": %d, \"calls_per_collective\": %d, "
-         "\"ns_per_collective\": {", iters, repeats, nch, g_steps, 4 + (8 + 10 * g_steps) * nch);
+         "\"ns_per_collective\": {", iters, repeats, nch, g_steps, 4 + (9 + 10 * g_steps) * nch);
   for (int v = 0; v < nv; v++) {
     printf("\"%s\": {", labels[v]);
     summary("whole", whole[v], repeats, ", ");

@@ -31,7 +31,7 @@ MAX_NAMED = 64
 
 def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     """The named-ranks judge (the one protocol): the ranks a monitored barrier names as absent, and the peers lost
-    connections name by address (its result: every such report as a PeerFact, for the observations)."""
+    connections name by address (`peers`: every such report as a PeerFact, for the observations)."""
     facts = peer_facts(ev)
     absent = barrier_absent(ev)
     named = {s.rank for s in absent}
@@ -88,12 +88,12 @@ def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived
 
 
 #: report kinds -> PeerFact.what
-_WHAT = {"connection-closed": "closed", "connection-reset": "reset", "size-mismatch": "size"}
+_WHAT = {ErrorKind.CONNECTION_CLOSED: "closed", ErrorKind.CONNECTION_RESET: "reset", ErrorKind.SIZE_MISMATCH: "size"}
 #: most facts said (one per address and kind: a job of many hosts losing one names one address)
 MAX_PEER_FACTS = 16
 
 
-def peer_facts(ev: Any) -> list[PeerFact]:
+def peer_facts(ev: Evidence) -> list[PeerFact]:
     """One PeerFact per (kind of report, address, sizes): its reporters, and whom the files pair the address with."""
     if not peer_address.any_report(ev):
         return []
@@ -121,7 +121,7 @@ def peer_facts(ev: Any) -> list[PeerFact]:
     return out
 
 
-def peer_suspects(ev: Any, facts: list[PeerFact]) -> list[Suspect]:
+def peer_suspects(ev: Evidence, facts: list[PeerFact]) -> list[Suspect]:
     """The rank a lost connection names, where the files leave one: cited with the reports and the line that pairs
     the address with it. A size mismatch names a pair, not a culprit: it is said, never a suspect here."""
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}

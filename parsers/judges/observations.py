@@ -22,7 +22,7 @@ from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, Error
                                   RasFinding)
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
                                     DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
-                                    Observation,
+                                    Observation, PeerFact,
                                     ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
@@ -39,7 +39,7 @@ _LAUNCHER_REPORTS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNA
                                ErrorKind.ROOT_CAUSE})
 
 
-def observe(ev: Evidence, reports: list | None = None, peers: tuple = ()) -> list[Observation]:
+def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ...] = ()) -> list[Observation]:
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
     analyzer and RAS findings, coverage, peers named by address (`peers`, the named judge's PeerFacts),
     errors, stacks, tracebacks, hosts, error returns)."""

@@ -16,14 +16,14 @@ address is mapped only by what a process's own lines state (on a machine of many
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from parsers.evidence import Evidence
 from parsers.judges.logs import identity
-from parsers.model.events import ErrorEvent, TopoEdge
+from parsers.model.events import ErrorEvent, ErrorKind, TopoEdge
 from parsers.model.findings import Citation, cite
 
 #: the lines that name a peer by address, and the sources whose peer_addr is a peer process (a launcher's names a host)
-KINDS = frozenset({"connection-closed", "connection-reset", "size-mismatch"})
+KINDS = frozenset({ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET, ErrorKind.SIZE_MISMATCH})
 SOURCES = frozenset({"gloo", "nccl-log", "nccl-last-error"})
 #: most reports read (every rank of a large job may print one per lost peer)
 MAX_REPORTS = 4096
@@ -75,13 +75,14 @@ def loopback(addr: str) -> bool:
     return addr.startswith("127.") or addr in ("::1", "localhost")
 
 
-def any_report(ev: Any) -> bool:
+def any_report(ev: Evidence) -> bool:
     """Whether any file holds a line that names a peer by address (most do not: the rank table is built only then)."""
-    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES and (e.peer_addr or e.kind == "size-mismatch")
+    return any(type(e) is ErrorEvent and e.kind in KINDS and e.source in SOURCES
+               and (e.peer_addr or e.kind == ErrorKind.SIZE_MISMATCH)
                for art in ev.artifacts if art.parsed for e in art.parsed.events)
 
 
-def reports(ev: Any, ids: identity.Identities) -> list[Report]:
+def reports(ev: Evidence, ids: identity.Identities) -> list[Report]:
     """Every line of every file that names a peer by address, with its reporter's global rank where known."""
     out = []
     for art in ev.artifacts:
@@ -89,7 +90,7 @@ def reports(ev: Any, ids: identity.Identities) -> list[Report]:
             if type(e) is not ErrorEvent or e.kind not in KINDS or e.source not in SOURCES:
                 continue
             addr = address_of(e.peer_addr)
-            if addr is None and e.kind != "size-mismatch":  # a size mismatch before NCCL 2.12 names no peer: ""
+            if addr is None and e.kind != ErrorKind.SIZE_MISMATCH:  # before NCCL 2.12 a size mismatch names no peer
                 continue
             reporter = ids.resolve(e.origin)
             out.append(Report(e, art.cite, reporter if reporter is not None else art.rank, addr or ""))
@@ -98,12 +99,12 @@ def reports(ev: Any, ids: identity.Identities) -> list[Report]:
     return out
 
 
-def book(ev: Any, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
+def book(ev: Evidence, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
     """address -> {global rank: the line where that rank's process states it uses the address}."""
     out: dict[str, dict[int, Citation]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is not ErrorEvent or e.kind != "net-address":
+            if type(e) is not ErrorEvent or e.kind != ErrorKind.NET_ADDRESS:
                 continue
             rank = ids.resolve(e.origin)
             rank = art.rank if rank is None else rank
@@ -116,7 +117,7 @@ def book(ev: Any, ids: identity.Identities) -> dict[str, dict[int, Citation]]:
     return out
 
 
-def links(ev: Any, ids: identity.Identities) -> dict[int, tuple[set[int], set[int]]]:
+def links(ev: Evidence, ids: identity.Identities) -> dict[int, tuple[set[int], set[int]]]:
     """Global rank -> (ranks that send to it, ranks it sends to) over NCCL's ring and channel connections."""
     out: dict[int, tuple[set[int], set[int]]] = {}
     for art in ev.artifacts:
@@ -130,7 +131,7 @@ def links(ev: Any, ids: identity.Identities) -> dict[int, tuple[set[int], set[in
     return out
 
 
-def hosts(ev: Any, found: list[Report]) -> set[str]:
+def hosts(ev: Evidence, found: list[Report]) -> set[str]:
     """The host names the files show (their own, and the reports' prefixes): an address that is one of them names
     that host."""
     return {a.host for a in ev.artifacts if a.host} | {r.event.origin.host for r in found if r.event.origin.host}
@@ -171,8 +172,9 @@ def resolve(rep: Report, ids: identity.Identities, addresses: dict[str, dict[int
 
 def _near(rep: Report, linked: dict[int, tuple[set[int], set[int]]]) -> set[int]:
     """The ranks the reporter's NCCL connections reach on the report's side: those that send to it (it received
-    the other size), those it sends to (it sent it), either (a lost connection)."""
-    if rep.reporter not in linked:
+    the other size), those it sends to (it sent it), either (a lost connection). Only for NCCL's own reports: a
+    gloo connection is none of NCCL's."""
+    if rep.reporter not in linked or rep.event.source == "gloo":
         return set()
     senders, receivers = linked[rep.reporter]
     side = (rep.event.data or {}).get("side")

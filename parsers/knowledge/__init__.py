@@ -166,7 +166,8 @@ class KnowledgeBase:
                 found.append((entry, m))
         return found
 
-    def scan_lines(self, lines: Iterable[tuple[int, str]], subject: str, source: str, stream: str = "kernel") -> list[Finding]:
+    def scan_lines(self, lines: Iterable[tuple[int, str]], subject: str, source: str,
+                   stream: str = "kernel") -> list[Finding]:
         """Findings over numbered lines (line number, text) of one file."""
         findings = []
         for line_no, text in lines:
@@ -189,7 +190,8 @@ class KnowledgeBase:
         return made
 
     def _make_filter(self, stream: str) -> Callable[[str], bool] | None:
-        patterns = [e.pattern.pattern for s in sorted({stream, "kernel"}) for e in self._lines.get(s, ()) if e.pattern is not None]
+        patterns = [e.pattern.pattern for s in sorted({stream, "kernel"}) for e in self._lines.get(s, ())
+                    if e.pattern is not None]
         if not patterns:
             return None
         plain = [re.sub(r"\(\?P<\w+>", "(?:", p) for p in patterns]
@@ -253,7 +255,8 @@ def _entry(raw: Any, origin: str, index: int) -> Entry:
             raise KnowledgeError(f"{where}: {name} {raw[name]!r} is not one of {', '.join(allowed)}")
     for name in ("examples", "counter_examples"):
         if not isinstance(raw[name], list) or (name == "examples" and not raw[name]):
-            raise KnowledgeError(f"{where}: {name} must be a list" + (" with at least one real example" if name == "examples" else ""))
+            raise KnowledgeError(f"{where}: {name} must be a list"
+                                 + (" with at least one real example" if name == "examples" else ""))
     common = dict(
         id=str(raw["id"]),
         title=str(raw["title"]),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import signal
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -230,14 +230,122 @@ class ErrorEvent:
     timestamp: str | None = None
     source: str = ""
     #: what the line says beyond the common fields: exitcode, local_rank, joined/expected,
-    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...
-    data: dict = field(default_factory=dict)
+    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...; typed for the kinds
+    #: in TYPED_DATA (an fr-analysis event's is an FrFinding, a horovod-stall event's a HorovodStall)
+    data: dict | FrFinding | HorovodStall = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
             self.kind = ErrorKind(self.kind)
         except ValueError:
             raise ValueError(f"an ErrorEvent's kind must be one of ErrorKind, not {str(self.kind)[:60]!r}") from None
+        typed = TYPED_DATA.get(self.kind)
+        if typed is not None and type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
+            if not isinstance(self.data, dict):
+                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}")
+            self.data = typed.from_dict(self.data)
+
+
+class TypedData:
+    """What every typed `data` of an ErrorEvent offers besides its fields: built from a dict (a caller's, an old
+    digest's: a key that is no field is a ValueError), read by name as a dict would (`get`: None where unset, for
+    code that reads any event's data), and written back as one (`to_dict`: the fields set, for JSON and records)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Any:
+        if unknown := set(data) - set(cls.__dataclass_fields__):  # type: ignore[attr-defined]
+            raise ValueError(f"an {cls.__name__} has no field {sorted(unknown)[0][:60]!r}")
+        try:
+            return cls(**cls._typed(data))
+        except TypeError as err:  # a missing field, or a nested value of the wrong shape
+            raise ValueError(f"an {cls.__name__}: {err}") from None
+
+    @classmethod
+    def _typed(cls, data: dict) -> dict:
+        """`data` with its nested values typed (none here; FrFinding types its culprits)."""
+        return data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key) if key in self.__dataclass_fields__ else None  # type: ignore[attr-defined]
+        return default if value is None else value
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = [asdict(x) if is_dataclass(x) else x for x in value] if isinstance(value, list) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FrCulprit:
+    """One 'Culprit rank N; Error type: T' entry of the Flight Recorder analyzer's error msg: rank N differs, in T,
+    from the rank the analyzer compared against (so only a small, complete minority of call mismatches names one)."""
+
+    rank: int
+    error_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrFinding(TypedData):
+    """The data of an fr-analysis ErrorEvent: one finding of the Flight Recorder analyzer's report, typed.
+
+    Why: its judge (parsers/judges/logs/fr_report.py) read a dict through 28 key lookups that nothing checked."""
+
+    finding: str  #: not-joined | errors | io-mismatch | missed-dumps | no-errors | gave-up
+    analyzer: str = "flight-recorder"
+    record_id: int | None = None  #: the analyzer's internal record id (its 'entry')
+    pg_id: str | None = None
+    pg_desc: str | None = None
+    missing_ranks: list[int] | None = None  #: ranks whose dumps lack the collective
+    expected_ranks: list[int] | None = None
+    expected_count: int | None = None  #: the group's size: len(expected_ranks), or the count older output prints
+    world_size: int | None = None
+    state: str | None = None  #: the collective's state as printed (scheduled, started, completed)
+    culprits: list[FrCulprit] | None = None  #: the error msg's 'Culprit rank' entries
+    culprits_complete: bool = False  #: whether the error msg listed them all (not cut)
+    error_msg: str | None = None
+    input_sizes: str | None = None
+    output_sizes: str | None = None
+    total_input_numel: str | None = None
+    total_output_numel: str | None = None
+    frames: list[str] | None = None  #: the collective's stack, as printed
+    verdict_line: str | None = None  #: the analyzer's verdict under it: missed-dumps or no-errors
+    no_dump_ranks: list[int] | None = None  #: ranks the analyzer had no dump from
+
+    @classmethod
+    def _typed(cls, data: dict) -> dict:
+        culprits = data.get("culprits")
+        if culprits is None:
+            return data
+        return {**data, "culprits": [c if type(c) is FrCulprit else FrCulprit(**c) for c in culprits]}
+
+    def to_dict(self) -> dict[str, Any]:
+        out = TypedData.to_dict(self)
+        if self.culprits is None:  # the reader's dict had it only beside culprits
+            out.pop("culprits_complete")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class HorovodStall(TypedData):
+    """The data of a horovod-stall ErrorEvent: one entry of Horovod's stall inspector report (a tensor and the
+    ranks it lists as missing or ready), or one `<rank>: [t1, t2, ...]` listing line (its tensors, its rank
+    missing). Why typed: its judge (parsers/judges/logs/horovod.py) told the two apart by which keys a dict held."""
+
+    tensor: str | None = None  #: the entry's tensor (a listing line's first)
+    tensors: list[str] | None = None  #: a listing line's tensors, the ones that rank has not submitted
+    missing: list[int] | None = None  #: the ranks the entry lists as missing (a listing line: its rank)
+    ready: list[int] | None = None  #: the ranks the entry lists as ready
+    report: int = 0  #: which stall report of the log it belongs to (counted from 1; 0 before any)
+    entry: int | None = None  #: its number among the log's entries (listing lines have none)
+
+
+#: the error kinds whose data is typed: kind -> its data's type (built from a dict where one is given)
+TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.HOROVOD_STALL: HorovodStall}
 
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`

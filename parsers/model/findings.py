@@ -848,7 +848,7 @@ class Findings:
     log_analysis: LogAnalysis | None = None
     #: the p2p judge's ranks waiting in a point-to-point op (never 'stopped before' a collective)
     p2p_waits: P2PWaits | None = None
-    #: the named judge's lost connections and size mismatches, each with the peer its address names (if any)
+    #: the named judge's peers named by address (lost connections, size mismatches), mapped or not
     peers: tuple[PeerFact, ...] = ()
 
     def __post_init__(self) -> None:

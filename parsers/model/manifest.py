@@ -69,7 +69,7 @@ class CollectorNote(str):
         obj.kind, obj.detail = kind, detail
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str]:  # copy and pickle keep the fields
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copy and pickle keep the fields
         return self.kind, self.detail
 
 

@@ -52,6 +52,7 @@ class StackSamples:
         def rows(items: list[Share]) -> list[dict]:
             return [{"label": s.label, "count": s.count, "share": round(s.share, 3), "idle": s.idle} for s in items]
 
-        return {"pid": self.pid, "tool": self.tool, "requested": self.requested, "taken": self.taken, "failed": self.failed,
+        return {"pid": self.pid, "tool": self.tool, "requested": self.requested, "taken": self.taken,
+                "failed": self.failed,
                 "span_s": round(self.span_s, 3), "interval_s": self.interval_s, "where": rows(self.where),
                 "states": rows(self.states), "ops": rows(self.ops), "errors": self.errors[:5]}

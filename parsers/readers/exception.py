@@ -39,10 +39,12 @@ _KNOWN_BARE = re.compile(
     r"^(?:torch\.(?:distributed\.)?)?(?:OutOfMemoryError|DistStoreError|DistBackendError|DistNetworkError|"
     r"DistError|NCCLError|ChildFailedError)\b|^(?:[\w.]+\.)?(?:RuntimeError|TimeoutError|ValueError)\b"
 )
-_LOG_RECORD = re.compile(r"^\[?[EWIF]\d{4} \d\d:\d\d:\d\d|^\[[EWIF]\d{4}|^\[?\d{4}-\d\d-\d\d[ T]\d\d:|^\S+:\d+:\d+ \[\d+\] NCCL ")
+_LOG_RECORD = re.compile(r"^\[?[EWIF]\d{4} \d\d:\d\d:\d\d|^\[[EWIF]\d{4}|^\[?\d{4}-\d\d-\d\d[ "
+                         r"T]\d\d:|^\S+:\d+:\d+ \[\d+\] NCCL ")
 _OOM = re.compile(r"out of memory\.? Tried to allocate (?P<size>[\d.]+ ?[KMGTP]?i?B)", re.I)
 _BARRIER = re.compile(r"\bRanks? (?P<ranks>\d{1,7}(?:, \d{1,7}){0,4095}) failed to pass monitoredBarrier")
-_JOINED = re.compile(r"Timed out after (?P<secs>\d+) seconds waiting for clients\. (?P<got>\d+)/(?P<want>\d+) clients joined")
+_JOINED = re.compile(r"Timed out after (?P<secs>\d+) seconds waiting for clients\. "
+                     r"(?P<got>\d+)/(?P<want>\d+) clients joined")
 _ROOT_FIELD = re.compile(r"^\s{0,6}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
 
 
@@ -94,7 +96,8 @@ class PyException:
         NCCL error in: ..., invalid usage ...`."""
         msg = self.message if len(self.message) <= 200 else self.message[:197] + "..."
         cause = self.details.get("last_error")
-        if own_reason(cause):  # NCCL's own reason heads what c10d made of it ('invalid usage'): the cause, then its consequence
+        # NCCL's own reason heads what c10d made of it ('invalid usage'): the cause, then its consequence
+        if own_reason(cause):
             first = self.message.split("\n", 1)[0]
             msg = f"{cause}; {first if len(first) <= 160 else first[:157] + '...'}"
         where = f" at {self.frame}" if self.frame else ""

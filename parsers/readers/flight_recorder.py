@@ -253,7 +253,8 @@ def parse(data: dict, origin: Origin) -> Parsed:
             comm=key, comm_rank=None, op=normalise_op(_text(entry.get("profiling_name")) or "?") or "?",
             seq=seq, origin=Origin(origin.host, origin.pid, origin.rank, origin.file, i),
             seq_kind="p2p-seq" if is_p2p else "seq", state={"scheduled": "enqueued"}.get(state, state),
-            count=numel, dtype=",".join(_text(d, 32) or "?" for d in dtypes[:MAX_SHAPES]) if isinstance(dtypes, list) else None,
+            count=numel,
+            dtype=",".join(_text(d, 32) or "?" for d in dtypes[:MAX_SHAPES]) if isinstance(dtypes, list) else None,
             sizes=str(sizes) if numel is not None else None, source="fr",
             time_ns=_int(entry.get("time_created_ns")) or None))
     out.lines = len(entries)
@@ -286,7 +287,8 @@ def _counts_unlisted_ops(data: dict, keys: dict) -> set[str]:
     where its newest all_reduce was collective_seq_id 4, and rank 0 (5 all_reduces, no receive) read as
     behind it. The entries' own collective_seq_id stays the position."""
     entries = _list(data.get("entries"))
-    if not entries or len(entries) > MAX_ENTRIES or not (isinstance(entries[0], dict) and _int(entries[0].get("record_id")) == 0):
+    if not entries or len(entries) > MAX_ENTRIES or not (isinstance(entries[0],
+                                                                    dict) and _int(entries[0].get("record_id")) == 0):
         return set()
     listed: dict[str, int] = {}
     p2p: set[str] = set()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, FrCulprit, FrFinding, Origin, normalise_op
 from parsers.readers.c10d import group_key
 
 MAX_RANKS = 4096  #: ranks kept from one set or list (a report of a huge job stays small)
@@ -89,15 +89,15 @@ def parse_ranks(text: str) -> list[int] | None:
     return sorted(set(out))
 
 
-def parse_culprits(text: str) -> tuple[list[dict], bool]:
-    """`error msg` -> ([{rank, error_type}], complete). `complete` is False when the list may be cut
+def parse_culprits(text: str) -> tuple[list[FrCulprit], bool]:
+    """`error msg` -> ([FrCulprit], complete). `complete` is False when the list may be cut
     (MAX_RANKS reached, or the text stops inside an entry, as pasted copies often do)."""
-    found: list[dict] = []
+    found: list[FrCulprit] = []
     ends = 0
     for m in _CULPRIT.finditer(text):
         if len(found) >= MAX_RANKS:
             return found, False
-        found.append({"rank": int(m.group("rank")), "error_type": m.group("type")})
+        found.append(FrCulprit(int(m.group("rank")), m.group("type")))
         ends = m.end()
     tail = text[ends:].rstrip()
     # each entry's details end in a quoted value ("found input sizes: '[[262144]]'"): a pasted copy cut
@@ -155,8 +155,7 @@ class FrReportBlock:
         if m:  # closes the finding above; the group named by its description, as the analyzer prints it
             return True, self._close() + [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=line[:500], origin=origin,
                                                      source="fr-report", comm=group_key(None, m.group("desc") or None),
-                                                     data={"finding": "gave-up", "analyzer": "flight-recorder",
-                                                           "pg_desc": m.group("desc") or None})]
+                                                     data=FrFinding("gave-up", pg_desc=m.group("desc") or None))]
         if self.cur is None:
             return False, []
         m = _FIELD.match(line)
@@ -207,18 +206,14 @@ class FrReportBlock:
                 self.cur["no_dump_ranks"] = ranks
             return self._close()
         done = self._close()
-        data = {"finding": finding, "analyzer": "flight-recorder"}
-        if ranks is not None:
-            data["no_dump_ranks"] = ranks
         return done + [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=line[:500], origin=origin, source="fr-report",
-                                  data=data)]
+                                  data=FrFinding(finding, no_dump_ranks=ranks))]
 
     def _close(self) -> list:
         cur, self.cur, self.in_stack = self.cur, None, False
         if cur is None:
             return []
         data = {k: v for k, v in cur.items() if k not in ("header", "comm", "op_name", "seq")}
-        data["analyzer"] = "flight-recorder"
         expected = cur.get("expected_ranks")
         if "expected_count" not in data and expected is not None:
             data["expected_count"] = len(expected)
@@ -228,7 +223,8 @@ class FrReportBlock:
                 message += f"; {key.replace('_', ' ')}: {cur[key]}"
         base = self.origin or Origin()
         return [ErrorEvent(kind=ErrorKind.FR_ANALYSIS, message=message[:500], origin=base, comm=cur.get("comm"),
-                           seq=cur.get("seq"), op=normalise_op(cur.get("op_name")), source="fr-report", data=data)]
+                           seq=cur.get("seq"), op=normalise_op(cur.get("op_name")), source="fr-report",
+                           data=FrFinding.from_dict(data))]
 
 
 def _is_header(line: str) -> bool:

@@ -47,7 +47,8 @@ def parse_lines(lines: Iterable[str]) -> Parsed:
         m = _THREAD.match(line)
         if m:
             if m.group("n") == "1" and any(t.is_main for t in out.stacks):
-                out.problems.append(f"gdb-text: a second process's threads start at line {out.lines}; only the first is read")
+                out.problems.append(f"gdb-text: a second process's threads start at line {out.lines}; only "
+                                    f"the first is read")
                 break
             if len(out.stacks) >= MAX_THREADS:
                 out.problems.append(f"gdb-text: more than {MAX_THREADS} threads; the rest are not read")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, Origin, normalise_op
 
 #: Horovod's log header: `[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] msg`, the same
 #: without the time (`horovod W horovod/common/stall_inspector.cc:105] msg`); the path is the build's
@@ -143,8 +143,8 @@ class StallBlock:
             kind = m.group("kind")
             self.entries += 1
             out.append(ErrorEvent(ErrorKind.HOROVOD_STALL, text[start:body.end()][:500], origin, op=op_of(tensor),
-                                  source="horovod", data={"tensor": tensor, kind: _ranks(body.group("ranks")),
-                                                          "report": self.report, "entry": self.entries}))
+                                  source="horovod", data=HorovodStall(tensor, **{kind: _ranks(body.group("ranks"))},
+                                                                      report=self.report, entry=self.entries)))
         return out
 
     def _listed(self, rank: int, line: str, origin: Origin) -> ErrorEvent:
@@ -155,4 +155,4 @@ class StallBlock:
         first = tensors[0] if tensors else None
         return ErrorEvent(ErrorKind.HOROVOD_STALL, line[:500], origin, op=op_of(first) if first else None,
                           source="horovod",
-                          data={"tensor": first, "tensors": tensors, "missing": [rank], "report": self.report})
+                          data=HorovodStall(first, tensors, missing=[rank], report=self.report))

@@ -18,7 +18,8 @@ from typing import Iterable
 _HOST = r"[A-Za-z0-9][\w.-]{0,252}"
 #: what a kernel line starts with once a launcher's or a parallel shell's label is gone: a dmesg stamp, a syslog or
 #: journalctl stamp, the 'kernel:' tag, or a driver's own word; a label is taken only before one of these
-_KERNEL_HEAD = (r"(?=\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |<\d+>|\S{3,4} [ \d]?\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d|(?:\w{3} )?\d{4}-\d\d-\d\d \d|kernel: |"
+_KERNEL_HEAD = (r"(?=\[\s*\d+\.\d+\]|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |<\d+>|\S{3,4} [ \d]?\d "
+                r"\d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d|(?:\w{3} )?\d{4}-\d\d-\d\d \d|kernel: |"
                 r"NVRM|nvidia|pcieport|mlx5_core )")
 #: clush/pdsh's `node044: ` before a kernel line (`clush -w node[1-4] dmesg -T`): the host that printed it; never
 #: a word in capitals (a driver's 'NVRM: ', 'ACPI: ' starts a message), never journalctl's bare 'kernel: '
@@ -35,10 +36,12 @@ _PREFIXES = (
     _TASK_LABEL,
     re.compile(r"^(?P<stamp>\d+,\d+,\d+,[^;]*);"),  # /dev/kmsg record header
     re.compile(r"^<\d+>"),  # syslog priority
-    re.compile(r"^\[(?P<stamp>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?"),  # dmesg -T
+    # dmesg -T
+    re.compile(r"^\[(?P<stamp>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?"),
     # journalctl -o short-iso / short-iso-precise, dmesg --time-format iso, rsyslog's RFC 3339 stamps
     re.compile(rf"^(?P<stamp>\d{{4}}-\d\d-\d\dT[\d:.,]+(?:[+-]\d\d:?\d\d|Z)?) (?:{_HOST_TAG})?"),
-    re.compile(rf"^(?P<stamp>\S{{3,4}} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) {_HOST_TAG}"),  # syslog, journalctl short(-precise)
+    # syslog, journalctl short(-precise)
+    re.compile(rf"^(?P<stamp>\S{{3,4}} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) {_HOST_TAG}"),
     re.compile(r"^kernel: "),
     re.compile(r"^\[(?P<stamp>\s*\d+\.\d+)\] ?"),  # monotonic seconds
     re.compile(rf"^{_HOST_TAG}"),  # journalctl -o short-monotonic: '[  354.872067] vm kernel: '

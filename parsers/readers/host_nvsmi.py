@@ -19,7 +19,8 @@ from parsers.errors import FileFormatError
 
 Facts = dict[str, Any]
 
-_UNKNOWN = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown", "requested functionality has been deprecated", ""}
+_UNKNOWN = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown",
+            "requested functionality has been deprecated", ""}
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 #: the key ends at its last non-blank before ':' (greedy, then one step back): a lazy key before `\s*` was

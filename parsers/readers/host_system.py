@@ -40,7 +40,8 @@ def parse_cpufreq_json(text: str) -> Facts:
                         if isinstance(v.get("scaling_governor"), str) and v.get("scaling_governor"))
     for name, count in governors.items():
         facts[f"cpu.governor.{name}"] = count
-    for name, numerator in (("cpu.freq.cur_to_max_min", "scaling_cur_freq"), ("cpu.freq.cap_to_max_min", "scaling_max_freq")):
+    for name, numerator in (("cpu.freq.cur_to_max_min", "scaling_cur_freq"),
+                            ("cpu.freq.cap_to_max_min", "scaling_max_freq")):
         ratios = []
         for values in per_cpu.values():
             part, top = _num(values.get(numerator)), _num(values.get("cpuinfo_max_freq"))

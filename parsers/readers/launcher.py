@@ -7,11 +7,16 @@ culprit, while the launcher's own 'root cause' names the first it noticed.
 
 from __future__ import annotations
 
+import re as _re
 from dataclasses import dataclass
 from pathlib import Path
+
 from parsers import bounded_json
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.prefix import short_host
+from parsers.ranges import unfold
 
 
 @dataclass
@@ -73,11 +78,6 @@ def _rank_exit(i: int, r: object) -> RankExit:
 # and the `ChildFailedError` block's "Root Cause (first observed failure)" is only the first
 # exit the agent noticed (field notes: usually a victim), so each entry keeps its role.
 
-import re as _re
-
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
-from parsers.prefix import short_host
-from parsers.ranges import unfold
 
 _ELASTIC_EXIT = _re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL = _re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")

@@ -51,7 +51,8 @@ from parsers.readers import nccl_log, rank_log
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_BACK_BYTES = 64 * 1024 * 1024
-OPS_PER_COMM = 32  #: the last ops kept per (process, communicator): a hang needs a few, stragglers from COLL stamps dozens
+#: the last ops kept per (process, communicator): a hang needs a few, stragglers from COLL stamps dozens
+OPS_PER_COMM = 32
 MAX_LINES = 2_000_000  #: lines handed to a line reader from one file, whatever the mode
 MAX_BACK_SEARCHES = 256  #: init look-ups for unknown comm pointers per file
 LINE_SLACK = 4096  #: bytes asked for beyond a window: the line a window's edge cuts
@@ -66,11 +67,13 @@ NUMBERED_BYTES = 64 * 1024 * 1024
 #: one op record: '<host>:<pid>:<tid> [dev] NCCL INFO AllReduce: opCount a ... comm 0x..'. The device field is
 #: bounded as in nccl_log's prefix (32; NCCL prints the CUDA device number there): an open `[^\]\n]*` scanned to
 #: the line's end from every ':0:0 [' of a long line, which is quadratic (issue 31)
-_OP = re.compile(rb":(\d+):\d+ \[[^\]\n]{0,32}\] NCCL INFO [A-Za-z]+: opCount [0-9a-f]+ [^\n]{0,200}? comm (0x[0-9a-f]+)")
+_OP = re.compile(rb":(\d+):\d+ \[[^\]\n]{0,32}\] NCCL INFO [A-Za-z]+: opCount [0-9a-f]+ [^\n]{0,200}? "
+                 rb"comm (0x[0-9a-f]+)")
 _OP_START = re.compile(rb"NCCL INFO [A-Za-z]+: opCount ")
 #: records Python must see in a full scan: any NCCL record but an op line, and NCCL version lines
 _NOT_OP = re.compile(rb"NCCL (?:INFO (?![A-Za-z]+: opCount )|WARN|TRACE|ABORT|version)")
-_INIT_PTR = re.compile(rb"comm (0x[0-9a-f]+) rank \d+ nranks \d+ cudaDev [^\n]{0,300}?Init")  #: init lines only (not nRanks, not Abort)
+#: init lines only (not nRanks, not Abort)
+_INIT_PTR = re.compile(rb"comm (0x[0-9a-f]+) rank \d+ nranks \d+ cudaDev [^\n]{0,300}?Init")
 _PTR_NAME = re.compile(r"^ptr:(\d+):(0x[0-9a-f]+)$")
 
 Reader = Callable[[Iterable[tuple[int, str]], str | None], Parsed]  #: a line reader's parse_pairs

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
 #: one interface and address: `[0]eth0:10.1.2.3<0>` or `eth0:10.1.2.3<0>` (an IPv6 address with a `%zone`); the
 #: interface name is at most 15 characters on Linux, an address text at most 64 here (bounded: issue 31)
@@ -42,7 +42,7 @@ def addresses(msg: str, origin: Origin) -> ErrorEvent | None:
     found = [(m.group("iface"), m.group("addr")) for _, m in zip(range(MAX_ADDRESSES), _IFADDR.finditer(msg, start))]
     if not found:
         return None
-    return ErrorEvent(kind="net-address", message=msg, origin=origin, source="nccl-log",
+    return ErrorEvent(kind=ErrorKind.NET_ADDRESS, message=msg, origin=origin, source="nccl-log",
                       data={"addresses": [a for _, a in found], "interfaces": [i for i, _ in found]})
 
 
@@ -57,5 +57,5 @@ def size_mismatch(msg: str, origin: Origin, ts: str | None) -> ErrorEvent | None
         if m is None:
             return None
         data = {"side": "sender", "sent": int(m.group("local")), "posted": int(m.group("remote"))}
-    return ErrorEvent(kind="size-mismatch", message=msg, origin=origin, timestamp=ts, source="nccl-log",
+    return ErrorEvent(kind=ErrorKind.SIZE_MISMATCH, message=msg, origin=origin, timestamp=ts, source="nccl-log",
                       peer_addr=m.group("peer"), data=data)

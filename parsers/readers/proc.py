@@ -28,7 +28,8 @@ def parse_proc_data(data: Any) -> ProcessState:
         wchan=_str(data.get("wchan")),
         tracer_pid=as_int(data.get("tracer_pid")),
         vm_rss_kb=as_int(data.get("vm_rss_kb")),
-        threads=tuple((as_int(t.get("tid")), _str(t.get("name")), _str(t.get("state")), _str(t.get("wchan"))) for t in threads),
+        threads=tuple((as_int(t.get("tid")), _str(t.get("name")), _str(t.get("state")),
+                       _str(t.get("wchan"))) for t in threads),
         raw=data,
         exit_status=as_int(data.get("exit_status")),
     )
@@ -48,7 +49,8 @@ def identity_from_environ(env: dict[str, Any]) -> dict[str, Any]:
     for key, names in (("rank", ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")),
                        ("world_size", ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")),
                        ("local_rank", ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")),
-                       ("local_world_size", ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"))):
+                       ("local_world_size",
+                        ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"))):
         for name in names:
             value = _small(env.get(name))
             if value is not None:

@@ -17,7 +17,8 @@ from parsers.model.events import Origin, Parsed
 from parsers.model import Frame, ThreadStack
 
 _PROCESS = re.compile(r"^Process (?P<pid>\d{1,10}): ?(?P<cmd>.*)$")
-_THREAD = re.compile(r"^Thread (?P<id>0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?P<state>[^)]{0,64})\)(?:: \"(?P<name>.{0,256})\")?\s*$")
+_THREAD = re.compile(r"^Thread (?P<id>0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?P<state>[^)]{0,64})\)(?:: "
+                     r"\"(?P<name>.{0,256})\")?\s*$")
 _FRAME = re.compile(r"^    (?P<func>\S.*?) \((?P<where>[^()]*)\)\s*$")
 _PY_WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d{1,9})$")
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import chain, islice
 from typing import Iterable, Iterator
 
-from parsers.model.events import ErrorEvent, Origin, Parsed
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, Parsed
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
 from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump, pyspy_text,
@@ -247,7 +247,7 @@ class _Scan:
             for e in events:
                 if getattr(e, "kind", "") == c10d.COLLECTIVE_STACK:
                     self.call_sites[origin.writer] = e
-                elif getattr(e, "kind", "") == "rank-identity":
+                elif getattr(e, "kind", "") == ErrorKind.RANK_IDENTITY:
                     _identity_said(out, e, self.pid_rank, self.ranks)
                 elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
                     out.facts["world_size"] = max(out.facts.get("world_size") or 0, e.data["world_size"])
@@ -480,7 +480,8 @@ def _drop_per_node(out: Parsed, per_node: set[int], ranks: dict[int, int]) -> No
     out.facts["per_node_prefixes"] = sorted(per_node)
 
 
-_AGENT_KINDS = ("child-failure", "root-cause", "launcher-exit")  #: torchelastic's reports of its workers
+#: torchelastic's reports of its workers
+_AGENT_KINDS = (ErrorKind.CHILD_FAILURE, ErrorKind.ROOT_CAUSE, ErrorKind.LAUNCHER_EXIT)
 
 
 def _local_ranks_resolved(out: Parsed) -> list[int]:
@@ -537,7 +538,7 @@ def _continues(broken: tuple, text: str, events: list) -> bool:
 
 def _generic(events: list) -> bool:
     """Only an unspecific c10d error: the line may be the first half of a wrapped record."""
-    return all(getattr(e, "kind", "") == "c10d-error" for e in events)
+    return all(getattr(e, "kind", "") == ErrorKind.C10D_ERROR for e in events)
 
 
 def _proxy(out: Parsed, block: list[str]) -> None:

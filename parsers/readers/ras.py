@@ -28,7 +28,8 @@ _RANK = re.compile(
     r"|status (?P<status>\w+)))? -- (?:GPU [^m]*managed by process (?P<pid>\d+) on node (?P<node>\S+)"
     r"|\[process information not found\])"
 )
-_GROUP = re.compile(r"^\s*(?P<n>\d+) ranks (?:have launched up to operation (?P<oc>\d+)|(?P<none>have not launched any))")
+_GROUP = re.compile(r"^\s*(?P<n>\d+) ranks (?:have launched up to operation (?P<oc>\d+)|(?P<none>have "
+                    r"not launched any))")
 _DIFF = re.compile(r"^\s*Communicator ranks have different (?P<op>\w+) operation counts")
 _PROC = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU")
 _TOP = re.compile(r"^(?P<what>INCOMPLETE|DEAD|TIMEOUT)\s*$")
@@ -208,7 +209,8 @@ def parse_json(obj: Any) -> Parsed:
             st = r.get("status") if isinstance(r.get("status"), dict) else {}
             kind = "dead" if st.get("considered_dead") else "missing"
             out.events.append(RasFinding(comm, kind, _i(r.get("rank")), _i(r.get("pid")), r.get("host"),
-                                         text=f"missing rank {r.get('rank')} ({'dead' if kind == 'dead' else 'no answer'})"))
+                                         text=f"missing rank {r.get('rank')} "
+                                              f"({'dead' if kind == 'dead' else 'no answer'})"))
     return out
 
 

@@ -208,6 +208,9 @@ class RecorderState:
     proxy_ops: list[ProxyOpRecord] = field(default_factory=list)  #: by op_index
     observed_ns: int | None = None  #: when the file was read (live) or copied (bundle), if known
     observed_is_copy: bool = False  #: observed_ns is a collector's copy time, not this read's
+    #: what the file says that its own header contradicts (a rank outside its communicator, peers past its
+    #: nranks): read all the same, and said where it is read (a changed or damaged header)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def comm_hex(self) -> str:
@@ -353,7 +356,8 @@ def _decode_proxy(buf: bytes | mmap.mmap, off: int, send_wait: bool = False) -> 
     for i in range(STEP_SLOTS):
         s = _STEP.unpack_from(buf, off + 128 + i * 16)
         if s[0] >= 0:
-            steps.append(StepRecord(step=s[0], state=STEP_STATES.get(s[1], f"state{s[1]}"), done=bool(s[2]), ts_ns=s[4]))
+            steps.append(StepRecord(step=s[0], state=STEP_STATES.get(s[1], f"state{s[1]}"), done=bool(s[2]),
+                                    ts_ns=s[4]))
     steps.sort(key=lambda s: s.step)
     return ProxyOpRecord(
         status=PROXY_STATES.get(v[1], f"state{v[1]}"),
@@ -410,6 +414,7 @@ def decode_recorder(
         ops.append(op)
     ops.sort(key=lambda o: o.op_index)
     env_rank = hdr["env_rank"]
+    notes = _header_notes(hdr, ops)
     return RecorderState(
         path=source,
         format_version=hdr["format_version"],
@@ -443,7 +448,23 @@ def decode_recorder(
         proxy_ops=ops,
         observed_ns=observed_ns,
         observed_is_copy=copied,
+        notes=notes,
     )
+
+
+def _header_notes(hdr: dict[str, Any], ops: list[ProxyOpRecord]) -> list[str]:
+    """What the records and the header say against each other: the file is read, and this said with it
+    (the plugin writes rank and nranks -1 until the communicator is known: not a contradiction)."""
+    rank, nranks = hdr["rank"], hdr["nranks"]
+    notes = []
+    if nranks > 0 and not 0 <= rank < nranks:
+        notes.append(f"the header's rank {rank} is outside its communicator of {nranks} ranks (a changed header?)")
+    elif nranks <= 0 and rank >= 0:
+        notes.append(f"the header gives rank {rank} but {nranks} ranks (a changed header?)")
+    past = sum(1 for op in ops if nranks > 0 and not (0 <= op.peer < nranks and 0 <= op.rank < nranks))
+    if past:
+        notes.append(f"{past} proxy ops name a rank or peer outside the header's {max(nranks, 0)} ranks")
+    return notes
 
 
 def read_recorder_file(path: str | os.PathLike[str], observed_ns: int | None = None) -> RecorderState:

@@ -19,7 +19,8 @@ _ADDRESS = re.compile(r"^(?:0x)?[0-9a-fA-F]{6,}(?P<lib>\s+\[[^\]]*\])?$")
 #: a frozen module's name is bounded ('importlib._bootstrap_external', 29 characters, the longest): an open `[^>]+`
 #: scanned to the label's end from every ' (<frozen ' in it, which is quadratic (issue 31)
 _PY_TAIL = re.compile(r" \((?:[^()]*\.pyx?|<frozen [^>]{1,256}>|<string>|<stdin>):\d+\)$")
-_LIB_TAIL = re.compile(r"^(?P<head>.*?)(?P<lib> \[[^\[\]]*\]| \([^()<>]+:\d+\)| \([^()<>]+\.(?:c|cc|cpp|cxx|h|hpp|cu)\))$")
+_LIB_TAIL = re.compile(r"^(?P<head>.*?)(?P<lib> \[[^\[\]]*\]| \([^()<>]+:\d+\)| "
+                       r"\([^()<>]+\.(?:c|cc|cpp|cxx|h|hpp|cu)\))$")
 _KEEP_PARENS = ("(anonymous namespace)",)
 MAX_SCAN = 20_000  #: labels longer than this are cut first: the scan below is linear, but data is hostile
 

@@ -36,7 +36,8 @@ class StepFinding:
 CATALOG: dict[str, tuple[list[str], list[str]]] = {
     "flat-low": (
         ["collectives on a slow path (NCCL over sockets instead of IB/NVLink, IB disabled, wrong NCCL_SOCKET_IFNAME)",
-         "a configuration that under-uses the GPUs (micro-batch, parallelism layout, activation checkpointing everywhere)",
+         "a configuration that under-uses the GPUs (micro-batch, parallelism layout, activation "
+         "checkpointing everywhere)",
          "input pipeline bound from the start (too few data-loader workers, slow storage)",
          "debug settings left on (CUDA_LAUNCH_BLOCKING, anomaly detection, NCCL_DEBUG_SUBSYS=COLL)",
          "one slow node or GPU holding every step back (power cap, bad link)"],
@@ -53,17 +54,20 @@ CATALOG: dict[str, tuple[list[str], list[str]]] = {
     ),
     "rare-slow": (
         ["network hiccups (IB link flaps, retransmits, congestion from other jobs)",
-         "storage stalls in the input pipeline", "host interference: preemption, OS jitter, another process on the node",
+         "storage stalls in the input pipeline",
+         "host interference: preemption, OS jitter, another process on the node",
          "a transient GPU event (ECC, throttling for a moment)"],
         ["match the slow steps' times with NCCL WARN lines, dmesg and IB port counters",
          "per-rank times for those steps: is it always the same rank or host?",
          "arm forensics (slow-step trigger) to catch the stacks of the next one"],
     ),
     "gc-decline": (
-        ["Python's cyclic garbage collector: each full collection walks a growing object graph, at different moments on each rank",
+        ["Python's cyclic garbage collector: each full collection walks a growing object graph, at different "
+         "moments on each rank",
          "objects that pile up across steps (metric histories, cached graphs, tensors kept in lists)",
          "allocator fragmentation growing with time"],
-        ["forensics.arm(gc=N): automatic GC off and gc.collect() every N steps on every rank at once (gc.freeze() after setup helps)",
+        ["forensics.arm(gc=N): automatic GC off and gc.collect() every N steps on every rank at once (gc.freeze() "
+         "after setup helps)",
          "gc.callbacks to time collections; gc.get_count() and len(gc.get_objects()) over time",
          "py-spy dumps of slow steps showing time in gc / object traversal"],
     ),
@@ -163,7 +167,8 @@ def _gc_decline(x, base, spread, spikes, calm, restarts, settings, warm):
     for k, (a, b, rise, growth, w0, w1) in enumerate(runs):
         parts = []
         if rise >= 0.08:
-            parts.append(f"windowed mean step time rises {rise:+.0%} over the run (first window {w0:.3g} s, last {w1:.3g} s)")
+            parts.append(f"windowed mean step time rises {rise:+.0%} over the run (first window {w0:.3g} s, "
+                         f"last {w1:.3g} s)")
         if growth >= 0.25:
             parts.append(f"pauses grow {growth:+.0%} from the first half of the run to the second")
         line = f"run {k + 1} (steps {a + warm}-{b - 1 + warm}): " + ("; ".join(parts) or "no clear slowdown")
@@ -173,9 +178,11 @@ def _gc_decline(x, base, spread, spikes, calm, restarts, settings, warm):
         evidence.append(f"{len(runs) - 1} restart(s): each run starts fast again")
         confidence = 0.85
     else:
-        evidence.append("no restart in the series to confirm a reset; a steady slowdown alone may also be memory growth or fragmentation")
+        evidence.append("no restart in the series to confirm a reset; a steady slowdown alone may also be memory "
+                        "growth or fragmentation")
         confidence = 0.55
-    return _make("gc-decline", "steps slow down within each run and recover at restart (garbage-collector signature)", evidence, confidence)
+    return _make("gc-decline", "steps slow down within each run and recover at restart (garbage-collector signature)",
+                 evidence, confidence)
 
 
 def _plateau(x, base, spread, spikes, calm, restarts, settings, warm):
@@ -199,9 +206,11 @@ def _plateau(x, base, spread, spikes, calm, restarts, settings, warm):
     if covered > 0.6 * n:
         return None  # that is the run's normal level, not a plateau
     ratios = [base / statistics.median(x[a:b]) for a, b in runs]
-    evidence = [f"steps {a + warm}-{b - 1 + warm}: rate {r:.0%} of the normal level ({statistics.median(x[a:b]):.3g} s vs {base:.3g} s)" for (a, b), r in zip(runs, ratios)]
+    evidence = [f"steps {a + warm}-{b - 1 + warm}: rate {r:.0%} of the normal level ({statistics.median(x[a:b]):.3g} s "
+                f"vs {base:.3g} s)" for (a, b), r in zip(runs, ratios)]
     near70 = all(0.6 <= r <= 0.8 for r in ratios)
-    return _make("throttle-plateau", "sustained plateau at ~70% of the normal rate (clock-throttling signature)", evidence, 0.8 if near70 else 0.6,
+    return _make("throttle-plateau", "sustained plateau at ~70% of the normal rate (clock-throttling signature)",
+                 evidence, 0.8 if near70 else 0.6,
                  [a + warm for a, _ in runs])
 
 
@@ -219,14 +228,17 @@ def _spikes(x, base, spread, spikes, calm, restarts, settings, warm):
         p = period[0]
         steps = [i + warm for i in on]
         phase = statistics.mode([s % p for s in steps])
-        evidence = [f"{len(on)} slow steps, every {p} steps (at step % {p} == {phase}); up to {worst:.1f}x the median {base:.3g} s",
+        evidence = [f"{len(on)} slow steps, every {p} steps (at step % {p} == {phase}); up to {worst:.1f}x the "
+                    f"median {base:.3g} s",
                     f"slow steps: {', '.join(map(str, steps[:12]))}{' ...' if len(steps) > 12 else ''}"]
         evidence.append("if forensics.arm(gc=N) runs here with N = this period, these are its scheduled collections")
-        return _make("periodic-slow", f"a slow step every {p} steps (checkpoint / evaluation signature)", evidence, 0.6 + 0.3 * period[1], steps)
+        return _make("periodic-slow", f"a slow step every {p} steps (checkpoint / evaluation signature)", evidence,
+                     0.6 + 0.3 * period[1], steps)
     share = len(spikes) / len(x)
     if share > 0.05 or len(spikes) < MIN_RARE:
         return None
-    evidence = [f"{len(spikes)} slow step(s) in {len(x)} ({share:.1%}), at no regular interval; up to {worst:.1f}x the median {base:.3g} s",
+    evidence = [f"{len(spikes)} slow step(s) in {len(x)} ({share:.1%}), at no regular interval; up to {worst:.1f}x the "
+                f"median {base:.3g} s",
                 f"slow steps: {', '.join(map(str, steps[:12]))}{' ...' if len(steps) > 12 else ''}"]
     return _make("rare-slow", "rare slow steps at random", evidence, 0.7, steps)
 
@@ -256,7 +268,8 @@ def _flat_low(x, base, spread, spikes, calm, restarts, settings, warm):
     jitter = statistics.pstdev(calm) / statistics.mean(calm) if len(calm) > 1 else 0.0
     if rate >= 0.9 or abs(head - base) > 0.1 * base or jitter >= NOISY:
         return None  # not low, not low from the start, or not flat (then it is noise)
-    evidence = [f"median step {base:.3g} s vs expected {settings.expected:.3g} s: {rate:.0%} of the expected rate, already in the first steps"]
+    evidence = [f"median step {base:.3g} s vs expected {settings.expected:.3g} s: {rate:.0%} of the expected rate, "
+                f"already in the first steps"]
     if 0.6 <= rate <= 0.8:
         evidence.append("~70% from the start: also check clock throttling on every GPU")
     return _make("flat-low", f"flat at {rate:.0%} of the expected rate from the start", evidence, 0.8)
@@ -273,6 +286,9 @@ def _noise(x, base, spread, spikes, calm, restarts, settings, warm):
     best = sorted(calm)[max(0, len(calm) // 20)]  # 5th percentile: what the hardware can do
     reference = settings.expected or best
     rate = reference / statistics.mean(calm)
-    evidence = [f"step times jitter by {cv:.0%} (coefficient of variation) with no memory from one step to the next (lag-1 autocorrelation {ac:.2f})",
-                f"mean rate {rate:.0%} of {'the expected' if settings.expected else 'the best steps'} ({reference:.3g} s)"]
-    return _make("noise", "high-frequency noise just under the expected rate", evidence, 0.65 if 0.8 <= rate < 1.0 else 0.5)
+    evidence = [f"step times jitter by {cv:.0%} (coefficient of variation) with no memory from one step to the next "
+                f"(lag-1 autocorrelation {ac:.2f})",
+                f"mean rate {rate:.0%} of {'the expected' if settings.expected else 'the best steps'} "
+                f"({reference:.3g} s)"]
+    return _make("noise", "high-frequency noise just under the expected rate", evidence,
+                 0.65 if 0.8 <= rate < 1.0 else 0.5)

@@ -91,7 +91,8 @@ def case_plan(case: str, seed: int, backend: str, world: int | None) -> dict:
     elif case == "lock":
         c = rnd.randrange(w)
         p.update(culprits=[c], floats=floats, fault_class="lock-held-by-thread",
-                 why=f"rank {c}'s main thread waits on ckpt_lock, held by its thread ckpt-writer in write_shard_to_storage")
+                 why=f"rank {c}'s main thread waits on ckpt_lock, held by its thread ckpt-writer in "
+                     f"write_shard_to_storage")
     elif case == "subgroup":
         hung_b = rnd.random() < 0.5
         half = w // 2
@@ -99,7 +100,8 @@ def case_plan(case: str, seed: int, backend: str, world: int | None) -> dict:
         c = rnd.choice(group)
         p.update(culprits=[c], floats=floats, hung_group=group,
                  healthy=[r for r in range(w) if r not in group], fault_class="subgroup-stall",
-                 why=f"rank {c} sleeps in validate_shard before its group's all_reduce; the other group finished (exit 0)")
+                 why=f"rank {c} sleeps in validate_shard before its group's all_reduce; the other group "
+                     f"finished (exit 0)")
     elif case == "gpusleep":
         c = rnd.randrange(w)
         p.update(culprits=[c], floats=floats, fault_class="gpu-long-kernel",
@@ -259,7 +261,8 @@ def warm_p2p(dist, sync, torch, dev, rank: int, world: int) -> None:
 def recommended_env(repo: Path, with_recorder: bool) -> tuple[dict[str, str], str]:
     """The variables `forensics env` prints (with --recorder when the plugin is used), @DIR@ for the logs folder."""
     clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.environ.get("PYTHONPATH", str(repo))}
-    argv = [sys.executable, "-m", "forensics", "env", "--json", "--dir", "@DIR@"] + (["--recorder"] if with_recorder else [])
+    argv = [sys.executable, "-m", "forensics", "env", "--json", "--dir",
+            "@DIR@"] + (["--recorder"] if with_recorder else [])
     try:
         done = subprocess.run(argv, cwd=repo, env=clean, capture_output=True, text=True, timeout=60)
         doc = json.loads(done.stdout)
@@ -320,7 +323,8 @@ def collect_live(args, pids: list[int], sdir: Path) -> str:
             "--json", "-q", "--timeout", str(args.collect_timeout)] + (["--native"] if args.native else [])
     t = time.monotonic()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=args.collect_timeout * 3 + 20, cwd=args.repo)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=args.collect_timeout * 3 + 20,
+                              cwd=args.repo)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"collect failed: {err}"
     (sdir / "bundle.collect.stdout").write_text(done.stdout)

@@ -75,7 +75,8 @@ sys.path.insert(0, str(HERE))
 from nccl_scenarios import _torch_version, become_host, fr_dump, host_name, ras_query  # noqa: E402
 
 HANG_CASES = ("gpusleep", "oom", "spawn", "lateinit", "dataloader", "busy",  # run in this order
-              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")  # issue 26: causes that need judges combined
+              # issue 26: causes that need judges combined
+              "subgroup", "pipeline", "order", "deadlock", "lock", "twosinks", "ahead")
 RUN_CASES = ("slow30", "healthy", "slow300", "slowhost", "slow5", "slowlink", "slownet", "slowtree", "armed",
              "slow300norec")
 #: issue 26 cases whose truth is not one culprit rank: case -> the ranks of a deadlock cycle
@@ -106,11 +107,13 @@ FAULTS = {
     "busy": "main thread spins in preprocess_shard (Python, state R) instead of all_reduce {n}",
     "dataloader": "its DataLoader worker (a child process) sleeps in ShardDataset.__getitem__ at index 3",
     "lateinit": "never calls init_process_group: sleeps in load_checkpoint",
-    "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate before all_reduce {n}",
+    "spawn": "mp.spawn job (rank is an argument, RANK not in /proc/PID/environ); sleeps in evaluate "
+             "before all_reduce {n}",
     "subgroup": "groups A=ranks 0-3 and B=ranks 4-7 train apart; in B, rank 6 sleeps in validate_shard before its "
                 "all_reduce at step 3 (ranks 4,5,7 wait in B); group A keeps training until the driver ends it",
     "pipeline": "a send/recv pipeline 0 -> 1 -> ... -> 7 (rank r receives from r-1, sends to r+1) of 5 micro-batches, "
-                "then a world all_reduce; at micro-batch 3 stage 3 sleeps in stage_forward after its recv, before its send",
+                "then a world all_reduce; at micro-batch 3 stage 3 sleeps in stage_forward after its "
+                "recv, before its send",
     "order": "rank 2 calls broadcast (4M floats) then all_reduce (1024 floats) while the others call all_reduce then "
              "broadcast (same world group), then each syncs",
     "deadlock": "groups (0,1), (1,2), (0,2): rank 0 calls (0,1) then (0,2), rank 1 (1,2) then (0,1), rank 2 (0,2) "
@@ -963,7 +966,8 @@ def run_running_case(args, case: str, index: int, fenv: dict[str, str]) -> dict:
         "slow_hosts": sorted({logical_host(case, r) for r in slow}),
         "slow_kind": kind,
         "slow_senders": senders, "send_ns_per_byte": args.slow_send_ns if senders else 0,
-        "send_pacing": "slow_send.so (LD_PRELOAD): every socket send of >= 4 KiB sleeps ns-per-byte x bytes" if senders else None,
+        "send_pacing": ("slow_send.so (LD_PRELOAD): every socket send of >= 4 KiB sleeps ns-per-byte x bytes"
+                        if senders else None),
         "step_work_ms_every_rank": STEP_COMPUTE_S * 1000,
         "where_slow_rank_spends_it": "augment_batch (time.sleep) before all_reduce" if slow else None,
         "hosts": {str(r): logical_host(case, r) for r in range(world)},
@@ -986,9 +990,11 @@ def wait_for_trigger(folder: Path, wait_s: float) -> str:
     while time.monotonic() < deadline:
         done = [p for p in folder.glob("bundle-*-straggler.json") if p.stat().st_size > 0]
         if done:
-            return f"armed: straggler incident collected ({done[0].name}) with {time.monotonic() - deadline + wait_s:.1f} s of waiting"
+            waited = time.monotonic() - deadline + wait_s
+            return f"armed: straggler incident collected ({done[0].name}) with {waited:.1f} s of waiting"
         time.sleep(0.5)
-    return f"armed: no straggler incident collected within {wait_s:.0f} s: {sorted(p.name for p in folder.glob('*'))[:12]}"
+    seen = sorted(p.name for p in folder.glob("*"))[:12]
+    return f"armed: no straggler incident collected within {wait_s:.0f} s: {seen}"
 
 
 def estimate_s(args, case: str) -> float:

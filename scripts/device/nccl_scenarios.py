@@ -85,12 +85,16 @@ FAULTS = {
     "sigstop": "SIGSTOPped in a stream of large all_reduces",
     "kill": "SIGKILLed in a stream of large all_reduces",
     "mismatch": "calls all_gather where every other rank calls all_reduce (collective {n})",
-    "chain": "sleeps before its op in PG C; rank 2 waits on it in PG C, rank 1 on rank 2 in PG B, rank 0 on rank 1 in PG A",
-    "oom": "raises torch.OutOfMemoryError (CUDA out of memory. Tried to allocate 4096.00 GiB) in load_giant_batch before collective {n} and exits 1 (on gloo after its non-daemon metrics-flush thread ends, --linger-s)",
+    "chain": "sleeps before its op in PG C; rank 2 waits on it in PG C, rank 1 on rank 2 in PG B, rank 0 "
+             "on rank 1 in PG A",
+    "oom": "raises torch.OutOfMemoryError (CUDA out of memory. Tried to allocate 4096.00 GiB) in load_giant_batch "
+           "before collective {n} and exits 1 (on gloo after its non-daemon metrics-flush thread ends, --linger-s)",
     "busy": "spins in pure Python in preprocess_shard (state R) before collective {n}",
-    "dataloader": "waits in DataLoader Queue.get for its worker, which sleeps in ShardDataset.__getitem__, before collective {n}",
+    "dataloader": "waits in DataLoader Queue.get for its worker, which sleeps in ShardDataset.__getitem__, "
+                  "before collective {n}",
     "lateinit": "sleeps before init_process_group and never joins the rendezvous; the others time out in the store",
-    "spawn": "launched by torch.multiprocessing.spawn (no RANK in /proc/PID/environ); sleeps in slow_data_loader before collective {n}",
+    "spawn": "launched by torch.multiprocessing.spawn (no RANK in /proc/PID/environ); sleeps in slow_data_loader "
+             "before collective {n}",
 }
 
 
@@ -122,7 +126,8 @@ def fr_dump(out: Path, rank: int, tag: str, nccl: bool = False) -> None:
 
     c10d = torch._C._distributed_c10d
     pickles = ("_dump_nccl_trace", "_dump_fr_trace") if nccl else ("_dump_fr_trace", "_dump_nccl_trace")
-    jsons = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if nccl else ("_dump_fr_trace_json", "_dump_nccl_trace_json")
+    jsons = ("_dump_nccl_trace_json", "_dump_fr_trace_json") if nccl else ("_dump_fr_trace_json",
+                                                                           "_dump_nccl_trace_json")
     for api, suffix in ((a, "") for a in pickles):
         fn = getattr(c10d, api, None)
         if fn is None:
@@ -698,13 +703,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenario-s", type=float, default=None, help="hard end of a scenario after warm-up")
     p.add_argument("--warm-timeout", type=float, default=90.0)
     p.add_argument("--total-s", type=float, default=400.0, help="skip scenarios that would end past this budget")
-    p.add_argument("--dry-run", action="store_true", help="print the plan (culprits, per-rank env) as JSON; run nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (culprits, per-rank env) as JSON; run nothing")
     p.add_argument("--big-numel", type=int, default=None)
     p.add_argument("--layout", choices=("fake", "p2p", "mixed"), default="fake",
-                   help="fake: a host per rank on one GPU; p2p: one host, a GPU per rank; mixed: --gpus ranks on one host + fake hosts")
+                   help="fake: a host per rank on one GPU; p2p: one host, a GPU per rank; mixed: --gpus ranks on one "
+                        "host + fake hosts")
     p.add_argument("--gpus", type=int, default=1, help="GPUs to spread ranks over (rank %% gpus)")
     p.add_argument("--collect-cmd", default=None, metavar="CMD",
-                   help="run while the hang holds, after RAS: {pids} = comma list of live pids, {dir} = OUT/<scenario>/bundle")
+                   help="run while the hang holds, after RAS: {pids} = comma list of live pids, {dir} = "
+                        "OUT/<scenario>/bundle")
     # worker-only
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--spawn-main", action="store_true", help=argparse.SUPPRESS)
@@ -720,7 +728,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.big_numel = args.big_numel or (16 * 1024 * 1024 if nccl else 256 * 1024)
     wanted = []
     for name in (s.strip() for s in args.scenarios.split(",")):
-        wanted += list(ISSUE14) if name == "issue14" else list(ALL_SCENARIOS) if name == "all" else [name] if name else []
+        wanted += (list(ISSUE14) if name == "issue14" else list(ALL_SCENARIOS) if name == "all"
+                   else [name] if name else [])
     bad = [s for s in wanted if s not in ALL_SCENARIOS]
     if bad:
         p.error(f"unknown scenario(s) {bad}; known: {', '.join(ALL_SCENARIOS)}")

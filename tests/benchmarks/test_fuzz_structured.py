@@ -15,7 +15,8 @@ pytestmark = pytest.mark.integration  # a sweep: 200 fuzzed inputs, each in a fo
 
 def test_seeded_inputs_give_answers_not_failures(tmp_path):
     state = tmp_path / "state.json"
-    result = fuzz_structured.main(["--inputs", "200", "--seed", "31", "--state", str(state), "--keep", str(tmp_path / "kept")])
+    result = fuzz_structured.main(["--inputs", "200", "--seed", "31", "--state", str(state), "--keep",
+                                   str(tmp_path / "kept")])
     ran = sum(result["counts"].values())
     assert ran == 200
     assert result["failures"] == [], json.dumps(result["failures"][:3], indent=1)[:4000]

@@ -45,3 +45,32 @@ def test_chaining_phase_on_the_harness_finds_equal_counts(tmp_path):
     result = json.loads((out / "chaining.json").read_text())
     assert result["equal"] and result["communicators"] == 2 and result["differences"] == []
     assert result["events_alone"]["start"] > 1000
+
+
+def test_many_hosts_row_takes_every_epoch_and_an_aa_from_the_base_epochs():
+    """ABBA epochs of one group at a time: a cell's row pools each mode's batches over its epochs, and
+    the A/A compares the base's first epoch with its later one (restart to restart: the method's floor)."""
+    assert recorder_gpu.EPOCH_ORDER == ("base", "recorder", "recorder", "base")
+    got = {"base": [(0, 1.00e-3), (0, 1.01e-3), (0, 0.99e-3), (3, 1.10e-3), (3, 1.11e-3), (3, 1.09e-3)],
+           "recorder": [(1, 1.02e-3), (1, 1.03e-3), (2, 1.01e-3)]}
+    row = recorder_gpu.hosts_row("8 hosts", ("all_reduce", 8), 12, got)
+    assert row["base"]["n"] == 6 and row["recorder"]["n"] == 3 and row["epochs"] == [0, 1, 2, 3]
+    assert abs(row["recorder"]["median_us"] - 1020.0) < 1e-6
+    assert abs(row["control_of"]["median_us"] - 1000.0) < 1e-6 and abs(row["control"]["median_us"] - 1100.0) < 1e-6
+    line = recorder_gpu.Report.line(row)
+    assert "| 8 hosts | all_reduce |" in line and "+10.00% ±" in line  # the A/A column: later base vs first
+    one_epoch = recorder_gpu.hosts_row("8 hosts", ("all_reduce", 8), 12, {**got, "base": got["base"][:3]})
+    assert "control" not in one_epoch and "| - |" in recorder_gpu.Report.line(one_epoch)
+
+
+def test_report_put_replaces_the_cell_it_refines(tmp_path):
+    rep = recorder_gpu.Report(tmp_path, {"backend": "gloo"})
+    base = {"median_us": 100.0, "spread_pct": 0.2, "n": 3}
+    row = {"layout": "8 hosts", "what": "sendrecv", "bytes": 64, "per_batch": 5, "goal_pct": 3.0, "base": base}
+    rep.put({**row, "recorder": {**base, "median_us": 150.0}})
+    rep.put({**row, "what": "all_gather", "recorder": base})
+    rep.put({**row, "recorder": {**base, "median_us": 101.0}})
+    assert [(r["what"], r["recorder"]["median_us"]) for r in rep.rows] == [("all_gather", 100.0), ("sendrecv", 101.0)]
+    table = (tmp_path / "table.md").read_text()
+    assert "+1.00%" in table and "+50.00%" not in table
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3  # every refinement kept, in order

@@ -30,7 +30,8 @@ def _our_error_classes() -> dict[str, type[Exception]]:
             except ImportError:  # an optional dependency (torch, ...) is missing here
                 continue
             for name, obj in vars(mod).items():
-                if inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == info.name:  # not Terminated (an interrupt)
+                # not Terminated (an interrupt)
+                if inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == info.name:
                     found[f"{info.name}.{name}"] = obj
     return found
 

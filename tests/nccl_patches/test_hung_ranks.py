@@ -85,7 +85,8 @@ def test_signal_writes_a_text_snapshot(hung_job, state_dir):
         time.sleep(0.05)
     text = txt.read_text()
     assert "reason signal" in text
-    assert any(all(f in line for f in ("channel 0", "peer 2", "RecvWait", "step 3", "3/16")) for line in text.splitlines()), text
+    assert any(all(f in line for f in ("channel 0", "peer 2", "RecvWait", "step 3",
+                                       "3/16")) for line in text.splitlines()), text
     assert live.proc.poll() is None  # the signal did not kill it
 
 
@@ -209,7 +210,8 @@ def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_pat
         rr = RankRecord(host="h", pid=r.pid, dir=f"ranks/{r.rank}", rank=r.rank)
         rr.collectors.append(RecorderCollector().collect(target, CollectOptions()))
         records.append(rr)
-    src = Source(root=bundle, given=bundle, form="bundle", manifest=Manifest(created="now", tool_version="test", ranks=records))
+    src = Source(root=bundle, given=bundle, form="bundle",
+                 manifest=Manifest(created="now", tool_version="test", ranks=records))
     src.files = manifest_refs(src, src.manifest)
     ev = load(src)
     states, problems = ev.recorder, ev.problems

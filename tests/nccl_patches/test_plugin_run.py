@@ -44,14 +44,18 @@ def test_every_interface_version_records_complete_ops(plugin, harness, state_dir
         assert all(op.steps_done == op.n_steps == 4 for op in st.proxy_ops)
 
 
-def test_full_ring_overwrites_the_oldest(plugin, harness, state_dir):
-    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "FORENSICS_RECORDER_RING": "16",
+@pytest.mark.parametrize("ring", [16, 10])
+def test_full_ring_overwrites_the_oldest(plugin, harness, state_dir, ring):
+    """A ring of 10 records leaves the proxy area on a 256-byte boundary only with padding (the
+    plugin finds a step's op by rounding its address down): readers take proxy_offset as written."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "FORENSICS_RECORDER_RING": str(ring),
            "FORENSICS_RECORDER_PROXY_SLOTS": "32"}
     assert run_harness(harness, plugin, 5, ["run", "1", "100", "1", "2"], env).returncode == 0
-    (st,), _ = read_recorder_dir(state_dir)
-    assert st.coll_next == 100
-    assert [c.index for c in st.colls] == list(range(84, 100))
+    (st,), problems = read_recorder_dir(state_dir)
+    assert problems == [] and st.coll_next == 100
+    assert [c.index for c in st.colls] == list(range(100 - ring, 100))
     assert len(st.proxy_ops) == 32 and st.dropped_proxy == 0
+    assert all(op.steps_done == op.n_steps == 2 and op.last_step == 1 for op in st.proxy_ops)
 
 
 def test_many_threads_many_comms_stay_consistent(plugin, harness, state_dir):
@@ -135,3 +139,44 @@ def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
     sends = [op for op in st.proxy_ops if op.direction == "send"]
     # 3 steps x 300 us in SendWait per send op, timed on the tick counter (sleep overshoots, never undershoots)
     assert sends and all(900 <= op.send_wait_us < 900 + 3 * 20_000 for op in sends)
+
+
+@pytest.mark.parametrize("tick_ms", ["4", "0"])
+def test_event_stamps_follow_the_wall_clock(plugin, harness, state_dir, tick_ms):
+    """Proxy-op stamps come from the event clock: the heartbeat thread's published time while
+    events come (FORENSICS_RECORDER_TICK_MS=4), the vDSO's coarse clock with 0. Either way they
+    fall inside the run's wall-clock window (less the coarse clock's tick), advance with it, and
+    each op's stop lags its collective's precise completion, read right after it, by no more than
+    a tick plus the heartbeat thread's wait for a CPU."""
+    import time
+
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "2000",
+           "FORENSICS_RECORDER_TICK_MS": tick_ms}
+    before = time.time_ns()
+    assert run_harness(harness, plugin, 5, ["run", "1", "40", "1", "3"], env).returncode == 0
+    after = time.time_ns()
+    (st,), _ = read_recorder_dir(state_dir)
+    ops = st.proxy_ops
+    assert len(ops) == 80 and all(op.stop_ns for op in ops)
+    slack = 20_000_000  # the coarse clock lags by its tick (1-4 ms); the published one by up to tick_ms more
+    assert all(before - slack <= op.start_ns <= op.stop_ns <= after for op in ops)
+    # 40 collectives, each with 3 send steps of 2 ms in SendWait: the stamps span most of that
+    assert max(op.stop_ns for op in ops) - min(op.start_ns for op in ops) >= 40 * 3 * 2_000_000 * 0.8
+    by_index = {c.index: c for c in st.colls}
+    lags = [by_index[op.coll_index].complete_ns - op.stop_ns for op in ops if op.coll_index in by_index]
+    assert len(lags) == 80 and min(lags) >= -1_000_000 and max(lags) < 250_000_000
+
+
+def test_event_clock_stops_when_idle_and_comes_back(plugin, harness, state_dir):
+    """Each send step waits 300 ms in SendWait, so the proxy thread records nothing for longer than
+    the 100 ms after which the heartbeat thread stops publishing the event clock; the next events
+    read the vDSO and start it again. No stamp may carry the time from before a pause: each op's
+    stop stays within 100 ms of its collective's precise completion (a stale clock: 300 ms or more)."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "300000"}
+    assert run_harness(harness, plugin, 5, ["run", "1", "3", "1", "1"], env).returncode == 0
+    (st,), _ = read_recorder_dir(state_dir)
+    by_index = {c.index: c for c in st.colls}
+    lags = [by_index[op.coll_index].complete_ns - op.stop_ns for op in st.proxy_ops]
+    assert len(lags) == 6 and all(-1_000_000 <= lag < 100_000_000 for lag in lags), lags
+    sends = [op for op in st.proxy_ops if op.is_send]
+    assert all(300_000 <= op.send_wait_us < 600_000 for op in sends)

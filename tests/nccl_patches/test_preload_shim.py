@@ -36,7 +36,8 @@ def built(tmp_path_factory) -> dict[str, Path]:
     run("gcc", "-shared", "-fPIC", "-Dmain=app_main", str(TESTS / "shim_app.c"), f"-L{d}", "-lnccl",
         f"-Wl,-rpath,{d}", "-o", str(d / "libshimapp.so"))
     run("gcc", str(TESTS / "local_loader.c"), "-ldl", "-o", str(d / "local_loader"))
-    return {"app": d / "shim_app", "cuda": d / "libfakecuda.so", "shim": recorder_build.build(recorder_build.PRELOAD_NAME),
+    return {"app": d / "shim_app", "cuda": d / "libfakecuda.so",
+            "shim": recorder_build.build(recorder_build.PRELOAD_NAME),
             "loader": d / "local_loader", "applib": d / "libshimapp.so"}
 
 

@@ -6,7 +6,6 @@ The archives are built here byte by byte (a ustar header of type 'L' or 'x' whos
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES, REPO
-from parsers.archive import ArchiveRefused, extract_into
+from parsers.archive import ArchiveRefused, extract_into, looks_like_tar
 
 GIB = 1 << 30
 
@@ -143,3 +142,55 @@ def test_temp_folder_is_removed_when_analyze_is_ended(tmp_path, sig, forensics_c
             proc.wait()
     assert proc.returncode != 0
     assert list(tmpdir.iterdir()) == [], [p.name for p in tmpdir.iterdir()]
+
+
+def _global_then_long_name(path: Path, size: int) -> Path:
+    """A .tar.gz whose first header is a PAX global header ('g') of `size` bytes of records, then a GNU long
+    name ('L') of `size` bytes, then a member: tarfile.is_tarfile() reads both bodies whole to open it."""
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    record = b"%d comment=" % size
+    with path.open("wb") as out:
+        for kind, body in ((tarfile.XGLTYPE, record + b"c" * 64), (tarfile.GNUTYPE_LONGNAME, b"a")):
+            out.write(comp.compress(_header(b"././@LongLink" if kind == tarfile.GNUTYPE_LONGNAME else b"g", size, kind)))
+            chunk, left = body * ((1 << 20) // len(body)), size
+            while left > 0:
+                out.write(comp.compress(chunk[:min(len(chunk), left)]))
+                left -= min(len(chunk), left)
+            out.write(comp.compress(b"\0" * (-size % 512)))
+        out.write(comp.compress(_header(b"a", 0, tarfile.REGTYPE) + b"\0" * 1024) + comp.flush())
+    return path
+
+
+def _in_child(code: str, path: Path) -> tuple[str, int]:
+    """Run `code` (it prints one line) on `path` in a fresh interpreter: (that line, its peak RSS in KiB)."""
+    code += "\nprint([l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1])\n"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    answer, rss = done.stdout.strip().splitlines()[-2:]
+    return answer, int(rss)
+
+
+def test_a_pax_global_header_and_a_long_name_are_recognised_from_the_first_block_only(tmp_path):
+    """Issue 40 item 5: an archive is recognised from its first header block. tarfile.is_tarfile() on a PAX
+    global header of 128 MiB followed by a GNU long name of 128 MiB reads both whole (measured here: over 128 MiB
+    resident); looks_like_tar answers from the first 512 bytes: the same answer with every byte after them gone,
+    the opposite answer with one byte of the first block changed."""
+    size = 128 << 20
+    archive = _global_then_long_name(tmp_path / "g.tar.gz", size)
+    assert archive.stat().st_size < 8 << 20
+    ours, ours_kib = _in_child("import sys; from pathlib import Path; from parsers.source import is_archive\n"
+                               "from parsers.archive import looks_like_tar\n"
+                               "p = Path(sys.argv[1]); print(looks_like_tar(p) and is_archive(p))", archive)
+    theirs, theirs_kib = _in_child("import sys, tarfile; print(tarfile.is_tarfile(sys.argv[1]))", archive)
+    assert ours == "True" and ours_kib < 120 * 1024, (ours, ours_kib)
+    assert theirs_kib > (size >> 10), theirs_kib  # the hazard is real: tarfile's own check holds the body
+    with gzip.open(archive, "rb") as fh:
+        first = fh.read(512)
+    assert first[156:157] == tarfile.XGLTYPE
+    (tmp_path / "first.tar.gz").write_bytes(gzip.compress(first))  # nothing after the first block
+    (tmp_path / "first.tar").write_bytes(first)
+    assert looks_like_tar(tmp_path / "first.tar.gz") and looks_like_tar(tmp_path / "first.tar")
+    damaged = bytearray(first)
+    damaged[0] ^= 1  # the name's first byte: the checksum no longer matches
+    (tmp_path / "damaged.tar").write_bytes(bytes(damaged) + _header(b"a", 0, tarfile.REGTYPE) + b"\0" * 1024)
+    assert not looks_like_tar(tmp_path / "damaged.tar")

@@ -101,7 +101,8 @@ def test_a_launcher_record_of_the_wrong_shape_is_the_files_fault(ranks):
 
     with pytest.raises(FileFormatError, match=r"launcher record: ranks\[0\]"):
         parse_launcher_data({"ranks": ranks})
-    assert parse_launcher_data({"ranks": [{"rank": 3, "pid": 9, "host": "n1", "returncode": -9, "exited_at": 1.5}]})[0].rank == 3
+    assert parse_launcher_data({"ranks": [{"rank": 3, "pid": 9, "host": "n1", "returncode": -9,
+                                           "exited_at": 1.5}]})[0].rank == 3
 
 
 def test_a_torchelastic_entry_with_a_rank_but_no_local_rank_is_said():
@@ -164,7 +165,8 @@ def test_gdb_frames_with_fields_of_another_type_stay_as_unknown_frames():
     from parsers.readers.gdb import parse_gdb_data
 
     threads = parse_gdb_data({"pid": 7, "threads": [{"id": "1", "target-id": "LWP 7", "name": 5}],
-                              "stacks": {"1": [{"frame": [1]}, {"frame": {"func": ["x"], "line": "12", "file": "a.c"}}]}})
+                              "stacks": {"1": [{"frame": [1]},
+                                               {"frame": {"func": ["x"], "line": "12", "file": "a.c"}}]}})
     assert threads[0].is_main and threads[0].name is None
     assert [(f.function, f.line, f.file) for f in threads[0].frames] == [("??", None, None), ("??", 12, "a.c")]
 
@@ -272,8 +274,10 @@ def test_an_unmatched_line_of_70_kb_is_judged_known_by_its_head():
     assert not looks_known("y" * (KNOWN_HEAD_CHARS + 10) + " NCCL WARN something")
 
 
-WATCHDOG = ("[default1]:[rank1]:[E1201 17:08:35.884120296 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog caught collective "
-            "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=20000) ran "
+WATCHDOG = ("[default1]:[rank1]:[E1201 17:08:35.884120296 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog "
+            "caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
+            "Timeout(ms)=20000) ran "
             "for 20049 milliseconds before timing out.")  # a real line of tests/fixtures (gloo14 torchrun capture)
 
 
@@ -289,7 +293,8 @@ def test_a_ras_text_far_larger_than_any_real_one_is_read_in_its_first_part(tmp_p
     (tmp_path / "ras_status.txt").write_bytes(real + line * ((32 << 20) // len(line)))
     result = analyze(tmp_path)
     art = next(a for a in result.evidence.artifacts if a.kind == "ras-text")
-    assert art.parsed.facts["cut"] == {"read_bytes": registry.SNAPSHOT_BYTES, "size": (tmp_path / "ras_status.txt").stat().st_size}
+    assert art.parsed.facts["cut"] == {"read_bytes": registry.SNAPSHOT_BYTES,
+                                       "size": (tmp_path / "ras_status.txt").stat().st_size}
     assert any("first part only" in p and "ras_status.txt" in p for p in result.evidence.problems)
     whole = analyze_one(real, tmp_path / "whole", "ras_status.txt")
     assert "cut" not in whole.facts and whole.kind == "ras-text"  # a real one is read whole, as before

@@ -76,8 +76,9 @@ def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):
     verdict = analyze(captures / "h200_issue14" / "gpusleep" / "live", KB).verdict
     c = verdict.culprit
     assert c.reason_class == ReasonClass.GPU_QUEUED and "GPU" in c.reason and c.confidence >= 0.85
+    # how long the work ahead of it has held the stream, and to when (the times: line says when that is)
     # wording is the behaviour: issue 27's rule, every age says from when
-    assert " s before the collection time" in c.reason  # how long the work ahead of it has held the stream, and to when (the times: line says when that is)
+    assert " s before the collection time" in c.reason
     assert any("GPU utilisation" in e and "100% [nvidia-smi]" in e for e in c.evidence), c.evidence
     assert c.evidence[0].startswith("now: state")  # its own state first
     assert c.demotion is None
@@ -236,7 +237,8 @@ def test_oom_rank_already_a_zombie_is_named_live_with_how_it_ended(captures: Pat
     assert str(c.reason_class) == "exited" and "exit code 1" in c.reason and c.confidence >= 0.9
     assert c.evidence[0].startswith("now: state Z")
     assert any("RANK" in e and "recorder file" in e for e in c.evidence), c.evidence  # how its rank is known
-    assert c.evidence[1].startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in c.evidence[1]  # its own stderr
+    # its own stderr
+    assert c.evidence[1].startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in c.evidence[1]
     assert any("siblings' naming" in e and e.endswith("node07/rank7.stderr") for e in c.evidence), c.evidence
     assert not any(a.reason_class == "absent" for a in c.agreeing)  # it has a process: a zombie one
 
@@ -282,7 +284,8 @@ def test_slow_link_told_from_straggler_and_job_wide_pace(links_run: Path, case: 
             assert str(v.culprit.reason_class) == "straggler" and v.culprit.rank in late
         else:
             assert v.culprit is None, v.summary
-            assert any("one pace" in line for line in v.text.splitlines()[1:]), v.text  # a line of its own under a short summary
+            # a line of its own under a short summary
+            assert any("one pace" in line for line in v.text.splitlines()[1:]), v.text
 
 
 @pytest.fixture(scope="module")
@@ -301,7 +304,8 @@ def test_slow_sends_out_of_one_rank_under_a_tree(run7: Path):
         assert links["slow"] == ["3->1", "3->2", "3->5", "3->7"] and links["sender"] == 3, links
         assert v.sections["stragglers"]["late"] == []
         assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3
-        assert all(f in v.summary for f in ("rank 3 (node03)", "to ranks 1-2,5,7")), v.summary  # one sender, its four peers
+        # one sender, its four peers
+        assert all(f in v.summary for f in ("rank 3 (node03)", "to ranks 1-2,5,7")), v.summary
 
 
 def test_armed_job_straggler_incident_on_nccl(run7: Path):

@@ -57,7 +57,8 @@ PYSPY = ['Thread 4242 (active): "MainThread"',
          f'Thread {HUGE} (idle): "worker"']
 FR_REPORT = ["Collective 7 at entry 1 errors", "group info: 0:default_pg", f"missing ranks: {{{HUGE}}}",
              f"world size: {HUGE}", f"Collective {HUGE} at entry 2 errors", "group info: 0:default_pg"]
-C10D = [*LINES[11:], "[rank2]:[E ProcessGroupNCCL.cpp:1] Received a dump signal due to a collective timeout from  rank 3"]
+C10D = [*LINES[11:],
+        "[rank2]:[E ProcessGroupNCCL.cpp:1] Received a dump signal due to a collective timeout from  rank 3"]
 
 
 @pytest.mark.parametrize("block, kind", [(GDB, "gdb-text"), (PYSPY, "pyspy-text"), (FR_REPORT, "fr-report"),
@@ -89,7 +90,8 @@ def test_a_c10d_or_nccl_line_with_a_huge_number_is_skipped_and_the_rest_is_read(
     bad = [good.replace("SeqNum=5", f"SeqNum={HUGE}"),
            f"h1:{HUGE}:1 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 "
            "comm 0x55 [nranks=2] stream 0x1",
-           f"h1:12:12 [0] NCCL INFO comm 0x55d0 rank {HUGE} nranks 4 cudaDev 0 busId 1000 commId 0xdeadbeef - Init COMPLETE"]
+           f"h1:12:12 [0] NCCL INFO comm 0x55d0 rank {HUGE} nranks 4 cudaDev 0 busId 1000 commId "
+           f"0xdeadbeef - Init COMPLETE"]
     art = _read(tmp_path, [*bad, good])
     assert art.error is None
     kinds = [(e.kind, e.seq) for e in art.parsed.events if getattr(e, "kind", None) == "watchdog-timeout"]

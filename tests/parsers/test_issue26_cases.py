@@ -45,7 +45,8 @@ def test_order_the_mismatch_heads_and_the_queued_ops_are_its_consequences(form):
     assert v.culprit.rank == truth("order")["culprit_rank"] == 2
     assert v.culprit.reason_class == ReasonClass.MISMATCH and "broadcast" in v.culprit.reason
     assert named(v) == {2}, v.text  # the others' never-started ops are not rival suspects
-    assert not [s for s in v.suspects if s.rank != 2 and s.reason_class in (ReasonClass.MISSING_LINE, ReasonClass.WENT_AHEAD)]
+    assert not [s for s in v.suspects if s.rank != 2 and s.reason_class in (ReasonClass.MISSING_LINE,
+                                                                            ReasonClass.WENT_AHEAD)]
     assert v.hang == "hang"
     if form == "bundle":
         queued = [c for c in v.culprit.consequences if c.reason_class == ReasonClass.GPU_QUEUED]
@@ -126,7 +127,8 @@ def test_a_5ms_straggler_inside_5ms_of_jitter_names_no_wrong_rank(form):
     assert named(v) <= {6} and v.hang != "hang", v.text
 
 
-@pytest.mark.parametrize("case", ["order", "lock", "pipeline", "deadlock", "subgroup", "twosinks", "ahead", "slow300norec", "slow5",
+@pytest.mark.parametrize("case", ["order", "lock", "pipeline", "deadlock", "subgroup", "twosinks", "ahead",
+                                  "slow300norec", "slow5",
                                   "slow5-noisy"])
 @pytest.mark.parametrize("form", ["bundle", "logs"])
 def test_every_verdict_is_at_most_two_sentences_with_its_lines_apart(case, form):
@@ -144,8 +146,10 @@ def test_analyze_exits_0_on_a_deadlock_and_its_json_names_the_cycle(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(CASES / "deadlock" / "logs.tar.gz"), "--json"],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(CASES.parents[2])})
+    out = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(CASES / "deadlock" / "logs.tar.gz"),
+                          "--json"],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(CASES.parents[2])})
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     assert data["deadlock"]["members"] == [0, 1, 2] and data["hang"] == "hang"

@@ -84,7 +84,8 @@ def test_cli_analyzes_a_loose_folder(scenario, forensics_cli, cli_env):
 
     root = FIXTURES / "nccl" / scenario
     truth = json.loads((root / "truth.json").read_text())
-    done = subprocess.run([*forensics_cli, "analyze", str(root), "--json"], env=cli_env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*forensics_cli, "analyze", str(root), "--json"], env=cli_env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     culprit = json.loads(done.stdout)["culprit"]
     assert (culprit["rank"], culprit["host"]) == (truth["culprit_rank"], truth["culprit_host"])

@@ -68,3 +68,17 @@ def test_torchrun_tee_label_is_a_local_rank_not_a_global_one():
     assert (text, pre.local_rank, pre.rank) == ("Traceback (most recent call last):", 0, 8)
     text, pre = strip_prefix("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 3] x")
     assert (pre.rank, pre.local_rank) == (3, None)
+
+
+def test_determined_trial_prefix_names_the_rank():
+    """determined-ai/determined#8915 as posted: '[<ISO time>] fa88a9df [rank=2] || ' before each line of a trial;
+    the rank is the line's (before: rank 2's traceback lines were unknown and unowned)."""
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
+    lines = (corpus / "determined-8915.log").read_text().splitlines()
+    text, info = strip_prefix(lines[2])
+    # verbatim input: the posted lines, less their prefix
+    assert (text, info.rank) == ("Traceback (most recent call last):", 2)
+    text, info = strip_prefix(lines[0])
+    assert info.rank == 1 and text.startswith("[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught")

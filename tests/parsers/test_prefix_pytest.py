@@ -25,7 +25,8 @@ def test_pytest_report_lines_are_read_as_the_lines_they_wrap():
 
 
 def test_the_e_prefix_keeps_the_lines_own_indentation_out():
-    text, _ = strip_prefix('E         File "/home/lcfjr/codes/ColossalAI/tests/test_tensor/test_gpt2.py", line 105, in run_dist')
+    text, _ = strip_prefix('E         File "/home/lcfjr/codes/ColossalAI/tests/test_tensor/test_gpt2.py", line '
+                           '105, in run_dist')
     assert text.startswith('File "')
     assert strip_prefix("E")[0] == ""
 

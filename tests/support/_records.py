@@ -44,7 +44,7 @@ def records_of(parsed_list: list) -> list[dict]:
 def _event_records(ev) -> list[dict]:
     base = _origin(ev)
     if isinstance(ev, ErrorEvent):
-        data = dict(getattr(ev, "data", None) or {})
+        data = ev.data.to_dict() if hasattr(ev.data, "to_dict") else dict(ev.data or {})  # typed data (FrFinding)
         rec = {**base, **data, "kind": _ERROR_KIND.get(ev.kind, ev.kind), "op": ev.op, "seq": ev.seq,
                "peer": ev.peer_addr, "text": ev.message, "pg": _pg(ev.comm)}
         if ev.kind == "rank-identity":  # the rank a process says it is, not the line's origin

@@ -40,7 +40,8 @@ def main() -> None:
     parser.add_argument("--straggler-ms", type=float, default=50.0, help="arm(straggler_ms=...); 0: no straggler watch")
     parser.add_argument("--work", type=float, default=0.05, help="seconds of 'compute' per step on every rank")
     args = parser.parse_args()
-    trigger = forensics.arm(stall_after=args.stall_after, pg_timeout=args.pg_timeout, out=args.out, slow_factor=args.slow_factor, min_slow=2.0, poll=0.2,
+    trigger = forensics.arm(stall_after=args.stall_after, pg_timeout=args.pg_timeout, out=args.out,
+                            slow_factor=args.slow_factor, min_slow=2.0, poll=0.2,
                             straggler_ms=args.straggler_ms or None,
                             collect_args=shlex.split(os.environ.get("FORENSICS_COLLECT_ARGS", "")))
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))

@@ -23,9 +23,12 @@ def start(tmp_path: Path, fault: str, port: int, *extra: str, ranks: int = 2, pg
     procs = []
     for rank in range(ranks):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
-        env.update(RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(env_extra or {}))
-        argv = [sys.executable, str(HERE / "armed_job.py"), "--fault", fault, "--out", str(out), "--pg-timeout", str(pg_timeout), *extra]
+        env.update(RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(ranks),
+                   MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
+                   **(env_extra or {}))
+        argv = [sys.executable, str(HERE / "armed_job.py"), "--fault", fault, "--out", str(out), "--pg-timeout",
+                str(pg_timeout), *extra]
         with open(out / f"rank{rank}.log", "wb") as log:
             procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
     return procs, out
@@ -43,7 +46,8 @@ def incidents(out: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(out.glob("incident-*.json"))]
 
 
-def wait_for_bundle(out: Path, procs: list[subprocess.Popen], limit: float, kind: str | None = None) -> tuple[dict, dict, float]:
+def wait_for_bundle(out: Path, procs: list[subprocess.Popen], limit: float,
+                    kind: str | None = None) -> tuple[dict, dict, float]:
     """Wait for the leader's incident record (of `kind` if given) and its collector's JSON summary."""
     start_at = time.monotonic()
     while time.monotonic() - start_at < limit:
@@ -57,4 +61,5 @@ def wait_for_bundle(out: Path, procs: list[subprocess.Popen], limit: float, kind
             break
         time.sleep(0.2)
     logs = "\n".join(p.read_text()[-1500:] for p in sorted(out.glob("rank*.log")))
-    raise AssertionError(f"no job-wide bundle within {limit} s; incidents: {[p.name for p in out.glob('incident-*')]}\n{logs}")
+    raise AssertionError(f"no job-wide bundle within {limit} s; incidents: "
+                         f"{[p.name for p in out.glob('incident-*')]}\n{logs}")

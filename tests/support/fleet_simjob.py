@@ -14,7 +14,8 @@ from forensics.demo.launcher import DemoJob, start_job, stop_job, wait_for_hang 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_sim_job(run_dir: Path, hosts: list[str], ranks_per_host: int, culprit: int, port: int, fault: str = "sleep", pg_timeout: float = 600.0) -> DemoJob:
+def start_sim_job(run_dir: Path, hosts: list[str], ranks_per_host: int, culprit: int, port: int, fault: str = "sleep",
+                  pg_timeout: float = 600.0) -> DemoJob:
     """Start len(hosts) x ranks_per_host ranks of forensics.demo.job; rank r lives on hosts[r // ranks_per_host]."""
     return start_job(
         run_dir, len(hosts) * ranks_per_host, fault, culprit, pg_timeout=pg_timeout, ranks_per_host=ranks_per_host,

@@ -24,10 +24,12 @@ def ensure_slurm() -> str | None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         return "slurm-wlm missing and apt-get unavailable (needs root on Debian)"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    done = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "slurm-wlm", "munge"], env=env, capture_output=True, text=True)
+    done = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "slurm-wlm", "munge"], env=env,
+                          capture_output=True, text=True)
     if done.returncode != 0:
         subprocess.run(["apt-get", "update"], env=env, capture_output=True)
-        done = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "slurm-wlm", "munge"], env=env, capture_output=True, text=True)
+        done = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "slurm-wlm", "munge"], env=env,
+                              capture_output=True, text=True)
     return None if done.returncode == 0 else f"apt-get install slurm-wlm munge failed: {done.stderr[-300:]}"
 
 
@@ -53,8 +55,10 @@ class OneNodeSlurm:
         os.chmod(munge, 0o700)
         os.chmod(key, 0o400)
         self.socket = munge / "munge.socket"
-        self.procs = [subprocess.Popen(["runuser", "-u", "munge", "--", "munged", "--foreground", "--force", f"--key-file={key}", f"--socket={self.socket}",
-                                        f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}", f"--seed-file={munge / 'seed'}"],
+        self.procs = [subprocess.Popen(["runuser", "-u", "munge", "--", "munged", "--foreground", "--force",
+                                        f"--key-file={key}", f"--socket={self.socket}",
+                                        f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}",
+                                        f"--seed-file={munge / 'seed'}"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
         deadline = time.monotonic() + 10
         while not self.socket.exists() and time.monotonic() < deadline:
@@ -67,7 +71,8 @@ class OneNodeSlurm:
         for sub in ("state", "spool", "log"):
             (self.root / sub).mkdir(exist_ok=True)
         conf = [
-            "ClusterName=forensics", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={self.ctld_port}", f"SlurmdPort={self.slurmd_port}",
+            "ClusterName=forensics", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={self.ctld_port}",
+            f"SlurmdPort={self.slurmd_port}",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core", "SlurmUser=root", "SlurmdUser=root", "ReturnToService=2", "MpiDefault=none",
@@ -75,12 +80,14 @@ class OneNodeSlurm:
             f"SlurmctldLogFile={self.root / 'log' / 'ctld.log'}", f"SlurmdLogFile={self.root / 'log' / 'slurmd.log'}",
             f"SlurmctldPidFile={self.root / 'ctld.pid'}", f"SlurmdPidFile={self.root / 'slurmd.pid'}",
             "SchedulerType=sched/builtin", "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
-            f"{node} State=UNKNOWN", f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES",
+            f"{node} State=UNKNOWN",
+            f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES",
         ]
         (self.root / "slurm.conf").write_text("\n".join(conf) + "\n")
         conf_arg = str(self.root / "slurm.conf")
         for daemon in ("slurmctld", "slurmd"):  # in the foreground, so stop() can end and reap them
-            self.procs.append(subprocess.Popen([daemon, "-D", "-f", conf_arg], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+            self.procs.append(subprocess.Popen([daemon, "-D", "-f", conf_arg], env=self.env, stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL, start_new_session=True))
         self._wait_idle()
         return self
 
@@ -93,16 +100,19 @@ class OneNodeSlurm:
             if done.returncode == 0 and last.startswith(("idle", "mix", "alloc")):
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"slurm node not idle after {timeout} s: {last}; log: {(self.root / 'log' / 'ctld.log').read_text()[-600:] if (self.root / 'log' / 'ctld.log').exists() else ''}")
+        raise RuntimeError(f"slurm node not idle after {timeout} s: {last}; log: "
+                           f"{(self.root / 'log' / 'ctld.log').read_text()[-600:] if (self.root / 'log' / 'ctld.log').exists() else ''}")
 
     def sbatch(self, script: str) -> str:
-        done = subprocess.run(["sbatch", "--parsable", "-o", str(self.root / "job-%j.out")], input=script, capture_output=True, text=True, env=self.env, check=True)
+        done = subprocess.run(["sbatch", "--parsable", "-o", str(self.root / "job-%j.out")], input=script,
+                              capture_output=True, text=True, env=self.env, check=True)
         return done.stdout.strip().split(";")[0]
 
     def wait_running(self, job: str, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, env=self.env).stdout.strip()
+            state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
+                                   env=self.env).stdout.strip()
             if state == "RUNNING":
                 return
             time.sleep(0.3)

@@ -30,7 +30,8 @@ def collect_here(writer: BundleWriter, host: str, options: CollectOptions | None
     record = HostRecord(host=host, dir=writer.host_dir(host))
     target = HostTarget(host=host, bundle_root=writer.root, rel_dir=record.dir)
     for collector in host_collectors():
-        record.collectors.append(timed(collector.name, lambda c=collector: c.collect(target, options or CollectOptions())))
+        record.collectors.append(timed(collector.name,
+                                       lambda c=collector: c.collect(target, options or CollectOptions())))
     writer.add_host(record)
     return record
 
@@ -50,6 +51,7 @@ def rank_with_log(writer: BundleWriter, host: str, rank: int, pid: int, lines: l
     """A rank whose stdio collector copied `lines` (real lines from the fixtures)."""
     rel_dir = writer.rank_dir(host, rank, pid)
     rel = writer.write_text(f"{rel_dir}/stderr.log", "\n".join(lines) + "\n")
-    record = RankRecord(host=host, pid=pid, dir=rel_dir, rank=rank, collectors=[CollectorRecord("stdio", "ok", files=[rel])])
+    record = RankRecord(host=host, pid=pid, dir=rel_dir, rank=rank,
+                        collectors=[CollectorRecord("stdio", "ok", files=[rel])])
     writer.add_rank(record)
     return record

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import torch
@@ -36,7 +35,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    trigger = forensics.arm(out=args.out, collect=False, set_env=False, track_collectives=False, stall_after=3600, slow_factor=1e9, gc=args.gc_every)
+    trigger = forensics.arm(out=args.out, collect=False, set_env=False, track_collectives=False, stall_after=3600,
+                            slow_factor=1e9, gc=args.gc_every)
     model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     history: list[Record] = []

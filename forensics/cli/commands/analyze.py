@@ -51,7 +51,8 @@ EXIT_CODES = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, nargs="+", metavar="INPUT",
-                        help="bundle folder or archive (.tar.gz, .zip), folder of logs, a log (.gz too), '-' for stdin; "
+                        help="bundle folder or archive (.tar.gz, .zip), folder of logs, a log (.gz "
+                             "too), '-' for stdin; "
                              "several: a bundle plus extra logs")
     add_output_options(parser, json_help="print the verdict as JSON (schema hang-forensics/analyze/1)")
     parser.add_argument("--no-tree", action="store_true", help="leave the merged stack tree out of the human output")
@@ -91,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         denied = [rel for rel, why in result.evidence.skipped if "permission denied" in why.lower()]
         if denied:
             more = f" and {len(denied) - 3} more" if len(denied) > 3 else ""
-            raise ForensicsError(f"{shown}: permission denied: cannot read {', '.join(denied[:3])}{more} (run as a user "
+            raise ForensicsError(f"{shown}: permission denied: cannot read "
+                                 f"{', '.join(denied[:3])}{more} (run as a user "
                                  "who may read it)")
         refused = manifest_refusal(result.evidence.skipped)
         if refused is not None:
@@ -100,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         raise ForensicsError(f"{shown}: not a bundle, and {what}")
     if args.save and (len(paths) > 1 or not paths[0].is_dir()):
         raise ForensicsError(f"{shown}: --save writes analysis.json into one bundle folder; this is not one")
-    view = build_view(verdict, source=shown, evidence=result.evidence, logs=result.logs)  # once: text and JSON render it
+    # once: text and JSON render it
+    view = build_view(verdict, source=shown, evidence=result.evidence, logs=result.logs)
     write_outputs(args, view, paths[0])
     return int(verdict_code(verdict))
 

@@ -108,7 +108,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="single-host check run per host before any group job ({host}); exit 0 healthy, "
                           "1 suspect, 2 exclude")
     add_output_options(run, json_help="print the report as JSON (schema hang-forensics/bisect/1)")
-    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr (they are a log of each job, kept in batch logs too)")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress lines on stderr (they are a log of each job, kept in batch logs too)")
 
     sim = p.add_argument_group("simulation (no jobs run)")
     sim.add_argument("--simulate", action="store_true",
@@ -289,7 +290,8 @@ def _simulate(args: argparse.Namespace) -> int:
     out = []
     out.append(f"{n} hosts, {args.sim_bad} bad, flake {args.sim_flake}, hang {args.sim_hang}, "
           f"{args.trials} trials; information bound {bound:.1f} bits")
-    out.append(f"{'design':<9} {'rounds':>7} {'max':>4} {'jobs':>8} {'host-jobs':>10} {'exact':>6} {'false-excl':>10} {'missed':>7}")
+    out.append(f"{'design':<9} {'rounds':>7} {'max':>4} {'jobs':>8} {'host-jobs':>10} {'exact':>6} "
+               f"{'false-excl':>10} {'missed':>7}")
     for s in rows:
         out.append(f"{s.design:<9} {s.rounds:7.2f} {s.max_rounds:4d} {s.jobs:8.1f} {s.machine_time:10.0f} "
               f"{s.exact_rate:6.2f} {s.false_exclusions:10.2f} {s.missed:7.2f}")

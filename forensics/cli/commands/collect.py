@@ -58,35 +58,46 @@ EXIT_CODES = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pid", action="append", default=[], metavar="PID", help="collect this process (repeat, or comma list); default: discover ranks")
-    parser.add_argument("--job", metavar="JOBID", help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
+    parser.add_argument("--pid", action="append", default=[], metavar="PID",
+                        help="collect this process (repeat, or comma list); default: discover ranks")
+    parser.add_argument("--job", metavar="JOBID",
+                        help="only ranks of this job (TORCHELASTIC_RUN_ID, slurm-ID, or MASTER_ADDR:PORT)")
     parser.add_argument("-o", "--out", "--output", dest="out", type=Path,
                         help="bundle folder: a new one, or an empty folder of yours (default: ./forensics-HOST-TIME)")
-    parser.add_argument("--tar", action="store_true", help="also pack the bundle as OUT.tar.gz (a new file: never over an existing one)")
-    parser.add_argument("--native", action="store_true", help="native frames of every thread (gloo/NCCL workers too) through libdw, pausing each rank for "
+    parser.add_argument("--tar", action="store_true",
+                        help="also pack the bundle as OUT.tar.gz (a new file: never over an existing one)")
+    parser.add_argument("--native", action="store_true",
+                        help="native frames of every thread (gloo/NCCL workers too) through libdw, "
+                             "pausing each rank for "
                         "milliseconds; py-spy --native where libdw (elfutils) is missing")
     parser.add_argument("--gdb", action="store_true", help="GDB backtraces of all threads (pauses each target seconds)")
     parser.add_argument("--samples", type=int, default=0, metavar="N",
-                        help="also take N py-spy stack samples per rank over a few seconds (nonblocking: the rank never pauses; "
+                        help="also take N py-spy stack samples per rank over a few seconds (nonblocking: the "
+                             "rank never pauses; "
                              "at most 200, and at most --timeout seconds): where a slow rank spends its time")
     parser.add_argument("--sample-interval", type=float, default=0.1, metavar="S",
                         help="mean seconds between two samples (default 0.1; shrunk so N samples fit in the time limit)")
     parser.add_argument("--second-look", type=float, default=3.0, metavar="S",
                         help="look again at every rank S seconds after the collection (default 3; 0: off; at most 60): "
                              "/proc state and CPU, py-spy stacks (nonblocking), NCCL log sizes and recorder counters, "
-                             "so that analyze can tell a hang (nothing moved) from progress without time-stamped evidence")
-    parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="time limit per collector per rank (default 20)")
+                             "so that analyze can tell a hang (nothing moved) from progress without "
+                             "time-stamped evidence")
+    parser.add_argument("--timeout", type=float, default=20.0, metavar="S",
+                        help="time limit per collector per rank (default 20)")
     parser.add_argument("--gdb-timeout", type=float, default=None, metavar="S",
                         help="time limit for gdb per rank (default 60; fleet: 60%% of --host-timeout)")
     parser.add_argument("--max-mib", type=int, default=TOTAL_BYTES >> 20, metavar="MIB",
-                        help=f"bytes the whole collection may write, in MiB (default {TOTAL_BYTES >> 20}); files a target "
-                             "names count at their apparent size (sparse ones whole); what the cap keeps out is said in the manifest")
+                        help=f"bytes the whole collection may write, in MiB (default "
+                             f"{TOTAL_BYTES >> 20}); files a target "
+                             "names count at their apparent size (sparse ones whole); what the cap keeps out is "
+                             "said in the manifest")
     parser.add_argument("--rank-max-mib", type=int, default=RANK_BYTES >> 20, metavar="MIB",
                         help=f"bytes one rank's evidence may take, in MiB (default {RANK_BYTES >> 20})")
     parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE",
                         help="also put FILE in the bundle (job/attached/, listed in the manifest; repeat): evidence "
                              "only the caller holds, e.g. forensics.arm()'s step series or a training log")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary (schema hang-forensics/collect/1) on stdout")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON summary (schema hang-forensics/collect/1) on stdout")
     parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     add_fleet_arguments(parser)
@@ -142,7 +153,8 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
     if not (1 <= args.max_mib <= 1 << 30 and 1 <= args.rank_max_mib <= 1 << 30):
         raise ForensicsError("--max-mib and --rank-max-mib must be whole numbers of MiB, at least 1")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
-                             sample_interval=args.sample_interval, second_look=args.second_look, extra={"gdb_timeout": gdb_timeout},
+                             sample_interval=args.sample_interval, second_look=args.second_look,
+                             extra={"gdb_timeout": gdb_timeout},
                              total_bytes=args.max_mib << 20, rank_bytes=args.rank_max_mib << 20)
     logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
@@ -150,7 +162,8 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         try:
             result = collect_local(out, options, pids=pids, quiet=args.quiet, job=args.job)
         except OSError as err:  # a full disk before the manifest guard took over (folders of the ranks)
-            raise ForensicsError(f"cannot write the bundle at {out}: {err.strerror or err}", code=ExitCode.PARTIAL) from err
+            raise ForensicsError(f"cannot write the bundle at {out}: {err.strerror or err}",
+                                 code=ExitCode.PARTIAL) from err
     if args.attach and not result.interrupted:
         result.problems.extend(attach_files(out, args.attach, host=host_name()))
     manifest = result.writer.manifest

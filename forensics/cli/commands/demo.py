@@ -39,16 +39,21 @@ EXIT_CODES = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ranks", type=int, default=4, choices=range(2, 9), metavar="N", help="number of ranks, 2-8 (default 4)")
-    parser.add_argument("--fault", choices=["sleep", "stop", "crash"], default="sleep", help="what the culprit does (default sleep)")
+    parser.add_argument("--ranks", type=int, default=4, choices=range(2, 9), metavar="N",
+                        help="number of ranks, 2-8 (default 4)")
+    parser.add_argument("--fault", choices=["sleep", "stop", "crash"], default="sleep",
+                        help="what the culprit does (default sleep)")
     parser.add_argument("--culprit", type=int, default=None, help="rank that misbehaves (default: the last but one)")
-    parser.add_argument("-o", "--out", "--output", dest="out", type=Path, help="bundle folder (default: a new $TMPDIR/forensics-demo-TIME-XXXX, printed at the end)")
+    parser.add_argument("-o", "--out", "--output", dest="out", type=Path,
+                        help="bundle folder (default: a new $TMPDIR/forensics-demo-TIME-XXXX, printed at the end)")
     parser.add_argument("--gdb", action="store_true", help="also take GDB backtraces of every rank (slower)")
     parser.add_argument("--second-look", type=float, default=3.0, metavar="S",
-                        help="seconds between collect's two looks at every rank (default 3, at most 60); 0: one snapshot, "
+                        help="seconds between collect's two looks at every rank (default 3, at most 60); "
+                             "0: one snapshot, "
                              "which cannot tell a hang from progress, so the verdict names no culprit (exit 4)")
     parser.add_argument("--native", action="store_true", help="py-spy --native")
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON (schema hang-forensics/demo/1) on stdout")
+    parser.add_argument("--json", action="store_true",
+                        help="print the verdict as JSON (schema hang-forensics/demo/1) on stdout")
     parser.add_argument("--pretty", action="store_true", help="with --json: indent the JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -67,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         emit_document(json_text("demo", data, args.pretty))
     else:
         text = render_view(view, width=text_width(None))
-        emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict {'CORRECT' if outcome.correct else 'WRONG'}"
+        emit(text + f"\n\ninjected: rank {culprit} '{args.fault}'  ->  verdict "
+                    f"{'CORRECT' if outcome.correct else 'WRONG'}"
              f"\nbundle: {out}   (forensics analyze {out})")
     return int(ExitCode.OK if outcome.correct else ExitCode.INCONCLUSIVE)
 

@@ -41,16 +41,20 @@ EXIT_CODES = {0: "printed", 1: "internal error (a bug)", 2: "bad arguments"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", default="$PWD/forensics-logs", help="folder for per-rank NCCL logs and Flight Recorder dumps (default $PWD/forensics-logs)")
-    add_output_options(parser, json_help="print the variables as JSON (schema hang-forensics/env/1) instead of shell lines")
+    parser.add_argument("--dir", default="$PWD/forensics-logs",
+                        help="folder for per-rank NCCL logs and Flight Recorder dumps (default $PWD/forensics-logs)")
+    add_output_options(parser, json_help="print the variables as JSON (schema hang-forensics/env/1) "
+                                         "instead of shell lines")
     parser.add_argument("--all", action="store_true", help="also print variables already set here, as exports")
-    parser.add_argument("--recorder", action="store_true", help="also load the recorder (NCCL profiler plugin; built here with gcc if needed)")
+    parser.add_argument("--recorder", action="store_true",
+                        help="also load the recorder (NCCL profiler plugin; built here with gcc if needed)")
 
 
 def recorder_var() -> EnvVar:
     """NCCL_PROFILER_PLUGIN naming the recorder: its state files say which op each rank waits in."""
     return EnvVar("NCCL_PROFILER_PLUGIN", str(recorder_build.plugin_path()),
-                  "the recorder: every rank's in-flight NCCL ops in /dev/shm, copied to FORENSICS_RECORDER_COPY_DIR when the job dies")
+                  "the recorder: every rank's in-flight NCCL ops in /dev/shm, copied to FORENSICS_RECORDER_COPY_DIR "
+                  "when the job dies")
 
 
 def _value(value: str, dynamic_dir: bool) -> str:
@@ -63,7 +67,8 @@ def _value(value: str, dynamic_dir: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     variables = recommended_env(args.dir) + ([recorder_var()] if args.recorder else [])
     if args.json:
-        rows = [{"name": v.name, "value": v.value, "why": v.why, "already_set": is_set(v, os.environ)} for v in variables]
+        rows = [{"name": v.name, "value": v.value, "why": v.why,
+                 "already_set": is_set(v, os.environ)} for v in variables]
         emit_json("env", {"dir": args.dir, "variables": rows}, args)
         return int(ExitCode.OK)
     dynamic = args.dir.startswith("$PWD")

@@ -50,13 +50,16 @@ _CODES = {HEALTHY: ExitCode.OK, UNKNOWN: ExitCode.PARTIAL, SUSPECT: ExitCode.BAD
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", nargs="+", metavar="INPUT",
-                        help="bundle folder or archive (.tar.gz, .zip) written by 'forensics collect', a folder of logs, "
+                        help="bundle folder or archive (.tar.gz, .zip) written by 'forensics collect', a "
+                             "folder of logs, "
                              "a log (.gz too), '-' for stdin; several: a bundle plus extra logs")
     add_output_options(parser, json_help="print one JSON object (schema hang-forensics/hosts/1) instead of a table")
-    parser.add_argument("--kb", action="append", default=[], metavar="PATH", help="extra knowledge-base file or folder (repeatable; also $FORENSICS_KB)")
+    parser.add_argument("--kb", action="append", default=[], metavar="PATH",
+                        help="extra knowledge-base file or folder (repeatable; also $FORENSICS_KB)")
     parser.add_argument("--facts", action="store_true", help="with --json: include every decoded host value")
     parser.add_argument("--width", type=int, default=None, metavar="N",
-                        help="cut text lines to N characters with '…' (default: the terminal's width; off a terminal and 0: never)")
+                        help="cut text lines to N characters with '…' (default: the terminal's width; off a "
+                             "terminal and 0: never)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +110,8 @@ def _json(reports: list[HostReport], overall: str, code: int, facts: bool, culpr
         "exclude_list": ",".join(lists[EXCLUDE]),
         "not_listed": [{"host": r.host, "status": r.status, "why": _unlisted_why(r.host)}
                        for r in reports if not plain_host(r.host)],
-        "culprit": None if culprit is None else {"rank": culprit.rank, "host": culprit.host if plain_host(culprit.host) else None,
+        "culprit": None if culprit is None else {"rank": culprit.rank,
+                                                 "host": culprit.host if plain_host(culprit.host) else None,
                                                  "reason_class": str(culprit.reason_class)},
     }
 
@@ -138,13 +142,15 @@ def table_lines(reports: list[HostReport], culprit=None) -> list[str]:
         lines += [f"{'':<{width}}    {b}" for b in body]
     if culprit is not None:
         where = culprit.host if plain_host(culprit.host) else "a host no evidence names"
-        lines.append(f"\nanalyze names rank {culprit.rank} on {shown_host(where)} as the culprit ({culprit.reason_class})")
+        lines.append(f"\nanalyze names rank {culprit.rank} on {shown_host(where)} as the culprit "
+                     f"({culprit.reason_class})")
     excluded = [r.host for r in reports if r.status == EXCLUDE and plain_host(r.host)]
     unnamed = [r.host for r in reports if r.status == EXCLUDE and not plain_host(r.host)]
     if unnamed:
         lines.append("")
     for host in unnamed:
-        lines.append("not excluded by name: " + ("the host of lines that name no host (find it from where the lines came)"
+        lines.append("not excluded by name: " + ("the host of lines that name no host (find it from "
+                                                 "where the lines came)"
                                                    if host == UNKNOWN_HOST else f"{host} (not a plain host name)"))
     if excluded:
         lines.append(f"\nexclude: {fold(excluded)}")

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     out = {"addr": answer.addr, "command": answer.command, "seconds": round(answer.seconds, 3), "cut": answer.cut,
            "report": report,
            "findings": [dataclasses.asdict(f) for f in parsed.events if f.kind != "count"],
-           "counts": {str(f.comm_rank): f.op_count for f in parsed.events if f.kind == "count"}, "problems": parsed.problems}
+           "counts": {str(f.comm_rank): f.op_count for f in parsed.events if f.kind == "count"},
+           "problems": parsed.problems}
     emit_json("ras", out, args)
     return int(done)

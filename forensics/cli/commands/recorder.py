@@ -105,9 +105,13 @@ def _read(targets: list[str], args: argparse.Namespace) -> int:
                 print(escape(line))  # host and communicator names come from the files
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)
+    for s in states:
+        for note in s.notes:  # read all the same: what its header contradicts
+            print(escape(f"note: {s.path}: {note}"), file=sys.stderr)
     if not states:  # nothing decoded: a folder with no state file in it is bad input too (docs/exit-codes.md)
         if not problems:
-            print(f"forensics {getattr(args, 'command', None) or NAME}: error: no recorder state file (nccl-recorder.*.bin) in {' '.join(targets)}",
+            print(f"forensics {getattr(args, 'command', None) or NAME}: error: no recorder state file "
+                  f"(nccl-recorder.*.bin) in {' '.join(targets)}",
                   file=sys.stderr)
         return ExitCode.BAD_INPUT
     return ExitCode.OK
@@ -145,7 +149,8 @@ def _read_lines(states: list, stalls: list) -> list[str]:
     out: list[str] = []
     for s in states:
         out.append(f"{s.path}: comm {s.comm_hex} {s.comm_name!r} rank {s.rank}/{s.nranks} pid {s.pid} "
-                   f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} proxy ops in flight")
+                   f"host {s.hostid or s.host} {s.comm_state}, {len(s.colls)} ops, {len(s.in_flight_ops)} "
+                   f"proxy ops in flight")
         for op in s.in_flight_ops:
             out.append(f"  ch {op.channel} {op.direction} peer {op.peer} {op.func} seq {op.coll_seq} "
                        f"{op.last_state} step {op.last_step} ({op.steps_done}/{op.n_steps})")

@@ -35,7 +35,8 @@ EXIT_CODES = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, nargs="+", metavar="INPUT",
-                        help="bundle folder, loose folder of logs and dumps, an archive (.tar.gz, .zip) of either, a log "
+                        help="bundle folder, loose folder of logs and dumps, an archive (.tar.gz, .zip) "
+                             "of either, a log "
                              "(.gz too), '-' for stdin (then -o is needed); several: a bundle plus extra logs")
     parser.add_argument("-o", "--out", "--output", dest="out", type=Path, default=None,
                         help="HTML file to write, a new file (default: BUNDLE/report.html, or report-2.html and so on "

@@ -50,9 +50,11 @@ EXIT_CODES = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("series", type=Path, nargs="+", help="step-time file(s); several files are read as consecutive runs")
+    parser.add_argument("series", type=Path, nargs="+",
+                        help="step-time file(s); several files are read as consecutive runs")
     parser.add_argument("--expected", type=float, metavar="S", help="the step time the run should reach, seconds")
-    parser.add_argument("--ranks", action="store_true", help="the files are ranks of one run: name a straggler rank or a job-wide slowdown")
+    parser.add_argument("--ranks", action="store_true",
+                        help="the files are ranks of one run: name a straggler rank or a job-wide slowdown")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="leading steps to ignore (default 3)")
     add_output_options(parser, json_help="print findings as JSON (schema hang-forensics/steps/1)")
 
@@ -82,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     out: list[str] = []
     out.append(f"{len(series.seconds)} steps, {len(series.segments())} run(s)")
     if not findings:
-        out.append("no known pattern: the step times look healthy" + ("" if args.expected else " (give --expected to compare with a target)"))
+        out.append("no known pattern: the step times look healthy" + ("" if args.expected else " (give --expected to "
+                                                                                               "compare with a target)"))
     for f in findings:
         out.append(f"\n{f.kind}: {f.title}  [confidence {f.confidence:.2f}]")
         for line in f.evidence:
@@ -110,7 +113,8 @@ def _across_ranks(args: argparse.Namespace, parts: list[StepSeries]) -> int:
         by_rank[rank] = series
     result = compare_ranks(by_rank, warmup=args.warmup)
     if args.json:
-        emit_json("steps", {"steps": max(len(s.seconds) for s in parts), "restarts": [], "findings": [dataclasses.asdict(f) for f in result.job_wide],
+        emit_json("steps", {"steps": max(len(s.seconds) for s in parts), "restarts": [],
+                            "findings": [dataclasses.asdict(f) for f in result.job_wide],
                             "ranks": result.to_dict()}, args)
     else:
         emit(result.describe(), args.output)

@@ -24,9 +24,9 @@ Everything else is said in the summary (`describe`), never judged.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
-from parsers.model.events import ErrorEvent, ErrorKind
+from parsers.model.events import ErrorEvent, ErrorKind, FrCulprit, FrFinding
 from parsers.model.findings import FrReportFact, ReasonClass, of_rank
 from parsers.ranges import fold
 
@@ -38,13 +38,18 @@ _CALL_MISMATCHES = {"SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_TYPE_MISMATCH", "COLL
                     "COLLECTIVE_PG_MISMATCH", "COLLECTIVE_SEQ_MISMATCH"}
 
 
+def _of(e: ErrorEvent) -> FrFinding:
+    """An fr-analysis event's typed data (ErrorEvent makes it an FrFinding for that kind, whoever built it)."""
+    return cast(FrFinding, e.data)
+
+
 def undecided(events: Iterable[ErrorEvent]) -> dict[int, int]:
     """rank -> how many collectives the analyzer could not decide because it had no dump of that rank
     ('We cannot decide what's wrong with this collective entry because we missed FR dumps from ranks ({1})')."""
     out: dict[int, int] = {}
     for e in events:
         if type(e) is ErrorEvent and e.kind == KIND:
-            for r in e.data.get("no_dump_ranks") or ():
+            for r in _of(e).no_dump_ranks or ():
                 out[r] = out.get(r, 0) + 1
     return out
 
@@ -54,7 +59,7 @@ def findings(events: Iterable[tuple[int | None, ErrorEvent]] | Iterable[ErrorEve
     out = []
     for item in events:
         e = item[1] if isinstance(item, tuple) else item
-        if type(e) is ErrorEvent and e.kind == KIND and e.data.get("finding") in ("not-joined", "errors", "io-mismatch"):
+        if type(e) is ErrorEvent and e.kind == KIND and _of(e).finding in ("not-joined", "errors", "io-mismatch"):
             out.append(e)
     return out
 
@@ -66,7 +71,7 @@ def where(op: str | None, seq: int | None, group: str | None) -> str:
 
 
 def _group(e: ErrorEvent) -> str | None:
-    return e.data.get("pg_desc") or (e.comm or "").removeprefix("pg:") or None
+    return _of(e).pg_desc or (e.comm or "").removeprefix("pg:") or None
 
 
 def _where(e: ErrorEvent) -> str:
@@ -74,16 +79,16 @@ def _where(e: ErrorEvent) -> str:
 
 
 def _group_size(e: ErrorEvent) -> int | None:
-    d = e.data
-    return d.get("expected_count") or (len(d["expected_ranks"]) if d.get("expected_ranks") else None)
+    d = _of(e)
+    return d.expected_count or (len(d.expected_ranks) if d.expected_ranks else None)
 
 
 def _named_missing(e: ErrorEvent) -> tuple[list[int], float] | None:
     """The missing ranks the report supports naming, and at what confidence; None when it names nobody."""
-    d = e.data
-    missing = [r for r in d.get("missing_ranks") or [] if r not in set(d.get("no_dump_ranks") or [])]
+    d = _of(e)
+    missing = [r for r in d.missing_ranks or [] if r not in set(d.no_dump_ranks or [])]
     size = _group_size(e)
-    if d.get("finding") != "not-joined" or not missing:
+    if d.finding != "not-joined" or not missing:
         return None
     conf = _missing_confidence(len(missing), size)
     return (missing, conf) if conf is not None else None
@@ -99,16 +104,16 @@ def _missing_confidence(n_missing: int, size: int | None) -> float | None:
     return PAIR_CONFIDENCE if (n_missing, size) == (1, 2) else None
 
 
-def _named_culprits(e: ErrorEvent) -> list[dict] | None:
+def _named_culprits(e: ErrorEvent) -> list[FrCulprit] | None:
     """The 'Culprit rank' entries the report supports naming (a small, complete minority of call mismatches)."""
-    d = e.data
-    world = d.get("world_size") or _group_size(e)
-    culprits = d.get("culprits") or []
-    if not culprits or not d.get("culprits_complete") or not world:
+    d = _of(e)
+    world = d.world_size or _group_size(e)
+    culprits = d.culprits or []
+    if not culprits or not d.culprits_complete or not world:
         return None
-    if len({c["rank"] for c in culprits}) > MAX_CULPRIT_SHARE * world:
+    if len({c.rank for c in culprits}) > MAX_CULPRIT_SHARE * world:
         return None
-    calls = [c for c in culprits if c["error_type"] in _CALL_MISMATCHES]
+    calls = [c for c in culprits if c.error_type in _CALL_MISMATCHES]
     return calls or None
 
 
@@ -120,10 +125,10 @@ def waiting_ranks(found: list[ErrorEvent]) -> set[int]:
     on rank 3, the one that sleeps). Only a missing rank that waits nowhere ends the chain."""
     out: set[int] = set()
     for e in found:
-        d = e.data
-        missing = set(d.get("missing_ranks") or [])
-        if d.get("finding") == "not-joined" and missing and d.get("expected_ranks"):
-            out |= set(d["expected_ranks"]) - missing - set(d.get("no_dump_ranks") or [])
+        d = _of(e)
+        missing = set(d.missing_ranks or [])
+        if d.finding == "not-joined" and missing and d.expected_ranks:
+            out |= set(d.expected_ranks) - missing - set(d.no_dump_ranks or [])
     return out
 
 
@@ -148,9 +153,9 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
                              f"missing ranks: {fold(ranks)}, of a group of {size}){chain}"), conf, [cite])
             continue
         for c in _named_culprits(e) or ():
-            get(c["rank"]).offer(ReasonClass.FR_CULPRIT, of_rank(c['rank'], f"differs in {where} from the rank the "
-                                 f"Flight Recorder analyzer compared against ({c['error_type']}; "
-                                 f"{len(e.data['culprits'])} of {e.data.get('world_size') or _group_size(e)} ranks listed)"),
+            get(c.rank).offer(ReasonClass.FR_CULPRIT, of_rank(c.rank, f"differs in {where} from the rank the "
+                                 f"Flight Recorder analyzer compared against ({c.error_type}; "
+                                 f"{len(_of(e).culprits)} of {_of(e).world_size or _group_size(e)} ranks listed)"),
                                  ReasonClass.FR_CULPRIT.default_confidence, [cite])
 
 
@@ -160,24 +165,24 @@ def facts(events: Iterable[ErrorEvent], limit: int = 3) -> list[FrReportFact]:
     events = list(events)
     out = []
     for e in findings(events)[:limit]:
-        d = e.data
-        at = {"op": e.op, "seq": e.seq, "group": _group(e), "size": _group_size(e), "state": d.get("state") or None}
-        if d.get("finding") == "not-joined":
-            missing = tuple(d.get("missing_ranks") or ())
+        d = _of(e)
+        at = {"op": e.op, "seq": e.seq, "group": _group(e), "size": _group_size(e), "state": d.state or None}
+        if d.finding == "not-joined":
+            missing = tuple(d.missing_ranks or ())
             minority = not (missing and at["size"] and _missing_confidence(len(missing), at["size"]) is None)
-            out.append(FrReportFact("not-joined", missing, minority=minority, no_dump=tuple(d.get("no_dump_ranks") or ()),
+            out.append(FrReportFact("not-joined", missing, minority=minority, no_dump=tuple(d.no_dump_ranks or ()),
                                     **at))
-        elif d.get("culprits"):
-            culprits = d["culprits"]
-            out.append(FrReportFact("culprits", tuple(c["rank"] for c in culprits),
-                                    kinds=tuple(sorted({c["error_type"] for c in culprits})),
-                                    complete=bool(d.get("culprits_complete")), **at))
+        elif d.culprits:
+            culprits = d.culprits
+            out.append(FrReportFact("culprits", tuple(c.rank for c in culprits),
+                                    kinds=tuple(sorted({c.error_type for c in culprits})),
+                                    complete=bool(d.culprits_complete), **at))
         else:
             out.append(FrReportFact("errors", **at))
     for r, n in sorted(undecided(events).items())[:limit]:
         out.append(FrReportFact("undecided", (r,), count=n))
     for e in events:
-        if type(e) is ErrorEvent and e.kind == KIND and e.data.get("finding") == "gave-up":
-            out.append(FrReportFact("gave-up", group=e.data.get("pg_desc") or "?"))
+        if type(e) is ErrorEvent and e.kind == KIND and _of(e).finding == "gave-up":
+            out.append(FrReportFact("gave-up", group=_of(e).pg_desc or "?"))
             break
     return out

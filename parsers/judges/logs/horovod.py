@@ -16,9 +16,11 @@ size), so the absent rank is said, never named as the culprit.
 
 from __future__ import annotations
 
+from typing import cast
+
 from parsers.evidence import Evidence
 from parsers.ranges import listable
-from parsers.model.events import ErrorEvent, ErrorKind
+from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
@@ -47,14 +49,15 @@ def missing_sets(ev: Evidence, world: int | None) -> tuple[dict[tuple, set[int]]
     missing: dict[tuple, set[int]] = {}
     below: dict[tuple, set[int]] = {}
     for cite, e in _entries(ev):
-        listing = "tensors" in e.data  # one `<rank>: [...]` line of a report: its ranks add up per tensor
-        for tensor in (e.data.get("tensors") or [e.data.get("tensor")])[:MAX_OPS]:
+        d = cast(HorovodStall, e.data)  # ErrorEvent makes a horovod-stall event's data one
+        listing = d.tensors is not None  # one `<rank>: [...]` line of a report: its ranks add up per tensor
+        for tensor in (d.tensors or [d.tensor])[:MAX_OPS]:
             # a `<tensor> [missing ranks: ...]` entry is whole: the same tensor again is the next report's
-            key = (cite, e.data.get("report"), tensor, None if listing else e.data.get("entry"))
-            if "missing" in e.data:
-                missing.setdefault(key, set()).update(e.data["missing"])
-            elif e.data.get("ready"):
-                ready = set(e.data["ready"])
+            key = (cite, d.report, tensor, None if listing else d.entry)
+            if d.missing is not None:
+                missing.setdefault(key, set()).update(d.missing)
+            elif d.ready:
+                ready = set(d.ready)
                 if world:
                     missing.setdefault(key, set()).update(r for r in listable(world, len(ready)) if r not in ready)
                 else:

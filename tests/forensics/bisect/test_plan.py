@@ -64,7 +64,8 @@ def test_cli_plan_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_report_folds_exclude_and_undecided() -> None:
-    rep = {"confidence": 0.99, "bad": [{"unit": h, "hosts": [h], "p_bad": 0.999} for h in ("node007", "node031", "node032")],
+    rep = {"confidence": 0.99,
+           "bad": [{"unit": h, "hosts": [h], "p_bad": 0.999} for h in ("node007", "node031", "node032")],
            "undecided": [{"unit": f"node{i:03d}", "hosts": [f"node{i:03d}"], "p_bad": 0.02} for i in range(40, 48)],
            "cleared": 10, "hosts": 48, "design": "grid", "rounds": 0, "job_count": 0, "machine_seconds": 0,
            "exclude_list": "node007,node031,node032", "outcome": "stopped",

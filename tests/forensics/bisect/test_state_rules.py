@@ -107,7 +107,8 @@ def test_default_state_goes_to_a_new_folder_named_on_stderr(tmp_path):
     assert folder.name.startswith("forensics-bisect-") and folder.is_dir()
     assert sorted(p.name for p in folder.iterdir()) == ["logs", "state.json"]
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    assert says(done.stderr.splitlines(), "[bisect]", f"{folder.name}/state.json", f"{folder.name}/logs/")  # where to look
+    # where to look
+    assert says(done.stderr.splitlines(), "[bisect]", f"{folder.name}/state.json", f"{folder.name}/logs/")
     logs = sorted((folder / "logs").iterdir())
     assert logs and all(p.read_text().startswith("# forensics bisect job ") for p in logs)
 

@@ -44,7 +44,8 @@ def test_merge_reroots_every_path_and_records_silent_hosts(tmp_path):
     hosts = {h.host: h for h in bundle.manifest.hosts}
     assert hosts["node3"].status == "timeout" and "20 s" in hosts["node3"].error
 
-    assert {a.path for a in bundle.manifest.artifacts} == {"hosts/node1/_bundle/launcher.json", "hosts/node2/_bundle/launcher.json"}
+    assert {a.path for a in bundle.manifest.artifacts} == {"hosts/node1/_bundle/launcher.json",
+                                                           "hosts/node2/_bundle/launcher.json"}
     assert all(bundle.path(a.path).is_file() for a in bundle.manifest.artifacts)
     # rank 2 was "missing" on node1 but node2 had it; ranks 4 and 5 nobody had, and node3 was silent
     assert [m.rank for m in merged.missing] == [4, 5]

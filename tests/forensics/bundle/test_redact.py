@@ -32,7 +32,8 @@ def test_secret_names(name):
 
 
 @pytest.mark.parametrize("name", ["NCCL_DEBUG", "NCCL_DEBUG_FILE", "TORCH_FR_DUMP_TEMP_FILE", "PWD", "OLDPWD",
-                                  "MASTER_ADDR", "WORLD_SIZE", "KEYBOARD_LAYOUT", "KEYTIMEOUT", "PATH", "SSH_AUTH_SOCK"])
+                                  "MASTER_ADDR", "WORLD_SIZE", "KEYBOARD_LAYOUT", "KEYTIMEOUT", "PATH",
+                                  "SSH_AUTH_SOCK"])
 def test_config_names_kept(name):
     assert not secret_name(name)
 
@@ -40,7 +41,8 @@ def test_config_names_kept(name):
 @pytest.mark.parametrize("value, kept", [
     (f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={SECRET}==;EndpointSuffix=core.windows.net",
      "AccountName=acct"),
-    (f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={SECRET}", "SharedAccessKeyName=root"),
+    (f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={SECRET}",
+     "SharedAccessKeyName=root"),
     (f"redis://:{SECRET}@cache.internal:6379/0", "cache.internal:6379"),
     (f"postgres://bob:p@ss@{SECRET}@db.example.com:5432/app", "bob:<redacted>@db.example.com:5432"),
     (f"https://{SECRET}@o12345.ingest.sentry.io/678", "o12345.ingest.sentry.io/678"),

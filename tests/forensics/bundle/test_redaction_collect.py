@@ -65,7 +65,8 @@ def planted_target(tmp_path):
 
 def test_no_planted_secret_reaches_the_bundle(planted_target, tmp_path):
     out = tmp_path / "bundle"
-    done = subprocess.run([sys.executable, "-m", "forensics", "collect", "--pid", str(planted_target.pid), "-o", str(out),
+    done = subprocess.run([sys.executable, "-m", "forensics", "collect", "--pid", str(planted_target.pid), "-o",
+                           str(out),
                            "-q", "--timeout", "10"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode in (0, 3), done.stderr

@@ -86,7 +86,8 @@ def test_controls_are_not_redacted(entry):
 
 ADVERSARIAL = ["key=", "a_key ", "password: ", "--token ", "x://", "@", "eyJa.", "-----END RSA PRIVATE KEY-----\n",
                "Basic QUJD", "sshpass ", "curl -u a:", "wandb login --x ", "Private-Lines: 3\n",
-               "set by environment to ", "Bearer ", "'password'", '"token":"', "mysql -p", "Q~", "aws configure set secret "]
+               "set by environment to ", "Bearer ", "'password'", '"token":"', "mysql -p", "Q~",
+               "aws configure set secret "]
 
 
 @pytest.mark.parametrize("piece", ADVERSARIAL)

@@ -29,7 +29,8 @@ SIGSTOP_BUNDLE = FIXTURES / "nccl" / "sigstop" / "bundle"
 COMMANDS = ["analyze", "bisect", "collect", "demo", "env", "hosts", "ras", "recorder", "report", "steps"]
 
 
-def cli(*args: str, env: dict | None = None, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, env: dict | None = None, timeout: float = 120,
+        cwd: Path | None = None) -> subprocess.CompletedProcess:
     full = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100", **(env or {}))
     return subprocess.run([sys.executable, "-m", "forensics", *args], capture_output=True, text=True, env=full,
                           timeout=timeout, cwd=cwd)
@@ -97,7 +98,8 @@ def test_analyze_of_a_large_bundle_over_its_classes_every_rank_or_no_digest(tmp_
     with open_source(tmp_path) as src:
         for rec in src.manifest.hosts:
             (tmp_path / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, kb)))
-    runs = {flag: cli("analyze", "--json", str(tmp_path), *([flag] if flag else [])) for flag in ("", "--every-rank", "--no-digests")}
+    runs = {flag: cli("analyze", "--json", str(tmp_path),
+                      *([flag] if flag else [])) for flag in ("", "--every-rank", "--no-digests")}
     docs = {flag: validate("analyze", done.stdout) for flag, done in runs.items()}
     assert {d["suspects"][0]["rank"] for d in docs.values()} == {700}
     focus = docs[""]["sections"]["digests"]["focus"]
@@ -175,7 +177,8 @@ def test_bisect_simulation_json():
 def test_env_steps_and_recorder_json(tmp_path: Path):
     data = validate("env", cli("env", "--json", "--dir", str(tmp_path)).stdout)
     assert any(v["name"] == "NCCL_DEBUG_FILE" for v in data["variables"])
-    rows = {v["name"]: v["value"] for v in validate("env", cli("env", "--json", "--recorder", "--dir", str(tmp_path)).stdout)["variables"]}
+    rows = {v["name"]: v["value"] for v in validate("env", cli("env", "--json", "--recorder", "--dir",
+                                                               str(tmp_path)).stdout)["variables"]}
     assert Path(rows["NCCL_PROFILER_PLUGIN"]).is_file() and rows["TORCH_NCCL_ENABLE_TIMING"] == "1"
 
     times = []
@@ -197,7 +200,8 @@ def test_env_steps_and_recorder_json(tmp_path: Path):
 
 def test_collect_json_of_a_real_process(tmp_path: Path):
     env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    target = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"], env=env, start_new_session=True)
+    target = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"], env=env,
+                              start_new_session=True)
     try:
         time.sleep(0.5)
         done = cli("collect", "--pid", str(target.pid), "-o", str(tmp_path / "b"), "--json", timeout=120)
@@ -216,7 +220,8 @@ def test_collect_json_of_a_real_process(tmp_path: Path):
 
 # --- item 5: Unix manners -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [["env"], ["hosts", str(SIGSTOP_BUNDLE)], ["analyze", "--width", "0", str(SIGSTOP_BUNDLE)]])
+@pytest.mark.parametrize("args", [["env"], ["hosts", str(SIGSTOP_BUNDLE)],
+                                  ["analyze", "--width", "0", str(SIGSTOP_BUNDLE)]])
 def test_a_closed_stdout_is_no_traceback(args: list[str]):
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the first byte, as with `| head -0`
@@ -242,7 +247,8 @@ def test_output_option_writes_files(tmp_path: Path):
     validate("analyze", out.read_text())
     text = tmp_path / "hosts.txt"
     assert cli("hosts", str(SIGSTOP_BUNDLE), "-o", str(text)).stdout == ""
-    assert text.read_text().splitlines()[:2] == ["HOST  STATUS    ACTION", "vm    healthy   -"]  # a header row (issue 27)
+    # a header row (issue 27)
+    assert text.read_text().splitlines()[:2] == ["HOST  STATUS    ACTION", "vm    healthy   -"]
     env_file = tmp_path / "job.env"
     cli("env", "-o", str(env_file))
     assert "export NCCL_DEBUG_FILE=" in env_file.read_text()
@@ -255,7 +261,8 @@ def test_no_temp_folder_is_left_behind(tmp_path: Path):
     archive = make_archive(SIGSTOP_BUNDLE, tmp_path / "b.tar.gz")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    for args in (["hosts", str(archive)], ["report", str(archive), "-o", str(tmp_path / "r.html")], ["analyze", "--json", str(archive)]):
+    for args in (["hosts", str(archive)], ["report", str(archive), "-o", str(tmp_path / "r.html")],
+                 ["analyze", "--json", str(archive)]):
         done = cli(*args, env={"TMPDIR": str(tmp)})
         assert done.returncode in (0, 4), done.stderr
     assert list(tmp.iterdir()) == []

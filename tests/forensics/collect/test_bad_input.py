@@ -66,7 +66,8 @@ def test_target_exits_during_collection(tmp_path):
     target = _sleeper(seconds="0.4")
     try:
         time.sleep(0.1)
-        result = collect_local(tmp_path / "b", CollectOptions(gdb=True, extra={"gdb_timeout": 30}), pids=[target.pid], quiet=True)
+        result = collect_local(tmp_path / "b", CollectOptions(gdb=True, extra={"gdb_timeout": 30}), pids=[target.pid],
+                               quiet=True)
     finally:
         target.wait()
     rec = result.writer.manifest.ranks[0]
@@ -119,7 +120,8 @@ def test_ptrace_not_permitted_is_clear(tmp_path, forensics_cli, cli_env):
     out = shared / "b"
     try:
         proc = _run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *forensics_cli, "collect", "--pid", str(target.pid), "-o", str(out), "--json", "-q"],
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *forensics_cli, "collect", "--pid",
+             str(target.pid), "-o", str(out), "--json", "-q"],
             dict(cli_env, HOME=str(shared)),
         )
     finally:

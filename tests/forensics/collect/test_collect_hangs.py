@@ -10,7 +10,6 @@ import json
 import pytest
 
 from parsers.model.manifest import JobArtifact, Status
-from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions

@@ -24,7 +24,8 @@ import pytest
 
 from open_dirs import open_dir
 
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")]
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")]
 
 NOBODY = pwd.getpwnam("nobody")
 SHADOW_LINE = Path("/etc/shadow").read_text().splitlines()[0] if os.geteuid() == 0 else ""

@@ -18,7 +18,8 @@ import pytest
 from forensics.collect.tool import find_tool
 
 REPO = Path(__file__).resolve().parents[3]
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(find_tool("gdb") is None or os.geteuid() != 0, reason="needs gdb and root (ptrace)")]
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(find_tool("gdb") is None or os.geteuid() != 0, reason="needs gdb and root (ptrace)")]
 
 
 def _status(pid: int, key: str) -> str:

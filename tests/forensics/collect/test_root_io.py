@@ -305,8 +305,10 @@ def test_collect_refuses_a_non_empty_folder_and_one_in_use(tmp_path, root_rank):
 def test_two_collects_into_one_folder_do_not_mix(tmp_path, root_rank):
     """Two collects started at once into one new -o folder: one is refused, the other's bundle is whole."""
     out = tmp_path / "one"
-    argv = [sys.executable, "-m", "forensics", "collect", "--pid", str(root_rank), "-o", str(out), "-q", "--timeout", "10"]
-    procs = [subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    argv = [sys.executable, "-m", "forensics", "collect", "--pid", str(root_rank), "-o", str(out), "-q", "--timeout",
+            "10"]
+    procs = [subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
     for p in procs:
         p.stdout.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 import pytest
 
@@ -47,7 +46,8 @@ def test_no_collector_spells_a_declared_file_name_itself():
     for path in COLLECTOR_CODE:
         tree = ast.parse(path.read_text())
         asked = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
-                 and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("collector_file", "_rank_log") for arg in node.args}
+                 and getattr(node.func, "id",
+                             getattr(node.func, "attr", None)) in ("collector_file", "_rank_log") for arg in node.args}
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in asked:
                 if node.value in EXACT or node.value.rsplit("/", 1)[-1] in EXACT - {"manifest.json"}:

@@ -64,11 +64,13 @@ def _nobody_can_run_here() -> bool:
     python = shutil.which("python3", path="/usr/bin:/bin")
     if os.geteuid() != 0 or not shutil.which("setpriv") or not python:
         return False
-    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r", str(REPO / "forensics" / "__init__.py")], check=False)
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                            str(REPO / "forensics" / "__init__.py")], check=False)
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(not _nobody_can_run_here(), reason="needs root, setpriv, /usr/bin/python3 and a repo readable by 'nobody'")
+@pytest.mark.skipif(not _nobody_can_run_here(),
+                    reason="needs root, setpriv, /usr/bin/python3 and a repo readable by 'nobody'")
 def test_kernel_log_as_unprivileged_user_is_denied_with_the_reason(tmp_path):
     tmp_path.chmod(0o777)
     code = (
@@ -80,7 +82,8 @@ def test_kernel_log_as_unprivileged_user_is_denied_with_the_reason(tmp_path):
     )
     restrict = Path("/proc/sys/kernel/dmesg_restrict").read_text().strip()
     out = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"PYTHONPATH={REPO}", "/usr/bin/python3", "-c", code],
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"PYTHONPATH={REPO}", "/usr/bin/python3",
+         "-c", code],
         capture_output=True, text=True, timeout=60, check=True,
     )
     import json
@@ -134,7 +137,8 @@ def test_infiniband_and_cpufreq_read_a_sysfs_shaped_tree(target, tmp_path):
     port = sysfs / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
     (port / "counters").mkdir(parents=True)
     (port / "hw_counters").mkdir()
-    for name, value in {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec (4X NDR)", "link_layer": "InfiniBand"}.items():
+    for name, value in {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec (4X NDR)",
+                        "link_layer": "InfiniBand"}.items():
         (port / name).write_text(value + "\n")
     (port / "counters" / "link_downed").write_text("1\n")
     cpu = sysfs / "devices" / "system" / "cpu" / "cpu0" / "cpufreq"
@@ -173,7 +177,6 @@ def _memory_cgroup() -> Path | None:
 @pytest.mark.skipif(_memory_cgroup() is None, reason="needs root and a cgroup-v1 memory controller")
 def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     """Provoke a real OOM kill in a 64 MiB cgroup, collect the kernel log, and find it by pid."""
-    from forensics.bundle.reader import open_bundle
     from parsers.evidence import load_path
     from forensics.bundle.writer import BundleWriter
     from hostinfo_helpers import collect_here
@@ -185,7 +188,8 @@ def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     try:
         (cgroup / "memory.limit_in_bytes").write_text(str(64 << 20))
         hog = "x = []\nwhile True: x.append(bytearray(8 << 20))"
-        proc = subprocess.Popen([sys.executable, "-c", hog], preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())))
+        proc = subprocess.Popen([sys.executable, "-c", hog],
+                                preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())))
         assert proc.wait(timeout=60) == -9
     finally:
         cgroup.rmdir()

@@ -92,7 +92,8 @@ def test_helper_output_is_the_reader_format(hung_job, tmp_path):
     from forensics.collectors.native_stack import HELPER
 
     job = hung_job("sleep", ranks=2, culprit=1)
-    done = subprocess.run([sys.executable, "-I", str(HELPER), str(job.pids[0])], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-I", str(HELPER), str(job.pids[0])], capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["tool"] == "libdw" and data["pid"] == job.pids[0] and data["error"] is None

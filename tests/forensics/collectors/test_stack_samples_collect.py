@@ -23,8 +23,10 @@ def test_samples_of_a_hung_job_leave_every_target_as_it_was(hung_job, tmp_path, 
     before = {pid: proc_state(pid) for pid in job.pids}
     assert before[job.pids[2]] == "T"
     out = tmp_path / "b"
-    done = subprocess.run([*forensics_cli, "collect", "--pid", ",".join(map(str, job.pids)), "-o", str(out), "--json", "-q",
-                           "--samples", "8", "--sample-interval", "0.05"], capture_output=True, text=True, env=cli_env, timeout=180)
+    done = subprocess.run([*forensics_cli, "collect", "--pid", ",".join(map(str, job.pids)), "-o", str(out), "--json",
+                           "-q",
+                           "--samples", "8", "--sample-interval",
+                           "0.05"], capture_output=True, text=True, env=cli_env, timeout=180)
     assert done.returncode in (0, 3), done.stderr
     assert {pid: proc_state(pid) for pid in job.pids} == before  # never left stopped, never resumed
     manifest = json.loads((out / "manifest.json").read_text())
@@ -44,7 +46,8 @@ def test_samples_are_bounded_by_the_cap_and_the_time_limit(hung_job, tmp_path, f
     job = hung_job("sleep", ranks=2, culprit=1)
     out = tmp_path / "b"
     subprocess.run([*forensics_cli, "collect", "--pid", str(job.pids[1]), "-o", str(out), "-q", "--samples", "100000",
-                    "--sample-interval", "5", "--timeout", "3"], capture_output=True, text=True, env=cli_env, timeout=120)
+                    "--sample-interval", "5", "--timeout",
+                    "3"], capture_output=True, text=True, env=cli_env, timeout=120)
     manifest = json.loads((out / "manifest.json").read_text())
     rec = next(c for c in manifest["ranks"][0]["collectors"] if c["name"] == "py-spy-samples")
     assert rec["details"]["requested"] == 200 and rec["details"]["budget_s"] == 3.0

@@ -99,7 +99,8 @@ def test_torchrun_log_dir_of_the_parent_agent(tmp_path):
     # a real parent whose command line names --log-dir, as torchrun's agent does
     code = ("import subprocess,sys,time; c=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)'],"
             " stdout=subprocess.DEVNULL); print(c.pid, flush=True); time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", code, "--log-dir", str(tmp_path / "logs")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    parent = subprocess.Popen([sys.executable, "-c", code, "--log-dir", str(tmp_path / "logs")], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL,
                               text=True)
     try:
         child = int(parent.stdout.readline())

@@ -41,7 +41,8 @@ def test_fold():
 
 
 def _proc(rank, **kw):
-    base = dict(pid=100 + rank, host="h", rank=rank, local_rank=rank, world_size=4, local_world_size=4, group_rank=0, job_id="j")
+    base = dict(pid=100 + rank, host="h", rank=rank, local_rank=rank, world_size=4, local_world_size=4, group_rank=0,
+                job_id="j")
     base.update(kw)
     return RankProcess(**base)
 

@@ -1,10 +1,8 @@
 """Rank recovery from py-spy --locals JSON, on a real py-spy dump of a real mp.spawn child."""
 
-import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

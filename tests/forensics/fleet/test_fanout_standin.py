@@ -31,7 +31,8 @@ def answers(tmp_path_factory) -> Path:
     return folder
 
 
-def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topology: Path | None = None, fanout: int = 8,
+def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topology: Path | None = None,
+             fanout: int = 8,
              workers: int | None = None):
     monkeypatch.setenv("FORENSICS_STANDIN_LATENCY", "0.2")
     monkeypatch.setenv("FORENSICS_STANDIN_ANSWER", str(answers))
@@ -40,7 +41,8 @@ def _collect(tmp_path: Path, answers: Path, hosts: list[str], monkeypatch, topol
     monkeypatch.setenv("CLUSTERSHELL_GW_LOG_LEVEL", "DEBUG")
     spec = cmd.RemoteSpec(python=sys.executable, tag=new_tag(), timeout=10)
     runner = ssh_runner([], fanout, ssh_path=str(STANDIN), topology=topology)
-    return collect_fleet(hosts, tmp_path / "job", spec, runner, host_timeout=60, quiet=True, cleanup=False, workers=workers)
+    return collect_fleet(hosts, tmp_path / "job", spec, runner, host_timeout=60, quiet=True, cleanup=False,
+                         workers=workers)
 
 
 def _assert_all_filed(result, hosts: list[str]) -> None:
@@ -56,7 +58,8 @@ def _assert_all_filed(result, hosts: list[str]) -> None:
     assert not list(Path("/tmp").glob("forensics-fleet-merge-*")), "no temporary second copy"
 
 
-@pytest.mark.parametrize("workers, two_loops", [(None, False), (2, True)])  # None: as collect_fleet picks (a thread for 60 hosts)
+# None: as collect_fleet picks (a thread for 60 hosts)
+@pytest.mark.parametrize("workers, two_loops", [(None, False), (2, True)])
 def test_many_standin_hosts_all_arrive_in_the_bundle(tmp_path, answers, monkeypatch, workers, two_loops):
     """Filed on a thread with one event loop, and in two filing processes with two event loops (as at 4,096 hosts)."""
     from forensics.fleet import transport

@@ -63,7 +63,8 @@ def test_worker_processes_file_what_a_thread_files(tmp_path):
     for host, part in here.items():
         other = there[host]
         assert (other.status, other.seconds) == (part.status, part.seconds), host
-        assert (other.error or "").replace(str(tmp_path / "procs"), "X") == (part.error or "").replace(str(tmp_path / "thread"), "X")
+        assert (other.error or "").replace(str(tmp_path / "procs"),
+                                           "X") == (part.error or "").replace(str(tmp_path / "thread"), "X")
         assert (other.placed.to_dict() if other.placed else None) == (part.placed.to_dict() if part.placed else None), host
         assert (other.bundle is None) == (part.bundle is None)
     for i in range(6):

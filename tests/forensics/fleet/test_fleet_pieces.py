@@ -53,7 +53,8 @@ def test_remote_command_survives_a_real_shell_unchanged():
     spec = cmd.RemoteSpec(python="printf", tag="t1", match_env=[hostile, "H={host}"])
     argv = cmd.for_host(cmd.remote_argv(spec), "node7")
     line = cmd.shell_command(argv)
-    echoed = subprocess.run(["/bin/sh", "-c", line.replace("printf", "printf '%s\\n'", 1)], capture_output=True, text=True).stdout
+    echoed = subprocess.run(["/bin/sh", "-c", line.replace("printf", "printf '%s\\n'", 1)], capture_output=True,
+                            text=True).stdout
     assert echoed.splitlines() == argv[1:]
     assert "H=node7" in argv and shlex.split(line) == argv
 
@@ -75,7 +76,8 @@ def test_wire_round_trip_and_damage():
     import hashlib
 
     text = base64.b64encode(data).decode()  # an older collector's 76-character lines still read
-    old = [lines[1], *(text[i:i + 76] for i in range(0, len(text), 76)), "FORENSICS-FLEET 1 END " + hashlib.sha256(data).hexdigest()]
+    old = [lines[1], *(text[i:i + 76] for i in range(0, len(text), 76)),
+           "FORENSICS-FLEET 1 END " + hashlib.sha256(data).hexdigest()]
     assert wire.decode(old).archive == data
     assert wire.decode(list(wire.encode({"status": "no-ranks"}, None))).archive is None
     with pytest.raises(wire.WireError, match="no answer"):
@@ -103,7 +105,8 @@ def test_slurm_scontrol_and_label_demux():
     text = "JobId=7 JobName=train UserId=root(0) JobState=RUNNING Reason=None NodeList=node[1-2] NumNodes=2"
     assert slurm.parse_scontrol(text) == ("RUNNING", ["node1", "node2"])
     assert slurm.parse_scontrol("JobId=7 JobState=PENDING NodeList=(null)") == ("PENDING", [])
-    out = [f"0: {line}" for line in wire.encode({"host": "node2"}, b"x")] + [f"1: {line}" for line in wire.encode({"host": "node1"}, b"yy")]
+    out = [f"0: {line}" for line in wire.encode({"host": "node2"},
+                                                b"x")] + [f"1: {line}" for line in wire.encode({"host": "node1"}, b"yy")]
     runs = slurm.runs_from_output(["node1", "node2", "node3"], out, [], 0, 1.0, timed_out=True)
     assert wire.decode(runs["node1"].stdout).archive == b"yy"
     assert wire.decode(runs["node2"].stdout).archive == b"x"
@@ -118,7 +121,8 @@ def test_remote_cleanup_ends_only_the_collector_of_its_tag(tmp_path):
     from forensics.fleet import remote
 
     def fake(tag: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "forensics.fleet.remote", "--tag", tag],
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "forensics.fleet.remote",
+                                 "--tag", tag],
                                 start_new_session=True)
 
     mine, other = fake("t-mine"), fake("t-other")
@@ -148,11 +152,13 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
     slow = judge(HostRun("n1", timed_out=True, seconds=20.0), 20, tmp_path)
     assert slow.status == "timeout" and "n1" in slow.error and "20 s" in slow.error
 
-    refused = judge(HostRun("n2", stderr=["ssh: connect to host n2 port 22: Connection refused"], returncode=255), 20, tmp_path)
+    refused = judge(HostRun("n2", stderr=["ssh: connect to host n2 port 22: Connection refused"], returncode=255), 20,
+                    tmp_path)
     assert refused.status == "unreachable" and "Connection refused" in refused.error
     cut = judge(HostRun("n3", stdout=list(wire.encode({"host": "n3"}, b"x" * 500))[:2], returncode=0), 20, tmp_path)
     assert cut.status == "failed" and "cut short" in cut.error
-    empty = judge(HostRun("n4", stdout=list(wire.encode({"status": "no-ranks", "error": "no rank process"}, None)), returncode=0), 20, tmp_path)
+    empty = judge(HostRun("n4", stdout=list(wire.encode({"status": "no-ranks", "error": "no rank process"}, None)),
+                          returncode=0), 20, tmp_path)
     assert empty.status == "no-ranks"
     evil = io.BytesIO()
     with tarfile.open(fileobj=evil, mode="w:gz") as tar:
@@ -166,7 +172,8 @@ def test_judge_names_each_way_a_host_can_fail(tmp_path):
     good_tar = io.BytesIO()
     with tarfile.open(fileobj=good_tar, mode="w:gz") as tar:
         tar.add(tmp_path / "src" / "bundle", arcname="bundle")
-    good = judge(HostRun("n6", stdout=list(wire.encode({"status": "ok"}, good_tar.getvalue())), returncode=0), 20, tmp_path)
+    good = judge(HostRun("n6", stdout=list(wire.encode({"status": "ok"}, good_tar.getvalue())), returncode=0), 20,
+                 tmp_path)
     assert good.status == "ok" and good.placed is not None and (good.bundle / "host-manifest.json").is_file()
     assert good.bundle == tmp_path / "hosts" / "n6"  # filed in place in the job bundle: no second copy
 
@@ -251,18 +258,21 @@ def test_every_per_rank_option_reaches_the_remote_collector():
     from forensics.fleet.command import remote_argv
     from forensics.fleet.remote import parse_args
 
-    args = argparse.Namespace(remote_python="python3", timeout=7.0, native=True, gdb=True, gdb_timeout=26.0, job="slurm-42",
+    args = argparse.Namespace(remote_python="python3", timeout=7.0, native=True, gdb=True, gdb_timeout=26.0,
+                              job="slurm-42",
                               match_env=["K=V"], host_timeout=60.0)
     argv = remote_argv(remote_spec(args, "t1"))
     parsed = parse_args(argv[3:])  # what the host's `python3 -m forensics.fleet.remote` sees
-    assert (parsed.timeout, parsed.native, parsed.gdb, parsed.gdb_timeout, parsed.job) == (7.0, True, True, 26.0, "slurm-42")
+    assert (parsed.timeout, parsed.native, parsed.gdb, parsed.gdb_timeout,
+            parsed.job) == (7.0, True, True, 26.0, "slurm-42")
 
 
 def test_srun_arguments_are_options_placed_before_the_collector():
     from forensics.errors import ForensicsError
     from forensics.fleet.slurm import srun_argv
 
-    argv = srun_argv("42", ["n1", "n2"], ["python3", "-m", "forensics.fleet.remote"], 20, ["--container-image=img.sqsh", "--container-mounts=/a:/a"])
+    argv = srun_argv("42", ["n1", "n2"], ["python3", "-m", "forensics.fleet.remote"], 20,
+                     ["--container-image=img.sqsh", "--container-mounts=/a:/a"])
     assert argv.index("--container-image=img.sqsh") < argv.index("python3")
     with pytest.raises(ForensicsError):
         srun_argv("42", ["n1"], ["python3"], 20, ["touch", "/x"])  # a value, not an option: could become the command
@@ -273,11 +283,13 @@ def test_host_summary_folds_like_clush():
     from forensics.fleet.collect import folded_hosts
 
     parts = [HostPart(host=f"node{i:03d}") for i in range(1, 511)]
-    parts += [HostPart(host=h, status="unreachable", error=f"host {h} unreachable: ssh: connect to host {h} port 22: Connection refused")
+    parts += [HostPart(host=h, status="unreachable",
+                       error=f"host {h} unreachable: ssh: connect to host {h} port 22: Connection refused")
               for h in ("node511", "node512")]
     rows = folded_hosts(parts)
     assert rows == [{"hosts": "node[001-510]", "count": 510, "result": "ok"},
-                    {"hosts": "node[511-512]", "count": 2, "result": "unreachable: ssh: connect to host HOST port 22: Connection refused"}]
+                    {"hosts": "node[511-512]", "count": 2,
+                     "result": "unreachable: ssh: connect to host HOST port 22: Connection refused"}]
 
 
 def test_a_bundle_folder_that_already_holds_hosts_is_refused_before_any_host_is_asked(tmp_path):
@@ -287,5 +299,6 @@ def test_a_bundle_folder_that_already_holds_hosts_is_refused_before_any_host_is_
     (tmp_path / "job" / "hosts" / "node1").mkdir(parents=True)
     asked = []
     with pytest.raises(ForensicsError, match="already holds host evidence"):
-        collect_fleet(["node1"], tmp_path / "job", cmd.RemoteSpec(), lambda *a: asked.append(a) or {}, host_timeout=5, quiet=True)
+        collect_fleet(["node1"], tmp_path / "job", cmd.RemoteSpec(), lambda *a: asked.append(a) or {}, host_timeout=5,
+                      quiet=True)
     assert asked == []

@@ -119,7 +119,8 @@ def test_collect_reduce_cli_prints_the_verdict(tmp_path):
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH", "")]))
     base = [sys.executable, "-m", "forensics", "collect", "--hosts", f"node[00000-{HOSTS - 1:05d}]", "--gateways",
             "gw[0-1]", "--reduce", "--ssh-path", str(STANDIN), "--remote-python", sys.executable, "--fanout", "4"]
-    done = subprocess.run([*base, "-v", "-o", str(tmp_path / "root"), "--gateway-out", str(tmp_path / "gws")], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([*base, "-v", "-o", str(tmp_path / "root"), "--gateway-out", str(tmp_path / "gws")],
+                          capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "VERDICT: rank 11 (node00001" in done.stdout and "is stopped" in done.stdout, done.stdout
     # wording is the behaviour: the reduced tree's text output (what fetched, from where)
@@ -140,7 +141,8 @@ def test_collect_reduce_cli_prints_the_verdict(tmp_path):
     assert done.returncode == doc["exit_code"] == 0 and doc["mode"] == "reduced" and doc["ranks"] == HOSTS * PER_HOST
     assert doc["archive"] and Path(doc["archive"]).is_file()
     assert doc["fetched"]["hosts_fetched"] == ["node00001"] and doc["verdict"]["culprit"]["rank"] == 11, doc["verdict"]
-    bad = subprocess.run([*base[:6], "--reduce", "-o", str(tmp_path / "root4")], capture_output=True, text=True, env=env,
+    bad = subprocess.run([*base[:6], "--reduce", "-o", str(tmp_path / "root4")], capture_output=True, text=True,
+                         env=env,
                          timeout=120)
     assert bad.returncode == 2 and "--reduce and --gateways go together" in bad.stderr
     helped = subprocess.run([sys.executable, "-m", "forensics", "collect", "--help"], capture_output=True, text=True,

@@ -23,7 +23,8 @@ def slurm(tmp_path_factory):
     reason = ensure_slurm()
     if reason:
         pytest.skip(reason)
-    cluster = OneNodeSlurm(Path(tempfile.mkdtemp(prefix="forensics-slurm-")))  # not under pytest's 0700 tmp: munged must reach it
+    # not under pytest's 0700 tmp: munged must reach it
+    cluster = OneNodeSlurm(Path(tempfile.mkdtemp(prefix="forensics-slurm-")))
     try:
         cluster.start()
     except (subprocess.CalledProcessError, RuntimeError, OSError) as err:
@@ -63,24 +64,30 @@ def test_slurm_job_collection_names_the_culprit(slurm, tmp_path):
             time.sleep(0.3)
         assert _hung(progress), "the batch job did not hang as planned"
         out = tmp_path / "bundle"
-        done = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", job, "--remote-python", sys.executable,
-                               "--host-timeout", "60", "-o", str(out), "--json"], capture_output=True, text=True, env=slurm.env, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", job, "--remote-python",
+                               sys.executable,
+                               "--host-timeout", "60", "-o", str(out),
+                               "--json"], capture_output=True, text=True, env=slurm.env, timeout=120)
         summary = json.loads(done.stdout)
         assert done.returncode == 0, done.stderr
         assert list(summary["hosts"].values())[0]["status"] == "ok"
         assert summary["ranks"] == 2 and summary["missing_ranks"] == []
-        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(out)], capture_output=True, text=True, env=slurm.env, timeout=120)
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(out)], capture_output=True,
+                                  text=True, env=slurm.env, timeout=120)
         assert "rank 1" in analyzed.stdout.splitlines()[0], analyzed.stdout
         # no collection step left behind in the job
-        steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True, text=True, env=slurm.env).stdout
+        steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True, text=True,
+                               env=slurm.env).stdout
         assert "python" not in steps and f"{job}.0" not in steps
     finally:
         slurm.cancel(job)
 
 
 def test_unknown_or_bad_job_ids_are_clear_errors(slurm):
-    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "1;id"], capture_output=True, text=True, env=slurm.env)
+    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "1;id"], capture_output=True,
+                         text=True, env=slurm.env)
     # wording is the behaviour: the CLI's refusal of a bad job id
     assert bad.returncode == 2 and "not a Slurm job id" in bad.stderr
-    gone = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "999999"], capture_output=True, text=True, env=slurm.env)
+    gone = subprocess.run([sys.executable, "-m", "forensics", "collect", "--slurm-job", "999999"], capture_output=True,
+                          text=True, env=slurm.env)
     assert gone.returncode == 2 and "999999" in gone.stderr

@@ -42,7 +42,8 @@ def env() -> dict:
     return full
 
 
-def cli(*args: str, stdin=None, stdout=subprocess.PIPE, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+def cli(*args: str, stdin=None, stdout=subprocess.PIPE, cwd: Path | None = None,
+        timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "forensics", *args], stdin=stdin, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, env=env(), timeout=timeout, cwd=cwd)
 
@@ -203,7 +204,8 @@ def test_ages_are_measured_from_the_collection_and_the_verdict_says_when(tmp_pat
     assert says(read.splitlines()[:1], "times:", "2026-11-29 09:17:03 UTC", "newest heartbeat"), read
     assert says(read.splitlines(), "no progress for 7.9 s", "09:17:03 UTC"), read
     bundle = cli("analyze", str(SIGSTOP_BUNDLE)).stdout.splitlines()
-    assert says(bundle[1:2], "times:", "2026-11-29 09:27:38 UTC", "manifest's creation time"), bundle[:3]  # a bundle: its manifest's time
+    # a bundle: its manifest's time
+    assert says(bundle[1:2], "times:", "2026-11-29 09:27:38 UTC", "manifest's creation time"), bundle[:3]
     # wording is the behaviour: with a manifest the time is said once, on the 'times:' line; an age counts back from it
     assert says(bundle, "last recorder heartbeat 10.5 s", "before the collection time"), bundle
     assert sum("09:27:38" in line for line in bundle) == 1, bundle
@@ -236,7 +238,8 @@ def test_a_single_log_plain_gzipped_and_on_stdin(tmp_path: Path):
         done = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", "-"], stdin=fh,
                               capture_output=True, env=env(), timeout=120)
     assert json.loads(done.stdout)["summary"] == want.replace("console.log:", "stdin:")
-    assert cli("hosts", str(packed)).returncode == 5 and cli("report", "-o", str(tmp_path / "r.html"), str(packed)).returncode == 3
+    assert cli("hosts", str(packed)).returncode == 5 and cli("report", "-o", str(tmp_path / "r.html"),
+                                                             str(packed)).returncode == 3
 
 
 def test_a_zip_archive_reads_as_its_folder_and_bad_members_are_refused(tmp_path: Path):
@@ -307,7 +310,8 @@ def test_hosts_accepts_a_flat_folder_whose_lines_name_the_hosts(tmp_path: Path):
     flat = tmp_path / "flat"
     flat.mkdir()
     for log in sorted((FIXTURES / "nccl" / "sigstop").glob("node*/nccl.*.log")):
-        shutil.copy(log, flat / log.name.replace("nccl.", "").replace(".log", ".txt").split(".", 1)[1])  # '686.txt': no host in the name
+        # '686.txt': no host in the name
+        shutil.copy(log, flat / log.name.replace("nccl.", "").replace(".log", ".txt").split(".", 1)[1])
     done = cli("hosts", "--json", str(flat))
     assert done.returncode in (0, 3), done.stderr  # was 2: 'no host evidence and no host named in it'
     named = {h["host"] for h in json.loads(done.stdout)["hosts"]}
@@ -329,7 +333,8 @@ def test_missing_host_evidence_is_folded_by_host_set():
     from forensics.report.text import fold_missing
     from parsers.model.findings import HostNote
 
-    notes = [HostNote(f"node{i:03d}", "no host evidence was collected on this host") for i in range(1, 65)] + ["x.log: binary"]
+    notes = [HostNote(f"node{i:03d}",
+                      "no host evidence was collected on this host") for i in range(1, 65)] + ["x.log: binary"]
     # verbatim input: the notes pass through whole; the fold of their hosts is what is tested
     assert fold_missing(notes) == ["hosts node[001-064]: no host evidence was collected on this host", "x.log: binary"]
     # folded by the notes' typed host, never by their words: a plain line that looks like one stays as it is

@@ -49,7 +49,8 @@ def _synthetic(world: int):
     from forensics.report.postmortem.session import PostMortem
     from forensics.report.postmortem.synthetic import synthetic_verdict
 
-    return PostMortem(synthetic_verdict(world=world, culprit=world // 3, stopped=world - 5, missing=world - 2, laggards=3),
+    return PostMortem(synthetic_verdict(world=world, culprit=world // 3, stopped=world - 5, missing=world - 2,
+                                        laggards=3),
                       f"synthetic-{world}")
 
 
@@ -142,6 +143,7 @@ def test_chromium_finds_no_overlapping_labels(case: str, chromium: str, tmp_path
     assert lines[1:] == [], "\n".join(lines[1:20])
     shot = REPO / "test-artifacts" / "report" / f"labels-{case}.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
-    res = _chromium(chromium, ["--hide-scrollbars", "--window-size=1300,2600", f"--screenshot={shot}", page.resolve().as_uri()],
+    res = _chromium(chromium,
+                    ["--hide-scrollbars", "--window-size=1300,2600", f"--screenshot={shot}", page.resolve().as_uri()],
                     tmp_path / "profile-shot")
     assert res.returncode == 0 and shot.stat().st_size > 10_000

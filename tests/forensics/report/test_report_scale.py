@@ -17,7 +17,8 @@ from parsers.model.findings import ReasonClass  # noqa: E402
 
 @pytest.fixture(scope="module")
 def big() -> PostMortem:
-    return PostMortem(synthetic_verdict(4096, culprit=1234, stopped=3000, missing=4000, laggards=16), source="synthetic")
+    return PostMortem(synthetic_verdict(4096, culprit=1234, stopped=3000, missing=4000, laggards=16),
+                      source="synthetic")
 
 
 def test_graph_collapses_to_few_nodes_with_suspects_alone(big: PostMortem):

@@ -49,7 +49,8 @@ def test_a_running_job_that_names_no_one_points_at_nothing_absent(tmp_path):
 
     extract_into(FIXTURES / "device" / "h200_issue15_ns.tar.gz", tmp_path)
     verdict = analyze(tmp_path / "h200_issue15_ns" / "healthy" / "round2", KB).verdict
-    assert verdict.summary.startswith("no hang") and "no rank, host or link is named slow" in verdict.summary  # wording is the behaviour
+    # wording is the behaviour
+    assert verdict.summary.startswith("no hang") and "no rank, host or link is named slow" in verdict.summary
     assert "below" not in verdict.summary, verdict.summary
     out = render_verdict(verdict, width=0).splitlines()
     slow = [x for x in out if x.startswith("  slow: ")]

@@ -60,7 +60,8 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
         others = [activities[r]["waiting_share"] for r in range(RANKS) if r != CULPRIT]
         assert min(others) > activities[CULPRIT]["waiting_share"]  # the others wait for it
 
-        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", record["bundle"]], capture_output=True,
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", record["bundle"]],
+                                  capture_output=True,
                                   text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         report = json.loads(analyzed.stdout)
         rows = {row["rank"]: row for row in report["sections"]["ranks"]}
@@ -91,7 +92,8 @@ def test_a_healthy_job_fires_nothing_and_names_no_straggler(tmp_path):
         assert incidents(out) == []
         steps = compare_ranks(_series(out))
         assert steps.source and steps.found.ops >= 100 and steps.late == [], steps.describe()
-        cli = subprocess.run([sys.executable, "-m", "forensics", "steps", "--ranks", *map(str, sorted(out.glob("steps-rank*.csv")))],
+        cli = subprocess.run([sys.executable, "-m", "forensics", "steps", "--ranks",
+                              *map(str, sorted(out.glob("steps-rank*.csv")))],
                              capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
         assert cli.returncode == 0 and "no straggler" in cli.stdout, cli.stdout + cli.stderr
     finally:

@@ -60,7 +60,8 @@ def test_the_streak_restarts_when_the_late_rank_changes():
 def test_published_values_round_trip_and_junk_is_skipped():
     pairs = [(5, 1_796_114_215_701_265_000), (6, 1_796_114_215_759_020_000)]
     got = decode(encode(pairs).encode())
-    assert [st for st, _ in got] == [5, 6] and all(abs(t * 1e9 - ns) < 1e3 for (_, t), (_, ns) in zip(got, pairs))  # within 1 us
+    # within 1 us
+    assert [st for st, _ in got] == [5, 6] and all(abs(t * 1e9 - ns) < 1e3 for (_, t), (_, ns) in zip(got, pairs))
     assert decode(b"7:12 x:1 8:-3 9:abc \xff\xfe 10:20") == [(7, 12e-9), (10, 20e-9)]
     assert len(decode(" ".join(f"{i}:{i}" for i in range(100_000)))) <= PUBLISH_STEPS * 4
 

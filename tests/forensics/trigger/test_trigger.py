@@ -41,7 +41,8 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         assert {i["rank"] for i in incidents} == {0, 1}  # every stuck rank dumped its own stacks
         culprit_stacks = next(Path(i["stacks"]) for i in incidents if i["rank"] == 1).read_text()
         assert "armed_job.py" in culprit_stacks and "main" in culprit_stacks
-        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True,
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True,
+                                  text=True,
                                   env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         assert "rank 1" in analyzed.stdout.splitlines()[0], analyzed.stdout
         # the ranks' own faulthandler files alone (no bundle, no py-spy) are read as their stacks: the file
@@ -50,7 +51,8 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         dumps.mkdir()
         for i in incidents:
             (dumps / f"dump{i['rank']}.txt").write_text(Path(i["stacks"]).read_text())
-        by_dumps = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", str(dumps)], capture_output=True,
+        by_dumps = subprocess.run([sys.executable, "-m", "forensics", "analyze", "--json", str(dumps)],
+                                  capture_output=True,
                                   text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         verdict = json.loads(by_dumps.stdout)
         # the dumps alone are one snapshot with no time in them: no hang culprit (issue 26, 2.1), rank 1 the lead

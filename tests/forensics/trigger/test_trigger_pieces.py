@@ -58,7 +58,8 @@ def test_env_is_set_only_where_the_user_did_not(tmp_path):
     assert "TORCH_FR_BUFFER_SIZE" not in env  # the old name counts as the user's choice
     assert env["NCCL_DEBUG_FILE"] == f"{tmp_path}/logs/nccl.%h.%p.log"
     assert env["TORCH_FR_DUMP_TEMP_FILE"].endswith("/logs/fr_trace_rank_")
-    assert {v.name for v in recommended_env("/x")} >= {"NCCL_PROXY_DUMP_SIGNAL", "NCCL_RAS_ENABLE", "TORCH_NCCL_DUMP_ON_TIMEOUT"}
+    assert {v.name for v in recommended_env("/x")} >= {"NCCL_PROXY_DUMP_SIGNAL", "NCCL_RAS_ENABLE",
+                                                       "TORCH_NCCL_DUMP_ON_TIMEOUT"}
 
 
 def test_env_makes_a_post_mortem_decidable(tmp_path):
@@ -90,7 +91,8 @@ def test_gc_schedule_disables_and_collects_every_n():
 
 def test_lock_file_election_has_one_winner(tmp_path):
     results = []
-    threads = [threading.Thread(target=lambda: results.append(election.elect("7", tmp_path, None)[0])) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: results.append(election.elect("7", tmp_path,
+                                                                             None)[0])) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -103,7 +105,8 @@ def test_store_election_and_members_over_a_real_tcpstore():
     torch_dist = pytest.importorskip("torch.distributed")
     store = torch_dist.TCPStore("127.0.0.1", 29931, 1, True, wait_for_workers=False)
     results = []
-    threads = [threading.Thread(target=lambda: results.append(election.elect("1", Path("/nonexistent"), store))) for _ in range(6)]
+    threads = [threading.Thread(target=lambda: results.append(election.elect("1", Path("/nonexistent"),
+                                                                             store))) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
@@ -118,7 +121,8 @@ def test_collection_argv_per_layout(tmp_path):
     out = tmp_path / "b"
     local = launch.collection_argv(out, {0: ("h", 10), 1: ("h", 11)}, "h", {}, [])
     assert local[-2:] == ["--pid", "10,11"]
-    multi = launch.collection_argv(out, {0: ("n1", 10), 1: ("n2", 11)}, "n1", {"TORCHELASTIC_RUN_ID": "abc", "MASTER_PORT": "1"}, ["--fanout", "8"])
+    multi = launch.collection_argv(out, {0: ("n1", 10), 1: ("n2", 11)}, "n1",
+                                   {"TORCHELASTIC_RUN_ID": "abc", "MASTER_PORT": "1"}, ["--fanout", "8"])
     assert multi[-6:] == ["--hosts", "n[1-2]", "--match-env", "TORCHELASTIC_RUN_ID=abc", "--fanout", "8"]
     slurm = launch.collection_argv(out, {0: ("n1", 10), 1: ("n2", 11)}, "n1", {"SLURM_JOB_ID": "77"}, [])
     assert slurm[-2:] == ["--slurm-job", "77"]
@@ -127,19 +131,24 @@ def test_collection_argv_per_layout(tmp_path):
 def test_env_var_arming_is_off_by_default_and_runs_a_script(tmp_path):
     assert arm_from_env({}) is None
     script = tmp_path / "train.py"
-    script.write_text("import forensics.trigger.watch as a, sys, os\nprint('armed' if a._armed else 'bare', sys.argv[1:], os.environ.get('NCCL_DEBUG_FILE', '-'))\n")
+    script.write_text("import forensics.trigger.watch as a, sys, os\nprint('armed' if a._armed else 'bare', "
+                      "sys.argv[1:], os.environ.get('NCCL_DEBUG_FILE', '-'))\n")
     env = dict(os.environ, PYTHONPATH=str(REPO), FORENSICS_OUT=str(tmp_path / "o"))
     env.pop("NCCL_DEBUG_FILE", None)
-    bare = subprocess.run([sys.executable, "-m", "forensics.trigger.autoarm", str(script), "x"], capture_output=True, text=True, env=env)
+    bare = subprocess.run([sys.executable, "-m", "forensics.trigger.autoarm", str(script), "x"], capture_output=True,
+                          text=True, env=env)
     assert bare.stdout.split()[0] == "bare"
-    armed = subprocess.run([sys.executable, "-m", "forensics.trigger.autoarm", str(script), "x"], capture_output=True, text=True, env=dict(env, FORENSICS_ARM="1"))
+    armed = subprocess.run([sys.executable, "-m", "forensics.trigger.autoarm", str(script), "x"], capture_output=True,
+                           text=True, env=dict(env, FORENSICS_ARM="1"))
     assert armed.stdout.startswith("armed ['x']") and str(tmp_path / "o" / "logs") in armed.stdout, armed.stderr
 
 
 def test_env_command_prints_sourceable_exports(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_"))}
     env["PYTHONPATH"] = str(REPO)
-    text = subprocess.run([sys.executable, "-m", "forensics", "env", "--dir", str(tmp_path / "a b")], capture_output=True, text=True, env=env, check=True).stdout
-    shown = subprocess.run(["bash", "-c", text + '\necho "$NCCL_DEBUG_FILE|$TORCH_FR_DUMP_TEMP_FILE"'], capture_output=True, text=True).stdout.strip()
+    text = subprocess.run([sys.executable, "-m", "forensics", "env", "--dir", str(tmp_path / "a b")],
+                          capture_output=True, text=True, env=env, check=True).stdout
+    shown = subprocess.run(["bash", "-c", text + '\necho "$NCCL_DEBUG_FILE|$TORCH_FR_DUMP_TEMP_FILE"'],
+                           capture_output=True, text=True).stdout.strip()
     assert shown == f"{tmp_path}/a b/nccl.%h.%p.log|{tmp_path}/a b/fr_trace_rank_"
     assert (tmp_path / "a b").is_dir()

@@ -62,7 +62,8 @@ def test_verdict_and_facts_match_what_the_device_printed(h200_bundle):
         assert {k: facts_here[subject][k] for k in facts} == facts, subject
     gpu = facts_here["gpu 00000000:00:06.0"]
     assert (gpu["temperature.tlimit_margin"], gpu["temperature.tlimit_slowdown"]) == (49, -2)
-    assert (gpu["name"], gpu["pcie.gen.current"], gpu["pcie.width.current"], gpu["ecc.volatile.dram.uncorrectable"]) == ("NVIDIA H200", 5, 16, 0)
+    assert (gpu["name"], gpu["pcie.gen.current"], gpu["pcie.width.current"],
+            gpu["ecc.volatile.dram.uncorrectable"]) == ("NVIDIA H200", 5, 16, 0)
     # slowdown/shutdown come from NVML (absolute); nvidia-smi only printed them relative to T.Limit
     assert (gpu["temperature.gpu"], gpu["temperature.gpu_slowdown"], gpu["temperature.gpu_shutdown"]) == (38, 89, 95)
 
@@ -87,7 +88,9 @@ def test_the_real_h200_oom_on_a_rank_blames_the_code_not_the_host(tmp_path):
     """The provoked OOM message, as a rank's stderr on this host: a cuda-oom finding, host still healthy."""
     oom = (H200 / "provoke.txt").read_text().splitlines()[0].split(": ", 1)[1]
     writer = BundleWriter(tmp_path / "b")
-    host_from_files(writer, "vm", {"kernel_log": ("kernel.log", VM / "kernel.log"), "nvidia_smi": ("nvidia-smi-q.xml", VM / "nvidia-smi-q.xml")})
+    host_from_files(writer, "vm",
+                    {"kernel_log": ("kernel.log", VM / "kernel.log"),
+                     "nvidia_smi": ("nvidia-smi-q.xml", VM / "nvidia-smi-q.xml")})
     rank_with_log(writer, "vm", 0, 4242, ["step 3", oom])
     writer.save()
     out = hosts_cli(str(writer.root), "--json")
@@ -101,7 +104,8 @@ def test_manifest_says_honestly_where_the_kernel_log_came_from():
     """dmesg_restrict was 1 there, but the snapshot ran as root: `dmesg -T` worked at the first try."""
     bundle = open_bundle(H200 / "bundle")
     kernel = next(c for c in bundle.manifest.hosts[0].collectors if c.name == "kernel_log")
-    assert (kernel.status, kernel.details["source"], kernel.details["attempts"], kernel.details["truncated"]) == ("ok", "dmesg -T", [], False)
+    assert (kernel.status, kernel.details["source"], kernel.details["attempts"],
+            kernel.details["truncated"]) == ("ok", "dmesg -T", [], False)
     assert kernel.details["lines"] == 358  # as collected; the fixture keeps 335 (README: trimmed)
 
 
@@ -109,7 +113,8 @@ def test_manifest_says_honestly_where_the_kernel_log_came_from():
 NCCL_BUNDLES = sorted((REPO / "tests" / "fixtures" / "nccl").glob("*/bundle/manifest.json")) + sorted((REPO / "tests" / "fixtures" / "nccl_x2").glob("*/*/bundle/manifest.json"))
 
 
-@pytest.mark.parametrize("manifest", NCCL_BUNDLES, ids=[str(p.parent.parent.relative_to(REPO / "tests" / "fixtures")) for p in NCCL_BUNDLES])
+@pytest.mark.parametrize("manifest", NCCL_BUNDLES,
+                         ids=[str(p.parent.parent.relative_to(REPO / "tests" / "fixtures")) for p in NCCL_BUNDLES])
 def test_h200_hosts_of_the_nccl_hang_bundles_are_healthy(manifest):
     """The hangs there were made by the job (sleep, SIGSTOP, kill), not by the H200s: no host reason."""
     reports = [r for r in host_reports(load_path(manifest.parent), knowledge.load(use_env=False)) if r.host == "vm"]

@@ -75,7 +75,8 @@ def test_below_a_tick_from_the_coarse_clock(captures: Path):
         assert "4 ms tick" in found.describe() and "jitter" in found.describe(), found.describe()
 
 
-@pytest.mark.parametrize("run,case", [("h200_issue15", "healthy"), ("h200_issue15_ns", "healthy"), ("h200_links", "healthy"),
+@pytest.mark.parametrize("run,case",
+                         [("h200_issue15", "healthy"), ("h200_issue15_ns", "healthy"), ("h200_links", "healthy"),
                                       ("h200_links", "slowlink"), ("h200_links", "slownet"), ("h200_run7", "slowtree")])
 def test_healthy_ranks_name_nobody(captures: Path, run: str, case: str):
     """Jobs with no slow rank (healthy; a slow link or a slow network delays every rank alike), every round,

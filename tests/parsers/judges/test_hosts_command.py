@@ -81,7 +81,9 @@ def test_text_output_names_the_hosts_to_exclude(faulty_bundle):
 
 def test_host_without_usable_evidence_is_unknown_exit_3(tmp_path):
     writer = BundleWriter(tmp_path / "b")
-    writer.add_host(HostRecord(host="dark", collectors=[CollectorRecord("kernel_log", "denied", error="Operation not permitted"), CollectorRecord("nvidia_smi", "unavailable")]))
+    writer.add_host(HostRecord(host="dark",
+                               collectors=[CollectorRecord("kernel_log", "denied", error="Operation not permitted"),
+                                           CollectorRecord("nvidia_smi", "unavailable")]))
     writer.save()
     out = hosts_cli(str(writer.root), "--json")
     assert out.returncode == 3, out.stderr
@@ -102,8 +104,10 @@ def test_user_knowledge_base_changes_the_verdict(tmp_path, healthy_bundle):
     site.write_text(
         (REPO / "parsers" / "knowledge" / "kernel.toml").read_text().split("[[entry]]")[0]
         + '[[entry]]\nid = "site-any-oom"\ntitle = "any OOM kill"\nkind = "line"\nstreams = ["kernel"]\n'
-        + "pattern = 'Killed process'\nmeaning = \"site policy\"\nseverity = \"warning\"\naction = \"exclude-host-and-restart\"\nhost = \"suspect\"\n"
-        + 'examples = ["Out of memory: Killed process 1 (x)"]\ncounter_examples = ["oom_reaper: reaped process 1 (x)"]\nexample_sources = ["site"]\n'
+        + "pattern = 'Killed process'\nmeaning = \"site policy\"\nseverity = \"warning\"\naction = "
+          "\"exclude-host-and-restart\"\nhost = \"suspect\"\n"
+        + 'examples = ["Out of memory: Killed process 1 (x)"]\ncounter_examples = ["oom_reaper: reaped process 1 '
+          '(x)"]\nexample_sources = ["site"]\n'
     )
     kernel_log = next(p for p in healthy_bundle.rglob("kernel.log"))
     has_oom = "Killed process" in kernel_log.read_text()
@@ -122,14 +126,17 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     assert host_fault.reason_class == "host-fault" and host_fault.host == "gpu-node-7"
     assert host_fault.confidence > 0.95
     # verbatim input: the knowledge base's action text (data), cited as the suspect's evidence
-    assert any(e.startswith("recommended action: exclude (drain) the host") or e.startswith("recommended action: open a hardware ticket") for e in host_fault.evidence)
+    assert any(e.startswith("recommended action: exclude (drain) the host") or e.startswith("recommended action: open "
+                                                                                            "a hardware ticket") for e in host_fault.evidence)
     own = by_rank[2]
     # verbatim input: the log's own error message
     assert own.reason_class == "known-error" and "cuda out of memory" in own.reason.lower()
     # verbatim input: the knowledge base's action text (data), cited as the suspect's evidence
     assert "recommended action: fix the code or the job's configuration" in own.evidence
-    stopped = Suspect(rank=3, host="here", pid=104, reason_class=ReasonClass.STOPPED, reason="is stopped", confidence=0.95)
-    waiting_mismatch = Suspect(rank=1, host="gpu-node-7", pid=202, reason_class=ReasonClass.MISMATCH, reason="waits elsewhere", confidence=0.6)
+    stopped = Suspect(rank=3, host="here", pid=104, reason_class=ReasonClass.STOPPED, reason="is stopped",
+                      confidence=0.95)
+    waiting_mismatch = Suspect(rank=1, host="gpu-node-7", pid=202, reason_class=ReasonClass.MISMATCH,
+                               reason="waits elsewhere", confidence=0.6)
     merged = merge_suspects([stopped, waiting_mismatch], suspects)
     assert [s.rank for s in merged] == [1, 3, 2]
     assert [a.reason_class for a in merged[0].agreeing] == ["mismatch"]  # typed, not an evidence line
@@ -149,7 +156,8 @@ def test_the_rank_on_the_gpu_a_fault_names_ranks_first(tmp_path):
     """gpu-node-9: a real L4 nvidia-smi (GPU 0 = 0000:01:00) and a real 'GPU at 0000:01:00.0 has fallen off the bus'."""
     writer = BundleWriter(tmp_path / "b")
     kernel = tmp_path / "kernel.log"
-    kernel.write_text("[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.\n[   49.261465] NVRM: os_pci_init_handle: invalid context!\n")
+    kernel.write_text("[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.\n[   49.261465] NVRM: "
+                      "os_pci_init_handle: invalid context!\n")
     host_from_files(writer, "gpu-node-9", {
         "kernel_log": ("kernel.log", kernel),
         "nvidia_smi": ("nvidia-smi-q.xml", FIXTURES / "nvsmi" / "l4-healthy.xml"),

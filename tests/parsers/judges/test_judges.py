@@ -80,7 +80,8 @@ def test_watchdog_lines_at_one_seqnum_in_different_ops_are_a_tied_mismatch():
     assert sides == [(3, ReasonClass.MISMATCH, 0.45), (7, ReasonClass.MISMATCH, 0.45)]
     assert result.verdict.culprit is None
     summary = result.verdict.text
-    assert len(result.verdict.leads) == 1 and says(result.verdict.leads, "rank 3", "rank 7", "0.45")  # one tie, both sides
+    # one tie, both sides
+    assert len(result.verdict.leads) == 1 and says(result.verdict.leads, "rank 3", "rank 7", "0.45")
     assert "rank 3 called allreduce()" in summary and "rank 7 called broadcast()" in summary
 
 
@@ -147,7 +148,8 @@ def test_a_torchelastic_entry_is_said_in_words(tmp_path):
     shutil.copy(CORPUS / "pytorch-148976.log", tmp_path)
     verdict = analyze(tmp_path).verdict
     entry = observed(verdict, "first-error")
-    assert says(entry, "child-failure", "rank 1", "local_rank 1", "exitcode 1", "pid 340055", "lenovo", "2025-03-11_18:33:20"), entry
+    assert says(entry, "child-failure", "rank 1", "local_rank 1", "exitcode 1", "pid 340055", "lenovo",
+                "2025-03-11_18:33:20"), entry
     assert not says(entry, "{")  # not as a dict
 
 
@@ -250,7 +252,8 @@ def test_silent_ranks_are_said_inside_the_coverage_sentence_when_there_is_one():
     whose lines these are and that rank 0, below them, printed none."""
     silent, said = _silent("pytorch-141069")
 
-    assert silent == ([0], 3) and len(said) == 1 and says(said, "ranks 1-3", "rank 0", "rank 3"), said  # one sentence says both
+    # one sentence says both
+    assert silent == ([0], 3) and len(said) == 1 and says(said, "ranks 1-3", "rank 0", "rank 3"), said
 
 
 
@@ -279,5 +282,6 @@ def test_a_host_no_line_names_is_said_as_such(tmp_path):
     verdict = analyze(tmp_path).verdict
     summary = verdict.text
     # wording is the behaviour: the words that stand for a host no line names (never a made-up name)
-    assert says(observed(verdict, "host"), "the host of these lines", "exclude") and "unknown-host" not in summary, summary
+    assert says(observed(verdict, "host"), "the host of these lines",
+                "exclude") and "unknown-host" not in summary, summary
 

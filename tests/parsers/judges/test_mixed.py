@@ -90,7 +90,8 @@ def test_a_log_dated_days_before_the_bundle_says_its_other_reading(tmp_path: Pat
     found = foreign_inputs(analyze([BUNDLE, earlier]).evidence)
     assert [f.file for f in found] == ["earlier.log"] and found[0].reasons[-1][0] == "time", found
     line = next(x for x in render_view(build_view(analyze([BUNDLE, earlier]).verdict)).splitlines() if "mixed inputs:" in x)
-    assert "5 days before the bundle's" in line and "or this job has printed nothing since" in line, line  # wording is the behaviour
+    # wording is the behaviour
+    assert "5 days before the bundle's" in line and "or this job has printed nothing since" in line, line
 
 
 def test_a_log_of_another_size_and_days_away_says_both(tmp_path: Path) -> None:

@@ -45,7 +45,8 @@ def test_a_rank_that_ended_gets_its_own_nccl_warn_as_its_why():
     ev = analyze(ISSUE26 / "order" / "logs.tar.gz", KB).evidence
     s = Suspect(rank=3, host=None, pid=None, reason_class=ReasonClass.EXITED, reason="exited", confidence=0.9)
     lines = own_state(ev, s)
-    assert s.why and "message truncated : receiving 524288 bytes instead of 65536" in s.why  # verbatim input: NCCL's WARN
+    # verbatim input: NCCL's WARN
+    assert s.why and "message truncated : receiving 524288 bytes instead of 65536" in s.why
     assert lines[0].tool == "nccl-log" and lines[0].file.endswith(".log") and lines[0].startswith("cause:")
     quiet = Suspect(rank=5, host=None, pid=None, reason_class=ReasonClass.EXITED, reason="exited", confidence=0.9)
     own_state(ev, quiet)

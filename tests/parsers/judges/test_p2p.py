@@ -54,7 +54,8 @@ def hang(tmp: Path, case: str, world: int, culprit: int, numel: int = 16, steps:
     procs = [subprocess.Popen([sys.executable, str(JOB), case, str(r), str(world), str(port), str(logs), str(culprit),
                                str(numel), str(steps), str(fault), str(timeout_s)], env={**env, "RANK": str(r)},
                               stdout=subprocess.DEVNULL,
-                              stderr=open(logs / f"node{r:02d}" / f"rank{r}.stderr", "w")) for r in range(world)]  # noqa: SIM115
+                              stderr=open(logs / f"node{r:02d}" / f"rank{r}.stderr",
+                                          "w")) for r in range(world)]  # noqa: SIM115
     try:
         assert _wait_for([marks / f"warm.{r}" for r in range(world)], 120), "ranks never warmed up"
         time.sleep(settle_s)  # the fault sets in: every rank reaches the op it hangs in
@@ -153,7 +154,8 @@ def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
     sender = culprit - 1  # the stage whose sends go unanswered (the plan: it receives from culprit-2)
     assert f"rank {sender} send" in v.culprit.reason, v.culprit.reason
     if form == "logs":  # the dumps hold the receive itself and the peer it names
-        assert f"recv from {culprit - 2}, which never sends to it" in v.culprit.reason  # wording is the behaviour: the words
+        # wording is the behaviour: the words
+        assert f"recv from {culprit - 2}, which never sends to it" in v.culprit.reason
 
 
 @pytest.mark.parametrize("name", ["sendsend-seed39", "sendsend-seed40"])

@@ -49,7 +49,8 @@ def test_a_gloo_peer_no_file_maps_is_said_with_its_address(tmp_path, stem, addr)
     (f,) = peers(v)
     assert (f.what, f.addr, f.ranks, f.mapped) == ("closed", addr, (), None)
     assert not [s for s in v.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE]
-    assert addr in v.summary and "no file maps that address" in v.summary  # wording is the behaviour: the unmapped peer said
+    # wording is the behaviour: the unmapped peer said
+    assert addr in v.summary and "no file maps that address" in v.summary
 
 
 def test_nccl_ib_size_mismatch_names_both_sides_sizes(tmp_path):

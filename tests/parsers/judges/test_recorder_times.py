@@ -32,4 +32,5 @@ def test_the_copy_is_an_offset_from_the_collection_time(before_s: float, words: 
 
 def test_without_a_collection_time_the_copy_keeps_its_clock() -> None:
     lines = [x for x in _said(None) if "no progress for" in x]
-    assert lines and all("before the collection at " in x and " UTC" in x for x in lines), lines  # wording is the behaviour
+    # wording is the behaviour
+    assert lines and all("before the collection at " in x and " UTC" in x for x in lines), lines

@@ -58,7 +58,8 @@ def test_every_rank_of_one_host_with_one_unknown_error_makes_it_a_suspect(tmp_pa
     assert f"{ranks} of {ranks} ranks of {host}" in evidence and "ibv_get_async_event" in evidence
     assert evidence.count("job.log:") == ranks  # each rank's own line is cited
     reports = {r.host: r for r in hosts.host_reports(load_directory(folder), KB)}
-    assert reports[host].status in ("suspect", "exclude") and SAME_FAULT.id in {g.entry.id for g in reports[host].reasons}
+    assert reports[host].status in ("suspect",
+                                    "exclude") and SAME_FAULT.id in {g.entry.id for g in reports[host].reasons}
     other = reports.get(healthy[1])
     assert other is None or SAME_FAULT.id not in {g.entry.id for g in other.groups}
 

@@ -71,7 +71,8 @@ def test_a_slowdown_on_every_rank_is_job_wide_not_a_straggler():
 
 
 def test_old_series_without_per_step_collective_times_cannot_tell():
-    old = {r: parse_series("step,seconds,end_unix_time\n" + "".join(f"{i},0.5,{100 + i}\n" for i in range(30)), f"r{r}.csv")
+    old = {r: parse_series("step,seconds,end_unix_time\n" + "".join(f"{i},0.5,{100 + i}\n" for i in range(30)),
+                           f"r{r}.csv")
            for r in range(4)}
     got = compare_ranks(old)
     assert got.source == "" and got.late == [] and "cannot tell a straggler" in got.describe()

@@ -133,7 +133,8 @@ def test_pauses_and_one_off_slow_ops_name_nobody():
     a 5 ms straggler among them still is."""
     for seed in range(10):
         for done in (False, True):
-            healthy = _upset(_ops({}, ops=120, seed=seed, jitter_ms=1.5, with_done=done, resolution_ms=FINE_RESOLUTION_MS), seed)
+            healthy = _upset(_ops({}, ops=120, seed=seed, jitter_ms=1.5, with_done=done,
+                                  resolution_ms=FINE_RESOLUTION_MS), seed)
             assert judge_ops(healthy, HOSTS).late == [], (seed, done)
             slow = _upset(_ops({6: 5.0}, ops=120, seed=seed, jitter_ms=1.5, with_done=done,
                                resolution_ms=FINE_RESOLUTION_MS), seed)

@@ -16,7 +16,8 @@ KB = knowledge.load(use_env=False)
 ENTRIES = {e.id: e for e in KB.entries}
 KERNEL_FIXTURES = sorted((FIXTURES / "kernel").glob("*.log"))
 RANK_FIXTURES = sorted((FIXTURES / "ranklogs").glob("*.log"))
-#: Line entries whose example is adapted from a neighbouring real line (no public paste found); see docs/knowledge-base.md.
+#: Line entries whose example is adapted from a neighbouring real line (no public paste found); see
+#: docs/knowledge-base.md.
 ADAPTED = {"xid-61", "xid-92", "xid-95", "edac-uncorrected"}
 
 
@@ -48,7 +49,9 @@ def _fixture_blocks(paths, stream):
             yield pytest.param(source, expected, lines, stream, id=f"{path.name}:{lines[0][0] if lines else 0}")
 
 
-@pytest.mark.parametrize("source,expected,lines,stream", list(_fixture_blocks(KERNEL_FIXTURES, "kernel")) + list(_fixture_blocks(RANK_FIXTURES, "rank-log")))
+@pytest.mark.parametrize("source,expected,lines,stream",
+                         list(_fixture_blocks(KERNEL_FIXTURES,
+                                              "kernel")) + list(_fixture_blocks(RANK_FIXTURES, "rank-log")))
 def test_real_log_block_gives_exactly_the_expected_entries(source, expected, lines, stream):
     from parsers.readers.host_kernel import split_prefix
 

@@ -36,7 +36,8 @@ def test_user_file_from_env_adds_an_entry(tmp_path, monkeypatch):
     kb = knowledge.load()
     assert kb.get("site-lustre-evict") is not None
     assert len(kb) == len(knowledge.load(use_env=False)) + 1
-    hits = kb.match_line("LustreError: 167-0: scratch-OST0003-osc: This client was evicted by scratch-OST0003", "kernel")
+    hits = kb.match_line("LustreError: 167-0: scratch-OST0003-osc: This client was evicted by scratch-OST0003",
+                         "kernel")
     assert [e.id for e, _ in hits] == ["site-lustre-evict"]
 
 
@@ -59,10 +60,13 @@ def test_folder_of_user_files(tmp_path):
     [
         (lambda t: t.replace("pattern = 'LustreError: .* evicted'", "pattern = 'Lustre(Error'"), "bad pattern"),
         (lambda t: t.replace('examples = ["LustreError', 'examples = ["Lustre warning'), "example does not match"),
-        (lambda t: t.replace('counter_examples = ["Lustre: Mounted scratch-client"]', 'counter_examples = ["LustreError: x evicted"]'), "counter-example matches"),
+        (lambda t: t.replace('counter_examples = ["Lustre: Mounted scratch-client"]',
+                             'counter_examples = ["LustreError: x evicted"]'), "counter-example matches"),
         (lambda t: t.replace('severity = "error"', 'severity = "bad"'), "severity 'bad' is not one of"),
-        (lambda t: t.replace('action = "exclude-host-and-restart"', 'action = "reboot"'), "action 'reboot' is not one of"),
-        (lambda t: t.replace('meaning = "The Lustre server evicted this client; file operations fail."\n', ""), "missing field(s) meaning"),
+        (lambda t: t.replace('action = "exclude-host-and-restart"', 'action = "reboot"'),
+         "action 'reboot' is not one of"),
+        (lambda t: t.replace('meaning = "The Lustre server evicted this client; file operations fail."\n', ""),
+         "missing field(s) meaning"),
         (lambda t: t.replace('streams = ["kernel"]', 'streams = ["syslog"]'), "unknown stream"),
         (lambda t: t + "\n[[entry\n", "not valid TOML"),
     ],

@@ -14,7 +14,8 @@ import json
 import pytest
 
 from hf_testpaths import REPO
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind, Origin
+from parsers.scale import digest
+from parsers.model.events import INFO_KINDS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind, Origin
 from parsers.readers import c10d
 
 #: helpers of the readers that make an ErrorEvent from their first argument (c10d's `err`, pasted_host's `add`)
@@ -70,3 +71,19 @@ def test_every_kind_a_reader_writes_is_a_member_and_every_member_is_written():
 def test_the_kind_families_are_members():
     assert all(type(k) is ErrorKind for k in INFO_KINDS | WAIT_ERRORS)
     assert not INFO_KINDS & WAIT_ERRORS
+
+
+@pytest.mark.parametrize("kind, data", [
+    ("fr-analysis", {"finding": "not-joined", "missing_ranks": [3], "culprits": [{"rank": 1, "error_type": "X"}]}),
+    ("horovod-stall", {"tensor": "allreduce.w", "missing": [2], "report": 1, "entry": 4}),
+])
+def test_typed_data_is_built_from_a_dict_refuses_a_stray_key_and_survives_a_digest(kind, data):
+    """A kind in TYPED_DATA never carries a dict: one given (a caller's, an old digest's) is typed; a key that is no
+    field is refused as an unknown kind is; the digest writes and rebuilds the typed data as it is."""
+    typed = TYPED_DATA[ErrorKind(kind)]
+    e = ErrorEvent(kind, "m", Origin(rank=0), data=data)
+    assert type(e.data) is typed and {k: e.data.to_dict()[k] for k in data} == data  # as given, nested too
+    assert all(e.data.get(k) is not None for k in data) and e.data.get("no-such-field", 5) == 5
+    assert digest.decode(digest.encode(e)) == e
+    with pytest.raises(ValueError, match=typed.__name__):
+        ErrorEvent(kind, "m", Origin(), data={**data, "forged": 1})

@@ -22,7 +22,9 @@ def _bundle(tmp_path):
     writer = BundleWriter(tmp_path / "b", command=["forensics", "collect"])
     rel = writer.rank_dir("hostA", 3, 4242)
     writer.write_text(f"{rel}/proc.json", "{}")
-    writer.add_rank(RankRecord(host="hostA", pid=4242, dir=rel, rank=3, collectors=[CollectorRecord("process_state", Status.OK, 0.01, files=[f"{rel}/proc.json"])]))
+    writer.add_rank(RankRecord(host="hostA", pid=4242, dir=rel, rank=3,
+                               collectors=[CollectorRecord("process_state", Status.OK, 0.01,
+                                                           files=[f"{rel}/proc.json"])]))
     writer.save()
     return writer
 

@@ -35,7 +35,8 @@ def test_failure_detected_and_culprit_counters():
 
 def test_pg_tag_forms():
     for tag, key in (("[PG 1 Rank 0]", "pg:1"), ("[PG 0 (default_pg) Rank 7]", "pg:0"),
-                     ("[PG ID 11 PG GUID 119 Rank 1]", "pg:119"), ("[PG ID 4 PG GUID 20(mesh_tp) Rank 1]", "pg:mesh_tp")):
+                     ("[PG ID 11 PG GUID 119 Rank 1]", "pg:119"),
+                     ("[PG ID 4 PG GUID 20(mesh_tp) Rank 1]", "pg:mesh_tp")):
         events = c10d.match_line(f"{tag}  {FAILURE.split(']  ', 1)[1]}", Origin())
         assert events[0].comm == key, tag
 

@@ -93,7 +93,8 @@ def test_field_notes_rank7_form():
 
 def test_hostile_input_never_raises():
     junk = ["Traceback (most recent call last):", '  File "' + "x" * 10000, "\x00\xff", "A" * 200000,
-            "Traceback (most recent call last):", "The above exception was the direct cause of the following exception:",
+            "Traceback (most recent call last):",
+            "The above exception was the direct cause of the following exception:",
             "[rank99999999999]: Traceback (most recent call last):", "RuntimeError" + ":" * 5000, b"bytes line"]
     out = read_lines(junk * 200)
     assert out.lines == len(junk) * 200

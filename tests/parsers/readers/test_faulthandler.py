@@ -116,7 +116,8 @@ def test_summary_names_the_dumps_main_thread_in_a_log(tmp_path):
 
 
 def test_forensics_arm_header_gives_rank_pid_and_host():
-    header = faulthandler.TRIGGER_HEADER.format(kind="stall", rank=7, pid=123, host="node-3", message="no step for 12 s")
+    header = faulthandler.TRIGGER_HEADER.format(kind="stall", rank=7, pid=123, host="node-3",
+                                                message="no step for 12 s")
     assert faulthandler.trigger_identity(header) == {"rank": 7, "pid": 123, "host": "node-3", "alarm": "stall"}
     assert faulthandler.trigger_identity("# stall: no step") is None
 
@@ -159,7 +160,8 @@ def test_a_log_that_holds_a_dump_among_other_lines_stays_a_rank_log(tmp_path):
     the dump keeps every reader of a rank log (its c10d lines, the knowledge base), dump included."""
     err = _aborted_dump(tmp_path)
     path = tmp_path / "stderr.log"
-    path.write_text(err + "[rank0]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective"
+    path.write_text(err + "[rank0]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog "
+                          "caught collective"
                     " operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1000)"
                     " ran for 1001 milliseconds before timing out.\n")
     art = load_files([(path, {})]).artifacts[0]

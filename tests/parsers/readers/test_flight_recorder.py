@@ -1,6 +1,5 @@
 """Flight Recorder dumps: real pickle and JSON from gloo jobs; hostile pickles refused."""
 
-import io
 import os
 import pickle
 import tarfile

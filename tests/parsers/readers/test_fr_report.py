@@ -6,11 +6,14 @@ pytorch/pytorch#140563, whose stored copy cuts the `error msg` line mid-entry.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from forensics.report.words import facts as present
 from parsers.judges.logs import fr_report as judge
-from parsers.model.events import ErrorEvent, Origin
+from parsers.model.events import ErrorEvent, FrCulprit, FrFinding, Origin
 from parsers.readers import fr_report, rank_log, textline
 from parsers.registry import recognise
 from facts import says
@@ -18,7 +21,8 @@ from facts import says
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 #: pytorch/pytorch#140563 (2024-11-16 comment), as the stored copy of the thread ends
 CUT_ERROR_MSG = ("error msg: Culprit rank 22; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' "
-                 "does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: SIZE_OR_SYNTAX_MISMATCH, "
+                 "does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: "
+                 "SIZE_OR_SYNTAX_MISMATCH, "
                  "Expected input sizes: '[[1025]]' does not match found")
 
 
@@ -44,25 +48,26 @@ def _suspects(events: list[ErrorEvent]) -> dict[int, tuple[str, float]]:
 def test_sequence_number_header_and_fields():
     [e] = _events("pytorch-140969")
     assert (e.seq, e.op, e.comm) == (31117, "allreduce", "pg:0")
-    assert e.data["missing_ranks"] == [3, 4, 5, 6, 7] and e.data["expected_ranks"] == list(range(8))
-    assert e.data["record_id"] == 31116 and e.data["world_size"] == 8 and e.data["state"] == "scheduled"
-    assert len(e.data["frames"]) == 3
+    assert type(e.data) is FrFinding
+    assert e.data.missing_ranks == [3, 4, 5, 6, 7] and e.data.expected_ranks == list(range(8))
+    assert e.data.record_id == 31116 and e.data.world_size == 8 and e.data.state == "scheduled"
+    assert len(e.data.frames) == 3
 
 
 def test_entry_header_with_a_count_of_expected_ranks_in_an_indented_block():
     [e] = _events("tutorials-3163")
-    assert (e.seq, e.data["record_id"], e.data["expected_count"], e.data["missing_ranks"]) == (5, 4, 2, [1])
+    assert (e.seq, e.data.record_id, e.data.expected_count, e.data.missing_ranks) == (5, 4, 2, [1])
 
 
 def test_two_findings_and_error_msg():
     first, second = _events("pytorch-151666")
-    assert first.seq == 1487 and first.data["culprits"] == [{"rank": 1, "error_type": "COLLECTIVE_STATE_MISMATCH"}]
-    assert first.data["culprits_complete"] and second.seq == 1488 and "culprits" not in second.data
+    assert first.seq == 1487 and first.data.culprits == [FrCulprit(1, "COLLECTIVE_STATE_MISMATCH")]
+    assert first.data.culprits_complete and second.seq == 1488 and second.data.culprits is None
 
 
 def test_a_cut_culprit_list_is_marked_incomplete():
     culprits, complete = fr_report.parse_culprits(CUT_ERROR_MSG.split(": ", 1)[1])
-    assert [c["rank"] for c in culprits] == [22, 110] and not complete
+    assert [c.rank for c in culprits] == [22, 110] and not complete
 
 
 def test_an_orphan_field_line_is_reported_not_dropped():
@@ -90,20 +95,20 @@ def test_minority_missing_is_named_majority_is_not():
     assert _suspects(_events("pytorch-140969")) == {}  # 5 of 8 missing
     assert _suspects(_events("tutorials-3163")) == {1: ("fr-missing", judge.PAIR_CONFIDENCE)}
     [e] = _events("pytorch-140969")
-    e.data["missing_ranks"] = [3]  # one of eight
+    e.data = replace(e.data, missing_ranks=[3])  # one of eight
     assert _suspects([e]) == {3: ("fr-missing", 0.6)}
-    e.data["no_dump_ranks"] = [3]  # the analyzer had no dump from it: its absence says nothing
+    e.data = replace(e.data, no_dump_ranks=[3])  # the analyzer had no dump from it: its absence says nothing
     assert _suspects([e]) == {}
 
 
 def test_culprit_lists_name_only_a_small_complete_minority_of_call_mismatches():
     first, _ = _events("pytorch-151666")
     assert _suspects([first]) == {}  # 1 of 2, and a state mismatch
-    first.data["world_size"] = 8
+    first.data = replace(first.data, world_size=8)
     assert _suspects([first]) == {}  # a state mismatch is never a lead
-    first.data["culprits"] = [{"rank": 1, "error_type": "SIZE_OR_SYNTAX_MISMATCH"}]
+    first.data = replace(first.data, culprits=[FrCulprit(1, "SIZE_OR_SYNTAX_MISMATCH")])
     assert _suspects([first]) == {1: ("fr-culprit", 0.5)}
-    first.data["culprits_complete"] = False
+    first.data = replace(first.data, culprits_complete=False)
     assert _suspects([first]) == {}
 
 
@@ -149,3 +154,16 @@ def test_our_capture_without_the_culprits_dump_names_nobody_and_says_why(tmp_pat
         lines = v.text.splitlines()
         assert says(lines, f"rank {rank}", "11 collective(s)"), v.text  # whose dump is missing, what stayed open
         assert says(lines, "stopped checking", "default_pg"), v.text
+
+
+def test_an_fr_analysis_event_made_from_a_dict_gets_typed_data_and_a_stray_key_is_refused():
+    """Data given as a dict (a caller's, or a digest's from before FrFinding had a tag) is typed by the event, so
+    the judge never meets a dict; a key the analyzer's finding has no field for is refused, as an unknown kind is."""
+    culprit = {"rank": 2, "error_type": "SIZE_OR_SYNTAX_MISMATCH"}
+    e = ErrorEvent("fr-analysis", "m", Origin(),
+                   data={"finding": "not-joined", "missing_ranks": [1], "culprits": [culprit]})
+    assert e.data == FrFinding("not-joined", missing_ranks=[1], culprits=[FrCulprit(2, "SIZE_OR_SYNTAX_MISMATCH")])
+    assert e.data.get("missing_ranks") == [1] and e.data.get("world_size") is None and e.data.get("nope", 3) == 3
+    for bad in ({"finding": "x", "forged": 1}, {"missing_ranks": [1]}, {"finding": "x", "culprits": [{"rank": 1}]}):
+        with pytest.raises(ValueError, match="FrFinding"):
+            ErrorEvent("fr-analysis", "m", Origin(), data=bad)

@@ -24,7 +24,8 @@ def test_recognised_and_read_as_one_process():
     parsed = _parsed(PASTE.read_text())
     main = parsed.stacks[0]
     assert (parsed.facts["pid"], main.is_main, len(main.frames)) == (496115, True, 18)
-    assert [f.function for f in main.frames[12:]] == ["__cudart803", "cudaLaunchKernel", "ncclLaunchKernel", "doLaunches",
+    assert [f.function for f in main.frames[12:]] == ["__cudart803", "cudaLaunchKernel", "ncclLaunchKernel",
+                                                      "doLaunches",
                                                       "groupLaunch", "ncclGroupEndInternal"]
     assert (main.frames[14].file, main.frames[14].line) == ("enqueue.cc", 1092)
     assert main.frames[0].library == "/lib/x86_64-linux-gnu/libcuda.so"

@@ -24,7 +24,8 @@ ECC_COUNTERS = [
     for scope in ("volatile", "aggregate")
     for memory, kind in (("sram", "correctable"), ("sram_parity", "uncorrectable"), ("sram_secded", "uncorrectable"), ("dram", "correctable"), ("dram", "uncorrectable"))
 ]
-THROTTLE = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting"]
+THROTTLE = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
+            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting"]
 
 
 def _text(path: Path) -> str:
@@ -54,13 +55,16 @@ def xml_facts():
 def test_nvsmi_text_decodes_the_h200_fields(text_facts):
     assert list(text_facts) == [BUS]
     f = text_facts[BUS]
-    assert (f["name"], f["serial"], f["uuid"]) == ("NVIDIA H200", "1653924185248", "GPU-8003a68a-5f2a-61c4-c1b4-a62117d4a22b")
+    assert (f["name"], f["serial"], f["uuid"]) == ("NVIDIA H200", "1653924185248",
+                                                   "GPU-8003a68a-5f2a-61c4-c1b4-a62117d4a22b")
     assert f["ecc.mode.current"] == "Enabled"
     assert {k: f[k] for k in ECC_COUNTERS} == dict.fromkeys(ECC_COUNTERS, 0)
-    assert (f["remapped_rows.correctable"], f["remapped_rows.uncorrectable"], f["remapped_rows.pending"], f["remapped_rows.failure"]) == (0, 0, False, False)
+    assert (f["remapped_rows.correctable"], f["remapped_rows.uncorrectable"], f["remapped_rows.pending"],
+            f["remapped_rows.failure"]) == (0, 0, False, False)
     assert (f["pcie.gen.current"], f["pcie.gen.max"], f["pcie.width.current"], f["pcie.width.max"]) == (5, 5, 16, 16)
     assert (f["temperature.gpu"], f["temperature.memory"]) == (38, 40)
-    assert (f["temperature.tlimit_margin"], f["temperature.tlimit_slowdown"], f["temperature.tlimit_shutdown"]) == (49, -2, -8)
+    assert (f["temperature.tlimit_margin"], f["temperature.tlimit_slowdown"],
+            f["temperature.tlimit_shutdown"]) == (49, -2, -8)
     assert {k: f[f"throttle.{k}"] for k in THROTTLE} == dict.fromkeys(THROTTLE, False)
     # Hopper on driver 580 prints 'N/A' for retired pages (it remaps rows instead): left out, not guessed
     assert not [k for k in f if k.startswith("retired_pages.")]
@@ -73,7 +77,8 @@ def test_nvsmi_xml_gives_the_same_facts_as_the_text(text_facts, xml_facts):
 def test_sec_ded_and_display_clock_lines_get_the_xml_names():
     """Real text lines whose slugs used to differ from the XML tags (sram_sec_ded, display_clock_setting)."""
     lines = ["==============NVSMI LOG==============", f"GPU {BUS}"]
-    lines += _real_lines(VM / "nvidia-smi-q.txt", "    Clocks Event Reasons", "        Display Clock Setting", "    ECC Errors", "        Volatile", "            SRAM Uncorrectable SEC-DED")
+    lines += _real_lines(VM / "nvidia-smi-q.txt", "    Clocks Event Reasons", "        Display Clock Setting",
+                         "    ECC Errors", "        Volatile", "            SRAM Uncorrectable SEC-DED")
     facts = host_nvsmi.parse_text("\n".join(lines) + "\n")[BUS]
     assert facts == {"throttle.display_clocks_setting": False, "ecc.volatile.sram_secded.uncorrectable": 0}
 
@@ -108,7 +113,8 @@ def test_text_and_xml_agree_on_every_real_h200(kb):
 def test_two_gpu_h200_host_decodes_both_gpus():
     host = FIXTURES.parent / "nccl_x2" / "p2p" / "sleep" / "bundle" / "hosts" / "vm"
     gpus = host_nvsmi.parse_xml(_text(host / "nvidia-smi-q.xml"))
-    assert {bus: facts["serial"] for bus, facts in gpus.items()} == {"00000000:00:06.0": "1654024076456", "00000000:00:07.0": "1654024076272"}
+    assert {bus: facts["serial"] for bus, facts in gpus.items()} == {"00000000:00:06.0": "1654024076456",
+                                                                     "00000000:00:07.0": "1654024076272"}
     assert all(facts["name"] == "NVIDIA H200" and facts["pcie.width.current"] == 16 for facts in gpus.values())
     nvml = host_nvml.parse_nvml_json(_text(host / "nvml.json"))
     assert sorted(nvml) == sorted(gpus)
@@ -120,8 +126,10 @@ def test_nvml_json_of_the_h200(kb):
     assert (f["name"], f["uuid"]) == ("NVIDIA H200", "GPU-8003a68a-5f2a-61c4-c1b4-a62117d4a22b")
     # NVML gives the absolute thresholds that the text/XML only print relative to T.Limit
     assert (f["temperature.gpu"], f["temperature.gpu_slowdown"], f["temperature.gpu_shutdown"]) == (38, 89, 95)
-    assert [f[f"ecc.{s}.total.{k}"] for s in ("volatile", "aggregate") for k in ("correctable", "uncorrectable")] == [0, 0, 0, 0]
-    assert (f["remapped_rows.correctable"], f["remapped_rows.uncorrectable"], f["remapped_rows.pending"], f["remapped_rows.failure"]) == (0, 0, False, False)
+    assert [f[f"ecc.{s}.total.{k}"] for s in ("volatile",
+                                              "aggregate") for k in ("correctable", "uncorrectable")] == [0, 0, 0, 0]
+    assert (f["remapped_rows.correctable"], f["remapped_rows.uncorrectable"], f["remapped_rows.pending"],
+            f["remapped_rows.failure"]) == (0, 0, False, False)
     assert (f["pcie.gen.current"], f["pcie.width.current"]) == (5, 16)
     # clock_event_reasons was 1 (GPU idle) when NVML looked; nvidia-smi, a moment earlier, saw it busy
     assert f["throttle.gpu_idle"] is True and not any(f[f"throttle.{k}"] for k in THROTTLE if k != "gpu_idle")
@@ -162,7 +170,8 @@ def test_provoked_illegal_access_never_ran_so_no_xid_was_expected():
     dmesg_restrict was 1 but the snapshot ran as root, so the kernel log itself was readable."""
     provoke = _text(H200 / "provoke.txt").splitlines()
     # verbatim input: the kernel log's and the provoke run's own lines, kept as read
-    assert provoke[0].startswith("CUDA-OOM: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 279.60 GiB. GPU 0 has a total capacity of 139.80 GiB")
+    assert provoke[0].startswith("CUDA-OOM: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 279.60 GiB. "
+                                 "GPU 0 has a total capacity of 139.80 GiB")
     # verbatim input: the kernel log's and the provoke run's own lines, kept as read
     assert provoke[1] == "ILLEGAL-ACCESS: builtins.ValueError: @jit functions should be defined in a Python file"
     meta = _text(H200 / "meta.txt")
@@ -180,7 +189,8 @@ def test_h200_system_files_decode():
     assert (cpu["cpu.count"], cpu["cpu.mhz.min"], cpu["cpu.mhz.max"]) == (16, 2100.0, 2100.0)
     disk = host_system.parse_df(_text(VM / "df.txt"))
     inodes = host_system.parse_df(_text(VM / "df-inodes.txt"), inodes=True)
-    assert (disk["disk /"]["disk.fstype"], disk["disk /"]["disk.used_pct"], inodes["disk /"]["disk.inodes_used_pct"]) == ("ext4", 21, 1)
+    assert (disk["disk /"]["disk.fstype"], disk["disk /"]["disk.used_pct"],
+            inodes["disk /"]["disk.inodes_used_pct"]) == ("ext4", 21, 1)
     memory = host_system.parse_memory_json(_text(VM / "memory.json"))
     assert memory["memory.total_kb"] == 131981020 and memory["vmstat.oom_kill"] == 0
     assert memory["psi.cpu.some.avg10"] == 0.43
@@ -189,7 +199,8 @@ def test_h200_system_files_decode():
 PROVOKED = H200 / "provoked"  # filled from a rerun of HF_PROVOKE=1 scripts/device/host_snapshot.sh (README)
 
 
-@pytest.mark.skipif(not (PROVOKED / "kernel-dmesg-T-after.log").exists(), reason="no provoked H200 run recorded yet (see tests/fixtures/host/h200/README.md)")
+@pytest.mark.skipif(not (PROVOKED / "kernel-dmesg-T-after.log").exists(),
+                    reason="no provoked H200 run recorded yet (see tests/fixtures/host/h200/README.md)")
 def test_provoked_illegal_access_leaves_an_xid_the_kb_names(kb):
     """A real MMU fault on the H200: the lines it added to dmesg are Xid lines of an application fault."""
     before = set(_text(PROVOKED / "kernel-dmesg-T.log").splitlines())

@@ -43,7 +43,8 @@ def test_local_journalctl_forms(form: str) -> None:
     xid = [ln for ln in lines if "Xid" in ln.message]
     assert len(xid) == 1 and xid[0].host == "vm" and xid[0].stamp
     assert xid[0].message.startswith("NVRM: Xid (PCI:0000:04:00): 79")
-    assert {ln.host for ln in lines if "kernel" in ln.raw or form == "verbose"} == {"vm"}  # (journald's own: not kernel)
+    # (journald's own: not kernel)
+    assert {ln.host for ln in lines if "kernel" in ln.raw or form == "verbose"} == {"vm"}
 
 
 def test_verbose_reads_messages_only() -> None:
@@ -81,7 +82,8 @@ def _folder(tmp_path: Path, name: str, text: str) -> Path:
 
 @pytest.mark.parametrize("text,hosts", [
     (f"Dec  6 03:12:44 node043 kernel: {XID79}\nDec  6 03:12:45 node044 kernel: {XID79}\n", {"node043", "node044"}),
-    (f"node031: [Sat Dec  6 03:12:44 2026] {XID79}\nnode032: [Sat Dec  6 03:12:44 2026] {XID79}\n", {"node031", "node032"}),
+    (f"node031: [Sat Dec  6 03:12:44 2026] {XID79}\nnode032: [Sat Dec  6 03:12:44 2026] {XID79}\n",
+     {"node031", "node032"}),
     (f"2026-12-06T03:12:44+0000 node007 kernel: {XID79}\n", {"node007"}),
 ])
 def test_loose_file_hosts_reach_the_host_judge(tmp_path: Path, text: str, hosts: set[str]) -> None:

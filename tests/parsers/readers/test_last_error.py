@@ -26,7 +26,8 @@ def parsed(path: Path):
 @pytest.mark.parametrize("name,reason,explained", [
     ("mftcoder-31.log", "Bootstrap : no socket interface found", {"python-exception", "nccl-error"}),
     ("megatron-661.log", "Duplicate GPU detected : rank 3 and rank 0 both on CUDA device f000", {"nccl-error"}),
-    ("dfine-289.log", "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000", {"python-exception", "nccl-error"})])
+    ("dfine-289.log", "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000",
+     {"python-exception", "nccl-error"})])
 def test_the_reason_is_joined_to_the_error_above_it(name, reason, explained):
     p = parsed(EXCERPTS / name)
     reasons = [e for e in p.events if getattr(e, "kind", "") == KIND]

@@ -192,7 +192,8 @@ def test_zero_fill_after_a_crash_is_no_line(tmp_path):
     got = logscan.scan_file(filled, "nccl-log", head_bytes=8192, tail_bytes=8192, ops_per_comm=K)
     assert _last_ops(got) == _last_ops(want) and _last_ops(got)
     members = _others(got, CommMember)
-    assert members == _others(want, CommMember) and any(m[6] and m[7] for m in members)  # the split's member, parent known
+    # the split's member, parent known
+    assert members == _others(want, CommMember) and any(m[6] and m[7] for m in members)
     assert not (_others(got) - _others(want))
     assert got.facts["scan"]["parsed_bytes"] < want.facts["scan"]["parsed_bytes"] + 4096
 

@@ -35,7 +35,8 @@ def test_old_formats():
         "h1:10:10 [0] NCCL INFO Channel 00/02 :    0   1   2   3",
         "h1:10:10 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->2",
         "h1:10:20 [0] NCCL INFO Channel 00/0 : 1[0] -> 2[0] [send] via NET/IB/0",
-        "h1:10:30 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.5<12345> with status=12 opcode=0 len=0 vendor err 129 (Send)",
+        "h1:10:30 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.5<12345> with "
+        "status=12 opcode=0 len=0 vendor err 129 (Send)",
     ]
     out = parse(lines)
     assert out.unknown_lines == 0
@@ -99,14 +100,17 @@ def test_launcher_labels_name_the_files_ranks():
     """Real lines (horovod/horovod#3658 and #3752): mpirun's `[1,N]<stdout>:` label is each line's global
     rank, so a merged NCCL log reports those ranks, and a one-rank paste names its rank."""
     merged = parse([
-        "[1,6]<stdout>:ip-172-31-12-129:1761:1772 [2] NCCL INFO comm 0x7f0a70329440 rank 6 nranks 8 cudaDev 2 busId 1d0 - Init COMPLETE",
-        "[1,3]<stdout>:ip-172-31-0-63:2123:2132 [3] NCCL INFO comm 0x7f30c0328050 rank 3 nranks 8 cudaDev 3 busId 1e0 - Init COMPLETE",
+        "[1,6]<stdout>:ip-172-31-12-129:1761:1772 [2] NCCL INFO comm 0x7f0a70329440 rank 6 nranks 8 cudaDev 2 busId "
+        "1d0 - Init COMPLETE",
+        "[1,3]<stdout>:ip-172-31-0-63:2123:2132 [3] NCCL INFO comm 0x7f30c0328050 rank 3 nranks 8 cudaDev 3 busId "
+        "1e0 - Init COMPLETE",
         "[1,5]<stdout>:ip-172-31-12-129:1760:1771 [1] NCCL INFO Channel 01 : 5[1c0] -> 7[1e0] [send] via NET/Socket/0",
     ])
     assert merged.facts["ranks"] == [3, 5, 6] and "rank" not in merged.facts
     assert merged.facts["world_size"] == 8
     one = parse([
-        "[1,1]<stdout>:slave1:126624:126758 [1] misc/argcheck.cc:39 NCCL WARN Broadcast : invalid root 0 (root should be in the 0..-1 range)",
+        "[1,1]<stdout>:slave1:126624:126758 [1] misc/argcheck.cc:39 NCCL WARN Broadcast : invalid root 0 (root should "
+        "be in the 0..-1 range)",
         "[1,1]<stdout>:slave1:126624:126758 [1] NCCL INFO enqueue.cc:1450 -> 4",
     ])
     assert one.facts["rank"] == 1 and "ranks" not in one.facts

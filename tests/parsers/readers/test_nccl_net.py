@@ -21,7 +21,8 @@ def events(line: str, kind: str) -> list[ErrorEvent]:
     ("[0] node0:13571:13571 [0] NCCL INFO Bootstrap : Using enp10s0:10.10.7.107<0>", ["10.10.7.107"]),  # nccl#1232
     ("dgxh100-4:460770:460842 [0] NCCL INFO NET/IB : Using [0]mlx5_10:1/RoCE [1]mlx5_11:1/RoCE [RO]; OOB "
      "enp220s0np0:11.1.128.136<0>", ["11.1.128.136"]),  # nccl-tests#185
-    ("[1,3]<stdout>:gpu6:1410:1605 [3] NCCL INFO NET/Socket : Using [0]enp1s0f0:172.16.0.166<0> [1]enp96s0f0:10.0.26.164<0> "
+    ("[1,3]<stdout>:gpu6:1410:1605 [3] NCCL INFO NET/Socket : Using [0]enp1s0f0:172.16.0.166<0> "
+     "[1]enp96s0f0:10.0.26.164<0> "
      "[2]flannel.1:10.244.3.0<0>", ["172.16.0.166", "10.0.26.164", "10.244.3.0"]),  # nccl#224
     ("NvYt-dcf441d17e21-1bdf2bc9-79ce82ee-3fe03e8-c2959af0:97:221 [0] NCCL INFO NET/Socket : Using "
      "[0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8:fc1d:3606:0:4457:edef:600a<0>",
@@ -50,7 +51,8 @@ def test_an_oob_with_no_address_states_none():
      "peer 10.10.23.6<58683> collective mismatch error, local size 496640 remote size 65536", "10.10.23.6<58683>",
      "sender", 496640, 65536),  # nccl#969, NCCL 2.14.3
     ("train-run-env3-list2-parallel-0:15483:15645 [0] transport/net_ib.cc:665 NCCL WARN NET/IB : collective mismatch "
-     "error local size 546816 remote 524288 addr 7ff7d1530000 rkey 2553d seq 14/1c", None, "sender", 546816, 524288),  # nccl#615
+     # nccl#615
+     "error local size 546816 remote 524288 addr 7ff7d1530000 rkey 2553d seq 14/1c", None, "sender", 546816, 524288),
 ])
 def test_a_size_mismatch_keeps_both_sizes_and_its_peer(line, peer, side, sent, posted):
     (e,) = events(line, "size-mismatch")

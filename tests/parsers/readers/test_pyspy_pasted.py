@@ -74,7 +74,8 @@ def test_the_summary_names_the_pasted_py_spy_dump_and_its_pid(tmp_path):
     summary = analyze(tmp_path, knowledge.load(use_env=False)).verdict.text
     lines = summary.splitlines()
     assert says(lines, "py-spy dump", "pid 163685", "no rank", "sglang-30453.log:"), summary
-    assert says(lines, "faulthandler dump", "rank 1,", "sglang-30453.log:"), summary  # the file names rank 1 only (its [163686] is a pid)
+    # the file names rank 1 only (its [163686] is a pid)
+    assert says(lines, "faulthandler dump", "rank 1,", "sglang-30453.log:"), summary
 
 
 def test_a_dump_of_another_process_does_not_take_the_files_rank(tmp_path):

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
+from hf_testpaths import FIXTURES
+from parsers.evidence import read_file
 from parsers.readers import ras
+from parsers.source import FileRef
 
 
 def _text(n: int) -> list[str]:
@@ -53,3 +57,36 @@ def test_counts_of_other_types_count_nothing():
     out = ras.parse_json(json.loads(json.dumps(doc)))
     behind = {e.comm_rank for e in out.events if e.kind == "behind"}
     assert behind == {0, 1, 2} and not out.problems
+
+
+def _report_file(path: Path, n: int) -> Path:
+    """The real report (tests/fixtures/nccl_x2/mixed/sleep/ras_verbose.txt) with its mismatch block grown to `n`
+    rank lines of its own two shapes: the issue's input was 10,000 such lines (26 s)."""
+    real = (FIXTURES / "nccl_x2/mixed/sleep/ras_verbose.txt").read_text()
+    head = real[:real.index("#0-0 ")]
+    lines = ["#0-0 (962a1ff397ed0ea2) MISMATCH\n", "  Communicator ranks have different AllReduce operation counts\n",
+             f"  {n // 2} ranks have launched up to operation 11\n"]
+    lines += [f"  Rank {r} has launched up to operation 10 -- GPU {r % 8} managed by process {1000 + r} on node "
+              f"10.0.{r // 256}.{r % 256}\n" if r % 2 else
+              f"  Rank {r} -- GPU {r % 8} managed by process {1000 + r} on node 10.0.{r // 256}.{r % 256}\n"
+              for r in range(n)]
+    path.write_text(head + "".join(lines))
+    return path
+
+
+def test_a_report_of_10000_rank_lines_is_read_in_linear_time_alone(tmp_path):
+    """The issue's input on its own, through the registry as analyze reads it: 1,000 and 10,000 rank lines, best of
+    two each; a reader that rescans its block per line takes 100x as long for 10x the lines."""
+    small, big = _report_file(tmp_path / "ras1k.txt", 1000), _report_file(tmp_path / "ras10k.txt", 10_000)
+    art = read_file(FileRef(big, big.name))
+    assert art.kind == "ras-text" and art.error is None and not art.parsed.problems, (art.kind, art.error)
+    assert sum(1 for e in art.parsed.events if e.comm_rank is not None) >= 10_000
+    base = min(_file_seconds(small) for _ in range(2))
+    ten = min(_file_seconds(big) for _ in range(2))
+    assert ten < 30 * base + 0.5, (base, ten)
+
+
+def _file_seconds(path: Path) -> float:
+    t = time.perf_counter()
+    read_file(FileRef(path, path.name))
+    return time.perf_counter() - t

@@ -15,14 +15,22 @@ DEV = FIXTURES / "dev-vm"
 @pytest.mark.parametrize(
     "line,stamp,message",
     [
-        ("[Sun Nov 29 08:56:12 2026] Memory cgroup out of memory: Killed process 5320 (python3)", "Sun Nov 29 08:56:12 2026", "Memory cgroup out of memory: Killed process 5320 (python3)"),
-        ("[  843.072392] INFO: task python3:5604 blocked for more than 120 seconds.", "843.072392", "INFO: task python3:5604 blocked for more than 120 seconds."),
-        ("May  7 06:45:12 errol kernel: [21584690.529862] mce: [Hardware Error]: Machine check events logged", "May  7 06:45:12", "mce: [Hardware Error]: Machine check events logged"),
-        ("2024-04-29T14:55:41,679700+02:00 Out of memory: Killed process 1440763 (perl)", "2024-04-29T14:55:41,679700+02:00", "Out of memory: Killed process 1440763 (perl)"),
-        ("5,0,0,-;Linux version 6.18.44-fc-v595 (builder@sandboxing)", "5,0,0,-", "Linux version 6.18.44-fc-v595 (builder@sandboxing)"),
-        ("<3>[6085126.134786] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 28002, Non-fatal", "6085126.134786", "nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 28002, Non-fatal"),
-        ("[  130.456250] [ T1946] NVRM: Xid (PCI:0000:2b:00): 31, pid=1942", "130.456250", "NVRM: Xid (PCI:0000:2b:00): 31, pid=1942"),
-        ("kernel: NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>'", None, "NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>'"),
+        ("[Sun Nov 29 08:56:12 2026] Memory cgroup out of memory: Killed process 5320 (python3)",
+         "Sun Nov 29 08:56:12 2026", "Memory cgroup out of memory: Killed process 5320 (python3)"),
+        ("[  843.072392] INFO: task python3:5604 blocked for more than 120 seconds.", "843.072392",
+         "INFO: task python3:5604 blocked for more than 120 seconds."),
+        ("May  7 06:45:12 errol kernel: [21584690.529862] mce: [Hardware Error]: Machine check events logged",
+         "May  7 06:45:12", "mce: [Hardware Error]: Machine check events logged"),
+        ("2024-04-29T14:55:41,679700+02:00 Out of memory: Killed process 1440763 (perl)",
+         "2024-04-29T14:55:41,679700+02:00", "Out of memory: Killed process 1440763 (perl)"),
+        ("5,0,0,-;Linux version 6.18.44-fc-v595 (builder@sandboxing)", "5,0,0,-",
+         "Linux version 6.18.44-fc-v595 (builder@sandboxing)"),
+        ("<3>[6085126.134786] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 28002, Non-fatal", "6085126.134786",
+         "nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 28002, Non-fatal"),
+        ("[  130.456250] [ T1946] NVRM: Xid (PCI:0000:2b:00): 31, pid=1942", "130.456250",
+         "NVRM: Xid (PCI:0000:2b:00): 31, pid=1942"),
+        ("kernel: NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>'", None,
+         "NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>'"),
     ],
 )
 def test_kernel_prefixes_are_split(line, stamp, message):
@@ -70,14 +78,18 @@ def test_nvidia_smi_text_rejects_foreign_text(text):
         host_nvsmi.parse_text(text)
 
 
-@pytest.mark.parametrize("text", ["<a><b></a>", "<html></html>", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><nvidia_smi_log>&e;</nvidia_smi_log>'])
+@pytest.mark.parametrize("text", ["<a><b></a>", "<html></html>",
+                                  '<!DOCTYPE x [<!ENTITY e SYSTEM '
+                                  '"file:///etc/passwd">]><nvidia_smi_log>&e;</nvidia_smi_log>'])
 def test_nvidia_smi_xml_rejects_bad_or_foreign_xml(text):
     with pytest.raises(host_nvsmi.NvsmiError):
         host_nvsmi.parse_xml(text)
 
 
 def test_nvml_bitmask_and_rows_decode():
-    data = {"gpus": [{"bus_id": "00000000:18:00.0", "clock_event_reasons": 0x48, "remapped_rows": [0, 2, 1, 0], "retired_pages_pending": 0, "ecc_volatile_uncorrected": 3, "pcie_width_current": 8, "pcie_width_max": 16}]}
+    data = {"gpus": [{"bus_id": "00000000:18:00.0", "clock_event_reasons": 0x48, "remapped_rows": [0, 2, 1, 0],
+                      "retired_pages_pending": 0, "ecc_volatile_uncorrected": 3, "pcie_width_current": 8,
+                      "pcie_width_max": 16}]}
     facts = host_nvml.parse_nvml_json(json.dumps(data))["00000000:18:00.0"]
     assert facts["throttle.hw_slowdown"] and facts["throttle.hw_thermal_slowdown"] and not facts["throttle.gpu_idle"]
     assert facts["remapped_rows.pending"] is True and facts["remapped_rows.uncorrectable"] == 2
@@ -85,9 +97,13 @@ def test_nvml_bitmask_and_rows_decode():
 
 
 def test_ib_sysfs_values_decode():
-    data = {"devices": {"mlx5_0": {"ports": {"1": {"state": "1: DOWN", "phys_state": "3: Disabled", "rate": "400 Gb/sec (4X NDR)", "link_layer": "InfiniBand", "counters": {"link_downed": "2", "symbol_error": "0"}, "hw_counters": {}}}}}}
+    data = {"devices": {"mlx5_0": {"ports": {"1": {"state": "1: DOWN", "phys_state": "3: Disabled",
+                                                   "rate": "400 Gb/sec (4X NDR)", "link_layer": "InfiniBand",
+                                                   "counters": {"link_downed": "2", "symbol_error": "0"},
+                                                   "hw_counters": {}}}}}}
     facts = host_ib.parse_ib_json(json.dumps(data))["ib mlx5_0/1"]
-    assert facts == {"ib.state": "DOWN", "ib.phys_state": "Disabled", "ib.link_layer": "InfiniBand", "ib.rate_gbps": 400.0, "ib.counter.link_downed": 2, "ib.counter.symbol_error": 0}
+    assert facts == {"ib.state": "DOWN", "ib.phys_state": "Disabled", "ib.link_layer": "InfiniBand",
+                     "ib.rate_gbps": 400.0, "ib.counter.link_downed": 2, "ib.counter.symbol_error": 0}
 
 
 def test_real_df_outputs_of_this_machine():

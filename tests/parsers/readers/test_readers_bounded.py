@@ -439,4 +439,5 @@ def test_manifest_string_with_a_lone_surrogate_reaches_json_output(tmp_path):
     result = analyze(root)
     text = json_text("analyze", result.verdict.to_dict(), True)
     text.encode("utf-8")  # was UnicodeEncodeError
-    assert json.loads(text)["summary"] == result.verdict.to_dict()["summary"]  # the whole verdict written, readable back
+    # the whole verdict written, readable back
+    assert json.loads(text)["summary"] == result.verdict.to_dict()["summary"]

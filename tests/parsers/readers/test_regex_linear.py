@@ -6,7 +6,7 @@ line pattern of the built-in knowledge base (kernel and rank logs). For each, ad
 derived from its own syntax tree
 (regex_pumps: a prefix leading to each repeat, that repeat's body pumped, a byte no pattern expects);
 the three slowest at 4 KB are then timed at 100 KB and 200 KB. Linear means doubling the input
-about doubles the time: the bound is generous (3.5x plus 100 ms, and 2.5 s absolute) because the
+about doubles the time: the bound is generous (3.5x plus 100 ms; no bound in seconds) because the
 machine is shared, while a quadratic pattern takes 4x and a cubic one minutes.
 
 KNOWN_SUPERLINEAR lists the patterns still found superlinear (strict xfail: each is checked at
@@ -88,7 +88,8 @@ def test_pumps_reach_the_known_blowups():
 def _cases():
     for name in sorted(PATTERNS):
         why = KNOWN_SUPERLINEAR.get(name)
-        yield pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"known superlinear: {why}")) if why else name
+        yield pytest.param(name, marks=pytest.mark.xfail(strict=True,
+                                                         reason=f"known superlinear: {why}")) if why else name
 
 
 @pytest.mark.parametrize("name", _cases())
@@ -106,4 +107,6 @@ def test_regex_is_linear_on_100kb(name):
         for _ in range(3):  # interleaved, best of three: a busy shared machine slows both alike
             small = min(small, _time(pattern, texts[0]))
             large = min(large, _time(pattern, texts[1]))
-        assert large < 3.5 * small + 0.1 and large < 2.5, (name, pre[:60], pump, small, large)
+        # the ratio alone: an absolute bound in seconds failed on a loaded shared machine (nccl_log._ABORT at load 9
+        # on 2 cores) while the ratio held; a quadratic pattern doubles 4x, which 3.5x plus 100 ms does not admit
+        assert large < 3.5 * small + 0.1, (name, pre[:60], pump, small, large)

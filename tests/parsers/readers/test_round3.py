@@ -48,7 +48,7 @@ def _events(stem: str, kind: str) -> list[ErrorEvent]:
 def test_stall_records_of_horovod_0_16_name_the_missing_rank_through_reinserted_mpi_tags():
     """horovod#1012: seven `[missing ranks: 1]` records, two with `[1,0]<stderr>:` re-inserted inside them."""
     stalls = _events("horovod-1012", "horovod-stall")
-    assert len(stalls) == 7 and {tuple(e.data["missing"]) for e in stalls} == {(1,)}
+    assert len(stalls) == 7 and {tuple(e.data.missing) for e in stalls} == {(1,)}
     assert {e.origin.rank for e in stalls} == {0} and all(e.op == "broadcast" for e in stalls)
     v = _analyze("horovod-1012").verdict
     assert v.culprit is not None and v.culprit.rank == 1 and v.culprit.reason_class == ReasonClass.MISSING_LINE
@@ -65,7 +65,7 @@ def test_stalled_ranks_listing_with_tokens_tagged_one_by_one():
     """horovod#1666: `Stalled ranks:` / `2: [...]`, the second report's header tagged before every token."""
     assert len(_events("horovod-1666", "horovod-stall-warning")) == 2  # both headers read, the tagged one too
     listed = _events("horovod-1666", "horovod-stall")
-    assert {tuple(e.data["missing"]) for e in listed} == {(2,)} and {e.origin.rank for e in listed} == {0}
+    assert {tuple(e.data.missing) for e in listed} == {(2,)} and {e.origin.rank for e in listed} == {0}
     assert _analyze("horovod-1666").verdict.culprit.rank == 2
 
 
@@ -74,7 +74,7 @@ def test_horovodrun_label_is_the_printer_and_the_listing_ranks_are_not_line_rank
     and 1 both miss the broadcasts, so no one rank is named."""
     parsed = load(CORPUS / "horovod-3950.log")
     assert parsed[0].facts.get("rank") == 0 and "ranks" not in parsed[0].facts
-    assert sorted(e.data["missing"][0] for e in _events("horovod-3950", "horovod-stall")) == [0, 1]
+    assert sorted(e.data.missing[0] for e in _events("horovod-3950", "horovod-stall")) == [0, 1]
     v = _analyze("horovod-3950").verdict
     assert v.culprit is None and says(observed(v, "horovod"), "ranks 0-1", "6 ops")
 
@@ -102,14 +102,15 @@ def test_ready_lists_name_a_rank_only_against_a_stated_job_size():
 
 def test_a_ready_list_wrapped_inside_its_rank_list_is_rejoined():
     """horovod PR #334: `[ready ranks: 5, 1, 4` / `, 7, 2, 3]` across the post's line break."""
-    ready = [e.data["ready"] for e in _events("horovod-334", "horovod-stall")]
+    ready = [e.data.ready for e in _events("horovod-334", "horovod-stall")]
     assert len(ready) == 16 and [5, 1, 4, 7, 2, 3] in ready
 
 
 def test_timeline_file_that_is_a_directory_is_said_as_the_setting():
     """horovod#244: HOROVOD_TIMELINE set to a directory."""
     v = _analyze("horovod-244").verdict
-    assert v.culprit is None and says(observed(v, "horovod"), "HOROVOD_TIMELINE", "/home/amalik/horovod/benchmarks/TRACES/")
+    assert v.culprit is None and says(observed(v, "horovod"), "HOROVOD_TIMELINE",
+                                      "/home/amalik/horovod/benchmarks/TRACES/")
 
 
 def test_horovod_debug_log_lines_are_read_as_rank_1s():
@@ -226,7 +227,8 @@ def test_hand_wrapped_watchdog_records_are_joined():
     parsed = load(CORPUS / "milabench-269-wrapped.log")[0]
     timeouts = {(e.origin.rank, e.op, e.seq) for e in parsed.events if getattr(e, "kind", "") == "watchdog-timeout"}
     assert timeouts == {(r, "reduce", 2070) for r in (11, 12, 14, 15)}
-    assert [(e.origin.rank, e.seq) for e in parsed.events if getattr(e, "kind", "") == "failure-detected"] == [(12, 2070)]
+    assert [(e.origin.rank, e.seq) for e in parsed.events if getattr(e, "kind",
+                                                                     "") == "failure-detected"] == [(12, 2070)]
     assert parsed.unknown_lines == 0
 
 

@@ -92,6 +92,7 @@ def test_a_waiter_that_mp_spawn_names_is_said_to_be_a_witness(capture, named, tm
     assert verdict.culprit is None and not any(s.rank == named for s in verdict.suspects)
     lines = verdict.text.splitlines()
     # wording is the behaviour: the heading of the line that says why the job ended
-    assert says(lines, "why the job ended", f"process {named}", "RuntimeError", "Connection closed by peer"), verdict.text
+    assert says(lines, "why the job ended", f"process {named}", "RuntimeError",
+                "Connection closed by peer"), verdict.text
     assert says(lines, "mp.spawn", "witness"), verdict.text  # the named process is said as a witness, not the cause
     assert says(observed(verdict, "first-error"), "python-fatal", "Aborted"), verdict.text

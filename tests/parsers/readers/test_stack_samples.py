@@ -63,7 +63,8 @@ def test_one_place_in_every_sample_is_not_motion_and_few_samples_tell_nothing():
 def test_registry_knows_the_file_by_name_and_by_content(tmp_path):
     raw = (HERE / "pyspy-samples-rank2.json").read_bytes()
     assert registry.recognise("pyspy-samples.json", raw[: registry.HEAD_BYTES], True).name == "pyspy-samples"
-    assert registry.recognise("whatever.json", raw[: registry.HEAD_BYTES], True).name == "pyspy-samples"  # not pyspy-json
+    # not pyspy-json
+    assert registry.recognise("whatever.json", raw[: registry.HEAD_BYTES], True).name == "pyspy-samples"
     folder = tmp_path / "loose"
     folder.mkdir()
     shutil.copy(HERE / "pyspy-samples-rank2.json", folder / "pyspy-samples.json")

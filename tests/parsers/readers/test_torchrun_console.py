@@ -167,7 +167,8 @@ def test_a_real_console_where_one_rank_runs_other_code_shows_both_call_sites():
                      2: ["broadcast", "wrapper", "evaluate", "main", "<module>"],
                      3: ["all_reduce", "wrapper", "train_step", "main", "<module>"]}
     verdict = analyze(folder).verdict
-    assert verdict.culprit is None  # a culprit's confidence is at least 0.5 (CULPRIT_MIN_CONFIDENCE): a lead is no culprit
+    # a culprit's confidence is at least 0.5 (CULPRIT_MIN_CONFIDENCE): a lead is no culprit
+    assert verdict.culprit is None
     lead = verdict.suspects[0]
     assert (lead.rank, lead.reason_class) == (2, "mismatch") and lead.confidence < 0.5
     assert says(verdict.text.splitlines(), "2 different places", "evaluate ("), verdict.text

@@ -73,6 +73,7 @@ def test_readers_and_restarts():
     assert gap.restarts == [2]
     assert parse_series("[0.1, 0.2]").seconds == [0.1, 0.2]
     assert parse_series("0.1\n0.2\n").seconds == [0.1, 0.2]
-    for bad, message in (("", "empty"), ("step,loss\n1,2\n", "no step-time column"), ("0.1\n-3\n", "positive"), ("[1, \"x\"]", "not a number"), ("{", "JSON")):
+    for bad, message in (("", "empty"), ("step,loss\n1,2\n", "no step-time column"), ("0.1\n-3\n", "positive"),
+                         ("[1, \"x\"]", "not a number"), ("{", "JSON")):
         with pytest.raises(SeriesError, match=message):
             parse_series(bad)

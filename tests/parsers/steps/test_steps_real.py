@@ -28,7 +28,8 @@ def _run(out: Path, *args: str) -> Path:
 
 
 def _steps(*files: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "forensics", "steps", "--json", *map(str, files)], capture_output=True, text=True, env=ENV, check=True)
+    done = subprocess.run([sys.executable, "-m", "forensics", "steps", "--json", *map(str, files)], capture_output=True,
+                          text=True, env=ENV, check=True)
     return json.loads(done.stdout)
 
 

@@ -93,10 +93,12 @@ def chromium() -> str:
         pytest.skip("chromium is not installed and cannot be: apt-get needs root (run: apt-get install -y chromium)")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     lock = ["-o", "DPkg::Lock::Timeout=300"]
-    install = subprocess.run(["apt-get", "install", "-y", *lock, "chromium"], env=env, capture_output=True, text=True, timeout=900)
+    install = subprocess.run(["apt-get", "install", "-y", *lock, "chromium"], env=env, capture_output=True, text=True,
+                             timeout=900)
     if install.returncode != 0:  # the package lists may be stale or absent
         subprocess.run(["apt-get", "update", *lock], env=env, capture_output=True, timeout=600)
-        install = subprocess.run(["apt-get", "install", "-y", *lock, "chromium"], env=env, capture_output=True, text=True, timeout=900)
+        install = subprocess.run(["apt-get", "install", "-y", *lock, "chromium"], env=env, capture_output=True,
+                                 text=True, timeout=900)
     found = _find_chromium()
     if not found:
         pytest.skip(f"apt-get could not install chromium: {install.stderr.strip()[-300:]}")
@@ -113,7 +115,8 @@ def _execute(path: Path, kernel: str, env: dict[str, str], workdir: Path):
     saved = dict(os.environ)
     os.environ.update(env)  # the kernel inherits this environment
     try:
-        client = nbclient.NotebookClient(nb, timeout=180, kernel_name=kernel, resources={"metadata": {"path": str(workdir)}})
+        client = nbclient.NotebookClient(nb, timeout=180, kernel_name=kernel,
+                                         resources={"metadata": {"path": str(workdir)}})
         client.execute()  # raises CellExecutionError on the first failing cell
     finally:
         os.environ.clear()
@@ -130,7 +133,8 @@ def test_examples_exist():
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_on_a_real_bundle(notebook: Path, demo_bundle: Path, kernel_name: str, tmp_path: Path, artifacts_dir: Path):
+def test_notebook_runs_on_a_real_bundle(notebook: Path, demo_bundle: Path, kernel_name: str, tmp_path: Path,
+                                        artifacts_dir: Path):
     nb = _execute(notebook, kernel_name, dict(_env(), FORENSICS_BUNDLE=str(demo_bundle)), tmp_path)
     pytest.importorskip("nbformat").write(nb, artifacts_dir / f"{notebook.stem}.executed.ipynb")
     outputs = _outputs(nb)
@@ -202,7 +206,8 @@ def test_chromium_renders_verdict_and_graph(report: Path, chromium: str, tmp_pat
 
     shot = artifacts_dir / "report-screenshot.png"
     shot.unlink(missing_ok=True)
-    res = _chromium(chromium, ["--hide-scrollbars", "--window-size=1300,2200", f"--screenshot={shot}", url], tmp_path / "profile-shot")
+    res = _chromium(chromium, ["--hide-scrollbars", "--window-size=1300,2200", f"--screenshot={shot}", url],
+                    tmp_path / "profile-shot")
     assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
     from PIL import Image
 
@@ -218,7 +223,8 @@ def test_report_from_archive_lands_beside_it(demo_bundle: Path, tmp_path: Path):
     from forensics.bundle.archive import make_archive
 
     archive = make_archive(demo_bundle, tmp_path / "hang.tar.gz")
-    run = subprocess.run([sys.executable, "-m", "forensics", "report", str(archive)], capture_output=True, text=True, env=_env(), timeout=120)
+    run = subprocess.run([sys.executable, "-m", "forensics", "report", str(archive)], capture_output=True, text=True,
+                         env=_env(), timeout=120)
     assert run.returncode == 0, run.stderr
     out = tmp_path / "hang.html"
     assert out.is_file() and f"report: {out}" in run.stdout

@@ -76,11 +76,13 @@ def test_notebook_and_json_cli_say_the_same(tmp_path: Path) -> None:
 
 
 def test_folding_and_grouping() -> None:
-    reports = [{"host": h, "status": "exclude", "reasons": [{"id": "xid-79", "title": "Xid 79", "action": "hardware-ticket",
+    reports = [{"host": h, "status": "exclude",
+                "reasons": [{"id": "xid-79", "title": "Xid 79", "action": "hardware-ticket",
                                                                "action_text": "open a hardware ticket"}]}
                for h in ("node007", "node031", "node032")]
     reports.append({"host": "node044", "status": "suspect", "reasons": [{"id": "ib-link-down", "title": "IB link down",
-                                                                          "action": "hardware-ticket", "action_text": "open a ticket"}]})
+                                                                          "action": "hardware-ticket",
+                                                                          "action_text": "open a ticket"}]})
     reports.append({"host": "node050", "status": "healthy", "reasons": []})
     faults = host_faults(reports)
     assert [f.folded for f in faults] == ["node[007,031-032]", "node044"]

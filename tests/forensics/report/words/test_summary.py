@@ -14,8 +14,10 @@ from facts import says
 
 def test_summary_follows_the_culprit_after_demotion():
     """Found in review: a root claim demoted below a host fault left the old summary behind."""
-    claim = Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.OUTSIDE, reason="is in no collective", confidence=0.8)
-    host = Suspect(rank=5, host="g", pid=9, reason_class=ReasonClass.HOST_FAULT, reason="is on a host with an uncorrectable ECC error",
+    claim = Suspect(rank=2, host="h", pid=1, reason_class=ReasonClass.OUTSIDE, reason="is in no collective",
+                    confidence=0.8)
+    host = Suspect(rank=5, host="g", pid=9, reason_class=ReasonClass.HOST_FAULT,
+                   reason="is on a host with an uncorrectable ECC error",
                    confidence=0.55, evidence=["recommended action: exclude (drain) the host and restart"],
                    action="exclude (drain) the host and restart")
     graph = nx.DiGraph()
@@ -32,7 +34,8 @@ def test_summary_follows_the_culprit_after_demotion():
 
 
 def test_summary_does_not_repeat_the_rank():
-    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP, reason=of_rank(7, "left no dump"), confidence=0.9)],
+    verdict = Verdict(suspects=[Suspect(rank=7, host="n", pid=3, reason_class=ReasonClass.NO_DUMP,
+                                        reason=of_rank(7, "left no dump"), confidence=0.9)],
                       hang="hang")
     summary.write(verdict)
     assert verdict.summary.startswith("rank 7 (n pid 3) ") and verdict.summary.count("rank 7") == 1, verdict.summary
@@ -40,11 +43,13 @@ def test_summary_does_not_repeat_the_rank():
 
 def test_a_snapshot_claim_without_time_evidence_says_the_hang_is_not_established():
     """Issue 26 step 1: 'the others wait on N' read from one snapshot is a hang culprit only if the job hangs."""
-    verdict = Verdict(suspects=[Suspect(rank=1, host="n", pid=3, reason_class=ReasonClass.OUTSIDE, reason="is in no collective",
+    verdict = Verdict(suspects=[Suspect(rank=1, host="n", pid=3, reason_class=ReasonClass.OUTSIDE,
+                                        reason="is in no collective",
                                         confidence=0.8)])  # hang defaults to 'not established'
     summary.write(verdict)
     # wording is the behaviour: the 'not established' rule, said in these words wherever no time decides the hang
-    assert verdict.summary.endswith("Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)")
+    assert verdict.summary.endswith("Hang not established: one snapshot, no time-stamped progress (read it as: "
+                                    "if the job hangs)")
     assert verdict.summary.count(". ") <= 1  # at most two sentences
 
 
@@ -69,8 +74,10 @@ def _found(judge: str, rank: int, reason_class: ReasonClass, reason: str, confid
 
 def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
     """Issue 26: the mismatch comes first causally; the gpu-queued op is its consequence, not a rival."""
-    merged = merge_suspects(_found("recorder", 2, ReasonClass.GPU_QUEUED, "enqueued AllReduce seq 10 but it never started", 0.91),
-                            _found("logs", 2, ReasonClass.MISMATCH, "called broadcast where 7 ranks called all_reduce", 0.9))
+    merged = merge_suspects(_found("recorder", 2, ReasonClass.GPU_QUEUED,
+                                   "enqueued AllReduce seq 10 but it never started", 0.91),
+                            _found("logs", 2, ReasonClass.MISMATCH, "called broadcast where 7 ranks called all_reduce",
+                                   0.9))
     assert len(merged) == 1 and merged[0].reason_class == ReasonClass.MISMATCH
     assert [c.reason_class for c in merged[0].consequences] == [ReasonClass.GPU_QUEUED]
     assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.9  # the cause's own
@@ -80,21 +87,27 @@ def test_agreeing_sources_outrank_a_single_source():
     """Issue 26 item 4: two ranks at one confidence; the one two sources support leads, and says which."""
     from parsers.merge import agree
 
-    one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="a", confidence=0.75)]).suspects
-    two = merge_suspects(Findings("logs", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="b", confidence=0.75)]).suspects,
-                         Findings("ras", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.RAS_BEHIND, reason="c", confidence=0.5)]).suspects)
+    one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="a",
+                                    confidence=0.75)]).suspects
+    two = merge_suspects(Findings("logs", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT,
+                                                   reason="b", confidence=0.75)]).suspects,
+                         Findings("ras", [Suspect(rank=4, host=None, pid=None, reason_class=ReasonClass.RAS_BEHIND,
+                                                  reason="c", confidence=0.5)]).suspects)
     ranked = agree(merge_suspects(one, two))
     assert [s.rank for s in ranked] == [4, 1] and ranked[0].sources == ["logs", "ras"]
     assert ranked[0].confidence > ranked[1].confidence
-    lead = Findings("logs", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.ERROR_FIRST, reason="d", confidence=0.3)]).suspects
-    lead[0].agreeing.append(Findings("ras", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.RAS_DEAD, reason="e", confidence=0.3)]).suspects[0])
+    lead = Findings("logs", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.ERROR_FIRST, reason="d",
+                                     confidence=0.3)]).suspects
+    lead[0].agreeing.append(Findings("ras", [Suspect(rank=9, host=None, pid=None, reason_class=ReasonClass.RAS_DEAD,
+                                                     reason="e", confidence=0.3)]).suspects[0])
     assert agree(lead)[0].confidence == 0.3  # agreement never lifts a lead over the naming bar
 
 
 def test_a_citation_is_typed_and_reads_as_its_text():
     c = Citation("last exception: OOM [rank3.log:12]", file="rank3.log", line=12, tool="exception")
     assert c.startswith("last exception") and (c.file, c.line, c.tool) == ("rank3.log", 12, "exception")
-    assert c.to_dict() == {"shows": "last exception: OOM [rank3.log:12]", "file": "rank3.log", "line": 12, "tool": "exception"}
+    assert c.to_dict() == {"shows": "last exception: OOM [rank3.log:12]", "file": "rank3.log", "line": 12,
+                           "tool": "exception"}
 
 
 def test_a_ranks_own_exception_explains_its_absence():
@@ -106,4 +119,5 @@ def test_a_ranks_own_exception_explains_its_absence():
     summary.write(verdict)
     assert verdict.summary.startswith(merged[0].label + " ") and "torch.OutOfMemoryError" in verdict.summary
     # one consequence line: the absence, of the same rank, with its class
-    assert len(verdict.consequences) == 1 and says(verdict.consequences, "rank 7", "no fr-dump", "[no-dump]"), verdict.consequences
+    assert len(verdict.consequences) == 1 and says(verdict.consequences, "rank 7", "no fr-dump",
+                                                   "[no-dump]"), verdict.consequences

@@ -127,9 +127,11 @@ def test_watchdog_lines_alone_name_the_rank_that_never_enqueued(tmp_path):
         else:
             body = (f"[rank{r}]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [PG ID 0 PG GUID 0(default_pg) "
                     f"Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, "
-                    f"NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) ran for 45092 milliseconds before timing out.\n"
+                    f"NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) ran for 45092 milliseconds "
+                    f"before timing out.\n"
                     f"[rank{r}]:[E1129 07:18:19.556600000 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
-                    f"Rank {r}]  failure detected by watchdog at work sequence id: 11 PG status: last enqueued work: 11, "
+                    f"Rank {r}]  failure detected by watchdog at work sequence id: 11 PG status: last "
+                    f"enqueued work: 11, "
                     f"last completed work: 10\n")
         (tmp_path / f"job-{r}.err").write_text(body)
     a = correlate(load_directory(tmp_path))

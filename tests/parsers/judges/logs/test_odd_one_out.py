@@ -28,7 +28,8 @@ def _case(positions: dict[int, tuple[int, int]]) -> tuple[Tables, nx.DiGraph, Id
 def test_one_rank_inside_an_op_the_seven_did_not_reach_is_the_odd_one():
     t, g, ids = _case({0: (12, 11), **{r: (11, 11) for r in range(1, 8)}})
     found = ahead.went_ahead(t, g, ids)
-    assert [(a.ranks, a.behind, a.at, a.level, a.op) for a in found] == [((0,), tuple(range(1, 8)), 12, 11, "allreduce")]
+    assert [(a.ranks, a.behind, a.at, a.level, a.op) for a in found] == [((0,), tuple(range(1, 8)), 12, 11,
+                                                                          "allreduce")]
     got = {}
     majority = ahead.offer(found, ids, lambda r: got.setdefault(r, _Acc()))
     assert majority == set(range(1, 8)) and list(got) == [0]
