@@ -8,10 +8,10 @@ one rank sleeping elsewhere), stdout/stderr tails, and its NCCL log (init, topol
 all_reduces, the culprit one fewer). The analysis runs in a child process so its peak
 RSS is its own (ru_maxrss of the child).
 
-Digest first (issue 30): each host's digest is made as `collect` makes it (parsers.digest_first.digest_host,
+Digest first (issue 30): each host's digest is made as `collect` makes it (parsers.scale.digest_first.digest_host,
 in a child process, timed apart: on a real job each host makes its own, in parallel), then the same
 bundle is analysed three times in the same run: every raw file read (the baseline), digest first over every
-rank, and over the digests' classes (parsers.digest_focus, the default of `forensics analyze`: evidence for the
+rank, and over the digests' classes (parsers.scale.focus, the default of `forensics analyze`: evidence for the
 odd ones' hosts and one host a class); the ratios and the culprits are printed. `--no-digest` runs the full read only, as before.
 
     PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synthetic_job import rank_lines
-from parsers.digest import DIGEST_NAME
+from parsers.scale.digest import DIGEST_NAME
 
 GOAL_S, GOAL_RSS_GB = 60.0, 4.0
 
@@ -102,8 +102,8 @@ DIGESTS = """
 import json, resource, sys, time
 t = time.perf_counter()
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_first import digest_host
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 kb = knowledge.load(use_env=False)
 size = 0
@@ -126,12 +126,12 @@ print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": le
 #: tree mode's reduction (forensics.fleet.reduce) over the digests made above: the hosts split among G
 #: gateways, each gateway's merged digest made from its hosts' digests (timed one by one: on a fleet the
 #: gateways run side by side, so the slowest one is the tree's cost), the root's merge of the G answers,
-#: and the class judgement of the root's merged digest (parsers.digest_classes); bytes of each level
+#: and the class judgement of the root's merged digest (parsers.scale.classes); bytes of each level
 TREE = """
 import json, os, resource, sys, time
-from parsers.digest import DIGEST_NAME, read_digest
-from parsers.digest_merge import from_host, merge_all
-from parsers.digest_classes import judge_classes
+from parsers.scale.digest import DIGEST_NAME, read_digest
+from parsers.scale.merge import from_host, merge_all
+from parsers.scale.classes import judge_classes
 from forensics.fleet.reduce import merge_answers
 from parsers.source import open_source
 root, gateways = sys.argv[1], int(sys.argv[2])
@@ -149,9 +149,9 @@ share = -(-len(hosts) // gateways)
 answers, times = [], []
 for g in range(0, len(hosts), share):
     t = time.perf_counter()
-    doc = merge_all(from_host({"host": r.host, "ranks": (x := read_digest(os.path.join(root, r.dir, DIGEST_NAME))).ranks,
-                               "host_findings": x.host_findings}) for r in hosts[g:g + share])
-    answers.append(json.dumps(doc, separators=(",", ":")))
+    doc = merge_all(from_host(r.host, (x := read_digest(os.path.join(root, r.dir, DIGEST_NAME))).ranks, x.host_findings)
+                    for r in hosts[g:g + share])
+    answers.append(json.dumps(doc.to_json(), separators=(",", ":")))
     times.append(time.perf_counter() - t)
 t = time.perf_counter()
 merged, bad = merge_answers(answers)
@@ -173,8 +173,8 @@ PHASES = """
 import json, os, resource, sys, time
 from parsers import knowledge
 from parsers.source import open_source
-from parsers.digest_first import load_digest_first
-from parsers.digest import read_digest, decode_parsed, DIGEST_NAME
+from parsers.scale.digest_first import load_digest_first
+from parsers.scale.digest import read_digest, decode_parsed, DIGEST_NAME
 from parsers.evidence import assemble
 from parsers.analyze import JUDGES, ranks_table
 from parsers.merge import merge_verdict

@@ -8,7 +8,7 @@ prints a REAL host answer; here each host has its own answer (its own ranks), ma
 collections of 8 rank-like Python processes on this machine (the remote collector, forensics.fleet.remote): all
 sleeping, and the same with one process stopped (SIGSTOP: the culprit, a frozen rank, on one host).
 Each host's answer is that archive with its ranks renumbered (host h holds ranks 8h..8h+7) and its
-digest made again from the renumbered files by the readers (parsers.digest_first.digest_host), written
+digest made again from the renumbered files by the readers (parsers.scale.digest_first.digest_host), written
 from the templates' files in memory by a process pool over every core (~20-30 ms of CPU a host here:
 12,500 hosts take ~20 s on 16 cores; one process took 5-17 min).
 
@@ -118,10 +118,10 @@ def template_files(archive: bytes) -> dict[str, bytes]:
 def host_answer(files: dict[str, bytes], h: int, world: int, work: Path, kb) -> tuple[str, int]:
     """The template (`template_files`) with its ranks renumbered for host h (its rank folders, the manifest,
     RANK and WORLD_SIZE in each environ.json), written into `work` and digested again from those files by the
-    readers (parsers.digest_first.digest_host); returns the wire lines and the archive's size."""
+    readers (parsers.scale.digest_first.digest_host); returns the wire lines and the archive's size."""
     from forensics.fleet import wire
-    from parsers.digest import DIGEST_NAME, write_json
-    from parsers.digest_first import digest_host
+    from parsers.scale.digest import DIGEST_NAME, write_json
+    from parsers.scale.digest_first import digest_host
     from parsers.source import open_source
 
     shutil.rmtree(work, ignore_errors=True)
@@ -260,7 +260,7 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
                        culprit=v.culprit.rank if v.culprit else None,
                        suspects=suspects, ranks_seen=len(result.manifest.ranks),
                        digests=v.sections.get("digests", {}).get("odd_ones_out_by"),
-                       # analyze over the digests' classes (parsers.digest_focus): the hosts whose evidence was built
+                       # analyze over the digests' classes (parsers.scale.focus): the hosts whose evidence was built
                        focus_hosts=(v.sections.get("digests", {}).get("focus") or {}).get("hosts_read"))
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_first import digest_host
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 
 

@@ -19,6 +19,7 @@ are answers), a run over 5 s, or more memory. Seeded: input i depends on (seed, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -34,9 +35,9 @@ from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import add_stray, stop_rank, write_digests
 from benchmarks.fuzz_structured import _bounded_dumps, _swap, forked
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
-from parsers.digest_classes import judge_classes
-from parsers.digest_merge import from_host, merge, merge_all
+from parsers.scale.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
+from parsers.scale.classes import judge_classes
+from parsers.scale.merge import ClassSummary, from_host, merge, merge_all
 from parsers.source import open_source
 from forensics.fleet.reduce import ANSWER, read_gateway_answer
 from forensics.fleet.tree_verdict import ranks_to_fetch
@@ -66,7 +67,7 @@ class Fleet:
             self.own = own_processes(src.manifest.ranks)
             self.hosts = [(rec.host, root / rec.dir / DIGEST_NAME) for rec in src.manifest.hosts]
         self.raw = {host: path.read_bytes() for host, path in self.hosts}
-        self.parts = {host: from_host(_part(read_digest(path, self.own[host]), host)) for host, path in self.hosts}
+        self.parts = {host: _part(read_digest(path, self.own[host]), host) for host, path in self.hosts}
         self.merged = merge_all(self.parts.values())
         #: each host's 127 others merged once (merging is associative: the input's own part joins them per run)
         self.others = {host: merge_all(p for h, p in self.parts.items() if h != host) for host, _ in self.hosts}
@@ -76,15 +77,14 @@ class Fleet:
                                         for copies in (8, 128)]
 
 
-def _shifted(dig, host: str, copy: int) -> dict:
+def _shifted(dig, host: str, copy: int) -> ClassSummary:
     """Host `host`'s part as copy `copy` of the fleet: its ranks moved up by copy x RANKS, its name made new."""
-    ranks = [dict(r, rank=r["rank"] + copy * RANKS) if isinstance(r, dict) and isinstance(r.get("rank"), int) else r
-             for r in dig.ranks]
-    return from_host({"host": f"{host}c{copy}", "ranks": ranks, "host_findings": dig.host_findings})
+    ranks = [dataclasses.replace(r, rank=r.rank + copy * RANKS) if r.rank is not None else r for r in dig.ranks]
+    return from_host(f"{host}c{copy}", ranks, dig.host_findings)
 
 
-def _part(dig, host: str) -> dict:
-    return {"host": host, "ranks": dig.ranks, "host_findings": dig.host_findings}
+def _part(dig, host: str) -> ClassSummary:
+    return from_host(host, dig.ranks, dig.host_findings)
 
 
 def _lie(doc: dict, rng: random.Random) -> dict:
@@ -136,7 +136,7 @@ def run_digest(fleet: Fleet, host: str, data: bytes) -> None:
         dig = read_digest(path, fleet.own[host])
     except DigestError:
         return
-    judge_classes(merge(fleet.others[host], from_host(_part(dig, host))))
+    judge_classes(merge(fleet.others[host], _part(dig, host)))
     for rel, entry in list(dig.files.items())[:64]:
         try:
             decode_parsed(entry.get("parsed") or {}, "", rel, host)
@@ -146,7 +146,7 @@ def run_digest(fleet: Fleet, host: str, data: bytes) -> None:
 
 def run_answer(fleet: Fleet, data: bytes, rng: random.Random) -> None:
     """A gateway's answer of 1,024-131,072 ranks (the merged digest shifted up), mutated, read by the root."""
-    merged = json.loads(json.dumps(rng.choice(fleet.answers)))
+    merged = json.loads(json.dumps(rng.choice(fleet.answers).to_json()))
     doc = {"format": ANSWER, "version": 1, "merged": merged, "bundle": "/b", "seconds": 1.0, "host_groups": []}
     text = (_dumps(_swap(doc, rng)) if rng.random() < 0.9 else None) or _dumps(doc) or "{}"
     try:

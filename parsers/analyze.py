@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from parsers import digest_focus, knowledge
-from parsers.digest_focus import FOCUS_MIN_RANKS
-from parsers.digest_first import load_digest_first
+from parsers import knowledge
+from parsers.scale import focus as digest_focus
+from parsers.scale.focus import FOCUS_MIN_RANKS
+from parsers.scale.digest_first import load_digest_first
 from parsers.evidence import Evidence, load
 from parsers.judges import exceptions, fr_started, hosts, mixed, named, observations, p2p, progress, recorder, slowness, stacks
 from parsers.judges import logs as logs_judge
@@ -58,16 +59,16 @@ def analyze(path: Path | str | Source, kb: knowledge.KnowledgeBase | None = None
 
     `log_mode`: None reads logs over parsers.evidence.HEAD_TAIL_BYTES head and tail only (said in
     the verdict); 'full' scans every line of every big log. `digests`: a bundle whose hosts wrote
-    digests is read digest first (parsers.digest_first: raw files only for the odd ones out and the
+    digests is read digest first (parsers.scale.digest_first: raw files only for the odd ones out and the
     ranks the verdict names), and one of `focus_from` ranks or more over its digests' classes
-    (parsers.digest_focus: evidence only for the hosts that can change the verdict; None: never); False reads every raw
+    (parsers.scale.focus: evidence only for the hosts that can change the verdict; None: never); False reads every raw
     file. `elsewhere`: ranks of the job collected and judged elsewhere, not in this source (the reduced
     tree's root: the ranks its gateways keep, forensics.fleet.tree_verdict)."""
     kb = kb if kb is not None else knowledge.load()
     with pause_gc(freeze=True):  # millions of small acyclic objects at scale: the cyclic GC only costs time here
         if isinstance(path, Source):
             return _analyze_source(path, kb, log_mode, digests, frozenset(elsewhere), focus_from)
-        # the file list of a bundle is made only when the focus is not (parsers.digest_focus lists its hosts')
+        # the file list of a bundle is made only when the focus is not (parsers.scale.focus lists its hosts')
         with open_source(path, list_files=not digests or log_mode is not None) as src:
             return _analyze_source(src, kb, log_mode, digests, frozenset(elsewhere), focus_from)
 
@@ -90,7 +91,7 @@ def _analyze_source(src: Source, kb: knowledge.KnowledgeBase, log_mode: str | No
 
 
 def _over_classes(focused: digest_focus.Focus, kb: knowledge.KnowledgeBase) -> tuple[Analysis | None, str]:
-    """The analysis of the focused hosts (parsers.digest_focus), or (None, why) when its verdict needs every
+    """The analysis of the focused hosts (parsers.scale.focus), or (None, why) when its verdict needs every
     rank: it keeps naming ranks judged from their classes, or the job may run and its ranks are timed."""
     result = _digest_first(focused.source, kb)
     for rounds in range(4):  # a rank the verdict names rests on its own files: its host joins the focus (3 rounds)

@@ -562,7 +562,7 @@ def load(source: Source, line_filter=None, workers: int | None = None, log_mode:
 
 def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
     """The evidence of a source from its artifacts, however they were read (each file by its reader, or
-    rebuilt from a host digest: parsers.digest): processes and hosts grouped, coverage known."""
+    rebuilt from a host digest: parsers.scale.digest): processes and hosts grouped, coverage known."""
     ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped),
                   elsewhere=source.elsewhere)
     for art in arts:

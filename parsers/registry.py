@@ -486,7 +486,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("empty", JOB, "an empty file", None, sniff=_is_empty),
     Kind("bundle-manifest", JOB, "a bundle's own manifest (read as hints, not evidence)", None,
          sniff=_json_has('"hang-forensics-bundle"'), names=("manifest.json",)),
-    Kind("host-digest", JOB, "a host's digest of its ranks' evidence (read instead of raw files, parsers.digest)",
+    Kind("host-digest", JOB, "a host's digest of its ranks' evidence (read instead of raw files, parsers.scale.digest)",
          None, sniff=lambda h, c: _json_has('"hang-forensics-digest"')(h, c)
          or _json_has('"hang-forensics-merged-digest"')(h, c), names=("digest.json", "merged-digest.json")),
     Kind("recorder-state", RANK, "the recorder's state file (NCCL profiler plugin, nccl_patches/)", _recorder,

@@ -73,10 +73,10 @@ class Source:
     files: list[FileRef] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: ranks of the job collected and judged elsewhere, not in these files: from their hosts' digests' classes
-    #: (parsers.digest_focus) or kept on the reduced tree's gateways. Present in the job, so never 'absent'.
+    #: (parsers.scale.focus) or kept on the reduced tree's gateways. Present in the job, so never 'absent'.
     elsewhere: frozenset[int] = frozenset()
     #: False: a bundle opened without its file list (`open_source(..., list_files=False)`): `list_files()` makes
-    #: it; parsers.digest_focus lists only the files of the hosts it reads (600,000 paths cost 3-4 s at 100k ranks)
+    #: it; parsers.scale.focus lists only the files of the hosts it reads (600,000 paths cost 3-4 s at 100k ranks)
     listed: bool = True
     _temp: Path | None = None
 

@@ -33,6 +33,7 @@ LAYERS = {
     "parsers.model": 0,
     "parsers.readers": 1, "parsers.steps": 1, "parsers.stacks": 1, "parsers.knowledge": 1,
     "parsers.judges": 2,
+    "parsers.scale": 3,
     "forensics.bundle": 10,
     "forensics.discover": 11,
     "forensics.collectors": 12, "forensics.collect": 12,

@@ -98,7 +98,7 @@ UNDER_TEST: dict[str, str] = {
     "test_from_bundles_sim.py": "forensics.bisect.from_bundles", "test_launchers_state.py": "forensics.bisect.state",
     "test_state_rules.py": "forensics.bisect.state",
     # unit/digest
-    "test_digest.py": "parsers.digest", "test_digest_merge.py": "parsers.digest_merge",
+    "test_digest.py": "parsers.scale.digest", "test_digest_merge.py": "parsers.scale.merge",
     # unit/fleet
     "test_filing.py": "forensics.fleet.filing", "test_fleet_pieces.py": "forensics.fleet.collect",
     "test_merge.py": "forensics.bundle.merge", "test_slowness_line.py": "forensics.report.text",

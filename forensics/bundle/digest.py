@@ -1,8 +1,8 @@
-"""Writes a host's digest beside its raw files at the end of `collect` (the format: parsers/digest.py).
+"""Writes a host's digest beside its raw files at the end of `collect` (the format: parsers/scale/digest.py).
 
 Why on the host: the host already has its files, and reading them there (with the readers analysis
 uses) spreads the reading of a 100,000-rank job over its hosts; analysis then reads one small file
-a host and the raw files of the odd ones out only (parsers/digest_first.py). A digest that cannot
+a host and the raw files of the odd ones out only (parsers/scale/digest_first.py). A digest that cannot
 be made costs nothing gathered: the raw files and the manifest stay as they are, and a note says why.
 """
 
@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, read_digest, write_json
-from parsers.digest_merge import from_host, merge_all
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, write_json
+from parsers.scale.merge import from_host, merge_all, without as without_digest
 from parsers.model.manifest import Manifest
-from parsers.digest_first import digest_host
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 from forensics import safefs
 from forensics.bundle.writer import BundleWriter
@@ -42,7 +42,7 @@ MERGED_DIGEST = "merged-digest.json"
 
 
 def write_merged_digest(root: Path, man: Manifest) -> str | None:
-    """The job bundle's merged digest (parsers.digest_merge) at its root, from the digests its hosts
+    """The job bundle's merged digest (parsers.scale.merge) at its root, from the digests its hosts
     sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
     Returns a note when some host's digest was unusable (None when all were, or there were none)."""
     parts, bad, without = [], [], []
@@ -59,13 +59,11 @@ def write_merged_digest(root: Path, man: Manifest) -> str | None:
         except DigestError as err:
             bad.append(f"{rec.host} ({err})")
             continue
-        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+        parts.append(from_host(rec.host, dig.ranks, dig.host_findings))
     if parts:
-        merged = merge_all(parts)
-        merged["dropped"] += len(without) + len(bad)
-        merged["hosts_without_digest"] = sorted(without + [b.split(" (", 1)[0] for b in bad])[:1024]
+        merged = without_digest(merge_all(parts), without + [b.split(" (", 1)[0] for b in bad])
         try:
-            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged, separators=(",", ":")))
+            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged.to_json(), separators=(",", ":")))
         except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
             bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
     return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None

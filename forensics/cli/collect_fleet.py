@@ -29,7 +29,7 @@ from forensics.fleet.slurm import slurm_hosts, srun_runner
 from forensics.bundle.archive import make_archive
 from forensics.fleet import outcome
 from parsers.ranges import fold
-from parsers.digest_merge import count, fold as fold_intervals
+from parsers.scale.merge import count, fold as fold_intervals
 
 FLEET_EPILOG = """fleet (whole job, many hosts):
   forensics collect --hosts 'node[001-512]' -o job.bundle
@@ -272,14 +272,14 @@ def _reduced_lines(out: Path, archive, gateway_out: str, assignment: dict[str, l
                  + (f" ({hostsets.fold(fetched['hosts_fetched'])})" if fetched["hosts_fetched"] else ""))
     for line in fetched["fetch_problems"][:10]:
         lines.append(f"  fetch: {line}")
-    classes = sorted(reduced["merged_digest"]["stacks"].values(), key=lambda c: -count(c["ranks"]))
+    classes = sorted(reduced["merged_digest"].stacks.values(), key=lambda c: -count(c.ranks))
     lines.append(f"main-thread classes of all {reduced['ranks']} rank(s) (the merged digest):")
     for c in classes[:12]:
-        what = " ".join(str(x) for x in (c.get("kind"), c.get("op"), c.get("where")) if x)
-        lines.append(f"  [{fold_intervals(c['ranks'])[:200]}] ({count(c['ranks'])}) {what[:200]}")
+        what = " ".join(str(x) for x in (c.kind, c.op, c.where) if x)
+        lines.append(f"  [{fold_intervals(c.ranks)[:200]}] ({count(c.ranks)}) {what[:200]}")
     if len(classes) > 12:
         lines.append(f"  ... and {len(classes) - 12} more class(es)")
-    for flag, iv in sorted(reduced["merged_digest"]["flags"].items()):
+    for flag, iv in sorted(reduced["merged_digest"].flags.items()):
         if iv:
             lines.append(f"  flagged {flag} on their host: [{fold_intervals(iv)[:200]}]")
     return lines

@@ -1,15 +1,15 @@
 """The reduction step of tree mode: a gateway folds what its hosts returned into one merged digest.
 
 Why: as LLNL's STAT reduces stack traces at every level of its MRNet tree, a gateway that collected
-its share of the fleet sends up one merged digest (`parsers.digest_merge`: stack classes with rank
+its share of the fleet sends up one merged digest (`parsers.scale.merge`: stack classes with rank
 ranges, position histograms, each rank's own oddities as rank sets, wait edges), whose size follows
 the job's variety, not its rank count; the raw files stay where the gateway filed them, for the root
-to fetch for the ranks its class judgement marks (`parsers.digest_classes`). The root merges the
+to fetch for the ranks its class judgement marks (`parsers.scale.classes`). The root merges the
 gateways' answers in the same way (merging is associative: any tree shape gives the same root).
 
 On a gateway: `python -m forensics.fleet.reduce BUNDLE` (a job bundle the gateway merged from its
 hosts' answers) prints the merged digest on stdout; a host whose digest is missing or unusable is
-counted in `hosts_without_digest`, which makes the root judge rank by rank.
+named in its `without_digest`, which makes the root judge rank by rank.
 
 The reduced tree end to end (`collect_reduced`): the root reaches each gateway by ssh and runs
 `python -m forensics.fleet.reduce gateway --hosts NODESET --out DIR --spec JSON`; the gateway collects
@@ -52,21 +52,21 @@ from forensics.fleet.command import ssh_options as ssh_options_argv  # (the func
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers import bounded_json, safeio
-from parsers.digest import DIGEST_NAME, own_processes, read_digest
-from parsers.digest_classes import judge_classes
+from parsers.scale.digest import DIGEST_NAME, own_processes, read_digest
+from parsers.scale.classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
-from parsers.digest_merge import MAX_MERGED_BYTES, Intervals, check_merged, fold as fold_ranks, from_host, holds, merge_all, \
-    summarised
+from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, from_host, \
+    holds, merge_all, without
 from parsers.source import open_source, read_manifest_file
 
 
-def reduce_bundle(bundle: Path) -> dict[str, Any]:
+def reduce_bundle(bundle: Path) -> ClassSummary:
     """The merged digest of a bundle's hosts (one host digest read at a time: memory holds the merge only).
-    A host without a usable digest is counted in `hosts_without_digest` and in `dropped`."""
+    A host without a usable digest is named in `without_digest` (the root then judges rank by rank)."""
     missing: list[str] = []
 
-    def parts() -> Iterable[dict[str, Any]]:
+    def parts() -> Iterable[ClassSummary]:
         with open_source(bundle) as src:
             hosts = src.manifest.hosts if src.manifest else []
             own = own_processes(src.manifest.ranks) if src.manifest else {}  # each host speaks for itself only
@@ -79,12 +79,9 @@ def reduce_bundle(bundle: Path) -> dict[str, Any]:
                 if dig is None:
                     missing.append(rec.host)
                     continue
-                yield from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings})
+                yield from_host(rec.host, dig.ranks, dig.host_findings)
 
-    merged = merge_all(parts())
-    merged["dropped"] += len(missing)
-    merged["hosts_without_digest"] = sorted(missing)[:1024]
-    return merged
+    return without(merge_all(parts()), missing)
 
 
 def _bounded_json(text: str | bytes, what: str) -> Any:
@@ -98,19 +95,12 @@ def _bounded_json(text: str | bytes, what: str) -> Any:
         raise ValueError(f"not JSON: {str(err)[:200]}") from None
 
 
-def read_answer(text: str | bytes) -> dict[str, Any]:
+def read_answer(text: str | bytes) -> ClassSummary:
     """A gateway's answer (its merged digest as JSON), bounded and checked; ValueError with the reason."""
-    return _checked_merged(_bounded_json(text, "a merged digest"))
+    return check_merged(_bounded_json(text, "a merged digest"))
 
 
-def _checked_merged(doc: Any) -> dict[str, Any]:
-    """A merged digest from a gateway, checked (parsers.digest_merge.check_merged); ValueError with the reason."""
-    if isinstance(doc, dict):
-        doc.pop("hosts_without_digest", None)  # for people; the gateway counted them in `dropped` already
-    return check_merged(doc)
-
-
-def merge_answers(answers: Iterable[str | bytes]) -> tuple[dict[str, Any], list[str]]:
+def merge_answers(answers: Iterable[str | bytes]) -> tuple[ClassSummary, list[str]]:
     """The root's merged digest from its gateways' answers, and why any answer was not used (its ranks are
     then not in the merge, and the count of hosts says so)."""
     good, bad = [], []
@@ -175,12 +165,12 @@ def gateway_main(args: argparse.Namespace) -> int:
     except (OSError, ValueError):
         merged = reduce_bundle(args.out)
     answer = {"format": ANSWER, "version": 1, "bundle": str(args.out), "seconds": result.seconds,
-              "host_groups": folded_hosts(result.parts), "merged": merged}
+              "host_groups": folded_hosts(result.parts), "merged": merged.to_json()}
     sys.stdout.write(json.dumps(answer, separators=(",", ":")) + "\n")
     return 0
 
 
-def read_gateway_answer(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_gateway_answer(text: str) -> tuple[ClassSummary, dict[str, Any]]:
     """A gateway's answer line: (its merged digest checked, the rest: bundle, host_groups, seconds);
     ValueError with the reason."""
     doc = _bounded_json(text, "an answer")
@@ -189,7 +179,7 @@ def read_gateway_answer(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     merged = doc.pop("merged", None)
     rest = {"bundle": str(doc.get("bundle"))[:4096], "seconds": doc.get("seconds"),
             "host_groups": doc.get("host_groups") if isinstance(doc.get("host_groups"), list) else []}
-    return _checked_merged(merged), rest
+    return check_merged(merged), rest
 
 
 MAX_FETCH_HOSTS = 64  #: hosts whose raw files the root fetches at most (the odd ranks' hosts, first come)
@@ -445,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m forensics.fleet.reduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", type=Path, help="the job bundle this gateway merged from its hosts' answers")
     args = ap.parse_args(argv)
-    sys.stdout.write(json.dumps(reduce_bundle(args.bundle), separators=(",", ":")))
+    sys.stdout.write(json.dumps(reduce_bundle(args.bundle).to_json(), separators=(",", ":")))
     return 0
 
 
@@ -483,19 +473,19 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
             refused.append(f"{gw}: {err} (exit {run.returncode}{', timed out' if run.timed_out else ''}; {run.stderr_tail()})")
             continue
         parts.append(merged)
-        where[gw] = dict(rest, ranks=summarised(merged))  # the gateway's rank set, as ranges
+        where[gw] = dict(rest, ranks=merged.summarised)  # the gateway's rank set, as ranges
     root = merge_all(parts)
     safefs.ensure_folder(out)
     merged_at = time.monotonic()
     judged = judge_classes(root)
     judged_at = time.monotonic()
-    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root, separators=(",", ":")))
+    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root.to_json(), separators=(",", ":")))
     safefs.replace_file(out / "gateways.json", json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
-    say(f"merged {root['ranks']} rank(s) of {root['hosts']} host(s) from {len(where)}/{len(gateways)} gateway(s) "
+    say(f"merged {root.ranks} rank(s) of {root.hosts} host(s) from {len(where)}/{len(gateways)} gateway(s) "
         f"in {judged_at - start:.1f} s; odd ones out: {fold_ranks(judged.ranks) or 'none'}")
     return {"phases": {"answers": round(answered - start, 3), "merged": round(merged_at - start, 3),
                        "judged": round(judged_at - start, 3)},
-            "bytes_received": received, "hosts": root["hosts"], "ranks": root["ranks"], "refused": refused,
+            "bytes_received": received, "hosts": root.hosts, "ranks": root.ranks, "refused": refused,
             "classes": judged.summary(), "odd_ranks": fold_ranks(judged.ranks)[:2000], "gateways": where,
             "merged_digest": root, "judgement": judged}
 

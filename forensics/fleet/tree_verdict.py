@@ -25,22 +25,22 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import analyze
-from parsers.digest_merge import Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, summarised, union
+from parsers.scale.merge import ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, \
+    union
 from parsers.model.events import MAX_RANKS
 
 
-def ranks_to_fetch(merged: dict[str, Any], judged: Any) -> Intervals:
+def ranks_to_fetch(merged: ClassSummary, judged: Any) -> Intervals:
     """The ranks whose hosts' raw files the root fetches: the class judgement's odd ones out; when the classes
     are not the whole job (caps), every rank with an oddity of its own (flags, exceptions, exits, findings)."""
     if judged.complete:
         return judged.ranks
     odd: Intervals = []
-    for iv in merged["flags"].values():
+    for iv in merged.flags.values():
         odd = union(odd, iv)
-    for item in (*merged["exceptions"], *merged["exits"], *merged["host_findings"]):
-        rank = item.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            odd = union(odd, [[rank, rank]])
+    for item in (*merged.exceptions, *merged.exits, *merged.host_findings):
+        if item.rank is not None:
+            odd = union(odd, [[item.rank, item.rank]])
     return odd
 
 
@@ -58,9 +58,9 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     root, judged = reduced["merged_digest"], reduced["judgement"]
     ranges = ranks_to_fetch(root, judged)
     named = set(judged.hosts) | {h for h, _ in judged.processes if isinstance(h, str)}
-    if not ranges and not named and root["stacks"]:  # nobody odd: one rank of the largest class speaks for it
-        largest = max(root["stacks"].values(), key=lambda c: count(c["ranks"]))
-        ranges = [[largest["ranks"][0][0], largest["ranks"][0][0]]] if largest["ranks"] else []
+    if not ranges and not named and root.stacks:  # nobody odd: one rank of the largest class speaks for it
+        largest = max(root.stacks.values(), key=lambda c: count(c.ranks))
+        ranges = [[largest.ranks[0][0], largest.ranks[0][0]]] if largest.ranks else []
     answered = {gw: hosts for gw, hosts in gateways.items() if gw in reduced["gateways"]}
     asked = {gw: hosts for gw, hosts in answered.items()  # only gateways that hold a wanted rank or a named host
              if meets(reduced["gateways"][gw].get("ranks") or [], ranges) or named & set(hosts)}
@@ -73,7 +73,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
         parts, problems = fetch_raw(asked, gateway_out, ranges, named, out, timeout, ssh_path, ssh_options,
                                     gateway_python, max_hosts, received)
     fetched_at = time.monotonic()
-    held = summarised(root)
+    held = root.summarised
     # the ranks the gateways hold are never listed missing (not listed, then dropped: 99,992 of them at 100k)
     manifest = merge_bundles(out, parts, command=list(sys.argv), collected_elsewhere=held)
     manifest.missing = [m for m in manifest.missing if not holds(m.rank, held)]  # a fetched host's own list
@@ -86,7 +86,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     for line in problems[:50]:
         manifest.notes.append(f"fetch: {line}")
     write_manifest(out, manifest)
-    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root, separators=(",", ":")))  # the whole job's, not the fetched hosts'
+    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root.to_json(), separators=(",", ":")))  # the whole job's, not the fetched hosts'
     say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
         + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
     result = tree_analysis(out, kb, held)

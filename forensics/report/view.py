@@ -269,7 +269,7 @@ def timeline(verdict: Verdict, ops: list[Any],
 def logs_stop(ops: list[Any], job: dict[str, list] | None = None) -> tuple[list[str], str | None]:
     """Where the logs stop, ranks folded by operation (the main communicator's; others' ranks said as one line).
     `job`: per communicator, the whole job's positions as [ranks, op, seq] (the digests' classes, where the
-    evidence holds only the ranks read: parsers.digest_focus), said for the main communicator instead."""
+    evidence holds only the ranks read: parsers.scale.focus), said for the main communicator instead."""
     if not ops:
         return [], None
     main = max({o.comm for o in ops}, key=lambda c: sum(o.comm == c for o in ops))

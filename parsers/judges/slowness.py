@@ -40,7 +40,7 @@ class Slowness:
     @property
     def timed(self) -> bool:
         """Whether any source timed the ranks (collective stamps, link waits, step series): each rank's own
-        timings then count, which no class of ranks stands for (parsers.digest_focus reads every rank then)."""
+        timings then count, which no class of ranks stands for (parsers.scale.focus reads every rank then)."""
         return self.stragglers.ops >= MIN_OPS or bool(self.links.timed) or bool(self.steps is not None and self.steps.source)
 
     @property

@@ -372,7 +372,7 @@ WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOS
 
 def own_error(event: object) -> bool:
     """An error a process reports of itself: an ErrorEvent that is no mere information (INFO_KINDS) and no wait on
-    a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do (parsers.digest's flags and odd
+    a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do (parsers.scale.digest's flags and odd
     ones out, and the raw reads digest first and the focus choose from them)."""
     return type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WAIT_ERRORS
 

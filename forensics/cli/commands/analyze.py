@@ -12,7 +12,7 @@ from forensics.report.output import add_output_options, emit, emit_document, jso
 from forensics.exitcodes import ExitCode
 from forensics.report.text import render_view
 from forensics.report.view import ReportView, build_view
-from parsers.digest_focus import FOCUS_MIN_RANKS
+from parsers.scale.focus import FOCUS_MIN_RANKS
 from parsers import knowledge
 from parsers.analyze import analyze
 from parsers.errors import InputError

@@ -89,8 +89,8 @@ def test_analyze_of_a_large_bundle_over_its_classes_every_rank_or_no_digest(tmp_
     every rank's evidence from the digests; `--no-digests` reads every raw file. One first suspect for all three."""
     from benchmarks.bundle_scale import write_bundle
     from parsers import knowledge
-    from parsers.digest import DIGEST_NAME, write_json
-    from parsers.digest_first import digest_host
+    from parsers.scale.digest import DIGEST_NAME, write_json
+    from parsers.scale.digest_first import digest_host
     from parsers.source import open_source
 
     write_bundle(tmp_path, 1024, 8, 700)

@@ -14,7 +14,7 @@ from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from parsers import knowledge
 from forensics.report.words import analyze
-from parsers.digest import DIGEST_NAME, read_digest
+from parsers.scale.digest import DIGEST_NAME, read_digest
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +32,8 @@ def test_collect_writes_a_digest_that_analysis_reads_first(tmp_path):
     host = man.hosts[0]
     path = tmp_path / "b" / host.dir / DIGEST_NAME
     dig = read_digest(path)
-    assert dig.host == host.host and [r["pid"] for r in dig.ranks] == [target.pid]
-    assert dig.ranks[0]["state"] and dig.ranks[0]["stack"]["kind"]
+    assert dig.host == host.host and [r.pid for r in dig.ranks] == [target.pid]
+    assert dig.ranks[0].state and dig.ranks[0].kind
     assert "proc.json" in " ".join(dig.files)
     assert not any("digest" in n for n in man.notes)
     kb = knowledge.load(use_env=False)

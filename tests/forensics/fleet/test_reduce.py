@@ -16,13 +16,15 @@ import pytest
 from hf_testpaths import FIXTURES
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.fleet.reduce import merge_answers, read_answer
-from parsers import digest_merge, knowledge
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_classes import judge_classes
-from parsers.digest_first import digest_host
+from parsers import knowledge
+from parsers.scale import merge as digest_merge
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.classes import judge_classes
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 
 KB = knowledge.load(use_env=False)
+EMPTY = digest_merge.ClassSummary().to_json()
 REPO = Path(__file__).resolve().parents[3]
 HOSTS = [FIXTURES / "nccl" / "sleep" / "bundle", FIXTURES / "gloo14" / "oom" / "live",
          FIXTURES / "gloo14" / "busy" / "live", FIXTURES / "nccl" / "kill" / "bundle"]
@@ -52,10 +54,12 @@ def test_gateways_reduce_and_the_root_merges_to_the_flat_merge(tmp_path):
     root, bad = merge_answers(answers)
     assert not bad
     flat = digest_merge.merge_all(
-        digest_merge.from_host(dict(json.loads((tmp_path / f"gw{i // 2}-{h}" / rec_dir / DIGEST_NAME).read_text()), host=h))
+        digest_merge.from_document(dict(json.loads((tmp_path / f"gw{i // 2}-{h}" / rec_dir / DIGEST_NAME).read_text()),
+                                        host=h))
         for i, (h, _) in enumerate(named) for rec_dir in _dirs(tmp_path / f"gw{i // 2}-{h}"))
-    assert root == flat and root["hosts"] == 4 and root["ranks"] > 8
-    assert sum(len(a) for a in answers) < sum(len(json.dumps(digest_merge.from_host(json.loads(p.read_text()))))
+    assert root == flat and root.hosts == 4 and root.ranks == 8
+    assert sorted(root.conflicts) == list(range(7))  # four jobs' fixtures: ranks 0-6 claimed by two hosts or more
+    assert sum(len(a) for a in answers) < sum(len(json.dumps(digest_merge.from_document(json.loads(p.read_text())).to_json()))
                                               for p in tmp_path.glob(f"gw?-*/hosts/*/{DIGEST_NAME}"))
     assert judge_classes(root).complete
 
@@ -74,20 +78,20 @@ def test_a_host_without_a_digest_makes_the_root_judge_rank_by_rank(tmp_path):
     out = subprocess.run([sys.executable, "-m", "forensics.fleet.reduce", str(tmp_path / "gw0")], capture_output=True,
                          text=True, env=env, timeout=120, check=True).stdout
     doc = read_answer(out)
-    assert doc["dropped"] == 1 and not judge_classes(doc).complete
+    assert doc.without_digest == ("h0",) and not judge_classes(doc).complete
 
 
 @pytest.mark.parametrize("bad, why", [
     ("{", "not JSON"), ('{"format": "x"}', "not a hang-forensics-merged-digest"),
-    (json.dumps(dict(digest_merge.empty(), flags={"frozen": [[5, 1]]})), "sorted"),
-    (json.dumps(dict(digest_merge.empty(), ranks=-1)), "count"),
-    (json.dumps(dict(digest_merge.empty(), stacks={"k": {"kind": 1, "ranks": []}})), "stack class"),
+    (json.dumps(dict(EMPTY, flags={"frozen": [[5, 1]]})), "sorted"),
+    (json.dumps(dict(EMPTY, lossy=0)), "lossy"),
+    (json.dumps(dict(EMPTY, stacks={"k": {"kind": 1, "ranks": []}})), "kind: a int, not text"),
 ])
 def test_a_bad_answer_is_refused_with_its_reason(bad, why):
     with pytest.raises(ValueError, match=why):
         read_answer(bad)
     root, refused = merge_answers([bad])
-    assert root["hosts"] == 0 and refused and why in refused[0]
+    assert root.hosts == 0 and refused and why in refused[0]
 
 
 # the root's fetch of raw files from a gateway (forensics.fleet.reduce fetch / file_fetched): bounded and confined

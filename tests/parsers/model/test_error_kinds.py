@@ -14,7 +14,7 @@ import json
 import pytest
 
 from hf_testpaths import REPO
-from parsers import digest
+from parsers.scale import digest
 from parsers.model.events import INFO_KINDS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind, Origin
 from parsers.readers import c10d
 

@@ -1,11 +1,11 @@
 """Analyse a large bundle over its classes: evidence for the ranks that can change the verdict, classes for the rest.
 
-Why: digest first (parsers.digest_first) reads the raw files of the odd ones out only, but still rebuilds
+Why: digest first (parsers.scale.digest_first) reads the raw files of the odd ones out only, but still rebuilds
 every rank's evidence from the digests and runs every judge over every rank: at 100,000 ranks that is about
 30 s before any judge and as much again in them. Yet 99,990 ranks that sit in the same collective at the same
-position are one question, answered by the merged digest's classes (parsers.digest_classes). So for a bundle
+position are one question, answered by the merged digest's classes (parsers.scale.classes). So for a bundle
 of many ranks whose hosts all wrote usable digests:
-1. read every host's rank summaries (not its files' evidence) and merge them (parsers.digest_merge), in worker
+1. read every host's rank summaries (not its files' evidence) and merge them (parsers.scale.merge), in worker
    processes when there are many hosts (what crosses back is a merged digest: kilobytes);
 2. judge the classes once each: the odd ones out (and the hosts a host finding names);
 3. focus: the hosts of the odd ones out, one host for a representative rank of each class (the judges compare
@@ -18,7 +18,7 @@ Digest first over every rank (parsers.analyze) is read instead where the classes
 with files and no usable digest, a digest made with another knowledge base, caps), where the focus would hold
 more than half the hosts (a recorder's ring of waits reaches every host), where a verdict keeps naming ranks
 judged from their classes after three rounds of widening, and where the job may run and its ranks are timed
-(who arrives last is each rank's own). tests/parsers/test_digest_focus.py: the full read's verdict on every
+(who arrives last is each rank's own). tests/parsers/scale/test_focus.py: the full read's verdict on every
 bundle fixture, on each refiled one host per rank, and on a 1,536-rank bundle read over 2 hosts.
 """
 
@@ -30,10 +30,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
-from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import Intervals, count, fold, from_host, merge_all, outliers, ranks_of, stack_classes, \
-    summarised
+from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
+from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
+    stack_classes
 from parsers.evidence import read_files
 from parsers.model.events import own_error
 from parsers.source import FileRef, Source, manifest_refs
@@ -55,7 +55,7 @@ MAX_CONFLICTS, MAX_CLAIMANTS = 64, 4
 class Focus:
     """A bundle's focused reading: the merged digest, its judgement, and the source of the focused hosts."""
 
-    merged: dict[str, Any]
+    merged: ClassSummary
     judged: ClassJudgement
     whole: Source  #: the bundle as opened (its file list need not be made: the focus lists its hosts' files)
     folders: dict[str, Any]  #: host folder -> the manifest's host record
@@ -78,7 +78,7 @@ class Focus:
         arts = [a for rec in chosen for a in self.host_arts.get((rec.dir or "").rstrip("/"), ())]
         part = dataclasses.replace(man, hosts=chosen, ranks=ranks, artifacts=arts)
         read_here = {r.rank for r in ranks if r.rank is not None}
-        elsewhere = frozenset(r for r in ranks_of(summarised(self.merged)) if r not in read_here) | self.whole.elsewhere
+        elsewhere = frozenset(r for r in ranks_of(self.merged.summarised) if r not in read_here) | self.whole.elsewhere
         files = manifest_refs(self.whole, part) + self.job_files  # a path that leads outside: a skipped file, once
         self.whole.skipped = list(dict.fromkeys(self.whole.skipped))
         self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form, manifest=part,
@@ -101,10 +101,10 @@ class Focus:
         """What the focus read and why, for the verdict's digests section; `positions`: per communicator (the
         8 with the most ranks), its histogram of last positions as [ranks folded, op, seq] (the job's, where the
         evidence holds only the ranks read)."""
-        comms = sorted(self.merged["comms"].items(), key=lambda kv: -sum(count(iv) for iv in kv[1].values()))[:8]
+        comms = sorted(self.merged.comms.items(), key=lambda kv: -sum(count(iv) for iv in kv[1].values()))[:8]
         positions = {comm: [[fold(iv), *_op_seq(pos)] for pos, iv in sorted(hist.items(), key=lambda kv: kv[1][0])]
                      for comm, hist in comms}
-        return {"hosts_read": len(self.why), "hosts_in_job": self.merged["hosts"], "ranks_in_classes": self.merged["ranks"],
+        return {"hosts_read": len(self.why), "hosts_in_job": self.merged.hosts, "ranks_in_classes": self.merged.ranks,
                 "ranks_judged_from_classes": len(self.source.elsewhere) if self.source else 0, "widened": self.widened,
                 "why": dict(list(self.why.items())[:64]), "stack_classes": stack_classes(self.merged)[:32],
                 "outliers": dict(list(outliers(self.merged).items())[:32]), "positions": positions}
@@ -112,8 +112,8 @@ class Focus:
     def classes(self) -> list[dict[str, Any]]:
         """The job's ranks by what their main thread does (the stacks judge's `classes` section, over every rank
         the digests summarised, not only those read)."""
-        rows = [{"activity": Activity(c.get("kind") or "unknown", c.get("op"), c.get("where")).text,
-                 "ranks": fold(c["ranks"]), "count": count(c["ranks"])} for c in self.merged["stacks"].values()]
+        rows = [{"activity": Activity(c.kind or "unknown", c.op, c.where).text,
+                 "ranks": fold(c.ranks), "count": count(c.ranks)} for c in self.merged.stacks.values()]
         return sorted(rows, key=lambda row: -row["count"])
 
 
@@ -159,7 +159,7 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     return out, ""
 
 
-def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
+def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
     """The hosts' rank summaries merged, and the hosts whose digest was there but refused (host, why: their
     files are read, as digest first reads them); or (None, why not, []) when a host's digest is missing or
     made with another knowledge base (its ranks would then be in no class)."""
@@ -189,7 +189,7 @@ def _digest_path(source: Source, rec: Any) -> str | None:
 
 
 def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
-                want_kb: str) -> tuple[dict[str, Any] | None, str, list[tuple[str, str]]]:
+                want_kb: str) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
     """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back);
     each host's summaries count for its own processes only. A digest that is there and refused (hostile or
     damaged) leaves its host to be read raw, and the others still judged over classes."""
@@ -204,7 +204,7 @@ def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
             continue
         if dig.kb != want_kb:
             return None, f"digest of {host} made with another knowledge base", []
-        parts.append(from_host({"host": host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+        parts.append(from_host(host, dig.ranks, dig.host_findings))
     return merge_all(parts), "", refused
 
 
@@ -232,7 +232,7 @@ def conflicts(ranks: Iterable[Any]) -> dict[int, list[tuple[str, int]]]:
     return {rank: procs for rank, procs in seen.items() if len(procs) > 1}
 
 
-def _why(merged: dict[str, Any], judged: ClassJudgement, host_of: dict[int, list[str]], job_arts: list,
+def _why(merged: ClassSummary, judged: ClassJudgement, host_of: dict[int, list[str]], job_arts: list,
          man: Any) -> dict[str, str]:
     """host -> why it is read (the first reason): the odd ones out and what the class judgement names, a
     representative of each class, the recorder's wait graph, what the job-level files name, and every
@@ -266,18 +266,18 @@ def _odd(judged: ClassJudgement, host_of: dict[int, list[str]]) -> Iterable[tupl
         yield h, f"process {pid} has no known rank"
 
 
-def _representatives(merged: dict[str, Any], host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
+def _representatives(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     """The host of the first rank of each class: the judges compare the odd ones with the many."""
     for name, iv in _class_sets(merged):
         if iv:
             yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}"
 
 
-def _waits(merged: dict[str, Any], host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
+def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     """The recorder's wait graph: every rank waited on, and one waiter for each (a cycle or a chain is judged
     whole, not cut: a deadlock's members all wait, so no class rule makes them odd)."""
-    for comm, peers in sorted(merged["waits"].items()):
-        runs = merged["members"].get(comm, [])
+    for comm, peers in sorted(merged.waits.items()):
+        runs = merged.members.get(comm, [])
         for peer, waiters in sorted(peers.items()):
             cr = int(peer) if peer.isdigit() else -1
             job = next((j + cr - lo for lo, hi, j in runs if lo <= cr <= hi), None)
@@ -306,13 +306,13 @@ def _named_by_job_files(job_arts: list, host_of: dict[int, list[str]], man: Any)
                     yield h, f"pid {pid} is named by {art.rel}"
 
 
-def _class_sets(merged: dict[str, Any]) -> Iterable[tuple[str, Intervals]]:
+def _class_sets(merged: ClassSummary) -> Iterable[tuple[str, Intervals]]:
     """Every class whose members the judges compare: stack classes, states, each communicator's positions."""
-    for key, cls in sorted(merged["stacks"].items()):
-        yield f"the stack class {cls.get('kind')}" + (f" in {cls['op']}" if cls.get("op") else ""), cls["ranks"]
-    for state, iv in sorted(merged["states"].items()):
+    for key, cls in sorted(merged.stacks.items()):
+        yield f"the stack class {cls.kind}" + (f" in {cls.op}" if cls.op else ""), cls.ranks
+    for state, iv in sorted(merged.states.items()):
         yield f"state {state}", iv
-    for comm, hist in sorted(merged["comms"].items()):
+    for comm, hist in sorted(merged.comms.items()):
         for pos, iv in sorted(hist.items()):
             yield f"{comm} at {pos}", iv
 
@@ -338,6 +338,6 @@ def _int(v: Any) -> int | None:
 
 
 def _op_seq(pos: str) -> list[Any]:
-    """'allreduce@10' (parsers.digest_merge's position key) as [op, seq]."""
+    """'allreduce@10' (parsers.scale.merge's position key) as [op, seq]."""
     op, _, seq = pos.rpartition("@")
     return [op, int(seq) if seq.isdigit() else seq]

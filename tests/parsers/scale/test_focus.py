@@ -1,4 +1,4 @@
-"""Analysis over the digests' classes (issue 30, parsers.digest_focus): evidence only for the hosts that can
+"""Analysis over the digests' classes (issue 30, parsers.scale.focus): evidence only for the hosts that can
 change the verdict, the other ranks judged from their classes; the verdict is the full read's.
 
 The bundle fixtures are collections of one machine (one host, every rank on it): there the focus is every
@@ -18,12 +18,12 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from hf_testpaths import FIXTURES
-from parsers import digest_focus
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_first import digest_host
+from parsers.scale import focus as digest_focus
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
 from parsers.source import open_source
 from forensics.report.words import analyze
-from tests.parsers.test_digest import BUNDLES, KB, _verdict_key, _with_digests
+from tests.parsers.scale.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 
 
 def _one_host_per_rank(bundle: Path, dst: Path) -> Path | None:

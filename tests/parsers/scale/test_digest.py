@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers import digest, knowledge
+from parsers import knowledge
+from parsers.scale import digest
 from forensics.report.words import analyze
-from parsers.digest import DIGEST_NAME, DigestError, decode_parsed, encode_parsed, read_digest, write_json
-from parsers.digest_first import digest_host
+from parsers.scale.digest import DIGEST_NAME, DigestError, decode_parsed, encode_parsed, read_digest, write_json
+from parsers.scale.digest_first import digest_host
 from parsers.evidence import read_file
 from parsers.model.events import ErrorEvent, OpEvent, Origin, Parsed
 from parsers.model.stacks import Frame, ThreadStack
@@ -57,7 +58,7 @@ def test_digest_first_verdict_equals_full_read(bundle, tmp_path):
     first = result.verdict
     used = first.sections.get("digests")
     assert used is not None and used["hosts_from_digest"] >= 1 and not used["notes"], used
-    # the raw files opened were chosen over the merged digest's classes (parsers.digest_classes), not rank by rank
+    # the raw files opened were chosen over the merged digest's classes (parsers.scale.classes), not rank by rank
     assert used["odd_ones_out_by"] == "classes", used["classes"]
     assert _verdict_key(first) == _verdict_key(full)
     processes = {r.rank for r in result.evidence.ranks}

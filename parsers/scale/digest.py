@@ -5,7 +5,7 @@ host already has its files when `collect` ends, so it reads them there, with the
 (`parsers.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
 `hosts/<host>/digest.json` beside them: per file, the typed evidence (`Parsed`) with its lists capped
 and its strings cut. Analysis rebuilds the evidence from the digests, then reads raw files only for
-the ranks the evidence marks as odd ones out (`odd_ones_out`), and for any rank the verdict then
+the ranks the class rules mark as odd ones out (`parsers.scale.classes`), and for any rank the verdict then
 names that it has not read raw. Digest and raw read can disagree only where a cap dropped
 something, and never about a rank the verdict names.
 
@@ -31,16 +31,17 @@ from parsers.evidence import Evidence
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
-from parsers.model.events import (CommMember, ErrorEvent, FrCulprit, FrFinding, HorovodStall, OpEvent, Origin, Parsed,
-                                  ProcessState, Progress, RasFinding, TopoEdge, own_error)
+from parsers.model.events import (FROZEN_STATES, CommMember, ErrorEvent, FrCulprit, FrFinding, HorovodStall, OpEvent,
+                                  Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
+from parsers.model.summaries import COMMS_CAP, FLAGS, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
 from parsers.model.stacks import Frame, ThreadStack
 from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
 from parsers.readers.proxy_dump import ProxyOp
 from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
-from parsers.judges.recorder import comm_rank_table, wait_edges
+from parsers.judges.recorder import wait_edges
 
 FORMAT = "hang-forensics-digest"
 VERSION = 1
@@ -64,8 +65,6 @@ NOTES_CAP, UNREAD_CAP, PROBLEMS_CAP = 200, 20, 20
 MATCHED_NOTES_CAP = 2000
 COLLS_CAP, ACTIVE_PROXY_CAP, DONE_PROXY_CAP = 32, 128, 16
 PROC_THREADS_CAP = 1024
-#: rank-summary caps (the part the fleet merge and people read)
-TOP_FRAMES, COMMS_CAP, SUMMARY_EDGES = 8, 32, 64
 
 #: the model's types a digest may rebuild, by tag; nothing else is ever constructed from one
 _TYPES: dict[str, type] = {}
@@ -415,7 +414,7 @@ class HostDigest:
     dir: str
     kb: str
     files: dict[str, dict]  #: path under `dir` -> {'kind', 'error', 'parsed'} (parsed decoded on use)
-    ranks: list[dict] = field(default_factory=list)
+    ranks: list = field(default_factory=list)  #: its rank summaries: as read, then (own_summaries) RankSummary
     host_findings: list[dict] = field(default_factory=list)
     created: str = ""
     foreign: int = 0  #: rank summaries left out: they spoke for no process of this host's own
@@ -437,7 +436,19 @@ def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
     if len(dig.ranks) > len(own) + MAX_FOREIGN:
         raise DigestError(f"{len(dig.ranks)} rank summaries for the {len(own)} processes of its host")
     kept = [r for r in dig.ranks if _speaks_for(r, own)]
-    return dataclasses.replace(dig, ranks=kept, foreign=len(dig.ranks) - len(kept))
+    return dataclasses.replace(dig, ranks=typed_summaries(kept), foreign=len(dig.ranks) - len(kept))
+
+
+def typed_summaries(docs: list[Any]) -> list[RankSummary]:
+    """A digest's rank summaries read as the model's type, each checked (DigestError naming the first that fails:
+    a digest that lies about one of its own ranks is not used, and its host's raw files are read)."""
+    out = []
+    for i, doc in enumerate(docs):
+        try:
+            out.append(RankSummary.from_json(doc))
+        except SummaryError as err:
+            raise DigestError(f"rank summary {i}: {err}") from None
+    return out
 
 
 def _speaks_for(summary: Any, own: dict[int, int | None]) -> bool:
@@ -497,7 +508,7 @@ def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Evidence, h
     """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
     (`rank_summary`) and the host judge's findings."""
     return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
-            "files": files, "ranks": [rank_summary(r, ev) for r in ev.ranks if r.record.host == host],
+            "files": files, "ranks": [summary.to_json() for _, summary in summaries_of(ev, host)],
             "host_findings": host_findings}
 
 
@@ -507,61 +518,59 @@ def _digestible(kind: str) -> bool:
     return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
-def rank_summary(r: Any, ev: Evidence) -> dict[str, Any]:
-    """What one rank looks like, for people and the fleet merge: state, stack class and top frames,
-    last op and seq per communicator, recorder waits, last exception, exit."""
+def summaries_of(ev: Evidence, host: str | None = None) -> list[tuple[str, RankSummary]]:
+    """(host, summary) of each rank of the evidence (of `host` only, when given): what a host's digest says of
+    its ranks, and what analysis gathers rank by rank where the digests' classes are not the whole job. The
+    files, recorder states and exits are indexed once (a rank's own are looked up, not searched for)."""
+    logs: dict[tuple[Any, Any], list] = {}
+    for art in ev.artifacts:
+        if art.parsed:
+            logs.setdefault((art.hints.host, art.hints.pid), []).append(art)
+    recorder: dict[Any, list] = {}
+    for st in ev.recorder:
+        recorder.setdefault(st.pid, []).append(st)
+    exits: dict[Any, list] = {}
+    for x in ev.exits:
+        exits.setdefault(x.pid, []).append((x.returncode, x.exited_at))
+    return [(r.record.host, rank_summary(r, logs.get((r.record.host, r.record.pid), []), recorder.get(r.record.pid, []),
+                                         exits.get(r.record.pid, [])))
+            for r in ev.ranks if host is None or r.record.host == host]
+
+
+def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
+    """What one rank looks like, for people and the fleet merge: state, stack class and top frames, last op and
+    seq per communicator, recorder waits, last exception, exit. `logs`: the parsed artifacts filed under its host
+    and pid; `own`: its recorder states; `exits`: (returncode, exited_at) of its launcher records."""
     act = r.activity
     main = r.main_stack
-    comms: dict[str, list] = {}
+    comms: dict[str, Position] = {}
     exc = None
-    for art in r.files:
-        if not art.parsed:
-            continue
+    files = [art for art in r.files if art.parsed]
+    # rank logs are not process files: their ops and exceptions count too
+    files += [art for art in logs if art.kind in ("nccl-log", "rank-log", "fr-dump")]
+    for art in files:
         for e in art.parsed.events:
-            if type(e) is OpEvent and len(comms) < COMMS_CAP or type(e) is OpEvent and e.comm in comms:
+            if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
                 prev = comms.get(e.comm)
-                if prev is None or e.seq >= prev[1]:
-                    comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
+                if prev is None or e.seq >= prev.seq:
+                    comms[e.comm] = Position(e.op, e.seq, e.seq_kind, e.state)
         if art.parsed.exceptions:
             last = art.parsed.exceptions[-1]
             exc = f"{last.type}: {last.message}"[:MAX_STR]
-    for art in ev.artifacts:  # rank logs are not process files: their ops and exceptions count too
-        if art.parsed and art.kind in ("nccl-log", "rank-log", "fr-dump") and art.hints.pid == r.record.pid \
-                and art.hints.host == r.record.host:
-            for e in art.parsed.events:
-                if type(e) is OpEvent and (len(comms) < COMMS_CAP or e.comm in comms):
-                    prev = comms.get(e.comm)
-                    if prev is None or e.seq >= prev[1]:
-                        comms[e.comm] = [e.op, e.seq, e.seq_kind, e.state]
-            if art.parsed.exceptions:
-                last = art.parsed.exceptions[-1]
-                exc = f"{last.type}: {last.message}"[:MAX_STR]
-    waits = []
-    own = [st for st in ev.recorder if st.pid == r.record.pid]
-    for st in own:
-        if len(waits) < SUMMARY_EDGES:
-            for op in st.proxy_ops:
-                if op.in_progress and len(waits) < SUMMARY_EDGES:
-                    waits.append([hex(st.comm_id), op.peer, op.last_state, op.coll_seq])
-    exits = [[x.returncode, x.exited_at] for x in ev.exits if x.pid == r.record.pid]
-    return {"rank": r.rank, "pid": r.record.pid, "state": r.state,
-            "stack": {"kind": act.kind, "op": act.op, "where": act.where},
-            "top": [f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])],
-            "comms": comms, "recorder_waits": waits, "exception": exc, "exits": exits[:8],
-            "flags": rank_flags(r, ev, exits), **_recorder_roles(own)}
+    waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq) for st in own for op in st.proxy_ops if op.in_progress]
+    return RankSummary(r.rank, r.record.pid, r.state, act.kind, act.op, act.where,
+                       tuple(f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])), tuple(comms.items()),
+                       tuple(waits[:SUMMARY_EDGES]), exc, tuple(exits[:8]), tuple(rank_flags(r, logs, exits)),
+                       *_recorder_roles(own))
 
 
-#: what makes one rank odd by itself, whatever the others do (parsers.digest_classes reads them)
-FLAGS = ("frozen", "problems", "unstated", "exited", "exception", "error")
-
-
-def rank_flags(r: Any, ev: Evidence, exits: list) -> list[str]:
-    """The rank's own oddities, as `odd_ones_out` tests them rank by rank: frozen or gone, a collector
-    problem, a live process without its state after, an exit, an exception, an error that is no wait on
-    others. Made where the rank's files are (its host), so the root judges the rest over classes."""
+def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
+    """The rank's own oddities: frozen or gone (the model's `FROZEN_STATES`, its process state's `frozen` and
+    `gone`), a collector problem, a live process without its state after, an exit, an exception, an error that is
+    no wait on others. Made where the rank's files are (`logs`: the parsed artifacts under its host and pid)."""
     proc = r.proc
     flags = []
-    if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)):
+    if r.state in FROZEN_STATES or (proc is not None and (proc.frozen or proc.gone)):
         flags.append("frozen")
     if r.problems:
         flags.append("problems")
@@ -569,26 +578,21 @@ def rank_flags(r: Any, ev: Evidence, exits: list) -> list[str]:
         flags.append("unstated")
     if exits:
         flags.append("exited")
-    key = (r.record.host, r.record.pid)
-    for art in ev.artifacts:
-        if not art.parsed or (art.hints.host, art.hints.pid) != key:
-            continue
-        if art.parsed.exceptions and "exception" not in flags:
-            flags.append("exception")
-        if "error" not in flags and any(map(own_error, art.parsed.events)):
-            flags.append("error")
+    if any(art.parsed.exceptions for art in logs):
+        flags.append("exception")
+    if any(own_error(e) for art in logs for e in art.parsed.events):
+        flags.append("error")
     return flags
 
 
-def _recorder_roles(states: list) -> dict[str, list]:
-    """The rank's place in each recorder communicator ([comm, comm rank, job rank]) and whom it waits on
-    ([comm, peer's comm rank], the edges `parsers.judges.recorder.wait_edges` draws from its own states):
+def _recorder_roles(states: list) -> tuple[tuple, tuple]:
+    """The rank's place in each recorder communicator ((comm, comm rank, job rank)) and whom it waits on
+    ((comm, peer's comm rank), the edges `parsers.judges.recorder.wait_edges` draws from its own states):
     what the root needs to find, over classes, the ranks others wait on."""
     if not states:
-        return {}
-    members = [[st.comm_hex, st.rank, st.env_rank] for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0]
-    waits_on = sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES]
-    return {"recorder": members, "waits_on": [list(w) for w in waits_on]}
+        return (), ()
+    members = tuple((st.comm_hex, st.rank, st.env_rank) for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0)
+    return members, tuple(sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES])
 
 
 def write_json(doc: dict[str, Any]) -> bytes:
@@ -622,7 +626,7 @@ def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = Non
     except (ValueError, RecursionError, MemoryError) as err:
         raise DigestError(f"not JSON: {str(err)[:200]}") from None
     dig = check_digest(doc)
-    return dig if own is None else own_summaries(dig, own)
+    return dataclasses.replace(dig, ranks=typed_summaries(dig.ranks)) if own is None else own_summaries(dig, own)
 
 
 def check_digest(doc: Any) -> HostDigest:
@@ -650,91 +654,6 @@ def check_digest(doc: Any) -> HostDigest:
                       host_findings=doc["host_findings"], created=str(doc.get("created", "")))
 
 
-# ----------------------------------------------------------------------------- what to read raw
-
-
-def odd_ones_out(ev: Evidence, named: Iterable[tuple[int | None, str | None]] = ()) -> tuple[set[tuple[str, int]], set[str]]:
-    """The processes (host, pid) and hosts whose raw files analysis reads, from evidence rebuilt from digests.
-
-    The rule: a rank is read raw when it is not like the others, or something names it:
-    - its state is frozen or gone (stopped, zombie, D), or a collector had a problem with it;
-    - it exited (a launcher record), or raised (an exception in its files);
-    - its main thread's stack class (collective, GPU wait, elsewhere) or collective is a minority's;
-    - its last op or seq in a communicator differs from the majority of that communicator's ranks;
-    - it logged an error that is no wait on others (WAIT_ERRORS) and no mere information;
-    - the recorder shows others waiting on it (a sink of its wait edges), or it has no recorder waits
-      while its communicator's others do;
-    - a host finding names it (its host's raw files are read too).
-    """
-
-    raw: set[tuple[str, int]] = set()
-    hosts: set[str] = set()
-    by_key = {(r.record.host, r.record.pid): r for r in ev.ranks}
-    by_rank = {r.rank: r for r in ev.ranks if r.rank is not None}
-    for r in ev.ranks:
-        proc = r.proc
-        if r.state and r.state in ("T", "t", "Z", "X", "D") or (proc is not None and (proc.frozen or proc.gone)) \
-                or r.problems or r.record.state_after is None and r.from_manifest:
-            raw.add((r.record.host, r.record.pid))
-    _minority(raw, ev.ranks, lambda r: (r.activity.kind, r.activity.op))
-    pid_of_exit = {(x.host, x.pid) for x in ev.exits} | {(None, x.pid) for x in ev.exits}
-    for r in ev.ranks:
-        if (r.record.host, r.record.pid) in pid_of_exit or (None, r.record.pid) in pid_of_exit:
-            raw.add((r.record.host, r.record.pid))
-    last: dict[str, dict[tuple[str, int], tuple]] = {}
-    for art in ev.artifacts:
-        if not art.parsed or art.hints.pid is None:
-            continue
-        key = (art.hints.host, art.hints.pid)
-        if art.parsed.exceptions:
-            raw.add(key)
-        for e in art.parsed.events:
-            if type(e) is OpEvent:
-                at = last.setdefault(f"{e.comm}\0{e.seq_kind}", {})
-                prev = at.get(key)
-                if prev is None or e.seq >= prev[0]:
-                    at[key] = (e.seq, e.op, e.state)
-            elif own_error(e):
-                raw.add(key)
-    for positions in last.values():
-        _minority_map(raw, positions)
-    if ev.recorder:
-        table = comm_rank_table(ev.recorder)
-        edges = wait_edges(ev.recorder)
-        waited = {table.get(e.comm_id, {}).get(e.peer) for e in edges}
-        waiting = {table.get(e.comm_id, {}).get(e.waiter) for e in edges}
-        for st in ev.recorder:  # sinks: waited on and waiting on none; and silent members of a communicator that waits
-            g = st.env_rank
-            if g in by_rank and g not in waiting and (g in waited or edges):
-                raw.add((by_rank[g].record.host, by_rank[g].record.pid))
-    for rank, host in named:  # (rank, host) pairs the host judge named when the digest was made
-        if rank is not None and rank in by_rank:
-            raw.add((by_rank[rank].record.host, by_rank[rank].record.pid))
-        if host:
-            hosts.add(host)
-    return {k for k in raw if k in by_key}, hosts
-
-
-def _minority(raw: set, ranks: list, key) -> None:
-    counts = Counter(key(r) for r in ranks)
-    if len(counts) <= 1:
-        return
-    top = counts.most_common(1)[0][1]
-    for r in ranks:
-        if counts[key(r)] < top:
-            raw.add((r.record.host, r.record.pid))
-
-
-def _minority_map(raw: set, positions: dict) -> None:
-    counts = Counter(positions.values())
-    if len(counts) <= 1:
-        return
-    top = counts.most_common(1)[0][1]
-    for who, pos in positions.items():
-        if counts[pos] < top:
-            raw.add(who)
-
-
 __all__ = ["FORMAT", "VERSION", "DIGEST_NAME", "DigestError", "HostDigest", "encode", "decode", "encode_parsed",
-           "decode_parsed", "make_digest", "read_digest", "check_digest", "odd_ones_out", "kb_key",
-           "rank_summary", "write_json"]
+           "decode_parsed", "make_digest", "read_digest", "check_digest", "kb_key", "rank_summary",
+           "summaries_of", "write_json"]

@@ -1,15 +1,15 @@
-"""Judging a merged digest over its classes (parsers.digest_classes): the odd ones out of a job of any
+"""Judging a merged digest over its classes (parsers.scale.classes): the odd ones out of a job of any
 size, each class judged once; the verdict's equality with a full read is in test_digest.py."""
 
 from __future__ import annotations
 
-from parsers import digest_classes, digest_merge
-from parsers.digest_classes import judge_classes
-from parsers.digest_merge import difference, ranks_of
+from parsers.scale import classes as digest_classes, merge as digest_merge
+from parsers.scale.classes import judge_classes
+from parsers.scale.merge import difference, ranks_of
 
 
 def _host(h: int, per: int = 8, odd: dict | None = None) -> dict:
-    """Rank summaries of one host as parsers.digest.rank_summary writes them; `odd`: rank -> changes."""
+    """Rank summaries of one host as parsers.scale.digest.rank_summary writes them; `odd`: rank -> changes."""
     rows = []
     for r in range(h * per, h * per + per):
         row = {"rank": r, "pid": 1000 + r, "state": "S",
@@ -25,7 +25,7 @@ def test_a_class_of_twelve_thousand_is_judged_once():
     late = {"stack": {"kind": "elsewhere", "op": None, "where": "train.py:47"},
             "comms": {"0xabc": ["allreduce", 10, "opCount", "enqueued"]}}
     hosts = [_host(h, odd={9001: late, 5: {"flags": ["frozen"]}} if h in (0, 1125) else None) for h in range(1500)]
-    merged = digest_merge.merge_all(digest_merge.from_host(d) for d in hosts)
+    merged = digest_merge.merge_all(digest_merge.from_document(d) for d in hosts)
     judged = judge_classes(merged)
     assert judged.complete and judged.ranks_covered == 12_000
     assert list(ranks_of(judged.ranks)) == [5, 9001]
@@ -36,8 +36,8 @@ def test_a_class_of_twelve_thousand_is_judged_once():
 def test_recorder_peers_waited_on_are_odd():
     """Ranks 1-7 wait on comm rank 0 in the recorder; rank 0 waits on no one: it is the one read raw."""
     odd = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", 0]] if r else []} for r in range(8)}
-    merged = digest_merge.merge_all([digest_merge.from_host(_host(0, odd=odd))])
-    assert merged["members"] == {"abc": [[0, 7, 0]]}
+    merged = digest_merge.merge_all([digest_merge.from_document(_host(0, odd=odd))])
+    assert merged.members == {"abc": [[0, 7, 0]]}
     judged = judge_classes(merged)
     assert judged.complete and list(ranks_of(judged.ranks)) == [0]
 
@@ -49,7 +49,7 @@ def test_a_rank_without_recorder_state_is_odd_when_others_wait():
     no recorder at all, too)."""
     odd = {8 + r: {"recorder": [["abc", r, 8 + r]] if r != 1 else [], "waits_on": [["abc", 1]] if r != 1 else []}
            for r in range(8)}
-    merged = digest_merge.merge_all([digest_merge.from_host(_host(0)), digest_merge.from_host(_host(1, odd=odd))])
+    merged = digest_merge.merge_all([digest_merge.from_document(_host(0)), digest_merge.from_document(_host(1, odd=odd))])
     judged = judge_classes(merged)
     assert judged.complete and list(ranks_of(judged.ranks)) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
 
@@ -58,19 +58,17 @@ def test_host_findings_and_unknown_ranks():
     doc = _host(0)
     doc["ranks"].append({"rank": None, "pid": 77, "state": "S"})
     doc["host_findings"] = [{"rank": 3, "host": "node00000", "reason_class": "host-fault", "reason": "x"}]
-    judged = judge_classes(digest_merge.from_host(doc))
+    judged = judge_classes(digest_merge.from_document(doc))
     assert list(ranks_of(judged.ranks)) == [3] and judged.hosts == {"node00000"}
     assert judged.processes == {("node00000", 77)}
 
 
 def test_what_the_caps_dropped_makes_it_incomplete():
     hosts = [_host(h, odd={h * 8: {"stack": {"kind": "elsewhere", "op": None, "where": f"f{h}"}}}) for h in range(300)]
-    merged = digest_merge.merge_all(digest_merge.from_host(d) for d in hosts)
-    assert merged["dropped"] > 0  # more stack classes than MAX_CLASSES
+    merged = digest_merge.merge_all(digest_merge.from_document(d) for d in hosts)
+    assert merged.lossy  # more stack classes than MAX_CLASSES
     judged = judge_classes(merged)
     assert not judged.complete and "caps" in judged.why_not
-    old = dict(merged, dropped=0, version=1)
-    assert "version" in judge_classes(old).why_not
 
 
 def test_difference():
@@ -81,7 +79,51 @@ def test_difference():
 
 def test_flags_from_a_host_are_bounded_to_known_names():
     """A host may send any flag names (hostile, or a newer tool): each is an oddity, under a bounded set of names."""
-    odd = {r: {"flags": [f"made-up-{r}-{i}" for i in range(20)]} for r in range(8)}
-    merged = digest_merge.from_host(_host(0, odd=odd))
-    assert set(merged["flags"]) == {"other"} and merged["flags"]["other"] == [[0, 7]]
+    odd = {r: {"flags": [f"made-up-{r}-{i}" for i in range(4)]} for r in range(8)}
+    merged = digest_merge.from_document(_host(0, odd=odd))
+    assert set(merged.flags) == {"other"} and merged.flags["other"] == [[0, 7]]
     assert list(ranks_of(judge_classes(merged).ranks)) == list(range(8))
+
+
+# each odd-ones-out rule is stated once (issue 43 item 2): the rules, where each lives; a second definition of
+# one (by name, or the same body under another name) anywhere in the code fails, as does a copy of the frozen states
+
+RULES = {
+    "judge_classes": "parsers/scale/classes.py",  # the odd ones out, over any RankGroups view
+    "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
+    "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
+    "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
+    "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
+}
+GONE = ("odd_ones_out", "_minority", "_minority_map")
+
+
+def _functions():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    for pkg in ("parsers", "forensics"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) \
+                        and isinstance(node.body[0].value, ast.Constant) else node.body
+                    yield node.name, str(path.relative_to(root)), ast.dump(ast.Module(body=body, type_ignores=[]))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Tuple) and len(node.elts) == 5 and all(isinstance(e, ast.Constant) for e in node.elts) \
+                        and {e.value for e in node.elts} == {"T", "t", "Z", "X", "D"}:
+                    yield "<frozen states>", str(path.relative_to(root)), ""
+
+
+def test_each_rule_is_defined_once():
+    found = list(_functions())
+    for name, home in {**RULES, "<frozen states>": "parsers/model/events.py"}.items():
+        where = [path for n, path, _ in found if n == name]
+        assert where == [home], (name, where)
+    assert not [(n, p) for n, p, _ in found if n in GONE]
+    bodies = {name: body for name, path, body in found if RULES.get(name) == path}
+    for name, body in bodies.items():
+        copies = [(n, p) for n, p, b in found if b == body and n != name]
+        assert not copies, (name, copies)

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from hf_testpaths import FIXTURES
-from parsers import digest_merge, knowledge
-from parsers.digest import DIGEST_NAME, write_json
-from parsers.digest_first import digest_host
+from parsers import knowledge
+from parsers.scale import merge as digest_merge
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
+from parsers.model.summaries import SummaryError
 from parsers.source import open_source
 from forensics.bundle.digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
@@ -37,18 +41,22 @@ def _fake_host(host: str, ranks: range, late: int | None = None) -> dict:
 
 
 def test_classes_ranges_and_outliers():
-    hosts = [digest_merge.from_host(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=13)) for h in range(512)]
+    hosts = [digest_merge.from_document(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=13)) for h in range(512)]
     root = digest_merge.merge_all(hosts)
-    assert root["ranks"] == 4096 and root["hosts"] == 512
+    assert root.ranks == 4096 and root.hosts == 512
     assert digest_merge.stack_classes(root) == [
         "4095 rank(s) 0-12,14-4095: collective in allreduce",
         "1 rank(s) 13: elsewhere at train.py:47"]
     assert digest_merge.outliers(root) == {"0xabc": ["allreduce@10: ranks 13"]}
-    assert len(json.dumps(root)) < 4000  # 4,096 ranks in a few kB: the size follows the variety, not the count
+    doc = root.to_json()
+    # 4,096 ranks in a few kB: the classes' size follows the variety, not the count; which ranks each host
+    # speaks for (what makes the merge idempotent, and a rank two hosts claim a conflict) is a few bytes a host
+    assert len(json.dumps(dict(doc, host_ranks={}))) < 4000
+    assert len(json.dumps(doc["host_ranks"])) < 30 * root.hosts
 
 
 def test_any_tree_shape_gives_the_same_root():
-    parts = [digest_merge.from_host(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=37 if h == 4 else None))
+    parts = [digest_merge.from_document(_fake_host(f"n{h}", range(h * 8, h * 8 + 8), late=37 if h == 4 else None))
              for h in range(16)]
     flat = digest_merge.merge_all(parts)
     gateways = [digest_merge.merge_all(parts[i:i + 4]) for i in range(0, 16, 4)]
@@ -59,17 +67,22 @@ def test_any_tree_shape_gives_the_same_root():
 def test_real_host_digest_merges(tmp_path):
     """The digest of a real 8-rank hang (one rank sleeping) folds to two stack classes and one outlier."""
     doc = _host_doc(FIXTURES / "nccl" / "sleep" / "bundle")
-    merged = digest_merge.from_host(doc)
-    assert merged["ranks"] == len(doc["ranks"]) >= 8
+    merged = digest_merge.from_document(doc)
+    assert merged.ranks == len(doc["ranks"]) >= 8
     classes = digest_merge.stack_classes(merged)
     assert len(classes) >= 2 and classes[0].startswith(f"{len(doc['ranks']) - 1} rank(s)")
 
 
-def test_hostile_summaries_are_dropped_not_raised():
-    doc = {"host": 5, "ranks": [None, {"rank": "x"}, {"rank": 3, "stack": [], "top": "no", "comms": {"c": "bad"}},
-                                {"rank": -1}], "host_findings": ["x", {"rank": []}]}
-    merged = digest_merge.from_host(doc)
-    assert merged["ranks"] == 1 and merged["dropped"] == 3
+@pytest.mark.parametrize("row, why", [
+    (None, "a rank summary that is a NoneType"), ({"rank": "x", "pid": 1}, "rank 'x' is not a rank"),
+    ({"rank": -1, "pid": 1}, "rank '-1' is not a rank"), ({"rank": 3, "pid": 1, "stack": "x"}, "stack: not a mapping"),
+    ({"rank": 3, "pid": 1, "top": "no"}, "top: not a list"), ({"rank": 3, "pid": 1, "comms": {"c": "bad"}}, "comms 'c'"),
+    ({"rank": 3, "pid": 1, "comms": {"c": ["allreduce", 10 ** 30, "opCount", "x"]}}, "seq: .* not a 64-bit number"),
+])
+def test_a_hostile_summary_is_refused_with_its_reason(row, why):
+    doc = {"host": "n5", "ranks": [{"rank": 0, "pid": 1}, row], "host_findings": ["x", {"rank": []}]}
+    with pytest.raises(SummaryError, match=why):
+        digest_merge.from_document(doc)
 
 
 def test_fleet_merge_writes_the_merged_digest(tmp_path):
@@ -82,6 +95,9 @@ def test_fleet_merge_writes_the_merged_digest(tmp_path):
                 (dst / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
         parts.append(HostPart(host=name, bundle=dst))
     man = merge_bundles(tmp_path / "job", parts)
-    merged = json.loads((tmp_path / "job" / MERGED_DIGEST).read_text())
-    assert merged["hosts"] == 2 and merged["ranks"] == len(man.ranks)
+    merged = digest_merge.check_merged(json.loads((tmp_path / "job" / MERGED_DIGEST).read_text()))
+    ranks = {r.rank for r in man.ranks}
+    # the same fixture filed as two hosts: each of its ranks is claimed by both, a conflict with both sources
+    assert merged.hosts == 2 and merged.ranks == len(ranks) and len(man.ranks) == 2 * len(ranks)
+    assert merged.conflicts == {r: ["a", "b"] for r in sorted(ranks)}
     assert not any("digest" in n for n in man.notes)

@@ -1,10 +1,10 @@
 """Read a bundle digest first: the evidence rebuilt from its hosts' digests, raw files only where it matters.
 
 Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests hold the same typed
-evidence, bounded (`parsers.digest`). The raw files stay in the bundle and are read for the odd ones out:
-chosen over the classes of the hosts' merged digest (`parsers.digest_classes`: each class judged once,
-whatever its rank count), or rank by rank on the rebuilt evidence (`parsers.digest.odd_ones_out`) when a
-host with files has no usable digest or the merge dropped something to its caps; for the hosts a host finding
+evidence, bounded (`parsers.scale.digest`). The raw files stay in the bundle and are read for the odd ones out:
+chosen over the classes of the hosts' merged digest (`parsers.scale.classes`: each class judged once,
+whatever its rank count), or, when a host with files has no usable digest or the merge cut something to its
+caps, by the same rules over every rank's summary gathered from the rebuilt evidence (`_odd_by_ranks`); for the hosts a host finding
 names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
 read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
 
@@ -22,10 +22,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
-    make_digest, odd_ones_out, own_processes, read_digest
-from parsers.digest_classes import ClassJudgement, judge_classes
-from parsers.digest_merge import from_host, merge_all, ranks_of
+from parsers.scale.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
+    make_digest, own_processes, read_digest, summaries_of
+from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
+from parsers.model.summaries import HostFinding, gathered
 from parsers import registry
 from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.model.events import own_error
@@ -106,7 +107,7 @@ class DigestRead:
     notes: list[str] = field(default_factory=list)
     raw_processes: set = field(default_factory=set)  #: (host, pid) read raw
     reread: int = 0  #: ranks read raw after the first verdict named them
-    merged: dict[str, Any] | None = None  #: the hosts' digests merged (parsers.digest_merge), judged over classes
+    merged: ClassSummary | None = None  #: the hosts' digests merged (parsers.scale.merge), judged over classes
     classes: ClassJudgement | None = None
 
     def read_raw(self, processes: Iterable[tuple[str, int]], hosts: Iterable[str] = ()) -> int:
@@ -172,8 +173,7 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     want_kb = kb_key(kb)
     read = DigestRead(source=source, line_filter=kb.line_filter)
     arts: list[Artifact | None] = [None] * len(source.files)
-    named: list[tuple[int | None, str | None]] = []
-    parts: list[dict[str, Any]] = []
+    parts: list[ClassSummary] = []
     undigested = 0
     own = own_processes(source.manifest.ranks)  # a host's digest speaks for its own processes only
     for rec in source.manifest.hosts:
@@ -184,7 +184,7 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
             undigested += bool(by_folder.get((rec.dir or "").rstrip("/")))
             continue
         read.hosts_used += 1
-        parts.append(from_host({"host": rec.host, "ranks": dig.ranks, "host_findings": dig.host_findings}))
+        parts.append(from_host(rec.host, dig.ranks, dig.host_findings))
         folder = rec.dir.rstrip("/")
         failed = False
         for i in by_folder.get(folder, ()):
@@ -195,11 +195,6 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
                 if not failed:
                     failed = True
                     read.notes.append(f"digest of {dig.host}: {ref.rel}: {err}; that file read raw")
-        for f in dig.host_findings:
-            if isinstance(f, dict):
-                r, h = f.get("rank"), f.get("host")
-                named.append((r if isinstance(r, int) and not isinstance(r, bool) else None,
-                              h if isinstance(h, str) else None))
     if not read.hosts_used and not read.notes:
         return None  # a bundle written before digests: the caller reads it as it always did
     raw_idx = [i for i, a in enumerate(arts) if a is None]
@@ -213,13 +208,27 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     read.classes = judge_classes(read.merged)
     if read.classes.complete and not undigested:  # the evidence is assembled once, after the odd ones are read raw
         processes, hosts = _odd_by_classes(read, raw_set)
-    else:  # a host without a usable digest, or classes that lost something to caps: rank by rank
+    else:  # a host without a usable digest, or classes that lost something to caps: every rank, the same rules
         read.assemble()
-        processes, hosts = odd_ones_out(read.evidence, named)
+        processes, hosts = _odd_by_ranks(read.evidence, read.merged.host_findings)
     read.read_raw(processes, hosts)
     if read.evidence is None:  # nothing read raw
         read.assemble()
     return read
+
+
+def _odd_by_ranks(ev: Evidence, findings: Iterable[HostFinding]) -> tuple[set[tuple[str, int]], set[str]]:
+    """The processes and hosts to read raw where the digests' classes are not the whole job: every rank's summary
+    gathered from the evidence (a rank a class of one, nothing capped) and judged by the class rules
+    (`judge_classes`), with the host findings the digests carried. Every process that claims an odd rank is read."""
+    judged = judge_classes(gathered(summaries_of(ev), findings))
+    claimants: dict[int, list[tuple[str, int]]] = {}
+    for r in ev.ranks:
+        if r.rank is not None:
+            claimants.setdefault(r.rank, []).append((r.record.host, r.record.pid))
+    keys = {(r.record.host, r.record.pid) for r in ev.ranks}
+    raw = {k for g in ranks_of(judged.ranks) for k in claimants.get(g, ())}
+    return raw | {k for k in judged.processes if k in keys}, set(judged.hosts)
 
 
 def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str, int]], set[str]]:

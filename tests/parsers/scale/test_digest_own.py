@@ -11,7 +11,7 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from parsers import knowledge
-from parsers.digest import DIGEST_NAME, DigestError, read_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest
 from forensics.report.words import analyze
 
 KB = knowledge.load(use_env=False)
@@ -38,7 +38,7 @@ def test_summaries_of_other_processes_are_left_out(bundle):
         claim_all(bundle, "hosts/node00002", 40, state="T")  # 40 ranks of other hosts, each 'stopped'
         dig = read_digest(path, {10016 + i: 16 + i for i in range(8)})
         assert dig.foreign == 40 and len(dig.ranks) == 8
-        assert {r["rank"] for r in dig.ranks} == set(range(16, 24))
+        assert {r.rank for r in dig.ranks} == set(range(16, 24))
         v = analyze(bundle, KB).verdict
         assert _key(v) == (13, "node00001", "stopped") == _key(analyze(bundle, KB, digests=False).verdict)
         assert any("node00002: 40 " in n for n in v.sections["digests"]["notes"])
@@ -85,6 +85,57 @@ def test_a_summary_with_fields_of_other_types_counts_for_nothing(bundle):
         path.write_text(json.dumps(doc))
         dig = read_digest(path, {10032 + i: 32 + i for i in range(8)})
         assert dig.foreign == 6 and len(dig.ranks) == 8
+        assert _key(analyze(bundle, KB).verdict) == (13, "node00001", "stopped")
+    finally:
+        path.write_bytes(saved)
+
+
+def _deep(levels: int):
+    out: list = []
+    for _ in range(levels):
+        out = [out]
+    return out
+
+
+@pytest.mark.parametrize("lie, why", [
+    # its own rank 33 said to sit at a sequence number no counter reaches
+    (lambda r: r["comms"].update(c=["allreduce", 10 ** 30, "opCount", "enqueued"]), "seq: .* not a 64-bit number"),
+    (lambda r: r.update(top=_deep(60)), "rank summary|not JSON"),  # nesting deeper than any summary has
+    (lambda r: r.update(flags=["frozen"] * 50), "flags: 50 items, over the 8"),  # a huge count
+    (lambda r: r.update(stack="stopped"), "stack: not a mapping"),
+])
+def test_a_hostile_summary_of_its_own_rank_refuses_the_digest(bundle, lie, why):
+    """Each is refused with its reason, that host's raw files are read, and the other hosts' evidence still gives
+    the verdict (issue 43's hostile digests)."""
+    path = bundle / "hosts/node00004" / DIGEST_NAME
+    saved = path.read_bytes()
+    try:
+        doc = json.loads(saved)
+        lie(next(r for r in doc["ranks"] if r["rank"] == 33))
+        path.write_text(json.dumps(doc))
+        with pytest.raises(DigestError, match=why):
+            read_digest(path, {10032 + i: 32 + i for i in range(8)})
+        v = analyze(bundle, KB).verdict
+        assert _key(v) == (13, "node00001", "stopped")
+        assert any("node00004" in n for n in v.sections["digests"]["notes"]), v.sections["digests"]["notes"]
+    finally:
+        path.write_bytes(saved)
+
+
+def test_a_forged_culprit_counts_for_nothing(bundle):
+    """Host node00004 says rank 5 (node00000's) is stopped and flags its own rank 33 stopped with no process state
+    to show it: the first is not its to say (left out), the second is read raw, and the verdict is unchanged."""
+    path = bundle / "hosts/node00004" / DIGEST_NAME
+    saved = path.read_bytes()
+    try:
+        doc = json.loads(saved)
+        own = next(r for r in doc["ranks"] if r["rank"] == 33)
+        doc["ranks"].append(dict(own, rank=5, pid=10005, state="T", flags=["frozen"]))
+        own.update(state="T", flags=["frozen"])
+        doc["host_findings"] = [{"rank": 5, "reason_class": "stopped", "reason": "rank 5 is stopped"}]
+        path.write_text(json.dumps(doc))
+        dig = read_digest(path, {10032 + i: 32 + i for i in range(8)})
+        assert dig.foreign == 1 and {r.rank for r in dig.ranks} == set(range(32, 40))
         assert _key(analyze(bundle, KB).verdict) == (13, "node00001", "stopped")
     finally:
         path.write_bytes(saved)

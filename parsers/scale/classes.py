@@ -1,0 +1,149 @@
+"""The odd ones out of a job: which ranks' raw files analysis opens, each rule stated once, over classes.
+
+Why: at 100,000 ranks, 12,000 ranks with the same stack class and the same position in each
+communicator are one question, not 12,000. The rules read a `RankGroups` view: the ranks grouped by each
+thing they compare. A class summary of the hosts' digests (`parsers.model.summaries.ClassSummary`, made on
+the hosts, gateways and the root) is one, and so is one gathered rank by rank from the evidence
+(`parsers.model.summaries.gathered`, where the digests' classes are not the whole job): a single rank is a
+class of one, so the same rules decide at 8 ranks and at 100,000, and the cost follows the variety of the job
+(its classes, histogram bars, flags and wait edges), not its size:
+- a rank's own oddities (frozen or gone, a collector problem, no state after, an exit, an exception,
+  an error that is no wait) were flagged where its files are (`parsers.scale.digest.rank_flags`): every flag's
+  rank set is odd;
+- a stack class (what the main thread does, in which collective) that is not the most common one;
+- a position (last op and seq) of a communicator that is not its most common one;
+- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
+  (the ranks waited on, and the silent ones), and every rank without recorder state;
+- a rank a host finding names (and its host's files);
+- a process of unknown rank (read raw: no class can hold it).
+
+What it answers is the set of ranks whose raw files analysis opens (`parsers.scale.digest_first`); the
+verdict itself still comes from the judges over the evidence. When the view lost anything to its caps
+(`lossy`), or a host sent no usable digest, its classes are not the whole job and `ClassJudgement.complete`
+is False: the caller then gathers every rank's summary from the evidence and asks the same rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
+from parsers.model.summaries import HostFinding, StackClass
+
+#: more unranked processes than this and the class judgement is not used (each is read on its own)
+MAX_UNRANKED = 1024
+
+
+@dataclass
+class ClassJudgement:
+    """The odd ones out of a merged digest, and what was judged to find them."""
+
+    ranks: Intervals = field(default_factory=list)  #: job ranks whose raw files are read
+    processes: set[tuple[str | None, int]] = field(default_factory=set)  #: (host, pid) of unknown rank
+    hosts: set[str] = field(default_factory=set)  #: hosts whose host files are read (a host finding)
+    complete: bool = True
+    why_not: str = ""
+    judged: int = 0  #: classes, bars, flags and wait targets judged (each once, whatever its rank count)
+    ranks_covered: int = 0  #: ranks the merged digest holds
+
+    def summary(self) -> dict[str, Any]:
+        return {"complete": self.complete, "why_not": self.why_not, "judged": self.judged,
+                "ranks_covered": self.ranks_covered, "odd_ranks": count(self.ranks), "unranked": len(self.processes)}
+
+
+class RankGroups(Protocol):
+    """What the odd-ones-out rules read: ranks grouped by each thing they compare, each group with its rank set.
+    `ClassSummary` satisfies it, whether folded from the digests (a class of many identical ranks) or gathered
+    rank by rank from the evidence (a rank is a class of one)."""
+
+    flags: dict[str, Intervals]
+    stacks: dict[str, StackClass]
+    comms: dict[str, dict[str, Intervals]]
+    waits: dict[str, dict[str, Intervals]]
+    recorder_ranks: Intervals
+    host_findings: tuple[HostFinding, ...]
+    unranked: tuple[tuple[str | None, int], ...]
+    lossy: bool
+    without_digest: tuple[str, ...]
+
+    @property
+    def summarised(self) -> Intervals: ...
+
+    @property
+    def ranks(self) -> int: ...
+
+
+def judge_classes(groups: RankGroups) -> ClassJudgement:
+    """The odd ones out of `groups`, every class judged once; `complete` says whether the classes are the whole
+    job (the odd ones are named either way)."""
+    out = ClassJudgement(ranks_covered=groups.ranks)
+    odd: Intervals = []
+    for iv in groups.flags.values():  # each rank's own oddities, flagged where its files are
+        odd.extend(iv)
+        out.judged += 1
+    odd.extend(_minorities(_by_kind_op(groups.stacks), out))
+    for hist in groups.comms.values():
+        odd.extend(_minorities(hist, out))
+    odd.extend(_recorder_sinks(groups, out))
+    for f in groups.host_findings:
+        out.judged += 1
+        if f.rank is not None:
+            odd.append([f.rank, f.rank])
+        if f.host is not None:
+            out.hosts.add(f.host)
+    out.ranks = joined(odd)
+    out.processes = set(groups.unranked)
+    for failed, why in ((groups.lossy, "items beyond the merged digest's caps"),
+                        (groups.without_digest, f"{len(groups.without_digest)} host(s) without a usable digest"),
+                        (len(groups.unranked) > MAX_UNRANKED, f"{len(groups.unranked)} processes of unknown rank"),
+                        (len(out.ranks) >= MAX_RANGES, "the odd ones out are too scattered for a rank set")):
+        if failed:
+            return _incomplete(out, why)
+    return out
+
+
+def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
+    out.complete, out.why_not = False, why
+    return out
+
+
+def _by_kind_op(stacks: dict[str, StackClass]) -> dict[str, Intervals]:
+    """Stack classes grouped as the rule compares them: by what the main thread does and in which op (where it
+    sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
+    groups: dict[str, Intervals] = {}
+    for cls in stacks.values():
+        key = f"{cls.kind}|{cls.op}"
+        groups[key] = joined([*groups.get(key, []), *cls.ranks])
+    return groups
+
+
+def _minorities(hist: dict[str, Intervals], out: ClassJudgement) -> Intervals:
+    """Every bar of a histogram smaller than its tallest: the ranks not where most are."""
+    out.judged += len(hist)
+    if len(hist) <= 1:
+        return []
+    sizes = {k: count(iv) for k, iv in hist.items()}
+    top = max(sizes.values())
+    odd: Intervals = []
+    for k, iv in hist.items():
+        if sizes[k] < top:
+            odd.extend(iv)
+    return odd
+
+
+def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
+    """When anyone waits on a peer in the recorder, the ranks with recorder state that wait on none: the
+    peers waited on and the silent members (over rank sets)."""
+    waiting: Intervals = []
+    for peers in merged.waits.values():
+        for iv in peers.values():
+            waiting.extend(iv)
+            out.judged += 1
+    if not waiting:
+        return []
+    waiting = joined(waiting)
+    # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
+    # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
+    # the ranks with state say)
+    return [*difference(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]
