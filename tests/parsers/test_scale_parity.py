@@ -21,6 +21,7 @@ import pytest
 
 from forensics.report.words import analyze
 from hf_testpaths import FIXTURES
+from parsers.readers.recorder import read_recorder_file
 from replicate import KB, culprit_key, fleet
 PARITY_RANKS = int(os.environ.get("HF_PARITY_RANKS", "4096"))
 
@@ -74,7 +75,9 @@ def test_replica_keeps_the_fault_and_multiplies_the_healthy_rank(tmp_path):
     env = json.loads((root / copy["dir"] / "environ.json").read_text())
     assert (env["RANK"], env["WORLD_SIZE"]) == ("40", "64")
     log = next((root / copy["dir"] / "nccl").glob("*.log")).read_text()
-    assert f"rank 40 nranks 64" in log and f"{copy['host']}:{copy['pid']}:" in log
+    assert "rank 40 nranks 64" in log and f"{copy['host']}:{copy['pid']}:" in log
+    rec = read_recorder_file(next((root / copy["dir"]).rglob("nccl-recorder.*.bin")))
+    assert (rec.rank, rec.nranks, rec.env_rank, rec.pid, rec.host) == (40, 64, 40, copy["pid"], copy["host"])
     assert len({(r["host"], r["pid"]) for r in man["ranks"]}) == 64
     plain = analyze(root, KB, digests=False).verdict
     assert culprit_key(plain)[0][:3] == culprit_key(own)[0][:3]

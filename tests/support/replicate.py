@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bundle_scale import write_digests
+from benchmarks.recorder_copy import header, recorder_as
 from forensics.report.words import analyze
 from parsers import knowledge
 
 KB = knowledge.load(use_env=False)
 
-#: recorder header fields rewritten (parsers/readers/recorder.py `_HEADER_MAIN`, little-endian): pid (i) at 56,
-#: rank at 72, nranks at 76, env_rank at 84; the host string at 160 (64 bytes)
-_PID_AT, _RANK_AT, _NRANKS_AT, _ENV_RANK_AT, _HOST_AT = 56, 72, 76, 84, 160
+#: the recorder header's world size (parsers/readers/recorder.py `_HEADER_MAIN`, little-endian int at 76)
+_NRANKS_AT = 76
 _JSON_PID_KEYS = ("pid", "tid", "os_thread_id", "native_thread_id")
 _NCCL_PREFIX = re.compile(r"^(?P<pre>(?:\[[^\]]{0,40}\] )?)(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) ")
 _COMM_PTR = re.compile(r"comm (0x[0-9a-f]{1,16})")
@@ -146,18 +146,15 @@ def _nccl_log(text: str, world: tuple[int, int], rank: tuple[int, str] | None, w
 
 
 def _recorder(data: bytes, world: tuple[int, int], rank: int | None, pid: int | None, host: str | None) -> bytes | None:
-    """A recorder file with its header at the new world size (a copy's: its pid, rank and host); None for a copy's
-    file of another communicator."""
-    buf = bytearray(data)
-    (nranks,) = struct.unpack_from("<i", buf, _NRANKS_AT)
-    if nranks != world[0]:
+    """A recorder file with its header at the new world size; a copy's (`rank` given) said again as written by
+    its pid, rank and host (benchmarks/recorder_copy.py; its proxy ops' peers kept: the template's ring
+    neighbours); None for a copy's file of another communicator."""
+    if header(data)[1] != world[0]:
         return None if rank is not None else data
-    struct.pack_into("<i", buf, _NRANKS_AT, world[1])
     if rank is not None and pid is not None and host is not None:
-        struct.pack_into("<i", buf, _PID_AT, pid)
-        struct.pack_into("<i", buf, _RANK_AT, rank)
-        struct.pack_into("<i", buf, _ENV_RANK_AT, rank)
-        struct.pack_into("64s", buf, _HOST_AT, host.encode()[:63])
+        return recorder_as(data, rank, world[1], pid, host, peers=False)
+    buf = bytearray(data)
+    struct.pack_into("<i", buf, _NRANKS_AT, world[1])
     return bytes(buf)
 
 
