@@ -44,6 +44,7 @@ from typing import Any
 
 from benchmarks.recorder_copy import recorder_as
 from benchmarks.synthetic_job import COMM_ID, rank_lines
+from forensics.report.words import analyze
 from parsers.digest import DIGEST_NAME, write_json
 from parsers.digest_first import digest_host
 from parsers.source import open_source
@@ -344,7 +345,6 @@ def _replicated(args: argparse.Namespace, root: Path) -> int:
     """A bundle fixture replicated to --ranks under `root`; its own plain read's culprit."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
     from replicate import KB, healthy_rank, replicate, unpacked  # tests/support: a test helper, loaded on demand
-    from forensics.report.words import analyze
     t = time.perf_counter()
     if root.exists():
         shutil.rmtree(root)
