@@ -14,13 +14,21 @@ bundle is analysed three times in the same run: every raw file read (the baselin
 rank, and over the digests' classes (parsers.scale.focus, the default of `forensics analyze`: evidence for the
 odd ones' hosts and one host a class); the ratios and the culprits are printed. `--no-digest` runs the full read only, as before.
 
+What a real collection carries (issue 43): since collect takes a second look, a bundle without one names no
+culprit ("no time says the job hangs"), so each rank also gets its recorder file (a real capture's, said
+again for this rank) and collect's second look, unchanged over 3 s; `--bare` writes the bundle without them.
+The run fails unless every analysis names the injected culprit (named, not a first suspect), and each
+analysis is said as a ratio to the time to read every collected file once in the same run (the goal: 0.5).
+`--replicate CAPTURE` analyses a bundle fixture replicated to --ranks instead (tests/support/replicate.py).
+
     PYTHONPATH=. python benchmarks/bundle_scale.py [--ranks 100000] [--ranks-per-host 8] [--keep DIR] [--no-digest]
-        [--analyze-only] [--phases]
+        [--analyze-only] [--phases] [--bare] [--replicate CAPTURE]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -31,16 +39,80 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.synthetic_job import rank_lines
-from parsers.scale.digest import DIGEST_NAME
+from datetime import datetime
+from typing import Any
+
+from benchmarks.recorder_copy import recorder_as
+from benchmarks.synthetic_job import COMM_ID, rank_lines
+from forensics.report.words import analyze
+from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest_first import digest_host
+from parsers.source import open_source
+from parsers.readers.recorder import decode_recorder
 
 GOAL_S, GOAL_RSS_GB = 60.0, 4.0
 
 
-def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int = 11) -> int:
-    """A bundle as collect writes it; returns the number of files."""
+#: the capture whose recorder files the collected bundle's ranks carry: 8 ranks in 11 all_reduces, rank 5 asleep
+#: before the 11th (the synthetic job's shape); rank 0's file stands for every waiting rank, rank 5's for the culprit
+RECORDER_CAPTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "sleep" / "bundle"
+#: the second look's gap (seconds), as collect's default
+LOOK_GAP_S = 3.0
+
+
+def _recorder_templates() -> tuple[bytes, bytes, str]:
+    """(a waiting rank's recorder file, the sleeper's, the capture's collection time)."""
+    man = json.loads((RECORDER_CAPTURE / "manifest.json").read_text())
+    files = {r["rank"]: next((RECORDER_CAPTURE / r["dir"]).rglob("nccl-recorder.*.bin")) for r in man["ranks"]}
+    return files[0].read_bytes(), files[5].read_bytes(), man["created"]
+
+
+def _write_sparse(path: Path, data: bytes, block: int = 4096) -> None:
+    """`data` written with its zero blocks left as holes: a recorder file is mostly empty ring (300 kB, 68 kB used)."""
+    zero = bytes(block)
+    with open(path, "wb") as f:
+        for at in range(0, len(data), block):
+            chunk = data[at:at + block]
+            if chunk == zero[:len(chunk)]:
+                f.seek(len(chunk), os.SEEK_CUR)
+            else:
+                f.write(chunk)
+        f.truncate(len(data))
+
+
+def _second_look(pid: int, rank: int, t0: float, frames: list[dict], state: str, log: tuple[str, int],
+                 rec: tuple[str, Any]) -> dict[str, Any]:
+    """collect's second look at one rank: two looks LOOK_GAP_S apart that find nothing changed (a hang)."""
+    name, st = rec
+    counters = {"file": name, "comm": COMM_ID.removeprefix("0x"), "coll_next": st.coll_next,
+                "p2p_next": st.p2p_next, "proxy_next": st.proxy_next,
+                "completed": sum(1 for c in st.colls if c.complete_ns), "max_seq": max((c.seq for c in st.colls), default=0),
+                "newest_progress_ns": max((c.last_progress_ns for c in st.colls), default=0)}
+    looks = []
+    for i, t in enumerate((t0, t0 + LOOK_GAP_S)):
+        threads = [{"tid": pid, "name": "python3", "state": state, "wchan": "futex_wait_queue", "cpu_ticks": 500}]
+        dump = [{"pid": pid, "thread_id": pid, "os_thread_id": pid, "thread_name": "MainThread", "active": True,
+                 "owns_gil": True, "frames": frames}]
+        looks.append({"t": t, "proc": {"state": state, "wchan": "futex_wait_queue", "cpu_ticks": 500, "clock_ticks": 100,
+                                       "threads": threads, "io": {"rchar": 1000, "wchar": 100, "syscr": 10, "syscw": 5}},
+                      "stacks": [{"t": t + 0.01, "threads": dump}], "stack_errors": [], "state_after": state,
+                      "nccl_log": {"file": log[0], "size": log[1]},
+                      "recorder": [dict(counters, heartbeat_count=59 + 15 * i)], "t_end": t + 0.3})
+    return {"format": "hang-forensics-second-look", "version": 1, "pid": pid, "rank": rank,
+            "requested_gap_s": LOOK_GAP_S, "waited_s": LOOK_GAP_S, "looks": looks}
+
+
+def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int = 11, collected: bool = False) -> int:
+    """A bundle as collect writes it; returns the number of files. `collected`: each rank also carries what a
+    collection of a live NCCL job carries since the recorder and the second look: its recorder file (a real one,
+    said again for this rank: benchmarks/recorder_copy.py) and collect's second look, and the manifest's time is
+    the recorder's clock; without it (the tests of the focus's layout) only the files above."""
     manifest = {"created": "2026-12-01T00:00:00+00:00", "tool_version": "bench", "format": "hang-forensics-bundle",
                 "version": 1, "command": ["bench"], "hosts": [], "ranks": [], "missing": [], "artifacts": [], "notes": []}
+    if collected:
+        waiting, sleeper, manifest["created"] = _recorder_templates()
+        t0 = datetime.fromisoformat(manifest["created"]).timestamp() + 1.0
+        states = {k: decode_recorder(v, f"template-{k}") for k, v in (("w", waiting), ("s", sleeper))}
     files = 0
     for r in range(ranks):
         host = f"node{r // per_host:05d}"
@@ -72,6 +144,18 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
             {"name": "nccl_log", "status": "ok", "files": [f"{rel}/nccl/nccl.{host}.{pid}.log"]},
             {"name": "py-spy", "status": "ok", "files": [f"{rel}/pyspy.json"]},
         ]
+        if collected:
+            name = f"nccl-recorder.{host}.{pid}.0.bin"
+            (d / "recorder").mkdir(exist_ok=True)
+            which = "s" if r == culprit else "w"
+            _write_sparse(d / "recorder" / name, recorder_as(sleeper if r == culprit else waiting, r, ranks, pid, host,
+                                                             comm_id=int(COMM_ID, 16)))
+            look = _second_look(pid, r, t0, frames, state, (f"nccl.{host}.{pid}.log", len("".join(log))),
+                                (name, states[which]))
+            (d / "second-look.json").write_text(json.dumps(look))
+            files += 2
+            cols += [{"name": "recorder", "status": "ok", "files": [f"{rel}/recorder/{name}"]},
+                     {"name": "second-look", "status": "ok", "files": [f"{rel}/second-look.json"]}]
         manifest["ranks"].append({"host": host, "pid": pid, "dir": rel, "rank": r, "local_rank": r % per_host,
                                   "world_size": ranks, "local_world_size": per_host, "job_id": "node00000:29500",
                                   "state_before": state, "state_after": state, "collectors": cols})
@@ -100,28 +184,34 @@ print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4
 #: each host's digest as collect writes it (one host's files read by the readers), for every host in turn
 DIGESTS = """
 import json, resource, sys, time
+from pathlib import Path
 t = time.perf_counter()
+from benchmarks.bundle_scale import write_digests
 from parsers import knowledge
-from parsers.scale.digest import DIGEST_NAME, write_json
-from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
-kb = knowledge.load(use_env=False)
-size = 0
-import dataclasses
-with open_source(sys.argv[1]) as src:
-    by_dir, ranks = {}, {}
-    for ref in src.files:
-        by_dir.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(ref)
-    for r in src.manifest.ranks:
-        ranks.setdefault(r.host, []).append(r)
-    for rec in src.manifest.hosts:
-        own = dataclasses.replace(src.manifest, hosts=[rec], ranks=ranks.get(rec.host, []), missing=[])
-        data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, []), manifest=own))
-        (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
-        size += len(data)
-print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": len(src.manifest.hosts),
+hosts, size = write_digests(Path(sys.argv[1]), knowledge.load(use_env=False))
+print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": hosts,
                   "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
+
+
+def write_digests(root: Path, kb: Any) -> tuple[int, int]:
+    """Each host's digest as `collect` writes it at the end of a collection: from that host's own files and
+    manifest records only (the bundle listed once, its files split by host folder). (hosts, bytes written)."""
+    size = 0
+    with open_source(root) as src:
+        by_dir: dict[str, list] = {}
+        ranks: dict[str, list] = {}
+        for ref in src.files:
+            by_dir.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(ref)
+        for r in src.manifest.ranks:
+            ranks.setdefault(r.host, []).append(r)
+        for rec in src.manifest.hosts:
+            own = dataclasses.replace(src.manifest, hosts=[rec], ranks=ranks.get(rec.host, []), missing=[])
+            data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, []), manifest=own))
+            (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
+            size += len(data)
+        return len(src.manifest.hosts), size
+
 
 #: tree mode's reduction (forensics.fleet.reduce) over the digests made above: the hosts split among G
 #: gateways, each gateway's merged digest made from its hosts' digests (timed one by one: on a fleet the
@@ -208,6 +298,24 @@ print(json.dumps(out))
 """
 
 
+#: the baseline of the ratio: every file the collection wrote (not the digests made from them) opened and read
+#: once, whole, in one process
+READ_ALL = """
+import json, os, sys, time
+t, cpu = time.perf_counter(), sum(os.times()[:4])
+files = size = 0
+for d, _, names in os.walk(sys.argv[1]):
+    for n in names:
+        if n == "digest.json":
+            continue
+        with open(os.path.join(d, n), "rb") as f:
+            while chunk := f.read(1 << 20):
+                size += len(chunk)
+        files += 1
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "files": files, "bytes": size}))
+"""
+
+
 def _child(code: str, *args: str) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
@@ -215,6 +323,40 @@ def _child(code: str, *args: str) -> dict | None:
         print(out.stderr[-2000:])
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _bundle(args: argparse.Namespace, root: Path) -> int:
+    """The bundle under `root` (written, or a kept one reused); its injected culprit."""
+    t = time.perf_counter()
+    if args.replicate:
+        return _replicated(args, root)
+    culprit = args.ranks // 3
+    if args.keep is not None and (root / "manifest.json").exists():  # a kept bundle of this size: reused
+        print(f"bundle: {args.ranks} ranks, reused from {root}")
+    else:
+        n = write_bundle(root, args.ranks, args.ranks_per_host, culprit, collected=not args.bare)
+        print(f"bundle: {args.ranks} ranks, {n} files{'' if args.bare else ' (recorder files and second looks)'}, "
+              f"written in {time.perf_counter() - t:.1f} s; injected culprit: rank {culprit}, asleep one op behind",
+              flush=True)
+    return culprit
+
+
+def _replicated(args: argparse.Namespace, root: Path) -> int:
+    """A bundle fixture replicated to --ranks under `root`; its own plain read's culprit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+    from replicate import KB, healthy_rank, replicate, unpacked  # tests/support: a test helper, loaded on demand
+    t = time.perf_counter()
+    if root.exists():
+        shutil.rmtree(root)
+    with tempfile.TemporaryDirectory() as tmp:
+        own = unpacked(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / args.replicate, Path(tmp))
+        v = analyze(own, KB, digests=False).verdict
+        if v.culprit is None:
+            raise SystemExit(f"{args.replicate}: its own plain read names no culprit")
+        replicate(own, root, args.ranks, healthy_rank(own, v), args.ranks_per_host)
+    print(f"bundle: {args.replicate} replicated to {args.ranks} ranks in {time.perf_counter() - t:.1f} s; its culprit: "
+          f"rank {v.culprit.rank} [{v.culprit.reason_class}]", flush=True)
+    return v.culprit.rank
 
 
 def main() -> int:
@@ -228,16 +370,14 @@ def main() -> int:
     ap.add_argument("--analyze-only", action="store_true", help="with --keep: a kept bundle's digests are reused "
                                                                  "(not made again) and the tree is not run")
     ap.add_argument("--phases", action="store_true", help="then digest first's CPU phase by phase (one more child)")
+    ap.add_argument("--bare", action="store_true", help="the bundle without recorder files and second look (before "
+                                                        "issue 43: no time says the job hangs, so no culprit is named)")
+    ap.add_argument("--replicate", metavar="CAPTURE", help="instead of the synthetic job: this bundle fixture (a path "
+                    "under tests/fixtures) replicated to --ranks (tests/support/replicate.py), its culprit the truth")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
-    culprit = args.ranks // 3
     try:
-        t = time.perf_counter()
-        if args.keep is not None and (root / "manifest.json").exists():  # a kept bundle of this size: reused
-            print(f"bundle: {args.ranks} ranks, reused from {root}")
-        else:
-            n = write_bundle(root, args.ranks, args.ranks_per_host, culprit)
-            print(f"bundle: {args.ranks} ranks, {n} files, written in {time.perf_counter() - t:.1f} s")
+        culprit = _bundle(args, root)
         runs = {}
         reuse = args.analyze_only and args.keep is not None and any((root / "hosts").glob(f"*/{DIGEST_NAME}"))
         if reuse:
@@ -261,13 +401,18 @@ def main() -> int:
                   f"{tree['odd']} (culprit {culprit}); bytes up to the root: raw files {tree['raw_bytes'] / 1e6:.1f} MB, "
                   f"host digests {tree['digest_bytes'] / 1e6:.1f} MB, gateway answers {tree['answer_bytes'] / 1e3:.1f} kB; "
                   f"peak RSS {tree['rss_kb'] / 1024:.0f} MB", flush=True)
+        base = _child(READ_ALL, str(root))
+        if base is None:
+            return 1
+        print(f"baseline: every file of the bundle read once: {base['files']} files, {base['bytes'] / 1e6:.0f} MB in "
+              f"{base['seconds']:.1f} s (CPU {base['cpu_s']:.1f} s)", flush=True)
         for mode in ("full",) if args.no_digest else ("full", "digest", "focus"):
             res = _child(CHILD, str(root), mode)
             if res is None:
                 return 1
             runs[mode] = res
             rss_gb = res["rss_kb"] / 1024 / 1024
-            ok = res["culprit"] == culprit
+            ok = res["culprit"] == culprit and res["named"]
             extra = ""
             if res.get("digests"):
                 d = res["digests"]
@@ -277,7 +422,8 @@ def main() -> int:
                 extra += f"; evidence of {res['focus']} host(s), the other ranks judged from their digests' classes"
             print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
                   f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
-                  f"{'CORRECT' if ok else 'WRONG (truth ' + str(culprit) + ')'}{extra}")
+                  f"{'CORRECT' if ok else 'WRONG (truth: culprit ' + str(culprit) + ')'}{extra}; / reading every file once: "
+                  f"{res['seconds'] / base['seconds']:.2f} (goal <= 0.5)", flush=True)
         for mode, what in (("digest", "digest first"), ("focus", "over the classes")):
             if mode not in runs:
                 continue
@@ -292,7 +438,7 @@ def main() -> int:
             if ph is None:
                 return 1
             print("digest first, CPU by phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items() if k != "rss_kb"))
-        return 0 if all(r["culprit"] == culprit for r in runs.values()) else 1
+        return 0 if all(r["culprit"] == culprit and r["named"] for r in runs.values()) else 1
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -98,6 +98,7 @@ UNDER_TEST: dict[str, str] = {
     "test_from_bundles_sim.py": "forensics.bisect.from_bundles", "test_launchers_state.py": "forensics.bisect.state",
     "test_state_rules.py": "forensics.bisect.state",
     # unit/digest
+    "test_scale_parity.py": "parsers.analyze",  # the one pipeline on a capture replicated to a fleet
     "test_digest.py": "parsers.scale.digest", "test_digest_merge.py": "parsers.scale.merge",
     # unit/fleet
     "test_filing.py": "forensics.fleet.filing", "test_fleet_pieces.py": "forensics.fleet.collect",

@@ -1,0 +1,72 @@
+"""Scale parity table (issue 43): each fault capture replicated to N ranks, its plain read against the digest path.
+
+Why: tests/parsers/test_scale_parity.py asserts the parity case by case; this prints the table the issue asks
+for (fixture, plain-read culprit and why, digest-path culprit and why, equal?), with why the focus over classes
+was or was not used and the seconds of each read, so a disagreement or a fallback is seen at a glance.
+The fleet is made by tests/support/replicate.py (the capture's ranks kept, the rest healthy copies of one rank).
+
+    PYTHONPATH=. python benchmarks/scale_parity.py [--ranks 4096] [CAPTURE ...]   (paths under tests/fixtures)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / d) for d in ("support", "")]
+
+from forensics.report.words import analyze  # noqa: E402 - after tests/support is on the path
+from replicate import KB, culprit_key, fleet  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+
+
+def _said(key: list[tuple]) -> str:
+    return "; ".join(f"{k[0]} {k[1]}" if k[0] == "deadlock" else f"{k[0]} {k[2]} [{','.join(k[3])}]"
+                     for k in key) or "none"
+
+
+def row(capture: str, ranks: int) -> str:
+    tmp = Path(tempfile.mkdtemp(prefix="scale-parity-"))
+    try:
+        t = time.perf_counter()
+        root, own = fleet(FIXTURES / capture, tmp, ranks)
+        made = time.perf_counter() - t
+        t = time.perf_counter()
+        plain = analyze(root, KB, digests=False).verdict
+        t_plain = time.perf_counter() - t
+        t = time.perf_counter()
+        dig = analyze(root, KB).verdict
+        t_dig = time.perf_counter() - t
+        focus = (dig.sections.get("digests") or {}).get("focus") or {}
+        how = focus.get("why_not") or f"focus {focus.get('hosts_read')} hosts"
+        kept = [k[:3] for k in culprit_key(plain)] == [k[:3] for k in culprit_key(own)]
+        return (f"| {capture} | {_said(culprit_key(plain))} | {_said(culprit_key(dig))} | "
+                f"{culprit_key(plain) == culprit_key(dig)} | {kept} | {how} | {made:.0f} / {t_plain:.0f} / {t_dig:.0f} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", type=int, default=4096)
+    ap.add_argument("captures", nargs="*")
+    args = ap.parse_args()
+    if not args.captures:
+        from tests.parsers.test_scale_parity import CAPTURES  # the test's list: one list of the cases
+        args.captures = CAPTURES
+    print(f"{args.ranks} ranks a fleet\n")
+    print("| capture | plain read: culprit why [evidence] | digest path: culprit why [evidence] | equal | "
+          "replica kept the capture's culprit | digest path's reading | seconds: replica+digests / plain / digest |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for c in args.captures:
+        print(row(c, args.ranks), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,315 @@
+"""A fixture bundle replicated to a fleet's size: its own ranks kept as they are, and healthy copies added (issue 43).
+
+Why: the scale path (host digests, their merge, the focus over classes) must give the plain read's verdict, and
+the captures under tests/fixtures have 2 to 8 ranks. Replicating one to thousands of ranks puts a real fault
+(the captured culprit, its real files) in a fleet whose other ranks are copies of one rank the capture shows
+healthy: the one faulty rank stays faulty, the fleet around it waits as that healthy rank waited.
+
+What a copy of template rank `h` as global rank `R` gets, so every file says one identity:
+- its own host (`<host>-x<k>`, `per_host` copies a host) and pid (tids keep their offset from the pid);
+- environ.json: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; JSON files' pid/tid fields, second-look's rank;
+- its NCCL log: the `host:pid:tid` prefix, and in the job's world communicator (the one of the capture's world
+  size) `rank h nranks N` -> `rank R nranks W`; lines of any other communicator (a subgroup the template was in)
+  and its ring/tree/channel lines (positions of the capture's ring) are left out: a copy is a member of the world
+  communicator only;
+- its recorder files: the world communicator's header says pid, rank R of W, env rank R and its host; a
+  subgroup's recorder file is left out;
+- stdout/stderr with `[rankh]` -> `[rankR]`; Flight Recorder dumps and children/ are left out (a copy's dump
+  would be the template's positions under another rank: the dump format is not rewritten here).
+The capture's own ranks keep their files; their world size becomes W (environ, manifest, the world
+communicator's NCCL lines and recorder headers). Host-level files stay with the capture's hosts.
+
+Inputs are our own fixtures; the writer still bounds what it reads (files of a rank folder, one at a time).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bundle_scale import write_digests
+from benchmarks.recorder_copy import header, recorder_as
+from forensics.report.words import analyze
+from parsers import knowledge
+
+KB = knowledge.load(use_env=False)
+
+#: the recorder header's world size (parsers/readers/recorder.py `_HEADER_MAIN`, little-endian int at 76)
+_NRANKS_AT = 76
+_JSON_PID_KEYS = ("pid", "tid", "os_thread_id", "native_thread_id")
+_NCCL_PREFIX = re.compile(r"^(?P<pre>(?:\[[^\]]{0,40}\] )?)(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) ")
+_COMM_PTR = re.compile(r"comm (0x[0-9a-f]{1,16})")
+_INIT = re.compile(r"comm (0x[0-9a-f]{1,16}) rank (\d{1,7}) nranks (\d{1,7})")
+_TOPOLOGY = re.compile(r"NCCL INFO (?:Ring|Tree|Trees|Channel) ")
+#: a copy's pid: far above the capture's, 20,000 apart a slot of its host so each tid offset stays its own
+PID_BASE, PID_STEP = 100_000, 20_000
+#: stand-ins for a copy's rank and host in a log rewritten once for every copy of a slot (no log holds a NUL)
+_RANK_MARK, _HOST_MARK = "\0rank\0", "\0host\0"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One copy: its global rank, host, slot on that host, pid."""
+
+    rank: int
+    host: str
+    slot: int
+
+    @property
+    def pid(self) -> int:
+        return PID_BASE + self.slot * PID_STEP
+
+
+def _load(root: Path) -> dict[str, Any]:
+    return json.loads((root / "manifest.json").read_text())
+
+
+def _retid(value: int, old: int, new: int) -> int:
+    return new + (value - old) if old <= value < old + PID_STEP else value
+
+
+def _json_ids(doc: Any, old_pid: int, new_pid: int, old_rank: int, new_rank: int) -> Any:
+    """`doc` with its pid/tid fields moved to the new pid, and a top-level `rank` of the template made R."""
+    if isinstance(doc, dict):
+        out = {}
+        for k, v in doc.items():
+            if k in _JSON_PID_KEYS and isinstance(v, int) and not isinstance(v, bool):
+                out[k] = _retid(v, old_pid, new_pid)
+            elif k == "rank" and v == old_rank:
+                out[k] = new_rank
+            else:
+                out[k] = _json_ids(v, old_pid, new_pid, old_rank, new_rank)
+        return out
+    if isinstance(doc, list):
+        return [_json_ids(v, old_pid, new_pid, old_rank, new_rank) for v in doc]
+    return doc
+
+
+def _environ(doc: dict[str, Any], rank: int | None, world: int, local: tuple[int, int] | None) -> dict[str, Any]:
+    out = dict(doc)
+    if "WORLD_SIZE" in out:
+        out["WORLD_SIZE"] = str(world)
+    if rank is not None:
+        out["RANK"] = str(rank)
+    if local is not None:
+        out["LOCAL_RANK"], out["LOCAL_WORLD_SIZE"] = str(local[0]), str(local[1])
+    return out
+
+
+def _world_ptrs(text: str, world: int) -> tuple[set[str], set[str]]:
+    """The comm pointers of this log's world communicator (`nranks == world`) and of every other one."""
+    whole, other = set(), set()
+    for ptr, _rank, n in _INIT.findall(text):
+        (whole if int(n) == world else other).add(ptr)
+    return whole, other - whole
+
+
+def _nccl_line(line: str, rank: tuple[int, str] | None, world: tuple[int, int], who: tuple[str, int, int] | None) -> str:
+    """One world-communicator line: its rank and world size said anew; its prefix made the copy's."""
+    n_old, n_new = world
+    if "rank" not in line:
+        pass
+    elif rank is not None:
+        old, new = rank
+        line = re.sub(rf"\brank {old} (nranks|nRanks) {n_old}\b", rf"rank {new} \1 {n_new}", line)
+        line = line.replace(f"rank {old}/{n_old} ", f"rank {new}/{n_new} ")
+        line = re.sub(rf"(Creating service thread comm 0x[0-9a-f]{{1,16}}) rank {old}\b", rf"\1 rank {new}", line)
+    else:
+        line = re.sub(rf"\brank (\d{{1,7}}) (nranks|nRanks) {n_old}\b", rf"rank \1 \2 {n_new}", line)
+        line = re.sub(rf"\brank (\d{{1,7}})/{n_old} ", rf"rank \1/{n_new} ", line)
+    line = line.replace(f"[nranks={n_old}]", f"[nranks={n_new}]")
+    if who is not None:
+        host, old_pid, new_pid = who
+        m = _NCCL_PREFIX.match(line)
+        if m:
+            tid = _retid(int(m["tid"]), old_pid, new_pid)
+            line = f"{m['pre']}{host}:{new_pid}:{tid} " + line[m.end():]
+    return line
+
+
+def _nccl_log(text: str, world: tuple[int, int], rank: tuple[int, str] | None, who: tuple[str, int, int] | None) -> str:
+    """A rank's NCCL log at the new world size; a copy's (`rank`, `who` given) keeps its world communicator only."""
+    whole, other = _world_ptrs(text, world[0])
+    out = []
+    for line in text.splitlines(keepends=True):
+        ptrs = set(_COMM_PTR.findall(line))
+        if who is not None and (ptrs & other or _TOPOLOGY.search(line)):
+            continue
+        out.append(_nccl_line(line, rank, world, who) if not ptrs or ptrs & whole else line)
+    return "".join(out)
+
+
+def _recorder(data: bytes, world: tuple[int, int], rank: int | None, pid: int | None, host: str | None) -> bytes | None:
+    """A recorder file with its header at the new world size; a copy's (`rank` given) said again as written by
+    its pid, rank and host (benchmarks/recorder_copy.py; its proxy ops' peers kept: the template's ring
+    neighbours); None for a copy's file of another communicator."""
+    if header(data)[1] != world[0]:
+        return None if rank is not None else data
+    if rank is not None and pid is not None and host is not None:
+        return recorder_as(data, rank, world[1], pid, host, peers=False)
+    buf = bytearray(data)
+    struct.pack_into("<i", buf, _NRANKS_AT, world[1])
+    return bytes(buf)
+
+
+def _rename(name: str, old_pid: int, new_pid: int, token: str | None, host: str) -> str:
+    """A file's name with the template's `.<ncclhost>.<pid>.` made the copy's."""
+    if token is not None:
+        name = name.replace(f".{token}.{old_pid}.", f".{host}.{new_pid}.")
+    return name.replace(f".{old_pid}.", f".{new_pid}.")
+
+
+def _nccl_token(files: list[Path], pid: int) -> str | None:
+    for f in files:
+        m = re.fullmatch(rf"nccl(?:-recorder)?\.([\w.-]{{1,253}}?)\.{pid}\.(?:\d{{1,4}}\.bin|log)", f.name)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _dropped(rel: str) -> bool:
+    return rel.startswith("children/") or rel.startswith("flight_recorder/") or "fr_trace" in rel
+
+
+def _copy_file(src: Path, rel: str, ctx: dict[str, Any]) -> bytes | None:
+    """The bytes of one template file as the copy's; None to leave it out."""
+    world, c, tpl = ctx["world"], ctx["copy"], ctx["template"]
+    name = src.name
+    if name == "environ.json":
+        return json.dumps(_environ(json.loads(src.read_text()), c.rank, world[1], (c.slot, ctx["per_host"]))).encode()
+    if name.endswith(".json"):
+        doc = json.loads(src.read_text())
+        return json.dumps(_json_ids(doc, tpl["pid"], c.pid, tpl["rank"], c.rank)).encode()
+    if name.endswith(".bin") and "recorder" in name:
+        return _recorder(src.read_bytes(), world, c.rank, c.pid, c.host)
+    if name.endswith(".log") and rel.startswith("nccl/"):
+        key = (rel, c.slot)  # a slot's pid and tids are every copy's in that slot: the log rewritten once a slot
+        if key not in ctx["cache"]:
+            text = src.read_text(errors="surrogateescape")
+            ctx["cache"][key] = _nccl_log(text, world, (tpl["rank"], _RANK_MARK), (_HOST_MARK, tpl["pid"], c.pid))
+        text = ctx["cache"][key].replace(_RANK_MARK, str(c.rank)).replace(_HOST_MARK, c.host)
+        return text.encode(errors="surrogateescape")
+    if name in ("stdout.log", "stderr.log"):
+        text = src.read_text(errors="surrogateescape")
+        return text.replace(f"[rank{tpl['rank']}]", f"[rank{c.rank}]").encode(errors="surrogateescape")
+    return src.read_bytes()
+
+
+def _write_copy(root: Path, tpl: dict[str, Any], c: Copy, world: tuple[int, int], per_host: int,
+                cache: dict[tuple[str, int], str]) -> dict[str, Any]:
+    """Rank `c`'s folder written from the template's; its manifest record."""
+    src_dir = root / tpl["dir"]
+    new_dir = f"hosts/{c.host}/rank{c.rank}-pid{c.pid}"
+    files = sorted(p for p in src_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    token = _nccl_token(files, tpl["pid"])
+    ctx = {"world": world, "copy": c, "template": tpl, "per_host": per_host, "cache": cache}
+    renamed: dict[str, str | None] = {}
+    for f in files:
+        rel = f.relative_to(src_dir).as_posix()
+        data = None if _dropped(rel) else _copy_file(f, rel, ctx)
+        if data is None:
+            renamed[f"{tpl['dir']}/{rel}"] = None
+            continue
+        new_rel = "/".join(_rename(part, tpl["pid"], c.pid, token, c.host) for part in rel.split("/"))
+        out = root / new_dir / new_rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        renamed[f"{tpl['dir']}/{rel}"] = f"{new_dir}/{new_rel}"
+    rec = json.loads(json.dumps(tpl))
+    for col in rec.get("collectors") or []:
+        col["files"] = [renamed.get(p, p) for p in col.get("files") or [] if renamed.get(p, p) is not None]
+    rec.update(host=c.host, pid=c.pid, dir=new_dir, rank=c.rank, local_rank=c.slot, world_size=world[1],
+               local_world_size=per_host)
+    if "group_rank" in rec and rec["group_rank"] is not None:
+        rec["group_rank"] = c.rank // per_host
+    return rec
+
+
+def _widen_own(root: Path, rec: dict[str, Any], world: tuple[int, int]) -> None:
+    """A capture's own rank at the new world size: environ, NCCL logs, recorder headers, manifest record."""
+    rec["world_size"] = world[1]
+    d = root / rec["dir"]
+    for f in sorted(p for p in d.rglob("*") if p.is_file() and not p.is_symlink()):
+        if f.name == "environ.json":
+            f.write_text(json.dumps(_environ(json.loads(f.read_text()), None, world[1], None)))
+        elif f.name.endswith(".bin") and "recorder" in f.name:
+            data = _recorder(f.read_bytes(), world, None, None, None)
+            if data is not None:
+                f.write_bytes(data)
+        elif f.name.endswith(".log") and f.parent.name == "nccl":
+            text = f.read_text(errors="surrogateescape")
+            f.write_text(_nccl_log(text, world, None, None), errors="surrogateescape")
+
+
+def replicate(bundle: Path, dst: Path, ranks: int, template: int, per_host: int = 8) -> Path:
+    """`bundle` (a folder) copied to `dst` and grown to `ranks` ranks: its own ranks kept (at world size `ranks`),
+    the rest copies of its rank `template` on new hosts of `per_host` ranks. Returns `dst`."""
+    shutil.copytree(bundle, dst, symlinks=True)
+    man = _load(dst)
+    own = [r for r in man["ranks"] if isinstance(r.get("rank"), int)]
+    world_old = max((r.get("world_size") or 0 for r in own), default=0) or len(own)
+    tpl = next(r for r in own if r["rank"] == template)
+    taken = {r["rank"] for r in own}
+    world = (world_old, max(ranks, world_old))
+    base = man["hosts"][0]["host"] if man["hosts"] else "node"
+    new = [r for r in range(world[1]) if r not in taken]
+    cache: dict[tuple[str, int], str] = {}
+    for i, rank in enumerate(new):
+        c = Copy(rank=rank, host=f"{base}-x{i // per_host:05d}", slot=i % per_host)
+        man["ranks"].append(_write_copy(dst, tpl, c, world, per_host, cache))
+        if c.slot == 0:
+            man["hosts"].append({"host": c.host, "status": "ok", "seconds": 0.0, "error": None,
+                                 "dir": f"hosts/{c.host}", "collectors": []})
+    for rec in own:  # after the copies: they are made from the template's files as captured
+        _widen_own(dst, rec, world)
+    (dst / "manifest.json").write_text(json.dumps(man))
+    return dst
+
+
+def culprit_key(v: Any) -> list[tuple]:
+    """Each culprit: rank, host, why (reason class), and the kinds of evidence that name it; a deadlock: its
+    members (a deadlock verdict names no one culprit)."""
+    out: list[tuple] = [(c.rank, c.host, str(c.reason_class), tuple(sorted(set(c.sources)))) for c in v.culprits]
+    if v.deadlock is not None:
+        out.append(("deadlock", tuple(sorted(v.deadlock.members))))
+    return out
+
+
+def unpacked(capture: Path, tmp: Path) -> Path:
+    if capture.is_dir():
+        return capture
+    with tarfile.open(capture) as tar:  # our own archive; the data filter anyway
+        tar.extractall(tmp / "x", filter="data")
+    return next((tmp / "x").rglob("manifest.json")).parent
+
+
+def named_ranks(v: Any) -> set[int]:
+    """Every rank a verdict names: culprits, suspects (leads among them), a deadlock's members."""
+    out = {s.rank for s in [*v.culprits, *v.suspects] if s.rank is not None}
+    if v.deadlock is not None:
+        out |= set(v.deadlock.members)
+    return out
+
+
+def healthy_rank(bundle: Path, v: Any) -> int:
+    """The lowest rank of the capture its verdict does not name: the copies' template."""
+    man = json.loads((bundle / "manifest.json").read_text())
+    ranks = sorted(r["rank"] for r in man["ranks"] if isinstance(r.get("rank"), int))
+    return next(r for r in ranks if r not in named_ranks(v))
+
+
+def fleet(capture: Path, tmp: Path, ranks: int) -> tuple[Path, Any]:
+    """The capture replicated to `ranks` ranks with every host's digest; the capture's own plain verdict."""
+    own = unpacked(capture, tmp)
+    v = analyze(own, KB, digests=False).verdict
+    if not culprit_key(v):
+        raise ValueError(f"{capture}: its own plain read names no culprit: not a fault capture to replicate")
+    dst = replicate(own, tmp / "fleet", ranks, healthy_rank(own, v))
+    write_digests(dst, KB)
+    return dst, v
