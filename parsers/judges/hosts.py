@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence

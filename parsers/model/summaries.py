@@ -17,10 +17,10 @@ the readers of a lossy summary judge rank by rank). Both types' JSON is their ow
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple, cast
 
 from parsers.errors import FileFormatError
-from parsers.model.ranksets import Intervals, count, intersection, is_rank, joined, of_ranks, union, well_formed, \
+from parsers.model.ranksets import Intervals, count, is_rank, joined, of_ranks, well_formed, \
     MAX_RANGES
 
 #: what makes one rank odd by itself, whatever the others do (`RankSummary.flags`; another name is kept as 'other')
@@ -109,7 +109,7 @@ class RankSummary:
         get = doc.get
         top, flags, waits, exits, members, waits_on = (get("top"), get("flags"), get("recorder_waits"), get("exits"),
                                                        get("recorder"), get("waits_on"))
-        return cls(rank, pid, _text(get("state"), "state"), _text(stack.get("kind"), "stack kind"),
+        return cls(rank, cast(int, pid), _text(get("state"), "state"), _text(stack.get("kind"), "stack kind"),
                    _text(stack.get("op"), "stack op"), _text(stack.get("where"), "stack where"),
                    tuple(_text(x, "top frame") or "" for x in _items(top, TOP_FRAMES, "top")) if top else (),
                    _comms(get("comms")) if get("comms") else (),
@@ -502,7 +502,7 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
                         waits={c: {p: of_ranks(v) for p, v in h.items()} for c, h in waits.items()},
                         recorder_ranks=of_ranks(recorder_ranks), host_findings=tuple(sorted(set(findings), key=_order)),
                         doubled=tuple(sorted((r, h, p) for (r, h), ps in claims.items() if len(ps) > 1 for p in ps)),
-                        **{k: tuple(sorted(set(v), key=_order)) for k, v in records.items()})
+                        **cast(dict[str, Any], {k: tuple(sorted(set(v), key=_order)) for k, v in records.items()}))
 
 
 class _Cut:

@@ -34,7 +34,7 @@ from parsers.errors import FileFormatError
 from parsers.model.events import (FROZEN_STATES, CommMember, ErrorEvent, FrCulprit, FrFinding, HorovodStall, OpEvent,
                                   Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
-from parsers.model.summaries import COMMS_CAP, FLAGS, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
+from parsers.model.summaries import COMMS_CAP, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
 from parsers.model.stacks import Frame, ThreadStack
 from parsers.readers.exception import PyException, TracebackFrame as ExcFrame

@@ -48,12 +48,12 @@ def missing_sets(ev: Evidence, world: int | None) -> tuple[dict[tuple, set[int]]
     missing (below the highest ready rank)."""
     missing: dict[tuple, set[int]] = {}
     below: dict[tuple, set[int]] = {}
-    for cite, e in _entries(ev):
+    for where, e in _entries(ev):
         d = cast(HorovodStall, e.data)  # ErrorEvent makes a horovod-stall event's data one
         listing = d.tensors is not None  # one `<rank>: [...]` line of a report: its ranks add up per tensor
         for tensor in (d.tensors or [d.tensor])[:MAX_OPS]:
             # a `<tensor> [missing ranks: ...]` entry is whole: the same tensor again is the next report's
-            key = (cite, d.report, tensor, None if listing else d.entry)
+            key = (where, d.report, tensor, None if listing else d.entry)
             if d.missing is not None:
                 missing.setdefault(key, set()).update(d.missing)
             elif d.ready:

@@ -79,7 +79,6 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         order = sorted(known, key=lambda r: known[r].enqueued)
         levels = [known[r].enqueued for r in order]
         with_completion = t.has_completion.get(comm, False)
-        top = levels[-1]
         for r, p in known.items():
             if with_completion and p.completed is not None:
                 if p.enqueued <= p.completed:
