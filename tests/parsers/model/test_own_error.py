@@ -19,6 +19,7 @@ def _errors() -> list[ErrorEvent]:
 
 def test_a_c10d_warning_every_rank_prints_is_no_own_error():
     warnings = [e for e in _errors() if e.kind is ErrorKind.C10D_WARNING]
+    # verbatim input: the capture's own warning text, found to be sure the case is the one described
     assert warnings and "Unable to resolve hostname" in warnings[0].message
     assert not any(own_error(e) for e in warnings)
 
