@@ -358,7 +358,31 @@ def _replicated(args: argparse.Namespace, root: Path) -> int:
     return v.culprit.rank
 
 
-def main() -> int:
+def _analyses(args: argparse.Namespace, root: Path, culprit: int, base: dict) -> dict | None:
+    """Each analysis mode in a child of its own, said against the baseline read; None where a child failed."""
+    runs: dict = {}
+    for mode in ("full",) if args.no_digest else ("full", "digest", "focus"):
+        res = _child(CHILD, str(root), mode)
+        if res is None:
+            return None
+        runs[mode] = res
+        rss_gb = res["rss_kb"] / 1024 / 1024
+        ok = res["culprit"] == culprit and res["named"]
+        extra = ""
+        if res.get("digests"):
+            d = res["digests"]
+            extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
+                     f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
+        if res.get("focus"):
+            extra += f"; evidence of {res['focus']} host(s), the other ranks judged from their digests' classes"
+        print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
+              f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
+              f"{'CORRECT' if ok else 'WRONG (truth: culprit ' + str(culprit) + ')'}{extra}; / reading every file once: "
+              f"{res['seconds'] / base['seconds']:.2f} (goal <= 0.5)", flush=True)
+    return runs
+
+
+def _options() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=100_000)
     ap.add_argument("--ranks-per-host", type=int, default=8)
@@ -373,11 +397,14 @@ def main() -> int:
                                                         "issue 43: no time says the job hangs, so no culprit is named)")
     ap.add_argument("--replicate", metavar="CAPTURE", help="instead of the synthetic job: this bundle fixture (a path "
                     "under tests/fixtures) replicated to --ranks (tests/support/replicate.py), its culprit the truth")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = _options()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bundle-scale-"))
     try:
         culprit = _bundle(args, root)
-        runs = {}
         reuse = args.analyze_only and args.keep is not None and any((root / "hosts").glob(f"*/{DIGEST_NAME}"))
         if reuse:
             print("digests: reused from the kept bundle; tree not run")
@@ -405,24 +432,10 @@ def main() -> int:
             return 1
         print(f"baseline: every file of the bundle read once: {base['files']} files, {base['bytes'] / 1e6:.0f} MB in "
               f"{base['seconds']:.1f} s (CPU {base['cpu_s']:.1f} s)", flush=True)
-        for mode in ("full",) if args.no_digest else ("full", "digest", "focus"):
-            res = _child(CHILD, str(root), mode)
-            if res is None:
-                return 1
-            runs[mode] = res
-            rss_gb = res["rss_kb"] / 1024 / 1024
-            ok = res["culprit"] == culprit and res["named"]
-            extra = ""
-            if res.get("digests"):
-                d = res["digests"]
-                extra = (f"; {d['files_from_digest']} files from {d['hosts_from_digest']} digests, "
-                         f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
-            if res.get("focus"):
-                extra += f"; evidence of {res['focus']} host(s), the other ranks judged from their digests' classes"
-            print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
-                  f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
-                  f"{'CORRECT' if ok else 'WRONG (truth: culprit ' + str(culprit) + ')'}{extra}; / reading every file once: "
-                  f"{res['seconds'] / base['seconds']:.2f} (goal <= 0.5)", flush=True)
+        got = _analyses(args, root, culprit, base)
+        if got is None:
+            return 1
+        runs = got
         for mode, what in (("digest", "digest first"), ("focus", "over the classes")):
             if mode not in runs:
                 continue

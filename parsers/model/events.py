@@ -373,11 +373,8 @@ WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOS
 def own_error(event: object) -> bool:
     """An error a process reports of itself: an ErrorEvent that is no mere information (INFO_KINDS) and no wait on
     a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do (parsers.scale.digest's flags and odd
-    ones out, and the raw reads digest first and the focus choose from them). A c10d warning is none: every rank
-    of a gloo job prints 'Unable to resolve hostname', and as an own error it made every rank odd at 1,024 ranks
-    (the focus read all 129 hosts), while the observations judge never takes a warning for an error."""
-    return (type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WAIT_ERRORS
-            and event.kind is not ErrorKind.C10D_WARNING)
+    ones out, and the raw reads digest first and the focus choose from them)."""
+    return type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WAIT_ERRORS
 
 
 @dataclass(slots=True)
