@@ -51,8 +51,13 @@ def recommended(log_dir: Path, plugin: str) -> dict[str, str]:
     """`forensics env --recorder --json` of this checkout, for `log_dir`."""
     argv = [sys.executable, "-m", "forensics", "env", "--json", "--dir",
             str(log_dir)] + (["--recorder"] if plugin else [])
+    # the checkout first, the caller's path kept: on the device the wheels (loguru...) lie in PYTHONPATH's /tmp/site,
+    # and a path of the checkout alone made the child fail at import (its empty stdout: JSONDecodeError, 2026-12-07)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+                          env=dict(os.environ, PYTHONPATH=path))
+    if done.returncode != 0:
+        raise SystemExit(f"forensics env failed (exit {done.returncode}): {done.stderr[-2000:]}")
     rows = json.loads(done.stdout)["variables"]
     env = {r["name"]: str(r["value"]) for r in rows}
     if plugin:
