@@ -324,11 +324,18 @@ def _monitored_barrier(ln: _Line) -> bool:
     return "monitoredBarrier" in ln.text and _barrier(ln.text, ln.err)
 
 
-def _teardown(ln: _Line) -> bool:
-    if "destroy" in ln.text and _TEARDOWN.search(ln.text):
-        ln.err("c10d-teardown")
-        return True
-    return False
+def _kind_when(keyword: str, pattern: re.Pattern, kind: ErrorKind) -> Callable[[_Line], bool]:
+    """A matcher for a line that only says its kind: `keyword` in the text (a cheap test first), then `pattern`
+    (teardown, terminate, Flight Recorder off had the same five lines each)."""
+    def matcher(ln: _Line) -> bool:
+        if keyword in ln.text and pattern.search(ln.text):
+            ln.err(kind)
+            return True
+        return False
+    return matcher
+
+
+_teardown = _kind_when("destroy", _TEARDOWN, ErrorKind.C10D_TEARDOWN)
 
 
 def _wrapper_mismatch(ln: _Line) -> bool:
@@ -441,18 +448,8 @@ def _heartbeat(ln: _Line) -> bool:
     return True
 
 
-def _terminate(ln: _Line) -> bool:
-    if "Terminating the process" in ln.text and _TERMINATE.search(ln.text):
-        ln.err("terminate")
-        return True
-    return False
-
-
-def _fr_disabled(ln: _Line) -> bool:
-    if "Stack trace of the failed collective" in ln.text and _FR_OFF.search(ln.text):
-        ln.err("fr-disabled")
-        return True
-    return False
+_terminate = _kind_when("Terminating the process", _TERMINATE, ErrorKind.TERMINATE)
+_fr_disabled = _kind_when("Stack trace of the failed collective", _FR_OFF, ErrorKind.FR_DISABLED)
 
 
 def _fr_stack(ln: _Line) -> bool:
