@@ -133,6 +133,8 @@ class MiReader:
         """The records whose lines end within `timeout` seconds (none when gdb says nothing)."""
         records: list[Record] = []
         end = time.monotonic() + max(0.0, timeout)
+        if not self._sel.get_map():  # both pipes closed: nothing more will come (the caller sees gdb's exit)
+            time.sleep(max(0.0, min(timeout, 0.05)))
         while not records and self._sel.get_map():
             left = end - time.monotonic()
             events = self._sel.select(max(0.0, left))
