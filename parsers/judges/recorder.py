@@ -225,8 +225,9 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             ranks[e.peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     when = (moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref else ("", "")
-    # a rank that called another collective where the others wait: the cause, the rest its consequence
-    suspects = order_mismatch(comm, states) or _suspects(comm, op, ranks, ref, when)
+    # a rank that called another collective where the others wait: the cause, listed first; what the rest of the
+    # stall shows stays (the merge makes it the mismatch's consequence: ops queued behind it, ranks waiting on it)
+    suspects = order_mismatch(comm, states) + _suspects(comm, op, ranks, ref, when)
     return CommStall(comm, op, nranks, ranks, edges, suspects)
 
 
