@@ -94,5 +94,5 @@ def test_a_real_nccl_order_mismatch_is_found_in_the_rings(tmp_path):
     (suspect,) = order_mismatch(world[0].comm_hex, world)
     assert suspect.rank == 2 and suspect.host == "node02" and suspect.confidence > 0.9
     # wording is the behaviour: both calls and the position, from the rings alone
-    assert suspect.reason.startswith("rank 2 called broadcast(count=16777216, int8) at collective #11 of "
-                                     f"communicator {world[0].comm_hex} where 7 ranks called allreduce(count=1024, float32)")
+    assert suspect.reason.startswith(f"rank 2 called broadcast(count=16777216, int8) at collective #11 of communicator "
+                                     f"{world[0].comm_hex} where 7 ranks called allreduce(count=1024, float32)")
