@@ -40,6 +40,11 @@
  * with ops in flight, SIGABRT, exit), its heartbeat_ns the moment of the copy: the process ran then. A reader
  * never calls it frozen: the copies of a job are written when each rank dies, not at one moment. */
 #define RECORDER_FLAG_DEATH_COPY 4u
+/* FINALIZE_COPY: the copy the recorder wrote beside the NCCL logs at a clean finalize (nothing in flight):
+ * the header and the ring of operations only. Its proxy area is left out (proxy_slots 0, file_size the end of
+ * the ring), since every proxy op had stopped. Why: a rank that called another collective than its peers (an
+ * order mismatch) may finish it and exit 0; this copy is then the only record of what it called. */
+#define RECORDER_FLAG_FINALIZE_COPY 8u
 #define RECORDER_STEP_SLOTS 8         /* NCCL_STEPS: NCCL keeps at most 8 step handles per op */
 
 enum recorder_writer_kind {

@@ -317,7 +317,7 @@ static void copy_all(void) {
   if (n > REC_MAX_COMMS) n = REC_MAX_COMMS;
   for (int i = 0; i < n; i++) {
     struct rec_comm* c = g_comms[i];
-    if (c != NULL) rec_copy_out(c);
+    if (c != NULL) rec_copy_out(c, RECORDER_FLAG_DEATH_COPY);
   }
 }
 
@@ -459,18 +459,32 @@ static int write_all(int fd, const char* p, size_t len) {
   return 1;
 }
 
-void rec_copy_out(const struct rec_comm* c) {
+/* Bytes of the copy: the whole file for a death copy; for a finalize copy the header and the ring
+ * (rounded up as the proxy area's offset is), with the header saying so: no proxy slots, that size. */
+static size_t copy_size(const struct rec_comm* c, uint32_t flag, struct recorder_header* h) {
+  if (flag != RECORDER_FLAG_FINALIZE_COPY || h->proxy_offset > c->size) return c->size;
+  h->proxy_slots = 0;
+  h->file_size = h->proxy_offset;
+  return h->proxy_offset;
+}
+
+void rec_copy_out(const struct rec_comm* c, uint32_t flag) {
   if (c == NULL || c->copy_path[0] == '\0' || c->hdr == NULL) return;
-  int fd = open(c->copy_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* Safe in a folder others can write (the logs folder, made sticky 01777): a stale or planted
+   * temporary name is removed, then created anew and never followed (O_EXCL | O_NOFOLLOW); the
+   * copy is the rank's own (0600); rename replaces a link at the final name instead of following it. */
+  unlink(c->copy_tmp);
+  int fd = open(c->copy_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  /* The header as it is, marked a death copy and stamped with this moment (memcpy and clock_gettime
+  /* The header as it is, marked a copy and stamped with this moment (memcpy and clock_gettime
    * are async-signal-safe); the rest straight from the mapping. */
   struct recorder_header h;
   memcpy(&h, c->hdr, sizeof h);
-  h.flags |= RECORDER_FLAG_DEATH_COPY;
+  h.flags |= flag;
   h.heartbeat_ns = rec_now_ns();
+  size_t size = copy_size(c, flag, &h);
   int whole = write_all(fd, (const char*)&h, sizeof h) &&
-              write_all(fd, (const char*)c->hdr + sizeof h, c->size - sizeof h);
+              write_all(fd, (const char*)c->hdr + sizeof h, size - sizeof h);
   close(fd);
   if (whole) rename(c->copy_tmp, c->copy_path);
   else unlink(c->copy_tmp);
@@ -610,7 +624,9 @@ void rec_comm_close(struct rec_comm* c) {
   int busy = has_in_flight(c);
   if (cfg->snapshot_on_finalize || busy) rec_snapshot(c, busy ? "finalize (ops still in flight)" : "finalize");
   msync(c->hdr, c->size, MS_ASYNC);
-  if (busy) rec_copy_out(c); /* an abort mid-hang (torch's watchdog): the logs folder gets the state */
+  /* An abort mid-hang (torch's watchdog): the logs folder gets the whole state. A clean finalize leaves the
+   * header and ring there too: what a rank called is the evidence of an order mismatch it finished. */
+  rec_copy_out(c, busy ? RECORDER_FLAG_DEATH_COPY : RECORDER_FLAG_FINALIZE_COPY);
   if (busy) {
     /* Ops still open (an abort mid-hang): NCCL may yet stop their handles, which
      * point into this mapping, so it stays mapped (and the .bin stays on disk). */

@@ -97,8 +97,10 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
 void rec_comm_close(struct rec_comm* c);
 
 /* Writes a copy of the state file (the mapping's bytes) to copy_path, under a
- * temporary name renamed when whole. Async-signal-safe (open, write, rename). */
-void rec_copy_out(const struct rec_comm* c);
+ * temporary name renamed when whole. Async-signal-safe (unlink, open, write, rename).
+ * `flag`: RECORDER_FLAG_DEATH_COPY (the whole file) or RECORDER_FLAG_FINALIZE_COPY
+ * (header and ring only: a clean finalize has no proxy op in flight). */
+void rec_copy_out(const struct rec_comm* c, uint32_t flag);
 
 /* Writes <file>.txt, a human-readable view of the state. Not for the hot path. */
 int rec_snapshot(struct rec_comm* c, const char* reason);

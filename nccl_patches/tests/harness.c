@@ -6,9 +6,12 @@
  * tests/integration/recorder.
  *
  *   harness PLUGIN.so VERSION run   NCOMMS NCOLLS NCHANNELS NSTEPS
- *     (env HARNESS_RANK: this process's rank in every comm; HARNESS_SEND_WAIT_US: each send step's
+ *     (env HARNESS_RANK: this process's rank in every comm; HARNESS_TIME_FINALIZE: print each finalize's
+ *     wall time as FINALIZE_NS <ns>; HARNESS_SEND_WAIT_US: each send step's
  *     time in SendWait)
  *   harness PLUGIN.so VERSION hang  RANK NRANKS NDONE RECV_STEPS SEND_STEPS RECV_STATE SEND_STATE [COMMID]
+ *     (env HARNESS_LAST_FUNC=FUNC:COUNT: the last op is that collective instead, it completes, and the
+ *     rank finalizes and exits 0: the rank of an order mismatch that finished its own call)
  *
  * "run" finishes everything and finalizes; "hang" completes NDONE all-reduces,
  * then starts one more whose recv op (from RANK-1) stops after RECV_STEPS steps
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nccl_profiler_abi.h"
@@ -192,12 +196,12 @@ static void finalize(void* ctx) {
 
 /* ------------------------------------------------------- descriptor fills */
 
-struct coll_arg { uint64_t seq; size_t count; int nch; };
+struct coll_arg { uint64_t seq; size_t count; int nch; const char* func; /* NULL: AllReduce */ };
 static void fill_coll(void* u, void* arg) {
   struct coll_arg* a = arg;
   struct hf_descr_coll_v5* c = u; /* v4 is the same minus parentGroup */
   c->seqNumber = a->seq;
-  c->func = "AllReduce";
+  c->func = a->func ? a->func : "AllReduce";
   c->count = a->count;
   c->root = 0;
   c->datatype = "ncclFloat32";
@@ -281,7 +285,7 @@ static void* user_main(void* arg) {
       struct p2p_arg pa = {(r->rank + 1) % r->nranks, 1024, 1};
       coll = start(r->ctx, HF_PROFILE_P2P, g, r->rank, fill_p2p, &pa);
     } else {
-      struct coll_arg ca = {(uint64_t)i, 1u << 20, r->nch};
+      struct coll_arg ca = {(uint64_t)i, 1u << 20, r->nch, NULL};
       coll = start(r->ctx, HF_PROFILE_COLL, g, r->rank, fill_coll, &ca);
     }
     stop(coll); /* enqueued: NCCL stops a Coll when it is enqueued, not finished */
@@ -330,7 +334,15 @@ static int run(int ncomms, int ncolls, int nch, int nsteps) {
   }
   for (int i = 0; i < 2 * ncomms; i++) pthread_join(th[i], NULL);
   if (getenv("HARNESS_NO_FINALIZE") == NULL)
-    for (int i = 0; i < ncomms; i++) finalize(runs[i].ctx);
+    for (int i = 0; i < ncomms; i++) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      finalize(runs[i].ctx);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      /* HARNESS_TIME_FINALIZE: each finalize's wall time (benchmarks/recorder_finalize_copy.py) */
+      if (getenv("HARNESS_TIME_FINALIZE"))
+        printf("FINALIZE_NS %lld\n", (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+    }
   free(th);
   free(runs);
   printf("DONE\n");
@@ -340,6 +352,28 @@ static int run(int ncomms, int ncolls, int nch, int nsteps) {
 
 /* ---------------------------------------------------------------- "hang" */
 
+/* HARNESS_LAST_FUNC=FUNC:COUNT: after the all-reduces this rank calls FUNC (its own seq 0: NCCL counts
+ * seqNumber per function), which completes; it then finalizes cleanly and exits 0. */
+static int finish_other(void* ctx, int rank, int next, int prev, int ndone, const char* last) {
+  char func[32];
+  const char* colon = strchr(last, ':');
+  snprintf(func, sizeof func, "%.*s", (int)(colon - last), last);
+  struct coll_arg ca = {0, (size_t)strtoull(colon + 1, NULL, 0), 1, func};
+  (void)ndone;
+  void* coll = start(ctx, HF_PROFILE_COLL, NULL, rank, fill_coll, &ca);
+  stop(coll);
+  int ch = 0;
+  void* k = start(ctx, HF_PROFILE_KERNEL_CH, coll, rank, fill_kch, &ch);
+  proxy_op(ctx, coll, rank, 0, next, 1, 16, 16, 0);
+  proxy_op(ctx, coll, rank, 0, prev, 0, 16, 16, 0);
+  state(k, HF_STATE_KERNEL_CH_STOP, 0);
+  stop(k);
+  finalize(ctx);
+  printf("DONE\n");
+  fflush(stdout);
+  return 0;
+}
+
 static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps, int recv_state, int send_state,
                 uint64_t comm_id) {
   int mask = 0;
@@ -348,7 +382,7 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   const int nsteps = 16;
   for (int i = 0; i < ndone; i++) {
-    struct coll_arg ca = {(uint64_t)i, 1u << 22, 1};
+    struct coll_arg ca = {(uint64_t)i, 1u << 22, 1, NULL};
     void* coll = start(ctx, HF_PROFILE_COLL, NULL, rank, fill_coll, &ca);
     stop(coll);
     int ch = 0;
@@ -357,7 +391,9 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
     proxy_op(ctx, coll, rank, 0, prev, 0, nsteps, nsteps, 0);
     stop(k);
   }
-  struct coll_arg ca = {(uint64_t)ndone, 1u << 22, 1};
+  const char* last = getenv("HARNESS_LAST_FUNC");
+  if (last && strchr(last, ':')) return finish_other(ctx, rank, next, prev, ndone, last);
+  struct coll_arg ca = {(uint64_t)ndone, 1u << 22, 1, NULL};
   void* coll = start(ctx, HF_PROFILE_COLL, NULL, rank, fill_coll, &ca);
   stop(coll);
   int ch = 0;

@@ -26,6 +26,7 @@ from parsers.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.ranges import fold
+from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
 #: Step states in which a proxy op waits on its peer (data, buffer space or the network).
@@ -224,7 +225,10 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             ranks[e.peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     when = (moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref else ("", "")
-    return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref, when))
+    # a rank that called another collective where the others wait: the cause, listed first; what the rest of the
+    # stall shows stays (the merge makes it the mismatch's consequence: ops queued behind it, ranks waiting on it)
+    suspects = order_mismatch(comm, states) + _suspects(comm, op, ranks, ref, when)
+    return CommStall(comm, op, nranks, ranks, edges, suspects)
 
 
 def _frozen_limit(st: RecorderState, frozen_after_s: float | None) -> float:

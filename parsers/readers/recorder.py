@@ -60,6 +60,9 @@ FLAG_PRECISE_OP_TIMES = 1
 FLAG_SEND_WAIT = 2
 #: header flag: the copy written beside the NCCL logs as the process died (RECORDER_FLAG_DEATH_COPY)
 FLAG_DEATH_COPY = 4
+#: header flag: the copy written beside the NCCL logs at a clean finalize, header and ring only
+#: (RECORDER_FLAG_FINALIZE_COPY): what a rank that finished and exited called
+FLAG_FINALIZE_COPY = 8
 
 # Header: see recorder_format.h for offsets. '<' = little-endian, no padding.
 _HEADER_FIELDS = (
@@ -238,6 +241,13 @@ class RecorderState:
         heartbeat is the moment of the copy, and the copies of a job are written as each rank dies, so an
         older beat here says when that rank died, not that it stopped running."""
         return bool(self.flags & FLAG_DEATH_COPY)
+
+    @property
+    def finalize_copy(self) -> bool:
+        """Whether this is the copy the recorder wrote beside the NCCL logs at a clean finalize (issue 39): its
+        operations' ring without the proxy ops (all stopped), so a rank that finished its own call and exited 0
+        still says what it called."""
+        return bool(self.flags & FLAG_FINALIZE_COPY)
 
     @property
     def in_flight_ops(self) -> list[ProxyOpRecord]:

@@ -10,6 +10,7 @@ writes that truth to truth.json.
 
 Cases (the culprit and the sizes come from the seed):
   wrongpeer      pipeline of dist.send/recv 0 -> 1 -> ...; at micro-batch m stage c posts recv(src=c-2), not c-1
+  wrongpeersend  pipeline; at micro-batch m stage c sends to c+2, not c+1 (c+2 waits for c+1, c+1 for c)
   sendsend       ranks a and b both send S MB to each other, then receive; the others wait in the next all_reduce
   pipestall      pipeline; stage c sleeps in stage_forward (after its recv, before its send) at micro-batch m
   monbarrier     monitored_barrier (gloo group) with a timeout; rank c never arrives (sleeps in load_shard)
@@ -50,7 +51,8 @@ import live_scenarios as ls  # noqa: E402
 from nccl_scenarios import _torch_version, become_host, host_name  # noqa: E402
 from pack_out import pack  # noqa: E402
 
-CASES = ("wrongpeer", "sendsend", "pipestall", "monbarrier", "ordermismatch", "lock", "subgroup", "gpusleep")
+CASES = ("wrongpeer", "wrongpeersend", "sendsend", "pipestall", "monbarrier", "ordermismatch", "lock", "subgroup",
+         "gpusleep")
 #: cases that mean nothing on gloo (no GPU stream; gloo has no size check that aborts)
 NCCL_ONLY = ("gpusleep",)
 WARM_OPS = 6
@@ -70,6 +72,11 @@ def case_plan(case: str, seed: int, backend: str, world: int | None) -> dict:
         c = rnd.randint(2, w - 1)
         p.update(culprits=[c], floats=floats, fault_class="p2p-wrong-peer",
                  why=f"rank {c} posts recv from rank {c - 2}, which never sends to it (its sender is rank {c - 1})")
+    elif case == "wrongpeersend":
+        c = rnd.randint(1, w - 3)  # a stage with a sender before it and two stages after it
+        p.update(culprits=[c], floats=floats, fault_class="p2p-wrong-peer",
+                 why=f"rank {c} sends to rank {c + 2}, which never receives from it (its receiver is rank {c + 1}, "
+                     f"which waits for it)")
     elif case == "sendsend":
         a, b = sorted(rnd.sample(range(w), 2))
         mb = rnd.choice((48, 64, 96))
@@ -119,18 +126,20 @@ def load_shard(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def pipeline(dist, sync, buf, rank: int, world: int, plan: dict, hang_s: float, wrong_peer: bool) -> None:
-    """Micro-batches down a chain of stages; the culprit breaks the chain at plan['fault_step']."""
-    c = plan["culprits"][0]
+def pipeline(dist, sync, buf, rank: int, world: int, plan: dict, hang_s: float) -> None:
+    """Micro-batches down a chain of stages; the culprit breaks the chain at plan['fault_step'] as its case
+    says: a recv from the wrong stage (wrongpeer), a send to the wrong stage (wrongpeersend), a stall between
+    its recv and its send (pipestall)."""
+    c, case = plan["culprits"][0], plan["case"]
     for mb in range(plan["fault_step"] + 2):
+        at_fault = rank == c and mb == plan["fault_step"]
         if rank > 0:
-            src = rank - 2 if (wrong_peer and rank == c and mb == plan["fault_step"]) else rank - 1
-            dist.recv(buf, src=src)
+            dist.recv(buf, src=rank - 2 if case == "wrongpeer" and at_fault else rank - 1)
             sync()
-        if not wrong_peer and rank == c and mb == plan["fault_step"]:
+        if case == "pipestall" and at_fault:
             ls.stage_forward(hang_s)
         if rank < world - 1:
-            dist.send(buf, dst=rank + 1)
+            dist.send(buf, dst=rank + 2 if case == "wrongpeersend" and at_fault else rank + 1)
             sync()
     dist.all_reduce(buf)  # the step's gradient sync: stages ahead of the break wait here
     sync()
@@ -153,8 +162,8 @@ def case_body(args, rank: int, world: int, plan: dict, torch, dist, dev, sync, g
     """After warm-up: the fault of the case."""
     case, c = plan["case"], plan["culprits"][0]
     buf = torch.ones(plan.get("floats", 1024), device=dev)
-    if case in ("wrongpeer", "pipestall"):
-        return pipeline(dist, sync, buf, rank, world, plan, args.hang_s, wrong_peer=case == "wrongpeer")
+    if case in ("wrongpeer", "wrongpeersend", "pipestall"):
+        return pipeline(dist, sync, buf, rank, world, plan, args.hang_s)
     if case == "sendsend":
         return send_send(dist, sync, torch, dev, rank, plan)
     if case == "monbarrier":
@@ -230,7 +239,7 @@ def worker(args: argparse.Namespace) -> int:
     if "mine" in groups:
         dist.all_reduce(small, group=groups["mine"])
         sync()
-    if args.backend == "nccl" and plan["case"] in ("wrongpeer", "pipestall", "sendsend"):
+    if args.backend == "nccl" and plan["case"] in ("wrongpeer", "wrongpeersend", "pipestall", "sendsend"):
         warm_p2p(dist, sync, torch, dev, rank, world)
     ls.prewarm_fr(args.backend == "nccl")
     Path(args.dir, f"ready.{rank}").write_text(str(os.getpid()))

@@ -11,10 +11,10 @@
 #           `run_matrix.sh R --backend gloo` is its CPU dry run (no plugin, no RAS, 4 ranks).
 #   part C: issue 26 hang cases (order, lock, pipeline, deadlock, subgroup) and running stragglers
 #           without the recorder (slow300norec) and 5 ms (slow5), packed into $OUT/{C26,C26run}.tar.gz.
-#   part I39: issue 39's matrix (scripts/device/i39_scenarios.py): wrongpeer, sendsend, pipestall, monbarrier,
+#   part I39: issue 39's matrix (scripts/device/i39_scenarios.py): wrongpeer, wrongpeersend, sendsend, pipestall, monbarrier,
 #           ordermismatch, lock, subgroup, gpusleep; culprits, world sizes and sizes from HF_I39_SEED (default 39);
 #           each a live bundle + a logs folder (forensics env --recorder) + torch's fr_trace, packed as it ends
-#           into $OUT/I39-<case>.tar.gz (8 files). `run_matrix.sh I39 --backend gloo` is its CPU dry run (8 ranks).
+#           into $OUT/I39-<case>.tar.gz (one per case). `run_matrix.sh I39 --backend gloo` is its CPU dry run (8 ranks).
 #   part E39: issue 39 item 6: what each recommended setting costs a step (benchmarks/env_cost.py, NCCL, 4 ranks
 #           as 4 hosts on one GPU, configurations interleaved), $OUT/env_cost.{txt,json}; ~5-6 min.
 # Carried: .whl (py-spy, pygdbmi, loguru, networkx, ClusterShell for Python 3.12).
@@ -89,7 +89,7 @@ elif [ "$part" = I39 ]; then  # issue 39: p2p, barriers, aborts, locks; live and
   t=$(( T0 + BUDGET - $(date +%s) ))
   echo "I39: ${t} s cap at +$(( $(date +%s) - T0 )) s"
   timeout -k 15 "$t" python3 scripts/device/i39_scenarios.py --out-dir "$W/I39" "${common[@]}" --seed "${HF_I39_SEED:-39}" \
-    --recorder-root /dev/shm/hf-I39 --cases "${HF_I39:-wrongpeer,sendsend,pipestall,monbarrier,ordermismatch,lock,subgroup,gpusleep}" \
+    --recorder-root /dev/shm/hf-I39 --cases "${HF_I39:-wrongpeer,wrongpeersend,sendsend,pipestall,monbarrier,ordermismatch,lock,subgroup,gpusleep}" \
     --total-s $((t - 12)) --pack-to "${OUT:-$W/out}" 2>&1 | tee "$W/I39.log" | grep -v '^{' | tail -n 40
   [ -f "$W/I39/pgids.txt" ] && while read -r g; do kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null; done <"$W/I39/pgids.txt"
   rm -rf /dev/shm/hf-I39

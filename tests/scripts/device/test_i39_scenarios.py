@@ -32,6 +32,8 @@ def test_every_plan_is_a_consistent_truth():
             assert p["why"] and p["fault_class"]
             if case == "wrongpeer":
                 assert cs[0] >= 2 and f"recv from rank {cs[0] - 2}" in p["why"]
+            if case == "wrongpeersend":  # a sender before it, and the stage it skips between it and its receiver
+                assert 1 <= cs[0] <= w - 3 and f"sends to rank {cs[0] + 2}" in p["why"]
             if case == "sendsend":
                 assert len(set(cs)) == 2
             if case == "pipestall":
@@ -47,7 +49,7 @@ def test_every_plan_is_a_consistent_truth():
 
 def test_seeds_vary_culprit_world_and_size():
     drawn = [plans(seed) for seed in range(8)]
-    for case in ("wrongpeer", "sendsend", "lock", "gpusleep"):
+    for case in ("wrongpeer", "wrongpeersend", "sendsend", "lock", "gpusleep"):
         assert len({json.dumps(d[case]["culprits"]) for d in drawn}) > 2, case
     assert len({d["lock"]["world"] for d in drawn}) > 1
     assert len({d["sendsend"]["floats"] for d in drawn}) > 1

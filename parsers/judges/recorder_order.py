@@ -1,0 +1,99 @@
+"""An order mismatch read from the recorder's rings: the rank that called another collective at the position
+where the others wait.
+
+Why: one rank calls `broadcast` where the others call `all_reduce` (issue 39). NCCL may abort the others
+("message truncated"), while the odd rank finishes its own call and exits 0. Its live state file is gone, but the
+copy the recorder leaves beside the NCCL logs at a clean finalize keeps its ring of operations: what it called at
+each position. Comparing the ranks' rings position by position names it with evidence of its own, instead of
+"exited" or "never entered AllReduce seq 5".
+
+A position is a collective's ordinal in its communicator, counted from 1. The ring numbers every operation,
+collectives and point-to-point alike (`CollRecord.index`), and NCCL's own seqNumber counts per function, so it
+cannot line up a broadcast against an all-reduce; the ordinal is the record number less the point-to-point
+records before it, which is known only while the ring still holds the communicator's first record (or when it
+never had a point-to-point op). A rank whose position cannot be known is left out, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from parsers.model import Suspect
+from parsers.model.events import normalise_op
+from parsers.model.findings import ReasonClass, cite
+from parsers.readers.recorder import CollRecord, RecorderState
+
+Signature = tuple[str, int, str]
+
+
+def ordinals(st: RecorderState) -> dict[int, CollRecord] | None:
+    """1-based collective position -> the rank's record there; None where the ring no longer places them."""
+    records = sorted((c for c in st.colls if c.consistent), key=lambda c: c.index)
+    if not records:
+        return {}
+    if st.p2p_next and records[0].index != 0:
+        return None  # p2p ops were overwritten: how many came before is not known
+    out: dict[int, CollRecord] = {}
+    p2p = 0
+    for rec in records:
+        if rec.kind == "coll":
+            out[rec.index - p2p + 1] = rec
+        else:
+            p2p += 1
+    return out
+
+
+def signature(rec: CollRecord) -> Signature:
+    """('allreduce', 16384, 'float32'): what a position's call must agree on across ranks."""
+    dtype = rec.dtype.lower().removeprefix("nccl")
+    return normalise_op(rec.func) or rec.func, rec.count, dtype
+
+
+def label(sig: Signature) -> str:
+    return f"{sig[0]}(count={sig[1]}, {sig[2]})"
+
+
+def _waiting_position(placed: dict[int, dict[int, CollRecord]]) -> int | None:
+    """The position most ranks wait in: each rank's first collective not complete."""
+    firsts = Counter(min(k for k, rec in recs.items() if rec.state != "complete")
+                     for recs in placed.values() if any(rec.state != "complete" for rec in recs.values()))
+    return firsts.most_common(1)[0][0] if firsts else None
+
+
+def order_mismatch(comm: str, states: list[RecorderState]) -> list[Suspect]:
+    """The minority of ranks whose call at the position where the others wait differs from theirs.
+
+    Named only where at least two ranks agree and outnumber the others seen there; the confidence is higher
+    when the ranks not seen at that position could not tip the count."""
+    by_rank = {st.rank: st for st in states}
+    placed = {r: recs for r, st in by_rank.items() if (recs := ordinals(st)) is not None}
+    pos = _waiting_position(placed)
+    if pos is None:
+        return []
+    sigs = {r: signature(recs[pos]) for r, recs in placed.items() if pos in recs}
+    counts = Counter(sigs.values())
+    if len(counts) < 2:
+        return []
+    major, n_major = counts.most_common(1)[0]
+    odd = sorted(r for r, s in sigs.items() if s != major)
+    if n_major < 2 or n_major <= len(odd):
+        return []
+    nranks = max(st.nranks for st in states)
+    unseen = max(0, nranks - len(sigs)) if nranks > 0 else None
+    settled = unseen is not None and n_major > len(odd) + unseen
+    conf = round(0.6 + 0.35 * n_major / (n_major + len(odd)), 3) if settled else 0.45
+    return [_suspect(by_rank[r], comm, pos, sigs[r], major, n_major, conf) for r in odd]
+
+
+def _suspect(st: RecorderState, comm: str, pos: int, called: Signature, major: Signature, n_major: int,
+             conf: float) -> Suspect:
+    rank = st.job_rank
+    done = ("; it finished that call and finalized cleanly (its recorder copy at finalize)" if st.finalize_copy
+            else "")
+    where = f"collective #{pos} of communicator {comm}"
+    return Suspect(rank=rank, host=st.hostid or st.host, pid=st.pid, reason_class=ReasonClass.MISMATCH,
+                   reason=f"rank {rank} called {label(called)} at {where} where {n_major} ranks called "
+                          f"{label(major)}{done}",
+                   confidence=conf,
+                   evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {n_major} ranks "
+                                  f"{label(major)}", tool="recorder")])
