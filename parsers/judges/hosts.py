@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
-from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
+from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase, load
 from parsers.model.events import ErrorKind, UNKNOWN_HOST
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.manifest import RankRecord
@@ -179,7 +179,8 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         for f in found:
             if f.line_no in line_ranks:  # a merged log: the line's own rank (its prefix, or its words) is whose it is
                 f.subject = f"rank {line_ranks[f.line_no]}"
-            out.setdefault((host or line_hosts.get(f.line_no) or UNKNOWN_HOST, rank, pid), []).append(f)
+            line_host = line_hosts.get(f.line_no) if f.line_no is not None else None
+            out.setdefault((host or line_host or UNKNOWN_HOST, rank, pid), []).append(f)
     return out
 
 
@@ -350,26 +351,32 @@ def _worst(groups: list[FindingGroup], my_bus: gpu_binding.Bus | None = None) ->
 SAME_GPU_BONUS, OTHER_GPU_PENALTY = 0.02, 0.1
 
 
-def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: bool, my_bus: gpu_binding.Bus | None = None) -> Suspect:
+def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: bool,
+             my_bus: gpu_binding.Bus | None = None) -> Suspect:
     entry = group.entry
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
-    at = {"tool": "knowledge base", "file": group.first.source or None, "line": group.first.line_no}
-    evidence = [cite(group.describe(), **at, tagged=bool(group.first.line_no or group.first.source)), cite(f"evidence: {group.first.evidence[:300]}", **at),
+    file, line = group.first.source or None, group.first.line_no
+
+    def at(text: str, tagged: bool = False) -> str:  # a citation of the finding's own line
+        return cite(text, tool="knowledge base", file=file, line=line, tagged=tagged)
+
+    evidence = [at(group.describe(), tagged=bool(group.first.line_no or group.first.source)),
+                at(f"evidence: {group.first.evidence[:300]}"),
                 cite(f"recommended action: {entry.action_text}", tool="knowledge base")]
     if not own:
-        evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""),
-                             tool="host judge"))
+        evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action
+                                                                  else ""), tool="host judge"))
     confidence = HOST_CONFIDENCE[entry.severity]
     named = _named_bus(group)
     if not own and my_bus is not None and named is not None:
         shown = "{:04x}:{:02x}:{:02x}".format(*named)
         if named == my_bus:
             confidence += SAME_GPU_BONUS
-            evidence.append(cite(f"the finding names this rank's own GPU ({shown})", **at))
+            evidence.append(at(f"the finding names this rank's own GPU ({shown})"))
         else:
             confidence -= OTHER_GPU_PENALTY
-            evidence.append(cite(f"the finding names another GPU of the host ({shown}); this rank waits on it", **at))
+            evidence.append(at(f"the finding names another GPU of the host ({shown}); this rank waits on it"))
     return Suspect(
         rank=rank.rank,
         host=rank.host,
@@ -428,5 +435,5 @@ def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list
 
 def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """The host judge (the one protocol): the knowledge base (`ctx.kb`) over host facts and known errors."""
-    reports, suspects = judge_hosts(ev, ctx.kb)
+    reports, suspects = judge_hosts(ev, ctx.kb if ctx.kb is not None else load(use_env=False))  # else the built-in one
     return Findings("hosts", suspects, judge="hosts", reports=reports)

@@ -58,11 +58,12 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     known = _known_facts(reports or [])
     out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
-    out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
+    out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, ev, silence.silent_below(ev))]
     named = [Observation(OK.PEER, ranks=f.ranks if f.mapped is not None else (), facts=f) for f in peers]
-    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    error_facts = _error_facts(seen)
+    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in error_facts]
     # where the first error is itself such a report, whom it names comes first: its reporter is not its subject
-    out += named + errors if any(_names_a_peer(o.facts) for o in errors[:1]) else errors + named
+    out += named + errors if any(_names_a_peer(f) for f in error_facts[:1]) else errors + named
     # a symptom's meaning follows the first error: what came before it is what it points to
     out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
@@ -305,7 +306,7 @@ class _Seen:
         if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
                                      and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
-        data = e.data or {}
+        data = e.data if isinstance(e.data, dict) else {}  # the kinds read here carry a dict
         if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
         if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
@@ -321,9 +322,9 @@ class _Seen:
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             # without a rank, who said it (pid, host, device) and what: a bare kind names no one
-            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp))
+            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp or ""))  # a stamp: it has a key
             self.first_ranks = set()
-        if when is not None and when == self.first[0] and rank is not None:
+        if when is not None and self.first is not None and when == self.first[0] and rank is not None:
             self.first_ranks.add(rank)
 
 
@@ -348,7 +349,7 @@ def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
     seen = _seen(ev)
     ranks = set().union(*seen.timeouts.values()) if seen.timeouts else set()
     stalled = _horovod_stalled(ev)
-    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | (seen.waited_out - {None})
+    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | {r for r in seen.waited_out if r is not None}
 
 
 def _horovod_stalled(ev: Evidence) -> bool:
@@ -377,7 +378,7 @@ def _dump_asks(seen: _Seen) -> list[DumpAskFact]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_facts(cov: Coverage, silent: tuple[list[int], int] | None = None, ev: Evidence | None = None) -> list[CoverageFact]:
+def _coverage_facts(cov: Coverage, ev: Evidence, silent: tuple[list[int], int] | None = None) -> list[CoverageFact]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:

@@ -42,9 +42,9 @@ def data_wait(r: Any) -> tuple[str, list[str]] | None:
     w = workers[0]
     what = w.activity.where or "an unknown place"
     state = w.proc.state if w.proc else "?"
-    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
-                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
-                     tool="/proc") for c in workers[:4]]
+    evidence: list[str] = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                                + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "")
+                                + f", main thread at {c.activity.where}", tool="/proc") for c in workers[:4]]
     return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
@@ -105,7 +105,7 @@ _ENDED = {ReasonClass.EXITED, ReasonClass.RAISED, ReasonClass.EXITED_FIRST, Reas
           ReasonClass.ABSENT, ReasonClass.NO_RECORDER_STATE, ReasonClass.MISSING_LINE, ReasonClass.FROZEN}
 
 
-def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
+def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> _Why | None:
     """'cause: its own NCCL log says ...' for a rank that exited, raised or left nothing: the first error of its
     own that is no wait on a peer, from its NCCL log's WARN lines and NCCL's reason under its exception's
     'Last error:' (a truncated message, a duplicate GPU, no network interface). The exit, the abort and
@@ -126,8 +126,8 @@ def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> Citat
         return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]", tool=e.source or "logs",
                     file=art.cite)
     reason = exc[0].details.get("last_error") if exc is not None else None
-    if own_reason(reason):
-        e, art = exc
+    if exc is not None and reason is not None and own_reason(reason):
+        _, art = exc
         return _Why(f"NCCL's last error under its exception says: {reason[:200]}",
                     f"cause: NCCL's last error under its exception says: {reason[:300]} [{art.cite}]", tool="exception",
                     file=art.cite)
@@ -144,8 +144,8 @@ class _Why(Citation):
         obj.why = why
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str, str | None, str | None]:  # copy and pickle keep the fields
-        return self.why, str(self), self.tool, self.file
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.why, str(self), self.tool, self.file)
 
 
 def _thread_at(t: Any, wchans: dict[int, str], short: bool = False) -> str:
@@ -182,7 +182,7 @@ def _wchans(proc: Any) -> dict[int, str]:
     return out
 
 
-def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
+def lock_holder(proc: Any, limit: int = 3) -> _Why | None:
     """'why: its main thread waits to acquire a lock (futex wait in /proc) while its other threads run the
     user's code: 'ckpt-writer' at write_shard_to_storage (...)': the why of a main thread blocked on a lock,
     from the process's other threads (py-spy JSON names every thread).

@@ -215,13 +215,16 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
             rp.local_wait = local[0] if local else None
     for e in edges:  # a waiter or peer past a changed header's nranks is still a rank of the edge, never a KeyError
-        for r in (e.waiter, e.peer):
+        peer = e.peer
+        if peer is None:  # never from a recorder op, whose peer is always a rank
+            continue
+        for r in (e.waiter, peer):
             if r not in ranks:
                 ranks[r] = RankInStall(rank=r)
-        if e.peer not in ranks[e.waiter].waits_on:
-            ranks[e.waiter].waits_on.append(e.peer)
-        if e.waiter not in ranks[e.peer].waited_on_by:
-            ranks[e.peer].waited_on_by.append(e.waiter)
+        if peer not in ranks[e.waiter].waits_on:
+            ranks[e.waiter].waits_on.append(peer)
+        if e.waiter not in ranks[peer].waited_on_by:
+            ranks[peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     when = (moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref else ("", "")
     return CommStall(comm, op, nranks, ranks, edges, _suspects(comm, op, ranks, ref, when))
@@ -278,7 +281,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
     others_entered = any(rp.entered for rp in ranks.values())
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
-        ev = [cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters else []
+        ev: list[str] = [cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters else []
         if rp.has_state and rp.heartbeat_age_s is not None:
             ev.append(cite(beat.format(rp.heartbeat_age_s), tool="recorder"))
         who = rp.global_rank if rp.global_rank is not None else None
@@ -323,12 +326,13 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
                 found.append(_suspect(rp, rp.global_rank, ReasonClass.STALLED_FIRST, 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s{before})", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first
-    age = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
+    age: dict[int | None, float] = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
     found.sort(key=lambda s: (-s.confidence, -age.get(s.pid, 0.0)))
     return found
 
 
-def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str, ev: list[str]) -> Suspect:
+def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str,
+             ev: list[str]) -> Suspect:
     label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
     return Suspect(
         rank=global_rank if global_rank is not None else rp.rank,

@@ -16,6 +16,7 @@ from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS
+from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -33,7 +34,7 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     common = _common_wait(waiting)
     suspects: list[Suspect] = []
     for r in ev.ranks:
-        suspect = _judge_rank(r, activities.get(r.rank), waiting, common)
+        suspect = _judge_rank(r, activities.get(r.rank) if r.rank is not None else None, waiting, common)
         if suspect:
             suspects.append(suspect)
     suspects = _went_ahead(ev, activities, waiting, common, suspects)
@@ -89,7 +90,7 @@ def _where(r: RankEvidence) -> str:
     return act.where or "an unknown place (no stack)"
 
 
-class _Evidence(list):
+class _Evidence(list[str]):
     """A rank's evidence lines, built only when a suspect is made (folding the waiting ranks costs O(world))."""
 
     def __init__(self, r: RankEvidence, waiting: dict[int, Activity], common: Activity | None) -> None:
@@ -130,40 +131,48 @@ def _how_found(rec: Any) -> list[str]:
     return [cite(f"collector: {line}", tool="collector") for line in lines]
 
 
-def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
+def _suspect(rec: RankRecord, rc: ReasonClass, reason: str, evidence: list[str],
+             confidence: float | None = None) -> Suspect:
+    """A suspect for the process of `rec`, as sure as its class says unless `confidence` says otherwise."""
+    return Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=rc, reason=reason,
+                   confidence=rc.default_confidence if confidence is None else confidence, evidence=evidence)
+
+
+def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity],
+                common: Activity | None) -> Suspect | None:
     state = r.state
     rec = r.record
-    base = dict(rank=rec.rank, host=rec.host, pid=rec.pid)
     evidence = _Evidence(r, waiting, common)
     others = evidence.others
     if state in ("T", "t"):
-        reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
-        return Suspect(**base, reason_class=ReasonClass.STOPPED, reason=reason, confidence=ReasonClass.STOPPED.default_confidence, evidence=list(evidence.fill()))
+        reason = (f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; "
+                  f"its main thread is at {_where(r)}")
+        return _suspect(rec, ReasonClass.STOPPED, reason, list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class=ReasonClass.EXITED, reason=_exited_reason(r), confidence=ReasonClass.EXITED.default_confidence,
-                       evidence=list(evidence.fill()) + _how_found(rec))
+        return _suspect(rec, ReasonClass.EXITED, _exited_reason(r), list(evidence.fill()) + _how_found(rec))
     if state == "D":
-        reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
-        return Suspect(**base, reason_class=ReasonClass.KERNEL_WAIT, reason=reason, confidence=ReasonClass.KERNEL_WAIT.default_confidence, evidence=list(evidence.fill()))
+        reason = f"is stuck in the kernel (state D, wchan {r.proc.get('wchan') if r.proc else None})"
+        return _suspect(rec, ReasonClass.KERNEL_WAIT, reason, list(evidence.fill()))
     if state == "R":
         evidence.append(cite("busy on a CPU (state R) at collection", tool="/proc", file=file_of(r, "process-state")))
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
         conf = ReasonClass.DATA_WAIT.default_confidence if others else 0.5
-        return Suspect(**base, reason_class=ReasonClass.DATA_WAIT, reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
+        return _suspect(rec, ReasonClass.DATA_WAIT, reason, list(evidence.fill()) + more, conf)
     if act is None or not others:
         return None
     if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
-        reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {evidence.others_text()} wait in {common.op}"
-        return Suspect(**base, reason_class=ReasonClass.NEVER_JOINED, reason=reason, confidence=ReasonClass.NEVER_JOINED.default_confidence, evidence=list(evidence.fill()))
+        reason = (f"has not joined the rendezvous: its main thread runs {act.where} while ranks "
+                  f"{evidence.others_text()} wait in {common.op}")
+        return _suspect(rec, ReasonClass.NEVER_JOINED, reason, list(evidence.fill()))
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
-        return Suspect(**base, reason_class=ReasonClass.OUTSIDE, reason=reason, confidence=ReasonClass.OUTSIDE.default_confidence, evidence=list(evidence.fill()))
+        return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
             and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its one peer
         reason = f"waits in {act.op} while its peers wait in {common.op}"
-        return Suspect(**base, reason_class=ReasonClass.MISMATCH, reason=reason, confidence=ReasonClass.MISMATCH.default_confidence, evidence=list(evidence.fill()))
+        return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None
 
 
@@ -182,7 +191,7 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
     launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
     suspects = []
     for miss in ev.missing:
-        evidence = [cite(miss.reason, tool="manifest")]
+        evidence: list[str] = [cite(miss.reason, tool="manifest")]
         exit_rec = exits.get(miss.rank)
         reason = "has no process: it crashed or exited"
         if exit_rec and exit_rec.returncode is not None:
@@ -230,8 +239,8 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
 
 
 def _first_failure(exits: list[RankExit]) -> RankExit | None:
-    failed = [e for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
-    return min(failed, key=lambda e: e.exited_at) if failed else None
+    failed = [(e.exited_at, e) for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
+    return min(failed, key=lambda f: f[0])[1] if failed else None
 
 
 def _classes(activities: dict[int, Activity]) -> list[dict]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from parsers.judges.stragglers import EnterTimes, Stragglers, judge_enter_times
 from parsers.ranges import fold
@@ -70,7 +70,7 @@ class RankSteps:
                 "files": {str(k): v for k, v in sorted(self.files.items())}, "text": self.describe()}
 
 
-def enter_times_by_step(by_rank: dict[int, Iterable[tuple[int, float]]]) -> EnterTimes:
+def enter_times_by_step(by_rank: Mapping[int, Iterable[tuple[int, float]]]) -> EnterTimes:
     """(step key, step) -> {rank: arrival ns}, from per-rank (step, unix seconds) pairs (arm()'s records)."""
     out: EnterTimes = {}
     for rank, pairs in by_rank.items():

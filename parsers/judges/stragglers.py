@@ -237,7 +237,7 @@ EnterTimes = dict[tuple[str, str, int], dict[int, int]]
 def judge_enter_times(times: EnterTimes, hosts: dict[int, str], resolution_ms: float = FINE_RESOLUTION_MS,
                       source: str = "") -> Stragglers:
     """judge_ops for a source that stamps only when each rank arrives (arm()'s step series, tests)."""
-    ops = {key: {r: (t, None) for r, t in per.items()} for key, per in times.items()}
+    ops: OpTimes = {key: {r: (t, None) for r, t in per.items()} for key, per in times.items()}
     return judge_ops(TimedOps(source, ops, resolution_ms), hosts)
 
 

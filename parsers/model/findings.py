@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from parsers.model.events import UNKNOWN_HOST, ErrorKind
 
@@ -38,6 +38,10 @@ class ReasonClass(str, Enum):
     Observed facts head a merged suspect: they say *why*, where claims only say *that*.
     A str Enum, so JSON and comparisons with the plain names keep working.
     """
+
+    observed: bool
+    default_confidence: float
+    text: str
 
     def __new__(cls, value: str, observed: bool, confidence: float, text: str) -> "ReasonClass":
         obj = str.__new__(cls, value)
@@ -98,10 +102,13 @@ class ReasonClass(str, Enum):
     @classmethod
     def of(cls, name: "str | ReasonClass") -> "ReasonClass | None":
         """The class called `name`, or None for a name no judge uses."""
-        try:
-            return cls(name)
-        except ValueError:
-            return None
+        if isinstance(name, ReasonClass):
+            return name
+        return _REASON_CLASS_OF.get(name)
+
+
+#: each class by its name (its value), for ReasonClass.of
+_REASON_CLASS_OF: dict[str, ReasonClass] = {rc.value: rc for rc in ReasonClass}
 
 
 def is_observed(reason_class: "str | ReasonClass") -> bool:
@@ -161,7 +168,7 @@ class Citation(str):
     tagged: bool
 
     def __new__(cls, text: str, file: str | None = None, line: int | None = None,
-                tool: str | None = None, tagged: bool | None = None) -> "Citation":
+                tool: str | None = None, tagged: bool | None = None) -> Self:
         obj = str.__new__(cls, text)
         obj.file, obj.line = file, line
         obj.tool = tool if tool is not None else getattr(text, "tool", None)
@@ -170,8 +177,8 @@ class Citation(str):
             obj.file, obj.line = text.file, text.line
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str | None, int | None, str | None, bool]:  # copy and pickle keep the fields
-        return str(self), self.file, self.line, self.tool, self.tagged
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (str(self), self.file, self.line, self.tool, self.tagged)
 
     def to_dict(self) -> dict[str, Any]:
         return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
@@ -189,8 +196,8 @@ class HostNote(str):
         obj.host, obj.note = host, note
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str]:  # copy and pickle keep the fields
-        return self.host, self.note
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.host, self.note)
 
 
 class RankNote(str):
@@ -208,8 +215,8 @@ class RankNote(str):
         obj.rank, obj.host, obj.pid, obj.note = rank, host, pid, note
         return obj
 
-    def __getnewargs__(self) -> tuple[int | None, str | None, int | None, str]:  # copy and pickle keep the fields
-        return self.rank, self.host, self.pid, self.note
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.rank, self.host, self.pid, self.note)
 
 
 def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
@@ -232,8 +239,8 @@ class Reason(str):
         obj.rank, obj.predicate = rank, predicate
         return obj
 
-    def __getnewargs__(self) -> tuple[int, str]:  # copy and pickle make it again from its fields
-        return self.rank, self.predicate
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again from its fields
+        return type(self), (self.rank, self.predicate)
 
 
 def of_rank(rank: int, predicate: str) -> Reason:

@@ -13,6 +13,7 @@ ranks ahead, and none of the majority waits on anyone (a wait elsewhere is expla
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import AbstractSet
 
 import networkx as nx
 
@@ -39,7 +40,7 @@ class Ahead:
     source: str | None
 
 
-def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities, waiting_elsewhere: set[int] = frozenset()) -> list[Ahead]:
+def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities, waiting_elsewhere: AbstractSet[int] = frozenset()) -> list[Ahead]:
     """Every comparison whose minority went ahead of a majority stopped at one position (`waiting_elsewhere`:
     ranks another judge sees waiting, e.g. in a send/recv: a majority that waits there is explained there)."""
     out = []

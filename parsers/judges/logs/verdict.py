@@ -10,6 +10,7 @@ Confidence is a plain 0..1 score from these rules, not a probability.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import AbstractSet, Sequence
 
 import networkx as nx
 
@@ -50,7 +51,7 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours=None, complete: bool = False, waiting_elsewhere: set[int] = frozenset(),
+                   neighbours=None, complete: bool = False, waiting_elsewhere: AbstractSet[int] = frozenset(),
                    elsewhere: frozenset[int] = frozenset()) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
     (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right, unless it is
@@ -82,6 +83,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         _errors_only(errors, ids, get, (neighbours() if callable(neighbours) else neighbours) or {})
     out = []
     for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
+        if a.reason_class is None:  # asked for, never offered anything
+            continue
         info = ids.ranks.get(a.rank) if a.rank is not None else None
         out.append(Suspect(rank=a.rank, host=info.host if info else None, pid=info.pid if info else None,
                            reason_class=a.reason_class, reason=a.reason, confidence=min(a.confidence, 0.99),
@@ -89,7 +92,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     return out
 
 
-def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -> None:
+def _mismatch(t: Tables, get, roots: Sequence[int | str] = (), ids: Identities | None = None) -> None:
     """Minority callers of a collective. Runs after the graph rules on purpose.
 
     Why: a rank that called something else also looks behind, or silent, to the
@@ -284,14 +287,14 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     if len(common) != 1:
         return False
     peer = common.pop()
-    first = {}
+    first: dict[int | None, ErrorEvent] = {}
     for r, e in errors:
         if e.kind == ErrorKind.CONNECTION_CLOSED:
             first.setdefault(r, e)
     get(peer).offer(ReasonClass.LOST_PEER, of_rank(peer, f"is the one ring neighbour shared by the ranks that lost a "
                     f"connection ({', '.join(map(str, lost))})"), 0.5,
-                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}", tool="nccl-log",
-                          file=first[r].origin.file, line=first[r].origin.line) for r in lost])
+                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}",
+                          tool="nccl-log", file=first[r].origin.file, line=first[r].origin.line) for r in lost])
     return True
 
 
@@ -322,6 +325,6 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
     if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
         _, r, printed, e = timed[0]
-        ts = stamps.shown(printed)
+        ts = stamps.shown(printed or "")  # a stamp: it has a key
         get(r).offer(ReasonClass.ERROR_FIRST, of_rank(r, f"logged the first error ({ts})"), 0.3,
                      [cite(f"first error at {ts}", tool=e.source or "logs", file=e.origin.file, line=e.origin.line)])
