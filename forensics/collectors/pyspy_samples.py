@@ -70,7 +70,8 @@ class PySpySamplesCollector:
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         if last is not None and last.missing:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
+            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)",
+                                   details=details)
         text = _within_budget(target, doc, details)
         path, rel = target.out(FILE_NAME)
         safefs.write_new(path, text)
@@ -115,7 +116,8 @@ def sample(pid: int, count: int, interval: float, budget: float, cap: int = tool
             doc["failures"].append({"t": round(stamp, 4), "error": f"py-spy's output passed {cap} bytes: stopped"})
         elif len(doc["failures"]) < MAX_ERRORS:
             text = (last.stderr.strip() or last.stdout.strip() or f"exit {last.returncode}").splitlines()[:2]
-            doc["failures"].append({"t": round(stamp, 4), "error": " / ".join(text)[:300] + (" (timed out)" if last.timed_out else "")})
+            said = " / ".join(text)[:300] + (" (timed out)" if last.timed_out else "")
+            doc["failures"].append({"t": round(stamp, 4), "error": said})
         if not procfs.pid_exists(pid):
             break
         if i + 1 < count:
@@ -155,6 +157,7 @@ def _threads(text: str) -> list | None:
         if not isinstance(th, dict):
             continue
         th = {k: v for k, v in th.items() if k != "process_info"}
-        th["frames"] = [{k: v for k, v in f.items() if k != "locals"} for f in th.get("frames") or [] if isinstance(f, dict)]
+        th["frames"] = [{k: v for k, v in f.items() if k != "locals"}
+                        for f in th.get("frames") or [] if isinstance(f, dict)]
         out.append(th)
     return out

@@ -57,7 +57,8 @@ class FindingGroup:
 
     def describe(self) -> str:
         """'critical xid-79 (gpu ..., 3x): GPU has fallen off the bus [hosts/a/kernel.log:12]'."""
-        where = f" [{self.first.source}:{self.first.line_no}]" if self.first.line_no else (f" [{self.first.source}]" if self.first.source else "")
+        where = (f" [{self.first.source}:{self.first.line_no}]" if self.first.line_no
+                 else (f" [{self.first.source}]" if self.first.source else ""))
         times = f", {self.count}x" if self.count > 1 else ""
         return f"{self.entry.severity} {self.entry.id} ({self.first.subject}{times}): {self.entry.title}{where}"
 
@@ -71,7 +72,8 @@ class HostReport:
     groups: list[FindingGroup] = field(default_factory=list)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
-    not_applicable: list[str] = field(default_factory=list)  #: collectors skipped: no such hardware, optional module absent
+    #: collectors skipped: no such hardware, optional module absent
+    not_applicable: list[str] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
 
     @property
@@ -153,7 +155,8 @@ def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[F
 
 def _fact_source(subject: str) -> str:
     kind = subject.split(" ", 1)[0]
-    return {"gpu": "nvidia-smi/NVML", "ib": "infiniband sysfs", "disk": "df", "cpu": "cpufreq", "memory": "meminfo/PSI", "collectors": "manifest"}.get(kind, "")
+    return {"gpu": "nvidia-smi/NVML", "ib": "infiniband sysfs", "disk": "df", "cpu": "cpufreq", "memory": "meminfo/PSI",
+            "collectors": "manifest"}.get(kind, "")
 
 
 def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | None, int | None], list[Finding]]:
@@ -173,7 +176,8 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         subject = f"rank {rank}" if rank is not None else (f"pid {pid}" if pid is not None else "job log")
         found = kb.scan_lines(art.parsed.notes, subject, art.cite, "rank-log")
         seen = {(f.line_no, f.entry.id) for f in found}
-        found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
+        found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel")
+                  if (f.line_no, f.entry.id) not in seen]
         line_hosts = _line_hosts(art) if host is None else {}
         line_ranks = _line_ranks(art) if rank is None and pid is None else {}
         for f in found:
@@ -293,7 +297,8 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
     return suspects
 
 
-def log_only_suspects(reports: Iterable[HostReport], aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
+def log_only_suspects(reports: Iterable[HostReport],
+                      aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
     """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank, where one
     rank says it. The same known error from several ranks (every rank's topology detection failing alike under
     WSL2, DDP's error on every rank) is the job's or the host's, no one rank's own: it blames none of them."""
@@ -435,5 +440,5 @@ def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list
 
 def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """The host judge (the one protocol): the knowledge base (`ctx.kb`) over host facts and known errors."""
-    reports, suspects = judge_hosts(ev, ctx.kb if ctx.kb is not None else load(use_env=False))  # else the built-in one
+    reports, suspects = judge_hosts(ev, ctx.kb if ctx.kb is not None else load(use_env=False))  # or the built-in one
     return Findings("hosts", suspects, judge="hosts", reports=reports)

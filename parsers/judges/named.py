@@ -106,14 +106,18 @@ def peer_facts(ev: Evidence) -> list[PeerFact]:
     for rep in reports:
         named = peer_address.resolve(rep, ids, addresses, linked, seen)
         data = rep.event.data or {}
-        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"), data.get("side"))
+        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"),
+               data.get("side"))
         reporters, procs, *_ = groups.setdefault(key, ([], [], named, rep.event, rep.file))
         if rep.reporter is not None and rep.reporter not in reporters:
             reporters.append(rep.reporter)
-        elif rep.reporter is None and rep.event.origin.pid is not None and (p := (rep.event.origin.host, rep.event.origin.pid)) not in procs:
-            procs.append(p)
+        elif rep.reporter is None and rep.event.origin.pid is not None:
+            p = (rep.event.origin.host, rep.event.origin.pid)
+            if p not in procs:
+                procs.append(p)
     out = []
-    for (what, addr, ranks, how, sent, posted, side), (reporters, procs, named, e, file) in list(groups.items())[:MAX_PEER_FACTS]:
+    for key, (reporters, procs, named, e, file) in list(groups.items())[:MAX_PEER_FACTS]:
+        what, addr, ranks, how, sent, posted, side = key
         line = f"{file}" + (f":{e.origin.line}" if e.origin.line else "") + f": {e.message[:200]}"
         out.append(PeerFact(what, tuple(sorted(reporters)), addr, ranks, named.host, how, sent, posted, side,
                             cite(line, tool=e.source or "logs", file=file, line=e.origin.line), named.said,

@@ -20,10 +20,10 @@ from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
                                   RasFinding)
-from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
-                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
-                                    Observation, PeerFact,
-                                    ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
+from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact,
+                                    DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact,
+                                    JudgeContext, KnownFact, NoErrorFact, Observation, PeerFact, ObservationKind as OK,
+                                    RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.readers.last_error import own_reason
@@ -70,7 +70,8 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     sites = _call_sites(ev)
     out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
     out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
-    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
+    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f)
+            for f in _tracebacks(seen)]
     out += [Observation(OK.TRAIL, facts=f) for f in _trails(ev, seen)]
     not_read = unread.fact(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
@@ -80,7 +81,8 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     if not_read is not None:
         out.append(Observation(OK.UNREAD, facts=not_read))
     if out:
-        out.append(Observation(OK.COVERAGE_NOTE, facts=CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))))
+        note = CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))
+        out.append(Observation(OK.COVERAGE_NOTE, facts=note))
     return out
 
 
@@ -218,7 +220,8 @@ def _rankless_stacks(ev: Evidence, limit: int = 3) -> list[StackFact]:
     for r in ev.ranks:
         if r.rank is None and r.main_stack is not None and r.record.pid is not None:
             by_what.setdefault(r.activity.text, []).append(r.record.pid)
-    return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+    return [StackFact(tuple(sorted(pids)), what)
+            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def _logged_dumps(ev: Evidence, limit: int = 3) -> list[DumpFact]:
@@ -266,7 +269,8 @@ def _call_sites(ev: Evidence) -> tuple[CallSite, ...]:
             site = (frames[0].function, user.label if user else None, len(frames), frames[-1].label)
             by_site.setdefault(site, set()).add(e.origin.rank)
     sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs))) for (function, user, n, outermost), rs in sites)
+    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs)))
+                 for (function, user, n, outermost), rs in sites)
 
 
 @dataclass
@@ -276,7 +280,8 @@ class _Seen:
     timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
-    first: tuple[tuple, ErrorFact, str] | None = None  #: the first error with a time: (stamps.key, it, the stamp as shown)
+    #: the first error with a time: (stamps.key, it, the stamp as shown)
+    first: tuple[tuple, ErrorFact, str] | None = None
     first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
@@ -349,7 +354,8 @@ def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
     seen = _seen(ev)
     ranks = set().union(*seen.timeouts.values()) if seen.timeouts else set()
     stalled = _horovod_stalled(ev)
-    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | {r for r in seen.waited_out if r is not None}
+    waited = {r for r in seen.waited_out if r is not None}
+    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | waited
 
 
 def _horovod_stalled(ev: Evidence) -> bool:

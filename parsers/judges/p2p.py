@@ -45,7 +45,8 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     for comm, source, h in scopes:
         mine = p2p_match.pending_ops(h)
         wrong = {p: qs for p in mine if (qs := p2p_match.wrong_peer(p, h))}
-        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong and not _sent(p)]
+        edges += [_edge(p, seen, comm, source) for p in mine
+                  if p.match != "matched" and p not in wrong and not _sent(p)]
         suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
         pending += mine
         taken: set[int | None] = {s.rank for s in suspects}
@@ -140,8 +141,9 @@ def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str,
         rec = r.record
         out.append(Suspect(
             rank=rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
-            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} {fold(senders)} "
-                           f"send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from another peer"),
+            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} "
+                           f"{fold(senders)} send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from "
+                           "another peer"),
             confidence=0.8,
             evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
                       cite(f"main thread in {frame} [stack]", tool="stack-frame")]))
@@ -207,7 +209,8 @@ def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source:
     alike: 'rank 3 posts send to 5, which never receives from it, while rank 4 receives from it unanswered' (a
     completed send waits on no one: it sent to the wrong peer)."""
     op, own = p.op, seen.get(p.op.rank)
-    where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder, its communicator's records]"
+    where = ("[Flight Recorder dumps, the default group]" if source == "fr-dump"
+             else "[NCCL recorder, its communicator's records]")
     never = "sends to it" if op.kind == "recv" else "receives from it"
     theirs = f"{'receive' if op.kind == 'send' else 'send'}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
     ends = "it sent to the wrong peer" if _sent(p) else "it waits on the wrong peer"
@@ -217,8 +220,8 @@ def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source:
         reason=of_rank(op.rank, f"posts {op.kind} {_to_from(op.kind)} {op.peer}, which never {never}, while rank"
                        f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: {ends}"),
         confidence=ReasonClass.WRONG_PEER.default_confidence,
-        evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer}'s "
-                       f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
+        evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank "
+                       f"{op.peer}'s whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
                        tool=source, file=op.origin.file if op.origin else None,
                        line=op.origin.line if op.origin else None, tagged=True)])
 

@@ -62,7 +62,8 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int
     elsewhere = {r: a for r, a in activities.items() if a.kind == "elsewhere"}
     if common is not None and (common.op or "").lower() in P2P_CALLS:
         return suspects  # a send or receive waits for its one peer, not for the group to reach it: no odd one out
-    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere) or len(waiting) + len(elsewhere) != len(activities)
+    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere)
+            or len(waiting) + len(elsewhere) != len(activities)
             or len({a.where for a in elsewhere.values()}) != 1 or len(set(waiting.values())) != 1):
         return suspects
     where = next(iter(elsewhere.values())).where
@@ -73,8 +74,8 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int
         ahead = cite(f"main threads: rank {rec.rank}: {common.text}; ranks {fold(elsewhere)} all run at {where}",
                      tool=r.main_stack.source if r.main_stack else "stacks")
         out.append(Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WENT_AHEAD,
-                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach (they "
-                                  f"all run at {where}): it calls what they skip, or skips what they do",
+                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach "
+                                  f"(they all run at {where}): it calls what they skip, or skips what they do",
                            confidence=round(0.6 + 0.2 * share, 3), evidence=[ahead]))
     return out
 
@@ -106,8 +107,9 @@ class _Evidence(list[str]):
         if not self._filled:
             self._filled = True
             r = self.r
-            head = [cite(f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan")
-                                                       else ""), tool="/proc", file=file_of(r, "process-state"))]
+            wchan = r.proc.get("wchan") if r.proc else None
+            head = [cite(f"process state {r.state}" + (f", wchan {wchan}" if wchan else ""), tool="/proc",
+                         file=file_of(r, "process-state"))]
             if r.main_stack:
                 head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame",
                                  file=file_of(r, *STACK_KINDS)))
@@ -170,7 +172,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason = f"is in no collective: its main thread runs {act.where}"
         return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
-            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its one peer
+            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its peer
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None
@@ -178,7 +180,8 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
 
 #: collectives of process-group set-up: a rank elsewhere while the others wait in one never joined
 INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init",
-            "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers", "_create_c10d_store")
+            "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers",
+            "_create_c10d_store")
 
 
 def _in_setup(op: str | None) -> bool:
@@ -197,9 +200,9 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
         if exit_rec and exit_rec.returncode is not None:
             reason = f"has no process: it {exit_rec.how}"
             evidence.append(cite(f"launcher: pid {exit_rec.pid} {exit_rec.how}", tool="launcher record", file=launcher))
-        suspects.append(
-            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class=ReasonClass.MISSING, reason=reason, confidence=ReasonClass.MISSING.default_confidence, evidence=evidence)
-        )
+        suspects.append(Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None,
+                                reason_class=ReasonClass.MISSING, reason=reason,
+                                confidence=ReasonClass.MISSING.default_confidence, evidence=evidence))
     known = {m.rank for m in ev.missing} | {r.rank for r in ev.ranks}
     first = _first_failure([e for e in ev.exits if e.rank not in known])
     if first:
@@ -230,11 +233,10 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
             continue  # none, or each may be a process that claims a rank twice (an observation says which)
         for rank in absent:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
-            suspects.append(
-                Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason, confidence=ReasonClass.ABSENT.default_confidence,
-                        evidence=[cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
-                                       tool="manifest")])
-            )
+            evidence: list[str] = [cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
+                                        tool="manifest")]
+            suspects.append(Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason,
+                                    confidence=ReasonClass.ABSENT.default_confidence, evidence=evidence))
     return suspects
 
 
@@ -247,4 +249,5 @@ def _classes(activities: dict[int, Activity]) -> list[dict]:
     groups: dict[Activity, list[int]] = {}
     for rank, act in activities.items():
         groups.setdefault(act, []).append(rank)
-    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)} for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)}
+            for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
