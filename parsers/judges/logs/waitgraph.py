@@ -123,9 +123,8 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             if not behind and not silent and not size:
                 # Everyone we know reached `at`, and nothing says how big the group is: the rank it
                 # waits on may be one that left no evidence at all. A weak, explicit unknown.
-                add_edge(g, r, f"unknown:{comm}", comm, f"waits at {names.position(comm, at, ids, where)}; "
-                         f"every rank with evidence reached it, the group size is not known", source, at,
-                         kind="unknown")
+                add_edge(g, r, f"unknown:{comm}", comm, f"waits at {names.position(comm, at, ids, where)}; every rank "
+                         "with evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
 def proxy_edges(g: nx.DiGraph, arts: Evidence, ids: Identities, unmapped: list[str]) -> None:
