@@ -12,7 +12,10 @@ keeps out is said: in the collector's record and in the manifest's notes.
 from __future__ import annotations
 
 import json
+import os
 import threading
+
+from forensics import safefs
 
 MiB = 1 << 20
 RANK_BYTES = 512 * MiB  #: bytes one rank's evidence may take
@@ -31,7 +34,7 @@ class ByteBudget:
         self.parent = parent
         self.used = 0
         self.cuts: list[str] = [] if parent is None else parent.cuts  #: what caps kept out, collection-wide
-        self._lock = parent._lock if parent is not None else threading.Lock()
+        self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()
 
     def _left(self) -> int:
         own = self.limit - self.used
@@ -89,8 +92,6 @@ def unlimited(label: str = "collection") -> ByteBudget:
 
 def apparent_size(path) -> int | None:
     """st_size without following a last-component link (sparse files count whole); None if it cannot be read."""
-    import os
-
     try:
         return os.lstat(path).st_size
     except (OSError, ValueError):
@@ -165,3 +166,39 @@ def fit_prefix(sizes: list[int], room: int, overhead: int = 2) -> int:
         if used > room:
             return count
     return len(sizes)
+
+
+def write_within(budget: ByteBudget, path: str | os.PathLike, data: bytes, what: str) -> tuple[bool, str | None]:
+    """Write `data` as a new file within the rank's and the collection's bytes left: whole, cut to its start, or
+    not at all when no byte is left. (written, the cut in words or None); a cut is also said in the manifest's
+    note. Why one function: a tool's error text and a RAS report were written whole outside the byte caps."""
+    granted = budget.reserve(len(data))
+    cut = budget.cut(what, len(data), granted) if granted < len(data) else None
+    if granted <= 0 and data:
+        return False, cut
+    try:
+        safefs.write_new(path, data[:granted])
+    except OSError:
+        budget.settle(granted, 0)
+        raise
+    return True, cut
+
+
+def fit_doc(budget: ByteBudget, doc: dict, key: str, what: str) -> tuple[str, str | None]:
+    """`doc`'s compact JSON within the bytes left: where the whole would pass them, only the leading items of
+    doc[key] that fit are kept (the first samples, the first threads), the rest left out and said in the manifest's
+    note. (text, the cut in words or None); the text's bytes are charged (a caller that does not write it gives
+    them back with settle(len(text), 0))."""
+    text = json.dumps(doc, separators=(",", ":"))
+    granted = budget.reserve(len(text))
+    cut = None
+    if granted < len(text) and isinstance(doc.get(key), list):
+        items = doc[key]
+        sizes = [len(json.dumps(item, separators=(",", ":"))) for item in items]
+        keep = fit_prefix(sizes, max(0, granted - (len(text) - sum(sizes) - len(sizes))), overhead=1)
+        doc[key] = items[:keep]
+        cut = f"{what}: {len(items) - keep} of {len(items)} {key} left out ({budget.which()} reached)"
+        budget.note(cut)
+        text = json.dumps(doc, separators=(",", ":"))
+    budget.settle(granted, len(text))
+    return text, cut

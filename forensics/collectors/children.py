@@ -48,7 +48,7 @@ def collect_children(target: RankTarget, options: CollectOptions) -> list[ChildR
         rel = f"{target.rel_dir}/children/pid{pid}"
         rec = ChildRecord(pid=pid, ppid=ppid, dir=rel, depth=depth, cmdline=redact_argv(procfs.read_cmdline(pid)[:64]))
         child = RankTarget(pid=pid, host=target.host, rank=target.rank, environ={}, bundle_root=target.bundle_root,
-                           rel_dir=rel)
+                           rel_dir=rel, budget=target.budget)  # a child's files are its rank's: the same caps
         safefs.make_dirs(target.bundle_root, rel)
         rec.collectors.append(timed("process_state", lambda: _proc(child, rec)))
         try:
@@ -69,5 +69,7 @@ def _proc(child: RankTarget, rec: ChildRecord) -> CollectorRecord:
         return CollectorRecord("process_state", Status.GONE, error=f"pid {child.pid} no longer exists")
     rec.comm, rec.state, rec.wchan = state.comm, state.state, state.wchan
     path, rel = child.out(collector_file("process_state", "process-state"))
-    safefs.write_new(path, json.dumps(state.to_dict(), indent=1) + "\n")
+    text = json.dumps(state.to_dict(), indent=1) + "\n"
+    child.budget.settle(child.budget.reserve(len(text)), len(text))  # always written, as the rank's own, and counted
+    safefs.write_new(path, text)
     return CollectorRecord("process_state", Status.OK, files=[rel], details={"state": state.state})

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections import deque
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget
+from forensics.collectors.gdb_mi import FRAME_ITEM, TAIL_CHARS, THREAD_ITEM, Cap, MiReader, Record
 from forensics.discover import procfs
 from parsers.errors import ToolError
 
@@ -40,6 +40,7 @@ GDB_ARGS = [
 GDB_BASE_S = 30.0  #: gdb start, attach and symbol loading (libtorch: 3-5 s alone, 11-13 s with 4 gdbs on 2 cores, more under load)
 GDB_PER_THREAD_S = 0.1  #: one -stack-list-frames per thread (0.1-0.2 s each measured on a 300-thread sleeper)
 MAX_FRAMES = 200  #: frames listed per thread (deep recursion must not eat the limit)
+LINE_BYTES = 1 << 20  #: of an MI line that no cap of the rank's bytes sizes (attach, detach, gdb's notices)
 
 
 class GdbError(ToolError):
@@ -47,24 +48,35 @@ class GdbError(ToolError):
 
 
 class GdbSession:
-    """One GDB process driven by tokened MI commands with an overall deadline."""
+    """One GDB process driven by tokened MI commands with an overall deadline, its output read within caps
+    (forensics.collectors.gdb_mi: no answer is held whole before a cap looks at it)."""
 
     def __init__(self, exe: str, deadline: float, target_pid: int) -> None:
-        from pygdbmi.IoManager import IoManager
+        import pygdbmi.gdbmiparser  # noqa: F401 - ImportError here: pygdbmi missing, said before gdb starts
 
         self.deadline = deadline
         # under the supervisor: gdb dies with collect, and a target it left stopped is resumed
         self.proc = tools.spawn([exe, *GDB_ARGS], target_pid=target_pid, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.io = IoManager(self.proc.stdin, self.proc.stdout, self.proc.stderr)
+        self.reader = MiReader(self.proc.stdout, self.proc.stderr, Cap(FRAME_ITEM, MAX_FRAMES, LINE_BYTES))  # type: ignore[arg-type]
         self.token = 100
-        self.console: deque[str] = deque(maxlen=50)  #: gdb's last console lines (why it failed)
 
-    def command(self, mi: str) -> dict[str, Any]:
-        """Send one MI command; return its result payload, raising GdbError on ^error/timeout."""
+    @property
+    def console(self) -> list[str]:
+        """gdb's last console and stderr lines (why it failed), each cut short."""
+        return list(self.reader.tail)
+
+    def command(self, mi: str, cap: Cap | None = None) -> Record:
+        """Send one MI command; return its result record (its line kept within `cap`), raising GdbError on
+        ^error/timeout."""
         self.token += 1
         token = self.token
-        self.io.write(f"{token}{mi}", read_response=False)
+        self.reader.cap = cap or Cap(FRAME_ITEM, MAX_FRAMES, LINE_BYTES)
+        try:
+            self.proc.stdin.write(f"{token}{mi}\n".encode())  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError) as err:
+            raise GdbError(f"gdb exited before {mi.split()[0]}") from err
         while True:
             if tools.INTERRUPTED.is_set():
                 raise GdbError("interrupted")
@@ -73,18 +85,26 @@ class GdbSession:
                 raise GdbError(f"time limit reached during {mi.split()[0]}")
             if self.proc.poll() is not None:
                 raise GdbError(f"gdb exited during {mi.split()[0]}")
-            for msg in self.io.get_gdb_response(timeout_sec=min(left, 0.2), raise_error_on_timeout=False):
-                if msg.get("type") == "console" and msg.get("payload"):
-                    self.console.append(str(msg["payload"]))
+            for answer in self.reader.read(min(left, 0.2)):
+                msg = answer.record
                 if msg.get("type") == "result" and msg.get("token") == token:
                     if msg.get("message") == "error":
-                        raise GdbError(str((msg.get("payload") or {}).get("msg", "error")))
-                    return msg.get("payload") or {}
+                        why = f"error (its message of {answer.size} bytes not kept)" if answer.cut else "error"
+                        raise GdbError(str((msg.get("payload") or {}).get("msg", why))[:TAIL_CHARS])
+                    if not isinstance(msg.get("payload"), dict):
+                        msg["payload"] = {}
+                    return answer
 
     def kill(self) -> None:
         """SIGKILL only (see module doc)."""
         kill_group(self.proc)
         self.proc.wait()
+        self.reader.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
         tools.forget(self.proc)
 
 
@@ -131,7 +151,7 @@ class GdbCollector:
     def _backtraces(self, exe: str, pid: int, deadline: float, room: int) -> tuple[dict, str, str | None]:
         """Attach, list the threads and the stacks of the first TOOL_THREADS while their text stays within `room`
         bytes (the rank's budget left: no stack is asked for, and the target held, for bytes that cannot be
-        kept); data["unlisted"] counts the threads the cap left unlisted."""
+        kept): `_list`."""
         data: dict[str, Any] = {"pid": pid, "threads": [], "stacks": {}}
         try:
             session = GdbSession(exe, deadline, pid)
@@ -143,17 +163,7 @@ class GdbCollector:
             return data, Status.UNAVAILABLE, f"gdb could not start: {err}"
         try:
             session.command(f"-target-attach {pid}")
-            threads = session.command("-thread-info").get("threads", [])
-            data["threads"] = threads
-            used = len(json.dumps(threads[:TOOL_THREADS], indent=1))
-            for n, thread in enumerate(threads[:TOOL_THREADS]):
-                if used > room:
-                    data["unlisted"] = min(len(threads), TOOL_THREADS) - n
-                    break
-                tid = thread.get("id")
-                frames = session.command(f"-stack-list-frames --thread {tid} 0 {MAX_FRAMES - 1}").get("stack", [])
-                data["stacks"][str(tid)] = frames
-                used += len(json.dumps(frames, indent=1))
+            _list(session, data, room)
             session.command("-target-detach")
             status, error = Status.OK, None
         except GdbError as err:
@@ -170,15 +180,46 @@ class GdbCollector:
         return data, status, error
 
 
+def _list(session: GdbSession, data: dict, room: int) -> None:
+    """The threads (`-thread-info`, its answer kept to TOOL_THREADS threads and `room` bytes as it comes) and the
+    stack of each kept thread while their text stays within `room`. data["seen"] counts the threads gdb listed,
+    data["unlisted"] those kept whose stacks the bytes left no room for, data["frames_cut"] a stack cut short."""
+    answer = session.command("-thread-info", Cap(THREAD_ITEM, TOOL_THREADS, room))
+    threads = answer.record["payload"].get("threads", [])
+    data["threads"] = threads = threads if isinstance(threads, list) else []
+    data["seen"] = max(answer.items, len(threads))
+    if answer.cut and answer.items > TOOL_THREADS and len(threads) == TOOL_THREADS:
+        data["threads_cut"] = f"at most {TOOL_THREADS} threads"
+    elif answer.cut:
+        data["threads_cut"] = f"{len(threads)} threads in {room} bytes"
+    used = len(json.dumps(threads, indent=1))
+    for n, thread in enumerate(threads):
+        if used > room:
+            data["unlisted"] = len(threads) - n
+            break
+        tid = thread.get("id") if isinstance(thread, dict) else None
+        if not isinstance(tid, str) or not tid.isdigit():
+            continue
+        stack = session.command(f"-stack-list-frames --thread {tid} 0 {MAX_FRAMES - 1}",
+                                Cap(FRAME_ITEM, MAX_FRAMES, max(0, room - used)))
+        frames = stack.record["payload"].get("stack", [])
+        data["stacks"][tid] = frames = frames if isinstance(frames, list) else []
+        if stack.cut:
+            data.setdefault("frames_cut", {})[tid] = f"{len(frames)} of {stack.items} frames"
+        used += len(json.dumps(frames, indent=1))
+
+
 def _note_cuts(target: RankTarget, data: dict, details: dict) -> None:
     """Say what the thread cap (TOOL_THREADS) and the byte cap left out of gdb's answer, in the record and the
     manifest's note."""
     cuts = []
-    if len(data["threads"]) > TOOL_THREADS:  # the stacks were asked for the first TOOL_THREADS only
-        cuts.append(f"{len(data['threads']) - TOOL_THREADS} of {len(data['threads'])} threads left out")
-        data["threads"] = data["threads"][:TOOL_THREADS]
+    if data.get("threads_cut"):  # the thread listing was read up to the cap, the rest only counted
+        cuts.append(f"{data['seen'] - len(data['threads'])} of {data['seen']} threads left out "
+                    f"(-thread-info kept to {data['threads_cut']})")
     if data.get("unlisted"):
         cuts.append(f"the stacks of {data['unlisted']} more threads not listed ({target.budget.which()} reached)")
+    if data.get("frames_cut"):
+        cuts.append(f"{len(data['frames_cut'])} stacks cut short ({target.budget.which()} reached)")
     if cuts:
         details["cut"] = "; ".join(cuts)
         target.budget.note(f"pid {target.pid} gdb.json: {details['cut']}")

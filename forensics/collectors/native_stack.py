@@ -37,6 +37,7 @@ from pathlib import Path
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
+from forensics.collect.budget import fit_doc
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect import tool as tools
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -230,8 +231,15 @@ class NativeStackCollector:
         details["threads"] = len(data["threads"])
         if data.get("symbols"):
             details["symbols"] = data["symbols"]
-        path, rel = target.out(collector_file(self.name, "native-stack"))
-        safefs.write_new(path, json.dumps(data) + "\n")
+        name = collector_file(self.name, "native-stack")
+        text, cut = fit_doc(target.budget, data, "threads", f"pid {target.pid} {name}")  # the first threads that fit
+        if cut:
+            details["cut"] = cut
+        if not data["threads"]:
+            target.budget.settle(len(text), 0)
+            return CollectorRecord(self.name, Status.SKIPPED, error=cut, details=details)
+        path, rel = target.out(name)
+        safefs.write_new(path, text)
         return CollectorRecord(self.name, Status.OK, error=data.get("error"), files=[rel], details=details)
 
     def _failed(self, target: RankTarget, data: dict | None, reply: Reply, details: dict) -> CollectorRecord:

@@ -13,7 +13,7 @@ from typing import Any
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
-from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap
+from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap, write_within
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
@@ -22,7 +22,7 @@ from forensics.discover import procfs
 
 DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
 GONE_MARKS = ("No such process", "Failed to open process", "os error 3")
-ERROR_TEXT_CHARS = 64 << 10  #: of a failed run's output kept in its tool-error file
+ERROR_TEXT_BYTES = 64 << 10  #: of a failed run's output kept in its tool-error file
 SUSPEND_MARKS = ("Failed to suspend", "unexpected waitpid", "Failed to get stack traces")
 
 
@@ -91,9 +91,8 @@ class PySpyCollector(AlwaysEnabled):
             status, error = Status.DENIED, ptrace_denied(error)
         else:
             status = Status.FAILED
-        path, rel = target.out(collector_file(self.name, "tool-error"))
-        safefs.write_new(path, (result.stderr + result.stdout)[:ERROR_TEXT_CHARS])  # why it failed: its first lines
-        return CollectorRecord(self.name, status, error=error, files=[rel], details=details)
+        return CollectorRecord(self.name, status, error=error, files=_save_error(target, result, details),
+                               details=details)
 
 
 def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> CollectorRecord:
@@ -122,6 +121,18 @@ def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> Collec
     path, rel = target.out(name)
     safefs.write_new(path, text)
     return CollectorRecord(collector, Status.OK, files=[rel], details=details)
+
+
+def _save_error(target: RankTarget, result: ToolResult, details: dict) -> list[str]:
+    """Why the run failed, its first ERROR_TEXT_BYTES of output, in its tool-error file, counted against the rank's
+    and the collection's byte budget like every other file (cut to the bytes left, or left out, and said)."""
+    name = collector_file(PySpyCollector.name, "tool-error")
+    path, rel = target.out(name)
+    data = (result.stderr + result.stdout).encode("utf-8", "replace")[:ERROR_TEXT_BYTES]
+    written, cut = write_within(target.budget, path, data, f"pid {target.pid} {name}")
+    if cut:
+        details["budget_cut"] = cut
+    return [rel] if written else []
 
 
 def _has(result: ToolResult, marks: tuple[str, ...]) -> bool:

@@ -23,7 +23,7 @@ import time
 
 from forensics import safefs
 from forensics.collect import tool as tools
-from forensics.collect.budget import cap_threads, fit_prefix, tool_read_cap
+from forensics.collect.budget import cap_threads, fit_doc, tool_read_cap
 from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
@@ -72,7 +72,10 @@ class PySpySamplesCollector:
         if last is not None and last.missing:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)",
                                    details=details)
-        text = _within_budget(target, doc, details)
+        # the first samples that fit
+        text, cut = fit_doc(target.budget, doc, "samples", f"pid {target.pid} {FILE_NAME}")
+        if cut:
+            details["cut"] = cut
         path, rel = target.out(FILE_NAME)
         safefs.write_new(path, text)
         if doc["samples"]:
@@ -124,24 +127,6 @@ def sample(pid: int, count: int, interval: float, budget: float, cap: int = tool
             pause = interval * random.uniform(1 - JITTER, 1 + JITTER) - last.seconds
             time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
     return doc, last
-
-
-def _within_budget(target: RankTarget, doc: dict, details: dict) -> str:
-    """The samples' text, counted against the rank's and the collection's byte budget: the first samples that fit
-    are kept, the later ones left out and said (in the record and the manifest's note)."""
-    text = json.dumps(doc, separators=(",", ":"))
-    granted = target.budget.reserve(len(text))
-    if granted < len(text):
-        samples = doc["samples"]
-        sizes = [len(json.dumps(s, separators=(",", ":"))) for s in samples]
-        keep = fit_prefix(sizes, max(0, granted - (len(text) - sum(sizes) - len(sizes))), overhead=1)
-        doc["samples"] = samples[:keep]
-        details["cut"] = (f"pid {target.pid} {FILE_NAME}: {len(samples) - keep} of {len(samples)} samples left out "
-                          f"({target.budget.which()} reached)")
-        target.budget.note(details["cut"])
-        text = json.dumps(doc, separators=(",", ":"))
-    target.budget.settle(granted, len(text))
-    return text
 
 
 def _threads(text: str) -> list | None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget, timed
+from forensics.collect.budget import write_within
 from forensics.ras_client import DEFAULT_ADDR, RasError, query
 
 
@@ -30,15 +30,10 @@ LATER_JSON = collector_file(NAME, "ras-json", "ras_status_later.json")
 
 def _write_within(target: HostTarget, path, text: str, record: CollectorRecord, filename: str) -> bool:
     """Write a report within the collection's byte cap (cut, and said so, when it is near)."""
-    data = text.encode("utf-8", "replace")
-    granted = target.budget.reserve(len(data))
-    if granted <= 0 and data:
-        record.details.setdefault("byte_cap", []).append(target.budget.cut(filename, len(data), 0))
-        return False
-    safefs.write_new(path, data[:granted])
-    if granted < len(data):
-        record.details.setdefault("byte_cap", []).append(target.budget.cut(filename, len(data), granted))
-    return True
+    written, cut = write_within(target.budget, path, text.encode("utf-8", "replace"), filename)
+    if cut:
+        record.details.setdefault("byte_cap", []).append(cut)
+    return written
 
 
 class RasCollector:

@@ -10,6 +10,7 @@ nothing may appear in the victim folder.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,30 @@ def test_commands_refuse_the_planted_parent(land: Path, rel: str):
         assert run.returncode == 2, (what, run.returncode, run.stderr[-2000:])
         assert "refused as root" in run.stderr and "Traceback" not in run.stderr, (what, run.stderr)
     assert list((land / "etc").iterdir()) == []
+
+
+@pytest.mark.integration
+def test_every_other_writer_refuses_the_planted_parent(land: Path):
+    """The writers the reproducer did not name, each reaching the checked writer its own way: steps -o,
+    recorder env -o, bisect --state, the fleet's collect --hosts -o, and analyze --save and report's default
+    file into a bundle that lies in the victim folder, reached through the planted link. Each refuses (exit 2,
+    one line) and the victim folder, the bundle in it included, is as it was."""
+    series = land / "mine" / "steps.txt"
+    series.write_text("1.0\n1.0\n1.1\n1.0\n")
+    bundle = land / "etc" / "b"
+    shutil.copytree(BUNDLE, bundle)
+    before = sorted(p.name for p in bundle.iterdir())
+    planted = land / "home/evil/out"
+    runs = {
+        "steps": _cli("steps", str(series), "-o", f"{planted}/s.txt"),
+        "recorder env": _cli("recorder", "env", "-o", f"{planted}/r.txt"),
+        "bisect --state": _cli("bisect", "--hosts", "n1,n2", "--test", "true {hosts}", "--launcher", "local",
+                               "--state", f"{planted}/state.json"),
+        "collect --hosts": _cli("collect", "--hosts", "n1", "-o", f"{planted}/fleet"),
+        "analyze --save": _cli("analyze", f"{planted}/b", "--save"),
+        "report": _cli("report", f"{planted}/b"),
+    }
+    for what, run in runs.items():
+        assert run.returncode == 2, (what, run.returncode, run.stderr[-2000:])
+        assert "refused as root" in run.stderr and "Traceback" not in run.stderr, (what, run.stderr)
+    assert [p.name for p in (land / "etc").iterdir()] == ["b"] and sorted(p.name for p in bundle.iterdir()) == before
