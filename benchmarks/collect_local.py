@@ -6,7 +6,8 @@ with the pause of every target measured from OUTSIDE by benchmarks/pause_sampler
 process reading each target's main-thread state letter; stopped 't'/'T' samples in a row = one
 pause). Tools: py-spy (Python only), py-spy --native, libdw (the native-stack collector, the
 default native source: one serving helper for all ranks with a shared symbol cache; "per rank
-(before)" is the earlier one helper process per rank, no cache, as the baseline in the same run), pystack --native-all and eu-stack (loop only), gdb (opt-in deep tool).
+(before)" is the earlier one helper process per rank, no cache, as the baseline in the same run), pystack --native-all
+and eu-stack (loop only), gdb (opt-in deep tool).
 
 Goal (issue 18): N=8 ranks with native frames in under 1.5 s, each target paused under 200 ms.
 Usage: python benchmarks/collect_local.py [--ranks 8] [--repeat 3] [--no-gdb]

@@ -112,7 +112,8 @@ def filesystem(folder: Path) -> str:
     target = str(folder.resolve())
     for line in mounts:
         fields = line.split()
-        if len(fields) >= 3 and (target == fields[1] or target.startswith(fields[1].rstrip("/") + "/")) and len(fields[1]) >= len(best):
+        if (len(fields) >= 3 and (target == fields[1] or target.startswith(fields[1].rstrip("/") + "/"))
+                and len(fields[1]) >= len(best)):
             best, kind = fields[1], fields[2]
     return kind
 
@@ -213,10 +214,10 @@ def main() -> int:
                 load_before = os.getloadavg()[0]
                 done = subprocess.run([sys.executable, __file__, "--latency", str(args.latency),
                                        *(["--bundle-dir", args.bundle_dir] if args.bundle_dir else []),
-                                       *(["--filing-workers",
-                                          str(args.filing_workers)] if args.filing_workers is not None else []), "--one", str(n), str(fanout),
-                                       str(answer), str(gateways),
-                                       str(standin)], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=_pythonpath()))
+                                       *(["--filing-workers", str(args.filing_workers)]
+                                         if args.filing_workers is not None else []),
+                                       "--one", str(n), str(fanout), str(answer), str(gateways), str(standin)],
+                                      capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=_pythonpath()))
                 if done.returncode != 0:
                     print(f"{n} hosts fanout {fanout} {mode}: failed: {done.stderr.strip()[-500:]}")
                     continue
@@ -227,7 +228,8 @@ def main() -> int:
                 ph = row["phases"]
                 # filing processes ran (else answers were filed on a thread of the orchestrator)
                 used = row["filing_rss_mb"] > 0
-                procs_rss = f" (+ filing processes' {row['filing_rss_mb']:.0f} MB each)" if used else " (filing on a thread)"
+                procs_rss = (f" (+ filing processes' {row['filing_rss_mb']:.0f} MB each)" if used
+                             else " (filing on a thread)")
                 procs_cpu = f" (of it filing processes {row['filing_cpu_s']} s)" if used else ""
                 print(f"{n:5d} hosts, fanout {fanout:5d}, {mode}: {row['seconds']:6.2f} s (goal < {GOAL_S:.0f} s "
                       f"at {GOAL_HOSTS}; "

@@ -72,7 +72,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         b[i:i] = (b"a:1:1 [0] " * rng.randint(1000, 7000))
     elif kind == 4:  # deep JSON
         depth = rng.choice([100, 1200, 5000])
-        b = bytearray(b"[" * depth + b"]" * depth) if rng.random() < 0.5 else bytearray(b'{"a":' * depth + b"1" + b"}" * depth)
+        b = (bytearray(b"[" * depth + b"]" * depth) if rng.random() < 0.5
+             else bytearray(b'{"a":' * depth + b"1" + b"}" * depth))
     elif kind == 5 and b:  # duplicate a slice
         i, j = sorted(rng.randrange(len(b)) for _ in range(2))
         b[j:j] = b[i:j][:65536]
@@ -82,7 +83,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     elif kind == 7:  # wrong JSON types
         b = bytearray(rng.choice([b"null", b"1e400", b'"x"', b"[1,2,3]", b'{"pid": "x", "state": []}',
                                   b'{"ranks": [{"rank": "a"}], "returncode": 1}',
-                                  b'{"format":"hang-forensics-bundle","version":1,"created":"x","tool_version":"x","ranks":[{"host":"h","pid":1,"dir":"d","world_size":4000000000}]}']))
+                                  b'{"format":"hang-forensics-bundle","version":1,"created":"x","tool_version":"x",'
+                                  b'"ranks":[{"host":"h","pid":1,"dir":"d","world_size":4000000000}]}']))
     elif kind == 8 and b:  # lines shuffled
         lines = bytes(b).split(b"\n")
         rng.shuffle(lines)

@@ -125,7 +125,8 @@ def healthy_sweep(trials: int, rng: random.Random) -> None:
                                  for _ in range(trials)]
                         got.append(f"{sum(n == [1] for n in named) / trials:.0%}")
                     cells.append(" / ".join(got))
-                print(f"  {kind:<11}{f'{alarms}/{jobs} = {alarms / jobs:.2%}':>22}" + "".join(f"{c:>34}" for c in cells))
+                rate = f"{alarms}/{jobs} = {alarms / jobs:.2%}"
+                print(f"  {kind:<11}{rate:>22}" + "".join(f"{c:>34}" for c in cells))
 
 
 def link_trial(rng: random.Random, typical_ms: float, excess_ms: float, ops: int) -> list[tuple[int, int]]:

@@ -98,7 +98,8 @@ for folder in sys.argv[1:]:
     t = time.process_time()
     r = analyze(Path(folder), kb)
     took = time.process_time() - t
-    out.append([took, hashlib.sha256(json.dumps(r.verdict.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]])
+    said = json.dumps(r.verdict.to_dict(), sort_keys=True, default=str).encode()
+    out.append([took, hashlib.sha256(said).hexdigest()[:16]])
 print(json.dumps(out))
 """
 
@@ -148,7 +149,8 @@ def main(argv: list[str] | None = None) -> None:
         now, now_digest = time_tree(REPO, folders, args.repeat)
         base, base_digest = time_tree(args.baseline, folders, args.repeat) if args.baseline else (None, None)
         total_mb = sum(s for _n, _f, s in cases) / 1e6
-        print(f"{'input':30} {'MB':>5} {'s':>6} {'MB/s':>6}" + (f" {'base s':>7} {'base MB/s':>9} {'ratio':>6}" if base else ""))
+        print(f"{'input':30} {'MB':>5} {'s':>6} {'MB/s':>6}"
+              + (f" {'base s':>7} {'base MB/s':>9} {'ratio':>6}" if base else ""))
         for i, (name, _f, size) in enumerate(cases):
             row = f"{name:30} {size / 1e6:5.1f} {now[i]:6.2f} {size / 1e6 / now[i]:6.2f}"
             if base:

@@ -77,7 +77,8 @@ def cost_lines(rows: dict[str, list[dict]]) -> list[str]:
         costs = next((c for r in runs for c in r["costs"].values() if c), None)
         if costs:
             top = sorted(costs.items(), key=lambda kv: -kv[1].get("max_s", 0))[:8]
-            out.append(f"{name}: " + ", ".join(f"{k} {v.get('max_s', 0):.2f}/{v.get('total_s', 0):.2f} s" for k, v in top)
+            out.append(f"{name}: " + ", ".join(f"{k} {v.get('max_s', 0):.2f}/{v.get('total_s', 0):.2f} s"
+                                               for k, v in top)
                        + "  (longest/total over ranks)")
     return out
 

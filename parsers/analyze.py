@@ -21,7 +21,8 @@ from parsers.scale import focus as digest_focus
 from parsers.scale.focus import FOCUS_MIN_RANKS
 from parsers.scale.digest_first import load_digest_first
 from parsers.evidence import Evidence, load
-from parsers.judges import exceptions, fr_started, hosts, mixed, named, observations, p2p, progress, recorder, slowness, stacks
+from parsers.judges import (exceptions, fr_started, hosts, mixed, named, observations, p2p, progress, recorder,
+                            slowness, stacks)
 from parsers.judges import logs as logs_judge
 from parsers.judges.hosts import HostReport
 from parsers.judges.logs import LogAnalysis, horovod, unread
@@ -35,7 +36,8 @@ from parsers.source import Source, open_source
 #: the logs judge maps the recorder's edges and skips the p2p judge's waiters; slowness runs where progress
 #: says the job runs or cannot say). The arbiter weighs their suspects in this order.
 JUDGES: tuple[Judge, ...] = (stacks.judge, recorder.judge, p2p.judge, fr_started.judge, horovod.judge, logs_judge.judge,
-                             hosts.judge, exceptions.judge, named.judge, progress.judge, slowness.judge, observations.judge)
+                             hosts.judge, exceptions.judge, named.judge, progress.judge, slowness.judge,
+                             observations.judge)
 
 
 @dataclass

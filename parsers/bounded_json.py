@@ -29,5 +29,6 @@ def loads(text: str | bytes, finite: bool = False) -> Any:
     opened = text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
     if opened > MAX_CONTAINERS:
         raise FileFormatError(f"not a readable JSON file: it opens {opened:,} arrays and objects "
-                              f"(more than {MAX_CONTAINERS:,}: no file of ours or of the tools we read holds that many)")
+                              f"(more than {MAX_CONTAINERS:,}: no file of ours or of the tools we read holds that "
+                              "many)")
     return json.loads(text, parse_constant=_no_constant) if finite else json.loads(text)

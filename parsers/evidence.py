@@ -300,7 +300,8 @@ class Coverage:
         gateways, not read here."""
         if not self.elsewhere:
             return 0
-        return sum(1 for r in self.elsewhere if r not in self.reporting and (not self.world_size or 0 <= r < self.world_size))
+        return sum(1 for r in self.elsewhere
+                   if r not in self.reporting and (not self.world_size or 0 <= r < self.world_size))
 
     def describe(self) -> str:
         if not self.world_size:
@@ -519,7 +520,8 @@ def read_files(refs: list[FileRef], line_filter=None, workers: int | None = None
     out: list[Artifact] = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for batch, done in zip(batches, pool.map(_read_batch, batches, [log_mode] * len(batches))):
-            out += [Artifact(ref.path, kind, ref.hints, parsed, error, ref.rel) for ref, (kind, parsed, error) in zip(batch, done)]
+            out += [Artifact(ref.path, kind, ref.hints, parsed, error, ref.rel)
+                    for ref, (kind, parsed, error) in zip(batch, done)]
     return out
 
 
@@ -579,14 +581,14 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
     partial = [a for a in ev.artifacts if a.parsed and (a.parsed.facts.get("scan") or {}).get("mode") == "head-tail"]
     if partial:
         ev.problems.append(f"{len(partial)} log(s) larger than {HEAD_TAIL_BYTES >> 20} MiB read head and tail only "
-                           f"(identity, init, last operations; the middle unread), e.g. {partial[0].rel or partial[0].path}: "
-                           "`analyze --full-logs` reads every line")
+                           "(identity, init, last operations; the middle unread), e.g. "
+                           f"{partial[0].rel or partial[0].path}: `analyze --full-logs` reads every line")
     cut = [a for a in ev.artifacts if a.parsed and a.parsed.facts.get("cut")]
     if cut:
         first = cut[0].parsed.facts["cut"]
         ev.problems.append(f"{len(cut)} file(s) larger than any real one of their kind read in their first part only, "
-                           f"e.g. {cut[0].rel or cut[0].path} ({cut[0].kind}): the first {first['read_bytes'] >> 20} MiB "
-                           f"of {first['size'] >> 20} MiB")
+                           f"e.g. {cut[0].rel or cut[0].path} ({cut[0].kind}): the first "
+                           f"{first['read_bytes'] >> 20} MiB of {first['size'] >> 20} MiB")
     if source.manifest is not None:
         ev.world_size = _manifest_world(source.manifest)
         ev.missing = list(source.manifest.missing)
@@ -694,7 +696,8 @@ def _collector_problems(rec: RankRecord) -> list[str]:
 
 def _every_line_hosted(art: Artifact) -> bool:
     """A kernel log each of whose lines names its host (parsers.registry's `line_hosts`)."""
-    line_hosts = art.parsed.facts.get("line_hosts") if art.parsed and not art.hints.from_manifest and not art.error else None
+    line_hosts = (art.parsed.facts.get("line_hosts") if art.parsed and not art.hints.from_manifest and not art.error
+                  else None)
     return bool(line_hosts) and all(n in line_hosts for n, _text in art.parsed.notes)
 
 
@@ -775,10 +778,11 @@ def _coverage(ev: Evidence) -> Coverage:
             for r in art.parsed.facts.get("ranks") or ():
                 reporting.add(int(r))
     if ev.manifest is not None and ev.world_size:
-        return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}), True,
-                        elsewhere=ev.elsewhere)
+        return Coverage(ev.world_size, "the bundle's manifest", frozenset(reporting | {m.rank for m in ev.missing}),
+                        True, elsewhere=ev.elsewhere)
     world, where = _stated_world(ev)
-    return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world), merged_only=bool(reporting) and not own)
+    return Coverage(world, where, frozenset(reporting), False, _hosts_cover(ev, world),
+                    merged_only=bool(reporting) and not own)
 
 
 def _hosts_cover(ev: Evidence, world: int | None) -> bool:

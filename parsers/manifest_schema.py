@@ -108,7 +108,8 @@ def _check_value(value: Any, where: Any, kind: str) -> None:
         _check_int(value, where, kind)
     elif kind == "num":
         # an int past a float's range (10**400) makes isfinite raise OverflowError: bounded first
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300 or not math.isfinite(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300
+                or not math.isfinite(value)):
             _fail(where, "expected a finite number")
     elif kind == "bool":
         if not isinstance(value, bool):

@@ -29,8 +29,8 @@ from parsers.judges.progress import hang_from_time
 from parsers.model.events import FROZEN_STATES
 from parsers.sinks import independent_culprits
 from parsers.model.findings import (ABSENCE_CLAIMS, ARTIFACT_ABSENCE, CULPRIT_MIN_CONFIDENCE, EXPLAINS, PROCESS_ABSENCE,
-                                    ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion, Findings, HostNote, ReasonClass as RC, Suspect,
-                                    Verdict, WaitEdge, is_observed)
+                                    ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion,
+                                    Findings, HostNote, ReasonClass as RC, Suspect, Verdict, WaitEdge, is_observed)
 from parsers.stacks.classify import Activity
 
 DEMOTE_FACTOR = 0.5
@@ -56,7 +56,8 @@ def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
     if a_fact != b_fact:
         return (a, b, False) if a_fact else (b, a, False)
     # the process's own absence heads what it left behind: the why, not the missing file
-    if (a.reason_class in PROCESS_ABSENCE) != (b.reason_class in PROCESS_ABSENCE) and {a.reason_class, b.reason_class} & ARTIFACT_ABSENCE:
+    if ((a.reason_class in PROCESS_ABSENCE) != (b.reason_class in PROCESS_ABSENCE)
+            and {a.reason_class, b.reason_class} & ARTIFACT_ABSENCE):
         return (a, b, False) if a.reason_class in PROCESS_ABSENCE else (b, a, False)
     return (a, b, False) if a.confidence > b.confidence else (b, a, False)
 
@@ -130,7 +131,8 @@ def honest_absence(suspects: list[Suspect], coverage: Any) -> list[Suspect]:
                                                 coverage.elsewhere and s.rank not in coverage.reporting)]
     if coverage.complete:
         return suspects
-    return [s for s in suspects if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]
+    return [s for s in suspects
+            if not (s.reason_class in ABSENCE_CLAIMS | {RC.NO_DUMP} and s.rank not in coverage.reporting)]
 
 
 def agree(suspects: list[Suspect]) -> list[Suspect]:
@@ -184,9 +186,10 @@ def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | N
 
 #: what NCCL logs where a receive got more bytes than were posted: a size, type or order mismatch between two ranks
 _TRUNCATED = "message truncated : receiving "
-#: findings that a rank stopped (froze, exited, aborted, left nothing) which a truncated message in its own NCCL log explains
-_STOPPED_CLAIMS = {RC.FROZEN_IN_OP, RC.FROZEN, RC.EXITED, RC.EXITED_FIRST, RC.NO_DUMP, RC.NO_RECORDER_STATE, RC.MISSING_LINE,
-                   RC.STALLED, RC.STALLED_FIRST, RC.WAIT_ROOT, RC.KNOWN_ERROR}
+#: findings that a rank stopped (froze, exited, aborted, left nothing) which a truncated message in its own NCCL log
+#: explains
+_STOPPED_CLAIMS = {RC.FROZEN_IN_OP, RC.FROZEN, RC.EXITED, RC.EXITED_FIRST, RC.NO_DUMP, RC.NO_RECORDER_STATE,
+                   RC.MISSING_LINE, RC.STALLED, RC.STALLED_FIRST, RC.WAIT_ROOT, RC.KNOWN_ERROR}
 
 
 def truncation_follows_mismatch(verdict: Verdict, ev: Evidence, graph: nx.DiGraph) -> None:
@@ -197,7 +200,8 @@ def truncation_follows_mismatch(verdict: Verdict, ev: Evidence, graph: nx.DiGrap
     receiver's frozen recorder heartbeat headed the verdict, the broadcast under it). So is a root claim whose
     direct waiters (in `graph`) are only such stopped ranks and the odd rank itself (whose log runs one op ahead of
     theirs, past the collective it called alone)."""
-    head = next((s for s in verdict.suspects if s.reason_class == RC.MISMATCH and s.confidence >= CULPRIT_MIN_CONFIDENCE), None)
+    head = next((s for s in verdict.suspects
+                 if s.reason_class == RC.MISMATCH and s.confidence >= CULPRIT_MIN_CONFIDENCE), None)
     if head is None:
         return
     stopped = {a.rank for a in ev.artifacts if a.rank is not None and a.parsed and a.kind == "nccl-log"
@@ -219,7 +223,8 @@ def clean_exits(ev: Evidence) -> tuple[set[int], set[int]]:
     """(ranks, pids of processes of unknown rank) that exited with code 0: the wait status /proc kept for a
     zombie, or the launcher's record."""
     done = [r for r in ev.ranks if r.proc is not None and r.proc.gone and r.proc.exit_status == 0]
-    ranks = {r.rank for r in done if r.rank is not None} | {x.rank for x in ev.exits if x.rank is not None and x.returncode == 0}
+    ranks = ({r.rank for r in done if r.rank is not None}
+             | {x.rank for x in ev.exits if x.rank is not None and x.returncode == 0})
     return ranks, {r.record.pid for r in done if r.rank is None and r.record.pid is not None}
 
 
@@ -281,7 +286,8 @@ def note_hosts_and_gaps(verdict: Verdict, ev: Evidence, reports: list) -> None:
     """The host verdicts as a section, the hosts to exclude, and what is missing: each host's gaps, the
     evidence's problems, the files skipped and why."""
     verdict.sections["hosts"] = [r.to_dict() for r in reports]
-    if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:  # never a placeholder or odd name
+    # never a placeholder or odd name
+    if excluded := [r.host for r in reports if r.status == "exclude" and plain_host(r.host)]:
         verdict.sections["exclude_hosts"] = excluded
     for report in reports:
         verdict.missing_evidence += [HostNote(report.host, note) for note in report.missing]

@@ -52,7 +52,8 @@ _TORCH_RANK_GLUED = re.compile(r"\[rank(\d+)\]:(?=\[[EWIF])")
 #: TORCH_NCCL_DESYNC_DEBUG's report, whose `[7] finished collective #182, but didn't join ...` and
 #: `[7] finished ALLREDUCE` name the rank the report is about (parsers.readers.c10d), not the printer
 _LABEL = re.compile(r"^\[(\d{1,7})\] (?!(?:[\w./-]+:\d+ )?NCCL )"
-                    r"(?!(?:joined but didn't finish|finished) collective #|(?:started|finished) _?[A-Z][A-Z_]*\s*$)(?=\S)")
+                    r"(?!(?:joined but didn't finish|finished) collective #"
+                    r"|(?:started|finished) _?[A-Z][A-Z_]*\s*$)(?=\S)")
 _ISO_TS = re.compile(
     r"^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?(?: [-|] | - [\w.]+ - |\s+|$)"
 )
@@ -235,8 +236,8 @@ def _strip_one(text: str, info: LinePrefix) -> tuple[str, int | None] | None:
 
 
 _WRAPPERS = (_OMPI, _RAY, _TORCH_RANK, TORCHRUN_LABEL, _ISO_TS, _REPLICA, _ARROW, _VLLM, _PY_LEVEL, _PY_LEVEL_BRACKET,
-             _APP_RANK, _DETERMINED, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE, _STREAM,
-             _BORDER)
+             _APP_RANK, _DETERMINED, _SHIPPER, _SLURM, _PDSH, _PDSH_SHORT, _LABEL, _PYTEST_E, _PYTEST_SUMMARY, _QUOTE,
+             _STREAM, _BORDER)
 #: every pattern _strip_one tries, as one alternation (group names taken out: several share one): it matches
 #: exactly when one of them does, so a line it does not match has no wrapper and skips the pattern-by-pattern walk
 _ANY_WRAPPER = re.compile("|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in _WRAPPERS))
@@ -263,7 +264,8 @@ def _is_nccl_ts(text: str) -> bool:
 #: an interactive shell's prompt before a command: `zeyer@cn-234 ~ % nvidia-smi`, `root@node1:~# dmesg`,
 #: `[user@gpu07 work]$ nvidia-smi` (user@host, an optional directory, then %, $ or #), after an optional
 #: virtualenv/conda marker (`(venv) root@node1:~/kubespray# nvidia-smi`)
-_PROMPT = re.compile(r"^(?:\([\w.-]{1,64}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::\S*|\s+\S+)?\]?\s?[%$#] +\S")
+_PROMPT = re.compile(r"^(?:\([\w.-]{1,64}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][\w.-]{0,62})"
+                     r"(?::\S*|\s+\S+)?\]?\s?[%$#] +\S")
 
 
 def prompt_host(text: str) -> str | None:

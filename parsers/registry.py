@@ -145,15 +145,17 @@ def _text_has(*needles: str, within: int = 4096) -> Callable[[bytes, bool], bool
 def _is_environment(head: bytes, complete: bool) -> bool:
     """Our environ.json: one flat object of variable names (a PATH or RANK key among them)."""
     text = _json_head(head)
-    return text is not None and text.startswith("{") and ('"PATH"' in text or '"RANK"' in text or '"WORLD_SIZE"' in text) \
-        and '"pg_status"' not in text and '"threads"' not in text
+    return (text is not None and text.startswith("{")
+            and ('"PATH"' in text or '"RANK"' in text or '"WORLD_SIZE"' in text)
+            and '"pg_status"' not in text and '"threads"' not in text)
 
 
 _NCCL_REC = re.compile(rb"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[[^\]\n]{0,16}\] (?:[\w./-]{1,200}:\d{1,7} )?NCCL "
                        rb"(?:INFO|WARN|TRACE)")
 #: a parallel shell's `node044: ` or `srun --label`'s `3: ` before a kernel line (parsers.readers.host_kernel)
 _LABEL = rb"(?:[A-Za-z0-9][\w.-]{0,252}: |[ \t]{0,16}\d{1,6}: )?"
-_KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[[ \t]{0,16}(?:\d{1,12}\.\d{1,9}|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
+_KERNEL_LINE = re.compile(_LABEL + rb"(?:<\d>)?\[[ \t]{0,16}"
+                          rb"(?:\d{1,12}\.\d{1,9}|\w{3} \w{3} [ \d]\d [\d:]{8} \d{4})\] ", re.M)
 #: syslog, journalctl short / short-precise / short-iso / short-monotonic ('kernel[PID]:' through the journal)
 _JOURNAL_LINE = re.compile(_LABEL + rb"(?:\w{3} [ \d]\d "
                                     rb"[\d:]{8}(?:\.\d{1,9})?|\d{4}-\d\d-\d\dT[\d:.,]{1,32}(?:[+-]\d\d:?\d\d|Z)?"
@@ -169,8 +171,9 @@ def _is_kernel_log(head: bytes, complete: bool) -> bool:
     lines = [ln for ln in head[:HEAD_BYTES].splitlines()[:400] if ln.strip()]
     if not lines:
         return False
-    if (b"\n    _TRANSPORT=kernel" in head[:HEAD_BYTES] or b"\n    SYSLOG_IDENTIFIER=kernel" in head[:HEAD_BYTES]) and host_kernel.is_verbose_journal(
-            head[:HEAD_BYTES].decode("utf-8", errors="replace")):
+    start = head[:HEAD_BYTES]
+    if ((b"\n    _TRANSPORT=kernel" in start or b"\n    SYSLOG_IDENTIFIER=kernel" in start)
+            and host_kernel.is_verbose_journal(start.decode("utf-8", errors="replace"))):
         return True  # journalctl -k -o verbose
     hits = sum(1 for ln in lines if _KERNEL_LINE.match(ln) or _JOURNAL_LINE.match(ln))
     return hits * 2 >= len(lines)

@@ -400,7 +400,8 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
                 try:
                     fd = os.open(f"{parent}/{parts[-1]}", safe_archive._CREATE, 0o600)
                 except FileExistsError as err:
-                    raise safe_archive.ArchiveRefused(f"member {info.filename!r}: the name twice in one archive") from err
+                    raise safe_archive.ArchiveRefused(
+                        f"member {info.filename!r}: the name twice in one archive") from err
                 with os.fdopen(fd, "wb") as out, zf.open(info) as fh:
                     while True:  # counted as written: a header that understates the size does not help
                         chunk = fh.read(1 << 20)
@@ -417,7 +418,8 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
         raise InputError(f"{archive}: archive refused: {err}") from err
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, zlib.error, EOFError, OSError,
             ValueError, RuntimeError) as err:
-        raise InputError(f"{archive}: archive refused: not a readable zip archive ({type(err).__name__}: {err})") from err
+        raise InputError(f"{archive}: archive refused: not a readable zip archive "
+                         f"({type(err).__name__}: {err})") from err
     return safe_archive.bundle_root(dest)
 
 

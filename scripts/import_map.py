@@ -107,7 +107,8 @@ def imports(mod: str, path: Path, known: dict[str, Path]) -> list[tuple[str, boo
             continue
         funcs = [p for p in _ancestors(node, parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))]
         lazy = path.name == "__init__.py" and any(f.name == "__getattr__" for f in funcs)
-        why = "optional" if _optional(node, parents) else "lazy" if lazy else "type" if _type_only(node, parents) else ""
+        why = ("optional" if _optional(node, parents) else "lazy" if lazy
+               else "type" if _type_only(node, parents) else "")
         for t in targets:
             hit = _resolve(t, known)
             if hit and hit != mod:
@@ -232,8 +233,8 @@ def main(argv: list[str]) -> int:
     print(f"upward imports: {len(found.upward)}")
     for u in found.upward:
         print("  " + u)
-    print(f"function-local imports of our modules: {len(found.local_hidden)} (plus {len(found.local_optional)} guarded by "
-          "except ImportError)")
+    print(f"function-local imports of our modules: {len(found.local_hidden)} (plus {len(found.local_optional)} "
+          "guarded by except ImportError)")
     print(f"lazy package attributes (PEP 562 __getattr__, not counted as edges): {len(found.lazy)}")
     for item in found.lazy:
         print("  " + item)

@@ -431,10 +431,12 @@ def add_integration_mark(text: str) -> str:
             segment = ast.get_source_segment(text, node.value) or ""
             if "integration" in segment:
                 return text
-            value = f"[{INTEGRATION_MARK}, {segment[1:]}" if isinstance(node.value, ast.List) else f"[{INTEGRATION_MARK}, {segment}]"
+            value = (f"[{INTEGRATION_MARK}, {segment[1:]}" if isinstance(node.value, ast.List)
+                     else f"[{INTEGRATION_MARK}, {segment}]")
             last = lines[node.end_lineno - 1]
             after = last.encode()[node.value.end_col_offset:].decode()  # a comment, the newline (offsets are bytes)
-            return "".join(lines[: node.lineno - 1]) + "pytestmark = " + value + after + "".join(lines[node.end_lineno:])
+            return ("".join(lines[: node.lineno - 1]) + "pytestmark = " + value + after
+                    + "".join(lines[node.end_lineno:]))
     last_import = max((n.end_lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
     has_pytest = any(isinstance(n, ast.Import) and any(a.name == "pytest" for a in n.names) for n in tree.body)
     insert = ([] if has_pytest else ["import pytest\n"]) + [
@@ -516,7 +518,9 @@ def apply(p: Plan, fix_refs: bool) -> list[str]:
         _git("rm", "-q", str(rel))
     for phase in PHASES:  # empty folders (and their __pycache__) of the phases
         root = TESTS / phase
-        for d in sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)) if root.is_dir() else []:
+        folders = (sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)) if root.is_dir()
+                   else [])
+        for d in folders:
             if not any(f for f in d.rglob("*") if f.is_file() and "__pycache__" not in f.parts):
                 subprocess.run(["rm", "-rf", str(d)], check=True)
         if root.is_dir() and not any(f for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts):

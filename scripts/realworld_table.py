@@ -48,7 +48,8 @@ def main() -> int:
     for r in rows:
         summary = r.summary.replace("|", "/")
         summary = summary if len(summary) <= 160 else summary[:157] + "..."
-        why = f" ({GAPS[r.stem]})" if r.stem in GAPS else (f" ({BEYOND_EXCERPT[r.stem][0]})" if r.stem in BEYOND_EXCERPT else "")
+        why = (f" ({GAPS[r.stem]})" if r.stem in GAPS
+               else f" ({BEYOND_EXCERPT[r.stem][0]})" if r.stem in BEYOND_EXCERPT else "")
         print(f"| {r.stem} | {r.url} | {r.recognised}/{r.records} | {summary} | {r.outcome}{why} |", file=out)
     return 0
 

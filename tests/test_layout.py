@@ -14,7 +14,8 @@ from hf_testpaths import REPO
 def test_every_test_file_sits_where_the_module_it_tests_does():
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "mirror_tests.py"), "--check"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:] + "\n(python scripts/mirror_tests.py moves them)"
+    assert done.returncode == 0, (done.stdout[-4000:] + done.stderr[-2000:]
+                                  + "\n(python scripts/mirror_tests.py moves them)")
 
 
 def test_no_python_file_is_left_in_the_phase_folders():

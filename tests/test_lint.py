@@ -1,7 +1,8 @@
 """The linter and the type checker run inside the test suite, so `.ci/run` runs them (issue 43, item 4).
 
 ruff checks the whole repository with the settings in pyproject.toml ([tool.ruff]: pycodestyle errors and
-warnings, pyflakes, lines of at most 120 characters); mypy checks the model (parsers/model, [tool.mypy]).
+warnings, pyflakes, lines of at most 120 characters); mypy checks the model and the judges (parsers/model,
+parsers/judges: [tool.mypy]).
 Both are pinned in the `test` extra that scripts/setup.sh installs.
 
 What is excused is listed in pyproject.toml, file by file, and must shrink: a file listed as excused from a
@@ -34,11 +35,12 @@ def test_ruff_finds_nothing_in_the_repository():
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
 
-def test_mypy_finds_nothing_in_the_model(tmp_path):
+def test_mypy_finds_nothing_in_the_model_and_the_judges(tmp_path):
     _tool("mypy")
     done = _run("mypy", "--cache-dir", str(tmp_path / "mypy"))
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert "parsers/model" in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    assert {"parsers/model", "parsers/judges"} <= set(files), files
 
 
 def _excused() -> dict[str, list[str]]:

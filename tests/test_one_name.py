@@ -46,13 +46,16 @@ def test_no_class_name_is_shared_without_its_reason():
 
 
 def test_the_renamed_pairs_each_name_one_class():
-    """Answer, DumpBlock, Finding, Observation, Settings, Box and RankProgress each named two things (issue 29): now one each."""
+    """Answer, DumpBlock, Finding, Observation, Settings, Box and RankProgress each named two things (issue 29): now
+    one each."""
     found = _classes()
     assert found["Answer"] == ["forensics/fleet/wire.py"] and found["AnswerOnce"] == ["forensics/fleet/remote.py"]
     assert found["FaulthandlerBlock"] == ["parsers/readers/faulthandler.py"]
     assert found["PySpyBlock"] == ["parsers/readers/pyspy_text.py"] and "DumpBlock" not in found
     assert len(found["Finding"]) == 1 and found["StepFinding"] == ["parsers/steps/classify.py"]
     assert len(found["Observation"]) == 1 and found["JobResult"] == ["forensics/bisect/decode.py"]
-    assert found["Settings"] == ["parsers/steps/classify.py"] and found["BisectSettings"] == ["forensics/bisect/engine.py"]
+    assert found["Settings"] == ["parsers/steps/classify.py"]
+    assert found["BisectSettings"] == ["forensics/bisect/engine.py"]
     assert found["Box"] == ["forensics/report/stacktree.py"] and found["Rect"] == ["forensics/report/svg.py"]
-    assert found["RankProgress"] == ["parsers/judges/logs/tables.py"] and found["RankInStall"] == ["parsers/judges/recorder.py"]
+    assert found["RankProgress"] == ["parsers/judges/logs/tables.py"]
+    assert found["RankInStall"] == ["parsers/judges/recorder.py"]

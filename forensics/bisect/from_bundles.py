@@ -2,8 +2,8 @@
 
 Verdicts: `forensics analyze --json` output ({"culprit": {"host": ...}, "suspects":
 [{"host": ..., "confidence": ...}]}), a bundle folder's saved analysis.json, or any
-bundle, loose folder or archive, analysed here with the one pipeline (parsers.analyze). Every host a failed run implicated gains prior odds;
-hosts implicated by more than one run are tested alone in the first round.
+bundle, loose folder or archive, analysed here with the one pipeline (parsers.analyze). Every host a failed run
+implicated gains prior odds; hosts implicated by more than one run are tested alone in the first round.
 
 Host checks: any callable host -> 'healthy' | 'suspect' | 'exclude' | None (the host
 evidence collectors plug in here), or a command template run per host whose exit

@@ -1,7 +1,7 @@
 """The final word of a bisection, as data (JSON) and as text for the on-call engineer.
 
-It names the bad hosts (and `exclude_list`, ready for `srun --exclude=`) with their probability, the hosts it could not decide, the
-evidence matrix (which job each suspect ran in, with whom, and how that went), and
+It names the bad hosts (and `exclude_list`, ready for `srun --exclude=`) with their probability, the hosts it could
+not decide, the evidence matrix (which job each suspect ran in, with whom, and how that went), and
 what the search cost: rounds, jobs and machine-time (host-seconds).
 """
 

@@ -118,7 +118,8 @@ _WEBHOOK = re.compile(
     r"webhook\.office\.com/webhookb2/)[^\s'\"<>]+")
 # --option=value and --option value; the option's last word names a secret
 _FLAG_NAME = r"--?(?!no-)(?:[A-Za-z0-9]{1,30}[-_]){0,6}?" + _SECRET_WORD
-_FLAG = re.compile(r"(?i)(?<![\w-])(" + _FLAG_NAME + r")(=|[ \t]+)(?!-)('[^'\n]{0,2048}'|\"[^\"\n]{0,2048}\"|[^\s'\"]+)")
+_FLAG = re.compile(r"(?i)(?<![\w-])(" + _FLAG_NAME + r")(=|[ \t]+)(?!-)"
+                   r"('[^'\n]{0,2048}'|\"[^\"\n]{0,2048}\"|[^\s'\"]+)")
 _HEADER = re.compile(
     r"(?i)(\b(?:Proxy-)?Authorization[ \t]{0,8}[:=][ \t]{0,8}[\"']?(?:Bearer|Basic|Token|Digest|Negotiate|"
     r"AWS4-HMAC-SHA256|SharedKey|Splunk|ApiKey|Key|OAuth|Bot)?[ \t]{0,8}|\bBearer[ \t]+)([^\s'\",]{6,4096})")

@@ -51,19 +51,27 @@ ssh runs with BatchMode=yes and ConnectTimeout; see docs/commands/collect-fleet.
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("fleet (collect a whole job across hosts)")
-    group.add_argument("--hosts", action="append", default=[], metavar="NODESET", help="hosts in NodeSet syntax, e.g. 'node[001-512]' (repeatable)")
-    group.add_argument("--hostfile", type=Path, help="file with one host (or NodeSet) per line; 'slots=' suffixes ignored")
-    group.add_argument("--slurm-job", metavar="JOBID", help="collect every node of this Slurm job (srun --overlap --jobid)")
-    group.add_argument("--fanout", type=int, default=64, help="ssh connections at once (default 64; on each gateway in tree mode)")
+    group.add_argument("--hosts", action="append", default=[], metavar="NODESET",
+                       help="hosts in NodeSet syntax, e.g. 'node[001-512]' (repeatable)")
+    group.add_argument("--hostfile", type=Path,
+                       help="file with one host (or NodeSet) per line; 'slots=' suffixes ignored")
+    group.add_argument("--slurm-job", metavar="JOBID",
+                       help="collect every node of this Slurm job (srun --overlap --jobid)")
+    group.add_argument("--fanout", type=int, default=64,
+                       help="ssh connections at once (default 64; on each gateway in tree mode)")
     group.add_argument("--topology", type=Path, metavar="FILE",
                        help="ClusterShell topology.conf: reach the hosts through its gateways (tree mode; "
                             "ClusterShell must be installed on the gateways)")
     group.add_argument("--host-timeout", type=float, default=20.0, metavar="S", help="time limit per host (default 20)")
-    group.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE", help="extra ssh -o option, e.g. Port=2222 (repeatable)")
-    group.add_argument("--remote-python", default="python3", metavar="PATH", help="python on the hosts that has forensics installed (default python3)")
+    group.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
+                       help="extra ssh -o option, e.g. Port=2222 (repeatable)")
+    group.add_argument("--remote-python", default="python3", metavar="PATH",
+                       help="python on the hosts that has forensics installed (default python3)")
     group.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
                        help="with --slurm-job: extra srun argument, e.g. --srun-arg=--container-image=IMG (repeatable)")
-    group.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="on each host collect only ranks with this env value; '{host}' is replaced by the host name")
+    group.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE",
+                       help="on each host collect only ranks with this env value; '{host}' is replaced by the host "
+                            "name")
     tree = parser.add_argument_group("reduced tree (gateways send up one merged digest each)")
     tree.add_argument("--reduce", action="store_true",
                       help="collect through --gateways, each merging its hosts' digests into one; then fetch the raw "
@@ -77,7 +85,8 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     tree.add_argument("--gateway-timeout", type=float, default=None, metavar="S",
                       help="with --reduce: time limit per gateway (default --host-timeout + 60)")
     tree.add_argument("--fetch-max", type=int, default=MAX_FETCH_HOSTS, metavar="N",
-                      help=f"with --reduce: hosts whose raw files are fetched at most (default and most {MAX_FETCH_HOSTS})")
+                      help="with --reduce: hosts whose raw files are fetched at most (default and most "
+                           f"{MAX_FETCH_HOSTS})")
     tree.add_argument("--ssh-path", default=None, metavar="PATH",
                       help="ssh client to run with --hosts/--hostfile (default: ssh on PATH; with --reduce also on "
                            "the gateways); not with --slurm-job, whose hosts srun reaches")
@@ -291,7 +300,8 @@ def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:
         print(f"forensics collect: warning: --gdb-timeout {args.gdb_timeout:g} is not below --host-timeout "
               f"{args.host_timeout:g}: hosts will run out of time (raise --host-timeout)", file=sys.stderr)
     return cmd.RemoteSpec(python=args.remote_python, tag=tag, timeout=args.timeout, native=args.native, gdb=args.gdb,
-                          gdb_timeout=args.gdb_timeout, job=args.job, samples=getattr(args, "samples", 0), sample_interval=getattr(args, "sample_interval", 0.1),
+                          gdb_timeout=args.gdb_timeout, job=args.job, samples=getattr(args, "samples", 0),
+                          sample_interval=getattr(args, "sample_interval", 0.1),
                           second_look=getattr(args, "second_look", 3.0),
                           match_env=[cmd.check_match_env(m) for m in args.match_env])
 

@@ -64,7 +64,8 @@ class KernelLogCollector(AlwaysEnabled):
         res = run_tool(["dmesg", "-T"], timeout=min(options.timeout, 15))
         if res.ok and res.stdout.strip():
             return res.stdout, "", False
-        problem = "not installed" if res.missing else ("timed out" if res.timed_out else (res.stderr.strip() or f"exit {res.returncode}, no output"))
+        problem = ("not installed" if res.missing else "timed out" if res.timed_out
+                   else res.stderr.strip() or f"exit {res.returncode}, no output")
         return "", problem, any(h in res.stderr for h in DENIED_HINTS)
 
     @staticmethod
@@ -74,7 +75,8 @@ class KernelLogCollector(AlwaysEnabled):
         lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("-- ")]
         if res.ok and lines:
             return res.stdout, "", False
-        problem = "not installed" if res.missing else ("timed out" if res.timed_out else (res.stderr.strip() or "no entries"))
+        problem = ("not installed" if res.missing else "timed out" if res.timed_out
+                   else res.stderr.strip() or "no entries")
         return "", problem, any(h in res.stderr for h in DENIED_HINTS)
 
     @staticmethod

@@ -79,20 +79,20 @@ def _device(nv: Any, index: int) -> dict[str, Any]:
     out["uuid"] = _call(errors, "uuid", lambda: nv.nvmlDeviceGetUUID(h))
     out["temperature_gpu"] = _call(errors, "temperature_gpu",
                                    lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
-    out["temperature_slowdown"] = _call(errors, "temperature_slowdown",
-                                        lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN))
-    out["temperature_shutdown"] = _call(errors, "temperature_shutdown",
-                                        lambda: nv.nvmlDeviceGetTemperatureThreshold(h, nv.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN))
+    out["temperature_slowdown"] = _call(errors, "temperature_slowdown", lambda: nv.nvmlDeviceGetTemperatureThreshold(
+        h, nv.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN))
+    out["temperature_shutdown"] = _call(errors, "temperature_shutdown", lambda: nv.nvmlDeviceGetTemperatureThreshold(
+        h, nv.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN))
     out["ecc_mode"] = _call(errors, "ecc_mode", lambda: list(nv.nvmlDeviceGetEccMode(h)))
     for scope, counter in (("volatile", nv.NVML_VOLATILE_ECC), ("aggregate", nv.NVML_AGGREGATE_ECC)):
         for kind, etype in (("corrected", nv.NVML_MEMORY_ERROR_TYPE_CORRECTED),
                             ("uncorrected", nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)):
             key = f"ecc_{scope}_{kind}"
             out[key] = _call(errors, key, lambda c=counter, e=etype: nv.nvmlDeviceGetTotalEccErrors(h, e, c))
-    out["retired_pages_sbe"] = _call(errors, "retired_pages_sbe",
-                                     lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)))
-    out["retired_pages_dbe"] = _call(errors, "retired_pages_dbe",
-                                     lambda: len(nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)))
+    out["retired_pages_sbe"] = _call(errors, "retired_pages_sbe", lambda: len(nv.nvmlDeviceGetRetiredPages(
+        h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)))
+    out["retired_pages_dbe"] = _call(errors, "retired_pages_dbe", lambda: len(nv.nvmlDeviceGetRetiredPages(
+        h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)))
     out["retired_pages_pending"] = _call(errors, "retired_pages_pending",
                                          lambda: int(nv.nvmlDeviceGetRetiredPagesPendingStatus(h)))
     out["remapped_rows"] = _call(errors, "remapped_rows", lambda: list(nv.nvmlDeviceGetRemappedRows(h)))

@@ -14,8 +14,8 @@ the interpreter and libdw once; it walks up to one target per core at a time (th
 phases still one after another). collect_local ends it (close_service) when done.
 
 The helper runs in its own session; a request that overruns its time limit SIGKILLs
-the whole helper (the only kill used), and SIGKILL of a ptrace holder detaches its target, and the state guard resumes a target that was
-running and is found stopped. Stopped targets are not walked: ptrace would need to
+the whole helper (the only kill used), and SIGKILL of a ptrace holder detaches its target, and the state guard resumes
+a target that was running and is found stopped. Stopped targets are not walked: ptrace would need to
 resume them, and their stop is evidence (py-spy --nonblocking still reads them).
 """
 

@@ -67,9 +67,11 @@ class PySpyCollector(AlwaysEnabled):
         if result.interrupted:
             return CollectorRecord(self.name, Status.SKIPPED, error="collection interrupted", details=details)
         if result.missing:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
+            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)",
+                                   details=details)
         if result.timed_out:
-            return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s", details=details)
+            return CollectorRecord(self.name, Status.TIMEOUT, error=f"py-spy did not answer in {result.seconds:.1f} s",
+                                   details=details)
         if result.cut:  # stopped at the byte cap: the whole threads it printed first are kept, the cut said
             doc = leading_items(result.stdout)
             details["output_cut"] = (f"py-spy stopped after {len(result.stdout.encode())} bytes of output "

@@ -70,8 +70,10 @@ class PySpySamplesCollector:
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
         if last is not None and last.missing:
-            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)", details=details)
-        text, cut = fit_doc(target.budget, doc, "samples", f"pid {target.pid} {FILE_NAME}")  # the first samples that fit
+            return CollectorRecord(self.name, Status.UNAVAILABLE, error="py-spy is not installed (pip install py-spy)",
+                                   details=details)
+        # the first samples that fit
+        text, cut = fit_doc(target.budget, doc, "samples", f"pid {target.pid} {FILE_NAME}")
         if cut:
             details["cut"] = cut
         path, rel = target.out(FILE_NAME)
@@ -117,7 +119,8 @@ def sample(pid: int, count: int, interval: float, budget: float, cap: int = tool
             doc["failures"].append({"t": round(stamp, 4), "error": f"py-spy's output passed {cap} bytes: stopped"})
         elif len(doc["failures"]) < MAX_ERRORS:
             text = (last.stderr.strip() or last.stdout.strip() or f"exit {last.returncode}").splitlines()[:2]
-            doc["failures"].append({"t": round(stamp, 4), "error": " / ".join(text)[:300] + (" (timed out)" if last.timed_out else "")})
+            said = " / ".join(text)[:300] + (" (timed out)" if last.timed_out else "")
+            doc["failures"].append({"t": round(stamp, 4), "error": said})
         if not procfs.pid_exists(pid):
             break
         if i + 1 < count:
@@ -139,6 +142,7 @@ def _threads(text: str) -> list | None:
         if not isinstance(th, dict):
             continue
         th = {k: v for k, v in th.items() if k != "process_info"}
-        th["frames"] = [{k: v for k, v in f.items() if k != "locals"} for f in th.get("frames") or [] if isinstance(f, dict)]
+        th["frames"] = [{k: v for k, v in f.items() if k != "locals"}
+                        for f in th.get("frames") or [] if isinstance(f, dict)]
         out.append(th)
     return out

@@ -3,8 +3,8 @@
 Why: one snapshot cannot tell a hang from progress (a healthy rank caught inside a collective
 looks like a waiting one). Where nothing time-stamped (the recorder, watchdog lines) says which,
 two looks a few seconds apart do: a main-thread stack that changed, NCCL op lines that were added,
-recorder counters that advanced, read/write system calls that grew are progress; the same stacks and counters twice are "no progress
-over S seconds". CPU time is recorded but is not progress: NCCL waits spin at 100% CPU.
+recorder counters that advanced, read/write system calls that grew are progress; the same stacks and counters twice
+are "no progress over S seconds". CPU time is recorded but is not progress: NCCL waits spin at 100% CPU.
 
 Each look, per rank: the time; /proc state, wchan, CPU time, read/write system-call counts (/proc/P/io)
 and per-thread state/wchan/CPU time;
@@ -102,8 +102,8 @@ def proc_look(pid: int) -> dict[str, Any] | None:
             continue
         name = tstat[tstat.find("(") + 1:tstat.rfind(")")][:32]
         wchan = _read_small(base / "task" / str(tid) / "wchan")
-        out["threads"].append({"tid": tid, "name": name, "state": tf[0], "wchan": wchan if wchan and wchan != "0" else None,
-                               "cpu_ticks": tf[1] + tf[2]})
+        out["threads"].append({"tid": tid, "name": name, "state": tf[0],
+                               "wchan": wchan if wchan and wchan != "0" else None, "cpu_ticks": tf[1] + tf[2]})
     return out
 
 

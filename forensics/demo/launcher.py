@@ -106,7 +106,8 @@ def start_job(
     job = DemoJob(run_dir=run_dir, world=world, fault=fault, culprit=culprit, fault_step=fault_step)
     port = port or free_port()
     per_host = ranks_per_host or world
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_", "GROUP_RANK"))}
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_", "TORCHELASTIC_", "GROUP_RANK"))}
     for rank in range(world):
         env = dict(
             base,
@@ -159,7 +160,8 @@ def wait_for_hang(job: DemoJob, timeout: float = 120.0, settle: float = 1.0) -> 
         dead = [r for r in job.ranks if r.rank != job.culprit and r.proc.poll() is not None]
         if dead:
             tail = _tail(job.run_dir / f"rank{dead[0].rank}.err")
-            raise RuntimeError(f"rank {dead[0].rank} exited ({dead[0].proc.returncode}) before the hang formed:\n{tail}")
+            raise RuntimeError(f"rank {dead[0].rank} exited ({dead[0].proc.returncode}) before the hang "
+                               f"formed:\n{tail}")
         time.sleep(0.1)
     states = {r.rank: job.progress(r.rank) for r in job.ranks}
     raise RuntimeError(f"no hang formed within {timeout:.0f} s; progress: {states}")

@@ -183,7 +183,8 @@ def collect_fleet(
         while not finished.wait(TICK):
             waiting = sorted(pending)
             if waiting:
-                progress.say(f"... {time.monotonic() - start:5.1f}s: waiting on {len(waiting)} host(s): {fold(waiting)}")
+                progress.say(f"... {time.monotonic() - start:5.1f}s: waiting on {len(waiting)} host(s): "
+                             f"{fold(waiting)}")
 
     if not quiet:
         threading.Thread(target=ticker, daemon=True, name="forensics-fleet-progress").start()

@@ -192,7 +192,8 @@ def _part_from_json(line: str, run: HostRun, out: Path) -> HostPart:
 
 
 def worker_main(argv: list[str]) -> int:
-    """`python -m forensics.fleet.filing OUT HOST_TIMEOUT`: judge each run read from stdin, one JSON line each, reply on stdout."""
+    """`python -m forensics.fleet.filing OUT HOST_TIMEOUT`: judge each run read from stdin, one JSON line each,
+    reply on stdout."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the orchestrator's to handle: it ends us by closing stdin
     out, host_timeout = Path(argv[0]), float(argv[1])
     reply = sys.stdout

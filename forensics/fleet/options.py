@@ -81,7 +81,8 @@ def check_srun_arg(arg: object) -> str:
                              "or --partition=debug (value joined with '=', no control characters)")
     name, valued = match.group(1), match.group(2) is not None
     if (name in SRUN_VALUED and not valued) or (name in SRUN_FLAGS and valued):
-        raise ForensicsError(f"--srun-arg {arg!r}: --{name} " + ("needs =VALUE" if name in SRUN_VALUED else "takes no value"))
+        raise ForensicsError(f"--srun-arg {arg!r}: --{name} "
+                             + ("needs =VALUE" if name in SRUN_VALUED else "takes no value"))
     if name not in SRUN_VALUED and name not in SRUN_FLAGS:
         raise ForensicsError(f"--srun-arg {arg!r}: --{match.group(1)} is not allowed (only options that shape the "
                              "job step, e.g. --container-image, --container-mounts, --partition, --gres)")

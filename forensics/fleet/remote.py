@@ -44,17 +44,20 @@ PID_DIR = Path(tempfile.gettempdir())
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m forensics.fleet.remote", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m forensics.fleet.remote", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tag", required=True, help="collection id (letters, digits, '-', '_')")
     parser.add_argument("--deadline", type=float, default=20.0, help="hard limit for this whole host, seconds")
     parser.add_argument("--timeout", type=float, default=10.0, help="limit per collector per rank, seconds")
     parser.add_argument("--native", action="store_true")
     parser.add_argument("--gdb", action="store_true")
-    parser.add_argument("--gdb-timeout", type=float, default=None, help="limit for gdb per rank (default 60%% of --deadline)")
+    parser.add_argument("--gdb-timeout", type=float, default=None,
+                        help="limit for gdb per rank (default 60%% of --deadline)")
     parser.add_argument("--job", default=None, help="only ranks of this job (as collect --job)")
     parser.add_argument("--samples", type=int, default=0, help="py-spy stack samples per rank (as collect --samples)")
     parser.add_argument("--sample-interval", type=float, default=0.1, help="seconds between samples")
-    parser.add_argument("--second-look", type=float, default=3.0, help="seconds between two looks (as collect --second-look)")
+    parser.add_argument("--second-look", type=float, default=3.0,
+                        help="seconds between two looks (as collect --second-look)")
     parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
     args = parser.parse_args(argv)
@@ -86,7 +89,8 @@ def matching_pids(match_env: list[str]) -> list[int]:
     return pids
 
 
-def collect_archive(args: argparse.Namespace, work: Path, answer: "AnswerOnce | None" = None) -> tuple[dict, bytes | None]:
+def collect_archive(args: argparse.Namespace, work: Path,
+                    answer: "AnswerOnce | None" = None) -> tuple[dict, bytes | None]:
     """Collect into work/bundle; return (header, tar.gz bytes or None when no rank was found)."""
     header = {"host": socket.gethostname().split(".", 1)[0], "pid": os.getpid(), "status": "ok", "error": None}
     gdb_timeout = args.gdb_timeout if args.gdb_timeout is not None else max(1.0, args.deadline * 0.6)
@@ -238,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             header, archive = collect_archive(args, work, answer)
         except Exception as err:  # report any failure as an answer: the fleet records it for this host
-            header, archive = {"host": socket.gethostname().split(".", 1)[0], "status": "failed", "error": f"{type(err).__name__}: {err}"}, None
+            header = {"host": socket.gethostname().split(".", 1)[0], "status": "failed",
+                      "error": f"{type(err).__name__}: {err}"}
+            archive = None
         answer.send(header, archive)
     finally:
         shutil.rmtree(work, ignore_errors=True)

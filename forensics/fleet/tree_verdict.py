@@ -25,8 +25,8 @@ from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
 from parsers.analyze import analyze
-from parsers.scale.merge import ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of, \
-    union
+from parsers.scale.merge import (ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of,
+                                 union)
 from parsers.model.events import MAX_RANKS
 
 
@@ -86,14 +86,16 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     for line in problems[:50]:
         manifest.notes.append(f"fetch: {line}")
     write_manifest(out, manifest)
-    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root.to_json(), separators=(",", ":")))  # the whole job's, not the fetched hosts'
+    # the whole job's, not the fetched hosts'
+    safefs.replace_file(out / MERGED_DIGEST, json.dumps(root.to_json(), separators=(",", ":")))
     say(f"fetched {len(parts)} host(s) in {fetched_at - start:.1f} s"
         + (f"; {len(problems)} problem(s): {problems[0]}" if problems else "") + "; analysing")
     result = tree_analysis(out, kb, held)
     done = time.monotonic()
-    info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50], "ranks_asked": fold_ranks(ranges),
-            "ranks_on_gateways": on_gateways, "gateways_asked": sorted(asked), "bytes_fetched": sum(received), "phases": {"fetched": round(fetched_at - start, 3),
-                                                        "verdict": round(done - start, 3)}}
+    info = {"hosts_fetched": [p.host for p in parts], "fetch_problems": problems[:50],
+            "ranks_asked": fold_ranks(ranges), "ranks_on_gateways": on_gateways, "gateways_asked": sorted(asked),
+            "bytes_fetched": sum(received),
+            "phases": {"fetched": round(fetched_at - start, 3), "verdict": round(done - start, 3)}}
     return result, info
 
 

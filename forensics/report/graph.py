@@ -173,7 +173,8 @@ def draw_waitfor(graph: nx.DiGraph, max_nodes: int = MAX_RANK_NODES, title: str 
     canvas = Canvas(title="wait-for graph")
     ranks = graph.number_of_nodes()
     head = title or "wait-for graph: arrows point from a waiting rank to the rank it waits on"
-    sub = f"{ranks} ranks" + (f", shown as {collapsed.number_of_nodes()} classes" if collapsed.number_of_nodes() < ranks else "")
+    shown = collapsed.number_of_nodes()
+    sub = f"{ranks} ranks" + (f", shown as {shown} classes" if shown < ranks else "")
     source = graph.graph.get("source")
     if ranks and not graph.number_of_edges():
         sub += "; no wait edges: no rank's evidence says whom it waits on"

@@ -25,7 +25,8 @@ from parsers.ranges import fold
 BIG_JOB = 64  #: past this many ranks, tables list suspects first
 
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1250px;color:#222;padding:0 16px}
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1250px;color:#222;
+padding:0 16px}
 h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
 .verdict{border-left:6px solid #d62728;background:#fdf1f1;padding:12px 16px;margin:12px 0}
 .verdict.none{border-color:#999;background:#f4f4f4}
@@ -78,8 +79,9 @@ def verdict_html(what: ReportView | Verdict) -> str:
         parts.append('<ul class="mixed-inputs" id="mixed-inputs" style="font-weight:600">' + "".join(
             f"<li>mixed inputs: {esc(x)}</li>" for x in v.mixed) + "</ul>")
     if v.host_faults:  # where they explain, the hosts to take out of the job lead (forensics.report.words.hostfaults)
-        parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + "".join(
-            f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>' for f in v.host_faults) + "</ul>")
+        items = "".join(f'<li class="host-fault {esc(f.status)}">host fault: {esc(f.said())}</li>'
+                        for f in v.host_faults)
+        parts.append('<ul class="host-faults" id="host-faults" style="font-weight:600">' + items + "</ul>")
     if c:
         parts.append(f'<p>culprit: <span class="culprit" id="culprit" '
                      f'style="color:#d62728;font-weight:700">{esc(c.label)}</span> '

@@ -45,7 +45,8 @@ class Box:
     @property
     def lines(self) -> list[str]:
         frames = [style.clip(style.shorten_path(short_label(f)), MAX_CHARS) for f in self.frames]
-        return [f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"] + elide(frames)
+        head = f"[{style.clip(fold(self.ranks), 40)}]  {len(self.ranks)} rank{'s' if len(self.ranks) != 1 else ''}"
+        return [head] + elide(frames)
 
     @property
     def width(self) -> float:

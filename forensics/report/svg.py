@@ -32,7 +32,8 @@ class Rect:
     y1: float
 
     def overlaps(self, other: "Rect", pad: float = 0.0) -> bool:
-        return not (self.x1 + pad <= other.x0 or other.x1 + pad <= self.x0 or self.y1 + pad <= other.y0 or other.y1 + pad <= self.y0)
+        return not (self.x1 + pad <= other.x0 or other.x1 + pad <= self.x0
+                    or self.y1 + pad <= other.y0 or other.y1 + pad <= self.y0)
 
 
 def text_width(s: str, size: float) -> float:
@@ -91,13 +92,15 @@ class Canvas:
     def circle(self, cx: float, cy: float, r: float, fill: str, stroke: str = "white", width: float = 1.0,
                tip: str | None = None, cls: str = "") -> None:
         c = f' class={quoteattr(cls)}' if cls else ""
-        body = f'<circle{c} cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill={quoteattr(fill)} stroke={quoteattr(stroke)} stroke-width="{width:g}"'
+        body = (f'<circle{c} cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill={quoteattr(fill)} stroke={quoteattr(stroke)} '
+                f'stroke-width="{width:g}"')
         self.items.append(f"{body}>{_tip(tip)}</circle>" if tip else body + "/>")
         self._grow(Rect(cx - r, cy - r, cx + r, cy + r))
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, width: float = 1.0,
              arrow: bool = False, opacity: float = 1.0, dash: str | None = None) -> None:
-        attrs = f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke={quoteattr(stroke)} stroke-width="{width:g}"'
+        attrs = (f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke={quoteattr(stroke)} '
+                 f'stroke-width="{width:g}"')
         if opacity < 1:
             attrs += f' stroke-opacity="{opacity:g}"'
         if dash:

@@ -39,7 +39,8 @@ class Lane:
 
     @property
     def title(self) -> str:
-        return f"rank {self.ranks[0]}" if len(self.ranks) == 1 else f"ranks {style.clip(fold(self.ranks), 28)} ({len(self.ranks)})"
+        return (f"rank {self.ranks[0]}" if len(self.ranks) == 1
+                else f"ranks {style.clip(fold(self.ranks), 28)} ({len(self.ranks)})")
 
 
 def lanes(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES) -> tuple[list[Lane], list[str], bool]:
@@ -119,7 +120,8 @@ def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, 
     canvas.line(left, bottom, left + col_w * ncols, bottom, "#888888", 1)
     for i, lane in enumerate(rows):
         y = top + ROW * i + ROW / 2
-        color = style.CULPRIT if lane.culprit else style.SUSPECT if lane.suspect else style.OTHER if lane.activity in ("missing", "unknown") else style.WAITER
+        color = (style.CULPRIT if lane.culprit else style.SUSPECT if lane.suspect
+                 else style.OTHER if lane.activity in ("missing", "unknown") else style.WAITER)
         canvas.rect(left + 4, y - 7, xs[lane.x] - left - 4, 14, fill=color, opacity=0.55 if lane.suspect else 0.35)
         r = 7.0 if lane.culprit else 5.5
         canvas.circle(xs[lane.x], y, r, color, stroke="black" if lane.culprit else "white", width=1.5,
@@ -134,7 +136,8 @@ def draw_timeline(entries: Sequence[TimelineEntry], max_lanes: int = MAX_LANES, 
             canvas.text(x, bottom + 16 + j * (FONT + 3), line, size=FONT, anchor="middle", group="column")
     depth = max(len(lines) for lines in heads)
     if by_seq or axis is None:
-        axis = (axis or "collective sequence number") if by_seq else "last position reached (program order, from stacks)"
+        axis = ((axis or "collective sequence number") if by_seq
+                else "last position reached (program order, from stacks)")
     canvas.text(left + col_w * ncols / 2, bottom + 24 + depth * (FONT + 3), axis, size=11, anchor="middle",
                 color="#444444")
     return canvas

@@ -17,7 +17,8 @@ from typing import Any, Iterable
 import networkx as nx
 
 from forensics.report.advice import CYCLE_ADVICE, P2P_CYCLE_ADVICE, advise
-from forensics.report.lastop import TimelineEntry, add_events, entries_from_ops, merged_tree, op_events, timeline_from_verdict
+from forensics.report.lastop import (TimelineEntry, add_events, entries_from_ops, merged_tree, op_events,
+                                     timeline_from_verdict)
 from forensics.report.waitgraph import correlated_graph, mark_suspects, waitfor_from_verdict
 from forensics.report.words import observed, said, worded
 from forensics.report.words import hostfaults, mixed
@@ -154,7 +155,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     worded(verdict)  # parsers/ returns it typed: its words are presentation's, written here for every output
     view = ReportView(verdict=verdict, source=source, headline=verdict.summary)
     # 'hang: established (timeouts: ...)', never 'hang: hang (...)': the line's label says what is decided
-    view.hang = ("established" if verdict.hang == "hang" else verdict.hang) + (f" ({verdict.hang_basis})" if verdict.hang_basis else "")
+    view.hang = (("established" if verdict.hang == "hang" else verdict.hang)
+                 + (f" ({verdict.hang_basis})" if verdict.hang_basis else ""))
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
     view.hosts = list(verdict.sections.get("hosts") or [])
     view.host_faults = hostfaults.host_faults(view.hosts)
@@ -162,7 +164,8 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.culprits = [culprit_view(c, view.host_faults) for c in verdict.culprits]
     for c in view.culprits[:1]:
         if c.host_fault:
-            view.headline += f"; {hostfaults.headline_note(hostfaults.own_host_fault(view.host_faults, c.host), c.host)}"
+            own = hostfaults.own_host_fault(view.host_faults, c.host)
+            view.headline += f"; {hostfaults.headline_note(own, c.host)}"
     if verdict.deadlock is not None:
         view.deadlock = [f"rank {a} waits on rank {b} in {w}" for a, b, w in verdict.deadlock.hops]
         p2p = all(e.point_to_point for e in verdict.deadlock.edges)
@@ -171,9 +174,11 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     # each fact said once: not again as a consequence
     said_already = {str(e) for c in verdict.culprits for e in c.evidence}
     view.consequences = [x for x in verdict.consequences if x not in said_already]
-    host_said = {observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults else set()
+    host_said = ({observed(o) for o in verdict.observations if o.kind is ObservationKind.HOST} if view.host_faults
+                 else set())
     # a host fault's own line says it; the 'slow:' line says the straggler figures
-    view.shows = [x for x in verdict.shows if x not in verdict.summary and x not in host_said and x not in view.stragglers]
+    view.shows = [x for x in verdict.shows
+                  if x not in verdict.summary and x not in host_said and x not in view.stragglers]
     view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])

@@ -98,8 +98,8 @@ def write_series(folder: Path, rows: dict[int, list[ReadRow]]) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for rank, steps in sorted(rows.items()):
-        lines = [f"{step},{seconds:.6f},,{inside or 0.0:.6f},{t:.6f},{int(rank)}\n" for step, t, seconds, inside in steps
-                 if seconds is not None and seconds > 0]
+        lines = [f"{step},{seconds:.6f},,{inside or 0.0:.6f},{t:.6f},{int(rank)}\n"
+                 for step, t, seconds, inside in steps if seconds is not None and seconds > 0]
         if lines:
             path = folder / f"steps-rank{int(rank)}.csv"
             path.write_text(STEPS_HEADER + "".join(lines))
@@ -132,7 +132,8 @@ class StragglerWatch:
             return None
         lag = statistics.median(found.lateness_ms[r] for r in late)
         who = (f"host {found.slow_host} (ranks {fold(list(late))})" if found.slow_host
-               else f"rank {fold(list(late))}" + (f" ({hosts[late[0]]})" if len(late) == 1 and late[0] in hosts else ""))
+               else f"rank {fold(list(late))}"
+               + (f" ({hosts[late[0]]})" if len(late) == 1 and late[0] in hosts else ""))
         share = sum(found.last_share.get(r, 0.0) for r in late)
         message = (f"straggler: {who} arrives last at {share:.0%} of the last {found.ops} steps' first collective, "
                    f"median {lag:.0f} ms after the others ({self.streak} checks in a row, limit {self.late_ms:g} ms)")

@@ -232,8 +232,9 @@ class Trigger:
             rows = list(self.step_times)
         path.parent.mkdir(parents=True, exist_ok=True)
         me = self.rank
-        path.write_text(straggler.STEPS_HEADER + "".join(f"{s},{d:.6f},{t:.3f},{c:.6f},{'' if e is None else f'{e:.6f}'},{me}\n"
-                                                         for s, d, t, c, e in rows))
+        path.write_text(straggler.STEPS_HEADER
+                        + "".join(f"{s},{d:.6f},{t:.3f},{c:.6f},{'' if e is None else f'{e:.6f}'},{me}\n"
+                                  for s, d, t, c, e in rows))
         return path
 
     # ---- hooks -----------------------------------------------------------------------

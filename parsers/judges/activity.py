@@ -40,7 +40,8 @@ def describe_activity(samples: StackSamples | None, cite: str | None = None) -> 
     if samples.state_share(NO_STACK) >= 0.005:
         parts.append(f"{samples.state_share(NO_STACK):.0%} without a main-thread stack")
     few = " (too few samples to trust the shares)" if samples.taken < MIN_SAMPLES else ""
-    return f"samples: {', '.join(parts)}{few} ({samples.taken} {samples.tool} samples over {samples.span_s:.1f} s{where})"
+    return (f"samples: {', '.join(parts)}{few} ({samples.taken} {samples.tool} samples over "
+            f"{samples.span_s:.1f} s{where})")
 
 
 def _state_note(place: Share) -> str:
@@ -96,7 +97,8 @@ def with_activity(suspects: list, ev: Evidence) -> list:
     by_rank = {r.rank: r for r in ev.ranks if r.rank is not None and r.samples is not None}
     for s in suspects:
         r = by_rank.get(s.rank)
-        line = describe_activity(r.samples, r.samples_file) if r is not None else None
-        if line:
-            s.evidence.insert(0, cite(line, tool=r.samples.tool or "py-spy", file=r.samples_file))
+        samples = r.samples if r is not None else None
+        line = describe_activity(samples, r.samples_file) if r is not None and samples is not None else None
+        if r is not None and samples is not None and line:
+            s.evidence.insert(0, cite(line, tool=samples.tool or "py-spy", file=r.samples_file))
     return suspects

@@ -108,7 +108,7 @@ def _own_watchdog_abort(dead: ErrorEvent, events: list) -> bool:
         return False
     pid = dead.data.get("pid") or dead.origin.pid
     return any(type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
-               and e.origin.rank == dead.data["local_rank"]
+               and e.origin.rank == dead.data.get("local_rank")
                and e.origin.pid in (None, pid) for e in events)
 
 
@@ -132,16 +132,18 @@ def _died_first_suspect(art: Any, dead: ErrorEvent, waiter: ErrorEvent) -> Suspe
     what += f" SeqNum {waiter.seq}" if waiter.seq is not None else ""
     return Suspect(
         rank=None, host=dead.origin.host, pid=pid, reason_class=ReasonClass.EXITED_FIRST,
-        reason=(f"died first (exit code {dead.data['exitcode']}" + (f", local rank {local}" if local is not None else "")
+        reason=(f"died first (exit code {dead.data.get('exitcode')}" + (f", local rank {local}" if local is not None
+                                                                        else "")
                 + f") before any rank reported an error; then {who} failed waiting ({waiter.kind}{what})"),
         confidence=ReasonClass.EXITED_FIRST.default_confidence,
-        evidence=[cite(f"{art.cite}:{e.origin.line}: {e.message[:200]}", tool="launcher", file=art.cite, line=e.origin.line)
-                  for e in (dead, waiter)])
+        evidence=[cite(f"{art.cite}:{e.origin.line}: {e.message[:200]}", tool="launcher", file=art.cite,
+                       line=e.origin.line) for e in (dead, waiter)])
 
 
 def _never_joined(ev: Evidence, found: dict[int, tuple[Any, Any]]) -> list[Suspect]:
     joined = [(exc, art) for exc, art in found.values() if exc.category == "store-timeout"
-              and isinstance(exc.details.get("clients_expected"), int) and isinstance(exc.details.get("clients_joined"), int)]
+              and isinstance(exc.details.get("clients_expected"), int)
+              and isinstance(exc.details.get("clients_joined"), int)]
     if not joined:
         return []
     exc, art = joined[0]
@@ -160,9 +162,10 @@ def _never_joined(ev: Evidence, found: dict[int, tuple[Any, Any]]) -> list[Suspe
     out = []
     for rank in quiet:
         proc = procs.get(rank)
-        evidence = [cite(f"{art.cite}: {exc.type}: {exc.message[:160]}", tool="traceback", file=art.cite, line=exc.line),
-                    cite(f"ranks {fold(sorted(reported))} failed waiting in the set-up; rank {rank} reported no error",
-                         tool="tracebacks")]
+        evidence: list[str] = [cite(f"{art.cite}: {exc.type}: {exc.message[:160]}", tool="traceback", file=art.cite,
+                                    line=exc.line),
+                               cite(f"ranks {fold(sorted(reported))} failed waiting in the set-up; rank {rank} "
+                                    "reported no error", tool="tracebacks")]
         if proc is not None and proc.main_stack is not None:
             evidence.append(cite(f"meanwhile its main thread is at {proc.activity.where}", tool=proc.main_stack.source))
         out.append(Suspect(rank=rank, host=proc.record.host if proc else None, pid=proc.record.pid if proc else None,

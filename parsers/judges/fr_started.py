@@ -11,9 +11,9 @@ Dumps without timing never say 'started' (parsers/judges/gaps.py says that gap):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
-from parsers.evidence import Evidence
+from parsers.evidence import Artifact, Evidence
 from parsers.model.events import OpEvent, Progress
 from parsers.judges.logs.names import position
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
@@ -23,22 +23,34 @@ from parsers.ranges import fold
 CONFIDENCE = 0.8
 
 
-def _timed_progress(ev: Evidence) -> dict[str, dict[int, tuple[Progress, Any, str | None]]]:
-    """comm -> global rank -> (its Flight Recorder counters, the dump (an Artifact), the state its entry of its
-    newest enqueued collective gives), from dumps with timing on."""
-    out: dict[str, dict[int, tuple[Progress, Any, str | None]]] = {}
+class _Counters(NamedTuple):
+    """A group's Flight Recorder counters at one rank, each one stated."""
+
+    enqueued: int
+    started: int
+    completed: int
+
+
+def _timed_progress(ev: Evidence) -> dict[str, dict[int, tuple[_Counters, Artifact, str | None]]]:
+    """comm -> global rank -> (its Flight Recorder counters, the dump, the state its entry of its newest enqueued
+    collective gives), from dumps with timing on."""
+    out: dict[str, dict[int, tuple[_Counters, Artifact, str | None]]] = {}
     for art in ev.of_kind("fr-dump"):
         if art.parsed is None or art.parsed.facts.get("fr_timing") != "on":
             continue
         states = {(e.comm, e.seq): e.state for e in art.parsed.events if type(e) is OpEvent and e.seq_kind == "seq"}
         for e in art.parsed.events:
-            if type(e) is Progress and e.origin.rank is not None and None not in (e.last_enqueued, e.last_started,
-                                                                                    e.last_completed):
-                out.setdefault(e.comm, {})[e.origin.rank] = (e, art, states.get((e.comm, e.last_enqueued)))
+            if type(e) is not Progress or e.origin.rank is None:
+                continue
+            enqueued, started, completed = e.last_enqueued, e.last_started, e.last_completed
+            if enqueued is not None and started is not None and completed is not None:
+                out.setdefault(e.comm, {})[e.origin.rank] = (_Counters(enqueued, started, completed), art,
+                                                             states.get((e.comm, enqueued)))
     return out
 
 
-def _queued(ranks: dict[int, tuple[Progress, Any, str | None]]) -> list[tuple[int, Progress, Any, list[int]]]:
+def _queued(ranks: dict[int, tuple[_Counters, Artifact, str | None]]
+            ) -> list[tuple[int, _Counters, Artifact, list[int]]]:
     """(rank, counters, dump, peers that started the same collective and wait in it) of each queued rank.
 
     Both the group's counters and the collective's own entry must say 'not started': on NCCL 2.28.9 a rank
@@ -46,10 +58,10 @@ def _queued(ranks: dict[int, tuple[Progress, Any, str | None]]) -> list[tuple[in
     'started' (tests/fixtures/issue39): that rank ran the collective and failed in it."""
     found = []
     for rank, (p, where, state) in ranks.items():
-        if not (p.last_enqueued > p.last_started == p.last_completed) or state != "enqueued":
+        if not (p.enqueued > p.started == p.completed) or state != "enqueued":
             continue  # not waiting, its own earlier collective still runs, or its entry says it started
         running = sorted(r for r, (q, _, _) in ranks.items()
-                         if r != rank and q.last_started >= p.last_enqueued > q.last_completed)
+                         if r != rank and q.started >= p.enqueued > q.completed)
         if running:
             found.append((rank, p, where, running))
     return found
@@ -65,9 +77,10 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
         for rank, p, dump, running in queued:
             suspects.append(Suspect(
                 rank=rank, host=dump.host, pid=dump.pid, reason_class=ReasonClass.GPU_QUEUED, confidence=CONFIDENCE,
-                reason=(f"enqueued {position(comm, p.last_enqueued)} but it never started on its GPU (Flight Recorder "
-                        f"with timing: its entry 'scheduled', last started #{p.last_started}), while ranks "
-                        f"{fold(running)} started it and wait in it: work queued ahead of it keeps the GPU stream busy"),
-                evidence=[cite(f"last enqueued #{p.last_enqueued}, started #{p.last_started}, completed "
-                               f"#{p.last_completed}", tool="Flight Recorder", file=dump.cite)]))
+                reason=(f"enqueued {position(comm, p.enqueued)} but it never started on its GPU (Flight Recorder "
+                        f"with timing: its entry 'scheduled', last started #{p.started}), while ranks "
+                        f"{fold(running)} started it and wait in it: work queued ahead of it keeps the GPU stream "
+                        "busy"),
+                evidence=[cite(f"last enqueued #{p.enqueued}, started #{p.started}, completed "
+                               f"#{p.completed}", tool="Flight Recorder", file=dump.cite)]))
     return Findings(source="dumps", suspects=suspects, judge="fr_started")

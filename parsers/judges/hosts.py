@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from parsers import gpu_binding
 from parsers.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
-from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase
+from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase, load
 from parsers.model.events import ErrorKind, UNKNOWN_HOST
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.manifest import RankRecord
@@ -57,7 +57,8 @@ class FindingGroup:
 
     def describe(self) -> str:
         """'critical xid-79 (gpu ..., 3x): GPU has fallen off the bus [hosts/a/kernel.log:12]'."""
-        where = f" [{self.first.source}:{self.first.line_no}]" if self.first.line_no else (f" [{self.first.source}]" if self.first.source else "")
+        where = (f" [{self.first.source}:{self.first.line_no}]" if self.first.line_no
+                 else (f" [{self.first.source}]" if self.first.source else ""))
         times = f", {self.count}x" if self.count > 1 else ""
         return f"{self.entry.severity} {self.entry.id} ({self.first.subject}{times}): {self.entry.title}{where}"
 
@@ -71,7 +72,8 @@ class HostReport:
     groups: list[FindingGroup] = field(default_factory=list)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
-    not_applicable: list[str] = field(default_factory=list)  #: collectors skipped: no such hardware, optional module absent
+    #: collectors skipped: no such hardware, optional module absent
+    not_applicable: list[str] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
 
     @property
@@ -153,7 +155,8 @@ def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[F
 
 def _fact_source(subject: str) -> str:
     kind = subject.split(" ", 1)[0]
-    return {"gpu": "nvidia-smi/NVML", "ib": "infiniband sysfs", "disk": "df", "cpu": "cpufreq", "memory": "meminfo/PSI", "collectors": "manifest"}.get(kind, "")
+    return {"gpu": "nvidia-smi/NVML", "ib": "infiniband sysfs", "disk": "df", "cpu": "cpufreq", "memory": "meminfo/PSI",
+            "collectors": "manifest"}.get(kind, "")
 
 
 def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | None, int | None], list[Finding]]:
@@ -173,13 +176,15 @@ def rank_log_findings(ev: Evidence, kb: KnowledgeBase) -> dict[tuple[str, int | 
         subject = f"rank {rank}" if rank is not None else (f"pid {pid}" if pid is not None else "job log")
         found = kb.scan_lines(art.parsed.notes, subject, art.cite, "rank-log")
         seen = {(f.line_no, f.entry.id) for f in found}
-        found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel") if (f.line_no, f.entry.id) not in seen]
+        found += [f for f in kb.scan_lines(art.parsed.notes, subject, art.cite, "kernel")
+                  if (f.line_no, f.entry.id) not in seen]
         line_hosts = _line_hosts(art) if host is None else {}
         line_ranks = _line_ranks(art) if rank is None and pid is None else {}
         for f in found:
             if f.line_no in line_ranks:  # a merged log: the line's own rank (its prefix, or its words) is whose it is
                 f.subject = f"rank {line_ranks[f.line_no]}"
-            out.setdefault((host or line_hosts.get(f.line_no) or UNKNOWN_HOST, rank, pid), []).append(f)
+            line_host = line_hosts.get(f.line_no) if f.line_no is not None else None
+            out.setdefault((host or line_host or UNKNOWN_HOST, rank, pid), []).append(f)
     return out
 
 
@@ -292,7 +297,8 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
     return suspects
 
 
-def log_only_suspects(reports: Iterable[HostReport], aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
+def log_only_suspects(reports: Iterable[HostReport],
+                      aftermath: frozenset[tuple[str, int]] = frozenset()) -> list[Suspect]:
     """Known errors in logs of ranks that have no process record (loose folders): pinned to that rank, where one
     rank says it. The same known error from several ranks (every rank's topology detection failing alike under
     WSL2, DDP's error on every rank) is the job's or the host's, no one rank's own: it blames none of them."""
@@ -350,26 +356,32 @@ def _worst(groups: list[FindingGroup], my_bus: gpu_binding.Bus | None = None) ->
 SAME_GPU_BONUS, OTHER_GPU_PENALTY = 0.02, 0.1
 
 
-def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: bool, my_bus: gpu_binding.Bus | None = None) -> Suspect:
+def _suspect(rank: RankRecord, report: HostReport, group: FindingGroup, own: bool,
+             my_bus: gpu_binding.Bus | None = None) -> Suspect:
     entry = group.entry
     where = "its own log says" if own else f"its host {report.host} has"
     reason = f"{where} {entry.title.lower()}: {entry.meaning.split('. ')[0].rstrip('.')}"
-    at = {"tool": "knowledge base", "file": group.first.source or None, "line": group.first.line_no}
-    evidence = [cite(group.describe(), **at, tagged=bool(group.first.line_no or group.first.source)), cite(f"evidence: {group.first.evidence[:300]}", **at),
+    file, line = group.first.source or None, group.first.line_no
+
+    def at(text: str, tagged: bool = False) -> str:  # a citation of the finding's own line
+        return cite(text, tool="knowledge base", file=file, line=line, tagged=tagged)
+
+    evidence = [at(group.describe(), tagged=bool(group.first.line_no or group.first.source)),
+                at(f"evidence: {group.first.evidence[:300]}"),
                 cite(f"recommended action: {entry.action_text}", tool="knowledge base")]
     if not own:
-        evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action else ""),
-                             tool="host judge"))
+        evidence.append(cite(f"host verdict: {report.status}" + (f" -> {ACTION_TEXT[report.action]}" if report.action
+                                                                  else ""), tool="host judge"))
     confidence = HOST_CONFIDENCE[entry.severity]
     named = _named_bus(group)
     if not own and my_bus is not None and named is not None:
         shown = "{:04x}:{:02x}:{:02x}".format(*named)
         if named == my_bus:
             confidence += SAME_GPU_BONUS
-            evidence.append(cite(f"the finding names this rank's own GPU ({shown})", **at))
+            evidence.append(at(f"the finding names this rank's own GPU ({shown})"))
         else:
             confidence -= OTHER_GPU_PENALTY
-            evidence.append(cite(f"the finding names another GPU of the host ({shown}); this rank waits on it", **at))
+            evidence.append(at(f"the finding names another GPU of the host ({shown}); this rank waits on it"))
     return Suspect(
         rank=rank.rank,
         host=rank.host,
@@ -428,5 +440,5 @@ def judge_hosts(ev: Evidence, kb: KnowledgeBase) -> tuple[list[HostReport], list
 
 def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
     """The host judge (the one protocol): the knowledge base (`ctx.kb`) over host facts and known errors."""
-    reports, suspects = judge_hosts(ev, ctx.kb)
+    reports, suspects = judge_hosts(ev, ctx.kb if ctx.kb is not None else load(use_env=False))  # or the built-in one
     return Findings("hosts", suspects, judge="hosts", reports=reports)

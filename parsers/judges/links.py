@@ -67,8 +67,9 @@ class SlowLinks:
             return f"too few operations timed on three or more links ({self.ops}) to judge a slow link"
         if not self.slow:
             typical = statistics.median(self.wait_ms.values())
-            return (f"no slow link: over {self.ops} collectives no link's data spends {self.threshold_ms:.1f} ms more on "
-                    f"the network than the others' (median {typical:.1f} ms an op on each of {len(self.wait_ms)} links)")
+            return (f"no slow link: over {self.ops} collectives no link's data spends {self.threshold_ms:.1f} ms more "
+                    f"on the network than the others' (median {typical:.1f} ms an op on each of {len(self.wait_ms)} "
+                    "links)")
         return f"{self.where()} (recorder send waits over {self.ops} collectives)"
 
     def where(self) -> str:
@@ -78,10 +79,12 @@ class SlowLinks:
         more = f"{lag:.1f} ms more per op on the network than the median link ({typical:.1f} ms)"
         if self.sender is not None:
             peers = fold([dst for _src, dst in self.slow])
-            return f"sends out of {self.who(self.sender)} are slow: to rank{'s' if len(self.slow) > 1 else ''} {peers}, {more}"
+            return (f"sends out of {self.who(self.sender)} are slow: to rank{'s' if len(self.slow) > 1 else ''} "
+                    f"{peers}, {more}")
         if self.receiver is not None:
             peers = fold([src for src, _dst in self.slow])
-            return f"sends into {self.who(self.receiver)} are slow: from rank{'s' if len(self.slow) > 1 else ''} {peers}, {more}"
+            return (f"sends into {self.who(self.receiver)} are slow: from rank{'s' if len(self.slow) > 1 else ''} "
+                    f"{peers}, {more}")
         links = ", ".join(f"{self.who(s)} -> {self.who(d)}" for s, d in self.slow)
         return f"slow link{'s' if len(self.slow) > 1 else ''} {links}: {more}"
 
@@ -202,7 +205,8 @@ def link_suspects(result: SlowLinks, pids: dict[int, int] | None = None) -> list
         share = max(result.slowest_share.get(link, 0.0) for link in links)
         out.append(Suspect(rank=rank, host=result.hosts.get(rank), pid=(pids or {}).get(rank),
                            reason_class=ReasonClass.SLOW_LINK, reason=result.where(),
-                           confidence=round(min(0.85, 0.35 + 0.5 * share), 3), evidence=[cite(result.describe(), tool="recorder")]))
+                           confidence=round(min(0.85, 0.35 + 0.5 * share), 3),
+                           evidence=[cite(result.describe(), tool="recorder")]))
     return out
 
 

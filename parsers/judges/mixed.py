@@ -35,7 +35,8 @@ class ForeignInput:
     reasons: tuple[tuple[str, Any, Any], ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "reasons": [{"what": w, "file_says": f, "bundle_says": b} for w, f, b in self.reasons]}
+        return {"file": self.file,
+                "reasons": [{"what": w, "file_says": f, "bundle_says": b} for w, f, b in self.reasons]}
 
 
 def _bundle_identity(ev: Evidence) -> dict[str, set]:

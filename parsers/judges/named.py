@@ -76,8 +76,8 @@ def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived
     others = sorted(set(named) - {rank})
     reason = of_rank(rank, f"never reached the monitored barrier: {by} waited {ms} ms for it"
                      + (f" (and for rank{'s' if len(others) > 1 else ''} {fold(others)})" if others else ""))
-    evidence = [cite(f"{by} reports ({art.cite}" + (f":{e.origin.line}" if e.origin.line else "") + f"): {e.message[:200]}",
-                     tool="c10d", file=art.cite, line=e.origin.line)]
+    evidence: list[str] = [cite(f"{by} reports ({art.cite}" + (f":{e.origin.line}" if e.origin.line else "")
+                                + f"): {e.message[:200]}", tool="c10d", file=art.cite, line=e.origin.line)]
     if arrived:
         many = len(arrived) > 1
         evidence.append(cite(f"rank{'s' if many else ''} {fold(arrived)} reached the barrier and then lost "
@@ -106,14 +106,18 @@ def peer_facts(ev: Evidence) -> list[PeerFact]:
     for rep in reports:
         named = peer_address.resolve(rep, ids, addresses, linked, seen)
         data = rep.event.data or {}
-        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"), data.get("side"))
+        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"),
+               data.get("side"))
         reporters, procs, *_ = groups.setdefault(key, ([], [], named, rep.event, rep.file))
         if rep.reporter is not None and rep.reporter not in reporters:
             reporters.append(rep.reporter)
-        elif rep.reporter is None and rep.event.origin.pid is not None and (p := (rep.event.origin.host, rep.event.origin.pid)) not in procs:
-            procs.append(p)
+        elif rep.reporter is None and rep.event.origin.pid is not None:
+            p = (rep.event.origin.host, rep.event.origin.pid)
+            if p not in procs:
+                procs.append(p)
     out = []
-    for (what, addr, ranks, how, sent, posted, side), (reporters, procs, named, e, file) in list(groups.items())[:MAX_PEER_FACTS]:
+    for key, (reporters, procs, named, e, file) in list(groups.items())[:MAX_PEER_FACTS]:
+        what, addr, ranks, how, sent, posted, side = key
         line = f"{file}" + (f":{e.origin.line}" if e.origin.line else "") + f": {e.message[:200]}"
         out.append(PeerFact(what, tuple(sorted(reporters)), addr, ranks, named.host, how, sent, posted, side,
                             cite(line, tool=e.source or "logs", file=file, line=e.origin.line), named.said,
@@ -139,9 +143,11 @@ def peer_suspects(ev: Evidence, facts: list[PeerFact]) -> list[Suspect]:
         host_only = all(f.how.startswith("host") for f in found)
         how = "the host of that name holds it" if host_only else "its own NCCL log states that address"
         who = f"rank{'s' if len(reporters) > 1 else ''} {fold(reporters)}" if reporters else "a rank"
-        evidence = [f.citation for f in found if f.citation][:3] + [f.paired for f in found[:1] if f.paired]
+        evidence: list[str] = []
+        evidence += [f.citation for f in found if f.citation][:3] + [f.paired for f in found[:1] if f.paired]
         rc = ReasonClass.NAMED_PEER
-        out.append(Suspect(rank=rank, host=proc.record.host if proc else found[0].host, pid=proc.record.pid if proc else None,
+        out.append(Suspect(rank=rank, host=proc.record.host if proc else found[0].host,
+                           pid=proc.record.pid if proc else None,
                            reason_class=rc, reason=of_rank(rank, f"is the peer {who} lost: {found[0].addr} ({how})"),
                            confidence=rc.default_confidence - (0.1 if host_only else 0.0), evidence=evidence))
     return out

@@ -20,10 +20,10 @@ from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
                                   RasFinding)
-from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
-                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact, JudgeContext, KnownFact, NoErrorFact,
-                                    Observation, PeerFact,
-                                    ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
+from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact,
+                                    DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact,
+                                    JudgeContext, KnownFact, NoErrorFact, Observation, PeerFact, ObservationKind as OK,
+                                    RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.readers.last_error import own_reason
@@ -58,18 +58,20 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     known = _known_facts(reports or [])
     out += [Observation(OK.KNOWN, facts=f) for f in known if not f.symptom]
     out += [Observation(OK.HOST, facts=f) for f in _host_facts(reports or [])]
-    out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, silence.silent_below(ev), ev)]
+    out += [Observation(OK.COVERAGE, facts=f) for f in _coverage_facts(ev.coverage, ev, silence.silent_below(ev))]
     named = [Observation(OK.PEER, ranks=f.ranks if f.mapped is not None else (), facts=f) for f in peers]
-    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in _error_facts(seen)]
+    error_facts = _error_facts(seen)
+    errors = [Observation(OK.FIRST_ERROR, ranks=f.ranks, facts=f) for f in error_facts]
     # where the first error is itself such a report, whom it names comes first: its reporter is not its subject
-    out += named + errors if any(_names_a_peer(o.facts) for o in errors[:1]) else errors + named
+    out += named + errors if any(_names_a_peer(f) for f in error_facts[:1]) else errors + named
     # a symptom's meaning follows the first error: what came before it is what it points to
     out += [Observation(OK.KNOWN, facts=f) for f in known if f.symptom]
     out += [Observation(OK.STACK, facts=f) for f in _rankless_stacks(ev)]
     sites = _call_sites(ev)
     out += [Observation(OK.CALL_SITE, ranks=tuple(r for c in sites for r in c.ranks), facts=sites)] if sites else []
     out += [Observation(OK.DUMP, facts=f) for f in _logged_dumps(ev)]
-    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f) for f in _tracebacks(seen)]
+    out += [Observation(OK.TRACEBACK, ranks=(f.rank,) if f.rank is not None else (), facts=f)
+            for f in _tracebacks(seen)]
     out += [Observation(OK.TRAIL, facts=f) for f in _trails(ev, seen)]
     not_read = unread.fact(unread.section(ev))
     if not out and not seen.errors and not seen.innermost and \
@@ -79,7 +81,8 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     if not_read is not None:
         out.append(Observation(OK.UNREAD, facts=not_read))
     if out:
-        out.append(Observation(OK.COVERAGE_NOTE, facts=CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))))
+        note = CoverageNoteFact(ev.coverage.complete, bool(ev.coverage.absent))
+        out.append(Observation(OK.COVERAGE_NOTE, facts=note))
     return out
 
 
@@ -217,7 +220,8 @@ def _rankless_stacks(ev: Evidence, limit: int = 3) -> list[StackFact]:
     for r in ev.ranks:
         if r.rank is None and r.main_stack is not None and r.record.pid is not None:
             by_what.setdefault(r.activity.text, []).append(r.record.pid)
-    return [StackFact(tuple(sorted(pids)), what) for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
+    return [StackFact(tuple(sorted(pids)), what)
+            for what, pids in sorted(by_what.items(), key=lambda kv: -len(kv[1]))[:limit]]
 
 
 def _logged_dumps(ev: Evidence, limit: int = 3) -> list[DumpFact]:
@@ -265,7 +269,8 @@ def _call_sites(ev: Evidence) -> tuple[CallSite, ...]:
             site = (frames[0].function, user.label if user else None, len(frames), frames[-1].label)
             by_site.setdefault(site, set()).add(e.origin.rank)
     sites = sorted(by_site.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
-    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs))) for (function, user, n, outermost), rs in sites)
+    return tuple(CallSite(function, user, n, outermost, tuple(sorted(rs)))
+                 for (function, user, n, outermost), rs in sites)
 
 
 @dataclass
@@ -275,7 +280,8 @@ class _Seen:
     timeouts: dict[tuple[str | None, int | None], set[int]] = field(default_factory=dict)  #: (op, seq) -> ranks
     #: timeouts whose line names only the rank inside a subgroup (`[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0]`)
     group_timeouts: dict[tuple[str, str | None, int | None], set[int]] = field(default_factory=dict)
-    first: tuple[tuple, ErrorFact, str] | None = None  #: the first error with a time: (stamps.key, it, the stamp as shown)
+    #: the first error with a time: (stamps.key, it, the stamp as shown)
+    first: tuple[tuple, ErrorFact, str] | None = None
     first_ranks: set[int] = field(default_factory=set)  #: the ranks with an error at that very time
     dumped_for: dict[int, set[int]] = field(default_factory=dict)  #: rank whose timeout asked for dumps -> ranks asked
     analyzer: list[ErrorEvent] = field(default_factory=list)  #: the Flight Recorder analyzer's report
@@ -305,7 +311,7 @@ class _Seen:
         if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
                                      and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
-        data = e.data or {}
+        data = e.data if isinstance(e.data, dict) else {}  # the kinds read here carry a dict
         if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
             self.spawn_exit = (e, art)
         if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
@@ -321,9 +327,9 @@ class _Seen:
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             # without a rank, who said it (pid, host, device) and what: a bare kind names no one
-            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp))
+            self.first = (when, _error_fact(e, art), stamps.shown(e.timestamp or ""))  # a stamp: it has a key
             self.first_ranks = set()
-        if when is not None and when == self.first[0] and rank is not None:
+        if when is not None and self.first is not None and when == self.first[0] and rank is not None:
             self.first_ranks.add(rank)
 
 
@@ -348,7 +354,8 @@ def timed_out(ev: Evidence) -> tuple[bool, set[int]]:
     seen = _seen(ev)
     ranks = set().union(*seen.timeouts.values()) if seen.timeouts else set()
     stalled = _horovod_stalled(ev)
-    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | (seen.waited_out - {None})
+    waited = {r for r in seen.waited_out if r is not None}
+    return bool(seen.timeouts or seen.group_timeouts or seen.waited_out or stalled), ranks | waited
 
 
 def _horovod_stalled(ev: Evidence) -> bool:
@@ -377,7 +384,7 @@ def _dump_asks(seen: _Seen) -> list[DumpAskFact]:
             for origin_rank, asked in sorted(seen.dumped_for.items(), key=lambda kv: -len(kv[1]))[:2]]
 
 
-def _coverage_facts(cov: Coverage, silent: tuple[list[int], int] | None = None, ev: Evidence | None = None) -> list[CoverageFact]:
+def _coverage_facts(cov: Coverage, ev: Evidence, silent: tuple[list[int], int] | None = None) -> list[CoverageFact]:
     """Who is silent, where that means something; or, without a job size, whose lines these are, and which
     ranks below a waiting one they leave out (`silent`, parsers.judges.logs.silence: said, never weighed)."""
     if cov.world_size and not cov.complete and cov.absent:

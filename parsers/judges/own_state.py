@@ -42,9 +42,9 @@ def data_wait(r: Any) -> tuple[str, list[str]] | None:
     w = workers[0]
     what = w.activity.where or "an unknown place"
     state = w.proc.state if w.proc else "?"
-    evidence = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
-                     + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "") + f", main thread at {c.activity.where}",
-                     tool="/proc") for c in workers[:4]]
+    evidence: list[str] = [cite(f"DataLoader worker pid {c.pid}: state {c.proc.state if c.proc else '?'}"
+                                + (f", wchan {c.proc.wchan}" if c.proc and c.proc.wchan else "")
+                                + f", main thread at {c.activity.where}", tool="/proc") for c in workers[:4]]
     return f"waits for its DataLoader worker pid {w.pid}, which is at {what} (state {state})", evidence
 
 
@@ -62,16 +62,19 @@ def own_state(ev: Evidence, s: Suspect) -> list[Citation]:
     if proc is not None and proc.state:
         wchan = proc.proc.wchan if proc.proc and proc.proc.wchan else None
         what = _STATES.get(proc.state, "")
-        lines.append(cite(f"now: state {proc.state}" + (f" ({what})" if what else "") + (f", wchan {wchan}" if wchan else "")
-                          + " [/proc]", tool="/proc", file=file_of(proc, "process-state"), tagged=True))
+        lines.append(cite(f"now: state {proc.state}" + (f" ({what})" if what else "")
+                          + (f", wchan {wchan}" if wchan else "") + " [/proc]", tool="/proc",
+                          file=file_of(proc, "process-state"), tagged=True))
     if proc is not None and proc.main_stack is not None:
         act = proc.activity
         src = proc.main_stack.source or "stack"
         loader = data_wait(proc)
         if loader is not None:
-            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src, file=file_of(proc, *STACK_KINDS), tagged=True))
+            lines.append(cite(f"main thread {loader[0]} [{src}]", tool=src, file=file_of(proc, *STACK_KINDS),
+                              tagged=True))
         else:
-            lines.append(cite(f"main thread: {act.text} [{src}]" if act.waiting else f"main thread at {act.where} [{src}]",
+            lines.append(cite(f"main thread: {act.text} [{src}]" if act.waiting
+                              else f"main thread at {act.where} [{src}]",
                               tool=src, file=file_of(proc, *STACK_KINDS), tagged=True))
         holder = lock_holder(proc)
         if holder:
@@ -82,12 +85,14 @@ def own_state(ev: Evidence, s: Suspect) -> list[Citation]:
         utils = sorted({f["utilization.gpu"] for f in (host.facts.values() if host else ())
                         if isinstance(f, dict) and isinstance(f.get("utilization.gpu"), (int, float))})
         if utils:
-            lines.append(cite(f"its host's GPU utilisation at collection: {', '.join(f'{u:g}%' for u in utils)} [nvidia-smi]",
-                              tool="nvidia-smi", tagged=True))
+            shown = ", ".join(f"{u:g}%" for u in utils)
+            lines.append(cite(f"its host's GPU utilisation at collection: {shown} [nvidia-smi]", tool="nvidia-smi",
+                              tagged=True))
     exit_rec = next((e for e in ev.exits if e.rank == s.rank), None)
     if exit_rec is not None and exit_rec.returncode is not None:
         launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
-        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record", file=launcher, tagged=True))
+        lines.append(cite(f"ended: {exit_rec.how} [launcher record]", tool="launcher record", file=launcher,
+                          tagged=True))
     exc = last_exceptions(ev).get(s.rank) if s.rank is not None else None
     if exc is not None:
         e, art = exc
@@ -105,7 +110,7 @@ _ENDED = {ReasonClass.EXITED, ReasonClass.RAISED, ReasonClass.EXITED_FIRST, Reas
           ReasonClass.ABSENT, ReasonClass.NO_RECORDER_STATE, ReasonClass.MISSING_LINE, ReasonClass.FROZEN}
 
 
-def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> Citation | None:
+def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> _Why | None:
     """'cause: its own NCCL log says ...' for a rank that exited, raised or left nothing: the first error of its
     own that is no wait on a peer, from its NCCL log's WARN lines and NCCL's reason under its exception's
     'Last error:' (a truncated message, a duplicate GPU, no network interface). The exit, the abort and
@@ -123,11 +128,11 @@ def first_cause(ev: Evidence, proc: Any, s: Suspect, exc: tuple | None) -> Citat
         *_, e, art = min(found, key=lambda f: f[:2])
         where = f"{art.cite}:{e.origin.line}" if e.origin.line else art.cite
         said = "its own NCCL log says" if e.source == "nccl-log" else "NCCL's last error under its exception says"
-        return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]", tool=e.source or "logs",
-                    file=art.cite)
+        return _Why(f"{said}: {e.message[:200]}", f"cause: {said}: {e.message[:300]} [{where}]",
+                    tool=e.source or "logs", file=art.cite)
     reason = exc[0].details.get("last_error") if exc is not None else None
-    if own_reason(reason):
-        e, art = exc
+    if exc is not None and reason is not None and own_reason(reason):
+        _, art = exc
         return _Why(f"NCCL's last error under its exception says: {reason[:200]}",
                     f"cause: NCCL's last error under its exception says: {reason[:300]} [{art.cite}]", tool="exception",
                     file=art.cite)
@@ -144,8 +149,8 @@ class _Why(Citation):
         obj.why = why
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str, str | None, str | None]:  # copy and pickle keep the fields
-        return self.why, str(self), self.tool, self.file
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.why, str(self), self.tool, self.file)
 
 
 def _thread_at(t: Any, wchans: dict[int, str], short: bool = False) -> str:
@@ -182,7 +187,7 @@ def _wchans(proc: Any) -> dict[int, str]:
     return out
 
 
-def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
+def lock_holder(proc: Any, limit: int = 3) -> _Why | None:
     """'why: its main thread waits to acquire a lock (futex wait in /proc) while its other threads run the
     user's code: 'ckpt-writer' at write_shard_to_storage (...)': the why of a main thread blocked on a lock,
     from the process's other threads (py-spy JSON names every thread).
@@ -211,6 +216,7 @@ def lock_holder(proc: Any, limit: int = 3) -> Citation | None:
     why = (f"its main thread waits to acquire a lock that its thread {brief} holds"
            + (f" (inside {waits})" if waits else "") if len(others) == 1 else
            f"its main thread waits to acquire a lock that one of its threads ({brief}) likely holds")
-    return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other thread{'s' if len(others) > 1 else ''} "
-                f"run{'' if len(others) > 1 else 's'} the user's code: {said}; {holder} [py-spy]", tool="py-spy",
+    return _Why(why, f"why: its main thread waits to acquire a lock{futex} while its other "
+                f"thread{'s' if len(others) > 1 else ''} run{'' if len(others) > 1 else 's'} the user's code: {said}; "
+                f"{holder} [py-spy]", tool="py-spy",
                 file=file_of(proc, "pyspy-json"))

@@ -24,7 +24,7 @@ import networkx as nx
 from parsers.evidence import Evidence
 from parsers.judges import p2p_match
 from parsers.judges.p2p_match import History, Pending
-from parsers.model.events import ErrorEvent, ErrorKind, OpEvent
+from parsers.model.events import ErrorEvent, ErrorKind, OpEvent, Origin
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.ranges import fold
 
@@ -39,14 +39,19 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     hist, seen = _histories(ev)
     scopes = [(DEFAULT_GROUP, "fr-dump", hist)] if any(h.ops for h in hist.values()) else []
     scopes += [] if scopes else recorder_scopes(getattr(ev, "recorder", None) or [])
-    pending, edges, suspects = [], [], []
+    pending: list[Pending] = []
+    edges: list[WaitEdge] = []
+    suspects: list[Suspect] = []
     for comm, source, h in scopes:
         mine = p2p_match.pending_ops(h)
         wrong = {p: qs for p in mine if (qs := p2p_match.wrong_peer(p, h))}
-        edges += [_edge(p, seen, comm, source) for p in mine if p.match != "matched" and p not in wrong and not _sent(p)]
+        edges += [_edge(p, seen, comm, source) for p in mine
+                  if p.match != "matched" and p not in wrong and not _sent(p)]
         suspects += [_wrong_peer(p, qs, seen, source) for p, qs in wrong.items()]
         pending += mine
-        suspects += _blocked_receivers(ev, h, source, {p.op.rank for p in mine if p.op.kind == "recv"} | {s.rank for s in suspects})
+        taken: set[int | None] = {s.rank for s in suspects}
+        taken |= {p.op.rank for p in mine if p.op.kind == "recv"}
+        suspects += _blocked_receivers(ev, h, source, taken)
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending
@@ -82,7 +87,7 @@ def _traceback_p2p(ev: Evidence) -> dict[int, str]:
 def _histories(ev: Evidence) -> tuple[dict[int, History], dict[int, OpEvent]]:
     """Each rank's default-group p2p history from its dumps, and one event of each rank (its origin, for
     citations); a rank whose dump lost nothing has a complete history even with no p2p op."""
-    records: dict[int, list] = {}
+    records: dict[int, list[tuple[int, str, int, str, Origin | None]]] = {}
     whole: set[int] = set()
     seen: dict[int, OpEvent] = {}
     for art in ev.artifacts:
@@ -118,7 +123,8 @@ def _in_receive(r: Any) -> str | None:
 MAX_FRAMES = 64
 
 
-def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str, known: set[int]) -> list[Suspect]:
+def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str,
+                       known: set[int | None]) -> list[Suspect]:
     """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
     waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
     stack is in a receive while another rank's sends to it go unanswered receives from someone else."""
@@ -135,8 +141,9 @@ def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str, know
         rec = r.record
         out.append(Suspect(
             rank=rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
-            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} {fold(senders)} "
-                           f"send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from another peer"),
+            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} "
+                           f"{fold(senders)} send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from "
+                           "another peer"),
             confidence=0.8,
             evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
                       cite(f"main thread in {frame} [stack]", tool="stack-frame")]))
@@ -153,7 +160,7 @@ def recorder_scopes(states: list) -> list[tuple[str, str, dict[int, History]]]:
     out = []
     for comm, group in by_comm.items():
         table = {st.rank: st.job_rank for st in group if st.rank >= 0}
-        records: dict[int, list] = {}
+        records: dict[int, list[tuple[int, str, int, str, Origin | None]]] = {}
         whole = {st.job_rank for st in group if not st.colls or st.colls[0].index == 0}
         for st in group:
             for c in st.colls:
@@ -179,15 +186,18 @@ def _to_from(kind: str) -> str:
 def _edge(p: Pending, seen: dict[int, OpEvent], comm: str = DEFAULT_GROUP, source: str = "fr-dump") -> WaitEdge:
     """The wait of a pending op its peer has not answered (or whose answer no history can count)."""
     op, own = p.op, seen.get(p.op.rank)
-    if p.match == "queued":
-        b = p.behind
-        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer} posted the "
-                f"{op.pairing} that answers it behind its own {b.kind} {_to_from(b.kind)} rank {b.peer} (p2p seq {b.seq}), still {b.state}")
+    b = p.behind
+    if p.match == "queued" and b is not None:  # a queued op always has the op it waits behind
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer} "
+                f"posted the {op.pairing} that answers it behind its own {b.kind} {_to_from(b.kind)} rank {b.peer} "
+                f"(p2p seq {b.seq}), still {b.state}")
     elif p.match == "unmatched":
-        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}, its #{op.nth} {_to_from(op.kind)} "
-                f"that rank) is {op.state}; rank {op.peer} posted {p.peer_posted} {op.pairing}(s) {_to_from(op.pairing)} it")
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}, its #{op.nth} "
+                f"{_to_from(op.kind)} that rank) is {op.state}; rank {op.peer} posted {p.peer_posted} {op.pairing}(s) "
+                f"{_to_from(op.pairing)} it")
     else:
-        said = f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; no whole history of both says whether rank {op.peer} posted the matching {op.pairing}"
+        said = (f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; no whole history "
+                f"of both says whether rank {op.peer} posted the matching {op.pairing}")
     return WaitEdge(comm_id=comm, waiter=op.rank, peer=op.peer, source=source, op=op.kind,
                     scope="group" if comm == DEFAULT_GROUP else "communicator",
                     p2p_peer=op.peer, p2p_seq=op.seq, waiter_pid=own.origin.pid if own else None,
@@ -199,7 +209,8 @@ def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source:
     alike: 'rank 3 posts send to 5, which never receives from it, while rank 4 receives from it unanswered' (a
     completed send waits on no one: it sent to the wrong peer)."""
     op, own = p.op, seen.get(p.op.rank)
-    where = "[Flight Recorder dumps, the default group]" if source == "fr-dump" else "[NCCL recorder, its communicator's records]"
+    where = ("[Flight Recorder dumps, the default group]" if source == "fr-dump"
+             else "[NCCL recorder, its communicator's records]")
     never = "sends to it" if op.kind == "recv" else "receives from it"
     theirs = f"{'receive' if op.kind == 'send' else 'send'}{'s' if len(others) == 1 else ''} {_to_from(op.pairing)} it"
     ends = "it sent to the wrong peer" if _sent(p) else "it waits on the wrong peer"
@@ -209,8 +220,8 @@ def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source:
         reason=of_rank(op.rank, f"posts {op.kind} {_to_from(op.kind)} {op.peer}, which never {never}, while rank"
                        f"{'s' if len(others) > 1 else ''} {fold(others)} {theirs} unanswered: {ends}"),
         confidence=ReasonClass.WRONG_PEER.default_confidence,
-        evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank {op.peer}'s "
-                       f"whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
+        evidence=[cite(f"its {op.kind} {_to_from(op.kind)} rank {op.peer} (p2p seq {op.seq}) is {op.state}; rank "
+                       f"{op.peer}'s whole history has no {op.pairing} {_to_from(op.pairing)} rank {op.rank} {where}",
                        tool=source, file=op.origin.file if op.origin else None,
                        line=op.origin.line if op.origin else None, tagged=True)])
 

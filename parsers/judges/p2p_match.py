@@ -20,6 +20,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from parsers.model.events import Origin
+
 #: normalised Flight Recorder names: 'nccl:send 0->1' -> 'send0->1', 'nccl:recv 1<-0' -> 'recv1<-0'
 _NAMED = re.compile(r"^(send|recv)(\d+)(->|<-)(\d+)$")
 #: most pending ops of one rank weighed (a rank blocks in a few; a hostile dump could list thousands)
@@ -36,7 +38,7 @@ class P2POp:
     seq: int  #: the rank's own p2p sequence number (its count of p2p ops in the group, every peer together)
     state: str
     nth: int
-    origin: object = field(default=None, compare=False)  #: the event's Origin (file, line), for citations
+    origin: Origin | None = field(default=None, compare=False)  #: the event's (file, line), for citations
 
     @property
     def pairing(self) -> str:
@@ -95,7 +97,8 @@ def parse_name(op: str) -> tuple[str, int, int] | None:
     return (m.group(1), int(m.group(2)), int(m.group(4))) if m else None
 
 
-def histories(ops_by_rank: dict[int, list[tuple[int, str, int, str, object]]], whole: set[int]) -> dict[int, History]:
+def histories(ops_by_rank: dict[int, list[tuple[int, str, int, str, Origin | None]]],
+              whole: set[int]) -> dict[int, History]:
     """Each rank's History from its (p2p seq, kind, peer, state, origin) records (any order; one record per
     seq and kind and peer, the latest state kept). `whole`: ranks whose dump lost nothing (it holds the
     recorder's first record), complete even with no p2p op at all (a rank that never sends to a peer).
@@ -104,7 +107,7 @@ def histories(ops_by_rank: dict[int, list[tuple[int, str, int, str, object]]], w
     out = {}
     for rank in set(ops_by_rank) | set(whole):
         records = ops_by_rank.get(rank, ())
-        latest: dict[tuple[int, str, int], tuple[str, object]] = {}
+        latest: dict[tuple[int, str, int], tuple[str, Origin | None]] = {}
         for seq, kind, peer, state, origin in records:
             key = (seq, kind, peer)
             if key not in latest or latest[key][0] != "completed":
@@ -157,7 +160,8 @@ def pending_ops(hist: dict[int, History]) -> list[Pending]:
         ops.update(dict.fromkeys(op for op in hist[rank].receives() if op.state == "completed"))
         ops.update(dict.fromkeys(op for op in hist[rank].sends() if op.state == "completed"))
         matched = [queued(match(op, hist), hist) for op in ops]
-        out += [p for p in matched if p.op.state != "completed" or p.match == "unmatched" and (p.op.kind == "recv" or p.never)]
+        out += [p for p in matched
+                if p.op.state != "completed" or p.match == "unmatched" and (p.op.kind == "recv" or p.never)]
     return sorted(out, key=lambda p: (p.op.rank, p.op.seq))
 
 
@@ -168,7 +172,8 @@ def unmatched_toward(rank: int, kind: str, hist: dict[int, History]) -> list[int
     if own is None or not own.complete:
         return []
     pairing = "recv" if kind == "send" else "send"
-    return sorted(q for q, h in hist.items() if q != rank and h.complete and h.posted(kind, rank) > own.posted(pairing, q))
+    return sorted(q for q, h in hist.items()
+                  if q != rank and h.complete and h.posted(kind, rank) > own.posted(pairing, q))
 
 
 def wrong_peer(p: Pending, hist: dict[int, History]) -> list[int]:

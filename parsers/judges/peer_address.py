@@ -16,6 +16,7 @@ address is mapped only by what a process's own lines state (on a machine of many
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import AbstractSet
 
 from parsers.evidence import Evidence
 from parsers.judges.logs import identity
@@ -137,7 +138,7 @@ def hosts(ev: Evidence, found: list[Report]) -> set[str]:
     return {a.host for a in ev.artifacts if a.host} | {r.event.origin.host for r in found if r.event.origin.host}
 
 
-def _host_named(addr: str, seen: set[str]) -> str | None:
+def _host_named(addr: str, seen: AbstractSet[str]) -> str | None:
     """The host an address names: a host name the files show, whole or as its first label (NCCL cuts its own
     prefix's host name at the first dot, and prints a peer's full name: 'gpu004.ds-a4-r02.abc.com<55693>')."""
     if loopback(addr) or addr[:1].isdigit() and addr.replace(".", "").isdigit():
@@ -146,7 +147,7 @@ def _host_named(addr: str, seen: set[str]) -> str | None:
 
 
 def resolve(rep: Report, ids: identity.Identities, addresses: dict[str, dict[int, Citation]],
-            linked: dict[int, tuple[set[int], set[int]]], seen: set[str] = frozenset()) -> Named:
+            linked: dict[int, tuple[set[int], set[int]]], seen: AbstractSet[str] = frozenset()) -> Named:
     """Whom one report's address names (see the module's doc); the reporter is never among them. A size mismatch
     that names no address (NCCL before 2.12) names the one rank the reporter's connections leave, if one."""
     if not rep.addr:

@@ -99,7 +99,8 @@ def judge_progress(recorder_states: list) -> ProgressDecision:
         clock = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(beat / 1e9))
         # the words never hold the time of this read: reading the same copies again gives the same text
         source += f", against the newest heartbeat at {clock} (no copy time"
-        source += ("; older than this read: these are copies, or the job no longer beats)" if lag > HANG_AFTER_S else ")")
+        source += ("; older than this read: these are copies, or the job no longer beats)" if lag > HANG_AFTER_S
+                   else ")")
     return ProgressDecision(True, running, source, ages)
 
 
@@ -129,8 +130,8 @@ def judge_ras_progress(artifacts: list) -> ProgressDecision:
     if not moved:
         return ProgressDecision(False, False, "")
     ranks = sum(len(first) for first, _ in pairs)
-    return ProgressDecision(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew between "
-                                f"two reads")
+    return ProgressDecision(True, True, f"NCCL RAS: the collective counts of all {ranks} communicator ranks grew "
+                                "between two reads")
 
 
 def judge_sampled_progress(ranks: list) -> ProgressDecision:
@@ -149,8 +150,8 @@ def judge_sampled_progress(ranks: list) -> ProgressDecision:
         outside = s.state_share(ON_CPU) + s.state_share(IDLE)
         if s.taken < 5 or inside <= 0 or outside <= 0:
             return ProgressDecision(False, False, "")
-    return ProgressDecision(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and outside a "
-                                "collective")
+    return ProgressDecision(True, True, f"py-spy samples: each of {len(sampled)} ranks was seen both inside and "
+                                "outside a collective")
 
 
 #: a rank whose newest step began this long before collection, or 3 of its median steps if longer, has stopped
@@ -178,8 +179,8 @@ def judge_step_progress(series: dict, collected_unix: float | None) -> ProgressD
         if age > max(STEP_FRESH_S, 3 * statistics.median(s.seconds)):
             return ProgressDecision(False, False, "")
         ages[rank] = age
-    return ProgressDecision(True, True, "forensics.arm() step series: each rank's newest step, against the collection's start",
-                    ages)
+    return ProgressDecision(True, True, "forensics.arm() step series: each rank's newest step, against the "
+                                "collection's start", ages)
 
 
 def judge_second_look(ranks: list, collected_unix: float | None = None) -> ProgressDecision:
@@ -193,7 +194,8 @@ def judge_second_look(ranks: list, collected_unix: float | None = None) -> Progr
     fewer than one comparable rank nothing is decided. The first look is dated as an offset from the
     collection time (`collected_unix`, the manifest's) where there is one: the verdict says one collection
     time, and a clock time beside it (a few seconds later, 32 s with --gdb) would read as a second one."""
-    looked = [(r.rank, r.second_look) for r in ranks if r.rank is not None and getattr(r, "second_look", None) is not None]
+    looked = [(r.rank, r.second_look) for r in ranks
+              if r.rank is not None and getattr(r, "second_look", None) is not None]
     compared = [(rank, sl) for rank, sl in looked if sl.comparable]
     if not compared:
         return ProgressDecision(False, False, "")
@@ -206,8 +208,9 @@ def judge_second_look(ranks: list, collected_unix: float | None = None) -> Progr
     unjudged = sorted({rank for rank, _ in looked} - {rank for rank, _ in compared})
     tail = f"; {_ranks(unjudged)} not compared (no stack or counters in both looks)" if unjudged else ""
     if not still:
-        return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two looks "
-                        f"{gap:.1f} s apart ({at}: stack, read/write calls, NCCL op lines or recorder counts){tail}")
+        return ProgressDecision(True, True, source, text=f"no hang: each of {len(moved)} ranks changed between two "
+                                f"looks {gap:.1f} s apart ({at}: stack, read/write calls, NCCL op lines or recorder "
+                                f"counts){tail}")
     part = f"; {_ranks(moved)} changed" if moved else ""
     return ProgressDecision(True, False, source, still=tuple(still),
                     text=f"hung: no progress between two looks {gap:.1f} s apart ({at}) at "
@@ -225,7 +228,8 @@ def first_look_at(first: float, collected_unix: float | None) -> str:
     return f"the first {abs(offset):.0f} s {'after' if offset > 0 else 'before'} the collection time"
 
 
-def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_out: set[int]) -> tuple[str, str, set[int]]:
+def hang_from_time(progress: ProgressDecision | None, any_timeout: bool,
+                   timed_out: set[int]) -> tuple[str, str, set[int]]:
     """(hang, what decided it, the hung scope): 'hang', 'progress' or 'not established', from time only
     (the progress judges above, or watchdog lines that say ranks waited past their timeout); a single
     snapshot establishes neither. The hung scope: the ranks without progress, or that timed out."""
@@ -233,9 +237,10 @@ def hang_from_time(progress: ProgressDecision | None, any_timeout: bool, timed_o
         return ("progress" if progress.running else "hang", progress.describe(),
                 set() if progress.running else set(progress.stalled_ranks))
     if any_timeout:
-        return "hang", "timeouts: ranks waited on their peers past a timeout (watchdog, gloo or NCCL lines)", set(timed_out)
-    return ("not established", "no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second look): "
-            "one snapshot cannot tell a hang from progress", set())
+        return ("hang", "timeouts: ranks waited on their peers past a timeout (watchdog, gloo or NCCL lines)",
+                set(timed_out))
+    return ("not established", "no time-stamped evidence (recorder, Flight Recorder, watchdog timeouts, a second "
+            "look): one snapshot cannot tell a hang from progress", set())
 
 
 def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:

@@ -30,7 +30,8 @@ from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
 #: Step states in which a proxy op waits on its peer (data, buffer space or the network).
-PEER_WAITS = {"RecvWait": "waits for data from", "SendPeerWait": "waits for buffer space at", "SendWait": "waits for the network to deliver to"}
+PEER_WAITS = {"RecvWait": "waits for data from", "SendPeerWait": "waits for buffer space at",
+              "SendWait": "waits for the network to deliver to"}
 #: Step states in which a proxy op waits on its own GPU or a local flush.
 LOCAL_WAITS = {"SendGPUWait", "RecvGPUWait", "RecvFlushWait"}
 
@@ -116,7 +117,8 @@ def wait_edges(states: list[RecorderState], now_ns: int | None = None,
                     state=op.last_state,
                     waiter_pid=st.pid,
                     waiter_host=st.hostid or st.host,
-                    # NCCL's Send/Recv are point-to-point: their sequence is between two peers, not a collective's position
+                    # NCCL's Send/Recv are point-to-point: their sequence is between two peers, not a collective's
+                    # position
                     seq=None if _p2p(op) else op.coll_seq,
                     p2p_peer=op.peer if _p2p(op) else None,
                     p2p_seq=op.coll_seq if _p2p(op) else None,
@@ -167,7 +169,8 @@ class CommStall:
 
 def _stuck_op(states: list[RecorderState]) -> tuple[str, int] | None:
     """(func, seq) of the oldest operation some rank has not completed."""
-    pending = [(c.start_ns, c.func, c.seq) for st in states for c in st.colls if c.kind == "coll" and c.state != "complete"]
+    pending = [(c.start_ns, c.func, c.seq) for st in states for c in st.colls
+               if c.kind == "coll" and c.state != "complete"]
     if not pending:
         pending = [(c.start_ns, c.func, c.seq) for st in states for c in st.colls if c.state != "complete"]
     if not pending:
@@ -216,15 +219,19 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
             rp.local_wait = local[0] if local else None
     for e in edges:  # a waiter or peer past a changed header's nranks is still a rank of the edge, never a KeyError
-        for r in (e.waiter, e.peer):
+        peer = e.peer
+        if peer is None:  # never from a recorder op, whose peer is always a rank
+            continue
+        for r in (e.waiter, peer):
             if r not in ranks:
                 ranks[r] = RankInStall(rank=r)
-        if e.peer not in ranks[e.waiter].waits_on:
-            ranks[e.waiter].waits_on.append(e.peer)
-        if e.waiter not in ranks[e.peer].waited_on_by:
-            ranks[e.peer].waited_on_by.append(e.waiter)
+        if peer not in ranks[e.waiter].waits_on:
+            ranks[e.waiter].waits_on.append(peer)
+        if e.waiter not in ranks[peer].waited_on_by:
+            ranks[peer].waited_on_by.append(e.waiter)
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
-    when = (moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref else ("", "")
+    when = ((moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref
+            else ("", ""))
     # a rank that called another collective where the others wait: the cause, listed first; what the rest of the
     # stall shows stays (the merge makes it the mismatch's consequence: ops queued behind it, ranks waiting on it)
     suspects = order_mismatch(comm, states) + _suspects(comm, op, ranks, ref, when)
@@ -282,7 +289,8 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
     others_entered = any(rp.entered for rp in ranks.values())
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
-        ev = [cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters else []
+        ev: list[str] = ([cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters
+                         else [])
         if rp.has_state and rp.heartbeat_age_s is not None:
             ev.append(cite(beat.format(rp.heartbeat_age_s), tool="recorder"))
         who = rp.global_rank if rp.global_rank is not None else None
@@ -327,12 +335,14 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
                 found.append(_suspect(rp, rp.global_rank, ReasonClass.STALLED_FIRST, 0.5,
                                       f"entered {op} and was the first to stop progressing ({idle:.1f} s{before})", ev))
     # equal confidence: the longer a process has been silent, the likelier it came first
-    age = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values() if rp.pid is not None}
+    age: dict[int | None, float] = {rp.pid: rp.heartbeat_age_s or 0.0 for rp in ranks.values()
+                                    if rp.pid is not None}
     found.sort(key=lambda s: (-s.confidence, -age.get(s.pid, 0.0)))
     return found
 
 
-def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str, ev: list[str]) -> Suspect:
+def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str,
+             ev: list[str]) -> Suspect:
     label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
     return Suspect(
         rank=global_rank if global_rank is not None else rp.rank,
@@ -345,8 +355,10 @@ def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: 
     )
 
 
-def analyse(states: list[RecorderState], now_ns: int | None = None, collected_unix: float | None = None) -> list[CommStall]:
-    """Group states by communicator and analyse each one that has something in flight (`collected_unix`: moment_words)."""
+def analyse(states: list[RecorderState], now_ns: int | None = None,
+            collected_unix: float | None = None) -> list[CommStall]:
+    """Group states by communicator and analyse each one that has something in flight (`collected_unix`:
+    moment_words)."""
     groups: dict[int, list[RecorderState]] = defaultdict(list)
     for st in states:
         groups[st.comm_id].append(st)

@@ -41,7 +41,8 @@ class Slowness:
     def timed(self) -> bool:
         """Whether any source timed the ranks (collective stamps, link waits, step series): each rank's own
         timings then count, which no class of ranks stands for (parsers.scale.focus reads every rank then)."""
-        return self.stragglers.ops >= MIN_OPS or bool(self.links.timed) or bool(self.steps is not None and self.steps.source)
+        return (self.stragglers.ops >= MIN_OPS or bool(self.links.timed)
+                or bool(self.steps is not None and self.steps.source))
 
     @property
     def named(self) -> bool:
@@ -85,7 +86,8 @@ class Slowness:
 def judge_slowness(ev: Evidence) -> Slowness:
     """Every slowness judge over the evidence (`ev`: parsers.evidence.Evidence)."""
     stragglers = _stragglers(ev)
-    return Slowness(stragglers=stragglers, links=_without_echoes(judge_links(ev.recorder), stragglers), steps=_steps(ev))
+    return Slowness(stragglers=stragglers, links=_without_echoes(judge_links(ev.recorder), stragglers),
+                    steps=_steps(ev))
 
 
 def _without_echoes(links: SlowLinks, stragglers: Stragglers) -> SlowLinks:

@@ -16,6 +16,7 @@ from parsers.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS
+from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 from parsers.readers.launcher import RankExit
@@ -33,7 +34,7 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     common = _common_wait(waiting)
     suspects: list[Suspect] = []
     for r in ev.ranks:
-        suspect = _judge_rank(r, activities.get(r.rank), waiting, common)
+        suspect = _judge_rank(r, activities.get(r.rank) if r.rank is not None else None, waiting, common)
         if suspect:
             suspects.append(suspect)
     suspects = _went_ahead(ev, activities, waiting, common, suspects)
@@ -61,7 +62,8 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int
     elsewhere = {r: a for r, a in activities.items() if a.kind == "elsewhere"}
     if common is not None and (common.op or "").lower() in P2P_CALLS:
         return suspects  # a send or receive waits for its one peer, not for the group to reach it: no odd one out
-    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere) or len(waiting) + len(elsewhere) != len(activities)
+    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere)
+            or len(waiting) + len(elsewhere) != len(activities)
             or len({a.where for a in elsewhere.values()}) != 1 or len(set(waiting.values())) != 1):
         return suspects
     where = next(iter(elsewhere.values())).where
@@ -72,8 +74,8 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int
         ahead = cite(f"main threads: rank {rec.rank}: {common.text}; ranks {fold(elsewhere)} all run at {where}",
                      tool=r.main_stack.source if r.main_stack else "stacks")
         out.append(Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WENT_AHEAD,
-                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach (they "
-                                  f"all run at {where}): it calls what they skip, or skips what they do",
+                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach "
+                                  f"(they all run at {where}): it calls what they skip, or skips what they do",
                            confidence=round(0.6 + 0.2 * share, 3), evidence=[ahead]))
     return out
 
@@ -89,7 +91,7 @@ def _where(r: RankEvidence) -> str:
     return act.where or "an unknown place (no stack)"
 
 
-class _Evidence(list):
+class _Evidence(list[str]):
     """A rank's evidence lines, built only when a suspect is made (folding the waiting ranks costs O(world))."""
 
     def __init__(self, r: RankEvidence, waiting: dict[int, Activity], common: Activity | None) -> None:
@@ -105,8 +107,9 @@ class _Evidence(list):
         if not self._filled:
             self._filled = True
             r = self.r
-            head = [cite(f"process state {r.state}" + (f", wchan {r.proc.get('wchan')}" if r.proc and r.proc.get("wchan")
-                                                       else ""), tool="/proc", file=file_of(r, "process-state"))]
+            wchan = r.proc.get("wchan") if r.proc else None
+            head = [cite(f"process state {r.state}" + (f", wchan {wchan}" if wchan else ""), tool="/proc",
+                         file=file_of(r, "process-state"))]
             if r.main_stack:
                 head.append(cite(f"{r.main_stack.source}: main thread at {_where(r)}", tool="stack-frame",
                                  file=file_of(r, *STACK_KINDS)))
@@ -130,46 +133,55 @@ def _how_found(rec: Any) -> list[str]:
     return [cite(f"collector: {line}", tool="collector") for line in lines]
 
 
-def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity], common: Activity | None) -> Suspect | None:
+def _suspect(rec: RankRecord, rc: ReasonClass, reason: str, evidence: list[str],
+             confidence: float | None = None) -> Suspect:
+    """A suspect for the process of `rec`, as sure as its class says unless `confidence` says otherwise."""
+    return Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=rc, reason=reason,
+                   confidence=rc.default_confidence if confidence is None else confidence, evidence=evidence)
+
+
+def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity],
+                common: Activity | None) -> Suspect | None:
     state = r.state
     rec = r.record
-    base = dict(rank=rec.rank, host=rec.host, pid=rec.pid)
     evidence = _Evidence(r, waiting, common)
     others = evidence.others
     if state in ("T", "t"):
-        reason = f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; its main thread is at {_where(r)}"
-        return Suspect(**base, reason_class=ReasonClass.STOPPED, reason=reason, confidence=ReasonClass.STOPPED.default_confidence, evidence=list(evidence.fill()))
+        reason = (f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; "
+                  f"its main thread is at {_where(r)}")
+        return _suspect(rec, ReasonClass.STOPPED, reason, list(evidence.fill()))
     if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
-        return Suspect(**base, reason_class=ReasonClass.EXITED, reason=_exited_reason(r), confidence=ReasonClass.EXITED.default_confidence,
-                       evidence=list(evidence.fill()) + _how_found(rec))
+        return _suspect(rec, ReasonClass.EXITED, _exited_reason(r), list(evidence.fill()) + _how_found(rec))
     if state == "D":
-        reason = f"is stuck in the kernel (state D, wchan {(r.proc or {}).get('wchan')})"
-        return Suspect(**base, reason_class=ReasonClass.KERNEL_WAIT, reason=reason, confidence=ReasonClass.KERNEL_WAIT.default_confidence, evidence=list(evidence.fill()))
+        reason = f"is stuck in the kernel (state D, wchan {r.proc.get('wchan') if r.proc else None})"
+        return _suspect(rec, ReasonClass.KERNEL_WAIT, reason, list(evidence.fill()))
     if state == "R":
         evidence.append(cite("busy on a CPU (state R) at collection", tool="/proc", file=file_of(r, "process-state")))
     loader = data_wait(r)
     if loader is not None:
         reason, more = loader
         conf = ReasonClass.DATA_WAIT.default_confidence if others else 0.5
-        return Suspect(**base, reason_class=ReasonClass.DATA_WAIT, reason=reason, confidence=conf, evidence=list(evidence.fill()) + more)
+        return _suspect(rec, ReasonClass.DATA_WAIT, reason, list(evidence.fill()) + more, conf)
     if act is None or not others:
         return None
     if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
-        reason = f"has not joined the rendezvous: its main thread runs {act.where} while ranks {evidence.others_text()} wait in {common.op}"
-        return Suspect(**base, reason_class=ReasonClass.NEVER_JOINED, reason=reason, confidence=ReasonClass.NEVER_JOINED.default_confidence, evidence=list(evidence.fill()))
+        reason = (f"has not joined the rendezvous: its main thread runs {act.where} while ranks "
+                  f"{evidence.others_text()} wait in {common.op}")
+        return _suspect(rec, ReasonClass.NEVER_JOINED, reason, list(evidence.fill()))
     if act.kind == "elsewhere":
         reason = f"is in no collective: its main thread runs {act.where}"
-        return Suspect(**base, reason_class=ReasonClass.OUTSIDE, reason=reason, confidence=ReasonClass.OUTSIDE.default_confidence, evidence=list(evidence.fill()))
+        return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
-            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its one peer
+            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its peer
         reason = f"waits in {act.op} while its peers wait in {common.op}"
-        return Suspect(**base, reason_class=ReasonClass.MISMATCH, reason=reason, confidence=ReasonClass.MISMATCH.default_confidence, evidence=list(evidence.fill()))
+        return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None
 
 
 #: collectives of process-group set-up: a rank elsewhere while the others wait in one never joined
 INIT_OPS = ("init_process_group", "new_group", "_store_based_barrier", "rendezvous", "barrier_after_init",
-            "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers", "_create_c10d_store")
+            "c10d::TCPStore", "c10d::detail::SocketImpl::waitForInput", "TCPStore::waitForWorkers",
+            "_create_c10d_store")
 
 
 def _in_setup(op: str | None) -> bool:
@@ -182,15 +194,15 @@ def _missing_suspects(ev: Evidence) -> list[Suspect]:
     launcher = next((a.cite for a in ev.artifacts if a.kind == "launcher"), None)
     suspects = []
     for miss in ev.missing:
-        evidence = [cite(miss.reason, tool="manifest")]
+        evidence: list[str] = [cite(miss.reason, tool="manifest")]
         exit_rec = exits.get(miss.rank)
         reason = "has no process: it crashed or exited"
         if exit_rec and exit_rec.returncode is not None:
             reason = f"has no process: it {exit_rec.how}"
             evidence.append(cite(f"launcher: pid {exit_rec.pid} {exit_rec.how}", tool="launcher record", file=launcher))
-        suspects.append(
-            Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None, reason_class=ReasonClass.MISSING, reason=reason, confidence=ReasonClass.MISSING.default_confidence, evidence=evidence)
-        )
+        suspects.append(Suspect(rank=miss.rank, host=miss.host, pid=exit_rec.pid if exit_rec else None,
+                                reason_class=ReasonClass.MISSING, reason=reason,
+                                confidence=ReasonClass.MISSING.default_confidence, evidence=evidence))
     known = {m.rank for m in ev.missing} | {r.rank for r in ev.ranks}
     first = _first_failure([e for e in ev.exits if e.rank not in known])
     if first:
@@ -221,21 +233,21 @@ def _absent_suspects(ev: Evidence) -> list[Suspect]:
             continue  # none, or each may be a process that claims a rank twice (an observation says which)
         for rank in absent:
             reason = f"has no process on any collected host ({len(ranks)} of {world} ranks of the job were found)"
-            suspects.append(
-                Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason, confidence=ReasonClass.ABSENT.default_confidence,
-                        evidence=[cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
-                                       tool="manifest")])
-            )
+            evidence: list[str] = [cite(f"job {job}: WORLD_SIZE={world}; hosts collected: {', '.join(hosts)}",
+                                        tool="manifest")]
+            suspects.append(Suspect(rank=rank, host=None, pid=None, reason_class=ReasonClass.ABSENT, reason=reason,
+                                    confidence=ReasonClass.ABSENT.default_confidence, evidence=evidence))
     return suspects
 
 
 def _first_failure(exits: list[RankExit]) -> RankExit | None:
-    failed = [e for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
-    return min(failed, key=lambda e: e.exited_at) if failed else None
+    failed = [(e.exited_at, e) for e in exits if e.returncode not in (None, 0) and e.exited_at is not None]
+    return min(failed, key=lambda f: f[0])[1] if failed else None
 
 
 def _classes(activities: dict[int, Activity]) -> list[dict]:
     groups: dict[Activity, list[int]] = {}
     for rank, act in activities.items():
         groups.setdefault(act, []).append(rank)
-    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)} for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)}
+            for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from parsers.judges.stragglers import EnterTimes, Stragglers, judge_enter_times
 from parsers.ranges import fold
@@ -51,17 +51,18 @@ class RankSteps:
     def describe(self) -> str:
         cite = f" (forensics.arm() step series of {len(self.ranks)} ranks, {self.source})" if self.source else ""
         if not self.source:
-            return ("step series without per-step arrival or collective times (recorded by forensics.arm() since issue 15): "
-                    "synchronous steps last alike on every rank, so they cannot tell a straggler")
+            return ("step series without per-step arrival or collective times (recorded by forensics.arm() since "
+                    "issue 15): synchronous steps last alike on every rank, so they cannot tell a straggler")
         if self.found.late:
             if self.source == ARRIVAL:
                 return self.found.describe().replace(" collectives,", " steps' first collectives,") + cite
-            who = f"host {self.found.slow_host} (ranks {fold(self.late)})" if self.found.slow_host else f"rank {fold(self.late)}"
+            who = (f"host {self.found.slow_host} (ranks {fold(self.late)})" if self.found.slow_host
+                   else f"rank {fold(self.late)}")
             lag = statistics.median(self.found.lateness_ms[r] for r in self.late)
             return f"{who} spends a median {lag:.0f} ms more per step outside collectives than the others" + cite
         if self.found.ops and self.job_wide:
-            return (f"no straggler: no rank arrives late (threshold {self.found.threshold_ms:.0f} ms over {self.found.ops} steps); "
-                    f"job-wide: {self.job_wide[0].title}, on every rank alike" + cite)
+            return (f"no straggler: no rank arrives late (threshold {self.found.threshold_ms:.0f} ms over "
+                    f"{self.found.ops} steps); job-wide: {self.job_wide[0].title}, on every rank alike" + cite)
         return self.found.describe().replace("collectives", "steps") + cite
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,7 +71,7 @@ class RankSteps:
                 "files": {str(k): v for k, v in sorted(self.files.items())}, "text": self.describe()}
 
 
-def enter_times_by_step(by_rank: dict[int, Iterable[tuple[int, float]]]) -> EnterTimes:
+def enter_times_by_step(by_rank: Mapping[int, Iterable[tuple[int, float]]]) -> EnterTimes:
     """(step key, step) -> {rank: arrival ns}, from per-rank (step, unix seconds) pairs (arm()'s records)."""
     out: EnterTimes = {}
     for rank, pairs in by_rank.items():
@@ -83,8 +84,10 @@ def enter_times_by_step(by_rank: dict[int, Iterable[tuple[int, float]]]) -> Ente
 def compare_ranks(series: dict[int, StepSeries], hosts: dict[int, str] | None = None, warmup: int = 3) -> RankSteps:
     """Which rank's steps are slow relative to the others, or whether the slowdown is job-wide (see the module doc)."""
     out = RankSteps(ranks=sorted(series), files={r: s.source for r, s in series.items() if s.source})
-    arrival = {r: [(st, t) for st, t in zip(s.steps, s.first_enter) if t is not None and st >= warmup] for r, s in series.items()}
-    outside = {r: [(st, d - c) for st, d, c in zip(s.steps, s.seconds, s.collective_seconds) if c is not None and st >= warmup]
+    arrival = {r: [(st, t) for st, t in zip(s.steps, s.first_enter) if t is not None and st >= warmup]
+               for r, s in series.items()}
+    outside = {r: [(st, d - c) for st, d, c in zip(s.steps, s.seconds, s.collective_seconds)
+                   if c is not None and st >= warmup]
                for r, s in series.items()}
     if sum(1 for v in arrival.values() if v) >= 2:
         out.source = ARRIVAL

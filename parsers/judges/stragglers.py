@@ -21,8 +21,8 @@ lateness is its arrival less the op's median arrival. A rank is named when
   ranks' by JITTERS (2.5 for waits, 3 for enter times) times the job's jitter: the op-by-op
   spread of the lateness of the ranks not consistently late (a trimmed standard deviation,
   less the clock's rounding: Sheppard's correction), for enter times combined with the spread
-  of the other ranks' steady offsets on the late side (steady_spread_ms); on a coarse clock (CLOCK_REALTIME_COARSE, 1-4 ms
-  ticks) by half a tick at least, since a steady rounding phase fakes up to a tick;
+  of the other ranks' steady offsets on the late side (steady_spread_ms); on a coarse clock
+  (CLOCK_REALTIME_COARSE, 1-4 ms ticks) by half a tick at least, since a steady rounding phase fakes up to a tick;
 - and it is consistently late: later than the op's median, or last, at more ops than chance
   gives (sign test; binomial on its share of ops last, ties shared), p x 2 x ranks <= ALPHA.
   Lateness below a tick shows only here and in the mean of the ticks.
@@ -106,20 +106,21 @@ class Stragglers:
     jitter_ms: float = 0.0  #: the job's jitter: op-by-op spread of the lateness of the ranks not consistently late
     later_share: dict[int, float] = field(default_factory=dict)  #: rank -> share of ops it is later than the median
     resolution_ms: float = FINE_RESOLUTION_MS  #: the source clock's tick
-    sign_p: dict[int, float] = field(default_factory=dict)  #: rank -> p that it is this often late by chance (sign or last)
+    #: rank -> p that it is this often late by chance (sign or last)
+    sign_p: dict[int, float] = field(default_factory=dict)
     _ordered: list[float] = field(default_factory=list, repr=False, compare=False)  #: mean_ms's values, sorted
 
     def describe(self) -> str:
         if self.ops < MIN_OPS:
             return f"too few common operations ({self.ops}) to judge who arrives last"
         if not self.late and self.measure == "enter" and len(self.mean_ms) < MIN_ENTER_RANKS:
-            return (f"no straggler named: from the enter times of {len(self.mean_ms)} ranks a steady offset (a host's clock, "
-                    f"when a rank notices an op's end) and a lateness read the same ({self.basis})")
+            return (f"no straggler named: from the enter times of {len(self.mean_ms)} ranks a steady offset (a host's "
+                    f"clock, when a rank notices an op's end) and a lateness read the same ({self.basis})")
         if not self.late:
             spread = max(self.mean_ms.values()) - min(self.mean_ms.values()) if self.mean_ms else 0.0
             return (f"no straggler: over {self.ops} collectives no rank arrives consistently later than the others by "
-                    f"{JITTERS[self.measure]:g}x the job's jitter ({_ms(self.jitter_ms)}) or more (spread of mean lateness {_ms(spread)}, "
-                    f"{self.basis})")
+                    f"{JITTERS[self.measure]:g}x the job's jitter ({_ms(self.jitter_ms)}) or more (spread of mean "
+                    f"lateness {_ms(spread)}, {self.basis})")
         share = sum(self.last_share.get(r, 0.0) for r in self.late)
         lag = statistics.median(self.excess_ms(r) for r in self.late)
         jitter = self.jitter_ms
@@ -237,7 +238,7 @@ EnterTimes = dict[tuple[str, str, int], dict[int, int]]
 def judge_enter_times(times: EnterTimes, hosts: dict[int, str], resolution_ms: float = FINE_RESOLUTION_MS,
                       source: str = "") -> Stragglers:
     """judge_ops for a source that stamps only when each rank arrives (arm()'s step series, tests)."""
-    ops = {key: {r: (t, None) for r, t in per.items()} for key, per in times.items()}
+    ops: OpTimes = {key: {r: (t, None) for r, t in per.items()} for key, per in times.items()}
     return judge_ops(TimedOps(source, ops, resolution_ms), hosts)
 
 
@@ -319,7 +320,8 @@ def _median_without(ordered: list[float], value: float) -> float:
     return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
-def _lateness(ops: list[dict[int, tuple[int, int | None]]], measure: str) -> tuple[dict[int, list[float]], dict[int, float]]:
+def _lateness(ops: list[dict[int, tuple[int, int | None]]],
+              measure: str) -> tuple[dict[int, list[float]], dict[int, float]]:
     """Per rank, its lateness in each op (arrival less the op's median, ms), and in how many ops it was last
     (a tie on a coarse clock: each tied rank is last for its share of the op)."""
     late_ms: dict[int, list[float]] = {}
@@ -449,7 +451,8 @@ def straggler_suspects(result: Stragglers, pids: dict[int, int] | None = None) -
         share_group = sum(result.last_share.get(x, 0.0) for x in result.late) if group else share
         conf = round(min(0.9, 0.4 + 0.5 * share_group), 3)
         reason = (f"is on host {result.slow_host}, whose ranks {fold(result.late)} arrive last at {share_group:.0%} "
-                  f"of {result.ops} collectives" if group else f"arrives last at {share:.0%} of {result.ops} collectives")
+                  f"of {result.ops} collectives" if group
+                  else f"arrives last at {share:.0%} of {result.ops} collectives")
         jitter = result.jitter_ms
         reason += (f", {_ms(result.excess_ms(r))} after the others on average (median {_ms(result.lateness_ms[r])}; "
                    + (f"the job's jitter {_ms(jitter)})" if jitter >= 0.05 else

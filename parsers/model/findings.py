@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from parsers.model.events import UNKNOWN_HOST, ErrorKind
 
@@ -39,6 +39,10 @@ class ReasonClass(str, Enum):
     A str Enum, so JSON and comparisons with the plain names keep working.
     """
 
+    observed: bool
+    default_confidence: float
+    text: str
+
     def __new__(cls, value: str, observed: bool, confidence: float, text: str) -> "ReasonClass":
         obj = str.__new__(cls, value)
         obj._value_ = value
@@ -58,14 +62,17 @@ class ReasonClass(str, Enum):
     RAISED = ("raised", True, 0.85, "its own output ends in an exception that is a cause, not a symptom")
     NEVER_JOINED = ("never-joined", False, 0.80, "never joined the rendezvous the others wait in")
     NAMED_ABSENT = ("named-absent", False, 0.80, "a peer's own error names it as the rank that did not arrive")
-    NAMED_PEER = ("named-peer", False, 0.70, "another rank lost its connection to an address the files pair with this rank")
+    NAMED_PEER = ("named-peer", False, 0.70, "another rank lost its connection to an address the files pair with "
+                  "this rank")
     OUTSIDE = ("outside-collective", False, 0.80, "in no collective while the others wait")
     DATA_WAIT = ("data-wait", False, 0.85, "its main thread waits for its DataLoader workers while the others wait")
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
     WRONG_PEER = ("wrong-peer", False, 0.85, "waits on a send or receive its peer never posts, while another rank's "
                   "op to it goes unanswered: it names the wrong peer")
-    FR_MISSING = ("fr-missing", False, 0.60, "the Flight Recorder analyzer finds its dump lacks a collective the others scheduled")
-    FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the reference rank's")
+    FR_MISSING = ("fr-missing", False, 0.60, "the Flight Recorder analyzer finds its dump lacks a collective the "
+                  "others scheduled")
+    FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the "
+                  "reference rank's")
     WAIT_ROOT = ("wait-root", False, 0.75, "the root of the wait-for graph")
     MISSING_LINE = ("missing-line", False, 0.70, "never logged the operation the others wait in")
     WENT_AHEAD = ("went-ahead", False, 0.75, "went ahead of the others in a group: called a collective they did not "
@@ -98,10 +105,13 @@ class ReasonClass(str, Enum):
     @classmethod
     def of(cls, name: "str | ReasonClass") -> "ReasonClass | None":
         """The class called `name`, or None for a name no judge uses."""
-        try:
-            return cls(name)
-        except ValueError:
-            return None
+        if isinstance(name, ReasonClass):
+            return name
+        return _REASON_CLASS_OF.get(name)
+
+
+#: each class by its name (its value), for ReasonClass.of
+_REASON_CLASS_OF: dict[str, ReasonClass] = {rc.value: rc for rc in ReasonClass}
 
 
 def is_observed(reason_class: "str | ReasonClass") -> bool:
@@ -114,10 +124,11 @@ _R = ReasonClass
 #: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
 #: arbiter lists them under it as consequences, not as rivals.
 EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
-    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
-                  _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
-    _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
-                    _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND, _R.MISMATCH},
+    _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED,
+                  _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
+    _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED,
+                    _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND,
+                    _R.MISMATCH},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
                 _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT, _R.NAMED_PEER},
     #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
@@ -135,7 +146,8 @@ ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHI
 SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD, _R.GPU_QUEUED, _R.DATA_WAIT, _R.NEVER_JOINED, _R.NO_RECORDER_STATE}
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
-STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT, _R.RAISED}
+STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT,
+                             _R.RAISED}
 #: absences said of the process itself (looked for on every collected host; NCCL RAS has no answer from it),
 #: which head absences said of what it left behind (no dump, no recorder state, no log line) about one rank
 PROCESS_ABSENCE = {_R.ABSENT, _R.RAS_MISSING, _R.RAS_DEAD}
@@ -161,7 +173,7 @@ class Citation(str):
     tagged: bool
 
     def __new__(cls, text: str, file: str | None = None, line: int | None = None,
-                tool: str | None = None, tagged: bool | None = None) -> "Citation":
+                tool: str | None = None, tagged: bool | None = None) -> Self:
         obj = str.__new__(cls, text)
         obj.file, obj.line = file, line
         obj.tool = tool if tool is not None else getattr(text, "tool", None)
@@ -170,8 +182,8 @@ class Citation(str):
             obj.file, obj.line = text.file, text.line
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str | None, int | None, str | None, bool]:  # copy and pickle keep the fields
-        return str(self), self.file, self.line, self.tool, self.tagged
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (str(self), self.file, self.line, self.tool, self.tagged)
 
     def to_dict(self) -> dict[str, Any]:
         return {"shows": str(self), "file": self.file, "line": self.line, "tool": self.tool}
@@ -189,8 +201,8 @@ class HostNote(str):
         obj.host, obj.note = host, note
         return obj
 
-    def __getnewargs__(self) -> tuple[str, str]:  # copy and pickle keep the fields
-        return self.host, self.note
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.host, self.note)
 
 
 class RankNote(str):
@@ -208,8 +220,8 @@ class RankNote(str):
         obj.rank, obj.host, obj.pid, obj.note = rank, host, pid, note
         return obj
 
-    def __getnewargs__(self) -> tuple[int | None, str | None, int | None, str]:  # copy and pickle keep the fields
-        return self.rank, self.host, self.pid, self.note
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again with its fields
+        return type(self), (self.rank, self.host, self.pid, self.note)
 
 
 def cite(text: str, tool: str | None = None, file: str | None = None, line: int | None = None,
@@ -232,8 +244,8 @@ class Reason(str):
         obj.rank, obj.predicate = rank, predicate
         return obj
 
-    def __getnewargs__(self) -> tuple[int, str]:  # copy and pickle make it again from its fields
-        return self.rank, self.predicate
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # copy and pickle make it again from its fields
+        return type(self), (self.rank, self.predicate)
 
 
 def of_rank(rank: int, predicate: str) -> Reason:
@@ -629,9 +641,9 @@ class HorovodFact:
 
 
 #: a typed observation's facts (presentation words each kind: forensics/report/words/facts.py)
-Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...] | TimeoutFact
-         | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact | UnreadFact
-         | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact | PeerFact)
+Facts = (HostFact | KnownFact | ErrorsFact | TracebackFact | RasFact | StackFact | DumpFact | tuple[CallSite, ...]
+         | TimeoutFact | SettingFact | DumpAskFact | TrailFact | CoverageFact | CoverageNoteFact | NoErrorFact
+         | UnreadFact | DisagreementFact | CompletedPastFact | FrReportFact | HorovodFact | ClaimFact | PeerFact)
 
 
 class ObservationKind(str, Enum):
@@ -668,7 +680,8 @@ class ObservationKind(str, Enum):
 class Observation:
     """One thing the files show, typed by kind, with the ranks it is about: the raw material of the
     summary and of 'what the evidence shows'. `facts` hold it typed (one of `Facts`, every kind), worded by
-    presentation (forensics/report/words/facts.py); no judge writes an observation's words, and nothing reads them back."""
+    presentation (forensics/report/words/facts.py); no judge writes an observation's words, and nothing reads them
+    back."""
 
     kind: ObservationKind  #: always the enum (a plain name is refused)
     ranks: tuple[int, ...] = ()

@@ -56,7 +56,8 @@ def bounded_labels(stack: ThreadStack) -> list[str]:
         return labels
     keep = MAX_TREE_DEPTH // 2
     cut = len(labels) - 2 * keep
-    return labels[:keep] + [f"... {cut} frames cut (a stack is drawn {MAX_TREE_DEPTH} frames deep at most)"] + labels[-keep:]
+    cut_line = f"... {cut} frames cut (a stack is drawn {MAX_TREE_DEPTH} frames deep at most)"
+    return labels[:keep] + [cut_line] + labels[-keep:]
 
 
 def build_tree(stacks: dict[int, ThreadStack]) -> StackNode:

@@ -1,4 +1,5 @@
-"""Reads per-step times: the trigger's CSV (step,seconds,...), any CSV with a step-time column, JSON, or one number a line.
+"""Reads per-step times: the trigger's CSV (step,seconds,...), any CSV with a step-time column, JSON, or one number
+a line.
 
 A run that was restarted shows up as step numbers going back (a log appended across
 restarts) or as a wall-clock gap; both split the series into segments.
@@ -114,7 +115,8 @@ def _read_csv(text: str, source: str) -> StepSeries:
         raise SeriesError(f"{source}: no step-time column (one of {', '.join(TIME_COLUMNS)}) in header {fields}")
     original = (reader.fieldnames or [])[fields.index(column)]
     step_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() in ("step", "iteration", "iter")), None)
-    end_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() in ("end_unix_time", "timestamp", "time_unix")), None)
+    end_col = next((f for f in (reader.fieldnames or [])
+                    if f.strip().lower() in ("end_unix_time", "timestamp", "time_unix")), None)
     coll_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "collective_seconds"), None)
     enter_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "first_enter_unix"), None)
     rank_col = next((f for f in (reader.fieldnames or []) if f.strip().lower() == "rank"), None)

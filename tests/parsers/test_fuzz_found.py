@@ -246,7 +246,8 @@ def test_an_nvidia_smi_section_name_of_280_kb_is_cut_not_lowered_every_line():
     from parsers.readers.host_nvsmi import MAX_KEY_CHARS, parse_text
 
     text = ("==============NVSMI LOG==============\nGPU 00000000:10:1C.0\n    Product Name : NVIDIA A100\n"
-            "    " + "ECC Errors    " * 20_000 + "\n        Volatile\n" + "            DRAM Correctable : 177\n" * 50_000)
+            "    " + "ECC Errors    " * 20_000 + "\n        Volatile\n"
+            + "            DRAM Correctable : 177\n" * 50_000)
     t = time.perf_counter()
     gpus = parse_text(text)
     assert time.perf_counter() - t < 2.0 and MAX_KEY_CHARS < 1000
@@ -306,7 +307,8 @@ def analyze_one(data: bytes, folder, name: str):
 
     folder.mkdir()
     (folder / name).write_bytes(data)
-    return next(a for a in analyze(folder).evidence.artifacts if a.rel.endswith(name) or str(a.path).endswith(name)).parsed
+    return next(a for a in analyze(folder).evidence.artifacts
+                if a.rel.endswith(name) or str(a.path).endswith(name)).parsed
 
 
 def test_a_line_of_thousands_of_glued_nccl_headers_is_at_most_max_pieces_records():

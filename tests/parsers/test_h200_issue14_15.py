@@ -86,11 +86,13 @@ def test_gpu_side_wait_is_said_in_the_users_terms(captures: Path):
 
 def test_culprit_block_says_what_it_does_or_how_it_ended(captures: Path):
     busy = analyze(captures / "h200_issue14" / "busy" / "live", KB).verdict.culprit
-    assert "main thread" in busy.evidence[1] and "preprocess_shard" in busy.evidence[1] and "state R" in busy.evidence[0]
+    assert "main thread" in busy.evidence[1] and "preprocess_shard" in busy.evidence[1]
+    assert "state R" in busy.evidence[0]
     loader = analyze(captures / "h200_issue14" / "dataloader" / "live", KB).verdict.culprit
     assert any("DataLoader worker pid" in e and "ShardDataset.__getitem__" in e for e in loader.evidence[:3])
     oom = analyze(captures / "h200_issue14" / "oom" / "postmortem", KB).verdict.culprit
-    assert any(e.startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in e for e in oom.evidence[:2])
+    assert any(e.startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in e
+               for e in oom.evidence[:2])
 
 
 #: Issue 15: who is slow, per case (None: nobody may be named). These captures predate the

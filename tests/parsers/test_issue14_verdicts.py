@@ -64,7 +64,8 @@ def test_spawned_ranks_without_rank_in_their_environment_are_judged():
 def test_the_oom_ranks_own_traceback_leads():
     c = analyze(FIX / "oom" / "postmortem", KB).verdict.culprit
     # its end first, from the launcher's record; its own traceback next
-    assert c.evidence[0].startswith("ended:") and "code 1" in c.evidence[0] and c.evidence[0].endswith("[launcher record]")
+    assert (c.evidence[0].startswith("ended:") and "code 1" in c.evidence[0]
+            and c.evidence[0].endswith("[launcher record]"))
     assert c.evidence[1].startswith("last exception:") and "torch.OutOfMemoryError: CUDA out of memory" in c.evidence[1]
 
 

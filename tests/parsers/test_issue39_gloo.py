@@ -28,7 +28,8 @@ def truth(case: str) -> dict:
 
 
 def named(v) -> set:
-    return {s.rank if s.rank is not None else ("pid", s.pid) for s in v.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE}
+    return {s.rank if s.rank is not None else ("pid", s.pid) for s in v.suspects
+            if s.confidence >= CULPRIT_MIN_CONFIDENCE}
 
 
 def test_subgroup_the_group_that_exited_0_is_healthy():

@@ -53,7 +53,8 @@ def test_wait_chain_root_beats_the_ranks_that_wait_in_other_groups():
         assert by_rank[waiter].demotion is not None and by_rank[waiter].demotion.waits_on is not None
 
 
-X2 = sorted(f"{p.parent.parent.parent.name}/{p.parent.parent.name}" for p in (FIXTURES / "nccl_x2").glob("*/*/bundle/manifest.json"))
+X2 = sorted(f"{p.parent.parent.parent.name}/{p.parent.parent.name}"
+            for p in (FIXTURES / "nccl_x2").glob("*/*/bundle/manifest.json"))
 
 
 def test_x2_fixtures_present():

@@ -36,4 +36,5 @@ def test_a_sentence_assert_is_found_and_a_marked_one_is_kept(tmp_path: Path):
 
 def test_the_tests_pin_no_sentence_unmarked():
     pinned = [f"{h.path.relative_to(REPO)}:{h.line}: {h.literal[:80]!r}" for h in _script().scan(REPO) if not h.kept]
-    assert pinned == [], "assert the behaviour (rank, class, host, fields) or mark why the words are it:\n" + "\n".join(pinned)
+    assert pinned == [], ("assert the behaviour (rank, class, host, fields) or mark why the words are it:\n"
+                          + "\n".join(pinned))

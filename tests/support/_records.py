@@ -66,7 +66,8 @@ def _event_records(ev) -> list[dict]:
         kind = "nccl-op" if ev.seq_kind == "opCount" else "op"
         return [{**base, "kind": kind, "op": ev.op, "op_count": ev.seq, "seq": ev.seq, "comm_rank": ev.comm_rank}]
     if isinstance(ev, CommMember):
-        return [{**base, "kind": "nccl-init", "rank": ev.comm_rank, "nranks": ev.nranks, "global_rank": base.get("rank")}]
+        return [{**base, "kind": "nccl-init", "rank": ev.comm_rank, "nranks": ev.nranks,
+                 "global_rank": base.get("rank")}]
     if isinstance(ev, RasFinding):  # its rank is the communicator's, its host the node RAS names
         return [{"kind": "ras-finding", "finding": ev.kind, "comm_rank": ev.comm_rank, "pid": ev.pid, "host": ev.host,
                  "op": ev.op, "op_count": ev.op_count, "pg": ev.comm}]

@@ -63,7 +63,8 @@ class OneNodeSlurm:
         deadline = time.monotonic() + 10
         while not self.socket.exists() and time.monotonic() < deadline:
             if self.procs[0].poll() is not None:
-                raise RuntimeError(f"munged exited: {(munge / 'munged.log').read_text()[-400:] if (munge / 'munged.log').exists() else ''}")
+                log = munge / "munged.log"
+                raise RuntimeError(f"munged exited: {log.read_text()[-400:] if log.exists() else ''}")
             time.sleep(0.1)
         os.chmod(munge, 0o755)  # root daemons and clients must reach the socket
         node = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
@@ -100,8 +101,9 @@ class OneNodeSlurm:
             if done.returncode == 0 and last.startswith(("idle", "mix", "alloc")):
                 return
             time.sleep(0.5)
+        log = self.root / "log" / "ctld.log"
         raise RuntimeError(f"slurm node not idle after {timeout} s: {last}; log: "
-                           f"{(self.root / 'log' / 'ctld.log').read_text()[-600:] if (self.root / 'log' / 'ctld.log').exists() else ''}")
+                           f"{log.read_text()[-600:] if log.exists() else ''}")
 
     def sbatch(self, script: str) -> str:
         done = subprocess.run(["sbatch", "--parsable", "-o", str(self.root / "job-%j.out")], input=script,

@@ -28,7 +28,8 @@ def ensure_openssh() -> str | None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         return "openssh-server missing and apt-get unavailable (needs root on Debian)"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "openssh-server", "openssh-client"]):
+    for argv in (["apt-get", "update"],
+                 ["apt-get", "install", "-y", "--no-install-recommends", "openssh-server", "openssh-client"]):
         done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             return f"{' '.join(argv)} failed: {done.stderr[-300:]}"
@@ -94,7 +95,8 @@ class LoopbackSshd:
             config = self.root / f"sshd{n}_config"
             config.write_text("\n".join(lines) + "\n")
             log = open(self.root / f"sshd{n}.log", "wb")
-            self.procs.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log, start_new_session=True))
+            self.procs.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log,
+                                               start_new_session=True))
         self.proc = self.procs[0]
         self._wait_listening()
         return self
@@ -159,7 +161,8 @@ def sshd(tmp_path_factory):
     reason = ensure_openssh()
     if reason:
         pytest.skip(reason)
-    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), free_port([*HOSTS, *SLOW]), HOSTS, slow=SLOW, slow_seconds=SLOW_SECONDS)
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd"), free_port([*HOSTS, *SLOW]), HOSTS, slow=SLOW,
+                          slow_seconds=SLOW_SECONDS)
     try:
         server.start()
         yield server

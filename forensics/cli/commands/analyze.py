@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         refused = manifest_refusal(result.evidence.skipped)
         if refused is not None:
             raise ForensicsError(f"{shown}: {refused}, and no other file in it that this tool reads")
-        what = "no logs or dumps in it" if not any(_has_files(p) for p in paths) else "no file in it that this tool reads"
+        what = ("no logs or dumps in it" if not any(_has_files(p) for p in paths)
+                else "no file in it that this tool reads")
         raise ForensicsError(f"{shown}: not a bundle, and {what}")
     if args.save and (len(paths) > 1 or not paths[0].is_dir()):
         raise ForensicsError(f"{shown}: --save writes analysis.json into one bundle folder; this is not one")

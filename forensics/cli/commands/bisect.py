@@ -251,7 +251,8 @@ def _where(args: argparse.Namespace) -> tuple[Path, Path]:
         try:
             os.mkdir(folder, safefs.DIR_MODE)
         except OSError as err:
-            raise ForensicsError(f"{folder}: cannot create the state folder ({err.strerror or err}); give --state FILE") from err
+            raise ForensicsError(f"{folder}: cannot create the state folder ({err.strerror or err}); "
+                                 "give --state FILE") from err
         state_path, log_dir = folder / "state.json", folder / "logs"
     if os.path.lexists(log_dir):
         safefs.private_folder(log_dir, "job log folder")
@@ -283,9 +284,9 @@ def _simulate(args: argparse.Namespace) -> int:
         rows.append(s)
     bound = simulate.information_bound(n, args.sim_bad) if args.sim_bad else 0.0
     if args.json:
+        designs = [{k: v for k, v in s.__dict__.items() if k != "results"} for s in rows]
         emit_json("bisect-simulation", {"n": n, "k": args.sim_bad, "flake": args.sim_flake, "hang": args.sim_hang,
-                                        "info_bound_bits": bound,
-                                        "designs": [{k: v for k, v in s.__dict__.items() if k != "results"} for s in rows]}, args)
+                                        "info_bound_bits": bound, "designs": designs}, args)
         return int(ExitCode.OK)
     out = []
     out.append(f"{n} hosts, {args.sim_bad} bad, flake {args.sim_flake}, hang {args.sim_hang}, "

@@ -35,8 +35,8 @@ DESCRIPTION = """Gather the evidence of every rank of the distributed jobs runni
 Ranks are found from RANK/WORLD_SIZE (and LOCAL_RANK, TORCHELASTIC_*) in each process's
 environment, or named with --pid. For each rank, in parallel: /proc state, environment
 (secrets redacted), stdout/stderr files, NCCL_DEBUG_FILE logs, Flight Recorder dumps,
-py-spy stacks (--samples N: N of them over a few seconds), and with --gdb native backtraces of all threads. Every target is left in
-the run state it had. The bundle's manifest.json records each collector's status.
+py-spy stacks (--samples N: N of them over a few seconds), and with --gdb native backtraces of all threads.
+Every target is left in the run state it had. The bundle's manifest.json records each collector's status.
 
 examples:
   forensics collect                       # every rank on this host
@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "rank never pauses; "
                              "at most 200, and at most --timeout seconds): where a slow rank spends its time")
     parser.add_argument("--sample-interval", type=float, default=0.1, metavar="S",
-                        help="mean seconds between two samples (default 0.1; shrunk so N samples fit in the time limit)")
+                        help="mean seconds between two samples (default 0.1; shrunk so N samples fit in the time "
+                             "limit)")
     parser.add_argument("--second-look", type=float, default=3.0, metavar="S",
                         help="look again at every rank S seconds after the collection (default 3; 0: off; at most 60): "
                              "/proc state and CPU, py-spy stacks (nonblocking), NCCL log sizes and recorder counters, "

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     log_reads(result.evidence)
     reports = list(result.hosts)
     culprit = result.verdict.culprit
-    if culprit is not None and culprit.host and plain_host(culprit.host) and culprit.host not in {r.host for r in reports}:
+    if (culprit is not None and culprit.host and plain_host(culprit.host)
+            and culprit.host not in {r.host for r in reports}):
         reports.append(HostReport(host=culprit.host, status=UNKNOWN))  # analyze names it: it is listed here too
         reports.sort(key=lambda r: r.host)
     if not reports:
@@ -177,7 +178,8 @@ def _body(report: HostReport) -> list[str]:
         if g.entry.host == "none":
             counts[g.entry.id] = counts.get(g.entry.id, 0) + g.count
     if counts:
-        out.append("also seen (no effect on the host): " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
+        out.append("also seen (no effect on the host): "
+                   + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
     out += [f"missing: {note}" for note in report.missing]
     return out
 

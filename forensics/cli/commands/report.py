@@ -16,9 +16,9 @@ from forensics.report.html import build_report
 NAME = "report"
 HELP = "write a self-contained HTML report (verdict, wait-for graph, stacks, timeline) of a bundle"
 DESCRIPTION = """Analyse a bundle (folder or .tar.gz/.zip), a folder of loose artifacts (logs, dumps), a single
-log (.gz too), stdin ('-'), or a bundle plus extra logs, and write one HTML file that needs no network to view: the verdict, the wait-for graph
-with the culprit in red, the last operation each rank reached, the merged stack tree with
-rank counts per branch, and the rank tables. Pictures are inline SVG drawn in pure Python
+log (.gz too), stdin ('-'), or a bundle plus extra logs, and write one HTML file that needs no network to view:
+the verdict, the wait-for graph with the culprit in red, the last operation each rank reached, the merged stack
+tree with rank counts per branch, and the rank tables. Pictures are inline SVG drawn in pure Python
 (the base install is enough); large jobs are collapsed into classes of like ranks.
 """
 

@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     out: list[str] = []
     out.append(f"{len(series.seconds)} steps, {len(series.segments())} run(s)")
     if not findings:
-        out.append("no known pattern: the step times look healthy" + ("" if args.expected else " (give --expected to "
-                                                                                               "compare with a target)"))
+        out.append("no known pattern: the step times look healthy"
+                   + ("" if args.expected else " (give --expected to compare with a target)"))
     for f in findings:
         out.append(f"\n{f.kind}: {f.title}  [confidence {f.confidence:.2f}]")
         for line in f.evidence:

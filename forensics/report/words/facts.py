@@ -12,9 +12,9 @@ from __future__ import annotations
 from parsers.judges.logs import names
 from parsers.judges.logs.fr_report import where as fr_where
 from parsers.model.events import describe_status
-from parsers.model.findings import (CallSite, ClaimFact, CompletedPastFact, CoverageFact, CoverageNoteFact, DisagreementFact,
-                                    DumpAskFact, DumpFact, ErrorFact, ErrorsFact, FrReportFact, HorovodFact, HostFact, KnownFact,
-                                    NoErrorFact, Observation, PeerFact, RasFact,
+from parsers.model.findings import (CallSite, ClaimFact, CompletedPastFact, CoverageFact, CoverageNoteFact,
+                                    DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, FrReportFact,
+                                    HorovodFact, HostFact, KnownFact, NoErrorFact, Observation, PeerFact, RasFact,
                                     SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
 from parsers.ranges import fold
 
@@ -74,8 +74,9 @@ def error(e: ErrorFact) -> str:
             f" ({e.witness}: mp.spawn named a witness, not the cause)" if e.witness else "")
     if e.exit_status is not None:
         return f"launcher-exit: local_rank {e.local_rank} {describe_status(e.exit_status)}"
-    who = " ".join(w for w in (f"rank {e.rank}" if e.rank is not None else "", f"pid {e.pid}" if e.pid is not None else "",
-                               f"on {e.host}" if e.host else "", f"device {e.device}" if e.device is not None else "") if w)
+    who = " ".join(w for w in (f"rank {e.rank}" if e.rank is not None else "",
+                               f"pid {e.pid}" if e.pid is not None else "", f"on {e.host}" if e.host else "",
+                               f"device {e.device}" if e.device is not None else "") if w)
     who = "" if e.launcher else who  # a launcher's line names the worker itself
     return f"{e.kind}" + (f" ({who})" if who else "") + f": {e.message[:160]}"
 
@@ -98,7 +99,8 @@ def ras(f: RasFact) -> str:
 
 
 def stack(f: StackFact) -> str:
-    return f"pid{'s' if len(f.pids) > 1 else ''} {fold(f.pids)} (no rank printed): its main-thread stack shows it {f.doing}"
+    return (f"pid{'s' if len(f.pids) > 1 else ''} {fold(f.pids)} (no rank printed): its main-thread stack shows it "
+            f"{f.doing}")
 
 
 def dump(f: DumpFact) -> str:
@@ -198,7 +200,8 @@ def unread(f: UnreadFact) -> str:
 
 def disagreement(f: DisagreementFact) -> str:
     """Said, never judged: without the init lines nothing proves the processes share a communicator."""
-    who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}" for pid, dev, op in f.processes)
+    who = ", ".join(f"pid {pid}" + (f" (device {dev})" if dev is not None else "") + f" {op}"
+                    for pid, dev, op in f.processes)
     return (f"processes disagree at opCount {f.op_count:x}: {who} "
             f"(a collective mismatch if they share a communicator; these lines do not say)")
 
@@ -213,7 +216,8 @@ def completed_past(f: CompletedPastFact) -> str:
 def fr_report(f: FrReportFact) -> str:
     """What one finding of the Flight Recorder analyzer shows, for a summary that names no culprit."""
     if f.role == "undecided":
-        return f"the Flight Recorder analyzer had no dump from rank {f.ranks[0]} and could not decide {f.count} collective(s)"
+        return (f"the Flight Recorder analyzer had no dump from rank {f.ranks[0]} and could not decide {f.count} "
+                "collective(s)")
     if f.role == "gave-up":
         return f"it stopped checking group {f.group} after too many mismatches"
     where = fr_where(f.op, f.seq, f.group)
@@ -226,8 +230,8 @@ def fr_report(f: FrReportFact) -> str:
         if f.no_dump:
             text += f"; it had no dump from ranks {fold(f.no_dump)}"
     elif f.role == "culprits":
-        text = (f"the Flight Recorder analyzer finds {_ranks(f.ranks)}{of} differ in {where} ({', '.join(f.kinds[:3])}) "
-                f"from the rank it compared against, which may itself be the odd one"
+        text = (f"the Flight Recorder analyzer finds {_ranks(f.ranks)}{of} differ in {where} "
+                f"({', '.join(f.kinds[:3])}) from the rank it compared against, which may itself be the odd one"
                 + ("" if f.complete else "; the list may be cut"))
         if "COLLECTIVE_STATE_MISMATCH" in f.kinds:
             text += " (a state mismatch: the listed rank's entry is in another state than the reference's)"
@@ -310,11 +314,11 @@ def peer(f: PeerFact) -> str:
 
 
 #: the wording of each typed fact
-_WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras, StackFact: stack, DumpFact: dump,
-          TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask, TrailFact: trail, CoverageFact: coverage,
-          CoverageNoteFact: coverage_note, NoErrorFact: no_error, UnreadFact: unread, DisagreementFact: disagreement,
-          CompletedPastFact: completed_past, FrReportFact: fr_report, HorovodFact: horovod, ClaimFact: claim,
-          PeerFact: peer}
+_WORDS = {HostFact: host, KnownFact: known, ErrorsFact: errors, TracebackFact: traceback, RasFact: ras,
+          StackFact: stack, DumpFact: dump, TimeoutFact: timeout, SettingFact: setting, DumpAskFact: dump_ask,
+          TrailFact: trail, CoverageFact: coverage, CoverageNoteFact: coverage_note, NoErrorFact: no_error,
+          UnreadFact: unread, DisagreementFact: disagreement, CompletedPastFact: completed_past,
+          FrReportFact: fr_report, HorovodFact: horovod, ClaimFact: claim, PeerFact: peer}
 
 
 def evidence_gap(gap: dict) -> str:

@@ -40,7 +40,8 @@ def _reason(r: dict[str, Any]) -> str:
         except (TypeError, ValueError, IndexError):
             return f"its lines dated {_span(f)}, the bundle's {_span(b)}"
         side = "before" if _before(r) else "after"
-        return f"its lines dated {_span(f)}, {days:.0f} day{'s' if round(days) != 1 else ''} {side} the bundle's {_span(b)}"
+        return (f"its lines dated {_span(f)}, {days:.0f} day{'s' if round(days) != 1 else ''} {side} the bundle's "
+                f"{_span(b)}")
     return _WHAT.get(r["what"], r["what"] + " {f}").format(f=_value(r["file_says"]), b=_value(r["bundle_says"]))
 
 

@@ -10,7 +10,7 @@ forensics.report.words.worded fills them (the one producer of a verdict's words)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import AbstractSet, Any
 
 from forensics.report.words.facts import evidence_gap, observed
 from parsers.judges.logs import names
@@ -41,7 +41,8 @@ def where(edge: WaitEdge) -> str:
 def demoted(d: Demotion) -> str:
     """Why a root claim lost weight, in words, from its typed fields."""
     if d.unproven:
-        return "hang not established: one snapshot (where each log stops, one look at the processes) is one moment of a job that may still run"
+        return ("hang not established: one snapshot (where each log stops, one look at the processes) is one moment "
+                "of a job that may still run")
     if d.cycle:
         return (f"the verdict is the deadlock of ranks {fold(d.cycle)}, which wait on no rank outside it: a claim "
                 "about another rank is a lead beside it, not its culprit")
@@ -60,7 +61,8 @@ def deadlock(d: Deadlock) -> str:
 def _cycle_why(d: Deadlock) -> str:
     """What the cycle's edges say: a pair that both send first, both receive first, or collectives of groups
     called in different orders."""
-    ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}  # 'send', or the recorder's 'Send seq 4'
+    # 'send', or the recorder's 'Send seq 4'
+    ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}
     if ops and len(ops) == 1 and all(e.point_to_point for e in d.edges):
         if ops == {"send"}:
             return "each sends to the next first, and none posts the receive the other's send waits for"
@@ -104,7 +106,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     slow_text = slow.describe() if slow is not None else ""
     judged = running or (head is not None and str(head.reason_class) in ("straggler", "slow-host", "slow-link"))
     if slow_text and (running or slow.named):
-        verdict.stragglers = [slow_text if judged else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
+        verdict.stragglers = [slow_text if judged
+                              else f"{slow_text} (shown, not judged: hang or progress not decided from time)"]
     if verdict.deadlock is not None:
         verdict.summary = deadlock(verdict.deadlock)
         verdict.shows = [observed(o) for o in verdict.observations]
@@ -122,7 +125,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
                       if x not in verdict.shows]
     if head is not None and verdict.hang == "not established" and not head.reason_class.observed:
         # a snapshot's reading ('in no collective') is a hang culprit only if the job hangs, which time has not shown
-        verdict.summary += ". Hang not established: one snapshot, no time-stamped progress (read it as: if the job hangs)"
+        verdict.summary += (". Hang not established: one snapshot, no time-stamped progress (read it as: if the job "
+                            "hangs)")
     if running:
         lead = progress.describe()
         if head is None and slow is not None and slow_text and not slow.named:
@@ -144,8 +148,10 @@ def several(culprits: list[Suspect]) -> str:
     """'2 independent culprits: A <reason>: <why>; B ...' (one sentence), as full as fits in SEVERAL_MAX."""
     lead = f"{len(culprits)} independent culprits: "  # each where its own ranks' wait ends (parsers/sinks.py)
     text = ""
-    for say in (lambda c: f" {said(c)}" + (f": {c.why}" if c.why else ""), lambda c: f": {c.why}" if c.why else f" {said(c)}",
-                lambda c: f": {c.reason_class.text}"):  # the fullest that fits: reason and why, the why, the class's words
+    # the fullest that fits: reason and why, the why, the class's words
+    for say in (lambda c: f" {said(c)}" + (f": {c.why}" if c.why else ""),
+                lambda c: f": {c.why}" if c.why else f" {said(c)}",
+                lambda c: f": {c.reason_class.text}"):
         text = "; ".join(f"{c.label}{say(c)}" for c in culprits)
         if len(lead + text) <= SEVERAL_MAX and ". " not in text:
             break
@@ -154,12 +160,14 @@ def several(culprits: list[Suspect]) -> str:
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:
     """'no culprit named: <what the evidence shows first>', with the waiting ranks where stacks show them."""
-    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY] if o.kind is not ObservationKind.COVERAGE_NOTE)
+    first = "; ".join(observed(o) for o in verdict.observations[:IN_SUMMARY]
+                      if o.kind is not ObservationKind.COVERAGE_NOTE)
     if verdict.hang == "not established" and any(s.demotion and s.demotion.unproven for s in verdict.suspects):
         return ("no culprit named: no time says the job hangs (no watchdog timeout, no recorder, no second look), so "
                 "one snapshot is not judged as a wait (leads and stragglers below)")
     if ranks:
-        return f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out" + (f"; {first}" if first else "")
+        return (f"no culprit named: ranks {fold(ranks)} {activity}, and no rank stands out"
+                + (f"; {first}" if first else ""))
     if first:
         return f"no culprit named: {first}"
     if verdict.leads:
@@ -184,7 +192,8 @@ def leads(suspects: list[Suspect], limit: int = 4) -> list[str]:
     return out + [f"lead: {s.label} {said(s)} (confidence {s.confidence:.2f})" for s in rest]
 
 
-def consequences(head: Suspect | None, ranks: list[int], activity: str | None, hung: set[int] = frozenset()) -> list[str]:
+def consequences(head: Suspect | None, ranks: list[int], activity: str | None,
+                 hung: AbstractSet[int] = frozenset()) -> list[str]:
     """What the culprit explains: the findings it is the cause of (folded by class), then the others' waits
     (only those in the hung scope, where time shows one: a healthy group's ranks in a kernel do not wait)."""
     if head is None:

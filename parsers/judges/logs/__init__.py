@@ -8,7 +8,7 @@ missing-line table, mismatches) -> wait-for graph (networkx; roots and sink cycl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import AbstractSet, Any, Iterable
 
 import networkx as nx
 
@@ -45,7 +45,8 @@ class LogAnalysis:
 
 
 #: the kinds of file the logs judge reads: without one, it has nothing to say
-LOG_KINDS = frozenset({"nccl-log", "rank-log", "fr-report", "fr-dump", "ras-text", "ras-json", "pyspy-text", "pyspy-json"})
+LOG_KINDS = frozenset({"nccl-log", "rank-log", "fr-report", "fr-dump", "ras-text", "ras-json", "pyspy-text",
+                       "pyspy-json"})
 
 
 def judge(ev: Evidence, ctx: JudgeContext) -> Findings:
@@ -68,7 +69,8 @@ def _in_p2p(p2p: Findings) -> set[int]:
 
 
 def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),
-              comm_ranks: dict[str, dict[int, int]] | None = None, waiting_elsewhere: set[int] = frozenset()) -> LogAnalysis:
+              comm_ranks: dict[str, dict[int, int]] | None = None,
+              waiting_elsewhere: AbstractSet[int] = frozenset()) -> LogAnalysis:
     """Analyse loaded artifacts (plus WaitEdges from other sources) into suspects.
 
     `comm_ranks` (optional): communicator -> {comm rank: global rank} known elsewhere
@@ -80,7 +82,7 @@ def correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge] = (),
 
 
 def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
-               comm_ranks: dict[str, dict[int, int]], waiting_elsewhere: set[int] = frozenset()) -> LogAnalysis:
+               comm_ranks: dict[str, dict[int, int]], waiting_elsewhere: AbstractSet[int] = frozenset()) -> LogAnalysis:
     ids = identity.build(artifacts)
     for comm, table in comm_ranks.items():
         known = ids.comm_ranks.setdefault(comm, {})

@@ -13,6 +13,7 @@ ranks ahead, and none of the majority waits on anyone (a wait elsewhere is expla
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import AbstractSet
 
 import networkx as nx
 
@@ -39,7 +40,8 @@ class Ahead:
     source: str | None
 
 
-def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities, waiting_elsewhere: set[int] = frozenset()) -> list[Ahead]:
+def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities,
+               waiting_elsewhere: AbstractSet[int] = frozenset()) -> list[Ahead]:
     """Every comparison whose minority went ahead of a majority stopped at one position (`waiting_elsewhere`:
     ranks another judge sees waiting, e.g. in a send/recv: a majority that waits there is explained there)."""
     out = []
@@ -55,7 +57,8 @@ def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities, waiting_elsewhere: set
         checked = behind[:MAX_CHECKED]
         if not all(g.has_edge(a, b) for a in ahead[:MAX_CHECKED] for b in checked):
             continue  # the counters said the lower ranks completed what the ahead ones wait in: no wait to explain
-        if set(behind) & waiting_elsewhere or any(g.out_degree(b) or not set(g.predecessors(b)) <= set(ahead) for b in checked):
+        if set(behind) & waiting_elsewhere or any(g.out_degree(b) or not set(g.predecessors(b)) <= set(ahead)
+                                                  for b in checked):
             continue
         calls = t.signatures.get((comm, top), {}).get(ahead[0]) or []
         out.append(Ahead(comm, tuple(ahead), top, tuple(behind), known[behind[0]], calls[0][0] if calls else None,
@@ -73,7 +76,8 @@ def offer(found: list[Ahead], ids: Identities, get) -> set[int]:
         for r in a.ranks:
             get(r).offer(ReasonClass.WENT_AHEAD,
                          of_rank(r, f"went ahead: it {called}, which ranks {fold(a.behind)} did not reach (they all "
-                         f"stopped at {names.reached(a.comm, a.level)}): it calls what they skip, or skips what they do"),
+                                 f"stopped at {names.reached(a.comm, a.level)}): it calls what they skip, or skips "
+                                 "what they do"),
                          round(0.6 + 0.2 * share, 3),
                          [cite(f"{where}: rank {r} is there, ranks {fold(a.behind)} all stopped at "
                                f"{names.reached(a.comm, a.level)} and wait on no one", tool=a.source or "logs")])

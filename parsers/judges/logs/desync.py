@@ -54,10 +54,11 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], world: int |
         if not ranks or 2 * len(ranks) >= size:
             continue
         n = e.data.get("collective")
-        said = _SAID.get(e.data.get("state"), "lags").format(n=n, m=(n or 0) + 1)
+        said = _SAID.get(str(e.data.get("state")), "lags").format(n=n, m=(n or 0) + 1)
         reporter = e.origin.rank if e.origin else None
         by = f"rank {reporter}'s" if reporter is not None else "a"
-        cite = f"desync report: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin and e.origin.file else "")
+        cite = f"desync report: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin and e.origin.file
+                                               else "")
         for r in ranks:
             get(r).offer(ReasonClass.BEHIND, of_rank(r, f"{said}, by {by} TORCH_NCCL_DESYNC_DEBUG report; the other "
                          f"{size - len(ranks)} of {size} ranks it saw went on (lagging: {fold(ranks)})"),

@@ -24,6 +24,7 @@ Everything else is said in the summary (`describe`), never judged.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Iterable, cast
 
 from parsers.model.events import ErrorEvent, ErrorKind, FrCulprit, FrFinding
@@ -83,15 +84,16 @@ def _group_size(e: ErrorEvent) -> int | None:
     return d.expected_count or (len(d.expected_ranks) if d.expected_ranks else None)
 
 
-def _named_missing(e: ErrorEvent) -> tuple[list[int], float] | None:
-    """The missing ranks the report supports naming, and at what confidence; None when it names nobody."""
+def _named_missing(e: ErrorEvent) -> tuple[list[int], float, int] | None:
+    """The missing ranks the report supports naming, at what confidence, and the size of their group; None
+    when it names nobody."""
     d = _of(e)
     missing = [r for r in d.missing_ranks or [] if r not in set(d.no_dump_ranks or [])]
     size = _group_size(e)
-    if d.finding != "not-joined" or not missing:
+    if d.finding != "not-joined" or not missing or not size:
         return None
     conf = _missing_confidence(len(missing), size)
-    return (missing, conf) if conf is not None else None
+    return (missing, conf, size) if conf is not None else None
 
 
 def _missing_confidence(n_missing: int, size: int | None) -> float | None:
@@ -138,11 +140,11 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
     waiting = waiting_ranks(found)
     for e in found:
         where = _where(e)
-        cite = f"Flight Recorder analyzer: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin.file else "")
+        cite = f"Flight Recorder analyzer: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin.file
+                                                           else "")
         named = _named_missing(e)
         if named is not None:
-            ranks, conf = named
-            size = _group_size(e)
+            ranks, conf, size = named
             chain = (f"; ranks {fold(sorted(waiting))} each wait for a rank that never recorded their "
                      "collective") if waiting else ""
             for r in ranks:
@@ -155,7 +157,8 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], get: Callabl
         for c in _named_culprits(e) or ():
             get(c.rank).offer(ReasonClass.FR_CULPRIT, of_rank(c.rank, f"differs in {where} from the rank the "
                                  f"Flight Recorder analyzer compared against ({c.error_type}; "
-                                 f"{len(_of(e).culprits)} of {_of(e).world_size or _group_size(e)} ranks listed)"),
+                                 f"{len(_of(e).culprits or ())} of {_of(e).world_size or _group_size(e)} ranks "
+                                 "listed)"),
                                  ReasonClass.FR_CULPRIT.default_confidence, [cite])
 
 
@@ -166,19 +169,19 @@ def facts(events: Iterable[ErrorEvent], limit: int = 3) -> list[FrReportFact]:
     out = []
     for e in findings(events)[:limit]:
         d = _of(e)
-        at = {"op": e.op, "seq": e.seq, "group": _group(e), "size": _group_size(e), "state": d.state or None}
+        at = FrReportFact("errors", op=e.op, seq=e.seq, group=_group(e), size=_group_size(e), state=d.state or None)
         if d.finding == "not-joined":
             missing = tuple(d.missing_ranks or ())
-            minority = not (missing and at["size"] and _missing_confidence(len(missing), at["size"]) is None)
-            out.append(FrReportFact("not-joined", missing, minority=minority, no_dump=tuple(d.no_dump_ranks or ()),
-                                    **at))
+            minority = not (missing and at.size and _missing_confidence(len(missing), at.size) is None)
+            out.append(replace(at, role="not-joined", ranks=missing, minority=minority,
+                               no_dump=tuple(d.no_dump_ranks or ())))
         elif d.culprits:
             culprits = d.culprits
-            out.append(FrReportFact("culprits", tuple(c.rank for c in culprits),
-                                    kinds=tuple(sorted({c.error_type for c in culprits})),
-                                    complete=bool(d.culprits_complete), **at))
+            out.append(replace(at, role="culprits", ranks=tuple(c.rank for c in culprits),
+                               kinds=tuple(sorted({c.error_type for c in culprits})),
+                               complete=bool(d.culprits_complete)))
         else:
-            out.append(FrReportFact("errors", **at))
+            out.append(at)
     for r, n in sorted(undecided(events).items())[:limit]:
         out.append(FrReportFact("undecided", (r,), count=n))
     for e in events:

@@ -51,7 +51,8 @@ def missing_sets(ev: Evidence, world: int | None) -> tuple[dict[tuple, set[int]]
     for where, e in _entries(ev):
         d = cast(HorovodStall, e.data)  # ErrorEvent makes a horovod-stall event's data one
         listing = d.tensors is not None  # one `<rank>: [...]` line of a report: its ranks add up per tensor
-        for tensor in (d.tensors or [d.tensor])[:MAX_OPS]:
+        tensors: list[str | None] = list(d.tensors) if d.tensors else [d.tensor]
+        for tensor in tensors[:MAX_OPS]:
             # a `<tensor> [missing ranks: ...]` entry is whole: the same tensor again is the next report's
             key = (where, d.report, tensor, None if listing else d.entry)
             if d.missing is not None:
@@ -102,7 +103,8 @@ def stalled(ev: Evidence) -> list[Suspect]:
 
 def facts(ev: Evidence) -> list[HorovodFact]:
     """What the stall reports show when they name no one rank (the ranks missing from every op, or the split),
-    and Horovod's own setting errors (a timeline path that is a directory); worded by forensics/report/words/facts.py."""
+    and Horovod's own setting errors (a timeline path that is a directory); worded by
+    forensics/report/words/facts.py."""
     return _timeline(ev) + _stalls(ev)
 
 

@@ -68,7 +68,8 @@ def chart_comm(t: Tables, g: nx.DiGraph) -> str | None:
 
     def key(c: str) -> tuple:
         per = t.progress[c]
-        said = sum(1 for r, rp in per.items() if rp.enqueued is not None and r in t.signatures.get((c, rp.enqueued), {}))
+        said = sum(1 for r, rp in per.items()
+                   if rp.enqueued is not None and r in t.signatures.get((c, rp.enqueued), {}))
         return (len(per), named.get(c, 0), c in mismatched, "?" not in c, c == "pg:0", said, c.startswith("pg:"), c)
 
     return max(t.progress, key=key)
@@ -82,7 +83,7 @@ def last_ops(t: Tables, ids: Identities, g: nx.DiGraph) -> list[RankOp]:
     for rank in sorted(ranks):
         comm = main if main is not None and rank in t.progress.get(main, {}) else t.last_comm.get(rank)
         rp = t.progress.get(comm, {}).get(rank) if comm else None
-        if rp is None or rp.enqueued is None:
+        if comm is None or rp is None or rp.enqueued is None:
             continue
         calls = t.signatures.get((comm, rp.enqueued), {}).get(rank)
         info = ids.ranks.get(rank)

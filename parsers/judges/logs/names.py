@@ -26,10 +26,11 @@ def group(comm: str, ids: Identities | None = None) -> str:
         seen = len(members_of(base, ids)) if ids is not None else 0
         return f"the default group ({seen} ranks seen; the job's size is not stated)" if seen else "the default group"
     if base.startswith("pg:ranks="):
-        ranks = unfold(base.removeprefix("pg:ranks=")) or []
-        return f"group ranks {fold(ranks)}" if ranks else f"group {base.removeprefix('pg:')}"
+        listed = unfold(base.removeprefix("pg:ranks=")) or []
+        return f"group ranks {fold(listed)}" if listed else f"group {base.removeprefix('pg:')}"
     members = members_of(base, ids) if ids is not None else set()
-    ranks = (f" (ranks {fold(members)})" if len(members) <= MAX_LISTED else f" ({len(members)} ranks)") if members else ""
+    ranks = ((f" (ranks {fold(members)})" if len(members) <= MAX_LISTED else f" ({len(members)} ranks)") if members
+             else "")
     size = ids.comm_size.get(base, 0) if ids is not None and ids.partial else 0
     if size > len(members):  # most members judged elsewhere: its stated size, not the few read here
         ranks = f" ({size} ranks)"

@@ -25,9 +25,10 @@ def too_short(ev: Evidence) -> SettingFact | None:
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if (type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
-                    and isinstance((e.data or {}).get("timeout_ms"), int)):
-                stated.append((e.data["timeout_ms"], e.origin.rank))
+            if type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT:
+                ms = (e.data or {}).get("timeout_ms")
+                if isinstance(ms, int):
+                    stated.append((ms, e.origin.rank))
     if not stated or any(ms >= SHORT_MS for ms, _ in stated):
         return None
     return SettingFact(tuple(sorted({ms for ms, _ in stated})), tuple(sorted({r for _, r in stated if r is not None})))

@@ -84,8 +84,9 @@ def unnamed_members(ev: Evidence, world: int) -> set[int]:
 
 def absent_fact(ev: Evidence, cov: Coverage) -> CoverageFact:
     """What a job of known size with ranks not heard from looks like in these files, never saying 'no line from
-    rank r' of a process whose lines are here under its communicator rank only (forensics/report/words/facts.py words it)."""
-    unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting else set()
+    rank r' of a process whose lines are here under its communicator rank only (forensics/report/words/facts.py
+    words it)."""
+    unnamed = unnamed_members(ev, cov.world_size) if not cov.reporting and cov.world_size else set()
     if unnamed:
         return CoverageFact("unnamed", tuple(sorted(unnamed)), cov.world_size)
     return CoverageFact("absent", world=cov.world_size, absent=len(cov.absent), first=cov.absent[0])

@@ -109,6 +109,8 @@ def _checked_ops(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
     is running ...' names both sides (group ranks). Sides printed without a SequenceNumber (torch 1.12)
     have no position and are left to the error itself."""
     g = ids.resolve(ev.origin)
+    if ev.comm is None:  # the caller passes only events of a group
+        return
     comm = ids.canonical(ev.comm, g)
     if ev.kind == ErrorKind.C10D_FINGERPRINT:
         sides = [(g, ev.op, ev.seq, ev.data.get("numel"))]
@@ -128,7 +130,7 @@ def _timed_out_op(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
     """A watchdog line names the op a rank timed out in ('WorkNCCL(SeqNum=80078, OpType=BROADCAST'): its
     signature at that position, where the rank's own dumps or op lines gave none (count unknown)."""
     g = ids.resolve(ev.origin)
-    if g is None:
+    if g is None or ev.comm is None or ev.seq is None:  # the caller passes only events of a group's position
         return
     comm = ids.canonical(ev.comm, g)
     sig = t.signatures[(comm, ev.seq)]

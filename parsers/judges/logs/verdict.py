@@ -10,6 +10,7 @@ Confidence is a plain 0..1 score from these rules, not a probability.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import AbstractSet, Sequence
 
 import networkx as nx
 
@@ -50,7 +51,7 @@ def _peer_kinds(ids: Identities) -> set[str]:
 
 def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], ids: Identities,
                    ras_findings: list[RasFinding], errors: list[tuple[int | None, ErrorEvent]],
-                   neighbours=None, complete: bool = False, waiting_elsewhere: set[int] = frozenset(),
+                   neighbours=None, complete: bool = False, waiting_elsewhere: AbstractSet[int] = frozenset(),
                    elsewhere: frozenset[int] = frozenset()) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
     (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right, unless it is
@@ -62,7 +63,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     def get(rank: int) -> _Acc:
         return acc.setdefault(rank, _Acc(rank))
 
-    majority = ahead.offer(ahead.went_ahead(t, g, ids, waiting_elsewhere), ids, get)  # the odd one out went ahead: not the many
+    # the odd one out went ahead: not the many
+    majority = ahead.offer(ahead.went_ahead(t, g, ids, waiting_elsewhere), ids, get)
     _roots(t, g, [r for r in roots if r not in majority], ids, get, get)
     _mismatch(t, get, roots, ids)
     fr_report.offer_suspects(errors, get)  # the Flight Recorder analyzer's report, pasted or saved
@@ -82,6 +84,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
         _errors_only(errors, ids, get, (neighbours() if callable(neighbours) else neighbours) or {})
     out = []
     for a in sorted(acc.values(), key=lambda a: (-a.confidence, a.rank if a.rank is not None else -1)):
+        if a.reason_class is None:  # asked for, never offered anything
+            continue
         info = ids.ranks.get(a.rank) if a.rank is not None else None
         out.append(Suspect(rank=a.rank, host=info.host if info else None, pid=info.pid if info else None,
                            reason_class=a.reason_class, reason=a.reason, confidence=min(a.confidence, 0.99),
@@ -89,7 +93,7 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
     return out
 
 
-def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -> None:
+def _mismatch(t: Tables, get, roots: Sequence[int | str] = (), ids: Identities | None = None) -> None:
     """Minority callers of a collective. Runs after the graph rules on purpose.
 
     Why: a rank that called something else also looks behind, or silent, to the
@@ -115,10 +119,12 @@ def _mismatch(t: Tables, get, roots: list = (), ids: Identities | None = None) -
             open_count = "" if settled or m["tie"] else (
                 f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
                 "position could still tip the count")
-            acc.offer(ReasonClass.MISMATCH, of_rank(r, f"called {m['called']} at {where} where {_n(m['n_majority'], 'rank')} "
-                      f"called {m['majority_called']}{open_count}"), conf,
+            acc.offer(ReasonClass.MISMATCH, of_rank(r, f"called {m['called']} at {where} where "
+                                                       f"{_n(m['n_majority'], 'rank')} called {m['majority_called']}"
+                                                       f"{open_count}"), conf,
                       [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
-                            f"{m['majority_called']}", tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
+                            f"{m['majority_called']}",
+                            tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
 
 
 def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | None:
@@ -166,16 +172,18 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
         if b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
             continue
         agree.setdefault(b, set()).update({*range(b), a})
-        texts.setdefault(b, []).append(cite(f"ProcessGroupWrapper: rank {a} runs {_side(sides[0])}, rank {b} {_side(sides[1])}",
-                                            tool="ProcessGroupWrapper", file=ev.origin.file, line=ev.origin.line))
+        texts.setdefault(b, []).append(cite(f"ProcessGroupWrapper: rank {a} runs {_side(sides[0])}, rank {b} "
+                                            f"{_side(sides[1])}", tool="ProcessGroupWrapper", file=ev.origin.file,
+                                            line=ev.origin.line))
     for b, ranks in sorted(agree.items()):
         if b in {a for other, rs in agree.items() if other != b for a in rs}:
             continue  # b is itself on an agreeing side elsewhere: the reports contradict each other
         conf = 0.6 if world and len(ranks | {b}) >= world else 0.45
-        get(b).offer(ReasonClass.MISMATCH, of_rank(b, f"runs a different collective than ranks {compress(ranks)}, which agree "
-                     f"(PyTorch's collective check, TORCH_DISTRIBUTED_DEBUG=DETAIL)"), conf,
-                     texts[b][:5] + [cite(f"the check stops at the first rank that differs, so rank(s) {compress(range(b))} "
-                                          "matched the reporter", tool="ProcessGroupWrapper")])
+        get(b).offer(ReasonClass.MISMATCH, of_rank(b, f"runs a different collective than ranks {compress(ranks)}, "
+                                                   "which agree (PyTorch's collective check, "
+                                                   "TORCH_DISTRIBUTED_DEBUG=DETAIL)"), conf,
+                     texts[b][:5] + [cite(f"the check stops at the first rank that differs, so rank(s) "
+                                          f"{compress(range(b))} matched the reporter", tool="ProcessGroupWrapper")])
 
 
 def _side(side: dict) -> str:
@@ -186,10 +194,10 @@ def _side(side: dict) -> str:
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:
     waiters = sorted(u for u in g.predecessors(root) if isinstance(u, int))
     comm = root.split(":", 1)[1]
-    get(None).offer(ReasonClass.NO_DUMP, f"{_wait(len(waiters))} in {names.group(comm)} on a rank that left no evidence "
-                    f"at all (its number is unknown: no artifact states the group size)", 0.35,
-                    [cite(f"ranks {fold(waiters[:16])} wait in {names.group(comm)}; all ranks with evidence reached that "
-                          "operation", tool="logs")])
+    get(None).offer(ReasonClass.NO_DUMP, f"{_wait(len(waiters))} in {names.group(comm)} on a rank that left no "
+                    "evidence at all (its number is unknown: no artifact states the group size)", 0.35,
+                    [cite(f"ranks {fold(waiters[:16])} wait in {names.group(comm)}; all ranks with evidence reached "
+                          "that operation", tool="logs")])
 
 
 def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unknown=None) -> None:
@@ -222,10 +230,12 @@ def _roots(t: Tables, g: nx.DiGraph, roots: list, ids: Identities, get, get_unkn
         elif all_waiters > direct or len(comms) > 1 or not any(e.get("kind") == "behind" for e in edges):
             chain = nx.ancestors(g, root) | {root}
             via = sorted({d["comm"] for u, v, d in g.subgraph(chain).edges(data=True)})
-            cls, why = ReasonClass.WAIT_ROOT, (of_rank(root, f"is the root of a wait chain: {_wait(all_waiters)} on it "
-                                     f"through {_n(len(via), 'group')} ({'; '.join(names.group(c, ids) for c in via[:4])})"))
+            groups = "; ".join(names.group(c, ids) for c in via[:4])
+            cls, why = ReasonClass.WAIT_ROOT, of_rank(root, f"is the root of a wait chain: {_wait(all_waiters)} on it "
+                                                            f"through {_n(len(via), 'group')} ({groups})")
         else:
-            cls, why = ReasonClass.MISSING_LINE, of_rank(root, f"never logged the operation the others wait in ({sample})")
+            cls, why = ReasonClass.MISSING_LINE, of_rank(root, "never logged the operation the others wait in "
+                                                               f"({sample})")
             missing_absent = [k for k in peer_kinds if k not in own]
             if missing_absent:
                 evidence.append(cite(f"no {', '.join(sorted(missing_absent))} from it while other ranks left them",
@@ -284,14 +294,14 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
     if len(common) != 1:
         return False
     peer = common.pop()
-    first = {}
+    first: dict[int | None, ErrorEvent] = {}
     for r, e in errors:
         if e.kind == ErrorKind.CONNECTION_CLOSED:
             first.setdefault(r, e)
     get(peer).offer(ReasonClass.LOST_PEER, of_rank(peer, f"is the one ring neighbour shared by the ranks that lost a "
                     f"connection ({', '.join(map(str, lost))})"), 0.5,
-                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}", tool="nccl-log",
-                          file=first[r].origin.file, line=first[r].origin.line) for r in lost])
+                    [cite(f"rank {r}: connection closed by a peer; ring neighbours {sorted(neighbours[r])}",
+                          tool="nccl-log", file=first[r].origin.file, line=first[r].origin.line) for r in lost])
     return True
 
 
@@ -314,14 +324,15 @@ def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, g
     silent = sorted(logged - erred)
     if erred and silent and len(silent) < len(erred):
         for r in silent:
-            get(r).offer(ReasonClass.SILENT, of_rank(r, f"reported no error while {len(erred)} rank(s) failed talking to peers"),
-                         0.45, [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
+            get(r).offer(ReasonClass.SILENT,
+                         of_rank(r, f"reported no error while {len(erred)} rank(s) failed talking to peers"), 0.45,
+                         [cite(f"{len(erred)} ranks logged errors; rank {r} none", tool="logs")])
         return
     timed = sorted(((when, r, e.timestamp, e) for r, e in errors if r is not None and e.kind not in NOT_FIRST_ERRORS
                     and (when := stamps.key(e.timestamp)) is not None), key=lambda x: x[:3])
     # ranks whose first errors carry the same time (torchelastic's report has seconds) came in no known order
     if timed and not any(r != timed[0][1] for when, r, _, _ in timed if when == timed[0][0]):
         _, r, printed, e = timed[0]
-        ts = stamps.shown(printed)
+        ts = stamps.shown(printed or "")  # a stamp: it has a key
         get(r).offer(ReasonClass.ERROR_FIRST, of_rank(r, f"logged the first error ({ts})"), 0.3,
                      [cite(f"first error at {ts}", tool=e.source or "logs", file=e.origin.file, line=e.origin.line)])

@@ -11,6 +11,7 @@ passes (e.g. the NCCL recorder plugin). Roots and sink cycles are the suspects.
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import AbstractSet
 
 import networkx as nx
 
@@ -45,7 +46,7 @@ def add_edge(g: nx.DiGraph, waiter, peer, comm: str, reason: str, source: str, s
 
 
 def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[str, set[int]],
-                   failed: set[int] = frozenset()) -> None:
+                   failed: AbstractSet[int] = frozenset()) -> None:
     """Edges from per-comm progress: waiters -> members behind them or silent.
 
     `failed`: ranks whose logs show a collective timing out or losing a peer. Gloo
@@ -76,17 +77,19 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
         # but the waiter itself, so listed once per comm (per waiter it was quadratic in ranks)
         lacking_all = [m for m in members if m in known and m not in provided]
         lacking_set = set(lacking_all)
-        order = sorted(known, key=lambda r: known[r].enqueued)
-        levels = [known[r].enqueued for r in order]
+        at_of = {r: p.enqueued for r, p in known.items() if p.enqueued is not None}  # positions
+        order = sorted(at_of, key=at_of.__getitem__)
+        levels = [at_of[r] for r in order]
         with_completion = t.has_completion.get(comm, False)
         for r, p in known.items():
+            enqueued = at_of[r]
             if with_completion and p.completed is not None:
-                if p.enqueued <= p.completed:
+                if enqueued <= p.completed:
                     # A rank that failed in its last op waited in it, even behind others (seen, gloo,
                     # 3 ranks, one SIGKILLed: the other two failed at 645 and 646, both on the dead one).
                     if r not in failed or t.last_comm.get(r, comm) != comm:
                         continue
-                    at = p.enqueued
+                    at = enqueued
                 else:
                     at = p.completed + 1
             elif with_completion:
@@ -94,9 +97,9 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
             else:
                 # No completion counters (NCCL op lines): a rank that launched op `at` waits on every
                 # member that never launched it; the furthest behind come first, so the lowest is the root.
-                if p.enqueued == levels[0]:
+                if enqueued == levels[0]:
                     continue
-                at = p.enqueued
+                at = enqueued
             behind = order[: min(bisect_left(levels, at), MAX_PEERS_PER_WAITER)]
             if not behind and not silent and source:
                 # Nobody is behind: every member reached `at` by some account (a watchdog line).
@@ -108,19 +111,20 @@ def progress_edges(g: nx.DiGraph, t: Tables, ids: Identities, providers: dict[st
                     lacking = [m for m in lacking_all[:MAX_PEERS_PER_WAITER + 1] if m != r]
                     for peer in lacking[:MAX_PEERS_PER_WAITER]:
                         add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank "
-                                 f"{peer} left no {names.kind(source)} while the other members did", source, at, kind="silent", weak=True)
+                                 f"{peer} left no {names.kind(source)} while the other members did", source, at,
+                                 kind="silent", weak=True)
                     continue
             for peer in behind:
                 add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank {peer} only "
-                         f"reached {names.reached(comm, known[peer].enqueued)}", source, at)
+                         f"reached {names.reached(comm, at_of[peer])}", source, at)
             for peer in silent[:MAX_PEERS_PER_WAITER]:
                 add_edge(g, r, peer, comm, f"waits at {names.position(comm, at, ids, where)}; rank {peer} left "
                          f"no {names.kind(source)}", source, at, kind="silent")
             if not behind and not silent and not size:
                 # Everyone we know reached `at`, and nothing says how big the group is: the rank it
                 # waits on may be one that left no evidence at all. A weak, explicit unknown.
-                add_edge(g, r, f"unknown:{comm}", comm, f"waits at {names.position(comm, at, ids, where)}; "
-                         f"every rank with evidence reached it, the group size is not known", source, at, kind="unknown")
+                add_edge(g, r, f"unknown:{comm}", comm, f"waits at {names.position(comm, at, ids, where)}; every rank "
+                         "with evidence reached it, the group size is not known", source, at, kind="unknown")
 
 
 def proxy_edges(g: nx.DiGraph, arts: Evidence, ids: Identities, unmapped: list[str]) -> None:
@@ -143,8 +147,9 @@ def proxy_edges(g: nx.DiGraph, arts: Evidence, ids: Identities, unmapped: list[s
                 if gpeer is None:
                     unmapped.append(f"{art.path}: proxy op {op.op_count} peer {peer} (no comm map)")
                     continue
-                add_edge(g, waiter, gpeer, comm or "?", f"proxy op {op.op_count} ({op.kind}) exchanging with rank {gpeer}",
-                         "proxy-dump", op.op_count, kind="direct")
+                add_edge(g, waiter, gpeer, comm or "?",
+                         f"proxy op {op.op_count} ({op.kind}) exchanging with rank {gpeer}", "proxy-dump", op.op_count,
+                         kind="direct")
 
 
 def extra_edges(g: nx.DiGraph, edges, ids: Identities, unmapped: list[str]) -> None:
@@ -159,7 +164,8 @@ def extra_edges(g: nx.DiGraph, edges, ids: Identities, unmapped: list[str]) -> N
         peer = ids.global_of(e.comm_id, e.peer)
         if peer is None and e.comm_id not in ids.comm_ranks:
             # an unknown comm: assume comm ranks are global ranks only if the comm is the whole world
-            peer = e.peer if ids.world_size and e.peer < ids.world_size and waiter is not None else None
+            peer = (e.peer if ids.world_size and e.peer is not None and e.peer < ids.world_size and waiter is not None
+                    else None)
         if waiter is None or peer is None:
             unmapped.append(f"{e.source}: {e.comm_id} rank {e.waiter} -> {e.peer}")
             continue
@@ -167,9 +173,10 @@ def extra_edges(g: nx.DiGraph, edges, ids: Identities, unmapped: list[str]) -> N
                  e.source, kind="direct")
 
 
-def roots_and_cycles(g: nx.DiGraph) -> tuple[list, list[list]]:
-    """Nodes nobody-waits-further-from (sinks with waiters) and sink cycles."""
-    roots, cycles = [], []
+def roots_and_cycles(g: nx.DiGraph) -> tuple[list[int | str], list[list[int | str]]]:
+    """Nodes nobody-waits-further-from (sinks with waiters) and sink cycles (a node: a rank, or 'unknown:<comm>')."""
+    roots: list[int | str] = []
+    cycles: list[list[int | str]] = []
     if g.number_of_nodes() == 0:
         return roots, cycles
     cond = nx.condensation(g)

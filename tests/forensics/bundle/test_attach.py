@@ -40,7 +40,8 @@ def test_links_dirs_missing_and_oversized_files_are_problems(tmp_path, monkeypat
     monkeypatch.setattr(attach, "MAX_BYTES", 16)
     problems = attach.attach_files(root, [link, tmp_path, tmp_path / "nope", big, big])
     assert len(problems) == 5, problems  # link, folder, missing: not attached; big twice: cut
-    assert sum("not attached" in p for p in problems) == 3 and sum("last 0 MiB" in p or "larger" in p for p in problems) == 2
+    assert sum("not attached" in p for p in problems) == 3
+    assert sum("last 0 MiB" in p or "larger" in p for p in problems) == 2
     attached = sorted(p.name for p in (root / "job" / "attached").iterdir())
     assert attached == ["2.big.log", "big.log"]  # same base name: both kept
     assert (root / "job" / "attached" / "big.log").read_bytes().endswith(b"TAIL\n")  # the tail is what is kept

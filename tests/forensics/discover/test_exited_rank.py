@@ -94,7 +94,8 @@ def test_live_verdict_says_how_the_dead_rank_ended(job, tmp_path: Path, proc_sta
     assert str(culprit.reason_class) == "exited" and "exit code 1" in culprit.reason
     assert any("elimination" in e for e in culprit.evidence)
     # its own output, found by its siblings' naming (rank0.log -> rank2.log, holding [rank2]: lines)
-    assert any(e.startswith("last exception:") and "RuntimeError: CUDA out of memory" in e for e in culprit.evidence), culprit.evidence
+    assert any(e.startswith("last exception:") and "RuntimeError: CUDA out of memory" in e
+               for e in culprit.evidence), culprit.evidence
 
 
 def test_zombie_named_by_pid_keeps_its_place(job):

@@ -20,7 +20,8 @@ def test_redact_hides_secrets_keeps_config():
         "PROXY": "http://user:hunter2@proxy:3128",
     }
     clean = redact(env)
-    assert clean["HF_TOKEN"] == clean["AWS_SECRET_ACCESS_KEY"] == clean["WANDB_API_KEY"] == clean["DB_PASSWORD"] == REDACTED
+    assert (clean["HF_TOKEN"] == clean["AWS_SECRET_ACCESS_KEY"] == clean["WANDB_API_KEY"] == clean["DB_PASSWORD"]
+            == REDACTED)
     assert clean["NCCL_DEBUG"] == "INFO" and clean["PWD"] == "/home/u"
     assert "hunter2" not in clean["PROXY"] and "proxy:3128" in clean["PROXY"]
 

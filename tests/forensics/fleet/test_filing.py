@@ -65,7 +65,8 @@ def test_worker_processes_file_what_a_thread_files(tmp_path):
         assert (other.status, other.seconds) == (part.status, part.seconds), host
         assert (other.error or "").replace(str(tmp_path / "procs"),
                                            "X") == (part.error or "").replace(str(tmp_path / "thread"), "X")
-        assert (other.placed.to_dict() if other.placed else None) == (part.placed.to_dict() if part.placed else None), host
+        placed = part.placed.to_dict() if part.placed else None
+        assert (other.placed.to_dict() if other.placed else None) == placed, host
         assert (other.bundle is None) == (part.bundle is None)
     for i in range(6):
         assert (tmp_path / "procs" / "hosts" / f"n{i}" / "host-manifest.json").is_file()

@@ -29,7 +29,8 @@ def _env() -> dict[str, str]:
 
 def _fleet_argv(sshd, out: Path, hosts: str, host_timeout: float = HOST_TIMEOUT) -> list[str]:
     argv = [sys.executable, "-m", "forensics", "collect", "--hosts", hosts, "--host-timeout", str(host_timeout),
-            "--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "-o", str(out), "--json", "--fanout", "4"]
+            "--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "-o", str(out), "--json",
+            "--fanout", "4"]
     for option in sshd.ssh_options:
         argv += ["--ssh-option", option]
     return argv
@@ -63,7 +64,8 @@ def fleet_job(tmp_path):
 def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_path):
     out = tmp_path / "job-bundle"
     hosts = "127.0.0.[2-5]"
-    done = subprocess.run(_fleet_argv(sshd, out, hosts) + ["-v"], capture_output=True, text=True, env=_env(), timeout=120)
+    done = subprocess.run(_fleet_argv(sshd, out, hosts) + ["-v"], capture_output=True, text=True, env=_env(),
+                          timeout=120)
     assert done.returncode == 3, done.stderr  # PARTIAL: two hosts gave nothing
     summary = json.loads(done.stdout)
     assert summary["hosts"]["127.0.0.2"]["status"] == "ok"
@@ -74,7 +76,8 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
     assert SLOW[0] in summary["hosts"][SLOW[0]]["error"] and f"{HOST_TIMEOUT} s" in summary["hosts"][SLOW[0]]["error"]
     assert summary["ranks"] == 4 and summary["missing_ranks"] == []
     assert "127.0.0.5" in done.stderr and "timed out" in done.stderr  # live progress on stderr (-v: not a terminal)
-    assert summary["schema"] == "hang-forensics/collect/1" and summary["mode"] == "fleet" and summary["hosts_answered"] == 2
+    assert summary["schema"] == "hang-forensics/collect/1" and summary["mode"] == "fleet"
+    assert summary["hosts_answered"] == 2
     assert {"hosts": "127.0.0.[2-3]", "count": 2, "result": "ok"} in summary["host_groups"]
 
     manifest = json.loads((out / "manifest.json").read_text())
@@ -87,7 +90,8 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
             for rel in col["files"]:
                 assert (out / rel).is_file(), rel
 
-    analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(out)], capture_output=True, text=True, env=_env(), timeout=120)
+    analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(out)], capture_output=True, text=True,
+                              env=_env(), timeout=120)
     assert analyzed.returncode == 0, analyzed.stdout + analyzed.stderr
     verdict = analyzed.stdout.splitlines()[0]
     assert "rank 3 (127.0.0.3" in verdict
@@ -113,9 +117,12 @@ def test_hostile_values_never_reach_a_shell(sshd, tmp_path):
     summary = json.loads(done.stdout)
     assert summary["hosts"][HOSTS[0]]["status"] == "no-ranks"  # the value was compared literally, matched nothing
 
-    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts=-oProxyCommand=touch_x"], capture_output=True, text=True, env=_env())
-    assert bad.returncode == 2 and "not allowed" in bad.stderr  # refused by the one host-set check (forensics/hostset.py)
-    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts", HOSTS[0], "--ssh-option", "Port=22 -oProxyCommand=x"], capture_output=True, text=True, env=_env())
+    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts=-oProxyCommand=touch_x"],
+                         capture_output=True, text=True, env=_env())
+    # refused by the one host-set check (forensics/hostset.py)
+    assert bad.returncode == 2 and "not allowed" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "forensics", "collect", "--hosts", HOSTS[0], "--ssh-option",
+                          "Port=22 -oProxyCommand=x"], capture_output=True, text=True, env=_env())
     assert bad.returncode == 2 and "--ssh-option" in bad.stderr
 
 
@@ -130,21 +137,24 @@ def test_armed_job_on_two_hosts_collects_both_over_ssh(sshd, tmp_path):
 
     out = tmp_path / "trigger"
     out.mkdir()
-    collect_args = ["--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "--host-timeout", str(HOST_TIMEOUT)]
+    collect_args = ["--remote-python", sshd.remote_python, "--match-env", "FORENSICS_SIM_HOST={host}", "--host-timeout",
+                    str(HOST_TIMEOUT)]
     for option in sshd.ssh_options:
         collect_args += ["--ssh-option", option]
     procs = []
     master_port = str(free_port(["127.0.0.1"]))  # a fixed port collides with a second run beside this one
     try:
         for rank, host in enumerate(HOSTS):
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
-            env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=master_port, PYTHONPATH=str(repo), OMP_NUM_THREADS="1", FORENSICS_HOST=host, FORENSICS_SIM_HOST=host,
-                       FORENSICS_COLLECT_ARGS=shlex.join(collect_args))
-            argv = [sys.executable, str(Path(__file__).resolve().parents[2] / "support" / "armed_job.py"), "--fault", "stall", "--out", str(out),
-                    "--pg-timeout", "60", "--slow-factor", "1000"]
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("NCCL_", "TORCH_FR", "TORCH_NCCL", "FORENSICS_"))}
+            env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=master_port, PYTHONPATH=str(repo), OMP_NUM_THREADS="1",
+                       FORENSICS_HOST=host, FORENSICS_SIM_HOST=host, FORENSICS_COLLECT_ARGS=shlex.join(collect_args))
+            argv = [sys.executable, str(Path(__file__).resolve().parents[2] / "support" / "armed_job.py"), "--fault",
+                    "stall", "--out", str(out), "--pg-timeout", "60", "--slow-factor", "1000"]
             with open(out / f"rank{rank}.log", "wb") as log:
-                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
         deadline = time.monotonic() + 60
         record = summary = None
         while time.monotonic() < deadline and summary is None:
@@ -159,7 +169,8 @@ def test_armed_job_on_two_hosts_collects_both_over_ssh(sshd, tmp_path):
         assert "--hosts" in record["argv"] and "127.0.0.[2-3]" in record["argv"]
         assert {h: v["status"] for h, v in summary["hosts"].items()} == {"127.0.0.2": "ok", "127.0.0.3": "ok"}
         assert summary["ranks"] == 2
-        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True, text=True, env=_env(), timeout=120)
+        analyzed = subprocess.run([sys.executable, "-m", "forensics", "analyze", record["bundle"]], capture_output=True,
+                                  text=True, env=_env(), timeout=120)
         assert "rank 1 (127.0.0.3" in analyzed.stdout.splitlines()[0], analyzed.stdout
     finally:
         for proc in procs:

@@ -105,8 +105,8 @@ def test_slurm_scontrol_and_label_demux():
     text = "JobId=7 JobName=train UserId=root(0) JobState=RUNNING Reason=None NodeList=node[1-2] NumNodes=2"
     assert slurm.parse_scontrol(text) == ("RUNNING", ["node1", "node2"])
     assert slurm.parse_scontrol("JobId=7 JobState=PENDING NodeList=(null)") == ("PENDING", [])
-    out = [f"0: {line}" for line in wire.encode({"host": "node2"},
-                                                b"x")] + [f"1: {line}" for line in wire.encode({"host": "node1"}, b"yy")]
+    out = ([f"0: {line}" for line in wire.encode({"host": "node2"}, b"x")]
+           + [f"1: {line}" for line in wire.encode({"host": "node1"}, b"yy")])
     runs = slurm.runs_from_output(["node1", "node2", "node3"], out, [], 0, 1.0, timed_out=True)
     assert wire.decode(runs["node1"].stdout).archive == b"yy"
     assert wire.decode(runs["node2"].stdout).archive == b"x"

@@ -47,7 +47,8 @@ wait
 
 def _hung(progress) -> bool:
     try:
-        return (progress / "rank1.progress").read_text().startswith("fault") and (progress / "rank0.progress").read_text().strip() == "enter step 3"
+        return ((progress / "rank1.progress").read_text().startswith("fault")
+                and (progress / "rank0.progress").read_text().strip() == "enter step 3")
     except OSError:
         return False
 

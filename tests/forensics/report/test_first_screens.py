@@ -1,7 +1,7 @@
-"""The first screen of analyze, written to a file, on the five inputs of issue 27's 'Show it' (scripts/first_screens.sh):
-a stopped rank, a killed rank, a collective mismatch with no culprit named, a loose Xid 79 folder, a straggler.
-Each screen keeps its lines whole, says no placeholder host and none of the jargon the issue lists, and puts the
-mismatch lead and the straggler on lines of their own under a summary of at most two sentences."""
+"""The first screen of analyze, written to a file, on the five inputs of issue 27's 'Show it'
+(scripts/first_screens.sh): a stopped rank, a killed rank, a collective mismatch with no culprit named, a loose Xid
+79 folder, a straggler. Each screen keeps its lines whole, says no placeholder host and none of the jargon the issue
+lists, and puts the mismatch lead and the straggler on lines of their own under a summary of at most two sentences."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_the_mismatch_with_no_culprit_is_a_lead_line_of_its_own(screens):
 
 def test_the_other_screens_say_what_their_case_needs(screens):
     stopped = screens["stopped rank"][1]
-    assert stopped[0].startswith("VERDICT: rank 3 (vm pid 686) ") and "stopped" in stopped[0] and any("kill -CONT 686" in x for x in stopped)
+    assert stopped[0].startswith("VERDICT: rank 3 (vm pid 686) ") and "stopped" in stopped[0]
+    assert any("kill -CONT 686" in x for x in stopped)
     killed = screens["killed rank"][1]
     # said by its own absence (no process on the collected host), not by the dump it did not leave
     assert killed[0].startswith("VERDICT: rank 7 ") and "no process" in killed[0], killed[:2]

@@ -169,7 +169,8 @@ def test_the_placeholder_host_is_said_in_words_and_never_listed(tmp_path: Path):
     named = json.loads(cli("hosts", "--json", str(GPU_FAULTS)).stdout)  # its one syslog line names its host (issue 41)
     assert named["exclude_list"] == "ip-26-0-146-100"
     loose = tmp_path / "public-gpu-faults.log"  # the lines that name no host: a single loose log of those
-    loose.write_text("".join(ln for ln in GPU_FAULTS.read_text().splitlines(keepends=True) if "ip-26-0-146-100" not in ln))
+    loose.write_text("".join(ln for ln in GPU_FAULTS.read_text().splitlines(keepends=True)
+                             if "ip-26-0-146-100" not in ln))
     done = cli("hosts", "--json", str(loose))
     assert done.returncode == 5
     data = json.loads(done.stdout)
@@ -303,7 +304,8 @@ def test_hosts_folds_like_clush_with_a_header_and_names_the_culprits_host(tmp_pa
     data = json.loads(cli("hosts", "--json", str(GLOO_SLEEP)).stdout)
     verdict = json.loads(cli("analyze", "--json", str(GLOO_SLEEP)).stdout)
     assert data["culprit"]["host"] == verdict["culprit"]["host"] == "node01"
-    assert {h["host"]: h["status"] for h in data["hosts"]} == {h["host"]: h["status"] for h in verdict["sections"]["hosts"]}
+    assert ({h["host"]: h["status"] for h in data["hosts"]}
+            == {h["host"]: h["status"] for h in verdict["sections"]["hosts"]})
 
 
 def test_hosts_accepts_a_flat_folder_whose_lines_name_the_hosts(tmp_path: Path):

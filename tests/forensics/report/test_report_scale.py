@@ -62,7 +62,8 @@ def test_timeline_and_stack_tree_stay_small(big: PostMortem):
     assert sum(len(r.ranks) for r in rows) == 4096
     stations = dict(zip(columns, range(len(columns))))
     # program order from the stacks: the laggards' broadcast (line 140) before the culprit (150) before all_reduce (160)
-    assert stations["broadcast in sync_params (train.py:120)"] < stations["load_batch (data.py:88)"] < stations["all_reduce in train_step (train.py:60)"]
+    assert (stations["broadcast in sync_params (train.py:120)"] < stations["load_batch (data.py:88)"]
+            < stations["all_reduce in train_step (train.py:60)"])
     assert len(_all(boxes(big.stack_tree))) <= 6
 
 
@@ -81,7 +82,8 @@ def _real_native_verdict():
 
     from parsers.model import Suspect, Verdict
 
-    data = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "report" / "native_demo_verdict.json").read_text())
+    data = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "report" / "native_demo_verdict.json")
+                      .read_text())
     suspects = [Suspect(**{k: s[k] for k in ("rank", "host", "pid", "reason", "confidence", "evidence")},
                         reason_class=ReasonClass(s["reason_class"])) for s in data["suspects"]]
     return Verdict(suspects=suspects, summary=data["summary"], sections=data["sections"])

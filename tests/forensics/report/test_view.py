@@ -127,9 +127,11 @@ def test_render_verdict_without_an_analysis_still_renders_the_view():
 
 
 def test_the_report_never_imports_the_notebook_api():
-    """No import circle postmortem <-> report, hidden or not: forensics/report imports nothing of forensics.report.postmortem."""
+    """No import circle postmortem <-> report, hidden or not: forensics/report imports nothing of
+    forensics.report.postmortem."""
     for path in (REPO / "forensics" / "report").glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             assert not any(n.startswith("forensics.report.postmortem") for n in names), (path.name, names)

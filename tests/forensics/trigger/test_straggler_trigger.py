@@ -71,7 +71,8 @@ def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path
         attached = sorted(p.name for p in Path(record["bundle"], "job", "attached").iterdir())
         assert attached == [f"steps-rank{r}.csv" for r in range(RANKS)], attached
         assert report["sections"]["steps"]["late"] == [CULPRIT], report["sections"]["steps"]
-        assert report["culprit"]["rank"] == CULPRIT and report["culprit"]["reason_class"] == "straggler", report["summary"]
+        culprit = report["culprit"]
+        assert culprit["rank"] == CULPRIT and culprit["reason_class"] == "straggler", report["summary"]
 
         steps = compare_ranks(_series(out))
         assert steps.late == [CULPRIT] and steps.source == "first-collective enter times", steps.describe()

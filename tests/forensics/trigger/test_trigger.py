@@ -59,7 +59,8 @@ def test_stall_collects_every_rank_before_the_watchdog(tmp_path):
         assert verdict["hang"] == "not established" and verdict["culprit"] is None, by_dumps.stdout[:2000]
         assert verdict["suspects"][0]["rank"] == 1 and verdict["suspects"][0]["reason_class"] == "outside-collective"
         assert {i["pid"] for i in incidents} <= {r["pid"] for r in verdict["sections"]["ranks"]}, by_dumps.stdout[:2000]
-        assert (out / "steps-rank0.csv").read_text().startswith("step,seconds,end_unix_time,collective_seconds,first_enter_unix,rank\n")
+        header = "step,seconds,end_unix_time,collective_seconds,first_enter_unix,rank\n"
+        assert (out / "steps-rank0.csv").read_text().startswith(header)
         env_set = (out / "logs").is_dir()
         assert env_set
     finally:

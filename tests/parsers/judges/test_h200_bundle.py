@@ -110,7 +110,8 @@ def test_manifest_says_honestly_where_the_kernel_log_came_from():
 
 
 
-NCCL_BUNDLES = sorted((REPO / "tests" / "fixtures" / "nccl").glob("*/bundle/manifest.json")) + sorted((REPO / "tests" / "fixtures" / "nccl_x2").glob("*/*/bundle/manifest.json"))
+NCCL_BUNDLES = (sorted((REPO / "tests" / "fixtures" / "nccl").glob("*/bundle/manifest.json"))
+                + sorted((REPO / "tests" / "fixtures" / "nccl_x2").glob("*/*/bundle/manifest.json")))
 
 
 @pytest.mark.parametrize("manifest", NCCL_BUNDLES,

@@ -43,7 +43,8 @@ def test_the_same_known_error_on_every_rank_blames_no_rank(tmp_path):
     suspect, no rank is (each rank's line alone would have named it)."""
     shutil.copy(CORPUS / "horovod-3871.log", tmp_path)
     found = hosts.rank_log_findings(load_directory(tmp_path), KB)
-    assert {f.subject for fs in found.values() for f in fs if f.entry.id == "nccl-topo-no-sysfs-path"} >= {"rank 0", "rank 1"}
+    subjects = {f.subject for fs in found.values() for f in fs if f.entry.id == "nccl-topo-no-sysfs-path"}
+    assert subjects >= {"rank 0", "rank 1"}
     result = analyze(tmp_path, KB)
     assert result.verdict.culprit is None
     assert [h.host for h in result.hosts if h.status == "suspect"] == ["ce1a35ee222c"]

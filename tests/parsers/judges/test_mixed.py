@@ -89,7 +89,8 @@ def test_a_log_dated_days_before_the_bundle_says_its_other_reading(tmp_path: Pat
     earlier.write_text(src.read_text().replace("1201 ", "1124 "))
     found = foreign_inputs(analyze([BUNDLE, earlier]).evidence)
     assert [f.file for f in found] == ["earlier.log"] and found[0].reasons[-1][0] == "time", found
-    line = next(x for x in render_view(build_view(analyze([BUNDLE, earlier]).verdict)).splitlines() if "mixed inputs:" in x)
+    line = next(x for x in render_view(build_view(analyze([BUNDLE, earlier]).verdict)).splitlines()
+                if "mixed inputs:" in x)
     # wording is the behaviour
     assert "5 days before the bundle's" in line and "or this job has printed nothing since" in line, line
 
@@ -103,5 +104,6 @@ def test_a_log_of_another_size_and_days_away_says_both(tmp_path: Path) -> None:
     found = foreign_inputs(analyze([BUNDLE, other]).evidence)
     assert [f.file for f in found] == ["old-small.log"], found
     assert {"world-size", "time"} <= {w for w, _f, _b in found[0].reasons}, found
-    line = next(x for x in render_view(build_view(analyze([BUNDLE, other]).verdict)).splitlines() if "mixed inputs:" in x)
+    line = next(x for x in render_view(build_view(analyze([BUNDLE, other]).verdict)).splitlines()
+                if "mixed inputs:" in x)
     assert "printed nothing since" not in line, line

@@ -129,7 +129,8 @@ def test_live_gloo_bundles_name_no_innocent_rank_and_no_cycle(tmp_path, case, wo
     v = analyze(tmp_path / "bundle", KB).verdict
     fault = {culprit, culprit + 1} if case == "sendsend" else {culprit}
     assert named(v) <= fault and (v.deadlock is None or set(v.deadlock.members) == fault), v.text
-    assert not [s for s in v.suspects if s.reason_class == ReasonClass.WENT_AHEAD and s.confidence >= CULPRIT_MIN_CONFIDENCE]
+    assert not [s for s in v.suspects
+                if s.reason_class == ReasonClass.WENT_AHEAD and s.confidence >= CULPRIT_MIN_CONFIDENCE]
 
 
 # Issue 39's point-to-point device captures (H100, NCCL 2.28.9, torch 2.11; scripts/device/i39_scenarios.py, seeds
@@ -172,5 +173,6 @@ def test_send_send_pair_is_a_deadlock_of_both_live_and_post_mortem(name, form):
 @pytest.mark.parametrize("form", FORMS)
 def test_pipeline_stall_is_where_the_waits_end_not_a_cycle(name, form):
     v, truth = case(name, form)
-    assert v.deadlock is None and v.culprit.rank == truth["culprit_ranks"][0] and named(v) == set(truth["culprit_ranks"]), v.text
+    assert (v.deadlock is None and v.culprit.rank == truth["culprit_ranks"][0]
+            and named(v) == set(truth["culprit_ranks"])), v.text
 

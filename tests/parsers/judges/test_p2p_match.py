@@ -105,7 +105,8 @@ def test_a_send_to_the_wrong_peer_is_the_root(tmp_path, state):
     assert v.culprit.rank == 3 and v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
     ends = "it sent to the wrong peer" if state == "completed" else "it waits on the wrong peer"
     # wording is the behaviour: the send side in the receive side's words
-    assert f"posts send to 5, which never receives from it, while rank 4 receives from it unanswered: {ends}" in v.culprit.reason
+    assert (f"posts send to 5, which never receives from it, while rank 4 receives from it unanswered: {ends}"
+            in v.culprit.reason)
     assert named(v) == {3} and v.deadlock is None
 
 

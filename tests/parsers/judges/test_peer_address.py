@@ -64,8 +64,8 @@ def test_nccl_ib_size_mismatch_names_both_sides_sizes(tmp_path):
 
 
 def test_a_peer_named_by_host_name_is_that_host(tmp_path):
-    """nccl-tests#166 (its description): NCCL names the peer by its full host name; the files show host gpu004 (NCCL's prefix cuts
-    its own at the first dot): the peer is a process on gpu004; no line says which rank."""
+    """nccl-tests#166 (its description): NCCL names the peer by its full host name; the files show host gpu004
+    (NCCL's prefix cuts its own at the first dot): the peer is a process on gpu004; no line says which rank."""
     v = excerpt(tmp_path, "nccl-tests-166-desc")
     (f,) = peers(v)
     assert (f.host, f.ranks, f.how) == ("gpu004", (), "host")

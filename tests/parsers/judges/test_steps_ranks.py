@@ -79,5 +79,6 @@ def test_old_series_without_per_step_collective_times_cannot_tell():
 
 
 def test_series_reader_keeps_the_new_columns_aligned_with_steps():
-    s = parse_series("step,seconds,end_unix_time,collective_seconds,first_enter_unix\n1,0.5,10.5,0.1,10.2\n2,0.5,11.0,,\n3,0.4,11.4,nan,inf\n")
+    s = parse_series("step,seconds,end_unix_time,collective_seconds,first_enter_unix\n"
+                     "1,0.5,10.5,0.1,10.2\n2,0.5,11.0,,\n3,0.4,11.4,nan,inf\n")
     assert s.collective_seconds == [0.1, None, None] and s.first_enter == [10.2, None, None]

@@ -17,9 +17,8 @@ from parsers import knowledge
 from forensics.report.words import analyze
 from parsers.analyze import JUDGES, run_judges
 from parsers.merge import wait_graph
-from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, JudgeContext, Observation, ObservationKind,
-                                    ReasonClass,
-                                    WaitEdge)
+from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, HostNote, JudgeContext, Observation,
+                                    ObservationKind, RankNote, ReasonClass, WaitEdge, of_rank)
 from forensics.report.words.facts import observed
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -124,7 +123,8 @@ def test_a_plain_reason_or_observation_name_is_found_at_no_creation_site():
             name = getattr(node.func, "id", getattr(node.func, "attr", None)) if isinstance(node, ast.Call) else None
             if name in ("Suspect", "offer", "_suspect"):
                 args = [k.value for k in node.keywords if k.arg == "reason_class"] + node.args[:4]
-                bad += [f"{path}:{node.lineno}" for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                bad += [f"{path}:{node.lineno}" for a in args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str)
                         and ReasonClass.of(a.value) is not None]
             elif name == "Observation":
                 args = [k.value for k in node.keywords if k.arg == "kind"] + node.args[:1]
@@ -201,3 +201,24 @@ def test_a_reason_that_names_its_rank_and_a_citation_that_shows_its_source_say_s
         v = _analysis(path).verdict
         for s in v.suspects:
             assert said(s) != s.reason or not isinstance(s.reason, Reason) or s.reason.rank != s.rank, s
+
+
+def test_typed_strings_keep_their_type_and_fields_through_copy_and_pickle():
+    """Citation, HostNote, RankNote and Reason are str subclasses whose fields are set in __new__: copy, deepcopy
+    and pickle make each again from its fields (__reduce__), so none comes back as a plain str or loses a field."""
+    import copy
+    import pickle
+    made = [Citation("waits [trace.log:12]", file="trace.log", line=12, tool="nccl-log", tagged=True),
+            HostNote("node07", "py-spy: failed"), RankNote(3, "node07", 412, "gdb: timeout"),
+            of_rank(3, "never logged")]
+    for thing in made:
+        for again in (copy.copy(thing), copy.deepcopy(thing), pickle.loads(pickle.dumps(thing))):
+            assert type(again) is type(thing) and again == thing and vars(again) == vars(thing), (thing, vars(again))
+
+
+def test_a_reason_class_is_found_by_its_name_or_itself_and_none_for_another_name():
+    assert ReasonClass.of("stopped") is ReasonClass.STOPPED
+    assert ReasonClass.of(ReasonClass.MISSING) is ReasonClass.MISSING
+    assert ReasonClass.of(Citation("raised", tool="x")) is ReasonClass.RAISED  # a typed str reads as its words
+    assert ReasonClass.of("no-such-class") is None and ReasonClass.of("STOPPED") is None  # by value, not member name
+    assert ReasonClass.STOPPED.observed and ReasonClass.STOPPED.default_confidence == 0.95

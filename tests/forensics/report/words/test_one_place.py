@@ -37,7 +37,8 @@ def _word_writes(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Verdict":
             found += [f"{path}:{node.lineno}: Verdict({k.arg}=...)" for k in node.keywords if k.arg in WORD_FIELDS]
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in (x for tt in targets for x in (tt.elts if isinstance(tt, ast.Tuple) else [tt])):
             if not isinstance(t, ast.Attribute) or ast.unparse(t.value) == "view":  # the report view's own fields
                 continue
@@ -93,12 +94,14 @@ def test_parsers_returns_a_verdict_without_words_and_the_wording_fills_them(case
 
     assert words.worded(typed) is typed and typed.summary
     assert all(d.said for d in _demotions(typed))
-    assert typed.deadlock is None or len(typed.deadlock.wheres) == len(typed.deadlock.edges) and all(typed.deadlock.wheres)
+    assert (typed.deadlock is None
+            or len(typed.deadlock.wheres) == len(typed.deadlock.edges) and all(typed.deadlock.wheres))
     assert [{**s.to_dict(), "demoted": None} for s in typed.suspects] == before  # wording changes no typed field
     again = words.analyze(case, KB).verdict
     assert _but_sections(again.to_dict()) == _but_sections(typed.to_dict()) and again.text == typed.text
     # the view words too (sections aside: an archive's sections name the temporary folder it was read from)
-    assert _but_sections(build_view(typed_analyze(case, KB).verdict).to_json()) == _but_sections(build_view(again).to_json())
+    viewed = build_view(typed_analyze(case, KB).verdict)
+    assert _but_sections(viewed.to_json()) == _but_sections(build_view(again).to_json())
 
 
 def _but_sections(data: dict) -> dict:

@@ -28,7 +28,8 @@ def test_summary_follows_the_culprit_after_demotion():
     assert verdict.culprit.rank == 5
     assert claim.demotion is not None and claim.demotion.waits_on == 3  # typed: who it waits on, where
     # the summary is the culprit's: its label, its own reason and the action for it, nothing of the demoted claim
-    assert verdict.summary.startswith(host.label + " ") and host.reason in verdict.summary and host.action in verdict.summary
+    assert (verdict.summary.startswith(host.label + " ") and host.reason in verdict.summary
+            and host.action in verdict.summary)
     assert claim.reason not in verdict.summary
     assert verdict.consequences == ["ranks 0-1,3-4 wait in all_reduce"]  # its own line, not inside the summary
 
@@ -114,7 +115,8 @@ def test_a_ranks_own_exception_explains_its_absence():
     """Issue 26 step 6: 'left no dump while 7 ranks wait on it' is the consequence of its own exception."""
     merged = merge_suspects(_found("logs", 7, ReasonClass.NO_DUMP, "left no fr-dump while 7 rank(s) wait on it", 0.95),
                             _found("exceptions", 7, ReasonClass.RAISED, "raised torch.OutOfMemoryError", 0.85))
-    assert merged[0].reason_class == ReasonClass.RAISED and merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP
+    assert merged[0].reason_class == ReasonClass.RAISED
+    assert merged[0].consequences[0].reason_class == ReasonClass.NO_DUMP
     verdict = Verdict(suspects=merged, hang="hang")
     summary.write(verdict)
     assert verdict.summary.startswith(merged[0].label + " ") and "torch.OutOfMemoryError" in verdict.summary

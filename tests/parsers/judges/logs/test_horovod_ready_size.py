@@ -1,10 +1,10 @@
 """Horovod's ready lists read both ways once a launch line states the job's size (issue 42 item 5).
 
 Real lines: horovod/horovod#100, one comment: 'I use horovod in Pod of kubernetes, with command `mpirun -np 2
-pyton train.py`' and its stall report, whose every ready list holds rank 1 only (tests/fixtures/realworld/horovod-100.log
-keeps the report alone, without the command: there the size is unknown and no rank is named). The size from the
-command makes rank 0 the one every stalled op waits for; a command with a larger size leaves several absent ranks,
-and none is named.
+pyton train.py`' and its stall report, whose every ready list holds rank 1 only
+(tests/fixtures/realworld/horovod-100.log keeps the report alone, without the command: there the size is unknown
+and no rank is named). The size from the command makes rank 0 the one every stalled op waits for; a command with a
+larger size leaves several absent ranks, and none is named.
 """
 
 from __future__ import annotations
