@@ -11,7 +11,8 @@
  *     time in SendWait)
  *   harness PLUGIN.so VERSION hang  RANK NRANKS NDONE RECV_STEPS SEND_STEPS RECV_STATE SEND_STATE [COMMID]
  *     (env HARNESS_LAST_FUNC=FUNC:COUNT: the last op is that collective instead, it completes, and the
- *     rank finalizes and exits 0: the rank of an order mismatch that finished its own call)
+ *     rank finalizes and exits 0: the rank of an order mismatch that finished its own call; HARNESS_AFTER_LAST=N:
+ *     N more all-reduces complete after it)
  *
  * "run" finishes everything and finalizes; "hang" completes NDONE all-reduces,
  * then starts one more whose recv op (from RANK-1) stops after RECV_STEPS steps
@@ -359,7 +360,6 @@ static int finish_other(void* ctx, int rank, int next, int prev, int ndone, cons
   const char* colon = strchr(last, ':');
   snprintf(func, sizeof func, "%.*s", (int)(colon - last), last);
   struct coll_arg ca = {0, (size_t)strtoull(colon + 1, NULL, 0), 1, func};
-  (void)ndone;
   void* coll = start(ctx, HF_PROFILE_COLL, NULL, rank, fill_coll, &ca);
   stop(coll);
   int ch = 0;
@@ -368,6 +368,19 @@ static int finish_other(void* ctx, int rank, int next, int prev, int ndone, cons
   proxy_op(ctx, coll, rank, 0, prev, 0, 16, 16, 0);
   state(k, HF_STATE_KERNEL_CH_STOP, 0);
   stop(k);
+  /* HARNESS_AFTER_LAST=N: N more all-reduces complete after it (NCCL 2.28.9 on the device: the rank that called
+   * broadcast also finished the next all_reduce, while the others' all_reduce at its position completed too) */
+  int after = getenv("HARNESS_AFTER_LAST") ? atoi(getenv("HARNESS_AFTER_LAST")) : 0;
+  for (int i = 0; i < after && i < 64; i++) {
+    struct coll_arg more = {(uint64_t)(ndone + i), 1u << 22, 1, NULL};
+    void* c2 = start(ctx, HF_PROFILE_COLL, NULL, rank, fill_coll, &more);
+    stop(c2);
+    void* k2 = start(ctx, HF_PROFILE_KERNEL_CH, c2, rank, fill_kch, &ch);
+    proxy_op(ctx, c2, rank, 0, next, 1, 16, 16, 0);
+    proxy_op(ctx, c2, rank, 0, prev, 0, 16, 16, 0);
+    state(k2, HF_STATE_KERNEL_CH_STOP, 0);
+    stop(k2);
+  }
   finalize(ctx);
   printf("DONE\n");
   fflush(stdout);

@@ -30,20 +30,24 @@ COMM = 0x5EED41
 RECV_WAIT = 10
 
 
-def _culprit_finishes(harness, plugin, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Rank 2: five all-reduces, then broadcast(65536) at the 6th position; finalizes and exits 0."""
-    full = {**os.environ, **env, "RANK": "2", "NCCL_HOSTID": "node02", "HARNESS_LAST_FUNC": "Broadcast:65536"}
+def _culprit_finishes(harness, plugin, env: dict[str, str], after: int) -> subprocess.CompletedProcess:
+    """Rank 2: five all-reduces, then broadcast(65536) at the 6th position, then `after` more all-reduces; it
+    finalizes and exits 0."""
+    full = {**os.environ, **env, "RANK": "2", "NCCL_HOSTID": "node02", "HARNESS_LAST_FUNC": "Broadcast:65536",
+            "HARNESS_AFTER_LAST": str(after)}
     args = [str(harness), str(plugin), "5", "hang", "2", "4", "5", "3", "16", str(RECV_WAIT), "0", hex(COMM)]
     return subprocess.run(args, env=full, capture_output=True, text=True, timeout=60)
 
 
-def _logs_folder(harness, plugin, state_dir, tmp_path, ranks):
+def _logs_folder(harness, plugin, state_dir, tmp_path, ranks, after: int = 0):
+    """`after` = 0: the others wait in the all-reduce at the broadcast's position. 1: their all-reduce there
+    completed and they wait in the next one, which rank 2 also finished (what NCCL 2.28.9 did on the device)."""
     logs = tmp_path / "logs"
     env = {"FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_DEBUG_FILE": f"{logs}/nccl.%h.%p.log"}
     for r in (0, 1, 3):
-        ranks.append(start_hanging_rank(harness, plugin, 5, r, 4, 5, 3, 16, RECV_WAIT, 0,
+        ranks.append(start_hanging_rank(harness, plugin, 5, r, 4, 5 + after, 3, 16, RECV_WAIT, 0,
                                         {**env, "NCCL_HOSTID": f"node0{r}"}, comm_id=COMM))
-    done = _culprit_finishes(harness, plugin, env)
+    done = _culprit_finishes(harness, plugin, env, after)
     assert done.returncode == 0 and "DONE" in done.stdout, done.stderr
     time.sleep(HANG_AFTER_S + 0.5)  # the watchdog's timeout, shortened: the others hang, then abort
     for r in ranks:
@@ -53,8 +57,10 @@ def _logs_folder(harness, plugin, state_dir, tmp_path, ranks):
 
 
 @pytest.mark.integration  # builds and runs the plugin on the harness
-def test_the_rank_that_exited_0_is_named_for_the_collective_it_called(harness, plugin, state_dir, tmp_path, ranks):
-    logs = _logs_folder(harness, plugin, state_dir, tmp_path, ranks)
+@pytest.mark.parametrize("after", [0, 1])
+def test_the_rank_that_exited_0_is_named_for_the_collective_it_called(harness, plugin, state_dir, tmp_path, ranks,
+                                                                       after):
+    logs = _logs_folder(harness, plugin, state_dir, tmp_path, ranks, after)
     states, problems = read_recorder_dir(logs)
     assert problems == [] and sorted(s.job_rank for s in states) == [0, 1, 2, 3]
     assert [s.job_rank for s in states if s.finalize_copy] == [2]
@@ -68,6 +74,8 @@ def test_the_rank_that_exited_0_is_named_for_the_collective_it_called(harness, p
     # wording is the behaviour: the why names both calls and the position (issue 39 item 3)
     assert ("rank 2 called broadcast(count=65536, float32) at collective #6 of communicator 0x5eed41 where 3 ranks "
             "called allreduce(count=4194304, float32)") in verdict.culprit.reason
+    # wording is the behaviour: where the others wait is said where it is not the difference's position
+    assert ("the others wait in collective #7" in verdict.culprit.reason) == (after == 1)
 
 
 @pytest.mark.integration
