@@ -51,7 +51,8 @@ def _bound_names(fn: ast.AST) -> set[str]:
 def _keyed(node: ast.AST, bound: set[str]) -> bool:
     """Whether a node reads event data by a string key."""
     if isinstance(node, ast.Subscript):
-        return _is_data(node.value, bound) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+        key = node.slice
+        return _is_data(node.value, bound) and isinstance(key, ast.Constant) and isinstance(key.value, str)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
         return _is_data(node.func.value, bound) and bool(node.args) and isinstance(node.args[0], ast.Constant)
     return False
@@ -63,8 +64,8 @@ def keyed_reads(source: str, where: str) -> Counter:
     for fn in ast.walk(ast.parse(source)):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bound = _bound_names(fn)
-            inner = {id(n) for f in ast.walk(fn) if f is not fn and isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     for n in ast.walk(f)}  # a nested function counts as its own
+            nested = [f for f in ast.walk(fn) if f is not fn and isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            inner = {id(n) for f in nested for n in ast.walk(f)}  # a nested function counts as its own
             n = sum(1 for node in ast.walk(fn) if id(node) not in inner and _keyed(node, bound))
             if n:
                 out[f"{where} {fn.name}"] += n

@@ -187,7 +187,8 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
                      getattr(o, "device", None), e.kind in _LAUNCHER_REPORTS,
-                     exit_status, data.local_rank if type(data) in _LOCAL_RANKED else None, raised[0] if raised else None, raised[1] if raised else None)
+                     exit_status, data.local_rank if type(data) in _LOCAL_RANKED else None,
+                     raised[0] if raised else None, raised[1] if raised else None)
 
 
 #: the typed data that says a worker's local rank (a launcher's word on it, a peer's proxy connection)
@@ -315,8 +316,8 @@ class _Seen:
         if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
                                      and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
-        data = e.data or {}
-        if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and cast(WorkerReport, e.data).launcher == "mp.spawn":
+        if (self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT
+                and cast(WorkerReport, e.data).launcher == "mp.spawn"):
             self.spawn_exit = (e, art)
         if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
             self.root_cause = (e, art)

@@ -296,15 +296,16 @@ class TypedData:
         cls = type(self)
         rules = _RULES.get(cls)
         if rules is None:
-            rules = _RULES[cls] = {n: _rule(f.type) for n, f in cls.__dataclass_fields__.items()}  # type: ignore[attr-defined]
+            fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+            rules = _RULES[cls] = {n: _rule(f.type) for n, f in fields.items()}
         for name, (types, item) in rules.items():
             value = getattr(self, name)
             if value is None:
                 continue
             if not _is(value, types) or item is not None and (len(value) > MAX_ITEMS
                                                               or not all(_is(x, (item,)) for x in value)):
-                raise ValueError(f"an {cls.__name__}'s {name} must be {cls.__dataclass_fields__[name].type}, "  # type: ignore[attr-defined]
-                                 f"not {str(value)[:60]!r}")
+                wanted = cls.__dataclass_fields__[name].type  # type: ignore[attr-defined]
+                raise ValueError(f"an {cls.__name__}'s {name} must be {wanted}, not {str(value)[:60]!r}")
             if name in RANK_FIELDS:
                 bounded = [r for r in value if plausible_rank(r) is not None] if item else plausible_rank(value)
                 object.__setattr__(self, name, bounded)

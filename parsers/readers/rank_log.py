@@ -251,7 +251,8 @@ class _Scan:
                 elif getattr(e, "kind", "") == ErrorKind.RANK_IDENTITY:
                     _identity_said(out, e, self.pid_rank, self.ranks)
                 elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
-                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, cast(RankStated, e.data).world_size or 0)
+                    stated = cast(RankStated, e.data).world_size or 0
+                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, stated)
             if _generic(events):
                 self.broken = (text, origin, events)
         elif textline.is_benign(text) or echo:

@@ -15,7 +15,8 @@ import pytest
 
 from hf_testpaths import REPO
 from parsers.scale import digest
-from parsers.model.events import DATA_TYPES, INFO_KINDS, MAX_ITEMS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind, Origin
+from parsers.model.events import (DATA_TYPES, INFO_KINDS, MAX_ITEMS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind,
+                                  Origin)
 from parsers.readers import c10d
 
 #: helpers of the readers that make an ErrorEvent from their first argument (c10d's `err`, pasted_host's `add`)
