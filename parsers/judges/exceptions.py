@@ -10,10 +10,10 @@ ones that never came, as far as the files cover the job.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from parsers.evidence import Evidence
-from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind
+from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind, WorkerReport
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.ranges import fold
 
@@ -82,7 +82,7 @@ def died_first(ev: Evidence) -> list[Suspect]:
                                                                                ErrorKind.PYTHON_FRAME):
                 continue
             if dead is None:
-                if e.kind != ErrorKind.LAUNCHER_EXIT or not e.data.get("exitcode") or _raised_before(art, e):
+                if e.kind != ErrorKind.LAUNCHER_EXIT or not _report(e).exitcode or _raised_before(art, e):
                     break  # something else failed first: the death, if any, may be its consequence
                 dead = e
                 continue
@@ -104,12 +104,18 @@ def _own_watchdog_abort(dead: ErrorEvent, events: list) -> bool:
     Why: a reporter often pastes the launcher's 'failed (exitcode: -6) local_rank: 0' above the log it explains;
     the order of the paste is then no order in time, and rank 0 timing out with the others is why it aborted.
     """
-    if dead.data.get("exitcode") != SIGABRT_EXIT or dead.data.get("local_rank") is None:
+    said = _report(dead)
+    if said.exitcode != SIGABRT_EXIT or said.local_rank is None:
         return False
-    pid = dead.data.get("pid") or dead.origin.pid
+    pid = said.pid or dead.origin.pid
     return any(type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT
-               and e.origin.rank == dead.data.get("local_rank")
+               and e.origin.rank == said.local_rank
                and e.origin.pid in (None, pid) for e in events)
+
+
+def _report(e: ErrorEvent) -> WorkerReport:
+    """What the launcher said of the worker of a launcher-exit event (its data, typed by the model)."""
+    return cast(WorkerReport, e.data)
 
 
 def _raised_before(art: Any, e: ErrorEvent) -> bool:
@@ -119,21 +125,20 @@ def _raised_before(art: Any, e: ErrorEvent) -> bool:
 
 
 def _another_process(dead: ErrorEvent, e: ErrorEvent) -> bool:
-    pid = dead.data.get("pid") or dead.origin.pid
+    pid = _report(dead).pid or dead.origin.pid
     return not (pid is not None and e.origin.pid == pid)
 
 
 def _died_first_suspect(art: Any, dead: ErrorEvent, waiter: ErrorEvent) -> Suspect:
-    pid = dead.data.get("pid") or dead.origin.pid
-    local = dead.data.get("local_rank")
+    said = _report(dead)
+    pid, local = said.pid or dead.origin.pid, said.local_rank
     who = f"rank {waiter.origin.rank}" if waiter.origin.rank is not None else (
         f"pid {waiter.origin.pid}" if waiter.origin.pid is not None else "a process")
     what = f" in {waiter.op.upper()}" if waiter.op else ""
     what += f" SeqNum {waiter.seq}" if waiter.seq is not None else ""
     return Suspect(
         rank=None, host=dead.origin.host, pid=pid, reason_class=ReasonClass.EXITED_FIRST,
-        reason=(f"died first (exit code {dead.data.get('exitcode')}" + (f", local rank {local}" if local is not None
-                                                                        else "")
+        reason=(f"died first (exit code {said.exitcode}" + (f", local rank {local}" if local is not None else "")
                 + f") before any rank reported an error; then {who} failed waiting ({waiter.kind}{what})"),
         confidence=ReasonClass.EXITED_FIRST.default_confidence,
         evidence=[cite(f"{art.cite}:{e.origin.line}: {e.message[:200]}", tool="launcher", file=art.cite,

@@ -16,12 +16,12 @@ or not, so a reporter is never read as the subject of its own report.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from parsers.evidence import Evidence
 from parsers.judges import peer_address
 from parsers.judges.logs import identity
-from parsers.model.events import ErrorEvent, ErrorKind
+from parsers.model.events import ErrorEvent, ErrorKind, StatedTimeout, Truncated
 from parsers.model.findings import Findings, JudgeContext, PeerFact, ReasonClass, Suspect, cite, of_rank
 from parsers.ranges import fold
 
@@ -47,6 +47,11 @@ def _reports(ev: Evidence) -> list[tuple[ErrorEvent, Any]]:
             if type(e) is ErrorEvent and e.kind == ErrorKind.BARRIER_ABSENT and e.origin.rank in (None, 0)]
 
 
+def _absent(e: ErrorEvent) -> list[int]:
+    """The ranks a barrier-absent event names (its data, typed by the model)."""
+    return cast(StatedTimeout, e.data).absent or []
+
+
 def barrier_absent(ev: Evidence) -> list[Suspect]:
     """One suspect per rank a monitored barrier names as absent, cited with the reporter's line; the widest
     report wins (with wait_all_ranks=True, rank 0 logs one line per rank and then the whole list)."""
@@ -54,9 +59,9 @@ def barrier_absent(ev: Evidence) -> list[Suspect]:
     if not reports:
         return []
     named: dict[int, tuple[ErrorEvent, Any]] = {}
-    for e, art in sorted(reports, key=lambda ea: -len(ea[0].data.get("absent") or ())):  # stable: file order next
-        for r in e.data.get("absent") or ():
-            named.setdefault(int(r), (e, art))
+    for e, art in sorted(reports, key=lambda ea: -len(_absent(ea[0]))):  # stable: file order next
+        for r in _absent(e):
+            named.setdefault(r, (e, art))
     if not named or len(named) > MAX_NAMED:
         return []
     procs = {r.rank: r for r in ev.ranks if r.rank is not None}
@@ -72,7 +77,7 @@ def barrier_absent(ev: Evidence) -> list[Suspect]:
 def _suspect(rank: int, e: ErrorEvent, art: Any, proc: Any, named: dict, arrived: list[int]) -> Suspect:
     """The suspect for one named rank: the reporter's line first, then who else arrived."""
     by = "rank 0"  # the one rank that waits in a monitored barrier and reports (checked in _reports)
-    ms = e.data.get("timeout_ms")
+    ms = cast(StatedTimeout, e.data).timeout_ms
     others = sorted(set(named) - {rank})
     reason = of_rank(rank, f"never reached the monitored barrier: {by} waited {ms} ms for it"
                      + (f" (and for rank{'s' if len(others) > 1 else ''} {fold(others)})" if others else ""))
@@ -105,9 +110,8 @@ def peer_facts(ev: Evidence) -> list[PeerFact]:
     groups: dict[tuple, tuple[list, list, peer_address.Named, ErrorEvent, str]] = {}
     for rep in reports:
         named = peer_address.resolve(rep, ids, addresses, linked, seen)
-        data = rep.event.data or {}
-        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, data.get("sent"), data.get("posted"),
-               data.get("side"))
+        sizes = rep.event.data if type(rep.event.data) is Truncated else Truncated()  # closed, reset: no sizes
+        key = (_WHAT[rep.event.kind], rep.addr, named.ranks, named.how, sizes.sent, sizes.posted, sizes.side)
         reporters, procs, *_ = groups.setdefault(key, ([], [], named, rep.event, rep.file))
         if rep.reporter is not None and rep.reporter not in reporters:
             reporters.append(rep.reporter)

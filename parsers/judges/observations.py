@@ -12,18 +12,20 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from parsers.evidence import Coverage, Evidence
 from parsers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
-                                  RasFinding)
+                                  CollectiveStack, CollectiveTimeout, DumpAsked, LocalPeer, NcclFailure, RankStated,
+                                  RasFinding, WorkerReport)
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact,
                                     DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact,
-                                    JudgeContext, KnownFact, NoErrorFact, Observation, PeerFact, ObservationKind as OK,
-                                    RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact, cite)
+                                    JudgeContext, KnownFact, NoErrorFact, Observation, PeerFact,
+                                    ObservationKind as OK, RasFact, StackFact, TimeoutFact, TracebackFact, TrailFact,
+                                    cite)
 from parsers.model.stacks import Frame
 from parsers.readers.c10d import COLLECTIVE_STACK
 from parsers.readers.last_error import own_reason
@@ -176,28 +178,36 @@ def _error_fact(e: Any, art: Any = None) -> ErrorFact:
     """An error with who said it, typed for a summary (a launcher's line about a worker names that worker in its
     message, not in its origin). mp.spawn's '-- Process 1 terminated with the following error:' carries the
     exception that worker raised, read from the traceback below it (`art`'s exceptions)."""
-    o, data = e.origin, e.data or {}
+    o, data = e.origin, e.data
     raised = _spawn_raised(e, art)
     exit_status = None
-    if e.kind == ErrorKind.LAUNCHER_EXIT and data.get("exitcode") is not None and data.get("local_rank") is not None:
-        exit_status = _wait_status(data["exitcode"])  # DeepSpeed's exit line is a whole command line first
+    worker = data if type(data) is WorkerReport else None
+    if e.kind == ErrorKind.LAUNCHER_EXIT and worker and worker.exitcode is not None and worker.local_rank is not None:
+        exit_status = _wait_status(worker.exitcode)  # DeepSpeed's exit line is a whole command line first
     said = " ".join(e.message.split())
-    if own_reason(data.get("last_error")):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
-        said = f"{data['last_error']}; {said}"
+    last = data.last_error if type(data) is NcclFailure else None
+    if own_reason(last):  # NCCL's own reason first: 'invalid usage' is what c10d made of it
+        said = f"{last}; {said}"
     return ErrorFact(e.kind, said, cite(e.message[:300], tool=e.source or "logs",
                      file=art.cite if art is not None else o.file, line=o.line), o.rank, o.pid, o.host,
                      getattr(o, "device", None), e.kind in _LAUNCHER_REPORTS,
-                     exit_status, data.get("local_rank"), raised[0] if raised else None, raised[1] if raised else None)
+                     exit_status, data.local_rank if type(data) in _LOCAL_RANKED else None,
+                     raised[0] if raised else None, raised[1] if raised else None)
+
+
+#: the typed data that says a worker's local rank (a launcher's word on it, a peer's proxy connection)
+_LOCAL_RANKED = (WorkerReport, RankStated, LocalPeer)
 
 
 def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
     """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
     raised, from the traceback under mp.spawn's exit line."""
-    data = e.data or {}
-    if e.kind != ErrorKind.LAUNCHER_EXIT or not data.get("raised") or art is None or not art.parsed:
+    worker = e.data
+    if type(worker) is not WorkerReport or e.kind != ErrorKind.LAUNCHER_EXIT or not worker.raised or art is None \
+            or not art.parsed:
         return None
     exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
-                and x.local_rank == data.get("local_rank")), None)
+                and x.local_rank == worker.local_rank), None)
     if exc is None:
         return None
     return exc.headline(), _PEER_WORDS.get(exc.category)  # mp.spawn names the first process it reaps: maybe a waiter
@@ -262,9 +272,11 @@ def _call_sites(ev: Evidence) -> tuple[CallSite, ...]:
     by_site: dict[tuple[str, str | None, int, str], set[int]] = {}
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None or not e.data.get("frames"):
+            if getattr(e, "kind", "") != COLLECTIVE_STACK or e.origin.rank is None:
                 continue
-            frames = [Frame(function=f, file=path, line=n) for f, path, n in e.data["frames"]]
+            frames = [Frame(function=f, file=path, line=n) for f, path, n in cast(CollectiveStack, e.data).frames]
+            if not frames:
+                continue
             user = next((f for f in frames if not is_library(f)), None)
             site = (frames[0].function, user.label if user else None, len(frames), frames[-1].label)
             by_site.setdefault(site, set()).add(e.origin.rank)
@@ -311,19 +323,21 @@ class _Seen:
         if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL
                                      and e.kind != ErrorKind.LAUNCHER_SIGNAL):
             self.earliest = (e, art)  # a launcher killing the others is the end of its story
-        data = e.data if isinstance(e.data, dict) else {}  # the kinds read here carry a dict
-        if self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT and data.get("launcher") == "mp.spawn":
+        if (self.spawn_exit is None and e.kind == ErrorKind.LAUNCHER_EXIT
+                and cast(WorkerReport, e.data).launcher == "mp.spawn"):
             self.spawn_exit = (e, art)
         if self.root_cause is None and e.kind == ErrorKind.ROOT_CAUSE:
             self.root_cause = (e, art)
-        if e.kind == ErrorKind.DUMP_SIGNAL and data.get("from_rank") is not None and rank is not None:
-            self.dumped_for.setdefault(data["from_rank"], set()).add(rank)
+        asker = cast(DumpAsked, e.data).from_rank if e.kind == ErrorKind.DUMP_SIGNAL else None
+        if asker is not None and rank is not None:
+            self.dumped_for.setdefault(asker, set()).add(rank)
         if e.kind in TIMEOUT_KINDS or e.kind in PEER_TIMEOUTS:
             self.waited_out.add(rank)
         if e.kind in TIMEOUT_KINDS and rank is not None:
             self.timeouts.setdefault((e.op, e.seq), set()).add(rank)
-        elif e.kind in TIMEOUT_KINDS and e.comm and data.get("group_rank") is not None:
-            self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(data["group_rank"])
+        elif (e.kind in TIMEOUT_KINDS and e.comm
+              and (group_rank := cast(CollectiveTimeout, e.data).group_rank) is not None):
+            self.group_timeouts.setdefault((e.comm, e.op, e.seq), set()).add(group_rank)
         when = stamps.key(e.timestamp)
         if when is not None and (self.first is None or when < self.first[0]):
             # without a rank, who said it (pid, host, device) and what: a bare kind names no one

@@ -16,11 +16,11 @@ address is mapped only by what a process's own lines state (on a machine of many
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet
+from typing import AbstractSet, cast
 
 from parsers.evidence import Evidence
 from parsers.judges.logs import identity
-from parsers.model.events import ErrorEvent, ErrorKind, TopoEdge
+from parsers.model.events import ErrorEvent, ErrorKind, NetAddresses, TopoEdge, Truncated
 from parsers.model.findings import Citation, cite
 
 #: the lines that name a peer by address, and the sources whose peer_addr is a peer process (a launcher's names a host)
@@ -111,7 +111,7 @@ def book(ev: Evidence, ids: identity.Identities) -> dict[str, dict[int, Citation
             rank = art.rank if rank is None else rank
             if rank is None:
                 continue
-            for addr in (e.data or {}).get("addresses") or ():
+            for addr in cast(NetAddresses, e.data).addresses or ():
                 out.setdefault(str(addr), {}).setdefault(rank, cite(
                     f"{art.cite}" + (f":{e.origin.line}" if e.origin.line else "") + f": {e.message[:160]}",
                     tool="nccl-log", file=art.cite, line=e.origin.line))
@@ -178,5 +178,5 @@ def _near(rep: Report, linked: dict[int, tuple[set[int], set[int]]]) -> set[int]
     if rep.reporter not in linked or rep.event.source == "gloo":
         return set()
     senders, receivers = linked[rep.reporter]
-    side = (rep.event.data or {}).get("side")
+    side = rep.event.data.side if type(rep.event.data) is Truncated else None
     return set(senders if side == "receiver" else receivers if side == "sender" else senders | receivers)

@@ -229,10 +229,10 @@ class ErrorEvent:
     peer_addr: str | None = None  #: 'host<port>' / '[ip]:port' the error names
     timestamp: str | None = None
     source: str = ""
-    #: what the line says beyond the common fields: exitcode, local_rank, joined/expected,
-    #: xid, pci, nccl_version, group_rank, type (exception), function (traceback frame), ...; typed for the kinds
-    #: in TYPED_DATA (an fr-analysis event's is an FrFinding, a horovod-stall event's a HorovodStall)
-    data: dict | FrFinding | HorovodStall = field(default_factory=dict)
+    #: what the line says beyond the common fields: typed for the kinds in TYPED_DATA (an fr-analysis event's is an
+    #: FrFinding, a launcher-exit event's a WorkerReport, ...), read by attribute; a dict for the other kinds
+    #: (xid, pci, nccl_version, ...), which no judge reads by key
+    data: dict | TypedData = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
@@ -240,18 +240,77 @@ class ErrorEvent:
         except ValueError:
             raise ValueError(f"an ErrorEvent's kind must be one of ErrorKind, not {str(self.kind)[:60]!r}") from None
         typed = TYPED_DATA.get(self.kind)
-        if typed is not None and type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
+        if typed is None:
+            if not isinstance(self.data, dict):  # a digest's forged typed data on a kind that has none
+                raise ValueError(f"a {self.kind} event's data must be a dict, not {type(self.data).__name__}")
+        elif type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
             if not isinstance(self.data, dict):
                 raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}")
             self.data = typed.from_dict(self.data)
 
 
+#: the plain types a typed data field may name in its annotation
+_PLAIN = {"int": int, "str": str, "bool": bool, "None": type(None), "dict": dict, "list": list, "tuple": tuple}
+#: most items a list of typed data may hold (a list of ranks is at most a job's)
+MAX_ITEMS = MAX_RANKS
+#: fields of typed data that hold a rank or a list of ranks: bounded as every rank from data is (plausible_rank;
+#: one out of range is no claim: None, or left out of its list)
+RANK_FIELDS = frozenset({"rank", "local_rank", "group_rank", "from_rank", "missing", "ready", "missing_ranks",
+                         "expected_ranks", "no_dump_ranks", "absent", "lagging", "ranks", "tasks"})
+#: fields of typed data that hold a job's size (plausible_size)
+SIZE_FIELDS = frozenset({"world_size", "expected_count"})
+
+
+def _rule(annotation: str) -> tuple[tuple[type, ...], type | None]:
+    """(the types a field's annotation allows, the type of its list's items or None): 'int | None' ->
+    ((int, NoneType), None); 'list[int] | None' -> ((list, NoneType), int). Names are this module's."""
+    allowed: list[type] = []
+    item = None
+    for part in annotation.split("|"):
+        base, _, inner = part.strip().partition("[")
+        allowed.append(_PLAIN.get(base) or globals()[base])
+        if inner:
+            inner = inner.rstrip("]")
+            item = _PLAIN.get(inner) or globals()[inner]
+    return tuple(allowed), item
+
+
+#: per typed data class, per field: _rule of its annotation (computed on the class's first instance)
+_RULES: dict[type, dict[str, tuple[tuple[type, ...], type | None]]] = {}
+
+
+def _is(value: object, types: tuple[type, ...]) -> bool:
+    """isinstance, except that a bool is no int (JSON's true is not a rank)."""
+    return isinstance(value, types) and (type(value) is not bool or bool in types)
+
+
 class TypedData:
     """What every typed `data` of an ErrorEvent offers besides its fields: built from a dict (a caller's, an old
-    digest's: a key that is no field is a ValueError), read by name as a dict would (`get`: None where unset, for
-    code that reads any event's data), and written back as one (`to_dict`: the fields set, for JSON and records)."""
+    digest's: a key that is no field is a ValueError), checked when made (each field of its annotated type, a list
+    at most MAX_ITEMS long, ranks and sizes bounded as the model bounds them: hostile JSON cannot put a string where
+    a judge does arithmetic), and written back as a dict (`to_dict`: the fields set, for JSON and records)."""
 
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        cls = type(self)
+        rules = _RULES.get(cls)
+        if rules is None:
+            fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+            rules = _RULES[cls] = {n: _rule(f.type) for n, f in fields.items()}
+        for name, (types, item) in rules.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not _is(value, types) or item is not None and (len(value) > MAX_ITEMS
+                                                              or not all(_is(x, (item,)) for x in value)):
+                wanted = cls.__dataclass_fields__[name].type  # type: ignore[attr-defined]
+                raise ValueError(f"an {cls.__name__}'s {name} must be {wanted}, not {str(value)[:60]!r}")
+            if name in RANK_FIELDS:
+                bounded = [r for r in value if plausible_rank(r) is not None] if item else plausible_rank(value)
+                object.__setattr__(self, name, bounded)
+            elif name in SIZE_FIELDS:
+                object.__setattr__(self, name, plausible_size(value))
 
     @classmethod
     def from_dict(cls, data: dict) -> Any:
@@ -344,8 +403,209 @@ class HorovodStall(TypedData):
     entry: int | None = None  #: its number among the log's entries (listing lines have none)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerReport(TypedData):
+    """The data of what a launcher says of one of its workers (launcher-exit, launcher-signal, agent-signal,
+    torchelastic's root-cause and child-failure entries, child-error-file): how it ended and who it was. Why
+    typed: the judges that name the worker that died first (exceptions.py, observations.py) and the reader that
+    maps local ranks to global ones (rank_log.py) read its exit code, local rank and pid by key."""
+
+    launcher: str | None = None  #: who said it: torchrun (None), srun, mpirun, deepspeed, mp.spawn, paddle, ...
+    exitcode: int | None = None  #: the worker's return code (negative: the signal that killed it)
+    signal: int | str | None = None  #: the signal, by number or name as the line gives it
+    signal_name: str | None = None  #: its description ('Segmentation fault')
+    rank: int | None = None  #: the worker's global rank (torchelastic's table)
+    local_rank: int | None = None
+    pid: int | None = None
+    worker: str | None = None  #: the worker's name (vLLM)
+    tasks: list[int] | None = None  #: srun's task ids
+    how: str | None = None  #: srun's word for the end ('Exited with exit code 1', 'Killed')
+    first: bool | None = None  #: the launcher says this worker was the first to end (mpirun)
+    raised: bool | None = None  #: mp.spawn: the worker raised; its traceback follows
+    what: str | None = None  #: paddle's word on the end
+    host: str | None = None  #: torchelastic's table: the short host name; fqdn the full one
+    fqdn: str | None = None
+    time: str | None = None
+    attempt: int | None = None  #: torchelastic's restart attempt (the child error file's folder)
+
+
+@dataclass(frozen=True, slots=True)
+class RankStated(TypedData):
+    """The data of a launch line that states a process's rank (rank-identity) or the job's size (job-size). Why
+    typed: the rank-log reader takes the job's size and a pid's rank from it."""
+
+    rank: int | None = None
+    world_size: int | None = None
+    local_rank: int | None = None
+    launcher: str | None = None  #: who said it (lightning, torchrun, mpirun, deepspeed, accelerate, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class C10dSaid(TypedData):
+    """What every c10d line's data carries: the rank in its group that printed it, when the line's PG tag says
+    (`[PG ID 1 ... Rank 3]`), which is a global rank only in the default group. The c10d shapes below add theirs."""
+
+    group_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveTimeout(C10dSaid):
+    """The data of a watchdog's timeout (watchdog-timeout, failure-detected): the collective's sizes and how long it
+    ran against its timeout, beside the event's seq and op. Why typed: the observations group a group's timeouts by
+    the group rank each printed."""
+
+    numel_in: int | None = None
+    numel_out: int | None = None
+    timeout_ms: int | None = None
+    ran_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DumpAsked(C10dSaid):
+    """The data of a dump-signal: the rank whose timeout asked this one to dump its Flight Recorder, when the line
+    names another rank."""
+
+    from_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveStack(C10dSaid):
+    """The data of a collective-stack: c10d's stack of the failed collective, as (function, file, line) frames the
+    rank-log reader fills from the lines below its heading."""
+
+    frames: list[tuple] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StatedTimeout(C10dSaid):
+    """The data of a line that states a timeout: a group's TIMEOUT(ms) option (pg-timeout), or monitored_barrier's
+    report of the ranks that did not arrive within it (barrier-absent). Why typed: the short-timeout judge compares
+    the stated timeouts, and the named judge names the absent ranks."""
+
+    timeout_ms: int | None = None
+    absent: list[int] | None = None  #: the ranks monitored_barrier says did not arrive
+
+
+@dataclass(frozen=True, slots=True)
+class DesyncReport(C10dSaid):
+    """The data of a line of c10d's desync debug report: the ranks that lag and how (desync-lagging), or the ranks a
+    snapshot saw last start or finish an op (desync-state). `collective` is the report's own count from 1, no
+    SeqNum."""
+
+    lagging: list[int] | None = None
+    ranks: list[int] | None = None
+    state: str | None = None  #: never-joined | inside | finished-before (lagging); started | finished (state)
+    collective: int | None = None
+    last_op: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveSide(TypedData):
+    """One rank's side of ProcessGroupWrapper's check: the collective it ran (op, SequenceNumber, elements)."""
+
+    rank: int | None = None
+    op: str | None = None
+    seq: int | None = None
+    numel: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint(C10dSaid):
+    """The data of ProcessGroupWrapper's lines: a collective a rank starts (c10d-fingerprint: its elements, beside
+    the event's seq and op) or a mismatch it found (collective-mismatch: each side, and the aspects torch 2.x
+    names). Why typed: the tables judge takes each side as a signature at its position."""
+
+    numel: int | None = None
+    sides: list[CollectiveSide] | None = None
+    aspects: str | None = None
+
+    @classmethod
+    def _typed(cls, data: dict) -> dict:
+        sides = data.get("sides")
+        if not isinstance(sides, list):
+            return data
+        return {**data, "sides": [CollectiveSide.from_dict(s) if isinstance(s, dict) else s for s in sides]}
+
+
+@dataclass(frozen=True, slots=True)
+class NcclFailure(C10dSaid):
+    """The data of an nccl-error or a python-exception: what c10d (or nccl-tests) said of the error, and NCCL's own
+    reason, which the line after c10d's 'Last error:' gives (filled by parsers/readers/last_error.py). Why typed:
+    the observations put NCCL's reason first, since 'invalid usage' is what c10d made of it."""
+
+    type: str | None = None  #: the exception's type (python-exception)
+    nccl_version: str | None = None
+    where: str | None = None  #: the source file:line that raised (c10d's 'NCCL error in:', nccl-tests')
+    code: str | None = None  #: NCCL's result code (ncclInternalError, ...)
+    what: str | None = None  #: nccl-tests: what the call returned
+    test: bool | None = None  #: said by nccl-tests
+    last_error: str | None = None  #: NCCL's own reason
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated(TypedData):
+    """The data of a size-mismatch: NCCL's truncated-message or IB size-mismatch warning, with its byte counts.
+    Why typed: the named judge groups the peer reports by these sizes, and the peer-address judge takes the side
+    that printed it for which of the reporter's connections to follow."""
+
+    side: str | None = None  #: 'receiver' or 'sender': which side printed it
+    sent: int | None = None  #: bytes the sending side sent
+    posted: int | None = None  #: bytes the receiving side posted
+
+
+@dataclass(frozen=True, slots=True)
+class NetAddresses(TypedData):
+    """The data of a net-address: the addresses a process says it uses (NCCL's 'NET/Socket : Using ...'), and their
+    interfaces. Why typed: the peer-address judge books who each address is."""
+
+    addresses: list[str] | None = None
+    interfaces: list[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LocalPeer(TypedData):
+    """The data of a peer-closed: the local rank of the peer whose proxy connection went away."""
+
+    local_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePath(TypedData):
+    """The data of a horovod-timeline-error: the HOROVOD_TIMELINE path Horovod could not write, and whether it names
+    a directory (the setting is then the cause)."""
+
+    path: str | None = None
+    directory: bool | None = None
+
+
+_WORKER_KINDS = (ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.AGENT_SIGNAL, ErrorKind.ROOT_CAUSE,
+                 ErrorKind.CHILD_FAILURE, ErrorKind.CHILD_ERROR_FILE)
+
 #: the error kinds whose data is typed: kind -> its data's type (built from a dict where one is given)
-TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.HOROVOD_STALL: HorovodStall}
+TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.HOROVOD_STALL: HorovodStall,
+                                    **dict.fromkeys(_WORKER_KINDS, WorkerReport),
+                                    ErrorKind.RANK_IDENTITY: RankStated, ErrorKind.JOB_SIZE: RankStated,
+                                    ErrorKind.WATCHDOG_TIMEOUT: CollectiveTimeout,
+                                    ErrorKind.FAILURE_DETECTED: CollectiveTimeout, ErrorKind.DUMP_SIGNAL: DumpAsked,
+                                    ErrorKind.COLLECTIVE_STACK: CollectiveStack, ErrorKind.PG_TIMEOUT: StatedTimeout,
+                                    ErrorKind.BARRIER_ABSENT: StatedTimeout, ErrorKind.DESYNC_LAGGING: DesyncReport,
+                                    ErrorKind.DESYNC_STATE: DesyncReport, ErrorKind.C10D_FINGERPRINT: Fingerprint,
+                                    ErrorKind.COLLECTIVE_MISMATCH: Fingerprint, ErrorKind.NCCL_ERROR: NcclFailure,
+                                    ErrorKind.PYTHON_EXCEPTION: NcclFailure, ErrorKind.SIZE_MISMATCH: Truncated,
+                                    ErrorKind.NET_ADDRESS: NetAddresses, ErrorKind.PEER_CLOSED: LocalPeer,
+                                    ErrorKind.HOROVOD_TIMELINE_ERROR: TimelinePath}
+#: every type a typed data holds (what a digest may rebuild besides the events)
+DATA_TYPES: tuple[type, ...] = (*dict.fromkeys(TYPED_DATA.values()), FrCulprit, CollectiveSide)
+
+
+def group_rank(event: ErrorEvent) -> int | None:
+    """The rank in its group that printed an event, where a c10d line's PG tag says it (C10dSaid.group_rank; a kind
+    whose data is still a dict keeps it under that key)."""
+    data = event.data
+    if isinstance(data, C10dSaid):
+        return data.group_rank
+    value = data.get("group_rank") if isinstance(data, dict) else None
+    return value if isinstance(value, int) else None
 
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`

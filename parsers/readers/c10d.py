@@ -17,7 +17,9 @@ from dataclasses import replace
 from typing import Callable
 
 from parsers.ints import as_int
-from parsers.model.events import ErrorEvent, ErrorKind, Origin, Progress, normalise_op
+from parsers.model.events import (C10dSaid, CollectiveSide, CollectiveStack, CollectiveTimeout, DesyncReport, DumpAsked,
+                                  ErrorEvent, ErrorKind, Fingerprint, NcclFailure, Origin, Progress, StatedTimeout,
+                                  normalise_op)
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
@@ -267,10 +269,16 @@ class _Line:
         self.events: list = []
 
     def err(self, kind: str, **kw) -> ErrorEvent:
-        """Add an error event of this line (its data without the None values, with the rank in the group)."""
-        data = {k: v for k, v in (kw.pop("data", None) or {}).items() if v is not None}
-        if self.group_rank is not None:
-            data.setdefault("group_rank", self.group_rank)
+        """Add an error event of this line (its data with the rank in the group: typed data as given, a dict
+        without its None values)."""
+        data = kw.pop("data", None)
+        if isinstance(data, C10dSaid):
+            if self.group_rank is not None and data.group_rank is None:
+                data = replace(data, group_rank=self.group_rank)
+        else:
+            data = {k: v for k, v in (data or {}).items() if v is not None}
+            if self.group_rank is not None:
+                data.setdefault("group_rank", self.group_rank)
         ev = ErrorEvent(kind=kind, message=self.msg, origin=self.origin, comm=kw.pop("comm", self.comm),
                         timestamp=self.ts, source="c10d", data=data, **kw)
         self.events.append(ev)
@@ -316,7 +324,7 @@ def _python_exception(ln: _Line) -> bool:
          or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
          or ("built in" in text and _NO_BACKEND.search(text)))
     if m:
-        ln.err("python-exception", data={"type": unglue(demangle(m.group("type")))})
+        ln.err("python-exception", data=NcclFailure(type=unglue(demangle(m.group("type")))))
     return False
 
 
@@ -348,7 +356,8 @@ def _wrapper_mismatch(ln: _Line) -> bool:
         # wraps; with no [rankN]: and no PG tag that is the default group's rank, as a plain [Rank N] is
         # (speechbrain #2401: 'Rank 1 is running ... ALLREDUCE ..., but Rank 0 is running ... BROADCAST')
         ln.origin = replace(ln.origin, rank=sides["sides"][0]["rank"])
-    ln.err("collective-mismatch", comm=ln.group, data=sides)
+    ln.err("collective-mismatch", comm=ln.group, data=Fingerprint(sides=[CollectiveSide(**s) for s in sides["sides"]],
+                                                                  aspects=sides["aspects"]))
     return True
 
 
@@ -356,9 +365,9 @@ def _wrapper_inconsistent(ln: _Line) -> bool:
     m = "Detected mismatch" in ln.text and _WRAPPER_INCONSISTENT.search(ln.text)
     if not m:
         return False
-    side = {"rank": int(m.group("a")), "op": normalise_op(m.group("a_op")), "seq": _int(m.group("a_seq")),
-            "numel": _numel(m.group("a_shape"))}
-    ln.err("collective-mismatch", comm=ln.group, data={"sides": [side], "aspects": None})
+    side = CollectiveSide(int(m.group("a")), normalise_op(m.group("a_op")), _int(m.group("a_seq")),
+                          _numel(m.group("a_shape")))
+    ln.err("collective-mismatch", comm=ln.group, data=Fingerprint(sides=[side]))
     return True
 
 
@@ -367,7 +376,7 @@ def _fingerprint(ln: _Line) -> bool:
     if not m:
         return False
     ln.err("c10d-fingerprint", comm=ln.group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
-           data={"numel": _numel(m.group("shape"))})
+           data=Fingerprint(numel=_numel(m.group("shape"))))
     return True
 
 
@@ -377,8 +386,8 @@ def _desync_lagging(ln: _Line) -> bool:
         return False
     state = "never-joined" if m.group("never") else ("inside" if m.group("inside") else "finished-before")
     # the report counts collectives from 1 in its own numbering, not SeqNum: kept apart from seq
-    ln.err("desync-lagging", comm=ln.group, data={"lagging": _ranks(m.group("ranks")), "state": state,
-                                                  "collective": _int(m.group("in_seq") or m.group("fin_seq"))})
+    ln.err("desync-lagging", comm=ln.group, data=DesyncReport(lagging=_ranks(m.group("ranks")), state=state,
+                                                              collective=_int(m.group("in_seq") or m.group("fin_seq"))))
     return True
 
 
@@ -387,8 +396,8 @@ def _desync_state(ln: _Line) -> bool:
     m = ("] started " in ln.text or "] finished " in ln.text) and _DESYNC_STATE.match(ln.text.strip())
     if not m:
         return False
-    ln.err("desync-state", comm=ln.group, data={"ranks": _ranks(m.group("ranks")), "state": m.group("state"),
-                                                "last_op": normalise_op(m.group("op"))})
+    ln.err("desync-state", comm=ln.group, data=DesyncReport(ranks=_ranks(m.group("ranks")), state=m.group("state"),
+                                                            last_op=normalise_op(m.group("op"))))
     return True
 
 
@@ -398,8 +407,8 @@ def _watchdog(ln: _Line) -> bool:
         return False
     seq = int(m.group("seq")) if m.group("seq") else None  # before torch 1.13 there was no SeqNum
     ln.err("watchdog-timeout", comm=ln.group, seq=seq, op=normalise_op(m.group("op")),
-           data={"numel_in": _int(m.group("nin")), "numel_out": _int(m.group("nout")),
-                 "timeout_ms": _int(m.group("tmo")), "ran_ms": _int(m.group("ran"))})
+           data=CollectiveTimeout(numel_in=_int(m.group("nin")), numel_out=_int(m.group("nout")),
+                                  timeout_ms=_int(m.group("tmo")), ran_ms=_int(m.group("ran"))))
     if seq is not None:
         ln.progress(seq, seq - 1)
     return True
@@ -411,7 +420,7 @@ def _async_error(ln: _Line) -> bool:
         return False
     v = _NCCL_ERROR.search(m.group("what").rstrip())
     ln.err("nccl-error", comm=ln.group, seq=_int(m.group("seq")), op=normalise_op(m.group("op")),
-           data={"nccl_version": nccl_version(v.group("v")) if v else None})
+           data=NcclFailure(nccl_version=nccl_version(v.group("v")) if v else None))
     return True
 
 
@@ -434,7 +443,7 @@ def _last_counters(ln: _Line) -> bool:
         ln.err("failure-detected", comm=ln.group, seq=int(d.group("seq")))
     ln.progress(int(m.group("enq")), int(m.group("done")))
     if _DUMP.search(text):
-        ln.err("dump-signal", data={"from_rank": _dump_from(text)})
+        ln.err("dump-signal", data=DumpAsked(from_rank=_dump_from(text)))
     return True
 
 
@@ -454,7 +463,7 @@ _fr_disabled = _kind_when("Stack trace of the failed collective", _FR_OFF, Error
 
 def _fr_stack(ln: _Line) -> bool:
     if "Stack trace of the failed collective" in ln.text and _FR_STACK.search(ln.text):
-        ln.err(COLLECTIVE_STACK, data={"frames": []})
+        ln.err(COLLECTIVE_STACK, data=CollectiveStack(frames=[]))
         return True
     return False
 
@@ -463,7 +472,7 @@ def _dump_signal(ln: _Line) -> bool:
     text = ln.text
     if ("ump" in text or "light" in text or "global timeout" in text) and _DUMP.search(text) and (
             ln.lvl is not None or "ProcessGroupNCCL" in text):
-        ln.err("dump-signal", data={"from_rank": _dump_from(text)})
+        ln.err("dump-signal", data=DumpAsked(from_rank=_dump_from(text)))
         return True
     return False
 
@@ -492,7 +501,7 @@ def _nccl_error(ln: _Line) -> bool:
     # the pattern ends at `$`: trailing blanks stripped here, linearly
     m = "NCCL error" in text and _NCCL_ERROR.search(text.rstrip())
     if m and ("NCCL error in:" in text or _NCCL_ERROR_AT.match(text.strip())):
-        ln.err("nccl-error", data={"nccl_version": nccl_version(m.group("v")), "where": m.group("where")})
+        ln.err("nccl-error", data=NcclFailure(nccl_version=nccl_version(m.group("v")), where=m.group("where")))
         return True
     return False
 
@@ -501,7 +510,7 @@ def _nccl_code(ln: _Line) -> bool:
     m = ln.text.lstrip().startswith("nccl") and _NCCL_CODE.match(ln.text.strip())
     if not m:
         return False
-    ln.err("nccl-error", data={"code": m.group("code")})
+    ln.err("nccl-error", data=NcclFailure(code=m.group("code")))
     return True
 
 
@@ -536,7 +545,7 @@ def _pg_timeout(ln: _Line) -> bool:
     m = "TIMEOUT(ms)" in ln.text and _PG_TIMEOUT.match(ln.text.strip())
     if not m:
         return False
-    ln.err("pg-timeout", data={"timeout_ms": int(m.group("ms"))})
+    ln.err("pg-timeout", data=StatedTimeout(timeout_ms=int(m.group("ms"))))
     return True
 
 
@@ -556,7 +565,7 @@ def _barrier(text: str, err) -> bool:
     reporter's answer). True when the line was one of them."""
     m = _BARRIER_ABSENT.search(text)
     if m:
-        err("barrier-absent", data={"absent": _ranks(m.group("ranks")), "timeout_ms": int(m.group("ms"))})
+        err("barrier-absent", data=StatedTimeout(absent=_ranks(m.group("ranks")), timeout_ms=int(m.group("ms"))))
         return True
     m = _BARRIER_WAIT.search(text)
     if m:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, Origin, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, Origin, TimelinePath, normalise_op
 
 #: Horovod's log header: `[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] msg`, the same
 #: without the time (`horovod W horovod/common/stall_inspector.cc:105] msg`); the path is the build's
@@ -112,7 +112,7 @@ class StallBlock:
         if t:
             path = t.group("path")
             return True, [ErrorEvent(ErrorKind.HOROVOD_TIMELINE_ERROR, msg[:500], origin, source="horovod",
-                                     data={"path": path, "directory": path.endswith("/")})]
+                                     data=TimelinePath(path, path.endswith("/")))]
         if " ranks:" in msg or msg.startswith("Stalled ops:"):  # no regex over the common line
             entries = self._entries(_STALLED_OPS.sub("", msg, count=1), origin)
             if entries or _STALLED_OPS.match(msg) or self.pending:

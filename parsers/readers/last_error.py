@@ -11,7 +11,7 @@ skipped, per writer, and the reason is the next line of the same writer that is 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
@@ -68,8 +68,8 @@ class LastErrorBlock:
             return False, []  # another process's traceback between the heading and the reason
         explained = self.waiting.pop(writer)
         reason = stripped[:MAX_REASON]
-        for e in explained:
-            e.data["last_error"] = reason
+        for e in explained:  # nccl-error, python-exception: their data is an NcclFailure
+            e.data = replace(e.data, last_error=reason)
         head = explained[0] if explained else None
         data = {"explains": head.kind, "line": head.origin.line} if head is not None else {}
         return False, [ErrorEvent(kind=KIND, message=reason, origin=origin, timestamp=head.timestamp if head else None,

@@ -14,7 +14,7 @@ from pathlib import Path
 from parsers import bounded_json
 from parsers.errors import FileFormatError
 from parsers.ints import as_int
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, RankStated, WorkerReport
 from parsers.prefix import short_host
 from parsers.ranges import unfold
 
@@ -187,13 +187,13 @@ def job_size_line(text: str, origin: Origin) -> list:
         if m:
             return [ErrorEvent(kind=ErrorKind.RANK_IDENTITY, message=text.strip()[:500], origin=origin,
                                source="launcher",
-                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
-                                     "launcher": "lightning"})]
+                               data=RankStated(rank=int(m.group("rank")), world_size=int(m.group("ws")),
+                                               launcher="lightning"))]
     size, launcher = _stated_size(text)
     if not size:
         return []
     return [ErrorEvent(kind=SIZE_KIND, message=text.strip()[:500], origin=origin, source="launcher",
-                       data={"world_size": size, "launcher": launcher})]
+                       data=RankStated(world_size=size, launcher=launcher))]
 
 
 def _stated_size(text: str) -> tuple[int | None, str | None]:
@@ -235,19 +235,19 @@ def match_line(text: str, origin: Origin) -> list:
             lr = m.group("lr")
             return [ErrorEvent(kind=ErrorKind.RANK_IDENTITY, message=text.strip()[:500], origin=origin,
                                source="launcher",
-                               data={"rank": int(m.group("rank")), "world_size": int(m.group("ws")),
-                                     "local_rank": int(lr) if lr else None})]
+                               data=RankStated(rank=int(m.group("rank")), world_size=int(m.group("ws")),
+                                               local_rank=int(lr) if lr else None))]
     if text.startswith(("LAUNCH ", "Container rank ")):
         m = _PADDLE.match(text)
         if m:
             return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], origin=origin,
                                source="launcher",
-                               data={"launcher": "paddle", "what": m.group("what")})]
+                               data=WorkerReport(launcher="paddle", what=m.group("what")))]
         m = _PADDLE_RANK.match(text)
         if m:
             return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500],
                                origin=Origin(origin.host, None, int(m.group("rank")), origin.file, origin.line),
-                               source="launcher", data={"launcher": "paddle", "exitcode": int(m.group("code"))})]
+                               source="launcher", data=WorkerReport(launcher="paddle", exitcode=int(m.group("code"))))]
     if text.startswith("srun: error: "):
         return _srun_line(text, origin)
     if "child error file" in text:
@@ -265,24 +265,25 @@ def match_line(text: str, origin: Origin) -> list:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=Origin(host=origin.host,
                                                                                              file=origin.file,
                                                                                       line=origin.line),
-                           source="launcher", data={"exitcode": int(m.group("code")), "launcher": "deepspeed",
-                                                    "local_rank": int(lr.group("lr")) if lr else None})]
+                           source="launcher", data=WorkerReport(exitcode=int(m.group("code")), launcher="deepspeed",
+                                                                local_rank=int(lr.group("lr")) if lr else None))]
     m = _DS_KILL.search(text)
     if m:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
                            source="launcher",
-                           data={"pid": int(m.group("pid")), "launcher": "deepspeed"})]
+                           data=WorkerReport(pid=int(m.group("pid")), launcher="deepspeed"))]
     m = _ELASTIC_EXIT.search(text)
     if m:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=_with_pid(origin, m),
                            source="launcher",
-                           data={"exitcode": int(m.group("code")), "local_rank": int(m.group("lr")),
-                                 "pid": int(m.group("pid"))})]
+                           data=WorkerReport(exitcode=int(m.group("code")), local_rank=int(m.group("lr")),
+                                             pid=int(m.group("pid"))))]
     m = _VLLM_EXIT.search(text)
     if m:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), origin=_with_pid(origin, m),
                            source="launcher",
-                           data={"exitcode": int(m.group("code")), "pid": int(m.group("pid")), "worker": m.group("who")})]
+                           data=WorkerReport(exitcode=int(m.group("code")), pid=int(m.group("pid")),
+                                             worker=m.group("who")))]
     m = _AGENT_SIGNAL.search(text)
     if m:
         sig = m.group("sig")
@@ -290,12 +291,12 @@ def match_line(text: str, origin: Origin) -> list:
         who = Origin(host=origin.host, pid=int(header.group("pid")) if header else origin.pid, file=origin.file,
                      line=origin.line)
         return [ErrorEvent(kind=ErrorKind.AGENT_SIGNAL, message=text.strip(), origin=who, source="launcher",
-                           data={"signal": int(sig) if sig.isdigit() else sig})]
+                           data=WorkerReport(signal=int(sig) if sig.isdigit() else sig))]
     m = _SIGNAL.search(text)
     if m:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
                            source="launcher",
-                           data={"pid": int(m.group("pid")), "signal": m.group("sig")})]
+                           data=WorkerReport(pid=int(m.group("pid")), signal=m.group("sig")))]
     return []
 
 
@@ -308,7 +309,8 @@ def _srun_line(text: str, origin: Origin) -> list:
     data = {"launcher": "srun", "tasks": tasks, "how": m.group("how")}
     if m.group("code") is not None:
         data["exitcode"] = int(m.group("code"))
-    return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher", data=data,
+    return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher",
+                       data=WorkerReport(**data),
                        origin=Origin(host=m.group("host").split(".")[0], file=origin.file, line=origin.line))]
 
 
@@ -338,7 +340,8 @@ def _mpi_noticed(text: str, origin: Origin) -> list:
         data["signal_name"] = m.group("name")
     known_pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
     return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text[m.start():].strip()[:500], source="launcher",
-                       data=data, origin=Origin(host, known_pid, int(m.group("rank")), origin.file, origin.line))]
+                       data=WorkerReport(**data),
+                       origin=Origin(host, known_pid, int(m.group("rank")), origin.file, origin.line))]
 
 
 def _child_error_file(text: str, origin: Origin) -> list:
@@ -350,7 +353,7 @@ def _child_error_file(text: str, origin: Origin) -> list:
     where = _ATTEMPT_DIR.search(m.group("path"))
     data = {"local_rank": int(where.group("lr")), "attempt": int(where.group("attempt"))} if where else {}
     return [ErrorEvent(kind=ErrorKind.CHILD_ERROR_FILE, message=text.strip(), origin=origin, source="launcher",
-                       data=data)]
+                       data=WorkerReport(**data))]
 
 
 def _spawn_line(text: str, origin: Origin) -> list:
@@ -361,18 +364,19 @@ def _spawn_line(text: str, origin: Origin) -> list:
         data = {"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "exitcode": code}
         if m.group("sig"):
             data["signal"] = m.group("sig")
-        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher", data=data,
+        return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip()[:500], source="launcher",
+                           data=WorkerReport(**data),
                            origin=Origin(host=origin.host, file=origin.file, line=origin.line))]
     m = SPAWN_RAISED.match(text.strip())
     if m:  # the traceback below is that worker's; its exit code is not printed
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_EXIT, message=text.strip(), source="launcher",
                            origin=Origin(host=origin.host, file=origin.file, line=origin.line),
-                           data={"local_rank": int(m.group("idx")), "launcher": "mp.spawn", "raised": True})]
+                           data=WorkerReport(local_rank=int(m.group("idx")), launcher="mp.spawn", raised=True))]
     m = _SPAWN_TERM.search(text)
     if m and "spawn" in text:
         return [ErrorEvent(kind=ErrorKind.LAUNCHER_SIGNAL, message=text.strip(), origin=_with_pid(origin, m),
                            source="launcher",
-                           data={"pid": int(m.group("pid")), "signal": m.group("sig"), "launcher": "mp.spawn"})]
+                           data=WorkerReport(pid=int(m.group("pid")), signal=m.group("sig"), launcher="mp.spawn"))]
     return []
 
 
@@ -498,7 +502,7 @@ class ElasticBlock:
         origin = Origin(host=entry.get("host"), pid=entry.get("pid"), rank=entry.get("rank"), file=base.file,
                         line=base.line)
         return [ErrorEvent(kind=self.role, message=f"torchelastic reports {_entry_said(entry)}", origin=origin,
-                           timestamp=entry.get("time"), source="launcher", data=dict(entry))]
+                           timestamp=entry.get("time"), source="launcher", data=WorkerReport(**entry))]
 
 
 def _mid_table(line: str) -> bool:
@@ -602,8 +606,8 @@ class MpirunBlock:
                                message=f"mpirun: the first process to exit was rank {f['rank']} "
                                f"(exit code {f['Exit code']})", origin=Origin(origin.host, None, int(f["rank"]),
                                                                                 origin.file, origin.line),
-                               source="launcher", data={"launcher": "mpirun", "exitcode": int(f["Exit code"]),
-                                                        "first": True})]
+                               source="launcher",
+                               data=WorkerReport(launcher="mpirun", exitcode=int(f["Exit code"]), first=True))]
         if "Peer host" in f:
             pid = f.get("Local PID", "")
             return [ErrorEvent(kind=ErrorKind.CONNECTION_CLOSED, message=f"mpirun: process {pid or '?'} on "

@@ -22,7 +22,8 @@ import re
 from itertools import chain, islice
 from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import CommMember, ErrorEvent, ErrorKind, OpEvent, Origin, Parsed, TopoEdge, normalise_op
+from parsers.model.events import (CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed, TopoEdge,
+                                  normalise_op)
 from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import nccl_net, pasted_host, textline
 
@@ -487,7 +488,7 @@ def _service_closed_line(out: Parsed, st: _State, r: _Rec) -> bool:
         return False
     # a local peer's proxy connection went away: that peer process ended or aborted
     out.events.append(ErrorEvent(kind="peer-closed", message=r.msg, origin=r.origin, source="nccl-log",
-                                 data={"local_rank": int(c.group("lr"))}))
+                                 data=LocalPeer(int(c.group("lr")))))
     return True
 
 

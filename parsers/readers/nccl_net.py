@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, NetAddresses, Origin, Truncated
 
 #: one interface and address: `[0]eth0:10.1.2.3<0>` or `eth0:10.1.2.3<0>` (an IPv6 address with a `%zone`); the
 #: interface name is at most 15 characters on Linux, an address text at most 64 here (bounded: issue 31)
@@ -43,7 +43,7 @@ def addresses(msg: str, origin: Origin) -> ErrorEvent | None:
     if not found:
         return None
     return ErrorEvent(kind=ErrorKind.NET_ADDRESS, message=msg, origin=origin, source="nccl-log",
-                      data={"addresses": [a for _, a in found], "interfaces": [i for i, _ in found]})
+                      data=NetAddresses([a for _, a in found], [i for i, _ in found]))
 
 
 def size_mismatch(msg: str, origin: Origin, ts: str | None) -> ErrorEvent | None:
@@ -51,11 +51,11 @@ def size_mismatch(msg: str, origin: Origin, ts: str | None) -> ErrorEvent | None
     what the sending side sent, `posted` what the receiving side posted, `side` which of the two printed it."""
     m = _TRUNCATED.search(msg)
     if m:
-        data = {"side": "receiver", "sent": int(m.group("got")), "posted": int(m.group("posted"))}
+        data = Truncated("receiver", sent=int(m.group("got")), posted=int(m.group("posted")))
     else:
         m = _IB_MISMATCH.search(msg)
         if m is None:
             return None
-        data = {"side": "sender", "sent": int(m.group("local")), "posted": int(m.group("remote"))}
+        data = Truncated("sender", sent=int(m.group("local")), posted=int(m.group("remote")))
     return ErrorEvent(kind=ErrorKind.SIZE_MISMATCH, message=msg, origin=origin, timestamp=ts, source="nccl-log",
                       peer_addr=m.group("peer"), data=data)

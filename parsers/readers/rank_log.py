@@ -23,9 +23,10 @@ import re
 from collections import Counter
 from dataclasses import replace
 from itertools import chain, islice
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, cast
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin, Parsed
+from parsers.model.events import (CollectiveStack, ErrorEvent, ErrorKind, Origin, Parsed, RankStated, WorkerReport,
+                                  group_rank)
 from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
 from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump, pyspy_text,
@@ -250,7 +251,8 @@ class _Scan:
                 elif getattr(e, "kind", "") == ErrorKind.RANK_IDENTITY:
                     _identity_said(out, e, self.pid_rank, self.ranks)
                 elif getattr(e, "kind", "") == launcher.SIZE_KIND:  # a launch line's word on the job's size
-                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, e.data["world_size"])
+                    stated = cast(RankStated, e.data).world_size or 0
+                    out.facts["world_size"] = max(out.facts.get("world_size") or 0, stated)
             if _generic(events):
                 self.broken = (text, origin, events)
         elif textline.is_benign(text) or echo:
@@ -420,14 +422,14 @@ def _split_glued(lines: Iterable[tuple[int, str]], out: Parsed) -> Iterator[tupl
 def _identity_said(out: Parsed, e, pid_rank: dict, ranks: dict[int, int]) -> None:
     """A process said its rank and the job's size: the size is the job's, the rank is that process's (and the
     line is one of that rank's, whatever prefix it lost)."""
-    rank = e.data["rank"]
-    if rank <= 1 << 24 and e.origin.rank in (None, rank):
+    said: RankStated = e.data  # the model bounds both (plausible_rank, plausible_size): None where implausible
+    rank = said.rank
+    if rank is not None and e.origin.rank in (None, rank):
         ranks[rank] = ranks.get(rank, 0) + 1
-    size = e.data.get("world_size")
-    if isinstance(size, int) and 0 < size <= 1 << 24:
-        out.facts["world_size"] = max(out.facts.get("world_size") or 0, size)
-    if e.origin.pid is not None:
-        pid_rank.setdefault((e.origin.host, e.origin.pid), e.data["rank"])
+    if said.world_size is not None:
+        out.facts["world_size"] = max(out.facts.get("world_size") or 0, said.world_size)
+    if e.origin.pid is not None and rank is not None:
+        pid_rank.setdefault((e.origin.host, e.origin.pid), rank)
 
 
 def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
@@ -441,16 +443,17 @@ def _call_site_frame(open_stacks: dict, text: str, origin: Origin) -> bool:
     if frame is None:
         del open_stacks[key]
         return False
-    if len(event.data["frames"]) < c10d.MAX_STACK_FRAMES:
-        event.data["frames"].append(frame)
+    frames = cast(CollectiveStack, event.data).frames  # the heading's event: its list fills from the lines below
+    if len(frames) < c10d.MAX_STACK_FRAMES:
+        frames.append(frame)
     return True
 
 
 def _retagged(e, prefix: int | None) -> bool:
     """Whether c10d gave this event the default group's own `Rank r` over a `[rankN]:` prefix that disagrees."""
-    o, data = getattr(e, "origin", None), getattr(e, "data", None) or {}
+    o = getattr(e, "origin", None)
     return (prefix is not None and o is not None and o.rank is not None and o.rank != prefix
-            and getattr(e, "comm", None) == "pg:0" and data.get("group_rank") == o.rank)
+            and getattr(e, "comm", None) == "pg:0" and type(e) is ErrorEvent and group_rank(e) == o.rank)
 
 
 def _note_per_node(events: list, origin: Origin, per_node: set[int]) -> None:
@@ -473,8 +476,7 @@ def _drop_per_node(out: Parsed, per_node: set[int], ranks: dict[int, int]) -> No
         o = getattr(item, "origin", None)
         if o is None or o.rank not in per_node:
             continue
-        data = getattr(item, "data", None) or {}
-        if getattr(item, "comm", None) == "pg:0" and data.get("group_rank") == o.rank:
+        if getattr(item, "comm", None) == "pg:0" and type(item) is ErrorEvent and group_rank(item) == o.rank:
             continue  # its own default-group tag says this rank: a global rank after all
         item.origin = replace(o, rank=None, local_rank=o.rank if o.local_rank is None else o.local_rank)
     out.facts["per_node_prefixes"] = sorted(per_node)
@@ -494,13 +496,12 @@ def _local_ranks_resolved(out: Parsed) -> list[int]:
     rank_of: dict[int, set] = {}
     pid_of: dict[int, set] = {}
     for e in out.events:
-        data = getattr(e, "data", None) or {}
-        local = data.get("local_rank")
-        if getattr(e, "kind", "") in _AGENT_KINDS and isinstance(local, int):
-            if isinstance(data.get("rank"), int):
-                rank_of.setdefault(local, set()).add(data["rank"])
-            if isinstance(data.get("pid"), int):
-                pid_of.setdefault(local, set()).add(data["pid"])
+        said = e.data if type(e) is ErrorEvent and e.kind in _AGENT_KINDS else None
+        if type(said) is WorkerReport and said.local_rank is not None:
+            if said.rank is not None:
+                rank_of.setdefault(said.local_rank, set()).add(said.rank)
+            if said.pid is not None:
+                pid_of.setdefault(said.local_rank, set()).add(said.pid)
     if not rank_of and not pid_of:
         return []
     given = []

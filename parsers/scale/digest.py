@@ -31,7 +31,7 @@ from parsers.evidence import Evidence
 from parsers import bounded_json
 from parsers import registry
 from parsers.errors import FileFormatError
-from parsers.model.events import (FROZEN_STATES, CommMember, ErrorEvent, FrCulprit, FrFinding, HorovodStall, OpEvent,
+from parsers.model.events import (DATA_TYPES, FROZEN_STATES, CommMember, ErrorEvent, OpEvent,
                                   Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
 from parsers.model.summaries import COMMS_CAP, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
@@ -68,7 +68,7 @@ PROC_THREADS_CAP = 1024
 
 #: the model's types a digest may rebuild, by tag; nothing else is ever constructed from one
 _TYPES: dict[str, type] = {}
-for _cls in (Origin, CommMember, OpEvent, Progress, ErrorEvent, FrFinding, FrCulprit, HorovodStall, TopoEdge,
+for _cls in (Origin, CommMember, OpEvent, Progress, ErrorEvent, *DATA_TYPES, TopoEdge,
              RasFinding, ProcessState, Frame, ThreadStack, StackSamples, Share, RankExit, PyException, ExcFrame,
              RecorderState, CollRecord, ProxyOpRecord, StepRecord, ProxyOp, Look, SecondLook):
     _TYPES[f"{_cls.__module__.rsplit('.', 1)[-1]}.{_cls.__name__}"] = _cls

@@ -20,8 +20,8 @@ def test_pytest_report_lines_are_read_as_the_lines_they_wrap():
     parsed = rank_log.parse_lines(lines, "colossalai-1320.log")
     kinds = [e.kind for e in parsed.events if hasattr(e, "kind")]
     assert "nccl-error" in kinds and "launcher-exit" in kinds
-    nccl = next(e for e in parsed.events if getattr(e, "kind", "") == "nccl-error" and e.data.get("nccl_version"))
-    assert nccl.data["nccl_version"] == "2.10.3" and nccl.message.startswith("RuntimeError: NCCL error in:")
+    nccl = next(e for e in parsed.events if getattr(e, "kind", "") == "nccl-error" and e.data.nccl_version)
+    assert nccl.data.nccl_version == "2.10.3" and nccl.message.startswith("RuntimeError: NCCL error in:")
 
 
 def test_the_e_prefix_keeps_the_lines_own_indentation_out():

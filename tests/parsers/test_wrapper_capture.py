@@ -16,7 +16,7 @@ FOLDER = FIXTURES / "detail" / "mismatch"
 
 def test_every_rank_reports_and_names_the_first_rank_that_differs():
     ev = load_directory(FOLDER)
-    reports = sorted((e.origin.rank, e.data["sides"][1]["rank"]) for a in ev.artifacts if a.parsed
+    reports = sorted((e.origin.rank, e.data.sides[1].rank) for a in ev.artifacts if a.parsed
                      for e in a.parsed.events if isinstance(e, ErrorEvent) and e.kind == "collective-mismatch")
     assert reports == [(0, 1), (1, 0), (2, 1), (3, 1)]
 

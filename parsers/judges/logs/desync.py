@@ -17,9 +17,9 @@ while ranks 0-6 went two hundred collectives on; rank 7 is named).
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, cast
 
-from parsers.model.events import ErrorEvent, ErrorKind
+from parsers.model.events import DesyncReport, ErrorEvent, ErrorKind
 from parsers.model.findings import ReasonClass, of_rank
 from parsers.ranges import fold
 
@@ -46,15 +46,16 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], world: int |
         if e.kind == LAGGING:
             lagging.append(e)
         elif e.kind == STATE:
-            seen.setdefault(_reporter(e), set()).update(e.data.get("ranks") or ())
+            seen.setdefault(_reporter(e), set()).update(cast(DesyncReport, e.data).ranks or ())
     for e in lagging:
-        ranks = sorted(set(e.data.get("lagging") or ()))
+        report = cast(DesyncReport, e.data)
+        ranks = sorted(set(report.lagging or ()))
         others = seen.get(_reporter(e), set())
         size = max(len(others | set(ranks)), world or 0)
         if not ranks or 2 * len(ranks) >= size:
             continue
-        n = e.data.get("collective")
-        said = _SAID.get(str(e.data.get("state")), "lags").format(n=n, m=(n or 0) + 1)
+        n = report.collective
+        said = _SAID.get(report.state or "", "lags").format(n=n, m=(n or 0) + 1)
         reporter = e.origin.rank if e.origin else None
         by = f"rank {reporter}'s" if reporter is not None else "a"
         cite = f"desync report: {e.message}" + (f" [{e.origin.file}:{e.origin.line}]" if e.origin and e.origin.file

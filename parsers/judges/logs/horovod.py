@@ -20,7 +20,7 @@ from typing import cast
 
 from parsers.evidence import Evidence
 from parsers.ranges import listable
-from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall
+from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, TimelinePath
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 
 #: confidence of a rank missing from every stalled op: the coordinator's own statement, but a rank can be
@@ -113,7 +113,8 @@ def _timeline(ev: Evidence) -> list[HorovodFact]:
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
             if type(e) is ErrorEvent and e.kind == ErrorKind.HOROVOD_TIMELINE_ERROR:
-                return [HorovodFact("timeline", path=e.data.get("path"), directory=bool(e.data.get("directory")))]
+                said = cast(TimelinePath, e.data)
+                return [HorovodFact("timeline", path=said.path, directory=bool(said.directory))]
     return []
 
 

@@ -12,7 +12,9 @@ nothing here: whether one is too short for a given job is not in the lines.
 from __future__ import annotations
 
 from parsers.evidence import Evidence
-from parsers.model.events import ErrorEvent, ErrorKind
+from typing import cast
+
+from parsers.model.events import CollectiveTimeout, ErrorEvent, ErrorKind
 from parsers.model.findings import SettingFact
 
 #: below this no collective can be relied on to finish, the first one of a group setting up its communicator
@@ -25,10 +27,10 @@ def too_short(ev: Evidence) -> SettingFact | None:
     stated: list[tuple[int, int | None]] = []  #: (timeout, rank) of each watchdog timeout that states one
     for art in ev.artifacts:
         for e in art.parsed.events if art.parsed else ():
-            if type(e) is ErrorEvent and e.kind == ErrorKind.WATCHDOG_TIMEOUT:
-                ms = (e.data or {}).get("timeout_ms")
-                if isinstance(ms, int):
-                    stated.append((ms, e.origin.rank))
+            ms = cast(CollectiveTimeout, e.data).timeout_ms if type(e) is ErrorEvent \
+                and e.kind == ErrorKind.WATCHDOG_TIMEOUT else None
+            if ms is not None:
+                stated.append((ms, e.origin.rank))
     if not stated or any(ms >= SHORT_MS for ms, _ in stated):
         return None
     return SettingFact(tuple(sorted({ms for ms, _ in stated})), tuple(sorted({r for _, r in stated if r is not None})))

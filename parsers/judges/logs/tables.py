@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import cast
 
 from parsers.ranges import listable
 from parsers.evidence import Evidence
 from parsers.judges.logs.identity import Identities
-from parsers.model.events import ErrorEvent, ErrorKind, normalise_op, OpEvent, Progress
+from parsers.model.events import ErrorEvent, ErrorKind, Fingerprint, normalise_op, OpEvent, Progress
 
 P2P_OPS = {"send", "recv", "sendrecv"}
 
@@ -113,10 +114,10 @@ def _checked_ops(t: Tables, ids: Identities, ev: ErrorEvent) -> None:
         return
     comm = ids.canonical(ev.comm, g)
     if ev.kind == ErrorKind.C10D_FINGERPRINT:
-        sides = [(g, ev.op, ev.seq, ev.data.get("numel"))]
+        sides = [(g, ev.op, ev.seq, cast(Fingerprint, ev.data).numel)]
     else:
-        sides = [(ids.global_of(comm, s["rank"]) if comm != "pg:0" else s["rank"], s["op"], s["seq"], s["numel"])
-                 for s in ev.data.get("sides", ())]
+        sides = [(ids.global_of(comm, s.rank) if comm != "pg:0" else s.rank, s.op, s.seq, s.numel)
+                 for s in cast(Fingerprint, ev.data).sides or ()]
     for rank, op, seq, numel in sides:
         if rank is None or op is None or seq is None:
             continue

@@ -10,7 +10,7 @@ Confidence is a plain 0..1 score from these rules, not a probability.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Sequence
+from typing import AbstractSet, Sequence, cast
 
 import networkx as nx
 
@@ -20,7 +20,7 @@ from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
-from parsers.model.events import ErrorEvent, ErrorKind, RasFinding
+from parsers.model.events import CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.ranges import fold
@@ -165,11 +165,11 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
     agree: dict[int, set[int]] = {}
     texts: dict[int, list] = {}
     for rank, ev in errors:
-        sides = ev.data.get("sides") if ev.kind == ErrorKind.COLLECTIVE_MISMATCH else None
+        sides = cast(Fingerprint, ev.data).sides if ev.kind == ErrorKind.COLLECTIVE_MISMATCH else None
         if not sides or len(sides) != 2:
             continue
-        a, b = sides[0]["rank"], sides[1]["rank"]
-        if b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
+        a, b = sides[0].rank, sides[1].rank
+        if a is None or b is None or b == 0 or a == b or (rank is not None and rank != a) or b > MAX_RANKS:
             continue
         agree.setdefault(b, set()).update({*range(b), a})
         texts.setdefault(b, []).append(cite(f"ProcessGroupWrapper: rank {a} runs {_side(sides[0])}, rank {b} "
@@ -186,9 +186,9 @@ def _wrapper_reports(errors: list[tuple[int | None, ErrorEvent]], world: int | N
                                           f"{compress(range(b))} matched the reporter", tool="ProcessGroupWrapper")])
 
 
-def _side(side: dict) -> str:
-    seq = f" SequenceNumber {side['seq']}" if side.get("seq") is not None else ""
-    return f"{side.get('op') or 'unknown op'}{seq}"
+def _side(side: CollectiveSide) -> str:
+    seq = f" SequenceNumber {side.seq}" if side.seq is not None else ""
+    return f"{side.op or 'unknown op'}{seq}"
 
 
 def _unknown_root(g: nx.DiGraph, root: str, get) -> None:

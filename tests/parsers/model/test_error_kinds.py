@@ -15,7 +15,8 @@ import pytest
 
 from hf_testpaths import REPO
 from parsers.scale import digest
-from parsers.model.events import INFO_KINDS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind, Origin
+from parsers.model.events import (DATA_TYPES, INFO_KINDS, MAX_ITEMS, TYPED_DATA, WAIT_ERRORS, ErrorEvent, ErrorKind,
+                                  Origin)
 from parsers.readers import c10d
 
 #: helpers of the readers that make an ErrorEvent from their first argument (c10d's `err`, pasted_host's `add`)
@@ -76,6 +77,20 @@ def test_the_kind_families_are_members():
 @pytest.mark.parametrize("kind, data", [
     ("fr-analysis", {"finding": "not-joined", "missing_ranks": [3], "culprits": [{"rank": 1, "error_type": "X"}]}),
     ("horovod-stall", {"tensor": "allreduce.w", "missing": [2], "report": 1, "entry": 4}),
+    ("launcher-exit", {"launcher": "srun", "exitcode": -6, "local_rank": 1, "pid": 77, "tasks": [3, 4]}),
+    ("root-cause", {"rank": 5, "local_rank": 1, "exitcode": 1, "pid": 9, "host": "n1", "signal": "SIGSEGV"}),
+    ("rank-identity", {"rank": 3, "world_size": 8, "local_rank": 3}),
+    ("watchdog-timeout", {"group_rank": 2, "timeout_ms": 600000, "ran_ms": 600012, "numel_in": 4}),
+    ("dump-signal", {"group_rank": 0, "from_rank": 3}),
+    ("collective-stack", {"frames": [("f", "a.py", 3)]}),
+    ("barrier-absent", {"absent": [1, 2], "timeout_ms": 1000}),
+    ("desync-lagging", {"lagging": [7], "state": "finished-before", "collective": 182}),
+    ("collective-mismatch", {"sides": [{"rank": 1, "op": "allreduce", "seq": 2, "numel": 4}], "aspects": "Seq"}),
+    ("nccl-error", {"code": "ncclInternalError", "last_error": "socket closed"}),
+    ("size-mismatch", {"side": "receiver", "sent": 8, "posted": 4}),
+    ("net-address", {"addresses": ["10.0.0.1<0>"], "interfaces": ["eth0"]}),
+    ("peer-closed", {"local_rank": 2}),
+    ("horovod-timeline-error", {"path": "/tmp/", "directory": True}),
 ])
 def test_typed_data_is_built_from_a_dict_refuses_a_stray_key_and_survives_a_digest(kind, data):
     """A kind in TYPED_DATA never carries a dict: one given (a caller's, an old digest's) is typed; a key that is no
@@ -87,3 +102,44 @@ def test_typed_data_is_built_from_a_dict_refuses_a_stray_key_and_survives_a_dige
     assert digest.decode(digest.encode(e)) == e
     with pytest.raises(ValueError, match=typed.__name__):
         ErrorEvent(kind, "m", Origin(), data={**data, "forged": 1})
+
+
+@pytest.mark.parametrize("kind, data", [
+    ("launcher-exit", {"exitcode": "1"}),  # a string where a judge compares a number
+    ("launcher-exit", {"exitcode": True}),  # JSON's true is no exit code
+    ("rank-identity", {"rank": 1.5}),
+    ("barrier-absent", {"absent": [1, "2"]}),
+    ("barrier-absent", {"absent": 3}),
+    ("collective-mismatch", {"sides": [{"rank": "0"}]}),
+    ("collective-mismatch", {"sides": [{"rank": 0, "forged": 1}]}),
+    ("size-mismatch", {"sent": [8]}),
+    ("net-address", {"addresses": [{"$t": "x"}]}),
+])
+def test_typed_data_of_the_wrong_type_is_refused_as_from_hostile_json(kind, data):
+    """A digest is hostile JSON: a field of another type than its annotation is refused where the event is made,
+    and a digest that carries one is refused whole (DigestError: that host's raw files are read instead)."""
+    with pytest.raises(ValueError):
+        ErrorEvent(kind, "m", Origin(), data=data)
+    forged = digest.encode(ErrorEvent(kind, "m", Origin()))
+    forged["data"] = data
+    with pytest.raises(digest.DigestError):
+        digest.decode(forged)
+
+
+def test_ranks_and_sizes_past_any_job_are_no_claim_and_lists_are_bounded():
+    e = ErrorEvent("rank-identity", "m", Origin(), data={"rank": 1 << 40, "world_size": 1 << 40, "local_rank": -1})
+    assert (e.data.rank, e.data.world_size, e.data.local_rank) == (None, None, None)
+    e = ErrorEvent("barrier-absent", "m", Origin(), data={"absent": [1, -2, 1 << 40, 3]})
+    assert e.data.absent == [1, 3]
+    with pytest.raises(ValueError, match="absent"):
+        ErrorEvent("barrier-absent", "m", Origin(), data={"absent": [0] * (MAX_ITEMS + 1)})
+
+
+def test_a_kind_without_typed_data_refuses_typed_data():
+    """A forged digest cannot dress an untyped kind's data as another kind's dataclass."""
+    with pytest.raises(ValueError, match="must be a dict"):
+        ErrorEvent("xid", "m", Origin(), data=TYPED_DATA[ErrorKind.LAUNCHER_EXIT]())
+
+
+def test_every_typed_data_type_is_one_a_digest_rebuilds():
+    assert {t.__name__ for t in DATA_TYPES} <= {t.__name__ for t in digest._TYPES.values()}

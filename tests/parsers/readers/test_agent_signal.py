@@ -25,7 +25,7 @@ WORKER = "import time\nprint('worker up', flush=True)\ntime.sleep(120)\n"
 
 
 def _agent_signals(lines) -> list[tuple[int | None, object]]:
-    return [(e.origin.pid, e.data["signal"]) for e in parse_lines(iter(lines), "x").events
+    return [(e.origin.pid, e.data.signal) for e in parse_lines(iter(lines), "x").events
             if isinstance(e, ErrorEvent) and e.kind == "agent-signal"]
 
 

@@ -16,7 +16,7 @@ CORPUS = FIXTURES / "realworld"
 
 def _dumps(stem: str) -> list:
     with open(CORPUS / f"{stem}.log", encoding="utf-8") as fh:
-        return [(e.origin.rank, e.data.get("from_rank")) for e in parse_lines(fh, stem).events
+        return [(e.origin.rank, e.data.from_rank) for e in parse_lines(fh, stem).events
                 if isinstance(e, ErrorEvent) and e.kind == "dump-signal"]
 
 

@@ -22,7 +22,7 @@ def _timeouts() -> list[ErrorEvent]:
 def test_bold_watchdog_phrase_is_a_timeout_rejoined_across_its_wrap():
     [ev] = _timeouts()
     assert (ev.origin.rank, ev.op, ev.seq) == (4, "allgather", 151721)
-    assert ev.data["numel_out"] == 129280 and ev.data["timeout_ms"] == 600000  # both halves of the wrap
+    assert ev.data.numel_out == 129280 and ev.data.timeout_ms == 600000  # both halves of the wrap
 
 
 def test_the_bold_line_is_no_longer_a_generic_c10d_error():

@@ -6,6 +6,8 @@ SimpleTuner #2712, SGLang #16237), so the reader is tested on what users paste, 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hf_testpaths import FIXTURES
 from parsers.judges.logs.tables import WRAPPER, Tables, _checked_ops, find_mismatches
 from parsers.judges.logs.verdict import _Acc, _wrapper_reports
@@ -24,14 +26,14 @@ def _events(stem: str) -> list:
 
 def test_running_collective_lines_carry_rank_position_op_and_size():
     evs = _events("lightning-19106")
-    assert [(e.kind, e.origin.rank, e.seq, e.op, e.data["numel"]) for e in evs] == [
+    assert [(e.kind, e.origin.rank, e.seq, e.op, e.data.numel) for e in evs] == [
         ("c10d-fingerprint", r, 18, "allreduce", 1) for r in (3, 2, 0)]
 
 
 def test_mismatch_report_names_both_sides_in_every_form():
     """torch 2.x with tensors on one side and 'SequenceNumber=0OpType=GATHER' (no comma) on the other;
     inside another program's error text; and inside SGLang's exception."""
-    got = {stem: [(s["rank"], s["op"], s["seq"]) for s in _events(stem)[0].data["sides"]]
+    got = {stem: [(s.rank, s.op, s.seq) for s in _events(stem)[0].data.sides]
            for stem in ("deepspeed-7568", "simpletuner-2712", "sglang-16237")}
     assert got == {"deepspeed-7568": [(2, "allreduce", 32), (3, "gather", 0)],
                    "simpletuner-2712": [(4, "allgather", 101), (7, "reduce", 0)],
@@ -45,7 +47,7 @@ def test_the_oldest_form_names_the_other_side_by_op_only():
     line = ("Detected mismatch between collectives on ranks. Rank 0 is running collective: "
             "CollectiveFingerPrint(OpType=ALLREDUCE, …), but Rank 1 is running collective: REDUCE.")
     ev = c10d.match_line(line, Origin())[0]
-    assert [(s["rank"], s["op"], s["seq"]) for s in ev.data["sides"]] == [(0, "allreduce", None), (1, "reduce", None)]
+    assert [(s.rank, s.op, s.seq) for s in ev.data.sides] == [(0, "allreduce", None), (1, "reduce", None)]
 
 
 def test_the_exception_is_a_symptom_not_a_cause():
@@ -78,7 +80,7 @@ def test_both_sides_of_a_report_at_one_position_are_compared():
     kept apart from c10d's SeqNum): a 1-against-1 difference is a tie, no minority."""
     line = _events("deepspeed-7568")[0]
     same = ErrorEvent(kind=line.kind, message=line.message, origin=line.origin, comm="pg:0",
-                      data={"sides": [dict(s, seq=32) for s in line.data["sides"]]})
+                      data=replace(line.data, sides=[replace(s, seq=32) for s in line.data.sides]))
 
     class _Ids:
         def resolve(self, origin):
@@ -99,6 +101,6 @@ def test_the_torch_1_10_form_names_only_the_raising_side_and_names_nobody():
     CollectiveFingerPrint(OpType=BROADCAST, ...', speechbrain #1166): one side is read, and with no other
     side the check names no rank."""
     evs = _events("speechbrain-1166")
-    assert [(e.kind, [(s["rank"], s["op"], s["seq"], s["numel"]) for s in e.data["sides"]]) for e in evs] == [
+    assert [(e.kind, [(s.rank, s.op, s.seq, s.numel) for s in e.data.sides]) for e in evs] == [
         ("collective-mismatch", [(0, "broadcast", None, 4)])]
     assert _judge("speechbrain-1166", None) == {}

@@ -16,7 +16,7 @@ def test_horovod_internal_error_is_read_with_its_message():
     with open(FIXTURES / "realworld" / "horovod-3618.log", encoding="utf-8") as fh:
         parsed = parse_lines(fh, "horovod-3618")
     errs = [e for e in parsed.events if isinstance(e, ErrorEvent)]
-    assert [(e.kind, e.data["type"]) for e in errs] == [("python-exception",
+    assert [(e.kind, e.data.type) for e in errs] == [("python-exception",
                                                          "horovod.common.exceptions.HorovodInternalError")]
     # verbatim input: the exception's own message
     assert "ncclAllReduce failed: unhandled cuda error" in errs[0].message

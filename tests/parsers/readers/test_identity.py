@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.model.events import ErrorEvent, OpEvent
+from parsers.model.events import ErrorEvent, OpEvent, group_rank
 from _load import load
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
@@ -48,7 +48,7 @@ def test_plain_rank_tag_is_the_global_rank_without_a_prefix():
 def test_group_rank_of_a_subgroup_is_not_taken_for_the_global_rank():
     """Fuser #3055: `[PG ID 6 PG GUID  Rank 0]` with no [rankN] prefix names a rank in group 6 only."""
     evs = [ev for ev in _events("fuser-3055") if getattr(ev, "kind", "") in ("heartbeat", "terminate")]
-    assert [(ev.origin.rank, ev.data["group_rank"], ev.comm) for ev in evs] == [
+    assert [(ev.origin.rank, group_rank(ev), ev.comm) for ev in evs] == [
         (None, 2, "pg:4"), (None, 0, "pg:6"), (None, 1, "pg:3")]
 
 
@@ -68,7 +68,7 @@ def test_work_rank_beside_a_subgroup_tag_is_the_group_rank():
     """cache-dit #761: `what():  [PG ID 2 PG GUID 5(mesh_ulysses) Rank 0] ... [Rank 0] Watchdog caught ...`
     (torch 2.2+): WorkNCCL's own `[Rank 0]` is the rank inside mesh_ulysses, as the PG tag says, not the global rank."""
     evs = [ev for ev in _events("cache-dit-761-what") if getattr(ev, "kind", "") == "watchdog-timeout"]
-    assert [(ev.origin.rank, ev.data["group_rank"], ev.comm, ev.seq) for ev in evs] == [
+    assert [(ev.origin.rank, group_rank(ev), ev.comm, ev.seq) for ev in evs] == [
         (None, 0, "pg:mesh_ulysses", 472025)]
     # beside the default group's tag the same `[Rank N]` is the global rank (verl #5750)
     evs = [ev for ev in _events("verl-5750") if getattr(ev, "kind", "") == "watchdog-timeout"]

@@ -24,7 +24,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
 
 def _entries(stem: str) -> list[tuple]:
     parsed = rank_log.parse_lines((CORPUS / f"{stem}.log").read_text().splitlines(), f"{stem}.log")
-    return [(e.kind, e.data.get("rank"), e.data.get("exitcode"), e.data.get("pid"), e.data.get("host"))
+    return [(e.kind, e.data.rank, e.data.exitcode, e.data.pid, e.data.host)
             for e in parsed.events if getattr(e, "kind", "") in ("child-failure", "root-cause")]
 
 

@@ -31,14 +31,14 @@ def _line(stem: str, needle: str) -> str:
 ])
 def test_the_size_a_launch_line_states(stem, needle, size, who):
     [event] = launcher.match_line(_line(stem, needle), Origin())
-    assert (event.kind, event.data["world_size"], event.data["launcher"]) == (launcher.SIZE_KIND, size, who)
+    assert (event.kind, event.data.world_size, event.data.launcher) == (launcher.SIZE_KIND, size, who)
 
 
 @pytest.mark.parametrize("rank", [0, 1, 2, 3])
 def test_lightning_members_say_their_rank_and_the_size(rank):
     line = _line("party-7", f"GLOBAL_RANK: {rank},")
     [event] = launcher.match_line(line, Origin())
-    assert event.kind == "rank-identity" and event.data["rank"] == rank and event.data["world_size"] == 4
+    assert event.kind == "rank-identity" and event.data.rank == rank and event.data.world_size == 4
 
 
 def test_the_stated_size_reaches_the_evidence(tmp_path):
@@ -56,7 +56,7 @@ def test_the_stated_size_reaches_the_evidence(tmp_path):
 def test_mpirun_names_the_rank_that_died_and_its_node(stem, rank, pid, host, signal):
     [event] = launcher.match_line(_line(stem, "noticed that process rank"), Origin())
     assert (event.kind, event.origin.rank, event.origin.pid, event.origin.host) == ("launcher-exit", rank, pid, host)
-    assert event.data["signal"] == signal and event.message.startswith("mpirun noticed")
+    assert event.data.signal == signal and event.message.startswith("mpirun noticed")
 
 
 def test_mpiexec_report_hard_wrapped_before_its_signal():
@@ -65,7 +65,7 @@ def test_mpiexec_report_hard_wrapped_before_its_signal():
     parsed = rank_log.parse_lines((CORPUS / "adda-151.log").read_text().splitlines(), "adda-151.log")
     [event] = [e for e in parsed.events if getattr(e, "kind", "") == "launcher-exit"]
     assert (event.origin.rank, event.origin.pid, event.origin.host) == (0, 10313, "proton")
-    assert (event.data["launcher"], event.data["signal"]) == ("mpiexec", 6)
+    assert (event.data.launcher, event.data.signal) == ("mpiexec", 6)
 
 
 def test_commands_without_a_size_give_none():

@@ -41,7 +41,8 @@ def test_prose_mentioning_an_nccl_error_is_not_one():
 
 
 def _data(text: str) -> list[dict]:
-    return [dict(e.data or {}, kind=e.kind) for e in c10d.match_line(text, Origin()) if isinstance(e, ErrorEvent)]
+    return [dict(e.data if isinstance(e.data, dict) else e.data.to_dict(), kind=e.kind)
+            for e in c10d.match_line(text, Origin()) if isinstance(e, ErrorEvent)]
 
 
 def test_old_torch_misdecoded_nccl_version_is_read_back():

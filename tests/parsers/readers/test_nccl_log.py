@@ -53,7 +53,7 @@ def test_glued_and_broken_lines_resynchronise():
     ops = [e for e in out.events if isinstance(e, OpEvent)]
     assert len(ops) == 1 and ops[0].seq == 11 and ops[0].comm == "0xa7869d7d53387980"
     assert out.unknown_lines == 1  # 'Ty'; the terminate line is a PyTorch line, read even in an NCCL log
-    assert [e.data["type"] for e in out.events if getattr(e, "kind", "") == "python-exception"] == ["c10::Error"]
+    assert [e.data.type for e in out.events if getattr(e, "kind", "") == "python-exception"] == ["c10::Error"]
 
 
 def test_split_comm_keyed_by_parent_and_color():

@@ -31,7 +31,7 @@ def events(line: str, kind: str) -> list[ErrorEvent]:
 ])
 def test_the_addresses_a_process_uses(line, addresses):
     (e,) = events(line, "net-address")
-    assert e.data["addresses"] == addresses
+    assert e.data.addresses == addresses
 
 
 def test_an_oob_with_no_address_states_none():
@@ -56,5 +56,5 @@ def test_an_oob_with_no_address_states_none():
 ])
 def test_a_size_mismatch_keeps_both_sizes_and_its_peer(line, peer, side, sent, posted):
     (e,) = events(line, "size-mismatch")
-    assert (e.peer_addr, e.data["side"], e.data["sent"], e.data["posted"]) == (peer, side, sent, posted)
+    assert (e.peer_addr, e.data.side, e.data.sent, e.data.posted) == (peer, side, sent, posted)
     assert events(line, "nccl-warn") == []  # one event: the typed one

@@ -82,7 +82,7 @@ def test_nccl_error_still_read_with_trailing_blanks():
 
     events = c10d.match_line("RuntimeError: NCCL error in: ../x.cpp:1, unhandled system error, NCCL version 2.21.5  \t",
                              Origin())
-    assert events and events[0].data["nccl_version"] and events[0].data["where"] == "../x.cpp:1"
+    assert events and events[0].data.nccl_version and events[0].data.where == "../x.cpp:1"
 
 
 def test_init_complete_with_four_billion_ranks(tmp_path):

@@ -166,8 +166,8 @@ def test_mpirun_banners_name_the_first_process_to_exit_and_the_lost_peer():
     """nccl-tests#322: 'The first process to do so was: / Process name: [[44912,1],251] / Exit code: 3';
     nccl-tests#338: 'An MPI communication peer process has unexpectedly disconnected ... Local host: gpu /
     Local PID: 4870 / Peer host: gpu' (its 74-column rules glued to the banners by the wrap repair)."""
-    [first] = [e for e in _events("nccl-tests-322", "launcher-exit") if e.data.get("launcher") == "mpirun"]
-    assert (first.origin.rank, first.data["exitcode"]) == (251, 3)
+    [first] = [e for e in _events("nccl-tests-322", "launcher-exit") if e.data.launcher == "mpirun"]
+    assert (first.origin.rank, first.data.exitcode) == (251, 3)
     [lost] = _events("nccl-tests-338", "connection-closed")
     assert (lost.origin.host, lost.origin.pid, lost.peer_addr) == ("gpu", 4870, "gpu")
     assert load(CORPUS / "nccl-tests-338.log")[0].unknown_lines == 1  # only nccl-tests' '# Using devices'
@@ -176,7 +176,7 @@ def test_mpirun_banners_name_the_first_process_to_exit_and_the_lost_peer():
 def test_vllm_rank_statement_gives_the_rank_and_the_job_size():
     """vllm#21661: a flattened paste whose records say `world_size=2 rank=0 ...` and `world_size=2 rank=1 ...`."""
     parsed = load(CORPUS / "vllm-21661.log")[0]
-    said = sorted(e.data["rank"] for e in parsed.events if getattr(e, "kind", "") == "rank-identity")
+    said = sorted(e.data.rank for e in parsed.events if getattr(e, "kind", "") == "rank-identity")
     assert said == [0, 1] and parsed.facts["world_size"] == 2 and parsed.facts["ranks"] == [0, 1]
     assert "no line from" not in _analyze("vllm-21661").verdict.summary
 
@@ -348,7 +348,7 @@ def test_flattened_english_summary_one_line():
     block = ElasticBlock()
     taken, done = block.feed(english, Origin())
     done += block.finish()
-    assert taken and [(e.kind, e.origin.rank, e.data["exitcode"], e.origin.pid) for e in done] == \
+    assert taken and [(e.kind, e.origin.rank, e.data.exitcode, e.origin.pid) for e in done] == \
         [("root-cause", 4, 1, 484732)]
     [rc] = _events("llamafactory-7032", "root-cause")
     assert (rc.origin.rank, rc.origin.pid, rc.origin.host) == (0, 14661, "iZl4v544jr5cejwaqci3xvZ")

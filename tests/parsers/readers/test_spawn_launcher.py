@@ -54,9 +54,9 @@ def _launcher(text: str) -> list:
 def test_the_failed_process_and_how_it_ended_are_read(console):
     mode, text = console
     events, out = _launcher(text)
-    exits = [e.data for e in events if e.kind == "launcher-exit"]
+    exits = [e.data.to_dict() for e in events if e.kind == "launcher-exit"]
     stops = [e for e in events if e.kind == "launcher-signal"]
-    assert len(stops) == 2 and {e.data["signal"] for e in stops} == {"SIGTERM"}  # the other two, by pid
+    assert len(stops) == 2 and {e.data.signal for e in stops} == {"SIGTERM"}  # the other two, by pid
     if mode == "raise":
         assert exits == [{"local_rank": 1, "launcher": "mp.spawn", "raised": True}]
         exc = [x for x in read_lines(text.splitlines(keepends=True), "console.log").exceptions if x.local_rank == 1]

@@ -17,7 +17,7 @@ LOG = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "parlai-3
 
 def test_srun_task_exits_name_node_tasks_and_code():
     lines = LOG.read_text().splitlines()
-    got = [(ev.origin.host, ev.data["tasks"], ev.data.get("exitcode"), ev.origin.rank)
+    got = [(ev.origin.host, ev.data.tasks, ev.data.exitcode, ev.origin.rank)
            for line in lines for ev in launcher.match_line(line, Origin(file="f"))]
     assert got == [("slurm-job-compute-0-0", [2, 3, 4, 5, 6, 7], 1, None),
                    ("slurm-job-compute-0-1", [8, 9, 10, 11, 12, 13, 15], 1, None),
@@ -26,7 +26,7 @@ def test_srun_task_exits_name_node_tasks_and_code():
 
 def test_srun_signal_ends_have_no_exit_code():
     [ev] = launcher.match_line("srun: error: gpu-07: task 3: Aborted (core dumped)", Origin())
-    assert ev.data["how"] == "Aborted (core dumped)" and "exitcode" not in ev.data and ev.origin.host == "gpu-07"
+    assert ev.data.how == "Aborted (core dumped)" and ev.data.exitcode is None and ev.origin.host == "gpu-07"
 
 
 def test_hostile_task_lists_are_refused_not_expanded():

@@ -160,7 +160,7 @@ def test_a_real_console_where_one_rank_runs_other_code_shows_both_call_sites():
     rank 1's) give every rank's call site; the job's size is not stated, so the mismatch is a lead."""
     folder = NCCL_TEE / "diverge"
     out = rank_log.parse_lines((folder / "console.log").read_text().splitlines(keepends=True), "console.log")
-    sites = {e.origin.rank: [f[0] for f in e.data["frames"]] for e in out.events
+    sites = {e.origin.rank: [f[0] for f in e.data.frames] for e in out.events
              if getattr(e, "kind", "") == "collective-stack"}
     assert sites == {0: ["all_reduce", "wrapper", "train_step", "main", "<module>"],
                      1: ["all_reduce", "wrapper", "train_step", "main", "<module>"],

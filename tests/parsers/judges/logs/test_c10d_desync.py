@@ -30,7 +30,7 @@ def _judge(events, world=None) -> dict:
 
 def test_the_report_and_its_snapshot_are_read():
     evs = [e for e in _events(LOG.read_text(encoding="utf-8").splitlines(True)) if e.kind.startswith("desync")]
-    assert [(e.kind, e.data) for e in evs] == [
+    assert [(e.kind, e.data.to_dict()) for e in evs] == [
         ("desync-lagging",{"lagging": [7], "state": "finished-before", "collective": 182}),
         ("desync-state",{"ranks": [7], "state": "finished", "last_op": "allreduce"}),
         ("desync-state",{"ranks": [0, 1, 2], "state": "started", "last_op": "allreduce"}),
@@ -55,7 +55,7 @@ def test_without_the_snapshot_or_a_world_size_nobody_is_named():
     line = "[1] finished collective #1155873, but didn't join collective #1155874"
     text, _ = strip_prefix(line)
     evs = c10d.match_line(text, Origin(rank=0))
-    assert [(e.kind, e.data["lagging"], e.data["collective"]) for e in evs] == [("desync-lagging", [1], 1155873)]
+    assert [(e.kind, e.data.lagging, e.data.collective) for e in evs] == [("desync-lagging", [1], 1155873)]
     assert _judge(evs) == {}
     assert _judge(evs, world=2) == {}  # one of two is no minority
 
