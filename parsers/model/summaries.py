@@ -251,8 +251,13 @@ class HostFinding(NamedTuple):
 
 
 def _order(item: tuple) -> tuple:
-    """A total order over records whose first field may be None (None last)."""
-    return (item[0] is None, item[0] or 0, repr(item[1:]))
+    """A total order over records whose first field may be None (None last); an edge's without `repr`, which
+    was a tenth of the focus's time at 10,000 ranks (16 edges a rank, sorted at each merge)."""
+    if type(item) is Edge:
+        w = item.wait
+        if len(w) == 4 and type(w[0]) is str and type(w[1]) is int and type(w[2]) is str and type(w[3]) in (int, type(None)):
+            return (False, item.rank, 0, item.host or "", item.host is None, w[0], w[1], w[2], w[3] is None, w[3] or 0)
+    return (item[0] is None, item[0] or 0, 1, repr(item[1:]))
 
 
 @dataclass(frozen=True)

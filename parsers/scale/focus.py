@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.model.ranksets import difference, holds, joined
 from parsers.model.summaries import waited_on
@@ -203,7 +203,7 @@ def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
         if path is None or not os.path.lexists(path):
             return None, f"host {host}: no digest in its folder", []
         try:
-            dig = read_digest(path, own)
+            dig = read_summaries(path, own)
         except DigestError as err:
             refused.append((host, str(err)[:200]))
             continue
