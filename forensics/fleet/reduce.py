@@ -52,7 +52,7 @@ from forensics.fleet.command import ssh_options as ssh_options_argv  # (the func
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers import bounded_json, safeio
-from parsers.scale.digest import DIGEST_NAME, own_processes, read_digest
+from parsers.scale.digest import DIGEST_NAME, own_processes, read_summaries
 from parsers.scale.classes import judge_classes
 from parsers.archive import ArchiveRefused
 from parsers.errors import InputError
@@ -72,8 +72,8 @@ def reduce_bundle(bundle: Path) -> ClassSummary:
             own = own_processes(src.manifest.ranks) if src.manifest else {}  # each host speaks for itself only
             for rec in hosts:
                 try:
-                    dig = read_digest(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}"),
-                                      own.get(rec.host, {})) if rec.dir else None
+                    dig = read_summaries(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}"),
+                                         own.get(rec.host, {})) if rec.dir else None  # the files' evidence unread
                 except Exception:  # noqa: BLE001 - a host's bad digest (DigestError) or a fault reading it: counted, the others merge
                     dig = None
                 if dig is None:

@@ -33,7 +33,9 @@ MAX_CLASSES, MAX_POSITIONS, MAX_COMMS, MAX_ITEMS = 256, 64, 256, 1024
 MAX_HOSTS = 1 << 17  #: hosts one class summary may speak for
 
 FORMAT = "hang-forensics-merged-digest"
-VERSION = 3  #: 3: typed, idempotent (hosts as rank sets, records as sets, `lossy` for the count `dropped`)
+#: 3: typed, idempotent (hosts as rank sets, records as sets, `lossy` for the count `dropped`); 4: waits keyed by
+#: distance (`wait_key`), edges a sample
+VERSION = 4
 
 
 class SummaryError(FileFormatError):
@@ -249,8 +251,13 @@ class HostFinding(NamedTuple):
 
 
 def _order(item: tuple) -> tuple:
-    """A total order over records whose first field may be None (None last)."""
-    return (item[0] is None, item[0] or 0, repr(item[1:]))
+    """A total order over records whose first field may be None (None last); an edge's without `repr`, which
+    was a tenth of the focus's time at 10,000 ranks (16 edges a rank, sorted at each merge)."""
+    if type(item) is Edge:
+        w = item.wait
+        if len(w) == 4 and type(w[0]) is str and type(w[1]) is int and type(w[2]) is str and type(w[3]) in (int, type(None)):
+            return (False, item.rank, 0, item.host or "", item.host is None, w[0], w[1], w[2], w[3] is None, w[3] or 0)
+    return (item[0] is None, item[0] or 0, 1, repr(item[1:]))
 
 
 @dataclass(frozen=True)
@@ -266,9 +273,11 @@ class ClassSummary:
     comms: dict[str, dict[str, Intervals]] = field(default_factory=dict)  #: comm -> 'op@seq' -> ranks there
     flags: dict[str, Intervals] = field(default_factory=dict)  #: FLAGS (or 'other') -> ranks flagged on their host
     members: dict[str, list[list[int]]] = field(default_factory=dict)  #: comm -> runs [comm lo, comm hi, job lo]
-    waits: dict[str, dict[str, Intervals]] = field(default_factory=dict)  #: comm -> peer comm rank -> waiters
+    #: comm -> whom they wait on -> waiters (job ranks): '+d'/'-d' where the waiter's own comm rank is known (its peer is
+    #: d comm ranks from it: a ring or a chain of waits is a few keys at any size), else the peer's comm rank ('5')
+    waits: dict[str, dict[str, Intervals]] = field(default_factory=dict)
     recorder_ranks: Intervals = field(default_factory=list)  #: ranks with recorder state
-    edges: tuple[Edge, ...] = ()
+    edges: tuple[Edge, ...] = ()  #: a sample for people (the first MAX_ITEMS): no rule reads it, its cut is no loss
     exceptions: tuple[Said, ...] = ()
     exits: tuple[Exited, ...] = ()
     host_findings: tuple[HostFinding, ...] = ()
@@ -491,8 +500,9 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
             recorder_ranks.append(rank)
         for comm, comm_rank, job in s.recorder:
             members.setdefault(comm, []).append([comm_rank, comm_rank, job])
+        own_comm_rank = {comm: comm_rank for comm, comm_rank, _ in s.recorder}
         for comm, peer in s.waits_on:
-            waits.setdefault(comm, {}).setdefault(str(peer), []).append(rank)
+            waits.setdefault(comm, {}).setdefault(wait_key(peer, own_comm_rank.get(comm)), []).append(rank)
     return ClassSummary(host_ranks={h: of_ranks(v) for h, v in hosts.items()},
                         stacks={k: StackClass(s.kind, s.op, s.where, s.top, of_ranks(rs)) for k, (s, rs) in stacks.items()},
                         states={k: of_ranks(v) for k, v in by["states"].items()},
@@ -503,6 +513,22 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
                         recorder_ranks=of_ranks(recorder_ranks), host_findings=tuple(sorted(set(findings), key=_order)),
                         doubled=tuple(sorted((r, h, p) for (r, h), ps in claims.items() if len(ps) > 1 for p in ps)),
                         **cast(dict[str, Any], {k: tuple(sorted(set(v), key=_order)) for k, v in records.items()}))
+
+
+def wait_key(peer: int, own: int | None) -> str:
+    """The key of a wait in `ClassSummary.waits`: the peer's distance from the waiter in comm ranks ('+1', '-3')
+    where the waiter's comm rank is known, else the peer's comm rank ('5'). Why: in a ring or a chain every rank
+    waits on its neighbour, and keyed by peer that is one key a rank (a 10,000-rank job blew the cap, and its
+    classes fell back to reading every rank); by distance it is one or two keys whatever the size."""
+    return str(peer) if own is None else f"{peer - own:+d}"
+
+
+def waited_on(key: str, waiter_comm_ranks: Intervals) -> Intervals:
+    """The comm ranks waited on under `key` by waiters of these comm ranks (`wait_key`'s inverse)."""
+    if key[:1] not in "+-":
+        return [[int(key), int(key)]] if key.isdigit() else []
+    d = int(key)
+    return [[max(0, lo + d), hi + d] for lo, hi in waiter_comm_ranks if hi + d >= 0]
 
 
 class _Cut:
@@ -527,9 +553,10 @@ class _Cut:
     def sets(self, a: dict[str, Intervals], b: dict[str, Intervals], cap: int) -> dict[str, Intervals]:
         return {k: self.union(a.get(k, []), b.get(k, [])) for k in self.keys(a, b, cap)}
 
-    def records(self, a: tuple, b: tuple, cap: int = MAX_ITEMS) -> tuple:
+    def records(self, a: tuple, b: tuple, cap: int = MAX_ITEMS, sample: bool = False) -> tuple:
+        """The records of both, the first `cap` in a total order kept; a cut is a loss unless they are a `sample`."""
         out = sorted(set(a) | set(b), key=_order)
-        if len(out) > cap:
+        if len(out) > cap and not sample:
             self.lossy = True
         return tuple(out[:cap])
 
@@ -551,7 +578,7 @@ def merge(a: ClassSummary, b: ClassSummary) -> ClassSummary:
         members={c: _runs([*a.members.get(c, []), *b.members.get(c, [])], cut) for c in cut.keys(a.members, b.members, MAX_COMMS)},
         waits={c: cut.sets(a.waits.get(c, {}), b.waits.get(c, {}), MAX_POSITIONS) for c in cut.keys(a.waits, b.waits, MAX_COMMS)},
         recorder_ranks=cut.union(a.recorder_ranks, b.recorder_ranks),
-        edges=cut.records(a.edges, b.edges), exceptions=cut.records(a.exceptions, b.exceptions),
+        edges=cut.records(a.edges, b.edges, sample=True), exceptions=cut.records(a.exceptions, b.exceptions),
         exits=cut.records(a.exits, b.exits), host_findings=cut.records(a.host_findings, b.host_findings),
         unranked=cut.records(a.unranked, b.unranked), doubled=cut.records(a.doubled, b.doubled),
         without_digest=tuple(sorted(set(a.without_digest) | set(b.without_digest))),

@@ -25,13 +25,16 @@ bundle fixture, on each refiled one host per rank, and on a 1,536-rank bundle re
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.model.ranksets import difference, holds, joined
+from parsers.model.summaries import waited_on
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.evidence import read_files
@@ -49,6 +52,8 @@ MAX_JOB_FILES = 4096
 HOSTS_PER_TASK = 512
 #: ranks claimed twice whose claimants are all read, and claimants read per rank (the rest: their classes)
 MAX_CONFLICTS, MAX_CLAIMANTS = 64, 4
+#: ranks of a communicator waited on in the recorder beyond which only the ends of the waits are read (`_waits`)
+MAX_WAITED = 64
 
 
 @dataclass
@@ -198,7 +203,7 @@ def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
         if path is None or not os.path.lexists(path):
             return None, f"host {host}: no digest in its folder", []
         try:
-            dig = read_digest(path, own)
+            dig = read_summaries(path, own)
         except DigestError as err:
             refused.append((host, str(err)[:200]))
             continue
@@ -275,17 +280,55 @@ def _representatives(merged: ClassSummary, host_of: dict[int, list[str]]) -> Ite
 
 def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
     """The recorder's wait graph: every rank waited on, and one waiter for each (a cycle or a chain is judged
-    whole, not cut: a deadlock's members all wait, so no class rule makes them odd)."""
-    for comm, peers in sorted(merged.waits.items()):
+    whole, not cut: a deadlock's members all wait, so no class rule makes them odd). Where more than MAX_WAITED
+    ranks of a communicator are waited on (a ring or a chain of waits through the job), the ranks waited on
+    that wait on none (where the waits end: odd ones out by the recorder rule) and a few waiters of each, with
+    one waiter of each kind of wait; where none is such an end (a cycle through the job), every rank waited on."""
+    for comm, keys in sorted(merged.waits.items()):
         runs = merged.members.get(comm, [])
-        for peer, waiters in sorted(peers.items()):
-            cr = int(peer) if peer.isdigit() else -1
-            job = next((j + cr - lo for lo, hi, j in runs if lo <= cr <= hi), None)
+        waiting = {key: _comm_ranks(runs, iv) for key, iv in keys.items()}
+        waited = joined([p for key in keys for p in waited_on(key, waiting[key])])
+        ends = difference(waited, joined([p for iv in waiting.values() for p in iv]))
+        wide = count(waited) > MAX_WAITED and ends
+        for cr in itertools.islice(ranks_of(ends if wide else waited), MAX_WAITED if wide else None):
+            job = _job_rank(runs, cr)
             for host in _hosts(host_of, job):
                 yield host, f"rank {job} is waited on in the recorder ({comm})"
-            if waiters:
-                yield (_hosts(host_of, waiters[0][0])[0],
-                       f"rank {waiters[0][0]} stands for {count(waiters)} rank(s) waiting on comm rank {peer} of {comm}")
+            for w in _waiters_of(cr, keys, waiting, runs)[:MAX_CLAIMANTS if wide else 1]:
+                yield _hosts(host_of, w)[0], f"rank {w} waits on comm rank {cr} of {comm}"
+        for key, iv in sorted(keys.items()) if wide else ():
+            if iv:
+                yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) waiting ({key}) in {comm}"
+
+
+def _job_rank(runs: list[list[int]], comm_rank: int) -> int | None:
+    return next((j + comm_rank - lo for lo, hi, j in runs if lo <= comm_rank <= hi), None)
+
+
+def _comm_ranks(runs: list[list[int]], jobs: Intervals) -> Intervals:
+    """The comm ranks of these job ranks, through a communicator's member runs [comm lo, comm hi, job lo]."""
+    out = []
+    for lo, hi, j in runs:
+        for a, b in jobs:
+            a, b = max(a, j), min(b, j + hi - lo)
+            if a <= b:
+                out.append([a - j + lo, b - j + lo])
+    return joined(out)
+
+
+def _waiters_of(comm_rank: int, keys: dict[str, Intervals], waiting: dict[str, Intervals],
+                runs: list[list[int]]) -> list[int]:
+    """The job ranks that wait on `comm_rank`, lowest first."""
+    out = set()
+    for key, iv in keys.items():
+        if key[:1] not in "+-":
+            if key == str(comm_rank):
+                out.update(r for lo, hi in iv[:4] for r in range(lo, min(hi, lo + 3) + 1))
+            continue
+        w = comm_rank - int(key)
+        if holds(w, waiting[key]) and (job := _job_rank(runs, w)) is not None:
+            out.add(job)
+    return sorted(out)
 
 
 def _named_by_job_files(job_arts: list, host_of: dict[int, list[str]], man: Any) -> Iterable[tuple[Any, str]]:

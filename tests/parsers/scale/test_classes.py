@@ -3,7 +3,7 @@ size, each class judged once; the verdict's equality with a full read is in test
 
 from __future__ import annotations
 
-from parsers.scale import classes as digest_classes, merge as digest_merge
+from parsers.scale import classes as digest_classes, focus as digest_focus, merge as digest_merge
 from parsers.scale.classes import judge_classes
 from parsers.scale.merge import difference, ranks_of
 
@@ -40,6 +40,23 @@ def test_recorder_peers_waited_on_are_odd():
     assert merged.members == {"abc": [[0, 7, 0]]}
     judged = judge_classes(merged)
     assert judged.complete and list(ranks_of(judged.ranks)) == [0]
+
+
+def test_a_chain_of_waits_through_ten_thousand_ranks_stays_whole():
+    """Every rank of a 10,000-rank communicator waits on its lower neighbour in the recorder, each its own edge, except
+    rank 3333, which waits on none (the end of the chain). Keyed by peer, the waits were 10,000 keys: over the merged
+    digest's caps, so the classes were not the whole job and analysis read every rank. Keyed by distance they are
+    one: the judgement is complete and the end of the chain is the one odd rank; the focus reads its host and the
+    host of a rank that waits on it, not every rank waited on."""
+    odd = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", r - 1]] if r not in (0, 3333) else []}
+           for r in range(10_000)}
+    odd[0]["waits_on"] = [["abc", 9999]]
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=odd)) for h in range(1250))
+    assert not merged.lossy and set(merged.waits["abc"]) == {"-1", "+9999"}
+    judged = judge_classes(merged)
+    assert judged.complete and list(ranks_of(judged.ranks)) == [3333]
+    host_of = {r: [f"node{r // 8:05d}"] for r in range(10_000)}
+    assert {h for h, _ in digest_focus._waits(merged, host_of)} == {"node00416", "node00000"}
 
 
 def test_a_rank_without_recorder_state_is_odd_when_others_wait():

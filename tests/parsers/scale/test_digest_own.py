@@ -11,7 +11,7 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from parsers import knowledge
-from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, read_summaries
 from forensics.report.words import analyze
 
 KB = knowledge.load(use_env=False)
@@ -64,6 +64,27 @@ def test_a_digest_claiming_every_rank_is_refused_unread(bundle):
         assert any("node00003 unusable" in n for n in v.sections["digests"]["notes"])
     finally:
         path.write_bytes(saved)
+
+
+def test_the_summaries_are_read_up_to_the_files_and_a_digest_of_another_order_whole(bundle, tmp_path):
+    """The merge of the classes reads a digest up to its files' evidence (written last); what it gets is the whole
+    read's rank summaries and findings. A digest with its files first, or a head that names 'files' inside a host
+    finding (a lie: the head then does not parse alone), is read whole, and says the same."""
+    path = bundle / "hosts/node00002" / DIGEST_NAME
+    own = {10016 + i: 16 + i for i in range(8)}
+    whole = read_digest(path, own)
+    doc = json.loads(path.read_bytes())
+    assert list(doc)[-1] == "files" and whole.files
+    head = read_summaries(path, own)
+    assert head.files == {}
+    assert (head.ranks, head.host_findings, head.kb) == (whole.ranks, whole.host_findings, whole.kb)
+    moved = tmp_path / DIGEST_NAME
+    moved.write_text(json.dumps({"files": doc["files"], **doc}, separators=(",", ":")))
+    assert read_summaries(moved, own).files == whole.files
+    lie = dict(doc, host_findings=[{"rank": 3, "reason_class": "x", "reason": "y", "files": {"a": 1}}])
+    moved.write_text(json.dumps(lie, separators=(",", ":")))
+    got = read_summaries(moved, own)
+    assert got.files == whole.files and got.host_findings == lie["host_findings"]
 
 
 @pytest.mark.parametrize("value", ["Infinity", "NaN", "-Infinity"])
