@@ -46,7 +46,7 @@ from benchmarks.synthetic_job import COMM_ID, rank_lines
 from forensics.report.words import analyze
 from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from parsers.readers.recorder import decode_recorder
 
 GOAL_S, GOAL_RSS_GB = 60.0, 4.0
@@ -167,7 +167,7 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
 CHILD = """
 import json, os, resource, sys, time
 t, cpu = time.perf_counter(), sum(os.times()[:4])  # CPU of this process and of the reader processes it waited for
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 from parsers import knowledge
 mode = sys.argv[2]  # full: every raw file; digest: digest first over every rank; focus: over the classes (the default)
 v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=mode != "full",
@@ -222,7 +222,7 @@ from parsers.scale.digest import DIGEST_NAME, read_summaries
 from parsers.scale.merge import from_host, merge_all
 from parsers.scale.classes import judge_classes
 from forensics.fleet.reduce import merge_answers
-from parsers.source import open_source
+from parsers.gather.source import open_source
 root, gateways = sys.argv[1], int(sys.argv[2])
 raw = dig = 0
 for d, _, names in os.walk(root):
@@ -261,15 +261,15 @@ print(json.dumps({"gateways": len(answers), "gateway_max_s": max(times), "gatewa
 PHASES = """
 import json, os, resource, sys, time
 from parsers import knowledge
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from parsers.scale.digest_first import load_digest_first
 from parsers.scale.digest import read_digest, decode_parsed, DIGEST_NAME
-from parsers.evidence import assemble
-from parsers.analyze import JUDGES, ranks_table
-from parsers.merge import merge_verdict
+from parsers.gather.evidence import assemble
+from parsers.pipeline.analyze import JUDGES, ranks_table
+from parsers.pipeline.merge import merge_verdict
 from parsers.judges.logs import unread
 from parsers.model.findings import JudgeContext
-from parsers.quiet_gc import pause_gc
+from parsers.gather.quiet_gc import pause_gc
 kb = knowledge.load(use_env=False)
 P, out, root = time.process_time, {}, sys.argv[1]
 with pause_gc():

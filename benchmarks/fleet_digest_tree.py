@@ -122,7 +122,7 @@ def host_answer(files: dict[str, bytes], h: int, world: int, work: Path, kb) -> 
     from forensics.fleet import wire
     from parsers.scale.digest import DIGEST_NAME, write_json
     from parsers.scale.digest_first import digest_host
-    from parsers.source import open_source
+    from parsers.gather.source import open_source
 
     shutil.rmtree(work, ignore_errors=True)
     root = work / "bundle"
@@ -244,7 +244,7 @@ def one(mode: str, hosts: int, gateways: int, fanout: int, answers: Path, standi
                        suspects=[s.rank for s in v.suspects][:5], refused=res["refused"][:3], ranks_seen=res["ranks"])
         else:
             from parsers import knowledge
-            from parsers.analyze import analyze
+            from parsers.pipeline.analyze import analyze
 
             runner = ssh_runner([], fanout, ssh_path=str(standin))
             result = collect_fleet(names, out / "b", spec, runner, host_timeout=120, quiet=True, cleanup=False)

@@ -19,7 +19,7 @@ from typing import Any
 
 from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
+from parsers.gather.source import open_source
 
 
 def _manifest(root: Path) -> dict[str, Any]:

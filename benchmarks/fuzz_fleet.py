@@ -38,7 +38,7 @@ from parsers import knowledge
 from parsers.scale.digest import DIGEST_NAME, DigestError, decode_parsed, own_processes, read_digest
 from parsers.scale.classes import judge_classes
 from parsers.scale.merge import ClassSummary, from_host, merge, merge_all
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from forensics.fleet.reduce import ANSWER, read_gateway_answer
 from forensics.fleet.tree_verdict import ranks_to_fetch
 from forensics.report.output import json_text

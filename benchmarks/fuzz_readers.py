@@ -19,8 +19,8 @@ from pathlib import Path
 
 from benchmarks.fuzzing import mutate, seeds
 from parsers import knowledge
-from parsers.evidence import read_file
-from parsers.source import FileRef
+from parsers.gather.evidence import read_file
+from parsers.gather.source import FileRef
 
 
 def run(inputs: int, seed: int, report_every: int = 0) -> dict:

@@ -273,8 +273,8 @@ def _child(folder: Path, out: int) -> None:
         from forensics.report.postmortem.session import PostMortem
         from forensics.report.text import render_view
         from forensics.report.view import build_view
-        from parsers.analyze import analyze
-        from parsers.errors import InputError
+        from parsers.pipeline.analyze import analyze
+        from parsers.input.errors import InputError
 
         try:
             result = analyze(folder, _KB[0] if _KB else None)
@@ -303,7 +303,7 @@ def preload() -> None:
     import forensics.report.postmortem.loader  # noqa: F401
     import forensics.report.postmortem.session  # noqa: F401
     import forensics.report.text  # noqa: F401
-    import parsers.analyze  # noqa: F401
+    import parsers.pipeline.analyze  # noqa: F401
     # what the report imports only when it is first drawn (PostMortem's show_* and report): every child
     # imported these again, about 0.1-0.5 s of each input's time
     import forensics.report.graph  # noqa: F401
@@ -311,7 +311,7 @@ def preload() -> None:
     import forensics.report.stacktree  # noqa: F401
     import forensics.report.style  # noqa: F401
     import forensics.report.timeline  # noqa: F401
-    import parsers.ranges  # noqa: F401
+    import parsers.model.ranges  # noqa: F401
     import parsers.stacks.tree  # noqa: F401
     from parsers import knowledge
 

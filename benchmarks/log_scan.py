@@ -35,9 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from parsers.quiet_gc import pause_gc
+from parsers.gather.quiet_gc import pause_gc
 from parsers import knowledge
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 from parsers.readers import logscan, nccl_log
 
 WORLD_COMM = "0xa7869d7d53387980"

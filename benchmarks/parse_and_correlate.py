@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from benchmarks.synthetic_job import job, write_log
-from parsers.evidence import read_file
-from parsers.source import FileRef
-from parsers.quiet_gc import pause_gc
+from parsers.gather.evidence import read_file
+from parsers.gather.source import FileRef
+from parsers.gather.quiet_gc import pause_gc
 from parsers.judges.logs import correlate
 
 

@@ -1,6 +1,6 @@
 """Scale parity table (issue 43): each fault capture replicated to N ranks, its plain read against the digest path.
 
-Why: tests/parsers/test_scale_parity.py asserts the parity case by case; this prints the table the issue asks
+Why: tests/parsers/pipeline/test_scale_parity.py asserts the parity case by case; this prints the table the issue asks
 for (fixture, plain-read culprit and why, digest-path culprit and why, equal?), with why the focus over classes
 was or was not used and the seconds of each read, so a disagreement or a fallback is seen at a glance.
 The fleet is made by tests/support/replicate.py (the capture's ranks kept, the rest healthy copies of one rank).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.evidence import Artifact, Evidence, _apply_hints
-from parsers.quiet_gc import pause_gc
+from parsers.gather.evidence import Artifact, Evidence, _apply_hints
+from parsers.gather.quiet_gc import pause_gc
 from parsers.readers import nccl_log
 
 COMM_ID = "0xa7869d7d53387980"

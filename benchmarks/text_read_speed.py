@@ -4,7 +4,7 @@ baseline tree in the same run.
 The fuzzer (fuzz_structured.py) grows real fixtures by repeating lines, lengthening lines and inserting
 NUL/digit/blank runs; a 4-7 MB rank log, Flight Recorder analyzer report, `ras_verbose.txt` or markdown
 file made that way took 3-5 s to read. This builds such files the same way from the same fixtures, runs
-`parsers.analyze.analyze` on a folder holding each one, and reports MB/s. With `--baseline TREE` (a checkout
+`parsers.pipeline.analyze.analyze` on a folder holding each one, and reports MB/s. With `--baseline TREE` (a checkout
 of an older commit, e.g. `git worktree add /tmp/base main` or `git archive main | tar x -C /tmp/base`),
 each input is also analyzed by that tree's code in a child process of the same run, and the ratio
 (baseline seconds / this tree's seconds) is printed.
@@ -91,7 +91,7 @@ _CHILD = """
 import hashlib, json, sys, time
 from pathlib import Path
 from parsers import knowledge
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 kb = knowledge.load()
 out = []
 for folder in sys.argv[1:]:
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             import pstats
 
             from parsers import knowledge
-            from parsers.analyze import analyze
+            from parsers.pipeline.analyze import analyze
             kb = knowledge.load()
             prof = cProfile.Profile()
             prof.enable()

@@ -1,12 +1,12 @@
 """The CLI's own error kind: an expected failure that carries its exit code.
 
-Why here and not a second root: every expected failure derives from parsers.errors.HangForensicsError (the
+Why here and not a second root: every expected failure derives from parsers.input.errors.HangForensicsError (the
 ground floor's root, since parsers/ imports nothing from forensics/); this kind only adds the exit code a
 command chose. forensics/exitcodes.py `code_for` turns any kind into its code.
 """
 
 from forensics.exitcodes import ExitCode
-from parsers.errors import HangForensicsError
+from parsers.input.errors import HangForensicsError
 
 
 class ForensicsError(HangForensicsError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from parsers.errors import HangForensicsError
+from parsers.input.errors import HangForensicsError
 
 
 class ExitCode(IntEnum):
@@ -46,7 +46,7 @@ def help_epilog(name: str, codes: dict[int, str]) -> str:
 
 def code_for(err: HangForensicsError) -> ExitCode:
     """The exit code of an expected failure that reached the command's top: the one place that maps
-    error kinds (parsers/errors.py) to codes. A ForensicsError carries the code its command chose; any
+    error kinds (parsers/input/errors.py) to codes. A ForensicsError carries the code its command chose; any
     other kind is the input's or the arguments' fault (a tool's failure is recorded by its collector,
     not raised this far), so BAD_INPUT. Anything outside the root is a bug: FAILURE, with a traceback."""
     code = getattr(err, "code", None)

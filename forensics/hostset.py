@@ -23,7 +23,7 @@ import re
 from typing import Sequence
 
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 
 MAX_TEXT = 65536  #: characters of one host-set expression
 MAX_HOSTS = 100_000  #: hosts one command may name, all expressions and host-file lines together

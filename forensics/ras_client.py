@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass
-from parsers.errors import ToolError
+from parsers.input.errors import ToolError
 
 DEFAULT_ADDR = "localhost:28028"
 PROTOCOL = 2

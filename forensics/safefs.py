@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from forensics.errors import ForensicsError
-from parsers.safeio import UnsafeFile, checked_file, open_regular
+from parsers.input.safeio import UnsafeFile, checked_file, open_regular
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -30,10 +30,13 @@ PACKAGES = ("parsers", "forensics", "nccl_patches")
 #: discovery below collection, collection below the fleet, trigger and bisect, those below presentation
 #: and the CLI. Folders not named here are judged for circles only.
 LAYERS = {
-    "parsers.model": 0,
-    "parsers.readers": 1, "parsers.steps": 1, "parsers.stacks": 1, "parsers.knowledge": 1,
-    "parsers.judges": 2,
-    "parsers.scale": 3,
+    "parsers.input": 0,
+    "parsers.model": 1,
+    "parsers.readers": 2, "parsers.steps": 2, "parsers.stacks": 2, "parsers.knowledge": 2,
+    "parsers.gather": 3,
+    "parsers.judges": 4,
+    "parsers.scale": 5,
+    "parsers.pipeline": 6,
     "forensics.bundle": 10,
     "forensics.discover": 11,
     "forensics.collectors": 12, "forensics.collect": 12,

@@ -59,8 +59,9 @@ UNDER_TEST: dict[str, str] = {
     "test_bisect_gloo.py": "forensics.bisect.runner", "test_bisect_slurm.py": "forensics.bisect.launchers",
     "test_bisect_ssh.py": "forensics.bisect.launchers", "test_selftest_fork.py": "forensics.bisect.selftest_job",
     # integration/device: the whole pipeline, or a judge, on captures from the H200
-    "test_h200_issue14_15.py": "parsers.analyze", "test_h200_stragglers_by_noise.py": "parsers.judges.stragglers",
-    "test_nccl_bundles.py": "parsers.analyze",
+    "test_h200_issue14_15.py": "parsers.pipeline.analyze",
+    "test_h200_stragglers_by_noise.py": "parsers.judges.stragglers",
+    "test_nccl_bundles.py": "parsers.pipeline.analyze",
     # integration/fleet
     "test_fanout_standin.py": "forensics.fleet.collect", "test_fleet_collect.py": "forensics.fleet.collect",
     "test_slurm.py": "forensics.fleet.slurm", "test_steps_real.py": "parsers.steps.series",
@@ -79,11 +80,11 @@ UNDER_TEST: dict[str, str] = {
     "test_collectors_live.py": "forensics.collectors.host", "test_h200_bundle.py": "parsers.judges.hosts",
     "test_hosts_command.py": "parsers.judges.hosts",
     # integration/parsers
-    "test_fixture_verdicts.py": "parsers.judges.logs", "test_issue14_verdicts.py": "parsers.analyze",
-    "test_issue26_cases.py": "parsers.analyze", "test_issue39_gloo.py": "parsers.analyze",
-    "test_issue39_device.py": "parsers.analyze",
+    "test_fixture_verdicts.py": "parsers.judges.logs", "test_issue14_verdicts.py": "parsers.pipeline.analyze",
+    "test_issue26_cases.py": "parsers.pipeline.analyze", "test_issue39_gloo.py": "parsers.pipeline.analyze",
+    "test_issue39_device.py": "parsers.pipeline.analyze",
     "test_live_pyspy_and_scenario.py": "parsers.readers.pyspy_text",
-    "test_one_pipeline.py": "parsers.analyze", "test_ras_command.py": "forensics.collectors.ras",
+    "test_one_pipeline.py": "parsers.pipeline.analyze", "test_ras_command.py": "forensics.collectors.ras",
     # integration/recorder
     "test_hung_ranks.py": "nccl_patches.harness", "test_preload_shim.py": "nccl_patches.harness",
     "test_chain.py": "nccl_patches.harness",
@@ -98,7 +99,7 @@ UNDER_TEST: dict[str, str] = {
     "test_from_bundles_sim.py": "forensics.bisect.from_bundles", "test_launchers_state.py": "forensics.bisect.state",
     "test_state_rules.py": "forensics.bisect.state",
     # unit/digest
-    "test_scale_parity.py": "parsers.analyze",  # the one pipeline on a capture replicated to a fleet
+    "test_scale_parity.py": "parsers.pipeline.analyze",  # the one pipeline on a capture replicated to a fleet
     "test_digest.py": "parsers.scale.digest", "test_digest_merge.py": "parsers.scale.merge",
     # unit/fleet
     "test_filing.py": "forensics.fleet.filing", "test_fleet_pieces.py": "forensics.fleet.collect",
@@ -113,17 +114,17 @@ UNDER_TEST: dict[str, str] = {
     "test_summary.py": "forensics.report.words.summary", "test_one_place.py": "forensics.report.words",
     "test_finding_protocol.py": "parsers.model.findings",
     # unit/harden
-    "test_archive.py": "parsers.archive", "test_archive_headers.py": "parsers.archive",
+    "test_archive.py": "parsers.input.archive", "test_archive_headers.py": "parsers.input.archive",
     "test_attach.py": "forensics.bundle.attach", "test_fanout.py": "forensics.fleet.hosts",
-    "test_fuzz_found.py": "parsers.evidence", "test_fuzz_readers.py": "parsers.evidence",
-    "test_fuzz_structured.py": "benchmarks.fuzz_structured", "test_hostile_digits.py": "parsers.evidence",
+    "test_fuzz_found.py": "parsers.gather.evidence", "test_fuzz_readers.py": "parsers.gather.evidence",
+    "test_fuzz_structured.py": "benchmarks.fuzz_structured", "test_hostile_digits.py": "parsers.gather.evidence",
     "test_hostset.py": "forensics.hostset", "test_manifest_bounds.py": "parsers.model.manifest",
     "test_readers_bounded.py": "parsers.readers", "test_redact.py": "parsers.redact",
     "test_redaction_corpus.py": "parsers.redact", "test_regex_linear.py": "parsers.readers",
     "test_safe_output.py": "forensics.cli.output", "test_safefs.py": "forensics.safefs",
-    "test_safeio.py": "parsers.safeio",
+    "test_safeio.py": "parsers.input.safeio",
     # unit/knowledge
-    "test_entries.py": "parsers.knowledge", "test_gpu_binding.py": "parsers.gpu_binding",
+    "test_entries.py": "parsers.knowledge", "test_gpu_binding.py": "parsers.judges.gpu_binding",
     "test_h200_real.py": "parsers.readers.host_nvsmi", "test_loader.py": "parsers.knowledge",
     "test_readers.py": "parsers.readers.host_kernel",
     # unit/parsers
@@ -134,19 +135,19 @@ UNDER_TEST: dict[str, str] = {
     "test_exception_reader.py": "parsers.readers.exception", "test_faulthandler.py": "parsers.readers.faulthandler",
     "test_flight_recorder.py": "parsers.readers.flight_recorder", "test_fr_report.py": "parsers.readers.fr_report",
     "test_gdb_text.py": "parsers.readers.gdb_text", "test_horovod_exception.py": "parsers.readers.rank_log",
-    "test_independent_sinks.py": "parsers.sinks", "test_logscan.py": "parsers.readers.logscan",
+    "test_independent_sinks.py": "parsers.pipeline.sinks", "test_logscan.py": "parsers.readers.logscan",
     "test_nccl_error_wrappers.py": "parsers.readers.c10d", "test_nccl_log.py": "parsers.readers.nccl_log",
-    "test_odd_one_out.py": "parsers.judges.logs.ahead", "test_prefix.py": "parsers.prefix",
+    "test_odd_one_out.py": "parsers.judges.logs.ahead", "test_prefix.py": "parsers.readers.prefix",
     "test_pyspy_pasted.py": "parsers.readers.pyspy_text", "test_pyspy_text.py": "parsers.readers.pyspy_text",
     "test_ras_proxy.py": "parsers.readers.ras", "test_real_nccl_readers.py": "parsers.readers",
-    "test_scenario_plan.py": "scripts.device.nccl_scenarios", "test_sniff_artifacts.py": "parsers.registry",
+    "test_scenario_plan.py": "scripts.device.nccl_scenarios", "test_sniff_artifacts.py": "parsers.gather.registry",
     "test_spawn_launcher.py": "parsers.readers.rank_log", "test_srun_exit.py": "parsers.readers.launcher",
-    "test_stack_samples.py": "parsers.readers.pyspy_samples", "test_stamps.py": "parsers.stamps",
+    "test_stack_samples.py": "parsers.readers.pyspy_samples", "test_stamps.py": "parsers.readers.stamps",
     "test_store_barrier.py": "parsers.readers.c10d", "test_stragglers.py": "parsers.judges.stragglers",
-    "test_torchrun_console.py": "parsers.readers.rank_log", "test_wrapper_capture.py": "parsers.analyze",
+    "test_torchrun_console.py": "parsers.readers.rank_log", "test_wrapper_capture.py": "parsers.pipeline.analyze",
     # unit/realworld: the real excerpts' corpus, read and judged
     "test_identity.py": "parsers.readers", "test_judges.py": "parsers.judges", "test_records.py": "parsers.readers",
-    "test_round3.py": "parsers.readers", "test_verdicts.py": "parsers.analyze",
+    "test_round3.py": "parsers.readers", "test_verdicts.py": "parsers.pipeline.analyze",
     # unit/recorder
     "test_cli_and_build.py": "forensics.nccl_plugin", "test_device_fixtures.py": "parsers.readers.recorder",
     "test_links_harness.py": "parsers.judges.links", "test_plugin_run.py": "nccl_patches.harness",
@@ -167,8 +168,9 @@ UNDER_TEST: dict[str, str] = {
     "test_progress_escapes.py": "forensics.collect.progress", "test_output_faults.py": "forensics.report.output",
 }
 #: modules nearly every test imports: they say nothing of what a test is about (the import fallback)
-GENERIC = {"parsers", "parsers.analyze", "parsers.knowledge", "parsers.evidence", "parsers.source",
-           "parsers.registry", "parsers.errors", "parsers.model", "parsers.model.events", "parsers.model.findings",
+GENERIC = {"parsers", "parsers.pipeline.analyze", "parsers.knowledge", "parsers.gather.evidence",
+           "parsers.gather.source", "parsers.gather.registry", "parsers.input.errors", "parsers.model",
+           "parsers.model.events", "parsers.model.findings",
            "parsers.model.manifest", "forensics", "forensics.errors", "forensics.cli.main",
            "forensics.collectors.base", "forensics.bundle.reader", "forensics.bundle.writer", "forensics.schemas",
            "forensics.report.words", "forensics.report.words.facts"}

@@ -32,7 +32,8 @@ def main() -> int:
           "from the excerpt, and how many were. Outcome: *right* (the thread's culprit or host cause reached), "
           "*honest* (the thread does not know, or knows from what the excerpt lacks, said why; no culprit named "
           "and the summary says what the lines show), *gap* (a known miss, with why). "
-          "Regenerate with `scripts/realworld_table.py`; `tests/parsers/test_verdicts.py` checks every row.", file=out)
+          "Regenerate with `scripts/realworld_table.py`; `tests/parsers/pipeline/test_verdicts.py` checks every row.",
+          file=out)
     print(file=out)
     rec = sum(r.recognised for r in rows), sum(r.records for r in rows)
     print(f"Totals: records {rec[0]} of {rec[1]}; threads that know the truth {len(known)}, of them right "

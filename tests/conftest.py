@@ -20,7 +20,7 @@ from hf_testpaths import FIXTURES, REPO  # noqa: E402, F401 - after sys.path get
 from proc_stat import state_letter  # noqa: E402 - after sys.path gets tests/support
 
 # A reader's exception outside the declared data errors is a bug of ours: raised in tests, not recorded as a
-# file's problem (parsers.evidence.STRICT_ENV). Subprocesses started by tests inherit it.
+# file's problem (parsers.gather.evidence.STRICT_ENV). Subprocesses started by tests inherit it.
 os.environ.setdefault("FORENSICS_STRICT_READERS", "1")
 
 

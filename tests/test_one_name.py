@@ -1,7 +1,7 @@
 """One meaning per class name across forensics/, parsers/ and nccl_patches/ (issue 29).
 
 Progress, Artifact and Frame each named two or three different things; now one each (the evidence model's:
-parsers.model.events.Progress, parsers.evidence.Artifact, parsers.model.stacks.Frame). The names still
+parsers.model.events.Progress, parsers.gather.evidence.Artifact, parsers.model.stacks.Frame). The names still
 shared are listed here, each with its reason, so a new clash fails this test instead of growing the list unseen.
 Every class counts, nested ones too."""
 
@@ -30,7 +30,7 @@ def _classes() -> dict[str, list[str]]:
 def test_progress_artifact_and_frame_each_name_one_class():
     found = _classes()
     assert found["Progress"] == ["parsers/model/events.py"]
-    assert found["Artifact"] == ["parsers/evidence.py"]
+    assert found["Artifact"] == ["parsers/gather/evidence.py"]
     assert found["Frame"] == ["parsers/model/stacks.py"]
     assert found["ProgressReporter"] == ["forensics/collect/progress.py"]
     assert found["ProgressDecision"] == ["parsers/judges/progress.py"]

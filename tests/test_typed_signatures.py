@@ -1,6 +1,6 @@
 """No parameter named `ev` is typed `Any` in forensics/ or parsers/ (issue 43, item 3).
 
-Why: `ev` is the evidence a judge, the arbiter or the digest reads (parsers.evidence.Evidence). Typed `Any`, a
+Why: `ev` is the evidence a judge, the arbiter or the digest reads (parsers.gather.evidence.Evidence). Typed `Any`, a
 type checker accepts any attribute read on it, so a renamed field of the model breaks at run time only. The
 first test checks that the scan finds each way of writing it on a source built here (so the last can fail).
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 
 
 class DesignError(UsageError):

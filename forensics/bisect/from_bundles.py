@@ -2,7 +2,7 @@
 
 Verdicts: `forensics analyze --json` output ({"culprit": {"host": ...}, "suspects":
 [{"host": ..., "confidence": ...}]}), a bundle folder's saved analysis.json, or any
-bundle, loose folder or archive, analysed here with the one pipeline (parsers.analyze). Every host a failed run
+bundle, loose folder or archive, analysed here with the one pipeline (parsers.pipeline.analyze). Every host a failed run
 implicated gains prior odds; hosts implicated by more than one run are tested alone in the first round.
 
 Host checks: any callable host -> 'healthy' | 'suspect' | 'exclude' | None (the host
@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from forensics.bisect.launchers import check_host, split_template
-from parsers import safeio
-from parsers.analyze import analyze  # the typed verdict: its hosts and confidences, no words (forensics.report.words)
-from parsers.errors import BadInput, InputError
+from parsers.input import safeio
+# the typed verdict: its hosts and confidences, no words (forensics.report.words)
+from parsers.pipeline.analyze import analyze
+from parsers.input.errors import BadInput, InputError
 from parsers.judges.hosts import plain_host
-from parsers.source import is_archive, manifest_refusal
+from parsers.gather.source import is_archive, manifest_refusal
 
 HostCheck = Callable[[str], "str | None"]
 VERDICTS = ("healthy", "suspect", "exclude")

@@ -16,7 +16,7 @@ from typing import Sequence
 from forensics import hostset
 from forensics.errors import ForensicsError
 from forensics.fleet.options import check_srun_args, check_ssh_options
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 PLACEHOLDERS = ("{hosts}", "{nnodes}", "{port}", "{round}", "{group}", "{first}", "{host}")
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from forensics import safefs
-from parsers.errors import BadInput
+from parsers.input.errors import BadInput
 
 FORMAT = "hang-forensics-bisect-state"
 VERSION = 2  #: 1 kept the command and options in the file (read back and run): refused now

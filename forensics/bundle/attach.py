@@ -17,7 +17,7 @@ from forensics.bundle.writer import safe_name, unique_name, write_manifest
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, manifest_from_dict
 from forensics import safefs
 from forensics.errors import ForensicsError
-from parsers.safeio import UnsafeFile, open_regular
+from parsers.input.safeio import UnsafeFile, open_regular
 
 #: folder of attached files, inside the bundle
 ATTACHED = "job/attached"

@@ -17,7 +17,7 @@ from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, write_js
 from parsers.scale.merge import from_host, merge_all, without as without_digest
 from parsers.model.manifest import Manifest
 from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from forensics import safefs
 from forensics.bundle.writer import BundleWriter
 

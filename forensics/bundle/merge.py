@@ -21,9 +21,9 @@ from forensics.bundle.digest import write_merged_digest
 from parsers.scale.merge import difference, ranks_of
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name
-from parsers import safeio
-from parsers.archive import name_parts
-from parsers.manifest_schema import MAX_WORLD
+from parsers.input import safeio
+from parsers.input.archive import name_parts
+from parsers.input.manifest_schema import MAX_WORLD
 from forensics.errors import ForensicsError
 from forensics.hostset import HostSetError, fold
 

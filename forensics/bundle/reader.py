@@ -1,7 +1,7 @@
 """Opens a bundle for the collection side (merging fleet parts, checking what `collect` wrote).
 
 The analysis side opens any source (bundle, loose folder, archive) with
-parsers.source.open_source; this is the same opener with one more rule: the
+parsers.gather.source.open_source; this is the same opener with one more rule: the
 folder must have a manifest. Bad input becomes a ForensicsError with what to do.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from forensics.errors import ForensicsError
-from parsers.errors import InputError
+from parsers.input.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME
-from parsers.source import Source, manifest_refusal, open_source
+from parsers.gather.source import Source, manifest_refusal, open_source
 
 
 def open_bundle(path: Path | str) -> Source:

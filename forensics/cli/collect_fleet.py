@@ -28,7 +28,7 @@ from forensics.report.output import text_width
 from forensics.fleet.slurm import slurm_hosts, srun_runner
 from forensics.bundle.archive import make_archive
 from forensics.fleet import outcome
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.scale.merge import count, fold as fold_intervals
 
 FLEET_EPILOG = """fleet (whole job, many hosts):

@@ -18,7 +18,7 @@ import signal
 import tempfile
 import threading
 
-from parsers.archive import Terminated
+from parsers.input.archive import Terminated
 
 #: the signals that end a command, and the exit code each gives (128 + its number, as a shell reports it)
 ENDING = {signal.SIGINT: 130, signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGHUP: 128 + signal.SIGHUP}

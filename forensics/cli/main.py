@@ -26,7 +26,7 @@ from forensics.cli import commands, ending
 from forensics.cli.logs import setup_logging
 from forensics.report.text import escape
 from forensics.exitcodes import SHARED, ExitCode, code_for, help_epilog
-from parsers.errors import HangForensicsError
+from parsers.input.errors import HangForensicsError
 
 EPILOG = help_epilog("COMMAND", {int(k): v for k, v in SHARED.items()}).replace(
     "exit codes of 'forensics COMMAND'", "exit codes shared by every command") + (

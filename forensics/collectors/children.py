@@ -14,7 +14,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import ChildRecord, CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collectors.base import CollectOptions, RankTarget, timed
 from forensics.collectors.pyspy import PySpyCollector
 from forensics.discover import procfs

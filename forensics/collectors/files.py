@@ -27,8 +27,8 @@ from forensics import safefs
 from forensics.discover import procfs
 from forensics.safefs import JobUser
 from forensics.bundle import redact
-from parsers import safeio
-from parsers.safeio import UnsafeFile
+from parsers.input import safeio
+from parsers.input.safeio import UnsafeFile
 
 COPY_MODE = 0o600  #: copied target files may hold anything the target wrote: owner-only
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_folder
+from parsers.gather.registry import collector_folder
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_whole_or_refuse, process_path
 from forensics.collect.budget import apparent_size

@@ -16,7 +16,7 @@ from typing import Any
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
@@ -24,7 +24,7 @@ from forensics.collect.tool import find_tool, kill_group
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.gdb_mi import FRAME_ITEM, TAIL_CHARS, THREAD_ITEM, Cap, MiReader, Record
 from forensics.discover import procfs
-from parsers.errors import ToolError
+from parsers.input.errors import ToolError
 
 GDB_ARGS = [
     "--interpreter=mi3",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_json
 

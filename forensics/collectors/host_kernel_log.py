@@ -14,7 +14,7 @@ import os
 import time
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import read_small, save_text, tail

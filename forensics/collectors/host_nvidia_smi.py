@@ -9,7 +9,7 @@ nvidia-smi is itself evidence against the host.
 from __future__ import annotations
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import save_text

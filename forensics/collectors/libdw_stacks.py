@@ -33,7 +33,7 @@ import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
-from parsers.errors import ToolError
+from parsers.input.errors import ToolError
 
 MAX_THREADS = 4096
 MAX_FRAMES = 256

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.budget import fit_doc
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect import tool as tools

@@ -8,11 +8,11 @@ import socket
 from pathlib import Path
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_folder
+from parsers.gather.registry import collector_folder
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log, process_path
 from forensics.collect.budget import apparent_size
-from parsers.safeio import UnsafeFile
+from parsers.input.safeio import UnsafeFile
 
 
 def expand_debug_file(pattern: str, pid: int, host: str | None = None) -> str:

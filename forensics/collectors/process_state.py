@@ -6,7 +6,7 @@ import json
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.discover import procfs
 

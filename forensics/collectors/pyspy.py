@@ -12,7 +12,7 @@ from typing import Any
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap, write_within
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool

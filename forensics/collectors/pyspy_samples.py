@@ -31,7 +31,7 @@ from forensics.collectors.pyspy import DENIED_MARKS
 from forensics.discover import procfs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.readers.pyspy_samples import FORMAT, VERSION
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 
 #: the most samples one collection takes per rank
 MAX_SAMPLES = 200

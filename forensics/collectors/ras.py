@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.collectors.base import CollectOptions, HostTarget, timed
 from forensics.collect.budget import write_within
 from forensics.ras_client import DEFAULT_ADDR, RasError, query

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 from parsers.model.manifest import CollectorRecord, Status
-from parsers.registry import collector_folder
+from parsers.gather.registry import collector_folder
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collect.budget import apparent_size
 from forensics.collectors.files import copy_whole_or_refuse
@@ -32,7 +32,8 @@ MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is ref
 class RecorderCollector(AlwaysEnabled):
     """Copies the recorder's state files and text snapshots of one rank."""
 
-    name = "recorder"  #: bundles written before the rename say "nccl_recorder" (parsers.registry.COLLECTOR_ALIASES)
+    #: bundles written before the rename say "nccl_recorder" (parsers.gather.registry.COLLECTOR_ALIASES)
+    name = "recorder"
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         directory = recorder_dir(target.pid, target.environ)

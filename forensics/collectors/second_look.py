@@ -35,11 +35,11 @@ from forensics.collectors.nccl_logs import find_debug_file
 from forensics.collectors.pyspy_samples import _threads
 from forensics.collectors.recorder import MAX_STATE_BYTES, recorder_dir, state_files
 from forensics.discover import procfs
-from parsers import safeio
+from parsers.input import safeio
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.readers.recorder import RecorderFormatError, decode_recorder
 from parsers.readers.second_look import FORMAT, VERSION
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 
 NAME = "second-look"
 FILE_NAME = collector_file(NAME, "second-look")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.ints import as_int
+from parsers.input.ints import as_int
 from parsers.model.manifest import CollectorRecord, Status
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget
 from forensics.collectors.files import copy_target_log

@@ -26,7 +26,7 @@ from forensics import safefs
 from forensics.discover import outputs, procfs
 from forensics.discover.rankenv import RankProcess
 from forensics.discover.recorder_files import recorder_dir, state_files
-from parsers import safeio
+from parsers.input import safeio
 from parsers.model.events import describe_status
 from parsers.readers.recorder import RecorderFormatError, read_recorder_file
 

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from forensics import safefs
 from forensics.bundle.writer import unique_name
-from parsers.registry import collector_file
+from parsers.gather.registry import collector_file
 from forensics.discover import procfs
 from forensics.safefs import JobUser
 
@@ -236,7 +236,7 @@ _BUNDLE_NAMES = {
 
 def bundle_name(item: OutputFile, taken: set[str]) -> str:
     """File name in the rank folder: stdout.log / stderr.log for fds (as before), else by kind; the names
-    are the registry's (parsers.registry: the rank-log kind)."""
+    are the registry's (parsers.gather.registry: the rank-log kind)."""
     return unique_name(_BUNDLE_NAMES.get((item.kind, item.stream)) or _rank_log(f"{item.kind}.log"), taken)
 
 

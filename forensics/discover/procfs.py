@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parsers.errors import ToolError
+from parsers.input.errors import ToolError
 
 PROC = Path("/proc")
 

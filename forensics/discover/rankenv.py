@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass, field
 
 from forensics.discover import procfs
-from parsers.ints import as_int
+from parsers.input.ints import as_int
 
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 WORLD_KEYS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")

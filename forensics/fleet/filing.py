@@ -11,7 +11,7 @@ lines (JSON) and rebuilds the filed manifest it gets back (validated again:
 manifest_from_dict). Which one: forensics.fleet.collect.filing_workers (on 2 cores, the
 thread: measured no slower, and ~2.5 s less CPU at 4,096 hosts).
 
-Safety is the same as on a thread, since the same judge() runs there: parsers.archive's
+Safety is the same as on a thread, since the same judge() runs there: parsers.input.archive's
 rules, a bad archive is that host's clear error. A worker that dies mid-host (killed,
 out of memory) loses nothing already filed: that host's half-written folder is removed,
 a fresh worker is started and the host filed once more; if that worker dies too, the
@@ -37,17 +37,17 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import forensics
-from parsers.archive import ArchiveRefused, Limits, extract_stream
-from parsers.errors import InputError
+from parsers.input.archive import ArchiveRefused, Limits, extract_stream
+from parsers.input.errors import InputError
 from forensics.bundle.encode import to_json
 from parsers.model.manifest import Manifest, manifest_from_dict
-from parsers.source import read_manifest_file
+from parsers.gather.source import read_manifest_file
 from forensics.bundle.merge import HOST_MANIFEST, MAX_FILE_BYTES, MAX_FILES_PER_HOST, HostPart, host_root, place_name
 from forensics.fleet import outcome, wire
 from forensics.fleet.outcome import MAX_ANSWER_CHARS, HostRun
 from forensics.fleet.wire import WireError
 
-#: what one host's archive may hold: the merge's own caps per host, parsers.archive's rules for the rest
+#: what one host's archive may hold: the merge's own caps per host, parsers.input.archive's rules for the rest
 HOST_ARCHIVE_LIMITS = Limits(max_members=MAX_FILES_PER_HOST, max_member_bytes=MAX_FILE_BYTES)
 #: characters of one worker reply read at most (its host's manifest; the reader caps manifests at 512 MB)
 MAX_REPLY_CHARS = 512 * 1024 * 1024
@@ -115,7 +115,7 @@ def _place(part: HostPart, archive: bytes, out: Path) -> Exception | None:
 def place_archive(archive: bytes, out: Path, host: str) -> Manifest:
     """Extract a host's bundle archive once, straight into hosts/<host>/ of the job bundle `out`; its manifest.
 
-    The archive is hostile: parsers.archive's rules apply to every member (regular files
+    The archive is hostile: parsers.input.archive's rules apply to every member (regular files
     and folders only, no links, no absolute or '..' names, bounded count, sizes and
     expansion ratio), every file must lie under the archive's 'bundle/' folder, and each
     lands at its rebased name (forensics.bundle.merge.place_name), which cannot leave

@@ -51,14 +51,14 @@ from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
 from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
-from parsers import bounded_json, safeio
+from parsers.input import bounded_json, safeio
 from parsers.scale.digest import DIGEST_NAME, own_processes, read_summaries
 from parsers.scale.classes import judge_classes
-from parsers.archive import ArchiveRefused
-from parsers.errors import InputError
+from parsers.input.archive import ArchiveRefused
+from parsers.input.errors import InputError
 from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, from_host, \
     holds, merge_all, without
-from parsers.source import open_source, read_manifest_file
+from parsers.gather.source import open_source, read_manifest_file
 
 
 def reduce_bundle(bundle: Path) -> ClassSummary:
@@ -360,7 +360,7 @@ def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Interval
               gateway_python: str = "python3", max_hosts: int = MAX_FETCH_HOSTS,
               received: list[int] | None = None) -> tuple[list[HostPart], list[str]]:
     """From the gateways that keep them, the raw files of the hosts that hold `ranges` (or are named), filed
-    into `out` as host answers are (hosts/<host>/, parsers.archive's checks through place_archive): at most
+    into `out` as host answers are (hosts/<host>/, parsers.input.archive's checks through place_archive): at most
     `max_hosts` in all. Each gateway is asked only about its own hosts; a frame for a host the root did not
     send it is refused. Returns the filed hosts and why anything was not filed (`received`, when given, gets the
     characters each gateway sent)."""

@@ -38,7 +38,7 @@ from forensics.discover import procfs
 from forensics.discover.ranks import is_rank_env
 from forensics.errors import ForensicsError
 from forensics.fleet import wire
-from parsers.walk import walk_files
+from parsers.input.walk import walk_files
 
 PID_DIR = Path(tempfile.gettempdir())
 

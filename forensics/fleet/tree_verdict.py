@@ -24,7 +24,7 @@ from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, fetch_raw
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 from parsers.scale.merge import (ClassSummary, Intervals, count, difference, fold as fold_ranks, holds, meets, ranks_of,
                                  union)
 from parsers.model.events import MAX_RANKS
@@ -51,7 +51,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
     """The judges' verdict of the reduced tree: the raw files of the odd ranks' hosts fetched from the gateways
     that keep them (`fetch_raw`: at most `max_hosts`) into `out` as a job bundle, the ranks the gateways hold and
     the root did not fetch recorded as such (not missing: the merged digest judged them like the others), the
-    tree's merged digest beside them; then the normal analysis (parsers.analyze, digest first) of that bundle.
+    tree's merged digest beside them; then the normal analysis (parsers.pipeline.analyze, digest first) of that bundle.
     Returns (the Analysis, what was fetched how)."""
     say = say or (lambda line: None)
     start = time.monotonic()
@@ -100,7 +100,7 @@ def tree_verdict(reduced: dict[str, Any], gateways: dict[str, list[str]], out: P
 
 
 def tree_analysis(bundle: Path, kb: Any, held: Intervals) -> Any:
-    """parsers.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
+    """parsers.pipeline.analyze's pipeline over the root's bundle (digest first; every rank the verdict names read raw),
     told one thing the bundle cannot say: the ranks in `held` were collected, on the gateways, and judged from
     the merged digest. Their absence from the root's files is not absence from the job: no judge offers them as
     absent (at 4,096 ranks a logs judge would otherwise offer 4,088), and the coverage counts them."""

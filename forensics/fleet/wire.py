@@ -22,7 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
-from parsers.errors import BadInput
+from parsers.input.errors import BadInput
 
 MAGIC = "FORENSICS-FLEET"
 WIRE_VERSION = 1

@@ -22,7 +22,7 @@ import networkx as nx
 
 from forensics.report import style
 from forensics.report.svg import Canvas, Rect, text_box, text_width
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 MAX_RANK_NODES = 16  #: up to this many ranks, one node per rank
 PER_ROW = 6  #: nodes per row before a row wraps

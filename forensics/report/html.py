@@ -20,7 +20,7 @@ from forensics.report.style import to_svg
 from forensics.report.timeline import MAX_LANES, draw_timeline
 from forensics.report.view import ReportView, build_view
 from parsers.model import Verdict
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 BIG_JOB = 64  #: past this many ranks, tables list suspects first
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from forensics.report import style
 from forensics.report.svg import CHAR_EM, Canvas
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.stacks.labels import short_label
 from parsers.stacks.tree import StackNode
 

@@ -16,7 +16,7 @@ from typing import Sequence
 from forensics.report.lastop import NOT_PLACED, TimelineEntry
 from forensics.report import style
 from forensics.report.svg import Canvas, text_width
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 MAX_LANES = 24
 FONT = 10.5  #: px

@@ -25,7 +25,7 @@ from forensics.report.words import hostfaults, mixed
 from parsers.judges.logs.lastops import comm_words
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import HostNote, ObservationKind, RankNote
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from forensics.report.stacktree import render_tree
 from forensics.hostset import HostSetError, fold as fold_hosts, validate_host
 
@@ -148,7 +148,7 @@ class ReportView:
 def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs: Any = None,
                graph: nx.DiGraph | None = None, events: Iterable[dict[str, Any]] | None = None,
                collected: str | None = None) -> ReportView:
-    """The view of `verdict`. `evidence` (parsers.evidence.Evidence) dates it; `logs` (the logs judge's
+    """The view of `verdict`. `evidence` (parsers.gather.evidence.Evidence) dates it; `logs` (the logs judge's
     LogAnalysis) gives each rank's last operation; `graph` replaces the wait-for graph; `events`
     ({rank, seq, op, state, source}) add positions to the stack timeline; `collected` is said as the time."""
     ops = list(getattr(logs, "last_ops", None) or [])

@@ -13,7 +13,7 @@ import os
 import shlex
 
 from forensics.trigger.watch import Trigger, arm
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 
 TRUE = ("1", "true", "yes", "on")
 

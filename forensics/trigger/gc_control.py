@@ -10,7 +10,7 @@ synchronised pause.
 from __future__ import annotations
 
 import gc
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 
 
 class GcSchedule:

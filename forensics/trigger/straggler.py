@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from forensics.trigger.detector import Alarm
 from forensics.trigger.election import KEY_PREFIX, read_ranks
 from parsers.judges.stragglers import Stragglers, judge_enter_times
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.judges.step_ranks import enter_times_by_step
 
 #: steps of arrival times each rank publishes (overlap between ranks' windows is what is judged)

@@ -42,7 +42,7 @@ from forensics.trigger import election, launch, straggler
 from forensics.trigger.detector import Alarm, Detector
 from forensics.trigger.envsetup import apply_env
 from forensics.trigger.gc_control import GcSchedule
-from parsers.errors import UsageError
+from parsers.input.errors import UsageError
 
 #: point-to-point calls: not entered by every rank, so no arrival time is taken from them
 POINT_TO_POINT = ("send", "recv")

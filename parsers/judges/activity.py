@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.findings import cite
 from parsers.model.samples import IDLE, NO_STACK, ON_CPU, Share, StackSamples
 
@@ -81,7 +81,7 @@ def activity_facts(samples: StackSamples | None, cite: str | None = None) -> dic
 
 
 def rank_activities(ev: Evidence) -> dict[int, dict[str, Any]]:
-    """rank -> activity_facts for every rank of `ev` (parsers.evidence.Evidence) that has samples."""
+    """rank -> activity_facts for every rank of `ev` (parsers.gather.evidence.Evidence) that has samples."""
     out: dict[int, dict[str, Any]] = {}
     for r in getattr(ev, "ranks", []):
         if r.rank is not None and r.samples is not None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.findings import ClaimFact
-from parsers.ranges import missing
+from parsers.model.ranges import missing
 
 MAX_CLAIMS = 16  #: conflicts said (the rest are counted in the coverage like any rank)
 MAX_CLAIMANTS = 8  #: claimants named per rank

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind, WorkerReport
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print

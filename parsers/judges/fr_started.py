@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from parsers.evidence import Artifact, Evidence
+from parsers.gather.evidence import Artifact, Evidence
 from parsers.model.events import OpEvent, Progress
 from parsers.judges.logs.names import position
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: below the recorder's 0.85 for the same claim: the dump's counters are per group, not per GPU channel
 CONFIDENCE = 0.8

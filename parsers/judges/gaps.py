@@ -15,12 +15,12 @@ presentation's (forensics/report/words).
 
 from __future__ import annotations
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.findings import EvidenceGap
 
 
 def evidence_gaps(ev: Evidence) -> list[EvidenceGap]:
-    """The gaps of `ev` (parsers.evidence.Evidence), in the order a reader should fill them."""
+    """The gaps of `ev` (parsers.gather.evidence.Evidence), in the order a reader should fill them."""
     dumps = ev.of_kind("fr-dump")
     timing = [(a.rank, a.parsed.facts.get("fr_timing")) for a in dumps if a.parsed is not None]
     nccl = bool(ev.of_kind("nccl-log")) or any(t is not None for _, t in timing) or bool(ev.recorder)

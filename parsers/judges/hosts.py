@@ -15,8 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers import gpu_binding
-from parsers.evidence import Evidence, HostEvidence, RankEvidence
+from parsers.judges import gpu_binding
+from parsers.gather.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase, load
 from parsers.model.events import ErrorKind, UNKNOWN_HOST
@@ -272,7 +272,7 @@ def host_suspects(reports: Iterable[HostReport], ranks: Iterable[RankEvidence],
     hardware explains the hang, and the recommended action travels in the evidence.
     Findings in a rank's own log are pinned to that rank; host findings go to every
     rank on the host, and, when its environment tells which GPU each rank used
-    (parsers.gpu_binding), the rank on the GPU a finding names ranks first.
+    (parsers.judges.gpu_binding), the rank on the GPU a finding names ranks first.
     `aftermath`: (file, line) of lines that follow their rank's own collective timeout (see
     heartbeat_aftermath); a finding first seen there blames no rank.
     """

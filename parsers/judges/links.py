@@ -28,7 +28,7 @@ from typing import Any
 from parsers.judges.recorder import comm_rank_table, recorder_hosts
 from parsers.judges.stragglers import FINE_RESOLUTION_MS, MIN_OPS, noise_margin_ms
 from parsers.model.findings import ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.readers.recorder import RecorderState
 
 #: smallest excess (ms an op) named: healthy links' send waits differed by under 0.7 ms on the H200

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from parsers import stamps
-from parsers.evidence import Evidence
+from parsers.readers import stamps
+from parsers.gather.evidence import Evidence
 
 #: why a file is another job's, in the order said
 WORLD, PID, HOST, RANK, JOB, TIME = "world-size", "pid", "host", "rank", "job-id", "time"
@@ -58,7 +58,7 @@ def _reasons(facts: dict[str, Any], known: dict[str, set]) -> list[tuple[str, An
 
 
 def _unix(stamp: str | None, near: float) -> float | None:
-    """A log stamp (parsers.stamps: glog, ISO, month-day; most have no year) as seconds since the epoch, read as
+    """A log stamp (parsers.readers.stamps: glog, ISO, month-day; most have no year) as seconds since the epoch, read as
     UTC in the year that puts it nearest `near`; None for text that is no stamp."""
     k = stamps.key(stamp)
     if k is None:

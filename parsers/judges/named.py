@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges import peer_address
 from parsers.judges.logs import identity
 from parsers.model.events import ErrorEvent, ErrorKind, StatedTimeout, Truncated
 from parsers.model.findings import Findings, JudgeContext, PeerFact, ReasonClass, Suspect, cite, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: ranks one report may name and still point at them: a report naming more names no one in particular
 MAX_NAMED = 64

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from parsers.evidence import Coverage, Evidence
-from parsers import stamps
+from parsers.gather.evidence import Coverage, Evidence
+from parsers.readers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges.exceptions import last_exceptions
 from parsers.model.events import own_error
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite

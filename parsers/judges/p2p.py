@@ -21,12 +21,12 @@ from typing import Any
 
 import networkx as nx
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges import p2p_match
 from parsers.judges.p2p_match import History, Pending
 from parsers.model.events import ErrorEvent, ErrorKind, OpEvent, Origin
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 DEFAULT_GROUP = "pg:0"
 #: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, cast
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges.logs import identity
 from parsers.model.events import ErrorEvent, ErrorKind, NetAddresses, TopoEdge, Truncated
 from parsers.model.findings import Citation, cite

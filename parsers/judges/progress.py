@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges.observations import timed_out
 from parsers.model.findings import Findings, JudgeContext
 from parsers.model.samples import GPU_WAIT, IDLE, IN_COLLECTIVE, ON_CPU
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -21,11 +21,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from parsers.evidence import Evidence
-from parsers.ranges import listable
+from parsers.gather.evidence import Evidence
+from parsers.model.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 

@@ -6,7 +6,7 @@ collectives (judges.stragglers: recorder waits, Flight Recorder or NCCL COLL ent
 else arm()'s step series through parsers.judges.step_ranks); a slow link carries its data slower
 than the other links while every rank arrives on time (judges.links: the recorder's send
 waits); neither, while the job is slow alike everywhere: a job-wide slowdown, whose pattern
-the step series classify (parsers.steps.classify). The merge (parsers.merge) reads only this.
+the step series classify (parsers.steps.classify). The merge (parsers.pipeline.merge) reads only this.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.judges.links import SlowLinks, judge_links, link_suspects, without
 from parsers.judges.stragglers import (ECHO_SHARE, MIN_OPS, Stragglers, fr_ops, judge_ops, judge_stragglers,
                                        nccl_log_ops, straggler_suspects)
@@ -84,7 +84,7 @@ class Slowness:
 
 
 def judge_slowness(ev: Evidence) -> Slowness:
-    """Every slowness judge over the evidence (`ev`: parsers.evidence.Evidence)."""
+    """Every slowness judge over the evidence (`ev`: parsers.gather.evidence.Evidence)."""
     stragglers = _stragglers(ev)
     return Slowness(stragglers=stragglers, links=_without_echoes(judge_links(ev.recorder), stragglers),
                     steps=_steps(ev))

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from parsers.evidence import Evidence, RankEvidence
+from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.judges.claims import absent_by_job, surplus

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from parsers.judges.stragglers import EnterTimes, Stragglers, judge_enter_times
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 from parsers.steps.classify import StepFinding, Settings, classify
 from parsers.steps.series import StepSeries
 

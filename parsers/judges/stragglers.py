@@ -47,7 +47,7 @@ from typing import Any
 
 from parsers.judges.recorder import recorder_hosts
 from parsers.model.findings import ReasonClass, Suspect, cite
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: the recorder's clock resolution when it used the coarse clock (CLOCK_REALTIME_COARSE, seen 4 ms)
 CLOCK_RESOLUTION_MS = 4.0

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from parsers.errors import BadInput
+from parsers.input.errors import BadInput
 
 #: Where the shipped entries live: this package's data files (pyproject.toml's package-data ships them).
 BUILTIN_DIR = Path(__file__).resolve().parent

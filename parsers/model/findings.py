@@ -4,7 +4,7 @@ One judge protocol: every judge is a pure function of the evidence that returns 
 (its source family, suspects, wait edges, observations, sections). Nothing here is text to be
 parsed back: a reason is a `ReasonClass`, a citation knows its file, line and tool, a wait edge
 its scope and op, and how two findings relate (one agrees with, or explains, another) is a
-field. The arbiter (parsers/merge.py) reads these; presentation reads the `Verdict` only.
+field. The arbiter (parsers/pipeline/merge.py) reads these; presentation reads the `Verdict` only.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from parsers.model.events import UNKNOWN_HOST, ErrorKind
 if TYPE_CHECKING:
     import networkx as nx  # not ours: kept out of the model's import; the judges that build graphs import it
 
-    from parsers.evidence import Evidence
+    from parsers.gather.evidence import Evidence
     from parsers.judges.hosts import HostReport
     from parsers.judges.logs import LogAnalysis
     from parsers.judges.p2p import P2PWaits
@@ -893,6 +893,6 @@ class JudgeContext:
 
 
 class Judge(Protocol):
-    """The one judge shape: a pure function of the evidence (parsers.evidence.Evidence) and the context."""
+    """The one judge shape: a pure function of the evidence (parsers.gather.evidence.Evidence) and the context."""
 
     def __call__(self, ev: Evidence, ctx: JudgeContext) -> Findings: ...

@@ -5,7 +5,7 @@ files written) is named here, so an analysis can tell evidence that says "nothin
 happened" from evidence that is missing. The records are the model both sides share: collectors
 fill them, readers get them back from the file. Writing them (JSON encoding, the bundle writer)
 is forensics/bundle/'s (`encode.py`, `writer.py`); reading checks the file first against
-parsers/manifest_schema.py, the bounds of untrusted input.
+parsers/input/manifest_schema.py, the bounds of untrusted input.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.manifest_schema import check_manifest
-from parsers.errors import ManifestError
+from parsers.input.manifest_schema import check_manifest
+from parsers.input.errors import ManifestError
 
 FORMAT = "hang-forensics-bundle"
 VERSION = 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, NamedTuple, cast
 
-from parsers.errors import FileFormatError
+from parsers.input.errors import FileFormatError
 from parsers.model.ranksets import Intervals, count, is_rank, joined, of_ranks, well_formed, \
     MAX_RANGES
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 from typing import Callable
 
-from parsers.ints import as_int
+from parsers.input.ints import as_int
 from parsers.model.events import (C10dSaid, CollectiveSide, CollectiveStack, CollectiveTimeout, DesyncReport, DumpAsked,
                                   ErrorEvent, ErrorKind, Fingerprint, NcclFailure, Origin, Progress, StatedTimeout,
                                   normalise_op)

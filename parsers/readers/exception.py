@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers import bounded_json
-from parsers.prefix import TORCHRUN_LABEL, strip_prefix
+from parsers.input import bounded_json
+from parsers.readers.prefix import TORCHRUN_LABEL, strip_prefix
 from parsers.readers.last_error import own_reason
 from parsers.readers.launcher import SPAWN_RAISED
 

@@ -30,7 +30,7 @@ is a module's top level (`<module>`): threads started by `threading` begin in
 (a launcher prefix), or the one `forensics.arm()` writes above it (TRIGGER_HEADER), and
 no neighbouring line's: a dump on a stderr shared by several ranks is no rank's by
 position. (Like every line without one, it takes its file's rank when the whole file
-is one rank's: parsers.evidence._apply_hints.)
+is one rank's: parsers.gather.evidence._apply_hints.)
 """
 
 from __future__ import annotations

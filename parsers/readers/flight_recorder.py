@@ -25,10 +25,10 @@ import json
 import pickle
 from typing import Any
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model.events import MAX_RANKS, CommMember, OpEvent, Origin, Parsed, Progress, normalise_op, plausible_rank
-from parsers.errors import FileFormatError, UnsafeInput
-from parsers.ints import as_int
+from parsers.input.errors import FileFormatError, UnsafeInput
+from parsers.input.ints import as_int
 
 MAX_BYTES = 512 * 1024 * 1024
 #: Bounds on what one dump may make us build. Why: a pickle's memo lets a few bytes name one object

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model import Frame, ThreadStack
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 
 _LWP = re.compile(r"LWP (\d+)")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from parsers import bounded_json
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input import bounded_json
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 
 Facts = dict[str, Any]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from parsers import bounded_json
-from parsers.errors import FileFormatError
+from parsers.input import bounded_json
+from parsers.input.errors import FileFormatError
 
 Facts = dict[str, Any]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
-from parsers.errors import FileFormatError
+from parsers.input.errors import FileFormatError
 
 Facts = dict[str, Any]
 

@@ -14,8 +14,8 @@ import json
 import re
 from collections import Counter
 from typing import Any
-from parsers import bounded_json
-from parsers.errors import FileFormatError
+from parsers.input import bounded_json
+from parsers.input.errors import FileFormatError
 
 Facts = dict[str, Any]
 

@@ -11,12 +11,12 @@ import re as _re
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers import bounded_json
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input import bounded_json
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 from parsers.model.events import ErrorEvent, ErrorKind, Origin, RankStated, WorkerReport
-from parsers.prefix import short_host
-from parsers.ranges import unfold
+from parsers.readers.prefix import short_host
+from parsers.model.ranges import unfold
 
 
 @dataclass

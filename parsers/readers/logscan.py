@@ -22,7 +22,7 @@ op lines, and the per-line parser reads about 0.04-0.14 M lines/s here. A hang n
 Disk reads are bounded too: in head-tail mode the file is mapped MADV_RANDOM (no read-around:
 this machine's disk reads ahead 8 MB, which made two touches read half a 24 MB log) and every
 range about to be searched is asked for first (MADV_WILLNEED), so the disk reads the head, the
-tail window and the steps of a backward search, nothing else (parsers.evidence also asks for
+tail window and the steps of a backward search, nothing else (parsers.gather.evidence also asks for
 the next files' heads and tails while one is parsed).
 
 The result is what the line readers (`nccl_log.parse_pairs`, `rank_log.parse_pairs`)
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from parsers import safeio
+from parsers.input import safeio
 from parsers.model.events import OpEvent, Parsed
 from parsers.readers import nccl_log, rank_log
 

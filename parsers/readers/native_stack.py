@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model import Frame, ThreadStack
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 
 MAX_BYTES = 64 * 1024 * 1024
 

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from parsers.model.events import (CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed, TopoEdge,
                                   normalise_op)
-from parsers.prefix import labels_are_line_numbers, short_host, strip_prefix
+from parsers.readers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import nccl_net, pasted_host, textline
 
 #: records one physical line may be split into (glued writes of a few processes hold 2-3; a hostile line of

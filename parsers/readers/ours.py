@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.errors import FileFormatError
+from parsers.input.errors import FileFormatError
 
 #: how far into a file its format name is looked for (it is the first key our writers put)
 HEAD_CHARS = 4096

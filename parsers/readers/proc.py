@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model.events import MAX_RANKS, ProcessState
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 
 #: a rank number larger than this is not a rank (hostile or broken input)
 MAX_RANK = MAX_RANKS  #: a WORLD_SIZE or RANK larger than this is no claim (parsers.model.events)

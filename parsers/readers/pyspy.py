@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model import Frame, ThreadStack
-from parsers.errors import FileFormatError
+from parsers.input.errors import FileFormatError
 
 
 class PySpyFormatError(FileFormatError):

@@ -4,7 +4,7 @@ Why one dispatcher: real rank logs mix NCCL records (NCCL_DEBUG without a file),
 c10d watchdog lines, gloo errors, proxy dumps, launcher reports, pasted host evidence,
 tracebacks and the user's own prints, all behind launcher prefixes. Lines broken by
 hard wraps are re-joined first where it is safe (below), each line is unwrapped once
-(parsers.prefix), then tried against each format; what nobody recognises is counted,
+(parsers.readers.prefix), then tried against each format; what nobody recognises is counted,
 and what looks like a known format but was not understood is reported (Parsed.unread).
 
 Re-joining (field notes: wraps at 80/120 columns split tokens such as `OpTy`/`pe=`):
@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, cast
 
 from parsers.model.events import (CollectiveStack, ErrorEvent, ErrorKind, Origin, Parsed, RankStated, WorkerReport,
                                   group_rank)
-from parsers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
+from parsers.readers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
                             strip_prefix)
 from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump, pyspy_text,
                              textline)

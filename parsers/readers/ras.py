@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from parsers import bounded_json
+from parsers.input import bounded_json
 from parsers.model.events import Parsed, RasFinding, normalise_op
 
 _COMM = re.compile(r"^#(?P<g>\d+)-(?P<i>\d+) \((?P<hash>[0-9a-f]+)\) (?P<what>INCOMPLETE|MISMATCH|ERROR)")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parsers.model.events import MAX_RANKS
-from parsers.errors import FileFormatError
-from parsers.walk import walk_files
+from parsers.input.errors import FileFormatError
+from parsers.input.walk import walk_files
 
 MAGIC = b"HFNCREC\0"
 FORMAT_VERSION = 1

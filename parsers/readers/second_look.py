@@ -18,8 +18,8 @@ import math
 
 from typing import Any
 
-from parsers.errors import FileFormatError
-from parsers.ints import as_int
+from parsers.input.errors import FileFormatError
+from parsers.input.ints import as_int
 from parsers.model.looks import Look, SecondLook, StackKey
 from parsers.readers.ours import check_header, names_format
 from parsers.readers.pyspy import PySpyFormatError, parse_pyspy_data

@@ -2,7 +2,7 @@
 
 Why: at 100,000 ranks, reading 600,000 raw files in one process is what makes analysis slow. Each
 host already has its files when `collect` ends, so it reads them there, with the same readers
-(`parsers.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
+(`parsers.gather.evidence.read_file`) and the same model (`parsers.model`) as analysis, and writes
 `hosts/<host>/digest.json` beside them: per file, the typed evidence (`Parsed`) with its lists capped
 and its strings cut. Analysis rebuilds the evidence from the digests, then reads raw files only for
 the ranks the class rules mark as odd ones out (`parsers.scale.classes`), and for any rank the verdict then
@@ -27,10 +27,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from parsers.evidence import Evidence
-from parsers import bounded_json
-from parsers import registry
-from parsers.errors import FileFormatError
+from parsers.gather.evidence import Evidence
+from parsers.input import bounded_json
+from parsers.gather import registry
+from parsers.input.errors import FileFormatError
 from parsers.model.events import (DATA_TYPES, FROZEN_STATES, CommMember, ErrorEvent, OpEvent,
                                   Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook

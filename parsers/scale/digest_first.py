@@ -27,10 +27,10 @@ from parsers.scale.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDiges
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers.model.summaries import HostFinding, gathered
-from parsers import registry
-from parsers.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
+from parsers.gather import registry
+from parsers.gather.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.model.events import own_error
-from parsers.source import FileRef, Source
+from parsers.gather.source import FileRef, Source
 from parsers.judges.hosts import judge_hosts
 
 #: a verdict that names more ranks than this is not re-read rank by rank (it reads them all raw then)
@@ -237,7 +237,7 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
 
     Made from the manifest and the artifacts, not the assembled evidence (assembled once, after): a bundle's
     processes are its manifest's records, one per (host, pid), the last record of a pair kept
-    (`parsers.evidence._group_processes`), and its exits those of its artifacts that are evidence."""
+    (`parsers.gather.evidence._group_processes`), and its exits those of its artifacts that are evidence."""
     judged = read.classes
     records = {(r.host, r.pid): r for r in read.source.manifest.ranks}
     by_rank = {r.rank: key for key, r in records.items() if r.rank is not None}

@@ -14,7 +14,7 @@ of many ranks whose hosts all wrote usable digests:
 4. the normal analysis (digest first) over the focused hosts only, told that the other ranks were collected
    and judged from their classes (`Source.elsewhere`: never 'absent', counted in the coverage).
 
-Digest first over every rank (parsers.analyze) is read instead where the classes are not the whole job (a host
+Digest first over every rank (parsers.pipeline.analyze) is read instead where the classes are not the whole job (a host
 with files and no usable digest, a digest made with another knowledge base, caps), where the focus would hold
 more than half the hosts (a recorder's ring of waits reaches every host), where a verdict keeps naming ranks
 judged from their classes after three rounds of widening, and where the job may run and its ranks are timed
@@ -37,9 +37,9 @@ from parsers.model.ranksets import difference, holds, joined
 from parsers.model.summaries import waited_on
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
-from parsers.evidence import read_files
+from parsers.gather.evidence import read_files
 from parsers.model.events import own_error
-from parsers.source import FileRef, Source, manifest_refs
+from parsers.gather.source import FileRef, Source, manifest_refs
 from parsers.stacks.classify import Activity
 
 #: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)

@@ -12,8 +12,8 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from parsers import bounded_json
-from parsers.errors import FileFormatError
+from parsers.input import bounded_json
+from parsers.input.errors import FileFormatError
 
 TIME_COLUMNS = ("seconds", "step_time", "step_seconds", "time", "duration", "elapsed")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from parsers.readers.flight_recorder import load_bytes  # noqa: E402
-from parsers.registry import recognise  # noqa: E402
+from parsers.gather.registry import recognise  # noqa: E402
 
 
 #: records the analysis reads, kept from the trimmed middle too: NCCL op and init lines, warnings,

@@ -1,4 +1,4 @@
-"""One error root (issue 29): every error kind of ours derives from parsers.errors.HangForensicsError,
+"""One error root (issue 29): every error kind of ours derives from parsers.input.errors.HangForensicsError,
 has a help text, and forensics.exitcodes.code_for is the one map from kind to exit code."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import forensics
 import parsers
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode, code_for
-from parsers import errors
+from parsers.input import errors
 
 #: packages that need optional dependencies (torch, jupyter) to import; they define no error kinds
 _OPTIONAL = ("forensics.demo", "forensics.notebook")
@@ -47,7 +47,7 @@ def test_every_error_kind_of_ours_is_below_the_one_root_and_has_a_help():
 
 def test_kinds_callers_catch_as_valueerror_or_oserror_still_are():
     from parsers.readers.flight_recorder import UnsafePickle
-    from parsers.safeio import UnsafeFile
+    from parsers.input.safeio import UnsafeFile
 
     assert issubclass(errors.FileFormatError, ValueError) and issubclass(errors.ManifestError, ValueError)
     assert issubclass(UnsafePickle, ValueError) and issubclass(UnsafePickle, errors.UnsafeInput)

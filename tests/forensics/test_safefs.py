@@ -11,7 +11,7 @@ import pytest
 from forensics import safefs
 from forensics.errors import ForensicsError
 from open_dirs import open_dir
-from parsers.safeio import UnsafeFile
+from parsers.input.safeio import UnsafeFile
 
 
 def test_create_never_follows_or_overwrites(tmp_path):

@@ -198,9 +198,9 @@ def test_reading_while_the_writer_runs_never_yields_torn_records(plugin, harness
 
 
 def test_bundle_round_trip_through_manifest_records(hung_job, state_dir, tmp_path):
-    from parsers.evidence import load
+    from parsers.gather.evidence import load
     from parsers.model.manifest import Manifest, RankRecord
-    from parsers.source import Source, manifest_refs
+    from parsers.gather.source import Source, manifest_refs
 
     bundle = tmp_path / "bundle"
     records = []

@@ -91,7 +91,7 @@ def test_a_test_is_placed_by_its_module_and_an_unknown_one_by_its_imports(mt, tm
     assert (mt.target_of(Path("tests/unit/parsers/test_c10d_gloo.py"))[0]
             == Path("tests/parsers/readers/test_c10d_gloo.py"))
     stray = tmp_path / "test_brand_new_flight_recorder.py"
-    stray.write_text("from parsers.analyze import analyze\nfrom parsers.judges.logs import correlate\n"
+    stray.write_text("from parsers.pipeline.analyze import analyze\nfrom parsers.judges.logs import correlate\n"
                      "from parsers.readers.flight_recorder import parse\n")
 
     target, why = mt.target_of(stray)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.evidence import load_files
+from parsers.gather.evidence import load_files
 
 
 def load(path: Path) -> list:

@@ -14,10 +14,10 @@ from forensics.report.text import render_view
 from forensics.report.view import ReportView, build_view
 from parsers.scale.focus import FOCUS_MIN_RANKS
 from parsers import knowledge
-from parsers.analyze import analyze
-from parsers.errors import InputError
-from parsers.source import manifest_refusal
-from parsers.walk import has_files
+from parsers.pipeline.analyze import analyze
+from parsers.input.errors import InputError
+from parsers.gather.source import manifest_refusal
+from parsers.input.walk import has_files
 
 NAME = "analyze"
 HELP = "name the culprit rank and host of a hang from a bundle"

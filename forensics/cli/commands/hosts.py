@@ -16,8 +16,8 @@ from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.hostset import fold
 from parsers import knowledge
-from parsers.analyze import analyze
-from parsers.errors import InputError
+from parsers.pipeline.analyze import analyze
+from parsers.input.errors import InputError
 from parsers.judges.hosts import EXCLUDE, HEALTHY, STATUSES, SUSPECT, UNKNOWN, HostReport, exit_status, plain_host
 from parsers.model.events import UNKNOWN_HOST
 

@@ -13,7 +13,7 @@ from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from parsers.readers.recorder import RecorderFormatError, read_recorder_file
 from parsers.judges.recorder import analyse
-from parsers.walk import walk_files
+from parsers.input.walk import walk_files
 
 NAME = "recorder"
 #: earlier names of the command, still accepted (scripts and runbooks call `forensics nccl-plugin`)

@@ -1,6 +1,6 @@
 """`load(path)`: a bundle folder, a loose folder of logs and dumps, or an archive of either, analysed.
 
-The analysis is parsers.analyze's one pipeline, worded (forensics.report.words); this module only
+The analysis is parsers.pipeline.analyze's one pipeline, worded (forensics.report.words); this module only
 wraps the result for notebooks and turns bad input into a ForensicsError with what to do.
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from forensics.errors import ForensicsError
 from forensics.report.postmortem.session import PostMortem
 from forensics.report.words import analyze
-from parsers.errors import InputError
-from parsers.source import manifest_refusal
+from parsers.input.errors import InputError
+from parsers.gather.source import manifest_refusal
 
 
 def load(path: str | Path | list) -> PostMortem:

@@ -70,7 +70,7 @@ class PostMortem:
                  events: list[dict[str, Any]] | None = None, evidence: Any = None, logs: Any = None) -> None:
         self.verdict = worded(verdict)  # a verdict straight from parsers has no words yet
         self.source = source  #: the path it was loaded from
-        self.evidence = evidence  #: parsers.evidence.Evidence it was judged on
+        self.evidence = evidence  #: parsers.gather.evidence.Evidence it was judged on
         self.logs = logs  #: parsers.judges.logs.LogAnalysis, where the input had logs
         self._graph = graph
         self._events = events or []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from forensics.report.lastop import tree_from_paths
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import ReasonClass
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 TRAIN = ["_run_module_as_main (<frozen runpy>:198)", "_run_code (<frozen runpy>:88)", "<module> (train.py:200)"]
 

@@ -19,8 +19,8 @@ from typing import Any
 from forensics.report.words import summary
 from forensics.report.words.facts import observed
 from forensics.report.words.summary import said
-from parsers.evidence import Evidence
-from parsers import analyze as pipeline
+from parsers.gather.evidence import Evidence
+from parsers.pipeline import analyze as pipeline
 from parsers.model.findings import Verdict
 
 __all__ = ["analyze", "analyze_evidence", "observed", "said", "worded"]
@@ -36,14 +36,14 @@ def worded(verdict: Verdict) -> Verdict:
 
 
 def analyze(path: Any, *args: Any, **kwargs: Any) -> pipeline.Analysis:
-    """parsers.analyze.analyze (same arguments), its verdict worded: what every caller that shows it wants."""
+    """parsers.pipeline.analyze.analyze (same arguments), its verdict worded: what every caller that shows it wants."""
     result = pipeline.analyze(path, *args, **kwargs)
     worded(result.verdict)
     return result
 
 
 def analyze_evidence(ev: Evidence, kb: Any = None) -> pipeline.Analysis:
-    """parsers.analyze.analyze_evidence, its verdict worded."""
+    """parsers.pipeline.analyze.analyze_evidence, its verdict worded."""
     result = pipeline.analyze_evidence(ev, kb)
     worded(result.verdict)
     return result

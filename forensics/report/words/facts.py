@@ -16,7 +16,7 @@ from parsers.model.findings import (CallSite, ClaimFact, CompletedPastFact, Cove
                                     DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, FrReportFact,
                                     HorovodFact, HostFact, KnownFact, NoErrorFact, Observation, PeerFact, RasFact,
                                     SettingFact, StackFact, TimeoutFact, TracebackFact, TrailFact, UnreadFact)
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: how many of a kind's places or sites one line names
 LIMIT = 3

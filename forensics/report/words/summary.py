@@ -15,7 +15,7 @@ from typing import AbstractSet, Any
 from forensics.report.words.facts import evidence_gap, observed
 from parsers.judges.logs import names
 from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: observations said in the summary itself when no culprit is named (the rest are lines under it)
 IN_SUMMARY = 1
@@ -146,7 +146,7 @@ SEVERAL_MAX = 300
 
 def several(culprits: list[Suspect]) -> str:
     """'2 independent culprits: A <reason>: <why>; B ...' (one sentence), as full as fits in SEVERAL_MAX."""
-    lead = f"{len(culprits)} independent culprits: "  # each where its own ranks' wait ends (parsers/sinks.py)
+    lead = f"{len(culprits)} independent culprits: "  # each where its own ranks' wait ends (parsers/pipeline/sinks.py)
     text = ""
     # the fullest that fits: reason and why, the why, the class's words
     for say in (lambda c: f" {said(c)}" + (f": {c.why}" if c.why else ""),

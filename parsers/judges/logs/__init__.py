@@ -12,9 +12,9 @@ from typing import AbstractSet, Any, Iterable
 
 import networkx as nx
 
-from parsers.ranges import fold_missing
-from parsers.evidence import Evidence
-from parsers.quiet_gc import pause_gc
+from parsers.model.ranges import fold_missing
+from parsers.gather.evidence import Evidence
+from parsers.gather.quiet_gc import pause_gc
 from parsers.judges.logs import identity, lastops, tables, verdict, waitgraph
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, RasFinding, TopoEdge
 from parsers.model import Suspect, WaitEdge

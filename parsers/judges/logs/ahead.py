@@ -21,7 +21,7 @@ from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import Tables, members_of
 from parsers.model.findings import ReasonClass, cite, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: a comparison of more ranks than this is not checked edge by edge (the graph keeps 16 peers per waiter)
 MAX_CHECKED = 16

@@ -21,7 +21,7 @@ from typing import Iterable, cast
 
 from parsers.model.events import DesyncReport, ErrorEvent, ErrorKind
 from parsers.model.findings import ReasonClass, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 LAGGING = ErrorKind.DESYNC_LAGGING
 STATE = ErrorKind.DESYNC_STATE

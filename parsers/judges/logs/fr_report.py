@@ -29,7 +29,7 @@ from typing import Callable, Iterable, cast
 
 from parsers.model.events import ErrorEvent, ErrorKind, FrCulprit, FrFinding
 from parsers.model.findings import FrReportFact, ReasonClass, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 KIND = ErrorKind.FR_ANALYSIS
 MAX_CULPRIT_SHARE = 0.25  #: a 'Culprit rank' list longer than this share of the world is the reference's oddity

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from parsers.evidence import Evidence
-from parsers.ranges import listable
+from parsers.gather.evidence import Evidence
+from parsers.model.ranges import listable
 from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, TimelinePath
 from parsers.model.findings import Findings, HorovodFact, JudgeContext, ReasonClass, Suspect, cite
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.events import CommMember, Origin
 
 
@@ -43,7 +43,7 @@ class Identities:
     own: set[int] = field(default_factory=set)  #: ranks with a file of their own (not only lines in a merged log)
     aliases: dict[tuple[int, str], str] = field(default_factory=dict)  #: (global rank, alias) -> comm key
     alias_keys: dict[str, set[str]] = field(default_factory=dict)  #: alias -> every comm key it stands for
-    #: the evidence leaves out ranks judged elsewhere (parsers.source.Source.elsewhere): the members seen of a
+    #: the evidence leaves out ranks judged elsewhere (parsers.gather.source.Source.elsewhere): the members seen of a
     #: communicator are then not all of them
     partial: bool = False
 

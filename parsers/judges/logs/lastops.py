@@ -18,7 +18,7 @@ import networkx as nx
 
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import Tables
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: JSON groups kept (ranks that stopped alike share one group, so this is rarely reached)
 MAX_GROUPS = 200

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, members_of
-from parsers.ranges import fold, unfold
+from parsers.model.ranges import fold, unfold
 
 #: a group of more ranks than this is said by its count, not by its folded list
 MAX_LISTED = 64

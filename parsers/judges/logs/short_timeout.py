@@ -11,7 +11,7 @@ nothing here: whether one is too short for a given job is not in the lines.
 
 from __future__ import annotations
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from typing import cast
 
 from parsers.model.events import CollectiveTimeout, ErrorEvent, ErrorKind

@@ -10,7 +10,7 @@ a rank missing from it may simply not have been pasted; the sentence says 'here'
 
 from __future__ import annotations
 
-from parsers.evidence import Coverage, Evidence
+from parsers.gather.evidence import Coverage, Evidence
 from parsers.model.events import TIMEOUT_KINDS, CommMember, ErrorEvent
 from parsers.model.findings import CoverageFact
 

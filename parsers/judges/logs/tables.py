@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import cast
 
-from parsers.ranges import listable
-from parsers.evidence import Evidence
+from parsers.model.ranges import listable
+from parsers.gather.evidence import Evidence
 from parsers.judges.logs.identity import Identities
 from parsers.model.events import ErrorEvent, ErrorKind, Fingerprint, normalise_op, OpEvent, Progress
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsers.evidence import Evidence
+from parsers.gather.evidence import Evidence
 from parsers.model.findings import UnreadFact
 
 #: lines kept in the verdict's section (presentation quotes the first few: forensics/report/words/facts.py)

@@ -14,8 +14,8 @@ from typing import AbstractSet, Sequence, cast
 
 import networkx as nx
 
-from parsers.ranges import missing
-from parsers import stamps
+from parsers.model.ranges import missing
+from parsers.readers import stamps
 from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
@@ -23,7 +23,7 @@ from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
 MAX_RANKS = 1 << 20
@@ -54,8 +54,8 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
                    neighbours=None, complete: bool = False, waiting_elsewhere: AbstractSet[int] = frozenset(),
                    elsewhere: frozenset[int] = frozenset()) -> list[Suspect]:
     """Suspects from the tables and the graph. `complete`: the evidence should hold every rank
-    (parsers.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right, unless it is
-    one of the ranks judged `elsewhere` (parsers.source.Source.elsewhere: collected, not in these files).
+    (parsers.gather.evidence.Coverage), so a rank with no artifact at all is a suspect in its own right, unless it is
+    one of the ranks judged `elsewhere` (parsers.gather.source.Source.elsewhere: collected, not in these files).
     `neighbours`: ring neighbours per rank, or a callable that computes them (only the errors-only
     rule needs them: at 100k ranks they cost a pass over every topology line)."""
     acc: dict[int, _Acc] = {}

@@ -15,8 +15,8 @@ from typing import AbstractSet
 
 import networkx as nx
 
-from parsers.ranges import listable
-from parsers.evidence import Evidence
+from parsers.model.ranges import listable
+from parsers.gather.evidence import Evidence
 from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, RankProgress, Tables, members_of

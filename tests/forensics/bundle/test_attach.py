@@ -7,7 +7,7 @@ import os
 
 from forensics.bundle import attach
 from forensics.bundle.writer import BundleWriter
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 
 
 def _bundle(tmp_path):

@@ -91,7 +91,7 @@ def test_analyze_of_a_large_bundle_over_its_classes_every_rank_or_no_digest(tmp_
     from parsers import knowledge
     from parsers.scale.digest import DIGEST_NAME, write_json
     from parsers.scale.digest_first import digest_host
-    from parsers.source import open_source
+    from parsers.gather.source import open_source
 
     write_bundle(tmp_path, 1024, 8, 700)
     kb = knowledge.load(use_env=False)

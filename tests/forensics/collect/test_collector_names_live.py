@@ -7,7 +7,7 @@ import pytest
 from forensics.bundle.writer import BundleWriter
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
-from parsers import registry
+from parsers.gather import registry
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The registry is the one place that knows the collectors' file names (issue 29, item 4).
 
-Collectors ask parsers.registry for their names (collector_file, collector_folder); these tests check
+Collectors ask parsers.gather.registry for their names (collector_file, collector_folder); these tests check
 that no collector writes a name of its own, that the bundles our collectors wrote on real jobs (gloo here,
 NCCL on the H200) hold only declared names, and that a collector's earlier name still reads."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from forensics.collectors import host_collectors, rank_collectors
 from hf_testpaths import FIXTURES, REPO
-from parsers import registry
-from parsers.source import open_source
+from parsers.gather import registry
+from parsers.gather.source import open_source
 
 #: every exact file name the registry declares (patterns aside)
 EXACT = {n for k in registry.KINDS for n in k.names if not any(c in n for c in "*?[")}
@@ -36,7 +36,7 @@ def _manifest_files(data: dict) -> list[tuple[str, str]]:
 
 def test_every_collector_is_known_to_the_registry():
     for collector in [*rank_collectors(), *host_collectors()]:
-        assert registry.for_collector(collector.name), f"{collector.name}: no kind in parsers.registry.KINDS"
+        assert registry.for_collector(collector.name), f"{collector.name}: no kind in parsers.gather.registry.KINDS"
 
 
 def test_no_collector_spells_a_declared_file_name_itself():

@@ -177,7 +177,7 @@ def _memory_cgroup() -> Path | None:
 @pytest.mark.skipif(_memory_cgroup() is None, reason="needs root and a cgroup-v1 memory controller")
 def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     """Provoke a real OOM kill in a 64 MiB cgroup, collect the kernel log, and find it by pid."""
-    from parsers.evidence import load_path
+    from parsers.gather.evidence import load_path
     from forensics.bundle.writer import BundleWriter
     from hostinfo_helpers import collect_here
     from parsers import knowledge

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.activity import is_moving, rank_activities
 
 pytestmark = pytest.mark.integration

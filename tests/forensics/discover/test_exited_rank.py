@@ -23,7 +23,7 @@ import pytest
 from forensics.collect.targets import discover
 from hf_testpaths import REPO
 from parsers import knowledge
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from forensics.collectors.environment import REDACTED, redact
 from forensics.collectors.nccl_logs import expand_debug_file
 from forensics.discover.procfs import parse_stat
 from forensics.discover.ranks import RankProcess, expected_missing, job_id_of
-from parsers.ranges import fold
+from parsers.model.ranges import fold
 
 
 def test_redact_hides_secrets_keeps_config():

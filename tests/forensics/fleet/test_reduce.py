@@ -21,7 +21,7 @@ from parsers.scale import merge as digest_merge
 from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.classes import judge_classes
 from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
+from parsers.gather.source import open_source
 
 KB = knowledge.load(use_env=False)
 EMPTY = digest_merge.ClassSummary().to_json()
@@ -189,7 +189,7 @@ def test_a_fetch_reads_the_gateways_index_and_falls_back_to_the_manifest(tmp_pat
     it is a real directory of the bundle."""
     from forensics.fleet import wire
     from forensics.fleet.reduce import fetch_index_path, hosts_to_fetch, read_fetch_index, split_frames, write_fetch_index
-    from parsers.source import read_manifest_file
+    from parsers.gather.source import read_manifest_file
 
     gw = _gateway_bundle(tmp_path)
     manifest = read_manifest_file(gw / "manifest.json")

@@ -1,5 +1,5 @@
 """The VERDICT line and the culprit lines never disagree (issue 39 item 1), over every fixture bundle and logs
-folder and every real-world excerpt: a deadlock headline has no culprit beside it (parsers/merge.find_deadlock
+folder and every real-world excerpt: a deadlock headline has no culprit beside it (parsers/pipeline/merge.find_deadlock
 decides both), and a named culprit is the one the headline names.
 
 Why over every fixture: the disagreement seen ("deadlock: ranks 6, 7 ..." above "culprit: rank 3") came from two
@@ -16,7 +16,7 @@ import pytest
 from forensics.report.text import verdict_block
 from forensics.report.words import analyze
 from parsers import knowledge
-from parsers.archive import extract_into
+from parsers.input.archive import extract_into
 
 pytestmark = pytest.mark.integration  # every fixture analysed: minutes, not seconds
 

@@ -30,7 +30,7 @@ def test_a_healthy_run_has_no_slow_line():
 def test_the_culprit_straggler_has_its_line_within_the_terminals_width(tmp_path):
     """A running job (the H200 slow5 capture, ns recorder): the straggler is the culprit and its figures are
     at the end of a long summary; the 'slow:' line says them where an 80-column terminal keeps them."""
-    from parsers.archive import extract_into
+    from parsers.input.archive import extract_into
 
     extract_into(FIXTURES / "device" / "h200_issue15_ns.tar.gz", tmp_path)
     verdict = analyze(tmp_path / "h200_issue15_ns" / "slow5" / "round1", KB).verdict
@@ -43,7 +43,7 @@ def test_a_running_job_that_names_no_one_points_at_nothing_absent(tmp_path):
     """Issue 41 item 4: a no-hang verdict that names nothing slow (the H200 healthy capture) says so in its
     summary without pointing at 'the figures below'; its figures are its 'slow:' line, said once (not again
     as 'the evidence shows'), in text and HTML."""
-    from parsers.archive import extract_into
+    from parsers.input.archive import extract_into
     from forensics.report.html import verdict_html
     from forensics.report.view import build_view
 

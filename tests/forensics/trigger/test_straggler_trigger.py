@@ -34,7 +34,7 @@ def _series(out: Path) -> dict:
 
 def test_a_rank_late_by_300ms_fires_one_straggler_incident_with_samples(tmp_path):
     pytest.importorskip("torch")
-    from parsers.evidence import load_path
+    from parsers.gather.evidence import load_path
     from parsers.judges.activity import rank_activities
     from parsers.judges.step_ranks import compare_ranks
 

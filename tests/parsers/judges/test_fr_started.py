@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from forensics.report.words import analyze
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges import fr_started
 from parsers.model.findings import ReasonClass
 

@@ -16,7 +16,7 @@ import pytest
 
 from forensics.report.words import analyze
 from nccl_patches.harness import start_hanging_rank
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.gaps import evidence_gaps
 
 PIPELINE = Path(__file__).resolve().parents[2] / "fixtures" / "issue26" / "pipeline"

@@ -15,7 +15,7 @@ from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.hosts import host_reports
 
 pytestmark = pytest.mark.integration

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from parsers import knowledge
-from parsers.archive import extract_into
-from parsers.evidence import load
+from parsers.input.archive import extract_into
+from parsers.gather.evidence import load
 from parsers.judges.recorder import recorder_hosts
 from parsers.judges.slowness import _hosts
 from parsers.judges.stragglers import nccl_log_ops, judge_ops, recorder_ops
-from parsers.source import open_source
+from parsers.gather.source import open_source
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
 

@@ -11,9 +11,9 @@ from parsers.model.findings import ReasonClass
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, REPO, collect_here, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.hosts import host_reports, host_suspects
-from parsers.merge import merge_suspects
+from parsers.pipeline.merge import merge_suspects
 from parsers.model import Suspect
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 
 from forensics.report.words import analyze
 from parsers import knowledge
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges import hosts
 from parsers.model.findings import ReasonClass
 

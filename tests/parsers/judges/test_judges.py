@@ -7,11 +7,11 @@ import tempfile
 from pathlib import Path
 
 from forensics.report.words.facts import observed as worded
-from parsers.evidence import load as load_evidence
+from parsers.gather.evidence import load as load_evidence
 from parsers.judges.exceptions import died_first
 from parsers.model.events import ErrorEvent
 from parsers.model.findings import ReasonClass
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from _load import load
 from facts import observed, says
 
@@ -103,7 +103,7 @@ def test_gloo_dump_with_one_unnamed_group_gives_the_jobs_size():
     """A gloo Flight Recorder dump (torch 2.13, our capture) names its one group '' with ranks [0, 1, 2, 3]:
     that is the default group, so the job's size is known and a 3-against-1 mismatch is settled."""
     from hf_testpaths import FIXTURES
-    from parsers.evidence import load_directory
+    from parsers.gather.evidence import load_directory
     from parsers.judges.logs import correlate
     from parsers.model.events import CommMember
 

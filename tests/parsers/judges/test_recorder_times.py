@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.recorder import analyse, wait_edges
 
 BUNDLE = FIXTURES / "nccl" / "sleep" / "bundle"

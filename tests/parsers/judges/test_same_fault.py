@@ -16,7 +16,7 @@ import pytest
 
 from forensics.report.words import analyze
 from parsers import knowledge
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges import hosts
 from parsers.judges.same_fault import SAME_FAULT, normalise, same_fault_findings
 from parsers.model.manifest import RankRecord

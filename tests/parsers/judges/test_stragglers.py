@@ -1,6 +1,6 @@
 """The straggler rules (parsers.judges.stragglers) on stamps laid out as the sources write them.
 
-The real cases are tests/parsers/test_h200_issue14_15.py (NCCL 2.28.9 on the H200);
+The real cases are tests/parsers/pipeline/test_h200_issue14_15.py (NCCL 2.28.9 on the H200);
 these pin the rules themselves: noise never names anyone, one late rank is a straggler, every
 rank of one host late is a slow host, 'everybody late' is the job's pace, and a rank's own
 wait cancels the steady offsets with which ranks (or their clocks) differ.

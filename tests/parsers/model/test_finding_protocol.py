@@ -15,8 +15,8 @@ import pytest
 from hf_testpaths import FIXTURES
 from parsers import knowledge
 from forensics.report.words import analyze
-from parsers.analyze import JUDGES, run_judges
-from parsers.merge import wait_graph
+from parsers.pipeline.analyze import JUDGES, run_judges
+from parsers.pipeline.merge import wait_graph
 from parsers.model.findings import (SOURCES, Citation, Findings, HostFact, HostNote, JudgeContext, Observation,
                                     ObservationKind, RankNote, ReasonClass, WaitEdge, of_rank)
 from forensics.report.words.facts import observed
@@ -163,8 +163,9 @@ def test_no_code_parses_evidence_text_back():
     # the words (said(): does the reason name its own rank?) and the report view (cited(): do a citation's
     # words show their source?) read typed fields (Reason, Citation.tagged), not the words
     words = ROOT / "forensics" / "report" / "words"
-    for path in [ROOT / "parsers" / n for n in ("merge.py", "sinks.py")] + [words / "summary.py", words / "facts.py",
-            ROOT / "parsers" / "model" / "findings.py", ROOT / "forensics" / "report" / "view.py"]:
+    for path in ([ROOT / "parsers" / "pipeline" / n for n in ("merge.py", "sinks.py")]
+                 + [words / "summary.py", words / "facts.py",
+                    ROOT / "parsers" / "model" / "findings.py", ROOT / "forensics" / "report" / "view.py"]):
         t = path.read_text()
         assert not re.search(r"(evidence|citation|reason|\be)\b[\w\[\]\.\(\)]*\.(startswith|endswith|split"
                              r"|removeprefix)\("

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from parsers.errors import InputError
+from parsers.input.errors import InputError
 
 from forensics.bundle.archive import make_archive
 from parsers.model.manifest import CollectorRecord, RankRecord, Status
@@ -137,7 +137,7 @@ def _damaged(tmp_path: Path, damage) -> Path:
     (lambda text: "[" * 100_000 + "]" * 100_000, "corrupted manifest"),  # nested past the decoder's recursion limit
 ])
 def test_a_damaged_manifest_is_a_recorded_problem_and_the_logs_are_read(tmp_path, damage, why):
-    from parsers.analyze import analyze
+    from parsers.pipeline.analyze import analyze
 
     root = _damaged(tmp_path, damage)
     result = analyze(root)

@@ -11,7 +11,7 @@ import pytest
 from parsers.model.manifest import manifest_from_dict
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.reader import open_bundle
-from parsers.manifest_schema import MAX_WORLD, check_manifest
+from parsers.input.manifest_schema import MAX_WORLD, check_manifest
 from tests.forensics.bundle.test_merge import host_bundle
 
 BASE = {"format": "hang-forensics-bundle", "version": 1, "created": "2026-01-01", "tool_version": "x"}

@@ -6,7 +6,7 @@ import shutil
 
 from hf_testpaths import FIXTURES
 from parsers import knowledge
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 from parsers.model.events import ErrorEvent
 from parsers.readers.rank_log import parse_lines
 from facts import observed, says

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from parsers.model.events import Origin
-from parsers.prefix import strip_prefix
+from parsers.readers.prefix import strip_prefix
 from parsers.readers import c10d, rank_log
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"

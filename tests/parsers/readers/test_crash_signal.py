@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsers.evidence import load_files
+from parsers.gather.evidence import load_files
 from parsers.model.events import Origin
 from parsers.readers import crash_signal, textline
 

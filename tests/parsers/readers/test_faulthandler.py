@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from forensics.report.words import analyze
-from parsers.evidence import load_files
+from parsers.gather.evidence import load_files
 from parsers.readers import faulthandler, rank_log
 from facts import says
 

@@ -15,7 +15,7 @@ from forensics.report.words import facts as present
 from parsers.judges.logs import fr_report as judge
 from parsers.model.events import ErrorEvent, FrCulprit, FrFinding, Origin
 from parsers.readers import fr_report, rank_log, textline
-from parsers.registry import recognise
+from parsers.gather.registry import recognise
 from facts import says
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"

@@ -8,7 +8,7 @@ from hf_testpaths import FIXTURES
 from parsers import knowledge
 from forensics.report.words import analyze
 from parsers.readers import gdb_text
-from parsers.registry import recognise
+from parsers.gather.registry import recognise
 from parsers.stacks.classify import classify
 from facts import says
 

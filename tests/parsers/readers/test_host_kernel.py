@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.analyze import analyze
+from parsers.pipeline.analyze import analyze
 from parsers.judges.hosts import EXCLUDE
 from parsers.readers.host_kernel import read_kernel_log, split_line
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.model.events import Origin
 from parsers.readers import launcher, rank_log
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges.logs import correlate
 from parsers.readers import pyspy_text
 

@@ -19,7 +19,7 @@ import pytest
 from hf_testpaths import FIXTURES
 from parsers.model.events import CommMember, ErrorEvent, OpEvent, TopoEdge
 from parsers.readers import logscan, nccl_log, rank_log
-from parsers.registry import HEAD_BYTES, recognise
+from parsers.gather.registry import HEAD_BYTES, recognise
 
 K = 4
 
@@ -105,7 +105,7 @@ def _scenario_dirs():
 
 @pytest.mark.parametrize("folder", _scenario_dirs(), ids=lambda d: f"{d.parent.name}/{d.name}")
 def test_folder_verdict_same_as_full_load(folder):
-    from parsers.evidence import load_directory, load_path
+    from parsers.gather.evidence import load_directory, load_path
     from parsers.judges.logs import correlate
 
     want = correlate(load_directory(folder)).culprit
@@ -202,8 +202,8 @@ def test_zero_fill_after_a_crash_is_no_line(tmp_path):
 def test_parallel_read_in_batches_equals_sequential(tmp_path):
     """More files than one worker batch: the pool's batches give the same artifacts, in the same
     order, as reading the files one by one."""
-    from parsers.evidence import read_batch, read_files
-    from parsers.source import FileRef, Hints
+    from parsers.gather.evidence import read_batch, read_files
+    from parsers.gather.source import FileRef, Hints
 
     sources = [p for p, kind in LOGS if kind == "nccl-log"][:8]
     refs = []
@@ -227,7 +227,7 @@ def test_mid_size_log_keeps_real_line_numbers(tmp_path):
     """A log between SCAN_BYTES and HEAD_TAIL_BYTES (read whole through the pre-filter by default):
     its errors and communicator inits after the head cite the line they are on, as the per-line
     reader does, so a report's file:line opens the right place."""
-    from parsers.evidence import HEAD_TAIL_BYTES, SCAN_BYTES, load_files
+    from parsers.gather.evidence import HEAD_TAIL_BYTES, SCAN_BYTES, load_files
 
     path = _big_from_real(tmp_path, copies=300)
     assert SCAN_BYTES < path.stat().st_size < HEAD_TAIL_BYTES

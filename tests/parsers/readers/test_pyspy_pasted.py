@@ -11,7 +11,7 @@ from hf_testpaths import FIXTURES
 from parsers import knowledge
 from forensics.report.words import analyze
 from parsers.readers import pyspy_text
-from parsers.registry import recognise
+from parsers.gather.registry import recognise
 from parsers.stacks.classify import classify
 from facts import says
 
@@ -81,7 +81,7 @@ def test_the_summary_names_the_pasted_py_spy_dump_and_its_pid(tmp_path):
 def test_a_dump_of_another_process_does_not_take_the_files_rank(tmp_path):
     """sglang #30453's py-spy dump of pid 163685 below one rank's lines: the file's one rank is the writer's,
     not the dumped process's, so the stack keeps its rank unknown (as a launcher line naming a child does)."""
-    from parsers.evidence import load_files
+    from parsers.gather.evidence import load_files
 
     lines = (FIXTURES / "realworld" / "sglang-30453.log").read_text().splitlines(keepends=True)
     start = next(i for i, ln in enumerate(lines) if ln.startswith("Process 163685:"))

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from hf_testpaths import FIXTURES
-from parsers.evidence import read_file
+from parsers.gather.evidence import read_file
 from parsers.readers import ras
-from parsers.source import FileRef
+from parsers.gather.source import FileRef
 
 
 def _text(n: int) -> list[str]:

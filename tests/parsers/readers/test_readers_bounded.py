@@ -18,7 +18,7 @@ import pytest
 
 from hf_testpaths import FIXTURES
 from forensics.report.words import analyze
-from parsers.evidence import AbsentRanks, Coverage
+from parsers.gather.evidence import AbsentRanks, Coverage
 
 OP_LINE = (b"h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 "
            b"comm 0xab [nranks=2] stream 0x1\n")
@@ -305,8 +305,8 @@ def test_a_reader_bug_is_raised_in_tests_and_recorded_in_use(tmp_path, monkeypat
     """An exception outside the declared data errors is ours: raised under FORENSICS_STRICT_READERS (set for
     the whole suite by tests/conftest.py), else recorded as a 'reader bug' problem of that one file. A
     KeyError or TypeError too (issue 29: they were recorded as the file's problem, hiding reader bugs)."""
-    from parsers import evidence, registry
-    from parsers.source import FileRef, Hints
+    from parsers.gather import evidence, registry
+    from parsers.gather.source import FileRef, Hints
 
     path = tmp_path / "rank0.stderr"
     shutil.copy(FIXTURES / "nccl/sleep/node00/rank0.stderr", path)
@@ -372,7 +372,7 @@ def _ten_thousand_ranks(folder: Path, ranks: int = 10_000) -> Path:
 def test_wait_graph_of_ten_thousand_ranks_is_not_quadratic(tmp_path):
     """10,000 ranks' watchdog lines: the log correlation (wait-for graph) took 54 s; now well under 5 s.
     (The read is timed apart: it is linear, and the machine running the suite is shared.)"""
-    from parsers.evidence import load_path
+    from parsers.gather.evidence import load_path
     from parsers.judges.logs import correlate
 
     folder = _ten_thousand_ranks(tmp_path / "in")
@@ -389,7 +389,7 @@ def test_every_judge_on_ten_thousand_ranks_is_not_quadratic(tmp_path):
     """The whole judging (every judge, the arbiter, the observations) of 10,000 ranks' watchdog lines: the
     observations' 'completed past' pass paired every waiter with every member (17 s of 34 at 2,000 ranks)."""
     from forensics.report.words import analyze_evidence
-    from parsers.evidence import load_path
+    from parsers.gather.evidence import load_path
 
     ev = load_path(_ten_thousand_ranks(tmp_path / "in"))
     t = time.perf_counter()

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 from hf_testpaths import FIXTURES
-from parsers import registry
-from parsers.evidence import read_file
+from parsers.gather import registry
+from parsers.gather.evidence import read_file
 from parsers.readers import ras
-from parsers.source import FileRef
+from parsers.gather.source import FileRef
 
 #: kinds read line by line, whose input can be scaled by repeating its lines
 LINE_KINDS = {"nccl-log", "rank-log", "ras-text", "pyspy-text", "gdb-text", "faulthandler-text", "fr-report",

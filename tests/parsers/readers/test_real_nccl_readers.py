@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges.logs import identity, tables
 from parsers.model.events import CommMember, Progress
 from parsers.model.events import Origin

@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 
 from forensics.report.words import analyze
-from parsers.evidence import load as load_evidence
+from parsers.gather.evidence import load as load_evidence
 from parsers.judges.logs import horovod as horovod_judge
 from parsers.model.events import CommMember, ErrorEvent
 from parsers.model.findings import ReasonClass
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from _load import load
 from verdicts import CORPUS, KB
 from facts import observed, says

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers.evidence import load_path
+from parsers.gather.evidence import load_path
 from parsers.judges.progress import hang_from_time, judge_second_look
 from parsers.readers.second_look import parse_second_look_data
 from facts import says
@@ -104,7 +104,7 @@ def test_hostile_fields_are_dropped_not_trusted():
 
 
 def test_the_file_is_a_registry_kind_recognised_by_name_and_by_content():
-    from parsers import registry
+    from parsers.gather import registry
 
     raw = next((CASES / "hung-gloo-sleep").glob("rank0-*/second-look.json")).read_bytes()
     assert registry.recognise("second-look.json", raw[: registry.HEAD_BYTES], True).name == "second-look"

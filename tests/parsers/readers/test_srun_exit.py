@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.model.events import Origin
-from parsers.ranges import MAX_UNFOLD, unfold
+from parsers.model.ranges import MAX_UNFOLD, unfold
 from parsers.readers import launcher
 
 LOG = Path(__file__).resolve().parents[2] / "fixtures" / "realworld" / "parlai-3084.log"

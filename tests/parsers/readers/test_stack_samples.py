@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from hf_testpaths import FIXTURES
-from parsers import registry
-from parsers.evidence import load_path
+from parsers.gather import registry
+from parsers.gather.evidence import load_path
 from parsers.judges.activity import activity_facts, describe_activity, is_moving, rank_activities
 from parsers.model.samples import IDLE, IN_COLLECTIVE
 from parsers.readers.pyspy_samples import MAX_SAMPLES, parse_samples_data

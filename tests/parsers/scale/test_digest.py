@@ -16,10 +16,10 @@ from parsers.scale import digest
 from forensics.report.words import analyze
 from parsers.scale.digest import DIGEST_NAME, DigestError, decode_parsed, encode_parsed, read_digest, write_json
 from parsers.scale.digest_first import digest_host
-from parsers.evidence import read_file
+from parsers.gather.evidence import read_file
 from parsers.model.events import ErrorEvent, OpEvent, Origin, Parsed
 from parsers.model.stacks import Frame, ThreadStack
-from parsers.source import open_source
+from parsers.gather.source import open_source
 
 #: bundle folders, and live bundles kept as archives (issue 26's captures, with collect's second look)
 BUNDLES = sorted(p.parent for p in FIXTURES.rglob("manifest.json")) + sorted(FIXTURES.rglob("bundle.tar.gz"))

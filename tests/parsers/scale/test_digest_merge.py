@@ -14,7 +14,7 @@ from parsers.scale import merge as digest_merge
 from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
 from parsers.model.summaries import SummaryError
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from forensics.bundle.digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
 

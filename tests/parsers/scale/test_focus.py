@@ -21,7 +21,7 @@ from hf_testpaths import FIXTURES
 from parsers.scale import focus as digest_focus
 from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
-from parsers.source import open_source
+from parsers.gather.source import open_source
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 

@@ -16,7 +16,7 @@ from hf_testpaths import FIXTURES
 from forensics.report import words
 from forensics.report.view import build_view
 from parsers import knowledge
-from parsers.analyze import analyze as typed_analyze
+from parsers.pipeline.analyze import analyze as typed_analyze
 
 ROOT = Path(__file__).resolve().parents[4]
 WORDS = ROOT / "forensics" / "report" / "words"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from forensics.report.words import summary
-from parsers.merge import demote_waiters, merge_suspects
+from parsers.pipeline.merge import demote_waiters, merge_suspects
 from parsers.model import Suspect, Verdict
 from parsers.model.findings import Citation, Findings, ReasonClass, of_rank
 from parsers.stacks.classify import Activity
@@ -86,7 +86,7 @@ def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
 
 def test_agreeing_sources_outrank_a_single_source():
     """Issue 26 item 4: two ranks at one confidence; the one two sources support leads, and says which."""
-    from parsers.merge import agree
+    from parsers.pipeline.merge import agree
 
     one = Findings("logs", [Suspect(rank=1, host=None, pid=None, reason_class=ReasonClass.WAIT_ROOT, reason="a",
                                     confidence=0.75)]).suspects

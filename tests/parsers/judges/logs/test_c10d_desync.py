@@ -11,7 +11,7 @@ from hf_testpaths import FIXTURES
 from parsers.judges.logs import desync
 from parsers.judges.logs.verdict import _Acc
 from parsers.model.events import ErrorEvent, Origin
-from parsers.prefix import strip_prefix
+from parsers.readers.prefix import strip_prefix
 from parsers.readers import c10d
 from parsers.readers.rank_log import parse_lines
 

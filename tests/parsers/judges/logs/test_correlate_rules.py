@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from benchmarks.synthetic_job import COMM_ID, job, rank_lines
-from parsers.evidence import Artifact, Evidence, _apply_hints
+from parsers.gather.evidence import Artifact, Evidence, _apply_hints
 from parsers.judges.logs import correlate
 from parsers.model import WaitEdge
 from parsers.readers import nccl_log, ras
@@ -99,7 +99,7 @@ def test_launcher_merged_log_of_many_ranks():
 
 def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
     """The real gloo 'kill' stderr of all ranks, merged with Slurm labels into one file."""
-    from parsers.evidence import load_directory
+    from parsers.gather.evidence import load_directory
 
     src = Path(__file__).resolve().parents[3] / "fixtures" / "gloo" / "kill"
     lines = []
@@ -117,7 +117,7 @@ def test_merged_gloo_stderr_keeps_each_lines_rank(tmp_path):
 
 def test_watchdog_lines_alone_name_the_rank_that_never_enqueued(tmp_path):
     """Only rank stderr (field-notes watchdog lines): waiters say 11/10, the culprit's dump-signal line 10/10."""
-    from parsers.evidence import load_directory
+    from parsers.gather.evidence import load_directory
 
     for r in range(4):
         if r == 2:
@@ -149,7 +149,7 @@ DEVICE = Path(__file__).resolve().parents[3] / "fixtures" / "nccl" / "device-sig
 
 
 def test_real_device_nccl_logs_parse_cleanly():
-    from parsers.evidence import load_directory
+    from parsers.gather.evidence import load_directory
 
     arts = load_directory(DEVICE)
     assert sorted(a.rank for a in arts.artifacts) == list(range(8))
@@ -160,7 +160,7 @@ def test_real_device_nccl_logs_parse_cleanly():
 
 def test_recorder_edges_map_through_the_real_logs_comm_table():
     """WaitEdges as the recorder states them (comm ranks of commId 0xd88d0c787e2c3107) land on global ranks."""
-    from parsers.evidence import load_directory
+    from parsers.gather.evidence import load_directory
 
     comm = "0xd88d0c787e2c3107"
     edges = [WaitEdge(comm, w, 3, "recorder", op="AllReduce seq 57", state="RecvWait", waiter_pid=473 + w)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges.logs import correlate
 
 pytestmark = pytest.mark.integration  # it starts real processes (it was under tests/integration)
@@ -31,8 +31,8 @@ def _is_scenario(truth: Path) -> bool:
 
 
 #: scenario folders of loose files (gloo14/* hold a live bundle and post-mortem files apart:
-#: tests/parsers/test_issue14_verdicts.py judges those with the whole pipeline; issue26/* hold
-#: both as archives: tests/parsers/test_issue26_cases.py)
+#: tests/parsers/pipeline/test_issue14_verdicts.py judges those with the whole pipeline; issue26/* hold
+#: both as archives: tests/parsers/pipeline/test_issue26_cases.py)
 SCENARIOS = sorted(p.parent for p in FIX.glob("*/*/truth.json") if _is_scenario(p) and not (p.parent / "live").is_dir()
                    and not (p.parent / "logs.tar.gz").is_file())
 

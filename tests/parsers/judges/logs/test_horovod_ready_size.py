@@ -14,7 +14,7 @@ from pathlib import Path
 
 from forensics.report.words import analyze
 from parsers import knowledge
-from parsers.evidence import load_directory
+from parsers.gather.evidence import load_directory
 from parsers.judges.logs import horovod
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "realworld"

@@ -1,5 +1,5 @@
 """Issue 26 item 2.5: where positions are compared, the minority is what needs explaining
-(parsers/judges/logs/ahead.py). Real captures: tests/parsers/test_issue26_cases.py ('ahead',
+(parsers/judges/logs/ahead.py). Real captures: tests/parsers/pipeline/test_issue26_cases.py ('ahead',
 'order', 'pipeline'); here the rule's edges on the progress table it reads, built by the graph code itself."""
 
 from __future__ import annotations

@@ -1,0 +1,48 @@
+"""Issue 39's matrix on the device (tests/fixtures/issue39/README.md, NCCL 2.28.9): the post-mortem logs folders.
+An order mismatch that NCCL aborts names the rank that called the other collective, with the receiver that aborted
+on 'message truncated' listed under it (item 3); a monitored barrier names the rank that never arrived, not the
+reporter (item 2). Both seeds: other culprits, sizes and world sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics.report.words import analyze
+from parsers import knowledge
+from parsers.model.findings import CULPRIT_MIN_CONFIDENCE, ReasonClass
+
+pytestmark = pytest.mark.integration  # 8-rank logs archives, analysed whole
+
+CASES = Path(__file__).resolve().parents[2] / "fixtures" / "issue39" / "device"
+KB = knowledge.load(use_env=False)
+
+
+def truth(case: str) -> dict:
+    return json.loads((CASES / case / "truth.json").read_text())
+
+
+def named(v) -> set:
+    return {s.rank for s in v.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE}
+
+
+@pytest.mark.parametrize("seed", ["seed39", "seed40"])
+def test_ordermismatch_the_odd_collective_heads_and_the_abort_follows(seed):
+    case = f"{seed}-ordermismatch"
+    v = analyze(CASES / case / "logs.tar.gz", KB).verdict
+    culprit = truth(case)["culprit_ranks"]
+    assert named(v) == set(culprit) and v.culprit.reason_class == ReasonClass.MISMATCH, v.text
+    aborted = sorted(int(r) for r, code in truth(case)["exit_codes_by_rank"].items() if code == -6)
+    stopped = {c.rank for c in v.culprit.consequences if c.reason_class == ReasonClass.FROZEN_IN_OP}
+    assert stopped and stopped <= set(aborted)  # the receiver NCCL aborted is a consequence, not a rival
+
+
+@pytest.mark.parametrize("seed", ["seed39", "seed40"])
+def test_monbarrier_names_the_absent_rank(seed):
+    case = f"{seed}-monbarrier"
+    v = analyze(CASES / case / "logs.tar.gz", KB).verdict
+    assert named(v) == set(truth(case)["culprit_ranks"]), v.text
+    assert v.culprit.reason_class == ReasonClass.NAMED_ABSENT and 0 not in named(v)
+    assert "first error" not in v.text  # the healthy ranks' warnings are no lead
