@@ -43,7 +43,7 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     suspects.sort(key=Suspect.sort_key)
     found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
-        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": common.text}
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": waiting_text(waiting)}
     found.missing = [RankNote(r.rank, r.record.host, r.record.pid, p) for r in ev.ranks for p in r.problems]
     found.missing += ev.problems
     found.sections["classes"] = _classes(activities)
@@ -84,6 +84,30 @@ def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
     if not waiting:
         return None
     return Counter(waiting.values()).most_common(1)[0][0]
+
+
+#: the kinds of wait said one by one in the waiting ranks' words; the rest are counted
+WAIT_KINDS_SAID = 3
+
+
+def waiting_text(waiting: dict[int, Activity]) -> str:
+    """What the waiting ranks do, in words that hold for every one of them: 'wait in all_reduce' where all wait
+    alike, else each kind with its ranks ('wait in send (ranks 0-1), recv (ranks 2-3)').
+
+    Why: a pipeline whose stages wait, some in send and some in recv, was said as 'ranks 0-3 wait in send' (the
+    most common kind standing for all), which is false for half of them."""
+    by_kind: dict[Activity, list[int]] = {}
+    for rank, act in sorted(waiting.items()):
+        by_kind.setdefault(act, []).append(rank)
+    kinds = sorted(by_kind.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+    if len(kinds) == 1:
+        return kinds[0][0].text
+    said = kinds[:WAIT_KINDS_SAID]
+    collective = all(act.kind == "collective" for act, _ in said)
+    parts = [f"{act.op if collective else act.text} (ranks {fold(ranks)})" for act, ranks in said]
+    rest = sum(len(ranks) for _, ranks in kinds[WAIT_KINDS_SAID:])
+    more = f", {rest} more in {len(kinds) - WAIT_KINDS_SAID} other kind(s) of wait" if rest else ""
+    return ("wait in " if collective else "") + ", ".join(parts) + more
 
 
 def _where(r: RankEvidence) -> str:

@@ -11,7 +11,9 @@ import pytest
 
 from forensics.report.words import analyze
 from parsers import knowledge
+from parsers.judges.stacks import waiting_text
 from parsers.model.findings import CULPRIT_MIN_CONFIDENCE, ReasonClass
+from parsers.stacks.classify import Activity
 
 pytestmark = pytest.mark.integration  # six archives of 5-rank jobs, analysed whole
 
@@ -55,3 +57,26 @@ def test_lock_the_holder_thread_is_the_why():
     assert v.culprit.rank == truth("lock")["culprit_ranks"][0] == 1 and named(v) == {1}, v.text
     assert "'ckpt-writer' at write_shard_to_storage holds" in v.culprit.why and "likely" not in v.culprit.why
     assert "inside hrtimer_nanosleep" in v.culprit.why  # no native frame: what it waits in, from its /proc task
+
+
+def test_wrongpeersend_names_no_wrong_rank_and_says_each_wait():
+    """Stage 1 sends to stage 3 (h39fin's wrongpeersend, gloo, 4 ranks): stacks on gloo carry no peer, so no
+    culprit is named yet; what the summary says must hold for every rank it names (two wait in send, two in
+    recv), where it said 'ranks 0-3 wait in send'."""
+    v = verdict("wrongpeersend", "bundle")
+    assert named(v) <= set(truth("wrongpeersend")["culprit_ranks"]) == {1}, v.text
+    # wording is the behaviour: each kind of wait with its own ranks, none said for all
+    assert "wait in send (ranks 0-1), recv (ranks 2-3)" in v.summary, v.summary
+
+
+def test_waiting_text_says_each_kind_and_counts_the_rest():
+    """The words for ranks that wait in different ways: one kind alone, collectives by op, other kinds whole, and
+    past the third kind a count."""
+    coll = [Activity("collective", op) for op in ("all_reduce", "send", "recv", "barrier")]
+    assert waiting_text({0: coll[0], 1: coll[0]}) == "wait in all_reduce"
+    five = {0: coll[0], 1: coll[0], 2: coll[1], 3: coll[2], 4: coll[3]}
+    # wording is the behaviour: three kinds said with their ranks, the fourth counted
+    assert waiting_text(five) == ("wait in all_reduce (ranks 0-1), send (ranks 2), recv (ranks 3), 1 more in 1 other "
+                                  "kind(s) of wait")
+    mixed = waiting_text({0: coll[0], 1: Activity("gpu-sync", "cudaStreamSynchronize")})
+    assert mixed == "wait in all_reduce (ranks 0), wait on the GPU (cudaStreamSynchronize) (ranks 1)"
