@@ -62,15 +62,43 @@ def _wait_for_gdb(target: int, collect: subprocess.Popen, limit: float = 60) -> 
     raise AssertionError("gdb never attached")
 
 
+def _wait_saved(manifest: Path, collector: str, limit: float = 10) -> None:
+    """Wait until the manifest on disk says this collector of the rank finished."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            ranks = json.loads(manifest.read_text()).get("ranks") or [{}]
+        except (OSError, ValueError):
+            ranks = [{}]
+        if any(c.get("name") == collector and c.get("status") for c in ranks[0].get("collectors") or []):
+            return
+        time.sleep(0.002)
+    raise AssertionError(f"{collector} never saved in {manifest}")
+
+
+def _wait_stopped_by(target: int, gdb: int, limit: float = 10) -> None:
+    """Wait until gdb has the target ptrace-stopped: inside the attach."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if _state(target) in ("t", "T"):
+            return
+        assert int(_status(target, "TracerPid") or 0) == gdb, "gdb let go before the target was seen stopped"
+        time.sleep(0.001)
+    raise AssertionError("gdb never stopped the target")
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGKILL, -9)])
 def test_interrupt_while_gdb_attached(tmp_path, sig, code):
-    target = _sleeper(4)
+    # gdb holds a 40-thread target ~0.35 s here since its answers are read as they come (a fixed 0.3 s sleep after
+    # the attach began missed it): the signal goes the moment gdb has the target stopped, once the manifest on disk
+    # holds py-spy's dump (saved within 0.1 s of its end, while gdb attaches: what SIGKILL must find kept)
+    target = _sleeper(40)
     out = tmp_path / "bundle"
     collect = _collect(target.pid, out, 60)
     try:
         gdb = _wait_for_gdb(target.pid, collect)
-        time.sleep(0.3)  # inside the attach: the target is ptrace-stopped now
-        assert _state(target.pid) in ("t", "T")
+        _wait_saved(out / "manifest.json", "py-spy")
+        _wait_stopped_by(target.pid, gdb)
         collect.send_signal(sig)
         sent = time.monotonic()
         while int(_status(target.pid, "TracerPid") or 0) or _state(target.pid) in ("t", "T"):
