@@ -1,6 +1,6 @@
 """Issue 14: a rank that died while its launcher has not reaped it (a zombie) is found live.
 
-A real 3-rank gloo job started by this test (the test process is the launcher): rank 2 raises
+A real 3-rank gloo job started by a small launcher process of this test: rank 2 raises
 right after init and exits with 1; ranks 0 and 1 wait for its next step in the job's store. The dead rank has no
 environment, open files or stacks left, so discovery by RANK cannot see it. What must hold:
 discovery finds it as the zombie child of the ranks' parent, learns its rank by elimination
@@ -46,17 +46,39 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+#: the launcher: starts the three ranks, prints their pids, never reaps them (as torchrun has not yet when a rank
+#: died). Its own process, not pytest's: the test process may hold zombie children of earlier tests, and the
+#: elimination rightly names no rank where several zombies share the ranks' parent
+LAUNCHER = r"""
+import os, subprocess, sys, time
+folder, body = sys.argv[1], sys.argv[2]
+procs = []
+for rank in range(3):
+    with open(os.path.join(folder, f"rank{rank}.log"), "w") as out:
+        procs.append(subprocess.Popen([sys.executable, "-c", body], stdout=out, stderr=subprocess.STDOUT,
+                                      env=dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank))))
+print(" ".join(str(p.pid) for p in procs), flush=True)
+time.sleep(600)
+"""
+
+
+class _Rank:
+    """A rank started by the launcher: its pid (what the tests compare)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+
 @pytest.fixture
 def job(tmp_path: Path, proc_state):
     port = _port()
-    procs = []
-    for rank in range(3):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), PYTHONPATH=str(REPO))
-        out = open(tmp_path / f"rank{rank}.log", "w")
-        procs.append(subprocess.Popen([sys.executable, "-c", RANK_BODY], env=env, stdout=out, stderr=subprocess.STDOUT))
-        out.close()
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=str(REPO))
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path), RANK_BODY], env=env,
+                                stdout=subprocess.PIPE, text=True)
+    procs: list[_Rank] = []
     try:
+        procs = [_Rank(int(pid)) for pid in launcher.stdout.readline().split()]
+        assert len(procs) == 3
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc_state(procs[2].pid) != "Z":
             time.sleep(0.2)
@@ -66,9 +88,12 @@ def job(tmp_path: Path, proc_state):
         yield procs, f"127.0.0.1:{port}"
     finally:
         for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait(timeout=30)
+            try:
+                os.kill(p.pid, 9)
+            except ProcessLookupError:
+                pass
+        launcher.kill()  # its zombie child goes to init, which reaps it
+        launcher.wait(timeout=30)
 
 
 def test_zombie_rank_is_found_with_its_rank_and_exit_code(job):
