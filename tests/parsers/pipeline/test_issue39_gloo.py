@@ -79,4 +79,5 @@ def test_waiting_text_says_each_kind_and_counts_the_rest():
     assert waiting_text(five) == ("wait in all_reduce (ranks 0-1), send (ranks 2), recv (ranks 3), 1 more in 1 other "
                                   "kind(s) of wait")
     mixed = waiting_text({0: coll[0], 1: Activity("gpu-sync", "cudaStreamSynchronize")})
+    # wording is the behaviour: kinds other than collectives said whole, each with its ranks
     assert mixed == "wait in all_reduce (ranks 0), wait on the GPU (cudaStreamSynchronize) (ranks 1)"
