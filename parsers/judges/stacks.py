@@ -10,6 +10,7 @@ mismatches. Ranks that merely wait are victims, named in the summary.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from parsers.gather.evidence import Evidence, RankEvidence
@@ -96,10 +97,7 @@ def waiting_text(waiting: dict[int, Activity]) -> str:
 
     Why: a pipeline whose stages wait, some in send and some in recv, was said as 'ranks 0-3 wait in send' (the
     most common kind standing for all), which is false for half of them."""
-    by_kind: dict[Activity, list[int]] = {}
-    for rank, act in sorted(waiting.items()):
-        by_kind.setdefault(act, []).append(rank)
-    kinds = sorted(by_kind.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+    kinds = _by_activity(sorted(waiting.items()))
     if len(kinds) == 1:
         return kinds[0][0].text
     said = kinds[:WAIT_KINDS_SAID]
@@ -269,9 +267,14 @@ def _first_failure(exits: list[RankExit]) -> RankExit | None:
     return min(failed, key=lambda f: f[0])[1] if failed else None
 
 
-def _classes(activities: dict[int, Activity]) -> list[dict]:
+def _by_activity(activities: Iterable[tuple[int, Activity]]) -> list[tuple[Activity, list[int]]]:
+    """The ranks grouped by what their main thread does, the largest group first (ties in the order given)."""
     groups: dict[Activity, list[int]] = {}
-    for rank, act in activities.items():
+    for rank, act in activities:
         groups.setdefault(act, []).append(rank)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def _classes(activities: dict[int, Activity]) -> list[dict]:
     return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)}
-            for act, ranks in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+            for act, ranks in _by_activity(activities.items())]
