@@ -196,13 +196,17 @@ def main() -> int:
         full.pop("NCCL_PROFILER_PLUGIN", None)
     configs = [c for c in args.configs.split(",") if c in CONFIGS]
     results: dict[str, list[dict]] = {c: [] for c in configs}
-    for _ in range(args.rounds):
+    t0 = time.monotonic()
+    for round_no in range(args.rounds):
         for name in configs:
             results[name].append(launch(args, name, config_env(name, full), work))
-    lines = report(results, args, plugin or "")
-    print("\n".join(lines))
-    if args.json:
-        args.json.write_text(json.dumps({"results": results, "summary": lines}, indent=1) + "\n")
+            got = results[name][-1]
+            print(f"[+{time.monotonic() - t0:.0f} s] round {round_no + 1} {name}: "
+                  f"{got.get('median_ms', got.get('error', '?'))}", file=sys.stderr, flush=True)
+        lines = report(results, args, plugin or "")  # after every round, so a run cut at its limit keeps its rounds
+        print("\n".join(lines), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps({"results": results, "summary": lines}, indent=1) + "\n")
     return 0
 
 

@@ -51,7 +51,9 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
         pending += mine
         taken: set[int | None] = {s.rank for s in suspects}
         taken |= {p.op.rank for p in mine if p.op.kind == "recv"}
-        suspects += _blocked_receivers(ev, h, source, taken)
+        suspects += _blocked_in(ev, h, source, taken, "recv")
+        taken |= {s.rank for s in suspects}
+        suspects += _blocked_in(ev, h, source, taken, "send")
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending
@@ -109,44 +111,60 @@ def _histories(ev: Evidence) -> tuple[dict[int, History], dict[int, OpEvent]]:
     return p2p_match.histories(records, whole), seen
 
 
-def _in_receive(r: Any) -> str | None:
-    """The receive frame a rank's main stack is in (py-spy: torch.distributed's recv, or c10d's ProcessGroup*::recv),
-    or None. The stack names no src: that is in the call, not in the frame."""
+def p2p_call(r: Any, kind: str | None = None) -> str | None:
+    """The point-to-point frame a rank's main stack is in (py-spy: torch.distributed's send/recv/isend/irecv, or
+    c10d's ProcessGroup*::send/recv), `kind` 'send' or 'recv' for one side only, or None. Seen, NCCL 2.28.9: a
+    send to a peer it never sent to before sits in ncclGroupEnd (ncclTransportP2pSetup, bootstrapRecv) under
+    c10d::ProcessGroupNCCL::send, so the innermost frame alone ('ncclGroupEndInternal') does not say it is a send.
+    The stack names no peer: that is in the call, not in the frame."""
+    kinds = (kind,) if kind else ("send", "recv")
     for f in (r.main_stack.frames if r.main_stack else ())[:MAX_FRAMES]:
         name = f.function or ""
-        if name in ("recv", "irecv") or name.endswith(("::recv", "::recvAnysource")):
+        if any(name in (k, "i" + k) or name.endswith(f"::{k}") for k in kinds) or \
+                (kind in (None, "recv") and name.endswith("::recvAnysource")):
             return name
     return None
 
 
-#: frames of a main stack looked at for a receive (the innermost first: NCCL's set-up sits on top of it)
+#: frames of a main stack looked at for a send or receive (NCCL's connection set-up sits on top of it: ~20 frames)
 MAX_FRAMES = 64
+#: what a send or receive stuck before its op reached NCCL's queue shows on its stack: the connection to its peer
+#: being set up (NCCL connects point-to-point peers at their first op)
+_CONNECTING = ("ncclTransportP2pSetup", "ncclP2PPreconnectFunc")
 
 
-def _blocked_receivers(ev: Evidence, hist: dict[int, History], source: str,
-                       known: set[int | None]) -> list[Suspect]:
-    """Live, where no record holds the receive itself (seen, NCCL 2.28.9: a receive from a peer that never sends
-    waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank whose
-    stack is in a receive while another rank's sends to it go unanswered receives from someone else."""
+def _blocked_in(ev: Evidence, hist: dict[int, History], source: str, known: set[int | None],
+                kind: str) -> list[Suspect]:
+    """Live, where no record holds the op itself (seen, NCCL 2.28.9: a send or receive to a peer it never used
+    before waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank
+    whose stack is in a `kind` op while another rank's pairing op toward it goes unanswered posts it to someone
+    else. Its own history counts the op the other waits for as never posted."""
+    pairing = "recv" if kind == "send" else "send"
     out = []
     for r in getattr(ev, "ranks", None) or ():
         rank = r.rank
-        if rank is None or rank in known or rank not in hist or (frame := _in_receive(r)) is None:
+        if rank is None or rank in known or rank not in hist or (frame := p2p_call(r, kind)) is None:
             continue
-        senders = p2p_match.unmatched_toward(rank, "send", hist)
-        if not senders:
+        waiting = p2p_match.unmatched_toward(rank, pairing, hist)
+        if not waiting:
             continue
-        counts = "; ".join(f"rank {q} posted {hist[q].posted('send', rank)} sends to it, it received "
-                           f"{hist[rank].posted('recv', q)}" for q in senders[:3])
+        counts = "; ".join(f"rank {q} posted {hist[q].posted(pairing, rank)} {pairing}s {_to_from(pairing)} it, it "
+                           f"posted {hist[rank].posted(kind, q)} {kind}s {_to_from(kind)} it" for q in waiting[:3])
+        names = {f.function for f in r.main_stack.frames[:MAX_FRAMES]} if r.main_stack else set()
+        setup = next((c for c in _CONNECTING if c in names), None)
+        still = (f"; NCCL is still connecting it to its peer ({setup}): a peer it has not used before, so not "
+                 f"rank{'s' if len(waiting) > 1 else ''} {fold(waiting)}") if setup else ""
+        plural = len(waiting) > 1
+        theirs = f"{'receive' if kind == 'send' else 'send'}{'' if plural else 's'} {_to_from(pairing)} it"
         rec = r.record
         out.append(Suspect(
             rank=rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WRONG_PEER, source=_KIND[source],
-            reason=of_rank(rank, f"waits in a receive ({frame}) while rank{'s' if len(senders) > 1 else ''} "
-                           f"{fold(senders)} send{'' if len(senders) > 1 else 's'} to it unanswered: it receives from "
-                           "another peer"),
+            reason=of_rank(rank, f"waits in a {'send' if kind == 'send' else 'receive'} ({frame}) while rank"
+                           f"{'s' if plural else ''} {fold(waiting)} {theirs} unanswered: it "
+                           f"{'sends to' if kind == 'send' else 'receives from'} another peer{still}"),
             confidence=0.8,
             evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
-                      cite(f"main thread in {frame} [stack]", tool="stack-frame")]))
+                      cite(f"main thread in {frame}{f' under {setup}' if setup else ''} [stack]", tool="stack-frame")]))
     return out
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import AbstractSet, Any
 
 from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
-from parsers.judges.p2p import P2P_CALLS
+from parsers.judges.p2p import P2P_CALLS, p2p_call
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
@@ -44,7 +44,8 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     suspects.sort(key=Suspect.sort_key)
     found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
-        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": waiting_text(waiting)}
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": waiting_text(waiting),
+                                     "groups": wait_groups(waiting)}
     found.missing = [RankNote(r.rank, r.record.host, r.record.pid, p) for r in ev.ranks for p in r.problems]
     found.missing += ev.problems
     found.sections["classes"] = _classes(activities)
@@ -91,21 +92,41 @@ def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
 WAIT_KINDS_SAID = 3
 
 
-def waiting_text(waiting: dict[int, Activity]) -> str:
+def waiting_text(waiting: dict[int, Activity], leave_out: AbstractSet[int] = frozenset()) -> str:
     """What the waiting ranks do, in words that hold for every one of them: 'wait in all_reduce' where all wait
-    alike, else each kind with its ranks ('wait in send (ranks 0-1), recv (ranks 2-3)').
+    alike, else each kind with its ranks ('wait in send (ranks 0-1), recv (ranks 2-3)'); `leave_out`: ranks not
+    said (the culprit, said apart).
 
     Why: a pipeline whose stages wait, some in send and some in recv, was said as 'ranks 0-3 wait in send' (the
     most common kind standing for all), which is false for half of them."""
-    kinds = _by_activity(sorted(waiting.items()))
+    return words_of_waits(wait_groups(waiting), leave_out)
+
+
+def wait_groups(waiting: dict[int, Activity]) -> list[dict]:
+    """The waiting ranks grouped by the words said of them (two places in one call are one wait), the largest
+    group first: [{'text': ..., 'ranks': [...]}]; where every one waits in a collective, the words are its name."""
+    collective = all(act.kind == "collective" for act in waiting.values())
+    groups: dict[str, list[int]] = {}
+    for rank, act in sorted(waiting.items()):
+        groups.setdefault((act.op or act.text) if collective else act.text, []).append(rank)
+    ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    return [{"text": text, "ranks": ranks, "collective": collective} for text, ranks in ordered]
+
+
+def words_of_waits(groups: list[dict], leave_out: AbstractSet[int] = frozenset()) -> str:
+    """wait_groups' groups in words, without the ranks in `leave_out` (the report leaves the culprit out)."""
+    kinds = [(g["text"], ranks) for g in groups if (ranks := [r for r in g["ranks"] if r not in leave_out])]
+    if not kinds:
+        return ""
+    collective = bool(groups[0]["collective"])
+    lead = "wait in " if collective else ""
     if len(kinds) == 1:
-        return kinds[0][0].text
+        return lead + kinds[0][0]
     said = kinds[:WAIT_KINDS_SAID]
-    collective = all(act.kind == "collective" for act, _ in said)
-    parts = [f"{act.op if collective else act.text} (ranks {fold(ranks)})" for act, ranks in said]
+    parts = [f"{text} (ranks {fold(ranks)})" for text, ranks in said]
     rest = sum(len(ranks) for _, ranks in kinds[WAIT_KINDS_SAID:])
     more = f", {rest} more in {len(kinds) - WAIT_KINDS_SAID} other kind(s) of wait" if rest else ""
-    return ("wait in " if collective else "") + ", ".join(parts) + more
+    return lead + ", ".join(parts) + more
 
 
 def _where(r: RankEvidence) -> str:
@@ -194,7 +215,8 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason = f"is in no collective: its main thread runs {act.where}"
         return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
     if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
-            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS:  # a send/recv waits for its peer
+            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS \
+            and p2p_call(r) is None:  # a send/recv waits for its peer (the p2p judge matches it), whatever its top
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None

@@ -14,6 +14,7 @@ from typing import AbstractSet, Any
 
 from forensics.report.words.facts import evidence_gap, observed
 from parsers.judges.logs import names
+from parsers.judges.stacks import words_of_waits
 from parsers.model.findings import Deadlock, Demotion, ObservationKind, Suspect, Verdict, WaitEdge
 from parsers.model.ranges import fold
 
@@ -98,6 +99,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit
+    if head is not None and waiting.get("groups"):  # said without the culprit, whose own line says what it does
+        activity = words_of_waits(waiting["groups"], {head.rank})
     verdict.leads = leads(verdict.suspects) if head is None else []
     verdict.consequences = consequences(head, ranks, activity, set(verdict.hung_ranks))
     for other in verdict.independent:  # each further culprit's own consequences, said with its rank

@@ -159,6 +159,22 @@ def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
         assert f"recv from {culprit - 2}, which never sends to it" in v.culprit.reason
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_wrong_peer_send_is_named_as_such_live_and_post_mortem(form):
+    """Stage 1 of 4 sends to 3, not 2 (device, seed 41). Live, NCCL never records that send: it waits in
+    ncclGroupEnd connecting to rank 3, under c10d's send; the recorder says rank 2 waits for a third send of rank 1
+    that was never posted. Post-mortem, the watchdog's dumps hold the send to 3 itself."""
+    v, truth = case("wrongpeersend-seed41", form)
+    (culprit,) = truth["culprit_ranks"]
+    assert v.culprit.rank == culprit and v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
+    assert named(v) == {culprit} and v.deadlock is None
+    # wording is the behaviour: the issue's words, on the side the evidence holds
+    said = ("it sends to another peer; NCCL is still connecting it" if form == "bundle"
+            else f"posts send to {culprit + 2}, which never receives from it")
+    assert said in v.culprit.reason, v.culprit.reason
+    assert f"rank {culprit + 1}" in v.culprit.reason  # the receiver left waiting
+
+
 @pytest.mark.parametrize("name", ["sendsend-seed39", "sendsend-seed40", "sendsend-seed41"])
 @pytest.mark.parametrize("form", FORMS)
 def test_send_send_pair_is_a_deadlock_of_both_live_and_post_mortem(name, form):

@@ -46,3 +46,16 @@ def test_monbarrier_names_the_absent_rank(seed):
     assert named(v) == set(truth(case)["culprit_ranks"]), v.text
     assert v.culprit.reason_class == ReasonClass.NAMED_ABSENT and 0 not in named(v)
     assert "first error" not in v.text  # the healthy ranks' warnings are no lead
+
+
+def test_ordermismatch_whose_odd_rank_finished_is_read_from_its_finalize_copy():
+    """Seed 41: the odd rank (2) finished its broadcast and exited 0 while the others aborted. Only the recorder's
+    copy at its clean finalize holds what it called (issue 39 item 3): the logs folder names it for that."""
+    case = "seed41-ordermismatch"
+    v = analyze(CASES / case / "logs.tar.gz", KB).verdict
+    assert named(v) == set(truth(case)["culprit_ranks"]) == {2}, v.text
+    assert v.culprit.reason_class == ReasonClass.MISMATCH, v.text
+    # wording is the behaviour: the call the odd rank made and the one the others made, from the recorder
+    assert "called broadcast(" in v.culprit.reason and "allreduce(" in v.culprit.reason, v.culprit.reason
+    live = analyze(CASES / case / "bundle.tar.gz", KB).verdict  # collected while ranks 0,1,3 hung, 2 a zombie
+    assert named(live) == {2}, live.text
