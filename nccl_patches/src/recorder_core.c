@@ -139,7 +139,7 @@ static inline uint64_t read_ticks(void) {
 }
 
 /* The kernel's clocksource, "" when unknown. */
-static void kernel_clocksource(char* out, size_t n) {
+static __attribute__((unused)) void kernel_clocksource(char* out, size_t n) {
   out[0] = '\0';
   FILE* f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
   if (f == NULL) return;
