@@ -78,19 +78,22 @@ def build_tools(tmp: Path) -> tuple[Path, Path]:
     inc = REPO / "nccl_patches" / "include"
     tests = REPO / "nccl_patches" / "tests"
     exe, noop = tmp / "microbench", tmp / "libnccl-profiler-noop.so"
-    subprocess.run(["gcc", "-O2", f"-I{inc}", str(tests / "microbench.c"), "-o", str(exe), "-ldl"], check=True)
+    subprocess.run(["gcc", "-O2", f"-I{inc}", str(tests / "microbench.c"), "-o", str(exe), "-ldl", "-pthread"],
+                   check=True)
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-DCOUNT_NOOP", f"-I{inc}",
                     str(tests / "count_plugin.c"), "-o", str(noop)], check=True)
     return exe, noop
 
 
-def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | None,
-            state_dir: str, steps: int = 8) -> dict:
+def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | str | None,
+            state_dir: str, steps: int = 8, threads: int = 1) -> dict:
+    """One microbench process; threads=2 runs the proxy path on a thread of its own (cpu: two CPUs, "2,3")."""
     cmd = [str(exe), str(max(1, iterations // channels)), str(repeats), str(channels), *variants]  # same time per timing
     if cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu), *cmd]
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps)}
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps),
+           "MICROBENCH_THREADS": str(threads)}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout)["ns_per_collective"]
 
@@ -242,6 +245,9 @@ def main() -> int:
     ap.add_argument("--channels", type=int, default=4, help="second channel count (the first is 1)")
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU (taskset)")
     ap.add_argument("--json", type=Path, help="also write every run's numbers here")
+    ap.add_argument("--two-threads", metavar="CPUS",
+                    help="also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to "
+                         "these two CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time builds without the precise clock, the atomics, the header stamp, and count "
                          "clock reads and atomics per collective (now, and before when its sources can count)")
@@ -270,6 +276,9 @@ def main() -> int:
             for nch in runs:
                 runs[nch].append(one_run(exe, variants, args.iterations, args.repeats, nch, args.cpu, state))
             one_step.append(one_run(exe, variants, args.iterations, args.repeats, 1, args.cpu, state, steps=1))
+        pair = [v for v in variants if v.split("=", 1)[0] in ("before", "now")]
+        two = [one_run(exe, pair, args.iterations, args.repeats, 1, args.two_threads, state, threads=2)
+               for _ in range(args.runs if args.two_threads else 0)]
         load_after = os.getloadavg()
         counted, prices = {}, {}
         if args.breakdown:
@@ -286,6 +295,11 @@ def main() -> int:
           f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives")
     print(machine_clock())
     report(runs, one_step, [x for x in labels if x not in ABLATIONS], args.channels)
+    if two:
+        for label in [x for x in ("before", "now") if x in labels]:
+            mins, medians = [added(r, label, "min") for r in two], [added(r, label, "median") for r in two]
+            print(f"two threads (launch | proxy, CPUs {args.two_threads}), 1 channel, {label}: added min "
+                  f"{spread(mins)}, median {spread(medians)}")
     if args.breakdown:
         breakdown_report(runs, args.channels, counted, prices)
     print("recorder thread CPU, ms per second: " + ", ".join(
@@ -293,7 +307,8 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({"runs": {str(k): v for k, v in runs.items()}, "one_step": one_step,
                                          "load": [load_before, load_after], "thread_ms_per_s": threads,
-                                         "counts": counted, "prices": prices, "clock": machine_clock(),
+                                         "two_threads": two, "counts": counted, "prices": prices,
+                                         "clock": machine_clock(),
                                          "before": str(args.before_dir or args.before or "")}, indent=1) + "\n")
     return 0
 

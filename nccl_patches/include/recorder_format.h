@@ -99,7 +99,7 @@ struct recorder_header {              /* 512 bytes at offset 0 */
   uint64_t heartbeat_count;           /* 104 */
   uint64_t coll_next;                 /* 112 collective/p2p records ever started */
   uint64_t proxy_next;                /* 120 proxy ops ever started */
-  uint64_t last_event_ns;             /* 128 time of the latest event of any kind */
+  uint64_t last_event_ns;             /* 128 time of the latest event of any kind, to within 1 ms */
   uint64_t dropped_proxy;             /* 136 proxy ops not recorded: all probed slots busy */
   uint64_t finalize_ns;               /* 144 */
   uint32_t event_mask;                /* 152 activation mask handed to NCCL */

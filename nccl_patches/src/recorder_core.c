@@ -264,7 +264,7 @@ void rec_touch(struct rec_comm* c, uint64_t now) {
   (void)c, (void)now;
   return;
 #endif
-  if (now > __atomic_load_n(&c->hdr->last_event_ns, __ATOMIC_RELAXED))
+  if (now > __atomic_load_n(&c->hdr->last_event_ns, __ATOMIC_RELAXED) + REC_TOUCH_NS)
     __atomic_store_n(&c->hdr->last_event_ns, now, __ATOMIC_RELEASE);
 }
 

@@ -123,8 +123,11 @@ static inline uint64_t rec_event_ns(void) {
  * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. Not inline:
  * inlined into the step path it measured ~3 ns a call slower (AMD EPYC; the rdtsc's placement). */
 uint64_t rec_fast_ns(void);
-/* Stamps hdr->last_event_ns only when `now` is newer: events in the same coarse tick leave the
- * header's cache line unwritten, so the user and proxy threads stop passing it to each other. */
+/* Stamps hdr->last_event_ns only when `now` is newer by REC_TOUCH_NS: the header's cache line is then
+ * written about once a millisecond, not at every precise stamp (each is newer by some ns), so the user
+ * and proxy threads do not pass it to each other per event. Readers show it in ms ("last event 3.0 ms
+ * ago" in snapshots); the event clock itself lags by up to its 4 ms tick. */
+#define REC_TOUCH_NS 1000000ull
 void rec_touch(struct rec_comm* c, uint64_t now);
 
 /* Creates and maps the state file of one communicator; registers it with the

@@ -7,6 +7,7 @@
  *   sleep 60 s: the recorder's own thread, idle, for benchmarks/recorder_event_cost.py to time.
  *   MICROBENCH_COUNT=1: one collective per variant, printing what a counting build (REC_COUNT, exporting
  *   hf_recorder_counts) did on the launch path and in the whole collective: clock reads and atomics.
+ *   MICROBENCH_THREADS=2: the proxy path on a second thread, as in NCCL (see run_threads).
  *   MICROBENCH_PRIMITIVES=1: ns per call of the pieces a recorder is made of on this machine, no plugin)
  *
  * One collective as NCCL reports it with CHANNELS channels:
@@ -22,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +116,64 @@ static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
   p->stopEvent(k);
 }
 
+/* MICROBENCH_THREADS=2: the proxy path runs on a thread of its own, as NCCL's proxy thread does, fed
+ * the launched collectives through a queue of PIPE_LEN; what the two threads write to the same cache
+ * lines (a record, the header) then costs what it costs on NCCL's threads. Time per collective is
+ * the pipeline's: from the first launch to the last proxy path done. */
+#define PIPE_LEN 8
+struct pipe {
+  _Alignas(64) unsigned long head; /* launcher */
+  _Alignas(64) unsigned long tail; /* proxy thread */
+  _Alignas(64) void* slot[PIPE_LEN];
+  const ncclProfiler_v5_t* p;
+  void* ctx;
+  int nch;
+  unsigned long total;
+};
+
+static inline void relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+static void* proxy_thread(void* arg) {
+  struct pipe* q = arg;
+  for (unsigned long t = 0; t < q->total; t++) {
+    while (__atomic_load_n(&q->head, __ATOMIC_ACQUIRE) == t) relax();
+    void* c = q->slot[t % PIPE_LEN];
+    for (int ch = 0; ch < q->nch; ch++) proxy(q->p, q->ctx, c, ch);
+    __atomic_store_n(&q->tail, t + 1, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static double run_threads(const ncclProfiler_v5_t* p, void* ctx, long iters, int nch) {
+  static struct pipe q;
+  q.head = q.tail = 0;
+  q.p = p, q.ctx = ctx, q.nch = nch, q.total = (unsigned long)iters;
+  pthread_t tid;
+  if (pthread_create(&tid, NULL, proxy_thread, &q) != 0) return -1.0;
+  double t0 = now();
+  for (long i = 0; i < iters; i++) {
+    void* c = launch(p, ctx, i, nch);
+    while (q.head - __atomic_load_n(&q.tail, __ATOMIC_ACQUIRE) >= PIPE_LEN) relax();
+    q.slot[q.head % PIPE_LEN] = c;
+    __atomic_store_n(&q.head, q.head + 1, __ATOMIC_RELEASE);
+  }
+  while (__atomic_load_n(&q.tail, __ATOMIC_ACQUIRE) < (unsigned long)iters) relax();
+  double t = (now() - t0) * 1e9 / (double)iters;
+  pthread_join(tid, NULL);
+  return t;
+}
+
+static int g_threads = 1;
+
 /* ns per collective: whole (launch + proxy) when `whole`, else the launch path alone. */
 static double run(const ncclProfiler_v5_t* p, void* ctx, long iters, int nch, int whole) {
+  if (whole && g_threads == 2) return run_threads(p, ctx, iters, nch);
   double t0 = now();
   for (long i = 0; i < iters; i++) {
     void* c = launch(p, ctx, i, nch);
@@ -210,6 +268,7 @@ int main(int argc, char** argv) {
   }
   long iters = atol(argv[1]);
   if (getenv("MICROBENCH_STEPS")) g_steps = atoi(getenv("MICROBENCH_STEPS"));
+  if (getenv("MICROBENCH_THREADS")) g_threads = atoi(getenv("MICROBENCH_THREADS"));
   int repeats = atoi(argv[2]), nch = atoi(argv[3]);
   if (repeats > MAX_REPEATS) repeats = MAX_REPEATS;
   int nv = 1;
