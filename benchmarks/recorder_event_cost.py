@@ -19,6 +19,9 @@ while events come, for now and before.
     # where git has no history (the device): stage the baseline's sources first, carry them along
     python benchmarks/recorder_event_cost.py --stage-before af5ef16 .device/recorder-before
     python benchmarks/recorder_event_cost.py --before-dir .device/recorder-before --json "$OUT/event_cost.json"
+    # where the time goes: builds without one piece, counts of clock reads and atomics, the machine's prices;
+    # and the proxy path on a thread of its own (two quiet CPUs): nccl_patches/README.md, "Breakdown"
+    python benchmarks/recorder_event_cost.py --before main --breakdown --two-threads 2,3 --cpu 4
 """
 
 from __future__ import annotations
@@ -165,6 +168,10 @@ def report(runs: dict, one_step: list, labels: list[str], channels: int) -> None
 ABLATIONS = {"no-precise": "-DREC_ABLATE_PRECISE", "no-rmw": "-DREC_ABLATE_RMW", "no-touch": "-DREC_ABLATE_TOUCH",
              "vdso-precise": "-DREC_NO_COUNTER"}
 COUNTED = ("precise", "tick", "coarse", "rmw")
+BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the header stamp, and count clock reads "
+                  "and atomics per collective (now, and before when its sources can count)")
+TWO_THREADS_HELP = ("also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to these two "
+                    "CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
 
 
 def machine_clock() -> str:
@@ -245,12 +252,8 @@ def main() -> int:
     ap.add_argument("--channels", type=int, default=4, help="second channel count (the first is 1)")
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU (taskset)")
     ap.add_argument("--json", type=Path, help="also write every run's numbers here")
-    ap.add_argument("--two-threads", metavar="CPUS",
-                    help="also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to "
-                         "these two CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
-    ap.add_argument("--breakdown", action="store_true",
-                    help="also time builds without the precise clock, the atomics, the header stamp, and count "
-                         "clock reads and atomics per collective (now, and before when its sources can count)")
+    ap.add_argument("--two-threads", metavar="CPUS", help=TWO_THREADS_HELP)
+    ap.add_argument("--breakdown", action="store_true", help=BREAKDOWN_HELP)
     args = ap.parse_args()
     if args.stage_before:
         print(stage_ref(args.stage_before[0], Path(args.stage_before[1])))
