@@ -127,7 +127,9 @@ uint64_t rec_fast_ns(void);
  * written about once a millisecond, not at every precise stamp (each is newer by some ns), so the user
  * and proxy threads do not pass it to each other per event. Readers show it in ms ("last event 3.0 ms
  * ago" in snapshots); the event clock itself lags by up to its 4 ms tick. */
+#ifndef REC_TOUCH_NS
 #define REC_TOUCH_NS 1000000ull
+#endif
 void rec_touch(struct rec_comm* c, uint64_t now);
 
 /* Creates and maps the state file of one communicator; registers it with the
