@@ -19,6 +19,9 @@ while events come, for now and before.
     # where git has no history (the device): stage the baseline's sources first, carry them along
     python benchmarks/recorder_event_cost.py --stage-before af5ef16 .device/recorder-before
     python benchmarks/recorder_event_cost.py --before-dir .device/recorder-before --json "$OUT/event_cost.json"
+    # where the time goes: builds without one piece, counts of clock reads and atomics, the machine's prices;
+    # and the proxy path on a thread of its own (two quiet CPUs): nccl_patches/README.md, "Breakdown"
+    python benchmarks/recorder_event_cost.py --before main --breakdown --two-threads 2,3 --cpu 4
 """
 
 from __future__ import annotations
@@ -55,13 +58,15 @@ def stage_ref(ref: str, dest: Path) -> Path:
     return dest
 
 
-def build_from(src: Path, lib: Path) -> Path:
-    """The plugin built from a staged source tree (src/nccl_patches/{src,include}), as the Makefile would."""
+def build_from(src: Path, lib: Path, defines: tuple[str, ...] = ()) -> Path:
+    """The plugin built from a source tree (src/nccl_patches/{src,include}), as the Makefile would; `defines`
+    (-DREC_COUNT, -DREC_ABLATE_...) make a breakdown build (recorder_core.h says what each does)."""
     sources = [str(src / "nccl_patches/src" / n) for n in ("recorder_core.c", "profiler_plugin.c", "chain.c")
                if (src / "nccl_patches/src" / n).is_file()]
     if not sources:
         raise SystemExit(f"no recorder sources under {src}/nccl_patches/src")
-    subprocess.run(["gcc", *recorder_build.CFLAGS, f"-I{src / 'nccl_patches/include'}", *sources, "-o", str(lib),
+    include = f"-I{src / 'nccl_patches/include'}"
+    subprocess.run(["gcc", *recorder_build.CFLAGS, *defines, include, *sources, "-o", str(lib),
                     "-ldl"], check=True)
     return lib
 
@@ -76,19 +81,22 @@ def build_tools(tmp: Path) -> tuple[Path, Path]:
     inc = REPO / "nccl_patches" / "include"
     tests = REPO / "nccl_patches" / "tests"
     exe, noop = tmp / "microbench", tmp / "libnccl-profiler-noop.so"
-    subprocess.run(["gcc", "-O2", f"-I{inc}", str(tests / "microbench.c"), "-o", str(exe), "-ldl"], check=True)
+    subprocess.run(["gcc", "-O2", f"-I{inc}", str(tests / "microbench.c"), "-o", str(exe), "-ldl", "-pthread"],
+                   check=True)
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-DCOUNT_NOOP", f"-I{inc}",
                     str(tests / "count_plugin.c"), "-o", str(noop)], check=True)
     return exe, noop
 
 
-def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | None,
-            state_dir: str, steps: int = 8) -> dict:
+def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | str | None,
+            state_dir: str, steps: int = 8, threads: int = 1) -> dict:
+    """One microbench process; threads=2 runs the proxy path on a thread of its own (cpu: two CPUs, "2,3")."""
     cmd = [str(exe), str(max(1, iterations // channels)), str(repeats), str(channels), *variants]  # same time per timing
     if cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu), *cmd]
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps)}
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps),
+           "MICROBENCH_THREADS": str(threads)}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout)["ns_per_collective"]
 
@@ -156,6 +164,76 @@ def report(runs: dict, one_step: list, labels: list[str], channels: int) -> None
         print(f"now / before (added cost, min): {statistics.median(ratios):.2f} (runs {min(ratios):.2f}..{max(ratios):.2f})")
 
 
+#: --breakdown: builds of the working tree with one piece taken out; now minus each is what that piece costs
+ABLATIONS = {"no-precise": "-DREC_ABLATE_PRECISE", "no-rmw": "-DREC_ABLATE_RMW", "no-touch": "-DREC_ABLATE_TOUCH",
+             "vdso-precise": "-DREC_NO_COUNTER"}
+COUNTED = ("precise", "tick", "coarse", "rmw")
+BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the header stamp, and count clock reads "
+                  "and atomics per collective (now, and before when its sources can count)")
+TWO_THREADS_HELP = ("also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to these two "
+                    "CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
+
+
+def machine_clock() -> str:
+    """The kernel's clocksource and the counter's flags: what decides the price of a precise stamp."""
+    try:
+        source = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
+    except OSError:
+        source = "?"
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    wanted = ("constant_tsc", "nonstop_tsc", "tsc_known_freq", "hypervisor")
+    return f"clocksource {source}; " + " ".join(f"{w}={'yes' if w in flags else 'no'}" for w in wanted)
+
+
+def primitives(exe: Path, cpu: int | None) -> dict:
+    """ns per call of clock reads, the counter and an atomic add on this machine (tests/microbench.c)."""
+    cmd = [str(exe), "200000"]
+    if cpu is not None and shutil.which("taskset"):
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MICROBENCH_PRIMITIVES": "1"}
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)["ns_per_call"]
+
+
+def counts(exe: Path, variants: list[str], channels: int, state_dir: str) -> dict:
+    """Clock reads and atomic read-modify-writes of one collective, from the counting builds among `variants`."""
+    env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1"}
+    out = subprocess.run([str(exe), "10", "1", str(channels), *variants], check=True, capture_output=True,
+                         text=True, env=env)
+    return json.loads(out.stdout)["counts"]
+
+
+def _part(run: dict, label: str) -> float:
+    """ns per collective the piece `label` leaves out costs in one run (min over timings)."""
+    return added(run, "now", "min") - added(run, label, "min")
+
+
+def breakdown_report(runs: dict, channels: int, counted: dict, prices: dict) -> None:
+    """What each piece costs: now minus the build without it, per collective of 1 channel, launch path, per channel."""
+    one = runs[1]
+    print("breakdown (ns: now minus the build without the piece, or with precise stamps through the vDSO (negative: "
+          "what the counter saves); min over timings, median of runs (range)):")
+    for label, flag in ABLATIONS.items():
+        whole = [_part(r, label) for r in one]
+        launch = [added(r, "now", "min", "launch") - added(r, label, "min", "launch") for r in one]
+        per_ch = [(_part(b, label) - _part(a, label)) / (channels - 1) for a, b in zip(one, runs[channels])]
+        print(f"   {label:11s} ({flag}): 1 channel {spread(whole)}; launch {spread(launch)}; per added channel "
+              f"{spread(per_ch)}")
+    for nch, by_label in counted.items():
+        for label, c in by_label.items():
+            print(f"   {label} counted, {nch} channel(s): " + ", ".join(
+                f"{k} {c['whole'][i]} (launch {c['launch'][i]})" for i, k in enumerate(COUNTED)))
+    print("   prices, ns per call: " + ", ".join(f"{k} {v:.2f}" for k, v in prices.items()))
+
+
 def baseline(args, tmp: Path) -> Path | None:
     """The 'before' plugin: from --before-dir (staged sources), else git ref --before, else none."""
     if args.before_dir:
@@ -174,6 +252,8 @@ def main() -> int:
     ap.add_argument("--channels", type=int, default=4, help="second channel count (the first is 1)")
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU (taskset)")
     ap.add_argument("--json", type=Path, help="also write every run's numbers here")
+    ap.add_argument("--two-threads", metavar="CPUS", help=TWO_THREADS_HELP)
+    ap.add_argument("--breakdown", action="store_true", help=BREAKDOWN_HELP)
     args = ap.parse_args()
     if args.stage_before:
         print(stage_ref(args.stage_before[0], Path(args.stage_before[1])))
@@ -188,6 +268,8 @@ def main() -> int:
         before = baseline(args, tmp)
         if before is not None:
             variants.insert(0, f"before={before}")
+        if args.breakdown:
+            variants += [f"{k}={build_from(REPO, tmp / f'{k}.so', (d,))}" for k, d in ABLATIONS.items()]
         labels = [v.split("=", 1)[0] for v in variants]
         state = tempfile.mkdtemp(prefix="hf-bench-", dir=tmp)
         load_before = os.getloadavg()
@@ -197,18 +279,39 @@ def main() -> int:
             for nch in runs:
                 runs[nch].append(one_run(exe, variants, args.iterations, args.repeats, nch, args.cpu, state))
             one_step.append(one_run(exe, variants, args.iterations, args.repeats, 1, args.cpu, state, steps=1))
+        pair = [v for v in variants if v.split("=", 1)[0] in ("before", "now")]
+        two = [one_run(exe, pair, args.iterations, args.repeats, 1, args.two_threads, state, threads=2)
+               for _ in range(args.runs if args.two_threads else 0)]
         load_after = os.getloadavg()
+        counted, prices = {}, {}
+        if args.breakdown:
+            counting = [f"now={build_from(REPO, tmp / 'count-now.so', ('-DREC_COUNT',))}"]
+            if before is not None:
+                src = args.before_dir or tmp / "src"
+                counting.append(f"before={build_from(src, tmp / 'count-before.so', ('-DREC_COUNT',))}")
+            counted = {n: counts(exe, counting, n, state) for n in (1, args.channels)}
+            prices = primitives(exe, args.cpu)
         threads = {f"{v.split('=', 1)[0]} {mode}": thread_cpu(exe, v, state, mode == "busy")
-                   for v in variants[:-1] for mode in ("busy", "idle")}
+                   for v in variants if v.split("=", 1)[0] in ("before", "now") for mode in ("busy", "idle")}
     print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
           f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f} on {os.cpu_count()} CPUs; "
           f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives")
-    report(runs, one_step, labels, args.channels)
+    print(machine_clock())
+    report(runs, one_step, [x for x in labels if x not in ABLATIONS], args.channels)
+    if two:
+        for label in [x for x in ("before", "now") if x in labels]:
+            mins, medians = [added(r, label, "min") for r in two], [added(r, label, "median") for r in two]
+            print(f"two threads (launch | proxy, CPUs {args.two_threads}), 1 channel, {label}: added min "
+                  f"{spread(mins)}, median {spread(medians)}")
+    if args.breakdown:
+        breakdown_report(runs, args.channels, counted, prices)
     print("recorder thread CPU, ms per second: " + ", ".join(
         f"{k} {v:.2f}" if v is not None else f"{k} ?" for k, v in threads.items()))
     if args.json:
         args.json.write_text(json.dumps({"runs": {str(k): v for k, v in runs.items()}, "one_step": one_step,
                                          "load": [load_before, load_after], "thread_ms_per_s": threads,
+                                         "two_threads": two, "counts": counted, "prices": prices,
+                                         "clock": machine_clock(),
                                          "before": str(args.before_dir or args.before or "")}, indent=1) + "\n")
     return 0
 

@@ -558,11 +558,14 @@ def keep_logs(work: Path, out: Path) -> None:
 def cpu_bench(out: Path, before_dir: Path, quick: bool) -> None:
     """The CPU microbenchmark (benchmarks/recorder_event_cost.py) before the GPU runs, while the machine is
     quiet: the baseline built from the staged sources in before_dir, the working tree's recorder, alternating
-    in one process pinned to one CPU, 7 runs (~40 s on 16 cores; `quick`: 1 run, for the dry run)."""
+    in one process pinned to one CPU, 7 runs (~40 s on 16 cores, twice that with the breakdown; `quick`: 1 run,
+    for the dry run), with the breakdown (which piece costs what, clock reads and atomics counted) and, where
+    there are 6 CPUs or more, the proxy path on a second thread (CPUs 4 and 5)."""
     runs, repeats = ("1", "5") if quick else ("7", "40")
+    cpus = os.cpu_count() or 1
     cmd = [sys.executable, str(REPO / "benchmarks" / "recorder_event_cost.py"), "--before-dir", str(before_dir),
-           "--runs", runs, "--repeats", repeats, "--cpu", "2" if (os.cpu_count() or 1) > 2 else "0",
-           "--json", str(out / "event_cost.json")]
+           "--runs", runs, "--repeats", repeats, "--cpu", "2" if cpus > 2 else "0", "--breakdown",
+           *(["--two-threads", "4,5"] if cpus >= 6 else []), "--json", str(out / "event_cost.json")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     (out / "event_cost.txt").write_text(f"$ {' '.join(cmd)}\nrc {done.returncode}\n{done.stdout}{done.stderr[-4000:]}")
     print(done.stdout[-3000:] or done.stderr[-2000:], flush=True)

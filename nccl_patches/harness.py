@@ -85,3 +85,25 @@ def build_count_plugin(out_dir: Path, cc: str = "gcc", without_v5: bool = False)
            str(HERE / "tests" / "count_plugin.c"), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
     return out
+
+
+def build_microbench(out_dir: Path, cc: str = "gcc") -> Path:
+    """Compile tests/microbench.c, which calls plugins the way NCCL does for one collective (benchmarks and
+    the count of clock reads and atomics per collective)."""
+    out = out_dir / "microbench"
+    cmd = [cc, "-O2", "-Wall", f"-I{HERE / 'include'}", str(HERE / "tests" / "microbench.c"), "-o", str(out), "-ldl",
+           "-pthread"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return out
+
+
+def build_counting_recorder(out_dir: Path, cc: str = "gcc") -> Path:
+    """The recorder built with -DREC_COUNT: it counts, per thread in hf_recorder_counts, its precise clock
+    reads, loads of the published tick, coarse vDSO reads and atomic read-modify-writes."""
+    out = out_dir / "libnccl-profiler-forensics-count.so"
+    src = HERE / "src"
+    cmd = [cc, "-O2", "-Wall", "-fPIC", "-pthread", "-shared", "-fvisibility=hidden", "-DREC_COUNT",
+           f"-I{HERE / 'include'}", *(str(src / n) for n in ("recorder_core.c", "profiler_plugin.c", "chain.c")),
+           "-o", str(out), "-ldl"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return out

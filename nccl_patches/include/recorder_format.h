@@ -26,9 +26,10 @@
 #define RECORDER_MAGIC "HFNCREC\0"   /* 8 bytes, includes the NUL */
 #define RECORDER_FORMAT_VERSION 1u
 #define RECORDER_HEADER_SIZE 512u
-/* Header flags. PRECISE_OP_TIMES: a collective record's start_ns, enqueued_ns and complete_ns come from
+/* Header flags. PRECISE_OP_TIMES: a collective record's start_ns and complete_ns come from
  * CLOCK_REALTIME (ns), not the coarse clock, so a rank's wait in each op (and who arrived
- * last) is known at sub-millisecond precision. */
+ * last) is known at sub-millisecond precision. enqueued_ns is on the event clock (a few ms),
+ * never before start_ns (it was precise too until 2026-12-07; readers only ever used it to ms). */
 #define RECORDER_FLAG_PRECISE_OP_TIMES 1u
 /* SEND_WAIT: a proxy record's send_wait_us holds the microseconds its steps spent in SendWait (the data
  * handed to the network, its completion not yet seen), timed with CLOCK_REALTIME (a send step's ts_ns
@@ -98,7 +99,7 @@ struct recorder_header {              /* 512 bytes at offset 0 */
   uint64_t heartbeat_count;           /* 104 */
   uint64_t coll_next;                 /* 112 collective/p2p records ever started */
   uint64_t proxy_next;                /* 120 proxy ops ever started */
-  uint64_t last_event_ns;             /* 128 time of the latest event of any kind */
+  uint64_t last_event_ns;             /* 128 time of the latest event of any kind, to within 1 ms */
   uint64_t dropped_proxy;             /* 136 proxy ops not recorded: all probed slots busy */
   uint64_t finalize_ns;               /* 144 */
   uint32_t event_mask;                /* 152 activation mask handed to NCCL */

@@ -113,7 +113,7 @@ static inline __attribute__((always_inline)) void start_common(struct rec_comm* 
     }
     case HF_PROFILE_P2P: {
       const struct hf_descr_p2p_v4* d = (const struct hf_descr_p2p_v4*)u;
-      uint64_t seq = __atomic_fetch_add(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
+      uint64_t seq = REC_FETCH_ADD(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
       *handle = rec_coll_begin(c, RECORDER_KIND_P2P, seq, d->func, d->count, d->datatype, d->peer, d->nChannels, 0,
                                "", "");
       return;
@@ -186,7 +186,7 @@ static ncclResult_t start_v23(struct rec_comm* c, void** handle, uint8_t type, v
   if (type == HF_PROFILE_P2P) {
     const struct hf_descr_p2p_v2* d = (const struct hf_descr_p2p_v2*)u;
     rec_comm_identify(c, d->commHash, d->name, rank);
-    uint64_t seq = __atomic_fetch_add(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
+    uint64_t seq = REC_FETCH_ADD(&c->hdr->p2p_next, 1, __ATOMIC_RELAXED);
     *handle = rec_coll_begin(c, RECORDER_KIND_P2P, seq, d->func, d->count, d->datatype, d->peer, 0, 0, "", "");
     return ncclSuccess;
   }
@@ -283,6 +283,7 @@ static inline uint64_t step_change(struct recorder_step* s, int next) {
 static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
   if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
     return 0;
+  REC_COUNTED(tick);
   uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
   return __atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) ? t : 0;
 }

@@ -18,7 +18,46 @@
 #define REC_ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define REC_ATOMIC_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define REC_RELAXED_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define REC_ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
+
+/* Breakdown builds (benchmarks/recorder_event_cost.py --breakdown; never the library NCCL loads), so
+ * where the time goes is measured, not guessed:
+ *   REC_COUNT           counts, per thread in hf_recorder_counts, the precise clock reads, the loads of
+ *                       the published tick, the vDSO coarse reads and the atomic read-modify-writes
+ *   REC_ABLATE_PRECISE  the precise clock returns the event clock (what the precise stamps cost)
+ *   REC_ABLATE_RMW      a read-modify-write is a relaxed load and store (what the atomics cost)
+ *   REC_ABLATE_TOUCH    the header's last_event_ns is left alone (what the header's line costs)
+ *   REC_NO_COUNTER      precise stamps read the vDSO's CLOCK_REALTIME, as on a machine whose counter is
+ *                       not trusted (what the counter saves; negative in the breakdown) */
+#ifdef REC_COUNT
+struct rec_counts {
+  uint64_t precise, tick, coarse, rmw;
+};
+extern __thread struct rec_counts hf_recorder_counts;
+#define REC_COUNTED(field) (hf_recorder_counts.field++)
+#else
+#define REC_COUNTED(field) ((void)0)
+#endif
+#ifdef REC_ABLATE_RMW
+#define REC_FETCH_ADD(p, v, order)                                          \
+  __extension__({                                                           \
+    __typeof__(*(p)) rec_old_ = __atomic_load_n((p), __ATOMIC_RELAXED);     \
+    __atomic_store_n((p), rec_old_ + (v), __ATOMIC_RELAXED);                \
+    rec_old_;                                                               \
+  })
+#define REC_CAS(p, expected, desired)                                       \
+  __extension__({                                                           \
+    __typeof__(*(p)) rec_cur_ = __atomic_load_n((p), __ATOMIC_RELAXED);     \
+    int rec_ok_ = rec_cur_ == *(expected);                                  \
+    if (rec_ok_) __atomic_store_n((p), (desired), __ATOMIC_RELAXED);        \
+    else *(expected) = rec_cur_;                                            \
+    rec_ok_;                                                                \
+  })
+#else
+#define REC_FETCH_ADD(p, v, order) (REC_COUNTED(rmw), __atomic_fetch_add((p), (v), (order)))
+#define REC_CAS(p, expected, desired) \
+  (REC_COUNTED(rmw), __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+#endif
+#define REC_ATOMIC_ADD(p, v) ((void)REC_FETCH_ADD((p), (v), __ATOMIC_ACQ_REL))
 
 struct rec_config {
   char dir[256];
@@ -69,11 +108,13 @@ struct rec_tick {
 };
 extern struct rec_tick rec_tick;
 static inline uint64_t rec_event_ns(void) {
+  REC_COUNTED(tick);
   uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
   if (__builtin_expect(!__atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED), 0))
     __atomic_store_n(&rec_tick.used, 1, __ATOMIC_RELAXED); /* once a tick: the first event after it */
   if (__builtin_expect(t != 0, 1)) return t;
   struct timespec ts;
+  REC_COUNTED(coarse);
   rec_vdso_clock(CLOCK_REALTIME_COARSE, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -82,8 +123,13 @@ static inline uint64_t rec_event_ns(void) {
  * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. Not inline:
  * inlined into the step path it measured ~3 ns a call slower (AMD EPYC; the rdtsc's placement). */
 uint64_t rec_fast_ns(void);
-/* Stamps hdr->last_event_ns only when `now` is newer: events in the same coarse tick leave the
- * header's cache line unwritten, so the user and proxy threads stop passing it to each other. */
+/* Stamps hdr->last_event_ns only when `now` is newer by REC_TOUCH_NS: the header's cache line is then
+ * written about once a millisecond, not at every precise stamp (each is newer by some ns), so the user
+ * and proxy threads do not pass it to each other per event. Readers show it in ms ("last event 3.0 ms
+ * ago" in snapshots); the event clock itself lags by up to its 4 ms tick. */
+#ifndef REC_TOUCH_NS
+#define REC_TOUCH_NS 1000000ull
+#endif
 void rec_touch(struct rec_comm* c, uint64_t now);
 
 /* Creates and maps the state file of one communicator; registers it with the

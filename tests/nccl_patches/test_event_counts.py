@@ -1,0 +1,63 @@
+"""What one collective costs the recorder in clock reads and atomics, counted by a build that counts them.
+
+The cost per collective (issue 44) is mostly these: a precise stamp is a counter read and a multiply
+(a clock_gettime where the counter is not trusted), an atomic read-modify-write a locked instruction.
+The design keeps them to what a live read needs, and these tests hold it there:
+  precise: an op's start and its completion, and a send step entering and leaving SendWait
+           (send_wait_us); the enqueue stamp is on the event clock
+  RMW:     per op the ring slot and the completion; per proxy op its slot (index and claim) and
+           its parent's started/done counters; per kernel channel its started/done counters
+  coarse:  none while the heartbeat publishes the event clock
+tests/microbench.c drives the plugin as NCCL does: launch path (Group, Coll), then per channel a
+kernel channel and a send and a receive proxy op of STEPS steps with their states.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nccl_patches.harness import build_counting_recorder, build_microbench
+
+FIELDS = ("precise", "tick", "coarse", "rmw")
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("counting")
+    return build_microbench(out), build_counting_recorder(out)
+
+
+def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int) -> dict[str, dict[str, int]]:
+    """The counts of one collective: {'launch': {...}, 'whole': {...}}."""
+    exe, plugin = tools
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FORENSICS_RECORDER_DIR": str(tmp_path),
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1", "MICROBENCH_STEPS": str(steps)}
+    out = subprocess.run([str(exe), "10", "1", str(channels), f"rec={plugin}"], env=env, capture_output=True,
+                         text=True, timeout=60, check=True)
+    rec = json.loads(out.stdout)["counts"]["rec"]
+    return {path: dict(zip(FIELDS, rec[path])) for path in ("launch", "whole")}
+
+
+@pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1), (2, 3)])
+def test_precise_reads_are_op_ends_and_send_waits(tools, tmp_path, channels, steps):
+    c = counted(tools, tmp_path, channels, steps)
+    assert c["launch"]["precise"] == 1  # the op's start; its enqueue reads the event clock
+    assert c["whole"]["precise"] == 2 + 2 * steps * channels  # + completion, + each send step's SendWait in and out
+
+
+@pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1)])
+def test_atomics_do_not_grow_with_steps(tools, tmp_path, channels, steps):
+    c = counted(tools, tmp_path, channels, steps)
+    assert c["launch"]["rmw"] == 1  # the ring slot
+    assert c["whole"]["rmw"] == 2 + 10 * channels  # + completion; per channel 2 proxy ops x 4, kernel channel x 2
+
+
+def test_no_coarse_clock_reads_while_the_tick_runs(tools, tmp_path):
+    c = counted(tools, tmp_path, 2, 8)
+    assert c["whole"]["coarse"] == 0
+    assert c["whole"]["tick"] > 0  # the other stamps are loads of the published tick
