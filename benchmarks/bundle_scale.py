@@ -12,7 +12,8 @@ Digest first (issue 30): each host's digest is made as `collect` makes it (parse
 in a child process, timed apart: on a real job each host makes its own, in parallel), then the same
 bundle is analysed three times in the same run: every raw file read (the baseline), digest first over every
 rank, and over the digests' classes (parsers.scale.focus, the default of `forensics analyze`: evidence for the
-odd ones' hosts and one host a class); the ratios and the culprits are printed. `--no-digest` runs the full read only, as before.
+odd ones' hosts and one host a class); the ratios and the culprits are printed. `--no-digest` runs the full read
+only, as before.
 
 What a real collection carries (issue 43): since collect takes a second look, a bundle without one names no
 culprit ("no time says the job hangs"), so each rank also gets its recorder file (a real capture's, said
@@ -85,15 +86,17 @@ def _second_look(pid: int, rank: int, t0: float, frames: list[dict], state: str,
     name, st = rec
     counters = {"file": name, "comm": COMM_ID.removeprefix("0x"), "coll_next": st.coll_next,
                 "p2p_next": st.p2p_next, "proxy_next": st.proxy_next,
-                "completed": sum(1 for c in st.colls if c.complete_ns), "max_seq": max((c.seq for c in st.colls), default=0),
+                "completed": sum(1 for c in st.colls if c.complete_ns),
+                "max_seq": max((c.seq for c in st.colls), default=0),
                 "newest_progress_ns": max((c.last_progress_ns for c in st.colls), default=0)}
     looks = []
     for i, t in enumerate((t0, t0 + LOOK_GAP_S)):
         threads = [{"tid": pid, "name": "python3", "state": state, "wchan": "futex_wait_queue", "cpu_ticks": 500}]
         dump = [{"pid": pid, "thread_id": pid, "os_thread_id": pid, "thread_name": "MainThread", "active": True,
                  "owns_gil": True, "frames": frames}]
-        looks.append({"t": t, "proc": {"state": state, "wchan": "futex_wait_queue", "cpu_ticks": 500, "clock_ticks": 100,
-                                       "threads": threads, "io": {"rchar": 1000, "wchar": 100, "syscr": 10, "syscw": 5}},
+        proc = {"state": state, "wchan": "futex_wait_queue", "cpu_ticks": 500, "clock_ticks": 100,
+                "threads": threads, "io": {"rchar": 1000, "wchar": 100, "syscr": 10, "syscw": 5}}
+        looks.append({"t": t, "proc": proc,
                       "stacks": [{"t": t + 0.01, "threads": dump}], "stack_errors": [], "state_after": state,
                       "nccl_log": {"file": log[0], "size": log[1]},
                       "recorder": [dict(counters, heartbeat_count=59 + 15 * i)], "t_end": t + 0.3})
@@ -107,7 +110,8 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
     said again for this rank: benchmarks/recorder_copy.py) and collect's second look, and the manifest's time is
     the recorder's clock; without it (the tests of the focus's layout) only the files above."""
     manifest = {"created": "2026-12-01T00:00:00+00:00", "tool_version": "bench", "format": "hang-forensics-bundle",
-                "version": 1, "command": ["bench"], "hosts": [], "ranks": [], "missing": [], "artifacts": [], "notes": []}
+                "version": 1, "command": ["bench"], "hosts": [], "ranks": [], "missing": [], "artifacts": [],
+                "notes": []}
     if collected:
         waiting, sleeper, manifest["created"] = _recorder_templates()
         t0 = datetime.fromisoformat(manifest["created"]).timestamp() + 1.0
@@ -120,17 +124,19 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
         d = root / rel
         (d / "nccl").mkdir(parents=True, exist_ok=True)
         state = "S"
+        main_thread = {"tid": pid, "name": "python3", "state": state, "wchan": "futex_wait_queue"}
         (d / "proc.json").write_text(json.dumps({"pid": pid, "state": state, "comm": "python3", "ppid": 1, "uid": 0,
-                                                 "wchan": "futex_wait_queue", "threads": [{"tid": pid, "name": "python3",
-                                                                                          "state": state, "wchan": "futex_wait_queue"}]}))
-        (d / "environ.json").write_text(json.dumps({"RANK": str(r), "WORLD_SIZE": str(ranks), "LOCAL_RANK": str(r % per_host),
+                                                 "wchan": "futex_wait_queue", "threads": [main_thread]}))
+        (d / "environ.json").write_text(json.dumps({"RANK": str(r), "WORLD_SIZE": str(ranks),
+                                                    "LOCAL_RANK": str(r % per_host),
                                                     "LOCAL_WORLD_SIZE": str(per_host), "MASTER_ADDR": "node00000",
                                                     "MASTER_PORT": "29500", "PATH": "/usr/bin"}))
         frames = ([{"name": "slow_data_loader", "filename": "train.py", "line": 47}] if r == culprit else
                   [{"name": "all_reduce", "filename": "torch/distributed/distributed_c10d.py", "line": 3252}])
         frames.append({"name": "main", "filename": "train.py", "line": 80})
-        (d / "pyspy.json").write_text(json.dumps([{"pid": pid, "thread_id": pid, "os_thread_id": pid, "thread_name": "MainThread",
-                                                   "active": True, "owns_gil": True, "frames": frames}]))
+        (d / "pyspy.json").write_text(json.dumps([{"pid": pid, "thread_id": pid, "os_thread_id": pid,
+                                                   "thread_name": "MainThread", "active": True, "owns_gil": True,
+                                                   "frames": frames}]))
         (d / "stdout.log").write_text(f"[train] rank {r} step 10\n")
         (d / "stderr.log").write_text("")
         log = rank_lines(r, ranks, ops - 1 if r == culprit else ops, host=host, pid=pid)
@@ -159,7 +165,8 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
                                   "world_size": ranks, "local_world_size": per_host, "job_id": "node00000:29500",
                                   "state_before": state, "state_after": state, "collectors": cols})
     for h in range((ranks + per_host - 1) // per_host):
-        manifest["hosts"].append({"host": f"node{h:05d}", "status": "ok", "collectors": [], "dir": f"hosts/node{h:05d}"})
+        manifest["hosts"].append({"host": f"node{h:05d}", "status": "ok", "collectors": [],
+                                  "dir": f"hosts/node{h:05d}"})
     (root / "manifest.json").write_text(json.dumps(manifest))
     return files + 1
 
@@ -172,10 +179,12 @@ from parsers import knowledge
 mode = sys.argv[2]  # full: every raw file; digest: digest first over every rank; focus: over the classes (the default)
 v = analyze(sys.argv[1], knowledge.load(use_env=False), digests=mode != "full",
             focus_from=None if mode == "digest" else 0).verdict
-c = v.culprit or (v.suspects[0] if v.suspects else None)  # the judges name no culprit without a sign of time (no watchdog
-# line in this synthetic job): its first suspect then
-print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None, "named": v.culprit is not None,
+# the judges name no culprit without a sign of time (no watchdog line in this synthetic job): its first suspect then
+c = v.culprit or (v.suspects[0] if v.suspects else None)
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu,
+                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "culprit": c.rank if c else None, "reason": str(c.reason_class) if c else None,
+                  "named": v.culprit is not None,
                   "digests": {k: x for k, x in (v.sections.get("digests") or {}).items() if k != "focus"},
                   "focus": ((v.sections.get("digests") or {}).get("focus") or {}).get("hosts_read")}))
 """
@@ -238,8 +247,8 @@ share = -(-len(hosts) // gateways)
 answers, times = [], []
 for g in range(0, len(hosts), share):
     t = time.perf_counter()
-    doc = merge_all(from_host(r.host, (x := read_summaries(os.path.join(root, r.dir, DIGEST_NAME))).ranks, x.host_findings)
-                    for r in hosts[g:g + share])
+    digests = ((r.host, read_summaries(os.path.join(root, r.dir, DIGEST_NAME))) for r in hosts[g:g + share])
+    doc = merge_all(from_host(host, x.ranks, x.host_findings) for host, x in digests)
     answers.append(json.dumps(doc.to_json(), separators=(",", ":")))
     times.append(time.perf_counter() - t)
 t = time.perf_counter()
@@ -248,8 +257,9 @@ t_merge = time.perf_counter() - t
 t = time.perf_counter()
 j = judge_classes(merged)
 t_judge = time.perf_counter() - t
-print(json.dumps({"gateways": len(answers), "gateway_max_s": max(times), "gateway_sum_s": sum(times), "root_merge_s": t_merge,
-                  "judge_s": t_judge, "answer_bytes": sum(map(len, answers)), "digest_bytes": dig, "raw_bytes": raw,
+print(json.dumps({"gateways": len(answers), "gateway_max_s": max(times), "gateway_sum_s": sum(times),
+                  "root_merge_s": t_merge, "judge_s": t_judge, "answer_bytes": sum(map(len, answers)),
+                  "digest_bytes": dig, "raw_bytes": raw,
                   "classes": j.summary(), "odd": [[lo, hi] for lo, hi in j.ranks][:20], "bad": bad,
                   "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
@@ -277,7 +287,8 @@ with pause_gc():
     c = P(); read = load_digest_first(src, kb); out["load_digest_first"] = P() - c
     ev, ctx = read.evidence, JudgeContext(kb=kb)
     for judge in JUDGES:
-        c = P(); ctx.found.append(judge(ev, ctx)); out["judge " + judge.__module__.replace("parsers.judges.", "")] = P() - c
+        c = P(); ctx.found.append(judge(ev, ctx))
+        out["judge " + judge.__module__.replace("parsers.judges.", "")] = P() - c
     c = P(); merge_verdict(ev, ctx.found); ranks_table(ev); unread.section(ev); out["merge and sections"] = P() - c
     hosts = src.manifest.hosts
     c = P()
@@ -311,7 +322,8 @@ for d, _, names in os.walk(sys.argv[1]):
             while chunk := f.read(1 << 20):
                 size += len(chunk)
         files += 1
-print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "files": files, "bytes": size}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": sum(os.times()[:4]) - cpu, "files": files,
+                  "bytes": size}))
 """
 
 
@@ -375,10 +387,13 @@ def _analyses(args: argparse.Namespace, root: Path, culprit: int, base: dict) ->
                      f"{d['files_read_raw']} raw files of {d['processes_read_raw']} processes")
         if res.get("focus"):
             extra += f"; evidence of {res['focus']} host(s), the other ranks judged from their digests' classes"
-        print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), peak RSS {rss_gb:.2f} GB "
-              f"(goal < {GOAL_RSS_GB:.0f} GB), {'culprit' if res['named'] else 'first suspect'} rank {res['culprit']} [{res['reason']}] "
-              f"{'CORRECT' if ok else 'WRONG (truth: culprit ' + str(culprit) + ')'}{extra}; / reading every file once: "
-              f"{res['seconds'] / base['seconds']:.2f} (goal <= 0.5; CPU {res['cpu_s'] / max(base['cpu_s'], 0.01):.2f})", flush=True)
+        named = "culprit" if res["named"] else "first suspect"
+        right = "CORRECT" if ok else f"WRONG (truth: culprit {culprit})"
+        cpu_ratio = res["cpu_s"] / max(base["cpu_s"], 0.01)
+        print(f"analyze ({mode} read): {res['seconds']:.1f} s (CPU {res['cpu_s']:.1f} s; goal < {GOAL_S:.0f} s), "
+              f"peak RSS {rss_gb:.2f} GB (goal < {GOAL_RSS_GB:.0f} GB), {named} rank {res['culprit']} "
+              f"[{res['reason']}] {right}{extra}; / reading every file once: "
+              f"{res['seconds'] / base['seconds']:.2f} (goal <= 0.5; CPU {cpu_ratio:.2f})", flush=True)
     return runs
 
 
@@ -427,9 +442,10 @@ def main() -> int:
                   f"slowest ({tree['gateway_sum_s']:.1f} s all, one after another here); root merges their answers in "
                   f"{tree['root_merge_s'] * 1000:.0f} ms, judges {c['ranks_covered']} ranks over classes in "
                   f"{tree['judge_s'] * 1000:.1f} ms ({c['judged']} judgements, complete: {c['complete']}): odd ranks "
-                  f"{tree['odd']} (culprit {culprit}); bytes up to the root: raw files {tree['raw_bytes'] / 1e6:.1f} MB, "
-                  f"host digests {tree['digest_bytes'] / 1e6:.1f} MB, gateway answers {tree['answer_bytes'] / 1e3:.1f} kB; "
-                  f"peak RSS {tree['rss_kb'] / 1024:.0f} MB", flush=True)
+                  f"{tree['odd']} (culprit {culprit}); bytes up to the root: raw files "
+                  f"{tree['raw_bytes'] / 1e6:.1f} MB, host digests {tree['digest_bytes'] / 1e6:.1f} MB, "
+                  f"gateway answers {tree['answer_bytes'] / 1e3:.1f} kB; peak RSS {tree['rss_kb'] / 1024:.0f} MB",
+                  flush=True)
         base = _child(READ_ALL, str(root))
         if base is None:
             return 1
@@ -446,8 +462,8 @@ def main() -> int:
                 continue
             f, d = runs["full"], runs[mode]
             same = (f["culprit"], f["reason"]) == (d["culprit"], d["reason"])
-            print(f"{what} / full read: time {d['seconds'] / f['seconds']:.2f} (CPU {d['cpu_s'] / f['cpu_s']:.2f}), peak RSS "
-                  f"{d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
+            print(f"{what} / full read: time {d['seconds'] / f['seconds']:.2f} (CPU {d['cpu_s'] / f['cpu_s']:.2f}), "
+                  f"peak RSS {d['rss_kb'] / f['rss_kb']:.2f}; same verdict: {same}")
             if not same:
                 return 1
         if args.phases and "digest" in runs:

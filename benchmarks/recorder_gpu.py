@@ -531,7 +531,8 @@ def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
     for mode in ("alone", "chained"):
         out, state = work / f"count-{mode}.jsonl", state_root() / f"state-chain-{mode}"
         env = {"COUNT_PLUGIN_MASK": COUNT_MASK, "COUNT_PLUGIN_OUT": str(out)}
-        env.update({"NCCL_PROFILER_PLUGIN": str(counter)} if mode == "alone" else env_for("recorder", plugin, state, counter))
+        env.update({"NCCL_PROFILER_PLUGIN": str(counter)} if mode == "alone"
+                   else env_for("recorder", plugin, state, counter))
         g = Group(f"chain-{mode}", hosts, env, work, "nccl")
         try:
             g.expect("READY", timeout=240)

@@ -229,6 +229,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, o
     record.children = collect_children(target, options)
     looks.finish(record, writer.root, target.budget)
     record.state_after = procfs.state_or_none(proc.pid)
-    progress.step(f"{record.label}: " + ", ".join(f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED))
+    ran = (f"{c.name} {c.status}" for c in record.collectors if c.status != Status.SKIPPED)
+    progress.step(f"{record.label}: " + ", ".join(ran))
     return record
 

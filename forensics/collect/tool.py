@@ -108,7 +108,8 @@ def interrupt(reason: str = "") -> None:
     if reason and not REASON:
         REASON.append(reason)
     INTERRUPTED.set()
-    running = list(_RUNNING)  # no lock: the handler may run while the main thread holds it; list() of a set is atomic under the GIL
+    # no lock: the handler may run while the main thread holds it; list() of a set is atomic under the GIL
+    running = list(_RUNNING)
     for proc in running:
         kill_group(proc)
 

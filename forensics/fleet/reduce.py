@@ -48,7 +48,8 @@ from forensics.fleet import wire
 from forensics.fleet.filing import place_archive
 from forensics.fleet.collect import collect_fleet, folded_hosts, ssh_runner
 from forensics.fleet.command import RemoteSpec, check_match_env, shell_command
-from forensics.fleet.command import ssh_options as ssh_options_argv  # (the functions here take the user's as ssh_options)
+# (the functions here take the user's as ssh_options)
+from forensics.fleet.command import ssh_options as ssh_options_argv
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers.input import bounded_json, safeio
@@ -56,8 +57,8 @@ from parsers.scale.digest import DIGEST_NAME, own_processes, read_summaries
 from parsers.scale.classes import judge_classes
 from parsers.input.archive import ArchiveRefused
 from parsers.input.errors import InputError
-from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, from_host, \
-    holds, merge_all, without
+from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, \
+    from_host, holds, merge_all, without
 from parsers.gather.source import open_source, read_manifest_file
 
 
@@ -225,7 +226,8 @@ def write_fetch_index(bundle: Path, manifest: Any) -> None:
     for r in manifest.ranks:
         if r.rank is not None:
             ranks.setdefault(r.host, []).append(r.rank)
-    doc = {"format": FETCH_INDEX, "version": 1, "hosts": [[rec.host, sorted(ranks.get(rec.host, []))] for rec in manifest.hosts]}
+    doc = {"format": FETCH_INDEX, "version": 1,
+           "hosts": [[rec.host, sorted(ranks.get(rec.host, []))] for rec in manifest.hosts]}
     try:
         safefs.replace_file(fetch_index_path(bundle), json.dumps(doc, separators=(",", ":")))
     except (OSError, ForensicsError):
@@ -366,9 +368,10 @@ def fetch_raw(gateways: dict[str, list[str]], gateway_out: str, ranges: Interval
     characters each gateway sent)."""
     max_hosts = max(0, min(max_hosts, MAX_FETCH_HOSTS))
     cmds = {gw: shell_command(fetch_argv(gateway_python, gateway_out.replace("{gateway}", gw), ranges,
-                                         sorted(named_hosts & set(hosts)), max_hosts)) for gw, hosts in gateways.items()}
-    runs = run_ssh(list(gateways), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)), max(1, len(gateways)),
-                   timeout, None, ssh_path)
+                                         sorted(named_hosts & set(hosts)), max_hosts))
+            for gw, hosts in gateways.items()}
+    runs = run_ssh(list(gateways), lambda gw: cmds[gw], ssh_options_argv(ssh_options or [], min(10.0, timeout)),
+                   max(1, len(gateways)), timeout, None, ssh_path)
     parts: list[HostPart] = []
     problems: list[str] = []
     for gw in gateways:  # the root's order of gateways: the same hosts are kept whatever order answers came in
@@ -440,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gateway_out: str, host_timeout: float,
-                    gateway_timeout: float, fanout: int = 64, ssh_path: str = "ssh", ssh_options: list[str] | None = None,
-                    gateway_python: str = "python3", gateway_ssh_path: str = "ssh",
+                    gateway_timeout: float, fanout: int = 64, ssh_path: str = "ssh",
+                    ssh_options: list[str] | None = None, gateway_python: str = "python3",
+                    gateway_ssh_path: str = "ssh",
                     say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The reduced tree from the root: each gateway collects its hosts and answers one merged digest (see the
     module doc); the root merges them into `out`/merged-digest.json and judges it over its classes.
@@ -454,7 +458,8 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
     say(f"reduced tree: {sum(len(h) for h in gateways.values())} host(s) through {len(gateways)} gateway(s), "
         f"up to {gateway_timeout:g} s")
     gw_cmd = {gw: shell_command(gateway_argv(gateway_python, hosts, gateway_out.replace("{gateway}", gw), spec, fanout,
-                                             host_timeout, gateway_ssh_path, ssh_options)) for gw, hosts in gateways.items()}
+                                             host_timeout, gateway_ssh_path, ssh_options))
+              for gw, hosts in gateways.items()}
 
     def heard(run: Any) -> None:
         state = "timed out" if run.timed_out else ("answered" if run.returncode == 0 else f"exit {run.returncode}")
@@ -470,7 +475,8 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
         try:
             merged, rest = read_gateway_answer(text)
         except ValueError as err:
-            refused.append(f"{gw}: {err} (exit {run.returncode}{', timed out' if run.timed_out else ''}; {run.stderr_tail()})")
+            timed_out = ", timed out" if run.timed_out else ""
+            refused.append(f"{gw}: {err} (exit {run.returncode}{timed_out}; {run.stderr_tail()})")
             continue
         parts.append(merged)
         where[gw] = dict(rest, ranks=merged.summarised)  # the gateway's rank set, as ranges
@@ -480,7 +486,8 @@ def collect_reduced(gateways: dict[str, list[str]], out: Path, spec: Any, gatewa
     judged = judge_classes(root)
     judged_at = time.monotonic()
     safefs.replace_file(out / MERGED_DIGEST, json.dumps(root.to_json(), separators=(",", ":")))
-    safefs.replace_file(out / "gateways.json", json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
+    safefs.replace_file(out / "gateways.json",
+                        json.dumps({"gateways": where, "refused": refused}, separators=(",", ":")))
     say(f"merged {root.ranks} rank(s) of {root.hosts} host(s) from {len(where)}/{len(gateways)} gateway(s) "
         f"in {judged_at - start:.1f} s; odd ones out: {fold_ranks(judged.ranks) or 'none'}")
     return {"phases": {"answers": round(answered - start, 3), "merged": round(merged_at - start, 3),

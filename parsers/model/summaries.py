@@ -66,7 +66,8 @@ class RankSummary:
     where: str | None = None
     top: tuple[str, ...] = ()
     comms: tuple[tuple[str, Position], ...] = ()  #: communicator -> its last position, in first-seen order
-    recorder_waits: tuple[tuple[str, int, str, int | None], ...] = ()  #: (comm hex, peer, last state, coll seq) in flight
+    #: (comm hex, peer, last state, coll seq) in flight
+    recorder_waits: tuple[tuple[str, int, str, int | None], ...] = ()
     exception: str | None = None
     exits: tuple[tuple[Any, Any], ...] = ()  #: (returncode, exited_at) of its launcher records
     flags: tuple[str, ...] = ()  #: its own oddities (FLAGS)
@@ -128,7 +129,8 @@ _EMPTY: dict = {}
 
 def _flags(v: Any) -> tuple[str, ...]:
     """A rank's flags: a name this tool does not know is still an oddity, kept as 'other'."""
-    return tuple(f if f in FLAGS else "other" for f in (_text(x, "flag") for x in _items(v, len(FLAGS) + 2, "flags")) if f)
+    return tuple(f if f in FLAGS else "other"
+                 for f in (_text(x, "flag") for x in _items(v, len(FLAGS) + 2, "flags")) if f)
 
 
 def _mapping(v: Any, what: str) -> dict:
@@ -171,8 +173,8 @@ def _comms(v: Any) -> tuple[tuple[str, Position], ...]:
     for comm, pos in comms.items():
         if not isinstance(pos, list) or len(pos) != 4:
             raise SummaryError(f"comms {comm[:40]!r}: not [op, seq, seq kind, state]")
-        out.append((comm[:200], Position(_text(pos[0], "op") or "", _count(pos[1], "seq"), _text(pos[2], "seq kind") or "",
-                                         _text(pos[3], "op state") or "")))
+        out.append((comm[:200], Position(_text(pos[0], "op") or "", _count(pos[1], "seq"),
+                                         _text(pos[2], "seq kind") or "", _text(pos[3], "op state") or "")))
     return tuple(out)
 
 
@@ -255,7 +257,8 @@ def _order(item: tuple) -> tuple:
     was a tenth of the focus's time at 10,000 ranks (16 edges a rank, sorted at each merge)."""
     if type(item) is Edge:
         w = item.wait
-        if len(w) == 4 and type(w[0]) is str and type(w[1]) is int and type(w[2]) is str and type(w[3]) in (int, type(None)):
+        if (len(w) == 4 and type(w[0]) is str and type(w[1]) is int and type(w[2]) is str
+                and type(w[3]) in (int, type(None))):
             return (False, item.rank, 0, item.host or "", item.host is None, w[0], w[1], w[2], w[3] is None, w[3] or 0)
     return (item[0] is None, item[0] or 0, 1, repr(item[1:]))
 
@@ -273,8 +276,8 @@ class ClassSummary:
     comms: dict[str, dict[str, Intervals]] = field(default_factory=dict)  #: comm -> 'op@seq' -> ranks there
     flags: dict[str, Intervals] = field(default_factory=dict)  #: FLAGS (or 'other') -> ranks flagged on their host
     members: dict[str, list[list[int]]] = field(default_factory=dict)  #: comm -> runs [comm lo, comm hi, job lo]
-    #: comm -> whom they wait on -> waiters (job ranks): '+d'/'-d' where the waiter's own comm rank is known (its peer is
-    #: d comm ranks from it: a ring or a chain of waits is a few keys at any size), else the peer's comm rank ('5')
+    #: comm -> whom they wait on -> waiters (job ranks): '+d'/'-d' where the waiter's own comm rank is known (its peer
+    #: is d comm ranks from it: a ring or a chain of waits is a few keys at any size), else the peer's comm rank ('5')
     waits: dict[str, dict[str, Intervals]] = field(default_factory=dict)
     recorder_ranks: Intervals = field(default_factory=list)  #: ranks with recorder state
     edges: tuple[Edge, ...] = ()  #: a sample for people (the first MAX_ITEMS): no rule reads it, its cut is no loss
@@ -282,7 +285,8 @@ class ClassSummary:
     exits: tuple[Exited, ...] = ()
     host_findings: tuple[HostFinding, ...] = ()
     unranked: tuple[tuple[str | None, int], ...] = ()  #: (host, pid) of processes of unknown rank
-    doubled: tuple[tuple[int, str, int], ...] = ()  #: (rank, host, pid) of each process claiming a rank its host saw twice
+    #: (rank, host, pid) of each process claiming a rank its host saw twice
+    doubled: tuple[tuple[int, str, int], ...] = ()
     without_digest: tuple[str, ...] = ()  #: hosts with files and no usable digest (their ranks are in no class)
     lossy: bool = False  #: a cap cut something: the classes are not the whole job
 
@@ -355,8 +359,10 @@ class ClassSummary:
         for key, c in _keyed(doc.get("stacks"), MAX_CLASSES, "stacks").items():
             if not isinstance(c, dict) or not _sets_ok([c.get("ranks")]):
                 raise SummaryError(f"stack class {key[:60]!r}: not a class with its rank set")
-            stacks[key] = StackClass(_text(c.get("kind"), "kind"), _text(c.get("op"), "op"), _text(c.get("where"), "where"),
-                                     tuple(_text(x, "top") or "" for x in _items(c.get("top"), TOP_FRAMES, "top")), c["ranks"])
+            stacks[key] = StackClass(_text(c.get("kind"), "kind"), _text(c.get("op"), "op"),
+                                     _text(c.get("where"), "where"),
+                                     tuple(_text(x, "top") or "" for x in _items(c.get("top"), TOP_FRAMES, "top")),
+                                     c["ranks"])
         histograms = {name: _histograms(doc.get(name), name) for name in ("comms", "waits")}
         plain = {name: _sets(doc.get(name), cap, name) for name, cap in
                  (("host_ranks", MAX_HOSTS), ("states", MAX_CLASSES), ("flags", len(FLAGS) + 1))}
@@ -368,8 +374,8 @@ class ClassSummary:
                     not (isinstance(r, list) and len(r) == 3 and all(map(is_rank, r)) and r[0] <= r[1]) for r in runs):
                 raise SummaryError("'members': runs not [comm lo, comm hi, job lo]")
         return cls(host_ranks=plain["host_ranks"], stacks=stacks, states=plain["states"], comms=histograms["comms"],
-                   flags=plain["flags"], members=members, waits=histograms["waits"], recorder_ranks=doc["recorder_ranks"],
-                   lossy=doc["lossy"], **_records(doc))
+                   flags=plain["flags"], members=members, waits=histograms["waits"],
+                   recorder_ranks=doc["recorder_ranks"], lossy=doc["lossy"], **_records(doc))
 
 
 def _keyed(v: Any, cap: int, what: str) -> dict:
@@ -425,11 +431,14 @@ def _records(doc: dict) -> dict[str, Any]:
                                     _wait(e["wait"])) for e in got["edges"]),
                 "exceptions": tuple(Said(_rank_or_none(e["rank"], "exception") or 0, _host(e.get("host"), "exception"),
                                          _text(e["text"], "exception") or "") for e in got["exceptions"]),
-                "exits": tuple(Exited(_rank_or_none(e["rank"], "exit") or 0, _host(e.get("host"), "exit"), _exit(e["exit"]))
+                "exits": tuple(Exited(_rank_or_none(e["rank"], "exit") or 0, _host(e.get("host"), "exit"),
+                                      _exit(e["exit"]))
                                for e in got["exits"]),
-                "host_findings": tuple(HostFinding(_rank_or_none(f.get("rank"), "host finding"), _host(f.get("host"), "host finding"),
+                "host_findings": tuple(HostFinding(_rank_or_none(f.get("rank"), "host finding"),
+                                                   _host(f.get("host"), "host finding"),
                                                    _text(f.get("reason_class"), "reason class") or "",
-                                                   _text(f.get("reason"), "reason") or "") for f in got["host_findings"]),
+                                                   _text(f.get("reason"), "reason") or "")
+                                       for f in got["host_findings"]),
                 "unranked": tuple((_host(p.get("host"), "unranked"), _pid(p.get("pid"))) for p in got["unranked"]),
                 "doubled": tuple(_doubled(d) for d in got["doubled"]),
                 "without_digest": tuple(_host(h, "without_digest") or "" for h in got["without_digest"])}
@@ -504,7 +513,8 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
         for comm, peer in s.waits_on:
             waits.setdefault(comm, {}).setdefault(wait_key(peer, own_comm_rank.get(comm)), []).append(rank)
     return ClassSummary(host_ranks={h: of_ranks(v) for h, v in hosts.items()},
-                        stacks={k: StackClass(s.kind, s.op, s.where, s.top, of_ranks(rs)) for k, (s, rs) in stacks.items()},
+                        stacks={k: StackClass(s.kind, s.op, s.where, s.top, of_ranks(rs))
+                                for k, (s, rs) in stacks.items()},
                         states={k: of_ranks(v) for k, v in by["states"].items()},
                         comms={c: {p: of_ranks(v) for p, v in h.items()} for c, h in comms.items()},
                         flags={k: of_ranks(v) for k, v in by["flags"].items()},
@@ -573,10 +583,13 @@ def merge(a: ClassSummary, b: ClassSummary) -> ClassSummary:
     return ClassSummary(
         host_ranks=cut.sets(a.host_ranks, b.host_ranks, MAX_HOSTS), stacks=stacks,
         states=cut.sets(a.states, b.states, MAX_CLASSES),
-        comms={c: cut.sets(a.comms.get(c, {}), b.comms.get(c, {}), MAX_POSITIONS) for c in cut.keys(a.comms, b.comms, MAX_COMMS)},
+        comms={c: cut.sets(a.comms.get(c, {}), b.comms.get(c, {}), MAX_POSITIONS)
+               for c in cut.keys(a.comms, b.comms, MAX_COMMS)},
         flags=cut.sets(a.flags, b.flags, len(FLAGS) + 1),
-        members={c: _runs([*a.members.get(c, []), *b.members.get(c, [])], cut) for c in cut.keys(a.members, b.members, MAX_COMMS)},
-        waits={c: cut.sets(a.waits.get(c, {}), b.waits.get(c, {}), MAX_POSITIONS) for c in cut.keys(a.waits, b.waits, MAX_COMMS)},
+        members={c: _runs([*a.members.get(c, []), *b.members.get(c, [])], cut)
+                 for c in cut.keys(a.members, b.members, MAX_COMMS)},
+        waits={c: cut.sets(a.waits.get(c, {}), b.waits.get(c, {}), MAX_POSITIONS)
+               for c in cut.keys(a.waits, b.waits, MAX_COMMS)},
         recorder_ranks=cut.union(a.recorder_ranks, b.recorder_ranks),
         edges=cut.records(a.edges, b.edges, sample=True), exceptions=cut.records(a.exceptions, b.exceptions),
         exits=cut.records(a.exits, b.exits), host_findings=cut.records(a.host_findings, b.host_findings),

@@ -25,7 +25,8 @@ from parsers.model.events import (C10dSaid, CollectiveSide, CollectiveStack, Col
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
 #: a glog header: bracketed anywhere in the line, or bare at its start (two patterns, not one alternation: the
 #: bracketed one then starts with a literal '[' the engine jumps to, instead of trying every position)
-_GLOG = re.compile(r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?(?P<src>[\w.]+:\d+)\] ")
+_GLOG = re.compile(r"\[(?P<lvl>[EWIF])(?P<md>\d{3,4})? ?(?P<time>\d\d:\d\d:\d\d\.\d++)? ?(?:\d++ )?"
+                   r"(?P<src>[\w.]+:\d+)\] ")
 _GLOG_BARE = re.compile(r"(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) \d+ (?P<src>[\w./]+:\d+)\] ")
 #: the group's name is bounded: a search restarts at every '[PG 0(' of a long line, and an open `[^)]*` scanned
 #: to the line's end from each (quadratic). Real names are short ('default_pg', 'mesh_ulysses': 12 characters
@@ -54,7 +55,8 @@ _DETECTED = re.compile(r"(?:detected by watchdog at work|Timeout at NCCL work): 
 _LAST = re.compile(r"last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)", re.I)
 #: 'monitoring thread' to 'timed out'/'stuck' bounded to 512 characters (a sentence; no fixture has this form): an
 #: open `.*` scanned to the line's end from every 'monitoring thread' of a long line (quadratic)
-_HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.{0,512}(?:timed out|stuck)|watchdog got stuck")
+_HEARTBEAT = re.compile(r"[Hh]eartbeat monitor timed out|monitoring thread.{0,512}(?:timed out|stuck)"
+                        r"|watchdog got stuck")
 _TERMINATE = re.compile(r"Terminating the process after attempting to dump debug info")
 _DUMP = re.compile(
     r"Received a (?:dump signal|global timeout)|dump signal|Dumping (?:nccl|fr) trace|[Ff]light ?[Rr]ecorder"
@@ -94,11 +96,12 @@ _RAY_UNHANDLED = re.compile(r"Unhandled exception: (?P<type>[\w:]+)\.")
 #: exceptions of distributed runtimes named by their type at the line's start; Horovod's HorovodInternalError
 #: carries the failed NCCL call ('horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled
 #: cuda error', horovod #3618)
-_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError|ChildFailedError"
-                     r"|HorovodInternalError))\b")
-#: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED at
-#: "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent communicator
-#: missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of that rank
+_PY_EXC = re.compile(r"^(?P<type>(?:\w+\.)*(?:DistBackendError|DistStoreError|DistNetworkError|DistError"
+                     r"|ChildFailedError|HorovodInternalError))\b")
+#: c10d's own internal assert raised as a plain RuntimeError ('RuntimeError: ncclComm != nullptr INTERNAL ASSERT FAILED
+#: at "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp":4043, please report a bug to PyTorch. Parent
+#: communicator missing in eager initialization mode.', awslabs/keys_values' ring-attention note): an exception of
+#: that rank
 #: torch.distributed asked for a backend its build lacks: 'RuntimeError: Distributed package doesn't have NCCL built in'
 #: (facebookresearch/xformers#464, in pytest's summary line)
 _NO_BACKEND = re.compile(r"^(?P<type>RuntimeError): Distributed package doesn't have (?:NCCL|Gloo|MPI|UCC) built in")
@@ -107,7 +110,8 @@ _C10D_ASSERT = re.compile(r"^(?P<type>RuntimeError): [^\n]{0,400}? INTERNAL ASSE
 #: 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.': two codes do not end in Error)
 _NCCL_CODE = re.compile(r"^(?P<code>nccl(?:[A-Z]\w*Error|InvalidUsage|InvalidArgument)): (?P<what>.*)")
 #: a network plugin's failed request, as NCCL passes it up and PyTorch prints it under 'Last error:'
-#: (aws-ofi-nccl, NCCL 2.28.8: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
+#: (aws-ofi-nccl, NCCL 2.28.8:
+#: 'NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE).')
 #: The error's name is bounded (libfabric's fi_strerror text: 'UNDELIVERABLE', 13 characters in the real line; 256):
 #: an open `[^)]*` scanned to the line's end from every copy of the head on one long line (quadratic)
 _NET_PLUGIN = re.compile(r"NET/(?P<net>\w+) Request \S+ completed with error\. RC: (?P<rc>-?\d+)\."
@@ -127,7 +131,8 @@ _RUNNING = re.compile(r"Running collective: " + _FINGERPRINT.format(p=""))
 #: line's end from every copy of the head on one long line (quadratic)
 _WRAPPER_MISMATCH = re.compile(
     r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d{1,9}) is running collective: (?:"
-    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).{0,4096}?, but Rank (?P<b>\d{1,9}) is running collective: (?:"
+    + _FINGERPRINT.format(p="a_") + r"|(?P<a_bare>[A-Z_]{1,64})\b).{0,4096}?"
+    r", but Rank (?P<b>\d{1,9}) is running collective: (?:"
     + _FINGERPRINT.format(p="b_") + r"|(?P<b_bare>[A-Z_]{1,64})\b)"
 )
 #: torch 1.10's one-sided form: the raising rank's own fingerprint, no other side ('Rank 0 is running inconsistent
@@ -162,7 +167,8 @@ _MARKERS = ("ProcessGroup", "Rank ", "CollectiveFingerPrint", "NCCL work", "eart
 _BARRIER_ABSENT = re.compile(r"\bRanks? (?P<ranks>\d{1,7}(?:, \d{1,7}){0,4095}) failed to pass monitoredBarrier in "
                              r"(?P<ms>\d{1,12}) ms")
 #: a rank that arrived, then lost its wait for rank 0's answer: it points at the reporting rank's log
-_BARRIER_WAIT = re.compile(r"successfully reached monitoredBarrier, but received errors .{0,40}?from rank (?P<peer>\d{1,7})")
+_BARRIER_WAIT = re.compile(r"successfully reached monitoredBarrier, but received errors .{0,40}?"
+                           r"from rank (?P<peer>\d{1,7})")
 #: torch 2.4+'s teardown warnings ('destroy_process_group() was not called before program exit, which can leak
 #: resources', 'process group has NOT been destroyed before we destruct ProcessGroupNCCL'): printed by ranks that
 #: finished, at exit; never an error
@@ -205,8 +211,8 @@ def _identity(text: str, origin: Origin) -> tuple[Origin, str | None, int | None
     """(origin with the global rank filled in, comm key, rank in the group) for one line.
 
     `[rankN]:` (already in origin) names the global rank and wins, but over the default group's own
-    `[PG 0 .. Rank r]`, which is the global rank by definition (a prefix that disagrees is per node). Without it, a plain
-    `[Rank N]` is taken as the global rank (torch before 2.2 printed only that, and it is
+    `[PG 0 .. Rank r]`, which is the global rank by definition (a prefix that disagrees is per node). Without it, a
+    plain `[Rank N]` is taken as the global rank (torch before 2.2 printed only that, and it is
     the default group's rank); a `[PG .. Rank r]` tag gives the group rank, which is the
     global rank only for the default group. Where both are on one line (torch 2.2 and
     later: `[PG ID 2 PG GUID 5(mesh_ulysses) Rank 0] ... [Rank 0] Watchdog caught ...`),
@@ -320,7 +326,8 @@ def _python_exception(ln: _Line) -> bool:
     """A C++ or Python exception's type (`terminate called after throwing an instance of 'T'`); never ends the line."""
     text = ln.text
     m = (("terminate called" in text and _TERMINATE_CALLED.search(text))
-         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text)) or ("Error" in text and _PY_EXC.search(text))
+         or ("Unhandled exception" in text and _RAY_UNHANDLED.search(text))
+         or ("Error" in text and _PY_EXC.search(text))
          or ("INTERNAL ASSERT" in text and _C10D_ASSERT.search(text))
          or ("built in" in text and _NO_BACKEND.search(text)))
     if m:

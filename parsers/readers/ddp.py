@@ -18,7 +18,8 @@ KIND = ErrorKind.DDP_UNUSED_PARAMETERS
 _HEAD = re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one")
 #: the list of what got no gradient, naming the rank: parameter names (TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL) or
 #: indices (the default)
-_WHICH = re.compile(r"Parameter(?P<what>s| indices) which did not receive grad for rank (?P<rank>\d{1,7}):?(?P<list>.{0,300})")
+_WHICH = re.compile(r"Parameter(?P<what>s| indices) which did not receive grad for rank (?P<rank>\d{1,7}):?"
+                    r"(?P<list>.{0,300})")
 #: the advice lines of the same message (torch's reducer.cpp wording, both eras): understood, nothing to weigh
 _ADVICE = re.compile(
     r"^\s*(?:making sure all `?forward`? function outputs participate in calculating loss"

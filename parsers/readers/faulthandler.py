@@ -20,8 +20,8 @@ on (`PYTHONFAULTHANDLER=1`, or a framework that enables it, as SGLang and vLLM d
 stack after the threads (`Current thread's C stack trace (most recent call first):`, then
 `  Binary file "/usr/bin/python3", at _Py_DumpStack+0x42 [0x5b27f7d7147e]` lines, or
 `  <cannot get C stack on this system>`; docs.python.org/3.14/library/faulthandler.html):
-those lines are the dump's, read past (the crash site of one thread, no hang evidence). A frame says `line N in f`, where a
-traceback says `line N, in f`; a launcher's prefix may have eaten its indent, and a paste
+those lines are the dump's, read past (the crash site of one thread, no hang evidence). A frame says `line N in f`,
+where a traceback says `line N, in f`; a launcher's prefix may have eaten its indent, and a paste
 may have lost the newline between two frames (sglang #30453: `line 63 in finalize  File
 "/usr/.../route.py", line 219 in finalize`), which is still two frames. Frames are innermost
 first, as in py-spy. The dump names no thread, so the main thread is the one whose outermost frame
@@ -47,7 +47,8 @@ _ONE_THREAD = "Stack (most recent call first):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]{0,1024})", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S{1,256})$')
 _GLUED = re.compile(r'(?<=\S)\s+(?=File ")')  #: where a lost newline joined the next frame on
 MAX_GLUED = 16  #: frames one physical line may hold before it is no frame line at all
-_PLACEHOLDERS = ("<no Python frame>", "...", "Garbage-collecting", "<Cannot show all threads while the GIL is disabled>")
+_PLACEHOLDERS = ("<no Python frame>", "...", "Garbage-collecting",
+                 "<Cannot show all threads while the GIL is disabled>")
 _C_TRACE = "Current thread's C stack trace (most recent call first):"
 _C_LINE = re.compile(r'^\s*(?:Binary file "[^"]{0,1024}", at \S{1,512} \[0x[0-9a-fA-F]{1,16}\]|<[^<>]{1,80}>)$')
 _EXTENSIONS = "Extension modules:"

@@ -53,7 +53,8 @@ _MISSED_DUMPS = re.compile(r"We cannot decide what's wrong with this collective 
 _NO_ERRORS = "No errors found for this collective entry"
 #: how every line that opens or stands for a finding begins (_HEADERS, _ONE_LINE, _NO_ERRORS, _GAVE_UP), and the
 #: words _MISSED_DUMPS searches for anywhere: a line with neither, outside a finding, is no report's
-_OPENERS = ("Not all ranks joining collective", "Collective ", "Input/output mismatch", _NO_ERRORS, "Too many mismatches")
+_OPENERS = ("Not all ranks joining collective", "Collective ", "Input/output mismatch", _NO_ERRORS,
+            "Too many mismatches")
 _MISSED_WORDS = "We cannot decide what's wrong"
 #: the analyzer stops a group after its mismatch cap (`--mismatch_cap`, 10 by default)
 _GAVE_UP = re.compile(r"^Too many mismatches for process_group (?P<pg>\S{1,200}): (?P<desc>\S{0,200}) aborting\s*$")
@@ -67,7 +68,8 @@ LINE_START = (r"Not all ranks joining|Collective \d|Collective sequence number|I
 KNOWN_WORDS = re.compile(r"Not all ranks joining collective|at entry \d+ errors?\b|[Cc]ollective sequence number|"
                          r"Too many mismatches for process_group|"
                          r"Culprit rank \d+; Error type|missed FR dumps|No errors found for this collective entry|"
-                         r"^\s*(?:internal record id|group info|missing ranks|expected ranks|collective state|error msg)\s*:")
+                         r"^\s*(?:internal record id|group info|missing ranks|expected ranks|collective state"
+                         r"|error msg)\s*:")
 
 
 def parse_ranks(text: str) -> list[int] | None:

@@ -61,7 +61,8 @@ def _frame(raw: Any) -> Frame:
     return Frame(
         function=text("func") or text("addr") or "??",
         file=text("file"),
-        line=int(line) if line and line.isdigit() and len(line) < 10 else (frame["line"] if type(frame.get("line")) is int else None),
+        line=(int(line) if line and line.isdigit() and len(line) < 10
+              else (frame["line"] if type(frame.get("line")) is int else None)),
         native=True,
         library=text("from"),
     )

@@ -18,7 +18,8 @@ _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<what>recv|send) 
 #: long line, which is quadratic (issue 31)
 _CLOSED = re.compile(r"Connection closed by peer \[(?P<addr>[^\]]{1,256})\]:(?P<port>\d+)")
 _RESET = re.compile(r"(?:Read|Write) error \[(?P<addr>[^\]]{1,256})\]:(?P<port>\d+): Connection reset by peer")
-#: NCCL's own wording, as PyTorch repeats it under 'Last error:' (2.14: 'Net : Connection closed by remote peer h<port>')
+#: NCCL's own wording, as PyTorch repeats it under 'Last error:'
+#: (2.14: 'Net : Connection closed by remote peer h<port>')
 _NCCL_CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
 #: gloo's source file below transport/ ('tcp/unbound_buffer.cc', 21 characters the longest) bounded to 256, for
 #: the same reason

@@ -113,7 +113,8 @@ _FIELD = _re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*
 #: an entry's field as the report pads it ('rank      : 7 (local_rank: 7)', 'exitcode  : 1 (pid: 4227)'), seen before
 #: any section marker: a paste or a stored copy that starts inside the Failures list (microsoft/nnscaler#10,
 #: FangyunWei/SLRT#66). The padding and the value's own shape keep a log's 'host : x' from opening an entry.
-_MID_TABLE = _re.compile(r"^(?:(?:time|host) {1,9}: \S|rank {1,9}: \d{1,7} \(local_rank: \d|exitcode {1,9}: -?\d{1,4} \(pid: \d)")
+_MID_TABLE = _re.compile(r"^(?:(?:time|host) {1,9}: \S|rank {1,9}: \d{1,7} \(local_rank: \d"
+                         r"|exitcode {1,9}: -?\d{1,4} \(pid: \d)")
 _RANK_FIELD = _re.compile(r"(?<!\d)(?P<rank>\d+) \(local_rank: (?P<lr>\d+)\)")
 _EXIT_FIELD = _re.compile(r"(?<![\d-])(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_NAME = _re.compile(r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\)")
@@ -132,14 +133,15 @@ _TRANSLATED = (("根本原因（首次观察到的故障）：", " Root Cause (f
 #: '... task 3: Killed' / 'Aborted (core dumped)' / 'Segmentation fault'; the numbers are Slurm task ids
 #: (SLURM_PROCID: the global ranks when srun starts one task per rank, node indices under `srun torchrun`)
 _SRUN_EXIT = _re.compile(r"srun: error: (?P<host>[A-Za-z0-9][\w.-]{0,252}): tasks? (?P<tasks>[\d,-]{1,4000}): "
-                         r"(?P<how>Exited with exit code (?P<code>\d{1,6})|Killed|Terminated|Aborted(?: \(core dumped\))?"
-                         r"|Segmentation fault(?: \(core dumped\))?)")
+                         r"(?P<how>Exited with exit code (?P<code>\d{1,6})|Killed|Terminated"
+                         r"|Aborted(?: \(core dumped\))?|Segmentation fault(?: \(core dumped\))?)")
 
 
 #: torchelastic's error_handler when a worker decorated with @record wrote its error file but the agent has
 #: none of its own: '... error_handler: [ERROR] no error file defined for parent, to copy child error file
 #: (/tmp/torchelastic_x/none_y/attempt_0/0/error.json)'; the file sits in attempt_<restart>/<local rank>/
-_CHILD_ERROR_FILE = _re.compile(r"no error file defined for parent, to copy child error file \((?P<path>[^()\n]{0,4096})\)")
+_CHILD_ERROR_FILE = _re.compile(r"no error file defined for parent, to copy child error file "
+                                r"\((?P<path>[^()\n]{0,4096})\)")
 _ATTEMPT_DIR = _re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
 
 
@@ -153,7 +155,8 @@ _RANK_IDENTITY = _re.compile(r"\bworld_size=(?P<ws>\d{1,7}) rank=(?P<rank>\d{1,7
 #: then `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0` (PaddleDetection #7380)
 _PADDLE = _re.compile(r"^LAUNCH (?:ERROR|INFO|WARNING) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{1,6})? "
                       r"(?P<what>Pod failed|Container failed !!!)")
-_PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? code (?P<code>-?\d{1,6}) log ")
+_PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd .{0,8000}? "
+                           r"code (?P<code>-?\d{1,6}) log ")
 
 
 #: launch lines that state the job's size (issue 42): Lightning's per-process `Initializing distributed:
@@ -161,7 +164,8 @@ _PADDLE_RANK = _re.compile(r"^Container rank (?P<rank>\d{1,7}) status failed cmd
 #: `Num processes: 4`, DeepSpeed's `dist_world_size=16` and `WORLD INFO DICT: {'gpu1504': [0], 'gpu1505': [0]}`,
 #: torchelastic's `global_world_sizes=[8, 8, ...]`, and the command lines of mpirun/horovodrun (`-np 8`), torchrun
 #: (`--nproc_per_node=8 --nnodes=2`) and accelerate launch (`--num_processes 4`)
-_LIGHTNING_MEMBER = _re.compile(r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: \d{1,7}/(?P<ws>\d{1,7})")
+_LIGHTNING_MEMBER = _re.compile(r"Initializing distributed: GLOBAL_RANK: (?P<rank>\d{1,7}), "
+                                r"MEMBER: \d{1,7}/(?P<ws>\d{1,7})")
 _SIZE_SAID = _re.compile(
     r"All distributed processes registered\. Starting with (?P<lightning>\d{1,7}) processes"
     r"|^Num processes: (?P<accelerate>\d{1,7})\s*$"
@@ -171,7 +175,8 @@ _SIZE_SAID = _re.compile(
 #: DeepSpeed's map of hosts to their slots: the job's size is the count of slots
 _WORLD_INFO = _re.compile(r"WORLD INFO DICT: \{(?P<dict>[^{}]{1,4096})\}")
 #: a command line of an MPI launcher (mpirun, mpiexec, horovodrun, prterun) with its process count
-_MPI_COMMAND = _re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|horovodrun|prterun)\s(?:.{0,512}?\s)?(?:-np|-n|--np)[\s=](?P<n>\d{1,7})\b")
+_MPI_COMMAND = _re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|horovodrun|prterun)\s(?:.{0,512}?\s)?"
+                           r"(?:-np|-n|--np)[\s=](?P<n>\d{1,7})\b")
 #: torchrun's (and torch.distributed.launch/run's) workers per node, and its node count (1 when not given)
 _NPROC = _re.compile(r"--nproc[_-]per[_-]node[\s=](?P<n>\d{1,5})\b")
 _NNODES = _re.compile(r"--nnodes[\s=](?P<n>\d{1,5})\b")
@@ -254,7 +259,8 @@ def match_line(text: str, origin: Origin) -> list:
         return _child_error_file(text, origin)
     if "noticed that process rank" in text:
         return _mpi_noticed(text, origin)
-    if "exit" not in text and "signal" not in text and "Killing subprocess" not in text and "terminated with" not in text:
+    if ("exit" not in text and "signal" not in text and "Killing subprocess" not in text
+            and "terminated with" not in text):
         return []
     spawned = _spawn_line(text, origin)
     if spawned:

@@ -96,7 +96,8 @@ _CALL_OPS = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "
 #: prefix of the comm key of traced calls: their positions count calls, not NCCL's opCount (kept apart)
 CALL_COMM = "call:"
 _SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
-_ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d++).*- Abort COMPLETE")
+_ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d++)"
+                    r".*- Abort COMPLETE")
 HEAD_LINES = 2000
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).
@@ -243,7 +244,8 @@ def _traced_call(out: Parsed, st: _State, raw: str, file: str | None, lineno: in
     out.facts["traced_calls"] = out.facts.get("traced_calls", 0) + 1
     fn, args = m.group("fn"), [a.strip() for a in m.group("args").split(",")]
     origin = Origin(host, pid, rank, file, lineno)
-    if fn == "ncclCommInitRank" and len(args) == 5 and all(a.lstrip("-").isdigit() for a in (args[1], args[3], args[4])):
+    if (fn == "ncclCommInitRank" and len(args) == 5
+            and all(a.lstrip("-").isdigit() for a in (args[1], args[3], args[4]))):
         ptr, nranks, hashed, me, dev = args
         origin.device = int(dev) if int(dev) >= 0 else None
         key = (pid, ptr)

@@ -14,9 +14,10 @@ import re
 from parsers.model.events import ErrorEvent, ErrorKind, Origin
 from parsers.readers import pasted_host
 
-_FAILURE = re.compile(r"^(?:(?P<host>[\w.-]{1,253}): )?Test (?P<what>NCCL|CUDA) failure (?P<src>[\w./-]{1,256}:\d{1,7}) "
-                      r"'(?P<msg>[^']{0,2000})'?")
-_TRAIL = re.compile(r"(?:^|(?<=\s))\.\. (?P<host>[\w.-]{1,253}) pid (?P<pid>\d{1,10}): Test failure (?P<src>[\w./-]{1,256}:\d{1,7})")
+_FAILURE = re.compile(r"^(?:(?P<host>[\w.-]{1,253}): )?Test (?P<what>NCCL|CUDA) failure "
+                      r"(?P<src>[\w./-]{1,256}:\d{1,7}) '(?P<msg>[^']{0,2000})'?")
+_TRAIL = re.compile(r"(?:^|(?<=\s))\.\. (?P<host>[\w.-]{1,253}) pid (?P<pid>\d{1,10}): Test failure "
+                    r"(?P<src>[\w./-]{1,256}:\d{1,7})")
 
 
 def match_line(text: str, origin: Origin) -> list:

@@ -24,8 +24,10 @@ _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, 
 #: from the address to 'fallen off the bus' bounded to 256 characters (the driver's one sentence, 'The NVIDIA GPU
 #: 0000:82:00.0 (PCI ID: 10de:1db4) installed in this system has fallen off the bus', puts 51 between): an open
 #: `.*` scanned to the line's end from every 'NVIDIA GPU <pci>' of a long line, which is quadratic (issue 31)
-_FELL = re.compile(r"(?:NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d).{0,256})?fallen off the bus")
-_HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_FELL = re.compile(r"(?:NVIDIA GPU (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d).{0,256})?"
+                   r"fallen off the bus")
+_HANDLE = re.compile(r"Unable to determine the device handle for GPU ?"
+                     r"(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _LOST = re.compile(r"GPU is lost")
 _AER = re.compile(r"(?:pcieport|nvidia) (?P<pci>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d):\s+(?P<msg>.*)")
 _DRIVER = re.compile(r"CUDA driver version is insufficient for CUDA runtime version")

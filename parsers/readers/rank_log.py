@@ -27,10 +27,10 @@ from typing import Iterable, Iterator, cast
 
 from parsers.model.events import (CollectiveStack, ErrorEvent, ErrorKind, Origin, Parsed, RankStated, WorkerReport,
                                   group_rank)
-from parsers.readers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers, prompt_host,
-                            strip_prefix)
-from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump, pyspy_text,
-                             textline)
+from parsers.readers.prefix import (_OMPI, _PDSH, _RAY, _SHIPPER, _SLURM, TORCHRUN_LABEL, labels_are_line_numbers,
+                                    prompt_host, strip_prefix)
+from parsers.readers import (c10d, faulthandler, fr_report, horovod, last_error, launcher, nccl_log, proxy_dump,
+                             pyspy_text, textline)
 
 HEAD_LINES = 2000
 MIN_WRAP = 70
@@ -38,8 +38,10 @@ MAX_JOIN = 64  #: physical lines one logical line may absorb (bounded work on ho
 _LAUNCHER_PREFIXES = (_OMPI, _RAY, _SHIPPER, _SLURM, _PDSH)
 #: what a new record looks like at the start of a line (so it is never glued to the previous one)
 _RECORD_START = re.compile(
-    r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*+[ \d:.]*+[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
-    r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback|terminate called"
+    r"^\s*(?:\[rank\d+\]:|\[[EWIF]\d*+[ \d:.]*+[\w.]+:\d+\]|[EWIF]\d{4} \d|\(\w[^()]*pid=\d+"
+    r"|(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[\d+,\d+\]<"
+    r"|\d{1,6}: |[\w.-]+:\d+:\d+ \[|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|frame #|Exception raised|Traceback"
+    r"|terminate called"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) |[\w.]*(?:Error|Exception|Warning)\b|NCCL |\S+ \[std(?:out|err)\]"
     r"|\[\d+\] |\[ *[\d.+]+\] |kernel: |NVRM|[│|┃>] |\$ |" + TORCHRUN_LABEL.pattern.lstrip("^")
     + r"|File \"|(?:Current thread|Thread) 0x|Fatal Python error: |" + fr_report.LINE_START + ")"
@@ -47,7 +49,8 @@ _RECORD_START = re.compile(
 #: a record's own header a little way into a line, behind a wrapper no prefix pattern knows
 #: (VITA-Audio #34: '【2025-09-25 14:27:49】[rank2]:[E ProcessGroupNCCL.cpp:563] ...'): such a line is a
 #: record, not the continuation of a wrapped one, even when the lines share one length
-_HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}+[ \d:.]*+[\w.]+\.(?:cpp|cc|py|h):\d+\]|:\d+:\d+ \[\d+\] NCCL ")
+_HEADER_NEAR_START = re.compile(r"\[rank\d+\]:|\[[EWIF]\d{0,4}+[ \d:.]*+[\w.]+\.(?:cpp|cc|py|h):\d+\]"
+                                r"|:\d+:\d+ \[\d+\] NCCL ")
 HEADER_WINDOW = 60
 #: Open MPI's `--tag-output` tag at a physical line's start, with its stream (the chunk-per-line rejoin below)
 _TAG = re.compile(r"^(?:\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})?\[(\d{1,10}),(\d{1,10})\]<(stdout|stderr)>:")
@@ -105,7 +108,8 @@ class _Scan:
         self.out = out
         self.file = file
         self.numbered = labels_are_line_numbers(head_text)
-        self.pids = _pids_named(head_text)  #: a `[N] ` label that the file calls a pid elsewhere is that pid, not a rank
+        #: a `[N] ` label that the file calls a pid elsewhere is that pid, not a rank
+        self.pids = _pids_named(head_text)
         self.nccl_pairs: list[tuple[int, str]] = []
         self.block: list[str] | None = None
         self.elastic = launcher.ElasticBlock()
@@ -278,7 +282,8 @@ class _Scan:
             ranks[resolved] = ranks.get(resolved, 0) + 1
         _drop_per_node(out, self.per_node, ranks)
         if self.dumps.dropped:
-            out.problems.append(f"faulthandler dumps: {self.dumps.dropped} frames beyond the reader's bounds were not kept")
+            out.problems.append(f"faulthandler dumps: {self.dumps.dropped} frames beyond the reader's bounds "
+                                "were not kept")
         if self.block is not None:
             _proxy(out, self.block)
         if self.nccl_pairs:
@@ -362,7 +367,8 @@ class _Layout:
         if _RECORD_START.match(nxt) or _HEADER_NEAR_START.search(nxt[:HEADER_WINDOW]):
             return None
         labelled = any(p.match(nxt.lstrip()) for p in _LAUNCHER_PREFIXES)
-        if self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width and not (self.prefixed and labelled):
+        wrapped = self.width is not None and len(prev_segment.rstrip("\r\n")) == self.width
+        if wrapped and not (self.prefixed and labelled):
             return ""  # (a launcher's label starts a record: pdsh's boxes of a rich traceback share one width)
         if self.prefixed and not labelled:
             return ""

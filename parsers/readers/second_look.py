@@ -35,7 +35,8 @@ RECORDER_COUNTERS = ("coll_next", "p2p_next", "proxy_next", "completed", "newest
 
 def _num(value: Any) -> float | None:
     """A finite number from the file, else None (an integer too big for a float is no number here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, int) and abs(value) > 1 << 62):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, int) and abs(value) > 1 << 62)):
         return None
     return float(value) if math.isfinite(value) else None
 

@@ -14,8 +14,9 @@ import re
 from parsers.model.events import ErrorEvent, ErrorKind, Origin
 
 _WAIT = re.compile(
-    r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[(?P<from>\d{1,7})\] "
-    r"via c10d key-value store by key '(?P<key>[^']{0,128})', but store->get\('[^']{0,128}'\) got error: (?P<why>.{0,200})"
+    r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId "
+    r"from \[(?P<from>\d{1,7})\] via c10d key-value store by key '(?P<key>[^']{0,128})', "
+    r"but store->get\('[^']{0,128}'\) got error: (?P<why>.{0,200})"
 )
 
 

@@ -276,7 +276,8 @@ def recommended_env(repo: Path, with_recorder: bool) -> tuple[dict[str, str], st
         done = subprocess.run(argv, cwd=repo, env=clean, capture_output=True, text=True, timeout=60)
         doc = json.loads(done.stdout)
         rows = doc.get("variables") or doc.get("data", {}).get("variables")
-        return {r["name"]: str(r["value"]) for r in rows}, "forensics env --json" + (" --recorder" if with_recorder else "")
+        source = "forensics env --json" + (" --recorder" if with_recorder else "")
+        return {r["name"]: str(r["value"]) for r in rows}, source
     except (OSError, ValueError, subprocess.TimeoutExpired, KeyError, TypeError, AttributeError) as err:
         env, _ = ls.forensics_env(repo)
         env.update(TORCH_NCCL_ENABLE_TIMING="1", FORENSICS_RECORDER_COPY_DIR="@DIR@")
@@ -346,7 +347,8 @@ def run_tool(argv: list[str], out: Path, cwd: str, timeout: float) -> str:
     t = time.monotonic()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-        out.write_text(f"# {' '.join(argv)}\n# exit {done.returncode}\n{done.stdout}\n--- stderr\n{done.stderr[-8000:]}")
+        out.write_text(f"# {' '.join(argv)}\n# exit {done.returncode}\n{done.stdout}\n"
+                       f"--- stderr\n{done.stderr[-8000:]}")
         return f"{out.name}: exit {done.returncode} in {time.monotonic() - t:.1f} s"
     except (OSError, subprocess.TimeoutExpired) as err:
         out.write_text(f"# {' '.join(argv)}\n# failed: {err}\n")

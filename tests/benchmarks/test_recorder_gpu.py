@@ -23,9 +23,11 @@ def test_a_row_says_met_within_spread_or_over():
     base = {"median_us": 100.0, "spread_pct": 0.2, "n": 9}
     row = {"layout": "1 rank", "what": "all_reduce", "bytes": 8, "per_batch": 1000, "goal_pct": 3.0, "base": base}
     assert "met" in recorder_gpu.Report.line({**row, "recorder": {**base, "median_us": 102.0}})
-    assert "within spread" in recorder_gpu.Report.line({**row, "recorder": {"median_us": 103.2, "spread_pct": 0.5, "n": 9}})
+    noisy = {"median_us": 103.2, "spread_pct": 0.5, "n": 9}
+    assert "within spread" in recorder_gpu.Report.line({**row, "recorder": noisy})
     assert "OVER" in recorder_gpu.Report.line({**row, "recorder": {**base, "median_us": 104.0}})
-    assert "error: boom" in recorder_gpu.Report.line({"layout": "1 rank", "what": "sendrecv", "bytes": 8, "error": "boom"})
+    failed = {"layout": "1 rank", "what": "sendrecv", "bytes": 8, "error": "boom"}
+    assert "error: boom" in recorder_gpu.Report.line(failed)
 
 
 def test_counts_compare_by_rank_and_communicator():

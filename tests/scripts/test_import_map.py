@@ -53,14 +53,16 @@ def test_upward_imports_are_found(tmp_path):
         "forensics/collect/tool.py": "from forensics.discover import find\ndef run():\n    pass\n",
     })
     found = import_map.survey(root)
-    assert found.upward == ["forensics.discover.find:1 -> forensics.collect.tool", "parsers.reads:1 -> forensics.safefs"]
+    assert found.upward == ["forensics.discover.find:1 -> forensics.collect.tool",
+                            "parsers.reads:1 -> forensics.safefs"]
     assert found.circles == [["forensics.collect.tool", "forensics.discover.find"]]
 
 
 def test_an_optional_dependency_is_counted_apart(tmp_path):
     root = _tree(tmp_path, {
         "parsers/__init__.py": "",
-        "parsers/a.py": "def f():\n    try:\n        from parsers import b\n    except ImportError:\n        return None\n",
+        "parsers/a.py": ("def f():\n    try:\n        from parsers import b\n"
+                         "    except ImportError:\n        return None\n"),
         "parsers/b.py": "",
     })
     found = import_map.survey(root)
@@ -104,7 +106,8 @@ def test_a_type_only_import_is_no_edge_and_is_listed_apart(tmp_path):
     root = _tree(tmp_path, {
         "parsers/__init__.py": "",
         "parsers/a.py": "from parsers import b\n",
-        "parsers/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from parsers import a\nelse:\n    import parsers.c\n",
+        "parsers/b.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from parsers import a\n"
+                         "else:\n    import parsers.c\n"),
         "parsers/c.py": "",
     })
     found = import_map.survey(root)

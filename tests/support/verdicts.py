@@ -35,7 +35,8 @@ BEYOND_EXCERPT = {
                        "statement; the lines show every rank's NCCL 2.29.2 'invalid usage' in the device-communicator "
                        "manager, no rank at fault", ["invalid usage", "nccl_devcomm_manager"]),
     "pytorch-88000": ("the truth (rank 1 never calls the broadcast) is in the reporter's script; the lines show "
-                      "only both ranks starting their watchdog", ["no line that was understood reports an error", "not understood"]),
+                      "only both ranks starting their watchdog",
+                      ["no line that was understood reports an error", "not understood"]),
     "spark-vllm-335": ("the excerpt is the traceback of one worker (pid 213, no rank printed) in the rendezvous; "
                        "'rank 1 never joins' is the thread's title", ["pid 213", "init_process_group"]),
     "fuser-3055": ("the teardown and the NCCL 2.23.4 link come from the thread; the lines show stuck watchdogs "
@@ -71,38 +72,41 @@ BEYOND_EXCERPT = {
     "vllm-7896": ("the bad instance node is the reporter's finding and is never named; no line carries an ip or "
                   "host, they show Ray worker pid 11305 raising vLLM's NCCL 'unhandled cuda error' in init_device",
                   ["pid 11305", "unhandled cuda error"]),
-    "pytorch-150916": ("that the kill started the failure is the reporter's test (an agent killed on purpose); the lines "
-                       "show only that agent pid 1359 got signal 15 and shut its worker down, which a user's kill of a "
-                       "job that already hung prints the same way", ["pid 1359", "Received 15 death signal"]),
+    "pytorch-150916": ("that the kill started the failure is the reporter's test (an agent killed on purpose); the "
+                       "lines show only that agent pid 1359 got signal 15 and shut its worker down, which a user's "
+                       "kill of a job that already hung prints the same way", ["pid 1359", "Received 15 death signal"]),
     "rccl-429": ("ranks 0, 1 and 3 calling AllReduce is the maintainer's prose; the lines show one process each "
                  "way (1 against 1), so no odd one out", ["opCount 28c", "pid 45006", "pid 45012"]),
     "mmseg-2137": ("the wandb hook's master-only work is known from the description and sibling threads; the lines "
                    "show rank 1 completing work past the all-gather rank 0 waits in (7560 against 7559), a split "
                    "whose odd side the counters do not say",
                    ["rank 1 completed work up to 7560 while rank 0 waits in work 7559"]),
-    "speechbrain-2401": ("checkpointing in a main-process-only section is the maintainer's finding (PR #2404); the line "
-                         "shows rank 1 in an all-reduce and rank 0 in a broadcast at one position (1 against 1), so no "
-                         "odd one out", ["SequenceNumber 485", "broadcast(count=1)", "allreduce(count=25)"]),
+    "speechbrain-2401": ("checkpointing in a main-process-only section is the maintainer's finding (PR #2404); the "
+                         "line shows rank 1 in an all-reduce and rank 0 in a broadcast at one position (1 against 1), "
+                         "so no odd one out", ["SequenceNumber 485", "broadcast(count=1)", "allreduce(count=25)"]),
     "ms-swift-9443": ("the text-only batch is the pull request's finding; the line shows ranks 0 and 1 all-reducing "
                       "different sizes at one position (1 against 1), not which rank had the text-only batch",
                       ["SequenceNumber 3104", "count=195812480", "count=51123456"]),
-    "horovod-530": ("the job's 7 workers are in the reporter's prose; the ready lists alone leave rank 2 out, but ranks "
-                    "above 6 may be missing too where the size is not in the lines",
+    "horovod-530": ("the job's 7 workers are in the reporter's prose; the ready lists alone leave rank 2 out, but "
+                    "ranks above 6 may be missing too where the size is not in the lines",
                     ["leaves rank 2 out of every ready list", "the job's size is not stated"]),
-    "nccl-1808": ("the outside TCP request is the reporter's finding; the WARN shows a connection with the wrong magic "
-                  "reaching pid 166's socket, not who sent it", ["wrong magic", "pid 166"]),
-    "nccl-1996": ("the RAS bug is the reporter's diagnosis (NCCL_RAS_ENABLE=0 avoids it); the lines show pid 288505 on "
-                  "n125-011-039 segfaulting inside libnccl, not which NCCL thread", ["pid 288505", "Caught signal 11"]),
-    "nccl-2013": ("the rail-only fabric is the maintainer's reading and NCCL_CROSS_NIC=0 the commenter's fix; the WARN shows "
-                  "only a QP that could not reach RTR", ["ibv_modify_qp", "host-01"]),
-    "nccl-2076": ("the IB faults on some nodes are the reporter's closing word and name no node; the lines show a peer "
-                  "resetting the connection", ["DistBackendError", "remote process exited or there was a network error"]),
+    "nccl-1808": ("the outside TCP request is the reporter's finding; the WARN shows a connection with the wrong "
+                  "magic reaching pid 166's socket, not who sent it", ["wrong magic", "pid 166"]),
+    "nccl-1996": ("the RAS bug is the reporter's diagnosis (NCCL_RAS_ENABLE=0 avoids it); the lines show pid 288505 "
+                  "on n125-011-039 segfaulting inside libnccl, not which NCCL thread",
+                  ["pid 288505", "Caught signal 11"]),
+    "nccl-2013": ("the rail-only fabric is the maintainer's reading and NCCL_CROSS_NIC=0 the commenter's fix; the "
+                  "WARN shows only a QP that could not reach RTR", ["ibv_modify_qp", "host-01"]),
+    "nccl-2076": ("the IB faults on some nodes are the reporter's closing word and name no node; the lines show a "
+                  "peer resetting the connection",
+                  ["DistBackendError", "remote process exited or there was a network error"]),
     "pytorch-97066": ("that rank 0 all-reduces twice the elements is in the reproducer's code and its own print; the "
                       "watchdog lines show only rank 0 timing out", ["rank 0 timed out in ALLREDUCE SeqNum 1"]),
-    "nccl-tests-218": ("UCX_TLS=tcp as the fix is the maintainer's advice and the reporter's confirmation; the lines show "
-                       "mpirun's word that rank 3 on 10.10.21.2 died of signal 11", ["rank 3", "10.10.21.2", "signal 11"]),
-    "ompi-2661": ("the memory each rank needs (98 GB against 64 GB a node) is the benchmark developer's word through the "
-                  "reporter; the lines show mpirun's word that rank 0 on host01 died of signal 9",
+    "nccl-tests-218": ("UCX_TLS=tcp as the fix is the maintainer's advice and the reporter's confirmation; the lines "
+                       "show mpirun's word that rank 3 on 10.10.21.2 died of signal 11",
+                       ["rank 3", "10.10.21.2", "signal 11"]),
+    "ompi-2661": ("the memory each rank needs (98 GB against 64 GB a node) is the benchmark developer's word through "
+                  "the reporter; the lines show mpirun's word that rank 0 on host01 died of signal 9",
                   ["rank 0", "host01", "signal 9"]),
     "pytorch-141069": ("the uneven data is the reporter's diagnosis from per-rank prints outside the excerpt; the "
                        "lines show ranks 1-3 timing out at work 19 and no line of rank 0",

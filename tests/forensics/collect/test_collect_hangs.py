@@ -107,7 +107,8 @@ def test_discovery_finds_the_job_and_drops_loader_children(hung_job, tmp_path):
 
     # a rank that starts a data-loader-like child: the child inherits RANK but is not a rank
     env = dict(os.environ, RANK="0", WORLD_SIZE="1", TORCHELASTIC_RUN_ID=f"loader-test-{os.getpid()}")
-    code = "import subprocess,sys; c=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); print(c.pid, flush=True); c.wait()"
+    code = ("import subprocess,sys; c=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); "
+            "print(c.pid, flush=True); c.wait()")
     parent = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     try:
         child_pid = int(parent.stdout.readline())

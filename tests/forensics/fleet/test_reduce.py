@@ -59,8 +59,9 @@ def test_gateways_reduce_and_the_root_merges_to_the_flat_merge(tmp_path):
         for i, (h, _) in enumerate(named) for rec_dir in _dirs(tmp_path / f"gw{i // 2}-{h}"))
     assert root == flat and root.hosts == 4 and root.ranks == 8
     assert sorted(root.conflicts) == list(range(7))  # four jobs' fixtures: ranks 0-6 claimed by two hosts or more
-    assert sum(len(a) for a in answers) < sum(len(json.dumps(digest_merge.from_document(json.loads(p.read_text())).to_json()))
-                                              for p in tmp_path.glob(f"gw?-*/hosts/*/{DIGEST_NAME}"))
+    host_digests = (digest_merge.from_document(json.loads(p.read_text()))
+                    for p in tmp_path.glob(f"gw?-*/hosts/*/{DIGEST_NAME}"))
+    assert sum(len(a) for a in answers) < sum(len(json.dumps(d.to_json())) for d in host_digests)
     assert judge_classes(root).complete
 
 
@@ -188,7 +189,8 @@ def test_a_fetch_reads_the_gateways_index_and_falls_back_to_the_manifest(tmp_pat
     is not trusted past its checks: a bad index means the manifest is read, and a folder is still sent only when
     it is a real directory of the bundle."""
     from forensics.fleet import wire
-    from forensics.fleet.reduce import fetch_index_path, hosts_to_fetch, read_fetch_index, split_frames, write_fetch_index
+    from forensics.fleet.reduce import (fetch_index_path, hosts_to_fetch, read_fetch_index, split_frames,
+                                        write_fetch_index)
     from parsers.gather.source import read_manifest_file
 
     gw = _gateway_bundle(tmp_path)

@@ -39,7 +39,8 @@ def _batch_script(progress, port: int) -> str:
     return f"""#!/bin/sh
 export PYTHONPATH={REPO} MASTER_ADDR=127.0.0.1 MASTER_PORT={port} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 OMP_NUM_THREADS=1
 for r in 0 1; do
-  RANK=$r LOCAL_RANK=$r {sys.executable} -m forensics.demo.job --fault sleep --culprit 1 --fault-step 3 --steps 6 --progress-dir {progress} &
+  RANK=$r LOCAL_RANK=$r {sys.executable} -m forensics.demo.job --fault sleep --culprit 1 --fault-step 3 --steps 6 \
+--progress-dir {progress} &
 done
 wait
 """

@@ -18,8 +18,11 @@ from parsers.model import Suspect
 
 pytestmark = pytest.mark.integration
 
-WATCHDOG = "[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) ran for 45092 milliseconds before timing out."
-CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 116.00 MiB. GPU 0 has a total capacity of 22.05 GiB of which 112.12 MiB is free."
+WATCHDOG = ("[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=11, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=45000) "
+            "ran for 45092 milliseconds before timing out.")
+CUDA_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 116.00 MiB. GPU 0 has a total capacity of "
+            "22.05 GiB of which 112.12 MiB is free.")
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +129,8 @@ def test_host_suspects_outrank_a_stopped_rank_and_carry_the_action(faulty_bundle
     assert host_fault.reason_class == "host-fault" and host_fault.host == "gpu-node-7"
     assert host_fault.confidence > 0.95
     # verbatim input: the knowledge base's action text (data), cited as the suspect's evidence
-    assert any(e.startswith("recommended action: exclude (drain) the host") or e.startswith("recommended action: open "
-                                                                                            "a hardware ticket") for e in host_fault.evidence)
+    actions = ("recommended action: exclude (drain) the host", "recommended action: open a hardware ticket")
+    assert any(e.startswith(actions) for e in host_fault.evidence)
     own = by_rank[2]
     # verbatim input: the log's own error message
     assert own.reason_class == "known-error" and "cuda out of memory" in own.reason.lower()

@@ -77,7 +77,8 @@ def test_hard_wrapped_watchdog_line_is_rejoined():
 
 
 def test_public_log_lines():
-    lines = (Path(__file__).resolve().parents[2] / "fixtures" / "nccl" / "public-lines.log").read_text().splitlines(True)
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "nccl" / "public-lines.log"
+    lines = log.read_text().splitlines(True)
     out = rank_log.parse_lines(lines)
     assert out.unknown_lines == 0
     kinds = sorted((e.kind, e.origin.rank or -1) for e in out.events if isinstance(e, ErrorEvent))

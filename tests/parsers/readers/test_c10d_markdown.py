@@ -16,7 +16,8 @@ LOG = FIXTURES / "realworld" / "sglang-3932.log"
 
 def _timeouts() -> list[ErrorEvent]:
     with open(LOG, encoding="utf-8") as fh:
-        return [e for e in parse_lines(fh, LOG.name).events if isinstance(e, ErrorEvent) and e.kind == "watchdog-timeout"]
+        return [e for e in parse_lines(fh, LOG.name).events
+                if isinstance(e, ErrorEvent) and e.kind == "watchdog-timeout"]
 
 
 def test_bold_watchdog_phrase_is_a_timeout_rejoined_across_its_wrap():

@@ -2,9 +2,10 @@
 
 torchtitan-style runs keep each node's local rank in the prefix; the default group's `[PG ID 0 PG GUID
 0(default_pg) Rank r]` is the global rank by definition. The lines are real (XPixelGroup/BasicSR#737,
-huggingface/accelerate#3861, axolotl-ai-cloud/axolotl#3476, tests/fixtures/realworld); the prefix a per-node launcher would have left is the
-origin the reader is handed. pytorch/torchtitan#810 is the shape as posted: `[rank0]:` before `[PG ID 0 PG GUID
-0(default_pg) Rank 4]` on a JUWELS run, each node's local rank 0 in the prefix.
+huggingface/accelerate#3861, axolotl-ai-cloud/axolotl#3476, tests/fixtures/realworld); the prefix a per-node
+launcher would have left is the origin the reader is handed. pytorch/torchtitan#810 is the shape as posted:
+`[rank0]:` before `[PG ID 0 PG GUID 0(default_pg) Rank 4]` on a JUWELS run, each node's local rank 0 in the
+prefix.
 """
 
 from __future__ import annotations

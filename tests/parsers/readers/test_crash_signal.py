@@ -20,7 +20,8 @@ UCX_LINE = ("[n125-011-039:288505:0:296459] Caught signal 11 (Segmentation fault
 
 def _signals(path: Path) -> list:
     loaded = load_files([(path, {})])
-    return [e for a in loaded.artifacts if a.parsed for e in a.parsed.events if getattr(e, "kind", "") == crash_signal.KIND]
+    return [e for a in loaded.artifacts if a.parsed
+            for e in a.parsed.events if getattr(e, "kind", "") == crash_signal.KIND]
 
 
 def test_open_mpi_banner_inside_an_nccl_log_is_the_crash_of_its_process():

@@ -73,7 +73,8 @@ def test_a_real_abort_dump_gives_every_thread_and_the_main_one(tmp_path):
     assert len(main) == 1 and main[0].frames[0].function == "stuck_here"
     assert main[0].frames[-1].function == "<module>" and main[0].frames[0].line is not None
     helper = next(t for t in out.stacks if not t.is_main)
-    assert [f.function for f in helper.frames][-1] == "_bootstrap" and "helper_waits" in {f.function for f in helper.frames}
+    helper_functions = [f.function for f in helper.frames]
+    assert helper_functions[-1] == "_bootstrap" and "helper_waits" in helper_functions
     assert all(t.origin.rank is None for t in out.stacks)  # no line names a rank
 
 
@@ -98,7 +99,8 @@ def test_prefixed_dump_lines_give_the_rank_and_a_dump_in_a_shared_log_gives_none
     out = rank_log.parse_lines(prefixed, "rank5.log")
     assert {t.origin.rank for t in out.stacks} == {5}
     # the same dump after another rank's line: unprefixed, so no rank of its own in the reader
-    mixed = ["[rank2]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 2] something\n"] + err.splitlines(keepends=True)
+    other = "[rank2]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 2] something\n"
+    mixed = [other] + err.splitlines(keepends=True)
     out = rank_log.parse_lines(mixed, "shared.log")
     assert {t.origin.rank for t in out.stacks} == {None}
 

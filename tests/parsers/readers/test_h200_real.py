@@ -17,12 +17,14 @@ from parsers.readers import host_kernel, host_nvml, host_nvsmi, host_system
 H200 = FIXTURES / "h200"
 VM = H200 / "bundle" / "hosts" / "vm"
 BUS = "00000000:00:06.0"
-NCCL_HOSTS = sorted((FIXTURES.parent / "nccl").glob("*/bundle/hosts/vm")) + sorted((FIXTURES.parent / "nccl_x2").glob("*/*/bundle/hosts/vm"))
+NCCL_HOSTS = (sorted((FIXTURES.parent / "nccl").glob("*/bundle/hosts/vm"))
+              + sorted((FIXTURES.parent / "nccl_x2").glob("*/*/bundle/hosts/vm")))
 ALL_HOSTS = [VM] + NCCL_HOSTS
 ECC_COUNTERS = [
     f"ecc.{scope}.{memory}.{kind}"
     for scope in ("volatile", "aggregate")
-    for memory, kind in (("sram", "correctable"), ("sram_parity", "uncorrectable"), ("sram_secded", "uncorrectable"), ("dram", "correctable"), ("dram", "uncorrectable"))
+    for memory, kind in (("sram", "correctable"), ("sram_parity", "uncorrectable"), ("sram_secded", "uncorrectable"),
+                         ("dram", "correctable"), ("dram", "uncorrectable"))
 ]
 THROTTLE = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
             "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting"]
@@ -204,7 +206,8 @@ PROVOKED = H200 / "provoked"  # filled from a rerun of HF_PROVOKE=1 scripts/devi
 def test_provoked_illegal_access_leaves_an_xid_the_kb_names(kb):
     """A real MMU fault on the H200: the lines it added to dmesg are Xid lines of an application fault."""
     before = set(_text(PROVOKED / "kernel-dmesg-T.log").splitlines())
-    added = [ln for ln in host_kernel.read_kernel_log(_text(PROVOKED / "kernel-dmesg-T-after.log")) if ln.raw not in before]
+    after = host_kernel.read_kernel_log(_text(PROVOKED / "kernel-dmesg-T-after.log"))
+    added = [ln for ln in after if ln.raw not in before]
     xids = [ln for ln in added if "NVRM: Xid" in ln.message]
     outputs = "".join(_text(p) for p in sorted(PROVOKED.glob("provoke*.txt")))
     assert "ILLEGAL_ADDRESS" in outputs or "illegal memory access" in outputs

@@ -47,8 +47,10 @@ def test_old_formats():
 
 
 def test_glued_and_broken_lines_resynchronise():
-    a = "vm:495:495 [0] NCCL INFO ncclCommInitRankConfig comm 0x2be77720 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 60 commId 0xa7869d7d53387980 - Init START"
-    b = "vm:495:495 [0] NCCL INFO AllReduce: opCount b sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0x2be77720 [nranks=4] stream (nil)"
+    a = ("vm:495:495 [0] NCCL INFO ncclCommInitRankConfig comm 0x2be77720 rank 2 nranks 4 cudaDev 0 nvmlDev 0 "
+         "busId 60 commId 0xa7869d7d53387980 - Init START")
+    b = ("vm:495:495 [0] NCCL INFO AllReduce: opCount b sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 "
+         "comm 0x2be77720 [nranks=4] stream (nil)")
     out = parse(["garbage before " + a + b, "Ty", "terminate called after throwing an instance of 'c10::Error'"])
     ops = [e for e in out.events if isinstance(e, OpEvent)]
     assert len(ops) == 1 and ops[0].seq == 11 and ops[0].comm == "0xa7869d7d53387980"
@@ -70,7 +72,8 @@ def test_split_comm_keyed_by_parent_and_color():
     parent = "0xb256a2985bf845f8"
     assert keys["node01"][(2, 0)] == keys["node02"][(2, 1)] == f"{parent}/color1604346045"  # pg_B
     assert keys["node02"][(2, 0)] == f"{parent}/color1121016176"  # pg_C
-    split = "node01:1222:1222 [0] NCCL INFO ncclCommSplit comm 0x4cd025c0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 parent 0x452f3db0 splitCount 2 color 1604346045 key 0- Init START"
+    split = ("node01:1222:1222 [0] NCCL INFO ncclCommSplit comm 0x4cd025c0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "
+             "busId 60 parent 0x452f3db0 splitCount 2 color 1604346045 key 0- Init START")
     assert split in (NCCL / "chain" / "node01" / "nccl.node01.1222.log").read_text()
 
 

@@ -17,12 +17,14 @@ from parsers.gather.source import FileRef
 def _text(n: int) -> list[str]:
     lines = ["#0-0 (962a1ff397ed0ea2) MISMATCH\n", "  Communicator ranks have different AllReduce operation counts\n",
              f"  {n} ranks have launched up to operation 640\n", f"  {n} ranks have launched up to operation 641\n"]
-    lines += [f"  Rank {r} -- GPU {r % 8} managed by process {1000 + r} on node 10.0.{r // 256}.{r % 256}\n" for r in range(n)]
+    lines += [f"  Rank {r} -- GPU {r % 8} managed by process {1000 + r} on node 10.0.{r // 256}.{r % 256}\n"
+              for r in range(n)]
     return lines
 
 
 def _json(n: int) -> dict:
-    ranks = [{"rank": r, "pid": 1000 + r, "host": f"n{r}", "collective_counts": {"AllReduce": 5 + (r == 3), f"Op{r}": 1}}
+    ranks = [{"rank": r, "pid": 1000 + r, "host": f"n{r}",
+              "collective_counts": {"AllReduce": 5 + (r == 3), f"Op{r}": 1}}
              for r in range(n)]
     return {"communicators": [{"hash": "ab", "ranks": ranks}]}
 

@@ -71,7 +71,8 @@ def test_rank_log_record_start_is_not_cubic(tmp_path):
 
 def test_c10d_nccl_error_is_not_quadratic(tmp_path):
     """80,000 spaces after 'NCCL error in:' took 18 s (a lazy message before `\\s*$`)."""
-    line = "[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] NCCL error in: x.cpp:1, unhandled" + " " * 80000 + "x\n"
+    line = ("[rank0]:[E1129 07:18:19.556497288 ProcessGroupNCCL.cpp:689] NCCL error in: x.cpp:1, unhandled"
+            + " " * 80000 + "x\n")
     _, took = _analyse_folder(tmp_path, "rank0.stderr", line)
     assert took < 5
 

@@ -38,7 +38,8 @@ def test_groups_carry_the_names_c10d_lines_use():
     out = _fr(NCCL / "chain" / "node02" / "fr_trace_rank_2", 2)
     members = {e.comm: e.aliases for e in out.events if isinstance(e, CommMember)}
     assert members["pg:ranks=2,3"] == ["pg:pg_C", "pg:3"]
-    assert "[PG ID 2 PG GUID 3(pg_C) Rank 0]  failure detected" in (NCCL / "chain" / "node02" / "rank2.stderr").read_text()
+    stderr = (NCCL / "chain" / "node02" / "rank2.stderr").read_text()
+    assert "[PG ID 2 PG GUID 3(pg_C) Rank 0]  failure detected" in stderr
     arts = load_directory(NCCL / "chain" / "node02")
     t = tables.build(arts, identity.build(arts))
     assert "pg:pg_C" not in t.progress and t.progress["pg:ranks=2,3"][2].sources >= {"c10d", "fr"}

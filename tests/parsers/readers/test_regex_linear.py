@@ -80,7 +80,8 @@ def test_the_collection_finds_the_readers_patterns():
 def test_pumps_reach_the_known_blowups():
     """The generator finds the two reproducers the fuzzer found (so a pattern passing here was really pushed)."""
     pairs = pumps(re.compile(r"^\s*(?:\[[EWIF]\d*[ \d:.]*[\w.]+:\d+\])"))
-    assert ("[E", "0") in pairs or ("^[E", "0") in pairs or any(pre.endswith("[E") and pump == "0" for pre, pump in pairs)
+    assert (("[E", "0") in pairs or ("^[E", "0") in pairs
+            or any(pre.endswith("[E") and pump == "0" for pre, pump in pairs))
     pairs = pumps(re.compile(r"NCCL error(?: in: (?P<where>\S+),|:) (?P<what>.*?)\s*$"))
     assert any(pre.startswith("NCCL error") and pump == " " for pre, pump in pairs)
 

@@ -207,7 +207,8 @@ def test_nccl_tests_failure_and_its_trail_are_the_tests_own():
 
 
 def test_last_error_socket_detail_is_the_peer_that_reset():
-    """nccl#2076: `Last error:` / `socketProgressOpt: Call to recv from 172....<33759> failed : Connection reset by peer`."""
+    """nccl#2076: `Last error:` /
+    `socketProgressOpt: Call to recv from 172....<33759> failed : Connection reset by peer`."""
     [reset] = _events("nccl-2076", "connection-reset")
     assert reset.peer_addr == "172....<33759>"
 

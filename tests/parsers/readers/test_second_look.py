@@ -42,7 +42,8 @@ def test_the_looks_are_dated_from_the_one_collection_time(after_s: float):
     first = min(r.second_look.first.t for r in ranks)
     text = judge_second_look(ranks, first - after_s).describe()
     assert "UTC" not in text, text
-    said = "the first at the collection time" if after_s < 0.5 else f"the first {after_s:.0f} s after the collection time"
+    said = ("the first at the collection time" if after_s < 0.5
+            else f"the first {after_s:.0f} s after the collection time")
     assert said in text, text  # wording is the behaviour: the offset is what the reader sees
 
 

@@ -43,7 +43,8 @@ def test_activity_line_names_the_place_the_share_and_the_file():
     s = parse_samples_data(_load("pyspy-samples-rank2.json"))
     line = describe_activity(s, "hosts/vm/rank2-pid1/pyspy-samples.json")
     assert line.startswith(f"samples: {s.where[0].share:.0%} in slow_data_step (armed_job.py:")
-    assert "[off CPU]" in line and "12 py-spy samples over" in line and line.endswith("hosts/vm/rank2-pid1/pyspy-samples.json)")
+    assert "[off CPU]" in line and "12 py-spy samples over" in line
+    assert line.endswith("hosts/vm/rank2-pid1/pyspy-samples.json)")
     waiting = describe_activity(parse_samples_data(_load("pyspy-samples-rank0.json")))
     assert "% in all_reduce" in waiting and "all_reduce [" not in waiting  # a wait gets no CPU note
     assert is_moving(s) is True and activity_facts(s)["moving"] is True
@@ -83,7 +84,8 @@ def test_rank_activities_from_evidence_keys_by_rank(tmp_path):
         (d / "environ.json").write_text(json.dumps({"RANK": str(rank), "WORLD_SIZE": "4", "PATH": "/usr/bin"}))
     ev = load_path(folder)
     got = rank_activities(ev)
-    assert sorted(got) == [0, 2] and "slow_data_step" in got[2]["text"] and got[2]["file"].endswith("pyspy-samples.json")
+    assert sorted(got) == [0, 2]
+    assert "slow_data_step" in got[2]["text"] and got[2]["file"].endswith("pyspy-samples.json")
 
 
 @pytest.mark.parametrize("bad", [[], {"format": "other"}, {"format": "hang-forensics-stack-samples", "version": 99},
