@@ -25,8 +25,20 @@ interleaved, median step as a ratio to a baseline with nothing set, same run):
   - 2-core CPU VM, gloo, 2 ranks (helper h39env, 2026-12-06, load ~10): no setting
     measurable: ratios 0.64-0.83 with +-50% between rounds (gloo ignores the NCCL_*
     and TORCH_NCCL_* variables; the recorder is an NCCL plugin)
-  - each setting on the GPU: `bash scripts/device/run_matrix.sh E39` (NCCL_DEBUG INFO
-    and COLL, Flight Recorder, its timing, the recorder, all of them)
+  - H100, NCCL 2.28.9, torch 2.11 (2026-12-07; benchmarks/results/env_cost-h100-2026-12-07/):
+    a one-rank communicator (its fixed cost per collective; step = small matmul + 2
+    all_reduce + sync, 80 us), 3 rounds, two runs:
+      NCCL_DEBUG=INFO (INIT,NET,RAS)  none measurable (ratio 0.999-1.000)
+      Flight Recorder, no timing      none measurable (0.991-1.011)
+      TORCH_NCCL_ENABLE_TIMING        ~3 us per collective (+6 us a step: 1.072-1.079)
+      the recorder                    not measurable (0.993-1.012: inside the rounds'
+                                      spread of about +-3 us a step)
+      all of `forensics env --recorder`  ~3.5-4 us per collective (1.081-1.102)
+      (NCCL_DEBUG_SUBSYS=COLL, left out: ~3.5-4 us per collective, 1.076-1.103)
+    Per collective, so a step of 100 collectives of 1 ms each pays about 0.4 ms (0.4%).
+    4 ranks as 4 hosts on that one GPU measured the GPU's time slices (27-82 ms steps
+    for one job), not the settings. Run it again: `bash scripts/device/run_matrix.sh E39`
+    (HF_E39_RANKS=1 for the one-rank layout).
   TORCH_NCCL_ENABLE_TIMING adds a CUDA start event per collective; torch warns that the
   watchdog's event queries may then hang with it.
 
