@@ -68,7 +68,7 @@ def stack_ops(ranks: Any, world: int | None) -> dict[int, StackOp]:
         if call is None or call[1] == r.rank or (world and call[1] >= world):
             continue
         rec = r.record
-        file = next((a.cite for a in getattr(r, "files", ()) if a.parsed and a.parsed.kind == "py-spy"), None)
+        file = next((a.cite for a in getattr(r, "files", ()) if a.parsed and a.parsed.kind == "pyspy-json"), None)
         out[r.rank] = StackOp(r.rank, call[0], call[1], rec.pid, rec.host, file)
     return out
 

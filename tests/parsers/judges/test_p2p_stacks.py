@@ -55,25 +55,39 @@ def test_two_ranks_each_sending_to_the_other_are_a_deadlock_naming_both(name):
     assert {e.op for e in v.deadlock.edges} == {"send"} and not named(v), v.text
 
 
-def _without_locals(name: str, tmp: Path) -> Path:
-    """The bundle as a collect without --locals leaves it: every kept argument taken out of its py-spy files."""
+def _unpacked(name: str, tmp: Path, locals_: bool = True, second_look: bool = True) -> Path:
+    """The bundle unpacked, as a collect without --locals leaves it (every kept argument taken out of its py-spy
+    files) or without the second look (no time says the job hangs)."""
     with tarfile.open(CASES / name / "bundle.tar.gz") as tar:
         tar.extractall(tmp, filter="data")
-    for path in (tmp / "bundle").rglob("pyspy.json"):
+    for path in (tmp / "bundle").rglob("pyspy.json") if not locals_ else ():
         doc = json.loads(path.read_text())
         for thread in doc:
             for frame in thread["frames"]:
                 frame.pop("locals", None)
         path.write_text(json.dumps(doc))
+    for path in (tmp / "bundle").rglob("second-look.json") if not second_look else ():
+        path.unlink()
     return tmp / "bundle"
 
 
 @pytest.mark.integration  # a bundle of 4-7 ranks analysed whole
 @pytest.mark.parametrize("name", ["wrongpeer-seed40", "wrongpeersend-seed42", "sendsend-seed40"])
 def test_without_locals_nothing_is_claimed_from_the_stacks(name, tmp_path):
-    v = analyze(_without_locals(name, tmp_path), KB).verdict
+    v = analyze(_unpacked(name, tmp_path, locals_=False), KB).verdict
     assert not [s for s in v.suspects if s.reason_class == ReasonClass.WRONG_PEER], v.text
     assert v.deadlock is None and named(v) <= set(truth(name)["culprit_ranks"]), v.text
+
+
+@pytest.mark.integration  # a bundle of 4-7 ranks analysed whole
+@pytest.mark.parametrize("name", ["wrongpeer-seed42", "sendsend-seed42"])
+def test_one_look_with_no_time_is_a_lead_never_a_culprit_or_a_deadlock(name, tmp_path):
+    """Without the second look nothing says the job hangs: the stacks are one moment of a job that may still run."""
+    v = analyze(_unpacked(name, tmp_path, second_look=False), KB).verdict
+    assert v.hang == "not established" and v.deadlock is None and not named(v), v.text
+    if name.startswith("wrongpeer"):
+        (lead,) = [s for s in v.suspects if s.reason_class == ReasonClass.WRONG_PEER]
+        assert lead.rank == truth(name)["culprit_ranks"][0] and lead.demotion.unproven, v.text
 
 
 def test_a_recv_recv_pair_is_a_cycle_of_both_and_no_wrong_peer():
