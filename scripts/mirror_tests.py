@@ -84,6 +84,8 @@ UNDER_TEST: dict[str, str] = {
     "test_issue26_cases.py": "parsers.pipeline.analyze", "test_issue39_gloo.py": "parsers.pipeline.analyze",
     "test_issue39_device.py": "parsers.pipeline.analyze",
     "test_live_pyspy_and_scenario.py": "parsers.readers.pyspy_text",
+    "test_pyspy_peers.py": "forensics.collectors.pyspy_peers", "test_pyspy_locals.py": "parsers.readers.pyspy",
+    "test_p2p_stacks.py": "parsers.judges.p2p_stacks",
     "test_one_pipeline.py": "parsers.pipeline.analyze", "test_ras_command.py": "forensics.collectors.ras",
     # integration/recorder
     "test_hung_ranks.py": "nccl_patches.harness", "test_preload_shim.py": "nccl_patches.harness",

@@ -18,6 +18,7 @@ from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
 from forensics.collectors.native_stack import native_tool
+from forensics.collectors.pyspy_peers import attach_peers, p2p_locals
 from forensics.discover import procfs
 
 DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
@@ -47,10 +48,11 @@ class PySpyCollector(AlwaysEnabled):
                 details["retried_nonblocking"] = True
                 details["nonblocking"] = True
                 result = self._dump(target.pid, options, True, cap)
+            peers = p2p_locals(target, options, result, details)
         details.update(state_before=guard.outcome.before, state_after=guard.outcome.after)
         if guard.outcome.action:
             details["guard"] = guard.outcome.action
-        return self._record(target, result, details)
+        return self._record(target, result, details, peers)
 
     def _dump(self, pid: int, options: CollectOptions, nonblocking: bool, cap: int) -> ToolResult:
         argv = ["py-spy", "dump", "--pid", str(pid), "--json"]
@@ -62,7 +64,7 @@ class PySpyCollector(AlwaysEnabled):
             argv.append("--nonblocking")
         return run_tool(argv, timeout=options.timeout, target_pid=pid, max_stdout=cap)
 
-    def _record(self, target: RankTarget, result: ToolResult, details: dict) -> CollectorRecord:
+    def _record(self, target: RankTarget, result: ToolResult, details: dict, peers: dict) -> CollectorRecord:
         details["argv"] = result.argv
         if result.interrupted:
             return CollectorRecord(self.name, Status.SKIPPED, error="collection interrupted", details=details)
@@ -82,6 +84,7 @@ class PySpyCollector(AlwaysEnabled):
             return CollectorRecord(self.name, Status.SKIPPED, error=details["output_cut"], details=details)
         doc = _json(result.stdout) if result.ok else None
         if doc is not None:
+            attach_peers(doc, peers)
             return _save(self.name, target, doc, details)
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()[:3]
         error = " / ".join(message) or f"py-spy exited with {result.returncode}"

@@ -22,7 +22,7 @@ from typing import Any
 import networkx as nx
 
 from parsers.gather.evidence import Evidence
-from parsers.judges import p2p_match
+from parsers.judges import p2p_match, p2p_stacks
 from parsers.judges.p2p_match import History, Pending
 from parsers.model.events import ErrorEvent, ErrorKind, OpEvent, Origin
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
@@ -30,7 +30,7 @@ from parsers.model.ranges import fold
 
 DEFAULT_GROUP = "pg:0"
 #: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
-_KIND = {"fr-dump": "dumps", "recorder": "recorder"}
+_KIND = {"fr-dump": "dumps", "recorder": "recorder", "stacks": "stacks"}
 
 
 def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
@@ -54,10 +54,17 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
         suspects += _blocked_in(ev, h, source, taken, "recv")
         taken |= {s.rank for s in suspects}
         suspects += _blocked_in(ev, h, source, taken, "send")
+    stacked = {} if scopes else p2p_stacks.stack_ops(getattr(ev, "ranks", None), getattr(ev, "world_size", None))
+    if stacked:  # no record of any send or recv (gloo): the stacks' calls, where py-spy --locals kept their peers
+        more_edges, more = p2p_stacks.judge_stacks(stacked)
+        edges, suspects = edges + more_edges, suspects + more
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending
                if not _sent(p)}
+    for op in stacked.values():
+        waiting.setdefault(op.rank, f"a {op.kind} {_to_from(op.kind)} rank {op.peer} (its stack; the peer from py-spy "
+                                    "--locals)")
     for rank, frame in _traceback_p2p(ev).items():
         waiting.setdefault(rank, f"{frame} (its traceback; the peer is not recorded)")
     return Findings("dumps", suspects, edges, judge="p2p", p2p_waits=P2PWaits(waiting))

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from parsers.model.events import Origin
 
 
+#: torch.distributed's blocking point-to-point calls -> the argument that names the peer, a global rank (the
+#: group_dst/group_src forms name a rank of the group passed, no global rank)
+P2P_PEER_ARG = {"send": "dst", "recv": "src"}
+
+
 @dataclass(frozen=True)
 class Frame:
     """One stack frame, Python or native. `file`/`line` may be unknown for native frames."""
@@ -20,6 +25,17 @@ class Frame:
     line: int | None = None
     native: bool = False
     library: str | None = None
+    #: the integer arguments a point-to-point frame of torch.distributed kept from py-spy --locals (name, value),
+    #: and nothing else (parsers/readers/pyspy.py: p2p_args); no part of the frame's identity in a stack tree
+    args: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    @property
+    def p2p(self) -> tuple[str, int] | None:
+        """('send', dst) or ('recv', src) where this is torch.distributed's blocking send or recv and its kept
+        arguments name the peer (a global rank); None otherwise (a recv from any source names none)."""
+        key = P2P_PEER_ARG.get(self.function)
+        value = dict(self.args).get(key) if key else None
+        return (self.function, value) if value is not None else None
 
     @property
     def label(self) -> str:

@@ -153,9 +153,15 @@ def unproven_hang(suspects: list[Suspect], verdict: Verdict, ev: Evidence) -> li
     if verdict.hang != "not established":
         return suspects
     for s in suspects:
-        if s.reason_class in SNAPSHOT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+        if _of_one_look(s) and s.confidence >= CULPRIT_MIN_CONFIDENCE:
             s.confidence, s.demotion = UNPROVEN, Demotion(blocked=None, unproven=True)
     return sorted(suspects, key=Suspect.sort_key)
+
+
+def _of_one_look(s: Suspect) -> bool:
+    """A snapshot claim: one of SNAPSHOT_CLAIMS, or a wrong peer read from the stacks of one look (from the
+    recorder's or the dumps' histories it is a fact of the whole history; from stacks, of one moment)."""
+    return s.reason_class in SNAPSHOT_CLAIMS or s.reason_class == RC.WRONG_PEER and s.source == "stacks"
 
 
 def healthy_scope(suspects: list[Suspect], hung: set[int], graph: nx.DiGraph | None,
@@ -257,15 +263,18 @@ CYCLE_EXPLAINED = {RC.MISMATCH, RC.WRONG_PEER}
 def find_deadlock(verdict: Verdict, graph: nx.DiGraph) -> None:
     """Step 4: a sink cycle of the graph is a deadlock, unless a suspect at the naming bar has a fact of its own
     (or a mismatch, or a wrong peer) that explains it. Only edges that can close a cycle count: a point-to-point
-    wait whose peer's posted ops no history counts is a wait, never a deadlock's edge (p2p_match.py).
+    wait whose peer's posted ops no history counts is a wait, never a deadlock's edge (p2p_match.py), nor is a
+    stack's wait where no time says the job hangs (p2p_stacks.py: one look).
     The headline decides the culprit line: once the verdict is a deadlock, no claim outside the cycle stands
     as its culprit beside it (each is lowered to a lead, saying why); where a fact stands, no deadlock is said."""
     named = [s for s in verdict.suspects if s.confidence >= CULPRIT_MIN_CONFIDENCE]
     if any(_fact(s) or s.reason_class in CYCLE_EXPLAINED for s in named):
         return
     closing = nx.DiGraph()
+    one_look = verdict.hang == "not established"  # a stack's wait is of one moment: no cycle of a job that may run
     closing.add_edges_from((a, b, d) for a, b, d in graph.edges(data=True)
-                           if not isinstance(d.get("edge"), WaitEdge) or d["edge"].can_close_a_cycle)
+                           if not isinstance(d.get("edge"), WaitEdge)
+                           or d["edge"].can_close_a_cycle and not (one_look and d["edge"].source == "stacks"))
     _, cycles = roots_and_cycles(closing)
     cycle = next((c for c in cycles if all(isinstance(r, int) for r in c) and len(c) > 1), None)
     if cycle is None:

@@ -96,4 +96,41 @@ def _frame(raw: Any) -> Frame:
         function=str(_text(raw.get("name"))),
         file=_text(raw.get("short_filename")) or filename or None,
         line=line if isinstance(line, int) and not isinstance(line, bool) and 0 < line < (1 << 31) else None,
+        args=p2p_args(raw),
     )
+
+
+#: the frames whose locals are read at all: torch.distributed's own point-to-point functions
+P2P_FUNCTIONS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "P2POp.__init__", "P2POp.__new__"})
+#: the file they live in (py-spy's `filename`, a path, ends so)
+P2P_FILE = "torch/distributed/distributed_c10d.py"
+#: the locals kept of those frames, and only as integers: every other local (a tensor's repr, a string, a
+#: user's dict) may hold a secret and is dropped (docs/security.md)
+P2P_ARG_NAMES = ("dst", "src", "group_dst", "group_src", "tag", "peer")
+#: the largest value kept where no world size bounds it (a rank or a tag; a larger number is no rank of a job)
+MAX_ARG = 1 << 20
+#: most locals of one frame looked at (py-spy lists a frame's locals; a hostile file could list millions)
+MAX_LOCALS = 64
+
+
+def is_p2p_frame(raw: dict) -> bool:
+    """A frame of py-spy's JSON in torch.distributed's own point-to-point functions: the only ones whose locals
+    are read."""
+    name, path = raw.get("name"), raw.get("filename")
+    return isinstance(name, str) and name in P2P_FUNCTIONS and isinstance(path, str) and path.endswith(P2P_FILE)
+
+
+def p2p_args(raw: dict, limit: int = MAX_ARG) -> tuple[tuple[str, int], ...]:
+    """The allow-listed integer arguments of a torch.distributed point-to-point frame of py-spy's JSON (its
+    `locals`, as `py-spy dump --locals` writes them: name and repr), each in [0, limit); () for any other frame.
+    A repr is kept only as 1-7 decimal digits: 'None', '-1', '3.0', a string or an object is dropped."""
+    if not is_p2p_frame(raw):
+        return ()
+    found = raw.get("locals")
+    kept: dict[str, int] = {}
+    for item in found[:MAX_LOCALS] if isinstance(found, list) else ():
+        name = item.get("name") if isinstance(item, dict) else None
+        text = item.get("repr") if name in P2P_ARG_NAMES else None
+        if isinstance(text, str) and 0 < len(text) <= 7 and text.isascii() and text.isdigit() and int(text) < limit:
+            kept.setdefault(name, int(text))
+    return tuple(kept.items())

@@ -5,6 +5,7 @@
 Cases (every rank runs a pipeline 0 -> 1 -> ... -> WORLD-1 of STEPS micro-batches of NUMEL floats, then a
 world all_reduce, unless the case says otherwise):
 - `wrongpeer`: at micro-batch FAULT stage CULPRIT (>= 2) posts `recv(src=CULPRIT-2)` instead of CULPRIT-1;
+- `wrongpeersend`: at micro-batch FAULT stage CULPRIT (<= WORLD-3) posts `send(dst=CULPRIT+2)` instead of CULPRIT+1;
 - `sendsend`: ranks CULPRIT and CULPRIT+1 exchange NUMEL floats, both with send first then recv, while the
   others call the next all_reduce (they wait in it: victims);
 - `pipestall`: at micro-batch FAULT stage CULPRIT sleeps after its recv, before its send.
@@ -64,7 +65,7 @@ def pipeline(rank: int, world: int, t: torch.Tensor, steps: int, case: str, culp
         if case == "pipestall" and rank == culprit and broken:
             stage_forward(3600)
         if rank < world - 1:
-            dist.send(t, dst=rank + 1)
+            dist.send(t, dst=rank + 2 if case == "wrongpeersend" and rank == culprit and broken else rank + 1)
     dist.all_reduce(t)
 
 

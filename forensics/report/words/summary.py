@@ -32,8 +32,9 @@ def where(edge: WaitEdge) -> str:
     """A typed wait edge's scope and op in words: 'recv (p2p seq 3) of the default group', 'AllReduce seq 11
     of communicator 0x..', or the group alone where the edge names no op (the logs judge's positions)."""
     group = names.group(edge.comm_id) if edge.comm_id else "a group"
-    if edge.point_to_point:
-        return f"{edge.op} (p2p seq {edge.p2p_seq}) of {group}"
+    if edge.point_to_point:  # a stack's call carries no p2p sequence number
+        seq = f" (p2p seq {edge.p2p_seq})" if edge.p2p_seq is not None else ""
+        return f"{edge.op}{seq} of {group}"
     if edge.op or edge.source == "recorder":
         return f"{edge.op or 'an op'} of {group}"
     return group

@@ -192,3 +192,35 @@ def test_pipeline_stall_is_where_the_waits_end_not_a_cycle(name, form):
     assert (v.deadlock is None and v.culprit.rank == truth["culprit_ranks"][0]
             and named(v) == set(truth["culprit_ranks"])), v.text
 
+
+
+# The live look with the peers py-spy --locals kept (forensics/collectors/pyspy_peers.py): the stacks now say whom
+# each send or recv waits on (judges/p2p_stacks.py). Messages of 1 MB and more block a gloo send until its peer
+# receives; smaller ones are buffered, the send completes and leaves no stack to match (no claim then).
+@pytest.mark.parametrize("case,world,culprit,fault", [("wrongpeer", 4, 2, 1), ("wrongpeer", 6, 5, 1),
+                                                      ("wrongpeersend", 4, 1, 1), ("wrongpeersend", 6, 3, 0),
+                                                      ("sendsend", 4, 1, 0), ("sendsend", 5, 3, 0)])
+def test_live_gloo_with_peers_names_the_wrong_peer_or_the_pair(tmp_path, case, world, culprit, fault):
+    numel = 1 << 22 if case == "sendsend" else 1 << 18
+    hang(tmp_path, case, world, culprit, numel, steps=3, fault=fault, settle_s=3.0, timeout_s=60.0, live=True)
+    v = analyze(tmp_path / "bundle", KB).verdict
+    if case == "sendsend":
+        assert v.deadlock is not None and sorted(v.deadlock.members) == [culprit, culprit + 1], v.text
+        assert {e.op for e in v.deadlock.edges} == {"send"} and not named(v), v.text
+        return
+    assert v.deadlock is None and named(v) == {culprit}, v.text
+    assert v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
+    # wording is the behaviour: the issue's words, with the peer the call names
+    said = f"recv from {culprit - 2}, which never sends to it" if case == "wrongpeer" else \
+        f"send to {culprit + 2}, which never receives from it"
+    assert said in v.culprit.reason, v.culprit.reason
+
+
+def test_live_gloo_a_wrong_peer_whose_peer_finished_its_sends_is_no_claim(tmp_path):
+    """The last stage receives from 3 at the last micro-batch: rank 3 has sent all it had and waits in the
+    all_reduce, rank 4's send to 5 waits. A gather whose rank 3 skipped its send looks the same in the stacks (the
+    group of the all_reduce is not in them), so no wrong peer is said, and no innocent rank named."""
+    hang(tmp_path, "wrongpeer", 6, 5, 1 << 18, steps=3, fault=2, settle_s=3.0, timeout_s=60.0, live=True)
+    v = analyze(tmp_path / "bundle", KB).verdict
+    assert not [s for s in v.suspects if s.reason_class == ReasonClass.WRONG_PEER] and named(v) <= {5}, v.text
+    assert v.deadlock is None, v.text

@@ -60,8 +60,9 @@ def test_lock_the_holder_thread_is_the_why():
 
 
 def test_wrongpeersend_names_no_wrong_rank_and_says_each_wait():
-    """Stage 1 sends to stage 3 (h39fin's wrongpeersend, gloo, 4 ranks): stacks on gloo carry no peer, so no
-    culprit is named yet; what the summary says must hold for every rank it names (two wait in send, two in
+    """Stage 1 sends to stage 3 (h39fin's wrongpeersend, gloo, 4 ranks), collected before py-spy --locals kept the
+    peers: stacks without them carry no peer, so no culprit is named (with them: tests/parsers/judges/
+    test_p2p_stacks.py); what the summary says must hold for every rank it names (two wait in send, two in
     recv), where it said 'ranks 0-3 wait in send'."""
     v = verdict("wrongpeersend", "bundle")
     assert named(v) <= set(truth("wrongpeersend")["culprit_ranks"]) == {1}, v.text
