@@ -70,7 +70,8 @@ UNDER_TEST: dict[str, str] = {
     "test_bad_input.py": "forensics.collect.local", "test_cli_contract.py": "forensics.cli.main",
     "test_collect_digest.py": "forensics.collect.local", "test_collect_hangs.py": "forensics.collect.local",
     "test_demo_cli.py": "forensics.demo.run", "test_exit_codes.py": "forensics.exitcodes",
-    "test_exited_rank.py": "forensics.discover.exited", "test_first_screens.py": "forensics.report.text",
+    "test_exited_rank.py": "forensics.discover.exited",
+    "test_exited_recorder_copy.py": "forensics.discover.exited", "test_first_screens.py": "forensics.report.text",
     "test_issue14_collection.py": "forensics.collect.local", "test_output_issue27.py": "forensics.cli.output",
     # integration/harden
     "test_collect_faults.py": "forensics.collect.local", "test_hostile_ras.py": "forensics.ras_client",

@@ -213,6 +213,7 @@ def _collect_rank(writer: BundleWriter, proc: RankProcess, record: RankRecord, o
     """Run every rank collector in order on one rank, filling `record` as they finish."""
     target = RankTarget(pid=proc.pid, host=proc.host, rank=proc.rank, environ=proc.environ, bundle_root=writer.root,
                         rel_dir=record.dir, outputs=tuple(proc.outputs),
+                        recorder_files=tuple(proc.recorder_files),
                         budget=ByteBudget(options.rank_bytes, "per-rank", parent=budget))
     writer.in_progress.append(record)  # a snapshot (fleet deadline) shows the collectors finished so far
     record.state_before = procfs.state_or_none(proc.pid)

@@ -45,6 +45,7 @@ class RankTarget:
     bundle_root: Path
     rel_dir: str  #: folder of this rank, relative to bundle_root
     outputs: tuple = ()  #: output files discovery found where /proc cannot say (an exited rank)
+    recorder_files: tuple = ()  #: recorder state files discovery found where its environment cannot say (idem)
     budget: ByteBudget = field(default_factory=unlimited)  #: bytes this rank may still write (collect sets it)
 
     def out(self, name: str) -> tuple[Path, str]:

@@ -38,6 +38,9 @@ class RecorderCollector(AlwaysEnabled):
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         directory = recorder_dir(target.pid, target.environ)
         found = state_files(directory, target.pid)
+        if not found and target.recorder_files:  # an exited rank: its copy where its siblings' copies go
+            found = list(target.recorder_files)[:MAX_FILES]
+            directory = found[0].parent
         plugin = target.environ.get("NCCL_PROFILER_PLUGIN")
         if not found:
             why = f"no recorder state files for pid {target.pid} in {directory}"

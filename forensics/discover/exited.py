@@ -95,6 +95,11 @@ def recover_exited_ranks(exited: list, ranks: list) -> None:
             proc.outputs = outputs_named_like_siblings(proc, [p for p in ranks if p.ppid == proc.ppid])
             if proc.outputs:
                 proc.job_evidence.append(f"output found by its siblings' naming: {proc.outputs[0].path}")
+        if proc.rank is not None and not proc.recorder_files:
+            proc.recorder_files = copied_state(proc, [p for p in ranks if p.ppid == proc.ppid])
+            if proc.recorder_files:
+                proc.job_evidence.append(f"recorder state copied at its end, found by its siblings' copy folder: "
+                                         f"{proc.recorder_files[0]}")
 
 
 def _rank_from_recorder(pid: int, siblings: list) -> int | None:
@@ -115,6 +120,35 @@ def _rank_from_recorder(pid: int, siblings: list) -> int | None:
             if st.pid == pid and st.env_rank is not None:
                 return st.env_rank
     return None
+
+
+#: where the recorder copies a rank's state as the rank ends (nccl_patches/src/recorder_core.c, copy_dir_config):
+#: this variable ('none': nowhere), else the folder of NCCL_DEBUG_FILE; either may hold NCCL's %h and %p
+COPY_KEY = "FORENSICS_RECORDER_COPY_DIR"
+
+
+def copied_state(proc, siblings: list) -> list[Path]:
+    """The exited rank's recorder state files, copied at its end (a clean finalize, an abort, exit) beside its
+    logs: its /dev/shm file is gone, and a rank that called another collective than its peers, finished it and
+    exited 0 has no other record of what it called (issue 39). Looked for in the copy folder its siblings' own
+    environment names, as it expands for this process (%h, %p), and renumbered by rank as a launcher names
+    per-rank folders (`node05/` -> `node07/`); files named for its own pid only. The collector then opens them
+    as the rank's user (forensics.collectors.recorder)."""
+    seen: list[str] = []
+    for sib in siblings[:8]:
+        configured = sib.environ.get(COPY_KEY) or str(Path(sib.environ.get("NCCL_DEBUG_FILE") or "").parent)
+        if configured in ("", ".", "none") or len(configured) > 4096:
+            continue
+        own = configured.replace("%h", proc.host).replace("%p", str(proc.pid))
+        renamed = renumbered(own, sib.rank, proc.rank) if sib.rank is not None and proc.rank is not None else []
+        for cand in [own, *renamed]:
+            if cand in seen:
+                continue
+            seen.append(cand)
+            found = [p for p in state_files(Path(cand), proc.pid) if p.suffix == ".bin"]
+            if found:
+                return found
+    return []
 
 
 def outputs_named_like_siblings(proc, siblings: list) -> list:

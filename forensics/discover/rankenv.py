@@ -45,6 +45,9 @@ class RankProcess:
     outputs: list = field(default_factory=list)
     ppid: int | None = None
     job_evidence: list[str] = field(default_factory=list)
+    #: recorder state files found for it where its environment cannot say (an exited rank's copy at its end, in
+    #: the folder its siblings name: forensics.discover.exited)
+    recorder_files: list = field(default_factory=list)
 
 
 @dataclass
