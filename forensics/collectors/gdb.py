@@ -14,10 +14,9 @@ import subprocess
 import time
 from typing import Any
 
-from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap
+from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap, write_whole
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -138,13 +137,10 @@ class GdbCollector:
         if data.get("threads"):
             _note_cuts(target, data, details)
             text = _fit(target, data, details)
-            granted = target.budget.reserve(len(text))  # the rank's and the collection's byte caps
-            if granted < len(text):
-                target.budget.settle(granted, 0)
-                return CollectorRecord(self.name, Status.SKIPPED, details=details,
-                                       error=target.budget.cut(f"pid {target.pid} gdb.json", len(text), 0))
             path, rel = target.out(collector_file(self.name, "gdb-json"))
-            safefs.write_new(path, text)
+            cut = write_whole(target.budget, path, text, f"pid {target.pid} gdb.json")  # rank's and collection's caps
+            if cut:
+                return CollectorRecord(self.name, Status.SKIPPED, details=details, error=cut)
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 
