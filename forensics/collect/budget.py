@@ -145,6 +145,18 @@ def tool_read_cap(budget: ByteBudget) -> int:
     return min(TOOL_READ_BYTES, budget.left)
 
 
+def tool_room(budget: ByteBudget, what: str) -> tuple[int, str | None]:
+    """(tool_read_cap, None), or (0, why `what` is not run) when no byte is left: nothing the tool printed could
+    be written, so the target is not paused for it; the line is also said in the manifest's note. Why one
+    function: py-spy's and gdb's collectors each made this check and line alike."""
+    room = tool_read_cap(budget)
+    if room > 0:
+        return room, None
+    line = f"{what}: not run ({budget.which()} reached)"
+    budget.note(line)
+    return 0, line
+
+
 def leading_items(text: str) -> list:
     """The whole items at the start of a JSON array that was cut short (a tool stopped at its byte cap): the
     threads py-spy printed before the cut are as good as a full dump's first threads. Linear in `text`."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap, write_whole
+from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_room, write_whole
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -122,11 +122,9 @@ class GdbCollector:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         threads = _thread_count(target.pid)
         timeout = gdb_limit(float(options.extra.get("gdb_timeout", max(options.timeout, 60.0))), threads)
-        room = tool_read_cap(target.budget)
-        if room <= 0:  # nothing could be written: the target is not held for it
-            error = f"pid {target.pid} gdb: not run ({target.budget.which()} reached)"
-            target.budget.note(error)
-            return CollectorRecord(self.name, Status.SKIPPED, error=error)
+        room, not_run = tool_room(target.budget, f"pid {target.pid} gdb")
+        if not_run:  # nothing could be written: the target is not held for it
+            return CollectorRecord(self.name, Status.SKIPPED, error=not_run)
         with StateGuard(target.pid) as guard:
             data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout, room)
         details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after,

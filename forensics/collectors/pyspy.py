@@ -12,8 +12,7 @@ from typing import Any
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.budget import (cap_threads, fit_prefix, leading_items, tool_read_cap, write_whole,
-                                     write_within)
+from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_room, write_whole, write_within
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
@@ -36,11 +35,9 @@ class PySpyCollector(AlwaysEnabled):
         except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"nonblocking": nonblocking, "native": options.native}
-        cap = tool_read_cap(target.budget)
-        if cap <= 0:  # nothing could be written: the target is not paused for it
-            error = f"pid {target.pid} py-spy: not run ({target.budget.which()} reached)"
-            target.budget.note(error)
-            return CollectorRecord(self.name, Status.SKIPPED, error=error, details=details)
+        cap, not_run = tool_room(target.budget, f"pid {target.pid} py-spy")
+        if not_run:  # nothing could be written: the target is not paused for it
+            return CollectorRecord(self.name, Status.SKIPPED, error=not_run, details=details)
         with StateGuard(target.pid) as guard:  # resumes a target left stopped, by a tool's fault or our cut
             result = self._dump(target.pid, options, nonblocking, cap)
             if not result.ok and not result.cut and not nonblocking and _has(result, SUSPEND_MARKS):
