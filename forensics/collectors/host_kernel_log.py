@@ -10,6 +10,7 @@ refuses, the record says 'denied' and how to get access.
 from __future__ import annotations
 
 import errno
+from collections import deque
 import os
 import time
 
@@ -17,7 +18,7 @@ from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import read_small, save_text, tail
+from forensics.collectors.host_common import left_out, read_small, save_text, tail
 
 DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing messages from other users")
 KMSG = "/dev/kmsg"
@@ -47,7 +48,10 @@ class KernelLogCollector(AlwaysEnabled):
     def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str,
               attempts: list[str]) -> CollectorRecord:
         kept, cut = tail(text, options.log_tail_bytes)
-        rel = save_text(target, collector_file(self.name, "kernel-log"), kept)
+        name = collector_file(self.name, "kernel-log")
+        rel = save_text(target, name, kept, keep="last")  # the newest lines, where a hang's messages are
+        if rel is None:
+            return left_out(target, self.name, name)
         uptime = read_small("/proc/uptime")
         details = {
             "source": label,
@@ -86,7 +90,8 @@ class KernelLogCollector(AlwaysEnabled):
             fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as err:
             return "", err.strerror or str(err), err.errno in (errno.EPERM, errno.EACCES)
-        records: list[str] = []
+        records: deque[str] = deque()  # the newest records, at most log_tail_bytes of them: a flood of lines
+        held = 0  # written while we read cannot grow this without bound
         deadline = time.monotonic() + min(options.timeout, 10)
         try:
             while time.monotonic() < deadline:
@@ -103,6 +108,9 @@ class KernelLogCollector(AlwaysEnabled):
                 if not chunk:
                     break
                 records.append(chunk.decode("utf-8", "replace").rstrip("\n"))
+                held += len(records[-1]) + 1
+                while held > options.log_tail_bytes and len(records) > 1:
+                    held -= len(records.popleft()) + 1
         finally:
             os.close(fd)
         if not records:
