@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_into(args: argparse.Namespace, out: Path) -> int:
     """collect into `out`, a folder claimed for this command (see run)."""
+    if not all(1 <= mib <= 1 << 30 for mib in (args.max_mib, args.rank_max_mib, args.host_max_mib)):
+        raise ForensicsError("--max-mib, --rank-max-mib and --host-max-mib must be whole numbers of MiB, at least 1")
     if wants_fleet(args):
         return run_fleet(args, out)
     gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
@@ -155,8 +157,6 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         raise ForensicsError("--samples and --sample-interval must not be negative")
     if not 0 <= args.second_look <= 60:
         raise ForensicsError("--second-look must be 0 (off) to 60 seconds")
-    if not all(1 <= mib <= 1 << 30 for mib in (args.max_mib, args.rank_max_mib, args.host_max_mib)):
-        raise ForensicsError("--max-mib, --rank-max-mib and --host-max-mib must be whole numbers of MiB, at least 1")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
                              sample_interval=args.sample_interval, second_look=args.second_look,
                              extra={"gdb_timeout": gdb_timeout},
