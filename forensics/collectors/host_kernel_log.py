@@ -16,7 +16,7 @@ import time
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.tool import run_tool
+from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
 from forensics.collectors.host_common import left_out, read_small, save_text, tail
 
@@ -24,6 +24,18 @@ DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing mess
 KMSG = "/dev/kmsg"
 #: /dev/kmsg records are at most ~8 KiB; read in chunks of that.
 KMSG_RECORD = 8192
+
+
+def _run_tail(argv: list[str], options: CollectOptions) -> ToolResult:
+    """A kernel-log tool's last log_tail_bytes (and a record more, so the tail starts at a whole line): a log of
+    GBs is read as it comes and only its newest lines held (the oldest 64 MiB were kept before)."""
+    return run_tool(argv, timeout=min(options.timeout, 15), max_stdout=options.log_tail_bytes + KMSG_RECORD,
+                    keep_tail=True)
+
+
+def _whole_or_tail(res: ToolResult) -> bool:
+    """The tool ended well, printing its whole log or more than its tail holds (then `cut`, still its newest)."""
+    return res.returncode == 0 and not (res.timed_out or res.missing or res.interrupted)
 
 
 class KernelLogCollector(AlwaysEnabled):
@@ -65,8 +77,8 @@ class KernelLogCollector(AlwaysEnabled):
 
     @staticmethod
     def _dmesg(options: CollectOptions) -> tuple[str, str, bool]:
-        res = run_tool(["dmesg", "-T"], timeout=min(options.timeout, 15))
-        if res.ok and res.stdout.strip():
+        res = _run_tail(["dmesg", "-T"], options)
+        if _whole_or_tail(res) and res.stdout.strip():
             return res.stdout, "", False
         problem = ("not installed" if res.missing else "timed out" if res.timed_out
                    else res.stderr.strip() or f"exit {res.returncode}, no output")
@@ -74,10 +86,9 @@ class KernelLogCollector(AlwaysEnabled):
 
     @staticmethod
     def _journal(options: CollectOptions) -> tuple[str, str, bool]:
-        res = run_tool(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"],
-                       timeout=min(options.timeout, 15))
+        res = _run_tail(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"], options)
         lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("-- ")]
-        if res.ok and lines:
+        if _whole_or_tail(res) and lines:
             return res.stdout, "", False
         problem = ("not installed" if res.missing else "timed out" if res.timed_out
                    else res.stderr.strip() or "no entries")

@@ -68,6 +68,30 @@ def test_a_flooded_kernel_log_keeps_its_newest_whole_lines_within_the_host_cap(t
     assert "per-host cap of 1 MiB" in parent.cuts[0]
 
 
+_XID = "[Sun Nov 29 09:41:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
+
+
+def test_a_dmesg_of_90_mb_is_read_for_its_newest_lines_and_written_within_the_host_cap(tmp_path, monkeypatch):
+    """A hostile host's dmesg (a real program, FORENSICS_DMESG) prints the real kernel.log, a flood of 1,000,000
+    lines (about 90 MB, past run_tool's 64 MiB cap, which kept the oldest lines) and the Xid last. Only the log's
+    tail is held while it is read, the newest whole lines are written under the 1 MiB host cap, and the reader
+    finds the Xid."""
+    script = tmp_path / "dmesg"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.stdout.write(open({str(HOST / 'kernel.log')!r}).read())\n"
+                      f"chunk = {'[Sun Nov 29 09:40:00 2026] hostile: a flood line ' + 'x' * 40 + chr(10)!r} * 10000\n"
+                      f"for _ in range(100):\n    sys.stdout.write(chunk)\nprint({_XID!r})\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("FORENSICS_DMESG", str(script))
+    target, parent = _target(tmp_path / "b", 1 * MiB)
+    record = KernelLogCollector().collect(target, CollectOptions(timeout=60))
+    assert record.status == "ok" and record.details["source"] == "dmesg -T" and record.details["truncated"]
+    data = (tmp_path / "b" / record.files[0]).read_text()
+    assert len(data.encode()) <= 1 * MiB and parent.used == len(data.encode())
+    lines = data.splitlines()
+    assert is_cut_line(lines[0]) and lines[-1] == _XID and lines[1].startswith("[Sun Nov 29 09:40:00 2026] hostile")
+    assert host_kernel.read_kernel_log(data)[-1].message.startswith("NVRM: Xid")
+
+
 def test_a_kernel_log_is_left_out_when_not_even_its_cut_line_fits(tmp_path):
     target, parent = _target(tmp_path, 40)
     record = KernelLogCollector()._save(target, CollectOptions(), "dmesg -T", (HOST / "kernel.log").read_text(), [])
