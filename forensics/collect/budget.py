@@ -6,7 +6,9 @@ write gigabytes: sixteen sparse 256 MiB dumps (no disk space for the target, siz
 taken from st_size) made one rank's collection write 4.1 GB. So each copy first
 reserves its bytes here, from the rank's budget and the collection's at once, sized
 by the file's apparent size (st_size: sparse files count whole), and what a cap
-keeps out is said: in the collector's record and in the manifest's notes.
+keeps out is said: in the collector's record and in the manifest's notes. The host-wide
+files (kernel log, nvidia-smi, df, sysfs copies, the host's digest) have a budget of their own
+(HOST_BYTES, collect --host-max-mib) that draws on the collection's the way a rank's does.
 """
 
 from __future__ import annotations

@@ -113,12 +113,7 @@ def collect_local(
     host_record.costs = collector_costs(records, host_record)
     for miss in expected_missing(ranks):
         writer.add_missing(MissingRank(rank=miss.rank, reason=miss.reason, host=host, job_id=miss.job_id))
-    if budget.cuts:
-        caps = (f"per rank {cap_words(options.rank_bytes)}, per host {cap_words(options.host_bytes)}, "
-                f"per collection {cap_words(options.total_bytes)}")
-        writer.note(f"byte caps ({caps}, sparse files counted at their apparent size) kept "
-                    f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
-                    + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
+    _note_cuts(writer, options, budget)
     if interrupted and disk.error is None:
         why = f" by {tools.REASON[0]}" if tools.REASON else ""
         writer.note(f"collection interrupted{why} after {host_record.seconds} s; targets left running as found; "
@@ -130,6 +125,16 @@ def collect_local(
         writer.note(note)
         disk.save(final=True)
     return CollectResult(writer=writer, problems=problems, interrupted=interrupted)
+
+
+def _note_cuts(writer: BundleWriter, options: CollectOptions, budget: ByteBudget) -> None:
+    """One manifest note of what the byte caps kept out or cut (the first 20, then a count), with the caps."""
+    if budget.cuts:
+        caps = (f"per rank {cap_words(options.rank_bytes)}, per host {cap_words(options.host_bytes)}, "
+                f"per collection {cap_words(options.total_bytes)}")
+        writer.note(f"byte caps ({caps}, sparse files counted at their apparent size) kept "
+                    f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
+                    + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
 
 
 def _within(budget: ByteBudget, host: str) -> Callable[[Path, str], str | None]:
