@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from pathlib import Path
+from typing import Callable
 
 from parsers import knowledge
 from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, write_json
@@ -22,9 +23,12 @@ from forensics import safefs
 from forensics.bundle.writer import BundleWriter
 
 
-def write_host_digest(writer: BundleWriter, host: str) -> str | None:
-    """Read `host`'s files of the bundle back through the readers and write <host dir>/digest.json;
-    returns a note for the manifest when it could not (None when written). The manifest must be saved."""
+def write_host_digest(writer: BundleWriter, host: str, save: Callable[[Path, str], str | None] | None = None
+                      ) -> str | None:
+    """Read `host`'s files of the bundle back through the readers and write <host dir>/digest.json; returns a
+    note for the manifest when it could not (None when written). The manifest must be saved. `save(path, text)`
+    writes it and returns why it did not (collect's: whole within the host's byte cap or not at all); by default
+    it replaces the file, uncapped."""
     try:
         with open_source(writer.root) as src:
             rec = next((h for h in src.manifest.hosts if h.host == host), None) if src.manifest else None
@@ -32,10 +36,16 @@ def write_host_digest(writer: BundleWriter, host: str) -> str | None:
                 return f"host digest not written: {host} has no folder in the manifest; analysis reads the raw files"
             created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             doc = digest_host(src, host, knowledge.load(use_env=False), created)
-        safefs.replace_file(writer.root / rec.dir / DIGEST_NAME, write_json(doc))
+        cut = (save or _replace)(writer.root / rec.dir / DIGEST_NAME, write_json(doc))
+        if cut:
+            return f"host digest not written ({cut}); analysis reads the raw files"
     except Exception as err:  # noqa: BLE001 - the digest is an index: never lose a collection over it
         return f"host digest not written ({type(err).__name__}: {str(err)[:300]}); analysis reads the raw files"
     return None
+
+
+def _replace(path: Path, text: str) -> None:
+    safefs.replace_file(path, text)
 
 
 MERGED_DIGEST = "merged-digest.json"

@@ -21,6 +21,7 @@ from forensics.fleet.options import check_srun_args, check_ssh_options
 from forensics.fleet.collect import collect_fleet, new_tag, ssh_runner
 from forensics.fleet.reduce import MAX_FETCH_HOSTS, collect_reduced
 from forensics.fleet.tree_verdict import tree_verdict
+from forensics.collect.budget import HOST_BYTES, RANK_BYTES, TOTAL_BYTES
 from forensics.collect.progress import ProgressReporter
 from forensics.report.text import render_view
 from forensics.report.view import build_view
@@ -302,8 +303,16 @@ def remote_spec(args: argparse.Namespace, tag: str) -> cmd.RemoteSpec:
     return cmd.RemoteSpec(python=args.remote_python, tag=tag, timeout=args.timeout, native=args.native, gdb=args.gdb,
                           gdb_timeout=args.gdb_timeout, job=args.job, samples=getattr(args, "samples", 0),
                           sample_interval=getattr(args, "sample_interval", 0.1),
-                          second_look=getattr(args, "second_look", 3.0),
+                          second_look=getattr(args, "second_look", 3.0), caps_mib=_caps_given(args),
                           match_env=[cmd.check_match_env(m) for m in args.match_env])
+
+
+def _caps_given(args: argparse.Namespace) -> dict[str, int]:
+    """The byte caps the user set away from their defaults, by option: only those are sent (a host's older
+    collector that does not know an option is not asked it for nothing)."""
+    defaults = {"max_mib": TOTAL_BYTES >> 20, "rank_max_mib": RANK_BYTES >> 20, "host_max_mib": HOST_BYTES >> 20}
+    return {"--" + dest.replace("_", "-"): getattr(args, dest) for dest, default in defaults.items()
+            if getattr(args, dest, default) != default}
 
 
 def fleet_exit_code(result) -> ExitCode:

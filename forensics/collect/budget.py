@@ -6,7 +6,9 @@ write gigabytes: sixteen sparse 256 MiB dumps (no disk space for the target, siz
 taken from st_size) made one rank's collection write 4.1 GB. So each copy first
 reserves its bytes here, from the rank's budget and the collection's at once, sized
 by the file's apparent size (st_size: sparse files count whole), and what a cap
-keeps out is said: in the collector's record and in the manifest's notes.
+keeps out is said: in the collector's record and in the manifest's notes. The host-wide
+files (kernel log, nvidia-smi, df, sysfs copies, the host's digest) have a budget of their own
+(HOST_BYTES, collect --host-max-mib) that draws on the collection's the way a rank's does.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ import os
 import threading
 
 from forensics import safefs
+from parsers.input.cutmark import cut_line
 
 MiB = 1 << 20
 RANK_BYTES = 512 * MiB  #: bytes one rank's evidence may take
 TOTAL_BYTES = 2048 * MiB  #: bytes one collection (one host) may take
+#: bytes the host-wide files may take (kernel log, nvidia-smi, df, sysfs copies, the host's digest), drawn on the
+#: collection's too: a real host writes a few MiB (the kernel log's tail is 8 MiB at most); a kernel log of GBs or
+#: a flood of lines was written whole, outside every cap
+HOST_BYTES = 256 * MiB
 
 
 class ByteBudget:
@@ -67,8 +74,8 @@ class ByteBudget:
         """The cap that is (nearly) spent: this rank's or the whole collection's."""
         with self._lock:
             if self.parent is not None and self.parent.limit - self.parent.used <= self.limit - self.used:
-                return f"{self.parent.label} cap of {self.parent.limit // MiB} MiB"
-            return f"{self.label} cap of {self.limit // MiB} MiB"
+                return f"{self.parent.label} cap of {cap_words(self.parent.limit)}"
+            return f"{self.label} cap of {cap_words(self.limit)}"
 
     def cut(self, what: str, size: int | None, granted: int) -> str:
         """Record (and return) why `what` was cut to `granted` bytes or left out."""
@@ -83,6 +90,11 @@ class ByteBudget:
         with self._lock:
             if len(self.cuts) < 1000:
                 self.cuts.append(line)
+
+
+def cap_words(limit: int) -> str:
+    """A cap in words: whole MiB as MiB, else bytes (a cap of 4,000 bytes is not 'a cap of 0 MiB')."""
+    return f"{limit // MiB} MiB" if limit % MiB == 0 else f"{limit} bytes"
 
 
 def unlimited(label: str = "collection") -> ByteBudget:
@@ -135,6 +147,18 @@ def tool_read_cap(budget: ByteBudget) -> int:
     return min(TOOL_READ_BYTES, budget.left)
 
 
+def tool_room(budget: ByteBudget, what: str) -> tuple[int, str | None]:
+    """(tool_read_cap, None), or (0, why `what` is not run) when no byte is left: nothing the tool printed could
+    be written, so the target is not paused for it; the line is also said in the manifest's note. Why one
+    function: py-spy's and gdb's collectors each made this check and line alike."""
+    room = tool_read_cap(budget)
+    if room > 0:
+        return room, None
+    line = f"{what}: not run ({budget.which()} reached)"
+    budget.note(line)
+    return 0, line
+
+
 def leading_items(text: str) -> list:
     """The whole items at the start of a JSON array that was cut short (a tool stopped at its byte cap): the
     threads py-spy printed before the cut are as good as a full dump's first threads. Linear in `text`."""
@@ -168,20 +192,63 @@ def fit_prefix(sizes: list[int], room: int, overhead: int = 2) -> int:
     return len(sizes)
 
 
-def write_within(budget: ByteBudget, path: str | os.PathLike, data: bytes, what: str) -> tuple[bool, str | None]:
+def write_within(budget: ByteBudget, path: str | os.PathLike, data: bytes, what: str,
+                 lines: str | None = None) -> tuple[bool, str | None]:
     """Write `data` as a new file within the rank's and the collection's bytes left: whole, cut to its start, or
     not at all when no byte is left. (written, the cut in words or None); a cut is also said in the manifest's
-    note. Why one function: a tool's error text and a RAS report were written whole outside the byte caps."""
+    note. Why one function: a tool's error text and a RAS report were written whole outside the byte caps.
+    `lines` ("first" or "last") cuts a text at a line boundary instead, keeping its first or its last lines and a
+    cut line where the rest was (parsers.input.cutmark: its reader skips it), so a cut file stays readable."""
     granted = budget.reserve(len(data))
-    cut = budget.cut(what, len(data), granted) if granted < len(data) else None
-    if granted <= 0 and data:
+    kept = data[:granted] if lines is None or granted >= len(data) else cut_at_lines(data, granted, lines,
+                                                                                       budget.which())
+    cut = budget.cut(what, len(data), len(kept)) if len(kept) < len(data) else None
+    budget.settle(granted, len(kept))
+    if not kept and data:
         return False, cut
     try:
-        safefs.write_new(path, data[:granted])
+        safefs.write_new(path, kept)
+    except OSError:
+        budget.settle(len(kept), 0)
+        raise
+    return True, cut
+
+
+def cut_at_lines(data: bytes, room: int, keep: str, why: str) -> bytes:
+    """`data`'s first (keep="first") or last whole lines and a cut line, all within `room` bytes; b"" when not
+    even the cut line fits. Linear in `room`: one slice and one search for a newline."""
+    mark = cut_line(len(data), why)  # the longest it can be: fewer bytes left out print no more digits
+    avail = room - len(mark)
+    if avail <= 0:
+        return b""
+    if keep == "last":
+        part = data[len(data) - avail:]
+        if data[len(data) - avail - 1:len(data) - avail] != b"\n":  # it starts inside a line: drop that line
+            newline = part.find(b"\n")
+            part = part[newline + 1:] if newline >= 0 else b""
+        return cut_line(len(data) - len(part), why) + part
+    part = data[:avail]
+    part = part[:part.rfind(b"\n") + 1]  # up to the last whole line (none: nothing)
+    return part + cut_line(len(data) - len(part), why)
+
+
+def write_whole(budget: ByteBudget, path: str | os.PathLike, data: bytes | str, what: str,
+                replace: bool = False) -> str | None:
+    """Write `data` as a new file whole within the bytes left, or not at all: for a file that a cut would leave
+    unreadable (JSON, XML). Returns the cut in words (also in the manifest's note), None when written.
+    Why one function: py-spy's and gdb's JSON, and the host's JSON files, each reserved, settled and skipped alike.
+    `replace`: through a temp file renamed over `path` (safefs.replace_file: the host's digest, never seen half)."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    granted = budget.reserve(len(raw))
+    if granted < len(raw):
+        budget.settle(granted, 0)
+        return budget.cut(what, len(raw), 0)
+    try:
+        (safefs.replace_file if replace else safefs.write_new)(path, raw)
     except OSError:
         budget.settle(granted, 0)
         raise
-    return True, cut
+    return None
 
 
 def fit_doc(budget: ByteBudget, doc: dict, key: str, what: str) -> tuple[str, str | None]:

@@ -12,6 +12,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from parsers.model.manifest import CollectorRecord, HostRecord, MissingRank, RankRecord, Status
 from forensics.bundle.digest import write_host_digest
@@ -26,7 +27,7 @@ from forensics.collectors.second_look import RankLooks
 from forensics.discover import procfs
 from forensics.collect.targets import discover
 from forensics.discover.ranks import RankProcess, expected_missing, host_name
-from forensics.collect.budget import ByteBudget
+from forensics.collect.budget import ByteBudget, cap_words, write_whole
 from forensics.errors import ForensicsError
 from forensics.exitcodes import ExitCode
 from forensics.bundle.redact import redact_argv
@@ -85,7 +86,8 @@ def collect_local(
     budget = ByteBudget(options.total_bytes, "per-collection")
     start = time.monotonic()
     pool = ThreadPoolExecutor(max_workers=min(64, len(ranks) + 1))
-    pending = {pool.submit(_collect_host, writer, host_record, options, budget)}
+    host_budget = ByteBudget(options.host_bytes, "per-host", parent=budget)  # host-wide files (issue 40)
+    pending = {pool.submit(_collect_host, writer, host_record, options, host_budget)}
     if options.second_look > 0:
         progress.say(f"second look at {len(ranks)} rank(s), {options.second_look:g} s apart, around the stack reads "
                      "(skipped where the recorder's or Flight Recorder's time stamps decide)")
@@ -111,21 +113,33 @@ def collect_local(
     host_record.costs = collector_costs(records, host_record)
     for miss in expected_missing(ranks):
         writer.add_missing(MissingRank(rank=miss.rank, reason=miss.reason, host=host, job_id=miss.job_id))
-    if budget.cuts:
-        writer.note(f"byte caps (per rank {options.rank_bytes >> 20} MiB, per collection "
-                    f"{options.total_bytes >> 20} MiB, sparse files counted at their apparent size) kept "
-                    f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
-                    + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
+    _note_cuts(writer, options, budget)
     if interrupted and disk.error is None:
         why = f" by {tools.REASON[0]}" if tools.REASON else ""
         writer.note(f"collection interrupted{why} after {host_record.seconds} s; targets left running as found; "
                     f"{len(pending)} collection task(s) still running were abandoned")
     writer.manifest.interrupted = interrupted or disk.error is not None
     disk.save(final=True)
-    if not interrupted and (note := write_host_digest(writer, host)):  # the same readers as analysis (issue 30)
+    # the same readers as analysis (issue 30); the digest within the host's byte cap (issue 40)
+    if not interrupted and (note := write_host_digest(writer, host, _within(host_budget, host))):
         writer.note(note)
         disk.save(final=True)
     return CollectResult(writer=writer, problems=problems, interrupted=interrupted)
+
+
+def _note_cuts(writer: BundleWriter, options: CollectOptions, budget: ByteBudget) -> None:
+    """One manifest note of what the byte caps kept out or cut (the first 20, then a count), with the caps."""
+    if budget.cuts:
+        caps = (f"per rank {cap_words(options.rank_bytes)}, per host {cap_words(options.host_bytes)}, "
+                f"per collection {cap_words(options.total_bytes)}")
+        writer.note(f"byte caps ({caps}, sparse files counted at their apparent size) kept "
+                    f"{len(budget.cuts)} item(s) out or cut: " + "; ".join(budget.cuts[:20])
+                    + (f"; and {len(budget.cuts) - 20} more" if len(budget.cuts) > 20 else ""))
+
+
+def _within(budget: ByteBudget, host: str) -> Callable[[Path, str], str | None]:
+    """The host digest's writer: whole within the host's bytes left, or not at all (the cut said)."""
+    return lambda path, text: write_whole(budget, path, text, f"{host} {path.name}", replace=True)
 
 
 def _finished(records: list[RankRecord]) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections import deque
 import selectors
 import shutil
 import signal
@@ -50,7 +51,8 @@ class ToolResult:
     timed_out: bool = False
     missing: bool = False
     interrupted: bool = False
-    cut: bool = False  #: stopped once its stdout reached the cap: `stdout` holds what came before
+    cut: bool = False  #: stopped once its stdout reached the cap: `stdout` holds what came before (keep_tail: the
+    #: tool ran on and `stdout` holds its last bytes)
 
     @property
     def ok(self) -> bool:
@@ -149,14 +151,16 @@ KILLED_READ_S = 2.0  #: how long a killed tool's pipes are read on
 
 
 def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None,
-             target_pid: int | None = None, max_stdout: int = TOOL_STDOUT_BYTES) -> ToolResult:
+             target_pid: int | None = None, max_stdout: int = TOOL_STDOUT_BYTES, keep_tail: bool = False) -> ToolResult:
     """Run argv; on timeout SIGKILL its whole process group. Never raises for tool failures.
 
     target_pid names the process a ptrace tool attaches to (see spawn). stdout is read as it comes and the
     tool is stopped (SIGKILL to its group, as on a timeout) once it has sent `max_stdout` bytes: a target of
     1,000 threads of 300 frames made py-spy print 78 MB, all of it held in memory before any cap looked at it.
     What came before the cut is kept (`cut`); a ptrace tool's caller resumes a target the kill left stopped
-    (forensics.collect.guard.StateGuard)."""
+    (forensics.collect.guard.StateGuard). `keep_tail`: the tool runs on (to its time limit) and its last
+    `max_stdout` bytes are kept instead, `cut` when its start was dropped: a kernel log's newest lines are the ones
+    that matter, and a log of GBs kept its oldest 64 MiB."""
     exe = find_tool(argv[0])
     start = time.monotonic()
     if exe is None:
@@ -169,7 +173,7 @@ def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None,
     except OSError as err:
         return ToolResult(argv, None, "", f"{argv[0]}: {err}", time.monotonic() - start, missing=True)
     try:
-        out, err, timed_out, cut = _read_capped(proc, start + timeout, max(0, int(max_stdout)))
+        out, err, timed_out, cut = _read_capped(proc, start + timeout, max(0, int(max_stdout)), keep_tail)
     finally:
         forget(proc)
     return ToolResult(argv, proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
@@ -177,11 +181,15 @@ def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None,
                       interrupted=INTERRUPTED.is_set() and proc.returncode != 0, cut=cut)
 
 
-def _read_capped(proc: subprocess.Popen, deadline: float, max_stdout: int) -> tuple[bytes, bytes, bool, bool]:
+def _read_capped(proc: subprocess.Popen, deadline: float, max_stdout: int,
+                 keep_tail: bool = False) -> tuple[bytes, bytes, bool, bool]:
     """Read the tool's stdout (up to `max_stdout` bytes) and stderr (its first TOOL_STDERR_BYTES) as they come,
     until both close; SIGKILL its group at the deadline or once stdout passes the cap, then read on for at most
-    KILLED_READ_S (a child that left the group may hold a pipe open). (stdout, stderr, timed_out, cut)."""
+    KILLED_READ_S (a child that left the group may hold a pipe open). (stdout, stderr, timed_out, cut).
+    `keep_tail`: stdout's chunks are kept while their last `max_stdout` bytes need them (no kill at the cap)."""
     out, err = bytearray(), bytearray()
+    tail: deque[bytes] | None = deque() if keep_tail else None
+    held = 0  # bytes in `tail`
     out_fd = proc.stdout.fileno()  # type: ignore[union-attr]
     streams = {out_fd: (out, max_stdout), proc.stderr.fileno(): (err, TOOL_STDERR_BYTES)}  # type: ignore[union-attr]
     timed_out = cut = False
@@ -201,6 +209,13 @@ def _read_capped(proc: subprocess.Popen, deadline: float, max_stdout: int) -> tu
                 if not chunk:
                     sel.unregister(key.fd)
                     continue
+                if tail is not None and key.fd == out_fd:
+                    tail.append(chunk)
+                    held += len(chunk)
+                    while len(tail) > 1 and held - len(tail[0]) >= max_stdout:  # the oldest chunk is not needed
+                        held -= len(tail.popleft())
+                        cut = True
+                    continue
                 buf, cap = streams[key.fd]
                 room = max(0, cap - len(buf))
                 buf += chunk[:room]
@@ -215,6 +230,10 @@ def _read_capped(proc: subprocess.Popen, deadline: float, max_stdout: int) -> tu
         timed_out = not cut
         kill_group(proc)
         proc.wait()
+    if tail is not None:
+        kept = b"".join(tail)
+        cut = cut or len(kept) > max_stdout
+        return kept[len(kept) - min(len(kept), max_stdout):], bytes(err), timed_out, cut
     return bytes(out), bytes(err), timed_out, cut
 
 

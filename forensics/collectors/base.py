@@ -15,7 +15,7 @@ from typing import Callable, Protocol
 
 from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
-from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES, ByteBudget, unlimited
+from forensics.collect.budget import HOST_BYTES, RANK_BYTES, TOTAL_BYTES, ByteBudget, unlimited
 
 
 @dataclass
@@ -31,6 +31,7 @@ class CollectOptions:
     second_look: float = 3.0  #: seconds between the two looks of collect --second-look (0: no second look)
     total_bytes: int = TOTAL_BYTES  #: bytes the whole collection may write (forensics.collect.budget)
     rank_bytes: int = RANK_BYTES  #: bytes one rank's evidence may take
+    host_bytes: int = HOST_BYTES  #: bytes the host-wide files may take (kernel log, nvidia-smi, df, the digest)
     extra: dict = field(default_factory=dict)
 
 
@@ -61,7 +62,7 @@ class HostTarget:
     host: str
     bundle_root: Path
     rel_dir: str
-    budget: ByteBudget = field(default_factory=unlimited)  #: the collection's bytes (collect sets it)
+    budget: ByteBudget = field(default_factory=unlimited)  #: the host files' bytes (collect sets it)
 
     def out(self, name: str) -> tuple[Path, str]:
         return _out(self.bundle_root, f"{self.rel_dir}/{name}")

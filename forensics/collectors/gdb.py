@@ -14,10 +14,9 @@ import subprocess
 import time
 from typing import Any
 
-from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_read_cap
+from forensics.collect.budget import TOOL_THREADS, fit_prefix, tool_room, write_whole
 from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collect.tool import find_tool, kill_group
@@ -123,11 +122,9 @@ class GdbCollector:
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         threads = _thread_count(target.pid)
         timeout = gdb_limit(float(options.extra.get("gdb_timeout", max(options.timeout, 60.0))), threads)
-        room = tool_read_cap(target.budget)
-        if room <= 0:  # nothing could be written: the target is not held for it
-            error = f"pid {target.pid} gdb: not run ({target.budget.which()} reached)"
-            target.budget.note(error)
-            return CollectorRecord(self.name, Status.SKIPPED, error=error)
+        room, not_run = tool_room(target.budget, f"pid {target.pid} gdb")
+        if not_run:  # nothing could be written: the target is not held for it
+            return CollectorRecord(self.name, Status.SKIPPED, error=not_run)
         with StateGuard(target.pid) as guard:
             data, status, error = self._backtraces(exe, target.pid, time.monotonic() + timeout, room)
         details = {"state_before": guard.outcome.before, "state_after": guard.outcome.after,
@@ -138,13 +135,10 @@ class GdbCollector:
         if data.get("threads"):
             _note_cuts(target, data, details)
             text = _fit(target, data, details)
-            granted = target.budget.reserve(len(text))  # the rank's and the collection's byte caps
-            if granted < len(text):
-                target.budget.settle(granted, 0)
-                return CollectorRecord(self.name, Status.SKIPPED, details=details,
-                                       error=target.budget.cut(f"pid {target.pid} gdb.json", len(text), 0))
             path, rel = target.out(collector_file(self.name, "gdb-json"))
-            safefs.write_new(path, text)
+            cut = write_whole(target.budget, path, text, f"pid {target.pid} gdb.json")  # rank's and collection's caps
+            if cut:
+                return CollectorRecord(self.name, Status.SKIPPED, details=details, error=cut)
             files.append(rel)
         return CollectorRecord(self.name, status, error=error, files=files, details=details)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import read_small, save_json
+from forensics.collectors.host_common import left_out, read_small, save_json
 
 FREQ_FILES = ("scaling_governor", "scaling_driver", "scaling_cur_freq", "scaling_min_freq", "scaling_max_freq",
               "cpuinfo_min_freq", "cpuinfo_max_freq")
@@ -40,7 +40,10 @@ class CpuFreqCollector(AlwaysEnabled):
         if not per_cpu and not mhz:
             return CollectorRecord(self.name, Status.UNAVAILABLE,
                                    error="no cpufreq in sysfs and no 'cpu MHz' in /proc/cpuinfo")
-        rel = save_json(target, collector_file(self.name, "cpufreq-json"), {"cpufreq": per_cpu, "cpuinfo_mhz": mhz})
+        name = collector_file(self.name, "cpufreq-json")
+        rel = save_json(target, name, {"cpufreq": per_cpu, "cpuinfo_mhz": mhz})
+        if rel is None:
+            return left_out(target, self.name, name)
         note = {} if per_cpu else {"note": "no cpufreq in sysfs (virtual machine or driver not loaded): "
                                            "cpuinfo MHz only"}
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"cpus": len(per_cpu) or len(mhz), **note})

@@ -35,8 +35,10 @@ class DiskCollector(AlwaysEnabled):
                 return CollectorRecord(self.name, Status.TIMEOUT,
                                        error=f"{' '.join(argv)} hung for {res.seconds:.0f} s (a stale network mount?)",
                                        files=files)
-            if res.stdout:
-                files.append(save_text(target, filename, res.stdout))
+            if res.stdout and (rel := save_text(target, filename, res.stdout)):
+                files.append(rel)
+            elif res.stdout:
+                problems.append(f"{filename} left out ({target.budget.which()} reached)")
             if res.returncode != 0:
                 # df exits 1 when one mount cannot be read but still prints the others.
                 problems.append(f"{' '.join(argv)}: exit {res.returncode}: {res.stderr.strip()[:300]}")

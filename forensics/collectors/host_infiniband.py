@@ -12,7 +12,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import read_small, save_json
+from forensics.collectors.host_common import left_out, read_small, save_json
 
 PORT_FILES = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid")
 #: Folders of counters under each port; hw_counters is vendor-specific (mlx5: retransmits, timeouts).
@@ -46,5 +46,8 @@ class InfinibandCollector(AlwaysEnabled):
             }
         if not devices:
             return CollectorRecord(self.name, Status.SKIPPED, error=f"{self.root} is empty: nothing to collect")
-        rel = save_json(target, collector_file(self.name, "infiniband-json"), {"devices": devices})
+        name = collector_file(self.name, "infiniband-json")
+        rel = save_json(target, name, {"devices": devices})
+        if rel is None:
+            return left_out(target, self.name, name)
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"devices": len(devices)})

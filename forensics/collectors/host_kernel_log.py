@@ -10,19 +10,32 @@ refuses, the record says 'denied' and how to get access.
 from __future__ import annotations
 
 import errno
+from collections import deque
 import os
 import time
 
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.tool import run_tool
+from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import read_small, save_text, tail
+from forensics.collectors.host_common import left_out, read_small, save_text, tail
 
 DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing messages from other users")
 KMSG = "/dev/kmsg"
 #: /dev/kmsg records are at most ~8 KiB; read in chunks of that.
 KMSG_RECORD = 8192
+
+
+def _run_tail(argv: list[str], options: CollectOptions) -> ToolResult:
+    """A kernel-log tool's last log_tail_bytes (and a record more, so the tail starts at a whole line): a log of
+    GBs is read as it comes and only its newest lines held (the oldest 64 MiB were kept before)."""
+    return run_tool(argv, timeout=min(options.timeout, 15), max_stdout=options.log_tail_bytes + KMSG_RECORD,
+                    keep_tail=True)
+
+
+def _whole_or_tail(res: ToolResult) -> bool:
+    """The tool ended well, printing its whole log or more than its tail holds (then `cut`, still its newest)."""
+    return res.returncode == 0 and not (res.timed_out or res.missing or res.interrupted)
 
 
 class KernelLogCollector(AlwaysEnabled):
@@ -47,7 +60,10 @@ class KernelLogCollector(AlwaysEnabled):
     def _save(self, target: HostTarget, options: CollectOptions, label: str, text: str,
               attempts: list[str]) -> CollectorRecord:
         kept, cut = tail(text, options.log_tail_bytes)
-        rel = save_text(target, collector_file(self.name, "kernel-log"), kept)
+        name = collector_file(self.name, "kernel-log")
+        rel = save_text(target, name, kept, keep="last")  # the newest lines, where a hang's messages are
+        if rel is None:
+            return left_out(target, self.name, name)
         uptime = read_small("/proc/uptime")
         details = {
             "source": label,
@@ -61,8 +77,8 @@ class KernelLogCollector(AlwaysEnabled):
 
     @staticmethod
     def _dmesg(options: CollectOptions) -> tuple[str, str, bool]:
-        res = run_tool(["dmesg", "-T"], timeout=min(options.timeout, 15))
-        if res.ok and res.stdout.strip():
+        res = _run_tail(["dmesg", "-T"], options)
+        if _whole_or_tail(res) and res.stdout.strip():
             return res.stdout, "", False
         problem = ("not installed" if res.missing else "timed out" if res.timed_out
                    else res.stderr.strip() or f"exit {res.returncode}, no output")
@@ -70,10 +86,9 @@ class KernelLogCollector(AlwaysEnabled):
 
     @staticmethod
     def _journal(options: CollectOptions) -> tuple[str, str, bool]:
-        res = run_tool(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"],
-                       timeout=min(options.timeout, 15))
+        res = _run_tail(["journalctl", "-k", "-b", "-o", "short-iso", "--no-pager", "-q", "-n", "50000"], options)
         lines = [ln for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("-- ")]
-        if res.ok and lines:
+        if _whole_or_tail(res) and lines:
             return res.stdout, "", False
         problem = ("not installed" if res.missing else "timed out" if res.timed_out
                    else res.stderr.strip() or "no entries")
@@ -86,7 +101,8 @@ class KernelLogCollector(AlwaysEnabled):
             fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as err:
             return "", err.strerror or str(err), err.errno in (errno.EPERM, errno.EACCES)
-        records: list[str] = []
+        records: deque[str] = deque()  # the newest records, at most log_tail_bytes of them: a flood of lines
+        held = 0  # written while we read cannot grow this without bound
         deadline = time.monotonic() + min(options.timeout, 10)
         try:
             while time.monotonic() < deadline:
@@ -103,6 +119,9 @@ class KernelLogCollector(AlwaysEnabled):
                 if not chunk:
                     break
                 records.append(chunk.decode("utf-8", "replace").rstrip("\n"))
+                held += len(records[-1]) + 1
+                while held > options.log_tail_bytes and len(records) > 1:
+                    held -= len(records.popleft()) + 1
         finally:
             os.close(fd)
         if not records:

@@ -12,7 +12,7 @@ from pathlib import Path
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import read_small, save_json
+from forensics.collectors.host_common import left_out, read_small, save_json
 
 SOURCES = ("meminfo", "loadavg", "vmstat", "pressure/cpu", "pressure/memory", "pressure/io")
 
@@ -29,7 +29,10 @@ class MemoryCollector(AlwaysEnabled):
         texts = {name: read_small(self.proc / name) for name in SOURCES}
         if texts["meminfo"] is None:
             return CollectorRecord(self.name, Status.UNAVAILABLE, error=f"{self.proc / 'meminfo'} is not readable")
-        rel = save_json(target, collector_file(self.name, "memory-json"), texts)
+        name = collector_file(self.name, "memory-json")
+        rel = save_json(target, name, texts)
+        if rel is None:
+            return left_out(target, self.name, name)
         absent = [name for name, text in texts.items() if text is None]
         details = {"absent": absent} if absent else {}
         return CollectorRecord(self.name, Status.OK, files=[rel], details=details)

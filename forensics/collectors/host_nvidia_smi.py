@@ -12,7 +12,7 @@ from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import save_text
+from forensics.collectors.host_common import save_text, save_whole
 
 NAME = "nvidia_smi"
 #: each report's file (its name from the registry) and the command that writes it
@@ -21,6 +21,16 @@ COMMANDS = (
     (collector_file(NAME, "nvidia-smi-xml"), ["nvidia-smi", "-q", "-x"]),
     (collector_file(NAME, "nvidia-smi-topo"), ["nvidia-smi", "topo", "-m"]),
 )
+
+
+def _save(target: HostTarget, filename: str, text: str, files: list[str], run: dict) -> None:
+    """One report within the host's bytes left: the XML whole or not at all (cut XML is unreadable), the text
+    reports cut at a line boundary; what did not fit is said in the run's entry and the manifest's note."""
+    rel = save_whole(target, filename, text) if filename.endswith(".xml") else save_text(target, filename, text)
+    if rel:
+        files.append(rel)
+    else:
+        run["left_out"] = f"{filename} left out ({target.budget.which()} reached)"
 
 
 class NvidiaSmiCollector(AlwaysEnabled):
@@ -42,7 +52,7 @@ class NvidiaSmiCollector(AlwaysEnabled):
             runs[" ".join(argv)] = {"returncode": res.returncode, "seconds": round(res.seconds, 3),
                                     "timed_out": res.timed_out, "stderr": res.stderr[-2000:]}
             if res.stdout or res.stderr:
-                files.append(save_text(target, filename, res.stdout if res.stdout else res.stderr))
+                _save(target, filename, res.stdout if res.stdout else res.stderr, files, runs[" ".join(argv)])
             if res.timed_out:
                 # A hung nvidia-smi will hang again; do not spend two more timeouts on it.
                 return CollectorRecord(self.name, Status.TIMEOUT,

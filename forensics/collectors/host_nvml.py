@@ -19,7 +19,7 @@ from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collect.tool import run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, HostTarget
-from forensics.collectors.host_common import save_text
+from forensics.collectors.host_common import left_out, save_whole
 
 MISSING_MARK = "pynvml-missing"
 
@@ -50,8 +50,10 @@ class NvmlCollector(AlwaysEnabled):
         if data.get("absent"):
             return CollectorRecord(self.name, Status.SKIPPED,
                                    error=f"{data['error']}: no NVIDIA driver on this host, nothing to collect")
-        rel = save_text(target, collector_file(self.name, "nvml-json"),
-                        json.dumps(data, indent=1, sort_keys=True) + "\n")
+        name = collector_file(self.name, "nvml-json")
+        rel = save_whole(target, name, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        if rel is None:
+            return left_out(target, self.name, name)
         if data.get("error"):
             return CollectorRecord(self.name, Status.FAILED, error=f"NVML: {data['error']}", files=[rel])
         return CollectorRecord(self.name, Status.OK, files=[rel], details={"gpus": len(data.get("gpus", []))})

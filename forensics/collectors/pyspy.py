@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
-from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_read_cap, write_within
+from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_room, write_whole, write_within
 from forensics.collect.guard import STOPPED, StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
@@ -37,11 +36,9 @@ class PySpyCollector(AlwaysEnabled):
         except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"nonblocking": nonblocking, "native": options.native}
-        cap = tool_read_cap(target.budget)
-        if cap <= 0:  # nothing could be written: the target is not paused for it
-            error = f"pid {target.pid} py-spy: not run ({target.budget.which()} reached)"
-            target.budget.note(error)
-            return CollectorRecord(self.name, Status.SKIPPED, error=error, details=details)
+        cap, not_run = tool_room(target.budget, f"pid {target.pid} py-spy")
+        if not_run:  # nothing could be written: the target is not paused for it
+            return CollectorRecord(self.name, Status.SKIPPED, error=not_run, details=details)
         with StateGuard(target.pid) as guard:  # resumes a target left stopped, by a tool's fault or our cut
             result = self._dump(target.pid, options, nonblocking, cap)
             if not result.ok and not result.cut and not nonblocking and _has(result, SUSPEND_MARKS):
@@ -108,21 +105,18 @@ def _save(collector: str, target: RankTarget, doc: Any, details: dict) -> Collec
     if cut:
         details["cut"] = cut
         target.budget.note(f"pid {target.pid} {name}: {cut}")
-    granted = target.budget.reserve(len(text))
-    if granted < len(text) and isinstance(kept, list):
-        fit = fit_prefix([len(json.dumps(t)) for t in kept], granted)
+    room = target.budget.left
+    if room < len(text) and isinstance(kept, list):
+        fit = fit_prefix([len(json.dumps(t)) for t in kept], room)
         if fit:
             text = json.dumps(kept[:fit])
             details["budget_cut"] = (f"pid {target.pid} {name}: {len(kept) - fit} of {len(kept)} threads left out "
                                      f"({target.budget.which()} reached)")
             target.budget.note(details["budget_cut"])
-    if granted < len(text):
-        target.budget.settle(granted, 0)
-        error = target.budget.cut(f"pid {target.pid} {name}", len(text), 0)
-        return CollectorRecord(collector, Status.SKIPPED, error=error, details=details)
-    target.budget.settle(granted, len(text))
     path, rel = target.out(name)
-    safefs.write_new(path, text)
+    error = write_whole(target.budget, path, text, f"pid {target.pid} {name}")
+    if error:
+        return CollectorRecord(collector, Status.SKIPPED, error=error, details=details)
     return CollectorRecord(collector, Status.OK, files=[rel], details=details)
 
 

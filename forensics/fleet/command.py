@@ -47,6 +47,8 @@ class RemoteSpec:
     samples: int = 0  #: the user's --samples (py-spy stack samples per rank)
     sample_interval: float = 0.1  #: the user's --sample-interval
     second_look: float = 3.0  #: the user's --second-look (0: off)
+    #: the user's --max-mib, --rank-max-mib and --host-max-mib (by option); one left out: the host's default
+    caps_mib: dict[str, int] = field(default_factory=dict)
 
 
 def ssh_options(user_options: list[str], connect_timeout: float) -> list[str]:
@@ -71,6 +73,10 @@ def check_match_env(item: str) -> str:
     return item
 
 
+#: collect's byte caps, forwarded to each host's collector when the user set them (forensics.collect.budget)
+CAP_FLAGS = ("--max-mib", "--rank-max-mib", "--host-max-mib")
+
+
 def remote_argv(spec: RemoteSpec) -> list[str]:
     """argv of the collector on a host; may contain the {host} placeholder."""
     argv = ["env"] if spec.env else []
@@ -91,6 +97,10 @@ def remote_argv(spec: RemoteSpec) -> list[str]:
     if spec.samples:
         argv += ["--samples", str(int(spec.samples)), "--sample-interval", f"{spec.sample_interval:g}"]
     argv += ["--second-look", f"{float(spec.second_look):g}"]
+    for flag, mib in sorted(spec.caps_mib.items()):
+        if flag not in CAP_FLAGS:
+            raise ForensicsError(f"{flag}: not a byte cap of collect")
+        argv += [flag, str(int(mib))]
     for item in spec.match_env:
         argv += ["--match-env", check_match_env(item)]
     return argv

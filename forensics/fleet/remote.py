@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from forensics.bundle.writer import BundleWriter
+from forensics.collect.budget import HOST_BYTES, RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from forensics.discover import procfs
@@ -59,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--second-look", type=float, default=3.0,
                         help="seconds between two looks (as collect --second-look)")
     parser.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--max-mib", type=int, default=TOTAL_BYTES >> 20, help="as collect --max-mib")
+    parser.add_argument("--rank-max-mib", type=int, default=RANK_BYTES >> 20, help="as collect --rank-max-mib")
+    parser.add_argument("--host-max-mib", type=int, default=HOST_BYTES >> 20, help="as collect --host-max-mib")
     parser.add_argument("--cleanup", action="store_true", help="end a collector of this tag still running here")
     args = parser.parse_args(argv)
     if not args.tag.replace("-", "").replace("_", "").isalnum():
@@ -97,7 +101,8 @@ def collect_archive(args: argparse.Namespace, work: Path,
     options = CollectOptions(timeout=min(args.timeout, max(1.0, args.deadline * 0.6)), native=args.native, gdb=args.gdb,
                              samples=max(0, args.samples), sample_interval=max(0.0, args.sample_interval),
                              second_look=max(0.0, min(60.0, args.second_look)),
-                             extra={"gdb_timeout": gdb_timeout})
+                             extra={"gdb_timeout": gdb_timeout}, total_bytes=_mib(args.max_mib),
+                             rank_bytes=_mib(args.rank_max_mib), host_bytes=_mib(args.host_max_mib))
     pids = matching_pids(args.match_env)
     if not pids:
         wanted = f" with {' '.join(args.match_env)}" if args.match_env else ""
@@ -115,6 +120,11 @@ def collect_archive(args: argparse.Namespace, work: Path,
     header["ranks"] = len(result.writer.manifest.ranks)
     header["problems"] = result.problems
     return header, pack(bundle)
+
+
+def _mib(value: int) -> int:
+    """A byte cap given in MiB, in bytes, held to collect's range (1 MiB to 2^30 MiB)."""
+    return max(1, min(int(value), 1 << 30)) << 20
 
 
 def pack(bundle: Path) -> bytes:

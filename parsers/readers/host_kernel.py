@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from parsers.input.cutmark import is_cut_line
+
 #: a host word as syslog, journalctl and clush/pdsh print it (never the '<hostname-redacted>' of a redacted paste)
 _HOST = r"[A-Za-z0-9][\w.-]{0,252}"
 #: what a kernel line starts with once a launcher's or a parallel shell's label is gone: a dmesg stamp, a syslog or
@@ -92,7 +94,7 @@ def read_kernel_log(text: str) -> list[KernelLine]:
         return verbose_records(text)
     out = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+        if not raw.strip() or is_cut_line(raw):  # where a byte cap cut the file: no kernel message
             continue
         stamp, host, message = split_line(raw)
         out.append(KernelLine(number, stamp, message, raw, host))

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 from parsers.input import bounded_json
+from parsers.input.cutmark import is_cut_line
 from parsers.input.errors import FileFormatError
 
 Facts = dict[str, Any]
@@ -73,7 +74,7 @@ def parse_df(text: str, inodes: bool = False) -> dict[str, Facts]:
     key = "disk.inodes_used_pct" if inodes else "disk.used_pct"
     for line in lines[1:]:
         parts = line.split()
-        if len(parts) < 7:
+        if len(parts) < 7 or is_cut_line(line):  # a collection's cut line is no mount
             continue
         fstype, capacity, mount = parts[1], parts[5], " ".join(parts[6:])
         facts = out.setdefault(f"disk {mount}", {"disk.fstype": fstype})

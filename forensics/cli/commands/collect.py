@@ -19,7 +19,7 @@ from parsers.model.manifest import Status
 from forensics.cli import ending
 from forensics.cli.logs import is_terminal
 from forensics.report.output import emit, emit_document, escape, json_text
-from forensics.collect.budget import RANK_BYTES, TOTAL_BYTES
+from forensics.collect.budget import HOST_BYTES, RANK_BYTES, TOTAL_BYTES
 from forensics.collect.local import collect_local
 from forensics.collect.tool import interrupt
 from forensics.collectors.base import CollectOptions
@@ -94,6 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "said in the manifest")
     parser.add_argument("--rank-max-mib", type=int, default=RANK_BYTES >> 20, metavar="MIB",
                         help=f"bytes one rank's evidence may take, in MiB (default {RANK_BYTES >> 20})")
+    parser.add_argument("--host-max-mib", type=int, default=HOST_BYTES >> 20, metavar="MIB",
+                        help=f"bytes the host-wide files may take, in MiB (default {HOST_BYTES >> 20}): kernel "
+                             "log, nvidia-smi, df, sysfs copies and the host's digest; a text file past it keeps "
+                             "whole lines and a cut line, a JSON or XML file is left out, said in the manifest")
     parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE",
                         help="also put FILE in the bundle (job/attached/, listed in the manifest; repeat): evidence "
                              "only the caller holds, e.g. forensics.arm()'s step series or a training log")
@@ -142,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_into(args: argparse.Namespace, out: Path) -> int:
     """collect into `out`, a folder claimed for this command (see run)."""
+    if not all(1 <= mib <= 1 << 30 for mib in (args.max_mib, args.rank_max_mib, args.host_max_mib)):
+        raise ForensicsError("--max-mib, --rank-max-mib and --host-max-mib must be whole numbers of MiB, at least 1")
     if wants_fleet(args):
         return run_fleet(args, out)
     gdb_timeout = 60.0 if args.gdb_timeout is None else args.gdb_timeout
@@ -151,12 +157,11 @@ def _run_into(args: argparse.Namespace, out: Path) -> int:
         raise ForensicsError("--samples and --sample-interval must not be negative")
     if not 0 <= args.second_look <= 60:
         raise ForensicsError("--second-look must be 0 (off) to 60 seconds")
-    if not (1 <= args.max_mib <= 1 << 30 and 1 <= args.rank_max_mib <= 1 << 30):
-        raise ForensicsError("--max-mib and --rank-max-mib must be whole numbers of MiB, at least 1")
     options = CollectOptions(timeout=args.timeout, native=args.native, gdb=args.gdb, samples=args.samples,
                              sample_interval=args.sample_interval, second_look=args.second_look,
                              extra={"gdb_timeout": gdb_timeout},
-                             total_bytes=args.max_mib << 20, rank_bytes=args.rank_max_mib << 20)
+                             total_bytes=args.max_mib << 20, rank_bytes=args.rank_max_mib << 20,
+                             host_bytes=args.host_max_mib << 20)
     logger.info("collect: into {} (timeout {} s per collector, gdb {})", out, args.timeout, "on" if args.gdb else "off")
     pids = parse_pids(args.pid)
     with interrupt_handlers() as caught:

@@ -14,9 +14,10 @@ import pytest
 from hf_testpaths import FIXTURES, REPO
 from forensics.collect.tool import find_tool, run_tool, tool_override_var
 from forensics.collect.budget import (TOOL_FRAMES, TOOL_THREADS, ByteBudget, cap_threads, fit_doc, leading_items,
-                                     write_within)
+                                     tool_room, write_whole, write_within)
 from forensics.collectors.base import CollectOptions, RankTarget
 from forensics.collectors.native_stack import libdw_available
+from forensics.collectors.gdb import GdbCollector
 from forensics.collectors.pyspy import PySpyCollector, _save
 
 
@@ -221,6 +222,45 @@ def test_a_written_file_is_counted_cut_to_the_bytes_left_or_left_out_and_said(tm
     assert not written and not (tmp_path / "c").exists() and "(10 bytes;" in cut
     assert parent.used == rank.used == 1000 and len(parent.cuts) == 2
     assert parent.cuts[0].startswith("pid 1 b") and parent.cuts[1] == cut
+
+
+def test_a_json_file_is_written_whole_or_not_at_all_and_the_skip_said(tmp_path):
+    """write_whole (py-spy's and gdb's JSON, the host's JSON files): a file a cut would leave unreadable is written
+    whole while the bytes last, charged exactly; past them it is not written, nothing stays charged, and the
+    skip is said in the note."""
+    parent = ByteBudget(1000, "collection")
+    rank = ByteBudget(512 << 20, "rank", parent)
+    doc = json.dumps({"threads": list(range(150))})
+    assert write_whole(rank, tmp_path / "a.json", doc, "pid 1 a.json") is None
+    assert json.loads((tmp_path / "a.json").read_text()) == {"threads": list(range(150))}
+    assert parent.used == rank.used == len(doc) and not parent.cuts
+    cut = write_whole(rank, tmp_path / "b.json", doc, "pid 1 b.json")
+    assert not (tmp_path / "b.json").exists() and parent.used == rank.used == len(doc)
+    # wording is the behaviour: the manifest's note names the file, its size and the cap
+    assert cut == parent.cuts[0] and cut.startswith(f"pid 1 b.json: not copied ({len(doc)} bytes; collection cap")
+
+
+@pytest.mark.parametrize("collector", [PySpyCollector, GdbCollector], ids=["py-spy", "gdb"])
+def test_a_stack_tool_is_not_run_when_no_byte_is_left_and_says_so(tmp_path, collector):
+    """tool_room: with the collection's bytes spent, py-spy and gdb are not run on a real process (it is not paused
+    for output that could not be written); each says so in its record and the note, through one function."""
+    if collector is GdbCollector and find_tool("gdb") is None:
+        pytest.skip("gdb is not installed")
+    if collector is PySpyCollector and find_tool("py-spy") is None:
+        pytest.skip("py-spy is not installed")
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        parent = ByteBudget(1000, "per-collection")
+        parent.reserve(1000)
+        where = RankTarget(pid=target.pid, host="h", rank=0, environ={}, bundle_root=tmp_path, rel_dir="rank0",
+                           budget=ByteBudget(512 << 20, "per-rank", parent))
+        record = collector().collect(where, CollectOptions(timeout=30, gdb=True))
+    finally:
+        target.kill()
+        target.wait()
+    assert record.status == "skipped" and not record.files and record.error in parent.cuts
+    assert record.error.endswith(": not run (per-collection cap of 1000 bytes reached)")  # wording is the behaviour
+    assert tool_room(ByteBudget(10, "x"), "t") == (10, None)
 
 
 def test_a_document_keeps_its_leading_items_that_fit_and_is_charged_what_it_takes():

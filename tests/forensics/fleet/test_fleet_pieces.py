@@ -267,6 +267,31 @@ def test_every_per_rank_option_reaches_the_remote_collector():
             parsed.job) == (7.0, True, True, 26.0, "slurm-42")
 
 
+def test_the_byte_caps_the_user_set_reach_the_remote_collector_and_the_defaults_are_not_sent():
+    """--max-mib, --rank-max-mib and --host-max-mib were not forwarded: every host used its defaults. Now the
+    caps set away from their defaults are sent, read by the host's collector and held to collect's range."""
+    import argparse
+
+    from forensics.cli.collect_fleet import remote_spec
+    from forensics.collect.budget import HOST_BYTES, TOTAL_BYTES
+    from forensics.fleet.command import remote_argv
+    from forensics.fleet.remote import _mib, parse_args
+
+    base = dict(remote_python="python3", timeout=7.0, native=False, gdb=False, gdb_timeout=None, job=None,
+                match_env=[], host_timeout=60.0)
+    args = argparse.Namespace(**base, max_mib=TOTAL_BYTES >> 20, rank_max_mib=3, host_max_mib=5)
+    argv = remote_argv(remote_spec(args, "t1"))
+    assert "--max-mib" not in argv and argv[argv.index("--host-max-mib") + 1] == "5"
+    parsed = parse_args(argv[3:])
+    assert (parsed.max_mib, parsed.rank_max_mib, parsed.host_max_mib) == (TOTAL_BYTES >> 20, 3, 5)
+    assert [_mib(v) for v in (parsed.host_max_mib, 0, 1 << 40)] == [5 << 20, 1 << 20, 1 << 50]
+    plain = remote_argv(remote_spec(argparse.Namespace(**base), "t2"))  # no cap given (a caller without them)
+    assert not any(a.endswith("max-mib") for a in plain)
+    assert parse_args(plain[3:]).host_max_mib == HOST_BYTES >> 20
+    with pytest.raises(ForensicsError):
+        remote_argv(cmd.RemoteSpec(caps_mib={"--evil": 1}))
+
+
 def test_srun_arguments_are_options_placed_before_the_collector():
     from forensics.errors import ForensicsError
     from forensics.fleet.slurm import srun_argv
