@@ -122,7 +122,7 @@ def dict_data(source: str, where: str) -> list[str]:
 
 def test_the_dict_scan_finds_each_way_of_giving_a_dict():
     source = ("ErrorEvent('xid', 'm', o, data={'xid': 79})\nerr('x', data={k: v for k, v in d})\n"
-              "e.data = dict(a=1)\nErrorEvent('xid', 'm', o, data=HostFault(xid=79))\ndata = {'a': 1}\n")
+              "e.data = dict(a=1)\nErrorEvent('xid', 'm', o, data=DeviceFault(xid=79))\ndata = {'a': 1}\n")
     assert sorted(dict_data(source, "m.py")) == ["m.py 1", "m.py 2", "m.py 3"]
 
 

@@ -230,7 +230,7 @@ class ErrorEvent:
     timestamp: str | None = None
     source: str = ""
     #: what the line says beyond the common fields: the kind's typed data (TYPED_DATA: an fr-analysis event's is an
-    #: FrFinding, a launcher-exit event's a WorkerReport, an xid event's a HostFault, ...), read by attribute. A dict
+    #: FrFinding, a launcher-exit event's a WorkerReport, an xid event's a DeviceFault, ...), read by attribute. A dict
     #: is only what it is built from (a caller's, a version-1 digest's): typed here, never kept
     data: dict | TypedData = field(default_factory=dict)
 
@@ -648,7 +648,7 @@ class HorovodLine(TypedData):
 
 
 @dataclass(frozen=True, slots=True)
-class HostFault(TypedData):
+class DeviceFault(TypedData):
     """The data of a host or CUDA fault a log carries (xid, gpu-lost, nvrm, pcie-error, cuda-error,
     cuda-driver-mismatch): what a pasted kernel line names (Xid, PCI address, pid, process, the driver's words), or
     what nccl-tests said of a CUDA call that failed (what, where, test)."""
@@ -740,7 +740,7 @@ TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.
                                     ErrorKind.HOROVOD_TIMELINE_ERROR: TimelinePath,
                                     **dict.fromkeys(_C10D_PLAIN_KINDS, C10dSaid),
                                     **dict.fromkeys(_LINE_ONLY_KINDS, LineOnly),
-                                    **dict.fromkeys(_HOST_KINDS, HostFault),
+                                    **dict.fromkeys(_HOST_KINDS, DeviceFault),
                                     **dict.fromkeys(_NET_KINDS, NetFailure),
                                     ErrorKind.HEARTBEAT: Heartbeat, ErrorKind.STORE_TIMEOUT: StoreWait,
                                     ErrorKind.PYTHON_FRAME: TorchFrame, ErrorKind.BARRIER_WAIT: BarrierWait,

@@ -44,7 +44,7 @@ from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, S
 from parsers.judges.recorder import wait_edges
 
 FORMAT = "hang-forensics-digest"
-#: 2: every ErrorEvent's data is typed (tags such as events.HostFault, events.StoreWait that a version-1 reader does
+#: 2: every ErrorEvent's data is typed (tags such as events.DeviceFault, events.StoreWait that a version-1 reader does
 #: not know, so it refuses the digest as newer rather than failing on a tag). Version 1 is still read: its dict data
 #: of those kinds is typed when the event is rebuilt (ErrorEvent takes a dict and checks it field by field).
 VERSION = 2

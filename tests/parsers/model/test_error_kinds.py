@@ -173,7 +173,7 @@ def test_every_kind_has_typed_data_and_no_event_carries_a_dict():
 
 def test_a_kind_refuses_another_kinds_typed_data():
     """A forged digest cannot dress a kind's data as another kind's dataclass."""
-    with pytest.raises(ValueError, match="xid event's data must be a HostFault, not WorkerReport"):
+    with pytest.raises(ValueError, match="xid event's data must be a DeviceFault, not WorkerReport"):
         ErrorEvent("xid", "m", Origin(), data=TYPED_DATA[ErrorKind.LAUNCHER_EXIT]())
 
 

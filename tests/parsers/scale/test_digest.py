@@ -253,7 +253,7 @@ def test_loose_folder_skips_the_digest_quietly(tmp_path):
 
 #: the data types new in digest version 2 (the kinds whose data a version-1 digest wrote as a plain dict)
 _V2_DATA = {"LineOnly", "Heartbeat", "StoreWait", "NetFailure", "TorchFrame", "BarrierWait", "HorovodLine",
-            "HostFault", "FailureTrail", "CommAborted", "NcclReason", "FatalError", "CrashSignal", "UnusedParameters",
+            "DeviceFault", "FailureTrail", "CommAborted", "NcclReason", "FatalError", "CrashSignal", "UnusedParameters",
             "C10dSaid"}
 
 
@@ -293,10 +293,10 @@ def test_a_version_1_digest_still_reads_and_gives_the_same_verdict(tmp_path):
 
 
 @pytest.mark.parametrize("data, why", [
-    ({"$t": "events.WorkerReport", "exitcode": 1}, "xid event's data must be a HostFault, not WorkerReport"),
-    ({"$t": "events.HostFault", "forged": 1}, "HostFault has no field 'forged'"),
+    ({"$t": "events.WorkerReport", "exitcode": 1}, "xid event's data must be a DeviceFault, not WorkerReport"),
+    ({"$t": "events.DeviceFault", "forged": 1}, "DeviceFault has no field 'forged'"),
     ({"$t": "events.NoSuchData"}, "unknown type 'events.NoSuchData'"),
-    ({"xid": "79"}, "HostFault's xid must be int"),
+    ({"xid": "79"}, "DeviceFault's xid must be int"),
 ])
 def test_a_forged_data_tag_is_refused_with_a_clear_error(data, why):
     event = {"$t": "events.ErrorEvent", "kind": "xid", "message": "m", "origin": {"$t": "events.Origin"}, "data": data}
