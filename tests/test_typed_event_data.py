@@ -7,6 +7,10 @@ The scan finds `X.data.get("k")`, `X.data["k"]`, `(X.data or {}).get("k")` and t
 bound to `X.data` (`data = e.data or {}`, `getattr(e, "data", None)`); the first test checks it finds each on a
 source built here, so the last can fail. STILL_READ lists reads not yet typed, by file and function (none
 today): it may only shrink (a read that is gone must leave it, one that comes back fails).
+
+Every kind carries typed data now (the last 33 kinds' dicts are gone): the second scan fails where code outside the
+model gives an event's data as a dict (`data={...}`, `data=dict(...)`, `e.data = {...}`), and
+tests/parsers/model/test_error_kinds.py checks that each kind has a frozen dataclass and no event keeps a dict.
 """
 
 from __future__ import annotations
@@ -96,3 +100,38 @@ def test_no_code_outside_the_model_reads_event_data_by_key():
             found += keyed_reads(path.read_text(encoding="utf-8"), rel)
     assert found - STILL_READ == Counter()  # a read by key came back (or a new one): type the kind's data
     assert STILL_READ - found == Counter()  # a listed read is gone: take it off STILL_READ
+
+
+def _a_dict(node: ast.expr | None) -> bool:
+    """Whether an expression builds a dict: a literal, a comprehension, or a call of dict()."""
+    return isinstance(node, (ast.Dict, ast.DictComp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict")
+
+
+def dict_data(source: str, where: str) -> list[str]:
+    """'where line' of each place that gives an event's data as a dict: a `data=` keyword of a call, or an
+    assignment to `X.data`."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            out += [f"{where} {node.lineno}" for k in node.keywords if k.arg == "data" and _a_dict(k.value)]
+        elif isinstance(node, ast.Assign) and _a_dict(node.value):
+            out += [f"{where} {node.lineno}" for t in node.targets if isinstance(t, ast.Attribute) and t.attr == "data"]
+    return out
+
+
+def test_the_dict_scan_finds_each_way_of_giving_a_dict():
+    source = ("ErrorEvent('xid', 'm', o, data={'xid': 79})\nerr('x', data={k: v for k, v in d})\n"
+              "e.data = dict(a=1)\nErrorEvent('xid', 'm', o, data=DeviceFault(xid=79))\ndata = {'a': 1}\n")
+    assert sorted(dict_data(source, "m.py")) == ["m.py 1", "m.py 2", "m.py 3"]
+
+
+def test_no_code_outside_the_model_gives_event_data_as_a_dict():
+    found = []
+    for top in ("parsers", "forensics"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel.startswith("parsers/model/") or rel in NOT_EVENTS:
+                continue
+            found += dict_data(path.read_text(encoding="utf-8"), rel)
+    assert found == []  # build the kind's typed data (parsers/model/events.py, TYPED_DATA) instead

@@ -229,9 +229,9 @@ class ErrorEvent:
     peer_addr: str | None = None  #: 'host<port>' / '[ip]:port' the error names
     timestamp: str | None = None
     source: str = ""
-    #: what the line says beyond the common fields: typed for the kinds in TYPED_DATA (an fr-analysis event's is an
-    #: FrFinding, a launcher-exit event's a WorkerReport, ...), read by attribute; a dict for the other kinds
-    #: (xid, pci, nccl_version, ...), which no judge reads by key
+    #: what the line says beyond the common fields: the kind's typed data (TYPED_DATA: an fr-analysis event's is an
+    #: FrFinding, a launcher-exit event's a WorkerReport, an xid event's a DeviceFault, ...), read by attribute. A dict
+    #: is only what it is built from (a caller's, a version-1 digest's): typed here, never kept
     data: dict | TypedData = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -239,13 +239,10 @@ class ErrorEvent:
             self.kind = ErrorKind(self.kind)
         except ValueError:
             raise ValueError(f"an ErrorEvent's kind must be one of ErrorKind, not {str(self.kind)[:60]!r}") from None
-        typed = TYPED_DATA.get(self.kind)
-        if typed is None:
-            if not isinstance(self.data, dict):  # a digest's forged typed data on a kind that has none
-                raise ValueError(f"a {self.kind} event's data must be a dict, not {type(self.data).__name__}")
-        elif type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
-            if not isinstance(self.data, dict):
-                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}")
+        typed = TYPED_DATA[self.kind]
+        if type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
+            if not isinstance(self.data, dict):  # a digest's forged typed data of another kind
+                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}, not {type(self.data).__name__}")
             self.data = typed.from_dict(self.data)
 
 
@@ -256,9 +253,10 @@ MAX_ITEMS = MAX_RANKS
 #: fields of typed data that hold a rank or a list of ranks: bounded as every rank from data is (plausible_rank;
 #: one out of range is no claim: None, or left out of its list)
 RANK_FIELDS = frozenset({"rank", "local_rank", "group_rank", "from_rank", "missing", "ready", "missing_ranks",
-                         "expected_ranks", "no_dump_ranks", "absent", "lagging", "ranks", "tasks"})
-#: fields of typed data that hold a job's size (plausible_size)
-SIZE_FIELDS = frozenset({"world_size", "expected_count"})
+                         "expected_ranks", "no_dump_ranks", "absent", "lagging", "ranks", "tasks", "comm_rank",
+                         "waits_for", "peer"})
+#: fields of typed data that hold a job's or a group's size (plausible_size)
+SIZE_FIELDS = frozenset({"world_size", "expected_count", "nranks", "expected"})
 
 
 def _rule(annotation: str) -> tuple[tuple[type, ...], type | None]:
@@ -325,6 +323,10 @@ class TypedData:
     def _typed(cls, data: dict) -> dict:
         """`data` with its nested values typed (none here; FrFinding types its culprits)."""
         return data
+
+    def __bool__(self) -> bool:
+        """Whether it says anything (a field set), as a dict's truth said: an empty one is left out of a digest."""
+        return any(getattr(self, name) is not None for name in self.__dataclass_fields__)  # type: ignore[attr-defined]
 
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, key) if key in self.__dataclass_fields__ else None  # type: ignore[attr-defined]
@@ -578,10 +580,152 @@ class TimelinePath(TypedData):
     directory: bool | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LineOnly(TypedData):
+    """The data of a kind whose line says nothing beyond the event's common fields (its message, op, peer address):
+    gloo's timeouts and errors, NCCL's WARN lines and IB completion errors. Typed all the same, so that no event
+    carries a dict and a digest cannot give one anything."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat(C10dSaid):
+    """The data of a heartbeat: c10d's heartbeat monitor found the watchdog stuck, with the works still pending when
+    the line counts them."""
+
+    pending_works: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreWait(C10dSaid):
+    """The data of a store-timeout: how many clients joined the store (based) barrier of how many expected, within
+    how many seconds; or, for a rank's wait for another's NCCL unique id, the rank it waited for, the key and the
+    store's reason."""
+
+    joined: int | None = None
+    expected: int | None = None  #: the clients the store waited for (a group's size)
+    seconds: int | None = None
+    waits_for: int | None = None  #: the rank whose ncclUniqueId this rank waited for
+    key: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NetFailure(C10dSaid):
+    """The data of a lost or failed connection (net-error, connection-reset, connection-closed): what the network
+    plugin or socket call said (`NET/<net> ... rc`, `socketProgress...: Call to <call> failed : <error>`), or which
+    launcher reported the loss (mpirun)."""
+
+    net: str | None = None  #: the NCCL net plugin that failed (NET/<net>)
+    rc: int | None = None  #: its return code
+    call: str | None = None  #: the socket call that failed (recv, send, ...)
+    error: str | None = None  #: what the plugin or the call said
+    launcher: str | None = None  #: who reported a lost peer (mpirun)
+
+
+@dataclass(frozen=True, slots=True)
+class TorchFrame(C10dSaid):
+    """The data of a python-frame: a torch/distributed frame of a traceback (function, file, line)."""
+
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierWait(C10dSaid):
+    """The data of a barrier-wait: the rank (monitored_barrier's reporter) whose answer this rank lost its wait for."""
+
+    peer: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HorovodLine(TypedData):
+    """The data of a Horovod line at a level (horovod-log, horovod-error): its level letter and where it was logged
+    (file:line)."""
+
+    level: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFault(TypedData):
+    """The data of a host or CUDA fault a log carries (xid, gpu-lost, nvrm, pcie-error, cuda-error,
+    cuda-driver-mismatch): what a pasted kernel line names (Xid, PCI address, pid, process, the driver's words), or
+    what nccl-tests said of a CUDA call that failed (what, where, test)."""
+
+    xid: int | None = None
+    pci: str | None = None  #: the GPU's or port's PCI address
+    pid: int | None = None  #: the process the Xid names
+    process: str | None = None  #: its name
+    detail: str | None = None  #: the driver's message (nvrm) or what follows a lost handle
+    what: str | None = None  #: the CUDA error's text
+    where: str | None = None  #: nccl-tests: the source file:line that failed
+    test: bool | None = None  #: said by nccl-tests
+
+
+@dataclass(frozen=True, slots=True)
+class FailureTrail(TypedData):
+    """The data of a test-failure: nccl-tests' trail of a failure (the source file:line it names)."""
+
+    where: str | None = None
+    trail: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommAborted(TypedData):
+    """The data of an nccl-abort: NCCL's `Abort COMPLETE` of a communicator (its pointer, this rank in it, its
+    size)."""
+
+    comm_ptr: str | None = None
+    comm_rank: int | None = None
+    nranks: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NcclReason(TypedData):
+    """The data of an nccl-last-error: the kind of the c10d error NCCL's reason explains and that error's line."""
+
+    explains: str | None = None  #: an ErrorKind's text (nccl-error, python-exception)
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FatalError(TypedData):
+    """The data of a python-fatal: what faulthandler's `Fatal Python error:` names (Segmentation fault, Aborted)."""
+
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CrashSignal(TypedData):
+    """The data of a process-signal: which crash handler reported it (open-mpi, ucx) and the signal."""
+
+    handler: str | None = None
+    signal: int | None = None
+    signal_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnusedParameters(TypedData):
+    """The data of a ddp-unused-parameters: what DDP's reducer listed (parameters or parameter indices) and the
+    list as it named them."""
+
+    listed: str | None = None
+    named: str | None = None
+
+
 _WORKER_KINDS = (ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.AGENT_SIGNAL, ErrorKind.ROOT_CAUSE,
                  ErrorKind.CHILD_FAILURE, ErrorKind.CHILD_ERROR_FILE)
+#: c10d lines that say only their level or what happened: their data is the group rank that printed them
+_C10D_PLAIN_KINDS = (ErrorKind.C10D_ERROR, ErrorKind.C10D_WARNING, ErrorKind.C10D_INFO, ErrorKind.C10D_TEARDOWN,
+                     ErrorKind.TERMINATE, ErrorKind.FR_DISABLED)
+_LINE_ONLY_KINDS = (ErrorKind.GLOO_TIMEOUT, ErrorKind.GLOO_ERROR, ErrorKind.IB_COMPLETION, ErrorKind.NCCL_TIMEOUT,
+                    ErrorKind.NCCL_WARN)
+_HOST_KINDS = (ErrorKind.XID, ErrorKind.GPU_LOST, ErrorKind.NVRM, ErrorKind.PCIE_ERROR, ErrorKind.CUDA_ERROR,
+               ErrorKind.CUDA_DRIVER_MISMATCH)
+_NET_KINDS = (ErrorKind.NET_ERROR, ErrorKind.CONNECTION_RESET, ErrorKind.CONNECTION_CLOSED)
 
-#: the error kinds whose data is typed: kind -> its data's type (built from a dict where one is given)
+#: every error kind's data type: kind -> its data's type (built from a dict where one is given)
 TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.HOROVOD_STALL: HorovodStall,
                                     **dict.fromkeys(_WORKER_KINDS, WorkerReport),
                                     ErrorKind.RANK_IDENTITY: RankStated, ErrorKind.JOB_SIZE: RankStated,
@@ -593,19 +737,27 @@ TYPED_DATA: dict[ErrorKind, Any] = {ErrorKind.FR_ANALYSIS: FrFinding, ErrorKind.
                                     ErrorKind.COLLECTIVE_MISMATCH: Fingerprint, ErrorKind.NCCL_ERROR: NcclFailure,
                                     ErrorKind.PYTHON_EXCEPTION: NcclFailure, ErrorKind.SIZE_MISMATCH: Truncated,
                                     ErrorKind.NET_ADDRESS: NetAddresses, ErrorKind.PEER_CLOSED: LocalPeer,
-                                    ErrorKind.HOROVOD_TIMELINE_ERROR: TimelinePath}
+                                    ErrorKind.HOROVOD_TIMELINE_ERROR: TimelinePath,
+                                    **dict.fromkeys(_C10D_PLAIN_KINDS, C10dSaid),
+                                    **dict.fromkeys(_LINE_ONLY_KINDS, LineOnly),
+                                    **dict.fromkeys(_HOST_KINDS, DeviceFault),
+                                    **dict.fromkeys(_NET_KINDS, NetFailure),
+                                    ErrorKind.HEARTBEAT: Heartbeat, ErrorKind.STORE_TIMEOUT: StoreWait,
+                                    ErrorKind.PYTHON_FRAME: TorchFrame, ErrorKind.BARRIER_WAIT: BarrierWait,
+                                    ErrorKind.HOROVOD_STALL_WARNING: HorovodStall,
+                                    ErrorKind.HOROVOD_LOG: HorovodLine, ErrorKind.HOROVOD_ERROR: HorovodLine,
+                                    ErrorKind.TEST_FAILURE: FailureTrail, ErrorKind.NCCL_ABORT: CommAborted,
+                                    ErrorKind.NCCL_LAST_ERROR: NcclReason, ErrorKind.PYTHON_FATAL: FatalError,
+                                    ErrorKind.PROCESS_SIGNAL: CrashSignal,
+                                    ErrorKind.DDP_UNUSED_PARAMETERS: UnusedParameters}
 #: every type a typed data holds (what a digest may rebuild besides the events)
 DATA_TYPES: tuple[type, ...] = (*dict.fromkeys(TYPED_DATA.values()), FrCulprit, CollectiveSide)
 
 
 def group_rank(event: ErrorEvent) -> int | None:
-    """The rank in its group that printed an event, where a c10d line's PG tag says it (C10dSaid.group_rank; a kind
-    whose data is still a dict keeps it under that key)."""
+    """The rank in its group that printed an event, where a c10d line's PG tag says it (C10dSaid.group_rank)."""
     data = event.data
-    if isinstance(data, C10dSaid):
-        return data.group_rank
-    value = data.get("group_rank") if isinstance(data, dict) else None
-    return value if isinstance(value, int) else None
+    return data.group_rank if isinstance(data, C10dSaid) else None
 
 
 #: ErrorEvent kinds that record what a line said without saying anything failed (an `[I ...]`

@@ -17,9 +17,10 @@ from dataclasses import replace
 from typing import Callable
 
 from parsers.input.ints import as_int
-from parsers.model.events import (C10dSaid, CollectiveSide, CollectiveStack, CollectiveTimeout, DesyncReport, DumpAsked,
-                                  ErrorEvent, ErrorKind, Fingerprint, NcclFailure, Origin, Progress, StatedTimeout,
-                                  normalise_op)
+from parsers.model.events import (TYPED_DATA, BarrierWait, C10dSaid, CollectiveSide, CollectiveStack,
+                                  CollectiveTimeout, DesyncReport, DumpAsked, ErrorEvent, ErrorKind, Fingerprint,
+                                  Heartbeat, NcclFailure, NetFailure, Origin, Progress, StatedTimeout, StoreWait,
+                                  TorchFrame, normalise_op)
 
 #: glog header, bracketed (`[E1206 18:44:12.7152 ProcessGroupNCCL.cpp:607] `, `[E ProcessGroupNCCL.cpp:737] `)
 #: or full (`I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] `, torch 1.12/1.13)
@@ -275,16 +276,12 @@ class _Line:
         self.events: list = []
 
     def err(self, kind: str, **kw) -> ErrorEvent:
-        """Add an error event of this line (its data with the rank in the group: typed data as given, a dict
-        without its None values)."""
-        data = kw.pop("data", None)
-        if isinstance(data, C10dSaid):
-            if self.group_rank is not None and data.group_rank is None:
-                data = replace(data, group_rank=self.group_rank)
-        else:
-            data = {k: v for k, v in (data or {}).items() if v is not None}
-            if self.group_rank is not None:
-                data.setdefault("group_rank", self.group_rank)
+        """Add an error event of this line (its typed data, or the kind's empty one, with the rank in the group)."""
+        data: C10dSaid | None = kw.pop("data", None)
+        if data is None:
+            data = TYPED_DATA[ErrorKind(kind)]()
+        if self.group_rank is not None and data.group_rank is None:
+            data = replace(data, group_rank=self.group_rank)
         ev = ErrorEvent(kind=kind, message=self.msg, origin=self.origin, comm=kw.pop("comm", self.comm),
                         timestamp=self.ts, source="c10d", data=data, **kw)
         self.events.append(ev)
@@ -460,7 +457,7 @@ def _heartbeat(ln: _Line) -> bool:
             and _HEARTBEAT.search(text)):
         return False
     p = _PENDING.search(text)
-    ln.err("heartbeat", data={"pending_works": int(p.group("n")) if p else None})
+    ln.err("heartbeat", data=Heartbeat(pending_works=int(p.group("n")) if p else None))
     return True
 
 
@@ -488,8 +485,8 @@ def _store_error(ln: _Line) -> bool:
     m = "DistStoreError" in ln.text and _STORE.search(ln.text)
     if not m:
         return False
-    ln.err("store-timeout", data={"joined": _int(m.group("joined")), "expected": _int(m.group("expected")),
-                                  "seconds": _int(m.group("secs"))})
+    ln.err("store-timeout", data=StoreWait(joined=_int(m.group("joined")), expected=_int(m.group("expected")),
+                                           seconds=_int(m.group("secs"))))
     return True
 
 
@@ -499,7 +496,7 @@ def _store_barrier(ln: _Line) -> bool:
         return False
     if ln.origin.rank is None:  # the line names the global rank that waited
         ln.origin = replace(ln.origin, rank=int(m.group("rank")))
-    ln.err("store-timeout", data={"joined": int(m.group("joined")), "expected": int(m.group("expected"))})
+    ln.err("store-timeout", data=StoreWait(joined=int(m.group("joined")), expected=int(m.group("expected"))))
     return True
 
 
@@ -525,7 +522,7 @@ def _net_plugin(ln: _Line) -> bool:
     m = "NET/" in ln.text and _NET_PLUGIN.search(ln.text)
     if not m:
         return False
-    ln.err("net-error", data={"net": m.group("net"), "rc": int(m.group("rc")), "error": m.group("what")})
+    ln.err("net-error", data=NetFailure(net=m.group("net"), rc=int(m.group("rc")), error=m.group("what")))
     return True
 
 
@@ -534,7 +531,7 @@ def _socket_detail(ln: _Line) -> bool:
     if not m:
         return False
     ln.err("connection-reset" if "reset by peer" in m.group("why") else "net-error",
-           data={"call": m.group("what"), "error": m.group("why")})
+           data=NetFailure(call=m.group("what"), error=m.group("why")))
     ln.events[-1].peer_addr = m.group("peer")
     return True
 
@@ -543,7 +540,7 @@ def _python_frame(ln: _Line) -> bool:
     m = "torch/distributed/" in ln.text and _FRAME.search(ln.text)
     if not m:
         return False
-    ln.err("python-frame", data={"function": m.group("fn"), "file": m.group("file"), "line": int(m.group("line"))})
+    ln.err("python-frame", data=TorchFrame(function=m.group("fn"), file=m.group("file"), line=int(m.group("line"))))
     ln.events[-1].message = m.group("fn")  # the record's text is the function name
     return True
 
@@ -576,7 +573,7 @@ def _barrier(text: str, err) -> bool:
         return True
     m = _BARRIER_WAIT.search(text)
     if m:
-        err("barrier-wait", data={"peer": int(m.group("peer"))})
+        err("barrier-wait", data=BarrierWait(peer=int(m.group("peer"))))
         return True
     return False
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import CrashSignal, ErrorEvent, ErrorKind, Origin
 
 KIND = ErrorKind.PROCESS_SIGNAL
 
@@ -41,10 +41,8 @@ def match_line(text: str, origin: Origin) -> list:
     if m is None:
         return []
     groups = m.groupdict()
-    data: dict = {"handler": "ucx" if m.re is _UCX else "open-mpi"}
-    if groups.get("num") is not None:
-        data["signal"] = int(groups["num"])
-    if groups.get("name"):
-        data["signal_name"] = groups["name"].strip()
+    num, name = groups.get("num"), groups.get("name")
+    data = CrashSignal("ucx" if m.re is _UCX else "open-mpi", int(num) if num is not None else None,
+                       name.strip() if name else None)
     who = Origin(host=groups["host"], pid=int(groups["pid"]), rank=origin.rank, file=origin.file, line=origin.line)
     return [ErrorEvent(kind=KIND, message=s[:500], origin=who, source="crash-handler", data=data)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, UnusedParameters
 
 KIND = ErrorKind.DDP_UNUSED_PARAMETERS
 #: the error's head, after any exception type glued on by interleaved output ('RuntimeErrorExpected to ...')
@@ -38,9 +38,9 @@ def match_line(text: str, origin: Origin) -> list:
             return [ErrorEvent(kind=KIND, message=text.strip()[:500], source="ddp",
                                origin=Origin(origin.host, origin.pid, rank, origin.file, origin.line,
                                              local_rank=origin.local_rank),
-                               data={"listed": what, "named": m.group("list").strip()[:200]})]
+                               data=UnusedParameters(what, m.group("list").strip()[:200]))]
     if "finished reduction" in text and _HEAD.search(text):
-        return [ErrorEvent(kind=KIND, message=text.strip()[:500], origin=origin, source="ddp", data={})]
+        return [ErrorEvent(kind=KIND, message=text.strip()[:500], origin=origin, source="ddp")]
     return []
 
 

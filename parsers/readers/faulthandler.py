@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, FatalError, Origin
 from parsers.model.stacks import Frame, ThreadStack
 
 _FATAL = re.compile(r"^(?:Fatal Python error|Windows fatal exception): (?P<what>\S.{0,300})$")
@@ -163,7 +163,7 @@ class FaulthandlerBlock:
         if m:
             self._start(key, origin)
             return True, [ErrorEvent(kind=KIND, message=line[:500], origin=origin, source="faulthandler",
-                                     data={"error": m.group("what")[:200]})]
+                                     data=FatalError(m.group("what")[:200]))]
         m = _THREAD.match(line)
         if m or line == _ONE_THREAD:  # (_opens, with the match kept for the thread id)
             cur = self.open.get(key)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, HorovodStall, Origin, TimelinePath, normalise_op
+from parsers.model.events import ErrorEvent, ErrorKind, HorovodLine, HorovodStall, Origin, TimelinePath, normalise_op
 
 #: Horovod's log header: `[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] msg`, the same
 #: without the time (`horovod W horovod/common/stall_inspector.cc:105] msg`); the path is the build's
@@ -102,7 +102,7 @@ class StallBlock:
             self.report += 1
             self.warned = True
             events = [ErrorEvent(ErrorKind.HOROVOD_STALL_WARNING, msg[:500], origin, source="horovod",
-                                 timestamp=m.group("ts") if m else None, data={"report": self.report})]
+                                 timestamp=m.group("ts") if m else None, data=HorovodStall(report=self.report))]
             rest = msg.split("Stalled ops:", 1)[1] if "Stalled ops:" in msg else ""
             return True, events + self._entries(rest, origin)
         if _LISTING_HEAD.match(msg):
@@ -120,7 +120,7 @@ class StallBlock:
         if m and "horovod" in m.group("file"):
             kind = ErrorKind.HOROVOD_LOG if m.group("lvl") in _INFO_LEVELS else ErrorKind.HOROVOD_ERROR
             return True, [ErrorEvent(kind, msg[:500], origin, source="horovod", timestamp=m.group("ts"),
-                                     data={"level": m.group("lvl"), "where": f"{m.group('file')}:{m.group('ln')}"})]
+                                     data=HorovodLine(m.group("lvl"), f"{m.group('file')}:{m.group('ln')}"))]
         return False, []
 
     def _entries(self, text: str, origin: Origin) -> list:

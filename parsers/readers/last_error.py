@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, NcclReason, Origin
 
 HEADING = "Last error:"
 KIND = ErrorKind.NCCL_LAST_ERROR
@@ -71,6 +71,6 @@ class LastErrorBlock:
         for e in explained:  # nccl-error, python-exception: their data is an NcclFailure
             e.data = replace(e.data, last_error=reason)
         head = explained[0] if explained else None
-        data = {"explains": head.kind, "line": head.origin.line} if head is not None else {}
+        data = NcclReason(head.kind, head.origin.line) if head is not None else NcclReason()
         return False, [ErrorEvent(kind=KIND, message=reason, origin=origin, timestamp=head.timestamp if head else None,
                                   source="c10d", data=data)]

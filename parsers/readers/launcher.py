@@ -14,7 +14,7 @@ from pathlib import Path
 from parsers.input import bounded_json
 from parsers.input.errors import FileFormatError
 from parsers.input.ints import as_int
-from parsers.model.events import ErrorEvent, ErrorKind, Origin, RankStated, WorkerReport
+from parsers.model.events import ErrorEvent, ErrorKind, NetFailure, Origin, RankStated, WorkerReport
 from parsers.readers.prefix import short_host
 from parsers.model.ranges import unfold
 
@@ -620,5 +620,5 @@ class MpirunBlock:
                                f"{f.get('Local host', '?')} lost its MPI peer on {f['Peer host']}",
                                origin=Origin(f.get("Local host"), int(pid) if pid.isdigit() else None, None,
                                              origin.file, origin.line),
-                               peer_addr=f["Peer host"], source="launcher", data={"launcher": "mpirun"})]
+                               peer_addr=f["Peer host"], source="launcher", data=NetFailure(launcher="mpirun"))]
         return []

@@ -22,7 +22,7 @@ import re
 from itertools import chain, islice
 from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import (CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed, TopoEdge,
+from parsers.model.events import (CommAborted, CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed, TopoEdge,
                                   normalise_op)
 from parsers.readers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import nccl_net, pasted_host, textline
@@ -479,8 +479,7 @@ def _finished_line(out: Parsed, st: _State, r: _Rec) -> bool:
     c = _ABORT.search(msg)
     if c:
         out.events.append(ErrorEvent(kind="nccl-abort", message=msg, origin=r.origin, source="nccl-log",
-                                     data={"comm_ptr": c.group("ptr"), "comm_rank": int(c.group("rank")),
-                                           "nranks": int(c.group("nranks"))}))
+                                     data=CommAborted(c.group("ptr"), int(c.group("rank")), int(c.group("nranks")))))
     return True
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import TYPED_DATA, ErrorEvent, ErrorKind, FailureTrail, Origin
 from parsers.readers import pasted_host
 
 _FAILURE = re.compile(r"^(?:(?P<host>[\w.-]{1,253}): )?Test (?P<what>NCCL|CUDA) failure "
@@ -36,11 +36,11 @@ def match_line(text: str, origin: Origin) -> list:
         typed = pasted_host.match_line(msg, where) if kind == ErrorKind.CUDA_ERROR else []
         kind = typed[0].kind if typed else kind  # a CUDA error that says more ('driver version is insufficient')
         out.append(ErrorEvent(kind, f"Test {m.group('what')} failure {m.group('src')} '{msg}'", where,
-                              source="nccl-tests", data={"what": msg, "where": m.group("src"), "test": True}))
+                              source="nccl-tests", data=TYPED_DATA[kind](what=msg, where=m.group("src"), test=True)))
     # the trail, on its own line or joined to the failure line (a wrap repair that took it for a continuation)
     t = _TRAIL.search(text, m.end() if m else 0) if (m or text.startswith("..")) else None
     if t:
         where = Origin(t.group("host").split(".")[0], int(t.group("pid")), origin.rank, origin.file, origin.line)
         out.append(ErrorEvent(ErrorKind.TEST_FAILURE, f"Test failure {t.group('src')}", where, source="nccl-tests",
-                              data={"where": t.group("src"), "trail": True}))
+                              data=FailureTrail(where=t.group("src"), trail=True)))
     return out

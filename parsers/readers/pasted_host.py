@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, DeviceFault, Origin
 from dataclasses import replace
 
 from parsers.readers.host_kernel import split_line
@@ -50,7 +50,7 @@ def match_line(text: str, origin: Origin) -> list:
 
     def add(kind: str, **data) -> None:
         events.append(ErrorEvent(kind=kind, message=msg, origin=origin, timestamp=stamp, source="host-text",
-                                 data={k: v for k, v in data.items() if v is not None}))
+                                 data=DeviceFault(**data)))
 
     m = _XID.search(msg)
     if m:

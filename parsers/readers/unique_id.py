@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.model.events import ErrorEvent, ErrorKind, Origin
+from parsers.model.events import ErrorEvent, ErrorKind, Origin, StoreWait
 
 _WAIT = re.compile(
     r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId "
@@ -31,4 +31,4 @@ def match_line(text: str, origin: Origin) -> list:
     return [ErrorEvent(kind=ErrorKind.STORE_TIMEOUT, message=text.strip()[:500], source="c10d",
                        origin=Origin(origin.host, origin.pid, me if origin.rank is None else origin.rank, origin.file,
                                      origin.line, local_rank=origin.local_rank),
-                       data={"waits_for": int(m.group("from")), "key": m.group("key"), "why": m.group("why").strip()})]
+                       data=StoreWait(waits_for=int(m.group("from")), key=m.group("key"), why=m.group("why").strip()))]

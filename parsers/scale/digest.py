@@ -44,7 +44,12 @@ from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, S
 from parsers.judges.recorder import wait_edges
 
 FORMAT = "hang-forensics-digest"
-VERSION = 1
+#: 2: every ErrorEvent's data is typed (tags such as events.DeviceFault, events.StoreWait that a version-1 reader does
+#: not know, so it refuses the digest as newer rather than failing on a tag). Version 1 is still read: its dict data
+#: of those kinds is typed when the event is rebuilt (ErrorEvent takes a dict and checks it field by field).
+VERSION = 2
+#: the oldest version this tool reads
+OLDEST_VERSION = 1
 DIGEST_NAME = "digest.json"
 #: a host digest larger than this is refused unread (a host of 72 ranks at a few kB each is far below)
 MAX_DIGEST_BYTES = 64 << 20
@@ -680,7 +685,7 @@ def check_digest(doc: Any) -> HostDigest:
         raise DigestError("no version")
     if version > VERSION:
         raise DigestError(f"version {version} is newer than this tool reads ({VERSION})")
-    if version < 1:
+    if version < OLDEST_VERSION:
         raise DigestError(f"version {version} is not one this tool wrote")
     for key, typ in (("host", str), ("dir", str), ("kb", str), ("files", dict), ("ranks", list),
                      ("host_findings", list)):

@@ -14,7 +14,7 @@ from forensics.collect.local import collect_local
 from forensics.collectors.base import CollectOptions
 from parsers import knowledge
 from forensics.report.words import analyze
-from parsers.scale.digest import DIGEST_NAME, read_digest
+from parsers.scale.digest import DIGEST_NAME, VERSION, read_digest
 
 pytestmark = pytest.mark.integration
 
@@ -41,4 +41,4 @@ def test_collect_writes_a_digest_that_analysis_reads_first(tmp_path):
     full = analyze(tmp_path / "b", kb, digests=False)
     assert first.verdict.sections["digests"]["hosts_from_digest"] == 1
     assert first.verdict.summary == full.verdict.summary
-    assert json.loads(path.read_text())["version"] == 1
+    assert json.loads(path.read_text())["version"] == VERSION

@@ -96,6 +96,6 @@ def test_network_plugin_error_under_last_error():
             "Completed length: 0\n")
     out = rank_log.parse_lines([line])
     err = next(e for e in out.events if isinstance(e, ErrorEvent))
-    assert (err.kind, err.origin.rank, err.data["net"], err.data["rc"], err.data["error"]) == \
+    assert (err.kind, err.origin.rank, err.data.net, err.data.rc, err.data.error) == \
         ("net-error", 3, "OFI", 113, "UNDELIVERABLE")
     assert not out.unread

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.gather.evidence import load_files
-from parsers.model.events import Origin
+from parsers.model.events import CrashSignal, Origin
 from parsers.readers import crash_signal, textline
 
 REALWORLD = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
@@ -27,14 +27,14 @@ def _signals(path: Path) -> list:
 def test_open_mpi_banner_inside_an_nccl_log_is_the_crash_of_its_process():
     found = _signals(REALWORLD / "nccl-1669.log")
     assert [(e.origin.host, e.origin.pid, e.origin.line) for e in found] == [("rtptest1621", 405884, 10)]
-    assert found[0].data["handler"] == "open-mpi"
+    assert found[0].data.handler == "open-mpi"
 
 
 def test_ucx_line_gives_host_pid_and_signal_and_keeps_a_launcher_rank():
     (ev,) = textline.match_text(UCX_LINE, Origin(rank=7, file="f", line=3))
     assert (ev.kind, ev.origin.host, ev.origin.pid, ev.origin.rank, ev.origin.line) == (
         crash_signal.KIND, "n125-011-039", 288505, 7, 3)
-    assert ev.data == {"handler": "ucx", "signal": 11, "signal_name": "Segmentation fault"}
+    assert ev.data == CrashSignal("ucx", 11, "Segmentation fault")
 
 
 def test_other_signal_lines_are_not_a_crash_report():

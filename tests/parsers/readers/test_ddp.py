@@ -46,7 +46,7 @@ def test_a_prefix_rank_does_not_hide_the_rank_the_list_names():
     line = (CORPUS / "cutie-125.log").read_text().splitlines()[3]
     [event] = ddp.match_line(line, Origin(rank=0, host="node-1"))
     assert event.origin.rank == 3 and event.origin.host == "node-1"
-    assert event.data["named"].startswith("mask_encoder.sensory_update")
+    assert event.data.named.startswith("mask_encoder.sensory_update")
 
 
 def test_lines_that_only_mention_the_option_are_not_the_error():

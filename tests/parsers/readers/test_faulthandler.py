@@ -67,7 +67,7 @@ def test_a_real_abort_dump_gives_every_thread_and_the_main_one(tmp_path):
     assert err.startswith("Fatal Python error: Aborted")
     out = rank_log.parse_lines(err.splitlines(keepends=True), "stderr.log")
     assert [e.kind for e in out.events] == [faulthandler.KIND]
-    assert out.events[0].data["error"] == "Aborted"
+    assert out.events[0].data.error == "Aborted"
     assert len(out.stacks) == 2 and out.unknown_lines == 0
     main = [t for t in out.stacks if t.is_main]
     assert len(main) == 1 and main[0].frames[0].function == "stuck_here"
@@ -219,7 +219,7 @@ def test_python_314_c_stack_section_is_part_of_the_dump(tmp_path):
     out = rank_log.parse_lines(_PY314.splitlines(keepends=True) + ["[rank3]: after the dump\n"], "x.log")
     assert out.unknown_lines == 1  # only the line after the dump
     assert [(t.is_main, [f.function for f in t.frames]) for t in out.stacks] == [(True, ["string_at", "<module>"])]
-    assert out.events[0].data["error"] == "Segmentation fault"
+    assert out.events[0].data.error == "Segmentation fault"
     path = tmp_path / "dump.txt"
     path.write_text(_PY314)
     assert load_files([(path, {})]).artifacts[0].kind == "faulthandler-text"

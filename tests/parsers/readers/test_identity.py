@@ -82,7 +82,7 @@ def test_agent_line_does_not_take_the_files_one_rank():
     sig = [ev for ev in evs if ev.kind == "launcher-signal"]
     assert [(ev.origin.pid, ev.origin.rank) for ev in sig] == [(2521733, None)]
     oom = [ev for ev in evs if ev.kind == "cuda-error"]
-    assert [(ev.origin.rank, ev.data["what"]) for ev in oom] == [(11, "out of memory")]
+    assert [(ev.origin.rank, ev.data.what) for ev in oom] == [(11, "out of memory")]
 
 
 def test_a_label_the_file_calls_a_pid_is_not_a_rank():

@@ -116,7 +116,7 @@ def test_timeline_file_that_is_a_directory_is_said_as_the_setting():
 def test_horovod_debug_log_lines_are_read_as_rank_1s():
     """horovod#3412: `[1,1]<stdout>:[<time>: D .../env_parser.cc:107] Using MPI ...`."""
     logs = _events("horovod-3412", "horovod-log")
-    assert len(logs) == 3 and {e.origin.rank for e in logs} == {1} and logs[0].data["level"] == "D"
+    assert len(logs) == 3 and {e.origin.rank for e in logs} == {1} and logs[0].data.level == "D"
 
 
 def test_stall_reader_stays_linear_on_hostile_lines():

@@ -22,12 +22,12 @@ def _store_timeouts(stem: str) -> list[ErrorEvent]:
 def test_barrier_timeout_names_its_rank_and_counts():
     [ev] = _store_timeouts("metaseq-52")
     assert ev.origin.rank == 4330
-    assert (ev.data["joined"], ev.data["expected"]) == (1792, 2048)
+    assert (ev.data.joined, ev.data.expected) == (1792, 2048)
 
 
 def test_count_past_world_size_is_kept_as_printed():
     [ev] = _store_timeouts("pseco-15")
-    assert ev.origin.rank == 0 and (ev.data["joined"], ev.data["expected"]) == (16, 4)
+    assert ev.origin.rank == 0 and (ev.data.joined, ev.data.expected) == (16, 4)
 
 
 def test_a_rank_prefix_wins_over_the_message_rank():

@@ -22,13 +22,13 @@ def test_the_waiting_rank_and_the_rank_waited_for(stem, me):
     line = (CORPUS / f"{stem}.log").read_text().splitlines()[0]
     [event] = unique_id.match_line(line, Origin())
     assert event.kind == "store-timeout" and event.origin.rank == me
-    assert event.data["waits_for"] == 0 and event.data["why"] == "Socket Timeout"
+    assert event.data.waits_for == 0 and event.data.why == "Socket Timeout"
 
 
 def test_a_launcher_rank_on_the_line_wins():
     line = (CORPUS / "pytorch-82091.log").read_text().splitlines()[0]
     [event] = unique_id.match_line(line, Origin(rank=6))
-    assert event.origin.rank == 6 and event.data["waits_for"] == 0
+    assert event.origin.rank == 6 and event.data.waits_for == 0
 
 
 def test_other_lines_give_nothing():

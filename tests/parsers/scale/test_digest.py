@@ -199,14 +199,14 @@ def test_bad_digest_falls_back_to_raw_files(tmp_path):
     full = analyze(dst, KB, digests=False).verdict
     host_dir = next(dst.glob("hosts/*/digest.json")).parent
     doc = json.loads((host_dir / DIGEST_NAME).read_bytes())
-    doc["version"] = 2
+    doc["version"] = digest.VERSION + 1
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
     v = analyze(dst, KB).verdict
     assert _verdict_key(v) == _verdict_key(full)  # the only host's digest refused: every file read raw, and said
     assert v.sections["digests"]["hosts_from_digest"] == 0 and v.sections["digests"]["files_from_digest"] == 0
     # wording is the behaviour: the note the output shows for a refused digest
     assert "newer than this tool reads" in v.sections["digests"]["notes"][0]
-    doc["version"] = 1
+    doc["version"] = digest.VERSION
     first = next(iter(doc["files"]))
     doc["files"][first]["parsed"] = {"kind": "x", "events": [{"$t": "builtins.eval"}]}
     (host_dir / DIGEST_NAME).write_text(json.dumps(doc))
@@ -249,3 +249,63 @@ def test_loose_folder_skips_the_digest_quietly(tmp_path):
     (dst / "manifest.json").unlink()
     ev_kinds = {a.kind for a in analyze(dst, KB).evidence.artifacts}
     assert "host-digest" not in ev_kinds
+
+
+#: the data types new in digest version 2 (the kinds whose data a version-1 digest wrote as a plain dict)
+_V2_DATA = {"LineOnly", "Heartbeat", "StoreWait", "NetFailure", "TorchFrame", "BarrierWait", "HorovodLine",
+            "DeviceFault", "FailureTrail", "CommAborted", "NcclReason", "FatalError", "CrashSignal", "UnusedParameters",
+            "C10dSaid"}
+
+
+def _as_version_1(node, found: list) -> object:
+    """A digest's JSON as a version-1 writer wrote it: the data of the kinds typed in version 2 as a plain dict of
+    the fields set (`found` counts them)."""
+    if isinstance(node, list):
+        return [_as_version_1(x, found) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _as_version_1(v, found) for k, v in node.items()}
+    data = out.get("data")
+    if isinstance(data, dict) and str(data.get("$t", "")).removeprefix("events.") in _V2_DATA:
+        found.append(data.pop("$t"))
+    return out
+
+
+def test_a_version_1_digest_still_reads_and_gives_the_same_verdict(tmp_path):
+    """Version 2 types every event's data; a version-1 digest (dict data for those kinds) is still read, its
+    dicts typed where each event is rebuilt, and gives the verdict of the raw read."""
+    dst = _with_digests(FIXTURES / "nccl" / "kill" / "bundle", tmp_path)
+    full = analyze(dst, KB, digests=False).verdict
+    host_dir = next(dst.glob("hosts/*/digest.json")).parent
+    doc = json.loads((host_dir / DIGEST_NAME).read_bytes())
+    assert doc["version"] == digest.VERSION == 2
+    found: list = []
+    old = _as_version_1(doc, found)
+    assert found  # the bundle's digest carries such kinds: the rewrite is not vacuous
+    old["version"] = 1
+    (host_dir / DIGEST_NAME).write_text(json.dumps(old))
+    v = analyze(dst, KB).verdict
+    assert v.sections["digests"]["hosts_from_digest"] == 1 and not v.sections["digests"].get("notes")
+    assert _verdict_key(v) == _verdict_key(full)
+    data = [e.data for entry in old["files"].values() if "parsed" in entry
+            for e in decode_parsed(entry["parsed"]).events if type(e) is ErrorEvent]
+    assert len(data) >= len(found) and not any(isinstance(d, dict) for d in data)  # each dict typed on the way in
+
+
+@pytest.mark.parametrize("data, why", [
+    ({"$t": "events.WorkerReport", "exitcode": 1}, "xid event's data must be a DeviceFault, not WorkerReport"),
+    ({"$t": "events.DeviceFault", "forged": 1}, "DeviceFault has no field 'forged'"),
+    ({"$t": "events.NoSuchData"}, "unknown type 'events.NoSuchData'"),
+    ({"xid": "79"}, "DeviceFault's xid must be int"),
+])
+def test_a_forged_data_tag_is_refused_with_a_clear_error(data, why):
+    event = {"$t": "events.ErrorEvent", "kind": "xid", "message": "m", "origin": {"$t": "events.Origin"}, "data": data}
+    with pytest.raises(DigestError, match=why):
+        decode_parsed({"kind": "rank-log", "events": [event]})
+
+
+@pytest.mark.parametrize("version, why", [(digest.VERSION + 1, "newer than this tool reads"),
+                                          (0, "not one this tool wrote")])
+def test_a_version_outside_those_read_is_refused(version, why):
+    with pytest.raises(DigestError, match=why):
+        digest.check_digest({"format": digest.FORMAT, "version": version})
