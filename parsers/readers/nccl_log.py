@@ -22,8 +22,8 @@ import re
 from itertools import chain, islice
 from typing import Callable, Iterable, NamedTuple
 
-from parsers.model.events import (CommAborted, CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed, TopoEdge,
-                                  normalise_op)
+from parsers.model.events import (CommAborted, CommMember, ErrorEvent, ErrorKind, LocalPeer, OpEvent, Origin, Parsed,
+                                  TopoEdge, normalise_op)
 from parsers.readers.prefix import labels_are_line_numbers, short_host, strip_prefix
 from parsers.readers import nccl_net, pasted_host, textline
 

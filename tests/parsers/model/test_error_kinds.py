@@ -167,7 +167,8 @@ def test_every_kind_has_typed_data_and_no_event_carries_a_dict():
     (the last 33 kinds carried one until issue 43 item 3 was done)."""
     assert set(TYPED_DATA) == set(ErrorKind)
     for kind in ErrorKind:
-        data = ErrorEvent(kind, "m", Origin(), **({"data": {"finding": "errors"}} if kind == "fr-analysis" else {})).data
+        extra = {"data": {"finding": "errors"}} if kind == "fr-analysis" else {}
+        data = ErrorEvent(kind, "m", Origin(), **extra).data
         assert type(data) is TYPED_DATA[kind] and not isinstance(data, dict), kind
         assert dataclasses.is_dataclass(data) and data.__dataclass_params__.frozen, kind
 
