@@ -11,11 +11,16 @@ presentation's (forensics/report/words).
 - Flight Recorder without timing: NCCL ops in the dumps completed with no start time (timing off), so an
   op still 'scheduled' may be running on the GPU or waiting behind other work: a long kernel on one
   rank's stream cannot be told from its peers' waits.
+- no Python stacks: some ranks' output holds faulthandler's dump of every thread (PYTHONFAULTHANDLER, printed
+  when a rank aborts) and others' none: what those ranks' threads did is unknown here, and the one that did not
+  abort is often the one the others waited on (seen, H100: a rank blocked on a lock its own thread held was
+  killed without a dump; live, py-spy showed the holder).
 """
 
 from __future__ import annotations
 
 from parsers.gather.evidence import Evidence
+from parsers.model.events import ErrorEvent, ErrorKind
 from parsers.model.findings import EvidenceGap
 
 
@@ -31,4 +36,19 @@ def evidence_gaps(ev: Evidence) -> list[EvidenceGap]:
     if untimed and not any(t == "on" for _, t in timing):
         gaps.append(EvidenceGap("fr-without-timing", tuple(sorted({r for r in untimed if r is not None})),
                                 count=len(untimed)))
+    if ev.manifest is None and (stackless := _without_stacks(ev)):
+        gaps.append(EvidenceGap("no-stacks", stackless, count=len(stackless)))
     return gaps
+
+
+def _without_stacks(ev: Evidence) -> tuple[int, ...]:
+    """Ranks whose output holds no faulthandler dump where another rank's does (so the env printed them)."""
+    dumped: set[int] = set()
+    ranks: set[int] = set()
+    for a in ev.of_kind("rank-log"):
+        if a.rank is None or a.parsed is None:
+            continue
+        ranks.add(a.rank)
+        if any(type(e) is ErrorEvent and e.kind == ErrorKind.PYTHON_FATAL for e in a.parsed.events):
+            dumped.add(a.rank)
+    return tuple(sorted(ranks - dumped)) if dumped else ()

@@ -530,7 +530,8 @@ class EvidenceGap:
     `kind`: 'no-recorder-state' (a logs folder of an NCCL job with no recorder state file: who waits on whom
     inside NCCL, and since when, is unknown), 'fr-without-timing' (Flight Recorder dumps whose ops completed
     with no start time: 'scheduled' cannot be told from running on the GPU, so a rank whose op is queued
-    behind a long kernel looks like its peers). `ranks`: the ranks it concerns (dumping ranks), where known."""
+    behind a long kernel looks like its peers), 'no-stacks' (ranks whose output holds no faulthandler dump where
+    others' do: what their threads did is unknown). `ranks`: the ranks it concerns, where known."""
 
     kind: str
     ranks: tuple[int, ...] = ()

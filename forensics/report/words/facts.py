@@ -334,4 +334,11 @@ def evidence_gap(gap: dict) -> str:
         return (f"Flight Recorder dumps without timing{whose}: an op still 'scheduled' may be running on the GPU or "
                 "queued behind other work, so a long kernel on one rank's stream cannot be told from its peers' "
                 "waits; set TORCH_NCCL_ENABLE_TIMING=1 (`forensics env`)")
+    if gap.get("kind") == "no-stacks":
+        ranks = [r for r in gap.get("ranks") or [] if isinstance(r, int)]
+        one = len(ranks) == 1
+        return (f"no Python stacks of rank{'' if one else 's'} {fold(ranks)}: the others' output holds "
+                f"faulthandler's dump of every thread (printed as a rank aborts) and {'its' if one else 'theirs'} "
+                f"none, so what {'its' if one else 'their'} threads did (a lock, a thread of its own, a slow step) "
+                "is unknown here; a live `forensics collect` reads them with py-spy while the job hangs")
     return f"missing evidence: {gap.get('kind')}"

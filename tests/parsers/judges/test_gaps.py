@@ -69,3 +69,23 @@ def test_timed_dumps_close_the_timing_gap():
     ranks aborted: timing is there, the recorder's copies are not."""
     env = PIPELINE.parents[1] / "issue39" / "env"
     assert gaps_of(env / "gpusleep-s39-logs.tar.gz") == ["no-recorder-state"]
+
+
+LOCK41 = Path(__file__).resolve().parents[2] / "fixtures" / "issue39" / "env" / "lock-s41-logs.tar.gz"
+
+
+def test_a_rank_without_the_stacks_the_others_left_is_a_gap():
+    """Seed 41's lock case on the H100: rank 0 blocked on a lock its own thread held, never aborted (killed at the
+    end) and left no faulthandler dump; ranks 1-7 aborted and left theirs. Live, py-spy named the holder; here
+    the verdict keeps its culprit and says which stacks the folder lacks."""
+    gaps = {g.kind: g for g in evidence_gaps(load_path(LOCK41))}
+    assert gaps["no-stacks"].ranks == (0,)
+    verdict = analyze(LOCK41).verdict
+    assert verdict.culprit is not None and verdict.culprit.rank == 0
+    # wording is the behaviour: the piece missing, for the rank it concerns
+    assert any(line.startswith("no Python stacks of rank 0:") for line in verdict.missing_evidence)
+
+
+def test_no_stack_gap_where_no_rank_left_stacks():
+    """Without PYTHONFAULTHANDLER no rank leaves a dump: that is no gap of one rank (the issue 26 capture)."""
+    assert "no-stacks" not in gaps_of(PIPELINE / "logs.tar.gz")
