@@ -20,7 +20,7 @@ from collections import Counter
 
 from parsers.model import Suspect
 from parsers.model.events import normalise_op
-from parsers.model.findings import ReasonClass, cite
+from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.readers.recorder import CollRecord, RecorderState
 
 Signature = tuple[str, int, str]
@@ -99,8 +99,8 @@ def _suspect(st: RecorderState, comm: str, at: tuple[int, int], calls: tuple[Sig
     later = f"; the others wait in collective #{wait}" if wait != pos else ""
     where = f"collective #{pos} of communicator {comm}"
     return Suspect(rank=rank, host=st.hostid or st.host, pid=st.pid, reason_class=ReasonClass.MISMATCH,
-                   reason=f"rank {rank} called {label(called)} at {where} where {n_major} ranks called "
-                          f"{label(major)}{later}{done}",
+                   reason=of_rank(rank, f"called {label(called)} at {where} where {n_major} ranks called "
+                                        f"{label(major)}{later}{done}"),
                    confidence=conf,
                    evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {n_major} ranks "
                                   f"{label(major)}", tool="recorder")])

@@ -124,8 +124,11 @@ _R = ReasonClass
 #: how findings about one rank relate: cause -> the findings it explains (it comes first causally), so the
 #: arbiter lists them under it as consequences, not as rivals.
 EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
+    #: ... and its own exit: a rank that called another collective than its peers, finished it and exited (0, or
+    #: aborted by NCCL) exited because of the call (issue 39 item 3: the exit is listed under the cause)
     _R.MISMATCH: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED,
-                  _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
+                  _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND, _R.EXITED,
+                  _R.NO_RECORDER_STATE},
     _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED,
                     _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND,
                     _R.MISMATCH},

@@ -58,4 +58,31 @@ def test_ordermismatch_whose_odd_rank_finished_is_read_from_its_finalize_copy():
     # wording is the behaviour: the call the odd rank made and the one the others made, from the recorder
     assert "called broadcast(" in v.culprit.reason and "allreduce(" in v.culprit.reason, v.culprit.reason
     live = analyze(CASES / case / "bundle.tar.gz", KB).verdict  # collected while ranks 0,1,3 hung, 2 a zombie
-    assert named(live) == {2}, live.text
+    assert named(live) == {2}, live.text  # (made before collect looked for its copy: it says 'exited')
+
+
+def test_a_mismatch_heads_the_exit_it_explains(tmp_path):
+    """Issue 39 item 3: the live bundle of seed 41 with the finalized rank's copy in its recorder folder, as
+    collect now brings it (forensics/discover/exited.py; tests/forensics/discover/test_exited_recorder_copy.py):
+    the call it made heads, its exit (code 0, a zombie) is listed under it."""
+    import json
+    import tarfile
+
+    with tarfile.open(CASES / "seed41-ordermismatch" / "bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    with tarfile.open(CASES / "seed41-ordermismatch" / "logs.tar.gz") as tar:
+        copy = tar.extractfile("logs/node02/nccl-recorder.node02.549.0.bin").read()
+    bundle = tmp_path / "bundle"
+    rel = "hosts/vm/rank2-pid549/recorder/nccl-recorder.node02.549.0.bin"
+    (bundle / rel).parent.mkdir(parents=True)
+    (bundle / rel).write_bytes(copy)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for rank in manifest["ranks"]:
+        for rec in rank["collectors"]:
+            if rec["name"] == "recorder" and rank["pid"] == 549:
+                rec.update(status="ok", error=None, files=[rel], details={"copied_ns": {rel: 0}})
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    (bundle / "hosts" / "vm" / "digest.json").unlink()  # the host's digest was made without the copy
+    v = analyze(bundle, KB).verdict
+    assert v.culprit.rank == 2 and v.culprit.reason_class == ReasonClass.MISMATCH, v.text
+    assert ReasonClass.EXITED in {c.reason_class for c in v.culprit.consequences}, v.text
