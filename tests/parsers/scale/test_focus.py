@@ -19,9 +19,11 @@ from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from hf_testpaths import FIXTURES
 from parsers.scale import focus as digest_focus
-from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest import DIGEST_NAME, read_summaries, write_json
 from parsers.scale.digest_first import digest_host
+from parsers.gather.evidence import load
 from parsers.gather.source import open_source
+from parsers.model.events import ErrorKind, own_error
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 
@@ -147,3 +149,24 @@ def test_a_refused_digest_leaves_its_host_read_raw_and_the_rest_over_classes(tmp
     assert not focus.get("why_not") and "node00001" in focus["why"] and focus["hosts_read"] < 8, focus
     assert _verdict_key(result.verdict) == _verdict_key(analyze(tmp_path, KB, digests=False).verdict)
     assert result.verdict.culprit.rank == 43
+
+
+def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
+    """Issue 43 (scale parity) with issue 39 item 5 (warnings are not errors): every rank of a gloo job prints
+    the c10d warning 'Unable to resolve hostname ... loopback'. Read as a c10d-warning, it flagged every rank
+    an error of its own, so every rank was odd and the focus read every host of a gloo fleet. The warning is
+    still read; no rank is flagged for it, and a rank's real error still flags it."""
+    with tarfile.open(FIXTURES / "issue39/gloo-i39/lock/bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    root = next(tmp_path.rglob("manifest.json")).parent
+    with open_source(root) as src:
+        doc = digest_host(src, src.manifest.hosts[0].host, KB)
+    (root / src.manifest.hosts[0].dir / DIGEST_NAME).write_bytes(write_json(doc))
+    with open_source(root) as src:
+        events = [e for a in load(src, KB.line_filter).artifacts if a.parsed for e in a.parsed.events]
+        ranks = {r.rank for r in src.manifest.ranks}
+    warnings = [e for e in events if e.kind == ErrorKind.C10D_WARNING and "resolve hostname" in e.message]
+    assert {e.origin.rank for e in warnings} == ranks and len(ranks) == 5
+    assert not any(map(own_error, warnings))
+    summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
+    assert {r.rank: r.flags for r in summaries} == {r: () for r in ranks}
