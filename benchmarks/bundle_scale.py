@@ -37,15 +37,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterator
 
 from benchmarks.recorder_copy import recorder_as
 from benchmarks.synthetic_job import COMM_ID, rank_lines
 from forensics.report.words import analyze
-from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers import knowledge
+from parsers.scale.digest import DIGEST_NAME, kb_key, write_json
 from parsers.scale.digest_first import digest_host
 from parsers.gather.source import open_source
 from parsers.readers.recorder import decode_recorder
@@ -67,7 +69,7 @@ def _recorder_templates() -> tuple[bytes, bytes, str]:
     return files[0].read_bytes(), files[5].read_bytes(), man["created"]
 
 
-def _write_sparse(path: Path, data: bytes, block: int = 4096) -> None:
+def write_sparse(path: Path, data: bytes, block: int = 4096) -> None:
     """`data` written with its zero blocks left as holes: a recorder file is mostly empty ring (300 kB, 68 kB used)."""
     zero = bytes(block)
     with open(path, "wb") as f:
@@ -153,7 +155,7 @@ def write_bundle(root: Path, ranks: int, per_host: int, culprit: int, ops: int =
             name = f"nccl-recorder.{host}.{pid}.0.bin"
             (d / "recorder").mkdir(exist_ok=True)
             which = "s" if r == culprit else "w"
-            _write_sparse(d / "recorder" / name, recorder_as(sleeper if r == culprit else waiting, r, ranks, pid, host,
+            write_sparse(d / "recorder" / name, recorder_as(sleeper if r == culprit else waiting, r, ranks, pid, host,
                                                              comm_id=int(COMM_ID, 16)))
             look = _second_look(pid, r, t0, frames, state, (f"nccl.{host}.{pid}.log", len("".join(log))),
                                 (name, states[which]))
@@ -202,10 +204,11 @@ print(json.dumps({"seconds": time.perf_counter() - t, "bytes": size, "hosts": ho
 """
 
 
-def write_digests(root: Path, kb: Any) -> tuple[int, int]:
+def write_digests(root: Path, kb: Any, workers: int = 1) -> tuple[int, int]:
     """Each host's digest as `collect` writes it at the end of a collection: from that host's own files and
-    manifest records only (the bundle listed once, its files split by host folder). (hosts, bytes written)."""
-    size = 0
+    manifest records only (the bundle listed once, its files split by host folder). (hosts, bytes written).
+    `workers` > 1: the hosts split among that many processes (on a fleet each host makes its own at once; a
+    100,000-rank bundle's 12,500 digests one after another take longer than its analysis)."""
     with open_source(root) as src:
         by_dir: dict[str, list] = {}
         ranks: dict[str, list] = {}
@@ -213,12 +216,33 @@ def write_digests(root: Path, kb: Any) -> tuple[int, int]:
             by_dir.setdefault("/".join(ref.rel.split("/", 2)[:2]), []).append(ref)
         for r in src.manifest.ranks:
             ranks.setdefault(r.host, []).append(r)
-        for rec in src.manifest.hosts:
-            own = dataclasses.replace(src.manifest, hosts=[rec], ranks=ranks.get(rec.host, []), missing=[])
-            data = write_json(digest_host(src, rec.host, kb, refs=by_dir.get(rec.dir, []), manifest=own))
-            (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
-            size += len(data)
-        return len(src.manifest.hosts), size
+        tasks = [(rec, by_dir.get(rec.dir, []), dataclasses.replace(src.manifest, hosts=[rec],
+                                                                    ranks=ranks.get(rec.host, []), missing=[]))
+                 for rec in src.manifest.hosts]
+        if workers <= 1 or len(tasks) < 2 * workers or kb_key(kb) != kb_key(knowledge.load(use_env=False)):
+            return len(tasks), sum(_host_digests(src, kb, tasks))
+    bare = dataclasses.replace(src.manifest, hosts=[], ranks=[], artifacts=[], missing=[])
+    step = -(-len(tasks) // (4 * workers))
+    chunks = [tasks[i:i + step] for i in range(0, len(tasks), step)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        sizes = pool.map(_digest_task, [str(root)] * len(chunks), [bare] * len(chunks), chunks)
+        return len(tasks), sum(sizes)
+
+
+def _host_digests(src: Any, kb: Any, tasks: list[tuple[Any, list, Any]]) -> Iterator[int]:
+    """Each task's host digest written in its folder; the bytes of each."""
+    for rec, refs, own in tasks:
+        data = write_json(digest_host(src, rec.host, kb, refs=refs, manifest=own))
+        (src.root / rec.dir / DIGEST_NAME).write_bytes(data)
+        yield len(data)
+
+
+def _digest_task(root: str, bare: Any, tasks: list[tuple[Any, list, Any]]) -> int:
+    """A worker's share of `write_digests`: the bundle opened unlisted (each task brings its host's files and
+    manifest part), the default knowledge base loaded here (the caller's: `write_digests` checks)."""
+    with open_source(root, list_files=False) as src:
+        src.manifest = dataclasses.replace(bare, hosts=[rec for rec, _, _ in tasks])
+        return sum(_host_digests(src, knowledge.load(use_env=False), tasks))
 
 
 #: tree mode's reduction (forensics.fleet.reduce) over the digests made above: the hosts split among G

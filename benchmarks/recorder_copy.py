@@ -35,6 +35,17 @@ def _ring(peer: int, old: tuple[int, int], new: tuple[int, int]) -> int:
     return (new[0] + offset) % new[1]
 
 
+def _used_ops(data: bytes) -> list[int]:
+    """The offsets of the proxy op records of `data` that are not all zero (a slot never written is left as it is:
+    most of a ring is empty, and rewriting every slot cost most of a copy's time)."""
+    (slots,) = struct.unpack_from("<I", data, _SLOTS_AT)
+    (at,) = struct.unpack_from("<I", data, _PROXY_AT)
+    stride = PROXY_SIZE + _STEP_SLOTS * _STEP_SIZE
+    empty = bytes(PROXY_SIZE)
+    return [off for off in range(at, at + min(slots, (len(data) - at) // stride) * stride, stride)
+            if data[off:off + PROXY_SIZE] != empty]
+
+
 def recorder_as(data: bytes, rank: int, nranks: int, pid: int, host: str, comm_id: int | None = None,
                 peers: bool = True) -> bytes:
     """`data` (a recorder file) as written by `pid` on `host`, rank `rank` of `nranks`; `peers`: proxy ops'
@@ -47,11 +58,7 @@ def recorder_as(data: bytes, rank: int, nranks: int, pid: int, host: str, comm_i
     struct.pack_into("64s", buf, _HOST_AT, host.encode()[:63])
     if comm_id is not None:
         struct.pack_into("<Q", buf, _COMM_AT, comm_id)
-    (slots,) = struct.unpack_from("<I", buf, _SLOTS_AT)
-    (at,) = struct.unpack_from("<I", buf, _PROXY_AT)
-    stride = PROXY_SIZE + _STEP_SLOTS * _STEP_SIZE
-    for i in range(min(slots, (len(buf) - at) // stride)):
-        off = at + i * stride
+    for off in _used_ops(data):
         op_pid, peer = struct.unpack_from("<ii", buf, off + _OP_PID)
         if op_pid == old_pid:
             struct.pack_into("<i", buf, off + _OP_PID, pid)

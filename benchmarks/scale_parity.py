@@ -5,12 +5,18 @@ for (fixture, plain-read culprit and why, digest-path culprit and why, equal?), 
 was or was not used and the seconds of each read, so a disagreement or a fallback is seen at a glance.
 The fleet is made by tests/support/replicate.py (the capture's ranks kept, the rest healthy copies of one rank).
 
-    PYTHONPATH=. python benchmarks/scale_parity.py [--ranks 4096] [CAPTURE ...]   (paths under tests/fixtures)
+    PYTHONPATH=. python benchmarks/scale_parity.py [--ranks 4096] [--tmp DIR] [CAPTURE ...]   (paths under tests/fixtures)
+
+At 100,000 ranks (12,500 hosts): the copies and the digests are written by one process a core, the plain read
+by its own 8 workers; its peak RSS (about 17 GB) is the largest, the last column says it. The fleet needs a few GB
+of disk under --tmp (recorder files written sparse). One light capture (issue26/lock: 28 kB of NCCL log a rank)
+is the 100,000-rank row; the nccl/* captures carry 260 kB of NCCL log a rank (10x the reading).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import sys
 import tempfile
@@ -30,8 +36,13 @@ def _said(key: list[tuple]) -> str:
                      for k in key) or "none"
 
 
-def row(capture: str, ranks: int) -> str:
-    tmp = Path(tempfile.mkdtemp(prefix="scale-parity-"))
+def _peak_gb() -> float:
+    """The peak RSS of this process or any child (ru_maxrss: kB on Linux)."""
+    return max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 2**20
+
+
+def row(capture: str, ranks: int, under: str | None = None) -> str:
+    tmp = Path(tempfile.mkdtemp(prefix="scale-parity-", dir=under))
     try:
         t = time.perf_counter()
         root, own = fleet(FIXTURES / capture, tmp, ranks)
@@ -46,7 +57,8 @@ def row(capture: str, ranks: int) -> str:
         how = focus.get("why_not") or f"focus {focus.get('hosts_read')} hosts"
         kept = [k[:3] for k in culprit_key(plain)] == [k[:3] for k in culprit_key(own)]
         return (f"| {capture} | {_said(culprit_key(plain))} | {_said(culprit_key(dig))} | "
-                f"{culprit_key(plain) == culprit_key(dig)} | {kept} | {how} | {made:.0f} / {t_plain:.0f} / {t_dig:.0f} |")
+                f"{culprit_key(plain) == culprit_key(dig)} | {kept} | {how} | {made:.0f} / {t_plain:.0f} / {t_dig:.0f} | "
+                f"{_peak_gb():.1f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -54,17 +66,19 @@ def row(capture: str, ranks: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=4096)
+    ap.add_argument("--tmp", help="where the fleet is written (default: the system's temporary folder)")
     ap.add_argument("captures", nargs="*")
     args = ap.parse_args()
     if not args.captures:
-        from tests.parsers.test_scale_parity import CAPTURES  # the test's list: one list of the cases
+        from tests.parsers.pipeline.test_scale_parity import CAPTURES  # the test's list: one list of the cases
         args.captures = CAPTURES
     print(f"{args.ranks} ranks a fleet\n")
     print("| capture | plain read: culprit why [evidence] | digest path: culprit why [evidence] | equal | "
-          "replica kept the capture's culprit | digest path's reading | seconds: replica+digests / plain / digest |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "replica kept the capture's culprit | digest path's reading | seconds: replica+digests / plain / digest | "
+          "peak RSS GB so far |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in args.captures:
-        print(row(c, args.ranks), flush=True)
+        print(row(c, args.ranks, args.tmp), flush=True)
     return 0
 
 

@@ -18,9 +18,9 @@ from parsers.gather.evidence import Coverage, Evidence
 from parsers.readers import stamps
 from parsers.judges.claims import claims
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
-from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, ErrorEvent, ErrorKind, OpEvent, Progress,
-                                  CollectiveStack, CollectiveTimeout, DumpAsked, LocalPeer, NcclFailure, RankStated,
-                                  RasFinding, WorkerReport)
+from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, WARNING_KINDS, ErrorEvent, ErrorKind,
+                                  OpEvent, Progress, CollectiveStack, CollectiveTimeout, DumpAsked, LocalPeer,
+                                  NcclFailure, RankStated, RasFinding, WorkerReport)
 from parsers.model.findings import (CallSite, Citation, CompletedPastFact, CoverageFact, CoverageNoteFact,
                                     DisagreementFact, DumpAskFact, DumpFact, ErrorFact, ErrorsFact, Findings, HostFact,
                                     JudgeContext, KnownFact, NoErrorFact, Observation, PeerFact,
@@ -317,7 +317,7 @@ class _Seen:
         if e.kind == ErrorKind.PYTHON_FRAME:  # a frame is where an error happened, not one more error
             self.innermost[rank if rank is not None else e.origin.pid] = e
             return
-        if e.kind == ErrorKind.C10D_WARNING:  # a warning is no error: never the first error of the rank that printed it
+        if e.kind in WARNING_KINDS:  # a warning is no error: never the first error of the rank that printed it
             return
         self.errors += 1
         if self.earliest is None or (self.earliest[0].kind == ErrorKind.LAUNCHER_SIGNAL

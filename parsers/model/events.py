@@ -782,11 +782,18 @@ WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOS
                                ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT}
 
 
+#: kinds that warn and say nothing failed: the judges never take one for an error (issue 39 item 5: a c10d `[W ...]`
+#: line is never a rank's first error), and neither does the scale path (a warning every gloo rank prints, "Unable
+#: to resolve hostname", made every rank odd, and the focus read every host)
+WARNING_KINDS = frozenset({ErrorKind.C10D_WARNING})
+
+
 def own_error(event: object) -> bool:
-    """An error a process reports of itself: an ErrorEvent that is no mere information (INFO_KINDS) and no wait on
-    a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do (parsers.scale.digest's flags and odd
-    ones out, and the raw reads digest first and the focus choose from them)."""
-    return type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WAIT_ERRORS
+    """An error a process reports of itself: an ErrorEvent that is no mere information (INFO_KINDS), no warning
+    (WARNING_KINDS) and no wait on a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do
+    (parsers.scale.digest's flags and odd ones out, and the raw reads digest first and the focus choose from them)."""
+    return type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WARNING_KINDS \
+        and event.kind not in WAIT_ERRORS
 
 
 @dataclass(slots=True)

@@ -52,6 +52,8 @@ MAX_JOB_FILES = 4096
 HOSTS_PER_TASK = 512
 #: ranks claimed twice whose claimants are all read, and claimants read per rank (the rest: their classes)
 MAX_CONFLICTS, MAX_CLAIMANTS = 64, 4
+#: ranks of a class read at most to stand for it beside the odd ones (the judges count the ranks they read)
+MAX_STANDING = 16
 #: ranks of a communicator waited on in the recorder beyond which only the ends of the waits are read (`_waits`)
 MAX_WAITED = 64
 
@@ -243,7 +245,7 @@ def _why(merged: ClassSummary, judged: ClassJudgement, host_of: dict[int, list[s
     representative of each class, the recorder's wait graph, what the job-level files name, and every
     claimant of a rank that two processes claim (the judges see the conflict, and the rank's own process)."""
     why: dict[str, str] = {}
-    for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *_representatives(merged, host_of),
+    for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *_representatives(merged, host_of, count(judged.ranks)),
                          *_waits(merged, host_of), *_named_by_job_files(job_arts, host_of, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
@@ -271,11 +273,13 @@ def _odd(judged: ClassJudgement, host_of: dict[int, list[str]]) -> Iterable[tupl
         yield h, f"process {pid} has no known rank"
 
 
-def _representatives(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:
-    """The host of the first rank of each class: the judges compare the odd ones with the many."""
+def _representatives(merged: ClassSummary, host_of: dict[int, list[str]], odd: int) -> Iterable[tuple[Any, str]]:
+    """The hosts of the first ranks of each class, more of them read than there are odd ones (up to MAX_STANDING):
+    the judges compare the odd ones with the many by the ranks they read. One rank of a class of three, beside one
+    odd rank, was one against one: the judges named the wrong one (issue26/ahead, one host a rank)."""
     for name, iv in _class_sets(merged):
-        if iv:
-            yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) of {name}"
+        for r in itertools.islice(ranks_of(iv), min(odd + 1, MAX_STANDING)):
+            yield _hosts(host_of, r)[0], f"rank {r} stands for {count(iv)} rank(s) of {name}"
 
 
 def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tuple[Any, str]]:

@@ -10,11 +10,13 @@ What a copy of template rank `h` as global rank `R` gets, so every file says one
 - environ.json: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; JSON files' pid/tid fields, second-look's rank;
 - its NCCL log: the `host:pid:tid` prefix, and in the job's world communicator (the one of the capture's world
   size) `rank h nranks N` -> `rank R nranks W`; lines of any other communicator (a subgroup the template was in)
-  and its ring/tree/channel lines (positions of the capture's ring) are left out: a copy is a member of the world
-  communicator only;
-- its recorder files: the world communicator's header says pid, rank R of W, env rank R and its host; a
-  subgroup's recorder file is left out;
-- stdout/stderr with `[rankh]` -> `[rankR]`; Flight Recorder dumps and children/ are left out (a copy's dump
+  and its ring/tree/channel lines and proxy connection set-up (the capture's topology) are left out: a copy is a
+  member of the world communicator only;
+- its recorder files: the world communicator's header says pid, rank R of W, env rank R and its host, and each
+  proxy op's peer is the template's moved by its ring offset (the template waited on its ring neighbour h+1: the
+  copy waits on R+1, as a rank of a real ring does; kept as they were, a thousand copies all waited on the
+  template's neighbours, a fault the capture does not have); a subgroup's recorder file is left out;
+- stdout/stderr: the NCCL lines in them as in its NCCL log, and `[rankh]` -> `[rankR]`; Flight Recorder dumps and children/ are left out (a copy's dump
   would be the template's positions under another rank: the dump format is not rewritten here).
 The capture's own ranks keep their files; their world size becomes W (environ, manifest, the world
 communicator's NCCL lines and recorder headers). Host-level files stay with the capture's hosts.
@@ -25,15 +27,17 @@ Inputs are our own fixtures; the writer still bounds what it reads (files of a r
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import struct
 import tarfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bundle_scale import write_digests
+from benchmarks.bundle_scale import write_digests, write_sparse
 from benchmarks.recorder_copy import header, recorder_as
 from forensics.report.words import analyze
 from parsers import knowledge
@@ -46,7 +50,12 @@ _JSON_PID_KEYS = ("pid", "tid", "os_thread_id", "native_thread_id")
 _NCCL_PREFIX = re.compile(r"^(?P<pre>(?:\[[^\]]{0,40}\] )?)(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) ")
 _COMM_PTR = re.compile(r"comm (0x[0-9a-f]{1,16})")
 _INIT = re.compile(r"comm (0x[0-9a-f]{1,16}) rank (\d{1,7}) nranks (\d{1,7})")
-_TOPOLOGY = re.compile(r"NCCL INFO (?:Ring|Tree|Trees|Channel) ")
+#: a copy leaves out the capture's topology: its ring/tree/channel positions and the proxy connections set up for
+#: them ("New proxy recv connection 3 from local rank 0", "Connected to proxy localRank 0 -> connection 0x...", the
+#: proxy's set-up calls "ncclPollProxyResponse Received new opId=..."): a third to four fifths of a rank's log,
+#: none of it read into evidence (a closed proxy connection is another line, kept)
+_TOPOLOGY = re.compile(r"NCCL INFO (?:Ring |Tree |Trees |Channel |New proxy \w{1,8} connection|Connected to proxy "
+                       r"|ncclPollProxyResponse |proxyProgressAsync |Received and initiated |resp\.opId=)")
 #: a copy's pid: far above the capture's, 20,000 apart a slot of its host so each tid offset stays its own
 PID_BASE, PID_STEP = 100_000, 20_000
 #: stand-ins for a copy's rank and host in a log rewritten once for every copy of a slot (no log holds a NUL)
@@ -147,12 +156,12 @@ def _nccl_log(text: str, world: tuple[int, int], rank: tuple[int, str] | None, w
 
 def _recorder(data: bytes, world: tuple[int, int], rank: int | None, pid: int | None, host: str | None) -> bytes | None:
     """A recorder file with its header at the new world size; a copy's (`rank` given) said again as written by
-    its pid, rank and host (benchmarks/recorder_copy.py; its proxy ops' peers kept: the template's ring
-    neighbours); None for a copy's file of another communicator."""
+    its pid, rank and host (benchmarks/recorder_copy.py; its proxy ops' peers moved by their ring offset); None
+    for a copy's file of another communicator."""
     if header(data)[1] != world[0]:
         return None if rank is not None else data
     if rank is not None and pid is not None and host is not None:
-        return recorder_as(data, rank, world[1], pid, host, peers=False)
+        return recorder_as(data, rank, world[1], pid, host)
     buf = bytearray(data)
     struct.pack_into("<i", buf, _NRANKS_AT, world[1])
     return bytes(buf)
@@ -188,16 +197,15 @@ def _copy_file(src: Path, rel: str, ctx: dict[str, Any]) -> bytes | None:
         return json.dumps(_json_ids(doc, tpl["pid"], c.pid, tpl["rank"], c.rank)).encode()
     if name.endswith(".bin") and "recorder" in name:
         return _recorder(src.read_bytes(), world, c.rank, c.pid, c.host)
-    if name.endswith(".log") and rel.startswith("nccl/"):
+    if name.endswith(".log") and (rel.startswith("nccl/") or name in ("stdout.log", "stderr.log")):
         key = (rel, c.slot)  # a slot's pid and tids are every copy's in that slot: the log rewritten once a slot
         if key not in ctx["cache"]:
             text = src.read_text(errors="surrogateescape")
             ctx["cache"][key] = _nccl_log(text, world, (tpl["rank"], _RANK_MARK), (_HOST_MARK, tpl["pid"], c.pid))
         text = ctx["cache"][key].replace(_RANK_MARK, str(c.rank)).replace(_HOST_MARK, c.host)
+        if not rel.startswith("nccl/"):  # a launcher's rank prefix
+            text = text.replace(f"[rank{tpl['rank']}]", f"[rank{c.rank}]")
         return text.encode(errors="surrogateescape")
-    if name in ("stdout.log", "stderr.log"):
-        text = src.read_text(errors="surrogateescape")
-        return text.replace(f"[rank{tpl['rank']}]", f"[rank{c.rank}]").encode(errors="surrogateescape")
     return src.read_bytes()
 
 
@@ -219,7 +227,10 @@ def _write_copy(root: Path, tpl: dict[str, Any], c: Copy, world: tuple[int, int]
         new_rel = "/".join(_rename(part, tpl["pid"], c.pid, token, c.host) for part in rel.split("/"))
         out = root / new_dir / new_rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
+        if out.suffix == ".bin":
+            write_sparse(out, data)  # a recorder file is mostly empty ring: 30 GB at 100,000 ranks written whole
+        else:
+            out.write_bytes(data)
         renamed[f"{tpl['dir']}/{rel}"] = f"{new_dir}/{new_rel}"
     rec = json.loads(json.dumps(tpl))
     for col in rec.get("collectors") or []:
@@ -247,9 +258,17 @@ def _widen_own(root: Path, rec: dict[str, Any], world: tuple[int, int]) -> None:
             f.write_text(_nccl_log(text, world, None, None), errors="surrogateescape")
 
 
-def replicate(bundle: Path, dst: Path, ranks: int, template: int, per_host: int = 8) -> Path:
+def _write_copies(root: Path, tpl: dict[str, Any], copies: list[Copy], world: tuple[int, int],
+                  per_host: int) -> list[dict[str, Any]]:
+    """The copies' folders written (a log rewritten once a slot); their manifest records, in order."""
+    cache: dict[tuple[str, int], str] = {}
+    return [_write_copy(root, tpl, c, world, per_host, cache) for c in copies]
+
+
+def replicate(bundle: Path, dst: Path, ranks: int, template: int, per_host: int = 8, workers: int = 1) -> Path:
     """`bundle` (a folder) copied to `dst` and grown to `ranks` ranks: its own ranks kept (at world size `ranks`),
-    the rest copies of its rank `template` on new hosts of `per_host` ranks. Returns `dst`."""
+    the rest copies of its rank `template` on new hosts of `per_host` ranks, written by `workers` processes.
+    Returns `dst`."""
     shutil.copytree(bundle, dst, symlinks=True)
     man = _load(dst)
     own = [r for r in man["ranks"] if isinstance(r.get("rank"), int)]
@@ -258,14 +277,20 @@ def replicate(bundle: Path, dst: Path, ranks: int, template: int, per_host: int 
     taken = {r["rank"] for r in own}
     world = (world_old, max(ranks, world_old))
     base = man["hosts"][0]["host"] if man["hosts"] else "node"
-    new = [r for r in range(world[1]) if r not in taken]
-    cache: dict[tuple[str, int], str] = {}
-    for i, rank in enumerate(new):
-        c = Copy(rank=rank, host=f"{base}-x{i // per_host:05d}", slot=i % per_host)
-        man["ranks"].append(_write_copy(dst, tpl, c, world, per_host, cache))
-        if c.slot == 0:
-            man["hosts"].append({"host": c.host, "status": "ok", "seconds": 0.0, "error": None,
-                                 "dir": f"hosts/{c.host}", "collectors": []})
+    # the copies take the ranks past the capture's world: a rank of it that has no process (a killed culprit) stays
+    # without one (a copy in its place was a healthy rank 3 where the capture's verdict is 'rank 3 has no process')
+    new = [r for r in range(world[0], world[1]) if r not in taken]
+    copies = [Copy(rank=rank, host=f"{base}-x{i // per_host:05d}", slot=i % per_host) for i, rank in enumerate(new)]
+    if workers <= 1 or len(copies) < 64 * workers:
+        man["ranks"] += _write_copies(dst, tpl, copies, world, per_host)
+    else:  # whole hosts to each task, so each host folder is one process's
+        step = -(-len(copies) // (4 * workers * per_host)) * per_host
+        parts = [copies[i:i + step] for i in range(0, len(copies), step)]
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for recs in pool.map(_write_copies, *zip(*[(dst, tpl, part, world, per_host) for part in parts])):
+                man["ranks"] += recs
+    man["hosts"] += [{"host": c.host, "status": "ok", "seconds": 0.0, "error": None, "dir": f"hosts/{c.host}",
+                      "collectors": []} for c in copies if c.slot == 0]
     for rec in own:  # after the copies: they are made from the template's files as captured
         _widen_own(dst, rec, world)
     (dst / "manifest.json").write_text(json.dumps(man))
@@ -304,12 +329,15 @@ def healthy_rank(bundle: Path, v: Any) -> int:
     return next(r for r in ranks if r not in named_ranks(v))
 
 
-def fleet(capture: Path, tmp: Path, ranks: int) -> tuple[Path, Any]:
-    """The capture replicated to `ranks` ranks with every host's digest; the capture's own plain verdict."""
+def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None) -> tuple[Path, Any]:
+    """The capture replicated to `ranks` ranks with every host's digest; the capture's own plain verdict.
+    `workers`: processes that write the copies and the digests (default: one a core; on a fleet every host
+    makes its own digest at once)."""
+    workers = workers or os.cpu_count() or 1
     own = unpacked(capture, tmp)
     v = analyze(own, KB, digests=False).verdict
     if not culprit_key(v):
         raise ValueError(f"{capture}: its own plain read names no culprit: not a fault capture to replicate")
-    dst = replicate(own, tmp / "fleet", ranks, healthy_rank(own, v))
-    write_digests(dst, KB)
+    dst = replicate(own, tmp / "fleet", ranks, healthy_rank(own, v), workers=workers)
+    write_digests(dst, KB, workers=workers)
     return dst, v

@@ -20,7 +20,7 @@ from parsers.judges.logs import ahead, desync, fr_report, names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import WRAPPER, Tables, compress
 from parsers.judges.logs.waitgraph import waiters_of
-from parsers.model.events import CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
+from parsers.model.events import WARNING_KINDS, CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
 from parsers.model.ranges import fold
@@ -309,8 +309,9 @@ def _lost_peer(errors: list[tuple[int | None, ErrorEvent]], neighbours: dict[int
 #: that finished), and a report about other ranks (a monitored barrier's absent ranks, a rank's lost wait for that
 #: report, a connection a peer closed or reset, a size mismatch with a peer: parsers.judges.named reads them for
 #: whom they name)
-NOT_FIRST_ERRORS = frozenset({ErrorKind.C10D_WARNING, ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT,
-                              ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET, ErrorKind.SIZE_MISMATCH})
+NOT_FIRST_ERRORS = WARNING_KINDS | frozenset({ErrorKind.BARRIER_ABSENT, ErrorKind.BARRIER_WAIT,
+                                              ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET,
+                                              ErrorKind.SIZE_MISMATCH})
 
 
 def _errors_only(errors: list[tuple[int | None, ErrorEvent]], ids: Identities, get,

@@ -12,6 +12,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,11 @@ from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from hf_testpaths import FIXTURES
 from parsers.scale import focus as digest_focus
-from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest import DIGEST_NAME, read_summaries, write_json
 from parsers.scale.digest_first import digest_host
+from parsers.gather.evidence import load
 from parsers.gather.source import open_source
+from parsers.model.events import ErrorKind, own_error
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 
@@ -84,8 +87,22 @@ def test_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
     assert _verdict_key(first) == _verdict_key(full)
 
 
+#: refiled fixtures whose focused verdict differs today (strict). Since a c10d warning no longer makes every gloo rank
+#: odd, the focus reads 2 of these 4 hosts, and the stacks judge's weak lead words the waiting ranks it read, not
+#: the class they stand for: 'while ranks 0-1 wait in init_process_group' where the full read says '0-1,3' (the
+#: culprit, none, and the lead's rank are the same). Words over classes: issue 43 item 2 (the judges' rules over a
+#: view a class satisfies)
+WORDS_OF_RANKS_READ = {"gloo14/lateinit/live": "the weak lead's words list the waiting ranks read, not their class"}
+
+
+def _refiled(bundle: Path) -> Any:
+    name = str(bundle.relative_to(FIXTURES))
+    why = WORDS_OF_RANKS_READ.get(name)
+    return pytest.param(bundle, marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [], id=name)
+
+
 @pytest.mark.integration  # sweeps every bundle fixture
-@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: str(p.relative_to(FIXTURES)))
+@pytest.mark.parametrize("bundle", [_refiled(b) for b in BUNDLES])
 def test_one_host_per_rank_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
     dst = _one_host_per_rank(bundle, tmp_path / "split")
     if dst is None:
@@ -147,3 +164,24 @@ def test_a_refused_digest_leaves_its_host_read_raw_and_the_rest_over_classes(tmp
     assert not focus.get("why_not") and "node00001" in focus["why"] and focus["hosts_read"] < 8, focus
     assert _verdict_key(result.verdict) == _verdict_key(analyze(tmp_path, KB, digests=False).verdict)
     assert result.verdict.culprit.rank == 43
+
+
+def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
+    """Issue 43 (scale parity) with issue 39 item 5 (warnings are not errors): every rank of a gloo job prints
+    the c10d warning 'Unable to resolve hostname ... loopback'. Read as a c10d-warning, it flagged every rank
+    an error of its own, so every rank was odd and the focus read every host of a gloo fleet. The warning is
+    still read; no rank is flagged for it, and a rank's real error still flags it."""
+    with tarfile.open(FIXTURES / "issue39/gloo-i39/lock/bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    root = next(tmp_path.rglob("manifest.json")).parent
+    with open_source(root) as src:
+        doc = digest_host(src, src.manifest.hosts[0].host, KB)
+    (root / src.manifest.hosts[0].dir / DIGEST_NAME).write_bytes(write_json(doc))
+    with open_source(root) as src:
+        events = [e for a in load(src, KB.line_filter).artifacts if a.parsed for e in a.parsed.events]
+        ranks = {r.rank for r in src.manifest.ranks}
+    warnings = [e for e in events if e.kind == ErrorKind.C10D_WARNING and "resolve hostname" in e.message]
+    assert {e.origin.rank for e in warnings} == ranks and len(ranks) == 5
+    assert not any(map(own_error, warnings))
+    summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
+    assert {r.rank: r.flags for r in summaries} == {r: () for r in ranks}
