@@ -20,6 +20,7 @@ from parsers.judges.p2p import P2P_CALLS
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
+from parsers.model.states import state_rule
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.judges.claims import absent_by_job, surplus
@@ -168,13 +169,14 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     rec = r.record
     evidence = _Evidence(r, waiting, common)
     others = evidence.others
-    if state in ("T", "t"):
+    alone = state_rule(r)  # what its state says by itself (the scale path flags the same ranks 'frozen')
+    if alone == "stopped":
         reason = (f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; "
                   f"its main thread is at {_where(r)}")
         return _suspect(rec, ReasonClass.STOPPED, reason, list(evidence.fill()))
-    if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
+    if alone == "gone" or (r.from_manifest and rec.state_before is None and r.proc is None):
         return _suspect(rec, ReasonClass.EXITED, _exited_reason(r), list(evidence.fill()) + _how_found(rec))
-    if state == "D":
+    if alone == "kernel":
         reason = f"is stuck in the kernel (state D, wchan {r.proc.get('wchan') if r.proc else None})"
         return _suspect(rec, ReasonClass.KERNEL_WAIT, reason, list(evidence.fill()))
     if state == "R":

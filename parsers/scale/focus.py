@@ -33,8 +33,9 @@ from typing import Any, Iterable
 
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
-from parsers.model.ranksets import difference, holds, joined
+from parsers.model.ranksets import holds, joined
 from parsers.model.summaries import waited_on
+from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
@@ -288,7 +289,7 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
         runs = merged.members.get(comm, [])
         waiting = {key: _comm_ranks(runs, iv) for key, iv in keys.items()}
         waited = joined([p for key in keys for p in waited_on(key, waiting[key])])
-        ends = difference(waited, joined([p for iv in waiting.values() for p in iv]))
+        ends = wait_ends(waited, joined([p for iv in waiting.values() for p in iv]))
         wide = count(waited) > MAX_WAITED and ends
         for cr in itertools.islice(ranks_of(ends if wide else waited), MAX_WAITED if wide else None):
             job = _job_rank(runs, cr)
