@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
@@ -20,6 +20,7 @@ from parsers.judges.p2p import P2P_CALLS
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
+from parsers.model.ranksets import Intervals, count, fold as fold_set, of_ranks
 from parsers.model.states import state_rule
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
@@ -278,5 +279,27 @@ def _by_activity(activities: Iterable[tuple[int, Activity]]) -> list[tuple[Activ
 
 
 def _classes(activities: dict[int, Activity]) -> list[dict]:
-    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)}
-            for act, ranks in _by_activity(activities.items())]
+    return class_rows((act, of_ranks(ranks)) for act, ranks in _by_activity(activities.items()))
+
+
+class ClassView(Protocol):
+    """What a row of the classes section reads of a class: what its main threads do. An `Activity` (the ranks
+    of one plain read grouped by it) and a merged digest's `StackClass` (ranks of the whole job) both satisfy it."""
+
+    @property
+    def kind(self) -> str | None: ...
+
+    @property
+    def op(self) -> str | None: ...
+
+    @property
+    def where(self) -> str | None: ...
+
+
+def class_rows(groups: Iterable[tuple[ClassView, Intervals]]) -> list[dict]:
+    """The classes section: a row per class of ranks (what its main threads do, its ranks folded, how many),
+    the largest first, ties in the order given. The one statement of it: the judge's over the ranks it read,
+    the focus's (`parsers.scale.focus.Focus.classes`) over every rank the digests summarised."""
+    rows = [{"activity": Activity(v.kind or "unknown", v.op, v.where).text, "ranks": fold_set(iv), "count": count(iv)}
+            for v, iv in groups]
+    return sorted(rows, key=lambda row: -row["count"])

@@ -41,7 +41,7 @@ from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host,
 from parsers.gather.evidence import read_files
 from parsers.model.events import own_error
 from parsers.gather.source import FileRef, Source, manifest_refs
-from parsers.stacks.classify import Activity
+from parsers.judges.stacks import class_rows
 
 #: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)
 FOCUS_MIN_RANKS = 1024
@@ -118,9 +118,7 @@ class Focus:
     def classes(self) -> list[dict[str, Any]]:
         """The job's ranks by what their main thread does (the stacks judge's `classes` section, over every rank
         the digests summarised, not only those read)."""
-        rows = [{"activity": Activity(c.kind or "unknown", c.op, c.where).text,
-                 "ranks": fold(c.ranks), "count": count(c.ranks)} for c in self.merged.stacks.values()]
-        return sorted(rows, key=lambda row: -row["count"])
+        return class_rows((c, c.ranks) for c in self.merged.stacks.values())
 
 
 def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> tuple[Focus | None, str]:

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from parsers.judges.stacks import class_rows
 from parsers.model import states
 from parsers.model.events import ProcessState
 from parsers.model.looks import Look
 from parsers.model.ranksets import of_ranks
-from parsers.model.summaries import RankSummary
+from parsers.model.summaries import RankSummary, StackClass
+from parsers.stacks.classify import Activity
 from parsers.model.waits import wait_ends
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,6 +40,9 @@ RULES = {
     "own_error": "parsers/model/events.py",
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
+    # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
+    # focus's over every rank the digests summarised)
+    "class_rows": "parsers/judges/stacks.py",
     # the scale path's triage over classes: which ranks' raw files analysis opens
     "judge_classes": "parsers/scale/classes.py",
     "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
@@ -105,6 +110,14 @@ def _wait_end_tests(tree: ast.AST):
                 yield node.lineno
 
 
+def _class_row_literals(tree: ast.AST):
+    """Line numbers where code writes a row of the classes section itself ({'activity', 'ranks', 'count'})."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and {k.value for k in node.keys if isinstance(k, ast.Constant)} \
+                >= {"activity", "ranks", "count"}:
+            yield node.lineno
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -129,12 +142,19 @@ def test_where_waits_end_is_tested_in_the_wait_rule_only():
     assert not copies, copies
 
 
+def test_a_row_of_the_classes_section_is_written_in_its_rule_only():
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["class_rows"]
+              for line in _class_row_literals(tree)]
+    assert not copies, copies
+
+
 def test_the_scan_finds_a_copy():
     """The scan is not blind: a judge that lists the stopped states itself, or compares with 'D', is found."""
     assert list(_state_letters(ast.parse('if r.state in ("T", "t"):\n    pass\n'))) == [1]
     assert list(_state_letters(ast.parse('FROZEN = ("T", "t", "Z", "X", "D")\n'))) == [1]
     assert list(_state_letters(ast.parse('x = r.state == "D"\n'))) == [1]
     assert list(_state_letters(ast.parse('x = look.state in (None, "Z", "X")\n'))) == [1]
+    assert list(_class_row_literals(ast.parse('r = {"activity": a.text, "ranks": f, "count": n}\n'))) == [1]
     assert list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and not rp.waits_on\n'))) == [1]
     assert not list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and rp.waits_on\n')))
     assert not list(_state_letters(ast.parse('x = r.state == "Z"\ny = r.state == "R"\nz = c in ("t", "h")\n')))
@@ -161,3 +181,14 @@ def test_where_waits_end_one_rank_or_a_class():
     assert wait_ends(of_ranks([0, 1, 2]), of_ranks([0, 1, 2])) == []
     assert wait_ends([[1, 99_999]], [[0, 99_998]]) == [[99_999, 99_999]]
 
+
+def test_the_classes_section_of_ranks_read_and_of_classes_agree():
+    """The stacks judge's rows over ranks read one by one and the focus's over a merged digest's classes are the
+    same rows for the same ranks."""
+    wait, late = Activity("collective", "allreduce", "train.py:80"), Activity("elsewhere", None, "train.py:47")
+    by_rank = [(wait, of_ranks([0, 1, 2, 4, 5, 6, 7])), (late, of_ranks([3]))]
+    by_class = [(StackClass("elsewhere", None, "train.py:47", (), [[3, 3]]), [[3, 3]]),
+                (StackClass("collective", "allreduce", "train.py:80", (), [[0, 2], [4, 7]]), [[0, 2], [4, 7]])]
+    assert class_rows(by_rank) == class_rows(by_class) == [
+        {"activity": "wait in allreduce", "ranks": "0-2,4-7", "count": 7},
+        {"activity": "run outside any collective at train.py:47", "ranks": "3", "count": 1}]
