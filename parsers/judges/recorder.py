@@ -26,6 +26,8 @@ from parsers.model.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.model.ranges import fold
+from parsers.model.ranksets import of_ranks, ranks_of
+from parsers.model.waits import wait_ends
 from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
@@ -287,6 +289,9 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
     first_stall = min(entered_progress) if entered_progress else None
     any_edges = any(rp.waits_on for rp in ranks.values())
     others_entered = any(rp.entered for rp in ranks.values())
+    # where the waits end (the rule the scale path reads raw files by): waited on, waiting on none
+    ends = set(ranks_of(wait_ends(of_ranks(r for r, rp in ranks.items() if rp.waited_on_by),
+                                  of_ranks(r for r, rp in ranks.items() if rp.waits_on))))
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
         ev: list[str] = ([cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters
@@ -321,7 +326,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
                                   f"enqueued {op}{ago} but it never started on its GPU (no kernel channel "
                                   f"started; proxy {rp.local_wait or 'idle'}), while its peers' kernels run: "
                                   f"work queued ahead of it keeps the GPU stream busy", ev))
-        elif rp.has_state and rp.entered and not rp.complete and waiters and not rp.waits_on:
+        elif rp.has_state and rp.entered and not rp.complete and rp.rank in ends:
             found.append(_suspect(rp, who, ReasonClass.STALLED, 0.75,
                                   f"entered {op}, waits on no peer ({rp.local_wait or 'no step in flight'}), "
                                   f"and its peers wait on it", ev))

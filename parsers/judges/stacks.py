@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import AbstractSet, Any
+from typing import AbstractSet, Any, Protocol
 
 from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
@@ -20,6 +20,8 @@ from parsers.judges.p2p import P2P_CALLS, p2p_call
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
+from parsers.model.ranksets import Intervals, count, fold as fold_set, of_ranks
+from parsers.model.states import state_rule
 from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import Activity
 from parsers.judges.claims import absent_by_job, surplus
@@ -189,13 +191,14 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     rec = r.record
     evidence = _Evidence(r, waiting, common)
     others = evidence.others
-    if state in ("T", "t"):
+    alone = state_rule(r)  # what its state says by itself (the scale path flags the same ranks 'frozen')
+    if alone == "stopped":
         reason = (f"is stopped (state {state}: SIGSTOP or a debugger) and cannot take part in any collective; "
                   f"its main thread is at {_where(r)}")
         return _suspect(rec, ReasonClass.STOPPED, reason, list(evidence.fill()))
-    if state in ("Z", "X") or (r.from_manifest and rec.state_before is None and r.proc is None):
+    if alone == "gone" or (r.from_manifest and rec.state_before is None and r.proc is None):
         return _suspect(rec, ReasonClass.EXITED, _exited_reason(r), list(evidence.fill()) + _how_found(rec))
-    if state == "D":
+    if alone == "kernel":
         reason = f"is stuck in the kernel (state D, wchan {r.proc.get('wchan') if r.proc else None})"
         return _suspect(rec, ReasonClass.KERNEL_WAIT, reason, list(evidence.fill()))
     if state == "R":
@@ -298,5 +301,27 @@ def _by_activity(activities: Iterable[tuple[int, Activity]]) -> list[tuple[Activ
 
 
 def _classes(activities: dict[int, Activity]) -> list[dict]:
-    return [{"activity": act.text, "ranks": fold(ranks), "count": len(ranks)}
-            for act, ranks in _by_activity(activities.items())]
+    return class_rows((act, of_ranks(ranks)) for act, ranks in _by_activity(activities.items()))
+
+
+class ClassView(Protocol):
+    """What a row of the classes section reads of a class: what its main threads do. An `Activity` (the ranks
+    of one plain read grouped by it) and a merged digest's `StackClass` (ranks of the whole job) both satisfy it."""
+
+    @property
+    def kind(self) -> str | None: ...
+
+    @property
+    def op(self) -> str | None: ...
+
+    @property
+    def where(self) -> str | None: ...
+
+
+def class_rows(groups: Iterable[tuple[ClassView, Intervals]]) -> list[dict]:
+    """The classes section: a row per class of ranks (what its main threads do, its ranks folded, how many),
+    the largest first, ties in the order given. The one statement of it: the judge's over the ranks it read,
+    the focus's (`parsers.scale.focus.Focus.classes`) over every rank the digests summarised."""
+    rows = [{"activity": Activity(v.kind or "unknown", v.op, v.where).text, "ranks": fold_set(iv), "count": count(iv)}
+            for v, iv in groups]
+    return sorted(rows, key=lambda row: -row["count"])

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from parsers.model import states
+
 if TYPE_CHECKING:
     from parsers.model.samples import StackSamples
 
@@ -826,8 +828,8 @@ class RasFinding:
 Event = CommMember | OpEvent | Progress | ErrorEvent | TopoEdge | RasFinding
 
 
-#: states in which a process cannot run: stopped, traced-stopped, zombie, dead, uninterruptible sleep
-FROZEN_STATES = ("T", "t", "Z", "X", "D")
+#: states in which a process cannot run (stated once, with the rules that read them, in `parsers.model.states`)
+FROZEN_STATES = states.FROZEN_STATES
 
 
 def describe_status(status: int | None) -> str:
@@ -873,15 +875,15 @@ class ProcessState:
     @property
     def frozen(self) -> bool:
         """Cannot run: stopped, traced-stopped, zombie, dead or in uninterruptible sleep."""
-        return self.state in FROZEN_STATES
+        return states.frozen(self)
 
     @property
     def stopped(self) -> bool:
-        return self.state in ("T", "t")
+        return states.stopped(self)
 
     @property
     def gone(self) -> bool:
-        return self.state in ("Z", "X")
+        return states.gone(self)
 
     def get(self, key: str, default=None):
         """Dict-style access for the fields tables show (proc.json names)."""

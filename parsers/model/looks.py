@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from parsers.model import states
+
 #: a main-thread stack as (function, file, line) frames, innermost first
 StackKey = tuple[tuple[str, str, int], ...]
 
@@ -51,7 +53,8 @@ class SecondLook:
     @property
     def gone(self) -> bool:
         """The process was there at look 1 and not at look 2 (it exited, or was killed, meanwhile)."""
-        return self.second is not None and self.first.state is not None and self.second.state in (None, "Z", "X")
+        second = self.second
+        return second is not None and self.first.state is not None and (second.state is None or states.gone(second))
 
     @property
     def changes(self) -> list[str]:
@@ -78,7 +81,7 @@ class SecondLook:
         a, b = self.first, self.second
         if b is None or b.state is None or self.gone:  # an exit between the looks is no progress and no wait
             return False
-        stopped = a.state in ("T", "t") and b.state in ("T", "t")  # a stopped process cannot move
+        stopped = states.stopped(a) and states.stopped(b)  # a stopped process cannot move
         io = a.io_calls is not None and b.io_calls is not None
         return stopped or io or bool(a.stacks and b.stacks) or bool(a.recorder and b.recorder) or bool(b.new_op_lines)
 

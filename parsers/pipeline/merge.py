@@ -26,7 +26,7 @@ from parsers.judges.hosts import plain_host
 from parsers.judges.logs.waitgraph import roots_and_cycles
 from parsers.judges.own_state import own_state
 from parsers.judges.progress import hang_from_time
-from parsers.model.events import FROZEN_STATES
+from parsers.model.states import frozen
 from parsers.pipeline.sinks import independent_culprits
 from parsers.model.findings import (ABSENCE_CLAIMS, ARTIFACT_ABSENCE, CULPRIT_MIN_CONFIDENCE, EXPLAINS, PROCESS_ABSENCE,
                                     ROOT_CLAIMS, SNAPSHOT_CLAIMS, STANDING_IN_A_RUNNING_JOB, Deadlock, Demotion,
@@ -334,10 +334,10 @@ def merge_verdict(ev: Evidence, found: list[Findings]) -> Verdict:
     edges = [e for f in found for e in f.global_edges()]
     graph = wait_graph(edges)  # step 3 (the recorder's and p2p edges; the logs judge weighs its own graph)
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
-    frozen = {r.rank for r in ev.ranks if r.rank is not None and r.state in FROZEN_STATES}
+    stuck = {r.rank for r in ev.ranks if r.rank is not None and frozen(r)}
     waits = by["p2p"].p2p_waits if "p2p" in by else None
     in_p2p = waits.ranks if waits is not None else None
-    verdict.suspects = demote_waiters(verdict.suspects, activities, graph, frozen, in_p2p)
+    verdict.suspects = demote_waiters(verdict.suspects, activities, graph, stuck, in_p2p)
     deadlock_graph = wait_graph(edges, logs_graph)
     full = deadlock_graph.copy()
     full.add_edges_from(logs_graph.edges if logs_graph is not None else ())  # waiters on ranks no file names too

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
 from parsers.model.summaries import HostFinding, StackClass
+from parsers.model.waits import wait_ends
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -143,7 +144,9 @@ def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     if not waiting:
         return []
     waiting = joined(waiting)
-    # and the ranks without recorder state while others have it: a peer waited on may be one of them (the recorder
-    # judge's 'no recorder state while its peers wait on it'; which job rank a comm rank without state is, only
-    # the ranks with state say)
-    return [*difference(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]
+    # where the waits end (`wait_ends`, the recorder judge's rule), with every rank that has recorder state
+    # counted as waited on: which job rank a waited-on comm rank is takes the members' runs (the focus maps
+    # them), so over classes the ranks that may be waited on are all of them; and the ranks without recorder
+    # state while others have it: a peer waited on may be one of them (the recorder judge's 'no recorder state
+    # while its peers wait on it'; which job rank a comm rank without state is, only the ranks with state say)
+    return [*wait_ends(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]

@@ -31,11 +31,12 @@ from parsers.gather.evidence import Evidence
 from parsers.input import bounded_json
 from parsers.gather import registry
 from parsers.input.errors import FileFormatError
-from parsers.model.events import (DATA_TYPES, FROZEN_STATES, CommMember, ErrorEvent, OpEvent,
+from parsers.model.events import (DATA_TYPES, CommMember, ErrorEvent, OpEvent,
                                   Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
 from parsers.model.looks import Look, SecondLook
 from parsers.model.summaries import COMMS_CAP, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
+from parsers.model.states import frozen
 from parsers.model.stacks import Frame, ThreadStack
 from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
@@ -570,12 +571,12 @@ def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
 
 
 def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
-    """The rank's own oddities: frozen or gone (the model's `FROZEN_STATES`, its process state's `frozen` and
-    `gone`), a collector problem, a live process without its state after, an exit, an exception, an error that is
+    """The rank's own oddities: frozen (its state, or its /proc state, is one the stacks judge names by itself:
+    `parsers.model.states.frozen`), a collector problem, a live process without its state after, an exit, an exception, an error that is
     no wait on others. Made where the rank's files are (`logs`: the parsed artifacts under its host and pid)."""
     proc = r.proc
     flags = []
-    if r.state in FROZEN_STATES or (proc is not None and (proc.frozen or proc.gone)):
+    if frozen(r) or (proc is not None and frozen(proc)):
         flags.append("frozen")
     if r.problems:
         flags.append("problems")

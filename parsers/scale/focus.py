@@ -33,14 +33,15 @@ from typing import Any, Iterable
 
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
-from parsers.model.ranksets import difference, holds, joined
+from parsers.model.ranksets import holds, joined
 from parsers.model.summaries import waited_on
+from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
 from parsers.model.events import own_error
 from parsers.gather.source import FileRef, Source, manifest_refs
-from parsers.stacks.classify import Activity
+from parsers.judges.stacks import class_rows
 
 #: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)
 FOCUS_MIN_RANKS = 1024
@@ -119,9 +120,7 @@ class Focus:
     def classes(self) -> list[dict[str, Any]]:
         """The job's ranks by what their main thread does (the stacks judge's `classes` section, over every rank
         the digests summarised, not only those read)."""
-        rows = [{"activity": Activity(c.kind or "unknown", c.op, c.where).text,
-                 "ranks": fold(c.ranks), "count": count(c.ranks)} for c in self.merged.stacks.values()]
-        return sorted(rows, key=lambda row: -row["count"])
+        return class_rows((c, c.ranks) for c in self.merged.stacks.values())
 
 
 def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> tuple[Focus | None, str]:
@@ -292,7 +291,7 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
         runs = merged.members.get(comm, [])
         waiting = {key: _comm_ranks(runs, iv) for key, iv in keys.items()}
         waited = joined([p for key in keys for p in waited_on(key, waiting[key])])
-        ends = difference(waited, joined([p for iv in waiting.values() for p in iv]))
+        ends = wait_ends(waited, joined([p for iv in waiting.values() for p in iv]))
         wide = count(waited) > MAX_WAITED and ends
         for cr in itertools.islice(ranks_of(ends if wide else waited), MAX_WAITED if wide else None):
             job = _job_rank(runs, cr)

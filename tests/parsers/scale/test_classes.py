@@ -102,45 +102,4 @@ def test_flags_from_a_host_are_bounded_to_known_names():
     assert list(ranks_of(judge_classes(merged).ranks)) == list(range(8))
 
 
-# each odd-ones-out rule is stated once (issue 43 item 2): the rules, where each lives; a second definition of
-# one (by name, or the same body under another name) anywhere in the code fails, as does a copy of the frozen states
-
-RULES = {
-    "judge_classes": "parsers/scale/classes.py",  # the odd ones out, over any RankGroups view
-    "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
-    "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
-    "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
-    "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
-}
-GONE = ("odd_ones_out", "_minority", "_minority_map")
-
-
-def _functions():
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
-    for pkg in ("parsers", "forensics"):
-        for path in sorted((root / pkg).rglob("*.py")):
-            tree = ast.parse(path.read_text())
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) \
-                        and isinstance(node.body[0].value, ast.Constant) else node.body
-                    yield node.name, str(path.relative_to(root)), ast.dump(ast.Module(body=body, type_ignores=[]))
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Tuple) and len(node.elts) == 5 and all(isinstance(e, ast.Constant) for e in node.elts) \
-                        and {e.value for e in node.elts} == {"T", "t", "Z", "X", "D"}:
-                    yield "<frozen states>", str(path.relative_to(root)), ""
-
-
-def test_each_rule_is_defined_once():
-    found = list(_functions())
-    for name, home in {**RULES, "<frozen states>": "parsers/model/events.py"}.items():
-        where = [path for n, path, _ in found if n == name]
-        assert where == [home], (name, where)
-    assert not [(n, p) for n, p, _ in found if n in GONE]
-    bodies = {name: body for name, path, body in found if RULES.get(name) == path}
-    for name, body in bodies.items():
-        copies = [(n, p) for n, p, b in found if b == body and n != name]
-        assert not copies, (name, copies)
+# each rule stated once (the odd-ones-out rules with the judges' own): tests/parsers/model/test_rules_once.py
