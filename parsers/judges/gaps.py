@@ -42,13 +42,18 @@ def evidence_gaps(ev: Evidence) -> list[EvidenceGap]:
 
 
 def _without_stacks(ev: Evidence) -> tuple[int, ...]:
-    """Ranks whose output holds no faulthandler dump where another rank's does (so the env printed them)."""
+    """Ranks whose output holds no faulthandler dump where another rank's does (so the env printed them), less
+    those that finished (torch's teardown warning, or exit code 0): their threads had nothing left to show."""
     dumped: set[int] = set()
     ranks: set[int] = set()
+    finished = {x.rank for x in ev.exits if x.rank is not None and x.returncode == 0}
     for a in ev.of_kind("rank-log"):
         if a.rank is None or a.parsed is None:
             continue
         ranks.add(a.rank)
-        if any(type(e) is ErrorEvent and e.kind == ErrorKind.PYTHON_FATAL for e in a.parsed.events):
+        kinds = {e.kind for e in a.parsed.events if type(e) is ErrorEvent}
+        if ErrorKind.PYTHON_FATAL in kinds:
             dumped.add(a.rank)
-    return tuple(sorted(ranks - dumped)) if dumped else ()
+        if ErrorKind.C10D_TEARDOWN in kinds:
+            finished.add(a.rank)
+    return tuple(sorted(ranks - dumped - finished)) if dumped else ()
