@@ -3,11 +3,12 @@ their merge (the default `analyze` of a bundle whose hosts wrote digests), the c
 that the plain read of every file (`analyze --no-digests`) gives.
 
 Each case is a live capture under tests/fixtures whose own plain read names a culprit, replicated to
-`PARITY_RANKS` ranks (default 4,096) by tests/support/replicate.py (its own ranks kept, the others healthy copies
-of one rank its verdict does not name, 8 to a host, written by one process a core), digests made for every host
-as `collect` makes them (one process a core: on a fleet every host makes its own). The digest path must give the
-capture's culprit, host, why and evidence kinds; where it was measured, it must have read the fleet over its
-classes (the focus) or say the stated reason it did not (`FOCUSED`, `NOT_FOCUSED`).
+`PARITY_RANKS` ranks (4,096: the `WIDE` cases; the others at 1,032, `NARROW_RANKS`, for the suite's time;
+HF_PARITY_RANKS=4096 runs every case at 4,096) by tests/support/replicate.py (its own ranks kept, the others
+healthy copies of one rank its verdict does not name, 8 to a host, written by one process a core), digests made
+for every host as `collect` makes them (one process a core: on a fleet every host makes its own). The digest
+path must give the capture's culprit, host, why and evidence kinds; where it was measured, it must have read the
+fleet over its classes (the focus) or say the stated reason it did not (`FOCUSED`, `NOT_FOCUSED`).
 
 What it is compared with, so that the suite stays in its time (measured 2026-12-07, CPU seconds on the session's
 box, issue26/lock; benchmarks/results/scale_parity-4096-2026-12-07.md):
@@ -16,8 +17,8 @@ box, issue26/lock; benchmarks/results/scale_parity-4096-2026-12-07.md):
   HF_PARITY_PLAIN=1 adds it to every case (the replica must keep the capture's culprit and why, and the digest path
   must equal it), and benchmarks/scale_parity.py prints both, case by case, at any size (100,000 on 16 cores);
 - `HEAVY` captures (NCCL_DEBUG with per-collective lines: a thousand lines, 260 kB, a rank log, again in its
-  stdout) run at `HEAVY_RANKS` (1,032) with the fleet's plain read as well: at 4,096 their copies are 2 GB of log
-  read twice (HF_PARITY_RANKS=4096 runs them at 4,096, with the plain read)."""
+  stdout) run at `HEAVY_RANKS` (1,032), the five of nccl/ (`HEAVY_PLAIN`) with the fleet's plain read as well: at
+  4,096 their copies are 2 GB of log read twice (HF_PARITY_RANKS=4096 runs them at 4,096)."""
 
 from __future__ import annotations
 
@@ -36,11 +37,17 @@ from replicate import KB, culprit_key, fleet
 PARITY_RANKS = int(os.environ.get("HF_PARITY_RANKS", "4096"))
 #: one host past the focus's threshold: a capture with a killed rank still has that many processes
 HEAVY_RANKS = int(os.environ.get("HF_PARITY_RANKS", str(FOCUS_MIN_RANKS + 8)))
+#: the size of every case not in WIDE, unless HF_PARITY_RANKS says one size for all (the suite's time: at 4,096 a
+#: case costs about a minute here, 32 cases half an hour of a CI run limited to 90 minutes)
+NARROW_RANKS = HEAVY_RANKS
 PLAIN = os.environ.get("HF_PARITY_PLAIN") == "1"
 #: captures whose rank logs hold NCCL's line for every collective (NCCL_DEBUG_SUBSYS with COLL)
 HEAVY = {"nccl/sleep/bundle", "nccl/sigstop/bundle", "nccl/kill/bundle", "nccl/mismatch/bundle", "nccl/chain/bundle",
          "nccl_x2/mixed/kill/bundle", "nccl_x2/mixed/sigstop/bundle", "nccl_x2/mixed/sleep/bundle",
          "nccl_x2/p2p/kill/bundle", "nccl_x2/p2p/sigstop/bundle", "nccl_x2/p2p/sleep/bundle"}
+#: heavy captures whose fleet is also read plainly (the rest: against the capture's own read, as light ones are)
+HEAVY_PLAIN = {"nccl/sleep/bundle", "nccl/sigstop/bundle", "nccl/kill/bundle", "nccl/mismatch/bundle",
+               "nccl/chain/bundle"}
 
 #: every bundle fixture whose own plain read names a culprit or a deadlock (tests/parsers/scale/test_digest.py's
 #: BUNDLES less the six that name none: gloo14 busy/dataloader/lateinit/spawn, host/h200, issue26/slow5-noisy):
@@ -65,6 +72,10 @@ CAPTURES = [
 #: cases measured to be read over their classes (the focus: a few hosts' files, every other rank from its host's
 #: digest) at 4,096: asserted, so that a change that loses the focus shows
 FOCUSED = {"issue26/lock/bundle.tar.gz", "issue26/deadlock/bundle.tar.gz", "issue39/gloo-i39/lock/bundle.tar.gz"}
+#: the cases replicated to PARITY_RANKS (4,096) by default: the three measured read over their classes there; every
+#: other case runs at NARROW_RANKS (1,032) unless HF_PARITY_RANKS=4096 (measured at 4,096 on branch h43parity:
+#: benchmarks/results/scale_parity-4096-2026-12-07.md)
+WIDE = FOCUSED
 #: cases measured not to be, and the reason the digest path says (it then reads every host's digest, and the raw
 #: files of the ranks the verdict names). slow300norec: by design, who arrives last is each rank's own timing. slow5
 #: and sendsend-seed39: a few ranks wait on a peer in the recorder, and the class rule (parsers/scale/classes.py
@@ -97,11 +108,11 @@ def _case(capture: str) -> Any:
 @pytest.mark.integration  # a 4,096-rank fleet written and every file of it read once (its digests)
 @pytest.mark.parametrize("capture", [_case(c) for c in CAPTURES])
 def test_digest_path_names_the_plain_reads_culprit_at_fleet_size(capture, tmp_path):
-    ranks = HEAVY_RANKS if capture in HEAVY else PARITY_RANKS
+    ranks = HEAVY_RANKS if capture in HEAVY else PARITY_RANKS if capture in WIDE else NARROW_RANKS
     root, own = fleet(FIXTURES / capture, tmp_path, ranks)
     digest = analyze(root, KB).verdict
     focus = digest.sections["digests"]["focus"]
-    if PLAIN or capture in HEAVY:
+    if PLAIN or capture in HEAVY_PLAIN:
         plain = analyze(root, KB, digests=False).verdict
         assert [k[:3] for k in culprit_key(plain)] == [k[:3] for k in culprit_key(own)], "the replica changed the fault"
         assert culprit_key(digest) == culprit_key(plain), focus
