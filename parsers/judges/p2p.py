@@ -159,9 +159,9 @@ def _blocked_in(ev: Evidence, hist: dict[int, History], source: str, known: set[
                            f"posted {hist[rank].posted(kind, q)} {kind}s {_to_from(kind)} it" for q in waiting[:3])
         names = {f.function for f in r.main_stack.frames[:MAX_FRAMES]} if r.main_stack else set()
         setup = next((c for c in _CONNECTING if c in names), None)
-        still = (f"; NCCL is still connecting it to its peer ({setup}): a peer it has not used before, so not "
-                 f"rank{'s' if len(waiting) > 1 else ''} {fold(waiting)}") if setup else ""
         plural = len(waiting) > 1
+        still = (f"; NCCL is still connecting it to its peer ({setup}): a peer it has not used before, so not "
+                 f"rank{'s' if plural else ''} {fold(waiting)}") if setup else ""
         theirs = f"{'receive' if kind == 'send' else 'send'}{'' if plural else 's'} {_to_from(pairing)} it"
         rec = r.record
         out.append(Suspect(

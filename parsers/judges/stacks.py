@@ -46,8 +46,8 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     suspects.sort(key=Suspect.sort_key)
     found = Findings("stacks", suspects, judge="stacks")
     if waiting and common:
-        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": waiting_text(waiting),
-                                     "groups": wait_groups(waiting)}
+        groups = wait_groups(waiting)
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": words_of_waits(groups), "groups": groups}
     found.missing = [RankNote(r.rank, r.record.host, r.record.pid, p) for r in ev.ranks for p in r.problems]
     found.missing += ev.problems
     found.sections["classes"] = _classes(activities)
@@ -94,14 +94,13 @@ def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
 WAIT_KINDS_SAID = 3
 
 
-def waiting_text(waiting: dict[int, Activity], leave_out: AbstractSet[int] = frozenset()) -> str:
+def waiting_text(waiting: dict[int, Activity]) -> str:
     """What the waiting ranks do, in words that hold for every one of them: 'wait in all_reduce' where all wait
-    alike, else each kind with its ranks ('wait in send (ranks 0-1), recv (ranks 2-3)'); `leave_out`: ranks not
-    said (the culprit, said apart).
+    alike, else each kind with its ranks ('wait in send (ranks 0-1), recv (ranks 2-3)').
 
     Why: a pipeline whose stages wait, some in send and some in recv, was said as 'ranks 0-3 wait in send' (the
     most common kind standing for all), which is false for half of them."""
-    return words_of_waits(wait_groups(waiting), leave_out)
+    return words_of_waits(wait_groups(waiting))
 
 
 def wait_groups(waiting: dict[int, Activity]) -> list[dict]:
