@@ -10,6 +10,7 @@ copy in `logs/node01`; `forensics collect` puts it in the bundle."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from forensics.collect.targets import discover
+from forensics.discover.exited import copied_state
+from forensics.discover.rankenv import RankProcess
 from hf_testpaths import REPO
 from parsers.readers.recorder import read_recorder_file
 
@@ -36,8 +39,6 @@ time.sleep(600)
 
 @pytest.fixture
 def job(tmp_path: Path, plugin, harness, state_dir, proc_state):
-    import json
-
     logs = tmp_path / "logs"
     common = {"WORLD_SIZE": "2", "FORENSICS_RECORDER_DIR": str(state_dir), "NCCL_PROFILER_PLUGIN": str(plugin)}
     spec = [([sys.executable, "-c", "import time; time.sleep(120)"],
@@ -87,9 +88,6 @@ def test_exited_rank_brings_its_finalize_copy(job, tmp_path: Path):
 def test_a_copy_folder_only_renumbered_by_rank_and_only_its_own_pid(tmp_path: Path):
     """What the search reads: the sibling's folder as it expands for the dead pid, then renumbered by rank; a file
     of another pid in that folder is not taken."""
-    from forensics.discover.exited import copied_state
-    from forensics.discover.rankenv import RankProcess
-
     for name in ("node03", "node05"):
         (tmp_path / name).mkdir()
     (tmp_path / "node05" / "nccl-recorder.h.4242.0.bin").write_bytes(b"x")

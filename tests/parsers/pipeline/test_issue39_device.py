@@ -6,6 +6,7 @@ reporter (item 2). Both seeds: other culprits, sizes and world sizes."""
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,6 @@ def test_a_mismatch_heads_the_exit_it_explains(tmp_path):
     """Issue 39 item 3: the live bundle of seed 41 with the finalized rank's copy in its recorder folder, as
     collect now brings it (forensics/discover/exited.py; tests/forensics/discover/test_exited_recorder_copy.py):
     the call it made heads, its exit (code 0, a zombie) is listed under it."""
-    import json
-    import tarfile
-
     with tarfile.open(CASES / "seed41-ordermismatch" / "bundle.tar.gz") as tar:
         tar.extractall(tmp_path, filter="data")
     with tarfile.open(CASES / "seed41-ordermismatch" / "logs.tar.gz") as tar:
