@@ -28,8 +28,11 @@ from parsers.model.findings import ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
 
 DEFAULT_GROUP = "pg:0"
-#: frames of a main stack looked at for the call (innermost first: it sits under a logger's wrapper)
+#: Python frames of a main stack looked at for the call (innermost first: it sits under a logger's wrapper); native
+#: frames are not counted: a send still connecting to its peer sits under 25 of NCCL's and torch's
 MAX_FRAMES = 16
+#: frames walked at most to find them
+MAX_WALK = 512
 #: ranks weighed at most (each rank holds one op; a cycle search over more would cost more than it tells)
 MAX_RANKS = 65536
 
@@ -64,7 +67,8 @@ def stack_ops(ranks: Any, world: int | None) -> dict[int, StackOp]:
         stack = r.main_stack
         if r.rank is None or stack is None:
             continue
-        call = next((f.p2p for f in stack.frames[:MAX_FRAMES] if f.p2p is not None), None)
+        python = [f for f in stack.frames[:MAX_WALK] if not f.native][:MAX_FRAMES]
+        call = next((f.p2p for f in python if f.p2p is not None), None)
         if call is None or call[1] == r.rank or (world and call[1] >= world):
             continue
         rec = r.record

@@ -339,7 +339,10 @@ def collect_live(args, pids: list[int], sdir: Path) -> str:
         return f"collect failed: {err}"
     (sdir / "bundle.collect.stdout").write_text(done.stdout)
     (sdir / "bundle.collect.stderr").write_text(done.stderr[-20000:])
-    return f"collect exit {done.returncode} in {time.monotonic() - t:.1f} s"
+    said = f"collect exit {done.returncode} in {time.monotonic() - t:.1f} s"
+    analyzed = run_tool([sys.executable, "-m", "forensics", "analyze", str(sdir / "bundle")],
+                        sdir / "bundle.analyze.txt", args.repo, 60)
+    return f"{said}; {analyzed}; time to verdict (collect started to verdict printed) {time.monotonic() - t:.1f} s"
 
 
 def run_tool(argv: list[str], out: Path, cwd: str, timeout: float) -> str:
