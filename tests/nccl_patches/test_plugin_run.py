@@ -101,7 +101,8 @@ def test_unwritable_dir_fails_init_cleanly(plugin, harness, tmp_path):
 def test_missing_state_dir_is_created(plugin, harness, tmp_path):
     """Seen on the device: a configured directory that did not exist yet turned the recorder off."""
     target = tmp_path / "not" / "made" / "yet"
-    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"})
+    env = {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"}
+    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], env)
     assert done.returncode == 0, done.stderr
     states, problems = read_recorder_dir(target)
     assert problems == [] and len(states) == 1

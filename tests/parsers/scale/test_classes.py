@@ -66,7 +66,8 @@ def test_a_rank_without_recorder_state_is_odd_when_others_wait():
     no recorder at all, too)."""
     odd = {8 + r: {"recorder": [["abc", r, 8 + r]] if r != 1 else [], "waits_on": [["abc", 1]] if r != 1 else []}
            for r in range(8)}
-    merged = digest_merge.merge_all([digest_merge.from_document(_host(0)), digest_merge.from_document(_host(1, odd=odd))])
+    hosts = [digest_merge.from_document(_host(0)), digest_merge.from_document(_host(1, odd=odd))]
+    merged = digest_merge.merge_all(hosts)
     judged = judge_classes(merged)
     assert judged.complete and list(ranks_of(judged.ranks)) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
 
