@@ -78,13 +78,15 @@ def test_a_recv_recv_pair_read_from_its_files_is_the_deadlock_its_digest_gives(t
 
 @pytest.mark.integration  # a logs folder of 4-8 ranks analysed whole
 @pytest.mark.parametrize("name", RECV_PAIRS)
-def test_a_recv_recv_logs_folder_holds_no_peer_so_no_cycle_and_no_culprit_is_claimed(name, tmp_path):
+def test_a_recv_recv_logs_folder_blames_no_rank_off_the_pair(name, tmp_path):
     """What gloo's ranks leave (their stderr: 'Timed out waiting ... for recv operation', a traceback into recv or
-    all_reduce) names no peer of any wait: the pair cannot be told from the job's other timeouts."""
+    all_reduce) names no peer of any wait, and the first timeout may be a rank off the pair (seed 40: rank 0, in
+    all_reduce): the hang is said, and no rank off the pair is named for it, nor any cycle but the pair's."""
     with tarfile.open(CASES / name / "logs.tar.gz") as tar:
         tar.extractall(tmp_path, filter="data")
-    v = analyze(tmp_path / "logs", KB).verdict
-    assert v.hang == "hang" and v.deadlock is None and not named(v), v.text
+    v, pair = analyze(tmp_path / "logs", KB).verdict, truth(name)["culprit_ranks"]
+    assert v.hang == "hang" and named(v) <= set(pair), v.text
+    assert v.deadlock is None or sorted(v.deadlock.members) == pair, v.text
 
 
 def _unpacked(name: str, tmp: Path, locals_: bool = True, second_look: bool = True, digest: bool = True) -> Path:
