@@ -32,11 +32,6 @@
 
 static _Alignas(64) char g_other_event[64];
 
-/* A step's first word (step, state, done, slot) is written with one store at its start. */
-_Static_assert(offsetof(struct recorder_step, step) == 0 && offsetof(struct recorder_step, state) == 4 &&
-                   offsetof(struct recorder_step, done) == 5 && offsetof(struct recorder_step, slot) == 6,
-               "step head layout");
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state file is little-endian");
 static pid_t g_pid;
 
 static inline void* tag(void* p, unsigned t) { return (void*)((uintptr_t)p | t); }

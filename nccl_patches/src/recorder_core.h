@@ -59,6 +59,13 @@ extern __thread struct rec_counts hf_recorder_counts;
 #endif
 #define REC_ATOMIC_ADD(p, v) ((void)REC_FETCH_ADD((p), (v), __ATOMIC_ACQ_REL))
 
+/* A step's first word (step, state, done, slot) is written with one store: at a step's start
+ * (profiler_plugin.c) and when a proxy op's slots are cleared (rec_proxy_begin). */
+_Static_assert(offsetof(struct recorder_step, step) == 0 && offsetof(struct recorder_step, state) == 4 &&
+                   offsetof(struct recorder_step, done) == 5 && offsetof(struct recorder_step, slot) == 6,
+               "step head layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state file is little-endian");
+
 struct rec_config {
   char dir[256];
   uint32_t ring_len;
@@ -72,8 +79,23 @@ struct rec_config {
   char copy_dir[256];  /* where a copy of the state goes when the job dies ("" = none); may hold %h, %p */
 };
 
+/* The four names of the latest record begun (func, dtype, algo, proto), by the address NCCL passed and
+ * as copied into a record. Why: NCCL passes its own constant strings (ncclFuncToString and the like),
+ * so the next record almost always names the same addresses, and copying a remembered image of fixed
+ * size is a few moves where measuring and padding each name is three libc calls (12 per collective).
+ * Written by the thread that begins records of the communicator (one at a time: NCCL does not let
+ * two threads use one communicator at once). */
+struct rec_names {
+  const char* src[4];
+  char func[24];
+  char dtype[16];
+  char algo[16];
+  char proto[8];
+};
+
 /* One communicator's mapping. Private memory; the file holds the shared part. */
 struct rec_comm {
+  struct rec_names names; /* rec_coll_begin's */
   struct recorder_header* hdr;
   struct recorder_coll* ring;
   struct recorder_proxy* proxy;
