@@ -833,6 +833,13 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
     return NULL;
   }
   uint64_t now = rec_event_ns();
+  uint64_t idx = UINT64_MAX;
+  if (parent != NULL) {
+    /* The parent's count first, before this record's stores: a locked add waits until every store
+     * before it is written, here ~30 to lines the slot pool has let go cold. */
+    idx = REC_ATOMIC_LOAD(&parent->index);
+    rec_coll_child(c, parent, idx, 0, 0, now); /* the op's own stamp: one clock read, not two */
+  }
   seq_begin(&p->gen);
   p->op_index = op_index;
   p->pid = pid;
@@ -859,13 +866,11 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
     p->steps[i].ts_ns = 0;
   }
   if (parent != NULL) {
-    uint64_t idx = REC_ATOMIC_LOAD(&parent->index);
     p->coll_index = idx;
     p->coll_seq = parent->seq;
     /* the parent's func is NUL-padded: its first 16 bytes, cut at 15, are what copy_str would write */
     memcpy(p->func, parent->func, sizeof p->func);
     p->func[sizeof p->func - 1] = '\0';
-    rec_coll_child(c, parent, idx, 0, 0, now); /* the op's own stamp: one clock read, not two */
   } else {
     p->coll_index = UINT64_MAX;
     p->coll_seq = UINT64_MAX;
