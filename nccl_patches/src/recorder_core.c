@@ -563,6 +563,8 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   set_copy_path(c, host, pid, index);
   c->ring_len = cfg->ring_len;
   c->proxy_slots = cfg->proxy_slots;
+  c->ring_mask = rec_mask(c->ring_len);
+  c->proxy_mask = rec_mask(c->proxy_slots);
   size_t ring_off = RECORDER_HEADER_SIZE;
   /* Proxy records start on a multiple of their size (the mapping is page-aligned), so a step's
    * op is its address rounded down: no load on the step path (readers take proxy_offset as is). */
@@ -737,7 +739,7 @@ struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t 
    * each per operation (tens of ns); per-step stamps stay on the coarse clock. */
   uint64_t now = rec_fast_ns();
   uint64_t index = REC_FETCH_ADD(&c->hdr->coll_next, 1, __ATOMIC_ACQ_REL);
-  struct recorder_coll* r = &c->ring[index % c->ring_len];
+  struct recorder_coll* r = &c->ring[rec_slot(index, c->ring_len, c->ring_mask)];
   seq_begin(&r->gen);
   r->kind = kind;
   r->n_channels = n_channels;
@@ -820,7 +822,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   uint64_t op_index = REC_FETCH_ADD(&c->hdr->proxy_next, 1, __ATOMIC_ACQ_REL);
   struct recorder_proxy* p = NULL;
   for (uint32_t probe = 0; probe < 16; probe++) {
-    struct recorder_proxy* q = &c->proxy[(op_index + probe) % c->proxy_slots];
+    struct recorder_proxy* q = &c->proxy[rec_slot(op_index + probe, c->proxy_slots, c->proxy_mask)];
     uint32_t st = REC_ATOMIC_LOAD(&q->state);
     if (st == RECORDER_PROXY_ACTIVE) continue; /* still in flight: never overwrite it */
     if (REC_CAS(&q->state, &st, RECORDER_PROXY_ACTIVE)) {
@@ -888,7 +890,7 @@ void rec_proxy_end(struct recorder_proxy* p) {
   REC_ATOMIC_STORE(&p->last_progress_ns, now);
   REC_ATOMIC_STORE(&p->state, RECORDER_PROXY_DONE);
   if (p->coll_index != UINT64_MAX)
-    rec_coll_child(c, &c->ring[p->coll_index % c->ring_len], p->coll_index, 0, 1, now);
+    rec_coll_child(c, &c->ring[rec_slot(p->coll_index, c->ring_len, c->ring_mask)], p->coll_index, 0, 1, now);
   rec_touch(c, now);
 }
 
