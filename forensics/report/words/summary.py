@@ -66,10 +66,12 @@ def _cycle_why(d: Deadlock) -> str:
     # 'send', or the recorder's 'Send seq 4'
     ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}
     if ops and len(ops) == 1 and all(e.point_to_point for e in d.edges):
+        two = len(d.members) == 2  # a pair: 'the other' and 'neither', not 'the next' and 'none'
+        nxt, none = ("the other", "neither") if two else ("the next", "none")
         if ops == {"send"}:
-            return "each sends to the next first, and none posts the receive the other's send waits for"
+            return f"each sends to {nxt} first, and {none} posts the receive the other's send waits for"
         if ops == {"recv"}:
-            return "each receives from the next first, and none posts the send the other's receive waits for"
+            return f"each receives from {nxt} first, and {none} posts the send the other's receive waits for"
     if ops:
         return "each waits in a send or receive, or a collective, that the next does not post"
     return "these ranks call these groups' collectives in different orders"

@@ -183,7 +183,7 @@ def test_send_send_pair_is_a_deadlock_of_both_live_and_post_mortem(name, form):
     assert v.deadlock is not None and sorted(v.deadlock.members) == sorted(truth["culprit_ranks"]), v.text
     assert {e.op.split()[0].lower() for e in v.deadlock.edges} == {"send"} and v.culprit is None
     # wording is the behaviour: the headline says the pair both send first
-    assert "sends to the next first" in v.summary and not named(v), v.text  # the others wait in the all_reduce
+    assert "sends to the other first" in v.summary and not named(v), v.text  # the others wait in the all_reduce
 
 
 def test_send_send_pair_still_connecting_is_named_both_live_and_said_missing_post_mortem():
