@@ -79,7 +79,8 @@ def _text(value: Any, limit: int = 4096) -> str | None:
     """A name from the dump, cut, with lone surrogates (a JSON '\\udcff') replaced: they cannot be printed."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) and abs(value) < 1e18 else "?"
+    number = isinstance(value, (int, float)) and abs(value) < 1e18
+    text = value if isinstance(value, str) else str(value) if number else "?"
     return text[:limit].encode("utf-8", "replace").decode("utf-8")
 
 
