@@ -213,7 +213,7 @@ class Manifest:
     def world_size(self) -> int | None:
         """The job's size its rank records state (the largest plausible one), or None: what bounds a rank or a
         peer the evidence and the digests name."""
-        sizes = [r.world_size for r in self.ranks if plausible_size(r.world_size)]
+        sizes = [size for r in self.ranks if (size := plausible_size(r.world_size))]
         return max(sizes) if sizes else None
 
     @property

@@ -128,7 +128,8 @@ def test_a_blocking_send_or_recv_is_kept_by_kind_and_distance():
     got = merge(of_host("a", ring[:3]), of_host("b", [*ring[3:], wrong]))
     assert got.p2p == {"send+1": [[0, 4]], "send-5": [[5, 5]], "recv-5": [[7, 7]]}
     assert p2p_key(7, ("recv", 2)) == "recv-5"
-    assert sorted(p2p_calls(got.p2p, 100)) == sorted([(r, ("send", (r + 1) % 6)) for r in range(6)] + [(7, ("recv", 2))])
+    said = [(r, ("send", (r + 1) % 6)) for r in range(6)] + [(7, ("recv", 2))]
+    assert sorted(p2p_calls(got.p2p, 100)) == sorted(said)
     assert len(list(p2p_calls(got.p2p, 3))) == 3
 
 
