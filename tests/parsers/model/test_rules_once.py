@@ -49,6 +49,11 @@ RULES = {
     "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
     "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
     "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
+    # the stack-peer matching (py-spy --locals' peers): a main thread's blocking send/recv, an op's test, the waits
+    # and wrong peers (the p2p judge's over the ranks read; a host's digest's summary; the focus's over classes)
+    "blocking_call": "parsers/judges/p2p_stacks.py",
+    "stack_op": "parsers/judges/p2p_stacks.py",
+    "judge_stacks": "parsers/judges/p2p_stacks.py",
 }
 #: names of rules that were re-statements and are gone
 GONE = ("odd_ones_out", "_minority", "_minority_map")
