@@ -14,6 +14,10 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
 - a position (last op and seq) of a communicator that is not its most common one;
 - the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
   (the ranks waited on, and the silent ones), and every rank without recorder state;
+- both ends of every wait the stack-peer matching (parsers.judges.p2p_stacks) draws from the ranks' blocking
+  sends and recvs (py-spy --locals' peers): its rules read a whole cycle of blocked waits and every rank posting
+  toward a wrong peer, so the judges get every op their verdict rests on (a send and the receive that answers
+  it are no wait: a pipeline that flows makes no rank odd);
 - a rank a host finding names (and its host's files);
 - a process of unknown rank (read raw: no class can hold it).
 
@@ -29,8 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
-from parsers.model.summaries import HostFinding, StackClass
+from parsers.model.summaries import HostFinding, StackClass, p2p_calls
 from parsers.model.waits import wait_ends
+from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -63,6 +68,7 @@ class RankGroups(Protocol):
     comms: dict[str, dict[str, Intervals]]
     waits: dict[str, dict[str, Intervals]]
     recorder_ranks: Intervals
+    p2p: dict[str, Intervals]
     host_findings: tuple[HostFinding, ...]
     unranked: tuple[tuple[str | None, int], ...]
     lossy: bool
@@ -87,6 +93,7 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
     for hist in groups.comms.values():
         odd.extend(_minorities(hist, out))
     odd.extend(_recorder_sinks(groups, out))
+    odd.extend(_p2p_waits(groups, out))
     for f in groups.host_findings:
         out.judged += 1
         if f.rank is not None:
@@ -150,3 +157,12 @@ def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     # state while others have it: a peer waited on may be one of them (the recorder judge's 'no recorder state
     # while its peers wait on it'; which job rank a comm rank without state is, only the ranks with state say)
     return [*wait_ends(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]
+
+
+def _p2p_waits(groups: RankGroups, out: ClassJudgement) -> Intervals:
+    """Both ends of each wait the stack-peer matching draws (`judge_stacks`, over the ops `stack_op` makes of the
+    classes' blocking sends and recvs: the rules the p2p judge reads the ranks by)."""
+    out.judged += len(groups.p2p)
+    ops = {r: op for r, call in p2p_calls(groups.p2p, MAX_RANKS) if (op := stack_op(r, call, None)) is not None}
+    edges, _ = judge_stacks(ops) if ops else ([], [])
+    return joined([r, r] for e in edges for r in (e.waiter, e.peer))

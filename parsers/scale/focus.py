@@ -9,9 +9,8 @@ of many ranks whose hosts all wrote usable digests:
    processes when there are many hosts (what crosses back is a merged digest: kilobytes);
 2. judge the classes once each: the odd ones out (and the hosts a host finding names);
 3. focus: the hosts of the odd ones out, one host for a representative rank of each class (the judges compare
-   the odd ones with the many), every rank waited on in the recorder and one waiter of each, both ends of every
-   wait the stack-peer matching draws from the summaries' blocking sends and recvs (py-spy --locals' peers), the
-   hosts a job-level file names in an exit, exception or error, and every job-level file;
+   the odd ones with the many), every rank waited on in the recorder and one waiter of each, the hosts a
+   job-level file names in an exit, exception or error, and every job-level file;
 4. the normal analysis (digest first) over the focused hosts only, told that the other ranks were collected
    and judged from their classes (`Source.elsewhere`: never 'absent', counted in the coverage).
 
@@ -35,14 +34,13 @@ from typing import Any, Iterable
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.model.ranksets import holds, joined
-from parsers.model.summaries import p2p_calls, waited_on
+from parsers.model.summaries import waited_on
 from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
 from parsers.model.events import own_error
 from parsers.gather.source import FileRef, Source, manifest_refs
-from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
 from parsers.judges.stacks import class_rows
 
 #: fewer ranks than this and the whole evidence is rebuilt (tables and reports then show every rank)
@@ -248,8 +246,7 @@ def _why(merged: ClassSummary, judged: ClassJudgement, host_of: dict[int, list[s
     claimant of a rank that two processes claim (the judges see the conflict, and the rank's own process)."""
     why: dict[str, str] = {}
     for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *_representatives(merged, host_of, count(judged.ranks)),
-                         *_waits(merged, host_of), *_p2p_waits(merged, host_of, man.world_size),
-                         *_named_by_job_files(job_arts, host_of, man)):
+                         *_waits(merged, host_of), *_named_by_job_files(job_arts, host_of, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
     return why
@@ -306,21 +303,6 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
         for key, iv in sorted(keys.items()) if wide else ():
             if iv:
                 yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) waiting ({key}) in {comm}"
-
-
-def _p2p_waits(merged: ClassSummary, host_of: dict[int, list[str]], world: int | None) -> Iterable[tuple[Any, str]]:
-    """The stack-peer matching (parsers.judges.p2p_stacks) over the classes' blocking sends and recvs: both ends of
-    each of its wait edges. Why all of them: its rules read the ops of a whole cycle of blocked waits and of every
-    rank posting toward a wrong peer, each an edge of its own, so the judge over the focused evidence holds every
-    op its verdict rests on (read only the odd ones out, it lacked rank 3's cycle and named no wrong peer). A
-    send and the receive that answers it make no edge: a pipeline that flows adds no host."""
-    ops = {r: op for r, call in p2p_calls(merged.p2p, MAX_RANKS) if (op := stack_op(r, call, world)) is not None}
-    edges, _ = judge_stacks(ops) if ops else ([], [])
-    for e in edges:
-        for host in _hosts(host_of, e.waiter):
-            yield host, f"rank {e.waiter} waits in {ops[e.waiter].words()} (its stack)"
-        for host in _hosts(host_of, e.peer):
-            yield host, f"rank {e.peer} is waited on by rank {e.waiter}'s {e.op} (its stack)"
 
 
 def _job_rank(runs: list[list[int]], comm_rank: int) -> int | None:

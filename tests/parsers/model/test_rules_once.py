@@ -48,9 +48,10 @@ RULES = {
     "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
     "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
     "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
+    "_p2p_waits": "parsers/scale/classes.py",  # both ends of each wait the stack-peer matching draws
     "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
     # the stack-peer matching (py-spy --locals' peers): a main thread's blocking send/recv, an op's test, the waits
-    # and wrong peers (the p2p judge's over the ranks read; a host's digest's summary; the focus's over classes)
+    # and wrong peers (the p2p judge's over the ranks read; a host's digest's summary; the class judgement's)
     "blocking_call": "parsers/judges/p2p_stacks.py",
     "stack_op": "parsers/judges/p2p_stacks.py",
     "judge_stacks": "parsers/judges/p2p_stacks.py",
