@@ -341,8 +341,9 @@ class Evidence:
     world_size: int | None = None  #: stated by the manifest (the log correlation learns more from content)
     #: rank -> forensics.arm()'s step series (parsers.steps.series.StepSeries), where the files carry them
     step_series: dict = field(default_factory=dict)
-    #: the source's ranks judged elsewhere (parsers.gather.source.Source.elsewhere)
+    #: the source's ranks judged elsewhere (parsers.gather.source.Source.elsewhere) and their stack classes
     elsewhere: frozenset[int] = frozenset()
+    elsewhere_classes: tuple = ()
 
     def of_kind(self, *kinds: str) -> list[Artifact]:
         return [a for a in self.artifacts if a.kind in kinds]
@@ -567,7 +568,7 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
     """The evidence of a source from its artifacts, however they were read (each file by its reader, or
     rebuilt from a host digest: parsers.scale.digest): processes and hosts grouped, coverage known."""
     ev = Evidence(root=source.root, form=source.form, manifest=source.manifest, skipped=list(source.skipped),
-                  elsewhere=source.elsewhere)
+                  elsewhere=source.elsewhere, elsewhere_classes=source.elsewhere_classes)
     for art in arts:
         if art.kind in registry.NOT_EVIDENCE:
             # an empty output file a collector copied is no news; an empty file among a user's logs is said

@@ -75,6 +75,9 @@ class Source:
     #: ranks of the job collected and judged elsewhere, not in these files: from their hosts' digests' classes
     #: (parsers.scale.focus) or kept on the reduced tree's gateways. Present in the job, so never 'absent'.
     elsewhere: frozenset[int] = frozenset()
+    #: what the main threads of those ranks do: their digests' stack classes (parsers.model.summaries.StackClass),
+    #: for the rules that need every rank's activity (parsers/judges/p2p.py: unanswered sends)
+    elsewhere_classes: tuple = ()
     #: False: a bundle opened without its file list (`open_source(..., list_files=False)`): `list_files()` makes
     #: it; parsers.scale.focus lists only the files of the hosts it reads (600,000 paths cost 3-4 s at 100k ranks)
     listed: bool = True

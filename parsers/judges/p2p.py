@@ -27,6 +27,9 @@ from parsers.judges.p2p_match import History, Pending
 from parsers.model.events import ErrorEvent, ErrorKind, OpEvent, Origin
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
+from parsers.model.ranksets import Intervals, count, difference, holds, joined, of_ranks
+from parsers.model.ranksets import fold as fold_iv
+from parsers.stacks.classify import WAITING_KINDS
 
 DEFAULT_GROUP = "pg:0"
 #: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
@@ -185,37 +188,69 @@ SENDS = frozenset({"send", "isend"})
 RECVS = frozenset({"recv", "irecv"})
 
 
+#: a class of ranks as the unanswered-send rule reads it: what its main threads do (an activity's kind and op,
+#: parsers/stacks/classify.py) and its ranks; one rank's own activity and a digest's stack class both give one
+Row = tuple[str | None, str | None, Intervals]
+
+
+def activity_rows(ev: Evidence) -> list[Row]:
+    """Each rank read here by its own activity, and the ranks judged elsewhere by their digests' stack classes
+    (a focused read at scale: parsers.scale.focus), each rank once."""
+    read = {r.rank: r.activity for r in getattr(ev, "ranks", None) or () if r.rank is not None}
+    rows: list[Row] = [(a.kind, a.op, [[q, q]]) for q, a in read.items()]
+    mine = of_ranks(read)
+    for c in getattr(ev, "elsewhere_classes", ()) or ():
+        rest = difference(c.ranks, mine)
+        if rest:
+            rows.append((c.kind, c.op, rest))
+    return rows
+
+
+def unanswered(rows: list[Row], world: int | None) -> tuple[Intervals, str, Intervals] | None:
+    """The rule, over classes of ranks (a single rank is a class of one): where every rank of the job is in a row,
+    each waits, none in a receive, some in a send and all the rest in one and the same collective (not a wait on
+    the GPU, which may be a kernel of anything): (the senders, that collective, the rest); None otherwise."""
+    if not world or sum(count(iv) for *_, iv in rows) != world or any(k not in WAITING_KINDS for k, _, _ in rows):
+        return None
+    senders = joined(p for _, op, iv in rows if (op or "") in SENDS for p in iv)
+    rest = {(kind, op or "") for kind, op, _ in rows if (op or "") not in SENDS}
+    if not senders or len(rest) != 1:
+        return None
+    ((kind, op),) = rest
+    if kind != "collective" or op in P2P_CALLS | RECVS | {"wait", ""}:
+        return None
+    return senders, op, difference(joined(p for *_, iv in rows for p in iv), senders)
+
+
 def unanswered_sends(ev: Evidence, taken: set[int | None]) -> list[Suspect]:
     """Ranks in a send that no rank answers, where nothing names their peers (NCCL records a send only once the
     connection to a new peer is set up; py-spy --locals did not run). It holds only where every rank of the job
     shows its main thread, none is in a receive, and every rank not in a send waits in one and the same
-    collective. Each send then waits for a receiver that is not receiving: another of the senders (a pair that both
-    send first) or a rank in the collective, which receives only after the senders join it. Either way the job's
-    waits end at the senders, a deadlock of sends posted first; which peer, the stacks do not say."""
-    ranks = [r for r in getattr(ev, "ranks", None) or () if r.rank is not None]
-    world = getattr(ev, "world_size", None)
-    acts = {r.rank: r.activity for r in ranks}
-    if not world or len(acts) != world or any(not a.waiting for a in acts.values()):
+    collective (`unanswered`). Each send then waits for a receiver that is not receiving: another of the senders
+    (a pair that both send first) or a rank in the collective, which receives only after the senders join it.
+    Either way the job's waits end at the senders, a deadlock of sends posted first; which peer, the stacks do not
+    say. Only senders read here are named (a focused read at scale reads the minority class)."""
+    found = unanswered(activity_rows(ev), getattr(ev, "world_size", None))
+    if found is None:
         return []
-    senders = sorted(q for q, a in acts.items() if (a.op or "") in SENDS)
-    common = {a.op for q, a in acts.items() if q not in senders}
-    if not senders or len(common) != 1 or (op := common.pop() or "") in P2P_CALLS | RECVS | {"wait"}:
-        return []
-    others = sorted(set(acts) - set(senders))
-    pair = "the other of the pair (both send first)" if len(senders) == 2 else "another of them (each sends first)"
+    senders, op, others = found
+    several = count(senders) > 1
+    pair = "the other of the pair (both send first)" if count(senders) == 2 else "another of them (each sends first)"
     out = []
-    for r in (r for r in ranks if r.rank in senders and r.rank not in taken):
-        rec = r.record
-        said = (f"waits in {acts[r.rank].op}, and no rank of the job is in a receive: its send goes unanswered "
-                f"(ranks {fold(senders)} wait in a send; ranks {fold(others)} wait in {op}, which "
-                f"{'it has' if len(senders) == 1 else 'they have'} not joined). Its receiver is "
-                f"{pair + ' or ' if len(senders) > 1 else ''}a rank in {op}, which receives only after the "
+    for r in getattr(ev, "ranks", None) or ():
+        if r.rank is None or r.rank in taken or not holds(r.rank, senders):
+            continue
+        rec, call = r.record, r.activity.op
+        said = (f"waits in {call}, and no rank of the job is in a receive: its send goes unanswered "
+                f"(ranks {fold_iv(senders)} wait in a send; ranks {fold_iv(others)} wait in {op}, which "
+                f"{'they have' if several else 'it has'} not joined). Its receiver is "
+                f"{pair + ' or ' if several else ''}a rank in {op}, which receives only after the "
                 f"collective: a deadlock either way; the stacks name no peer (py-spy --locals did not keep one)")
         out.append(Suspect(
             rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.UNANSWERED, source="stacks",
             reason=of_rank(rec.rank, said), confidence=ReasonClass.UNANSWERED.default_confidence,
-            evidence=[cite(f"main threads: ranks {fold(senders)} in {acts[r.rank].op}; ranks {fold(others)} in {op}; "
-                           f"no rank in recv ({len(acts)} of {world} ranks' stacks)", tool="stacks")]))
+            evidence=[cite(f"main threads: ranks {fold_iv(senders)} in {call}; ranks {fold_iv(others)} in {op}; "
+                           f"no rank in recv (every rank of {ev.world_size})", tool="stacks")]))
     return out
 
 

@@ -90,7 +90,8 @@ class Focus:
         files = manifest_refs(self.whole, part) + self.job_files  # a path that leads outside: a skipped file, once
         self.whole.skipped = list(dict.fromkeys(self.whole.skipped))
         self.source = Source(root=self.whole.root, given=self.whole.given, form=self.whole.form, manifest=part,
-                             files=files, skipped=list(self.whole.skipped), elsewhere=elsewhere)
+                             files=files, skipped=list(self.whole.skipped), elsewhere=elsewhere,
+                             elsewhere_classes=tuple(self.merged.stacks.values()))
         self.source.__dict__["_dirs"] = self.whole.__dict__.setdefault("_dirs", {})  # folders resolved once
         return True
 

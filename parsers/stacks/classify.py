@@ -20,6 +20,8 @@ COLLECTIVES = {
 }
 NATIVE_WAIT_MARKS = ("c10d::", "gloo::", "ncclGroupEnd", "ncclAllReduce", "ProcessGroupNCCL", "ProcessGroupGloo")
 GPU_SYNC_MARKS = ("cuCtxSynchronize", "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
+#: the kinds of a thread that waits on its peers (a class of a digest counts as waiting by the same words)
+WAITING_KINDS = ("collective", "gpu-sync")
 LIBRARY_PATHS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen", "torch/", "threading.py")
 
 
@@ -33,7 +35,7 @@ class Activity:
 
     @property
     def waiting(self) -> bool:
-        return self.kind in ("collective", "gpu-sync")
+        return self.kind in WAITING_KINDS
 
     @property
     def text(self) -> str:

@@ -55,6 +55,7 @@ RULES = {
     "blocking_call": "parsers/judges/p2p_stacks.py",
     "stack_op": "parsers/judges/p2p_stacks.py",
     "judge_stacks": "parsers/judges/p2p_stacks.py",
+    "unanswered": "parsers/judges/p2p.py",  # sends nobody answers, over rows a rank and a digest's class both give
 }
 #: names of rules that were re-statements and are gone
 GONE = ("odd_ones_out", "_minority", "_minority_map")
