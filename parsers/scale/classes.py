@@ -10,7 +10,9 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
 - a rank's own oddities (frozen or gone, a collector problem, no state after, an exit, an exception,
   an error that is no wait) were flagged where its files are (`parsers.scale.digest.rank_flags`): every flag's
   rank set is odd;
-- a stack class (what the main thread does, in which collective) that is not the most common one;
+- the stack classes (what the main thread does, in which collective) as the stacks judge compares them, by its
+  one rule (`parsers.judges.stacks.compare_stacks`): outside every collective while others wait, waiting in
+  another call than the majority's, a minority that went ahead, and ranks with no stack while most have one;
 - a position (last op and seq) of a communicator that is not its most common one;
 - the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
   (the ranks waited on, and the silent ones), and every rank without recorder state;
@@ -28,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from parsers.judges.stacks import compare_stacks
+from parsers.model.majority import minorities
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
 from parsers.model.summaries import HostFinding, StackClass
 from parsers.model.waits import wait_ends
@@ -83,9 +87,11 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
     for iv in groups.flags.values():  # each rank's own oddities, flagged where its files are
         odd.extend(iv)
         out.judged += 1
-    odd.extend(_minorities(_by_kind_op(groups.stacks), out))
-    for hist in groups.comms.values():
-        odd.extend(_minorities(hist, out))
+    odd.extend(compare_stacks((c, c.ranks) for c in groups.stacks.values()).odd)
+    out.judged += len(groups.stacks)
+    for hist in groups.comms.values():  # a position shorter than its communicator's tallest (`minorities`)
+        odd.extend(minorities(hist))
+        out.judged += len(hist)
     odd.extend(_recorder_sinks(groups, out))
     for f in groups.host_findings:
         out.judged += 1
@@ -107,30 +113,6 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
 def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
     out.complete, out.why_not = False, why
     return out
-
-
-def _by_kind_op(stacks: dict[str, StackClass]) -> dict[str, Intervals]:
-    """Stack classes grouped as the rule compares them: by what the main thread does and in which op (where it
-    sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
-    groups: dict[str, Intervals] = {}
-    for cls in stacks.values():
-        key = f"{cls.kind}|{cls.op}"
-        groups[key] = joined([*groups.get(key, []), *cls.ranks])
-    return groups
-
-
-def _minorities(hist: dict[str, Intervals], out: ClassJudgement) -> Intervals:
-    """Every bar of a histogram smaller than its tallest: the ranks not where most are."""
-    out.judged += len(hist)
-    if len(hist) <= 1:
-        return []
-    sizes = {k: count(iv) for k, iv in hist.items()}
-    top = max(sizes.values())
-    odd: Intervals = []
-    for k, iv in hist.items():
-        if sizes[k] < top:
-            odd.extend(iv)
-    return odd
 
 
 def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:

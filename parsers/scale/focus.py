@@ -39,7 +39,7 @@ from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
-from parsers.model.events import own_error
+from parsers.model.events import own_faults
 from parsers.gather.source import FileRef, Source, manifest_refs
 from parsers.judges.stacks import class_rows
 
@@ -371,11 +371,11 @@ def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
         return
     for x in parsed.exits:
         yield getattr(x, "rank", None), getattr(x, "host", None), getattr(x, "pid", None)
-    for e in parsed.exceptions:
-        yield _int(getattr(e, "rank", None)), None, None
-    for e in parsed.events:
-        if own_error(e):
-            o = e.origin
+    for flag, x in own_faults(parsed):
+        if flag == "exception":
+            yield _int(getattr(x, "rank", None)), None, None
+        else:
+            o = x.origin
             yield _int(o.rank), o.host, _int(o.pid)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.model.majority import tallest
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, fold, holds, meets, ranks_of, union
 from parsers.model.summaries import FORMAT, VERSION, ClassSummary, RankSummary, SummaryError, merge, merge_all, \
     of_host as from_host, without
@@ -37,14 +38,14 @@ def from_document(doc: dict[str, Any]) -> ClassSummary:
 
 
 def outliers(merged: ClassSummary) -> dict[str, list[str]]:
-    """Per communicator, the positions other than the most common one, with their ranks folded: who is
-    not where the others are (what a person looks at first)."""
+    """Per communicator, the positions shorter than its tallest (`parsers.model.majority.tallest`: a tie of the
+    tallest is no outlier, as the class judgement reads it), with their ranks folded: who is not where the others
+    are (what a person looks at first)."""
     out: dict[str, list[str]] = {}
     for comm, hist in merged.comms.items():
-        if len(hist) <= 1:
-            continue
-        top = max(hist, key=lambda p: (count(hist[p]), p))
-        out[comm] = [f"{pos}: ranks {fold(iv)}" for pos, iv in sorted(hist.items()) if pos != top]
+        top = set(tallest({pos: count(iv) for pos, iv in hist.items()}))
+        if said := [f"{pos}: ranks {fold(iv)}" for pos, iv in sorted(hist.items()) if pos not in top]:
+            out[comm] = said
     return out
 
 

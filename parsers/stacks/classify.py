@@ -21,6 +21,8 @@ COLLECTIVES = {
 NATIVE_WAIT_MARKS = ("c10d::", "gloo::", "ncclGroupEnd", "ncclAllReduce", "ProcessGroupNCCL", "ProcessGroupGloo")
 GPU_SYNC_MARKS = ("cuCtxSynchronize", "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
 LIBRARY_PATHS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen", "torch/", "threading.py")
+#: the kinds of a main thread that waits for others: in a collective, or on the GPU (where NCCL's waits show)
+WAITING_KINDS = ("collective", "gpu-sync")
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class Activity:
 
     @property
     def waiting(self) -> bool:
-        return self.kind in ("collective", "gpu-sync")
+        return self.kind in WAITING_KINDS
 
     @property
     def text(self) -> str:
