@@ -90,8 +90,9 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     every collective while others wait is what they wait for; a rank that waits in another call mismatches. The odd
     one out (issue 26 item 2.5): where a minority waits in one collective and every other rank runs at one and the
     same place, the minority went ahead (it called what the others did not reach, or they skip what it calls), and
-    the majority's 'in no collective' is no claim (they agree with each other); a send or receive waits for its one
-    peer, not for the group to reach it, so it is no odd one out."""
+    the majority's 'in no collective' is no claim (they agree with each other). A send or receive waits for its one
+    peer, not for the group to reach it: it neither went ahead nor mismatches, and is set apart as `paired` (the
+    p2p judges pair it by peer). Ranks with no stack are `unseen`: set apart while fewer than those with one."""
     groups = [(v, iv) for v, iv in classes if iv]
     waits = [(v, iv) for v, iv in groups if v.kind in WAITING_KINDS]
     runs = [(v, iv) for v, iv in groups if v.kind == "elsewhere"]

@@ -33,8 +33,8 @@ from typing import Any, Protocol
 from parsers.judges.stacks import compare_stacks
 from parsers.model.majority import minorities
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
-from parsers.model.summaries import HostFinding, StackClass
-from parsers.model.waits import wait_ends
+from parsers.model.summaries import HostFinding, StackClass, comm_waits
+from parsers.model.waits import silent_members, wait_ends
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -66,6 +66,7 @@ class RankGroups(Protocol):
     stacks: dict[str, StackClass]
     comms: dict[str, dict[str, Intervals]]
     waits: dict[str, dict[str, Intervals]]
+    members: dict[str, list[list[int]]]
     recorder_ranks: Intervals
     host_findings: tuple[HostFinding, ...]
     unranked: tuple[tuple[str | None, int], ...]
@@ -128,7 +129,22 @@ def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     waiting = joined(waiting)
     # where the waits end (`wait_ends`, the recorder judge's rule), with every rank that has recorder state
     # counted as waited on: which job rank a waited-on comm rank is takes the members' runs (the focus maps
-    # them), so over classes the ranks that may be waited on are all of them; and the ranks without recorder
-    # state while others have it: a peer waited on may be one of them (the recorder judge's 'no recorder state
-    # while its peers wait on it'; which job rank a comm rank without state is, only the ranks with state say)
-    return [*wait_ends(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]
+    # them), so over classes the ranks that may be waited on are all of them; and, where a comm rank waited on left
+    # no recorder state (`silent_members`, the recorder judge's 'no recorder state while its peers wait on it'),
+    # every rank without it: which job rank that comm rank is, only its own state would say
+    silent = _silent(merged)
+    out.judged += 1
+    return [*wait_ends(merged.recorder_ranks, waiting),
+            *(difference(merged.summarised, merged.recorder_ranks) if silent else [])]
+
+
+def _silent(merged: RankGroups) -> bool:
+    """Whether, in any communicator, a comm rank others wait on left no recorder state (`silent_members`, over
+    comm ranks: the members' runs say which comm ranks have state)."""
+    for comm, keys in merged.waits.items():
+        runs = merged.members.get(comm, [])
+        waiting, waited = comm_waits(runs, keys)
+        if silent_members(waited, joined([p for iv in waiting.values() for p in iv]),
+                          joined([[lo, hi] for lo, hi, _ in runs])):
+            return True
+    return False

@@ -19,11 +19,11 @@ from parsers.model.events import ProcessState
 from parsers.model.looks import Look
 from parsers.model.majority import minorities, tallest
 from parsers.model.ranksets import of_ranks, ranks_of
-from parsers.model.summaries import ClassSummary, RankSummary, StackClass
+from parsers.model.summaries import ClassSummary, RankSummary, StackClass, gathered
 from parsers.scale.classes import judge_classes
 from parsers.scale.merge import outliers
 from parsers.stacks.classify import Activity
-from parsers.model.waits import wait_ends
+from parsers.model.waits import silent_members, wait_ends
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,6 +40,12 @@ RULES = {
     # where the recorder's waits end: waited on, waiting on none (the recorder judge's 'stalled'; the focus's
     # ranks read at the ends of the waits; the class judgement's recorder ranks that wait on none)
     "wait_ends": "parsers/model/waits.py",
+    # the ends of the waits that left no recorder state (the recorder judge's 'no recorder state while its peers wait
+    # on it'; the class judgement reads every rank without state while one is silent)
+    "silent_members": "parsers/model/waits.py",
+    # a communicator's waits over its comm ranks (the focus's wait graph and the class judgement's silent members)
+    "comm_waits": "parsers/model/summaries.py",
+    "comm_ranks": "parsers/model/summaries.py",
     # an error of a process's own that is no wait on a peer (the scale path's 'error' flag, the focus's and
     # digest first's reading of job-level files, the suspect's first cause)
     "own_error": "parsers/model/events.py",
@@ -120,7 +126,7 @@ def _wait_end_tests(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             negated = [v for v in node.values if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)]
-            if any("waits_on" in names(v) for v in negated) and any(
+            if any({"waits_on", "has_state"} & names(v) for v in negated) and any(
                     {"waited_on_by", "waiters"} & names(v) for v in node.values if v not in negated):
                 yield node.lineno
 
@@ -233,6 +239,7 @@ def test_the_scan_finds_a_copy():
     assert list(_class_row_literals(ast.parse('r = {"activity": a.text, "ranks": f, "count": n}\n'))) == [1]
     assert list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and not rp.waits_on\n'))) == [1]
     assert not list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and rp.waits_on\n')))
+    assert list(_wait_end_tests(ast.parse('x = not rp.has_state and waiters\n'))) == [1]
     assert not list(_state_letters(ast.parse('x = r.state == "Z"\ny = r.state == "R"\nz = c in ("t", "h")\n')))
 
 
@@ -321,3 +328,25 @@ def test_a_tie_of_the_tallest_is_one_fact():
     merged = ClassSummary(comms={"0xabc": tie})
     assert outliers(merged) == {"0xabc": ["allreduce@9: ranks 8"]}
     assert list(ranks_of(judge_classes(merged).ranks)) == [8]
+
+
+def test_silent_members_one_rank_or_a_class():
+    """Comm rank 1 is waited on and left no state: silent, as the recorder judge names it; a class of 100,000 ranks
+    waiting on one stateless peer says the same of it; a peer with state that waits on none is an end, not silent."""
+    assert silent_members(of_ranks([1, 2]), of_ranks([0]), of_ranks([0, 2])) == [[1, 1]]
+    assert silent_members([[0, 0]], [[1, 99_999]], [[1, 99_999]]) == [[0, 0]]
+    assert silent_members([[0, 0]], [[1, 99_999]], [[0, 99_999]]) == []
+
+
+def test_ranks_without_state_are_read_only_while_one_waited_on_is_silent():
+    """Over classes, which job rank a stateless comm rank is, only its own state would say: every rank without state
+    is read while a comm rank waited on left none; where every peer waited on has state, none of them is."""
+    def summary(silent: bool) -> ClassSummary:
+        rows = [("h0", RankSummary(rank=r, pid=100 + r, recorder=(("abc", r, r),), waits_on=(("abc", 0),)))
+                for r in range(1, 4)]
+        rows += [("h0", RankSummary(rank=9, pid=109))]  # a rank of another job part, no recorder at all
+        if not silent:
+            rows.append(("h0", RankSummary(rank=0, pid=100, recorder=(("abc", 0, 0),))))
+        return gathered(rows)
+    assert list(ranks_of(judge_classes(summary(True)).ranks)) == [9]
+    assert list(ranks_of(judge_classes(summary(False)).ranks)) == [0]
