@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.judges.stacks import class_rows
 from parsers.model.majority import tallest
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, fold, holds, meets, ranks_of, union
 from parsers.model.summaries import FORMAT, VERSION, ClassSummary, RankSummary, SummaryError, merge, merge_all, \
@@ -50,10 +51,10 @@ def outliers(merged: ClassSummary) -> dict[str, list[str]]:
 
 
 def stack_classes(merged: ClassSummary) -> list[str]:
-    """The equivalence classes of main-thread stacks, largest first, with their rank ranges."""
-    rows = sorted(merged.stacks.values(), key=lambda c: -count(c.ranks))
-    return [f"{count(c.ranks)} rank(s) {fold(c.ranks)}: {c.kind}"
-            + (f" in {c.op}" if c.op else "") + (f" at {c.where}" if c.where else "") for c in rows]
+    """The equivalence classes of main-thread stacks, largest first, with their rank ranges: the rows of the stacks
+    judge's classes section (`parsers.judges.stacks.class_rows`, the one statement of them), a line each."""
+    return [f"{row['count']} rank(s) {row['ranks']}: {row['activity']}"
+            for row in class_rows((c, c.ranks) for c in merged.stacks.values())]
 
 
 def check_merged(doc: Any) -> ClassSummary:

@@ -57,7 +57,7 @@ RULES = {
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
     # focus's over every rank the digests summarised)
-    "class_rows": "parsers/judges/stacks.py",
+    "class_rows": "parsers/judges/stacks.py",  # (and the merged digest's stack classes said a line each)
     # the stack-class rule: outside every collective while others wait, waiting in another call than the majority's,
     # a minority that went ahead (the stacks judge names them; the class judgement reads their raw files)
     "compare_stacks": "parsers/judges/stacks.py",

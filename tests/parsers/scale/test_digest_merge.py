@@ -45,8 +45,8 @@ def test_classes_ranges_and_outliers():
     root = digest_merge.merge_all(hosts)
     assert root.ranks == 4096 and root.hosts == 512
     assert digest_merge.stack_classes(root) == [
-        "4095 rank(s) 0-12,14-4095: collective in allreduce",
-        "1 rank(s) 13: elsewhere at train.py:47"]
+        "4095 rank(s) 0-12,14-4095: wait in allreduce",
+        "1 rank(s) 13: run outside any collective at train.py:47"]
     assert digest_merge.outliers(root) == {"0xabc": ["allreduce@10: ranks 13"]}
     doc = root.to_json()
     # 4,096 ranks in a few kB: the classes' size follows the variety, not the count; which ranks each host
