@@ -12,10 +12,13 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
   rank set is odd;
 - the stack classes (what the main thread does, in which collective) as the stacks judge compares them, by its
   one rule (`parsers.judges.stacks.compare_stacks`): outside every collective while others wait, waiting in
-  another call than the majority's, a minority that went ahead, and ranks with no stack while most have one;
-- a position (last op and seq) of a communicator that is not its most common one;
-- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
-  (the ranks waited on, and the silent ones), and every rank without recorder state;
+  another call than the majority's (a send or receive among them: paired), a minority that went ahead, and ranks
+  with no stack while most have one;
+- a position (last op and seq) of a communicator shorter than its tallest (`parsers.model.majority.minorities`:
+  a tie of the tallest is no minority);
+- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none (the ends of
+  the waits, `parsers.model.waits.wait_ends`), and, while a comm rank waited on left no state (a silent member,
+  `silent_members`), every rank without recorder state;
 - a rank a host finding names (and its host's files);
 - a process of unknown rank (read raw: no class can hold it).
 
