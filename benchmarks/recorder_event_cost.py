@@ -91,7 +91,8 @@ def build_tools(tmp: Path) -> tuple[Path, Path]:
 def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, channels: int, cpu: int | str | None,
             state_dir: str, steps: int = 8, threads: int = 1) -> dict:
     """One microbench process; threads=2 runs the proxy path on a thread of its own (cpu: two CPUs, "2,3")."""
-    cmd = [str(exe), str(max(1, iterations // channels)), str(repeats), str(channels), *variants]  # same time per timing
+    # the same time per timing at any channel count
+    cmd = [str(exe), str(max(1, iterations // channels)), str(repeats), str(channels), *variants]
     if cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu), *cmd]
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -161,7 +162,8 @@ def report(runs: dict, one_step: list, labels: list[str], channels: int) -> None
           f"{now_min:.0f} ns, {'met' if now_min <= GOAL_NS else 'NOT met'}")
     if "before" in labels:
         ratios = [added(r, "now", "min") / max(added(r, "before", "min"), 1e-9) for r in one]
-        print(f"now / before (added cost, min): {statistics.median(ratios):.2f} (runs {min(ratios):.2f}..{max(ratios):.2f})")
+        span = f"runs {min(ratios):.2f}..{max(ratios):.2f}"
+        print(f"now / before (added cost, min): {statistics.median(ratios):.2f} ({span})")
 
 
 #: --breakdown: builds of the working tree with one piece taken out; now minus each is what that piece costs

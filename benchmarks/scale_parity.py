@@ -5,7 +5,9 @@ for (fixture, plain-read culprit and why, digest-path culprit and why, equal?), 
 was or was not used and the seconds of each read, so a disagreement or a fallback is seen at a glance.
 The fleet is made by tests/support/replicate.py (the capture's ranks kept, the rest healthy copies of one rank).
 
-    PYTHONPATH=. python benchmarks/scale_parity.py [--ranks 4096] [--tmp DIR] [CAPTURE ...]   (paths under tests/fixtures)
+    PYTHONPATH=. python benchmarks/scale_parity.py [--ranks 4096] [--tmp DIR] [CAPTURE ...]
+
+CAPTURE: a path under tests/fixtures (default: the captures of tests/parsers/pipeline/test_scale_parity.py).
 
 At 100,000 ranks (12,500 hosts): the copies and the digests are written by one process a core, the plain read
 by its own 8 workers; its peak RSS (about 17 GB) is the largest, the last column says it. The fleet needs a few GB
@@ -56,9 +58,9 @@ def row(capture: str, ranks: int, under: str | None = None) -> str:
         focus = (dig.sections.get("digests") or {}).get("focus") or {}
         how = focus.get("why_not") or f"focus {focus.get('hosts_read')} hosts"
         kept = [k[:3] for k in culprit_key(plain)] == [k[:3] for k in culprit_key(own)]
+        seconds = f"{made:.0f} / {t_plain:.0f} / {t_dig:.0f}"
         return (f"| {capture} | {_said(culprit_key(plain))} | {_said(culprit_key(dig))} | "
-                f"{culprit_key(plain) == culprit_key(dig)} | {kept} | {how} | {made:.0f} / {t_plain:.0f} / {t_dig:.0f} | "
-                f"{_peak_gb():.1f} |")
+                f"{culprit_key(plain) == culprit_key(dig)} | {kept} | {how} | {seconds} | {_peak_gb():.1f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -36,7 +36,8 @@ GDB_ARGS = [
 ]
 
 
-GDB_BASE_S = 30.0  #: gdb start, attach and symbol loading (libtorch: 3-5 s alone, 11-13 s with 4 gdbs on 2 cores, more under load)
+#: gdb start, attach and symbol loading (libtorch: 3-5 s alone, 11-13 s with 4 gdbs on 2 cores, more under load)
+GDB_BASE_S = 30.0
 GDB_PER_THREAD_S = 0.1  #: one -stack-list-frames per thread (0.1-0.2 s each measured on a 300-thread sleeper)
 MAX_FRAMES = 200  #: frames listed per thread (deep recursion must not eat the limit)
 LINE_BYTES = 1 << 20  #: of an MI line that no cap of the rank's bytes sizes (attach, detach, gdb's notices)
@@ -230,7 +231,8 @@ def _fit(target: RankTarget, data: dict, details: dict) -> str:
     base = len(text) - sum(len(json.dumps(f, indent=1)) for _, f in stacks)
     keep = fit_prefix([len(json.dumps(f, indent=2)) + 16 for _, f in stacks], max(0, room - base))
     data["stacks"] = dict(stacks[:keep])
-    line = f"pid {target.pid} gdb.json: the stacks of {len(stacks) - keep} of {len(stacks)} threads left out ({target.budget.which()} reached)"
+    line = (f"pid {target.pid} gdb.json: the stacks of {len(stacks) - keep} of {len(stacks)} threads left out "
+            f"({target.budget.which()} reached)")
     details["budget_cut"] = line
     target.budget.note(line)
     return json.dumps(data, indent=1) + "\n"

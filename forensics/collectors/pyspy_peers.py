@@ -18,13 +18,11 @@ from typing import Any
 
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import CollectOptions, RankTarget
-from parsers.readers.pyspy import MAX_ARG, P2P_ARG_NAMES, is_p2p_frame, p2p_args
+from parsers.readers.pyspy import MAX_ARG, P2P_ARG_NAMES, is_p2p_frame, p2p_args, p2p_call_frames
 
 #: py-spy --locals output read at most (held in memory only, then dropped): a main thread of 1,000 frames with
 #: their locals' reprs is well under it
 LOCALS_READ_BYTES = 8 << 20
-#: frames of the main thread looked at for a point-to-point call (it is innermost, under a logger's wrapper)
-MAX_FRAMES = 16
 #: what the manifest says of this run
 KEPT = (f"py-spy --locals, run because the main thread waits in torch.distributed's point-to-point call: of its "
         f"frames in torch/distributed only the integer arguments {', '.join(P2P_ARG_NAMES)} kept; every other "
@@ -73,11 +71,10 @@ def attach_peers(doc: Any, peers: Peers) -> None:
 
 
 def _main_p2p_frames(doc: list, pid: int) -> list[dict]:
-    """The point-to-point frames among the main thread's innermost MAX_FRAMES (the thread whose id is the pid)."""
+    """The point-to-point frames among the main thread's innermost Python frames (the thread whose id is the pid)."""
     main = next((t for t in doc if isinstance(t, dict) and t.get("os_thread_id") == pid), None)
     frames = main.get("frames") if main else None
-    return [f for f in frames[:MAX_FRAMES] if isinstance(f, dict) and is_p2p_frame(f)] if isinstance(frames, list) \
-        else []
+    return p2p_call_frames(frames) if isinstance(frames, list) else []
 
 
 def _key(frame: dict) -> tuple[str, str, int]:

@@ -91,6 +91,11 @@ _TABLE: dict[ReasonClass, tuple[str, str]] = {
         "it goes unanswered: its code names the wrong peer (src/dst) at this point",
         "read its call site (the stack's send/recv line) and the src/dst it computes; compare with the rank "
         "whose op to it waits"),
+    ReasonClass.UNANSWERED: (
+        "it waits in a send that no rank receives, while the others wait in a collective it has not joined: its "
+        "receiver is not in a receive (another rank that sends first, or one that receives only after the collective)",
+        "read the order of its send and recv against its peer's at this step (each side sending first deadlocks); "
+        "`py-spy dump --locals --pid {pid}` on {host} shows the dst it sends to"),
     ReasonClass.FR_MISSING: (
         "PyTorch's Flight Recorder shows it never scheduled a collective the others scheduled",
         "look at what it ran after its last recorded collective (its stack and output)"),

@@ -179,7 +179,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     # a host fault's own line says it; the 'slow:' line says the straggler figures
     view.shows = [x for x in verdict.shows
                   if x not in verdict.summary and x not in host_said and x not in view.stragglers]
-    view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.independent])
+    view.others = fold_suspects([s for s in verdict.suspects[1:] if s not in verdict.culprits])
     view.missing = fold_missing(verdict.missing_evidence)
     view.classes = list(verdict.sections.get("classes") or [])
     view.stack_lines = render_tree(verdict.stack_tree) if verdict.stack_tree is not None else []

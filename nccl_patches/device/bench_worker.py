@@ -56,7 +56,8 @@ class Bench:
             n = max(1, nbytes // 4)
             if op == "all_gather":
                 part = max(1, n // self.world)
-                self.bufs = (self.torch.ones(part, device=self.dev), self.torch.empty(part * self.world, device=self.dev))
+                sent = self.torch.ones(part, device=self.dev)
+                self.bufs = (sent, self.torch.empty(part * self.world, device=self.dev))
             else:
                 self.bufs = (self.torch.ones(n, device=self.dev), self.torch.empty(n, device=self.dev))
             self.key = (op, nbytes)

@@ -563,6 +563,8 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   set_copy_path(c, host, pid, index);
   c->ring_len = cfg->ring_len;
   c->proxy_slots = cfg->proxy_slots;
+  c->ring_mask = rec_mask(c->ring_len);
+  c->proxy_mask = rec_mask(c->proxy_slots);
   size_t ring_off = RECORDER_HEADER_SIZE;
   /* Proxy records start on a multiple of their size (the mapping is page-aligned), so a step's
    * op is its address rounded down: no load on the step path (readers take proxy_offset as is). */
@@ -707,6 +709,29 @@ static inline void seq_end(uint32_t* gen) {
   __atomic_store_n(gen, (g | 1u) + 1u, __ATOMIC_RELEASE);
 }
 
+_Static_assert(sizeof(((struct recorder_coll*)0)->func) == sizeof(((struct rec_names*)0)->func) &&
+                   sizeof(((struct recorder_coll*)0)->dtype) == sizeof(((struct rec_names*)0)->dtype) &&
+                   sizeof(((struct recorder_coll*)0)->algo) == sizeof(((struct rec_names*)0)->algo) &&
+                   sizeof(((struct recorder_coll*)0)->proto) == sizeof(((struct rec_names*)0)->proto),
+               "a record's names and their images are the same size");
+
+/* A record's four names: the images of the previous record where NCCL passed the same addresses
+ * (its constant strings), else copied and remembered (struct rec_names says why). */
+static inline void copy_names(struct rec_names* n, struct recorder_coll* r, const char* func, const char* dtype,
+                              const char* algo, const char* proto) {
+  if (__builtin_expect(func != n->src[0] || dtype != n->src[1] || algo != n->src[2] || proto != n->src[3], 0)) {
+    copy_str(n->func, sizeof n->func, func);
+    copy_str(n->dtype, sizeof n->dtype, dtype);
+    copy_str(n->algo, sizeof n->algo, algo);
+    copy_str(n->proto, sizeof n->proto, proto);
+    n->src[0] = func, n->src[1] = dtype, n->src[2] = algo, n->src[3] = proto;
+  }
+  memcpy(r->func, n->func, sizeof r->func); /* fixed sizes: a few moves, no call */
+  memcpy(r->dtype, n->dtype, sizeof r->dtype);
+  memcpy(r->algo, n->algo, sizeof r->algo);
+  memcpy(r->proto, n->proto, sizeof r->proto);
+}
+
 struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t seq, const char* func, uint64_t count,
                                      const char* dtype, int root_or_peer, uint8_t n_channels, uint8_t n_warps,
                                      const char* algo, const char* proto) {
@@ -714,7 +739,7 @@ struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t 
    * each per operation (tens of ns); per-step stamps stay on the coarse clock. */
   uint64_t now = rec_fast_ns();
   uint64_t index = REC_FETCH_ADD(&c->hdr->coll_next, 1, __ATOMIC_ACQ_REL);
-  struct recorder_coll* r = &c->ring[index % c->ring_len];
+  struct recorder_coll* r = &c->ring[rec_slot(index, c->ring_len, c->ring_mask)];
   seq_begin(&r->gen);
   r->kind = kind;
   r->n_channels = n_channels;
@@ -731,10 +756,7 @@ struct recorder_coll* rec_coll_begin(struct rec_comm* c, uint8_t kind, uint64_t 
   REC_ATOMIC_STORE(&r->enqueued_ns, 0);
   REC_ATOMIC_STORE(&r->last_progress_ns, now);
   REC_ATOMIC_STORE(&r->complete_ns, 0);
-  copy_str(r->func, sizeof r->func, func);
-  copy_str(r->dtype, sizeof r->dtype, dtype);
-  copy_str(r->algo, sizeof r->algo, algo);
-  copy_str(r->proto, sizeof r->proto, proto);
+  copy_names(&c->names, r, func, dtype, algo, proto);
   r->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop handlers */
   seq_end(&r->gen);
   rec_touch(c, now);
@@ -800,7 +822,7 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   uint64_t op_index = REC_FETCH_ADD(&c->hdr->proxy_next, 1, __ATOMIC_ACQ_REL);
   struct recorder_proxy* p = NULL;
   for (uint32_t probe = 0; probe < 16; probe++) {
-    struct recorder_proxy* q = &c->proxy[(op_index + probe) % c->proxy_slots];
+    struct recorder_proxy* q = &c->proxy[rec_slot(op_index + probe, c->proxy_slots, c->proxy_mask)];
     uint32_t st = REC_ATOMIC_LOAD(&q->state);
     if (st == RECORDER_PROXY_ACTIVE) continue; /* still in flight: never overwrite it */
     if (REC_CAS(&q->state, &st, RECORDER_PROXY_ACTIVE)) {
@@ -813,6 +835,13 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
     return NULL;
   }
   uint64_t now = rec_event_ns();
+  uint64_t idx = UINT64_MAX;
+  if (parent != NULL) {
+    /* The parent's count first, before this record's stores: a locked add waits until every store
+     * before it is written, here ~30 to lines the slot pool has let go cold. */
+    idx = REC_ATOMIC_LOAD(&parent->index);
+    rec_coll_child(c, parent, idx, 0, 0, now); /* the op's own stamp: one clock read, not two */
+  }
   seq_begin(&p->gen);
   p->op_index = op_index;
   p->pid = pid;
@@ -833,19 +862,17 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->trans_bytes = 0;
   p->send_wait_us = 0;
   p->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop/record handlers */
+  /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
-    p->steps[i].step = -1;
-    p->steps[i].state = 0;
-    p->steps[i].done = 0;
-    p->steps[i].slot = (uint8_t)i;
+    __atomic_store_n((uint64_t*)(void*)&p->steps[i], (uint64_t)UINT32_MAX | (uint64_t)i << 48, __ATOMIC_RELAXED);
     p->steps[i].ts_ns = 0;
   }
   if (parent != NULL) {
-    uint64_t idx = REC_ATOMIC_LOAD(&parent->index);
     p->coll_index = idx;
     p->coll_seq = parent->seq;
-    copy_str(p->func, sizeof p->func, parent->func);
-    rec_coll_child(c, parent, idx, 0, 0, now); /* the op's own stamp: one clock read, not two */
+    /* the parent's func is NUL-padded: its first 16 bytes, cut at 15, are what copy_str would write */
+    memcpy(p->func, parent->func, sizeof p->func);
+    p->func[sizeof p->func - 1] = '\0';
   } else {
     p->coll_index = UINT64_MAX;
     p->coll_seq = UINT64_MAX;
@@ -863,7 +890,7 @@ void rec_proxy_end(struct recorder_proxy* p) {
   REC_ATOMIC_STORE(&p->last_progress_ns, now);
   REC_ATOMIC_STORE(&p->state, RECORDER_PROXY_DONE);
   if (p->coll_index != UINT64_MAX)
-    rec_coll_child(c, &c->ring[p->coll_index % c->ring_len], p->coll_index, 0, 1, now);
+    rec_coll_child(c, &c->ring[rec_slot(p->coll_index, c->ring_len, c->ring_mask)], p->coll_index, 0, 1, now);
   rec_touch(c, now);
 }
 

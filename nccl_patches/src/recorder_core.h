@@ -59,6 +59,13 @@ extern __thread struct rec_counts hf_recorder_counts;
 #endif
 #define REC_ATOMIC_ADD(p, v) ((void)REC_FETCH_ADD((p), (v), __ATOMIC_ACQ_REL))
 
+/* A step's first word (step, state, done, slot) is written with one store: at a step's start
+ * (profiler_plugin.c) and when a proxy op's slots are cleared (rec_proxy_begin). */
+_Static_assert(offsetof(struct recorder_step, step) == 0 && offsetof(struct recorder_step, state) == 4 &&
+                   offsetof(struct recorder_step, done) == 5 && offsetof(struct recorder_step, slot) == 6,
+               "step head layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state file is little-endian");
+
 struct rec_config {
   char dir[256];
   uint32_t ring_len;
@@ -72,13 +79,30 @@ struct rec_config {
   char copy_dir[256];  /* where a copy of the state goes when the job dies ("" = none); may hold %h, %p */
 };
 
+/* The four names of the latest record begun (func, dtype, algo, proto), by the address NCCL passed and
+ * as copied into a record. Why: NCCL passes its own constant strings (ncclFuncToString and the like),
+ * so the next record almost always names the same addresses, and copying a remembered image of fixed
+ * size is a few moves where measuring and padding each name is three libc calls (12 per collective).
+ * Written by the thread that begins records of the communicator (one at a time: NCCL does not let
+ * two threads use one communicator at once). */
+struct rec_names {
+  const char* src[4];
+  char func[24];
+  char dtype[16];
+  char algo[16];
+  char proto[8];
+};
+
 /* One communicator's mapping. Private memory; the file holds the shared part. */
 struct rec_comm {
+  struct rec_names names; /* rec_coll_begin's */
   struct recorder_header* hdr;
   struct recorder_coll* ring;
   struct recorder_proxy* proxy;
   uint32_t ring_len;
   uint32_t proxy_slots;
+  uint32_t ring_mask;    /* ring_len - 1 where ring_len is a power of two (the default), else 0 */
+  uint32_t proxy_mask;   /* the same for proxy_slots */
   size_t size;
   int kch_enabled;       /* KernelCh events are on and nChannels is exact: completion waits for each */
   int finalized;
@@ -131,6 +155,14 @@ uint64_t rec_fast_ns(void);
 #define REC_TOUCH_NS 1000000ull
 #endif
 void rec_touch(struct rec_comm* c, uint64_t now);
+
+/* i's slot among `len` (ring_mask, proxy_mask): a mask where the length is a power of two, as by default.
+ * Why: `%` by a length known only at run time is a divide, 20-40 cycles on x86, and the hot path
+ * took one per record and two per proxy op (begin, end). */
+static inline uint64_t rec_slot(uint64_t i, uint32_t len, uint32_t mask) {
+  return __builtin_expect(mask != 0, 1) ? (i & mask) : i % len;
+}
+static inline uint32_t rec_mask(uint32_t len) { return (len & (len - 1)) == 0 ? len - 1 : 0; }
 
 /* Creates and maps the state file of one communicator; registers it with the
  * heartbeat thread (started on first use). Returns NULL and fills err on failure. */

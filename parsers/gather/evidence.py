@@ -591,7 +591,7 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
                            f"e.g. {cut[0].rel or cut[0].path} ({cut[0].kind}): the first "
                            f"{first['read_bytes'] >> 20} MiB of {first['size'] >> 20} MiB")
     if source.manifest is not None:
-        ev.world_size = _manifest_world(source.manifest)
+        ev.world_size = source.manifest.world_size
         ev.missing = list(source.manifest.missing)
     _group_processes(ev)
     _group_hosts(ev)
@@ -609,11 +609,6 @@ def assemble(source: Source, arts: Iterable[Artifact]) -> Evidence:
         elif art.kind == "launcher" and art.error:
             ev.problems.append(f"launcher record {art.cite}: unreadable ({art.error})")
     return ev
-
-
-def _manifest_world(man: Manifest) -> int | None:
-    sizes = [r.world_size for r in man.ranks if plausible_size(r.world_size)]
-    return max(sizes) if sizes else None
 
 
 # ----------------------------------------------------------------------------- grouping

@@ -54,10 +54,15 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
         suspects += _blocked_in(ev, h, source, taken, "recv")
         taken |= {s.rank for s in suspects}
         suspects += _blocked_in(ev, h, source, taken, "send")
-    stacked = {} if scopes else p2p_stacks.stack_ops(getattr(ev, "ranks", None), getattr(ev, "world_size", None))
-    if stacked:  # no record of any send or recv (gloo): the stacks' calls, where py-spy --locals kept their peers
+    # no record of a send or recv in flight (gloo; or NCCL still connecting a new peer, before it records the op):
+    # the stacks' calls, where py-spy --locals kept their peers
+    in_flight = any(not _sent(p) and p.match != "matched" for p in pending)
+    stacked = {} if in_flight else p2p_stacks.stack_ops(getattr(ev, "ranks", None), getattr(ev, "world_size", None))
+    if stacked:
         more_edges, more = p2p_stacks.judge_stacks(stacked)
         edges, suspects = edges + more_edges, suspects + more
+    elif not in_flight:
+        suspects += unanswered_sends(ev, {s.rank for s in suspects})
     named = {s.rank for s in suspects}
     suspects += [s for s in _sinks(edges, {r for _, _, h in scopes for r in h}, seen, hist) if s.rank not in named]
     waiting = {p.op.rank: f"a {p.op.kind} {_to_from(p.op.kind)} rank {p.op.peer} (p2p seq {p.op.seq})" for p in pending
@@ -172,6 +177,45 @@ def _blocked_in(ev: Evidence, hist: dict[int, History], source: str, known: set[
             confidence=0.8,
             evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
                       cite(f"main thread in {frame}{f' under {setup}' if setup else ''} [stack]", tool="stack-frame")]))
+    return out
+
+
+#: torch.distributed's sends and receives, as a stack's activity names the call (parsers/stacks/classify.py)
+SENDS = frozenset({"send", "isend"})
+RECVS = frozenset({"recv", "irecv"})
+
+
+def unanswered_sends(ev: Evidence, taken: set[int | None]) -> list[Suspect]:
+    """Ranks in a send that no rank answers, where nothing names their peers (NCCL records a send only once the
+    connection to a new peer is set up; py-spy --locals did not run). It holds only where every rank of the job
+    shows its main thread, none is in a receive, and every rank not in a send waits in one and the same
+    collective. Each send then waits for a receiver that is not receiving: another of the senders (a pair that both
+    send first) or a rank in the collective, which receives only after the senders join it. Either way the job's
+    waits end at the senders, a deadlock of sends posted first; which peer, the stacks do not say."""
+    ranks = [r for r in getattr(ev, "ranks", None) or () if r.rank is not None]
+    world = getattr(ev, "world_size", None)
+    acts = {r.rank: r.activity for r in ranks}
+    if not world or len(acts) != world or any(not a.waiting for a in acts.values()):
+        return []
+    senders = sorted(q for q, a in acts.items() if (a.op or "") in SENDS)
+    common = {a.op for q, a in acts.items() if q not in senders}
+    if not senders or len(common) != 1 or (op := common.pop() or "") in P2P_CALLS | RECVS | {"wait"}:
+        return []
+    others = sorted(set(acts) - set(senders))
+    pair = "the other of the pair (both send first)" if len(senders) == 2 else "another of them (each sends first)"
+    out = []
+    for r in (r for r in ranks if r.rank in senders and r.rank not in taken):
+        rec = r.record
+        said = (f"waits in {acts[r.rank].op}, and no rank of the job is in a receive: its send goes unanswered "
+                f"(ranks {fold(senders)} wait in a send; ranks {fold(others)} wait in {op}, which "
+                f"{'it has' if len(senders) == 1 else 'they have'} not joined). Its receiver is "
+                f"{pair + ' or ' if len(senders) > 1 else ''}a rank in {op}, which receives only after the "
+                f"collective: a deadlock either way; the stacks name no peer (py-spy --locals did not keep one)")
+        out.append(Suspect(
+            rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.UNANSWERED, source="stacks",
+            reason=of_rank(rec.rank, said), confidence=ReasonClass.UNANSWERED.default_confidence,
+            evidence=[cite(f"main threads: ranks {fold(senders)} in {acts[r.rank].op}; ranks {fold(others)} in {op}; "
+                           f"no rank in recv ({len(acts)} of {world} ranks' stacks)", tool="stacks")]))
     return out
 
 

@@ -26,10 +26,14 @@ import networkx as nx
 
 from parsers.model.findings import ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
+from parsers.model.stacks import P2P_PEER_ARG, ThreadStack
 
 DEFAULT_GROUP = "pg:0"
-#: frames of a main stack looked at for the call (innermost first: it sits under a logger's wrapper)
+#: Python frames of a main stack looked at for the call (innermost first: it sits under a logger's wrapper); native
+#: frames are not counted: a send still connecting to its peer sits under 25 of NCCL's and torch's
 MAX_FRAMES = 16
+#: frames walked at most to find them
+MAX_WALK = 512
 #: ranks weighed at most (each rank holds one op; a cycle search over more would cost more than it tells)
 MAX_RANKS = 65536
 
@@ -57,19 +61,40 @@ class StackOp:
         return f"{self.kind} {'to' if self.kind == 'send' else 'from'} {self.peer}"
 
 
+def blocking_call(stack: ThreadStack | None) -> tuple[str, int] | None:
+    """('send', dst) or ('recv', src): the main thread's blocking point-to-point call with its kept peer, or None.
+    What a rank's summary keeps too (parsers.scale.digest.rank_summary), so that a rank read raw and a rank judged
+    from its host's digest are one op by one rule."""
+    if stack is None:
+        return None
+    python = [f for f in stack.frames[:MAX_WALK] if not f.native][:MAX_FRAMES]
+    return next((f.p2p for f in python if f.p2p is not None), None)
+
+
+def stack_op(rank: int | None, call: tuple[str, int] | None, world: int | None, pid: int | None = None,
+             host: str | None = None, file: str | None = None) -> StackOp | None:
+    """The op of a rank in `call`, or None where it says nothing: no rank or call, a peer outside [0, world) or the
+    rank itself. The one test of an op, for a rank read raw (`stack_ops`) and one judged from a summary's class."""
+    if rank is None or call is None or call[0] not in P2P_PEER_ARG:
+        return None
+    peer = call[1]
+    if type(peer) is not int or peer < 0 or peer == rank or (world and peer >= world):
+        return None
+    return StackOp(rank, call[0], peer, pid, host, file)
+
+
 def stack_ops(ranks: Any, world: int | None) -> dict[int, StackOp]:
     """rank -> its main thread's blocking send or recv with a kept peer (a rank of [0, world), not itself)."""
     out: dict[int, StackOp] = {}
     for r in list(ranks or ())[:MAX_RANKS]:
-        stack = r.main_stack
-        if r.rank is None or stack is None:
-            continue
-        call = next((f.p2p for f in stack.frames[:MAX_FRAMES] if f.p2p is not None), None)
-        if call is None or call[1] == r.rank or (world and call[1] >= world):
+        call = blocking_call(r.main_stack)
+        if call is None or r.rank is None:
             continue
         rec = r.record
         file = next((a.cite for a in getattr(r, "files", ()) if a.parsed and a.parsed.kind == "pyspy-json"), None)
-        out[r.rank] = StackOp(r.rank, call[0], call[1], rec.pid, rec.host, file)
+        op = stack_op(r.rank, call, world, rec.pid, rec.host, file)
+        if op is not None:
+            out[r.rank] = op
     return out
 
 

@@ -69,15 +69,12 @@ class StackComparison:
     behind: Intervals  #: under `ahead`, the ranks that run at that one place (they agree with each other)
     outside: Intervals  #: in no collective while others wait (never joined, where the wait is the set-up's)
     mismatched: Intervals  #: waiting in another call than the majority's (not a send/recv, not two set-up calls)
-    #: waiting in another call than the majority's where one of the two is a send or receive: no mismatch (a send
-    #: waits for its one peer), the p2p judges pair them by peer
-    paired: Intervals
     unseen: Intervals  #: no stack to compare, fewer than the ranks with one (no comparison places them)
 
     @property
     def odd(self) -> Intervals:
         """Every rank the comparison sets apart: the ranks whose files the judges need read."""
-        return joined([*self.ahead, *self.outside, *self.mismatched, *self.paired, *self.unseen])
+        return joined([*self.ahead, *self.outside, *self.mismatched, *self.unseen])
 
 
 def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackComparison:
@@ -91,8 +88,9 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     one out (issue 26 item 2.5): where a minority waits in one collective and every other rank runs at one and the
     same place, the minority went ahead (it called what the others did not reach, or they skip what it calls), and
     the majority's 'in no collective' is no claim (they agree with each other). A send or receive waits for its one
-    peer, not for the group to reach it: it neither went ahead nor mismatches, and is set apart as `paired` (the
-    p2p judges pair it by peer). Ranks with no stack are `unseen`: set apart while fewer than those with one."""
+    peer, not for the group to reach it: it neither went ahead nor mismatches (the p2p judges pair it by peer, and
+    the class judgement reads the ends of its waits by their rule). Ranks with no stack are `unseen`: set apart
+    while fewer than those with one."""
     groups = [(v, iv) for v, iv in classes if iv]
     waits = [(v, iv) for v, iv in groups if v.kind in WAITING_KINDS]
     runs = [(v, iv) for v, iv in groups if v.kind == "elsewhere"]
@@ -100,19 +98,18 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     seen = sum(count(iv) for _, iv in [*waits, *runs])
     unseen = unknown if count(unknown) < seen else []
     if not waits:
-        return StackComparison(None, [], [], [], [], [], unseen)
+        return StackComparison(None, [], [], [], [], unseen)
     tied = tallest({i: count(iv) for i, (_, iv) in enumerate(waits)})  # of a tie, the class of the lowest rank
     common = waits[min(tied, key=lambda i: waits[i][1][0][0])][0]
     running = joined([p for _, iv in runs for p in iv])
     n_wait, n_run = seen - count(running), count(running)
     if ((common.op or "").lower() not in P2P_CALLS and n_run >= 2 and n_wait < n_run and not unknown
             and len(runs) == 1 and len(waits) == 1):
-        return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [], [])
+        return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [])
     other = [(v, iv) for v, iv in waits if v.op != common.op and not (_in_setup(v.op) and _in_setup(common.op))]
-    sends = [bool({(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS) for v, _ in other]
-    mismatched = joined([p for (_, iv), send in zip(other, sends) if not send for p in iv])
-    paired = joined([p for (_, iv), send in zip(other, sends) if send for p in iv])
-    return StackComparison(common, [], [], running, mismatched, paired, unseen)
+    mismatched = joined([p for v, iv in other if not {(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS
+                         for p in iv])
+    return StackComparison(common, [], [], running, mismatched, unseen)
 
 
 class Compared:

@@ -244,7 +244,8 @@ class ErrorEvent:
         typed = TYPED_DATA[self.kind]
         if type(self.data) is not typed:  # a dict (a digest's, a caller's): typed, or refused
             if not isinstance(self.data, dict):  # a digest's forged typed data of another kind
-                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}, not {type(self.data).__name__}")
+                raise ValueError(f"a {self.kind} event's data must be a {typed.__name__}, "
+                                 f"not {type(self.data).__name__}")
             self.data = typed.from_dict(self.data)
 
 
@@ -338,8 +339,10 @@ class TypedData:
         out = {}
         for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
             value = getattr(self, name)
+            if isinstance(value, list):
+                value = [asdict(x) if is_dataclass(x) and not isinstance(x, type) else x for x in value]
             if value is not None:
-                out[name] = [asdict(x) if is_dataclass(x) and not isinstance(x, type) else x for x in value] if isinstance(value, list) else value
+                out[name] = value
         return out
 
 
@@ -916,7 +919,8 @@ class Parsed:
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
     exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
     samples: StackSamples | None = None  #: parsers.model.samples.StackSamples (stack samples over seconds), else None
-    step_series: Any = None  #: parsers.steps.series.StepSeries (forensics.arm()'s per-step times of one rank), else None
+    #: parsers.steps.series.StepSeries (forensics.arm()'s per-step times of one rank), else None
+    step_series: Any = None
     second_look: Any = None  #: parsers.model.looks.SecondLook (collect --second-look), else None
     #: (line number, text) of lines that look like NCCL/PyTorch/launcher/host output but that no
     #: pattern understood: reported, never dropped in silence (bounded, see MAX_UNREAD)

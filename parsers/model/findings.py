@@ -69,6 +69,8 @@ class ReasonClass(str, Enum):
     MISMATCH = ("mismatch", False, 0.60, "called a different collective than its peers")
     WRONG_PEER = ("wrong-peer", False, 0.85, "waits on a send or receive its peer never posts, while another rank's "
                   "op to it goes unanswered: it names the wrong peer")
+    UNANSWERED = ("unanswered", False, 0.75, "waits in a send that no rank of the job answers: no rank is in a "
+                  "receive, and the others wait in a collective it has not joined")
     FR_MISSING = ("fr-missing", False, 0.60, "the Flight Recorder analyzer finds its dump lacks a collective the "
                   "others scheduled")
     FR_CULPRIT = ("fr-culprit", False, 0.50, "the Flight Recorder analyzer finds its collective differs from the "
@@ -132,6 +134,9 @@ EXPLAINS: dict[ReasonClass, set[ReasonClass]] = {
     _R.WRONG_PEER: {_R.GPU_QUEUED, _R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED,
                     _R.WAIT_ROOT, _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND,
                     _R.MISMATCH},
+    #: a send nobody receives is why it never joined the collective the others wait in
+    _R.UNANSWERED: {_R.OUTSIDE, _R.BEHIND, _R.MISSING_LINE, _R.WENT_AHEAD, _R.NO_DUMP, _R.STALLED, _R.WAIT_ROOT,
+                    _R.STALLED_FIRST, _R.SILENT, _R.FR_MISSING, _R.WAIT_CYCLE, _R.RAS_BEHIND},
     _R.RAISED: {_R.ABSENT, _R.NO_DUMP, _R.MISSING_LINE, _R.SILENT, _R.WAIT_ROOT, _R.RAS_MISSING, _R.RAS_DEAD,
                 _R.LOST_PEER, _R.ERROR_FIRST, _R.NAMED_ABSENT, _R.NAMED_PEER},
     #: a peer names the rank as absent: that is why the rank is silent, left no line or is the first error's subject
@@ -146,7 +151,8 @@ ROOT_CLAIMS = {_R.OUTSIDE, _R.WAIT_ROOT, _R.WAIT_CYCLE, _R.MISSING_LINE, _R.BEHI
 #: readings of one moment that only a hang makes a culprit ('the others wait on N', 'N went ahead', 'in no
 #: collective', 'never started on its GPU', 'waits on its DataLoader'): with no time to say the job hangs, each
 #: is a lead, never a hang culprit (WENT_AHEAD is no ROOT_CLAIM: the rank ahead waits by nature)
-SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD, _R.GPU_QUEUED, _R.DATA_WAIT, _R.NEVER_JOINED, _R.NO_RECORDER_STATE}
+SNAPSHOT_CLAIMS = ROOT_CLAIMS | {_R.WENT_AHEAD, _R.GPU_QUEUED, _R.DATA_WAIT, _R.NEVER_JOINED, _R.NO_RECORDER_STATE,
+                                 _R.UNANSWERED}
 #: facts that stand whether or not the job still runs; every other class is a reading of one
 #: snapshot ('rank 5 has not entered the op yet', 'its kernel has not started') that a running job makes often
 STANDING_IN_A_RUNNING_JOB = {_R.HOST_FAULT, _R.KNOWN_ERROR, _R.STOPPED, _R.EXITED, _R.MISSING, _R.KERNEL_WAIT,
@@ -739,15 +745,18 @@ class Verdict:
     shows: list[str] = field(default_factory=list)  #: what the evidence shows, one observation a line
     observations: list[Observation] = field(default_factory=list)
     deadlock: Deadlock | None = None
+    #: further ranks of the head's own fault, named alike (each of a pair whose sends nobody answers: JOINT_CLAIMS)
+    joint: list[Suspect] = field(default_factory=list)
     independent: list[Suspect] = field(default_factory=list)  #: further culprits: independent sinks of the graph
     progress: ProgressDecision | None = None  #: hang or progress, decided from time: for the words
     slow: Slowness | None = None  #: who is slow in a running job: for the words
 
     @property
     def culprits(self) -> list[Suspect]:
-        """Every culprit: the leading one, then each independent sink (its own waiters, its own why)."""
+        """Every culprit: the leading one, the ranks of its own fault, then each independent sink (its own waiters,
+        its own why)."""
         head = self.culprit
-        return [head, *self.independent] if head is not None else []
+        return [head, *self.joint, *self.independent] if head is not None else []
 
     @property
     def culprit(self) -> Suspect | None:

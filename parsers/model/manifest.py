@@ -16,6 +16,7 @@ from typing import Any
 
 from parsers.input.manifest_schema import check_manifest
 from parsers.input.errors import ManifestError
+from parsers.model.events import plausible_size
 
 FORMAT = "hang-forensics-bundle"
 VERSION = 1
@@ -207,6 +208,13 @@ class Manifest:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for json.dump (what dataclasses.asdict gives, built without its deep copies)."""
         return plain(self)
+
+    @property
+    def world_size(self) -> int | None:
+        """The job's size its rank records state (the largest plausible one), or None: what bounds a rank or a
+        peer the evidence and the digests name."""
+        sizes = [size for r in self.ranks if (size := plausible_size(r.world_size))]
+        return max(sizes) if sizes else None
 
     @property
     def complete(self) -> bool:

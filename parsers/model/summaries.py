@@ -16,12 +16,14 @@ the readers of a lossy summary judge rank by rank). Both types' JSON is their ow
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, NamedTuple, cast
+from typing import Any, Iterable, Iterator, NamedTuple, cast
 
 from parsers.input.errors import FileFormatError
-from parsers.model.ranksets import Intervals, count, is_rank, joined, of_ranks, well_formed, \
+from parsers.model.ranksets import Intervals, count, is_rank, joined, of_ranks, ranks_of, well_formed, \
     MAX_RANGES
+from parsers.model.stacks import P2P_PEER_ARG
 
 #: what makes one rank odd by itself, whatever the others do (`RankSummary.flags`; another name is kept as 'other')
 FLAGS = ("frozen", "problems", "unstated", "exited", "exception", "error")
@@ -34,8 +36,10 @@ MAX_HOSTS = 1 << 17  #: hosts one class summary may speak for
 
 FORMAT = "hang-forensics-merged-digest"
 #: 3: typed, idempotent (hosts as rank sets, records as sets, `lossy` for the count `dropped`); 4: waits keyed by
-#: distance (`wait_key`), edges a sample
-VERSION = 4
+#: distance (`wait_key`), edges a sample; 5: `p2p`, the stacks' blocking send/recv by kind and distance (`p2p_key`)
+VERSION = 5
+#: torch.distributed's blocking point-to-point calls a summary keeps ('send' to dst, 'recv' from src)
+P2P_KINDS = tuple(P2P_PEER_ARG)
 
 
 class SummaryError(FileFormatError):
@@ -73,6 +77,9 @@ class RankSummary:
     flags: tuple[str, ...] = ()  #: its own oddities (FLAGS)
     recorder: tuple[tuple[str, int, int], ...] = ()  #: (comm, comm rank, job rank) of each recorder communicator
     waits_on: tuple[tuple[str, int], ...] = ()  #: (comm, peer's comm rank) of its recorder wait edges
+    #: (kind, peer): its main thread's blocking send or recv with the peer py-spy --locals kept
+    #: (parsers.judges.p2p_stacks.blocking_call); the stack-peer matching needs it of ranks not read raw
+    p2p: tuple[str, int] | None = None
 
     @property
     def stack_key(self) -> str:
@@ -93,12 +100,15 @@ class RankSummary:
         if self.recorder or self.waits_on:
             out["recorder"] = [list(m) for m in self.recorder]
             out["waits_on"] = [list(w) for w in self.waits_on]
+        if self.p2p is not None:
+            out["p2p"] = list(self.p2p)
         return out
 
     @classmethod
-    def from_json(cls, doc: Any) -> RankSummary:
-        """A rank summary from a digest, every field checked against its type and bound (SummaryError). Written
-        for speed as well (every rank of a 100,000-rank job passes here): an empty field costs one test."""
+    def from_json(cls, doc: Any, world: int | None = None) -> RankSummary:
+        """A rank summary from a digest, every field checked against its type and bound (SummaryError; `world`,
+        where known, bounds a peer). Written for speed as well (every rank of a 100,000-rank job passes here): an
+        empty field costs one test."""
         if type(doc) is not dict:
             raise SummaryError(f"a rank summary that is a {type(doc).__name__}, not a mapping")
         rank, pid = doc.get("rank"), doc.get("pid")
@@ -121,7 +131,17 @@ class RankSummary:
                    tuple(_exit(x) for x in _items(exits, EXITS_CAP, "exits")) if exits else (),
                    _flags(flags) if flags else (),
                    tuple(_member(m) for m in _items(members, COMMS_CAP, "recorder")) if members else (),
-                   tuple(_waits_on(w) for w in _items(waits_on, SUMMARY_EDGES, "waits_on")) if waits_on else ())
+                   tuple(_waits_on(w) for w in _items(waits_on, SUMMARY_EDGES, "waits_on")) if waits_on else (),
+                   _p2p(get("p2p"), rank, world) if get("p2p") is not None else None)
+
+
+def _p2p(v: Any, rank: int | None, world: int | None) -> tuple[str, int]:
+    """A summary's blocking send or recv: [kind, peer], the peer a rank of [0, world) other than its own."""
+    if not isinstance(v, list) or len(v) != 2 or v[0] not in P2P_KINDS or not is_rank(v[1]):
+        raise SummaryError(f"p2p: {str(v)[:60]!r} is not [send|recv, peer rank]")
+    if rank is None or v[1] == rank or (world and v[1] >= world):
+        raise SummaryError(f"p2p: peer {v[1]} of rank {rank} is no other rank of the job's {world or '?'}")
+    return v[0], v[1]
 
 
 _EMPTY: dict = {}
@@ -280,6 +300,9 @@ class ClassSummary:
     #: is d comm ranks from it: a ring or a chain of waits is a few keys at any size), else the peer's comm rank ('5')
     waits: dict[str, dict[str, Intervals]] = field(default_factory=dict)
     recorder_ranks: Intervals = field(default_factory=list)  #: ranks with recorder state
+    #: the stacks' blocking send/recv: `p2p_key` (kind and the peer's distance from the rank: 'send+1', 'recv-3';
+    #: a pipeline's or a ring's ranks are a few keys at any size) -> the ranks in it
+    p2p: dict[str, Intervals] = field(default_factory=dict)
     edges: tuple[Edge, ...] = ()  #: a sample for people (the first MAX_ITEMS): no rule reads it, its cut is no loss
     exceptions: tuple[Said, ...] = ()
     exits: tuple[Exited, ...] = ()
@@ -337,7 +360,7 @@ class ClassSummary:
                 "stacks": {k: {"kind": c.kind, "op": c.op, "where": c.where, "top": list(c.top), "ranks": c.ranks}
                            for k, c in self.stacks.items()},
                 "states": self.states, "comms": self.comms, "flags": self.flags, "members": self.members,
-                "waits": self.waits, "recorder_ranks": self.recorder_ranks,
+                "waits": self.waits, "recorder_ranks": self.recorder_ranks, "p2p": self.p2p,
                 "edges": [{"rank": e.rank, "host": e.host, "wait": list(e.wait)} for e in self.edges],
                 "exceptions": [{"rank": e.rank, "host": e.host, "text": e.text} for e in self.exceptions],
                 "exits": [{"rank": e.rank, "host": e.host, "exit": list(e.exit)} for e in self.exits],
@@ -375,7 +398,39 @@ class ClassSummary:
                 raise SummaryError("'members': runs not [comm lo, comm hi, job lo]")
         return cls(host_ranks=plain["host_ranks"], stacks=stacks, states=plain["states"], comms=histograms["comms"],
                    flags=plain["flags"], members=members, waits=histograms["waits"],
-                   recorder_ranks=doc["recorder_ranks"], lossy=doc["lossy"], **_records(doc))
+                   recorder_ranks=doc["recorder_ranks"], p2p=_p2p_sets(doc.get("p2p")), lossy=doc["lossy"],
+                   **_records(doc))
+
+
+#: a key of `ClassSummary.p2p` (digits bounded: a linear match)
+_P2P_KEY = re.compile(r"(send|recv)[+-][0-9]{1,10}")
+
+
+def _p2p_sets(v: Any) -> dict[str, Intervals]:
+    """A class summary's `p2p`: keys `p2p_key` writes, a distance below 2^31, each with its rank set."""
+    sets = _sets(v, MAX_POSITIONS, "p2p")
+    for key in sets:
+        if not isinstance(key, str) or not _P2P_KEY.fullmatch(key) or abs(int(key[4:])) >= 1 << 31:
+            raise SummaryError(f"'p2p': key {str(key)[:40]!r} is not send|recv and a distance")
+    return sets
+
+
+def p2p_key(rank: int, call: tuple[str, int]) -> str:
+    """The key of a rank's blocking send or recv in `ClassSummary.p2p`: its kind and the peer's distance."""
+    return f"{call[0]}{call[1] - rank:+d}"
+
+
+def p2p_calls(p2p: dict[str, Intervals], limit: int) -> Iterator[tuple[int, tuple[str, int]]]:
+    """(rank, (kind, peer)) of the first `limit` ranks of a class summary's `p2p` (`p2p_key`'s inverse); a peer
+    is any integer here: the caller's one test of an op (parsers.judges.p2p_stacks.stack_op) bounds it."""
+    left = limit
+    for key, iv in sorted(p2p.items()):
+        d = int(key[4:])
+        for r in ranks_of(iv):
+            if left <= 0:
+                return
+            left -= 1
+            yield r, (key[:4], r + d)
 
 
 def _keyed(v: Any, cap: int, what: str) -> dict:
@@ -482,6 +537,7 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
     members: dict[str, list[list[int]]] = {}
     hosts: dict[str, list[int]] = {h: [] for h in hosts_seen}
     recorder_ranks: list[int] = []
+    p2p: dict[str, list[int]] = {}
     records: dict[str, list] = {"edges": [], "exceptions": [], "exits": [], "unranked": []}
     claims: dict[tuple[int, str], list[int]] = {}
     for host, s in rows:
@@ -499,6 +555,8 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
         by["states"].setdefault(str(s.state), []).append(rank)
         for flag in s.flags:
             by["flags"].setdefault(flag, []).append(rank)
+        if s.p2p is not None:
+            p2p.setdefault(p2p_key(rank, s.p2p), []).append(rank)
         for comm, pos in s.positions.items():
             comms.setdefault(comm, {}).setdefault(pos, []).append(rank)
         records["edges"] += [Edge(rank, host, w) for w in s.recorder_waits[:16]]
@@ -520,7 +578,8 @@ def gathered(rows: Iterable[tuple[str, RankSummary]], findings: Iterable[HostFin
                         flags={k: of_ranks(v) for k, v in by["flags"].items()},
                         members={c: _runs(runs, _Cut()) for c, runs in members.items()},
                         waits={c: {p: of_ranks(v) for p, v in h.items()} for c, h in waits.items()},
-                        recorder_ranks=of_ranks(recorder_ranks), host_findings=tuple(sorted(set(findings), key=_order)),
+                        recorder_ranks=of_ranks(recorder_ranks), p2p={k: of_ranks(v) for k, v in p2p.items()},
+                        host_findings=tuple(sorted(set(findings), key=_order)),
                         doubled=tuple(sorted((r, h, p) for (r, h), ps in claims.items() if len(ps) > 1 for p in ps)),
                         **cast(dict[str, Any], {k: tuple(sorted(set(v), key=_order)) for k, v in records.items()}))
 
@@ -608,7 +667,7 @@ def merge(a: ClassSummary, b: ClassSummary) -> ClassSummary:
                  for c in cut.keys(a.members, b.members, MAX_COMMS)},
         waits={c: cut.sets(a.waits.get(c, {}), b.waits.get(c, {}), MAX_POSITIONS)
                for c in cut.keys(a.waits, b.waits, MAX_COMMS)},
-        recorder_ranks=cut.union(a.recorder_ranks, b.recorder_ranks),
+        recorder_ranks=cut.union(a.recorder_ranks, b.recorder_ranks), p2p=cut.sets(a.p2p, b.p2p, MAX_POSITIONS),
         edges=cut.records(a.edges, b.edges, sample=True), exceptions=cut.records(a.exceptions, b.exceptions),
         exits=cut.records(a.exits, b.exits), host_findings=cut.records(a.host_findings, b.host_findings),
         unranked=cut.records(a.unranked, b.unranked), doubled=cut.records(a.doubled, b.doubled),

@@ -246,15 +246,23 @@ def explain_waiters(verdict: Verdict, graph: nx.DiGraph) -> None:
     head.consequences += cycle  # the culprit explains the cycle its waiters form: they have no evidence of their own
     upstream = nx.ancestors(graph, head.rank) if head.rank in graph else set()
     waiting = set((verdict.sections.get("waiting") or {}).get("ranks", ()))
-    rest = []
+    rest, joint = [], []
     for s in verdict.suspects[1:]:
         queued = s.reason_class == RC.GPU_QUEUED and s.rank in waiting
-        if s.reason_class == RC.WAIT_CYCLE or s.rank is not None and (queued or (not _fact(s) and s.rank in upstream)):
+        if s.reason_class == head.reason_class in JOINT_CLAIMS and s.confidence >= CULPRIT_MIN_CONFIDENCE:
+            joint.append(s)
+        elif s.reason_class == RC.WAIT_CYCLE or s.rank is not None and (
+                queued or (not _fact(s) and s.rank in upstream)):
             head.consequences.append(s)
         else:
             rest.append(s)
-    verdict.suspects = [head] + rest
+    verdict.joint = joint
+    verdict.suspects = [head] + joint + rest
 
+
+#: claims said of every rank of one fault alike (each of the ranks whose sends nobody answers): a fellow's claim is
+#: not a consequence of the head's, though it waits on the head in the graph: it is named with it (Verdict.joint)
+JOINT_CLAIMS = {RC.UNANSWERED}
 
 #: culprits whose own evidence explains a cycle of waits around them: the waits it set off close on it
 CYCLE_EXPLAINED = {RC.MISMATCH, RC.WRONG_PEER}

@@ -79,18 +79,30 @@ def _text(value: Any, limit: int = 4096) -> str | None:
     """A name from the dump, cut, with lone surrogates (a JSON '\\udcff') replaced: they cannot be printed."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) and abs(value) < 1e18 else "?"
+    number = isinstance(value, (int, float)) and abs(value) < 1e18
+    text = value if isinstance(value, str) else str(value) if number else "?"
     return text[:limit].encode("utf-8", "replace").decode("utf-8")
+
+
+def is_native_frame(raw: dict) -> bool:
+    """A native frame of py-spy's JSON (--native): its `module` names a library and its file is no .py."""
+    return bool(_text(raw.get("module"))) and not (_text(raw.get("filename")) or "").endswith(".py")
+
+
+def p2p_call_frames(frames: list) -> list[dict]:
+    """torch.distributed's point-to-point frames among the innermost P2P_PY_FRAMES Python frames of a thread's
+    py-spy frames. Native frames are not counted: a send still connecting to its peer sits under 25 of NCCL's and
+    torch's (ncclTransportP2pSetup, bootstrapRecv, accept), which would push the Python call out of any window."""
+    python = [f for f in frames[:P2P_ALL_FRAMES] if isinstance(f, dict) and not is_native_frame(f)]
+    return [f for f in python[:P2P_PY_FRAMES] if is_p2p_frame(f)]
 
 
 def _frame(raw: Any) -> Frame:
     if not isinstance(raw, dict):
         raise PySpyFormatError(f"py-spy frame must be an object, not {type(raw).__name__}")
-    module = _text(raw.get("module"))
+    if is_native_frame(raw):
+        return Frame(function=str(_text(raw.get("name"))), native=True, library=_text(raw.get("module")))
     filename = _text(raw.get("filename")) or ""
-    native = bool(module) and not filename.endswith(".py")
-    if native:
-        return Frame(function=str(_text(raw.get("name"))), native=True, library=module)
     line = raw.get("line")
     return Frame(
         function=str(_text(raw.get("name"))),
@@ -111,6 +123,10 @@ P2P_ARG_NAMES = ("dst", "src", "group_dst", "group_src", "tag", "peer")
 MAX_ARG = 1 << 20
 #: most locals of one frame looked at (py-spy lists a frame's locals; a hostile file could list millions)
 MAX_LOCALS = 64
+#: Python frames of a thread looked at for a point-to-point call, innermost first (it sits under a logger's wrapper)
+P2P_PY_FRAMES = 16
+#: frames walked at most to find them (native ones included)
+P2P_ALL_FRAMES = 512
 
 
 def is_p2p_frame(raw: dict) -> bool:

@@ -12,13 +12,17 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
   rank set is odd;
 - the stack classes (what the main thread does, in which collective) as the stacks judge compares them, by its
   one rule (`parsers.judges.stacks.compare_stacks`): outside every collective while others wait, waiting in
-  another call than the majority's (a send or receive among them: paired), a minority that went ahead, and ranks
+  another call than the majority's a minority that went ahead, and ranks
   with no stack while most have one;
 - a position (last op and seq) of a communicator shorter than its tallest (`parsers.model.majority.minorities`:
   a tie of the tallest is no minority);
 - the recorder: when any rank waits on a peer, every rank with recorder state that waits on none (the ends of
   the waits, `parsers.model.waits.wait_ends`), and, while a comm rank waited on left no state (a silent member,
   `silent_members`), every rank without recorder state;
+- both ends of every wait the stack-peer matching (parsers.judges.p2p_stacks) draws from the ranks' blocking
+  sends and recvs (py-spy --locals' peers): its rules read a whole cycle of blocked waits and every rank posting
+  toward a wrong peer, so the judges get every op their verdict rests on (a send and the receive that answers
+  it are no wait: a pipeline that flows makes no rank odd);
 - a rank a host finding names (and its host's files);
 - a process of unknown rank (read raw: no class can hold it).
 
@@ -36,8 +40,9 @@ from typing import Any, Protocol
 from parsers.judges.stacks import compare_stacks
 from parsers.model.majority import minorities
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
-from parsers.model.summaries import HostFinding, StackClass, comm_waits
+from parsers.model.summaries import HostFinding, StackClass, comm_waits, p2p_calls
 from parsers.model.waits import silent_members, wait_ends
+from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -71,6 +76,7 @@ class RankGroups(Protocol):
     waits: dict[str, dict[str, Intervals]]
     members: dict[str, list[list[int]]]
     recorder_ranks: Intervals
+    p2p: dict[str, Intervals]
     host_findings: tuple[HostFinding, ...]
     unranked: tuple[tuple[str | None, int], ...]
     lossy: bool
@@ -97,6 +103,7 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
         odd.extend(minorities(hist))
         out.judged += len(hist)
     odd.extend(_recorder_sinks(groups, out))
+    odd.extend(_p2p_waits(groups, out))
     for f in groups.host_findings:
         out.judged += 1
         if f.rank is not None:
@@ -151,3 +158,12 @@ def _silent(merged: RankGroups) -> bool:
                           joined([[lo, hi] for lo, hi, _ in runs])):
             return True
     return False
+
+
+def _p2p_waits(groups: RankGroups, out: ClassJudgement) -> Intervals:
+    """Both ends of each wait the stack-peer matching draws (`judge_stacks`, over the ops `stack_op` makes of the
+    classes' blocking sends and recvs: the rules the p2p judge reads the ranks by)."""
+    out.judged += len(groups.p2p)
+    ops = {r: op for r, call in p2p_calls(groups.p2p, MAX_RANKS) if (op := stack_op(r, call, None)) is not None}
+    edges, _ = judge_stacks(ops) if ops else ([], [])
+    return joined([r, r] for e in edges for r in (e.waiter, e.peer))

@@ -43,13 +43,17 @@ from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
 from parsers.readers.proxy_dump import ProxyOp
 from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
+from parsers.judges.p2p_stacks import blocking_call, stack_op
 from parsers.judges.recorder import wait_edges
 
 FORMAT = "hang-forensics-digest"
 #: 2: every ErrorEvent's data is typed (tags such as events.DeviceFault, events.StoreWait that a version-1 reader does
 #: not know, so it refuses the digest as newer rather than failing on a tag). Version 1 is still read: its dict data
 #: of those kinds is typed when the event is rebuilt (ErrorEvent takes a dict and checks it field by field).
-VERSION = 2
+#: 3: a rank summary keeps its main thread's blocking send/recv and peer (`RankSummary.p2p`): a version-2 reader would
+#: drop it unsaid, and its focus then lose the stack-peer matching's ranks, so it refuses the digest as newer
+#: (its host read raw). Versions 1 and 2 are still read: their summaries say no p2p op (they kept none).
+VERSION = 3
 #: the oldest version this tool reads
 OLDEST_VERSION = 1
 DIGEST_NAME = "digest.json"
@@ -435,7 +439,7 @@ MAX_FOREIGN = 64
 DIGEST_BYTES_PER_PROCESS = 2 << 20
 
 
-def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
+def own_summaries(dig: HostDigest, own: dict[int, int | None], world: int | None = None) -> HostDigest:
     """`dig` with only the rank summaries that speak for the host's own processes (`own`: pid -> rank, from the
     manifest's records of that host): a host speaks for itself only. A summary of another pid, or of this pid
     with another rank, is left out and counted in `foreign`. Costs what the host's own ranks cost: a digest
@@ -443,16 +447,17 @@ def own_summaries(dig: HostDigest, own: dict[int, int | None]) -> HostDigest:
     if len(dig.ranks) > len(own) + MAX_FOREIGN:
         raise DigestError(f"{len(dig.ranks)} rank summaries for the {len(own)} processes of its host")
     kept = [r for r in dig.ranks if _speaks_for(r, own)]
-    return dataclasses.replace(dig, ranks=typed_summaries(kept), foreign=len(dig.ranks) - len(kept))
+    return dataclasses.replace(dig, ranks=typed_summaries(kept, world), foreign=len(dig.ranks) - len(kept))
 
 
-def typed_summaries(docs: list[Any]) -> list[RankSummary]:
+def typed_summaries(docs: list[Any], world: int | None = None) -> list[RankSummary]:
     """A digest's rank summaries read as the model's type, each checked (DigestError naming the first that fails:
-    a digest that lies about one of its own ranks is not used, and its host's raw files are read)."""
+    a digest that lies about one of its own ranks is not used, and its host's raw files are read); `world`, where
+    the manifest states it, bounds the peers they name."""
     out = []
     for i, doc in enumerate(docs):
         try:
-            out.append(RankSummary.from_json(doc))
+            out.append(RankSummary.from_json(doc, world))
         except SummaryError as err:
             raise DigestError(f"rank summary {i}: {err}") from None
     return out
@@ -565,10 +570,11 @@ def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
             last = art.parsed.exceptions[-1]
             exc = f"{last.type}: {last.message}"[:MAX_STR]
     waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq) for st in own for op in st.proxy_ops if op.in_progress]
+    op = stack_op(r.rank, blocking_call(main), None)  # the stack-peer matching's op (a peer past the job: refused)
     return RankSummary(r.rank, r.record.pid, r.state, act.kind, act.op, act.where,
                        tuple(f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])), tuple(comms.items()),
                        tuple(waits[:SUMMARY_EDGES]), exc, tuple(exits[:8]), tuple(rank_flags(r, logs, exits)),
-                       *_recorder_roles(own))
+                       *_recorder_roles(own), p2p=(op.kind, op.peer) if op else None)
 
 
 def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
@@ -604,13 +610,16 @@ def write_json(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
 
 
-def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = None) -> HostDigest:
+def read_digest(path: os.PathLike | str, own: dict[int, int | None] | None = None,
+                world: int | None = None) -> HostDigest:
     """Open, bound and check one digest file (DigestError with the reason; never raises anything else); with
-    `own` (pid -> rank of the host's processes), only its summaries of those (`own_summaries`)."""
-    return _checked(_loads(_read(path, own, None)), own)
+    `own` (pid -> rank of the host's processes), only its summaries of those (`own_summaries`); `world`: the job's
+    size where the manifest states it (a peer past it refuses the digest)."""
+    return _checked(_loads(_read(path, own, None)), own, world)
 
 
-def read_summaries(path: os.PathLike | str, own: dict[int, int | None] | None = None) -> HostDigest:
+def read_summaries(path: os.PathLike | str, own: dict[int, int | None] | None = None,
+                   world: int | None = None) -> HostDigest:
     """`read_digest` without its files' evidence (`files` empty): what the merge of the classes reads of every
     host. Why: the files' evidence is nine tenths of a digest and the class summary reads none of it; a digest
     written with its files last (`make_digest`) is read up to them and parsed without them (at 10,000 ranks the
@@ -622,11 +631,11 @@ def read_summaries(path: os.PathLike | str, own: dict[int, int | None] | None = 
         try:
             doc = _loads(raw[:at] + b"}")
             if isinstance(doc, dict) and "files" not in doc:
-                return _checked(dict(doc, files={}), own)
+                return _checked(dict(doc, files={}), own, world)
         except DigestError:
             pass  # not the head of a digest written files last: read whole, and judged whole
         raw += _read(path, own, None, len(raw))
-    return _checked(_loads(raw), own)
+    return _checked(_loads(raw), own, world)
 
 
 #: where a digest written by `make_digest` ends its head: its files' evidence, the last key
@@ -671,9 +680,11 @@ def _loads(raw: bytes) -> Any:
         raise DigestError(f"not JSON: {str(err)[:200]}") from None
 
 
-def _checked(doc: Any, own: dict[int, int | None] | None) -> HostDigest:
+def _checked(doc: Any, own: dict[int, int | None] | None, world: int | None = None) -> HostDigest:
     dig = check_digest(doc)
-    return dataclasses.replace(dig, ranks=typed_summaries(dig.ranks)) if own is None else own_summaries(dig, own)
+    if own is None:
+        return dataclasses.replace(dig, ranks=typed_summaries(dig.ranks, world))
+    return own_summaries(dig, own, world)
 
 
 def check_digest(doc: Any) -> HostDigest:

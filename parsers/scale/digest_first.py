@@ -272,7 +272,7 @@ def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str],
     if not os.path.lexists(path):
         return None
     try:
-        dig = read_digest(path, own.get(rec.host, {}))
+        dig = read_digest(path, own.get(rec.host, {}), source.manifest.world_size if source.manifest else None)
     except DigestError as err:
         notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
         return None

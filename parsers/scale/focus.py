@@ -148,7 +148,7 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     named = {r.host for r in man.ranks if any(c.files for c in r.collectors)} \
         | {h.host for h in man.hosts if any(c.files for c in h.collectors)} | {folders[f].host for f in host_arts}
     hosts = [rec for rec in folders.values() if rec.host in named]
-    merged, why_not, refused = _merged(source, hosts, kb_key(kb))
+    merged, why_not, refused = _merged(source, hosts, kb_key(kb), man.world_size)
     if merged is None:
         return None, why_not
     judged = judge_classes(merged)
@@ -165,7 +165,8 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     return out, ""
 
 
-def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
+def _merged(source: Source, hosts: list[Any], want_kb: str,
+            world: int | None = None) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
     """The hosts' rank summaries merged, and the hosts whose digest was there but refused (host, why: their
     files are read, as digest first reads them); or (None, why not, []) when a host's digest is missing or
     made with another knowledge base (its ranks would then be in no class)."""
@@ -174,10 +175,10 @@ def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[ClassSummar
              for i in range(0, len(hosts), HOSTS_PER_TASK)]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers <= 1:
-        done = [_merge_task(t, want_kb) for t in tasks]
+        done = [_merge_task(t, want_kb, world) for t in tasks]
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks)))
+            done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks), [world] * len(tasks)))
     for part, why, _refused in done:
         if part is None:
             return None, why, []
@@ -194,8 +195,8 @@ def _digest_path(source: Source, rec: Any) -> str | None:
         return None
 
 
-def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
-                want_kb: str) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
+def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]], want_kb: str,
+                world: int | None = None) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
     """A worker's task: these hosts' digests read, checked and merged (only the merged digest travels back);
     each host's summaries count for its own processes only. A digest that is there and refused (hostile or
     damaged) leaves its host to be read raw, and the others still judged over classes."""
@@ -204,7 +205,7 @@ def _merge_task(hosts: list[tuple[str, str | None, dict[int, int | None]]],
         if path is None or not os.path.lexists(path):
             return None, f"host {host}: no digest in its folder", []
         try:
-            dig = read_summaries(path, own)
+            dig = read_summaries(path, own, world)
         except DigestError as err:
             refused.append((host, str(err)[:200]))
             continue

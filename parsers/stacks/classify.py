@@ -75,8 +75,16 @@ def classify(stack: ThreadStack | None) -> Activity:
         if frame.native and any(m in frame.function for m in GPU_SYNC_MARKS):
             return Activity("gpu-sync", frame.function, where)
         if frame.native and any(m in frame.function for m in NATIVE_WAIT_MARKS):
-            return Activity("collective", _short_native(frame.function), where)
+            return Activity("collective", _python_call(stack) or _short_native(frame.function), where)
     return Activity("elsewhere", None, where)
+
+
+def _python_call(stack: ThreadStack) -> str | None:
+    """The torch.distributed call a native wait sits under (py-spy --native), where the stack has one. Why: NCCL's
+    own frames do not say which call a rank is in: a send connecting to a new peer and an all_reduce connecting its
+    ring both wait in ncclGroupEndInternal (seen, NCCL 2.28.9), so ranks in different calls would look alike."""
+    return next((f.function for f in stack.frames if not f.native and "torch/distributed" in (f.file or "")
+                 and f.function in COLLECTIVES), None)
 
 
 def _short_native(name: str) -> str:

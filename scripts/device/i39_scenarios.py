@@ -12,6 +12,8 @@ Cases (the culprit and the sizes come from the seed):
   wrongpeer      pipeline of dist.send/recv 0 -> 1 -> ...; at micro-batch m stage c posts recv(src=c-2), not c-1
   wrongpeersend  pipeline; at micro-batch m stage c sends to c+2, not c+1 (c+2 waits for c+1, c+1 for c)
   sendsend       ranks a and b both send S MB to each other, then receive; the others wait in the next all_reduce
+  recvrecv       ranks a and b exchange once a step (a sends first); at step m both post recv from the other
+                 first (then would send); the others wait in that step's all_reduce
   pipestall      pipeline; stage c sleeps in stage_forward (after its recv, before its send) at micro-batch m
   monbarrier     monitored_barrier (gloo group) with a timeout; rank c never arrives (sleeps in load_shard)
   ordermismatch  rank c calls broadcast(n2 floats) where the others call all_reduce(n1 floats), n1 != n2
@@ -51,8 +53,10 @@ import live_scenarios as ls  # noqa: E402
 from nccl_scenarios import _torch_version, become_host, host_name  # noqa: E402
 from pack_out import pack  # noqa: E402
 
-CASES = ("wrongpeer", "wrongpeersend", "sendsend", "pipestall", "monbarrier", "ordermismatch", "lock", "subgroup",
-         "gpusleep")
+CASES = ("wrongpeer", "wrongpeersend", "sendsend", "recvrecv", "pipestall", "monbarrier", "ordermismatch", "lock",
+         "subgroup", "gpusleep")
+#: cases of point-to-point traffic (NCCL warms each rank's neighbours' p2p communicators before them)
+P2P_CASES = ("wrongpeer", "wrongpeersend", "sendsend", "recvrecv", "pipestall")
 #: cases that mean nothing on gloo (no GPU stream; gloo has no size check that aborts)
 NCCL_ONLY = ("gpusleep",)
 WARM_OPS = 6
@@ -82,6 +86,10 @@ def case_plan(case: str, seed: int, backend: str, world: int | None) -> dict:
         mb = rnd.choice((48, 64, 96))
         p.update(culprits=[a, b], floats=mb * 2**20 // 4, fault_class="p2p-send-send-deadlock",
                  why=f"ranks {a} and {b} both send {mb} MB to each other before receiving: neither posts its recv")
+    elif case == "recvrecv":
+        a, b = sorted(rnd.sample(range(w), 2))
+        p.update(culprits=[a, b], floats=floats, fault_class="p2p-recv-recv-deadlock",
+                 why=f"ranks {a} and {b} both post recv from each other before sending: neither posts its send")
     elif case == "pipestall":
         c = rnd.randint(1, w - 2)
         p.update(culprits=[c], floats=floats, fault_class="pipeline-stall",
@@ -158,6 +166,26 @@ def send_send(dist, sync, torch, dev, rank: int, plan: dict) -> None:
     sync()
 
 
+def recv_recv(dist, sync, torch, dev, rank: int, plan: dict) -> None:
+    """The pair exchanges once a step, `a` sending first, and everyone joins the step's all_reduce; at the fault
+    step both post their recv first: each waits for a send the other would post only after its own recv."""
+    a, b = plan["culprits"]
+    out, into = torch.ones(plan["floats"], device=dev), torch.empty(plan["floats"], device=dev)
+    small = torch.ones(1024, device=dev)
+    for step in range(plan["fault_step"] + 1):
+        if rank in (a, b):
+            peer = b if rank == a else a
+            if rank == a and step < plan["fault_step"]:
+                dist.send(out, dst=peer)
+                dist.recv(into, src=peer)
+            else:  # b always receives first; a too at the fault step
+                dist.recv(into, src=peer)
+                dist.send(out, dst=peer)
+            sync()
+        dist.all_reduce(small)
+        sync()
+
+
 def case_body(args, rank: int, world: int, plan: dict, torch, dist, dev, sync, groups: dict) -> None:
     """After warm-up: the fault of the case."""
     case, c = plan["case"], plan["culprits"][0]
@@ -166,6 +194,8 @@ def case_body(args, rank: int, world: int, plan: dict, torch, dist, dev, sync, g
         return pipeline(dist, sync, buf, rank, world, plan, args.hang_s)
     if case == "sendsend":
         return send_send(dist, sync, torch, dev, rank, plan)
+    if case == "recvrecv":
+        return recv_recv(dist, sync, torch, dev, rank, plan)
     if case == "monbarrier":
         if rank == c:
             load_shard(args.hang_s)
@@ -239,7 +269,7 @@ def worker(args: argparse.Namespace) -> int:
     if "mine" in groups:
         dist.all_reduce(small, group=groups["mine"])
         sync()
-    if args.backend == "nccl" and plan["case"] in ("wrongpeer", "wrongpeersend", "pipestall", "sendsend"):
+    if args.backend == "nccl" and plan["case"] in P2P_CASES:
         warm_p2p(dist, sync, torch, dev, rank, world)
     ls.prewarm_fr(args.backend == "nccl")
     Path(args.dir, f"ready.{rank}").write_text(str(os.getpid()))
@@ -339,7 +369,10 @@ def collect_live(args, pids: list[int], sdir: Path) -> str:
         return f"collect failed: {err}"
     (sdir / "bundle.collect.stdout").write_text(done.stdout)
     (sdir / "bundle.collect.stderr").write_text(done.stderr[-20000:])
-    return f"collect exit {done.returncode} in {time.monotonic() - t:.1f} s"
+    said = f"collect exit {done.returncode} in {time.monotonic() - t:.1f} s"
+    analyzed = run_tool([sys.executable, "-m", "forensics", "analyze", str(sdir / "bundle")],
+                        sdir / "bundle.analyze.txt", args.repo, 60)
+    return f"{said}; {analyzed}; time to verdict (collect started to verdict printed) {time.monotonic() - t:.1f} s"
 
 
 def run_tool(argv: list[str], out: Path, cwd: str, timeout: float) -> str:

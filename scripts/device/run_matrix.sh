@@ -12,7 +12,8 @@
 #   part C: issue 26 hang cases (order, lock, pipeline, deadlock, subgroup) and running stragglers
 #           without the recorder (slow300norec) and 5 ms (slow5), packed into $OUT/{C26,C26run}.tar.gz.
 #   part I39: issue 39's matrix (scripts/device/i39_scenarios.py): wrongpeer, wrongpeersend, sendsend, pipestall, monbarrier,
-#           ordermismatch, lock, subgroup, gpusleep; culprits, world sizes and sizes from HF_I39_SEED (default 39);
+#           ordermismatch, lock, subgroup, gpusleep (recvrecv too, when HF_I39 names it); culprits, world sizes and
+#           sizes from HF_I39_SEED (default 39);
 #           each a live bundle + a logs folder (forensics env --recorder) + torch's fr_trace, packed as it ends
 #           into $OUT/I39-<case>.tar.gz (one per case). `run_matrix.sh I39 --backend gloo` is its CPU dry run (8 ranks).
 #   part E39: issue 39 item 6: what each recommended setting costs a step (benchmarks/env_cost.py, NCCL, 4 ranks

@@ -154,7 +154,8 @@ def test_finalize_mid_hang_keeps_state_and_tolerates_late_stops(plugin, harness,
     (path,) = state_dir.glob("*.bin")
     st = read_recorder_file(path)
     assert st.comm_state == "finalized" and st.colls[-1].state == "in-flight"
-    assert any("reason finalize" in line and "in flight" in line for line in path.with_suffix(".txt").read_text().splitlines())
+    lines = path.with_suffix(".txt").read_text().splitlines()
+    assert any("reason finalize" in line and "in flight" in line for line in lines)
 
 
 def test_cli_read_names_the_stopped_rank(hung_job, state_dir):

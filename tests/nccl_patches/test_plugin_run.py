@@ -42,6 +42,13 @@ def test_every_interface_version_records_complete_ops(plugin, harness, state_dir
         # 32 colls x 2 channels x 2 ops + 8 p2p x 1 channel x 2 ops
         assert st.proxy_next == 32 * 4 + 8 * 2
         assert all(op.steps_done == op.n_steps == 4 for op in st.proxy_ops)
+        # every record's names, across each switch between a collective's names and a p2p's (the writer
+        # copies the previous record's when NCCL passes the same strings), and each proxy op's func its parent's
+        assert {(c.func, c.dtype, c.algo, c.proto) for c in colls} == {("AllReduce", "ncclFloat32", "RING", "SIMPLE")}
+        assert {(p.func, p.dtype, p.algo, p.proto) for p in p2ps} <= {("Send", "ncclInt8", "", ""),
+                                                                     ("Recv", "ncclInt8", "", "")}
+        by_index = {c.index: c for c in st.colls}
+        assert st.proxy_ops and all(op.func == by_index[op.coll_index].func for op in st.proxy_ops)
 
 
 @pytest.mark.parametrize("ring", [16, 10])
@@ -101,7 +108,8 @@ def test_unwritable_dir_fails_init_cleanly(plugin, harness, tmp_path):
 def test_missing_state_dir_is_created(plugin, harness, tmp_path):
     """Seen on the device: a configured directory that did not exist yet turned the recorder off."""
     target = tmp_path / "not" / "made" / "yet"
-    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"})
+    env = {"FORENSICS_RECORDER_DIR": str(target), "HARNESS_NO_FINALIZE": "1"}
+    done = run_harness(harness, plugin, 5, ["run", "1", "4", "2", "2"], env)
     assert done.returncode == 0, done.stderr
     states, problems = read_recorder_dir(target)
     assert problems == [] and len(states) == 1

@@ -16,8 +16,9 @@ What a copy of template rank `h` as global rank `R` gets, so every file says one
   proxy op's peer is the template's moved by its ring offset (the template waited on its ring neighbour h+1: the
   copy waits on R+1, as a rank of a real ring does; kept as they were, a thousand copies all waited on the
   template's neighbours, a fault the capture does not have); a subgroup's recorder file is left out;
-- stdout/stderr: the NCCL lines in them as in its NCCL log, and `[rankh]` -> `[rankR]`; Flight Recorder dumps and children/ are left out (a copy's dump
-  would be the template's positions under another rank: the dump format is not rewritten here).
+- stdout/stderr: the NCCL lines in them as in its NCCL log, and `[rankh]` -> `[rankR]`; Flight Recorder dumps and
+  children/ are left out (a copy's dump would be the template's positions under another rank: the dump format is
+  not rewritten here).
 The capture's own ranks keep their files; their world size becomes W (environ, manifest, the world
 communicator's NCCL lines and recorder headers). Host-level files stay with the capture's hosts.
 
@@ -47,7 +48,8 @@ KB = knowledge.load(use_env=False)
 #: the recorder header's world size (parsers/readers/recorder.py `_HEADER_MAIN`, little-endian int at 76)
 _NRANKS_AT = 76
 _JSON_PID_KEYS = ("pid", "tid", "os_thread_id", "native_thread_id")
-_NCCL_PREFIX = re.compile(r"^(?P<pre>(?:\[[^\]]{0,40}\] )?)(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) ")
+_NCCL_PREFIX = re.compile(r"^(?P<pre>(?:\[[^\]]{0,40}\] )?)"
+                          r"(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) ")
 _COMM_PTR = re.compile(r"comm (0x[0-9a-f]{1,16})")
 _INIT = re.compile(r"comm (0x[0-9a-f]{1,16}) rank (\d{1,7}) nranks (\d{1,7})")
 #: a copy leaves out the capture's topology: its ring/tree/channel positions and the proxy connections set up for
@@ -119,7 +121,8 @@ def _world_ptrs(text: str, world: int) -> tuple[set[str], set[str]]:
     return whole, other - whole
 
 
-def _nccl_line(line: str, rank: tuple[int, str] | None, world: tuple[int, int], who: tuple[str, int, int] | None) -> str:
+def _nccl_line(line: str, rank: tuple[int, str] | None, world: tuple[int, int],
+               who: tuple[str, int, int] | None) -> str:
     """One world-communicator line: its rank and world size said anew; its prefix made the copy's."""
     n_old, n_new = world
     if "rank" not in line:

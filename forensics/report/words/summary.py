@@ -66,10 +66,12 @@ def _cycle_why(d: Deadlock) -> str:
     # 'send', or the recorder's 'Send seq 4'
     ops = {(e.op or "").split(" ")[0].lower() for e in d.edges if e.point_to_point}
     if ops and len(ops) == 1 and all(e.point_to_point for e in d.edges):
+        two = len(d.members) == 2  # a pair: 'the other' and 'neither', not 'the next' and 'none'
+        nxt, none = ("the other", "neither") if two else ("the next", "none")
         if ops == {"send"}:
-            return "each sends to the next first, and none posts the receive the other's send waits for"
+            return f"each sends to {nxt} first, and {none} posts the receive the other's send waits for"
         if ops == {"recv"}:
-            return "each receives from the next first, and none posts the send the other's receive waits for"
+            return f"each receives from {nxt} first, and {none} posts the send the other's receive waits for"
     if ops:
         return "each waits in a send or receive, or a collective, that the next does not post"
     return "these ranks call these groups' collectives in different orders"
@@ -100,10 +102,11 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     waiting = verdict.sections.get("waiting") or {}
     ranks, activity = waiting.get("ranks", []), waiting.get("activity")
     head = verdict.culprit
-    if head is not None and waiting.get("groups"):  # said without the culprit, whose own line says what it does
-        activity = words_of_waits(waiting["groups"], {head.rank})
+    named = {c.rank for c in [head, *verdict.joint] if c is not None}  # the head and the ranks of its own fault
+    if head is not None and waiting.get("groups"):  # said without the culprits, whose own lines say what they do
+        activity = words_of_waits(waiting["groups"], named)
     verdict.leads = leads(verdict.suspects) if head is None else []
-    verdict.consequences = consequences(head, ranks, activity, set(verdict.hung_ranks))
+    verdict.consequences = consequences(head, [r for r in ranks if r not in named], activity, set(verdict.hung_ranks))
     for other in verdict.independent:  # each further culprit's own consequences, said with its rank
         verdict.consequences += [f"{other.label}: {line}" for line in consequences(other, [], None)]
     running = progress is not None and progress.decided and progress.running
@@ -115,6 +118,8 @@ def write(verdict: Verdict, progress: Any = None, slow: Any = None) -> None:
     if verdict.deadlock is not None:
         verdict.summary = deadlock(verdict.deadlock)
         verdict.shows = [observed(o) for o in verdict.observations]
+    elif head is not None and verdict.joint:
+        verdict.summary = alike([head, *verdict.joint])
     elif head is not None and verdict.independent:
         verdict.summary = several(verdict.culprits)
     elif head is not None:
@@ -160,6 +165,13 @@ def several(culprits: list[Suspect]) -> str:
         if len(lead + text) <= SEVERAL_MAX and ". " not in text:
             break
     return lead + text
+
+
+def alike(culprits: list[Suspect]) -> str:
+    """'rank 0 (vm pid 1748) and rank 3 (vm pid 1751), each: <the head's reason>': the ranks of one fault, named
+    alike (their reasons say the same of each)."""
+    labels = [c.label for c in culprits]
+    return f"{', '.join(labels[:-1])} and {labels[-1]}, each: {said(culprits[0])}"
 
 
 def no_culprit(verdict: Verdict, ranks: list[int], activity: str | None) -> str:

@@ -121,7 +121,8 @@ def test_hung_nvidia_smi_is_killed_and_recorded_as_timeout(target, tmp_path, mon
 def test_failing_nvidia_smi_keeps_its_message(target, tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+    message = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+               "Make sure that the latest NVIDIA driver is installed and running.")
     _fake_tool(bin_dir, "nvidia-smi", f"echo \"{message}\"; exit 9")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     record = NvidiaSmiCollector().collect(target, CollectOptions(timeout=10))
@@ -154,7 +155,8 @@ def test_infiniband_and_cpufreq_read_a_sysfs_shaped_tree(target, tmp_path):
 
     data = json.loads((target.bundle_root / ib.files[0]).read_text())
     assert data["devices"]["mlx5_0"]["ports"]["1"]["counters"] == {"link_downed": "1"}
-    assert json.loads((target.bundle_root / freq.files[0]).read_text())["cpufreq"]["cpu0"]["scaling_governor"] == "powersave"
+    cpufreq = json.loads((target.bundle_root / freq.files[0]).read_text())["cpufreq"]
+    assert cpufreq["cpu0"]["scaling_governor"] == "powersave"
     assert InfinibandCollector(sysfs=tmp_path / "none").collect(target, CollectOptions()).status == Status.SKIPPED
     from parsers import knowledge
     from parsers.readers.host_ib import parse_ib_json
@@ -197,7 +199,8 @@ def test_a_real_cgroup_oom_kill_is_collected_and_recognised(tmp_path):
     collect_here(writer, "here")
     writer.save()
     reports = host_reports(load_path(writer.root), knowledge.load(use_env=False))
-    ooms = [g for g in reports[0].groups if g.entry.id == "oom-killer-cgroup" and g.last.groups.get("pid") == str(proc.pid)]
+    ooms = [g for g in reports[0].groups
+            if g.entry.id == "oom-killer-cgroup" and g.last.groups.get("pid") == str(proc.pid)]
     assert ooms, "the OOM kill of our process is in the collected kernel log"
     assert reports[0].status == "healthy"  # a cgroup OOM is the job's fault, not the host's
 

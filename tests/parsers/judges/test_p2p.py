@@ -145,7 +145,7 @@ def case(name: str, form: str):
     return analyze(I39 / name / f"{form}.tar.gz", KB).verdict, json.loads((I39 / name / "truth.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["wrongpeer-seed39", "wrongpeer-seed40", "wrongpeer-seed41"])
+@pytest.mark.parametrize("name", ["wrongpeer-seed39", "wrongpeer-seed40", "wrongpeer-seed41", "wrongpeer-seed42"])
 @pytest.mark.parametrize("form", FORMS)
 def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
     v, truth = case(name, form)
@@ -159,12 +159,13 @@ def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
         assert f"recv from {culprit - 2}, which never sends to it" in v.culprit.reason
 
 
+@pytest.mark.parametrize("name", ["wrongpeersend-seed41", "wrongpeersend-seed42"])
 @pytest.mark.parametrize("form", FORMS)
-def test_wrong_peer_send_is_named_as_such_live_and_post_mortem(form):
-    """Stage 1 of 4 sends to 3, not 2 (device, seed 41). Live, NCCL never records that send: it waits in
-    ncclGroupEnd connecting to rank 3, under c10d's send; the recorder says rank 2 waits for a third send of rank 1
-    that was never posted. Post-mortem, the watchdog's dumps hold the send to 3 itself."""
-    v, truth = case("wrongpeersend-seed41", form)
+def test_wrong_peer_send_is_named_as_such_live_and_post_mortem(name, form):
+    """Stage 1 of 4 sends to 3, not 2 (device, seed 41; seed 42: stage 2 of 6 sends to 4). Live, NCCL never records
+    that send: it waits in ncclGroupEnd connecting to the new peer, under c10d's send; the recorder says the
+    receiver waits for a send that was never posted. Post-mortem, the watchdog's dumps hold the send itself."""
+    v, truth = case(name, form)
     (culprit,) = truth["culprit_ranks"]
     assert v.culprit.rank == culprit and v.culprit.reason_class == ReasonClass.WRONG_PEER, v.text
     assert named(v) == {culprit} and v.deadlock is None
@@ -182,10 +183,30 @@ def test_send_send_pair_is_a_deadlock_of_both_live_and_post_mortem(name, form):
     assert v.deadlock is not None and sorted(v.deadlock.members) == sorted(truth["culprit_ranks"]), v.text
     assert {e.op.split()[0].lower() for e in v.deadlock.edges} == {"send"} and v.culprit is None
     # wording is the behaviour: the headline says the pair both send first
-    assert "sends to the next first" in v.summary and not named(v), v.text  # the others wait in the all_reduce
+    assert "sends to the other first" in v.summary and not named(v), v.text  # the others wait in the all_reduce
 
 
-@pytest.mark.parametrize("name", ["pipestall-seed39", "pipestall-seed41"])
+def test_send_send_pair_still_connecting_is_named_both_live_and_said_missing_post_mortem():
+    """Seed 42: ranks 0 and 3 of 8 had never exchanged before, so each send waits in NCCL's connection to the other
+    (ncclP2PPreconnectFunc), before any record of the op; the other six wait in all_reduce, connecting its ring.
+    This capture's collect kept no peer (its window missed the call under NCCL's 25 native frames). Live: no rank is
+    in a receive, so both sends go unanswered: both ranks are named, alike, and no cycle is claimed without the
+    peers. The logs folder holds nothing of it (no watchdog fired: the ranks never enqueued an op): no culprit, and
+    the gap is said."""
+    v, truth = case("sendsend-seed42", "bundle")
+    assert v.deadlock is None and [c.rank for c in v.culprits] == truth["culprit_ranks"] == [0, 3], v.text
+    assert {c.reason_class for c in v.culprits} == {ReasonClass.UNANSWERED} and v.joint and not v.independent
+    assert named(v) == {0, 3}, v.text
+    # wording is the behaviour: both named in the headline, and what the stacks cannot say is said
+    assert v.summary.startswith("rank 0 (vm pid 1748) and rank 3 (vm pid 1751), each:"), v.summary
+    said = ("no rank of the job is in a receive", "name no peer")
+    assert all(x in v.summary for x in said), v.summary
+    post, _ = case("sendsend-seed42", "logs")
+    assert post.culprit is None and not named(post), post.text
+    assert "no-recorder-state" in {g["kind"] for g in post.sections.get("evidence_gaps") or []}, post.text
+
+
+@pytest.mark.parametrize("name", ["pipestall-seed39", "pipestall-seed41", "pipestall-seed42"])
 @pytest.mark.parametrize("form", FORMS)
 def test_pipeline_stall_is_where_the_waits_end_not_a_cycle(name, form):
     v, truth = case(name, form)

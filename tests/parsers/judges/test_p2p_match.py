@@ -124,7 +124,7 @@ def test_a_pair_that_both_send_is_a_deadlock_of_both(tmp_path):
     assert {e.op for e in v.deadlock.edges} == {"send"} and v.culprit is None
     assert build_view(v).deadlock_next_step == P2P_CYCLE_ADVICE.next_step  # not the collectives' order advice
     # wording is the behaviour: the headline names both ranks and the op
-    assert v.summary.startswith("deadlock: ranks 6, 7 wait on each other") and "sends to the next first" in v.summary
+    assert v.summary.startswith("deadlock: ranks 6, 7 wait on each other") and "sends to the other first" in v.summary
 
 
 def test_a_send_and_a_receive_of_one_pair_at_other_numbers_are_no_cycle(tmp_path):

@@ -2,8 +2,9 @@
 py-spy --locals kept.
 
 The bundles (tests/fixtures/issue39/gloo-p2p-locals/, README there) are real hangs on gloo collected by the real
-`forensics collect` (scripts/device/i39_scenarios.py --backend gloo, seeds 40 and 42, worlds 4-7): a stage that
-receives from the wrong peer, one that sends to the wrong peer, and a pair that both send first.
+`forensics collect` (scripts/device/i39_scenarios.py --backend gloo, seeds 40-42 and 47, worlds 4-8): a stage that
+receives from the wrong peer, one that sends to the wrong peer, a pair that both send first and a pair that both
+receive first.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ CASES = Path(__file__).resolve().parents[2] / "fixtures" / "issue39" / "gloo-p2p
 KB = knowledge.load(use_env=False)
 WRONG = ["wrongpeer-seed40", "wrongpeer-seed42", "wrongpeersend-seed40", "wrongpeersend-seed42"]
 PAIRS = ["sendsend-seed40", "sendsend-seed42"]
+#: ranks 0 and 3 of 4, 1 and 4 of 6, 1 and 3 of 8: each posts recv from the other first, the rest in all_reduce
+RECV_PAIRS = ["recvrecv-seed41", "recvrecv-seed47", "recvrecv-seed40"]
+#: the op both ranks of a pair wait in, by case
+PAIR_OP = {"sendsend": "send", "recvrecv": "recv"}
 
 
 def truth(name: str) -> dict:
@@ -47,19 +52,51 @@ def test_a_wait_whose_peer_never_posts_the_matching_op_is_the_root(name):
     assert f"posts {said}" in v.culprit.reason, v.culprit.reason
 
 
-@pytest.mark.integration  # a bundle of 4-7 ranks analysed whole
-@pytest.mark.parametrize("name", PAIRS)
-def test_two_ranks_each_sending_to_the_other_are_a_deadlock_naming_both(name):
-    v = analyze(CASES / name / "bundle.tar.gz", KB).verdict
-    assert v.deadlock is not None and sorted(v.deadlock.members) == truth(name)["culprit_ranks"], v.text
-    assert {e.op for e in v.deadlock.edges} == {"send"} and not named(v), v.text
+@pytest.mark.integration  # a bundle of 4-8 ranks analysed whole
+@pytest.mark.parametrize("name", PAIRS + RECV_PAIRS)
+def test_two_ranks_each_in_the_same_op_toward_the_other_are_a_deadlock_naming_both(name):
+    v, t = analyze(CASES / name / "bundle.tar.gz", KB).verdict, truth(name)
+    a, b = t["culprit_ranks"]
+    op = PAIR_OP[t["case"]]
+    assert v.deadlock is not None and sorted(v.deadlock.members) == [a, b], v.text
+    assert {(e.waiter, e.peer, e.op) for e in v.deadlock.edges} == {(a, b, op), (b, a, op)} and not named(v), v.text
+    # wording is the behaviour: the headline names both ranks and the op each waits in
+    assert v.summary.startswith(f"deadlock: ranks {a}, {b} wait on each other") and f"{a} on {b} in {op}" in \
+        v.summary and f"{b} on {a} in {op}" in v.summary, v.summary
 
 
-def _unpacked(name: str, tmp: Path, locals_: bool = True, second_look: bool = True) -> Path:
+@pytest.mark.integration  # a bundle of 8 ranks analysed whole, twice
+def test_a_recv_recv_pair_read_from_its_files_is_the_deadlock_its_digest_gives(tmp_path):
+    """The recvrecv bundles' ranks are read from the host digest collect wrote (the kept peers are in its frames);
+    read from the py-spy files themselves they give the same cycle."""
+    whole = analyze(CASES / "recvrecv-seed40" / "bundle.tar.gz", KB).verdict
+    raw = analyze(_unpacked("recvrecv-seed40", tmp_path, digest=False), KB).verdict
+    assert whole.sections["digests"]["hosts_from_digest"] == 1 and "digests" not in raw.sections, raw.text
+    assert raw.deadlock is not None and whole.deadlock is not None, raw.text
+    assert raw.deadlock.to_dict() == whole.deadlock.to_dict() and raw.summary == whole.summary, raw.text
+
+
+@pytest.mark.integration  # a logs folder of 4-8 ranks analysed whole
+@pytest.mark.parametrize("name", RECV_PAIRS)
+def test_a_recv_recv_logs_folder_blames_no_rank_off_the_pair(name, tmp_path):
+    """What gloo's ranks leave (their stderr: 'Timed out waiting ... for recv operation', a traceback into recv or
+    all_reduce) names no peer of any wait, and the first timeout may be a rank off the pair (seed 40: rank 0, in
+    all_reduce): the hang is said, and no rank off the pair is named for it, nor any cycle but the pair's."""
+    with tarfile.open(CASES / name / "logs.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    v, pair = analyze(tmp_path / "logs", KB).verdict, truth(name)["culprit_ranks"]
+    assert v.hang == "hang" and named(v) <= set(pair), v.text
+    assert v.deadlock is None or sorted(v.deadlock.members) == pair, v.text
+
+
+def _unpacked(name: str, tmp: Path, locals_: bool = True, second_look: bool = True, digest: bool = True) -> Path:
     """The bundle unpacked, as a collect without --locals leaves it (every kept argument taken out of its py-spy
-    files) or without the second look (no time says the job hangs)."""
+    files) or without the second look (no time says the job hangs). The host digests go too: collect wrote them
+    from the files as they were (kept peers, second look), and a current digest is read instead of its files."""
     with tarfile.open(CASES / name / "bundle.tar.gz") as tar:
         tar.extractall(tmp, filter="data")
+    for path in (tmp / "bundle").rglob("digest.json") if not (locals_ and second_look and digest) else ():
+        path.unlink()
     for path in (tmp / "bundle").rglob("pyspy.json") if not locals_ else ():
         doc = json.loads(path.read_text())
         for thread in doc:
@@ -72,7 +109,7 @@ def _unpacked(name: str, tmp: Path, locals_: bool = True, second_look: bool = Tr
 
 
 @pytest.mark.integration  # a bundle of 4-7 ranks analysed whole
-@pytest.mark.parametrize("name", ["wrongpeer-seed40", "wrongpeersend-seed42", "sendsend-seed40"])
+@pytest.mark.parametrize("name", ["wrongpeer-seed40", "wrongpeersend-seed42", "sendsend-seed40", "recvrecv-seed41"])
 def test_without_locals_nothing_is_claimed_from_the_stacks(name, tmp_path):
     v = analyze(_unpacked(name, tmp_path, locals_=False), KB).verdict
     assert not [s for s in v.suspects if s.reason_class == ReasonClass.WRONG_PEER], v.text
@@ -80,7 +117,7 @@ def test_without_locals_nothing_is_claimed_from_the_stacks(name, tmp_path):
 
 
 @pytest.mark.integration  # a bundle of 4-7 ranks analysed whole
-@pytest.mark.parametrize("name", ["wrongpeer-seed42", "sendsend-seed42"])
+@pytest.mark.parametrize("name", ["wrongpeer-seed42", "sendsend-seed42", "recvrecv-seed47"])
 def test_one_look_with_no_time_is_a_lead_never_a_culprit_or_a_deadlock(name, tmp_path):
     """Without the second look nothing says the job hangs: the stacks are one moment of a job that may still run."""
     v = analyze(_unpacked(name, tmp_path, second_look=False), KB).verdict

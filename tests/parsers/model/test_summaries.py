@@ -10,8 +10,8 @@ import random
 import pytest
 
 from parsers.model.ranksets import MAX_RANGES, count, of_ranks
-from parsers.model.summaries import (MAX_CLASSES, ClassSummary, Position, RankSummary, SummaryError, merge, merge_all,
-                                   of_host)
+from parsers.model.summaries import (MAX_CLASSES, MAX_POSITIONS, ClassSummary, Position, RankSummary, SummaryError,
+                                   merge, merge_all, of_host, p2p_calls, p2p_key)
 
 KINDS = [("collective", "allreduce", None), ("collective", "broadcast", None), ("elsewhere", None, "train.py:47"),
          ("gpu-wait", None, None)]
@@ -24,10 +24,13 @@ def _summary(rng: random.Random, rank: int | None, pid: int) -> RankSummary:
     # a recorder communicator 'r' of every rank: comm rank = job rank (a consistent map, as real ranks give)
     recorder = (("r", rank, rank),) if rank is not None and rng.random() < 0.7 else ()
     waits_on = (("r", rng.randrange(4)),) if recorder and rng.random() < 0.5 else ()
+    # a blocking send or recv with a peer py-spy --locals kept: most a ring's neighbour, some a wrong peer
+    peer = rng.choice([rank + 1, rank + 1, rank - 1, rng.randrange(48)]) if rank is not None else -1
+    p2p = (rng.choice(["send", "recv"]), peer) if 0 <= peer != rank and rng.random() < 0.4 else None
     return RankSummary(rank, pid, rng.choice(["S", "S", "R", "T"]), kind, op, where, (f"f{rng.randrange(3)}",), comms,
                        (("0x1", rng.randrange(4), "RecvWait", rng.choice([None, 3])),) if rng.random() < 0.2 else (),
                        rng.choice([None, None, "RuntimeError: x"]), ((1, 2.5),) if rng.random() < 0.1 else (),
-                       tuple(rng.sample(["frozen", "exited", "error"], rng.randint(0, 1))), recorder, waits_on)
+                       tuple(rng.sample(["frozen", "exited", "error"], rng.randint(0, 1))), recorder, waits_on, p2p)
 
 
 def _host(rng: random.Random, h: int) -> ClassSummary:
@@ -92,7 +95,11 @@ def test_caps_keep_the_same_part_in_any_tree_and_say_so():
 
 
 @pytest.mark.parametrize("change, why", [
-    ({"version": 2}, "version '2'"),
+    ({"version": 4}, "version '4'"),  # before `p2p`: its stack peers would be lost unsaid
+    ({"p2p": {"send+1": [[3, 2]]}}, "p2p"),
+    ({"p2p": {"sendto3": [[0, 1]]}}, "key 'sendto3'"),
+    ({"p2p": {"recv+99999999999": [[0, 1]]}}, "key 'recv"),  # a distance past any rank
+    ({"p2p": {f"send+{i}": [[0, 0]] for i in range(MAX_POSITIONS + 1)}}, "over the 64"),
     ({"lossy": "no"}, "lossy"),
     ({"host_ranks": {"a": [[5, 3]]}}, "host_ranks"),  # wrong ranks: not a rank set
     ({"host_ranks": {"a": [[0, 1 << 40]]}}, "host_ranks"),  # a huge count of ranks
@@ -111,3 +118,30 @@ def test_a_hostile_class_summary_is_refused_with_its_reason(change, why):
 
 def test_a_rank_set_is_canonical():
     assert of_ranks([5, 3, 4, 9, 3]) == [[3, 5], [9, 9]]
+
+
+def test_a_blocking_send_or_recv_is_kept_by_kind_and_distance():
+    """A ring's sends to the next rank are one key at any size; a wrong peer's is a key of its own; the ranks and
+    peers come back as the summaries said them (`p2p_calls`), bounded."""
+    ring = [RankSummary(r, 100 + r, "S", p2p=("send", (r + 1) % 6)) for r in range(6)]
+    wrong = RankSummary(7, 107, "S", p2p=("recv", 2))
+    got = merge(of_host("a", ring[:3]), of_host("b", [*ring[3:], wrong]))
+    assert got.p2p == {"send+1": [[0, 4]], "send-5": [[5, 5]], "recv-5": [[7, 7]]}
+    assert p2p_key(7, ("recv", 2)) == "recv-5"
+    said = [(r, ("send", (r + 1) % 6)) for r in range(6)] + [(7, ("recv", 2))]
+    assert sorted(p2p_calls(got.p2p, 100)) == sorted(said)
+    assert len(list(p2p_calls(got.p2p, 3))) == 3
+
+
+@pytest.mark.parametrize("p2p, world, why", [
+    (["send", 9], 8, "peer 9 of rank 3 is no other rank of the job's 8"),  # a peer outside [0, world)
+    (["send", 3], None, "peer 3 of rank 3"),  # itself
+    (["recv", 1 << 40], None, "is not \\[send\\|recv, peer rank\\]"),  # a huge count
+    (["recv", -1], None, "not \\[send"), (["recv", True], None, "not \\[send"), (["bcast", 1], None, "not \\[send"),
+    (["send", 1, 2], None, "not \\[send"), ("send 1", None, "not \\[send"),
+])
+def test_a_hostile_p2p_op_is_refused_with_its_reason(p2p, world, why):
+    doc = RankSummary(3, 103, "S").to_json()
+    assert RankSummary.from_json(dict(doc, p2p=["send", 1]), 8).p2p == ("send", 1)
+    with pytest.raises(SummaryError, match=why):
+        RankSummary.from_json(dict(doc, p2p=p2p), world)

@@ -84,3 +84,32 @@ def test_a_mismatch_heads_the_exit_it_explains(tmp_path):
     v = analyze(bundle, KB).verdict
     assert v.culprit.rank == 2 and v.culprit.reason_class == ReasonClass.MISMATCH, v.text
     assert ReasonClass.EXITED in {c.reason_class for c in v.culprit.consequences}, v.text
+
+
+#: seed 42 (H100, 2026-12-07): each case's world size, culprit, sizes and fault step drawn anew; the culprit's class
+#: live and post-mortem. Post-mortem has no stacks: the lock's holder and the rank outside any collective are said
+#: from the logs as the rank that never logged the op the others wait in (the gap is said: no-stacks)
+SEED42 = {
+    "gpusleep": ({ReasonClass.GPU_QUEUED}, {ReasonClass.GPU_QUEUED}),
+    "lock": ({ReasonClass.WAIT_ROOT}, {ReasonClass.MISSING_LINE}),
+    "monbarrier": ({ReasonClass.OUTSIDE}, {ReasonClass.NAMED_ABSENT}),
+    "ordermismatch": ({ReasonClass.MISMATCH}, {ReasonClass.MISMATCH}),
+    "subgroup": ({ReasonClass.WAIT_ROOT}, {ReasonClass.MISSING_LINE}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEED42))
+@pytest.mark.parametrize("form", ["bundle", "logs"])
+def test_seed42_names_the_true_culprit_live_and_post_mortem(name, form):
+    case = f"seed42-{name}"
+    v = analyze(CASES / case / f"{form}.tar.gz", KB).verdict
+    assert named(v) == set(truth(case)["culprit_ranks"]), v.text
+    assert v.culprit.reason_class in SEED42[name][form == "logs"], v.text
+    assert v.deadlock is None and "first error" not in v.summary, v.text
+
+
+def test_seed42_lock_says_the_holding_thread_live():
+    """Item 4: the main thread waits on a lock that its own thread ckpt-writer holds; the why names it."""
+    v = analyze(CASES / "seed42-lock" / "bundle.tar.gz", KB).verdict
+    # wording is the behaviour: the thread and its frame are the why
+    assert "thread 'ckpt-writer'" in v.summary and "write_shard_to_storage" in v.summary, v.summary

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.readers.pyspy import MAX_ARG, p2p_args, parse_pyspy_data
+from parsers.readers.pyspy import (MAX_ARG, P2P_ALL_FRAMES, P2P_PY_FRAMES, is_native_frame, is_p2p_frame, p2p_args,
+                                   p2p_call_frames, parse_pyspy_data)
 
 CAPTURE = Path(__file__).resolve().parents[2] / "fixtures" / "pyspy" / "gloo_recv_locals.json"
 
@@ -72,3 +73,30 @@ def test_a_hostile_locals_list_is_bounded_and_typed():
     assert dict(parse_pyspy_data(copy.deepcopy(doc))[0].frames[0].args) == {"tag": 9}
     frame["locals"] = {"src": "1"}
     assert parse_pyspy_data(doc)[0].frames[0].args == ()
+
+
+#: real `py-spy dump --json --native` of rank 0 of issue 39's send/send pair on the device (seed 42, NCCL 2.28.9,
+#: torch 2.11, H100, 2026-12-07; tests/fixtures/i39/sendsend-seed42): its main thread in `dist.send(dst=3)`, NCCL
+#: still connecting to that new peer (ncclP2PPreconnectFunc, ncclTransportP2pSetup, bootstrapRecv, accept)
+NATIVE_SEND = CAPTURE.parent / "nccl_send_connecting_native.json"
+
+
+def test_the_call_is_found_under_nccls_native_frames():
+    """The Python send sits under 25 native frames: a window of the innermost 16 frames of any kind missed it, and
+    the collector never ran py-spy --locals for the pair (the seed-42 capture has no peer)."""
+    (thread,) = json.loads(NATIVE_SEND.read_text())
+    frames = thread["frames"]
+    first_python = next(i for i, f in enumerate(frames) if not is_native_frame(f))
+    assert first_python > 16 and all(is_native_frame(f) for f in frames[:first_python])
+    assert [f["name"] for f in p2p_call_frames(frames)] == ["isend", "send"]
+    assert p2p_call_frames(frames[:first_python]) == []  # NCCL's own frames are never a call
+
+
+def test_the_window_counts_python_frames_and_stays_bounded():
+    (thread,) = json.loads(NATIVE_SEND.read_text())
+    natives = [f for f in thread["frames"] if is_native_frame(f)]
+    calls = [f for f in thread["frames"] if is_p2p_frame(f)]
+    deep = natives * 40 + calls  # the call past P2P_ALL_FRAMES frames: not looked for
+    assert len(deep) > P2P_ALL_FRAMES and p2p_call_frames(deep) == []
+    python_first = [{"name": "f", "filename": "/x/train.py"}] * P2P_PY_FRAMES + calls  # 16 Python frames inside it
+    assert p2p_call_frames(python_first) == []

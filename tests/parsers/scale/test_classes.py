@@ -66,7 +66,8 @@ def test_a_rank_without_recorder_state_is_odd_when_others_wait():
     no recorder at all, too)."""
     odd = {8 + r: {"recorder": [["abc", r, 8 + r]] if r != 1 else [], "waits_on": [["abc", 1]] if r != 1 else []}
            for r in range(8)}
-    merged = digest_merge.merge_all([digest_merge.from_document(_host(0)), digest_merge.from_document(_host(1, odd=odd))])
+    hosts = [digest_merge.from_document(_host(0)), digest_merge.from_document(_host(1, odd=odd))]
+    merged = digest_merge.merge_all(hosts)
     judged = judge_classes(merged)
     assert judged.complete and list(ranks_of(judged.ranks)) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
 
@@ -103,3 +104,21 @@ def test_flags_from_a_host_are_bounded_to_known_names():
 
 
 # each rule stated once (the odd-ones-out rules with the judges' own): tests/parsers/model/test_rules_once.py
+
+
+def test_the_stack_peer_waits_are_odd_and_a_flowing_pipeline_is_not():
+    """py-spy --locals' peers, kept in each rank's summary: a pipeline whose every send is being received (each
+    even host's ranks send to the next host's, which receive) makes no rank odd, at 12,000 ranks in two keys; a
+    wrong peer (rank 3 receives from 2, which sends to 4, which receives from 3, while 5 sends to 3) makes both
+    ends of every wait odd, as the p2p judge reads them (parsers.judges.p2p_stacks): the cycle, the rank posting
+    toward it, and the ranks of the next host left waiting on them; no other rank."""
+    flow = {r: {"p2p": ["send", r + 8] if r // 8 % 2 == 0 else ["recv", r - 8]} for r in range(12_000)}
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=flow)) for h in range(1500))
+    assert sorted(merged.p2p) == ["recv-8", "send+8"]
+    judged = judge_classes(merged)
+    assert judged.complete and judged.ranks == []
+    wrong = {**flow, 2: {"p2p": ["send", 4]}, 3: {"p2p": ["recv", 2]}, 4: {"p2p": ["recv", 3]},
+             5: {"p2p": ["send", 3]}}
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=wrong)) for h in range(1500))
+    judged = judge_classes(merged)
+    assert judged.complete and list(ranks_of(judged.ranks)) == [2, 3, 4, 5, 10, 11, 12, 13]

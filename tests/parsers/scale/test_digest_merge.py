@@ -31,9 +31,9 @@ def _fake_host(host: str, ranks: range, late: int | None = None) -> dict:
     rows = []
     for r in ranks:
         seq = 10 if r == late else 11
-        rows.append({"rank": r, "pid": 100 + r, "state": "S",
-                     "stack": {"kind": "elsewhere" if r == late else "collective", "op": None if r == late else "allreduce",
-                               "where": "train.py:47" if r == late else None},
+        stack = ({"kind": "elsewhere", "op": None, "where": "train.py:47"} if r == late
+                 else {"kind": "collective", "op": "allreduce", "where": None})
+        rows.append({"rank": r, "pid": 100 + r, "state": "S", "stack": stack,
                      "top": ["slow (train.py:47)"] if r == late else ["all_reduce (c10d.py:3252)"],
                      "comms": {"0xabc": ["allreduce", seq, "opCount", "enqueued"]}, "recorder_waits": [],
                      "exception": None, "exits": []})
@@ -74,9 +74,12 @@ def test_real_host_digest_merges(tmp_path):
 
 
 @pytest.mark.parametrize("row, why", [
-    (None, "a rank summary that is a NoneType"), ({"rank": "x", "pid": 1}, "rank 'x' is not a rank"),
-    ({"rank": -1, "pid": 1}, "rank '-1' is not a rank"), ({"rank": 3, "pid": 1, "stack": "x"}, "stack: not a mapping"),
-    ({"rank": 3, "pid": 1, "top": "no"}, "top: not a list"), ({"rank": 3, "pid": 1, "comms": {"c": "bad"}}, "comms 'c'"),
+    (None, "a rank summary that is a NoneType"),
+    ({"rank": "x", "pid": 1}, "rank 'x' is not a rank"),
+    ({"rank": -1, "pid": 1}, "rank '-1' is not a rank"),
+    ({"rank": 3, "pid": 1, "stack": "x"}, "stack: not a mapping"),
+    ({"rank": 3, "pid": 1, "top": "no"}, "top: not a list"),
+    ({"rank": 3, "pid": 1, "comms": {"c": "bad"}}, "comms 'c'"),
     ({"rank": 3, "pid": 1, "comms": {"c": ["allreduce", 10 ** 30, "opCount", "x"]}}, "seq: .* not a 64-bit number"),
 ])
 def test_a_hostile_summary_is_refused_with_its_reason(row, why):

@@ -20,9 +20,10 @@ from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from hf_testpaths import FIXTURES
 from parsers.scale import focus as digest_focus
-from parsers.scale.digest import DIGEST_NAME, read_summaries, write_json
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_summaries, write_json
 from parsers.scale.digest_first import digest_host
 from parsers.gather.evidence import load
+from parsers.judges.p2p_stacks import judge_stacks, stack_ops
 from parsers.gather.source import open_source
 from parsers.model.events import ErrorKind, own_error
 from forensics.report.words import analyze
@@ -92,9 +93,6 @@ def test_focused_verdict_equals_full_read(bundle, tmp_path, focus_always):
 #: the class they stand for: 'while ranks 0-1 wait in init_process_group' where the full read says '0-1,3' (the
 #: culprit, none, and the lead's rank are the same). Words over classes: issue 43 item 2 (the judges' rules over a
 #: view a class satisfies)
-#: (issue39/gloo-p2p-locals/wrongpeersend-seed40 was here: the focus read 3 of 6 hosts, the tied send/recv classes
-#: none of them odd; by the stack-class rule stated once (`parsers.judges.stacks.compare_stacks`) the ranks that wait
-#: in a send or receive beside the majority's wait are read, and the focus names the full read's wrong peer)
 WORDS_OF_RANKS_READ = {"gloo14/lateinit/live": "the weak lead's words list the waiting ranks read, not their class"}
 
 
@@ -188,3 +186,43 @@ def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
     assert not any(map(own_error, warnings))
     summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
     assert {r.rank: r.flags for r in summaries} == {r: () for r in ranks}
+
+
+P2P_LOCALS = FIXTURES / "issue39/gloo-p2p-locals"
+
+
+@pytest.mark.parametrize("case", ["wrongpeersend-seed40", "sendsend-seed42"])
+def test_each_digest_says_its_ranks_stack_peer_and_the_focus_reads_every_wait(case, tmp_path, focus_always):
+    """Issue 43: py-spy --locals' peers (parsers/judges/p2p_stacks.py) ride in each rank's summary, by the one rule
+    the judge reads a rank by (`stack_ops`); the focus reads both ends of every wait they draw (the wrong peer's
+    cycle and the ranks posting toward it; a send/send pair), and its verdict is the full read's."""
+    dst = _one_host_per_rank(P2P_LOCALS / case / "bundle.tar.gz", tmp_path / "split")
+    with open_source(dst) as src:
+        world = src.manifest.world_size
+        raw = stack_ops(load(src, KB.line_filter).ranks, world)
+        summaries = [s for rec in src.manifest.hosts for s in read_summaries(dst / rec.dir / DIGEST_NAME).ranks]
+    assert raw and {s.rank: s.p2p for s in summaries if s.p2p} == {r: (op.kind, op.peer) for r, op in raw.items()}
+    edges, _ = judge_stacks(raw)
+    result = analyze(dst, KB, focus_from=0)
+    read = {r.rank for r in result.evidence.ranks}
+    assert {r for e in edges for r in (e.waiter, e.peer)} <= read, read
+    assert _verdict_key(result.verdict) == _verdict_key(analyze(dst, KB, digests=False).verdict)
+
+
+def test_a_digest_naming_a_peer_past_the_job_is_refused_and_its_host_read_raw(tmp_path, focus_always):
+    """A hostile summary: rank 3's send to rank 60 of a 6-rank job. Its digest is refused (its host's raw files
+    read), the other hosts still judged over their classes, and the verdict is the full read's (rank 3, wrong peer)."""
+    dst = _one_host_per_rank(P2P_LOCALS / "wrongpeersend-seed40/bundle.tar.gz", tmp_path / "split")
+    path = next(dst.glob("hosts/*-r3")) / DIGEST_NAME
+    doc = json.loads(path.read_text())
+    (row,) = [r for r in doc["ranks"] if r["rank"] == 3]
+    assert row["p2p"] == ["send", 5]
+    row["p2p"] = ["send", 60]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DigestError, match="peer 60 of rank 3 is no other rank of the job's 6"):
+        read_summaries(path, None, 6)
+    result = analyze(dst, KB, focus_from=0)
+    why = result.verdict.sections["digests"]["focus"]["why"][path.parent.name]
+    assert "refused" in why and "peer 60" in why, why
+    assert _verdict_key(result.verdict) == _verdict_key(analyze(dst, KB, digests=False).verdict)
+    assert (result.verdict.culprit.rank, str(result.verdict.culprit.reason_class)) == (3, "wrong-peer")

@@ -34,8 +34,11 @@ def test_every_plan_is_a_consistent_truth():
                 assert cs[0] >= 2 and f"recv from rank {cs[0] - 2}" in p["why"]
             if case == "wrongpeersend":  # a sender before it, and the stage it skips between it and its receiver
                 assert 1 <= cs[0] <= w - 3 and f"sends to rank {cs[0] + 2}" in p["why"]
-            if case == "sendsend":
-                assert len(set(cs)) == 2
+            if case in ("sendsend", "recvrecv"):
+                assert len(set(cs)) == 2 and cs == sorted(cs)
+            if case == "recvrecv":  # at least one good exchange of the pair before the fault step
+                assert p["fault_step"] >= 1 and p["fault_class"] == "p2p-recv-recv-deadlock"
+                assert f"ranks {cs[0]} and {cs[1]}" in p["why"] and "recv" in p["why"]
             if case == "pipestall":
                 assert 1 <= cs[0] <= w - 2  # a stage with a sender before it and a receiver after it
             if case == "monbarrier":
@@ -49,11 +52,20 @@ def test_every_plan_is_a_consistent_truth():
 
 def test_seeds_vary_culprit_world_and_size():
     drawn = [plans(seed) for seed in range(8)]
-    for case in ("wrongpeer", "wrongpeersend", "sendsend", "lock", "gpusleep"):
+    for case in ("wrongpeer", "wrongpeersend", "sendsend", "recvrecv", "lock", "gpusleep"):
         assert len({json.dumps(d[case]["culprits"]) for d in drawn}) > 2, case
     assert len({d["lock"]["world"] for d in drawn}) > 1
     assert len({d["sendsend"]["floats"] for d in drawn}) > 1
     assert plans(5) == plans(5)  # the same seed, the same truth
+    gaps = {d["recvrecv"]["culprits"][1] - d["recvrecv"]["culprits"][0] for d in drawn}
+    assert 1 in gaps and max(gaps) > 1  # pairs of neighbours and pairs apart
+
+
+def test_the_recv_recv_case_is_planned_on_both_backends():
+    """The lead runs it on NCCL: its plan is drawn there as on gloo, and gloo keeps the drawn size (a recv with no
+    send blocks at any size; sendsend alone needs more than the socket buffers on gloo)."""
+    nccl, gloo = plans(41, "--cases", "recvrecv")["recvrecv"], plans(41, "--cases", "recvrecv", "--backend", "gloo")
+    assert nccl == gloo["recvrecv"] and load().P2P_CASES.count("recvrecv") == 1
 
 
 def test_gloo_dry_run_skips_gpu_only_cases_and_keeps_the_world():
