@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 from forensics.discover import procfs
+from parsers.model.states import letter_rule, signal_stopped
 
-STOPPED = ("T", "t")
 
 
 @dataclass
@@ -47,22 +47,27 @@ class StateGuard:
         after = _state(self.pid)
         if before is None or after is None:
             return after
-        if before not in STOPPED and after in STOPPED:
+        if not _stopped(before) and _stopped(after):
             # A traced stop ('t') ends when the tracer is gone; give it a moment first.
             time.sleep(self.settle)
             after = _state(self.pid)
-            if after in STOPPED:
+            if _stopped(after):
                 _signal(self.pid, signal.SIGCONT)
                 self.outcome.action = "resumed"
-                after = _wait_state(self.pid, lambda s: s not in STOPPED)
-        elif before == "T" and after is not None and after not in STOPPED:
+                after = _wait_state(self.pid, lambda s: not _stopped(s))
+        elif signal_stopped(before) and after is not None and not _stopped(after):
             _signal(self.pid, signal.SIGSTOP)
             self.outcome.action = "re-stopped"
-            after = _wait_state(self.pid, lambda s: s in STOPPED)
+            after = _wait_state(self.pid, _stopped)
         return after
 
 
 _state = procfs.state_or_none
+
+
+def _stopped(state: str | None) -> bool:
+    """Stopped by a signal or a tracer (`parsers.model.states`: the one rule over the letters)."""
+    return letter_rule(state) == "stopped"
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 
-from forensics.collect.guard import STOPPED, StateGuard
+from forensics.collect.guard import StateGuard
 from forensics.collect.tool import run_tool
 from forensics.discover import procfs
 from forensics.discover.exited import find_exited, recover_exited_ranks
 from forensics.discover.ranks import RankProcess, drop_children, host_name, is_rank_env, rank_process
 from forensics.discover.spawned import find_spawned, rank_from_pyspy
+from parsers.model.states import letter_rule
 
 
 def discover(pids: list[int] | None = None, host: str | None = None,
@@ -71,7 +72,7 @@ def recover_ranks(procs: list, timeout: float = 10.0) -> None:
         if proc.rank is not None:
             continue
         try:
-            nonblocking = procfs.read_state(proc.pid) in STOPPED or bool(procfs.tracer_pid(proc.pid))
+            nonblocking = letter_rule(procfs.read_state(proc.pid)) == "stopped" or bool(procfs.tracer_pid(proc.pid))
         except (procfs.ProcessGone, OSError):
             continue
         argv = ["py-spy", "dump", "--pid", str(proc.pid), "--json",

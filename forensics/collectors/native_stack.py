@@ -38,10 +38,11 @@ from forensics import safefs
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collect.budget import fit_doc
-from forensics.collect.guard import STOPPED, StateGuard
+from forensics.collect.guard import StateGuard
 from forensics.collect import tool as tools
 from forensics.collectors.base import CollectOptions, RankTarget, ptrace_denied
 from forensics.discover import procfs
+from parsers.model.states import letter_rule
 
 HELPER = Path(__file__).with_name("libdw_stacks.py")
 _LOCK: dict[str, str] = {}
@@ -208,7 +209,7 @@ class NativeStackCollector:
             state = procfs.read_state(target.pid)
         except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
-        if state in STOPPED or state == "Z":
+        if letter_rule(state) in ("stopped", "gone"):
             return CollectorRecord(self.name, Status.SKIPPED, error=f"state {state}: not walked (see module doc)",
                                    details={"state_before": state})
         mode = "per-rank" if options.extra.get("native_helper") == "per-rank" else "serve"

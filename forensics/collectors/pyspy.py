@@ -13,12 +13,13 @@ from typing import Any
 from parsers.model.manifest import CollectorRecord, Status
 from parsers.gather.registry import collector_file
 from forensics.collect.budget import cap_threads, fit_prefix, leading_items, tool_room, write_whole, write_within
-from forensics.collect.guard import STOPPED, StateGuard
+from forensics.collect.guard import StateGuard
 from forensics.collect.tool import ToolResult, run_tool
 from forensics.collectors.base import AlwaysEnabled, CollectOptions, RankTarget, ptrace_denied
 from forensics.collectors.native_stack import native_tool
 from forensics.collectors.pyspy_peers import attach_peers, p2p_locals
 from forensics.discover import procfs
+from parsers.model.states import letter_rule
 
 DENIED_MARKS = ("Permission Denied", "Operation not permitted", "permission denied")
 GONE_MARKS = ("No such process", "Failed to open process", "os error 3")
@@ -32,7 +33,7 @@ class PySpyCollector(AlwaysEnabled):
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:
         try:
-            nonblocking = procfs.read_state(target.pid) in STOPPED or bool(procfs.tracer_pid(target.pid))
+            nonblocking = letter_rule(procfs.read_state(target.pid)) == "stopped" or bool(procfs.tracer_pid(target.pid))
         except (procfs.ProcessGone, OSError):
             return CollectorRecord(self.name, Status.GONE, error=f"pid {target.pid} no longer exists")
         details: dict = {"nonblocking": nonblocking, "native": options.native}

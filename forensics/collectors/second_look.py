@@ -37,6 +37,7 @@ from forensics.collectors.recorder import MAX_STATE_BYTES, recorder_dir, state_f
 from forensics.discover import procfs
 from parsers.input import safeio
 from parsers.model.manifest import CollectorRecord, Status
+from parsers.model.states import letter_rule
 from parsers.readers.recorder import RecorderFormatError, decode_recorder
 from parsers.readers.second_look import FORMAT, VERSION
 from parsers.gather.registry import collector_file
@@ -179,7 +180,7 @@ def _recorder_counts(pid: int, path: Path) -> dict[str, Any]:
 def look(pid: int, sources: _Sources, log_since: int | None = None) -> dict[str, Any]:
     """One look at one rank (see the module docstring)."""
     out: dict[str, Any] = {"t": round(time.time(), 4), "proc": proc_look(pid)}
-    if out["proc"] is not None and out["proc"]["state"] not in ("Z", "X"):
+    if out["proc"] is not None and letter_rule(out["proc"]["state"]) != "gone":
         with StateGuard(pid) as guard:
             out["stacks"], out["stack_errors"] = stack_dumps(pid)
         out["state_after"] = guard.outcome.after

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.input.errors import ToolError
+from parsers.model.states import letter_rule, stopped
 
 PROC = Path("/proc")
 
@@ -62,7 +63,7 @@ class ProcState:
 
     @property
     def stopped(self) -> bool:
-        return self.state in ("T", "t")
+        return stopped(self)
 
     @property
     def start_time(self) -> float | None:
@@ -106,7 +107,7 @@ def exit_status(pid: int) -> int | None:
     if not text:
         return None
     rest = text[text.rfind(")") + 2 :].split()
-    if not rest or rest[0] not in ("Z", "X") or len(rest) < 50 or not rest[49].isdigit():
+    if not rest or letter_rule(rest[0]) != "gone" or len(rest) < 50 or not rest[49].isdigit():
         return None
     return int(rest[49])
 
@@ -204,7 +205,7 @@ def read_proc_state(pid: int) -> ProcState:
         kernel_stack=_read_optional(PROC / str(pid) / "stack"),
         boot_time=_boot_time(),
         clock_ticks=os.sysconf("SC_CLK_TCK"),
-        exit_status=exit_status(pid) if state in ("Z", "X") else None,
+        exit_status=exit_status(pid) if letter_rule(state) == "gone" else None,
     )
 
 
@@ -245,7 +246,8 @@ def exited(pid: int) -> bool:
     Why a zombie counts: ptrace on one fails with EPERM ('Operation not permitted', gdb adds 'is a
     zombie'), the same words as a refused attach; a tool's failure on a process that ended during
     collection is 'gone', not 'denied' (seen: a target exiting while gdb attached)."""
-    return state_or_none(pid) in (None, "Z", "X")
+    state = state_or_none(pid)
+    return state is None or letter_rule(state) == "gone"
 
 
 def all_pids() -> list[int]:

@@ -27,7 +27,7 @@ from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.model.ranges import fold
 from parsers.model.ranksets import of_ranks, ranks_of
-from parsers.model.waits import wait_ends
+from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
 
@@ -290,8 +290,11 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
     any_edges = any(rp.waits_on for rp in ranks.values())
     others_entered = any(rp.entered for rp in ranks.values())
     # where the waits end (the rule the scale path reads raw files by): waited on, waiting on none
-    ends = set(ranks_of(wait_ends(of_ranks(r for r, rp in ranks.items() if rp.waited_on_by),
-                                  of_ranks(r for r, rp in ranks.items() if rp.waits_on))))
+    waited, waiting = of_ranks(r for r, rp in ranks.items() if rp.waited_on_by), \
+        of_ranks(r for r, rp in ranks.items() if rp.waits_on)
+    ends = set(ranks_of(wait_ends(waited, waiting)))
+    # the ends that left no recorder state: silent members (the scale path reads ranks without state by it)
+    silent = set(ranks_of(silent_members(waited, waiting, of_ranks(r for r, rp in ranks.items() if rp.has_state))))
     for rp in ranks.values():
         waiters = sorted(rp.waited_on_by)
         ev: list[str] = ([cite(f"comm ranks {fold(waiters)} wait on it ({where})", tool="recorder")] if waiters
@@ -314,7 +317,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
             # No proxy detail (LD_PRELOAD shim, or no network ops): op counts are the evidence.
             found.append(_suspect(rp, who, ReasonClass.OUTSIDE, 0.8,
                                   f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
-        elif not rp.has_state and waiters:
+        elif rp.rank in silent:
             found.append(_suspect(rp, who, ReasonClass.NO_RECORDER_STATE, 0.7,
                                   f"no recorder state, and comm ranks {fold(waiters)} wait on it in {where}", ev))
         elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0

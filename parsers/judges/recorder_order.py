@@ -21,6 +21,7 @@ from collections import Counter
 from parsers.model import Suspect
 from parsers.model.events import normalise_op
 from parsers.model.findings import ReasonClass, cite, of_rank
+from parsers.model.majority import tallest
 from parsers.readers.recorder import CollRecord, RecorderState
 
 Signature = tuple[str, int, str]
@@ -54,10 +55,11 @@ def label(sig: Signature) -> str:
 
 
 def _waiting_position(placed: dict[int, dict[int, CollRecord]]) -> int | None:
-    """The position most ranks wait in: each rank's first collective not complete."""
+    """The position most ranks wait in: each rank's first collective not complete (`tallest`; of a tie, the first
+    seen)."""
     firsts = Counter(min(k for k, rec in recs.items() if rec.state != "complete")
                      for recs in placed.values() if any(rec.state != "complete" for rec in recs.values()))
-    return firsts.most_common(1)[0][0] if firsts else None
+    return next(iter(tallest(firsts)), None)
 
 
 def order_mismatch(comm: str, states: list[RecorderState]) -> list[Suspect]:
@@ -78,9 +80,10 @@ def order_mismatch(comm: str, states: list[RecorderState]) -> list[Suspect]:
         counts = Counter(sigs.values())
         if len(counts) < 2:
             continue
-        major, n_major = counts.most_common(1)[0]
+        tied = tallest(counts)
+        major, n_major = tied[0], counts[tied[0]]
         odd = sorted(r for r, s in sigs.items() if s != major)
-        if n_major < 2 or n_major <= len(odd):
+        if n_major < 2 or len(tied) > 1 or n_major <= len(odd):
             return []  # no majority at the first difference: nobody is named
         nranks = max(st.nranks for st in states)
         unseen = max(0, nranks - len(sigs)) if nranks > 0 else None

@@ -9,8 +9,8 @@ mismatches. Ranks that merely wait are victims, named in the summary.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import AbstractSet, Any, Protocol
 
 from parsers.gather.evidence import Evidence, RankEvidence
@@ -19,11 +19,12 @@ from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS, p2p_call
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
+from parsers.model.majority import tallest
 from parsers.model.ranges import fold
-from parsers.model.ranksets import Intervals, count, fold as fold_set, of_ranks
+from parsers.model.ranksets import Intervals, count, fold as fold_set, holds, joined, of_ranks, ranks_of
 from parsers.model.states import state_rule
 from parsers.readers.launcher import RankExit
-from parsers.stacks.classify import Activity
+from parsers.stacks.classify import WAITING_KINDS, Activity
 from parsers.judges.claims import absent_by_job, surplus
 from parsers.stacks.tree import build_tree
 
@@ -34,60 +35,111 @@ def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:
     correlated elsewhere), the waiting ranks and stack classes as sections, the main-thread stack tree."""
     activities = {r.rank: r.activity for r in ev.ranks if r.rank is not None}
     waiting = {rank: act for rank, act in activities.items() if act.waiting}
-    common = _common_wait(waiting)
+    groups = _by_activity(activities.items())
+    compared = Compared(compare_stacks((act, of_ranks(ranks)) for act, ranks in groups))
     suspects: list[Suspect] = []
     for r in ev.ranks:
-        suspect = _judge_rank(r, activities.get(r.rank) if r.rank is not None else None, waiting, common)
+        suspect = _judge_rank(r, activities.get(r.rank) if r.rank is not None else None, waiting, compared)
         if suspect:
             suspects.append(suspect)
-    suspects = _went_ahead(ev, activities, waiting, common, suspects)
+    suspects += _went_ahead(ev, activities, compared)
     suspects += _missing_suspects(ev)
     suspects += _absent_suspects(ev)
     suspects.sort(key=Suspect.sort_key)
     found = Findings("stacks", suspects, judge="stacks")
-    if waiting and common:
-        groups = wait_groups(waiting)
-        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": words_of_waits(groups), "groups": groups}
+    if waiting and compared.common:
+        wait_kinds = wait_groups(waiting)
+        found.sections["waiting"] = {"ranks": sorted(waiting), "activity": words_of_waits(wait_kinds),
+                                     "groups": wait_kinds}
     found.missing = [RankNote(r.rank, r.record.host, r.record.pid, p) for r in ev.ranks for p in r.problems]
     found.missing += ev.problems
-    found.sections["classes"] = _classes(activities)
+    found.sections["classes"] = class_rows((act, of_ranks(ranks)) for act, ranks in groups)
     stacks = {r.rank: r.main_stack for r in ev.ranks if r.rank is not None and r.main_stack}
     found.stack_tree = build_tree(stacks)
     found.sections["stack_tree"] = found.stack_tree.to_dict()
     return found
 
 
-def _went_ahead(ev: Evidence, activities: dict[int, Activity], waiting: dict[int, Activity], common: Activity | None,
-                suspects: list[Suspect]) -> list[Suspect]:
-    """The odd one out of the main threads (issue 26 item 2.5): where a minority waits in one collective and
-    every other rank runs at one and the same place outside any (seven at one call site, one in all_reduce),
-    the minority went ahead: it called what the others did not reach, or they skip what it calls. It is the
-    suspect, and the majority's 'in no collective' claims are not (they agree with each other)."""
-    elsewhere = {r: a for r, a in activities.items() if a.kind == "elsewhere"}
-    if common is not None and (common.op or "").lower() in P2P_CALLS:
-        return suspects  # a send or receive waits for its one peer, not for the group to reach it: no odd one out
-    if (common is None or len(elsewhere) < 2 or len(waiting) >= len(elsewhere)
-            or len(waiting) + len(elsewhere) != len(activities)
-            or len({a.where for a in elsewhere.values()}) != 1 or len(set(waiting.values())) != 1):
-        return suspects
-    where = next(iter(elsewhere.values())).where
-    share = len(elsewhere) / len(activities)
-    out = [s for s in suspects if not (s.rank in elsewhere and s.reason_class == ReasonClass.OUTSIDE)]
-    for r in (r for r in ev.ranks if r.rank in waiting):
+@dataclass(frozen=True)
+class StackComparison:
+    """What comparing the main threads' classes says (`compare_stacks`): each a rank set."""
+
+    common: ClassView | None  #: the majority's wait: the largest class of waiting ranks (None: nobody waits)
+    ahead: Intervals  #: went ahead: a minority waiting in one collective while every other rank runs at one place
+    behind: Intervals  #: under `ahead`, the ranks that run at that one place (they agree with each other)
+    outside: Intervals  #: in no collective while others wait (never joined, where the wait is the set-up's)
+    mismatched: Intervals  #: waiting in another call than the majority's (not a send/recv, not two set-up calls)
+    unseen: Intervals  #: no stack to compare, fewer than the ranks with one (no comparison places them)
+
+    @property
+    def odd(self) -> Intervals:
+        """Every rank the comparison sets apart: the ranks whose files the judges need read."""
+        return joined([*self.ahead, *self.outside, *self.mismatched, *self.unseen])
+
+
+def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackComparison:
+    """The stack-class rule, stated once over classes of ranks (what their main threads do, and their rank set): a
+    rank of one plain read is a class of its own activity's ranks, a merged digest's `StackClass` a class of any
+    size, so the stacks judge (which names these ranks, each with its reason) and the scale path (which reads their
+    raw files, `parsers.scale.classes`) decide alike at 8 ranks and at 100,000.
+
+    The majority's wait is the largest class of waiting ranks (ties: the class of the lowest rank). A rank outside
+    every collective while others wait is what they wait for; a rank that waits in another call mismatches. The odd
+    one out (issue 26 item 2.5): where a minority waits in one collective and every other rank runs at one and the
+    same place, the minority went ahead (it called what the others did not reach, or they skip what it calls), and
+    the majority's 'in no collective' is no claim (they agree with each other). A send or receive waits for its one
+    peer, not for the group to reach it: it neither went ahead nor mismatches (the p2p judges pair it by peer, and
+    the class judgement reads the ends of its waits by their rule). Ranks with no stack are `unseen`: set apart
+    while fewer than those with one."""
+    groups = [(v, iv) for v, iv in classes if iv]
+    waits = [(v, iv) for v, iv in groups if v.kind in WAITING_KINDS]
+    runs = [(v, iv) for v, iv in groups if v.kind == "elsewhere"]
+    unknown = joined([p for v, iv in groups if v.kind not in WAITING_KINDS and v.kind != "elsewhere" for p in iv])
+    seen = sum(count(iv) for _, iv in [*waits, *runs])
+    unseen = unknown if count(unknown) < seen else []
+    if not waits:
+        return StackComparison(None, [], [], [], [], unseen)
+    tied = tallest({i: count(iv) for i, (_, iv) in enumerate(waits)})  # of a tie, the class of the lowest rank
+    common = waits[min(tied, key=lambda i: waits[i][1][0][0])][0]
+    running = joined([p for _, iv in runs for p in iv])
+    n_wait, n_run = seen - count(running), count(running)
+    if ((common.op or "").lower() not in P2P_CALLS and n_run >= 2 and n_wait < n_run and not unknown
+            and len(runs) == 1 and len(waits) == 1):
+        return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [])
+    other = [(v, iv) for v, iv in waits if v.op != common.op and not (_in_setup(v.op) and _in_setup(common.op))]
+    mismatched = joined([p for v, iv in other if not {(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS
+                         for p in iv])
+    return StackComparison(common, [], [], running, mismatched, unseen)
+
+
+class Compared:
+    """A `StackComparison` as the judge asks it, rank by rank (rank sets as sets: a rank's membership in O(1))."""
+
+    def __init__(self, cmp: StackComparison) -> None:
+        v = cmp.common
+        self.cmp = cmp
+        self.common = None if v is None else Activity(v.kind or "unknown", v.op, v.where)
+        self.outside, self.mismatched = set(ranks_of(cmp.outside)), set(ranks_of(cmp.mismatched))
+
+
+def _went_ahead(ev: Evidence, activities: dict[int, Activity], compared: Compared) -> list[Suspect]:
+    """The ranks that went ahead (`compare_stacks`), each a suspect with the place every other rank runs at."""
+    cmp, common = compared.cmp, compared.common
+    if not cmp.ahead or common is None:
+        return []
+    behind = list(ranks_of(cmp.behind))
+    where = activities[behind[0]].where
+    share = count(cmp.behind) / (count(cmp.behind) + count(cmp.ahead))
+    out = []
+    for r in (r for r in ev.ranks if holds(r.rank, cmp.ahead)):
         rec = r.record
-        ahead = cite(f"main threads: rank {rec.rank}: {common.text}; ranks {fold(elsewhere)} all run at {where}",
+        ahead = cite(f"main threads: rank {rec.rank}: {common.text}; ranks {fold(behind)} all run at {where}",
                      tool=r.main_stack.source if r.main_stack else "stacks")
         out.append(Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WENT_AHEAD,
-                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(elsewhere)} did not reach "
+                           reason=f"went ahead: it waits in {common.op}, which ranks {fold(behind)} did not reach "
                                   f"(they all run at {where}): it calls what they skip, or skips what they do",
                            confidence=round(0.6 + 0.2 * share, 3), evidence=[ahead]))
     return out
-
-
-def _common_wait(waiting: dict[int, Activity]) -> Activity | None:
-    if not waiting:
-        return None
-    return Counter(waiting.values()).most_common(1)[0][0]
 
 
 #: the kinds of wait said one by one in the waiting ranks' words; the rest are counted
@@ -185,9 +237,10 @@ def _suspect(rec: RankRecord, rc: ReasonClass, reason: str, evidence: list[str],
 
 
 def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activity],
-                common: Activity | None) -> Suspect | None:
+                compared: Compared) -> Suspect | None:
     state = r.state
     rec = r.record
+    common = compared.common
     evidence = _Evidence(r, waiting, common)
     others = evidence.others
     alone = state_rule(r)  # what its state says by itself (the scale path flags the same ranks 'frozen')
@@ -207,18 +260,18 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
         reason, more = loader
         conf = ReasonClass.DATA_WAIT.default_confidence if others else 0.5
         return _suspect(rec, ReasonClass.DATA_WAIT, reason, list(evidence.fill()) + more, conf)
-    if act is None or not others:
+    if act is None or not others or common is None:
         return None
-    if act.kind == "elsewhere" and common is not None and any(m in (common.op or "") for m in INIT_OPS):
+    # who is set apart is the stack-class rule's (`compare_stacks`); the reason, and a send/recv frame below the
+    # top (the p2p judge matches it), are this rank's own
+    if r.rank in compared.outside and _in_setup(common.op):
         reason = (f"has not joined the rendezvous: its main thread runs {act.where} while ranks "
                   f"{evidence.others_text()} wait in {common.op}")
         return _suspect(rec, ReasonClass.NEVER_JOINED, reason, list(evidence.fill()))
-    if act.kind == "elsewhere":
+    if r.rank in compared.outside:
         reason = f"is in no collective: its main thread runs {act.where}"
         return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
-    if act.waiting and common and act.op != common.op and not (_in_setup(act.op) and _in_setup(common.op)) \
-            and not {(act.op or "").lower(), (common.op or "").lower()} & P2P_CALLS \
-            and p2p_call(r) is None:  # a send/recv waits for its peer (the p2p judge matches it), whatever its top
+    if r.rank in compared.mismatched and p2p_call(r) is None:
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None
@@ -297,10 +350,6 @@ def _by_activity(activities: Iterable[tuple[int, Activity]]) -> list[tuple[Activ
     for rank, act in activities:
         groups.setdefault(act, []).append(rank)
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
-
-
-def _classes(activities: dict[int, Activity]) -> list[dict]:
-    return class_rows((act, of_ranks(ranks)) for act, ranks in _by_activity(activities.items()))
 
 
 class ClassView(Protocol):

@@ -38,7 +38,12 @@ class StateView(Protocol):
 def state_rule(v: StateView) -> OwnState | None:
     """What the state alone says: 'stopped', 'gone' or 'kernel' (each keeps the process out of every collective,
     whatever its peers do); None for a state that says nothing by itself (running, sleeping, unknown)."""
-    s = v.state
+    return letter_rule(v.state)
+
+
+def letter_rule(s: str | None) -> OwnState | None:
+    """`state_rule` over the letter itself, for code that holds a letter read from /proc (the collectors, the
+    guard that restores a process's state after a tool attached)."""
     if s in STOPPED_STATES:
         return "stopped"
     if s in GONE_STATES:
@@ -56,6 +61,12 @@ def stopped(v: StateView) -> bool:
 def gone(v: StateView) -> bool:
     """Exited (reaped or not)."""
     return state_rule(v) == "gone"
+
+
+def signal_stopped(s: str | None) -> bool:
+    """Stopped by a signal (T), not by a tracer (t): a stop that outlives a tool's detach, so a guard that finds a
+    process it stopped running again stops it again."""
+    return s == STOPPED_STATES[0]
 
 
 def frozen(v: StateView) -> bool:

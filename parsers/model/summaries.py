@@ -600,6 +600,24 @@ def waited_on(key: str, waiter_comm_ranks: Intervals) -> Intervals:
     return [[max(0, lo + d), hi + d] for lo, hi in waiter_comm_ranks if hi + d >= 0]
 
 
+def comm_ranks(runs: list[list[int]], jobs: Intervals) -> Intervals:
+    """The comm ranks of these job ranks, through a communicator's member runs [comm lo, comm hi, job lo]."""
+    out = []
+    for lo, hi, j in runs:
+        for a, b in jobs:
+            a, b = max(a, j), min(b, j + hi - lo)
+            if a <= b:
+                out.append([a - j + lo, b - j + lo])
+    return joined(out)
+
+
+def comm_waits(runs: list[list[int]], keys: dict[str, Intervals]) -> tuple[dict[str, Intervals], Intervals]:
+    """A communicator's waits over its comm ranks (`runs`: its member runs, `keys`: `ClassSummary.waits[comm]`): the
+    waiters of each key as comm ranks, and every comm rank waited on."""
+    waiting = {key: comm_ranks(runs, iv) for key, iv in keys.items()}
+    return waiting, joined([p for key in keys for p in waited_on(key, waiting[key])])
+
+
 class _Cut:
     """Whether any cap of one merge cut something."""
 

@@ -18,3 +18,11 @@ def wait_ends(waited: Intervals, waiting: Intervals) -> Intervals:
     """The ranks of `waited` (some rank waits on each) that are not in `waiting` (each waits on some rank): where
     a chain of waits ends, the rank the others wait for. A cycle has none (every member waits)."""
     return difference(waited, waiting)
+
+
+def silent_members(waited: Intervals, waiting: Intervals, stated: Intervals) -> Intervals:
+    """The ends of the waits (`wait_ends`) that left no recorder state (`stated`: the ranks that did): a peer others
+    wait on that says nothing of itself. The recorder judge names each ('no recorder state while its peers wait on
+    it'); over classes, which job rank such a comm rank is only its own state would say, so the scale path reads
+    every rank without state while one is silent (`parsers.scale.classes`)."""
+    return difference(wait_ends(waited, waiting), stated)

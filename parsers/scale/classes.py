@@ -10,10 +10,15 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
 - a rank's own oddities (frozen or gone, a collector problem, no state after, an exit, an exception,
   an error that is no wait) were flagged where its files are (`parsers.scale.digest.rank_flags`): every flag's
   rank set is odd;
-- a stack class (what the main thread does, in which collective) that is not the most common one;
-- a position (last op and seq) of a communicator that is not its most common one;
-- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none
-  (the ranks waited on, and the silent ones), and every rank without recorder state;
+- the stack classes (what the main thread does, in which collective) as the stacks judge compares them, by its
+  one rule (`parsers.judges.stacks.compare_stacks`): outside every collective while others wait, waiting in
+  another call than the majority's a minority that went ahead, and ranks
+  with no stack while most have one;
+- a position (last op and seq) of a communicator shorter than its tallest (`parsers.model.majority.minorities`:
+  a tie of the tallest is no minority);
+- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none (the ends of
+  the waits, `parsers.model.waits.wait_ends`), and, while a comm rank waited on left no state (a silent member,
+  `silent_members`), every rank without recorder state;
 - both ends of every wait the stack-peer matching (parsers.judges.p2p_stacks) draws from the ranks' blocking
   sends and recvs (py-spy --locals' peers): its rules read a whole cycle of blocked waits and every rank posting
   toward a wrong peer, so the judges get every op their verdict rests on (a send and the receive that answers
@@ -32,9 +37,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from parsers.judges.stacks import compare_stacks
+from parsers.model.majority import minorities
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
-from parsers.model.summaries import HostFinding, StackClass, p2p_calls
-from parsers.model.waits import wait_ends
+from parsers.model.summaries import HostFinding, StackClass, comm_waits, p2p_calls
+from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
@@ -67,6 +74,7 @@ class RankGroups(Protocol):
     stacks: dict[str, StackClass]
     comms: dict[str, dict[str, Intervals]]
     waits: dict[str, dict[str, Intervals]]
+    members: dict[str, list[list[int]]]
     recorder_ranks: Intervals
     p2p: dict[str, Intervals]
     host_findings: tuple[HostFinding, ...]
@@ -89,9 +97,11 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
     for iv in groups.flags.values():  # each rank's own oddities, flagged where its files are
         odd.extend(iv)
         out.judged += 1
-    odd.extend(_minorities(_by_kind_op(groups.stacks), out))
-    for hist in groups.comms.values():
-        odd.extend(_minorities(hist, out))
+    odd.extend(compare_stacks((c, c.ranks) for c in groups.stacks.values()).odd)
+    out.judged += len(groups.stacks)
+    for hist in groups.comms.values():  # a position shorter than its communicator's tallest (`minorities`)
+        odd.extend(minorities(hist))
+        out.judged += len(hist)
     odd.extend(_recorder_sinks(groups, out))
     odd.extend(_p2p_waits(groups, out))
     for f in groups.host_findings:
@@ -116,30 +126,6 @@ def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
     return out
 
 
-def _by_kind_op(stacks: dict[str, StackClass]) -> dict[str, Intervals]:
-    """Stack classes grouped as the rule compares them: by what the main thread does and in which op (where it
-    sits elsewhere is one class: a rank's own line numbers do not make it odd)."""
-    groups: dict[str, Intervals] = {}
-    for cls in stacks.values():
-        key = f"{cls.kind}|{cls.op}"
-        groups[key] = joined([*groups.get(key, []), *cls.ranks])
-    return groups
-
-
-def _minorities(hist: dict[str, Intervals], out: ClassJudgement) -> Intervals:
-    """Every bar of a histogram smaller than its tallest: the ranks not where most are."""
-    out.judged += len(hist)
-    if len(hist) <= 1:
-        return []
-    sizes = {k: count(iv) for k, iv in hist.items()}
-    top = max(sizes.values())
-    odd: Intervals = []
-    for k, iv in hist.items():
-        if sizes[k] < top:
-            odd.extend(iv)
-    return odd
-
-
 def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     """When anyone waits on a peer in the recorder, the ranks with recorder state that wait on none: the
     peers waited on and the silent members (over rank sets)."""
@@ -153,10 +139,25 @@ def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
     waiting = joined(waiting)
     # where the waits end (`wait_ends`, the recorder judge's rule), with every rank that has recorder state
     # counted as waited on: which job rank a waited-on comm rank is takes the members' runs (the focus maps
-    # them), so over classes the ranks that may be waited on are all of them; and the ranks without recorder
-    # state while others have it: a peer waited on may be one of them (the recorder judge's 'no recorder state
-    # while its peers wait on it'; which job rank a comm rank without state is, only the ranks with state say)
-    return [*wait_ends(merged.recorder_ranks, waiting), *difference(merged.summarised, merged.recorder_ranks)]
+    # them), so over classes the ranks that may be waited on are all of them; and, where a comm rank waited on left
+    # no recorder state (`silent_members`, the recorder judge's 'no recorder state while its peers wait on it'),
+    # every rank without it: which job rank that comm rank is, only its own state would say
+    silent = _silent(merged)
+    out.judged += 1
+    return [*wait_ends(merged.recorder_ranks, waiting),
+            *(difference(merged.summarised, merged.recorder_ranks) if silent else [])]
+
+
+def _silent(merged: RankGroups) -> bool:
+    """Whether, in any communicator, a comm rank others wait on left no recorder state (`silent_members`, over
+    comm ranks: the members' runs say which comm ranks have state)."""
+    for comm, keys in merged.waits.items():
+        runs = merged.members.get(comm, [])
+        waiting, waited = comm_waits(runs, keys)
+        if silent_members(waited, joined([p for iv in waiting.values() for p in iv]),
+                          joined([[lo, hi] for lo, hi, _ in runs])):
+            return True
+    return False
 
 
 def _p2p_waits(groups: RankGroups, out: ClassJudgement) -> Intervals:

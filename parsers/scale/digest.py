@@ -32,7 +32,8 @@ from parsers.input import bounded_json
 from parsers.gather import registry
 from parsers.input.errors import FileFormatError
 from parsers.model.events import (DATA_TYPES, CommMember, ErrorEvent, OpEvent,
-                                  Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge, own_error)
+                                  FAULT_FLAGS, Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge,
+                                  fault_flags)
 from parsers.model.looks import Look, SecondLook
 from parsers.model.summaries import COMMS_CAP, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
@@ -590,10 +591,8 @@ def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
         flags.append("unstated")
     if exits:
         flags.append("exited")
-    if any(art.parsed.exceptions for art in logs):
-        flags.append("exception")
-    if any(own_error(e) for art in logs for e in art.parsed.events):
-        flags.append("error")
+    faults = {flag for art in logs for flag in fault_flags(art.parsed)}
+    flags += [flag for flag in FAULT_FLAGS if flag in faults]
     return flags
 
 

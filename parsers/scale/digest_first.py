@@ -29,7 +29,7 @@ from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers.model.summaries import HostFinding, gathered
 from parsers.gather import registry
 from parsers.gather.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
-from parsers.model.events import own_error
+from parsers.model.events import fault_flags
 from parsers.gather.source import FileRef, Source
 from parsers.judges.hosts import judge_hosts
 
@@ -253,7 +253,7 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
         if art.parsed is None or art.hints.pid is None:
             continue
         key = (art.hints.host, art.hints.pid)
-        if key in by_key and (art.parsed.exceptions or any(map(own_error, art.parsed.events))):
+        if key in by_key and fault_flags(art.parsed):
             raw.add(key)
     return raw, set(judged.hosts)
 

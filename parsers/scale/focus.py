@@ -34,12 +34,12 @@ from typing import Any, Iterable
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.model.ranksets import holds, joined
-from parsers.model.summaries import waited_on
+from parsers.model.summaries import comm_waits
 from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
-from parsers.model.events import own_error
+from parsers.model.events import own_faults
 from parsers.gather.source import FileRef, Source, manifest_refs
 from parsers.judges.stacks import class_rows
 
@@ -291,8 +291,7 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
     one waiter of each kind of wait; where none is such an end (a cycle through the job), every rank waited on."""
     for comm, keys in sorted(merged.waits.items()):
         runs = merged.members.get(comm, [])
-        waiting = {key: _comm_ranks(runs, iv) for key, iv in keys.items()}
-        waited = joined([p for key in keys for p in waited_on(key, waiting[key])])
+        waiting, waited = comm_waits(runs, keys)
         ends = wait_ends(waited, joined([p for iv in waiting.values() for p in iv]))
         wide = count(waited) > MAX_WAITED and ends
         for cr in itertools.islice(ranks_of(ends if wide else waited), MAX_WAITED if wide else None):
@@ -308,17 +307,6 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
 
 def _job_rank(runs: list[list[int]], comm_rank: int) -> int | None:
     return next((j + comm_rank - lo for lo, hi, j in runs if lo <= comm_rank <= hi), None)
-
-
-def _comm_ranks(runs: list[list[int]], jobs: Intervals) -> Intervals:
-    """The comm ranks of these job ranks, through a communicator's member runs [comm lo, comm hi, job lo]."""
-    out = []
-    for lo, hi, j in runs:
-        for a, b in jobs:
-            a, b = max(a, j), min(b, j + hi - lo)
-            if a <= b:
-                out.append([a - j + lo, b - j + lo])
-    return joined(out)
 
 
 def _waiters_of(comm_rank: int, keys: dict[str, Intervals], waiting: dict[str, Intervals],
@@ -373,11 +361,11 @@ def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
         return
     for x in parsed.exits:
         yield getattr(x, "rank", None), getattr(x, "host", None), getattr(x, "pid", None)
-    for e in parsed.exceptions:
-        yield _int(getattr(e, "rank", None)), None, None
-    for e in parsed.events:
-        if own_error(e):
-            o = e.origin
+    for flag, x in own_faults(parsed):
+        if flag == "exception":
+            yield _int(getattr(x, "rank", None)), None, None
+        else:
+            o = x.origin
             yield _int(o.rank), o.host, _int(o.pid)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from parsers.judges.stacks import class_rows
+from parsers.model.majority import tallest
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, fold, holds, meets, ranks_of, union
 from parsers.model.summaries import FORMAT, VERSION, ClassSummary, RankSummary, SummaryError, merge, merge_all, \
     of_host as from_host, without
@@ -37,22 +39,22 @@ def from_document(doc: dict[str, Any]) -> ClassSummary:
 
 
 def outliers(merged: ClassSummary) -> dict[str, list[str]]:
-    """Per communicator, the positions other than the most common one, with their ranks folded: who is
-    not where the others are (what a person looks at first)."""
+    """Per communicator, the positions shorter than its tallest (`parsers.model.majority.tallest`: a tie of the
+    tallest is no outlier, as the class judgement reads it), with their ranks folded: who is not where the others
+    are (what a person looks at first)."""
     out: dict[str, list[str]] = {}
     for comm, hist in merged.comms.items():
-        if len(hist) <= 1:
-            continue
-        top = max(hist, key=lambda p: (count(hist[p]), p))
-        out[comm] = [f"{pos}: ranks {fold(iv)}" for pos, iv in sorted(hist.items()) if pos != top]
+        top = set(tallest({pos: count(iv) for pos, iv in hist.items()}))
+        if said := [f"{pos}: ranks {fold(iv)}" for pos, iv in sorted(hist.items()) if pos not in top]:
+            out[comm] = said
     return out
 
 
 def stack_classes(merged: ClassSummary) -> list[str]:
-    """The equivalence classes of main-thread stacks, largest first, with their rank ranges."""
-    rows = sorted(merged.stacks.values(), key=lambda c: -count(c.ranks))
-    return [f"{count(c.ranks)} rank(s) {fold(c.ranks)}: {c.kind}"
-            + (f" in {c.op}" if c.op else "") + (f" at {c.where}" if c.where else "") for c in rows]
+    """The equivalence classes of main-thread stacks, largest first, with their rank ranges: the rows of the stacks
+    judge's classes section (`parsers.judges.stacks.class_rows`, the one statement of them), a line each."""
+    return [f"{row['count']} rank(s) {row['ranks']}: {row['activity']}"
+            for row in class_rows((c, c.ranks) for c in merged.stacks.values())]
 
 
 def check_merged(doc: Any) -> ClassSummary:

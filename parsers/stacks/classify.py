@@ -23,6 +23,8 @@ GPU_SYNC_MARKS = ("cuCtxSynchronize", "cudaDeviceSynchronize", "cudaStreamSynchr
 #: the kinds of a thread that waits on its peers (a class of a digest counts as waiting by the same words)
 WAITING_KINDS = ("collective", "gpu-sync")
 LIBRARY_PATHS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen", "torch/", "threading.py")
+#: the kinds of a main thread that waits for others: in a collective, or on the GPU (where NCCL's waits show)
+WAITING_KINDS = ("collective", "gpu-sync")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import cast
 
+from parsers.model.majority import tallest
 from parsers.model.ranges import listable
 from parsers.gather.evidence import Evidence
 from parsers.judges.logs.identity import Identities
@@ -261,8 +262,8 @@ def find_mismatches(t: Tables) -> list[dict]:
         if len(counts) < 2:
             continue
         ranked = counts.most_common()
-        major, n_major = ranked[0]
-        tied = [sig for sig, n in ranked if n == n_major]
+        tied = tallest(counts)  # where most stand; a tie of the largest sides has no minority
+        major, n_major = tied[0], counts[tied[0]]
         for sig, n in ranked:
             if sig == major and len(tied) == 1:
                 continue  # the one majority is the reference, not a side

@@ -13,14 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from parsers.judges.stacks import class_rows
+from parsers.judges.stacks import class_rows, compare_stacks
 from parsers.model import states
 from parsers.model.events import ProcessState
 from parsers.model.looks import Look
-from parsers.model.ranksets import of_ranks
-from parsers.model.summaries import RankSummary, StackClass
+from parsers.model.majority import minorities, tallest
+from parsers.model.ranksets import of_ranks, ranks_of
+from parsers.model.summaries import ClassSummary, RankSummary, StackClass, gathered
+from parsers.scale.classes import judge_classes
+from parsers.scale.merge import outliers
 from parsers.stacks.classify import Activity
-from parsers.model.waits import wait_ends
+from parsers.model.waits import silent_members, wait_ends
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -32,21 +35,39 @@ RULES = {
     "stopped": "parsers/model/states.py",
     "gone": "parsers/model/states.py",
     "frozen": "parsers/model/states.py",
+    "letter_rule": "parsers/model/states.py",  # the same over a letter read from /proc (collectors, the guard)
+    "signal_stopped": "parsers/model/states.py",  # stopped by a signal, not a tracer (the guard re-stops it)
     # where the recorder's waits end: waited on, waiting on none (the recorder judge's 'stalled'; the focus's
     # ranks read at the ends of the waits; the class judgement's recorder ranks that wait on none)
     "wait_ends": "parsers/model/waits.py",
+    # the ends of the waits that left no recorder state (the recorder judge's 'no recorder state while its peers wait
+    # on it'; the class judgement reads every rank without state while one is silent)
+    "silent_members": "parsers/model/waits.py",
+    # a communicator's waits over its comm ranks (the focus's wait graph and the class judgement's silent members)
+    "comm_waits": "parsers/model/summaries.py",
+    "comm_ranks": "parsers/model/summaries.py",
     # an error of a process's own that is no wait on a peer (the scale path's 'error' flag, the focus's and
     # digest first's reading of job-level files, the suspect's first cause)
     "own_error": "parsers/model/events.py",
+    # what a file says its own process did wrong: its exceptions and its own errors (a rank's 'exception' and 'error'
+    # flags on its host; the job-level files digest first reads raw; the processes the focus reads for such a file)
+    "own_faults": "parsers/model/events.py",
+    "fault_flags": "parsers/model/events.py",
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
     # focus's over every rank the digests summarised)
-    "class_rows": "parsers/judges/stacks.py",
+    "class_rows": "parsers/judges/stacks.py",  # (and the merged digest's stack classes said a line each)
+    # the stack-class rule: outside every collective while others wait, waiting in another call than the majority's,
+    # a minority that went ahead (the stacks judge names them; the class judgement reads their raw files)
+    "compare_stacks": "parsers/judges/stacks.py",
+    # where most stand, ties included (a communicator's positions in the class judgement and the outliers said to
+    # people; a position's sides in the logs judge; the position most wait in and its sides in the recorder judge's
+    # order; the majority's wait in the stack-class rule)
+    "tallest": "parsers/model/majority.py",
+    "minorities": "parsers/model/majority.py",  # a bar shorter than its histogram's tallest
     # the scale path's triage over classes: which ranks' raw files analysis opens
     "judge_classes": "parsers/scale/classes.py",
-    "_minorities": "parsers/scale/classes.py",  # a bar smaller than its histogram's tallest
-    "_by_kind_op": "parsers/scale/classes.py",  # stack classes compared by what the main thread does, in which op
     "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
     "_p2p_waits": "parsers/scale/classes.py",  # both ends of each wait the stack-peer matching draws
     "rank_flags": "parsers/scale/digest.py",  # a rank's own oddities, made where its files are
@@ -58,7 +79,7 @@ RULES = {
     "unanswered": "parsers/judges/p2p.py",  # sends nobody answers, over rows a rank and a digest's class both give
 }
 #: names of rules that were re-statements and are gone
-GONE = ("odd_ones_out", "_minority", "_minority_map")
+GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities")
 #: the letters the process-state rule compares (`parsers.model.states`)
 STATE_LETTERS = frozenset(states.FROZEN_STATES)
 #: every letter /proc gives a process state (a collection of other letters is no list of states)
@@ -112,7 +133,7 @@ def _wait_end_tests(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             negated = [v for v in node.values if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)]
-            if any("waits_on" in names(v) for v in negated) and any(
+            if any({"waits_on", "has_state"} & names(v) for v in negated) and any(
                     {"waited_on_by", "waiters"} & names(v) for v in node.values if v not in negated):
                 yield node.lineno
 
@@ -123,6 +144,34 @@ def _class_row_literals(tree: ast.AST):
         if isinstance(node, ast.Dict) and {k.value for k in node.keys if isinstance(k, ast.Constant)} \
                 >= {"activity", "ranks", "count"}:
             yield node.lineno
+
+
+def _stack_kind_tests(tree: ast.AST, rule: str = "compare_stacks"):
+    """Line numbers where code tests a main thread's kind 'elsewhere' itself (`act.kind == "elsewhere"`: the
+    start of a second stack-class rule), outside `compare_stacks`."""
+    inside = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == rule for n in ast.walk(f)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and id(node) not in inside and any(
+                isinstance(c, ast.Constant) and c.value == "elsewhere" for c in [node.left, *node.comparators]):
+            yield node.lineno
+
+
+def _majority_picks(tree: ast.AST):
+    """Line numbers where code picks where most stand itself: `Counter.most_common(1)` (its tie-break is the order
+    the keys came in, a second rule beside `tallest`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "most_common" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == 1:
+            yield node.lineno
+
+
+def _fault_tests(tree: ast.AST):
+    """Line numbers where code picks a file's own faults itself: `own_error` asked event by event beside the
+    file's exceptions (the scale path asks `own_faults` / `fault_flags`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "own_error" \
+                or isinstance(node, ast.alias) and node.name == "own_error":
+            yield getattr(node, "lineno", 0)
 
 
 def test_each_rule_is_defined_once():
@@ -137,11 +186,21 @@ def test_each_rule_is_defined_once():
         assert not copies, (name, copies)
 
 
+#: modules that may not import the rule, each with why: the letters are compared there, once
+STATE_LETTERS_EXCUSED = {
+    # the tool supervisor runs as `python -I -S` on the standard library only (it starts in 20 ms, imports nothing
+    # of ours): it restores a target's state after a tool, by the same letters
+    "forensics/collect/supervise.py": "standard library only",
+}
+
+
 def test_the_state_letters_are_compared_in_the_state_rule_only():
-    """The judges, the scale path, the model and the pipeline ask `parsers.model.states`; none lists the letters."""
-    copies = [(rel, line) for rel, tree in _modules("parsers") if rel != RULES["state_rule"]
-              for line in _state_letters(tree)]
+    """The judges, the scale path, the model, the pipeline, and the collectors and their guard (which read /proc
+    themselves) ask `parsers.model.states`; none lists the letters (but the stdlib-only supervisor, said why)."""
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics")
+              if rel != RULES["state_rule"] and rel not in STATE_LETTERS_EXCUSED for line in _state_letters(tree)]
     assert not copies, copies
+    assert all(list(_state_letters(tree)) for rel, tree in _modules("forensics") if rel in STATE_LETTERS_EXCUSED)
 
 
 def test_where_waits_end_is_tested_in_the_wait_rule_only():
@@ -155,15 +214,39 @@ def test_a_row_of_the_classes_section_is_written_in_its_rule_only():
     assert not copies, copies
 
 
+def test_the_stack_kinds_are_compared_in_the_stack_rule_only():
+    """The judges and the scale path ask `compare_stacks` who is outside, mismatched or ahead; none tests the kind."""
+    copies = [(rel, line) for rel, tree in _modules("parsers/judges", "parsers/scale", "parsers/pipeline")
+              for line in _stack_kind_tests(tree)]
+    assert not copies, copies
+
+
+def test_where_most_stand_is_picked_in_its_rule_only():
+    """The judges, the scale path and the pipeline ask `tallest` (a line width or a step's phase is no rank's place)."""
+    copies = [(rel, line) for rel, tree in _modules("parsers/judges", "parsers/scale", "parsers/pipeline")
+              for line in _majority_picks(tree)]
+    assert not copies, copies
+
+
+def test_a_files_own_faults_are_picked_in_their_rule_only():
+    copies = [(rel, line) for rel, tree in _modules("parsers/scale") for line in _fault_tests(tree)]
+    assert not copies, copies
+
+
 def test_the_scan_finds_a_copy():
     """The scan is not blind: a judge that lists the stopped states itself, or compares with 'D', is found."""
     assert list(_state_letters(ast.parse('if r.state in ("T", "t"):\n    pass\n'))) == [1]
     assert list(_state_letters(ast.parse('FROZEN = ("T", "t", "Z", "X", "D")\n'))) == [1]
     assert list(_state_letters(ast.parse('x = r.state == "D"\n'))) == [1]
     assert list(_state_letters(ast.parse('x = look.state in (None, "Z", "X")\n'))) == [1]
+    assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
+    assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
+    assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]
+    assert not list(_stack_kind_tests(ast.parse('def compare_stacks(c):\n    return c.kind == "elsewhere"\n')))
     assert list(_class_row_literals(ast.parse('r = {"activity": a.text, "ranks": f, "count": n}\n'))) == [1]
     assert list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and not rp.waits_on\n'))) == [1]
     assert not list(_wait_end_tests(ast.parse('x = rp.has_state and waiters and rp.waits_on\n')))
+    assert list(_wait_end_tests(ast.parse('x = not rp.has_state and waiters\n'))) == [1]
     assert not list(_state_letters(ast.parse('x = r.state == "Z"\ny = r.state == "R"\nz = c in ("t", "h")\n')))
 
 
@@ -199,3 +282,78 @@ def test_the_classes_section_of_ranks_read_and_of_classes_agree():
     assert class_rows(by_rank) == class_rows(by_class) == [
         {"activity": "wait in allreduce", "ranks": "0-2,4-7", "count": 7},
         {"activity": "run outside any collective at train.py:47", "ranks": "3", "count": 1}]
+
+
+def test_the_stack_rule_over_one_rank_each_and_over_classes():
+    """The stacks judge's classes (each rank's activity, a rank set of the ranks that share it) and a merged
+    digest's classes of 100,000 ranks are compared by the one rule: the same odd ones for the same shape."""
+    wait, late = Activity("collective", "allreduce", "train.py:80"), Activity("elsewhere", None, "train.py:47")
+    cast = Activity("collective", "broadcast", "train.py:90")
+    few = compare_stacks([(wait, of_ranks([0, 1, 2, 4, 5, 6])), (late, of_ranks([3])), (cast, of_ranks([7]))])
+    many = compare_stacks([(StackClass("collective", "allreduce", "train.py:80", (), [[0, 2], [4, 99_998]]),
+                            [[0, 2], [4, 99_998]]),
+                           (StackClass("elsewhere", None, "train.py:47", (), [[3, 3]]), [[3, 3]]),
+                           (StackClass("collective", "broadcast", "train.py:90", (), [[99_999, 99_999]]),
+                            [[99_999, 99_999]])])
+    assert (few.outside, few.mismatched, few.odd) == ([[3, 3]], [[7, 7]], [[3, 3], [7, 7]])
+    assert (many.outside, many.mismatched, many.odd) == ([[3, 3]], [[99_999, 99_999]], [[3, 3], [99_999, 99_999]])
+    assert few.common.op == many.common.op == "allreduce"
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_the_stack_rule_names_who_went_ahead_not_the_many(n):
+    """A minority waits in one collective while every other rank runs at one place: the minority is odd, not the
+    many (at 100,000 the many are one class, not 99,998 ranks to read)."""
+    ahead = compare_stacks([(Activity("elsewhere", None, "train.py:47"), [[0, n - 3]]),
+                            (Activity("collective", "all_reduce", "train.py:80"), [[n - 2, n - 1]])])
+    assert (ahead.ahead, ahead.behind, ahead.outside) == ([[n - 2, n - 1]], [[0, n - 3]], [])
+    assert ahead.odd == [[n - 2, n - 1]]
+    # the same shape in a send: it waits for its one peer, so the many are outside and nobody went ahead
+    p2p = compare_stacks([(Activity("elsewhere", None, "train.py:47"), [[0, n - 3]]),
+                          (Activity("collective", "send", "train.py:80"), [[n - 2, n - 1]])])
+    assert (p2p.ahead, p2p.outside) == ([], [[0, n - 3]])
+    # a send beside the majority's all_reduce is no mismatch: it waits for its one peer (the p2p judges pair it, and
+    # the class judgement reads the ends of its wait by their rule, `_p2p_waits`)
+    sends = compare_stacks([(Activity("collective", "all_reduce", "t.py:1"), [[0, n - 3]]),
+                            (Activity("collective", "send", "t.py:2"), [[n - 2, n - 1]])])
+    assert (sends.mismatched, sends.odd) == ([], [])
+    # ranks with no stack are set apart while fewer than those with one (nothing places them); a tie of two waits
+    # is decided by the class of the lowest rank, in any order given
+    tie = [(Activity("collective", "broadcast", "t.py:1"), [[4, 7]]), (Activity("collective", "all_reduce", "t.py:2"),
+                                                                         [[0, 3]]), (Activity("unknown"), [[8, 8]])]
+    for order in (tie, tie[::-1]):
+        got = compare_stacks(order)
+        assert (got.common.op, got.mismatched, got.unseen) == ("all_reduce", [[4, 7]], [[8, 8]])
+
+
+def test_a_tie_of_the_tallest_is_one_fact():
+    """Two positions that tie are both where most stand: neither is a minority, in the class judgement and in the
+    outliers said to people (which kept the larger key as the most common and listed the other)."""
+    tie = {"allreduce@10": [[0, 3]], "allreduce@11": [[4, 7]], "allreduce@9": [[8, 8]]}
+    assert tallest({k: len(v) for k, v in {"a": [1, 2], "b": [3, 4], "c": [5]}.items()}) == ["a", "b"]
+    assert minorities(tie) == [[8, 8]] and minorities({"x": [[0, 99_999]]}) == []
+    merged = ClassSummary(comms={"0xabc": tie})
+    assert outliers(merged) == {"0xabc": ["allreduce@9: ranks 8"]}
+    assert list(ranks_of(judge_classes(merged).ranks)) == [8]
+
+
+def test_silent_members_one_rank_or_a_class():
+    """Comm rank 1 is waited on and left no state: silent, as the recorder judge names it; a class of 100,000 ranks
+    waiting on one stateless peer says the same of it; a peer with state that waits on none is an end, not silent."""
+    assert silent_members(of_ranks([1, 2]), of_ranks([0]), of_ranks([0, 2])) == [[1, 1]]
+    assert silent_members([[0, 0]], [[1, 99_999]], [[1, 99_999]]) == [[0, 0]]
+    assert silent_members([[0, 0]], [[1, 99_999]], [[0, 99_999]]) == []
+
+
+def test_ranks_without_state_are_read_only_while_one_waited_on_is_silent():
+    """Over classes, which job rank a stateless comm rank is, only its own state would say: every rank without state
+    is read while a comm rank waited on left none; where every peer waited on has state, none of them is."""
+    def summary(silent: bool) -> ClassSummary:
+        rows = [("h0", RankSummary(rank=r, pid=100 + r, recorder=(("abc", r, r),), waits_on=(("abc", 0),)))
+                for r in range(1, 4)]
+        rows += [("h0", RankSummary(rank=9, pid=109))]  # a rank of another job part, no recorder at all
+        if not silent:
+            rows.append(("h0", RankSummary(rank=0, pid=100, recorder=(("abc", 0, 0),))))
+        return gathered(rows)
+    assert list(ranks_of(judge_classes(summary(True)).ranks)) == [9]
+    assert list(ranks_of(judge_classes(summary(False)).ranks)) == [0]
