@@ -102,8 +102,8 @@ class DigestError(FileFormatError):
 def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any:
     """A value of the model as JSON data: dataclasses tagged, tuples, sets and non-string keys marked,
     strings cut to MAX_STR; a string equal to one of `paths` (the file's own path as read, and as
-    cited) is written as its number, so a bundle that moved is cited where it now is. Raises DigestError for a type the model does not have (that file is then
-    not digested and analysis reads it raw)."""
+    cited) is written as its number, so a bundle that moved is cited where it now is. Raises DigestError for a
+    type the model does not have (that file is then not digested and analysis reads it raw)."""
     if depth > MAX_DEPTH:
         raise DigestError("nested too deep")
     if obj is None or isinstance(obj, (bool, int, float)):
@@ -147,7 +147,8 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
     if t is list:
         deeper = depth + 1
         if deeper <= MAX_DEPTH:  # a list of the model's objects (a file's events): each built directly
-            return [_build(x, deeper, paths) if type(x) is dict and "$t" in x else decode(x, deeper, paths) for x in data]
+            return [_build(x, deeper, paths) if type(x) is dict and "$t" in x else decode(x, deeper, paths)
+                    for x in data]
         return [decode(x, deeper, paths) for x in data]
     if not isinstance(data, dict):
         raise DigestError(f"unexpected {type(data).__name__}")
@@ -259,7 +260,8 @@ _PLAIN_TYPES = frozenset((type(None), int, float, bool, str))
 #: isinstance: only a field that names bool takes one), the plain JSON types that pass as they are: exactly
 #: those the isinstance check would let through)
 _RULES = {cls: {name: None if rule is None else (rule[0], rule[1], bool in rule[0],
-                                                 frozenset(t for t in _PLAIN_TYPES if t in rule[0] and (t is not bool or bool in rule[0])))
+                                                 frozenset(t for t in _PLAIN_TYPES
+                                                           if t in rule[0] and (t is not bool or bool in rule[0])))
                 for name, rule in rules.items()}
           for cls, rules in _ALLOWED.items()}
 
@@ -340,7 +342,8 @@ def _cap_recorder(s: RecorderState) -> RecorderState:
     return dataclasses.replace(s, colls=s.colls[-COLLS_CAP:], proxy_ops=ops)
 
 
-def encode_parsed(parsed: Parsed, path: str = "", rel: str = "", matched: frozenset[int] = frozenset()) -> dict[str, Any]:
+def encode_parsed(parsed: Parsed, path: str = "", rel: str = "",
+                  matched: frozenset[int] = frozenset()) -> dict[str, Any]:
     """One file's evidence, bounded, as JSON data (DigestError where the model holds a foreign type);
     `path` and `rel`: the file's path as read and as cited, written as path numbers 0 and 1; `matched`: the
     line numbers of notes kept past the cap (`reduce_parsed`)."""
@@ -569,7 +572,8 @@ def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
         if art.parsed.exceptions:
             last = art.parsed.exceptions[-1]
             exc = f"{last.type}: {last.message}"[:MAX_STR]
-    waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq) for st in own for op in st.proxy_ops if op.in_progress]
+    waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq)
+             for st in own for op in st.proxy_ops if op.in_progress]
     op = stack_op(r.rank, blocking_call(main), None)  # the stack-peer matching's op (a peer past the job: refused)
     return RankSummary(r.rank, r.record.pid, r.state, act.kind, act.op, act.where,
                        tuple(f.label[:200] for f in (main.frames[:TOP_FRAMES] if main else [])), tuple(comms.items()),
@@ -579,8 +583,9 @@ def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
 
 def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
     """The rank's own oddities: frozen (its state, or its /proc state, is one the stacks judge names by itself:
-    `parsers.model.states.frozen`), a collector problem, a live process without its state after, an exit, an exception, an error that is
-    no wait on others. Made where the rank's files are (`logs`: the parsed artifacts under its host and pid)."""
+    `parsers.model.states.frozen`), a collector problem, a live process without its state after, an exit, an
+    exception, an error that is no wait on others. Made where the rank's files are (`logs`: the parsed artifacts
+    under its host and pid)."""
     proc = r.proc
     flags = []
     if frozen(r) or (proc is not None and frozen(proc)):
@@ -602,7 +607,8 @@ def _recorder_roles(states: list) -> tuple[tuple, tuple]:
     what the root needs to find, over classes, the ranks others wait on."""
     if not states:
         return (), ()
-    members = tuple((st.comm_hex, st.rank, st.env_rank) for st in states[:COMMS_CAP] if st.env_rank is not None and st.rank >= 0)
+    members = tuple((st.comm_hex, st.rank, st.env_rank) for st in states[:COMMS_CAP]
+                    if st.env_rank is not None and st.rank >= 0)
     return members, tuple(sorted({(e.comm_id, e.peer) for e in wait_edges(states)})[:SUMMARY_EDGES])
 
 

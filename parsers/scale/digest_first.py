@@ -4,9 +4,9 @@ Why: a bundle of 100,000 ranks has 600,000 raw files; its 12,500 host digests ho
 evidence, bounded (`parsers.scale.digest`). The raw files stay in the bundle and are read for the odd ones out:
 chosen over the classes of the hosts' merged digest (`parsers.scale.classes`: each class judged once,
 whatever its rank count), or, when a host with files has no usable digest or the merge cut something to its
-caps, by the same rules over every rank's summary gathered from the rebuilt evidence (`_odd_by_ranks`); for the hosts a host finding
-names, for files no usable digest covers, and, after a first verdict, for any rank it names that was not
-read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
+caps, by the same rules over every rank's summary gathered from the rebuilt evidence (`_odd_by_ranks`); for the
+hosts a host finding names, for files no usable digest covers, and, after a first verdict, for any rank it names
+that was not read raw yet (`DigestRead.reread`): the verdict rests on raw files for every rank it names.
 
 A digest is used only when it is the one for this reading: made with the knowledge base the analysis
 uses (its notes depend on it), for the default log mode. A host re-filed under another name (the fleet's
@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.scale.digest import DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files, kb_key, \
-    make_digest, own_processes, read_digest, summaries_of
+from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files,
+                                  kb_key, make_digest, own_processes, read_digest, summaries_of)
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers.model.summaries import HostFinding, gathered
@@ -151,7 +151,8 @@ class DigestRead:
         raw = sum(1 for d in self.from_digest if not d)
         ranks = sorted(r.rank for r in self.evidence.ranks
                        if r.rank is not None and (r.record.host, r.record.pid) in self.raw_processes)
-        return {"raw_ranks": ranks[:256], "hosts_from_digest": self.hosts_used, "files_from_digest": len(self.arts) - raw, "files_read_raw": raw,
+        return {"raw_ranks": ranks[:256], "hosts_from_digest": self.hosts_used,
+                "files_from_digest": len(self.arts) - raw, "files_read_raw": raw,
                 "processes_read_raw": len(self.raw_processes), "reread_after_verdict": self.reread,
                 "odd_ones_out_by": "classes" if self.classes and self.classes.complete else "ranks",
                 "classes": self.classes.summary() if self.classes else None, "notes": self.notes[:50]}

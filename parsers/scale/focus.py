@@ -246,7 +246,8 @@ def _why(merged: ClassSummary, judged: ClassJudgement, host_of: dict[int, list[s
     representative of each class, the recorder's wait graph, what the job-level files name, and every
     claimant of a rank that two processes claim (the judges see the conflict, and the rank's own process)."""
     why: dict[str, str] = {}
-    for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *_representatives(merged, host_of, count(judged.ranks)),
+    standing = _representatives(merged, host_of, count(judged.ranks))
+    for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *standing,
                          *_waits(merged, host_of), *_named_by_job_files(job_arts, host_of, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
@@ -302,7 +303,9 @@ def _waits(merged: ClassSummary, host_of: dict[int, list[str]]) -> Iterable[tupl
                 yield _hosts(host_of, w)[0], f"rank {w} waits on comm rank {cr} of {comm}"
         for key, iv in sorted(keys.items()) if wide else ():
             if iv:
-                yield _hosts(host_of, iv[0][0])[0], f"rank {iv[0][0]} stands for {count(iv)} rank(s) waiting ({key}) in {comm}"
+                first = iv[0][0]
+                said = f"rank {first} stands for {count(iv)} rank(s) waiting ({key}) in {comm}"
+                yield _hosts(host_of, first)[0], said
 
 
 def _job_rank(runs: list[list[int]], comm_rank: int) -> int | None:

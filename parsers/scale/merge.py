@@ -64,5 +64,5 @@ def check_merged(doc: Any) -> ClassSummary:
 
 
 __all__ = ["FORMAT", "VERSION", "MAX_MERGED_BYTES", "MAX_RANGES", "ClassSummary", "Intervals", "SummaryError",
-           "check_merged", "count", "difference", "fold", "from_document", "from_host", "holds", "meets", "merge", "merge_all",
-           "outliers", "ranks_of", "stack_classes", "union", "without"]
+           "check_merged", "count", "difference", "fold", "from_document", "from_host", "holds", "meets", "merge",
+           "merge_all", "outliers", "ranks_of", "stack_classes", "union", "without"]
