@@ -43,6 +43,7 @@ from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joi
 from parsers.model.summaries import HostFinding, StackClass, comm_waits, p2p_calls
 from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
+from parsers.judges.p2p import unanswered
 
 #: more unranked processes than this and the class judgement is not used (each is read on its own)
 MAX_UNRANKED = 1024
@@ -104,6 +105,7 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
         out.judged += len(hist)
     odd.extend(_recorder_sinks(groups, out))
     odd.extend(_p2p_waits(groups, out))
+    odd.extend(_unanswered_sends(groups, out))
     for f in groups.host_findings:
         out.judged += 1
         if f.rank is not None:
@@ -158,6 +160,14 @@ def _silent(merged: RankGroups) -> bool:
                           joined([[lo, hi] for lo, hi, _ in runs])):
             return True
     return False
+
+
+def _unanswered_sends(groups: RankGroups, out: ClassJudgement) -> Intervals:
+    """The senders the unanswered-send rule names (`unanswered`, the p2p judge's rule over the classes' rows: no
+    rank in a receive, the rest in one collective), each read: the judge names every one of them."""
+    out.judged += 1
+    found = unanswered([(c.kind, c.op, c.ranks) for c in groups.stacks.values()], groups.ranks)
+    return found[0] if found else []
 
 
 def _p2p_waits(groups: RankGroups, out: ClassJudgement) -> Intervals:
