@@ -105,7 +105,7 @@ def judge_classes(groups: RankGroups) -> ClassJudgement:
         out.judged += len(hist)
     odd.extend(_recorder_sinks(groups, out))
     odd.extend(_p2p_waits(groups, out))
-    odd.extend(_unanswered_sends(groups, out))
+    odd.extend(_unanswered_sends(groups))
     for f in groups.host_findings:
         out.judged += 1
         if f.rank is not None:
@@ -162,10 +162,10 @@ def _silent(merged: RankGroups) -> bool:
     return False
 
 
-def _unanswered_sends(groups: RankGroups, out: ClassJudgement) -> Intervals:
+def _unanswered_sends(groups: RankGroups) -> Intervals:
     """The senders the unanswered-send rule names (`unanswered`, the p2p judge's rule over the classes' rows: no
-    rank in a receive, the rest in one collective), each read: the judge names every one of them."""
-    out.judged += 1
+    rank in a receive, the rest in one collective), each read: the judge names every one of them. The stack
+    classes it reads are counted as judged once, by the stack-class rule."""
     found = unanswered([(c.kind, c.op, c.ranks) for c in groups.stacks.values()], groups.ranks)
     return found[0] if found else []
 
