@@ -60,21 +60,27 @@ def _die_with_parent() -> None:
 
 
 def restore(target: int, before: str | None) -> str | None:
-    """Resume `target` only if it ran before and is stopped now; returns its final state."""
+    """Resume `target` only if it ran before and is stopped now; returns its final state.
+
+    Why it watches for the whole of SETTLE_S: a dead tracer's tracee leaves its traced stop ('t') by itself, but
+    the SIGSTOP of the attach that the tracer never consumed can still land a moment later, after the target was
+    seen running (seen here: running, then 'T' 0.3 s on). A group stop ('T') that shows in the window is that
+    SIGSTOP: it is resumed whenever it shows; a traced stop still there when the window ends is resumed too."""
     after = proc_state(target)
     if before is None or before in STOPPED or after is None:
         return after
     deadline = time.monotonic() + SETTLE_S
-    while after in STOPPED and time.monotonic() < deadline:
-        time.sleep(0.02)  # a traced stop ('t') ends by itself once the tracer is gone
+    while True:
+        late = time.monotonic() >= deadline
+        if after == "T" or (late and after in STOPPED):
+            try:
+                os.kill(target, signal.SIGCONT)
+            except OSError:
+                pass
+        if late or after is None:
+            return proc_state(target)
+        time.sleep(0.02)
         after = proc_state(target)
-    if after in STOPPED:
-        try:
-            os.kill(target, signal.SIGCONT)
-        except OSError:
-            pass
-        after = proc_state(target)
-    return after
 
 
 def main(argv: list[str]) -> int:

@@ -61,8 +61,13 @@ def fleet_job(tmp_path):
         stop_job(job)
 
 
+def _pid_files() -> set[Path]:
+    return set(Path("/tmp").glob("forensics-fleet-*.pid"))
+
+
 def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_path):
     out = tmp_path / "job-bundle"
+    before = _pid_files()  # another run's (one killed mid-collect leaves its own): not this test's to judge
     hosts = "127.0.0.[2-5]"
     done = subprocess.run(_fleet_argv(sshd, out, hosts) + ["-v"], capture_output=True, text=True, env=_env(),
                           timeout=120)
@@ -97,7 +102,7 @@ def test_fleet_collect_merges_hosts_and_names_the_culprit(sshd, fleet_job, tmp_p
     assert "rank 3 (127.0.0.3" in verdict
 
     assert _remote_collectors_running() == []
-    assert not list(Path("/tmp").glob("forensics-fleet-*.pid"))
+    assert not _pid_files() - before  # every remote collector's pid file is removed when it ends
     for job_rank in fleet_job.ranks:  # collection left every rank as it was: alive
         assert job_rank.proc.poll() is None
 
