@@ -53,6 +53,10 @@ RULES = {
     # flags on its host; the job-level files digest first reads raw; the processes the focus reads for such a file)
     "own_faults": "parsers/model/events.py",
     "fault_flags": "parsers/model/events.py",
+    # the processes a file names in an exit, exception or error, and where they are (`Claims.processes`): digest
+    # first reads them raw, the focus reads their hosts
+    "named": "parsers/scale/named_faults.py",
+    "exits_named": "parsers/scale/named_faults.py",  # a launcher exit's rank, host and pid
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
@@ -79,7 +83,8 @@ RULES = {
     "unanswered": "parsers/judges/p2p.py",  # sends nobody answers, over rows a rank and a digest's class both give
 }
 #: names of rules that were re-statements and are gone
-GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities")
+GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities",
+        "_named")  # the focus's own reading of what a job-level file names (now `named`, as digest first's)
 #: the letters the process-state rule compares (`parsers.model.states`)
 STATE_LETTERS = frozenset(states.FROZEN_STATES)
 #: every letter /proc gives a process state (a collection of other letters is no list of states)
