@@ -179,6 +179,15 @@ def _fault_tests(tree: ast.AST):
             yield getattr(node, "lineno", 0)
 
 
+def _exit_reads(tree: ast.AST):
+    """Line numbers where code walks launcher exits itself (`for x in ev.exits`, `... for x in parsed.exits`): the
+    start of a second reading of which process an exit names, beside `exits_named` and `Claims.processes`."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Attribute) \
+                and node.iter.attr == "exits":
+            yield getattr(node, "lineno", None) or node.iter.lineno
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -238,12 +247,23 @@ def test_a_files_own_faults_are_picked_in_their_rule_only():
     assert not copies, copies
 
 
+def test_the_exits_a_file_names_are_read_in_their_rule_only():
+    """The scale path (a rank's 'exited' flag on its host, digest first's raw reads, the focus's hosts) asks
+    `exits_named` which process a launcher exit names; none walks the exits and matches them by pid itself."""
+    copies = [(rel, line) for rel, tree in _modules("parsers/scale") if rel != RULES["exits_named"]
+              for line in _exit_reads(tree)]
+    assert not copies, copies
+
+
 def test_the_scan_finds_a_copy():
     """The scan is not blind: a judge that lists the stopped states itself, or compares with 'D', is found."""
     assert list(_state_letters(ast.parse('if r.state in ("T", "t"):\n    pass\n'))) == [1]
     assert list(_state_letters(ast.parse('FROZEN = ("T", "t", "Z", "X", "D")\n'))) == [1]
     assert list(_state_letters(ast.parse('x = r.state == "D"\n'))) == [1]
     assert list(_state_letters(ast.parse('x = look.state in (None, "Z", "X")\n'))) == [1]
+    assert list(_exit_reads(ast.parse('for x in ev.exits:\n    by_pid[x.pid] = x\n'))) == [1]
+    assert list(_exit_reads(ast.parse('exits = [x for a in arts if a.parsed for x in a.parsed.exits]\n'))) == [1]
+    assert not list(_exit_reads(ast.parse('out.exits = list(parsed.exits[:8])\n')))
     assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
     assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
     assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]

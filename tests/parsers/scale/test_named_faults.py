@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 from hf_testpaths import FIXTURES
-from parsers.gather.evidence import read_file
-from parsers.gather.source import FileRef, Hints
+from parsers.gather.evidence import load, read_file
+from parsers.gather.source import FileRef, Hints, open_source
 from parsers.model.manifest import RankRecord
 from parsers.scale import focus as digest_focus
+from parsers.scale.digest import summaries_of
 from parsers.scale.named_faults import MAX_SAME_PID, Claims, Named, named
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import KB, _verdict_key
@@ -77,5 +78,24 @@ def test_digest_first_and_the_focus_read_what_a_job_level_launcher_record_names(
     first = analyze(dst, KB, focus_from=None).verdict
     assert rec["rank"] in first.sections["digests"]["raw_ranks"]
     focused = analyze(dst, KB, focus_from=0).verdict
-    assert focused.sections["digests"]["focus"]["why"][rec["host"]] == f"rank {rec['rank']} is named by launcher.json"
+    why = focused.sections["digests"]["focus"]["why"]
+    assert rec["host"] in why and "launcher.json" in why[rec["host"]]
     assert _verdict_key(first) == _verdict_key(focused) == _verdict_key(full)
+
+
+def test_a_ranks_exit_flag_follows_its_rank_not_a_pid_another_host_reuses(tmp_path):
+    """A launcher record for rank 1 whose pid another host's rank 3 also has (pids repeat from host to host): the
+    judges read that exit as rank 1's, and so does the scale path's 'exited' flag (it was rank 3's, by pid alone)."""
+    dst = _one_host_per_rank(FIXTURES / "issue26/ahead/bundle.tar.gz", tmp_path / "split")
+    man = json.loads((dst / "manifest.json").read_text())
+    one, three = (next(r for r in man["ranks"] if r["rank"] == k) for k in (1, 3))
+    three["pid"] = one["pid"]  # the same pid on another host
+    (dst / "launcher.json").write_text(json.dumps({"ranks": [{"rank": 1, "pid": one["pid"], "host": None,
+                                                              "returncode": 1, "exited_at": 5.0}]}))
+    man["artifacts"] = [{"kind": "launcher", "path": "launcher.json"}]
+    (dst / "manifest.json").write_text(json.dumps(man))
+    with open_source(dst) as src:
+        ev = load(src, KB.line_filter)
+    flagged = {s.rank: s for _, s in summaries_of(ev)}
+    assert "exited" in flagged[1].flags and flagged[1].exits == ((1, 5.0),)
+    assert "exited" not in flagged[3].flags and not flagged[3].exits
