@@ -251,7 +251,7 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
         art = read.arts[i]
         if art.kind in registry.NOT_EVIDENCE:
             continue
-        for n in named(art.parsed, art.hints):
+        for n in named(art):
             raw.update((h, p) for h, p in claims.processes(n) if p is not None and (h, p) in by_key)
     return raw, set(judged.hosts)
 

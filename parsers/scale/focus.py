@@ -332,7 +332,7 @@ def _named_by_job_files(job_arts: list, man: Any) -> Iterable[tuple[Any, str]]:
     (`parsers.scale.named_faults`: the processes digest first reads raw for the same file)."""
     claims = Claims(man.ranks)
     for art in job_arts:
-        for n in named(art.parsed, art.hints):
+        for n in named(art):
             for host, pid in claims.processes(n):
                 yield host, _named_why(n, pid, art.rel)
 

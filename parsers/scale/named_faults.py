@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from parsers.judges.exceptions import exception_rank
 from parsers.model.events import own_faults
 
 #: hosts whose process has one pid read for a name that gives the pid alone (pids repeat from host to host)
@@ -31,10 +32,12 @@ class Named:
     what: str  #: 'exit' (a launcher record), 'exception', 'error', or 'file' (the faulty file's own process)
 
 
-def named(parsed: Any, hints: Any = None) -> Iterator[Named]:
-    """What one file (its `Parsed`, and the `Hints` it was filed under) names: each launcher exit, each exception
-    (by its rank), each error of a process's own (`own_faults`: by its origin), and, where it holds such a fault,
-    the process the file belongs to (a child's files belong to their rank's process)."""
+def named(art: Any) -> Iterator[Named]:
+    """What one file (an `Artifact`: its `Parsed` and the hints it was filed under) names: each launcher exit,
+    each exception (by the rank the exceptions judge gives it: `exception_rank`), each error of a process's own
+    (`own_faults`: by its origin), and, where it holds such a fault, the process the file belongs to (a child's
+    files belong to their rank's process)."""
+    parsed = art.parsed
     if parsed is None:
         return
     for n, _ in exits_named(parsed.exits):
@@ -43,13 +46,14 @@ def named(parsed: Any, hints: Any = None) -> Iterator[Named]:
     for flag, x in own_faults(parsed):
         faulty = True
         if flag == "exception":
-            yield Named(_int(getattr(x, "rank", None)), None, None, flag)
+            yield Named(exception_rank(x, art), None, None, flag)
         else:
             o = x.origin
             yield Named(_int(o.rank), o.host, _int(o.pid), flag)
-    if faulty and hints is not None and (hints.pid is not None or hints.rank is not None):
+    hints = art.hints
+    if faulty and (hints.pid is not None or art.rank is not None):
         pid = hints.parent_pid if hints.parent_pid is not None else hints.pid
-        yield Named(hints.rank, hints.host, pid, "file")
+        yield Named(art.rank, hints.host, pid, "file")
 
 
 def exits_named(exits: Iterable[Any]) -> Iterator[tuple[Named, Any]]:

@@ -57,6 +57,8 @@ RULES = {
     # first reads them raw, the focus reads their hosts
     "named": "parsers/scale/named_faults.py",
     "exits_named": "parsers/scale/named_faults.py",  # a launcher exit's rank, host and pid
+    # the rank an exception is of (the exceptions judge's 'raised'; the rank the scale path reads for a job's file)
+    "exception_rank": "parsers/judges/exceptions.py",
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the

@@ -9,6 +9,7 @@ from pathlib import Path
 from hf_testpaths import FIXTURES
 from parsers.gather.evidence import load, read_file
 from parsers.gather.source import FileRef, Hints, open_source
+from parsers.judges.exceptions import exception_rank
 from parsers.model.manifest import RankRecord
 from parsers.scale import focus as digest_focus
 from parsers.scale.digest import summaries_of
@@ -27,7 +28,7 @@ def _read(path: Path, hints: Hints | None = None):
 def test_a_launcher_record_names_each_rank_it_ended():
     art = _read(LAUNCHER)
     assert art.kind == "launcher"
-    said = list(named(art.parsed, art.hints))
+    said = list(named(art))
     want = [(x["rank"], x["host"], x["pid"]) for x in json.loads(LAUNCHER.read_text())["ranks"]]
     assert [(n.rank, n.host, n.pid) for n in said] == want and {n.what for n in said} == {"exit"}
 
@@ -35,7 +36,7 @@ def test_a_launcher_record_names_each_rank_it_ended():
 def test_a_file_without_a_fault_of_its_own_names_nobody(tmp_path):
     log = tmp_path / "rank0.log"
     log.write_text("epoch 1 loss 0.5\nepoch 2 loss 0.4\n")
-    assert list(named(_read(log, Hints(host="h", pid=7, rank=0)).parsed, Hints(host="h", pid=7, rank=0))) == []
+    assert list(named(_read(log, Hints(host="h", pid=7, rank=0)))) == []
 
 
 def test_a_faulty_file_names_its_own_process_a_childs_its_ranks(tmp_path):
@@ -43,7 +44,7 @@ def test_a_faulty_file_names_its_own_process_a_childs_its_ranks(tmp_path):
     log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
                    "    main()\nRuntimeError: CUDA out of memory\n")
     child = Hints(host="h", pid=9, parent_pid=7)
-    said = list(named(_read(log, child).parsed, child))
+    said = list(named(_read(log, child)))
     assert said[0].what == "exception" and said[-1] == Named(None, "h", 7, "file")
 
 
@@ -99,3 +100,21 @@ def test_a_ranks_exit_flag_follows_its_rank_not_a_pid_another_host_reuses(tmp_pa
     flagged = {s.rank: s for _, s in summaries_of(ev)}
     assert "exited" in flagged[1].flags and flagged[1].exits == ((1, 5.0),)
     assert "exited" not in flagged[3].flags and not flagged[3].exits
+
+
+def test_an_exception_names_the_rank_the_exceptions_judge_names(tmp_path):
+    """A job's console with a rank's traceback under its `[rank3]:` prefix names rank 3; a file of rank 5's own
+    without a prefix names rank 5: the ranks `exception_rank` gives the exceptions judge, whichever file it is."""
+    console = tmp_path / "console.log"
+    console.write_text("[rank3]: Traceback (most recent call last):\n"
+                       "[rank3]:   File \"train.py\", line 9, in <module>\n"
+                       "[rank3]:     step()\n[rank3]: RuntimeError: CUDA error: an illegal memory access\n")
+    job = _read(console, Hints(from_manifest=True))
+    assert [n.rank for n in named(job) if n.what == "exception"] == [3] \
+        == [exception_rank(x, job) for x in job.parsed.exceptions]
+    own = tmp_path / "stderr.log"
+    own.write_text(console.read_text().replace("[rank3]: ", ""))
+    art = _read(own, Hints(host="h", pid=7, rank=5, from_manifest=True))
+    said = list(named(art))  # the exception, the CUDA error it reports (an error of its own), the file's process
+    assert [n.what for n in said] == ["exception", "error", "file"] and {n.rank for n in said} == {5}
+    assert [exception_rank(x, art) for x in art.parsed.exceptions] == [5]
