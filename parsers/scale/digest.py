@@ -606,6 +606,9 @@ def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
         flags.append("unstated")
     if exits:
         flags.append("exited")
+    # the 'exception' and 'error' flags go to the process whose files hold them, not to the rank a line names
+    # (`exceptions.exception_rank`: whom the judge then names): a host's digest cannot flag another host's rank,
+    # and the judge sees a `[rank3]:` traceback in rank 0's log only once rank 0's files are read raw
     faults = {flag for art in logs for flag in fault_flags(art.parsed)}
     flags += [flag for flag in FAULT_FLAGS if flag in faults]
     return flags
