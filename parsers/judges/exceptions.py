@@ -29,10 +29,18 @@ def last_exceptions(ev: Evidence) -> dict[int, tuple[Any, Any]]:
         if art.kind != "rank-log" or not art.parsed or not art.parsed.exceptions:
             continue
         for exc in art.parsed.exceptions:
-            rank = exc.rank if exc.rank is not None else art.rank
+            rank = exception_rank(exc, art)
             if rank is not None:
-                out[int(rank)] = (exc, art)
+                out[rank] = (exc, art)
     return out
+
+
+def exception_rank(exc: Any, art: Any) -> int | None:
+    """The rank an exception is of: the rank its line names (`[rank3]:`), else the rank of the file it was read
+    from. Why one place: the scale path reads raw the rank a job-level file's exception names
+    (`parsers.scale.named_faults`), and must mean the rank this judge then names."""
+    rank = exc.rank if exc.rank is not None else art.rank
+    return int(rank) if rank is not None else None
 
 
 def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:

@@ -38,6 +38,7 @@ from parsers.model.looks import Look, SecondLook
 from parsers.model.summaries import COMMS_CAP, SUMMARY_EDGES, TOP_FRAMES, Position, RankSummary, SummaryError
 from parsers.model.samples import Share, StackSamples
 from parsers.model.states import frozen
+from parsers.scale.named_faults import Claims, exits_named
 from parsers.model.stacks import Frame, ThreadStack
 from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
@@ -544,11 +545,15 @@ def summaries_of(ev: Evidence, host: str | None = None) -> list[tuple[str, RankS
     recorder: dict[Any, list] = {}
     for st in ev.recorder:
         recorder.setdefault(st.pid, []).append(st)
+    # a launcher exit is a rank's by the rule digest first and the focus read exits by (its rank, as the judges
+    # match an exit to a rank; its host and pid), not by its pid alone (pids repeat from host to host)
+    claims = Claims(r.record for r in ev.ranks)
     exits: dict[Any, list] = {}
-    for x in ev.exits:
-        exits.setdefault(x.pid, []).append((x.returncode, x.exited_at))
+    for n, x in exits_named(ev.exits):
+        for key in claims.processes(n):
+            exits.setdefault(key, []).append((x.returncode, x.exited_at))
     return [(r.record.host, rank_summary(r, logs.get((r.record.host, r.record.pid), []), recorder.get(r.record.pid, []),
-                                         exits.get(r.record.pid, [])))
+                                         exits.get((r.record.host, r.record.pid), [])))
             for r in ev.ranks if host is None or r.record.host == host]
 
 
@@ -592,10 +597,18 @@ def rank_flags(r: Any, logs: list, exits: list) -> list[str]:
         flags.append("frozen")
     if r.problems:
         flags.append("problems")
+    # 'unstated' and 'exited' are no copy of the stacks judge's exited rule (a state letter of a process gone,
+    # `states.gone`: in 'frozen' above). They say where its raw files matter: a process gone during collection
+    # (no state after it: no judge reads that letter, but what it left may be cut short), and a launcher record
+    # that names it (`named_faults.exits_named`: the judges read that record against the rank itself: its first
+    # failure, its exit cited under it, a finished rank in no hang)
     if r.record.state_after is None and r.from_manifest:
         flags.append("unstated")
     if exits:
         flags.append("exited")
+    # the 'exception' and 'error' flags go to the process whose files hold them, not to the rank a line names
+    # (`exceptions.exception_rank`: whom the judge then names): a host's digest cannot flag another host's rank,
+    # and the judge sees a `[rank3]:` traceback in rank 0's log only once rank 0's files are read raw
     faults = {flag for art in logs for flag in fault_flags(art.parsed)}
     flags += [flag for flag in FAULT_FLAGS if flag in faults]
     return flags

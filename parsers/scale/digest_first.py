@@ -25,11 +25,11 @@ from typing import Any, Iterable
 from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files,
                                   kb_key, make_digest, own_processes, read_digest, summaries_of)
 from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.named_faults import Claims, named
 from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
 from parsers.model.summaries import HostFinding, gathered
 from parsers.gather import registry
 from parsers.gather.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
-from parsers.model.events import fault_flags
 from parsers.gather.source import FileRef, Source
 from parsers.judges.hosts import judge_hosts
 
@@ -234,28 +234,25 @@ def _odd_by_ranks(ev: Evidence, findings: Iterable[HostFinding]) -> tuple[set[tu
 
 def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str, int]], set[str]]:
     """The processes and hosts to read raw, from the classes of the merged digest, plus what no host's
-    digest could see: the job-level files read raw here (launcher exits, exceptions and errors in them).
+    digest could see: the processes the files read raw here name in an exit, exception or error (launcher
+    exits, job-level files, a file its digest could not hold: `parsers.scale.named_faults`, as the focus reads them).
 
     Made from the manifest and the artifacts, not the assembled evidence (assembled once, after): a bundle's
     processes are its manifest's records, one per (host, pid), the last record of a pair kept
-    (`parsers.gather.evidence._group_processes`), and its exits those of its artifacts that are evidence."""
+    (`parsers.gather.evidence._group_processes`)."""
     judged = read.classes
     records = {(r.host, r.pid): r for r in read.source.manifest.ranks}
     by_rank = {r.rank: key for key, r in records.items() if r.rank is not None}
     by_key = set(records)
     raw = {by_rank[g] for g in ranks_of(judged.ranks) if g in by_rank}
     raw |= {k for k in judged.processes if k in by_key}
-    exits = [x for a in read.arts if a.parsed and a.kind not in registry.NOT_EVIDENCE for x in a.parsed.exits]
-    if exits:
-        pids = {(x.host, x.pid) for x in exits} | {(None, x.pid) for x in exits}
-        raw |= {k for k in by_key if k in pids or (None, k[1]) in pids}
+    claims = Claims(records.values())
     for i in raw_idx:
         art = read.arts[i]
-        if art.parsed is None or art.hints.pid is None:
+        if art.kind in registry.NOT_EVIDENCE:
             continue
-        key = (art.hints.host, art.hints.pid)
-        if key in by_key and fault_flags(art.parsed):
-            raw.add(key)
+        for n in named(art):
+            raw.update((h, p) for h, p in claims.processes(n) if p is not None and (h, p) in by_key)
     return raw, set(judged.hosts)
 
 

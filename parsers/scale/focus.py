@@ -33,13 +33,13 @@ from typing import Any, Iterable
 
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
+from parsers.scale.named_faults import Claims, Named, named
 from parsers.model.ranksets import holds, joined
 from parsers.model.summaries import comm_waits
 from parsers.model.waits import wait_ends
 from parsers.scale.merge import ClassSummary, Intervals, count, fold, from_host, merge_all, outliers, ranks_of, \
     stack_classes
 from parsers.gather.evidence import read_files
-from parsers.model.events import own_faults
 from parsers.gather.source import FileRef, Source, manifest_refs
 from parsers.judges.stacks import class_rows
 
@@ -248,7 +248,7 @@ def _why(merged: ClassSummary, judged: ClassJudgement, host_of: dict[int, list[s
     why: dict[str, str] = {}
     standing = _representatives(merged, host_of, count(judged.ranks))
     for host, reason in (*_claimed_twice(man), *_odd(judged, host_of), *standing,
-                         *_waits(merged, host_of), *_named_by_job_files(job_arts, host_of, man)):
+                         *_waits(merged, host_of), *_named_by_job_files(job_arts, man)):
         if isinstance(host, str):
             why.setdefault(host, reason)
     return why
@@ -327,22 +327,20 @@ def _waiters_of(comm_rank: int, keys: dict[str, Intervals], waiting: dict[str, I
     return sorted(out)
 
 
-def _named_by_job_files(job_arts: list, host_of: dict[int, list[str]], man: Any) -> Iterable[tuple[Any, str]]:
-    """The hosts of the processes a job-level file names in an exit, exception or error (by rank, else by host
-    and pid, else by pid: at most 8 hosts of one pid)."""
-    by_pid: dict[int, list[str]] = {}
-    for r in man.ranks:
-        by_pid.setdefault(r.pid, []).append(r.host)
+def _named_by_job_files(job_arts: list, man: Any) -> Iterable[tuple[Any, str]]:
+    """The hosts of the processes a job-level file names in an exit, exception or error
+    (`parsers.scale.named_faults`: the processes digest first reads raw for the same file)."""
+    claims = Claims(man.ranks)
     for art in job_arts:
-        for rank, host, pid in _named(art):
-            if rank is not None and rank in host_of:
-                for h in host_of[rank]:
-                    yield h, f"rank {rank} is named by {art.rel}"
-            elif host is not None and pid is not None:
-                yield host, f"process {pid} is named by {art.rel}"
-            elif pid is not None:
-                for h in by_pid.get(pid, ())[:8]:
-                    yield h, f"pid {pid} is named by {art.rel}"
+        for n in named(art):
+            for host, pid in claims.processes(n):
+                yield host, _named_why(n, pid, art.rel)
+
+
+def _named_why(n: Named, pid: int | None, rel: str) -> str:
+    if n.rank is not None:
+        return f"rank {n.rank} is named by {rel}"
+    return f"process {pid or n.pid} is named by {rel}"
 
 
 def _class_sets(merged: ClassSummary) -> Iterable[tuple[str, Intervals]]:
@@ -354,26 +352,6 @@ def _class_sets(merged: ClassSummary) -> Iterable[tuple[str, Intervals]]:
     for comm, hist in sorted(merged.comms.items()):
         for pos, iv in sorted(hist.items()):
             yield f"{comm} at {pos}", iv
-
-
-def _named(art: Any) -> Iterable[tuple[int | None, str | None, int | None]]:
-    """(rank, host, pid) of each exit, exception and error (not a wait, not information) a job-level file holds:
-    the processes the full read would look at there."""
-    parsed = art.parsed
-    if parsed is None:
-        return
-    for x in parsed.exits:
-        yield getattr(x, "rank", None), getattr(x, "host", None), getattr(x, "pid", None)
-    for flag, x in own_faults(parsed):
-        if flag == "exception":
-            yield _int(getattr(x, "rank", None)), None, None
-        else:
-            o = x.origin
-            yield _int(o.rank), o.host, _int(o.pid)
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _op_seq(pos: str) -> list[Any]:

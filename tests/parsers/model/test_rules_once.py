@@ -53,6 +53,12 @@ RULES = {
     # flags on its host; the job-level files digest first reads raw; the processes the focus reads for such a file)
     "own_faults": "parsers/model/events.py",
     "fault_flags": "parsers/model/events.py",
+    # the processes a file names in an exit, exception or error, and where they are (`Claims.processes`): digest
+    # first reads them raw, the focus reads their hosts
+    "named": "parsers/scale/named_faults.py",
+    "exits_named": "parsers/scale/named_faults.py",  # a launcher exit's rank, host and pid
+    # the rank an exception is of (the exceptions judge's 'raised'; the rank the scale path reads for a job's file)
+    "exception_rank": "parsers/judges/exceptions.py",
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
@@ -79,7 +85,8 @@ RULES = {
     "unanswered": "parsers/judges/p2p.py",  # sends nobody answers, over rows a rank and a digest's class both give
 }
 #: names of rules that were re-statements and are gone
-GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities")
+GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities",
+        "_named")  # the focus's own reading of what a job-level file names (now `named`, as digest first's)
 #: the letters the process-state rule compares (`parsers.model.states`)
 STATE_LETTERS = frozenset(states.FROZEN_STATES)
 #: every letter /proc gives a process state (a collection of other letters is no list of states)
@@ -174,6 +181,15 @@ def _fault_tests(tree: ast.AST):
             yield getattr(node, "lineno", 0)
 
 
+def _exit_reads(tree: ast.AST):
+    """Line numbers where code walks launcher exits itself (`for x in ev.exits`, `... for x in parsed.exits`): the
+    start of a second reading of which process an exit names, beside `exits_named` and `Claims.processes`."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Attribute) \
+                and node.iter.attr == "exits":
+            yield getattr(node, "lineno", None) or node.iter.lineno
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -233,12 +249,23 @@ def test_a_files_own_faults_are_picked_in_their_rule_only():
     assert not copies, copies
 
 
+def test_the_exits_a_file_names_are_read_in_their_rule_only():
+    """The scale path (a rank's 'exited' flag on its host, digest first's raw reads, the focus's hosts) asks
+    `exits_named` which process a launcher exit names; none walks the exits and matches them by pid itself."""
+    copies = [(rel, line) for rel, tree in _modules("parsers/scale") if rel != RULES["exits_named"]
+              for line in _exit_reads(tree)]
+    assert not copies, copies
+
+
 def test_the_scan_finds_a_copy():
     """The scan is not blind: a judge that lists the stopped states itself, or compares with 'D', is found."""
     assert list(_state_letters(ast.parse('if r.state in ("T", "t"):\n    pass\n'))) == [1]
     assert list(_state_letters(ast.parse('FROZEN = ("T", "t", "Z", "X", "D")\n'))) == [1]
     assert list(_state_letters(ast.parse('x = r.state == "D"\n'))) == [1]
     assert list(_state_letters(ast.parse('x = look.state in (None, "Z", "X")\n'))) == [1]
+    assert list(_exit_reads(ast.parse('for x in ev.exits:\n    by_pid[x.pid] = x\n'))) == [1]
+    assert list(_exit_reads(ast.parse('exits = [x for a in arts if a.parsed for x in a.parsed.exits]\n'))) == [1]
+    assert not list(_exit_reads(ast.parse('out.exits = list(parsed.exits[:8])\n')))
     assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
     assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
     assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]
