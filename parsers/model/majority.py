@@ -8,15 +8,21 @@ an outlier, the logs judge listed every tied side, the recorder judge kept the f
 here: every bar as tall as the tallest is where most stand (`tallest`), and a minority is a bar shorter than it
 (`minorities`). A caller that must pick one bar of a tie (the one the others are compared with) says by what, over
 this list. A rank set (a class of any size) and a count of single ranks decide alike: the rule reads sizes.
+
+The odd one out that went ahead (issue 26 item 2.5) is the same kind of fact, stated here once for the three judges
+that compare places (the logs' positions, the main threads' stacks, the recorder's entered ops), each of which had its
+own copy of the shape and of the confidence: `minority_ahead` and `ahead_confidence`. What says a majority waits on
+no one (a wait-for graph, a stack outside every collective, the recorder's edges) is each judge's own evidence.
 """
 
 from __future__ import annotations
 
-from typing import Hashable, Mapping, TypeVar
+from typing import Hashable, Iterable, Mapping, TypeVar
 
-from parsers.model.ranksets import Intervals, count, joined
+from parsers.model.ranksets import Intervals, count, joined, of_ranks
 
 K = TypeVar("K", bound=Hashable)
+P = TypeVar("P", bound=Hashable)  #: the other side's places, of their own type (an op ahead, the many's latest or none)
 
 
 def tallest(sizes: Mapping[K, int]) -> list[K]:
@@ -34,3 +40,30 @@ def minorities(hist: Mapping[K, Intervals]) -> Intervals:
     sizes = {k: count(iv) for k, iv in hist.items()}
     top = set(tallest(sizes))
     return joined([p for k, iv in hist.items() if k not in top for p in iv])
+
+
+def bars(placed: Iterable[tuple[K, int]]) -> dict[K, Intervals]:
+    """(place, rank) pairs as a histogram: each place's ranks as a rank set, places in first-seen order (how a judge
+    that reads ranks one by one gives the rules above their view)."""
+    out: dict[K, list[int]] = {}
+    for place, rank in placed:
+        out.setdefault(place, []).append(rank)
+    return {place: of_ranks(ranks) for place, ranks in out.items()}
+
+
+def minority_ahead(ahead: Mapping[K, Intervals], behind: Mapping[P, Intervals]) -> bool:
+    """The odd one out of a comparison (issue 26 item 2.5): the ranks further on (`ahead`, by place) stand at one
+    place, every other rank compared (`behind`, by place) at one other place, at least two of them and more than the
+    ranks ahead. Then the few went ahead (they call what the many did not reach, or the many skip what they call), and
+    the many agree with each other: they are no suspects. The places are the caller's (a position, a stack class, a
+    recorded op); a rank set of one rank or of 100,000 decides alike."""
+    if len(ahead) != 1 or len(behind) != 1:
+        return False
+    n_ahead, n_behind = count(next(iter(ahead.values()))), count(next(iter(behind.values())))
+    return 1 <= n_ahead < n_behind and n_behind >= 2
+
+
+def ahead_confidence(ahead: Intervals, behind: Intervals) -> float:
+    """How sure a claim that `ahead` went ahead of `behind` is: from 0.6, more the larger the share that agrees."""
+    n_ahead, n_behind = count(ahead), count(behind)
+    return round(0.6 + 0.2 * n_behind / (n_behind + n_ahead), 3)
