@@ -13,6 +13,8 @@ The odd one out that went ahead (issue 26 item 2.5) is the same kind of fact, st
 that compare places (the logs' positions, the main threads' stacks, the recorder's entered ops), each of which had its
 own copy of the shape and of the confidence: `minority_ahead` and `ahead_confidence`. What says a majority waits on
 no one (a wait-for graph, a stack outside every collective, the recorder's edges) is each judge's own evidence.
+So is how sure a call mismatch's minority is (`mismatch_confidence`: the logs judge's positions, the recorder
+judge's order), where the two judges each wrote the formula and the test of a count nobody could tip (`settled`).
 """
 
 from __future__ import annotations
@@ -67,3 +69,25 @@ def ahead_confidence(ahead: Intervals, behind: Intervals) -> float:
     """How sure a claim that `ahead` went ahead of `behind` is: from 0.6, more the larger the share that agrees."""
     n_ahead, n_behind = count(ahead), count(behind)
     return round(0.6 + 0.2 * n_behind / (n_behind + n_ahead), 3)
+
+
+def settled(n_major: int, n_odd: int, unseen: int | None) -> bool:
+    """Whether `n_major` ranks that agree outnumber `n_odd` that differ even if every `unseen` rank (not seen at that
+    place; None: not known) sided with the odd ones: a count nobody could tip."""
+    return unseen is not None and n_major > n_odd + unseen
+
+
+def mismatch_confidence(n_major: int, n_odd: int, unseen: int | None) -> float:
+    """How sure naming `n_odd` ranks that called something else than the `n_major` that agree is: settled (from 0.6,
+    more the larger the majority's share) only where the `unseen` ranks (not seen at that position; None: not known)
+    could not tip the count even if all sided with the odd ones; else a lead (0.45). A tie is never settled."""
+    if not settled(n_major, n_odd, unseen):
+        return 0.45
+    return round(0.6 + 0.35 * n_major / (n_major + n_odd), 3)
+
+
+def strict_minority(n: int, size: int) -> bool:
+    """Whether `n` ranks (at least one) are fewer than the rest of the `size` ranks a report saw: the reports that name
+    the ranks behind (PyTorch's desync report's lagging ranks, the Flight Recorder analyzer's missing ones) are
+    believed only then; where most lag, the few ahead may be the odd ones (pytorch/pytorch#152623)."""
+    return 0 < n and 2 * n < size

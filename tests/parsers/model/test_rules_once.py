@@ -17,7 +17,8 @@ from parsers.judges.stacks import class_rows, compare_stacks
 from parsers.model import states
 from parsers.model.events import ProcessState
 from parsers.model.looks import Look
-from parsers.model.majority import ahead_confidence, bars, minorities, minority_ahead, tallest
+from parsers.model.majority import (ahead_confidence, bars, minorities, minority_ahead, mismatch_confidence,
+                                    strict_minority, tallest)
 from parsers.model.ranksets import of_ranks, ranks_of
 from parsers.model.summaries import ClassSummary, RankSummary, StackClass, gathered
 from parsers.scale.classes import judge_classes
@@ -70,6 +71,13 @@ RULES = {
     # the stacks judge's classes in `compare_stacks`, the recorder judge's entered op), and how sure that claim is
     "minority_ahead": "parsers/model/majority.py",
     "ahead_confidence": "parsers/model/majority.py",
+    # how sure naming a call mismatch's minority is, and whether its count is settled (the logs judge's positions,
+    # the recorder judge's order)
+    "mismatch_confidence": "parsers/model/majority.py",
+    "settled": "parsers/model/majority.py",
+    # the ranks a report names behind are believed as a strict minority of those it saw (the logs judge's desync
+    # report and Flight Recorder analyzer's missing ranks)
+    "strict_minority": "parsers/model/majority.py",
     "bars": "parsers/model/majority.py",  # ranks read one by one as the histogram those rules read
     # the scale path's triage over classes: which ranks' raw files analysis opens
     "judge_classes": "parsers/scale/classes.py",
@@ -189,6 +197,15 @@ def _ahead_confidences(tree: ast.AST):
             yield node.lineno
 
 
+def _mismatch_confidences(tree: ast.AST):
+    """Line numbers where code writes a mismatch's confidence itself (`0.6 + 0.35 * share if settled else 0.45`:
+    a second copy beside `mismatch_confidence`, as the logs and recorder-order judges each had)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp) and isinstance(node.orelse, ast.Constant) and node.orelse.value == 0.45 \
+                and any(isinstance(c, ast.Constant) and c.value == 0.35 for c in ast.walk(node.body)):
+            yield node.lineno
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -251,6 +268,29 @@ def test_who_went_ahead_is_decided_in_its_rule_only():
     assert not copies, copies
 
 
+def test_how_sure_a_mismatch_is_is_said_in_its_rule_only():
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["mismatch_confidence"]
+              for line in _mismatch_confidences(tree)]
+    assert not copies, copies
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_a_strict_minority_one_rank_or_a_class(n):
+    """A report naming one rank of n behind is believed; naming half of them, or all, or none, is not."""
+    assert strict_minority(1, n) and strict_minority(n // 2 - 1, n)
+    assert not strict_minority(n // 2, n) and not strict_minority(n, n) and not strict_minority(0, n)
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_how_sure_a_mismatch_is_one_rank_or_a_class(n):
+    """One rank calls something else than n - 1: settled where every rank was seen, a lead while enough ranks were
+    not seen to tip it, or their number is not known; a tie is never settled."""
+    assert mismatch_confidence(n - 1, 1, 0) == {8: 0.906, 100_000: 0.95}[n]
+    assert mismatch_confidence(n // 2, n // 2, 0) == mismatch_confidence(n // 2, 1, n // 2 - 1) == 0.45
+    assert mismatch_confidence(n - 1, 1, None) == 0.45
+    assert 0.45 < mismatch_confidence(n - 3, 1, 2) <= mismatch_confidence(n - 1, 1, 0)  # 2 unseen cannot tip it
+
+
 def test_a_files_own_faults_are_picked_in_their_rule_only():
     copies = [(rel, line) for rel, tree in _modules("parsers/scale") for line in _fault_tests(tree)]
     assert not copies, copies
@@ -265,6 +305,8 @@ def test_the_scan_finds_a_copy():
     assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
     assert list(_ahead_confidences(ast.parse('c = round(0.6 + 0.2 * len(before) / len(stated), 3)\n'))) == [1]
     assert not list(_ahead_confidences(ast.parse('c = 0.6 + 0.3 * share\n')))
+    assert list(_mismatch_confidences(ast.parse('c = round(0.6 + 0.35 * s, 3) if ok else 0.45\n'))) == [1]
+    assert not list(_mismatch_confidences(ast.parse('c = 0.6 if world and seen >= world else 0.45\n')))
     assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
     assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]
     assert not list(_stack_kind_tests(ast.parse('def compare_stacks(c):\n    return c.kind == "elsewhere"\n')))
