@@ -26,6 +26,7 @@ from parsers.model.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
 from parsers.model.ranges import fold
+from parsers.model.majority import ahead_confidence, bars, minority_ahead
 from parsers.model.ranksets import of_ranks, ranks_of
 from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.recorder_order import order_mismatch
@@ -262,12 +263,13 @@ def _went_ahead(comm: str, op: str | None, ranks: dict[int, RankInStall]) -> lis
     stated = [rp for rp in ranks.values() if rp.has_state]
     inside = [rp for rp in stated if rp.entered and not rp.complete]
     before = [rp for rp in stated if not rp.entered]
-    if (op is None or len(stated) != len(ranks) or not inside or len(before) < 2 or len(inside) >= len(before)
-            or len(inside) + len(before) != len(stated) or any(rp.frozen or rp.waits_on for rp in before)
-            or len({rp.latest for rp in before}) != 1):
+    if (op is None or len(stated) != len(ranks) or len(inside) + len(before) != len(stated)
+            or any(rp.frozen or rp.waits_on for rp in before)
+            or not minority_ahead({op: of_ranks(rp.rank for rp in inside)},
+                                  bars((rp.latest, rp.rank) for rp in before))):
         return []
     behind = fold(rp.global_rank if rp.global_rank is not None else rp.rank for rp in before)
-    conf = round(0.6 + 0.2 * len(before) / len(stated), 3)
+    conf = ahead_confidence(of_ranks(rp.rank for rp in inside), of_ranks(rp.rank for rp in before))
     return [_suspect(rp, rp.global_rank, ReasonClass.WENT_AHEAD, conf,
                      f"went ahead: it entered {op}, which ranks {behind} did not reach (their latest: "
                      f"{before[0].latest or 'none'}): it calls what they skip, or skips what they do",

@@ -21,7 +21,7 @@ from collections import Counter
 from parsers.model import Suspect
 from parsers.model.events import normalise_op
 from parsers.model.findings import ReasonClass, cite, of_rank
-from parsers.model.majority import tallest
+from parsers.model.majority import mismatch_confidence, tallest
 from parsers.readers.recorder import CollRecord, RecorderState
 
 Signature = tuple[str, int, str]
@@ -87,8 +87,7 @@ def order_mismatch(comm: str, states: list[RecorderState]) -> list[Suspect]:
             return []  # no majority at the first difference: nobody is named
         nranks = max(st.nranks for st in states)
         unseen = max(0, nranks - len(sigs)) if nranks > 0 else None
-        settled = unseen is not None and n_major > len(odd) + unseen
-        conf = round(0.6 + 0.35 * n_major / (n_major + len(odd)), 3) if settled else 0.45
+        conf = mismatch_confidence(n_major, len(odd), unseen)
         return [_suspect(by_rank[r], comm, (pos, wait), (sigs[r], major), n_major, conf) for r in odd]
     return []
 

@@ -19,7 +19,7 @@ from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.judges.p2p import P2P_CALLS, p2p_call
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
-from parsers.model.majority import tallest
+from parsers.model.majority import ahead_confidence, minority_ahead, tallest
 from parsers.model.ranges import fold
 from parsers.model.ranksets import Intervals, count, fold as fold_set, holds, joined, of_ranks, ranks_of
 from parsers.model.states import state_rule
@@ -102,9 +102,8 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     tied = tallest({i: count(iv) for i, (_, iv) in enumerate(waits)})  # of a tie, the class of the lowest rank
     common = waits[min(tied, key=lambda i: waits[i][1][0][0])][0]
     running = joined([p for _, iv in runs for p in iv])
-    n_wait, n_run = seen - count(running), count(running)
-    if ((common.op or "").lower() not in P2P_CALLS and n_run >= 2 and n_wait < n_run and not unknown
-            and len(runs) == 1 and len(waits) == 1):
+    if ((common.op or "").lower() not in P2P_CALLS and not unknown
+            and minority_ahead(dict(enumerate(iv for _, iv in waits)), dict(enumerate(iv for _, iv in runs)))):
         return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [])
     other = [(v, iv) for v, iv in waits if v.op != common.op and not (_in_setup(v.op) and _in_setup(common.op))]
     mismatched = joined([p for v, iv in other if not {(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS
@@ -129,7 +128,6 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], compared: Compare
         return []
     behind = list(ranks_of(cmp.behind))
     where = activities[behind[0]].where
-    share = count(cmp.behind) / (count(cmp.behind) + count(cmp.ahead))
     out = []
     for r in (r for r in ev.ranks if holds(r.rank, cmp.ahead)):
         rec = r.record
@@ -138,7 +136,7 @@ def _went_ahead(ev: Evidence, activities: dict[int, Activity], compared: Compare
         out.append(Suspect(rank=rec.rank, host=rec.host, pid=rec.pid, reason_class=ReasonClass.WENT_AHEAD,
                            reason=f"went ahead: it waits in {common.op}, which ranks {fold(behind)} did not reach "
                                   f"(they all run at {where}): it calls what they skip, or skips what they do",
-                           confidence=round(0.6 + 0.2 * share, 3), evidence=[ahead]))
+                           confidence=ahead_confidence(cmp.ahead, cmp.behind), evidence=[ahead]))
     return out
 
 

@@ -21,7 +21,9 @@ from parsers.judges.logs import names
 from parsers.judges.logs.identity import Identities
 from parsers.judges.logs.tables import Tables, members_of
 from parsers.model.findings import ReasonClass, cite, of_rank
+from parsers.model.majority import ahead_confidence, bars, minority_ahead
 from parsers.model.ranges import fold
+from parsers.model.ranksets import of_ranks
 
 #: a comparison of more ranks than this is not checked edge by edge (the graph keeps 16 peers per waiter)
 MAX_CHECKED = 16
@@ -47,12 +49,12 @@ def went_ahead(t: Tables, g: nx.DiGraph, ids: Identities,
     out = []
     for comm, per_rank in t.progress.items():
         known = {r: p.enqueued for r, p in per_rank.items() if p.enqueued is not None and p.enqueued >= 0}
-        if len(known) < 3 or not members_of(comm, ids) <= set(known):
+        if not known or not members_of(comm, ids) <= set(known):
             continue  # a member with no position at all: absence, not an odd position, is the question
         top = max(known.values())
         ahead = sorted(r for r, v in known.items() if v == top)
         behind = sorted(r for r, v in known.items() if v != top)
-        if len(behind) < 2 or len(ahead) >= len(behind) or len({known[r] for r in behind}) != 1:
+        if not minority_ahead({top: of_ranks(ahead)}, bars((known[r], r) for r in behind)):
             continue
         checked = behind[:MAX_CHECKED]
         if not all(g.has_edge(a, b) for a in ahead[:MAX_CHECKED] for b in checked):
@@ -70,7 +72,6 @@ def offer(found: list[Ahead], ids: Identities, get) -> set[int]:
     """Offer each rank that went ahead as a suspect; return the majority's ranks (their roots are no claim)."""
     majority: set[int] = set()
     for a in found:
-        share = len(a.behind) / (len(a.behind) + len(a.ranks))
         where = names.position(a.comm, a.at, ids)
         called = f"called {a.op} at {where}" if a.op else f"reached {where}"
         for r in a.ranks:
@@ -78,7 +79,7 @@ def offer(found: list[Ahead], ids: Identities, get) -> set[int]:
                          of_rank(r, f"went ahead: it {called}, which ranks {fold(a.behind)} did not reach (they all "
                                  f"stopped at {names.reached(a.comm, a.level)}): it calls what they skip, or skips "
                                  "what they do"),
-                         round(0.6 + 0.2 * share, 3),
+                         ahead_confidence(of_ranks(a.ranks), of_ranks(a.behind)),
                          [cite(f"{where}: rank {r} is there, ranks {fold(a.behind)} all stopped at "
                                f"{names.reached(a.comm, a.level)} and wait on no one", tool=a.source or "logs")])
         majority |= set(a.behind)

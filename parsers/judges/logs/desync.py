@@ -21,6 +21,7 @@ from typing import Iterable, cast
 
 from parsers.model.events import DesyncReport, ErrorEvent, ErrorKind
 from parsers.model.findings import ReasonClass, of_rank
+from parsers.model.majority import strict_minority
 from parsers.model.ranges import fold
 
 LAGGING = ErrorKind.DESYNC_LAGGING
@@ -52,7 +53,7 @@ def offer_suspects(errors: Iterable[tuple[int | None, ErrorEvent]], world: int |
         ranks = sorted(set(report.lagging or ()))
         others = seen.get(_reporter(e), set())
         size = max(len(others | set(ranks)), world or 0)
-        if not ranks or 2 * len(ranks) >= size:
+        if not strict_minority(len(ranks), size):
             continue
         n = report.collective
         said = _SAID.get(report.state or "", "lags").format(n=n, m=(n or 0) + 1)

@@ -29,6 +29,7 @@ from typing import Callable, Iterable, cast
 
 from parsers.model.events import ErrorEvent, ErrorKind, FrCulprit, FrFinding
 from parsers.model.findings import FrReportFact, ReasonClass, of_rank
+from parsers.model.majority import strict_minority
 from parsers.model.ranges import fold
 
 KIND = ErrorKind.FR_ANALYSIS
@@ -99,9 +100,7 @@ def _named_missing(e: ErrorEvent) -> tuple[list[int], float, int] | None:
 def _missing_confidence(n_missing: int, size: int | None) -> float | None:
     """How far `n_missing` ranks missing from a group of `size` support naming them: a strict minority,
     or the lone missing rank of a pair; None otherwise (a majority says as much of those that ran ahead)."""
-    if not size or not 0 < n_missing < size:
-        return None
-    if n_missing * 2 < size:
+    if strict_minority(n_missing, size or 0):
         return ReasonClass.FR_MISSING.default_confidence
     return PAIR_CONFIDENCE if (n_missing, size) == (1, 2) else None
 

@@ -23,6 +23,7 @@ from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import WARNING_KINDS, CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
+from parsers.model.majority import mismatch_confidence, settled
 from parsers.model.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
@@ -106,17 +107,16 @@ def _mismatch(t: Tables, get, roots: Sequence[int | str] = (), ids: Identities |
     for m in t.mismatches:
         if m["tie"] and m["n"] > 1:
             continue
-        share = m["n_majority"] / max(1, m["n_majority"] + m["n"])
         unseen = _unseen(t, ids, m["comm"], m["seq"])
-        settled = unseen is not None and m["n_majority"] > m["n"] + unseen
+        counted = settled(m["n_majority"], m["n"], unseen)
         for r in m["ranks"]:
-            conf = 0.6 + 0.35 * share if not m["tie"] and settled else 0.45
+            conf = mismatch_confidence(m["n_majority"], m["n"], unseen)
             acc = get(r)
             if r in root_set and not m["tie"]:
                 conf = max(conf, acc.confidence)
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
             where = names.position(m["comm"], m["seq"], ids)
-            open_count = "" if settled or m["tie"] else (
+            open_count = "" if counted or m["tie"] else (
                 f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
                 "position could still tip the count")
             acc.offer(ReasonClass.MISMATCH, of_rank(r, f"called {m['called']} at {where} where "

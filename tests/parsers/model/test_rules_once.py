@@ -17,7 +17,8 @@ from parsers.judges.stacks import class_rows, compare_stacks
 from parsers.model import states
 from parsers.model.events import ProcessState
 from parsers.model.looks import Look
-from parsers.model.majority import minorities, tallest
+from parsers.model.majority import (ahead_confidence, bars, minorities, minority_ahead, mismatch_confidence,
+                                    strict_minority, tallest)
 from parsers.model.ranksets import of_ranks, ranks_of
 from parsers.model.summaries import ClassSummary, RankSummary, StackClass, gathered
 from parsers.scale.classes import judge_classes
@@ -72,6 +73,18 @@ RULES = {
     # order; the majority's wait in the stack-class rule)
     "tallest": "parsers/model/majority.py",
     "minorities": "parsers/model/majority.py",  # a bar shorter than its histogram's tallest
+    # the odd one out that went ahead: the few at one place past the many at one other (the logs judge's positions,
+    # the stacks judge's classes in `compare_stacks`, the recorder judge's entered op), and how sure that claim is
+    "minority_ahead": "parsers/model/majority.py",
+    "ahead_confidence": "parsers/model/majority.py",
+    # how sure naming a call mismatch's minority is, and whether its count is settled (the logs judge's positions,
+    # the recorder judge's order)
+    "mismatch_confidence": "parsers/model/majority.py",
+    "settled": "parsers/model/majority.py",
+    # the ranks a report names behind are believed as a strict minority of those it saw (the logs judge's desync
+    # report and Flight Recorder analyzer's missing ranks)
+    "strict_minority": "parsers/model/majority.py",
+    "bars": "parsers/model/majority.py",  # ranks read one by one as the histogram those rules read
     # the scale path's triage over classes: which ranks' raw files analysis opens
     "judge_classes": "parsers/scale/classes.py",
     "_recorder_sinks": "parsers/scale/classes.py",  # waited on and waiting on none; silent members
@@ -190,6 +203,25 @@ def _exit_reads(tree: ast.AST):
             yield getattr(node, "lineno", None) or node.iter.lineno
 
 
+def _ahead_confidences(tree: ast.AST):
+    """Line numbers where code writes the went-ahead claim's confidence itself (`0.6 + 0.2 * share`: the end of a
+    second went-ahead rule beside `minority_ahead`, found in the logs, stacks and recorder judges before)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+                and node.left.value == 0.6 and any(isinstance(c, ast.Constant) and c.value == 0.2
+                                                   for c in ast.walk(node.right)):
+            yield node.lineno
+
+
+def _mismatch_confidences(tree: ast.AST):
+    """Line numbers where code writes a mismatch's confidence itself (`0.6 + 0.35 * share if settled else 0.45`:
+    a second copy beside `mismatch_confidence`, as the logs and recorder-order judges each had)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp) and isinstance(node.orelse, ast.Constant) and node.orelse.value == 0.45 \
+                and any(isinstance(c, ast.Constant) and c.value == 0.35 for c in ast.walk(node.body)):
+            yield node.lineno
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -244,6 +276,37 @@ def test_where_most_stand_is_picked_in_its_rule_only():
     assert not copies, copies
 
 
+def test_who_went_ahead_is_decided_in_its_rule_only():
+    """The logs, stacks and recorder judges ask `minority_ahead` and `ahead_confidence`; none writes the claim's
+    confidence itself."""
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["minority_ahead"]
+              for line in _ahead_confidences(tree)]
+    assert not copies, copies
+
+
+def test_how_sure_a_mismatch_is_is_said_in_its_rule_only():
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["mismatch_confidence"]
+              for line in _mismatch_confidences(tree)]
+    assert not copies, copies
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_a_strict_minority_one_rank_or_a_class(n):
+    """A report naming one rank of n behind is believed; naming half of them, or all, or none, is not."""
+    assert strict_minority(1, n) and strict_minority(n // 2 - 1, n)
+    assert not strict_minority(n // 2, n) and not strict_minority(n, n) and not strict_minority(0, n)
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_how_sure_a_mismatch_is_one_rank_or_a_class(n):
+    """One rank calls something else than n - 1: settled where every rank was seen, a lead while enough ranks were
+    not seen to tip it, or their number is not known; a tie is never settled."""
+    assert mismatch_confidence(n - 1, 1, 0) == {8: 0.906, 100_000: 0.95}[n]
+    assert mismatch_confidence(n // 2, n // 2, 0) == mismatch_confidence(n // 2, 1, n // 2 - 1) == 0.45
+    assert mismatch_confidence(n - 1, 1, None) == 0.45
+    assert 0.45 < mismatch_confidence(n - 3, 1, 2) <= mismatch_confidence(n - 1, 1, 0)  # 2 unseen cannot tip it
+
+
 def test_a_files_own_faults_are_picked_in_their_rule_only():
     copies = [(rel, line) for rel, tree in _modules("parsers/scale") for line in _fault_tests(tree)]
     assert not copies, copies
@@ -267,6 +330,10 @@ def test_the_scan_finds_a_copy():
     assert list(_exit_reads(ast.parse('exits = [x for a in arts if a.parsed for x in a.parsed.exits]\n'))) == [1]
     assert not list(_exit_reads(ast.parse('out.exits = list(parsed.exits[:8])\n')))
     assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
+    assert list(_ahead_confidences(ast.parse('c = round(0.6 + 0.2 * len(before) / len(stated), 3)\n'))) == [1]
+    assert not list(_ahead_confidences(ast.parse('c = 0.6 + 0.3 * share\n')))
+    assert list(_mismatch_confidences(ast.parse('c = round(0.6 + 0.35 * s, 3) if ok else 0.45\n'))) == [1]
+    assert not list(_mismatch_confidences(ast.parse('c = 0.6 if world and seen >= world else 0.45\n')))
     assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
     assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]
     assert not list(_stack_kind_tests(ast.parse('def compare_stacks(c):\n    return c.kind == "elsewhere"\n')))
@@ -384,3 +451,24 @@ def test_ranks_without_state_are_read_only_while_one_waited_on_is_silent():
         return gathered(rows)
     assert list(ranks_of(judge_classes(summary(True)).ranks)) == [9]
     assert list(ranks_of(judge_classes(summary(False)).ranks)) == [0]
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_who_went_ahead_one_rank_each_or_a_class(n):
+    """One rank past every other rank, all at one position: the rank went ahead, whether the ranks come one by one
+    (the logs and recorder judges) or as one class of n - 1 (a merged digest); the scale path reads that rank
+    (`minorities`) and no one of the many. A tie, a split majority or a majority of one is no odd one out."""
+    one_by_one = bars([*((10, r) for r in range(n - 1)), (11, n - 1)])
+    assert one_by_one == {10: [[0, n - 2]], 11: [[n - 1, n - 1]]}
+    as_class = {10: [[0, n - 2]]}
+    assert minority_ahead({11: one_by_one[11]}, {10: one_by_one[10]}) and minority_ahead({11: [[n - 1, n - 1]]},
+                                                                                       as_class)
+    assert ahead_confidence([[n - 1, n - 1]], as_class[10]) == {8: 0.775, 100_000: 0.8}[n]  # more agree, surer
+    merged = ClassSummary(comms={"0xabc": {"allreduce@10": [[0, n - 2]], "allreduce@11": [[n - 1, n - 1]]}})
+    assert minorities(merged.comms["0xabc"]) == [[n - 1, n - 1]]
+    assert list(ranks_of(judge_classes(merged).ranks)) == [n - 1]
+    half = n // 2
+    assert not minority_ahead({11: [[0, half - 1]]}, {10: [[half, n - 1]]})  # a tie: nobody is the few
+    assert not minority_ahead({11: [[0, 0]]}, {9: [[1, 3]], 10: [[4, n - 1]]})  # the many disagree
+    assert not minority_ahead({11: [[0, 0]]}, {10: [[1, 1]]})  # one against one
+    assert not minority_ahead({11: [[0, 0]], 12: [[1, 1]]}, {10: [[2, n - 1]]})  # the few at two places
