@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
-from parsers.scale.named_faults import Claims, Named, named
+from parsers.scale.named_faults import Claims, NamedProcess, named
 from parsers.model.ranksets import holds, joined
 from parsers.model.summaries import comm_waits
 from parsers.model.waits import wait_ends
@@ -337,7 +337,7 @@ def _named_by_job_files(job_arts: list, man: Any) -> Iterable[tuple[Any, str]]:
                 yield host, _named_why(n, pid, art.rel)
 
 
-def _named_why(n: Named, pid: int | None, rel: str) -> str:
+def _named_why(n: NamedProcess, pid: int | None, rel: str) -> str:
     if n.rank is not None:
         return f"rank {n.rank} is named by {rel}"
     return f"process {pid or n.pid} is named by {rel}"

@@ -23,7 +23,7 @@ MAX_SAME_PID = 8
 
 
 @dataclass(frozen=True)
-class Named:
+class NamedProcess:
     """A process a file names: by its rank, its host and pid, or only some of these."""
 
     rank: int | None
@@ -32,7 +32,7 @@ class Named:
     what: str  #: 'exit' (a launcher record), 'exception', 'error', or 'file' (the faulty file's own process)
 
 
-def named(art: Any) -> Iterator[Named]:
+def named(art: Any) -> Iterator[NamedProcess]:
     """What one file (an `Artifact`: its `Parsed` and the hints it was filed under) names: each launcher exit,
     each exception (by the rank the exceptions judge gives it: `exception_rank`), each error of a process's own
     (`own_faults`: by its origin), and, where it holds such a fault, the process the file belongs to (a child's
@@ -46,24 +46,25 @@ def named(art: Any) -> Iterator[Named]:
     for flag, x in own_faults(parsed):
         faulty = True
         if flag == "exception":
-            yield Named(exception_rank(x, art), None, None, flag)
+            yield NamedProcess(exception_rank(x, art), None, None, flag)
         else:
             o = x.origin
-            yield Named(_int(o.rank), o.host, _int(o.pid), flag)
+            yield NamedProcess(_int(o.rank), o.host, _int(o.pid), flag)
     hints = art.hints
     if faulty and (hints.pid is not None or art.rank is not None):
         pid = hints.parent_pid if hints.parent_pid is not None else hints.pid
-        yield Named(art.rank, hints.host, pid, "file")
+        yield NamedProcess(art.rank, hints.host, pid, "file")
 
 
-def exits_named(exits: Iterable[Any]) -> Iterator[tuple[Named, Any]]:
+def exits_named(exits: Iterable[Any]) -> Iterator[tuple[NamedProcess, Any]]:
     """Each launcher exit (`parsers.readers.launcher.RankExit`) with the process it names: its rank, host and pid."""
     for x in exits:
-        yield Named(_int(getattr(x, "rank", None)), getattr(x, "host", None), _int(getattr(x, "pid", None)), "exit"), x
+        rank, pid = _int(getattr(x, "rank", None)), _int(getattr(x, "pid", None))
+        yield NamedProcess(rank, getattr(x, "host", None), pid, "exit"), x
 
 
 class Claims:
-    """The manifest's processes, by the rank each claims and by pid: where a `Named` process is."""
+    """The manifest's processes, by the rank each claims and by pid: where a `NamedProcess` process is."""
 
     def __init__(self, records: Iterable[Any]):
         self.by_rank: dict[int, list[tuple[str, int]]] = {}
@@ -76,7 +77,7 @@ class Claims:
                 self.by_rank.setdefault(r.rank, []).append(key)
             self.by_pid.setdefault(r.pid, []).append(key)
 
-    def processes(self, n: Named) -> list[tuple[str, int | None]]:
+    def processes(self, n: NamedProcess) -> list[tuple[str, int | None]]:
         """(host, pid) of each process `n` names: every process that claims its rank, and the process at its host
         and pid (pid None where the manifest has no such process: its host is still named); by its pid alone
         (at most MAX_SAME_PID) only where it says neither a claimed rank nor a host."""

@@ -13,7 +13,7 @@ from parsers.judges.exceptions import exception_rank
 from parsers.model.manifest import RankRecord
 from parsers.scale import focus as digest_focus
 from parsers.scale.digest import summaries_of
-from parsers.scale.named_faults import MAX_SAME_PID, Claims, Named, named
+from parsers.scale.named_faults import MAX_SAME_PID, Claims, NamedProcess, named
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import KB, _verdict_key
 from tests.parsers.scale.test_focus import _one_host_per_rank
@@ -45,7 +45,7 @@ def test_a_faulty_file_names_its_own_process_a_childs_its_ranks(tmp_path):
                    "    main()\nRuntimeError: CUDA out of memory\n")
     child = Hints(host="h", pid=9, parent_pid=7)
     said = list(named(_read(log, child)))
-    assert said[0].what == "exception" and said[-1] == Named(None, "h", 7, "file")
+    assert said[0].what == "exception" and said[-1] == NamedProcess(None, "h", 7, "file")
 
 
 def test_where_a_named_process_is():
@@ -54,12 +54,13 @@ def test_where_a_named_process_is():
     recs = [RankRecord(host=f"h{i}", pid=100, dir="", rank=i) for i in range(12)]
     recs.append(RankRecord(host="h0", pid=555, dir="", rank=3))
     claims = Claims(recs)
-    assert claims.processes(Named(3, None, None, "exception")) == [("h3", 100), ("h0", 555)]
-    assert claims.processes(Named(3, "h3", 100, "exit")) == [("h3", 100), ("h0", 555)]
-    assert claims.processes(Named(99, "h5", 100, "exit")) == [("h5", 100)]  # a rank no process claims: its host
-    assert claims.processes(Named(None, "h7", 4242, "error")) == [("h7", None)]  # no such process: the host still
-    assert claims.processes(Named(None, None, 100, "error")) == [(f"h{i}", 100) for i in range(MAX_SAME_PID)]
-    assert claims.processes(Named(None, "h1", None, "error")) == []
+    assert claims.processes(NamedProcess(3, None, None, "exception")) == [("h3", 100), ("h0", 555)]
+    assert claims.processes(NamedProcess(3, "h3", 100, "exit")) == [("h3", 100), ("h0", 555)]
+    assert claims.processes(NamedProcess(99, "h5", 100, "exit")) == [("h5", 100)]  # a rank no process claims: its host
+    # no such process: the host still
+    assert claims.processes(NamedProcess(None, "h7", 4242, "error")) == [("h7", None)]
+    assert claims.processes(NamedProcess(None, None, 100, "error")) == [(f"h{i}", 100) for i in range(MAX_SAME_PID)]
+    assert claims.processes(NamedProcess(None, "h1", None, "error")) == []
 
 
 def test_digest_first_and_the_focus_read_what_a_job_level_launcher_record_names(tmp_path, monkeypatch):
