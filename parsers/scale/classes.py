@@ -12,8 +12,9 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
   rank set is odd;
 - the stack classes (what the main thread does, in which collective) as the stacks judge compares them, by its
   one rule (`parsers.judges.stacks.compare_stacks`): outside every collective while others wait, waiting in
-  another call than the majority's a minority that went ahead, and ranks
-  with no stack while most have one;
+  another call than the majority's, a minority that went ahead, and ranks with no stack while most have one;
+- every rank in a send that no rank answers (`parsers.judges.p2p.unanswered`: none in a receive, the rest in one
+  collective), so that the judge, which names every one of them, reads them all;
 - a position (last op and seq) of a communicator shorter than its tallest (`parsers.model.majority.minorities`:
   a tie of the tallest is no minority);
 - the recorder: when any rank waits on a peer, every rank with recorder state that waits on none (the ends of
