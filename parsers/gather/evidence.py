@@ -22,6 +22,7 @@ from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState, pla
 from parsers.model.manifest import CollectorNote, Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
+from parsers.model.summaries import StackClass
 from parsers.gather.quiet_gc import pause_gc
 from parsers.readers.pyspy import PySpyFormatError
 from parsers.readers.recorder import RecorderFormatError
@@ -343,7 +344,7 @@ class Evidence:
     step_series: dict = field(default_factory=dict)
     #: the source's ranks judged elsewhere (parsers.gather.source.Source.elsewhere) and their stack classes
     elsewhere: frozenset[int] = frozenset()
-    elsewhere_classes: tuple = ()
+    elsewhere_classes: tuple[StackClass, ...] = ()
 
     def of_kind(self, *kinds: str) -> list[Artifact]:
         return [a for a in self.artifacts if a.kind in kinds]

@@ -23,6 +23,7 @@ from parsers.input import safeio
 from parsers.input.archive import looks_like_tar, remove_temp, temp_folder
 from parsers.input.errors import InputError
 from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
+from parsers.model.summaries import StackClass
 from parsers.input import archive as safe_archive
 from parsers.gather.registry import collector_name  # a collector's earlier name in an older bundle: its name now
 
@@ -77,7 +78,7 @@ class Source:
     elsewhere: frozenset[int] = frozenset()
     #: what the main threads of those ranks do: their digests' stack classes (parsers.model.summaries.StackClass),
     #: for the rules that need every rank's activity (parsers/judges/p2p.py: unanswered sends)
-    elsewhere_classes: tuple = ()
+    elsewhere_classes: tuple[StackClass, ...] = ()
     #: False: a bundle opened without its file list (`open_source(..., list_files=False)`): `list_files()` makes
     #: it; parsers.scale.focus lists only the files of the hosts it reads (600,000 paths cost 3-4 s at 100k ranks)
     listed: bool = True

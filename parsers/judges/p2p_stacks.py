@@ -26,14 +26,9 @@ import networkx as nx
 
 from parsers.model.findings import ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
-from parsers.model.stacks import P2P_PEER_ARG, ThreadStack
+from parsers.model.stacks import P2P_ALL_FRAMES, P2P_PEER_ARG, P2P_PY_FRAMES, ThreadStack
 
 DEFAULT_GROUP = "pg:0"
-#: Python frames of a main stack looked at for the call (innermost first: it sits under a logger's wrapper); native
-#: frames are not counted: a send still connecting to its peer sits under 25 of NCCL's and torch's
-MAX_FRAMES = 16
-#: frames walked at most to find them
-MAX_WALK = 512
 #: ranks weighed at most (each rank holds one op; a cycle search over more would cost more than it tells)
 MAX_RANKS = 65536
 
@@ -67,7 +62,7 @@ def blocking_call(stack: ThreadStack | None) -> tuple[str, int] | None:
     from its host's digest are one op by one rule."""
     if stack is None:
         return None
-    python = [f for f in stack.frames[:MAX_WALK] if not f.native][:MAX_FRAMES]
+    python = [f for f in stack.frames[:P2P_ALL_FRAMES] if not f.native][:P2P_PY_FRAMES]
     return next((f.p2p for f in python if f.p2p is not None), None)
 
 

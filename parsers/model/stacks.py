@@ -14,6 +14,12 @@ from parsers.model.events import Origin
 #: torch.distributed's blocking point-to-point calls -> the argument that names the peer, a global rank (the
 #: group_dst/group_src forms name a rank of the group passed, no global rank)
 P2P_PEER_ARG = {"send": "dst", "recv": "src"}
+#: the window a point-to-point call is looked for in, the same for py-spy's raw frames (the collector's --locals
+#: run, parsers/readers/pyspy.py) and the model's (parsers/judges/p2p_stacks.py): the innermost P2P_PY_FRAMES
+#: Python frames (it sits under a logger's wrapper) among at most P2P_ALL_FRAMES. Native frames are not counted:
+#: a send still connecting to its peer sits under 25 of NCCL's and torch's
+P2P_PY_FRAMES = 16
+P2P_ALL_FRAMES = 512
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from parsers.input import bounded_json
 from parsers.model import Frame, ThreadStack
+from parsers.model.stacks import P2P_ALL_FRAMES, P2P_PY_FRAMES
 from parsers.input.errors import FileFormatError
 
 
@@ -123,10 +124,6 @@ P2P_ARG_NAMES = ("dst", "src", "group_dst", "group_src", "tag", "peer")
 MAX_ARG = 1 << 20
 #: most locals of one frame looked at (py-spy lists a frame's locals; a hostile file could list millions)
 MAX_LOCALS = 64
-#: Python frames of a thread looked at for a point-to-point call, innermost first (it sits under a logger's wrapper)
-P2P_PY_FRAMES = 16
-#: frames walked at most to find them (native ones included)
-P2P_ALL_FRAMES = 512
 
 
 def is_p2p_frame(raw: dict) -> bool:
