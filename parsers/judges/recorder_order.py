@@ -93,10 +93,10 @@ def _suspect(st: RecorderState, comm: str, at: tuple[int, int], side: OddSide[Si
             else "")
     later = f"; the others wait in collective #{wait}" if wait != pos else ""
     tie = "; as many ranks called that, so no call is the majority" if side.tie else ""
-    where = f"collective #{pos} of communicator {comm}"
+    where, many = f"collective #{pos} of communicator {comm}", f"{n_major} rank{'' if n_major == 1 else 's'}"
     return Suspect(rank=rank, host=st.hostid or st.host, pid=st.pid, reason_class=ReasonClass.MISMATCH,
-                   reason=of_rank(rank, f"called {label(called)} at {where} where {n_major} ranks called "
+                   reason=of_rank(rank, f"called {label(called)} at {where} where {many} called "
                                         f"{label(major)}{tie}{later}{done}"),
                    confidence=side.confidence,
-                   evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {n_major} ranks "
+                   evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {many} "
                                   f"{label(major)}", tool="recorder")])

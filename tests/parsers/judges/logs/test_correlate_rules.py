@@ -177,3 +177,22 @@ def test_caller_comm_table_maps_edges_of_an_unlogged_comm():
     edges = [WaitEdge("0xbeef", 0, 1, "recorder"), WaitEdge("0xbeef", 1, 0, "recorder")]
     a = correlate(arts, extra_edges=edges, comm_ranks={"0xbeef": {0: 2, 1: 3}})
     assert set(a.graph.edges) == {(2, 3), (3, 2)}
+
+
+def test_a_tie_of_two_against_two_lists_every_side_as_a_lead_and_names_nobody():
+    """Ranks 0-1 call AllReduce and ranks 2-3 AllGather at opCount 10 (the real NCCL line format, read by the real
+    reader): no side is the majority, so each of the four ranks is a lead below the naming bar (the one rule,
+    `odd_sides`, the recorder judge also asks), and no culprit is named. Before, a tie of sides of more than one rank
+    was dropped, and the lead with it."""
+    arts = Evidence()
+    for r in range(4):
+        parsed = nccl_log.parse_lines(rank_lines(r, 4, 11, op_name="AllGather" if r >= 2 else "AllReduce"),
+                                      f"synthetic/rank{r}.log")
+        _apply_hints(parsed, {})
+        arts.artifacts.append(Artifact(Path(f"synthetic/rank{r}.log"), "nccl-log", {}, parsed))
+    a = correlate(arts)
+    assert a.culprit is None
+    sides = sorted((s.rank, s.confidence) for s in a.suspects if s.reason_class == "mismatch")
+    assert sides == [(0, 0.45), (1, 0.45), (2, 0.45), (3, 0.45)]
+    assert {(m["called"].split("(")[0], m["majority_called"].split("(")[0], m["tie"])
+            for m in a.sections["mismatches"]} == {("allgather", "allreduce", True), ("allreduce", "allgather", True)}
