@@ -226,6 +226,11 @@ def _mismatch_confidences(tree: ast.AST):
             yield node.lineno
 
 
+def _calls_tallest(node: ast.AST) -> bool:
+    """A call of `tallest(...)`: the reference side taken by hand when its [0] is read."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "tallest"
+
+
 def _side_picks(tree: ast.AST):
     """Line numbers where code decides a call mismatch's sides itself: asks how sure one is (`mismatch_confidence`,
     `settled`: only `odd_sides` asks, the judges read its answer), or takes the first of the tallest sides as the
@@ -239,12 +244,11 @@ def _side_picks(tree: ast.AST):
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
-        calls = lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tallest"
-        held = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and calls(n.value)
+        held = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and _calls_tallest(n.value)
                 for t in n.targets if isinstance(t, ast.Name)}
         for n in ast.walk(fn):
             if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == 0 \
-                    and (calls(n.value) or isinstance(n.value, ast.Name) and n.value.id in held):
+                    and (_calls_tallest(n.value) or isinstance(n.value, ast.Name) and n.value.id in held):
                 lines.add(n.lineno)
     yield from sorted(lines)
 
