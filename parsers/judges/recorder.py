@@ -221,6 +221,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             rp.last_progress_ns = max(o.last_progress_ns for o in ops)
             local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
             rp.local_wait = local[0] if local else None
+    same = identity_mapped(states)
     for e in edges:  # a waiter or peer past a changed header's nranks is still a rank of the edge, never a KeyError
         peer = e.peer
         if peer is None:  # never from a recorder op, whose peer is always a rank
@@ -232,6 +233,9 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             ranks[e.waiter].waits_on.append(peer)
         if e.waiter not in ranks[peer].waited_on_by:
             ranks[peer].waited_on_by.append(e.waiter)
+    for rp in ranks.values():  # no RANK of its own: its comm rank is its job rank only where no state says otherwise
+        if rp.global_rank is None and same:
+            rp.global_rank = rp.rank
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     when = ((moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref
             else ("", ""))
@@ -303,7 +307,7 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
                          else [])
         if rp.has_state and rp.heartbeat_age_s is not None:
             ev.append(cite(beat.format(rp.heartbeat_age_s), tool="recorder"))
-        who = rp.global_rank if rp.global_rank is not None else None
+        who = rp.global_rank
         if rp.has_state and rp.frozen and rp.entered and not rp.complete:
             found.append(_suspect(rp, who, ReasonClass.FROZEN_IN_OP, 0.95,
                                   f"entered {op} and stopped progressing: its process no longer runs "
@@ -319,9 +323,11 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
             # No proxy detail (LD_PRELOAD shim, or no network ops): op counts are the evidence.
             found.append(_suspect(rp, who, ReasonClass.OUTSIDE, 0.8,
                                   f"never entered {op} (latest: {rp.latest}) while other ranks did", ev))
-        elif rp.rank in silent:
-            found.append(_suspect(rp, who, ReasonClass.NO_RECORDER_STATE, 0.7,
-                                  f"no recorder state, and comm ranks {fold(waiters)} wait on it in {where}", ev))
+        elif rp.rank in silent:  # whose job rank it is, no state says in a subgroup: a lead then, not a name
+            unknown = "" if who is not None else " (its job rank unknown: no state maps this communicator's ranks)"
+            found.append(_suspect(rp, who, ReasonClass.NO_RECORDER_STATE, 0.7 if who is not None else 0.4,
+                                  f"no recorder state{unknown}, and comm ranks {fold(waiters)} wait on it in {where}",
+                                  ev))
         elif (rp.has_state and rp.entered and not rp.complete and waiters and rp.kernel_started == 0
               and any((o.kernel_started or 0) > 0 for o in ranks.values() if o is not rp)):
             # Enqueued on the host, never started on the GPU, while the peers' kernels run: the stream
@@ -351,11 +357,21 @@ def _suspects(comm: str, op: str | None, ranks: dict[int, RankInStall], ref: int
     return found
 
 
+def identity_mapped(states: list[RecorderState]) -> bool:
+    """Whether this communicator's comm ranks may stand for the job's ranks: no state that knows its process's RANK
+    has it differ from its comm rank. Why: a rank that left no state (or no RANK) has only its comm rank; in a
+    subgroup (ranks 4-7 of 8: comm rank 0 is job rank 4) reading that as the job rank names a healthy rank of another
+    group (device seed 43, subgroup: job rank 0, which had finished, was named for the stalled rank 4)."""
+    return all(st.env_rank == st.rank for st in states if st.env_rank is not None and st.rank >= 0)
+
+
 def _suspect(rp: RankInStall, global_rank: int | None, kind: ReasonClass, conf: float, reason: str,
              ev: list[str]) -> Suspect:
+    """A recorder finding of one comm rank; its job rank is `global_rank` (its own state's RANK, or its comm rank
+    where the communicator maps comm ranks to themselves), else unknown: named by comm rank in the words only."""
     label = f"comm rank {rp.rank}" + (f" (global rank {global_rank})" if global_rank is not None else "")
     return Suspect(
-        rank=global_rank if global_rank is not None else rp.rank,
+        rank=global_rank,
         host=rp.host,
         pid=rp.pid,
         reason_class=kind,

@@ -70,12 +70,22 @@ def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
     return (a, b, False) if a.confidence > b.confidence else (b, a, False)
 
 
+def _identity(s: Suspect) -> tuple:
+    """Which process a suspect is about: its rank, else its host and pid; with none of them it is about no known
+    process, and two such findings (a recorder's comm rank of a subgroup, a group's unnamed member) are not one."""
+    if s.rank is not None:
+        return (s.rank,)
+    if s.host is not None or s.pid is not None:
+        return (s.host, None, s.pid)
+    return ("unknown", id(s))
+
+
 def merge_suspects(*lists: Iterable[Suspect]) -> list[Suspect]:
     """One suspect per rank, most likely first: the other finding is a consequence of the headline (which keeps
     its own confidence) or agrees with it (the higher confidence of the two is kept); typed, never text."""
     best: dict[tuple, Suspect] = {}
     for s in (s for lst in lists for s in lst):
-        key = (s.host, s.rank, s.pid) if s.rank is None else (s.rank,)
+        key = _identity(s)
         if key not in best:
             best[key] = s
             continue

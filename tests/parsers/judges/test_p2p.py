@@ -145,7 +145,8 @@ def case(name: str, form: str):
     return analyze(I39 / name / f"{form}.tar.gz", KB).verdict, json.loads((I39 / name / "truth.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["wrongpeer-seed39", "wrongpeer-seed40", "wrongpeer-seed41", "wrongpeer-seed42"])
+@pytest.mark.parametrize("name", ["wrongpeer-seed39", "wrongpeer-seed40", "wrongpeer-seed41", "wrongpeer-seed42",
+                                  "wrongpeer-seed43"])
 @pytest.mark.parametrize("form", FORMS)
 def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
     v, truth = case(name, form)
@@ -159,7 +160,7 @@ def test_wrong_peer_receive_is_named_as_such_live_and_post_mortem(name, form):
         assert f"recv from {culprit - 2}, which never sends to it" in v.culprit.reason
 
 
-@pytest.mark.parametrize("name", ["wrongpeersend-seed41", "wrongpeersend-seed42"])
+@pytest.mark.parametrize("name", ["wrongpeersend-seed41", "wrongpeersend-seed42", "wrongpeersend-seed43"])
 @pytest.mark.parametrize("form", FORMS)
 def test_wrong_peer_send_is_named_as_such_live_and_post_mortem(name, form):
     """Stage 1 of 4 sends to 3, not 2 (device, seed 41; seed 42: stage 2 of 6 sends to 4). Live, NCCL never records
@@ -176,7 +177,7 @@ def test_wrong_peer_send_is_named_as_such_live_and_post_mortem(name, form):
     assert f"rank {culprit + 1}" in v.culprit.reason  # the receiver left waiting
 
 
-@pytest.mark.parametrize("name", ["sendsend-seed39", "sendsend-seed40", "sendsend-seed41"])
+@pytest.mark.parametrize("name", ["sendsend-seed39", "sendsend-seed40", "sendsend-seed41", "sendsend-seed43"])
 @pytest.mark.parametrize("form", FORMS)
 def test_send_send_pair_is_a_deadlock_of_both_live_and_post_mortem(name, form):
     v, truth = case(name, form)
@@ -206,7 +207,19 @@ def test_send_send_pair_still_connecting_is_named_both_live_and_said_missing_pos
     assert "no-recorder-state" in {g["kind"] for g in post.sections.get("evidence_gaps") or []}, post.text
 
 
-@pytest.mark.parametrize("name", ["pipestall-seed39", "pipestall-seed41", "pipestall-seed42"])
+@pytest.mark.parametrize("form", FORMS)
+def test_recv_recv_pair_on_nccl_is_a_deadlock_of_both_live_and_post_mortem(form):
+    """Seed 43 (8 ranks): ranks 2 and 6 each post a receive from the other before their send; the other six wait
+    in the step's all_reduce. The recorder (live) and the watchdog's dumps (logs) hold both receives at one p2p
+    sequence number of the pair: a cycle of two receives, no culprit alone, nobody else named."""
+    v, truth = case("recvrecv-seed43", form)
+    assert v.deadlock is not None and sorted(v.deadlock.members) == truth["culprit_ranks"] == [2, 6], v.text
+    assert {e.op.split()[0].lower() for e in v.deadlock.edges} == {"recv"} and v.culprit is None, v.text
+    # wording is the behaviour: the headline says the pair both receive first
+    assert "receives from the other first" in v.summary and not named(v), v.text
+
+
+@pytest.mark.parametrize("name", ["pipestall-seed39", "pipestall-seed41", "pipestall-seed42", "pipestall-seed43"])
 @pytest.mark.parametrize("form", FORMS)
 def test_pipeline_stall_is_where_the_waits_end_not_a_cycle(name, form):
     v, truth = case(name, form)

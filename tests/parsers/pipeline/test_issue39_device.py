@@ -86,30 +86,35 @@ def test_a_mismatch_heads_the_exit_it_explains(tmp_path):
     assert ReasonClass.EXITED in {c.reason_class for c in v.culprit.consequences}, v.text
 
 
-#: seed 42 (H100, 2026-12-07): each case's world size, culprit, sizes and fault step drawn anew; the culprit's class
-#: live and post-mortem. Post-mortem has no stacks: the lock's holder and the rank outside any collective are said
-#: from the logs as the rank that never logged the op the others wait in (the gap is said: no-stacks)
-SEED42 = {
+#: seeds 42 and 43 (H100, 2026-12-07): each case's world size, culprit, sizes and fault step drawn anew; the
+#: culprit's class live and post-mortem. Post-mortem has no stacks: the lock's holder and the rank outside any
+#: collective are said from the logs as the rank that never logged the op the others wait in (the gap is said:
+#: no-stacks). The subgroup's stalled rank, post-mortem, is the rank that never logged the others' op (seed 42) or,
+#: where its peers' dumps hold the op and it left none (seed 43: its watchdog had nothing enqueued), the rank that
+#: left no dump: both say it is absent from what the others hold.
+SEEDS = {
     "gpusleep": ({ReasonClass.GPU_QUEUED}, {ReasonClass.GPU_QUEUED}),
     "lock": ({ReasonClass.WAIT_ROOT}, {ReasonClass.MISSING_LINE}),
     "monbarrier": ({ReasonClass.OUTSIDE}, {ReasonClass.NAMED_ABSENT}),
     "ordermismatch": ({ReasonClass.MISMATCH}, {ReasonClass.MISMATCH}),
-    "subgroup": ({ReasonClass.WAIT_ROOT}, {ReasonClass.MISSING_LINE}),
+    "subgroup": ({ReasonClass.WAIT_ROOT}, {ReasonClass.MISSING_LINE, ReasonClass.NO_DUMP}),
 }
 
 
-@pytest.mark.parametrize("name", sorted(SEED42))
+@pytest.mark.parametrize("seed", [42, 43])
+@pytest.mark.parametrize("name", sorted(SEEDS))
 @pytest.mark.parametrize("form", ["bundle", "logs"])
-def test_seed42_names_the_true_culprit_live_and_post_mortem(name, form):
-    case = f"seed42-{name}"
+def test_seeded_cases_name_the_true_culprit_live_and_post_mortem(seed, name, form):
+    case = f"seed{seed}-{name}"
     v = analyze(CASES / case / f"{form}.tar.gz", KB).verdict
     assert named(v) == set(truth(case)["culprit_ranks"]), v.text
-    assert v.culprit.reason_class in SEED42[name][form == "logs"], v.text
+    assert v.culprit.reason_class in SEEDS[name][form == "logs"], v.text
     assert v.deadlock is None and "first error" not in v.summary, v.text
 
 
-def test_seed42_lock_says_the_holding_thread_live():
+@pytest.mark.parametrize("seed", [42, 43])
+def test_seeded_lock_says_the_holding_thread_live(seed):
     """Item 4: the main thread waits on a lock that its own thread ckpt-writer holds; the why names it."""
-    v = analyze(CASES / "seed42-lock" / "bundle.tar.gz", KB).verdict
+    v = analyze(CASES / f"seed{seed}-lock" / "bundle.tar.gz", KB).verdict
     # wording is the behaviour: the thread and its frame are the why
     assert "thread 'ckpt-writer'" in v.summary and "write_shard_to_storage" in v.summary, v.summary
