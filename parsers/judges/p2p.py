@@ -28,7 +28,7 @@ from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect,
 from parsers.model.ranges import fold
 from parsers.model.ranksets import Intervals, count, difference, holds, joined, of_ranks
 from parsers.model.ranksets import fold as fold_iv
-from parsers.model.stacks import P2P_CALLS, P2P_NATIVE_FRAMES, RECVS, SENDS
+from parsers.model.stacks import P2P_CALLS, P2P_NATIVE_FRAMES, is_p2p, p2p_side
 from parsers.stacks.classify import WAITING_KINDS, p2p_call
 
 DEFAULT_GROUP = "pg:0"
@@ -189,12 +189,12 @@ def unanswered(rows: list[Row], world: int | None) -> tuple[Intervals, str, Inte
     the GPU, which may be a kernel of anything): (the senders, that collective, the rest); None otherwise."""
     if not world or sum(count(iv) for *_, iv in rows) != world or any(k not in WAITING_KINDS for k, _, _ in rows):
         return None
-    senders = joined(p for _, op, iv in rows if (op or "") in SENDS for p in iv)
-    rest = {(kind, op or "") for kind, op, _ in rows if (op or "") not in SENDS}
+    senders = joined(p for _, op, iv in rows if p2p_side(op) == "send" for p in iv)
+    rest = {(kind, op or "") for kind, op, _ in rows if p2p_side(op) != "send"}
     if not senders or len(rest) != 1:
         return None
     ((kind, op),) = rest
-    if kind != "collective" or op in P2P_CALLS | RECVS | {"wait", ""}:
+    if kind != "collective" or is_p2p(op) or op in ("wait", ""):
         return None
     return senders, op, difference(joined(p for *_, iv in rows for p in iv), senders)
 

@@ -16,7 +16,7 @@ from typing import AbstractSet, Any, Protocol
 from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
-from parsers.model.stacks import P2P_CALLS
+from parsers.model.stacks import is_p2p
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.majority import ahead_confidence, minority_ahead, tallest
@@ -102,11 +102,11 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     tied = tallest({i: count(iv) for i, (_, iv) in enumerate(waits)})  # of a tie, the class of the lowest rank
     common = waits[min(tied, key=lambda i: waits[i][1][0][0])][0]
     running = joined([p for _, iv in runs for p in iv])
-    if ((common.op or "").lower() not in P2P_CALLS and not unknown
+    if (not is_p2p((common.op or "").lower()) and not unknown
             and minority_ahead(dict(enumerate(iv for _, iv in waits)), dict(enumerate(iv for _, iv in runs)))):
         return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [])
     other = [(v, iv) for v, iv in waits if v.op != common.op and not (_in_setup(v.op) and _in_setup(common.op))]
-    mismatched = joined([p for v, iv in other if not {(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS
+    mismatched = joined([p for v, iv in other if not (is_p2p((v.op or "").lower()) or is_p2p((common.op or "").lower()))
                          for p in iv])
     return StackComparison(common, [], [], running, mismatched, unseen)
 

@@ -27,9 +27,12 @@ P2P_ALL_FRAMES = 512
 SENDS = frozenset({"send", "isend"})
 RECVS = frozenset({"recv", "irecv"})
 P2P_CALLS = SENDS | RECVS | {"batch_isend_irecv"}
-#: c10d's C++ point-to-point methods (ProcessGroupNCCL::send, ProcessGroupGloo::recvAnysource), by how their names
-#: end -> the side; read only on a stack with no Python frame (gdb's), where no torch.distributed call is named
-NATIVE_P2P = (("::send", "send"), ("::recv", "recv"), ("::recvAnysource", "recv"))
+#: c10d's C++ point-to-point methods of a process group (c10d::ProcessGroupNCCL::send, c10d::ProcessGroup::send,
+#: c10d::ProcessGroupGloo::recvAnysource): method -> the side; read only on a stack with no Python frame (gdb's),
+#: where no torch.distributed call is named. Only a process group's: gloo's own gloo::transport::tcp::Pair::send
+#: carries every collective's bytes, and libc's send() every socket's
+NATIVE_P2P = {"send": "send", "recv": "recv", "recvAnysource": "recv"}
+NATIVE_P2P_CLASS = "c10d::ProcessGroup"
 #: frames of a stack looked at for them, and for NCCL's connection set-up that sits on top of c10d's send
 #: (~20 frames; parsers/judges/p2p.py)
 P2P_NATIVE_FRAMES = 64
@@ -41,7 +44,23 @@ def p2p_side(call: str | None) -> str | None:
     name = call or ""
     if name in SENDS or name in RECVS:
         return "send" if name in SENDS else "recv"
-    return next((side for end, side in NATIVE_P2P if bare_name(name).endswith(end)), None)
+    return _native_side(name)
+
+
+def _native_side(name: str) -> str | None:
+    """The side of a process group's C++ method `name` (`NATIVE_P2P` of a `NATIVE_P2P_CLASS`*), read without its
+    parameters and case (a class's op may come lowered); None for any other name."""
+    cls, _, method = bare_name(name).lower().rpartition("::")
+    prefix = NATIVE_P2P_CLASS.lower()
+    if not cls.startswith(prefix) or "::" in cls[len(prefix):]:
+        return None
+    return next((side for m, side in NATIVE_P2P.items() if m.lower() == method), None)
+
+
+def is_p2p(call: str | None) -> bool:
+    """Whether a call (a stack's activity's op, a class's) is a point-to-point one: it waits on its one peer, not on
+    the group, so it is never a collective the others did not reach."""
+    return call in P2P_CALLS or p2p_side(call) is not None
 
 
 @dataclass(frozen=True)
@@ -108,7 +127,7 @@ def native_p2p_call(stack: ThreadStack) -> str | None:
     (ncclTransportP2pSetup, bootstrapRecv) under c10d::ProcessGroupNCCL::send, so the innermost frame does not say
     it is a send. Only c10d's names: libc's own send() or recv() on a socket is no call of the job's."""
     return next((f.function for f in stack.frames[:P2P_NATIVE_FRAMES]
-                 if any(bare_name(f.function).endswith(end) for end, _ in NATIVE_P2P)), None)
+                 if _native_side(f.function)), None)
 
 
 def bare_name(name: str) -> str:

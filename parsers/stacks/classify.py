@@ -78,7 +78,7 @@ def classify(stack: ThreadStack | None) -> Activity:
         if frame.native and any(m in frame.function for m in GPU_SYNC_MARKS):
             return Activity("gpu-sync", frame.function, where)
         if frame.native and any(m in frame.function for m in NATIVE_WAIT_MARKS):
-            return Activity("collective", _python_call(stack) or _short_native(frame.function), where)
+            return Activity("collective", _native_wait_call(stack) or _short_native(frame.function), where)
     return Activity("elsewhere", None, where)
 
 
@@ -89,6 +89,15 @@ def _python_call(stack: ThreadStack) -> str | None:
     wait in ncclGroupEndInternal (seen, NCCL 2.28.9), so ranks in different calls would look alike."""
     return next((f.function for f in python_frames(stack) if "torch/distributed" in (f.file or "")
                  and f.function in COLLECTIVES), None)
+
+
+def _native_wait_call(stack: ThreadStack) -> str | None:
+    """The call a native wait sits under: the torch.distributed call where the stack has any Python frame
+    (`_python_call`), else c10d's point-to-point method (gdb's stack: `native_p2p_call`), so that a rank in a send
+    is in a send in its stack class and rows too, whichever tool read it (issue 43 item 2)."""
+    if any(not f.native for f in stack.frames):
+        return _python_call(stack)
+    return native_p2p_call(stack)
 
 
 def p2p_call(stack: ThreadStack | None, act: Activity, kind: str | None = None) -> str | None:

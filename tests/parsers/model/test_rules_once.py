@@ -101,6 +101,7 @@ RULES = {
     # call, and the window of Python frames the call and its peer are read in (the activity, `blocking_call`)
     "p2p_call": "parsers/stacks/classify.py",
     "p2p_side": "parsers/model/stacks.py",
+    "is_p2p": "parsers/model/stacks.py",  # a call that waits on its one peer (stack-class rule, unanswered sends)
     "native_p2p_call": "parsers/model/stacks.py",
     "python_frames": "parsers/model/stacks.py",
 }
@@ -184,15 +185,17 @@ def _stack_kind_tests(tree: ast.AST, rule: str = "compare_stacks"):
 
 
 #: names only torch.distributed's and c10d's point-to-point calls have (the model's SENDS, RECVS, P2P_CALLS, NATIVE_P2P)
-P2P_NAMES = frozenset({"isend", "irecv", "batch_isend_irecv", "::send", "::recv", "::recvAnysource"})
+P2P_NAMES = frozenset({"isend", "irecv", "batch_isend_irecv", "recvAnysource", "::send", "::recv"})
 
 
 def _p2p_name_lists(tree: ast.AST):
-    """Line numbers where code lists the point-to-point calls' names itself (a set, tuple or list holding `isend`
-    or c10d's `::send`): the start of a second answer to which call a rank is in, beside the model's lists."""
+    """Line numbers where code lists the point-to-point calls' names itself (a set, tuple, list or dict holding
+    `isend` or c10d's `recvAnysource`): the start of a second answer to which call a rank is in, beside the
+    model's lists."""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(
-                isinstance(e, ast.Constant) and e.value in P2P_NAMES for e in node.elts):
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and any(
+                isinstance(e, ast.Constant) and e.value in P2P_NAMES for e in elts or ()):
             yield node.lineno
 
 
@@ -319,6 +322,7 @@ def test_the_point_to_point_calls_are_named_in_the_model_only():
     assert not copies, copies
     assert list(_p2p_name_lists(ast.parse('SENDS = frozenset({"send", "isend"})\n'))) == [1]
     assert list(_p2p_name_lists(ast.parse('x = n.endswith(("::send", "::recv"))\n'))) == [1]
+    assert list(_p2p_name_lists(ast.parse('SIDE = {"recvAnysource": "recv"}\n'))) == [1]
     assert not list(_p2p_name_lists(ast.parse('x = c.func.lower() in ("send", "recv")\n')))
 
 
