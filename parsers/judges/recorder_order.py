@@ -21,7 +21,7 @@ from collections import Counter
 from parsers.model import Suspect
 from parsers.model.events import normalise_op
 from parsers.model.findings import ReasonClass, cite, of_rank
-from parsers.model.majority import mismatch_confidence, tallest
+from parsers.model.majority import OddSide, odd_sides, tallest
 from parsers.readers.recorder import CollRecord, RecorderState
 
 Signature = tuple[str, int, str]
@@ -63,46 +63,40 @@ def _waiting_position(placed: dict[int, dict[int, CollRecord]]) -> int | None:
 
 
 def order_mismatch(comm: str, states: list[RecorderState]) -> list[Suspect]:
-    """The minority of ranks whose call differs from the others' at the first position where calls differ, up to
-    the position most ranks wait in.
+    """The odd sides of the first position where calls differ, up to the position most ranks wait in, by the rule the
+    logs judge shares (`odd_sides`): a minority the others outnumber is named, surer when the ranks not seen at that
+    position could not tip the count; where the largest sides tie, or the others do not outnumber the odd ones,
+    every side is a lead (no majority says which call was wrong), never a culprit.
 
     Why not only that position: on the device (NCCL 2.28.9, seed 41) the others' all_reduce at the culprit's
-    broadcast completed (with the wrong data), and they hung in the next all_reduce, which the culprit also finished.
-    Named only where at least two ranks agree and outnumber the others seen there; the confidence is higher when the
-    ranks not seen at that position could not tip the count."""
+    broadcast completed (with the wrong data), and they hung in the next all_reduce, which the culprit also
+    finished."""
     by_rank = {st.rank: st for st in states}
     placed = {r: recs for r, st in by_rank.items() if (recs := ordinals(st)) is not None}
     wait = _waiting_position(placed)
     if wait is None:
         return []
+    nranks = max(st.nranks for st in states)
     for pos in sorted({k for recs in placed.values() for k in recs if k <= wait}):
         sigs = {r: signature(recs[pos]) for r, recs in placed.items() if pos in recs}
-        counts = Counter(sigs.values())
-        if len(counts) < 2:
-            continue
-        tied = tallest(counts)
-        major, n_major = tied[0], counts[tied[0]]
-        odd = sorted(r for r, s in sigs.items() if s != major)
-        if n_major < 2 or len(tied) > 1 or n_major <= len(odd):
-            return []  # no majority at the first difference: nobody is named
-        nranks = max(st.nranks for st in states)
-        unseen = max(0, nranks - len(sigs)) if nranks > 0 else None
-        conf = mismatch_confidence(n_major, len(odd), unseen)
-        return [_suspect(by_rank[r], comm, (pos, wait), (sigs[r], major), n_major, conf) for r in odd]
+        sides = odd_sides(sigs, max(0, nranks - len(sigs)) if nranks > 0 else None)
+        if sides:
+            return [_suspect(by_rank[r], comm, (pos, wait), side) for side in sides for r in side.ranks]
     return []
 
 
-def _suspect(st: RecorderState, comm: str, at: tuple[int, int], calls: tuple[Signature, Signature], n_major: int,
-             conf: float) -> Suspect:
-    """`at`: (the position of the difference, the one most ranks wait in); `calls`: (this rank's, the majority's)."""
-    rank, (pos, wait), (called, major) = st.job_rank, at, calls
+def _suspect(st: RecorderState, comm: str, at: tuple[int, int], side: OddSide[Signature]) -> Suspect:
+    """`at`: (the position of the difference, the one most ranks wait in); `side`: this rank's side there, and the
+    call it is compared with (the majority's, or in a tie another tied side's)."""
+    rank, (pos, wait), called, major, n_major = st.job_rank, at, side.called, side.reference, side.n_reference
     done = ("; it finished that call and finalized cleanly (its recorder copy at finalize)" if st.finalize_copy
             else "")
     later = f"; the others wait in collective #{wait}" if wait != pos else ""
-    where = f"collective #{pos} of communicator {comm}"
+    tie = "; as many ranks called that, so no call is the majority" if side.tie else ""
+    where, many = f"collective #{pos} of communicator {comm}", f"{n_major} rank{'' if n_major == 1 else 's'}"
     return Suspect(rank=rank, host=st.hostid or st.host, pid=st.pid, reason_class=ReasonClass.MISMATCH,
-                   reason=of_rank(rank, f"called {label(called)} at {where} where {n_major} ranks called "
-                                        f"{label(major)}{later}{done}"),
-                   confidence=conf,
-                   evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {n_major} ranks "
+                   reason=of_rank(rank, f"called {label(called)} at {where} where {many} called "
+                                        f"{label(major)}{tie}{later}{done}"),
+                   confidence=side.confidence,
+                   evidence=[cite(f"{where}: comm rank {st.rank} recorded {label(called)}, {many} "
                                   f"{label(major)}", tool="recorder")])

@@ -14,12 +14,14 @@ that compare places (the logs' positions, the main threads' stacks, the recorder
 own copy of the shape and of the confidence: `minority_ahead` and `ahead_confidence`. What says a majority waits on
 no one (a wait-for graph, a stack outside every collective, the recorder's edges) is each judge's own evidence.
 So is how sure a call mismatch's minority is (`mismatch_confidence`: the logs judge's positions, the recorder
-judge's order), where the two judges each wrote the formula and the test of a count nobody could tip (`settled`).
+judge's order), where the two judges each wrote the formula and the test of a count nobody could tip (`settled`),
+and who the odd sides of a position are, the tie and the reference (`odd_sides`), which each also decided its own way.
 """
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Hashable, Iterable, Mapping, TypeVar
 
 from parsers.model.ranksets import Intervals, count, joined, of_ranks
 
@@ -91,3 +93,48 @@ def strict_minority(n: int, size: int) -> bool:
     the ranks behind (PyTorch's desync report's lagging ranks, the Flight Recorder analyzer's missing ones) are
     believed only then; where most lag, the few ahead may be the odd ones (pytorch/pytorch#152623)."""
     return 0 < n and 2 * n < size
+
+
+@dataclass(frozen=True)
+class OddSide(Generic[K]):
+    """One side of a call mismatch at one position: the ranks that called `called`, compared with `reference` (the
+    majority's call, or in a tie another tied side's), which `n_reference` ranks called. `tie`: the largest sides
+    tie, so no side is the majority; `confidence` is `mismatch_confidence`'s, a lead (below the naming bar) unless
+    the reference outnumbers every rank that differs even with the unseen ranks on their side."""
+
+    called: K
+    ranks: tuple[int, ...]
+    reference: K
+    n_reference: int
+    n_seen: int  #: the ranks seen at the position, every side together
+    tie: bool
+    confidence: float
+    settled: bool  #: `settled`: the reference outnumbers every rank that differs, the unseen ones on their side
+
+
+def odd_sides(calls: Mapping[int, K], unseen: int | None) -> list[OddSide[K]]:
+    """Who called something else at one position (issue 43 item 2), from each rank's call there (`calls`: rank ->
+    signature) and the ranks of the group not seen there (`unseen`; None: not known). Why one rule: the logs judge
+    (positions of NCCL/c10d logs) and the recorder judge (positions of its rings) each decided the sides, the tie and
+    the reference their own way (the logs listed a tie, the recorder named nobody in one, and counted the odd ones
+    per side or all together). Stated here: the reference is the tallest side; the odd ones are every other side,
+    each as sure as a majority over all of them together is (`mismatch_confidence`); where the tallest sides tie
+    there is no majority and every side is listed as a lead, each compared with another tied side, so a tie never
+    names a culprit but keeps the lead. Larger sides first; none where every rank called the same."""
+    groups: dict[K, list[int]] = {}
+    for rank, sig in calls.items():
+        groups.setdefault(sig, []).append(rank)
+    if len(groups) < 2:
+        return []
+    sizes = {sig: len(ranks) for sig, ranks in groups.items()}
+    tied = tallest(sizes)
+    major, n_major, tie = tied[0], sizes[tied[0]], len(tied) > 1
+    n_odd = len(calls) - n_major
+    conf, sure = mismatch_confidence(n_major, n_odd, unseen), settled(n_major, n_odd, unseen)
+    out = []
+    for sig in sorted(sizes, key=lambda s: -sizes[s]):  # larger sides first, first seen first among equals
+        if sig == major and not tie:
+            continue  # the one majority is the reference, not a side
+        ref = major if sig != major else tied[1]
+        out.append(OddSide(sig, tuple(sorted(groups[sig])), ref, n_major, len(calls), tie, conf, sure))
+    return out

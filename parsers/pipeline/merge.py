@@ -46,11 +46,19 @@ def _fact(s: Suspect) -> bool:
     return is_observed(s.reason_class) and s.reason_class not in (RC.FROZEN_IN_OP, RC.EXITED_FIRST)
 
 
+def _explains(cause: Suspect, other: Suspect) -> bool:
+    """Whether `cause` heads `other` as its cause: a finding it explains, unless the cause is only a lead (below the
+    naming bar: a side of a tied call mismatch) and the other is worth a name. Why: the cause keeps its own
+    confidence, so a lead that headed a named finding would hide evidence of the rank's own."""
+    return other.reason_class in EXPLAINS.get(cause.reason_class, ()) and (
+        cause.confidence >= CULPRIT_MIN_CONFIDENCE or other.confidence < CULPRIT_MIN_CONFIDENCE)
+
+
 def _headline(a: Suspect, b: Suspect) -> tuple[Suspect, Suspect, bool]:
     """(kept, other, explains): a cause heads what it explains; else a fact beats an inference; else the surer."""
-    if b.reason_class in EXPLAINS.get(a.reason_class, ()):
+    if _explains(a, b):
         return a, b, True
-    if a.reason_class in EXPLAINS.get(b.reason_class, ()):
+    if _explains(b, a):
         return b, a, True
     a_fact, b_fact = _fact(a), _fact(b)
     if a_fact != b_fact:

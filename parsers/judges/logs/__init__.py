@@ -95,7 +95,7 @@ def _correlate(artifacts: Evidence, extra_edges: Iterable[WaitEdge],
         for kind in info.kinds:
             providers.setdefault(kind, set()).add(r)
     tables.missing_line_table(t, ids)
-    tables.find_mismatches(t)
+    tables.find_mismatches(t, ids)
     ras_findings, errors = _collect(artifacts, ids)
     failed = {r for r, e in errors if r is not None and e.kind in WAIT_ERRORS}
     g = nx.DiGraph()

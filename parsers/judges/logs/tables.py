@@ -9,11 +9,11 @@ called at the same position (type, size, dtype) to catch mismatched collectives.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import cast
 
-from parsers.model.majority import tallest
+from parsers.model.majority import odd_sides
 from parsers.model.ranges import listable
 from parsers.gather.evidence import Evidence
 from parsers.judges.logs.identity import Identities
@@ -244,11 +244,13 @@ def missing_line_table(t: Tables, ids: Identities, rows_per_comm: int = 3) -> li
     return rows
 
 
-def find_mismatches(t: Tables) -> list[dict]:
-    """Positions where ranks called different things; the minority is the suspect.
+def find_mismatches(t: Tables, ids: Identities | None = None) -> list[dict]:
+    """Positions where ranks called different things: each odd side, its reference and how sure it is, by the one
+    rule the recorder judge also decides by (`odd_sides`); what a rank called there is this judge's own evidence.
 
     Where the largest groups tie (rank 7 BROADCAST against rank 3 ALLREDUCE at SeqNum 80078, seen in a
-    real excerpt of two ranks) there is no minority: every tied side is listed, so neither is named alone.
+    real excerpt of two ranks) there is no minority: every side is listed as a lead, so neither is named alone.
+    `ids` gives the groups' sizes (the ranks not seen at a position); without it their number is not known.
     """
     found = []
     for (comm, seq), per_rank in t.signatures.items():
@@ -258,22 +260,27 @@ def find_mismatches(t: Tables) -> list[dict]:
                 for g, calls in per_rank.items()}
         if any(c[1] is None for calls in sigs.values() for c in calls):  # a watchdog line: compare op names only
             sigs = {g: tuple(sorted({(c[0], None, None) for c in calls})) for g, calls in sigs.items()}
-        counts = Counter(sigs.values())
-        if len(counts) < 2:
-            continue
-        ranked = counts.most_common()
-        tied = tallest(counts)  # where most stand; a tie of the largest sides has no minority
-        major, n_major = tied[0], counts[tied[0]]
-        for sig, n in ranked:
-            if sig == major and len(tied) == 1:
-                continue  # the one majority is the reference, not a side
-            # in a tie no side is the majority: each is compared with another tied side, and each is listed
-            other = major if sig != major else next(s for s in tied if s != sig)
-            ranks = sorted(g for g, s in sigs.items() if s == sig)
-            found.append({"comm": comm, "seq": seq, "ranks": ranks, "called": _label(sig), "n": n,
-                          "majority_called": _label(other), "n_majority": n_major, "tie": n == n_major})
+        unseen = unseen_at(t, ids, comm, seq) if ids is not None else None
+        sides = odd_sides(sigs, unseen)
+        found.extend({"comm": comm, "seq": seq, "ranks": list(side.ranks), "called": _label(side.called),
+                      "n": len(side.ranks), "majority_called": _label(side.reference), "n_majority": side.n_reference,
+                      "n_seen": side.n_seen, "unseen": unseen, "tie": side.tie, "confidence": side.confidence,
+                      "settled": side.settled} for side in sides)
     t.mismatches = found
     return found
+
+
+def unseen_at(t: Tables, ids: Identities, comm: str, seq: int) -> int | None:
+    """Ranks of `comm` whose call at `seq` no file shows, or None when the comm's size is not known.
+
+    Why: a minority is only a minority if the unseen ranks cannot outnumber the majority. In a
+    pasted excerpt (pytorch/pytorch#20630: ranks 1-2 ALLREDUCE, rank 3 BROADCAST at SeqNum 4084 of
+    a 4-rank job, rank 0 silent) one unseen rank could make it two against two."""
+    base = comm.removeprefix(WRAPPER)
+    size = ids.comm_size.get(base) or (ids.world_size if base == "pg:0" else None)
+    if not size:
+        return None
+    return max(0, size - len(t.signatures.get((comm, seq), {})))
 
 
 def _label(sig: tuple) -> str:

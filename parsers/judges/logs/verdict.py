@@ -23,7 +23,6 @@ from parsers.judges.logs.waitgraph import waiters_of
 from parsers.model.events import WARNING_KINDS, CollectiveSide, ErrorEvent, ErrorKind, Fingerprint, RasFinding
 from parsers.model import Suspect
 from parsers.model.findings import ReasonClass, cite, of_rank
-from parsers.model.majority import mismatch_confidence, settled
 from parsers.model.ranges import fold
 
 #: a rank number above this in a pasted line is not believed (bounded sets, hostile input)
@@ -95,51 +94,44 @@ def build_suspects(t: Tables, g: nx.DiGraph, roots: list, cycles: list[list], id
 
 
 def _mismatch(t: Tables, get, roots: Sequence[int | str] = (), ids: Identities | None = None) -> None:
-    """Minority callers of a collective. Runs after the graph rules on purpose.
+    """The odd sides of a collective's position (`find_mismatches`: the sides, the reference and how sure, by the rule
+    the recorder judge shares). Runs after the graph rules on purpose.
 
     Why: a rank that called something else also looks behind, or silent, to the
     others' counters (seen, NCCL 2.28.9: the all_gather rank finished and exited 0,
     leaving no Flight Recorder dump, so it was also a 'no-dump' root). The mismatch
     is the cause, the rest its consequence: for a root of the wait graph it takes
-    over the reason, keeping the root's confidence when that is higher.
+    over the reason, keeping the root's confidence when that is higher. A side of a tie is a lead only: it
+    never takes over a root's reason.
     """
     root_set = {r for r in roots if isinstance(r, int)}
     for m in t.mismatches:
-        if m["tie"] and m["n"] > 1:
-            continue
-        unseen = _unseen(t, ids, m["comm"], m["seq"])
-        counted = settled(m["n_majority"], m["n"], unseen)
+        where = names.position(m["comm"], m["seq"], ids)
         for r in m["ranks"]:
-            conf = mismatch_confidence(m["n_majority"], m["n"], unseen)
+            conf = m["confidence"]
             acc = get(r)
             if r in root_set and not m["tie"]:
                 conf = max(conf, acc.confidence)
                 acc.confidence = 0.0  # the mismatch explains the root: its reason replaces the graph's
-            where = names.position(m["comm"], m["seq"], ids)
-            open_count = "" if counted or m["tie"] else (
-                f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
-                "position could still tip the count")
             acc.offer(ReasonClass.MISMATCH, of_rank(r, f"called {m['called']} at {where} where "
                                                        f"{_n(m['n_majority'], 'rank')} called {m['majority_called']}"
-                                                       f"{open_count}"), conf,
+                                                       f"{_open_count(m)}"), conf,
                       [cite(f"{where}: rank {r} called {m['called']}, {_n(m['n_majority'], 'rank')} "
                             f"{m['majority_called']}",
                             tool=t.comm_source.get(m["comm"].removeprefix(WRAPPER)) or "logs")])
 
 
-def _unseen(t: Tables, ids: Identities | None, comm: str, seq: int) -> int | None:
-    """Ranks of `comm` whose call at `seq` no file shows, or None when the comm's size is not known.
-
-    Why: a minority is only a minority if the unseen ranks cannot outnumber the majority. In a
-    pasted excerpt (pytorch/pytorch#20630: ranks 1-2 ALLREDUCE, rank 3 BROADCAST at SeqNum 4084 of
-    a 4-rank job, rank 0 silent) one unseen rank could make it two against two."""
-    if ids is None:
-        return None
-    base = comm.removeprefix(WRAPPER)
-    size = ids.comm_size.get(base) or (ids.world_size if base == "pg:0" else None)
-    if not size:
-        return None
-    return max(0, size - len(t.signatures.get((comm, seq), {})))
+def _open_count(m: dict) -> str:
+    """Why a side is only a lead, where it is one and no tie: the ranks not seen could tip the count, or the
+    ranks that called something else are together as many as the reference's."""
+    if m["settled"] or m["tie"]:
+        return ""
+    if m["unseen"] == 0 or m["n_seen"] - m["n_majority"] >= m["n_majority"]:
+        return (f"; the {_n(m['n_seen'] - m['n_majority'], 'rank')} that called something else are together as many "
+                "or more")
+    unseen = m["unseen"]
+    return (f"; {'an unknown number of ranks' if unseen is None else _n(unseen, 'rank')} not seen at that "
+            "position could still tip the count")
 
 
 def _n(k: int, noun: str) -> str:

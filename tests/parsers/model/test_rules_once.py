@@ -16,9 +16,10 @@ import pytest
 from parsers.judges.stacks import class_rows, compare_stacks
 from parsers.model import states
 from parsers.model.events import ProcessState
+from parsers.model.findings import CULPRIT_MIN_CONFIDENCE
 from parsers.model.looks import Look
 from parsers.model.majority import (ahead_confidence, bars, minorities, minority_ahead, mismatch_confidence,
-                                    strict_minority, tallest)
+                                    odd_sides, strict_minority, tallest)
 from parsers.model.ranksets import of_ranks, ranks_of
 from parsers.model.summaries import ClassSummary, RankSummary, StackClass, gathered
 from parsers.scale.classes import judge_classes
@@ -81,6 +82,9 @@ RULES = {
     # the recorder judge's order)
     "mismatch_confidence": "parsers/model/majority.py",
     "settled": "parsers/model/majority.py",
+    # who called something else at one position: the odd sides, the tie (every side a lead), the reference and how
+    # sure (the logs judge's positions of NCCL/c10d logs, the recorder judge's positions of its rings)
+    "odd_sides": "parsers/model/majority.py",
     # the ranks a report names behind are believed as a strict minority of those it saw (the logs judge's desync
     # report and Flight Recorder analyzer's missing ranks)
     "strict_minority": "parsers/model/majority.py",
@@ -245,6 +249,33 @@ def _mismatch_confidences(tree: ast.AST):
             yield node.lineno
 
 
+def _calls_tallest(node: ast.AST) -> bool:
+    """A call of `tallest(...)`: the reference side taken by hand when its [0] is read."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "tallest"
+
+
+def _side_picks(tree: ast.AST):
+    """Line numbers where code decides a call mismatch's sides itself: asks how sure one is (`mismatch_confidence`,
+    `settled`: only `odd_sides` asks, the judges read its answer), or takes the first of the tallest sides as the
+    reference (`tallest(counts)[0]`, directly or through a name: the tie broken by the order keys came in, as the
+    logs and recorder judges each did beside one another)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in ("mismatch_confidence", "settled") \
+                or isinstance(node, ast.alias) and node.name in ("mismatch_confidence", "settled"):
+            lines.add(getattr(node, "lineno", 0))
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        held = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and _calls_tallest(n.value)
+                for t in n.targets if isinstance(t, ast.Name)}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == 0 \
+                    and (_calls_tallest(n.value) or isinstance(n.value, ast.Name) and n.value.id in held):
+                lines.add(n.lineno)
+    yield from sorted(lines)
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -326,6 +357,38 @@ def test_the_point_to_point_calls_are_named_in_the_model_only():
     assert not list(_p2p_name_lists(ast.parse('x = c.func.lower() in ("send", "recv")\n')))
 
 
+def test_who_called_something_else_is_decided_in_its_rule_only():
+    """The logs and recorder judges ask `odd_sides` for a position's odd sides, its tie and its reference; none counts
+    the calls and picks the first tallest, or weighs a side, itself (the scale path compares no calls)."""
+    copies = sorted({(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["odd_sides"]
+                     for line in _side_picks(tree)})
+    assert not copies, copies
+
+
+@pytest.mark.parametrize("n", [8, 100_000])
+def test_the_odd_sides_one_rank_or_a_class(n):
+    """One rule for a position's calls, at 8 ranks and at 100,000: one rank of n that called something else is named
+    (settled: every rank seen); a tie of two sides, each of one rank (the real two-rank excerpt, nccl#1409) or of
+    n/2, lists both sides as leads below the naming bar, each against the other; a plurality that the odd ones
+    together outnumber is only a lead; the same call everywhere has no side."""
+    calls = {r: "allreduce" for r in range(n)} | {3: "broadcast"}
+    (one,) = odd_sides(calls, 0)
+    assert (one.called, one.ranks, one.reference, one.n_reference, one.tie) == ("broadcast", (3,), "allreduce",
+                                                                                 n - 1, False)
+    assert one.settled and one.confidence == mismatch_confidence(n - 1, 1, 0) >= CULPRIT_MIN_CONFIDENCE
+    assert odd_sides(calls, None)[0].confidence < CULPRIT_MIN_CONFIDENCE  # the group's size not known
+    for half in (1, n // 2):
+        tie = {r: "broadcast" if r < half else "allreduce" for r in range(2 * half)}
+        sides = odd_sides(tie, 0)
+        assert [(s.called, s.reference, s.tie, len(s.ranks)) for s in sides] == [
+            ("broadcast", "allreduce", True, half), ("allreduce", "broadcast", True, half)]
+        assert all(s.confidence < CULPRIT_MIN_CONFIDENCE and not s.settled for s in sides)
+    few = {r: "allreduce" if r < 3 else "broadcast" if r < 5 else "allgather" for r in range(7)}
+    assert [(s.called, s.tie, s.confidence) for s in odd_sides(few, 0)] == [("broadcast", False, 0.45),
+                                                                            ("allgather", False, 0.45)]
+    assert odd_sides({r: "allreduce" for r in range(n)}, 0) == []
+
+
 @pytest.mark.parametrize("n", [8, 100_000])
 def test_a_strict_minority_one_rank_or_a_class(n):
     """A report naming one rank of n behind is believed; naming half of them, or all, or none, is not."""
@@ -371,6 +434,12 @@ def test_the_scan_finds_a_copy():
     assert list(_mismatch_confidences(ast.parse('c = round(0.6 + 0.35 * s, 3) if ok else 0.45\n'))) == [1]
     assert not list(_mismatch_confidences(ast.parse('c = 0.6 if world and seen >= world else 0.45\n')))
     assert list(_majority_picks(ast.parse('major, n = Counter(sigs.values()).most_common(1)[0]\n'))) == [1]
+    # the two judges' copies before `odd_sides`: the first tallest as the reference, and a side weighed by itself
+    assert list(_side_picks(ast.parse('def f(counts):\n    tied = tallest(counts)\n    major = tied[0]\n'))) == [3]
+    assert list(_side_picks(ast.parse('major = tallest(Counter(sigs.values()))[0]\n'))) == [1]
+    assert list(_side_picks(ast.parse('c = mismatch_confidence(n_major, len(odd), unseen)\n'))) == [1]
+    assert list(_side_picks(ast.parse('from parsers.model.majority import settled\n'))) == [1]
+    assert not list(_side_picks(ast.parse('top = set(tallest(sizes))\nfirst = next(iter(tallest(firsts)), None)\n')))
     assert list(_stack_kind_tests(ast.parse('x = {r for r, a in acts.items() if a.kind == "elsewhere"}\n'))) == [1]
     assert not list(_stack_kind_tests(ast.parse('def compare_stacks(c):\n    return c.kind == "elsewhere"\n')))
     assert list(_class_row_literals(ast.parse('r = {"activity": a.text, "ranks": f, "count": n}\n'))) == [1]

@@ -84,6 +84,20 @@ def test_a_mismatch_explains_a_never_started_op_of_the_same_rank():
     assert merged[0].sources == ["logs", "recorder"] and merged[0].confidence == 0.9  # the cause's own
 
 
+def test_a_tie_s_lead_never_hides_a_named_finding_of_the_same_rank():
+    """Issue 43 item 2: a side of a tied call mismatch is a lead (0.45, no majority says which call was wrong). It
+    explains a stall in principle, but as the cause it would keep its own 0.45 and hide the rank's own evidence:
+    the named finding heads, the lead agrees with it; a mismatch worth a name still heads what it explains."""
+    stalled = _found("recorder", 1, ReasonClass.STALLED, "stopped beating in AllReduce seq 5", 0.9)
+    tie = _found("logs", 1, ReasonClass.MISMATCH, "called broadcast where 1 rank called allreduce", 0.45)
+    (merged,) = merge_suspects(tie, stalled)
+    assert (merged.reason_class, merged.confidence) == (ReasonClass.STALLED, 0.9)
+    assert [a.reason_class for a in merged.agreeing] == [ReasonClass.MISMATCH] and not merged.consequences
+    (named,) = merge_suspects(_found("logs", 1, ReasonClass.MISMATCH, "called broadcast where 7 ranks called "
+                                     "allreduce", 0.9), _found("recorder", 1, ReasonClass.STALLED, "stalled", 0.95))
+    assert named.reason_class == ReasonClass.MISMATCH and named.confidence == 0.9
+
+
 def test_agreeing_sources_outrank_a_single_source():
     """Issue 26 item 4: two ranks at one confidence; the one two sources support leads, and says which."""
     from parsers.pipeline.merge import agree
