@@ -114,6 +114,7 @@ UNDER_TEST: dict[str, str] = {
     "test_manifest.py": "parsers.model.manifest", "test_one_name.py": "",
     "test_outputs_locate.py": "forensics.discover.outputs", "test_small_pieces.py": "forensics.discover.ranks",
     "test_spawn_locals.py": "forensics.discover.spawned", "test_stacks.py": "parsers.stacks.tree",
+    "test_p2p_call.py": "parsers.stacks.classify",
     "test_summary.py": "forensics.report.words.summary", "test_one_place.py": "forensics.report.words",
     "test_finding_protocol.py": "parsers.model.findings",
     # unit/harden

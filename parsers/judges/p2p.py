@@ -17,7 +17,6 @@ Only the default group (pg:0), whose ranks are global ranks: a subgroup's dump n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
@@ -29,7 +28,8 @@ from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect,
 from parsers.model.ranges import fold
 from parsers.model.ranksets import Intervals, count, difference, holds, joined, of_ranks
 from parsers.model.ranksets import fold as fold_iv
-from parsers.stacks.classify import WAITING_KINDS
+from parsers.model.stacks import P2P_CALLS, P2P_NATIVE_FRAMES, is_p2p, p2p_side
+from parsers.stacks.classify import WAITING_KINDS, p2p_call
 
 DEFAULT_GROUP = "pg:0"
 #: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
@@ -86,10 +86,6 @@ class P2PWaits:
     ranks: dict[int, str]
 
 
-#: torch.distributed's point-to-point calls, as a traceback's innermost frame names them
-P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
-
-
 def _traceback_p2p(ev: Evidence) -> dict[int, str]:
     """Ranks whose traceback's innermost torch.distributed frame is a send or receive (gloo's timeouts name no
     peer, and its Flight Recorder lists no send/recv: the frame is all a post-mortem holds of the op)."""
@@ -126,23 +122,6 @@ def _histories(ev: Evidence) -> tuple[dict[int, History], dict[int, OpEvent]]:
     return p2p_match.histories(records, whole), seen
 
 
-def p2p_call(r: Any, kind: str | None = None) -> str | None:
-    """The point-to-point frame a rank's main stack is in (py-spy: torch.distributed's send/recv/isend/irecv, or
-    c10d's ProcessGroup*::send/recv), `kind` 'send' or 'recv' for one side only, or None. Seen, NCCL 2.28.9: a
-    send to a peer it never sent to before sits in ncclGroupEnd (ncclTransportP2pSetup, bootstrapRecv) under
-    c10d::ProcessGroupNCCL::send, so the innermost frame alone ('ncclGroupEndInternal') does not say it is a send.
-    The stack names no peer: that is in the call, not in the frame."""
-    kinds = (kind,) if kind else ("send", "recv")
-    for f in (r.main_stack.frames if r.main_stack else ())[:MAX_FRAMES]:
-        name = f.function or ""
-        if any(name in (k, "i" + k) or name.endswith(f"::{k}") for k in kinds) or \
-                (kind in (None, "recv") and name.endswith("::recvAnysource")):
-            return name
-    return None
-
-
-#: frames of a main stack looked at for a send or receive (NCCL's connection set-up sits on top of it: ~20 frames)
-MAX_FRAMES = 64
 #: what a send or receive stuck before its op reached NCCL's queue shows on its stack: the connection to its peer
 #: being set up (NCCL connects point-to-point peers at their first op)
 _CONNECTING = ("ncclTransportP2pSetup", "ncclP2PPreconnectFunc")
@@ -153,19 +132,22 @@ def _blocked_in(ev: Evidence, hist: dict[int, History], source: str, known: set[
     """Live, where no record holds the op itself (seen, NCCL 2.28.9: a send or receive to a peer it never used
     before waits in ncclGroupEnd, setting up its connection to that peer, before the recorder sees an op): a rank
     whose stack is in a `kind` op while another rank's pairing op toward it goes unanswered posts it to someone
-    else. Its own history counts the op the other waits for as never posted."""
+    else. Its own history counts the op the other waits for as never posted. Which call its stack is in is
+    `p2p_call`'s answer (its activity's op; c10d's C++ names only for a stack with no Python frame), the one the
+    stacks judge reads too, so py-spy's, gdb's and a merged stack of one process say the same."""
     pairing = "recv" if kind == "send" else "send"
     out = []
     for r in getattr(ev, "ranks", None) or ():
         rank = r.rank
-        if rank is None or rank in known or rank not in hist or (frame := p2p_call(r, kind)) is None:
+        if rank is None or rank in known or rank not in hist \
+                or (frame := p2p_call(r.main_stack, r.activity, kind)) is None:
             continue
         waiting = p2p_match.unmatched_toward(rank, pairing, hist)
         if not waiting:
             continue
         counts = "; ".join(f"rank {q} posted {hist[q].posted(pairing, rank)} {pairing}s {_to_from(pairing)} it, it "
                            f"posted {hist[rank].posted(kind, q)} {kind}s {_to_from(kind)} it" for q in waiting[:3])
-        names = {f.function for f in r.main_stack.frames[:MAX_FRAMES]} if r.main_stack else set()
+        names = {f.function for f in r.main_stack.frames[:P2P_NATIVE_FRAMES]} if r.main_stack else set()
         setup = next((c for c in _CONNECTING if c in names), None)
         plural = len(waiting) > 1
         still = (f"; NCCL is still connecting it to its peer ({setup}): a peer it has not used before, so not "
@@ -181,11 +163,6 @@ def _blocked_in(ev: Evidence, hist: dict[int, History], source: str, known: set[
             evidence=[cite(f"{counts} [NCCL recorder]", tool=source),
                       cite(f"main thread in {frame}{f' under {setup}' if setup else ''} [stack]", tool="stack-frame")]))
     return out
-
-
-#: torch.distributed's sends and receives, as a stack's activity names the call (parsers/stacks/classify.py)
-SENDS = frozenset({"send", "isend"})
-RECVS = frozenset({"recv", "irecv"})
 
 
 #: a class of ranks as the unanswered-send rule reads it: what its main threads do (an activity's kind and op,
@@ -212,12 +189,12 @@ def unanswered(rows: list[Row], world: int | None) -> tuple[Intervals, str, Inte
     the GPU, which may be a kernel of anything): (the senders, that collective, the rest); None otherwise."""
     if not world or sum(count(iv) for *_, iv in rows) != world or any(k not in WAITING_KINDS for k, _, _ in rows):
         return None
-    senders = joined(p for _, op, iv in rows if (op or "") in SENDS for p in iv)
-    rest = {(kind, op or "") for kind, op, _ in rows if (op or "") not in SENDS}
+    senders = joined(p for _, op, iv in rows if p2p_side(op) == "send" for p in iv)
+    rest = {(kind, op or "") for kind, op, _ in rows if p2p_side(op) != "send"}
     if not senders or len(rest) != 1:
         return None
     ((kind, op),) = rest
-    if kind != "collective" or op in P2P_CALLS | RECVS | {"wait", ""}:
+    if kind != "collective" or is_p2p(op) or op in ("wait", ""):
         return None
     return senders, op, difference(joined(p for *_, iv in rows for p in iv), senders)
 

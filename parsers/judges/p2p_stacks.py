@@ -26,7 +26,7 @@ import networkx as nx
 
 from parsers.model.findings import ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
-from parsers.model.stacks import P2P_ALL_FRAMES, P2P_PEER_ARG, P2P_PY_FRAMES, ThreadStack
+from parsers.model.stacks import P2P_PEER_ARG, ThreadStack, python_frames
 
 DEFAULT_GROUP = "pg:0"
 #: ranks weighed at most (each rank holds one op; a cycle search over more would cost more than it tells)
@@ -62,8 +62,7 @@ def blocking_call(stack: ThreadStack | None) -> tuple[str, int] | None:
     from its host's digest are one op by one rule."""
     if stack is None:
         return None
-    python = [f for f in stack.frames[:P2P_ALL_FRAMES] if not f.native][:P2P_PY_FRAMES]
-    return next((f.p2p for f in python if f.p2p is not None), None)
+    return next((f.p2p for f in python_frames(stack) if f.p2p is not None), None)
 
 
 def stack_op(rank: int | None, call: tuple[str, int] | None, world: int | None, pid: int | None = None,

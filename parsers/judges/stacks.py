@@ -16,7 +16,7 @@ from typing import AbstractSet, Any, Protocol
 from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
-from parsers.judges.p2p import P2P_CALLS, p2p_call
+from parsers.model.stacks import is_p2p
 from parsers.model.manifest import RankRecord
 from parsers.model.findings import Findings, JudgeContext, RankNote, ReasonClass, Suspect, cite
 from parsers.model.majority import ahead_confidence, minority_ahead, tallest
@@ -24,7 +24,7 @@ from parsers.model.ranges import fold
 from parsers.model.ranksets import Intervals, count, fold as fold_set, holds, joined, of_ranks, ranks_of
 from parsers.model.states import state_rule
 from parsers.readers.launcher import RankExit
-from parsers.stacks.classify import WAITING_KINDS, Activity
+from parsers.stacks.classify import WAITING_KINDS, Activity, p2p_call
 from parsers.judges.claims import absent_by_job, surplus
 from parsers.stacks.tree import build_tree
 
@@ -102,11 +102,11 @@ def compare_stacks(classes: Iterable[tuple[ClassView, Intervals]]) -> StackCompa
     tied = tallest({i: count(iv) for i, (_, iv) in enumerate(waits)})  # of a tie, the class of the lowest rank
     common = waits[min(tied, key=lambda i: waits[i][1][0][0])][0]
     running = joined([p for _, iv in runs for p in iv])
-    if ((common.op or "").lower() not in P2P_CALLS and not unknown
+    if (not is_p2p((common.op or "").lower()) and not unknown
             and minority_ahead(dict(enumerate(iv for _, iv in waits)), dict(enumerate(iv for _, iv in runs)))):
         return StackComparison(common, waits[0][1], running, running if _in_setup(common.op) else [], [], [])
     other = [(v, iv) for v, iv in waits if v.op != common.op and not (_in_setup(v.op) and _in_setup(common.op))]
-    mismatched = joined([p for v, iv in other if not {(v.op or "").lower(), (common.op or "").lower()} & P2P_CALLS
+    mismatched = joined([p for v, iv in other if not (is_p2p((v.op or "").lower()) or is_p2p((common.op or "").lower()))
                          for p in iv])
     return StackComparison(common, [], [], running, mismatched, unseen)
 
@@ -269,7 +269,7 @@ def _judge_rank(r: RankEvidence, act: Activity | None, waiting: dict[int, Activi
     if r.rank in compared.outside:
         reason = f"is in no collective: its main thread runs {act.where}"
         return _suspect(rec, ReasonClass.OUTSIDE, reason, list(evidence.fill()))
-    if r.rank in compared.mismatched and p2p_call(r) is None:
+    if r.rank in compared.mismatched and p2p_call(r.main_stack, act) is None:
         reason = f"waits in {act.op} while its peers wait in {common.op}"
         return _suspect(rec, ReasonClass.MISMATCH, reason, list(evidence.fill()))
     return None

@@ -11,7 +11,7 @@ from typing import Any
 
 from parsers.input import bounded_json
 from parsers.model import Frame, ThreadStack
-from parsers.model.stacks import P2P_ALL_FRAMES, P2P_PY_FRAMES
+from parsers.model.stacks import P2P_ALL_FRAMES, P2P_CALLS, P2P_PY_FRAMES
 from parsers.input.errors import FileFormatError
 
 
@@ -113,8 +113,9 @@ def _frame(raw: Any) -> Frame:
     )
 
 
-#: the frames whose locals are read at all: torch.distributed's own point-to-point functions
-P2P_FUNCTIONS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "P2POp.__init__", "P2POp.__new__"})
+#: the frames whose locals are read at all: torch.distributed's own point-to-point functions (the model's calls,
+#: and the P2POp a batch is made of)
+P2P_FUNCTIONS = P2P_CALLS | {"P2POp.__init__", "P2POp.__new__"}
 #: the file they live in (py-spy's `filename`, a path, ends so)
 P2P_FILE = "torch/distributed/distributed_c10d.py"
 #: the locals kept of those frames, and only as integers: every other local (a tensor's repr, a string, a

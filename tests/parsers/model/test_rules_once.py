@@ -100,6 +100,14 @@ RULES = {
     "stack_op": "parsers/judges/p2p_stacks.py",
     "judge_stacks": "parsers/judges/p2p_stacks.py",
     "unanswered": "parsers/judges/p2p.py",  # sends nobody answers, over rows a rank and a digest's class both give
+    # which point-to-point call a main thread is in (the p2p judge's `_blocked_in`, the stacks judge's mismatch): its
+    # activity's op where a Python frame names it, c10d's C++ names only on a stack with none (gdb's); the side of a
+    # call, and the window of Python frames the call and its peer are read in (the activity, `blocking_call`)
+    "p2p_call": "parsers/stacks/classify.py",
+    "p2p_side": "parsers/model/stacks.py",
+    "is_p2p": "parsers/model/stacks.py",  # a call that waits on its one peer (stack-class rule, unanswered sends)
+    "native_p2p_call": "parsers/model/stacks.py",
+    "python_frames": "parsers/model/stacks.py",
 }
 #: names of rules that were re-statements and are gone
 GONE = ("odd_ones_out", "_minority", "_minority_map", "_by_kind_op", "_common_wait", "_minorities",
@@ -177,6 +185,21 @@ def _stack_kind_tests(tree: ast.AST, rule: str = "compare_stacks"):
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare) and id(node) not in inside and any(
                 isinstance(c, ast.Constant) and c.value == "elsewhere" for c in [node.left, *node.comparators]):
+            yield node.lineno
+
+
+#: names only torch.distributed's and c10d's point-to-point calls have (the model's SENDS, RECVS, P2P_CALLS, NATIVE_P2P)
+P2P_NAMES = frozenset({"isend", "irecv", "batch_isend_irecv", "recvAnysource", "::send", "::recv"})
+
+
+def _p2p_name_lists(tree: ast.AST):
+    """Line numbers where code lists the point-to-point calls' names itself (a set, tuple, list or dict holding
+    `isend` or c10d's `recvAnysource`): the start of a second answer to which call a rank is in, beside the
+    model's lists."""
+    for node in ast.walk(tree):
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and any(
+                isinstance(e, ast.Constant) and e.value in P2P_NAMES for e in elts or ()):
             yield node.lineno
 
 
@@ -319,6 +342,19 @@ def test_how_sure_a_mismatch_is_is_said_in_its_rule_only():
     copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["mismatch_confidence"]
               for line in _mismatch_confidences(tree)]
     assert not copies, copies
+
+
+def test_the_point_to_point_calls_are_named_in_the_model_only():
+    """The judges, the readers, the stack classes and the scale path read `parsers.model.stacks`' lists; none
+    lists torch's or c10d's point-to-point names again (the p2p judge, the classifier and the py-spy reader each
+    had their own)."""
+    copies = [(rel, line) for rel, tree in _modules("parsers", "forensics") if rel != RULES["p2p_side"]
+              for line in _p2p_name_lists(tree)]
+    assert not copies, copies
+    assert list(_p2p_name_lists(ast.parse('SENDS = frozenset({"send", "isend"})\n'))) == [1]
+    assert list(_p2p_name_lists(ast.parse('x = n.endswith(("::send", "::recv"))\n'))) == [1]
+    assert list(_p2p_name_lists(ast.parse('SIDE = {"recvAnysource": "recv"}\n'))) == [1]
+    assert not list(_p2p_name_lists(ast.parse('x = c.func.lower() in ("send", "recv")\n')))
 
 
 def test_who_called_something_else_is_decided_in_its_rule_only():
