@@ -10,7 +10,7 @@ ones that never came, as far as the files cover the job.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Iterable, Sequence, cast
 
 from parsers.gather.evidence import Evidence
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind, WorkerReport
@@ -24,8 +24,18 @@ SYMPTOMS = {"nccl", "gloo", "timeout", "child-failed", "store-timeout", "mismatc
 
 def last_exceptions(ev: Evidence) -> dict[int, tuple[Any, Any]]:
     """rank -> (last exception of its own output, the artifact it was read from)."""
+    return exceptions_by_rank(ev.artifacts)
+
+
+def exceptions_by_rank(artifacts: Iterable[Any]) -> dict[int, tuple[Any, Any]]:
+    """rank -> (the last exception filed under it, the artifact it was read from), over `artifacts` in their order:
+    each exception of a rank's output under the rank `exception_rank` gives it, whichever file holds it.
+
+    Why apart from `last_exceptions`: a host's digest says each rank's last exception from that host's files only
+    (`parsers.scale.digest.summaries_of`); it filed one under the rank whose file held it, so a rank-0 log with
+    rank 5's `[rank5]:` traceback said rank 0 raised where this judge names rank 5. Both now ask this."""
     out: dict[int, tuple[Any, Any]] = {}
-    for art in ev.artifacts:
+    for art in artifacts:
         if art.kind != "rank-log" or not art.parsed or not art.parsed.exceptions:
             continue
         for exc in art.parsed.exceptions:
@@ -35,12 +45,44 @@ def last_exceptions(ev: Evidence) -> dict[int, tuple[Any, Any]]:
     return out
 
 
+def kept_exceptions(exceptions: Sequence[Any], last: int, ranks: int) -> list[Any]:
+    """Of one output's exceptions (in file order), those a bounded copy of it keeps, in that order: the `last`
+    latest, the last of each rank its lines name (unprefixed ones: its file's, one more key) for the `ranks` ranks
+    named latest, and the earliest (by line: `died_first` asks whether any came before a launcher's exit line).
+
+    Why here: a host's digest kept the last 8 of a file, so a console with the tracebacks of nine ranks lost the
+    first one's in the digest path while `exceptions_by_rank` filed it under its rank in the plain read. Kept this
+    way, this judge reads the copy as it reads the whole, for every rank the copy still names."""
+    latest: dict[int | None, int] = {}
+    for i, x in enumerate(exceptions):
+        latest.pop(x.rank, None)  # ordered by each rank's last exception
+        latest[x.rank] = i
+    keep = set(range(max(0, len(exceptions) - last), len(exceptions))) | set(list(latest.values())[-ranks:])
+    if exceptions:
+        keep.add(min(range(len(exceptions)), key=lambda i: (exceptions[i].line is not None, exceptions[i].line or 0)))
+    return [exceptions[i] for i in sorted(keep)]
+
+
 def exception_rank(exc: Any, art: Any) -> int | None:
     """The rank an exception is of: the rank its line names (`[rank3]:`), else the rank of the file it was read
     from. Why one place: the scale path reads raw the rank a job-level file's exception names
     (`parsers.scale.named_faults`), and must mean the rank this judge then names."""
     rank = exc.rank if exc.rank is not None else art.rank
     return int(rank) if rank is not None else None
+
+
+def spawn_raised(art: Any, local_rank: int | None) -> Any | None:
+    """The exception mp.spawn printed for its process `local_rank` (the traceback under its '-- Process N terminated
+    with the following error:'), in the output `art` it was read from; None if that output holds none.
+
+    Why here, and not by `exception_rank`: mp.spawn names a process by the index it passed it, no rank (the job's
+    rank is that index only where the caller made it so), and its traceback carries no rank prefix, so the
+    exceptions judge files it under the file's own rank. This is which exception the launcher's exit line speaks
+    of, asked of the one module that reads a rank's exceptions (the summary's first error says it beside the exit)."""
+    if art is None or not art.parsed:
+        return None
+    return next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
+                 and x.local_rank == local_rank), None)
 
 
 def judge(ev: Evidence, ctx: JudgeContext | None = None) -> Findings:

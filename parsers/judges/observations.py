@@ -17,6 +17,7 @@ from typing import Any, cast
 from parsers.gather.evidence import Coverage, Evidence
 from parsers.readers import stamps
 from parsers.judges.claims import claims
+from parsers.judges.exceptions import spawn_raised
 from parsers.judges.logs import fr_report, horovod, names, short_timeout, silence, unread
 from parsers.model.events import (INFO_KINDS, TIMEOUT_KINDS, UNKNOWN_HOST, WARNING_KINDS, ErrorEvent, ErrorKind,
                                   OpEvent, Progress, CollectiveStack, CollectiveTimeout, DumpAsked, LocalPeer,
@@ -203,11 +204,9 @@ def _spawn_raised(e: Any, art: Any) -> tuple[str, str | None] | None:
     """(headline, what its category means if the raiser waited on a peer) of the exception mp.spawn's process
     raised, from the traceback under mp.spawn's exit line."""
     worker = e.data
-    if type(worker) is not WorkerReport or e.kind != ErrorKind.LAUNCHER_EXIT or not worker.raised or art is None \
-            or not art.parsed:
+    if type(worker) is not WorkerReport or e.kind != ErrorKind.LAUNCHER_EXIT or not worker.raised:
         return None
-    exc = next((x for x in art.parsed.exceptions if x.details.get("launcher") == "mp.spawn"
-                and x.local_rank == worker.local_rank), None)
+    exc = spawn_raised(art, worker.local_rank)  # which exception that is: the exceptions judge's to say
     if exc is None:
         return None
     return exc.headline(), _PEER_WORDS.get(exc.category)  # mp.spawn names the first process it reaps: maybe a waiter

@@ -44,6 +44,7 @@ from parsers.readers.exception import PyException, TracebackFrame as ExcFrame
 from parsers.readers.launcher import RankExit
 from parsers.readers.proxy_dump import ProxyOp
 from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, StepRecord
+from parsers.judges.exceptions import exceptions_by_rank, kept_exceptions
 from parsers.judges.p2p_stacks import blocking_call, stack_op
 from parsers.judges.recorder import wait_edges
 
@@ -72,6 +73,8 @@ ERRORS_HEAD = ERRORS_TAIL = 32  #: first and last errors kept per file
 THREADS_CAP = 64
 MAIN_FRAMES, OTHER_FRAMES = 64, 16
 EXCEPTIONS_CAP, EXC_FRAMES = 8, 32
+#: ranks whose last exception a file keeps besides its last EXCEPTIONS_CAP (a console of many ranks' tracebacks)
+EXCEPTION_RANKS = 32
 NOTES_CAP, UNREAD_CAP, PROBLEMS_CAP = 200, 20, 20
 #: notes the knowledge base matches are kept past NOTES_CAP, up to this many more (`reduce_parsed`'s `matched`)
 MATCHED_NOTES_CAP = 2000
@@ -274,12 +277,14 @@ def reduce_parsed(parsed: Parsed, matched: frozenset[int] = frozenset()) -> Pars
     """A copy of `parsed` with every list capped (see the caps above): kilobytes a file, whatever its size.
 
     What is kept is what the judges compare across ranks: every membership, the last operations of each
-    communicator, the progress counters, the first and last errors, the main thread's stack whole, and the
-    notes (kept lines) whose line numbers are in `matched` (those the knowledge base matches) past the cap."""
+    communicator, the progress counters, the first and last errors, the last exception of each rank a file names
+    (`kept_exceptions`), the main thread's stack whole, and the notes (kept lines) whose line numbers are in
+    `matched` (those the knowledge base matches) past the cap."""
     out = dataclasses.replace(parsed)
     out.events = _reduce_events(parsed.events)
     out.stacks = [_cap_stack(t) for t in parsed.stacks[:THREADS_CAP]]
-    out.exceptions = [_cap_exception(e) for e in parsed.exceptions[-EXCEPTIONS_CAP:]]
+    # the exceptions the exceptions judge reads of the file: whichever rank each names, the copy files it alike
+    out.exceptions = [_cap_exception(e) for e in kept_exceptions(parsed.exceptions, EXCEPTIONS_CAP, EXCEPTION_RANKS)]
     out.notes = _cap_notes(parsed.notes, matched)
     out.unread = list(parsed.unread[:UNREAD_CAP])
     out.problems = list(parsed.problems[:PROBLEMS_CAP])
@@ -552,21 +557,25 @@ def summaries_of(ev: Evidence, host: str | None = None) -> list[tuple[str, RankS
     for n, x in exits_named(ev.exits):
         for key in claims.processes(n):
             exits.setdefault(key, []).append((x.returncode, x.exited_at))
+    # a rank's last exception is the one the exceptions judge files under it (`exceptions_by_rank`: the rank its
+    # line names, else its file's), over the files this evidence holds (a host's digest: that host's own)
+    raised = exceptions_by_rank(ev.artifacts)
     return [(r.record.host, rank_summary(r, logs.get((r.record.host, r.record.pid), []), recorder.get(r.record.pid, []),
-                                         exits.get((r.record.host, r.record.pid), [])))
+                                         exits.get((r.record.host, r.record.pid), []),
+                                         raised.get(r.rank) if r.rank is not None else None))
             for r in ev.ranks if host is None or r.record.host == host]
 
 
-def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
+def rank_summary(r: Any, logs: list, own: list, exits: list, raised: tuple[Any, Any] | None = None) -> RankSummary:
     """What one rank looks like, for people and the fleet merge: state, stack class and top frames, last op and
     seq per communicator, recorder waits, last exception, exit. `logs`: the parsed artifacts filed under its host
-    and pid; `own`: its recorder states; `exits`: (returncode, exited_at) of its launcher records."""
+    and pid; `own`: its recorder states; `exits`: (returncode, exited_at) of its launcher records; `raised`: (its
+    last exception, the file it was read from) as the exceptions judge files it (`exceptions_by_rank`)."""
     act = r.activity
     main = r.main_stack
     comms: dict[str, Position] = {}
-    exc = None
     files = [art for art in r.files if art.parsed]
-    # rank logs are not process files: their ops and exceptions count too
+    # rank logs are not process files: their ops count too
     files += [art for art in logs if art.kind in ("nccl-log", "rank-log", "fr-dump")]
     for art in files:
         for e in art.parsed.events:
@@ -574,9 +583,7 @@ def rank_summary(r: Any, logs: list, own: list, exits: list) -> RankSummary:
                 prev = comms.get(e.comm)
                 if prev is None or e.seq >= prev.seq:
                     comms[e.comm] = Position(e.op, e.seq, e.seq_kind, e.state)
-        if art.parsed.exceptions:
-            last = art.parsed.exceptions[-1]
-            exc = f"{last.type}: {last.message}"[:MAX_STR]
+    exc = f"{raised[0].type}: {raised[0].message}"[:MAX_STR] if raised is not None else None
     waits = [(hex(st.comm_id), op.peer, op.last_state, op.coll_seq)
              for st in own for op in st.proxy_ops if op.in_progress]
     op = stack_op(r.rank, blocking_call(main), None)  # the stack-peer matching's op (a peer past the job: refused)

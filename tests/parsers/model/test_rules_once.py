@@ -61,6 +61,12 @@ RULES = {
     "exits_named": "parsers/scale/named_faults.py",  # a launcher exit's rank, host and pid
     # the rank an exception is of (the exceptions judge's 'raised'; the rank the scale path reads for a job's file)
     "exception_rank": "parsers/judges/exceptions.py",
+    # each rank's last exception, whichever file holds it (the exceptions judge's, the suspect's own state's 'last
+    # exception', a host's digest's summary of each rank), and what a digest's bounded copy of a file keeps of them
+    "exceptions_by_rank": "parsers/judges/exceptions.py",
+    "last_exceptions": "parsers/judges/exceptions.py",
+    "kept_exceptions": "parsers/judges/exceptions.py",
+    "spawn_raised": "parsers/judges/exceptions.py",  # the exception mp.spawn's exit line speaks of (the summary's)
     # the recorder's wait edges (the recorder judge's, and what a host's digest says each rank waits on)
     "wait_edges": "parsers/judges/recorder.py",
     # the classes section: ranks by what their main threads do (the stacks judge's over the ranks it read, the
@@ -276,6 +282,23 @@ def _side_picks(tree: ast.AST):
     yield from sorted(lines)
 
 
+def _exception_reads(tree: ast.AST):
+    """(line, function) where code reads a file's exceptions itself (`art.parsed.exceptions`, `parsed.exceptions`;
+    function: the innermost one it is in, '' at module level): the start of a second answer to whose an exception
+    is, or which is a rank's last (the digest took the last of each file as its owner's), beside
+    `exceptions_by_rank`."""
+    where: dict[int, str] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(fn):
+                where[id(n)] = fn.name  # walked outer first: an inner function's name is written last
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "exceptions" and (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "parsed"
+                or isinstance(node.value, ast.Name) and node.value.id == "parsed"):
+            yield node.lineno, where.get(id(node), "")
+
+
 def test_each_rule_is_defined_once():
     found = list(_functions())
     for name, home in RULES.items():
@@ -419,6 +442,31 @@ def test_the_exits_a_file_names_are_read_in_their_rule_only():
     assert not copies, copies
 
 
+#: (module, function) that read a file's exceptions themselves, each with why that is no second rule of whose they are
+EXCEPTION_READS_EXCUSED = {
+    # the rule's home: the exceptions judge's own readings
+    ("parsers/judges/exceptions.py", "exceptions_by_rank"): "the rule",
+    ("parsers/judges/exceptions.py", "spawn_raised"): "the rule",
+    ("parsers/judges/exceptions.py", "_raised_before"): "the judge's died-first order",
+    # every exception a file holds marks the process whose file it is, to be read raw (a rank's 'exception' flag,
+    # digest first's job-level files): where the raw file is, not whose exception it is (`named` asks
+    # `exception_rank` that)
+    ("parsers/model/events.py", "own_faults"): "where the raw file is",
+    # a digest's bounded copy of a file keeps what `kept_exceptions` says and encodes it: it names no rank
+    ("parsers/scale/digest.py", "reduce_parsed"): "a bounded copy",
+}
+
+
+def test_whose_exception_it_is_is_decided_in_its_rule_only():
+    """The judges, the scale path, the model and the pipeline ask the exceptions judge which exception is a rank's
+    (`exceptions_by_rank`, `last_exceptions`, `spawn_raised`); only the readers, which make the list, and the excused
+    (said why) read a file's exceptions themselves."""
+    reads = {(rel, fn) for rel, tree in _modules("parsers", "forensics")
+             if not rel.startswith(("parsers/readers/", "parsers/gather/")) for _, fn in _exception_reads(tree)}
+    assert not reads - set(EXCEPTION_READS_EXCUSED), sorted(reads - set(EXCEPTION_READS_EXCUSED))
+    assert set(EXCEPTION_READS_EXCUSED) <= reads  # an excuse of a function that no longer reads them goes too
+
+
 def test_the_scan_finds_a_copy():
     """The scan is not blind: a judge that lists the stopped states itself, or compares with 'D', is found."""
     assert list(_state_letters(ast.parse('if r.state in ("T", "t"):\n    pass\n'))) == [1]
@@ -429,6 +477,11 @@ def test_the_scan_finds_a_copy():
     assert list(_exit_reads(ast.parse('exits = [x for a in arts if a.parsed for x in a.parsed.exits]\n'))) == [1]
     assert not list(_exit_reads(ast.parse('out.exits = list(parsed.exits[:8])\n')))
     assert list(_fault_tests(ast.parse('x = art.parsed.exceptions or any(map(own_error, art.parsed.events))\n')))
+    picked = ast.parse('if art.parsed.exceptions:\n    x = art.parsed.exceptions[-1]\n')
+    assert [line for line, _ in _exception_reads(picked)] == [1, 2]
+    named = ast.parse('def f(parsed):\n    return next(e for e in parsed.exceptions if e.rank)\n')
+    assert list(_exception_reads(named)) == [(2, "f")]
+    assert not list(_exception_reads(ast.parse('x = merged.exceptions + read.merged.exceptions\n')))
     assert list(_ahead_confidences(ast.parse('c = round(0.6 + 0.2 * len(before) / len(stated), 3)\n'))) == [1]
     assert not list(_ahead_confidences(ast.parse('c = 0.6 + 0.3 * share\n')))
     assert list(_mismatch_confidences(ast.parse('c = round(0.6 + 0.35 * s, 3) if ok else 0.45\n'))) == [1]

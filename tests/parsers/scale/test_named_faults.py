@@ -3,18 +3,22 @@ processes raw and the focus reads their hosts, by the one rule, on real bundles 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 from hf_testpaths import FIXTURES
 from parsers.gather.evidence import load, read_file
 from parsers.gather.source import FileRef, Hints, open_source
-from parsers.judges.exceptions import exception_rank
+from parsers.judges.exceptions import exception_rank, exceptions_by_rank, last_exceptions
 from parsers.model.manifest import RankRecord
 from parsers.scale import focus as digest_focus
-from parsers.scale.digest import summaries_of
+from parsers.scale.digest import decode_parsed, encode_parsed, summaries_of
+from parsers.scale.digest_first import load_digest_first
 from parsers.scale.named_faults import MAX_SAME_PID, Claims, NamedProcess, named
 from forensics.report.words import analyze
+from replicate import culprit_key, fleet
 from tests.parsers.scale.test_digest import KB, _verdict_key
 from tests.parsers.scale.test_focus import _one_host_per_rank
 
@@ -119,3 +123,48 @@ def test_an_exception_names_the_rank_the_exceptions_judge_names(tmp_path):
     said = list(named(art))  # the exception, the CUDA error it reports (an error of its own), the file's process
     assert [n.what for n in said] == ["exception", "error", "file"] and {n.rank for n in said} == {5}
     assert [exception_rank(x, art) for x in art.parsed.exceptions] == [5]
+
+
+def _shared_console(tmp_path: Path) -> Path:
+    """gloo14/oom/live (rank 3 raised torch.OutOfMemoryError, its `[rank3]:` traceback in its own stderr) with that
+    traceback in rank 0's stderr too, as a stream every worker writes to holds it (a launcher's console, a shared
+    pipe): rank 0's file holds another rank's exception."""
+    dst = tmp_path / "shared"
+    shutil.copytree(FIXTURES / "gloo14/oom/live", dst)
+    zero, three = (next(dst.glob(f"hosts/vm/rank{k}-*/stderr.log")) for k in (0, 3))
+    zero.write_text(zero.read_text() + three.read_text())
+    return dst
+
+
+def test_a_ranks_exception_in_another_ranks_file_is_its_own_on_both_paths(tmp_path):
+    """The plain read files rank 3's traceback in rank 0's stderr under rank 3 (`exceptions_by_rank`); so do the hosts'
+    digests of the capture replicated to 64 ranks, merged: rank 3 raised, rank 0 did not (the digest said rank 0 raised
+    it, by the file that held it). Both paths name rank 3 raised. Rank 0's 'exception' flag stays: it says where the
+    raw file to read is, not whose exception it is."""
+    root, own = fleet(_shared_console(tmp_path), tmp_path, 64)
+    with open_source(root) as src:
+        plain = {rank: f"{x.type}: {x.message}" for rank, (x, _) in last_exceptions(load(src, KB.line_filter)).items()}
+    assert list(plain) == [3] and plain[3].startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    with open_source(root) as src:
+        merged = load_digest_first(src, KB).merged
+    assert [(e.rank, e.text) for e in merged.exceptions] == [(3, plain[3])]
+    assert [[0, 0], [3, 3]] == merged.flags["exception"]
+    assert culprit_key(analyze(root, KB).verdict) == culprit_key(analyze(root, KB, digests=False).verdict) \
+        == culprit_key(own) and culprit_key(own)[0][:3] == (3, "vm", "known-error")
+
+
+def test_a_digests_copy_of_a_file_keeps_each_ranks_last_exception(tmp_path):
+    """A console with the tracebacks of twelve ranks (rank 3's real one of gloo14/oom/live, under each rank's prefix):
+    the digest's bounded copy of it (`reduce_parsed`, encoded and decoded) gives the exceptions judge every rank's
+    exception, as the whole file does (it kept the last 8 of the file: ranks 0-3 were lost), and the earliest."""
+    own = next((FIXTURES / "gloo14/oom/live").glob("hosts/vm/rank3-*/stderr.log")).read_text()
+    log = tmp_path / "stderr.log"
+    log.write_text("".join(own.replace("[rank3]:", f"[rank{k}]:") for k in range(12)))
+    whole = _read(log, Hints(host="vm", pid=7, rank=0, from_manifest=True))
+    assert len(whole.parsed.exceptions) == 12
+    copy = dataclasses.replace(whole, parsed=decode_parsed(encode_parsed(whole.parsed, str(log), "stderr.log"),
+                                                           str(log), "stderr.log", "vm"))
+    by_rank = {rank: (x.type, x.message, x.line) for rank, (x, _) in exceptions_by_rank([whole]).items()}
+    assert list(by_rank) == list(range(12))
+    assert {rank: (x.type, x.message, x.line) for rank, (x, _) in exceptions_by_rank([copy]).items()} == by_rank
+    assert copy.parsed.exceptions[0].line == whole.parsed.exceptions[0].line
