@@ -8,8 +8,8 @@ the process, its workers included, are the run's own where the wall time is most
 
     PYTHONPATH=. python benchmarks/fleet_build_cost.py --baseline /work/main [--ranks 4096] [--workers 1] CAPTURE...
 
-CAPTURE: a path under tests/fixtures. Both checkouts must have the capture. The fleet is written under --tmp and
-removed after each row.
+CAPTURE: a path under this checkout's tests/fixtures: both checkouts replicate the same files (a baseline's own
+working tree may lack some). The fleet is written under --tmp and removed after each row.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def cpu():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + c.ru_utime, s.ru_stime + c.ru_stime
 tmp, workers = Path(sys.argv[4]), int(sys.argv[5])
-own = unpacked(Path(sys.argv[1]) / "tests" / "fixtures" / sys.argv[2], tmp)
+own = unpacked(Path(sys.argv[6]) / sys.argv[2], tmp)
 v = analyze(own, KB, digests=False).verdict
 t0, w0 = cpu(), time.perf_counter()
 dst = replicate(own, tmp / "fleet", int(sys.argv[3]), healthy_rank(own, v), workers=workers)
@@ -51,7 +51,8 @@ def measure(repo: Path, capture: str, ranks: int, workers: int, under: str | Non
     """One fleet built by `repo`'s code: [copies user, system CPU s, digests user, system CPU s, wall s]."""
     tmp = tempfile.mkdtemp(prefix="fleet-build-", dir=under)
     try:
-        out = subprocess.run([sys.executable, "-c", CHILD, str(repo), capture, str(ranks), tmp, str(workers)],
+        out = subprocess.run([sys.executable, "-c", CHILD, str(repo), capture, str(ranks), tmp, str(workers),
+                              str(HERE / "tests" / "fixtures")],
                              cwd=repo, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"},
                              capture_output=True, text=True, check=True, timeout=3600)
         return json.loads(out.stdout.strip().splitlines()[-1])
