@@ -35,7 +35,7 @@ def _ring(peer: int, old: tuple[int, int], new: tuple[int, int]) -> int:
     return (new[0] + offset) % new[1]
 
 
-def _used_ops(data: bytes) -> list[int]:
+def used_ops(data: bytes) -> list[int]:
     """The offsets of the proxy op records of `data` that are not all zero (a slot never written is left as it is:
     most of a ring is empty, and rewriting every slot cost most of a copy's time)."""
     (slots,) = struct.unpack_from("<I", data, _SLOTS_AT)
@@ -47,9 +47,10 @@ def _used_ops(data: bytes) -> list[int]:
 
 
 def recorder_as(data: bytes, rank: int, nranks: int, pid: int, host: str, comm_id: int | None = None,
-                peers: bool = True) -> bytes:
+                peers: bool = True, ops: list[int] | None = None) -> bytes:
     """`data` (a recorder file) as written by `pid` on `host`, rank `rank` of `nranks`; `peers`: proxy ops'
-    peers moved by their ring offset (else kept)."""
+    peers moved by their ring offset (else kept); `ops`: `used_ops(data)` where the caller has it (one template
+    said again for thousands of copies: finding the used records was most of a copy's time)."""
     buf = bytearray(data)
     old_rank, old_n, old_pid = header(data)
     struct.pack_into("<i", buf, _PID_AT, pid)
@@ -58,7 +59,7 @@ def recorder_as(data: bytes, rank: int, nranks: int, pid: int, host: str, comm_i
     struct.pack_into("64s", buf, _HOST_AT, host.encode()[:63])
     if comm_id is not None:
         struct.pack_into("<Q", buf, _COMM_AT, comm_id)
-    for off in _used_ops(data):
+    for off in (used_ops(data) if ops is None else ops):
         op_pid, peer = struct.unpack_from("<ii", buf, off + _OP_PID)
         if op_pid == old_pid:
             struct.pack_into("<i", buf, off + _OP_PID, pid)

@@ -103,13 +103,47 @@ class DigestError(FileFormatError):
 # ----------------------------------------------------------------------------- model <-> JSON
 
 
+#: per model type: (field, its default or MISSING, whether it has a default factory), for `encode`'s loop
+_ENCODED = {cls: tuple((name, f.default, f.default_factory is not dataclasses.MISSING)  # type: ignore[misc]
+                       for name, f in fields.items()) for cls, fields in _FIELDS.items()}
+#: the exact types `encode` gives back as they are (a subclass, such as an IntEnum, takes `_encode_other`)
+_AS_IS = frozenset({type(None), bool, int, float})
+if any(issubclass(cls, (str, int, float, list, tuple, set, frozenset, dict)) for cls in _TAG):
+    raise TypeError("a model type that is also a builtin value: encode's dataclass branch would come first")
+
+
 def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any:
     """A value of the model as JSON data: dataclasses tagged, tuples, sets and non-string keys marked,
     strings cut to MAX_STR; a string equal to one of `paths` (the file's own path as read, and as
     cited) is written as its number, so a bundle that moved is cited where it now is. Raises DigestError for a
-    type the model does not have (that file is then not digested and analysis reads it raw)."""
+    type the model does not have (that file is then not digested and analysis reads it raw).
+
+    The exact scalar types, strings and the model's dataclasses are told by their type first: a digest
+    encodes half a million values a thousand ranks, and the chain of isinstance checks was most of its cost."""
     if depth > MAX_DEPTH:
         raise DigestError("nested too deep")
+    t = type(obj)
+    if t in _AS_IS:
+        return obj
+    if t is str:
+        return {"$p": paths[obj]} if paths and obj in paths else obj[:MAX_STR]
+    fields = _ENCODED.get(t)
+    if fields is None:
+        return _encode_other(obj, depth, paths)
+    out: dict[str, Any] = {"$t": _TAG[t]}
+    deeper = depth + 1
+    for name, default, factory in fields:
+        value = getattr(obj, name)
+        if default is not dataclasses.MISSING and value == default:
+            continue
+        if factory and not value:
+            continue
+        out[name] = encode(value, deeper, paths)
+    return out
+
+
+def _encode_other(obj: Any, depth: int, paths: dict[str, int] | None) -> Any:
+    """`encode` of a container, or of a subclass of a builtin value (an enum)."""
     if obj is None or isinstance(obj, (bool, int, float)):
         return obj
     if isinstance(obj, str):
@@ -126,18 +160,7 @@ def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
             return {k[:MAX_STR]: encode(v, depth + 1, paths) for k, v in obj.items()}
         return {"$d": [[encode(k, depth + 1, paths), encode(v, depth + 1, paths)] for k, v in obj.items()]}
-    tag = _TAG.get(type(obj))
-    if tag is None:
-        raise DigestError(f"no digest form for {type(obj).__name__}")
-    out: dict[str, Any] = {"$t": tag}
-    for name, f in _FIELDS[type(obj)].items():
-        value = getattr(obj, name)
-        if f.default is not dataclasses.MISSING and value == f.default:
-            continue
-        if f.default_factory is not dataclasses.MISSING and not value:  # type: ignore[misc]
-            continue
-        out[name] = encode(value, depth + 1, paths)
-    return out
+    raise DigestError(f"no digest form for {type(obj).__name__}")
 
 
 def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:

@@ -27,6 +27,7 @@ Inputs are our own fixtures; the writer still bounds what it reads (files of a r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bundle_scale import write_digests, write_sparse
-from benchmarks.recorder_copy import header, recorder_as
+from benchmarks.recorder_copy import header, recorder_as, used_ops
 from forensics.report.words import analyze
 from parsers import knowledge
 
@@ -157,14 +158,11 @@ def _nccl_log(text: str, world: tuple[int, int], rank: tuple[int, str] | None, w
     return "".join(out)
 
 
-def _recorder(data: bytes, world: tuple[int, int], rank: int | None, pid: int | None, host: str | None) -> bytes | None:
-    """A recorder file with its header at the new world size; a copy's (`rank` given) said again as written by
-    its pid, rank and host (benchmarks/recorder_copy.py; its proxy ops' peers moved by their ring offset); None
-    for a copy's file of another communicator."""
+def _recorder(data: bytes, world: tuple[int, int]) -> bytes:
+    """A capture's own recorder file with its header at the new world size (a file of another communicator kept as
+    it is); a copy's is said again by `recorder_as` (benchmarks/recorder_copy.py)."""
     if header(data)[1] != world[0]:
-        return None if rank is not None else data
-    if rank is not None and pid is not None and host is not None:
-        return recorder_as(data, rank, world[1], pid, host)
+        return data
     buf = bytearray(data)
     struct.pack_into("<i", buf, _NRANKS_AT, world[1])
     return bytes(buf)
@@ -189,51 +187,87 @@ def _dropped(rel: str) -> bool:
     return rel.startswith("children/") or rel.startswith("flight_recorder/") or "fr_trace" in rel
 
 
-def _copy_file(src: Path, rel: str, ctx: dict[str, Any]) -> bytes | None:
-    """The bytes of one template file as the copy's; None to leave it out."""
-    world, c, tpl = ctx["world"], ctx["copy"], ctx["template"]
-    name = src.name
+#: a copy's rank in a JSON file written once a slot (no capture's file holds this number: `_Template` checks)
+_RANK_NUMBER = 987_654_321_987
+
+
+@dataclass
+class _Template:
+    """The template rank's files, read once a process, and what every copy of a slot shares, made once.
+
+    Why: a copy differs from another of its slot only in its rank and host. Reading, parsing and rewriting each
+    template file again for every copy was most of the fleet's writing; the bytes written are the same."""
+
+    root: Path
+    rec: dict[str, Any]
+    files: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
+    token: str | None = None
+    ops: dict[str, list[int]] = dataclasses.field(default_factory=dict)  #: a recorder file's used proxy ops
+    slots: dict[tuple[str, int], Any] = dataclasses.field(default_factory=dict)  #: (rel, slot) -> shared form
+
+    def __post_init__(self) -> None:
+        src_dir = self.root / self.rec["dir"]
+        paths = sorted(p for p in src_dir.rglob("*") if p.is_file() and not p.is_symlink())
+        self.token = _nccl_token(paths, self.rec["pid"])
+        self.files = [(p.relative_to(src_dir).as_posix(), p.read_bytes()) for p in paths]
+        if any(str(_RANK_NUMBER).encode() in data for _, data in self.files):
+            raise ValueError("a template file holds the copies' rank stand-in")
+
+
+def _copy_json(data: bytes, name: str, c: Copy, tpl: dict[str, Any], world: tuple[int, int], per_host: int) -> bytes:
+    """A JSON file of the template as the copy's: its environment's identity, its pid/tid and rank fields."""
     if name == "environ.json":
-        return json.dumps(_environ(json.loads(src.read_text()), c.rank, world[1], (c.slot, ctx["per_host"]))).encode()
+        return json.dumps(_environ(json.loads(data), c.rank, world[1], (c.slot, per_host))).encode()
+    return json.dumps(_json_ids(json.loads(data), tpl["pid"], c.pid, tpl["rank"], c.rank)).encode()
+
+
+def _copy_file(data: bytes, rel: str, c: Copy, t: _Template, ctx: tuple[tuple[int, int], int]) -> bytes | None:
+    """The bytes of one template file as copy `c`'s; None to leave it out. What a slot's copies share is made
+    once (`t.slots`), with `_RANK_NUMBER` or `_RANK_MARK`/`_HOST_MARK` standing for the copy's rank and host."""
+    world, per_host = ctx
+    tpl, name = t.rec, rel.rsplit("/", 1)[-1]
     if name.endswith(".json"):
-        doc = json.loads(src.read_text())
-        return json.dumps(_json_ids(doc, tpl["pid"], c.pid, tpl["rank"], c.rank)).encode()
+        key = (rel, c.slot)
+        if key not in t.slots:
+            t.slots[key] = _copy_json(data, name, Copy(_RANK_NUMBER, "", c.slot), tpl, world, per_host)
+        return t.slots[key].replace(str(_RANK_NUMBER).encode(), str(c.rank).encode())
     if name.endswith(".bin") and "recorder" in name:
-        return _recorder(src.read_bytes(), world, c.rank, c.pid, c.host)
+        if header(data)[1] != world[0]:
+            return None
+        ops = t.ops.setdefault(rel, used_ops(data))
+        return recorder_as(data, c.rank, world[1], c.pid, c.host, ops=ops)
     if name.endswith(".log") and (rel.startswith("nccl/") or name in ("stdout.log", "stderr.log")):
         key = (rel, c.slot)  # a slot's pid and tids are every copy's in that slot: the log rewritten once a slot
-        if key not in ctx["cache"]:
-            text = src.read_text(errors="surrogateescape")
-            ctx["cache"][key] = _nccl_log(text, world, (tpl["rank"], _RANK_MARK), (_HOST_MARK, tpl["pid"], c.pid))
-        text = ctx["cache"][key].replace(_RANK_MARK, str(c.rank)).replace(_HOST_MARK, c.host)
+        if key not in t.slots:
+            text = data.decode(errors="surrogateescape")
+            t.slots[key] = _nccl_log(text, world, (tpl["rank"], _RANK_MARK), (_HOST_MARK, tpl["pid"], c.pid))
+        text = t.slots[key].replace(_RANK_MARK, str(c.rank)).replace(_HOST_MARK, c.host)
         if not rel.startswith("nccl/"):  # a launcher's rank prefix
             text = text.replace(f"[rank{tpl['rank']}]", f"[rank{c.rank}]")
         return text.encode(errors="surrogateescape")
-    return src.read_bytes()
+    return data
 
 
-def _write_copy(root: Path, tpl: dict[str, Any], c: Copy, world: tuple[int, int], per_host: int,
-                cache: dict[tuple[str, int], str]) -> dict[str, Any]:
+def _write_copy(t: _Template, c: Copy, world: tuple[int, int], per_host: int) -> dict[str, Any]:
     """Rank `c`'s folder written from the template's; its manifest record."""
-    src_dir = root / tpl["dir"]
+    tpl = t.rec
     new_dir = f"hosts/{c.host}/rank{c.rank}-pid{c.pid}"
-    files = sorted(p for p in src_dir.rglob("*") if p.is_file() and not p.is_symlink())
-    token = _nccl_token(files, tpl["pid"])
-    ctx = {"world": world, "copy": c, "template": tpl, "per_host": per_host, "cache": cache}
     renamed: dict[str, str | None] = {}
-    for f in files:
-        rel = f.relative_to(src_dir).as_posix()
-        data = None if _dropped(rel) else _copy_file(f, rel, ctx)
-        if data is None:
+    made: set[Path] = set()
+    for rel, data in t.files:
+        out_data = None if _dropped(rel) else _copy_file(data, rel, c, t, (world, per_host))
+        if out_data is None:
             renamed[f"{tpl['dir']}/{rel}"] = None
             continue
-        new_rel = "/".join(_rename(part, tpl["pid"], c.pid, token, c.host) for part in rel.split("/"))
-        out = root / new_dir / new_rel
-        out.parent.mkdir(parents=True, exist_ok=True)
+        new_rel = "/".join(_rename(part, tpl["pid"], c.pid, t.token, c.host) for part in rel.split("/"))
+        out = t.root / new_dir / new_rel
+        if out.parent not in made:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            made.add(out.parent)
         if out.suffix == ".bin":
-            write_sparse(out, data)  # a recorder file is mostly empty ring: 30 GB at 100,000 ranks written whole
+            write_sparse(out, out_data)  # a recorder file is mostly empty ring: 30 GB at 100,000 ranks written whole
         else:
-            out.write_bytes(data)
+            out.write_bytes(out_data)
         renamed[f"{tpl['dir']}/{rel}"] = f"{new_dir}/{new_rel}"
     rec = json.loads(json.dumps(tpl))
     for col in rec.get("collectors") or []:
@@ -253,9 +287,7 @@ def _widen_own(root: Path, rec: dict[str, Any], world: tuple[int, int]) -> None:
         if f.name == "environ.json":
             f.write_text(json.dumps(_environ(json.loads(f.read_text()), None, world[1], None)))
         elif f.name.endswith(".bin") and "recorder" in f.name:
-            data = _recorder(f.read_bytes(), world, None, None, None)
-            if data is not None:
-                f.write_bytes(data)
+            f.write_bytes(_recorder(f.read_bytes(), world))
         elif f.name.endswith(".log") and f.parent.name == "nccl":
             text = f.read_text(errors="surrogateescape")
             f.write_text(_nccl_log(text, world, None, None), errors="surrogateescape")
@@ -264,8 +296,8 @@ def _widen_own(root: Path, rec: dict[str, Any], world: tuple[int, int]) -> None:
 def _write_copies(root: Path, tpl: dict[str, Any], copies: list[Copy], world: tuple[int, int],
                   per_host: int) -> list[dict[str, Any]]:
     """The copies' folders written (a log rewritten once a slot); their manifest records, in order."""
-    cache: dict[tuple[str, int], str] = {}
-    return [_write_copy(root, tpl, c, world, per_host, cache) for c in copies]
+    t = _Template(root, tpl)
+    return [_write_copy(t, c, world, per_host) for c in copies]
 
 
 def replicate(bundle: Path, dst: Path, ranks: int, template: int, per_host: int = 8, workers: int = 1) -> Path:
@@ -325,11 +357,31 @@ def named_ranks(v: Any) -> set[int]:
     return out
 
 
+def _world_only(rank_dir: Path, world: int) -> bool:
+    """Whether a rank's NCCL logs and recorder files hold no communicator but the world one (`world` ranks).
+
+    Why: a copy is a member of the world communicator only (its other communicators' lines and recorder files are
+    left out). A template that waited in a subgroup (nccl/chain's rank 0, waiting on rank 1 in a two-rank
+    communicator) makes copies whose last world operation is behind the others' with no wait to show for it: a
+    thousand ranks that 'never logged the operation the others wait in', a fault the capture does not have."""
+    for f in sorted(p for p in rank_dir.rglob("*") if p.is_file() and not p.is_symlink()):
+        if f.parent.name == "nccl" and f.name.endswith(".log"):
+            if _world_ptrs(f.read_text(errors="surrogateescape"), world)[1]:
+                return False
+        elif f.name.endswith(".bin") and "recorder" in f.name and header(f.read_bytes())[1] != world:
+            return False
+    return True
+
+
 def healthy_rank(bundle: Path, v: Any) -> int:
-    """The lowest rank of the capture its verdict does not name: the copies' template."""
+    """The copies' template: the lowest rank of the capture its verdict does not name, among those in no
+    communicator but the world one where there is such a rank (see `_world_only`)."""
     man = json.loads((bundle / "manifest.json").read_text())
-    ranks = sorted(r["rank"] for r in man["ranks"] if isinstance(r.get("rank"), int))
-    return next(r for r in ranks if r not in named_ranks(v))
+    recs = sorted((r for r in man["ranks"] if isinstance(r.get("rank"), int)), key=lambda r: r["rank"])
+    world = max((r.get("world_size") or 0 for r in recs), default=0) or len(recs)
+    healthy = [r for r in recs if r["rank"] not in named_ranks(v)]
+    plain = [r for r in healthy if _world_only(bundle / r["dir"], world)]
+    return (plain or healthy)[0]["rank"]
 
 
 def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None) -> tuple[Path, Any]:

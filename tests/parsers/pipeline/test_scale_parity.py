@@ -3,7 +3,7 @@ their merge (the default `analyze` of a bundle whose hosts wrote digests), the c
 that the plain read of every file (`analyze --no-digests`) gives.
 
 Each case is a live capture under tests/fixtures whose own plain read names a culprit, replicated to
-`PARITY_RANKS` ranks (4,096: the `WIDE` cases; the others at 1,032, `NARROW_RANKS`, for the suite's time;
+`PARITY_RANKS` ranks (4,096: the ten `WIDE` cases; the others at 1,032, `NARROW_RANKS`, for the suite's time;
 HF_PARITY_RANKS=4096 runs every case at 4,096) by tests/support/replicate.py (its own ranks kept, the others
 healthy copies of one rank its verdict does not name, 8 to a host, written by one process a core), digests made
 for every host as `collect` makes them (one process a core: on a fleet every host makes its own). The digest
@@ -13,7 +13,8 @@ fleet over its classes (the focus) or say the stated reason it did not (`FOCUSED
 What it is compared with, so that the suite stays in its time (measured 2026-12-07, CPU seconds on the session's
 box, issue26/lock; benchmarks/results/scale_parity-4096-2026-12-07.md):
 - by default, the capture's own plain read (8 ranks or fewer, under a second). The plain read of the 4,096-rank
-  fleet itself reads every file again (20 s of the 71 s a case: copies and digests 50, digest path 1);
+  fleet itself reads every file again (20 s of the 71 s a case: copies and digests 50 in two workers, about 30 in
+  one since branch h43par, nearly all of it the host digests' reading; digest path 1);
   HF_PARITY_PLAIN=1 adds it to every case (the replica must keep the capture's culprit and why, and the digest path
   must equal it), and benchmarks/scale_parity.py prints both, case by case, at any size (100,000 on 16 cores);
 - `HEAVY` captures (NCCL_DEBUG with per-collective lines: a thousand lines, 260 kB, a rank log, again in its
@@ -70,12 +71,16 @@ CAPTURES = [
 ]
 
 #: cases measured to be read over their classes (the focus: a few hosts' files, every other rank from its host's
-#: digest) at 4,096: asserted, so that a change that loses the focus shows
-FOCUSED = {"issue26/lock/bundle.tar.gz", "issue26/deadlock/bundle.tar.gz", "issue39/gloo-i39/lock/bundle.tar.gz"}
-#: the cases replicated to PARITY_RANKS (4,096) by default: the three measured read over their classes there; every
-#: other case runs at NARROW_RANKS (1,032) unless HF_PARITY_RANKS=4096 (measured at 4,096 on branch h43parity:
-#: benchmarks/results/scale_parity-4096-2026-12-07.md)
-WIDE = FOCUSED
+#: digest) at 4,096: asserted, so that a change that loses the focus shows (gloo14/oom and issue26/ahead: 2026-12-07,
+#: branch h43par)
+FOCUSED = {"issue26/lock/bundle.tar.gz", "issue26/deadlock/bundle.tar.gz", "issue39/gloo-i39/lock/bundle.tar.gz",
+           "gloo14/oom/live", "issue26/ahead/bundle.tar.gz"}
+#: the cases replicated to PARITY_RANKS (4,096) by default: the five measured read over their classes there, and
+#: five more measured to pass there (2026-12-07, branch h43par, 53 CPU s a case on the session's box; those five's
+#: focus was not measured); every other case runs at NARROW_RANKS (1,032) unless HF_PARITY_RANKS=4096
+#: (benchmarks/results/scale_parity-4096-2026-12-07.md, benchmarks/results/fleet_build_cost-2026-12-07.md)
+WIDE = FOCUSED | {"issue26/order/bundle.tar.gz", "issue26/pipeline/bundle.tar.gz", "issue26/subgroup/bundle.tar.gz",
+                  "issue26/twosinks/bundle.tar.gz", "issue39/gloo-i39/monbarrier/bundle.tar.gz"}
 #: cases measured not to be, and the reason the digest path says (it then reads every host's digest, and the raw
 #: files of the ranks the verdict names). slow300norec: by design, who arrives last is each rank's own timing. slow5
 #: and sendsend-seed39: a few ranks wait on a peer in the recorder, and the class rule (parsers/scale/classes.py
@@ -89,14 +94,12 @@ NOT_FOCUSED: dict[str, str] = {
     "i39/sendsend-seed39/bundle.tar.gz": "the focus holds",
 }
 
-#: cases that fail today, with what was measured (strict). No case so far has the digest path disagree with the
-#: plain read of the same fleet; this one fails because the replica changes the fault (tests/support/replicate.py's
-#: limit, not the scale path's; why the chain's root is read otherwise among the copies was not found)
-KNOWN_DISAGREEMENTS: dict[str, str] = {
-    "nccl/chain/bundle": "replica limit: at 64 ranks the plain read of the fleet says rank 3 outside-collective "
-                         "(host node03), the capture's says rank 3 wait-root (host vm); the digest path: the "
-                         "same as the fleet's plain read (measured 2026-12-07)",
-}
+#: cases that fail today, with what was measured (strict). None: no case so far has the digest path disagree with
+#: the plain read of the same fleet. nccl/chain was one until its copies' template was a rank of the world
+#: communicator only (tests/support/replicate.py `healthy_rank`): copies of rank 0, which waited in a two-rank
+#: subgroup left out of every copy, were a thousand ranks behind in the world communicator ('missing-line'), and the
+#: plain read of the fleet said rank 3 outside-collective (host node03) where the capture's says wait-root (host vm)
+KNOWN_DISAGREEMENTS: dict[str, str] = {}
 
 
 def _case(capture: str) -> Any:
