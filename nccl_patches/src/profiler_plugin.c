@@ -273,8 +273,7 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
  * in it the data is on the network and nothing else is awaited, so a slow link shows as one sender's
  * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. */
 static uint64_t send_wait_edge(struct recorder_proxy* op, int entering) {
-  struct rec_send_span* sp = rec_span_of((struct rec_comm*)(uintptr_t)op->writer_private, op);
-  if (sp == NULL) return 0;
+  struct rec_send_span* sp = rec_span(op);
   uint32_t n = REC_ATOMIC_LOAD_RELAXED(&sp->in_wait);
   if (entering) {
     /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
@@ -311,8 +310,9 @@ static inline uint64_t step_change(struct recorder_step* s, int next) {
 }
 
 /* The published tick when it can stamp this change (no SendWait edge of a send step, which may move
- * the op's span; the tick runs and is marked used), else 0: the caller then takes the out-of-line path. Why split: with no call
- * on it, the common path needs no saved registers (5 pushes and pops a call less). */
+ * the op's span; the tick runs and is marked used), else 0: the caller then takes the out-of-line
+ * path. Why split: with no call on it, the common path needs no saved registers (5 pushes and pops a
+ * call less). */
 static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
   if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
     return 0;

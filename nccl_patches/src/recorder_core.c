@@ -549,7 +549,7 @@ void rec_copy_out(const struct rec_comm* c, uint32_t flag) {
 struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
                                int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen) {
   const struct rec_config* cfg = rec_config();
-  /* proxy_slots is at most 2^20 (rec_config): the spans take at most 16 MiB */
+  /* proxy_slots is at most 2^20 (rec_config): the spans take at most 32 MiB (32 KiB by default) */
   struct rec_comm* c = calloc(1, sizeof *c + (size_t)cfg->proxy_slots * sizeof(struct rec_send_span));
   if (c == NULL) {
     snprintf(err, errlen, "out of memory");
@@ -607,6 +607,9 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   c->ring = (struct recorder_coll*)((char*)base + ring_off);
   c->proxy = (struct recorder_proxy*)((char*)base + proxy_off);
   c->kch_enabled = (mask & 0x40) != 0;
+  /* each slot's companion knows its comm; writing them now touches their pages, as the file's: no page
+   * faults on the hot path */
+  for (uint32_t i = 0; i < c->proxy_slots; i++) c->spans[i].comm = c;
 
   struct recorder_header* h = c->hdr;
   h->format_version = RECORDER_FORMAT_VERSION;
@@ -862,12 +865,11 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->stop_ns = 0;
   p->trans_bytes = 0;
   p->send_wait_union_us = 0;
-  struct rec_send_span* sp = rec_span_of(c, p);
-  if (sp != NULL) { /* the slot's previous op may have ended with a span open */
-    REC_RELAXED_STORE(&sp->in_wait, 0);
-    REC_RELAXED_STORE(&sp->since_ns, 0);
-  }
-  p->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop/record handlers */
+  /* the slot's companion (p is c->proxy[slot]); its previous op may have ended with a span open */
+  struct rec_send_span* sp = &c->spans[p - c->proxy];
+  REC_RELAXED_STORE(&sp->in_wait, 0);
+  REC_RELAXED_STORE(&sp->since_ns, 0);
+  p->writer_private = (uint64_t)(uintptr_t)sp; /* for stop/record handlers: the span and the owning comm */
   /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
     __atomic_store_n((uint64_t*)(void*)&p->steps[i], (uint64_t)UINT32_MAX | (uint64_t)i << 48, __ATOMIC_RELAXED);
@@ -891,16 +893,16 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
 
 /* An op stopped with a step still in SendWait (NCCL stops every step first; an abort may not): its
  * span is closed at the stop, so the field holds what was seen rather than nothing. */
-static void close_open_span(struct rec_comm* c, struct recorder_proxy* p) {
-  struct rec_send_span* sp = rec_span_of(c, p);
-  if (sp == NULL || REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
+static void close_open_span(struct recorder_proxy* p) {
+  struct rec_send_span* sp = rec_span(p);
+  if (REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
   REC_RELAXED_STORE(&sp->in_wait, 0);
   rec_span_add(p, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), rec_fast_ns());
 }
 
 void rec_proxy_end(struct recorder_proxy* p) {
-  struct rec_comm* c = (struct rec_comm*)(uintptr_t)p->writer_private;
-  if (p->is_send) close_open_span(c, p);
+  struct rec_comm* c = rec_span(p)->comm;
+  if (p->is_send) close_open_span(p);
   uint64_t now = rec_event_ns();
   REC_ATOMIC_STORE(&p->stop_ns, now);
   REC_ATOMIC_STORE(&p->last_progress_ns, now);

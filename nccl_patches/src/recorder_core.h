@@ -93,14 +93,17 @@ struct rec_names {
   char proto[8];
 };
 
-/* A send op's SendWait span, in private memory beside its proxy record (rec_comm.spans, by slot):
- * how many of its steps are in SendWait now, and since when that count is above 0. Why not in the
- * file: the 256-byte record has no free word, and a reader needs neither (a hung op's steps show
- * their states). Written by the one proxy thread that drives the op. */
+/* A proxy slot's private companion (rec_comm.spans, one per slot): its communicator, and for a send
+ * op its SendWait span: how many of its steps are in SendWait now, and since when that count is above
+ * 0. The record's writer_private points here. Why not in the file: the 256-byte record has no free
+ * word, and a reader needs neither (a hung op's steps show their states). Why a pointer in the record:
+ * a SendWait edge then reaches its span with one load from a line it already holds, not through the
+ * communicator's base and the slot's index. Written by the one proxy thread that drives the op. */
 struct rec_send_span {
-  uint32_t in_wait;  /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
-  uint32_t pad;
+  struct rec_comm* comm;
   uint64_t since_ns; /* precise clock when in_wait went 0 -> 1 */
+  uint32_t in_wait;  /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
+  uint32_t pad[3];   /* 32 bytes: two to a cache line, none across one */
 };
 
 /* One communicator's mapping. Private memory; the file holds the shared part. */
@@ -220,10 +223,9 @@ void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect
 struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
                                        int peer, int channel, int is_send, int n_steps, int chunk_size);
 void rec_proxy_end(struct recorder_proxy* p);
-/* The span of proxy record `p` (one of this comm's: handles given to NCCL point at them). */
-static inline struct rec_send_span* rec_span_of(struct rec_comm* c, const struct recorder_proxy* p) {
-  size_t i = (size_t)(p - c->proxy);
-  return i < c->proxy_slots ? &c->spans[i] : NULL;
+/* Proxy record `p`'s companion (set by rec_proxy_begin, before NCCL gets a handle to `p`). */
+static inline struct rec_send_span* rec_span(const struct recorder_proxy* p) {
+  return (struct rec_send_span*)(uintptr_t)p->writer_private;
 }
 /* Adds the span [since, now) to the op's send_wait_union_us, saturating. One proxy thread drives an
  * op, so the add needs no atomic read-modify-write; the store is whole for readers. */
