@@ -97,9 +97,14 @@ def one_run(exe: Path, variants: list[str], iterations: int, repeats: int, chann
         cmd = ["taskset", "-c", str(cpu), *cmd]
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_STEPS": str(steps),
-           "MICROBENCH_THREADS": str(threads)}
+           "MICROBENCH_THREADS": str(threads), "MICROBENCH_PIPELINED": _pipelined()}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout)["ns_per_collective"]
+
+
+def _pipelined() -> str:
+    """MICROBENCH_PIPELINED for the microbench ("1" under --pipelined, which sets it in this process)."""
+    return os.environ.get("MICROBENCH_PIPELINED", "0")
 
 
 def added(run: dict, label: str, stat: str, path: str = "whole") -> float:
@@ -174,6 +179,8 @@ BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the 
                   "and atomics per collective (now, and before when its sources can count)")
 TWO_THREADS_HELP = ("also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to these two "
                     "CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
+PIPELINED_HELP = ("send steps in NCCL's order while the network is behind: each stopped after the next entered "
+                  "SendWait (up to 8 on the network at once); default: each leaves SendWait before the next enters")
 
 
 def machine_clock() -> str:
@@ -207,7 +214,8 @@ def primitives(exe: Path, cpu: int | None) -> dict:
 def counts(exe: Path, variants: list[str], channels: int, state_dir: str) -> dict:
     """Clock reads and atomic read-modify-writes of one collective, from the counting builds among `variants`."""
     env = {"FORENSICS_RECORDER_DIR": state_dir, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1"}
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1",
+           "MICROBENCH_PIPELINED": _pipelined()}
     out = subprocess.run([str(exe), "10", "1", str(channels), *variants], check=True, capture_output=True,
                          text=True, env=env)
     return json.loads(out.stdout)["counts"]
@@ -256,7 +264,10 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write every run's numbers here")
     ap.add_argument("--two-threads", metavar="CPUS", help=TWO_THREADS_HELP)
     ap.add_argument("--breakdown", action="store_true", help=BREAKDOWN_HELP)
+    ap.add_argument("--pipelined", action="store_true", help=PIPELINED_HELP)
     args = ap.parse_args()
+    if args.pipelined:
+        os.environ["MICROBENCH_PIPELINED"] = "1"
     if args.stage_before:
         print(stage_ref(args.stage_before[0], Path(args.stage_before[1])))
         return 0
@@ -297,7 +308,8 @@ def main() -> int:
                    for v in variants if v.split("=", 1)[0] in ("before", "now") for mode in ("busy", "idle")}
     print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
           f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f} on {os.cpu_count()} CPUs; "
-          f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives")
+          f"{args.runs} runs x {args.repeats} alternating timings x {args.iterations} collectives; send steps "
+          f"{'pipelined (each stopped after the next entered SendWait)' if args.pipelined else 'one after another'}")
     print(machine_clock())
     report(runs, one_step, [x for x in labels if x not in ABLATIONS], args.channels)
     if two:

@@ -31,12 +31,21 @@
  * last) is known at sub-millisecond precision. enqueued_ns is on the event clock (a few ms),
  * never before start_ns (it was precise too until 2026-12-07; readers only ever used it to ms). */
 #define RECORDER_FLAG_PRECISE_OP_TIMES 1u
-/* SEND_WAIT: a proxy record's send_wait_us holds the microseconds its steps spent in SendWait (the data
- * handed to the network, its completion not yet seen), timed with CLOCK_REALTIME (a send step's ts_ns
- * is on that clock when it entered or left SendWait, on the coarse clock otherwise). Only the network is in that state: a sender waiting for its GPU or for the
- * peer's buffer is in SendGPUWait / SendPeerWait. So it tells a slow link (one sender's time on
- * the wire) from a slow rank. The field was `reserved` (always 0) before: the layout is unchanged. */
+/* SEND_WAIT (files written until 2026-12-07): a proxy record's microseconds field at 116 held the SUM
+ * of its steps' times in SendWait (the data handed to the network, its completion not yet seen), timed
+ * with CLOCK_REALTIME. Steps in SendWait together were each counted, so the sum overstates the time on
+ * the wire by about the number of steps in flight. Only the network is in that state: a sender waiting
+ * for its GPU or for the peer's buffer is in SendGPUWait / SendPeerWait. Current writers set
+ * SEND_WAIT_UNION instead; readers keep reading this flag's meaning for old files. */
 #define RECORDER_FLAG_SEND_WAIT 2u
+/* SEND_WAIT_UNION: the field at 116 (send_wait_union_us) holds the microseconds during which at least
+ * one of the op's steps was in SendWait: the union of its steps' SendWait intervals, not their sum
+ * (overlapping steps count once, a time with none in SendWait not at all). Why the union: it is the op's
+ * time on the network, in the same units as every other time, and it needs the precise clock only when
+ * the op's count of steps in SendWait goes 0 -> 1 and 1 -> 0 (NCCL keeps up to 8 steps on the network
+ * at once), not twice per step. A span still open is not in the field yet (a hung op's steps show it).
+ * A send step's ts_ns is on the precise clock where it opened or closed a span, else the event clock. */
+#define RECORDER_FLAG_SEND_WAIT_UNION 16u
 /* DEATH_COPY: this file is the copy the recorder wrote beside the NCCL logs as its process died (a finalize
  * with ops in flight, SIGABRT, exit), its heartbeat_ns the moment of the copy: the process ran then. A reader
  * never calls it frozen: the copies of a job are written when each rank dies, not at one moment. */
@@ -172,7 +181,7 @@ struct recorder_proxy {               /* 256 bytes */
   uint64_t trans_bytes;               /*  88 latest transSize reported with a step state */
   char func[16];                      /*  96 parent's func, if known */
   int32_t rank;                       /* 112 rank that posted the op (descriptor rank; PXN may differ) */
-  uint32_t send_wait_us;              /* 116 steps' time in SendWait, us (RECORDER_FLAG_SEND_WAIT) */
+  uint32_t send_wait_union_us;        /* 116 us with a step in SendWait (FLAG_SEND_WAIT_UNION; FLAG_SEND_WAIT: sum) */
   uint64_t writer_private;            /* 120 writer's own use (an address): readers ignore it */
   struct recorder_step steps[RECORDER_STEP_SLOTS]; /* 128 .. 256 */
 };

@@ -264,40 +264,55 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
   return (struct recorder_proxy*)((uintptr_t)s & ~(uintptr_t)(sizeof(struct recorder_proxy) - 1));
 }
 
-/* A step leaving SendWait adds the time it spent there to its op's send_wait_us. Why only that
- * state: in it the data is on the network and nothing else is awaited, so a slow link shows as
- * one sender's long SendWait while its peers wait in SendGPUWait/RecvWait for the data it
- * carries. One proxy thread writes an op's steps, so the add needs no atomic read-modify-write. */
-static inline void add_send_wait(struct recorder_proxy* op, const struct recorder_step* s, uint64_t now) {
-  uint64_t since = REC_ATOMIC_LOAD_RELAXED(&s->ts_ns);
-  if (since == 0 || now <= since) return;
-  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&op->send_wait_us) + (now - since) / 1000u;
-  REC_RELAXED_STORE(&op->send_wait_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+/* A send step entering (`entering`) or leaving SendWait: the op's count of steps there moves, and only
+ * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the precise
+ * clock read. Returns that time, else 0 (the caller stamps the step with the event clock). Why a span
+ * per op: NCCL's send proxy keeps up to 8 steps on the network at once (net.cc: transmitted may run
+ * NCCL_STEPS ahead of done), so a pipelined op opens and closes one span, not one per step; and the
+ * union is the op's time on the wire, which a sum of overlapping steps overstates. Why SendWait only:
+ * in it the data is on the network and nothing else is awaited, so a slow link shows as one sender's
+ * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. */
+static uint64_t send_wait_edge(struct recorder_proxy* op, int entering) {
+  struct rec_send_span* sp = rec_span(op);
+  uint32_t n = REC_ATOMIC_LOAD_RELAXED(&sp->in_wait);
+  if (entering) {
+    /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
+     * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
+    if (n < RECORDER_STEP_SLOTS) REC_RELAXED_STORE(&sp->in_wait, n + 1);
+    if (n != 0) return 0;
+    uint64_t now = rec_fast_ns();
+    REC_RELAXED_STORE(&sp->since_ns, now);
+    return now;
+  }
+  if (n == 0) return 0; /* a leave whose entry the span never saw (the op's slot was reset) */
+  REC_RELAXED_STORE(&sp->in_wait, n - 1);
+  if (n != 1) return 0;
+  uint64_t now = rec_fast_ns();
+  rec_span_add(op, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), now);
+  return now;
 }
 
-/* A step's change to `next` (-1: its stop), stamped with the precise clock only where SendWait
- * is entered or left (send_wait_us adds those times up), with the event clock elsewhere. Why: a
- * precise stamp costs ~7 ns (the tick counter; 20 through the vDSO) against ~0.3 (a published
- * tick; ~3 for the vDSO's coarse clock), and a step changes five times. Both clocks are CLOCK_REALTIME, so stamps stay comparable. Progress words
- * are stored relaxed: each is whole for a reader, and no reader orders one against another. */
+/* A step's change to `next` (-1: its stop). A send step's SendWait edges go through send_wait_edge,
+ * which reads the precise clock only where the op's span opens or closes; every other stamp is the
+ * event clock's. Why: a precise stamp costs ~7 ns (the tick counter; 20 through the vDSO) against
+ * ~0.3 (a published tick; ~3 for the vDSO's coarse clock). Both clocks are CLOCK_REALTIME, so stamps
+ * stay comparable. Progress words are stored relaxed: each is whole for a reader, and no reader orders
+ * one against another. */
 static inline uint64_t step_change(struct recorder_step* s, int next) {
   struct recorder_proxy* op = step_owner(s);
   int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
-  uint64_t now;
-  if (op->is_send && (was_wait || next == HF_STATE_STEP_SEND_WAIT)) {
-    now = rec_fast_ns();
-    if (was_wait) add_send_wait(op, s, now);
-  } else {
-    now = rec_event_ns();
-  }
+  int is_wait = next == HF_STATE_STEP_SEND_WAIT;
+  uint64_t now = (op->is_send && was_wait != is_wait) ? send_wait_edge(op, is_wait) : 0;
+  if (now == 0) now = rec_event_ns();
   REC_RELAXED_STORE(&s->ts_ns, now);
   REC_RELAXED_STORE(&op->last_progress_ns, now);
   return now;
 }
 
-/* The published tick when it can stamp this change (no SendWait edge of a send step; the tick runs
- * and is marked used), else 0: the caller then takes the out-of-line path. Why split: with no call
- * on it, the common path needs no saved registers (5 pushes and pops a call less). */
+/* The published tick when it can stamp this change (no SendWait edge of a send step, which may move
+ * the op's span; the tick runs and is marked used), else 0: the caller then takes the out-of-line
+ * path. Why split: with no call on it, the common path needs no saved registers (5 pushes and pops a
+ * call less). */
 static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
   if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
     return 0;

@@ -549,7 +549,8 @@ void rec_copy_out(const struct rec_comm* c, uint32_t flag) {
 struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint64_t comm_id, const char* name,
                                int nnodes, int nranks, int rank, uint32_t mask, char* err, size_t errlen) {
   const struct rec_config* cfg = rec_config();
-  struct rec_comm* c = calloc(1, sizeof *c);
+  /* proxy_slots is at most 2^20 (rec_config): the spans take at most 32 MiB (32 KiB by default) */
+  struct rec_comm* c = calloc(1, sizeof *c + (size_t)cfg->proxy_slots * sizeof(struct rec_send_span));
   if (c == NULL) {
     snprintf(err, errlen, "out of memory");
     return NULL;
@@ -606,6 +607,9 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   c->ring = (struct recorder_coll*)((char*)base + ring_off);
   c->proxy = (struct recorder_proxy*)((char*)base + proxy_off);
   c->kch_enabled = (mask & 0x40) != 0;
+  /* each slot's companion knows its comm; writing them now touches their pages, as the file's: no page
+   * faults on the hot path */
+  for (uint32_t i = 0; i < c->proxy_slots; i++) c->spans[i].comm = c;
 
   struct recorder_header* h = c->hdr;
   h->format_version = RECORDER_FORMAT_VERSION;
@@ -635,7 +639,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   copy_str(h->comm_name, sizeof h->comm_name, name);
   copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
   h->comm_index = index;
-  h->flags = RECORDER_FLAG_PRECISE_OP_TIMES | RECORDER_FLAG_SEND_WAIT;
+  h->flags = RECORDER_FLAG_PRECISE_OP_TIMES | RECORDER_FLAG_SEND_WAIT_UNION;
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
@@ -860,8 +864,12 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->last_progress_ns = now;
   p->stop_ns = 0;
   p->trans_bytes = 0;
-  p->send_wait_us = 0;
-  p->writer_private = (uint64_t)(uintptr_t)c; /* the owning comm, for stop/record handlers */
+  p->send_wait_union_us = 0;
+  /* the slot's companion (p is c->proxy[slot]); its previous op may have ended with a span open */
+  struct rec_send_span* sp = &c->spans[p - c->proxy];
+  REC_RELAXED_STORE(&sp->in_wait, 0);
+  REC_RELAXED_STORE(&sp->since_ns, 0);
+  p->writer_private = (uint64_t)(uintptr_t)sp; /* for stop/record handlers: the span and the owning comm */
   /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
     __atomic_store_n((uint64_t*)(void*)&p->steps[i], (uint64_t)UINT32_MAX | (uint64_t)i << 48, __ATOMIC_RELAXED);
@@ -883,8 +891,18 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   return p;
 }
 
+/* An op stopped with a step still in SendWait (NCCL stops every step first; an abort may not): its
+ * span is closed at the stop, so the field holds what was seen rather than nothing. */
+static void close_open_span(struct recorder_proxy* p) {
+  struct rec_send_span* sp = rec_span(p);
+  if (REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
+  REC_RELAXED_STORE(&sp->in_wait, 0);
+  rec_span_add(p, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), rec_fast_ns());
+}
+
 void rec_proxy_end(struct recorder_proxy* p) {
-  struct rec_comm* c = (struct rec_comm*)(uintptr_t)p->writer_private;
+  struct rec_comm* c = rec_span(p)->comm;
+  if (p->is_send) close_open_span(p);
   uint64_t now = rec_event_ns();
   REC_ATOMIC_STORE(&p->stop_ns, now);
   REC_ATOMIC_STORE(&p->last_progress_ns, now);

@@ -93,6 +93,19 @@ struct rec_names {
   char proto[8];
 };
 
+/* A proxy slot's private companion (rec_comm.spans, one per slot): its communicator, and for a send
+ * op its SendWait span: how many of its steps are in SendWait now, and since when that count is above
+ * 0. The record's writer_private points here. Why not in the file: the 256-byte record has no free
+ * word, and a reader needs neither (a hung op's steps show their states). Why a pointer in the record:
+ * a SendWait edge then reaches its span with one load from a line it already holds, not through the
+ * communicator's base and the slot's index. Written by the one proxy thread that drives the op. */
+struct rec_send_span {
+  struct rec_comm* comm;
+  uint64_t since_ns; /* precise clock when in_wait went 0 -> 1 */
+  uint32_t in_wait;  /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
+  uint32_t pad[3];   /* 32 bytes: two to a cache line, none across one */
+};
+
 /* One communicator's mapping. Private memory; the file holds the shared part. */
 struct rec_comm {
   struct rec_names names; /* rec_coll_begin's */
@@ -110,6 +123,7 @@ struct rec_comm {
   char txt_path[512];
   char copy_path[512];   /* "" = no copy: the copy of the .bin beside the NCCL logs */
   char copy_tmp[520];
+  struct rec_send_span spans[]; /* proxy_slots of them, allocated with the struct */
 };
 
 const struct rec_config* rec_config(void);
@@ -209,6 +223,17 @@ void rec_coll_child(struct rec_comm* c, struct recorder_coll* r, uint64_t expect
 struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll* parent, int rank, int pid,
                                        int peer, int channel, int is_send, int n_steps, int chunk_size);
 void rec_proxy_end(struct recorder_proxy* p);
+/* Proxy record `p`'s companion (set by rec_proxy_begin, before NCCL gets a handle to `p`). */
+static inline struct rec_send_span* rec_span(const struct recorder_proxy* p) {
+  return (struct rec_send_span*)(uintptr_t)p->writer_private;
+}
+/* Adds the span [since, now) to the op's send_wait_union_us, saturating. One proxy thread drives an
+ * op, so the add needs no atomic read-modify-write; the store is whole for readers. */
+static inline void rec_span_add(struct recorder_proxy* p, uint64_t since, uint64_t now) {
+  if (since == 0 || now <= since) return;
+  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&p->send_wait_union_us) + (now - since) / 1000u;
+  REC_RELAXED_STORE(&p->send_wait_union_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+}
 static inline int rec_is_proxy(const struct rec_comm* c, const void* p) {
   const char* b = (const char*)c->proxy;
   const char* q = (const char*)p;

@@ -14,6 +14,11 @@
  *     rank finalizes and exits 0: the rank of an order mismatch that finished its own call; HARNESS_AFTER_LAST=N:
  *     N more all-reduces complete after it)
  *
+ *   harness PLUGIN.so VERSION overlap FIRST_US BOTH_US SECOND_US GAP_US THIRD_US
+ *     (one collective whose send op has 3 steps: step 0 alone in SendWait FIRST_US, then steps 0 and 1
+ *     together BOTH_US, step 1 alone SECOND_US; then none GAP_US (step 2 in SendGPUWait), step 2 alone
+ *     THIRD_US. The op's SendWait union is FIRST+BOTH+SECOND+THIRD; the steps' sum counts BOTH twice.)
+ *
  * "run" finishes everything and finalizes; "hang" completes NDONE all-reduces,
  * then starts one more whose recv op (from RANK-1) stops after RECV_STEPS steps
  * in RECV_STATE and whose send op (to RANK+1) stops after SEND_STEPS steps in
@@ -436,6 +441,46 @@ static int hang(int rank, int nranks, int ndone, int recv_steps, int send_steps,
   return 0;
 }
 
+/* A send step through SendGPUWait and SendPeerWait into SendWait, as NCCL's send proxy records it. */
+static void* send_step_into_wait(void* ctx, void* op, int s) {
+  void* st = start(ctx, HF_PROFILE_PROXY_STEP, op, 0, fill_step, &s);
+  state(st, HF_STATE_STEP_SEND_GPU_WAIT, 0);
+  state(st, HF_STATE_STEP_SEND_PEER_WAIT, 0);
+  state(st, HF_STATE_STEP_SEND_WAIT, 1 << 19);
+  return st;
+}
+
+/* "overlap": steps of one send op in SendWait together, then apart with a gap (the usage above). */
+static int overlap(long first_us, long both_us, long second_us, long gap_us, long third_us) {
+  int mask = 0;
+  void* ctx = init(0x2000u, "overlap", 1, 2, 0, &mask);
+  struct coll_arg ca = {0, 1u << 20, 1, NULL};
+  void* coll = start(ctx, HF_PROFILE_COLL, NULL, 0, fill_coll, &ca);
+  stop(coll);
+  struct op_arg oa = {getpid(), 0, 1, 3, 1};
+  void* op = start(ctx, HF_PROFILE_PROXY_OP, coll, 0, fill_op, &oa);
+  state(op, HF_STATE_PROXY_OP_IN_PROGRESS, 0);
+  void* s0 = send_step_into_wait(ctx, op, 0);
+  usleep((useconds_t)first_us);
+  void* s1 = send_step_into_wait(ctx, op, 1);
+  usleep((useconds_t)both_us);
+  stop(s0);
+  usleep((useconds_t)second_us);
+  stop(s1);
+  int two = 2;
+  void* s2 = start(ctx, HF_PROFILE_PROXY_STEP, op, 0, fill_step, &two);
+  state(s2, HF_STATE_STEP_SEND_GPU_WAIT, 0);
+  usleep((useconds_t)gap_us); /* waiting for the GPU: not on the network */
+  state(s2, HF_STATE_STEP_SEND_PEER_WAIT, 0);
+  state(s2, HF_STATE_STEP_SEND_WAIT, 1 << 19);
+  usleep((useconds_t)third_us);
+  stop(s2);
+  stop(op);
+  printf("DONE\n");
+  fflush(stdout);
+  return 0; /* not finalized: the test reads the state file (HARNESS_NO_FINALIZE is the run mode's) */
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: harness PLUGIN VERSION run|hang ...\n");
@@ -466,6 +511,8 @@ int main(int argc, char** argv) {
   if (strcmp(argv[3], "hang") == 0 && argc >= 11)
     return hang(atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]), atoi(argv[8]), atoi(argv[9]),
                 atoi(argv[10]), argc > 11 ? strtoull(argv[11], NULL, 0) : 0xabcdef12345678ull);
+  if (strcmp(argv[3], "overlap") == 0 && argc >= 9)
+    return overlap(atol(argv[4]), atol(argv[5]), atol(argv[6]), atol(argv[7]), atol(argv[8]));
   fprintf(stderr, "bad arguments\n");
   return 2;
 }

@@ -8,7 +8,10 @@
  *   MICROBENCH_COUNT=1: one collective per variant, printing what a counting build (REC_COUNT, exporting
  *   hf_recorder_counts) did on the launch path and in the whole collective: clock reads and atomics.
  *   MICROBENCH_THREADS=2: the proxy path on a second thread, as in NCCL (see run_threads).
- *   MICROBENCH_PRIMITIVES=1: ns per call of the pieces a recorder is made of on this machine, no plugin)
+ *   MICROBENCH_PRIMITIVES=1: ns per call of the pieces a recorder is made of on this machine, no plugin.
+ *   MICROBENCH_PIPELINED=1: a send step is stopped only after the next one entered SendWait, as NCCL's
+ *   send proxy does while the network is behind (net.cc: up to NCCL_STEPS steps transmitted, not done);
+ *   default: each send step leaves SendWait before the next enters it. Same calls either way.)
  *
  * One collective as NCCL reports it with CHANNELS channels:
  *   launch path (user thread): Group start, Coll start, Coll stop, Group stop       4 calls
@@ -77,11 +80,12 @@ static void* launch(const ncclProfiler_v5_t* p, void* ctx, long i, int nch) {
 }
 
 static int g_steps = 8;
+static int g_pipelined = 0; /* MICROBENCH_PIPELINED */
 
 static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
   ncclProfilerEventDescr_v5_t d;
   ncclProfilerEventStateArgs_v5_t a = {0};
-  void *k, *op, *st;
+  void *k, *op, *st, *prev = NULL;
   memset(&d, 0, sizeof d);
   d.type = HF_PROFILE_KERNEL_CH;
   d.parentObj = c;
@@ -108,8 +112,15 @@ static void proxy(const ncclProfiler_v5_t* p, void* ctx, void* c, int ch) {
       p->recordEventState(st, send ? HF_STATE_STEP_SEND_GPU_WAIT : HF_STATE_STEP_RECV_WAIT, &a);
       p->recordEventState(st, send ? HF_STATE_STEP_SEND_PEER_WAIT : HF_STATE_STEP_RECV_FLUSH_WAIT, &a);
       p->recordEventState(st, send ? HF_STATE_STEP_SEND_WAIT : HF_STATE_STEP_RECV_GPU_WAIT, &a);
-      p->stopEvent(st);
+      if (send && g_pipelined) { /* the previous step completes once this one is on the network */
+        if (prev) p->stopEvent(prev);
+        prev = st;
+      } else {
+        p->stopEvent(st);
+      }
     }
+    if (prev) p->stopEvent(prev);
+    prev = NULL;
     p->stopEvent(op);
   }
   p->recordEventState(k, HF_STATE_KERNEL_CH_STOP, &a);
@@ -269,6 +280,7 @@ int main(int argc, char** argv) {
   long iters = atol(argv[1]);
   if (getenv("MICROBENCH_STEPS")) g_steps = atoi(getenv("MICROBENCH_STEPS"));
   if (getenv("MICROBENCH_THREADS")) g_threads = atoi(getenv("MICROBENCH_THREADS"));
+  if (getenv("MICROBENCH_PIPELINED")) g_pipelined = atoi(getenv("MICROBENCH_PIPELINED"));
   int repeats = atoi(argv[2]), nch = atoi(argv[3]);
   if (repeats > MAX_REPEATS) repeats = MAX_REPEATS;
   int nv = 1;

@@ -4,10 +4,16 @@ Why a judge of its own: a slow link does not make any rank arrive late. Every ra
 each collective on time and the whole op slows, because a ring or tree is as fast as its
 slowest hop. Who arrives last (judges.stragglers) sees a job-wide slowdown. What differs is
 *where the time goes*: the recorder times, per proxy send op, how long its steps stayed in
-SendWait (`ProxyOpRecord.send_wait_us`): the data handed to the network, completion not yet
-seen. A sender waiting for its GPU or for its peer's buffer is in another state, so upstream
-slowness does not count; only the hop itself (its NIC, cable, switch port, or a receiver that
-does not drain its socket) does.
+SendWait: the data handed to the network, completion not yet seen. A sender waiting for its GPU
+or for its peer's buffer is in another state, so upstream slowness does not count; only the hop
+itself (its NIC, cable, switch port, or a receiver that does not drain its socket) does.
+
+What is timed: current recorder files give per op the union of its steps' SendWait intervals
+(`ProxyOpRecord.send_wait_union_us`: time with at least one step on the network); files written
+until 2026-12-07 give the sum of the steps' times (`send_wait_us`), in which steps on the network
+together each count, so it is the union times about the number of steps in flight. A job's files
+are judged on one measure: the union where any file has it (the files of the other measure are left
+out, since a sum beside a union would be read as a slow link).
 
 Rules: per collective (communicator, function, seq), each link's send wait summed over
 channels, minus the op's median over links; a link is slow when its median excess over
@@ -16,6 +22,19 @@ NOISE_SE standard errors of the job's own jitter (stragglers.noise_margin_ms), a
 most half of the links are (most links slow alike is the network's pace, not one link). Slow links
 that all leave one rank, and are all of its links: that rank's sends (its NIC or host). All
 entering one rank: sends into it. Otherwise each slow link is named.
+
+Why the thresholds hold for the union as they did for the sum: LINK_SLOW_SHARE and the noise margin
+are relative to the job's own waits, so they scale with the measure. LINK_SLOW_MS (absolute) was set
+on sums. Ops of one step (the H200 Tree run, h200_run7 slowtree: every op of the four paced links)
+have union = sum, so nothing moves. Ops of many steps (h200_links, 28 steps an op): a healthy link's
+sum was 1.6-1.8 ms an op and channel and links differed by at most 0.26 ms of a 3.35 ms median (8%);
+links alike overlap alike, so their unions, each at most its sum, differ by a like share of a smaller
+median: well under 1 ms. The paced link (4 ns a byte of 1.75 MB an op) summed 28 ms more than the
+median; its union is at least the 7 ms its data is paced on the wire, against healthy unions of at
+most their 1.8 ms sums: still over 5 ms more, above every threshold. What the floor loses is a link
+slower by under 1 ms of real time an op, which the sum inflated to several. Those device fixtures are
+sums, read as sums: their outcomes are unchanged (tests/parsers/pipeline/test_h200_issue14_15.py);
+a device run of the union recorder is what confirms the healthy spread (not yet made).
 """
 
 from __future__ import annotations
@@ -29,7 +48,7 @@ from parsers.judges.recorder import comm_rank_table, recorder_hosts
 from parsers.judges.stragglers import FINE_RESOLUTION_MS, MIN_OPS, noise_margin_ms
 from parsers.model.findings import ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
-from parsers.readers.recorder import RecorderState
+from parsers.readers.recorder import FLAG_SEND_WAIT, FLAG_SEND_WAIT_UNION, RecorderState
 
 #: smallest excess (ms an op) named: healthy links' send waits differed by under 0.7 ms on the H200
 LINK_SLOW_MS = 1.0
@@ -50,7 +69,8 @@ class SlowLinks:
     """What the recorder's send waits show."""
 
     ops: int = 0  #: operations with send waits of three or more links
-    timed: bool = False  #: some recorder file times send waits (RECORDER_FLAG_SEND_WAIT)
+    timed: bool = False  #: some recorder file times send waits (RECORDER_FLAG_SEND_WAIT or _UNION)
+    measure: str = ""  #: "union" (time with a step on the network) or "sum" (old files: steps' times added)
     wait_ms: dict[Link, float] = field(default_factory=dict)  #: link -> median send wait per op
     excess_ms: dict[Link, float] = field(default_factory=dict)  #: link -> median excess over the op's median link
     slowest_share: dict[Link, float] = field(default_factory=dict)  #: link -> share of ops where it was slowest
@@ -93,7 +113,8 @@ class SlowLinks:
 
     def to_dict(self) -> dict[str, Any]:
         key = lambda link: f"{link[0]}->{link[1]}"  # noqa: E731 - one format for every table below
-        return {"ops": self.ops, "timed": self.timed, "slow": [key(x) for x in self.slow], "sender": self.sender,
+        return {"ops": self.ops, "timed": self.timed, "measure": self.measure, "slow": [key(x) for x in self.slow],
+                "sender": self.sender,
                 "receiver": self.receiver, "threshold_ms": round(self.threshold_ms, 3),
                 "wait_ms": {key(k): round(v, 3) for k, v in sorted(self.wait_ms.items())},
                 "excess_ms": {key(k): round(v, 3) for k, v in sorted(self.excess_ms.items())},
@@ -103,16 +124,22 @@ class SlowLinks:
 
 def send_waits(states: list[RecorderState]) -> tuple[LinkWaits, bool]:
     """(communicator, function, seq) -> {link: ms its sends spent in SendWait, summed over channels}, and
-    whether any file times send waits. Links are in job ranks (comm ranks mapped through the files)."""
+    whether any file times send waits. Links are in job ranks (comm ranks mapped through the files).
+    One measure per job (module doc): the union where any file has it, else the old sum."""
     table = comm_rank_table(states)
     out: LinkWaits = {}
     timed = False
-    for st in _newest_per_rank(states):
+    newest = _newest_per_rank(states)
+    measure = send_wait_measure(newest)
+    for st in newest:
+        if _measure_of(st) != measure:
+            continue  # no send waits, or the other measure: not comparable with this job's
         ranks = table.get(st.comm_hex, {})
         me = ranks.get(st.rank, st.job_rank)
         for op in st.proxy_ops:
-            if op.send_wait_us is None:
-                continue
+            us = op.send_wait_union_us if measure == "union" else op.send_wait_us
+            if us is None:
+                continue  # a receive
             timed = True
             if op.status != "done" or op.coll_seq is None or op.pid != st.pid or op.peer == st.rank:
                 continue  # in flight, of no known op, posted for another process (PXN), or a self-loop
@@ -123,15 +150,31 @@ def send_waits(states: list[RecorderState]) -> tuple[LinkWaits, bool]:
             if peer is None:
                 continue  # the peer's file is not here: its rank in the job is unknown
             per = out.setdefault((st.comm_id, op.func, op.coll_seq), {})
-            per[(me, peer)] = per.get((me, peer), 0.0) + op.send_wait_us / 1000.0
+            per[(me, peer)] = per.get((me, peer), 0.0) + us / 1000.0
     return out, timed
+
+
+def send_wait_measure(states: list[RecorderState]) -> str:
+    """The measure a job's send waits are judged on: "union" where any file has it, "sum" where only old
+    files time them, "" where none does."""
+    kinds = {_measure_of(st) for st in states}
+    return "union" if "union" in kinds else "sum" if "sum" in kinds else ""
+
+
+def _measure_of(st: RecorderState) -> str:
+    """What a file's send-wait field means, by its header flags."""
+    if st.flags & FLAG_SEND_WAIT_UNION:
+        return "union"
+    return "sum" if st.flags & FLAG_SEND_WAIT else ""
 
 
 def judge_links(states: list[RecorderState]) -> SlowLinks:
     """The slow link of a running job, from the recorder's send waits (rules in the module doc)."""
     waits, timed = send_waits(states)
     hosts = recorder_hosts(states)
-    return judge_link_waits(waits, hosts, timed)
+    out = judge_link_waits(waits, hosts, timed)
+    out.measure = send_wait_measure(_newest_per_rank(states))
+    return out
 
 
 def judge_link_waits(waits: LinkWaits, hosts: dict[int, str], timed: bool = True) -> SlowLinks:

@@ -56,8 +56,12 @@ STEP_STATES = {
 
 #: header flag: op start and completion stamps from CLOCK_REALTIME (RECORDER_FLAG_PRECISE_OP_TIMES)
 FLAG_PRECISE_OP_TIMES = 1
-#: header flag: proxy records carry send_wait_us, their steps' time in SendWait (RECORDER_FLAG_SEND_WAIT)
+#: header flag of files written until 2026-12-07: proxy records carry send_wait_us, the SUM of their steps'
+#: times in SendWait, overlapping steps each counted (RECORDER_FLAG_SEND_WAIT)
 FLAG_SEND_WAIT = 2
+#: header flag: proxy records carry send_wait_union_us, the time at least one of their steps was in SendWait
+#: (RECORDER_FLAG_SEND_WAIT_UNION; the same field offset as FLAG_SEND_WAIT's, another meaning)
+FLAG_SEND_WAIT_UNION = 16
 #: header flag: the copy written beside the NCCL logs as the process died (RECORDER_FLAG_DEATH_COPY)
 FLAG_DEATH_COPY = 4
 #: header flag: the copy written beside the NCCL logs at a clean finalize, header and ring only
@@ -162,9 +166,12 @@ class ProxyOpRecord:
     trans_bytes: int
     steps: list[StepRecord] = field(default_factory=list)
     consistent: bool = True
-    #: microseconds its steps spent in SendWait (data on the network), None where the writer does not
-    #: time it (header flag FLAG_SEND_WAIT absent) or for a receive
+    #: old files (FLAG_SEND_WAIT): microseconds its steps spent in SendWait (data on the network), summed over
+    #: steps, so steps on the network together each count; None otherwise and for a receive
     send_wait_us: int | None = None
+    #: current files (FLAG_SEND_WAIT_UNION): microseconds during which at least one of its steps was in
+    #: SendWait, the op's time on the network; None otherwise and for a receive
+    send_wait_union_us: int | None = None
 
     @property
     def active(self) -> bool:
@@ -359,7 +366,8 @@ def _decode_coll(buf: bytes | mmap.mmap, off: int) -> CollRecord:
     )
 
 
-def _decode_proxy(buf: bytes | mmap.mmap, off: int, send_wait: bool = False) -> ProxyOpRecord:
+def _decode_proxy(buf: bytes | mmap.mmap, off: int, flags: int = 0) -> ProxyOpRecord:
+    """One proxy record; `flags`: the header's, which say what the field at 116 means (FLAG_SEND_WAIT*)."""
     v = _PROXY.unpack_from(buf, off)
     unknown = 0xFFFFFFFFFFFFFFFF
     steps = []
@@ -392,7 +400,8 @@ def _decode_proxy(buf: bytes | mmap.mmap, off: int, send_wait: bool = False) -> 
         func=_cstr(v[20]),
         rank=v[21],
         steps=steps,
-        send_wait_us=v[22] if send_wait and v[8] else None,
+        send_wait_us=v[22] if flags & FLAG_SEND_WAIT and v[8] else None,
+        send_wait_union_us=v[22] if flags & FLAG_SEND_WAIT_UNION and v[8] else None,
     )
 
 
@@ -413,13 +422,13 @@ def decode_recorder(
         rec.consistent = ok
         colls.append(rec)
     ops: list[ProxyOpRecord] = []
-    send_wait = bool(hdr["flags"] & FLAG_SEND_WAIT)
+    flags = hdr["flags"]
     for i in range(hdr["proxy_slots"]):
         off = hdr["proxy_offset"] + i * PROXY_SIZE
         (status,) = struct.unpack_from("<I", buf, off + 4)
         if status == 0:
             continue
-        op, ok = _stable(buf, off, lambda o: _decode_proxy(buf, o, send_wait), live)
+        op, ok = _stable(buf, off, lambda o: _decode_proxy(buf, o, flags), live)
         op.consistent = ok
         ops.append(op)
     ops.sort(key=lambda o: o.op_index)

@@ -3,8 +3,9 @@
 The cost per collective (issue 44) is mostly these: a precise stamp is a counter read and a multiply
 (a clock_gettime where the counter is not trusted), an atomic read-modify-write a locked instruction.
 The design keeps them to what a live read needs, and these tests hold it there:
-  precise: an op's start and its completion, and a send step entering and leaving SendWait
-           (send_wait_us); the enqueue stamp is on the event clock
+  precise: an op's start and its completion, and a send op's SendWait span opening and closing
+           (send_wait_union_us: the count of its steps in SendWait going 0 -> 1 and 1 -> 0); the
+           enqueue stamp is on the event clock
   RMW:     per op the ring slot and the completion; per proxy op its slot (index and claim) and
            its parent's started/done counters; per kernel channel its started/done counters
   coarse:  none while the heartbeat publishes the event clock
@@ -32,11 +33,14 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return build_microbench(out), build_counting_recorder(out)
 
 
-def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int) -> dict[str, dict[str, int]]:
-    """The counts of one collective: {'launch': {...}, 'whole': {...}}."""
+def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int,
+            pipelined: bool = False) -> dict[str, dict[str, int]]:
+    """The counts of one collective: {'launch': {...}, 'whole': {...}}; `pipelined`: each send step stops
+    after the next entered SendWait (MICROBENCH_PIPELINED), else before it."""
     exe, plugin = tools
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FORENSICS_RECORDER_DIR": str(tmp_path),
-           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1", "MICROBENCH_STEPS": str(steps)}
+           "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1", "MICROBENCH_STEPS": str(steps),
+           "MICROBENCH_PIPELINED": "1" if pipelined else "0"}
     out = subprocess.run([str(exe), "10", "1", str(channels), f"rec={plugin}"], env=env, capture_output=True,
                          text=True, timeout=60, check=True)
     rec = json.loads(out.stdout)["counts"]["rec"]
@@ -47,7 +51,17 @@ def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int)
 def test_precise_reads_are_op_ends_and_send_waits(tools, tmp_path, channels, steps):
     c = counted(tools, tmp_path, channels, steps)
     assert c["launch"]["precise"] == 1  # the op's start; its enqueue reads the event clock
-    assert c["whole"]["precise"] == 2 + 2 * steps * channels  # + completion, + each send step's SendWait in and out
+    # + completion; send steps one after another: each opens and closes its op's SendWait span
+    assert c["whole"]["precise"] == 2 + 2 * steps * channels
+
+
+@pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1), (2, 3)])
+def test_pipelined_send_steps_take_two_precise_reads_an_op(tools, tmp_path, channels, steps):
+    """Steps on the network together (NCCL's send proxy while the network is behind) keep the op's span
+    open: 2 precise reads per send op, whatever its steps."""
+    c = counted(tools, tmp_path, channels, steps, pipelined=True)
+    assert c["launch"]["precise"] == 1
+    assert c["whole"]["precise"] == 2 + 2 * channels
 
 
 @pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1)])

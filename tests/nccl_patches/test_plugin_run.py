@@ -116,19 +116,34 @@ def test_missing_state_dir_is_created(plugin, harness, tmp_path):
 
 
 def test_send_wait_is_timed_per_op(plugin, harness, state_dir):
-    """Each send step stays 2 ms in SendWait: the op's send_wait_us adds up its steps' time there
-    (the measure of a slow link), receives carry none, and the header says the field is valid."""
+    """Each send step stays 2 ms in SendWait, one after another: the op's send_wait_union_us is their
+    time there together (the measure of a slow link), receives carry none, the header says which
+    measure the field holds, and the old sum's field is left empty."""
     env = {"FORENSICS_RECORDER_DIR": str(state_dir), "HARNESS_NO_FINALIZE": "1", "HARNESS_SEND_WAIT_US": "2000"}
     done = run_harness(harness, plugin, 5, ["run", "1", "6", "1", "3"], env)
     assert done.returncode == 0, done.stderr
     (st,), problems = read_recorder_dir(state_dir)
-    assert problems == [] and st.flags & 2
+    assert problems == [] and st.flags & 16 and not st.flags & 2
     sends = [op for op in st.proxy_ops if op.is_send]
     recvs = [op for op in st.proxy_ops if not op.is_send]
     assert sends and recvs
     for op in sends:  # 3 steps x 2 ms, plus the scheduler's lateness in usleep
-        assert 3 * 2000 <= op.send_wait_us < 3 * 2000 + 60_000, op
-    assert all(op.send_wait_us is None for op in recvs)
+        assert 3 * 2000 <= op.send_wait_union_us < 3 * 2000 + 60_000, op
+        assert op.send_wait_us is None
+    assert all(op.send_wait_union_us is None for op in recvs)
+
+
+def test_send_wait_is_the_union_of_the_steps_intervals(plugin, harness, state_dir):
+    """Steps on the network together count once, a time with none there not at all: step 0 alone
+    20 ms, steps 0 and 1 together 150 ms, step 1 alone 20 ms, a 300 ms gap in SendGPUWait, step 2 alone
+    20 ms. The union is 210 ms; the steps' sum would be 360 ms, first entry to last exit 510 ms."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir)}
+    done = run_harness(harness, plugin, 5, ["overlap", "20000", "150000", "20000", "300000", "20000"], env)
+    assert done.returncode == 0, done.stderr
+    (st,), problems = read_recorder_dir(state_dir)
+    (op,) = st.proxy_ops
+    assert problems == [] and op.is_send and op.steps_done == 3
+    assert 210_000 <= op.send_wait_union_us < 300_000, op  # usleep overshoots, never undershoots
 
 
 def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
@@ -146,7 +161,7 @@ def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
         assert before <= c.start_ns <= c.enqueued_ns <= c.complete_ns <= after
     sends = [op for op in st.proxy_ops if op.direction == "send"]
     # 3 steps x 300 us in SendWait per send op, timed on the tick counter (sleep overshoots, never undershoots)
-    assert sends and all(900 <= op.send_wait_us < 900 + 3 * 20_000 for op in sends)
+    assert sends and all(900 <= op.send_wait_union_us < 900 + 3 * 20_000 for op in sends)
 
 
 @pytest.mark.parametrize("tick_ms", ["4", "0"])
@@ -187,4 +202,4 @@ def test_event_clock_stops_when_idle_and_comes_back(plugin, harness, state_dir):
     lags = [by_index[op.coll_index].complete_ns - op.stop_ns for op in st.proxy_ops]
     assert len(lags) == 6 and all(-1_000_000 <= lag < 100_000_000 for lag in lags), lags
     sends = [op for op in st.proxy_ops if op.is_send]
-    assert all(300_000 <= op.send_wait_us < 600_000 for op in sends)
+    assert all(300_000 <= op.send_wait_union_us < 600_000 for op in sends)

@@ -276,6 +276,7 @@ def test_slow_link_told_from_straggler_and_job_wide_pace(links_run: Path, case: 
         v = analyze(links_run / case / r, KB).verdict
         assert v.summary.startswith("no hang"), v.summary
         assert v.sections["links"]["slow"] == links and v.sections["links"]["timed"] is True
+        assert v.sections["links"]["measure"] == "sum"  # files of then: the steps' times added, read so
         assert v.sections["stragglers"]["late"] == late, v.sections["stragglers"]
         if links:
             assert str(v.culprit.reason_class) == "slow-link" and v.culprit.rank == 3 and v.culprit.host == "node03"
