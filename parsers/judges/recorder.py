@@ -221,7 +221,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
             rp.last_progress_ns = max(o.last_progress_ns for o in ops)
             local = [o.last_state for o in ops if o.last_state in LOCAL_WAITS]
             rp.local_wait = local[0] if local else None
-    same = identity_mapped(states)
+    identity = identity_mapped(states)
     for e in edges:  # a waiter or peer past a changed header's nranks is still a rank of the edge, never a KeyError
         peer = e.peer
         if peer is None:  # never from a recorder op, whose peer is always a rank
@@ -234,7 +234,7 @@ def analyse_comm(states: list[RecorderState], now_ns: int | None = None, frozen_
         if e.waiter not in ranks[peer].waited_on_by:
             ranks[peer].waited_on_by.append(e.waiter)
     for rp in ranks.values():  # no RANK of its own: its comm rank is its job rank only where no state says otherwise
-        if rp.global_rank is None and same:
+        if rp.global_rank is None and identity:
             rp.global_rank = rp.rank
     op = f"{stuck[0]} seq {stuck[1]}" if stuck else None
     when = ((moment_words(states, ref, collected_unix), moment_words(states, beat_ref, collected_unix)) if ref

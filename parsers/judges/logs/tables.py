@@ -252,7 +252,7 @@ def find_mismatches(t: Tables, ids: Identities | None = None) -> list[dict]:
     real excerpt of two ranks) there is no minority: every side is listed as a lead, so neither is named alone.
     `ids` gives the groups' sizes (the ranks not seen at a position); without it their number is not known.
     """
-    found = []
+    found: list[dict] = []
     for (comm, seq), per_rank in t.signatures.items():
         if len(per_rank) < 2:
             continue
