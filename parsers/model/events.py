@@ -793,12 +793,20 @@ WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOS
 WARNING_KINDS = frozenset({ErrorKind.C10D_WARNING})
 
 
+#: what a process prints because a collective timed out, its own or another rank's: c10d's Flight Recorder dump
+#: request ("Received a dump signal due to a collective timeout from rank 3"). Every rank of a job that timed out
+#: prints it, so it is no fault of the process: as an own error it made every rank of a replicated issue26/order
+#: odd (1,032 of 1,032), and the digest path read every raw file (at 100,000 ranks: 20 GB, killed for memory).
+AFTERMATH_OF_WAIT = frozenset({ErrorKind.DUMP_SIGNAL})
+
+
 def own_error(event: object) -> bool:
     """An error a process reports of itself: an ErrorEvent that is no mere information (INFO_KINDS), no warning
-    (WARNING_KINDS) and no wait on a peer (WAIT_ERRORS). What makes a rank odd by itself, whatever the others do
-    (parsers.scale.digest's flags and odd ones out, and the raw reads digest first and the focus choose from them)."""
+    (WARNING_KINDS), no wait on a peer (WAIT_ERRORS) and no aftermath of one (AFTERMATH_OF_WAIT). What makes a rank
+    odd by itself, whatever the others do (parsers.scale.digest's flags and odd ones out, and the raw reads digest
+    first and the focus choose from them)."""
     return type(event) is ErrorEvent and event.kind not in INFO_KINDS and event.kind not in WARNING_KINDS \
-        and event.kind not in WAIT_ERRORS
+        and event.kind not in WAIT_ERRORS and event.kind not in AFTERMATH_OF_WAIT
 
 
 @dataclass(slots=True)

@@ -226,3 +226,25 @@ def test_a_digest_naming_a_peer_past_the_job_is_refused_and_its_host_read_raw(tm
     assert "refused" in why and "peer 60" in why, why
     assert _verdict_key(result.verdict) == _verdict_key(analyze(dst, KB, digests=False).verdict)
     assert (result.verdict.culprit.rank, str(result.verdict.culprit.reason_class)) == (3, "wrong-peer")
+
+
+def test_a_dump_signal_every_rank_prints_makes_no_rank_odd(tmp_path):
+    """Issue 43 (scale parity at 100,000): every rank of an NCCL job whose watchdog fired prints c10d's 'Received a
+    dump signal due to a collective timeout from rank 3' (issue26/order, device capture). Read as an error of its
+    own, it flagged every rank: a 1,032-rank replica read 1,032 processes raw, and at 100,000 ranks the digest
+    path held 20 GB and was killed for memory. The signal is still read (the observations use whom it names); only
+    the ranks with a fault of their own are flagged: rank 3, whose NCCL aborted."""
+    with tarfile.open(FIXTURES / "issue26/order/bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    root = next(tmp_path.rglob("manifest.json")).parent
+    with open_source(root) as src:
+        doc = digest_host(src, src.manifest.hosts[0].host, KB)
+    (root / src.manifest.hosts[0].dir / DIGEST_NAME).write_bytes(write_json(doc))
+    with open_source(root) as src:
+        events = [e for a in load(src, KB.line_filter).artifacts if a.parsed for e in a.parsed.events]
+        ranks = {r.rank for r in src.manifest.ranks}
+    signals = [e for e in events if getattr(e, "kind", None) == ErrorKind.DUMP_SIGNAL]
+    assert {e.origin.rank for e in signals} == ranks and len(ranks) == 8
+    assert not any(map(own_error, signals))
+    summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
+    assert {r.rank for r in summaries if r.flags} == {3}, {r.rank: r.flags for r in summaries}
