@@ -167,12 +167,10 @@ def test_a_refused_digest_leaves_its_host_read_raw_and_the_rest_over_classes(tmp
     assert result.verdict.culprit.rank == 43
 
 
-def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
-    """Issue 43 (scale parity) with issue 39 item 5 (warnings are not errors): every rank of a gloo job prints
-    the c10d warning 'Unable to resolve hostname ... loopback'. Read as a c10d-warning, it flagged every rank
-    an error of its own, so every rank was odd and the focus read every host of a gloo fleet. The warning is
-    still read; no rank is flagged for it, and a rank's real error still flags it."""
-    with tarfile.open(FIXTURES / "issue39/gloo-i39/lock/bundle.tar.gz") as tar:
+def _digested_capture(tmp_path, capture: str) -> tuple[list, set, list]:
+    """A one-host capture unpacked, its host digest made as collect makes it: (every event its files hold, the
+    manifest's ranks, the digest's rank summaries)."""
+    with tarfile.open(FIXTURES / capture) as tar:
         tar.extractall(tmp_path, filter="data")
     root = next(tmp_path.rglob("manifest.json")).parent
     with open_source(root) as src:
@@ -181,10 +179,18 @@ def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
     with open_source(root) as src:
         events = [e for a in load(src, KB.line_filter).artifacts if a.parsed for e in a.parsed.events]
         ranks = {r.rank for r in src.manifest.ranks}
+    return events, ranks, read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
+
+
+def test_a_warning_every_gloo_rank_prints_makes_no_rank_odd(tmp_path):
+    """Issue 43 (scale parity) with issue 39 item 5 (warnings are not errors): every rank of a gloo job prints
+    the c10d warning 'Unable to resolve hostname ... loopback'. Read as a c10d-warning, it flagged every rank
+    an error of its own, so every rank was odd and the focus read every host of a gloo fleet. The warning is
+    still read; no rank is flagged for it, and a rank's real error still flags it."""
+    events, ranks, summaries = _digested_capture(tmp_path, "issue39/gloo-i39/lock/bundle.tar.gz")
     warnings = [e for e in events if e.kind == ErrorKind.C10D_WARNING and "resolve hostname" in e.message]
     assert {e.origin.rank for e in warnings} == ranks and len(ranks) == 5
     assert not any(map(own_error, warnings))
-    summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
     assert {r.rank: r.flags for r in summaries} == {r: () for r in ranks}
 
 
@@ -234,17 +240,8 @@ def test_a_dump_signal_every_rank_prints_makes_no_rank_odd(tmp_path):
     own, it flagged every rank: a 1,032-rank replica read 1,032 processes raw, and at 100,000 ranks the digest
     path held 20 GB and was killed for memory. The signal is still read (the observations use whom it names); only
     the ranks with a fault of their own are flagged: rank 3, whose NCCL aborted."""
-    with tarfile.open(FIXTURES / "issue26/order/bundle.tar.gz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    root = next(tmp_path.rglob("manifest.json")).parent
-    with open_source(root) as src:
-        doc = digest_host(src, src.manifest.hosts[0].host, KB)
-    (root / src.manifest.hosts[0].dir / DIGEST_NAME).write_bytes(write_json(doc))
-    with open_source(root) as src:
-        events = [e for a in load(src, KB.line_filter).artifacts if a.parsed for e in a.parsed.events]
-        ranks = {r.rank for r in src.manifest.ranks}
+    events, ranks, summaries = _digested_capture(tmp_path, "issue26/order/bundle.tar.gz")
     signals = [e for e in events if getattr(e, "kind", None) == ErrorKind.DUMP_SIGNAL]
     assert {e.origin.rank for e in signals} == ranks and len(ranks) == 8
     assert not any(map(own_error, signals))
-    summaries = read_summaries(root / src.manifest.hosts[0].dir / DIGEST_NAME).ranks
     assert {r.rank for r in summaries if r.flags} == {3}, {r.rank: r.flags for r in summaries}
