@@ -96,8 +96,10 @@ _CALL_OPS = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "
 #: prefix of the comm key of traced calls: their positions count calls, not NCCL's opCount (kept apart)
 CALL_COMM = "call:"
 _SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>-?\d+)")
+#: what lies between a comm's nranks and "- Abort COMPLETE" ("cudaDev 7 busId e4000 "): bounded, so a line of many
+#: "comm ... nranks N" without the end costs each start a bounded look, not the rest of the line (quadratic before)
 _ABORT = re.compile(r"comm (?P<ptr>0x[0-9a-f]+|\(nil\)) rank (?P<rank>-?\d+) nranks (?P<nranks>-?\d++)"
-                    r".*- Abort COMPLETE")
+                    r".{0,256}?- Abort COMPLETE")
 HEAD_LINES = 2000
 
 #: ncclDataType_t numbers -> names (stable since NCCL 2.x).
