@@ -18,7 +18,10 @@
      its last;
   4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
      8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
-Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative; a cost's spread combines both.
+Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative. A cost is read two ways: the two medians
+against each other (their spreads combined), and paired: the median of the round-by-round differences
+(a drift of the machine between rounds cancels), which the verdict uses. One-rank groups run pinned to CPUs
+of their own (--pin-cpus).
 Everything is written to --out as it is measured (results.jsonl, one line per figure, a refined one
 again; table.md rewritten after each; facts.json; chaining.json; logs.tar.gz): at most 8 files, so a
 run cut short still hands back what it measured.
@@ -170,9 +173,29 @@ def rel_spread(values: list[float]) -> float:
     return 100 * 1.2533 * 1.4826 * mad / len(values) ** 0.5 / med if med > 0 else float("inf")
 
 
+def paired(base: list[float], other: list[float]) -> dict:
+    """other against base round by round (the same round's two batches ran within a fraction of a second
+    of each other, so a drift of the machine over seconds cancels): the median of the per-round
+    differences in %, and its spread in points (the same estimator as rel_spread, on the differences)."""
+    diffs = [(o / b - 1) * 100 for b, o in zip(base, other) if b > 0]
+    if len(diffs) < 3:
+        return {"pct": float("nan"), "spread": float("inf"), "n": len(diffs)}
+    med = statistics.median(diffs)
+    mad = statistics.median(abs(d - med) for d in diffs)
+    return {"pct": med, "spread": 1.2533 * 1.4826 * mad / len(diffs) ** 0.5, "n": len(diffs)}
+
+
+def resolved_all(samples: dict[str, list[float]], target: float) -> bool:
+    """Every mode's median, and every paired difference against the base, resolved to `target`."""
+    if not all(rel_spread(v) < target for v in samples.values()):
+        return False
+    return all(paired(samples["base"], v)["spread"] < target for m, v in samples.items() if m != "base")
+
+
 def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_rounds: int = 3,
               patience: float = 60) -> dict:
-    """Time cmd in each group by turns until both medians are resolved to `target` % or budget ends."""
+    """Time cmd in each group by turns until every median (and each paired difference against the base)
+    is resolved to `target` % or the budget ends."""
     samples: dict[str, list[float]] = {m: [] for m in groups}
     modes = list(groups)
     start, rounds = time.monotonic(), 0
@@ -186,11 +209,13 @@ def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_round
             samples[m].append(res["sec"])
         rounds += 1
         spent = time.monotonic() - start
-        resolved = all(rel_spread(v) < target for v in samples.values())
-        if rounds >= min_rounds and (resolved or spent >= budget_s):
+        if rounds >= min_rounds and (spent >= budget_s or resolved_all(samples, target)):
             break
-    return {m: {"median_us": statistics.median(v) * 1e6, "spread_pct": rel_spread(v), "n": len(v)}
-            for m, v in samples.items()}
+    out: dict = {m: {"median_us": statistics.median(v) * 1e6, "spread_pct": rel_spread(v), "n": len(v)}
+                 for m, v in samples.items()}
+    out["paired"] = {m: paired(samples["base"], v) for m, v in samples.items() if m != "base"}
+    out["seconds"] = round(time.monotonic() - start, 1)
+    return out
 
 
 def iterations(groups: dict, cmd: dict, batch_s: float, cap: int, patience: float) -> tuple[int, float]:
@@ -230,23 +255,28 @@ class Report:
         if "error" in r:
             return f"{r['layout']:>8} {r['what']:>10} {human(r.get('bytes', 0)):>6}  error: {r['error']}"
         b, c = r["base"], r["recorder"]
-        cost, sp = versus(b, c)
+        cost, sp = mcost, msp = versus(b, c)
+        if "recorder" in r.get("paired", {}):  # the verdict on the paired rounds: a drift between rounds cancels
+            cost, sp = r["paired"]["recorder"]["pct"], r["paired"]["recorder"]["spread"]
         goal = r["goal_pct"]
         verdict = "met" if cost <= goal else ("within spread" if cost - sp <= goal else "OVER")
         aa = "-"
         if "control" in r:  # a second group without the recorder (or the base's later epochs): the method's floor
             a_cost, a_sp = versus(r.get("control_of", b), r["control"])
             aa = f"{a_cost:+.2f}% ± {a_sp:.2f}"
+        pair = {m: f"{v['pct']:+.2f}% ± {v['spread']:.2f}" for m, v in r.get("paired", {}).items()}
         return (f"| {r['layout']} | {r['what']} | {human(r.get('bytes', 0)) if r.get('bytes') else '-'} | "
                 f"{b['median_us']:.2f} ± {b['spread_pct']:.2f}% | {c['median_us']:.2f} ± {c['spread_pct']:.2f}% | "
-                f"{cost:+.2f}% ± {sp:.2f} | {aa} | {b['n']}+{c['n']} x {r['per_batch']} | < {goal:g}% {verdict} |")
+                f"{mcost:+.2f}% ± {msp:.2f} | {pair.get('recorder', '-')} | {aa} | {pair.get('control', '-')} | "
+                f"{b['n']}+{c['n']} x {r['per_batch']} | < {goal:g}% {verdict} |")
 
     def table(self) -> str:
         h = self.header
         lines = [f"# recorder cost on one GPU ({h.get('gpu')}, NCCL {h.get('nccl')}, torch {h.get('torch')}, "
                  f"Python {h.get('python')}, {h.get('cpus')} CPUs, backend {h.get('backend')})", "",
-                 "| layout | what | size | base us | recorder us | cost | A/A (2nd base) | batches x calls | goal |",
-                 "|---|---|---|---|---|---|---|---|---|"]
+                 "| layout | what | size | base us | recorder us | cost (medians) | cost (paired rounds) | "
+                 "A/A (2nd base) | A/A (paired) | batches x calls | goal |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [self.line(r) for r in self.rows]
         return "\n".join(lines) + "\n"
 
@@ -296,10 +326,19 @@ class Layout:
     def start(self) -> None:
         self.starts += 1
         tag = f"{self.ranks}" if self.starts == 1 else f"{self.ranks}.{self.starts}"
-        self.groups = {m: Group(f"{m}-{tag}", self.ranks, env_for(m, self.plugin, self.state), self.work,
-                                self.args.backend) for m in self.modes}
+        self.groups = {m: Group(f"{m}-{tag}", self.ranks, {**env_for(m, self.plugin, self.state), **self.pin(i)},
+                                self.work, self.args.backend) for i, m in enumerate(self.modes)}
         for g in self.groups.values():
             g.expect("READY", timeout=240)
+
+    def pin(self, index: int) -> dict[str, str]:
+        """The index-th group's own CPUs (--pin-cpus per group, after CPUs 0-1 left to this driver), for
+        one-rank groups that run side by side; none where the machine has too few or --pin-cpus is 0."""
+        width = self.args.pin_cpus
+        first = 2 + index * width
+        if self.ranks != 1 or width <= 0 or first + width > (os.cpu_count() or 1):
+            return {}
+        return {"HF_BENCH_CPUS": ",".join(str(c) for c in range(first, first + width))}
 
     def stop(self) -> None:
         for g in self.groups.values():
@@ -311,7 +350,7 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> N
     args = lay.args
     cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
     try:
-        n, one = iterations(lay.groups, cmd, 0.03 if lay.ranks == 1 else 0.15, 20000, lay.patience)
+        n, one = iterations(lay.groups, cmd, args.batch_s if lay.ranks == 1 else 0.15, 20000, lay.patience)
     except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
         return
@@ -608,6 +647,9 @@ def main() -> int:
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--no-control", dest="control", action="store_false",
                     help="no second base group in the 1-rank layout (it measures the method's A/A floor)")
+    ap.add_argument("--batch-s", type=float, default=0.03, help="seconds of one timed batch (1-rank layout)")
+    ap.add_argument("--pin-cpus", type=int, default=2,
+                    help="CPUs of its own for each one-rank group (0: no pinning); the driver keeps CPUs 0-1")
     ap.add_argument("--one-rank-share", type=float, default=0.30, help="share of the cap for the 1-rank layout")
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")

@@ -135,10 +135,19 @@ def answer(bench: Bench, cmd: dict) -> dict:
     return {"error": f"unknown command {cmd!r}"}
 
 
+def pin_from_env() -> None:
+    """HF_BENCH_CPUS ("4,5"): this process and every thread it starts later (NCCL's proxy among them) run
+    on those CPUs only, so the groups timed in turns do not take each other's cores or caches."""
+    cpus = os.environ.get("HF_BENCH_CPUS", "")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",") if c.strip().isdigit()})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default="nccl")
     args = ap.parse_args()
+    pin_from_env()  # before torch starts its threads
     bench = Bench(args.backend)
     bench.sync()
     print("READY", flush=True)

@@ -14,7 +14,7 @@
 # Rows run in priority order; each row and the answers of each size are skipped when their estimate (scaled
 # from the last size run) does not fit the budget, and a row that overruns is killed with its process group:
 # both are recorded, nothing is lost. Out: $OUT/fleet_100k.json (every field) and $OUT/fleet_100k.txt (table).
-#   bash scripts/device/fleet_100k.sh [BUDGET_S=460] [full|small]
+#   [FLEET_ROWS=100000:cli] bash scripts/device/fleet_100k.sh [BUDGET_S=460] [full|small]
 # `small` (512 and 4,096 ranks, 4 gateways) is the local check on a 2-core machine. PY and SITE choose the
 # python and where the carried wheels (.whl: loguru, networkx, ClusterShell, py-spy, pygdbmi; networkx 3.7 needs
 # Python 3.12) are installed; INSTALL=0 skips the install (a python that has them, e.g. the project's venv).
@@ -36,6 +36,7 @@ else
   ROWS=4096:cli,4096:digest,4096:full,32768:cli,100000:cli,32768:digest,100000:digest,32768:full,100000:full
   GW=16; GWFAN=256
 fi
+ROWS=${FLEET_ROWS:-$ROWS}  # e.g. FLEET_ROWS=100000:cli: the one row that says whether the tree regressed
 # the driver keeps its own budget; this outer limit only catches a hang of the driver itself
 timeout -k 5 $((${BUDGET%.*} + 45)) "$PY" benchmarks/fleet_digest_tree.py --rows "$ROWS" --gateways $GW \
   --fanout 1024 --gateway-fanout $GWFAN --budget-s "$BUDGET" --json-out "$OUT/fleet_100k.json" \

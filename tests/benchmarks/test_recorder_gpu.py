@@ -19,6 +19,19 @@ def test_spread_of_the_median_shrinks_with_samples_and_needs_three():
     assert recorder_gpu.rel_spread([5.0] * 7) == 0.0
 
 
+def test_paired_rounds_cancel_a_drift_that_the_medians_keep():
+    # the machine slows by 40% over the run; the recorder's batch is 1% slower than the base's of its round
+    base = [100.0 * (1 + 0.4 * i / 49) for i in range(50)]
+    rec = [b * 1.01 for b in base]
+    assert recorder_gpu.rel_spread(base) > 1.0  # the drift spreads each median
+    pair = recorder_gpu.paired(base, rec)
+    assert abs(pair["pct"] - 1.0) < 1e-9 and pair["spread"] < 1e-9 and pair["n"] == 50
+    assert not recorder_gpu.resolved_all({"base": base, "recorder": rec}, 0.5)  # each figure must resolve too
+    steady = [100.0, 100.1, 99.9] * 10
+    assert recorder_gpu.resolved_all({"base": steady, "recorder": [v * 1.01 for v in steady]}, 0.5)
+    assert recorder_gpu.paired([1.0, 2.0], [1.0, 2.0])["spread"] == float("inf")  # fewer than three rounds
+
+
 def test_a_row_says_met_within_spread_or_over():
     base = {"median_us": 100.0, "spread_pct": 0.2, "n": 9}
     row = {"layout": "1 rank", "what": "all_reduce", "bytes": 8, "per_batch": 1000, "goal_pct": 3.0, "base": base}
