@@ -580,7 +580,21 @@ def chain_on_nccl(counter: Path, plugin: Path, work: Path, hosts: int) -> dict:
             g.quit()
         outs[mode] = count_rows(out)
         facts[mode] = {"seq": res, **(recorder_facts(g, state) if mode == "chained" else {})}
-    return {**compare_counts(outs["alone"], outs["chained"]), "runs": facts}
+    return {**compare_counts(outs["alone"], outs["chained"]), "runs": facts,
+            "step_order": step_order(work / "count-alone.jsonl")}
+
+
+def step_order(path: Path) -> dict:
+    """How real NCCL ran its sends' steps in the count plugin's run without the recorder (timing-made, so not
+    compared): per log2 of a send op's bytes, its ops, those of two steps or more, and those whose steps were in
+    SendWait together (the recorder's cheaper "pipelined" order) against one after another."""
+    total: dict[str, dict[str, int]] = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        for kind, buckets in json.loads(line).get("overlap", {}).items():
+            for bucket, n in buckets.items():
+                total.setdefault(f"2^{bucket} B", {}).setdefault(kind, 0)
+                total[f"2^{bucket} B"][kind] += n
+    return dict(sorted(total.items(), key=lambda kv: int(kv[0][2:-2])))
 
 
 def keep_logs(work: Path, out: Path) -> None:

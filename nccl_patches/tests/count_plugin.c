@@ -10,6 +10,11 @@
  * Exports interfaces v2 to v6 (the descriptor head, type then parentObj at offset 8, is alike in all).
  * Built with -DCOUNT_NOOP it counts nothing and returns one static handle: the cheapest second
  * plugin there is, for measuring what chaining itself costs (benchmarks/recorder_event_cost.py).
+ *
+ * It also says in which order NCCL runs a send's steps (issue 44: the recorder's cost differs): per
+ * send proxy op, the most of its steps in SendWait at once. "overlap" in its line: send ops, those
+ * of two steps or more, and those whose steps were in SendWait together (pipelined), by log2 of the
+ * op's bytes (nSteps x chunkSize).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -23,10 +28,12 @@
 #define EV_MAGIC 0xC0C0A11EC0C0A11Eull
 #define NTYPES 16
 #define NSTATES 32
+#define NBUCKETS 40 /* log2 of a send op's bytes */
 
 struct counts {
   long start[NTYPES], stop[NTYPES], state[NSTATES];
   long bad_parent, open;
+  long send_ops[NBUCKETS], multi_step[NBUCKETS], pipelined[NBUCKETS];
   int rank, index;
   uint64_t comm;
 };
@@ -36,7 +43,16 @@ struct ev {
   int type_bit;
   int stopped;
   struct counts* c;
+  /* a send proxy op: its steps in SendWait now and at most; a step: its op, and whether it is in SendWait */
+  struct ev* op;
+  int is_send, n_steps, in_wait, most_in_wait, bucket;
 };
+
+static int log2_bucket(long long bytes) {
+  int b = 0;
+  while (bytes > 1 && b < NBUCKETS - 1) bytes >>= 1, b++;
+  return b;
+}
 
 static int g_index;
 #define MAX_LIVE 256
@@ -94,10 +110,19 @@ static ncclResult_t common_start(void* context, void** handle, uint64_t type, vo
   check_parent(c, type, parent, u);
   struct ev* e = malloc(sizeof *e);
   if (e == NULL) return ncclSuccess;
+  memset(e, 0, sizeof *e);
   e->magic = EV_MAGIC;
   e->type_bit = bit_of(type);
-  e->stopped = 0;
   e->c = c;
+  if (type == HF_PROFILE_PROXY_OP) {
+    const struct hf_descr_proxy_op* d = u;
+    e->is_send = d->isSend;
+    e->n_steps = d->nSteps;
+    e->bucket = log2_bucket((long long)d->nSteps * d->chunkSize);
+  } else if (type == HF_PROFILE_PROXY_STEP && parent != NULL && ((struct ev*)parent)->magic == EV_MAGIC &&
+             ((struct ev*)parent)->is_send) {
+    e->op = parent;
+  }
   __atomic_add_fetch(&c->start[e->type_bit], 1, __ATOMIC_RELAXED);
   __atomic_add_fetch(&c->open, 1, __ATOMIC_RELAXED);
   *handle = e;
@@ -130,6 +155,25 @@ static struct ev* mine(void* handle) {
   return e;
 }
 
+/* A send step enters or leaves SendWait: its op's count of steps there, and the most it reached. */
+static void send_wait(struct ev* step, int entering) {
+  if (step->op == NULL || step->in_wait == entering) return;
+  step->in_wait = entering;
+  int now = __atomic_add_fetch(&step->op->in_wait, entering ? 1 : -1, __ATOMIC_RELAXED);
+  int most = __atomic_load_n(&step->op->most_in_wait, __ATOMIC_RELAXED);
+  while (now > most && !__atomic_compare_exchange_n(&step->op->most_in_wait, &most, now, 0, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED)) {
+  }
+}
+
+static void send_op_done(struct ev* e) {
+  if (e->type_bit != bit_of(HF_PROFILE_PROXY_OP) || !e->is_send) return;
+  __atomic_add_fetch(&e->c->send_ops[e->bucket], 1, __ATOMIC_RELAXED);
+  if (e->n_steps >= 2) __atomic_add_fetch(&e->c->multi_step[e->bucket], 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&e->most_in_wait, __ATOMIC_RELAXED) >= 2)
+    __atomic_add_fetch(&e->c->pipelined[e->bucket], 1, __ATOMIC_RELAXED);
+}
+
 static ncclResult_t stop(void* handle) {
 #ifdef COUNT_NOOP
   (void)handle;
@@ -141,6 +185,8 @@ static ncclResult_t stop(void* handle) {
     __atomic_add_fetch(&g_bad_handle, 1, __ATOMIC_RELAXED);
     return ncclSuccess;
   }
+  send_wait(e, 0);
+  send_op_done(e);
   __atomic_add_fetch(&e->c->stop[e->type_bit], 1, __ATOMIC_RELAXED);
   __atomic_sub_fetch(&e->c->open, 1, __ATOMIC_RELAXED);
   return ncclSuccess; /* never freed: NCCL names a stopped Coll as the parent of later events */
@@ -155,6 +201,7 @@ static ncclResult_t record(void* handle, ncclProfilerEventState_t state, void* a
   struct ev* e = mine(handle);
   if (e == NULL) return ncclSuccess;
   __atomic_add_fetch(&e->c->state[(unsigned)state % NSTATES], 1, __ATOMIC_RELAXED);
+  send_wait(e, state == HF_STATE_STEP_SEND_WAIT);
   return ncclSuccess;
 }
 
@@ -172,12 +219,18 @@ static void put_array(char* buf, size_t n, size_t* at, const char* key, const lo
 static void dump(struct counts* c, int finalized) {
   const char* out = getenv("COUNT_PLUGIN_OUT");
   if (out && *out) {
-    char buf[4096];
+    char buf[8192];
     size_t at = (size_t)snprintf(buf, sizeof buf, "{\"pid\": %d, \"index\": %d, \"rank\": %d, \"comm\": \"0x%llx\", ",
                                  (int)getpid(), c->index, c->rank, (unsigned long long)c->comm);
     put_array(buf, sizeof buf, &at, "start", c->start, NTYPES);
     put_array(buf, sizeof buf, &at, "stop", c->stop, NTYPES);
     put_array(buf, sizeof buf, &at, "state", c->state, NSTATES);
+    at += (size_t)snprintf(buf + at, sizeof buf - at, "\"overlap\": {");
+    put_array(buf, sizeof buf, &at, "send_ops", c->send_ops, NBUCKETS);
+    put_array(buf, sizeof buf, &at, "multi_step", c->multi_step, NBUCKETS);
+    put_array(buf, sizeof buf, &at, "pipelined", c->pipelined, NBUCKETS);
+    at -= 2; /* the last ", " */
+    at += (size_t)snprintf(buf + at, sizeof buf - at, "}, ");
     at += (size_t)snprintf(buf + at, sizeof buf - at,
                            "\"bad_parent\": %ld, \"bad_handle\": %ld, \"open\": %ld, \"finalized\": %d}\n",
                            c->bad_parent, __atomic_load_n(&g_bad_handle, __ATOMIC_RELAXED), c->open, finalized);

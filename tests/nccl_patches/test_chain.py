@@ -94,3 +94,19 @@ def test_a_chained_plugin_whose_version_is_missing_is_named(plugin, harness, tmp
     assert done.returncode == 0, done.stderr
     assert "it exports no ncclProfiler_v5" in done.stderr
     assert [r[1] for r in recorded(rec)] == [40, 40]
+
+
+def test_the_count_plugin_tells_steps_one_after_another_from_steps_together(counter, harness, tmp_path):
+    """The step-order probe the device run reports (benchmarks/recorder_gpu.py `step_order`): the harness's
+    run mode completes each send step before it posts the next; its overlap mode holds two in SendWait at once."""
+    def overlap(args: list[str], out: Path) -> dict[str, int]:
+        done = run_harness(harness, counter, 5, args, {"COUNT_PLUGIN_OUT": str(out)})
+        assert done.returncode == 0, done.stderr
+        rows = [json.loads(line)["overlap"] for line in out.read_text().splitlines()]
+        return {k: sum(sum(r.get(k, {}).values()) for r in rows) for k in ("send_ops", "multi_step", "pipelined")}
+
+    one_after_another = overlap(RUN, tmp_path / "run.jsonl")
+    assert one_after_another["send_ops"] > 0 and one_after_another["multi_step"] == one_after_another["send_ops"]
+    assert one_after_another["pipelined"] == 0
+    together = overlap(["overlap", "2000", "5000", "2000", "3000", "2000"], tmp_path / "overlap.jsonl")
+    assert together == {"send_ops": 1, "multi_step": 1, "pipelined": 1}
