@@ -15,7 +15,8 @@
      and that, not the recorder, set the figures (the first run's recorder group read 1-26% faster).
      Epochs in ABBA order (--host-epochs, 4), each a fresh group measuring every cell while its share
      lasts; a cell pools each mode's batches over its epochs; the A/A is the base's first epoch against
-     its last;
+     its last. With --mps the layout runs under an MPS control daemon of its own (private pipe folder,
+     quit at the phase's end): the 8 kernels share the GPU at once instead of taking turns in time slices;
   4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
      8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
 Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative. A cost is read two ways: the two medians
@@ -38,6 +39,7 @@ Goals (issue 44): < 1% at >= 1 MB, < 3% below, < 0.5% of a training step.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -52,6 +54,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -467,6 +470,33 @@ def one_batch(g: Group, mode: str, cell: tuple[str, int], got: dict, per_batch: 
     return True
 
 
+@contextlib.contextmanager
+def private_mps(work: Path, wanted: bool) -> Iterator[str]:
+    """An MPS control daemon of this run's own (its pipe and log folders under work), so that the 8 ranks'
+    kernels share the GPU at once instead of taking turns in time slices: only processes started with these
+    CUDA_MPS_* variables reach it, and it quits when the phase ends. The GPU's own settings (compute mode,
+    MIG) are not touched. Yields what it did, for the report."""
+    tool = shutil.which("nvidia-cuda-mps-control")
+    if not wanted or tool is None:
+        yield "no MPS (not asked)" if not wanted else "no MPS (nvidia-cuda-mps-control not found)"
+        return
+    dirs = {"CUDA_MPS_PIPE_DIRECTORY": str(work / "mps-pipe"), "CUDA_MPS_LOG_DIRECTORY": str(work / "mps-log")}
+    for d in dirs.values():
+        Path(d).mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **dirs}
+    started = subprocess.run([tool, "-d"], env=env, capture_output=True, text=True, timeout=30)
+    if started.returncode != 0:
+        yield f"no MPS (the daemon did not start: {started.stderr.strip()[:200]})"
+        return
+    os.environ.update(dirs)
+    try:
+        yield f"MPS: a private control daemon ({dirs['CUDA_MPS_PIPE_DIRECTORY']})"
+    finally:
+        for k in dirs:
+            os.environ.pop(k, None)
+        subprocess.run([tool], input="quit\n", env=env, capture_output=True, text=True, timeout=60)
+
+
 def hosts_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, hard_end: float) -> None:
     """The many-hosts layout, one group at a time: 8 ranks on the one GPU, each its own NCCL_HOSTID (sockets
     over lo), never beside another group (two groups side by side share the GPU's time slices and the CPUs,
@@ -669,6 +699,8 @@ def main() -> int:
                     help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")
     ap.add_argument("--hosts", type=int, default=8, help="ranks of the many-hosts layout (the dry run uses 2)")
     ap.add_argument("--skip-8", action="store_true", help="leave out the many-hosts layout")
+    ap.add_argument("--mps", action="store_true",
+                    help="run the many-hosts layout under an MPS daemon of its own (kernels share the GPU at once)")
     ap.add_argument("--host-epochs", type=int, default=4, help="one-group-at-a-time epochs of the many-hosts layout")
     ap.add_argument("--skip-chain", action="store_true", help="leave out the chaining check on real NCCL")
     ap.add_argument("--cpu-bench-before", type=Path,
@@ -693,8 +725,11 @@ def main() -> int:
     guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work,
             args.one_rank_share * args.time_cap, cap - 15)
     if not args.skip_8 and (cap - time.monotonic() > 10 + chain_s or args.dry_run):
-        guarded(rep, "hosts", hosts_phase, rep, f"{args.hosts} hosts", args.hosts, args, plugin, work,
-                cap - chain_s - 5)
+        with private_mps(work, args.mps) as how:
+            rep.header["hosts_layout_gpu_sharing"] = how
+            print(how, flush=True)
+            layout = f"{args.hosts} hosts" + (" (MPS)" if how.startswith("MPS") else "")
+            guarded(rep, "hosts", hosts_phase, rep, layout, args.hosts, args, plugin, work, cap - chain_s - 5)
     keep_logs(work, args.out)  # again at the end: a run killed while chaining keeps the layouts' logs
     if not args.skip_chain and (cap - time.monotonic() > 40 or args.dry_run):
         guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
