@@ -44,7 +44,9 @@
  * time on the network, in the same units as every other time, and it needs the precise clock only when
  * the op's count of steps in SendWait goes 0 -> 1 and 1 -> 0 (NCCL keeps up to 8 steps on the network
  * at once), not twice per step. A span still open is not in the field yet (a hung op's steps show it).
- * A send step's ts_ns is on the precise clock where it opened or closed a span, else the event clock. */
+ * The spans' sub-microsecond rests carry from one to the next (files written before 2026-12-07's evening
+ * cut each span to whole us). Every step's ts_ns is on the event clock (a few ms; until 2026-12-07's
+ * evening a send step's was precise where it opened or closed a span): readers use it for "how long ago". */
 #define RECORDER_FLAG_SEND_WAIT_UNION 16u
 /* DEATH_COPY: this file is the copy the recorder wrote beside the NCCL logs as its process died (a finalize
  * with ops in flight, SIGABRT, exit), its heartbeat_ns the moment of the copy: the process ran then. A reader

@@ -265,45 +265,44 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
 }
 
 /* A send step entering (`entering`) or leaving SendWait: the op's count of steps there moves, and only
- * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the precise
- * clock read. Returns that time, else 0 (the caller stamps the step with the event clock). Why a span
+ * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the counter
+ * read, raw (rec_span_clock: the close converts the span's length, the open converts nothing). Why a span
  * per op: NCCL's send proxy keeps up to 8 steps on the network at once (net.cc: transmitted may run
  * NCCL_STEPS ahead of done), so a pipelined op opens and closes one span, not one per step; and the
  * union is the op's time on the wire, which a sum of overlapping steps overstates. Why SendWait only:
  * in it the data is on the network and nothing else is awaited, so a slow link shows as one sender's
- * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. */
-static uint64_t send_wait_edge(struct recorder_proxy* op, int entering) {
+ * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. The span is
+ * private to the one proxy thread that drives the op: plain loads and stores. */
+static void send_wait_edge(struct recorder_proxy* op, int entering) {
   struct rec_send_span* sp = rec_span(op);
-  uint32_t n = REC_ATOMIC_LOAD_RELAXED(&sp->in_wait);
+  uint32_t n = sp->in_wait;
   if (entering) {
     /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
      * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
-    if (n < RECORDER_STEP_SLOTS) REC_RELAXED_STORE(&sp->in_wait, n + 1);
-    if (n != 0) return 0;
-    uint64_t now = rec_fast_ns();
-    REC_RELAXED_STORE(&sp->since_ns, now);
-    return now;
+    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
+    if (n == 0) sp->since = rec_span_clock(&sp->since_ticks);
+    return;
   }
-  if (n == 0) return 0; /* a leave whose entry the span never saw (the op's slot was reset) */
-  REC_RELAXED_STORE(&sp->in_wait, n - 1);
-  if (n != 1) return 0;
-  uint64_t now = rec_fast_ns();
-  rec_span_add(op, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), now);
-  return now;
+  if (n == 0) return; /* a leave whose entry the span never saw (the op's slot was reset) */
+  sp->in_wait = n - 1;
+  if (n != 1) return;
+  uint32_t ticks;
+  uint64_t now = rec_span_clock(&ticks);
+  rec_span_add(op, sp, rec_span_ns(sp->since, sp->since_ticks, now, ticks));
 }
 
-/* A step's change to `next` (-1: its stop). A send step's SendWait edges go through send_wait_edge,
- * which reads the precise clock only where the op's span opens or closes; every other stamp is the
- * event clock's. Why: a precise stamp costs ~7 ns (the tick counter; 20 through the vDSO) against
- * ~0.3 (a published tick; ~3 for the vDSO's coarse clock). Both clocks are CLOCK_REALTIME, so stamps
- * stay comparable. Progress words are stored relaxed: each is whole for a reader, and no reader orders
- * one against another. */
+/* A step's change to `next` (-1: its stop). A send step's SendWait edges move the op's span
+ * (send_wait_edge, which reads the counter only where the span opens or closes); the step itself, like
+ * every step, is stamped with the event clock: a reader uses a step's time to tell how long ago it moved
+ * (ms), never to sub-ms. Why: a precise stamp costs 7-20 ns (the counter and its conversion) against
+ * ~0.3 (a published tick). Progress words are stored relaxed: each is whole for a reader, and no reader
+ * orders one against another. */
 static inline uint64_t step_change(struct recorder_step* s, int next) {
   struct recorder_proxy* op = step_owner(s);
   int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
   int is_wait = next == HF_STATE_STEP_SEND_WAIT;
-  uint64_t now = (op->is_send && was_wait != is_wait) ? send_wait_edge(op, is_wait) : 0;
-  if (now == 0) now = rec_event_ns();
+  if (op->is_send && was_wait != is_wait) send_wait_edge(op, is_wait);
+  uint64_t now = rec_event_ns();
   REC_RELAXED_STORE(&s->ts_ns, now);
   REC_RELAXED_STORE(&op->last_progress_ns, now);
   return now;

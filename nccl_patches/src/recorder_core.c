@@ -117,26 +117,11 @@ uint64_t rec_now_ns(void) {
  * converting it is one multiply. The heartbeat thread rebases it on CLOCK_REALTIME every beat
  * (two slots, published by index: a reader never sees half a base), so it follows NTP slews
  * to within microseconds. */
-struct tick_base {
-  uint64_t ticks;
-  uint64_t ns;
-  uint64_t mult; /* ns per tick, fixed point << 32 */
-};
-static struct tick_base g_tick_base[2];
-static uint32_t g_tick_slot;
-static int g_ticks_ok;
+struct tick_base rec_tick_base[2];
+uint32_t rec_tick_slot;
+int rec_ticks_ok;
 
-static inline uint64_t read_ticks(void) {
-#if defined(__x86_64__)
-  return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-  uint64_t v;
-  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-#else
-  return 0;
-#endif
-}
+static inline uint64_t read_ticks(void) { return rec_read_ticks(); }
 
 /* The kernel's clocksource, "" when unknown. */
 static __attribute__((unused)) void kernel_clocksource(char* out, size_t n) {
@@ -207,36 +192,36 @@ static void tick_pair(uint64_t* t, uint64_t* ns) {
 static uint32_t g_tick_strays; /* heartbeat thread only */
 
 static void tick_rebase(uint64_t min_ns) {
-  const struct tick_base* old = &g_tick_base[__atomic_load_n(&g_tick_slot, __ATOMIC_ACQUIRE)];
+  const struct tick_base* old = &rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)];
   uint64_t t = 0, ns = 0;
   tick_pair(&t, &ns);
   struct tick_base nb = {t, ns, old->mult};
   int stray = 0;
-  if (__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED) && t > old->ticks) {
+  if (__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED) && t > old->ticks) {
     int64_t off = (int64_t)(old->ns + (uint64_t)(((unsigned __int128)(t - old->ticks) * old->mult) >> 32) - ns);
     stray = off > REC_TICK_STRAY_NS || off < -REC_TICK_STRAY_NS;
   }
   g_tick_strays = stray ? g_tick_strays + 1 : 0;
   if (g_tick_strays >= REC_TICK_STRAYS) {
-    __atomic_store_n(&g_ticks_ok, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rec_ticks_ok, 0, __ATOMIC_RELEASE);
     return;
   }
   if (!stray && ns - old->ns >= min_ns && t > old->ticks)
     nb.mult = (uint64_t)((((unsigned __int128)(ns - old->ns)) << 32) / (t - old->ticks));
-  uint32_t next = __atomic_load_n(&g_tick_slot, __ATOMIC_RELAXED) ^ 1u;
-  g_tick_base[next] = nb;
-  __atomic_store_n(&g_tick_slot, next, __ATOMIC_RELEASE);
+  uint32_t next = __atomic_load_n(&rec_tick_slot, __ATOMIC_RELAXED) ^ 1u;
+  rec_tick_base[next] = nb;
+  __atomic_store_n(&rec_tick_slot, next, __ATOMIC_RELEASE);
 }
 
 /* Once per process (first communicator): 2 ms of sleep to measure the rate. */
 static void tick_calibrate(void) {
   if (!ticks_invariant()) return;
-  tick_pair(&g_tick_base[0].ticks, &g_tick_base[0].ns);
+  tick_pair(&rec_tick_base[0].ticks, &rec_tick_base[0].ns);
   struct timespec ts = {0, 2000000L};
   nanosleep(&ts, NULL);
   tick_rebase(1000000u);
-  if (g_tick_base[g_tick_slot].mult == 0) return;
-  __atomic_store_n(&g_ticks_ok, 1, __ATOMIC_RELEASE);
+  if (rec_tick_base[rec_tick_slot].mult == 0) return;
+  __atomic_store_n(&rec_ticks_ok, 1, __ATOMIC_RELEASE);
 }
 
 #ifdef REC_COUNT
@@ -248,15 +233,26 @@ uint64_t rec_fast_ns(void) {
   return rec_event_ns();
 #endif
   REC_COUNTED(precise);
-  if (!__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED)) {
+  if (!__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED)) {
     struct timespec ts;
     rec_vdso_clock(CLOCK_REALTIME, &ts); /* the vDSO's own entry: glibc's wrapper adds ~1.4 ns */
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   }
-  const struct tick_base* b = &g_tick_base[__atomic_load_n(&g_tick_slot, __ATOMIC_ACQUIRE)];
+  const struct tick_base* b = &rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)];
   uint64_t t = read_ticks();
   uint64_t d = t > b->ticks ? t - b->ticks : 0; /* another core's counter a hair behind: no step back */
   return b->ns + (uint64_t)(((unsigned __int128)d * b->mult) >> 32);
+}
+
+uint64_t rec_span_clock_slow(uint32_t* ticks) {
+  *ticks = 0;
+#ifdef REC_ABLATE_PRECISE
+  return rec_event_ns();
+#endif
+  REC_COUNTED(precise);
+  struct timespec ts;
+  rec_vdso_clock(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void rec_touch(struct rec_comm* c, uint64_t now) {
@@ -324,7 +320,7 @@ static void* heartbeat_main(void* arg) {
   for (;;) {
     if (cfg->tick_ms > 0) ticking = tick_step(ticking, &idle);
     if (since_beat >= cfg->heartbeat_ms) {
-      if (__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED)) tick_rebase(50000000u);
+      if (__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED)) tick_rebase(50000000u);
       uint64_t now = rec_now_ns();
       pthread_mutex_lock(&g_registry_lock);
       for (int i = 0; i < g_ncomms; i++) {
@@ -868,7 +864,8 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   /* the slot's companion (p is c->proxy[slot]); its previous op may have ended with a span open */
   struct rec_send_span* sp = &c->spans[p - c->proxy];
   REC_RELAXED_STORE(&sp->in_wait, 0);
-  REC_RELAXED_STORE(&sp->since_ns, 0);
+  REC_RELAXED_STORE(&sp->since, 0);
+  sp->rest_ns = 0;
   p->writer_private = (uint64_t)(uintptr_t)sp; /* for stop/record handlers: the span and the owning comm */
   /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
@@ -897,7 +894,9 @@ static void close_open_span(struct recorder_proxy* p) {
   struct rec_send_span* sp = rec_span(p);
   if (REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
   REC_RELAXED_STORE(&sp->in_wait, 0);
-  rec_span_add(p, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), rec_fast_ns());
+  uint32_t ticks;
+  uint64_t now = rec_span_clock(&ticks);
+  rec_span_add(p, sp, rec_span_ns(sp->since, sp->since_ticks, now, ticks));
 }
 
 void rec_proxy_end(struct recorder_proxy* p) {

@@ -101,9 +101,11 @@ struct rec_names {
  * communicator's base and the slot's index. Written by the one proxy thread that drives the op. */
 struct rec_send_span {
   struct rec_comm* comm;
-  uint64_t since_ns; /* precise clock when in_wait went 0 -> 1 */
-  uint32_t in_wait;  /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
-  uint32_t pad[3];   /* 32 bytes: two to a cache line, none across one */
+  uint64_t since;       /* rec_span_clock() when in_wait went 0 -> 1: counter ticks, or ns (since_ticks 0) */
+  uint32_t in_wait;     /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
+  uint32_t since_ticks; /* 1: `since` is the counter's ticks */
+  uint32_t rest_ns;     /* the closed spans' ns not yet in send_wait_union_us (under 1000) */
+  uint32_t pad;         /* 32 bytes: two to a cache line, none across one */
 };
 
 /* One communicator's mapping. Private memory; the file holds the shared part. */
@@ -161,6 +163,55 @@ static inline uint64_t rec_event_ns(void) {
  * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. Not inline:
  * inlined into the step path it measured ~3 ns a call slower (AMD EPYC; the rdtsc's placement). */
 uint64_t rec_fast_ns(void);
+
+/* The counter's conversion to CLOCK_REALTIME (recorder_core.c, "the fast clock"): two bases published by
+ * index, written by calibration and the heartbeat thread only; rec_ticks_ok while the counter is trusted. */
+struct tick_base {
+  uint64_t ticks;
+  uint64_t ns;
+  uint64_t mult; /* ns per tick, fixed point << 32 */
+};
+extern struct tick_base rec_tick_base[2];
+extern uint32_t rec_tick_slot;
+extern int rec_ticks_ok;
+
+static inline uint64_t rec_read_ticks(void) {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return 0;
+#endif
+}
+
+/* A SendWait span's edge: the counter's raw ticks where it is trusted (*ticks = 1), else CLOCK_REALTIME ns
+ * through the vDSO. Why raw: a span needs only its length, so the close converts one difference (one
+ * multiply) and the open converts nothing; a precise stamp (rec_fast_ns) is a call, two loads of the base
+ * and a multiply on top of the counter read. The edges' steps are stamped with the event clock instead. */
+uint64_t rec_span_clock_slow(uint32_t* ticks);
+static inline uint64_t rec_span_clock(uint32_t* ticks) {
+#if defined(REC_ABLATE_PRECISE) || !(defined(__x86_64__) || defined(__aarch64__))
+  return rec_span_clock_slow(ticks);
+#else
+  if (__builtin_expect(!__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED), 0)) return rec_span_clock_slow(ticks);
+  REC_COUNTED(precise);
+  *ticks = 1;
+  return rec_read_ticks();
+#endif
+}
+
+/* ns between two span edges read by rec_span_clock; 0 where they are on different clocks (the counter was
+ * given up mid-span: the span is lost, not misread) or the second is not later. */
+static inline uint64_t rec_span_ns(uint64_t since, uint32_t since_ticks, uint64_t now, uint32_t now_ticks) {
+  if (since_ticks != now_ticks || now <= since) return 0;
+  if (!now_ticks) return now - since;
+  uint64_t mult = rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)].mult;
+  return (uint64_t)(((unsigned __int128)(now - since) * mult) >> 32);
+}
+
 /* Stamps hdr->last_event_ns only when `now` is newer by REC_TOUCH_NS: the header's cache line is then
  * written about once a millisecond, not at every precise stamp (each is newer by some ns), so the user
  * and proxy threads do not pass it to each other per event. Readers show it in ms ("last event 3.0 ms
@@ -227,11 +278,14 @@ void rec_proxy_end(struct recorder_proxy* p);
 static inline struct rec_send_span* rec_span(const struct recorder_proxy* p) {
   return (struct rec_send_span*)(uintptr_t)p->writer_private;
 }
-/* Adds the span [since, now) to the op's send_wait_union_us, saturating. One proxy thread drives an
- * op, so the add needs no atomic read-modify-write; the store is whole for readers. */
-static inline void rec_span_add(struct recorder_proxy* p, uint64_t since, uint64_t now) {
-  if (since == 0 || now <= since) return;
-  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&p->send_wait_union_us) + (now - since) / 1000u;
+/* Adds a closed span of `ns` to the op's send_wait_union_us, saturating; the sub-microsecond rest is
+ * carried to the next span (sp->rest_ns), so short spans (a fast network, steps one after another) add
+ * up rather than each losing its fraction of a microsecond. One proxy thread drives an op, so the add
+ * needs no atomic read-modify-write; the store is whole for readers. */
+static inline void rec_span_add(struct recorder_proxy* p, struct rec_send_span* sp, uint64_t ns) {
+  ns += sp->rest_ns;
+  sp->rest_ns = (uint32_t)(ns % 1000u);
+  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&p->send_wait_union_us) + ns / 1000u;
   REC_RELAXED_STORE(&p->send_wait_union_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
 }
 static inline int rec_is_proxy(const struct rec_comm* c, const void* p) {

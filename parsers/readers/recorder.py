@@ -136,6 +136,8 @@ class StepRecord:
     step: int
     state: str
     done: bool
+    #: time of its latest change, on the event clock (a few ms): "how long ago", not sub-ms (until
+    #: 2026-12-07's evening a send step's was on the precise clock where it entered or left SendWait)
     ts_ns: int
 
 
@@ -170,7 +172,8 @@ class ProxyOpRecord:
     #: steps, so steps on the network together each count; None otherwise and for a receive
     send_wait_us: int | None = None
     #: current files (FLAG_SEND_WAIT_UNION): microseconds during which at least one of its steps was in
-    #: SendWait, the op's time on the network; None otherwise and for a receive
+    #: SendWait, the op's time on the network (the spans' sub-us rests carried; before 2026-12-07's evening
+    #: each span was cut to whole us, up to 1 us low per span); None otherwise and for a receive
     send_wait_union_us: int | None = None
 
     @property

@@ -146,6 +146,29 @@ def test_send_wait_is_the_union_of_the_steps_intervals(plugin, harness, state_di
     assert 210_000 <= op.send_wait_union_us < 300_000, op  # usleep overshoots, never undershoots
 
 
+def test_short_sequential_spans_add_up_to_their_time_and_stamp_steps_on_the_event_clock(plugin, harness, state_dir):
+    """200 send steps one after another, each ~10.5 us in SendWait (a fast network): the union is read from
+    the counter at each span's two edges and its sub-microsecond rests carry, so it lies between the
+    harness's own inner and outer sums (each span's truncation to whole us would lose ~100 us). The steps
+    are stamped on the event clock: each within its op's start and stop, which are on that clock too."""
+    import time
+
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir)}
+    before = time.time_ns()
+    done = run_harness(harness, plugin, 5, ["spans", "200", "10500"], env)
+    after = time.time_ns()
+    assert done.returncode == 0, done.stderr
+    sums = dict(line.split() for line in done.stdout.splitlines() if line.endswith(tuple("0123456789")))
+    inner, outer = int(sums["INNER_NS"]), int(sums["OUTER_NS"])
+    (st,), problems = read_recorder_dir(state_dir)
+    (op,) = st.proxy_ops
+    assert problems == [] and op.is_send and op.steps_done == 200
+    assert inner // 1000 - 1 <= op.send_wait_union_us <= outer // 1000 + 1, (inner, outer, op.send_wait_union_us)
+    slack = 20_000_000  # the event clock lags by its tick (4 ms) plus the heartbeat thread's wait for a CPU
+    assert op.steps and all(op.start_ns <= s.ts_ns <= op.stop_ns for s in op.steps)
+    assert all(before - slack <= s.ts_ns <= after for s in op.steps)
+
+
 def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
     """Op stamps and SendWait come from the CPU's tick counter, rebased on CLOCK_REALTIME: they must
     fall inside the run's wall-clock window, in order, like the precise clock's would."""
