@@ -271,24 +271,40 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
  * NCCL_STEPS ahead of done), so a pipelined op opens and closes one span, not one per step; and the
  * union is the op's time on the wire, which a sum of overlapping steps overstates. Why SendWait only:
  * in it the data is on the network and nothing else is awaited, so a slow link shows as one sender's
- * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. The span is
- * private to the one proxy thread that drives the op: plain loads and stores. */
+ * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. Where each span holds
+ * one step (steps one after another), one span in `every` is timed (RECORDER_FLAG_SEND_WAIT_SAMPLED says
+ * how the others count). The span is private to the one proxy thread that drives the op: plain loads
+ * and stores. */
 static void send_wait_edge(struct recorder_proxy* op, int entering) {
   struct rec_send_span* sp = rec_span(op);
   uint32_t n = sp->in_wait;
-  if (entering) {
-    /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
-     * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
-    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
-    if (n == 0) sp->since = rec_span_clock(&sp->since_ticks);
+  if (!entering) {
+    if (n == 0) return; /* a leave whose entry the span never saw (the op's slot was reset) */
+    sp->in_wait = n - 1;
+    if (n == 1) rec_span_close(op, sp);
     return;
   }
-  if (n == 0) return; /* a leave whose entry the span never saw (the op's slot was reset) */
-  sp->in_wait = n - 1;
-  if (n != 1) return;
-  uint32_t ticks;
-  uint64_t now = rec_span_clock(&ticks);
-  rec_span_add(op, sp, rec_span_ns(sp->since, sp->since_ticks, now, ticks));
+  /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
+   * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
+  if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
+  if (n == 0) { /* a span opens: untimed where the op steps one at a time and one in `every` was timed */
+    sp->peak = 1;
+    sp->timing = sp->skip == 0;
+    if (!sp->timing) {
+      sp->skip--;
+      return;
+    }
+    sp->since = rec_span_clock(&sp->since_ticks);
+    return;
+  }
+  if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
+  if (sp->timing) return;
+  /* an untimed span that a second step joins: steps on the network together are always timed; its first
+   * step's lone time counts as an untimed one-step span, and the rest is timed from here */
+  sp->untimed++;
+  sp->skip = 0;
+  sp->timing = 1;
+  sp->since = rec_span_clock(&sp->since_ticks);
 }
 
 /* A step's change to `next` (-1: its stop). A send step's SendWait edges move the op's span

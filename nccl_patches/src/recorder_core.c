@@ -90,6 +90,8 @@ static void load_config(void) {
   g_config.signal = (int)env_long("FORENSICS_RECORDER_SIGNAL", SIGUSR2, 0, 64);
   g_config.heartbeat_ms = (uint32_t)env_long("FORENSICS_RECORDER_HEARTBEAT_MS", 200, 10, 60000);
   g_config.tick_ms = (uint32_t)env_long("FORENSICS_RECORDER_TICK_MS", 4, 0, 100);
+  g_config.send_wait_every =
+      (uint32_t)env_long("FORENSICS_RECORDER_SEND_WAIT_EVERY", REC_SEND_WAIT_EVERY_DEFAULT, 1, 64);
   g_config.keep = (int)env_long("FORENSICS_RECORDER_KEEP", 0, 0, 1);
   g_config.mask = (int)env_long("FORENSICS_RECORDER_MASK", -1, 0, 0x7fffffff);
   g_config.snapshot_on_finalize = (int)env_long("FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE", 1, 0, 1);
@@ -244,7 +246,7 @@ uint64_t rec_fast_ns(void) {
   return b->ns + (uint64_t)(((unsigned __int128)d * b->mult) >> 32);
 }
 
-uint64_t rec_span_clock_slow(uint32_t* ticks) {
+uint64_t rec_span_clock_slow(uint8_t* ticks) {
   *ticks = 0;
 #ifdef REC_ABLATE_PRECISE
   return rec_event_ns();
@@ -562,6 +564,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   c->proxy_slots = cfg->proxy_slots;
   c->ring_mask = rec_mask(c->ring_len);
   c->proxy_mask = rec_mask(c->proxy_slots);
+  c->send_wait_every = cfg->send_wait_every;
   size_t ring_off = RECORDER_HEADER_SIZE;
   /* Proxy records start on a multiple of their size (the mapping is page-aligned), so a step's
    * op is its address rounded down: no load on the step path (readers take proxy_offset as is). */
@@ -636,6 +639,8 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
   h->comm_index = index;
   h->flags = RECORDER_FLAG_PRECISE_OP_TIMES | RECORDER_FLAG_SEND_WAIT_UNION;
+  h->send_wait_every = c->send_wait_every;
+  if (c->send_wait_every > 1) h->flags |= RECORDER_FLAG_SEND_WAIT_SAMPLED;
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
@@ -863,9 +868,12 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->send_wait_union_us = 0;
   /* the slot's companion (p is c->proxy[slot]); its previous op may have ended with a span open */
   struct rec_send_span* sp = &c->spans[p - c->proxy];
-  REC_RELAXED_STORE(&sp->in_wait, 0);
-  REC_RELAXED_STORE(&sp->since, 0);
-  sp->rest_ns = 0;
+  if (is_send) {
+    memset((char*)sp + sizeof sp->comm, 0, sizeof *sp - sizeof sp->comm);
+    sp->every = (uint16_t)c->send_wait_every;
+  } else {
+    sp->in_wait = 0; /* a receive never moves its span; a send op's stop closes one it left open */
+  }
   p->writer_private = (uint64_t)(uintptr_t)sp; /* for stop/record handlers: the span and the owning comm */
   /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
@@ -892,11 +900,16 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
  * span is closed at the stop, so the field holds what was seen rather than nothing. */
 static void close_open_span(struct recorder_proxy* p) {
   struct rec_send_span* sp = rec_span(p);
-  if (REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
-  REC_RELAXED_STORE(&sp->in_wait, 0);
-  uint32_t ticks;
-  uint64_t now = rec_span_clock(&ticks);
-  rec_span_add(p, sp, rec_span_ns(sp->since, sp->since_ticks, now, ticks));
+  if (sp->in_wait != 0) {
+    sp->in_wait = 0;
+    rec_span_close(p, sp);
+  }
+  rec_span_final(p, sp);
+}
+
+void rec_span_final(struct recorder_proxy* p, struct rec_send_span* sp) {
+  if (sp->untimed == 0) return; /* every span timed: the field is exact already */
+  rec_span_store(p, sp, sp->singles ? sp->single_ns / sp->singles : sp->last_single);
 }
 
 void rec_proxy_end(struct recorder_proxy* p) {
