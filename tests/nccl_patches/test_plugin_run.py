@@ -199,6 +199,21 @@ def test_one_step_spans_are_sampled_and_scaled_to_every_span(plugin, harness, st
     assert statistics.median(errors) < 0.2, errors
 
 
+@pytest.mark.parametrize("every", ["4", "1"])
+def test_an_untimed_span_that_a_step_joins_is_timed_from_then(plugin, harness, state_dir, every):
+    """Step 0 alone 20 ms (a timed one-step span), a 50 ms gap, step 1 alone 20 ms, steps 1 and 2 together
+    30 ms, step 2 alone 10 ms: the union is 80 ms. Sampled (4), step 1's span opens untimed and is timed
+    from step 2's entry; its lone 20 ms count as the op's timed one-step span (20 ms): 80 ms again. Every
+    span timed (1): 80 ms as measured. Leaving the lone part out would read 60 ms; the gap in, 130 ms."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_SEND_WAIT_EVERY": every}
+    done = run_harness(harness, plugin, 5, ["join", "20000", "50000", "30000", "10000"], env)
+    assert done.returncode == 0, done.stderr
+    (st,), problems = read_recorder_dir(state_dir)
+    (op,) = st.proxy_ops
+    assert problems == [] and op.is_send and op.steps_done == 3
+    assert 80_000 <= op.send_wait_union_us < 120_000, op  # usleep overshoots, never undershoots
+
+
 def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):
     """Op stamps and SendWait come from the CPU's tick counter, rebased on CLOCK_REALTIME: they must
     fall inside the run's wall-clock window, in order, like the precise clock's would."""
