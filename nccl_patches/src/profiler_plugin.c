@@ -324,16 +324,46 @@ static inline uint64_t step_change(struct recorder_step* s, int next) {
   return now;
 }
 
-/* The published tick when it can stamp this change (no SendWait edge of a send step, which may move
- * the op's span; the tick runs and is marked used), else 0: the caller then takes the out-of-line
- * path. Why split: with no call on it, the common path needs no saved registers (5 pushes and pops a
- * call less). */
-static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
-  if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
-    return 0;
+/* A send step's SendWait edge that reads no counter (a span left untimed opens or closes, a step joins or
+ * leaves a timed span that stays open), done here: returns 1. 0: the edge needs the counter, and nothing is
+ * changed (the out-of-line path, send_wait_edge, does it all). Why: where one-step spans are sampled, 3 of
+ * a timed span's 4 neighbours' edges need no read, and the out-of-line path costs a call and its saved
+ * registers. */
+static inline int span_edge_cheap(struct recorder_proxy* op, int entering) {
+  struct rec_send_span* sp = rec_span(op);
+  uint32_t n = sp->in_wait;
+  if (entering) {
+    if (n == 0) {
+      if (sp->skip == 0) return 0; /* a timed span opens */
+      sp->in_wait = 1, sp->peak = 1, sp->timing = 0, sp->skip--;
+      return 1;
+    }
+    if (!sp->timing) return 0; /* a step joins an untimed span: timed from here */
+    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
+    if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
+    return 1;
+  }
+  if (n == 1 && sp->timing) return 0; /* a timed span closes */
+  if (n == 0) return 1;
+  sp->in_wait = n - 1;
+  if (n == 1) sp->untimed++;
+  return 1;
+}
+
+/* The published tick when it can stamp this change (the tick runs and is marked used, and a send step's
+ * SendWait edge, if any, needs no counter read: span_edge_cheap), else 0: the caller then takes the
+ * out-of-line path. Why split: with no call on it, the common path needs no saved registers (5 pushes and
+ * pops a call less). */
+static inline uint64_t step_tick(const struct recorder_step* s, struct recorder_proxy* op, int next) {
   REC_COUNTED(tick);
   uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
-  return __atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) ? t : 0;
+  if (!__atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) || t == 0) return 0;
+  if (op->is_send) {
+    int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
+    int is_wait = next == HF_STATE_STEP_SEND_WAIT;
+    if (was_wait != is_wait && !span_edge_cheap(op, is_wait)) return 0;
+  }
+  return t;
 }
 
 static inline void step_done(struct recorder_step* s, struct recorder_proxy* op) {
