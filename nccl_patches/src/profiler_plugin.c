@@ -264,6 +264,34 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
   return (struct recorder_proxy*)((uintptr_t)s & ~(uintptr_t)(sizeof(struct recorder_proxy) - 1));
 }
 
+/* A send step's SendWait edge that reads no counter (a span left untimed opens or closes, a step joins or
+ * leaves a timed span that stays open), done here: returns 1. 0: the edge needs the counter, and nothing is
+ * changed (send_wait_edge, out of line, does the rest). Why: where one-step spans are sampled, 3 of a
+ * timed span's 4 neighbours' edges need no read, and the out-of-line path costs a call and its saved
+ * registers. The count of steps in SendWait stops at the 8 step handles NCCL keeps; more would mean a
+ * step's slot was reused while it was in SendWait (never seen from NCCL): the span then stays open until
+ * the op ends (rec_proxy_end). */
+static inline int span_edge_cheap(struct recorder_proxy* op, int entering) {
+  struct rec_send_span* sp = rec_span(op);
+  uint32_t n = sp->in_wait;
+  if (entering) {
+    if (n == 0) {
+      if (sp->skip == 0) return 0; /* a timed span opens */
+      sp->in_wait = 1, sp->peak = 1, sp->timing = 0, sp->skip--;
+      return 1;
+    }
+    if (!sp->timing) return 0; /* a step joins an untimed span: timed from here */
+    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
+    if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
+    return 1;
+  }
+  if (n == 1 && sp->timing) return 0; /* a timed span closes */
+  if (n == 0) return 1;
+  sp->in_wait = n - 1;
+  if (n == 1) sp->untimed++;
+  return 1;
+}
+
 /* A send step entering (`entering`) or leaving SendWait: the op's count of steps there moves, and only
  * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the counter
  * read, raw (rec_span_clock: the close converts the span's length, the open converts nothing). Why a span
@@ -276,31 +304,22 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
  * how the others count). The span is private to the one proxy thread that drives the op: plain loads
  * and stores. */
 static void send_wait_edge(struct recorder_proxy* op, int entering) {
+  if (span_edge_cheap(op, entering)) return;
   struct rec_send_span* sp = rec_span(op);
-  uint32_t n = sp->in_wait;
-  if (!entering) {
-    if (n == 0) return; /* a leave whose entry the span never saw (the op's slot was reset) */
-    sp->in_wait = n - 1;
-    if (n == 1) rec_span_close(op, sp);
+  if (!entering) { /* a timed span closes */
+    sp->in_wait = 0;
+    rec_span_close(op, sp);
     return;
   }
-  /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
-   * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
-  if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
-  if (n == 0) { /* a span opens: untimed where the op steps one at a time and one in `every` was timed */
-    sp->peak = 1;
-    sp->timing = sp->skip == 0;
-    if (!sp->timing) {
-      sp->skip--;
-      return;
-    }
+  if (sp->in_wait == 0) { /* a timed span opens */
+    sp->in_wait = 1, sp->peak = 1, sp->timing = 1;
     sp->since = rec_span_clock(&sp->since_ticks);
     return;
   }
-  if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
-  if (sp->timing) return;
   /* an untimed span that a second step joins: steps on the network together are always timed; its first
    * step's lone time counts as an untimed one-step span, and the rest is timed from here */
+  if (sp->in_wait < RECORDER_STEP_SLOTS) sp->in_wait++;
+  if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
   sp->untimed++;
   sp->skip = 0;
   sp->timing = 1;
@@ -322,32 +341,6 @@ static inline uint64_t step_change(struct recorder_step* s, int next) {
   REC_RELAXED_STORE(&s->ts_ns, now);
   REC_RELAXED_STORE(&op->last_progress_ns, now);
   return now;
-}
-
-/* A send step's SendWait edge that reads no counter (a span left untimed opens or closes, a step joins or
- * leaves a timed span that stays open), done here: returns 1. 0: the edge needs the counter, and nothing is
- * changed (the out-of-line path, send_wait_edge, does it all). Why: where one-step spans are sampled, 3 of
- * a timed span's 4 neighbours' edges need no read, and the out-of-line path costs a call and its saved
- * registers. */
-static inline int span_edge_cheap(struct recorder_proxy* op, int entering) {
-  struct rec_send_span* sp = rec_span(op);
-  uint32_t n = sp->in_wait;
-  if (entering) {
-    if (n == 0) {
-      if (sp->skip == 0) return 0; /* a timed span opens */
-      sp->in_wait = 1, sp->peak = 1, sp->timing = 0, sp->skip--;
-      return 1;
-    }
-    if (!sp->timing) return 0; /* a step joins an untimed span: timed from here */
-    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
-    if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
-    return 1;
-  }
-  if (n == 1 && sp->timing) return 0; /* a timed span closes */
-  if (n == 0) return 1;
-  sp->in_wait = n - 1;
-  if (n == 1) sp->untimed++;
-  return 1;
 }
 
 /* The published tick when it can stamp this change (the tick runs and is marked used, and a send step's
