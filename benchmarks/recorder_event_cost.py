@@ -172,11 +172,13 @@ def report(runs: dict, one_step: list, labels: list[str], channels: int) -> None
 
 
 #: --breakdown: builds of the working tree with one piece taken out; now minus each is what that piece costs
+#: (exact-spans: every one-step SendWait span timed, FORENSICS_RECORDER_SEND_WAIT_EVERY=1's cost: negative, what the
+#: default's sampling of one span in 4 saves where send steps go one after another)
 ABLATIONS = {"no-precise": "-DREC_ABLATE_PRECISE", "no-rmw": "-DREC_ABLATE_RMW", "no-touch": "-DREC_ABLATE_TOUCH",
-             "vdso-precise": "-DREC_NO_COUNTER"}
+             "vdso-precise": "-DREC_NO_COUNTER", "exact-spans": "-DREC_SEND_WAIT_EVERY_DEFAULT=1"}
 COUNTED = ("precise", "tick", "coarse", "rmw")
-BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the header stamp, and count clock reads "
-                  "and atomics per collective (now, and before when its sources can count)")
+BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the header stamp, with every SendWait span "
+                  "timed, and count clock reads and atomics per collective (now, and before when its sources can count)")
 TWO_THREADS_HELP = ("also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to these two "
                     "CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
 PIPELINED_HELP = ("send steps in NCCL's order while the network is behind: each stopped after the next entered "
@@ -229,8 +231,9 @@ def _part(run: dict, label: str) -> float:
 def breakdown_report(runs: dict, channels: int, counted: dict, prices: dict) -> None:
     """What each piece costs: now minus the build without it, per collective of 1 channel, launch path, per channel."""
     one = runs[1]
-    print("breakdown (ns: now minus the build without the piece, or with precise stamps through the vDSO (negative: "
-          "what the counter saves); min over timings, median of runs (range)):")
+    print("breakdown (ns: now minus the build without the piece, or with precise stamps through the vDSO, or with "
+          "every SendWait span timed (negative: what the counter, or the sampling, saves); min over timings, median "
+          "of runs (range)):")
     for label, flag in ABLATIONS.items():
         whole = [_part(r, label) for r in one]
         launch = [added(r, "now", "min", "launch") - added(r, label, "min", "launch") for r in one]

@@ -44,8 +44,19 @@
  * time on the network, in the same units as every other time, and it needs the precise clock only when
  * the op's count of steps in SendWait goes 0 -> 1 and 1 -> 0 (NCCL keeps up to 8 steps on the network
  * at once), not twice per step. A span still open is not in the field yet (a hung op's steps show it).
- * A send step's ts_ns is on the precise clock where it opened or closed a span, else the event clock. */
+ * The spans' sub-microsecond rests carry from one to the next (files written before 2026-12-07's evening
+ * cut each span to whole us). Every step's ts_ns is on the event clock (a few ms; until 2026-12-07's
+ * evening a send step's was precise where it opened or closed a span): readers use it for "how long ago". */
 #define RECORDER_FLAG_SEND_WAIT_UNION 16u
+/* SEND_WAIT_SAMPLED (with SEND_WAIT_UNION): the header's send_wait_every (N > 1) says that where an op's
+ * steps enter SendWait one after another (each span holds one step: a fast network, the GPU's pace), the
+ * counter timed one such span in N; each span left untimed follows a timed one-step span and counts as the
+ * mean of the op's timed one-step spans (while the op runs: as the latest). Spans that hold two steps or
+ * more (steps on the network together) are all timed, so an op whose steps overlap, or whose one-step spans
+ * number at most 1, is exact. Why: in that order every step is a span of its own, two counter reads a step
+ * (~16 ns each on the H100 host's CPU: ~250 ns a collective of 1 channel, half the 0.5 us budget); a link's
+ * slowness shows in every span of its ops, so a sample of them says it. */
+#define RECORDER_FLAG_SEND_WAIT_SAMPLED 32u
 /* DEATH_COPY: this file is the copy the recorder wrote beside the NCCL logs as its process died (a finalize
  * with ops in flight, SIGABRT, exit), its heartbeat_ns the moment of the copy: the process ran then. A reader
  * never calls it frozen: the copies of a job are written when each rank dies, not at one moment. */
@@ -120,7 +131,8 @@ struct recorder_header {              /* 512 bytes at offset 0 */
   uint32_t comm_index;                /* 448 n in the file name */
   uint32_t flags;                     /* 452 RECORDER_FLAG_* */
   uint64_t p2p_next;                  /* 456 p2p ops ever started (their seq numbers) */
-  uint8_t reserved[48];               /* 464 .. 512 */
+  uint32_t send_wait_every;           /* 464 FLAG_SEND_WAIT_SAMPLED: one one-step SendWait span in N timed */
+  uint8_t reserved[44];               /* 468 .. 512 */
 };
 
 struct recorder_coll {                /* 160 bytes, ring slot = index % coll_ring_len */

@@ -264,61 +264,99 @@ static inline struct recorder_proxy* step_owner(struct recorder_step* s) {
   return (struct recorder_proxy*)((uintptr_t)s & ~(uintptr_t)(sizeof(struct recorder_proxy) - 1));
 }
 
+/* A send step's SendWait edge that reads no counter (a span left untimed opens or closes, a step joins or
+ * leaves a timed span that stays open), done here: returns 1. 0: the edge needs the counter, and nothing is
+ * changed (send_wait_edge, out of line, does the rest). Why: where one-step spans are sampled, 3 of a
+ * timed span's 4 neighbours' edges need no read, and the out-of-line path costs a call and its saved
+ * registers. The count of steps in SendWait stops at the 8 step handles NCCL keeps; more would mean a
+ * step's slot was reused while it was in SendWait (never seen from NCCL): the span then stays open until
+ * the op ends (rec_proxy_end). */
+static inline int span_edge_cheap(struct recorder_proxy* op, int entering) {
+  struct rec_send_span* sp = rec_span(op);
+  uint32_t n = sp->in_wait;
+  if (entering) {
+    if (n == 0) {
+      if (sp->skip == 0) return 0; /* a timed span opens */
+      sp->in_wait = 1, sp->peak = 1, sp->timing = 0, sp->skip--;
+      return 1;
+    }
+    if (!sp->timing) return 0; /* a step joins an untimed span: timed from here */
+    if (n < RECORDER_STEP_SLOTS) sp->in_wait = n + 1;
+    if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
+    return 1;
+  }
+  if (n == 1 && sp->timing) return 0; /* a timed span closes */
+  if (n == 0) return 1;
+  sp->in_wait = n - 1;
+  if (n == 1) sp->untimed++;
+  return 1;
+}
+
 /* A send step entering (`entering`) or leaving SendWait: the op's count of steps there moves, and only
- * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the precise
- * clock read. Returns that time, else 0 (the caller stamps the step with the event clock). Why a span
+ * where it goes 0 -> 1 (a span opens) or 1 -> 0 (it closes, adding to send_wait_union_us) is the counter
+ * read, raw (rec_span_clock: the close converts the span's length, the open converts nothing). Why a span
  * per op: NCCL's send proxy keeps up to 8 steps on the network at once (net.cc: transmitted may run
  * NCCL_STEPS ahead of done), so a pipelined op opens and closes one span, not one per step; and the
  * union is the op's time on the wire, which a sum of overlapping steps overstates. Why SendWait only:
  * in it the data is on the network and nothing else is awaited, so a slow link shows as one sender's
- * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. */
-static uint64_t send_wait_edge(struct recorder_proxy* op, int entering) {
+ * long SendWait while its peers wait in SendGPUWait/RecvWait for the data it carries. Where each span holds
+ * one step (steps one after another), one span in `every` is timed (RECORDER_FLAG_SEND_WAIT_SAMPLED says
+ * how the others count). The span is private to the one proxy thread that drives the op: plain loads
+ * and stores. */
+static void send_wait_edge(struct recorder_proxy* op, int entering) {
+  if (span_edge_cheap(op, entering)) return;
   struct rec_send_span* sp = rec_span(op);
-  uint32_t n = REC_ATOMIC_LOAD_RELAXED(&sp->in_wait);
-  if (entering) {
-    /* at most the 8 step handles NCCL keeps; more means a step's slot was reused while it was in
-     * SendWait (never seen from NCCL): the span then stays open until the op ends (rec_proxy_end) */
-    if (n < RECORDER_STEP_SLOTS) REC_RELAXED_STORE(&sp->in_wait, n + 1);
-    if (n != 0) return 0;
-    uint64_t now = rec_fast_ns();
-    REC_RELAXED_STORE(&sp->since_ns, now);
-    return now;
+  if (!entering) { /* a timed span closes */
+    sp->in_wait = 0;
+    rec_span_close(op, sp);
+    return;
   }
-  if (n == 0) return 0; /* a leave whose entry the span never saw (the op's slot was reset) */
-  REC_RELAXED_STORE(&sp->in_wait, n - 1);
-  if (n != 1) return 0;
-  uint64_t now = rec_fast_ns();
-  rec_span_add(op, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), now);
-  return now;
+  if (sp->in_wait == 0) { /* a timed span opens */
+    sp->in_wait = 1, sp->peak = 1, sp->timing = 1;
+    sp->since = rec_span_clock(&sp->since_ticks);
+    return;
+  }
+  /* an untimed span that a second step joins: steps on the network together are always timed; its first
+   * step's lone time counts as an untimed one-step span, and the rest is timed from here */
+  if (sp->in_wait < RECORDER_STEP_SLOTS) sp->in_wait++;
+  if (sp->peak < RECORDER_STEP_SLOTS) sp->peak++;
+  sp->untimed++;
+  sp->skip = 0;
+  sp->timing = 1;
+  sp->since = rec_span_clock(&sp->since_ticks);
 }
 
-/* A step's change to `next` (-1: its stop). A send step's SendWait edges go through send_wait_edge,
- * which reads the precise clock only where the op's span opens or closes; every other stamp is the
- * event clock's. Why: a precise stamp costs ~7 ns (the tick counter; 20 through the vDSO) against
- * ~0.3 (a published tick; ~3 for the vDSO's coarse clock). Both clocks are CLOCK_REALTIME, so stamps
- * stay comparable. Progress words are stored relaxed: each is whole for a reader, and no reader orders
- * one against another. */
+/* A step's change to `next` (-1: its stop). A send step's SendWait edges move the op's span
+ * (send_wait_edge, which reads the counter only where the span opens or closes); the step itself, like
+ * every step, is stamped with the event clock: a reader uses a step's time to tell how long ago it moved
+ * (ms), never to sub-ms. Why: a precise stamp costs 7-20 ns (the counter and its conversion) against
+ * ~0.3 (a published tick). Progress words are stored relaxed: each is whole for a reader, and no reader
+ * orders one against another. */
 static inline uint64_t step_change(struct recorder_step* s, int next) {
   struct recorder_proxy* op = step_owner(s);
   int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
   int is_wait = next == HF_STATE_STEP_SEND_WAIT;
-  uint64_t now = (op->is_send && was_wait != is_wait) ? send_wait_edge(op, is_wait) : 0;
-  if (now == 0) now = rec_event_ns();
+  if (op->is_send && was_wait != is_wait) send_wait_edge(op, is_wait);
+  uint64_t now = rec_event_ns();
   REC_RELAXED_STORE(&s->ts_ns, now);
   REC_RELAXED_STORE(&op->last_progress_ns, now);
   return now;
 }
 
-/* The published tick when it can stamp this change (no SendWait edge of a send step, which may move
- * the op's span; the tick runs and is marked used), else 0: the caller then takes the out-of-line
- * path. Why split: with no call on it, the common path needs no saved registers (5 pushes and pops a
- * call less). */
-static inline uint64_t step_tick(const struct recorder_step* s, const struct recorder_proxy* op, int next) {
-  if (op->is_send && (REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT || next == HF_STATE_STEP_SEND_WAIT))
-    return 0;
+/* The published tick when it can stamp this change (the tick runs and is marked used, and a send step's
+ * SendWait edge, if any, needs no counter read: span_edge_cheap), else 0: the caller then takes the
+ * out-of-line path. Why split: with no call on it, the common path needs no saved registers (5 pushes and
+ * pops a call less). */
+static inline uint64_t step_tick(const struct recorder_step* s, struct recorder_proxy* op, int next) {
   REC_COUNTED(tick);
   uint64_t t = __atomic_load_n(&rec_tick.ns, __ATOMIC_RELAXED);
-  return __atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) ? t : 0;
+  if (!__atomic_load_n(&rec_tick.used, __ATOMIC_RELAXED) || t == 0) return 0;
+  if (op->is_send) {
+    int was_wait = REC_ATOMIC_LOAD_RELAXED(&s->state) == HF_STATE_STEP_SEND_WAIT;
+    int is_wait = next == HF_STATE_STEP_SEND_WAIT;
+    if (was_wait != is_wait && !span_edge_cheap(op, is_wait)) return 0;
+  }
+  return t;
 }
 
 static inline void step_done(struct recorder_step* s, struct recorder_proxy* op) {

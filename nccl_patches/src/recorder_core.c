@@ -90,6 +90,8 @@ static void load_config(void) {
   g_config.signal = (int)env_long("FORENSICS_RECORDER_SIGNAL", SIGUSR2, 0, 64);
   g_config.heartbeat_ms = (uint32_t)env_long("FORENSICS_RECORDER_HEARTBEAT_MS", 200, 10, 60000);
   g_config.tick_ms = (uint32_t)env_long("FORENSICS_RECORDER_TICK_MS", 4, 0, 100);
+  g_config.send_wait_every =
+      (uint32_t)env_long("FORENSICS_RECORDER_SEND_WAIT_EVERY", REC_SEND_WAIT_EVERY_DEFAULT, 1, 64);
   g_config.keep = (int)env_long("FORENSICS_RECORDER_KEEP", 0, 0, 1);
   g_config.mask = (int)env_long("FORENSICS_RECORDER_MASK", -1, 0, 0x7fffffff);
   g_config.snapshot_on_finalize = (int)env_long("FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE", 1, 0, 1);
@@ -117,26 +119,11 @@ uint64_t rec_now_ns(void) {
  * converting it is one multiply. The heartbeat thread rebases it on CLOCK_REALTIME every beat
  * (two slots, published by index: a reader never sees half a base), so it follows NTP slews
  * to within microseconds. */
-struct tick_base {
-  uint64_t ticks;
-  uint64_t ns;
-  uint64_t mult; /* ns per tick, fixed point << 32 */
-};
-static struct tick_base g_tick_base[2];
-static uint32_t g_tick_slot;
-static int g_ticks_ok;
+struct tick_base rec_tick_base[2];
+uint32_t rec_tick_slot;
+int rec_ticks_ok;
 
-static inline uint64_t read_ticks(void) {
-#if defined(__x86_64__)
-  return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-  uint64_t v;
-  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-#else
-  return 0;
-#endif
-}
+static inline uint64_t read_ticks(void) { return rec_read_ticks(); }
 
 /* The kernel's clocksource, "" when unknown. */
 static __attribute__((unused)) void kernel_clocksource(char* out, size_t n) {
@@ -207,36 +194,36 @@ static void tick_pair(uint64_t* t, uint64_t* ns) {
 static uint32_t g_tick_strays; /* heartbeat thread only */
 
 static void tick_rebase(uint64_t min_ns) {
-  const struct tick_base* old = &g_tick_base[__atomic_load_n(&g_tick_slot, __ATOMIC_ACQUIRE)];
+  const struct tick_base* old = &rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)];
   uint64_t t = 0, ns = 0;
   tick_pair(&t, &ns);
   struct tick_base nb = {t, ns, old->mult};
   int stray = 0;
-  if (__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED) && t > old->ticks) {
+  if (__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED) && t > old->ticks) {
     int64_t off = (int64_t)(old->ns + (uint64_t)(((unsigned __int128)(t - old->ticks) * old->mult) >> 32) - ns);
     stray = off > REC_TICK_STRAY_NS || off < -REC_TICK_STRAY_NS;
   }
   g_tick_strays = stray ? g_tick_strays + 1 : 0;
   if (g_tick_strays >= REC_TICK_STRAYS) {
-    __atomic_store_n(&g_ticks_ok, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rec_ticks_ok, 0, __ATOMIC_RELEASE);
     return;
   }
   if (!stray && ns - old->ns >= min_ns && t > old->ticks)
     nb.mult = (uint64_t)((((unsigned __int128)(ns - old->ns)) << 32) / (t - old->ticks));
-  uint32_t next = __atomic_load_n(&g_tick_slot, __ATOMIC_RELAXED) ^ 1u;
-  g_tick_base[next] = nb;
-  __atomic_store_n(&g_tick_slot, next, __ATOMIC_RELEASE);
+  uint32_t next = __atomic_load_n(&rec_tick_slot, __ATOMIC_RELAXED) ^ 1u;
+  rec_tick_base[next] = nb;
+  __atomic_store_n(&rec_tick_slot, next, __ATOMIC_RELEASE);
 }
 
 /* Once per process (first communicator): 2 ms of sleep to measure the rate. */
 static void tick_calibrate(void) {
   if (!ticks_invariant()) return;
-  tick_pair(&g_tick_base[0].ticks, &g_tick_base[0].ns);
+  tick_pair(&rec_tick_base[0].ticks, &rec_tick_base[0].ns);
   struct timespec ts = {0, 2000000L};
   nanosleep(&ts, NULL);
   tick_rebase(1000000u);
-  if (g_tick_base[g_tick_slot].mult == 0) return;
-  __atomic_store_n(&g_ticks_ok, 1, __ATOMIC_RELEASE);
+  if (rec_tick_base[rec_tick_slot].mult == 0) return;
+  __atomic_store_n(&rec_ticks_ok, 1, __ATOMIC_RELEASE);
 }
 
 #ifdef REC_COUNT
@@ -248,15 +235,26 @@ uint64_t rec_fast_ns(void) {
   return rec_event_ns();
 #endif
   REC_COUNTED(precise);
-  if (!__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED)) {
+  if (!__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED)) {
     struct timespec ts;
     rec_vdso_clock(CLOCK_REALTIME, &ts); /* the vDSO's own entry: glibc's wrapper adds ~1.4 ns */
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   }
-  const struct tick_base* b = &g_tick_base[__atomic_load_n(&g_tick_slot, __ATOMIC_ACQUIRE)];
+  const struct tick_base* b = &rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)];
   uint64_t t = read_ticks();
   uint64_t d = t > b->ticks ? t - b->ticks : 0; /* another core's counter a hair behind: no step back */
   return b->ns + (uint64_t)(((unsigned __int128)d * b->mult) >> 32);
+}
+
+uint64_t rec_span_clock_slow(uint8_t* ticks) {
+  *ticks = 0;
+#ifdef REC_ABLATE_PRECISE
+  return rec_event_ns();
+#endif
+  REC_COUNTED(precise);
+  struct timespec ts;
+  rec_vdso_clock(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void rec_touch(struct rec_comm* c, uint64_t now) {
@@ -324,7 +322,7 @@ static void* heartbeat_main(void* arg) {
   for (;;) {
     if (cfg->tick_ms > 0) ticking = tick_step(ticking, &idle);
     if (since_beat >= cfg->heartbeat_ms) {
-      if (__atomic_load_n(&g_ticks_ok, __ATOMIC_RELAXED)) tick_rebase(50000000u);
+      if (__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED)) tick_rebase(50000000u);
       uint64_t now = rec_now_ns();
       pthread_mutex_lock(&g_registry_lock);
       for (int i = 0; i < g_ncomms; i++) {
@@ -566,6 +564,7 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   c->proxy_slots = cfg->proxy_slots;
   c->ring_mask = rec_mask(c->ring_len);
   c->proxy_mask = rec_mask(c->proxy_slots);
+  c->send_wait_every = cfg->send_wait_every;
   size_t ring_off = RECORDER_HEADER_SIZE;
   /* Proxy records start on a multiple of their size (the mapping is page-aligned), so a step's
    * op is its address rounded down: no load on the step path (readers take proxy_offset as is). */
@@ -640,6 +639,8 @@ struct rec_comm* rec_comm_open(uint32_t writer_kind, uint32_t abi_version, uint6
   copy_str(h->writer, sizeof h->writer, REC_WRITER_NAME);
   h->comm_index = index;
   h->flags = RECORDER_FLAG_PRECISE_OP_TIMES | RECORDER_FLAG_SEND_WAIT_UNION;
+  h->send_wait_every = c->send_wait_every;
+  if (c->send_wait_every > 1) h->flags |= RECORDER_FLAG_SEND_WAIT_SAMPLED;
   h->comm_state = RECORDER_COMM_ACTIVE;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, RECORDER_MAGIC, 8); /* last: a reader never sees a half-made header as valid */
@@ -867,8 +868,12 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
   p->send_wait_union_us = 0;
   /* the slot's companion (p is c->proxy[slot]); its previous op may have ended with a span open */
   struct rec_send_span* sp = &c->spans[p - c->proxy];
-  REC_RELAXED_STORE(&sp->in_wait, 0);
-  REC_RELAXED_STORE(&sp->since_ns, 0);
+  if (is_send) {
+    memset((char*)sp + sizeof sp->comm, 0, sizeof *sp - sizeof sp->comm);
+    sp->every = (uint16_t)c->send_wait_every;
+  } else {
+    sp->in_wait = 0; /* a receive never moves its span; a send op's stop closes one it left open */
+  }
   p->writer_private = (uint64_t)(uintptr_t)sp; /* for stop/record handlers: the span and the owning comm */
   /* each slot's head (step -1, state 0, done 0, slot i) as one word, then its time: 2 stores, not 5 */
   for (int i = 0; i < RECORDER_STEP_SLOTS; i++) {
@@ -895,9 +900,16 @@ struct recorder_proxy* rec_proxy_begin(struct rec_comm* c, struct recorder_coll*
  * span is closed at the stop, so the field holds what was seen rather than nothing. */
 static void close_open_span(struct recorder_proxy* p) {
   struct rec_send_span* sp = rec_span(p);
-  if (REC_ATOMIC_LOAD_RELAXED(&sp->in_wait) == 0) return;
-  REC_RELAXED_STORE(&sp->in_wait, 0);
-  rec_span_add(p, REC_ATOMIC_LOAD_RELAXED(&sp->since_ns), rec_fast_ns());
+  if (sp->in_wait != 0) {
+    sp->in_wait = 0;
+    rec_span_close(p, sp);
+  }
+  rec_span_final(p, sp);
+}
+
+void rec_span_final(struct recorder_proxy* p, struct rec_send_span* sp) {
+  if (sp->untimed == 0) return; /* every span timed: the field is exact already */
+  rec_span_store(p, sp, sp->singles ? sp->single_ns / sp->singles : sp->last_single);
 }
 
 void rec_proxy_end(struct recorder_proxy* p) {

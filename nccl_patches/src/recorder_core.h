@@ -66,6 +66,11 @@ _Static_assert(offsetof(struct recorder_step, step) == 0 && offsetof(struct reco
                "step head layout");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state file is little-endian");
 
+/* FORENSICS_RECORDER_SEND_WAIT_EVERY's default (breakdown builds set it: -DREC_SEND_WAIT_EVERY_DEFAULT=1). */
+#ifndef REC_SEND_WAIT_EVERY_DEFAULT
+#define REC_SEND_WAIT_EVERY_DEFAULT 4
+#endif
+
 struct rec_config {
   char dir[256];
   uint32_t ring_len;
@@ -73,6 +78,7 @@ struct rec_config {
   int signal;          /* 0: no snapshot signal */
   uint32_t heartbeat_ms;
   uint32_t tick_ms;     /* period of the event clock while events come; 0: events read the vDSO */
+  uint32_t send_wait_every; /* one one-step SendWait span in N timed (RECORDER_FLAG_SEND_WAIT_SAMPLED) */
   int keep;            /* keep the .bin after a clean finalize */
   int mask;            /* -1: writer's default */
   int snapshot_on_finalize;
@@ -94,17 +100,30 @@ struct rec_names {
 };
 
 /* A proxy slot's private companion (rec_comm.spans, one per slot): its communicator, and for a send
- * op its SendWait span: how many of its steps are in SendWait now, and since when that count is above
- * 0. The record's writer_private points here. Why not in the file: the 256-byte record has no free
- * word, and a reader needs neither (a hung op's steps show their states). Why a pointer in the record:
- * a SendWait edge then reaches its span with one load from a line it already holds, not through the
- * communicator's base and the slot's index. Written by the one proxy thread that drives the op. */
+ * op its SendWait span: how many of its steps are in SendWait now, since when that count is above 0, and
+ * the op's timed and untimed spans (RECORDER_FLAG_SEND_WAIT_SAMPLED). The record's writer_private points
+ * here. Why not in the file: the 256-byte record has no free word, and a reader needs none of it (a hung
+ * op's steps show their states). Why a pointer in the record: a SendWait edge then reaches its span with
+ * one load from a line it already holds, not through the communicator's base and the slot's index.
+ * Written by the one proxy thread that drives the op. */
 struct rec_send_span {
   struct rec_comm* comm;
-  uint64_t since_ns; /* precise clock when in_wait went 0 -> 1 */
-  uint32_t in_wait;  /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
-  uint32_t pad[3];   /* 32 bytes: two to a cache line, none across one */
+  uint64_t since;       /* rec_span_clock() when in_wait went 0 -> 1 (timing): counter ticks, or ns (since_ticks 0) */
+  uint64_t timed_ns;    /* the op's closed timed spans, ns */
+  uint64_t single_ns;   /* of which spans of one step */
+  uint64_t last_single; /* the latest timed one-step span, ns: an untimed span's worth while the op runs */
+  uint32_t in_wait;     /* steps in SendWait now, at most RECORDER_STEP_SLOTS */
+  uint8_t since_ticks;  /* 1: `since` is the counter's ticks */
+  uint8_t timing;       /* the open span is timed */
+  uint8_t peak;         /* most steps in SendWait at once in the open span */
+  uint8_t pad8;
+  uint32_t singles;     /* timed one-step spans */
+  uint32_t untimed;     /* one-step spans left untimed */
+  uint16_t skip;        /* one-step spans still to leave untimed before the next is timed */
+  uint16_t every;       /* one one-step span in `every` timed (1: all) */
+  uint32_t pad;         /* 64 bytes: one to a cache line */
 };
+_Static_assert(sizeof(struct rec_send_span) == 64, "a span companion is one cache line");
 
 /* One communicator's mapping. Private memory; the file holds the shared part. */
 struct rec_comm {
@@ -116,6 +135,7 @@ struct rec_comm {
   uint32_t proxy_slots;
   uint32_t ring_mask;    /* ring_len - 1 where ring_len is a power of two (the default), else 0 */
   uint32_t proxy_mask;   /* the same for proxy_slots */
+  uint32_t send_wait_every; /* one one-step SendWait span in N timed (FORENSICS_RECORDER_SEND_WAIT_EVERY) */
   size_t size;
   int kch_enabled;       /* KernelCh events are on and nChannels is exact: completion waits for each */
   int finalized;
@@ -161,6 +181,55 @@ static inline uint64_t rec_event_ns(void) {
  * precise clock by the heartbeat thread; rec_now_ns() where no invariant counter exists. Not inline:
  * inlined into the step path it measured ~3 ns a call slower (AMD EPYC; the rdtsc's placement). */
 uint64_t rec_fast_ns(void);
+
+/* The counter's conversion to CLOCK_REALTIME (recorder_core.c, "the fast clock"): two bases published by
+ * index, written by calibration and the heartbeat thread only; rec_ticks_ok while the counter is trusted. */
+struct tick_base {
+  uint64_t ticks;
+  uint64_t ns;
+  uint64_t mult; /* ns per tick, fixed point << 32 */
+};
+extern struct tick_base rec_tick_base[2];
+extern uint32_t rec_tick_slot;
+extern int rec_ticks_ok;
+
+static inline uint64_t rec_read_ticks(void) {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return 0;
+#endif
+}
+
+/* A SendWait span's edge: the counter's raw ticks where it is trusted (*ticks = 1), else CLOCK_REALTIME ns
+ * through the vDSO. Why raw: a span needs only its length, so the close converts one difference (one
+ * multiply) and the open converts nothing; a precise stamp (rec_fast_ns) is a call, two loads of the base
+ * and a multiply on top of the counter read. The edges' steps are stamped with the event clock instead. */
+uint64_t rec_span_clock_slow(uint8_t* ticks);
+static inline uint64_t rec_span_clock(uint8_t* ticks) {
+#if defined(REC_ABLATE_PRECISE) || !(defined(__x86_64__) || defined(__aarch64__))
+  return rec_span_clock_slow(ticks);
+#else
+  if (__builtin_expect(!__atomic_load_n(&rec_ticks_ok, __ATOMIC_RELAXED), 0)) return rec_span_clock_slow(ticks);
+  REC_COUNTED(precise);
+  *ticks = 1;
+  return rec_read_ticks();
+#endif
+}
+
+/* ns between two span edges read by rec_span_clock; 0 where they are on different clocks (the counter was
+ * given up mid-span: the span is lost, not misread) or the second is not later. */
+static inline uint64_t rec_span_ns(uint64_t since, uint32_t since_ticks, uint64_t now, uint32_t now_ticks) {
+  if (since_ticks != now_ticks || now <= since) return 0;
+  if (!now_ticks) return now - since;
+  uint64_t mult = rec_tick_base[__atomic_load_n(&rec_tick_slot, __ATOMIC_ACQUIRE)].mult;
+  return (uint64_t)(((unsigned __int128)(now - since) * mult) >> 32);
+}
+
 /* Stamps hdr->last_event_ns only when `now` is newer by REC_TOUCH_NS: the header's cache line is then
  * written about once a millisecond, not at every precise stamp (each is newer by some ns), so the user
  * and proxy threads do not pass it to each other per event. Readers show it in ms ("last event 3.0 ms
@@ -227,13 +296,35 @@ void rec_proxy_end(struct recorder_proxy* p);
 static inline struct rec_send_span* rec_span(const struct recorder_proxy* p) {
   return (struct rec_send_span*)(uintptr_t)p->writer_private;
 }
-/* Adds the span [since, now) to the op's send_wait_union_us, saturating. One proxy thread drives an
- * op, so the add needs no atomic read-modify-write; the store is whole for readers. */
-static inline void rec_span_add(struct recorder_proxy* p, uint64_t since, uint64_t now) {
-  if (since == 0 || now <= since) return;
-  uint64_t total = (uint64_t)REC_ATOMIC_LOAD_RELAXED(&p->send_wait_union_us) + (now - since) / 1000u;
-  REC_RELAXED_STORE(&p->send_wait_union_us, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+/* Writes the op's send_wait_union_us from its span companion, saturating: the timed spans and each untimed
+ * one at `each` ns. One proxy thread drives an op, so no read-modify-write; the store is whole for readers. */
+static inline void rec_span_store(struct recorder_proxy* p, const struct rec_send_span* sp, uint64_t each) {
+  uint64_t us = (sp->timed_ns + (uint64_t)sp->untimed * each) / 1000u;
+  REC_RELAXED_STORE(&p->send_wait_union_us, us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
 }
+/* A span closes (its op's count of steps in SendWait went 1 -> 0, or the op ended with one open): a timed
+ * span's length is read and added (a one-step span's also sets how many to leave untimed next); an untimed
+ * one is counted, to be valued at the op's end (rec_span_final). */
+static inline void rec_span_close(struct recorder_proxy* p, struct rec_send_span* sp) {
+  if (!sp->timing) {
+    sp->untimed++;
+    return;
+  }
+  uint8_t ticks;
+  uint64_t now = rec_span_clock(&ticks);
+  uint64_t len = rec_span_ns(sp->since, sp->since_ticks, now, ticks);
+  sp->timing = 0;
+  sp->timed_ns += len;
+  if (sp->peak == 1) {
+    sp->single_ns += len;
+    sp->singles++;
+    sp->last_single = len;
+    sp->skip = (uint16_t)(sp->every - 1);
+  }
+  rec_span_store(p, sp, sp->last_single);
+}
+/* The op's SendWait as it ends (rec_proxy_end): its untimed spans at the mean of its timed one-step spans. */
+void rec_span_final(struct recorder_proxy* p, struct rec_send_span* sp);
 static inline int rec_is_proxy(const struct rec_comm* c, const void* p) {
   const char* b = (const char*)c->proxy;
   const char* q = (const char*)p;

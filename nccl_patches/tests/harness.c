@@ -18,6 +18,15 @@
  *     (one collective whose send op has 3 steps: step 0 alone in SendWait FIRST_US, then steps 0 and 1
  *     together BOTH_US, step 1 alone SECOND_US; then none GAP_US (step 2 in SendGPUWait), step 2 alone
  *     THIRD_US. The op's SendWait union is FIRST+BOTH+SECOND+THIRD; the steps' sum counts BOTH twice.)
+ *   harness PLUGIN.so VERSION join ALONE_US ZERO_US BOTH_US LAST_US
+ *     (one collective whose send op has 3 steps: step 0 alone in SendWait ALONE_US, then none ZERO_US, step 1
+ *     alone ALONE_US, steps 1 and 2 together BOTH_US, step 2 alone LAST_US. Step 1's span opens after a timed
+ *     one-step span, so by default it is left untimed until step 2 joins it: the union is
+ *     2 x ALONE + BOTH + LAST, its first ALONE counted as the op's timed one-step span.)
+ *   harness PLUGIN.so VERSION spans NSTEPS SPAN_NS
+ *     (one collective whose send op has NSTEPS steps one after another, each SPAN_NS in SendWait by a busy
+ *     wait on CLOCK_REALTIME; prints INNER_NS, the sum of the times from each SendWait call's return to its
+ *     stop call, and OUTER_NS, from each SendWait call to its stop's return: the union lies between them.)
  *
  * "run" finishes everything and finalizes; "hang" completes NDONE all-reduces,
  * then starts one more whose recv op (from RANK-1) stops after RECV_STEPS steps
@@ -450,16 +459,24 @@ static void* send_step_into_wait(void* ctx, void* op, int s) {
   return st;
 }
 
+/* One communicator with one enqueued collective whose send op of `nsteps` steps is in progress (the
+ * "overlap", "join" and "spans" modes); *ctx gets the communicator's context. */
+static void* one_send_op(uint32_t comm_id, const char* name, int nsteps, void** ctx) {
+  int mask = 0;
+  *ctx = init(comm_id, name, 1, 2, 0, &mask);
+  struct coll_arg ca = {0, 1u << 20, 1, NULL};
+  void* coll = start(*ctx, HF_PROFILE_COLL, NULL, 0, fill_coll, &ca);
+  stop(coll);
+  struct op_arg oa = {getpid(), 0, 1, nsteps, 1};
+  void* op = start(*ctx, HF_PROFILE_PROXY_OP, coll, 0, fill_op, &oa);
+  state(op, HF_STATE_PROXY_OP_IN_PROGRESS, 0);
+  return op;
+}
+
 /* "overlap": steps of one send op in SendWait together, then apart with a gap (the usage above). */
 static int overlap(long first_us, long both_us, long second_us, long gap_us, long third_us) {
-  int mask = 0;
-  void* ctx = init(0x2000u, "overlap", 1, 2, 0, &mask);
-  struct coll_arg ca = {0, 1u << 20, 1, NULL};
-  void* coll = start(ctx, HF_PROFILE_COLL, NULL, 0, fill_coll, &ca);
-  stop(coll);
-  struct op_arg oa = {getpid(), 0, 1, 3, 1};
-  void* op = start(ctx, HF_PROFILE_PROXY_OP, coll, 0, fill_op, &oa);
-  state(op, HF_STATE_PROXY_OP_IN_PROGRESS, 0);
+  void* ctx = NULL;
+  void* op = one_send_op(0x2000u, "overlap", 3, &ctx);
   void* s0 = send_step_into_wait(ctx, op, 0);
   usleep((useconds_t)first_us);
   void* s1 = send_step_into_wait(ctx, op, 1);
@@ -479,6 +496,59 @@ static int overlap(long first_us, long both_us, long second_us, long gap_us, lon
   printf("DONE\n");
   fflush(stdout);
   return 0; /* not finalized: the test reads the state file (HARNESS_NO_FINALIZE is the run mode's) */
+}
+
+/* "join": an untimed one-step span that a second step joins (the usage above). */
+static int join(long alone_us, long zero_us, long both_us, long last_us) {
+  void* ctx = NULL;
+  void* op = one_send_op(0x2002u, "join", 3, &ctx);
+  void* s0 = send_step_into_wait(ctx, op, 0);
+  usleep((useconds_t)alone_us);
+  stop(s0);
+  usleep((useconds_t)zero_us);
+  void* s1 = send_step_into_wait(ctx, op, 1);
+  usleep((useconds_t)alone_us);
+  void* s2 = send_step_into_wait(ctx, op, 2);
+  usleep((useconds_t)both_us);
+  stop(s1);
+  usleep((useconds_t)last_us);
+  stop(s2);
+  stop(op);
+  printf("DONE\n");
+  fflush(stdout);
+  return 0; /* not finalized: the test reads the state file */
+}
+
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "spans": sequential send steps of a known time in SendWait (the usage above). */
+static int spans(int nsteps, long span_ns) {
+  void* ctx = NULL;
+  void* op = one_send_op(0x2001u, "spans", nsteps, &ctx);
+  uint64_t inner = 0, outer = 0;
+  for (int s = 0; s < nsteps; s++) {
+    void* st = start(ctx, HF_PROFILE_PROXY_STEP, op, 0, fill_step, &s);
+    state(st, HF_STATE_STEP_SEND_GPU_WAIT, 0);
+    state(st, HF_STATE_STEP_SEND_PEER_WAIT, 0);
+    uint64_t t0 = wall_ns();
+    state(st, HF_STATE_STEP_SEND_WAIT, 1 << 19);
+    uint64_t t1 = wall_ns();
+    while (wall_ns() - t1 < (uint64_t)span_ns) {
+    }
+    uint64_t t2 = wall_ns();
+    stop(st);
+    uint64_t t3 = wall_ns();
+    inner += t2 - t1;
+    outer += t3 - t0;
+  }
+  stop(op);
+  printf("INNER_NS %llu\nOUTER_NS %llu\n", (unsigned long long)inner, (unsigned long long)outer);
+  fflush(stdout);
+  return 0; /* not finalized: the test reads the state file */
 }
 
 int main(int argc, char** argv) {
@@ -511,6 +581,9 @@ int main(int argc, char** argv) {
   if (strcmp(argv[3], "hang") == 0 && argc >= 11)
     return hang(atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]), atoi(argv[8]), atoi(argv[9]),
                 atoi(argv[10]), argc > 11 ? strtoull(argv[11], NULL, 0) : 0xabcdef12345678ull);
+  if (strcmp(argv[3], "join") == 0 && argc >= 8)
+    return join(atol(argv[4]), atol(argv[5]), atol(argv[6]), atol(argv[7]));
+  if (strcmp(argv[3], "spans") == 0 && argc >= 6) return spans(atoi(argv[4]), atol(argv[5]));
   if (strcmp(argv[3], "overlap") == 0 && argc >= 9)
     return overlap(atol(argv[4]), atol(argv[5]), atol(argv[6]), atol(argv[7]), atol(argv[8]));
   fprintf(stderr, "bad arguments\n");

@@ -35,7 +35,7 @@
 
 #include "nccl_profiler_abi.h"
 
-#define MAX_VARIANTS 8
+#define MAX_VARIANTS 10
 #define MAX_REPEATS 1000
 
 static char g_dummy[64];

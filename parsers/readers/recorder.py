@@ -62,6 +62,10 @@ FLAG_SEND_WAIT = 2
 #: header flag: proxy records carry send_wait_union_us, the time at least one of their steps was in SendWait
 #: (RECORDER_FLAG_SEND_WAIT_UNION; the same field offset as FLAG_SEND_WAIT's, another meaning)
 FLAG_SEND_WAIT_UNION = 16
+#: header flag (with FLAG_SEND_WAIT_UNION): where an op's steps entered SendWait one after another (each span
+#: one step), one such span in `RecorderState.send_wait_every` was timed and each other counts as the mean of
+#: the op's timed one-step spans; spans of two steps or more are all timed (RECORDER_FLAG_SEND_WAIT_SAMPLED)
+FLAG_SEND_WAIT_SAMPLED = 32
 #: header flag: the copy written beside the NCCL logs as the process died (RECORDER_FLAG_DEATH_COPY)
 FLAG_DEATH_COPY = 4
 #: header flag: the copy written beside the NCCL logs at a clean finalize, header and ring only
@@ -136,6 +140,8 @@ class StepRecord:
     step: int
     state: str
     done: bool
+    #: time of its latest change, on the event clock (a few ms): "how long ago", not sub-ms (until
+    #: 2026-12-07's evening a send step's was on the precise clock where it entered or left SendWait)
     ts_ns: int
 
 
@@ -170,7 +176,10 @@ class ProxyOpRecord:
     #: steps, so steps on the network together each count; None otherwise and for a receive
     send_wait_us: int | None = None
     #: current files (FLAG_SEND_WAIT_UNION): microseconds during which at least one of its steps was in
-    #: SendWait, the op's time on the network; None otherwise and for a receive
+    #: SendWait, the op's time on the network (the spans' sub-us rests carried; before 2026-12-07's evening
+    #: each span was cut to whole us, up to 1 us low per span); where the header has FLAG_SEND_WAIT_SAMPLED,
+    #: an estimate in ops whose steps went one at a time (RecorderState.send_wait_every says how sampled);
+    #: None otherwise and for a receive
     send_wait_union_us: int | None = None
 
     @property
@@ -214,6 +223,8 @@ class RecorderState:
     writer_name: str
     comm_index: int
     flags: int = 0  #: RECORDER_FLAG_* of recorder_format.h
+    #: one one-step SendWait span in this many timed (FLAG_SEND_WAIT_SAMPLED; 1: every span, as in older files)
+    send_wait_every: int = 1
     colls: list[CollRecord] = field(default_factory=list)  #: oldest first
     proxy_ops: list[ProxyOpRecord] = field(default_factory=list)  #: by op_index
     observed_ns: int | None = None  #: when the file was read (live) or copied (bundle), if known
@@ -326,6 +337,9 @@ def _check_header(buf: bytes | mmap.mmap, size: int, source: str) -> dict[str, A
         flags=tail[5],
         p2p_next=tail[6],
     )
+    # the header's send_wait_every at 464 (reserved, zero, in files that do not set FLAG_SEND_WAIT_SAMPLED)
+    every = struct.unpack_from("<I", buf, 464)[0] if tail[5] & FLAG_SEND_WAIT_SAMPLED else 1
+    hdr["send_wait_every"] = max(1, every)
     return hdr
 
 
@@ -463,6 +477,7 @@ def decode_recorder(
         writer_name=hdr["writer_name"],
         comm_index=hdr["comm_index"],
         flags=hdr["flags"],
+        send_wait_every=hdr["send_wait_every"],
         colls=colls,
         proxy_ops=ops,
         observed_ns=observed_ns,

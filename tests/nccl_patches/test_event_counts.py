@@ -4,8 +4,9 @@ The cost per collective (issue 44) is mostly these: a precise stamp is a counter
 (a clock_gettime where the counter is not trusted), an atomic read-modify-write a locked instruction.
 The design keeps them to what a live read needs, and these tests hold it there:
   precise: an op's start and its completion, and a send op's SendWait span opening and closing
-           (send_wait_union_us: the count of its steps in SendWait going 0 -> 1 and 1 -> 0); the
-           enqueue stamp is on the event clock
+           (send_wait_union_us: the count of its steps in SendWait going 0 -> 1 and 1 -> 0); where each
+           span holds one step (steps one after another), one span in FORENSICS_RECORDER_SEND_WAIT_EVERY
+           (default 4; RECORDER_FLAG_SEND_WAIT_SAMPLED); the enqueue stamp is on the event clock
   RMW:     per op the ring slot and the completion; per proxy op its slot (index and claim) and
            its parent's started/done counters; per kernel channel its started/done counters
   coarse:  none while the heartbeat publishes the event clock
@@ -34,13 +35,16 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int,
-            pipelined: bool = False) -> dict[str, dict[str, int]]:
+            pipelined: bool = False, every: int | None = None) -> dict[str, dict[str, int]]:
     """The counts of one collective: {'launch': {...}, 'whole': {...}}; `pipelined`: each send step stops
-    after the next entered SendWait (MICROBENCH_PIPELINED), else before it."""
+    after the next entered SendWait (MICROBENCH_PIPELINED), else before it; `every`: one one-step SendWait
+    span in N timed (FORENSICS_RECORDER_SEND_WAIT_EVERY; None: the writer's default)."""
     exe, plugin = tools
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FORENSICS_RECORDER_DIR": str(tmp_path),
            "FORENSICS_RECORDER_SNAPSHOT_ON_FINALIZE": "0", "MICROBENCH_COUNT": "1", "MICROBENCH_STEPS": str(steps),
            "MICROBENCH_PIPELINED": "1" if pipelined else "0"}
+    if every is not None:
+        env["FORENSICS_RECORDER_SEND_WAIT_EVERY"] = str(every)
     out = subprocess.run([str(exe), "10", "1", str(channels), f"rec={plugin}"], env=env, capture_output=True,
                          text=True, timeout=60, check=True)
     rec = json.loads(out.stdout)["counts"]["rec"]
@@ -49,10 +53,21 @@ def counted(tools: tuple[Path, Path], tmp_path: Path, channels: int, steps: int,
 
 @pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1), (2, 3)])
 def test_precise_reads_are_op_ends_and_send_waits(tools, tmp_path, channels, steps):
-    c = counted(tools, tmp_path, channels, steps)
+    c = counted(tools, tmp_path, channels, steps, every=1)
     assert c["launch"]["precise"] == 1  # the op's start; its enqueue reads the event clock
-    # + completion; send steps one after another: each opens and closes its op's SendWait span
+    # + completion; send steps one after another, every span timed: each opens and closes its own
     assert c["whole"]["precise"] == 2 + 2 * steps * channels
+
+
+@pytest.mark.parametrize(("channels", "steps", "every"), [(1, 8, None), (4, 8, None), (1, 1, None), (2, 9, None),
+                                                          (1, 8, 2), (1, 5, 3)])
+def test_one_step_spans_are_timed_one_in_every(tools, tmp_path, channels, steps, every):
+    """Steps one after another, each a span of its own: the first span of a send op is timed, then one in
+    `every` (4 by default): 2 counter reads per timed span, ceil(steps / every) of them an op."""
+    c = counted(tools, tmp_path, channels, steps, every=every)
+    timed = -(-steps // (every or 4))
+    assert c["launch"]["precise"] == 1
+    assert c["whole"]["precise"] == 2 + 2 * timed * channels
 
 
 @pytest.mark.parametrize(("channels", "steps"), [(1, 8), (4, 8), (1, 1), (2, 3)])

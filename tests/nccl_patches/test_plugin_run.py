@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from nccl_patches.harness import run_harness
-from parsers.readers.recorder import read_recorder_dir, read_recorder_file
+from parsers.readers.recorder import (FLAG_SEND_WAIT_SAMPLED, ProxyOpRecord, RecorderState, read_recorder_dir,
+                                      read_recorder_file)
 
 
 @pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
@@ -144,6 +147,71 @@ def test_send_wait_is_the_union_of_the_steps_intervals(plugin, harness, state_di
     (op,) = st.proxy_ops
     assert problems == [] and op.is_send and op.steps_done == 3
     assert 210_000 <= op.send_wait_union_us < 300_000, op  # usleep overshoots, never undershoots
+
+
+def test_short_sequential_spans_add_up_to_their_time_and_stamp_steps_on_the_event_clock(plugin, harness, state_dir):
+    """200 send steps one after another, each ~10.5 us in SendWait (a fast network), every span timed
+    (FORENSICS_RECORDER_SEND_WAIT_EVERY=1): the union is read from the counter at each span's two edges
+    and its sub-microsecond rests carry, so it lies between the
+    harness's own inner and outer sums (each span's truncation to whole us would lose ~100 us). The steps
+    are stamped on the event clock: each within its op's start and stop, which are on that clock too."""
+    import time
+
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_SEND_WAIT_EVERY": "1"}
+    before = time.time_ns()
+    done = run_harness(harness, plugin, 5, ["spans", "200", "10500"], env)
+    after = time.time_ns()
+    assert done.returncode == 0, done.stderr
+    sums = dict(line.split() for line in done.stdout.splitlines() if line.endswith(tuple("0123456789")))
+    inner, outer = int(sums["INNER_NS"]), int(sums["OUTER_NS"])
+    (st,), problems = read_recorder_dir(state_dir)
+    (op,) = st.proxy_ops
+    assert problems == [] and op.is_send and op.steps_done == 200
+    assert st.send_wait_every == 1 and not st.flags & FLAG_SEND_WAIT_SAMPLED
+    assert inner // 1000 - 1 <= op.send_wait_union_us <= outer // 1000 + 1, (inner, outer, op.send_wait_union_us)
+    slack = 20_000_000  # the event clock lags by its tick (4 ms) plus the heartbeat thread's wait for a CPU
+    assert op.steps and all(op.start_ns <= s.ts_ns <= op.stop_ns for s in op.steps)
+    assert all(before - slack <= s.ts_ns <= after for s in op.steps)
+
+
+def _spans_run(harness, plugin, state_dir, steps: int, span_ns: int) -> tuple[float, ProxyOpRecord, RecorderState]:
+    """One 'spans' harness run: (its inner and outer sums' mean in us, the send op, the file)."""
+    for old in state_dir.glob("*"):
+        old.unlink()
+    done = run_harness(harness, plugin, 5, ["spans", str(steps), str(span_ns)], {"FORENSICS_RECORDER_DIR": str(state_dir)})
+    assert done.returncode == 0, done.stderr
+    sums = dict(line.split() for line in done.stdout.splitlines() if line.endswith(tuple("0123456789")))
+    (st,), problems = read_recorder_dir(state_dir)
+    assert problems == []
+    return (int(sums["INNER_NS"]) + int(sums["OUTER_NS"])) / 2000, st.proxy_ops[0], st
+
+
+def test_one_step_spans_are_sampled_and_scaled_to_every_span(plugin, harness, state_dir):
+    """By default one one-step span in 4 is timed and the others count as the mean of the timed ones: the
+    header says so, and 40 spans of ~50 us each read within a fifth of the harness's own sum (median of 5
+    runs: a span preempted on this shared machine weighs 4 if timed, nothing if not)."""
+    errors = []
+    for _ in range(5):
+        truth_us, op, st = _spans_run(harness, plugin, state_dir, 40, 50_000)
+        assert st.flags & FLAG_SEND_WAIT_SAMPLED and st.send_wait_every == 4
+        assert op.is_send and op.steps_done == 40 and op.send_wait_union_us > 0
+        errors.append(abs(op.send_wait_union_us - truth_us) / truth_us)
+    assert statistics.median(errors) < 0.2, errors
+
+
+@pytest.mark.parametrize("every", ["4", "1"])
+def test_an_untimed_span_that_a_step_joins_is_timed_from_then(plugin, harness, state_dir, every):
+    """Step 0 alone 20 ms (a timed one-step span), a 50 ms gap, step 1 alone 20 ms, steps 1 and 2 together
+    30 ms, step 2 alone 10 ms: the union is 80 ms. Sampled (4), step 1's span opens untimed and is timed
+    from step 2's entry; its lone 20 ms count as the op's timed one-step span (20 ms): 80 ms again. Every
+    span timed (1): 80 ms as measured. Leaving the lone part out would read 60 ms; the gap in, 130 ms."""
+    env = {"FORENSICS_RECORDER_DIR": str(state_dir), "FORENSICS_RECORDER_SEND_WAIT_EVERY": every}
+    done = run_harness(harness, plugin, 5, ["join", "20000", "50000", "30000", "10000"], env)
+    assert done.returncode == 0, done.stderr
+    (st,), problems = read_recorder_dir(state_dir)
+    (op,) = st.proxy_ops
+    assert problems == [] and op.is_send and op.steps_done == 3
+    assert 80_000 <= op.send_wait_union_us < 120_000, op  # usleep overshoots, never undershoots
 
 
 def test_precise_stamps_are_wall_clock_times(plugin, harness, state_dir):

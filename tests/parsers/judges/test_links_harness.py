@@ -58,6 +58,7 @@ def test_old_sums_are_not_judged_beside_unions(plugin, harness, state_dir, tmp_p
     old = [st for d in sorted({p.parent for p in round1.rglob("nccl-recorder*.bin")})
            for st in read_recorder_dir(d)[0]]
     assert old and all(op.send_wait_union_us is None for st in old for op in st.proxy_ops)
+    assert all(st.send_wait_every == 1 for st in old)  # written before sampling: every span was timed
     assert judge_links(old).slow == [(3, 4)] and judge_links(old).measure == "sum"  # alone: read as sums
     found = judge_links(_job(harness, plugin, state_dir, {2: 4000}) + old)
     assert found.measure == "union" and found.slow == [(2, 3)], found.to_dict()
