@@ -1,0 +1,102 @@
+"""Kernel findings from before the job started on a host: seen, said, and not counted against it.
+
+Why: a machine's kernel log keeps what happened since boot. An OOM kill of another program at 15:55 says nothing
+of a job whose processes started at 18:02, yet matched line by line it made that host a suspect and blamed every
+rank on it (a straggler's job read 'host-fault', a healthy machine 'suspect'). Each kernel line's own time
+(parsers.model.kernel_time) is compared with the earliest start of the job's processes on its host, with
+MARGIN_S of doubt in the event's favour. A line whose time or whose job start is unknown counts as before, and the
+report says why it was not compared. An event that names one of the job's own processes (an OOM kill of a rank, a
+rank's hung task, an Xid of its pid) counts whatever its stamp: its time must be wrong, not the blame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from parsers.gather.evidence import HostEvidence, RankEvidence
+from parsers.knowledge import Finding
+from parsers.model.events import ProcessState
+from parsers.model.kernel_time import MARGIN_S, utc_clock_time
+
+
+@dataclass(frozen=True)
+class JobStart:
+    """When the first of the job's processes on one host started (Unix time), and the pids of them all."""
+
+    at: float
+    pids: frozenset[int]
+
+
+def process_start(proc: ProcessState | None) -> float | None:
+    """A process's start as a Unix time, from its proc.json (start_time, else btime + start_ticks/clock_ticks)."""
+    if proc is None:
+        return None
+    start = proc.raw.get("start_time")
+    if isinstance(start, (int, float)) and not isinstance(start, bool) and start > 0:
+        return float(start)
+    boot, ticks, hz = proc.raw.get("boot_time"), proc.raw.get("start_ticks"), proc.raw.get("clock_ticks")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (boot, ticks, hz)) and hz > 0:
+        return float(boot) + float(ticks) / float(hz)
+    return None
+
+
+def job_starts(ranks: Iterable[RankEvidence]) -> dict[str, JobStart]:
+    """Per host, the job's earliest process start there; a host one of whose processes has no known start has
+    none (that process may have started first)."""
+    starts: dict[str, list[float | None]] = {}
+    pids: dict[str, set[int]] = {}
+    for rank in ranks:
+        host = rank.record.host
+        starts.setdefault(host, []).append(process_start(rank.proc))
+        pids.setdefault(host, set()).update([rank.record.pid] + [c.pid for c in rank.children])
+    return {host: JobStart(min(s for s in found if s is not None), frozenset(pids[host]))
+            for host, found in starts.items() if found and None not in found}
+
+
+def line_times(host: HostEvidence) -> dict[tuple[str, int], float | None]:
+    """(file, line) -> the kernel line's Unix time (None: unknown)."""
+    return {(entry.file, entry.line): entry.at for entry in host.kernel_lines}
+
+
+def _names_job_process(finding: Finding, job: JobStart) -> bool:
+    pid = finding.groups.get("pid", "")
+    return pid.isdigit() and int(pid) in job.pids
+
+
+def split_by_start(findings: list[Finding], host: HostEvidence,
+                   job: JobStart | None) -> tuple[list[Finding], list[str]]:
+    """(the kernel findings that count, sentences on those left out or not compared) for one host."""
+    if not findings:
+        return findings, []
+    times = line_times(host)
+    if job is None:
+        return findings, ["kernel: the job's start on this host is not known (no process start time): kernel "
+                          "findings counted whatever their time"]
+    counted, earlier = [], []
+    for f in findings:
+        at = times.get((f.source, f.line_no or 0))
+        if at is not None and at < job.at - MARGIN_S and not _names_job_process(f, job):
+            earlier.append((f, at))
+        else:
+            counted.append(f)
+    notes = _earlier_notes(earlier, job)
+    if any(times.get((f.source, f.line_no or 0)) is None for f in counted):
+        notes.append(f"kernel: findings without a comparable time counted whatever their time: "
+                     f"{host.kernel_clock.says}")
+    return counted, notes
+
+
+def _earlier_notes(earlier: list[tuple[Finding, float]], job: JobStart) -> list[str]:
+    """One sentence per knowledge-base entry left out: its first time, how many, and where."""
+    by_entry: dict[str, list[tuple[Finding, float]]] = {}
+    for f, at in earlier:
+        by_entry.setdefault(f.entry.id, []).append((f, at))
+    out = []
+    for entry_id, seen in by_entry.items():
+        first, at = min(seen, key=lambda pair: pair[1])
+        last = max(a for _f, a in seen)
+        more = f" ({len(seen)}x, the last at {utc_clock_time(last, job.at)})" if len(seen) > 1 else ""
+        out.append(f"kernel: {entry_id} at {utc_clock_time(at, job.at)}{more}, before the job started at "
+                   f"{utc_clock_time(job.at)}: not counted [{first.source}:{first.line_no}]")
+    return out
