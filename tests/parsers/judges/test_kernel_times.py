@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hostinfo_helpers import FIXTURES, hosts_cli
+from forensics.bundle.writer import BundleWriter
+from hostinfo_helpers import FIXTURES, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
 from parsers.gather.evidence import load_path
 from parsers.judges.hosts import judge_hosts
@@ -131,3 +132,18 @@ def test_an_older_bundle_with_no_clock_detail_counts_as_before_and_says_so(tmp_p
     assert (code, host["status"]) == (5, "exclude")
     # wording is the behaviour: the report says why the kernel lines' times were not compared
     assert any("counted whatever their time" in n and "clock is not recorded" in n for n in host["kernel_times"])
+
+
+def test_a_host_whose_processes_start_is_unknown_counts_every_finding_and_says_so(tmp_path):
+    """A rank known from its log alone (no proc.json) on a host whose kernel log is real public Xid lines."""
+    lines = (FIXTURES / "kernel" / "public-gpu-faults.log").read_text().splitlines()
+    log = tmp_path / "kernel.log"  # the real lines without the fixture's '#' notes (a kernel log has none)
+    log.write_text("\n".join(ln for ln in lines if ln.strip() and not ln.startswith("#")) + "\n")
+    writer = BundleWriter(tmp_path / "b")
+    host_from_files(writer, "gpu-node-7", {"kernel_log": ("kernel.log", log)})
+    rank_with_log(writer, "gpu-node-7", 1, 202, ["step 7"])
+    writer.save()
+    code, host = _hosts(writer.root)
+    assert (code, host["status"]) == (5, "exclude") and "xid-79" in {r["id"] for r in host["reasons"]}
+    # wording is the behaviour: the report says why no time was compared
+    assert any("job's start on this host is not known" in note for note in host["kernel_times"])
