@@ -107,8 +107,12 @@ def parse_stamp(text: str | None) -> KernelStamp | None:
     m = _KMSG.match(text)
     if m:
         return KernelStamp(text, BOOT, int(m.group("usec")) / 1e6)
-    m = _ISO.fullmatch(text)
-    return _iso(text, m) if m else None
+    zone_word = text.endswith((" UTC", " GMT"))  # journalctl -o verbose's head: '2026-12-06 21:04:35.944324 UTC'
+    m = _ISO.fullmatch(text[:-4] if zone_word else text)
+    if m is None or (zone_word and m.group("zone")):
+        return None
+    stamp = _iso(text, m)
+    return KernelStamp(text, ZONED, stamp.value) if stamp is not None and zone_word else stamp
 
 
 def _iso(text: str, m: re.Match) -> KernelStamp | None:

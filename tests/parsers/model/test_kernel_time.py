@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,7 +12,10 @@ from parsers.model.kernel_time import BOOT, WALL, ZONED, KernelClock, epoch_of, 
 from parsers.readers import pasted_host
 from parsers.readers.host_kernel import read_kernel_log
 
-KERNEL = Path(__file__).resolve().parents[2] / "fixtures" / "host" / "kernel"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+KERNEL = FIXTURES / "host" / "kernel"
+#: syslog's and journalctl short's stamp: no year, no zone (a time of some year in some zone)
+_NO_YEAR = re.compile(r"[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
 
 def _utc(text: str) -> float:
@@ -104,3 +108,21 @@ def test_a_time_is_said_with_its_day_when_the_day_differs():
     job = _utc("2026-12-07T18:02:10")
     assert utc_clock_time(_utc("2026-12-07T15:55:01"), job) == "15:55:01 UTC"
     assert utc_clock_time(_utc("2026-12-05T15:55:01"), job) == "Dec 05 15:55:01 UTC"
+
+
+def test_every_stamped_fault_line_of_the_fixtures_decodes():
+    """Every OOM, oom-kill and Xid line of the real kernel logs kept in tests/fixtures (the H200's provoked Xid, the
+    development VM's cgroup OOM, public posts, the identity forms of journalctl and clush) whose stamp names a
+    year decodes to a time; only syslog's year-less stamps do not."""
+    files = [*(FIXTURES / "host").rglob("*.log"), *(FIXTURES / "host").rglob("*.txt"),
+             *(FIXTURES / "realworld").glob("*.log")]
+    decoded = 0
+    for path in files:
+        for ln in read_kernel_log(path.read_text(errors="replace")):
+            if ln.stamp and any(k in ln.message for k in ("Out of memory", "oom-kill", "Xid")):
+                assert ln.when is not None or _NO_YEAR.fullmatch(ln.stamp), (path.name, ln.stamp)
+                decoded += ln.when is not None
+    assert decoded >= 30
+    verbose = read_kernel_log((FIXTURES / "host" / "identity" / "journalctl-verbose.txt").read_text())
+    xid = next(ln for ln in verbose if "Xid" in ln.message)
+    assert xid.when.kind == ZONED and xid.when.value == _utc("2026-12-06T21:04:35.944324")
