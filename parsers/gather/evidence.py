@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from parsers.gather import registry
 from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState, plausible_size
-from parsers.model.kernel_time import KernelClock, KernelEntry, epoch_of
+from parsers.model.kernel_time import KernelClock, KernelEntry
 from parsers.model.manifest import CollectorNote, Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
@@ -198,7 +198,7 @@ class HostEvidence:
 
     host: str
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    kernel_lines: list[KernelEntry] = field(default_factory=list)  #: (file, line, text, stamp, time)
+    kernel_lines: list[KernelEntry] = field(default_factory=list)  #: (file, line, text, stamp, clock)
     #: what the collection says of its kernel log's clock (none for a loose file: its times stay unknown)
     kernel_clock: KernelClock = field(default_factory=KernelClock)
     collectors: dict[str, str] = field(default_factory=dict)  #: collector -> status (bundles)
@@ -717,8 +717,7 @@ def _add_kernel_lines(ev: Evidence, h: HostEvidence | None, art: Artifact) -> No
             target.kinds.add(art.kind)
             if ev.manifest is None and "kernel_log" not in target.collected:
                 target.collected.append("kernel_log")
-        stamp = stamps.get(n)
-        target.kernel_lines.append(KernelEntry(art.cite, n, text, stamp, epoch_of(stamp, clock)))
+        target.kernel_lines.append(KernelEntry(art.cite, n, text, stamps.get(n), clock))
 
 
 def _group_hosts(ev: Evidence) -> None:

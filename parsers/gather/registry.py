@@ -444,9 +444,8 @@ def _kernel_log(inp: ReadInput) -> Parsed:
     line_hosts: dict[int, str] = {}
     for ln in lines:
         out.notes.append((ln.line_no, ln.message))
-        stamp = ln.when
-        if stamp is not None:  # the line's own time, beside its message (a judge compares it with the job's start)
-            out.kernel_stamps[ln.line_no] = stamp
+        if ln.stamp:  # the line's own time as printed, beside its message (decoded where a judge needs it)
+            out.kernel_stamps[ln.line_no] = ln.stamp
         prompted = prefix.prompt_host(ln.raw) if "@" in ln.raw[:100] else None
         if prompted:
             shell_host = prompted

@@ -54,9 +54,10 @@ def job_starts(ranks: Iterable[RankEvidence]) -> dict[str, JobStart]:
             for host, found in starts.items() if found and None not in found}
 
 
-def line_times(host: HostEvidence) -> dict[tuple[str, int], float | None]:
-    """(file, line) -> the kernel line's Unix time (None: unknown)."""
-    return {(entry.file, entry.line): entry.at for entry in host.kernel_lines}
+def line_times(host: HostEvidence, findings: list[Finding]) -> dict[tuple[str, int], float | None]:
+    """(file, line) -> the Unix time of each kernel line a finding is on (None: unknown); only those are decoded."""
+    wanted = {(f.source, f.line_no) for f in findings if f.line_no is not None}
+    return {(e.file, e.line): e.at for e in host.kernel_lines if (e.file, e.line) in wanted}
 
 
 def _names_job_process(finding: Finding, job: JobStart) -> bool:
@@ -69,7 +70,7 @@ def split_by_start(findings: list[Finding], host: HostEvidence,
     """(the kernel findings that count, sentences on those left out or not compared) for one host."""
     if not findings:
         return findings, []
-    times = line_times(host)
+    times = line_times(host, findings)
     if job is None:
         return findings, ["kernel: the job's start on this host is not known (no process start time): kernel "
                           "findings counted whatever their time"]

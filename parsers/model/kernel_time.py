@@ -77,14 +77,25 @@ class KernelClock:
 
 
 class KernelEntry(NamedTuple):
-    """One kernel line as a host's evidence holds it: where it was read, its message, its stamp, and its Unix
-    time where stamp and clock give one (None: unknown, and then it counts as any line did before)."""
+    """One kernel line as a host's evidence holds it: where it was read, its message, its stamp as printed and
+    the clock of its collection. The time is decoded when asked (`at`): a judge asks only of the few lines a
+    finding is on, and a kernel log of many thousand lines is read at the speed it was read before."""
 
     file: str
     line: int
     text: str
-    stamp: KernelStamp | None = None
-    at: float | None = None
+    stamp: str | None = None
+    clock: KernelClock = KernelClock()
+
+    @property
+    def when(self) -> KernelStamp | None:
+        """The stamp decoded, None if it has none or it does not read."""
+        return parse_stamp(self.stamp)
+
+    @property
+    def at(self) -> float | None:
+        """The line's Unix time, None where stamp or clock do not give one (then it counts as any line did)."""
+        return epoch_of(self.when, self.clock)
 
 
 def parse_stamp(text: str | None) -> KernelStamp | None:

@@ -89,7 +89,8 @@ def test_a_loose_kernel_log_keeps_each_stamp_beside_its_message():
     killed = next(n for n, text in notes.items() if "Killed process" in text)
     # verbatim input: the kernel's own message, its stamp taken off
     assert notes[killed].startswith("Memory cgroup out of memory: Killed process")
-    assert parsed.kernel_stamps[killed].text == "Sun Nov 29 08:56:12 2026"
+    assert parsed.kernel_stamps[killed] == "Sun Nov 29 08:56:12 2026"
+    assert parse_stamp(parsed.kernel_stamps[killed]).value == _utc("2026-11-29T08:56:12")
     assert all(n in notes for n in parsed.kernel_stamps)
 
 
