@@ -3,9 +3,9 @@
 Why: a machine's kernel log keeps what happened since boot. An OOM kill of another program at 15:55 says nothing
 of a job whose processes started at 18:02, yet matched line by line it made that host a suspect and blamed every
 rank on it (a straggler's job read 'host-fault', a healthy machine 'suspect'). Each kernel line's own time
-(parsers.model.kernel_time) is compared with the earliest start of the job's processes on its host, with
-MARGIN_S of doubt in the event's favour. A line whose time or whose job start is unknown counts as before, and the
-report says why it was not compared. An event that names one of the job's own processes (an OOM kill of a rank, a
+(parsers.model.kernel_time) is compared with the earliest start of the job's processes on its host, its doubt
+(MARGIN_S and printk's drift) in the event's favour. A line whose time or whose job start is unknown counts as
+before, and the report says why it was not compared. An event that names one of the job's own processes (an OOM kill of a rank, a
 rank's hung task, an Xid of its pid) counts whatever its stamp: its time must be wrong, not the blame.
 """
 
@@ -54,10 +54,11 @@ def job_starts(ranks: Iterable[RankEvidence]) -> dict[str, JobStart]:
             for host, found in starts.items() if found and None not in found}
 
 
-def line_times(host: HostEvidence, findings: list[Finding]) -> dict[tuple[str, int], float | None]:
-    """(file, line) -> the Unix time of each kernel line a finding is on (None: unknown); only those are decoded."""
+def line_times(host: HostEvidence, findings: list[Finding]) -> dict[tuple[str, int], tuple[float | None, float]]:
+    """(file, line) -> (Unix time, seconds it may be early) of each kernel line a finding is on (time None:
+    unknown); only those lines are decoded."""
     wanted = {(f.source, f.line_no) for f in findings if f.line_no is not None}
-    return {(e.file, e.line): e.at for e in host.kernel_lines if (e.file, e.line) in wanted}
+    return {(e.file, e.line): (e.at, e.doubt) for e in host.kernel_lines if (e.file, e.line) in wanted}
 
 
 def _names_job_process(finding: Finding, job: JobStart) -> bool:
@@ -76,13 +77,13 @@ def split_by_start(findings: list[Finding], host: HostEvidence,
                           "findings counted whatever their time"]
     counted, earlier = [], []
     for f in findings:
-        at = times.get((f.source, f.line_no or 0))
-        if at is not None and at < job.at - MARGIN_S and not _names_job_process(f, job):
+        at, doubt = times.get((f.source, f.line_no or 0), (None, MARGIN_S))
+        if at is not None and at + doubt < job.at and not _names_job_process(f, job):
             earlier.append((f, at))
         else:
             counted.append(f)
     notes = _earlier_notes(earlier, job)
-    if any(times.get((f.source, f.line_no or 0)) is None for f in counted):
+    if any(times.get((f.source, f.line_no or 0), (None, 0.0))[0] is None for f in counted):
         notes.append(f"kernel: findings without a comparable time counted whatever their time: "
                      f"{host.kernel_clock.says}")
     return counted, notes

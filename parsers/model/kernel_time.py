@@ -13,8 +13,10 @@ is no fault of the job; only a line's own time tells it apart. Stamps come in th
 
 Precision: printk stamps use a clock that stops while the machine is suspended, so after a suspend `dmesg -T`
 prints times earlier than the truth by the time spent suspended; the collector records that time and a clock
-that lost more than SUSPEND_TRUST_S is not trusted. What is left is dmesg -T's whole seconds and /proc/stat's
-whole-second btime: a comparison leaves MARGIN_S seconds of doubt in the event's favour (it counts).
+that lost more than SUSPEND_TRUST_S is not trusted. printk's clock (sched_clock) is not steered by NTP as wall
+time is: a stamp turned into wall time is off by the clock's frequency error times the uptime at the event
+(DRIFT_PPM allows for 50 ppm: 4 s a day of uptime). Then dmesg -T's whole seconds and /proc/stat's
+whole-second btime: MARGIN_S. All of that doubt goes in the event's favour (within it, it counts).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any, NamedTuple
 MARGIN_S = 10.0
 #: a machine suspended longer than this since boot: its printk stamps lag wall time too much to compare
 SUSPEND_TRUST_S = 5.0
+#: printk's clock against wall time, parts per million of the uptime at the event (a generous crystal error)
+DRIFT_PPM = 50.0
 
 WALL, BOOT, ZONED = "wall", "boot", "zoned"
 
@@ -96,6 +100,16 @@ class KernelEntry(NamedTuple):
     def at(self) -> float | None:
         """The line's Unix time, None where stamp or clock do not give one (then it counts as any line did)."""
         return epoch_of(self.when, self.clock)
+
+    @property
+    def doubt(self) -> float:
+        """Seconds by which `at` may be early: MARGIN_S, and for a printk clock its drift over the uptime at the
+        event (journald's zoned stamps are wall time when written: no drift)."""
+        when = self.when
+        if when is None or when.kind == ZONED or self.clock.boot_epoch is None:
+            return MARGIN_S
+        since_boot = when.value if when.kind == BOOT else max(0.0, when.value - self.clock.boot_epoch)
+        return MARGIN_S + DRIFT_PPM * 1e-6 * since_boot
 
 
 def parse_stamp(text: str | None) -> KernelStamp | None:

@@ -16,8 +16,10 @@ import pytest
 from forensics.bundle.writer import BundleWriter
 from hostinfo_helpers import FIXTURES, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
-from parsers.gather.evidence import load_path
+from parsers.gather.evidence import HostEvidence, load_path
 from parsers.judges.hosts import judge_hosts
+from parsers.judges.kernel_times import JobStart, split_by_start
+from parsers.model.kernel_time import KernelClock, KernelEntry
 from parsers.model.findings import ReasonClass
 
 pytestmark = pytest.mark.integration
@@ -147,3 +149,18 @@ def test_a_host_whose_processes_start_is_unknown_counts_every_finding_and_says_s
     assert (code, host["status"]) == (5, "exclude") and "xid-79" in {r["id"] for r in host["reasons"]}
     # wording is the behaviour: the report says why no time was compared
     assert any("job's start on this host is not known" in note for note in host["kernel_times"])
+
+
+def test_a_fault_minutes_before_the_start_on_a_host_up_100_days_still_counts():
+    """printk's drift over 100 days of uptime (DRIFT_PPM) is minutes: an Xid stamped 5 minutes before the job
+    started may be after it, so it counts; 3 hours before is beyond any drift, so it does not."""
+    clock = KernelClock.from_details({"source": "/dev/kmsg", "stamp_clock": "since boot", "boot_epoch": 1.78e9,
+                                      "suspended_s": 0.0})
+    start = 1.78e9 + 100 * 86400.0
+    host = HostEvidence("gpu-node-7", kernel_lines=[
+        KernelEntry("k", 1, XID79, f"{start - 1.78e9 - 300:.6f}", clock),
+        KernelEntry("k", 2, HUNG, f"{start - 1.78e9 - 3 * 3600:.6f}", clock)])
+    findings = knowledge.load(use_env=False).scan_lines([(e.line, e.text) for e in host.kernel_lines], "kernel", "k")
+    counted, notes = split_by_start(findings, host, JobStart(start, frozenset({4242})))
+    assert {f.entry.id for f in counted} == {"xid-79"}
+    assert len(notes) == 1 and notes[0].startswith("kernel: hung-task at ")

@@ -6,9 +6,12 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from parsers.gather.registry import ReadInput, kind
 from parsers.model.events import ErrorKind, Origin
-from parsers.model.kernel_time import BOOT, WALL, ZONED, KernelClock, epoch_of, parse_stamp, utc_clock_time
+from parsers.model.kernel_time import (BOOT, DRIFT_PPM, MARGIN_S, WALL, ZONED, KernelClock, KernelEntry, epoch_of,
+                                       parse_stamp, utc_clock_time)
 from parsers.readers import pasted_host
 from parsers.readers.host_kernel import read_kernel_log
 
@@ -127,3 +130,19 @@ def test_every_stamped_fault_line_of_the_fixtures_decodes():
     verbose = read_kernel_log((FIXTURES / "host" / "identity" / "journalctl-verbose.txt").read_text())
     xid = next(ln for ln in verbose if "Xid" in ln.message)
     assert xid.when.kind == ZONED and xid.when.value == _utc("2026-12-06T21:04:35.944324")
+
+
+def test_a_printk_stamp_is_doubted_by_its_drift_over_the_uptime_at_the_event():
+    """printk's clock is not steered by NTP: a stamp 100 days after boot may be off by minutes; journald's zoned
+    stamps are wall time when written."""
+    clock = KernelClock.from_details({"stamp_clock": "UTC", "boot_epoch": 1796600000.0, "suspended_s": 0.0})
+    day = 86400.0
+    early = KernelEntry("k", 1, "m", "843.072392", clock)
+    late = KernelEntry("k", 2, "m", f"{100 * day:.6f}", clock)
+    wall = KernelEntry("k", 3, "m", datetime.fromtimestamp(1796600000.0 + 100 * day, timezone.utc)
+                       .strftime("%a %b %d %H:%M:%S %Y"), clock)
+    zoned = KernelEntry("k", 4, "m", "2024-04-29T14:55:41,679700+02:00", clock)
+    assert early.doubt == pytest.approx(MARGIN_S + DRIFT_PPM * 1e-6 * 843.072392)
+    assert late.doubt == pytest.approx(MARGIN_S + DRIFT_PPM * 1e-6 * 100 * day) and late.doubt > 400
+    assert wall.at == late.at == 1796600000.0 + 100 * day and wall.doubt == pytest.approx(late.doubt)
+    assert zoned.doubt == MARGIN_S and zoned.at == _utc("2024-04-29T12:55:41.679700")
