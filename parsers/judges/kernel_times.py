@@ -5,8 +5,9 @@ of a job whose processes started at 18:02, yet matched line by line it made that
 rank on it (a straggler's job read 'host-fault', a healthy machine 'suspect'). Each kernel line's own time
 (parsers.model.kernel_time) is compared with the earliest start of the job's processes on its host, its doubt
 (MARGIN_S and printk's drift) in the event's favour. A line whose time or whose job start is unknown counts as
-before, and the report says why it was not compared. An event that names one of the job's own processes (an OOM kill of a rank, a
-rank's hung task, an Xid of its pid) counts whatever its stamp: its time must be wrong, not the blame.
+before, and the report says why it was not compared. An event that names one of the job's own processes (an OOM
+kill of a rank, a rank's hung task, an Xid of its pid) counts whatever its stamp: its time must be wrong, not the
+blame.
 """
 
 from __future__ import annotations
@@ -32,13 +33,18 @@ def process_start(proc: ProcessState | None) -> float | None:
     """A process's start as a Unix time, from its proc.json (start_time, else btime + start_ticks/clock_ticks)."""
     if proc is None:
         return None
-    start = proc.raw.get("start_time")
-    if isinstance(start, (int, float)) and not isinstance(start, bool) and start > 0:
-        return float(start)
-    boot, ticks, hz = proc.raw.get("boot_time"), proc.raw.get("start_ticks"), proc.raw.get("clock_ticks")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (boot, ticks, hz)) and hz > 0:
-        return float(boot) + float(ticks) / float(hz)
-    return None
+    start = _number(proc.raw.get("start_time"))
+    if start is not None and start > 0:
+        return start
+    boot, ticks, hz = (_number(proc.raw.get(k)) for k in ("boot_time", "start_ticks", "clock_ticks"))
+    if boot is None or ticks is None or not hz:
+        return None
+    return boot + ticks / hz
+
+
+def _number(value: object) -> float | None:
+    """A proc.json number (never a bool, which JSON's true would be), else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def job_starts(ranks: Iterable[RankEvidence]) -> dict[str, JobStart]:
@@ -75,6 +81,10 @@ def split_by_start(findings: list[Finding], host: HostEvidence,
     if job is None:
         return findings, ["kernel: the job's start on this host is not known (no process start time): kernel "
                           "findings counted whatever their time"]
+    taken = max((e.clock.collected_at for e in host.kernel_lines if e.clock.collected_at is not None), default=None)
+    if taken is not None and job.at > taken + MARGIN_S:  # a start after the copy was made: a clock or a file lies
+        return findings, [f"kernel: the job's start ({utc_clock_time(job.at, taken)}) is after the kernel log was "
+                          f"copied ({utc_clock_time(taken, job.at)}): kernel findings counted whatever their time"]
     counted, earlier = [], []
     for f in findings:
         at, doubt = times.get((f.source, f.line_no or 0), (None, MARGIN_S))

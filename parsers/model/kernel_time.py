@@ -61,6 +61,7 @@ class KernelClock:
 
     wall_zone: str | None = None
     boot_epoch: float | None = None
+    collected_at: float | None = None  #: when the log was copied: no job start after it is believed
     says: str = "the kernel log's clock is not recorded (a pasted or older log): its times are not compared"
 
     @classmethod
@@ -75,8 +76,10 @@ class KernelClock:
         if isinstance(suspended, (int, float)) and suspended > SUSPEND_TRUST_S:
             return cls(says=f"the machine was suspended {suspended:.0f} s since boot: its kernel stamps lag wall "
                             "time, so their times are not compared")
-        boot_ok = isinstance(boot, (int, float)) and boot > 0
-        return cls(wall_zone="UTC" if clock == "UTC" else None, boot_epoch=float(boot) if boot_ok else None,
+        boot_epoch = float(boot) if isinstance(boot, (int, float)) and boot > 0 else None
+        taken = details.get("collected_at_epoch")
+        return cls(wall_zone="UTC" if clock == "UTC" else None, boot_epoch=boot_epoch,
+                   collected_at=float(taken) if isinstance(taken, (int, float)) else None,
                    says=f"kernel stamps read as {clock} ({details.get('source', 'kernel log')})")
 
 
@@ -122,8 +125,9 @@ def parse_stamp(text: str | None) -> KernelStamp | None:
         if m.group("mon") not in _MONTHS:
             return None
         try:
-            when = datetime(int(m.group("year")), _MONTHS.index(m.group("mon")) + 1, int(m.group("day")),
-                            *(int(p) for p in m.group("hms").split(":")), tzinfo=timezone.utc)
+            hour, minute, second = (int(p) for p in m.group("hms").split(":"))
+            when = datetime(int(m.group("year")), _MONTHS.index(m.group("mon")) + 1, int(m.group("day")), hour,
+                            minute, second, tzinfo=timezone.utc)
         except ValueError:
             return None
         return KernelStamp(text, WALL, when.timestamp())

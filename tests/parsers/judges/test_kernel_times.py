@@ -164,3 +164,16 @@ def test_a_fault_minutes_before_the_start_on_a_host_up_100_days_still_counts():
     counted, notes = split_by_start(findings, host, JobStart(start, frozenset({4242})))
     assert {f.entry.id for f in counted} == {"xid-79"}
     assert len(notes) == 1 and notes[0].startswith("kernel: hung-task at ")
+
+
+def test_a_job_start_after_the_kernel_log_was_copied_is_not_believed():
+    """A proc.json that says its process started after the collection (a wrong clock, an edited file) would hide
+    every kernel fault: then nothing is left out, and the report says why."""
+    clock = KernelClock.from_details({"stamp_clock": "UTC", "boot_epoch": 1.78e9, "suspended_s": 0.0,
+                                      "collected_at_epoch": 1.78e9 + 3600})
+    host = HostEvidence("gpu-node-7", kernel_lines=[KernelEntry("k", 1, XID79, "600.000000", clock)])
+    findings = knowledge.load(use_env=False).scan_lines([(1, XID79)], "kernel", "k")
+    counted, notes = split_by_start(findings, host, JobStart(1.78e9 + 7200, frozenset({4242})))
+    assert [f.entry.id for f in counted] == ["xid-79"]
+    # wording is the behaviour: the report says why no time was compared
+    assert len(notes) == 1 and "is after the kernel log was copied" in notes[0]

@@ -41,7 +41,8 @@ def test_dmesg_T_and_raw_dmesg_of_one_boot_differ_by_one_boot_time():
 
 
 def test_the_cgroup_oom_kill_keeps_its_time_in_both_forms():
-    walls = [ln for ln in read_kernel_log((KERNEL / "dev-vm-dmesg-T.log").read_text()) if "Killed process" in ln.message]
+    walls = [ln for ln in read_kernel_log((KERNEL / "dev-vm-dmesg-T.log").read_text())
+             if "Killed process" in ln.message]
     boots = [ln for ln in read_kernel_log((KERNEL / "dev-vm-dmesg-raw.log").read_text())
              if "Killed process" in ln.message]
     assert walls and len(walls) == len(boots)
