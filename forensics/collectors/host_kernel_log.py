@@ -1,10 +1,14 @@
 """Copies the kernel log: where Xid, ECC, PCIe, OOM, hung-task and MCE messages land.
 
-Tried in order, first that works wins: `dmesg -T` (ring buffer, wall-clock times),
+Tried in order, first that works wins: `dmesg -T` (ring buffer, wall-clock times, printed in UTC: TZ=UTC LC_ALL=C),
 `journalctl -k` (persistent journal: survives ring-buffer wrap), a non-blocking
 read of /dev/kmsg. Reading the kernel log needs CAP_SYSLOG where
 kernel.dmesg_restrict=1 (the default on many distributions): when every source
 refuses, the record says 'denied' and how to get access.
+
+The record says which clock the stamps are in (`stamp_clock`), when the machine booted (`boot_epoch`, for
+/dev/kmsg's microseconds since boot) and how long it was suspended since (`suspended_s`: printk's clock stops
+then, so dmesg -T's times lag): a judge compares a line's time with the job's start (parsers.model.kernel_time).
 """
 
 from __future__ import annotations
@@ -24,13 +28,24 @@ DENIED_HINTS = ("Operation not permitted", "Permission denied", "not seeing mess
 KMSG = "/dev/kmsg"
 #: /dev/kmsg records are at most ~8 KiB; read in chunks of that.
 KMSG_RECORD = 8192
+#: what each source's stamps are: dmesg -T run in UTC, journalctl's short-iso with its offset, kmsg since boot
+STAMP_CLOCK = {"dmesg -T": "UTC", "journalctl -k": "stamped offset", KMSG: "since boot"}
 
 
-def _run_tail(argv: list[str], options: CollectOptions) -> ToolResult:
+def _run_tail(argv: list[str], options: CollectOptions, env: dict[str, str] | None = None) -> ToolResult:
     """A kernel-log tool's last log_tail_bytes (and a record more, so the tail starts at a whole line): a log of
     GBs is read as it comes and only its newest lines held (the oldest 64 MiB were kept before)."""
     return run_tool(argv, timeout=min(options.timeout, 15), max_stdout=options.log_tail_bytes + KMSG_RECORD,
-                    keep_tail=True)
+                    keep_tail=True, env=env)
+
+
+def _clock(label: str) -> dict[str, object]:
+    """Which clock `label`'s stamps are in, when the machine booted (wall time less the monotonic clock, which
+    printk's stamps follow) and how long it slept since (boot-time clock less monotonic)."""
+    now, mono = time.time(), time.monotonic()
+    boottime = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else mono
+    return {"stamp_clock": STAMP_CLOCK.get(label, "unknown"), "boot_epoch": round(now - mono, 3),
+            "suspended_s": round(max(0.0, boottime - mono), 3)}
 
 
 def _whole_or_tail(res: ToolResult) -> bool:
@@ -67,6 +82,7 @@ class KernelLogCollector(AlwaysEnabled):
         uptime = read_small("/proc/uptime")
         details = {
             "source": label,
+            **_clock(label),
             "truncated": cut,
             "lines": kept.count("\n"),
             "collected_at_epoch": round(time.time(), 3),
@@ -77,7 +93,8 @@ class KernelLogCollector(AlwaysEnabled):
 
     @staticmethod
     def _dmesg(options: CollectOptions) -> tuple[str, str, bool]:
-        res = _run_tail(["dmesg", "-T"], options)
+        # dmesg -T prints in the local zone and the locale's format: UTC and C make its stamps one parseable clock
+        res = _run_tail(["dmesg", "-T"], options, env={**os.environ, "TZ": "UTC", "LC_ALL": "C"})
         if _whole_or_tail(res) and res.stdout.strip():
             return res.stdout, "", False
         problem = ("not installed" if res.missing else "timed out" if res.timed_out

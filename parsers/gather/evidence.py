@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from parsers.gather import registry
 from parsers.model.events import UNKNOWN_HOST, Origin, Parsed, ProcessState, plausible_size
+from parsers.model.kernel_time import KernelClock, KernelEntry
 from parsers.model.manifest import CollectorNote, Manifest, MissingRank, RankRecord, Status
 from parsers.model.samples import StackSamples
 from parsers.model.stacks import ThreadStack
@@ -197,7 +198,9 @@ class HostEvidence:
 
     host: str
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    kernel_lines: list[tuple[str, int, str]] = field(default_factory=list)  #: (file, line, text)
+    kernel_lines: list[KernelEntry] = field(default_factory=list)  #: (file, line, text, stamp, clock)
+    #: what the collection says of its kernel log's clock (none for a loose file: its times stay unknown)
+    kernel_clock: KernelClock = field(default_factory=KernelClock)
     collectors: dict[str, str] = field(default_factory=dict)  #: collector -> status (bundles)
     missing: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)
@@ -703,6 +706,8 @@ def _add_kernel_lines(ev: Evidence, h: HostEvidence | None, art: Artifact) -> No
     """A kernel log's lines to the host of each: the one its line names (`line_hosts`: a syslog of many machines)
     where the file names several, else the file's host `h`. A manifest's file stays its host's."""
     line_hosts = {} if art.hints.from_manifest else (art.parsed.facts.get("line_hosts") or {})
+    clock = h.kernel_clock if h is not None and art.hints.from_manifest else KernelClock()
+    stamps = art.parsed.kernel_stamps
     for n, text in art.parsed.notes:
         named = line_hosts.get(n)
         target = h if named is None else ev.hosts.setdefault(named, HostEvidence(named))
@@ -712,7 +717,7 @@ def _add_kernel_lines(ev: Evidence, h: HostEvidence | None, art: Artifact) -> No
             target.kinds.add(art.kind)
             if ev.manifest is None and "kernel_log" not in target.collected:
                 target.collected.append("kernel_log")
-        target.kernel_lines.append((art.cite, n, text))
+        target.kernel_lines.append(KernelEntry(art.cite, n, text, stamps.get(n), clock))
 
 
 def _group_hosts(ev: Evidence) -> None:
@@ -722,6 +727,8 @@ def _group_hosts(ev: Evidence) -> None:
             h = ev.hosts.setdefault(rec.host, HostEvidence(rec.host))
             for col in rec.collectors:
                 h.collectors[col.name] = col.status
+                if col.name == "kernel_log":
+                    h.kernel_clock = KernelClock.from_details(col.details)
                 if col.status == Status.OK or col.files:
                     h.collected.append(col.name)
                 if col.status not in (Status.OK, Status.SKIPPED):

@@ -444,6 +444,8 @@ def _kernel_log(inp: ReadInput) -> Parsed:
     line_hosts: dict[int, str] = {}
     for ln in lines:
         out.notes.append((ln.line_no, ln.message))
+        if ln.stamp:  # the line's own time as printed, beside its message (decoded where a judge needs it)
+            out.kernel_stamps[ln.line_no] = ln.stamp
         prompted = prefix.prompt_host(ln.raw) if "@" in ln.raw[:100] else None
         if prompted:
             shell_host = prompted

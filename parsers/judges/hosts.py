@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers.judges import gpu_binding
+from parsers.judges.kernel_times import JobStart, job_starts, split_by_start
 from parsers.gather.evidence import Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase, load
@@ -75,6 +76,8 @@ class HostReport:
     #: collectors skipped: no such hardware, optional module absent
     not_applicable: list[str] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
+    #: kernel findings left out as older than the job, or counted with no time to compare (parsers.judges.kernel_times)
+    kernel_times: list[str] = field(default_factory=list)
 
     @property
     def reasons(self) -> list[FindingGroup]:
@@ -106,6 +109,7 @@ class HostReport:
             "evidence_collected": list(self.collected),
             "evidence_missing": list(self.missing),
             "not_applicable": list(self.not_applicable),
+            "kernel_times": list(self.kernel_times),
             "facts": self.facts,
         }
 
@@ -132,8 +136,10 @@ def _status(groups: list[FindingGroup], has_evidence: bool) -> str:
     return HEALTHY if has_evidence else UNKNOWN
 
 
-def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[Finding] = ()) -> HostReport:
-    """The report of one host: its facts and kernel lines matched against the knowledge base."""
+def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[Finding] = (),
+                job: JobStart | None = None) -> HostReport:
+    """The report of one host: its facts and kernel lines matched against the knowledge base; a kernel line
+    from before the job's processes on the host started (`job`) is said and not counted."""
     report = HostReport(host=host.host, missing=list(host.missing), not_applicable=list(host.not_applicable),
                         collected=list(host.collected))
     report.facts = {subject: dict(facts) for subject, facts in host.facts.items()}
@@ -141,10 +147,13 @@ def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[F
         report.facts["collectors"] = {f"collector.{name}.status": status for name, status in host.collectors.items()}
     findings: list[Finding] = []
     by_file: dict[str, list[tuple[int, str]]] = {}
-    for rel, n, text in host.kernel_lines:
-        by_file.setdefault(rel, []).append((n, text))
+    for entry in host.kernel_lines:
+        by_file.setdefault(entry.file, []).append((entry.line, entry.text))
+    kernel: list[Finding] = []
     for rel, lines in by_file.items():
-        findings += kb.scan_lines(lines, "kernel", rel, "kernel")
+        kernel += kb.scan_lines(lines, "kernel", rel, "kernel")
+    counted, report.kernel_times = split_by_start(kernel, host, job)
+    findings += counted
     for subject, facts in report.facts.items():
         findings += kb.match_facts(subject, facts, source=_fact_source(subject))
     findings += list(rank_findings)
@@ -233,7 +242,8 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
                                              [r.record for r in ev.ranks]).items():
         by_host.setdefault(host, []).extend(found)  # one error on every rank of one host and no other (issue 42)
     expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
-    reports = [host_report(h, kb, by_host.get(name, [])) for name, h in ev.hosts.items()]
+    starts = job_starts(ev.ranks)
+    reports = [host_report(h, kb, by_host.get(name, []), starts.get(name)) for name, h in ev.hosts.items()]
     for host in sorted(set(by_host) - set(ev.hosts)):
         if not by_host[host] and ev.manifest is None:
             continue

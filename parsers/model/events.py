@@ -925,6 +925,8 @@ class Parsed:
     exits: list = field(default_factory=list)  #: parsers.readers.launcher.RankExit from launcher records
     recorder: list = field(default_factory=list)  #: parsers.readers.recorder.RecorderState
     notes: list = field(default_factory=list)  #: (line number, text) worth matching against the knowledge base
+    #: kernel logs: line number -> its stamp as printed (parsers.model.kernel_time decodes it), beside its note
+    kernel_stamps: dict = field(default_factory=dict)
     exceptions: list = field(default_factory=list)  #: parsers.readers.exception.PyException, in order
     samples: StackSamples | None = None  #: parsers.model.samples.StackSamples (stack samples over seconds), else None
     #: parsers.steps.series.StepSeries (forensics.arm()'s per-step times of one rank), else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from parsers.input.cutmark import is_cut_line
+from parsers.model.kernel_time import KernelStamp, parse_stamp
 
 #: a host word as syslog, journalctl and clush/pdsh print it (never the '<hostname-redacted>' of a redacted paste)
 _HOST = r"[A-Za-z0-9][\w.-]{0,252}"
@@ -61,6 +62,11 @@ class KernelLine:
     message: str
     raw: str
     host: str | None = None
+
+    @property
+    def when(self) -> KernelStamp | None:
+        """The stamp decoded (wall clock, since boot, or zoned; parsers.model.kernel_time), None if it has none."""
+        return parse_stamp(self.stamp)
 
 
 def split_line(line: str) -> tuple[str | None, str | None, str]:

@@ -181,6 +181,7 @@ def _body(report: HostReport) -> list[str]:
         out.append("also seen (no effect on the host): "
                    + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
     out += [f"missing: {note}" for note in report.missing]
+    out += [_own_path(note, report.host) for note in report.kernel_times]
     return out
 
 
