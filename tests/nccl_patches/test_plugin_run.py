@@ -178,7 +178,8 @@ def _spans_run(harness, plugin, state_dir, steps: int, span_ns: int) -> tuple[fl
     """One 'spans' harness run: (its inner and outer sums' mean in us, the send op, the file)."""
     for old in state_dir.glob("*"):
         old.unlink()
-    done = run_harness(harness, plugin, 5, ["spans", str(steps), str(span_ns)], {"FORENSICS_RECORDER_DIR": str(state_dir)})
+    done = run_harness(harness, plugin, 5, ["spans", str(steps), str(span_ns)],
+                       {"FORENSICS_RECORDER_DIR": str(state_dir)})
     assert done.returncode == 0, done.stderr
     sums = dict(line.split() for line in done.stdout.splitlines() if line.endswith(tuple("0123456789")))
     (st,), problems = read_recorder_dir(state_dir)
