@@ -178,7 +178,8 @@ ABLATIONS = {"no-precise": "-DREC_ABLATE_PRECISE", "no-rmw": "-DREC_ABLATE_RMW",
              "vdso-precise": "-DREC_NO_COUNTER", "exact-spans": "-DREC_SEND_WAIT_EVERY_DEFAULT=1"}
 COUNTED = ("precise", "tick", "coarse", "rmw")
 BREAKDOWN_HELP = ("also time builds without the precise clock, the atomics, the header stamp, with every SendWait "
-                  "span timed, and count clock reads and atomics per collective (now, and before when its sources can count)")
+                  "span timed, and count clock reads and atomics per collective (now, and before when its sources "
+                  "can count)")
 TWO_THREADS_HELP = ("also time 1 channel with the proxy path on a second thread, as NCCL runs it, pinned to these two "
                     "CPUs (e.g. 2,3): what shared cache lines cost; needs two quiet CPUs")
 PIPELINED_HELP = ("send steps in NCCL's order while the network is behind: each stopped after the next entered "
