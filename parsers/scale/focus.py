@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from parsers.scale.digest import DIGEST_NAME, DigestError, kb_key, own_processes, read_summaries
+from parsers.scale.digest import DIGEST_NAME, DigestError, StatedJob, kb_key, read_summaries
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.scale.named_faults import Claims, NamedProcess, named
 from parsers.model.ranksets import holds, joined
@@ -154,7 +154,7 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     named = {r.host for r in man.ranks if any(c.files for c in r.collectors)} \
         | {h.host for h in man.hosts if any(c.files for c in h.collectors)} | {folders[f].host for f in host_arts}
     hosts = [rec for rec in folders.values() if rec.host in named]
-    merged, why_not, refused = _merged(source, hosts, kb_key(kb), man.world_size)
+    merged, why_not, refused = _merged(source, hosts, kb_key(kb))
     if merged is None:
         return None, why_not
     judged = judge_classes(merged)
@@ -171,20 +171,19 @@ def focus(source: Source, kb: Any, min_ranks: int | None = FOCUS_MIN_RANKS) -> t
     return out, ""
 
 
-def _merged(source: Source, hosts: list[Any], want_kb: str,
-            world: int | None = None) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
+def _merged(source: Source, hosts: list[Any], want_kb: str) -> tuple[ClassSummary | None, str, list[tuple[str, str]]]:
     """The hosts' rank summaries merged, and the hosts whose digest was there but refused (host, why: their
     files are read, as digest first reads them); or (None, why not, []) when a host's digest is missing or
     made with another knowledge base (its ranks would then be in no class)."""
-    own = own_processes(source.manifest.ranks)  # what each host's digest may speak for: its own processes
-    tasks = [[(rec.host, _digest_path(source, rec), own.get(rec.host, {})) for rec in hosts[i:i + HOSTS_PER_TASK]]
+    job = StatedJob.of(source.manifest)  # what each host's digest may speak for: its own processes, the job's size
+    tasks = [[(rec.host, _digest_path(source, rec), job.own(rec.host)) for rec in hosts[i:i + HOSTS_PER_TASK]]
              for i in range(0, len(hosts), HOSTS_PER_TASK)]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers <= 1:
-        done = [_merge_task(t, want_kb, world) for t in tasks]
+        done = [_merge_task(t, want_kb, job.world) for t in tasks]
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks), [world] * len(tasks)))
+            done = list(pool.map(_merge_task, tasks, [want_kb] * len(tasks), [job.world] * len(tasks)))
     for part, why, _refused in done:
         if part is None:
             return None, why, []
