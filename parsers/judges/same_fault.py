@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers.knowledge import Entry, Finding
-from parsers.model.events import INFO_KINDS, UNKNOWN_HOST, WAIT_ERRORS, ErrorEvent, ErrorKind
+from parsers.model.events import AFTERMATH_OF_WAIT, INFO_KINDS, UNKNOWN_HOST, WAIT_ERRORS, ErrorEvent
 
-#: error kinds that say a process stopped or was stopped (a launcher's report, a signal, an abort): what
-#: follows another error, never a fault of its own
-_AFTERMATH_KINDS = frozenset({ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL, ErrorKind.AGENT_SIGNAL, "dead",
-                              ErrorKind.NCCL_ABORT, ErrorKind.PEER_CLOSED, ErrorKind.CHILD_ERROR_FILE,
-                              ErrorKind.TEST_FAILURE, ErrorKind.HOROVOD_STALL, ErrorKind.HOROVOD_STALL_WARNING,
-                              ErrorKind.HOROVOD_TIMELINE_ERROR, "ras-json", "ras-text", ErrorKind.FR_ANALYSIS,
-                              "fr-dump", "p2p-seq", ErrorKind.STORE_TIMEOUT, ErrorKind.GLOO_TIMEOUT})
 #: words of a victim: the line is about a peer, a wait or a teardown, not about this host's own hardware
 _SYMPTOM_WORDS = re.compile(
     r"peer|remote|completion|closed|reset|timed?[ _-]?out|timeout|flush|abort|lost|unreachable|refused|broken pipe|"
@@ -84,7 +77,7 @@ def _host_of(e: Any, art: Any) -> str | None:
 def _candidate(e: ErrorEvent) -> bool:
     """An error a host's own fault may print: no information, no wait on a peer, no aftermath, no victim's
     words (a completion error, too: NCCL's IB sender reports its peer's loss so)."""
-    if e.kind in INFO_KINDS or e.kind in WAIT_ERRORS or e.kind in _AFTERMATH_KINDS:
+    if e.kind in INFO_KINDS or e.kind in WAIT_ERRORS or e.kind in AFTERMATH_OF_WAIT:
         return False
     return not e.peer_addr and not _SYMPTOM_WORDS.search(e.message or "")
 

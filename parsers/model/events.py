@@ -793,11 +793,19 @@ WAIT_ERRORS = TIMEOUT_KINDS | {ErrorKind.GLOO_TIMEOUT, ErrorKind.CONNECTION_CLOS
 WARNING_KINDS = frozenset({ErrorKind.C10D_WARNING})
 
 
-#: what a process prints because a collective timed out, its own or another rank's: c10d's Flight Recorder dump
-#: request ("Received a dump signal due to a collective timeout from rank 3"). Every rank of a job that timed out
-#: prints it, so it is no fault of the process: as an own error it made every rank of a replicated issue26/order
-#: odd (1,032 of 1,032), and the digest path read every raw file (at 100,000 ranks: 20 GB, killed for memory).
-AFTERMATH_OF_WAIT = frozenset({ErrorKind.DUMP_SIGNAL})
+#: what is printed because a process waited, stopped or was stopped, its own or another rank's, never a fault of the
+#: process by itself: c10d's Flight Recorder dump request ("Received a dump signal due to a collective timeout from
+#: rank 3": every rank of a job that timed out prints it; as an own error it made every rank of a replicated
+#: issue26/order odd, 1,032 of 1,032, and the digest path read every raw file, at 100,000 ranks 20 GB, killed for
+#: memory), a launcher's report of an exit or a signal, an agent's death signal, NCCL's abort, a peer that closed
+#: its connection, the store's timeout, nccl-tests' trail of a failure, Horovod's timeline error and the Flight
+#: Recorder analyzer's report. One set: the scale path's own errors (`own_error`) and the same-fault-on-one-host rule
+#: (`parsers.judges.same_fault`) each kept their own, and the two differed (the host rule's had no dump signal, the
+#: scale path's nothing else). Kinds already information (INFO_KINDS) or waits (WAIT_ERRORS) are not repeated here.
+AFTERMATH_OF_WAIT = frozenset({ErrorKind.DUMP_SIGNAL, ErrorKind.LAUNCHER_EXIT, ErrorKind.LAUNCHER_SIGNAL,
+                               ErrorKind.AGENT_SIGNAL, ErrorKind.NCCL_ABORT, ErrorKind.PEER_CLOSED,
+                               ErrorKind.TEST_FAILURE, ErrorKind.HOROVOD_TIMELINE_ERROR, ErrorKind.FR_ANALYSIS,
+                               ErrorKind.STORE_TIMEOUT})
 
 
 def own_error(event: object) -> bool:

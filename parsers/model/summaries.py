@@ -611,6 +611,18 @@ def comm_ranks(runs: list[list[int]], jobs: Intervals) -> Intervals:
     return joined(out)
 
 
+def job_ranks(runs: list[list[int]], comms: Intervals) -> Intervals:
+    """The job ranks of these comm ranks, through a communicator's member runs (`comm_ranks`' inverse): a comm rank
+    no run holds (no member with recorder state said which job rank it is) has none."""
+    out = []
+    for lo, hi, j in runs:
+        for a, b in comms:
+            a, b = max(a, lo), min(b, hi)
+            if a <= b:
+                out.append([a - lo + j, b - lo + j])
+    return joined(out)
+
+
 def comm_waits(runs: list[list[int]], keys: dict[str, Intervals]) -> tuple[dict[str, Intervals], Intervals]:
     """A communicator's waits over its comm ranks (`runs`: its member runs, `keys`: `ClassSummary.waits[comm]`): the
     waiters of each key as comm ranks, and every comm rank waited on."""

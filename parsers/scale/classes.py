@@ -17,8 +17,9 @@ class of one, so the same rules decide at 8 ranks and at 100,000, and the cost f
   collective), so that the judge, which names every one of them, reads them all;
 - a position (last op and seq) of a communicator shorter than its tallest (`parsers.model.majority.minorities`:
   a tie of the tallest is no minority);
-- the recorder: when any rank waits on a peer, every rank with recorder state that waits on none (the ends of
-  the waits, `parsers.model.waits.wait_ends`), and, while a comm rank waited on left no state (a silent member,
+- the recorder: where each communicator's waits end (the ranks waited on that wait on none,
+  `parsers.model.waits.wait_ends`, as the recorder judge names them: a class of healthy ranks that waits on none
+  and that no rank waits on stays one class), and, while a comm rank waited on left no state (a silent member,
   `silent_members`), every rank without recorder state;
 - both ends of every wait the stack-peer matching (parsers.judges.p2p_stacks) draws from the ranks' blocking
   sends and recvs (py-spy --locals' peers): its rules read a whole cycle of blocked waits and every rank posting
@@ -41,7 +42,7 @@ from typing import Any, Protocol
 from parsers.judges.stacks import compare_stacks
 from parsers.model.majority import minorities
 from parsers.model.ranksets import MAX_RANGES, Intervals, count, difference, joined
-from parsers.model.summaries import HostFinding, StackClass, comm_waits, p2p_calls
+from parsers.model.summaries import HostFinding, StackClass, comm_waits, job_ranks, p2p_calls
 from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.p2p_stacks import MAX_RANKS, judge_stacks, stack_op
 from parsers.judges.p2p import unanswered
@@ -130,37 +131,27 @@ def _incomplete(out: ClassJudgement, why: str) -> ClassJudgement:
 
 
 def _recorder_sinks(merged: RankGroups, out: ClassJudgement) -> Intervals:
-    """When anyone waits on a peer in the recorder, the ranks with recorder state that wait on none: the
-    peers waited on and the silent members (over rank sets)."""
-    waiting: Intervals = []
-    for peers in merged.waits.values():
-        for iv in peers.values():
-            waiting.extend(iv)
-            out.judged += 1
-    if not waiting:
-        return []
-    waiting = joined(waiting)
-    # where the waits end (`wait_ends`, the recorder judge's rule), with every rank that has recorder state
-    # counted as waited on: which job rank a waited-on comm rank is takes the members' runs (the focus maps
-    # them), so over classes the ranks that may be waited on are all of them; and, where a comm rank waited on left
-    # no recorder state (`silent_members`, the recorder judge's 'no recorder state while its peers wait on it'),
-    # every rank without it: which job rank that comm rank is, only its own state would say
-    silent = _silent(merged)
-    out.judged += 1
-    return [*wait_ends(merged.recorder_ranks, waiting),
-            *(difference(merged.summarised, merged.recorder_ranks) if silent else [])]
+    """Where the recorder's waits end, per communicator (`wait_ends`, the recorder judge's rule: waited on, waiting
+    on none), as job ranks through the members' runs; and, while such an end left no recorder state (a silent
+    member: which job rank it is only its own state would say), every rank without recorder state.
 
-
-def _silent(merged: RankGroups) -> bool:
-    """Whether, in any communicator, a comm rank others wait on left no recorder state (`silent_members`, over
-    comm ranks: the members' runs say which comm ranks have state)."""
+    Why over comm ranks, not every rank with state: ranks with recorder state that wait on none are odd only where
+    the waits end, as the judge names them. Counted as 'possibly waited on' one by one, every healthy rank of a
+    fleet beside a few waiting ranks was odd (1,030 of 1,032 in a replicated issue26/slow5), each copy of one class
+    read raw and the focus read every host."""
+    ends: Intervals = []
+    silent = False
     for comm, keys in merged.waits.items():
+        out.judged += len(keys)
         runs = merged.members.get(comm, [])
         waiting, waited = comm_waits(runs, keys)
-        if silent_members(waited, joined([p for iv in waiting.values() for p in iv]),
-                          joined([[lo, hi] for lo, hi, _ in runs])):
-            return True
-    return False
+        waits = joined([p for iv in waiting.values() for p in iv])
+        ends.extend(job_ranks(runs, wait_ends(waited, waits)))
+        silent = silent or bool(silent_members(waited, waits, joined([[lo, hi] for lo, hi, _ in runs])))
+    if not any(merged.waits.values()):
+        return []
+    out.judged += 1
+    return [*ends, *(difference(merged.summarised, merged.recorder_ranks) if silent else [])]
 
 
 def _unanswered_sends(groups: RankGroups) -> Intervals:

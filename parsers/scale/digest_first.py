@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, decode_parsed, encode_files,
-                                  kb_key, make_digest, own_processes, read_digest, summaries_of)
+from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, StatedJob, decode_parsed,
+                                  encode_files, kb_key, make_digest, read_digest, summaries_of)
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.scale.named_faults import Claims, named
 from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
@@ -176,11 +176,9 @@ def load_digest_first(source: Source, kb: Any, log_mode: str | None = None) -> D
     arts: list[Artifact | None] = [None] * len(source.files)
     parts: list[ClassSummary] = []
     undigested = 0
-    own = own_processes(source.manifest.ranks)  # a host's digest speaks for its own processes only
-    # once, not per host: it walks every rank record (12,500 hosts x 100,000 records read it for 20 minutes)
-    world = source.manifest.world_size
+    job = StatedJob.of(source.manifest)  # a host's digest speaks for its own processes only, within the job's size
     for rec in source.manifest.hosts:
-        dig = _usable_digest(source, rec, want_kb, read.notes, (own, world))
+        dig = _usable_digest(source, rec, want_kb, read.notes, job)
         if dig is None:
             # a host that sent files without a usable digest: its ranks are in no class (rank by rank then);
             # a host that sent nothing (unreachable, timed out) has no ranks to judge either way
@@ -258,12 +256,10 @@ def _odd_by_classes(read: DigestRead, raw_idx: set[int]) -> tuple[set[tuple[str,
     return raw, set(judged.hosts)
 
 
-def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str],
-                   job: tuple[dict[str, dict[int, int | None]], int | None]) -> HostDigest | None:
+def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str], job: StatedJob) -> HostDigest | None:
     """A host's digest when it is there, valid and made for this reading; else None (a note says why,
-    except when there is none: a bundle written before digests). `job`: each host's own processes, and the
-    job's size the manifest states (what bounds the ranks and peers a digest may name)."""
-    own, world = job
+    except when there is none: a bundle written before digests). `job`: what the manifest says of the job (each
+    host's own processes, and the job's size: what bounds the ranks and peers a digest may name)."""
     folder = (rec.dir or "").rstrip("/")
     if not folder or folder.count("/") != 1:
         return None
@@ -274,7 +270,7 @@ def _usable_digest(source: Source, rec: Any, want_kb: str, notes: list[str],
     if not os.path.lexists(path):
         return None
     try:
-        dig = read_digest(path, own.get(rec.host, {}), world)
+        dig = read_digest(path, job.own(rec.host), job.world)
     except DigestError as err:
         notes.append(f"digest of {rec.host} unusable ({err}); its raw files read")
         return None

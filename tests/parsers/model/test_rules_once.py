@@ -48,6 +48,9 @@ RULES = {
     # a communicator's waits over its comm ranks (the focus's wait graph and the class judgement's silent members)
     "comm_waits": "parsers/model/summaries.py",
     "comm_ranks": "parsers/model/summaries.py",
+    "job_ranks": "parsers/model/summaries.py",  # its inverse: where a communicator's waits end, as job ranks
+    # a sink cycle of waits (the verdict's deadlock; the focus reads those of a wait graph through the job)
+    "roots_and_cycles": "parsers/judges/logs/waitgraph.py",
     # an error of a process's own that is no wait on a peer (the scale path's 'error' flag, the focus's and
     # digest first's reading of job-level files, the suspect's first cause)
     "own_error": "parsers/model/events.py",

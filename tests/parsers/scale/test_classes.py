@@ -59,6 +59,34 @@ def test_a_chain_of_waits_through_ten_thousand_ranks_stays_whole():
     assert {h for h, _ in digest_focus._waits(merged, host_of)} == {"node00416", "node00000"}
 
 
+def test_a_few_waits_beside_a_class_of_healthy_ranks_keep_it_one_class():
+    """Ranks 1-3 wait on comm rank 0 in the recorder; the other 11,996 ranks have recorder state, wait on none and
+    nobody waits on them: one class. Where the waits end is rank 0 alone, as the recorder judge names it; counted
+    as possibly waited on one by one, every healthy rank was odd (a replicated issue26/slow5: 1,030 of 1,032)."""
+    odd = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", 0]] if r in (1, 2, 3) else []} for r in range(12_000)}
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=odd)) for h in range(1500))
+    assert merged.recorder_ranks == [[0, 11_999]]
+    judged = judge_classes(merged)
+    assert judged.complete and list(ranks_of(judged.ranks)) == [0]
+
+
+def test_waits_into_a_cycle_read_the_cycle_and_a_ring_is_read_whole():
+    """10,000 ranks each wait on their lower neighbour, and ranks 0 and 1 on each other: no wait ends (every rank
+    waited on waits), so no class rule makes a rank odd, and the focus reads where the waits go, the sink cycle
+    {0, 1} (the verdict's deadlock), with a few waiters of each and one of each kind of wait: one host, not every
+    host waited on (a replicated i39/sendsend-seed39 read 130 of 130). A ring through the job (each rank waits on
+    the next, the last on the first) is one cycle of every rank: read whole."""
+    chain = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", r - 1 if r else 1]]} for r in range(10_000)}
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=chain)) for h in range(1250))
+    assert set(merged.waits["abc"]) == {"-1", "+1"}
+    assert judge_classes(merged).complete and judge_classes(merged).ranks == []
+    host_of = {r: [f"node{r // 8:05d}"] for r in range(10_000)}
+    assert {h for h, _ in digest_focus._waits(merged, host_of)} == {"node00000"}
+    ring = {r: {"recorder": [["abc", r, r]], "waits_on": [["abc", (r + 1) % 10_000]]} for r in range(10_000)}
+    merged = digest_merge.merge_all(digest_merge.from_document(_host(h, odd=ring)) for h in range(1250))
+    assert len({h for h, _ in digest_focus._waits(merged, host_of)}) == 1250
+
+
 def test_a_rank_without_recorder_state_is_odd_when_others_wait():
     """Ranks 8-15 are comm 'abc' (comm rank r = job rank 8 + r); rank 9 left no recorder state and its peers wait
     on it: the recorder judge names it ('no recorder state while its peers wait on it'). Which job rank comm rank

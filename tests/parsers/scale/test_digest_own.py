@@ -11,7 +11,8 @@ import pytest
 from benchmarks.bundle_scale import write_bundle
 from benchmarks.fleet_lies import claim_all, stop_rank, write_digests
 from parsers import knowledge
-from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, read_summaries
+from parsers.gather.source import open_source
+from parsers.scale.digest import DIGEST_NAME, DigestError, StatedJob, read_digest, read_summaries
 from forensics.report.words import analyze
 
 KB = knowledge.load(use_env=False)
@@ -160,3 +161,14 @@ def test_a_forged_culprit_counts_for_nothing(bundle):
         assert _key(analyze(bundle, KB).verdict) == (13, "node00001", "stopped")
     finally:
         path.write_bytes(saved)
+
+
+def test_what_the_manifest_says_of_the_job_bounds_each_hosts_digest(bundle):
+    """`StatedJob`: each host's own processes (pid -> rank) and the job's size, from the manifest, as digest first and
+    the focus check every host's digest by; a host the manifest gives no process speaks for none."""
+    with open_source(bundle) as src:
+        job = StatedJob.of(src.manifest)
+    assert job.world == 64 and job.own("node00002") == {10016 + i: 16 + i for i in range(8)}
+    assert job.own("no-such-host") == {} and len(job.processes) == 8
+    dig = read_digest(bundle / "hosts/node00002" / DIGEST_NAME, job.own("node00002"), job.world)
+    assert sorted(s.rank for s in dig.ranks) == list(range(16, 24))

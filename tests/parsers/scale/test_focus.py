@@ -25,7 +25,7 @@ from parsers.scale.digest_first import digest_host
 from parsers.gather.evidence import load
 from parsers.judges.p2p_stacks import judge_stacks, stack_ops
 from parsers.gather.source import open_source
-from parsers.model.events import ErrorKind, own_error
+from parsers.model.events import ErrorKind, fault_flags, own_error
 from forensics.report.words import analyze
 from tests.parsers.scale.test_digest import BUNDLES, KB, _verdict_key, _with_digests
 
@@ -245,3 +245,15 @@ def test_a_dump_signal_every_rank_prints_makes_no_rank_odd(tmp_path):
     assert {e.origin.rank for e in signals} == ranks and len(ranks) == 8
     assert not any(map(own_error, signals))
     assert {r.rank for r in summaries if r.flags} == {3}, {r.rank: r.flags for r in summaries}
+
+
+def test_a_peer_that_closed_its_connection_is_no_fault_of_the_rank_that_saw_it():
+    """nccl_x2/p2p/kill: rank 0's NCCL log says its peer (rank 1, killed) closed the connection. What follows a wait
+    or a stop is one set in the model (`AFTERMATH_OF_WAIT`), read by the scale path's own errors and by the
+    same-fault host rule; the scale path had a set of its own (the dump signal only) and flagged rank 0 'error', an
+    odd one out by itself, where the host rule took the same line for a victim's symptom."""
+    with open_source(FIXTURES / "nccl_x2/p2p/kill/bundle") as src:
+        arts = [a for a in load(src, KB.line_filter).artifacts if a.parsed and a.rank == 0]
+    closed = [e for a in arts for e in a.parsed.events if getattr(e, "kind", None) == ErrorKind.PEER_CLOSED]
+    assert closed and not any(map(own_error, closed))
+    assert {f for a in arts for f in fault_flags(a.parsed)} == set()
