@@ -34,6 +34,7 @@ import re
 import shutil
 import struct
 import tarfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -384,15 +385,20 @@ def healthy_rank(bundle: Path, v: Any) -> int:
     return (plain or healthy)[0]["rank"]
 
 
-def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None) -> tuple[Path, Any]:
+def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None,
+          seconds: dict[str, float] | None = None) -> tuple[Path, Any]:
     """The capture replicated to `ranks` ranks with every host's digest; the capture's own plain verdict.
     `workers`: processes that write the copies and the digests (default: one a core; on a fleet every host
-    makes its own digest at once)."""
+    makes its own digest at once). `seconds`, where given, gets the wall seconds of 'replica' and 'digests'."""
     workers = workers or os.cpu_count() or 1
     own = unpacked(capture, tmp)
     v = analyze(own, KB, digests=False).verdict
     if not culprit_key(v):
         raise ValueError(f"{capture}: its own plain read names no culprit: not a fault capture to replicate")
+    t = time.perf_counter()
     dst = replicate(own, tmp / "fleet", ranks, healthy_rank(own, v), workers=workers)
+    made = time.perf_counter()
     write_digests(dst, KB, workers=workers)
+    if seconds is not None:
+        seconds.update(replica=made - t, digests=time.perf_counter() - made)
     return dst, v
