@@ -235,7 +235,9 @@ def _copy_file(data: bytes, rel: str, c: Copy, t: _Template, ctx: tuple[tuple[in
     if name.endswith(".bin") and "recorder" in name:
         if header(data)[1] != world[0]:
             return None
-        ops = t.ops.setdefault(rel, used_ops(data))
+        if rel not in t.ops:  # once a template file (setdefault's default was found again for every copy)
+            t.ops[rel] = used_ops(data)
+        ops = t.ops[rel]
         return recorder_as(data, c.rank, world[1], c.pid, c.host, ops=ops)
     if name.endswith(".log") and (rel.startswith("nccl/") or name in ("stdout.log", "stderr.log")):
         key = (rel, c.slot)  # a slot's pid and tids are every copy's in that slot: the log rewritten once a slot
@@ -270,9 +272,10 @@ def _write_copy(t: _Template, c: Copy, world: tuple[int, int], per_host: int) ->
         else:
             out.write_bytes(out_data)
         renamed[f"{tpl['dir']}/{rel}"] = f"{new_dir}/{new_rel}"
-    rec = json.loads(json.dumps(tpl))
-    for col in rec.get("collectors") or []:
-        col["files"] = [renamed.get(p, p) for p in col.get("files") or [] if renamed.get(p, p) is not None]
+    rec = dict(tpl)  # what differs is set here; the rest is the template's, shared (nothing changes it later)
+    if isinstance(tpl.get("collectors"), list):
+        rec["collectors"] = [dict(col, files=[renamed.get(p, p) for p in col.get("files") or []
+                                              if renamed.get(p, p) is not None]) for col in tpl["collectors"]]
     rec.update(host=c.host, pid=c.pid, dir=new_dir, rank=c.rank, local_rank=c.slot, world_size=world[1],
                local_world_size=per_host)
     if "group_rank" in rec and rec["group_rank"] is not None:
