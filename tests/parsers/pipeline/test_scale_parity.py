@@ -43,8 +43,8 @@ COSTLY_RANKS = int(os.environ.get("HF_PARITY_RANKS", str(FOCUS_MIN_RANKS + 8)))
 #: the recorder's sigstop: their copied rank's stdout holds NCCL's proxy dump (1,900 ops), its NCCL log is 260 kB
 #: (NCCL's line for every collective) and its recorder has 1,024 proxy ops; issue26/slow5's, 370 kB a rank. At
 #: 4,096 ranks each fleet's digests are 150-410 CPU s, about 2,600 for the eight: 22 minutes of the box's two cores
-#: beside the other 24 cases' 1,000 CPU s. They run at COSTLY_RANKS (1,032); HF_PARITY_RANKS=4096 runs them at
-#: 4,096 (benchmarks/results/scale_parity-4096-2026-12-07-h45par.md)
+#: beside the other 24 cases' 900 CPU s (their builds, one process). They run at COSTLY_RANKS (1,032);
+#: HF_PARITY_RANKS=4096 runs them at 4,096 (benchmarks/results/scale_parity-4096-2026-12-07-h45par.md)
 COSTLY: dict[str, int] = {
     "nccl/sigstop/bundle": 75, "nccl/kill/bundle": 81, "recorder/preload_nccl2289/sigstop/bundle": 71,
     "nccl_x2/mixed/kill/bundle": 92, "nccl_x2/mixed/sigstop/bundle": 84, "nccl_x2/p2p/kill/bundle": 63,
