@@ -34,6 +34,7 @@ import re
 import shutil
 import struct
 import tarfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,7 +235,9 @@ def _copy_file(data: bytes, rel: str, c: Copy, t: _Template, ctx: tuple[tuple[in
     if name.endswith(".bin") and "recorder" in name:
         if header(data)[1] != world[0]:
             return None
-        ops = t.ops.setdefault(rel, used_ops(data))
+        if rel not in t.ops:  # once a template file (setdefault's default was found again for every copy)
+            t.ops[rel] = used_ops(data)
+        ops = t.ops[rel]
         return recorder_as(data, c.rank, world[1], c.pid, c.host, ops=ops)
     if name.endswith(".log") and (rel.startswith("nccl/") or name in ("stdout.log", "stderr.log")):
         key = (rel, c.slot)  # a slot's pid and tids are every copy's in that slot: the log rewritten once a slot
@@ -269,9 +272,10 @@ def _write_copy(t: _Template, c: Copy, world: tuple[int, int], per_host: int) ->
         else:
             out.write_bytes(out_data)
         renamed[f"{tpl['dir']}/{rel}"] = f"{new_dir}/{new_rel}"
-    rec = json.loads(json.dumps(tpl))
-    for col in rec.get("collectors") or []:
-        col["files"] = [renamed.get(p, p) for p in col.get("files") or [] if renamed.get(p, p) is not None]
+    rec = dict(tpl)  # what differs is set here; the rest is the template's, shared (nothing changes it later)
+    if isinstance(tpl.get("collectors"), list):
+        rec["collectors"] = [dict(col, files=[renamed.get(p, p) for p in col.get("files") or []
+                                              if renamed.get(p, p) is not None]) for col in tpl["collectors"]]
     rec.update(host=c.host, pid=c.pid, dir=new_dir, rank=c.rank, local_rank=c.slot, world_size=world[1],
                local_world_size=per_host)
     if "group_rank" in rec and rec["group_rank"] is not None:
@@ -384,15 +388,20 @@ def healthy_rank(bundle: Path, v: Any) -> int:
     return (plain or healthy)[0]["rank"]
 
 
-def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None) -> tuple[Path, Any]:
+def fleet(capture: Path, tmp: Path, ranks: int, workers: int | None = None,
+          seconds: dict[str, float] | None = None) -> tuple[Path, Any]:
     """The capture replicated to `ranks` ranks with every host's digest; the capture's own plain verdict.
     `workers`: processes that write the copies and the digests (default: one a core; on a fleet every host
-    makes its own digest at once)."""
+    makes its own digest at once). `seconds`, where given, gets the wall seconds of 'replica' and 'digests'."""
     workers = workers or os.cpu_count() or 1
     own = unpacked(capture, tmp)
     v = analyze(own, KB, digests=False).verdict
     if not culprit_key(v):
         raise ValueError(f"{capture}: its own plain read names no culprit: not a fault capture to replicate")
+    t = time.perf_counter()
     dst = replicate(own, tmp / "fleet", ranks, healthy_rank(own, v), workers=workers)
+    made = time.perf_counter()
     write_digests(dst, KB, workers=workers)
+    if seconds is not None:
+        seconds.update(replica=made - t, digests=time.perf_counter() - made)
     return dst, v
