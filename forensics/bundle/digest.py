@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from parsers import knowledge
-from parsers.scale.digest import DIGEST_NAME, DigestError, read_digest, write_json
+from parsers.scale.digest import DIGEST_NAME, DigestError, read_summaries, write_json
 from parsers.scale.merge import from_host, merge_all, without as without_digest
 from parsers.model.manifest import Manifest
 from parsers.scale.digest_first import digest_host
@@ -64,8 +64,8 @@ def write_merged_digest(root: Path, man: Manifest) -> str | None:
             if (root / rec.dir).is_dir():  # files without a digest: its ranks are in no class (counted as dropped)
                 without.append(rec.host)
             continue
-        try:
-            dig = read_digest(path)
+        try:  # its rank summaries only: the files' evidence (nine tenths of a digest) is no part of the classes
+            dig = read_summaries(path)
         except DigestError as err:
             bad.append(f"{rec.host} ({err})")
             continue

@@ -36,8 +36,9 @@ MAX_HOSTS = 1 << 17  #: hosts one class summary may speak for
 
 FORMAT = "hang-forensics-merged-digest"
 #: 3: typed, idempotent (hosts as rank sets, records as sets, `lossy` for the count `dropped`); 4: waits keyed by
-#: distance (`wait_key`), edges a sample; 5: `p2p`, the stacks' blocking send/recv by kind and distance (`p2p_key`)
-VERSION = 5
+#: distance (`wait_key`), edges a sample; 5: `p2p`, the stacks' blocking send/recv by kind and distance (`p2p_key`);
+#: 6: `host_runs`, numbered hosts with blocks of ranks as runs (`host_runs`; a 12,500-host fleet is one run)
+VERSION = 6
 #: torch.distributed's blocking point-to-point calls a summary keeps ('send' to dst, 'recv' from src)
 P2P_KINDS = tuple(P2P_PEER_ARG)
 
@@ -355,8 +356,9 @@ class ClassSummary:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned document (`from_json` reads it back, checked)."""
-        return {"format": FORMAT, "version": VERSION, "hosts": self.hosts, "ranks": self.ranks,
-                "host_ranks": self.host_ranks, "lossy": self.lossy, "without_digest": list(self.without_digest),
+        runs, rest = host_runs(self.host_ranks)
+        return {"format": FORMAT, "version": VERSION, "hosts": self.hosts, "ranks": self.ranks, "host_runs": runs,
+                "host_ranks": rest, "lossy": self.lossy, "without_digest": list(self.without_digest),
                 "stacks": {k: {"kind": c.kind, "op": c.op, "where": c.where, "top": list(c.top), "ranks": c.ranks}
                            for k, c in self.stacks.items()},
                 "states": self.states, "comms": self.comms, "flags": self.flags, "members": self.members,
@@ -389,6 +391,7 @@ class ClassSummary:
         histograms = {name: _histograms(doc.get(name), name) for name in ("comms", "waits")}
         plain = {name: _sets(doc.get(name), cap, name) for name, cap in
                  (("host_ranks", MAX_HOSTS), ("states", MAX_CLASSES), ("flags", len(FLAGS) + 1))}
+        plain["host_ranks"] = _with_runs(plain["host_ranks"], doc.get("host_runs"))
         if not _sets_ok([doc.get("recorder_ranks")]):
             raise SummaryError("'recorder_ranks': not a rank set")
         members = _keyed(doc.get("members"), MAX_COMMS, "members")
@@ -400,6 +403,59 @@ class ClassSummary:
                    flags=plain["flags"], members=members, waits=histograms["waits"],
                    recorder_ranks=doc["recorder_ranks"], p2p=_p2p_sets(doc.get("p2p")), lossy=doc["lossy"],
                    **_records(doc))
+
+
+#: digits of a host's number in a run (`host_runs`): below 10^9, any run's numbers are counts
+_RUN_DIGITS = 9
+
+
+def host_runs(host_ranks: dict[str, Intervals]) -> tuple[list[list[Any]], dict[str, Intervals]]:
+    """`ClassSummary.host_ranks` as it is written: (runs, the other hosts). A run [prefix, digits, first, last,
+    lo, size] is the hosts prefix + each number first..last (zero-filled to `digits`), each holding the next
+    block of `size` ranks from `lo`. Why: each host's own entry made a gateway's answer a few bytes a host (a
+    100,000-rank fleet's merged digest 32 times the size of its classes: 359 kB to the root, 11 kB before the
+    hosts were kept); a fleet's nodes are numbered with a block of ranks each, which is one run at any size.
+    The model is still the mapping (the merge's laws are its); runs are its encoding, one canonical form."""
+    numbered, rest = [], {}
+    for host, iv in host_ranks.items():
+        stem = host.rstrip("0123456789")
+        digits = len(host) - len(stem)
+        if len(iv) == 1 and 0 < digits <= _RUN_DIGITS:
+            numbered.append((stem, digits, int(host[len(stem):]), iv[0][0], iv[0][1] - iv[0][0] + 1))
+        else:
+            rest[host] = iv
+    runs: list[list[Any]] = []
+    for stem, digits, n, lo, size in sorted(numbered):
+        last = runs[-1] if runs else None
+        if last and last[:2] == [stem, digits] and last[5] == size and n == last[3] + 1 \
+                and lo == last[4] + (n - last[2]) * size:
+            last[3] = n
+        else:
+            runs.append([stem, digits, n, n, lo, size])
+    for stem, digits, first, _, lo, size in [r for r in runs if r[2] == r[3]]:  # a run of one: the host's entry
+        rest[f"{stem}{first:0{digits}d}"] = [[lo, lo + size - 1]]
+    return [r for r in runs if r[2] < r[3]], dict(sorted(rest.items()))
+
+
+def _with_runs(host_ranks: dict[str, Intervals], runs: Any) -> dict[str, Intervals]:
+    """`host_ranks` with the hosts of `runs` (`host_runs`' inverse), each checked; SummaryError where a run is not
+    [prefix, digits, first, last, lo, size] within bounds, names a host twice, or the hosts pass MAX_HOSTS."""
+    out, left = dict(host_ranks), MAX_HOSTS - len(host_ranks)
+    for run in _items(runs, MAX_HOSTS, "host_runs"):
+        if not (isinstance(run, list) and len(run) == 6 and isinstance(run[0], str) and len(run[0]) <= MAX_TEXT
+                and all(is_rank(v) for v in run[1:]) and 0 < run[1] <= _RUN_DIGITS and run[2] <= run[3]
+                < 10 ** run[1] and run[5] > 0 and is_rank(run[4] + (run[3] - run[2] + 1) * run[5] - 1)):
+            raise SummaryError("'host_runs': a run not [prefix, digits, first, last, lo, size] within bounds")
+        stem, digits, first, last, lo, size = run
+        left -= last - first + 1
+        if left < 0:
+            raise SummaryError(f"'host_runs': more hosts than the {MAX_HOSTS} a merged digest speaks for")
+        for n in range(first, last + 1):
+            host = f"{stem}{n:0{digits}d}"
+            if host in out:
+                raise SummaryError(f"'host_runs': host {host[:60]!r} named twice")
+            out[host] = [[lo + (n - first) * size, lo + (n - first + 1) * size - 1]]
+    return out
 
 
 #: a key of `ClassSummary.p2p` (digits bounded: a linear match)
@@ -637,7 +693,9 @@ class _Cut:
         self.lossy = False
 
     def union(self, a: Intervals, b: Intervals) -> Intervals:
-        out = joined([*a, *b])
+        # a summary's rank sets are canonical (of_ranks, joined, `well_formed` from outside): one alone needs no
+        # sort (a gateway's 782 hosts are 782 one-sided keys in each merge of its tree, 12,500 at the root)
+        out = joined([*a, *b]) if a and b else list(a or b)
         if len(out) > MAX_RANGES:
             self.lossy = True
             del out[MAX_RANGES:]

@@ -10,8 +10,8 @@ import random
 import pytest
 
 from parsers.model.ranksets import MAX_RANGES, count, of_ranks
-from parsers.model.summaries import (MAX_CLASSES, MAX_POSITIONS, ClassSummary, Position, RankSummary, SummaryError,
-                                   merge, merge_all, of_host, p2p_calls, p2p_key)
+from parsers.model.summaries import (MAX_CLASSES, MAX_HOSTS, MAX_POSITIONS, ClassSummary, Position, RankSummary,
+                                   SummaryError, merge, merge_all, of_host, p2p_calls, p2p_key)
 
 KINDS = [("collective", "allreduce", None), ("collective", "broadcast", None), ("elsewhere", None, "train.py:47"),
          ("gpu-wait", None, None)]
@@ -96,6 +96,12 @@ def test_caps_keep_the_same_part_in_any_tree_and_say_so():
 
 @pytest.mark.parametrize("change, why", [
     ({"version": 4}, "version '4'"),  # before `p2p`: its stack peers would be lost unsaid
+    ({"version": 5}, "version '5'"),  # before `host_runs`: the hosts of its runs would be lost unsaid
+    ({"host_runs": [["zz", 1, 0, 10, 0, 8]]}, "host_runs"),  # a number wider than its digits
+    ({"host_runs": [["zz", 3, 0, 999, 1 << 30, 1 << 22]]}, "host_runs"),  # ranks past 2^31
+    ({"host_runs": [["zz", 9, 0, MAX_HOSTS, 0, 1]]}, "more hosts than"),  # a huge fleet in one run
+    ({"host_runs": [["zz", 1, 0, 1, 0, 8], ["zz", 1, 1, 2, 8, 8]]}, "named twice"),
+    ({"host_runs": [["zz", True, 0, 1, 0, 8]]}, "host_runs"),
     ({"p2p": {"send+1": [[3, 2]]}}, "p2p"),
     ({"p2p": {"sendto3": [[0, 1]]}}, "key 'sendto3'"),
     ({"p2p": {"recv+99999999999": [[0, 1]]}}, "key 'recv"),  # a distance past any rank

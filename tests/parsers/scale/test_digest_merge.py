@@ -50,9 +50,23 @@ def test_classes_ranges_and_outliers():
     assert digest_merge.outliers(root) == {"0xabc": ["allreduce@10: ranks 13"]}
     doc = root.to_json()
     # 4,096 ranks in a few kB: the classes' size follows the variety, not the count; which ranks each host
-    # speaks for (what makes the merge idempotent, and a rank two hosts claim a conflict) is a few bytes a host
-    assert len(json.dumps(dict(doc, host_ranks={}))) < 4000
-    assert len(json.dumps(doc["host_ranks"])) < 30 * root.hosts
+    # speaks for (what makes the merge idempotent, and a rank two hosts claim a conflict) is a run of numbered
+    # hosts with a block of ranks each, one run a width of number here (n0-n9, n10-n99, n100-n511)
+    assert len(json.dumps(doc)) < 4000 and doc["host_ranks"] == {}
+    assert doc["host_runs"] == [["n", 1, 0, 9, 0, 8], ["n", 2, 10, 99, 80, 8], ["n", 3, 100, 511, 800, 8]]
+    assert digest_merge.ClassSummary.from_json(json.loads(json.dumps(doc))) == root
+
+
+def test_hosts_out_of_runs_keep_their_own_entry():
+    """A host of ranks that are no block after its neighbour's, or of no number, is written by itself; a rank two
+    hosts claim is still a conflict after the round trip."""
+    parts = [digest_merge.from_document(_fake_host(f"node{h:03d}", range(h * 8, h * 8 + 8))) for h in range(4)]
+    parts += [digest_merge.from_document(_fake_host("node004", [40, 42])),
+              digest_merge.from_document(_fake_host("login", [3]))]
+    doc = digest_merge.merge_all(parts).to_json()
+    assert doc["host_runs"] == [["node", 3, 0, 3, 0, 8]] and doc["host_ranks"] == {
+        "login": [[3, 3]], "node004": [[40, 40], [42, 42]]}
+    assert digest_merge.ClassSummary.from_json(doc).conflicts == {3: ["login", "node000"]}
 
 
 def test_any_tree_shape_gives_the_same_root():
