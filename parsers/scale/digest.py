@@ -92,7 +92,9 @@ _TAG = {cls: tag for tag, cls in _TYPES.items()}
 _FIELDS = {cls: {f.name: f for f in dataclasses.fields(cls) if f.init} for cls in _TYPES.values()}
 #: the Parsed fields a digest carries (the rest are a job file's, never in a digest)
 _PARSED_FIELDS = ("events", "lines", "unknown_lines", "problems", "stacks", "facts", "process", "host_facts", "exits",
-                  "recorder", "notes", "exceptions", "samples", "unread", "second_look")
+                  "recorder", "notes", "exceptions", "samples", "unread", "second_look", "kernel_stamps")
+#: characters of a kernel line's stamp a digest keeps (`[Mon Dec  7 17:32:58 2026]`, `[12345.678901]`, ISO forms)
+STAMP_CHARS = 64
 
 
 class DigestError(FileFormatError):
@@ -310,6 +312,10 @@ def reduce_parsed(parsed: Parsed, matched: frozenset[int] = frozenset()) -> Pars
     # the exceptions the exceptions judge reads of the file: whichever rank each names, the copy files it alike
     out.exceptions = [_cap_exception(e) for e in kept_exceptions(parsed.exceptions, EXCEPTIONS_CAP, EXCEPTION_RANKS)]
     out.notes = _cap_notes(parsed.notes, matched)
+    # each kept kernel line's own time (parsers.judges.kernel_times: a line from before the job is not counted):
+    # without it a digest's host would count what the plain read of the same files leaves out
+    kept = {note[0] for note in out.notes if isinstance(note, tuple) and note}
+    out.kernel_stamps = {n: str(t)[:STAMP_CHARS] for n, t in parsed.kernel_stamps.items() if n in kept}
     out.unread = list(parsed.unread[:UNREAD_CAP])
     out.problems = list(parsed.problems[:PROBLEMS_CAP])
     out.exits = list(parsed.exits[:PROC_THREADS_CAP])
@@ -383,7 +389,7 @@ def encode_parsed(parsed: Parsed, path: str = "", rel: str = "",
     for name in _PARSED_FIELDS:
         value = getattr(small, name)
         if value:
-            out[name] = encode(value, paths=paths)
+            out[name] = encode(value, paths=paths) if name != "kernel_stamps" else sorted(map(list, value.items()))
     return out
 
 
@@ -398,7 +404,7 @@ def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = N
             continue
         if name not in _PARSED_FIELDS:
             raise DigestError(f"a file's evidence has no field {name[:60]!r}")
-        kwargs[name] = decode(raw, paths=(path, rel, host))
+        kwargs[name] = decode(raw, paths=(path, rel, host)) if name != "kernel_stamps" else _stamps(raw)
     for name in ("lines", "unknown_lines"):
         if not isinstance(kwargs.get(name, 0), int):
             raise DigestError(f"{name}: not a number")
@@ -410,6 +416,19 @@ def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = N
             raise DigestError(f"{name}: not a mapping")
     _check_members(kwargs)
     return Parsed(kind=data["kind"][:100], **kwargs)
+
+
+def _stamps(raw: Any) -> dict[int, str]:
+    """A digest's kernel stamps ([line, stamp] pairs, as `encode_parsed` writes them) as Parsed keeps them."""
+    if not isinstance(raw, list) or len(raw) > NOTES_CAP + MATCHED_NOTES_CAP:
+        raise DigestError("kernel_stamps: not a list of at most the kept notes")
+    out = {}
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str)
+                and len(item[1]) <= STAMP_CHARS):
+            raise DigestError("kernel_stamps: not [line, stamp] pairs")
+        out[item[0]] = item[1]
+    return out
 
 
 _MEMBER_TYPES = {"events": (CommMember, OpEvent, Progress, ErrorEvent, TopoEdge, RasFinding), "stacks": (ThreadStack,),

@@ -177,3 +177,19 @@ def test_a_job_start_after_the_kernel_log_was_copied_is_not_believed():
     assert [f.entry.id for f in counted] == ["xid-79"]
     # wording is the behaviour: the report says why no time was compared
     assert len(notes) == 1 and "is after the kernel log was copied" in notes[0]
+
+
+
+def test_the_hosts_digest_leaves_out_what_the_plain_read_leaves_out(tmp_path, job):
+    """A host's digest (what `analyze` reads first at fleet size) carries each kept kernel line's stamp, so its
+    host findings leave out the faults from before the job as the plain read does (before, the digest lost the
+    stamps: its host found what the plain read of the same files left out)."""
+    from parsers.scale.digest import DIGEST_NAME, read_digest
+
+    bundle = _collect(tmp_path, job, [OOM, XID79, HUNG], shift=-3 * 3600)
+    assert not [s for s in _suspects(bundle) if s.reason_class == ReasonClass.HOST_FAULT]
+    digest = read_digest(next(bundle.glob(f"hosts/*/{DIGEST_NAME}")))
+    assert [f for f in digest.host_findings if f["reason_class"] == str(ReasonClass.HOST_FAULT)] == []
+    (tmp_path / "late").mkdir()
+    late = read_digest(next(_collect(tmp_path / "late", job, [OOM], shift=0.0).glob(f"hosts/*/{DIGEST_NAME}")))
+    assert [f["rank"] for f in late.host_findings if f["reason_class"] == str(ReasonClass.HOST_FAULT)] == [0]
