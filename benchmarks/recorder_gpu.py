@@ -167,25 +167,28 @@ class Group:
                 p.wait()
 
 
-def rel_spread(values: list[float]) -> float:
-    """Relative standard error of the median, in %: 1.2533 x sigma / sqrt(n), sigma from the MAD."""
+def median_error(values: list[float]) -> tuple[float, float]:
+    """The median and its standard error, 1.2533 x sigma / sqrt(n) with sigma from the MAD (inf under 3 values)."""
+    med = statistics.median(values) if values else float("nan")
     if len(values) < 3:
-        return float("inf")
-    med = statistics.median(values)
+        return med, float("inf")
     mad = statistics.median(abs(v - med) for v in values)
-    return 100 * 1.2533 * 1.4826 * mad / len(values) ** 0.5 / med if med > 0 else float("inf")
+    return med, 1.2533 * 1.4826 * mad / len(values) ** 0.5
+
+
+def rel_spread(values: list[float]) -> float:
+    """Relative standard error of the median, in %."""
+    med, err = median_error(values)
+    return 100 * err / med if med > 0 else float("inf")
 
 
 def paired(base: list[float], other: list[float]) -> dict:
     """other against base round by round (the same round's two batches ran within a fraction of a second
     of each other, so a drift of the machine over seconds cancels): the median of the per-round
-    differences in %, and its spread in points (the same estimator as rel_spread, on the differences)."""
+    differences in %, and its spread in points (`median_error`, as rel_spread, on the differences)."""
     diffs = [(o / b - 1) * 100 for b, o in zip(base, other) if b > 0]
-    if len(diffs) < 3:
-        return {"pct": float("nan"), "spread": float("inf"), "n": len(diffs)}
-    med = statistics.median(diffs)
-    mad = statistics.median(abs(d - med) for d in diffs)
-    return {"pct": med, "spread": 1.2533 * 1.4826 * mad / len(diffs) ** 0.5, "n": len(diffs)}
+    med, err = median_error(diffs)
+    return {"pct": med if len(diffs) >= 3 else float("nan"), "spread": err, "n": len(diffs)}
 
 
 def resolved_all(samples: dict[str, list[float]], target: float) -> bool:
