@@ -389,7 +389,7 @@ def encode_parsed(parsed: Parsed, path: str = "", rel: str = "",
     for name in _PARSED_FIELDS:
         value = getattr(small, name)
         if value:
-            out[name] = encode(value, paths=paths) if name != "kernel_stamps" else sorted(map(list, value.items()))
+            out[name] = encode(value, paths=paths)
     return out
 
 
@@ -404,7 +404,7 @@ def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = N
             continue
         if name not in _PARSED_FIELDS:
             raise DigestError(f"a file's evidence has no field {name[:60]!r}")
-        kwargs[name] = decode(raw, paths=(path, rel, host)) if name != "kernel_stamps" else _stamps(raw)
+        kwargs[name] = decode(raw, paths=(path, rel, host))
     for name in ("lines", "unknown_lines"):
         if not isinstance(kwargs.get(name, 0), int):
             raise DigestError(f"{name}: not a number")
@@ -416,19 +416,6 @@ def decode_parsed(data: Any, path: str = "", rel: str = "", host: str | None = N
             raise DigestError(f"{name}: not a mapping")
     _check_members(kwargs)
     return Parsed(kind=data["kind"][:100], **kwargs)
-
-
-def _stamps(raw: Any) -> dict[int, str]:
-    """A digest's kernel stamps ([line, stamp] pairs, as `encode_parsed` writes them) as Parsed keeps them."""
-    if not isinstance(raw, list) or len(raw) > NOTES_CAP + MATCHED_NOTES_CAP:
-        raise DigestError("kernel_stamps: not a list of at most the kept notes")
-    out = {}
-    for item in raw:
-        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str)
-                and len(item[1]) <= STAMP_CHARS):
-            raise DigestError("kernel_stamps: not [line, stamp] pairs")
-        out[item[0]] = item[1]
-    return out
 
 
 _MEMBER_TYPES = {"events": (CommMember, OpEvent, Progress, ErrorEvent, TopoEdge, RasFinding), "stacks": (ThreadStack,),
@@ -449,6 +436,10 @@ def _check_members(kwargs: dict) -> None:
         raise DigestError("process: not a process state")
     if kwargs.get("samples") is not None and not isinstance(kwargs["samples"], StackSamples):
         raise DigestError("samples: not stack samples")
+    stamps = kwargs.get("kernel_stamps", {})
+    if not (isinstance(stamps, dict) and len(stamps) <= NOTES_CAP + MATCHED_NOTES_CAP and all(
+            type(n) is int and isinstance(t, str) and len(t) <= STAMP_CHARS for n, t in stamps.items())):
+        raise DigestError("kernel_stamps: not line -> stamp, at most one a kept note")
     for name in ("notes", "unread"):
         for item in kwargs.get(name, ()):
             if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], int)
