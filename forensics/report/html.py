@@ -19,6 +19,7 @@ from forensics.report.stacktree import draw_stack_tree
 from forensics.report.style import to_svg
 from forensics.report.timeline import MAX_LANES, draw_timeline
 from forensics.report.view import ReportView, build_view
+from forensics.report.words.hostfaults import KERNEL_TIMES_TITLE
 from parsers.model import Verdict
 from parsers.model.ranges import fold
 
@@ -171,6 +172,7 @@ def build_report(what: Any) -> str:
                    "timeline-table"),
         "<h2>Hosts</h2>",
         table_html(_host_rows(v), ["host", "status", "action", "reasons", "evidence_missing"], "hosts-table"),
+        _kernel_times_html(v),
         "<h2>Ranks by what their main thread does</h2>",
         table_html(v.classes, ["ranks", "count", "activity"], "classes-table"),
         "<h2>Merged stacks as text</h2>", f"<pre>{esc(chr(10).join(v.stack_lines))}</pre>",
@@ -197,6 +199,14 @@ def _edge_rows(v: ReportView) -> list[dict[str, Any]]:
         groups.setdefault((b, str(where), str(d.get("source") or ""), str(d.get("reason") or "")), []).append(a)
     return [{"waiter": fold(w) if len(w) > 1 else w[0], "waits_on": b, "where": where, "source": src, "reason": why}
             for (b, where, src, why), w in groups.items()]
+
+
+def _kernel_times_html(v: ReportView) -> str:
+    """The kernel lines the host judge set against the job's start, under the hosts table: the text's lines."""
+    if not v.kernel_times:
+        return ""
+    return (f'<p class="meta">{esc(KERNEL_TIMES_TITLE)}:</p><ul id="kernel-times">'
+            + "".join(f"<li>{esc(x)}</li>" for x in v.kernel_times) + "</ul>")
 
 
 def _host_rows(v: ReportView) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ import textwrap
 
 from forensics.report.view import (ReportView, build_view, collection_time, fold_missing, fold_suspects,  # noqa: F401
                                    host_set)
+from forensics.report.words.hostfaults import KERNEL_TIMES_TITLE
 from forensics.escape import escape  # the one escape of the text outputs (collect's lines use it too)
 from parsers.model import Verdict
 
@@ -29,7 +30,8 @@ def render_verdict(verdict: Verdict, show_tree: bool = True, width: int | None =
 
 
 def render_view(view: ReportView, show_tree: bool = True, width: int | None = None) -> str:
-    """The verdict block, the main-thread classes, where each rank's logs stop, the stack tree, then missing evidence.
+    """The verdict block, the main-thread classes, where each rank's logs stop, the stack tree, then the kernel lines
+    the host judge set against the job's start and missing evidence.
 
     `width` fits lines to a terminal: the VERDICT wraps, other lines are cut with '…' and a
     note says how to see them whole; None or 0 keeps every line whole (files, pipes).
@@ -51,6 +53,8 @@ def render_view(view: ReportView, show_tree: bool = True, width: int | None = No
                      + (f"; {view.read_only}" if view.read_only else "") + "):")
         lines += [f"  {line}" for line in view.stack_lines]
     missing = ["missing evidence:"] + [f"  - {m}" for m in view.missing] if view.missing else []
+    if view.kernel_times:  # host evidence the verdict left out, said beside what is missing
+        missing = [f"{KERNEL_TIMES_TITLE}:"] + [f"  - {x}" for x in view.kernel_times] + missing
     # the verdict and what to fetch next are acted on: wrapped whole; the listings between them may be cut
     listed, cut_any = fitted(lines, width or 0)
     note = cut_note(width or 0) if cut_any else []

@@ -95,6 +95,9 @@ class ReportView:
     hosts: list[dict[str, Any]] = field(default_factory=list)  #: the host verdicts
     #: hosts to exclude or suspect, folded by finding, exclude first (forensics.report.words.hostfaults)
     host_faults: list[hostfaults.HostFault] = field(default_factory=list)
+    #: kernel lines set against each host's job start: those left out as older, a line per host set, bounded
+    #: (forensics.report.words.hostfaults.kernel_time_lines)
+    kernel_times: list[str] = field(default_factory=list)
     mixed: list[str] = field(default_factory=list)  #: files from another job, each a line (words/mixed.py)
     #: where the evidence holds only some ranks (the rest judged from their digests' classes): what the per-rank
     #: pictures and tables cover, said beside them ('' when they cover every rank read)
@@ -160,6 +163,7 @@ def build_view(verdict: Verdict, *, source: str = "", evidence: Any = None, logs
     view.times = collected if collected is not None else (collection_time(evidence) if evidence is not None else None)
     view.hosts = list(verdict.sections.get("hosts") or [])
     view.host_faults = hostfaults.host_faults(view.hosts)
+    view.kernel_times = hostfaults.kernel_time_lines(view.hosts)
     view.mixed = mixed.lines(verdict.sections.get("mixed_inputs") or [])
     view.culprits = [culprit_view(c, view.host_faults) for c in verdict.culprits]
     for c in view.culprits[:1]:

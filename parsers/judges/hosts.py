@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from parsers.judges import gpu_binding
-from parsers.judges.kernel_times import JobStart, job_starts, split_by_start
-from parsers.gather.evidence import Evidence, HostEvidence, RankEvidence
+from parsers.judges.kernel_times import JobStart, KernelEventLine, job_starts, lines_before_start, split_by_start
+from parsers.gather.evidence import Artifact, Evidence, HostEvidence, RankEvidence
 from parsers.judges.same_fault import same_fault_findings
 from parsers.knowledge import ACTION_TEXT, SEVERITIES, Finding, KnowledgeBase, load
-from parsers.model.events import ErrorKind, UNKNOWN_HOST
+from parsers.model.events import ErrorEvent, ErrorKind, UNKNOWN_HOST
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.manifest import RankRecord
 
@@ -78,6 +78,9 @@ class HostReport:
     collected: list[str] = field(default_factory=list)
     #: kernel findings left out as older than the job, or counted with no time to compare (parsers.judges.kernel_times)
     kernel_times: list[str] = field(default_factory=list)
+    #: (file, line) of the kernel lines from before the job started on this host (kernel_times): no error of the
+    #: job's, so no first error either (parsers.judges.observations reads this decision)
+    not_counted: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def reasons(self) -> list[FindingGroup]:
@@ -137,15 +140,28 @@ def _status(groups: list[FindingGroup], has_evidence: bool) -> str:
 
 
 def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[Finding] = (),
-                job: JobStart | None = None) -> HostReport:
+                job: JobStart | None = None, events: Iterable[KernelEventLine] = ()) -> HostReport:
     """The report of one host: its facts and kernel lines matched against the knowledge base; a kernel line
-    from before the job's processes on the host started (`job`) is said and not counted."""
+    from before the job's processes on the host started (`job`) is said and not counted, a finding's or one read
+    as an error event (`events`, kernel_events) alike."""
     report = HostReport(host=host.host, missing=list(host.missing), not_applicable=list(host.not_applicable),
                         collected=list(host.collected))
     report.facts = {subject: dict(facts) for subject, facts in host.facts.items()}
     if host.collectors:
         report.facts["collectors"] = {f"collector.{name}.status": status for name, status in host.collectors.items()}
-    findings: list[Finding] = []
+    findings = _kernel_findings(host, kb, job, events, report)
+    for subject, facts in report.facts.items():
+        findings += kb.match_facts(subject, facts, source=_fact_source(subject))
+    findings += list(rank_findings)
+    report.groups = group_findings(findings)
+    report.status = _status(report.groups, bool(report.collected))
+    return report
+
+
+def _kernel_findings(host: HostEvidence, kb: KnowledgeBase, job: JobStart | None, events: Iterable[KernelEventLine],
+                     report: HostReport) -> list[Finding]:
+    """The kernel findings of `host` that count against the job; what its start left out is said in the report
+    (`kernel_times`) and its lines listed (`not_counted`), those of findings and of error events alike."""
     by_file: dict[str, list[tuple[int, str]]] = {}
     for entry in host.kernel_lines:
         by_file.setdefault(entry.file, []).append((entry.line, entry.text))
@@ -153,13 +169,12 @@ def host_report(host: HostEvidence, kb: KnowledgeBase, rank_findings: Iterable[F
     for rel, lines in by_file.items():
         kernel += kb.scan_lines(lines, "kernel", rel, "kernel")
     counted, report.kernel_times = split_by_start(kernel, host, job)
-    findings += counted
-    for subject, facts in report.facts.items():
-        findings += kb.match_facts(subject, facts, source=_fact_source(subject))
-    findings += list(rank_findings)
-    report.groups = group_findings(findings)
-    report.status = _status(report.groups, bool(report.collected))
-    return report
+    found = {(f.source, f.line_no) for f in kernel}
+    earlier, notes = lines_before_start((k for k in events if (k.file, k.line) not in found), host, job)
+    report.kernel_times += notes  # an event no finding is on: said as its kind (a Nonfatal Xid 145)
+    kept = {(f.source, f.line_no or 0) for f in counted}  # a line one counted finding is on counts
+    report.not_counted = earlier | ({(f.source, f.line_no or 0) for f in kernel} - kept)
+    return counted
 
 
 def _fact_source(subject: str) -> str:
@@ -222,6 +237,27 @@ def _content_host(art) -> str | None:
     return hosts.pop() if len(hosts) == 1 else None
 
 
+def kernel_events(ev: Evidence) -> list[KernelEventLine]:
+    """Each line of a kernel log read as an error event (an Xid, a GPU off the bus, a PCIe error): the lines set
+    against the job's start beside the knowledge base's findings."""
+    return [k for art in ev.artifacts for k in kernel_event_lines(art)]
+
+
+def kernel_event_lines(art: Artifact) -> list[KernelEventLine]:
+    """The lines of one kernel log read as error events, each once, with the pid one of its events names."""
+    out: dict[tuple[str, int], KernelEventLine] = {}
+    if art.kind != "kernel-log" or not art.parsed:
+        return []
+    for e in art.parsed.events:
+        if type(e) is not ErrorEvent or not e.origin.file or e.origin.line is None:
+            continue
+        pid = getattr(e.data, "pid", None)
+        key = (e.origin.file, e.origin.line)
+        if key not in out or (isinstance(pid, int) and out[key].pid is None):
+            out[key] = KernelEventLine(*key, str(e.kind), pid if isinstance(pid, int) else None)
+    return list(out.values())
+
+
 #: what a bundle's host without host files lacks (a loose folder of logs was never expected to hold any)
 NO_HOST_EVIDENCE = "no host evidence was collected on this host"
 
@@ -243,7 +279,8 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
         by_host.setdefault(host, []).extend(found)  # one error on every rank of one host and no other (issue 42)
     expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
     starts = job_starts(ev.ranks)
-    reports = [host_report(h, kb, by_host.get(name, []), starts.get(name)) for name, h in ev.hosts.items()]
+    events = kernel_events(ev)
+    reports = [host_report(h, kb, by_host.get(name, []), starts.get(name), events) for name, h in ev.hosts.items()]
     for host in sorted(set(by_host) - set(ev.hosts)):
         if not by_host[host] and ev.manifest is None:
             continue

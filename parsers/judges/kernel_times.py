@@ -7,13 +7,15 @@ rank on it (a straggler's job read 'host-fault', a healthy machine 'suspect'). E
 (MARGIN_S and printk's drift) in the event's favour. A line whose time or whose job start is unknown counts as
 before, and the report says why it was not compared. An event that names one of the job's own processes (an OOM
 kill of a rank, a rank's hung task, an Xid of its pid) counts whatever its stamp: its time must be wrong, not the
-blame.
+blame. The rule (_before_start) is stated once; the host judge applies it to the knowledge base's findings
+(split_by_start) and to the kernel lines read as error events (lines_before_start), and the summary's first
+error reads its decision (HostReport.not_counted): an Xid from before the job is not 'the first error' either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Collection, Iterable, NamedTuple
 
 from parsers.gather.evidence import HostEvidence, RankEvidence
 from parsers.knowledge import Finding
@@ -60,16 +62,49 @@ def job_starts(ranks: Iterable[RankEvidence]) -> dict[str, JobStart]:
             for host, found in starts.items() if found and None not in found}
 
 
-def line_times(host: HostEvidence, findings: list[Finding]) -> dict[tuple[str, int], tuple[float | None, float]]:
-    """(file, line) -> (Unix time, seconds it may be early) of each kernel line a finding is on (time None:
-    unknown); only those lines are decoded."""
-    wanted = {(f.source, f.line_no) for f in findings if f.line_no is not None}
+def line_times(host: HostEvidence, wanted: Collection[tuple[str, int | None]]
+               ) -> dict[tuple[str, int], tuple[float | None, float]]:
+    """(file, line) -> (Unix time, seconds it may be early) of each kernel line of `wanted` (time None: unknown);
+    only those lines are decoded."""
     return {(e.file, e.line): (e.at, e.doubt) for e in host.kernel_lines if (e.file, e.line) in wanted}
 
 
-def _names_job_process(finding: Finding, job: JobStart) -> bool:
+def _finding_pid(finding: Finding) -> int | None:
+    """The pid a kernel finding's line names (its knowledge-base entry's `pid` group), None if none."""
     pid = finding.groups.get("pid", "")
-    return pid.isdigit() and int(pid) in job.pids
+    return int(pid) if pid.isdigit() else None
+
+
+def _not_compared(host: HostEvidence, job: JobStart | None) -> str | None:
+    """Why no kernel line of `host` is compared with the job's start there (None: they are compared)."""
+    if job is None:
+        return ("kernel: the job's start on this host is not known (no process start time): kernel findings "
+                "counted whatever their time")
+    taken = max((e.clock.collected_at for e in host.kernel_lines if e.clock.collected_at is not None), default=None)
+    if taken is not None and job.at > taken + MARGIN_S:  # a start after the copy was made: a clock or a file lies
+        return (f"kernel: the job's start ({utc_clock_time(job.at, taken)}) is after the kernel log was copied "
+                f"({utc_clock_time(taken, job.at)}): kernel findings counted whatever their time")
+    return None
+
+
+def _before_start(time: tuple[float | None, float], pid: int | None, job: JobStart) -> bool:
+    """The rule, stated once: a kernel line counts against the job unless its time (unknown: it counts), its
+    doubt added, is before the job's start on its host and it names none of the job's processes (then its stamp
+    is wrong, not the blame)."""
+    at, doubt = time
+    return at is not None and at + doubt < job.at and pid not in job.pids
+
+
+class KernelEventLine(NamedTuple):
+    """A kernel line read as something that may count against the job: where it is, what it was read as (a
+    knowledge-base entry's id, or an error event's kind: an Xid, a GPU off the bus, a PCIe error), the pid it
+    names (None: none) and its time once decoded."""
+
+    file: str
+    line: int
+    kind: str
+    pid: int | None = None
+    at: float | None = None
 
 
 def split_by_start(findings: list[Finding], host: HostEvidence,
@@ -77,19 +112,15 @@ def split_by_start(findings: list[Finding], host: HostEvidence,
     """(the kernel findings that count, sentences on those left out or not compared) for one host."""
     if not findings:
         return findings, []
-    times = line_times(host, findings)
-    if job is None:
-        return findings, ["kernel: the job's start on this host is not known (no process start time): kernel "
-                          "findings counted whatever their time"]
-    taken = max((e.clock.collected_at for e in host.kernel_lines if e.clock.collected_at is not None), default=None)
-    if taken is not None and job.at > taken + MARGIN_S:  # a start after the copy was made: a clock or a file lies
-        return findings, [f"kernel: the job's start ({utc_clock_time(job.at, taken)}) is after the kernel log was "
-                          f"copied ({utc_clock_time(taken, job.at)}): kernel findings counted whatever their time"]
+    why = _not_compared(host, job)
+    if why is not None or job is None:  # (job None always has a why)
+        return findings, [why] if why else []
+    times = line_times(host, {(f.source, f.line_no) for f in findings})
     counted, earlier = [], []
     for f in findings:
         at, doubt = times.get((f.source, f.line_no or 0), (None, MARGIN_S))
-        if at is not None and at + doubt < job.at and not _names_job_process(f, job):
-            earlier.append((f, at))
+        if at is not None and _before_start((at, doubt), _finding_pid(f), job):
+            earlier.append(KernelEventLine(f.source, f.line_no or 0, f.entry.id, at=at))
         else:
             counted.append(f)
     notes = _earlier_notes(earlier, job)
@@ -99,16 +130,31 @@ def split_by_start(findings: list[Finding], host: HostEvidence,
     return counted, notes
 
 
-def _earlier_notes(earlier: list[tuple[Finding, float]], job: JobStart) -> list[str]:
-    """One sentence per knowledge-base entry left out: its first time, how many, and where."""
-    by_entry: dict[str, list[tuple[Finding, float]]] = {}
-    for f, at in earlier:
-        by_entry.setdefault(f.entry.id, []).append((f, at))
+def lines_before_start(lines: Iterable[KernelEventLine], host: HostEvidence,
+                       job: JobStart | None) -> tuple[frozenset[tuple[str, int]], list[str]]:
+    """((file, line) of those of `lines` in `host`'s kernel log from before the job started there, a sentence per
+    kind of them): split_by_start's rule for the lines other judges read as error events (an Xid from before the
+    job must not be its first error, whether or not the knowledge base has an entry for it)."""
+    lines = list(lines)
+    if not lines or _not_compared(host, job) is not None or job is None:
+        return frozenset(), []
+    times = line_times(host, {(k.file, k.line) for k in lines})
+    earlier = [k._replace(at=times[(k.file, k.line)][0]) for k in lines
+               if (k.file, k.line) in times and _before_start(times[(k.file, k.line)], k.pid, job)]
+    return frozenset((k.file, k.line) for k in earlier), _earlier_notes(earlier, job)
+
+
+def _earlier_notes(earlier: list[KernelEventLine], job: JobStart) -> list[str]:
+    """One sentence per kind left out (a knowledge-base entry, an error event's kind): its first time, how many,
+    and where."""
+    by_kind: dict[str, list[tuple[float, KernelEventLine]]] = {}
+    for k in earlier:
+        by_kind.setdefault(k.kind, []).append((k.at if k.at is not None else job.at, k))
     out = []
-    for entry_id, seen in by_entry.items():
-        first, at = min(seen, key=lambda pair: pair[1])
-        last = max(a for _f, a in seen)
+    for kind, seen in by_kind.items():
+        at, first = min(seen, key=lambda pair: pair[0])
+        last = max(a for a, _k in seen)
         more = f" ({len(seen)}x, the last at {utc_clock_time(last, job.at)})" if len(seen) > 1 else ""
-        out.append(f"kernel: {entry_id} at {utc_clock_time(at, job.at)}{more}, before the job started at "
-                   f"{utc_clock_time(job.at)}: not counted [{first.source}:{first.line_no}]")
+        out.append(f"kernel: {kind} at {utc_clock_time(at, job.at)}{more}, before the job started at "
+                   f"{utc_clock_time(job.at)}: not counted [{first.file}:{first.line}]")
     return out

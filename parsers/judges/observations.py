@@ -46,7 +46,7 @@ def observe(ev: Evidence, reports: list | None = None, peers: tuple[PeerFact, ..
     """Everything the files show that a summary may say, most telling first (timeouts, settings, splits,
     analyzer and RAS findings, coverage, peers named by address (`peers`, the named judge's PeerFacts),
     errors, stacks, tracebacks, hosts, error returns)."""
-    seen = _seen(ev)
+    seen = _seen(ev, frozenset().union(*(r.not_counted for r in reports or [])))
     short = short_timeout.too_short(ev)
     out = [Observation(OK.SETTING, facts=short)] if short else []
     out += [Observation(OK.TIMEOUT, ranks=f.ranks if f.comm is None else (), facts=f) for f in _timeout_facts(seen)]
@@ -346,7 +346,9 @@ class _Seen:
             self.first_ranks.add(rank)
 
 
-def _seen(ev: Evidence) -> _Seen:
+def _seen(ev: Evidence, not_counted: frozenset[tuple[str, int]] = frozenset()) -> _Seen:
+    """The errors of every file, less those on the kernel lines the host judge did not count (`not_counted`, its
+    reports' decision: from before the job started on their host), which are no error of the job."""
     seen = _Seen()
     for art in ev.artifacts:
         if not art.parsed:
@@ -355,7 +357,8 @@ def _seen(ev: Evidence) -> _Seen:
         for e in art.parsed.events:
             if type(e) is RasFinding:
                 seen.ras_said.append(e)
-            elif type(e) is ErrorEvent and e.kind not in INFO_KINDS:
+            elif (type(e) is ErrorEvent and e.kind not in INFO_KINDS
+                  and (e.origin.file, e.origin.line) not in not_counted):
                 seen.add(e, art)
     return seen
 

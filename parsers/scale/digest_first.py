@@ -31,7 +31,7 @@ from parsers.model.summaries import HostFinding, gathered
 from parsers.gather import registry
 from parsers.gather.evidence import PARALLEL_FILES, Artifact, Evidence, assemble, read_files
 from parsers.gather.source import FileRef, Source
-from parsers.judges.hosts import judge_hosts
+from parsers.judges.hosts import judge_hosts, kernel_event_lines
 
 #: a verdict that names more ranks than this is not re-read rank by rank (it reads them all raw then)
 MAX_REREAD = 4096
@@ -54,7 +54,7 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     # read under HOST_TOKEN: what came from the hint, not the content, is told apart (see HOST_TOKEN)
     read = read_files([FileRef(r.path, r.rel, dataclasses.replace(r.hints, host=HOST_TOKEN)) for r in refs],
                       kb.line_filter)
-    files = encode_files(read, host_dir, lambda art: kb_matched_lines(kb, art))
+    files = encode_files(read, host_dir, lambda art: judged_lines(kb, art))
     # the summaries and host findings are made from the digest itself, as analysis will rebuild it
     arts = [_rebuilt(ref, files.get(ref.rel[len(host_dir) + 1:]), host) or dataclasses.replace(art, hints=ref.hints)
             for ref, art in zip(refs, read)]
@@ -71,13 +71,15 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     return make_digest(host, host_dir, files, ev, findings, kb_key(kb), created)
 
 
-def kb_matched_lines(kb: Any, art: Artifact) -> frozenset[int]:
+def judged_lines(kb: Any, art: Artifact) -> frozenset[int]:
     """The lines of `art`'s kept notes that the knowledge base matches, as a host's kernel log or a rank's log
-    (the two ways the host judge scans notes): the digest keeps them past its cap, so its verdict is the full
-    read's on a long log too."""
+    (the two ways the host judge scans notes), and a kernel log's lines read as error events (each set against
+    the job's start: parsers.judges.hosts.kernel_events): the digest keeps them past its cap, so its verdict is
+    the full read's on a long log too."""
     notes = art.parsed.notes if art.parsed else []
-    return frozenset(f.line_no for stream in ("kernel", "rank-log")
-                     for f in kb.scan_lines(notes, "", art.rel or "", stream) if f.line_no is not None)
+    return frozenset([f.line_no for stream in ("kernel", "rank-log")
+                      for f in kb.scan_lines(notes, "", art.rel or "", stream) if f.line_no is not None]
+                     + [k.line for k in kernel_event_lines(art)])
 
 
 def _rebuilt(ref: FileRef, entry: dict | None, host: str | None) -> Artifact | None:

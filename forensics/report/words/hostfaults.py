@@ -23,6 +23,12 @@ NOT_NAMED = "(host not in the evidence)"
 HARDWARE_ACTIONS = ("hardware-ticket", "exclude-host-and-restart")
 #: host verdicts that call for an action
 ACTING = ("exclude", "suspect")
+#: the heading of the kernel-time lines (ReportView.kernel_times) in the text and the HTML report
+KERNEL_TIMES_TITLE = "host kernel lines against the job's start"
+#: lines of kernel-time notes one output shows (a line per set of hosts that say the same); the rest are counted
+KERNEL_TIME_LINES = 4
+#: notes of one host (one per kind of line left out, or why none was compared) a line shows
+KERNEL_TIME_NOTES = 3
 
 
 @dataclass(frozen=True)
@@ -125,3 +131,24 @@ def exclude_list(faults: Iterable[HostFault]) -> str:
         except HostSetError:
             continue
     return fold_hosts(list(dict.fromkeys(names))) if names else ""
+
+
+def kernel_time_lines(reports: Iterable[dict[str, Any]]) -> list[str]:
+    """The host judge's own sentences on kernel lines set against the job's start (`kernel_times`: an OOM kill
+    from before the job started, said and not counted; findings counted with no time to compare), a line per
+    set of hosts that say the same, bounded. Why said in every output: a fault left out of the verdict must be
+    seen to have been left out, not seem never found."""
+    by_notes: dict[tuple[str, ...], list[str]] = {}
+    for r in reports:
+        notes = tuple(r.get("kernel_times") or ())
+        if notes:
+            by_notes.setdefault(notes, []).append(str(r.get("host")))
+    lines = []
+    for notes, hosts in by_notes.items():
+        more = len(notes) - KERNEL_TIME_NOTES
+        said = "; ".join(notes[:KERNEL_TIME_NOTES]) + (f"; {more} more (forensics hosts)" if more > 0 else "")
+        lines.append(f"host{'s' if len(hosts) > 1 else ''} {folded(hosts)}: {said}")
+    if len(lines) > KERNEL_TIME_LINES:
+        left = sum(len(h) for h in list(by_notes.values())[KERNEL_TIME_LINES:])
+        lines = lines[:KERNEL_TIME_LINES] + [f"… {left} more host{'s' if left > 1 else ''} (forensics hosts, --json)"]
+    return lines

@@ -18,9 +18,11 @@ from hostinfo_helpers import FIXTURES, host_from_files, hosts_cli, rank_with_log
 from parsers import knowledge
 from parsers.gather.evidence import HostEvidence, load_path
 from parsers.judges.hosts import judge_hosts
+from forensics.report.words import observed
 from parsers.judges.kernel_times import JobStart, split_by_start
+from parsers.judges.observations import observe
 from parsers.model.kernel_time import KernelClock, KernelEntry
-from parsers.model.findings import ReasonClass
+from parsers.model.findings import ObservationKind, ReasonClass
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +38,9 @@ def _real(name: str, needle: str) -> str:
 OOM = _real("public-host-faults.log", "Out of memory: Killed process 25315")
 HUNG = _real("public-host-faults.log", "INFO: task python3:5604 blocked")
 XID79 = _real("public-gpu-faults.log", "[155044.078590] NVRM: Xid (PCI:0000:06:00): 79")
+#: a real kmsg Xid (no stamp of its own) that no knowledge-base entry matches: read as an error event only
+XID145 = next(ln for ln in (FIXTURES / "kernel" / "public-gpu-faults.log").read_text().splitlines()
+              if ln.startswith("NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal"))
 
 _SCRIPT = """#!{python}
 import shutil, subprocess, sys, time
@@ -79,6 +84,27 @@ def _collect(tmp_path: Path, pid: int, lines: list[str], shift: float) -> Path:
 def _hosts(bundle: Path) -> tuple[int, dict]:
     out = hosts_cli(str(bundle), "--json")
     return out.returncode, json.loads(out.stdout)["hosts"][0]
+
+
+def _forensics(*args: str) -> subprocess.CompletedProcess:
+    """`forensics ARGS` of this checkout, as a user runs it, with the built-in knowledge base."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("FORENSICS_KB", None)
+    return subprocess.run([sys.executable, "-m", "forensics", *args], capture_output=True, text=True, env=env,
+                          timeout=240, check=False)
+
+
+@pytest.fixture(scope="module")
+def before_job(tmp_path_factory, job) -> Path:
+    """A bundle of the job whose kernel log holds real faults stamped 3 hours before it started."""
+    return _collect(tmp_path_factory.mktemp("before"), job, [OOM, XID79, HUNG, XID145], shift=-3 * 3600)
+
+
+def _first_errors(bundle: Path) -> list[str]:
+    """The job's first error(s) as analyze's judges observe them (parsers.judges.observations), in words."""
+    ev = load_path(bundle)
+    reports, _suspects = judge_hosts(ev, knowledge.load(use_env=False))
+    return [observed(o) for o in observe(ev, reports) if o.kind is ObservationKind.FIRST_ERROR]
 
 
 def _suspects(bundle: Path) -> list:
@@ -193,3 +219,35 @@ def test_the_hosts_digest_leaves_out_what_the_plain_read_leaves_out(tmp_path, jo
     (tmp_path / "late").mkdir()
     late = read_digest(next(_collect(tmp_path / "late", job, [OOM], shift=0.0).glob(f"hosts/*/{DIGEST_NAME}")))
     assert [f["rank"] for f in late.host_findings if f["reason_class"] == str(ReasonClass.HOST_FAULT)] == [0]
+
+
+def test_analyze_says_in_text_and_html_the_kernel_lines_it_did_not_count(before_job, tmp_path):
+    """`forensics analyze` and its HTML report say what the host judge left out, as `forensics hosts` does (before,
+    only its --json carried the sentences: a reader of the text saw a fault neither counted nor said)."""
+    text = _forensics("analyze", "--width", "0", str(before_job))
+    assert text.returncode in (0, 3, 4), text.stderr
+    page = tmp_path / "report.html"
+    assert _forensics("report", "-o", str(page), str(before_job)).returncode in (0, 3, 4)
+    html = page.read_text()
+    listed = html[html.index('id="kernel-times"'):]
+    listed = listed[:listed.index("</ul>")]
+    for entry in ("oom-killer", "xid-79", "hung-task"):
+        # wording is the behaviour: the outputs name what was left out and why
+        assert f"kernel: {entry} at " in text.stdout and f"kernel: {entry} at " in listed
+    assert text.stdout.count(": not counted [") >= 3 and listed.count(": not counted [") >= 3
+    shown = [ln for ln in text.stdout.splitlines() if "kernel: oom-killer at " in ln]
+    assert len(shown) == 1 and shown[0].startswith("  - host ")  # one line for the host, under its heading
+
+
+def test_a_kernel_line_from_before_the_job_is_not_its_first_error(before_job, tmp_path, job):
+    """An Xid stamped before the job started, with an entry (79) or without one (a Nonfatal 145: read as an error
+    event only), is no error of the job: not its first error (before, analyze's summary said 'first error: xid
+    (on vm): NVRM: Xid ... 79'); the same lines stamped after the start are."""
+    assert not [e for e in _first_errors(before_job) if "Xid" in e]
+    said = _forensics("analyze", "--json", str(before_job))
+    assert "Xid" not in json.loads(said.stdout)["summary"]
+    code, host = _hosts(before_job)
+    # wording is the behaviour: the event no knowledge-base entry matches is said as left out too
+    assert any(n.startswith("kernel: xid at ") and "not counted" in n for n in host["kernel_times"])
+    after = _first_errors(_collect(tmp_path, job, [XID145], shift=0.0))
+    assert any("Xid (PCI:0018:01:00): 145" in e for e in after), after

@@ -18,7 +18,8 @@ from forensics.report.postmortem import load
 from forensics.report.text import render_view
 from forensics.report.view import build_view
 from forensics.report.words import analyze
-from forensics.report.words.hostfaults import exclude_list, folded, host_faults
+from forensics.report.words.hostfaults import (KERNEL_TIME_LINES, KERNEL_TIME_NOTES, exclude_list, folded, host_faults,
+                                              kernel_time_lines)
 from logs_job import host_of, write_job
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
@@ -92,3 +93,19 @@ def test_folding_and_grouping() -> None:
     # wording is the behaviour: the placeholder is said in words
     assert folded(["node1", "we ird", "unknown-host"]) == "node1,we ird,(host not in the evidence)"
     assert exclude_list(host_faults([dict(reports[0], host="unknown-host")])) == ""  # never a placeholder in a list
+
+
+def test_kernel_time_lines_fold_hosts_that_say_the_same_and_stay_bounded() -> None:
+    """The host judge's kernel-time sentences (its reports' `kernel_times`): hosts whose sentences are the same
+    share a line; a fleet of hosts that each say their own is cut to KERNEL_TIME_LINES lines and a count."""
+    unknown = "kernel: the job's start on this host is not known (no process start time): ..."
+    reports = [{"host": f"node{n:03d}", "kernel_times": [unknown]} for n in range(1, 65)]
+    reports.append({"host": "gpu7", "kernel_times": []})
+    assert kernel_time_lines(reports) == [f"hosts node[001-064]: {unknown}"]
+    notes = [f"kernel: entry-{k} at 15:55:01 UTC, ...: not counted [hosts/x/kernel.log:{k}]" for k in range(5)]
+    own = [{"host": f"n{n}", "kernel_times": notes[:1] + [f"{notes[1]} ({n})"]} for n in range(10)]
+    lines = kernel_time_lines(own + [{"host": "big", "kernel_times": notes}])
+    assert len(lines) == KERNEL_TIME_LINES + 1 and lines[-1].startswith(f"… {10 + 1 - KERNEL_TIME_LINES} more hosts")
+    many = kernel_time_lines([{"host": "big", "kernel_times": notes}])[0]
+    assert many.count("kernel: entry-") == KERNEL_TIME_NOTES and many.endswith(
+        f"; {len(notes) - KERNEL_TIME_NOTES} more (forensics hosts)")
