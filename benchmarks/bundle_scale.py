@@ -249,14 +249,16 @@ def _digest_task(root: str, bare: Any, tasks: list[tuple[Any, list, Any]]) -> in
 
 
 #: tree mode's reduction (forensics.fleet.reduce) over the digests made above: the hosts split among G
-#: gateways, each gateway's merged digest made from its hosts' digests (timed one by one: on a fleet the
+#: gateways, each gateway's merged digest made from its hosts' digests (forensics.bundle.merged_digest's
+#: merge_host_digests, as a gateway's fleet merge makes it; timed one by one: on a fleet the
 #: gateways run side by side, so the slowest one is the tree's cost), the root's merge of the G answers,
 #: and the class judgement of the root's merged digest (parsers.scale.classes); bytes of each level
 TREE = """
 import json, os, resource, sys, time
-from parsers.scale.digest import DIGEST_NAME, read_summaries
-from parsers.scale.merge import from_host, merge_all
+from pathlib import Path
+from parsers.scale.digest import DIGEST_NAME, StatedJob
 from parsers.scale.classes import judge_classes
+from forensics.bundle.merged_digest import merge_host_digests
 from forensics.fleet.reduce import merge_answers
 from parsers.gather.source import open_source
 root, gateways = sys.argv[1], int(sys.argv[2])
@@ -269,13 +271,13 @@ for d, _, names in os.walk(root):
         elif n != "manifest.json":
             raw += size
 with open_source(root) as src:
-    hosts = src.manifest.hosts
+    hosts, job = src.manifest.hosts, StatedJob.of(src.manifest)
+job.processes  # each host's processes, made once untimed (a gateway's manifest holds its own hosts' only)
 share = -(-len(hosts) // gateways)
 answers, times = [], []
 for g in range(0, len(hosts), share):
     t = time.perf_counter()
-    digests = ((r.host, read_summaries(os.path.join(root, r.dir, DIGEST_NAME))) for r in hosts[g:g + share])
-    doc = merge_all(from_host(host, x.ranks, x.host_findings) for host, x in digests)
+    doc = merge_host_digests(Path(root), hosts[g:g + share], job).summary  # what each gateway's merge runs
     answers.append(json.dumps(doc.to_json(), separators=(",", ":")))
     times.append(time.perf_counter() - t)
 t = time.perf_counter()

@@ -4,19 +4,17 @@ Why on the host: the host already has its files, and reading them there (with th
 uses) spreads the reading of a 100,000-rank job over its hosts; analysis then reads one small file
 a host and the raw files of the odd ones out only (parsers/scale/digest_first.py). A digest that cannot
 be made costs nothing gathered: the raw files and the manifest stay as they are, and a note says why.
+The hosts' digests merged into the bundle's one: forensics/bundle/merged_digest.py.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from pathlib import Path
 from typing import Callable
 
 from parsers import knowledge
-from parsers.scale.digest import DIGEST_NAME, DigestError, read_summaries, write_json
-from parsers.scale.merge import from_host, merge_all, without as without_digest
-from parsers.model.manifest import Manifest
+from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
 from parsers.gather.source import open_source
 from forensics import safefs
@@ -46,34 +44,3 @@ def write_host_digest(writer: BundleWriter, host: str, save: Callable[[Path, str
 
 def _replace(path: Path, text: str) -> None:
     safefs.replace_file(path, text)
-
-
-MERGED_DIGEST = "merged-digest.json"
-
-
-def write_merged_digest(root: Path, man: Manifest) -> str | None:
-    """The job bundle's merged digest (parsers.scale.merge) at its root, from the digests its hosts
-    sent: stack classes with rank ranges, per-communicator position histograms, edges, exceptions, exits.
-    Returns a note when some host's digest was unusable (None when all were, or there were none)."""
-    parts, bad, without = [], [], []
-    for rec in man.hosts:
-        if not rec.dir:
-            continue
-        path = root / rec.dir / DIGEST_NAME
-        if not path.exists():
-            if (root / rec.dir).is_dir():  # files without a digest: its ranks are in no class (counted as dropped)
-                without.append(rec.host)
-            continue
-        try:  # its rank summaries only: the files' evidence (nine tenths of a digest) is no part of the classes
-            dig = read_summaries(path)
-        except DigestError as err:
-            bad.append(f"{rec.host} ({err})")
-            continue
-        parts.append(from_host(rec.host, dig.ranks, dig.host_findings))
-    if parts:
-        merged = without_digest(merge_all(parts), without + [b.split(" (", 1)[0] for b in bad])
-        try:
-            safefs.replace_file(root / MERGED_DIGEST, json.dumps(merged.to_json(), separators=(",", ":")))
-        except Exception as err:  # noqa: BLE001 - an index: never lose the merged bundle over it
-            bad.append(f"{MERGED_DIGEST} not written ({type(err).__name__}: {str(err)[:300]})")
-    return f"host digests not merged: {'; '.join(bad[:20])}" if bad else None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from parsers.model.manifest import MANIFEST_NAME, JobArtifact, HostRecord, Manifest, MissingRank, Status
 from forensics import safefs
-from forensics.bundle.digest import write_merged_digest
+from forensics.bundle.merged_digest import write_merged_digest
 from parsers.scale.merge import difference, ranks_of
 from forensics.bundle.reader import open_bundle
 from forensics.bundle.writer import BundleWriter, safe_name

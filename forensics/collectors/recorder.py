@@ -32,7 +32,7 @@ MAX_STATE_BYTES = 64 * 1024 * 1024  #: one state file or snapshot; larger is ref
 class RecorderCollector(AlwaysEnabled):
     """Copies the recorder's state files and text snapshots of one rank."""
 
-    #: bundles written before the rename say "nccl_recorder" (parsers.gather.registry.COLLECTOR_ALIASES)
+    #: bundles written before the rename say "nccl_recorder" (parsers.model.manifest.COLLECTOR_ALIASES)
     name = "recorder"
 
     def collect(self, target: RankTarget, options: CollectOptions) -> CollectorRecord:

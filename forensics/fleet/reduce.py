@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from forensics.bundle.digest import MERGED_DIGEST
+from forensics.bundle.merged_digest import MERGED_DIGEST, merge_host_digests
 from forensics import safefs
 from forensics.bundle.merge import HOST_MANIFEST, HostPart, host_root
 from forensics.errors import ForensicsError
@@ -53,36 +53,23 @@ from forensics.fleet.command import ssh_options as ssh_options_argv
 from forensics.fleet.hosts import expand_nodeset, fold as fold_hosts
 from forensics.fleet.transport import run_ssh
 from parsers.input import bounded_json, safeio
-from parsers.scale.digest import DIGEST_NAME, own_processes, read_summaries
+from parsers.scale.digest import StatedJob
 from parsers.scale.classes import judge_classes
 from parsers.input.archive import ArchiveRefused
 from parsers.input.errors import InputError
 from parsers.scale.merge import MAX_MERGED_BYTES, ClassSummary, Intervals, check_merged, fold as fold_ranks, \
-    from_host, holds, merge_all, without
+    holds, merge_all
 from parsers.gather.source import open_source, read_manifest_file
 
 
 def reduce_bundle(bundle: Path) -> ClassSummary:
-    """The merged digest of a bundle's hosts (one host digest read at a time: memory holds the merge only).
-    A host without a usable digest is named in `without_digest` (the root then judges rank by rank)."""
-    missing: list[str] = []
-
-    def parts() -> Iterable[ClassSummary]:
-        with open_source(bundle) as src:
-            hosts = src.manifest.hosts if src.manifest else []
-            own = own_processes(src.manifest.ranks) if src.manifest else {}  # each host speaks for itself only
-            for rec in hosts:
-                try:
-                    dig = read_summaries(src.path(f"{rec.dir.rstrip('/')}/{DIGEST_NAME}"),
-                                         own.get(rec.host, {})) if rec.dir else None  # the files' evidence unread
-                except Exception:  # noqa: BLE001 - a host's bad digest (DigestError) or a fault reading it: counted, the others merge
-                    dig = None
-                if dig is None:
-                    missing.append(rec.host)
-                    continue
-                yield from_host(rec.host, dig.ranks, dig.host_findings)
-
-    return without(merge_all(parts()), missing)
+    """The merged digest of a bundle's hosts, as the fleet's merge writes it (forensics.bundle.merged_digest's
+    `merge_host_digests`): what a gateway answers when that file is not there or not readable, and what
+    `python -m forensics.fleet.reduce BUNDLE` prints. A bundle of no manifest (a loose folder) has no host."""
+    with open_source(bundle, list_files=False) as src:  # the manifest only: the digests are read by their paths
+        if src.manifest is None:
+            return ClassSummary()
+        return merge_host_digests(src.root, src.manifest.hosts, StatedJob.of(src.manifest)).summary
 
 
 def _bounded_json(text: str | bytes, what: str) -> Any:
@@ -161,7 +148,7 @@ def gateway_main(args: argparse.Namespace) -> int:
     runner = ssh_runner(ssh_options_argv(args.ssh_option, args.host_timeout), args.fanout, ssh_path=args.ssh_path)
     result = collect_fleet(hosts, args.out, spec, runner, host_timeout=args.host_timeout, quiet=True, cleanup=True)
     write_fetch_index(args.out, result.manifest)
-    try:  # the fleet's merge wrote it from the same digests (forensics.bundle.digest.write_merged_digest)
+    try:  # the fleet's merge wrote it from the same digests (forensics.bundle.merged_digest.write_merged_digest)
         merged = read_answer((args.out / MERGED_DIGEST).read_bytes())
     except (OSError, ValueError):
         merged = reduce_bundle(args.out)

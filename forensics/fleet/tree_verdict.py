@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forensics import safefs
-from forensics.bundle.digest import MERGED_DIGEST
+from forensics.bundle.merged_digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.bundle.writer import write_manifest
 from forensics.fleet.hosts import fold as fold_hosts

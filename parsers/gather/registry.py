@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from parsers.input import bounded_json
 from parsers.readers import prefix
+from parsers.model.manifest import collector_name
 from parsers.model.events import Origin, Parsed
 from parsers.readers import (exception, faulthandler, flight_recorder, fr_report, gdb, gdb_text, host_ib, host_kernel,
                              host_nvml, host_nvsmi, host_system, launcher,
@@ -583,15 +584,6 @@ NOT_EVIDENCE = frozenset(k.name for k in KINDS if k.read is None)
 def kind(name: str) -> Kind:
     """The kind called `name` (KeyError for an unknown one: a programming error)."""
     return BY_NAME[name]
-
-
-#: collectors' earlier names, as bundles written before a rename still say them -> the name now
-COLLECTOR_ALIASES = {"nccl_recorder": "recorder"}
-
-
-def collector_name(name: str) -> str:
-    """A collector's name now, for a name read from a manifest (an earlier name included)."""
-    return COLLECTOR_ALIASES.get(name, name)
 
 
 def for_collector(collector: str) -> list[Kind]:

@@ -22,10 +22,9 @@ from typing import Any
 from parsers.input import safeio
 from parsers.input.archive import looks_like_tar, remove_temp, temp_folder
 from parsers.input.errors import InputError
-from parsers.model.manifest import MANIFEST_NAME, Manifest, manifest_from_dict
+from parsers.model.manifest import MANIFEST_NAME, Manifest, collector_name, manifest_from_dict
 from parsers.model.summaries import StackClass
 from parsers.input import archive as safe_archive
-from parsers.gather.registry import collector_name  # a collector's earlier name in an older bundle: its name now
 
 #: a file named by a manifest or found in a folder is read only below this many per source
 MAX_FILES = 2_000_000

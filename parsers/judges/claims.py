@@ -10,11 +10,13 @@ surplus claim may be it (parsers/judges/stacks.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from parsers.gather.evidence import Evidence
 from parsers.model.findings import ClaimFact
 from parsers.model.ranges import missing
+
+if TYPE_CHECKING:  # an annotation: the merge of digests imports this module (through the stacks judge), reading no file
+    from parsers.gather.evidence import Evidence
 
 MAX_CLAIMS = 16  #: conflicts said (the rest are counted in the coverage like any rank)
 MAX_CLAIMANTS = 8  #: claimants named per rank

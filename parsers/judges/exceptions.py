@@ -10,12 +10,14 @@ ones that never came, as far as the files cover the job.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 
-from parsers.gather.evidence import Evidence
 from parsers.model.events import INFO_KINDS, WAIT_ERRORS, ErrorEvent, ErrorKind, WorkerReport
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, Suspect, cite
 from parsers.model.ranges import fold
+
+if TYPE_CHECKING:  # an annotation: the host digest's module imports this one (a gateway, which reads no file)
+    from parsers.gather.evidence import Evidence
 
 
 #: exception categories (parsers.readers.exception.categorize) that waiting ranks print

@@ -9,14 +9,16 @@ every thread with its name).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from parsers.gather.evidence import Evidence
 from parsers.judges.exceptions import last_exceptions
 from parsers.model.events import own_error
 from parsers.model.findings import Citation, ReasonClass, Suspect, cite
 from parsers.readers.last_error import KIND as LAST_ERROR, own_reason
 from parsers.stacks.classify import is_library
+
+if TYPE_CHECKING:  # an annotation: the merge of digests imports this module (through the stacks judge), reading no file
+    from parsers.gather.evidence import Evidence
 
 _STATES = {"R": "busy on a CPU", "S": "sleeping", "D": "in uninterruptible sleep", "T": "stopped",
            "t": "stopped by a tracer", "Z": "a zombie (exited, not reaped)"}

@@ -17,10 +17,8 @@ Only the default group (pg:0), whose ranks are global ranks: a subgroup's dump n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
-
-from parsers.gather.evidence import Evidence
 from parsers.judges import p2p_match, p2p_stacks
 from parsers.judges.p2p_match import History, Pending
 from parsers.model.events import ErrorEvent, ErrorKind, OpEvent, Origin
@@ -30,6 +28,9 @@ from parsers.model.ranksets import Intervals, count, difference, holds, joined, 
 from parsers.model.ranksets import fold as fold_iv
 from parsers.model.stacks import P2P_CALLS, P2P_NATIVE_FRAMES, is_p2p, p2p_side
 from parsers.stacks.classify import WAITING_KINDS, p2p_call
+
+if TYPE_CHECKING:  # an annotation: the class judgement (parsers.scale.classes) imports this module on a gateway,
+    from parsers.gather.evidence import Evidence  # which reads no file
 
 DEFAULT_GROUP = "pg:0"
 #: an edge's source -> the kind of evidence a suspect from it rests on (SOURCES): agreement counts kinds
@@ -310,6 +311,8 @@ def _wrong_peer(p: Pending, others: list[int], seen: dict[int, OpEvent], source:
 def _sinks(edges: list[WaitEdge], known: set[int], seen: dict[int, OpEvent], hist: dict[int, History]) -> list[Suspect]:
     """A rank where point-to-point waits end: waited on, waiting on no one, with a history of its own (`known`);
     `seen` and `hist` (the dumps') say its host, pid and last op where a dump holds them."""
+    import networkx as nx  # here, not at the top: a gateway imports the class judgement and never builds a graph
+
     g = nx.DiGraph()
     for e in edges:
         g.add_edge(e.waiter, e.peer, edge=e)

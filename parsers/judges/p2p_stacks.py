@@ -22,8 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from parsers.model.findings import ReasonClass, Suspect, WaitEdge, cite, of_rank
 from parsers.model.ranges import fold
 from parsers.model.stacks import P2P_PEER_ARG, ThreadStack, python_frames
@@ -94,6 +92,8 @@ def stack_ops(ranks: Any, world: int | None) -> dict[int, StackOp]:
 
 def judge_stacks(ops: dict[int, StackOp]) -> tuple[list[WaitEdge], list[Suspect]]:
     """The wait edges of the ops and the wrong-peer suspects among them (see the module's doc)."""
+    import networkx as nx  # here, not at the top: the digest's readers import this module and never build a graph
+
     edges = [_edge(op, ops.get(op.peer)) for op in ops.values() if not op.answers(ops.get(op.peer))]
     g = nx.DiGraph((e.waiter, e.peer) for e in edges if e.can_close_a_cycle)
     blocked = {r for c in nx.strongly_connected_components(g) if len(c) > 1 for r in c}

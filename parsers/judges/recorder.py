@@ -20,8 +20,8 @@ import time
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from parsers.gather.evidence import Evidence
 from parsers.model.ranges import listable
 from parsers.model import Suspect, WaitEdge
 from parsers.model.findings import Findings, JudgeContext, ReasonClass, cite
@@ -31,6 +31,9 @@ from parsers.model.ranksets import of_ranks, ranks_of
 from parsers.model.waits import silent_members, wait_ends
 from parsers.judges.recorder_order import order_mismatch
 from parsers.readers.recorder import ProxyOpRecord, RecorderState
+
+if TYPE_CHECKING:  # an annotation: the host digest's module imports this one (a gateway, which reads no file)
+    from parsers.gather.evidence import Evidence
 
 #: Step states in which a proxy op waits on its peer (data, buffer space or the network).
 PEER_WAITS = {"RecvWait": "waits for data from", "SendPeerWait": "waits for buffer space at",

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Protocol
+from typing import TYPE_CHECKING, AbstractSet, Any, Protocol
 
-from parsers.gather.evidence import Evidence, RankEvidence
 from parsers.model.events import describe_status
 from parsers.judges.own_state import STACK_KINDS, data_wait, file_of
 from parsers.model.stacks import is_p2p
@@ -27,6 +26,9 @@ from parsers.readers.launcher import RankExit
 from parsers.stacks.classify import WAITING_KINDS, Activity, p2p_call
 from parsers.judges.claims import absent_by_job, surplus
 from parsers.stacks.tree import build_tree
+
+if TYPE_CHECKING:  # annotations: the merge of digests (parsers.scale.merge) imports this module and reads no file
+    from parsers.gather.evidence import Evidence, RankEvidence
 
 
 

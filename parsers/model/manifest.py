@@ -88,6 +88,16 @@ class Status:
     ALL = (OK, FAILED, TIMEOUT, UNAVAILABLE, DENIED, GONE, SKIPPED)
 
 
+#: collectors' earlier names, as bundles written before a rename still say them -> the name now
+COLLECTOR_ALIASES = {"nccl_recorder": "recorder"}
+
+
+def collector_name(name: str) -> str:
+    """A collector's name now, for a name read from a manifest (an earlier name included). Here, with the manifest,
+    not in the registry of kinds: opening a bundle (parsers.gather.source) needs the name, not every reader."""
+    return COLLECTOR_ALIASES.get(name, name)
+
+
 @dataclass
 class CollectorRecord:
     """One collector's run against one rank or one host."""

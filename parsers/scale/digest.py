@@ -26,11 +26,9 @@ import stat
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from parsers.gather.evidence import Evidence
 from parsers.input import bounded_json
-from parsers.gather import registry
 from parsers.input.errors import FileFormatError
 from parsers.model.events import (DATA_TYPES, CommMember, ErrorEvent, OpEvent,
                                   FAULT_FLAGS, Origin, Parsed, ProcessState, Progress, RasFinding, TopoEdge,
@@ -48,6 +46,9 @@ from parsers.readers.recorder import CollRecord, ProxyOpRecord, RecorderState, S
 from parsers.judges.exceptions import exceptions_by_rank, kept_exceptions
 from parsers.judges.p2p_stacks import blocking_call, stack_op
 from parsers.judges.recorder import wait_edges
+
+if TYPE_CHECKING:  # the host's side only (make_digest): the merge of the classes reads no file and no reader's table
+    from parsers.gather.evidence import Evidence
 
 FORMAT = "hang-forensics-digest"
 #: 2: every ErrorEvent's data is typed (tags such as events.DeviceFault, events.StoreWait that a version-1 reader does
@@ -561,43 +562,13 @@ class StatedJob:
 HOST_TOKEN = "hf-digest-host-5e2a91"
 
 
-def encode_files(arts: Iterable[Any], host_dir: str, matched: Callable[[Any], frozenset[int]] | None = None
-                 ) -> dict[str, Any]:
-    """Each rank-scope and host-scope artifact under `host_dir`, read under HOST_TOKEN: its `Parsed`,
-    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw). `matched(art)`:
-    the line numbers of its notes to keep past the cap (those the knowledge base matches)."""
-    files: dict[str, Any] = {}
-    prefix = host_dir.rstrip("/") + "/"
-    for art in arts:
-        rel = art.rel or ""
-        if not rel.startswith(prefix) or not _digestible(art.kind):
-            continue
-        entry: dict[str, Any] = {"kind": art.kind}
-        if art.error:
-            entry["error"] = art.error[:MAX_STR]
-        if art.parsed is not None:
-            try:
-                keep = matched(art) if matched is not None and len(art.parsed.notes) > NOTES_CAP else frozenset()
-                entry["parsed"] = encode_parsed(art.parsed, str(art.path), rel, keep)
-            except DigestError:
-                continue  # a foreign value in the model: this file is read raw
-        files[rel[len(prefix):]] = entry
-    return files
-
-
 def make_digest(host: str, host_dir: str, files: dict[str, Any], ev: Evidence, host_findings: list, kb: str,
                 created: str) -> dict[str, Any]:
-    """The digest document of one host: its files' evidence (`encode_files`), a summary per rank
-    (`rank_summary`) and the host judge's findings."""
+    """The digest document of one host: its files' evidence (`parsers.scale.digest_first.encode_files`), a
+    summary per rank (`rank_summary`) and the host judge's findings."""
     return {"format": FORMAT, "version": VERSION, "created": created, "host": host, "dir": host_dir, "kb": kb,
             "ranks": [summary.to_json() for _, summary in summaries_of(ev, host)], "host_findings": host_findings,
             "files": files}  # last: the merge of the classes reads the digest up to it (`read_summaries`)
-
-
-def _digestible(kind: str) -> bool:
-    """Rank- and host-scope kinds the readers read (job-level files and the recognised-but-skipped stay raw)."""
-    k = registry.BY_NAME.get(kind)
-    return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
 def summaries_of(ev: Evidence, host: str | None = None) -> list[tuple[str, RankSummary]]:

@@ -13,6 +13,10 @@ uses (its notes depend on it), for the default log mode. A host re-filed under a
 merge) keeps its digest usable: what came from the file's hint is rebuilt as the name it is filed under.
 Anything else (and a digest that fails its checks) is said in `DigestRead.notes`, and that host's
 raw files are read instead.
+
+The host's side is here too (`digest_host`, `encode_files`: which files a digest holds, by the registry's kinds):
+it runs the readers and the judges, which a reader of digests (parsers.scale.digest: the format, the checks, the
+rank summaries a merge reads) never imports.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, DigestError, HostDigest, StatedJob, decode_parsed,
-                                  encode_files, kb_key, make_digest, read_digest, summaries_of)
+from parsers.scale.digest import (DIGEST_NAME, HOST_TOKEN, MAX_STR, NOTES_CAP, DigestError, HostDigest, StatedJob,
+                                  decode_parsed, encode_parsed, kb_key, make_digest, read_digest, summaries_of)
 from parsers.scale.classes import ClassJudgement, judge_classes
 from parsers.scale.named_faults import Claims, named
 from parsers.scale.merge import ClassSummary, from_host, merge_all, ranks_of
@@ -69,6 +73,36 @@ def digest_host(source: Source, host: str, kb: Any, created: str = "", refs: lis
     findings = [{"rank": s.rank, "host": s.host, "reason_class": str(s.reason_class), "reason": (s.reason or "")[:500]}
                 for s in suspects][:256]
     return make_digest(host, host_dir, files, ev, findings, kb_key(kb), created)
+
+
+def encode_files(arts: Iterable[Any], host_dir: str, matched: Callable[[Any], frozenset[int]] | None = None
+                 ) -> dict[str, Any]:
+    """Each rank-scope and host-scope artifact under `host_dir`, read under HOST_TOKEN: its `Parsed`,
+    bounded, by its path under `host_dir` (a file the model cannot hold is left out: read raw). `matched(art)`:
+    the line numbers of its notes to keep past the cap (those the knowledge base matches)."""
+    files: dict[str, Any] = {}
+    prefix = host_dir.rstrip("/") + "/"
+    for art in arts:
+        rel = art.rel or ""
+        if not rel.startswith(prefix) or not _digestible(art.kind):
+            continue
+        entry: dict[str, Any] = {"kind": art.kind}
+        if art.error:
+            entry["error"] = art.error[:MAX_STR]
+        if art.parsed is not None:
+            try:
+                keep = matched(art) if matched is not None and len(art.parsed.notes) > NOTES_CAP else frozenset()
+                entry["parsed"] = encode_parsed(art.parsed, str(art.path), rel, keep)
+            except DigestError:
+                continue  # a foreign value in the model: this file is read raw
+        files[rel[len(prefix):]] = entry
+    return files
+
+
+def _digestible(kind: str) -> bool:
+    """Rank- and host-scope kinds the readers read (job-level files and the recognised-but-skipped stay raw)."""
+    k = registry.BY_NAME.get(kind)
+    return k is not None and k.scope in (registry.RANK, registry.HOST) or kind in ("empty", "unreadable", "binary")
 
 
 def judged_lines(kb: Any, art: Artifact) -> frozenset[int]:

@@ -14,33 +14,23 @@ from pathlib import Path
 import pytest
 
 from hf_testpaths import FIXTURES
+from host_digests import with_digests
 from forensics.bundle.merge import HostPart, merge_bundles
 from forensics.fleet.reduce import merge_answers, read_answer
-from parsers import knowledge
 from parsers.scale import merge as digest_merge
-from parsers.scale.digest import DIGEST_NAME, write_json
+from parsers.scale.digest import DIGEST_NAME
 from parsers.scale.classes import judge_classes
-from parsers.scale.digest_first import digest_host
 from parsers.gather.source import open_source
 
-KB = knowledge.load(use_env=False)
 EMPTY = digest_merge.ClassSummary().to_json()
 REPO = Path(__file__).resolve().parents[3]
 HOSTS = [FIXTURES / "nccl" / "sleep" / "bundle", FIXTURES / "gloo14" / "oom" / "live",
          FIXTURES / "gloo14" / "busy" / "live", FIXTURES / "nccl" / "kill" / "bundle"]
 
 
-def _host_bundle(src_bundle: Path, dst: Path) -> Path:
-    shutil.copytree(src_bundle, dst, symlinks=True)
-    with open_source(dst) as src:
-        for rec in src.manifest.hosts:
-            (dst / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
-    return dst
-
-
 def _gateway(tmp_path: Path, name: str, hosts: list[tuple[str, Path]]) -> str:
     """A gateway's job bundle of its hosts' answers, reduced by the real command: its stdout, as sent up."""
-    parts = [HostPart(host=h, bundle=_host_bundle(b, tmp_path / f"{name}-{h}")) for h, b in hosts]
+    parts = [HostPart(host=h, bundle=with_digests(b, tmp_path / f"{name}-{h}")) for h, b in hosts]
     merge_bundles(tmp_path / name, parts)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-m", "forensics.fleet.reduce", str(tmp_path / name)], capture_output=True,
@@ -214,3 +204,16 @@ def test_a_fetch_reads_the_gateways_index_and_falls_back_to_the_manifest(tmp_pat
     fetch_index_path(gw).write_text(json.dumps({"format": "hang-forensics-fetch-index", "version": 1,
                                                 "hosts": [["../../etc", [only_h0[0]]], ["h1", [only_h0[0]]]]}))
     assert [h for h, _ in hosts_to_fetch(gw, ranges, set(), 64)] == ["h1"]  # its index's word, inside the bundle
+
+
+def test_a_gateway_starts_without_graphs_readers_or_judges_of_files():
+    """`python -m forensics.fleet.reduce gateway` (and each `fetch`) imports this module on every gateway: it merges
+    digests and sends files, and never builds a graph (networkx, ~0.2 s to import), reads a raw file (the registry
+    imports every reader) or makes a host's digest (the readers, the judges, the knowledge base)."""
+    heavy = ("networkx", "parsers.gather.registry", "parsers.gather.evidence", "parsers.scale.digest_first",
+             "parsers.knowledge", "forensics.bundle.digest")
+    code = f"import sys, forensics.fleet.reduce; print([m for m in {heavy!r} if m in sys.modules])"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          check=True)
+    assert done.stdout.strip() == "[]"

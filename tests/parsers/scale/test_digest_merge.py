@@ -4,18 +4,17 @@ any tree shape gives the same root; the fleet's merge writes one from its hosts'
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from hf_testpaths import FIXTURES
+from host_digests import with_digests
 from parsers import knowledge
 from parsers.scale import merge as digest_merge
-from parsers.scale.digest import DIGEST_NAME, write_json
 from parsers.scale.digest_first import digest_host
 from parsers.model.summaries import SummaryError
 from parsers.gather.source import open_source
-from forensics.bundle.digest import MERGED_DIGEST
+from forensics.bundle.merged_digest import MERGED_DIGEST
 from forensics.bundle.merge import HostPart, merge_bundles
 
 KB = knowledge.load(use_env=False)
@@ -105,12 +104,7 @@ def test_a_hostile_summary_is_refused_with_its_reason(row, why):
 def test_fleet_merge_writes_the_merged_digest(tmp_path):
     parts = []
     for name in ("a", "b"):
-        dst = tmp_path / name
-        shutil.copytree(FIXTURES / "gloo14" / "busy" / "live", dst, symlinks=True)
-        with open_source(dst) as src:
-            for rec in src.manifest.hosts:
-                (dst / rec.dir / DIGEST_NAME).write_bytes(write_json(digest_host(src, rec.host, KB)))
-        parts.append(HostPart(host=name, bundle=dst))
+        parts.append(HostPart(host=name, bundle=with_digests(FIXTURES / "gloo14" / "busy" / "live", tmp_path / name)))
     man = merge_bundles(tmp_path / "job", parts)
     merged = digest_merge.check_merged(json.loads((tmp_path / "job" / MERGED_DIGEST).read_text()))
     ranks = {r.rank for r in man.ranks}
