@@ -26,9 +26,6 @@ def test_paired_rounds_cancel_a_drift_that_the_medians_keep():
     assert recorder_gpu.rel_spread(base) > 1.0  # the drift spreads each median
     pair = recorder_gpu.paired(base, rec)
     assert abs(pair["pct"] - 1.0) < 1e-9 and pair["spread"] < 1e-9 and pair["n"] == 50
-    assert not recorder_gpu.resolved_all({"base": base, "recorder": rec}, 0.5)  # each figure must resolve too
-    steady = [100.0, 100.1, 99.9] * 10
-    assert recorder_gpu.resolved_all({"base": steady, "recorder": [v * 1.01 for v in steady]}, 0.5)
     assert recorder_gpu.paired([1.0, 2.0], [1.0, 2.0])["spread"] == float("inf")  # fewer than three rounds
 
 
