@@ -22,16 +22,17 @@ cells split over several calls (--ops, --sizes, --skip-1rank, --skip-8) and thei
      quit at the phase's end): the 8 kernels share the GPU at once instead of taking turns in time slices;
   4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
      8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
-Estimator (benchmarks/recorder_gpu_stats.py says why, from the recorded runs): per round, the recorder's batch
-against the same round's base batch (a drift between rounds cancels); the cost is the 20%-trimmed mean of those
-per-round differences and its spread the standard error from a moving-block bootstrap over rounds (blocks of
-sqrt(n) rounds); each mode's latency the same way. Batch-to-batch scatter of the launch-bound cells is a state a
-batch keeps (median 8.4% a batch in 74 ms batches, 7.4-11.7% in 20 ms ones; two levels in all_gather), so short
-batches buy more rounds for the same time. The A/A's value, when beyond twice its spread, is an offset between two
-processes that more rounds cannot remove: the table marks it "(offset)". One-rank groups run pinned to CPUs of
-their own (--pin-cpus). Every round's batches are kept in the row (rounds_us), so the figures can be recomputed
-and the plan redone: `recorder_gpu.py plan DIR` prints the rounds and seconds each cell of a finished run needs
-for the target.
+Estimator (benchmarks/recorder_gpu_stats.py says why, from the recorded runs and a simulation): per round, the
+recorder's batch against the same round's base batch (a drift between rounds cancels); the cost is the median of
+those per-round differences, its spread the larger of a moving-block bootstrap's (blocks of sqrt(n) rounds) and
+10 contiguous stretches' standard errors; each mode's latency the same way; the 20%-trimmed mean of the
+differences beside it ("levels" in the table where the two part). The batch-to-batch scatter of the
+launch-bound cells is a state a batch keeps (median 8.4% a batch in 74 ms batches, 7.4-11.7% in 20 ms ones; two
+levels in all_gather), so short batches buy more rounds for the same time, and a cell runs at least 30 rounds
+and --min-cell-s seconds before it may stop. The A/A's value, when beyond twice its spread, is an offset between
+two processes that more rounds cannot remove: the table marks it "(offset)". One-rank groups run pinned to CPUs
+of their own (--pin-cpus). Every round's batches are kept in the row (rounds_us), so the figures can be
+recomputed: `recorder_gpu.py plan DIR` prints the rounds and seconds each cell of a finished run needs.
 Everything is written to --out as it is measured (results.jsonl, one line per figure, a refined one
 again; table.md rewritten after each; facts.json; chaining.json; logs.tar.gz): at most 8 files, so a
 run cut short still hands back what it measured.
@@ -57,6 +58,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import platform
 import queue
@@ -215,10 +217,11 @@ def rotation(rounds: int, modes: list[str]) -> list[str]:
 
 
 def alternate(groups: dict, cmd: dict, budget_s: float, target: float, patience: float = 60,
-              latency_too: bool = False) -> dict:
+              latency_too: bool = False, min_s: float = 0.0) -> dict:
     """Time cmd in each group by turns, one batch a group a round, until `gpu_stats.resolved` says every paired
     figure's spread is under `target` (or the budget ends: stop "budget"). The spread is looked at after
-    MIN_ROUNDS rounds and then after every 15% more. The row keeps every round's batches (us a call)."""
+    MIN_ROUNDS rounds and min_s seconds (a state lasting a second must come and go a few times before a
+    spread can see it), then after every 15% more rounds. The row keeps every round's batches (us a call)."""
     samples: dict[str, list[float]] = {m: [] for m in groups}
     modes = list(groups)
     start, rounds, check, stop = time.monotonic(), 0, gpu_stats.MIN_ROUNDS, "budget"
@@ -229,7 +232,7 @@ def alternate(groups: dict, cmd: dict, budget_s: float, target: float, patience:
                 return {"error": res["error"]}
             samples[m].append(res["sec"])
         rounds += 1
-        if rounds >= check:
+        if rounds >= check and time.monotonic() - start >= min_s:
             check = gpu_stats.next_check(rounds)
             if gpu_stats.resolved(samples, target, latency_too):
                 stop = "resolved"
@@ -291,6 +294,8 @@ class Report:
             cost, sp = r["paired"]["recorder"]["pct"], r["paired"]["recorder"]["spread"]
         goal = r["goal_pct"]
         verdict = "met" if cost <= goal else ("within spread" if cost - sp <= goal else "OVER")
+        if not math.isfinite(sp):  # too few rounds for a spread: the figure says nothing yet
+            verdict = "no spread"
         aa = "-"
         if "control" in r:  # a second group without the recorder (or the base's later epochs): the method's floor
             a_cost, a_sp = versus(r.get("control_of", b), r["control"])
@@ -299,6 +304,9 @@ class Report:
         aa_pair = r.get("paired", {}).get("control")
         if aa_pair and abs(aa_pair["pct"]) > 2 * aa_pair["spread"]:  # two processes apart beyond their spread
             pair["control"] += " (offset)"
+        for m, v in r.get("paired", {}).items():  # the average round parts from the median one
+            if "tmean_pct" in v and gpu_stats.levels_apart(v):
+                pair[m] += f" (levels: mean {v['tmean_pct']:+.2f} ± {v['tmean_spread']:.2f})"
         return (f"| {r['layout']} | {r['what']} | {human(r.get('bytes', 0)) if r.get('bytes') else '-'} | "
                 f"{level(b)} | {level(c)} | {mcost:+.2f}% ± {msp:.2f} | {pair.get('recorder', '-')} | {aa} | "
                 f"{pair.get('control', '-')} | {b['n']}+{c['n']} x {r['per_batch']} | {r.get('stop', '-')} | "
@@ -308,7 +316,7 @@ class Report:
         h = self.header
         lines = [f"# recorder cost on one GPU ({h.get('gpu')}, NCCL {h.get('nccl')}, torch {h.get('torch')}, "
                  f"Python {h.get('python')}, {h.get('cpus')} CPUs, backend {h.get('backend')})", "",
-                 "| layout | what | size | base us | recorder us | cost (levels) | cost (paired rounds) | "
+                 "| layout | what | size | base us | recorder us | cost (medians) | cost (paired rounds) | "
                  "A/A (2nd base) | A/A (paired) | batches x calls | stop | goal |",
                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [self.line(r) for r in self.rows]
@@ -321,14 +329,13 @@ class Report:
 
 
 def level(fig: dict) -> str:
-    """One mode's latency for the table: the trimmed mean where the row has it (else the median) ± spread."""
-    return f"{fig.get('tmean_us', fig['median_us']):.2f} ± {fig['spread_pct']:.2f}%"
+    """One mode's latency for the table: its median ± spread."""
+    return f"{fig['median_us']:.2f} ± {fig['spread_pct']:.2f}%"
 
 
 def versus(base: dict, other: dict) -> tuple[float, float]:
-    """other's level against base's (trimmed means where both have them, else medians), in %, and the spread
-    of that difference (both spreads combined)."""
-    key = "tmean_us" if "tmean_us" in base and "tmean_us" in other else "median_us"
+    """other's median against base's, in %, and the spread of that difference (both spreads combined)."""
+    key = "median_us"
     return ((other[key] / base[key] - 1) * 100,
             (base["spread_pct"] ** 2 + other["spread_pct"] ** 2) ** 0.5)
 
@@ -381,7 +388,7 @@ class Layout:
         """The index-th group's own CPUs (--pin-cpus per group, after CPUs 0-1 left to this driver), for
         one-rank groups that run side by side; none where the machine has too few or --pin-cpus is 0."""
         width = self.args.pin_cpus
-        first = 2 + index * width
+        first = 2 + ((index + self.args.pin_rotate) % len(self.modes)) * width
         if self.ranks != 1 or width <= 0 or first + width > (os.cpu_count() or 1):
             return {}
         return {"HF_BENCH_CPUS": ",".join(str(c) for c in range(first, first + width))}
@@ -406,7 +413,8 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, share: float) -> No
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
                  "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
         return
-    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, lay.patience, args.latency_too)
+    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, lay.patience, args.latency_too,
+                    min(args.min_cell_s, budget / 2))
     if res.get("stop") == "budget":
         res["stop"] = "cap" if budget == args.cell_cap else "share"
     goal = 1.0 if nbytes >= 1 << 20 else 3.0
@@ -752,6 +760,8 @@ def main() -> int:
                          "shrink with its length (recorder_gpu_stats's docstring)")
     ap.add_argument("--cell-cap", type=float, default=60,
                     help="seconds at most for one 1-rank cell; a cell that stops there is marked 'cap'")
+    ap.add_argument("--min-cell-s", type=float, default=5,
+                    help="seconds a 1-rank cell runs at least before it may stop resolved")
     ap.add_argument("--latency-too", action="store_true",
                     help="a cell stops only when each mode's latency is resolved too, not only the paired figures")
     ap.add_argument("--ops", default=",".join(OPS),
@@ -759,6 +769,9 @@ def main() -> int:
     ap.add_argument("--skip-1rank", action="store_true", help="leave out the 1-rank layout and the DDP step")
     ap.add_argument("--pin-cpus", type=int, default=2,
                     help="CPUs of its own for each one-rank group (0: no pinning); the driver keeps CPUs 0-1")
+    ap.add_argument("--pin-rotate", type=int, default=0,
+                    help="give the i-th mode the CPUs of mode i+N (base, recorder, control): another call with "
+                         "another N tells an offset that follows the CPUs from one that follows the process")
     ap.add_argument("--one-rank-share", type=float, default=0.30, help="share of the cap for the 1-rank layout")
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")
@@ -849,6 +862,7 @@ def offline(argv: list[str]) -> int:
     ap.add_argument("--batch-s", type=float, default=0.01)
     ap.add_argument("--target", type=float, default=0.5)
     ap.add_argument("--cell-cap", type=float, default=float("inf"))
+    ap.add_argument("--min-cell-s", type=float, default=5)
     args = ap.parse_args(argv[1:])
     if argv[0] == "merge":
         if len(args.folders) < 2:
@@ -856,9 +870,10 @@ def offline(argv: list[str]) -> int:
         print(merge(args.folders[0], args.folders[1:]).table())
         return 0
     for folder in args.folders:
-        cells = gpu_stats.plan(read_rows(folder), args.target, args.batch_s, args.cell_cap)
-        print(f"{folder}: to {args.target} points; now = the recorded batches, median of paired rounds; "
-              f"new = {args.batch_s * 1e3:g} ms batches, trimmed mean")
+        cells = gpu_stats.plan(read_rows(folder), args.target, args.batch_s, args.cell_cap, min_s=args.min_cell_s)
+        print(f"{folder}: to {args.target} points; now = the recorded batches at their stated spread; new = "
+              f"{args.batch_s * 1e3:g} ms batches, spread x {gpu_stats.understatement(read_rows(folder)):.2f} "
+              f"(the run's A/A rms z), at least {gpu_stats.MIN_ROUNDS} rounds and {args.min_cell_s:g} s")
         for c in cells:
             print(f"  {c['what']:>10} {human(c['bytes'] or 0):>6} spread {c['spread']:5.2f} after {c['n']:4d} rounds "
                   f"(batch {c['batch_ms']:5.1f} ms + {c['overhead_ms']:4.1f} ms): now {c['rounds_now']:6.0f} rounds "

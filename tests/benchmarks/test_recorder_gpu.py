@@ -36,6 +36,8 @@ def test_a_row_says_met_within_spread_or_over():
     noisy = {"median_us": 103.2, "spread_pct": 0.5, "n": 9}
     assert "within spread" in recorder_gpu.Report.line({**row, "recorder": noisy})
     assert "OVER" in recorder_gpu.Report.line({**row, "recorder": {**base, "median_us": 104.0}})
+    unspread = {"median_us": 101.0, "spread_pct": float("inf"), "n": 2}
+    assert "no spread" in recorder_gpu.Report.line({**row, "recorder": unspread})
     failed = {"layout": "1 rank", "what": "sendrecv", "bytes": 8, "error": "boom"}
     assert "error: boom" in recorder_gpu.Report.line(failed)
 
