@@ -1,4 +1,5 @@
-"""The recorder's cost on one GPU, and chaining on a real NCCL: one device call of at most 9 minutes.
+"""The recorder's cost on one GPU, and chaining on a real NCCL: one device call of at most 9 minutes, or the
+cells split over several calls (--ops, --sizes, --skip-1rank, --skip-8) and their folders merged (`merge`).
 
   0. (--cpu-bench-before DIR) the CPU microbenchmark first, while the machine is quiet:
      benchmarks/recorder_event_cost.py, the baseline built from the sources staged in DIR against the
@@ -6,8 +7,10 @@
   1. layout "1 rank": a one-rank communicator (no network: NCCL's smallest latency, so the
      recorder's fixed cost shows), all_reduce, all_gather, send/recv, 8 B .. 256 MB. Groups of one
      rank (nccl_patches/device/bench_worker.py) stay up side by side, one without the recorder (base),
-     one with it and a second one without (control: the A/A, the method's own floor), timed in turns
-     until the spread of each median is under --target-spread (0.5%) or the cell's share of time ends;
+     one with it and a second one without (control: the A/A, the method's own floor), timed in turns, one
+     short batch (--batch-s, 10 ms) a group a round, until the paired cost's and the A/A's spreads are under
+     --target-spread (0.5 points), or the cell's cap (--cell-cap) or its share of the time left ends: the
+     row's `stop` says resolved, cap or share, and table.md lists the cells that stopped unresolved;
   2. a DDP training step (6 x Linear(4096) MLP, batch 256) on the one-rank groups;
   3. layout "8 hosts": 8 ranks on the one GPU, each its own host (NCCL_HOSTID, sockets over lo,
      NCCL_IB_DISABLE=1, NCCL_NVLS_ENABLE=0: proxy ops and steps, the recorder's busiest path), the same
@@ -19,10 +22,17 @@
      quit at the phase's end): the 8 kernels share the GPU at once instead of taking turns in time slices;
   4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
      8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
-Spread of a median: 1.2533 x 1.4826 x MAD / sqrt(n), relative. A cost is read two ways: the two medians
-against each other (their spreads combined), and paired: the median of the round-by-round differences
-(a drift of the machine between rounds cancels), which the verdict uses. One-rank groups run pinned to CPUs
-of their own (--pin-cpus).
+Estimator (benchmarks/recorder_gpu_stats.py says why, from the recorded runs and a simulation): per round, the
+recorder's batch against the same round's base batch (a drift between rounds cancels); the cost is the median of
+those per-round differences, its spread the larger of a moving-block bootstrap's (blocks of sqrt(n) rounds) and
+10 contiguous stretches' standard errors; each mode's latency the same way; the 20%-trimmed mean of the
+differences beside it ("levels" in the table where the two part). The batch-to-batch scatter of the
+launch-bound cells is a state a batch keeps (median 8.4% a batch in 74 ms batches, 7.4-11.7% in 20 ms ones; two
+levels in all_gather), so short batches buy more rounds for the same time, and a cell runs at least 30 rounds
+and --min-cell-s seconds before it may stop. The A/A's value, when beyond twice its spread, is an offset between
+two processes that more rounds cannot remove: the table marks it "(offset)". One-rank groups run pinned to CPUs
+of their own (--pin-cpus). Every round's batches are kept in the row (rounds_us), so the figures can be
+recomputed: `recorder_gpu.py plan DIR` prints the rounds and seconds each cell of a finished run needs.
 Everything is written to --out as it is measured (results.jsonl, one line per figure, a refined one
 again; table.md rewritten after each; facts.json; chaining.json; logs.tar.gz): at most 8 files, so a
 run cut short still hands back what it measured.
@@ -33,6 +43,12 @@ run cut short still hands back what it measured.
     timeout -k 10 525 python3 benchmarks/recorder_gpu.py --out "$OUT" --time-cap 480 --one-rank-share 0.22 \
         --train-s 30 --cpu-bench-before .device/recorder-before
     python benchmarks/recorder_gpu.py --dry-run --out /tmp/x   # CPU dry run (gloo + the fake-NCCL harness), ~2 min
+    # split over calls (each its own $OUT, fetched to A, B, C), then one table:
+    ... --skip-8 --skip-chain --skip-train --ops all_gather --one-rank-share 1     # call A
+    ... --skip-8 --skip-chain --ops all_reduce,sendrecv --one-rank-share 1         # call B (+ DDP step)
+    ... --skip-1rank                                                              # call C (8 hosts, chaining)
+    python benchmarks/recorder_gpu.py merge OUT A B C     # a cell in two calls: the later row, both listed
+    python benchmarks/recorder_gpu.py plan A --cell-cap 60   # per cell: rounds and seconds to the target
 Goals (issue 44): < 1% at >= 1 MB, < 3% below, < 0.5% of a training step.
 """
 
@@ -42,6 +58,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import platform
 import queue
@@ -60,6 +77,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks import recorder_gpu_stats as gpu_stats  # noqa: E402
 from benchmarks.recorder_overhead import human  # noqa: E402
 from forensics import recorder_build  # noqa: E402
 from nccl_patches.harness import build_count_plugin, build_harness, run_harness  # noqa: E402
@@ -191,36 +209,46 @@ def paired(base: list[float], other: list[float]) -> dict:
     return {"pct": med if len(diffs) >= 3 else float("nan"), "spread": err, "n": len(diffs)}
 
 
-def resolved_all(samples: dict[str, list[float]], target: float) -> bool:
-    """Every mode's median, and every paired difference against the base, resolved to `target`."""
-    if not all(rel_spread(v) < target for v in samples.values()):
-        return False
-    return all(paired(samples["base"], v)["spread"] < target for m, v in samples.items() if m != "base")
+def rotation(rounds: int, modes: list[str]) -> list[str]:
+    """The order of one round: each mode leads, follows and sits in the middle alike, forwards then backwards."""
+    k = rounds % len(modes)
+    order = modes[k:] + modes[:k]
+    return order if (rounds // len(modes)) % 2 == 0 else order[::-1]
 
 
-def alternate(groups: dict, cmd: dict, budget_s: float, target: float, min_rounds: int = 3,
-              patience: float = 60) -> dict:
-    """Time cmd in each group by turns until every median (and each paired difference against the base)
-    is resolved to `target` % or the budget ends."""
+def alternate(groups: dict, cmd: dict, budget_s: float, target: float, patience: float = 60,
+              latency_too: bool = False, min_s: float = 0.0) -> dict:
+    """Time cmd in each group by turns, one batch a group a round, until `gpu_stats.resolved` says every paired
+    figure's spread is under `target` (or the budget ends: stop "budget"). The spread is looked at after
+    MIN_ROUNDS rounds and min_s seconds (a state lasting a second must come and go a few times before a
+    spread can see it), then after every 15% more rounds. The row keeps every round's batches (us a call)."""
     samples: dict[str, list[float]] = {m: [] for m in groups}
     modes = list(groups)
-    start, rounds = time.monotonic(), 0
+    start, rounds, check, stop = time.monotonic(), 0, gpu_stats.MIN_ROUNDS, "budget"
     while True:
-        k = rounds % len(modes)  # rotate: each group leads, follows and sits in the middle alike
-        order = modes[k:] + modes[:k] if (rounds // len(modes)) % 2 == 0 else (modes[k:] + modes[:k])[::-1]
-        for m in order:
+        for m in rotation(rounds, modes):
             res = groups[m].ask(cmd, timeout=max(patience, budget_s * 2))
             if "error" in res:
                 return {"error": res["error"]}
             samples[m].append(res["sec"])
         rounds += 1
-        spent = time.monotonic() - start
-        if rounds >= min_rounds and (spent >= budget_s or resolved_all(samples, target)):
+        if rounds >= check and time.monotonic() - start >= min_s:
+            check = gpu_stats.next_check(rounds)
+            if gpu_stats.resolved(samples, target, latency_too):
+                stop = "resolved"
+                break
+        if time.monotonic() - start >= budget_s and rounds >= 3:
             break
-    out: dict = {m: {"median_us": statistics.median(v) * 1e6, "spread_pct": rel_spread(v), "n": len(v)}
-                 for m, v in samples.items()}
-    out["paired"] = {m: paired(samples["base"], v) for m, v in samples.items() if m != "base"}
-    out["seconds"] = round(time.monotonic() - start, 1)
+    return summarize(samples, stop, time.monotonic() - start)
+
+
+def summarize(samples: dict[str, list[float]], stop: str, seconds: float) -> dict:
+    """A cell's figures from its rounds (`gpu_stats.latency_figure` a mode, `gpu_stats.paired_figure` against the
+    base), why it stopped, and the raw rounds."""
+    out: dict = {m: gpu_stats.latency_figure(v) for m, v in samples.items()}
+    out["paired"] = {m: gpu_stats.paired_figure(samples["base"], v) for m, v in samples.items() if m != "base"}
+    out["stop"], out["seconds"] = stop, round(seconds, 1)
+    out["rounds_us"] = {m: [round(v * 1e6, 4) for v in vals] for m, vals in samples.items()}
     return out
 
 
@@ -266,30 +294,49 @@ class Report:
             cost, sp = r["paired"]["recorder"]["pct"], r["paired"]["recorder"]["spread"]
         goal = r["goal_pct"]
         verdict = "met" if cost <= goal else ("within spread" if cost - sp <= goal else "OVER")
+        if not math.isfinite(sp):  # too few rounds for a spread: the figure says nothing yet
+            verdict = "no spread"
         aa = "-"
         if "control" in r:  # a second group without the recorder (or the base's later epochs): the method's floor
             a_cost, a_sp = versus(r.get("control_of", b), r["control"])
             aa = f"{a_cost:+.2f}% ± {a_sp:.2f}"
         pair = {m: f"{v['pct']:+.2f}% ± {v['spread']:.2f}" for m, v in r.get("paired", {}).items()}
+        aa_pair = r.get("paired", {}).get("control")
+        if aa_pair and abs(aa_pair["pct"]) > 2 * aa_pair["spread"]:  # two processes apart beyond their spread
+            pair["control"] += " (offset)"
+        for m, v in r.get("paired", {}).items():  # the average round parts from the median one
+            if "tmean_pct" in v and gpu_stats.levels_apart(v):
+                pair[m] += f" (levels: mean {v['tmean_pct']:+.2f} ± {v['tmean_spread']:.2f})"
         return (f"| {r['layout']} | {r['what']} | {human(r.get('bytes', 0)) if r.get('bytes') else '-'} | "
-                f"{b['median_us']:.2f} ± {b['spread_pct']:.2f}% | {c['median_us']:.2f} ± {c['spread_pct']:.2f}% | "
-                f"{mcost:+.2f}% ± {msp:.2f} | {pair.get('recorder', '-')} | {aa} | {pair.get('control', '-')} | "
-                f"{b['n']}+{c['n']} x {r['per_batch']} | < {goal:g}% {verdict} |")
+                f"{level(b)} | {level(c)} | {mcost:+.2f}% ± {msp:.2f} | {pair.get('recorder', '-')} | {aa} | "
+                f"{pair.get('control', '-')} | {b['n']}+{c['n']} x {r['per_batch']} | {r.get('stop', '-')} | "
+                f"< {goal:g}% {verdict} |")
 
     def table(self) -> str:
         h = self.header
         lines = [f"# recorder cost on one GPU ({h.get('gpu')}, NCCL {h.get('nccl')}, torch {h.get('torch')}, "
                  f"Python {h.get('python')}, {h.get('cpus')} CPUs, backend {h.get('backend')})", "",
                  "| layout | what | size | base us | recorder us | cost (medians) | cost (paired rounds) | "
-                 "A/A (2nd base) | A/A (paired) | batches x calls | goal |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "A/A (2nd base) | A/A (paired) | batches x calls | stop | goal |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [self.line(r) for r in self.rows]
+        stopped = [f"{r['what']} {human(r['bytes']) if r.get('bytes') else ''}".strip()
+                   for r in self.rows if r.get("stop") in ("cap", "share")]
+        if stopped:
+            lines += ["", f"Stopped at their time cap or share, spread not under {h.get('target_spread_pct')}: "
+                      + ", ".join(stopped)]
         return "\n".join(lines) + "\n"
+
+
+def level(fig: dict) -> str:
+    """One mode's latency for the table: its median ± spread."""
+    return f"{fig['median_us']:.2f} ± {fig['spread_pct']:.2f}%"
 
 
 def versus(base: dict, other: dict) -> tuple[float, float]:
     """other's median against base's, in %, and the spread of that difference (both spreads combined)."""
-    return ((other["median_us"] / base["median_us"] - 1) * 100,
+    key = "median_us"
+    return ((other[key] / base[key] - 1) * 100,
             (base["spread_pct"] ** 2 + other["spread_pct"] ** 2) ** 0.5)
 
 
@@ -341,7 +388,7 @@ class Layout:
         """The index-th group's own CPUs (--pin-cpus per group, after CPUs 0-1 left to this driver), for
         one-rank groups that run side by side; none where the machine has too few or --pin-cpus is 0."""
         width = self.args.pin_cpus
-        first = 2 + index * width
+        first = 2 + ((index + self.args.pin_rotate) % len(self.modes)) * width
         if self.ranks != 1 or width <= 0 or first + width > (os.cpu_count() or 1):
             return {}
         return {"HF_BENCH_CPUS": ",".join(str(c) for c in range(first, first + width))}
@@ -351,8 +398,9 @@ class Layout:
             g.quit(timeout=30)
 
 
-def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> None:
-    """One figure: calls per batch from a probe, then the groups by turns."""
+def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, share: float) -> None:
+    """One figure: calls per batch from a probe, then the groups by turns until it resolves, its time cap
+    (--cell-cap) or its share of the layout's time left ends; the row's stop says which."""
     args = lay.args
     cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
     try:
@@ -360,11 +408,15 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, budget: float) -> N
     except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
         return
+    budget = min(share, args.cell_cap)
     if one * n * len(lay.modes) * 3 > budget * 1.5 and not args.dry_run:  # three rounds would not fit its share
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
                  "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
         return
-    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, patience=lay.patience)
+    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, lay.patience, args.latency_too,
+                    min(args.min_cell_s, budget / 2))
+    if res.get("stop") == "budget":
+        res["stop"] = "cap" if budget == args.cell_cap else "share"
     goal = 1.0 if nbytes >= 1 << 20 else 3.0
     rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "per_batch": n, "goal_pct": goal, **res})
 
@@ -376,8 +428,10 @@ def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work
     lay = Layout(layout, ranks, args, plugin, work)
     broken: set[str] = set()
     try:
-        deadline = min(time.monotonic() + measure_s, hard_end)
-        cells = [(op, b) for b in args.sizes for op in OPS]  # by size: a cut run loses the largest sizes, not an op
+        train = ranks == 1 and not args.skip_train
+        # the DDP step's time is kept out of the cells' (it used to get what they left: 5 s when they took all)
+        deadline = min(time.monotonic() + measure_s, hard_end) - (args.train_s if train else 0)
+        cells = [(op, b) for b in args.sizes for op in args.ops]  # by size: a cut run loses the largest sizes
         for i, (op, nbytes) in enumerate(cells):
             left = deadline - time.monotonic()
             if op in broken or (left < 3 and not args.dry_run):  # a dry run runs every cell, briefly
@@ -393,7 +447,7 @@ def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work
                 if hard_end - time.monotonic() < 60:
                     return
                 lay.start()
-        if ranks == 1 and not args.skip_train:
+        if train:
             try:
                 train_cell(rep, lay.groups, args, min(time.monotonic() + args.train_s, hard_end))
             except GroupDown as err:
@@ -506,7 +560,7 @@ def hosts_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: 
     and that, not the recorder, set the figures). Groups take turns in ABBA epochs; each epoch is a fresh
     group that measures every cell while its share of the time lasts. Rows are rewritten after each epoch."""
     state = state_root() / f"state-{ranks}hosts"
-    cells = [(op, b) for b in args.sizes for op in OPS]  # by size: a cut run loses the largest sizes, not an op
+    cells = [(op, b) for b in args.sizes for op in args.ops]  # by size: a cut run loses the largest sizes, not an op
     got: dict = {cell: {"base": [], "recorder": []} for cell in cells}
     per_batch: dict = {}
     broken: dict = {}
@@ -549,8 +603,11 @@ def train_cell(rep: Report, groups: dict, args, deadline: float) -> None:
     if "error" in probe:
         rep.add({"layout": "1 rank", "what": "DDP step", "error": probe["error"]})
         return
-    n = max(2, int(0.25 / max(probe["sec"], 1e-6)))
-    res = alternate(groups, {**cmd, "steps": n}, max(5.0, deadline - time.monotonic()), args.target_spread, 6)
+    n = max(2, int(0.1 / max(probe["sec"], 1e-6)))  # 0.1 s batches: 30 rounds of 3 in ~10 s (GPU-bound: 0.02-0.05%)
+    res = alternate(groups, {**cmd, "steps": n}, max(5.0, deadline - time.monotonic()), args.target_spread,
+                    300, args.latency_too)
+    if res.get("stop") == "budget":  # its time is --train-s: a cap
+        res["stop"] = "cap"
     rep.add({"layout": "1 rank", "what": "DDP step", "per_batch": n, "goal_pct": 0.5, **res})
 
 
@@ -671,7 +728,9 @@ def guarded(rep: Report, name: str, phase, *args) -> None:
 def header(args) -> dict:
     h = {"backend": args.backend, "python": platform.python_version(), "cpus": os.cpu_count(),
          "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-         "load_avg_start": os.getloadavg(), "sizes": args.sizes, "target_spread_pct": args.target_spread}
+         "load_avg_start": os.getloadavg(), "sizes": args.sizes, "ops": args.ops,
+         "target_spread_pct": args.target_spread, "cell_cap_s": args.cell_cap, "batch_s": args.batch_s,
+         "argv": sys.argv[1:]}
     try:
         import torch
 
@@ -684,6 +743,8 @@ def header(args) -> dict:
 
 
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] in ("merge", "plan"):
+        return offline(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "recorder-gpu-out")))
     ap.add_argument("--backend", default="nccl", help="gloo: CPU dry run (no NCCL, so no recorder cost)")
@@ -694,9 +755,23 @@ def main() -> int:
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--no-control", dest="control", action="store_false",
                     help="no second base group in the 1-rank layout (it measures the method's A/A floor)")
-    ap.add_argument("--batch-s", type=float, default=0.03, help="seconds of one timed batch (1-rank layout)")
+    ap.add_argument("--batch-s", type=float, default=0.01,
+                    help="seconds of one timed batch (1-rank layout): short, since a batch's scatter does not "
+                         "shrink with its length (recorder_gpu_stats's docstring)")
+    ap.add_argument("--cell-cap", type=float, default=60,
+                    help="seconds at most for one 1-rank cell; a cell that stops there is marked 'cap'")
+    ap.add_argument("--min-cell-s", type=float, default=5,
+                    help="seconds a 1-rank cell runs at least before it may stop resolved")
+    ap.add_argument("--latency-too", action="store_true",
+                    help="a cell stops only when each mode's latency is resolved too, not only the paired figures")
+    ap.add_argument("--ops", default=",".join(OPS),
+                    help="ops to measure (with --sizes, the cells of this call; '' for none: the DDP step alone)")
+    ap.add_argument("--skip-1rank", action="store_true", help="leave out the 1-rank layout and the DDP step")
     ap.add_argument("--pin-cpus", type=int, default=2,
                     help="CPUs of its own for each one-rank group (0: no pinning); the driver keeps CPUs 0-1")
+    ap.add_argument("--pin-rotate", type=int, default=0,
+                    help="give the i-th mode the CPUs of mode i+N (base, recorder, control): another call with "
+                         "another N tells an offset that follows the CPUs from one that follows the process")
     ap.add_argument("--one-rank-share", type=float, default=0.30, help="share of the cap for the 1-rank layout")
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU dry run: gloo, 8 B, 2 hosts, every cell briefly (the same code path, no GPU)")
@@ -713,7 +788,11 @@ def main() -> int:
     if args.dry_run:
         args.backend, args.sizes, args.hosts, args.time_cap, args.train_s, args.one_rank_share = (
             "gloo", "8", 2, 30, 1, 0.05)
-    args.sizes = [int(s) for s in str(args.sizes).split(",")]
+    args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
+    args.ops = [op for op in str(args.ops).split(",") if op]
+    unknown = [op for op in args.ops if op not in OPS]
+    if unknown:
+        ap.error(f"unknown ops {unknown}: choose from {OPS}")
     t0 = time.monotonic()
     rep = Report(args.out, header(args))
     work = Path(tempfile.mkdtemp(prefix="hf-gpu-bench-"))
@@ -725,8 +804,9 @@ def main() -> int:
     # the 1-rank layout (+ training) takes one_rank_share of the cap, the many-hosts layout the rest but
     # what chaining needs (~70 s on the H100: two 8-rank groups), chaining the end
     chain_s = 0 if args.skip_chain or args.dry_run else 75
-    guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work,
-            args.one_rank_share * args.time_cap, cap - 15)
+    if not args.skip_1rank:
+        guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work,
+                args.one_rank_share * args.time_cap, cap - 15)
     if not args.skip_8 and (cap - time.monotonic() > 10 + chain_s or args.dry_run):
         with private_mps(work, args.mps) as how:
             rep.header["hosts_layout_gpu_sharing"] = how
@@ -743,6 +823,64 @@ def main() -> int:
     (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
     (rep.out / "table.md").write_text(rep.table())
     print(rep.table())
+    return 0
+
+
+def read_rows(folder: Path) -> list[dict]:
+    """A run's rows from its results.jsonl (a refined cell's last line)."""
+    return gpu_stats.last_rows((folder / "results.jsonl").read_text().splitlines(), json.loads)
+
+
+def merge(out: Path, parts: list[Path]) -> Report:
+    """Several device calls' folders as one: their rows (a cell measured twice keeps the later call's row;
+    both figures listed under "repeats" in facts.json and the table), their headers under "parts"."""
+    headers = [json.loads((p / "facts.json").read_text()) if (p / "facts.json").is_file() else {} for p in parts]
+    rows, repeats = gpu_stats.merge_rows([read_rows(p) for p in parts])
+    head = {k: v for k, v in headers[0].items() if k not in ("recorder", "chaining", "phase_errors")} if headers else {}
+    head.update(parts=[{"folder": str(p), **h} for p, h in zip(parts, headers)], repeats=repeats)
+    rep = Report(out, head)
+    rep.rows = rows
+    with open(out / "results.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    text = rep.table()
+    if repeats:
+        text += "\nCells measured in more than one call (recorder cost, % ± spread, earlier -> later):\n" + "".join(
+            f"- {' '.join(map(str, r['cell']))}: {fmt_cost(r['earlier'])} -> {fmt_cost(r['later'])}\n" for r in repeats)
+    (out / "table.md").write_text(text)
+    return rep
+
+
+def fmt_cost(cost: dict | None) -> str:
+    return "error" if cost is None else f"{cost['pct']:+.2f}% ± {cost['spread']:.2f}"
+
+
+def offline(argv: list[str]) -> int:
+    """`merge OUT DIR...`: one table from several calls. `plan DIR... [--batch-s S] [--target T]`: per cell,
+    the rounds and seconds to reach the target under the recorded design and under the new one."""
+    ap = argparse.ArgumentParser(prog="recorder_gpu.py " + argv[0])
+    ap.add_argument("folders", type=Path, nargs="+")
+    ap.add_argument("--batch-s", type=float, default=0.01)
+    ap.add_argument("--target", type=float, default=0.5)
+    ap.add_argument("--cell-cap", type=float, default=float("inf"))
+    ap.add_argument("--min-cell-s", type=float, default=5)
+    args = ap.parse_args(argv[1:])
+    if argv[0] == "merge":
+        if len(args.folders) < 2:
+            ap.error("merge OUT DIR [DIR...]")
+        print(merge(args.folders[0], args.folders[1:]).table())
+        return 0
+    for folder in args.folders:
+        cells = gpu_stats.plan(read_rows(folder), args.target, args.batch_s, args.cell_cap, min_s=args.min_cell_s)
+        print(f"{folder}: to {args.target} points; now = the recorded batches at their stated spread; new = "
+              f"{args.batch_s * 1e3:g} ms batches, spread x {gpu_stats.understatement(read_rows(folder)):.2f} "
+              f"(the run's A/A rms z), at least {gpu_stats.MIN_ROUNDS} rounds and {args.min_cell_s:g} s")
+        for c in cells:
+            print(f"  {c['what']:>10} {human(c['bytes'] or 0):>6} spread {c['spread']:5.2f} after {c['n']:4d} rounds "
+                  f"(batch {c['batch_ms']:5.1f} ms + {c['overhead_ms']:4.1f} ms): now {c['rounds_now']:6.0f} rounds "
+                  f"{c['seconds_now']:6.0f} s, new {c['rounds_new']:6.0f} rounds {c['seconds_new']:5.0f} s"
+                  + (f" CAP (spread {c['spread_new']:.2f})" if c["capped"] else ""))
+        now, new = sum(c["seconds_now"] for c in cells), sum(c["seconds_new"] for c in cells)
+        print(f"  total: now {now:.0f} s, new {new:.0f} s")
     return 0
 
 
