@@ -14,12 +14,15 @@ cells split over several calls (--ops, --sizes, --skip-1rank, --skip-8) and thei
   2. a DDP training step (6 x Linear(4096) MLP, batch 256) on the one-rank groups;
   3. layout "8 hosts": 8 ranks on the one GPU, each its own host (NCCL_HOSTID, sockets over lo,
      NCCL_IB_DISABLE=1, NCCL_NVLS_ENABLE=0: proxy ops and steps, the recorder's busiest path), the same
-     ops and sizes. One group at a time: groups side by side share the GPU's time slices and the CPUs,
-     and that, not the recorder, set the figures (the first run's recorder group read 1-26% faster).
-     Epochs in ABBA order (--host-epochs, 4), each a fresh group measuring every cell while its share
-     lasts; a cell pools each mode's batches over its epochs; the A/A is the base's first epoch against
-     its last. With --mps the layout runs under an MPS control daemon of its own (private pipe folder,
-     quit at the phase's end): the 8 kernels share the GPU at once instead of taking turns in time slices;
+     ops and sizes, and the same method as the 1-rank layout (one code path, `latency_phase`): base,
+     recorder and control groups of 8 ranks side by side, timed in turns, one batch (--hosts-batch-s,
+     20 ms; a call longer than that is a batch of one, without warm-up calls) a group a round, the same
+     estimator, stop rule, caps and raw rounds; not pinned (24 processes, 8 busy at a time). With --mps
+     the layout runs under an MPS control daemon of its own (private pipe and log folders, quit at the
+     phase's end, the GPU's settings untouched): the 8 kernels of a collective share the GPU at once. Without
+     it they take turns in time slices, and the figures are the time slices' (2026-12-07: 54 ms for an 8 B
+     all_reduce). Until 2026-12-07 this layout ran one group at a time in ABBA epochs, with the median and
+     its MAD error: its rows have no paired figure, and `plan` leaves them out;
   4. chaining: tests/count_plugin.c alone, then behind the recorder (FORENSICS_RECORDER_CHAIN),
      8 ranks as 8 hosts running the same ops: its counts must be equal (when ~75 s are left).
 Estimator (benchmarks/recorder_gpu_stats.py says why, from the recorded runs and a simulation): per round, the
@@ -47,6 +50,7 @@ run cut short still hands back what it measured.
     ... --skip-8 --skip-chain --skip-train --ops all_gather --one-rank-share 1     # call A
     ... --skip-8 --skip-chain --ops all_reduce,sendrecv --one-rank-share 1         # call B (+ DDP step)
     ... --skip-1rank                                                              # call C (8 hosts, chaining)
+    ... --skip-1rank --skip-train --skip-chain --mps --cell-cap 12                # call D (8 hosts, MPS only)
     python benchmarks/recorder_gpu.py merge OUT A B C     # a cell in two calls: the later row, both listed
     python benchmarks/recorder_gpu.py plan A --cell-cap 60   # per cell: rounds and seconds to the target
 Goals (issue 44): < 1% at >= 1 MB, < 3% below, < 0.5% of a training step.
@@ -64,7 +68,6 @@ import platform
 import queue
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -86,6 +89,8 @@ from parsers.readers.recorder import read_recorder_dir  # noqa: E402
 WORKER = REPO / "nccl_patches" / "device" / "bench_worker.py"
 SIZES = [8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
 OPS = ["all_reduce", "all_gather", "sendrecv"]
+#: seconds of one timed batch in the many-hosts layout (`--hosts-batch-s`)
+HOSTS_BATCH_S = 0.02
 COUNT_MASK = "0xf5f"  # Group Coll P2p ProxyOp ProxyStep KernelCh + the v5 API events; not ProxyCtrl (timing-made)
 
 
@@ -185,30 +190,6 @@ class Group:
                 p.wait()
 
 
-def median_error(values: list[float]) -> tuple[float, float]:
-    """The median and its standard error, 1.2533 x sigma / sqrt(n) with sigma from the MAD (inf under 3 values)."""
-    med = statistics.median(values) if values else float("nan")
-    if len(values) < 3:
-        return med, float("inf")
-    mad = statistics.median(abs(v - med) for v in values)
-    return med, 1.2533 * 1.4826 * mad / len(values) ** 0.5
-
-
-def rel_spread(values: list[float]) -> float:
-    """Relative standard error of the median, in %."""
-    med, err = median_error(values)
-    return 100 * err / med if med > 0 else float("inf")
-
-
-def paired(base: list[float], other: list[float]) -> dict:
-    """other against base round by round (the same round's two batches ran within a fraction of a second
-    of each other, so a drift of the machine over seconds cancels): the median of the per-round
-    differences in %, and its spread in points (`median_error`, as rel_spread, on the differences)."""
-    diffs = [(o / b - 1) * 100 for b, o in zip(base, other) if b > 0]
-    med, err = median_error(diffs)
-    return {"pct": med if len(diffs) >= 3 else float("nan"), "spread": err, "n": len(diffs)}
-
-
 def rotation(rounds: int, modes: list[str]) -> list[str]:
     """The order of one round: each mode leads, follows and sits in the middle alike, forwards then backwards."""
     k = rounds % len(modes)
@@ -253,11 +234,23 @@ def summarize(samples: dict[str, list[float]], stop: str, seconds: float) -> dic
 
 
 def iterations(groups: dict, cmd: dict, batch_s: float, cap: int, patience: float) -> tuple[int, float]:
-    """Calls per batch so one batch lasts about batch_s (probed on the base group), and one call's seconds."""
+    """Calls per batch so one batch lasts about batch_s (probed on the base group), and one call's seconds.
+    The other groups run the cell once too: buffers allocated and connections made before any batch is timed
+    (a batch of one call has no warm-up of its own, `batch_warm`)."""
     probe = groups["base"].ask({**cmd, "iters": 3, "warm": 2}, timeout=patience)
     if "error" in probe:
         raise RuntimeError(probe["error"])
+    for m, g in groups.items():
+        if m != "base":
+            g.ask({**cmd, "iters": 1, "warm": 1}, timeout=patience)
     return max(1, min(cap, int(batch_s / max(probe["sec"], 1e-7)))), probe["sec"]
+
+
+def batch_warm(calls: int) -> int:
+    """Untimed calls before each timed batch: 2 where a batch is many short calls (a group idle while the others
+    ran wakes up on them), none where one call is longer than a batch (64-256 MB over sockets: 0.1-1 s a call,
+    where two more would triple a round and a wake-up of microseconds does not show; `iterations` warmed it)."""
+    return 2 if calls > 1 else 0
 
 
 class Report:
@@ -320,11 +313,15 @@ class Report:
                  "A/A (2nd base) | A/A (paired) | batches x calls | stop | goal |",
                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [self.line(r) for r in self.rows]
-        stopped = [f"{r['what']} {human(r['bytes']) if r.get('bytes') else ''}".strip()
-                   for r in self.rows if r.get("stop") in ("cap", "share")]
+        stopped: dict[str, list[str]] = {}  # per layout: both layouts have the same cells
+        for r in self.rows:
+            if r.get("stop") in ("cap", "share"):
+                cell = f"{r['what']} {human(r['bytes']) if r.get('bytes') else ''}".strip()
+                stopped.setdefault(r["layout"], []).append(cell)
         if stopped:
-            lines += ["", f"Stopped at their time cap or share, spread not under {h.get('target_spread_pct')}: "
-                      + ", ".join(stopped)]
+            named = "; ".join(", ".join(c) if len(stopped) == 1 else f"{lay}: {', '.join(c)}"
+                              for lay, c in stopped.items())
+            lines += ["", f"Stopped at their time cap or share, spread not under {h.get('target_spread_pct')}: {named}"]
         return "\n".join(lines) + "\n"
 
 
@@ -363,15 +360,19 @@ def recorder_facts(group: Group, state: Path) -> dict:
 
 
 class Layout:
-    """The groups of one layout (base, recorder, maybe a control), started again when one goes down."""
+    """The groups of one layout (base, recorder, maybe a control), side by side and timed in turns, started
+    again when one goes down. Both layouts, one rank and many hosts, are this: the same cells, rounds,
+    estimator and stop rule (`alternate`); they differ in ranks, batch length, patience and CPU pinning."""
 
     def __init__(self, name: str, ranks: int, args, plugin: Path, work: Path) -> None:
         self.name, self.ranks, self.args, self.plugin, self.work = name, ranks, args, plugin, work
-        self.state = state_root() / f"state-{name.replace(' ', '')}"
-        self.modes = ("base", "recorder", "control") if ranks == 1 and args.control else ("base", "recorder")
+        self.state = state_root() / f"state-{''.join(c for c in name if c.isalnum())}"
+        self.modes = ("base", "recorder", "control") if args.control else ("base", "recorder")
         # seconds to wait for an answer before calling the group hung (one rank answers fast; a call that
         # never returns, say a send to oneself that torch or NCCL cannot do, must not eat the run)
         self.patience = 30.0 if ranks == 1 else 120.0
+        # a round of 8 ranks pays a barrier over sockets and 8 answers: its batches are longer
+        self.batch_s = args.batch_s if ranks == 1 else args.hosts_batch_s
         self.starts = 0
         self.groups: dict[str, Group] = {}
         self.start()
@@ -381,8 +382,12 @@ class Layout:
         tag = f"{self.ranks}" if self.starts == 1 else f"{self.ranks}.{self.starts}"
         self.groups = {m: Group(f"{m}-{tag}", self.ranks, {**env_for(m, self.plugin, self.state), **self.pin(i)},
                                 self.work, self.args.backend) for i, m in enumerate(self.modes)}
-        for g in self.groups.values():
-            g.expect("READY", timeout=240)
+        try:
+            for g in self.groups.values():
+                g.expect("READY", timeout=240)
+        except GroupDown:  # no rank left behind (under --mps, a client left alive would hold the daemon's quit)
+            self.stop()
+            raise
 
     def pin(self, index: int) -> dict[str, str]:
         """The index-th group's own CPUs (--pin-cpus per group, after CPUs 0-1 left to this driver), for
@@ -404,7 +409,7 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, share: float) -> No
     args = lay.args
     cmd = {"cmd": "op", "op": op, "bytes": nbytes, "warm": 2}
     try:
-        n, one = iterations(lay.groups, cmd, args.batch_s if lay.ranks == 1 else 0.15, 20000, lay.patience)
+        n, one = iterations(lay.groups, cmd, lay.batch_s, 20000, lay.patience)
     except RuntimeError as err:  # the worker answered with an error (an op this layout cannot do)
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes, "error": str(err)})
         return
@@ -413,8 +418,8 @@ def run_cell(rep: Report, lay: Layout, op: str, nbytes: int, share: float) -> No
         rep.add({"layout": lay.name, "what": op, "bytes": nbytes,
                  "error": f"skipped: one call takes {one * 1e3:.1f} ms, the cell's share is {budget:.1f} s"})
         return
-    res = alternate(lay.groups, {**cmd, "iters": n}, budget, args.target_spread, lay.patience, args.latency_too,
-                    min(args.min_cell_s, budget / 2))
+    res = alternate(lay.groups, {**cmd, "iters": n, "warm": batch_warm(n)}, budget, args.target_spread,
+                    lay.patience, args.latency_too, min(args.min_cell_s, budget / 2))
     if res.get("stop") == "budget":
         res["stop"] = "cap" if budget == args.cell_cap else "share"
     goal = 1.0 if nbytes >= 1 << 20 else 3.0
@@ -460,73 +465,6 @@ def latency_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work
         (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
 
 
-#: the order of the one-group-at-a-time epochs: ABBA, repeated (a drift that is linear in time hits both alike)
-EPOCH_ORDER = ("base", "recorder", "recorder", "base")
-
-
-def stats(values: list[float]) -> dict:
-    """Median (us) of per-call seconds, its spread (%) and how many batches gave it."""
-    return {"median_us": statistics.median(values) * 1e6, "spread_pct": rel_spread(values), "n": len(values)}
-
-
-def hosts_row(layout: str, cell: tuple[str, int], per_batch: int, got: dict[str, list[tuple[int, float]]]) -> dict:
-    """A cell's row from its (epoch, seconds per call) samples per mode. A/A: the base's first epoch
-    against its later ones (the groups' own restart-to-restart difference: this method's floor)."""
-    op, nbytes = cell
-    base, rec = [s for _, s in got["base"]], [s for _, s in got["recorder"]]
-    row = {"layout": layout, "what": op, "bytes": nbytes, "per_batch": per_batch,
-           "goal_pct": 1.0 if nbytes >= 1 << 20 else 3.0, "base": stats(base), "recorder": stats(rec),
-           "epochs": sorted({e for samples in got.values() for e, _ in samples})}
-    first = min(e for e, _ in got["base"])
-    early, late = [s for e, s in got["base"] if e == first], [s for e, s in got["base"] if e != first]
-    if len(early) >= 3 and len(late) >= 3:
-        row["control_of"], row["control"] = stats(early), stats(late)
-    return row
-
-
-def run_epoch(g: Group, mode: str, cells: list, got: dict, per_batch: dict, broken: dict, epoch: int,
-              until: float, args, patience: float) -> None:
-    """One group's turn: rounds of one batch per cell (smallest first) until `until`; a cell's calls per
-    batch are probed once, on the first group, and kept for every epoch of both modes."""
-    warmed: set = set()
-    while True:
-        ran = False
-        for cell in cells:
-            if cell in broken or time.monotonic() >= until:
-                continue
-            try:
-                ran = one_batch(g, mode, cell, got, per_batch, broken, epoch, warmed, args, patience) or ran
-            except GroupDown as err:  # the cell that hung is left out of the epochs after this one
-                broken[cell] = f"group down: {err}"
-                raise
-        if not ran or time.monotonic() >= until or args.dry_run:
-            return
-
-
-def one_batch(g: Group, mode: str, cell: tuple[str, int], got: dict, per_batch: dict, broken: dict, epoch: int,
-              warmed: set, args, patience: float) -> bool:
-    """One timed batch of a cell in the group's mode; False when the cell is resolved or failed."""
-    op, nbytes = cell
-    if cell not in per_batch:
-        probe = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": 1, "warm": 2}, timeout=patience)
-        if "error" in probe:
-            broken[cell] = probe["error"]
-            return False
-        per_batch[cell] = max(1, min(200, int(0.15 / max(probe["sec"], 1e-7))))
-        warmed.add(cell)
-    if all(len(got[cell][m]) >= 3 and rel_spread([s for _, s in got[cell][m]]) < args.target_spread
-           for m in ("base", "recorder")):
-        return False  # resolved in both modes: the time goes to the others
-    res = g.ask({"cmd": "op", "op": op, "bytes": nbytes, "iters": per_batch[cell],
-                 "warm": 0 if cell in warmed else 2}, timeout=patience)
-    warmed.add(cell)
-    if "error" in res:
-        broken[cell] = res["error"]
-        return False
-    got[cell][mode].append((epoch, res["sec"]))
-    return True
-
-
 @contextlib.contextmanager
 def private_mps(work: Path, wanted: bool) -> Iterator[str]:
     """An MPS control daemon of this run's own (its pipe and log folders under work), so that the 8 ranks'
@@ -554,45 +492,19 @@ def private_mps(work: Path, wanted: bool) -> Iterator[str]:
         subprocess.run([tool], input="quit\n", env=env, capture_output=True, text=True, timeout=60)
 
 
-def hosts_phase(rep: Report, layout: str, ranks: int, args, plugin: Path, work: Path, hard_end: float) -> None:
-    """The many-hosts layout, one group at a time: 8 ranks on the one GPU, each its own NCCL_HOSTID (sockets
-    over lo), never beside another group (two groups side by side share the GPU's time slices and the CPUs,
-    and that, not the recorder, set the figures). Groups take turns in ABBA epochs; each epoch is a fresh
-    group that measures every cell while its share of the time lasts. Rows are rewritten after each epoch."""
-    state = state_root() / f"state-{ranks}hosts"
-    cells = [(op, b) for b in args.sizes for op in args.ops]  # by size: a cut run loses the largest sizes, not an op
-    got: dict = {cell: {"base": [], "recorder": []} for cell in cells}
-    per_batch: dict = {}
-    broken: dict = {}
-    patience = 120.0
-    epochs = args.host_epochs
-    for epoch in range(epochs):
-        mode = EPOCH_ORDER[epoch % len(EPOCH_ORDER)]
-        left = hard_end - time.monotonic()
-        if left < 30 and not args.dry_run:
-            print(f"{layout}: epoch {epoch} ({mode}) left out: {left:.0f} s left", flush=True)
-            break
-        g = Group(f"{mode}-{ranks}h{epoch}", ranks, env_for(mode, plugin, state), work, args.backend)
-        try:
-            t_up = time.monotonic()
-            g.expect("READY", timeout=min(240, max(30, left)))
-            share = (hard_end - time.monotonic()) / (epochs - epoch)
-            share = max(share, 2.0) if args.dry_run else share  # a dry run measures every cell once
-            print(f"{layout}: epoch {epoch} {mode}: up in {time.monotonic() - t_up:.0f} s, {share:.0f} s to measure",
-                  flush=True)
-            run_epoch(g, mode, cells, got, per_batch, broken, epoch, time.monotonic() + share, args, patience)
-        except GroupDown as err:
-            print(f"{layout}: epoch {epoch} {mode}: group down: {err}", flush=True)
-        finally:
-            g.quit(timeout=30)
-            if mode == "recorder":
-                rep.header.setdefault("recorder", []).append(recorder_facts(g, state))
-        for cell in cells:
-            if got[cell]["base"] and got[cell]["recorder"]:
-                rep.put(hosts_row(layout, cell, per_batch[cell], got[cell]))
-    for cell, why in broken.items():
-        rep.put({"layout": layout, "what": cell[0], "bytes": cell[1], "error": why})
-    (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+def hosts_layout(rep: Report, args, plugin: Path, work: Path, hard_end: float) -> None:
+    """The many-hosts layout, under a private MPS daemon when --mps asks for one. On NCCL, a run that asked for
+    MPS and cannot have it leaves the layout out (a phase error says why) rather than spend its device time on
+    the time slices' figures, which 2026-12-07 measured already; the gloo dry run goes on without it."""
+    with private_mps(work, args.mps) as how:
+        rep.header["hosts_layout_gpu_sharing"] = how
+        print(how, flush=True)
+        if args.mps and not how.startswith("MPS") and args.backend == "nccl":
+            rep.header.setdefault("phase_errors", {})["hosts"] = f"--mps asked, layout left out: {how}"
+            (rep.out / "facts.json").write_text(json.dumps(rep.header, indent=1) + "\n")
+            return
+        layout = f"{args.hosts} hosts" + (" (MPS)" if how.startswith("MPS") else "")
+        guarded(rep, "hosts", latency_phase, rep, layout, args.hosts, args, plugin, work, math.inf, hard_end)
 
 
 def train_cell(rep: Report, groups: dict, args, deadline: float) -> None:
@@ -730,6 +642,7 @@ def header(args) -> dict:
          "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
          "load_avg_start": os.getloadavg(), "sizes": args.sizes, "ops": args.ops,
          "target_spread_pct": args.target_spread, "cell_cap_s": args.cell_cap, "batch_s": args.batch_s,
+         "hosts_batch_s": args.hosts_batch_s, "min_cell_s": args.min_cell_s,
          "argv": sys.argv[1:]}
     try:
         import torch
@@ -754,14 +667,14 @@ def main() -> int:
     ap.add_argument("--train-s", type=float, default=40, help="seconds for the training-step figure")
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--no-control", dest="control", action="store_false",
-                    help="no second base group in the 1-rank layout (it measures the method's A/A floor)")
+                    help="no second base group (in either layout; it measures the method's A/A floor)")
     ap.add_argument("--batch-s", type=float, default=0.01,
                     help="seconds of one timed batch (1-rank layout): short, since a batch's scatter does not "
                          "shrink with its length (recorder_gpu_stats's docstring)")
     ap.add_argument("--cell-cap", type=float, default=60,
-                    help="seconds at most for one 1-rank cell; a cell that stops there is marked 'cap'")
+                    help="seconds at most for one cell (either layout); a cell that stops there is marked 'cap'")
     ap.add_argument("--min-cell-s", type=float, default=5,
-                    help="seconds a 1-rank cell runs at least before it may stop resolved")
+                    help="seconds a cell runs at least before it may stop resolved")
     ap.add_argument("--latency-too", action="store_true",
                     help="a cell stops only when each mode's latency is resolved too, not only the paired figures")
     ap.add_argument("--ops", default=",".join(OPS),
@@ -779,7 +692,9 @@ def main() -> int:
     ap.add_argument("--skip-8", action="store_true", help="leave out the many-hosts layout")
     ap.add_argument("--mps", action="store_true",
                     help="run the many-hosts layout under an MPS daemon of its own (kernels share the GPU at once)")
-    ap.add_argument("--host-epochs", type=int, default=4, help="one-group-at-a-time epochs of the many-hosts layout")
+    ap.add_argument("--hosts-batch-s", type=float, default=HOSTS_BATCH_S,
+                    help="seconds of one timed batch in the many-hosts layout (a round there also pays a barrier "
+                         "over sockets and 8 ranks' answers)")
     ap.add_argument("--skip-chain", action="store_true", help="leave out the chaining check on real NCCL")
     ap.add_argument("--cpu-bench-before", type=Path,
                     help="first run the CPU microbenchmark against the baseline sources staged here "
@@ -808,11 +723,7 @@ def main() -> int:
         guarded(rep, "1 rank", latency_phase, rep, "1 rank", 1, args, plugin, work,
                 args.one_rank_share * args.time_cap, cap - 15)
     if not args.skip_8 and (cap - time.monotonic() > 10 + chain_s or args.dry_run):
-        with private_mps(work, args.mps) as how:
-            rep.header["hosts_layout_gpu_sharing"] = how
-            print(how, flush=True)
-            layout = f"{args.hosts} hosts" + (" (MPS)" if how.startswith("MPS") else "")
-            guarded(rep, "hosts", hosts_phase, rep, layout, args.hosts, args, plugin, work, cap - chain_s - 5)
+        hosts_layout(rep, args, plugin, work, cap - chain_s - 5)
     keep_logs(work, args.out)  # again at the end: a run killed while chaining keeps the layouts' logs
     if not args.skip_chain and (cap - time.monotonic() > 40 or args.dry_run):
         guarded(rep, "chaining", chain_phase, rep, args, plugin, work)
@@ -855,11 +766,13 @@ def fmt_cost(cost: dict | None) -> str:
 
 
 def offline(argv: list[str]) -> int:
-    """`merge OUT DIR...`: one table from several calls. `plan DIR... [--batch-s S] [--target T]`: per cell,
-    the rounds and seconds to reach the target under the recorded design and under the new one."""
+    """`merge OUT DIR...`: one table from several calls. `plan DIR... [--batch-s S] [--hosts-batch-s S]
+    [--target T]`: per layout and cell, the rounds and seconds to reach the target under the recorded design and
+    under this one (the layout's own batch length)."""
     ap = argparse.ArgumentParser(prog="recorder_gpu.py " + argv[0])
     ap.add_argument("folders", type=Path, nargs="+")
-    ap.add_argument("--batch-s", type=float, default=0.01)
+    ap.add_argument("--batch-s", type=float, default=0.01, help="the 1-rank layout's batch")
+    ap.add_argument("--hosts-batch-s", type=float, default=HOSTS_BATCH_S, help="the many-hosts layout's batch")
     ap.add_argument("--target", type=float, default=0.5)
     ap.add_argument("--cell-cap", type=float, default=float("inf"))
     ap.add_argument("--min-cell-s", type=float, default=5)
@@ -870,18 +783,28 @@ def offline(argv: list[str]) -> int:
         print(merge(args.folders[0], args.folders[1:]).table())
         return 0
     for folder in args.folders:
-        cells = gpu_stats.plan(read_rows(folder), args.target, args.batch_s, args.cell_cap, min_s=args.min_cell_s)
-        print(f"{folder}: to {args.target} points; now = the recorded batches at their stated spread; new = "
-              f"{args.batch_s * 1e3:g} ms batches, spread x {gpu_stats.understatement(read_rows(folder)):.2f} "
-              f"(the run's A/A rms z), at least {gpu_stats.MIN_ROUNDS} rounds and {args.min_cell_s:g} s")
-        for c in cells:
-            print(f"  {c['what']:>10} {human(c['bytes'] or 0):>6} spread {c['spread']:5.2f} after {c['n']:4d} rounds "
-                  f"(batch {c['batch_ms']:5.1f} ms + {c['overhead_ms']:4.1f} ms): now {c['rounds_now']:6.0f} rounds "
-                  f"{c['seconds_now']:6.0f} s, new {c['rounds_new']:6.0f} rounds {c['seconds_new']:5.0f} s"
-                  + (f" CAP (spread {c['spread_new']:.2f})" if c["capped"] else ""))
-        now, new = sum(c["seconds_now"] for c in cells), sum(c["seconds_new"] for c in cells)
-        print(f"  total: now {now:.0f} s, new {new:.0f} s")
+        rows = read_rows(folder)
+        for layout in dict.fromkeys(r["layout"] for r in rows):
+            print_plan(folder, [r for r in rows if r["layout"] == layout], layout, args)
     return 0
+
+
+def print_plan(folder: Path, rows: list[dict], layout: str, args) -> None:
+    """One layout's `plan` lines (none for a layout without paired rounds: the runs before 2026-12-08's 8 hosts)."""
+    batch = args.batch_s if layout == "1 rank" else args.hosts_batch_s
+    cells = gpu_stats.plan(rows, args.target, batch, args.cell_cap, min_s=args.min_cell_s)
+    if not cells:
+        return
+    print(f"{folder} [{layout}]: to {args.target} points; now = the recorded batches at their stated spread; new = "
+          f"{batch * 1e3:g} ms batches, spread x {gpu_stats.understatement(rows):.2f} "
+          f"(the layout's A/A rms z), at least {gpu_stats.MIN_ROUNDS} rounds and {args.min_cell_s:g} s")
+    for c in cells:
+        print(f"  {c['what']:>10} {human(c['bytes'] or 0):>6} spread {c['spread']:5.2f} after {c['n']:4d} rounds "
+              f"(batch {c['batch_ms']:5.1f} ms + {c['overhead_ms']:4.1f} ms): now {c['rounds_now']:6.0f} rounds "
+              f"{c['seconds_now']:6.0f} s, new {c['rounds_new']:6.0f} rounds {c['seconds_new']:5.0f} s"
+              + (f" CAP (spread {c['spread_new']:.2f})" if c["capped"] else ""))
+    now, new = sum(c["seconds_now"] for c in cells), sum(c["seconds_new"] for c in cells)
+    print(f"  total: now {now:.0f} s, new {new:.0f} s")
 
 
 if __name__ == "__main__":

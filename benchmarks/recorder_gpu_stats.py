@@ -197,34 +197,48 @@ def understatement(rows: list[dict]) -> float:
     return max(1.0, math.sqrt(sum(z * z for z in zs) / len(zs))) if zs else 1.0
 
 
-def plan(rows: list[dict], target: float, batch_s: float, cap_s: float = float("inf"), modes: int = 3,
+def plan(rows: list[dict], target: float, batch_s: float | None, cap_s: float = float("inf"), modes: int = 3,
          min_s: float = 0.0) -> list[dict]:
     """Per recorded cell: rounds and seconds to reach `target` (a) with the recorded design at its stated
-    spread and (b) with batches of batch_s and the spread made honest by the run's own A/A (`understatement`),
-    assuming a batch's scatter does not depend on its length (what ~20 ms against ~74 ms batches showed), at
-    least MIN_ROUNDS rounds and min_s seconds, capped at cap_s (then the spread expected at the cap). The time
-    a round spends outside its batches (answers over the pipe, warm-up calls, syncs) is the median over the
-    run's cells of what their seconds show."""
+    spread and (b) with batches of batch_s (None: each row's own, as a run of this design recorded them) and
+    the spread made honest by the layout's own A/A (`understatement`), assuming a batch's scatter does not
+    depend on its length (what ~20 ms against ~74 ms batches showed), at least MIN_ROUNDS rounds and min_s
+    seconds, capped at cap_s (then the spread expected at the cap). A round has as many batches as the row
+    kept modes (`modes` for rows without raw rounds). The time a round spends outside its batches (answers over
+    the pipe, warm-up calls, barriers) is the median over the layout's cells of what their seconds show: a
+    round of 8 ranks over sockets pays more of it than one of a one-rank group."""
     cells = [r for r in rows if "error" not in r and "recorder" in r.get("paired", {}) and r.get("seconds")]
-    extra = [max(0.0, r["seconds"] / r["paired"]["recorder"]["n"] / modes - batch_of(r)) for r in cells]
-    overhead = statistics.median(extra) if extra else 0.0
-    inflation = understatement(rows)
-    out = []
-    for r in cells:
-        n = r["paired"]["recorder"]["n"]
-        seen = max(p["spread"] for p in r["paired"].values())
-        need_now = rounds_needed(seen, n, target)
-        short = batch_s if r.get("bytes") is not None else batch_of(r)  # the DDP step keeps its batches
-        round_new = modes * (min(short, batch_of(r)) + overhead)
-        need_new = max(MIN_ROUNDS, min_s / round_new, rounds_needed(seen, n, target, inflation))
-        seconds_new = min(need_new * round_new, cap_s)
-        reached = seconds_new / round_new
-        out.append({"what": r["what"], "bytes": r.get("bytes"), "spread": seen, "n": n, "inflation": inflation,
-                    "batch_ms": batch_of(r) * 1e3, "overhead_ms": overhead * 1e3,
-                    "rounds_now": need_now, "seconds_now": need_now * r["seconds"] / n,
-                    "rounds_new": need_new, "seconds_new": seconds_new, "capped": need_new > reached + 0.5,
-                    "spread_new": target * math.sqrt(need_new / reached)})
-    return out
+    overhead, inflation = {}, {}
+    for lay in {r.get("layout") for r in cells}:
+        mine = [r for r in cells if r.get("layout") == lay]
+        extra = [max(0.0, r["seconds"] / r["paired"]["recorder"]["n"] / modes_of(r, modes) - batch_of(r)) for r in mine]
+        overhead[lay] = statistics.median(extra)
+        inflation[lay] = understatement([r for r in rows if r.get("layout") == lay])
+    return [plan_cell(r, target, batch_s, cap_s, modes_of(r, modes), min_s, overhead[r.get("layout")],
+                      inflation[r.get("layout")]) for r in cells]
+
+
+def plan_cell(r: dict, target: float, batch_s: float | None, cap_s: float, modes: int, min_s: float,
+              overhead: float, inflation: float) -> dict:
+    """One cell of `plan`."""
+    n = r["paired"]["recorder"]["n"]
+    seen = max(p["spread"] for p in r["paired"].values())
+    need_now = rounds_needed(seen, n, target)
+    short = batch_s if r.get("bytes") is not None and batch_s is not None else batch_of(r)  # DDP keeps its own
+    round_new = modes * (min(short, batch_of(r)) + overhead)
+    need_new = max(MIN_ROUNDS, min_s / round_new, rounds_needed(seen, n, target, inflation))
+    seconds_new = min(need_new * round_new, cap_s)
+    reached = seconds_new / round_new
+    return {"layout": r.get("layout"), "what": r["what"], "bytes": r.get("bytes"), "spread": seen, "n": n,
+            "inflation": inflation, "batch_ms": batch_of(r) * 1e3, "overhead_ms": overhead * 1e3,
+            "rounds_now": need_now, "seconds_now": need_now * r["seconds"] / n,
+            "rounds_new": need_new, "seconds_new": seconds_new, "capped": need_new > reached + 0.5,
+            "spread_new": target * math.sqrt(need_new / reached)}
+
+
+def modes_of(row: dict, default: int) -> int:
+    """Batches in one of the row's rounds: the modes whose raw rounds it kept (default for older rows)."""
+    return len(row["rounds_us"]) if row.get("rounds_us") else default
 
 
 def batch_of(row: dict) -> float:

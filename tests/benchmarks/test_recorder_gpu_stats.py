@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 
 import pytest
 
@@ -21,6 +22,15 @@ def two_level(rng: random.Random, n: int, weight: float, stay: float) -> list[fl
             slow = rng.random() < weight
         out.append((20.5 if slow else 18.0) * (1 + 0.01 * rng.gauss(0, 1)))
     return out
+
+
+def mad_paired(base: list[float], other: list[float]) -> dict:
+    """The former estimator, kept here as the foil (the benchmark used it in both layouts until 2026-12-07): the
+    median of the per-round differences with 1.2533 x 1.4826 x MAD / sqrt(n) as its spread."""
+    diffs = gs.round_diffs(base, other)
+    med = statistics.median(diffs)
+    mad = statistics.median(abs(d - med) for d in diffs)
+    return {"pct": med, "spread": 1.2533 * 1.4826 * mad / len(diffs) ** 0.5}
 
 
 def rms_z(estimate, runs: int = 60, n: int = 300, weight: float = 0.3, stay: float = 0.9) -> float:
@@ -55,7 +65,7 @@ def test_the_spread_is_honest_on_two_level_batches_where_the_mad_was_not():
     """The A/A of a cell whose batches sit at two levels that last several rounds: the former spread (MAD
     of the paired rounds) is 2-3 times too small, so its A/A reads 'offsets' that are noise; the new one
     stays near 1, and so does the trimmed mean's beside it."""
-    old = rms_z(recorder_gpu.paired)
+    old = rms_z(mad_paired)
     new = rms_z(gs.paired_figure)
     assert old > 2.0
     assert new < 1.4
@@ -154,6 +164,23 @@ def test_plan_scales_rounds_by_the_spread_and_marks_cells_past_the_cap():
     assert gs.understatement([off]) == 2.0  # the A/A 2 spreads off: every spread read twice as large
     assert gs.plan([off], 0.5, 0.01)[0]["rounds_new"] == pytest.approx(800 * 4)
     assert gs.plan([row], 0.5, 0.01, min_s=1000)[0]["rounds_new"] > 800  # the floor in seconds
+
+
+def test_plan_reads_each_layouts_overhead_and_rounds_of_its_own():
+    """A round of 8 ranks over sockets spends more outside its batches than a 1-rank round, and a run without a
+    control has two batches a round: a layout's plan must not borrow the other's."""
+    one = {"layout": "1 rank", "what": "all_reduce", "bytes": 8, "per_batch": 1000, "seconds": 30 * 3 * 0.012,
+           "base": {"median_us": 10.0, "spread_pct": 1.0, "n": 30},
+           "paired": {"recorder": {"pct": 0.0, "spread": 1.0, "n": 30},
+                      "control": {"pct": 0.0, "spread": 1.0, "n": 30}}}
+    hosts = {**one, "layout": "8 hosts (MPS)", "per_batch": 2000, "seconds": 30 * 2 * 0.05,
+             "rounds_us": {"base": [20.0] * 30, "recorder": [20.0] * 30},
+             "paired": {"recorder": {"pct": 0.0, "spread": 1.0, "n": 30}}}
+    by_layout = {c["layout"]: c for c in gs.plan([one, hosts], 0.5, None)}
+    assert by_layout["1 rank"]["overhead_ms"] == pytest.approx(2.0)  # 12 ms a batch of 10 ms
+    assert by_layout["8 hosts (MPS)"]["overhead_ms"] == pytest.approx(30.0)  # 50 ms a batch of 20 ms, 2 a round
+    assert by_layout["8 hosts (MPS)"]["seconds_new"] == pytest.approx(120 * 2 * 0.05)  # its own batch kept
+    assert gs.modes_of(hosts, 3) == 2 and gs.modes_of(one, 3) == 3
 
 
 def row(what: str, nbytes: int, pct: float, **extra) -> dict:
