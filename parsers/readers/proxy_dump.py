@@ -44,14 +44,10 @@ def parse_block(lines: list[str]) -> tuple[list[ProxyOp], int]:
         text = line.strip()
         if not text or text in ("|", "v", "[X]", "ACTIVE OPS"):
             continue
-        found = False
-        for m in _OP.finditer(text):
-            found = True
-            op = ProxyOp(op_count=int(m.group("oc")), kind=m.group("kind"))
-            for s in _SUB.finditer(m.group("subs")):
-                op.subs.append((int(s.group("peer")), s.group("st"), int(s.group("ch"))))
-            ops.append(op)
-        if not found:
+        found = len(ops)
+        for _pool, _idx, oc, kind, subs in _OP.findall(text):  # (a dump is thousands of ops a rank: one call a match)
+            ops.append(ProxyOp(int(oc), kind, [(int(peer), st, int(ch)) for peer, st, ch in _SUB.findall(subs)]))
+        if len(ops) == found:
             unknown += 1
     return ops, unknown
 

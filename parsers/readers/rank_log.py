@@ -326,8 +326,7 @@ class _Layout:
             if count >= 3 and count >= 0.3 * len(long):
                 self.width = width
         nonempty = [ln for ln in head if ln.strip()]
-        prefixed = sum(1 for ln in nonempty if any(p.match(ln.lstrip()) for p in _LAUNCHER_PREFIXES))
-        self.prefixed = len(nonempty) >= 3 and prefixed >= 0.6 * len(nonempty)
+        self.prefixed = len(nonempty) >= 3 and _share_at_least(nonempty, 0.6)
 
     @staticmethod
     def chunk(prev_segment: str, prev: str, nxt: str, joins: int) -> str | None:
@@ -373,6 +372,19 @@ class _Layout:
         if self.prefixed and not labelled:
             return ""
         return None
+
+
+def _share_at_least(lines: list[str], share: float) -> bool:
+    """Whether at least `share` of `lines` start with a launcher's prefix; the count stops once the answer is
+    known (a log without prefixes: after 40% of its head lines, not all 2,000)."""
+    need, left, have = share * len(lines), len(lines), 0
+    for ln in lines:
+        if have >= need or have + left < need:
+            break
+        left -= 1
+        if any(p.match(ln.lstrip()) for p in _LAUNCHER_PREFIXES):
+            have += 1
+    return have >= need
 
 
 def _logical_lines(pairs: Iterable[tuple[int, str]], layout: _Layout, out: Parsed) -> Iterator[tuple[int, str]]:
@@ -523,7 +535,8 @@ def _local_ranks_resolved(out: Parsed) -> list[int]:
     return given
 
 
-_PID_NAMED = re.compile(r"\bpid\s?[:=]\s?(\d{1,10})\b", re.IGNORECASE)
+#: without its leading word boundary, which `_pids_named` tests (the pattern then starts with a literal, found fast)
+_PID_NAMED = re.compile(r"pid\s?[:=]\s?(\d{1,10})\b", re.IGNORECASE)
 
 
 def _pids_named(head: list[str]) -> set[int]:
@@ -532,7 +545,15 @@ def _pids_named(head: list[str]) -> set[int]:
     Why: some loggers label each line with the process id in the same `[N] ` form a launcher uses
     for a rank (torch_npu: `[163686] [2026-07-07 07:20:43:938] torch.distributed: [ERROR] ...`, sglang
     #30453, whose other lines say `(PID:163686, Device:1, ...)`); such a label is no rank."""
-    return {int(m.group(1)) for line in head for m in _PID_NAMED.finditer(line[:4096])}
+    # one search over the lines joined by a NUL (no part of the pattern matches it, and a word boundary next to it
+    # is one at a line's end), `\bpid` tested by hand: the matches of `\bpid...` line by line, 5x faster
+    text = "\0".join(line[:4096] for line in head)
+    return {int(m.group(1)) for m in _PID_NAMED.finditer(text) if not _word_before(text, m.start())}
+
+
+def _word_before(text: str, at: int) -> bool:
+    """Whether a word character (as `\\b` tells one: alphanumeric or `_`) comes right before `at`."""
+    return at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
 
 
 def _continues(broken: tuple, text: str, events: list) -> bool:

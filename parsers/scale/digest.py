@@ -131,19 +131,32 @@ def encode(obj: Any, depth: int = 0, paths: dict[str, int] | None = None) -> Any
         return obj
     if t is str:
         return {"$p": paths[obj]} if paths and obj in paths else obj[:MAX_STR]
+    deeper = depth + 1
+    if t is list:  # the model's lists and tuples: told by type too, their scalar items taken as they are
+        return _encode_items(obj, deeper, paths)
+    if t is tuple:
+        return {"$tu": _encode_items(obj, deeper, paths)}
     fields = _ENCODED.get(t)
     if fields is None:
         return _encode_other(obj, depth, paths)
     out: dict[str, Any] = {"$t": _TAG[t]}
-    deeper = depth + 1
     for name, default, factory in fields:
         value = getattr(obj, name)
         if default is not dataclasses.MISSING and value == default:
             continue
         if factory and not value:
             continue
-        out[name] = encode(value, deeper, paths)
+        out[name] = value if type(value) in _AS_IS and deeper <= MAX_DEPTH else encode(value, deeper, paths)
     return out
+
+
+def _encode_items(items: list | tuple, depth: int, paths: dict[str, int] | None) -> list:
+    """`encode` of each item at `depth`: an exact None, bool, int or float as it is (what `encode` gives back for
+    one within MAX_DEPTH), anything else through `encode`. Why: a rank's proxy dump is 1,900 ops of (peer, status,
+    channel) tuples: a call a scalar was a fifth of a costly host's digest."""
+    if depth > MAX_DEPTH:
+        return [encode(x, depth, paths) for x in items]
+    return [x if type(x) in _AS_IS else encode(x, depth, paths) for x in items]
 
 
 def _encode_other(obj: Any, depth: int, paths: dict[str, int] | None) -> Any:
@@ -178,8 +191,8 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
     if t is list:
         deeper = depth + 1
         if deeper <= MAX_DEPTH:  # a list of the model's objects (a file's events): each built directly
-            return [_build(x, deeper, paths) if type(x) is dict and "$t" in x else decode(x, deeper, paths)
-                    for x in data]
+            return [x if type(x) in _PLAIN_TYPES else _build(x, deeper, paths) if type(x) is dict and "$t" in x
+                    else decode(x, deeper, paths) for x in data]
         return [decode(x, deeper, paths) for x in data]
     if not isinstance(data, dict):
         raise DigestError(f"unexpected {type(data).__name__}")
@@ -191,7 +204,11 @@ def decode(data: Any, depth: int = 0, paths: tuple = ()) -> Any:
             raise DigestError("a path number out of range")
         return paths[n]
     if len(data) == 1 and "$tu" in data:
-        return tuple(decode(x, depth + 1, paths) for x in _list(data["$tu"]))
+        items = _list(data["$tu"])
+        if depth + 1 > MAX_DEPTH:
+            return tuple(decode(x, depth + 1, paths) for x in items)
+        # a plain JSON value is its own decoding (decode's first test): no call for each
+        return tuple([x if type(x) in _PLAIN_TYPES else decode(x, depth + 1, paths) for x in items])
     if len(data) == 1 and "$se" in data:
         try:
             return set(decode(x, depth + 1, paths) for x in _list(data["$se"]))

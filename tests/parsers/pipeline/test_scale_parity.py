@@ -3,7 +3,7 @@ their merge (the default `analyze` of a bundle whose hosts wrote digests), the c
 that the plain read of every file (`analyze --no-digests`) gives.
 
 Each case is a live capture under tests/fixtures whose own plain read names a culprit, replicated to
-`PARITY_RANKS` ranks (4,096: every case but the eight `COSTLY` ones, at 1,032 for the suite's time;
+`PARITY_RANKS` ranks (4,096: every case but the six `COSTLY` ones, at 1,032 for the suite's time;
 HF_PARITY_RANKS sets one size for all) by tests/support/replicate.py (its own ranks kept, the others healthy
 copies of one rank its verdict does not name, 8 to a host, written by one process a core), digests made for every
 host as `collect` makes them (one process a core: on a fleet every host makes its own). The digest path must give
@@ -13,7 +13,9 @@ classes (the focus) or say the stated reason it did not (`FOCUSED`, `NOT_FOCUSED
 What a case costs (2026-12-07, branch h45par, the session's 2-core box; benchmarks/results/
 scale_parity-4096-2026-12-07-h45par.md): its fleet's build, most of it the host digests (the readers' real work
 on every copy's files, then encoding it): at 4,096 ranks 19-67 CPU s for 24 of the cases (copies 2-9 ms a rank,
-digests 1.5-13), 150-410 for the eight `COSTLY`; the digest path 1-2 s. It is compared with:
+digests 1.5-13), 150-410 for the eight that were `COSTLY` then; the digest path 1-2 s. Two of those eight run at
+4,096 since branch h46costly (issue26/slow5 145 CPU s, nccl_x2/p2p/kill 396, test included; benchmarks/results/
+scale_parity-costly-2026-12-07-h46costly.md). It is compared with:
 - by default, the capture's own plain read (8 ranks or fewer, under a second);
 - for the five captures of nccl/ (`FLEET_PLAIN`), the fleet's own plain read as well (every file read again):
   the replica must keep the capture's culprit and why, and the digest path must equal it (nccl/chain's replica
@@ -39,16 +41,16 @@ PARITY_RANKS = int(os.environ.get("HF_PARITY_RANKS", "4096"))
 #: processes); HF_PARITY_RANKS sets it too
 COSTLY_RANKS = int(os.environ.get("HF_PARITY_RANKS", str(FOCUS_MIN_RANKS + 8)))
 #: the cases that do not fit the suite's time at 4,096, with the CPU milliseconds a copy's host digest takes a
-#: rank (2026-12-07, branch h45par, one process; every other case 1.5-13 ms). The seven of nccl/ and nccl_x2/ and
-#: the recorder's sigstop: their copied rank's stdout holds NCCL's proxy dump (1,900 ops), its NCCL log is 260 kB
-#: (NCCL's line for every collective) and its recorder has 1,024 proxy ops; issue26/slow5's, 370 kB a rank. At
-#: 4,096 ranks each fleet's digests are 150-410 CPU s, about 2,600 for the eight: 22 minutes of the box's two cores
-#: beside the other 24 cases' 900 CPU s (their builds, one process). They run at COSTLY_RANKS (1,032);
-#: HF_PARITY_RANKS=4096 runs them at 4,096 (benchmarks/results/scale_parity-4096-2026-12-07-h45par.md)
-COSTLY: dict[str, int] = {
-    "nccl/sigstop/bundle": 75, "nccl/kill/bundle": 81, "recorder/preload_nccl2289/sigstop/bundle": 71,
-    "nccl_x2/mixed/kill/bundle": 92, "nccl_x2/mixed/sigstop/bundle": 84, "nccl_x2/p2p/kill/bundle": 63,
-    "nccl_x2/p2p/sigstop/bundle": 74, "issue26/slow5/bundle.tar.gz": 28,
+#: rank (2026-12-07, branch h46costly, one process, the least of alternating runs; on the same scale nccl/sleep 4.6,
+#: nccl/mismatch 5.2, issue26/slow5 14.3). Their copied rank's stdout holds NCCL's proxy dump (1,895 ops: two thirds
+#: of the 66 ms, read, encoded and rebuilt), its NCCL log 1,100 op lines, and the recorder 1,024 proxy ops: the
+#: readers' real work, with no one hotspot. At 4,096 a case costs 300-450 CPU s; moving one from 1,032 adds about
+#: 3 minutes of this box's wall time (nccl_x2/p2p/kill: 48 s -> 233 s), and the suite's budget took two
+#: (issue26/slow5, nccl_x2/p2p/kill, about 5 minutes together). They run at COSTLY_RANKS (1,032); HF_PARITY_RANKS=4096
+#: runs them at 4,096 (benchmarks/results/scale_parity-costly-2026-12-07-h46costly.md)
+COSTLY: dict[str, float] = {
+    "nccl/sigstop/bundle": 67.6, "nccl/kill/bundle": 63.9, "recorder/preload_nccl2289/sigstop/bundle": 51.4,
+    "nccl_x2/mixed/kill/bundle": 66.1, "nccl_x2/mixed/sigstop/bundle": 64.4, "nccl_x2/p2p/sigstop/bundle": 51.2,
 }
 PLAIN = os.environ.get("HF_PARITY_PLAIN") == "1"
 #: captures whose fleet is also read plainly (see the module's docstring): NCCL's line for every collective

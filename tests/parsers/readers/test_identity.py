@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parsers.model.events import ErrorEvent, OpEvent, group_rank
+from parsers.readers.rank_log import parse_lines
 from _load import load
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "realworld"
@@ -92,6 +93,15 @@ def test_a_label_the_file_calls_a_pid_is_not_a_rank():
     assert all(p.facts.get("rank") == 1 and "ranks" not in p.facts for p in parsed if p.kind == "rank-log")
     assert 163686 not in {ev.origin.rank for ev in _events("sglang-30453")}
 
+
+
+def test_only_the_word_pid_names_a_pid():
+    """`rapid=7` names no process (the head is searched in one piece, the word boundary before `pid` tested by
+    hand): the `[7] ` label stays the rank; `pid=7` and `PID: 7` make it that process's pid."""
+    lines = ["[7] step 1 rapid=7\n", "[7] step 2\n", "[7] step 3\n"]
+    assert parse_lines(lines).facts.get("rank") == 7
+    for named in ("pid=7", "PID: 7"):
+        assert parse_lines([ln.replace("rapid=7", named) for ln in lines]).facts.get("rank") is None
 
 def test_a_pdsh_label_that_is_an_ip_address_names_the_host():
     """DeepSpeed #6705: '202.197.0.170: [rank1]:[E1101 ...': the hostfile listed addresses, so pdsh labels with one."""
