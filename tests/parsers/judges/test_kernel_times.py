@@ -45,7 +45,7 @@ XID145 = next(ln for ln in (FIXTURES / "kernel" / "public-gpu-faults.log").read_
 _SCRIPT = """#!{python}
 import shutil, subprocess, sys, time
 real = shutil.which("dmesg", path="/usr/bin:/bin:/usr/sbin:/sbin")
-if real:  # this machine's own kernel log first (its OOM records of tests' memory cgroups, where still held)
+if real and {own!r}:  # this machine's own kernel log first (its OOM records of tests' memory cgroups, where still held)
     sys.stdout.write(subprocess.run([real, *sys.argv[1:]], capture_output=True, text=True).stdout)
 def stamp(t):  # dmesg -T's form, in UTC as the collector asks (TZ=UTC)
     g = time.gmtime(t)
@@ -68,10 +68,11 @@ def job():
     proc.wait(timeout=30)
 
 
-def _collect(tmp_path: Path, pid: int, lines: list[str], shift: float) -> Path:
-    """`forensics collect --pid` with dmesg printing `lines` stamped `shift` seconds from the moment it runs."""
+def _collect(tmp_path: Path, pid: int, lines: list[str], shift: float, own: bool = True) -> Path:
+    """`forensics collect --pid` with dmesg printing `lines` stamped `shift` seconds from the moment it runs,
+    after this machine's own kernel log where `own`."""
     script = tmp_path / "dmesg"
-    script.write_text(_SCRIPT.format(python=sys.executable, shift=shift, lines=lines))
+    script.write_text(_SCRIPT.format(python=sys.executable, shift=shift, lines=lines, own=own))
     script.chmod(0o755)
     out = tmp_path / "bundle"
     env = dict(os.environ, PYTHONPATH=str(REPO), FORENSICS_DMESG=str(script))
@@ -96,8 +97,10 @@ def _forensics(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def before_job(tmp_path_factory, job) -> Path:
-    """A bundle of the job whose kernel log holds real faults stamped 3 hours before it started."""
-    return _collect(tmp_path_factory.mktemp("before"), job, [OOM, XID79, HUNG, XID145], shift=-3 * 3600)
+    """A bundle of the job whose kernel log holds real faults stamped 3 hours before it started, and only them:
+    this machine's own records (the suite's memory-cgroup OOM kills, as many as have run) would fill the outputs'
+    bounded list of notes before them, and the tests would read the machine, not the product."""
+    return _collect(tmp_path_factory.mktemp("before"), job, [OOM, XID79, HUNG, XID145], shift=-3 * 3600, own=False)
 
 
 def _first_errors(bundle: Path) -> list[str]:
