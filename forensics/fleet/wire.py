@@ -54,30 +54,32 @@ def encode(header: dict[str, Any], archive: bytes | None) -> Iterator[str]:
 
 
 def decode(lines: Iterable[str]) -> Answer:
-    """The answer framed in `lines`; other lines are skipped. Raises WireError when incomplete or damaged."""
-    header: dict[str, Any] | None = None
-    chunks: list[str] = []
-    for line in lines:
-        line = line.rstrip("\r\n")
-        if header is None:
-            if line.startswith(_BEGIN):
-                try:
-                    header = json.loads(line[len(_BEGIN) :])
-                except json.JSONDecodeError as err:
-                    raise WireError(f"damaged header ({err})") from err
-                if not isinstance(header, dict):
-                    raise WireError("damaged header (not an object)")
-            continue
-        if line.startswith(_END):
-            digest = line[len(_END) :].strip()
-            if digest == "-":
-                return Answer(header=header, archive=None)
-            try:
-                archive = base64.b64decode("".join(chunks), validate=True)
-            except ValueError as err:
-                raise WireError(f"damaged archive encoding ({err})") from err
-            if hashlib.sha256(archive).hexdigest() != digest:
-                raise WireError("archive checksum mismatch (output cut or mixed)")
-            return Answer(header=header, archive=archive)
-        chunks.append(line.strip())
-    raise WireError("no answer" if header is None else "answer cut short (no end line)")
+    """The answer framed in `lines`; what is around it is skipped. Raises WireError when incomplete or damaged.
+
+    The frame is found in the lines joined, not line by line: srun --label cuts a long line into pieces, each
+    its own labelled line, and with --unbuffered it cuts wherever one of its reads ended (a loaded host cut the
+    header mid-JSON, and its answer was lost as 'no answer'). Base64 holds no space and no '-', so the pieces of
+    the archive, of the header and of the end line join back whatever the cuts."""
+    text = "".join(line.rstrip("\r\n") for line in lines)
+    start = text.find(_BEGIN)
+    if start < 0:
+        raise WireError("no answer")
+    try:
+        header, body = json.JSONDecoder().raw_decode(text, start + len(_BEGIN))
+    except json.JSONDecodeError as err:
+        raise WireError(f"damaged header ({err})") from err
+    if not isinstance(header, dict):
+        raise WireError("damaged header (not an object)")
+    end = text.find(_END, body)
+    if end < 0:
+        raise WireError("answer cut short (no end line)")
+    digest = text[end + len(_END):].lstrip()
+    if digest.startswith("-"):
+        return Answer(header=header, archive=None)
+    try:
+        archive = base64.b64decode("".join(text[body:end].split()), validate=True)
+    except ValueError as err:
+        raise WireError(f"damaged archive encoding ({err})") from err
+    if hashlib.sha256(archive).hexdigest() != digest[:64]:
+        raise WireError("archive checksum mismatch (output cut or mixed)")
+    return Answer(header=header, archive=archive)

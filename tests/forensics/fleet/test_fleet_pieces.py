@@ -90,6 +90,31 @@ def test_wire_round_trip_and_damage():
         wire.decode(damaged)
 
 
+def test_wire_answer_cut_into_pieces_as_srun_label_prints_it():
+    """srun --label prints a long line as several labelled pieces, and with --unbuffered cuts wherever one of its
+    reads ended: on a loaded host the header was cut mid-JSON and the whole answer read as 'no answer' (seen in
+    test_slurm here). Every cut, of the header, the archive and the end line alike, must decode the same."""
+    import random
+
+    data = bytes(random.Random(7).randbytes(3000))
+    header = {"host": "node7", "status": "ok", "errors": ["x" * 900]}  # a header longer than srun's 1 KB pieces
+    lines = list(wire.encode(header, data))
+    rng = random.Random(11)
+    for cuts in (1, 3, 7, 64, 1000, None):
+        pieces = []
+        for line in lines:
+            at = 0
+            while at < len(line) or at == 0:
+                step = cuts or rng.randint(1, 200)
+                pieces.append(f"0: {line[at:at + step]}")
+                at += step
+        runs = slurm.runs_from_output(["node7"], ["srun: a warning", *pieces], [], 0, 1.0, False)
+        answer = wire.decode(runs["node7"].stdout)
+        assert (answer.header, answer.archive) == (header, data), cuts
+    empty = [f"0: {c}" for line in wire.encode({"host": "node7", "status": "no-ranks"}, None) for c in line]
+    assert wire.decode(slurm.runs_from_output(["node7"], empty, [], 0, 1.0, False)["node7"].stdout).archive is None
+
+
 def test_slurm_argv_and_job_id_checks():
     argv = slurm.srun_argv("4242", ["node1", "node2"], ["python3", "-m", "forensics.fleet.remote"], 20)
     assert argv[:3] == ["srun", "--overlap", "--jobid=4242"]
