@@ -25,13 +25,17 @@ from proc_stat import state_letter
 pytestmark = pytest.mark.integration
 SCRIPT = REPO / "scripts" / "device" / "nccl_scenarios.py"
 PORTS = {"oom": 29810, "busy": 29820, "dataloader": 29830, "lateinit": 29840, "spawn": 29850}
+#: the process-group timeout, s: 8 lets a scenario's waiting ranks end on their own soon after the collection; the
+#: dataloader test needs its other ranks alive while `collect` finds them (on a loaded machine its start came after
+#: their 8 s and it found rank 2 alone): theirs outlasts the scenario, whose hard end (--scenario-s) stops them
+PG_TIMEOUT = {"dataloader": 60}
 
 
 def run_scenario(name: str, out: Path) -> tuple[dict, object]:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     collect = f"{sys.executable} -m forensics collect --job {{job}} -o {{dir}} -q"
     cmd = [sys.executable, str(SCRIPT), "--backend", "gloo", "--world", "4", "--out-dir", str(out), "--scenarios", name,
-           "--pg-timeout", "8", "--settle-s", "4", "--scenario-s", "14", "--hang-s", "60",
+           "--pg-timeout", str(PG_TIMEOUT.get(name, 8)), "--settle-s", "4", "--scenario-s", "14", "--hang-s", "60",
            "--port-base", str(PORTS[name]), "--linger-s", "10", "--collect-cmd", collect]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
