@@ -237,10 +237,20 @@ def _content_host(art) -> str | None:
     return hosts.pop() if len(hosts) == 1 else None
 
 
-def kernel_events(ev: Evidence) -> list[KernelEventLine]:
-    """Each line of a kernel log read as an error event (an Xid, a GPU off the bus, a PCIe error): the lines set
-    against the job's start beside the knowledge base's findings."""
-    return [k for art in ev.artifacts for k in kernel_event_lines(art)]
+def kernel_events(ev: Evidence) -> dict[str, list[KernelEventLine]]:
+    """Each line of a kernel log read as an error event (an Xid, a GPU off the bus, a PCIe error), by its file: the
+    lines set against the job's start beside the knowledge base's findings, each host's from its own files only
+    (`host_events`; every host handed every host's lines is quadratic over a fleet)."""
+    by_file: dict[str, list[KernelEventLine]] = {}
+    for art in ev.artifacts:
+        for k in kernel_event_lines(art):
+            by_file.setdefault(k.file, []).append(k)
+    return by_file
+
+
+def host_events(events: dict[str, list[KernelEventLine]], host: HostEvidence) -> list[KernelEventLine]:
+    """The kernel lines read as error events (`kernel_events`) in the files of `host`'s kernel log."""
+    return [k for file in {e.file for e in host.kernel_lines} for k in events.get(file, ())]
 
 
 def kernel_event_lines(art: Artifact) -> list[KernelEventLine]:
@@ -280,7 +290,8 @@ def host_reports(ev: Evidence, kb: KnowledgeBase) -> list[HostReport]:
     expected = [NO_HOST_EVIDENCE] if ev.manifest is not None else []
     starts = job_starts(ev.ranks)
     events = kernel_events(ev)
-    reports = [host_report(h, kb, by_host.get(name, []), starts.get(name), events) for name, h in ev.hosts.items()]
+    reports = [host_report(h, kb, by_host.get(name, []), starts.get(name), host_events(events, h))
+               for name, h in ev.hosts.items()]
     for host in sorted(set(by_host) - set(ev.hosts)):
         if not by_host[host] and ev.manifest is None:
             continue
